@@ -1,0 +1,152 @@
+"""A job's definition as users write it, and the domain enums around it.
+
+The stored schedule keeps the user's own form (a delay, a local time) so the API can return
+what was asked; ``to_schedule`` turns it into the pure ``Schedule`` the time code works on.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from duetime_core.schedule.model import Cron, FoldPolicy, GapPolicy, Interval, OneOff, Schedule
+
+
+class JobState(enum.StrEnum):
+    ACTIVE = "ACTIVE"
+    PAUSED = "PAUSED"
+    COMPLETED = "COMPLETED"
+    ERROR = "ERROR"
+    # Never shown: a deleted job keeps its row so its run history stays readable.
+    DELETED = "DELETED"
+
+
+class MisfirePolicy(enum.StrEnum):
+    RUN_ONCE = "RUN_ONCE"
+    RUN_ALL = "RUN_ALL"
+    SKIP = "SKIP"
+
+
+class OverlapPolicy(enum.StrEnum):
+    ALLOW = "ALLOW"
+    SKIP = "SKIP"
+    BUFFER_ONE = "BUFFER_ONE"
+    CANCEL_PREVIOUS = "CANCEL_PREVIOUS"
+
+
+class Priority(enum.StrEnum):
+    HIGH = "HIGH"
+    NORMAL = "NORMAL"
+    LOW = "LOW"
+
+
+class HttpMethod(enum.StrEnum):
+    GET = "GET"
+    POST = "POST"
+    PUT = "PUT"
+    PATCH = "PATCH"
+    DELETE = "DELETE"
+
+
+@dataclass(frozen=True)
+class AtInstant:
+    at: datetime
+
+
+@dataclass(frozen=True)
+class AtLocal:
+    local_time: datetime  # naive wall-clock time
+    time_zone: str
+    gap: GapPolicy | None
+    fold: FoldPolicy | None
+    resolved: datetime  # the UTC instant it resolved to at create/update time
+
+
+@dataclass(frozen=True)
+class AfterDelay:
+    delay: timedelta
+    resolved: datetime
+
+
+@dataclass(frozen=True)
+class Every:
+    interval: timedelta
+    start_time: datetime | None
+    anchor: datetime  # start_time, or the creation time when none was given
+
+
+ScheduleSpec = AtInstant | AtLocal | AfterDelay | Every | Cron
+
+
+def to_schedule(spec: ScheduleSpec) -> Schedule:
+    """The pure schedule the time code evaluates."""
+    match spec:
+        case AtInstant(at=at):
+            return OneOff(at=at)
+        case AtLocal(resolved=resolved) | AfterDelay(resolved=resolved):
+            return OneOff(at=resolved)
+        case Every(interval=interval, anchor=anchor):
+            return Interval(every=interval, anchor=anchor)
+        case Cron():
+            return spec
+
+
+def is_one_off(spec: ScheduleSpec) -> bool:
+    return isinstance(spec, AtInstant | AtLocal | AfterDelay)
+
+
+@dataclass(frozen=True)
+class HttpTarget:
+    method: HttpMethod
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+
+
+@dataclass(frozen=True)
+class ContainerTarget:
+    image: str
+    command: tuple[str, ...] = ()
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+
+
+Target = HttpTarget | ContainerTarget
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 3
+    initial_backoff: timedelta = timedelta(seconds=1)
+    max_backoff: timedelta = timedelta(minutes=5)
+    multiplier: float = 2.0
+
+
+@dataclass(frozen=True)
+class MisfireSettings:
+    policy: MisfirePolicy = MisfirePolicy.RUN_ONCE
+    threshold: timedelta = timedelta(seconds=60)
+    max_catch_up_runs: int = 100
+    max_catch_up_age: timedelta = timedelta(hours=24)
+
+
+DEFAULT_ATTEMPT_TIMEOUT = timedelta(minutes=5)
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """Everything a user defines about a job; validated before it is built."""
+
+    display_name: str
+    schedule: ScheduleSpec
+    target: Target
+    attempt_timeout: timedelta = DEFAULT_ATTEMPT_TIMEOUT
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    misfire: MisfireSettings = field(default_factory=MisfireSettings)
+    overlap: OverlapPolicy = OverlapPolicy.ALLOW
+    jitter_window: timedelta = timedelta(0)
+    priority: Priority = Priority.NORMAL
+
+
+PARTITIONS = 1024

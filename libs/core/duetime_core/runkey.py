@@ -1,0 +1,56 @@
+"""Run keys: what makes a run the same run, and the idempotency key targets see."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from duetime_core.jobspec import PARTITIONS
+
+SCHEDULE_ORIGIN = "SCHEDULE"
+TRIGGER_PREFIX = "TRIGGER:"
+
+
+def rfc3339_utc(instant: datetime) -> str:
+    """`2026-10-26T20:30:00Z`; fractional seconds only when present, so keys stay stable."""
+    utc = instant.astimezone(UTC)
+    text = utc.strftime("%Y-%m-%dT%H:%M:%S")
+    if utc.microsecond:
+        text += f".{utc.microsecond:06d}".rstrip("0")
+    return text + "Z"
+
+
+@dataclass(frozen=True)
+class RunKey:
+    job_id: uuid.UUID
+    nominal_time: datetime
+    origin: str  # SCHEDULE or TRIGGER:<request_id>
+
+    @classmethod
+    def scheduled(cls, job_id: uuid.UUID, nominal_time: datetime) -> RunKey:
+        return cls(job_id, nominal_time, SCHEDULE_ORIGIN)
+
+    @classmethod
+    def triggered(cls, job_id: uuid.UUID, nominal_time: datetime, request_id: str) -> RunKey:
+        return cls(job_id, nominal_time, TRIGGER_PREFIX + request_id)
+
+    @property
+    def trigger_request_id(self) -> str | None:
+        if self.origin.startswith(TRIGGER_PREFIX):
+            return self.origin[len(TRIGGER_PREFIX) :]
+        return None
+
+    def canonical(self) -> str:
+        """The `Idempotency-Key` a target receives, identical for every attempt of the run."""
+        request_id = self.trigger_request_id
+        if request_id is not None:
+            return f"{self.job_id}/trigger/{request_id}"
+        return f"{self.job_id}/{rfc3339_utc(self.nominal_time)}"
+
+
+def partition_of(job_id: uuid.UUID) -> int:
+    """stable_hash(job_id) % 1024: stable across processes and versions (not Python's hash)."""
+    digest = hashlib.blake2b(job_id.bytes, digest_size=8).digest()
+    return int.from_bytes(digest, "big") % PARTITIONS

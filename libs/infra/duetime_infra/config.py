@@ -1,0 +1,67 @@
+"""Reading settings from the environment: every bad variable reported at once.
+
+Each service builds its frozen ``Settings`` once in ``main()`` with an ``EnvReader`` and passes
+it down; no other module reads ``os.environ``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from datetime import timedelta
+
+DEFAULT_PG_DSN = "postgresql://duetime:duetime@127.0.0.1:55432/duetime"
+
+
+class ConfigError(Exception):
+    """One or more environment variables are invalid; the message lists them all."""
+
+
+class EnvReader:
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        self._env = os.environ if environ is None else environ
+        self._errors: list[str] = []
+
+    def text(self, name: str, default: str) -> str:
+        return self._env.get(name, default)
+
+    def integer(self, name: str, default: int, *, low: int, high: int) -> int:
+        raw = self._env.get(name)
+        if raw is None:
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            self._errors.append(f"{name}={raw!r}: not an integer")
+            return default
+        if not low <= value <= high:
+            self._errors.append(f"{name}={value}: must be between {low} and {high}")
+        return value
+
+    def seconds(self, name: str, default: float, *, low: float, high: float) -> timedelta:
+        raw = self._env.get(name)
+        if raw is None:
+            return timedelta(seconds=default)
+        try:
+            value = float(raw)
+        except ValueError:
+            self._errors.append(f"{name}={raw!r}: not a number of seconds")
+            return timedelta(seconds=default)
+        if not low <= value <= high:
+            self._errors.append(f"{name}={value}: must be between {low} and {high} seconds")
+        return timedelta(seconds=value)
+
+    def address(self, name: str, default: str) -> str:
+        raw = self._env.get(name, default)
+        host, sep, port = raw.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+            self._errors.append(f"{name}={raw!r}: expected host:port")
+        return raw
+
+    def finish(self) -> None:
+        if self._errors:
+            raise ConfigError("invalid configuration:\n  " + "\n  ".join(self._errors))
+
+
+def env_dsn(environ: Mapping[str, str] | None = None) -> str:
+    return (os.environ if environ is None else environ).get("DUETIME_PG_DSN", DEFAULT_PG_DSN)

@@ -1,0 +1,59 @@
+"""The outbox row that hands a run to dispatch: a RunDispatch on its priority's topic."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from duetime.events.v1 import events_pb2
+from duetime_core.jobspec import Priority
+from duetime_core.runkey import RunKey
+from duetime_infra.codec.timeconv import datetime_to_timestamp as to_timestamp
+from duetime_infra.kafka.topics import DISPATCH_TOPICS
+
+_PRIORITY_PB = {
+    Priority.HIGH: 1,
+    Priority.NORMAL: 2,
+    Priority.LOW: 3,
+}
+
+
+@dataclass(frozen=True)
+class OutboxRow:
+    topic: str
+    key: bytes
+    payload: bytes
+    headers: dict[str, str]
+    team_id: str
+
+
+def dispatch_row(
+    *,
+    run_id: uuid.UUID,
+    key: RunKey,
+    team_id: str,
+    effective_time: datetime,
+    priority: Priority,
+    traceparent: str,
+    now: datetime,
+) -> OutboxRow:
+    message = events_pb2.RunDispatch(
+        run_id=str(run_id),
+        job_id=str(key.job_id),
+        team=team_id,
+        idempotency_key=key.canonical(),
+        nominal_time=to_timestamp(key.nominal_time),
+        effective_time=to_timestamp(effective_time),
+        priority=_PRIORITY_PB[priority],  # type: ignore[arg-type]
+        # Unique per enqueue: a worker's repeated start of the same delivery gets its attempt back.
+        dispatch_id=str(uuid.uuid4()),
+        enqueue_time=to_timestamp(now),
+    )
+    return OutboxRow(
+        topic=DISPATCH_TOPICS[priority],
+        key=str(key.job_id).encode(),
+        payload=message.SerializeToString(),
+        headers={"traceparent": traceparent},
+        team_id=team_id,
+    )

@@ -1,0 +1,105 @@
+"""A server interceptor: authentication for every Duetime call and one error boundary.
+
+Servicer methods raise domain errors; this turns them into rich statuses, and turns anything
+unexpected into a logged INTERNAL without leaking a traceback to the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
+
+import grpc
+from grpc import aio
+
+from duetime_core.errors import DuetimeError, PermissionDenied
+from duetime_infra.grpc.auth import Role, TokenCache, bearer_token, reset_principal, set_principal
+from duetime_infra.grpc.status import internal_status, to_grpc_status
+
+log = logging.getLogger(__name__)
+
+# Reflection and health stay open so grpcurl and load balancers can use them without a token.
+_OPEN_PREFIXES = ("/grpc.reflection.", "/grpc.health.")
+
+
+async def _abort(context: aio.ServicerContext[Any, Any], error: BaseException, method: str) -> None:
+    if isinstance(error, DuetimeError):
+        await context.abort_with_status(to_grpc_status(error))
+    log.exception("unexpected error in %s", method, exc_info=error, extra={"action": "rpc_failed"})
+    await context.abort_with_status(internal_status())
+
+
+class DuetimeInterceptor(aio.ServerInterceptor):
+    """Authenticates calls to the services in ``roles`` and maps errors for all of them."""
+
+    def __init__(self, tokens: TokenCache, roles: Mapping[str, Role]) -> None:
+        self._tokens = tokens
+        # Fully qualified service name -> the role its callers must have.
+        self._roles = dict(roles)
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        method: str = handler_call_details.method
+        if handler is None or method.startswith(_OPEN_PREFIXES):
+            return handler
+        service = method.lstrip("/").split("/", 1)[0]
+        role = self._roles.get(service)
+        metadata = handler_call_details.invocation_metadata
+
+        async def enter() -> Any:
+            principal = await self._tokens.resolve(bearer_token(metadata))
+            if role is not None and principal.role is not role:
+                raise PermissionDenied(
+                    f"this token may not call {service}", reason="WRONG_TOKEN_ROLE"
+                )
+            return set_principal(principal)
+
+        if handler.unary_unary is not None:
+            inner_uu = handler.unary_unary
+
+            async def unary_unary(request: Any, context: aio.ServicerContext[Any, Any]) -> Any:
+                try:
+                    token = await enter()
+                    try:
+                        return await inner_uu(request, context)
+                    finally:
+                        reset_principal(token)
+                except aio.AbortError:
+                    raise
+                except Exception as error:  # noqa: BLE001 - the error boundary
+                    await _abort(context, error, method)
+
+            return grpc.unary_unary_rpc_method_handler(
+                unary_unary,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.stream_stream is not None:
+            inner_ss = handler.stream_stream
+
+            async def stream_stream(
+                requests: AsyncIterator[Any], context: aio.ServicerContext[Any, Any]
+            ) -> AsyncIterator[Any]:
+                try:
+                    token = await enter()
+                    try:
+                        async for response in inner_ss(requests, context):
+                            yield response
+                    finally:
+                        reset_principal(token)
+                except aio.AbortError:
+                    raise
+                except Exception as error:  # noqa: BLE001 - the error boundary
+                    await _abort(context, error, method)
+
+            return grpc.stream_stream_rpc_method_handler(
+                stream_stream,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        return handler

@@ -1,0 +1,55 @@
+"""The one place domain errors become gRPC statuses (Google AIP-193).
+
+Every deliberate error carries ``google.rpc.ErrorInfo`` (reason, domain ``duetime.dev``); bad
+input also carries ``google.rpc.BadRequest`` with every field violation. Anything unexpected is
+logged with its traceback and answered as a plain INTERNAL.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+from duetime_core.errors import DuetimeError, InvalidArgument
+
+log = logging.getLogger(__name__)
+
+DOMAIN = "duetime.dev"
+
+
+def to_rpc_status(error: DuetimeError) -> status_pb2.Status:
+    details: list[any_pb2.Any] = []
+    info = any_pb2.Any()
+    info.Pack(
+        error_details_pb2.ErrorInfo(reason=error.reason, domain=DOMAIN, metadata=error.metadata)
+    )
+    details.append(info)
+    if isinstance(error, InvalidArgument) and error.violations:
+        bad = error_details_pb2.BadRequest(
+            field_violations=[
+                error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description)
+                for v in error.violations
+            ]
+        )
+        packed = any_pb2.Any()
+        packed.Pack(bad)
+        details.append(packed)
+    return status_pb2.Status(
+        code=getattr(code_pb2, error.code.value), message=error.message, details=details
+    )
+
+
+def to_grpc_status(error: DuetimeError) -> grpc.Status:
+    status: grpc.Status = rpc_status.to_status(to_rpc_status(error))
+    return status
+
+
+def internal_status() -> grpc.Status:
+    status: grpc.Status = rpc_status.to_status(
+        status_pb2.Status(code=code_pb2.INTERNAL, message="internal error")
+    )
+    return status

@@ -1,0 +1,323 @@
+"""Jobs and their runs as the job API reads and changes them, on PostgreSQL.
+
+Decisions (what the next run time is, what a change means) are the caller's, passed in as plain
+values or as a function run inside the transaction under the job's row lock; this module only
+knows SQL and transactions.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from duetime_core.errors import AlreadyExists, FailedPrecondition, NotFound
+from duetime_core.jobspec import JobSpec, JobState, Priority
+from duetime_core.planning import Occurrence
+from duetime_core.records import JobRecord, RunReason, RunRecord, RunState
+from duetime_core.runkey import RunKey
+from duetime_infra.codec.spec_json import spec_from_json, spec_to_json
+from duetime_infra.dispatch import OutboxRow
+from duetime_infra.grpc.auth import Principal, Role
+from duetime_infra.pg.queries import q
+from duetime_infra.pg.rows import job_from_row, run_from_row
+
+
+@dataclass(frozen=True)
+class NewRun:
+    run_id: uuid.UUID
+    key: RunKey
+    team_id: str
+    partition: int
+    effective_time: datetime
+    state: RunState
+    snapshot: JobSpec
+    attempt_limit: int
+    priority: Priority
+    trace_id: str = ""
+    traceparent: str = ""
+    reason: RunReason = RunReason.NONE
+    reason_detail: str = ""
+    range_end_time: datetime | None = None
+    occurrence_count: int = 1
+
+
+@dataclass(frozen=True)
+class JobWrite:
+    """The new state of a job, decided by the caller under the row lock."""
+
+    state: JobState
+    spec: JobSpec
+    next: Occurrence | None
+    state_reason: str = ""
+    pause_time: datetime | None = None
+    runs: Sequence[NewRun] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class Idempotency:
+    operation: str
+    request_id: str
+    fingerprint: bytes
+
+
+@dataclass(frozen=True)
+class Page:
+    after_time: datetime | None
+    after_id: uuid.UUID | None
+    limit: int
+
+
+Decide = Callable[[JobRecord, datetime], JobWrite]
+
+
+def _not_found(what: str) -> NotFound:
+    return NotFound(f"{what} not found", reason=f"{what.upper()}_NOT_FOUND")
+
+
+class JobStore:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    async def now(self) -> datetime:
+        value: datetime = await self._pool.fetchval(q("db_now"))
+        return value
+
+    async def principal_for(self, digest: bytes) -> Principal | None:
+        row = await self._pool.fetchrow(q("token_lookup"), digest)
+        if row is None:
+            return None
+        return Principal(Role(row["role"]), row["team_id"])
+
+    async def _remembered(
+        self, conn: asyncpg.Connection, team_id: str, idem: Idempotency
+    ) -> uuid.UUID | None:
+        """The resource an earlier call with this request_id made, if any (under a lock)."""
+        await conn.execute(q("request_lock"), team_id, idem.operation, idem.request_id)
+        row = await conn.fetchrow(q("request_id_get"), team_id, idem.operation, idem.request_id)
+        if row is None:
+            return None
+        if bytes(row["fingerprint"]) != idem.fingerprint:
+            raise AlreadyExists(
+                f"request_id {idem.request_id!r} was already used for a different request",
+                reason="REQUEST_ID_REUSED",
+            )
+        resource: uuid.UUID = row["resource_id"]
+        return resource
+
+    async def _remember(
+        self, conn: asyncpg.Connection, team_id: str, idem: Idempotency, resource: uuid.UUID
+    ) -> None:
+        await conn.execute(
+            q("request_id_put"), team_id, idem.operation, idem.request_id, idem.fingerprint, resource
+        )
+
+    async def create_job(
+        self,
+        team_id: str,
+        job_id: uuid.UUID,
+        partition: int,
+        write: JobWrite,
+        idem: Idempotency | None,
+    ) -> JobRecord:
+        async with self._pool.acquire() as conn, conn.transaction():
+            if idem is not None:
+                earlier = await self._remembered(conn, team_id, idem)
+                if earlier is not None:
+                    row = await conn.fetchrow(q("job_owned_row"), earlier, team_id)
+                    if row is not None:
+                        return job_from_row(row)
+            nxt = write.next
+            row = await conn.fetchrow(
+                q("job_insert"),
+                job_id,
+                team_id,
+                partition,
+                write.state.value,
+                write.state_reason,
+                spec_to_json(write.spec),
+                nxt.nominal_time if nxt else None,
+                nxt.effective_time if nxt else None,
+            )
+            if idem is not None:
+                await self._remember(conn, team_id, idem, job_id)
+            return job_from_row(row)
+
+    async def get_job(self, team_id: str, job_id: uuid.UUID) -> JobRecord:
+        row = await self._pool.fetchrow(q("job_get"), job_id, team_id)
+        if row is None:
+            raise _not_found("job")
+        return job_from_row(row)
+
+    async def list_jobs(
+        self, team_id: str, state: JobState | None, page: Page
+    ) -> list[JobRecord]:
+        rows = await self._pool.fetch(
+            q("job_list"),
+            team_id,
+            state.value if state else None,
+            page.after_time,
+            page.after_id,
+            page.limit,
+        )
+        return [job_from_row(r) for r in rows]
+
+    async def modify_job(self, team_id: str, job_id: uuid.UUID, decide: Decide) -> JobRecord:
+        """Locks the job, lets ``decide`` choose its new state, writes it and any runs."""
+        async with self._pool.acquire() as conn, conn.transaction():
+            row = await conn.fetchrow(q("job_get_for_update"), job_id, team_id)
+            if row is None:
+                raise _not_found("job")
+            now: datetime = await conn.fetchval(q("db_now"))
+            write = decide(job_from_row(row), now)
+            nxt = write.next
+            row = await conn.fetchrow(
+                q("job_write"),
+                job_id,
+                write.state.value,
+                write.state_reason,
+                spec_to_json(write.spec),
+                nxt.nominal_time if nxt else None,
+                nxt.effective_time if nxt else None,
+                write.pause_time,
+            )
+            for run in write.runs:
+                await self._insert_run(conn, run)
+            return job_from_row(row)
+
+    async def _insert_run(self, conn: asyncpg.Connection, run: NewRun) -> asyncpg.Record | None:
+        return await conn.fetchrow(
+            q("run_insert"),
+            run.run_id,
+            run.key.job_id,
+            run.team_id,
+            run.partition,
+            run.key.nominal_time,
+            run.effective_time,
+            run.key.origin,
+            run.state.value,
+            run.reason.value,
+            run.reason_detail,
+            run.attempt_limit,
+            run.range_end_time,
+            run.occurrence_count,
+            run.trace_id,
+            run.traceparent,
+            spec_to_json(run.snapshot),
+            run.priority.value,
+        )
+
+    async def trigger_run(
+        self,
+        team_id: str,
+        job_id: uuid.UUID,
+        idem: Idempotency,
+        build: Callable[[JobRecord, datetime], tuple[NewRun, OutboxRow]],
+    ) -> RunRecord:
+        """One QUEUED run outside the schedule, with its outbox row, once per request_id."""
+        async with self._pool.acquire() as conn, conn.transaction():
+            earlier = await self._remembered(conn, team_id, idem)
+            if earlier is not None:
+                return await self._run_with_attempts(conn, team_id, job_id, earlier)
+            row = await conn.fetchrow(q("job_get"), job_id, team_id)
+            if row is None:
+                raise _not_found("job")
+            now: datetime = await conn.fetchval(q("db_now"))
+            new_run, outbox = build(job_from_row(row), now)
+            inserted = await self._insert_run(conn, new_run)
+            if inserted is None:  # the run key exists already: the same trigger, made before
+                return await self._run_by_key(conn, team_id, new_run.key)
+            await self._insert_outbox(conn, outbox)
+            await self._remember(conn, team_id, idem, new_run.run_id)
+            return run_from_row(inserted)
+
+    async def _insert_outbox(self, conn: asyncpg.Connection, row: OutboxRow) -> None:
+        await conn.execute(
+            q("outbox_insert"), row.topic, row.key, row.payload, row.headers, row.team_id
+        )
+
+    async def _run_by_key(self, conn: asyncpg.Connection, team_id: str, key: RunKey) -> RunRecord:
+        row = await conn.fetchrow(q("run_by_key"), key.job_id, key.nominal_time, key.origin, team_id)
+        if row is None:
+            raise _not_found("run")
+        return (await self._with_attempts(conn, [row]))[0]
+
+    async def _run_with_attempts(
+        self, conn: asyncpg.Connection, team_id: str, job_id: uuid.UUID, run_id: uuid.UUID
+    ) -> RunRecord:
+        row = await conn.fetchrow(q("run_get"), run_id, job_id, team_id)
+        if row is None:
+            raise _not_found("run")
+        return (await self._with_attempts(conn, [row]))[0]
+
+    async def _with_attempts(
+        self, conn: asyncpg.Connection | asyncpg.Pool, rows: Sequence[asyncpg.Record]
+    ) -> list[RunRecord]:
+        if not rows:
+            return []
+        attempt_rows = await conn.fetch(
+            q("attempts_of_runs"),
+            [r["run_id"] for r in rows],
+            [r["nominal_time"] for r in rows],
+        )
+        by_run: dict[uuid.UUID, list[Any]] = defaultdict(list)
+        for a in attempt_rows:
+            by_run[a["run_id"]].append(a)
+        return [run_from_row(r, by_run[r["run_id"]]) for r in rows]
+
+    async def _require_owned(self, team_id: str, job_id: uuid.UUID) -> None:
+        if await self._pool.fetchval(q("job_owned"), job_id, team_id) is None:
+            raise _not_found("job")
+
+    async def list_runs(
+        self, team_id: str, job_id: uuid.UUID, state: RunState | None, page: Page
+    ) -> list[RunRecord]:
+        await self._require_owned(team_id, job_id)
+        rows = await self._pool.fetch(
+            q("run_list"),
+            job_id,
+            state.value if state else None,
+            page.after_time,
+            page.after_id,
+            page.limit,
+        )
+        return await self._with_attempts(self._pool, rows)
+
+    async def get_run(self, team_id: str, job_id: uuid.UUID, run_id: uuid.UUID) -> RunRecord:
+        async with self._pool.acquire() as conn:
+            return await self._run_with_attempts(conn, team_id, job_id, run_id)
+
+    async def redrive_run(
+        self,
+        team_id: str,
+        job_id: uuid.UUID,
+        run_id: uuid.UUID,
+        idem: Idempotency,
+        build: Callable[[RunRecord, JobSpec, datetime], tuple[int, OutboxRow]],
+    ) -> RunRecord:
+        """Back to QUEUED with a fresh attempt budget, once per request_id."""
+        async with self._pool.acquire() as conn, conn.transaction():
+            earlier = await self._remembered(conn, team_id, idem)
+            if earlier is not None:
+                return await self._run_with_attempts(conn, team_id, job_id, earlier)
+            row = await conn.fetchrow(q("run_get_for_update"), run_id, job_id, team_id)
+            if row is None:
+                raise _not_found("run")
+            if row["state"] != RunState.DEAD_LETTERED.value:
+                raise FailedPrecondition(
+                    f"only a DEAD_LETTERED run can be redriven; this one is {row['state']}",
+                    reason="RUN_NOT_DEAD_LETTERED",
+                )
+            now: datetime = await conn.fetchval(q("db_now"))
+            budget, outbox = build(run_from_row(row), spec_from_json(row["job_snapshot"]), now)
+            updated = await conn.fetchrow(
+                q("run_redrive"), run_id, row["nominal_time"], budget
+            )
+            await self._insert_outbox(conn, outbox)
+            await self._remember(conn, team_id, idem, run_id)
+            return (await self._with_attempts(conn, [updated]))[0]

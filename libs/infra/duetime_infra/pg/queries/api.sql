@@ -1,0 +1,99 @@
+-- Queries of the job API. Every "now" is duetime_now(), the one shiftable database clock.
+
+-- name: db_now
+SELECT duetime_now();
+
+-- name: token_lookup
+SELECT role, team_id FROM api_tokens WHERE token_sha256 = $1 AND revoke_time IS NULL;
+
+-- name: request_lock
+-- Serialises concurrent calls that share a request_id, so only one of them acts.
+SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2 || '/' || $3, 0));
+
+-- name: request_id_get
+SELECT fingerprint, resource_id FROM request_ids
+WHERE team_id = $1 AND operation = $2 AND request_id = $3
+  AND create_time > duetime_now() - interval '24 hours';
+
+-- name: request_id_put
+INSERT INTO request_ids (team_id, operation, request_id, fingerprint, resource_id)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (team_id, operation, request_id) DO UPDATE
+    SET fingerprint = EXCLUDED.fingerprint, resource_id = EXCLUDED.resource_id,
+        create_time = duetime_now();
+
+-- name: job_insert
+INSERT INTO jobs (job_id, team_id, partition, state, state_reason, spec, next_run_time,
+                  next_effective_time, create_time, update_time)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, duetime_now(), duetime_now())
+RETURNING *;
+
+-- name: job_get
+SELECT * FROM jobs WHERE job_id = $1 AND team_id = $2 AND state <> 'DELETED';
+
+-- name: job_get_for_update
+SELECT * FROM jobs WHERE job_id = $1 AND team_id = $2 AND state <> 'DELETED' FOR UPDATE;
+
+-- name: job_owned
+-- Deleted jobs count: their run history stays readable.
+SELECT 1 FROM jobs WHERE job_id = $1 AND team_id = $2;
+
+-- name: job_list
+SELECT * FROM jobs
+WHERE team_id = $1 AND state <> 'DELETED'
+  AND ($2::text IS NULL OR state = $2)
+  AND ($3::timestamptz IS NULL OR (create_time, job_id) < ($3, $4::uuid))
+ORDER BY create_time DESC, job_id DESC
+LIMIT $5;
+
+-- name: job_write
+UPDATE jobs
+SET state = $2, state_reason = $3, spec = $4, next_run_time = $5, next_effective_time = $6,
+    pause_time = $7, version = version + 1, update_time = duetime_now(),
+    delete_time = CASE WHEN $2 = 'DELETED' THEN duetime_now() END
+WHERE job_id = $1
+RETURNING *;
+
+-- name: run_insert
+INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time, origin,
+                  state, reason, reason_detail, attempt_limit, range_end_time,
+                  occurrence_count, trace_id, traceparent, job_snapshot, priority)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+ON CONFLICT (job_id, nominal_time, origin) DO NOTHING
+RETURNING *;
+
+-- name: run_get
+SELECT r.* FROM runs r WHERE r.run_id = $1 AND r.job_id = $2 AND r.team_id = $3;
+
+-- name: run_get_for_update
+SELECT r.* FROM runs r WHERE r.run_id = $1 AND r.job_id = $2 AND r.team_id = $3 FOR UPDATE;
+
+-- name: run_list
+SELECT * FROM runs
+WHERE job_id = $1
+  AND ($2::text IS NULL OR state = $2)
+  AND ($3::timestamptz IS NULL OR (nominal_time, run_id) < ($3, $4::uuid))
+ORDER BY nominal_time DESC, run_id DESC
+LIMIT $5;
+
+-- name: attempts_of_runs
+SELECT a.* FROM attempts a
+JOIN unnest($1::uuid[], $2::timestamptz[]) AS k(run_id, nominal_time)
+  ON a.run_id = k.run_id AND a.nominal_time = k.nominal_time
+ORDER BY a.run_id, a.number;
+
+-- name: run_redrive
+UPDATE runs
+SET state = 'QUEUED', reason = '', reason_detail = '', attempt_limit = attempt + $3,
+    next_attempt_time = NULL, update_time = duetime_now()
+WHERE run_id = $1 AND nominal_time = $2 AND state = 'DEAD_LETTERED'
+RETURNING *;
+
+-- name: outbox_insert
+INSERT INTO outbox (topic, message_key, payload, headers, team_id) VALUES ($1, $2, $3, $4, $5);
+
+-- name: job_owned_row
+SELECT * FROM jobs WHERE job_id = $1 AND team_id = $2;
+
+-- name: run_by_key
+SELECT * FROM runs WHERE job_id = $1 AND nominal_time = $2 AND origin = $3 AND team_id = $4;

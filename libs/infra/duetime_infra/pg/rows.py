@@ -1,0 +1,70 @@
+"""Database rows to domain records."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from duetime_core.jobspec import JobState
+from duetime_core.records import (
+    AttemptOutcome,
+    AttemptRecord,
+    JobRecord,
+    RunReason,
+    RunRecord,
+    RunState,
+)
+from duetime_core.runkey import RunKey
+from duetime_infra.codec.spec_json import spec_from_json
+
+Row = Mapping[str, Any]
+
+
+def job_from_row(row: Row) -> JobRecord:
+    return JobRecord(
+        job_id=row["job_id"],
+        team_id=row["team_id"],
+        partition=row["partition"],
+        state=JobState(row["state"]),
+        state_reason=row["state_reason"],
+        spec=spec_from_json(row["spec"]),
+        next_run_time=row["next_run_time"],
+        next_effective_time=row["next_effective_time"],
+        create_time=row["create_time"],
+        update_time=row["update_time"],
+        version=row["version"],
+        pause_time=row["pause_time"],
+    )
+
+
+def attempt_from_row(row: Row) -> AttemptRecord:
+    return AttemptRecord(
+        number=row["number"],
+        worker_id=row["worker_id"],
+        start_time=row["start_time"],
+        lease_expire_time=row["lease_expire_time"],
+        end_time=row["end_time"],
+        outcome=AttemptOutcome(row["outcome"]) if row["outcome"] else None,
+        error=row["error"],
+    )
+
+
+def run_from_row(row: Row, attempts: Iterable[Row] = ()) -> RunRecord:
+    return RunRecord(
+        run_id=row["run_id"],
+        key=RunKey(row["job_id"], row["nominal_time"], row["origin"]),
+        team_id=row["team_id"],
+        effective_time=row["effective_time"],
+        state=RunState(row["state"]),
+        reason=RunReason(row["reason"]),
+        reason_detail=row["reason_detail"],
+        attempt=row["attempt"],
+        next_attempt_time=row["next_attempt_time"],
+        first_start_time=row["first_start_time"],
+        range_end_time=row["range_end_time"],
+        occurrence_count=row["occurrence_count"],
+        trace_id=row["trace_id"],
+        create_time=row["create_time"],
+        update_time=row["update_time"],
+        attempts=tuple(attempt_from_row(a) for a in attempts),
+    )

@@ -1,0 +1,62 @@
+"""`python -m duetime_api`: the job API service."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from duetime.jobs.v1 import job_service_pb2, job_service_pb2_grpc
+from duetime_api.config import Settings
+from duetime_api.jobs import JobService
+from duetime_api.servicer import JobServicer
+from duetime_infra.grpc.auth import Role, TokenCache
+from duetime_infra.grpc.interceptors import DuetimeInterceptor
+from duetime_infra.grpc.server import GrpcServer, run_until_terminated
+from duetime_infra.logs import configure_logging
+from duetime_infra.pg.migrate import check_schema
+from duetime_infra.pg.job_store import JobStore
+from duetime_infra.pg.pool import create_pool
+
+log = logging.getLogger("duetime_api")
+
+SERVICE_NAME = job_service_pb2.DESCRIPTOR.services_by_name["JobService"].full_name
+
+
+async def serve(settings: Settings) -> None:
+    pool = await create_pool(settings.pg_dsn, max_size=settings.pg_pool_size)
+    try:
+        async with pool.acquire() as conn:
+            version = await check_schema(conn)
+        store = JobStore(pool)
+        tokens = TokenCache(store.principal_for)
+        server = GrpcServer(
+            settings.listen_address,
+            [SERVICE_NAME],
+            interceptors=[DuetimeInterceptor(tokens, {SERVICE_NAME: Role.TEAM})],
+        )
+        job_service_pb2_grpc.add_JobServiceServicer_to_server(
+            JobServicer(JobService(store)), server.server
+        )
+
+        async def start() -> None:
+            await server.start()
+            log.info(
+                "api serving",
+                extra={"action": "serving", "port": server.port, "schema_version": version},
+            )
+            # The port line lets a launcher that asked for port 0 learn the real one.
+            print(f"DUETIME_API_PORT={server.port}", flush=True)
+
+        await run_until_terminated(start, lambda: server.stop(settings.shutdown_grace_seconds))
+    finally:
+        await pool.close()
+
+
+def main() -> None:
+    settings = Settings.from_env()
+    configure_logging()
+    asyncio.run(serve(settings))
+
+
+if __name__ == "__main__":
+    main()

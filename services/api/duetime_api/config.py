@@ -1,0 +1,30 @@
+"""The API service's settings, read once from the environment."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from duetime_infra.config import EnvReader, env_dsn
+
+
+@dataclass(frozen=True)
+class Settings:
+    listen_address: str
+    pg_dsn: str
+    pg_pool_size: int
+    shutdown_grace_seconds: float
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = EnvReader(environ)
+        settings = cls(
+            listen_address=env.address("DUETIME_API_ADDRESS", "127.0.0.1:50051"),
+            pg_dsn=env_dsn(environ),
+            pg_pool_size=env.integer("DUETIME_API_PG_POOL_SIZE", 10, low=1, high=200),
+            shutdown_grace_seconds=env.seconds(
+                "DUETIME_SHUTDOWN_GRACE_SECONDS", 10, low=0, high=600
+            ).total_seconds(),
+        )
+        env.finish()
+        return settings

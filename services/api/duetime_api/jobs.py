@@ -1,0 +1,284 @@
+"""What each JobService call decides: the rules between a request and the store."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import uuid
+from datetime import datetime, timedelta
+
+from duetime.jobs.v1 import job_pb2
+from duetime_core.errors import Aborted, FailedPrecondition, InvalidArgument
+from duetime_core.jobspec import ContainerTarget, HttpTarget, JobSpec, JobState, is_one_off, to_schedule
+from duetime_core.planning import Occurrence, ScheduleError, first_occurrence, next_occurrence
+from duetime_core.records import JobRecord, RunReason, RunRecord, RunState
+from duetime_core.runkey import RunKey, partition_of
+from duetime_core.schedule import next_fire_time
+from duetime_infra.codec.job_codec import decode_job_spec, encode_job_spec
+from duetime_infra.dispatch import OutboxRow, dispatch_row
+from duetime_infra.pg.job_store import Idempotency, JobStore, JobWrite, NewRun, Page
+from duetime_infra.tracecontext import continue_trace, new_run_trace
+
+MAX_REQUEST_ID = 128
+# Paused stretches longer than this many occurrences are recorded as one range up to the last
+# one enumerated; the cap keeps a resume of an every-second job paused for weeks bounded.
+MAX_SKIPPED_ENUMERATION = 100_000
+
+# update_mask path -> JobSpec field.
+_MESSAGE_FIELDS = frozenset(
+    {"schedule", "target", "attempt_timeout", "retry_policy", "misfire", "jitter_window"}
+)
+_MASKABLE = {
+    "display_name": "display_name",
+    "schedule": "schedule",
+    "target": "target",
+    "attempt_timeout": "attempt_timeout",
+    "retry_policy": "retry",
+    "misfire": "misfire",
+    "overlap_policy": "overlap",
+    "jitter_window": "jitter_window",
+    "priority": "priority",
+}
+
+
+def check_request_id(request_id: str, *, required: bool) -> None:
+    if not request_id:
+        if required:
+            raise InvalidArgument.field("request_id", "required")
+        return
+    if len(request_id) > MAX_REQUEST_ID or not request_id.isprintable() or "/" in request_id:
+        raise InvalidArgument.field(
+            "request_id", f"at most {MAX_REQUEST_ID} printable characters, without '/'"
+        )
+
+
+def fingerprint(message: job_pb2.Job | str) -> bytes:
+    data = message.encode() if isinstance(message, str) else message.SerializeToString(deterministic=True)
+    return hashlib.sha256(data).digest()
+
+
+def check_etag(record: JobRecord, etag: str) -> None:
+    if etag and etag != record.etag:
+        raise Aborted(
+            "the job changed since this etag was read; read it again",
+            reason="ETAG_MISMATCH",
+            metadata={"current_etag": record.etag},
+        )
+
+
+def plan(job_id: uuid.UUID, spec: JobSpec, now: datetime) -> tuple[JobState, Occurrence | None, str]:
+    """The state and first occurrence of a job (re)scheduled at ``now``."""
+    try:
+        occurrence = first_occurrence(job_id, spec, now)
+    except ScheduleError as error:
+        return JobState.ERROR, None, str(error)
+    if occurrence is None:
+        return JobState.ERROR, None, "the schedule has no future occurrence"
+    return JobState.ACTIVE, occurrence, ""
+
+
+def _secrets(spec: JobSpec) -> tuple[dict[str, str], dict[str, str]]:
+    match spec.target:
+        case HttpTarget(headers=headers):
+            return dict(headers), {}
+        case ContainerTarget(env=env):
+            return {}, dict(env)
+
+
+class JobService:
+    def __init__(self, store: JobStore) -> None:
+        self.store = store
+
+    async def create(self, team_id: str, job: job_pb2.Job, request_id: str) -> JobRecord:
+        check_request_id(request_id, required=False)
+        now = await self.store.now()
+        spec = decode_job_spec(job, now=now)
+        job_id = uuid.uuid4()
+        state, occurrence, reason = plan(job_id, spec, now)
+        idem = Idempotency("CreateJob", request_id, fingerprint(job)) if request_id else None
+        return await self.store.create_job(
+            team_id,
+            job_id,
+            partition_of(job_id),
+            JobWrite(state=state, spec=spec, next=occurrence, state_reason=reason),
+            idem,
+        )
+
+    async def update(
+        self, team_id: str, job_id: uuid.UUID, job: job_pb2.Job, paths: list[str]
+    ) -> JobRecord:
+        if not paths:
+            raise InvalidArgument.field("update_mask", "required: name the fields to change")
+        unknown = [p for p in paths if p not in _MASKABLE]
+        if unknown:
+            raise InvalidArgument.field(
+                "update_mask",
+                f"cannot update {', '.join(unknown)}; updatable: {', '.join(_MASKABLE)}",
+            )
+
+        def decide(record: JobRecord, now: datetime) -> JobWrite:
+            check_etag(record, job.etag)
+            # Validate the job as it will be (stored fields plus the masked ones), with redacted
+            # secrets resolved against the stored ones.
+            merged = job_pb2.Job()
+            encode_job_spec(record.spec, merged)
+            for path in paths:
+                merged.ClearField(path)  # type: ignore[arg-type]
+                if path in _MESSAGE_FIELDS:
+                    if job.HasField(path):  # type: ignore[arg-type]
+                        getattr(merged, path).CopyFrom(getattr(job, path))
+                else:
+                    setattr(merged, path, getattr(job, path))
+            headers, env = _secrets(record.spec)
+            decoded = decode_job_spec(merged, now=now, existing_headers=headers, existing_env=env)
+            spec = dataclasses.replace(
+                record.spec, **{_MASKABLE[p]: getattr(decoded, _MASKABLE[p]) for p in paths}
+            )
+            if record.state is JobState.PAUSED:
+                return JobWrite(JobState.PAUSED, spec, None, pause_time=record.pause_time)
+            if record.state is JobState.COMPLETED and "schedule" not in paths:
+                return JobWrite(JobState.COMPLETED, spec, None)
+            state, occurrence, reason = plan(record.job_id, spec, now)
+            return JobWrite(state, spec, occurrence, state_reason=reason)
+
+        return await self.store.modify_job(team_id, job_id, decide)
+
+    async def delete(self, team_id: str, job_id: uuid.UUID, etag: str) -> None:
+        def decide(record: JobRecord, now: datetime) -> JobWrite:
+            check_etag(record, etag)
+            return JobWrite(JobState.DELETED, record.spec, None)
+
+        await self.store.modify_job(team_id, job_id, decide)
+
+    async def pause(self, team_id: str, job_id: uuid.UUID, etag: str) -> JobRecord:
+        def decide(record: JobRecord, now: datetime) -> JobWrite:
+            check_etag(record, etag)
+            if record.state is not JobState.ACTIVE:
+                raise FailedPrecondition(
+                    f"only an ACTIVE job can be paused; this one is {record.state.value}",
+                    reason="JOB_NOT_ACTIVE",
+                )
+            # The skipped stretch starts at the pending occurrence, so none slips between.
+            pause_start = record.next_run_time or now
+            return JobWrite(JobState.PAUSED, record.spec, None, pause_time=pause_start)
+
+        return await self.store.modify_job(team_id, job_id, decide)
+
+    async def resume(self, team_id: str, job_id: uuid.UUID, etag: str) -> JobRecord:
+        def decide(record: JobRecord, now: datetime) -> JobWrite:
+            check_etag(record, etag)
+            if record.state is not JobState.PAUSED:
+                raise FailedPrecondition(
+                    f"only a PAUSED job can be resumed; this one is {record.state.value}",
+                    reason="JOB_NOT_PAUSED",
+                )
+            runs = _skipped_while_paused(record, now)
+            if is_one_off(record.spec.schedule) and runs:
+                return JobWrite(JobState.COMPLETED, record.spec, None, runs=runs)
+            try:
+                occurrence = next_occurrence(record.job_id, record.spec, now)
+            except ScheduleError as error:
+                return JobWrite(JobState.ERROR, record.spec, None, state_reason=str(error), runs=runs)
+            if occurrence is None:
+                return JobWrite(JobState.COMPLETED, record.spec, None, runs=runs)
+            return JobWrite(JobState.ACTIVE, record.spec, occurrence, runs=runs)
+
+        return await self.store.modify_job(team_id, job_id, decide)
+
+    async def trigger(self, team_id: str, job_id: uuid.UUID, request_id: str) -> RunRecord:
+        check_request_id(request_id, required=True)
+
+        def build(record: JobRecord, now: datetime) -> tuple[NewRun, OutboxRow]:
+            key = RunKey.triggered(record.job_id, now, request_id)
+            trace = new_run_trace()
+            run = NewRun(
+                run_id=uuid.uuid4(),
+                key=key,
+                team_id=record.team_id,
+                partition=record.partition,
+                effective_time=now,
+                state=RunState.QUEUED,
+                snapshot=record.spec,
+                attempt_limit=record.spec.retry.max_attempts,
+                priority=record.spec.priority,
+                trace_id=trace.trace_id,
+                traceparent=trace.traceparent,
+            )
+            outbox = dispatch_row(
+                run_id=run.run_id,
+                key=key,
+                team_id=record.team_id,
+                effective_time=now,
+                priority=record.spec.priority,
+                traceparent=trace.traceparent,
+                now=now,
+            )
+            return run, outbox
+
+        idem = Idempotency("TriggerJob", request_id, fingerprint(str(job_id)))
+        return await self.store.trigger_run(team_id, job_id, idem, build)
+
+    async def redrive(
+        self, team_id: str, job_id: uuid.UUID, run_id: uuid.UUID, request_id: str
+    ) -> RunRecord:
+        check_request_id(request_id, required=True)
+
+        def build(run: RunRecord, snapshot: JobSpec, now: datetime) -> tuple[int, OutboxRow]:
+            traceparent = continue_trace(run.trace_id).traceparent
+            outbox = dispatch_row(
+                run_id=run.run_id,
+                key=run.key,
+                team_id=run.team_id,
+                effective_time=run.effective_time,
+                priority=snapshot.priority,
+                traceparent=traceparent,
+                now=now,
+            )
+            return snapshot.retry.max_attempts, outbox
+
+        idem = Idempotency("RedriveRun", request_id, fingerprint(f"{job_id}/{run_id}"))
+        return await self.store.redrive_run(team_id, job_id, run_id, idem, build)
+
+    async def list_runs(
+        self, team_id: str, job_id: uuid.UUID, state: RunState | None, page: Page
+    ) -> list[RunRecord]:
+        return await self.store.list_runs(team_id, job_id, state, page)
+
+
+def _skipped_while_paused(record: JobRecord, now: datetime) -> list[NewRun]:
+    """One SKIPPED (JOB_PAUSED) record for the occurrences from the pause until ``now``."""
+    start = record.pause_time or record.update_time
+    schedule = to_schedule(record.spec.schedule)
+    first: datetime | None = None
+    last: datetime | None = None
+    count = 0
+    cursor = start - timedelta(microseconds=1)
+    try:
+        while count < MAX_SKIPPED_ENUMERATION:
+            nominal = next_fire_time(schedule, cursor)
+            if nominal is None or nominal > now:
+                break
+            first = first or nominal
+            last, cursor, count = nominal, nominal, count + 1
+    except Exception:  # noqa: BLE001 - an unevaluable schedule skips nothing; resume reports it
+        return []
+    if first is None or last is None:
+        return []
+    key = RunKey.scheduled(record.job_id, first)
+    return [
+        NewRun(
+            run_id=uuid.uuid4(),
+            key=key,
+            team_id=record.team_id,
+            partition=record.partition,
+            effective_time=first,
+            state=RunState.SKIPPED,
+            snapshot=record.spec,
+            attempt_limit=0,
+            priority=record.spec.priority,
+            reason=RunReason.JOB_PAUSED,
+            reason_detail=f"{count} occurrence(s) while the job was paused",
+            range_end_time=last if count > 1 else None,
+            occurrence_count=count,
+        )
+    ]

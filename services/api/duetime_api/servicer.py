@@ -1,0 +1,182 @@
+"""JobService over gRPC: convert the request, call one operation, convert the answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from grpc import aio
+
+from duetime.jobs.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, run_pb2
+from duetime_core.errors import InvalidArgument
+from duetime_core.jobspec import JobState
+from duetime_core.preview import DstAdjustment, preview
+from duetime_core.records import RunState
+from duetime_infra.codec.records_codec import encode_job, encode_run
+from duetime_infra.codec.schedule_codec import decode_preview_schedule
+from duetime_infra.codec.timeconv import datetime_to_timestamp, timestamp_to_datetime
+from duetime_infra.grpc.auth import current_team
+from duetime_api.jobs import JobService
+from duetime_api.names import parse_job_name, parse_run_name
+from duetime_api.pagination import make_token, read_page
+
+Context = aio.ServicerContext[Any, Any]
+
+DEFAULT_PREVIEW_COUNT = 10
+
+
+def _job_state(value: int, field: str) -> JobState | None:
+    if value == job_pb2.JOB_STATE_UNSPECIFIED:
+        return None
+    if value not in job_pb2.JobState.values():
+        raise InvalidArgument.field(field, f"unknown value {value}")
+    return JobState(job_pb2.JobState.Name(value).removeprefix("JOB_STATE_"))  # type: ignore[arg-type]
+
+
+def _run_state(value: int, field: str) -> RunState | None:
+    if value == run_pb2.RUN_STATE_UNSPECIFIED:
+        return None
+    if value not in run_pb2.RunState.values():
+        raise InvalidArgument.field(field, f"unknown value {value}")
+    return RunState(run_pb2.RunState.Name(value).removeprefix("RUN_STATE_"))  # type: ignore[arg-type]
+
+
+class JobServicer(job_service_pb2_grpc.JobServiceServicer):
+    def __init__(self, jobs: JobService) -> None:
+        self._jobs = jobs
+
+    async def CreateJob(
+        self, request: job_service_pb2.CreateJobRequest, context: Context
+    ) -> job_service_pb2.CreateJobResponse:
+        if not request.HasField("job"):
+            raise InvalidArgument.field("job", "required")
+        record = await self._jobs.create(current_team(), request.job, request.request_id)
+        return job_service_pb2.CreateJobResponse(job=encode_job(record))
+
+    async def GetJob(
+        self, request: job_service_pb2.GetJobRequest, context: Context
+    ) -> job_service_pb2.GetJobResponse:
+        team = current_team()
+        record = await self._jobs.store.get_job(team, parse_job_name(request.name, team))
+        return job_service_pb2.GetJobResponse(job=encode_job(record))
+
+    async def ListJobs(
+        self, request: job_service_pb2.ListJobsRequest, context: Context
+    ) -> job_service_pb2.ListJobsResponse:
+        team = current_team()
+        state = _job_state(request.state, "state")
+        scope = f"jobs/{team}/{state}"
+        page = read_page(scope, request.page_size, request.page_token)
+        records = await self._jobs.store.list_jobs(team, state, page)
+        token = ""
+        if len(records) == page.limit:
+            token = make_token(scope, records[-1].create_time, records[-1].job_id)
+        return job_service_pb2.ListJobsResponse(
+            jobs=[encode_job(r) for r in records], next_page_token=token
+        )
+
+    async def UpdateJob(
+        self, request: job_service_pb2.UpdateJobRequest, context: Context
+    ) -> job_service_pb2.UpdateJobResponse:
+        team = current_team()
+        if not request.HasField("job"):
+            raise InvalidArgument.field("job", "required")
+        job_id = parse_job_name(request.job.name, team, field="job.name")
+        record = await self._jobs.update(team, job_id, request.job, list(request.update_mask.paths))
+        return job_service_pb2.UpdateJobResponse(job=encode_job(record))
+
+    async def DeleteJob(
+        self, request: job_service_pb2.DeleteJobRequest, context: Context
+    ) -> job_service_pb2.DeleteJobResponse:
+        team = current_team()
+        await self._jobs.delete(team, parse_job_name(request.name, team), request.etag)
+        return job_service_pb2.DeleteJobResponse()
+
+    async def PauseJob(
+        self, request: job_service_pb2.PauseJobRequest, context: Context
+    ) -> job_service_pb2.PauseJobResponse:
+        team = current_team()
+        record = await self._jobs.pause(team, parse_job_name(request.name, team), request.etag)
+        return job_service_pb2.PauseJobResponse(job=encode_job(record))
+
+    async def ResumeJob(
+        self, request: job_service_pb2.ResumeJobRequest, context: Context
+    ) -> job_service_pb2.ResumeJobResponse:
+        team = current_team()
+        record = await self._jobs.resume(team, parse_job_name(request.name, team), request.etag)
+        return job_service_pb2.ResumeJobResponse(job=encode_job(record))
+
+    async def TriggerJob(
+        self, request: job_service_pb2.TriggerJobRequest, context: Context
+    ) -> job_service_pb2.TriggerJobResponse:
+        team = current_team()
+        run = await self._jobs.trigger(team, parse_job_name(request.name, team), request.request_id)
+        return job_service_pb2.TriggerJobResponse(run=encode_run(run))
+
+    async def ListRuns(
+        self, request: job_service_pb2.ListRunsRequest, context: Context
+    ) -> job_service_pb2.ListRunsResponse:
+        team = current_team()
+        job_id = parse_job_name(request.parent, team, field="parent")
+        state = _run_state(request.state, "state")
+        scope = f"runs/{job_id}/{state}"
+        page = read_page(scope, request.page_size, request.page_token)
+        runs = await self._jobs.list_runs(team, job_id, state, page)
+        token = ""
+        if len(runs) == page.limit:
+            token = make_token(scope, runs[-1].key.nominal_time, runs[-1].run_id)
+        return job_service_pb2.ListRunsResponse(
+            runs=[encode_run(r) for r in runs], next_page_token=token
+        )
+
+    async def GetRun(
+        self, request: job_service_pb2.GetRunRequest, context: Context
+    ) -> job_service_pb2.GetRunResponse:
+        team = current_team()
+        job_id, run_id = parse_run_name(request.name, team)
+        run = await self._jobs.store.get_run(team, job_id, run_id)
+        return job_service_pb2.GetRunResponse(run=encode_run(run))
+
+    async def RedriveRun(
+        self, request: job_service_pb2.RedriveRunRequest, context: Context
+    ) -> job_service_pb2.RedriveRunResponse:
+        team = current_team()
+        job_id, run_id = parse_run_name(request.name, team)
+        run = await self._jobs.redrive(team, job_id, run_id, request.request_id)
+        return job_service_pb2.RedriveRunResponse(run=encode_run(run))
+
+    async def PreviewSchedule(
+        self, request: job_service_pb2.PreviewScheduleRequest, context: Context
+    ) -> job_service_pb2.PreviewScheduleResponse:
+        team = current_team()
+        count = request.count or DEFAULT_PREVIEW_COUNT
+        if not 1 <= count <= 1000:
+            raise InvalidArgument.field("count", "must be between 1 and 1000")
+        now = await self._jobs.store.now()
+        start = now
+        if request.HasField("start_time"):
+            try:
+                start = timestamp_to_datetime(request.start_time)
+            except ValueError as error:
+                raise InvalidArgument.field("start_time", str(error)) from None
+        source = request.WhichOneof("source")
+        if source == "job":
+            job_id = parse_job_name(request.job, team, field="job")
+            record = await self._jobs.store.get_job(team, job_id)
+            items = preview(record.spec.schedule, start, count, job=(job_id, record.spec))
+        elif source == "schedule":
+            window = request.jitter_window if request.HasField("jitter_window") else None
+            spec = decode_preview_schedule(request.schedule, window, now=now)
+            items = preview(spec, start, count)
+        else:
+            raise InvalidArgument.field("source", "set exactly one of schedule or job")
+        response = job_service_pb2.PreviewScheduleResponse()
+        for item in items:
+            out = response.occurrences.add(local_time=item.local_time)
+            datetime_to_timestamp(item.nominal_time, out.nominal_time)
+            if item.effective_time is not None:
+                datetime_to_timestamp(item.effective_time, out.effective_time)
+            if item.dst_adjustment is not DstAdjustment.NONE:
+                out.dst_adjustment = job_service_pb2.DstAdjustment.Value(
+                    f"DST_ADJUSTMENT_{item.dst_adjustment.value}"
+                )
+        return response
