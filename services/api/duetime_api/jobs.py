@@ -102,6 +102,7 @@ class JobService:
             partition_of(job_id),
             JobWrite(state=state, spec=spec, next=occurrence, state_reason=reason),
             idem,
+            now,
         )
 
     async def update(

@@ -12,7 +12,7 @@ from duetime_core.jobspec import JobState
 from duetime_core.preview import DstAdjustment, preview
 from duetime_core.records import RunState
 from duetime_infra.codec.records_codec import encode_job, encode_run
-from duetime_infra.codec.schedule_codec import decode_preview_schedule
+from duetime_infra.codec.preview_codec import decode_preview_schedule
 from duetime_infra.codec.timeconv import datetime_to_timestamp, timestamp_to_datetime
 from duetime_infra.grpc.auth import current_team
 from duetime_api.jobs import JobService

@@ -24,7 +24,7 @@ from duetime_core.runkey import RunKey
 from duetime_infra.codec.spec_json import spec_from_json, spec_to_json
 from duetime_infra.dispatch import OutboxRow
 from duetime_infra.grpc.auth import Principal, Role
-from duetime_infra.pg.queries import q
+from duetime_infra.pg.sql import q
 from duetime_infra.pg.rows import job_from_row, run_from_row
 
 
@@ -124,7 +124,9 @@ class JobStore:
         partition: int,
         write: JobWrite,
         idem: Idempotency | None,
+        now: datetime,
     ) -> JobRecord:
+        """Stores a new job; ``now`` is the clock reading its schedule was resolved with."""
         async with self._pool.acquire() as conn, conn.transaction():
             if idem is not None:
                 earlier = await self._remembered(conn, team_id, idem)
@@ -143,6 +145,7 @@ class JobStore:
                 spec_to_json(write.spec),
                 nxt.nominal_time if nxt else None,
                 nxt.effective_time if nxt else None,
+                now,
             )
             if idem is not None:
                 await self._remember(conn, team_id, idem, job_id)

@@ -25,7 +25,7 @@ ON CONFLICT (team_id, operation, request_id) DO UPDATE
 -- name: job_insert
 INSERT INTO jobs (job_id, team_id, partition, state, state_reason, spec, next_run_time,
                   next_effective_time, create_time, update_time)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, duetime_now(), duetime_now())
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
 RETURNING *;
 
 -- name: job_get

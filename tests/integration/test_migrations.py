@@ -1,0 +1,116 @@
+"""The migrations build the schema the code expects, on an empty database and again."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import asyncpg
+import pytest
+
+from duetime_infra.pg.migrate import (
+    MAX_SUPPORTED_VERSION,
+    apply_migrations,
+    check_schema,
+    load_migrations,
+)
+from duetime_core.errors import FailedPrecondition
+from tests.support.databases import create_database, drop_database
+
+
+@pytest.fixture
+async def empty_db() -> AsyncIterator[asyncpg.Connection]:
+    name = f"duetime_e_{uuid.uuid4().hex[:12]}"
+    conn = await asyncpg.connect(await create_database(name))
+    yield conn
+    await conn.close()
+    await drop_database(name)
+
+
+async def test_apply_to_empty_database_then_again(empty_db: asyncpg.Connection) -> None:
+    with pytest.raises(FailedPrecondition):
+        await check_schema(empty_db)
+    applied = await apply_migrations(empty_db)
+    assert applied == [m.version for m in load_migrations()]
+    assert await check_schema(empty_db) == MAX_SUPPORTED_VERSION
+    assert await apply_migrations(empty_db) == []
+    tables = {
+        r["tablename"]
+        for r in await empty_db.fetch("SELECT tablename FROM pg_tables WHERE schemaname='public'")
+    }
+    expected = {"teams", "api_tokens", "jobs", "runs", "attempts", "outbox", "partition_tokens"}
+    assert expected <= tables
+    assert await empty_db.fetchval("SELECT count(*) FROM partition_tokens") == 1024
+    index = await empty_db.fetchval(
+        "SELECT indexdef FROM pg_indexes WHERE indexname = 'jobs_due_idx'"
+    )
+    assert "(partition, next_effective_time)" in index
+
+
+async def test_concurrent_migrators_serialise(template_db: str) -> None:
+    name = f"duetime_e_{uuid.uuid4().hex[:12]}"
+    dsn = await create_database(name)
+    try:
+        a, b = await asyncpg.connect(dsn), await asyncpg.connect(dsn)
+        results = await asyncio.gather(apply_migrations(a), apply_migrations(b))
+        assert sorted(len(r) for r in results) == [0, len(load_migrations())]
+        await a.close()
+        await b.close()
+    finally:
+        await drop_database(name)
+
+
+async def test_clock_can_be_shifted(db_dsn: str) -> None:
+    conn = await asyncpg.connect(db_dsn)
+    try:
+        real = await conn.fetchval("SELECT duetime_now()")
+        await conn.execute("""UPDATE duetime_clock SET "offset" = interval '100 days'""")
+        shifted = await conn.fetchval("SELECT duetime_now()")
+        delta = (shifted - real).total_seconds()
+        assert 100 * 86400 <= delta < 100 * 86400 + 60
+    finally:
+        await conn.close()
+
+
+async def test_runs_partitions_created_moved_and_retired(db_dsn: str) -> None:
+    conn = await asyncpg.connect(db_dsn)
+    try:
+        now = await conn.fetchval("SELECT duetime_now()")
+        parts = await conn.fetch(
+            "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+            "WHERE i.inhparent = 'runs'::regclass"
+        )
+        assert len(parts) >= 6  # the default plus weekly ranges around now
+        # A run far ahead lands in the default partition, and moves to its own when the clock
+        # reaches it and maintenance creates the range.
+        await conn.execute(
+            "INSERT INTO teams (team_id) VALUES ('t1');"
+        )
+        run_id = uuid.uuid4()
+        await conn.execute(
+            """INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time,
+               origin, state, attempt_limit, job_snapshot)
+               VALUES ($1, $2, 't1', 0, $3::timestamptz + interval '200 days', $3::timestamptz + interval '200 days',
+                       'SCHEDULE', 'QUEUED', 3, '{}')""",
+            run_id, uuid.uuid4(), now,
+        )
+        assert await conn.fetchval("SELECT count(*) FROM runs_default") == 1
+        await conn.execute("""UPDATE duetime_clock SET "offset" = interval '199 days'""")
+        await conn.execute("SELECT duetime_maintain_partitions()")
+        assert await conn.fetchval("SELECT count(*) FROM runs_default") == 0
+        holder = await conn.fetchval(
+            "SELECT tableoid::regclass::text FROM runs WHERE run_id = $1", run_id
+        )
+        assert holder.startswith("runs_2")
+        # Old partitions beyond the retention are gone.
+        oldest = await conn.fetchval(
+            "SELECT min(c.relname) FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+            "WHERE i.inhparent = 'runs'::regclass AND c.relname <> 'runs_default'"
+        )
+        shifted_now = await conn.fetchval("SELECT duetime_now()")
+        cutoff = (shifted_now - timedelta(days=37)).strftime("%Y%m%d")
+        assert oldest[len("runs_"):] >= cutoff
+    finally:
+        await conn.close()

@@ -1,0 +1,103 @@
+"""An in-process JobService on a fresh database, and a client with per-team credentials."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+import grpc
+from google.rpc import error_details_pb2
+from grpc import aio
+from grpc_status import rpc_status
+
+from duetime.jobs.v1 import job_service_pb2, job_service_pb2_grpc
+from duetime_api.__main__ import SERVICE_NAME
+from duetime_api.jobs import JobService
+from duetime_api.servicer import JobServicer
+from duetime_infra.admin import create_team
+from duetime_infra.grpc.auth import Role, TokenCache
+from duetime_infra.grpc.interceptors import DuetimeInterceptor
+from duetime_infra.grpc.server import GrpcServer
+from duetime_infra.pg.job_store import JobStore
+from duetime_infra.pg.pool import create_pool
+
+
+@dataclass
+class ApiClient:
+    stub: job_service_pb2_grpc.JobServiceStub
+    token: str
+    other_token: str
+    team: str
+    other_team: str
+    address: str
+    dsn: str
+
+    def auth(self, token: str | None = None) -> tuple[tuple[str, str], ...]:
+        return (("authorization", f"Bearer {token or self.token}"),)
+
+    def job_name(self, job_id: str, team: str | None = None) -> str:
+        return f"teams/{team or self.team}/jobs/{job_id}"
+
+
+@asynccontextmanager
+async def running_api(dsn: str) -> AsyncIterator[ApiClient]:
+    conn = await asyncpg.connect(dsn)
+    try:
+        token = await create_team(conn, "team-a")
+        other = await create_team(conn, "team-b")
+    finally:
+        await conn.close()
+    pool = await create_pool(dsn, max_size=5)
+    store = JobStore(pool)
+    server = GrpcServer(
+        "127.0.0.1:0",
+        [SERVICE_NAME],
+        interceptors=[DuetimeInterceptor(TokenCache(store.principal_for), {SERVICE_NAME: Role.TEAM})],
+    )
+    job_service_pb2_grpc.add_JobServiceServicer_to_server(JobServicer(JobService(store)), server.server)
+    await server.start()
+    address = f"127.0.0.1:{server.port}"
+    channel = aio.insecure_channel(address)
+    try:
+        yield ApiClient(
+            job_service_pb2_grpc.JobServiceStub(channel), token, other, "team-a", "team-b", address, dsn
+        )
+    finally:
+        await channel.close()
+        await server.stop(0)
+        await pool.close()
+
+
+@dataclass(frozen=True)
+class RpcFailure:
+    code: grpc.StatusCode
+    reason: str
+    fields: dict[str, str]
+    message: str
+
+
+async def failure(call: Any) -> RpcFailure:
+    """Awaits a call that must fail; returns its code, ErrorInfo reason and bad fields."""
+    try:
+        await call
+    except aio.AioRpcError as error:
+        status = rpc_status.from_call(error)  # type: ignore[arg-type]
+        reason, fields = "", {}
+        if status is not None:
+            for detail in status.details:
+                if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+                    info = error_details_pb2.ErrorInfo()
+                    detail.Unpack(info)
+                    reason = info.reason
+                    assert info.domain == "duetime.dev"
+                elif detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
+                    bad = error_details_pb2.BadRequest()
+                    detail.Unpack(bad)
+                    fields = {v.field: v.description for v in bad.field_violations}
+        return RpcFailure(error.code(), reason, fields, error.details() or "")
+    raise AssertionError("the call succeeded but was expected to fail")
+
+
