@@ -1,0 +1,73 @@
+"""Duetime services as real processes, as they are deployed."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import sys
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def tool(name: str) -> str:
+    """A developer tool installed by scripts/tools into .tools/."""
+    for candidate in (REPO / ".tools" / "bin" / name, REPO / ".tools" / "node_modules" / ".bin" / name):
+        if candidate.exists():
+            return str(candidate)
+    raise AssertionError(f"{name} is not installed: run scripts/tools")
+
+
+@dataclass
+class Service:
+    process: asyncio.subprocess.Process
+    port: int
+    output: list[str]
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+async def _pump(stream: asyncio.StreamReader, lines: list[str], port_seen: asyncio.Future[int], marker: str) -> None:
+    pattern = re.compile(rf"^{marker}=(\d+)$")
+    while raw := await stream.readline():
+        line = raw.decode(errors="replace").rstrip()
+        lines.append(line)
+        match = pattern.match(line)
+        if match and not port_seen.done():
+            port_seen.set_result(int(match[1]))
+
+
+@asynccontextmanager
+async def service(module: str, env: Mapping[str, str], port_marker: str, timeout: float = 30) -> AsyncIterator[Service]:
+    """Starts ``python -m module`` and waits until it prints ``<marker>=<port>``."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", module,
+        env={**os.environ, **env},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    assert process.stdout is not None
+    lines: list[str] = []
+    port_seen: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    pump = asyncio.create_task(_pump(process.stdout, lines, port_seen, port_marker))
+    try:
+        done, _ = await asyncio.wait([port_seen, pump], timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        if port_seen not in done:
+            raise AssertionError(f"{module} did not start:\n" + "\n".join(lines[-40:]))
+        yield Service(process, port_seen.result(), lines)
+    finally:
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(process.wait(), timeout=15)
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+        await pump
