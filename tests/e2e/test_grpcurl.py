@@ -9,8 +9,8 @@ from typing import Any
 
 import asyncpg
 import pytest
-
 from duetime_infra.admin import create_team
+
 from tests.support.processes import Service, service, tool
 
 
@@ -56,44 +56,85 @@ async def test_grpcurl_lists_describes_and_drives_the_api(api_process: tuple[Ser
     job = {
         "displayName": "nightly invoices",
         "schedule": {"cron": {"expression": "0 2 * * *", "timeZone": "Asia/Kolkata"}},
-        "target": {"http": {"url": "https://billing.internal/run-invoices", "headers": {"Authorization": "Bearer t0ps3cret"}}},
+        "target": {
+            "http": {
+                "url": "https://billing.internal/run-invoices",
+                "headers": {"Authorization": "Bearer t0ps3cret"},
+            }
+        },
         "retryPolicy": {"maxAttempts": 5, "initialBackoff": "2s"},
     }
     created = json.loads(
-        await grpcurl(api.address, "duetime.jobs.v1.JobService/CreateJob", token=token, data={"job": job, "requestId": "cli-1"})
+        await grpcurl(
+            api.address,
+            "duetime.jobs.v1.JobService/CreateJob",
+            token=token,
+            data={"job": job, "requestId": "cli-1"},
+        )
     )["job"]
     assert created["state"] == "JOB_STATE_ACTIVE"
     assert created["next_run_time"].endswith("T20:30:00Z")  # 02:00 in Kolkata
     assert created["target"]["http"]["headers"]["Authorization"] == "[REDACTED]"
     assert "t0ps3cret" not in json.dumps(created)
 
-    got = json.loads(await grpcurl(api.address, "duetime.jobs.v1.JobService/GetJob", token=token, data={"name": created["name"]}))
+    got = json.loads(
+        await grpcurl(
+            api.address,
+            "duetime.jobs.v1.JobService/GetJob",
+            token=token,
+            data={"name": created["name"]},
+        )
+    )
     assert got["job"]["job_id"] == created["job_id"]
-    listed = json.loads(await grpcurl(api.address, "duetime.jobs.v1.JobService/ListJobs", token=token, data={}))
+    listed = json.loads(
+        await grpcurl(api.address, "duetime.jobs.v1.JobService/ListJobs", token=token, data={})
+    )
     assert [j["job_id"] for j in listed["jobs"]] == [created["job_id"]]
-    paused = json.loads(await grpcurl(api.address, "duetime.jobs.v1.JobService/PauseJob", token=token, data={"name": created["name"]}))
+    paused = json.loads(
+        await grpcurl(
+            api.address,
+            "duetime.jobs.v1.JobService/PauseJob",
+            token=token,
+            data={"name": created["name"]},
+        )
+    )
     assert paused["job"]["state"] == "JOB_STATE_PAUSED"
     preview = json.loads(
         await grpcurl(
-            api.address, "duetime.jobs.v1.JobService/PreviewSchedule", token=token,
+            api.address,
+            "duetime.jobs.v1.JobService/PreviewSchedule",
+            token=token,
             data={"job": created["name"], "count": 3, "startTime": "2026-12-01T00:00:00Z"},
         )
     )
     assert [o["nominal_time"] for o in preview["occurrences"]] == [
-        "2026-12-01T20:30:00Z", "2026-12-02T20:30:00Z", "2026-12-03T20:30:00Z",
+        "2026-12-01T20:30:00Z",
+        "2026-12-02T20:30:00Z",
+        "2026-12-03T20:30:00Z",
     ]
     assert preview["occurrences"][0]["local_time"] == "2026-12-02T02:00:00+05:30"
 
     # Errors are readable from the command line too: the bad field is named.
     process = await asyncio.create_subprocess_exec(
-        tool("grpcurl"), "-plaintext", "-H", f"authorization: Bearer {token}",
-        "-d", json.dumps({"job": {**job, "schedule": {"cron": {"expression": "0 25 * * *", "timeZone": "UTC"}}}}),
-        "-format-error", api.address, "duetime.jobs.v1.JobService/CreateJob",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        tool("grpcurl"),
+        "-plaintext",
+        "-H",
+        f"authorization: Bearer {token}",
+        "-d",
+        json.dumps(
+            {"job": {**job, "schedule": {"cron": {"expression": "0 25 * * *", "timeZone": "UTC"}}}}
+        ),
+        "-format-error",
+        api.address,
+        "duetime.jobs.v1.JobService/CreateJob",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     out, err = await process.communicate()
     assert process.returncode != 0
     error = json.loads((out or err).decode())
     assert error["code"] == 3  # INVALID_ARGUMENT
-    violations = [d for d in error["details"] if d["@type"].endswith("BadRequest")][0]["field_violations"]
+    violations = [d for d in error["details"] if d["@type"].endswith("BadRequest")][0][
+        "field_violations"
+    ]
     assert [v["field"] for v in violations] == ["job.schedule.cron.expression"]

@@ -10,10 +10,11 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import grpc
 import pytest
+from duetime.events.v1 import events_pb2
+from duetime.jobs.v1 import job_pb2, run_pb2
+from duetime.jobs.v1 import job_service_pb2 as svc
 from google.protobuf import duration_pb2, timestamp_pb2
 
-from duetime.events.v1 import events_pb2
-from duetime.jobs.v1 import job_pb2, job_service_pb2 as svc, run_pb2
 from tests.integration.test_api_jobs import cron_job
 from tests.support.api import ApiClient, failure, running_api
 
@@ -56,23 +57,37 @@ async def test_trigger_records_a_queued_run_and_its_outbox_row_once(api: ApiClie
     got = (await api.stub.GetRun(svc.GetRunRequest(name=run.name), metadata=api.auth())).run
     assert got == run
 
-    missing = await failure(api.stub.TriggerJob(svc.TriggerJobRequest(name=job.name), metadata=api.auth()))
+    missing = await failure(
+        api.stub.TriggerJob(svc.TriggerJobRequest(name=job.name), metadata=api.auth())
+    )
     assert "request_id" in missing.fields
-    hidden = await failure(api.stub.GetRun(svc.GetRunRequest(name=run.name), metadata=api.auth(api.other_token)))
+    hidden = await failure(
+        api.stub.GetRun(svc.GetRunRequest(name=run.name), metadata=api.auth(api.other_token))
+    )
     assert hidden.code == grpc.StatusCode.NOT_FOUND
 
 
 async def test_redrive_gives_a_dead_lettered_run_a_fresh_budget(api: ApiClient) -> None:
     job = (await api.stub.CreateJob(svc.CreateJobRequest(job=cron_job()), metadata=api.auth())).job
-    run = (await api.stub.TriggerJob(svc.TriggerJobRequest(name=job.name, request_id="r1"), metadata=api.auth())).run
+    run = (
+        await api.stub.TriggerJob(
+            svc.TriggerJobRequest(name=job.name, request_id="r1"), metadata=api.auth()
+        )
+    ).run
     refused = await failure(
-        api.stub.RedriveRun(svc.RedriveRunRequest(name=run.name, request_id="x"), metadata=api.auth())
+        api.stub.RedriveRun(
+            svc.RedriveRunRequest(name=run.name, request_id="x"), metadata=api.auth()
+        )
     )
-    assert (refused.code, refused.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "RUN_NOT_DEAD_LETTERED")
+    assert (refused.code, refused.reason) == (
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "RUN_NOT_DEAD_LETTERED",
+    )
     # Three attempts were spent (as the scheduler would have recorded them).
     await sql(
         api.dsn,
-        "UPDATE runs SET state = 'DEAD_LETTERED', attempt = 3, reason = 'ATTEMPTS_EXHAUSTED' WHERE run_id = $1",
+        "UPDATE runs SET state = 'DEAD_LETTERED', attempt = 3, reason = 'ATTEMPTS_EXHAUSTED' "
+        "WHERE run_id = $1",
         uuid.UUID(run.run_id),
     )
     request = svc.RedriveRunRequest(name=run.name, request_id="redrive-1")
@@ -80,21 +95,27 @@ async def test_redrive_gives_a_dead_lettered_run_a_fresh_budget(api: ApiClient) 
     assert redriven.state == run_pb2.RUN_STATE_QUEUED
     assert redriven.attempt == 3  # numbers keep rising from here
     assert (await api.stub.RedriveRun(request, metadata=api.auth())).run.run_id == run.run_id
-    rows = await sql(api.dsn, "SELECT attempt_limit FROM runs WHERE run_id = $1", uuid.UUID(run.run_id))
+    rows = await sql(
+        api.dsn, "SELECT attempt_limit FROM runs WHERE run_id = $1", uuid.UUID(run.run_id)
+    )
     assert rows[0]["attempt_limit"] == 3 + 3
     assert len(await sql(api.dsn, "SELECT 1 FROM outbox")) == 2  # trigger + one redrive
 
 
 async def test_pause_records_one_skipped_range_and_does_not_catch_up(api: ApiClient) -> None:
     every = job_pb2.Job(
-        schedule=job_pb2.Schedule(interval=job_pb2.IntervalSchedule(interval=duration_pb2.Duration(seconds=60))),
+        schedule=job_pb2.Schedule(
+            interval=job_pb2.IntervalSchedule(interval=duration_pb2.Duration(seconds=60))
+        ),
         target=job_pb2.Target(http=job_pb2.HttpTarget(url="https://x.test/")),
     )
     job = (await api.stub.CreateJob(svc.CreateJobRequest(job=every), metadata=api.auth())).job
     await api.stub.PauseJob(svc.PauseJobRequest(name=job.name), metadata=api.auth())
     # An hour passes on the database clock.
     await sql(api.dsn, """UPDATE duetime_clock SET "offset" = interval '1 hour'""")
-    resumed = (await api.stub.ResumeJob(svc.ResumeJobRequest(name=job.name), metadata=api.auth())).job
+    resumed = (
+        await api.stub.ResumeJob(svc.ResumeJobRequest(name=job.name), metadata=api.auth())
+    ).job
     runs = (await api.stub.ListRuns(svc.ListRunsRequest(parent=job.name), metadata=api.auth())).runs
     assert len(runs) == 1
     skipped = runs[0]
@@ -111,9 +132,12 @@ async def test_pause_records_one_skipped_range_and_does_not_catch_up(api: ApiCli
 async def test_preview_shows_dst_and_jitter(api: ApiClient) -> None:
     start = timestamp_pb2.Timestamp()
     start.FromDatetime(datetime(2026, 3, 6, tzinfo=UTC))
-    schedule = job_pb2.Schedule(cron=job_pb2.CronSchedule(expression="30 2 * * *", time_zone="America/New_York"))
+    schedule = job_pb2.Schedule(
+        cron=job_pb2.CronSchedule(expression="30 2 * * *", time_zone="America/New_York")
+    )
     preview = await api.stub.PreviewSchedule(
-        svc.PreviewScheduleRequest(schedule=schedule, start_time=start, count=4), metadata=api.auth()
+        svc.PreviewScheduleRequest(schedule=schedule, start_time=start, count=4),
+        metadata=api.auth(),
     )
     locals_ = [o.local_time for o in preview.occurrences]
     assert locals_ == [
@@ -126,7 +150,9 @@ async def test_preview_shows_dst_and_jitter(api: ApiClient) -> None:
     start.FromDatetime(datetime(2026, 10, 31, 12, tzinfo=UTC))
     both = job_pb2.Schedule(
         cron=job_pb2.CronSchedule(
-            expression="30 1 * * *", time_zone="America/New_York", fold_policy=job_pb2.DST_FOLD_POLICY_BOTH
+            expression="30 1 * * *",
+            time_zone="America/New_York",
+            fold_policy=job_pb2.DST_FOLD_POLICY_BOTH,
         )
     )
     preview = await api.stub.PreviewSchedule(
@@ -143,7 +169,9 @@ async def test_preview_shows_dst_and_jitter(api: ApiClient) -> None:
     ]
     bad = await failure(
         api.stub.PreviewSchedule(
-            svc.PreviewScheduleRequest(schedule=schedule, jitter_window=duration_pb2.Duration(seconds=86400)),
+            svc.PreviewScheduleRequest(
+                schedule=schedule, jitter_window=duration_pb2.Duration(seconds=86400)
+            ),
             metadata=api.auth(),
         )
     )
@@ -162,4 +190,3 @@ async def test_preview_shows_dst_and_jitter(api: ApiClient) -> None:
     ]
     assert all(timedelta(0) <= d < timedelta(seconds=30) for d in offsets)
     assert len(set(offsets)) > 1  # a deterministic spread, not a constant
-

@@ -9,14 +9,14 @@ from datetime import timedelta
 
 import asyncpg
 import pytest
-
+from duetime_core.errors import FailedPrecondition
 from duetime_infra.pg.migrate import (
     MAX_SUPPORTED_VERSION,
     apply_migrations,
     check_schema,
     load_migrations,
 )
-from duetime_core.errors import FailedPrecondition
+
 from tests.support.databases import create_database, drop_database
 
 
@@ -85,16 +85,17 @@ async def test_runs_partitions_created_moved_and_retired(db_dsn: str) -> None:
         assert len(parts) >= 6  # the default plus weekly ranges around now
         # A run far ahead lands in the default partition, and moves to its own when the clock
         # reaches it and maintenance creates the range.
-        await conn.execute(
-            "INSERT INTO teams (team_id) VALUES ('t1');"
-        )
+        await conn.execute("INSERT INTO teams (team_id) VALUES ('t1');")
         run_id = uuid.uuid4()
         await conn.execute(
             """INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time,
                origin, state, attempt_limit, job_snapshot)
-               VALUES ($1, $2, 't1', 0, $3::timestamptz + interval '200 days', $3::timestamptz + interval '200 days',
+               VALUES ($1, $2, 't1', 0, $3::timestamptz + interval '200 days',
+                       $3::timestamptz + interval '200 days',
                        'SCHEDULE', 'QUEUED', 3, '{}')""",
-            run_id, uuid.uuid4(), now,
+            run_id,
+            uuid.uuid4(),
+            now,
         )
         assert await conn.fetchval("SELECT count(*) FROM runs_default") == 1
         await conn.execute("""UPDATE duetime_clock SET "offset" = interval '199 days'""")
@@ -111,6 +112,6 @@ async def test_runs_partitions_created_moved_and_retired(db_dsn: str) -> None:
         )
         shifted_now = await conn.fetchval("SELECT duetime_now()")
         cutoff = (shifted_now - timedelta(days=37)).strftime("%Y%m%d")
-        assert oldest[len("runs_"):] >= cutoff
+        assert oldest[len("runs_") :] >= cutoff
     finally:
         await conn.close()

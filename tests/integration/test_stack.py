@@ -7,7 +7,6 @@ import uuid
 
 import aetcd
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
 
 
@@ -29,7 +28,9 @@ async def test_etcd_create_if_absent_bound_to_a_lease() -> None:
         )
         assert again[0] is False
         got = await client.get(key)
-        assert got is not None and got.value == b"owner-1" and got.create_revision > 0
+        assert got is not None
+        assert got.value == b"owner-1"
+        assert got.create_revision > 0
         await lease.revoke()
         assert await client.get(key) is None
 
@@ -41,7 +42,9 @@ async def test_kafka_topics_exist_and_an_idempotent_producer_round_trips() -> No
     await producer.start()
     try:
         payload = uuid.uuid4().bytes
-        meta = await producer.send_and_wait(topic, payload, key=b"job-1", headers=[("traceparent", b"00-x")])
+        meta = await producer.send_and_wait(
+            topic, payload, key=b"job-1", headers=[("traceparent", b"00-x")]
+        )
     finally:
         await producer.stop()
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)

@@ -9,11 +9,7 @@ from typing import Any
 
 import asyncpg
 import grpc
-from google.rpc import error_details_pb2
-from grpc import aio
-from grpc_status import rpc_status
-
-from duetime.jobs.v1 import job_service_pb2, job_service_pb2_grpc
+from duetime.jobs.v1 import job_service_pb2_grpc
 from duetime_api.__main__ import SERVICE_NAME
 from duetime_api.jobs import JobService
 from duetime_api.servicer import JobServicer
@@ -23,11 +19,14 @@ from duetime_infra.grpc.interceptors import DuetimeInterceptor
 from duetime_infra.grpc.server import GrpcServer
 from duetime_infra.pg.job_store import JobStore
 from duetime_infra.pg.pool import create_pool
+from google.rpc import error_details_pb2
+from grpc import aio
+from grpc_status import rpc_status
 
 
 @dataclass
 class ApiClient:
-    stub: job_service_pb2_grpc.JobServiceStub
+    stub: job_service_pb2_grpc.JobServiceAsyncStub
     token: str
     other_token: str
     team: str
@@ -55,15 +54,25 @@ async def running_api(dsn: str) -> AsyncIterator[ApiClient]:
     server = GrpcServer(
         "127.0.0.1:0",
         [SERVICE_NAME],
-        interceptors=[DuetimeInterceptor(TokenCache(store.principal_for), {SERVICE_NAME: Role.TEAM})],
+        interceptors=[
+            DuetimeInterceptor(TokenCache(store.principal_for), {SERVICE_NAME: Role.TEAM})
+        ],
     )
-    job_service_pb2_grpc.add_JobServiceServicer_to_server(JobServicer(JobService(store)), server.server)
+    job_service_pb2_grpc.add_JobServiceServicer_to_server(
+        JobServicer(JobService(store)), server.server
+    )
     await server.start()
     address = f"127.0.0.1:{server.port}"
     channel = aio.insecure_channel(address)
     try:
         yield ApiClient(
-            job_service_pb2_grpc.JobServiceStub(channel), token, other, "team-a", "team-b", address, dsn
+            job_service_pb2_grpc.JobServiceStub(channel),
+            token,
+            other,
+            "team-a",
+            "team-b",
+            address,
+            dsn,
         )
     finally:
         await channel.close()
@@ -99,5 +108,3 @@ async def failure(call: Any) -> RpcFailure:
                     fields = {v.field: v.description for v in bad.field_violations}
         return RpcFailure(error.code(), reason, fields, error.details() or "")
     raise AssertionError("the call succeeded but was expected to fail")
-
-

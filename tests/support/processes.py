@@ -11,13 +11,17 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def tool(name: str) -> str:
     """A developer tool installed by scripts/tools into .tools/."""
-    for candidate in (REPO / ".tools" / "bin" / name, REPO / ".tools" / "node_modules" / ".bin" / name):
+    for candidate in (
+        REPO / ".tools" / "bin" / name,
+        REPO / ".tools" / "node_modules" / ".bin" / name,
+    ):
         if candidate.exists():
             return str(candidate)
     raise AssertionError(f"{name} is not installed: run scripts/tools")
@@ -34,7 +38,9 @@ class Service:
         return f"127.0.0.1:{self.port}"
 
 
-async def _pump(stream: asyncio.StreamReader, lines: list[str], port_seen: asyncio.Future[int], marker: str) -> None:
+async def _pump(
+    stream: asyncio.StreamReader, lines: list[str], port_seen: asyncio.Future[int], marker: str
+) -> None:
     pattern = re.compile(rf"^{marker}=(\d+)$")
     while raw := await stream.readline():
         line = raw.decode(errors="replace").rstrip()
@@ -45,10 +51,14 @@ async def _pump(stream: asyncio.StreamReader, lines: list[str], port_seen: async
 
 
 @asynccontextmanager
-async def service(module: str, env: Mapping[str, str], port_marker: str, timeout: float = 30) -> AsyncIterator[Service]:
+async def service(
+    module: str, env: Mapping[str, str], port_marker: str, start_timeout: float = 30
+) -> AsyncIterator[Service]:
     """Starts ``python -m module`` and waits until it prints ``<marker>=<port>``."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", module,
+        sys.executable,
+        "-m",
+        module,
         env={**os.environ, **env},
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
@@ -58,7 +68,10 @@ async def service(module: str, env: Mapping[str, str], port_marker: str, timeout
     port_seen: asyncio.Future[int] = asyncio.get_running_loop().create_future()
     pump = asyncio.create_task(_pump(process.stdout, lines, port_seen, port_marker))
     try:
-        done, _ = await asyncio.wait([port_seen, pump], timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        waiting: list[asyncio.Future[Any]] = [port_seen, pump]
+        done, _ = await asyncio.wait(
+            waiting, timeout=start_timeout, return_when=asyncio.FIRST_COMPLETED
+        )
         if port_seen not in done:
             raise AssertionError(f"{module} did not start:\n" + "\n".join(lines[-40:]))
         yield Service(process, port_seen.result(), lines)

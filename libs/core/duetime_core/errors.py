@@ -79,8 +79,10 @@ class InvalidArgument(DuetimeError):
     def prefixed(self, prefix: str) -> InvalidArgument:
         """The same violations with their field paths placed under ``prefix``."""
         return InvalidArgument(
-            [FieldViolation(f"{prefix}.{v.field}" if v.field else prefix, v.description)
-             for v in self.violations],
+            [
+                FieldViolation(f"{prefix}.{v.field}" if v.field else prefix, v.description)
+                for v in self.violations
+            ],
             reason=self.reason,
         )
 

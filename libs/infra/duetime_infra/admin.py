@@ -13,6 +13,7 @@ import asyncpg
 
 from duetime_infra.config import env_dsn
 from duetime_infra.grpc.auth import token_digest
+from duetime_infra.pg.pool import Conn
 
 
 def new_token(prefix: str) -> str:
@@ -20,7 +21,7 @@ def new_token(prefix: str) -> str:
 
 
 async def create_team(
-    conn: asyncpg.Connection, team_id: str, notification_url: str = "", token: str | None = None
+    conn: Conn, team_id: str, notification_url: str = "", token: str | None = None
 ) -> str:
     """Creates the team if missing and a new token for it; returns the token."""
     token = token or new_token("dtt")
@@ -39,7 +40,7 @@ async def create_team(
     return token
 
 
-async def create_worker_token(conn: asyncpg.Connection, token: str | None = None) -> str:
+async def create_worker_token(conn: Conn, token: str | None = None) -> str:
     token = token or new_token("dtw")
     await conn.execute(
         "INSERT INTO api_tokens (token_sha256, role) VALUES ($1, 'worker')", token_digest(token)
@@ -47,7 +48,7 @@ async def create_worker_token(conn: asyncpg.Connection, token: str | None = None
     return token
 
 
-async def revoke_token(conn: asyncpg.Connection, token: str) -> bool:
+async def revoke_token(conn: Conn, token: str) -> bool:
     status: str = await conn.execute(
         "UPDATE api_tokens SET revoke_time = duetime_now() WHERE token_sha256 = $1",
         token_digest(token),

@@ -6,16 +6,17 @@ import asyncio
 import logging
 
 from duetime.jobs.v1 import job_service_pb2, job_service_pb2_grpc
-from duetime_api.config import Settings
-from duetime_api.jobs import JobService
-from duetime_api.servicer import JobServicer
 from duetime_infra.grpc.auth import Role, TokenCache
 from duetime_infra.grpc.interceptors import DuetimeInterceptor
 from duetime_infra.grpc.server import GrpcServer, run_until_terminated
 from duetime_infra.logs import configure_logging
-from duetime_infra.pg.migrate import check_schema
 from duetime_infra.pg.job_store import JobStore
+from duetime_infra.pg.migrate import check_schema
 from duetime_infra.pg.pool import create_pool
+
+from duetime_api.config import Settings
+from duetime_api.jobs import JobService
+from duetime_api.servicer import JobServicer
 
 log = logging.getLogger("duetime_api")
 

@@ -9,7 +9,14 @@ from datetime import datetime, timedelta
 
 from duetime.jobs.v1 import job_pb2
 from duetime_core.errors import Aborted, FailedPrecondition, InvalidArgument
-from duetime_core.jobspec import ContainerTarget, HttpTarget, JobSpec, JobState, is_one_off, to_schedule
+from duetime_core.jobspec import (
+    ContainerTarget,
+    HttpTarget,
+    JobSpec,
+    JobState,
+    is_one_off,
+    to_schedule,
+)
 from duetime_core.planning import Occurrence, ScheduleError, first_occurrence, next_occurrence
 from duetime_core.records import JobRecord, RunReason, RunRecord, RunState
 from duetime_core.runkey import RunKey, partition_of
@@ -53,7 +60,11 @@ def check_request_id(request_id: str, *, required: bool) -> None:
 
 
 def fingerprint(message: job_pb2.Job | str) -> bytes:
-    data = message.encode() if isinstance(message, str) else message.SerializeToString(deterministic=True)
+    data = (
+        message.encode()
+        if isinstance(message, str)
+        else message.SerializeToString(deterministic=True)
+    )
     return hashlib.sha256(data).digest()
 
 
@@ -66,7 +77,9 @@ def check_etag(record: JobRecord, etag: str) -> None:
         )
 
 
-def plan(job_id: uuid.UUID, spec: JobSpec, now: datetime) -> tuple[JobState, Occurrence | None, str]:
+def plan(
+    job_id: uuid.UUID, spec: JobSpec, now: datetime
+) -> tuple[JobState, Occurrence | None, str]:
     """The state and first occurrence of a job (re)scheduled at ``now``."""
     try:
         occurrence = first_occurrence(job_id, spec, now)
@@ -179,7 +192,9 @@ class JobService:
             try:
                 occurrence = next_occurrence(record.job_id, record.spec, now)
             except ScheduleError as error:
-                return JobWrite(JobState.ERROR, record.spec, None, state_reason=str(error), runs=runs)
+                return JobWrite(
+                    JobState.ERROR, record.spec, None, state_reason=str(error), runs=runs
+                )
             if occurrence is None:
                 return JobWrite(JobState.COMPLETED, record.spec, None, runs=runs)
             return JobWrite(JobState.ACTIVE, record.spec, occurrence, runs=runs)
@@ -261,7 +276,7 @@ def _skipped_while_paused(record: JobRecord, now: datetime) -> list[NewRun]:
                 break
             first = first or nominal
             last, cursor, count = nominal, nominal, count + 1
-    except Exception:  # noqa: BLE001 - an unevaluable schedule skips nothing; resume reports it
+    except Exception:
         return []
     if first is None or last is None:
         return []

@@ -36,7 +36,11 @@ def read_page(scope: str, page_size: int, token: str) -> Page:
         return Page(None, None, min(limit, MAX_PAGE_SIZE))
     try:
         body = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
-        digest, after_time, after_id = body["f"], datetime.fromisoformat(body["t"]), uuid.UUID(body["i"])
+        digest, after_time, after_id = (
+            body["f"],
+            datetime.fromisoformat(body["t"]),
+            uuid.UUID(body["i"]),
+        )
     except (ValueError, KeyError, TypeError):
         raise InvalidArgument.field("page_token", "not a page token issued by this API") from None
     if digest != _filter_digest(scope):

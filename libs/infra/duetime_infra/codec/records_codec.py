@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from duetime.jobs.v1 import job_pb2, run_pb2
 from duetime_core.records import AttemptRecord, JobRecord, RunReason, RunRecord
+
 from duetime_infra.codec.job_codec import encode_job_spec
 from duetime_infra.codec.timeconv import datetime_to_timestamp, timedelta_to_duration
 
@@ -52,7 +53,9 @@ def encode_run(record: RunRecord) -> run_pb2.Run:
         name=run_name(record.team_id, key.job_id, record.run_id),
         run_id=str(record.run_id),
         job_id=str(key.job_id),
-        origin=run_pb2.RUN_ORIGIN_TRIGGER if request_id is not None else run_pb2.RUN_ORIGIN_SCHEDULE,
+        origin=run_pb2.RUN_ORIGIN_TRIGGER
+        if request_id is not None
+        else run_pb2.RUN_ORIGIN_SCHEDULE,
         trigger_request_id=request_id or "",
         idempotency_key=key.canonical(),
         state=run_pb2.RunState.Value(f"RUN_STATE_{record.state.value}"),

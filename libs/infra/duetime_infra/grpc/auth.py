@@ -76,7 +76,9 @@ class TokenCache:
     database on every call.
     """
 
-    def __init__(self, lookup: LookupFn, ttl: float = 10.0, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, lookup: LookupFn, ttl: float = 10.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._lookup = lookup
         self._ttl = ttl
         self._clock = clock

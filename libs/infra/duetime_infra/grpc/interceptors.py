@@ -11,9 +11,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import grpc
+from duetime_core.errors import DuetimeError, PermissionDenied
 from grpc import aio
 
-from duetime_core.errors import DuetimeError, PermissionDenied
 from duetime_infra.grpc.auth import Role, TokenCache, bearer_token, reset_principal, set_principal
 from duetime_infra.grpc.status import internal_status, to_grpc_status
 
@@ -40,13 +40,17 @@ class DuetimeInterceptor(aio.ServerInterceptor):
 
     async def intercept_service(
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        continuation: Callable[
+            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]
+        ],
         handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(handler_call_details)
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        # The handler's behaviours are grpc.aio coroutines, which the sync-typed stubs miss.
+        original = await continuation(handler_call_details)
+        handler: Any = original
         method: str = handler_call_details.method
         if handler is None or method.startswith(_OPEN_PREFIXES):
-            return handler
+            return original
         service = method.lstrip("/").split("/", 1)[0]
         role = self._roles.get(service)
         metadata = handler_call_details.invocation_metadata
@@ -71,7 +75,7 @@ class DuetimeInterceptor(aio.ServerInterceptor):
                         reset_principal(token)
                 except aio.AbortError:
                     raise
-                except Exception as error:  # noqa: BLE001 - the error boundary
+                except Exception as error:
                     await _abort(context, error, method)
 
             return grpc.unary_unary_rpc_method_handler(
@@ -94,7 +98,7 @@ class DuetimeInterceptor(aio.ServerInterceptor):
                         reset_principal(token)
                 except aio.AbortError:
                     raise
-                except Exception as error:  # noqa: BLE001 - the error boundary
+                except Exception as error:
                     await _abort(context, error, method)
 
             return grpc.stream_stream_rpc_method_handler(
@@ -102,4 +106,4 @@ class DuetimeInterceptor(aio.ServerInterceptor):
                 request_deserializer=handler.request_deserializer,
                 response_serializer=handler.response_serializer,
             )
-        return handler
+        return original

@@ -10,11 +10,10 @@ from __future__ import annotations
 import logging
 
 import grpc
+from duetime_core.errors import DuetimeError, InvalidArgument
 from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
-
-from duetime_core.errors import DuetimeError, InvalidArgument
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +30,9 @@ def to_rpc_status(error: DuetimeError) -> status_pb2.Status:
     if isinstance(error, InvalidArgument) and error.violations:
         bad = error_details_pb2.BadRequest(
             field_violations=[
-                error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description)
+                error_details_pb2.BadRequest.FieldViolation(
+                    field=v.field, description=v.description
+                )
                 for v in error.violations
             ]
         )

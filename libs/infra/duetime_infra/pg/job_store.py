@@ -9,23 +9,24 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import asyncpg
-
 from duetime_core.errors import AlreadyExists, FailedPrecondition, NotFound
 from duetime_core.jobspec import JobSpec, JobState, Priority
 from duetime_core.planning import Occurrence
 from duetime_core.records import JobRecord, RunReason, RunRecord, RunState
 from duetime_core.runkey import RunKey
+
 from duetime_infra.codec.spec_json import spec_from_json, spec_to_json
 from duetime_infra.dispatch import OutboxRow
 from duetime_infra.grpc.auth import Principal, Role
-from duetime_infra.pg.sql import q
+from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.rows import job_from_row, run_from_row
+from duetime_infra.pg.sql import q
 
 
 @dataclass(frozen=True)
@@ -76,12 +77,18 @@ class Page:
 Decide = Callable[[JobRecord, datetime], JobWrite]
 
 
+def _one(row: asyncpg.Record | None) -> asyncpg.Record:
+    # INSERT/UPDATE ... RETURNING on a row this transaction holds always answers.
+    assert row is not None
+    return row
+
+
 def _not_found(what: str) -> NotFound:
     return NotFound(f"{what} not found", reason=f"{what.upper()}_NOT_FOUND")
 
 
 class JobStore:
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool[asyncpg.Record]) -> None:
         self._pool = pool
 
     async def now(self) -> datetime:
@@ -94,9 +101,7 @@ class JobStore:
             return None
         return Principal(Role(row["role"]), row["team_id"])
 
-    async def _remembered(
-        self, conn: asyncpg.Connection, team_id: str, idem: Idempotency
-    ) -> uuid.UUID | None:
+    async def _remembered(self, conn: Conn, team_id: str, idem: Idempotency) -> uuid.UUID | None:
         """The resource an earlier call with this request_id made, if any (under a lock)."""
         await conn.execute(q("request_lock"), team_id, idem.operation, idem.request_id)
         row = await conn.fetchrow(q("request_id_get"), team_id, idem.operation, idem.request_id)
@@ -111,10 +116,15 @@ class JobStore:
         return resource
 
     async def _remember(
-        self, conn: asyncpg.Connection, team_id: str, idem: Idempotency, resource: uuid.UUID
+        self, conn: Conn, team_id: str, idem: Idempotency, resource: uuid.UUID
     ) -> None:
         await conn.execute(
-            q("request_id_put"), team_id, idem.operation, idem.request_id, idem.fingerprint, resource
+            q("request_id_put"),
+            team_id,
+            idem.operation,
+            idem.request_id,
+            idem.fingerprint,
+            resource,
         )
 
     async def create_job(
@@ -149,7 +159,7 @@ class JobStore:
             )
             if idem is not None:
                 await self._remember(conn, team_id, idem, job_id)
-            return job_from_row(row)
+            return job_from_row(_one(row))
 
     async def get_job(self, team_id: str, job_id: uuid.UUID) -> JobRecord:
         row = await self._pool.fetchrow(q("job_get"), job_id, team_id)
@@ -157,9 +167,7 @@ class JobStore:
             raise _not_found("job")
         return job_from_row(row)
 
-    async def list_jobs(
-        self, team_id: str, state: JobState | None, page: Page
-    ) -> list[JobRecord]:
+    async def list_jobs(self, team_id: str, state: JobState | None, page: Page) -> list[JobRecord]:
         rows = await self._pool.fetch(
             q("job_list"),
             team_id,
@@ -191,9 +199,9 @@ class JobStore:
             )
             for run in write.runs:
                 await self._insert_run(conn, run)
-            return job_from_row(row)
+            return job_from_row(_one(row))
 
-    async def _insert_run(self, conn: asyncpg.Connection, run: NewRun) -> asyncpg.Record | None:
+    async def _insert_run(self, conn: Conn, run: NewRun) -> asyncpg.Record | None:
         return await conn.fetchrow(
             q("run_insert"),
             run.run_id,
@@ -239,19 +247,21 @@ class JobStore:
             await self._remember(conn, team_id, idem, new_run.run_id)
             return run_from_row(inserted)
 
-    async def _insert_outbox(self, conn: asyncpg.Connection, row: OutboxRow) -> None:
+    async def _insert_outbox(self, conn: Conn, row: OutboxRow) -> None:
         await conn.execute(
             q("outbox_insert"), row.topic, row.key, row.payload, row.headers, row.team_id
         )
 
-    async def _run_by_key(self, conn: asyncpg.Connection, team_id: str, key: RunKey) -> RunRecord:
-        row = await conn.fetchrow(q("run_by_key"), key.job_id, key.nominal_time, key.origin, team_id)
+    async def _run_by_key(self, conn: Conn, team_id: str, key: RunKey) -> RunRecord:
+        row = await conn.fetchrow(
+            q("run_by_key"), key.job_id, key.nominal_time, key.origin, team_id
+        )
         if row is None:
             raise _not_found("run")
         return (await self._with_attempts(conn, [row]))[0]
 
     async def _run_with_attempts(
-        self, conn: asyncpg.Connection, team_id: str, job_id: uuid.UUID, run_id: uuid.UUID
+        self, conn: Conn, team_id: str, job_id: uuid.UUID, run_id: uuid.UUID
     ) -> RunRecord:
         row = await conn.fetchrow(q("run_get"), run_id, job_id, team_id)
         if row is None:
@@ -259,7 +269,7 @@ class JobStore:
         return (await self._with_attempts(conn, [row]))[0]
 
     async def _with_attempts(
-        self, conn: asyncpg.Connection | asyncpg.Pool, rows: Sequence[asyncpg.Record]
+        self, conn: Conn | asyncpg.Pool[asyncpg.Record], rows: Sequence[asyncpg.Record]
     ) -> list[RunRecord]:
         if not rows:
             return []
@@ -318,9 +328,7 @@ class JobStore:
                 )
             now: datetime = await conn.fetchval(q("db_now"))
             budget, outbox = build(run_from_row(row), spec_from_json(row["job_snapshot"]), now)
-            updated = await conn.fetchrow(
-                q("run_redrive"), run_id, row["nominal_time"], budget
-            )
+            updated = await conn.fetchrow(q("run_redrive"), run_id, row["nominal_time"], budget)
             await self._insert_outbox(conn, outbox)
             await self._remember(conn, team_id, idem, run_id)
-            return (await self._with_attempts(conn, [updated]))[0]
+            return (await self._with_attempts(conn, [_one(updated)]))[0]

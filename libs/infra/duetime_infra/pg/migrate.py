@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from importlib import resources
 
 import asyncpg
-
 from duetime_core.errors import FailedPrecondition
+from duetime_infra.pg.pool import Conn
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ def load_migrations() -> list[Migration]:
     return found
 
 
-async def apply_migrations(conn: asyncpg.Connection) -> list[int]:
+async def apply_migrations(conn: Conn) -> list[int]:
     """Applies every pending migration, each in its own transaction; returns those applied."""
     applied_now: list[int] = []
     await conn.execute("SELECT pg_advisory_lock($1)", _MIGRATION_LOCK)
@@ -60,7 +60,9 @@ async def apply_migrations(conn: asyncpg.Connection) -> list[int]:
                    name text NOT NULL,
                    applied_at timestamptz NOT NULL DEFAULT now())"""
         )
-        done = {r["version"] for r in await conn.fetch("SELECT version FROM duetime_schema_migrations")}
+        done = {
+            r["version"] for r in await conn.fetch("SELECT version FROM duetime_schema_migrations")
+        }
         for migration in load_migrations():
             if migration.version in done:
                 continue
@@ -71,7 +73,9 @@ async def apply_migrations(conn: asyncpg.Connection) -> list[int]:
                     migration.version,
                     migration.name,
                 )
-            log.info("migration applied", extra={"action": "migrated", "version": migration.version})
+            log.info(
+                "migration applied", extra={"action": "migrated", "version": migration.version}
+            )
             applied_now.append(migration.version)
         async with conn.transaction():
             await conn.execute("SELECT duetime_maintain_partitions()")
@@ -80,7 +84,7 @@ async def apply_migrations(conn: asyncpg.Connection) -> list[int]:
     return applied_now
 
 
-async def schema_version(conn: asyncpg.Connection) -> int:
+async def schema_version(conn: Conn) -> int:
     exists = await conn.fetchval("SELECT to_regclass('duetime_schema_migrations') IS NOT NULL")
     if not exists:
         return 0
@@ -88,7 +92,7 @@ async def schema_version(conn: asyncpg.Connection) -> int:
     return int(version or 0)
 
 
-async def check_schema(conn: asyncpg.Connection) -> int:
+async def check_schema(conn: Conn) -> int:
     """Refuses to serve against a schema this code does not support."""
     version = await schema_version(conn)
     if not MIN_SUPPORTED_VERSION <= version <= MAX_SUPPORTED_VERSION:

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeAlias
 
 import asyncpg
+from asyncpg.pool import PoolConnectionProxy
+
+# What queries run on: a plain connection or one borrowed from a pool.
+Conn: TypeAlias = "asyncpg.Connection[asyncpg.Record] | PoolConnectionProxy[asyncpg.Record]"
 
 
-async def _init_connection(conn: asyncpg.Connection) -> None:
+async def _init_connection(conn: Conn) -> None:
     for typ in ("json", "jsonb"):
-        await conn.set_type_codec(
-            typ, encoder=json.dumps, decoder=json.loads, schema="pg_catalog"
-        )
+        await conn.set_type_codec(typ, encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
 
 
 async def create_pool(
@@ -23,7 +25,7 @@ async def create_pool(
     max_size: int = 10,
     server_settings: Mapping[str, str] | None = None,
     **kwargs: Any,
-) -> asyncpg.Pool:
+) -> asyncpg.Pool[asyncpg.Record]:
     settings = {"application_name": "duetime", "timezone": "UTC", **(server_settings or {})}
     pool = await asyncpg.create_pool(
         dsn,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
+
+import asyncpg
 
 from duetime_core.jobspec import JobState
 from duetime_core.records import (
@@ -15,9 +16,10 @@ from duetime_core.records import (
     RunState,
 )
 from duetime_core.runkey import RunKey
+
 from duetime_infra.codec.spec_json import spec_from_json
 
-Row = Mapping[str, Any]
+Row = asyncpg.Record
 
 
 def job_from_row(row: Row) -> JobRecord:
