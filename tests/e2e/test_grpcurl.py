@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import sys
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -11,6 +14,7 @@ import asyncpg
 import pytest
 from duetime_infra.admin import create_team
 
+from tests.support.databases import create_database, drop_database
 from tests.support.processes import Service, service, tool
 
 
@@ -134,7 +138,28 @@ async def test_grpcurl_lists_describes_and_drives_the_api(api_process: tuple[Ser
     assert process.returncode != 0
     error = json.loads((out or err).decode())
     assert error["code"] == 3  # INVALID_ARGUMENT
-    violations = [d for d in error["details"] if d["@type"].endswith("BadRequest")][0][
-        "field_violations"
-    ]
+    bad = next(d for d in error["details"] if d["@type"].endswith("BadRequest"))
+    violations = bad["field_violations"]
     assert [v["field"] for v in violations] == ["job.schedule.cron.expression"]
+
+
+@pytest.mark.parametrize(
+    "module", ["duetime_api", "duetime_scheduler", "duetime_relay", "duetime_worker"]
+)
+async def test_services_refuse_an_unmigrated_database(module: str) -> None:
+    name = f"duetime_e_{uuid.uuid4().hex[:12]}"
+    dsn = await create_database(name)
+    try:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            module,
+            env={**os.environ, "DUETIME_PG_DSN": dsn, "DUETIME_API_ADDRESS": "127.0.0.1:0"},
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        out, _ = await asyncio.wait_for(process.communicate(), timeout=60)
+        assert process.returncode != 0
+        assert b"schema version 0 is not supported" in out
+    finally:
+        await drop_database(name)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from duetime.jobs.v1 import job_service_pb2, job_service_pb2_grpc
@@ -11,8 +10,8 @@ from duetime_infra.grpc.interceptors import DuetimeInterceptor
 from duetime_infra.grpc.server import GrpcServer, run_until_terminated
 from duetime_infra.logs import configure_logging
 from duetime_infra.pg.job_store import JobStore
-from duetime_infra.pg.migrate import check_schema
 from duetime_infra.pg.pool import create_pool
+from duetime_infra.startup import require_schema, run_service
 
 from duetime_api.config import Settings
 from duetime_api.jobs import JobService
@@ -24,10 +23,9 @@ SERVICE_NAME = job_service_pb2.DESCRIPTOR.services_by_name["JobService"].full_na
 
 
 async def serve(settings: Settings) -> None:
+    version = await require_schema(settings.pg_dsn)
     pool = await create_pool(settings.pg_dsn, max_size=settings.pg_pool_size)
     try:
-        async with pool.acquire() as conn:
-            version = await check_schema(conn)
         store = JobStore(pool)
         tokens = TokenCache(store.principal_for)
         server = GrpcServer(
@@ -54,9 +52,8 @@ async def serve(settings: Settings) -> None:
 
 
 def main() -> None:
-    settings = Settings.from_env()
     configure_logging()
-    asyncio.run(serve(settings))
+    run_service("duetime_api", lambda: serve(Settings.from_env()))
 
 
 if __name__ == "__main__":
