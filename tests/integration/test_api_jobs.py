@@ -13,6 +13,7 @@ from duetime.jobs.v1 import job_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
 from duetime_core.schedule import next_fire_time
 from duetime_core.schedule.model import Cron
+from duetime_infra.admin import create_worker_token
 from google.protobuf import duration_pb2, field_mask_pb2
 
 from tests.support.api import ApiClient, failure, running_api
@@ -305,3 +306,34 @@ async def test_delay_and_interval_schedules(api: ApiClient) -> None:
     )
     job = (await api.stub.CreateJob(svc.CreateJobRequest(job=every), metadata=api.auth())).job
     assert job.next_run_time.ToDatetime() - job.create_time.ToDatetime() == timedelta(seconds=300)
+
+
+async def test_worker_tokens_cannot_call_the_job_api(api: ApiClient) -> None:
+    conn = await asyncpg.connect(api.dsn)
+    try:
+        worker_token = await create_worker_token(conn)
+    finally:
+        await conn.close()
+    refused = await failure(
+        api.stub.ListJobs(svc.ListJobsRequest(), metadata=api.auth(worker_token))
+    )
+    assert (refused.code, refused.reason) == (grpc.StatusCode.PERMISSION_DENIED, "WRONG_TOKEN_ROLE")
+
+
+async def test_request_ids_expire_after_a_day(api: ApiClient) -> None:
+    request = svc.CreateJobRequest(job=cron_job(), request_id="daily")
+    first = (await api.stub.CreateJob(request, metadata=api.auth())).job
+    conn = await asyncpg.connect(api.dsn)
+    try:
+        await conn.execute("""UPDATE duetime_clock SET "offset" = interval '25 hours'""")
+        later = (await api.stub.CreateJob(request, metadata=api.auth())).job
+        assert later.job_id != first.job_id
+        await conn.execute("""UPDATE duetime_clock SET "offset" = interval '40 hours'""")
+        fresh = svc.CreateJobRequest(job=cron_job(), request_id="fresh")
+        await api.stub.CreateJob(fresh, metadata=api.auth())
+        await conn.execute("""UPDATE duetime_clock SET "offset" = interval '50 hours'""")
+        await conn.execute("SELECT duetime_maintain_partitions()")
+        kept = await conn.fetch("SELECT request_id FROM request_ids")
+        assert [r["request_id"] for r in kept] == ["fresh"]
+    finally:
+        await conn.close()
