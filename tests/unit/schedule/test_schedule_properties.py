@@ -1,0 +1,276 @@
+"""Properties of next_fire_time that must hold from any start, in any zone.
+
+The strongest check is a brute-force oracle: walk every UTC minute of a window, read the
+zone's wall clock, and apply the DST rules of DESIGN.md literally (cronsim, an independent
+implementation, decides whether a wall-clock minute matches). The fast search must produce
+exactly the same instants. Starts are drawn uniformly over 2020-2035 and, half the time,
+within two days of a DST transition, where the rules actually bite.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from datetime import UTC, datetime, timedelta
+
+from cronsim import CronSim
+from duetime_core.schedule import (
+    Cron,
+    FoldPolicy,
+    GapPolicy,
+    fire_times,
+    is_fixed_time,
+    load_zone,
+    next_fire_time,
+)
+from duetime_core.schedule.cron_match import compile_cron
+from duetime_core.schedule.dst import transitions_between
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+TRICKY_ZONES = [
+    "America/New_York",
+    "Europe/London",
+    "Europe/Dublin",  # "negative" DST in tzdata
+    "Australia/Sydney",
+    "Australia/Lord_Howe",  # 30-minute shift
+    "Pacific/Chatham",  # +12:45 / +13:45
+    "America/St_Johns",  # -03:30
+    "America/Santiago",  # changes at midnight
+    "Asia/Beirut",  # changes at midnight
+    "Africa/Cairo",  # changes at midnight
+    "America/Havana",  # changes at midnight
+    "Africa/Casablanca",  # Ramadan suspensions
+    "Antarctica/Troll",  # 2-hour shift
+    "Asia/Kolkata",  # no DST
+    "UTC",
+]
+
+# Five-field expressions cronsim also understands (it has no W or '?').
+ORACLE_EXPRESSIONS = [
+    "0 * * * *",
+    "*/15 * * * *",
+    "30 * * * *",
+    "* 2 * * *",
+    "*/7 1-3 * * *",
+    "30 */2 * * *",
+    "30 2 * * *",
+    "30 1 * * *",
+    "0 0 * * *",
+    "15 2 * * *",
+    "45 1 * * *",
+    "0,30 0-3 * * *",
+    "30 23 * * *",
+    "0 9 * * 1-5",
+    "10,40 0,1,2 * * SUN",
+    "0 0,12 1,15 * MON",
+    "0 0 L * *",
+    "0 6 * * 5L",
+    "0 8 * * 0#1",
+    "0 1 LW * *",
+]
+
+# Everything the parser accepts, for the properties that need no oracle.
+ALL_EXPRESSIONS = [
+    *ORACLE_EXPRESSIONS,
+    "0 9 15W * *",
+    "0 9 1W * *",
+    "*/20 * * * * *",
+    "30 30 1 * * *",
+    "0 12 ? * MON",
+    "59 23 31 12 *",
+]
+
+FIRST_DAY = datetime(2020, 1, 1, tzinfo=UTC)
+LAST_DAY = datetime(2035, 12, 31, tzinfo=UTC)
+MINUTE = timedelta(minutes=1)
+
+
+@functools.cache
+def transitions_of(zone: str, year: int) -> list[datetime]:
+    start = datetime(year, 1, 1, tzinfo=UTC)
+    return [t.at for t in transitions_between(start, start.replace(year=year + 1), load_zone(zone))]
+
+
+@st.composite
+def starts(draw: st.DrawFn, zone: str) -> datetime:
+    seconds = int((LAST_DAY - FIRST_DAY).total_seconds())
+    uniform = FIRST_DAY + timedelta(seconds=draw(st.integers(0, seconds)))
+    near = transitions_of(zone, draw(st.integers(2020, 2035)))
+    if not near or draw(st.booleans()):
+        return uniform + timedelta(microseconds=draw(st.sampled_from([0, 0, 1, 500_000])))
+    offset = timedelta(seconds=draw(st.integers(-2 * 86400, 86400)))
+    return draw(st.sampled_from(near)) + offset
+
+
+@st.composite
+def schedules(draw: st.DrawFn, expressions: list[str]) -> Cron:
+    expression = draw(st.sampled_from(expressions))
+    zone = draw(st.sampled_from(TRICKY_ZONES))
+    if not is_fixed_time(expression):
+        return Cron(expression, zone)
+    gap = draw(st.sampled_from([None, GapPolicy.SHIFT, GapPolicy.SKIP]))
+    fold = draw(st.sampled_from([None, FoldPolicy.FIRST, FoldPolicy.LAST, FoldPolicy.BOTH]))
+    return Cron(expression, zone, gap=gap, fold=fold)
+
+
+def oracle(cron: Cron, start: datetime, end: datetime) -> list[datetime]:
+    """Occurrences in ``(start, end]``, minute by minute, by the rules as written."""
+    zone = load_zone(cron.time_zone)
+    fixed = is_fixed_time(cron.expression)
+    first_ok = not fixed or cron.fold in (None, FoldPolicy.FIRST, FoldPolicy.BOTH)
+    second_ok = not fixed or cron.fold in (FoldPolicy.LAST, FoldPolicy.BOTH)
+    shift = fixed and cron.gap in (None, GapPolicy.SHIFT)
+
+    def wall(instant: datetime) -> datetime:
+        return instant.astimezone(zone).replace(tzinfo=None)
+
+    matches: set[datetime] = set()
+    for local in CronSim(cron.expression, wall(start) - timedelta(days=2)):
+        if local > wall(end) + timedelta(days=2):
+            break
+        matches.add(local)
+
+    found = []
+    instant = start.replace(second=0, microsecond=0)
+    while instant <= end:
+        local = wall(instant)
+        offset = instant.astimezone(zone).utcoffset()
+        previous = (instant - MINUTE).astimezone(zone).utcoffset()
+        assert offset is not None
+        assert previous is not None
+        hit = False
+        if local in matches:
+            readings = {
+                local.replace(tzinfo=zone, fold=0).utcoffset(),
+                local.replace(tzinfo=zone, fold=1).utcoffset(),
+            }
+            if len(readings) == 1:
+                hit = True
+            else:
+                on_first_pass = offset == max(readings)  # type: ignore[type-var]
+                hit = first_ok if on_first_pass else second_ok
+        if shift and offset > previous:
+            # The clocks jumped forward at this very minute; fixed times they skipped run now.
+            skipped = local - (offset - previous)
+            hit = hit or any(
+                skipped + k * MINUTE in matches for k in range((local - skipped) // MINUTE)
+            )
+        if hit and instant > start:
+            found.append(instant)
+        instant += MINUTE
+    return found
+
+
+def search(cron: Cron, start: datetime, end: datetime) -> list[datetime]:
+    found: list[datetime] = []
+    moment = next_fire_time(cron, start)
+    while moment is not None and moment <= end:
+        assert moment > (found[-1] if found else start), "not strictly after the start"
+        found.append(moment)
+        moment = next_fire_time(cron, moment)
+    return found
+
+
+@settings(max_examples=250, deadline=None)
+@given(data=st.data(), cron=schedules(ORACLE_EXPRESSIONS))
+def test_matches_brute_force_oracle(data: st.DataObject, cron: Cron) -> None:
+    start = data.draw(starts(cron.time_zone))
+    end = start + timedelta(days=3)
+    assert search(cron, start, end) == oracle(cron, start, end)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), cron=schedules(ALL_EXPRESSIONS))
+def test_strictly_after_and_increasing(data: st.DataObject, cron: Cron) -> None:
+    start = data.draw(starts(cron.time_zone))
+    found = fire_times(cron, start, 6)
+    assert len(found) == 6
+    assert all(t.tzinfo is UTC for t in found)
+    assert [start, *found] == sorted({start, *found})
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), cron=schedules(ALL_EXPRESSIONS), fraction=st.floats(0, 1, exclude_max=True))
+def test_same_answer_from_any_start_before_it(
+    data: st.DataObject, cron: Cron, fraction: float
+) -> None:
+    start = data.draw(starts(cron.time_zone))
+    found = next_fire_time(cron, start)
+    assert found is not None
+    later_start = start + (found - start) * fraction
+    assume(later_start < found)
+    assert next_fire_time(cron, later_start) == found
+    # Just before the answer, too: the tightest start that must still find it.
+    assert next_fire_time(cron, found - timedelta(microseconds=1)) == found
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    data=st.data(),
+    zone=st.sampled_from(TRICKY_ZONES),
+    hour=st.integers(0, 23),
+    minute=st.sampled_from([0, 15, 30, 45]),
+)
+def test_fixed_daily_job_fires_once_per_local_day(
+    data: st.DataObject, zone: str, hour: int, minute: int
+) -> None:
+    start = data.draw(starts(zone))
+    tz = load_zone(zone)
+    found = fire_times(Cron(f"{minute} {hour} * * *", zone), start, 8)
+    days = [t.astimezone(tz).date() for t in found]
+    assert all((b - a).days == 1 for a, b in itertools.pairwise(days))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    data=st.data(),
+    zone=st.sampled_from(TRICKY_ZONES),
+    hour=st.integers(0, 23),
+    minute=st.sampled_from([0, 15, 30, 45]),
+)
+def test_skip_leaves_out_only_days_where_the_time_does_not_exist(
+    data: st.DataObject, zone: str, hour: int, minute: int
+) -> None:
+    start = data.draw(starts(zone))
+    tz = load_zone(zone)
+    found = fire_times(Cron(f"{minute} {hour} * * *", zone, gap=GapPolicy.SKIP), start, 8)
+    for earlier, later in itertools.pairwise(found):
+        first_day = earlier.astimezone(tz).date()
+        missing = (later.astimezone(tz).date() - first_day).days - 1
+        assert missing in (0, 1)
+        if missing:
+            local = datetime.combine(first_day + timedelta(days=1), datetime.min.time())
+            local = local.replace(hour=hour, minute=minute)
+            as_read = local.replace(tzinfo=tz).astimezone(UTC).astimezone(tz).replace(tzinfo=None)
+            assert as_read != local, f"{local} exists in {zone} but was skipped"
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), cron=schedules(ALL_EXPRESSIONS))
+def test_every_fire_shows_a_matching_local_time_unless_shifted(
+    data: st.DataObject, cron: Cron
+) -> None:
+    start = data.draw(starts(cron.time_zone))
+    tz = load_zone(cron.time_zone)
+    matcher = compile_cron(cron.expression)
+    shifting = is_fixed_time(cron.expression) and cron.gap is not GapPolicy.SKIP
+    for fire in fire_times(cron, start, 6):
+        local = fire.astimezone(tz).replace(tzinfo=None)
+        if matcher.first_at_or_after(local) == local:
+            continue
+        # Not a matching wall time: only a SHIFT at the end of a gap may do that.
+        assert shifting
+        assert (fire - timedelta(seconds=1)).astimezone(tz).utcoffset() != fire.astimezone(
+            tz
+        ).utcoffset()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    expression=st.sampled_from(ORACLE_EXPRESSIONS),
+    start=st.datetimes(datetime(2020, 1, 1), datetime(2035, 12, 31)),
+)
+def test_wall_clock_matching_agrees_with_cronsim(expression: str, start: datetime) -> None:
+    start = start.replace(microsecond=0)
+    assert compile_cron(expression).first_after(start) == next(CronSim(expression, start))
