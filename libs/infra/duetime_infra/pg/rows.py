@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import asyncpg
-
 from duetime_core.jobspec import JobState
 from duetime_core.records import (
     AttemptOutcome,

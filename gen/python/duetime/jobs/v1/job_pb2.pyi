@@ -517,8 +517,9 @@ class IntervalSchedule(_message.Message):
 
     @_builtins.property
     def start_time(self) -> _timestamp_pb2.Timestamp:
-        """Optional. The anchor of the series. Defaults to the creation time, in which case the first
-        run is one interval after creation. In the future, the first run is at `start_time`.
+        """Optional. The anchor of the series. Defaults to the time the schedule was set (the job's
+        creation, or the UpdateJob that changed the schedule), in which case the first run is one
+        interval later. In the future, the first run is at `start_time`.
         """
 
     def __init__(
@@ -656,16 +657,20 @@ class HttpTarget(_message.Message):
     method: Global___HttpMethod.ValueType
     """Optional. Defaults to HTTP_METHOD_POST."""
     url: _builtins.str
-    """Required. An absolute `http://` or `https://` URL, at most 2,048 characters. Operators
-    restrict which hosts and networks may be reached.
+    """Required. An absolute `http://` or `https://` URL, at most 2,048 characters, without
+    credentials (`user:pass@`; put them in a header). Operators restrict which hosts and
+    networks may be reached.
     """
     body: _builtins.bytes
     """Optional. Request body, at most 64 KiB."""
     @_builtins.property
     def headers(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
-        """Optional. Request headers, at most 50, 16 KiB in all. Values are stored and sent but never
-        returned: responses show them as `[REDACTED]`, and an update that sends `[REDACTED]` back
-        keeps the stored value.
+        """Optional. Request headers, at most 50, 16 KiB in all; names are RFC 7230 tokens, unique
+        regardless of case; values hold no control characters but tab. Duetime sets
+        `Idempotency-Key`, `Duetime-Attempt`, `traceparent`, `tracestate`, `Host`,
+        `Content-Length` and `Transfer-Encoding` itself, so those names are refused. Values are
+        stored and sent but never returned: responses show them as `[REDACTED]`; an update that
+        sends `[REDACTED]` back keeps the stored value (on create there is none, so it is refused).
         """
 
     def __init__(
@@ -720,15 +725,16 @@ class ContainerTarget(_message.Message):
     """Required. The image reference, at most 512 characters."""
     @_builtins.property
     def command(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Optional. Overrides the image's entrypoint."""
+        """Optional. Overrides the image's entrypoint; at most 100 items of 4 KiB."""
 
     @_builtins.property
     def args(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Optional. Arguments to the command."""
+        """Optional. Arguments to the command; at most 100 items of 4 KiB."""
 
     @_builtins.property
     def env(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
-        """Optional. Environment variables, at most 100, 64 KiB in all. Values are treated like HTTP
+        """Optional. Environment variables, at most 100, 64 KiB in all; names match
+        `[A-Za-z_][A-Za-z0-9_]*` and the `DUETIME_` prefix is reserved. Values are treated like HTTP
         headers: stored, passed on, returned as `[REDACTED]`.
         """
 
@@ -805,8 +811,8 @@ class MisfireSettings(_message.Message):
     policy: Global___MisfirePolicy.ValueType
     """Optional. Defaults to MISFIRE_POLICY_RUN_ONCE."""
     max_catch_up_runs: _builtins.int
-    """Optional, MISFIRE_POLICY_RUN_ALL only. At most this many missed occurrences are caught up;
-    older ones are MISSED. 1 to 1,000; defaults to 100.
+    """Optional; used by MISFIRE_POLICY_RUN_ALL. At most this many missed occurrences are caught
+    up; older ones are MISSED. 1 to 1,000; defaults to 100.
     """
     @_builtins.property
     def threshold(self) -> _duration_pb2.Duration:
@@ -816,8 +822,8 @@ class MisfireSettings(_message.Message):
 
     @_builtins.property
     def max_catch_up_age(self) -> _duration_pb2.Duration:
-        """Optional, MISFIRE_POLICY_RUN_ALL only. Occurrences older than this are MISSED rather than
-        caught up. 1 minute to 7 days; defaults to 24 hours.
+        """Optional; used by MISFIRE_POLICY_RUN_ALL. Occurrences older than this are MISSED rather
+        than caught up. 1 minute to 7 days; defaults to 24 hours.
         """
 
     def __init__(
