@@ -1,0 +1,50 @@
+"""Partition fencing: the last statement of every scheduler transaction that acts for a partition.
+
+A token is ``(epoch, etcd create_revision)`` of the partition key. The store keeps the highest
+token seen per partition; writing ours succeeds only if no newer owner has written a higher one,
+so a scheduler that lost its partition (frozen, partitioned from etcd) cannot commit anything
+for it: the failed check rolls its whole transaction back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from duetime_infra.pg.pool import Conn
+from duetime_infra.pg.sql import q
+
+
+@dataclass(frozen=True, order=True)
+class FencingToken:
+    partition: int
+    epoch: int
+    revision: int
+
+
+class FencingLost(Exception):
+    """A newer owner holds one of the partitions; the transaction must roll back."""
+
+    def __init__(self, partitions: list[int]) -> None:
+        super().__init__(f"partition ownership lost for {partitions}")
+        self.partitions = partitions
+
+
+async def fence(conn: Conn, tokens: Iterable[FencingToken]) -> None:
+    """Raises-or-matches each partition's stored token; raises FencingLost if any is newer.
+
+    Call it inside the transaction, last before COMMIT. A new owner calls it once on its own
+    before its first claim, which is what "raise the token" means.
+    """
+    wanted = {t.partition: t for t in tokens}
+    if not wanted:
+        return
+    rows = await conn.fetch(
+        q("fence_partitions"),
+        [t.partition for t in wanted.values()],
+        [t.epoch for t in wanted.values()],
+        [t.revision for t in wanted.values()],
+    )
+    matched = {r["partition"] for r in rows}
+    if len(matched) != len(wanted):
+        raise FencingLost(sorted(set(wanted) - matched))
