@@ -12,8 +12,8 @@ from typing import Any
 
 import asyncpg
 import pytest
-from duetime_infra.admin import create_team
 
+from duetime_infra.admin import create_team
 from tests.support.databases import create_database, drop_database
 from tests.support.processes import Service, service, tool
 

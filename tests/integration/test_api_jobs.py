@@ -9,13 +9,13 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import grpc
 import pytest
+from google.protobuf import duration_pb2, field_mask_pb2
+
 from duetime.jobs.v1 import job_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
 from duetime_core.schedule import next_fire_time
 from duetime_core.schedule.model import Cron
 from duetime_infra.admin import create_worker_token
-from google.protobuf import duration_pb2, field_mask_pb2
-
 from tests.support.api import ApiClient, failure, running_api
 
 

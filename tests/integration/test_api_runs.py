@@ -10,11 +10,11 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import grpc
 import pytest
+from google.protobuf import duration_pb2, timestamp_pb2
+
 from duetime.events.v1 import events_pb2
 from duetime.jobs.v1 import job_pb2, run_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
-from google.protobuf import duration_pb2, timestamp_pb2
-
 from tests.integration.test_api_jobs import cron_job
 from tests.support.api import ApiClient, failure, running_api
 

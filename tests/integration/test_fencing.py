@@ -34,6 +34,7 @@ async def test_newer_token_wins_and_older_transactions_roll_back(db_dsn: str) ->
         stored = await conn.fetchrow(
             "SELECT epoch, revision FROM partition_tokens WHERE partition = 7"
         )
+        assert stored is not None
         assert (stored["epoch"], stored["revision"]) == (1, 5)
     finally:
         await conn.close()

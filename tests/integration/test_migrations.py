@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import asyncpg
 import pytest
+
 from duetime_core.errors import FailedPrecondition
 from duetime_infra.pg.migrate import (
     MAX_SUPPORTED_VERSION,
@@ -16,7 +17,6 @@ from duetime_infra.pg.migrate import (
     check_schema,
     load_migrations,
 )
-
 from tests.support.databases import create_database, drop_database
 
 

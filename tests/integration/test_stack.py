@@ -7,6 +7,7 @@ import uuid
 
 import aetcd
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
 
 

@@ -9,6 +9,10 @@ from typing import Any
 
 import asyncpg
 import grpc
+from google.rpc import error_details_pb2
+from grpc import aio
+from grpc_status import rpc_status
+
 from duetime.jobs.v1 import job_service_pb2_grpc
 from duetime_api.__main__ import SERVICE_NAME
 from duetime_api.jobs import JobService
@@ -19,9 +23,6 @@ from duetime_infra.grpc.interceptors import DuetimeInterceptor
 from duetime_infra.grpc.server import GrpcServer
 from duetime_infra.pg.job_store import JobStore
 from duetime_infra.pg.pool import create_pool
-from google.rpc import error_details_pb2
-from grpc import aio
-from grpc_status import rpc_status
 
 
 @dataclass

@@ -7,6 +7,7 @@ import uuid
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
+
 from duetime_infra.config import env_dsn
 from duetime_infra.pg.migrate import apply_migrations
 

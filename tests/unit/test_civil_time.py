@@ -5,12 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from duetime_core.civil_time import resolve_local
 from duetime_core.schedule import load_zone
 from duetime_core.schedule.dst import transitions_between
 from duetime_core.schedule.model import FoldPolicy, GapPolicy
-from hypothesis import given
-from hypothesis import strategies as st
 
 NY = "America/New_York"
 

@@ -9,7 +9,6 @@ from datetime import datetime
 from duetime.events.v1 import events_pb2
 from duetime_core.jobspec import Priority
 from duetime_core.runkey import RunKey
-
 from duetime_infra.codec.timeconv import datetime_to_timestamp as to_timestamp
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
 

@@ -8,8 +8,8 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import asyncpg
-from duetime_core.errors import DuetimeError
 
+from duetime_core.errors import DuetimeError
 from duetime_infra.config import ConfigError
 from duetime_infra.pg.migrate import check_schema
 

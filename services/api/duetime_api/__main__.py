@@ -5,6 +5,9 @@ from __future__ import annotations
 import logging
 
 from duetime.jobs.v1 import job_service_pb2, job_service_pb2_grpc
+from duetime_api.config import Settings
+from duetime_api.jobs import JobService
+from duetime_api.servicer import JobServicer
 from duetime_infra.grpc.auth import Role, TokenCache
 from duetime_infra.grpc.interceptors import DuetimeInterceptor
 from duetime_infra.grpc.server import GrpcServer, run_until_terminated
@@ -12,10 +15,6 @@ from duetime_infra.logs import configure_logging
 from duetime_infra.pg.job_store import JobStore
 from duetime_infra.pg.pool import create_pool
 from duetime_infra.startup import require_schema, run_service
-
-from duetime_api.config import Settings
-from duetime_api.jobs import JobService
-from duetime_api.servicer import JobServicer
 
 log = logging.getLogger("duetime_api")
 

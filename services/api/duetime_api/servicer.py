@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from grpc import aio
+
 from duetime.jobs.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, run_pb2
+from duetime_api.jobs import JobService
+from duetime_api.names import parse_job_name, parse_run_name
+from duetime_api.pagination import make_token, read_page
 from duetime_core.errors import InvalidArgument
 from duetime_core.jobspec import JobState
 from duetime_core.preview import DstAdjustment, preview
@@ -13,11 +18,6 @@ from duetime_infra.codec.preview_codec import decode_preview_schedule
 from duetime_infra.codec.records_codec import encode_job, encode_run
 from duetime_infra.codec.timeconv import datetime_to_timestamp, timestamp_to_datetime
 from duetime_infra.grpc.auth import current_team
-from grpc import aio
-
-from duetime_api.jobs import JobService
-from duetime_api.names import parse_job_name, parse_run_name
-from duetime_api.pagination import make_token, read_page
 
 Context = aio.ServicerContext[Any, Any]
 

@@ -6,6 +6,8 @@ import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from google.protobuf.duration_pb2 import Duration
+
 from duetime.jobs.v1 import job_pb2
 from duetime_core.errors import InvalidArgument
 from duetime_core.jobspec import (
@@ -22,7 +24,6 @@ from duetime_core.jobspec import (
 )
 from duetime_core.schedule.model import Cron, FoldPolicy, GapPolicy
 from duetime_infra.codec import decode_job_spec
-from google.protobuf.duration_pb2 import Duration
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)
 

@@ -13,6 +13,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Generic, TypeVar
 
+from google.protobuf.duration_pb2 import Duration
+from google.protobuf.timestamp_pb2 import Timestamp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from duetime.jobs.v1 import job_pb2
 from duetime_core.errors import InvalidArgument
 from duetime_core.jobspec import ContainerTarget, HttpTarget, JobSpec
@@ -23,10 +28,6 @@ from duetime_infra.codec import (
     spec_from_json,
     spec_to_json,
 )
-from google.protobuf.duration_pb2 import Duration
-from google.protobuf.timestamp_pb2 import Timestamp
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, 654321, tzinfo=UTC)
 

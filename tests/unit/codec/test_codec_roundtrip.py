@@ -7,6 +7,9 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
 from duetime.jobs.v1 import job_pb2
 from duetime_core.civil_time import resolve_local
 from duetime_core.jobspec import (
@@ -35,8 +38,6 @@ from duetime_infra.codec import (
     spec_from_json,
     spec_to_json,
 )
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, 654321, tzinfo=UTC)
 ZONES = ["UTC", "America/New_York", "Europe/London", "Australia/Lord_Howe", "Asia/Kolkata"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+
 from duetime.jobs.v1 import job_pb2
 from duetime_core.errors import InvalidArgument
 from duetime_core.jobspec import ContainerTarget, HttpMethod, HttpTarget, JobSpec

@@ -5,6 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from google.protobuf.duration_pb2 import Duration
+from google.protobuf.timestamp_pb2 import Timestamp
+from hypothesis import given
+from hypothesis import strategies as st
+
 from duetime_infra.codec.timeconv import (
     DURATION_MAX_SECONDS,
     TIMESTAMP_MAX_SECONDS,
@@ -18,10 +23,6 @@ from duetime_infra.codec.timeconv import (
     timedelta_to_duration,
     timestamp_to_datetime,
 )
-from google.protobuf.duration_pb2 import Duration
-from google.protobuf.timestamp_pb2 import Timestamp
-from hypothesis import given
-from hypothesis import strategies as st
 
 INSTANTS = st.datetimes(
     min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31, 23, 59, 59, 999999)

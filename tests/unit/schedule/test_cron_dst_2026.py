@@ -18,6 +18,7 @@ from collections import Counter
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
+
 from duetime_core.schedule import (
     Cron,
     FoldPolicy,

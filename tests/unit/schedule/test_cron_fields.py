@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+
 from duetime_core.schedule import Cron, fire_times, is_fixed_time, next_fire_time
 
 

@@ -7,6 +7,7 @@ import statistics
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+
 from duetime_core.schedule import (
     Cron,
     FoldPolicy,

@@ -14,6 +14,9 @@ import itertools
 from datetime import UTC, datetime, timedelta
 
 from cronsim import CronSim
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
 from duetime_core.schedule import (
     Cron,
     FoldPolicy,
@@ -25,8 +28,6 @@ from duetime_core.schedule import (
 )
 from duetime_core.schedule.cron_match import compile_cron
 from duetime_core.schedule.dst import transitions_between
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
 
 TRICKY_ZONES = [
     "America/New_York",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+
 from duetime_core.errors import FieldViolation, InvalidArgument
 from duetime_core.schedule import (
     Cron,

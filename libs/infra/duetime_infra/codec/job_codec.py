@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Literal
 
+from google.protobuf.duration_pb2 import Duration
+
 from duetime.jobs.v1 import job_pb2
 from duetime_core import schedule as schedule_pkg
 from duetime_core.jobspec import (
@@ -26,8 +28,6 @@ from duetime_core.jobspec import (
     ScheduleSpec,
     to_schedule,
 )
-from google.protobuf.duration_pb2 import Duration
-
 from duetime_infra.codec.policy_codec import (
     OVERLAP_NUMBERS,
     OVERLAP_POLICIES,

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from google.protobuf.duration_pb2 import Duration
+
 from duetime.jobs.v1 import job_pb2
 from duetime_core.jobspec import (
     MisfirePolicy,
@@ -19,8 +21,6 @@ from duetime_core.jobspec import (
     Priority,
     RetryPolicy,
 )
-from google.protobuf.duration_pb2 import Duration
-
 from duetime_infra.codec.timeconv import timedelta_to_duration
 from duetime_infra.codec.violations import (
     Violations,

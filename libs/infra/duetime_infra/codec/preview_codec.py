@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from duetime.jobs.v1 import job_pb2
-from duetime_core.jobspec import ScheduleSpec
 from google.protobuf.duration_pb2 import Duration
 
+from duetime.jobs.v1 import job_pb2
+from duetime_core.jobspec import ScheduleSpec
 from duetime_infra.codec.job_codec import read_jitter_window
 from duetime_infra.codec.schedule_codec import read_schedule
 from duetime_infra.codec.violations import Violations

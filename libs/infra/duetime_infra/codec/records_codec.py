@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from duetime.jobs.v1 import job_pb2, run_pb2
 from duetime_core.records import AttemptRecord, JobRecord, RunReason, RunRecord
-
 from duetime_infra.codec.job_codec import encode_job_spec
 from duetime_infra.codec.timeconv import datetime_to_timestamp, timedelta_to_duration
 

@@ -17,7 +17,6 @@ from duetime_core.errors import InvalidArgument
 from duetime_core.jobspec import AfterDelay, AtInstant, AtLocal, Every, ScheduleSpec
 from duetime_core.schedule import load_zone
 from duetime_core.schedule.model import Cron, FoldPolicy, GapPolicy
-
 from duetime_infra.codec.timeconv import (
     datetime_to_timestamp,
     format_local_time,

@@ -40,7 +40,6 @@ from duetime_core.jobspec import (
     Target,
 )
 from duetime_core.schedule.model import Cron, FoldPolicy, GapPolicy
-
 from duetime_infra.codec.timeconv import (
     format_local_time,
     format_rfc3339_utc,

@@ -13,7 +13,6 @@ from urllib.parse import urlsplit
 
 from duetime.jobs.v1 import job_pb2
 from duetime_core.jobspec import ContainerTarget, HttpMethod, HttpTarget, Target
-
 from duetime_infra.codec.violations import Violations, quote_key, read_enum
 
 REDACTED = "[REDACTED]"

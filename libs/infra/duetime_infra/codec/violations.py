@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from duetime_core.errors import FieldViolation, InvalidArgument
 from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from duetime_core.errors import FieldViolation, InvalidArgument
 from duetime_infra.codec.timeconv import duration_to_timedelta, timestamp_to_datetime
 
 E = TypeVar("E")

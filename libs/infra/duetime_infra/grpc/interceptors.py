@@ -11,9 +11,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import grpc
-from duetime_core.errors import DuetimeError, PermissionDenied
 from grpc import aio
 
+from duetime_core.errors import DuetimeError, PermissionDenied
 from duetime_infra.grpc.auth import Role, TokenCache, bearer_token, reset_principal, set_principal
 from duetime_infra.grpc.status import internal_status, to_grpc_status
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 import logging
 
 import grpc
-from duetime_core.errors import DuetimeError, InvalidArgument
 from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
+
+from duetime_core.errors import DuetimeError, InvalidArgument
 
 log = logging.getLogger(__name__)
 

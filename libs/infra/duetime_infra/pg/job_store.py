@@ -15,12 +15,12 @@ from datetime import datetime
 from typing import Any
 
 import asyncpg
+
 from duetime_core.errors import AlreadyExists, FailedPrecondition, NotFound
 from duetime_core.jobspec import JobSpec, JobState, Priority
 from duetime_core.planning import Occurrence
 from duetime_core.records import JobRecord, RunReason, RunRecord, RunState
 from duetime_core.runkey import RunKey
-
 from duetime_infra.codec.spec_json import spec_from_json, spec_to_json
 from duetime_infra.dispatch import OutboxRow
 from duetime_infra.grpc.auth import Principal, Role

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from importlib import resources
 
 import asyncpg
-from duetime_core.errors import FailedPrecondition
 
+from duetime_core.errors import FailedPrecondition
 from duetime_infra.pg.pool import Conn
 
 log = logging.getLogger(__name__)

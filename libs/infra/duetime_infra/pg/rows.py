@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import asyncpg
+
 from duetime_core.jobspec import JobState
 from duetime_core.records import (
     AttemptOutcome,
@@ -15,7 +16,6 @@ from duetime_core.records import (
     RunState,
 )
 from duetime_core.runkey import RunKey
-
 from duetime_infra.codec.spec_json import spec_from_json
 
 Row = asyncpg.Record
