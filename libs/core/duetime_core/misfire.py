@@ -1,0 +1,190 @@
+"""What claiming a due job produces: runs to queue, records of what will not run, the next time.
+
+Pure rules, applied by the scheduler inside its claim transaction. An occurrence is on time
+while its effective time is no more than the misfire threshold in the past; older ones misfired
+(the fleet was down, or claims fell behind) and follow the job's misfire policy:
+
+* RUN_ONCE: the latest misfired occurrence runs, unless an on-time one exists; the rest MISSED.
+* SKIP: every misfired occurrence is MISSED.
+* RUN_ALL: misfired occurrences within the catch-up age, at most the catch-up count (the most
+  recent ones), run oldest first at catch-up priority; the rest MISSED.
+
+MISSED stretches become one record per range. Under DST_GAP_POLICY_SKIP, occurrences dropped by a
+spring-forward gap are recorded as SKIPPED (DST_GAP) at the instant the gap ends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from duetime_core.jobspec import JobSpec, JobState, MisfirePolicy, to_schedule
+from duetime_core.planning import Occurrence, ScheduleError, effective_time
+from duetime_core.records import RunReason, RunState
+from duetime_core.runkey import RunKey
+from duetime_core.schedule import is_fixed_time, next_fire_time
+from duetime_core.schedule.model import Cron, GapPolicy, Schedule
+
+# Occurrences examined per job per claim; a longer backlog (an every-second job after a week's
+# outage) is worked off over several claims, each recording its part.
+MAX_EXAMINED = 10_000
+# On-time occurrences queued per job per claim, for jobs firing faster than the look-ahead.
+MAX_QUEUED_AHEAD = 20
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    nominal_time: datetime
+    effective_time: datetime
+    state: RunState
+    reason: RunReason = RunReason.NONE
+    range_end_time: datetime | None = None
+    occurrence_count: int = 1
+    # Misfired occurrences caught up under RUN_ALL are dispatched behind current work.
+    catch_up: bool = False
+
+
+@dataclass(frozen=True)
+class ClaimPlan:
+    runs: list[PlannedRun]
+    next: Occurrence | None
+    state: JobState
+    state_reason: str = ""
+
+
+def _record(reason: RunReason, state: RunState, times: list[datetime]) -> PlannedRun:
+    return PlannedRun(
+        nominal_time=times[0],
+        effective_time=times[0],
+        state=state,
+        reason=reason,
+        range_end_time=times[-1] if len(times) > 1 else None,
+        occurrence_count=len(times),
+    )
+
+
+def _gap_skips(schedule: Schedule, after: datetime, before: datetime | None) -> list[datetime]:
+    """Instants of occurrences that DST_GAP_POLICY_SKIP dropped in (after, before)."""
+    if not (
+        isinstance(schedule, Cron)
+        and schedule.gap is GapPolicy.SKIP
+        and is_fixed_time(schedule.expression)
+    ):
+        return []
+    # The SHIFT variant fires at every occurrence SKIP keeps, plus one per gap it drops.
+    shifted = dataclasses.replace(schedule, gap=GapPolicy.SHIFT)
+    skipped: list[datetime] = []
+    cursor = after
+    while len(skipped) < MAX_EXAMINED:
+        candidate = next_fire_time(shifted, cursor)
+        if candidate is None or (before is not None and candidate >= before):
+            break
+        skipped.append(candidate)
+        cursor = candidate
+    return skipped
+
+
+def plan_claim(
+    job_id: uuid.UUID,
+    spec: JobSpec,
+    pending: Occurrence,
+    now: datetime,
+    lookahead: timedelta,
+) -> ClaimPlan:
+    """Claims ``pending`` (due: effective <= now + lookahead) and what follows it up to ``now``."""
+    schedule = to_schedule(spec.schedule)
+    horizon = now + lookahead
+    late_before = now - spec.misfire.threshold
+    due: list[Occurrence] = []
+    current: Occurrence | None = pending
+    on_time_count = 0
+    error = ""
+    while (
+        current is not None
+        and current.effective_time <= horizon
+        and len(due) < MAX_EXAMINED
+        and on_time_count < MAX_QUEUED_AHEAD
+    ):
+        due.append(current)
+        on_time_count += current.effective_time >= late_before
+        try:
+            current = _following(job_id, spec, schedule, current)
+        except ScheduleError as failure:
+            current, error = None, str(failure)
+    # `current` is now the first occurrence this claim does not consume.
+    misfired = [o for o in due if o.effective_time < late_before]
+    on_time = [o for o in due if o.effective_time >= late_before]
+    if current is not None and current.effective_time < late_before:
+        runs, current = _backlog(spec, misfired, current)
+    else:
+        runs = _misfire_runs(spec, misfired, on_time, now)
+        runs += [PlannedRun(o.nominal_time, o.effective_time, RunState.QUEUED) for o in on_time]
+    gaps = _gap_skips(schedule, pending.nominal_time, current.nominal_time if current else None)
+    if gaps:
+        runs.append(_record(RunReason.DST_GAP, RunState.SKIPPED, gaps))
+    if error:
+        return ClaimPlan(runs, None, JobState.ERROR, error)
+    if current is None:
+        return ClaimPlan(runs, None, JobState.COMPLETED)
+    return ClaimPlan(runs, current, JobState.ACTIVE)
+
+
+def _following(
+    job_id: uuid.UUID, spec: JobSpec, schedule: Schedule, current: Occurrence
+) -> Occurrence | None:
+    try:
+        nominal = next_fire_time(schedule, current.nominal_time)
+    except Exception as failure:  # an unevaluable schedule errors the job, never the batch
+        raise ScheduleError(f"cannot compute the next fire time: {failure}") from failure
+    if nominal is None:
+        return None
+    return Occurrence(nominal, effective_time(spec, RunKey.scheduled(job_id, nominal)))
+
+
+def _backlog(
+    spec: JobSpec, misfired: list[Occurrence], following: Occurrence
+) -> tuple[list[PlannedRun], Occurrence]:
+    """More misfired occurrences follow this claim's: record all but those the policy might
+    still run (RUN_ONCE the latest, RUN_ALL the catch-up count) and resume the next claim at
+    the first kept one, so the policy is applied once the backlog's end is in view."""
+    keep = {
+        MisfirePolicy.SKIP: 0,
+        MisfirePolicy.RUN_ONCE: 1,
+        MisfirePolicy.RUN_ALL: spec.misfire.max_catch_up_runs,
+    }[spec.misfire.policy]
+    # Progress: the claim examined MAX_EXAMINED occurrences, more than any `keep`.
+    keep = min(keep, len(misfired) - 1)
+    cut = len(misfired) - keep
+    missed = [o.nominal_time for o in misfired[:cut]]
+    resume = misfired[cut] if keep > 0 else following
+    return [_record(RunReason.MISFIRE, RunState.MISSED, missed)], resume
+
+
+def _misfire_runs(
+    spec: JobSpec, misfired: list[Occurrence], on_time: list[Occurrence], now: datetime
+) -> list[PlannedRun]:
+    """Applies the misfire policy to a claim's misfired occurrences, the backlog's end in view."""
+    if not misfired:
+        return []
+    policy = spec.misfire.policy
+    times = [o.nominal_time for o in misfired]
+    if policy is MisfirePolicy.SKIP or (policy is MisfirePolicy.RUN_ONCE and on_time):
+        return [_record(RunReason.MISFIRE, RunState.MISSED, times)]
+    if policy is MisfirePolicy.RUN_ONCE:
+        latest = misfired[-1]
+        runs = [_record(RunReason.MISFIRE, RunState.MISSED, times[:-1])] if len(times) > 1 else []
+        return [*runs, PlannedRun(latest.nominal_time, latest.effective_time, RunState.QUEUED)]
+    # RUN_ALL: the most recent occurrences within the age and count bounds run; the rest MISSED.
+    oldest_allowed = now - spec.misfire.max_catch_up_age
+    recent = [o for o in misfired if o.nominal_time >= oldest_allowed]
+    eligible = recent[-spec.misfire.max_catch_up_runs :]
+    first_kept = eligible[0].nominal_time if eligible else None
+    dropped = [t for t in times if first_kept is None or t < first_kept]
+    runs = [_record(RunReason.MISFIRE, RunState.MISSED, dropped)] if dropped else []
+    runs += [
+        PlannedRun(o.nominal_time, o.effective_time, RunState.QUEUED, catch_up=True)
+        for o in eligible
+    ]
+    return runs
