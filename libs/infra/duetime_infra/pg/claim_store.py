@@ -1,0 +1,145 @@
+"""The claim-and-advance transaction: due jobs become runs, outbox rows and a new next time.
+
+One transaction per batch: lock the due jobs (SKIP LOCKED), insert their runs (ON CONFLICT DO
+NOTHING on the run key), advance each job, write an outbox row for every queued run actually
+inserted, and fence the partitions last. A crash before COMMIT changes nothing; after it the
+runs and their outbox rows exist together.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import asyncpg
+
+from duetime_core.jobspec import JobSpec, Priority
+from duetime_core.misfire import ClaimPlan, plan_claim
+from duetime_core.planning import Occurrence
+from duetime_core.records import RunState
+from duetime_core.runkey import RunKey
+from duetime_infra.codec.spec_json import spec_from_json
+from duetime_infra.dispatch import OutboxRow, dispatch_row
+from duetime_infra.pg.fencing import FencingToken, fence
+from duetime_infra.pg.pool import Conn
+from duetime_infra.pg.sql import q
+from duetime_infra.tracecontext import new_run_trace
+
+
+class ClaimAbandoned(Exception):
+    """The partition lease may have lapsed before COMMIT; the batch was rolled back."""
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    jobs: int
+    runs: int
+    queued: int
+    # A full batch: more due jobs may be waiting.
+    full: bool
+
+
+@dataclass
+class _Batch:
+    runs: list[tuple[object, ...]]
+    queued: dict[uuid.UUID, OutboxRow]
+    advances: list[tuple[object, ...]]
+
+
+def _plan_job(row: asyncpg.Record, now: datetime, lookahead: timedelta, batch: _Batch) -> None:
+    job_id: uuid.UUID = row["job_id"]
+    snapshot_text: str = row["spec_text"]
+    spec: JobSpec = spec_from_json(json.loads(snapshot_text))
+    pending = Occurrence(row["next_run_time"], row["next_effective_time"])
+    plan: ClaimPlan = plan_claim(job_id, spec, pending, now, lookahead)
+    for planned in plan.runs:
+        run_id = uuid.uuid4()
+        priority = Priority.LOW if planned.catch_up else spec.priority
+        trace_id, traceparent = "", ""
+        if planned.state is RunState.QUEUED:
+            trace = new_run_trace()
+            trace_id, traceparent = trace.trace_id, trace.traceparent
+            batch.queued[run_id] = dispatch_row(
+                run_id=run_id,
+                key=RunKey.scheduled(job_id, planned.nominal_time),
+                team_id=row["team_id"],
+                effective_time=planned.effective_time,
+                priority=priority,
+                traceparent=traceparent,
+                now=now,
+            )
+        batch.runs.append(
+            (
+                run_id,
+                job_id,
+                row["team_id"],
+                row["partition"],
+                planned.nominal_time,
+                planned.effective_time,
+                planned.state.value,
+                planned.reason.value,
+                spec.retry.max_attempts,
+                planned.range_end_time,
+                planned.occurrence_count,
+                trace_id,
+                traceparent,
+                snapshot_text,
+                priority.value,
+            )
+        )
+    nxt = plan.next
+    batch.advances.append(
+        (
+            job_id,
+            nxt.nominal_time if nxt else None,
+            nxt.effective_time if nxt else None,
+            plan.state.value,
+            plan.state_reason,
+        )
+    )
+
+
+def _columns(rows: list[tuple[object, ...]], width: int) -> list[list[object]]:
+    return [[r[i] for r in rows] for i in range(width)] if rows else [[] for _ in range(width)]
+
+
+async def claim_batch(
+    conn: Conn,
+    tokens: Mapping[int, FencingToken],
+    *,
+    lookahead: timedelta,
+    batch_size: int,
+    still_owner: Callable[[], bool],
+) -> ClaimResult:
+    """Claims up to ``batch_size`` due jobs of the partitions in ``tokens``, in one transaction."""
+    if not tokens:
+        return ClaimResult(0, 0, 0, False)
+    async with conn.transaction():
+        now: datetime = await conn.fetchval(q("claim_now"))
+        rows = await conn.fetch(q("claim_due_jobs"), list(tokens), now + lookahead, batch_size)
+        if not rows:
+            return ClaimResult(0, 0, 0, False)
+        batch = _Batch([], {}, [])
+        for row in rows:
+            _plan_job(row, now, lookahead, batch)
+        inserted = await conn.fetch(q("claim_insert_runs"), *_columns(batch.runs, 15))
+        inserted_ids = {r["run_id"] for r in inserted}
+        await conn.execute(q("claim_advance_jobs"), *_columns(batch.advances, 5))
+        outbox = [row for run_id, row in batch.queued.items() if run_id in inserted_ids]
+        if outbox:
+            await conn.execute(
+                q("claim_insert_outbox"),
+                [o.topic for o in outbox],
+                [o.key for o in outbox],
+                [o.payload for o in outbox],
+                [json.dumps(o.headers) for o in outbox],
+                [o.team_id for o in outbox],
+            )
+        await fence(conn, (tokens[p] for p in {r["partition"] for r in rows}))
+        if not still_owner():
+            # Rolling back is always safe; committing after the lease may have lapsed is not.
+            raise ClaimAbandoned("partition lease not safely held at commit time")
+    return ClaimResult(len(rows), len(inserted_ids), len(outbox), len(rows) == batch_size)

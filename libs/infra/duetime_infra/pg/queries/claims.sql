@@ -1,0 +1,48 @@
+-- The scheduler's claim-and-advance transaction, one per batch of due jobs.
+
+-- name: claim_now
+SELECT duetime_now();
+
+-- name: claim_due_jobs
+-- Reads only the due slice through jobs_due_idx; rows another scheduler (or an API call) holds
+-- are skipped, not waited for.
+SELECT job_id, team_id, partition, spec::text AS spec_text, next_run_time, next_effective_time
+FROM jobs
+WHERE partition = ANY($1::integer[])
+  AND state = 'ACTIVE'
+  AND next_effective_time <= $2::timestamptz
+ORDER BY next_effective_time
+LIMIT $3
+FOR UPDATE SKIP LOCKED;
+
+-- name: claim_insert_runs
+INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time, origin,
+                  state, reason, reason_detail, attempt_limit, range_end_time,
+                  occurrence_count, trace_id, traceparent, job_snapshot, priority)
+SELECT u.run_id, u.job_id, u.team_id, u.partition, u.nominal_time, u.effective_time,
+       'SCHEDULE', u.state, u.reason, '', u.attempt_limit, u.range_end_time,
+       u.occurrence_count, u.trace_id, u.traceparent, u.job_snapshot::jsonb, u.priority
+FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::integer[], $5::timestamptz[],
+            $6::timestamptz[], $7::text[], $8::text[], $9::integer[], $10::timestamptz[],
+            $11::integer[], $12::text[], $13::text[], $14::text[], $15::text[])
+     AS u(run_id, job_id, team_id, partition, nominal_time, effective_time, state, reason,
+          attempt_limit, range_end_time, occurrence_count, trace_id, traceparent, job_snapshot,
+          priority)
+ON CONFLICT (job_id, nominal_time, origin) DO NOTHING
+RETURNING run_id;
+
+-- name: claim_advance_jobs
+-- Claims do not bump the version: a user's read-modify-write must not fail because the job
+-- fired in between.
+UPDATE jobs j
+SET next_run_time = u.next_run_time, next_effective_time = u.next_effective_time,
+    state = u.state, state_reason = u.state_reason
+FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::text[], $5::text[])
+     AS u(job_id, next_run_time, next_effective_time, state, state_reason)
+WHERE j.job_id = u.job_id;
+
+-- name: claim_insert_outbox
+INSERT INTO outbox (topic, message_key, payload, headers, team_id)
+SELECT u.topic, u.message_key, u.payload, u.headers::jsonb, u.team_id
+FROM unnest($1::text[], $2::bytea[], $3::bytea[], $4::text[], $5::text[])
+     AS u(topic, message_key, payload, headers, team_id);

@@ -1,0 +1,106 @@
+"""The claim-and-advance transaction on real PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import asyncpg
+import pytest
+
+from duetime.events.v1 import events_pb2
+from duetime_infra.pg.claim_store import ClaimAbandoned, claim_batch
+from duetime_infra.pg.fencing import FencingLost, FencingToken, fence
+from duetime_infra.pg.pool import create_pool
+from tests.support.jobs import create_jobs, interval_job, shift_clock
+
+ALL = {p: FencingToken(p, 0, 10) for p in range(1024)}
+LOOKAHEAD = timedelta(seconds=5)
+
+
+@pytest.fixture
+async def pool(db_dsn: str) -> AsyncIterator[asyncpg.Pool[asyncpg.Record]]:
+    pool = await create_pool(db_dsn, max_size=6)
+    yield pool
+    await pool.close()
+
+
+async def claim_all(
+    pool: asyncpg.Pool[asyncpg.Record], tokens: dict[int, FencingToken] = ALL
+) -> int:
+    total = 0
+    async with pool.acquire() as conn:
+        while True:
+            result = await claim_batch(
+                conn, tokens, lookahead=LOOKAHEAD, batch_size=20, still_owner=lambda: True
+            )
+            total += result.runs
+            if not result.full:
+                return total
+
+
+async def test_due_jobs_become_runs_with_outbox_rows_and_advance(
+    pool: asyncpg.Pool[asyncpg.Record],
+) -> None:
+    jobs = await create_jobs(pool, [interval_job(60) for _ in range(50)])
+    assert await claim_all(pool) == 0  # nothing due yet
+    await shift_clock(pool, timedelta(seconds=57))  # within the look-ahead of the first runs
+    assert await claim_all(pool) == 50
+    assert await claim_all(pool) == 0
+    runs = await pool.fetch("SELECT job_id, nominal_time, state, trace_id FROM runs")
+    assert {r["job_id"] for r in runs} == {j.job_id for j in jobs}
+    assert {r["state"] for r in runs} == {"QUEUED"}
+    by_job = {j.job_id: j for j in jobs}
+    assert all(r["nominal_time"] == by_job[r["job_id"]].next_run_time for r in runs)
+    outbox = await pool.fetch("SELECT payload, headers FROM outbox")
+    assert len(outbox) == 50
+    dispatched = {events_pb2.RunDispatch.FromString(o["payload"]).job_id for o in outbox}
+    assert dispatched == {str(j.job_id) for j in jobs}
+    advanced = await pool.fetch("SELECT job_id, next_run_time FROM jobs")
+    assert all(
+        a["next_run_time"] == by_job[a["job_id"]].next_run_time + timedelta(seconds=60)
+        for a in advanced
+    )
+
+
+async def test_a_stale_owner_commits_nothing(pool: asyncpg.Pool[asyncpg.Record]) -> None:
+    await create_jobs(pool, [interval_job(60) for _ in range(10)])
+    await shift_clock(pool, timedelta(seconds=60))
+    async with pool.acquire() as conn, conn.transaction():
+        await fence(conn, [FencingToken(p, 0, 11) for p in range(1024)])  # a newer owner
+    with pytest.raises(FencingLost):
+        await claim_all(pool)
+    with pytest.raises(ClaimAbandoned):
+        async with pool.acquire() as conn:
+            newer = {p: FencingToken(p, 0, 11) for p in range(1024)}
+            await claim_batch(
+                conn, newer, lookahead=LOOKAHEAD, batch_size=20, still_owner=lambda: False
+            )
+    assert await pool.fetchval("SELECT count(*) FROM runs") == 0
+    assert await pool.fetchval("SELECT count(*) FROM outbox") == 0
+
+
+async def test_concurrent_claimers_never_claim_an_occurrence_twice(
+    pool: asyncpg.Pool[asyncpg.Record],
+) -> None:
+    await create_jobs(pool, [interval_job(60) for _ in range(200)])
+    await shift_clock(pool, timedelta(seconds=60))
+    counts = await asyncio.gather(*(claim_all(pool) for _ in range(4)))
+    assert sum(counts) == 200
+    assert await pool.fetchval("SELECT count(DISTINCT (job_id, nominal_time)) FROM runs") == 200
+    assert await pool.fetchval("SELECT count(*) FROM outbox") == 200
+
+
+async def test_an_outage_follows_the_misfire_policy(pool: asyncpg.Pool[asyncpg.Record]) -> None:
+    (job,) = await create_jobs(pool, [interval_job(60)])
+    await shift_clock(pool, timedelta(hours=1, seconds=30))
+    await claim_all(pool)
+    runs = await pool.fetch(
+        "SELECT state, reason, occurrence_count FROM runs ORDER BY nominal_time"
+    )
+    assert [(r["state"], r["reason"], r["occurrence_count"]) for r in runs] == [
+        ("MISSED", "MISFIRE", 59),
+        ("QUEUED", "", 1),
+    ]
+    assert await pool.fetchval("SELECT count(*) FROM outbox") == 1
