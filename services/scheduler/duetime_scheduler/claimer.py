@@ -1,0 +1,121 @@
+"""The claim loop: for the partitions this scheduler owns, claim due jobs as they come due.
+
+Polls every ``claim_poll_interval`` with a look-ahead (default 5 s) so the runs of the :00 spike
+are queued before their second arrives, and wakes at once when partitions are gained. A newly
+owned partition's fencing token is raised in the store before its first claim.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+
+import asyncpg
+
+from duetime_infra.etcd.partitions import PartitionLeases
+from duetime_infra.pg.claim_store import ClaimAbandoned, claim_batch
+from duetime_infra.pg.fencing import FencingLost, FencingToken, fence
+from duetime_scheduler.config import Settings
+
+log = logging.getLogger(__name__)
+
+# Work the partition owner does besides claiming (retries due, expired leases), given the
+# fenced tokens of the partitions it owns.
+OwnerTask = Callable[[asyncpg.Pool[asyncpg.Record], Sequence[FencingToken]], Awaitable[int]]
+
+
+def owned_tokens(leases: PartitionLeases) -> dict[int, FencingToken]:
+    return {p: FencingToken(t.partition, t.epoch, t.revision) for p, t in leases.owned().items()}
+
+
+class Claimer:
+    def __init__(
+        self,
+        pool: asyncpg.Pool[asyncpg.Record],
+        leases: PartitionLeases,
+        settings: Settings,
+        owner_tasks: Sequence[OwnerTask] = (),
+    ) -> None:
+        self._pool = pool
+        self._leases = leases
+        self._settings = settings
+        self._owner_tasks = list(owner_tasks)
+        self._fenced: dict[int, FencingToken] = {}
+        self.claimed_runs = 0
+
+    def _still_owner(self, tokens: Mapping[int, FencingToken]) -> Callable[[], bool]:
+        def check() -> bool:
+            if time.monotonic() >= self._leases.claim_deadline():
+                return False
+            now_owned = self._leases.owned()
+            return all(p in now_owned for p in tokens)
+
+        return check
+
+    async def _raise_new_tokens(self, owned: dict[int, FencingToken]) -> dict[int, FencingToken]:
+        """Raises the stored token of partitions gained since the last pass; returns the
+        partitions safe to claim (those whose token is ours in the store)."""
+        self._fenced = {p: t for p, t in self._fenced.items() if owned.get(p) == t}
+        new = [t for p, t in owned.items() if p not in self._fenced]
+        while new:
+            try:
+                async with self._pool.acquire() as conn, conn.transaction():
+                    await fence(conn, new)
+            except FencingLost as lost:
+                # A newer owner already wrote a higher token: leave those partitions alone and
+                # raise the others (the failed transaction raised none of them).
+                log.warning(
+                    "partitions fenced by a newer owner",
+                    extra={"action": "fencing_refused", "partitions": lost.partitions[:20]},
+                )
+                new = [t for t in new if t.partition not in lost.partitions]
+                continue
+            self._fenced.update({t.partition: t for t in new})
+            break
+        return dict(self._fenced)
+
+    async def claim_once(self) -> int:
+        """One pass: claim every due job of the owned partitions; returns runs inserted."""
+        tokens = await self._raise_new_tokens(owned_tokens(self._leases))
+        if not tokens:
+            return 0
+        claimed = 0
+        still_owner = self._still_owner(tokens)
+        async with self._pool.acquire() as conn:
+            while True:
+                result = await claim_batch(
+                    conn,
+                    tokens,
+                    lookahead=self._settings.claim_lookahead,
+                    batch_size=self._settings.claim_batch_size,
+                    still_owner=still_owner,
+                )
+                claimed += result.runs
+                if not result.full:
+                    break
+        for task in self._owner_tasks:
+            await task(self._pool, list(tokens.values()))
+        self.claimed_runs += claimed
+        return claimed
+
+    async def run(self, stopping: asyncio.Event) -> None:
+        interval = self._settings.claim_poll_interval.total_seconds()
+        changed = self._leases.changed
+        while not stopping.is_set():
+            changed.clear()
+            try:
+                claimed = await self.claim_once()
+                if claimed:
+                    log.debug("claimed", extra={"action": "runs_claimed", "count": claimed})
+            except (FencingLost, ClaimAbandoned) as lost:
+                log.warning("claim rolled back: %s", lost, extra={"action": "claim_fenced_out"})
+            except (asyncpg.PostgresError, OSError) as error:
+                log.warning("claim failed: %s", error, extra={"action": "claim_failed"})
+            waits = [asyncio.ensure_future(stopping.wait()), asyncio.ensure_future(changed.wait())]
+            try:
+                await asyncio.wait(waits, timeout=interval, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for w in waits:
+                    w.cancel()

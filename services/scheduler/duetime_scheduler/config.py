@@ -1,0 +1,71 @@
+"""The scheduler's settings, read once from the environment."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+
+from duetime_infra.config import EnvReader, env_dsn
+
+
+@dataclass(frozen=True)
+class Settings:
+    scheduler_id: str
+    listen_address: str
+    pg_dsn: str
+    pg_pool_size: int
+    etcd_endpoint: str
+    etcd_prefix: str
+    etcd_epoch: int
+    partition_lease_ttl: timedelta
+    claim_lookahead: timedelta
+    claim_batch_size: int
+    claim_poll_interval: timedelta
+    attempt_lease: timedelta
+    attempt_grace: timedelta
+    shutdown_grace_seconds: float
+
+    @property
+    def session_settings(self) -> dict[str, str]:
+        """PostgreSQL session limits that keep a frozen scheduler from stalling a new owner.
+
+        Statements and idle transactions are cut well inside the partition lease TTL, so by
+        the time another scheduler can own a partition, no lock of ours on it survives.
+        """
+        ttl_ms = int(self.partition_lease_ttl.total_seconds() * 1000)
+        return {
+            "statement_timeout": str(ttl_ms * 3 // 10),
+            "idle_in_transaction_session_timeout": str(ttl_ms * 4 // 10),
+            "lock_timeout": str(ttl_ms * 2 // 10),
+            "tcp_keepalives_idle": "5",
+            "tcp_keepalives_interval": "2",
+            "tcp_keepalives_count": "3",
+        }
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = EnvReader(environ)
+        default_id = f"{socket.gethostname()}-{os.getpid()}"
+        settings = cls(
+            scheduler_id=env.text("DUETIME_SCHEDULER_ID", default_id),
+            listen_address=env.address("DUETIME_SCHEDULER_ADDRESS", "127.0.0.1:50052"),
+            pg_dsn=env_dsn(environ),
+            pg_pool_size=env.integer("DUETIME_SCHEDULER_PG_POOL_SIZE", 10, low=2, high=200),
+            etcd_endpoint=env.address("DUETIME_ETCD_ENDPOINT", "127.0.0.1:52379"),
+            etcd_prefix=env.text("DUETIME_ETCD_PREFIX", "/duetime/"),
+            etcd_epoch=env.integer("DUETIME_ETCD_EPOCH", 0, low=0, high=2**31),
+            partition_lease_ttl=env.seconds("DUETIME_PARTITION_LEASE_TTL", 10, low=2, high=300),
+            claim_lookahead=env.seconds("DUETIME_CLAIM_LOOKAHEAD", 5, low=0, high=60),
+            claim_batch_size=env.integer("DUETIME_CLAIM_BATCH_SIZE", 500, low=1, high=10_000),
+            claim_poll_interval=env.seconds("DUETIME_CLAIM_POLL_INTERVAL", 0.2, low=0.01, high=10),
+            attempt_lease=env.seconds("DUETIME_ATTEMPT_LEASE", 60, low=1, high=3600),
+            attempt_grace=env.seconds("DUETIME_ATTEMPT_GRACE", 30, low=0, high=3600),
+            shutdown_grace_seconds=env.seconds(
+                "DUETIME_SHUTDOWN_GRACE_SECONDS", 10, low=0, high=600
+            ).total_seconds(),
+        )
+        env.finish()
+        return settings
