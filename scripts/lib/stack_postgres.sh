@@ -140,6 +140,8 @@ pg_ensure_db() {
       IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'duetime') THEN
         CREATE ROLE duetime LOGIN CREATEDB PASSWORD 'duetime';
       END IF; END \$\$;" || return 1
+  # Tests drop their databases WITH (FORCE), which must be able to end an autovacuum worker.
+  pg_psql_admin -c "GRANT pg_signal_backend TO duetime" >/dev/null || return 1
   if [[ $(pg_psql_admin -tAc "SELECT 1 FROM pg_database WHERE datname = 'duetime'") != 1 ]]; then
     pg_psql_admin -c 'CREATE DATABASE duetime OWNER duetime' || return 1
   fi

@@ -1,0 +1,142 @@
+"""bench/claim: claimed runs per second, with 10 thousand and with 1 million stored jobs.
+
+The same number of jobs is due in both cases; the rest are due tomorrow. Each case runs in a
+fresh database seeded with COPY, and the claim runs through the real claim transaction
+(`claim_batch`) over all 1,024 partitions, as one scheduler owning everything would.
+
+    uv run python -m bench.claim [--stored 10000 1000000] [--due 10000] [--batch 500]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import time
+import uuid
+from datetime import timedelta
+
+import asyncpg
+
+from duetime_core.jobspec import Every, HttpMethod, HttpTarget, JobSpec
+from duetime_core.runkey import partition_of
+from duetime_infra.codec.spec_json import spec_to_json
+from duetime_infra.pg.claim_store import claim_batch
+from duetime_infra.pg.fencing import FencingToken
+from duetime_infra.pg.pool import create_pool
+from tests.support.databases import create_database, drop_database, migrated_template
+
+TOKENS = {p: FencingToken(p, 0, 1) for p in range(1024)}
+
+
+async def seed(dsn: str, stored: int, due: int) -> None:
+    conn = await asyncpg.connect(dsn)
+    try:
+        now = await conn.fetchval("SELECT duetime_now()")
+        await conn.execute("INSERT INTO teams (team_id) VALUES ('bench')")
+        spec = JobSpec(
+            display_name="bench",
+            schedule=Every(timedelta(minutes=1), None, now - timedelta(seconds=1)),
+            target=HttpTarget(HttpMethod.POST, "https://target.test/hook", {"X-Team": "bench"}),
+        )
+        spec_text = json.dumps(spec_to_json(spec))
+        rng = random.Random(7)
+
+        def rows(start: int, end: int) -> list[tuple[object, ...]]:
+            out = []
+            for i in range(start, end):
+                job_id = uuid.UUID(int=rng.getrandbits(128), version=4)
+                when = (
+                    now - timedelta(seconds=1)
+                    if i < due
+                    else now + timedelta(days=1, seconds=rng.randrange(86400))
+                )
+                out.append((job_id, "bench", partition_of(job_id), "ACTIVE", spec_text, when, when))
+            return out
+
+        columns = [
+            "job_id",
+            "team_id",
+            "partition",
+            "state",
+            "spec",
+            "next_run_time",
+            "next_effective_time",
+        ]
+        for start in range(0, stored, 100_000):
+            await conn.copy_records_to_table(
+                "jobs", records=rows(start, min(stored, start + 100_000)), columns=columns
+            )
+        await conn.execute("VACUUM ANALYZE jobs")
+    finally:
+        await conn.close()
+
+
+async def measure(dsn: str, batch: int, workers: int) -> tuple[int, float]:
+    """Claims everything due with ``workers`` concurrent claim loops over disjoint partitions,
+    so one loop's Python work overlaps another's time in the database."""
+    pool = await create_pool(dsn, max_size=workers)
+    groups = [{p: t for p, t in TOKENS.items() if p % workers == w} for w in range(workers)]
+
+    async def loop(tokens: dict[int, FencingToken]) -> int:
+        claimed = 0
+        async with pool.acquire() as conn:
+            while True:
+                result = await claim_batch(
+                    conn,
+                    tokens,
+                    lookahead=timedelta(seconds=5),
+                    batch_size=batch,
+                    still_owner=lambda: True,
+                )
+                claimed += result.runs
+                if not result.full:
+                    return claimed
+
+    try:
+        started = time.perf_counter()
+        counts = await asyncio.gather(*(loop(g) for g in groups))
+        return sum(counts), time.perf_counter() - started
+    finally:
+        await pool.close()
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--stored", type=int, nargs="+", default=[10_000, 1_000_000])
+    parser.add_argument("--due", type=int, default=10_000)
+    parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    template = await migrated_template()
+    results = []
+    try:
+        for stored in args.stored:
+            name = f"duetime_bench_{uuid.uuid4().hex[:8]}"
+            dsn = await create_database(name, template=template)
+            try:
+                t0 = time.perf_counter()
+                await seed(dsn, stored, args.due)
+                seeded = time.perf_counter() - t0
+                claimed, elapsed = await measure(dsn, args.batch, args.workers)
+                assert claimed == args.due, (claimed, args.due)
+                per_run_us = elapsed / claimed * 1e6
+                results.append((stored, claimed, elapsed, per_run_us))
+                print(
+                    f"stored={stored:>9,} due={claimed:,} batch={args.batch} workers={args.workers}: "
+                    f"{claimed / elapsed:,.0f} runs/s ({per_run_us:.0f} µs/run; seeded in {seeded:.1f} s)",
+                    flush=True,
+                )
+            finally:
+                await drop_database(name)
+    finally:
+        await drop_database(template)
+    if len(results) > 1:
+        print(
+            f"per-run cost ratio {results[-1][0]:,} vs {results[0][0]:,} stored: {results[-1][3] / results[0][3]:.2f}x"
+        )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
