@@ -44,7 +44,7 @@ async def seed(dsn: str, stored: int, due: int) -> None:
         rng = random.Random(7)
 
         def rows(start: int, end: int) -> list[tuple[object, ...]]:
-            out = []
+            out: list[tuple[object, ...]] = []
             for i in range(start, end):
                 job_id = uuid.UUID(int=rng.getrandbits(128), version=4)
                 when = (
@@ -123,19 +123,16 @@ async def main() -> None:
                 assert claimed == args.due, (claimed, args.due)
                 per_run_us = elapsed / claimed * 1e6
                 results.append((stored, claimed, elapsed, per_run_us))
-                print(
-                    f"stored={stored:>9,} due={claimed:,} batch={args.batch} workers={args.workers}: "
-                    f"{claimed / elapsed:,.0f} runs/s ({per_run_us:.0f} µs/run; seeded in {seeded:.1f} s)",
-                    flush=True,
-                )
+                label = f"stored={stored:>9,} due={claimed:,} batch={args.batch}"
+                rate = f"{claimed / elapsed:,.0f} runs/s ({per_run_us:.0f} µs/run)"
+                print(f"{label} workers={args.workers}: {rate}; seeded {seeded:.1f} s", flush=True)
             finally:
                 await drop_database(name)
     finally:
         await drop_database(template)
     if len(results) > 1:
-        print(
-            f"per-run cost ratio {results[-1][0]:,} vs {results[0][0]:,} stored: {results[-1][3] / results[0][3]:.2f}x"
-        )
+        ratio = results[-1][3] / results[0][3]
+        print(f"per-run cost ratio {results[-1][0]:,} vs {results[0][0]:,} stored: {ratio:.2f}x")
 
 
 if __name__ == "__main__":
