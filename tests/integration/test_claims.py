@@ -93,7 +93,7 @@ async def test_concurrent_claimers_never_claim_an_occurrence_twice(
 
 
 async def test_an_outage_follows_the_misfire_policy(pool: asyncpg.Pool[asyncpg.Record]) -> None:
-    (job,) = await create_jobs(pool, [interval_job(60)])
+    await create_jobs(pool, [interval_job(60)])
     await shift_clock(pool, timedelta(hours=1, seconds=30))
     await claim_all(pool)
     runs = await pool.fetch(
