@@ -9,17 +9,13 @@ for it: the failed check rolls its whole transaction back.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
+from duetime_core.partitions import PartitionToken
 from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.sql import q
 
-
-@dataclass(frozen=True, order=True)
-class FencingToken:
-    partition: int
-    epoch: int
-    revision: int
+# The token etcd ownership hands out is the token the store checks.
+FencingToken = PartitionToken
 
 
 class FencingLost(Exception):
