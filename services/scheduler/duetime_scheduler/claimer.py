@@ -78,7 +78,7 @@ class Claimer:
 
     async def claim_once(self) -> int:
         """One pass: claim every due job of the owned partitions; returns runs inserted."""
-        tokens = await self._raise_new_tokens(owned_tokens(self._leases))
+        tokens = await self._raise_new_tokens(self._leases.owned())
         if not tokens:
             return 0
         claimed = 0
