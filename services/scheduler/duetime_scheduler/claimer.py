@@ -91,6 +91,7 @@ class Claimer:
                     lookahead=self._settings.claim_lookahead,
                     batch_size=self._settings.claim_batch_size,
                     still_owner=still_owner,
+                    claimed_by=self._settings.scheduler_id,
                 )
                 claimed += result.runs
                 if not result.full:

@@ -49,7 +49,13 @@ class _Batch:
     advances: list[tuple[object, ...]]
 
 
-def _plan_job(row: asyncpg.Record, now: datetime, lookahead: timedelta, batch: _Batch) -> None:
+def _plan_job(
+    row: asyncpg.Record,
+    token: FencingToken,
+    now: datetime,
+    lookahead: timedelta,
+    batch: _Batch,
+) -> None:
     job_id: uuid.UUID = row["job_id"]
     snapshot_text: str = row["spec_text"]
     spec: JobSpec = spec_from_json(json.loads(snapshot_text))
@@ -88,6 +94,8 @@ def _plan_job(row: asyncpg.Record, now: datetime, lookahead: timedelta, batch: _
                 traceparent,
                 snapshot_text,
                 priority.value,
+                token.epoch,
+                token.revision,
             )
         )
     nxt = plan.next
@@ -113,6 +121,7 @@ async def claim_batch(
     lookahead: timedelta,
     batch_size: int,
     still_owner: Callable[[], bool],
+    claimed_by: str = "",
 ) -> ClaimResult:
     """Claims up to ``batch_size`` due jobs of the partitions in ``tokens``, in one transaction."""
     if not tokens:
@@ -124,8 +133,11 @@ async def claim_batch(
             return ClaimResult(0, 0, 0, False)
         batch = _Batch([], {}, [])
         for row in rows:
-            _plan_job(row, now, lookahead, batch)
-        inserted = await conn.fetch(q("claim_insert_runs"), *_columns(batch.runs, 15))
+            _plan_job(row, tokens[row["partition"]], now, lookahead, batch)
+        columns = _columns(batch.runs, 17)
+        inserted = await conn.fetch(
+            q("claim_insert_runs"), *columns[:15], claimed_by, *columns[15:]
+        )
         inserted_ids = {r["run_id"] for r in inserted}
         await conn.execute(q("claim_advance_jobs"), *_columns(batch.advances, 5))
         outbox = [row for run_id, row in batch.queued.items() if run_id in inserted_ids]

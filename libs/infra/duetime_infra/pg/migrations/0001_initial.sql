@@ -98,6 +98,11 @@ CREATE TABLE runs (
     -- The job definition the run was claimed with; later updates do not change it.
     job_snapshot        jsonb NOT NULL,
     priority            text NOT NULL DEFAULT 'NORMAL',
+    -- The scheduler that claimed the run and the partition token it claimed under: who made
+    -- it, and proof that it was the partition's owner at the time.
+    claimed_by          text NOT NULL DEFAULT '',
+    claim_epoch         bigint NOT NULL DEFAULT 0,
+    claim_revision      bigint NOT NULL DEFAULT 0,
     create_time         timestamptz NOT NULL DEFAULT duetime_now(),
     update_time         timestamptz NOT NULL DEFAULT duetime_now(),
     PRIMARY KEY (run_id, nominal_time),
@@ -109,8 +114,10 @@ CREATE INDEX runs_job_history_idx ON runs (job_id, nominal_time DESC, run_id DES
 CREATE INDEX runs_retry_due_idx ON runs (partition, next_attempt_time)
     WHERE state = 'RETRY_WAIT';
 CREATE INDEX runs_queued_idx ON runs (effective_time) WHERE state = 'QUEUED';
+-- The runs that matter to a job's overlap policy (a QUEUED run may be a requeued retry, which
+-- still holds the job), read under the job's row lock when an attempt starts or a run ends.
 CREATE INDEX runs_job_active_idx ON runs (job_id)
-    WHERE state IN ('WAITING', 'RUNNING', 'RETRY_WAIT');
+    WHERE state IN ('QUEUED', 'WAITING', 'RUNNING', 'RETRY_WAIT');
 
 -- Attempts, partitioned by their run's nominal time so they age out with it.
 CREATE TABLE attempts (
@@ -136,6 +143,9 @@ CREATE TABLE attempts_default PARTITION OF attempts DEFAULT;
 CREATE INDEX attempts_open_lease_idx ON attempts (partition, lease_expire_time)
     WHERE end_time IS NULL;
 CREATE INDEX attempts_open_deadline_idx ON attempts (partition, deadline)
+    WHERE end_time IS NULL;
+-- At most one open attempt per run, whatever the code above it does.
+CREATE UNIQUE INDEX attempts_one_open_idx ON attempts (run_id, nominal_time)
     WHERE end_time IS NULL;
 
 -- The transactional outbox: written in the same transaction as the state change it announces,

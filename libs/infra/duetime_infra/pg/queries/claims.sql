@@ -18,16 +18,19 @@ FOR UPDATE SKIP LOCKED;
 -- name: claim_insert_runs
 INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time, origin,
                   state, reason, reason_detail, attempt_limit, range_end_time,
-                  occurrence_count, trace_id, traceparent, job_snapshot, priority)
+                  occurrence_count, trace_id, traceparent, job_snapshot, priority,
+                  claimed_by, claim_epoch, claim_revision)
 SELECT u.run_id, u.job_id, u.team_id, u.partition, u.nominal_time, u.effective_time,
        'SCHEDULE', u.state, u.reason, '', u.attempt_limit, u.range_end_time,
-       u.occurrence_count, u.trace_id, u.traceparent, u.job_snapshot::jsonb, u.priority
+       u.occurrence_count, u.trace_id, u.traceparent, u.job_snapshot::jsonb, u.priority,
+       $16, u.claim_epoch, u.claim_revision
 FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::integer[], $5::timestamptz[],
             $6::timestamptz[], $7::text[], $8::text[], $9::integer[], $10::timestamptz[],
-            $11::integer[], $12::text[], $13::text[], $14::text[], $15::text[])
+            $11::integer[], $12::text[], $13::text[], $14::text[], $15::text[],
+            $17::bigint[], $18::bigint[])
      AS u(run_id, job_id, team_id, partition, nominal_time, effective_time, state, reason,
           attempt_limit, range_end_time, occurrence_count, trace_id, traceparent, job_snapshot,
-          priority)
+          priority, claim_epoch, claim_revision)
 ON CONFLICT (job_id, nominal_time, origin) DO NOTHING
 RETURNING run_id;
 
