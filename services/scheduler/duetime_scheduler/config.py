@@ -21,6 +21,7 @@ class Settings:
     etcd_prefix: str
     etcd_epoch: int
     partition_lease_ttl: timedelta
+    partition_safety_margin: timedelta
     claim_lookahead: timedelta
     claim_batch_size: int
     claim_poll_interval: timedelta
@@ -58,6 +59,11 @@ class Settings:
             etcd_prefix=env.text("DUETIME_ETCD_PREFIX", "/duetime/"),
             etcd_epoch=env.integer("DUETIME_ETCD_EPOCH", 0, low=0, high=2**31),
             partition_lease_ttl=env.seconds("DUETIME_PARTITION_LEASE_TTL", 10, low=2, high=300),
+            # Claims stop this long before the lease could expire in etcd: it covers clock-rate
+            # error and a commit in flight (statements are cut at 30% of the TTL).
+            partition_safety_margin=env.seconds(
+                "DUETIME_PARTITION_SAFETY_MARGIN", 2, low=0.1, high=60
+            ),
             claim_lookahead=env.seconds("DUETIME_CLAIM_LOOKAHEAD", 5, low=0, high=60),
             claim_batch_size=env.integer("DUETIME_CLAIM_BATCH_SIZE", 500, low=1, high=10_000),
             claim_poll_interval=env.seconds("DUETIME_CLAIM_POLL_INTERVAL", 0.2, low=0.01, high=10),
