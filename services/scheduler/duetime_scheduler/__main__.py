@@ -1,27 +1,119 @@
-"""`python -m duetime_scheduler`: the scheduler service, which claims due runs for the
-partitions it leases in etcd and serves WorkerService.
+"""`python -m duetime_scheduler`: the partition scheduler.
 
-Only the entry point exists so far: it checks the database schema like every service, then says
-plainly that the service's work is not built yet rather than pretending to run.
+Leases its fair share of the 1,024 partitions in etcd; for those it claims due runs (fenced by
+the partitions' tokens), requeues retries that are due and closes attempts whose lease or
+deadline passed. It also serves WorkerService, the attempt leases workers hold, for any run.
 """
 
 from __future__ import annotations
 
-import sys
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
 
-from duetime_infra.config import EnvReader, env_dsn
+import asyncpg
+
+from duetime.worker.v1 import worker_service_pb2, worker_service_pb2_grpc
+from duetime_core.attempts import AttemptSettings
+from duetime_infra.etcd.partitions import PartitionLeases
+from duetime_infra.grpc.auth import Role, TokenCache
+from duetime_infra.grpc.interceptors import DuetimeInterceptor
+from duetime_infra.grpc.server import GrpcServer, run_until_terminated
+from duetime_infra.logs import configure_logging
+from duetime_infra.pg.attempt_store import AttemptStore
+from duetime_infra.pg.fencing import FencingToken
+from duetime_infra.pg.job_store import JobStore
+from duetime_infra.pg.pool import create_pool
+from duetime_infra.pg.reaper import reap_expired_attempts, requeue_due_retries
 from duetime_infra.startup import require_schema, run_service
+from duetime_scheduler.claimer import Claimer, OwnerTask
+from duetime_scheduler.config import Settings
+from duetime_scheduler.maintenance import PartitionMaintenance
+from duetime_scheduler.worker_servicer import WorkerServicer
+
+log = logging.getLogger("duetime_scheduler")
+
+SERVICE_NAME = worker_service_pb2.DESCRIPTOR.services_by_name["WorkerService"].full_name
+# Rows per owner-task transaction; the claim loop runs them every pass.
+OWNER_BATCH = 500
 
 
-async def _start() -> None:
-    EnvReader().finish()
-    version = await require_schema(env_dsn())
-    print(f"duetime_scheduler: schema version {version} supported; not implemented yet")
-    sys.exit(2)
+def owner_tasks(settings: Settings) -> list[OwnerTask]:
+    async def retries(pool: asyncpg.Pool[asyncpg.Record], tokens: Sequence[FencingToken]) -> int:
+        return await requeue_due_retries(pool, tokens, settings.claim_lookahead, OWNER_BATCH)
+
+    async def expiries(pool: asyncpg.Pool[asyncpg.Record], tokens: Sequence[FencingToken]) -> int:
+        return await reap_expired_attempts(pool, tokens, OWNER_BATCH)
+
+    return [retries, expiries, PartitionMaintenance()]
+
+
+async def serve(settings: Settings) -> None:
+    version = await require_schema(settings.pg_dsn)
+    pool = await create_pool(
+        settings.pg_dsn,
+        min_size=2,
+        max_size=settings.pg_pool_size,
+        server_settings=settings.session_settings,
+    )
+    leases = PartitionLeases(
+        settings.etcd_endpoint,
+        settings.scheduler_id,
+        ttl=settings.partition_lease_ttl.total_seconds(),
+        safety_margin=settings.partition_safety_margin.total_seconds(),
+        epoch=settings.etcd_epoch,
+        prefix=settings.etcd_prefix,
+    )
+    attempts = AttemptStore(
+        pool,
+        AttemptSettings(lease=settings.attempt_lease, timeout_grace=settings.attempt_grace),
+    )
+    tokens = TokenCache(JobStore(pool).principal_for)
+    server = GrpcServer(
+        settings.listen_address,
+        [SERVICE_NAME],
+        interceptors=[DuetimeInterceptor(tokens, {SERVICE_NAME: Role.WORKER})],
+    )
+    worker_service_pb2_grpc.add_WorkerServiceServicer_to_server(
+        WorkerServicer(attempts), server.server
+    )
+    claimer = Claimer(pool, leases, settings, owner_tasks(settings))
+    stopping = asyncio.Event()
+    claiming: asyncio.Task[None] | None = None
+
+    async def start() -> None:
+        nonlocal claiming
+        await leases.start()
+        await server.start()
+        claiming = asyncio.create_task(claimer.run(stopping))
+        log.info(
+            "scheduler serving",
+            extra={
+                "action": "serving",
+                "scheduler_id": settings.scheduler_id,
+                "port": server.port,
+                "schema_version": version,
+            },
+        )
+        print(f"DUETIME_SCHEDULER_PORT={server.port}", flush=True)
+
+    async def stop() -> None:
+        # Stop claiming first, then hand the partitions back so others take them at once.
+        stopping.set()
+        if claiming is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait_for(claiming, timeout=settings.shutdown_grace_seconds)
+        await leases.stop()
+        await server.stop(settings.shutdown_grace_seconds)
+        await pool.close()
+
+    await run_until_terminated(start, stop)
 
 
 def main() -> None:
-    run_service("duetime_scheduler", _start)
+    configure_logging()
+    run_service("duetime_scheduler", lambda: serve(Settings.from_env()))
 
 
 if __name__ == "__main__":

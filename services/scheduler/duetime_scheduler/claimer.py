@@ -11,6 +11,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TypeAlias
 
 import asyncpg
 
@@ -23,7 +24,9 @@ log = logging.getLogger(__name__)
 
 # Work the partition owner does besides claiming (retries due, expired leases), given the
 # fenced tokens of the partitions it owns.
-OwnerTask = Callable[[asyncpg.Pool[asyncpg.Record], Sequence[FencingToken]], Awaitable[int]]
+OwnerTask: TypeAlias = (
+    "Callable[[asyncpg.Pool[asyncpg.Record], Sequence[FencingToken]], Awaitable[int]]"
+)
 
 
 def owned_tokens(leases: PartitionLeases) -> dict[int, FencingToken]:
@@ -112,8 +115,9 @@ class Claimer:
                     log.debug("claimed", extra={"action": "runs_claimed", "count": claimed})
             except (FencingLost, ClaimAbandoned) as lost:
                 log.warning("claim rolled back: %s", lost, extra={"action": "claim_fenced_out"})
-            except (asyncpg.PostgresError, OSError) as error:
-                log.warning("claim failed: %s", error, extra={"action": "claim_failed"})
+            except Exception:
+                # A connection cut under a frozen process, a database restart: log, next pass.
+                log.exception("claim pass failed", extra={"action": "claim_failed"})
             waits = [asyncio.ensure_future(stopping.wait()), asyncio.ensure_future(changed.wait())]
             try:
                 await asyncio.wait(waits, timeout=interval, return_when=asyncio.FIRST_COMPLETED)

@@ -1,0 +1,356 @@
+"""The rules of an attempt's life: may a run start now, and what does an attempt's end mean
+for its run.
+
+Pure: the store loads the facts under the row locks (the run's, then the job's), asks these
+functions, and writes the answer in the same transaction. Nothing here reads a clock; ``now``
+is always the database clock, passed in.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from duetime_core.backoff import backoff_delay
+from duetime_core.jobspec import (
+    JobState,
+    MisfirePolicy,
+    MisfireSettings,
+    OverlapPolicy,
+    RetryPolicy,
+)
+from duetime_core.records import AttemptOutcome, RunReason, RunState
+
+MAX_ERROR_BYTES = 4096
+
+FINAL_STATES = frozenset(
+    {
+        RunState.SUCCEEDED,
+        RunState.DEAD_LETTERED,
+        RunState.MISSED,
+        RunState.SKIPPED,
+        RunState.CANCELLED,
+    }
+)
+
+# Why a start is refused: what the worker is told (it drops the message).
+RUN_NOT_FOUND = "RUN_NOT_FOUND"
+ALREADY_STARTED = "ALREADY_STARTED"
+RUN_WAITING = "RUN_WAITING"
+RUN_RETRY_WAIT = "RUN_RETRY_WAIT"
+RUN_SKIPPED = "RUN_SKIPPED"
+RUN_CANCELLED = "RUN_CANCELLED"
+RUN_MISSED = "RUN_MISSED"
+RUN_FINISHED = "RUN_FINISHED"
+
+_REFUSAL_BY_STATE = {
+    RunState.WAITING: RUN_WAITING,
+    RunState.RETRY_WAIT: RUN_RETRY_WAIT,
+    RunState.SKIPPED: RUN_SKIPPED,
+    RunState.CANCELLED: RUN_CANCELLED,
+    RunState.MISSED: RUN_MISSED,
+    RunState.SUCCEEDED: RUN_FINISHED,
+    RunState.DEAD_LETTERED: RUN_FINISHED,
+}
+
+# Why a worker is told to cancel an attempt (heartbeat directives).
+ATTEMPT_CLOSED = "ATTEMPT_CLOSED"
+SUPERSEDED = RunReason.SUPERSEDED.value
+JOB_DELETED = RunReason.JOB_DELETED.value
+
+
+@dataclass(frozen=True)
+class AttemptSettings:
+    """Lease and deadline durations of the attempt service."""
+
+    # An attempt's lease: renewed by each heartbeat, closed as LEASE_EXPIRED when it runs out.
+    lease: timedelta = timedelta(seconds=60)
+    # Added to the run's attempt timeout: past it, the attempt is TIMED_OUT, heartbeats or not.
+    timeout_grace: timedelta = timedelta(seconds=30)
+    # CANCEL_PREVIOUS: how soon the new run's worker asks again while the old attempt stops.
+    supersede_retry_after: timedelta = timedelta(seconds=1)
+
+
+# --- starting ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StartView:
+    """The run asked to start, as read under its row lock."""
+
+    state: RunState
+    scheduled: bool  # origin SCHEDULE (not a trigger)
+    nominal_time: datetime
+    effective_time: datetime
+    next_attempt_time: datetime | None
+    attempt: int
+    start_delivery_id: str | None
+    open_attempt_worker: str | None  # the worker of the open attempt, for a RUNNING run
+    misfire: MisfireSettings  # from the run's snapshot
+    overlap: OverlapPolicy  # from the run's snapshot
+
+    @property
+    def not_before(self) -> datetime:
+        """The effective time, or the next attempt's time when later (a retry, a release)."""
+        if self.next_attempt_time is not None and self.next_attempt_time > self.effective_time:
+            return self.next_attempt_time
+        return self.effective_time
+
+
+@dataclass(frozen=True)
+class JobView:
+    """The live job row, read under its lock; ``None`` when the row is gone."""
+
+    state: JobState | None
+
+
+@dataclass(frozen=True)
+class OtherRun:
+    """Another run of the same job that is active (RUNNING, RETRY_WAIT, a requeued retry) or
+    WAITING."""
+
+    run_id: uuid.UUID
+    nominal_time: datetime
+    state: RunState
+    attempt: int
+    open_attempt: bool
+    cancel_reason: str  # requested on its open attempt; "" when none
+
+    @property
+    def active(self) -> bool:
+        """Holds the job for the overlap policy: running, or between its attempts."""
+        return self.state in (RunState.RUNNING, RunState.RETRY_WAIT) or (
+            self.state is RunState.QUEUED and self.attempt > 0
+        )
+
+
+@dataclass(frozen=True)
+class OverlapView:
+    others: tuple[OtherRun, ...] = ()
+    # A scheduled run of the job with a later nominal time exists (QUEUED, WAITING, RUNNING,
+    # RETRY_WAIT or SUCCEEDED): for RUN_ONCE, a late run then is not "the latest".
+    newer_scheduled_run: bool = False
+
+
+class StartKind(enum.Enum):
+    START = "START"  # a new attempt
+    REPLAY = "REPLAY"  # the same delivery again: its attempt, unchanged
+    TOO_EARLY = "TOO_EARLY"  # ask again at ``until``
+    REFUSE = "REFUSE"  # drop the message; the run may change state
+    SUPERSEDE = "SUPERSEDE"  # CANCEL_PREVIOUS: stop the previous runs first
+
+
+@dataclass(frozen=True)
+class StartDecision:
+    kind: StartKind
+    # TOO_EARLY / SUPERSEDE: when to ask again (on the server's clock).
+    until: datetime | None = None
+    # REFUSE: the reason the worker sees, and the run's new state (None: unchanged).
+    refusal: str = ""
+    new_state: RunState | None = None
+    run_reason: RunReason = RunReason.NONE
+    reason_detail: str = ""
+    # SUPERSEDE: open attempts to tell to cancel, idle previous runs to cancel now. When there
+    # is no open attempt to wait for, the run starts in the same transaction.
+    cancel_attempts: tuple[OtherRun, ...] = field(default_factory=tuple)
+    cancel_runs: tuple[OtherRun, ...] = field(default_factory=tuple)
+
+    @property
+    def start_after_cancel(self) -> bool:
+        return self.kind is StartKind.SUPERSEDE and not self.cancel_attempts
+
+
+def _refuse(
+    refusal: str,
+    state: RunState | None = None,
+    reason: RunReason = RunReason.NONE,
+    detail: str = "",
+) -> StartDecision:
+    return StartDecision(
+        StartKind.REFUSE, refusal=refusal, new_state=state, run_reason=reason, reason_detail=detail
+    )
+
+
+def check_admission(
+    run: StartView, now: datetime, delivery_id: str, worker_id: str
+) -> StartDecision | None:
+    """What can be answered from the run alone; None: the job and overlap must decide."""
+    if run.state is RunState.RUNNING:
+        if run.start_delivery_id == delivery_id and run.open_attempt_worker == worker_id:
+            return StartDecision(StartKind.REPLAY)
+        return _refuse(ALREADY_STARTED)
+    if run.state is not RunState.QUEUED:
+        return _refuse(_REFUSAL_BY_STATE[run.state])
+    if now < run.not_before:
+        return StartDecision(StartKind.TOO_EARLY, until=run.not_before)
+    return None
+
+
+def misfire_check_needed(run: StartView, now: datetime) -> bool:
+    """Only a scheduled run's first attempt is measured against the misfire threshold."""
+    return run.scheduled and run.attempt == 0 and now - run.not_before > run.misfire.threshold
+
+
+def decide_start(
+    run: StartView,
+    job: JobView,
+    overlap: OverlapView,
+    now: datetime,
+    settings: AttemptSettings,
+    *,
+    delivery_id: str,
+    worker_id: str,
+) -> StartDecision:
+    """StartAttempt's whole rule, in the design's order: state and time, the job, misfire,
+    overlap."""
+    early = check_admission(run, now, delivery_id, worker_id)
+    if early is not None:
+        return early
+    if job.state is None or job.state is JobState.DELETED:
+        return _refuse(
+            RUN_CANCELLED, RunState.CANCELLED, RunReason.JOB_DELETED, "the job was deleted"
+        )
+    if job.state is JobState.PAUSED and run.scheduled:
+        return _refuse(
+            RUN_SKIPPED, RunState.SKIPPED, RunReason.JOB_PAUSED, "the job was paused at start"
+        )
+    if misfire_check_needed(run, now):
+        late = now - run.not_before
+        detail = f"started {late.total_seconds():.3f} s after its effective time"
+        policy = run.misfire.policy
+        if policy is MisfirePolicy.SKIP or (
+            policy is MisfirePolicy.RUN_ONCE and overlap.newer_scheduled_run
+        ):
+            return _refuse(RUN_MISSED, RunState.MISSED, RunReason.MISFIRE, detail)
+    return _decide_overlap(run, overlap, now, settings)
+
+
+def _decide_overlap(
+    run: StartView, overlap: OverlapView, now: datetime, settings: AttemptSettings
+) -> StartDecision:
+    active = [o for o in overlap.others if o.active]
+    if run.overlap is OverlapPolicy.ALLOW or not active:
+        return StartDecision(StartKind.START)
+    skipped = _refuse(
+        RUN_SKIPPED, RunState.SKIPPED, RunReason.OVERLAP, "an earlier run of the job was active"
+    )
+    if run.overlap is OverlapPolicy.SKIP:
+        return skipped
+    if run.overlap is OverlapPolicy.BUFFER_ONE:
+        if any(o.state is RunState.WAITING for o in overlap.others):
+            return skipped
+        return _refuse(
+            RUN_WAITING, RunState.WAITING, detail="waiting for the earlier run of the job to end"
+        )
+    # CANCEL_PREVIOUS: only earlier runs are superseded; a run that is older than an active one
+    # is itself the superseded one.
+    if any(o.nominal_time > run.nominal_time for o in active):
+        return _refuse(
+            RUN_SKIPPED, RunState.SKIPPED, RunReason.OVERLAP, "a newer run of the job is active"
+        )
+    return StartDecision(
+        StartKind.SUPERSEDE,
+        until=now + settings.supersede_retry_after,
+        cancel_attempts=tuple(o for o in active if o.open_attempt),
+        cancel_runs=tuple(o for o in active if not o.open_attempt),
+    )
+
+
+# --- ending -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EndFacts:
+    """What decides a run's fate when its open attempt ends (read under the run's lock)."""
+
+    attempt: int
+    attempt_limit: int
+    retry: RetryPolicy  # from the run's snapshot
+    cancel_reason: str  # requested on the attempt ("" when none)
+    job_deleted: bool
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """The run's new state after an attempt ended."""
+
+    state: RunState
+    reason: RunReason = RunReason.NONE
+    reason_detail: str = ""
+    next_attempt_time: datetime | None = None
+
+    @property
+    def final(self) -> bool:
+        return self.state in FINAL_STATES
+
+
+def truncate_error(text: str, limit: int = MAX_ERROR_BYTES) -> str:
+    """At most ``limit`` bytes of UTF-8, cut on a character boundary."""
+    data = text.encode()
+    if len(data) <= limit:
+        return text
+    return data[:limit].decode(errors="ignore")
+
+
+def budget_position(facts: EndFacts) -> int:
+    """The attempt's place in the current budget (1-based): a redrive starts a fresh budget
+    whose backoff starts small again, although attempt numbers keep rising."""
+    first_of_budget = facts.attempt_limit - facts.retry.max_attempts
+    return max(1, facts.attempt - first_of_budget)
+
+
+def decide_completion(
+    outcome: AttemptOutcome,
+    retryable: bool,
+    error: str,
+    facts: EndFacts,
+    now: datetime,
+    rand: float,
+) -> RunOutcome:
+    """What the run becomes when its attempt ended with ``outcome`` at ``now``.
+
+    SUCCEEDED wins over everything. A cancellation that was asked for (SUPERSEDED, or the job
+    deleted) cancels the run, whatever the attempt reported: a superseded run is not retried.
+    Otherwise a failure is retried while the budget lasts (TIMED_OUT, LEASE_EXPIRED and an
+    unsolicited CANCELLED, e.g. a worker handing its attempt back on shutdown, are retryable),
+    and dead-lettered when the budget is spent or the failure is not retryable.
+    """
+    detail = truncate_error(error)
+    if outcome is AttemptOutcome.SUCCEEDED:
+        return RunOutcome(RunState.SUCCEEDED)
+    if facts.cancel_reason in (SUPERSEDED, JOB_DELETED):
+        return RunOutcome(RunState.CANCELLED, RunReason(facts.cancel_reason), detail)
+    if facts.job_deleted:
+        return RunOutcome(RunState.CANCELLED, RunReason.JOB_DELETED, detail)
+    if outcome is AttemptOutcome.FAILED and not retryable:
+        return RunOutcome(RunState.DEAD_LETTERED, RunReason.NON_RETRYABLE, detail)
+    if facts.attempt >= facts.attempt_limit:
+        return RunOutcome(RunState.DEAD_LETTERED, RunReason.ATTEMPTS_EXHAUSTED, detail)
+    delay = backoff_delay(facts.retry, budget_position(facts), rand)
+    return RunOutcome(RunState.RETRY_WAIT, RunReason.NONE, detail, now + delay)
+
+
+def expiry_outcome(lease_expire_time: datetime, deadline: datetime) -> AttemptOutcome:
+    """How an attempt the reaper closes ended: whichever limit ran out first."""
+    if deadline <= lease_expire_time:
+        return AttemptOutcome.TIMED_OUT
+    return AttemptOutcome.LEASE_EXPIRED
+
+
+def decide_expiry(
+    lease_expire_time: datetime,
+    deadline: datetime,
+    facts: EndFacts,
+    now: datetime,
+    rand: float,
+) -> tuple[AttemptOutcome, str, RunOutcome]:
+    """The attempt's outcome, its error text, and the run's new state, for an attempt whose
+    lease expired or whose deadline passed at ``now``."""
+    outcome = expiry_outcome(lease_expire_time, deadline)
+    if outcome is AttemptOutcome.TIMED_OUT:
+        error = "the attempt outlived its timeout and grace period"
+    else:
+        error = "the attempt's lease expired without a heartbeat"
+    return outcome, error, decide_completion(outcome, True, error, facts, now, rand)

@@ -1,0 +1,473 @@
+"""Attempts on PostgreSQL: starting one, renewing leases, reporting how one ended.
+
+Each operation is one transaction that locks the run's row first, then its job's row; the
+decisions are ``duetime_core.attempts``' and this module only reads the facts and writes the
+answer. The helpers that end a run (dead-letter event, BUFFER_ONE release) are shared with the
+reaper.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import logging
+import random
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeAlias
+
+import asyncpg
+
+from duetime_core.attempts import (
+    ATTEMPT_CLOSED,
+    JOB_DELETED,
+    RUN_NOT_FOUND,
+    AttemptSettings,
+    EndFacts,
+    JobView,
+    OtherRun,
+    OverlapView,
+    RunOutcome,
+    StartDecision,
+    StartKind,
+    StartView,
+    check_admission,
+    decide_completion,
+    decide_start,
+    misfire_check_needed,
+    truncate_error,
+)
+from duetime_core.errors import Aborted, Unavailable
+from duetime_core.jobspec import JobSpec, JobState, MisfirePolicy, Priority
+from duetime_core.records import AttemptOutcome, RunReason, RunState
+from duetime_core.runkey import SCHEDULE_ORIGIN, RunKey
+from duetime_infra.codec.spec_json import spec_from_json
+from duetime_infra.deadletter import dead_letter_row
+from duetime_infra.dispatch import OutboxRow, dispatch_row
+from duetime_infra.pg.pool import Conn
+from duetime_infra.pg.sql import q
+
+log = logging.getLogger(__name__)
+
+Row = asyncpg.Record
+Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
+Rand = Callable[[], float]
+
+
+class StartAnswer(enum.Enum):
+    STARTED = "STARTED"
+    TOO_EARLY = "TOO_EARLY"
+    REFUSED = "REFUSED"
+
+
+@dataclass(frozen=True)
+class RunToExecute:
+    """The frozen definition of a started run, as the worker needs it."""
+
+    run_id: uuid.UUID
+    key: RunKey
+    team_id: str
+    effective_time: datetime
+    snapshot: JobSpec
+    traceparent: str
+
+
+@dataclass(frozen=True)
+class StartResult:
+    answer: StartAnswer
+    server_time: datetime
+    # The run's effective time; for TOO_EARLY, when to ask again.
+    effective_time: datetime | None = None
+    attempt: int = 0
+    lease_expire_time: datetime | None = None
+    run: RunToExecute | None = None
+    refusal: str = ""
+
+
+@dataclass(frozen=True)
+class AttemptRef:
+    run_id: uuid.UUID
+    number: int
+
+
+@dataclass(frozen=True)
+class Directive:
+    ref: AttemptRef
+    cancel: bool
+    lease_expire_time: datetime | None  # for a continue
+    reason: str = ""  # for a cancel: ATTEMPT_CLOSED, SUPERSEDED, JOB_DELETED
+
+
+@dataclass(frozen=True)
+class HeartbeatResult:
+    server_time: datetime
+    directives: list[Directive]
+
+
+@dataclass(frozen=True)
+class CompleteResult:
+    run_state: RunState
+    next_attempt_time: datetime | None
+
+
+def snapshot_of(row: Row) -> JobSpec:
+    doc: Any = row["job_snapshot"]
+    return spec_from_json(json.loads(doc) if isinstance(doc, str) else doc)
+
+
+def key_of(row: Row) -> RunKey:
+    return RunKey(row["job_id"], row["nominal_time"], row["origin"])
+
+
+def stale_attempt(detail: str) -> Aborted:
+    return Aborted(f"stale attempt: {detail}", reason="STALE_ATTEMPT")
+
+
+@asynccontextmanager
+async def transaction(pool: Pool) -> AsyncIterator[Conn]:
+    """A transaction whose lock waits, deadlocks and statement timeouts (the scheduler's
+    sessions set short ones) surface as a retryable UNAVAILABLE."""
+    try:
+        async with pool.acquire() as conn, conn.transaction():
+            yield conn
+    except (
+        asyncpg.exceptions.LockNotAvailableError,
+        asyncpg.exceptions.DeadlockDetectedError,
+        asyncpg.exceptions.SerializationError,
+        asyncpg.exceptions.QueryCanceledError,
+    ) as error:
+        raise Unavailable("the run is busy; try again", reason="CONTENDED") from error
+
+
+async def insert_outbox(conn: Conn, rows: Sequence[OutboxRow]) -> None:
+    if not rows:
+        return
+    await conn.execute(
+        q("attempt_outbox_insert"),
+        [r.topic for r in rows],
+        [r.key for r in rows],
+        [r.payload for r in rows],
+        [json.dumps(r.headers) for r in rows],
+        [r.team_id for r in rows],
+    )
+
+
+def redispatch_row(row: Row, now: datetime) -> OutboxRow:
+    """A new dispatch message for a run going back to QUEUED (retry, release)."""
+    return dispatch_row(
+        run_id=row["run_id"],
+        key=key_of(row),
+        team_id=row["team_id"],
+        effective_time=row["effective_time"],
+        priority=Priority(row["priority"]),
+        traceparent=row["traceparent"],
+        now=now,
+    )
+
+
+async def release_waiting(conn: Conn, job_id: uuid.UUID) -> list[OutboxRow]:
+    """BUFFER_ONE: the job's WAITING run back to QUEUED once nothing holds the job. Call it
+    under the job's row lock, after a run of the job reached a final state."""
+    released = await conn.fetchrow(q("attempt_release_waiting"), job_id)
+    if released is None:
+        return []
+    return [redispatch_row(released, released["now"])]
+
+
+async def apply_run_outcome(
+    conn: Conn, run: Row, attempt: int, outcome: RunOutcome, now: datetime
+) -> None:
+    """Writes the run's new state after its attempt ``attempt`` ended, with the dead-letter
+    event and the release of a WAITING run in the same transaction."""
+    await conn.execute(
+        q("attempt_run_set_state"),
+        run["run_id"],
+        run["nominal_time"],
+        outcome.state.value,
+        outcome.reason.value,
+        outcome.reason_detail,
+        outcome.next_attempt_time,
+    )
+    rows: list[OutboxRow] = []
+    if outcome.state is RunState.DEAD_LETTERED:
+        rows.append(
+            dead_letter_row(
+                run_id=run["run_id"],
+                key=key_of(run),
+                team_id=run["team_id"],
+                attempt=attempt,
+                reason=outcome.reason.value,
+                last_error=outcome.reason_detail,
+                traceparent=run["traceparent"],
+                now=now,
+            )
+        )
+    if outcome.final:
+        rows.extend(await release_waiting(conn, run["job_id"]))
+    await insert_outbox(conn, rows)
+
+
+def _start_view(row: Row, snapshot: JobSpec) -> StartView:
+    return StartView(
+        state=RunState(row["state"]),
+        scheduled=row["origin"] == SCHEDULE_ORIGIN,
+        nominal_time=row["nominal_time"],
+        effective_time=row["effective_time"],
+        next_attempt_time=row["next_attempt_time"],
+        attempt=row["attempt"],
+        start_delivery_id=row["start_delivery_id"],
+        open_attempt_worker=row["open_worker_id"],
+        misfire=snapshot.misfire,
+        overlap=snapshot.overlap,
+    )
+
+
+def _other(row: Row) -> OtherRun:
+    return OtherRun(
+        run_id=row["run_id"],
+        nominal_time=row["nominal_time"],
+        state=RunState(row["state"]),
+        attempt=row["attempt"],
+        open_attempt=row["open_attempt"],
+        cancel_reason=row["cancel_reason"],
+    )
+
+
+class AttemptStore:
+    def __init__(self, pool: Pool, settings: AttemptSettings, rand: Rand = random.random) -> None:
+        self._pool = pool
+        self._settings = settings
+        self._rand = rand
+
+    # --- StartAttempt ---------------------------------------------------------------------
+
+    async def start(self, run_id: uuid.UUID, delivery_id: str, worker_id: str) -> StartResult:
+        async with transaction(self._pool) as conn:
+            row = await conn.fetchrow(q("attempt_run_lock"), run_id)
+            if row is None:
+                now: datetime = await conn.fetchval(q("db_now"))
+                return StartResult(StartAnswer.REFUSED, now, refusal=RUN_NOT_FOUND)
+            snapshot = snapshot_of(row)
+            view = _start_view(row, snapshot)
+            now = row["now"]
+            decision = check_admission(view, now, delivery_id, worker_id)
+            if decision is None:
+                job = await conn.fetchrow(q("attempt_job_lock"), row["job_id"])
+                if job is not None:
+                    now = job["now"]
+                others = await conn.fetch(
+                    q("attempt_overlap_runs"), row["job_id"], run_id, row["nominal_time"]
+                )
+                newer = False
+                if (
+                    misfire_check_needed(view, now)
+                    and view.misfire.policy is MisfirePolicy.RUN_ONCE
+                ):
+                    newer = await conn.fetchval(
+                        q("attempt_newer_scheduled_exists"), row["job_id"], row["nominal_time"]
+                    )
+                decision = decide_start(
+                    view,
+                    JobView(JobState(job["state"]) if job is not None else None),
+                    OverlapView(tuple(_other(o) for o in others), bool(newer)),
+                    now,
+                    self._settings,
+                    delivery_id=delivery_id,
+                    worker_id=worker_id,
+                )
+            return await self._apply_start(
+                conn, row, snapshot, decision, now, delivery_id, worker_id
+            )
+
+    async def _apply_start(
+        self,
+        conn: Conn,
+        row: Row,
+        snapshot: JobSpec,
+        decision: StartDecision,
+        now: datetime,
+        delivery_id: str,
+        worker_id: str,
+    ) -> StartResult:
+        match decision.kind:
+            case StartKind.REPLAY:
+                return self._started(
+                    row, snapshot, row["attempt"], row["open_lease_expire_time"], now
+                )
+            case StartKind.TOO_EARLY:
+                return StartResult(StartAnswer.TOO_EARLY, now, effective_time=decision.until)
+            case StartKind.REFUSE:
+                if decision.new_state is not None:
+                    await self._refuse(conn, row, decision)
+                return StartResult(
+                    StartAnswer.REFUSED,
+                    now,
+                    effective_time=row["effective_time"],
+                    refusal=decision.refusal,
+                )
+            case StartKind.SUPERSEDE:
+                if not await self._supersede(conn, decision):
+                    return StartResult(StartAnswer.TOO_EARLY, now, effective_time=decision.until)
+        started = await conn.fetchrow(
+            q("attempt_start"),
+            row["run_id"],
+            row["nominal_time"],
+            delivery_id,
+            worker_id,
+            self._settings.lease,
+            snapshot.attempt_timeout + self._settings.timeout_grace,
+        )
+        if started is None:  # the run row is locked and QUEUED: this cannot happen
+            raise RuntimeError(f"run {row['run_id']} did not start")
+        return self._started(
+            row, snapshot, started["number"], started["lease_expire_time"], started["now"]
+        )
+
+    @staticmethod
+    def _started(
+        row: Row, snapshot: JobSpec, attempt: int, lease_expire_time: datetime, now: datetime
+    ) -> StartResult:
+        return StartResult(
+            StartAnswer.STARTED,
+            now,
+            effective_time=row["effective_time"],
+            attempt=attempt,
+            lease_expire_time=lease_expire_time,
+            run=RunToExecute(
+                run_id=row["run_id"],
+                key=key_of(row),
+                team_id=row["team_id"],
+                effective_time=row["effective_time"],
+                snapshot=snapshot,
+                traceparent=row["traceparent"],
+            ),
+        )
+
+    async def _refuse(self, conn: Conn, row: Row, decision: StartDecision) -> None:
+        assert decision.new_state is not None
+        await conn.execute(
+            q("attempt_run_set_state"),
+            row["run_id"],
+            row["nominal_time"],
+            decision.new_state.value,
+            decision.run_reason.value,
+            decision.reason_detail,
+            None,
+        )
+        if decision.new_state is not RunState.WAITING:
+            # A requeued retry that will not run any more frees the job for a WAITING run.
+            await insert_outbox(conn, await release_waiting(conn, row["job_id"]))
+
+    async def _supersede(self, conn: Conn, decision: StartDecision) -> bool:
+        """Tells the previous runs to stop; True when nothing is left to wait for."""
+        if decision.cancel_attempts:
+            await conn.execute(
+                q("attempt_request_cancel"),
+                [o.run_id for o in decision.cancel_attempts],
+                [o.nominal_time for o in decision.cancel_attempts],
+                [o.attempt for o in decision.cancel_attempts],
+                RunReason.SUPERSEDED.value,
+            )
+        cancelled: list[Row] = []
+        if decision.cancel_runs:
+            cancelled = await conn.fetch(
+                q("attempt_cancel_idle_runs"),
+                [o.run_id for o in decision.cancel_runs],
+                [o.nominal_time for o in decision.cancel_runs],
+                RunReason.SUPERSEDED.value,
+                "replaced by a newer run of the job",
+            )
+        return decision.start_after_cancel and len(cancelled) == len(decision.cancel_runs)
+
+    # --- Heartbeat ------------------------------------------------------------------------
+
+    async def heartbeat(self, worker_id: str, refs: Sequence[AttemptRef]) -> HeartbeatResult:
+        """Renews the listed attempts in one statement; one directive per attempt, in order."""
+        if not refs:
+            async with self._pool.acquire() as conn:
+                now: datetime = await conn.fetchval(q("db_now"))
+            return HeartbeatResult(now, [])
+        async with transaction(self._pool) as conn:
+            rows = await conn.fetch(
+                q("attempt_heartbeat"),
+                [r.run_id for r in refs],
+                [r.number for r in refs],
+                worker_id,
+                self._settings.lease,
+            )
+        directives: list[Directive] = []
+        for ref, row in zip(refs, rows, strict=True):
+            if row["lease_expire_time"] is not None:
+                directives.append(Directive(ref, False, row["lease_expire_time"]))
+            elif not row["open"]:
+                directives.append(Directive(ref, True, None, ATTEMPT_CLOSED))
+            elif row["cancel_reason"]:
+                directives.append(Directive(ref, True, None, row["cancel_reason"]))
+            elif row["job_deleted"]:
+                directives.append(Directive(ref, True, None, JOB_DELETED))
+            else:  # closed between the statement's read and its renewal
+                directives.append(Directive(ref, True, None, ATTEMPT_CLOSED))
+        return HeartbeatResult(rows[0]["now"], directives)
+
+    # --- CompleteAttempt ------------------------------------------------------------------
+
+    async def complete(
+        self,
+        run_id: uuid.UUID,
+        token: int,
+        worker_id: str,
+        outcome: AttemptOutcome,
+        retryable: bool,
+        error: str,
+    ) -> CompleteResult:
+        """The compare-and-set of a report: only the run's open attempt ``token``, held by
+        ``worker_id``, may write; anything else is ABORTED STALE_ATTEMPT and changes nothing."""
+        async with transaction(self._pool) as conn:
+            row = await conn.fetchrow(q("attempt_run_lock"), run_id)
+            if row is None:
+                raise stale_attempt("no such run")
+            if row["state"] != RunState.RUNNING.value or row["attempt"] != token:
+                raise stale_attempt(
+                    f"attempt {token} is not the run's open attempt (run {row['state']}, "
+                    f"latest attempt {row['attempt']})"
+                )
+            if row["open_worker_id"] != worker_id:
+                raise stale_attempt(f"attempt {token} is not held by worker {worker_id!r}")
+            job = await conn.fetchrow(q("attempt_job_lock"), row["job_id"])
+            now: datetime = job["now"] if job is not None else row["now"]
+            error = truncate_error(error)
+            closed = await conn.fetchrow(
+                q("attempt_close"),
+                run_id,
+                row["nominal_time"],
+                token,
+                outcome.value,
+                error,
+                now,
+            )
+            if closed is None:  # the run row is locked and RUNNING: this cannot happen
+                raise stale_attempt(f"attempt {token} is already closed")
+            facts = EndFacts(
+                attempt=token,
+                attempt_limit=row["attempt_limit"],
+                retry=snapshot_of(row).retry,
+                cancel_reason=closed["cancel_reason"],
+                job_deleted=job is None or job["state"] == JobState.DELETED.value,
+            )
+            result = decide_completion(outcome, retryable, error, facts, now, self._rand())
+            await apply_run_outcome(conn, row, token, result, now)
+        log.info(
+            "attempt completed",
+            extra={
+                "action": "attempt_completed",
+                "run_id": str(run_id),
+                "attempt": token,
+                "outcome": outcome.value,
+                "run_state": result.state.value,
+                "reason": result.reason.value,
+            },
+        )
+        return CompleteResult(result.state, result.next_attempt_time)

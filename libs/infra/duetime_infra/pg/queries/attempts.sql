@@ -1,0 +1,221 @@
+-- The attempt-lease service (StartAttempt, Heartbeat, CompleteAttempt), retry requeue and the
+-- reaper. Every "now" is duetime_now(), or a value a statement of the same transaction read
+-- from it. Lock order, everywhere: the run's row, then its job's row, then other runs of the
+-- job (SKIP LOCKED when a start wants them), then attempt rows.
+
+-- name: attempt_run_lock
+-- The run a worker names, locked, with its open attempt (if any) for a repeated start.
+SELECT r.*, a.worker_id AS open_worker_id, a.lease_expire_time AS open_lease_expire_time,
+       a.cancel_reason AS open_cancel_reason, duetime_now() AS now
+FROM runs r
+LEFT JOIN attempts a
+       ON a.run_id = r.run_id AND a.nominal_time = r.nominal_time AND a.number = r.attempt
+      AND a.end_time IS NULL
+WHERE r.run_id = $1
+FOR UPDATE OF r;
+
+-- name: attempt_job_lock
+-- Overlap, pause and deletion are decided under the job's row lock, and every run that ends
+-- takes it too, so a WAITING run cannot miss its release.
+SELECT state, duetime_now() AS now FROM jobs WHERE job_id = $1 FOR UPDATE;
+
+-- name: attempt_overlap_runs
+-- The job's other runs that hold it (RUNNING, RETRY_WAIT, a requeued retry) or wait for it,
+-- through runs_job_active_idx: the cost grows with those runs, not with the job's history.
+SELECT r.run_id, r.nominal_time, r.state, r.attempt,
+       a.number IS NOT NULL AS open_attempt, coalesce(a.cancel_reason, '') AS cancel_reason
+FROM runs r
+LEFT JOIN attempts a
+       ON a.run_id = r.run_id AND a.nominal_time = r.nominal_time AND a.number = r.attempt
+      AND a.end_time IS NULL
+WHERE r.job_id = $1
+  AND r.state IN ('QUEUED', 'WAITING', 'RUNNING', 'RETRY_WAIT')
+  AND (r.state <> 'QUEUED' OR r.attempt > 0)
+  AND NOT (r.run_id = $2 AND r.nominal_time = $3);
+
+-- name: attempt_newer_scheduled_exists
+-- RUN_ONCE at start: is there a later scheduled occurrence that runs or ran?
+SELECT EXISTS (
+    SELECT 1 FROM runs
+    WHERE job_id = $1 AND nominal_time > $2 AND origin = 'SCHEDULE'
+      AND state IN ('QUEUED', 'WAITING', 'RUNNING', 'RETRY_WAIT', 'SUCCEEDED')
+);
+
+-- name: attempt_start
+-- QUEUED -> RUNNING with the next attempt number, and the attempt row under its lease.
+WITH started AS (
+    UPDATE runs
+    SET state = 'RUNNING', attempt = attempt + 1, start_delivery_id = $3,
+        first_start_time = coalesce(first_start_time, duetime_now()), next_attempt_time = NULL,
+        reason = '', reason_detail = '', update_time = duetime_now()
+    WHERE run_id = $1 AND nominal_time = $2 AND state = 'QUEUED'
+    RETURNING run_id, nominal_time, attempt, partition
+)
+INSERT INTO attempts (run_id, nominal_time, number, partition, worker_id, delivery_id,
+                      start_time, lease_expire_time, deadline)
+SELECT s.run_id, s.nominal_time, s.attempt, s.partition, $4, $3, duetime_now(),
+       duetime_now() + $5::interval, duetime_now() + $6::interval
+FROM started s
+RETURNING number, start_time, lease_expire_time, duetime_now() AS now;
+
+-- name: attempt_run_set_state
+-- A run that will not start (skipped, cancelled, missed, waiting), or that an attempt's end
+-- moved on (succeeded, retry wait, dead-lettered, cancelled).
+UPDATE runs
+SET state = $3, reason = $4, reason_detail = $5, next_attempt_time = $6,
+    update_time = duetime_now()
+WHERE run_id = $1 AND nominal_time = $2
+RETURNING *;
+
+-- name: attempt_request_cancel
+-- CANCEL_PREVIOUS: the previous runs' open attempts are told to stop (by the next heartbeat).
+UPDATE attempts a
+SET cancel_reason = $4
+FROM unnest($1::uuid[], $2::timestamptz[], $3::integer[]) AS k(run_id, nominal_time, number)
+WHERE a.run_id = k.run_id AND a.nominal_time = k.nominal_time AND a.number = k.number
+  AND a.end_time IS NULL AND a.cancel_reason = '';
+
+-- name: attempt_cancel_idle_runs
+-- CANCEL_PREVIOUS: previous runs between attempts are cancelled at once; one that is locked
+-- (a worker is starting it right now) is skipped and the start asks again shortly.
+UPDATE runs r
+SET state = 'CANCELLED', reason = $3, reason_detail = $4, next_attempt_time = NULL,
+    update_time = duetime_now()
+FROM (
+    SELECT run_id, nominal_time FROM runs
+    WHERE (run_id, nominal_time) IN (SELECT * FROM unnest($1::uuid[], $2::timestamptz[]))
+      AND (state = 'RETRY_WAIT' OR (state = 'QUEUED' AND attempt > 0))
+    FOR UPDATE SKIP LOCKED
+) c
+WHERE r.run_id = c.run_id AND r.nominal_time = c.nominal_time
+RETURNING r.run_id;
+
+-- name: attempt_release_waiting
+-- BUFFER_ONE: once no run of the job holds it any more, its WAITING run goes back to QUEUED.
+-- Its not-before becomes now, so the misfire threshold counts from the release.
+WITH holder AS (
+    SELECT 1 FROM runs
+    WHERE job_id = $1
+      AND (state IN ('RUNNING', 'RETRY_WAIT') OR (state = 'QUEUED' AND attempt > 0))
+    LIMIT 1
+), waiting AS (
+    SELECT run_id, nominal_time FROM runs
+    WHERE job_id = $1 AND state = 'WAITING' AND NOT EXISTS (SELECT 1 FROM holder)
+    ORDER BY nominal_time
+    LIMIT 1
+    FOR UPDATE
+)
+UPDATE runs r
+SET state = 'QUEUED', reason = '', reason_detail = '', next_attempt_time = duetime_now(),
+    update_time = duetime_now()
+FROM waiting w
+WHERE r.run_id = w.run_id AND r.nominal_time = w.nominal_time AND r.state = 'WAITING'
+RETURNING r.*, duetime_now() AS now;
+
+-- name: attempt_open_get
+-- The open attempt a report names (the run row is already locked by this transaction).
+SELECT * FROM attempts
+WHERE run_id = $1 AND nominal_time = $2 AND number = $3 AND end_time IS NULL;
+
+-- name: attempt_close
+-- $6 is the transaction's reading of duetime_now(), so the run's next attempt time and the
+-- attempt's end are measured from the same instant.
+UPDATE attempts
+SET end_time = $6, outcome = $4, error = $5
+WHERE run_id = $1 AND nominal_time = $2 AND number = $3 AND end_time IS NULL
+RETURNING end_time, cancel_reason;
+
+-- name: attempt_outbox_insert
+INSERT INTO outbox (topic, message_key, payload, headers, team_id)
+SELECT u.topic, u.message_key, u.payload, u.headers::jsonb, u.team_id
+FROM unnest($1::text[], $2::bytea[], $3::bytea[], $4::text[], $5::text[])
+     AS u(topic, message_key, payload, headers, team_id);
+
+-- name: attempt_heartbeat
+-- One statement per beat, whatever the fleet holds: renews the listed attempts that are still
+-- open, belong to this worker, have no cancel request and whose job is not deleted, and
+-- answers one row per listed attempt, in order. An attempt being told to cancel is not
+-- renewed: its worker acknowledges within the lease, or the reaper closes it.
+WITH req AS (
+    SELECT k.run_id, k.number, k.ord
+    FROM unnest($1::uuid[], $2::integer[]) WITH ORDINALITY AS k(run_id, number, ord)
+), cur AS (
+    SELECT req.ord, a.run_id, a.nominal_time, a.number, a.cancel_reason, j.state AS job_state
+    FROM req
+    JOIN attempts a
+      ON a.run_id = req.run_id AND a.number = req.number AND a.end_time IS NULL
+     AND a.worker_id = $3
+    JOIN runs r ON r.run_id = a.run_id AND r.nominal_time = a.nominal_time
+    LEFT JOIN jobs j ON j.job_id = r.job_id
+), renewed AS (
+    UPDATE attempts a
+    SET lease_expire_time = duetime_now() + $4::interval
+    FROM cur
+    WHERE a.run_id = cur.run_id AND a.nominal_time = cur.nominal_time AND a.number = cur.number
+      AND a.end_time IS NULL AND a.cancel_reason = ''
+      AND coalesce(cur.job_state, 'DELETED') <> 'DELETED'
+    RETURNING a.run_id, a.number, a.lease_expire_time
+)
+SELECT req.ord, req.run_id, req.number,
+       cur.run_id IS NOT NULL AS open, coalesce(cur.cancel_reason, '') AS cancel_reason,
+       coalesce(cur.job_state, 'DELETED') = 'DELETED' AS job_deleted,
+       renewed.lease_expire_time, duetime_now() AS now
+FROM req
+LEFT JOIN cur ON cur.ord = req.ord
+LEFT JOIN renewed ON renewed.run_id = req.run_id AND renewed.number = req.number
+ORDER BY req.ord;
+
+-- name: retry_requeue_due
+-- RETRY_WAIT runs of the owned partitions due within the look-ahead go back to QUEUED; they
+-- keep next_attempt_time, and StartAttempt does not start them before it.
+UPDATE runs r
+SET state = 'QUEUED', update_time = duetime_now()
+FROM (
+    SELECT run_id, nominal_time FROM runs
+    WHERE partition = ANY($1::integer[]) AND state = 'RETRY_WAIT'
+      AND next_attempt_time <= duetime_now() + $2::interval
+    ORDER BY next_attempt_time
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+) due
+WHERE r.run_id = due.run_id AND r.nominal_time = due.nominal_time
+RETURNING r.*, duetime_now() AS now;
+
+-- name: reaper_expired
+-- Open attempts of the owned partitions whose lease ran out or whose deadline passed, each
+-- found by a range scan of its open-attempt index (cost grows with the expired ones, not with
+-- those running); their runs locked, skipping runs another transaction holds (a report in
+-- flight: the next pass sees what it left).
+WITH expired AS (
+    (SELECT run_id, nominal_time, number FROM attempts
+     WHERE partition = ANY($1::integer[]) AND end_time IS NULL
+       AND lease_expire_time <= duetime_now()
+     ORDER BY lease_expire_time
+     LIMIT $2)
+    UNION
+    (SELECT run_id, nominal_time, number FROM attempts
+     WHERE partition = ANY($1::integer[]) AND end_time IS NULL
+       AND deadline <= duetime_now()
+     ORDER BY deadline
+     LIMIT $2)
+)
+SELECT r.*, a.number AS open_number, a.lease_expire_time AS open_lease_expire_time,
+       a.deadline AS open_deadline
+FROM expired e
+JOIN attempts a ON a.run_id = e.run_id AND a.nominal_time = e.nominal_time AND a.number = e.number
+JOIN runs r ON r.run_id = a.run_id AND r.nominal_time = a.nominal_time
+WHERE r.state = 'RUNNING' AND r.attempt = a.number AND a.end_time IS NULL
+ORDER BY least(a.lease_expire_time, a.deadline)
+LIMIT $2
+FOR UPDATE OF r SKIP LOCKED;
+
+-- name: reaper_jobs_lock
+-- In job_id order, so two transactions that lock several jobs cannot deadlock.
+SELECT job_id, state FROM jobs WHERE job_id = ANY($1::uuid[]) ORDER BY job_id FOR UPDATE;
+
+-- name: reaper_attempt_lock
+-- Re-read at the row under its lock: a heartbeat that renewed the lease since the scan wins.
+SELECT lease_expire_time, deadline, cancel_reason, duetime_now() AS now
+FROM attempts
+WHERE run_id = $1 AND nominal_time = $2 AND number = $3 AND end_time IS NULL
+FOR UPDATE;

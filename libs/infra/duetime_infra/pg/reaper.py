@@ -1,0 +1,112 @@
+"""The partition owner's housekeeping of attempts: retries that are due go back to QUEUED, and
+attempts whose lease expired or whose deadline passed are closed.
+
+Both act only on the partitions whose fencing tokens the caller passes, one batch per call
+(``FOR UPDATE SKIP LOCKED``), in one transaction that ends with ``fence``: if a newer owner
+holds any of the partitions, ``FencingLost`` is raised and the whole batch rolls back. The
+caller loops while a call returns ``limit``.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import TypeAlias
+
+import asyncpg
+
+from duetime_core.attempts import EndFacts, decide_expiry
+from duetime_core.jobspec import JobState
+from duetime_infra.pg.attempt_store import (
+    Rand,
+    apply_run_outcome,
+    insert_outbox,
+    redispatch_row,
+    snapshot_of,
+)
+from duetime_infra.pg.fencing import FencingToken, fence
+from duetime_infra.pg.sql import q
+
+log = logging.getLogger(__name__)
+
+Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
+
+
+def _partitions(tokens: Sequence[FencingToken]) -> list[int]:
+    return sorted({t.partition for t in tokens})
+
+
+async def requeue_due_retries(
+    pool: Pool, tokens: Sequence[FencingToken], lookahead: timedelta, limit: int
+) -> int:
+    """RETRY_WAIT runs of the partitions due within ``lookahead`` back to QUEUED, each with a
+    new dispatch outbox row; returns how many. StartAttempt still refuses them before their
+    ``next_attempt_time``, so the look-ahead only fills the queue early."""
+    partitions = _partitions(tokens)
+    if not partitions or limit <= 0:
+        return 0
+    async with pool.acquire() as conn, conn.transaction():
+        rows = await conn.fetch(q("retry_requeue_due"), partitions, lookahead, limit)
+        await insert_outbox(conn, [redispatch_row(r, r["now"]) for r in rows])
+        await fence(conn, tokens)
+    return len(rows)
+
+
+async def reap_expired_attempts(
+    pool: Pool,
+    tokens: Sequence[FencingToken],
+    limit: int,
+    *,
+    rand: Rand = random.random,
+) -> int:
+    """Closes open attempts of the partitions whose lease expired (LEASE_EXPIRED) or whose
+    deadline passed (TIMED_OUT), and retries, dead-letters or cancels their runs; returns how
+    many attempts were closed."""
+    partitions = _partitions(tokens)
+    if not partitions or limit <= 0:
+        return 0
+    closed = 0
+    async with pool.acquire() as conn, conn.transaction():
+        runs = await conn.fetch(q("reaper_expired"), partitions, limit)
+        if not runs:
+            return 0
+        job_ids = sorted({r["job_id"] for r in runs})
+        jobs = {j["job_id"]: j["state"] for j in await conn.fetch(q("reaper_jobs_lock"), job_ids)}
+        for run in runs:
+            number: int = run["open_number"]
+            attempt = await conn.fetchrow(
+                q("reaper_attempt_lock"), run["run_id"], run["nominal_time"], number
+            )
+            if attempt is None:
+                continue
+            now: datetime = attempt["now"]
+            if attempt["lease_expire_time"] > now and attempt["deadline"] > now:
+                continue  # renewed since the scan
+            facts = EndFacts(
+                attempt=number,
+                attempt_limit=run["attempt_limit"],
+                retry=snapshot_of(run).retry,
+                cancel_reason=attempt["cancel_reason"],
+                job_deleted=jobs.get(run["job_id"], JobState.DELETED.value)
+                == JobState.DELETED.value,
+            )
+            outcome, error, result = decide_expiry(
+                attempt["lease_expire_time"], attempt["deadline"], facts, now, rand()
+            )
+            await conn.execute(
+                q("attempt_close"),
+                run["run_id"],
+                run["nominal_time"],
+                number,
+                outcome.value,
+                error,
+                now,
+            )
+            await apply_run_outcome(conn, run, number, result, now)
+            closed += 1
+        await fence(conn, tokens)
+    if closed:
+        log.info("attempts reaped", extra={"action": "attempts_reaped", "count": closed})
+    return closed

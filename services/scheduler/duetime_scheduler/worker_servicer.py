@@ -1,0 +1,192 @@
+"""WorkerService over gRPC: convert the request, call the attempt store, convert the answer.
+
+Bad input is INVALID_ARGUMENT with every bad field named at once; the fencing token of a report
+travels in the ``duetime-attempt`` metadata key.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+from grpc import aio
+
+from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime.worker.v1 import worker_service_pb2_grpc
+from duetime_core.errors import FieldViolation, InvalidArgument
+from duetime_core.records import AttemptOutcome
+from duetime_infra.codec.target_codec import encode_target_clear
+from duetime_infra.codec.timeconv import datetime_to_timestamp, timedelta_to_duration
+from duetime_infra.pg.attempt_store import (
+    AttemptRef,
+    AttemptStore,
+    RunToExecute,
+    StartAnswer,
+    StartResult,
+)
+
+Context = aio.ServicerContext[Any, Any]
+
+ATTEMPT_METADATA_KEY = "duetime-attempt"
+MAX_ID_LENGTH = 200
+MAX_ATTEMPTS_PER_BEAT = 10_000
+_MAX_ATTEMPT_NUMBER = 2**31 - 1
+
+_DECISIONS = {
+    StartAnswer.STARTED: pb.START_DECISION_STARTED,
+    StartAnswer.TOO_EARLY: pb.START_DECISION_TOO_EARLY,
+    StartAnswer.REFUSED: pb.START_DECISION_REFUSED,
+}
+_RESULTS = {
+    pb.ATTEMPT_RESULT_SUCCEEDED: AttemptOutcome.SUCCEEDED,
+    pb.ATTEMPT_RESULT_FAILED: AttemptOutcome.FAILED,
+    pb.ATTEMPT_RESULT_TIMED_OUT: AttemptOutcome.TIMED_OUT,
+    pb.ATTEMPT_RESULT_CANCELLED: AttemptOutcome.CANCELLED,
+}
+
+
+def _read_run_id(violations: list[FieldViolation], field: str, text: str) -> uuid.UUID:
+    if not text:
+        violations.append(FieldViolation(field, "required"))
+        return uuid.UUID(int=0)
+    try:
+        return uuid.UUID(text)
+    except ValueError:
+        violations.append(FieldViolation(field, f"must be a UUID, got {text[:64]!r}"))
+        return uuid.UUID(int=0)
+
+
+def _read_id(violations: list[FieldViolation], field: str, text: str) -> str:
+    if not text:
+        violations.append(FieldViolation(field, "required"))
+    elif len(text) > MAX_ID_LENGTH:
+        violations.append(
+            FieldViolation(field, f"at most {MAX_ID_LENGTH} characters, got {len(text)}")
+        )
+    return text
+
+
+def _check(violations: list[FieldViolation]) -> None:
+    if violations:
+        raise InvalidArgument(violations)
+
+
+def read_attempt_token(
+    violations: list[FieldViolation], metadata: Iterable[tuple[str, str | bytes]] | None
+) -> int:
+    """The fencing token: the attempt number as a decimal in ``duetime-attempt`` metadata."""
+    values = [v for k, v in metadata or () if k == ATTEMPT_METADATA_KEY]
+    if not values:
+        violations.append(FieldViolation(ATTEMPT_METADATA_KEY, "required metadata"))
+        return 0
+    raw = values[0]
+    text = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
+    number = int(text) if text.isascii() and text.isdigit() and len(text) <= 10 else 0
+    if len(values) > 1 or not 1 <= number <= _MAX_ATTEMPT_NUMBER:
+        violations.append(
+            FieldViolation(
+                ATTEMPT_METADATA_KEY,
+                f"must be one attempt number (a positive decimal integer), got {text[:32]!r}",
+            )
+        )
+    return number
+
+
+def _encode_run(run: RunToExecute) -> pb.RunSpec:
+    out = pb.RunSpec(
+        run_id=str(run.run_id),
+        job_id=str(run.key.job_id),
+        team=run.team_id,
+        idempotency_key=run.key.canonical(),
+        traceparent=run.traceparent,
+    )
+    datetime_to_timestamp(run.key.nominal_time, out.nominal_time)
+    datetime_to_timestamp(run.effective_time, out.effective_time)
+    out.target.CopyFrom(encode_target_clear(run.snapshot.target))
+    timedelta_to_duration(run.snapshot.attempt_timeout, out.attempt_timeout)
+    return out
+
+
+def encode_start(result: StartResult) -> pb.StartAttemptResponse:
+    out = pb.StartAttemptResponse(
+        decision=_DECISIONS[result.answer],
+        attempt=result.attempt,
+        refusal_reason=result.refusal,
+    )
+    datetime_to_timestamp(result.server_time, out.server_time)
+    if result.effective_time is not None:
+        datetime_to_timestamp(result.effective_time, out.effective_time)
+    if result.lease_expire_time is not None:
+        datetime_to_timestamp(result.lease_expire_time, out.lease_expire_time)
+    if result.run is not None:
+        out.run.CopyFrom(_encode_run(result.run))
+    return out
+
+
+class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
+    def __init__(self, store: AttemptStore) -> None:
+        self._store = store
+
+    async def StartAttempt(  # noqa: N802 (the contract's RPC name)
+        self, request: pb.StartAttemptRequest, context: Context
+    ) -> pb.StartAttemptResponse:
+        violations: list[FieldViolation] = []
+        run_id = _read_run_id(violations, "run_id", request.run_id)
+        delivery_id = _read_id(violations, "delivery_id", request.delivery_id)
+        worker_id = _read_id(violations, "worker_id", request.worker_id)
+        _check(violations)
+        return encode_start(await self._store.start(run_id, delivery_id, worker_id))
+
+    async def Heartbeat(  # noqa: N802 (the contract's RPC name)
+        self, request_iterator: AsyncIterator[pb.HeartbeatRequest], context: Context
+    ) -> AsyncIterator[pb.HeartbeatResponse]:
+        async for request in request_iterator:
+            violations: list[FieldViolation] = []
+            worker_id = _read_id(violations, "worker_id", request.worker_id)
+            if len(request.attempts) > MAX_ATTEMPTS_PER_BEAT:
+                violations.append(
+                    FieldViolation("attempts", f"at most {MAX_ATTEMPTS_PER_BEAT} per beat")
+                )
+            refs: list[AttemptRef] = []
+            for i, ref in enumerate(request.attempts[:MAX_ATTEMPTS_PER_BEAT]):
+                run_id = _read_run_id(violations, f"attempts[{i}].run_id", ref.run_id)
+                if ref.attempt < 1:
+                    violations.append(
+                        FieldViolation(f"attempts[{i}].attempt", "must be at least 1")
+                    )
+                refs.append(AttemptRef(run_id, ref.attempt))
+            _check(violations)
+            result = await self._store.heartbeat(worker_id, refs)
+            out = pb.HeartbeatResponse()
+            datetime_to_timestamp(result.server_time, out.server_time)
+            for d in result.directives:
+                directive = out.directives.add(
+                    attempt=pb.AttemptRef(run_id=str(d.ref.run_id), attempt=d.ref.number),
+                    directive=pb.DIRECTIVE_CANCEL if d.cancel else pb.DIRECTIVE_CONTINUE,
+                    reason=d.reason,
+                )
+                if d.lease_expire_time is not None:
+                    datetime_to_timestamp(d.lease_expire_time, directive.lease_expire_time)
+            yield out
+
+    async def CompleteAttempt(  # noqa: N802 (the contract's RPC name)
+        self, request: pb.CompleteAttemptRequest, context: Context
+    ) -> pb.CompleteAttemptResponse:
+        violations: list[FieldViolation] = []
+        run_id = _read_run_id(violations, "run_id", request.run_id)
+        worker_id = _read_id(violations, "worker_id", request.worker_id)
+        outcome = _RESULTS.get(request.result)
+        if outcome is None:
+            problem = "required" if request.result == 0 else f"unknown value {request.result}"
+            violations.append(FieldViolation("result", problem))
+        token = read_attempt_token(violations, context.invocation_metadata())
+        _check(violations)
+        assert outcome is not None
+        result = await self._store.complete(
+            run_id, token, worker_id, outcome, request.retryable, request.error
+        )
+        out = pb.CompleteAttemptResponse(run_state=f"RUN_STATE_{result.run_state.value}")
+        if result.next_attempt_time is not None:
+            datetime_to_timestamp(result.next_attempt_time, out.next_attempt_time)
+        return out

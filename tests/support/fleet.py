@@ -1,0 +1,126 @@
+"""Schedulers as real processes on real etcd and PostgreSQL, and checks over what they claimed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from datetime import datetime
+from typing import Any
+
+import aetcd
+
+from duetime.events.v1.events_pb2 import RunDispatch
+from duetime_core.jobspec import to_schedule
+from duetime_core.schedule import next_fire_time
+from duetime_infra.codec.spec_json import spec_from_json
+from duetime_infra.pg.pool import Conn
+from tests.support.processes import Service, service
+
+TTL_SECONDS = 3
+
+
+def etcd_endpoint() -> tuple[str, int]:
+    host, port = os.environ["DUETIME_ETCD_ENDPOINT"].rsplit(":", 1)
+    return host, int(port)
+
+
+def scheduler_env(dsn: str, prefix: str, scheduler_id: str) -> dict[str, str]:
+    return {
+        "DUETIME_PG_DSN": dsn,
+        "DUETIME_ETCD_PREFIX": prefix,
+        "DUETIME_SCHEDULER_ID": scheduler_id,
+        "DUETIME_SCHEDULER_ADDRESS": "127.0.0.1:0",
+        "DUETIME_PARTITION_LEASE_TTL": str(TTL_SECONDS),
+        "DUETIME_PARTITION_SAFETY_MARGIN": "1",
+        "DUETIME_CLAIM_POLL_INTERVAL": "0.1",
+    }
+
+
+@asynccontextmanager
+async def schedulers(dsn: str, prefix: str, ids: list[str]) -> AsyncIterator[dict[str, Service]]:
+    async with AsyncExitStack() as stack:
+        started = {}
+        for scheduler_id in ids:
+            env = scheduler_env(dsn, prefix, scheduler_id)
+            started[scheduler_id] = await stack.enter_async_context(
+                service("duetime_scheduler", env, "DUETIME_SCHEDULER_PORT")
+            )
+        yield started
+
+
+def new_prefix() -> str:
+    return f"/duetime-test/{uuid.uuid4().hex[:12]}/"
+
+
+async def owners(prefix: str) -> dict[int, tuple[str, int]]:
+    """partition -> (scheduler id, create_revision), as etcd has it now."""
+    host, port = etcd_endpoint()
+    async with aetcd.Client(host=host, port=port) as client:
+        found = await client.get_prefix(f"{prefix}partitions/".encode())
+        return {
+            int(kv.key.decode().rsplit("/", 1)[1]): (kv.value.decode(), kv.create_revision)
+            for kv in found
+        }
+
+
+async def eventually(
+    check: Callable[[], Awaitable[bool]], within: float, what: str, interval: float = 0.1
+) -> float:
+    """Polls ``check`` until it holds; returns the seconds it took."""
+    started = time.monotonic()
+    while True:
+        if await check():
+            return time.monotonic() - started
+        if time.monotonic() - started > within:
+            raise AssertionError(f"not within {within} s: {what}")
+        await asyncio.sleep(interval)
+
+
+async def assert_every_occurrence_accounted_once(conn: Conn) -> int:
+    """For every job, the runs (ranges expanded) are exactly the schedule's occurrences from
+    its first run time up to its current next run time; each queued run was dispatched once.
+    Returns the number of occurrences checked."""
+    jobs = await conn.fetch("SELECT job_id, spec, next_run_time, create_time FROM jobs")
+    checked = 0
+    for job in jobs:
+        runs = await conn.fetch(
+            "SELECT nominal_time, range_end_time, occurrence_count, state FROM runs "
+            "WHERE job_id = $1 AND origin = 'SCHEDULE' ORDER BY nominal_time",
+            job["job_id"],
+        )
+        schedule = to_schedule(spec_from_json(_json(job["spec"])).schedule)
+        expected: list[datetime] = []
+        cursor = job["create_time"]
+        while True:
+            t = next_fire_time(schedule, cursor)
+            if t is None or t >= job["next_run_time"]:
+                break
+            expected.append(t)
+            cursor = t
+        seen: list[datetime] = []
+        for run in runs:
+            seen.append(run["nominal_time"])
+            if run["occurrence_count"] > 1:
+                last: datetime = run["nominal_time"]
+                for _ in range(run["occurrence_count"] - 1):
+                    following = next_fire_time(schedule, last)
+                    assert following is not None
+                    seen.append(following)
+                    last = following
+                assert last == run["range_end_time"]
+        assert seen == expected, (job["job_id"], len(seen), len(expected))
+        checked += len(expected)
+    payloads = await conn.fetch("SELECT payload FROM outbox")
+    dispatched = [RunDispatch.FromString(p["payload"]).run_id for p in payloads]
+    queued = await conn.fetch("SELECT run_id FROM runs WHERE state = 'QUEUED'")
+    assert sorted(dispatched) == sorted(str(r["run_id"]) for r in queued)
+    return checked
+
+
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
