@@ -68,6 +68,9 @@ async def seed(dsn: str, stored: int, due: int) -> None:
             await conn.copy_records_to_table(
                 "jobs", records=rows(start, min(stored, start + 100_000)), columns=columns
             )
+        await conn.execute(
+            "INSERT INTO job_versions (job_id, version, spec) SELECT job_id, version, spec FROM jobs"
+        )
         await conn.execute("VACUUM ANALYZE jobs")
     finally:
         await conn.close()

@@ -89,10 +89,10 @@ async def test_runs_partitions_created_moved_and_retired(db_dsn: str) -> None:
         run_id = uuid.uuid4()
         await conn.execute(
             """INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time,
-               origin, state, attempt_limit, job_snapshot)
+               origin, state, attempt_limit, job_version)
                VALUES ($1, $2, 't1', 0, $3::timestamptz + interval '200 days',
                        $3::timestamptz + interval '200 days',
-                       'SCHEDULE', 'QUEUED', 3, '{}')""",
+                       'SCHEDULE', 'QUEUED', 3, 1)""",
             run_id,
             uuid.uuid4(),
             now,

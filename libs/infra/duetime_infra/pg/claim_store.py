@@ -57,8 +57,7 @@ def _plan_job(
     batch: _Batch,
 ) -> None:
     job_id: uuid.UUID = row["job_id"]
-    snapshot_text: str = row["spec_text"]
-    spec: JobSpec = spec_from_json(json.loads(snapshot_text))
+    spec: JobSpec = spec_from_json(json.loads(row["spec_text"]))
     pending = Occurrence(row["next_run_time"], row["next_effective_time"])
     plan: ClaimPlan = plan_claim(job_id, spec, pending, now, lookahead)
     for planned in plan.runs:
@@ -92,7 +91,7 @@ def _plan_job(
                 planned.occurrence_count,
                 trace_id,
                 traceparent,
-                snapshot_text,
+                row["version"],
                 priority.value,
                 token.epoch,
                 token.revision,

@@ -37,7 +37,8 @@ class NewRun:
     partition: int
     effective_time: datetime
     state: RunState
-    snapshot: JobSpec
+    # The job_versions row whose definition the run runs with.
+    job_version: int
     attempt_limit: int
     priority: Priority
     trace_id: str = ""
@@ -219,7 +220,7 @@ class JobStore:
             run.occurrence_count,
             run.trace_id,
             run.traceparent,
-            spec_to_json(run.snapshot),
+            run.job_version,
             run.priority.value,
         )
 

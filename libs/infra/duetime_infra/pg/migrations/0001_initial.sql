@@ -58,6 +58,17 @@ CREATE TABLE jobs (
     update_time          timestamptz NOT NULL DEFAULT duetime_now(),
     delete_time          timestamptz
 );
+-- Every version of every job's definition, immutable: a run refers to the version it was
+-- claimed with, so an update never changes a run in flight, and the definition is stored once
+-- per version rather than once per run.
+CREATE TABLE job_versions (
+    job_id       uuid NOT NULL REFERENCES jobs (job_id),
+    version      bigint NOT NULL,
+    spec         jsonb NOT NULL,
+    create_time  timestamptz NOT NULL DEFAULT duetime_now(),
+    PRIMARY KEY (job_id, version)
+);
+
 -- The due-job index of the design, "(partition, next_run_time)": it is keyed on the effective
 -- time because that is what claims compare against the look-ahead, and only ACTIVE jobs are in
 -- it, so a claim's cost grows with the jobs due, never with the jobs stored.
@@ -95,8 +106,8 @@ CREATE TABLE runs (
     occurrence_count    integer NOT NULL DEFAULT 1,
     trace_id            text NOT NULL DEFAULT '',
     traceparent         text NOT NULL DEFAULT '',
-    -- The job definition the run was claimed with; later updates do not change it.
-    job_snapshot        jsonb NOT NULL,
+    -- The job definition the run was claimed with (job_versions); updates do not change it.
+    job_version         bigint NOT NULL,
     priority            text NOT NULL DEFAULT 'NORMAL',
     -- The scheduler that claimed the run and the partition token it claimed under: who made
     -- it, and proof that it was the partition's owner at the time.

@@ -23,10 +23,16 @@ ON CONFLICT (team_id, operation, request_id) DO UPDATE
         create_time = duetime_now();
 
 -- name: job_insert
-INSERT INTO jobs (job_id, team_id, partition, state, state_reason, spec, next_run_time,
-                  next_effective_time, create_time, update_time)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
-RETURNING *;
+WITH job AS (
+    INSERT INTO jobs (job_id, team_id, partition, state, state_reason, spec, next_run_time,
+                      next_effective_time, create_time, update_time)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
+    RETURNING *
+), version AS (
+    INSERT INTO job_versions (job_id, version, spec, create_time)
+    SELECT job_id, version, spec, create_time FROM job
+)
+SELECT * FROM job;
 
 -- name: job_get
 SELECT * FROM jobs WHERE job_id = $1 AND team_id = $2 AND state <> 'DELETED';
@@ -47,17 +53,24 @@ ORDER BY create_time DESC, job_id DESC
 LIMIT $5;
 
 -- name: job_write
-UPDATE jobs
-SET state = $2, state_reason = $3, spec = $4, next_run_time = $5, next_effective_time = $6,
-    pause_time = $7, version = version + 1, update_time = duetime_now(),
-    delete_time = CASE WHEN $2 = 'DELETED' THEN duetime_now() END
-WHERE job_id = $1
-RETURNING *;
+-- Every version gets its job_versions row, so runs can always refer to the one they ran with.
+WITH job AS (
+    UPDATE jobs
+    SET state = $2, state_reason = $3, spec = $4, next_run_time = $5, next_effective_time = $6,
+        pause_time = $7, version = version + 1, update_time = duetime_now(),
+        delete_time = CASE WHEN $2 = 'DELETED' THEN duetime_now() END
+    WHERE job_id = $1
+    RETURNING *
+), version AS (
+    INSERT INTO job_versions (job_id, version, spec, create_time)
+    SELECT job_id, version, spec, update_time FROM job
+)
+SELECT * FROM job;
 
 -- name: run_insert
 INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time, origin,
                   state, reason, reason_detail, attempt_limit, range_end_time,
-                  occurrence_count, trace_id, traceparent, job_snapshot, priority)
+                  occurrence_count, trace_id, traceparent, job_version, priority)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
 ON CONFLICT (job_id, nominal_time, origin) DO NOTHING
 RETURNING *;
@@ -66,7 +79,11 @@ RETURNING *;
 SELECT r.* FROM runs r WHERE r.run_id = $1 AND r.job_id = $2 AND r.team_id = $3;
 
 -- name: run_get_for_update
-SELECT r.* FROM runs r WHERE r.run_id = $1 AND r.job_id = $2 AND r.team_id = $3 FOR UPDATE;
+SELECT r.*, v.spec AS job_snapshot
+FROM runs r
+JOIN job_versions v ON v.job_id = r.job_id AND v.version = r.job_version
+WHERE r.run_id = $1 AND r.job_id = $2 AND r.team_id = $3
+FOR UPDATE OF r;
 
 -- name: run_list
 SELECT * FROM runs

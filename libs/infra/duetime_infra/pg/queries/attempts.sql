@@ -5,9 +5,11 @@
 
 -- name: attempt_run_lock
 -- The run a worker names, locked, with its open attempt (if any) for a repeated start.
-SELECT r.*, a.worker_id AS open_worker_id, a.lease_expire_time AS open_lease_expire_time,
-       a.cancel_reason AS open_cancel_reason, duetime_now() AS now
+SELECT r.*, v.spec AS job_snapshot, a.worker_id AS open_worker_id,
+       a.lease_expire_time AS open_lease_expire_time, a.cancel_reason AS open_cancel_reason,
+       duetime_now() AS now
 FROM runs r
+JOIN job_versions v ON v.job_id = r.job_id AND v.version = r.job_version
 LEFT JOIN attempts a
        ON a.run_id = r.run_id AND a.nominal_time = r.nominal_time AND a.number = r.attempt
       AND a.end_time IS NULL
@@ -199,11 +201,12 @@ WITH expired AS (
      ORDER BY deadline
      LIMIT $2)
 )
-SELECT r.*, a.number AS open_number, a.lease_expire_time AS open_lease_expire_time,
-       a.deadline AS open_deadline
+SELECT r.*, v.spec AS job_snapshot, a.number AS open_number,
+       a.lease_expire_time AS open_lease_expire_time, a.deadline AS open_deadline
 FROM expired e
 JOIN attempts a ON a.run_id = e.run_id AND a.nominal_time = e.nominal_time AND a.number = e.number
 JOIN runs r ON r.run_id = a.run_id AND r.nominal_time = a.nominal_time
+JOIN job_versions v ON v.job_id = r.job_id AND v.version = r.job_version
 WHERE r.state = 'RUNNING' AND r.attempt = a.number AND a.end_time IS NULL
 ORDER BY least(a.lease_expire_time, a.deadline)
 LIMIT $2

@@ -6,7 +6,8 @@ SELECT duetime_now();
 -- name: claim_due_jobs
 -- Reads only the due slice through jobs_due_idx; rows another scheduler (or an API call) holds
 -- are skipped, not waited for.
-SELECT job_id, team_id, partition, spec::text AS spec_text, next_run_time, next_effective_time
+SELECT job_id, team_id, partition, version, spec::text AS spec_text, next_run_time,
+       next_effective_time
 FROM jobs
 WHERE partition = ANY($1::integer[])
   AND state = 'ACTIVE'
@@ -18,18 +19,18 @@ FOR UPDATE SKIP LOCKED;
 -- name: claim_insert_runs
 INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time, origin,
                   state, reason, reason_detail, attempt_limit, range_end_time,
-                  occurrence_count, trace_id, traceparent, job_snapshot, priority,
+                  occurrence_count, trace_id, traceparent, job_version, priority,
                   claimed_by, claim_epoch, claim_revision)
 SELECT u.run_id, u.job_id, u.team_id, u.partition, u.nominal_time, u.effective_time,
        'SCHEDULE', u.state, u.reason, '', u.attempt_limit, u.range_end_time,
-       u.occurrence_count, u.trace_id, u.traceparent, u.job_snapshot::jsonb, u.priority,
+       u.occurrence_count, u.trace_id, u.traceparent, u.job_version, u.priority,
        $16, u.claim_epoch, u.claim_revision
 FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::integer[], $5::timestamptz[],
             $6::timestamptz[], $7::text[], $8::text[], $9::integer[], $10::timestamptz[],
-            $11::integer[], $12::text[], $13::text[], $14::text[], $15::text[],
+            $11::integer[], $12::text[], $13::text[], $14::bigint[], $15::text[],
             $17::bigint[], $18::bigint[])
      AS u(run_id, job_id, team_id, partition, nominal_time, effective_time, state, reason,
-          attempt_limit, range_end_time, occurrence_count, trace_id, traceparent, job_snapshot,
+          attempt_limit, range_end_time, occurrence_count, trace_id, traceparent, job_version,
           priority, claim_epoch, claim_revision)
 ON CONFLICT (job_id, nominal_time, origin) DO NOTHING
 RETURNING run_id;
