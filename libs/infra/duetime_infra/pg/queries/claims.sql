@@ -12,7 +12,6 @@ FROM jobs
 WHERE partition = ANY($1::integer[])
   AND state = 'ACTIVE'
   AND next_effective_time <= $2::timestamptz
-ORDER BY next_effective_time
 LIMIT $3
 FOR UPDATE SKIP LOCKED;
 
