@@ -69,7 +69,8 @@ async def seed(dsn: str, stored: int, due: int) -> None:
                 "jobs", records=rows(start, min(stored, start + 100_000)), columns=columns
             )
         await conn.execute(
-            "INSERT INTO job_versions (job_id, version, spec) SELECT job_id, version, spec FROM jobs"
+            "INSERT INTO job_versions (job_id, version, spec) "
+            "SELECT job_id, version, spec FROM jobs"
         )
         await conn.execute("VACUUM ANALYZE jobs")
     finally:
