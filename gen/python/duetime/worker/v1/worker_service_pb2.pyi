@@ -61,7 +61,9 @@ class _DirectiveEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Directive.V
     DIRECTIVE_CONTINUE: _Directive.ValueType  # 1
     """Keep going; the lease was renewed."""
     DIRECTIVE_CANCEL: _Directive.ValueType  # 2
-    """Stop the attempt and report it as ATTEMPT_RESULT_CANCELLED (or drop it if already closed)."""
+    """Stop the attempt and report it as ATTEMPT_RESULT_CANCELLED (or drop it if already closed).
+    An attempt told to cancel is no longer renewed: unacknowledged, it expires with its lease.
+    """
 
 class Directive(_Directive, metaclass=_DirectiveEnumTypeWrapper):
     """Directives for an open attempt."""
@@ -71,7 +73,9 @@ DIRECTIVE_UNSPECIFIED: Directive.ValueType  # 0
 DIRECTIVE_CONTINUE: Directive.ValueType  # 1
 """Keep going; the lease was renewed."""
 DIRECTIVE_CANCEL: Directive.ValueType  # 2
-"""Stop the attempt and report it as ATTEMPT_RESULT_CANCELLED (or drop it if already closed)."""
+"""Stop the attempt and report it as ATTEMPT_RESULT_CANCELLED (or drop it if already closed).
+An attempt told to cancel is no longer renewed: unacknowledged, it expires with its lease.
+"""
 Global___Directive: _TypeAlias = Directive  # noqa: Y015
 
 class _AttemptResult:
@@ -89,7 +93,9 @@ class _AttemptResultEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Attempt
     ATTEMPT_RESULT_TIMED_OUT: _AttemptResult.ValueType  # 3
     """The attempt timeout elapsed."""
     ATTEMPT_RESULT_CANCELLED: _AttemptResult.ValueType  # 4
-    """Cancelled on the scheduler's directive."""
+    """Cancelled on the scheduler's directive. Reported without one (e.g. a worker handing an
+    attempt back as it shuts down), it counts as a retryable failure.
+    """
 
 class AttemptResult(_AttemptResult, metaclass=_AttemptResultEnumTypeWrapper):
     """What the worker observed."""
@@ -103,7 +109,9 @@ ATTEMPT_RESULT_FAILED: AttemptResult.ValueType  # 2
 ATTEMPT_RESULT_TIMED_OUT: AttemptResult.ValueType  # 3
 """The attempt timeout elapsed."""
 ATTEMPT_RESULT_CANCELLED: AttemptResult.ValueType  # 4
-"""Cancelled on the scheduler's directive."""
+"""Cancelled on the scheduler's directive. Reported without one (e.g. a worker handing an
+attempt back as it shuts down), it counts as a retryable failure.
+"""
 Global___AttemptResult: _TypeAlias = AttemptResult  # noqa: Y015
 
 @_typing.final
@@ -156,7 +164,12 @@ class StartAttemptResponse(_message.Message):
     attempt: _builtins.int
     """For STARTED: the attempt number, to send as the fencing token."""
     refusal_reason: _builtins.str
-    """For REFUSED: why, an UPPER_SNAKE reason (ALREADY_STARTED, RUN_SKIPPED, RUN_CANCELLED, ...)."""
+    """For REFUSED: why, one of RUN_NOT_FOUND (unknown, or aged out of the history),
+    ALREADY_STARTED (another delivery started it), RUN_WAITING (held back by
+    OVERLAP_POLICY_BUFFER_ONE; it is dispatched again when released), RUN_RETRY_WAIT (a retry is
+    pending; it is dispatched again when due), RUN_SKIPPED, RUN_CANCELLED, RUN_MISSED or
+    RUN_FINISHED. In every case the message is dropped.
+    """
     @_builtins.property
     def lease_expire_time(self) -> _timestamp_pb2.Timestamp:
         """For STARTED: when the attempt's lease expires unless a heartbeat renews it."""
@@ -400,7 +413,9 @@ class CompleteAttemptRequest(_message.Message):
     connection errors) or not (other 4xx: the run is dead-lettered at once).
     """
     worker_id: _builtins.str
-    """Required. The worker's identity."""
+    """Required. The worker's identity; part of the compare-and-set (another worker's report on
+    the same attempt number is refused as STALE_ATTEMPT).
+    """
     def __init__(
         self,
         *,
