@@ -38,6 +38,13 @@ def _partitions(tokens: Sequence[FencingToken]) -> list[int]:
     return sorted({t.partition for t in tokens})
 
 
+def _touched(tokens: Sequence[FencingToken], rows: Sequence[asyncpg.Record]) -> list[FencingToken]:
+    """The tokens of the partitions a batch changed: only those need fencing, and fencing every
+    owned partition on every pass would rewrite hundreds of token rows a second for nothing."""
+    partitions = {r["partition"] for r in rows}
+    return [t for t in tokens if t.partition in partitions]
+
+
 async def requeue_due_retries(
     pool: Pool, tokens: Sequence[FencingToken], lookahead: timedelta, limit: int
 ) -> int:
@@ -49,8 +56,10 @@ async def requeue_due_retries(
         return 0
     async with pool.acquire() as conn, conn.transaction():
         rows = await conn.fetch(q("retry_requeue_due"), partitions, lookahead, limit)
+        if not rows:
+            return 0
         await insert_outbox(conn, [redispatch_row(r, r["now"]) for r in rows])
-        await fence(conn, tokens)
+        await fence(conn, _touched(tokens, rows))
     return len(rows)
 
 
@@ -106,7 +115,7 @@ async def reap_expired_attempts(
             )
             await apply_run_outcome(conn, run, number, result, now)
             closed += 1
-        await fence(conn, tokens)
+        await fence(conn, _touched(tokens, runs))
     if closed:
         log.info("attempts reaped", extra={"action": "attempts_reaped", "count": closed})
     return closed
