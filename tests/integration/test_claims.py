@@ -13,7 +13,7 @@ from duetime.events.v1 import events_pb2
 from duetime_infra.pg.claim_store import ClaimAbandoned, claim_batch
 from duetime_infra.pg.fencing import FencingLost, FencingToken, fence
 from duetime_infra.pg.pool import create_pool
-from tests.support.jobs import create_jobs, interval_job, shift_clock
+from tests.support.jobs import create_jobs, cron_job, interval_job, shift_clock
 
 ALL = {p: FencingToken(p, 0, 10) for p in range(1024)}
 LOOKAHEAD = timedelta(seconds=5)
@@ -104,3 +104,40 @@ async def test_an_outage_follows_the_misfire_policy(pool: asyncpg.Pool[asyncpg.R
         ("QUEUED", "", 1),
     ]
     assert await pool.fetchval("SELECT count(*) FROM outbox") == 1
+
+
+async def test_an_unplannable_job_goes_to_error_without_failing_the_batch(
+    pool: asyncpg.Pool[asyncpg.Record],
+) -> None:
+    healthy = await create_jobs(pool, [interval_job(60) for _ in range(20)])
+    lost_zone, unreadable = await create_jobs(
+        pool, [cron_job("30 2 * * *", "America/New_York") for _ in range(2)]
+    )
+    due_now = "next_run_time = duetime_now(), next_effective_time = duetime_now()"
+    # A zone this build's tzdata no longer has (as after a tzdata release drops one): the
+    # pending occurrence, computed when the zone existed, is claimed; nothing after it can be.
+    await pool.execute(
+        f"""UPDATE jobs SET {due_now},
+               spec = jsonb_set(jsonb_set(spec, '{{schedule,time_zone}}', '"Mars/Olympus"'),
+                                '{{schedule,gap}}', '"SKIP"')
+           WHERE job_id = $1""",
+        lost_zone.job_id,
+    )
+    # A stored document this build cannot read at all.
+    await pool.execute(
+        f"UPDATE jobs SET {due_now}, spec = spec - 'schedule' WHERE job_id = $1",
+        unreadable.job_id,
+    )
+    await shift_clock(pool, timedelta(seconds=60))
+    assert await claim_all(pool) == len(healthy) + 1
+    rows = await pool.fetch(
+        "SELECT j.job_id, j.state, j.state_reason, count(r.run_id) AS runs FROM jobs j "
+        "LEFT JOIN runs r ON r.job_id = j.job_id WHERE j.job_id = ANY($1) GROUP BY j.job_id",
+        [lost_zone.job_id, unreadable.job_id],
+    )
+    by_id = {r["job_id"]: r for r in rows}
+    assert by_id[lost_zone.job_id]["state"] == "ERROR"
+    assert "Mars/Olympus" in by_id[lost_zone.job_id]["state_reason"]
+    assert by_id[lost_zone.job_id]["runs"] == 1
+    assert by_id[unreadable.job_id]["state"] == "ERROR"
+    assert by_id[unreadable.job_id]["runs"] == 0

@@ -151,3 +151,23 @@ def test_dst_gap_under_skip_is_recorded() -> None:
     assert (skipped.state, skipped.reason) == (RunState.SKIPPED, RunReason.DST_GAP)
     assert skipped.nominal_time == datetime(2026, 3, 8, 7, 0, tzinfo=UTC)  # the gap's end
     assert plan.next == at(datetime(2026, 3, 9, 6, 30, tzinfo=UTC))  # 02:30 EDT
+
+
+def test_gap_skip_records_only_the_occurrences_a_gap_dropped() -> None:
+    """A backlog of kept occurrences of a SKIP job is not mistaken for DST gaps."""
+    spec = JobSpec(
+        display_name="",
+        schedule=Cron("30 2 * * *", "America/New_York", gap=GapPolicy.SKIP),
+        target=TARGET,
+    )
+    june1 = datetime(2026, 6, 1, 6, 30, tzinfo=UTC)  # 02:30 EDT
+    plan = plan_claim(JOB, spec, at(june1), june1 + timedelta(days=3, minutes=1), LOOKAHEAD)
+    assert not [r for r in plan.runs if r.reason is RunReason.DST_GAP]
+    assert sum(r.occurrence_count for r in plan.runs) == 4
+    # Across the spring-forward night, in a backlog, exactly the one dropped time is recorded.
+    mar6 = datetime(2026, 3, 6, 7, 30, tzinfo=UTC)
+    plan = plan_claim(JOB, spec, at(mar6), mar6 + timedelta(days=4, minutes=1), LOOKAHEAD)
+    gaps = [r for r in plan.runs if r.reason is RunReason.DST_GAP]
+    assert [(g.nominal_time, g.occurrence_count) for g in gaps] == [
+        (datetime(2026, 3, 8, 7, 0, tzinfo=UTC), 1)
+    ]

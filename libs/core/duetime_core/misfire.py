@@ -65,8 +65,11 @@ def _record(reason: RunReason, state: RunState, times: list[datetime]) -> Planne
     )
 
 
-def _gap_skips(schedule: Schedule, after: datetime, before: datetime | None) -> list[datetime]:
-    """Instants of occurrences that DST_GAP_POLICY_SKIP dropped in (after, before)."""
+def _gap_skips(
+    schedule: Schedule, after: datetime, before: datetime, kept: set[datetime]
+) -> list[datetime]:
+    """Instants of occurrences that DST_GAP_POLICY_SKIP dropped in (after, before), given the
+    occurrences it ``kept`` there."""
     if not (
         isinstance(schedule, Cron)
         and schedule.gap is GapPolicy.SKIP
@@ -77,11 +80,12 @@ def _gap_skips(schedule: Schedule, after: datetime, before: datetime | None) -> 
     shifted = dataclasses.replace(schedule, gap=GapPolicy.SHIFT)
     skipped: list[datetime] = []
     cursor = after
-    while len(skipped) < MAX_EXAMINED:
+    for _ in range(MAX_EXAMINED + len(kept)):
         candidate = next_fire_time(shifted, cursor)
-        if candidate is None or (before is not None and candidate >= before):
+        if candidate is None or candidate >= before:
             break
-        skipped.append(candidate)
+        if candidate not in kept:
+            skipped.append(candidate)
         cursor = candidate
     return skipped
 
@@ -121,7 +125,11 @@ def plan_claim(
     else:
         runs = _misfire_runs(spec, misfired, on_time, now)
         runs += [PlannedRun(o.nominal_time, o.effective_time, RunState.QUEUED) for o in on_time]
-    gaps = _gap_skips(schedule, pending.nominal_time, current.nominal_time if current else None)
+    # Only the stretch this claim consumes, [pending, current): the next claim starts there.
+    gaps: list[datetime] = []
+    if current is not None:
+        consumed = {o.nominal_time for o in due if o.nominal_time < current.nominal_time}
+        gaps = _gap_skips(schedule, pending.nominal_time, current.nominal_time, consumed)
     if gaps:
         runs.append(_record(RunReason.DST_GAP, RunState.SKIPPED, gaps))
     if error:

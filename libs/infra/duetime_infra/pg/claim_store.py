@@ -9,6 +9,7 @@ runs and their outbox rows exist together.
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from datetime import datetime, timedelta
 
 import asyncpg
 
-from duetime_core.jobspec import JobSpec, Priority
+from duetime_core.jobspec import JobSpec, JobState, Priority
 from duetime_core.misfire import ClaimPlan, plan_claim
 from duetime_core.planning import Occurrence
 from duetime_core.records import RunState
@@ -27,6 +28,8 @@ from duetime_infra.pg.fencing import FencingToken, fence
 from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.sql import q
 from duetime_infra.tracecontext import new_run_trace
+
+log = logging.getLogger(__name__)
 
 
 class ClaimAbandoned(Exception):
@@ -57,9 +60,16 @@ def _plan_job(
     batch: _Batch,
 ) -> None:
     job_id: uuid.UUID = row["job_id"]
-    spec: JobSpec = spec_from_json(json.loads(row["spec_text"]))
-    pending = Occurrence(row["next_run_time"], row["next_effective_time"])
-    plan: ClaimPlan = plan_claim(job_id, spec, pending, now, lookahead)
+    try:
+        spec: JobSpec = spec_from_json(json.loads(row["spec_text"]))
+        pending = Occurrence(row["next_run_time"], row["next_effective_time"])
+        plan: ClaimPlan = plan_claim(job_id, spec, pending, now, lookahead)
+    except Exception as failure:
+        # Whatever makes one job unplannable (a zone tzdata no longer has, a document this
+        # build cannot read) sends that job to ERROR; it never fails the batch for the others.
+        log.warning("job cannot be planned", extra={"action": "job_errored", "job_id": str(job_id)})
+        batch.advances.append((job_id, None, None, JobState.ERROR.value, f"cannot plan: {failure}"))
+        return
     for planned in plan.runs:
         run_id = uuid.uuid4()
         priority = Priority.LOW if planned.catch_up else spec.priority

@@ -1,0 +1,195 @@
+"""Moving the database clock under running schedulers, and reading back what they claimed.
+
+``duetime_now()`` is statement time plus the offset in ``duetime_clock``: setting the offset
+moves "now" for every process at once. These helpers put the clock at an absolute instant (the
+offset is computed against the server's own statement time, in one statement), wait for the
+fleet to claim everything due, and read runs back in a form a test can compare with lists
+written by hand.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeAlias
+
+import asyncpg
+
+from duetime.events.v1.events_pb2 import RunDispatch
+from duetime_core.jobspec import to_schedule
+from duetime_core.schedule import next_fire_time
+from duetime_infra.codec.spec_json import spec_from_json
+from duetime_infra.pg.pool import Conn
+from tests.support.fleet import eventually, owners
+
+Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
+
+
+def utc(text: str) -> datetime:
+    """``"2026-03-08T07:00"`` (or with seconds) as an aware UTC instant."""
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+def every(first: datetime, last: datetime, step: timedelta) -> list[datetime]:
+    """``first, first + step, ...`` up to and including ``last``: plain arithmetic on UTC
+    instants, independent of the schedule code under test."""
+    found: list[datetime] = []
+    moment = first
+    while moment <= last:
+        found.append(moment)
+        moment += step
+    return found
+
+
+async def db_now(pool: Pool) -> datetime:
+    value: datetime = await pool.fetchval("SELECT duetime_now()")
+    return value
+
+
+async def set_clock(pool: Pool, at: datetime) -> None:
+    """Puts the database clock at ``at`` (it keeps running from there, in real time)."""
+    await pool.execute(
+        """UPDATE duetime_clock SET "offset" = $1::timestamptz - statement_timestamp()""", at
+    )
+
+
+async def nothing_due(pool: Pool) -> bool:
+    """No ACTIVE job is waiting for a claim: every next effective time is in the future."""
+    due = await pool.fetchval(
+        "SELECT count(*) FROM jobs WHERE state = 'ACTIVE' AND next_effective_time <= duetime_now()"
+    )
+    return int(due) == 0
+
+
+async def all_partitions_owned(prefix: str, ids: Iterable[str]) -> bool:
+    held = await owners(prefix)
+    return len(held) == 1024 and {owner for owner, _ in held.values()} == set(ids)
+
+
+async def advance_through(
+    pool: Pool, stops: Sequence[datetime], within: float = 20, what: str = ""
+) -> None:
+    """Moves the clock to each of ``stops`` in turn, each time waiting until the running
+    schedulers have claimed everything that came due."""
+    for stop in stops:
+        await set_clock(pool, stop)
+        await eventually(
+            lambda: nothing_due(pool), within, f"{what} claims caught up at {stop.isoformat()}"
+        )
+
+
+async def all_next_after(pool: Pool, moment: datetime) -> bool:
+    """Every ACTIVE job's next occurrence is after ``moment``: claimed through it."""
+    behind = await pool.fetchval(
+        "SELECT count(*) FROM jobs WHERE state = 'ACTIVE' AND next_run_time <= $1", moment
+    )
+    return int(behind) == 0
+
+
+@dataclass(frozen=True)
+class RunRow:
+    nominal_time: datetime
+    effective_time: datetime
+    state: str
+    reason: str
+    occurrence_count: int
+    range_end_time: datetime | None
+    priority: str
+    create_time: datetime
+
+
+async def runs_of(pool: Pool, job_id: object) -> list[RunRow]:
+    """A job's scheduled runs (ranges as one row each), by nominal time."""
+    rows = await pool.fetch(
+        "SELECT nominal_time, effective_time, state, reason, occurrence_count, range_end_time, "
+        "priority, create_time FROM runs WHERE job_id = $1 AND origin = 'SCHEDULE' "
+        "ORDER BY nominal_time",
+        job_id,
+    )
+    return [
+        RunRow(
+            r["nominal_time"],
+            r["effective_time"],
+            r["state"],
+            r["reason"],
+            r["occurrence_count"],
+            r["range_end_time"],
+            r["priority"],
+            r["create_time"],
+        )
+        for r in rows
+    ]
+
+
+async def assert_no_duplicate_runs(conn: Conn) -> None:
+    """No two runs share (job, nominal time), whatever their origin or state."""
+    duplicates = await conn.fetch(
+        "SELECT job_id, nominal_time, count(*) AS n FROM runs "
+        "GROUP BY job_id, nominal_time HAVING count(*) > 1"
+    )
+    assert not duplicates, [dict(d) for d in duplicates]
+
+
+async def assert_accounted_once(conn: Conn, *, max_per_job: int = 100_000) -> int:
+    """Like ``fleet.assert_every_occurrence_accounted_once``, for every job whose schedule can
+    be read, and also for jobs without a next run time (a COMPLETED one-off: up to the end of
+    its schedule; a PAUSED job: up to where its pause began) and for DST_GAP records.
+
+    For every such job the runs (ranges expanded) are exactly the schedule's occurrences from
+    its creation up to its bound; a SKIPPED DST_GAP record names no occurrence (it says that a
+    gap dropped one), so it is checked apart: it must not coincide with an occurrence. Each
+    QUEUED run has exactly one outbox row. Returns the number of occurrences checked.
+    """
+    jobs = await conn.fetch(
+        "SELECT job_id, state, spec, next_run_time, pause_time, create_time FROM jobs "
+        "WHERE state <> 'ERROR'"
+    )
+    checked = 0
+    for job in jobs:
+        runs = await conn.fetch(
+            "SELECT nominal_time, range_end_time, occurrence_count, state, reason FROM runs "
+            "WHERE job_id = $1 AND origin = 'SCHEDULE' ORDER BY nominal_time",
+            job["job_id"],
+        )
+        schedule = to_schedule(spec_from_json(_json(job["spec"])).schedule)
+        bound: datetime | None = job["next_run_time"]
+        if job["state"] == "PAUSED":
+            bound = job["pause_time"]
+        expected: list[datetime] = []
+        cursor: datetime = job["create_time"]
+        while len(expected) < max_per_job:
+            t = next_fire_time(schedule, cursor)
+            if t is None or (bound is not None and t >= bound):
+                break
+            expected.append(t)
+            cursor = t
+        seen: list[datetime] = []
+        gap_records: list[datetime] = []
+        for run in runs:
+            if run["reason"] == "DST_GAP":
+                assert run["state"] == "SKIPPED", dict(run)
+                gap_records.append(run["nominal_time"])
+                continue
+            seen.append(run["nominal_time"])
+            if run["occurrence_count"] > 1:
+                last: datetime = run["nominal_time"]
+                for _ in range(run["occurrence_count"] - 1):
+                    following = next_fire_time(schedule, last)
+                    assert following is not None
+                    seen.append(following)
+                    last = following
+                assert last == run["range_end_time"], dict(run)
+        assert seen == expected, (job["job_id"], len(seen), len(expected))
+        assert not set(gap_records) & set(expected), (job["job_id"], gap_records)
+        checked += len(expected)
+    payloads = await conn.fetch("SELECT payload FROM outbox")
+    dispatched = [RunDispatch.FromString(p["payload"]).run_id for p in payloads]
+    queued = await conn.fetch("SELECT run_id FROM runs WHERE state = 'QUEUED'")
+    assert sorted(dispatched) == sorted(str(r["run_id"]) for r in queued)
+    return checked
+
+
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
