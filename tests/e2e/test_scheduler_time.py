@@ -562,6 +562,13 @@ async def test_one_off_completes_and_paused_job_is_not_claimed_until_resumed(
         for record in (one_off_r, delayed_r):
             assert await _job_state(pool, record.job_id) == ("COMPLETED", None)
             runs = await runs_of(pool, record.job_id)
+            if not runs:
+                import asyncio
+                dbg = await pool.fetch("SELECT tableoid::regclass::text AS t, nominal_time FROM runs WHERE job_id=$1", record.job_id)
+                parts = await pool.fetch("SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid=i.inhrelid WHERE i.inhparent='runs'::regclass")
+                await asyncio.sleep(1)
+                dbg2 = await pool.fetch("SELECT tableoid::regclass::text AS t, nominal_time FROM runs WHERE job_id=$1", record.job_id)
+                print("DEBUG", [dict(d) for d in dbg], [dict(d) for d in dbg2], sorted(p["relname"] for p in parts))
             assert [(r.state, r.occurrence_count) for r in runs] == [("QUEUED", 1)]
         assert (await runs_of(pool, one_off_r.job_id))[0].nominal_time == utc("2026-06-15T09:00:10")
 

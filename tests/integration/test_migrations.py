@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import asyncpg
 import pytest
@@ -74,44 +74,81 @@ async def test_clock_can_be_shifted(db_dsn: str) -> None:
         await conn.close()
 
 
-async def test_runs_partitions_created_moved_and_retired(db_dsn: str) -> None:
+async def insert_run(
+    conn: asyncpg.Connection[asyncpg.Record], nominal: datetime, state: str, updated: datetime
+) -> uuid.UUID:
+    run_id = uuid.uuid4()
+    await conn.execute(
+        """INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time,
+           origin, state, attempt_limit, job_version, update_time)
+           VALUES ($1, $2, 't1', 0, $3, $3, 'SCHEDULE', $4, 3, 1, $5)""",
+        run_id,
+        uuid.uuid4(),
+        nominal,
+        state,
+        updated,
+    )
+    return run_id
+
+
+async def holder(conn: asyncpg.Connection[asyncpg.Record], run_id: uuid.UUID) -> str | None:
+    name: str | None = await conn.fetchval(
+        "SELECT tableoid::regclass::text FROM runs WHERE run_id = $1", run_id
+    )
+    return name
+
+
+async def test_runs_partitions_created_moved_and_retired_by_finality(db_dsn: str) -> None:
     conn = await asyncpg.connect(db_dsn)
     try:
-        now = await conn.fetchval("SELECT duetime_now()")
+        now: datetime = await conn.fetchval("SELECT duetime_now()")
         parts = await conn.fetch(
             "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
             "WHERE i.inhparent = 'runs'::regclass"
         )
         assert len(parts) >= 6  # the default plus weekly ranges around now
+        await conn.execute("INSERT INTO teams (team_id) VALUES ('t1');")
         # A run far ahead lands in the default partition, and moves to its own when the clock
         # reaches it and maintenance creates the range.
-        await conn.execute("INSERT INTO teams (team_id) VALUES ('t1');")
-        run_id = uuid.uuid4()
-        await conn.execute(
-            """INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time,
-               origin, state, attempt_limit, job_version)
-               VALUES ($1, $2, 't1', 0, $3::timestamptz + interval '200 days',
-                       $3::timestamptz + interval '200 days',
-                       'SCHEDULE', 'QUEUED', 3, 1)""",
-            run_id,
-            uuid.uuid4(),
-            now,
-        )
-        assert await conn.fetchval("SELECT count(*) FROM runs_default") == 1
+        ahead = await insert_run(conn, now + timedelta(days=200), "QUEUED", now)
+        # Runs of this week: one still running, one long finished.
+        running = await insert_run(conn, now, "RUNNING", now)
+        done = await insert_run(conn, now, "SUCCEEDED", now)
+        this_week = await holder(conn, running)
+        assert this_week is not None
+        assert this_week.startswith("runs_2")
+        assert await holder(conn, ahead) == "runs_default"
+
         await conn.execute("""UPDATE duetime_clock SET "offset" = interval '199 days'""")
+        later: datetime = await conn.fetchval("SELECT duetime_now()")
+        # A past-dated one-off queued now, and a final record of the same age, both in default.
+        one_off = await insert_run(conn, later - timedelta(days=60), "QUEUED", later)
+        old_record = await insert_run(
+            conn, later - timedelta(days=61), "MISSED", later - timedelta(days=40)
+        )
         await conn.execute("SELECT duetime_maintain_partitions()")
-        assert await conn.fetchval("SELECT count(*) FROM runs_default") == 0
-        holder = await conn.fetchval(
-            "SELECT tableoid::regclass::text FROM runs WHERE run_id = $1", run_id
+
+        moved = await holder(conn, ahead)
+        assert moved is not None
+        assert moved.startswith("runs_2")
+        # History is retired by finality, never a run in flight.
+        assert await holder(conn, running) == this_week
+        assert await holder(conn, done) == this_week
+        assert await holder(conn, one_off) == "runs_default"
+        assert await holder(conn, old_record) is None
+        weeks = await conn.fetch(
+            "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+            "WHERE i.inhparent = 'runs'::regclass AND c.relname NOT IN ('runs_default', $1)",
+            this_week,
         )
-        assert holder.startswith("runs_2")
-        # Old partitions beyond the retention are gone.
-        oldest = await conn.fetchval(
-            "SELECT min(c.relname) FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
-            "WHERE i.inhparent = 'runs'::regclass AND c.relname <> 'runs_default'"
-        )
-        shifted_now = await conn.fetchval("SELECT duetime_now()")
-        cutoff = (shifted_now - timedelta(days=37)).strftime("%Y%m%d")
-        assert oldest[len("runs_") :] >= cutoff
+        cutoff = (later - timedelta(days=37)).strftime("%Y%m%d")
+        assert all(w["relname"][len("runs_") :] >= cutoff for w in weeks)
+
+        # Once the last run of that old week is final, the week goes, attempts and all.
+        await conn.execute("UPDATE runs SET state = 'SUCCEEDED' WHERE run_id = $1", running)
+        await conn.execute("SELECT duetime_maintain_partitions()")
+        assert await holder(conn, running) is None
+        attempts_week = "attempts_" + this_week[len("runs_") :]
+        assert await conn.fetchval("SELECT to_regclass($1)", attempts_week) is None
     finally:
         await conn.close()

@@ -195,9 +195,13 @@ CREATE TABLE request_ids (
 );
 CREATE INDEX request_ids_age_idx ON request_ids (create_time);
 
--- Weekly partitions of runs and attempts: creates the ones around now, moving any rows the
--- default partition already holds for a new range, and drops those wholly older than the
--- retention. Called by the migrate command and periodically by the schedulers.
+-- Weekly partitions of runs and attempts. Creates those from the retention cutoff to a few
+-- weeks ahead, moving any rows the default partition already holds for a new range (under a
+-- lock, so no insert slips in between the move and the attach). Retires history by finality,
+-- never a run still in flight: a week whose range ended before the cutoff is dropped, with its
+-- attempts, once none of its runs can change any more; the default partition (past-dated
+-- one-offs, catch-up far in the past) loses final runs unchanged for the whole retention.
+-- Called by the migrate command and hourly by the scheduler that owns partition 0.
 CREATE FUNCTION duetime_maintain_partitions(
     retention interval DEFAULT interval '30 days',
     weeks_ahead integer DEFAULT 4
@@ -210,6 +214,7 @@ DECLARE
     hi timestamptz;
     part text;
     child record;
+    in_flight boolean;
     cutoff timestamptz := duetime_now() - retention;
 BEGIN
     FOREACH base IN ARRAY ARRAY['runs', 'attempts'] LOOP
@@ -219,6 +224,7 @@ BEGIN
             hi := week_start + interval '7 days';
             part := format('%s_%s', base, to_char(lo AT TIME ZONE 'UTC', 'YYYYMMDD'));
             IF to_regclass(part) IS NULL AND hi > cutoff THEN
+                EXECUTE format('LOCK TABLE %I IN EXCLUSIVE MODE', base || '_default');
                 EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING CONSTRAINTS)',
                                part, base);
                 EXECUTE format('WITH moved AS (DELETE FROM %I WHERE nominal_time >= $1 AND '
@@ -229,19 +235,29 @@ BEGIN
             END IF;
             week_start := hi;
         END LOOP;
-        FOR child IN
-            SELECT c.relname, pg_get_expr(c.relpartbound, c.oid) AS bound
-            FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-            WHERE i.inhparent = base::regclass AND c.relname <> base || '_default'
-        LOOP
-            hi := substring(child.bound FROM 'TO \(''([^'']+)''\)')::timestamptz;
-            IF hi <= cutoff THEN
-                EXECUTE format('DROP TABLE %I', child.relname);
-            END IF;
-        END LOOP;
-        EXECUTE format('DELETE FROM %I WHERE nominal_time < $1', base || '_default')
-            USING cutoff;
     END LOOP;
+    FOR child IN
+        SELECT c.relname, pg_get_expr(c.relpartbound, c.oid) AS bound
+        FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+        WHERE i.inhparent = 'runs'::regclass AND c.relname <> 'runs_default'
+    LOOP
+        hi := substring(child.bound FROM 'TO \(''([^'']+)''\)')::timestamptz;
+        CONTINUE WHEN hi > cutoff;
+        EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I WHERE state IN '
+                       '(''QUEUED'', ''WAITING'', ''RUNNING'', ''RETRY_WAIT''))', child.relname)
+            INTO in_flight;
+        CONTINUE WHEN in_flight;
+        EXECUTE format('DROP TABLE %I', child.relname);
+        EXECUTE format('DROP TABLE IF EXISTS %I', 'attempts_' || substring(child.relname FROM 6));
+    END LOOP;
+    WITH retired AS (
+        DELETE FROM runs_default
+        WHERE state IN ('SUCCEEDED', 'DEAD_LETTERED', 'MISSED', 'SKIPPED', 'CANCELLED')
+          AND update_time < cutoff
+        RETURNING run_id, nominal_time
+    )
+    DELETE FROM attempts a USING retired r
+    WHERE a.run_id = r.run_id AND a.nominal_time = r.nominal_time;
     DELETE FROM request_ids WHERE create_time < duetime_now() - interval '24 hours';
 END
 $$;
