@@ -11,7 +11,7 @@ import grpc
 import pytest
 from google.protobuf import duration_pb2, field_mask_pb2
 
-from duetime.jobs.v1 import job_pb2
+from duetime.jobs.v1 import job_pb2, run_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
 from duetime_core.schedule import next_fire_time
 from duetime_core.schedule.model import Cron
@@ -335,5 +335,46 @@ async def test_request_ids_expire_after_a_day(api: ApiClient) -> None:
         await conn.execute("SELECT duetime_maintain_partitions()")
         kept = await conn.fetch("SELECT request_id FROM request_ids")
         assert [r["request_id"] for r in kept] == ["fresh"]
+    finally:
+        await conn.close()
+
+
+async def test_updates_never_drop_a_due_occurrence(api: ApiClient) -> None:
+    every = job_pb2.Job(
+        schedule=job_pb2.Schedule(
+            interval=job_pb2.IntervalSchedule(interval=duration_pb2.Duration(seconds=60))
+        ),
+        target=job_pb2.Target(http=job_pb2.HttpTarget(url="https://x.test/")),
+    )
+    job = (await api.stub.CreateJob(svc.CreateJobRequest(job=every), metadata=api.auth())).job
+    conn = await asyncpg.connect(api.dsn)
+    try:
+        # The fleet is down: ten minutes pass and nothing is claimed.
+        await conn.execute("""UPDATE duetime_clock SET "offset" = interval '10 minutes'""")
+        renamed = job_pb2.Job(name=job.name, display_name="renamed")
+        mask = field_mask_pb2.FieldMask(paths=["display_name"])
+        updated = (
+            await api.stub.UpdateJob(
+                svc.UpdateJobRequest(job=renamed, update_mask=mask), metadata=api.auth()
+            )
+        ).job
+        # A rename keeps the pending occurrence for the scheduler (and its misfire policy).
+        assert updated.next_run_time == job.next_run_time
+        new_schedule = job_pb2.Job(name=job.name)
+        new_schedule.schedule.cron.expression = "0 * * * *"
+        new_schedule.schedule.cron.time_zone = "UTC"
+        mask = field_mask_pb2.FieldMask(paths=["schedule"])
+        await api.stub.UpdateJob(
+            svc.UpdateJobRequest(job=new_schedule, update_mask=mask), metadata=api.auth()
+        )
+        # A new schedule records what the old one left due, rather than dropping it.
+        runs = (
+            await api.stub.ListRuns(svc.ListRunsRequest(parent=job.name), metadata=api.auth())
+        ).runs
+        assert len(runs) == 1
+        assert runs[0].state == run_pb2.RUN_STATE_SKIPPED
+        assert runs[0].reason == run_pb2.RUN_REASON_JOB_UPDATED
+        assert runs[0].nominal_time == job.next_run_time
+        assert runs[0].occurrence_count in (9, 10)
     finally:
         await conn.close()

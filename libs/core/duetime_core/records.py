@@ -34,6 +34,7 @@ class RunReason(enum.StrEnum):
     NON_RETRYABLE = "NON_RETRYABLE"
     SUPERSEDED = "SUPERSEDED"
     QUOTA = "QUOTA"
+    JOB_UPDATED = "JOB_UPDATED"
 
 
 class AttemptOutcome(enum.StrEnum):

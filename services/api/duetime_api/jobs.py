@@ -17,7 +17,13 @@ from duetime_core.jobspec import (
     is_one_off,
     to_schedule,
 )
-from duetime_core.planning import Occurrence, ScheduleError, first_occurrence, next_occurrence
+from duetime_core.planning import (
+    Occurrence,
+    ScheduleError,
+    effective_time,
+    first_occurrence,
+    next_occurrence,
+)
 from duetime_core.records import JobRecord, RunReason, RunRecord, RunState
 from duetime_core.runkey import RunKey, partition_of
 from duetime_core.schedule import next_fire_time
@@ -152,6 +158,22 @@ class JobService:
                 return JobWrite(JobState.PAUSED, spec, None, pause_time=record.pause_time)
             if record.state is JobState.COMPLETED and "schedule" not in paths:
                 return JobWrite(JobState.COMPLETED, spec, None)
+            pending = record.next_run_time
+            if record.state is JobState.ACTIVE and pending is not None:
+                if "schedule" not in paths:
+                    # The pending occurrence stays, whatever else changed (a new jitter window
+                    # only moves its effective time): an update never drops an occurrence.
+                    key = RunKey.scheduled(record.job_id, pending)
+                    return JobWrite(
+                        JobState.ACTIVE, spec, Occurrence(pending, effective_time(spec, key))
+                    )
+                # A new schedule starts from now; the old one's occurrences that were already
+                # due and not yet claimed are recorded, not dropped.
+                skipped = _skipped_range(
+                    record, pending, now, RunReason.JOB_UPDATED, "before the schedule changed"
+                )
+                state, occurrence, reason = plan(record.job_id, spec, now)
+                return JobWrite(state, spec, occurrence, state_reason=reason, runs=skipped)
             state, occurrence, reason = plan(record.job_id, spec, now)
             return JobWrite(state, spec, occurrence, state_reason=reason)
 
@@ -186,7 +208,10 @@ class JobService:
                     f"only a PAUSED job can be resumed; this one is {record.state.value}",
                     reason="JOB_NOT_PAUSED",
                 )
-            runs = _skipped_while_paused(record, now)
+            start = record.pause_time or record.update_time
+            runs = _skipped_range(
+                record, start, now, RunReason.JOB_PAUSED, "while the job was paused"
+            )
             if is_one_off(record.spec.schedule) and runs:
                 return JobWrite(JobState.COMPLETED, record.spec, None, runs=runs)
             try:
@@ -261,9 +286,10 @@ class JobService:
         return await self.store.list_runs(team_id, job_id, state, page)
 
 
-def _skipped_while_paused(record: JobRecord, now: datetime) -> list[NewRun]:
-    """One SKIPPED (JOB_PAUSED) record for the occurrences from the pause until ``now``."""
-    start = record.pause_time or record.update_time
+def _skipped_range(
+    record: JobRecord, start: datetime, now: datetime, reason: RunReason, why: str
+) -> list[NewRun]:
+    """One SKIPPED record for the job's occurrences from ``start`` (inclusive) to ``now``."""
     schedule = to_schedule(record.spec.schedule)
     first: datetime | None = None
     last: datetime | None = None
@@ -292,8 +318,8 @@ def _skipped_while_paused(record: JobRecord, now: datetime) -> list[NewRun]:
             job_version=record.version,
             attempt_limit=0,
             priority=record.spec.priority,
-            reason=RunReason.JOB_PAUSED,
-            reason_detail=f"{count} occurrence(s) while the job was paused",
+            reason=reason,
+            reason_detail=f"{count} occurrence(s) {why}",
             range_end_time=last if count > 1 else None,
             occurrence_count=count,
         )

@@ -123,6 +123,10 @@ class _RunReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_RunReason.V
     """Replaced by a newer run under OVERLAP_POLICY_CANCEL_PREVIOUS."""
     RUN_REASON_QUOTA: _RunReason.ValueType  # 9
     """Held back by a team quota."""
+    RUN_REASON_JOB_UPDATED: _RunReason.ValueType  # 10
+    """The job's schedule was changed before this occurrence was claimed; the new schedule
+    applies from the change.
+    """
 
 class RunReason(_RunReason, metaclass=_RunReasonEnumTypeWrapper):
     """Why a run did not run, or stopped."""
@@ -147,6 +151,10 @@ RUN_REASON_SUPERSEDED: RunReason.ValueType  # 8
 """Replaced by a newer run under OVERLAP_POLICY_CANCEL_PREVIOUS."""
 RUN_REASON_QUOTA: RunReason.ValueType  # 9
 """Held back by a team quota."""
+RUN_REASON_JOB_UPDATED: RunReason.ValueType  # 10
+"""The job's schedule was changed before this occurrence was claimed; the new schedule
+applies from the change.
+"""
 Global___RunReason: _TypeAlias = RunReason  # noqa: Y015
 
 class _AttemptOutcome:
