@@ -22,6 +22,9 @@ from duetime_scheduler.config import Settings
 
 log = logging.getLogger(__name__)
 
+# Claim batches per pass before the owner's other duties get their turn.
+MAX_BATCHES_PER_PASS = 20
+
 # Work the partition owner does besides claiming (retries due, expired leases), given the
 # fenced tokens of the partitions it owns.
 OwnerTask: TypeAlias = (
@@ -79,15 +82,20 @@ class Claimer:
             break
         return dict(self._fenced)
 
-    async def claim_once(self) -> int:
-        """One pass: claim every due job of the owned partitions; returns runs inserted."""
+    async def claim_once(self) -> tuple[int, bool]:
+        """One pass: claim due jobs of the owned partitions, then the owner's other duties.
+
+        Returns the runs inserted and whether more may be due: a pass stops after
+        ``MAX_BATCHES_PER_PASS`` so that retries and lease expiry keep moving during a backlog.
+        """
         tokens = await self._raise_new_tokens(self._leases.owned())
         if not tokens:
-            return 0
+            return 0, False
         claimed = 0
+        more = False
         still_owner = self._still_owner(tokens)
         async with self._pool.acquire() as conn:
-            while True:
+            for _ in range(MAX_BATCHES_PER_PASS):
                 result = await claim_batch(
                     conn,
                     tokens,
@@ -97,20 +105,22 @@ class Claimer:
                     claimed_by=self._settings.scheduler_id,
                 )
                 claimed += result.runs
-                if not result.full:
+                more = result.full
+                if not more:
                     break
         for task in self._owner_tasks:
             await task(self._pool, list(tokens.values()))
         self.claimed_runs += claimed
-        return claimed
+        return claimed, more
 
     async def run(self, stopping: asyncio.Event) -> None:
         interval = self._settings.claim_poll_interval.total_seconds()
         changed = self._leases.changed
         while not stopping.is_set():
             changed.clear()
+            more = False
             try:
-                claimed = await self.claim_once()
+                claimed, more = await self.claim_once()
                 if claimed:
                     log.debug("claimed", extra={"action": "runs_claimed", "count": claimed})
             except (FencingLost, ClaimAbandoned) as lost:
@@ -118,6 +128,8 @@ class Claimer:
             except Exception:
                 # A connection cut under a frozen process, a database restart: log, next pass.
                 log.exception("claim pass failed", extra={"action": "claim_failed"})
+            if more:
+                continue
             waits = [asyncio.ensure_future(stopping.wait()), asyncio.ensure_future(changed.wait())]
             try:
                 await asyncio.wait(waits, timeout=interval, return_when=asyncio.FIRST_COMPLETED)

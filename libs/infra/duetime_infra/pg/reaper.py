@@ -83,7 +83,8 @@ async def reap_expired_attempts(
             return 0
         job_ids = sorted({r["job_id"] for r in runs})
         jobs = {j["job_id"]: j["state"] for j in await conn.fetch(q("reaper_jobs_lock"), job_ids)}
-        for run in runs:
+        # Attempt rows are locked in run_id order, as heartbeats lock them: no deadlock.
+        for run in sorted(runs, key=lambda r: r["run_id"]):
             number: int = run["open_number"]
             attempt = await conn.fetchrow(
                 q("reaper_attempt_lock"), run["run_id"], run["nominal_time"], number

@@ -149,13 +149,22 @@ WITH req AS (
      AND a.worker_id = $3
     JOIN runs r ON r.run_id = a.run_id AND r.nominal_time = a.nominal_time
     LEFT JOIN jobs j ON j.job_id = r.job_id
+), locked AS (
+    -- Locks in run_id order, as the reaper does, so a beat and a reap cannot deadlock.
+    SELECT a.run_id, a.nominal_time, a.number
+    FROM attempts a
+    JOIN cur ON a.run_id = cur.run_id AND a.nominal_time = cur.nominal_time
+            AND a.number = cur.number
+    WHERE a.end_time IS NULL AND a.cancel_reason = ''
+      AND coalesce(cur.job_state, 'DELETED') <> 'DELETED'
+    ORDER BY a.run_id, a.nominal_time, a.number
+    FOR UPDATE OF a
 ), renewed AS (
     UPDATE attempts a
     SET lease_expire_time = duetime_now() + $4::interval
-    FROM cur
-    WHERE a.run_id = cur.run_id AND a.nominal_time = cur.nominal_time AND a.number = cur.number
-      AND a.end_time IS NULL AND a.cancel_reason = ''
-      AND coalesce(cur.job_state, 'DELETED') <> 'DELETED'
+    FROM locked
+    WHERE a.run_id = locked.run_id AND a.nominal_time = locked.nominal_time
+      AND a.number = locked.number AND a.end_time IS NULL
     RETURNING a.run_id, a.number, a.lease_expire_time
 )
 SELECT req.ord, req.run_id, req.number,
