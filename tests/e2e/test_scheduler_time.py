@@ -13,6 +13,7 @@ on 1 November (01:00-02:00 local happens twice: 05:00Z-06:00Z, then 06:00Z-07:00
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -26,6 +27,8 @@ from google.protobuf.duration_pb2 import Duration
 
 from duetime.jobs.v1 import job_pb2
 from duetime_api.jobs import JobService
+from duetime_core.attempts import AttemptSettings
+from duetime_infra.pg.attempt_store import AttemptStore, StartAnswer, StartResult
 from duetime_infra.pg.job_store import JobStore
 from duetime_infra.pg.pool import create_pool
 from tests.support.fleet import (
@@ -39,11 +42,11 @@ from tests.support.time_travel import (
     RunRow,
     advance_through,
     all_next_after,
-    all_partitions_owned,
     assert_accounted_once,
     assert_no_duplicate_runs,
     db_now,
     every,
+    fleet_ready,
     nothing_due,
     runs_of,
     set_clock,
@@ -112,7 +115,7 @@ async def _through_the_night(
     records = await create_jobs(pool, [j.job() for j in jobs])
     prefix = new_prefix()
     async with schedulers(db_dsn, prefix, ["s1", "s2"]):
-        await eventually(lambda: all_partitions_owned(prefix, {"s1", "s2"}), 20, "two-way split")
+        await eventually(lambda: fleet_ready(pool, prefix, {"s1", "s2"}), 20, "two-way split")
         await advance_through(pool, stops)
         await eventually(lambda: all_next_after(pool, stops[-1]), 20, "claimed past the night")
     return {j.name: await runs_of(pool, r.job_id) for j, r in zip(jobs, records, strict=True)}
@@ -485,7 +488,7 @@ async def test_fleet_down_across_a_window_follows_each_jobs_misfire_policy(
     prefix = new_prefix()
     ids = ["s1", "s2"]
     async with schedulers(db_dsn, prefix, ids) as fleet:
-        await eventually(lambda: all_partitions_owned(prefix, ids), 20, "two-way split")
+        await eventually(lambda: fleet_ready(pool, prefix, ids), 20, "two-way split")
         await advance_through(pool, BEFORE_OUTAGE, what="before the outage:")
     # Every scheduler got SIGTERM and exited.
     assert all(s.process.returncode is not None for s in fleet.values())
@@ -554,7 +557,7 @@ async def test_one_off_completes_and_paused_job_is_not_claimed_until_resumed(
     # One scheduler owns every partition: once it has claimed the control job after a jump,
     # it has also passed over the paused job's partition.
     async with schedulers(db_dsn, prefix, ["solo"]):
-        await eventually(lambda: all_partitions_owned(prefix, {"solo"}), 20, "partitions owned")
+        await eventually(lambda: fleet_ready(pool, prefix, {"solo"}), 20, "partitions owned")
         assert await _job_state(pool, one_off_r.job_id) == ("ACTIVE", utc("2026-06-15T09:00:10"))
         assert await runs_of(pool, one_off_r.job_id) == []
 
@@ -562,13 +565,6 @@ async def test_one_off_completes_and_paused_job_is_not_claimed_until_resumed(
         for record in (one_off_r, delayed_r):
             assert await _job_state(pool, record.job_id) == ("COMPLETED", None)
             runs = await runs_of(pool, record.job_id)
-            if not runs:
-                import asyncio
-                dbg = await pool.fetch("SELECT tableoid::regclass::text AS t, nominal_time FROM runs WHERE job_id=$1", record.job_id)
-                parts = await pool.fetch("SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid=i.inhrelid WHERE i.inhparent='runs'::regclass")
-                await asyncio.sleep(1)
-                dbg2 = await pool.fetch("SELECT tableoid::regclass::text AS t, nominal_time FROM runs WHERE job_id=$1", record.job_id)
-                print("DEBUG", [dict(d) for d in dbg], [dict(d) for d in dbg2], sorted(p["relname"] for p in parts))
             assert [(r.state, r.occurrence_count) for r in runs] == [("QUEUED", 1)]
         assert (await runs_of(pool, one_off_r.job_id))[0].nominal_time == utc("2026-06-15T09:00:10")
 
@@ -675,7 +671,7 @@ async def test_a_job_whose_schedule_cannot_be_computed_errors_alone(
 
     prefix = new_prefix()
     async with schedulers(db_dsn, prefix, ["solo"]) as fleet:
-        await eventually(lambda: all_partitions_owned(prefix, {"solo"}), 20, "partitions owned")
+        await eventually(lambda: fleet_ready(pool, prefix, {"solo"}), 20, "partitions owned")
         await set_clock(pool, utc("2026-06-15T09:00:20"))
         try:
             await eventually(
@@ -712,3 +708,72 @@ async def test_a_job_whose_schedule_cannot_be_computed_errors_alone(
     async with pool.acquire() as conn:
         await assert_no_duplicate_runs(conn)
         assert await assert_accounted_once(conn) == 2 * HEALTHY
+
+
+# ---------------------------------------------------------------------------------------------
+# The clock past the weeks of run history the maintenance created.
+
+
+@pytest.mark.timeout(180)
+async def test_start_attempt_finds_a_run_while_maintenance_moves_it_out_of_runs_default(
+    db_dsn: str, pool: Pool
+) -> None:
+    """A run claimed in a week without its own partition lands in ``runs_default``; the next
+    history maintenance moves it into the new week's partition. A StartAttempt for that run
+    arriving meanwhile must still find it (it waits on the move's locks, then reads)."""
+    # Relative to real time, where the template's partitions are: the scheduler starts with
+    # the clock eight weeks ahead, so its first maintenance pass creates that week (which
+    # tells us it ran) and retires the template's; the clock then goes back ten weeks before
+    # real time, to a week without a partition and with none old enough to retire (retiring
+    # one would lock the whole runs table and hide the race).
+    real_now: datetime = await pool.fetchval("SELECT statement_timestamp()")
+    await set_clock(pool, real_now + timedelta(weeks=8))
+    due = (real_now - timedelta(weeks=10)).replace(hour=9, minute=0, second=0, microsecond=0)
+    prefix = new_prefix()
+    async with schedulers(db_dsn, prefix, ["solo"]):
+        await eventually(lambda: fleet_ready(pool, prefix, {"solo"}), 20, "partitions owned")
+        await set_clock(pool, due - timedelta(seconds=30))
+        (record,) = await create_jobs(pool, [cron_job("* * * * *", "UTC", misfire=ON_TIME_ALL_DAY)])
+        await advance_through(pool, [due + timedelta(seconds=20)])
+    claimed = await pool.fetchrow(
+        "SELECT run_id, tableoid::regclass::text AS part FROM runs WHERE job_id = $1",
+        record.job_id,
+    )
+    assert claimed is not None
+    assert claimed["part"] == "runs_default"
+
+    mover = await asyncpg.connect(db_dsn)
+    starter_pool = await create_pool(db_dsn, max_size=2)
+    start: asyncio.Task[StartResult] | None = None
+    try:
+        # The hourly maintenance (as the owner of partition 0 runs it), not yet committed: it
+        # has created the run's week and moved the run there.
+        moving = mover.transaction()
+        await moving.start()
+        await mover.execute("SELECT duetime_maintain_partitions()")
+        store = AttemptStore(starter_pool, AttemptSettings())
+        start = asyncio.create_task(store.start(claimed["run_id"], "d-1", "w-1"))
+        await eventually(lambda: _someone_waits_on_a_lock(pool), 10, "StartAttempt waiting")
+        await moving.commit()
+        result = await asyncio.wait_for(start, 10)
+        again = await store.start(claimed["run_id"], "d-1", "w-1")
+    finally:
+        if start is not None and not start.done():
+            start.cancel()
+        await mover.close()
+        await starter_pool.close()
+    where = await pool.fetchval(
+        "SELECT tableoid::regclass::text FROM runs WHERE run_id = $1", claimed["run_id"]
+    )
+    assert (result.answer, result.refusal) == (StartAnswer.STARTED, ""), (
+        f"the run, QUEUED in {where} all along, was not found; a second start just after: "
+        f"{again.answer.value} {again.refusal}"
+    )
+
+
+async def _someone_waits_on_a_lock(pool: Pool) -> bool:
+    waiting = await pool.fetchval(
+        "SELECT count(*) FROM pg_stat_activity "
+        "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+    )
+    return int(waiting) > 0

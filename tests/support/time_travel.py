@@ -68,6 +68,23 @@ async def all_partitions_owned(prefix: str, ids: Iterable[str]) -> bool:
     return len(held) == 1024 and {owner for owner, _ in held.values()} == set(ids)
 
 
+async def history_ready(pool: Pool) -> bool:
+    """The week of the database clock has its own runs partition: the scheduler that owns
+    partition 0 ran its history maintenance (it does so on its first pass, then hourly) since
+    the clock was last put in a week it had not created. Tests wait for this before moving the
+    clock, so no run lands in ``runs_default`` and is moved while they read it."""
+    ready = await pool.fetchval(
+        "SELECT to_regclass(format('runs_%s', "
+        "to_char(date_trunc('week', duetime_now() AT TIME ZONE 'UTC'), 'YYYYMMDD'))) IS NOT NULL"
+    )
+    return bool(ready)
+
+
+async def fleet_ready(pool: Pool, prefix: str, ids: Iterable[str]) -> bool:
+    """Every partition is owned by exactly the schedulers ``ids`` and history is ready."""
+    return await all_partitions_owned(prefix, ids) and await history_ready(pool)
+
+
 async def advance_through(
     pool: Pool, stops: Sequence[datetime], within: float = 20, what: str = ""
 ) -> None:

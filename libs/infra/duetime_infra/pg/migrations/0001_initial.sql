@@ -197,10 +197,13 @@ CREATE INDEX request_ids_age_idx ON request_ids (create_time);
 
 -- Weekly partitions of runs and attempts. Creates those from the retention cutoff to a few
 -- weeks ahead, moving any rows the default partition already holds for a new range (under a
--- lock, so no insert slips in between the move and the attach). Retires history by finality,
+-- lock on the table, so no reader misses a moving row and no insert slips in before the
+-- attach). Retires history by finality,
 -- never a run still in flight: a week whose range ended before the cutoff is dropped, with its
 -- attempts, once none of its runs can change any more; the default partition (past-dated
 -- one-offs, catch-up far in the past) loses final runs unchanged for the whole retention.
+-- Moving rows out of the default partition locks the whole table briefly; it happens only when
+-- maintenance was not run for weeks or the clock jumped.
 -- Called by the migrate command and hourly by the scheduler that owns partition 0.
 CREATE FUNCTION duetime_maintain_partitions(
     retention interval DEFAULT interval '30 days',
@@ -215,6 +218,7 @@ DECLARE
     part text;
     child record;
     in_flight boolean;
+    has_rows boolean;
     cutoff timestamptz := duetime_now() - retention;
 BEGIN
     FOREACH base IN ARRAY ARRAY['runs', 'attempts'] LOOP
@@ -224,7 +228,14 @@ BEGIN
             hi := week_start + interval '7 days';
             part := format('%s_%s', base, to_char(lo AT TIME ZONE 'UTC', 'YYYYMMDD'));
             IF to_regclass(part) IS NULL AND hi > cutoff THEN
-                EXECUTE format('LOCK TABLE %I IN EXCLUSIVE MODE', base || '_default');
+                EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I WHERE nominal_time >= $1 AND '
+                               'nominal_time < $2)', base || '_default')
+                    INTO has_rows USING lo, hi;
+                IF has_rows THEN
+                    -- Rows will move: readers must wait on the parent and plan again after
+                    -- the commit, or they would look for them where they no longer are.
+                    EXECUTE format('LOCK TABLE %I IN ACCESS EXCLUSIVE MODE', base);
+                END IF;
                 EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING CONSTRAINTS)',
                                part, base);
                 EXECUTE format('WITH moved AS (DELETE FROM %I WHERE nominal_time >= $1 AND '
