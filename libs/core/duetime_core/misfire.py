@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from collections.abc import Set
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -65,8 +66,8 @@ def _record(reason: RunReason, state: RunState, times: list[datetime]) -> Planne
     )
 
 
-def _gap_skips(
-    schedule: Schedule, after: datetime, before: datetime, kept: set[datetime]
+def dst_gap_skips(
+    schedule: Schedule, after: datetime, before: datetime, kept: Set[datetime] = frozenset()
 ) -> list[datetime]:
     """Instants of occurrences that DST_GAP_POLICY_SKIP dropped in (after, before), given the
     occurrences it ``kept`` there."""
@@ -129,7 +130,7 @@ def plan_claim(
     gaps: list[datetime] = []
     if current is not None:
         consumed = {o.nominal_time for o in due if o.nominal_time < current.nominal_time}
-        gaps = _gap_skips(schedule, pending.nominal_time, current.nominal_time, consumed)
+        gaps = dst_gap_skips(schedule, pending.nominal_time, current.nominal_time, consumed)
     if gaps:
         runs.append(_record(RunReason.DST_GAP, RunState.SKIPPED, gaps))
     if error:

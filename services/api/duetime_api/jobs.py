@@ -17,6 +17,7 @@ from duetime_core.jobspec import (
     is_one_off,
     to_schedule,
 )
+from duetime_core.misfire import dst_gap_skips
 from duetime_core.planning import (
     Occurrence,
     ScheduleError,
@@ -113,13 +114,15 @@ class JobService:
         now = await self.store.now()
         spec = decode_job_spec(job, now=now)
         job_id = uuid.uuid4()
+        partition = partition_of(job_id)
         state, occurrence, reason = plan(job_id, spec, now)
+        gaps = _gap_runs(job_id, team_id, partition, 1, spec, now, occurrence)
         idem = Idempotency("CreateJob", request_id, fingerprint(job)) if request_id else None
         return await self.store.create_job(
             team_id,
             job_id,
-            partition_of(job_id),
-            JobWrite(state=state, spec=spec, next=occurrence, state_reason=reason),
+            partition,
+            JobWrite(state=state, spec=spec, next=occurrence, state_reason=reason, runs=gaps),
             idem,
             now,
         )
@@ -173,6 +176,15 @@ class JobService:
                     record, pending, now, RunReason.JOB_UPDATED, "before the schedule changed"
                 )
                 state, occurrence, reason = plan(record.job_id, spec, now)
+                skipped += _gap_runs(
+                    record.job_id,
+                    record.team_id,
+                    record.partition,
+                    record.version + 1,
+                    spec,
+                    now,
+                    occurrence,
+                )
                 return JobWrite(state, spec, occurrence, state_reason=reason, runs=skipped)
             state, occurrence, reason = plan(record.job_id, spec, now)
             return JobWrite(state, spec, occurrence, state_reason=reason)
@@ -222,6 +234,15 @@ class JobService:
                 )
             if occurrence is None:
                 return JobWrite(JobState.COMPLETED, record.spec, None, runs=runs)
+            runs += _gap_runs(
+                record.job_id,
+                record.team_id,
+                record.partition,
+                record.version + 1,
+                record.spec,
+                now,
+                occurrence,
+            )
             return JobWrite(JobState.ACTIVE, record.spec, occurrence, runs=runs)
 
         return await self.store.modify_job(team_id, job_id, decide)
@@ -286,6 +307,65 @@ class JobService:
         return await self.store.list_runs(team_id, job_id, state, page)
 
 
+def _skip_record(
+    job_id: uuid.UUID,
+    team_id: str,
+    partition: int,
+    version: int,
+    spec: JobSpec,
+    span: tuple[datetime, datetime, int],
+    reason: RunReason,
+    why: str,
+) -> NewRun:
+    """One SKIPPED record standing for ``span``: first and last occurrence, and how many."""
+    first, last, count = span
+    return NewRun(
+        run_id=uuid.uuid4(),
+        key=RunKey.scheduled(job_id, first),
+        team_id=team_id,
+        partition=partition,
+        effective_time=first,
+        state=RunState.SKIPPED,
+        job_version=version,
+        attempt_limit=0,
+        priority=spec.priority,
+        reason=reason,
+        reason_detail=f"{count} occurrence(s) {why}",
+        range_end_time=last if count > 1 else None,
+        occurrence_count=count,
+    )
+
+
+def _gap_runs(
+    job_id: uuid.UUID,
+    team_id: str,
+    partition: int,
+    version: int,
+    spec: JobSpec,
+    now: datetime,
+    first: Occurrence | None,
+) -> list[NewRun]:
+    """The DST_GAP record of a SKIP-gap job scheduled from ``now``: occurrences its first run
+    time already jumped over are recorded here, since no claim will ever see them."""
+    if first is None:
+        return []
+    gaps = dst_gap_skips(to_schedule(spec.schedule), now, first.nominal_time)
+    if not gaps:
+        return []
+    return [
+        _skip_record(
+            job_id,
+            team_id,
+            partition,
+            version,
+            spec,
+            (gaps[0], gaps[-1], len(gaps)),
+            RunReason.DST_GAP,
+            "in a DST gap under DST_GAP_POLICY_SKIP",
+        )
+    ]
+
+
 def _skipped_range(
     record: JobRecord, start: datetime, now: datetime, reason: RunReason, why: str
 ) -> list[NewRun]:
@@ -306,21 +386,15 @@ def _skipped_range(
         return []
     if first is None or last is None:
         return []
-    key = RunKey.scheduled(record.job_id, first)
     return [
-        NewRun(
-            run_id=uuid.uuid4(),
-            key=key,
-            team_id=record.team_id,
-            partition=record.partition,
-            effective_time=first,
-            state=RunState.SKIPPED,
-            job_version=record.version,
-            attempt_limit=0,
-            priority=record.spec.priority,
-            reason=reason,
-            reason_detail=f"{count} occurrence(s) {why}",
-            range_end_time=last if count > 1 else None,
-            occurrence_count=count,
+        _skip_record(
+            record.job_id,
+            record.team_id,
+            record.partition,
+            record.version,
+            record.spec,
+            (first, last, count),
+            reason,
+            why,
         )
     ]

@@ -158,6 +158,8 @@ class JobStore:
                 nxt.effective_time if nxt else None,
                 now,
             )
+            for run in write.runs:
+                await self._insert_run(conn, run)
             if idem is not None:
                 await self._remember(conn, team_id, idem, job_id)
             return job_from_row(_one(row))

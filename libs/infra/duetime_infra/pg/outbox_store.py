@@ -1,0 +1,95 @@
+"""The outbox on PostgreSQL, as the relay sees it: lock a batch of pending rows, delete the ones
+the broker acknowledged; and the reconciler's re-enqueue of QUEUED runs whose message was lost.
+
+The relay's transaction is: ``lock_batch`` (``FOR UPDATE SKIP LOCKED``), produce, ``delete_rows``
+for the acknowledged ids, COMMIT. Rows not deleted stay pending, for this relay's next try or
+another relay's.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, TypeAlias
+
+import asyncpg
+
+from duetime_infra.kafka.topics import DISPATCH_TOPICS
+from duetime_infra.pg.attempt_store import insert_outbox, redispatch_row
+from duetime_infra.pg.pool import Conn
+from duetime_infra.pg.sql import q
+
+log = logging.getLogger(__name__)
+
+Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
+
+
+@dataclass(frozen=True)
+class PendingRow:
+    """One outbox row, as it is to be produced to Kafka."""
+
+    id: int
+    topic: str
+    key: bytes
+    payload: bytes
+    headers: dict[str, str]
+
+
+def _headers(value: Any) -> dict[str, str]:
+    # The pools' codec decodes jsonb to a dict; a row written as a JSON string inside jsonb (a
+    # double-encoded write) is still read, rather than failing the whole batch.
+    if isinstance(value, str):
+        value = json.loads(value)
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): str(v) for k, v in value.items()}
+
+
+async def lock_batch(conn: Conn, limit: int) -> list[PendingRow]:
+    """Locks up to ``limit`` of the oldest pending rows no other transaction holds. Call it
+    inside a transaction: the locks are what keep other relays off these rows."""
+    rows = await conn.fetch(q("relay_lock_batch"), limit)
+    return [
+        PendingRow(r["id"], r["topic"], r["message_key"], r["payload"], _headers(r["headers"]))
+        for r in rows
+    ]
+
+
+async def delete_rows(conn: Conn, ids: list[int]) -> int:
+    if not ids:
+        return 0
+    status = await conn.execute(q("relay_delete_rows"), ids)
+    return int(status.rsplit(" ", 1)[1])
+
+
+async def oldest_pending_age(conn: Conn) -> timedelta | None:
+    """How long the oldest pending row has waited, by the database clock; None when empty."""
+    row = await conn.fetchrow(q("relay_outbox_oldest"))
+    if row is None:
+        return None
+    now: datetime = row["now"]
+    created: datetime = row["create_time"]
+    return now - created
+
+
+async def reenqueue_stuck_runs(pool: Pool, after: timedelta, limit: int) -> int:
+    """One batch of the reconciler: QUEUED runs more than ``after`` past their not-before time,
+    untouched for ``after``, with no dispatch row pending, each get a NEW dispatch outbox row
+    (a new dispatch_id, the run's stored trace context and priority) and a fresh update_time,
+    in one transaction. Returns how many; the caller loops while it returns ``limit``.
+
+    A run whose message is merely slow to be consumed may be re-enqueued too: the duplicate is
+    harmless, because starting an attempt is a conditional write.
+    """
+    if limit <= 0:
+        return 0
+    async with pool.acquire() as conn, conn.transaction():
+        rows = await conn.fetch(
+            q("relay_reenqueue_stuck"), after, limit, sorted(DISPATCH_TOPICS.values())
+        )
+        if not rows:
+            return 0
+        await insert_outbox(conn, [redispatch_row(r, r["now"]) for r in rows])
+    return len(rows)

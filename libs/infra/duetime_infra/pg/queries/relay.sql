@@ -1,0 +1,59 @@
+-- The outbox relay: draining the outbox into Kafka, and re-enqueueing runs whose message was lost.
+
+-- name: relay_lock_batch
+-- The oldest pending rows that no other relay holds. Each row is published by the relay that
+-- holds its lock, so relays side by side never publish the same row in the normal case; the
+-- lock lasts until the relay deletes the acknowledged rows and commits (or rolls back).
+SELECT id, topic, message_key, payload, headers
+FROM outbox
+ORDER BY id
+LIMIT $1
+FOR UPDATE SKIP LOCKED;
+
+-- name: relay_delete_rows
+-- The rows of this transaction's batch that the broker acknowledged.
+DELETE FROM outbox WHERE id = ANY($1::bigint[]);
+
+-- name: relay_outbox_oldest
+-- When the oldest pending row was written (NULL when the outbox is empty): the head of the
+-- primary key, one index probe.
+SELECT create_time, duetime_now() AS now FROM outbox ORDER BY id LIMIT 1;
+
+-- name: relay_reenqueue_stuck
+-- QUEUED runs whose not-before time, greatest(effective_time, next_attempt_time), is more than
+-- $1 in the past, that nothing changed (or re-enqueued) for $1, and that have no dispatch row
+-- pending in the outbox: their message was lost after it was published. The range scan is
+-- bounded by runs_queued_idx (effective_time, QUEUED runs only). Locked with SKIP LOCKED, so
+-- a run another transaction holds (a start in progress, another relay's reconciler) is left
+-- alone, and after the lock PostgreSQL re-checks state and update_time on the row's newest
+-- version: a run started or re-enqueued meanwhile drops out. update_time is touched, so the
+-- next pass waits another $1 before it may re-enqueue the same run.
+--
+-- The outbox has no run_id column; a dispatch row is matched by its payload instead. The
+-- payload is a serialized duetime.events.v1.RunDispatch, whose field 1 is run_id (a field
+-- number the contract can never reuse), and protobuf serializers write known fields in field
+-- number order: a RunDispatch always starts with the tag byte 0x0a, the length 36 (0x24) and
+-- the run id in its canonical text form. Only the dispatch topics ($3) are compared, since a
+-- dead-letter event starts the same way.
+UPDATE runs r
+SET update_time = duetime_now()
+FROM (
+    SELECT q.run_id, q.nominal_time
+    FROM runs q
+    WHERE q.state = 'QUEUED'
+      AND q.effective_time < duetime_now() - $1::interval
+      AND greatest(q.effective_time, q.next_attempt_time) < duetime_now() - $1::interval
+      AND q.update_time < duetime_now() - $1::interval
+      AND NOT EXISTS (
+          SELECT 1 FROM outbox o
+          WHERE o.topic = ANY($3::text[])
+            AND substring(o.payload FROM 1 FOR 38)
+                = '\x0a24'::bytea || convert_to(q.run_id::text, 'UTF8')
+      )
+    ORDER BY q.effective_time
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+) stuck
+WHERE r.run_id = stuck.run_id AND r.nominal_time = stuck.nominal_time
+RETURNING r.run_id, r.job_id, r.nominal_time, r.origin, r.team_id, r.effective_time,
+          r.priority, r.traceparent, duetime_now() AS now;
