@@ -16,7 +16,7 @@ from typing import TypeAlias
 import asyncpg
 
 from duetime_infra.etcd.partitions import PartitionLeases
-from duetime_infra.pg.claim_store import ClaimAbandoned, claim_batch
+from duetime_infra.pg.claim_store import ClaimAbandoned, SpecCache, claim_batch
 from duetime_infra.pg.fencing import FencingLost, FencingToken, fence
 from duetime_scheduler.config import Settings
 
@@ -49,6 +49,7 @@ class Claimer:
         self._settings = settings
         self._owner_tasks = list(owner_tasks)
         self._fenced: dict[int, FencingToken] = {}
+        self._specs = SpecCache()
         self.claimed_runs = 0
 
     def _still_owner(self, tokens: Mapping[int, FencingToken]) -> Callable[[], bool]:
@@ -103,6 +104,7 @@ class Claimer:
                     batch_size=self._settings.claim_batch_size,
                     still_owner=still_owner,
                     claimed_by=self._settings.scheduler_id,
+                    specs=self._specs,
                 )
                 claimed += result.runs
                 more = result.full

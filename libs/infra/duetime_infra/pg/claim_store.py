@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -36,6 +37,30 @@ class ClaimAbandoned(Exception):
     """The partition lease may have lapsed before COMMIT; the batch was rolled back."""
 
 
+class SpecCache:
+    """Decoded job definitions by (job id, version), most recently used kept.
+
+    A recurring job is claimed every period with the same version, so its stored document need
+    not be parsed and validated each time; versions are immutable, so an entry never goes stale.
+    """
+
+    def __init__(self, capacity: int = 50_000) -> None:
+        self._capacity = capacity
+        self._specs: OrderedDict[tuple[uuid.UUID, int], JobSpec] = OrderedDict()
+
+    def get(self, job_id: uuid.UUID, version: int, document: str) -> JobSpec:
+        key = (job_id, version)
+        spec = self._specs.get(key)
+        if spec is not None:
+            self._specs.move_to_end(key)
+            return spec
+        spec = spec_from_json(json.loads(document))
+        self._specs[key] = spec
+        if len(self._specs) > self._capacity:
+            self._specs.popitem(last=False)
+        return spec
+
+
 @dataclass(frozen=True)
 class ClaimResult:
     jobs: int
@@ -54,6 +79,7 @@ class _Batch:
 
 def _plan_job(
     row: asyncpg.Record,
+    specs: SpecCache,
     token: FencingToken,
     now: datetime,
     lookahead: timedelta,
@@ -61,7 +87,7 @@ def _plan_job(
 ) -> None:
     job_id: uuid.UUID = row["job_id"]
     try:
-        spec: JobSpec = spec_from_json(json.loads(row["spec_text"]))
+        spec = specs.get(job_id, row["version"], row["spec_text"])
         pending = Occurrence(row["next_run_time"], row["next_effective_time"])
         plan: ClaimPlan = plan_claim(job_id, spec, pending, now, lookahead)
     except Exception as failure:
@@ -131,10 +157,12 @@ async def claim_batch(
     batch_size: int,
     still_owner: Callable[[], bool],
     claimed_by: str = "",
+    specs: SpecCache | None = None,
 ) -> ClaimResult:
     """Claims up to ``batch_size`` due jobs of the partitions in ``tokens``, in one transaction."""
     if not tokens:
         return ClaimResult(0, 0, 0, False)
+    specs = specs or SpecCache(capacity=0)
     async with conn.transaction():
         now: datetime = await conn.fetchval(q("claim_now"))
         rows = await conn.fetch(q("claim_due_jobs"), list(tokens), now + lookahead, batch_size)
@@ -142,7 +170,7 @@ async def claim_batch(
             return ClaimResult(0, 0, 0, False)
         batch = _Batch([], {}, [])
         for row in rows:
-            _plan_job(row, tokens[row["partition"]], now, lookahead, batch)
+            _plan_job(row, specs, tokens[row["partition"]], now, lookahead, batch)
         columns = _columns(batch.runs, 17)
         inserted = await conn.fetch(
             q("claim_insert_runs"), *columns[:15], claimed_by, *columns[15:]
