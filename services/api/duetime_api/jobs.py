@@ -5,9 +5,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import uuid
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from duetime.jobs.v1 import job_pb2
+from duetime_api.skipped import gap_runs, skipped_range
 from duetime_core.errors import Aborted, FailedPrecondition, InvalidArgument
 from duetime_core.jobspec import (
     ContainerTarget,
@@ -15,9 +16,7 @@ from duetime_core.jobspec import (
     JobSpec,
     JobState,
     is_one_off,
-    to_schedule,
 )
-from duetime_core.misfire import dst_gap_skips
 from duetime_core.planning import (
     Occurrence,
     ScheduleError,
@@ -27,16 +26,12 @@ from duetime_core.planning import (
 )
 from duetime_core.records import JobRecord, RunReason, RunRecord, RunState
 from duetime_core.runkey import RunKey, partition_of
-from duetime_core.schedule import next_fire_time
 from duetime_infra.codec.job_codec import decode_job_spec, encode_job_spec
 from duetime_infra.dispatch import OutboxRow, dispatch_row
 from duetime_infra.pg.job_store import Idempotency, JobStore, JobWrite, NewRun, Page
 from duetime_infra.tracecontext import continue_trace, new_run_trace
 
 MAX_REQUEST_ID = 128
-# Paused stretches longer than this many occurrences are recorded as one range up to the last
-# one enumerated; the cap keeps a resume of an every-second job paused for weeks bounded.
-MAX_SKIPPED_ENUMERATION = 100_000
 
 # update_mask path -> JobSpec field.
 _MESSAGE_FIELDS = frozenset(
@@ -116,7 +111,7 @@ class JobService:
         job_id = uuid.uuid4()
         partition = partition_of(job_id)
         state, occurrence, reason = plan(job_id, spec, now)
-        gaps = _gap_runs(job_id, team_id, partition, 1, spec, now, occurrence)
+        gaps = gap_runs(job_id, team_id, partition, 1, spec, now, occurrence)
         idem = Idempotency("CreateJob", request_id, fingerprint(job)) if request_id else None
         return await self.store.create_job(
             team_id,
@@ -172,11 +167,11 @@ class JobService:
                     )
                 # A new schedule starts from now; the old one's occurrences that were already
                 # due and not yet claimed are recorded, not dropped.
-                skipped = _skipped_range(
+                skipped = skipped_range(
                     record, pending, now, RunReason.JOB_UPDATED, "before the schedule changed"
                 )
                 state, occurrence, reason = plan(record.job_id, spec, now)
-                skipped += _gap_runs(
+                skipped += gap_runs(
                     record.job_id,
                     record.team_id,
                     record.partition,
@@ -221,7 +216,7 @@ class JobService:
                     reason="JOB_NOT_PAUSED",
                 )
             start = record.pause_time or record.update_time
-            runs = _skipped_range(
+            runs = skipped_range(
                 record, start, now, RunReason.JOB_PAUSED, "while the job was paused"
             )
             if is_one_off(record.spec.schedule) and runs:
@@ -234,7 +229,7 @@ class JobService:
                 )
             if occurrence is None:
                 return JobWrite(JobState.COMPLETED, record.spec, None, runs=runs)
-            runs += _gap_runs(
+            runs += gap_runs(
                 record.job_id,
                 record.team_id,
                 record.partition,
@@ -305,96 +300,3 @@ class JobService:
         self, team_id: str, job_id: uuid.UUID, state: RunState | None, page: Page
     ) -> list[RunRecord]:
         return await self.store.list_runs(team_id, job_id, state, page)
-
-
-def _skip_record(
-    job_id: uuid.UUID,
-    team_id: str,
-    partition: int,
-    version: int,
-    spec: JobSpec,
-    span: tuple[datetime, datetime, int],
-    reason: RunReason,
-    why: str,
-) -> NewRun:
-    """One SKIPPED record standing for ``span``: first and last occurrence, and how many."""
-    first, last, count = span
-    return NewRun(
-        run_id=uuid.uuid4(),
-        key=RunKey.scheduled(job_id, first),
-        team_id=team_id,
-        partition=partition,
-        effective_time=first,
-        state=RunState.SKIPPED,
-        job_version=version,
-        attempt_limit=0,
-        priority=spec.priority,
-        reason=reason,
-        reason_detail=f"{count} occurrence(s) {why}",
-        range_end_time=last if count > 1 else None,
-        occurrence_count=count,
-    )
-
-
-def _gap_runs(
-    job_id: uuid.UUID,
-    team_id: str,
-    partition: int,
-    version: int,
-    spec: JobSpec,
-    now: datetime,
-    first: Occurrence | None,
-) -> list[NewRun]:
-    """The DST_GAP record of a SKIP-gap job scheduled from ``now``: occurrences its first run
-    time already jumped over are recorded here, since no claim will ever see them."""
-    if first is None:
-        return []
-    gaps = dst_gap_skips(to_schedule(spec.schedule), now, first.nominal_time)
-    if not gaps:
-        return []
-    return [
-        _skip_record(
-            job_id,
-            team_id,
-            partition,
-            version,
-            spec,
-            (gaps[0], gaps[-1], len(gaps)),
-            RunReason.DST_GAP,
-            "in a DST gap under DST_GAP_POLICY_SKIP",
-        )
-    ]
-
-
-def _skipped_range(
-    record: JobRecord, start: datetime, now: datetime, reason: RunReason, why: str
-) -> list[NewRun]:
-    """One SKIPPED record for the job's occurrences from ``start`` (inclusive) to ``now``."""
-    schedule = to_schedule(record.spec.schedule)
-    first: datetime | None = None
-    last: datetime | None = None
-    count = 0
-    cursor = start - timedelta(microseconds=1)
-    try:
-        while count < MAX_SKIPPED_ENUMERATION:
-            nominal = next_fire_time(schedule, cursor)
-            if nominal is None or nominal > now:
-                break
-            first = first or nominal
-            last, cursor, count = nominal, nominal, count + 1
-    except Exception:
-        return []
-    if first is None or last is None:
-        return []
-    return [
-        _skip_record(
-            record.job_id,
-            record.team_id,
-            record.partition,
-            record.version,
-            record.spec,
-            (first, last, count),
-            reason,
-            why,
-        )
-    ]
