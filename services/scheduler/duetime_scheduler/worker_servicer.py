@@ -128,7 +128,7 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
     def __init__(self, store: AttemptStore) -> None:
         self._store = store
 
-    async def StartAttempt(  # noqa: N802 (the contract's RPC name)
+    async def StartAttempt(
         self, request: pb.StartAttemptRequest, context: Context
     ) -> pb.StartAttemptResponse:
         violations: list[FieldViolation] = []
@@ -138,7 +138,7 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
         _check(violations)
         return encode_start(await self._store.start(run_id, delivery_id, worker_id))
 
-    async def Heartbeat(  # noqa: N802 (the contract's RPC name)
+    async def Heartbeat(
         self, request_iterator: AsyncIterator[pb.HeartbeatRequest], context: Context
     ) -> AsyncIterator[pb.HeartbeatResponse]:
         async for request in request_iterator:
@@ -170,7 +170,7 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
                     datetime_to_timestamp(d.lease_expire_time, directive.lease_expire_time)
             yield out
 
-    async def CompleteAttempt(  # noqa: N802 (the contract's RPC name)
+    async def CompleteAttempt(
         self, request: pb.CompleteAttemptRequest, context: Context
     ) -> pb.CompleteAttemptResponse:
         violations: list[FieldViolation] = []
