@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeAlias
@@ -24,6 +25,10 @@ from duetime_infra.pg.sql import q
 log = logging.getLogger(__name__)
 
 Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
+
+# The longest wait between two re-enqueues of a run that stays stuck; the wait starts at the
+# reconciler's threshold and doubles each time.
+MAX_REENQUEUE_SPACING = timedelta(hours=1)
 
 
 @dataclass(frozen=True)
@@ -47,10 +52,11 @@ def _headers(value: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()}
 
 
-async def lock_batch(conn: Conn, limit: int) -> list[PendingRow]:
-    """Locks up to ``limit`` of the oldest pending rows no other transaction holds. Call it
-    inside a transaction: the locks are what keep other relays off these rows."""
-    rows = await conn.fetch(q("relay_lock_batch"), limit)
+async def lock_batch(conn: Conn, limit: int, skip_topics: Collection[str] = ()) -> list[PendingRow]:
+    """Locks up to ``limit`` of the oldest pending rows no other transaction holds, leaving
+    out rows for ``skip_topics``. Call it inside a transaction: the locks are what keep other
+    relays off these rows."""
+    rows = await conn.fetch(q("relay_lock_batch"), limit, sorted(skip_topics))
     return [
         PendingRow(r["id"], r["topic"], r["message_key"], r["payload"], _headers(r["headers"]))
         for r in rows
@@ -64,9 +70,10 @@ async def delete_rows(conn: Conn, ids: list[int]) -> int:
     return int(status.rsplit(" ", 1)[1])
 
 
-async def oldest_pending_age(conn: Conn) -> timedelta | None:
-    """How long the oldest pending row has waited, by the database clock; None when empty."""
-    row = await conn.fetchrow(q("relay_outbox_oldest"))
+async def oldest_dispatch_age(conn: Conn) -> timedelta | None:
+    """How long the oldest pending dispatch row has waited, by the database clock; None when
+    there is none."""
+    row = await conn.fetchrow(q("relay_outbox_oldest"), sorted(DISPATCH_TOPICS.values()))
     if row is None:
         return None
     now: datetime = row["now"]
@@ -76,9 +83,11 @@ async def oldest_pending_age(conn: Conn) -> timedelta | None:
 
 async def reenqueue_stuck_runs(pool: Pool, after: timedelta, limit: int) -> int:
     """One batch of the reconciler: QUEUED runs more than ``after`` past their not-before time,
-    untouched for ``after``, with no dispatch row pending, each get a NEW dispatch outbox row
-    (a new dispatch_id, the run's stored trace context and priority) and a fresh update_time,
-    in one transaction. Returns how many; the caller loops while it returns ``limit``.
+    untouched for ``after`` (or longer, for a run already re-enqueued: the spacing doubles up
+    to ``MAX_REENQUEUE_SPACING``), with no dispatch row pending, each get a NEW dispatch outbox
+    row (a new dispatch_id, the run's stored trace context and priority) and a fresh
+    update_time, in one transaction. Returns how many; the caller loops while it returns
+    ``limit``.
 
     A run whose message is merely slow to be consumed may be re-enqueued too: the duplicate is
     harmless, because starting an attempt is a conditional write.
@@ -87,7 +96,11 @@ async def reenqueue_stuck_runs(pool: Pool, after: timedelta, limit: int) -> int:
         return 0
     async with pool.acquire() as conn, conn.transaction():
         rows = await conn.fetch(
-            q("relay_reenqueue_stuck"), after, limit, sorted(DISPATCH_TOPICS.values())
+            q("relay_reenqueue_stuck"),
+            after,
+            limit,
+            sorted(DISPATCH_TOPICS.values()),
+            max(after, MAX_REENQUEUE_SPACING),
         )
         if not rows:
             return 0

@@ -3,9 +3,12 @@
 -- name: relay_lock_batch
 -- The oldest pending rows that no other relay holds. Each row is published by the relay that
 -- holds its lock, so relays side by side never publish the same row in the normal case; the
--- lock lasts until the relay deletes the acknowledged rows and commits (or rolls back).
+-- lock lasts until the relay deletes the acknowledged rows and commits (or rolls back). Rows
+-- for the topics in $2 (ones the broker did not know a moment ago) are left for later, so a
+-- missing topic holds back its own rows only.
 SELECT id, topic, message_key, payload, headers
 FROM outbox
+WHERE topic <> ALL($2::text[])
 ORDER BY id
 LIMIT $1
 FOR UPDATE SKIP LOCKED;
@@ -15,9 +18,12 @@ FOR UPDATE SKIP LOCKED;
 DELETE FROM outbox WHERE id = ANY($1::bigint[]);
 
 -- name: relay_outbox_oldest
--- When the oldest pending row was written (NULL when the outbox is empty): the head of the
--- primary key, one index probe.
-SELECT create_time, duetime_now() AS now FROM outbox ORDER BY id LIMIT 1;
+-- When the oldest pending row for the topics $1 was written (no row when there is none): a
+-- walk from the head of the primary key, which stops at the first such row.
+SELECT create_time, duetime_now() AS now FROM outbox
+WHERE topic = ANY($1::text[])
+ORDER BY id
+LIMIT 1;
 
 -- name: relay_reenqueue_stuck
 -- QUEUED runs whose not-before time, greatest(effective_time, next_attempt_time), is more than
@@ -27,7 +33,7 @@ SELECT create_time, duetime_now() AS now FROM outbox ORDER BY id LIMIT 1;
 -- a run another transaction holds (a start in progress, another relay's reconciler) is left
 -- alone, and after the lock PostgreSQL re-checks state and update_time on the row's newest
 -- version: a run started or re-enqueued meanwhile drops out. update_time is touched, so the
--- next pass waits another $1 before it may re-enqueue the same run.
+-- next pass waits at least another $1 before it may re-enqueue the same run.
 --
 -- The outbox has no run_id column; a dispatch row is matched by its payload instead. The
 -- payload is a serialized duetime.events.v1.RunDispatch, whose field 1 is run_id (a field
@@ -43,7 +49,11 @@ FROM (
     WHERE q.state = 'QUEUED'
       AND q.effective_time < duetime_now() - $1::interval
       AND greatest(q.effective_time, q.next_attempt_time) < duetime_now() - $1::interval
-      AND q.update_time < duetime_now() - $1::interval
+      -- Untouched for $1, or for as long as the run had already waited when it was last
+      -- re-enqueued (capped at $4): the spacing doubles while a run stays stuck, so a fleet of
+      -- workers down for an hour costs a few duplicates per run, not one a minute.
+      AND q.update_time < duetime_now() - greatest($1::interval, least($4::interval,
+              q.update_time - greatest(q.effective_time, q.next_attempt_time)))
       AND NOT EXISTS (
           SELECT 1 FROM outbox o
           WHERE o.topic = ANY($3::text[])

@@ -1,0 +1,341 @@
+"""Kafka for tests: topics of one's own, reading exactly what was published between two points,
+and a private single-node broker that a test may stop and start without disturbing anyone."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+from duetime.events.v1.events_pb2 import RunDispatch
+from tests.support.processes import REPO
+
+
+def shared_bootstrap() -> str:
+    """The local stack's broker (``scripts/stack env``)."""
+    return os.environ["DUETIME_KAFKA_BOOTSTRAP"]
+
+
+def unique_topic(stem: str = "relay") -> str:
+    return f"duetime-test.{stem}.{uuid.uuid4().hex[:12]}"
+
+
+async def create_topics(bootstrap: str, names: Iterable[str], partitions: int = 3) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
+    await admin.start()
+    try:
+        await admin.create_topics(
+            [NewTopic(name, num_partitions=partitions, replication_factor=1) for name in names]
+        )
+    finally:
+        await admin.close()
+
+
+async def delete_topics(bootstrap: str, names: Iterable[str]) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
+    await admin.start()
+    try:
+        await admin.delete_topics(list(names))
+    finally:
+        await admin.close()
+
+
+@asynccontextmanager
+async def own_topics(bootstrap: str, names: list[str], partitions: int = 3) -> AsyncIterator[None]:
+    """Topics created for one test and deleted after it."""
+    await create_topics(bootstrap, names, partitions)
+    try:
+        yield
+    finally:
+        await delete_topics(bootstrap, names)
+
+
+@dataclass(frozen=True)
+class Record:
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes
+    headers: dict[str, bytes]
+
+    @property
+    def dispatch(self) -> RunDispatch:
+        return RunDispatch.FromString(self.value)
+
+
+Offsets = dict[TopicPartition, int]
+
+
+async def end_offsets(bootstrap: str, topics: Iterable[str]) -> Offsets:
+    """The next offset of every partition of ``topics``: where a reader starts to see only
+    what is published from now on."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        partitions: list[TopicPartition] = []
+        for topic in topics:
+            found = await _partitions_for(consumer, topic)
+            partitions.extend(TopicPartition(topic, p) for p in found)
+        ends: Offsets = await consumer.end_offsets(partitions)
+        return dict(ends)
+    finally:
+        await consumer.stop()
+
+
+async def _partitions_for(consumer: AIOKafkaConsumer, topic: str, within: float = 10) -> set[int]:
+    deadline = time.monotonic() + within
+    while True:
+        found = consumer.partitions_for_topic(topic)
+        if found:
+            return set(found)
+        if time.monotonic() > deadline:
+            raise AssertionError(f"topic {topic} has no partitions")
+        await consumer._client.force_metadata_update()  # a new topic: ask the broker again
+        await asyncio.sleep(0.1)
+
+
+async def read_between(
+    bootstrap: str, start: Offsets, end: Offsets, within: float = 30
+) -> list[Record]:
+    """Every record from ``start`` up to (not including) ``end``, partition by partition."""
+    wanted = {tp: (start.get(tp, 0), stop) for tp, stop in end.items() if stop > start.get(tp, 0)}
+    if not wanted:
+        return []
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, max_poll_records=5000
+    )
+    await consumer.start()
+    records: list[Record] = []
+    try:
+        consumer.assign(list(wanted))
+        for tp, (first, _) in wanted.items():
+            consumer.seek(tp, first)
+        remaining = dict(wanted)
+        deadline = time.monotonic() + within
+        while remaining:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"records missing before the end offsets: {remaining}")
+            batches = await consumer.getmany(timeout_ms=500)
+            for tp, batch in batches.items():
+                stop = wanted[tp][1]
+                for r in batch:
+                    if r.offset < stop:
+                        records.append(
+                            Record(
+                                r.topic,
+                                r.partition,
+                                r.offset,
+                                r.key,
+                                r.value,
+                                {k: bytes(v) for k, v in r.headers},
+                            )
+                        )
+                if batch and batch[-1].offset >= stop - 1:
+                    remaining.pop(tp, None)
+    finally:
+        await consumer.stop()
+    return records
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _port_open(port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
+        return True
+    return False
+
+
+def kafka_libs() -> Path:
+    stack = Path(os.environ.get("DUETIME_STACK_DIR", REPO / ".stack"))
+    libs = stack / "kafka" / "libs"
+    if not any(libs.glob("kafka_2.13-*.jar")):
+        raise AssertionError(f"no Kafka jars in {libs}: run scripts/stack up")
+    return libs
+
+
+class PrivateKafka:
+    """A single-node KRaft broker of one test's own, on free ports, with its data in
+    ``directory``: formatted and started the way scripts/lib/stack_kafka.sh does it, from the
+    stack's jars. It can be stopped and started again on the same ports and data."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.port = free_port()
+        self.controller_port = free_port()
+        self.libs = kafka_libs()
+        self.java = shutil.which("java") or "java"
+        self._process: asyncio.subprocess.Process | None = None
+        self._props = directory / "server.properties"
+        self._log4j = directory / "log4j.properties"
+        self.log = directory / "kafka.log"
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def _write_config(self) -> None:
+        data = self.directory / "data"
+        data.mkdir(parents=True, exist_ok=True)
+        self._props.write_text(
+            "\n".join(
+                [
+                    "process.roles=broker,controller",
+                    "node.id=1",
+                    f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}",
+                    f"listeners=PLAINTEXT://127.0.0.1:{self.port},"
+                    f"CONTROLLER://127.0.0.1:{self.controller_port}",
+                    f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}",
+                    "controller.listener.names=CONTROLLER",
+                    "inter.broker.listener.name=PLAINTEXT",
+                    "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                    f"log.dirs={data}",
+                    "num.partitions=3",
+                    "auto.create.topics.enable=false",
+                    "group.initial.rebalance.delay.ms=0",
+                    "offsets.topic.replication.factor=1",
+                    "transaction.state.log.replication.factor=1",
+                    "transaction.state.log.min.isr=1",
+                    "offsets.topic.num.partitions=3",
+                    "transaction.state.log.num.partitions=3",
+                    # Shut down quickly: one node has nobody to hand leadership to.
+                    "controlled.shutdown.enable=false",
+                    "",
+                ]
+            )
+        )
+        self._log4j.write_text(
+            "log4j.rootLogger=WARN, stdout\n"
+            "log4j.appender.stdout=org.apache.log4j.ConsoleAppender\n"
+            "log4j.appender.stdout.layout=org.apache.log4j.PatternLayout\n"
+            "log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
+            "log4j.logger.kafka.server.KafkaServer=INFO\n"
+            "log4j.logger.kafka.server.BrokerServer=INFO\n"
+        )
+
+    def _tool(self, *args: str) -> list[str]:
+        """A Kafka command-line tool, tuned for a quick JVM start."""
+        return [
+            self.java,
+            "-Xmx256m",
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            f"-Dlog4j.configuration=file:{self._log4j}",
+            "-cp",
+            f"{self.libs}/*",
+            *args,
+        ]
+
+    async def format(self) -> None:
+        self._write_config()
+        # A cluster id in Kafka's form: 16 random bytes, URL-safe base64 without padding; like
+        # Kafka's own Uuid.randomUuid, never one that starts with "-" (it would read as an option).
+        cluster_id = "-"
+        while cluster_id.startswith("-"):
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        proc = await asyncio.create_subprocess_exec(
+            *self._tool(
+                "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self._props)
+            ),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            stdin=asyncio.subprocess.DEVNULL,
+        )
+        out, _ = await asyncio.wait_for(proc.communicate(), 60)
+        if proc.returncode != 0:
+            raise AssertionError(f"kafka format failed: {out.decode(errors='replace')}")
+
+    async def start(self, within: float = 60) -> None:
+        """Starts the broker and waits until it answers metadata requests."""
+        assert self._process is None
+        with self.log.open("ab") as log:
+            self._process = await asyncio.create_subprocess_exec(
+                self.java,
+                "-Xms256m",
+                "-Xmx512m",
+                "-XX:+UseSerialGC",
+                "-Djava.awt.headless=true",
+                f"-Dlog4j.configuration=file:{self._log4j}",
+                f"-Dkafka.logs.dir={self.directory}",
+                "-cp",
+                f"{self.libs}/*",
+                "kafka.Kafka",
+                str(self._props),
+                stdout=log,
+                stderr=asyncio.subprocess.STDOUT,
+                stdin=asyncio.subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + within
+        while True:
+            if self._process.returncode is not None:
+                raise AssertionError(f"private kafka exited:\n{self.tail()}")
+            if _port_open(self.port) and await self._answers():
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"private kafka not ready in {within} s:\n{self.tail()}")
+            await asyncio.sleep(0.3)
+
+    async def _answers(self) -> bool:
+        admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=3000)
+        try:
+            await admin.start()
+            await admin.list_topics()
+            return True
+        except Exception:
+            return False
+        finally:
+            with contextlib.suppress(Exception):
+                await admin.close()
+
+    async def stop(self, within: float = 30) -> None:
+        """SIGTERM, then SIGKILL after ``within`` seconds; returns once the port is closed."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(process.wait(), within)
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+        for _ in range(100):
+            if not _port_open(self.port):
+                return
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"port {self.port} still open after the broker exited")
+
+    def tail(self, lines: int = 40) -> str:
+        if not self.log.exists():
+            return ""
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+
+@asynccontextmanager
+async def private_kafka(directory: Path) -> AsyncIterator[PrivateKafka]:
+    kafka = PrivateKafka(directory)
+    await kafka.format()
+    await kafka.start()
+    try:
+        yield kafka
+    finally:
+        await kafka.stop()
