@@ -44,4 +44,5 @@ def dead_letter_row(
         payload=message.SerializeToString(),
         headers=headers,
         team_id=team_id,
+        run_id=run_id,
     )

@@ -26,6 +26,7 @@ class OutboxRow:
     payload: bytes
     headers: dict[str, str]
     team_id: str
+    run_id: uuid.UUID | None = None
 
 
 def dispatch_row(
@@ -56,4 +57,5 @@ def dispatch_row(
         payload=message.SerializeToString(),
         headers={"traceparent": traceparent},
         team_id=team_id,
+        run_id=run_id,
     )

@@ -47,6 +47,7 @@ from duetime_core.runkey import SCHEDULE_ORIGIN, RunKey
 from duetime_infra.codec.spec_json import spec_from_json
 from duetime_infra.deadletter import dead_letter_row
 from duetime_infra.dispatch import OutboxRow, dispatch_row
+from duetime_infra.pg.outbox_writer import insert_outbox
 from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.sql import q
 
@@ -140,19 +141,6 @@ async def transaction(pool: Pool) -> AsyncIterator[Conn]:
         asyncpg.exceptions.QueryCanceledError,
     ) as error:
         raise Unavailable("the run is busy; try again", reason="CONTENDED") from error
-
-
-async def insert_outbox(conn: Conn, rows: Sequence[OutboxRow]) -> None:
-    if not rows:
-        return
-    await conn.execute(
-        q("attempt_outbox_insert"),
-        [r.topic for r in rows],
-        [r.key for r in rows],
-        [r.payload for r in rows],
-        [json.dumps(r.headers) for r in rows],
-        [r.team_id for r in rows],
-    )
 
 
 def redispatch_row(row: Row, now: datetime) -> OutboxRow:

@@ -26,6 +26,7 @@ from duetime_core.runkey import RunKey
 from duetime_infra.codec.spec_json import spec_from_json
 from duetime_infra.dispatch import OutboxRow, dispatch_row
 from duetime_infra.pg.fencing import FencingToken, fence
+from duetime_infra.pg.outbox_writer import insert_outbox
 from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.sql import q
 from duetime_infra.tracecontext import new_run_trace
@@ -178,15 +179,7 @@ async def claim_batch(
         inserted_ids = {r["run_id"] for r in inserted}
         await conn.execute(q("claim_advance_jobs"), *_columns(batch.advances, 5))
         outbox = [row for run_id, row in batch.queued.items() if run_id in inserted_ids]
-        if outbox:
-            await conn.execute(
-                q("claim_insert_outbox"),
-                [o.topic for o in outbox],
-                [o.key for o in outbox],
-                [o.payload for o in outbox],
-                [json.dumps(o.headers) for o in outbox],
-                [o.team_id for o in outbox],
-            )
+        await insert_outbox(conn, outbox)
         await fence(conn, (tokens[p] for p in {r["partition"] for r in rows}))
         if not still_owner():
             # Rolling back is always safe; committing after the lease may have lapsed is not.

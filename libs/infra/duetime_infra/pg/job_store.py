@@ -24,6 +24,7 @@ from duetime_core.runkey import RunKey
 from duetime_infra.codec.spec_json import spec_from_json, spec_to_json
 from duetime_infra.dispatch import OutboxRow
 from duetime_infra.grpc.auth import Principal, Role
+from duetime_infra.pg.outbox_writer import insert_outbox
 from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.rows import job_from_row, run_from_row
 from duetime_infra.pg.sql import q
@@ -246,14 +247,9 @@ class JobStore:
             inserted = await self._insert_run(conn, new_run)
             if inserted is None:  # the run key exists already: the same trigger, made before
                 return await self._run_by_key(conn, team_id, new_run.key)
-            await self._insert_outbox(conn, outbox)
+            await insert_outbox(conn, [outbox])
             await self._remember(conn, team_id, idem, new_run.run_id)
             return run_from_row(inserted)
-
-    async def _insert_outbox(self, conn: Conn, row: OutboxRow) -> None:
-        await conn.execute(
-            q("outbox_insert"), row.topic, row.key, row.payload, row.headers, row.team_id
-        )
 
     async def _run_by_key(self, conn: Conn, team_id: str, key: RunKey) -> RunRecord:
         row = await conn.fetchrow(
@@ -332,6 +328,6 @@ class JobStore:
             now: datetime = await conn.fetchval(q("db_now"))
             budget, outbox = build(run_from_row(row), spec_from_json(row["job_snapshot"]), now)
             updated = await conn.fetchrow(q("run_redrive"), run_id, row["nominal_time"], budget)
-            await self._insert_outbox(conn, outbox)
+            await insert_outbox(conn, [outbox])
             await self._remember(conn, team_id, idem, run_id)
             return (await self._with_attempts(conn, [_one(updated)]))[0]

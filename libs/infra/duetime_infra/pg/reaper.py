@@ -22,11 +22,11 @@ from duetime_core.jobspec import JobState
 from duetime_infra.pg.attempt_store import (
     Rand,
     apply_run_outcome,
-    insert_outbox,
     redispatch_row,
     snapshot_of,
 )
 from duetime_infra.pg.fencing import FencingToken, fence
+from duetime_infra.pg.outbox_writer import insert_outbox
 from duetime_infra.pg.sql import q
 
 log = logging.getLogger(__name__)

@@ -169,8 +169,11 @@ CREATE TABLE outbox (
     -- Kafka headers, including the run's W3C traceparent.
     headers      jsonb NOT NULL DEFAULT '{}',
     team_id      text NOT NULL,
+    -- The run the message is about: the reconciler asks whether a run has a message pending.
+    run_id       uuid,
     create_time  timestamptz NOT NULL DEFAULT duetime_now()
 );
+CREATE INDEX outbox_run_idx ON outbox (run_id) WHERE run_id IS NOT NULL;
 
 -- The highest fencing token, (epoch, etcd create_revision), seen per partition. Every claim
 -- transaction ends by raising-or-matching it; an older owner's update matches no row.

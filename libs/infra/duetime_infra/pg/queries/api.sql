@@ -106,9 +106,6 @@ SET state = 'QUEUED', reason = '', reason_detail = '', attempt_limit = attempt +
 WHERE run_id = $1 AND nominal_time = $2 AND state = 'DEAD_LETTERED'
 RETURNING *;
 
--- name: outbox_insert
-INSERT INTO outbox (topic, message_key, payload, headers, team_id) VALUES ($1, $2, $3, $4, $5);
-
 -- name: job_owned_row
 SELECT * FROM jobs WHERE job_id = $1 AND team_id = $2;
 

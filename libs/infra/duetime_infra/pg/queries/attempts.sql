@@ -127,12 +127,6 @@ SET end_time = $6, outcome = $4, error = $5
 WHERE run_id = $1 AND nominal_time = $2 AND number = $3 AND end_time IS NULL
 RETURNING end_time, cancel_reason;
 
--- name: attempt_outbox_insert
-INSERT INTO outbox (topic, message_key, payload, headers, team_id)
-SELECT u.topic, u.message_key, u.payload, u.headers::jsonb, u.team_id
-FROM unnest($1::text[], $2::bytea[], $3::bytea[], $4::text[], $5::text[])
-     AS u(topic, message_key, payload, headers, team_id);
-
 -- name: attempt_heartbeat
 -- One statement per beat, whatever the fleet holds: renews the listed attempts that are still
 -- open, belong to this worker, have no cancel request and whose job is not deleted, and

@@ -44,9 +44,3 @@ SET next_run_time = u.next_run_time, next_effective_time = u.next_effective_time
 FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::text[], $5::text[])
      AS u(job_id, next_run_time, next_effective_time, state, state_reason)
 WHERE j.job_id = u.job_id;
-
--- name: claim_insert_outbox
-INSERT INTO outbox (topic, message_key, payload, headers, team_id)
-SELECT u.topic, u.message_key, u.payload, u.headers::jsonb, u.team_id
-FROM unnest($1::text[], $2::bytea[], $3::bytea[], $4::text[], $5::text[])
-     AS u(topic, message_key, payload, headers, team_id);

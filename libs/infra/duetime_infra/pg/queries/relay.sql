@@ -35,12 +35,6 @@ LIMIT 1;
 -- version: a run started or re-enqueued meanwhile drops out. update_time is touched, so the
 -- next pass waits at least another $1 before it may re-enqueue the same run.
 --
--- The outbox has no run_id column; a dispatch row is matched by its payload instead. The
--- payload is a serialized duetime.events.v1.RunDispatch, whose field 1 is run_id (a field
--- number the contract can never reuse), and protobuf serializers write known fields in field
--- number order: a RunDispatch always starts with the tag byte 0x0a, the length 36 (0x24) and
--- the run id in its canonical text form. Only the dispatch topics ($3) are compared, since a
--- dead-letter event starts the same way.
 UPDATE runs r
 SET update_time = duetime_now()
 FROM (
@@ -55,10 +49,7 @@ FROM (
       AND q.update_time < duetime_now() - greatest($1::interval, least($4::interval,
               q.update_time - greatest(q.effective_time, q.next_attempt_time)))
       AND NOT EXISTS (
-          SELECT 1 FROM outbox o
-          WHERE o.topic = ANY($3::text[])
-            AND substring(o.payload FROM 1 FOR 38)
-                = '\x0a24'::bytea || convert_to(q.run_id::text, 'UTF8')
+          SELECT 1 FROM outbox o WHERE o.run_id = q.run_id AND o.topic = ANY($3::text[])
       )
     ORDER BY q.effective_time
     LIMIT $2
