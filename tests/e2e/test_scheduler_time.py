@@ -42,7 +42,6 @@ from tests.support.time_travel import (
     RunRow,
     advance_through,
     all_next_after,
-    assert_accounted_once,
     assert_no_duplicate_runs,
     db_now,
     every,
@@ -134,7 +133,7 @@ def _assert_runs(jobs: list[NightJob], runs: dict[str, list[RunRow]]) -> None:
 async def _assert_consistent(pool: Pool) -> int:
     async with pool.acquire() as conn:
         await assert_no_duplicate_runs(conn)
-        return await assert_accounted_once(conn)
+        return await assert_every_occurrence_accounted_once(conn)
 
 
 # The spring-forward night, 2026-03-08. Jobs are created at 12:00 EST on the 6th, so the daily
@@ -707,7 +706,7 @@ async def test_a_job_whose_schedule_cannot_be_computed_errors_alone(
     assert all(r.nominal_time == utc("2026-06-15T09:00") for r in broken_runs)
     async with pool.acquire() as conn:
         await assert_no_duplicate_runs(conn)
-        assert await assert_accounted_once(conn) == 2 * HEALTHY
+        assert await assert_every_occurrence_accounted_once(conn) == 2 * HEALTHY
 
 
 # ---------------------------------------------------------------------------------------------

@@ -17,10 +17,6 @@ from typing import Any, TypeAlias
 
 import asyncpg
 
-from duetime.events.v1.events_pb2 import RunDispatch
-from duetime_core.jobspec import to_schedule
-from duetime_core.schedule import next_fire_time
-from duetime_infra.codec.spec_json import spec_from_json
 from duetime_infra.pg.pool import Conn
 from tests.support.fleet import eventually, owners
 
@@ -147,65 +143,6 @@ async def assert_no_duplicate_runs(conn: Conn) -> None:
         "GROUP BY job_id, nominal_time HAVING count(*) > 1"
     )
     assert not duplicates, [dict(d) for d in duplicates]
-
-
-async def assert_accounted_once(conn: Conn, *, max_per_job: int = 100_000) -> int:
-    """Like ``fleet.assert_every_occurrence_accounted_once``, for every job whose schedule can
-    be read, and also for jobs without a next run time (a COMPLETED one-off: up to the end of
-    its schedule; a PAUSED job: up to where its pause began) and for DST_GAP records.
-
-    For every such job the runs (ranges expanded) are exactly the schedule's occurrences from
-    its creation up to its bound; a SKIPPED DST_GAP record names no occurrence (it says that a
-    gap dropped one), so it is checked apart: it must not coincide with an occurrence. Each
-    QUEUED run has exactly one outbox row. Returns the number of occurrences checked.
-    """
-    jobs = await conn.fetch(
-        "SELECT job_id, state, spec, next_run_time, pause_time, create_time FROM jobs "
-        "WHERE state <> 'ERROR'"
-    )
-    checked = 0
-    for job in jobs:
-        runs = await conn.fetch(
-            "SELECT nominal_time, range_end_time, occurrence_count, state, reason FROM runs "
-            "WHERE job_id = $1 AND origin = 'SCHEDULE' ORDER BY nominal_time",
-            job["job_id"],
-        )
-        schedule = to_schedule(spec_from_json(_json(job["spec"])).schedule)
-        bound: datetime | None = job["next_run_time"]
-        if job["state"] == "PAUSED":
-            bound = job["pause_time"]
-        expected: list[datetime] = []
-        cursor: datetime = job["create_time"]
-        while len(expected) < max_per_job:
-            t = next_fire_time(schedule, cursor)
-            if t is None or (bound is not None and t >= bound):
-                break
-            expected.append(t)
-            cursor = t
-        seen: list[datetime] = []
-        gap_records: list[datetime] = []
-        for run in runs:
-            if run["reason"] == "DST_GAP":
-                assert run["state"] == "SKIPPED", dict(run)
-                gap_records.append(run["nominal_time"])
-                continue
-            seen.append(run["nominal_time"])
-            if run["occurrence_count"] > 1:
-                last: datetime = run["nominal_time"]
-                for _ in range(run["occurrence_count"] - 1):
-                    following = next_fire_time(schedule, last)
-                    assert following is not None
-                    seen.append(following)
-                    last = following
-                assert last == run["range_end_time"], dict(run)
-        assert seen == expected, (job["job_id"], len(seen), len(expected))
-        assert not set(gap_records) & set(expected), (job["job_id"], gap_records)
-        checked += len(expected)
-    payloads = await conn.fetch("SELECT payload FROM outbox")
-    dispatched = [RunDispatch.FromString(p["payload"]).run_id for p in payloads]
-    queued = await conn.fetch("SELECT run_id FROM runs WHERE state = 'QUEUED'")
-    assert sorted(dispatched) == sorted(str(r["run_id"]) for r in queued)
-    return checked
 
 
 def _json(value: Any) -> Any:
