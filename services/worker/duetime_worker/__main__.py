@@ -1,27 +1,115 @@
-"""`python -m duetime_worker`: the worker service, which consumes dispatched runs and
-executes their targets under heartbeated leases.
+"""`python -m duetime_worker`: the worker service, which consumes dispatched runs and executes
+their targets under heartbeated leases.
 
-Only the entry point exists so far: it checks the database schema like every service, then says
-plainly that the service's work is not built yet rather than pretending to run.
+It has no database access: everything goes through the schedulers' WorkerService, authenticated
+with ``DUETIME_WORKER_TOKEN``. The process serves only the gRPC health service (and reflection)
+on ``DUETIME_WORKER_HEALTH_ADDRESS`` and prints ``DUETIME_WORKER_PORT=<port>`` once consuming.
+On SIGTERM it stops taking messages, lets in-flight attempts finish within the grace period,
+cancels the rest (reported CANCELLED, so they are retried), commits offsets and closes.
 """
 
 from __future__ import annotations
 
-import sys
+import asyncio
+import logging
 
-from duetime_infra.config import EnvReader, env_dsn
-from duetime_infra.startup import require_schema, run_service
+from grpc import aio
+from grpc_health.v1 import health_pb2
+
+from duetime.worker.v1 import worker_service_pb2_grpc
+from duetime_infra.grpc.server import GrpcServer, run_until_terminated
+from duetime_infra.logs import configure_logging
+from duetime_infra.startup import run_service
+from duetime_worker.attempts import Executor
+from duetime_worker.config import Settings
+from duetime_worker.consumer import DispatchConsumer
+from duetime_worker.container import launcher_for
+from duetime_worker.heartbeat import Heartbeats
+from duetime_worker.http_target import HttpCaller
+from duetime_worker.policy import TargetPolicy
+
+log = logging.getLogger("duetime_worker")
 
 
-async def _start() -> None:
-    EnvReader().finish()
-    version = await require_schema(env_dsn())
-    print(f"duetime_worker: schema version {version} supported; not implemented yet")
-    sys.exit(2)
+async def serve(settings: Settings) -> None:
+    channel = aio.insecure_channel(settings.scheduler_target)
+    stub: worker_service_pb2_grpc.WorkerServiceAsyncStub = (
+        worker_service_pb2_grpc.WorkerServiceStub(channel)
+    )
+    metadata = (("authorization", f"Bearer {settings.worker_token}"),)
+    heartbeats = Heartbeats(stub, settings.worker_id, metadata, settings.heartbeat_interval)
+    http = HttpCaller(TargetPolicy.parse(settings.target_allow))
+    executor = Executor(
+        stub,
+        settings.worker_id,
+        metadata,
+        heartbeats,
+        http,
+        launcher_for(settings.local_launcher_commands),
+    )
+    consumer = DispatchConsumer(
+        settings.kafka_bootstrap,
+        settings.group,
+        f"duetime-worker-{settings.worker_id}",
+        settings.concurrency,
+        executor.process,
+    )
+    server = GrpcServer(settings.health_address, [])
+    # Consuming stops first; heartbeats go on while in-flight attempts finish.
+    stop_consuming = asyncio.Event()
+    stop_beating = asyncio.Event()
+    tasks: list[asyncio.Task[None]] = []
+
+    async def start() -> None:
+        await http.start()
+        await consumer.start()
+        await server.start()
+        tasks.append(asyncio.create_task(heartbeats.run(stop_beating)))
+        tasks.append(asyncio.create_task(consumer.run(stop_consuming)))
+        log.info(
+            "worker serving",
+            extra={
+                "action": "serving",
+                "worker_id": settings.worker_id,
+                "group": settings.group,
+                "port": server.port,
+            },
+        )
+        print(f"DUETIME_WORKER_PORT={server.port}", flush=True)
+
+    async def stop() -> None:
+        await server.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+        stop_consuming.set()
+        if tasks:
+            await asyncio.wait(tasks[1:])
+        await consumer.drain(
+            settings.shutdown_grace_seconds,
+            lambda: heartbeats.cancel_all("the worker is shutting down"),
+        )
+        stop_beating.set()
+        if tasks:
+            await asyncio.wait(tasks[:1], timeout=5)
+        await http.close()
+        await channel.close()
+        await server.stop(0)
+        log.info(
+            "worker stopped",
+            extra={"action": "stopped", "consumed": consumer.consumed, "beats": heartbeats.beats},
+        )
+
+    await run_until_terminated(start, stop)
+
+
+def _quiet_reconnects(record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith(("Unable connect to", "Unable to update metadata"))
 
 
 def main() -> None:
-    run_service("duetime_worker", _start)
+    configure_logging()
+    aiokafka_log = logging.getLogger("aiokafka")
+    aiokafka_log.setLevel(logging.ERROR)
+    aiokafka_log.addFilter(_quiet_reconnects)
+    run_service("duetime_worker", lambda: serve(Settings.from_env()))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,225 @@
+"""One dispatch message, start to finish: StartAttempt (waiting on the server's clock while it is
+too early), run the target under the heartbeat stream, then CompleteAttempt with the fencing
+token in ``duetime-attempt`` metadata."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+
+import grpc
+from grpc import aio
+
+from duetime.events.v1.events_pb2 import RunDispatch
+from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime.worker.v1 import worker_service_pb2_grpc
+from duetime_worker.container import Launcher
+from duetime_worker.heartbeat import ActiveAttempt, Heartbeats
+from duetime_worker.http_target import HttpCaller
+from duetime_worker.outcome import Outcome
+
+log = logging.getLogger(__name__)
+
+ATTEMPT_METADATA_KEY = "duetime-attempt"
+RPC_TIMEOUT = 10.0
+# Used when a run carries no attempt timeout.
+DEFAULT_ATTEMPT_TIMEOUT = 3600.0
+# Longest single wait on TOO_EARLY before asking again.
+MAX_EARLY_WAIT = 60.0
+# How long a finished attempt's report is retried through scheduler outages.
+REPORT_PATIENCE = 60.0
+# Answers that will not change if asked again: the message is dropped.
+_PERMANENT = {
+    grpc.StatusCode.INVALID_ARGUMENT,
+    grpc.StatusCode.NOT_FOUND,
+    grpc.StatusCode.FAILED_PRECONDITION,
+    grpc.StatusCode.ALREADY_EXISTS,
+    grpc.StatusCode.OUT_OF_RANGE,
+    grpc.StatusCode.UNIMPLEMENTED,
+}
+_RESULT_NAMES = {v: k for k, v in pb.AttemptResult.items()}
+
+
+class Backoff:
+    def __init__(self, first: float = 0.1, cap: float = 5.0) -> None:
+        self._next = first
+        self._cap = cap
+
+    def next(self) -> float:
+        delay, self._next = self._next, min(self._next * 2, self._cap)
+        return delay
+
+
+class Executor:
+    def __init__(
+        self,
+        stub: worker_service_pb2_grpc.WorkerServiceAsyncStub,
+        worker_id: str,
+        metadata: Sequence[tuple[str, str]],
+        heartbeats: Heartbeats,
+        http: HttpCaller,
+        launcher: Launcher,
+    ) -> None:
+        self._stub = stub
+        self._worker_id = worker_id
+        self._metadata = tuple(metadata)
+        self._heartbeats = heartbeats
+        self._http = http
+        self._launcher = launcher
+
+    async def process(
+        self, dispatch: RunDispatch, delivery_id: str, answered: Callable[[], None]
+    ) -> None:
+        """Handles one message. ``answered`` is called once StartAttempt gave its final answer
+        (started or refused), after which the message's offset may be committed."""
+        response = await self._start(dispatch.run_id, delivery_id)
+        answered()
+        if response is not None:
+            await self._execute(response)
+
+    async def _start(self, run_id: str, delivery_id: str) -> pb.StartAttemptResponse | None:
+        request = pb.StartAttemptRequest(
+            run_id=run_id, delivery_id=delivery_id, worker_id=self._worker_id
+        )
+        backoff = Backoff()
+        while True:
+            try:
+                response: pb.StartAttemptResponse = await self._stub.StartAttempt(
+                    request, metadata=self._metadata, timeout=RPC_TIMEOUT
+                )
+            except aio.AioRpcError as error:
+                if error.code() in _PERMANENT:
+                    log.error(
+                        "start refused by the scheduler; message dropped",
+                        extra={
+                            "action": "start_rejected",
+                            "run_id": run_id,
+                            "code": error.code().name,
+                            "error": error.details(),
+                        },
+                    )
+                    return None
+                delay = backoff.next()
+                log.warning(
+                    "start failed; asking again",
+                    extra={"action": "start_retry", "run_id": run_id, "code": error.code().name},
+                )
+                await asyncio.sleep(delay)
+                continue
+            if response.decision == pb.START_DECISION_TOO_EARLY:
+                wait = (
+                    response.effective_time.ToNanoseconds() - response.server_time.ToNanoseconds()
+                ) / 1e9
+                await asyncio.sleep(min(max(wait, 0.001), MAX_EARLY_WAIT))
+                continue
+            if response.decision == pb.START_DECISION_STARTED:
+                return response
+            log.info(
+                "start refused; message dropped",
+                extra={
+                    "action": "start_refused",
+                    "run_id": run_id,
+                    "reason": response.refusal_reason,
+                },
+            )
+            return None
+
+    async def _execute(self, response: pb.StartAttemptResponse) -> None:
+        run = response.run
+        number = response.attempt
+        timeout = run.attempt_timeout.ToTimedelta().total_seconds() or DEFAULT_ATTEMPT_TIMEOUT
+        started = time.monotonic()
+        log.info(
+            "attempt started",
+            extra={"action": "attempt_started", "run_id": run.run_id, "attempt": number},
+        )
+        task = asyncio.create_task(self._call(run, number, timeout))
+        active = ActiveAttempt(run.run_id, number, task)
+        self._heartbeats.add(active)
+        try:
+            # asyncio.wait: a cancelled target task is an outcome here, not our cancellation.
+            await asyncio.wait([task])
+            outcome = _outcome_of(active)
+            await self._complete(run.run_id, number, outcome)
+            log.info(
+                "attempt finished",
+                extra={
+                    "action": "attempt_finished",
+                    "run_id": run.run_id,
+                    "attempt": number,
+                    "result": _RESULT_NAMES.get(outcome.result, outcome.result),
+                    "retryable": outcome.retryable,
+                    "error": outcome.error,
+                    "seconds": round(time.monotonic() - started, 3),
+                },
+            )
+        finally:
+            task.cancel()
+            self._heartbeats.remove(active)
+
+    async def _call(self, run: pb.RunSpec, attempt: int, limit: float) -> Outcome:
+        kind = run.target.WhichOneof("kind")
+        try:
+            # The targets bound themselves by the timeout; this is the backstop.
+            async with asyncio.timeout(limit + 1):
+                if kind == "http":
+                    return await self._http.call(run, attempt, limit)
+                if kind == "container":
+                    return await self._launcher.launch(run, attempt, limit)
+        except TimeoutError:
+            return Outcome.timed_out(f"no result within {limit:g} s")
+        return Outcome.failed(f"unknown target kind {kind!r}", retryable=False)
+
+    async def _complete(self, run_id: str, attempt: int, outcome: Outcome) -> None:
+        request = pb.CompleteAttemptRequest(
+            run_id=run_id,
+            result=outcome.result,
+            error=outcome.error,
+            retryable=outcome.retryable,
+            worker_id=self._worker_id,
+        )
+        metadata = (*self._metadata, (ATTEMPT_METADATA_KEY, str(attempt)))
+        backoff = Backoff()
+        deadline = time.monotonic() + REPORT_PATIENCE
+        while True:
+            try:
+                await self._stub.CompleteAttempt(request, metadata=metadata, timeout=RPC_TIMEOUT)
+                return
+            except aio.AioRpcError as error:
+                code = error.code()
+                if code == grpc.StatusCode.ABORTED or code in _PERMANENT:
+                    log.warning(
+                        "attempt report refused; dropped",
+                        extra={
+                            "action": "report_refused",
+                            "run_id": run_id,
+                            "attempt": attempt,
+                            "code": code.name,
+                            "error": error.details(),
+                        },
+                    )
+                    return
+                if time.monotonic() > deadline:
+                    log.error(
+                        "attempt report not delivered; the lease will expire",
+                        extra={"action": "report_lost", "run_id": run_id, "attempt": attempt},
+                    )
+                    return
+                await asyncio.sleep(backoff.next())
+
+
+def _outcome_of(active: ActiveAttempt) -> Outcome:
+    task = active.task
+    if task.cancelled():
+        return Outcome.cancelled(active.cancel_reason or "cancelled")
+    error = task.exception()
+    if error is not None:
+        log.error(
+            "target call failed unexpectedly",
+            extra={"action": "target_error", "run_id": active.run_id},
+            exc_info=error,
+        )
+        return Outcome.failed(f"worker error: {type(error).__name__}", retryable=True)
+    return task.result()

@@ -1,0 +1,78 @@
+"""The worker's settings, read once from the environment."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from duetime_infra.config import ConfigError, EnvReader
+from duetime_worker.policy import TargetPolicy
+
+DEFAULT_KAFKA_BOOTSTRAP = "127.0.0.1:59092"
+
+
+@dataclass(frozen=True)
+class Settings:
+    worker_id: str
+    worker_token: str
+    kafka_bootstrap: str
+    scheduler_target: str
+    concurrency: int
+    group: str
+    heartbeat_interval: float
+    # Comma-separated host patterns and CIDR networks HTTP targets may reach; empty: public
+    # addresses only.
+    target_allow: tuple[str, ...]
+    # Executables the local-process launcher may run; empty: container targets are refused.
+    local_launcher_commands: tuple[str, ...]
+    health_address: str
+    shutdown_grace_seconds: float
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = EnvReader(environ)
+        source = os.environ if environ is None else environ
+        token = env.text("DUETIME_WORKER_TOKEN", "")
+        settings = cls(
+            worker_id=env.text("DUETIME_WORKER_ID", f"{socket.gethostname()}-{os.getpid()}"),
+            worker_token=token,
+            kafka_bootstrap=env.text("DUETIME_KAFKA_BOOTSTRAP", DEFAULT_KAFKA_BOOTSTRAP),
+            scheduler_target=env.address("DUETIME_SCHEDULER_TARGET", "127.0.0.1:50052"),
+            concurrency=env.integer("DUETIME_WORKER_CONCURRENCY", 64, low=1, high=10_000),
+            group=env.text("DUETIME_WORKER_GROUP", "duetime-workers"),
+            heartbeat_interval=env.seconds(
+                "DUETIME_HEARTBEAT_INTERVAL", 20, low=0.05, high=3600
+            ).total_seconds(),
+            target_allow=_items(source.get("DUETIME_TARGET_ALLOW", "")),
+            local_launcher_commands=_items(source.get("DUETIME_LOCAL_LAUNCHER_COMMANDS", "")),
+            health_address=env.address("DUETIME_WORKER_HEALTH_ADDRESS", "127.0.0.1:0"),
+            shutdown_grace_seconds=env.seconds(
+                "DUETIME_SHUTDOWN_GRACE_SECONDS", 10, low=0, high=600
+            ).total_seconds(),
+        )
+        problems = []
+        if not token:
+            problems.append("DUETIME_WORKER_TOKEN: required (a worker token)")
+        if not settings.worker_id or len(settings.worker_id) > 200:
+            problems.append("DUETIME_WORKER_ID: 1 to 200 characters")
+        if not settings.group:
+            problems.append("DUETIME_WORKER_GROUP: must not be empty")
+        try:
+            TargetPolicy.parse(settings.target_allow)
+        except ValueError as error:
+            problems.append(f"DUETIME_TARGET_ALLOW: {error}")
+        try:
+            env.finish()
+        except ConfigError as error:
+            if problems:
+                raise ConfigError(f"{error}\n  " + "\n  ".join(problems)) from None
+            raise
+        if problems:
+            raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
+        return settings
+
+
+def _items(raw: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in raw.split(",") if part.strip())

@@ -1,0 +1,273 @@
+"""The dispatch consumer: the three priority topics in one consumer group, bounded concurrency,
+weighted priorities, and offsets committed only once a message's start was answered.
+
+Each fetch round shares the free slots between the priorities by weight (high 4, normal 2,
+low 1, at least one each), from records already fetched, and the priority that picks first
+rotates by the same weights; what a priority leaves unused goes to the others, and an idle
+round waits on all of them. So when several topics have messages, high gets most of the slots
+and low still moves.
+
+A message's offset becomes committable once StartAttempt answered (started or refused), and a
+partition's commit never passes a message still waiting for its answer, so a crash redelivers
+rather than loses (a redelivered start with the same dispatch id gets the same attempt back).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.errors import KafkaError
+
+from duetime.events.v1.events_pb2 import RunDispatch
+from duetime_core.jobspec import Priority
+from duetime_infra.kafka.topics import DISPATCH_TOPICS
+
+log = logging.getLogger(__name__)
+
+WEIGHTS: dict[Priority, int] = {Priority.HIGH: 4, Priority.NORMAL: 2, Priority.LOW: 1}
+COMMIT_INTERVAL = 0.2
+
+Handler = Callable[[RunDispatch, str, Callable[[], None]], Awaitable[None]]
+
+
+class OffsetTracker:
+    """Per partition: offsets handed out but not answered, and the next offset to commit."""
+
+    def __init__(self) -> None:
+        self._pending: dict[TopicPartition, set[int]] = {}
+        self._next: dict[TopicPartition, int] = {}
+        self._committed: dict[TopicPartition, int] = {}
+
+    def add(self, tp: TopicPartition, offset: int) -> None:
+        self._pending.setdefault(tp, set()).add(offset)
+
+    def done(self, tp: TopicPartition, offset: int) -> None:
+        pending = self._pending.get(tp)
+        if pending is None or offset not in pending:
+            return  # a partition revoked meanwhile
+        pending.discard(offset)
+        self._next[tp] = max(self._next.get(tp, 0), offset + 1)
+
+    def committable(self, only: set[TopicPartition] | None = None) -> dict[TopicPartition, int]:
+        out = {}
+        for tp in set(self._pending) | set(self._next):
+            if only is not None and tp not in only:
+                continue
+            pending = self._pending.get(tp)
+            position = min(pending) if pending else self._next.get(tp)
+            if position is not None and position > self._committed.get(tp, -1):
+                out[tp] = position
+        return out
+
+    def committed(self, offsets: dict[TopicPartition, int]) -> None:
+        self._committed.update(offsets)
+
+    def forget(self, tps: set[TopicPartition]) -> None:
+        for tp in tps:
+            self._pending.pop(tp, None)
+            self._next.pop(tp, None)
+            self._committed.pop(tp, None)
+
+
+class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
+    def __init__(self, owner: DispatchConsumer) -> None:
+        self._owner = owner
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        await self._owner.commit(set(revoked))
+        self._owner.offsets.forget(set(revoked))
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        log.info(
+            "partitions assigned",
+            extra={"action": "partitions_assigned", "partitions": len(assigned)},
+        )
+
+
+class DispatchConsumer:
+    def __init__(
+        self,
+        bootstrap: str,
+        group: str,
+        client_id: str,
+        concurrency: int,
+        handler: Handler,
+        topics: Mapping[Priority, str] = DISPATCH_TOPICS,
+    ) -> None:
+        self._consumer = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            client_id=client_id,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            max_poll_interval_ms=300_000,
+        )
+        self._topics = dict(topics)
+        self._priority_of_topic = {topic: priority for priority, topic in topics.items()}
+        self._concurrency = concurrency
+        self._handler = handler
+        self.offsets = OffsetTracker()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._starting: set[asyncio.Task[None]] = set()
+        self._slot_freed = asyncio.Event()
+        self._commit_wanted = asyncio.Event()
+        self._commit_lock = asyncio.Lock()
+        self.consumed = 0
+        self._credit = dict.fromkeys(WEIGHTS, 0)
+
+    async def start(self) -> None:
+        await self._consumer.start()
+        self._consumer.subscribe(sorted(self._topics.values()), listener=_Rebalance(self))
+
+    async def commit(self, only: set[TopicPartition] | None = None) -> None:
+        async with self._commit_lock:
+            offsets = self.offsets.committable(only)
+            if not offsets:
+                return
+            try:
+                await self._consumer.commit(offsets)
+            except KafkaError as error:
+                log.warning(
+                    "offset commit failed",
+                    extra={"action": "commit_failed", "error": type(error).__name__},
+                )
+                return
+            self.offsets.committed(offsets)
+
+    async def _commit_loop(self, stopping: asyncio.Event) -> None:
+        while not stopping.is_set():
+            await self._commit_wanted.wait()
+            self._commit_wanted.clear()
+            await self.commit()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stopping.wait(), COMMIT_INTERVAL)
+
+    def _turn_order(self) -> list[Priority]:
+        """Which priority picks first this round: smooth weighted round-robin, so with one
+        free slot at a time high still picks first 4 rounds in 7, normal 2 and low 1."""
+        total = sum(WEIGHTS.values())
+        for priority, weight in WEIGHTS.items():
+            self._credit[priority] += weight
+        first = max(WEIGHTS, key=lambda p: self._credit[p])
+        self._credit[first] -= total
+        return [first, *(p for p in WEIGHTS if p != first)]
+
+    async def _fetch(self, free: int) -> list[Any]:
+        by_priority: dict[Priority, list[TopicPartition]] = {p: [] for p in WEIGHTS}
+        for tp in self._consumer.assignment():
+            priority = self._priority_of_topic.get(tp.topic)
+            if priority is not None:
+                by_priority[priority].append(tp)
+        total = sum(WEIGHTS.values())
+        records: list[Any] = []
+        order = self._turn_order()
+        # Weighted shares first, then what is left; prefetched records only.
+        for share_of in (lambda w: max(1, math.ceil(free * w / total)), lambda w: free):
+            for priority in order:
+                budget = min(share_of(WEIGHTS[priority]), free - len(records))
+                if budget <= 0 or not by_priority[priority]:
+                    continue
+                got = await self._consumer.getmany(
+                    *by_priority[priority], timeout_ms=0, max_records=budget
+                )
+                for batch in got.values():
+                    records.extend(batch)
+        if not records:
+            got = await self._consumer.getmany(timeout_ms=200, max_records=free)
+            for batch in got.values():
+                records.extend(batch)
+        return records
+
+    def _spawn(self, record: Any) -> None:
+        tp = TopicPartition(record.topic, record.partition)
+        offset = record.offset
+        try:
+            dispatch = RunDispatch.FromString(record.value)
+        except Exception:
+            log.error(
+                "undecodable dispatch message skipped",
+                extra={"action": "bad_message", "topic": tp.topic, "offset": offset},
+            )
+            self.offsets.add(tp, offset)
+            self.offsets.done(tp, offset)
+            return
+        delivery_id = dispatch.dispatch_id or f"{tp.topic}/{tp.partition}/{offset}"
+        self.offsets.add(tp, offset)
+        task: asyncio.Task[None]
+
+        def answered() -> None:
+            self._starting.discard(task)
+            self.offsets.done(tp, offset)
+            self._commit_wanted.set()
+
+        async def handle() -> None:
+            try:
+                await self._handler(dispatch, delivery_id, answered)
+            except Exception:
+                log.exception(
+                    "dispatch handling failed",
+                    extra={"action": "handler_error", "run_id": dispatch.run_id},
+                )
+
+        task = asyncio.create_task(handle())
+        self._tasks.add(task)
+        self._starting.add(task)
+        self.consumed += 1
+
+        def finished(t: asyncio.Task[None]) -> None:
+            self._tasks.discard(t)
+            self._starting.discard(t)
+            self._slot_freed.set()
+
+        task.add_done_callback(finished)
+
+    async def run(self, stopping: asyncio.Event) -> None:
+        """Consumes until ``stopping`` is set; in-flight messages are left to ``drain``."""
+        committer = asyncio.create_task(self._commit_loop(stopping))
+        stop_wait = asyncio.create_task(stopping.wait())
+        try:
+            while not stopping.is_set():
+                free = self._concurrency - len(self._tasks)
+                if free <= 0:
+                    self._slot_freed.clear()
+                    freed = asyncio.create_task(self._slot_freed.wait())
+                    await asyncio.wait({freed, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+                    freed.cancel()
+                    continue
+                try:
+                    records = await self._fetch(free)
+                except KafkaError as error:
+                    log.warning(
+                        "fetch failed",
+                        extra={"action": "fetch_failed", "error": type(error).__name__},
+                    )
+                    await asyncio.sleep(0.5)
+                    continue
+                for record in records:
+                    self._spawn(record)
+        finally:
+            stop_wait.cancel()
+            self._commit_wanted.set()
+            await asyncio.wait([committer])
+
+    async def drain(self, grace: float, cancel_running: Callable[[], None]) -> None:
+        """Lets in-flight messages finish within ``grace``; then messages still waiting for their
+        start are abandoned (not committed: redelivered) and running attempts are cancelled, so
+        they report CANCELLED and are retried elsewhere. Then commits and closes."""
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=grace)
+        for task in set(self._starting):
+            task.cancel()
+        if self._tasks:
+            cancel_running()
+            await asyncio.wait(set(self._tasks), timeout=15)
+        for task in set(self._tasks):
+            task.cancel()
+        await self.commit()
+        await self._consumer.stop()

@@ -1,0 +1,106 @@
+"""Container targets: a launcher interface, and a local-process launcher for operators who
+enable it for a list of permitted executables (a Kubernetes launcher can slot in later).
+
+The local launcher runs ``command + args`` (the image is not used) with the target's
+environment plus ``DUETIME_IDEMPOTENCY_KEY`` and ``DUETIME_ATTEMPT``, kills it at the attempt
+timeout, and reads exit status 0 as success, anything else as a retryable failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import signal
+from collections.abc import Sequence
+from typing import Protocol
+
+from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_worker.outcome import Outcome
+
+log = logging.getLogger(__name__)
+
+
+class Launcher(Protocol):
+    async def launch(self, run: pb.RunSpec, attempt: int, limit: float) -> Outcome:
+        """Runs the run's container target to its end (or the timeout) and says how it ended."""
+        ...
+
+
+class DisabledLauncher:
+    async def launch(self, run: pb.RunSpec, attempt: int, limit: float) -> Outcome:
+        return Outcome.failed(
+            "container targets are not enabled on this worker "
+            "(the operator sets DUETIME_LOCAL_LAUNCHER_COMMANDS)",
+            retryable=False,
+        )
+
+
+class LocalProcessLauncher:
+    """Runs permitted executables as local processes, each in its own process group."""
+
+    def __init__(self, permitted: Sequence[str]) -> None:
+        self._permitted = set(permitted)
+        # Resolved paths of the permitted names, so a permitted `sh` also permits `/bin/sh`.
+        self._resolved = {p for p in (shutil.which(name) for name in permitted) if p}
+
+    def _allowed(self, executable: str) -> bool:
+        if executable in self._permitted:
+            return True
+        resolved = shutil.which(executable)
+        return resolved is not None and resolved in self._resolved
+
+    async def launch(self, run: pb.RunSpec, attempt: int, limit: float) -> Outcome:
+        target = run.target.container
+        argv = [*target.command, *target.args]
+        if not target.command:
+            return Outcome.failed(
+                "the local launcher needs an explicit command (images are not run)",
+                retryable=False,
+            )
+        if not self._allowed(argv[0]):
+            return Outcome.failed(
+                f"command {argv[0][:200]!r} is not permitted on this worker", retryable=False
+            )
+        env = {
+            "PATH": os.environ.get("PATH", os.defpath),
+            **dict(target.env),
+            "DUETIME_IDEMPOTENCY_KEY": run.idempotency_key,
+            "DUETIME_ATTEMPT": str(attempt),
+        }
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *argv,
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError as error:
+            return Outcome.failed(f"cannot start {argv[0][:200]!r}: {error}", retryable=True)
+        try:
+            code = await asyncio.wait_for(process.wait(), limit)
+        except TimeoutError:
+            await _kill(process)
+            return Outcome.timed_out(f"killed after the {limit:g} s timeout")
+        except asyncio.CancelledError:
+            await _kill(process)
+            raise
+        if code == 0:
+            return Outcome.succeeded()
+        return Outcome.failed(f"exited with status {code}", retryable=True)
+
+
+async def _kill(process: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        process.kill()
+    await process.wait()
+
+
+def launcher_for(permitted: Sequence[str]) -> Launcher:
+    return LocalProcessLauncher(permitted) if permitted else DisabledLauncher()

@@ -1,0 +1,156 @@
+"""One bidirectional Heartbeat stream per worker, for the worker's life.
+
+Every interval (and at once when an attempt is added) it sends all the worker's active attempts,
+which renews their leases; a CANCEL directive cancels that attempt's task. A broken stream is
+opened again with backoff; the attempts stay registered meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from grpc import aio
+
+from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime.worker.v1 import worker_service_pb2_grpc
+from duetime_worker.outcome import Outcome
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, int]
+
+
+@dataclass
+class ActiveAttempt:
+    run_id: str
+    attempt: int
+    task: asyncio.Task[Outcome]
+    cancel_reason: str = ""
+
+    @property
+    def key(self) -> Key:
+        return (self.run_id, self.attempt)
+
+    def cancel(self, reason: str) -> None:
+        if not self.cancel_reason:
+            self.cancel_reason = reason
+        self.task.cancel()
+
+
+class Heartbeats:
+    def __init__(
+        self,
+        stub: worker_service_pb2_grpc.WorkerServiceAsyncStub,
+        worker_id: str,
+        metadata: Sequence[tuple[str, str]],
+        interval: float,
+        *,
+        max_backoff: float = 5.0,
+    ) -> None:
+        self._stub = stub
+        self._worker_id = worker_id
+        self._metadata = tuple(metadata)
+        self._interval = interval
+        self._max_backoff = max_backoff
+        self._active: dict[Key, ActiveAttempt] = {}
+        self._wake = asyncio.Event()
+        self.beats = 0
+        self.streams_opened = 0
+
+    @property
+    def active(self) -> list[ActiveAttempt]:
+        return list(self._active.values())
+
+    def add(self, attempt: ActiveAttempt) -> None:
+        self._active[attempt.key] = attempt
+        self._wake.set()
+
+    def remove(self, attempt: ActiveAttempt) -> None:
+        if self._active.get(attempt.key) is attempt:
+            del self._active[attempt.key]
+
+    def cancel_all(self, reason: str) -> None:
+        for attempt in list(self._active.values()):
+            attempt.cancel(reason)
+
+    def _request(self) -> pb.HeartbeatRequest:
+        return pb.HeartbeatRequest(
+            worker_id=self._worker_id,
+            attempts=[pb.AttemptRef(run_id=r, attempt=n) for r, n in self._active],
+        )
+
+    def _apply(self, response: pb.HeartbeatResponse) -> None:
+        for directive in response.directives:
+            if directive.directive != pb.DIRECTIVE_CANCEL:
+                continue
+            key = (directive.attempt.run_id, directive.attempt.attempt)
+            attempt = self._active.get(key)
+            if attempt is not None:
+                log.info(
+                    "attempt cancelled by the scheduler",
+                    extra={
+                        "action": "attempt_cancel_directive",
+                        "run_id": key[0],
+                        "attempt": key[1],
+                        "reason": directive.reason,
+                    },
+                )
+                attempt.cancel(directive.reason or "cancelled by the scheduler")
+
+    async def _read(self, call: Any) -> None:
+        while True:
+            response = await call.read()
+            if response is aio.EOF:
+                raise ConnectionError("the scheduler ended the heartbeat stream")
+            self._apply(response)
+
+    async def run(self, stopping: asyncio.Event) -> None:
+        """Keeps the stream up until ``stopping`` is set."""
+        backoff = 0.1
+        while not stopping.is_set():
+            call = self._stub.Heartbeat(metadata=self._metadata)
+            self.streams_opened += 1
+            reader = asyncio.create_task(self._read(call))
+            stop_wait = asyncio.create_task(stopping.wait())
+            try:
+                self._wake.set()  # beat at once on a new stream
+                while True:
+                    wake = asyncio.create_task(self._wake.wait())
+                    done, _ = await asyncio.wait(
+                        {wake, reader, stop_wait},
+                        timeout=self._interval,
+                        return_when=asyncio.FIRST_COMPLETED,
+                    )
+                    wake.cancel()
+                    if reader in done:
+                        reader.result()  # raises why the stream ended
+                    if stop_wait in done:
+                        return
+                    self._wake.clear()
+                    if self._active:
+                        await call.write(self._request())
+                        self.beats += 1
+                        backoff = 0.1
+            except Exception as error:  # any break of the stream: open a new one
+                detail = (
+                    error.code().name
+                    if isinstance(error, aio.AioRpcError)
+                    else f"{type(error).__name__}: {error}"
+                )
+                log.warning(
+                    "heartbeat stream broken; reconnecting",
+                    extra={"action": "heartbeat_reconnect", "error": detail, "backoff": backoff},
+                )
+            finally:
+                stop_wait.cancel()
+                reader.cancel()
+                call.cancel()
+                await asyncio.wait([reader])
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stopping.wait(), backoff)
+            backoff = min(backoff * 2, self._max_backoff)

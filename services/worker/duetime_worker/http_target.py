@@ -1,0 +1,156 @@
+"""HTTP targets: one aiohttp session for the worker's life, the attempt timeout, the run's
+headers, and the operators' allow-list checked on the address actually connected to.
+
+The session's resolver resolves each host and keeps only the addresses the policy allows, so a
+name that resolves (or re-resolves) to a refused address is never connected to. An IP literal
+is never resolved by aiohttp, so it is checked before the call. Header values are never logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import socket
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.resolver import ThreadedResolver
+
+from duetime.jobs.v1 import job_pb2
+from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_worker.outcome import Outcome
+from duetime_worker.policy import TargetPolicy
+
+log = logging.getLogger(__name__)
+
+_METHODS = {
+    job_pb2.HTTP_METHOD_UNSPECIFIED: "POST",
+    job_pb2.HTTP_METHOD_GET: "GET",
+    job_pb2.HTTP_METHOD_POST: "POST",
+    job_pb2.HTTP_METHOD_PUT: "PUT",
+    job_pb2.HTTP_METHOD_PATCH: "PATCH",
+    job_pb2.HTTP_METHOD_DELETE: "DELETE",
+}
+_RETRYABLE_STATUS = {408, 429}
+
+
+class TargetRefused(OSError):
+    """The allow-list forbids every address of the target's host."""
+
+
+class PolicyResolver(AbstractResolver):
+    """Resolves with the system resolver, then drops every address the policy refuses."""
+
+    def __init__(self, policy: TargetPolicy, inner: AbstractResolver | None = None) -> None:
+        self._policy = policy
+        self._inner = inner or ThreadedResolver()
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        found = await self._inner.resolve(host, port, family)
+        allowed = []
+        reasons = []
+        for result in found:
+            reason = self._policy.refusal(host, result["host"])
+            if reason is None:
+                allowed.append(result)
+            else:
+                reasons.append(reason)
+        if not allowed:
+            raise TargetRefused(reasons[0] if reasons else f"{host} did not resolve")
+        return allowed
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+def classify_status(status: int) -> Outcome:
+    if 200 <= status < 300:
+        return Outcome.succeeded()
+    retryable = status in _RETRYABLE_STATUS or status >= 500
+    return Outcome.failed(f"HTTP {status}", retryable=retryable)
+
+
+class HttpCaller:
+    """Calls HTTP targets; open with ``start()`` (inside the event loop), end with ``close()``."""
+
+    def __init__(
+        self,
+        policy: TargetPolicy,
+        *,
+        connection_limit: int = 256,
+        resolver: AbstractResolver | None = None,
+    ) -> None:
+        self._policy = policy
+        self._limit = connection_limit
+        self._inner_resolver = resolver
+        self._session: aiohttp.ClientSession | None = None
+
+    async def start(self) -> None:
+        connector = aiohttp.TCPConnector(
+            resolver=PolicyResolver(self._policy, self._inner_resolver),
+            limit=self._limit,
+        )
+        self._session = aiohttp.ClientSession(
+            connector=connector, auto_decompress=False, trust_env=False
+        )
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def call(self, run: pb.RunSpec, attempt: int, limit: float) -> Outcome:
+        assert self._session is not None, "HttpCaller.start() first"
+        http = run.target.http
+        url = http.url
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        if parts.scheme not in ("http", "https") or not host:
+            return Outcome.failed(f"not an absolute http(s) URL: {url[:200]}", retryable=False)
+        if _is_ip(host):
+            reason = self._policy.refusal(host, host)
+            if reason is not None:
+                return Outcome.failed(f"target refused: {reason}", retryable=False)
+        headers = dict(http.headers)
+        headers["Idempotency-Key"] = run.idempotency_key
+        headers["Duetime-Attempt"] = str(attempt)
+        if run.traceparent:
+            headers["traceparent"] = run.traceparent
+        kwargs: dict[str, Any] = {
+            "headers": headers,
+            "timeout": aiohttp.ClientTimeout(total=limit),
+            "allow_redirects": False,
+        }
+        if http.body:
+            kwargs["data"] = http.body
+        method = _METHODS.get(http.method, "POST")
+        try:
+            async with self._session.request(method, url, **kwargs) as response:
+                # Read (and discard) a bounded body so the connection can be reused.
+                await response.content.read(64 * 1024)
+                return classify_status(response.status)
+        except TargetRefused as error:
+            return Outcome.failed(f"target refused: {error}", retryable=False)
+        except aiohttp.ClientConnectorError as error:
+            if isinstance(error.os_error, TargetRefused):
+                return Outcome.failed(f"target refused: {error.os_error}", retryable=False)
+            return Outcome.failed(f"cannot connect to {host}: {error.os_error}", retryable=True)
+        except TimeoutError:
+            return Outcome.timed_out(f"no answer within {limit:g} s")
+        except aiohttp.InvalidURL as error:
+            return Outcome.failed(f"invalid URL: {error}", retryable=False)
+        except (aiohttp.ClientError, OSError, asyncio.IncompleteReadError) as error:
+            return Outcome.failed(f"{type(error).__name__}: {error}", retryable=True)
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,39 @@
+"""How an attempt ended, as the worker reports it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from duetime.worker.v1 import worker_service_pb2 as pb
+
+MAX_ERROR_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class Outcome:
+    result: pb.AttemptResult.ValueType
+    retryable: bool = True
+    error: str = ""
+
+    @classmethod
+    def succeeded(cls) -> Outcome:
+        return cls(pb.ATTEMPT_RESULT_SUCCEEDED, retryable=False)
+
+    @classmethod
+    def failed(cls, error: str, *, retryable: bool) -> Outcome:
+        return cls(pb.ATTEMPT_RESULT_FAILED, retryable, _short(error))
+
+    @classmethod
+    def timed_out(cls, error: str) -> Outcome:
+        return cls(pb.ATTEMPT_RESULT_TIMED_OUT, True, _short(error))
+
+    @classmethod
+    def cancelled(cls, error: str) -> Outcome:
+        return cls(pb.ATTEMPT_RESULT_CANCELLED, True, _short(error))
+
+
+def _short(text: str) -> str:
+    data = text.encode()
+    if len(data) <= MAX_ERROR_BYTES:
+        return text
+    return data[: MAX_ERROR_BYTES - 3].decode(errors="ignore") + "..."

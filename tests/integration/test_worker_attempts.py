@@ -1,0 +1,153 @@
+"""A dispatch message handled by the worker's executor against an in-process WorkerService on
+real PostgreSQL and a real HTTP target: waiting on the server's clock, refusals dropped, leases
+renewed over the heartbeat stream, and cancel directives obeyed."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import timedelta
+
+import pytest
+from grpc import aio
+
+from duetime.events.v1.events_pb2 import RunDispatch
+from duetime.jobs.v1 import job_pb2
+from duetime.jobs.v1 import job_service_pb2 as svc
+from duetime.worker.v1 import worker_service_pb2_grpc
+from duetime_core.attempts import AttemptSettings
+from duetime_worker.attempts import Executor
+from duetime_worker.container import DisabledLauncher
+from duetime_worker.heartbeat import Heartbeats
+from duetime_worker.http_target import HttpCaller
+from duetime_worker.policy import TargetPolicy
+from tests.support.api import ApiClient, running_api
+from tests.support.fleet import eventually
+from tests.support.http_target import Behaviour, HttpTarget, http_target
+from tests.support.worker_api import WorkerClient, create_job, job_message, running_worker_api
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+
+LEASE = timedelta(seconds=2)
+CLOCK_SLACK = timedelta(milliseconds=5)
+
+
+@dataclass
+class Env:
+    api: ApiClient
+    w: WorkerClient
+    target: HttpTarget
+    executor: Executor
+    heartbeats: Heartbeats
+
+
+@pytest.fixture
+async def env(db_dsn: str) -> AsyncIterator[Env]:
+    async with (
+        running_api(db_dsn) as api,
+        running_worker_api(db_dsn, AttemptSettings(lease=LEASE)) as w,
+        http_target() as target,
+    ):
+        channel = aio.insecure_channel(w.address)
+        stub: worker_service_pb2_grpc.WorkerServiceAsyncStub = (
+            worker_service_pb2_grpc.WorkerServiceStub(channel)
+        )
+        metadata = (("authorization", f"Bearer {w.token}"),)
+        heartbeats = Heartbeats(stub, "w-test", metadata, interval=0.3)
+        http = HttpCaller(TargetPolicy.parse(["127.0.0.1"]))
+        await http.start()
+        executor = Executor(stub, "w-test", metadata, heartbeats, http, DisabledLauncher())
+        stopping = asyncio.Event()
+        beating = asyncio.create_task(heartbeats.run(stopping))
+        try:
+            yield Env(api, w, target, executor, heartbeats)
+        finally:
+            stopping.set()
+            await beating
+            await http.close()
+            await channel.close()
+
+
+async def job_calling(env: Env, path: str, behaviour: Behaviour) -> job_pb2.Job:
+    job = job_message(attempt_timeout=timedelta(seconds=20))
+    job.target.http.url = env.target.on(path, behaviour)
+    return await create_job(env.api, job)
+
+
+class Answer:
+    def __init__(self) -> None:
+        self.at: float | None = None
+
+    def __call__(self) -> None:
+        assert self.at is None, "answered twice"
+        self.at = time.monotonic()
+
+
+async def test_waits_for_the_effective_time_by_the_server_clock(env: Env) -> None:
+    job = await job_calling(env, "/hook", Behaviour())
+    effective = await env.w.now() + timedelta(seconds=1.5)
+    run_id = await env.w.queue_scheduled_run(job.job_id, effective)
+    answered = Answer()
+    await env.executor.process(RunDispatch(run_id=str(run_id)), "d-1", answered)
+    assert answered.at is not None
+    (call,) = env.target.calls
+    assert call.time >= effective - CLOCK_SLACK
+    assert call.headers["Duetime-Attempt"] == "1"
+    assert call.headers["Authorization"] == "Bearer s3cret"
+    row = await env.w.run_row(run_id)
+    assert row["state"] == "SUCCEEDED"
+
+
+async def test_a_refused_start_is_dropped_without_calling_the_target(env: Env) -> None:
+    answered = Answer()
+    await env.executor.process(RunDispatch(run_id=str(uuid.uuid4())), "d-1", answered)
+    assert answered.at is not None
+    assert env.target.calls == []
+
+
+async def test_heartbeats_keep_a_long_attempt_alive(env: Env) -> None:
+    job = await job_calling(env, "/slow", Behaviour(delay=LEASE.total_seconds() * 2))
+    run_id = await env.w.queue_scheduled_run(job.job_id, await env.w.now())
+    processing = asyncio.create_task(
+        env.executor.process(RunDispatch(run_id=str(run_id)), "d-1", Answer())
+    )
+    await eventually(lambda: _has_attempt(env.w, run_id), 10, "attempt started")
+    first = (await env.w.attempts(run_id))[0]["lease_expire_time"]
+    await eventually(
+        lambda: _lease_beyond(env.w, run_id, first + LEASE), 10, "lease renewed past the first"
+    )
+    await processing
+    (attempt,) = await env.w.attempts(run_id)
+    assert attempt["outcome"] == "SUCCEEDED"
+    assert env.heartbeats.streams_opened == 1
+    assert env.heartbeats.active == []
+
+
+async def test_a_cancel_directive_stops_the_attempt(env: Env) -> None:
+    job = await job_calling(env, "/stuck", Behaviour(delay=30))
+    run_id = await env.w.queue_scheduled_run(job.job_id, await env.w.now())
+    processing = asyncio.create_task(
+        env.executor.process(RunDispatch(run_id=str(run_id)), "d-1", Answer())
+    )
+    await eventually(lambda: _true(len(env.target.calls) == 1), 10, "target called")
+    await env.api.stub.DeleteJob(svc.DeleteJobRequest(name=job.name), metadata=env.api.auth())
+    await asyncio.wait_for(processing, 10)
+    (attempt,) = await env.w.attempts(run_id)
+    assert attempt["outcome"] == "CANCELLED"
+    assert attempt["end_time"] is not None
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+async def _has_attempt(w: WorkerClient, run_id: uuid.UUID) -> bool:
+    return bool(await w.attempts(run_id))
+
+
+async def _lease_beyond(w: WorkerClient, run_id: uuid.UUID, when: object) -> bool:
+    (attempt,) = await w.attempts(run_id)
+    return bool(attempt["lease_expire_time"] > when)

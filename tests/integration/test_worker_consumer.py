@@ -1,0 +1,136 @@
+"""The worker's dispatch consumer on real Kafka, over topics of this test's own: offsets are
+committed only once a message's start was answered, and priorities share the slots by weight
+while low priority still moves."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+from duetime.events.v1.events_pb2 import RunDispatch
+from duetime_core.jobspec import Priority
+from duetime_worker.consumer import DispatchConsumer, OffsetTracker
+from tests.support.fleet import eventually
+from tests.support.kafka import own_topics, shared_bootstrap, unique_topic
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+
+
+@pytest.fixture
+async def topics() -> AsyncIterator[dict[Priority, str]]:
+    names = {p: unique_topic(f"worker-{p.value.lower()}") for p in Priority}
+    async with own_topics(shared_bootstrap(), list(names.values()), partitions=1):
+        yield names
+
+
+async def publish(topic: str, count: int) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=shared_bootstrap())
+    await producer.start()
+    try:
+        for i in range(count):
+            message = RunDispatch(run_id=f"{topic}-{i}", dispatch_id=f"{topic}/{i}")
+            await producer.send_and_wait(topic, message.SerializeToString())
+    finally:
+        await producer.stop()
+
+
+async def committed(group: str, tp: TopicPartition) -> int | None:
+    consumer = AIOKafkaConsumer(bootstrap_servers=shared_bootstrap(), group_id=group)
+    await consumer.start()
+    try:
+        offset: int | None = await consumer.committed(tp)
+        return offset
+    finally:
+        await consumer.stop()
+
+
+def test_offset_tracker_never_commits_past_an_unanswered_message() -> None:
+    tp = TopicPartition("t", 0)
+    offsets = OffsetTracker()
+    for offset in (5, 6, 7):
+        offsets.add(tp, offset)
+    offsets.done(tp, 6)
+    offsets.done(tp, 7)
+    assert offsets.committable() == {tp: 5}
+    offsets.committed({tp: 5})
+    assert offsets.committable() == {}
+    offsets.done(tp, 5)
+    assert offsets.committable() == {tp: 8}
+    offsets.forget({tp})
+    offsets.done(tp, 9)  # of a revoked partition: ignored
+    assert offsets.committable() == {}
+
+
+async def test_offsets_wait_for_the_start_answer(topics: dict[Priority, str]) -> None:
+    topic = topics[Priority.NORMAL]
+    await publish(topic, 5)
+    group = f"duetime-test-{uuid.uuid4().hex[:12]}"
+    seen: dict[str, Callable[[], None]] = {}
+    finish = asyncio.Event()
+
+    async def handler(dispatch: RunDispatch, delivery: str, answered: Callable[[], None]) -> None:
+        seen[dispatch.run_id] = answered
+        if not dispatch.run_id.endswith("-2"):
+            answered()
+        await finish.wait()  # the attempt runs on; the commit must not wait for it
+
+    consumer = DispatchConsumer(shared_bootstrap(), group, "test", 10, handler, topics)
+    await consumer.start()
+    stopping = asyncio.Event()
+    running = asyncio.create_task(consumer.run(stopping))
+    tp = TopicPartition(topic, 0)
+    try:
+        await eventually(lambda: _true(len(seen) == 5), 20, "five messages handled")
+        await eventually(lambda: _equals(committed(group, tp), 2), 10, "commit up to offset 2")
+        seen[f"{topic}-2"]()
+        await eventually(lambda: _equals(committed(group, tp), 5), 10, "commit of all five")
+    finally:
+        stopping.set()
+        await running
+        await consumer.drain(0.1, finish.set)
+
+
+async def test_high_priority_gets_the_larger_share_and_low_still_moves(
+    topics: dict[Priority, str],
+) -> None:
+    for topic in topics.values():
+        await publish(topic, 40)
+    group = f"duetime-test-{uuid.uuid4().hex[:12]}"
+    order: list[Priority] = []
+    of_topic = {topic: priority for priority, topic in topics.items()}
+    gate = asyncio.Event()
+
+    async def handler(dispatch: RunDispatch, delivery: str, answered: Callable[[], None]) -> None:
+        await gate.wait()  # the first round fills every slot before anything finishes
+        order.append(of_topic[dispatch.run_id.rsplit("-", 1)[0]])
+        answered()
+        await asyncio.sleep(0.01)
+
+    consumer = DispatchConsumer(shared_bootstrap(), group, "test", 7, handler, topics)
+    await consumer.start()
+    stopping = asyncio.Event()
+    running = asyncio.create_task(consumer.run(stopping))
+    try:
+        await eventually(lambda: _true(consumer.consumed >= 7), 20, "the first slots filled")
+        gate.set()
+        await eventually(lambda: _true(len(order) >= 70), 20, "seventy messages handled")
+    finally:
+        stopping.set()
+        await running
+        await consumer.drain(1, lambda: None)
+    window = order[7:70]  # after the first (unweighted) round
+    counts = {p: window.count(p) for p in Priority}
+    print(counts)
+    assert counts[Priority.HIGH] > counts[Priority.NORMAL] > counts[Priority.LOW] > 0
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+async def _equals(value: Awaitable[int | None], expected: int) -> bool:
+    return await value == expected

@@ -1,0 +1,179 @@
+"""The worker's HTTP targets against a real HTTP server: outcome classification, the headers
+sent, and the allow-list checked on the address actually connected to."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp.abc import AbstractResolver, ResolveResult
+
+from duetime.jobs.v1 import job_pb2
+from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_worker.http_target import HttpCaller
+from duetime_worker.outcome import Outcome
+from duetime_worker.policy import TargetPolicy
+from tests.support.http_target import Behaviour, HttpTarget, http_target
+from tests.support.kafka import free_port
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(30)]
+
+LOOPBACK = TargetPolicy.parse(["127.0.0.1"])
+TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+def spec(url: str, **http: object) -> pb.RunSpec:
+    return pb.RunSpec(
+        run_id="00000000-0000-0000-0000-000000000001",
+        idempotency_key="job-1/2026-01-01T00:00:00Z",
+        traceparent=TRACEPARENT,
+        target=job_pb2.Target(http=job_pb2.HttpTarget(url=url, **http)),  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture
+async def target() -> AsyncIterator[HttpTarget]:
+    async with http_target() as server:
+        yield server
+
+
+async def call(
+    url: str,
+    policy: TargetPolicy = LOOPBACK,
+    limit: float = 5,
+    resolver: AbstractResolver | None = None,
+    **http: object,
+) -> Outcome:
+    caller = HttpCaller(policy, resolver=resolver)
+    await caller.start()
+    try:
+        return await caller.call(spec(url, **http), 3, limit)
+    finally:
+        await caller.close()
+
+
+@pytest.mark.parametrize(
+    ("status", "result", "retryable"),
+    [
+        (200, pb.ATTEMPT_RESULT_SUCCEEDED, False),
+        (204, pb.ATTEMPT_RESULT_SUCCEEDED, False),
+        (408, pb.ATTEMPT_RESULT_FAILED, True),
+        (429, pb.ATTEMPT_RESULT_FAILED, True),
+        (500, pb.ATTEMPT_RESULT_FAILED, True),
+        (503, pb.ATTEMPT_RESULT_FAILED, True),
+        (400, pb.ATTEMPT_RESULT_FAILED, False),
+        (404, pb.ATTEMPT_RESULT_FAILED, False),
+    ],
+)
+async def test_status_codes_are_classified(
+    target: HttpTarget, status: int, result: int, retryable: bool
+) -> None:
+    outcome = await call(target.on(f"/s{status}", Behaviour(status=status)))
+    assert (outcome.result, outcome.retryable) == (result, retryable)
+    assert len(target.calls) == 1
+
+
+async def test_a_slow_target_times_out_retryably(target: HttpTarget) -> None:
+    outcome = await call(target.on("/slow", Behaviour(delay=5)), limit=0.3)
+    assert outcome.result == pb.ATTEMPT_RESULT_TIMED_OUT
+    assert outcome.retryable
+
+
+async def test_connection_refused_is_retryable() -> None:
+    outcome = await call(f"http://127.0.0.1:{free_port()}/nobody")
+    assert outcome.result == pb.ATTEMPT_RESULT_FAILED
+    assert outcome.retryable
+    assert "cannot connect" in outcome.error
+
+
+async def test_the_run_headers_method_and_body_are_sent(target: HttpTarget) -> None:
+    url = target.on("/hook", Behaviour())
+    outcome = await call(
+        url,
+        method=job_pb2.HTTP_METHOD_PUT,
+        headers={"Authorization": "Bearer s3cret", "X-Team": "a"},
+        body=b'{"x": 1}',
+    )
+    assert outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED
+    (seen,) = target.calls
+    assert seen.method == "PUT"
+    assert seen.body == b'{"x": 1}'
+    assert seen.headers["Idempotency-Key"] == "job-1/2026-01-01T00:00:00Z"
+    assert seen.headers["Duetime-Attempt"] == "3"
+    assert seen.headers["traceparent"] == TRACEPARENT
+    assert seen.headers["Authorization"] == "Bearer s3cret"
+    assert seen.headers["X-Team"] == "a"
+
+
+async def test_post_is_the_default_method(target: HttpTarget) -> None:
+    await call(target.on("/default", Behaviour()))
+    assert target.calls[0].method == "POST"
+
+
+async def test_loopback_is_refused_unless_allowed(target: HttpTarget) -> None:
+    url = target.on("/hook", Behaviour())
+    by_ip = await call(url, policy=TargetPolicy.parse([]))
+    by_name = await call(url.replace("127.0.0.1", "localhost"), policy=TargetPolicy.parse([]))
+    other_net = await call(url, policy=TargetPolicy.parse(["10.0.0.0/8"]))
+    for outcome in (by_ip, by_name, other_net):
+        assert outcome.result == pb.ATTEMPT_RESULT_FAILED
+        assert not outcome.retryable
+        assert "refused" in outcome.error
+    assert target.calls == []
+    listed = await call(url, policy=TargetPolicy.parse(["127.0.0.0/8"]))
+    assert listed.result == pb.ATTEMPT_RESULT_SUCCEEDED
+    named = await call(
+        url.replace("127.0.0.1", "localhost"), policy=TargetPolicy.parse(["localhost"])
+    )
+    assert named.result == pb.ATTEMPT_RESULT_SUCCEEDED
+    assert len(target.calls) == 2
+
+
+class LyingResolver(AbstractResolver):
+    """A DNS answer that points a public-looking name at loopback."""
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        return [
+            ResolveResult(
+                hostname=host,
+                host="127.0.0.1",
+                port=port,
+                family=socket.AF_INET,
+                proto=0,
+                flags=socket.AI_NUMERICHOST,
+            )
+        ]
+
+    async def close(self) -> None:
+        pass
+
+
+async def test_a_name_resolving_to_a_refused_address_is_never_connected(
+    target: HttpTarget,
+) -> None:
+    url = target.on("/hook", Behaviour()).replace("127.0.0.1", "public.example.com")
+    refused = await call(url, policy=TargetPolicy.parse([]), resolver=LyingResolver())
+    assert refused.result == pb.ATTEMPT_RESULT_FAILED
+    assert not refused.retryable
+    assert "non-public" in refused.error
+    assert target.calls == []
+    allowed = await call(url, policy=LOOPBACK, resolver=LyingResolver())
+    assert allowed.result == pb.ATTEMPT_RESULT_SUCCEEDED
+
+
+def test_policy_rules() -> None:
+    public = TargetPolicy.parse([])
+    assert public.refusal("example.com", "93.184.216.34") is None
+    for address in ("127.0.0.1", "10.1.2.3", "192.168.0.1", "169.254.169.254", "::1", "fe80::1"):
+        assert public.refusal("h", address) is not None, address
+    assert public.refusal("h", "::ffff:127.0.0.1") is not None
+    listed = TargetPolicy.parse(["*.corp.example", "10.0.0.0/8"])
+    assert listed.refusal("api.corp.example", "192.168.1.1") is None
+    assert listed.refusal("x.other", "10.2.3.4") is None
+    assert listed.refusal("x.other", "93.184.216.34") is not None
+    assert listed.refusal("api.corp.example", "169.254.169.254") is not None
+    with pytest.raises(ValueError, match="not a host pattern or network"):
+        TargetPolicy.parse(["10.0.0.0/99"])

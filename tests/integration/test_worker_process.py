@@ -1,0 +1,107 @@
+"""The worker as a process: it refuses to start without a token, and on SIGTERM it stops
+taking messages and hands back an attempt that outlives the grace period as CANCELLED."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+from duetime.events.v1.events_pb2 import RunDispatch
+from duetime_core.jobspec import Priority
+from duetime_infra.kafka.topics import DISPATCH_TOPICS
+from tests.support.api import ApiClient, running_api
+from tests.support.fleet import eventually
+from tests.support.http_target import Behaviour, HttpTarget, http_target
+from tests.support.kafka import end_offsets, shared_bootstrap
+from tests.support.processes import service
+from tests.support.worker_api import WorkerClient, create_job, job_message, running_worker_api
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+
+
+async def test_the_worker_refuses_to_start_without_a_token() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "DUETIME_WORKER_TOKEN"}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "duetime_worker",
+        env={**env, "DUETIME_TARGET_ALLOW": "10.0.0.0/99"},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, err = await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode == 1
+    text = err.decode()
+    assert "DUETIME_WORKER_TOKEN" in text
+    assert "DUETIME_TARGET_ALLOW" in text
+
+
+async def start_group_at_end(group: str) -> None:
+    ends = await end_offsets(shared_bootstrap(), DISPATCH_TOPICS.values())
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=shared_bootstrap(), group_id=group, enable_auto_commit=False
+    )
+    await consumer.start()
+    try:
+        consumer.assign(list(ends))
+        await consumer.commit(ends)
+    finally:
+        await consumer.stop()
+
+
+@pytest.fixture
+async def stack(db_dsn: str) -> AsyncIterator[tuple[ApiClient, WorkerClient, HttpTarget]]:
+    async with running_api(db_dsn) as api, running_worker_api(db_dsn) as w, http_target() as t:
+        yield api, w, t
+
+
+async def test_sigterm_hands_back_an_attempt_that_outlives_the_grace(
+    stack: tuple[ApiClient, WorkerClient, HttpTarget],
+) -> None:
+    api, w, target = stack
+    job = job_message(attempt_timeout=timedelta(seconds=60))
+    job.target.http.url = target.on("/stuck", Behaviour(delay=60))
+    job = await create_job(api, job)
+    run_id = await w.queue_scheduled_run(job.job_id, await w.now())
+    group = f"duetime-test-{uuid.uuid4().hex[:12]}"
+    await start_group_at_end(group)
+    env = {
+        "DUETIME_SCHEDULER_TARGET": w.address,
+        "DUETIME_WORKER_TOKEN": w.token,
+        "DUETIME_WORKER_GROUP": group,
+        "DUETIME_TARGET_ALLOW": "127.0.0.1",
+        "DUETIME_SHUTDOWN_GRACE_SECONDS": "1",
+        "DUETIME_HEARTBEAT_INTERVAL": "0.5",
+    }
+    async with service("duetime_worker", env, "DUETIME_WORKER_PORT") as worker:
+        producer = AIOKafkaProducer(bootstrap_servers=shared_bootstrap())
+        await producer.start()
+        try:
+            message = RunDispatch(run_id=str(run_id), dispatch_id=f"test-{uuid.uuid4()}")
+            await producer.send_and_wait(
+                DISPATCH_TOPICS[Priority.NORMAL], message.SerializeToString()
+            )
+        finally:
+            await producer.stop()
+
+        async def called() -> bool:
+            return len(target.calls) == 1
+
+        await eventually(called, 30, "the worker called the target")
+        stopped = time.monotonic()
+        worker.process.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(worker.process.wait(), 15) == 0
+        took = time.monotonic() - stopped
+    (attempt,) = await w.attempts(run_id)
+    assert attempt["outcome"] == "CANCELLED"
+    assert took < 6, took
+    assert (await w.run_row(run_id))["state"] in {"RETRY_WAIT", "QUEUED"}

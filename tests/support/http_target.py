@@ -1,0 +1,74 @@
+"""A real HTTP server on 127.0.0.1 that records every call and answers as each path is told:
+always 200, fail N times with 500 then 200, always 400, or slow."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from aiohttp import web
+
+
+@dataclass(frozen=True)
+class Call:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    time: datetime  # when the request arrived, UTC wall clock
+
+
+@dataclass
+class Behaviour:
+    status: int = 200
+    fail_first: int = 0  # answer `fail_status` this many times, then `status`
+    fail_status: int = 500
+    delay: float = 0.0
+
+
+@dataclass
+class HttpTarget:
+    port: int = 0
+    calls: list[Call] = field(default_factory=list)
+    behaviours: dict[str, Behaviour] = field(default_factory=dict)
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def on(self, path: str, behaviour: Behaviour) -> str:
+        """Programs ``path``; returns its URL."""
+        self.behaviours[path] = behaviour
+        return self.url(path)
+
+    def calls_to(self, path: str) -> list[Call]:
+        return [c for c in self.calls if c.path == path]
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        arrived = datetime.now(UTC)
+        body = await request.read()
+        previous = len(self.calls_to(request.path))
+        self.calls.append(Call(request.method, request.path, dict(request.headers), body, arrived))
+        behaviour = self.behaviours.get(request.path, Behaviour())
+        if behaviour.delay:
+            await asyncio.sleep(behaviour.delay)
+        status = behaviour.fail_status if previous < behaviour.fail_first else behaviour.status
+        return web.Response(status=status, text=f"{status}\n")
+
+
+@asynccontextmanager
+async def http_target() -> AsyncIterator[HttpTarget]:
+    target = HttpTarget()
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", target._handle)
+    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.1)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    target.port = int(runner.addresses[0][1])
+    try:
+        yield target
+    finally:
+        await runner.cleanup()
