@@ -30,6 +30,10 @@ DEFAULT_ATTEMPT_TIMEOUT = 3600.0
 MAX_EARLY_WAIT = 60.0
 # How long a finished attempt's report is retried through scheduler outages.
 REPORT_PATIENCE = 60.0
+# How long a start that keeps failing (not TOO_EARLY) is retried before the message is dropped:
+# holding it longer would stop its partition's commits and a concurrency slot for good, and the
+# relay's reconciler re-enqueues a run that is still QUEUED.
+START_PATIENCE = 120.0
 # Answers that will not change if asked again: the message is dropped.
 _PERMANENT = {
     grpc.StatusCode.INVALID_ARGUMENT,
@@ -84,13 +88,14 @@ class Executor:
             run_id=run_id, delivery_id=delivery_id, worker_id=self._worker_id
         )
         backoff = Backoff()
+        give_up = asyncio.get_running_loop().time() + START_PATIENCE
         while True:
             try:
                 response: pb.StartAttemptResponse = await self._stub.StartAttempt(
                     request, metadata=self._metadata, timeout=RPC_TIMEOUT
                 )
             except aio.AioRpcError as error:
-                if error.code() in _PERMANENT:
+                if error.code() in _PERMANENT or asyncio.get_running_loop().time() > give_up:
                     log.error(
                         "start refused by the scheduler; message dropped",
                         extra={

@@ -38,6 +38,10 @@ class DisabledLauncher:
         )
 
 
+# Variables that would let a target's environment choose what actually runs.
+_LOADER_VARIABLES = frozenset({"PATH", "BASH_ENV", "ENV", "PYTHONPATH", "PYTHONSTARTUP"})
+
+
 class LocalProcessLauncher:
     """Runs permitted executables as local processes, each in its own process group."""
 
@@ -64,15 +68,26 @@ class LocalProcessLauncher:
             return Outcome.failed(
                 f"command {argv[0][:200]!r} is not permitted on this worker", retryable=False
             )
+        # The permitted command is resolved with the worker's own PATH, and the target's
+        # environment may not change which program runs or what it loads.
+        worker_path = os.environ.get("PATH", os.defpath)
+        program = shutil.which(argv[0], path=worker_path)
+        if program is None:
+            return Outcome.failed(f"command {argv[0][:200]!r} not found", retryable=False)
         env = {
-            "PATH": os.environ.get("PATH", os.defpath),
-            **dict(target.env),
+            **{
+                k: v
+                for k, v in target.env.items()
+                if k not in _LOADER_VARIABLES and not k.startswith("LD_")
+            },
+            "PATH": worker_path,
             "DUETIME_IDEMPOTENCY_KEY": run.idempotency_key,
             "DUETIME_ATTEMPT": str(attempt),
         }
         try:
             process = await asyncio.create_subprocess_exec(
-                *argv,
+                program,
+                *argv[1:],
                 env=env,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.DEVNULL,

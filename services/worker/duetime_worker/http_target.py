@@ -9,6 +9,7 @@ is never resolved by aiohttp, so it is checked before the call. Header values ar
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import logging
 import socket
@@ -131,8 +132,11 @@ class HttpCaller:
         method = _METHODS.get(http.method, "POST")
         try:
             async with self._session.request(method, url, **kwargs) as response:
-                # Read (and discard) a bounded body so the connection can be reused.
-                await response.content.read(64 * 1024)
+                # The status decides: a body that breaks off after a 2xx must not turn a call
+                # that succeeded into one that is retried. Read (and discard) a bounded body so
+                # the connection can be reused, ignoring how that ends.
+                with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError):
+                    await response.content.read(64 * 1024)
                 return classify_status(response.status)
         except TargetRefused as error:
             return Outcome.failed(f"target refused: {error}", retryable=False)

@@ -57,8 +57,7 @@ class TargetPolicy:
             ip: IPAddress = ipaddress.ip_address(address.split("%", 1)[0])
         except ValueError:
             return f"{address!r} is not an IP address"
-        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-            ip = ip.ipv4_mapped
+        ip = _embedded_ipv4(ip)
         if any(ip in network for network in self.networks):
             return None
         name = host.lower().rstrip(".")
@@ -67,8 +66,31 @@ class TargetPolicy:
             return f"{host} ({ip}) is not in the target allow-list"
         if ip in _METADATA or ip.is_link_local:
             return f"{host} resolves to a link-local or metadata address ({ip})"
+        if ip.is_unspecified or ip.is_multicast or ip.is_reserved:
+            # 0.0.0.0 and :: connect to this host; none of these is ever a target.
+            return f"{host} resolves to an unusable address ({ip})"
         if ip.is_global:
             return None
         if matched and (ip.is_loopback or ip.is_private):
             return None
         return f"{host} resolves to a non-public address ({ip}) that is not allowed"
+
+
+_NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+
+
+def _embedded_ipv4(ip: IPAddress) -> IPAddress:
+    """The IPv4 address an IPv6 address leads to (mapped, 6to4, Teredo, NAT64, IPv4-compatible),
+    so the policy judges where a connection really ends up; otherwise ``ip`` itself."""
+    if not isinstance(ip, ipaddress.IPv6Address):
+        return ip
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip.teredo is not None:
+        return ip.teredo[1]
+    if any(ip in net for net in _NAT64) or (ip in _IPV4_COMPATIBLE and int(ip) > 1):
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return ip
