@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 
 WEIGHTS: dict[Priority, int] = {Priority.HIGH: 4, Priority.NORMAL: 2, Priority.LOW: 1}
 COMMIT_INTERVAL = 0.2
+# While every slot is busy, the consumer still polls this often to stay in its group.
+SATURATED_POLL_SECONDS = 30.0
 
 Handler = Callable[[RunDispatch, str, Callable[[], None]], Awaitable[None]]
 
@@ -227,6 +229,28 @@ class DispatchConsumer:
 
         task.add_done_callback(finished)
 
+    async def _wait_for_a_slot(self, stop_wait: asyncio.Task[bool]) -> None:
+        """Waits for a free slot while still polling: a consumer that stops calling getmany
+        for max_poll_interval leaves its group (long attempts on every slot would do that), so
+        the partitions are paused and polled, delivering nothing, until a slot frees."""
+        self._slot_freed.clear()
+        paused = list(self._consumer.assignment())
+        self._consumer.pause(*paused)
+        try:
+            while not self._slot_freed.is_set() and not stop_wait.done():
+                freed = asyncio.create_task(self._slot_freed.wait())
+                await asyncio.wait(
+                    {freed, stop_wait},
+                    timeout=SATURATED_POLL_SECONDS,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                freed.cancel()
+                if not self._slot_freed.is_set():
+                    with contextlib.suppress(KafkaError):
+                        await self._consumer.getmany(timeout_ms=0)
+        finally:
+            self._consumer.resume(*[tp for tp in paused if tp in self._consumer.assignment()])
+
     async def run(self, stopping: asyncio.Event) -> None:
         """Consumes until ``stopping`` is set; in-flight messages are left to ``drain``."""
         committer = asyncio.create_task(self._commit_loop(stopping))
@@ -235,10 +259,7 @@ class DispatchConsumer:
             while not stopping.is_set():
                 free = self._concurrency - len(self._tasks)
                 if free <= 0:
-                    self._slot_freed.clear()
-                    freed = asyncio.create_task(self._slot_freed.wait())
-                    await asyncio.wait({freed, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
-                    freed.cancel()
+                    await self._wait_for_a_slot(stop_wait)
                     continue
                 try:
                     records = await self._fetch(free)
