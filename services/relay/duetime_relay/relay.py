@@ -104,6 +104,8 @@ class Relay:
             await delete_rows(conn, acked)
             # COMMIT on leaving the block. Dying before it (after Kafka acknowledged) leaves
             # the rows pending: they are published again, at-least-once.
+        # A failed producer is replaced only now, with no transaction (and no row lock) open.
+        await self._producer.recover()
         self.published += len(acked)
         if delivery.unknown_topics:
             log.warning(

@@ -75,6 +75,10 @@ class BatchProducer:
         self._max_batch_bytes = max_batch_bytes
         self._linger_ms = linger_ms
         self._producer: Any = None
+        # Set when a publish failed: the driver is replaced by ``recover`` (or, failing that,
+        # before the next publish), not inside the publish, whose caller may hold a database
+        # transaction open.
+        self._broken = False
         self._lock = asyncio.Lock()
 
     @property
@@ -111,7 +115,15 @@ class BatchProducer:
         if not messages:
             return Delivery([])
         async with self._lock:
+            if self._broken:
+                await self._discard()
             return await self._publish(messages)
+
+    async def recover(self) -> None:
+        """Replaces a driver that failed a publish; call it outside any transaction."""
+        async with self._lock:
+            if self._broken:
+                await self._discard()
 
     async def _publish(self, messages: Sequence[Message]) -> Delivery:
         errors: collections.Counter[str] = collections.Counter()
@@ -165,8 +177,7 @@ class BatchProducer:
                 errors[type(f.exception()).__name__ if not f.cancelled() else "Cancelled"] += 1
             else:
                 acked.append(True)
-        if broken:
-            await self._discard()
+        self._broken = self._broken or broken
         return Delivery(acked, dict(errors), frozenset(unknown))
 
     async def _unknown_topics(self, producer: Any, topics: set[str]) -> set[str]:
@@ -182,6 +193,7 @@ class BatchProducer:
         return unknown
 
     async def _discard(self) -> None:
+        self._broken = False
         producer, self._producer = self._producer, None
         if producer is not None:
             await self._cut_loose(producer)
