@@ -17,6 +17,7 @@ from grpc_health.v1 import health_pb2
 
 from duetime_infra.grpc.server import GrpcServer, run_until_terminated
 from duetime_infra.kafka.producer import BatchProducer
+from duetime_infra.kafka.quiet import quiet_aiokafka
 from duetime_infra.logs import configure_logging
 from duetime_infra.pg.pool import create_pool
 from duetime_infra.startup import require_schema, run_service
@@ -98,18 +99,9 @@ async def serve(settings: Settings) -> None:
     await run_until_terminated(start, stop)
 
 
-def _quiet_reconnects(record: logging.LogRecord) -> bool:
-    return not str(record.msg).startswith(("Unable connect to", "Unable to update metadata"))
-
-
 def main() -> None:
     configure_logging()
-    # While a broker is away, aiokafka logs every retried request (WARNING) and every failed
-    # connection or metadata attempt (ERROR, about ten a second); the relay reports each failed
-    # batch itself. Other aiokafka errors still show.
-    aiokafka_log = logging.getLogger("aiokafka")
-    aiokafka_log.setLevel(logging.ERROR)
-    aiokafka_log.addFilter(_quiet_reconnects)
+    quiet_aiokafka()
     run_service("duetime_relay", lambda: serve(Settings.from_env()))
 
 

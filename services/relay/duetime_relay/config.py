@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from duetime_infra.config import ConfigError, EnvReader, env_dsn
+from duetime_infra.pg.pool import TCP_KEEPALIVES
 
 DEFAULT_KAFKA_BOOTSTRAP = "127.0.0.1:59092"
 # A relay's transaction stays open while its batch is produced; PostgreSQL ends it after this
@@ -41,9 +42,7 @@ class Settings:
             "statement_timeout": timeout_ms,
             "idle_in_transaction_session_timeout": timeout_ms,
             "lock_timeout": "5000",
-            "tcp_keepalives_idle": "5",
-            "tcp_keepalives_interval": "2",
-            "tcp_keepalives_count": "3",
+            **TCP_KEEPALIVES,
         }
 
     @classmethod

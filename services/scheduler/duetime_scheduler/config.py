@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from duetime_infra.config import EnvReader, env_dsn
+from duetime_infra.pg.pool import TCP_KEEPALIVES
 
 
 @dataclass(frozen=True)
@@ -41,9 +42,7 @@ class Settings:
             "statement_timeout": str(ttl_ms * 3 // 10),
             "idle_in_transaction_session_timeout": str(ttl_ms * 4 // 10),
             "lock_timeout": str(ttl_ms * 2 // 10),
-            "tcp_keepalives_idle": "5",
-            "tcp_keepalives_interval": "2",
-            "tcp_keepalives_count": "3",
+            **TCP_KEEPALIVES,
         }
 
     @classmethod

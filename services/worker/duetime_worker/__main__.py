@@ -18,6 +18,7 @@ from grpc_health.v1 import health_pb2
 
 from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_infra.grpc.server import GrpcServer, run_until_terminated
+from duetime_infra.kafka.quiet import quiet_aiokafka
 from duetime_infra.logs import configure_logging
 from duetime_infra.startup import run_service
 from duetime_worker.attempts import Executor
@@ -100,15 +101,9 @@ async def serve(settings: Settings) -> None:
     await run_until_terminated(start, stop)
 
 
-def _quiet_reconnects(record: logging.LogRecord) -> bool:
-    return not str(record.msg).startswith(("Unable connect to", "Unable to update metadata"))
-
-
 def main() -> None:
     configure_logging()
-    aiokafka_log = logging.getLogger("aiokafka")
-    aiokafka_log.setLevel(logging.ERROR)
-    aiokafka_log.addFilter(_quiet_reconnects)
+    quiet_aiokafka()
     run_service("duetime_worker", lambda: serve(Settings.from_env()))
 
 

@@ -9,6 +9,14 @@ from typing import Any, TypeAlias
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
+# Server-side TCP keepalives: the server notices a vanished client within about 11 s and ends
+# its session, releasing whatever it held.
+TCP_KEEPALIVES = {
+    "tcp_keepalives_idle": "5",
+    "tcp_keepalives_interval": "2",
+    "tcp_keepalives_count": "3",
+}
+
 # What queries run on: a plain connection or one borrowed from a pool.
 Conn: TypeAlias = "asyncpg.Connection[asyncpg.Record] | PoolConnectionProxy[asyncpg.Record]"
 
