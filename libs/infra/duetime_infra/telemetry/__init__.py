@@ -1,0 +1,1 @@
+"""Traces and metrics: OpenTelemetry set up from the standard OTEL_* variables."""

@@ -1,0 +1,185 @@
+"""The whole system as separate processes — api, scheduler, relay and worker(s) — on a fresh
+database with real etcd and Kafka, plus a client for the Job API.
+
+The dispatch topics are shared with other tests, so each system's workers use a consumer group
+of their own that starts at the topics' current ends; messages of other databases' runs that
+still reach them are refused by this system's scheduler (RUN_NOT_FOUND) and dropped.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import asyncpg
+from aiokafka import AIOKafkaConsumer
+from grpc import aio
+
+from duetime.jobs.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, run_pb2
+from duetime_infra.admin import create_team, create_worker_token
+from duetime_infra.kafka.topics import DISPATCH_TOPICS
+from tests.support.fleet import new_prefix, scheduler_env
+from tests.support.kafka import end_offsets, shared_bootstrap
+from tests.support.processes import Service, service
+
+TEAM = "team-e2e"
+
+
+async def start_group_at_end(group: str) -> None:
+    """Commits the consumer group's offsets at the topics' current ends, so its workers read
+    only what is published from now on."""
+    bootstrap = shared_bootstrap()
+    ends = await end_offsets(bootstrap, DISPATCH_TOPICS.values())
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False
+    )
+    await consumer.start()
+    try:
+        consumer.assign(list(ends))
+        await consumer.commit(ends)
+    finally:
+        await consumer.stop()
+
+
+class Api:
+    """The Job API as one team sees it."""
+
+    def __init__(self, address: str, token: str) -> None:
+        self._channel = aio.insecure_channel(address)
+        self.stub: job_service_pb2_grpc.JobServiceAsyncStub = job_service_pb2_grpc.JobServiceStub(
+            self._channel
+        )
+        self.metadata = (("authorization", f"Bearer {token}"),)
+
+    async def create(self, job: job_pb2.Job) -> job_pb2.Job:
+        response = await self.stub.CreateJob(
+            job_service_pb2.CreateJobRequest(job=job), metadata=self.metadata
+        )
+        return response.job
+
+    async def runs(self, job: job_pb2.Job) -> list[run_pb2.Run]:
+        runs: list[run_pb2.Run] = []
+        page_token = ""
+        while True:
+            response = await self.stub.ListRuns(
+                job_service_pb2.ListRunsRequest(
+                    parent=job.name, page_size=1000, page_token=page_token
+                ),
+                metadata=self.metadata,
+            )
+            runs.extend(response.runs)
+            page_token = response.next_page_token
+            if not page_token:
+                return runs
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+
+def http_job(
+    name: str,
+    url: str,
+    *,
+    at: datetime | None = None,
+    every: timedelta | None = None,
+    max_attempts: int = 3,
+    attempt_timeout: timedelta = timedelta(seconds=10),
+) -> job_pb2.Job:
+    """An HTTP job with short backoff (100 ms doubling, cap 500 ms), as tests want it."""
+    job = job_pb2.Job(
+        display_name=name,
+        target=job_pb2.Target(http=job_pb2.HttpTarget(url=url)),
+        retry_policy=job_pb2.RetryPolicy(max_attempts=max_attempts, multiplier=2.0),
+    )
+    if at is not None:
+        job.schedule.at.run_time.FromDatetime(at)
+    if every is not None:
+        job.schedule.interval.interval.FromTimedelta(every)
+    job.retry_policy.initial_backoff.FromTimedelta(timedelta(milliseconds=100))
+    job.retry_policy.max_backoff.FromTimedelta(timedelta(milliseconds=500))
+    job.attempt_timeout.FromTimedelta(attempt_timeout)
+    return job
+
+
+@dataclass
+class System:
+    db_dsn: str
+    api: Api
+    api_service: Service
+    scheduler: Service
+    relay: Service
+    team_token: str
+    worker_token: str
+    group: str
+    workers: dict[str, Service] = field(default_factory=dict)
+    _stack: AsyncExitStack = field(default_factory=AsyncExitStack)
+
+    def worker_env(self, worker_id: str, extra: Mapping[str, str] = {}) -> dict[str, str]:
+        return {
+            "DUETIME_SCHEDULER_TARGET": self.scheduler.address,
+            "DUETIME_WORKER_TOKEN": self.worker_token,
+            "DUETIME_WORKER_ID": worker_id,
+            "DUETIME_WORKER_GROUP": self.group,
+            "DUETIME_TARGET_ALLOW": "127.0.0.1",
+            "DUETIME_HEARTBEAT_INTERVAL": "1",
+            "DUETIME_SHUTDOWN_GRACE_SECONDS": "2",
+            **extra,
+        }
+
+    async def start_worker(self, worker_id: str, extra: Mapping[str, str] = {}) -> Service:
+        """Starts one more worker process; it is stopped (SIGTERM) when the system stops."""
+        started = await self._stack.enter_async_context(
+            service("duetime_worker", self.worker_env(worker_id, extra), "DUETIME_WORKER_PORT")
+        )
+        self.workers[worker_id] = started
+        return started
+
+
+@asynccontextmanager
+async def running_system(
+    db_dsn: str,
+    *,
+    workers: int = 1,
+    notification_url: str = "",
+    common_env: Mapping[str, str] = {},
+    scheduler_extra: Mapping[str, str] = {},
+    relay_extra: Mapping[str, str] = {},
+    worker_extra: Mapping[str, str] = {},
+) -> AsyncIterator[System]:
+    """The four services as processes; workers are named ``w1``, ``w2``, …"""
+    conn = await asyncpg.connect(db_dsn)
+    try:
+        team_token = await create_team(conn, TEAM, notification_url)
+        worker_token = await create_worker_token(conn)
+    finally:
+        await conn.close()
+    group = f"duetime-test-workers-{uuid.uuid4().hex[:12]}"
+    await start_group_at_end(group)
+    base = {"DUETIME_PG_DSN": db_dsn, "DUETIME_SHUTDOWN_GRACE_SECONDS": "2", **common_env}
+    async with AsyncExitStack() as stack:
+        api_service = await stack.enter_async_context(
+            service(
+                "duetime_api", {**base, "DUETIME_API_ADDRESS": "127.0.0.1:0"}, "DUETIME_API_PORT"
+            )
+        )
+        scheduler = await stack.enter_async_context(
+            service(
+                "duetime_scheduler",
+                {**base, **scheduler_env(db_dsn, new_prefix(), "s1"), **scheduler_extra},
+                "DUETIME_SCHEDULER_PORT",
+            )
+        )
+        relay = await stack.enter_async_context(
+            service("duetime_relay", {**base, **relay_extra}, "DUETIME_RELAY_PORT")
+        )
+        api = Api(api_service.address, team_token)
+        stack.push_async_callback(api.close)
+        system = System(db_dsn, api, api_service, scheduler, relay, team_token, worker_token, group)
+        # Workers stop first (their own stack), while the scheduler still answers them.
+        async with system._stack:
+            for n in range(1, workers + 1):
+                await system.start_worker(f"w{n}", {**common_env, **worker_extra})
+            yield system
