@@ -100,6 +100,7 @@ class DeadLetterEvent(_message.Message):
     REASON_FIELD_NUMBER: _builtins.int
     LAST_ERROR_FIELD_NUMBER: _builtins.int
     DEAD_LETTER_TIME_FIELD_NUMBER: _builtins.int
+    NOTIFICATION_URL_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """The run."""
     job_id: _builtins.str
@@ -116,6 +117,12 @@ class DeadLetterEvent(_message.Message):
     """Why: `ATTEMPTS_EXHAUSTED` or `NON_RETRYABLE`."""
     last_error: _builtins.str
     """The last attempt's error."""
+    notification_url: _builtins.str
+    """The owning team's notification target (an http(s) URL) when the run was dead-lettered;
+    empty when the team has none. Workers POST this event to it as proto3 JSON, at least once,
+    with the `Idempotency-Key` header `dead-letter/{run_id}/{attempt}`: stable per event, so a
+    repeated notification is recognisable. The URL may carry a secret: never log it whole.
+    """
     @_builtins.property
     def nominal_time(self) -> _timestamp_pb2.Timestamp:
         """The occurrence's nominal time."""
@@ -137,10 +144,11 @@ class DeadLetterEvent(_message.Message):
         reason: _builtins.str = ...,
         last_error: _builtins.str = ...,
         dead_letter_time: _timestamp_pb2.Timestamp | None = ...,
+        notification_url: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["dead_letter_time", b"dead_letter_time", "nominal_time", b"nominal_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "dead_letter_time", b"dead_letter_time", "idempotency_key", b"idempotency_key", "job_id", b"job_id", "job_name", b"job_name", "last_error", b"last_error", "nominal_time", b"nominal_time", "reason", b"reason", "run_id", b"run_id", "team", b"team"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "dead_letter_time", b"dead_letter_time", "idempotency_key", b"idempotency_key", "job_id", b"job_id", "job_name", b"job_name", "last_error", b"last_error", "nominal_time", b"nominal_time", "notification_url", b"notification_url", "reason", b"reason", "run_id", b"run_id", "team", b"team"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
