@@ -362,6 +362,13 @@ async def test_always_failing_is_dead_lettered_once_then_redriven_with_rising_nu
     assert (event.attempt, event.reason, event.last_error) == (3, "ATTEMPTS_EXHAUSTED", "HTTP 502")
     assert event.idempotency_key == f"{job.job_id}/trigger/r1"
     assert as_datetime(event.dead_letter_time) == (await w.attempts(run_id))[-1]["end_time"]
+    assert event.notification_url == ""  # the team has none: nobody is notified
+
+    # The team's notification target is read when the run is dead-lettered.
+    hook = "https://hooks.example/team-a?secret=s"
+    await w.pool.execute(
+        "UPDATE teams SET notification_url = $2 WHERE team_id = $1", api.team, hook
+    )
 
     # RedriveRun: a fresh budget; attempt numbers keep rising from 3.
     run_name = f"{job.name}/runs/{run_id}"
@@ -381,7 +388,10 @@ async def test_always_failing_is_dead_lettered_once_then_redriven_with_rising_nu
     assert await requeue_due_retries(w.pool, tokens, timedelta(0), 100) == 1
     assert await fail_until_dead(w, run_id, tokens) == 6
     assert [a["number"] for a in await w.attempts(run_id)] == [1, 2, 3, 4, 5, 6]
-    assert len(await outbox(w, "duetime.deadletter")) == 2  # one per dead-lettering
+    dead_letters = await outbox(w, "duetime.deadletter")
+    assert len(dead_letters) == 2  # one per dead-lettering
+    events = [events_pb2.DeadLetterEvent.FromString(bytes(d["payload"])) for d in dead_letters]
+    assert sorted((e.attempt, e.notification_url) for e in events) == [(3, ""), (6, hook)]
 
 
 async def test_a_non_retryable_failure_is_dead_lettered_at_once(env: Env) -> None:

@@ -1,5 +1,6 @@
 """The outbox row that announces a dead-lettered run: a DeadLetterEvent on the dead-letter
-topic, keyed by job id, carrying the run's trace context."""
+topic, keyed by job id, carrying the run's trace context and the team's notification target
+(read when the run is dead-lettered, so no claim or start pays for it)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ def dead_letter_row(
     last_error: str,
     traceparent: str,
     now: datetime,
+    notification_url: str,
 ) -> OutboxRow:
     message = events_pb2.DeadLetterEvent(
         run_id=str(run_id),
@@ -36,6 +38,7 @@ def dead_letter_row(
         reason=reason,
         last_error=last_error,
         dead_letter_time=datetime_to_timestamp(now),
+        notification_url=notification_url,
     )
     headers = {"traceparent": traceparent} if traceparent else {}
     return OutboxRow(

@@ -165,6 +165,11 @@ async def release_waiting(conn: Conn, job_id: uuid.UUID) -> list[OutboxRow]:
     return [redispatch_row(released, released["now"])]
 
 
+async def _notification_url(conn: Conn, team_id: str) -> str:
+    url: str | None = await conn.fetchval(q("attempt_team_notification_url"), team_id)
+    return url or ""
+
+
 async def apply_run_outcome(
     conn: Conn, run: Row, attempt: int, outcome: RunOutcome, now: datetime
 ) -> None:
@@ -191,6 +196,7 @@ async def apply_run_outcome(
                 last_error=outcome.reason_detail,
                 traceparent=run["traceparent"],
                 now=now,
+                notification_url=await _notification_url(conn, run["team_id"]),
             )
         )
     if outcome.final:

@@ -114,6 +114,10 @@ FROM waiting w
 WHERE r.run_id = w.run_id AND r.nominal_time = w.nominal_time AND r.state = 'WAITING'
 RETURNING r.*, duetime_now() AS now;
 
+-- name: attempt_team_notification_url
+-- The dead-letter event carries where to alert the team, read only when a run is dead-lettered.
+SELECT notification_url FROM teams WHERE team_id = $1;
+
 -- name: attempt_open_get
 -- The open attempt a report names (the run row is already locked by this transaction).
 SELECT * FROM attempts
