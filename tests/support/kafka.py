@@ -71,6 +71,7 @@ class Record:
     key: bytes | None
     value: bytes
     headers: dict[str, bytes]
+    timestamp_ms: int = 0  # the record's timestamp (producer create time), epoch ms
 
     @property
     def dispatch(self) -> RunDispatch:
@@ -142,6 +143,7 @@ async def read_between(
                                 r.key,
                                 r.value,
                                 {k: bytes(v) for k, v in r.headers},
+                                r.timestamp,
                             )
                         )
                 if batch and batch[-1].offset >= stop - 1:

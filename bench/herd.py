@@ -1,0 +1,227 @@
+"""bench/herd: the :00 herd — N runs due at the same instant, end to end.
+
+Each case seeds N one-off HTTP jobs straight into a fresh database (COPY), all due at one
+instant ``--lead`` seconds later, so the scheduler's look-ahead, the relay and the workers are in
+their steady state when it comes. The four services run as separate processes (api, scheduler,
+relay, ``--workers`` workers) on a Kafka broker of the bench's own (so no other test's consumers
+see the herd, and the herd sees no one else's), and call a real local HTTP target that records
+when each call arrives. Reported, per case:
+
+- start lateness (actual start minus effective time), p50 / p99 / max, both as the scheduler
+  recorded the attempt's start (database clock) and as the target saw the call arrive;
+- the drain time: the instant to the last target call;
+- EARLY starts (before the effective time, by either clock): a bug, must be zero;
+- runs starting more than 5 s late (the promise), and where the time went, hop by hop:
+  claim (run created) → published to Kafka (record timestamp) → attempt start → target call.
+
+    uv run python -m bench.herd [--runs 1000 10000] [--workers 2] [--lead 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import asyncpg
+
+from duetime_core import jobspec
+from duetime_core.runkey import RunKey, partition_of
+from duetime_infra.codec.spec_json import spec_to_json
+from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
+from tests.support.databases import create_database, drop_database, migrated_template
+from tests.support.fleet import eventually
+from tests.support.http_target import HttpTarget, http_target
+from tests.support.kafka import create_topics, end_offsets, private_kafka, read_between
+from tests.support.system import TEAM, running_system
+
+PROMISE = timedelta(seconds=5)
+# Dispatch topic partitions on the bench's broker: enough for two workers to share evenly.
+TOPIC_PARTITIONS = 6
+
+
+async def seed(dsn: str, runs: int, at: datetime, url: str) -> None:
+    """N one-off jobs due at ``at``, written as the API would store them."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        spec = jobspec.JobSpec(
+            display_name="herd",
+            schedule=jobspec.AtInstant(at),
+            target=jobspec.HttpTarget(jobspec.HttpMethod.POST, url),
+            attempt_timeout=timedelta(seconds=30),
+        )
+        spec_text = json.dumps(spec_to_json(spec))
+        rng = random.Random(11)
+        records = []
+        for _ in range(runs):
+            job_id = uuid.UUID(int=rng.getrandbits(128), version=4)
+            records.append((job_id, TEAM, partition_of(job_id), "ACTIVE", spec_text, at, at))
+        await conn.copy_records_to_table(
+            "jobs",
+            records=records,
+            columns=[
+                "job_id",
+                "team_id",
+                "partition",
+                "state",
+                "spec",
+                "next_run_time",
+                "next_effective_time",
+            ],
+        )
+        await conn.execute(
+            "INSERT INTO job_versions (job_id, version, spec) "
+            "SELECT job_id, version, spec FROM jobs"
+        )
+        await conn.execute("ANALYZE jobs")
+    finally:
+        await conn.close()
+
+
+def quantiles(values: Sequence[float]) -> tuple[float, float, float]:
+    """p50, p99 and max of ``values`` (nearest rank)."""
+    ordered = sorted(values)
+
+    def rank(q: float) -> float:
+        return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
+
+    return rank(0.5), rank(0.99), ordered[-1]
+
+
+def ms(values: Sequence[float]) -> str:
+    p50, p99, top = quantiles(values)
+    return f"p50 {p50 * 1000:7.0f} ms  p99 {p99 * 1000:7.0f} ms  max {top * 1000:7.0f} ms"
+
+
+@dataclass(frozen=True)
+class Result:
+    runs: int
+    p99_start: float
+    p99_call: float
+    drain: float
+    early: int
+
+
+async def run_case(template: str, runs: int, workers: int, lead: float, tmp: Path) -> Result:
+    name = f"duetime_bench_{uuid.uuid4().hex[:12]}"
+    dsn = await create_database(name, template=template)
+    try:
+        async with http_target() as target, private_kafka(tmp / f"kafka-{name}") as kafka:
+            topics = sorted(DISPATCH_TOPICS.values())
+            await create_topics(kafka.bootstrap, topics, partitions=TOPIC_PARTITIONS)
+            await create_topics(kafka.bootstrap, [DEAD_LETTER_TOPIC], partitions=1)
+            # Every service (and the harness's consumer-group setup) reads the bootstrap from
+            # the environment.
+            os.environ["DUETIME_KAFKA_BOOTSTRAP"] = kafka.bootstrap
+            async with running_system(dsn, workers=workers) as system:
+                pool = await asyncpg.create_pool(dsn, min_size=1, max_size=2)
+                try:
+                    return await measure(pool, system.db_dsn, target, runs, lead, kafka.bootstrap)
+                finally:
+                    await pool.close()
+    finally:
+        await drop_database(name)
+
+
+async def measure(
+    pool: asyncpg.Pool[asyncpg.Record],
+    dsn: str,
+    target: HttpTarget,
+    runs: int,
+    lead: float,
+    bootstrap: str,
+) -> Result:
+    now: datetime = await pool.fetchval("SELECT duetime_now()")
+    offset: timedelta = await pool.fetchval('SELECT "offset" FROM duetime_clock')
+    assert offset == timedelta(0), "the bench compares the database clock with the host's"
+    # Whole milliseconds, as a cron second would be.
+    at = (now + timedelta(seconds=lead)).replace(microsecond=0) + timedelta(seconds=1)
+    t0 = time.perf_counter()
+    await seed(dsn, runs, at, target.url("/herd"))
+    seeded = time.perf_counter() - t0
+    print(f"  seeded {runs:,} jobs in {seeded:.1f} s; due in {(at - now).total_seconds():.1f} s")
+
+    async def all_finished() -> bool:
+        done = await pool.fetchval(
+            "SELECT count(*) FROM runs WHERE state IN ('SUCCEEDED', 'DEAD_LETTERED')"
+        )
+        return int(done) == runs
+
+    await eventually(all_finished, lead + 180, f"all {runs} runs finished", interval=0.5)
+    rows = await pool.fetch(
+        "SELECT r.run_id, r.job_id, r.nominal_time, r.effective_time, r.create_time, r.state, "
+        "a.number, a.start_time, a.end_time "
+        "FROM runs r JOIN attempts a USING (run_id, nominal_time) ORDER BY a.start_time"
+    )
+    states = {r["state"] for r in rows}
+    assert states == {"SUCCEEDED"}, states
+    first = {r["run_id"]: r for r in rows if r["number"] == 1}
+    assert len(first) == runs, (len(first), runs)
+    starts = [(r["start_time"] - r["effective_time"]).total_seconds() for r in first.values()]
+    effective = {
+        RunKey.scheduled(r["job_id"], r["nominal_time"]).canonical(): r for r in first.values()
+    }
+    calls = [c for c in target.calls if c.path == "/herd"]
+    arrivals = [
+        (c.time - effective[c.headers["Idempotency-Key"]]["effective_time"]).total_seconds()
+        for c in calls
+    ]
+    called_keys = {c.headers["Idempotency-Key"] for c in calls}
+    early = sum(x < 0 for x in starts) + sum(x < 0 for x in arrivals)
+    late = sum(x > PROMISE.total_seconds() for x in starts)
+    drain = (max(c.time for c in calls) - at).total_seconds()
+    claimed = [(r["create_time"] - at).total_seconds() for r in first.values()]
+    published = await publish_times(bootstrap, at)
+    print(
+        f"  attempts {len(rows):,} for {runs:,} runs; target calls {len(calls):,} "
+        f"({len(called_keys):,} keys); EARLY {early}; over 5 s {late}"
+    )
+    print(f"  start lateness (scheduler): {ms(starts)}")
+    print(f"  start lateness (target):    {ms(arrivals)}")
+    print(f"  drain (instant → last call): {drain:.2f} s")
+    print(f"  hops, relative to the instant: claimed {ms(claimed)}")
+    print(f"                                 published {ms(published)}")
+    return Result(runs, quantiles(starts)[1], quantiles(arrivals)[1], drain, early)
+
+
+async def publish_times(bootstrap: str, at: datetime) -> list[float]:
+    """When each dispatch reached Kafka (the record's timestamp), relative to the instant."""
+    topics = sorted(DISPATCH_TOPICS.values())
+    ends = await end_offsets(bootstrap, topics)
+    records = await read_between(bootstrap, dict.fromkeys(ends, 0), ends)
+    return [r.timestamp_ms / 1000 - at.timestamp() for r in records]
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, nargs="+", default=[1_000, 10_000])
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--lead", type=float, default=15.0)
+    args = parser.parse_args()
+    template = await migrated_template()
+    results = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="duetime-herd-") as tmp:
+            for runs in args.runs:
+                print(f"herd of {runs:,} runs, {args.workers} workers", flush=True)
+                results.append(await run_case(template, runs, args.workers, args.lead, Path(tmp)))
+    finally:
+        await drop_database(template)
+    for r in results:
+        print(
+            f"runs={r.runs:>6,}: p99 start {r.p99_start * 1000:.0f} ms (scheduler), "
+            f"{r.p99_call * 1000:.0f} ms (target); drain {r.drain:.2f} s; early {r.early}"
+        )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
