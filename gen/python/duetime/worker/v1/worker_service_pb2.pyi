@@ -93,8 +93,13 @@ class _AttemptResultEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Attempt
     ATTEMPT_RESULT_TIMED_OUT: _AttemptResult.ValueType  # 3
     """The attempt timeout elapsed."""
     ATTEMPT_RESULT_CANCELLED: _AttemptResult.ValueType  # 4
-    """Cancelled on the scheduler's directive. Reported without one (e.g. a worker handing an
-    attempt back as it shuts down), it counts as a retryable failure.
+    """Cancelled on the scheduler's directive. Reported without one, it counts as a retryable
+    failure (a worker handing an attempt back reports ATTEMPT_RESULT_HANDED_BACK instead).
+    """
+    ATTEMPT_RESULT_HANDED_BACK: _AttemptResult.ValueType  # 5
+    """The worker gave the attempt back unfinished because it is shutting down, after stopping
+    the target call. The run is queued again at once and the attempt does not count against
+    its retry budget; a cancellation the scheduler asked for still ends the run CANCELLED.
     """
 
 class AttemptResult(_AttemptResult, metaclass=_AttemptResultEnumTypeWrapper):
@@ -109,10 +114,233 @@ ATTEMPT_RESULT_FAILED: AttemptResult.ValueType  # 2
 ATTEMPT_RESULT_TIMED_OUT: AttemptResult.ValueType  # 3
 """The attempt timeout elapsed."""
 ATTEMPT_RESULT_CANCELLED: AttemptResult.ValueType  # 4
-"""Cancelled on the scheduler's directive. Reported without one (e.g. a worker handing an
-attempt back as it shuts down), it counts as a retryable failure.
+"""Cancelled on the scheduler's directive. Reported without one, it counts as a retryable
+failure (a worker handing an attempt back reports ATTEMPT_RESULT_HANDED_BACK instead).
+"""
+ATTEMPT_RESULT_HANDED_BACK: AttemptResult.ValueType  # 5
+"""The worker gave the attempt back unfinished because it is shutting down, after stopping
+the target call. The run is queued again at once and the attempt does not count against
+its retry budget; a cancellation the scheduler asked for still ends the run CANCELLED.
 """
 Global___AttemptResult: _TypeAlias = AttemptResult  # noqa: Y015
+
+@_typing.final
+class StartAttemptsRequest(_message.Message):
+    """Request of StartAttempts."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STARTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def starts(self) -> _containers.RepeatedCompositeFieldContainer[Global___StartAttemptRequest]:
+        """Required, 1 to 1,000 entries: the starts asked for."""
+
+    def __init__(
+        self,
+        *,
+        starts: _abc.Iterable[Global___StartAttemptRequest] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["starts", b"starts"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StartAttemptsRequest: _TypeAlias = StartAttemptsRequest  # noqa: Y015
+
+@_typing.final
+class StartAttemptsResponse(_message.Message):
+    """Response of StartAttempts: one entry per request entry, in the same order."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESULTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___StartAttemptsResult]:
+        """The answers."""
+
+    def __init__(
+        self,
+        *,
+        results: _abc.Iterable[Global___StartAttemptsResult] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["results", b"results"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StartAttemptsResponse: _TypeAlias = StartAttemptsResponse  # noqa: Y015
+
+@_typing.final
+class StartAttemptsResult(_message.Message):
+    """One answer of StartAttempts."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESPONSE_FIELD_NUMBER: _builtins.int
+    ERROR_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def response(self) -> Global___StartAttemptResponse:
+        """The decision, when one was made."""
+
+    @_builtins.property
+    def error(self) -> Global___EntryError:
+        """Set instead of `response` when this entry failed (as StartAttempt would have failed):
+        INVALID_ARGUMENT naming the field (e.g. `starts[3].run_id`), UNAVAILABLE (ask again).
+        """
+
+    def __init__(
+        self,
+        *,
+        response: Global___StartAttemptResponse | None = ...,
+        error: Global___EntryError | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "response", b"response"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "response", b"response"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StartAttemptsResult: _TypeAlias = StartAttemptsResult  # noqa: Y015
+
+@_typing.final
+class EntryError(_message.Message):
+    """Why one entry of a batch call failed, as the single call would have failed."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CODE_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    code: _builtins.str
+    """The gRPC status code's name, e.g. `ABORTED`, `INVALID_ARGUMENT`, `UNAVAILABLE`."""
+    reason: _builtins.str
+    """The machine-readable reason (as in `google.rpc.ErrorInfo`), e.g. `STALE_ATTEMPT`."""
+    message: _builtins.str
+    """For people; for INVALID_ARGUMENT it names every bad field."""
+    def __init__(
+        self,
+        *,
+        code: _builtins.str = ...,
+        reason: _builtins.str = ...,
+        message: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "message", b"message", "reason", b"reason"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EntryError: _TypeAlias = EntryError  # noqa: Y015
+
+@_typing.final
+class CompleteAttemptsRequest(_message.Message):
+    """Request of CompleteAttempts."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REPORTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def reports(self) -> _containers.RepeatedCompositeFieldContainer[Global___AttemptReport]:
+        """Required, 1 to 1,000 entries: the reports."""
+
+    def __init__(
+        self,
+        *,
+        reports: _abc.Iterable[Global___AttemptReport] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["reports", b"reports"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CompleteAttemptsRequest: _TypeAlias = CompleteAttemptsRequest  # noqa: Y015
+
+@_typing.final
+class AttemptReport(_message.Message):
+    """One report of CompleteAttempts."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REPORT_FIELD_NUMBER: _builtins.int
+    ATTEMPT_FIELD_NUMBER: _builtins.int
+    attempt: _builtins.int
+    """Required. The fencing token: the attempt number StartAttempt returned."""
+    @_builtins.property
+    def report(self) -> Global___CompleteAttemptRequest:
+        """Required. The report, as for CompleteAttempt."""
+
+    def __init__(
+        self,
+        *,
+        report: Global___CompleteAttemptRequest | None = ...,
+        attempt: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["report", b"report"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "report", b"report"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AttemptReport: _TypeAlias = AttemptReport  # noqa: Y015
+
+@_typing.final
+class CompleteAttemptsResponse(_message.Message):
+    """Response of CompleteAttempts: one entry per report, in the same order."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESULTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___CompleteAttemptsResult]:
+        """The answers."""
+
+    def __init__(
+        self,
+        *,
+        results: _abc.Iterable[Global___CompleteAttemptsResult] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["results", b"results"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CompleteAttemptsResponse: _TypeAlias = CompleteAttemptsResponse  # noqa: Y015
+
+@_typing.final
+class CompleteAttemptsResult(_message.Message):
+    """One answer of CompleteAttempts."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESPONSE_FIELD_NUMBER: _builtins.int
+    ERROR_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def response(self) -> Global___CompleteAttemptResponse:
+        """The run's state after the report, when it was accepted."""
+
+    @_builtins.property
+    def error(self) -> Global___EntryError:
+        """Set instead of `response` when the report was refused or failed: ABORTED
+        (STALE_ATTEMPT), INVALID_ARGUMENT naming the field, UNAVAILABLE (report again).
+        """
+
+    def __init__(
+        self,
+        *,
+        response: Global___CompleteAttemptResponse | None = ...,
+        error: Global___EntryError | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "response", b"response"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "response", b"response"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CompleteAttemptsResult: _TypeAlias = CompleteAttemptsResult  # noqa: Y015
 
 @_typing.final
 class StartAttemptRequest(_message.Message):

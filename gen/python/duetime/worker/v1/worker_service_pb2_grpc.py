@@ -55,6 +55,16 @@ class WorkerServiceStub:
                 request_serializer=duetime_dot_worker_dot_v1_dot_worker__service__pb2.CompleteAttemptRequest.SerializeToString,
                 response_deserializer=duetime_dot_worker_dot_v1_dot_worker__service__pb2.CompleteAttemptResponse.FromString,
                 _registered_method=True)
+        self.StartAttempts = channel.unary_unary(
+                '/duetime.worker.v1.WorkerService/StartAttempts',
+                request_serializer=duetime_dot_worker_dot_v1_dot_worker__service__pb2.StartAttemptsRequest.SerializeToString,
+                response_deserializer=duetime_dot_worker_dot_v1_dot_worker__service__pb2.StartAttemptsResponse.FromString,
+                _registered_method=True)
+        self.CompleteAttempts = channel.unary_unary(
+                '/duetime.worker.v1.WorkerService/CompleteAttempts',
+                request_serializer=duetime_dot_worker_dot_v1_dot_worker__service__pb2.CompleteAttemptsRequest.SerializeToString,
+                response_deserializer=duetime_dot_worker_dot_v1_dot_worker__service__pb2.CompleteAttemptsResponse.FromString,
+                _registered_method=True)
 
 
 class WorkerServiceServicer:
@@ -96,6 +106,27 @@ class WorkerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def StartAttempts(self, request, context):
+        """StartAttempt for many runs in one call (at most 1,000), answered in the same order: each
+        entry is decided exactly as its own StartAttempt would be (never before the run's effective
+        time by the server's clock; the same delivery gets the same attempt back). A worker uses it
+        when many runs come due at once, e.g. at the top of the hour. An entry that could not be
+        decided (a busy run, an internal error) carries its gRPC status in `error`: ask again.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CompleteAttempts(self, request, context):
+        """CompleteAttempt for many attempts in one call (at most 1,000), answered in the same order.
+        Each report carries its own fencing token (`attempt`) instead of `duetime-attempt`
+        metadata; each is the same compare-and-set, and a refused one (ABORTED STALE_ATTEMPT,
+        INVALID_ARGUMENT) carries its status in `error` without affecting the others.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -113,6 +144,16 @@ def add_WorkerServiceServicer_to_server(servicer, server):
                     servicer.CompleteAttempt,
                     request_deserializer=duetime_dot_worker_dot_v1_dot_worker__service__pb2.CompleteAttemptRequest.FromString,
                     response_serializer=duetime_dot_worker_dot_v1_dot_worker__service__pb2.CompleteAttemptResponse.SerializeToString,
+            ),
+            'StartAttempts': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartAttempts,
+                    request_deserializer=duetime_dot_worker_dot_v1_dot_worker__service__pb2.StartAttemptsRequest.FromString,
+                    response_serializer=duetime_dot_worker_dot_v1_dot_worker__service__pb2.StartAttemptsResponse.SerializeToString,
+            ),
+            'CompleteAttempts': grpc.unary_unary_rpc_method_handler(
+                    servicer.CompleteAttempts,
+                    request_deserializer=duetime_dot_worker_dot_v1_dot_worker__service__pb2.CompleteAttemptsRequest.FromString,
+                    response_serializer=duetime_dot_worker_dot_v1_dot_worker__service__pb2.CompleteAttemptsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -202,6 +243,60 @@ class WorkerService:
             '/duetime.worker.v1.WorkerService/CompleteAttempt',
             duetime_dot_worker_dot_v1_dot_worker__service__pb2.CompleteAttemptRequest.SerializeToString,
             duetime_dot_worker_dot_v1_dot_worker__service__pb2.CompleteAttemptResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StartAttempts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/duetime.worker.v1.WorkerService/StartAttempts',
+            duetime_dot_worker_dot_v1_dot_worker__service__pb2.StartAttemptsRequest.SerializeToString,
+            duetime_dot_worker_dot_v1_dot_worker__service__pb2.StartAttemptsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CompleteAttempts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/duetime.worker.v1.WorkerService/CompleteAttempts',
+            duetime_dot_worker_dot_v1_dot_worker__service__pb2.CompleteAttemptsRequest.SerializeToString,
+            duetime_dot_worker_dot_v1_dot_worker__service__pb2.CompleteAttemptsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -57,6 +57,19 @@ class WorkerServiceStub:
     """Reports how an attempt ended, with its fencing token in `duetime-attempt` metadata. A
     compare-and-set: only the run's open attempt with that number may write.
     """
+    StartAttempts: _grpc.UnaryUnaryMultiCallable[_worker_service_pb2.StartAttemptsRequest, _worker_service_pb2.StartAttemptsResponse]
+    """StartAttempt for many runs in one call (at most 1,000), answered in the same order: each
+    entry is decided exactly as its own StartAttempt would be (never before the run's effective
+    time by the server's clock; the same delivery gets the same attempt back). A worker uses it
+    when many runs come due at once, e.g. at the top of the hour. An entry that could not be
+    decided (a busy run, an internal error) carries its gRPC status in `error`: ask again.
+    """
+    CompleteAttempts: _grpc.UnaryUnaryMultiCallable[_worker_service_pb2.CompleteAttemptsRequest, _worker_service_pb2.CompleteAttemptsResponse]
+    """CompleteAttempt for many attempts in one call (at most 1,000), answered in the same order.
+    Each report carries its own fencing token (`attempt`) instead of `duetime-attempt`
+    metadata; each is the same compare-and-set, and a refused one (ABORTED STALE_ATTEMPT,
+    INVALID_ARGUMENT) carries its status in `error` without affecting the others.
+    """
 
 @_typing.type_check_only
 class WorkerServiceAsyncStub(WorkerServiceStub):
@@ -86,6 +99,19 @@ class WorkerServiceAsyncStub(WorkerServiceStub):
     CompleteAttempt: _aio.UnaryUnaryMultiCallable[_worker_service_pb2.CompleteAttemptRequest, _worker_service_pb2.CompleteAttemptResponse]  # type: ignore[assignment]
     """Reports how an attempt ended, with its fencing token in `duetime-attempt` metadata. A
     compare-and-set: only the run's open attempt with that number may write.
+    """
+    StartAttempts: _aio.UnaryUnaryMultiCallable[_worker_service_pb2.StartAttemptsRequest, _worker_service_pb2.StartAttemptsResponse]  # type: ignore[assignment]
+    """StartAttempt for many runs in one call (at most 1,000), answered in the same order: each
+    entry is decided exactly as its own StartAttempt would be (never before the run's effective
+    time by the server's clock; the same delivery gets the same attempt back). A worker uses it
+    when many runs come due at once, e.g. at the top of the hour. An entry that could not be
+    decided (a busy run, an internal error) carries its gRPC status in `error`: ask again.
+    """
+    CompleteAttempts: _aio.UnaryUnaryMultiCallable[_worker_service_pb2.CompleteAttemptsRequest, _worker_service_pb2.CompleteAttemptsResponse]  # type: ignore[assignment]
+    """CompleteAttempt for many attempts in one call (at most 1,000), answered in the same order.
+    Each report carries its own fencing token (`attempt`) instead of `duetime-attempt`
+    metadata; each is the same compare-and-set, and a refused one (ABORTED STALE_ATTEMPT,
+    INVALID_ARGUMENT) carries its status in `error` without affecting the others.
     """
 
 class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -131,6 +157,31 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_worker_service_pb2.CompleteAttemptResponse, _abc.Awaitable[_worker_service_pb2.CompleteAttemptResponse]]:
         """Reports how an attempt ended, with its fencing token in `duetime-attempt` metadata. A
         compare-and-set: only the run's open attempt with that number may write.
+        """
+
+    @_abc_1.abstractmethod
+    def StartAttempts(
+        self,
+        request: _worker_service_pb2.StartAttemptsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_worker_service_pb2.StartAttemptsResponse, _abc.Awaitable[_worker_service_pb2.StartAttemptsResponse]]:
+        """StartAttempt for many runs in one call (at most 1,000), answered in the same order: each
+        entry is decided exactly as its own StartAttempt would be (never before the run's effective
+        time by the server's clock; the same delivery gets the same attempt back). A worker uses it
+        when many runs come due at once, e.g. at the top of the hour. An entry that could not be
+        decided (a busy run, an internal error) carries its gRPC status in `error`: ask again.
+        """
+
+    @_abc_1.abstractmethod
+    def CompleteAttempts(
+        self,
+        request: _worker_service_pb2.CompleteAttemptsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_worker_service_pb2.CompleteAttemptsResponse, _abc.Awaitable[_worker_service_pb2.CompleteAttemptsResponse]]:
+        """CompleteAttempt for many attempts in one call (at most 1,000), answered in the same order.
+        Each report carries its own fencing token (`attempt`) instead of `duetime-attempt`
+        metadata; each is the same compare-and-set, and a refused one (ABORTED STALE_ATTEMPT,
+        INVALID_ARGUMENT) carries its status in `error` without affecting the others.
         """
 
 def add_WorkerServiceServicer_to_server(servicer: WorkerServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
