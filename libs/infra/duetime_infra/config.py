@@ -58,6 +58,13 @@ class EnvReader:
             self._errors.append(f"{name}={raw!r}: expected host:port")
         return raw
 
+    def optional_address(self, name: str) -> str:
+        """A host:port that may be left out: unset, empty or ``off`` is "" (disabled)."""
+        raw = self._env.get(name, "").strip()
+        if raw.lower() in ("", "off"):
+            return ""
+        return self.address(name, raw)
+
     def finish(self) -> None:
         if self._errors:
             raise ConfigError("invalid configuration:\n  " + "\n  ".join(self._errors))

@@ -15,6 +15,7 @@ from duetime_infra.logs import configure_logging
 from duetime_infra.pg.job_store import JobStore
 from duetime_infra.pg.pool import create_pool
 from duetime_infra.startup import require_schema, run_service
+from duetime_infra.telemetry.metrics import start_metrics
 
 log = logging.getLogger("duetime_api")
 
@@ -22,6 +23,7 @@ SERVICE_NAME = job_service_pb2.DESCRIPTOR.services_by_name["JobService"].full_na
 
 
 async def serve(settings: Settings) -> None:
+    start_metrics(settings.metrics_address, "api")
     version = await require_schema(settings.pg_dsn)
     pool = await create_pool(settings.pg_dsn, max_size=settings.pg_pool_size)
     try:

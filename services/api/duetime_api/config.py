@@ -14,6 +14,8 @@ class Settings:
     pg_dsn: str
     pg_pool_size: int
     shutdown_grace_seconds: float
+    # host:port of the Prometheus scrape endpoint; "" (unset, empty or off): no metrics.
+    metrics_address: str
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -25,6 +27,7 @@ class Settings:
             shutdown_grace_seconds=env.seconds(
                 "DUETIME_SHUTDOWN_GRACE_SECONDS", 10, low=0, high=600
             ).total_seconds(),
+            metrics_address=env.optional_address("DUETIME_METRICS_ADDRESS"),
         )
         env.finish()
         return settings

@@ -21,6 +21,7 @@ from duetime_infra.kafka.quiet import quiet_aiokafka
 from duetime_infra.logs import configure_logging
 from duetime_infra.pg.pool import create_pool
 from duetime_infra.startup import require_schema, run_service
+from duetime_infra.telemetry.metrics import start_metrics
 from duetime_relay.config import Settings
 from duetime_relay.reconciler import Reconciler
 from duetime_relay.relay import Relay
@@ -29,6 +30,7 @@ log = logging.getLogger("duetime_relay")
 
 
 async def serve(settings: Settings) -> None:
+    start_metrics(settings.metrics_address, "relay")
     version = await require_schema(settings.pg_dsn)
     # One connection for the relay loop, one for the reconciler, one spare.
     pool = await create_pool(

@@ -31,6 +31,8 @@ class Settings:
     reconcile_interval: timedelta
     reconcile_batch_size: int
     shutdown_grace_seconds: float
+    # host:port of the Prometheus scrape endpoint; "" (unset, empty or off): no metrics.
+    metrics_address: str
 
     @property
     def session_settings(self) -> dict[str, str]:
@@ -67,6 +69,7 @@ class Settings:
             shutdown_grace_seconds=env.seconds(
                 "DUETIME_SHUTDOWN_GRACE_SECONDS", 10, low=0, high=600
             ).total_seconds(),
+            metrics_address=env.optional_address("DUETIME_METRICS_ADDRESS"),
         )
         bad_bootstrap = [part for part in bootstrap.split(",") if not _is_address(part.strip())]
         try:

@@ -27,6 +27,7 @@ from duetime_infra.pg.job_store import JobStore
 from duetime_infra.pg.pool import create_pool
 from duetime_infra.pg.reaper import reap_expired_attempts, requeue_due_retries
 from duetime_infra.startup import require_schema, run_service
+from duetime_infra.telemetry.metrics import start_metrics
 from duetime_scheduler.claimer import Claimer, OwnerTask
 from duetime_scheduler.config import Settings
 from duetime_scheduler.maintenance import PartitionMaintenance
@@ -50,6 +51,7 @@ def owner_tasks(settings: Settings) -> list[OwnerTask]:
 
 
 async def serve(settings: Settings) -> None:
+    start_metrics(settings.metrics_address, "scheduler")
     version = await require_schema(settings.pg_dsn)
     pool = await create_pool(
         settings.pg_dsn,

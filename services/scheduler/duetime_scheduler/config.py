@@ -29,6 +29,8 @@ class Settings:
     attempt_lease: timedelta
     attempt_grace: timedelta
     shutdown_grace_seconds: float
+    # host:port of the Prometheus scrape endpoint; "" (unset, empty or off): no metrics.
+    metrics_address: str
 
     @property
     def session_settings(self) -> dict[str, str]:
@@ -71,6 +73,7 @@ class Settings:
             shutdown_grace_seconds=env.seconds(
                 "DUETIME_SHUTDOWN_GRACE_SECONDS", 10, low=0, high=600
             ).total_seconds(),
+            metrics_address=env.optional_address("DUETIME_METRICS_ADDRESS"),
         )
         env.finish()
         return settings

@@ -21,6 +21,7 @@ from duetime_infra.grpc.server import GrpcServer, run_until_terminated
 from duetime_infra.kafka.quiet import quiet_aiokafka
 from duetime_infra.logs import configure_logging
 from duetime_infra.startup import run_service
+from duetime_infra.telemetry.metrics import start_metrics
 from duetime_worker.attempts import Executor
 from duetime_worker.config import Settings
 from duetime_worker.consumer import DispatchConsumer
@@ -33,6 +34,7 @@ log = logging.getLogger("duetime_worker")
 
 
 async def serve(settings: Settings) -> None:
+    start_metrics(settings.metrics_address, "worker")
     channel = aio.insecure_channel(settings.scheduler_target)
     stub: worker_service_pb2_grpc.WorkerServiceAsyncStub = (
         worker_service_pb2_grpc.WorkerServiceStub(channel)

@@ -29,6 +29,8 @@ class Settings:
     local_launcher_commands: tuple[str, ...]
     health_address: str
     shutdown_grace_seconds: float
+    # host:port of the Prometheus scrape endpoint; "" (unset, empty or off): no metrics.
+    metrics_address: str
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -51,6 +53,7 @@ class Settings:
             shutdown_grace_seconds=env.seconds(
                 "DUETIME_SHUTDOWN_GRACE_SECONDS", 10, low=0, high=600
             ).total_seconds(),
+            metrics_address=env.optional_address("DUETIME_METRICS_ADDRESS"),
         )
         problems = []
         if not token:

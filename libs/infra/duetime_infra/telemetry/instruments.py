@@ -1,0 +1,179 @@
+"""The metrics Duetime exports, and the calls that record them where each fact is known.
+
+Every recording function is cheap and never touches a database: callers pass what their
+transaction already read, after it committed (a rolled-back transaction changed nothing, so it
+counts nothing, except as a fencing refusal). Until ``bind`` is given a MeterProvider (metrics
+off, most tests) the instruments are OpenTelemetry's no-op ones.
+
+Names are OpenTelemetry's, with units; the Prometheus endpoint turns ``duetime.runs.finished``
+(unit ``{run}``) into ``duetime_runs_finished_total`` and ``duetime.run.start.lateness`` (unit
+``s``) into ``duetime_run_start_lateness_seconds``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+
+from opentelemetry.metrics import Meter, MeterProvider, NoOpMeter
+
+METER_NAME = "duetime"
+
+# Seconds: a healthy fleet starts runs within milliseconds of their time, the promise is 5 s,
+# and an outage or a misfire catch-up shows up in minutes to an hour.
+LATENESS_BUCKETS = (
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    120.0,
+    300.0,
+    600.0,
+    1800.0,
+    3600.0,
+)
+
+# Why a scheduler stopped owning partitions, from ``OwnershipChange.reason``; anything else is
+# the reason its etcd lease was lost (expired, refresh failed or timed out).
+_PARTITION_LOSS_CAUSES = frozenset({"released", "key_vanished", "stopping"})
+LEASE_LOST = "lease_lost"
+
+
+class Instruments:
+    def __init__(self, meter: Meter) -> None:
+        self.start_lateness = meter.create_histogram(
+            "duetime.run.start.lateness",
+            unit="s",
+            description=(
+                "When an attempt started, by the database clock, minus the run's effective "
+                "time (reference=effective) or nominal time (reference=nominal)"
+            ),
+            explicit_bucket_boundaries_advisory=LATENESS_BUCKETS,
+        )
+        self.runs_finished = meter.create_counter(
+            "duetime.runs.finished",
+            unit="{run}",
+            description="Runs that reached a final state, by state and reason (a range: one)",
+        )
+        self.attempts_closed = meter.create_counter(
+            "duetime.attempts.closed",
+            unit="{attempt}",
+            description="Attempts closed, by outcome and by whom (worker report or reaper)",
+        )
+        self.attempt_lease_expiries = meter.create_counter(
+            "duetime.attempt.lease.expiries",
+            unit="{attempt}",
+            description=(
+                "Attempts the reaper closed because their lease expired (LEASE_EXPIRED) or "
+                "their deadline passed (TIMED_OUT)"
+            ),
+        )
+        self.partitions_owned = meter.create_gauge(
+            "duetime.partitions.owned",
+            unit="{partition}",
+            description="Partitions this scheduler owns",
+        )
+        self.partitions_lost = meter.create_counter(
+            "duetime.partitions.lost",
+            unit="{partition}",
+            description=(
+                "Partitions this scheduler stopped owning, by cause: lease_lost (its etcd lease "
+                "expired or could not be renewed), key_vanished, released, stopping"
+            ),
+        )
+        self.fencing_refusals = meter.create_counter(
+            "duetime.fencing.refusals",
+            unit="{refusal}",
+            description=(
+                "Writes refused by fencing: scheduler transactions rolled back because a newer "
+                "partition owner's token is stored (check=token) or the lease was not safely "
+                "held at commit (check=lease); reports and heartbeats of a closed attempt "
+                "(check=attempt)"
+            ),
+        )
+        self.outbox_depth = meter.create_gauge(
+            "duetime.outbox.depth",
+            unit="{row}",
+            description="Outbox rows waiting to be published (estimated above 100,000)",
+        )
+        self.outbox_oldest_age = meter.create_gauge(
+            "duetime.outbox.oldest.age",
+            unit="s",
+            description="How long the oldest outbox row has waited (0 when the outbox is empty)",
+        )
+        self.consumer_lag = meter.create_gauge(
+            "duetime.consumer.lag",
+            unit="{message}",
+            description="Messages on the worker's assigned partitions not yet fetched, by topic",
+        )
+
+
+_current = Instruments(NoOpMeter(METER_NAME))
+
+
+def bind(provider: MeterProvider | None) -> Instruments:
+    """Records from now on into ``provider`` (``None``: nowhere)."""
+    global _current
+    meter = NoOpMeter(METER_NAME) if provider is None else provider.get_meter(METER_NAME)
+    _current = Instruments(meter)
+    return _current
+
+
+def attempt_started(
+    priority: str, effective_lateness: timedelta, nominal_lateness: timedelta
+) -> None:
+    lateness = _current.start_lateness
+    lateness.record(
+        max(effective_lateness.total_seconds(), 0.0),
+        {"priority": priority, "reference": "effective"},
+    )
+    lateness.record(
+        max(nominal_lateness.total_seconds(), 0.0),
+        {"priority": priority, "reference": "nominal"},
+    )
+
+
+def runs_finished(state: str, reason: str, count: int = 1) -> None:
+    if count:
+        _current.runs_finished.add(count, {"state": state, "reason": reason})
+
+
+def attempt_closed(outcome: str, by: str) -> None:
+    _current.attempts_closed.add(1, {"outcome": outcome, "closed_by": by})
+
+
+def attempt_lease_expired(outcome: str) -> None:
+    """An attempt the reaper closed: counted as closed and as a lease expiry."""
+    attempt_closed(outcome, "reaper")
+    _current.attempt_lease_expiries.add(1, {"outcome": outcome})
+
+
+def fencing_refused(operation: str, check: str) -> None:
+    _current.fencing_refusals.add(1, {"operation": operation, "check": check})
+
+
+def partitions_changed(scheduler_id: str, owned: int, lost: int, reason: str) -> None:
+    attributes = {"scheduler_id": scheduler_id}
+    _current.partitions_owned.set(owned, attributes)
+    if lost:
+        cause = reason if reason in _PARTITION_LOSS_CAUSES else LEASE_LOST
+        _current.partitions_lost.add(lost, {**attributes, "cause": cause})
+
+
+def outbox_sampled(depth: int, oldest_age: timedelta | None) -> None:
+    _current.outbox_depth.set(depth)
+    _current.outbox_oldest_age.set(0.0 if oldest_age is None else oldest_age.total_seconds())
+
+
+def consumer_lag_sampled(lag_by_topic: Mapping[str, int]) -> None:
+    for topic, lag in lag_by_topic.items():
+        _current.consumer_lag.set(lag, {"topic": topic})
