@@ -443,6 +443,41 @@ async def test_reports_are_a_compare_and_set_on_the_fencing_token(env: Env) -> N
     assert (late.code, late.reason) == (grpc.StatusCode.ABORTED, "STALE_ATTEMPT")
 
 
+async def test_a_hand_back_requeues_the_run_without_spending_its_budget(env: Env) -> None:
+    w = env.w
+    run_id = await trigger(env.api, await create_job(env.api, job_message(max_attempts=1)), "r1")
+    started = await w.start(run_id, "d-1", worker="w-1")
+    back = await w.complete(
+        run_id, started.attempt, wpb.ATTEMPT_RESULT_HANDED_BACK, error="shutting down"
+    )
+    assert (back.run_state, back.HasField("next_attempt_time")) == ("RUN_STATE_QUEUED", True)
+    row = await w.run_row(run_id)
+    assert (row["state"], row["attempt"], row["attempt_limit"]) == ("QUEUED", 1, 2)
+    (attempt,) = await w.attempts(run_id)
+    assert (attempt["outcome"], attempt["error"]) == ("HANDED_BACK", "shutting down")
+    # Dispatched again at once, and startable at once by another worker with a higher number.
+    assert len(await dispatches_of(w, run_id)) == 2
+    again = await w.start(run_id, "d-2", worker="w-2")
+    assert (again.decision, again.attempt) == (STARTED, 2)
+    # The budget of one attempt is still whole: a failure now is the one that spends it.
+    report = await w.complete(run_id, 2, FAILED, error="HTTP 503", worker="w-2")
+    assert report.run_state == "RUN_STATE_DEAD_LETTERED"
+    assert (await w.run_row(run_id))["reason"] == "ATTEMPTS_EXHAUSTED"
+
+
+async def test_a_hand_back_of_a_cancelled_attempt_stays_cancelled(env: Env) -> None:
+    w, api = env.w, env.api
+    job = await create_job(api)
+    run_id = await trigger(api, job, "r1")
+    await w.start(run_id)
+    await api.stub.DeleteJob(svc.DeleteJobRequest(name=job.name), metadata=api.auth())
+    back = await w.complete(run_id, 1, wpb.ATTEMPT_RESULT_HANDED_BACK)
+    assert back.run_state == "RUN_STATE_CANCELLED"
+    row = await w.run_row(run_id)
+    assert (row["state"], row["reason"], row["attempt_limit"]) == ("CANCELLED", "JOB_DELETED", 3)
+    assert len(await dispatches_of(w, run_id)) == 1
+
+
 # --- heartbeats ---------------------------------------------------------------------------------
 
 

@@ -400,6 +400,39 @@ def test_an_unsolicited_cancel_is_handed_back_for_a_retry() -> None:
     assert out.state is RunState.RETRY_WAIT
 
 
+def test_a_hand_back_requeues_at_once_outside_the_budget() -> None:
+    # Even the last attempt of the budget: handing it back does not dead-letter the run.
+    for attempt in (1, 3):
+        facts = replace(FACTS, attempt=attempt)
+        out = decide_completion(AttemptOutcome.HANDED_BACK, False, "shutting down", facts, NOW, 0)
+        assert (out.state, out.requeue, out.next_attempt_time, out.final) == (
+            RunState.QUEUED,
+            True,
+            NOW,
+            False,
+        )
+        assert out.reason_detail == "shutting down"
+    # Other outcomes never requeue outside the budget.
+    for outcome in AttemptOutcome:
+        if outcome is not AttemptOutcome.HANDED_BACK:
+            assert not decide_completion(outcome, True, "", FACTS, NOW, 0.3).requeue
+
+
+@pytest.mark.parametrize("reason", ["SUPERSEDED", "JOB_DELETED"])
+def test_a_requested_cancel_stays_final_even_when_handed_back(reason: str) -> None:
+    facts = replace(FACTS, cancel_reason=reason)
+    out = decide_completion(AttemptOutcome.HANDED_BACK, True, "", facts, NOW, 0.3)
+    assert (out.state, out.reason, out.final, out.requeue) == (
+        RunState.CANCELLED,
+        RunReason(reason),
+        True,
+        False,
+    )
+    deleted = replace(FACTS, job_deleted=True)
+    out = decide_completion(AttemptOutcome.HANDED_BACK, True, "", deleted, NOW, 0.3)
+    assert (out.state, out.final) == (RunState.CANCELLED, True)
+
+
 def test_a_redriven_budget_restarts_the_backoff() -> None:
     # Three attempts spent, then a redrive: the limit is 3 + 3 and attempt 4 is the first.
     redriven = replace(FACTS, attempt=4, attempt_limit=6)

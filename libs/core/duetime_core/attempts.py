@@ -280,6 +280,9 @@ class RunOutcome:
     reason: RunReason = RunReason.NONE
     reason_detail: str = ""
     next_attempt_time: datetime | None = None
+    # A hand-back: the run goes back to QUEUED and its attempt limit rises by one, so the
+    # attempt just closed does not count against the budget.
+    requeue: bool = False
 
     @property
     def final(self) -> bool:
@@ -313,9 +316,11 @@ def decide_completion(
 
     SUCCEEDED wins over everything. A cancellation that was asked for (SUPERSEDED, or the job
     deleted) cancels the run, whatever the attempt reported: a superseded run is not retried.
+    A hand-back (the worker stopped before the attempt ended) queues the run again at once,
+    outside the budget: a deploy must not dead-letter a run that was never allowed to finish.
     Otherwise a failure is retried while the budget lasts (TIMED_OUT, LEASE_EXPIRED and an
-    unsolicited CANCELLED, e.g. a worker handing its attempt back on shutdown, are retryable),
-    and dead-lettered when the budget is spent or the failure is not retryable.
+    unsolicited CANCELLED are retryable), and dead-lettered when the budget is spent or the
+    failure is not retryable.
     """
     detail = truncate_error(error)
     if outcome is AttemptOutcome.SUCCEEDED:
@@ -324,6 +329,8 @@ def decide_completion(
         return RunOutcome(RunState.CANCELLED, RunReason(facts.cancel_reason), detail)
     if facts.job_deleted:
         return RunOutcome(RunState.CANCELLED, RunReason.JOB_DELETED, detail)
+    if outcome is AttemptOutcome.HANDED_BACK:
+        return RunOutcome(RunState.QUEUED, RunReason.NONE, detail, now, requeue=True)
     if outcome is AttemptOutcome.FAILED and not retryable:
         return RunOutcome(RunState.DEAD_LETTERED, RunReason.NON_RETRYABLE, detail)
     if facts.attempt >= facts.attempt_limit:

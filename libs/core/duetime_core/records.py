@@ -43,6 +43,8 @@ class AttemptOutcome(enum.StrEnum):
     TIMED_OUT = "TIMED_OUT"
     LEASE_EXPIRED = "LEASE_EXPIRED"
     CANCELLED = "CANCELLED"
+    # Given back unfinished by a worker that stopped; not counted against the retry budget.
+    HANDED_BACK = "HANDED_BACK"
 
 
 @dataclass(frozen=True)

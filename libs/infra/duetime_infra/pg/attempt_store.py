@@ -23,6 +23,7 @@ import asyncpg
 
 from duetime_core.attempts import (
     ATTEMPT_CLOSED,
+    FINAL_STATES,
     JOB_DELETED,
     RUN_NOT_FOUND,
     AttemptSettings,
@@ -50,6 +51,7 @@ from duetime_infra.dispatch import OutboxRow, dispatch_row
 from duetime_infra.pg.outbox_writer import insert_outbox
 from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.sql import q
+from duetime_infra.telemetry import instruments
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +126,9 @@ def key_of(row: Row) -> RunKey:
 
 
 def stale_attempt(detail: str) -> Aborted:
+    """The refusal of a report from an attempt that is not the run's open one (counted as a
+    fencing refusal: it is always raised, and rolls its transaction back)."""
+    instruments.fencing_refused("complete", "attempt")
     return Aborted(f"stale attempt: {detail}", reason="STALE_ATTEMPT")
 
 
@@ -174,7 +179,18 @@ async def apply_run_outcome(
     conn: Conn, run: Row, attempt: int, outcome: RunOutcome, now: datetime
 ) -> None:
     """Writes the run's new state after its attempt ``attempt`` ended, with the dead-letter
-    event and the release of a WAITING run in the same transaction."""
+    event, the release of a WAITING run, or a hand-back's new dispatch in the same
+    transaction."""
+    if outcome.requeue:
+        await conn.execute(
+            q("attempt_run_hand_back"),
+            run["run_id"],
+            run["nominal_time"],
+            outcome.next_attempt_time,
+            outcome.reason_detail,
+        )
+        await insert_outbox(conn, [redispatch_row(run, now)])
+        return
     await conn.execute(
         q("attempt_run_set_state"),
         run["run_id"],
@@ -230,6 +246,20 @@ def _other(row: Row) -> OtherRun:
     )
 
 
+def _count_start(row: Row, decision: StartDecision, result: StartResult) -> None:
+    """After COMMIT: a first attempt's start lateness (a retry's start is set by its backoff),
+    or the final state a refused start left the run in."""
+    if result.answer is StartAnswer.STARTED and decision.kind is not StartKind.REPLAY:
+        if result.attempt == 1:
+            instruments.attempt_started(
+                row["priority"],
+                result.server_time - row["effective_time"],
+                result.server_time - row["nominal_time"],
+            )
+    elif decision.new_state is not None and decision.new_state in FINAL_STATES:
+        instruments.runs_finished(decision.new_state.value, decision.run_reason.value)
+
+
 class AttemptStore:
     def __init__(self, pool: Pool, settings: AttemptSettings, rand: Rand = random.random) -> None:
         self._pool = pool
@@ -272,9 +302,11 @@ class AttemptStore:
                     delivery_id=delivery_id,
                     worker_id=worker_id,
                 )
-            return await self._apply_start(
+            result = await self._apply_start(
                 conn, row, snapshot, decision, now, delivery_id, worker_id
             )
+        _count_start(row, decision, result)
+        return result
 
     async def _apply_start(
         self,
@@ -404,6 +436,8 @@ class AttemptStore:
                 directives.append(Directive(ref, True, None, JOB_DELETED))
             else:  # closed between the statement's read and its renewal
                 directives.append(Directive(ref, True, None, ATTEMPT_CLOSED))
+        for _ in range(sum(1 for d in directives if d.reason == ATTEMPT_CLOSED)):
+            instruments.fencing_refused("heartbeat", "attempt")
         return HeartbeatResult(rows[0]["now"], directives)
 
     # --- CompleteAttempt ------------------------------------------------------------------
@@ -464,4 +498,7 @@ class AttemptStore:
                 "reason": result.reason.value,
             },
         )
+        instruments.attempt_closed(outcome.value, "worker")
+        if result.final:
+            instruments.runs_finished(result.state.value, result.reason.value)
         return CompleteResult(result.state, result.next_attempt_time)

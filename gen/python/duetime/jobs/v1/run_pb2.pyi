@@ -175,6 +175,10 @@ class _AttemptOutcomeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Attemp
     """The worker stopped renewing its lease (it died, froze or lost the network)."""
     ATTEMPT_OUTCOME_CANCELLED: _AttemptOutcome.ValueType  # 5
     """The attempt was cancelled (job deleted, superseded) and acknowledged."""
+    ATTEMPT_OUTCOME_HANDED_BACK: _AttemptOutcome.ValueType  # 6
+    """The worker gave the attempt back unfinished as it shut down (e.g. a deploy). The run was
+    queued again and this attempt did not count against its retry budget.
+    """
 
 class AttemptOutcome(_AttemptOutcome, metaclass=_AttemptOutcomeEnumTypeWrapper):
     """How an attempt ended."""
@@ -191,6 +195,10 @@ ATTEMPT_OUTCOME_LEASE_EXPIRED: AttemptOutcome.ValueType  # 4
 """The worker stopped renewing its lease (it died, froze or lost the network)."""
 ATTEMPT_OUTCOME_CANCELLED: AttemptOutcome.ValueType  # 5
 """The attempt was cancelled (job deleted, superseded) and acknowledged."""
+ATTEMPT_OUTCOME_HANDED_BACK: AttemptOutcome.ValueType  # 6
+"""The worker gave the attempt back unfinished as it shut down (e.g. a deploy). The run was
+queued again and this attempt did not count against its retry budget.
+"""
 Global___AttemptOutcome: _TypeAlias = AttemptOutcome  # noqa: Y015
 
 @_typing.final

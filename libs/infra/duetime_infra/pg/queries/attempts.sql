@@ -69,6 +69,14 @@ SET state = $3, reason = $4, reason_detail = $5, next_attempt_time = $6,
 WHERE run_id = $1 AND nominal_time = $2
 RETURNING *;
 
+-- name: attempt_run_hand_back
+-- A handed-back attempt: the run is QUEUED again from now ($3) and its attempt limit rises by
+-- one, so the attempt number still rises (fencing) but the budget is not spent.
+UPDATE runs
+SET state = 'QUEUED', reason = '', reason_detail = $4, next_attempt_time = $3,
+    attempt_limit = attempt_limit + 1, update_time = duetime_now()
+WHERE run_id = $1 AND nominal_time = $2 AND state = 'RUNNING';
+
 -- name: attempt_request_cancel
 -- CANCEL_PREVIOUS: the previous runs' open attempts are told to stop (by the next heartbeat).
 UPDATE attempts a
