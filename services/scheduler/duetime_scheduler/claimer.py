@@ -69,7 +69,7 @@ class Claimer:
         while new:
             try:
                 async with self._pool.acquire() as conn, conn.transaction():
-                    await fence(conn, new)
+                    await fence(conn, new, operation="raise_token")
             except FencingLost as lost:
                 # A newer owner already wrote a higher token: leave those partitions alone and
                 # raise the others (the failed transaction raised none of them).

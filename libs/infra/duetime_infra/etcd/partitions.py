@@ -39,6 +39,7 @@ from duetime_core.partitions import (
 from duetime_infra.etcd.gateway import EtcdGateway, EtcdUnavailable, KeyEvent
 from duetime_infra.etcd.keepalive import Backoff, LeaseKeeper, wait_event
 from duetime_infra.etcd.membership import KeyLayout, Ownership
+from duetime_infra.telemetry import instruments
 
 log = logging.getLogger(__name__)
 
@@ -152,6 +153,7 @@ class PartitionLeases:
         except BaseException:
             await self._gateway.close()
             raise
+        instruments.partitions_changed(self._id, 0, 0, "started")
         self._tasks = [
             asyncio.create_task(self._session_loop(), name=f"partition-session-{self._id}"),
             asyncio.create_task(self._balance_loop(), name=f"partition-balance-{self._id}"),
@@ -510,6 +512,7 @@ class PartitionLeases:
 
     def _notify(self, change: OwnershipChange) -> None:
         self._changed.set()
+        instruments.partitions_changed(self._id, len(self._owned), len(change.lost), change.reason)
         for callback in list(self._subscribers):
             try:
                 callback(change)

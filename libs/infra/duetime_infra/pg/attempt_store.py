@@ -436,8 +436,8 @@ class AttemptStore:
                 directives.append(Directive(ref, True, None, JOB_DELETED))
             else:  # closed between the statement's read and its renewal
                 directives.append(Directive(ref, True, None, ATTEMPT_CLOSED))
-        for _ in range(sum(1 for d in directives if d.reason == ATTEMPT_CLOSED)):
-            instruments.fencing_refused("heartbeat", "attempt")
+        closed = sum(1 for d in directives if d.reason == ATTEMPT_CLOSED)
+        instruments.fencing_refused("heartbeat", "attempt", closed)
         return HeartbeatResult(rows[0]["now"], directives)
 
     # --- CompleteAttempt ------------------------------------------------------------------

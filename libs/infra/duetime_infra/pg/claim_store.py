@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -29,6 +29,7 @@ from duetime_infra.pg.fencing import FencingToken, fence
 from duetime_infra.pg.outbox_writer import insert_outbox
 from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.sql import q
+from duetime_infra.telemetry import instruments
 from duetime_infra.tracecontext import new_run_trace
 
 log = logging.getLogger(__name__)
@@ -183,5 +184,19 @@ async def claim_batch(
         await fence(conn, (tokens[p] for p in {r["partition"] for r in rows}))
         if not still_owner():
             # Rolling back is always safe; committing after the lease may have lapsed is not.
+            instruments.fencing_refused("claim", "lease")
             raise ClaimAbandoned("partition lease not safely held at commit time")
+    if len(outbox) < len(inserted_ids):
+        _count_records(batch.runs, inserted_ids)
     return ClaimResult(len(rows), len(inserted_ids), len(outbox), len(rows) == batch_size)
+
+
+def _count_records(runs: list[tuple[object, ...]], inserted: set[uuid.UUID]) -> None:
+    """After COMMIT: the runs a claim inserted already final (MISSED, SKIPPED records)."""
+    counts: Counter[tuple[str, str]] = Counter(
+        (str(run[6]), str(run[7]))
+        for run in runs
+        if run[0] in inserted and run[6] != RunState.QUEUED.value
+    )
+    for (state, reason), count in counts.items():
+        instruments.runs_finished(state, reason, count)

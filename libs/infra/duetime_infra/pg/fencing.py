@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from duetime_core.partitions import PartitionToken
 from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.sql import q
+from duetime_infra.telemetry import instruments
 
 # The token etcd ownership hands out is the token the store checks.
 FencingToken = PartitionToken
@@ -26,11 +27,12 @@ class FencingLost(Exception):
         self.partitions = partitions
 
 
-async def fence(conn: Conn, tokens: Iterable[FencingToken]) -> None:
+async def fence(conn: Conn, tokens: Iterable[FencingToken], *, operation: str = "claim") -> None:
     """Raises-or-matches each partition's stored token; raises FencingLost if any is newer.
 
     Call it inside the transaction, last before COMMIT. A new owner calls it once on its own
-    before its first claim, which is what "raise the token" means.
+    before its first claim, which is what "raise the token" means. ``operation`` names the
+    transaction in the fencing-refusal metric.
     """
     wanted = {t.partition: t for t in tokens}
     if not wanted:
@@ -43,4 +45,5 @@ async def fence(conn: Conn, tokens: Iterable[FencingToken]) -> None:
     )
     matched = {r["partition"] for r in rows}
     if len(matched) != len(wanted):
+        instruments.fencing_refused(operation, "token")
         raise FencingLost(sorted(set(wanted) - matched))

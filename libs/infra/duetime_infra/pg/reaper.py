@@ -17,8 +17,9 @@ from typing import TypeAlias
 
 import asyncpg
 
-from duetime_core.attempts import EndFacts, decide_expiry
+from duetime_core.attempts import EndFacts, RunOutcome, decide_expiry
 from duetime_core.jobspec import JobState
+from duetime_core.records import AttemptOutcome
 from duetime_infra.pg.attempt_store import (
     Rand,
     apply_run_outcome,
@@ -28,6 +29,7 @@ from duetime_infra.pg.attempt_store import (
 from duetime_infra.pg.fencing import FencingToken, fence
 from duetime_infra.pg.outbox_writer import insert_outbox
 from duetime_infra.pg.sql import q
+from duetime_infra.telemetry import instruments
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +61,7 @@ async def requeue_due_retries(
         if not rows:
             return 0
         await insert_outbox(conn, [redispatch_row(r, r["now"]) for r in rows])
-        await fence(conn, _touched(tokens, rows))
+        await fence(conn, _touched(tokens, rows), operation="requeue")
     return len(rows)
 
 
@@ -76,7 +78,7 @@ async def reap_expired_attempts(
     partitions = _partitions(tokens)
     if not partitions or limit <= 0:
         return 0
-    closed = 0
+    ended: list[tuple[AttemptOutcome, RunOutcome]] = []
     async with pool.acquire() as conn, conn.transaction():
         runs = await conn.fetch(q("reaper_expired"), partitions, limit)
         if not runs:
@@ -115,8 +117,12 @@ async def reap_expired_attempts(
                 now,
             )
             await apply_run_outcome(conn, run, number, result, now)
-            closed += 1
-        await fence(conn, _touched(tokens, runs))
-    if closed:
-        log.info("attempts reaped", extra={"action": "attempts_reaped", "count": closed})
-    return closed
+            ended.append((outcome, result))
+        await fence(conn, _touched(tokens, runs), operation="reap")
+    for outcome, result in ended:
+        instruments.attempt_lease_expired(outcome.value)
+        if result.final:
+            instruments.runs_finished(result.state.value, result.reason.value)
+    if ended:
+        log.info("attempts reaped", extra={"action": "attempts_reaped", "count": len(ended)})
+    return len(ended)

@@ -157,8 +157,9 @@ def attempt_lease_expired(outcome: str) -> None:
     _current.attempt_lease_expiries.add(1, {"outcome": outcome})
 
 
-def fencing_refused(operation: str, check: str) -> None:
-    _current.fencing_refusals.add(1, {"operation": operation, "check": check})
+def fencing_refused(operation: str, check: str, count: int = 1) -> None:
+    if count:
+        _current.fencing_refusals.add(count, {"operation": operation, "check": check})
 
 
 def partitions_changed(scheduler_id: str, owned: int, lost: int, reason: str) -> None:
