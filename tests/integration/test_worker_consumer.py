@@ -9,13 +9,14 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaProducer, TopicPartition
 
 from duetime.events.v1.events_pb2 import RunDispatch
 from duetime_core.jobspec import Priority
-from duetime_worker.consumer import DispatchConsumer, OffsetTracker
+from duetime_worker.consumer import DispatchConsumer
+from duetime_worker.offsets import OffsetTracker
 from tests.support.fleet import eventually
-from tests.support.kafka import own_topics, shared_bootstrap, unique_topic
+from tests.support.kafka import committed_offset, own_topics, shared_bootstrap, unique_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -39,13 +40,7 @@ async def publish(topic: str, count: int) -> None:
 
 
 async def committed(group: str, tp: TopicPartition) -> int | None:
-    consumer = AIOKafkaConsumer(bootstrap_servers=shared_bootstrap(), group_id=group)
-    await consumer.start()
-    try:
-        offset: int | None = await consumer.committed(tp)
-        return offset
-    finally:
-        await consumer.stop()
+    return await committed_offset(shared_bootstrap(), group, tp)
 
 
 def test_offset_tracker_never_commits_past_an_unanswered_message() -> None:

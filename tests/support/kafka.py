@@ -97,6 +97,17 @@ async def end_offsets(bootstrap: str, topics: Iterable[str]) -> Offsets:
         await consumer.stop()
 
 
+async def committed_offset(bootstrap: str, group: str, tp: TopicPartition) -> int | None:
+    """The offset ``group`` committed for ``tp``; None before its first commit."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group)
+    await consumer.start()
+    try:
+        offset: int | None = await consumer.committed(tp)
+        return offset
+    finally:
+        await consumer.stop()
+
+
 async def _partitions_for(consumer: AIOKafkaConsumer, topic: str, within: float = 10) -> set[int]:
     deadline = time.monotonic() + within
     while True:

@@ -6,6 +6,9 @@ with ``DUETIME_WORKER_TOKEN``. The process serves only the gRPC health service (
 on ``DUETIME_WORKER_HEALTH_ADDRESS`` and prints ``DUETIME_WORKER_PORT=<port>`` once consuming.
 On SIGTERM it stops taking messages, lets in-flight attempts finish within the grace period,
 cancels the rest (reported CANCELLED, so they are retried), commits offsets and closes.
+
+It also delivers dead-letter notifications to the teams' webhooks (``notify_consumer``), from
+``duetime.deadletter`` in a consumer group of their own (``DUETIME_NOTIFY_GROUP``).
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from duetime_worker.consumer import DispatchConsumer
 from duetime_worker.container import launcher_for
 from duetime_worker.heartbeat import Heartbeats
 from duetime_worker.http_target import HttpCaller
+from duetime_worker.notifier import Notifier, NotifySettings
+from duetime_worker.notify_consumer import DeadLetterConsumer
 from duetime_worker.policy import TargetPolicy
 
 log = logging.getLogger("duetime_worker")
@@ -57,6 +62,19 @@ async def serve(settings: Settings) -> None:
         settings.concurrency,
         executor.process,
     )
+    # Dead-letter notifications go through the same allow-listed client as targets.
+    notifications = DeadLetterConsumer(
+        settings.kafka_bootstrap,
+        settings.notify_group,
+        f"duetime-notifier-{settings.worker_id}",
+        settings.notify_concurrency,
+        Notifier(
+            http,
+            NotifySettings(
+                timeout=settings.notify_timeout, give_up_after=settings.notify_give_up_after
+            ),
+        ),
+    )
     server = GrpcServer(settings.health_address, [])
     # Consuming stops first; heartbeats go on while in-flight attempts finish.
     stop_consuming = asyncio.Event()
@@ -66,9 +84,11 @@ async def serve(settings: Settings) -> None:
     async def start() -> None:
         await http.start()
         await consumer.start()
+        await notifications.start()
         await server.start()
         tasks.append(asyncio.create_task(heartbeats.run(stop_beating)))
         tasks.append(asyncio.create_task(consumer.run(stop_consuming)))
+        tasks.append(asyncio.create_task(notifications.run(stop_consuming)))
         log.info(
             "worker serving",
             extra={
@@ -85,9 +105,12 @@ async def serve(settings: Settings) -> None:
         stop_consuming.set()
         if tasks:
             await asyncio.wait(tasks[1:])
-        await consumer.drain(
-            settings.shutdown_grace_seconds,
-            lambda: heartbeats.cancel_all("the worker is shutting down"),
+        await asyncio.gather(
+            consumer.drain(
+                settings.shutdown_grace_seconds,
+                lambda: heartbeats.cancel_all("the worker is shutting down"),
+            ),
+            notifications.drain(settings.shutdown_grace_seconds),
         )
         stop_beating.set()
         if tasks:

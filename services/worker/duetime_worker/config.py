@@ -31,6 +31,12 @@ class Settings:
     shutdown_grace_seconds: float
     # host:port of the Prometheus scrape endpoint; "" (unset, empty or off): no metrics.
     metrics_address: str
+    # Dead-letter notifications: the consumer group (one delivery per group), deliveries at
+    # once, seconds per request, and seconds after which a failing one is abandoned.
+    notify_group: str
+    notify_concurrency: int
+    notify_timeout: float
+    notify_give_up_after: float
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -53,6 +59,14 @@ class Settings:
             shutdown_grace_seconds=env.seconds(
                 "DUETIME_SHUTDOWN_GRACE_SECONDS", 10, low=0, high=600
             ).total_seconds(),
+            notify_group=env.text("DUETIME_NOTIFY_GROUP", "duetime-notifiers"),
+            notify_concurrency=env.integer("DUETIME_NOTIFY_CONCURRENCY", 32, low=1, high=1000),
+            notify_timeout=env.seconds(
+                "DUETIME_NOTIFY_TIMEOUT_SECONDS", 10, low=0.1, high=300
+            ).total_seconds(),
+            notify_give_up_after=env.seconds(
+                "DUETIME_NOTIFY_GIVE_UP_SECONDS", 900, low=1, high=7 * 24 * 3600
+            ).total_seconds(),
             metrics_address=env.optional_address("DUETIME_METRICS_ADDRESS"),
         )
         problems = []
@@ -62,6 +76,8 @@ class Settings:
             problems.append("DUETIME_WORKER_ID: 1 to 200 characters")
         if not settings.group:
             problems.append("DUETIME_WORKER_GROUP: must not be empty")
+        if not settings.notify_group or settings.notify_group == settings.group:
+            problems.append("DUETIME_NOTIFY_GROUP: not empty, and not DUETIME_WORKER_GROUP")
         try:
             TargetPolicy.parse(settings.target_allow)
         except ValueError as error:

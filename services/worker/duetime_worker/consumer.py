@@ -21,12 +21,13 @@ import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
 from duetime.events.v1.events_pb2 import RunDispatch
 from duetime_core.jobspec import Priority
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
+from duetime_worker.offsets import CommitOnRevoke, TrackedCommits, decode_or_skip
 
 log = logging.getLogger(__name__)
 
@@ -36,60 +37,6 @@ COMMIT_INTERVAL = 0.2
 SATURATED_POLL_SECONDS = 30.0
 
 Handler = Callable[[RunDispatch, str, Callable[[], None]], Awaitable[None]]
-
-
-class OffsetTracker:
-    """Per partition: offsets handed out but not answered, and the next offset to commit."""
-
-    def __init__(self) -> None:
-        self._pending: dict[TopicPartition, set[int]] = {}
-        self._next: dict[TopicPartition, int] = {}
-        self._committed: dict[TopicPartition, int] = {}
-
-    def add(self, tp: TopicPartition, offset: int) -> None:
-        self._pending.setdefault(tp, set()).add(offset)
-
-    def done(self, tp: TopicPartition, offset: int) -> None:
-        pending = self._pending.get(tp)
-        if pending is None or offset not in pending:
-            return  # a partition revoked meanwhile
-        pending.discard(offset)
-        self._next[tp] = max(self._next.get(tp, 0), offset + 1)
-
-    def committable(self, only: set[TopicPartition] | None = None) -> dict[TopicPartition, int]:
-        out = {}
-        for tp in set(self._pending) | set(self._next):
-            if only is not None and tp not in only:
-                continue
-            pending = self._pending.get(tp)
-            position = min(pending) if pending else self._next.get(tp)
-            if position is not None and position > self._committed.get(tp, -1):
-                out[tp] = position
-        return out
-
-    def committed(self, offsets: dict[TopicPartition, int]) -> None:
-        self._committed.update(offsets)
-
-    def forget(self, tps: set[TopicPartition]) -> None:
-        for tp in tps:
-            self._pending.pop(tp, None)
-            self._next.pop(tp, None)
-            self._committed.pop(tp, None)
-
-
-class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
-    def __init__(self, owner: DispatchConsumer) -> None:
-        self._owner = owner
-
-    async def on_partitions_revoked(self, revoked: Any) -> None:
-        await self._owner.commit(set(revoked))
-        self._owner.offsets.forget(set(revoked))
-
-    async def on_partitions_assigned(self, assigned: Any) -> None:
-        log.info(
-            "partitions assigned",
-            extra={"action": "partitions_assigned", "partitions": len(assigned)},
-        )
 
 
 class DispatchConsumer:
@@ -114,33 +61,21 @@ class DispatchConsumer:
         self._priority_of_topic = {topic: priority for priority, topic in topics.items()}
         self._concurrency = concurrency
         self._handler = handler
-        self.offsets = OffsetTracker()
+        self._commits = TrackedCommits(self._consumer)
+        self.offsets = self._commits.offsets
         self._tasks: set[asyncio.Task[None]] = set()
         self._starting: set[asyncio.Task[None]] = set()
         self._slot_freed = asyncio.Event()
         self._commit_wanted = asyncio.Event()
-        self._commit_lock = asyncio.Lock()
         self.consumed = 0
         self._credit = dict.fromkeys(WEIGHTS, 0)
 
     async def start(self) -> None:
         await self._consumer.start()
-        self._consumer.subscribe(sorted(self._topics.values()), listener=_Rebalance(self))
+        self._consumer.subscribe(sorted(self._topics.values()), listener=CommitOnRevoke(self))
 
     async def commit(self, only: set[TopicPartition] | None = None) -> None:
-        async with self._commit_lock:
-            offsets = self.offsets.committable(only)
-            if not offsets:
-                return
-            try:
-                await self._consumer.commit(offsets)
-            except KafkaError as error:
-                log.warning(
-                    "offset commit failed",
-                    extra={"action": "commit_failed", "error": type(error).__name__},
-                )
-                return
-            self.offsets.committed(offsets)
+        await self._commits.commit(only)
 
     async def _commit_loop(self, stopping: asyncio.Event) -> None:
         while not stopping.is_set():
@@ -189,15 +124,8 @@ class DispatchConsumer:
     def _spawn(self, record: Any) -> None:
         tp = TopicPartition(record.topic, record.partition)
         offset = record.offset
-        try:
-            dispatch = RunDispatch.FromString(record.value)
-        except Exception:
-            log.error(
-                "undecodable dispatch message skipped",
-                extra={"action": "bad_message", "topic": tp.topic, "offset": offset},
-            )
-            self.offsets.add(tp, offset)
-            self.offsets.done(tp, offset)
+        dispatch = decode_or_skip(record, RunDispatch, self.offsets)
+        if dispatch is None:
             return
         delivery_id = dispatch.dispatch_id or f"{tp.topic}/{tp.partition}/{offset}"
         self.offsets.add(tp, offset)

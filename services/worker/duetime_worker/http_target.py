@@ -106,9 +106,20 @@ class HttpCaller:
             self._session = None
 
     async def call(self, run: pb.RunSpec, attempt: int, limit: float) -> Outcome:
-        assert self._session is not None, "HttpCaller.start() first"
         http = run.target.http
-        url = http.url
+        headers = dict(http.headers)
+        headers["Idempotency-Key"] = run.idempotency_key
+        headers["Duetime-Attempt"] = str(attempt)
+        if run.traceparent:
+            headers["traceparent"] = run.traceparent
+        method = _METHODS.get(http.method, "POST")
+        return await self.send(method, http.url, headers, http.body, limit)
+
+    async def send(
+        self, method: str, url: str, headers: dict[str, str], body: bytes, limit: float
+    ) -> Outcome:
+        """One request under the allow-list, classified as a target's answer is."""
+        assert self._session is not None, "HttpCaller.start() first"
         parts = urlsplit(url)
         host = parts.hostname or ""
         if parts.scheme not in ("http", "https") or not host:
@@ -117,19 +128,13 @@ class HttpCaller:
             reason = self._policy.refusal(host, host)
             if reason is not None:
                 return Outcome.failed(f"target refused: {reason}", retryable=False)
-        headers = dict(http.headers)
-        headers["Idempotency-Key"] = run.idempotency_key
-        headers["Duetime-Attempt"] = str(attempt)
-        if run.traceparent:
-            headers["traceparent"] = run.traceparent
         kwargs: dict[str, Any] = {
             "headers": headers,
             "timeout": aiohttp.ClientTimeout(total=limit),
             "allow_redirects": False,
         }
-        if http.body:
-            kwargs["data"] = http.body
-        method = _METHODS.get(http.method, "POST")
+        if body:
+            kwargs["data"] = body
         try:
             async with self._session.request(method, url, **kwargs) as response:
                 # The status decides: a body that breaks off after a 2xx must not turn a call

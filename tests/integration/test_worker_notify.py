@@ -1,0 +1,259 @@
+"""Dead-letter notifications against a real HTTP server and real Kafka: delivered once with the
+event's idempotency key and its proto3 JSON, retried on retryable answers with backoff, never
+retried on a final one, refused outside the allow-list, abandoned after the give-up time, and
+offsets committed only once a notification is settled (a restart redelivers the rest)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import timedelta
+
+import pytest
+from aiokafka import AIOKafkaProducer, TopicPartition
+
+from duetime.events.v1.events_pb2 import DeadLetterEvent
+from duetime_core.jobspec import RetryPolicy
+from duetime_worker.http_target import HttpCaller
+from duetime_worker.notifier import Delivery, Notifier, NotifySettings
+from duetime_worker.notify_consumer import DeadLetterConsumer
+from duetime_worker.policy import TargetPolicy
+from tests.support.fleet import eventually
+from tests.support.http_target import Behaviour, HttpTarget, http_target
+from tests.support.kafka import (
+    committed_offset,
+    free_port,
+    own_topics,
+    shared_bootstrap,
+    unique_topic,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+
+LOOPBACK = TargetPolicy.parse(["127.0.0.1"])
+TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+FAST = NotifySettings(
+    timeout=2,
+    give_up_after=10,
+    backoff=RetryPolicy(
+        initial_backoff=timedelta(milliseconds=50), max_backoff=timedelta(milliseconds=200)
+    ),
+)
+
+
+def event(url: str, run: int = 1, attempt: int = 3) -> DeadLetterEvent:
+    message = DeadLetterEvent(
+        run_id=f"00000000-0000-0000-0000-{run:012d}",
+        job_id="11111111-1111-1111-1111-111111111111",
+        team="team-a",
+        job_name="teams/team-a/jobs/11111111-1111-1111-1111-111111111111",
+        idempotency_key="11111111-1111-1111-1111-111111111111/2026-01-01T00:00:00Z",
+        attempt=attempt,
+        reason="ATTEMPTS_EXHAUSTED",
+        last_error="HTTP 500",
+        notification_url=url,
+    )
+    message.nominal_time.FromJsonString("2026-01-01T00:00:00Z")
+    message.dead_letter_time.FromJsonString("2026-01-01T00:00:07Z")
+    return message
+
+
+@pytest.fixture
+async def target() -> AsyncIterator[HttpTarget]:
+    async with http_target() as server:
+        yield server
+
+
+@asynccontextmanager
+async def notifier(
+    settings: NotifySettings = FAST, policy: TargetPolicy = LOOPBACK
+) -> AsyncIterator[Notifier]:
+    http = HttpCaller(policy)
+    await http.start()
+    try:
+        yield Notifier(http, settings)
+    finally:
+        await http.close()
+
+
+async def test_delivered_once_with_the_idempotency_key_and_the_event_as_json(
+    target: HttpTarget,
+) -> None:
+    url = target.on("/hook", Behaviour()) + "?token=secret"
+    async with notifier() as n:
+        assert await n.deliver(event(url), TRACEPARENT) == Delivery.DELIVERED
+    (call,) = target.calls_to("/hook")
+    assert call.method == "POST"
+    assert call.headers["Idempotency-Key"] == f"dead-letter/{event(url).run_id}/3"
+    assert call.headers["Content-Type"] == "application/json"
+    assert call.headers["traceparent"] == TRACEPARENT
+    body = json.loads(call.body)
+    assert body == {
+        "runId": "00000000-0000-0000-0000-000000000001",
+        "jobId": "11111111-1111-1111-1111-111111111111",
+        "team": "team-a",
+        "jobName": "teams/team-a/jobs/11111111-1111-1111-1111-111111111111",
+        "idempotencyKey": "11111111-1111-1111-1111-111111111111/2026-01-01T00:00:00Z",
+        "nominalTime": "2026-01-01T00:00:00Z",
+        "attempt": 3,
+        "reason": "ATTEMPTS_EXHAUSTED",
+        "lastError": "HTTP 500",
+        "deadLetterTime": "2026-01-01T00:00:07Z",
+    }  # the URL is not echoed: it may hold a secret
+
+
+@pytest.mark.parametrize("status", [500, 503, 429, 408])
+async def test_retried_after_a_retryable_answer_then_delivered_with_the_same_key(
+    target: HttpTarget, status: int
+) -> None:
+    url = target.on("/hook", Behaviour(fail_first=2, fail_status=status))
+    async with notifier() as n:
+        assert await n.deliver(event(url)) == Delivery.DELIVERED
+    calls = target.calls_to("/hook")
+    assert len(calls) == 3
+    assert len({c.headers["Idempotency-Key"] for c in calls}) == 1
+    # Equal jitter: each wait is at least half its cap (50 ms, then 100 ms).
+    first, second = ((b.time - a.time).total_seconds() for a, b in itertools.pairwise(calls))
+    assert first >= 0.025, first
+    assert second >= 0.05, second
+
+
+async def test_a_timeout_is_retried(target: HttpTarget) -> None:
+    url = target.on("/slow", Behaviour(delay=5))
+    settings = NotifySettings(timeout=0.3, give_up_after=10, backoff=FAST.backoff)
+
+    async def fast_again() -> None:
+        await eventually(lambda: _true(len(target.calls_to("/slow")) >= 1), 10, "first try")
+        target.on("/slow", Behaviour())
+
+    async with notifier(settings) as n:
+        delivered, _ = await asyncio.gather(n.deliver(event(url)), fast_again())
+    assert delivered == Delivery.DELIVERED
+    assert len(target.calls_to("/slow")) >= 2
+
+
+@pytest.mark.parametrize("status", [400, 404, 410])
+async def test_a_final_answer_is_not_retried(target: HttpTarget, status: int) -> None:
+    url = target.on("/hook", Behaviour(status=status))
+    async with notifier() as n:
+        assert await n.deliver(event(url)) == Delivery.REJECTED
+    assert len(target.calls_to("/hook")) == 1
+
+
+async def test_an_address_outside_the_allow_list_is_never_called(target: HttpTarget) -> None:
+    url = target.on("/hook", Behaviour())
+    async with notifier(policy=TargetPolicy()) as n:  # public addresses only
+        assert await n.deliver(event(url)) == Delivery.REJECTED
+        localhost = url.replace("127.0.0.1", "localhost")
+        assert await n.deliver(event(localhost)) == Delivery.REJECTED
+        assert await n.deliver(event("ftp://127.0.0.1/hook")) == Delivery.REJECTED
+    assert target.calls == []
+
+
+async def test_an_unreachable_webhook_is_abandoned_after_the_give_up_time() -> None:
+    url = f"http://127.0.0.1:{free_port()}/hook"  # nothing listens there
+    settings = NotifySettings(timeout=1, give_up_after=1.5, backoff=FAST.backoff)
+    async with notifier(settings) as n:
+        began = time.monotonic()
+        assert await n.deliver(event(url)) == Delivery.ABANDONED
+        took = time.monotonic() - began
+    assert 1.0 <= took <= 3.0, took
+
+
+async def test_a_team_without_a_notification_url_gets_nothing(target: HttpTarget) -> None:
+    async with notifier() as n:
+        assert await n.deliver(event("")) == Delivery.NO_TARGET
+    assert target.calls == []
+
+
+# --- the consumer ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def topic() -> AsyncIterator[str]:
+    name = unique_topic("deadletter")
+    async with own_topics(shared_bootstrap(), [name], partitions=1):
+        yield name
+
+
+async def publish(topic: str, events: list[DeadLetterEvent]) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=shared_bootstrap())
+    await producer.start()
+    try:
+        for e in events:
+            await producer.send_and_wait(
+                topic, e.SerializeToString(), headers=[("traceparent", TRACEPARENT.encode())]
+            )
+    finally:
+        await producer.stop()
+
+
+@asynccontextmanager
+async def consuming(topic: str, group: str) -> AsyncIterator[DeadLetterConsumer]:
+    http = HttpCaller(LOOPBACK)
+    await http.start()
+    patient = NotifySettings(timeout=40, give_up_after=60, backoff=FAST.backoff)
+    consumer = DeadLetterConsumer(
+        shared_bootstrap(), group, f"test-{group}", 4, Notifier(http, patient), topic
+    )
+    await consumer.start()
+    stopping = asyncio.Event()
+    running = asyncio.create_task(consumer.run(stopping))
+    try:
+        yield consumer
+    finally:
+        stopping.set()
+        await running
+        await consumer.drain(0)
+        await http.close()
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+async def test_offsets_are_committed_only_once_a_notification_is_settled(
+    topic: str, target: HttpTarget
+) -> None:
+    fast = target.on("/fast", Behaviour())
+    slow = target.on("/slow", Behaviour(delay=30))
+    events = [event(fast, 1), event(slow, 2), event(fast, 3), event("", 4)]
+    await publish(topic, events)
+    group = f"duetime-test-notify-{uuid.uuid4().hex[:12]}"
+    tp = TopicPartition(topic, 0)
+
+    async with consuming(topic, group):
+        await eventually(
+            lambda: _true(
+                len(target.calls_to("/fast")) == 2 and len(target.calls_to("/slow")) == 1
+            ),
+            15,
+            "both fast events delivered and the slow one under way",
+        )
+        # The slow one (offset 1) holds the commit back, though later events are settled.
+        await eventually(lambda: _committed_is(group, tp, 1), 15, "the first event committed")
+    # The consumer stopped (as a crash would) before the slow notification was settled.
+    assert await committed_offset(shared_bootstrap(), group, tp) == 1
+
+    target.on("/slow", Behaviour())
+    async with consuming(topic, group):
+        await eventually(
+            lambda: _committed_is(group, tp, 4), 15, "everything settled and committed"
+        )
+    slow_calls = target.calls_to("/slow")
+    assert len(slow_calls) == 2  # redelivered after the restart, with the same key
+    assert {c.headers["Idempotency-Key"] for c in slow_calls} == {
+        f"dead-letter/{events[1].run_id}/3"
+    }
+    assert all(c.headers["traceparent"] == TRACEPARENT for c in target.calls)
+    # The fast event after the slow one was not committed either: delivered again, recognisably.
+    assert len(target.calls_to("/fast")) == 3
+
+
+async def _committed_is(group: str, tp: TopicPartition, expected: int) -> bool:
+    return await committed_offset(shared_bootstrap(), group, tp) == expected
