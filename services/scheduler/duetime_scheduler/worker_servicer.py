@@ -14,10 +14,11 @@ from grpc import aio
 
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
-from duetime_core.errors import FieldViolation, InvalidArgument
+from duetime_core.errors import DuetimeError, FieldViolation, InvalidArgument
 from duetime_core.records import AttemptOutcome
 from duetime_infra.codec.target_codec import encode_target_clear
 from duetime_infra.codec.timeconv import datetime_to_timestamp, timedelta_to_duration
+from duetime_infra.pg.attempt_batch import MAX_BATCH, BatchAttempts, Report, StartRequest
 from duetime_infra.pg.attempt_store import (
     AttemptRef,
     AttemptStore,
@@ -71,6 +72,15 @@ def _read_id(violations: list[FieldViolation], field: str, text: str) -> str:
 def _check(violations: list[FieldViolation]) -> None:
     if violations:
         raise InvalidArgument(violations)
+
+
+def _check_batch(field: str, size: int) -> None:
+    if not 1 <= size <= MAX_BATCH:
+        raise InvalidArgument.field(field, f"1 to {MAX_BATCH} entries, got {size}")
+
+
+def entry_error(error: DuetimeError) -> pb.EntryError:
+    return pb.EntryError(code=error.code.value, reason=error.reason, message=error.message)
 
 
 def read_attempt_token(
@@ -128,6 +138,7 @@ def encode_start(result: StartResult) -> pb.StartAttemptResponse:
 class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
     def __init__(self, store: AttemptStore) -> None:
         self._store = store
+        self._batch = BatchAttempts(store)
 
     async def StartAttempt(
         self, request: pb.StartAttemptRequest, context: Context
@@ -191,3 +202,67 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
         if result.next_attempt_time is not None:
             datetime_to_timestamp(result.next_attempt_time, out.next_attempt_time)
         return out
+
+    async def StartAttempts(
+        self, request: pb.StartAttemptsRequest, context: Context
+    ) -> pb.StartAttemptsResponse:
+        _check_batch("starts", len(request.starts))
+        results = [pb.StartAttemptsResult() for _ in request.starts]
+        valid: list[tuple[int, StartRequest]] = []
+        for i, start in enumerate(request.starts):
+            violations: list[FieldViolation] = []
+            run_id = _read_run_id(violations, f"starts[{i}].run_id", start.run_id)
+            delivery_id = _read_id(violations, f"starts[{i}].delivery_id", start.delivery_id)
+            worker_id = _read_id(violations, f"starts[{i}].worker_id", start.worker_id)
+            if violations:
+                results[i].error.CopyFrom(entry_error(InvalidArgument(violations)))
+            else:
+                valid.append((i, StartRequest(run_id, delivery_id, worker_id)))
+        answers = await self._batch.start_many([r for _, r in valid])
+        for (i, _), answer in zip(valid, answers, strict=True):
+            if isinstance(answer, DuetimeError):
+                results[i].error.CopyFrom(entry_error(answer))
+            else:
+                results[i].response.CopyFrom(encode_start(answer))
+        return pb.StartAttemptsResponse(results=results)
+
+    async def CompleteAttempts(
+        self, request: pb.CompleteAttemptsRequest, context: Context
+    ) -> pb.CompleteAttemptsResponse:
+        _check_batch("reports", len(request.reports))
+        results = [pb.CompleteAttemptsResult() for _ in request.reports]
+        valid: list[tuple[int, Report]] = []
+        for i, entry in enumerate(request.reports):
+            violations: list[FieldViolation] = []
+            report = entry.report
+            run_id = _read_run_id(violations, f"reports[{i}].report.run_id", report.run_id)
+            worker_id = _read_id(violations, f"reports[{i}].report.worker_id", report.worker_id)
+            outcome = _RESULTS.get(report.result)
+            if outcome is None:
+                problem = "required" if report.result == 0 else f"unknown value {report.result}"
+                violations.append(FieldViolation(f"reports[{i}].report.result", problem))
+            if not 1 <= entry.attempt <= _MAX_ATTEMPT_NUMBER:
+                violations.append(
+                    FieldViolation(f"reports[{i}].attempt", "must be a positive attempt number")
+                )
+            if violations or outcome is None:
+                results[i].error.CopyFrom(entry_error(InvalidArgument(violations)))
+                continue
+            valid.append(
+                (
+                    i,
+                    Report(
+                        run_id, entry.attempt, worker_id, outcome, report.retryable, report.error
+                    ),
+                )
+            )
+        answers = await self._batch.complete_many([r for _, r in valid])
+        for (i, _), answer in zip(valid, answers, strict=True):
+            if isinstance(answer, DuetimeError):
+                results[i].error.CopyFrom(entry_error(answer))
+                continue
+            out = results[i].response
+            out.run_state = f"RUN_STATE_{answer.run_state.value}"
+            if answer.next_attempt_time is not None:
+                datetime_to_timestamp(answer.next_attempt_time, out.next_attempt_time)
+        return pb.CompleteAttemptsResponse(results=results)

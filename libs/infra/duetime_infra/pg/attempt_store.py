@@ -266,6 +266,14 @@ class AttemptStore:
         self._settings = settings
         self._rand = rand
 
+    @property
+    def pool(self) -> Pool:
+        return self._pool
+
+    @property
+    def settings(self) -> AttemptSettings:
+        return self._settings
+
     # --- StartAttempt ---------------------------------------------------------------------
 
     async def start(self, run_id: uuid.UUID, delivery_id: str, worker_id: str) -> StartResult:
@@ -320,7 +328,7 @@ class AttemptStore:
     ) -> StartResult:
         match decision.kind:
             case StartKind.REPLAY:
-                return self._started(
+                return self.started_result(
                     row, snapshot, row["attempt"], row["open_lease_expire_time"], now
                 )
             case StartKind.TOO_EARLY:
@@ -348,12 +356,12 @@ class AttemptStore:
         )
         if started is None:  # the run row is locked and QUEUED: this cannot happen
             raise RuntimeError(f"run {row['run_id']} did not start")
-        return self._started(
+        return self.started_result(
             row, snapshot, started["number"], started["lease_expire_time"], started["now"]
         )
 
     @staticmethod
-    def _started(
+    def started_result(
         row: Row, snapshot: JobSpec, attempt: int, lease_expire_time: datetime, now: datetime
     ) -> StartResult:
         return StartResult(

@@ -1,0 +1,290 @@
+"""StartAttempts and CompleteAttempts on PostgreSQL: many runs in one transaction.
+
+The top-of-the-hour herd makes thousands of runs due in one second; one transaction per start
+(six round trips each) cannot start them within the promise on one database. A batch takes the
+same decisions as the one-run path (``duetime_core.attempts``), with one statement per step for
+all its runs. Its row locks are taken with SKIP LOCKED only, so it never waits and cannot
+deadlock; whatever it cannot decide alone — a run or job another transaction holds, two runs of
+one job in the batch, a misfire check, a refusal that changes the run, a CANCEL_PREVIOUS, a
+report other than success — goes through ``AttemptStore``'s one-run path after the batch
+commits, which gives exactly the answer a single call would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TypeVar
+
+from duetime_core.attempts import (
+    JobView,
+    OverlapView,
+    StartKind,
+    check_admission,
+    decide_start,
+    misfire_check_needed,
+)
+from duetime_core.errors import DuetimeError
+from duetime_core.jobspec import JobSpec, JobState
+from duetime_core.records import AttemptOutcome, RunState
+from duetime_infra.pg.attempt_store import (
+    AttemptStore,
+    CompleteResult,
+    Row,
+    StartAnswer,
+    StartResult,
+    _other,
+    _start_view,
+    release_waiting,
+    transaction,
+)
+from duetime_infra.pg.claim_store import SpecCache
+from duetime_infra.pg.outbox_writer import insert_outbox
+from duetime_infra.pg.sql import q
+from duetime_infra.telemetry import instruments
+
+MAX_BATCH = 1000
+# One-run fallbacks of a batch run side by side, each on its own connection.
+FALLBACK_CONCURRENCY = 4
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class StartRequest:
+    run_id: uuid.UUID
+    delivery_id: str
+    worker_id: str
+
+
+@dataclass(frozen=True)
+class Report:
+    run_id: uuid.UUID
+    attempt: int
+    worker_id: str
+    outcome: AttemptOutcome
+    retryable: bool
+    error: str
+
+
+class BatchAttempts:
+    def __init__(self, store: AttemptStore) -> None:
+        self._store = store
+        self._specs = SpecCache()
+
+    async def start_many(
+        self, requests: Sequence[StartRequest]
+    ) -> list[StartResult | DuetimeError]:
+        """One answer per request, in order: what ``AttemptStore.start`` would answer."""
+        answers = await self._start_batch(requests) if requests else {}
+        return await self._fill(
+            requests,
+            answers,
+            lambda r: self._store.start(r.run_id, r.delivery_id, r.worker_id),
+        )
+
+    async def _start_batch(self, requests: Sequence[StartRequest]) -> dict[int, StartResult]:
+        settings = self._store.settings
+        answers: dict[int, StartResult] = {}
+        async with transaction(self._store.pool) as conn:
+            rows = await conn.fetch(q("attempt_batch_runs_lock"), [r.run_id for r in requests])
+            by_run = {row["run_id"]: row for row in rows}
+            named = [r.run_id for r in requests]
+            deciding: list[tuple[int, Row]] = []
+            jobs_taken: set[uuid.UUID] = set()
+            for i, request in enumerate(requests):
+                row = by_run.get(request.run_id)
+                # Not found or held elsewhere; or named twice: the one-run path decides.
+                if row is None or named.count(request.run_id) > 1:
+                    continue
+                view = _start_view(row, self._spec(row))
+                early = check_admission(view, row["now"], request.delivery_id, request.worker_id)
+                if early is None:
+                    if row["job_id"] not in jobs_taken:
+                        jobs_taken.add(row["job_id"])
+                        deciding.append((i, row))
+                elif early.kind is StartKind.REPLAY:
+                    answers[i] = self._store.started_result(
+                        row,
+                        self._spec(row),
+                        row["attempt"],
+                        row["open_lease_expire_time"],
+                        row["now"],
+                    )
+                elif early.kind is StartKind.TOO_EARLY:
+                    answers[i] = StartResult(
+                        StartAnswer.TOO_EARLY, row["now"], effective_time=early.until
+                    )
+                elif early.new_state is None:
+                    answers[i] = StartResult(
+                        StartAnswer.REFUSED,
+                        row["now"],
+                        effective_time=row["effective_time"],
+                        refusal=early.refusal,
+                    )
+            if not deciding:
+                return answers
+            job_ids = [row["job_id"] for _, row in deciding]
+            jobs = {j["job_id"]: j for j in await conn.fetch(q("attempt_batch_jobs_lock"), job_ids)}
+            others: dict[uuid.UUID, list[Row]] = {}
+            for other in await conn.fetch(q("attempt_batch_overlap_runs"), list(jobs)):
+                others.setdefault(other["job_id"], []).append(other)
+            starting: list[tuple[int, Row, datetime]] = []
+            for i, row in deciding:
+                job = jobs.get(row["job_id"])
+                if job is None:  # held elsewhere (or gone): the one-run path waits and sees
+                    continue
+                spec = self._spec(row)
+                view = _start_view(row, spec)
+                now: datetime = job["now"]
+                if misfire_check_needed(view, now):
+                    continue
+                request = requests[i]
+                decision = decide_start(
+                    view,
+                    JobView(JobState(job["state"])),
+                    OverlapView(
+                        tuple(
+                            _other(o)
+                            for o in others.get(row["job_id"], ())
+                            if o["run_id"] != row["run_id"]
+                        )
+                    ),
+                    now,
+                    settings,
+                    delivery_id=request.delivery_id,
+                    worker_id=request.worker_id,
+                )
+                if decision.kind is StartKind.START:
+                    starting.append((i, row, now))
+                elif decision.kind is StartKind.REFUSE and decision.new_state is None:
+                    answers[i] = StartResult(
+                        StartAnswer.REFUSED,
+                        now,
+                        effective_time=row["effective_time"],
+                        refusal=decision.refusal,
+                    )
+            if not starting:
+                return answers
+            started = await conn.fetch(
+                q("attempt_batch_start"),
+                [row["run_id"] for _, row, _ in starting],
+                [row["nominal_time"] for _, row, _ in starting],
+                [requests[i].delivery_id for i, _, _ in starting],
+                [requests[i].worker_id for i, _, _ in starting],
+                [
+                    self._spec(row).attempt_timeout + settings.timeout_grace
+                    for _, row, _ in starting
+                ],
+                settings.lease,
+            )
+            by_started = {s["run_id"]: s for s in started}
+            for i, row, _ in starting:
+                s = by_started.get(row["run_id"])
+                if s is None:  # the run row is locked and QUEUED: this cannot happen
+                    raise RuntimeError(f"run {row['run_id']} did not start")
+                answers[i] = self._store.started_result(
+                    row, self._spec(row), s["number"], s["lease_expire_time"], s["now"]
+                )
+        for i, row, _ in starting:
+            if answers[i].attempt == 1:
+                instruments.attempt_started(
+                    row["priority"],
+                    answers[i].server_time - row["effective_time"],
+                    answers[i].server_time - row["nominal_time"],
+                )
+        return answers
+
+    async def complete_many(self, reports: Sequence[Report]) -> list[CompleteResult | DuetimeError]:
+        """One answer per report, in order: what ``AttemptStore.complete`` would answer."""
+        answers = await self._complete_batch(reports) if reports else {}
+        return await self._fill(
+            reports,
+            answers,
+            lambda r: self._store.complete(
+                r.run_id, r.attempt, r.worker_id, r.outcome, r.retryable, r.error
+            ),
+        )
+
+    async def _complete_batch(self, reports: Sequence[Report]) -> dict[int, CompleteResult]:
+        """The successes whose run and job nobody else holds; the rest is left out."""
+        wanted = [(i, r) for i, r in enumerate(reports) if r.outcome is AttemptOutcome.SUCCEEDED]
+        if not wanted:
+            return {}
+        answers: dict[int, CompleteResult] = {}
+        async with transaction(self._store.pool) as conn:
+            rows = await conn.fetch(q("attempt_batch_runs_lock"), [r.run_id for _, r in wanted])
+            by_run = {row["run_id"]: row for row in rows}
+            named = [r.run_id for _, r in wanted]
+            closing: list[tuple[int, Row]] = []
+            for i, report in wanted:
+                row = by_run.get(report.run_id)
+                if (
+                    row is None
+                    or named.count(report.run_id) > 1
+                    or row["state"] != RunState.RUNNING.value
+                    or row["attempt"] != report.attempt
+                    or row["open_worker_id"] != report.worker_id
+                ):
+                    continue  # stale, or to be decided with the lock waited for
+                closing.append((i, row))
+            if not closing:
+                return answers
+            jobs = {
+                j["job_id"]: j
+                for j in await conn.fetch(
+                    q("attempt_batch_jobs_lock"), list({row["job_id"] for _, row in closing})
+                )
+            }
+            # A success ends the run SUCCEEDED whatever else holds (a cancel asked for, the job
+            # deleted); the job's lock orders it with the release of a WAITING run.
+            closing = [(i, row) for i, row in closing if row["job_id"] in jobs]
+            if not closing:
+                return answers
+            now: datetime = max(j["now"] for j in jobs.values())
+            done = await conn.fetch(
+                q("attempt_batch_close_succeeded"),
+                [row["run_id"] for _, row in closing],
+                [row["nominal_time"] for _, row in closing],
+                [row["attempt"] for _, row in closing],
+                now,
+            )
+            if len(done) != len(closing):  # the runs are locked and RUNNING: cannot happen
+                raise RuntimeError("a locked running run did not close")
+            ended_jobs = list({row["job_id"] for _, row in closing})
+            for job in await conn.fetch(q("attempt_batch_jobs_waiting"), ended_jobs):
+                await insert_outbox(conn, await release_waiting(conn, job["job_id"]))
+            for i, _ in closing:
+                answers[i] = CompleteResult(RunState.SUCCEEDED, None)
+        for _ in closing:
+            instruments.attempt_closed(AttemptOutcome.SUCCEEDED.value, "worker")
+        instruments.runs_finished(RunState.SUCCEEDED.value, "", len(closing))
+        return answers
+
+    def _spec(self, row: Row) -> JobSpec:
+        return self._specs.get(row["job_id"], row["job_version"], row["spec_text"])
+
+    @staticmethod
+    async def _fill(
+        requests: Sequence[T],
+        decided: dict[int, R],
+        one: Callable[[T], Awaitable[R]],
+    ) -> list[R | DuetimeError]:
+        """Answers the entries the batch left out through the one-run path."""
+        answers: dict[int, R | DuetimeError] = dict(decided)
+        fallback = [i for i in range(len(requests)) if i not in answers]
+        limit = asyncio.Semaphore(FALLBACK_CONCURRENCY)
+
+        async def single(i: int) -> None:
+            async with limit:
+                try:
+                    answers[i] = await one(requests[i])
+                except DuetimeError as error:
+                    answers[i] = error
+
+        await asyncio.gather(*(single(i) for i in fallback))
+        return [answers[i] for i in range(len(requests))]

@@ -1,0 +1,192 @@
+"""StartAttempts and CompleteAttempts on real PostgreSQL: each entry is answered as its own
+StartAttempt / CompleteAttempt would be, in order, whether the batch decided it or handed it to
+the one-run path (a run of a job already in the batch, a paused job, a held row, a failure)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import pytest
+
+from duetime.jobs.v1 import job_pb2
+from duetime.jobs.v1 import job_service_pb2 as svc
+from duetime.worker.v1 import worker_service_pb2 as wpb
+from tests.support.api import ApiClient, failure, running_api
+from tests.support.worker_api import (
+    WorkerClient,
+    as_datetime,
+    create_job,
+    job_message,
+    running_worker_api,
+    trigger,
+)
+
+S = timedelta(seconds=1)
+STARTED = wpb.START_DECISION_STARTED
+TOO_EARLY = wpb.START_DECISION_TOO_EARLY
+REFUSED = wpb.START_DECISION_REFUSED
+
+
+@pytest.fixture
+async def env(db_dsn: str) -> AsyncIterator[tuple[ApiClient, WorkerClient]]:
+    async with running_api(db_dsn) as api, running_worker_api(db_dsn) as workers:
+        yield api, workers
+
+
+async def start_many(
+    w: WorkerClient, starts: list[tuple[uuid.UUID | str, str]], worker: str = "w-1"
+) -> list[wpb.StartAttemptsResult]:
+    request = wpb.StartAttemptsRequest(
+        starts=[
+            wpb.StartAttemptRequest(run_id=str(r), delivery_id=d, worker_id=worker)
+            for r, d in starts
+        ]
+    )
+    response: wpb.StartAttemptsResponse = await w.stub.StartAttempts(request, metadata=w.auth())
+    assert len(response.results) == len(starts)
+    return list(response.results)
+
+
+async def complete_many(
+    w: WorkerClient,
+    reports: list[tuple[uuid.UUID | str, int, wpb.AttemptResult.ValueType]],
+    worker: str = "w-1",
+) -> list[wpb.CompleteAttemptsResult]:
+    request = wpb.CompleteAttemptsRequest(
+        reports=[
+            wpb.AttemptReport(
+                report=wpb.CompleteAttemptRequest(
+                    run_id=str(r), result=result, worker_id=worker, error="e", retryable=True
+                ),
+                attempt=n,
+            )
+            for r, n, result in reports
+        ]
+    )
+    response: wpb.CompleteAttemptsResponse = await w.stub.CompleteAttempts(
+        request, metadata=w.auth()
+    )
+    assert len(response.results) == len(reports)
+    return list(response.results)
+
+
+async def test_a_batch_of_starts_answers_each_as_one_start_would(
+    env: tuple[ApiClient, WorkerClient],
+) -> None:
+    api, w = env
+    now = await w.now()
+    jobs = [await create_job(api) for _ in range(4)]
+    due = [await w.queue_scheduled_run(j.job_id, now - S) for j in jobs[:3]]
+    # A second due run of the first job: decided after the batch, by the one-run path.
+    same_job = await w.queue_scheduled_run(jobs[0].job_id, now - 2 * S)
+    early = await w.queue_scheduled_run(jobs[3].job_id, now + 30 * S, now + 40 * S)
+    paused = await create_job(api)
+    paused_run = await w.queue_scheduled_run(paused.job_id, now - S)
+    await api.stub.PauseJob(svc.PauseJobRequest(name=paused.name), metadata=api.auth())
+    taken = await trigger(api, await create_job(api), "r1")
+    assert (await w.start(taken, "d-other", worker="w-2")).decision == STARTED
+
+    starts: list[tuple[uuid.UUID | str, str]] = [
+        *((r, f"d-{i}") for i, r in enumerate(due)),
+        (same_job, "d-same"),
+        (early, "d-early"),
+        (paused_run, "d-paused"),
+        (taken, "d-mine"),
+        (uuid.uuid4(), "d-unknown"),
+        ("not-a-uuid", ""),
+    ]
+    results = await start_many(w, starts)
+    answers = [r.response for r in results[:-1]]
+    for answer, run_id in zip(answers[:4], [*due, same_job], strict=True):
+        assert (answer.decision, answer.attempt, answer.run.run_id) == (STARTED, 1, str(run_id))
+        row = await w.run_row(run_id)
+        assert (row["state"], row["attempt"]) == ("RUNNING", 1)
+        (attempt,) = await w.attempts(run_id)
+        assert attempt["start_time"] >= row["effective_time"]
+        assert as_datetime(answer.lease_expire_time) == attempt["lease_expire_time"]
+        assert attempt["deadline"] - attempt["start_time"] == timedelta(minutes=5, seconds=30)
+        assert answer.run.target.http.headers["Authorization"] == "Bearer s3cret"
+    too_early = answers[4]
+    assert (too_early.decision, as_datetime(too_early.effective_time)) == (
+        TOO_EARLY,
+        now + 40 * S,
+    )
+    assert await w.attempts(early) == []
+    assert (answers[5].decision, answers[5].refusal_reason) == (REFUSED, "RUN_SKIPPED")
+    assert (await w.run_row(paused_run))["reason"] == "JOB_PAUSED"
+    assert (answers[6].decision, answers[6].refusal_reason) == (REFUSED, "ALREADY_STARTED")
+    assert (answers[7].decision, answers[7].refusal_reason) == (REFUSED, "RUN_NOT_FOUND")
+    bad = results[-1]
+    assert not bad.HasField("response")
+    assert bad.error.code == "INVALID_ARGUMENT"
+    assert "starts[8].run_id" in bad.error.message
+    assert "starts[8].delivery_id" in bad.error.message
+
+    # The same deliveries again: the same attempts, none burnt.
+    again = await start_many(w, starts[:4])
+    assert [(r.response.decision, r.response.attempt) for r in again] == [(STARTED, 1)] * 4
+    assert [len(await w.attempts(r)) for r in [*due, same_job]] == [1] * 4
+
+    empty = await failure(w.stub.StartAttempts(wpb.StartAttemptsRequest(), metadata=w.auth()))
+    assert empty.fields.keys() == {"starts"}
+
+
+async def test_a_run_held_by_another_transaction_is_started_once_it_is_free(
+    env: tuple[ApiClient, WorkerClient],
+) -> None:
+    api, w = env
+    run_id = await trigger(api, await create_job(api), "r1")
+    async with w.pool.acquire() as conn, conn.transaction():
+        await conn.execute("SELECT 1 FROM runs WHERE run_id = $1 FOR UPDATE", run_id)
+        batch = asyncio.create_task(start_many(w, [(run_id, "d-1")]))
+        await asyncio.sleep(0.3)  # the batch skipped the row; its one-run path now waits
+        assert not batch.done()
+    (result,) = await batch
+    assert (result.response.decision, result.response.attempt) == (STARTED, 1)
+
+
+async def test_a_batch_of_reports_is_a_compare_and_set_per_entry(
+    env: tuple[ApiClient, WorkerClient],
+) -> None:
+    api, w = env
+    runs = [await trigger(api, await create_job(api), f"r{i}") for i in range(4)]
+    buffered = await create_job(api, job_message(overlap=job_pb2.OVERLAP_POLICY_BUFFER_ONE))
+    holder, waiting = [await trigger(api, buffered, f"b{i}") for i in range(2)]
+    results = await start_many(w, [(r, f"d-{i}") for i, r in enumerate([*runs, holder])])
+    assert [r.response.decision for r in results] == [STARTED] * 5
+    assert (await w.start(waiting, "d-w")).refusal_reason == "RUN_WAITING"
+
+    succeeded, failed = wpb.ATTEMPT_RESULT_SUCCEEDED, wpb.ATTEMPT_RESULT_FAILED
+    reports = await complete_many(
+        w,
+        [
+            (runs[0], 1, succeeded),
+            (runs[1], 1, succeeded),
+            (runs[2], 1, failed),
+            (runs[3], 2, succeeded),  # not the open attempt
+            (holder, 1, succeeded),
+            (uuid.uuid4(), 1, succeeded),
+        ],
+    )
+    states = [r.response.run_state for r in reports[:3]]
+    assert states == ["RUN_STATE_SUCCEEDED", "RUN_STATE_SUCCEEDED", "RUN_STATE_RETRY_WAIT"]
+    assert reports[2].response.HasField("next_attempt_time")
+    for stale in (reports[3], reports[5]):
+        assert (stale.error.code, stale.error.reason) == ("ABORTED", "STALE_ATTEMPT")
+    assert reports[4].response.run_state == "RUN_STATE_SUCCEEDED"
+    for run_id, state, outcome in [
+        (runs[0], "SUCCEEDED", "SUCCEEDED"),
+        (runs[2], "RETRY_WAIT", "FAILED"),
+        (runs[3], "RUNNING", None),
+        (holder, "SUCCEEDED", "SUCCEEDED"),
+    ]:
+        assert (await w.run_row(run_id))["state"] == state
+        (attempt,) = await w.attempts(run_id)
+        assert attempt["outcome"] == outcome
+    # The holder's success released the BUFFER_ONE run, as a single report would.
+    assert (await w.run_row(waiting))["state"] == "QUEUED"
+    again = await complete_many(w, [(runs[0], 1, succeeded)])
+    assert again[0].error.reason == "STALE_ATTEMPT"
