@@ -1,9 +1,38 @@
-"""W3C trace context for a run: the trace starts when the run is created and travels with it."""
+"""W3C trace context for a run: the trace starts where the run is made and travels with it.
+
+A run's trace starts with a span where the run comes to exist (the scheduler's claim, the API's
+trigger). The run stores that span's context as its ``traceparent``, and its trace id; the outbox
+row and the Kafka message carry it on, and every later span of the run (publish, consume, the
+target call, the outcome report) continues that trace.
+
+When tracing is off (no exporter, see ``duetime_infra.telemetry.tracing``) the OpenTelemetry API
+is the no-op one: spans cost a function call and have no ids, so a run gets random ids of its
+own and still carries a valid traceparent. A run the sampler leaves out gets a real span context
+with the sampled flag clear: valid, recorded nowhere.
+"""
 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+
+from opentelemetry import propagate, trace
+from opentelemetry.context import Context
+from opentelemetry.propagators.textmap import Getter
+from opentelemetry.trace import Span, SpanContext, SpanKind, Tracer
+
+TRACER = trace.get_tracer("duetime")
+# Attribute names of Duetime's own spans.
+RUN_ID = "duetime.run_id"
+JOB_ID = "duetime.job_id"
+ATTEMPT = "duetime.attempt"
+
+# A context with no span in it: a span started in it begins a new trace.
+_NEW_TRACE = Context()
+
+KafkaHeaders = Sequence[tuple[str, bytes | None]]
 
 
 @dataclass(frozen=True)
@@ -13,6 +42,7 @@ class RunTrace:
 
 
 def new_run_trace() -> RunTrace:
+    """Random ids, no span: for a run made where no trace is wanted (tests, benches)."""
     trace_id = secrets.token_hex(16)
     span_id = secrets.token_hex(8)
     return RunTrace(trace_id, f"00-{trace_id}-{span_id}-01")
@@ -23,3 +53,85 @@ def continue_trace(trace_id: str) -> RunTrace:
     if len(trace_id) != 32:
         return new_run_trace()
     return RunTrace(trace_id, f"00-{trace_id}-{secrets.token_hex(8)}-01")
+
+
+def traceparent_of(context: SpanContext) -> str:
+    return f"00-{context.trace_id:032x}-{context.span_id:016x}-{context.trace_flags:02x}"
+
+
+def start_run_span(
+    name: str,
+    *,
+    start_time: int | None = None,
+    links: Sequence[trace.Link] = (),
+    tracer: Tracer = TRACER,
+) -> tuple[RunTrace, Span]:
+    """Starts the span that begins a run's trace; the caller ends it once the run exists (a span
+    never ended is never exported, which suits a run that was not inserted after all)."""
+    span = tracer.start_span(
+        name, context=_NEW_TRACE, kind=SpanKind.INTERNAL, start_time=start_time, links=links
+    )
+    context = span.get_span_context()
+    if not context.is_valid:
+        return new_run_trace(), span
+    return RunTrace(f"{context.trace_id:032x}", traceparent_of(context)), span
+
+
+def tracing_active() -> bool:
+    """Whether a real tracer provider is installed: callers skip per-item trace work if not."""
+    provider = trace.get_tracer_provider()
+    return not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+
+
+def current_traceparent(default: str) -> str:
+    """The current span's traceparent, or ``default`` when there is no valid span."""
+    context = trace.get_current_span().get_span_context()
+    return traceparent_of(context) if context.is_valid else default
+
+
+def context_of(headers: Mapping[str, str]) -> Context:
+    """The trace context carried by text headers such as an outbox row's."""
+    return propagate.extract(headers)
+
+
+class _KafkaHeaderGetter(Getter[KafkaHeaders]):
+    def get(self, carrier: KafkaHeaders, key: str) -> list[str] | None:
+        values = [v.decode(errors="replace") for k, v in carrier if k == key and v is not None]
+        return values or None
+
+    def keys(self, carrier: KafkaHeaders) -> list[str]:
+        return [k for k, _ in carrier]
+
+
+_KAFKA_GETTER = _KafkaHeaderGetter()
+
+
+def context_of_kafka(headers: KafkaHeaders) -> Context:
+    """The trace context carried by a Kafka record's headers."""
+    return propagate.extract(headers, getter=_KAFKA_GETTER)
+
+
+def trace_metadata() -> tuple[tuple[str, str], ...]:
+    """gRPC metadata carrying the current trace context. The grpc instrumentation, when on,
+    replaces it with its client span's context (same keys), so a call carries it once."""
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    return tuple(carrier.items())
+
+
+@contextmanager
+def rpc_span(
+    name: str, metadata: Sequence[tuple[str, str | bytes]] | None, tracer: Tracer = TRACER
+) -> Iterator[Span]:
+    """A span for handling an RPC: a child of the server span when the grpc instrumentation
+    made one, else of the context the caller sent in ``metadata``."""
+    parent: Context | None = None
+    if not trace.get_current_span().get_span_context().is_valid:
+        parent = propagate.extract(
+            {
+                k: v.decode(errors="replace") if isinstance(v, bytes) else v
+                for k, v in metadata or ()
+            }
+        )
+    with tracer.start_as_current_span(name, context=parent) as span:
+        yield span

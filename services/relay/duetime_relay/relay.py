@@ -14,6 +14,9 @@ dies after Kafka acknowledged a batch but before its COMMIT leaves the rows in p
 are published again (by it or another relay). The duplicate is harmless downstream, because
 starting an attempt is a conditional write. The session's statement and idle-in-transaction
 timeouts bound how long a frozen relay can keep its rows locked.
+
+With tracing on, each row gets a "publish run" span in the trace its stored ``traceparent``
+names, from send to the broker's answer, and the message carries that span's context instead.
 """
 
 from __future__ import annotations
@@ -28,9 +31,12 @@ from dataclasses import dataclass
 from typing import TypeAlias
 
 import asyncpg
+from opentelemetry import propagate, trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from duetime_infra.kafka.producer import BatchProducer, Message
 from duetime_infra.pg.outbox_store import PendingRow, delete_rows, lock_batch
+from duetime_infra.tracecontext import TRACER, context_of, tracing_active
 
 log = logging.getLogger(__name__)
 
@@ -56,13 +62,41 @@ class BatchResult:
         return self.rows - self.published
 
 
-def to_message(row: PendingRow) -> Message:
+def to_message(row: PendingRow, span: Span | None = None) -> Message:
+    headers = row.headers
+    context = None
+    if span is not None:
+        context = trace.set_span_in_context(span)
+        headers = dict(headers)
+        propagate.inject(headers, context)
     return Message(
         topic=row.topic,
         key=row.key,
         value=row.payload,
-        headers=[(name, value.encode()) for name, value in row.headers.items()],
+        headers=[(name, value.encode()) for name, value in headers.items()],
+        context=context,
     )
+
+
+def publish_span(row: PendingRow) -> Span:
+    """The row's "publish run" span: a child of the context stored with the row."""
+    return TRACER.start_span(
+        "publish run",
+        context=context_of(row.headers),
+        kind=SpanKind.PRODUCER,
+        attributes={
+            "messaging.system": "kafka",
+            "messaging.operation.type": "publish",
+            "messaging.destination.name": row.topic,
+        },
+    )
+
+
+def end_publish_spans(spans: list[Span], acked: list[bool], errors: dict[str, int]) -> None:
+    for span, ok in zip(spans, acked, strict=True):
+        if not ok:
+            span.set_status(Status(StatusCode.ERROR, ", ".join(sorted(errors)) or "not sent"))
+        span.end()
 
 
 class Relay:
@@ -97,9 +131,16 @@ class Relay:
             rows = await lock_batch(conn, self._batch_size, self._skip_topics())
             if not rows:
                 return BatchResult(0, 0, {})
+            if tracing_active():
+                spans = [publish_span(r) for r in rows]
+                messages = [to_message(r, s) for r, s in zip(rows, spans, strict=True)]
+            else:
+                spans, messages = [], [to_message(r) for r in rows]
             # Bounded by the producer's delivery timeout, well inside the session's
             # idle-in-transaction timeout.
-            delivery = await self._producer.publish([to_message(r) for r in rows])
+            delivery = await self._producer.publish(messages)
+            if spans:
+                end_publish_spans(spans, delivery.acked, delivery.errors)
             acked = [r.id for r, ok in zip(rows, delivery.acked, strict=True) if ok]
             await delete_rows(conn, acked)
             # COMMIT on leaving the block. Dying before it (after Kafka acknowledged) leaves

@@ -8,6 +8,9 @@ after a delivery that failed or timed out it throws the driver away and connects
 next ``publish``. An idempotent aiokafka producer retries an unacknowledged batch forever (it
 never expires one, to keep its sequence numbers right), so a producer that lost its broker would
 otherwise keep a growing backlog of stale copies and could not even be closed.
+
+Each message is sent in the trace context it names, so the producer span the aiokafka
+instrumentation makes (when it is on) joins the message's trace.
 """
 
 from __future__ import annotations
@@ -21,6 +24,10 @@ from typing import Any
 
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
+from opentelemetry import context as otel_context
+from opentelemetry import propagate
+from opentelemetry.context import Context
+from opentelemetry.instrumentation.aiokafka import AIOKafkaInstrumentor
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +42,18 @@ class Message:
     key: bytes
     value: bytes
     headers: Sequence[tuple[str, bytes]] = ()
+    # The trace context to send it in; its own trace headers should carry the same.
+    context: Context | None = None
+
+
+def _headers_to_send(messages: Sequence[Message]) -> list[list[tuple[str, bytes]]]:
+    """Each message's headers as sent. The aiokafka instrumentation, when on, appends the trace
+    context of its producer span (a child of the message's context); a message must carry one
+    ``traceparent``, so then the message's own trace headers are left out."""
+    if not AIOKafkaInstrumentor().is_instrumented_by_opentelemetry:
+        return [list(m.headers) for m in messages]
+    fields = propagate.get_global_textmap().fields
+    return [[h for h in m.headers if m.context is None or h[0] not in fields] for m in messages]
 
 
 @dataclass(frozen=True)
@@ -135,14 +154,16 @@ class BatchProducer:
             async with asyncio.timeout(self._timeout):
                 producer = await self._connect()
                 unknown = await self._unknown_topics(producer, {m.topic for m in messages})
+                headers = _headers_to_send(messages)
                 for i, m in enumerate(messages):
                     if m.topic in unknown:
                         errors["UnknownTopic"] += 1
                         rejected.add(i)
                         continue
+                    token = otel_context.attach(m.context) if m.context is not None else None
                     try:
                         futures[i] = await producer.send(
-                            m.topic, m.value, key=m.key, headers=list(m.headers)
+                            m.topic, m.value, key=m.key, headers=headers[i]
                         )
                     except Exception as error:
                         name = type(error).__name__
@@ -154,6 +175,9 @@ class BatchProducer:
                             "message rejected by the producer",
                             extra={"action": "message_rejected", "topic": m.topic, "error": name},
                         )
+                    finally:
+                        if token is not None:
+                            otel_context.detach(token)
                 sent = [f for f in futures if f is not None]
                 if sent:
                     await asyncio.wait(sent)

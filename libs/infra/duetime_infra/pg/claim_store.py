@@ -4,12 +4,17 @@ One transaction per batch: lock the due jobs (SKIP LOCKED), insert their runs (O
 NOTHING on the run key), advance each job, write an outbox row for every queued run actually
 inserted, and fence the partitions last. A crash before COMMIT changes nothing; after it the
 runs and their outbox rows exist together.
+
+Each queued run's trace starts here, with a "claim run" span whose context is the traceparent
+stored on the run and its outbox row; the span is ended (and so exported) only once the run was
+inserted and the batch committed.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Mapping
@@ -17,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import asyncpg
+from opentelemetry.trace import Span
 
 from duetime_core.jobspec import JobSpec, JobState, Priority
 from duetime_core.misfire import ClaimPlan, plan_claim
@@ -30,7 +36,7 @@ from duetime_infra.pg.outbox_writer import insert_outbox
 from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.sql import q
 from duetime_infra.telemetry import instruments
-from duetime_infra.tracecontext import new_run_trace
+from duetime_infra.tracecontext import JOB_ID, RUN_ID, start_run_span
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +83,10 @@ class _Batch:
     runs: list[tuple[object, ...]]
     queued: dict[uuid.UUID, OutboxRow]
     advances: list[tuple[object, ...]]
+    # The "claim run" span of each queued run, ended if the run is inserted.
+    spans: dict[uuid.UUID, Span]
+    # When the claim began (ns since the epoch), the start of every run's span.
+    started: int
 
 
 def _plan_job(
@@ -103,8 +113,11 @@ def _plan_job(
         priority = Priority.LOW if planned.catch_up else spec.priority
         trace_id, traceparent = "", ""
         if planned.state is RunState.QUEUED:
-            trace = new_run_trace()
+            trace, span = start_run_span("claim run", start_time=batch.started)
             trace_id, traceparent = trace.trace_id, trace.traceparent
+            if span.is_recording():
+                span.set_attributes({RUN_ID: str(run_id), JOB_ID: str(job_id)})
+            batch.spans[run_id] = span
             batch.queued[run_id] = dispatch_row(
                 run_id=run_id,
                 key=RunKey.scheduled(job_id, planned.nominal_time),
@@ -170,7 +183,7 @@ async def claim_batch(
         rows = await conn.fetch(q("claim_due_jobs"), list(tokens), now + lookahead, batch_size)
         if not rows:
             return ClaimResult(0, 0, 0, False)
-        batch = _Batch([], {}, [])
+        batch = _Batch([], {}, [], {}, time.time_ns())
         for row in rows:
             _plan_job(row, specs, tokens[row["partition"]], now, lookahead, batch)
         columns = _columns(batch.runs, 17)
@@ -186,6 +199,10 @@ async def claim_batch(
             # Rolling back is always safe; committing after the lease may have lapsed is not.
             instruments.fencing_refused("claim", "lease")
             raise ClaimAbandoned("partition lease not safely held at commit time")
+    # Committed: the inserted runs exist, and so do their traces.
+    for run_id, span in batch.spans.items():
+        if run_id in inserted_ids:
+            span.end()
     if len(outbox) < len(inserted_ids):
         _count_records(batch.runs, inserted_ids)
     return ClaimResult(len(rows), len(inserted_ids), len(outbox), len(rows) == batch_size)
