@@ -1,5 +1,6 @@
 """The worker as a process: it refuses to start without a token, and on SIGTERM it stops
-taking messages and hands back an attempt that outlives the grace period as CANCELLED."""
+taking messages and hands back an attempt that outlives the grace period (HANDED_BACK, queued
+again without spending its budget)."""
 
 from __future__ import annotations
 
@@ -68,7 +69,7 @@ async def test_sigterm_hands_back_an_attempt_that_outlives_the_grace(
     stack: tuple[ApiClient, WorkerClient, HttpTarget],
 ) -> None:
     api, w, target = stack
-    job = job_message(attempt_timeout=timedelta(seconds=60))
+    job = job_message(attempt_timeout=timedelta(seconds=60), max_attempts=1)
     job.target.http.url = target.on("/stuck", Behaviour(delay=60))
     job = await create_job(api, job)
     run_id = await w.queue_scheduled_run(job.job_id, await w.now())
@@ -102,6 +103,8 @@ async def test_sigterm_hands_back_an_attempt_that_outlives_the_grace(
         assert await asyncio.wait_for(worker.process.wait(), 15) == 0
         took = time.monotonic() - stopped
     (attempt,) = await w.attempts(run_id)
-    assert attempt["outcome"] == "CANCELLED"
+    assert attempt["outcome"] == "HANDED_BACK"
     assert took < 6, took
-    assert (await w.run_row(run_id))["state"] in {"RETRY_WAIT", "QUEUED"}
+    # Queued again at once, its budget unspent.
+    row = await w.run_row(run_id)
+    assert (row["state"], row["attempt"], row["attempt_limit"]) == ("QUEUED", 1, 2)

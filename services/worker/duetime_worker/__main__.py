@@ -3,9 +3,11 @@ their targets under heartbeated leases.
 
 It has no database access: everything goes through the schedulers' WorkerService, authenticated
 with ``DUETIME_WORKER_TOKEN``. The process serves only the gRPC health service (and reflection)
-on ``DUETIME_WORKER_HEALTH_ADDRESS`` and prints ``DUETIME_WORKER_PORT=<port>`` once consuming.
+on ``DUETIME_WORKER_HEALTH_ADDRESS`` and prints ``DUETIME_WORKER_PORT=<port>`` once serving; its
+consumers connect to Kafka in the background, trying again while the brokers are unreachable.
 On SIGTERM it stops taking messages, lets in-flight attempts finish within the grace period,
-cancels the rest (reported CANCELLED, so they are retried), commits offsets and closes.
+hands the rest back (HANDED_BACK: queued again at once, without spending their retry budget),
+commits offsets and closes.
 
 It also delivers dead-letter notifications to the teams' webhooks (``notify_consumer``), from
 ``duetime.deadletter`` in a consumer group of their own (``DUETIME_NOTIFY_GROUP``).
@@ -83,8 +85,6 @@ async def serve(settings: Settings) -> None:
 
     async def start() -> None:
         await http.start()
-        await consumer.start()
-        await notifications.start()
         await server.start()
         tasks.append(asyncio.create_task(heartbeats.run(stop_beating)))
         tasks.append(asyncio.create_task(consumer.run(stop_consuming)))
@@ -108,7 +108,7 @@ async def serve(settings: Settings) -> None:
         await asyncio.gather(
             consumer.drain(
                 settings.shutdown_grace_seconds,
-                lambda: heartbeats.cancel_all("the worker is shutting down"),
+                lambda: heartbeats.hand_back_all("the worker is shutting down"),
             ),
             notifications.drain(settings.shutdown_grace_seconds),
         )

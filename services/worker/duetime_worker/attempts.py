@@ -1,11 +1,19 @@
 """One dispatch message, start to finish: StartAttempt (waiting on the server's clock while it is
 too early), run the target under the heartbeat stream, then CompleteAttempt with the fencing
-token in ``duetime-attempt`` metadata."""
+token in ``duetime-attempt`` metadata.
+
+The worker enforces its own lease: when the attempt's local lease deadline passes without a
+renewal (the scheduler unreachable, the worker frozen), the target call is stopped (a local
+process killed) and nothing is reported, because the scheduler closes the attempt at the same
+moment and may already have given the run to another worker. An attempt the scheduler says is
+closed is dropped the same way; one handed back on shutdown is reported HANDED_BACK.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Callable, Sequence
 
@@ -15,8 +23,9 @@ from grpc import aio
 from duetime.events.v1.events_pb2 import RunDispatch
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
+from duetime_core.attempts import ATTEMPT_CLOSED
 from duetime_worker.container import Launcher
-from duetime_worker.heartbeat import ActiveAttempt, Heartbeats
+from duetime_worker.heartbeat import ActiveAttempt, Heartbeats, lease_length
 from duetime_worker.http_target import HttpCaller
 from duetime_worker.outcome import Outcome
 
@@ -78,18 +87,24 @@ class Executor:
     ) -> None:
         """Handles one message. ``answered`` is called once StartAttempt gave its final answer
         (started or refused), after which the message's offset may be committed."""
-        response = await self._start(dispatch.run_id, delivery_id)
+        started = await self._start(dispatch.run_id, delivery_id)
         answered()
-        if response is not None:
-            await self._execute(response)
+        if started is not None:
+            await self._execute(*started)
 
-    async def _start(self, run_id: str, delivery_id: str) -> pb.StartAttemptResponse | None:
+    async def _start(
+        self, run_id: str, delivery_id: str
+    ) -> tuple[pb.StartAttemptResponse, float] | None:
+        """The STARTED answer and the loop time its request was sent (the lease counts from
+        there), or None when the message is to be dropped."""
         request = pb.StartAttemptRequest(
             run_id=run_id, delivery_id=delivery_id, worker_id=self._worker_id
         )
         backoff = Backoff()
-        give_up = asyncio.get_running_loop().time() + START_PATIENCE
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + START_PATIENCE
         while True:
+            sent_at = loop.time()
             try:
                 response: pb.StartAttemptResponse = await self._stub.StartAttempt(
                     request, metadata=self._metadata, timeout=RPC_TIMEOUT
@@ -120,7 +135,7 @@ class Executor:
                 await asyncio.sleep(min(max(wait, 0.001), MAX_EARLY_WAIT))
                 continue
             if response.decision == pb.START_DECISION_STARTED:
-                return response
+                return response, sent_at
             log.info(
                 "start refused; message dropped",
                 extra={
@@ -131,7 +146,7 @@ class Executor:
             )
             return None
 
-    async def _execute(self, response: pb.StartAttemptResponse) -> None:
+    async def _execute(self, response: pb.StartAttemptResponse, sent_at: float) -> None:
         run = response.run
         number = response.attempt
         timeout = run.attempt_timeout.ToTimedelta().total_seconds() or DEFAULT_ATTEMPT_TIMEOUT
@@ -141,11 +156,27 @@ class Executor:
             extra={"action": "attempt_started", "run_id": run.run_id, "attempt": number},
         )
         task = asyncio.create_task(self._call(run, number, timeout))
-        active = ActiveAttempt(run.run_id, number, task)
+        active = ActiveAttempt(
+            run.run_id,
+            number,
+            task,
+            lease_deadline=sent_at + lease_length(response.lease_expire_time, response.server_time),
+        )
         self._heartbeats.add(active)
         try:
-            # asyncio.wait: a cancelled target task is an outcome here, not our cancellation.
-            await asyncio.wait([task])
+            await _run_within_lease(active)
+            if _lease_lapsed(active) or active.cancel_reason == ATTEMPT_CLOSED:
+                log.warning(
+                    "attempt abandoned without a report: its lease was lost",
+                    extra={
+                        "action": "lease_lost",
+                        "run_id": run.run_id,
+                        "attempt": number,
+                        "reason": active.cancel_reason or "lease ran out without a renewal",
+                        "seconds": round(time.monotonic() - started, 3),
+                    },
+                )
+                return
             outcome = _outcome_of(active)
             await self._complete(run.run_id, number, outcome)
             log.info(
@@ -215,10 +246,34 @@ class Executor:
                 await asyncio.sleep(backoff.next())
 
 
+LEASE_LOST = "the attempt's lease ran out without a renewal"
+
+
+async def _run_within_lease(active: ActiveAttempt) -> None:
+    """Waits for the target task, cancelling it when the lease deadline passes unrenewed."""
+    loop = asyncio.get_running_loop()
+    task = active.task
+    while not task.done():
+        left = active.lease_deadline - loop.time()
+        if left <= 0:
+            active.cancel(LEASE_LOST)
+            break
+        # asyncio.wait: a cancelled target task is an outcome here, not our cancellation.
+        await asyncio.wait([task], timeout=None if left == math.inf else left)
+    await asyncio.wait([task])
+
+
+def _lease_lapsed(active: ActiveAttempt) -> bool:
+    """Checked again once the call is over: a worker that froze past its deadline may see the
+    target's answer before its timer, and must not report it either."""
+    return asyncio.get_running_loop().time() >= active.lease_deadline
+
+
 def _outcome_of(active: ActiveAttempt) -> Outcome:
     task = active.task
     if task.cancelled():
-        return Outcome.cancelled(active.cancel_reason or "cancelled")
+        reason = active.cancel_reason or "cancelled"
+        return Outcome.handed_back(reason) if active.handed_back else Outcome.cancelled(reason)
     error = task.exception()
     if error is not None:
         log.error(

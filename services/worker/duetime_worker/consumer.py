@@ -26,6 +26,7 @@ from aiokafka.errors import KafkaError
 
 from duetime.events.v1.events_pb2 import RunDispatch
 from duetime_core.jobspec import Priority
+from duetime_infra.kafka.connect import start_when_reachable
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
 from duetime_worker.offsets import CommitOnRevoke, TrackedCommits, decode_or_skip
 
@@ -69,10 +70,20 @@ class DispatchConsumer:
         self._commit_wanted = asyncio.Event()
         self.consumed = 0
         self._credit = dict.fromkeys(WEIGHTS, 0)
+        self._started = False
 
-    async def start(self) -> None:
-        await self._consumer.start()
+    async def start(self, stopping: asyncio.Event | None = None) -> bool:
+        """Connects and subscribes, waiting while Kafka is unreachable; False when ``stopping``
+        was set first. ``run`` calls it, so a worker starts serving during a Kafka outage."""
+        if self._started:
+            return True
+        if not await start_when_reachable(
+            self._consumer, "dispatch consumer", stopping or asyncio.Event()
+        ):
+            return False
         self._consumer.subscribe(sorted(self._topics.values()), listener=CommitOnRevoke(self))
+        self._started = True
+        return True
 
     async def commit(self, only: set[TopicPartition] | None = None) -> None:
         await self._commits.commit(only)
@@ -181,6 +192,8 @@ class DispatchConsumer:
 
     async def run(self, stopping: asyncio.Event) -> None:
         """Consumes until ``stopping`` is set; in-flight messages are left to ``drain``."""
+        if not await self.start(stopping):
+            return
         committer = asyncio.create_task(self._commit_loop(stopping))
         stop_wait = asyncio.create_task(stopping.wait())
         try:
@@ -208,7 +221,7 @@ class DispatchConsumer:
     async def drain(self, grace: float, cancel_running: Callable[[], None]) -> None:
         """Lets in-flight messages finish within ``grace``; then messages still waiting for their
         start are abandoned (not committed: redelivered) and running attempts are cancelled, so
-        they report CANCELLED and are retried elsewhere. Then commits and closes."""
+        they are handed back and queued again for another worker. Then commits and closes."""
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=grace)
         for task in set(self._starting):

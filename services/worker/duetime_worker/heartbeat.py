@@ -3,17 +3,26 @@
 Every interval (and at once when an attempt is added) it sends all the worker's active attempts,
 which renews their leases; a CANCEL directive cancels that attempt's task. A broken stream is
 opened again with backoff; the attempts stay registered meanwhile.
+
+Each renewal also moves the attempt's local lease deadline: the lease's length as the scheduler
+granted it (``lease_expire_time - server_time``, both on the database clock), counted on this
+process's monotonic clock from when the renewing beat was sent. Counting from the send, not the
+answer, keeps the local deadline at or before the scheduler's, so a worker that cannot renew
+stops its attempt before the run can be given to another worker.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from google.protobuf.timestamp_pb2 import Timestamp
 from grpc import aio
 
 from duetime.worker.v1 import worker_service_pb2 as pb
@@ -25,12 +34,24 @@ log = logging.getLogger(__name__)
 Key = tuple[str, int]
 
 
+def lease_length(lease_expire_time: Timestamp, server_time: Timestamp) -> float:
+    """Seconds of lease the scheduler granted, from two instants of its clock; infinite when
+    the answer carries no lease (nothing to enforce)."""
+    if not lease_expire_time.seconds and not lease_expire_time.nanos:
+        return math.inf
+    return (lease_expire_time.ToNanoseconds() - server_time.ToNanoseconds()) / 1e9
+
+
 @dataclass
 class ActiveAttempt:
     run_id: str
     attempt: int
     task: asyncio.Task[Outcome]
+    # Event-loop time at which the lease runs out unless a heartbeat renews it.
+    lease_deadline: float = math.inf
     cancel_reason: str = ""
+    # Given back unfinished because the worker is stopping (not a cancel it was told to do).
+    handed_back: bool = False
 
     @property
     def key(self) -> Key:
@@ -40,6 +61,13 @@ class ActiveAttempt:
         if not self.cancel_reason:
             self.cancel_reason = reason
         self.task.cancel()
+
+    def hand_back(self, reason: str) -> None:
+        self.handed_back = True
+        self.cancel(reason)
+
+    def renewed(self, sent_at: float, length: float) -> None:
+        self.lease_deadline = max(self.lease_deadline, sent_at + length)
 
 
 class Heartbeats:
@@ -58,6 +86,9 @@ class Heartbeats:
         self._interval = interval
         self._max_backoff = max_backoff
         self._active: dict[Key, ActiveAttempt] = {}
+        # Send times of the beats on the current stream still waiting for their answer: the
+        # server answers each beat once, in order.
+        self._unanswered: collections.deque[float] = collections.deque()
         self._wake = asyncio.Event()
         self.beats = 0
         self.streams_opened = 0
@@ -74,9 +105,9 @@ class Heartbeats:
         if self._active.get(attempt.key) is attempt:
             del self._active[attempt.key]
 
-    def cancel_all(self, reason: str) -> None:
+    def hand_back_all(self, reason: str) -> None:
         for attempt in list(self._active.values()):
-            attempt.cancel(reason)
+            attempt.hand_back(reason)
 
     def _request(self) -> pb.HeartbeatRequest:
         return pb.HeartbeatRequest(
@@ -85,11 +116,18 @@ class Heartbeats:
         )
 
     def _apply(self, response: pb.HeartbeatResponse) -> None:
+        sent_at = self._unanswered.popleft() if self._unanswered else -math.inf
         for directive in response.directives:
-            if directive.directive != pb.DIRECTIVE_CANCEL:
-                continue
             key = (directive.attempt.run_id, directive.attempt.attempt)
             attempt = self._active.get(key)
+            if directive.directive == pb.DIRECTIVE_CONTINUE:
+                if attempt is not None:
+                    attempt.renewed(
+                        sent_at, lease_length(directive.lease_expire_time, response.server_time)
+                    )
+                continue
+            if directive.directive != pb.DIRECTIVE_CANCEL:
+                continue
             if attempt is not None:
                 log.info(
                     "attempt cancelled by the scheduler",
@@ -115,6 +153,7 @@ class Heartbeats:
         while not stopping.is_set():
             call = self._stub.Heartbeat(metadata=self._metadata)
             self.streams_opened += 1
+            self._unanswered.clear()
             reader = asyncio.create_task(self._read(call))
             stop_wait = asyncio.create_task(stopping.wait())
             try:
@@ -133,6 +172,7 @@ class Heartbeats:
                         return
                     self._wake.clear()
                     if self._active:
+                        self._unanswered.append(asyncio.get_running_loop().time())
                         await call.write(self._request())
                         self.beats += 1
                         backoff = 0.1

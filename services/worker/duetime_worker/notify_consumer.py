@@ -19,6 +19,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
 from duetime.events.v1.events_pb2 import DeadLetterEvent
+from duetime_infra.kafka.connect import start_when_reachable
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC
 from duetime_worker.notifier import Notifier
 from duetime_worker.offsets import CommitOnRevoke, TrackedCommits, decode_or_skip
@@ -52,10 +53,20 @@ class DeadLetterConsumer:
         self.offsets = self._commits.offsets
         self._tasks: set[asyncio.Task[None]] = set()
         self.handled = 0
+        self._started = False
 
-    async def start(self) -> None:
-        await self._consumer.start()
+    async def start(self, stopping: asyncio.Event | None = None) -> bool:
+        """Connects and subscribes, waiting while Kafka is unreachable; False when ``stopping``
+        was set first. ``run`` calls it, so a worker starts serving during a Kafka outage."""
+        if self._started:
+            return True
+        if not await start_when_reachable(
+            self._consumer, "dead-letter consumer", stopping or asyncio.Event()
+        ):
+            return False
         self._consumer.subscribe([self._topic], listener=CommitOnRevoke(self))
+        self._started = True
+        return True
 
     async def commit(self, only: set[TopicPartition] | None = None) -> None:
         await self._commits.commit(only)
@@ -91,6 +102,8 @@ class DeadLetterConsumer:
 
     async def run(self, stopping: asyncio.Event) -> None:
         """Consumes until ``stopping`` is set; deliveries in flight are left to ``drain``."""
+        if not await self.start(stopping):
+            return
         while not stopping.is_set():
             free = self._concurrency - len(self._tasks)
             assigned = self._consumer.assignment()

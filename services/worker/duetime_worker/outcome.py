@@ -31,6 +31,10 @@ class Outcome:
     def cancelled(cls, error: str) -> Outcome:
         return cls(pb.ATTEMPT_RESULT_CANCELLED, True, _short(error))
 
+    @classmethod
+    def handed_back(cls, error: str) -> Outcome:
+        return cls(pb.ATTEMPT_RESULT_HANDED_BACK, True, _short(error))
+
 
 def _short(text: str) -> str:
     data = text.encode()

@@ -1,0 +1,59 @@
+"""Starting an aiokafka client while the brokers may be away: a service started during a Kafka
+outage waits for the brokers (with backoff, logging each failure) instead of exiting, and can
+still be stopped meanwhile."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Protocol
+
+from aiokafka.errors import KafkaError
+
+log = logging.getLogger(__name__)
+
+
+class Startable(Protocol):
+    async def start(self) -> None: ...
+
+
+async def start_when_reachable(
+    client: Startable,
+    what: str,
+    stopping: asyncio.Event,
+    *,
+    first_backoff: float = 0.5,
+    max_backoff: float = 10.0,
+) -> bool:
+    """Starts ``client``, trying again while the brokers cannot be reached; False when
+    ``stopping`` was set before it could start. (aiokafka clients may be started again after a
+    failed start.)"""
+    backoff = first_backoff
+    failures = 0
+    while not stopping.is_set():
+        try:
+            await client.start()
+        except KafkaError as error:
+            failures += 1
+            log.warning(
+                "kafka unreachable; trying again",
+                extra={
+                    "action": "kafka_unreachable",
+                    "client": what,
+                    "error": f"{type(error).__name__}: {error}",
+                    "failures": failures,
+                    "backoff": backoff,
+                },
+            )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stopping.wait(), backoff)
+            backoff = min(backoff * 2, max_backoff)
+            continue
+        if failures:
+            log.info(
+                "kafka reachable",
+                extra={"action": "kafka_reachable", "client": what, "failures": failures},
+            )
+        return True
+    return False
