@@ -16,6 +16,7 @@ from duetime_infra.pg.job_store import JobStore
 from duetime_infra.pg.pool import create_pool
 from duetime_infra.startup import require_schema, run_service
 from duetime_infra.telemetry.metrics import start_metrics
+from duetime_infra.telemetry.tracing import setup_tracing
 
 log = logging.getLogger("duetime_api")
 
@@ -54,6 +55,7 @@ async def serve(settings: Settings) -> None:
 
 def main() -> None:
     configure_logging()
+    setup_tracing("duetime-api")
     run_service("duetime_api", lambda: serve(Settings.from_env()))
 
 

@@ -22,6 +22,7 @@ from duetime_infra.logs import configure_logging
 from duetime_infra.pg.pool import create_pool
 from duetime_infra.startup import require_schema, run_service
 from duetime_infra.telemetry.metrics import start_metrics
+from duetime_infra.telemetry.tracing import setup_tracing
 from duetime_relay.config import Settings
 from duetime_relay.reconciler import Reconciler
 from duetime_relay.relay import Relay
@@ -103,6 +104,7 @@ async def serve(settings: Settings) -> None:
 
 def main() -> None:
     configure_logging()
+    setup_tracing("duetime-relay")
     quiet_aiokafka()
     run_service("duetime_relay", lambda: serve(Settings.from_env()))
 

@@ -28,6 +28,7 @@ from duetime_infra.pg.pool import create_pool
 from duetime_infra.pg.reaper import reap_expired_attempts, requeue_due_retries
 from duetime_infra.startup import require_schema, run_service
 from duetime_infra.telemetry.metrics import start_metrics
+from duetime_infra.telemetry.tracing import setup_tracing
 from duetime_scheduler.claimer import Claimer, OwnerTask
 from duetime_scheduler.config import Settings
 from duetime_scheduler.maintenance import PartitionMaintenance
@@ -115,6 +116,7 @@ async def serve(settings: Settings) -> None:
 
 def main() -> None:
     configure_logging()
+    setup_tracing("duetime-scheduler")
     run_service("duetime_scheduler", lambda: serve(Settings.from_env()))
 
 

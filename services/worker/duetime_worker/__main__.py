@@ -27,6 +27,7 @@ from duetime_infra.kafka.quiet import quiet_aiokafka
 from duetime_infra.logs import configure_logging
 from duetime_infra.startup import run_service
 from duetime_infra.telemetry.metrics import start_metrics
+from duetime_infra.telemetry.tracing import setup_tracing
 from duetime_worker.attempts import Executor
 from duetime_worker.config import Settings
 from duetime_worker.consumer import DispatchConsumer
@@ -128,6 +129,7 @@ async def serve(settings: Settings) -> None:
 
 def main() -> None:
     configure_logging()
+    setup_tracing("duetime-worker")
     quiet_aiokafka()
     run_service("duetime_worker", lambda: serve(Settings.from_env()))
 
