@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import AIOKafkaProducer
 
 from duetime.events.v1.events_pb2 import RunDispatch
 from duetime_core.jobspec import Priority
@@ -22,8 +22,9 @@ from duetime_infra.kafka.topics import DISPATCH_TOPICS
 from tests.support.api import ApiClient, running_api
 from tests.support.fleet import eventually
 from tests.support.http_target import Behaviour, HttpTarget, http_target
-from tests.support.kafka import end_offsets, shared_bootstrap
+from tests.support.kafka import shared_bootstrap
 from tests.support.processes import service
+from tests.support.system import notify_group, start_worker_groups_at_end
 from tests.support.worker_api import WorkerClient, create_job, job_message, running_worker_api
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
@@ -46,19 +47,6 @@ async def test_the_worker_refuses_to_start_without_a_token() -> None:
     assert "DUETIME_TARGET_ALLOW" in text
 
 
-async def start_group_at_end(group: str) -> None:
-    ends = await end_offsets(shared_bootstrap(), DISPATCH_TOPICS.values())
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=shared_bootstrap(), group_id=group, enable_auto_commit=False
-    )
-    await consumer.start()
-    try:
-        consumer.assign(list(ends))
-        await consumer.commit(ends)
-    finally:
-        await consumer.stop()
-
-
 @pytest.fixture
 async def stack(db_dsn: str) -> AsyncIterator[tuple[ApiClient, WorkerClient, HttpTarget]]:
     async with running_api(db_dsn) as api, running_worker_api(db_dsn) as w, http_target() as t:
@@ -74,11 +62,12 @@ async def test_sigterm_hands_back_an_attempt_that_outlives_the_grace(
     job = await create_job(api, job)
     run_id = await w.queue_scheduled_run(job.job_id, await w.now())
     group = f"duetime-test-{uuid.uuid4().hex[:12]}"
-    await start_group_at_end(group)
+    await start_worker_groups_at_end(group)
     env = {
         "DUETIME_SCHEDULER_TARGET": w.address,
         "DUETIME_WORKER_TOKEN": w.token,
         "DUETIME_WORKER_GROUP": group,
+        "DUETIME_NOTIFY_GROUP": notify_group(group),
         "DUETIME_TARGET_ALLOW": "127.0.0.1",
         "DUETIME_SHUTDOWN_GRACE_SECONDS": "1",
         "DUETIME_HEARTBEAT_INTERVAL": "0.5",

@@ -3,13 +3,16 @@ database with real etcd and Kafka, plus a client for the Job API.
 
 The dispatch topics are shared with other tests, so each system's workers use a consumer group
 of their own that starts at the topics' current ends; messages of other databases' runs that
-still reach them are refused by this system's scheduler (RUN_NOT_FOUND) and dropped.
+still reach them are refused by this system's scheduler (RUN_NOT_FOUND) and dropped. Their
+dead-letter notification group starts at the dead-letter topic's end likewise; a dead-letter
+event of another system running at the same time is notified by both systems' workers (the
+same notification, with the same idempotency key).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -20,7 +23,7 @@ from grpc import aio
 
 from duetime.jobs.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, run_pb2
 from duetime_infra.admin import create_team, create_worker_token
-from duetime_infra.kafka.topics import DISPATCH_TOPICS
+from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
 from tests.support.fleet import new_prefix, scheduler_env
 from tests.support.kafka import end_offsets, shared_bootstrap
 from tests.support.processes import Service, service
@@ -28,11 +31,11 @@ from tests.support.processes import Service, service
 TEAM = "team-e2e"
 
 
-async def start_group_at_end(group: str) -> None:
+async def start_group_at_end(group: str, topics: Iterable[str] = DISPATCH_TOPICS.values()) -> None:
     """Commits the consumer group's offsets at the topics' current ends, so its workers read
     only what is published from now on."""
     bootstrap = shared_bootstrap()
-    ends = await end_offsets(bootstrap, DISPATCH_TOPICS.values())
+    ends = await end_offsets(bootstrap, topics)
     consumer = AIOKafkaConsumer(
         bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False
     )
@@ -42,6 +45,19 @@ async def start_group_at_end(group: str) -> None:
         await consumer.commit(ends)
     finally:
         await consumer.stop()
+
+
+def notify_group(group: str) -> str:
+    """The workers' dead-letter notification group, beside their dispatch group."""
+    return f"{group}-notify"
+
+
+async def start_worker_groups_at_end(group: str) -> None:
+    """Workers' dispatch group ``group`` and its notification group, both at their topics'
+    current ends: workers started with them see only runs and dead letters from now on (a
+    stale dead letter could name a port some other test's server now listens on)."""
+    await start_group_at_end(group)
+    await start_group_at_end(notify_group(group), [DEAD_LETTER_TOPIC])
 
 
 class Api:
@@ -85,10 +101,14 @@ def http_job(
     *,
     at: datetime | None = None,
     every: timedelta | None = None,
+    after: timedelta | None = None,
+    cron: tuple[str, str] | None = None,
     max_attempts: int = 3,
     attempt_timeout: timedelta = timedelta(seconds=10),
 ) -> job_pb2.Job:
-    """An HTTP job with short backoff (100 ms doubling, cap 500 ms), as tests want it."""
+    """An HTTP job with short backoff (100 ms doubling, cap 500 ms), as tests want it, run
+    once ``at`` an instant, ``every`` interval, once ``after`` a delay from creation, or on a
+    ``cron`` (expression, time zone)."""
     job = job_pb2.Job(
         display_name=name,
         target=job_pb2.Target(http=job_pb2.HttpTarget(url=url)),
@@ -98,6 +118,10 @@ def http_job(
         job.schedule.at.run_time.FromDatetime(at)
     if every is not None:
         job.schedule.interval.interval.FromTimedelta(every)
+    if after is not None:
+        job.schedule.delay.delay.FromTimedelta(after)
+    if cron is not None:
+        job.schedule.cron.expression, job.schedule.cron.time_zone = cron
     job.retry_policy.initial_backoff.FromTimedelta(timedelta(milliseconds=100))
     job.retry_policy.max_backoff.FromTimedelta(timedelta(milliseconds=500))
     job.attempt_timeout.FromTimedelta(attempt_timeout)
@@ -123,6 +147,7 @@ class System:
             "DUETIME_WORKER_TOKEN": self.worker_token,
             "DUETIME_WORKER_ID": worker_id,
             "DUETIME_WORKER_GROUP": self.group,
+            "DUETIME_NOTIFY_GROUP": notify_group(self.group),
             "DUETIME_TARGET_ALLOW": "127.0.0.1",
             "DUETIME_HEARTBEAT_INTERVAL": "1",
             "DUETIME_SHUTDOWN_GRACE_SECONDS": "2",
@@ -157,7 +182,7 @@ async def running_system(
     finally:
         await conn.close()
     group = f"duetime-test-workers-{uuid.uuid4().hex[:12]}"
-    await start_group_at_end(group)
+    await start_worker_groups_at_end(group)
     base = {"DUETIME_PG_DSN": db_dsn, "DUETIME_SHUTDOWN_GRACE_SECONDS": "2", **common_env}
     async with AsyncExitStack() as stack:
         api_service = await stack.enter_async_context(
