@@ -21,9 +21,10 @@ from duetime_infra.kafka.quiet import quiet_aiokafka
 from duetime_infra.logs import configure_logging
 from duetime_infra.pg.pool import create_pool
 from duetime_infra.startup import require_schema, run_service
-from duetime_infra.telemetry.metrics import start_metrics
+from duetime_infra.telemetry.metrics import sample_periodically, start_metrics
 from duetime_infra.telemetry.tracing import setup_tracing
 from duetime_relay.config import Settings
+from duetime_relay.outbox_gauges import SAMPLE_INTERVAL, sample_outbox
 from duetime_relay.reconciler import Reconciler
 from duetime_relay.relay import Relay
 
@@ -31,7 +32,7 @@ log = logging.getLogger("duetime_relay")
 
 
 async def serve(settings: Settings) -> None:
-    start_metrics(settings.metrics_address, "relay")
+    metrics = start_metrics(settings.metrics_address, "relay")
     version = await require_schema(settings.pg_dsn)
     # One connection for the relay loop, one for the reconciler, one spare.
     pool = await create_pool(
@@ -62,6 +63,9 @@ async def serve(settings: Settings) -> None:
         await server.start()
         tasks.append(asyncio.create_task(relay.run(stopping)))
         tasks.append(asyncio.create_task(reconciler.run(stopping)))
+        if metrics is not None:
+            sample = sample_periodically(SAMPLE_INTERVAL, lambda: sample_outbox(pool), stopping)
+            tasks.append(asyncio.create_task(sample))
         log.info(
             "relay serving",
             extra={

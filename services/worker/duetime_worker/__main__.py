@@ -26,11 +26,11 @@ from duetime_infra.grpc.server import GrpcServer, run_until_terminated
 from duetime_infra.kafka.quiet import quiet_aiokafka
 from duetime_infra.logs import configure_logging
 from duetime_infra.startup import run_service
-from duetime_infra.telemetry.metrics import start_metrics
+from duetime_infra.telemetry.metrics import sample_periodically, start_metrics
 from duetime_infra.telemetry.tracing import setup_tracing
 from duetime_worker.attempts import Executor
 from duetime_worker.config import Settings
-from duetime_worker.consumer import DispatchConsumer
+from duetime_worker.consumer import LAG_SAMPLE_INTERVAL, DispatchConsumer
 from duetime_worker.container import launcher_for
 from duetime_worker.heartbeat import Heartbeats
 from duetime_worker.http_target import HttpCaller
@@ -42,7 +42,7 @@ log = logging.getLogger("duetime_worker")
 
 
 async def serve(settings: Settings) -> None:
-    start_metrics(settings.metrics_address, "worker")
+    metrics = start_metrics(settings.metrics_address, "worker")
     channel = aio.insecure_channel(settings.scheduler_target)
     stub: worker_service_pb2_grpc.WorkerServiceAsyncStub = (
         worker_service_pb2_grpc.WorkerServiceStub(channel)
@@ -90,6 +90,9 @@ async def serve(settings: Settings) -> None:
         tasks.append(asyncio.create_task(heartbeats.run(stop_beating)))
         tasks.append(asyncio.create_task(consumer.run(stop_consuming)))
         tasks.append(asyncio.create_task(notifications.run(stop_consuming)))
+        if metrics is not None:
+            lag = sample_periodically(LAG_SAMPLE_INTERVAL, consumer.record_lag, stop_consuming)
+            tasks.append(asyncio.create_task(lag))
         log.info(
             "worker serving",
             extra={

@@ -28,12 +28,16 @@ from duetime.events.v1.events_pb2 import RunDispatch
 from duetime_core.jobspec import Priority
 from duetime_infra.kafka.connect import start_when_reachable
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
+from duetime_infra.telemetry import instruments
 from duetime_worker.offsets import CommitOnRevoke, TrackedCommits, decode_or_skip
 
 log = logging.getLogger(__name__)
 
 WEIGHTS: dict[Priority, int] = {Priority.HIGH: 4, Priority.NORMAL: 2, Priority.LOW: 1}
 COMMIT_INTERVAL = 0.2
+# Consumer lag is sampled this often (seconds), each sample given at most the timeout.
+LAG_SAMPLE_INTERVAL = 5.0
+LAG_SAMPLE_TIMEOUT = 3.0
 # While every slot is busy, the consumer still polls this often to stay in its group.
 SATURATED_POLL_SECONDS = 30.0
 
@@ -217,6 +221,29 @@ class DispatchConsumer:
             stop_wait.cancel()
             self._commit_wanted.set()
             await asyncio.wait([committer])
+
+    async def lag(self) -> dict[str, int]:
+        """Per dispatch topic, the messages on this consumer's partitions not yet taken: the
+        partitions' end offsets (asked of the broker, since a paused partition's last fetched
+        highwater goes stale) minus this consumer's positions; 0 for a topic none of whose
+        partitions it holds."""
+        lag = dict.fromkeys(self._topics.values(), 0)
+        assigned = [tp for tp in self._consumer.assignment() if tp.topic in lag]
+        if not assigned:
+            return lag
+        ends = await self._consumer.end_offsets(assigned)
+        for tp in assigned:
+            if tp not in self._consumer.assignment():
+                continue  # revoked while the end offsets were asked for
+            position = await self._consumer.position(tp)
+            lag[tp.topic] += max(0, ends[tp] - position)
+        return lag
+
+    async def record_lag(self) -> None:
+        """Samples ``lag`` into the consumer-lag metric; bounded, so a broker that does not
+        answer cannot hold up a shutdown."""
+        async with asyncio.timeout(LAG_SAMPLE_TIMEOUT):
+            instruments.consumer_lag_sampled(await self.lag())
 
     async def drain(self, grace: float, cancel_running: Callable[[], None]) -> None:
         """Lets in-flight messages finish within ``grace``; then messages still waiting for their

@@ -444,8 +444,6 @@ class AttemptStore:
                 directives.append(Directive(ref, True, None, JOB_DELETED))
             else:  # closed between the statement's read and its renewal
                 directives.append(Directive(ref, True, None, ATTEMPT_CLOSED))
-        closed = sum(1 for d in directives if d.reason == ATTEMPT_CLOSED)
-        instruments.fencing_refused("heartbeat", "attempt", closed)
         return HeartbeatResult(rows[0]["now"], directives)
 
     # --- CompleteAttempt ------------------------------------------------------------------

@@ -82,6 +82,17 @@ async def oldest_dispatch_age(conn: Conn) -> timedelta | None:
     return now - created
 
 
+async def outbox_backlog(conn: Conn, count_up_to: int = 100_000) -> tuple[int, timedelta | None]:
+    """How many rows wait in the outbox (exact up to ``count_up_to``, estimated above it) and
+    how long the oldest has waited, by the database clock (None when the outbox is empty)."""
+    row = await conn.fetchrow(q("relay_outbox_stats"), count_up_to)
+    assert row is not None
+    counted: int = row["counted"]
+    depth = counted if counted < count_up_to else max(counted, row["id_span"] or 0)
+    oldest: datetime | None = row["oldest"]
+    return depth, None if oldest is None else row["now"] - oldest
+
+
 async def reenqueue_stuck_runs(pool: Pool, after: timedelta, limit: int) -> int:
     """One batch of the reconciler: QUEUED runs more than ``after`` past their not-before time,
     untouched for ``after`` (or longer, for a run already re-enqueued: the spacing doubles up

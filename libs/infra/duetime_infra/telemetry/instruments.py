@@ -96,8 +96,8 @@ class Instruments:
             description=(
                 "Writes refused by fencing: scheduler transactions rolled back because a newer "
                 "partition owner's token is stored (check=token) or the lease was not safely "
-                "held at commit (check=lease); reports and heartbeats of a closed attempt "
-                "(check=attempt)"
+                "held at commit (check=lease); reports of an attempt that is not the run's open "
+                "one (operation=complete, check=attempt)"
             ),
         )
         self.outbox_depth = meter.create_gauge(

@@ -58,3 +58,13 @@ FROM (
 WHERE r.run_id = stuck.run_id AND r.nominal_time = stuck.nominal_time
 RETURNING r.run_id, r.job_id, r.nominal_time, r.origin, r.team_id, r.effective_time,
           r.priority, r.traceparent, duetime_now() AS now;
+
+-- name: relay_outbox_stats
+-- The outbox's depth and the age of its oldest row, for metrics, cheap at any size: rows are
+-- counted up to $1 and beyond that estimated by the span of their ids (an upper bound: ids are
+-- never reused, and gaps come only from rolled-back inserts and rows deleted out of order); the
+-- oldest row is the head of the primary key. No row: counted 0, span and oldest NULL.
+SELECT (SELECT count(*) FROM (SELECT 1 FROM outbox LIMIT $1) capped) AS counted,
+       (SELECT max(id) - min(id) + 1 FROM outbox) AS id_span,
+       (SELECT create_time FROM outbox ORDER BY id LIMIT 1) AS oldest,
+       duetime_now() AS now;
