@@ -1,5 +1,7 @@
 """A real HTTP server on 127.0.0.1 that records every call and answers as each path is told:
-always 200, fail N times with 500 then 200, always 400, or slow."""
+always 200, fail N times with 500 then 200, always 400, slow (every call or the first N), or
+held until the test releases it. A slow call whose client goes away before the answer is
+recorded as abandoned."""
 
 from __future__ import annotations
 
@@ -27,6 +29,11 @@ class Behaviour:
     fail_first: int = 0  # answer `fail_status` this many times, then `status`
     fail_status: int = 500
     delay: float = 0.0
+    # When set, only the first this-many calls are slow (held, delayed); later ones answer at
+    # once.
+    slow_first: int = 0
+    # When given, slow calls wait until it is set before answering.
+    hold: asyncio.Event | None = None
 
 
 @dataclass
@@ -34,6 +41,8 @@ class HttpTarget:
     port: int = 0
     calls: list[Call] = field(default_factory=list)
     behaviours: dict[str, Behaviour] = field(default_factory=dict)
+    # Slow calls whose client disconnected before they were answered.
+    abandoned: list[Call] = field(default_factory=list)
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"
@@ -50,10 +59,18 @@ class HttpTarget:
         arrived = datetime.now(UTC)
         body = await request.read()
         previous = len(self.calls_to(request.path))
-        self.calls.append(Call(request.method, request.path, dict(request.headers), body, arrived))
+        call = Call(request.method, request.path, dict(request.headers), body, arrived)
+        self.calls.append(call)
         behaviour = self.behaviours.get(request.path, Behaviour())
-        if behaviour.delay:
-            await asyncio.sleep(behaviour.delay)
+        if not behaviour.slow_first or previous < behaviour.slow_first:
+            try:
+                if behaviour.hold is not None:
+                    await behaviour.hold.wait()
+                if behaviour.delay:
+                    await asyncio.sleep(behaviour.delay)
+            except asyncio.CancelledError:  # the client went away (handler_cancellation)
+                self.abandoned.append(call)
+                raise
         status = behaviour.fail_status if previous < behaviour.fail_first else behaviour.status
         return web.Response(status=status, text=f"{status}\n")
 
@@ -63,7 +80,9 @@ async def http_target() -> AsyncIterator[HttpTarget]:
     target = HttpTarget()
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", target._handle)
-    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.1)
+    runner = web.AppRunner(
+        app, handle_signals=False, shutdown_timeout=0.1, handler_cancellation=True
+    )
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()

@@ -1,0 +1,368 @@
+"""Workers failing in every way a process can, with the four services as processes on a fresh
+database, real etcd and Kafka, and a real HTTP target:
+
+- killed (SIGKILL) mid-attempt: the lease expires, another worker runs a higher attempt with the
+  same idempotency key, and the run SUCCEEDS;
+- frozen (SIGSTOP) past its lease: another worker takes over and finishes, and the woken worker
+  neither records its stale outcome nor dies;
+- a two-hour attempt on a 60 s lease, across two hours of the database clock, is kept alive by
+  heartbeats and SUCCEEDS;
+- stopped (SIGTERM) mid-attempt: the attempt is handed back without spending the run's budget;
+- started while Kafka is down: it waits for the broker, then consumes;
+- cut off from the scheduler (frozen) mid-call: it stops the call when its lease runs out by its
+  own clock and reports nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import signal
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import asyncpg
+import grpc
+import pytest
+from grpc import aio
+
+from duetime.jobs.v1 import job_pb2, run_pb2
+from duetime.worker.v1 import worker_service_pb2 as wpb
+from duetime.worker.v1 import worker_service_pb2_grpc
+from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
+from tests.support.api import failure
+from tests.support.fleet import eventually
+from tests.support.http_target import Behaviour, HttpTarget, http_target
+from tests.support.jobs import shift_clock
+from tests.support.kafka import PrivateKafka, create_topics
+from tests.support.processes import Service, service
+from tests.support.system import System, http_job, running_system
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
+
+# Short attempt leases (the scheduler's) and beats well inside them (the workers').
+SHORT_LEASE = {"DUETIME_ATTEMPT_LEASE": "4"}
+FAST_BEATS = {"DUETIME_HEARTBEAT_INTERVAL": "0.5"}
+LEASE_EXPIRED = run_pb2.ATTEMPT_OUTCOME_LEASE_EXPIRED
+SUCCEEDED = run_pb2.ATTEMPT_OUTCOME_SUCCEEDED
+HANDED_BACK = run_pb2.ATTEMPT_OUTCOME_HANDED_BACK
+
+
+@pytest.fixture
+async def target() -> AsyncIterator[HttpTarget]:
+    async with http_target() as server:
+        yield server
+
+
+@pytest.fixture
+async def db(db_dsn: str) -> AsyncIterator[asyncpg.Pool[asyncpg.Record]]:
+    pool = await asyncpg.create_pool(db_dsn, min_size=1, max_size=2)
+    try:
+        yield pool
+    finally:
+        await pool.close()
+
+
+def soon() -> datetime:
+    return datetime.now(UTC) + timedelta(seconds=1)
+
+
+async def only_run(system: System, job: job_pb2.Job) -> run_pb2.Run:
+    (run,) = await system.api.runs(job)
+    return run
+
+
+def run_in(system: System, job: job_pb2.Job, state: int) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        runs = await system.api.runs(job)
+        return len(runs) == 1 and runs[0].state == state
+
+    return check
+
+
+def calls_to(target: HttpTarget, path: str, count: int) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        return len(target.calls_to(path)) >= count
+
+    return check
+
+
+def cut_off(target: HttpTarget, count: int) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        return len(target.abandoned) >= count
+
+    return check
+
+
+def logged(worker: Service, action: str) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        return any(f'"action": "{action}"' in line for line in worker.output)
+
+    return check
+
+
+async def holder_of_attempt(db: asyncpg.Pool[asyncpg.Record], job: job_pb2.Job) -> str:
+    """The worker holding the job's open attempt."""
+    worker: str | None = await db.fetchval(
+        "SELECT a.worker_id FROM attempts a JOIN runs r USING (run_id, nominal_time) "
+        "WHERE r.job_id = $1 AND a.end_time IS NULL",
+        uuid.UUID(job.job_id),
+    )
+    assert worker is not None
+    return worker
+
+
+async def attempt_rows(db: asyncpg.Pool[asyncpg.Record], run_id: str) -> list[asyncpg.Record]:
+    return list(
+        await db.fetch(
+            "SELECT number, worker_id, start_time, lease_expire_time, end_time, outcome "
+            "FROM attempts WHERE run_id = $1 ORDER BY number",
+            uuid.UUID(run_id),
+        )
+    )
+
+
+def assert_never_two_open(rows: list[asyncpg.Record]) -> None:
+    """Each attempt was closed before the next one started (on the database clock)."""
+    for earlier, later in itertools.pairwise(rows):
+        assert earlier["end_time"] is not None, dict(earlier)
+        assert earlier["end_time"] <= later["start_time"], (dict(earlier), dict(later))
+
+
+def assert_one_key_rising_attempts(target: HttpTarget, path: str, run: run_pb2.Run) -> None:
+    calls = target.calls_to(path)
+    assert [c.headers["Duetime-Attempt"] for c in calls] == [str(a.number) for a in run.attempts]
+    assert {c.headers["Idempotency-Key"] for c in calls} == {run.idempotency_key}
+
+
+async def test_a_worker_killed_mid_attempt_is_replaced_by_a_higher_attempt(
+    db_dsn: str, db: asyncpg.Pool[asyncpg.Record], target: HttpTarget
+) -> None:
+    async with running_system(
+        db_dsn, workers=2, scheduler_extra=SHORT_LEASE, worker_extra=FAST_BEATS
+    ) as system:
+        url = target.on("/killed", Behaviour(delay=120, slow_first=1))
+        job = await system.api.create(http_job("killed", url, at=soon()))
+        await eventually(calls_to(target, "/killed", 1), 30, "the first attempt called")
+        victim = await holder_of_attempt(db, job)
+        (survivor,) = set(system.workers) - {victim}
+        system.workers[victim].process.kill()
+        killed = time.monotonic()
+        await eventually(run_in(system, job, run_pb2.RUN_STATE_SUCCEEDED), 60, "run SUCCEEDED")
+        print(f"succeeded {time.monotonic() - killed:.1f} s after the kill")
+        run = await only_run(system, job)
+        assert [(a.number, a.outcome, a.worker) for a in run.attempts] == [
+            (1, LEASE_EXPIRED, victim),
+            (2, SUCCEEDED, survivor),
+        ]
+        assert_one_key_rising_attempts(target, "/killed", run)
+        assert_never_two_open(await attempt_rows(db, run.run_id))
+
+
+async def test_a_frozen_worker_cannot_record_its_stale_outcome_and_keeps_working(
+    db_dsn: str, db: asyncpg.Pool[asyncpg.Record], target: HttpTarget
+) -> None:
+    async with running_system(
+        db_dsn, workers=2, scheduler_extra=SHORT_LEASE, worker_extra=FAST_BEATS
+    ) as system:
+        url = target.on("/frozen", Behaviour(delay=120, slow_first=1))
+        job = await system.api.create(http_job("frozen", url, at=soon()))
+        await eventually(calls_to(target, "/frozen", 1), 30, "the first attempt called")
+        victim_id = await holder_of_attempt(db, job)
+        (survivor_id,) = set(system.workers) - {victim_id}
+        victim, survivor = system.workers[victim_id], system.workers[survivor_id]
+        victim.process.send_signal(signal.SIGSTOP)
+        try:
+            await eventually(
+                run_in(system, job, run_pb2.RUN_STATE_SUCCEEDED), 60, "the survivor finished"
+            )
+            run = await only_run(system, job)
+            before = await attempt_rows(db, run.run_id)
+        finally:
+            victim.process.send_signal(signal.SIGCONT)
+
+        # Awake, the victim finds its lease gone: it stops the call and reports nothing.
+        await eventually(logged(victim, "lease_lost"), 30, "the woken worker dropped its attempt")
+        await eventually(cut_off(target, 1), 10, "its call was cut off")
+        assert not await logged(victim, "attempt_finished")()
+        # Had it reported (the fencing token of its closed attempt), the report is refused.
+        channel = aio.insecure_channel(system.scheduler.address)
+        try:
+            stub: worker_service_pb2_grpc.WorkerServiceAsyncStub = (
+                worker_service_pb2_grpc.WorkerServiceStub(channel)
+            )
+            stale = await failure(
+                stub.CompleteAttempt(
+                    wpb.CompleteAttemptRequest(
+                        run_id=run.run_id,
+                        result=wpb.ATTEMPT_RESULT_FAILED,
+                        error="stale",
+                        worker_id=victim_id,
+                    ),
+                    metadata=(
+                        ("authorization", f"Bearer {system.worker_token}"),
+                        ("duetime-attempt", "1"),
+                    ),
+                )
+            )
+        finally:
+            await channel.close()
+        assert (stale.code, stale.reason) == (grpc.StatusCode.ABORTED, "STALE_ATTEMPT")
+        # The run is the newer attempt's, unchanged.
+        final = await only_run(system, job)
+        assert final.state == run_pb2.RUN_STATE_SUCCEEDED
+        assert [(a.number, a.outcome, a.worker) for a in final.attempts] == [
+            (1, LEASE_EXPIRED, victim_id),
+            (2, SUCCEEDED, survivor_id),
+        ]
+        after = await attempt_rows(db, run.run_id)
+        assert after == before
+        assert_never_two_open(after)
+        assert_one_key_rising_attempts(target, "/frozen", final)
+
+        # The woken worker keeps working: with the other one gone, it runs the next job.
+        survivor.process.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(survivor.process.wait(), 20) == 0
+        later = await system.api.create(
+            http_job("later", target.on("/later", Behaviour()), at=soon())
+        )
+        await eventually(
+            run_in(system, later, run_pb2.RUN_STATE_SUCCEEDED), 60, "the woken worker ran it"
+        )
+        assert [a.worker for a in (await only_run(system, later)).attempts] == [victim_id]
+        assert victim.process.returncode is None
+
+
+async def test_a_two_hour_attempt_on_a_60_s_lease_is_kept_alive_by_heartbeats(
+    db_dsn: str, db: asyncpg.Pool[asyncpg.Record], target: HttpTarget
+) -> None:
+    began = time.monotonic()
+    # The default 60 s lease; beats often, so that each clock step is renewed quickly.
+    async with running_system(db_dsn, worker_extra={"DUETIME_HEARTBEAT_INTERVAL": "0.1"}) as system:
+        release = asyncio.Event()
+        url = target.on("/long", Behaviour(hold=release))
+        job = await system.api.create(
+            http_job("two hours", url, at=soon(), attempt_timeout=timedelta(hours=3))
+        )
+        await eventually(calls_to(target, "/long", 1), 30, "the attempt called the target")
+        (run,) = await system.api.runs(job)
+        start = (await attempt_rows(db, run.run_id))[0]["start_time"]
+
+        async def lease_left() -> timedelta:
+            (attempt,) = await attempt_rows(db, run.run_id)
+            assert attempt["end_time"] is None, dict(attempt)  # never reaped
+            left: timedelta = attempt["lease_expire_time"] - await db.fetchval(
+                "SELECT duetime_now()"
+            )
+            return left
+
+        async def renewed() -> bool:
+            return await lease_left() > timedelta(seconds=30)
+
+        # Steps of 50 s on a 60 s lease: each leaves at most 10 s of lease, and the next step
+        # waits for a heartbeat to renew it to a full lease again.
+        steps = 0
+        while await db.fetchval("SELECT duetime_now()") - start < timedelta(hours=2):
+            await shift_clock(db, timedelta(seconds=50))
+            steps += 1
+            await eventually(renewed, 8, f"a heartbeat renewed the lease after step {steps}")
+        print(f"{steps} clock steps over two hours in {time.monotonic() - began:.1f} s")
+
+        release.set()
+        await eventually(run_in(system, job, run_pb2.RUN_STATE_SUCCEEDED), 30, "run SUCCEEDED")
+        (attempt,) = await attempt_rows(db, run.run_id)
+        assert (attempt["number"], attempt["outcome"]) == (1, "SUCCEEDED")
+        assert attempt["end_time"] - attempt["start_time"] >= timedelta(hours=2)
+        assert len(target.calls_to("/long")) == 1
+    print(f"two hours of database clock in {time.monotonic() - began:.1f} s of real time")
+
+
+async def test_a_stopping_worker_hands_back_without_spending_the_budget(
+    db_dsn: str, db: asyncpg.Pool[asyncpg.Record], target: HttpTarget
+) -> None:
+    async with running_system(db_dsn, workers=2, worker_extra=FAST_BEATS) as system:
+        url = target.on("/deploy", Behaviour(delay=120, slow_first=1))
+        job = await system.api.create(http_job("deploy", url, at=soon(), max_attempts=1))
+        await eventually(calls_to(target, "/deploy", 1), 30, "the first attempt called")
+        stopping_id = await holder_of_attempt(db, job)
+        (other_id,) = set(system.workers) - {stopping_id}
+        stopping = system.workers[stopping_id]
+        stopping.process.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(stopping.process.wait(), 20) == 0
+        await eventually(run_in(system, job, run_pb2.RUN_STATE_SUCCEEDED), 60, "run SUCCEEDED")
+        run = await only_run(system, job)
+        assert [(a.number, a.outcome, a.worker) for a in run.attempts] == [
+            (1, HANDED_BACK, stopping_id),
+            (2, SUCCEEDED, other_id),
+        ]
+        assert target.abandoned == target.calls_to("/deploy")[:1]
+        assert_one_key_rising_attempts(target, "/deploy", run)
+        assert_never_two_open(await attempt_rows(db, run.run_id))
+
+
+async def test_a_worker_started_while_kafka_is_down_waits_for_it(
+    db_dsn: str, target: HttpTarget, tmp_path: Path
+) -> None:
+    kafka = PrivateKafka(tmp_path)
+    await kafka.format()
+    await kafka.start()
+    try:
+        await create_topics(kafka.bootstrap, [*DISPATCH_TOPICS.values(), DEAD_LETTER_TOPIC])
+        private = {"DUETIME_KAFKA_BOOTSTRAP": kafka.bootstrap}
+        async with running_system(db_dsn, workers=0, relay_extra=private) as system:
+            await kafka.stop()
+            env = system.worker_env("w-patient", private)
+            async with service("duetime_worker", env, "DUETIME_WORKER_PORT") as worker:
+
+                async def retrying() -> bool:
+                    tries = sum('"action": "kafka_unreachable"' in x for x in worker.output)
+                    return tries >= 3 and worker.process.returncode is None
+
+                await eventually(retrying, 30, "the worker kept trying to reach Kafka")
+                await kafka.start()
+                job = await system.api.create(
+                    http_job("after the outage", target.on("/up", Behaviour()), at=soon())
+                )
+                await eventually(
+                    run_in(system, job, run_pb2.RUN_STATE_SUCCEEDED), 90, "run SUCCEEDED"
+                )
+                assert await logged(worker, "kafka_reachable")()
+                assert [a.worker for a in (await only_run(system, job)).attempts] == ["w-patient"]
+            assert worker.process.returncode == 0
+    finally:
+        await kafka.stop()
+
+
+async def test_a_worker_cut_off_from_the_scheduler_stops_its_call_at_its_lease(
+    db_dsn: str, db: asyncpg.Pool[asyncpg.Record], target: HttpTarget
+) -> None:
+    async with running_system(
+        db_dsn, scheduler_extra=SHORT_LEASE, worker_extra=FAST_BEATS
+    ) as system:
+        worker = system.workers["w1"]
+        url = target.on("/cut", Behaviour(delay=120, slow_first=1))
+        job = await system.api.create(http_job("cut off", url, at=soon()))
+        await eventually(calls_to(target, "/cut", 1), 30, "the first attempt called")
+        scheduler = system.scheduler.process
+        scheduler.send_signal(signal.SIGSTOP)
+        frozen = time.monotonic()
+        try:
+            await eventually(cut_off(target, 1), 20, "the worker stopped its call")
+            took = time.monotonic() - frozen
+            assert await logged(worker, "lease_lost")()
+        finally:
+            scheduler.send_signal(signal.SIGCONT)
+        print(f"call stopped {took:.1f} s after the scheduler froze (lease 4 s)")
+        # The scheduler, back, expires the attempt itself and the run is retried.
+        await eventually(run_in(system, job, run_pb2.RUN_STATE_SUCCEEDED), 60, "run SUCCEEDED")
+        run = await only_run(system, job)
+        assert [(a.number, a.outcome) for a in run.attempts] == [(1, LEASE_EXPIRED), (2, SUCCEEDED)]
+        assert not any(
+            '"attempt": 1' in line and ("report_" in line or "attempt_finished" in line)
+            for line in worker.output
+        )
+        assert_one_key_rising_attempts(target, "/cut", run)
+        assert_never_two_open(await attempt_rows(db, run.run_id))
