@@ -1,0 +1,72 @@
+"""The worker's consumer lag on real Kafka, over topics of this test's own: messages published
+and not yet taken, per topic, as the metric reports them."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+from aiokafka import AIOKafkaProducer
+
+from duetime.events.v1.events_pb2 import RunDispatch
+from duetime_core.jobspec import Priority
+from duetime_worker.consumer import DispatchConsumer
+from tests.support.fleet import eventually
+from tests.support.kafka import own_topics, shared_bootstrap, unique_topic
+from tests.support.metrics import recorded_metrics
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+
+
+@pytest.fixture
+async def topics() -> AsyncIterator[dict[Priority, str]]:
+    names = {p: unique_topic(f"lag-{p.value.lower()}") for p in Priority}
+    async with own_topics(shared_bootstrap(), list(names.values()), partitions=1):
+        yield names
+
+
+async def test_lag_counts_what_a_busy_worker_has_not_taken(topics: dict[Priority, str]) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=shared_bootstrap())
+    await producer.start()
+    try:
+        for i in range(5):
+            message = RunDispatch(run_id=f"run-{i}", dispatch_id=f"d-{i}")
+            await producer.send_and_wait(topics[Priority.NORMAL], message.SerializeToString())
+    finally:
+        await producer.stop()
+    release = asyncio.Event()
+
+    async def handler(dispatch: RunDispatch, delivery: str, answered: Callable[[], None]) -> None:
+        answered()
+        await release.wait()  # one slot, held: the other four wait on the topic
+
+    group = f"duetime-test-{uuid.uuid4().hex[:12]}"
+    consumer = DispatchConsumer(shared_bootstrap(), group, "test", 1, handler, topics)
+    await consumer.start()
+    stopping = asyncio.Event()
+    running = asyncio.create_task(consumer.run(stopping))
+    expected = {topics[Priority.NORMAL]: 4, topics[Priority.HIGH]: 0, topics[Priority.LOW]: 0}
+    try:
+        with recorded_metrics() as metrics:
+
+            async def lagging() -> bool:
+                return await consumer.lag() == expected
+
+            await eventually(lagging, 30, "four messages of five not taken")
+            await consumer.record_lag()
+            for topic, lag in expected.items():
+                assert metrics.value("duetime.consumer.lag", topic=topic) == lag
+            release.set()
+
+            async def caught_up() -> bool:
+                await consumer.record_lag()
+                return metrics.value("duetime.consumer.lag") == 0
+
+            await eventually(caught_up, 30, "every message taken")
+    finally:
+        release.set()
+        stopping.set()
+        await running
+        await consumer.drain(1, lambda: None)
