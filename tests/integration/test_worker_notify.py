@@ -165,6 +165,50 @@ async def test_an_unreachable_webhook_is_abandoned_after_the_give_up_time() -> N
     assert 1.0 <= took <= 3.0, took
 
 
+class FakeTime:
+    """A clock that moves only when the notifier sleeps (each sleep is also a real yield)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def clock(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        await asyncio.sleep(0)
+
+
+async def test_a_dead_webhook_holds_its_events_for_one_give_up_time_in_all(
+    target: HttpTarget,
+) -> None:
+    url = target.on("/hook", Behaviour(status=503))
+    settings = NotifySettings(timeout=1, give_up_after=5, backoff=FAST.backoff)
+    fake = FakeTime()
+    http = HttpCaller(LOOPBACK)
+    await http.start()
+    try:
+        n = Notifier(http, settings, sleep=fake.sleep, clock=fake.clock)
+        first = [n.deliver(event(url, run)) for run in range(1, 6)]
+        assert await asyncio.gather(*first) == [Delivery.ABANDONED] * 5
+        assert 1000 + 5 - 0.2 <= fake.now <= 1000 + 5  # one give-up time, for all five
+        tried = len(target.calls_to("/hook"))
+        assert tried > 10  # each was retried meanwhile
+        # Still failing past its give-up time: later events get one try each, no more waits.
+        fake.now = waited = 1000 + 5
+        later = [n.deliver(event(url, run)) for run in range(6, 11)]
+        assert await asyncio.gather(*later) == [Delivery.ABANDONED] * 5
+        assert fake.now == waited
+        assert len(target.calls_to("/hook")) == tried + 5
+        # Once it answers again, the next failing spell gets a whole give-up time again.
+        target.on("/hook", Behaviour())
+        assert await n.deliver(event(url, 11)) == Delivery.DELIVERED
+        target.on("/hook", Behaviour(fail_first=len(target.calls_to("/hook")) + 2))
+        assert await n.deliver(event(url, 12)) == Delivery.DELIVERED
+    finally:
+        await http.close()
+
+
 async def test_a_team_without_a_notification_url_gets_nothing(target: HttpTarget) -> None:
     async with notifier() as n:
         assert await n.deliver(event("")) == Delivery.NO_TARGET

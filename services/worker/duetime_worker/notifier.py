@@ -5,9 +5,11 @@ with ``Idempotency-Key: dead-letter/{run_id}/{attempt}`` — stable per event, s
 repeated by a redelivery is recognisable — and the run's ``traceparent``. Answers are classified
 as target answers are (2xx delivered; 408, 429, 5xx, timeouts and connection errors retried;
 other 4xx and refused addresses final), through the same allow-listed HTTP client. Retries back
-off with equal jitter; after ``give_up_after`` the notification is abandoned and logged as an
-error, so one dead webhook holds a delivery slot for a bounded time only. URLs are logged by
-host alone.
+off with equal jitter. A notification is abandoned, and logged as an error, once its webhook
+has been failing for ``give_up_after``: that clock is shared by every notification to the same
+webhook, so a dead webhook with a thousand events waiting holds delivery slots for that time in
+all, not for that time per event; after it, each of its events gets one short try. URLs are
+logged by host alone.
 """
 
 from __future__ import annotations
@@ -66,6 +68,22 @@ def notification_body(event: DeadLetterEvent) -> bytes:
     return json_format.MessageToJson(shown, indent=None).encode()
 
 
+class FailingWebhooks:
+    """Per webhook (scheme and authority): since when every try has failed."""
+
+    def __init__(self) -> None:
+        self._since: dict[str, float] = {}
+
+    def failed(self, webhook: str, now: float) -> None:
+        self._since.setdefault(webhook, now)
+
+    def succeeded(self, webhook: str) -> None:
+        self._since.pop(webhook, None)
+
+    def since(self, webhook: str) -> float | None:
+        return self._since.get(webhook)
+
+
 class Notifier:
     def __init__(
         self,
@@ -74,11 +92,20 @@ class Notifier:
         *,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rand: Callable[[], float] = random.random,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._http = http
         self._settings = settings
         self._sleep = sleep
         self._rand = rand
+        self._clock = clock
+        self._failing = FailingWebhooks()
+
+    def _deadline(self, webhook: str, started: float) -> float:
+        """The give-up time counts from this delivery's start or from when its webhook began
+        to fail, whichever is earlier."""
+        since = self._failing.since(webhook)
+        return self._settings.give_up_after + (started if since is None else min(since, started))
 
     async def deliver(self, event: DeadLetterEvent, traceparent: str = "") -> Delivery:
         url = event.notification_url
@@ -91,21 +118,23 @@ class Notifier:
         if traceparent:
             headers["traceparent"] = traceparent
         body = notification_body(event)
+        parts = urlsplit(url)
+        webhook = f"{parts.scheme}://{parts.netloc}"
         facts = {
             "team": event.team,
             "run_id": event.run_id,
             "attempt": event.attempt,
-            "host": urlsplit(url).hostname or "",
+            "host": parts.hostname or "",
         }
-        deadline = time.monotonic() + self._settings.give_up_after
+        started = self._clock()
         tries = 0
         while True:
             tries += 1
-            limit = max(
-                _MIN_REQUEST_SECONDS, min(self._settings.timeout, deadline - time.monotonic())
-            )
+            deadline = self._deadline(webhook, started)
+            limit = max(_MIN_REQUEST_SECONDS, min(self._settings.timeout, deadline - self._clock()))
             outcome = await self._http.send("POST", url, headers, body, limit)
             if outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED:
+                self._failing.succeeded(webhook)
                 log.info(
                     "dead-letter notification delivered",
                     extra={"action": "notification_delivered", "tries": tries, **facts},
@@ -122,8 +151,10 @@ class Notifier:
                     },
                 )
                 return Delivery.REJECTED
+            self._failing.failed(webhook, self._clock())
+            deadline = self._deadline(webhook, started)
             delay = backoff_delay(self._settings.backoff, tries, self._rand()).total_seconds()
-            if time.monotonic() + delay >= deadline:
+            if self._clock() + delay >= deadline:
                 log.error(
                     "dead-letter notification abandoned: the team is NOT notified",
                     extra={
