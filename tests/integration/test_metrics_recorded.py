@@ -14,6 +14,7 @@ import asyncpg
 import grpc
 import pytest
 
+from duetime.jobs.v1 import job_service_pb2 as svc
 from duetime.worker.v1 import worker_service_pb2 as wpb
 from duetime_infra.etcd import PartitionLeases
 from duetime_infra.pg.claim_store import ClaimAbandoned, claim_batch
@@ -170,3 +171,25 @@ async def test_outbox_backlog_counts_and_ages_rows(pool: asyncpg.Pool[asyncpg.Re
         await conn.execute("DELETE FROM outbox WHERE id % 2 = 0")
         depth, _ = await outbox_backlog(conn, count_up_to=10)
         assert 15 <= depth <= 30
+
+
+async def test_a_paused_stretch_is_counted_once_when_recorded(db_dsn: str) -> None:
+    async with running_api(db_dsn) as api:
+        job = (
+            await api.stub.CreateJob(
+                svc.CreateJobRequest(job=interval_job(60)), metadata=api.auth()
+            )
+        ).job
+        with recorded_metrics() as metrics:
+            await api.stub.PauseJob(svc.PauseJobRequest(name=job.name), metadata=api.auth())
+            assert metrics.value("duetime.runs.finished") == 0
+            db = await asyncpg.connect(db_dsn)
+            try:
+                await db.execute("""UPDATE duetime_clock SET "offset" = interval '1 hour'""")
+            finally:
+                await db.close()
+            await api.stub.ResumeJob(svc.ResumeJobRequest(name=job.name), metadata=api.auth())
+            # One SKIPPED record stands for the hour's occurrences.
+            skipped = {"state": "SKIPPED", "reason": "JOB_PAUSED"}
+            assert metrics.value("duetime.runs.finished", **skipped) == 1
+            assert metrics.value("duetime.runs.finished") == 1

@@ -16,6 +16,7 @@ from typing import Any
 
 import asyncpg
 
+from duetime_core.attempts import FINAL_STATES
 from duetime_core.errors import AlreadyExists, FailedPrecondition, NotFound
 from duetime_core.jobspec import JobSpec, JobState, Priority
 from duetime_core.planning import Occurrence
@@ -28,6 +29,7 @@ from duetime_infra.pg.outbox_writer import insert_outbox
 from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.rows import job_from_row, run_from_row
 from duetime_infra.pg.sql import q
+from duetime_infra.telemetry import instruments
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,14 @@ def _one(row: asyncpg.Record | None) -> asyncpg.Record:
 
 def _not_found(what: str) -> NotFound:
     return NotFound(f"{what} not found", reason=f"{what.upper()}_NOT_FOUND")
+
+
+def _count_records(runs: list[NewRun]) -> None:
+    """After COMMIT: the records a job change inserted (SKIPPED while paused, in a DST gap,
+    before a schedule change)."""
+    for run in runs:
+        if run.state in FINAL_STATES:
+            instruments.runs_finished(run.state.value, run.reason.value)
 
 
 class JobStore:
@@ -159,11 +169,12 @@ class JobStore:
                 nxt.effective_time if nxt else None,
                 now,
             )
-            for run in write.runs:
-                await self._insert_run(conn, run)
+            inserted = [r for r in write.runs if await self._insert_run(conn, r) is not None]
             if idem is not None:
                 await self._remember(conn, team_id, idem, job_id)
-            return job_from_row(_one(row))
+            record = job_from_row(_one(row))
+        _count_records(inserted)
+        return record
 
     async def get_job(self, team_id: str, job_id: uuid.UUID) -> JobRecord:
         row = await self._pool.fetchrow(q("job_get"), job_id, team_id)
@@ -201,9 +212,10 @@ class JobStore:
                 nxt.effective_time if nxt else None,
                 write.pause_time,
             )
-            for run in write.runs:
-                await self._insert_run(conn, run)
-            return job_from_row(_one(row))
+            inserted = [r for r in write.runs if await self._insert_run(conn, r) is not None]
+            record = job_from_row(_one(row))
+        _count_records(inserted)
+        return record
 
     async def _insert_run(self, conn: Conn, run: NewRun) -> asyncpg.Record | None:
         return await conn.fetchrow(
