@@ -14,7 +14,7 @@ with the sampled flag clear: valid, recorded nowhere.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -121,7 +121,7 @@ def trace_metadata() -> tuple[tuple[str, str], ...]:
 
 @contextmanager
 def rpc_span(
-    name: str, metadata: Sequence[tuple[str, str | bytes]] | None, tracer: Tracer = TRACER
+    name: str, metadata: Iterable[tuple[str, str | bytes]] | None, tracer: Tracer = TRACER
 ) -> Iterator[Span]:
     """A span for handling an RPC: a child of the server span when the grpc instrumentation
     made one, else of the context the caller sent in ``metadata``."""

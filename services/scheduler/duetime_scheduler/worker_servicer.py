@@ -26,6 +26,7 @@ from duetime_infra.pg.attempt_store import (
     StartAnswer,
     StartResult,
 )
+from duetime_infra.tracecontext import ATTEMPT, RUN_ID, rpc_span
 
 Context = aio.ServicerContext[Any, Any]
 
@@ -148,7 +149,12 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
         delivery_id = _read_id(violations, "delivery_id", request.delivery_id)
         worker_id = _read_id(violations, "worker_id", request.worker_id)
         _check(violations)
-        return encode_start(await self._store.start(run_id, delivery_id, worker_id))
+        # A span in the run's trace: the worker sends its context with the call.
+        with rpc_span("start attempt", context.invocation_metadata()) as span:
+            span.set_attribute(RUN_ID, request.run_id)
+            result = await self._store.start(run_id, delivery_id, worker_id)
+            span.set_attributes({ATTEMPT: result.attempt, "duetime.decision": result.answer.value})
+        return encode_start(result)
 
     async def Heartbeat(
         self, request_iterator: AsyncIterator[pb.HeartbeatRequest], context: Context
@@ -195,9 +201,14 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
         token = read_attempt_token(violations, context.invocation_metadata())
         _check(violations)
         assert outcome is not None
-        result = await self._store.complete(
-            run_id, token, worker_id, outcome, request.retryable, request.error
-        )
+        with rpc_span("complete attempt", context.invocation_metadata()) as span:
+            span.set_attributes(
+                {RUN_ID: request.run_id, ATTEMPT: token, "duetime.result": outcome.value}
+            )
+            result = await self._store.complete(
+                run_id, token, worker_id, outcome, request.retryable, request.error
+            )
+            span.set_attribute("duetime.run_state", result.run_state.value)
         out = pb.CompleteAttemptResponse(run_state=f"RUN_STATE_{result.run_state.value}")
         if result.next_attempt_time is not None:
             datetime_to_timestamp(result.next_attempt_time, out.next_attempt_time)

@@ -23,12 +23,14 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
+from opentelemetry import context as otel_context
 
 from duetime.events.v1.events_pb2 import RunDispatch
 from duetime_core.jobspec import Priority
 from duetime_infra.kafka.connect import start_when_reachable
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
 from duetime_infra.telemetry import instruments
+from duetime_infra.tracecontext import context_of_kafka, tracing_active
 from duetime_worker.offsets import CommitOnRevoke, TrackedCommits, decode_or_skip
 
 log = logging.getLogger(__name__)
@@ -160,7 +162,12 @@ class DispatchConsumer:
                     extra={"action": "handler_error", "run_id": dispatch.run_id},
                 )
 
+        # The task copies the current context when created: attached here, the message's trace
+        # context is the one its handler's spans continue.
+        token = otel_context.attach(context_of_kafka(record.headers)) if tracing_active() else None
         task = asyncio.create_task(handle())
+        if token is not None:
+            otel_context.detach(token)
         self._tasks.add(task)
         self._starting.add(task)
         self.consumed += 1

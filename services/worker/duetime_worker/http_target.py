@@ -22,6 +22,7 @@ from aiohttp.resolver import ThreadedResolver
 
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_infra.tracecontext import current_traceparent
 from duetime_worker.outcome import Outcome
 from duetime_worker.policy import TargetPolicy
 
@@ -110,8 +111,10 @@ class HttpCaller:
         headers = dict(http.headers)
         headers["Idempotency-Key"] = run.idempotency_key
         headers["Duetime-Attempt"] = str(attempt)
-        if run.traceparent:
-            headers["traceparent"] = run.traceparent
+        # The caller's span (the target call's) when tracing is on, else the run's own.
+        traceparent = current_traceparent(run.traceparent)
+        if traceparent:
+            headers["traceparent"] = traceparent
         method = _METHODS.get(http.method, "POST")
         return await self.send(method, http.url, headers, http.body, limit)
 

@@ -1,0 +1,151 @@
+"""One OpenTelemetry trace follows a run through the four services, run as processes exporting
+to a real OTLP receiver: the scheduler's claim starts it (its context is the traceparent stored
+on the run), the relay's publish, the worker's consume and target call (whose context the target
+receives), and the scheduler's handling of the worker's StartAttempt and CompleteAttempt."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import asyncpg
+import pytest
+from grpc import aio
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from duetime.jobs.v1 import run_pb2
+from tests.support.fleet import eventually
+from tests.support.http_target import Behaviour, HttpTarget, http_target
+from tests.support.otlp import ReceivedSpan, TraceReceiver, otlp_receiver
+from tests.support.processes import service
+from tests.support.system import http_job, running_system
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
+
+SCHEDULER, RELAY, WORKER = "duetime-scheduler", "duetime-relay", "duetime-worker"
+WORKER_SERVICE = "/duetime.worker.v1.WorkerService"
+
+
+@pytest.fixture
+async def receiver() -> AsyncIterator[TraceReceiver]:
+    async with otlp_receiver() as started:
+        yield started
+
+
+@pytest.fixture
+async def target() -> AsyncIterator[HttpTarget]:
+    async with http_target() as server:
+        yield server
+
+
+def named(spans: list[ReceivedSpan], service: str, name: str) -> list[ReceivedSpan]:
+    return [s for s in spans if s.service == service and s.name == name]
+
+
+def parent_of(spans: list[ReceivedSpan], span: ReceivedSpan) -> ReceivedSpan:
+    (parent,) = [s for s in spans if s.span_id == span.parent_span_id]
+    return parent
+
+
+async def test_one_trace_follows_a_run_through_the_four_services(
+    db_dsn: str, receiver: TraceReceiver, target: HttpTarget
+) -> None:
+    began = time.monotonic()
+    async with running_system(db_dsn, common_env=receiver.env()) as system:
+        api = system.api
+        job = await api.create(
+            http_job(
+                "traced",
+                target.on("/traced", Behaviour()),
+                at=datetime.now(UTC) + timedelta(seconds=1),
+            )
+        )
+
+        async def succeeded() -> bool:
+            return [r.state for r in await api.runs(job)] == [run_pb2.RUN_STATE_SUCCEEDED]
+
+        print(f"system up in {time.monotonic() - began:.1f} s")
+        took = await eventually(succeeded, 30, "the run SUCCEEDED")
+        print(f"run succeeded {took:.1f} s after creation")
+        (run,) = await api.runs(job)
+        assert len(run.trace_id) == 32
+
+        async def complete() -> bool:
+            return bool(named(receiver.trace(run.trace_id), SCHEDULER, "complete attempt"))
+
+        took = await eventually(complete, 15, "the scheduler's CompleteAttempt span was exported")
+        print(f"the trace's last span arrived {took:.1f} s later")
+        tokens = (system.team_token, system.worker_token)
+    spans = receiver.trace(run.trace_id)
+
+    # The claim starts the trace, and the run stores its context.
+    (claim,) = named(spans, SCHEDULER, "claim run")
+    assert claim.parent_span_id == ""
+    assert claim.attributes["duetime.run_id"] == run.run_id
+    conn = await asyncpg.connect(db_dsn)
+    try:
+        stored = await conn.fetchval(
+            "SELECT traceparent FROM runs WHERE trace_id = $1", run.trace_id
+        )
+    finally:
+        await conn.close()
+    assert claim.is_context_of(stored)
+
+    # The relay publishes in it, as a child of the stored context.
+    (publish,) = named(spans, RELAY, "publish run")
+    assert publish.parent_span_id == claim.span_id
+
+    # The worker consumes in the context the message carried: the publish span, or the
+    # aiokafka instrumentation's send span under it.
+    (consume,) = named(spans, WORKER, "consume run")
+    carried = parent_of(spans, consume)
+    assert carried.service == RELAY
+    assert publish in (carried, parent_of(spans, carried))
+
+    # The target call is the consume span's child, and the target got its context.
+    (call,) = named(spans, WORKER, "call target")
+    assert call.parent_span_id == consume.span_id
+    (seen,) = target.calls_to("/traced")
+    assert call.is_context_of(seen.headers["traceparent"])
+
+    # StartAttempt and CompleteAttempt: worker client span -> scheduler server span -> the
+    # scheduler's own span, all under the consume span.
+    for rpc, name in (("StartAttempt", "start attempt"), ("CompleteAttempt", "complete attempt")):
+        handled = named(spans, SCHEDULER, name)
+        assert handled, name
+        for span in handled:
+            server = parent_of(spans, span)
+            assert (server.service, server.name) == (SCHEDULER, f"{WORKER_SERVICE}/{rpc}")
+            client = parent_of(spans, server)
+            assert (client.service, client.name) == (WORKER, f"{WORKER_SERVICE}/{rpc}")
+            assert client.parent_span_id == consume.span_id
+    assert [s.attributes["duetime.decision"] for s in named(spans, SCHEDULER, "start attempt")][
+        -1
+    ] == "STARTED"
+    (completed,) = named(spans, SCHEDULER, "complete attempt")
+    assert completed.attributes["duetime.run_state"] == "SUCCEEDED"
+
+    # One connected trace: the claim is its only root, every other span's parent is in it.
+    ids = {s.span_id for s in spans}
+    assert [s for s in spans if s.parent_span_id not in ids] == [claim]
+    # Credentials never reach a trace.
+    assert not [s for s in spans for v in s.attributes.values() if any(t in str(v) for t in tokens)]
+
+
+async def test_a_terminated_service_exports_the_spans_it_still_held(
+    db_dsn: str, receiver: TraceReceiver
+) -> None:
+    # A ten-minute batch delay: the spans leave only when the service shuts down.
+    env = {"DUETIME_PG_DSN": db_dsn, "DUETIME_API_ADDRESS": "127.0.0.1:0", **receiver.env(600_000)}
+    async with service("duetime_api", env, "DUETIME_API_PORT") as api:
+        async with aio.insecure_channel(api.address) as channel:
+            health: Any = health_pb2_grpc.HealthStub(channel)  # the stubs do not declare Check
+            answer = await health.Check(health_pb2.HealthCheckRequest())
+            assert answer.status == health_pb2.HealthCheckResponse.SERVING
+        assert receiver.spans == []
+    # The service has exited (SIGTERM); its spans were flushed on the way out.
+    assert api.process.returncode == 0
+    served = [s for s in receiver.spans if s.name == "/grpc.health.v1.Health/Check"]
+    assert [s.service for s in served] == ["duetime-api"]

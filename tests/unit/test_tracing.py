@@ -1,0 +1,187 @@
+"""Tracing setup from the OTEL_* variables, and the span that starts a run's trace.
+
+The global provider and the instrumentations are process-wide, so ``setup_tracing`` itself runs
+in a child process; a real OTLP receiver in this process shows what it exported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import sys
+from collections.abc import Mapping
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+from duetime_infra.telemetry.tracing import (
+    ALL_INSTRUMENTATIONS,
+    TracingSettings,
+    build_provider,
+    tracing_settings,
+)
+from duetime_infra.tracecontext import start_run_span
+from tests.support.otlp import otlp_receiver
+
+TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
+ENDPOINT = "http://127.0.0.1:4317"
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, TracingSettings((), ALL_INSTRUMENTATIONS, "svc")),
+        (
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": ENDPOINT},
+            TracingSettings(("otlp_proto_grpc",), ALL_INSTRUMENTATIONS, "svc"),
+        ),
+        (
+            {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": ENDPOINT},
+            TracingSettings(("otlp_proto_grpc",), ALL_INSTRUMENTATIONS, "svc"),
+        ),
+        (
+            {"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": ENDPOINT},
+            TracingSettings((), ALL_INSTRUMENTATIONS, "svc"),
+        ),
+        (
+            {"OTEL_TRACES_EXPORTER": " console , otlp "},
+            TracingSettings(("console", "otlp_proto_grpc"), ALL_INSTRUMENTATIONS, "svc"),
+        ),
+        # Only the gRPC flavour of OTLP is installed: http/protobuf is refused, not guessed.
+        (
+            {"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"},
+            TracingSettings((), ALL_INSTRUMENTATIONS, "svc"),
+        ),
+        (
+            {"OTEL_TRACES_EXPORTER": "console", "OTEL_SDK_DISABLED": "true"},
+            TracingSettings((), (), "svc"),
+        ),
+        (
+            {"OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "asyncpg, grpc_aio_client"},
+            TracingSettings((), ("grpc_aio_server", "aiokafka"), "svc"),
+        ),
+        ({"OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "*"}, TracingSettings((), (), "svc")),
+        ({"OTEL_SERVICE_NAME": "blue"}, TracingSettings((), ALL_INSTRUMENTATIONS, "blue")),
+        (
+            {"OTEL_RESOURCE_ATTRIBUTES": "team=x,service.name=green"},
+            TracingSettings((), ALL_INSTRUMENTATIONS, "green"),
+        ),
+        (
+            {"OTEL_RESOURCE_ATTRIBUTES": "service.name=green", "OTEL_SERVICE_NAME": "blue"},
+            TracingSettings((), ALL_INSTRUMENTATIONS, "blue"),
+        ),
+    ],
+)
+def test_settings_follow_the_standard_variables(
+    env: dict[str, str], expected: TracingSettings
+) -> None:
+    assert tracing_settings("svc", env) == expected
+
+
+def test_no_usable_exporter_builds_no_provider() -> None:
+    assert build_provider(tracing_settings("svc", {})) is None
+    assert build_provider(TracingSettings(("no_such_exporter",), (), "svc")) is None
+
+
+def _local_tracer(**kwargs: object) -> tuple[trace.Tracer, InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(**kwargs)  # type: ignore[arg-type]
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider.get_tracer("test"), exporter
+
+
+def test_a_run_trace_is_the_context_of_the_span_that_starts_it() -> None:
+    tracer, exporter = _local_tracer()
+    run, span = start_run_span("claim run", tracer=tracer)
+    assert exporter.get_finished_spans() == ()  # exported only once the caller ends it
+    span.end()
+    (exported,) = exporter.get_finished_spans()
+    assert exported.parent is None
+    context = exported.context
+    assert context is not None
+    assert run.trace_id == f"{context.trace_id:032x}"
+    match = TRACEPARENT.match(run.traceparent)
+    assert match is not None
+    assert match.group(1, 2) == (run.trace_id, f"{context.span_id:016x}")
+    assert int(match[3], 16) & 1  # sampled
+
+
+def test_a_sampled_out_run_still_has_a_valid_traceparent() -> None:
+    tracer, exporter = _local_tracer(sampler=ALWAYS_OFF)
+    run, span = start_run_span("claim run", tracer=tracer)
+    span.end()
+    assert exporter.get_finished_spans() == ()
+    match = TRACEPARENT.match(run.traceparent)
+    assert match is not None
+    assert match[1] == run.trace_id != "0" * 32
+    assert match[2] != "0" * 16
+    assert not int(match[3], 16) & 1  # not sampled
+
+
+def test_with_tracing_off_a_run_gets_random_ids() -> None:
+    first, span = start_run_span("claim run", tracer=trace.NoOpTracer())
+    second, _ = start_run_span("claim run", tracer=trace.NoOpTracer())
+    assert not span.is_recording()
+    for run in (first, second):
+        match = TRACEPARENT.match(run.traceparent)
+        assert match is not None
+        assert match[1] == run.trace_id != "0" * 32
+    assert first.trace_id != second.trace_id
+
+
+SCRIPT = """
+from duetime_infra.telemetry.tracing import setup_tracing
+from duetime_infra.tracecontext import start_run_span, tracing_active
+provider = setup_tracing("duetime-test")
+run, span = start_run_span("claim run")
+span.end()
+print(provider is not None, tracing_active(), run.trace_id)
+"""
+
+
+async def _run_setup(env: Mapping[str, str]) -> tuple[str, str]:
+    """Runs SCRIPT with only ``env`` of the OTEL_* variables; returns its stdout and stderr."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        SCRIPT,
+        env={**clean, **env},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, err.decode()
+    return out.decode(), err.decode()
+
+
+async def test_setup_without_an_exporter_exports_nothing_and_still_traces_runs() -> None:
+    async with otlp_receiver() as receiver:
+        for env in ({}, {**receiver.env(), "OTEL_TRACES_EXPORTER": "none"}):
+            out, err = await _run_setup(env)
+            installed, active, trace_id = out.split()
+            assert (installed, active) == ("False", "False")
+            assert re.fullmatch("[0-9a-f]{32}", trace_id)
+            assert err == ""
+        # The process has exited, and a configured exporter flushes before that (next test).
+        assert receiver.spans == []
+        assert receiver.exports == 0
+
+
+async def test_setup_with_otlp_exports_at_exit_under_the_service_name() -> None:
+    async with otlp_receiver() as receiver:
+        # A ten-minute batch delay: only the flush at exit can have sent the span.
+        out, _ = await _run_setup(receiver.env(schedule_delay_ms=600_000))
+        installed, active, trace_id = out.split()
+        assert (installed, active) == ("True", "True")
+        (span,) = receiver.trace(trace_id)
+        assert (span.service, span.name, span.parent_span_id) == ("duetime-test", "claim run", "")
+
+        out, _ = await _run_setup({**receiver.env(), "OTEL_SERVICE_NAME": "renamed"})
+        (span,) = receiver.trace(out.split()[2])
+        assert span.service == "renamed"
