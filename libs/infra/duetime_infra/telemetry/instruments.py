@@ -12,10 +12,10 @@ Names are OpenTelemetry's, with units; the Prometheus endpoint turns ``duetime.r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
 
-from opentelemetry.metrics import Meter, MeterProvider, NoOpMeter
+from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, NoOpMeter, Observation
 
 METER_NAME = "duetime"
 
@@ -48,6 +48,27 @@ _PARTITION_LOSS_CAUSES = frozenset({"released", "key_vanished", "stopping"})
 LEASE_LOST = "lease_lost"
 
 
+Key = tuple[tuple[str, str], ...]
+
+
+class _Tally:
+    """A counter summed in-process and read by the exporter when it collects: an add is a dict
+    update, not an SDK call (about 10 us each), on paths that run 10,000 times a second. Adds
+    come from the service's event-loop thread; a scrape, on its own thread, reads a copy."""
+
+    def __init__(self, meter: Meter, name: str, *, unit: str, description: str) -> None:
+        self._totals: dict[Key, int] = {}
+        meter.create_observable_counter(
+            name, callbacks=[self._observe], unit=unit, description=description
+        )
+
+    def add(self, amount: int, attributes: Key) -> None:
+        self._totals[attributes] = self._totals.get(attributes, 0) + amount
+
+    def _observe(self, options: CallbackOptions) -> Iterable[Observation]:
+        return [Observation(total, dict(key)) for key, total in self._totals.copy().items()]
+
+
 class Instruments:
     def __init__(self, meter: Meter) -> None:
         self.start_lateness = meter.create_histogram(
@@ -59,17 +80,20 @@ class Instruments:
             ),
             explicit_bucket_boundaries_advisory=LATENESS_BUCKETS,
         )
-        self.runs_finished = meter.create_counter(
+        self.runs_finished = _Tally(
+            meter,
             "duetime.runs.finished",
             unit="{run}",
             description="Runs that reached a final state, by state and reason (a range: one)",
         )
-        self.attempts_closed = meter.create_counter(
+        self.attempts_closed = _Tally(
+            meter,
             "duetime.attempts.closed",
             unit="{attempt}",
             description="Attempts closed, by outcome and by whom (worker report or reaper)",
         )
-        self.attempt_lease_expiries = meter.create_counter(
+        self.attempt_lease_expiries = _Tally(
+            meter,
             "duetime.attempt.lease.expiries",
             unit="{attempt}",
             description=(
@@ -82,7 +106,8 @@ class Instruments:
             unit="{partition}",
             description="Partitions this scheduler owns",
         )
-        self.partitions_lost = meter.create_counter(
+        self.partitions_lost = _Tally(
+            meter,
             "duetime.partitions.lost",
             unit="{partition}",
             description=(
@@ -90,7 +115,8 @@ class Instruments:
                 "expired or could not be renewed), key_vanished, released, stopping"
             ),
         )
-        self.fencing_refusals = meter.create_counter(
+        self.fencing_refusals = _Tally(
+            meter,
             "duetime.fencing.refusals",
             unit="{refusal}",
             description=(
@@ -144,30 +170,29 @@ def attempt_started(
 
 def runs_finished(state: str, reason: str, count: int = 1) -> None:
     if count:
-        _current.runs_finished.add(count, {"state": state, "reason": reason})
+        _current.runs_finished.add(count, (("state", state), ("reason", reason)))
 
 
 def attempt_closed(outcome: str, by: str) -> None:
-    _current.attempts_closed.add(1, {"outcome": outcome, "closed_by": by})
+    _current.attempts_closed.add(1, (("outcome", outcome), ("closed_by", by)))
 
 
 def attempt_lease_expired(outcome: str) -> None:
     """An attempt the reaper closed: counted as closed and as a lease expiry."""
     attempt_closed(outcome, "reaper")
-    _current.attempt_lease_expiries.add(1, {"outcome": outcome})
+    _current.attempt_lease_expiries.add(1, (("outcome", outcome),))
 
 
 def fencing_refused(operation: str, check: str, count: int = 1) -> None:
     if count:
-        _current.fencing_refusals.add(count, {"operation": operation, "check": check})
+        _current.fencing_refusals.add(count, (("operation", operation), ("check", check)))
 
 
 def partitions_changed(scheduler_id: str, owned: int, lost: int, reason: str) -> None:
-    attributes = {"scheduler_id": scheduler_id}
-    _current.partitions_owned.set(owned, attributes)
+    _current.partitions_owned.set(owned, {"scheduler_id": scheduler_id})
     if lost:
         cause = reason if reason in _PARTITION_LOSS_CAUSES else LEASE_LOST
-        _current.partitions_lost.add(lost, {**attributes, "cause": cause})
+        _current.partitions_lost.add(lost, (("scheduler_id", scheduler_id), ("cause", cause)))
 
 
 def outbox_sampled(depth: int, oldest_age: timedelta | None) -> None:
