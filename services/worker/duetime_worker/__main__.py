@@ -28,7 +28,8 @@ from duetime_infra.logs import configure_logging
 from duetime_infra.startup import run_service
 from duetime_infra.telemetry.metrics import sample_periodically, start_metrics
 from duetime_infra.telemetry.tracing import setup_tracing
-from duetime_worker.attempts import Executor
+from duetime_worker.attempts import RPC_TIMEOUT, Executor
+from duetime_worker.batching import AttemptCalls
 from duetime_worker.config import Settings
 from duetime_worker.consumer import LAG_SAMPLE_INTERVAL, DispatchConsumer
 from duetime_worker.container import launcher_for
@@ -50,6 +51,7 @@ async def serve(settings: Settings) -> None:
     metadata = (("authorization", f"Bearer {settings.worker_token}"),)
     heartbeats = Heartbeats(stub, settings.worker_id, metadata, settings.heartbeat_interval)
     http = HttpCaller(TargetPolicy.parse(settings.target_allow))
+    calls = AttemptCalls(stub, metadata, RPC_TIMEOUT)
     executor = Executor(
         stub,
         settings.worker_id,
@@ -57,12 +59,15 @@ async def serve(settings: Settings) -> None:
         heartbeats,
         http,
         launcher_for(settings.local_launcher_commands),
+        calls=calls,
+        slots=settings.concurrency,
     )
+    # Messages held until their effective time count here, not against the execution slots.
     consumer = DispatchConsumer(
         settings.kafka_bootstrap,
         settings.group,
         f"duetime-worker-{settings.worker_id}",
-        settings.concurrency,
+        settings.max_pending,
         executor.process,
     )
     # Dead-letter notifications go through the same allow-listed client as targets.
@@ -119,6 +124,7 @@ async def serve(settings: Settings) -> None:
         stop_beating.set()
         if tasks:
             await asyncio.wait(tasks[:1], timeout=5)
+        await calls.close()
         await http.close()
         await channel.close()
         await server.stop(0)

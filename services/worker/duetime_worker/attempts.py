@@ -25,11 +25,13 @@ from duetime.events.v1.events_pb2 import RunDispatch
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_core.attempts import ATTEMPT_CLOSED
-from duetime_infra.tracecontext import ATTEMPT, RUN_ID, TRACER, trace_metadata
+from duetime_infra.tracecontext import ATTEMPT, RUN_ID, TRACER
+from duetime_worker.batching import AttemptCalls
 from duetime_worker.container import Launcher
 from duetime_worker.heartbeat import ActiveAttempt, Heartbeats, lease_length
 from duetime_worker.http_target import HttpCaller
 from duetime_worker.outcome import Outcome
+from duetime_worker.server_clock import ServerClock
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +78,15 @@ class Executor:
         heartbeats: Heartbeats,
         http: HttpCaller,
         launcher: Launcher,
+        *,
+        calls: AttemptCalls | None = None,
+        slots: int = 64,
     ) -> None:
         self._stub = stub
+        self._calls = calls or AttemptCalls(stub, metadata, RPC_TIMEOUT)
+        # Execution slots: a message waiting for its effective time does not hold one.
+        self._slots = asyncio.Semaphore(slots)
+        self._clock = ServerClock()
         self._worker_id = worker_id
         self._metadata = tuple(metadata)
         self._heartbeats = heartbeats
@@ -95,10 +104,14 @@ class Executor:
             kind=SpanKind.CONSUMER,
             attributes={RUN_ID: dispatch.run_id, "duetime.delivery_id": delivery_id},
         ):
-            started = await self._start(dispatch.run_id, delivery_id)
-            answered()
-            if started is not None:
-                await self._execute(*started)
+            # Held until its time (by the server's clock, as last seen) without a slot.
+            wait = self._clock.seconds_until(dispatch.effective_time)
+            await asyncio.sleep(min(wait, MAX_EARLY_WAIT))
+            async with self._slots:
+                started = await self._start(dispatch.run_id, delivery_id)
+                answered()
+                if started is not None:
+                    await self._execute(*started)
 
     async def _start(
         self, run_id: str, delivery_id: str
@@ -114,9 +127,7 @@ class Executor:
         while True:
             sent_at = loop.time()
             try:
-                response: pb.StartAttemptResponse = await self._stub.StartAttempt(
-                    request, metadata=(*self._metadata, *trace_metadata()), timeout=RPC_TIMEOUT
-                )
+                response = await self._calls.start(request)
             except aio.AioRpcError as error:
                 if error.code() in _PERMANENT or asyncio.get_running_loop().time() > give_up:
                     log.error(
@@ -136,6 +147,7 @@ class Executor:
                 )
                 await asyncio.sleep(delay)
                 continue
+            self._clock.observe(response.server_time)
             if response.decision == pb.START_DECISION_TOO_EARLY:
                 wait = (
                     response.effective_time.ToNanoseconds() - response.server_time.ToNanoseconds()
@@ -157,6 +169,14 @@ class Executor:
     async def _execute(self, response: pb.StartAttemptResponse, sent_at: float) -> None:
         run = response.run
         number = response.attempt
+        if self._heartbeats.holds((run.run_id, number)):
+            # The same delivery again (redelivered after a rebalance, or published twice):
+            # its start answered with the attempt this worker is already running.
+            log.info(
+                "duplicate delivery of a running attempt dropped",
+                extra={"action": "duplicate_delivery", "run_id": run.run_id, "attempt": number},
+            )
+            return
         timeout = run.attempt_timeout.ToTimedelta().total_seconds() or DEFAULT_ATTEMPT_TIMEOUT
         started = time.monotonic()
         log.info(
@@ -238,12 +258,11 @@ class Executor:
             retryable=outcome.retryable,
             worker_id=self._worker_id,
         )
-        metadata = (*self._metadata, (ATTEMPT_METADATA_KEY, str(attempt)), *trace_metadata())
         backoff = Backoff()
         deadline = time.monotonic() + REPORT_PATIENCE
         while True:
             try:
-                await self._stub.CompleteAttempt(request, metadata=metadata, timeout=RPC_TIMEOUT)
+                await self._calls.complete(request, attempt)
                 return
             except aio.AioRpcError as error:
                 code = error.code()

@@ -19,7 +19,11 @@ class Settings:
     worker_token: str
     kafka_bootstrap: str
     scheduler_target: str
+    # Attempts executing at once (execution slots).
     concurrency: int
+    # Messages taken from Kafka and not yet done: those held until their effective time (which
+    # take no slot) and those executing.
+    max_pending: int
     group: str
     heartbeat_interval: float
     # Comma-separated host patterns and CIDR networks HTTP targets may reach; empty: public
@@ -49,6 +53,7 @@ class Settings:
             kafka_bootstrap=env.text("DUETIME_KAFKA_BOOTSTRAP", DEFAULT_KAFKA_BOOTSTRAP),
             scheduler_target=env.address("DUETIME_SCHEDULER_TARGET", "127.0.0.1:50052"),
             concurrency=env.integer("DUETIME_WORKER_CONCURRENCY", 64, low=1, high=10_000),
+            max_pending=env.integer("DUETIME_WORKER_MAX_PENDING", 10_000, low=1, high=100_000),
             group=env.text("DUETIME_WORKER_GROUP", "duetime-workers"),
             heartbeat_interval=env.seconds(
                 "DUETIME_HEARTBEAT_INTERVAL", 20, low=0.05, high=3600

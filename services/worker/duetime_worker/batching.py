@@ -1,0 +1,216 @@
+"""StartAttempt and CompleteAttempt calls gathered into StartAttempts / CompleteAttempts.
+
+When thousands of runs come due in the same second, one RPC (and one scheduler transaction)
+per run is what makes them late. Each call here joins the open batch, which is sent when it is
+full or ``linger`` seconds after its first call, with a few batches in flight at once; each
+caller gets its own entry's answer, or an ``EntryFailed`` shaped like the ``AioRpcError`` the
+single call would have raised. Against a scheduler that does not serve the batch RPCs
+(UNIMPLEMENTED, during a rolling upgrade) the calls go one by one. So do they while tracing
+is on: each call then carries its own run's trace context, which a batch cannot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Generic, TypeVar
+
+import grpc
+from grpc import aio
+
+from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime.worker.v1 import worker_service_pb2_grpc
+from duetime_infra.tracecontext import trace_metadata, tracing_active
+
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
+
+MAX_BATCH = 500
+LINGER = 0.005
+MAX_IN_FLIGHT = 4
+ATTEMPT_METADATA_KEY = "duetime-attempt"
+
+
+class EntryFailed(aio.AioRpcError):
+    """One entry of a batch failed, raised as the single call's ``AioRpcError`` would be."""
+
+    def __init__(self, error: pb.EntryError) -> None:
+        code = grpc.StatusCode.__members__.get(error.code, grpc.StatusCode.UNKNOWN)
+        super().__init__(code, aio.Metadata(), aio.Metadata(), details=error.message)
+        self.reason = error.reason
+
+
+class Batcher(Generic[Req, Resp]):
+    def __init__(
+        self,
+        send: Callable[[list[Req]], Awaitable[Sequence[Resp | Exception]]],
+        *,
+        max_size: int = MAX_BATCH,
+        linger: float = LINGER,
+        max_in_flight: int = MAX_IN_FLIGHT,
+    ) -> None:
+        self._send = send
+        self._max_size = max_size
+        self._linger = linger
+        self._in_flight = asyncio.Semaphore(max_in_flight)
+        self._pending: list[tuple[Req, asyncio.Future[Resp]]] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def call(self, request: Req) -> Resp:
+        future: asyncio.Future[Resp] = asyncio.get_running_loop().create_future()
+        self._pending.append((request, future))
+        if len(self._pending) >= self._max_size:
+            self._flush()
+        elif self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self._linger, self._flush)
+        return await future
+
+    def _flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        while self._pending:
+            batch, self._pending = (
+                self._pending[: self._max_size],
+                self._pending[self._max_size :],
+            )
+            task = asyncio.create_task(self._deliver(batch))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _deliver(self, batch: list[tuple[Req, asyncio.Future[Resp]]]) -> None:
+        live = [(r, f) for r, f in batch if not f.done()]  # callers cancelled meanwhile
+        if not live:
+            return
+        try:
+            async with self._in_flight:
+                answers = await self._send([r for r, _ in live])
+        except Exception as error:
+            for _, future in live:
+                if not future.done():
+                    future.set_exception(error)
+            return
+        for (_, future), answer in zip(live, answers, strict=True):
+            if future.done():
+                continue
+            if isinstance(answer, Exception):
+                future.set_exception(answer)
+            else:
+                future.set_result(answer)
+
+    async def close(self) -> None:
+        self._flush()
+        with contextlib.suppress(Exception):
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+class AttemptCalls:
+    """StartAttempt and CompleteAttempt for one worker, batched."""
+
+    def __init__(
+        self,
+        stub: worker_service_pb2_grpc.WorkerServiceAsyncStub,
+        metadata: Sequence[tuple[str, str]],
+        timeout: float,
+        *,
+        linger: float = LINGER,
+    ) -> None:
+        self._stub = stub
+        self._metadata = tuple(metadata)
+        self._timeout = timeout
+        self._batched = True
+        self.starts: Batcher[pb.StartAttemptRequest, pb.StartAttemptResponse] = Batcher(
+            self._send_starts, linger=linger
+        )
+        self.reports: Batcher[tuple[pb.CompleteAttemptRequest, int], pb.CompleteAttemptResponse] = (
+            Batcher(self._send_reports, linger=linger)
+        )
+
+    async def start(self, request: pb.StartAttemptRequest) -> pb.StartAttemptResponse:
+        if tracing_active():
+            response: pb.StartAttemptResponse = await self._stub.StartAttempt(
+                request, metadata=(*self._metadata, *trace_metadata()), timeout=self._timeout
+            )
+            return response
+        return await self.starts.call(request)
+
+    async def complete(
+        self, request: pb.CompleteAttemptRequest, attempt: int
+    ) -> pb.CompleteAttemptResponse:
+        if tracing_active():
+            metadata = (*self._metadata, (ATTEMPT_METADATA_KEY, str(attempt)), *trace_metadata())
+            answer: pb.CompleteAttemptResponse = await self._stub.CompleteAttempt(
+                request, metadata=metadata, timeout=self._timeout
+            )
+            return answer
+        return await self.reports.call((request, attempt))
+
+    async def _send_starts(
+        self, requests: list[pb.StartAttemptRequest]
+    ) -> list[pb.StartAttemptResponse | Exception]:
+        if self._batched:
+            try:
+                batch: pb.StartAttemptsResponse = await self._stub.StartAttempts(
+                    pb.StartAttemptsRequest(starts=requests),
+                    metadata=self._metadata,
+                    timeout=self._timeout,
+                )
+                return [
+                    EntryFailed(r.error) if r.HasField("error") else r.response
+                    for r in batch.results
+                ]
+            except aio.AioRpcError as error:
+                if error.code() != grpc.StatusCode.UNIMPLEMENTED:
+                    raise
+                self._batched = False
+        return await _one_by_one(
+            requests,
+            lambda r: self._stub.StartAttempt(r, metadata=self._metadata, timeout=self._timeout),
+        )
+
+    async def _send_reports(
+        self, reports: list[tuple[pb.CompleteAttemptRequest, int]]
+    ) -> list[pb.CompleteAttemptResponse | Exception]:
+        if self._batched:
+            try:
+                batch: pb.CompleteAttemptsResponse = await self._stub.CompleteAttempts(
+                    pb.CompleteAttemptsRequest(
+                        reports=[pb.AttemptReport(report=r, attempt=n) for r, n in reports]
+                    ),
+                    metadata=self._metadata,
+                    timeout=self._timeout,
+                )
+                return [
+                    EntryFailed(r.error) if r.HasField("error") else r.response
+                    for r in batch.results
+                ]
+            except aio.AioRpcError as error:
+                if error.code() != grpc.StatusCode.UNIMPLEMENTED:
+                    raise
+                self._batched = False
+        return await _one_by_one(
+            reports,
+            lambda r: self._stub.CompleteAttempt(
+                r[0],
+                metadata=(*self._metadata, (ATTEMPT_METADATA_KEY, str(r[1]))),
+                timeout=self._timeout,
+            ),
+        )
+
+    async def close(self) -> None:
+        await self.starts.close()
+        await self.reports.close()
+
+
+async def _one_by_one(
+    requests: Sequence[Req], call: Callable[[Req], Awaitable[Resp]]
+) -> list[Resp | Exception]:
+    async def one(request: Req) -> Resp | Exception:
+        try:
+            return await call(request)
+        except aio.AioRpcError as error:
+            return error
+
+    return list(await asyncio.gather(*(one(r) for r in requests)))

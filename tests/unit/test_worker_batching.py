@@ -1,0 +1,60 @@
+"""The worker's call batcher and its view of the server's clock."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+import pytest
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_worker.batching import Batcher, EntryFailed
+from duetime_worker.server_clock import ServerClock
+
+
+async def test_calls_made_together_go_in_batches_and_each_gets_its_own_answer() -> None:
+    sent: list[list[int]] = []
+
+    async def send(requests: list[int]) -> list[int | Exception]:
+        sent.append(list(requests))
+        await asyncio.sleep(0.01)
+        return [
+            EntryFailed(pb.EntryError(code="ABORTED", reason="STALE_ATTEMPT", message="no"))
+            if r == 7
+            else r * 10
+            for r in requests
+        ]
+
+    batcher: Batcher[int, int] = Batcher(send, max_size=4, linger=0.05)
+    results = await asyncio.gather(*(batcher.call(i) for i in range(10)), return_exceptions=True)
+    assert sorted(len(b) for b in sent) == [2, 4, 4]
+    assert sorted(r for b in sent for r in b) == list(range(10))
+    failed = results[7]
+    assert isinstance(failed, EntryFailed)
+    assert (failed.code(), failed.reason, failed.details()) == (
+        grpc.StatusCode.ABORTED,
+        "STALE_ATTEMPT",
+        "no",
+    )
+    assert [r for i, r in enumerate(results) if i != 7] == [i * 10 for i in range(10) if i != 7]
+
+
+async def test_a_failed_batch_fails_every_call_in_it() -> None:
+    async def send(requests: list[int]) -> list[int | Exception]:
+        raise ConnectionError("down")
+
+    batcher: Batcher[int, int] = Batcher(send, linger=0.001)
+    results = await asyncio.gather(batcher.call(1), batcher.call(2), return_exceptions=True)
+    assert all(isinstance(r, ConnectionError) for r in results)
+
+
+def test_the_server_clock_runs_behind_by_the_answer_travel_time_never_ahead() -> None:
+    wall = [1000.0]
+    clock = ServerClock(lambda: wall[0])
+    due = Timestamp(seconds=1010)
+    assert clock.seconds_until(due) == 0  # nothing seen yet: ask the scheduler
+    clock.observe(Timestamp(seconds=1003))  # the server is 3 s ahead of this host
+    assert clock.seconds_until(due) == pytest.approx(7)
+    wall[0] = 1008.0
+    assert clock.seconds_until(due) == 0
