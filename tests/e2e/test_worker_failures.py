@@ -23,6 +23,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import grpc
@@ -115,6 +116,19 @@ async def holder_of_attempt(db: asyncpg.Pool[asyncpg.Record], job: job_pb2.Job) 
     return worker
 
 
+async def held_by_one_of_two(
+    system: System, db: asyncpg.Pool[asyncpg.Record], target: HttpTarget, path: str, **job: Any
+) -> tuple[job_pb2.Job, str, str]:
+    """A job whose first call to ``path`` hangs, created and called: the job, the worker
+    holding its attempt, and the other worker."""
+    url = target.on(path, Behaviour(delay=120, slow_first=1))
+    created = await system.api.create(http_job(path.strip("/"), url, at=soon(), **job))
+    await eventually(calls_to(target, path, 1), 30, "the first attempt called the target")
+    holder = await holder_of_attempt(db, created)
+    (other,) = set(system.workers) - {holder}
+    return created, holder, other
+
+
 async def attempt_rows(db: asyncpg.Pool[asyncpg.Record], run_id: str) -> list[asyncpg.Record]:
     return list(
         await db.fetch(
@@ -144,11 +158,7 @@ async def test_a_worker_killed_mid_attempt_is_replaced_by_a_higher_attempt(
     async with running_system(
         db_dsn, workers=2, scheduler_extra=SHORT_LEASE, worker_extra=FAST_BEATS
     ) as system:
-        url = target.on("/killed", Behaviour(delay=120, slow_first=1))
-        job = await system.api.create(http_job("killed", url, at=soon()))
-        await eventually(calls_to(target, "/killed", 1), 30, "the first attempt called")
-        victim = await holder_of_attempt(db, job)
-        (survivor,) = set(system.workers) - {victim}
+        job, victim, survivor = await held_by_one_of_two(system, db, target, "/killed")
         system.workers[victim].process.kill()
         killed = time.monotonic()
         await eventually(run_in(system, job, run_pb2.RUN_STATE_SUCCEEDED), 60, "run SUCCEEDED")
@@ -168,11 +178,7 @@ async def test_a_frozen_worker_cannot_record_its_stale_outcome_and_keeps_working
     async with running_system(
         db_dsn, workers=2, scheduler_extra=SHORT_LEASE, worker_extra=FAST_BEATS
     ) as system:
-        url = target.on("/frozen", Behaviour(delay=120, slow_first=1))
-        job = await system.api.create(http_job("frozen", url, at=soon()))
-        await eventually(calls_to(target, "/frozen", 1), 30, "the first attempt called")
-        victim_id = await holder_of_attempt(db, job)
-        (survivor_id,) = set(system.workers) - {victim_id}
+        job, victim_id, survivor_id = await held_by_one_of_two(system, db, target, "/frozen")
         victim, survivor = system.workers[victim_id], system.workers[survivor_id]
         victim.process.send_signal(signal.SIGSTOP)
         try:
@@ -284,11 +290,9 @@ async def test_a_stopping_worker_hands_back_without_spending_the_budget(
     db_dsn: str, db: asyncpg.Pool[asyncpg.Record], target: HttpTarget
 ) -> None:
     async with running_system(db_dsn, workers=2, worker_extra=FAST_BEATS) as system:
-        url = target.on("/deploy", Behaviour(delay=120, slow_first=1))
-        job = await system.api.create(http_job("deploy", url, at=soon(), max_attempts=1))
-        await eventually(calls_to(target, "/deploy", 1), 30, "the first attempt called")
-        stopping_id = await holder_of_attempt(db, job)
-        (other_id,) = set(system.workers) - {stopping_id}
+        job, stopping_id, other_id = await held_by_one_of_two(
+            system, db, target, "/deploy", max_attempts=1
+        )
         stopping = system.workers[stopping_id]
         stopping.process.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(stopping.process.wait(), 20) == 0

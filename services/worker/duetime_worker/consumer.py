@@ -27,7 +27,7 @@ from opentelemetry import context as otel_context
 
 from duetime.events.v1.events_pb2 import RunDispatch
 from duetime_core.jobspec import Priority
-from duetime_infra.kafka.connect import start_when_reachable
+from duetime_infra.kafka.connect import subscribe_when_reachable
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
 from duetime_infra.telemetry import instruments
 from duetime_infra.tracecontext import context_of_kafka, tracing_active
@@ -81,15 +81,15 @@ class DispatchConsumer:
     async def start(self, stopping: asyncio.Event | None = None) -> bool:
         """Connects and subscribes, waiting while Kafka is unreachable; False when ``stopping``
         was set first. ``run`` calls it, so a worker starts serving during a Kafka outage."""
-        if self._started:
-            return True
-        if not await start_when_reachable(
-            self._consumer, "dispatch consumer", stopping or asyncio.Event()
-        ):
-            return False
-        self._consumer.subscribe(sorted(self._topics.values()), listener=CommitOnRevoke(self))
-        self._started = True
-        return True
+        if not self._started:
+            self._started = await subscribe_when_reachable(
+                self._consumer,
+                sorted(self._topics.values()),
+                CommitOnRevoke(self),
+                "dispatch consumer",
+                stopping,
+            )
+        return self._started
 
     async def commit(self, only: set[TopicPartition] | None = None) -> None:
         await self._commits.commit(only)

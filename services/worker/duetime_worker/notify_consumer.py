@@ -19,7 +19,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
 from duetime.events.v1.events_pb2 import DeadLetterEvent
-from duetime_infra.kafka.connect import start_when_reachable
+from duetime_infra.kafka.connect import subscribe_when_reachable
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC
 from duetime_worker.notifier import Notifier
 from duetime_worker.offsets import CommitOnRevoke, TrackedCommits, decode_or_skip
@@ -58,15 +58,15 @@ class DeadLetterConsumer:
     async def start(self, stopping: asyncio.Event | None = None) -> bool:
         """Connects and subscribes, waiting while Kafka is unreachable; False when ``stopping``
         was set first. ``run`` calls it, so a worker starts serving during a Kafka outage."""
-        if self._started:
-            return True
-        if not await start_when_reachable(
-            self._consumer, "dead-letter consumer", stopping or asyncio.Event()
-        ):
-            return False
-        self._consumer.subscribe([self._topic], listener=CommitOnRevoke(self))
-        self._started = True
-        return True
+        if not self._started:
+            self._started = await subscribe_when_reachable(
+                self._consumer,
+                [self._topic],
+                CommitOnRevoke(self),
+                "dead-letter consumer",
+                stopping,
+            )
+        return self._started
 
     async def commit(self, only: set[TopicPartition] | None = None) -> None:
         await self._commits.commit(only)

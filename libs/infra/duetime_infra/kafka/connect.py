@@ -9,6 +9,7 @@ import contextlib
 import logging
 from typing import Protocol
 
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
 from aiokafka.errors import KafkaError
 
 log = logging.getLogger(__name__)
@@ -57,3 +58,18 @@ async def start_when_reachable(
             )
         return True
     return False
+
+
+async def subscribe_when_reachable(
+    consumer: AIOKafkaConsumer,
+    topics: list[str],
+    listener: ConsumerRebalanceListener,
+    what: str,
+    stopping: asyncio.Event | None,
+) -> bool:
+    """Starts ``consumer`` once the brokers can be reached and subscribes it to ``topics``;
+    False when ``stopping`` was set first."""
+    if not await start_when_reachable(consumer, what, stopping or asyncio.Event()):
+        return False
+    consumer.subscribe(topics, listener=listener)
+    return True
