@@ -92,7 +92,10 @@ class WorkerServiceServicer:
         """One stream per worker for the worker's life. Each request lists all the worker's open
         attempts and extends their leases; each response answers with a directive per attempt
         (continue, or cancel). A worker should beat well within the lease (default lease 60 s,
-        beat every 20 s).
+        beat every 20 s). A worker must enforce the lease itself: counting the granted length
+        (`lease_expire_time - server_time`) on its own clock from when it sent the start or beat
+        that granted it, an attempt not renewed by then is stopped and not reported, because the
+        scheduler closes it as LEASE_EXPIRED and may give the run to another worker.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

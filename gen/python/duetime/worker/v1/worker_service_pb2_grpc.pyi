@@ -51,7 +51,10 @@ class WorkerServiceStub:
     """One stream per worker for the worker's life. Each request lists all the worker's open
     attempts and extends their leases; each response answers with a directive per attempt
     (continue, or cancel). A worker should beat well within the lease (default lease 60 s,
-    beat every 20 s).
+    beat every 20 s). A worker must enforce the lease itself: counting the granted length
+    (`lease_expire_time - server_time`) on its own clock from when it sent the start or beat
+    that granted it, an attempt not renewed by then is stopped and not reported, because the
+    scheduler closes it as LEASE_EXPIRED and may give the run to another worker.
     """
     CompleteAttempt: _grpc.UnaryUnaryMultiCallable[_worker_service_pb2.CompleteAttemptRequest, _worker_service_pb2.CompleteAttemptResponse]
     """Reports how an attempt ended, with its fencing token in `duetime-attempt` metadata. A
@@ -94,7 +97,10 @@ class WorkerServiceAsyncStub(WorkerServiceStub):
     """One stream per worker for the worker's life. Each request lists all the worker's open
     attempts and extends their leases; each response answers with a directive per attempt
     (continue, or cancel). A worker should beat well within the lease (default lease 60 s,
-    beat every 20 s).
+    beat every 20 s). A worker must enforce the lease itself: counting the granted length
+    (`lease_expire_time - server_time`) on its own clock from when it sent the start or beat
+    that granted it, an attempt not renewed by then is stopped and not reported, because the
+    scheduler closes it as LEASE_EXPIRED and may give the run to another worker.
     """
     CompleteAttempt: _aio.UnaryUnaryMultiCallable[_worker_service_pb2.CompleteAttemptRequest, _worker_service_pb2.CompleteAttemptResponse]  # type: ignore[assignment]
     """Reports how an attempt ended, with its fencing token in `duetime-attempt` metadata. A
@@ -146,7 +152,10 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
         """One stream per worker for the worker's life. Each request lists all the worker's open
         attempts and extends their leases; each response answers with a directive per attempt
         (continue, or cancel). A worker should beat well within the lease (default lease 60 s,
-        beat every 20 s).
+        beat every 20 s). A worker must enforce the lease itself: counting the granted length
+        (`lease_expire_time - server_time`) on its own clock from when it sent the start or beat
+        that granted it, an attempt not renewed by then is stopped and not reported, because the
+        scheduler closes it as LEASE_EXPIRED and may give the run to another worker.
         """
 
     @_abc_1.abstractmethod
