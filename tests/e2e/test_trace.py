@@ -1,11 +1,13 @@
 """One OpenTelemetry trace follows a run through the four services, run as processes exporting
 to a real OTLP receiver: the scheduler's claim starts it (its context is the traceparent stored
 on the run), the relay's publish, the worker's consume and target call (whose context the target
-receives), and the scheduler's handling of the worker's StartAttempt and CompleteAttempt."""
+receives), and the scheduler's handling of the worker's StartAttempt and CompleteAttempt. A
+triggered run's trace starts in the API instead."""
 
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -15,16 +17,17 @@ import pytest
 from grpc import aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from duetime.jobs.v1 import run_pb2
+from duetime.jobs.v1 import job_service_pb2, run_pb2
 from tests.support.fleet import eventually
-from tests.support.http_target import Behaviour, HttpTarget, http_target
+from tests.support.http_target import Behaviour, Call, HttpTarget, http_target
 from tests.support.otlp import ReceivedSpan, TraceReceiver, otlp_receiver
 from tests.support.processes import service
 from tests.support.system import http_job, running_system
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 
-SCHEDULER, RELAY, WORKER = "duetime-scheduler", "duetime-relay", "duetime-worker"
+API, SCHEDULER = "duetime-api", "duetime-scheduler"
+RELAY, WORKER = "duetime-relay", "duetime-worker"
 WORKER_SERVICE = "/duetime.worker.v1.WorkerService"
 
 
@@ -49,6 +52,46 @@ def parent_of(spans: list[ReceivedSpan], span: ReceivedSpan) -> ReceivedSpan:
     return parent
 
 
+def check_run_trace(spans: list[ReceivedSpan], root: ReceivedSpan, target_saw: Call) -> None:
+    """The run's trace from its root on: publish, consume, the target call and the scheduler's
+    handling of StartAttempt and CompleteAttempt, linked as each hop should link them."""
+    # The relay publishes in it, as a child of the stored context.
+    (publish,) = named(spans, RELAY, "publish run")
+    assert publish.parent_span_id == root.span_id
+
+    # The worker consumes in the context the message carried: the publish span, or the
+    # aiokafka instrumentation's send span under it.
+    (consume,) = named(spans, WORKER, "consume run")
+    carried = parent_of(spans, consume)
+    assert carried.service == RELAY
+    assert publish in (carried, parent_of(spans, carried))
+
+    # The target call is the consume span's child, and the target got its context.
+    (call,) = named(spans, WORKER, "call target")
+    assert call.parent_span_id == consume.span_id
+    assert call.is_context_of(target_saw.headers["traceparent"])
+
+    # StartAttempt and CompleteAttempt: worker client span -> scheduler server span -> the
+    # scheduler's own span, all under the consume span.
+    for rpc, name in (("StartAttempt", "start attempt"), ("CompleteAttempt", "complete attempt")):
+        handled = named(spans, SCHEDULER, name)
+        assert handled, name
+        for span in handled:
+            server = parent_of(spans, span)
+            assert (server.service, server.name) == (SCHEDULER, f"{WORKER_SERVICE}/{rpc}")
+            client = parent_of(spans, server)
+            assert (client.service, client.name) == (WORKER, f"{WORKER_SERVICE}/{rpc}")
+            assert client.parent_span_id == consume.span_id
+    starts = named(spans, SCHEDULER, "start attempt")
+    assert starts[-1].attributes["duetime.decision"] == "STARTED"
+    (completed,) = named(spans, SCHEDULER, "complete attempt")
+    assert completed.attributes["duetime.run_state"] == "SUCCEEDED"
+
+    # One connected trace: the root is its only root, every other span's parent is in it.
+    ids = {s.span_id for s in spans}
+    assert [s for s in spans if s.parent_span_id not in ids] == [root]
+
+
 async def test_one_trace_follows_a_run_through_the_four_services(
     db_dsn: str, receiver: TraceReceiver, target: HttpTarget
 ) -> None:
@@ -62,76 +105,65 @@ async def test_one_trace_follows_a_run_through_the_four_services(
                 at=datetime.now(UTC) + timedelta(seconds=1),
             )
         )
-
-        async def succeeded() -> bool:
-            return [r.state for r in await api.runs(job)] == [run_pb2.RUN_STATE_SUCCEEDED]
-
         print(f"system up in {time.monotonic() - began:.1f} s")
-        took = await eventually(succeeded, 30, "the run SUCCEEDED")
-        print(f"run succeeded {took:.1f} s after creation")
-        (run,) = await api.runs(job)
-        assert len(run.trace_id) == 32
+
+        async def succeeded(count: int) -> bool:
+            states = [r.state for r in await api.runs(job)]
+            return states == [run_pb2.RUN_STATE_SUCCEEDED] * count
+
+        took = await eventually(lambda: succeeded(1), 30, "the scheduled run SUCCEEDED")
+        print(f"scheduled run succeeded {took:.1f} s after creation")
+        # A triggered run too; the same request again returns the same run.
+        trigger = job_service_pb2.TriggerJobRequest(name=job.name, request_id="trace-trigger")
+        triggered = (await api.stub.TriggerJob(trigger, metadata=api.metadata)).run
+        again = (await api.stub.TriggerJob(trigger, metadata=api.metadata)).run
+        assert again.run_id == triggered.run_id
+        await eventually(lambda: succeeded(2), 30, "the triggered run SUCCEEDED")
+        runs = await api.runs(job)
+        (scheduled,) = [r for r in runs if r.run_id != triggered.run_id]
+        for run in runs:
+            assert len(run.trace_id) == 32
 
         async def complete() -> bool:
-            return bool(named(receiver.trace(run.trace_id), SCHEDULER, "complete attempt"))
+            return all(
+                named(receiver.trace(r.trace_id), SCHEDULER, "complete attempt") for r in runs
+            )
 
-        took = await eventually(complete, 15, "the scheduler's CompleteAttempt span was exported")
-        print(f"the trace's last span arrived {took:.1f} s later")
+        took = await eventually(complete, 15, "the scheduler's CompleteAttempt spans arrived")
+        print(f"the traces' last spans arrived {took:.1f} s later")
         tokens = (system.team_token, system.worker_token)
-    spans = receiver.trace(run.trace_id)
+    calls = {c.headers["Idempotency-Key"]: c for c in target.calls_to("/traced")}
+    assert len(calls) == 2
 
-    # The claim starts the trace, and the run stores its context.
+    # The scheduled run's trace starts with the claim, and the run stores its context.
+    spans = receiver.trace(scheduled.trace_id)
     (claim,) = named(spans, SCHEDULER, "claim run")
     assert claim.parent_span_id == ""
-    assert claim.attributes["duetime.run_id"] == run.run_id
+    assert claim.attributes["duetime.run_id"] == scheduled.run_id
     conn = await asyncpg.connect(db_dsn)
     try:
         stored = await conn.fetchval(
-            "SELECT traceparent FROM runs WHERE trace_id = $1", run.trace_id
+            "SELECT traceparent FROM runs WHERE run_id = $1", uuid.UUID(scheduled.run_id)
         )
     finally:
         await conn.close()
     assert claim.is_context_of(stored)
+    check_run_trace(spans, claim, calls[scheduled.idempotency_key])
 
-    # The relay publishes in it, as a child of the stored context.
-    (publish,) = named(spans, RELAY, "publish run")
-    assert publish.parent_span_id == claim.span_id
+    # The triggered run's starts in the API, linked to the TriggerJob call that made it.
+    spans = receiver.trace(triggered.trace_id)
+    (made,) = named(spans, API, "trigger run")
+    assert made.attributes["duetime.run_id"] == triggered.run_id
+    ((linked_trace, linked_span),) = made.links
+    (request,) = [s for s in receiver.trace(linked_trace) if s.span_id == linked_span]
+    assert (request.service, request.name) == (API, "/duetime.jobs.v1.JobService/TriggerJob")
+    check_run_trace(spans, made, calls[triggered.idempotency_key])
 
-    # The worker consumes in the context the message carried: the publish span, or the
-    # aiokafka instrumentation's send span under it.
-    (consume,) = named(spans, WORKER, "consume run")
-    carried = parent_of(spans, consume)
-    assert carried.service == RELAY
-    assert publish in (carried, parent_of(spans, carried))
-
-    # The target call is the consume span's child, and the target got its context.
-    (call,) = named(spans, WORKER, "call target")
-    assert call.parent_span_id == consume.span_id
-    (seen,) = target.calls_to("/traced")
-    assert call.is_context_of(seen.headers["traceparent"])
-
-    # StartAttempt and CompleteAttempt: worker client span -> scheduler server span -> the
-    # scheduler's own span, all under the consume span.
-    for rpc, name in (("StartAttempt", "start attempt"), ("CompleteAttempt", "complete attempt")):
-        handled = named(spans, SCHEDULER, name)
-        assert handled, name
-        for span in handled:
-            server = parent_of(spans, span)
-            assert (server.service, server.name) == (SCHEDULER, f"{WORKER_SERVICE}/{rpc}")
-            client = parent_of(spans, server)
-            assert (client.service, client.name) == (WORKER, f"{WORKER_SERVICE}/{rpc}")
-            assert client.parent_span_id == consume.span_id
-    assert [s.attributes["duetime.decision"] for s in named(spans, SCHEDULER, "start attempt")][
-        -1
-    ] == "STARTED"
-    (completed,) = named(spans, SCHEDULER, "complete attempt")
-    assert completed.attributes["duetime.run_state"] == "SUCCEEDED"
-
-    # One connected trace: the claim is its only root, every other span's parent is in it.
-    ids = {s.span_id for s in spans}
-    assert [s for s in spans if s.parent_span_id not in ids] == [claim]
     # Credentials never reach a trace.
-    assert not [s for s in spans for v in s.attributes.values() if any(t in str(v) for t in tokens)]
+    leaked = [
+        s for s in receiver.spans for v in s.attributes.values() if any(t in str(v) for t in tokens)
+    ]
+    assert leaked == []
 
 
 async def test_a_terminated_service_exports_the_spans_it_still_held(

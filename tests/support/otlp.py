@@ -26,6 +26,7 @@ class ReceivedSpan:
     kind: int  # opentelemetry.proto.trace.v1 Span.SpanKind
     attributes: dict[str, object]
     status_code: int  # Status.StatusCode: 0 unset, 1 ok, 2 error
+    links: tuple[tuple[str, str], ...]  # (trace id, span id) of each linked span
 
     def is_context_of(self, traceparent: str) -> bool:
         """Whether a W3C ``traceparent`` names this span, sampled (its other flag bits vary:
@@ -72,6 +73,7 @@ class TraceReceiver(trace_service_pb2_grpc.TraceServiceServicer):
                             kind=span.kind,
                             attributes=_attributes(span.attributes),
                             status_code=span.status.code,
+                            links=tuple((k.trace_id.hex(), k.span_id.hex()) for k in span.links),
                         )
                     )
         return trace_service_pb2.ExportTraceServiceResponse()

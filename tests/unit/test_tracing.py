@@ -111,6 +111,17 @@ def test_a_run_trace_is_the_context_of_the_span_that_starts_it() -> None:
     assert int(match[3], 16) & 1  # sampled
 
 
+def test_a_run_trace_is_new_and_linked_to_the_request_that_made_it() -> None:
+    tracer, exporter = _local_tracer()
+    with tracer.start_as_current_span("TriggerJob") as request:
+        run, span = start_run_span("trigger run", tracer=tracer)
+        span.end()
+    made = next(s for s in exporter.get_finished_spans() if s.name == "trigger run")
+    assert made.parent is None
+    assert run.trace_id != f"{request.get_span_context().trace_id:032x}"
+    assert [link.context for link in made.links] == [request.get_span_context()]
+
+
 def test_a_sampled_out_run_still_has_a_valid_traceparent() -> None:
     tracer, exporter = _local_tracer(sampler=ALWAYS_OFF)
     run, span = start_run_span("claim run", tracer=tracer)

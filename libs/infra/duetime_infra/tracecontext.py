@@ -60,16 +60,18 @@ def traceparent_of(context: SpanContext) -> str:
 
 
 def start_run_span(
-    name: str,
-    *,
-    start_time: int | None = None,
-    links: Sequence[trace.Link] = (),
-    tracer: Tracer = TRACER,
+    name: str, *, start_time: int | None = None, tracer: Tracer = TRACER
 ) -> tuple[RunTrace, Span]:
-    """Starts the span that begins a run's trace; the caller ends it once the run exists (a span
-    never ended is never exported, which suits a run that was not inserted after all)."""
+    """Starts the span that begins a run's trace, linked to the current span if there is one
+    (the request that made the run); the caller ends it once the run exists (a span never
+    ended is never exported, which suits a run that was not inserted after all)."""
+    current = trace.get_current_span().get_span_context()
     span = tracer.start_span(
-        name, context=_NEW_TRACE, kind=SpanKind.INTERNAL, start_time=start_time, links=links
+        name,
+        context=_NEW_TRACE,
+        kind=SpanKind.INTERNAL,
+        start_time=start_time,
+        links=[trace.Link(current)] if current.is_valid else (),
     )
     context = span.get_span_context()
     if not context.is_valid:

@@ -29,7 +29,7 @@ from duetime_core.runkey import RunKey, partition_of
 from duetime_infra.codec.job_codec import decode_job_spec, encode_job_spec
 from duetime_infra.dispatch import OutboxRow, dispatch_row
 from duetime_infra.pg.job_store import Idempotency, JobStore, JobWrite, NewRun, Page
-from duetime_infra.tracecontext import continue_trace, new_run_trace
+from duetime_infra.tracecontext import RUN_ID, continue_trace, start_run_span
 
 MAX_REQUEST_ID = 128
 
@@ -244,10 +244,11 @@ class JobService:
 
     async def trigger(self, team_id: str, job_id: uuid.UUID, request_id: str) -> RunRecord:
         check_request_id(request_id, required=True)
+        # The triggered run's trace starts here, linked to this call's span.
+        trace, span = start_run_span("trigger run")
 
         def build(record: JobRecord, now: datetime) -> tuple[NewRun, OutboxRow]:
             key = RunKey.triggered(record.job_id, now, request_id)
-            trace = new_run_trace()
             run = NewRun(
                 run_id=uuid.uuid4(),
                 key=key,
@@ -273,7 +274,12 @@ class JobService:
             return run, outbox
 
         idem = Idempotency("TriggerJob", request_id, fingerprint(str(job_id)))
-        return await self.store.trigger_run(team_id, job_id, idem, build)
+        run = await self.store.trigger_run(team_id, job_id, idem, build)
+        # A repeated request answers with the run made before: that run's trace began then.
+        if run.trace_id == trace.trace_id:
+            span.set_attribute(RUN_ID, str(run.run_id))
+            span.end()
+        return run
 
     async def redrive(
         self, team_id: str, job_id: uuid.UUID, run_id: uuid.UUID, request_id: str
