@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 
 import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
 from grpc import aio
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
@@ -104,20 +105,27 @@ class Executor:
             kind=SpanKind.CONSUMER,
             attributes={RUN_ID: dispatch.run_id, "duetime.delivery_id": delivery_id},
         ):
-            # Held until its time (by the server's clock, as last seen) without a slot.
-            wait = self._clock.seconds_until(dispatch.effective_time)
-            await asyncio.sleep(min(wait, MAX_EARLY_WAIT))
-            async with self._slots:
-                started = await self._start(dispatch.run_id, delivery_id)
-                answered()
-                if started is not None:
-                    await self._execute(*started)
+            not_before, least = dispatch.effective_time, 0.0
+            while True:
+                # Held until its time (by the server's clock, as last seen) without a slot.
+                wait = max(self._clock.seconds_until(not_before), least)
+                await asyncio.sleep(min(wait, MAX_EARLY_WAIT))
+                async with self._slots:
+                    started = await self._start(dispatch.run_id, delivery_id)
+                    if isinstance(started, Timestamp):  # too early: wait again, slot given up
+                        not_before, least = started, 0.001
+                        continue
+                    answered()
+                    if started is not None:
+                        await self._execute(*started)
+                return
 
     async def _start(
         self, run_id: str, delivery_id: str
-    ) -> tuple[pb.StartAttemptResponse, float] | None:
+    ) -> tuple[pb.StartAttemptResponse, float] | Timestamp | None:
         """The STARTED answer and the loop time its request was sent (the lease counts from
-        there), or None when the message is to be dropped."""
+        there); for TOO_EARLY, when to ask again (server clock); None when the message is to be
+        dropped."""
         request = pb.StartAttemptRequest(
             run_id=run_id, delivery_id=delivery_id, worker_id=self._worker_id
         )
@@ -149,11 +157,7 @@ class Executor:
                 continue
             self._clock.observe(response.server_time)
             if response.decision == pb.START_DECISION_TOO_EARLY:
-                wait = (
-                    response.effective_time.ToNanoseconds() - response.server_time.ToNanoseconds()
-                ) / 1e9
-                await asyncio.sleep(min(max(wait, 0.001), MAX_EARLY_WAIT))
-                continue
+                return response.effective_time
             if response.decision == pb.START_DECISION_STARTED:
                 return response, sent_at
             log.info(

@@ -153,6 +153,7 @@ class Heartbeats:
     async def run(self, stopping: asyncio.Event) -> None:
         """Keeps the stream up until ``stopping`` is set."""
         backoff = 0.1
+        loop = asyncio.get_running_loop()
         while not stopping.is_set():
             call = self._stub.Heartbeat(metadata=self._metadata)
             self.streams_opened += 1
@@ -161,21 +162,31 @@ class Heartbeats:
             stop_wait = asyncio.create_task(stopping.wait())
             try:
                 self._wake.set()  # beat at once on a new stream
+                last_beat = -math.inf
                 while True:
-                    wake = asyncio.create_task(self._wake.wait())
+                    # A beat asked for by a new attempt comes at most every half interval: a
+                    # herd of starts must not become one beat per start, each carrying every
+                    # attempt the worker holds.
+                    spacing = last_beat + self._interval / 2 - loop.time()
+                    if self._wake.is_set() and spacing > 0:
+                        waiting = {reader, stop_wait}
+                        timeout = spacing
+                    else:
+                        waiting = {asyncio.create_task(self._wake.wait()), reader, stop_wait}
+                        timeout = self._interval
                     done, _ = await asyncio.wait(
-                        {wake, reader, stop_wait},
-                        timeout=self._interval,
-                        return_when=asyncio.FIRST_COMPLETED,
+                        waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
                     )
-                    wake.cancel()
+                    for task in waiting - {reader, stop_wait}:
+                        task.cancel()
                     if reader in done:
                         reader.result()  # raises why the stream ended
                     if stop_wait in done:
                         return
                     self._wake.clear()
                     if self._active:
-                        self._unanswered.append(asyncio.get_running_loop().time())
+                        last_beat = loop.time()
+                        self._unanswered.append(last_beat)
                         await call.write(self._request())
                         self.beats += 1
                         backoff = 0.1
