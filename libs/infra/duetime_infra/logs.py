@@ -1,4 +1,5 @@
-"""Structured logging: one JSON object per line, with the record's `extra` fields."""
+"""Structured logging: one JSON object per line, with the record's `extra` fields and, inside a
+span, its trace and span ids (as OpenTelemetry writes them: 32 and 16 hex digits)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import json
 import logging
 import sys
 from typing import Any
+
+from opentelemetry import trace
 
 _STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
 
@@ -19,6 +22,10 @@ class JsonFormatter(logging.Formatter):
             "message": record.getMessage(),
         }
         body.update({k: v for k, v in record.__dict__.items() if k not in _STANDARD})
+        context = trace.get_current_span().get_span_context()
+        if context.is_valid:
+            body["trace_id"] = f"{context.trace_id:032x}"
+            body["span_id"] = f"{context.span_id:016x}"
         if record.exc_info:
             body["exception"] = self.formatException(record.exc_info)
         return json.dumps(body, default=str)

@@ -1,0 +1,42 @@
+"""Log lines carry the current trace, and named queries are sent in a shape that names their
+spans and shows in pg_stat_activity."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+
+from opentelemetry.sdk.trace import TracerProvider
+
+from duetime_infra.logs import JsonFormatter
+from duetime_infra.pg.sql import queries
+
+
+def _line(message: str) -> dict[str, object]:
+    record = logging.makeLogRecord({"msg": message, "action": "tested"})
+    body: dict[str, object] = json.loads(JsonFormatter().format(record))
+    return body
+
+
+def test_a_log_line_inside_a_span_carries_its_trace_and_span_ids() -> None:
+    assert "trace_id" not in _line("outside")
+    tracer = TracerProvider().get_tracer("test")
+    with tracer.start_as_current_span("work") as span:
+        line = _line("inside")
+    context = span.get_span_context()
+    assert (line["trace_id"], line["span_id"], line["action"]) == (
+        f"{context.trace_id:032x}",
+        f"{context.span_id:016x}",
+        "tested",
+    )
+
+
+def test_every_query_is_sent_as_its_name_then_a_statement() -> None:
+    found = queries()
+    assert found
+    for name, text in found.items():
+        match = re.match(r"/\* ([a-z0-9_]+) \*/ (\w+)", text)
+        assert match is not None, name
+        assert match[1] == name
+        assert match[2].upper() in {"SELECT", "INSERT", "UPDATE", "DELETE", "WITH", "SET"}, name
