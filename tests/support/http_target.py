@@ -43,6 +43,8 @@ class HttpTarget:
     behaviours: dict[str, Behaviour] = field(default_factory=dict)
     # Slow calls whose client disconnected before they were answered.
     abandoned: list[Call] = field(default_factory=list)
+    # Calls so far per path: a herd of thousands must not cost a scan of every call per call.
+    _counts: dict[str, int] = field(default_factory=dict)
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"
@@ -58,7 +60,8 @@ class HttpTarget:
     async def _handle(self, request: web.Request) -> web.Response:
         arrived = datetime.now(UTC)
         body = await request.read()
-        previous = len(self.calls_to(request.path))
+        previous = self._counts.get(request.path, 0)
+        self._counts[request.path] = previous + 1
         call = Call(request.method, request.path, dict(request.headers), body, arrived)
         self.calls.append(call)
         behaviour = self.behaviours.get(request.path, Behaviour())
