@@ -111,7 +111,15 @@ class Result:
     early: int
 
 
-async def run_case(template: str, runs: int, workers: int, lead: float, tmp: Path) -> Result:
+@dataclass(frozen=True)
+class Setup:
+    workers: int
+    lead: float
+    concurrency: int
+    lookahead: float
+
+
+async def run_case(template: str, runs: int, setup: Setup, tmp: Path) -> Result:
     name = f"duetime_bench_{uuid.uuid4().hex[:12]}"
     dsn = await create_database(name, template=template)
     try:
@@ -122,10 +130,21 @@ async def run_case(template: str, runs: int, workers: int, lead: float, tmp: Pat
             # Every service (and the harness's consumer-group setup) reads the bootstrap from
             # the environment.
             os.environ["DUETIME_KAFKA_BOOTSTRAP"] = kafka.bootstrap
-            async with running_system(dsn, workers=workers) as system:
+            async with running_system(
+                dsn,
+                workers=setup.workers,
+                scheduler_extra={"DUETIME_CLAIM_LOOKAHEAD": str(setup.lookahead)},
+                # The production heartbeat interval (the harness beats every second for tests).
+                worker_extra={
+                    "DUETIME_WORKER_CONCURRENCY": str(setup.concurrency),
+                    "DUETIME_HEARTBEAT_INTERVAL": "20",
+                },
+            ) as system:
                 pool = await asyncpg.create_pool(dsn, min_size=1, max_size=2)
                 try:
-                    return await measure(pool, system.db_dsn, target, runs, lead, kafka.bootstrap)
+                    return await measure(
+                        pool, system.db_dsn, target, runs, setup.lead, kafka.bootstrap
+                    )
                 finally:
                     await pool.close()
     finally:
@@ -159,7 +178,7 @@ async def measure(
     await eventually(all_finished, lead + 180, f"all {runs} runs finished", interval=0.5)
     rows = await pool.fetch(
         "SELECT r.run_id, r.job_id, r.nominal_time, r.effective_time, r.create_time, r.state, "
-        "a.number, a.start_time, a.end_time "
+        "a.number, a.start_time, a.end_time, a.worker_id "
         "FROM runs r JOIN attempts a USING (run_id, nominal_time) ORDER BY a.start_time"
     )
     states = {r["state"] for r in rows}
@@ -185,6 +204,15 @@ async def measure(
         f"  attempts {len(rows):,} for {runs:,} runs; target calls {len(calls):,} "
         f"({len(called_keys):,} keys); EARLY {early}; over 5 s {late}"
     )
+    batches = await pool.fetch(
+        "SELECT worker_id, start_time, count(*) AS n FROM attempts "
+        "GROUP BY worker_id, start_time ORDER BY start_time"
+    )
+    sizes = sorted(b["n"] for b in batches)
+    print(
+        f"  start transactions {len(batches):,} (runs started in one statement: "
+        f"median {sizes[len(sizes) // 2]}, max {sizes[-1]})"
+    )
     print(f"  start lateness (scheduler): {ms(starts)}")
     print(f"  start lateness (target):    {ms(arrivals)}")
     print(f"  drain (instant → last call): {drain:.2f} s")
@@ -206,14 +234,17 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, nargs="+", default=[1_000, 10_000])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--lead", type=float, default=15.0)
+    parser.add_argument("--concurrency", type=int, default=64, help="execution slots a worker")
+    parser.add_argument("--lookahead", type=float, default=5.0, help="the scheduler's, seconds")
     args = parser.parse_args()
+    setup = Setup(args.workers, args.lead, args.concurrency, args.lookahead)
     template = await migrated_template()
     results = []
     try:
         with tempfile.TemporaryDirectory(prefix="duetime-herd-") as tmp:
             for runs in args.runs:
-                print(f"herd of {runs:,} runs, {args.workers} workers", flush=True)
-                results.append(await run_case(template, runs, args.workers, args.lead, Path(tmp)))
+                print(f"herd of {runs:,} runs, {setup}", flush=True)
+                results.append(await run_case(template, runs, setup, Path(tmp)))
     finally:
         await drop_database(template)
     for r in results:

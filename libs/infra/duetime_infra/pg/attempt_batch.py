@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -93,13 +94,13 @@ class BatchAttempts:
         async with transaction(self._store.pool) as conn:
             rows = await conn.fetch(q("attempt_batch_runs_lock"), [r.run_id for r in requests])
             by_run = {row["run_id"]: row for row in rows}
-            named = [r.run_id for r in requests]
+            named = Counter(r.run_id for r in requests)
             deciding: list[tuple[int, Row]] = []
             jobs_taken: set[uuid.UUID] = set()
             for i, request in enumerate(requests):
                 row = by_run.get(request.run_id)
                 # Not found or held elsewhere; or named twice: the one-run path decides.
-                if row is None or named.count(request.run_id) > 1:
+                if row is None or named[request.run_id] > 1:
                     continue
                 view = _start_view(row, self._spec(row))
                 early = check_admission(view, row["now"], request.delivery_id, request.worker_id)
@@ -219,13 +220,13 @@ class BatchAttempts:
         async with transaction(self._store.pool) as conn:
             rows = await conn.fetch(q("attempt_batch_runs_lock"), [r.run_id for _, r in wanted])
             by_run = {row["run_id"]: row for row in rows}
-            named = [r.run_id for _, r in wanted]
+            named = Counter(r.run_id for _, r in wanted)
             closing: list[tuple[int, Row]] = []
             for i, report in wanted:
                 row = by_run.get(report.run_id)
                 if (
                     row is None
-                    or named.count(report.run_id) > 1
+                    or named[report.run_id] > 1
                     or row["state"] != RunState.RUNNING.value
                     or row["attempt"] != report.attempt
                     or row["open_worker_id"] != report.worker_id
