@@ -17,6 +17,7 @@ from duetime.events.v1 import events_pb2
 from duetime.jobs.v1 import job_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
 from duetime.worker.v1 import worker_service_pb2 as wpb
+from duetime_core.attempts import MAX_HAND_BACKS
 from duetime_core.backoff import backoff_bounds
 from duetime_core.jobspec import RetryPolicy
 from duetime_core.runkey import RunKey, rfc3339_utc
@@ -463,6 +464,48 @@ async def test_a_hand_back_requeues_the_run_without_spending_its_budget(env: Env
     report = await w.complete(run_id, 2, FAILED, error="HTTP 503", worker="w-2")
     assert report.run_state == "RUN_STATE_DEAD_LETTERED"
     assert (await w.run_row(run_id))["reason"] == "ATTEMPTS_EXHAUSTED"
+
+
+async def test_a_run_handed_back_again_and_again_spends_its_budget_and_dead_letters(
+    env: Env,
+) -> None:
+    # A target that gets its worker evicted every time: each attempt ends HANDED_BACK.
+    w = env.w
+    job = await create_job(env.api, job_message(max_attempts=2))
+    run_id = await trigger(env.api, job, "r1")
+    for number in range(1, MAX_HAND_BACKS + 1):  # the first three are free
+        assert (await w.start(run_id, f"d-{number}", worker=f"w-{number}")).attempt == number
+        back = await w.complete(
+            run_id, number, wpb.ATTEMPT_RESULT_HANDED_BACK, error="evicted", worker=f"w-{number}"
+        )
+        assert back.run_state == "RUN_STATE_QUEUED"
+    row = await w.run_row(run_id)
+    assert (row["state"], row["attempt"], row["attempt_limit"]) == ("QUEUED", 3, 5)
+    # The fourth spends the budget: retried after a backoff, not queued again at once.
+    assert (await w.start(run_id, "d-4", worker="w-4")).attempt == 4
+    back = await w.complete(
+        run_id, 4, wpb.ATTEMPT_RESULT_HANDED_BACK, error="evicted", worker="w-4"
+    )
+    assert back.run_state == "RUN_STATE_RETRY_WAIT"
+    row = await w.run_row(run_id)
+    assert (row["state"], row["attempt_limit"]) == ("RETRY_WAIT", 5)
+    assert row["reason_detail"] == (
+        "handed back 4 times (more than 3 are counted as failures): evicted"
+    )
+    assert len(await dispatches_of(w, run_id)) == 1 + MAX_HAND_BACKS  # no dispatch at once
+    # The fifth is the budget's last attempt: dead-lettered, saying why, and the team alerted.
+    await w.shift_clock(timedelta(minutes=5))
+    assert await requeue_due_retries(w.pool, await tokens_for(w, job), timedelta(0), 100) == 1
+    assert (await w.start(run_id, "d-5", worker="w-5")).attempt == 5
+    back = await w.complete(
+        run_id, 5, wpb.ATTEMPT_RESULT_HANDED_BACK, error="evicted", worker="w-5"
+    )
+    assert back.run_state == "RUN_STATE_DEAD_LETTERED"
+    row = await w.run_row(run_id)
+    assert (row["state"], row["reason"]) == ("DEAD_LETTERED", "ATTEMPTS_EXHAUSTED")
+    assert row["reason_detail"].startswith("handed back 5 times (more than 3")
+    assert [a["outcome"] for a in await w.attempts(run_id)] == ["HANDED_BACK"] * 5
+    assert len(await outbox(w, "duetime.deadletter")) == 1
 
 
 async def test_a_hand_back_of_a_cancelled_attempt_stays_cancelled(env: Env) -> None:

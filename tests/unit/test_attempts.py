@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from duetime_core.attempts import (
     ALREADY_STARTED,
+    MAX_HAND_BACKS,
     RUN_CANCELLED,
     RUN_FINISHED,
     RUN_MISSED,
@@ -416,6 +417,35 @@ def test_a_hand_back_requeues_at_once_outside_the_budget() -> None:
     for outcome in AttemptOutcome:
         if outcome is not AttemptOutcome.HANDED_BACK:
             assert not decide_completion(outcome, True, "", FACTS, NOW, 0.3).requeue
+
+
+def test_past_the_cap_a_hand_back_is_a_failure_that_spends_the_budget() -> None:
+    assert MAX_HAND_BACKS == 3
+    # The third hand-back of the run is still free (two before it).
+    free = replace(FACTS, attempt=3, attempt_limit=5, hand_backs=MAX_HAND_BACKS - 1)
+    out = decide_completion(AttemptOutcome.HANDED_BACK, True, "shutting down", free, NOW, 0)
+    assert (out.state, out.requeue) == (RunState.QUEUED, True)
+    # The fourth is retried like a failure, with backoff, and its error says why.
+    later = replace(FACTS, attempt=4, attempt_limit=6, hand_backs=MAX_HAND_BACKS)
+    out = decide_completion(AttemptOutcome.HANDED_BACK, False, "shutting down", later, NOW, 0.0)
+    assert (out.state, out.requeue, out.next_attempt_time) == (
+        RunState.RETRY_WAIT,
+        False,
+        NOW + 5 * S,  # the budget's first backoff (equal jitter, rand 0)
+    )
+    assert out.reason_detail == (
+        "handed back 4 times (more than 3 are counted as failures): shutting down"
+    )
+    # When it is the budget's last attempt, the run is dead-lettered: exhausted, saying why.
+    last = replace(later, attempt=6, hand_backs=5)
+    out = decide_completion(AttemptOutcome.HANDED_BACK, True, "shutting down", last, NOW, 0.3)
+    assert (out.state, out.reason, out.final, out.requeue) == (
+        RunState.DEAD_LETTERED,
+        RunReason.ATTEMPTS_EXHAUSTED,
+        True,
+        False,
+    )
+    assert out.reason_detail.startswith("handed back 6 times (more than 3")
 
 
 @pytest.mark.parametrize("reason", ["SUPERSEDED", "JOB_DELETED"])

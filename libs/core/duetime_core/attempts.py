@@ -25,6 +25,13 @@ from duetime_core.records import AttemptOutcome, RunReason, RunState
 
 MAX_ERROR_BYTES = 4096
 
+# Hand-backs of one run that are free (queued again outside the retry budget). A deploy or a
+# drained worker hands a run back now and then; a run handed back more often than this is one
+# whose worker is evicted every time it runs it (a target that gets its worker killed), or a
+# job longer than the fleet's deploy interval: left free, it would loop forever without ever
+# dead-lettering or alerting. Past the cap a hand-back is an ordinary retryable failure.
+MAX_HAND_BACKS = 3
+
 FINAL_STATES = frozenset(
     {
         RunState.SUCCEEDED,
@@ -270,6 +277,8 @@ class EndFacts:
     retry: RetryPolicy  # from the run's snapshot
     cancel_reason: str  # requested on the attempt ("" when none)
     job_deleted: bool
+    # The run's earlier attempts that ended HANDED_BACK (read only when this one is a hand-back).
+    hand_backs: int = 0
 
 
 @dataclass(frozen=True)
@@ -317,10 +326,11 @@ def decide_completion(
     SUCCEEDED wins over everything. A cancellation that was asked for (SUPERSEDED, or the job
     deleted) cancels the run, whatever the attempt reported: a superseded run is not retried.
     A hand-back (the worker stopped before the attempt ended) queues the run again at once,
-    outside the budget: a deploy must not dead-letter a run that was never allowed to finish.
-    Otherwise a failure is retried while the budget lasts (TIMED_OUT, LEASE_EXPIRED and an
-    unsolicited CANCELLED are retryable), and dead-lettered when the budget is spent or the
-    failure is not retryable.
+    outside the budget: a deploy must not dead-letter a run that was never allowed to finish;
+    past ``MAX_HAND_BACKS`` hand-backs of the run it is a retryable failure like any other, and
+    its error says so. Otherwise a failure is retried while the budget lasts (TIMED_OUT,
+    LEASE_EXPIRED and an unsolicited CANCELLED are retryable), and dead-lettered when the
+    budget is spent or the failure is not retryable.
     """
     detail = truncate_error(error)
     if outcome is AttemptOutcome.SUCCEEDED:
@@ -330,7 +340,12 @@ def decide_completion(
     if facts.job_deleted:
         return RunOutcome(RunState.CANCELLED, RunReason.JOB_DELETED, detail)
     if outcome is AttemptOutcome.HANDED_BACK:
-        return RunOutcome(RunState.QUEUED, RunReason.NONE, detail, now, requeue=True)
+        if facts.hand_backs < MAX_HAND_BACKS:
+            return RunOutcome(RunState.QUEUED, RunReason.NONE, detail, now, requeue=True)
+        detail = truncate_error(
+            f"handed back {facts.hand_backs + 1} times (more than {MAX_HAND_BACKS} are counted "
+            f"as failures): {error}"
+        )
     if outcome is AttemptOutcome.FAILED and not retryable:
         return RunOutcome(RunState.DEAD_LETTERED, RunReason.NON_RETRYABLE, detail)
     if facts.attempt >= facts.attempt_limit:

@@ -484,12 +484,18 @@ class AttemptStore:
             )
             if closed is None:  # the run row is locked and RUNNING: this cannot happen
                 raise stale_attempt(f"attempt {token} is already closed")
+            hand_backs = 0
+            if outcome is AttemptOutcome.HANDED_BACK:  # rare: a worker stopping
+                hand_backs = await conn.fetchval(
+                    q("attempt_run_hand_backs"), run_id, row["nominal_time"], token
+                )
             facts = EndFacts(
                 attempt=token,
                 attempt_limit=row["attempt_limit"],
                 retry=snapshot_of(row).retry,
                 cancel_reason=closed["cancel_reason"],
                 job_deleted=job is None or job["state"] == JobState.DELETED.value,
+                hand_backs=hand_backs,
             )
             result = decide_completion(outcome, retryable, error, facts, now, self._rand())
             await apply_run_outcome(conn, row, token, result, now)

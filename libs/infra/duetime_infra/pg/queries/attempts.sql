@@ -70,12 +70,20 @@ WHERE run_id = $1 AND nominal_time = $2
 RETURNING *;
 
 -- name: attempt_run_hand_back
--- A handed-back attempt: the run is QUEUED again from now ($3) and its attempt limit rises by
--- one, so the attempt number still rises (fencing) but the budget is not spent.
+-- A handed-back attempt (one of the run's first few): the run is QUEUED again from now ($3)
+-- and its attempt limit rises by one, so the attempt number still rises (fencing) but the
+-- budget is not spent.
 UPDATE runs
 SET state = 'QUEUED', reason = '', reason_detail = $4, next_attempt_time = $3,
     attempt_limit = attempt_limit + 1, update_time = duetime_now()
 WHERE run_id = $1 AND nominal_time = $2 AND state = 'RUNNING';
+
+-- name: attempt_run_hand_backs
+-- How many of the run's attempts before $3 were handed back, over its whole life (a redrive
+-- included), under the run's lock: past a few, a hand-back spends the budget. Reads the run's
+-- own attempts through the primary key.
+SELECT count(*)::integer FROM attempts
+WHERE run_id = $1 AND nominal_time = $2 AND number < $3 AND outcome = 'HANDED_BACK';
 
 -- name: attempt_request_cancel
 -- CANCEL_PREVIOUS: the previous runs' open attempts are told to stop (by the next heartbeat).
