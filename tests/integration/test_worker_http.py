@@ -3,6 +3,7 @@ sent, and the allow-list checked on the address actually connected to."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from collections.abc import AsyncIterator
 
@@ -85,6 +86,43 @@ async def test_connection_refused_is_retryable() -> None:
     assert outcome.result == pb.ATTEMPT_RESULT_FAILED
     assert outcome.retryable
     assert "cannot connect" in outcome.error
+
+
+SECRET = "s3cr3t-t0ken"
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (f"ftp://127.0.0.1/hooks/{SECRET}", "not an absolute http(s) URL: scheme 'ftp', host '127"),
+        (f"/hooks/{SECRET}", "not an absolute http(s) URL: scheme '', host ''"),
+        (f"http://127.0.0.1:99999/hooks/{SECRET}?key={SECRET}", "invalid URL: http://127.0.0.1"),
+        (f"http://user:{SECRET}@127.0.0.1:99999/", "invalid URL: http://127.0.0.1"),
+        (f"http://[::1/hooks/{SECRET}", "invalid URL: cannot be parsed"),
+    ],
+)
+async def test_a_bad_url_is_reported_by_scheme_and_host_alone(url: str, shown: str) -> None:
+    # The error is logged and stored on the run: the URL's path, query or user info may hold
+    # a secret.
+    outcome = await call(url)
+    assert (outcome.result, outcome.retryable) == (pb.ATTEMPT_RESULT_FAILED, False)
+    assert outcome.error.startswith(shown), outcome.error
+    assert SECRET not in outcome.error
+
+
+async def test_a_broken_answer_is_reported_without_the_url_aiohttp_puts_in_it() -> None:
+    async def garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 abc not a status\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(garbage, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        outcome = await call(f"http://127.0.0.1:{port}/hooks/{SECRET}?key={SECRET}")
+    assert (outcome.result, outcome.retryable) == (pb.ATTEMPT_RESULT_FAILED, True)
+    assert outcome.error == "ClientResponseError calling http://127.0.0.1", outcome.error
 
 
 async def test_the_run_headers_method_and_body_are_sent(target: HttpTarget) -> None:

@@ -3,7 +3,9 @@ headers, and the operators' allow-list checked on the address actually connected
 
 The session's resolver resolves each host and keeps only the addresses the policy allows, so a
 name that resolves (or re-resolves) to a refused address is never connected to. An IP literal
-is never resolved by aiohttp, so it is checked before the call. Header values are never logged.
+is never resolved by aiohttp, so it is checked before the call. Header values are never logged,
+and an outcome's error names the URL by scheme and host alone: its path, query and user info may
+hold a secret (a webhook's token), and the error is logged and stored on the run.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import ipaddress
 import logging
 import socket
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
@@ -123,10 +125,16 @@ class HttpCaller:
     ) -> Outcome:
         """One request under the allow-list, classified as a target's answer is."""
         assert self._session is not None, "HttpCaller.start() first"
-        parts = urlsplit(url)
-        host = parts.hostname or ""
+        try:
+            parts = urlsplit(url)
+            host = parts.hostname or ""
+        except ValueError:  # e.g. an unclosed IPv6 bracket; its message is no secret
+            return Outcome.failed("invalid URL: cannot be parsed", retryable=False)
         if parts.scheme not in ("http", "https") or not host:
-            return Outcome.failed(f"not an absolute http(s) URL: {url[:200]}", retryable=False)
+            return Outcome.failed(
+                f"not an absolute http(s) URL: scheme {parts.scheme[:20]!r}, host {host[:200]!r}",
+                retryable=False,
+            )
         if _is_ip(host):
             reason = self._policy.refusal(host, host)
             if reason is not None:
@@ -154,10 +162,28 @@ class HttpCaller:
             return Outcome.failed(f"cannot connect to {host}: {error.os_error}", retryable=True)
         except TimeoutError:
             return Outcome.timed_out(f"no answer within {limit:g} s")
-        except aiohttp.InvalidURL as error:
-            return Outcome.failed(f"invalid URL: {error}", retryable=False)
+        except aiohttp.InvalidURL:  # its message is the URL
+            return Outcome.failed(f"invalid URL: {_where(parts)}", retryable=False)
         except (aiohttp.ClientError, OSError, asyncio.IncompleteReadError) as error:
-            return Outcome.failed(f"{type(error).__name__}: {error}", retryable=True)
+            return Outcome.failed(_described(error, url, parts), retryable=True)
+
+
+def _where(parts: SplitResult) -> str:
+    """A URL as errors may show it: scheme and host, without port, path, query or user info."""
+    host = parts.hostname or ""
+    return f"{parts.scheme}://[{host}]" if ":" in host else f"{parts.scheme}://{host}"
+
+
+def _described(error: BaseException, url: str, parts: SplitResult) -> str:
+    """``Type: message``, unless the message shows more of the URL than its scheme and host
+    (some aiohttp errors carry the whole URL): then the type and where it was called."""
+    text = str(error)
+    hidden = [url, parts.path if parts.path not in ("", "/") else "", parts.query, parts.fragment]
+    if parts.username is not None:
+        hidden.append(parts.username)
+    if any(part and part in text for part in hidden):
+        return f"{type(error).__name__} calling {_where(parts)}"
+    return f"{type(error).__name__}: {text}"
 
 
 def _is_ip(host: str) -> bool:
