@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -37,6 +38,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
 LOOPBACK = TargetPolicy.parse(["127.0.0.1"])
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+SECRET = "s3cr3t-t0ken"
 FAST = NotifySettings(
     timeout=2,
     give_up_after=10,
@@ -207,6 +209,85 @@ async def test_a_dead_webhook_holds_its_events_for_one_give_up_time_in_all(
         assert await n.deliver(event(url, 12)) == Delivery.DELIVERED
     finally:
         await http.close()
+
+
+@asynccontextmanager
+async def on_fake_time(settings: NotifySettings) -> AsyncIterator[tuple[Notifier, FakeTime]]:
+    fake = FakeTime()
+    http = HttpCaller(LOOPBACK)
+    await http.start()
+    try:
+        yield Notifier(http, settings, sleep=fake.sleep, clock=fake.clock), fake
+    finally:
+        await http.close()
+
+
+OUTAGE = NotifySettings(timeout=3, give_up_after=5, backoff=FAST.backoff)
+
+
+async def abandoned_through_an_outage(n: Notifier, fake: FakeTime, target: HttpTarget) -> str:
+    """A webhook answering 503 until its first event is abandoned, one give-up time later."""
+    url = target.on("/hook", Behaviour(status=503))
+    assert await n.deliver(event(url, 1)) == Delivery.ABANDONED
+    assert fake.now >= 1000 + 5 - 0.2
+    return url
+
+
+def failing_once_more(target: HttpTarget) -> None:
+    target.on("/hook", Behaviour(fail_first=len(target.calls_to("/hook")) + 1, fail_status=503))
+
+
+async def test_a_recovered_slow_webhook_gets_the_whole_timeout_after_an_outage(
+    target: HttpTarget,
+) -> None:
+    async with on_fake_time(OUTAGE) as (n, fake):
+        url = await abandoned_through_an_outage(n, fake, target)
+        # Back, but slower than the shortest try: a first try still gets the whole timeout,
+        # delivers, and ends the failing spell.
+        target.on("/hook", Behaviour(delay=0.7))
+        assert await n.deliver(event(url, 2)) == Delivery.DELIVERED
+        assert await n.deliver(event(url, 3)) == Delivery.DELIVERED
+    assert target.abandoned == []
+
+
+async def test_a_failure_long_ago_does_not_shorten_a_new_events_retries(
+    target: HttpTarget,
+) -> None:
+    async with on_fake_time(OUTAGE) as (n, fake):
+        url = await abandoned_through_an_outage(n, fake, target)
+        fake.now += 7 * 24 * 3600  # a week without a failure: that spell is over
+        failing_once_more(target)
+        tried = len(target.calls_to("/hook"))
+        assert await n.deliver(event(url, 2)) == Delivery.DELIVERED
+        assert len(target.calls_to("/hook")) == tried + 2  # retried after a transient 503
+
+
+async def test_a_final_answer_ends_the_failing_spell(target: HttpTarget) -> None:
+    async with on_fake_time(OUTAGE) as (n, fake):
+        url = await abandoned_through_an_outage(n, fake, target)
+        target.on("/hook", Behaviour(status=404))  # reachable again, this event refused
+        assert await n.deliver(event(url, 2)) == Delivery.REJECTED
+        # No time passed, but the server answered: a transient 503 now is retried.
+        failing_once_more(target)
+        assert await n.deliver(event(url, 3)) == Delivery.DELIVERED
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"ftp://127.0.0.1/hooks/{SECRET}",
+        f"http://127.0.0.1:99999/hooks/{SECRET}",
+        f"http://[::1/hooks/{SECRET}",
+    ],
+)
+async def test_a_rejected_webhook_is_logged_by_host_alone(
+    url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with notifier() as n:
+        assert await n.deliver(event(url)) == Delivery.REJECTED
+    (logged,) = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert getattr(logged, "action", None) == "notification_rejected"
+    assert SECRET not in json.dumps(logged.__dict__, default=str)
 
 
 async def test_a_team_without_a_notification_url_gets_nothing(target: HttpTarget) -> None:

@@ -74,9 +74,9 @@ class PolicyResolver(AbstractResolver):
 
 def classify_status(status: int) -> Outcome:
     if 200 <= status < 300:
-        return Outcome.succeeded()
+        return Outcome.succeeded(status=status)
     retryable = status in _RETRYABLE_STATUS or status >= 500
-    return Outcome.failed(f"HTTP {status}", retryable=retryable)
+    return Outcome.failed(f"HTTP {status}", retryable=retryable, status=status)
 
 
 class HttpCaller:

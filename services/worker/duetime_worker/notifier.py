@@ -8,8 +8,10 @@ other 4xx and refused addresses final), through the same allow-listed HTTP clien
 off with equal jitter. A notification is abandoned, and logged as an error, once its webhook
 has been failing for ``give_up_after``: that clock is shared by every notification to the same
 webhook, so a dead webhook with a thousand events waiting holds delivery slots for that time in
-all, not for that time per event; after it, each of its events gets one short try. URLs are
-logged by host alone.
+all, not for that time per event; after it, each of its events gets one try. A failing spell
+ends when the webhook's server answers (2xx, or a final 4xx: it is reachable), or once nothing
+has failed for a whole give-up time, so an old outage never shortens a new event's retries; and
+an event's first try always gets the whole timeout. URLs are logged by host alone.
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ class Delivery(enum.Enum):
 @dataclass(frozen=True)
 class NotifySettings:
     timeout: float = 10.0  # seconds per request
-    give_up_after: float = 900.0  # seconds from the first try
+    # Seconds from the first try, or from when its webhook began failing if that is earlier.
+    give_up_after: float = 900.0
     backoff: RetryPolicy = field(
         default_factory=lambda: RetryPolicy(
             initial_backoff=timedelta(seconds=1), max_backoff=timedelta(minutes=1)
@@ -69,19 +72,30 @@ def notification_body(event: DeadLetterEvent) -> bytes:
 
 
 class FailingWebhooks:
-    """Per webhook (scheme and authority): since when every try has failed."""
+    """Per webhook (scheme and authority): its current failing spell, from its first failure to
+    its latest. A spell ends when the server answers, or when it has not failed for ``window``
+    (the give-up time): a failure after that begins a new spell."""
 
-    def __init__(self) -> None:
-        self._since: dict[str, float] = {}
+    def __init__(self, window: float) -> None:
+        self._window = window
+        self._spells: dict[str, tuple[float, float]] = {}  # webhook: (first, latest failure)
 
     def failed(self, webhook: str, now: float) -> None:
-        self._since.setdefault(webhook, now)
+        since = self.since(webhook, now)
+        self._spells[webhook] = (now if since is None else since, now)
 
-    def succeeded(self, webhook: str) -> None:
-        self._since.pop(webhook, None)
+    def answered(self, webhook: str) -> None:
+        self._spells.pop(webhook, None)
 
-    def since(self, webhook: str) -> float | None:
-        return self._since.get(webhook)
+    def since(self, webhook: str, now: float) -> float | None:
+        """When the webhook's current spell began; None when it is not failing."""
+        spell = self._spells.get(webhook)
+        if spell is None:
+            return None
+        if now - spell[1] >= self._window:
+            del self._spells[webhook]
+            return None
+        return spell[0]
 
 
 class Notifier:
@@ -99,13 +113,21 @@ class Notifier:
         self._sleep = sleep
         self._rand = rand
         self._clock = clock
-        self._failing = FailingWebhooks()
+        self._failing = FailingWebhooks(settings.give_up_after)
 
     def _deadline(self, webhook: str, started: float) -> float:
-        """The give-up time counts from this delivery's start or from when its webhook began
-        to fail, whichever is earlier."""
-        since = self._failing.since(webhook)
+        """The give-up time counts from this delivery's start or from when its webhook's
+        current failing spell began, whichever is earlier."""
+        since = self._failing.since(webhook, self._clock())
         return self._settings.give_up_after + (started if since is None else min(since, started))
+
+    def _limit(self, webhook: str, started: float, tries: int) -> float:
+        """A first try gets the whole timeout (a webhook that recovered but is slow must get a
+        chance to end its spell); a retry no more than what is left before the give-up time."""
+        if tries == 1:
+            return self._settings.timeout
+        left = self._deadline(webhook, started) - self._clock()
+        return max(_MIN_REQUEST_SECONDS, min(self._settings.timeout, left))
 
     async def deliver(self, event: DeadLetterEvent, traceparent: str = "") -> Delivery:
         url = event.notification_url
@@ -118,29 +140,29 @@ class Notifier:
         if traceparent:
             headers["traceparent"] = traceparent
         body = notification_body(event)
-        parts = urlsplit(url)
-        webhook = f"{parts.scheme}://{parts.netloc}"
+        webhook, host = _webhook(url)
         facts = {
             "team": event.team,
             "run_id": event.run_id,
             "attempt": event.attempt,
-            "host": parts.hostname or "",
+            "host": host,
         }
         started = self._clock()
         tries = 0
         while True:
             tries += 1
-            deadline = self._deadline(webhook, started)
-            limit = max(_MIN_REQUEST_SECONDS, min(self._settings.timeout, deadline - self._clock()))
+            limit = self._limit(webhook, started, tries)
             outcome = await self._http.send("POST", url, headers, body, limit)
             if outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED:
-                self._failing.succeeded(webhook)
+                self._failing.answered(webhook)
                 log.info(
                     "dead-letter notification delivered",
                     extra={"action": "notification_delivered", "tries": tries, **facts},
                 )
                 return Delivery.DELIVERED
             if not outcome.retryable:
+                if outcome.status:  # a final 4xx: the server is reachable, the webhook is up
+                    self._failing.answered(webhook)
                 log.error(
                     "dead-letter notification rejected: the team is NOT notified",
                     extra={
@@ -177,3 +199,13 @@ class Notifier:
                 },
             )
             await self._sleep(delay)
+
+
+def _webhook(url: str) -> tuple[str, str]:
+    """The webhook a URL belongs to (scheme and authority: its failures are counted together),
+    and its host for the logs; empty for a URL that cannot be parsed (the call refuses it)."""
+    try:
+        parts = urlsplit(url)
+        return f"{parts.scheme}://{parts.netloc}", parts.hostname or ""
+    except ValueError:
+        return "", ""

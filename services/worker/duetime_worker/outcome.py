@@ -14,14 +14,15 @@ class Outcome:
     result: pb.AttemptResult.ValueType
     retryable: bool = True
     error: str = ""
+    status: int = 0  # the HTTP status a target answered with; 0 when none answered
 
     @classmethod
-    def succeeded(cls) -> Outcome:
-        return cls(pb.ATTEMPT_RESULT_SUCCEEDED, retryable=False)
+    def succeeded(cls, *, status: int = 0) -> Outcome:
+        return cls(pb.ATTEMPT_RESULT_SUCCEEDED, retryable=False, status=status)
 
     @classmethod
-    def failed(cls, error: str, *, retryable: bool) -> Outcome:
-        return cls(pb.ATTEMPT_RESULT_FAILED, retryable, _short(error))
+    def failed(cls, error: str, *, retryable: bool, status: int = 0) -> Outcome:
+        return cls(pb.ATTEMPT_RESULT_FAILED, retryable, _short(error), status)
 
     @classmethod
     def timed_out(cls, error: str) -> Outcome:
