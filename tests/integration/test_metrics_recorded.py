@@ -26,7 +26,7 @@ from tests.support.api import failure, running_api
 from tests.support.fleet import eventually
 from tests.support.jobs import create_jobs, interval_job, shift_clock
 from tests.support.metrics import recorded_metrics
-from tests.support.worker_api import create_job, running_worker_api, trigger
+from tests.support.worker_api import create_job, exchange, running_worker_api, trigger
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -122,6 +122,42 @@ async def test_reaper_counts_lease_expiries_and_refusals_of_the_stale(db_dsn: st
             assert metrics.value(REFUSALS, operation="reap", check="token") == 1
             assert metrics.value(REFUSALS, operation="requeue", check="token") == 1
             assert metrics.value(expiries) == 1
+
+
+async def test_heartbeats_for_attempts_the_reaper_closed_are_counted_refusals(
+    db_dsn: str,
+) -> None:
+    async with running_api(db_dsn) as api, running_worker_api(db_dsn) as w:
+        job = await create_job(api)
+        partition = await w.db.fetchval(
+            "SELECT partition FROM jobs WHERE job_id = $1", uuid.UUID(job.job_id)
+        )
+        reaped, reported, timed_out = [await trigger(api, job, f"r{i}") for i in range(3)]
+        for run_id in (reaped, reported, timed_out):
+            assert (await w.start(run_id, f"d-{run_id}")).decision == wpb.START_DECISION_STARTED
+        with recorded_metrics() as metrics:
+            # The worker ends two attempts itself (one as its own TIMED_OUT): beats crossing
+            # those reports are not refusals.
+            await w.complete(reported, 1)
+            await w.complete(timed_out, 1, wpb.ATTEMPT_RESULT_TIMED_OUT)
+            # It freezes: the reaper closes the third once its lease has run out.
+            await w.shift_clock(timedelta(minutes=2))
+            assert await reap_expired_attempts(w.pool, [FencingToken(partition, 0, 1)], 10) == 1
+            assert metrics.value(REFUSALS, operation="heartbeat") == 0
+            # It wakes up and beats for all three: each is told to stop, one is fenced out.
+            stream = w.stub.Heartbeat(metadata=w.auth())
+            beat = wpb.HeartbeatRequest(
+                worker_id="w-1",
+                attempts=[
+                    wpb.AttemptRef(run_id=str(r), attempt=1) for r in (reaped, reported, timed_out)
+                ],
+            )
+            response = await exchange(stream, beat)
+            await stream.done_writing()
+            assert [(d.directive, d.reason) for d in response.directives] == [
+                (wpb.DIRECTIVE_CANCEL, "ATTEMPT_CLOSED")
+            ] * 3
+            assert metrics.value(REFUSALS, operation="heartbeat", check="attempt") == 1
 
 
 async def test_partitions_owned_and_lost_with_the_lease() -> None:

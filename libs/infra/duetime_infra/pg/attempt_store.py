@@ -444,6 +444,9 @@ class AttemptStore:
                 directives.append(Directive(ref, True, None, JOB_DELETED))
             else:  # closed between the statement's read and its renewal
                 directives.append(Directive(ref, True, None, ATTEMPT_CLOSED))
+        # Beats for attempts the reaper closed are fenced out (a frozen worker that woke up);
+        # one crossing this worker's own report of the attempt is not a refusal.
+        instruments.fencing_refused("heartbeat", "attempt", sum(1 for r in rows if r["reaped"]))
         return HeartbeatResult(rows[0]["now"], directives)
 
     # --- CompleteAttempt ------------------------------------------------------------------

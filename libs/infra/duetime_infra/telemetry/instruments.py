@@ -123,7 +123,8 @@ class Instruments:
                 "Writes refused by fencing: scheduler transactions rolled back because a newer "
                 "partition owner's token is stored (check=token) or the lease was not safely "
                 "held at commit (check=lease); reports of an attempt that is not the run's open "
-                "one (operation=complete, check=attempt)"
+                "one (operation=complete, check=attempt); heartbeats of an attempt the reaper "
+                "already closed (operation=heartbeat, check=attempt)"
             ),
         )
         self.outbox_depth = meter.create_gauge(

@@ -151,16 +151,20 @@ RETURNING end_time, cancel_reason;
 -- One statement per beat, whatever the fleet holds: renews the listed attempts that are still
 -- open, belong to this worker, have no cancel request and whose job is not deleted, and
 -- answers one row per listed attempt, in order. An attempt being told to cancel is not
--- renewed: its worker acknowledges within the lease, or the reaper closes it.
+-- renewed: its worker acknowledges within the lease, or the reaper closes it. A closed attempt
+-- of this worker says whether the reaper closed it (its lease or deadline had run out when it
+-- ended): a beat for it is a fencing refusal, unlike one crossing the worker's own report.
 WITH req AS (
     SELECT k.run_id, k.number, k.ord
     FROM unnest($1::uuid[], $2::integer[]) WITH ORDINALITY AS k(run_id, number, ord)
 ), cur AS (
-    SELECT req.ord, a.run_id, a.nominal_time, a.number, a.cancel_reason, j.state AS job_state
+    SELECT req.ord, a.run_id, a.nominal_time, a.number, a.cancel_reason, a.end_time,
+           a.outcome IN ('LEASE_EXPIRED', 'TIMED_OUT')
+               AND a.end_time >= least(a.lease_expire_time, a.deadline) AS reaped,
+           j.state AS job_state
     FROM req
     JOIN attempts a
-      ON a.run_id = req.run_id AND a.number = req.number AND a.end_time IS NULL
-     AND a.worker_id = $3
+      ON a.run_id = req.run_id AND a.number = req.number AND a.worker_id = $3
     JOIN runs r ON r.run_id = a.run_id AND r.nominal_time = a.nominal_time
     LEFT JOIN jobs j ON j.job_id = r.job_id
 ), locked AS (
@@ -182,7 +186,8 @@ WITH req AS (
     RETURNING a.run_id, a.number, a.lease_expire_time
 )
 SELECT req.ord, req.run_id, req.number,
-       cur.run_id IS NOT NULL AS open, coalesce(cur.cancel_reason, '') AS cancel_reason,
+       cur.run_id IS NOT NULL AND cur.end_time IS NULL AS open,
+       coalesce(cur.reaped, false) AS reaped, coalesce(cur.cancel_reason, '') AS cancel_reason,
        coalesce(cur.job_state, 'DELETED') = 'DELETED' AS job_deleted,
        renewed.lease_expire_time, duetime_now() AS now
 FROM req
