@@ -6,8 +6,8 @@ with ``DUETIME_WORKER_TOKEN``. The process serves only the gRPC health service (
 on ``DUETIME_WORKER_HEALTH_ADDRESS`` and prints ``DUETIME_WORKER_PORT=<port>`` once serving; its
 consumers connect to Kafka in the background, trying again while the brokers are unreachable.
 On SIGTERM it stops taking messages, lets in-flight attempts finish within the grace period,
-hands the rest back (HANDED_BACK: queued again at once, without spending their retry budget),
-commits offsets and closes.
+hands the rest back (HANDED_BACK: queued again at once, without spending their retry budget
+unless the run was handed back three times before), commits offsets and closes.
 
 It also delivers dead-letter notifications to the teams' webhooks (``notify_consumer``), from
 ``duetime.deadletter`` in a consumer group of their own (``DUETIME_NOTIFY_GROUP``).

@@ -177,7 +177,9 @@ class _AttemptOutcomeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Attemp
     """The attempt was cancelled (job deleted, superseded) and acknowledged."""
     ATTEMPT_OUTCOME_HANDED_BACK: _AttemptOutcome.ValueType  # 6
     """The worker gave the attempt back unfinished as it shut down (e.g. a deploy). The run was
-    queued again and this attempt did not count against its retry budget.
+    queued again and this attempt did not count against its retry budget, unless the run had
+    already been handed back three times: from the fourth on, a hand-back is a retryable
+    failure (its run's reason_detail says so), so a run that never gets to finish dead-letters.
     """
 
 class AttemptOutcome(_AttemptOutcome, metaclass=_AttemptOutcomeEnumTypeWrapper):
@@ -197,7 +199,9 @@ ATTEMPT_OUTCOME_CANCELLED: AttemptOutcome.ValueType  # 5
 """The attempt was cancelled (job deleted, superseded) and acknowledged."""
 ATTEMPT_OUTCOME_HANDED_BACK: AttemptOutcome.ValueType  # 6
 """The worker gave the attempt back unfinished as it shut down (e.g. a deploy). The run was
-queued again and this attempt did not count against its retry budget.
+queued again and this attempt did not count against its retry budget, unless the run had
+already been handed back three times: from the fourth on, a hand-back is a retryable
+failure (its run's reason_detail says so), so a run that never gets to finish dead-letters.
 """
 Global___AttemptOutcome: _TypeAlias = AttemptOutcome  # noqa: Y015
 

@@ -99,7 +99,8 @@ class _AttemptResultEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Attempt
     ATTEMPT_RESULT_HANDED_BACK: _AttemptResult.ValueType  # 5
     """The worker gave the attempt back unfinished because it is shutting down, after stopping
     the target call. The run is queued again at once and the attempt does not count against
-    its retry budget; a cancellation the scheduler asked for still ends the run CANCELLED.
+    its retry budget — for its first three hand-backs; later ones are retryable failures — and
+    a cancellation the scheduler asked for still ends the run CANCELLED.
     """
 
 class AttemptResult(_AttemptResult, metaclass=_AttemptResultEnumTypeWrapper):
@@ -120,7 +121,8 @@ failure (a worker handing an attempt back reports ATTEMPT_RESULT_HANDED_BACK ins
 ATTEMPT_RESULT_HANDED_BACK: AttemptResult.ValueType  # 5
 """The worker gave the attempt back unfinished because it is shutting down, after stopping
 the target call. The run is queued again at once and the attempt does not count against
-its retry budget; a cancellation the scheduler asked for still ends the run CANCELLED.
+its retry budget — for its first three hand-backs; later ones are retryable failures — and
+a cancellation the scheduler asked for still ends the run CANCELLED.
 """
 Global___AttemptResult: _TypeAlias = AttemptResult  # noqa: Y015
 
