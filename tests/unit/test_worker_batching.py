@@ -9,6 +9,7 @@ import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_worker.attempts import RecentKeys
 from duetime_worker.batching import Batcher, EntryFailed
 from duetime_worker.server_clock import ServerClock
 
@@ -58,3 +59,12 @@ def test_the_server_clock_runs_behind_by_the_answer_travel_time_never_ahead() ->
     assert clock.seconds_until(due) == pytest.approx(7)
     wall[0] = 1008.0
     assert clock.seconds_until(due) == 0
+
+
+def test_an_attempt_is_executed_once_however_often_it_is_delivered() -> None:
+    executed = RecentKeys(capacity=2)
+    assert executed.first(("run-a", 1))
+    assert not executed.first(("run-a", 1))
+    assert executed.first(("run-a", 2))  # a new attempt of the same run runs
+    assert executed.first(("run-b", 1))
+    assert executed.first(("run-a", 1))  # forgotten beyond the capacity

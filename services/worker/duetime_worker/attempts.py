@@ -15,6 +15,7 @@ import asyncio
 import logging
 import math
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 import grpc
@@ -58,6 +59,8 @@ _PERMANENT = {
     grpc.StatusCode.UNIMPLEMENTED,
 }
 _RESULT_NAMES = {v: k for k, v in pb.AttemptResult.items()}
+# Attempts remembered as executed here, to drop a second delivery of one.
+EXECUTED_MEMORY = 100_000
 
 
 class Backoff:
@@ -68,6 +71,23 @@ class Backoff:
     def next(self) -> float:
         delay, self._next = self._next, min(self._next * 2, self._cap)
         return delay
+
+
+class RecentKeys:
+    """The last ``capacity`` keys seen."""
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = capacity
+        self._keys: OrderedDict[tuple[str, int], None] = OrderedDict()
+
+    def first(self, key: tuple[str, int]) -> bool:
+        """Records ``key``; True unless it was already among the recent ones."""
+        if key in self._keys:
+            return False
+        self._keys[key] = None
+        if len(self._keys) > self._capacity:
+            self._keys.popitem(last=False)
+        return True
 
 
 class Executor:
@@ -88,6 +108,7 @@ class Executor:
         # Execution slots: a message waiting for its effective time does not hold one.
         self._slots = asyncio.Semaphore(slots)
         self._clock = ServerClock()
+        self._executed = RecentKeys(EXECUTED_MEMORY)
         self._worker_id = worker_id
         self._metadata = tuple(metadata)
         self._heartbeats = heartbeats
@@ -173,11 +194,12 @@ class Executor:
     async def _execute(self, response: pb.StartAttemptResponse, sent_at: float) -> None:
         run = response.run
         number = response.attempt
-        if self._heartbeats.holds((run.run_id, number)):
-            # The same delivery again (redelivered after a rebalance, or published twice):
-            # its start answered with the attempt this worker is already running.
+        if not self._executed.first((run.run_id, number)):
+            # The same delivery again (redelivered after a rebalance, or published twice): its
+            # start answered with an attempt this worker runs or already ran (the answer may
+            # arrive after the first execution ended).
             log.info(
-                "duplicate delivery of a running attempt dropped",
+                "duplicate delivery of an attempt dropped",
                 extra={"action": "duplicate_delivery", "run_id": run.run_id, "attempt": number},
             )
             return

@@ -101,9 +101,6 @@ class Heartbeats:
         self._active[attempt.key] = attempt
         self._wake.set()
 
-    def holds(self, key: Key) -> bool:
-        return key in self._active
-
     def remove(self, attempt: ActiveAttempt) -> None:
         if self._active.get(attempt.key) is attempt:
             del self._active[attempt.key]

@@ -1,0 +1,238 @@
+"""Load proofs with the four services as processes, two workers and a real HTTP target:
+
+- a few thousand runs of a few hundred interval jobs: every occurrence accounted for once,
+  every run SUCCEEDED, never two attempts of a run open at once, and the target's own log agrees
+  with the attempts table;
+- the same with the Kafka broker (a private one) stopped for several seconds and started again
+  under load: no run lost, none succeeded twice.
+
+Jobs are paused at the end, so the schedule is bounded and the check can wait for every run to
+settle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from duetime.jobs.v1 import job_service_pb2
+from duetime_core.runkey import RunKey
+from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
+from tests.support.fleet import assert_every_occurrence_accounted_once, eventually
+from tests.support.http_target import HttpTarget, http_target
+from tests.support.kafka import PrivateKafka, create_topics
+from tests.support.system import Api, System, http_job, running_system
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+
+# The target's receive time and the attempts' times come from two clocks of this machine (the
+# host's and PostgreSQL's), read at microsecond resolution.
+CLOCK_SLACK = timedelta(milliseconds=5)
+UNSETTLED = ("QUEUED", "WAITING", "RUNNING", "RETRY_WAIT")
+
+
+@pytest.fixture
+async def target() -> AsyncIterator[HttpTarget]:
+    async with http_target() as server:
+        yield server
+
+
+async def create_interval_jobs(api: Api, url: str, count: int, every: timedelta) -> list[str]:
+    jobs = await asyncio.gather(
+        *(api.create(http_job(f"load-{i}", url, every=every)) for i in range(count))
+    )
+    return [job.name for job in jobs]
+
+
+async def pause_all(api: Api, names: list[str]) -> None:
+    await asyncio.gather(
+        *(
+            api.stub.PauseJob(job_service_pb2.PauseJobRequest(name=n), metadata=api.metadata)
+            for n in names
+        )
+    )
+
+
+async def settle(pool: asyncpg.Pool[asyncpg.Record], within: float) -> None:
+    async def settled() -> bool:
+        left = await pool.fetchval(
+            "SELECT count(*) FROM runs WHERE state = ANY($1::text[])", list(UNSETTLED)
+        )
+        return int(left) == 0
+
+    took = await eventually(settled, within, "every run settled", interval=0.5)
+    print(f"settled {took:.1f} s after the jobs were paused")
+
+
+async def check_runs_and_calls(pool: asyncpg.Pool[asyncpg.Record], target: HttpTarget) -> int:
+    """Every run SUCCEEDED; its attempts never overlap; the target was called once per attempt,
+    with the attempt's number, inside that attempt's lifetime. Returns the number of runs."""
+    async with pool.acquire() as conn:
+        checked = await assert_every_occurrence_accounted_once(conn)
+        runs = await conn.fetch(
+            "SELECT run_id, job_id, nominal_time, state, reason, attempt FROM runs "
+            "WHERE NOT (state = 'SKIPPED' AND reason = 'JOB_PAUSED')"
+        )
+        attempts = await conn.fetch(
+            "SELECT run_id, number, start_time, end_time, outcome FROM attempts "
+            "ORDER BY run_id, number"
+        )
+    assert runs, "no run happened"
+    not_succeeded = [dict(r) for r in runs if r["state"] != "SUCCEEDED"]
+    assert not not_succeeded, not_succeeded[:5]
+    assert len(runs) <= checked
+    by_run: dict[object, list[asyncpg.Record]] = defaultdict(list)
+    for a in attempts:
+        by_run[a["run_id"]].append(a)
+    for run in runs:
+        mine = by_run[run["run_id"]]
+        assert [a["number"] for a in mine] == list(range(1, run["attempt"] + 1)), dict(run)
+        assert all(a["end_time"] is not None for a in mine)
+        assert [a["outcome"] for a in mine].count("SUCCEEDED") == 1
+        for before, after in itertools.pairwise(mine):
+            assert before["end_time"] <= after["start_time"], (dict(before), dict(after))
+    calls: dict[str, list[tuple[int, datetime]]] = defaultdict(list)
+    for call in target.calls:
+        calls[call.headers["Idempotency-Key"]].append(
+            (int(call.headers["Duetime-Attempt"]), call.time)
+        )
+    repeated = {k: v for k, v in calls.items() if len({n for n, _ in v}) < len(v)}
+    assert not repeated, f"one attempt called the target twice: {list(repeated.items())[:3]}"
+    assert len(target.calls) == len(attempts)
+    for run in runs:
+        key = RunKey.scheduled(run["job_id"], run["nominal_time"]).canonical()
+        made = sorted(calls.pop(key, []))
+        mine = by_run[run["run_id"]]
+        assert [n for n, _ in made] == [a["number"] for a in mine], (key, made)
+        for (_, arrived), attempt in zip(made, mine, strict=True):
+            assert attempt["start_time"] - CLOCK_SLACK <= arrived, (key, arrived)
+            assert arrived <= attempt["end_time"] + CLOCK_SLACK, (key, arrived)
+    assert not calls, f"calls for runs that do not exist: {list(calls)[:5]}"
+    return len(runs)
+
+
+async def print_logs_of_repeated_calls(
+    system: System, target: HttpTarget, pool: asyncpg.Pool[asyncpg.Record]
+) -> None:
+    """What the services logged about runs whose target was called more than once."""
+    counts: dict[str, int] = defaultdict(int)
+    for call in target.calls:
+        counts[call.headers["Idempotency-Key"]] += 1
+    for key in [k for k, n in counts.items() if n > 1][:3]:
+        print(f"--- {key}: {[c.time for c in target.calls if c.headers['Idempotency-Key'] == key]}")
+        job_id = key.split("/")[0]
+        run_ids = [
+            str(r["run_id"])
+            for r in await pool.fetch("SELECT run_id FROM runs WHERE job_id::text = $1", job_id)
+        ]
+        services = {"scheduler": system.scheduler, **system.workers}
+        for name, service in services.items():
+            for line in service.output:
+                if any(r in line for r in run_ids):
+                    print(name, line)
+
+
+async def runs_made(pool: asyncpg.Pool[asyncpg.Record]) -> int:
+    return int(await pool.fetchval("SELECT count(*) FROM runs"))
+
+
+async def test_a_few_thousand_runs_each_succeed_once_and_the_target_agrees(
+    db_dsn: str, target: HttpTarget
+) -> None:
+    began = time.monotonic()
+    pool = await asyncpg.create_pool(db_dsn, min_size=1, max_size=2)
+    try:
+        # A short look-ahead: the runs claimed ahead of the pause are SKIPPED (JOB_PAUSED).
+        async with running_system(
+            db_dsn, workers=2, scheduler_extra={"DUETIME_CLAIM_LOOKAHEAD": "1"}
+        ) as system:
+            names = await create_interval_jobs(
+                system.api, target.url("/load"), 250, timedelta(seconds=2)
+            )
+
+            async def enough_runs() -> bool:
+                return await runs_made(pool) >= 2500
+
+            took = await eventually(enough_runs, 60, "2,500 runs claimed", interval=0.5)
+            print(f"2,500 runs claimed in {took:.1f} s")
+            await pause_all(system.api, names)
+            await settle(pool, 90)
+            try:
+                runs = await check_runs_and_calls(pool, target)
+            except AssertionError:
+                await print_logs_of_repeated_calls(system, target, pool)
+                raise
+            by_worker = await pool.fetch(
+                "SELECT worker_id, count(*) AS n FROM attempts GROUP BY worker_id ORDER BY 1"
+            )
+            print(f"{runs} runs; attempts by worker: {[tuple(r) for r in by_worker]}")
+            assert runs >= 2000
+            assert [r["worker_id"] for r in by_worker] == ["w1", "w2"]
+    finally:
+        await pool.close()
+    print(f"took {time.monotonic() - began:.1f} s")
+
+
+async def test_kafka_restarted_under_load_loses_no_run_and_doubles_no_success(
+    db_dsn: str, target: HttpTarget, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    began = time.monotonic()
+    kafka = PrivateKafka(tmp_path / "kafka")
+    pool = await asyncpg.create_pool(db_dsn, min_size=1, max_size=2)
+    try:
+        await kafka.format()
+        await kafka.start()
+        await create_topics(kafka.bootstrap, sorted(DISPATCH_TOPICS.values()), partitions=6)
+        await create_topics(kafka.bootstrap, [DEAD_LETTER_TOPIC], partitions=1)
+        # The services (and the harness's consumer-group setup) take the broker from here.
+        monkeypatch.setenv("DUETIME_KAFKA_BOOTSTRAP", kafka.bootstrap)
+        async with running_system(
+            db_dsn, workers=2, relay_extra={"DUETIME_RELAY_PRODUCE_TIMEOUT": "3"}
+        ) as system:
+            names = await create_interval_jobs(
+                system.api, target.url("/restart"), 100, timedelta(seconds=1)
+            )
+
+            async def calls_at_least(n: int) -> bool:
+                return len(target.calls) >= n
+
+            await eventually(lambda: calls_at_least(300), 40, "300 calls before the outage")
+            await kafka.stop()
+            down_at = time.monotonic()
+            calls_before = len(target.calls)
+            claimed_before = await runs_made(pool)
+
+            async def claimed_while_down() -> bool:
+                return await runs_made(pool) >= claimed_before + 600
+
+            # The scheduler keeps claiming (into the outbox) while the broker is away.
+            await eventually(claimed_while_down, 30, "600 runs claimed with Kafka down")
+            print(
+                f"broker down {time.monotonic() - down_at:.1f} s; "
+                f"{len(target.calls) - calls_before} calls meanwhile (already consumed)"
+            )
+            await kafka.start()
+            print(f"broker back after {time.monotonic() - down_at:.1f} s")
+            await eventually(
+                lambda: calls_at_least(calls_before + 1200), 90, "calls resumed after the restart"
+            )
+            await pause_all(system.api, names)
+            await settle(pool, 120)
+            runs = await check_runs_and_calls(pool, target)
+            print(f"{runs} runs, all SUCCEEDED once")
+            assert runs >= claimed_before + 600
+    except BaseException:
+        print("private kafka log:", kafka.tail(), sep="\n")
+        raise
+    finally:
+        await pool.close()
+        await kafka.stop()
+        print(f"took {time.monotonic() - began:.1f} s")
