@@ -7,10 +7,11 @@ import asyncio
 import grpc
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
+from grpc import aio
 
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_worker.attempts import RecentKeys
-from duetime_worker.batching import Batcher, EntryFailed
+from duetime_worker.batching import AttemptCalls, Batcher, EntryFailed
 from duetime_worker.server_clock import ServerClock
 
 
@@ -68,3 +69,29 @@ def test_an_attempt_is_executed_once_however_often_it_is_delivered() -> None:
     assert executed.first(("run-a", 2))  # a new attempt of the same run runs
     assert executed.first(("run-b", 1))
     assert executed.first(("run-a", 1))  # forgotten beyond the capacity
+
+
+class OldScheduler:
+    """A scheduler without the batch RPCs, as during a rolling upgrade."""
+
+    def __init__(self) -> None:
+        self.batch_calls = 0
+
+    async def StartAttempts(self, *args: object, **kwargs: object) -> pb.StartAttemptsResponse:  # noqa: N802
+        self.batch_calls += 1
+        raise aio.AioRpcError(grpc.StatusCode.UNIMPLEMENTED, aio.Metadata(), aio.Metadata())
+
+    async def StartAttempt(  # noqa: N802
+        self, request: pb.StartAttemptRequest, **kwargs: object
+    ) -> pb.StartAttemptResponse:
+        return pb.StartAttemptResponse(decision=pb.START_DECISION_STARTED, attempt=1)
+
+
+async def test_against_a_scheduler_without_batches_the_calls_go_one_by_one() -> None:
+    scheduler = OldScheduler()
+    calls = AttemptCalls(scheduler, (), 1.0, linger=0.001)  # type: ignore[arg-type]
+    for run in ("a", "b"):
+        answer = await calls.start(pb.StartAttemptRequest(run_id=run))
+        assert (answer.decision, answer.attempt) == (pb.START_DECISION_STARTED, 1)
+    assert scheduler.batch_calls == 1
+    await calls.close()

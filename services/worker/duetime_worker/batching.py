@@ -26,6 +26,7 @@ from duetime_infra.tracecontext import trace_metadata, tracing_active
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
 
+
 MAX_BATCH = 500
 LINGER = 0.005
 MAX_IN_FLIGHT = 4
@@ -149,48 +150,40 @@ class AttemptCalls:
 
     async def _send_starts(
         self, requests: list[pb.StartAttemptRequest]
-    ) -> list[pb.StartAttemptResponse | Exception]:
-        if self._batched:
-            try:
-                batch: pb.StartAttemptsResponse = await self._stub.StartAttempts(
-                    pb.StartAttemptsRequest(starts=requests),
-                    metadata=self._metadata,
-                    timeout=self._timeout,
-                )
-                return [
-                    EntryFailed(r.error) if r.HasField("error") else r.response
-                    for r in batch.results
-                ]
-            except aio.AioRpcError as error:
-                if error.code() != grpc.StatusCode.UNIMPLEMENTED:
-                    raise
-                self._batched = False
-        return await _one_by_one(
+    ) -> Sequence[pb.StartAttemptResponse | Exception]:
+        async def batch() -> Sequence[pb.StartAttemptResponse | Exception]:
+            answer: pb.StartAttemptsResponse = await self._stub.StartAttempts(
+                pb.StartAttemptsRequest(starts=requests),
+                metadata=self._metadata,
+                timeout=self._timeout,
+            )
+            return [
+                EntryFailed(r.error) if r.HasField("error") else r.response for r in answer.results
+            ]
+
+        return await self._batch_or_singles(
+            batch,
             requests,
             lambda r: self._stub.StartAttempt(r, metadata=self._metadata, timeout=self._timeout),
         )
 
     async def _send_reports(
         self, reports: list[tuple[pb.CompleteAttemptRequest, int]]
-    ) -> list[pb.CompleteAttemptResponse | Exception]:
-        if self._batched:
-            try:
-                batch: pb.CompleteAttemptsResponse = await self._stub.CompleteAttempts(
-                    pb.CompleteAttemptsRequest(
-                        reports=[pb.AttemptReport(report=r, attempt=n) for r, n in reports]
-                    ),
-                    metadata=self._metadata,
-                    timeout=self._timeout,
-                )
-                return [
-                    EntryFailed(r.error) if r.HasField("error") else r.response
-                    for r in batch.results
-                ]
-            except aio.AioRpcError as error:
-                if error.code() != grpc.StatusCode.UNIMPLEMENTED:
-                    raise
-                self._batched = False
-        return await _one_by_one(
+    ) -> Sequence[pb.CompleteAttemptResponse | Exception]:
+        async def batch() -> Sequence[pb.CompleteAttemptResponse | Exception]:
+            answer: pb.CompleteAttemptsResponse = await self._stub.CompleteAttempts(
+                pb.CompleteAttemptsRequest(
+                    reports=[pb.AttemptReport(report=r, attempt=n) for r, n in reports]
+                ),
+                metadata=self._metadata,
+                timeout=self._timeout,
+            )
+            return [
+                EntryFailed(r.error) if r.HasField("error") else r.response for r in answer.results
+            ]
+
+        return await self._batch_or_singles(
+            batch,
             reports,
             lambda r: self._stub.CompleteAttempt(
                 r[0],
@@ -199,18 +192,30 @@ class AttemptCalls:
             ),
         )
 
+    async def _batch_or_singles(
+        self,
+        batch: Callable[[], Awaitable[Sequence[Resp | Exception]]],
+        requests: Sequence[Req],
+        single: Callable[[Req], Awaitable[Resp]],
+    ) -> Sequence[Resp | Exception]:
+        """The batch RPC's answers; one call per request once the scheduler said it does not
+        serve the batch RPC."""
+        if self._batched:
+            try:
+                return await batch()
+            except aio.AioRpcError as error:
+                if error.code() != grpc.StatusCode.UNIMPLEMENTED:
+                    raise
+                self._batched = False
+
+        async def one(request: Req) -> Resp | Exception:
+            try:
+                return await single(request)
+            except aio.AioRpcError as error:
+                return error
+
+        return await asyncio.gather(*(one(r) for r in requests))
+
     async def close(self) -> None:
         await self.starts.close()
         await self.reports.close()
-
-
-async def _one_by_one(
-    requests: Sequence[Req], call: Callable[[Req], Awaitable[Resp]]
-) -> list[Resp | Exception]:
-    async def one(request: Req) -> Resp | Exception:
-        try:
-            return await call(request)
-        except aio.AioRpcError as error:
-            return error
-
-    return list(await asyncio.gather(*(one(r) for r in requests)))
