@@ -21,10 +21,11 @@ Measured on this 2-core machine, shared with other engineers' test runs (load 1.
 workers, three runs each (range), start lateness p99 by the scheduler / by the target, and the
 drain; no run ever started early:
 
-| herd | before (commit 3ebc629) | after, 64 slots a worker | after, 2,000 slots a worker |
-|---|---|---|---|
-| 1,000 | 6.0 s / 6.0 s, drain 6.1 s | 1.9 s / 1.9 s, drain 1.9 s | 0.18-0.29 s / 0.79-0.86 s, drain 0.80-0.86 s |
-| 10,000 | 70 s / 71 s, drain 72 s (92% over 5 s) | 10.4 s / 10.4 s, drain 10.6 s | 6.7-7.7 s / 7.2-8.1 s, drain 7.2-8.1 s (26-33% over 5 s) |
+                      1,000 runs                  10,000 runs
+    before (3ebc629)  6.0 / 6.0 s, drain 6.1 s    70 / 71 s, drain 72 s (92% over 5 s)
+    after, 64 slots   1.9 / 1.9 s, drain 1.9 s    10.4 / 10.4 s, drain 10.6 s
+    after, 2000 slots 0.18-0.29 / 0.79-0.86 s,    6.7-7.7 / 7.2-8.1 s, drain 7.2-8.1 s
+                      drain 0.80-0.86 s           (26-33% of runs over 5 s)
 
 Where the time went before: every dispatched message held one of the worker's 64 slots while it
 waited (TOO_EARLY) for its instant, and each run was its own StartAttempt and CompleteAttempt
