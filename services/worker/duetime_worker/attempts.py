@@ -90,6 +90,28 @@ class RecentKeys:
         return True
 
 
+class Slot:
+    """One execution slot, given back once: when the target call ends, or at the latest when
+    the message is done with."""
+
+    def __init__(self, slots: asyncio.Semaphore) -> None:
+        self._slots = slots
+        self._held = False
+
+    async def __aenter__(self) -> Slot:
+        await self._slots.acquire()
+        self._held = True
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        self.release()
+
+    def release(self) -> None:
+        if self._held:
+            self._held = False
+            self._slots.release()
+
+
 class Executor:
     def __init__(
         self,
@@ -131,14 +153,14 @@ class Executor:
                 # Held until its time (by the server's clock, as last seen) without a slot.
                 wait = max(self._clock.seconds_until(not_before), least)
                 await asyncio.sleep(min(wait, MAX_EARLY_WAIT))
-                async with self._slots:
+                async with Slot(self._slots) as slot:
                     started = await self._start(dispatch.run_id, delivery_id)
                     if isinstance(started, Timestamp):  # too early: wait again, slot given up
                         not_before, least = started, 0.001
                         continue
                     answered()
                     if started is not None:
-                        await self._execute(*started)
+                        await self._execute(*started, call_ended=slot.release)
                 return
 
     async def _start(
@@ -191,7 +213,14 @@ class Executor:
             )
             return None
 
-    async def _execute(self, response: pb.StartAttemptResponse, sent_at: float) -> None:
+    async def _execute(
+        self,
+        response: pb.StartAttemptResponse,
+        sent_at: float,
+        call_ended: Callable[[], None] = lambda: None,
+    ) -> None:
+        """Runs the attempt; ``call_ended`` once the target call is over (the report that
+        follows needs no execution slot)."""
         run = response.run
         number = response.attempt
         if not self._executed.first((run.run_id, number)):
@@ -219,6 +248,7 @@ class Executor:
         self._heartbeats.add(active)
         try:
             await _run_within_lease(active)
+            call_ended()
             if _lease_lapsed(active) or active.cancel_reason == ATTEMPT_CLOSED:
                 log.warning(
                     "attempt abandoned without a report: its lease was lost",
