@@ -24,9 +24,11 @@ from grpc import aio
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from duetime.events.v1.events_pb2 import RunDispatch
+from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_core.attempts import ATTEMPT_CLOSED
+from duetime_core.jobspec import Priority
 from duetime_infra.tracecontext import ATTEMPT, RUN_ID, TRACER
 from duetime_worker.batching import AttemptCalls
 from duetime_worker.container import Launcher
@@ -34,6 +36,7 @@ from duetime_worker.heartbeat import ActiveAttempt, Heartbeats, lease_length
 from duetime_worker.http_target import HttpCaller
 from duetime_worker.outcome import Outcome
 from duetime_worker.server_clock import ServerClock
+from duetime_worker.slots import WeightedSlots
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +62,11 @@ _PERMANENT = {
     grpc.StatusCode.UNIMPLEMENTED,
 }
 _RESULT_NAMES = {v: k for k, v in pb.AttemptResult.items()}
+_PRIORITIES = {
+    job_pb2.PRIORITY_HIGH: Priority.HIGH,
+    job_pb2.PRIORITY_NORMAL: Priority.NORMAL,
+    job_pb2.PRIORITY_LOW: Priority.LOW,
+}
 # Attempts remembered as executed here, to drop a second delivery of one.
 EXECUTED_MEMORY = 100_000
 
@@ -94,12 +102,13 @@ class Slot:
     """One execution slot, given back once: when the target call ends, or at the latest when
     the message is done with."""
 
-    def __init__(self, slots: asyncio.Semaphore) -> None:
+    def __init__(self, slots: WeightedSlots, priority: Priority) -> None:
         self._slots = slots
+        self._priority = priority
         self._held = False
 
     async def __aenter__(self) -> Slot:
-        await self._slots.acquire()
+        await self._slots.acquire(self._priority)
         self._held = True
         return self
 
@@ -128,7 +137,7 @@ class Executor:
         self._stub = stub
         self._calls = calls or AttemptCalls(stub, metadata, RPC_TIMEOUT)
         # Execution slots: a message waiting for its effective time does not hold one.
-        self._slots = asyncio.Semaphore(slots)
+        self._slots = WeightedSlots(slots)
         self._clock = ServerClock()
         self._executed = RecentKeys(EXECUTED_MEMORY)
         self._worker_id = worker_id
@@ -153,7 +162,9 @@ class Executor:
                 # Held until its time (by the server's clock, as last seen) without a slot.
                 wait = max(self._clock.seconds_until(not_before), least)
                 await asyncio.sleep(min(wait, MAX_EARLY_WAIT))
-                async with Slot(self._slots) as slot:
+                async with Slot(
+                    self._slots, _PRIORITIES.get(dispatch.priority, Priority.NORMAL)
+                ) as slot:
                     started = await self._start(dispatch.run_id, delivery_id)
                     if isinstance(started, Timestamp):  # too early: wait again, slot given up
                         not_before, least = started, 0.001

@@ -32,10 +32,10 @@ from duetime_infra.kafka.topics import DISPATCH_TOPICS
 from duetime_infra.telemetry import instruments
 from duetime_infra.tracecontext import context_of_kafka, tracing_active
 from duetime_worker.offsets import CommitOnRevoke, TrackedCommits, decode_or_skip
+from duetime_worker.slots import WEIGHTS, TurnOrder
 
 log = logging.getLogger(__name__)
 
-WEIGHTS: dict[Priority, int] = {Priority.HIGH: 4, Priority.NORMAL: 2, Priority.LOW: 1}
 COMMIT_INTERVAL = 0.2
 # Consumer lag is sampled this often (seconds), each sample given at most the timeout.
 LAG_SAMPLE_INTERVAL = 5.0
@@ -75,7 +75,7 @@ class DispatchConsumer:
         self._slot_freed = asyncio.Event()
         self._commit_wanted = asyncio.Event()
         self.consumed = 0
-        self._credit = dict.fromkeys(WEIGHTS, 0)
+        self._turns = TurnOrder()
         self._started = False
 
     async def start(self, stopping: asyncio.Event | None = None) -> bool:
@@ -102,16 +102,6 @@ class DispatchConsumer:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stopping.wait(), COMMIT_INTERVAL)
 
-    def _turn_order(self) -> list[Priority]:
-        """Which priority picks first this round: smooth weighted round-robin, so with one
-        free slot at a time high still picks first 4 rounds in 7, normal 2 and low 1."""
-        total = sum(WEIGHTS.values())
-        for priority, weight in WEIGHTS.items():
-            self._credit[priority] += weight
-        first = max(WEIGHTS, key=lambda p: self._credit[p])
-        self._credit[first] -= total
-        return [first, *(p for p in WEIGHTS if p != first)]
-
     async def _fetch(self, free: int) -> list[Any]:
         by_priority: dict[Priority, list[TopicPartition]] = {p: [] for p in WEIGHTS}
         for tp in self._consumer.assignment():
@@ -120,7 +110,7 @@ class DispatchConsumer:
                 by_priority[priority].append(tp)
         total = sum(WEIGHTS.values())
         records: list[Any] = []
-        order = self._turn_order()
+        order = self._turns.next()
         # Weighted shares first, then what is left; prefetched records only.
         for share_of in (lambda w: max(1, math.ceil(free * w / total)), lambda w: free):
             for priority in order:

@@ -1,0 +1,48 @@
+"""The worker's execution slots, shared between the priorities by weight."""
+
+from __future__ import annotations
+
+import asyncio
+
+from duetime_core.jobspec import Priority
+from duetime_worker.slots import WeightedSlots
+
+
+async def test_freed_slots_go_to_waiting_runs_by_priority_weight_and_low_still_moves() -> None:
+    slots = WeightedSlots(1)
+    await slots.acquire(Priority.LOW)  # the one slot is busy
+    granted: list[Priority] = []
+
+    async def run(priority: Priority) -> None:
+        await slots.acquire(priority)
+        granted.append(priority)
+
+    # A backlog of low-priority runs came first; high and normal ones after it.
+    waiting = [asyncio.create_task(run(Priority.LOW)) for _ in range(7)]
+    waiting += [asyncio.create_task(run(Priority.HIGH)) for _ in range(7)]
+    waiting += [asyncio.create_task(run(Priority.NORMAL)) for _ in range(7)]
+    await asyncio.sleep(0)
+    for _ in range(7):
+        slots.release()
+        await asyncio.sleep(0)
+    assert sorted(granted[:7]) == sorted(
+        [Priority.HIGH] * 4 + [Priority.NORMAL] * 2 + [Priority.LOW]
+    )
+    for _ in range(14):
+        slots.release()
+        await asyncio.sleep(0)
+    await asyncio.gather(*waiting)
+
+
+async def test_a_cancelled_waiter_passes_its_slot_on() -> None:
+    slots = WeightedSlots(1)
+    await slots.acquire(Priority.NORMAL)
+    gone = asyncio.create_task(slots.acquire(Priority.HIGH))
+    after = asyncio.create_task(slots.acquire(Priority.LOW))
+    await asyncio.sleep(0)
+    gone.cancel()
+    await asyncio.sleep(0)
+    slots.release()
+    await asyncio.wait_for(after, 1)
+    slots.release()
+    await asyncio.wait_for(slots.acquire(Priority.NORMAL), 1)  # nothing leaked, nothing lost
