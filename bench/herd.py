@@ -17,15 +17,15 @@ when each call arrives. Reported, per case:
     uv run python -m bench.herd [--runs 1000 10000] [--workers 2] [--lead 15]
                                 [--concurrency 64] [--lookahead 5]
 
-Measured on this 2-core machine, shared with other engineers' test runs (load 1.6-3), two
-workers, three runs each (range), start lateness p99 by the scheduler / by the target, and the
-drain; no run ever started early:
+Measured on this 2-core machine, shared with other engineers' test runs (load 0.8-3), two
+workers, start lateness p99 by the scheduler / by the target, and the drain (ranges over 5 runs
+with 2,000 slots, 2 with 64); no run ever started early:
 
                       1,000 runs                  10,000 runs
     before (3ebc629)  6.0 / 6.0 s, drain 6.1 s    70 / 71 s, drain 72 s (92% over 5 s)
-    after, 64 slots   1.9 / 1.9 s, drain 1.9 s    10.4 / 10.4 s, drain 10.6 s
-    after, 2000 slots 0.18-0.29 / 0.79-0.86 s,    6.7-7.7 / 7.2-8.1 s, drain 7.2-8.1 s
-                      drain 0.80-0.86 s           (26-33% of runs over 5 s)
+    after, 64 slots   1.1-1.9 / 1.1-1.9 s         10.4-11.3 / 10.4-11.4 s (64% over 5 s)
+    after, 2000 slots 0.18-0.36 / 0.75-1.34 s,    5.9-7.7 / 6.8-8.1 s, drain 6.9-8.1 s
+                      drain 0.75-1.34 s           (15-33% of runs over 5 s)
 
 Where the time went before: every dispatched message held one of the worker's 64 slots while it
 waited (TOO_EARLY) for its instant, and each run was its own StartAttempt and CompleteAttempt
