@@ -8,6 +8,7 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -15,6 +16,7 @@ from duetime.jobs.v1 import job_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
 from duetime.worker.v1 import worker_service_pb2 as wpb
 from tests.support.api import ApiClient, failure, running_api
+from tests.support.fleet import eventually
 from tests.support.worker_api import (
     WorkerClient,
     as_datetime,
@@ -190,3 +192,84 @@ async def test_a_batch_of_reports_is_a_compare_and_set_per_entry(
     assert (await w.run_row(waiting))["state"] == "QUEUED"
     again = await complete_many(w, [(runs[0], 1, succeeded)])
     assert again[0].error.reason == "STALE_ATTEMPT"
+
+
+@pytest.mark.parametrize(
+    "overlap",
+    [job_pb2.OVERLAP_POLICY_BUFFER_ONE, job_pb2.OVERLAP_POLICY_CANCEL_PREVIOUS],
+    ids=["buffer_one", "cancel_previous"],
+)
+async def test_of_two_runs_of_a_job_in_one_batch_the_earlier_starts_first(
+    env: tuple[ApiClient, WorkerClient], overlap: job_pb2.OverlapPolicy.ValueType
+) -> None:
+    api, w = env
+    now = await w.now()
+    job = await create_job(api, job_message(overlap=overlap))
+    older = await w.queue_scheduled_run(job.job_id, now - 2 * S)
+    newer = await w.queue_scheduled_run(job.job_id, now - S)
+    # The newer run named first: request order must not decide which run of the job starts.
+    first, second = await start_many(w, [(newer, "d-newer"), (older, "d-older")])
+    assert (second.response.decision, second.response.attempt) == (STARTED, 1)
+    assert (await w.run_row(older))["state"] == "RUNNING"
+    if overlap == job_pb2.OVERLAP_POLICY_BUFFER_ONE:
+        assert (first.response.decision, first.response.refusal_reason) == (
+            REFUSED,
+            "RUN_WAITING",
+        )
+        assert (await w.run_row(newer))["state"] == "WAITING"
+    else:  # the newer one supersedes the older, which was started first
+        assert first.response.decision == TOO_EARLY
+        (attempt,) = await w.attempts(older)
+        assert attempt["cancel_reason"] == "SUPERSEDED"
+
+
+async def wait_for_waiting_query(w: WorkerClient, name: str) -> None:
+    """Until a statement named ``name`` waits for a lock."""
+
+    async def waiting() -> bool:
+        found = await w.db.fetchval(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE wait_event_type = 'Lock' AND query LIKE $1",
+            f"/* {name} */%",
+        )
+        return int(found) > 0
+
+    await eventually(waiting, 5, f"{name} waiting for a lock", interval=0.01)
+
+
+@pytest.fixture
+async def timed_out_env(db_dsn: str) -> AsyncIterator[tuple[ApiClient, WorkerClient]]:
+    """The scheduler's sessions with a short statement timeout."""
+    async with (
+        running_api(db_dsn) as api,
+        running_worker_api(db_dsn, server_settings={"statement_timeout": "1000"}) as workers,
+    ):
+        yield api, workers
+
+
+async def test_a_failed_batch_transaction_answers_every_entry_one_by_one(
+    timed_out_env: tuple[ApiClient, WorkerClient],
+) -> None:
+    api, w = timed_out_env
+    runs = [await trigger(api, await create_job(api), f"r{i}") for i in range(3)]
+    for step in ("start", "complete"):
+        async with w.pool.acquire() as conn, conn.transaction():
+            # Every statement that reads a run's definition waits: the batch's first statement
+            # times out (its transaction fails), then the one-run path waits until the commit.
+            await conn.execute("LOCK TABLE job_versions IN ACCESS EXCLUSIVE MODE")
+            if step == "start":
+                batch: asyncio.Task[list[Any]] = asyncio.create_task(
+                    start_many(w, [(r, f"d-{i}") for i, r in enumerate(runs)])
+                )
+            else:
+                done = wpb.ATTEMPT_RESULT_SUCCEEDED
+                batch = asyncio.create_task(complete_many(w, [(r, 1, done) for r in runs]))
+            await wait_for_waiting_query(w, "attempt_run_lock")
+        results = await batch
+        if step == "start":
+            assert [(r.response.decision, r.response.attempt) for r in results] == [
+                (STARTED, 1)
+            ] * 3
+        else:
+            assert [r.response.run_state for r in results] == ["RUN_STATE_SUCCEEDED"] * 3
+            assert [(await w.run_row(r))["state"] for r in runs] == ["SUCCEEDED"] * 3

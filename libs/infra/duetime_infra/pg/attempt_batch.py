@@ -7,12 +7,15 @@ all its runs. Its row locks are taken with SKIP LOCKED only, so it never waits a
 deadlock; whatever it cannot decide alone — a run or job another transaction holds, two runs of
 one job in the batch, a misfire check, a refusal that changes the run, a CANCEL_PREVIOUS, a
 report other than success — goes through ``AttemptStore``'s one-run path after the batch
-commits, which gives exactly the answer a single call would.
+commits, which gives exactly the answer a single call would. A batch transaction that fails as a
+whole (a statement timeout, a serialization failure) decides nothing: every entry then goes
+through the one-run path, so one slow statement does not fail hundreds of runs at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -28,7 +31,7 @@ from duetime_core.attempts import (
     decide_start,
     misfire_check_needed,
 )
-from duetime_core.errors import DuetimeError
+from duetime_core.errors import DuetimeError, Unavailable
 from duetime_core.jobspec import JobSpec, JobState
 from duetime_core.records import AttemptOutcome, RunState
 from duetime_infra.pg.attempt_store import (
@@ -46,6 +49,8 @@ from duetime_infra.pg.claim_store import SpecCache
 from duetime_infra.pg.outbox_writer import insert_outbox
 from duetime_infra.pg.sql import q
 from duetime_infra.telemetry import instruments
+
+log = logging.getLogger(__name__)
 
 MAX_BATCH = 1000
 # One-run fallbacks of a batch run side by side, each on its own connection.
@@ -81,7 +86,7 @@ class BatchAttempts:
         self, requests: Sequence[StartRequest]
     ) -> list[StartResult | DuetimeError]:
         """One answer per request, in order: what ``AttemptStore.start`` would answer."""
-        answers = await self._start_batch(requests) if requests else {}
+        answers = await self._whole_batch(self._start_batch, requests, "start")
         return await self._fill(
             requests,
             answers,
@@ -95,8 +100,7 @@ class BatchAttempts:
             rows = await conn.fetch(q("attempt_batch_runs_lock"), [r.run_id for r in requests])
             by_run = {row["run_id"]: row for row in rows}
             named = Counter(r.run_id for r in requests)
-            deciding: list[tuple[int, Row]] = []
-            jobs_taken: set[uuid.UUID] = set()
+            admitted: list[tuple[int, Row]] = []
             for i, request in enumerate(requests):
                 row = by_run.get(request.run_id)
                 # Not found or held elsewhere; or named twice: the one-run path decides.
@@ -105,9 +109,7 @@ class BatchAttempts:
                 view = _start_view(row, self._spec(row))
                 early = check_admission(view, row["now"], request.delivery_id, request.worker_id)
                 if early is None:
-                    if row["job_id"] not in jobs_taken:
-                        jobs_taken.add(row["job_id"])
-                        deciding.append((i, row))
+                    admitted.append((i, row))
                 elif early.kind is StartKind.REPLAY:
                     answers[i] = self._store.started_result(
                         row,
@@ -127,6 +129,17 @@ class BatchAttempts:
                         effective_time=row["effective_time"],
                         refusal=early.refusal,
                     )
+            # One run per job is decided here, the job's earliest: its later runs go through
+            # the one-run path after commit and see it started, as they would have one by one
+            # (with BUFFER_ONE or CANCEL_PREVIOUS a later run started first would hold back or
+            # supersede an earlier one).
+            admitted.sort(key=lambda entry: entry[1]["nominal_time"])
+            deciding: list[tuple[int, Row]] = []
+            jobs_taken: set[uuid.UUID] = set()
+            for i, row in admitted:
+                if row["job_id"] not in jobs_taken:
+                    jobs_taken.add(row["job_id"])
+                    deciding.append((i, row))
             if not deciding:
                 return answers
             job_ids = [row["job_id"] for _, row in deciding]
@@ -202,7 +215,7 @@ class BatchAttempts:
 
     async def complete_many(self, reports: Sequence[Report]) -> list[CompleteResult | DuetimeError]:
         """One answer per report, in order: what ``AttemptStore.complete`` would answer."""
-        answers = await self._complete_batch(reports) if reports else {}
+        answers = await self._whole_batch(self._complete_batch, reports, "complete")
         return await self._fill(
             reports,
             answers,
@@ -265,6 +278,28 @@ class BatchAttempts:
             instruments.attempt_closed(AttemptOutcome.SUCCEEDED.value, "worker")
         instruments.runs_finished(RunState.SUCCEEDED.value, "", len(closing))
         return answers
+
+    @staticmethod
+    async def _whole_batch(
+        batch: Callable[[Sequence[T]], Awaitable[dict[int, R]]], entries: Sequence[T], what: str
+    ) -> dict[int, R]:
+        """The batch's answers; none when its transaction failed and rolled back (everything it
+        decided undone), so that every entry goes through the one-run path."""
+        if not entries:
+            return {}
+        try:
+            return await batch(entries)
+        except Unavailable as error:
+            log.warning(
+                "batch transaction failed; its entries go one by one",
+                extra={
+                    "action": "attempt_batch_failed",
+                    "operation": what,
+                    "entries": len(entries),
+                    "error": repr(error.__cause__),
+                },
+            )
+            return {}
 
     def _spec(self, row: Row) -> JobSpec:
         return self._specs.get(row["job_id"], row["job_version"], row["spec_text"])
