@@ -1,8 +1,8 @@
 """One OpenTelemetry trace follows a run through the four services, run as processes exporting
 to a real OTLP receiver: the scheduler's claim starts it (its context is the traceparent stored
 on the run), the relay's publish, the worker's consume and target call (whose context the target
-receives), and the scheduler's handling of the worker's StartAttempt and CompleteAttempt. A
-triggered run's trace starts in the API instead."""
+receives), and the scheduler's handling of the worker's start and report (sent in batches, each
+entry carrying its run's context). A triggered run's trace starts in the API instead."""
 
 from __future__ import annotations
 
@@ -52,9 +52,11 @@ def parent_of(spans: list[ReceivedSpan], span: ReceivedSpan) -> ReceivedSpan:
     return parent
 
 
-def check_run_trace(spans: list[ReceivedSpan], root: ReceivedSpan, target_saw: Call) -> None:
+def check_run_trace(
+    receiver: TraceReceiver, spans: list[ReceivedSpan], root: ReceivedSpan, target_saw: Call
+) -> None:
     """The run's trace from its root on: publish, consume, the target call and the scheduler's
-    handling of StartAttempt and CompleteAttempt, linked as each hop should link them."""
+    handling of the run's start and report, linked as each hop should link them."""
     # The relay publishes in it, as a child of the stored context.
     (publish,) = named(spans, RELAY, "publish run")
     assert publish.parent_span_id == root.span_id
@@ -71,17 +73,18 @@ def check_run_trace(spans: list[ReceivedSpan], root: ReceivedSpan, target_saw: C
     assert call.parent_span_id == consume.span_id
     assert call.is_context_of(target_saw.headers["traceparent"])
 
-    # StartAttempt and CompleteAttempt: worker client span -> scheduler server span -> the
-    # scheduler's own span, all under the consume span.
-    for rpc, name in (("StartAttempt", "start attempt"), ("CompleteAttempt", "complete attempt")):
+    # StartAttempt and CompleteAttempt go in batches (StartAttempts, CompleteAttempts): the
+    # scheduler's span for the run's entry is a child of the consume span, whose context the
+    # entry carried, and is linked to the scheduler's span of the batch call, which belongs to
+    # no run's trace.
+    for rpc, name in (("StartAttempts", "start attempt"), ("CompleteAttempts", "complete attempt")):
         handled = named(spans, SCHEDULER, name)
         assert handled, name
         for span in handled:
-            server = parent_of(spans, span)
-            assert (server.service, server.name) == (SCHEDULER, f"{WORKER_SERVICE}/{rpc}")
-            client = parent_of(spans, server)
-            assert (client.service, client.name) == (WORKER, f"{WORKER_SERVICE}/{rpc}")
-            assert client.parent_span_id == consume.span_id
+            assert span.parent_span_id == consume.span_id
+            ((linked_trace, linked_span),) = span.links
+            (batch,) = [s for s in receiver.trace(linked_trace) if s.span_id == linked_span]
+            assert (batch.service, batch.name) == (SCHEDULER, f"{WORKER_SERVICE}/{rpc}")
     starts = named(spans, SCHEDULER, "start attempt")
     assert starts[-1].attributes["duetime.decision"] == "STARTED"
     (completed,) = named(spans, SCHEDULER, "complete attempt")
@@ -125,8 +128,15 @@ async def test_one_trace_follows_a_run_through_the_four_services(
             assert len(run.trace_id) == 32
 
         async def complete() -> bool:
-            return all(
-                named(receiver.trace(r.trace_id), SCHEDULER, "complete attempt") for r in runs
+            # The reports' spans, and the batch call's span each links to (ended just after).
+            reports = [
+                s
+                for r in runs
+                for s in named(receiver.trace(r.trace_id), SCHEDULER, "complete attempt")
+            ]
+            received = {s.span_id for s in receiver.spans}
+            return len({s.trace_id for s in reports}) == len(runs) and all(
+                link[1] in received for s in reports for link in s.links
             )
 
         took = await eventually(complete, 15, "the scheduler's CompleteAttempt spans arrived")
@@ -148,7 +158,7 @@ async def test_one_trace_follows_a_run_through_the_four_services(
     finally:
         await conn.close()
     assert claim.is_context_of(stored)
-    check_run_trace(spans, claim, calls[scheduled.idempotency_key])
+    check_run_trace(receiver, spans, claim, calls[scheduled.idempotency_key])
 
     # The triggered run's starts in the API, linked to the TriggerJob call that made it.
     spans = receiver.trace(triggered.trace_id)
@@ -157,7 +167,7 @@ async def test_one_trace_follows_a_run_through_the_four_services(
     ((linked_trace, linked_span),) = made.links
     (request,) = [s for s in receiver.trace(linked_trace) if s.span_id == linked_span]
     assert (request.service, request.name) == (API, "/duetime.jobs.v1.JobService/TriggerJob")
-    check_run_trace(spans, made, calls[triggered.idempotency_key])
+    check_run_trace(receiver, spans, made, calls[triggered.idempotency_key])
 
     # Credentials never reach a trace.
     leaked = [

@@ -11,7 +11,7 @@ from grpc import aio
 
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_worker.attempts import RecentKeys
-from duetime_worker.batching import AttemptCalls, Batcher, EntryFailed
+from duetime_worker.batching import BATCH_RETRY_AFTER, AttemptCalls, Batcher, EntryFailed
 from duetime_worker.server_clock import ServerClock
 
 
@@ -87,11 +87,58 @@ class OldScheduler:
         return pb.StartAttemptResponse(decision=pb.START_DECISION_STARTED, attempt=1)
 
 
-async def test_against_a_scheduler_without_batches_the_calls_go_one_by_one() -> None:
+async def test_against_a_scheduler_without_batches_the_calls_go_one_by_one_for_a_while() -> None:
     scheduler = OldScheduler()
-    calls = AttemptCalls(scheduler, (), 1.0, linger=0.001)  # type: ignore[arg-type]
+    now = [0.0]
+    calls = AttemptCalls(scheduler, (), 1.0, linger=0.001, clock=lambda: now[0])  # type: ignore[arg-type]
     for run in ("a", "b"):
         answer = await calls.start(pb.StartAttemptRequest(run_id=run))
         assert (answer.decision, answer.attempt) == (pb.START_DECISION_STARTED, 1)
     assert scheduler.batch_calls == 1
+    # Later (the old scheduler behind the load balancer may be gone) a batch is tried again.
+    now[0] = BATCH_RETRY_AFTER
+    answer = await calls.start(pb.StartAttemptRequest(run_id="c"))
+    assert answer.decision == pb.START_DECISION_STARTED
+    assert scheduler.batch_calls == 2
+    await calls.close()
+
+
+async def test_a_batch_answered_with_the_wrong_number_of_results_fails_every_call() -> None:
+    async def send(requests: list[int]) -> list[int | Exception]:
+        return [r * 10 for r in requests[1:]]
+
+    batcher: Batcher[int, int] = Batcher(send, max_size=3, linger=0.001)
+    results = await asyncio.wait_for(
+        asyncio.gather(*(batcher.call(i) for i in range(3)), return_exceptions=True), 5
+    )
+    for result in results:  # every caller answered, with a retryable error
+        assert isinstance(result, EntryFailed)
+        assert result.code() == grpc.StatusCode.INTERNAL
+
+
+class BlankScheduler:
+    """Answers every batch entry with neither a response nor an error."""
+
+    async def StartAttempts(  # noqa: N802
+        self, request: pb.StartAttemptsRequest, **kwargs: object
+    ) -> pb.StartAttemptsResponse:
+        return pb.StartAttemptsResponse(results=[pb.StartAttemptsResult() for _ in request.starts])
+
+    async def CompleteAttempts(  # noqa: N802
+        self, request: pb.CompleteAttemptsRequest, **kwargs: object
+    ) -> pb.CompleteAttemptsResponse:
+        return pb.CompleteAttemptsResponse(
+            results=[pb.CompleteAttemptsResult() for _ in request.reports]
+        )
+
+
+async def test_an_entry_with_neither_answer_nor_error_is_a_retryable_failure() -> None:
+    calls = AttemptCalls(BlankScheduler(), (), 1.0, linger=0.001)  # type: ignore[arg-type]
+    # Read as an answer, it would be START_DECISION_UNSPECIFIED: a refusal, the message dropped.
+    with pytest.raises(EntryFailed) as started:
+        await calls.start(pb.StartAttemptRequest(run_id="a"))
+    assert started.value.code() == grpc.StatusCode.INTERNAL
+    with pytest.raises(EntryFailed) as completed:
+        await calls.complete(pb.CompleteAttemptRequest(run_id="a"), 1)
+    assert completed.value.code() == grpc.StatusCode.INTERNAL
     await calls.close()

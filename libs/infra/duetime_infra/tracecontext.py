@@ -18,10 +18,12 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.context import Context
 from opentelemetry.propagators.textmap import Getter
-from opentelemetry.trace import Span, SpanContext, SpanKind, Tracer
+from opentelemetry.trace import INVALID_SPAN, Span, SpanContext, SpanKind, Tracer
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 TRACER = trace.get_tracer("duetime")
 # Attribute names of Duetime's own spans.
@@ -31,6 +33,8 @@ ATTEMPT = "duetime.attempt"
 
 # A context with no span in it: a span started in it begins a new trace.
 _NEW_TRACE = Context()
+# A ``traceparent`` field (not a carrier of whatever OTEL_PROPAGATORS names) is W3C's.
+_W3C = TraceContextTextMapPropagator()
 
 KafkaHeaders = Sequence[tuple[str, bytes | None]]
 
@@ -121,12 +125,60 @@ def trace_metadata() -> tuple[tuple[str, str], ...]:
     return tuple(carrier.items())
 
 
+def context_of_traceparent(traceparent: str) -> Context | None:
+    """The context a W3C ``traceparent`` names; None when it is empty or malformed."""
+    if not traceparent:
+        return None
+    extracted = _W3C.extract({"traceparent": traceparent})
+    return extracted if trace.get_current_span(extracted).get_span_context().is_valid else None
+
+
+@contextmanager
+def in_trace(traceparent: str) -> Iterator[None]:
+    """Runs the block in the context ``traceparent`` names (nothing changes without one)."""
+    extracted = context_of_traceparent(traceparent)
+    if extracted is None:
+        yield
+        return
+    token = otel_context.attach(extracted)
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
+
+
+def start_entry_span(
+    name: str,
+    traceparent: str,
+    attributes: Mapping[str, str | int],
+    tracer: Tracer = TRACER,
+) -> Span | None:
+    """A span for one entry of a batch call, in the trace of the run it is about: a child of the
+    entry's ``traceparent`` (else of the current span), linked to the batch call's span. None
+    when tracing is off: a herd's batch builds nothing per entry then. The caller ends it."""
+    if not tracing_active():
+        return None
+    parent = context_of_traceparent(traceparent)
+    current = trace.get_current_span().get_span_context()
+    return tracer.start_span(
+        name,
+        context=parent,
+        kind=SpanKind.INTERNAL,
+        attributes=attributes,
+        links=[trace.Link(current)] if parent is not None and current.is_valid else (),
+    )
+
+
 @contextmanager
 def rpc_span(
     name: str, metadata: Iterable[tuple[str, str | bytes]] | None, tracer: Tracer = TRACER
 ) -> Iterator[Span]:
     """A span for handling an RPC: a child of the server span when the grpc instrumentation
-    made one, else of the context the caller sent in ``metadata``."""
+    made one, else of the context the caller sent in ``metadata``. With tracing off there is
+    no span to make (and no metadata to parse): the block gets the invalid span."""
+    if not tracing_active():
+        yield INVALID_SPAN
+        return
     parent: Context | None = None
     if not trace.get_current_span().get_span_context().is_valid:
         parent = propagate.extract(

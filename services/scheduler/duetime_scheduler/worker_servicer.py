@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from grpc import aio
+from opentelemetry.trace import Span, Status, StatusCode
 
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
@@ -26,7 +27,7 @@ from duetime_infra.pg.attempt_store import (
     StartAnswer,
     StartResult,
 )
-from duetime_infra.tracecontext import ATTEMPT, RUN_ID, rpc_span
+from duetime_infra.tracecontext import ATTEMPT, RUN_ID, rpc_span, start_entry_span
 
 Context = aio.ServicerContext[Any, Any]
 
@@ -136,6 +137,13 @@ def encode_start(result: StartResult) -> pb.StartAttemptResponse:
     return out
 
 
+def _end_failed(span: Span | None, error: DuetimeError) -> None:
+    """Ends an entry's span with the error its entry was answered with."""
+    if span is not None:
+        span.set_status(Status(StatusCode.ERROR, f"{error.code.value}: {error.reason}"))
+        span.end()
+
+
 class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
     def __init__(self, store: AttemptStore) -> None:
         self._store = store
@@ -229,12 +237,25 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
                 results[i].error.CopyFrom(entry_error(InvalidArgument(violations)))
             else:
                 valid.append((i, StartRequest(run_id, delivery_id, worker_id)))
+        # Each entry's span in its run's trace, as its own StartAttempt would have made.
+        spans = [
+            start_entry_span(
+                "start attempt", request.starts[i].traceparent, {RUN_ID: request.starts[i].run_id}
+            )
+            for i, _ in valid
+        ]
         answers = await self._batch.start_many([r for _, r in valid])
-        for (i, _), answer in zip(valid, answers, strict=True):
+        for (i, _), answer, span in zip(valid, answers, spans, strict=True):
             if isinstance(answer, DuetimeError):
                 results[i].error.CopyFrom(entry_error(answer))
+                _end_failed(span, answer)
             else:
                 results[i].response.CopyFrom(encode_start(answer))
+                if span is not None:
+                    span.set_attributes(
+                        {ATTEMPT: answer.attempt, "duetime.decision": answer.answer.value}
+                    )
+                    span.end()
         return pb.StartAttemptsResponse(results=results)
 
     async def CompleteAttempts(
@@ -267,11 +288,28 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
                     ),
                 )
             )
+        spans = [
+            start_entry_span(
+                "complete attempt",
+                request.reports[i].traceparent,
+                {RUN_ID: request.reports[i].report.run_id, ATTEMPT: r.attempt},
+            )
+            for i, r in valid
+        ]
         answers = await self._batch.complete_many([r for _, r in valid])
-        for (i, _), answer in zip(valid, answers, strict=True):
+        for (i, asked), answer, span in zip(valid, answers, spans, strict=True):
             if isinstance(answer, DuetimeError):
                 results[i].error.CopyFrom(entry_error(answer))
+                _end_failed(span, answer)
                 continue
+            if span is not None:
+                span.set_attributes(
+                    {
+                        "duetime.result": asked.outcome.value,
+                        "duetime.run_state": answer.run_state.value,
+                    }
+                )
+                span.end()
             out = results[i].response
             out.run_state = f"RUN_STATE_{answer.run_state.value}"
             if answer.next_attempt_time is not None:

@@ -4,15 +4,22 @@ When thousands of runs come due in the same second, one RPC (and one scheduler t
 per run is what makes them late. Each call here joins the open batch, which is sent when it is
 full or ``linger`` seconds after its first call, with a few batches in flight at once; each
 caller gets its own entry's answer, or an ``EntryFailed`` shaped like the ``AioRpcError`` the
-single call would have raised. Against a scheduler that does not serve the batch RPCs
-(UNIMPLEMENTED, during a rolling upgrade) the calls go one by one. So do they while tracing
-is on: each call then carries its own run's trace context, which a batch cannot.
+single call would have raised (an answer the batch did not carry is a retryable INTERNAL, never
+a refusal). While tracing is on, each entry carries its run's trace context (``traceparent``),
+so the scheduler's span for it joins the run's trace. Against a scheduler that does not serve
+the batch RPCs (UNIMPLEMENTED: an old one during a rolling upgrade) the calls go one by one,
+each with its trace context in metadata, and the batch RPC is tried again a while later (the
+load balancer may have sent that call to the one old scheduler left).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import logging
+import math
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
 
@@ -21,7 +28,14 @@ from grpc import aio
 
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
-from duetime_infra.tracecontext import trace_metadata, tracing_active
+from duetime_infra.tracecontext import (
+    current_traceparent,
+    in_trace,
+    trace_metadata,
+    tracing_active,
+)
+
+log = logging.getLogger(__name__)
 
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
@@ -31,6 +45,9 @@ MAX_BATCH = 500
 LINGER = 0.005
 MAX_IN_FLIGHT = 4
 ATTEMPT_METADATA_KEY = "duetime-attempt"
+TRACEPARENT_METADATA_KEY = "traceparent"
+# After an UNIMPLEMENTED batch answer, how long calls go one by one before a batch is tried again.
+BATCH_RETRY_AFTER = 60.0
 
 
 class EntryFailed(aio.AioRpcError):
@@ -40,6 +57,11 @@ class EntryFailed(aio.AioRpcError):
         code = grpc.StatusCode.__members__.get(error.code, grpc.StatusCode.UNKNOWN)
         super().__init__(code, aio.Metadata(), aio.Metadata(), details=error.message)
         self.reason = error.reason
+
+
+def _lost(what: str) -> EntryFailed:
+    """A retryable failure for an entry the scheduler's answer did not account for."""
+    return EntryFailed(pb.EntryError(code="INTERNAL", reason="BATCH_ANSWER_INVALID", message=what))
 
 
 class Batcher(Generic[Req, Resp]):
@@ -77,7 +99,8 @@ class Batcher(Generic[Req, Resp]):
                 self._pending[: self._max_size],
                 self._pending[self._max_size :],
             )
-            task = asyncio.create_task(self._deliver(batch))
+            # Outside any caller's context: the batch RPC's own spans belong to no run's trace.
+            task = asyncio.create_task(self._deliver(batch), context=contextvars.Context())
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
@@ -93,6 +116,14 @@ class Batcher(Generic[Req, Resp]):
                 if not future.done():
                     future.set_exception(error)
             return
+        if len(answers) != len(live):
+            # Not knowing which answer is whose, every caller asks again (none may go unanswered:
+            # its slot and its message's offset would be held for good).
+            log.error(
+                "batch answered with the wrong number of results",
+                extra={"action": "batch_answer_invalid", "sent": len(live), "got": len(answers)},
+            )
+            answers = [_lost(f"{len(answers)} results for {len(live)} entries")] * len(live)
         for (_, future), answer in zip(live, answers, strict=True):
             if future.done():
                 continue
@@ -107,6 +138,10 @@ class Batcher(Generic[Req, Resp]):
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
+# A report: the request, its fencing token (the attempt number) and its run's traceparent.
+ReportEntry = tuple[pb.CompleteAttemptRequest, int, str]
+
+
 class AttemptCalls:
     """StartAttempt and CompleteAttempt for one worker, batched."""
 
@@ -117,36 +152,34 @@ class AttemptCalls:
         timeout: float,
         *,
         linger: float = LINGER,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._stub = stub
         self._metadata = tuple(metadata)
         self._timeout = timeout
-        self._batched = True
+        self._clock = clock
+        # Until then (``clock``'s seconds) calls go one by one: the scheduler did not serve a batch.
+        self._singles_until = -math.inf
         self.starts: Batcher[pb.StartAttemptRequest, pb.StartAttemptResponse] = Batcher(
             self._send_starts, linger=linger
         )
-        self.reports: Batcher[tuple[pb.CompleteAttemptRequest, int], pb.CompleteAttemptResponse] = (
-            Batcher(self._send_reports, linger=linger)
+        self.reports: Batcher[ReportEntry, pb.CompleteAttemptResponse] = Batcher(
+            self._send_reports, linger=linger
         )
 
     async def start(self, request: pb.StartAttemptRequest) -> pb.StartAttemptResponse:
-        if tracing_active():
-            response: pb.StartAttemptResponse = await self._stub.StartAttempt(
-                request, metadata=(*self._metadata, *trace_metadata()), timeout=self._timeout
-            )
-            return response
+        if tracing_active() and not request.traceparent:
+            traced = pb.StartAttemptRequest()
+            traced.CopyFrom(request)  # the caller's request is asked again as it was
+            traced.traceparent = current_traceparent("")
+            request = traced
         return await self.starts.call(request)
 
     async def complete(
         self, request: pb.CompleteAttemptRequest, attempt: int
     ) -> pb.CompleteAttemptResponse:
-        if tracing_active():
-            metadata = (*self._metadata, (ATTEMPT_METADATA_KEY, str(attempt)), *trace_metadata())
-            answer: pb.CompleteAttemptResponse = await self._stub.CompleteAttempt(
-                request, metadata=metadata, timeout=self._timeout
-            )
-            return answer
-        return await self.reports.call((request, attempt))
+        traceparent = current_traceparent("") if tracing_active() else ""
+        return await self.reports.call((request, attempt, traceparent))
 
     async def _send_starts(
         self, requests: list[pb.StartAttemptRequest]
@@ -158,39 +191,57 @@ class AttemptCalls:
                 timeout=self._timeout,
             )
             return [
-                EntryFailed(r.error) if r.HasField("error") else r.response for r in answer.results
+                _entry(
+                    r.error if r.HasField("error") else None,
+                    r.response if r.HasField("response") else None,
+                )
+                for r in answer.results
             ]
 
-        return await self._batch_or_singles(
-            batch,
-            requests,
-            lambda r: self._stub.StartAttempt(r, metadata=self._metadata, timeout=self._timeout),
-        )
+        async def single(request: pb.StartAttemptRequest) -> pb.StartAttemptResponse:
+            with in_trace(request.traceparent):
+                response: pb.StartAttemptResponse = await self._stub.StartAttempt(
+                    request, metadata=(*self._metadata, *trace_metadata()), timeout=self._timeout
+                )
+            return response
+
+        return await self._batch_or_singles(batch, requests, single)
 
     async def _send_reports(
-        self, reports: list[tuple[pb.CompleteAttemptRequest, int]]
+        self, reports: list[ReportEntry]
     ) -> Sequence[pb.CompleteAttemptResponse | Exception]:
         async def batch() -> Sequence[pb.CompleteAttemptResponse | Exception]:
             answer: pb.CompleteAttemptsResponse = await self._stub.CompleteAttempts(
                 pb.CompleteAttemptsRequest(
-                    reports=[pb.AttemptReport(report=r, attempt=n) for r, n in reports]
+                    reports=[
+                        pb.AttemptReport(report=r, attempt=n, traceparent=t) for r, n, t in reports
+                    ]
                 ),
                 metadata=self._metadata,
                 timeout=self._timeout,
             )
             return [
-                EntryFailed(r.error) if r.HasField("error") else r.response for r in answer.results
+                _entry(
+                    r.error if r.HasField("error") else None,
+                    r.response if r.HasField("response") else None,
+                )
+                for r in answer.results
             ]
 
-        return await self._batch_or_singles(
-            batch,
-            reports,
-            lambda r: self._stub.CompleteAttempt(
-                r[0],
-                metadata=(*self._metadata, (ATTEMPT_METADATA_KEY, str(r[1]))),
-                timeout=self._timeout,
-            ),
-        )
+        async def single(entry: ReportEntry) -> pb.CompleteAttemptResponse:
+            request, attempt, traceparent = entry
+            with in_trace(traceparent):
+                metadata = (
+                    *self._metadata,
+                    (ATTEMPT_METADATA_KEY, str(attempt)),
+                    *trace_metadata(),
+                )
+                response: pb.CompleteAttemptResponse = await self._stub.CompleteAttempt(
+                    request, metadata=metadata, timeout=self._timeout
+                )
+            return response
+
+        return await self._batch_or_singles(batch, reports, single)
 
     async def _batch_or_singles(
         self,
@@ -198,15 +249,19 @@ class AttemptCalls:
         requests: Sequence[Req],
         single: Callable[[Req], Awaitable[Resp]],
     ) -> Sequence[Resp | Exception]:
-        """The batch RPC's answers; one call per request once the scheduler said it does not
-        serve the batch RPC."""
-        if self._batched:
+        """The batch RPC's answers; one call per request for a while after the scheduler said
+        it does not serve the batch RPC."""
+        if self._clock() >= self._singles_until:
             try:
                 return await batch()
             except aio.AioRpcError as error:
                 if error.code() != grpc.StatusCode.UNIMPLEMENTED:
                     raise
-                self._batched = False
+                self._singles_until = self._clock() + BATCH_RETRY_AFTER
+                log.warning(
+                    "the scheduler does not serve batch calls; calling one by one for a while",
+                    extra={"action": "batch_unimplemented", "seconds": BATCH_RETRY_AFTER},
+                )
 
         async def one(request: Req) -> Resp | Exception:
             try:
@@ -219,3 +274,13 @@ class AttemptCalls:
     async def close(self) -> None:
         await self.starts.close()
         await self.reports.close()
+
+
+def _entry(error: pb.EntryError | None, response: Resp | None) -> Resp | Exception:
+    """An entry's answer or error; one carrying neither (a scheduler bug, a field this worker
+    does not know) is a retryable failure, never read as the default answer (a refusal)."""
+    if error is not None:
+        return EntryFailed(error)
+    if response is not None:
+        return response
+    return _lost("an entry answered with neither a response nor an error")

@@ -27,19 +27,19 @@ from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&duetime/worker/v1/worker_service.proto\x12\x11\x64uetime.worker.v1\x1a\x19\x64uetime/jobs/v1/job.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"N\n\x14StartAttemptsRequest\x12\x36\n\x06starts\x18\x01 \x03(\x0b\x32&.duetime.worker.v1.StartAttemptRequest\"P\n\x15StartAttemptsResponse\x12\x37\n\x07results\x18\x01 \x03(\x0b\x32&.duetime.worker.v1.StartAttemptsResult\"~\n\x13StartAttemptsResult\x12\x39\n\x08response\x18\x01 \x01(\x0b\x32\'.duetime.worker.v1.StartAttemptResponse\x12,\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x1d.duetime.worker.v1.EntryError\";\n\nEntryError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\"L\n\x17\x43ompleteAttemptsRequest\x12\x31\n\x07reports\x18\x01 \x03(\x0b\x32 .duetime.worker.v1.AttemptReport\"[\n\rAttemptReport\x12\x39\n\x06report\x18\x01 \x01(\x0b\x32).duetime.worker.v1.CompleteAttemptRequest\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\"V\n\x18\x43ompleteAttemptsResponse\x12:\n\x07results\x18\x01 \x03(\x0b\x32).duetime.worker.v1.CompleteAttemptsResult\"\x84\x01\n\x16\x43ompleteAttemptsResult\x12<\n\x08response\x18\x01 \x01(\x0b\x32*.duetime.worker.v1.CompleteAttemptResponse\x12,\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x1d.duetime.worker.v1.EntryError\"M\n\x13StartAttemptRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65livery_id\x18\x02 \x01(\t\x12\x11\n\tworker_id\x18\x03 \x01(\t\"\xb8\x02\n\x14StartAttemptResponse\x12\x32\n\x08\x64\x65\x63ision\x18\x01 \x01(\x0e\x32 .duetime.worker.v1.StartDecision\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x35\n\x11lease_expire_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bserver_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x65\x66\x66\x65\x63tive_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03run\x18\x06 \x01(\x0b\x32\x1a.duetime.worker.v1.RunSpec\x12\x16\n\x0erefusal_reason\x18\x07 \x01(\t\"\xa8\x02\n\x07RunSpec\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x0c\n\x04team\x18\x03 \x01(\t\x12\x17\n\x0fidempotency_key\x18\x04 \x01(\t\x12\x30\n\x0cnominal_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x65\x66\x66\x65\x63tive_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x06target\x18\x07 \x01(\x0b\x32\x17.duetime.jobs.v1.Target\x12\x32\n\x0f\x61ttempt_timeout\x18\x08 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x13\n\x0btraceparent\x18\t \x01(\t\"V\n\x10HeartbeatRequest\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12/\n\x08\x61ttempts\x18\x02 \x03(\x0b\x32\x1d.duetime.worker.v1.AttemptRef\"-\n\nAttemptRef\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\"}\n\x11HeartbeatResponse\x12/\n\x0bserver_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x37\n\ndirectives\x18\x02 \x03(\x0b\x32#.duetime.worker.v1.AttemptDirective\"\xba\x01\n\x10\x41ttemptDirective\x12.\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x1d.duetime.worker.v1.AttemptRef\x12/\n\tdirective\x18\x02 \x01(\x0e\x32\x1c.duetime.worker.v1.Directive\x12\x35\n\x11lease_expire_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06reason\x18\x04 \x01(\t\"\x8f\x01\n\x16\x43ompleteAttemptRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x30\n\x06result\x18\x02 \x01(\x0e\x32 .duetime.worker.v1.AttemptResult\x12\r\n\x05\x65rror\x18\x03 \x01(\t\x12\x11\n\tretryable\x18\x04 \x01(\x08\x12\x11\n\tworker_id\x18\x05 \x01(\t\"c\n\x17\x43ompleteAttemptResponse\x12\x11\n\trun_state\x18\x01 \x01(\t\x12\x35\n\x11next_attempt_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp*\x85\x01\n\rStartDecision\x12\x1e\n\x1aSTART_DECISION_UNSPECIFIED\x10\x00\x12\x1a\n\x16START_DECISION_STARTED\x10\x01\x12\x1c\n\x18START_DECISION_TOO_EARLY\x10\x02\x12\x1a\n\x16START_DECISION_REFUSED\x10\x03*T\n\tDirective\x12\x19\n\x15\x44IRECTIVE_UNSPECIFIED\x10\x00\x12\x16\n\x12\x44IRECTIVE_CONTINUE\x10\x01\x12\x14\n\x10\x44IRECTIVE_CANCEL\x10\x02*\xc4\x01\n\rAttemptResult\x12\x1e\n\x1a\x41TTEMPT_RESULT_UNSPECIFIED\x10\x00\x12\x1c\n\x18\x41TTEMPT_RESULT_SUCCEEDED\x10\x01\x12\x19\n\x15\x41TTEMPT_RESULT_FAILED\x10\x02\x12\x1c\n\x18\x41TTEMPT_RESULT_TIMED_OUT\x10\x03\x12\x1c\n\x18\x41TTEMPT_RESULT_CANCELLED\x10\x04\x12\x1e\n\x1a\x41TTEMPT_RESULT_HANDED_BACK\x10\x05\x32\x87\x04\n\rWorkerService\x12_\n\x0cStartAttempt\x12&.duetime.worker.v1.StartAttemptRequest\x1a\'.duetime.worker.v1.StartAttemptResponse\x12Z\n\tHeartbeat\x12#.duetime.worker.v1.HeartbeatRequest\x1a$.duetime.worker.v1.HeartbeatResponse(\x01\x30\x01\x12h\n\x0f\x43ompleteAttempt\x12).duetime.worker.v1.CompleteAttemptRequest\x1a*.duetime.worker.v1.CompleteAttemptResponse\x12\x62\n\rStartAttempts\x12\'.duetime.worker.v1.StartAttemptsRequest\x1a(.duetime.worker.v1.StartAttemptsResponse\x12k\n\x10\x43ompleteAttempts\x12*.duetime.worker.v1.CompleteAttemptsRequest\x1a+.duetime.worker.v1.CompleteAttemptsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&duetime/worker/v1/worker_service.proto\x12\x11\x64uetime.worker.v1\x1a\x19\x64uetime/jobs/v1/job.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"N\n\x14StartAttemptsRequest\x12\x36\n\x06starts\x18\x01 \x03(\x0b\x32&.duetime.worker.v1.StartAttemptRequest\"P\n\x15StartAttemptsResponse\x12\x37\n\x07results\x18\x01 \x03(\x0b\x32&.duetime.worker.v1.StartAttemptsResult\"~\n\x13StartAttemptsResult\x12\x39\n\x08response\x18\x01 \x01(\x0b\x32\'.duetime.worker.v1.StartAttemptResponse\x12,\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x1d.duetime.worker.v1.EntryError\";\n\nEntryError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\"L\n\x17\x43ompleteAttemptsRequest\x12\x31\n\x07reports\x18\x01 \x03(\x0b\x32 .duetime.worker.v1.AttemptReport\"p\n\rAttemptReport\x12\x39\n\x06report\x18\x01 \x01(\x0b\x32).duetime.worker.v1.CompleteAttemptRequest\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x13\n\x0btraceparent\x18\x03 \x01(\t\"V\n\x18\x43ompleteAttemptsResponse\x12:\n\x07results\x18\x01 \x03(\x0b\x32).duetime.worker.v1.CompleteAttemptsResult\"\x84\x01\n\x16\x43ompleteAttemptsResult\x12<\n\x08response\x18\x01 \x01(\x0b\x32*.duetime.worker.v1.CompleteAttemptResponse\x12,\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x1d.duetime.worker.v1.EntryError\"b\n\x13StartAttemptRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65livery_id\x18\x02 \x01(\t\x12\x11\n\tworker_id\x18\x03 \x01(\t\x12\x13\n\x0btraceparent\x18\x04 \x01(\t\"\xb8\x02\n\x14StartAttemptResponse\x12\x32\n\x08\x64\x65\x63ision\x18\x01 \x01(\x0e\x32 .duetime.worker.v1.StartDecision\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x35\n\x11lease_expire_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bserver_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x65\x66\x66\x65\x63tive_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03run\x18\x06 \x01(\x0b\x32\x1a.duetime.worker.v1.RunSpec\x12\x16\n\x0erefusal_reason\x18\x07 \x01(\t\"\xa8\x02\n\x07RunSpec\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x0c\n\x04team\x18\x03 \x01(\t\x12\x17\n\x0fidempotency_key\x18\x04 \x01(\t\x12\x30\n\x0cnominal_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x65\x66\x66\x65\x63tive_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x06target\x18\x07 \x01(\x0b\x32\x17.duetime.jobs.v1.Target\x12\x32\n\x0f\x61ttempt_timeout\x18\x08 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x13\n\x0btraceparent\x18\t \x01(\t\"V\n\x10HeartbeatRequest\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12/\n\x08\x61ttempts\x18\x02 \x03(\x0b\x32\x1d.duetime.worker.v1.AttemptRef\"-\n\nAttemptRef\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\"}\n\x11HeartbeatResponse\x12/\n\x0bserver_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x37\n\ndirectives\x18\x02 \x03(\x0b\x32#.duetime.worker.v1.AttemptDirective\"\xba\x01\n\x10\x41ttemptDirective\x12.\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x1d.duetime.worker.v1.AttemptRef\x12/\n\tdirective\x18\x02 \x01(\x0e\x32\x1c.duetime.worker.v1.Directive\x12\x35\n\x11lease_expire_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06reason\x18\x04 \x01(\t\"\x8f\x01\n\x16\x43ompleteAttemptRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x30\n\x06result\x18\x02 \x01(\x0e\x32 .duetime.worker.v1.AttemptResult\x12\r\n\x05\x65rror\x18\x03 \x01(\t\x12\x11\n\tretryable\x18\x04 \x01(\x08\x12\x11\n\tworker_id\x18\x05 \x01(\t\"c\n\x17\x43ompleteAttemptResponse\x12\x11\n\trun_state\x18\x01 \x01(\t\x12\x35\n\x11next_attempt_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp*\x85\x01\n\rStartDecision\x12\x1e\n\x1aSTART_DECISION_UNSPECIFIED\x10\x00\x12\x1a\n\x16START_DECISION_STARTED\x10\x01\x12\x1c\n\x18START_DECISION_TOO_EARLY\x10\x02\x12\x1a\n\x16START_DECISION_REFUSED\x10\x03*T\n\tDirective\x12\x19\n\x15\x44IRECTIVE_UNSPECIFIED\x10\x00\x12\x16\n\x12\x44IRECTIVE_CONTINUE\x10\x01\x12\x14\n\x10\x44IRECTIVE_CANCEL\x10\x02*\xc4\x01\n\rAttemptResult\x12\x1e\n\x1a\x41TTEMPT_RESULT_UNSPECIFIED\x10\x00\x12\x1c\n\x18\x41TTEMPT_RESULT_SUCCEEDED\x10\x01\x12\x19\n\x15\x41TTEMPT_RESULT_FAILED\x10\x02\x12\x1c\n\x18\x41TTEMPT_RESULT_TIMED_OUT\x10\x03\x12\x1c\n\x18\x41TTEMPT_RESULT_CANCELLED\x10\x04\x12\x1e\n\x1a\x41TTEMPT_RESULT_HANDED_BACK\x10\x05\x32\x87\x04\n\rWorkerService\x12_\n\x0cStartAttempt\x12&.duetime.worker.v1.StartAttemptRequest\x1a\'.duetime.worker.v1.StartAttemptResponse\x12Z\n\tHeartbeat\x12#.duetime.worker.v1.HeartbeatRequest\x1a$.duetime.worker.v1.HeartbeatResponse(\x01\x30\x01\x12h\n\x0f\x43ompleteAttempt\x12).duetime.worker.v1.CompleteAttemptRequest\x1a*.duetime.worker.v1.CompleteAttemptResponse\x12\x62\n\rStartAttempts\x12\'.duetime.worker.v1.StartAttemptsRequest\x1a(.duetime.worker.v1.StartAttemptsResponse\x12k\n\x10\x43ompleteAttempts\x12*.duetime.worker.v1.CompleteAttemptsRequest\x1a+.duetime.worker.v1.CompleteAttemptsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'duetime.worker.v1.worker_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_STARTDECISION']._serialized_start=2290
-  _globals['_STARTDECISION']._serialized_end=2423
-  _globals['_DIRECTIVE']._serialized_start=2425
-  _globals['_DIRECTIVE']._serialized_end=2509
-  _globals['_ATTEMPTRESULT']._serialized_start=2512
-  _globals['_ATTEMPTRESULT']._serialized_end=2708
+  _globals['_STARTDECISION']._serialized_start=2332
+  _globals['_STARTDECISION']._serialized_end=2465
+  _globals['_DIRECTIVE']._serialized_start=2467
+  _globals['_DIRECTIVE']._serialized_end=2551
+  _globals['_ATTEMPTRESULT']._serialized_start=2554
+  _globals['_ATTEMPTRESULT']._serialized_end=2750
   _globals['_STARTATTEMPTSREQUEST']._serialized_start=153
   _globals['_STARTATTEMPTSREQUEST']._serialized_end=231
   _globals['_STARTATTEMPTSRESPONSE']._serialized_start=233
@@ -51,29 +51,29 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_COMPLETEATTEMPTSREQUEST']._serialized_start=504
   _globals['_COMPLETEATTEMPTSREQUEST']._serialized_end=580
   _globals['_ATTEMPTREPORT']._serialized_start=582
-  _globals['_ATTEMPTREPORT']._serialized_end=673
-  _globals['_COMPLETEATTEMPTSRESPONSE']._serialized_start=675
-  _globals['_COMPLETEATTEMPTSRESPONSE']._serialized_end=761
-  _globals['_COMPLETEATTEMPTSRESULT']._serialized_start=764
-  _globals['_COMPLETEATTEMPTSRESULT']._serialized_end=896
-  _globals['_STARTATTEMPTREQUEST']._serialized_start=898
-  _globals['_STARTATTEMPTREQUEST']._serialized_end=975
-  _globals['_STARTATTEMPTRESPONSE']._serialized_start=978
-  _globals['_STARTATTEMPTRESPONSE']._serialized_end=1290
-  _globals['_RUNSPEC']._serialized_start=1293
-  _globals['_RUNSPEC']._serialized_end=1589
-  _globals['_HEARTBEATREQUEST']._serialized_start=1591
-  _globals['_HEARTBEATREQUEST']._serialized_end=1677
-  _globals['_ATTEMPTREF']._serialized_start=1679
-  _globals['_ATTEMPTREF']._serialized_end=1724
-  _globals['_HEARTBEATRESPONSE']._serialized_start=1726
-  _globals['_HEARTBEATRESPONSE']._serialized_end=1851
-  _globals['_ATTEMPTDIRECTIVE']._serialized_start=1854
-  _globals['_ATTEMPTDIRECTIVE']._serialized_end=2040
-  _globals['_COMPLETEATTEMPTREQUEST']._serialized_start=2043
-  _globals['_COMPLETEATTEMPTREQUEST']._serialized_end=2186
-  _globals['_COMPLETEATTEMPTRESPONSE']._serialized_start=2188
-  _globals['_COMPLETEATTEMPTRESPONSE']._serialized_end=2287
-  _globals['_WORKERSERVICE']._serialized_start=2711
-  _globals['_WORKERSERVICE']._serialized_end=3230
+  _globals['_ATTEMPTREPORT']._serialized_end=694
+  _globals['_COMPLETEATTEMPTSRESPONSE']._serialized_start=696
+  _globals['_COMPLETEATTEMPTSRESPONSE']._serialized_end=782
+  _globals['_COMPLETEATTEMPTSRESULT']._serialized_start=785
+  _globals['_COMPLETEATTEMPTSRESULT']._serialized_end=917
+  _globals['_STARTATTEMPTREQUEST']._serialized_start=919
+  _globals['_STARTATTEMPTREQUEST']._serialized_end=1017
+  _globals['_STARTATTEMPTRESPONSE']._serialized_start=1020
+  _globals['_STARTATTEMPTRESPONSE']._serialized_end=1332
+  _globals['_RUNSPEC']._serialized_start=1335
+  _globals['_RUNSPEC']._serialized_end=1631
+  _globals['_HEARTBEATREQUEST']._serialized_start=1633
+  _globals['_HEARTBEATREQUEST']._serialized_end=1719
+  _globals['_ATTEMPTREF']._serialized_start=1721
+  _globals['_ATTEMPTREF']._serialized_end=1766
+  _globals['_HEARTBEATRESPONSE']._serialized_start=1768
+  _globals['_HEARTBEATRESPONSE']._serialized_end=1893
+  _globals['_ATTEMPTDIRECTIVE']._serialized_start=1896
+  _globals['_ATTEMPTDIRECTIVE']._serialized_end=2082
+  _globals['_COMPLETEATTEMPTREQUEST']._serialized_start=2085
+  _globals['_COMPLETEATTEMPTREQUEST']._serialized_end=2228
+  _globals['_COMPLETEATTEMPTRESPONSE']._serialized_start=2230
+  _globals['_COMPLETEATTEMPTRESPONSE']._serialized_end=2329
+  _globals['_WORKERSERVICE']._serialized_start=2753
+  _globals['_WORKERSERVICE']._serialized_end=3272
 # @@protoc_insertion_point(module_scope)

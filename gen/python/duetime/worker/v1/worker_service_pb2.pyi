@@ -268,8 +268,14 @@ class AttemptReport(_message.Message):
 
     REPORT_FIELD_NUMBER: _builtins.int
     ATTEMPT_FIELD_NUMBER: _builtins.int
+    TRACEPARENT_FIELD_NUMBER: _builtins.int
     attempt: _builtins.int
     """Required. The fencing token: the attempt number StartAttempt returned."""
+    traceparent: _builtins.str
+    """Optional. W3C `traceparent` of the caller's span for this run, so that the scheduler's span
+    for this report joins the run's trace (as a single CompleteAttempt's gRPC metadata would).
+    Ignored when empty, malformed or when the scheduler does not trace.
+    """
     @_builtins.property
     def report(self) -> Global___CompleteAttemptRequest:
         """Required. The report, as for CompleteAttempt."""
@@ -279,10 +285,11 @@ class AttemptReport(_message.Message):
         *,
         report: Global___CompleteAttemptRequest | None = ...,
         attempt: _builtins.int = ...,
+        traceparent: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["report", b"report"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "report", b"report"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "report", b"report", "traceparent", b"traceparent"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -353,6 +360,7 @@ class StartAttemptRequest(_message.Message):
     RUN_ID_FIELD_NUMBER: _builtins.int
     DELIVERY_ID_FIELD_NUMBER: _builtins.int
     WORKER_ID_FIELD_NUMBER: _builtins.int
+    TRACEPARENT_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """Required. The run named by the dispatch message."""
     delivery_id: _builtins.str
@@ -361,16 +369,23 @@ class StartAttemptRequest(_message.Message):
     """
     worker_id: _builtins.str
     """Required. The worker's stable identity, at most 200 characters."""
+    traceparent: _builtins.str
+    """Optional. W3C `traceparent` of the caller's span for this run, so that the scheduler's span
+    for this start joins the run's trace. Read in StartAttempts entries (the batch call's own
+    metadata belongs to no single run); a single StartAttempt carries its trace context in gRPC
+    metadata instead. Ignored when empty, malformed or when the scheduler does not trace.
+    """
     def __init__(
         self,
         *,
         run_id: _builtins.str = ...,
         delivery_id: _builtins.str = ...,
         worker_id: _builtins.str = ...,
+        traceparent: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["delivery_id", b"delivery_id", "run_id", b"run_id", "worker_id", b"worker_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["delivery_id", b"delivery_id", "run_id", b"run_id", "traceparent", b"traceparent", "worker_id", b"worker_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
