@@ -1,6 +1,7 @@
 """A dispatch message handled by the worker's executor against an in-process WorkerService on
 real PostgreSQL and a real HTTP target: waiting on the server's clock, refusals dropped, leases
-renewed over the heartbeat stream, and cancel directives obeyed."""
+renewed over the heartbeat stream, cancel directives obeyed, and a start already sent when the
+worker stops seen through and handed back unrun."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from grpc import aio
@@ -17,9 +19,11 @@ from grpc import aio
 from duetime.events.v1.events_pb2 import RunDispatch
 from duetime.jobs.v1 import job_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
+from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_core.attempts import AttemptSettings
-from duetime_worker.attempts import Executor
+from duetime_worker.attempts import RPC_TIMEOUT, Executor
+from duetime_worker.batching import AttemptCalls
 from duetime_worker.container import DisabledLauncher
 from duetime_worker.heartbeat import Heartbeats
 from duetime_worker.http_target import HttpCaller
@@ -42,6 +46,7 @@ class Env:
     target: HttpTarget
     executor: Executor
     heartbeats: Heartbeats
+    http: HttpCaller
 
 
 @pytest.fixture
@@ -63,7 +68,7 @@ async def env(db_dsn: str) -> AsyncIterator[Env]:
         stopping = asyncio.Event()
         beating = asyncio.create_task(heartbeats.run(stopping))
         try:
-            yield Env(api, w, target, executor, heartbeats)
+            yield Env(api, w, target, executor, heartbeats, http)
         finally:
             stopping.set()
             await beating
@@ -138,6 +143,67 @@ async def test_a_cancel_directive_stops_the_attempt(env: Env) -> None:
     (attempt,) = await env.w.attempts(run_id)
     assert attempt["outcome"] == "CANCELLED"
     assert attempt["end_time"] is not None
+
+
+class AnswerHeldBack(AttemptCalls):
+    """Starts whose answers are held on their way back until ``deliver`` is set."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.deliver = asyncio.Event()
+
+    async def start(self, request: pb.StartAttemptRequest) -> pb.StartAttemptResponse:
+        response = await super().start(request)
+        await self.deliver.wait()
+        return response
+
+
+async def test_a_start_sent_before_the_worker_stops_is_handed_back_unrun(env: Env) -> None:
+    job = await job_calling(env, "/hook", Behaviour())
+    run_id = await env.w.queue_scheduled_run(job.job_id, await env.w.now())
+    metadata = (("authorization", f"Bearer {env.w.token}"),)
+    calls = AnswerHeldBack(env.w.stub, metadata, RPC_TIMEOUT)
+    executor = Executor(
+        env.w.stub,
+        "w-test",
+        metadata,
+        env.heartbeats,
+        env.http,
+        DisabledLauncher(),
+        calls=calls,
+    )
+    answered = Answer()
+    processing = asyncio.create_task(
+        executor.process(RunDispatch(run_id=str(run_id)), "d-1", answered)
+    )
+    # The scheduler started the attempt; its answer is still on its way.
+    await eventually(lambda: _has_attempt(env.w, run_id), 10, "attempt started")
+    executor.stop()
+    processing.cancel()  # as the consumer's drain gives up every message not yet answered
+    await asyncio.sleep(0.1)
+    assert not processing.done()  # the start is seen through, not abandoned
+    calls.deliver.set()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(processing, 10)
+    await calls.close()
+    assert env.target.calls == []
+    assert answered.at is None  # not committed
+    (attempt,) = await env.w.attempts(run_id)
+    assert attempt["outcome"] == "HANDED_BACK"
+    assert attempt["end_time"] is not None
+    assert (await env.w.run_row(run_id))["state"] == "QUEUED"
+
+
+async def test_a_stopping_worker_starts_nothing_more(env: Env) -> None:
+    job = await job_calling(env, "/hook", Behaviour())
+    run_id = await env.w.queue_scheduled_run(job.job_id, await env.w.now())
+    answered = Answer()
+    env.executor.stop()
+    await asyncio.wait_for(
+        env.executor.process(RunDispatch(run_id=str(run_id)), "d-1", answered), 5
+    )
+    assert answered.at is None
+    assert await env.w.attempts(run_id) == []
 
 
 async def _true(value: bool) -> bool:

@@ -1,11 +1,13 @@
 """The worker's dispatch consumer on real Kafka, over topics of this test's own: offsets are
-committed only once a message's start was answered, and priorities share the slots by weight
-while low priority still moves."""
+committed only once a message's start was answered, priorities share the slots by weight
+while low priority still moves, and messages not yet started on a partition taken away are
+given up to its new owner."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
@@ -121,6 +123,68 @@ async def test_high_priority_gets_the_larger_share_and_low_still_moves(
     counts = {p: window.count(p) for p in Priority}
     print(counts)
     assert counts[Priority.HIGH] > counts[Priority.NORMAL] > counts[Priority.LOW] > 0
+
+
+async def test_a_revoked_partitions_waiting_messages_go_to_its_new_owner_only() -> None:
+    names = {p: unique_topic(f"revoke-{p.value.lower()}") for p in Priority}
+    topic = names[Priority.NORMAL]
+    async with own_topics(shared_bootstrap(), list(names.values()), partitions=2):
+        producer = AIOKafkaProducer(bootstrap_servers=shared_bootstrap())
+        await producer.start()
+        try:
+            for partition in (0, 1):
+                for i in range(3):
+                    message = RunDispatch(
+                        run_id=f"p{partition}-{i}", dispatch_id=f"d{partition}/{i}"
+                    )
+                    await producer.send_and_wait(
+                        topic, message.SerializeToString(), partition=partition
+                    )
+        finally:
+            await producer.stop()
+        group = f"duetime-test-{uuid.uuid4().hex[:12]}"
+        # Per consumer, the messages it is holding now (held until their time: never answered).
+        holding: dict[str, Counter[str]] = {"a": Counter(), "b": Counter()}
+
+        def holder(name: str) -> Callable[[RunDispatch, str, Callable[[], None]], Awaitable[None]]:
+            async def handler(dispatch: RunDispatch, _: str, answered: Callable[[], None]) -> None:
+                holding[name][dispatch.run_id] += 1
+                try:
+                    await asyncio.Event().wait()
+                finally:
+                    holding[name][dispatch.run_id] -= 1
+
+            return handler
+
+        consumers = {
+            name: DispatchConsumer(shared_bootstrap(), group, name, 10, holder(name), names)
+            for name in holding
+        }
+        stopping = asyncio.Event()
+        running = []
+        try:
+            await consumers["a"].start()
+            running.append(asyncio.create_task(consumers["a"].run(stopping)))
+            await eventually(lambda: _true(len(+holding["a"]) == 6), 20, "a holds all six")
+            await consumers["b"].start()
+            running.append(asyncio.create_task(consumers["b"].run(stopping)))
+
+            async def split() -> bool:
+                held_by = {name: set(+counts) for name, counts in holding.items()}
+                return (
+                    len(held_by["b"]) == 3
+                    and held_by["a"] | held_by["b"]
+                    == {f"p{p}-{i}" for p in (0, 1) for i in range(3)}
+                    and not held_by["a"] & held_by["b"]
+                    and all(n == 1 for counts in holding.values() for n in counts.values() if n)
+                )
+
+            await eventually(split, 30, "each message held once, by its partition's owner")
+        finally:
+            stopping.set()
+            await asyncio.gather(*running)
+            for consumer in consumers.values():
+                await consumer.drain(0.1, lambda: None)
 
 
 async def _true(value: bool) -> bool:

@@ -1,5 +1,6 @@
 """The worker's consumer lag on real Kafka, over topics of this test's own: messages published
-and not yet taken, per topic, as the metric reports them."""
+and not yet taken, per topic, as the metric reports them; and the messages taken but not yet
+started, which the lag no longer shows."""
 
 from __future__ import annotations
 
@@ -27,15 +28,19 @@ async def topics() -> AsyncIterator[dict[Priority, str]]:
         yield names
 
 
-async def test_lag_counts_what_a_busy_worker_has_not_taken(topics: dict[Priority, str]) -> None:
+async def publish(topic: str, count: int) -> None:
     producer = AIOKafkaProducer(bootstrap_servers=shared_bootstrap())
     await producer.start()
     try:
-        for i in range(5):
+        for i in range(count):
             message = RunDispatch(run_id=f"run-{i}", dispatch_id=f"d-{i}")
-            await producer.send_and_wait(topics[Priority.NORMAL], message.SerializeToString())
+            await producer.send_and_wait(topic, message.SerializeToString())
     finally:
         await producer.stop()
+
+
+async def test_lag_counts_what_a_busy_worker_has_not_taken(topics: dict[Priority, str]) -> None:
+    await publish(topics[Priority.NORMAL], 5)
     release = asyncio.Event()
 
     async def handler(dispatch: RunDispatch, delivery: str, answered: Callable[[], None]) -> None:
@@ -70,3 +75,46 @@ async def test_lag_counts_what_a_busy_worker_has_not_taken(topics: dict[Priority
         stopping.set()
         await running
         await consumer.drain(1, lambda: None)
+
+
+async def test_pending_counts_messages_taken_and_not_yet_started(
+    topics: dict[Priority, str],
+) -> None:
+    await publish(topics[Priority.HIGH], 3)
+    due = asyncio.Event()
+    answers: list[Callable[[], None]] = []
+
+    async def handler(dispatch: RunDispatch, delivery: str, answered: Callable[[], None]) -> None:
+        answers.append(answered)
+        await due.wait()  # held until its time: taken, not started
+
+    group = f"duetime-test-{uuid.uuid4().hex[:12]}"
+    consumer = DispatchConsumer(shared_bootstrap(), group, "test", 10, handler, topics)
+    await consumer.start()
+    stopping = asyncio.Event()
+    running = asyncio.create_task(consumer.run(stopping))
+    high = topics[Priority.HIGH]
+    try:
+        with recorded_metrics() as metrics:
+            await eventually(lambda: _true(len(answers) == 3), 30, "three messages taken")
+            await eventually(lambda: _caught_up(consumer), 30, "nothing left on the topic")
+            await consumer.record_lag()
+            assert metrics.value("duetime.worker.pending", topic=high) == 3
+            assert metrics.value("duetime.worker.pending", topic=topics[Priority.LOW]) == 0
+            for answered in answers[:2]:
+                answered()
+            await consumer.record_lag()
+            assert metrics.value("duetime.worker.pending", topic=high) == 1
+    finally:
+        due.set()
+        stopping.set()
+        await running
+        await consumer.drain(1, lambda: None)
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+async def _caught_up(consumer: DispatchConsumer) -> bool:
+    return sum((await consumer.lag()).values()) == 0

@@ -1,6 +1,7 @@
 """The worker as a process: it refuses to start without a token, and on SIGTERM it stops
 taking messages and hands back an attempt that outlives the grace period (HANDED_BACK, queued
-again without spending its budget)."""
+again without spending its budget); a message held until its time is given up at once, never
+started, and left to the next worker."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from aiokafka import AIOKafkaProducer
 
 from duetime.events.v1.events_pb2 import RunDispatch
+from duetime.jobs.v1 import job_pb2
 from duetime_core.jobspec import Priority
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
 from tests.support.api import ApiClient, running_api
@@ -63,15 +65,7 @@ async def test_sigterm_hands_back_an_attempt_that_outlives_the_grace(
     run_id = await w.queue_scheduled_run(job.job_id, await w.now())
     group = f"duetime-test-{uuid.uuid4().hex[:12]}"
     await start_worker_groups_at_end(group)
-    env = {
-        "DUETIME_SCHEDULER_TARGET": w.address,
-        "DUETIME_WORKER_TOKEN": w.token,
-        "DUETIME_WORKER_GROUP": group,
-        "DUETIME_NOTIFY_GROUP": notify_group(group),
-        "DUETIME_TARGET_ALLOW": "127.0.0.1",
-        "DUETIME_SHUTDOWN_GRACE_SECONDS": "1",
-        "DUETIME_HEARTBEAT_INTERVAL": "0.5",
-    }
+    env = worker_env(w, group, grace=1)
     async with service("duetime_worker", env, "DUETIME_WORKER_PORT") as worker:
         producer = AIOKafkaProducer(bootstrap_servers=shared_bootstrap())
         await producer.start()
@@ -97,3 +91,100 @@ async def test_sigterm_hands_back_an_attempt_that_outlives_the_grace(
     # Queued again at once, its budget unspent.
     row = await w.run_row(run_id)
     assert (row["state"], row["attempt"], row["attempt_limit"]) == ("QUEUED", 1, 2)
+
+
+def worker_env(w: WorkerClient, group: str, grace: float) -> dict[str, str]:
+    return {
+        "DUETIME_SCHEDULER_TARGET": w.address,
+        "DUETIME_WORKER_TOKEN": w.token,
+        "DUETIME_WORKER_GROUP": group,
+        "DUETIME_NOTIFY_GROUP": notify_group(group),
+        "DUETIME_TARGET_ALLOW": "127.0.0.1",
+        "DUETIME_SHUTDOWN_GRACE_SECONDS": str(grace),
+        "DUETIME_HEARTBEAT_INTERVAL": "0.5",
+    }
+
+
+async def publish(producer: AIOKafkaProducer, run_id: object, due: datetime | None = None) -> None:
+    """One dispatch, all on one partition (one key): a later message taken means the earlier
+    ones were taken too."""
+    message = RunDispatch(run_id=str(run_id), dispatch_id=f"test-{uuid.uuid4()}")
+    if due is not None:
+        message.effective_time.FromDatetime(due)
+    await producer.send_and_wait(
+        DISPATCH_TOPICS[Priority.NORMAL], message.SerializeToString(), key=b"one-partition"
+    )
+
+
+async def test_sigterm_gives_up_held_messages_at_once_and_waits_only_for_running_attempts(
+    stack: tuple[ApiClient, WorkerClient, HttpTarget],
+) -> None:
+    api, w, target = stack
+
+    async def job_at(path: str, behaviour: Behaviour) -> job_pb2.Job:
+        job = job_message(attempt_timeout=timedelta(seconds=60), max_attempts=1)
+        job.target.http.url = target.on(path, behaviour)
+        return await create_job(api, job)
+
+    release = asyncio.Event()
+    running_job = await job_at("/running", Behaviour(hold=release))
+    held_job = await job_at("/held", Behaviour())
+    marker_job = await job_at("/marker", Behaviour())
+    group = f"duetime-test-{uuid.uuid4().hex[:12]}"
+    await start_worker_groups_at_end(group)
+    # A grace far longer than the test: only the running attempt may be waited for.
+    env = worker_env(w, group, grace=60)
+    producer = AIOKafkaProducer(bootstrap_servers=shared_bootstrap())
+    await producer.start()
+    try:
+        async with service("duetime_worker", env, "DUETIME_WORKER_PORT") as worker:
+            running = await w.queue_scheduled_run(running_job.job_id, await w.now())
+            await publish(producer, running)
+            await eventually(
+                lambda: _true(len(target.calls_to("/running")) == 1), 30, "attempt running"
+            )
+            # Due well within the grace, as the old drain let it start and call its target.
+            due = await w.now() + timedelta(seconds=10)
+            held = await w.queue_scheduled_run(held_job.job_id, due)
+            marker = await w.queue_scheduled_run(marker_job.job_id, await w.now())
+            await publish(producer, held, due)
+            await publish(producer, marker)
+            await eventually(
+                lambda: _true(len(target.calls_to("/marker")) == 1), 30, "held message taken"
+            )
+            stopped = time.monotonic()
+            worker.process.send_signal(signal.SIGTERM)
+            release.set()  # the running attempt finishes within the grace
+            assert await asyncio.wait_for(worker.process.wait(), 30) == 0
+            took = time.monotonic() - stopped
+        assert took < 6, took
+        assert target.calls_to("/held") == []
+        assert await w.attempts(held) == []
+        assert (await w.run_row(held))["state"] == "QUEUED"
+        for run_id in (running, marker):
+            (attempt,) = await w.attempts(run_id)
+            assert attempt["outcome"] == "SUCCEEDED"
+        # Not committed: the next worker of the group gets the held message and runs it once,
+        # at its time.
+        async with service("duetime_worker", env, "DUETIME_WORKER_PORT"):
+            await eventually(
+                lambda: _true(len(target.calls_to("/held")) == 1), 30, "held run redelivered"
+            )
+
+            async def succeeded() -> bool:
+                return bool((await w.run_row(held))["state"] == "SUCCEEDED")
+
+            await eventually(succeeded, 10, "held run succeeded")
+        (call,) = target.calls_to("/held")
+        assert call.time >= due - timedelta(milliseconds=5)
+        (attempt,) = await w.attempts(held)
+        assert attempt["number"] == 1
+        # Nothing was left open for the reaper.
+        for run_id in (running, held, marker):
+            assert all(a["end_time"] is not None for a in await w.attempts(run_id))
+    finally:
+        await producer.stop()
+
+
+async def _true(value: bool) -> bool:
+    return value

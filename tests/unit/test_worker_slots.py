@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from duetime_core.jobspec import Priority
-from duetime_worker.slots import WeightedSlots
+from duetime_worker.slots import SlotsClosed, WeightedSlots
 
 
 async def test_freed_slots_go_to_waiting_runs_by_priority_weight_and_low_still_moves() -> None:
@@ -46,3 +48,16 @@ async def test_a_cancelled_waiter_passes_its_slot_on() -> None:
     await asyncio.wait_for(after, 1)
     slots.release()
     await asyncio.wait_for(slots.acquire(Priority.NORMAL), 1)  # nothing leaked, nothing lost
+
+
+async def test_closed_slots_refuse_those_waiting_and_those_to_come() -> None:
+    slots = WeightedSlots(1)
+    await slots.acquire(Priority.NORMAL)
+    waiting = asyncio.create_task(slots.acquire(Priority.HIGH))
+    await asyncio.sleep(0)
+    slots.close()
+    with pytest.raises(SlotsClosed):
+        await waiting
+    slots.release()  # the running attempt ends: its slot goes to no one
+    with pytest.raises(SlotsClosed):
+        await slots.acquire(Priority.HIGH)

@@ -5,9 +5,11 @@ It has no database access: everything goes through the schedulers' WorkerService
 with ``DUETIME_WORKER_TOKEN``. The process serves only the gRPC health service (and reflection)
 on ``DUETIME_WORKER_HEALTH_ADDRESS`` and prints ``DUETIME_WORKER_PORT=<port>`` once serving; its
 consumers connect to Kafka in the background, trying again while the brokers are unreachable.
-On SIGTERM it stops taking messages, lets in-flight attempts finish within the grace period,
-hands the rest back (HANDED_BACK: queued again at once, without spending their retry budget
-unless the run was handed back three times before), commits offsets and closes.
+On SIGTERM it stops taking messages and starting attempts at once (messages not started yet
+are left uncommitted, for another worker; an attempt whose start was already sent is handed
+back unrun if it started), lets running attempts finish within the grace period, hands the rest
+back (HANDED_BACK: queued again at once, without spending their retry budget unless the run was
+handed back three times before), commits offsets and closes.
 
 It also delivers dead-letter notifications to the teams' webhooks (``notify_consumer``), from
 ``duetime.deadletter`` in a consumer group of their own (``DUETIME_NOTIFY_GROUP``).
@@ -111,6 +113,8 @@ async def serve(settings: Settings) -> None:
 
     async def stop() -> None:
         await server.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+        # Nothing starts from here on: held messages are not to come due and run meanwhile.
+        executor.stop()
         stop_consuming.set()
         if tasks:
             await asyncio.wait(tasks[1:])

@@ -7,16 +7,26 @@ renewal (the scheduler unreachable, the worker frozen), the target call is stopp
 process killed) and nothing is reported, because the scheduler closes the attempt at the same
 moment and may already have given the run to another worker. An attempt the scheduler says is
 closed is dropped the same way; one handed back on shutdown is reported HANDED_BACK.
+
+Stopping (``Executor.stop``) starts nothing more: messages held until their time or waiting
+for a slot end unanswered (their offsets stay uncommitted, so another worker gets them), and an
+attempt whose start is answered STARTED from then on is handed back at once without running.
+A start already sent is never abandoned, even when its message's task is cancelled (a stopping
+worker, a revoked partition): the request may be on its way in a batch, and an attempt the
+scheduler started for this worker and nobody runs would stay open until its lease ran out, the
+run's redelivery refused meanwhile (ALREADY_STARTED) and the attempt then counted as failed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
 
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -36,7 +46,7 @@ from duetime_worker.heartbeat import ActiveAttempt, Heartbeats, lease_length
 from duetime_worker.http_target import HttpCaller
 from duetime_worker.outcome import Outcome
 from duetime_worker.server_clock import ServerClock
-from duetime_worker.slots import WeightedSlots
+from duetime_worker.slots import SlotsClosed, WeightedSlots
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +56,10 @@ RPC_TIMEOUT = 10.0
 DEFAULT_ATTEMPT_TIMEOUT = 3600.0
 # Longest single wait on TOO_EARLY before asking again.
 MAX_EARLY_WAIT = 60.0
+# After a TOO_EARLY answer the message waits at least this long, doubling while the answers
+# repeat (up to the cap): a clock estimate gone wrong costs a few round trips, not a flood.
+FIRST_EARLY_RETRY = 0.001
+MAX_EARLY_RETRY = 0.5
 # How long a finished attempt's report is retried through scheduler outages.
 REPORT_PATIENCE = 60.0
 # How long a start that keeps failing (not TOO_EARLY) is retried before the message is dropped:
@@ -69,6 +83,18 @@ _PRIORITIES = {
 }
 # Attempts remembered as executed here, to drop a second delivery of one.
 EXECUTED_MEMORY = 100_000
+# A stopping worker retries a failed start this long at most (a retry of a start that took
+# effect gets the same attempt back, to hand back); then it leaves the message uncommitted.
+STOPPING_START_PATIENCE = RPC_TIMEOUT
+SHUTTING_DOWN = "the worker is shutting down"
+
+T = TypeVar("T")
+
+
+class Unsettled(enum.Enum):
+    """A start given up while stopping: its message is not answered (not committed)."""
+
+    UNSETTLED = enum.auto()
 
 
 class Backoff:
@@ -145,6 +171,23 @@ class Executor:
         self._heartbeats = heartbeats
         self._http = http
         self._launcher = launcher
+        self._stopping = asyncio.Event()
+
+    def stop(self) -> None:
+        """Nothing starts from now on (see the module's doc); running attempts go on, for the
+        consumer's drain to wait for or hand back."""
+        self._stopping.set()
+        self._slots.close()
+
+    async def _hold(self, seconds: float) -> bool:
+        """Waits ``seconds``, unless stopping or stopped meanwhile; False when stopping."""
+        if seconds > 0 and not self._stopping.is_set():
+            try:
+                async with asyncio.timeout(seconds):
+                    await self._stopping.wait()
+            except TimeoutError:
+                pass
+        return not self._stopping.is_set()
 
     async def process(
         self, dispatch: RunDispatch, delivery_id: str, answered: Callable[[], None]
@@ -158,40 +201,80 @@ class Executor:
             attributes={RUN_ID: dispatch.run_id, "duetime.delivery_id": delivery_id},
         ):
             not_before, least = dispatch.effective_time, 0.0
+            priority = _PRIORITIES.get(dispatch.priority, Priority.NORMAL)
             while True:
-                # Held until its time (by the server's clock, as last seen) without a slot.
+                # Held until its time (by the server's clock, as estimated) without a slot.
                 wait = max(self._clock.seconds_until(not_before), least)
-                await asyncio.sleep(min(wait, MAX_EARLY_WAIT))
-                async with Slot(
-                    self._slots, _PRIORITIES.get(dispatch.priority, Priority.NORMAL)
-                ) as slot:
-                    started = await self._start(dispatch.run_id, delivery_id)
-                    if isinstance(started, Timestamp):  # too early: wait again, slot given up
-                        not_before, least = started, 0.001
-                        continue
-                    answered()
-                    if started is not None:
+                if not await self._hold(min(wait, MAX_EARLY_WAIT)):
+                    return  # stopping: unanswered, so the message goes to another worker
+                try:
+                    async with Slot(self._slots, priority) as slot:
+                        started = await self._start_seen_through(dispatch.run_id, delivery_id)
+                        if isinstance(started, Timestamp):  # too early: wait again, no slot
+                            not_before = started
+                            least = min(max(least * 2, FIRST_EARLY_RETRY), MAX_EARLY_RETRY)
+                            continue
+                        if isinstance(started, Unsettled):
+                            return
+                        answered()
+                        if started is None:
+                            return
+                        if self._stopping.is_set():
+                            await self._hand_back_unrun(*started)
+                            return
                         await self._execute(*started, call_ended=slot.release)
-                return
+                        return
+                except SlotsClosed:
+                    return  # stopping while waiting for a slot: unanswered, as when held
+
+    async def _start_seen_through(
+        self, run_id: str, delivery_id: str
+    ) -> tuple[pb.StartAttemptResponse, float] | Timestamp | Unsettled | None:
+        """``_start``, seen through to its answer even when this task is cancelled meanwhile;
+        then an attempt it started is handed back before the cancellation goes on (the
+        message stays unanswered)."""
+        started, cancelled = await _despite_cancellation(self._start(run_id, delivery_id))
+        if cancelled:
+            if isinstance(started, tuple):
+                await _despite_cancellation(self._hand_back_unrun(*started))
+            raise asyncio.CancelledError
+        return started
+
+    async def _hand_back_unrun(self, response: pb.StartAttemptResponse, _sent_at: float) -> None:
+        """Reports an attempt started for this worker as HANDED_BACK without running it."""
+        run_id, number = response.run.run_id, response.attempt
+        if not self._executed.first((run_id, number)):
+            return  # a replay of an attempt this worker runs or ran: that one reports it
+        log.info(
+            "attempt handed back unrun",
+            extra={"action": "attempt_handed_back_unrun", "run_id": run_id, "attempt": number},
+        )
+        await self._complete(run_id, number, Outcome.handed_back(SHUTTING_DOWN))
 
     async def _start(
         self, run_id: str, delivery_id: str
-    ) -> tuple[pb.StartAttemptResponse, float] | Timestamp | None:
+    ) -> tuple[pb.StartAttemptResponse, float] | Timestamp | Unsettled | None:
         """The STARTED answer and the loop time its request was sent (the lease counts from
         there); for TOO_EARLY, when to ask again (server clock); None when the message is to be
-        dropped."""
+        dropped; UNSETTLED when a stopping worker gave up asking."""
         request = pb.StartAttemptRequest(
             run_id=run_id, delivery_id=delivery_id, worker_id=self._worker_id
         )
         backoff = Backoff()
         loop = asyncio.get_running_loop()
         give_up = loop.time() + START_PATIENCE
+        stopping_give_up: float | None = None
         while True:
             sent_at = loop.time()
             try:
                 response = await self._calls.start(request)
             except aio.AioRpcError as error:
-                if error.code() in _PERMANENT or asyncio.get_running_loop().time() > give_up:
+                if self._stopping.is_set() and error.code() not in _PERMANENT:
+                    if stopping_give_up is None:
+                        stopping_give_up = loop.time() + STOPPING_START_PATIENCE
+                    elif loop.time() > stopping_give_up:
+                        return Unsettled.UNSETTLED
+                if error.code() in _PERMANENT or loop.time() > give_up:
                     log.error(
                         "start refused by the scheduler; message dropped",
                         extra={
@@ -355,6 +438,21 @@ class Executor:
 
 
 LEASE_LOST = "the attempt's lease ran out without a renewal"
+
+
+async def _despite_cancellation(work: Awaitable[T]) -> tuple[T, bool]:
+    """Awaits ``work`` to its end even if the calling task is cancelled meanwhile; its result,
+    and whether the caller was cancelled (then to raise CancelledError itself)."""
+    future = asyncio.ensure_future(work)
+    cancelled = False
+    while not future.done():
+        try:
+            await asyncio.shield(future)
+        except asyncio.CancelledError:
+            if future.cancelled():
+                raise
+            cancelled = True
+    return future.result(), cancelled
 
 
 async def _run_within_lease(active: ActiveAttempt) -> None:

@@ -10,6 +10,11 @@ and low still moves.
 A message's offset becomes committable once StartAttempt answered (started or refused), and a
 partition's commit never passes a message still waiting for its answer, so a crash redelivers
 rather than loses (a redelivered start with the same dispatch id gets the same attempt back).
+
+Messages not yet answered (held until their time, waiting for a slot, being started) are given
+up when their partition is revoked or the worker stops: their tasks are cancelled, their
+offsets stay uncommitted and the partition's next owner gets them. The handler sees a start
+already sent through to its answer (and hands back what it started) before it ends.
 """
 
 from __future__ import annotations
@@ -71,7 +76,8 @@ class DispatchConsumer:
         self._commits = TrackedCommits(self._consumer)
         self.offsets = self._commits.offsets
         self._tasks: set[asyncio.Task[None]] = set()
-        self._starting: set[asyncio.Task[None]] = set()
+        # Tasks of messages not yet answered, with their partitions.
+        self._starting: dict[asyncio.Task[None], TopicPartition] = {}
         self._slot_freed = asyncio.Event()
         self._commit_wanted = asyncio.Event()
         self.consumed = 0
@@ -85,7 +91,7 @@ class DispatchConsumer:
             self._started = await subscribe_when_reachable(
                 self._consumer,
                 sorted(self._topics.values()),
-                CommitOnRevoke(self),
+                CommitOnRevoke(self, self._give_up),
                 "dispatch consumer",
                 stopping,
             )
@@ -139,7 +145,7 @@ class DispatchConsumer:
         task: asyncio.Task[None]
 
         def answered() -> None:
-            self._starting.discard(task)
+            self._starting.pop(task, None)
             self.offsets.done(tp, offset)
             self._commit_wanted.set()
 
@@ -159,15 +165,31 @@ class DispatchConsumer:
         if token is not None:
             otel_context.detach(token)
         self._tasks.add(task)
-        self._starting.add(task)
+        self._starting[task] = tp
         self.consumed += 1
 
         def finished(t: asyncio.Task[None]) -> None:
             self._tasks.discard(t)
-            self._starting.discard(t)
+            self._starting.pop(t, None)
             self._slot_freed.set()
 
         task.add_done_callback(finished)
+
+    def _give_up(self, partitions: set[TopicPartition] | None = None) -> None:
+        """Cancels the unanswered messages of ``partitions`` (None: all): not committed, they
+        are redelivered to whoever holds the partition next."""
+        for task, tp in list(self._starting.items()):
+            if partitions is None or tp in partitions:
+                del self._starting[task]
+                task.cancel()
+
+    def pending(self) -> dict[str, int]:
+        """Per dispatch topic, the messages taken and not yet answered."""
+        counts = dict.fromkeys(self._topics.values(), 0)
+        for tp in self._starting.values():
+            if tp.topic in counts:
+                counts[tp.topic] += 1
+        return counts
 
     async def _wait_for_a_slot(self, stop_wait: asyncio.Task[bool]) -> None:
         """Waits for a free slot while still polling: a consumer that stops calling getmany
@@ -239,17 +261,18 @@ class DispatchConsumer:
     async def record_lag(self) -> None:
         """Samples ``lag`` into the consumer-lag metric; bounded, so a broker that does not
         answer cannot hold up a shutdown."""
+        instruments.worker_pending_sampled(self.pending())
         async with asyncio.timeout(LAG_SAMPLE_TIMEOUT):
             instruments.consumer_lag_sampled(await self.lag())
 
     async def drain(self, grace: float, cancel_running: Callable[[], None]) -> None:
-        """Lets in-flight messages finish within ``grace``; then messages still waiting for their
-        start are abandoned (not committed: redelivered) and running attempts are cancelled, so
-        they are handed back and queued again for another worker. Then commits and closes."""
+        """Gives up the messages not yet answered at once (not committed: redelivered; a start
+        already sent is seen through, and handed back if it started); lets running attempts
+        finish within ``grace``, then cancels them, so they are handed back and queued again
+        for another worker. Then commits what is settled and closes."""
+        self._give_up()
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=grace)
-        for task in set(self._starting):
-            task.cancel()
         if self._tasks:
             cancel_running()
             await asyncio.wait(set(self._tasks), timeout=15)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
@@ -90,12 +91,20 @@ class _Committer(Protocol):
 
 
 class CommitOnRevoke(ConsumerRebalanceListener):  # type: ignore[misc]
-    """Commits what is settled of the partitions taken away, then forgets them."""
+    """Gives up what is not settled of the partitions taken away (``give_up``: their messages
+    go to the new owner, so this consumer must not go on with them), commits what is, then
+    forgets them."""
 
-    def __init__(self, owner: _Committer) -> None:
+    def __init__(
+        self,
+        owner: _Committer,
+        give_up: Callable[[set[TopicPartition]], None] = lambda _: None,
+    ) -> None:
         self._owner = owner
+        self._give_up = give_up
 
     async def on_partitions_revoked(self, revoked: Any) -> None:
+        self._give_up(set(revoked))
         await self._owner.commit(set(revoked))
         self._owner.offsets.forget(set(revoked))
 

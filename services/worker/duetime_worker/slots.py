@@ -4,7 +4,7 @@ Messages are taken from Kafka ahead of their time and wait for a slot once due, 
 which waiting runs get slots decides priority: a freed slot goes to a waiting run of the
 priority whose turn it is (smooth weighted round-robin: high 4, normal 2, low 1), first come
 first served within a priority. A backlog of low-priority runs cannot hold a high-priority one
-back, and low still moves.
+back, and low still moves. A stopping worker closes its slots: nothing waiting gets one.
 """
 
 from __future__ import annotations
@@ -33,13 +33,29 @@ class TurnOrder:
         return [first, *(p for p in WEIGHTS if p != first)]
 
 
+class SlotsClosed(Exception):
+    """No slot is granted any more: the worker is stopping."""
+
+
 class WeightedSlots:
     def __init__(self, total: int) -> None:
         self._free = total
         self._waiting: dict[Priority, deque[asyncio.Future[None]]] = {p: deque() for p in WEIGHTS}
         self._turns = TurnOrder()
+        self._closed = False
+
+    def close(self) -> None:
+        """From now on ``acquire`` raises ``SlotsClosed``, in those waiting too."""
+        self._closed = True
+        for queue in self._waiting.values():
+            while queue:
+                waiter = queue.popleft()
+                if not waiter.done():
+                    waiter.set_exception(SlotsClosed())
 
     async def acquire(self, priority: Priority) -> None:
+        if self._closed:
+            raise SlotsClosed
         if self._free > 0 and not any(self._waiting.values()):
             self._free -= 1
             return
@@ -48,9 +64,9 @@ class WeightedSlots:
         try:
             await granted
         except asyncio.CancelledError:
-            if granted.done() and not granted.cancelled():
+            if granted.done() and not granted.cancelled() and granted.exception() is None:
                 self.release()  # granted as the caller was cancelled: pass it on
-            else:
+            elif granted in self._waiting[priority]:
                 self._waiting[priority].remove(granted)
             raise
 

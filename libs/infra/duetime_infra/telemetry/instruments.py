@@ -142,6 +142,14 @@ class Instruments:
             unit="{message}",
             description="Messages on the worker's assigned partitions not yet fetched, by topic",
         )
+        self.worker_pending = meter.create_gauge(
+            "duetime.worker.pending",
+            unit="{message}",
+            description=(
+                "Messages a worker took and has not started yet (held until their effective "
+                "time, waiting for an execution slot, or being started), by topic"
+            ),
+        )
 
 
 _current = Instruments(NoOpMeter(METER_NAME))
@@ -204,3 +212,8 @@ def outbox_sampled(depth: int, oldest_age: timedelta | None) -> None:
 def consumer_lag_sampled(lag_by_topic: Mapping[str, int]) -> None:
     for topic, lag in lag_by_topic.items():
         _current.consumer_lag.set(lag, {"topic": topic})
+
+
+def worker_pending_sampled(pending_by_topic: Mapping[str, int]) -> None:
+    for topic, pending in pending_by_topic.items():
+        _current.worker_pending.set(pending, {"topic": topic})
