@@ -1,8 +1,10 @@
-"""The local-process launcher for container targets: the run's environment, the kill at the
-timeout, and its being off unless the operator permits commands."""
+"""The local-process launcher for container targets: the run's environment (its trace context
+included), the kill at the timeout, its bound on processes at once, and its being off unless
+the operator permits commands."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from pathlib import Path
@@ -16,9 +18,13 @@ from duetime_worker.container import DisabledLauncher, LocalProcessLauncher, lau
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(30)]
 
 
+TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
 def spec(*command: str, env: dict[str, str] | None = None) -> pb.RunSpec:
     return pb.RunSpec(
         idempotency_key="job-9/2026-03-01T00:00:00Z",
+        traceparent=TRACEPARENT,
         target=job_pb2.Target(
             container=job_pb2.ContainerTarget(image="unused:1", command=command, env=env or {})
         ),
@@ -33,6 +39,27 @@ async def test_the_process_sees_the_run_key_attempt_and_target_env(tmp_path: Pat
     )
     assert outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED
     assert out.read_text().strip() == "job-9/2026-03-01T00:00:00Z|4|hi"
+
+
+async def test_the_process_gets_the_trace_context_to_join(tmp_path: Path) -> None:
+    out = tmp_path / "traceparent.txt"
+    outcome = await LocalProcessLauncher(["sh"]).launch(
+        spec("sh", "-c", f'echo "$TRACEPARENT" > {out}'), 1, 10
+    )
+    assert outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED
+    # Tracing is off here: the run's own context (with it on, the target call's span).
+    assert out.read_text().strip() == TRACEPARENT
+
+
+async def test_no_more_processes_run_at_once_than_the_bound(tmp_path: Path) -> None:
+    lock = tmp_path / "lock"
+    # Fails if another process holds the lock directory: two running at once.
+    script = f"mkdir {lock} || exit 7; sleep 0.2; rmdir {lock}"
+    launcher = LocalProcessLauncher(["sh"], concurrency=1)
+    outcomes = await asyncio.gather(
+        *(launcher.launch(spec("sh", "-c", script), 1, 10) for _ in range(3))
+    )
+    assert [o.result for o in outcomes] == [pb.ATTEMPT_RESULT_SUCCEEDED] * 3
 
 
 async def test_a_nonzero_exit_is_a_retryable_failure() -> None:

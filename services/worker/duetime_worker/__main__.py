@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import resource
 
 from grpc import aio
 from grpc_health.v1 import health_pb2
@@ -52,7 +53,11 @@ async def serve(settings: Settings) -> None:
     )
     metadata = (("authorization", f"Bearer {settings.worker_token}"),)
     heartbeats = Heartbeats(stub, settings.worker_id, metadata, settings.heartbeat_interval)
-    http = HttpCaller(TargetPolicy.parse(settings.target_allow))
+    # A connection for every execution slot and notification: a herd's calls must not queue
+    # for the pool (the wait would count against their timeouts).
+    connections = settings.concurrency + settings.notify_concurrency
+    _allow_open_files(connections)
+    http = HttpCaller(TargetPolicy.parse(settings.target_allow), connection_limit=connections)
     calls = AttemptCalls(stub, metadata, RPC_TIMEOUT)
     executor = Executor(
         stub,
@@ -60,7 +65,7 @@ async def serve(settings: Settings) -> None:
         metadata,
         heartbeats,
         http,
-        launcher_for(settings.local_launcher_commands),
+        launcher_for(settings.local_launcher_commands, settings.local_launcher_concurrency),
         calls=calls,
         slots=settings.concurrency,
     )
@@ -138,6 +143,25 @@ async def serve(settings: Settings) -> None:
         )
 
     await run_until_terminated(start, stop)
+
+
+# Descriptors beyond the target connections: Kafka, gRPC, logs, local processes' pipes.
+_SPARE_FILES = 1024
+
+
+def _allow_open_files(connections: int) -> None:
+    """Raises the soft limit on open files towards what the connections need (a common default
+    of 1,024 is less than the default slots), as far as the hard limit allows."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = connections + _SPARE_FILES
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        raised = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+        if raised < wanted:
+            log.warning(
+                "open-file limit below what the execution slots need",
+                extra={"action": "open_file_limit", "limit": raised, "wanted": wanted},
+            )
 
 
 def main() -> None:

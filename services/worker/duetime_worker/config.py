@@ -11,6 +11,13 @@ from duetime_infra.config import ConfigError, EnvReader
 from duetime_worker.policy import TargetPolicy
 
 DEFAULT_KAFKA_BOOTSTRAP = "127.0.0.1:59092"
+# Execution slots: an HTTP call in flight is a coroutine and a socket, so a worker can hold
+# thousands, and a top-of-the-hour herd needs about that many per worker to start on time
+# (bench/herd: 10,000 runs due in one second on 5 workers).
+DEFAULT_CONCURRENCY = 2000
+# Local processes are not cheap: the launcher runs at most this many at once, whatever the
+# slots allow (a container attempt waiting for its turn is started: its timeout runs).
+DEFAULT_LAUNCHER_CONCURRENCY = 16
 
 
 @dataclass(frozen=True)
@@ -31,6 +38,8 @@ class Settings:
     target_allow: tuple[str, ...]
     # Executables the local-process launcher may run; empty: container targets are refused.
     local_launcher_commands: tuple[str, ...]
+    # Local processes running at once, at most.
+    local_launcher_concurrency: int
     health_address: str
     shutdown_grace_seconds: float
     # host:port of the Prometheus scrape endpoint; "" (unset, empty or off): no metrics.
@@ -52,7 +61,9 @@ class Settings:
             worker_token=token,
             kafka_bootstrap=env.text("DUETIME_KAFKA_BOOTSTRAP", DEFAULT_KAFKA_BOOTSTRAP),
             scheduler_target=env.address("DUETIME_SCHEDULER_TARGET", "127.0.0.1:50052"),
-            concurrency=env.integer("DUETIME_WORKER_CONCURRENCY", 64, low=1, high=10_000),
+            concurrency=env.integer(
+                "DUETIME_WORKER_CONCURRENCY", DEFAULT_CONCURRENCY, low=1, high=10_000
+            ),
             max_pending=env.integer("DUETIME_WORKER_MAX_PENDING", 10_000, low=1, high=100_000),
             group=env.text("DUETIME_WORKER_GROUP", "duetime-workers"),
             heartbeat_interval=env.seconds(
@@ -60,6 +71,12 @@ class Settings:
             ).total_seconds(),
             target_allow=_items(source.get("DUETIME_TARGET_ALLOW", "")),
             local_launcher_commands=_items(source.get("DUETIME_LOCAL_LAUNCHER_COMMANDS", "")),
+            local_launcher_concurrency=env.integer(
+                "DUETIME_LOCAL_LAUNCHER_CONCURRENCY",
+                DEFAULT_LAUNCHER_CONCURRENCY,
+                low=1,
+                high=1000,
+            ),
             health_address=env.address("DUETIME_WORKER_HEALTH_ADDRESS", "127.0.0.1:0"),
             shutdown_grace_seconds=env.seconds(
                 "DUETIME_SHUTDOWN_GRACE_SECONDS", 10, low=0, high=600
@@ -79,6 +96,12 @@ class Settings:
             problems.append("DUETIME_WORKER_TOKEN: required (a worker token)")
         if not settings.worker_id or len(settings.worker_id) > 200:
             problems.append("DUETIME_WORKER_ID: 1 to 200 characters")
+        if settings.max_pending < settings.concurrency:
+            # Slots beyond the messages a worker may take could never be used.
+            problems.append(
+                f"DUETIME_WORKER_MAX_PENDING={settings.max_pending}: must be at least "
+                f"DUETIME_WORKER_CONCURRENCY ({settings.concurrency})"
+            )
         if not settings.group:
             problems.append("DUETIME_WORKER_GROUP: must not be empty")
         if not settings.notify_group or settings.notify_group == settings.group:

@@ -2,8 +2,10 @@
 enable it for a list of permitted executables (a Kubernetes launcher can slot in later).
 
 The local launcher runs ``command + args`` (the image is not used) with the target's
-environment plus ``DUETIME_IDEMPOTENCY_KEY`` and ``DUETIME_ATTEMPT``, kills it at the attempt
-timeout, and reads exit status 0 as success, anything else as a retryable failure.
+environment plus ``DUETIME_IDEMPOTENCY_KEY``, ``DUETIME_ATTEMPT`` and the W3C ``TRACEPARENT`` of
+the target call (so the process can join the run's trace), kills it at the attempt timeout,
+and reads exit status 0 as success, anything else as a retryable failure. It runs a bounded
+number of processes at once; an attempt waiting for its turn is started, its timeout running.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_infra.tracecontext import current_traceparent
 from duetime_worker.outcome import Outcome
 
 log = logging.getLogger(__name__)
@@ -43,10 +46,12 @@ _LOADER_VARIABLES = frozenset({"PATH", "BASH_ENV", "ENV", "PYTHONPATH", "PYTHONS
 
 
 class LocalProcessLauncher:
-    """Runs permitted executables as local processes, each in its own process group."""
+    """Runs permitted executables as local processes, each in its own process group, at most
+    ``concurrency`` at once."""
 
-    def __init__(self, permitted: Sequence[str]) -> None:
+    def __init__(self, permitted: Sequence[str], concurrency: int = 16) -> None:
         self._permitted = set(permitted)
+        self._running = asyncio.Semaphore(concurrency)
         # Resolved paths of the permitted names, so a permitted `sh` also permits `/bin/sh`.
         self._resolved = {p for p in (shutil.which(name) for name in permitted) if p}
 
@@ -84,29 +89,39 @@ class LocalProcessLauncher:
             "DUETIME_IDEMPOTENCY_KEY": run.idempotency_key,
             "DUETIME_ATTEMPT": str(attempt),
         }
-        try:
-            process = await asyncio.create_subprocess_exec(
-                program,
-                *argv[1:],
-                env=env,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL,
-                stderr=asyncio.subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        except OSError as error:
-            return Outcome.failed(f"cannot start {argv[0][:200]!r}: {error}", retryable=True)
-        try:
-            code = await asyncio.wait_for(process.wait(), limit)
-        except TimeoutError:
-            await _kill(process)
-            return Outcome.timed_out(f"killed after the {limit:g} s timeout")
-        except asyncio.CancelledError:
-            await _kill(process)
-            raise
-        if code == 0:
-            return Outcome.succeeded()
-        return Outcome.failed(f"exited with status {code}", retryable=True)
+        # The target call's span when tracing is on, else the run's own context.
+        traceparent = current_traceparent(run.traceparent)
+        if traceparent:
+            env["TRACEPARENT"] = traceparent
+        async with self._running:
+            return await _run(program, argv, env, limit)
+
+
+async def _run(program: str, argv: list[str], env: dict[str, str], limit: float) -> Outcome:
+    """Runs one process to its end, killing it at ``limit`` seconds or when cancelled."""
+    try:
+        process = await asyncio.create_subprocess_exec(
+            program,
+            *argv[1:],
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError as error:
+        return Outcome.failed(f"cannot start {argv[0][:200]!r}: {error}", retryable=True)
+    try:
+        code = await asyncio.wait_for(process.wait(), limit)
+    except TimeoutError:
+        await _kill(process)
+        return Outcome.timed_out(f"killed after the {limit:g} s timeout")
+    except asyncio.CancelledError:
+        await _kill(process)
+        raise
+    if code == 0:
+        return Outcome.succeeded()
+    return Outcome.failed(f"exited with status {code}", retryable=True)
 
 
 async def _kill(process: asyncio.subprocess.Process) -> None:
@@ -117,5 +132,5 @@ async def _kill(process: asyncio.subprocess.Process) -> None:
     await process.wait()
 
 
-def launcher_for(permitted: Sequence[str]) -> Launcher:
-    return LocalProcessLauncher(permitted) if permitted else DisabledLauncher()
+def launcher_for(permitted: Sequence[str], concurrency: int = 16) -> Launcher:
+    return LocalProcessLauncher(permitted, concurrency) if permitted else DisabledLauncher()

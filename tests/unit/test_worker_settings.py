@@ -1,0 +1,35 @@
+"""The worker's slot settings: production defaults, and the pending bound never below the
+slots."""
+
+from __future__ import annotations
+
+import pytest
+
+from duetime_infra.config import ConfigError
+from duetime_worker.config import Settings
+
+BASE = {"DUETIME_WORKER_TOKEN": "dtw_x", "DUETIME_WORKER_GROUP": "workers"}
+
+
+def test_defaults_give_a_herd_its_slots_and_local_processes_fewer() -> None:
+    settings = Settings.from_env(BASE)
+    assert settings.concurrency == 2000
+    assert settings.max_pending == 10_000
+    assert settings.local_launcher_concurrency == 16
+
+
+def test_max_pending_below_the_slots_is_refused_by_name() -> None:
+    with pytest.raises(ConfigError) as raised:
+        Settings.from_env(
+            {**BASE, "DUETIME_WORKER_CONCURRENCY": "500", "DUETIME_WORKER_MAX_PENDING": "100"}
+        )
+    message = str(raised.value)
+    assert "DUETIME_WORKER_MAX_PENDING=100" in message, message
+    assert "DUETIME_WORKER_CONCURRENCY (500)" in message, message
+
+
+def test_max_pending_equal_to_the_slots_is_accepted() -> None:
+    settings = Settings.from_env(
+        {**BASE, "DUETIME_WORKER_CONCURRENCY": "100", "DUETIME_WORKER_MAX_PENDING": "100"}
+    )
+    assert (settings.concurrency, settings.max_pending) == (100, 100)
