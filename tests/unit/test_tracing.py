@@ -13,11 +13,13 @@ import sys
 from collections.abc import Mapping
 
 import pytest
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+from opentelemetry.trace import INVALID_SPAN
 
 from duetime_infra.telemetry.tracing import (
     ALL_INSTRUMENTATIONS,
@@ -25,7 +27,7 @@ from duetime_infra.telemetry.tracing import (
     build_provider,
     tracing_settings,
 )
-from duetime_infra.tracecontext import start_run_span
+from duetime_infra.tracecontext import TRACER, start_run_span, tracing_active
 from tests.support.otlp import otlp_receiver
 
 TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
@@ -146,12 +148,23 @@ def test_with_tracing_off_a_run_gets_random_ids() -> None:
 
 
 SCRIPT = """
+from opentelemetry import trace
 from duetime_infra.telemetry.tracing import setup_tracing
-from duetime_infra.tracecontext import start_run_span, tracing_active
+from duetime_infra.tracecontext import TRACER, start_run_span, tracing_active
+before = tracing_active()  # asked before the provider is installed, as a module may
 provider = setup_tracing("duetime-test")
 run, span = start_run_span("claim run")
 span.end()
-print(provider is not None, tracing_active(), run.trace_id)
+# Current spans (the worker's consume and target call): nested when tracing is on.
+with TRACER.start_as_current_span("consume run") as outer:
+    with TRACER.start_as_current_span("call target") as inner:
+        nested = (
+            trace.get_current_span() is inner
+            and inner.is_recording()
+            and inner.parent is not None
+            and inner.parent.span_id == outer.get_span_context().span_id
+        )
+print(provider is not None, tracing_active(), run.trace_id, before, nested)
 """
 
 
@@ -175,8 +188,8 @@ async def test_setup_without_an_exporter_exports_nothing_and_still_traces_runs()
     async with otlp_receiver() as receiver:
         for env in ({}, {**receiver.env(), "OTEL_TRACES_EXPORTER": "none"}):
             out, err = await _run_setup(env)
-            installed, active, trace_id = out.split()
-            assert (installed, active) == ("False", "False")
+            installed, active, trace_id, before, nested = out.split()
+            assert (installed, active, before, nested) == ("False", "False", "False", "False")
             assert re.fullmatch("[0-9a-f]{32}", trace_id)
             assert err == ""
         # The process has exited, and a configured exporter flushes before that (next test).
@@ -188,11 +201,21 @@ async def test_setup_with_otlp_exports_at_exit_under_the_service_name() -> None:
     async with otlp_receiver() as receiver:
         # A ten-minute batch delay: only the flush at exit can have sent the span.
         out, _ = await _run_setup(receiver.env(schedule_delay_ms=600_000))
-        installed, active, trace_id = out.split()
-        assert (installed, active) == ("True", "True")
+        installed, active, trace_id, before, nested = out.split()
+        assert (installed, active, before, nested) == ("True", "True", "False", "True")
         (span,) = receiver.trace(trace_id)
         assert (span.service, span.name, span.parent_span_id) == ("duetime-test", "claim run", "")
 
         out, _ = await _run_setup({**receiver.env(), "OTEL_SERVICE_NAME": "renamed"})
         (span,) = receiver.trace(out.split()[2])
         assert span.service == "renamed"
+
+
+def test_with_tracing_off_a_current_span_is_not_made() -> None:
+    assert not tracing_active()  # no provider in the test process
+    with TRACER.start_as_current_span("consume run") as outer:
+        assert outer is INVALID_SPAN
+        with TRACER.start_as_current_span("call target") as inner:
+            assert inner is INVALID_SPAN
+            # Nothing was made current: the context is the one the caller had.
+            assert otel_context.get_current() == {}
