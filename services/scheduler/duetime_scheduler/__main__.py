@@ -22,6 +22,7 @@ from duetime_infra.grpc.interceptors import DuetimeInterceptor
 from duetime_infra.grpc.server import GrpcServer, run_until_terminated
 from duetime_infra.logs import configure_logging
 from duetime_infra.pg.attempt_store import AttemptStore
+from duetime_infra.pg.claim_store import SpecCache
 from duetime_infra.pg.fencing import FencingToken
 from duetime_infra.pg.job_store import JobStore
 from duetime_infra.pg.pool import create_pool
@@ -78,10 +79,12 @@ async def serve(settings: Settings) -> None:
         [SERVICE_NAME],
         interceptors=[DuetimeInterceptor(tokens, {SERVICE_NAME: Role.WORKER})],
     )
+    # One cache of decoded job definitions: the claim decodes a run's, its start reads it again.
+    specs = SpecCache()
     worker_service_pb2_grpc.add_WorkerServiceServicer_to_server(
-        WorkerServicer(attempts), server.server
+        WorkerServicer(attempts, specs), server.server
     )
-    claimer = Claimer(pool, leases, settings, owner_tasks(settings))
+    claimer = Claimer(pool, leases, settings, owner_tasks(settings), specs)
     stopping = asyncio.Event()
     claiming: asyncio.Task[None] | None = None
 

@@ -43,13 +43,14 @@ class Claimer:
         leases: PartitionLeases,
         settings: Settings,
         owner_tasks: Sequence[OwnerTask] = (),
+        specs: SpecCache | None = None,
     ) -> None:
         self._pool = pool
         self._leases = leases
         self._settings = settings
         self._owner_tasks = list(owner_tasks)
         self._fenced: dict[int, FencingToken] = {}
-        self._specs = SpecCache()
+        self._specs = specs or SpecCache()
         self.claimed_runs = 0
 
     def _still_owner(self, tokens: Mapping[int, FencingToken]) -> Callable[[], bool]:

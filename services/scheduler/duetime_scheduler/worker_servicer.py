@@ -27,6 +27,7 @@ from duetime_infra.pg.attempt_store import (
     StartAnswer,
     StartResult,
 )
+from duetime_infra.pg.claim_store import SpecCache
 from duetime_infra.tracecontext import ATTEMPT, RUN_ID, rpc_span, start_entry_span
 
 Context = aio.ServicerContext[Any, Any]
@@ -145,9 +146,9 @@ def _end_failed(span: Span | None, error: DuetimeError) -> None:
 
 
 class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
-    def __init__(self, store: AttemptStore) -> None:
+    def __init__(self, store: AttemptStore, specs: SpecCache | None = None) -> None:
         self._store = store
-        self._batch = BatchAttempts(store)
+        self._batch = BatchAttempts(store, specs)
 
     async def StartAttempt(
         self, request: pb.StartAttemptRequest, context: Context

@@ -78,9 +78,11 @@ class Report:
 
 
 class BatchAttempts:
-    def __init__(self, store: AttemptStore) -> None:
+    def __init__(self, store: AttemptStore, specs: SpecCache | None = None) -> None:
         self._store = store
-        self._specs = SpecCache()
+        # The scheduler shares its claimer's: the runs a herd starts were claimed seconds ago,
+        # their definitions decoded then.
+        self._specs = specs or SpecCache()
 
     async def start_many(
         self, requests: Sequence[StartRequest]
