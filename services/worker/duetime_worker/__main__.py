@@ -32,7 +32,7 @@ from duetime_infra.startup import run_service
 from duetime_infra.telemetry.metrics import sample_periodically, start_metrics
 from duetime_infra.telemetry.tracing import setup_tracing
 from duetime_worker.attempts import RPC_TIMEOUT, Executor
-from duetime_worker.batching import AttemptCalls
+from duetime_worker.batching import CHANNEL_OPTIONS, AttemptCalls
 from duetime_worker.config import Settings
 from duetime_worker.consumer import LAG_SAMPLE_INTERVAL, DispatchConsumer
 from duetime_worker.container import launcher_for
@@ -47,7 +47,7 @@ log = logging.getLogger("duetime_worker")
 
 async def serve(settings: Settings) -> None:
     metrics = start_metrics(settings.metrics_address, "worker")
-    channel = aio.insecure_channel(settings.scheduler_target)
+    channel = aio.insecure_channel(settings.scheduler_target, options=CHANNEL_OPTIONS)
     stub: worker_service_pb2_grpc.WorkerServiceAsyncStub = (
         worker_service_pb2_grpc.WorkerServiceStub(channel)
     )

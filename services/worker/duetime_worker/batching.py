@@ -28,6 +28,7 @@ from grpc import aio
 
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
+from duetime_infra.codec import target_codec as limits
 from duetime_infra.tracecontext import (
     current_traceparent,
     in_trace,
@@ -49,6 +50,34 @@ TRACEPARENT_METADATA_KEY = "traceparent"
 # After an UNIMPLEMENTED batch answer, how long calls go one by one before a batch is tried again.
 BATCH_RETRY_AFTER = 60.0
 
+# Each StartAttempts entry carries its run's whole target, so a batch's answer can be far above
+# gRPC's default 4 MiB receive limit (about 65 HTTP targets with 64 KiB bodies): refused as
+# RESOURCE_EXHAUSTED after the scheduler committed every start in it. The worker's channel takes
+# a full batch of the largest targets the API accepts. Strings are counted at 4 bytes a
+# character where the limit is in characters; each map entry or repeated item gets a few bytes
+# of protobuf framing; the allowance covers the rest of an entry (ids, times, run key,
+# traceparent, an error message).
+_FRAMING = 16
+_ENTRY_ALLOWANCE = 8 * 1024
+_MAX_HTTP_TARGET_BYTES = (
+    4 * limits.MAX_URL_CHARS
+    + limits.MAX_HEADER_BYTES
+    + limits.MAX_HEADERS * _FRAMING
+    + limits.MAX_BODY_BYTES
+)
+_MAX_CONTAINER_TARGET_BYTES = (
+    4 * limits.MAX_IMAGE_CHARS
+    + 2 * limits.MAX_ARGV_ITEMS * (limits.MAX_ARGV_ITEM_BYTES + _FRAMING)  # command and args
+    + limits.MAX_ENV_BYTES
+    + limits.MAX_ENV * _FRAMING
+)
+MAX_ENTRY_BYTES = max(_MAX_HTTP_TARGET_BYTES, _MAX_CONTAINER_TARGET_BYTES) + _ENTRY_ALLOWANCE
+MAX_ANSWER_BYTES = MAX_BATCH * MAX_ENTRY_BYTES
+# The options of the worker's channel to the schedulers.
+CHANNEL_OPTIONS: tuple[tuple[str, int], ...] = (
+    ("grpc.max_receive_message_length", MAX_ANSWER_BYTES),
+)
+
 
 class EntryFailed(aio.AioRpcError):
     """One entry of a batch failed, raised as the single call's ``AioRpcError`` would be."""
@@ -57,6 +86,13 @@ class EntryFailed(aio.AioRpcError):
         code = grpc.StatusCode.__members__.get(error.code, grpc.StatusCode.UNKNOWN)
         super().__init__(code, aio.Metadata(), aio.Metadata(), details=error.message)
         self.reason = error.reason
+
+
+def _cancelled(error: BaseException) -> EntryFailed:
+    """A retryable failure for the entries of a batch call that was cancelled."""
+    return EntryFailed(
+        pb.EntryError(code="CANCELLED", reason="BATCH_CANCELLED", message=repr(error))
+    )
 
 
 def _lost(what: str) -> EntryFailed:
@@ -111,11 +147,16 @@ class Batcher(Generic[Req, Resp]):
         try:
             async with self._in_flight:
                 answers = await self._send([r for r, _ in live])
-        except Exception as error:
+        except BaseException as error:
+            # Including CancelledError (grpc aio's answer for a call cancelled by the channel's
+            # close): a caller left unanswered would wait for good.
+            failure = error if isinstance(error, Exception) else _cancelled(error)
             for _, future in live:
                 if not future.done():
-                    future.set_exception(error)
-            return
+                    future.set_exception(failure)
+            if isinstance(error, Exception):
+                return
+            raise
         if len(answers) != len(live):
             # Not knowing which answer is whose, every caller asks again (none may go unanswered:
             # its slot and its message's offset would be held for good).
@@ -184,7 +225,9 @@ class AttemptCalls:
     async def _send_starts(
         self, requests: list[pb.StartAttemptRequest]
     ) -> Sequence[pb.StartAttemptResponse | Exception]:
-        async def batch() -> Sequence[pb.StartAttemptResponse | Exception]:
+        async def batch(
+            requests: Sequence[pb.StartAttemptRequest],
+        ) -> Sequence[pb.StartAttemptResponse | Exception]:
             answer: pb.StartAttemptsResponse = await self._stub.StartAttempts(
                 pb.StartAttemptsRequest(starts=requests),
                 metadata=self._metadata,
@@ -210,7 +253,9 @@ class AttemptCalls:
     async def _send_reports(
         self, reports: list[ReportEntry]
     ) -> Sequence[pb.CompleteAttemptResponse | Exception]:
-        async def batch() -> Sequence[pb.CompleteAttemptResponse | Exception]:
+        async def batch(
+            reports: Sequence[ReportEntry],
+        ) -> Sequence[pb.CompleteAttemptResponse | Exception]:
             answer: pb.CompleteAttemptsResponse = await self._stub.CompleteAttempts(
                 pb.CompleteAttemptsRequest(
                     reports=[
@@ -245,7 +290,7 @@ class AttemptCalls:
 
     async def _batch_or_singles(
         self,
-        batch: Callable[[], Awaitable[Sequence[Resp | Exception]]],
+        batch: Callable[[Sequence[Req]], Awaitable[Sequence[Resp | Exception]]],
         requests: Sequence[Req],
         single: Callable[[Req], Awaitable[Resp]],
     ) -> Sequence[Resp | Exception]:
@@ -253,7 +298,7 @@ class AttemptCalls:
         it does not serve the batch RPC."""
         if self._clock() >= self._singles_until:
             try:
-                return await batch()
+                return await _halving(batch, requests)
             except aio.AioRpcError as error:
                 if error.code() != grpc.StatusCode.UNIMPLEMENTED:
                     raise
@@ -274,6 +319,38 @@ class AttemptCalls:
     async def close(self) -> None:
         await self.starts.close()
         await self.reports.close()
+
+
+async def _halving(
+    batch: Callable[[Sequence[Req]], Awaitable[Sequence[Resp | Exception]]],
+    requests: Sequence[Req],
+) -> Sequence[Resp | Exception]:
+    """``batch(requests)``; an answer too large to receive (RESOURCE_EXHAUSTED: targets larger
+    than the channel allows for, or a scheduler's send limit) is asked for again in halves,
+    down to single entries. Asking again is safe: a start repeated with its delivery id gets
+    the same attempt back, and a report is a compare-and-set on its attempt. Failing every
+    entry instead would drop runs the scheduler had just started."""
+    try:
+        return await batch(requests)
+    except aio.AioRpcError as error:
+        if error.code() != grpc.StatusCode.RESOURCE_EXHAUSTED or len(requests) < 2:
+            raise
+        log.warning(
+            "batch answer too large; asking again in halves",
+            extra={"action": "batch_halved", "entries": len(requests)},
+        )
+    middle = len(requests) // 2
+
+    async def half(part: Sequence[Req]) -> Sequence[Resp | Exception]:
+        try:
+            return await _halving(batch, part)
+        except aio.AioRpcError as error:
+            if error.code() == grpc.StatusCode.UNIMPLEMENTED:
+                raise  # for the caller, to call one by one
+            return [error] * len(part)
+
+    first, second = await asyncio.gather(half(requests[:middle]), half(requests[middle:]))
+    return [*first, *second]
 
 
 def _entry(error: pb.EntryError | None, response: Resp | None) -> Resp | Exception:
