@@ -155,9 +155,12 @@ def tracing_active() -> bool:
     if _installed:  # a global provider is set once and never unset
         return True
     # OpenTelemetry's global itself: get_tracer_provider() looks the environment up each time
-    # none is set (a dict lookup and an encoding per call, per run in a herd).
-    provider = getattr(trace, "_TRACER_PROVIDER", None) or trace.get_tracer_provider()
-    _installed = not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+    # none is set (for OTEL_PYTHON_TRACER_PROVIDER, which Duetime does not use: providers are
+    # installed by setup_tracing), an encoding and a dict lookup per call, several per run.
+    provider = getattr(trace, "_TRACER_PROVIDER", None)
+    _installed = provider is not None and not isinstance(
+        provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider
+    )
     return _installed
 
 

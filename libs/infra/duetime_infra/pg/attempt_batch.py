@@ -27,6 +27,7 @@ from duetime_core.attempts import (
     JobView,
     OverlapView,
     StartKind,
+    StartView,
     check_admission,
     decide_start,
     misfire_check_needed,
@@ -102,20 +103,22 @@ class BatchAttempts:
             rows = await conn.fetch(q("attempt_batch_runs_lock"), [r.run_id for r in requests])
             by_run = {row["run_id"]: row for row in rows}
             named = Counter(r.run_id for r in requests)
-            admitted: list[tuple[int, Row]] = []
+            # Each run's definition and view, built once (a herd's batch is hundreds of runs).
+            admitted: list[tuple[int, Row, JobSpec, StartView]] = []
             for i, request in enumerate(requests):
                 row = by_run.get(request.run_id)
                 # Not found or held elsewhere; or named twice: the one-run path decides.
                 if row is None or named[request.run_id] > 1:
                     continue
-                view = _start_view(row, self._spec(row))
+                spec = self._spec(row)
+                view = _start_view(row, spec)
                 early = check_admission(view, row["now"], request.delivery_id, request.worker_id)
                 if early is None:
-                    admitted.append((i, row))
+                    admitted.append((i, row, spec, view))
                 elif early.kind is StartKind.REPLAY:
                     answers[i] = self._store.started_result(
                         row,
-                        self._spec(row),
+                        spec,
                         row["attempt"],
                         row["open_lease_expire_time"],
                         row["now"],
@@ -136,26 +139,24 @@ class BatchAttempts:
             # (with BUFFER_ONE or CANCEL_PREVIOUS a later run started first would hold back or
             # supersede an earlier one).
             admitted.sort(key=lambda entry: entry[1]["nominal_time"])
-            deciding: list[tuple[int, Row]] = []
+            deciding: list[tuple[int, Row, JobSpec, StartView]] = []
             jobs_taken: set[uuid.UUID] = set()
-            for i, row in admitted:
-                if row["job_id"] not in jobs_taken:
-                    jobs_taken.add(row["job_id"])
-                    deciding.append((i, row))
+            for entry in admitted:
+                if entry[1]["job_id"] not in jobs_taken:
+                    jobs_taken.add(entry[1]["job_id"])
+                    deciding.append(entry)
             if not deciding:
                 return answers
-            job_ids = [row["job_id"] for _, row in deciding]
+            job_ids = [row["job_id"] for _, row, _, _ in deciding]
             jobs = {j["job_id"]: j for j in await conn.fetch(q("attempt_batch_jobs_lock"), job_ids)}
             others: dict[uuid.UUID, list[Row]] = {}
             for other in await conn.fetch(q("attempt_batch_overlap_runs"), list(jobs)):
                 others.setdefault(other["job_id"], []).append(other)
-            starting: list[tuple[int, Row, datetime]] = []
-            for i, row in deciding:
+            starting: list[tuple[int, Row, JobSpec]] = []
+            for i, row, spec, view in deciding:
                 job = jobs.get(row["job_id"])
                 if job is None:  # held elsewhere (or gone): the one-run path waits and sees
                     continue
-                spec = self._spec(row)
-                view = _start_view(row, spec)
                 now: datetime = job["now"]
                 if misfire_check_needed(view, now):
                     continue
@@ -176,7 +177,7 @@ class BatchAttempts:
                     worker_id=request.worker_id,
                 )
                 if decision.kind is StartKind.START:
-                    starting.append((i, row, now))
+                    starting.append((i, row, spec))
                 elif decision.kind is StartKind.REFUSE and decision.new_state is None:
                     answers[i] = StartResult(
                         StartAnswer.REFUSED,
@@ -192,19 +193,16 @@ class BatchAttempts:
                 [row["nominal_time"] for _, row, _ in starting],
                 [requests[i].delivery_id for i, _, _ in starting],
                 [requests[i].worker_id for i, _, _ in starting],
-                [
-                    self._spec(row).attempt_timeout + settings.timeout_grace
-                    for _, row, _ in starting
-                ],
+                [spec.attempt_timeout + settings.timeout_grace for _, _, spec in starting],
                 settings.lease,
             )
             by_started = {s["run_id"]: s for s in started}
-            for i, row, _ in starting:
+            for i, row, spec in starting:
                 s = by_started.get(row["run_id"])
                 if s is None:  # the run row is locked and QUEUED: this cannot happen
                     raise RuntimeError(f"run {row['run_id']} did not start")
                 answers[i] = self._store.started_result(
-                    row, self._spec(row), s["number"], s["lease_expire_time"], s["now"]
+                    row, spec, s["number"], s["lease_expire_time"], s["now"]
                 )
         for i, row, _ in starting:
             if answers[i].attempt == 1:
