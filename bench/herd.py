@@ -47,9 +47,10 @@ import random
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
@@ -62,7 +63,7 @@ from tests.support.databases import create_database, drop_database, migrated_tem
 from tests.support.fleet import eventually
 from tests.support.http_target import HttpTarget, http_target
 from tests.support.kafka import create_topics, end_offsets, private_kafka, read_between
-from tests.support.system import TEAM, running_system
+from tests.support.system import TEAM, System, running_system
 
 PROMISE = timedelta(seconds=5)
 # Dispatch topic partitions on the bench's broker: enough for two workers to share evenly.
@@ -137,6 +138,81 @@ class Setup:
     lead: float
     concurrency: int
     lookahead: float
+    profile: Path | None = None
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a process so far (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def pids_where(match: Callable[[str, str], bool]) -> list[int]:
+    """Processes whose (command name, command line) match."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            comm = (entry / "comm").read_text().strip()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if match(comm, cmdline):
+            found.append(int(entry.name))
+    return found
+
+
+class CpuMeter:
+    """CPU time per process over the herd: each service, the bench's Kafka broker, every
+    PostgreSQL process on the machine (other users' queries count too) and this process (the
+    HTTP target and the harness)."""
+
+    def __init__(self, system: System, kafka_dir: Path) -> None:
+        self._groups: dict[str, list[int]] = {
+            "scheduler": [system.scheduler.process.pid],
+            "relay": [system.relay.process.pid],
+            **{f"worker {w}": [s.process.pid] for w, s in system.workers.items()},
+            "postgresql (all)": pids_where(lambda comm, _: comm.startswith("postgres")),
+            "kafka broker": pids_where(lambda _, cmd: str(kafka_dir) in cmd),
+            "bench + target": [os.getpid()],
+        }
+        self.start()
+
+    def start(self) -> None:
+        self._start = self._read()
+        self._started = time.perf_counter()
+        self._instant, self._at = self._start, self._started
+
+    def at_instant(self) -> None:
+        """Splits the count: before the instant the claim, the publish and the consumption;
+        after it the starts, the target calls and the reports."""
+        self._instant = self._read()
+        self._at = time.perf_counter()
+
+    def _read(self) -> dict[str, float]:
+        return {name: sum(map(cpu_seconds, pids)) for name, pids in self._groups.items()}
+
+    def report(self, runs: int) -> None:
+        end = self._read()
+        now = time.perf_counter()
+        before, after = self._at - self._started, now - self._at
+        print(
+            f"  CPU µs per run: before the instant ({before:.1f} s wall) / after it "
+            f"({after:.1f} s wall, up to {2 * after / runs * 1e6:.0f} µs/run on 2 cores)"
+        )
+        totals = [0.0, 0.0]
+        for name, used in end.items():
+            spent = (self._instant[name] - self._start[name], used - self._instant[name])
+            totals = [t + s for t, s in zip(totals, spent, strict=True)]
+            print(f"    {name:<18} {spent[0] / runs * 1e6:6.0f} / {spent[1] / runs * 1e6:6.0f}")
+        print(f"    {'total':<18} {totals[0] / runs * 1e6:6.0f} / {totals[1] / runs * 1e6:6.0f}")
 
 
 async def run_case(template: str, runs: int, setup: Setup, tmp: Path) -> Result:
@@ -153,22 +229,45 @@ async def run_case(template: str, runs: int, setup: Setup, tmp: Path) -> Result:
             async with running_system(
                 dsn,
                 workers=setup.workers,
-                scheduler_extra={"DUETIME_CLAIM_LOOKAHEAD": str(setup.lookahead)},
+                scheduler_extra={
+                    "DUETIME_CLAIM_LOOKAHEAD": str(setup.lookahead),
+                    **profiled(setup, f"{runs}-scheduler"),
+                },
+                relay_extra=profiled(setup, f"{runs}-relay"),
                 # The production heartbeat interval (the harness beats every second for tests).
                 worker_extra={
                     "DUETIME_WORKER_CONCURRENCY": str(setup.concurrency),
                     "DUETIME_HEARTBEAT_INTERVAL": "20",
+                    **profiled(setup, f"{runs}-worker"),
                 },
             ) as system:
                 pool = await asyncpg.create_pool(dsn, min_size=1, max_size=2)
                 try:
+                    meter = CpuMeter(system, kafka.directory)
                     return await measure(
-                        pool, system.db_dsn, target, runs, setup.lead, kafka.bootstrap
+                        pool,
+                        system.db_dsn,
+                        target,
+                        runs,
+                        setup.lead,
+                        setup.lookahead,
+                        kafka.bootstrap,
+                        meter,
                     )
                 finally:
                     await pool.close()
     finally:
         await drop_database(name)
+
+
+def profiled(setup: Setup, name: str) -> dict[str, str]:
+    """The environment that makes a service write its cProfile statistics at exit."""
+    if setup.profile is None:
+        return {}
+    hook = Path(__file__).resolve().parent / "profile_hook"
+    path = os.pathsep.join(p for p in (str(hook), os.environ.get("PYTHONPATH", "")) if p)
+    # Each worker writes its own file: the pid is added when the hook starts.
+    return {"PYTHONPATH": path, "DUETIME_BENCH_PROFILE": str(setup.profile / f"{name}.prof")}
 
 
 async def measure(
@@ -177,7 +276,9 @@ async def measure(
     target: HttpTarget,
     runs: int,
     lead: float,
+    lookahead: float,
     bootstrap: str,
+    meter: CpuMeter,
 ) -> Result:
     now: datetime = await pool.fetchval("SELECT duetime_now()")
     offset: timedelta = await pool.fetchval('SELECT "offset" FROM duetime_clock')
@@ -188,6 +289,17 @@ async def measure(
     await seed(dsn, runs, at, target.url("/herd"))
     seeded = time.perf_counter() - t0
     print(f"  seeded {runs:,} jobs in {seeded:.1f} s; due in {(at - now).total_seconds():.1f} s")
+    # CPU is counted from a second before the claim can begin (the look-ahead before the
+    # instant) to the last outcome, so that it is the herd's rather than the idle system's.
+    claim_begins = at - timedelta(seconds=lookahead + 1)
+    await asyncio.sleep(max(0.0, (claim_begins - datetime.now(UTC)).total_seconds()))
+    meter.start()
+
+    async def mark_the_instant() -> None:
+        await asyncio.sleep(max(0.0, (at - datetime.now(UTC)).total_seconds()))
+        meter.at_instant()
+
+    marking = asyncio.create_task(mark_the_instant())
 
     async def all_finished() -> bool:
         done = await pool.fetchval(
@@ -196,6 +308,8 @@ async def measure(
         return int(done) == runs
 
     await eventually(all_finished, lead + 180, f"all {runs} runs finished", interval=0.5)
+    await marking
+    meter.report(runs)
     rows = await pool.fetch(
         "SELECT r.run_id, r.job_id, r.nominal_time, r.effective_time, r.create_time, r.state, "
         "a.number, a.start_time, a.end_time, a.worker_id "
@@ -233,12 +347,20 @@ async def measure(
         f"  start transactions {len(batches):,} (runs started in one statement: "
         f"median {sizes[len(sizes) // 2]}, max {sizes[-1]})"
     )
+    print(f"  runs started per second after the instant: {per_second(starts)}")
+    print(f"  target calls per second after the instant: {per_second(arrivals)}")
     print(f"  start lateness (scheduler): {ms(starts)}")
     print(f"  start lateness (target):    {ms(arrivals)}")
     print(f"  drain (instant → last call): {drain:.2f} s")
     print(f"  hops, relative to the instant: claimed {ms(claimed)}")
     print(f"                                 published {ms(published)}")
     return Result(runs, quantiles(starts)[1], quantiles(arrivals)[1], drain, early)
+
+
+def per_second(lateness: Sequence[float]) -> str:
+    """How many of the runs came in each second after the instant: the pipeline's rate."""
+    counts = Counter(int(x) for x in lateness)
+    return " ".join(f"{counts.get(s, 0)}" for s in range(max(counts) + 1))
 
 
 async def publish_times(bootstrap: str, at: datetime) -> list[float]:
@@ -256,8 +378,11 @@ async def main() -> None:
     parser.add_argument("--lead", type=float, default=15.0)
     parser.add_argument("--concurrency", type=int, default=64, help="execution slots a worker")
     parser.add_argument("--lookahead", type=float, default=5.0, help="the scheduler's, seconds")
+    parser.add_argument(
+        "--profile", type=Path, help="write each service's cProfile statistics in this folder"
+    )
     args = parser.parse_args()
-    setup = Setup(args.workers, args.lead, args.concurrency, args.lookahead)
+    setup = Setup(args.workers, args.lead, args.concurrency, args.lookahead, args.profile)
     template = await migrated_template()
     results = []
     try:
