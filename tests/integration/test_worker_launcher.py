@@ -13,7 +13,12 @@ import pytest
 
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
-from duetime_worker.container import DisabledLauncher, LocalProcessLauncher, launcher_for
+from duetime_worker.container import (
+    LAUNCHER_BUSY,
+    DisabledLauncher,
+    LocalProcessLauncher,
+    launcher_for,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(30)]
 
@@ -56,10 +61,13 @@ async def test_no_more_processes_run_at_once_than_the_bound(tmp_path: Path) -> N
     # Fails if another process holds the lock directory: two running at once.
     script = f"mkdir {lock} || exit 7; sleep 0.2; rmdir {lock}"
     launcher = LocalProcessLauncher(["sh"], concurrency=1)
-    outcomes = await asyncio.gather(
-        *(launcher.launch(spec("sh", "-c", script), 1, 10) for _ in range(3))
-    )
-    assert [o.result for o in outcomes] == [pb.ATTEMPT_RESULT_SUCCEEDED] * 3
+
+    async def reserved() -> pb.AttemptResult.ValueType:
+        outcome = await launcher.launch(spec("sh", "-c", script), 1, 10, await launcher.reserve())
+        return outcome.result
+
+    outcomes = await asyncio.gather(*(reserved() for _ in range(3)))
+    assert outcomes == [pb.ATTEMPT_RESULT_SUCCEEDED] * 3
 
 
 async def test_a_nonzero_exit_is_a_retryable_failure() -> None:
@@ -96,3 +104,15 @@ async def test_container_targets_are_off_by_default() -> None:
     assert outcome.result == pb.ATTEMPT_RESULT_FAILED
     assert not outcome.retryable
     assert "DUETIME_LOCAL_LAUNCHER_COMMANDS" in outcome.error
+
+
+async def test_a_launch_without_a_reservation_is_handed_back_while_every_permit_is_taken() -> None:
+    launcher = LocalProcessLauncher(["sh"], concurrency=1)
+    reservation = await launcher.reserve()
+    outcome = await launcher.launch(spec("sh", "-c", "exit 0"), 1, 10)
+    assert (outcome.result, outcome.error) == (pb.ATTEMPT_RESULT_HANDED_BACK, LAUNCHER_BUSY)
+    # A launch with the reservation runs, and gives the permit back.
+    outcome = await launcher.launch(spec("sh", "-c", "exit 0"), 1, 10, reservation)
+    assert outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED
+    outcome = await launcher.launch(spec("sh", "-c", "exit 0"), 1, 10)
+    assert outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from duetime.events.v1 import events_pb2
-from duetime_core.jobspec import Priority
+from duetime_core.jobspec import ContainerTarget, HttpTarget, Priority, Target
 from duetime_core.runkey import RunKey
 from duetime_infra.codec.timeconv import datetime_to_timestamp as to_timestamp
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
@@ -17,6 +17,15 @@ _PRIORITY_PB = {
     Priority.NORMAL: 2,
     Priority.LOW: 3,
 }
+
+
+def target_kind(target: Target | None) -> events_pb2.TargetKind.ValueType:
+    """The dispatch message's kind of ``target``; unspecified when the writer does not know."""
+    if isinstance(target, HttpTarget):
+        return events_pb2.TARGET_KIND_HTTP
+    if isinstance(target, ContainerTarget):
+        return events_pb2.TARGET_KIND_CONTAINER
+    return events_pb2.TARGET_KIND_UNSPECIFIED
 
 
 @dataclass(frozen=True)
@@ -38,6 +47,7 @@ def dispatch_row(
     priority: Priority,
     traceparent: str,
     now: datetime,
+    target: Target | None = None,
 ) -> OutboxRow:
     message = events_pb2.RunDispatch(
         run_id=str(run_id),
@@ -50,6 +60,7 @@ def dispatch_row(
         # Unique per enqueue: a worker's repeated start of the same delivery gets its attempt back.
         dispatch_id=str(uuid.uuid4()),
         enqueue_time=to_timestamp(now),
+        target_kind=target_kind(target),
     )
     return OutboxRow(
         topic=DISPATCH_TOPICS[priority],

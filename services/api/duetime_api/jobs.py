@@ -270,6 +270,7 @@ class JobService:
                 priority=record.spec.priority,
                 traceparent=trace.traceparent,
                 now=now,
+                target=record.spec.target,
             )
             return run, outbox
 
@@ -296,6 +297,7 @@ class JobService:
                 priority=snapshot.priority,
                 traceparent=traceparent,
                 now=now,
+                target=snapshot.target,
             )
             return snapshot.retry.max_attempts, outbox
 

@@ -33,7 +33,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from grpc import aio
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from duetime.events.v1.events_pb2 import RunDispatch
+from duetime.events.v1.events_pb2 import TARGET_KIND_CONTAINER, RunDispatch
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
@@ -41,7 +41,7 @@ from duetime_core.attempts import ATTEMPT_CLOSED
 from duetime_core.jobspec import Priority
 from duetime_infra.tracecontext import ATTEMPT, RUN_ID, TRACER
 from duetime_worker.batching import AttemptCalls
-from duetime_worker.container import Launcher
+from duetime_worker.container import Launcher, Reservation
 from duetime_worker.heartbeat import ActiveAttempt, Heartbeats, lease_length
 from duetime_worker.http_target import HttpCaller
 from duetime_worker.outcome import Outcome
@@ -207,6 +207,9 @@ class Executor:
                 wait = max(self._clock.seconds_until(not_before), least)
                 if not await self._hold(min(wait, MAX_EARLY_WAIT)):
                     return  # stopping: unanswered, so the message goes to another worker
+                reservation = await self._reserve(dispatch)
+                if isinstance(reservation, Unsettled):
+                    return  # stopping while waiting for the launcher: unanswered, as when held
                 try:
                     async with Slot(self._slots, priority) as slot:
                         started = await self._start_seen_through(dispatch.run_id, delivery_id)
@@ -222,10 +225,42 @@ class Executor:
                         if self._stopping.is_set():
                             await self._hand_back_unrun(*started)
                             return
-                        await self._execute(*started, call_ended=slot.release)
+                        await self._execute(
+                            *started, call_ended=slot.release, reservation=reservation
+                        )
                         return
                 except SlotsClosed:
                     return  # stopping while waiting for a slot: unanswered, as when held
+                finally:
+                    if reservation is not None:
+                        reservation.release()
+
+    async def _reserve(self, dispatch: RunDispatch) -> Reservation | Unsettled | None:
+        """For a container target, the launcher's permit, waited for before the attempt is
+        started: waiting after the start would count against the attempt's timeout and lease
+        (a burst of long processes had the last ones time out without running). None when the
+        message does not say its target is a container (an HTTP target, an older writer);
+        UNSETTLED when stopping meanwhile."""
+        if dispatch.target_kind != TARGET_KIND_CONTAINER:
+            return None
+        reserving = asyncio.ensure_future(self._launcher.reserve())
+        stopping = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait({reserving, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # cancelled: a permit taken meanwhile goes back
+            reserving.cancel()
+            if reserving.done() and not reserving.cancelled():
+                reserving.result().release()
+            raise
+        finally:
+            stopping.cancel()
+        if not reserving.done():
+            reserving.cancel()
+            return Unsettled.UNSETTLED
+        if self._stopping.is_set():
+            reserving.result().release()
+            return Unsettled.UNSETTLED
+        return reserving.result()
 
     async def _start_seen_through(
         self, run_id: str, delivery_id: str
@@ -312,6 +347,7 @@ class Executor:
         response: pb.StartAttemptResponse,
         sent_at: float,
         call_ended: Callable[[], None] = lambda: None,
+        reservation: Reservation | None = None,
     ) -> None:
         """Runs the attempt; ``call_ended`` once the target call is over (the report that
         follows needs no execution slot)."""
@@ -332,7 +368,7 @@ class Executor:
             "attempt started",
             extra={"action": "attempt_started", "run_id": run.run_id, "attempt": number},
         )
-        task = asyncio.create_task(self._call(run, number, timeout))
+        task = asyncio.create_task(self._call(run, number, timeout, reservation))
         active = ActiveAttempt(
             run.run_id,
             number,
@@ -373,7 +409,9 @@ class Executor:
             task.cancel()
             self._heartbeats.remove(active)
 
-    async def _call(self, run: pb.RunSpec, attempt: int, limit: float) -> Outcome:
+    async def _call(
+        self, run: pb.RunSpec, attempt: int, limit: float, reservation: Reservation | None
+    ) -> Outcome:
         """The target call, in a client span whose context is the ``traceparent`` it sends."""
         kind = run.target.WhichOneof("kind")
         with TRACER.start_as_current_span(
@@ -381,13 +419,18 @@ class Executor:
             kind=SpanKind.CLIENT,
             attributes={RUN_ID: run.run_id, ATTEMPT: attempt, "duetime.target.kind": str(kind)},
         ) as span:
-            outcome = await self._call_target(run, kind, attempt, limit)
+            outcome = await self._call_target(run, kind, attempt, limit, reservation)
             if outcome.result != pb.ATTEMPT_RESULT_SUCCEEDED:
                 span.set_status(Status(StatusCode.ERROR, outcome.error))
             return outcome
 
     async def _call_target(
-        self, run: pb.RunSpec, kind: str | None, attempt: int, limit: float
+        self,
+        run: pb.RunSpec,
+        kind: str | None,
+        attempt: int,
+        limit: float,
+        reservation: Reservation | None,
     ) -> Outcome:
         try:
             # The targets bound themselves by the timeout; this is the backstop.
@@ -395,7 +438,7 @@ class Executor:
                 if kind == "http":
                     return await self._http.call(run, attempt, limit)
                 if kind == "container":
-                    return await self._launcher.launch(run, attempt, limit)
+                    return await self._launcher.launch(run, attempt, limit, reservation)
         except TimeoutError:
             return Outcome.timed_out(f"no result within {limit:g} s")
         return Outcome.failed(f"unknown target kind {kind!r}", retryable=False)

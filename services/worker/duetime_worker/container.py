@@ -5,7 +5,10 @@ The local launcher runs ``command + args`` (the image is not used) with the targ
 environment plus ``DUETIME_IDEMPOTENCY_KEY``, ``DUETIME_ATTEMPT`` and the W3C ``TRACEPARENT`` of
 the target call (so the process can join the run's trace), kills it at the attempt timeout,
 and reads exit status 0 as success, anything else as a retryable failure. It runs a bounded
-number of processes at once; an attempt waiting for its turn is started, its timeout running.
+number of processes at once. A worker reserves a process permit (``reserve``) before it starts
+an attempt of a container target, so no started attempt waits for one with its lease and
+timeout running; an attempt launched without a reservation (its dispatch message did not say
+the target's kind) while every permit is taken is handed back unrun, "launcher busy".
 """
 
 from __future__ import annotations
@@ -26,14 +29,43 @@ from duetime_worker.outcome import Outcome
 log = logging.getLogger(__name__)
 
 
+LAUNCHER_BUSY = "launcher busy: every local process permit was taken"
+
+
+class Reservation:
+    """A launcher's permit for one process, given back once (``release``)."""
+
+    def __init__(self, permits: asyncio.Semaphore | None) -> None:
+        self._permits = permits
+
+    def release(self) -> None:
+        if self._permits is not None:
+            self._permits.release()
+            self._permits = None
+
+
 class Launcher(Protocol):
-    async def launch(self, run: pb.RunSpec, attempt: int, limit: float) -> Outcome:
-        """Runs the run's container target to its end (or the timeout) and says how it ended."""
+    async def reserve(self) -> Reservation:
+        """Waits for a permit to run one process."""
+        ...
+
+    async def launch(
+        self, run: pb.RunSpec, attempt: int, limit: float, reservation: Reservation | None = None
+    ) -> Outcome:
+        """Runs the run's container target to its end (or the timeout) and says how it ended;
+        the reservation, when given, is used and released."""
         ...
 
 
 class DisabledLauncher:
-    async def launch(self, run: pb.RunSpec, attempt: int, limit: float) -> Outcome:
+    async def reserve(self) -> Reservation:
+        return Reservation(None)  # nothing runs here: the launch fails at once
+
+    async def launch(
+        self, run: pb.RunSpec, attempt: int, limit: float, reservation: Reservation | None = None
+    ) -> Outcome:
+        if reservation is not None:
+            reservation.release()
         return Outcome.failed(
             "container targets are not enabled on this worker "
             "(the operator sets DUETIME_LOCAL_LAUNCHER_COMMANDS)",
@@ -61,7 +93,24 @@ class LocalProcessLauncher:
         resolved = shutil.which(executable)
         return resolved is not None and resolved in self._resolved
 
-    async def launch(self, run: pb.RunSpec, attempt: int, limit: float) -> Outcome:
+    async def reserve(self) -> Reservation:
+        await self._running.acquire()
+        return Reservation(self._running)
+
+    async def launch(
+        self, run: pb.RunSpec, attempt: int, limit: float, reservation: Reservation | None = None
+    ) -> Outcome:
+        if reservation is None:
+            # No waiting here: the attempt is started, and the wait would count as its timeout.
+            if self._running.locked():
+                return Outcome.handed_back(LAUNCHER_BUSY)
+            reservation = await self.reserve()
+        try:
+            return await self._launch(run, attempt, limit)
+        finally:
+            reservation.release()
+
+    async def _launch(self, run: pb.RunSpec, attempt: int, limit: float) -> Outcome:
         target = run.target.container
         argv = [*target.command, *target.args]
         if not target.command:
@@ -93,8 +142,7 @@ class LocalProcessLauncher:
         traceparent = current_traceparent(run.traceparent)
         if traceparent:
             env["TRACEPARENT"] = traceparent
-        async with self._running:
-            return await _run(program, argv, env, limit)
+        return await _run(program, argv, env, limit)
 
 
 async def _run(program: str, argv: list[str], env: dict[str, str], limit: float) -> Outcome:

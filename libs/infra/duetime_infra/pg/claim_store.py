@@ -126,6 +126,7 @@ def _plan_job(
                 priority=priority,
                 traceparent=traceparent,
                 now=now,
+                target=spec.target,
             )
         batch.runs.append(
             (

@@ -7,6 +7,7 @@ from duetime.jobs.v1 import job_pb2 as _job_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -17,6 +18,30 @@ else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class _TargetKind:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _TargetKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_TargetKind.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    TARGET_KIND_UNSPECIFIED: _TargetKind.ValueType  # 0
+    """Not known to the writer."""
+    TARGET_KIND_HTTP: _TargetKind.ValueType  # 1
+    """An HTTP call."""
+    TARGET_KIND_CONTAINER: _TargetKind.ValueType  # 2
+    """A container (the local process launcher)."""
+
+class TargetKind(_TargetKind, metaclass=_TargetKindEnumTypeWrapper):
+    """The kind of a dispatched run's target."""
+
+TARGET_KIND_UNSPECIFIED: TargetKind.ValueType  # 0
+"""Not known to the writer."""
+TARGET_KIND_HTTP: TargetKind.ValueType  # 1
+"""An HTTP call."""
+TARGET_KIND_CONTAINER: TargetKind.ValueType  # 2
+"""A container (the local process launcher)."""
+Global___TargetKind: _TypeAlias = TargetKind  # noqa: Y015
 
 @_typing.final
 class RunDispatch(_message.Message):
@@ -37,6 +62,7 @@ class RunDispatch(_message.Message):
     PRIORITY_FIELD_NUMBER: _builtins.int
     DISPATCH_ID_FIELD_NUMBER: _builtins.int
     ENQUEUE_TIME_FIELD_NUMBER: _builtins.int
+    TARGET_KIND_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """The run to start."""
     job_id: _builtins.str
@@ -50,6 +76,12 @@ class RunDispatch(_message.Message):
     dispatch_id: _builtins.str
     """Unique per enqueue of the run (first dispatch, retry, redrive, reconciler re-enqueue): the
     delivery id a worker passes to StartAttempt.
+    """
+    target_kind: Global___TargetKind.ValueType
+    """The kind of the run's target, so a worker can reserve what the target needs (a local
+    launcher's process permit) before it starts the attempt, never after. Unspecified from
+    older writers and from re-dispatches that do not look the target up: the worker then
+    reserves nothing first.
     """
     @_builtins.property
     def nominal_time(self) -> _timestamp_pb2.Timestamp:
@@ -75,10 +107,11 @@ class RunDispatch(_message.Message):
         priority: _job_pb2.Priority.ValueType = ...,
         dispatch_id: _builtins.str = ...,
         enqueue_time: _timestamp_pb2.Timestamp | None = ...,
+        target_kind: Global___TargetKind.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["effective_time", b"effective_time", "enqueue_time", b"enqueue_time", "nominal_time", b"nominal_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["dispatch_id", b"dispatch_id", "effective_time", b"effective_time", "enqueue_time", b"enqueue_time", "idempotency_key", b"idempotency_key", "job_id", b"job_id", "nominal_time", b"nominal_time", "priority", b"priority", "run_id", b"run_id", "team", b"team"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dispatch_id", b"dispatch_id", "effective_time", b"effective_time", "enqueue_time", b"enqueue_time", "idempotency_key", b"idempotency_key", "job_id", b"job_id", "nominal_time", b"nominal_time", "priority", b"priority", "run_id", b"run_id", "target_kind", b"target_kind", "team", b"team"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

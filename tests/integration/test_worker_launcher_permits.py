@@ -1,0 +1,83 @@
+"""Container attempts and the local launcher's permits, through the executor against an
+in-process WorkerService on real PostgreSQL: a dispatch that says its target is a container
+waits for a permit before its attempt is started, so a burst larger than the launcher's bound
+runs in turn, none timing out while it waits."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import pytest
+from grpc import aio
+
+from duetime.events.v1.events_pb2 import TARGET_KIND_CONTAINER, RunDispatch
+from duetime.jobs.v1 import job_pb2
+from duetime.worker.v1 import worker_service_pb2_grpc
+from duetime_worker.attempts import Executor
+from duetime_worker.container import LocalProcessLauncher
+from duetime_worker.heartbeat import Heartbeats
+from duetime_worker.http_target import HttpCaller
+from duetime_worker.policy import TargetPolicy
+from tests.support.api import ApiClient, running_api
+from tests.support.worker_api import WorkerClient, create_job, job_message, running_worker_api
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+
+RUN_SECONDS = 1.0
+# Longer than one process, shorter than waiting for two others before running.
+TIMEOUT = timedelta(seconds=1.5)
+CONTAINER = TARGET_KIND_CONTAINER
+
+
+def noop() -> None:
+    pass
+
+
+@pytest.fixture
+async def env(db_dsn: str) -> AsyncIterator[tuple[ApiClient, WorkerClient, Executor]]:
+    async with running_api(db_dsn) as api, running_worker_api(db_dsn) as w:
+        channel = aio.insecure_channel(w.address)
+        stub: worker_service_pb2_grpc.WorkerServiceAsyncStub = (
+            worker_service_pb2_grpc.WorkerServiceStub(channel)
+        )
+        metadata = (("authorization", f"Bearer {w.token}"),)
+        heartbeats = Heartbeats(stub, "w-test", metadata, interval=0.3)
+        http = HttpCaller(TargetPolicy.parse(["127.0.0.1"]))
+        await http.start()
+        launcher = LocalProcessLauncher(["sh"], concurrency=1)
+        executor = Executor(stub, "w-test", metadata, heartbeats, http, launcher)
+        stopping = asyncio.Event()
+        beating = asyncio.create_task(heartbeats.run(stopping))
+        try:
+            yield api, w, executor
+        finally:
+            stopping.set()
+            await beating
+            await http.close()
+            await channel.close()
+
+
+async def test_container_attempts_beyond_the_launcher_bound_start_in_turn(
+    env: tuple[ApiClient, WorkerClient, Executor],
+) -> None:
+    api, w, executor = env
+    job = job_message(attempt_timeout=TIMEOUT)
+    job.target.container.CopyFrom(
+        job_pb2.ContainerTarget(image="unused:1", command=["sh", "-c", f"sleep {RUN_SECONDS}"])
+    )
+    jobs = [await create_job(api, job) for _ in range(3)]
+    now = await w.now()
+    runs = [await w.queue_scheduled_run(j.job_id, now) for j in jobs]
+    await asyncio.gather(
+        *(
+            executor.process(RunDispatch(run_id=str(r), target_kind=CONTAINER), f"d-{r}", noop)
+            for r in runs
+        )
+    )
+    assert [(await w.run_row(r))["state"] for r in runs] == ["SUCCEEDED"] * 3
+    # Each started once its turn came: the attempts do not overlap.
+    starts = sorted([(await w.attempts(r))[0]["start_time"] for r in runs])
+    assert all(b - a >= timedelta(seconds=RUN_SECONDS) for a, b in itertools.pairwise(starts))
