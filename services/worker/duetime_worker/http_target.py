@@ -175,13 +175,17 @@ def _where(parts: SplitResult) -> str:
 
 
 def _described(error: BaseException, url: str, parts: SplitResult) -> str:
-    """``Type: message``, unless the message shows more of the URL than its scheme and host
-    (some aiohttp errors carry the whole URL): then the type and where it was called."""
+    """``Type: message``, unless the message could show the URL (it contains "://", "@" or
+    "?", or any part of the URL): then the type and where it was called. A library's message
+    may carry the URL normalised (host lowercased, query re-encoded), so matching the URL's
+    own text would miss it, and a password or query token would reach the run's error and
+    the logs."""
     text = str(error)
     hidden = [url, parts.path if parts.path not in ("", "/") else "", parts.query, parts.fragment]
-    if parts.username is not None:
-        hidden.append(parts.username)
-    if any(part and part in text for part in hidden):
+    hidden += [parts.username or "", parts.password or ""]
+    if any(mark in text for mark in ("://", "@", "?")) or any(
+        part and part in text for part in hidden
+    ):
         return f"{type(error).__name__} calling {_where(parts)}"
     return f"{type(error).__name__}: {text}"
 
