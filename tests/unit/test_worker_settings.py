@@ -33,3 +33,9 @@ def test_max_pending_equal_to_the_slots_is_accepted() -> None:
         {**BASE, "DUETIME_WORKER_CONCURRENCY": "100", "DUETIME_WORKER_MAX_PENDING": "100"}
     )
     assert (settings.concurrency, settings.max_pending) == (100, 100)
+
+
+def test_unset_slots_stay_within_a_lower_max_pending() -> None:
+    # A deployment that set MAX_PENDING below the 2,000 default slots keeps starting.
+    settings = Settings.from_env({**BASE, "DUETIME_WORKER_MAX_PENDING": "500"})
+    assert (settings.concurrency, settings.max_pending) == (500, 500)

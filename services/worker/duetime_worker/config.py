@@ -56,15 +56,21 @@ class Settings:
         env = EnvReader(environ)
         source = os.environ if environ is None else environ
         token = env.text("DUETIME_WORKER_TOKEN", "")
+        max_pending = env.integer("DUETIME_WORKER_MAX_PENDING", 10_000, low=1, high=100_000)
         settings = cls(
             worker_id=env.text("DUETIME_WORKER_ID", f"{socket.gethostname()}-{os.getpid()}"),
             worker_token=token,
             kafka_bootstrap=env.text("DUETIME_KAFKA_BOOTSTRAP", DEFAULT_KAFKA_BOOTSTRAP),
             scheduler_target=env.address("DUETIME_SCHEDULER_TARGET", "127.0.0.1:50052"),
+            # Unset, the slots stay within a MAX_PENDING chosen when the default was lower:
+            # such a deployment keeps starting; only an explicit conflict is refused.
             concurrency=env.integer(
-                "DUETIME_WORKER_CONCURRENCY", DEFAULT_CONCURRENCY, low=1, high=10_000
+                "DUETIME_WORKER_CONCURRENCY",
+                min(DEFAULT_CONCURRENCY, max_pending),
+                low=1,
+                high=10_000,
             ),
-            max_pending=env.integer("DUETIME_WORKER_MAX_PENDING", 10_000, low=1, high=100_000),
+            max_pending=max_pending,
             group=env.text("DUETIME_WORKER_GROUP", "duetime-workers"),
             heartbeat_interval=env.seconds(
                 "DUETIME_HEARTBEAT_INTERVAL", 20, low=0.05, high=3600
