@@ -142,3 +142,19 @@ async def test_an_entry_with_neither_answer_nor_error_is_a_retryable_failure() -
         await calls.complete(pb.CompleteAttemptRequest(run_id="a"), 1)
     assert completed.value.code() == grpc.StatusCode.INTERNAL
     await calls.close()
+
+
+async def test_a_cancelled_batch_call_fails_its_callers_instead_of_leaving_them_waiting() -> None:
+    # grpc aio raises CancelledError for a call cancelled by the channel's close.
+    async def cancelled(requests: list[int]) -> list[int | Exception]:
+        raise asyncio.CancelledError
+
+    batcher: Batcher[int, int] = Batcher(cancelled, linger=0)
+    results = await asyncio.wait_for(
+        asyncio.gather(batcher.call(1), batcher.call(2), return_exceptions=True), 5
+    )
+    assert [type(r) for r in results] == [EntryFailed, EntryFailed]
+    assert all(
+        isinstance(r, EntryFailed) and r.code() == grpc.StatusCode.CANCELLED for r in results
+    )
+    await batcher.close()
