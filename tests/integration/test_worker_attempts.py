@@ -194,6 +194,39 @@ async def test_a_start_sent_before_the_worker_stops_is_handed_back_unrun(env: En
     assert (await env.w.run_row(run_id))["state"] == "QUEUED"
 
 
+async def test_a_start_in_flight_when_its_partition_is_revoked_is_run_not_handed_back(
+    env: Env,
+) -> None:
+    job = await job_calling(env, "/hook", Behaviour())
+    run_id = await env.w.queue_scheduled_run(job.job_id, await env.w.now())
+    metadata = (("authorization", f"Bearer {env.w.token}"),)
+    calls = AnswerHeldBack(env.w.stub, metadata, RPC_TIMEOUT)
+    executor = Executor(
+        env.w.stub, "w-test", metadata, env.heartbeats, env.http, DisabledLauncher(), calls=calls
+    )
+    answered = Answer()
+    dispatch = RunDispatch(run_id=str(run_id))
+    processing = asyncio.create_task(executor.process(dispatch, "d-1", answered))
+    await eventually(lambda: _has_attempt(env.w, run_id), 10, "attempt started")
+    processing.cancel()  # as the consumer gives up a revoked partition's unanswered messages
+    # The partition's next owner gets the same message: its start is refused, so it commits
+    # past the message and never calls the target.
+    elsewhere = Executor(
+        env.w.stub, "w-other", metadata, env.heartbeats, env.http, DisabledLauncher()
+    )
+    redelivered = Answer()
+    await asyncio.wait_for(elsewhere.process(dispatch, "d-1", redelivered), 10)
+    assert redelivered.at is not None
+    assert env.target.calls == []
+    calls.deliver.set()
+    await asyncio.wait_for(processing, 10)  # not cancelled: the attempt was run
+    await calls.close()
+    assert len(env.target.calls) == 1
+    (attempt,) = await env.w.attempts(run_id)
+    assert attempt["outcome"] == "SUCCEEDED"
+    assert (await env.w.run_row(run_id))["state"] == "SUCCEEDED"
+
+
 async def test_a_stopping_worker_starts_nothing_more(env: Env) -> None:
     job = await job_calling(env, "/hook", Behaviour())
     run_id = await env.w.queue_scheduled_run(job.job_id, await env.w.now())

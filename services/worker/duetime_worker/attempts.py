@@ -15,6 +15,8 @@ A start already sent is never abandoned, even when its message's task is cancell
 worker, a revoked partition): the request may be on its way in a batch, and an attempt the
 scheduler started for this worker and nobody runs would stay open until its lease ran out, the
 run's redelivery refused meanwhile (ALREADY_STARTED) and the attempt then counted as failed.
+An attempt so started is handed back only when the worker is stopping; after a revoke it runs
+here (see ``_start_seen_through``).
 """
 
 from __future__ import annotations
@@ -265,11 +267,22 @@ class Executor:
     async def _start_seen_through(
         self, run_id: str, delivery_id: str
     ) -> tuple[pb.StartAttemptResponse, float] | Timestamp | Unsettled | None:
-        """``_start``, seen through to its answer even when this task is cancelled meanwhile;
-        then an attempt it started is handed back before the cancellation goes on (the
-        message stays unanswered)."""
+        """``_start``, seen through to its answer even when this task is cancelled meanwhile.
+        Cancelled while stopping, an attempt it started is handed back before the cancellation
+        goes on (the message stays unanswered). Cancelled while not stopping (its partition
+        was revoked), an attempt it started is kept and run: aiokafka rebalances eagerly, so
+        every member joining or leaving the group revokes every partition, and handing those
+        attempts back would spend the run's free hand-backs (a rolling deploy could dead-letter
+        a run that never failed). The partition's next owner is refused ALREADY_STARTED for
+        the redelivery and commits past it; this worker, given the partition back, replays the
+        same attempt and drops it as a duplicate."""
         started, cancelled = await _despite_cancellation(self._start(run_id, delivery_id))
         if cancelled:
+            if isinstance(started, tuple) and not self._stopping.is_set():
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()  # the cancellation is answered by keeping the attempt
+                return started
             if isinstance(started, tuple):
                 await _despite_cancellation(self._hand_back_unrun(*started))
             raise asyncio.CancelledError

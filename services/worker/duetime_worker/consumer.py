@@ -14,7 +14,8 @@ rather than loses (a redelivered start with the same dispatch id gets the same a
 Messages not yet answered (held until their time, waiting for a slot, being started) are given
 up when their partition is revoked or the worker stops: their tasks are cancelled, their
 offsets stay uncommitted and the partition's next owner gets them. The handler sees a start
-already sent through to its answer (and hands back what it started) before it ends.
+already sent through to its answer: on a revoke it runs what that start started (the next
+owner's redelivery is refused ALREADY_STARTED), on a shutdown it hands it back.
 """
 
 from __future__ import annotations
@@ -145,7 +146,12 @@ class DispatchConsumer:
         task: asyncio.Task[None]
 
         def answered() -> None:
-            self._starting.pop(task, None)
+            if self._starting.pop(task, None) is None:
+                # Given up (its partition revoked) and answered anyway: a start in flight that
+                # came back STARTED runs here, but the offset is the partition's next owner's
+                # to commit. Marked done here, it could settle that owner's redelivery of the
+                # same offset if the partition came back to this consumer.
+                return
             self.offsets.done(tp, offset)
             self._commit_wanted.set()
 
