@@ -508,6 +508,30 @@ async def test_a_run_handed_back_again_and_again_spends_its_budget_and_dead_lett
     assert len(await outbox(w, "duetime.deadletter")) == 1
 
 
+async def test_a_redriven_run_gets_its_free_hand_backs_again(env: Env) -> None:
+    w = env.w
+    job = await create_job(env.api, job_message(max_attempts=1))
+    run_id = await trigger(env.api, job, "r1")
+    # Handed back until the hand-backs are counted, which spends the one attempt.
+    for number in range(1, MAX_HAND_BACKS + 2):
+        assert (await w.start(run_id, f"d-{number}", worker=f"w-{number}")).attempt == number
+        await w.complete(run_id, number, wpb.ATTEMPT_RESULT_HANDED_BACK, worker=f"w-{number}")
+    assert (await w.run_row(run_id))["state"] == "DEAD_LETTERED"
+    redrive = svc.RedriveRunRequest(name=f"{job.name}/runs/{run_id}", request_id="redrive-1")
+    await env.api.stub.RedriveRun(redrive, metadata=env.api.auth())
+    # The fresh budget's first hand-back is free again: the earlier ones are not counted.
+    number = MAX_HAND_BACKS + 2
+    assert (await w.start(run_id, "d-after", worker="w-after")).attempt == number
+    back = await w.complete(run_id, number, wpb.ATTEMPT_RESULT_HANDED_BACK, worker="w-after")
+    assert back.run_state == "RUN_STATE_QUEUED"
+    row = await w.run_row(run_id)
+    assert (row["state"], row["budget_start_attempt"]) == ("QUEUED", MAX_HAND_BACKS + 1)
+    # And the budget of one attempt is whole: a failure now spends it.
+    assert (await w.start(run_id, "d-last", worker="w-last")).attempt == number + 1
+    report = await w.complete(run_id, number + 1, FAILED, worker="w-last")
+    assert report.run_state == "RUN_STATE_DEAD_LETTERED"
+
+
 async def test_a_hand_back_of_a_cancelled_attempt_stays_cancelled(env: Env) -> None:
     w, api = env.w, env.api
     job = await create_job(api)

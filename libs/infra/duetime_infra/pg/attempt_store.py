@@ -490,7 +490,11 @@ class AttemptStore:
             hand_backs = 0
             if outcome is AttemptOutcome.HANDED_BACK:  # rare: a worker stopping
                 hand_backs = await conn.fetchval(
-                    q("attempt_run_hand_backs"), run_id, row["nominal_time"], token
+                    q("attempt_run_hand_backs"),
+                    run_id,
+                    row["nominal_time"],
+                    token,
+                    row["budget_start_attempt"],
                 )
             facts = EndFacts(
                 attempt=token,

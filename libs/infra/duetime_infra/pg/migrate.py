@@ -27,7 +27,7 @@ _FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 # The schema versions this code can run against: expand-then-contract migrations keep the
 # previous version compatible, so a service accepts [MIN, MAX].
 MIN_SUPPORTED_VERSION = 1
-MAX_SUPPORTED_VERSION = 2
+MAX_SUPPORTED_VERSION = 3
 
 
 @dataclass(frozen=True)

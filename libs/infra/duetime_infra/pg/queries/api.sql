@@ -102,7 +102,7 @@ ORDER BY a.run_id, a.number;
 -- name: run_redrive
 UPDATE runs
 SET state = 'QUEUED', reason = '', reason_detail = '', attempt_limit = attempt + $3,
-    next_attempt_time = NULL, update_time = duetime_now()
+    budget_start_attempt = attempt, next_attempt_time = NULL, update_time = duetime_now()
 WHERE run_id = $1 AND nominal_time = $2 AND state = 'DEAD_LETTERED'
 RETURNING *;
 

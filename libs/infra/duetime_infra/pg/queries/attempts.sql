@@ -79,11 +79,13 @@ SET state = 'QUEUED', reason = '', reason_detail = $4, next_attempt_time = $3,
 WHERE run_id = $1 AND nominal_time = $2 AND state = 'RUNNING';
 
 -- name: attempt_run_hand_backs
--- How many of the run's attempts before $3 were handed back, over its whole life (a redrive
+-- How many of the run's attempts before $3 were handed back since its current budget began
+-- ($4, the run's budget_start_attempt: a redrive starts a fresh budget, free hand-backs
 -- included), under the run's lock: past a few, a hand-back spends the budget. Reads the run's
 -- own attempts through the primary key.
 SELECT count(*)::integer FROM attempts
-WHERE run_id = $1 AND nominal_time = $2 AND number < $3 AND outcome = 'HANDED_BACK';
+WHERE run_id = $1 AND nominal_time = $2 AND number > $4 AND number < $3
+  AND outcome = 'HANDED_BACK';
 
 -- name: attempt_request_cancel
 -- CANCEL_PREVIOUS: the previous runs' open attempts are told to stop (by the next heartbeat).
