@@ -14,7 +14,7 @@ from typing import TypeAlias
 import asyncpg
 import pytest
 
-from duetime.events.v1.events_pb2 import RunDispatch
+from duetime.events.v1.events_pb2 import TARGET_KIND_HTTP, RunDispatch
 from duetime.jobs.v1 import job_pb2
 from duetime_api.jobs import JobService
 from duetime_core.jobspec import Priority
@@ -282,6 +282,7 @@ async def test_the_reconciler_reenqueues_a_run_whose_message_was_lost_once_per_w
     assert message.run_id == str(run["run_id"])
     assert message.idempotency_key == original.idempotency_key
     assert message.dispatch_id != original.dispatch_id
+    assert message.target_kind == original.target_kind == TARGET_KIND_HTTP
     assert traceparent == run["traceparent"]
     assert (await queued_run(pool))["update_time"] > run["update_time"]
 

@@ -532,6 +532,33 @@ async def test_a_redriven_run_gets_its_free_hand_backs_again(env: Env) -> None:
     assert report.run_state == "RUN_STATE_DEAD_LETTERED"
 
 
+async def test_re_dispatches_carry_the_runs_target_kind(env: Env) -> None:
+    w, api = env.w, env.api
+    message = job_message(overlap=job_pb2.OVERLAP_POLICY_BUFFER_ONE)
+    message.target.container.CopyFrom(job_pb2.ContainerTarget(image="unused:1", command=["true"]))
+    job = await create_job(api, message)
+    first, second = [await trigger(api, job, f"r{i}") for i in range(2)]
+    assert (await w.start(first, "d-1")).decision == STARTED
+    assert (await w.start(second, "d-2")).refusal_reason == "RUN_WAITING"
+    # A retry, queued again by the reaper's pass.
+    await w.complete(first, 1, FAILED, error="boom")
+    await w.shift_clock(timedelta(minutes=2))
+    assert await requeue_due_retries(w.pool, await tokens_for(w, job), timedelta(0), 10) == 1
+    # A hand-back.
+    retry = (await dispatches_of(w, first))[-1].dispatch_id
+    assert (await w.start(first, retry)).attempt == 2
+    await w.complete(first, 2, wpb.ATTEMPT_RESULT_HANDED_BACK)
+    # The BUFFER_ONE release once the first run is over.
+    handed_back = (await dispatches_of(w, first))[-1].dispatch_id
+    assert (await w.start(first, handed_back)).attempt == 3
+    assert (await w.complete(first, 3)).run_state == "RUN_STATE_SUCCEEDED"
+    assert (await w.run_row(second))["state"] == "QUEUED"
+    kinds = [d.target_kind for d in await dispatches_of(w, first)]
+    kinds += [d.target_kind for d in await dispatches_of(w, second)]
+    # Trigger, retry, hand-back; trigger, release.
+    assert kinds == [events_pb2.TARGET_KIND_CONTAINER] * 5
+
+
 async def test_a_hand_back_of_a_cancelled_attempt_stays_cancelled(env: Env) -> None:
     w, api = env.w, env.api
     job = await create_job(api)

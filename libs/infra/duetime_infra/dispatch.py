@@ -28,6 +28,19 @@ def target_kind(target: Target | None) -> events_pb2.TargetKind.ValueType:
     return events_pb2.TARGET_KIND_UNSPECIFIED
 
 
+# The target's "kind" in a stored job spec (spec_json), as the dispatch message carries it.
+_KIND_OF_SPEC = {
+    "http": events_pb2.TARGET_KIND_HTTP,
+    "container": events_pb2.TARGET_KIND_CONTAINER,
+}
+
+
+def target_kind_of_spec(kind: str | None) -> events_pb2.TargetKind.ValueType:
+    """The dispatch message's kind for a stored spec's target kind (SQL reads it as
+    ``spec->'target'->>'kind'``, cheaper than the whole spec); unspecified when unknown."""
+    return _KIND_OF_SPEC.get(kind or "", events_pb2.TARGET_KIND_UNSPECIFIED)
+
+
 @dataclass(frozen=True)
 class OutboxRow:
     topic: str
@@ -48,7 +61,9 @@ def dispatch_row(
     traceparent: str,
     now: datetime,
     target: Target | None = None,
+    kind: events_pb2.TargetKind.ValueType | None = None,
 ) -> OutboxRow:
+    """``kind``, when given, stands for ``target`` (a writer that read only the kind)."""
     message = events_pb2.RunDispatch(
         run_id=str(run_id),
         job_id=str(key.job_id),
@@ -60,7 +75,7 @@ def dispatch_row(
         # Unique per enqueue: a worker's repeated start of the same delivery gets its attempt back.
         dispatch_id=str(uuid.uuid4()),
         enqueue_time=to_timestamp(now),
-        target_kind=target_kind(target),
+        target_kind=target_kind(target) if kind is None else kind,
     )
     return OutboxRow(
         topic=DISPATCH_TOPICS[priority],

@@ -47,7 +47,7 @@ from duetime_core.records import AttemptOutcome, RunReason, RunState
 from duetime_core.runkey import SCHEDULE_ORIGIN, RunKey
 from duetime_infra.codec.spec_json import spec_from_json
 from duetime_infra.deadletter import dead_letter_row
-from duetime_infra.dispatch import OutboxRow, dispatch_row
+from duetime_infra.dispatch import OutboxRow, dispatch_row, target_kind_of_spec
 from duetime_infra.pg.outbox_writer import insert_outbox
 from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.sql import q
@@ -149,7 +149,10 @@ async def transaction(pool: Pool) -> AsyncIterator[Conn]:
 
 
 def redispatch_row(row: Row, now: datetime) -> OutboxRow:
-    """A new dispatch message for a run going back to QUEUED (retry, release)."""
+    """A new dispatch message for a run going back to QUEUED (retry, release, hand-back,
+    reconciler). ``row`` carries ``target_kind``, its job version's target kind: a container
+    dispatch without it would be started without the launcher's permit reserved, and handed
+    back 'launcher busy' (spending a free hand-back) when every permit is taken."""
     return dispatch_row(
         run_id=row["run_id"],
         key=key_of(row),
@@ -158,6 +161,7 @@ def redispatch_row(row: Row, now: datetime) -> OutboxRow:
         priority=Priority(row["priority"]),
         traceparent=row["traceparent"],
         now=now,
+        kind=target_kind_of_spec(row["target_kind"]),
     )
 
 

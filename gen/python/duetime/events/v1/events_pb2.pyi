@@ -79,9 +79,9 @@ class RunDispatch(_message.Message):
     """
     target_kind: Global___TargetKind.ValueType
     """The kind of the run's target, so a worker can reserve what the target needs (a local
-    launcher's process permit) before it starts the attempt, never after. Unspecified from
-    older writers and from re-dispatches that do not look the target up: the worker then
-    reserves nothing first.
+    launcher's process permit) before it starts the attempt, never after. Filled by every
+    dispatch (claims, triggers, redrives, retries, hand-backs, releases, re-enqueues);
+    unspecified from older writers: the worker then reserves nothing first.
     """
     @_builtins.property
     def nominal_time(self) -> _timestamp_pb2.Timestamp:

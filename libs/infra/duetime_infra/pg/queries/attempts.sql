@@ -5,7 +5,8 @@
 
 -- name: attempt_run_lock
 -- The run a worker names, locked, with its open attempt (if any) for a repeated start.
-SELECT r.*, v.spec AS job_snapshot, a.worker_id AS open_worker_id,
+SELECT r.*, v.spec AS job_snapshot, v.spec->'target'->>'kind' AS target_kind,
+       a.worker_id AS open_worker_id,
        a.lease_expire_time AS open_lease_expire_time, a.cancel_reason AS open_cancel_reason,
        duetime_now() AS now
 FROM runs r
@@ -130,7 +131,10 @@ SET state = 'QUEUED', reason = '', reason_detail = '', next_attempt_time = dueti
     update_time = duetime_now()
 FROM waiting w
 WHERE r.run_id = w.run_id AND r.nominal_time = w.nominal_time AND r.state = 'WAITING'
-RETURNING r.*, duetime_now() AS now;
+-- The target's kind goes into the new dispatch message.
+RETURNING r.*, duetime_now() AS now,
+          (SELECT v.spec->'target'->>'kind' FROM job_versions v
+           WHERE v.job_id = r.job_id AND v.version = r.job_version) AS target_kind;
 
 -- name: attempt_team_notification_url
 -- The dead-letter event carries where to alert the team, read only when a run is dead-lettered.
@@ -211,7 +215,10 @@ FROM (
     FOR UPDATE SKIP LOCKED
 ) due
 WHERE r.run_id = due.run_id AND r.nominal_time = due.nominal_time
-RETURNING r.*, duetime_now() AS now;
+-- The target's kind goes into the new dispatch message.
+RETURNING r.*, duetime_now() AS now,
+          (SELECT v.spec->'target'->>'kind' FROM job_versions v
+           WHERE v.job_id = r.job_id AND v.version = r.job_version) AS target_kind;
 
 -- name: reaper_expired
 -- Open attempts of the owned partitions whose lease ran out or whose deadline passed, each
@@ -231,7 +238,8 @@ WITH expired AS (
      ORDER BY deadline
      LIMIT $2)
 )
-SELECT r.*, v.spec AS job_snapshot, a.number AS open_number,
+SELECT r.*, v.spec AS job_snapshot, v.spec->'target'->>'kind' AS target_kind,
+       a.number AS open_number,
        a.lease_expire_time AS open_lease_expire_time, a.deadline AS open_deadline
 FROM expired e
 JOIN attempts a ON a.run_id = e.run_id AND a.nominal_time = e.nominal_time AND a.number = e.number
