@@ -196,12 +196,16 @@ async def test_a_dead_webhook_holds_its_events_for_one_give_up_time_in_all(
         assert 1000 + 5 - 0.2 <= fake.now <= 1000 + 5  # one give-up time, for all five
         tried = len(target.calls_to("/hook"))
         assert tried > 10  # each was retried meanwhile
-        # Still failing past its give-up time: later events get one try each, no more waits.
+        # Still failing past its give-up time: later events get no waits; one of them probes
+        # with a try, the others are abandoned without one while it is out.
         fake.now = waited = 1000 + 5
         later = [n.deliver(event(url, run)) for run in range(6, 11)]
         assert await asyncio.gather(*later) == [Delivery.ABANDONED] * 5
         assert fake.now == waited
-        assert len(target.calls_to("/hook")) == tried + 5
+        assert len(target.calls_to("/hook")) == tried + 1
+        # With no probe out, the next event probes again: one try.
+        assert await n.deliver(event(url, 99)) == Delivery.ABANDONED
+        assert len(target.calls_to("/hook")) == tried + 2
         # Once it answers again, the next failing spell gets a whole give-up time again.
         target.on("/hook", Behaviour())
         assert await n.deliver(event(url, 11)) == Delivery.DELIVERED
@@ -248,6 +252,31 @@ async def test_a_recovered_slow_webhook_gets_the_whole_timeout_after_an_outage(
         assert await n.deliver(event(url, 2)) == Delivery.DELIVERED
         assert await n.deliver(event(url, 3)) == Delivery.DELIVERED
     assert target.abandoned == []
+
+
+async def test_past_its_give_up_time_a_webhook_gets_one_probe_at_a_time(
+    target: HttpTarget,
+) -> None:
+    async with on_fake_time(OUTAGE) as (n, fake):
+        url = await abandoned_through_an_outage(n, fake, target)
+        fake.now = 1000 + 5  # the spell's give-up time has come
+        tried = len(target.calls_to("/hook"))
+        # Blackholed: the probe's try hangs until released.
+        answer = asyncio.Event()
+        target.on("/hook", Behaviour(hold=answer))
+        probe = asyncio.create_task(n.deliver(event(url, 2)))
+        await eventually(lambda: _true(len(target.calls_to("/hook")) == tried + 1), 10, "probe")
+        # While it is out, the other events are abandoned at once, without a request (they
+        # would each have waited a whole timeout otherwise).
+        others = asyncio.gather(*(n.deliver(event(url, run)) for run in range(3, 53)))
+        assert await asyncio.wait_for(others, 1) == [Delivery.ABANDONED] * 50
+        assert len(target.calls_to("/hook")) == tried + 1
+        # The probe is answered: the spell is over, and the next event is retried as usual.
+        answer.set()
+        assert await probe == Delivery.DELIVERED
+        failing_once_more(target)
+        assert await n.deliver(event(url, 53)) == Delivery.DELIVERED
+        assert len(target.calls_to("/hook")) == tried + 3
 
 
 async def test_a_failure_long_ago_does_not_shorten_a_new_events_retries(

@@ -10,8 +10,15 @@ has been failing for ``give_up_after``: that clock is shared by every notificati
 webhook, so a dead webhook with a thousand events waiting holds delivery slots for that time in
 all, not for that time per event; after it, each of its events gets one try. A failing spell
 ends when the webhook's server answers (2xx, or a final 4xx: it is reachable), or once nothing
-has failed for a whole give-up time, so an old outage never shortens a new event's retries; and
-an event's first try always gets the whole timeout. URLs are logged by host alone.
+has failed for a whole give-up time, so an old outage never shortens a new event's retries.
+
+Past its give-up time a webhook gets one probe at a time: the event that finds no probe out
+becomes it, and its one try gets the whole timeout (a webhook that recovered but is slow must
+get a chance to end its spell); the others are abandoned at once, without a request, while
+it is out. Otherwise a blackholed webhook with thousands of events waiting would hold every
+notify slot for a whole timeout per event, delaying other teams' notifications for hours. A
+probe that succeeds ends the spell; one that fails lets the next event probe. URLs are logged
+by host alone.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 from urllib.parse import urlsplit
 
 from google.protobuf import json_format
@@ -114,6 +122,8 @@ class Notifier:
         self._rand = rand
         self._clock = clock
         self._failing = FailingWebhooks(settings.give_up_after)
+        # Webhooks past their give-up time with a probe out (see the module's doc).
+        self._probing: set[str] = set()
 
     def _deadline(self, webhook: str, started: float) -> float:
         """The give-up time counts from this delivery's start or from when its webhook's
@@ -148,6 +158,37 @@ class Notifier:
             "host": host,
         }
         started = self._clock()
+        past_give_up = self._clock() >= self._deadline(webhook, started)
+        if past_give_up and webhook in self._probing:
+            log.error(
+                "dead-letter notification abandoned: the team is NOT notified",
+                extra={
+                    "action": "notification_abandoned",
+                    "tries": 0,
+                    "error": "its webhook is failing past its give-up time and being probed",
+                    "give_up_after": self._settings.give_up_after,
+                    **facts,
+                },
+            )
+            return Delivery.ABANDONED
+        if past_give_up:
+            self._probing.add(webhook)
+        try:
+            return await self._tries(url, webhook, headers, body, started, facts)
+        finally:
+            if past_give_up:
+                self._probing.discard(webhook)
+
+    async def _tries(
+        self,
+        url: str,
+        webhook: str,
+        headers: dict[str, str],
+        body: bytes,
+        started: float,
+        facts: dict[str, Any],
+    ) -> Delivery:
+        """The event's tries until it is delivered, rejected or abandoned."""
         tries = 0
         while True:
             tries += 1
