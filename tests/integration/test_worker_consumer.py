@@ -15,6 +15,7 @@ from aiokafka import AIOKafkaProducer, TopicPartition
 
 from duetime.events.v1.events_pb2 import RunDispatch
 from duetime_core.jobspec import Priority
+from duetime_worker import consumer as consumer_module
 from duetime_worker.consumer import DispatchConsumer
 from duetime_worker.offsets import OffsetTracker
 from tests.support.fleet import eventually
@@ -185,6 +186,42 @@ async def test_a_revoked_partitions_waiting_messages_go_to_its_new_owner_only() 
             await asyncio.gather(*running)
             for consumer in consumers.values():
                 await consumer.drain(0.1, lambda: None)
+
+
+async def test_drain_waits_for_the_hand_backs_of_the_tasks_it_cancels(
+    topics: dict[Priority, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(consumer_module, "HAND_BACK_WAIT", 0.2)
+    topic = topics[Priority.NORMAL]
+    await publish(topic, 1)
+    taken = asyncio.Event()
+    reported = asyncio.Event()
+
+    async def report() -> None:
+        await asyncio.sleep(0.3)  # the hand-back's CompleteAttempt on its way
+        reported.set()
+
+    async def handler(dispatch: RunDispatch, delivery: str, answered: Callable[[], None]) -> None:
+        answered()
+        taken.set()
+        try:
+            await asyncio.Event().wait()  # an attempt that does not stop when told to
+        except asyncio.CancelledError:
+            # As a start in flight is seen through and handed back despite a cancellation.
+            await asyncio.shield(report())
+            raise
+
+    group = f"duetime-test-{uuid.uuid4().hex[:12]}"
+    consumer = DispatchConsumer(shared_bootstrap(), group, "test", 10, handler, topics)
+    await consumer.start()
+    stopping = asyncio.Event()
+    running = asyncio.create_task(consumer.run(stopping))
+    await asyncio.wait_for(taken.wait(), 20)
+    stopping.set()
+    await running
+    await consumer.drain(0, lambda: None)
+    # The scheduler channel closes after the drain: the report must be through by then.
+    assert reported.is_set()
 
 
 async def _true(value: bool) -> bool:

@@ -48,6 +48,11 @@ LAG_SAMPLE_INTERVAL = 5.0
 LAG_SAMPLE_TIMEOUT = 3.0
 # While every slot is busy, the consumer still polls this often to stay in its group.
 SATURATED_POLL_SECONDS = 30.0
+# On drain, how long the running attempts told to hand back may take to stop and report.
+HAND_BACK_WAIT = 15.0
+# Then, how long the messages' tasks, cancelled, may take to end: a start in flight is seen
+# through and handed back despite the cancellation (its report within about one RPC timeout).
+CANCELLED_WAIT = 12.0
 
 Handler = Callable[[RunDispatch, str, Callable[[], None]], Awaitable[None]]
 
@@ -275,14 +280,20 @@ class DispatchConsumer:
         """Gives up the messages not yet answered at once (not committed: redelivered; a start
         already sent is seen through, and handed back if it started); lets running attempts
         finish within ``grace``, then cancels them, so they are handed back and queued again
-        for another worker. Then commits what is settled and closes."""
+        for another worker, waiting (bounded) for those hand-backs to be reported, since the
+        scheduler channel closes after this. Then commits what is settled and closes."""
         self._give_up()
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=grace)
         if self._tasks:
             cancel_running()
-            await asyncio.wait(set(self._tasks), timeout=15)
-        for task in set(self._tasks):
-            task.cancel()
+            await asyncio.wait(set(self._tasks), timeout=HAND_BACK_WAIT)
+        if self._tasks:
+            for task in set(self._tasks):
+                task.cancel()
+            # Waited for, bounded: a cancelled task may still be handing back an attempt whose
+            # start was in flight, and the scheduler channel closes once this returns; a report
+            # cut off there leaves the attempt open until the reaper closes it as failed.
+            await asyncio.wait(set(self._tasks), timeout=CANCELLED_WAIT)
         await self.commit()
         await self._consumer.stop()
