@@ -11,7 +11,7 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from grpc import aio
@@ -158,6 +158,19 @@ class AnswerHeldBack(AttemptCalls):
         return response
 
 
+C = TypeVar("C", bound=AttemptCalls)
+
+
+def executor_with(env: Env, calls_kind: type[C], worker: str = "w-test") -> tuple[Executor, C]:
+    """An executor of ``worker`` whose start and report calls go through ``calls_kind``."""
+    metadata = (("authorization", f"Bearer {env.w.token}"),)
+    calls = calls_kind(env.w.stub, metadata, RPC_TIMEOUT)
+    executor = Executor(
+        env.w.stub, worker, metadata, env.heartbeats, env.http, DisabledLauncher(), calls=calls
+    )
+    return executor, calls
+
+
 async def test_a_start_sent_before_the_worker_stops_is_handed_back_unrun(env: Env) -> None:
     job = await job_calling(env, "/hook", Behaviour())
     run_id = await env.w.queue_scheduled_run(job.job_id, await env.w.now())
@@ -199,11 +212,7 @@ async def test_a_start_in_flight_when_its_partition_is_revoked_is_run_not_handed
 ) -> None:
     job = await job_calling(env, "/hook", Behaviour())
     run_id = await env.w.queue_scheduled_run(job.job_id, await env.w.now())
-    metadata = (("authorization", f"Bearer {env.w.token}"),)
-    calls = AnswerHeldBack(env.w.stub, metadata, RPC_TIMEOUT)
-    executor = Executor(
-        env.w.stub, "w-test", metadata, env.heartbeats, env.http, DisabledLauncher(), calls=calls
-    )
+    executor, calls = executor_with(env, AnswerHeldBack)
     answered = Answer()
     dispatch = RunDispatch(run_id=str(run_id))
     processing = asyncio.create_task(executor.process(dispatch, "d-1", answered))
@@ -211,11 +220,10 @@ async def test_a_start_in_flight_when_its_partition_is_revoked_is_run_not_handed
     processing.cancel()  # as the consumer gives up a revoked partition's unanswered messages
     # The partition's next owner gets the same message: its start is refused, so it commits
     # past the message and never calls the target.
-    elsewhere = Executor(
-        env.w.stub, "w-other", metadata, env.heartbeats, env.http, DisabledLauncher()
-    )
+    elsewhere, other_calls = executor_with(env, AttemptCalls, worker="w-other")
     redelivered = Answer()
     await asyncio.wait_for(elsewhere.process(dispatch, "d-1", redelivered), 10)
+    await other_calls.close()
     assert redelivered.at is not None
     assert env.target.calls == []
     calls.deliver.set()
@@ -225,6 +233,38 @@ async def test_a_start_in_flight_when_its_partition_is_revoked_is_run_not_handed
     (attempt,) = await env.w.attempts(run_id)
     assert attempt["outcome"] == "SUCCEEDED"
     assert (await env.w.run_row(run_id))["state"] == "SUCCEEDED"
+
+
+class FirstStartRepeated(AttemptCalls):
+    """Answers every start with the first one's answer: a redelivery of the same message
+    whose replayed answer (the same attempt) arrives after the first execution ended."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.first: pb.StartAttemptResponse | None = None
+
+    async def start(self, request: pb.StartAttemptRequest) -> pb.StartAttemptResponse:
+        if self.first is None:
+            self.first = await super().start(request)
+        return self.first
+
+
+async def test_a_second_delivery_of_an_attempt_already_run_does_not_call_the_target(
+    env: Env,
+) -> None:
+    job = await job_calling(env, "/hook", Behaviour())
+    run_id = await env.w.queue_scheduled_run(job.job_id, await env.w.now())
+    executor, calls = executor_with(env, FirstStartRepeated)
+    dispatch = RunDispatch(run_id=str(run_id))
+    await asyncio.wait_for(executor.process(dispatch, "d-1", Answer()), 10)
+    assert len(env.target.calls) == 1
+    again = Answer()
+    await asyncio.wait_for(executor.process(dispatch, "d-1", again), 10)
+    await calls.close()
+    assert again.at is not None  # answered: its offset may be committed
+    assert len(env.target.calls) == 1
+    (attempt,) = await env.w.attempts(run_id)
+    assert attempt["outcome"] == "SUCCEEDED"
 
 
 async def test_a_stopping_worker_starts_nothing_more(env: Env) -> None:

@@ -3,6 +3,8 @@ recent sample, following a server clock that moved once its old samples age out.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -65,14 +67,23 @@ def test_never_early_by_the_estimate() -> None:
     assert clock.offset() == pytest.approx(OFFSET - 0.05)
 
 
-def test_the_wall_clock_plays_no_part() -> None:
+def test_the_wall_clock_plays_no_part(monkeypatch: pytest.MonkeyPatch) -> None:
     mono = FakeMonotonic()
     clock = ServerClock(mono)
     answer(clock, mono, lag=0.0)
     due = at(mono.now + OFFSET + 10)
-    # Only the injected monotonic clock moves the estimate (a wall-clock step cannot).
     assert clock.seconds_until(due) == pytest.approx(10)
+    # The host's clock steps an hour (NTP, an operator) while the monotonic clock moves 4 s:
+    # neither the estimate nor a new sample taken meanwhile follows the step.
+    wall, wall_ns = time.time(), time.time_ns()
+    monkeypatch.setattr(time, "time", lambda: wall + 3600)
+    monkeypatch.setattr(time, "time_ns", lambda: wall_ns + 3600 * 10**9)
     mono.now += 4
+    assert clock.seconds_until(due) == pytest.approx(6)
+    answer(clock, mono, lag=0.0)
+    monkeypatch.setattr(time, "time", lambda: wall - 3600)
+    monkeypatch.setattr(time, "time_ns", lambda: wall_ns - 3600 * 10**9)
+    assert clock.offset() == pytest.approx(OFFSET)
     assert clock.seconds_until(due) == pytest.approx(6)
 
 
