@@ -12,7 +12,9 @@ import pytest
 
 from duetime_core.errors import FailedPrecondition
 from duetime_infra.pg.migrate import (
-    MAX_SUPPORTED_VERSION,
+    BUILD_SCHEMA_VERSION,
+    MIN_SUPPORTED_VERSION,
+    Migration,
     apply_migrations,
     check_schema,
     load_migrations,
@@ -34,7 +36,7 @@ async def test_apply_to_empty_database_then_again(empty_db: asyncpg.Connection) 
         await check_schema(empty_db)
     applied = await apply_migrations(empty_db)
     assert applied == [m.version for m in load_migrations()]
-    assert await check_schema(empty_db) == MAX_SUPPORTED_VERSION
+    assert await check_schema(empty_db) == BUILD_SCHEMA_VERSION
     assert await apply_migrations(empty_db) == []
     tables = {
         r["tablename"]
@@ -47,6 +49,51 @@ async def test_apply_to_empty_database_then_again(empty_db: asyncpg.Connection) 
         "SELECT indexdef FROM pg_indexes WHERE indexname = 'jobs_due_idx'"
     )
     assert "(partition, next_effective_time)" in index
+
+
+def test_the_build_ships_the_migrations_it_was_written_for() -> None:
+    migrations = load_migrations()
+    assert migrations[-1].version == BUILD_SCHEMA_VERSION
+    assert MIN_SUPPORTED_VERSION <= BUILD_SCHEMA_VERSION
+    # Every migration so far only expands the schema: each keeps the first build working.
+    assert {m.compatible_from for m in migrations} == {1}
+    contract = Migration(9, "drop_x", "-- why\n-- compatible-from: 7\nALTER TABLE x DROP y;")
+    assert contract.compatible_from == 7
+
+
+async def test_a_newer_expand_only_schema_is_served_and_a_contracted_one_refused(
+    empty_db: asyncpg.Connection,
+) -> None:
+    await apply_migrations(empty_db)
+    # A later build applied an expand migration this build has never seen: still served.
+    await empty_db.execute(
+        "INSERT INTO duetime_schema_migrations (version, name) VALUES ($1, 'later_expand')",
+        BUILD_SCHEMA_VERSION + 1,
+    )
+    assert await check_schema(empty_db) == BUILD_SCHEMA_VERSION + 1
+    # Then a contract migration that only builds of the next version survive: refused.
+    await empty_db.execute(
+        """INSERT INTO duetime_schema_migrations (version, name, compatible_from)
+           VALUES ($1, 'later_contract', $2)""",
+        BUILD_SCHEMA_VERSION + 2,
+        BUILD_SCHEMA_VERSION + 1,
+    )
+    with pytest.raises(FailedPrecondition, match="deploy a newer build"):
+        await check_schema(empty_db)
+
+
+async def test_a_schema_older_than_the_build_needs_is_refused(
+    empty_db: asyncpg.Connection,
+) -> None:
+    await apply_migrations(empty_db)
+    # As a database migrated by an earlier build looks: its newest migrations not yet applied,
+    # and no compatible_from column (added by this build's migrator).
+    await empty_db.execute(
+        "DELETE FROM duetime_schema_migrations WHERE version >= $1", MIN_SUPPORTED_VERSION
+    )
+    await empty_db.execute("ALTER TABLE duetime_schema_migrations DROP COLUMN compatible_from")
+    with pytest.raises(FailedPrecondition, match="older than this build needs"):
+        await check_schema(empty_db)
 
 
 async def test_concurrent_migrators_serialise(template_db: str) -> None:

@@ -1,7 +1,13 @@
 """Numbered SQL migrations, applied by one command under an advisory lock.
 
 Services never migrate at start-up; they only check (``check_schema``) that the database is at
-a version they support, so old and new versions can run side by side during a rolling deploy.
+a version they can run against, so old and new versions run side by side during a rolling
+deploy. Migrations are expand-then-contract: an expand migration (a new column with a default,
+a wider constraint) leaves every earlier build working, so a build accepts any newer schema
+unless a contract migration says otherwise. A contract migration declares, in a line
+``-- compatible-from: N``, the oldest build (by the schema version it was written for) that
+still works against it; the database keeps the highest such declaration, so an old build that
+has never seen the contract migration's file still learns that it must not start.
 """
 
 from __future__ import annotations
@@ -23,11 +29,13 @@ log = logging.getLogger(__name__)
 # An arbitrary constant shared by every migrating process: the advisory lock serialises them.
 _MIGRATION_LOCK = 0x6475_6574_696D_65  # "duetime"
 _FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+_COMPATIBLE_FROM = re.compile(r"^-- compatible-from: (\d+)$", re.MULTILINE)
 
-# The schema versions this code can run against: expand-then-contract migrations keep the
-# previous version compatible, so a service accepts [MIN, MAX].
-MIN_SUPPORTED_VERSION = 1
-MAX_SUPPORTED_VERSION = 3
+# The schema version this build was written for (its newest migration), and the oldest schema
+# its queries work against: they use the HANDED_BACK outcome (2) and runs.budget_start_attempt
+# (3), so the database must be migrated before this build is deployed.
+BUILD_SCHEMA_VERSION = 3
+MIN_SUPPORTED_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,12 @@ class Migration:
     version: int
     name: str
     sql: str
+
+    @property
+    def compatible_from(self) -> int:
+        """The oldest build this schema still serves: 1 unless a contract migration says."""
+        declared = _COMPATIBLE_FROM.search(self.sql)
+        return int(declared[1]) if declared else 1
 
 
 def load_migrations() -> list[Migration]:
@@ -61,6 +75,10 @@ async def apply_migrations(conn: Conn) -> list[int]:
                    name text NOT NULL,
                    applied_at timestamptz NOT NULL DEFAULT now())"""
         )
+        await conn.execute(
+            """ALTER TABLE duetime_schema_migrations
+               ADD COLUMN IF NOT EXISTS compatible_from integer NOT NULL DEFAULT 1"""
+        )
         done = {
             r["version"] for r in await conn.fetch("SELECT version FROM duetime_schema_migrations")
         }
@@ -70,9 +88,11 @@ async def apply_migrations(conn: Conn) -> list[int]:
             async with conn.transaction():
                 await conn.execute(migration.sql)
                 await conn.execute(
-                    "INSERT INTO duetime_schema_migrations (version, name) VALUES ($1, $2)",
+                    """INSERT INTO duetime_schema_migrations (version, name, compatible_from)
+                       VALUES ($1, $2, $3)""",
                     migration.version,
                     migration.name,
+                    migration.compatible_from,
                 )
             log.info(
                 "migration applied", extra={"action": "migrated", "version": migration.version}
@@ -86,21 +106,42 @@ async def apply_migrations(conn: Conn) -> list[int]:
 
 
 async def schema_version(conn: Conn) -> int:
+    return (await schema_state(conn))[0]
+
+
+async def schema_state(conn: Conn) -> tuple[int, int]:
+    """(version, compatible_from) of the database; (0, 1) before any migration."""
     exists = await conn.fetchval("SELECT to_regclass('duetime_schema_migrations') IS NOT NULL")
     if not exists:
-        return 0
-    version = await conn.fetchval("SELECT max(version) FROM duetime_schema_migrations")
-    return int(version or 0)
+        return 0, 1
+    has_column = await conn.fetchval(
+        """SELECT EXISTS (SELECT 1 FROM information_schema.columns
+                          WHERE table_name = 'duetime_schema_migrations'
+                            AND column_name = 'compatible_from')"""
+    )
+    row = await conn.fetchrow(
+        "SELECT max(version) AS version, "
+        + ("max(compatible_from)" if has_column else "1")
+        + " AS compatible_from FROM duetime_schema_migrations"
+    )
+    assert row is not None  # an aggregate always returns one row
+    return int(row["version"] or 0), int(row["compatible_from"] or 1)
 
 
 async def check_schema(conn: Conn) -> int:
-    """Refuses to serve against a schema this code does not support."""
-    version = await schema_version(conn)
-    if not MIN_SUPPORTED_VERSION <= version <= MAX_SUPPORTED_VERSION:
+    """Refuses to serve against a schema older than this build's queries need, or one a
+    contract migration has made incompatible with it; a newer expand-only schema is fine."""
+    version, compatible_from = await schema_state(conn)
+    if version < MIN_SUPPORTED_VERSION:
         raise FailedPrecondition(
-            f"database schema version {version} is not supported by this build "
-            f"(supports {MIN_SUPPORTED_VERSION}..{MAX_SUPPORTED_VERSION}); "
-            "run `python -m duetime_infra.pg.migrate`",
+            f"database schema version {version} is older than this build needs "
+            f"({MIN_SUPPORTED_VERSION}); run `python -m duetime_infra.pg.migrate`",
+            reason="SCHEMA_VERSION_UNSUPPORTED",
+        )
+    if compatible_from > BUILD_SCHEMA_VERSION:
+        raise FailedPrecondition(
+            f"database schema version {version} no longer serves builds written for version "
+            f"{BUILD_SCHEMA_VERSION} (it needs {compatible_from} or later): deploy a newer build",
             reason="SCHEMA_VERSION_UNSUPPORTED",
         )
     return version
