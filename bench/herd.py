@@ -15,26 +15,50 @@ when each call arrives. Reported, per case:
   claim (run created) → published to Kafka (record timestamp) → attempt start → target call.
 
     uv run python -m bench.herd [--runs 1000 10000] [--workers 2] [--lead 15]
-                                [--concurrency 64] [--lookahead 5]
+                                [--concurrency 64] [--lookahead 5] [--profile DIR]
 
-Measured on this 2-core machine, shared with other engineers' test runs (load 0.8-3), two
-workers, start lateness p99 by the scheduler / by the target, and the drain (ranges over 5 runs
-with 2,000 slots, 2 with 64); no run ever started early:
+Also printed: CPU µs per run of each process (the services, every PostgreSQL process, the
+bench's Kafka broker, the bench itself with the target) before and after the instant, and runs
+started and target calls per second after it. ``--profile DIR`` runs the services under cProfile.
+
+Measured on this 2-core machine, shared with other engineers' test runs, two workers, start
+lateness p99 by the scheduler / by the target, and the drain; no run ever started early:
 
                       1,000 runs                  10,000 runs
     before (3ebc629)  6.0 / 6.0 s, drain 6.1 s    70 / 71 s, drain 72 s (92% over 5 s)
     after, 64 slots   1.1-1.9 / 1.1-1.9 s         10.4-11.3 / 10.4-11.4 s (64% over 5 s)
     after, 2000 slots 0.18-0.36 / 0.75-1.34 s,    5.9-7.7 / 6.8-8.1 s, drain 6.9-8.1 s
                       drain 0.75-1.34 s           (15-33% of runs over 5 s)
+    again (394aeea),  0.24-0.39 / 1.0-1.4 s       7.0-9.9 / 7.8-11.5 s (20-42% over 5 s)
+      3 runs, load 1.9-2.9
+    now (9f4c71f),    0.16-0.37 / 0.7-1.2 s       6.5-11.0 / 7.3-11.9 s (20-54% over 5 s)
+      5 runs, load 1.6-3.3
+
+(2,000 slots a worker from "after, 2000 slots" on; the last two rows with the target's accept
+queue at 4,096: at aiohttp's default of 128 about a thousand connects a herd were dropped and
+retried a second later.) CPU µs per run at 10,000, mean of three runs each, before the
+instant / after it:
+
+                  scheduler  workers (both)  PostgreSQL  Kafka  relay  target   total
+    394aeea       149 / 229      79 / 647     116 / 139  79/43  40/17   1/151   464 / 1225
+    9f4c71f       138 / 210      67 / 742     114 / 107  83/43  38/17   1/193   442 / 1312
 
 Where the time went before: every dispatched message held one of the worker's 64 slots while it
 waited (TOO_EARLY) for its instant, and each run was its own StartAttempt and CompleteAttempt
 transaction (~170 runs/s end to end). Now a message not yet due waits without a slot, starts and
 reports go in batches (StartAttempts / CompleteAttempts: one transaction per batch of up to 500),
-beats asked for by new attempts are spaced. At 10,000 the machine's two cores are the limit: the
-claim of 10,000 runs ends 2-3 s before the instant (5 s look-ahead), then starts run at ~1,300/s
-with the scheduler, both workers, PostgreSQL and the target all busy; the worker spends about a
-third of its CPU on per-attempt logs and (no-op) tracing spans.
+beats asked for by new attempts are spaced. The claim of 10,000 runs ends 2.5-3 s before the
+instant (5 s look-ahead; ~440 µs of CPU a run before the instant, all processes), so the
+look-ahead is not what makes them late on this machine. After the instant each run costs about
+1.2-1.3 ms of CPU across the processes, so 10,000 runs need at least 6-6.5 s of both cores with
+nothing else running: the 5 s promise at 10,000 cannot be met on two cores (it needs under
+1,000 µs a run after the instant, p99 under 1 s needs under 200), and the workers are more than
+half of it (Python: the HTTP call, two log lines per run, asyncio). The scheduler's share fell by
+a tenth (one decode of a definition per run, no per-entry span work); the workers' rose with
+their HTTP pool following the slots (2,000 connections a worker, each a new one in a herd,
+where 256 were reused). The utilisation after the instant is 60-75%: the first wave starts
+4,000 runs (every slot) in the first second, and the target sees its calls only from the
+second second on, while the slots stay held.
 """
 
 from __future__ import annotations
