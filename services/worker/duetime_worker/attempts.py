@@ -42,6 +42,7 @@ from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_core.attempts import ATTEMPT_CLOSED
 from duetime_core.jobspec import Priority
 from duetime_infra.tracecontext import ATTEMPT, RUN_ID, TRACER
+from duetime_worker import tally
 from duetime_worker.batching import AttemptCalls
 from duetime_worker.container import Launcher, Reservation
 from duetime_worker.heartbeat import ActiveAttempt, Heartbeats, lease_length
@@ -49,6 +50,7 @@ from duetime_worker.http_target import HttpCaller
 from duetime_worker.outcome import Outcome
 from duetime_worker.server_clock import ServerClock
 from duetime_worker.slots import SlotsClosed, WeightedSlots
+from duetime_worker.tally import AttemptTally
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +80,18 @@ _PERMANENT = {
     grpc.StatusCode.UNIMPLEMENTED,
 }
 _RESULT_NAMES = {v: k for k, v in pb.AttemptResult.items()}
+_TALLIES = {
+    pb.ATTEMPT_RESULT_SUCCEEDED: tally.SUCCEEDED,
+    pb.ATTEMPT_RESULT_FAILED: tally.FAILED,
+    pb.ATTEMPT_RESULT_TIMED_OUT: tally.TIMED_OUT,
+    pb.ATTEMPT_RESULT_CANCELLED: tally.CANCELLED,
+    pb.ATTEMPT_RESULT_HANDED_BACK: tally.HANDED_BACK,
+}
+_FINISHED_LEVELS = {
+    pb.ATTEMPT_RESULT_SUCCEEDED: logging.DEBUG,
+    pb.ATTEMPT_RESULT_FAILED: logging.WARNING,
+    pb.ATTEMPT_RESULT_TIMED_OUT: logging.WARNING,
+}
 _PRIORITIES = {
     job_pb2.PRIORITY_HIGH: Priority.HIGH,
     job_pb2.PRIORITY_NORMAL: Priority.NORMAL,
@@ -174,6 +188,8 @@ class Executor:
         self._http = http
         self._launcher = launcher
         self._stopping = asyncio.Event()
+        # Per-run starts and successes are counted, not logged: see ``tally``.
+        self.tally = AttemptTally()
 
     def stop(self) -> None:
         """Nothing starts from now on (see the module's doc); running attempts go on, for the
@@ -332,6 +348,7 @@ class Executor:
                             "error": error.details(),
                         },
                     )
+                    self.tally.count(tally.REFUSED)
                     return None
                 delay = backoff.next()
                 log.warning(
@@ -345,6 +362,7 @@ class Executor:
                 return response.effective_time
             if response.decision == pb.START_DECISION_STARTED:
                 return response, sent_at
+            self.tally.count(tally.REFUSED)
             log.info(
                 "start refused; message dropped",
                 extra={
@@ -370,6 +388,7 @@ class Executor:
             # The same delivery again (redelivered after a rebalance, or published twice): its
             # start answered with an attempt this worker runs or already ran (the answer may
             # arrive after the first execution ended).
+            self.tally.count(tally.DUPLICATES)
             log.info(
                 "duplicate delivery of an attempt dropped",
                 extra={"action": "duplicate_delivery", "run_id": run.run_id, "attempt": number},
@@ -377,10 +396,12 @@ class Executor:
             return
         timeout = run.attempt_timeout.ToTimedelta().total_seconds() or DEFAULT_ATTEMPT_TIMEOUT
         started = time.monotonic()
-        log.info(
-            "attempt started",
-            extra={"action": "attempt_started", "run_id": run.run_id, "attempt": number},
-        )
+        self.tally.count(tally.STARTED)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "attempt started",
+                extra={"action": "attempt_started", "run_id": run.run_id, "attempt": number},
+            )
         task = asyncio.create_task(self._call(run, number, timeout, reservation))
         active = ActiveAttempt(
             run.run_id,
@@ -393,6 +414,7 @@ class Executor:
             await _run_within_lease(active)
             call_ended()
             if _lease_lapsed(active) or active.cancel_reason == ATTEMPT_CLOSED:
+                self.tally.count(tally.LEASE_LOST)
                 log.warning(
                     "attempt abandoned without a report: its lease was lost",
                     extra={
@@ -406,7 +428,14 @@ class Executor:
                 return
             outcome = _outcome_of(active)
             await self._complete(run.run_id, number, outcome)
-            log.info(
+            self.tally.count(_TALLIES.get(outcome.result, tally.FAILED))
+            # A success is only counted (its line is DEBUG); anything else is logged with its
+            # run id, a failure as a WARNING.
+            level = _FINISHED_LEVELS.get(outcome.result, logging.INFO)
+            if not log.isEnabledFor(level):
+                return
+            log.log(
+                level,
                 "attempt finished",
                 extra={
                     "action": "attempt_finished",

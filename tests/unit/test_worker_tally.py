@@ -1,0 +1,46 @@
+"""The worker's per-second attempt counts: one INFO line for many runs, none when idle."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from duetime_worker import tally
+from duetime_worker.tally import AttemptTally
+
+
+def summaries(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if getattr(r, "action", "") == "attempts_summary"]
+
+
+async def test_counts_are_logged_once_an_interval_and_reset(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
+    counts = AttemptTally(interval=0.05)
+    for _ in range(1000):
+        counts.count(tally.STARTED)
+    for _ in range(998):
+        counts.count(tally.SUCCEEDED)
+    counts.count(tally.FAILED)
+    counts.count(tally.REFUSED)
+    await asyncio.sleep(0.15)
+    (line,) = summaries(caplog)
+    assert line.levelno == logging.INFO
+    fields = {k: getattr(line, k, None) for k in ("started", "succeeded", "failed", "refused")}
+    assert fields == {"started": 1000, "succeeded": 998, "failed": 1, "refused": 1}
+    # Nothing counted since: no line for the quiet interval, and a flush logs nothing either.
+    await asyncio.sleep(0.1)
+    counts.flush()
+    assert len(summaries(caplog)) == 1
+
+
+async def test_flush_logs_what_is_counted_at_once(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    counts = AttemptTally(interval=60)
+    counts.count(tally.HANDED_BACK)
+    counts.flush()
+    (line,) = summaries(caplog)
+    assert getattr(line, "handed_back", None) == 1
