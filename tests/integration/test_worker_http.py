@@ -215,3 +215,26 @@ def test_policy_rules() -> None:
     assert listed.refusal("api.corp.example", "169.254.169.254") is not None
     with pytest.raises(ValueError, match="not a host pattern or network"):
         TargetPolicy.parse(["10.0.0.0/99"])
+
+
+async def test_calls_to_one_host_share_its_connections(target: HttpTarget) -> None:
+    # A herd to one host waits for its per-host connections (reused) instead of opening one
+    # for each call; the total limit stays above it.
+    hold = asyncio.Event()
+    url = target.on("/held", Behaviour(hold=hold))
+    caller = HttpCaller(LOOPBACK, connection_limit=50, connections_per_host=2)
+    await caller.start()
+    try:
+        calls = [asyncio.create_task(caller.call(spec(url), 1, 10)) for _ in range(6)]
+        for _ in range(200):
+            if len(target.calls) >= 2:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.2)
+        assert len(target.calls) == 2  # the other four wait for a connection
+        hold.set()
+        outcomes = await asyncio.gather(*calls)
+    finally:
+        await caller.close()
+    assert [o.result for o in outcomes] == [pb.ATTEMPT_RESULT_SUCCEEDED] * 6
+    assert len(target.calls) == 6

@@ -39,3 +39,11 @@ def test_unset_slots_stay_within_a_lower_max_pending() -> None:
     # A deployment that set MAX_PENDING below the 2,000 default slots keeps starting.
     settings = Settings.from_env({**BASE, "DUETIME_WORKER_MAX_PENDING": "500"})
     assert (settings.concurrency, settings.max_pending) == (500, 500)
+
+
+def test_connections_per_host_default_and_setting() -> None:
+    assert Settings.from_env(BASE).connections_per_host == 256
+    unlimited = Settings.from_env({**BASE, "DUETIME_HTTP_CONNECTIONS_PER_HOST": "0"})
+    assert unlimited.connections_per_host == 0
+    with pytest.raises(ConfigError, match="DUETIME_HTTP_CONNECTIONS_PER_HOST"):
+        Settings.from_env({**BASE, "DUETIME_HTTP_CONNECTIONS_PER_HOST": "-1"})

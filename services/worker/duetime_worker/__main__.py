@@ -53,11 +53,16 @@ async def serve(settings: Settings) -> None:
     )
     metadata = (("authorization", f"Bearer {settings.worker_token}"),)
     heartbeats = Heartbeats(stub, settings.worker_id, metadata, settings.heartbeat_interval)
-    # A connection for every execution slot and notification: a herd's calls must not queue
-    # for the pool (the wait would count against their timeouts).
+    # A connection for every execution slot and notification in all, so calls to different
+    # hosts never queue for the pool; to one host at most ``connections_per_host`` (reused
+    # keep-alive connections: a fresh one for each of a herd's calls cost more than the wait).
     connections = settings.concurrency + settings.notify_concurrency
     _allow_open_files(connections)
-    http = HttpCaller(TargetPolicy.parse(settings.target_allow), connection_limit=connections)
+    http = HttpCaller(
+        TargetPolicy.parse(settings.target_allow),
+        connection_limit=connections,
+        connections_per_host=settings.connections_per_host,
+    )
     calls = AttemptCalls(stub, metadata, RPC_TIMEOUT)
     executor = Executor(
         stub,
@@ -133,6 +138,7 @@ async def serve(settings: Settings) -> None:
         stop_beating.set()
         if tasks:
             await asyncio.wait(tasks[:1], timeout=5)
+        executor.tally.flush()
         await calls.close()
         await http.close()
         await channel.close()
