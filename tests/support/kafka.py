@@ -21,6 +21,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from duetime.events.v1.events_pb2 import RunDispatch
+from duetime_infra.kafka import groups
 from tests.support.processes import REPO
 
 
@@ -84,17 +85,7 @@ Offsets = dict[TopicPartition, int]
 async def end_offsets(bootstrap: str, topics: Iterable[str]) -> Offsets:
     """The next offset of every partition of ``topics``: where a reader starts to see only
     what is published from now on."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
-    await consumer.start()
-    try:
-        partitions: list[TopicPartition] = []
-        for topic in topics:
-            found = await _partitions_for(consumer, topic)
-            partitions.extend(TopicPartition(topic, p) for p in found)
-        ends: Offsets = await consumer.end_offsets(partitions)
-        return dict(ends)
-    finally:
-        await consumer.stop()
+    return await groups.end_offsets(bootstrap, topics)
 
 
 async def committed_offset(bootstrap: str, group: str, tp: TopicPartition) -> int | None:
@@ -106,18 +97,6 @@ async def committed_offset(bootstrap: str, group: str, tp: TopicPartition) -> in
         return offset
     finally:
         await consumer.stop()
-
-
-async def _partitions_for(consumer: AIOKafkaConsumer, topic: str, within: float = 10) -> set[int]:
-    deadline = time.monotonic() + within
-    while True:
-        found = consumer.partitions_for_topic(topic)
-        if found:
-            return set(found)
-        if time.monotonic() > deadline:
-            raise AssertionError(f"topic {topic} has no partitions")
-        await consumer._client.force_metadata_update()  # a new topic: ask the broker again
-        await asyncio.sleep(0.1)
 
 
 async def read_between(

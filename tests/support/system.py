@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 import asyncpg
-from aiokafka import AIOKafkaConsumer
 from grpc import aio
 
 from duetime.jobs.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, run_pb2
 from duetime_infra.admin import create_team, create_worker_token
+from duetime_infra.kafka.groups import group_to_end
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
 from tests.support.fleet import new_prefix, scheduler_env
-from tests.support.kafka import end_offsets, shared_bootstrap
+from tests.support.kafka import shared_bootstrap
 from tests.support.processes import Service, service
 
 TEAM = "team-e2e"
@@ -34,17 +34,7 @@ TEAM = "team-e2e"
 async def start_group_at_end(group: str, topics: Iterable[str] = DISPATCH_TOPICS.values()) -> None:
     """Commits the consumer group's offsets at the topics' current ends, so its workers read
     only what is published from now on."""
-    bootstrap = shared_bootstrap()
-    ends = await end_offsets(bootstrap, topics)
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False
-    )
-    await consumer.start()
-    try:
-        consumer.assign(list(ends))
-        await consumer.commit(ends)
-    finally:
-        await consumer.stop()
+    await group_to_end(shared_bootstrap(), group, topics)
 
 
 def notify_group(group: str) -> str:

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from duetime_infra.config import ConfigError, EnvReader, env_dsn
+from duetime_infra.kafka.topics import DEFAULT_KAFKA_BOOTSTRAP
 from duetime_infra.pg.pool import TCP_KEEPALIVES
 
-DEFAULT_KAFKA_BOOTSTRAP = "127.0.0.1:59092"
 # A relay's transaction stays open while its batch is produced; PostgreSQL ends it after this
 # long idle (and any statement after this long running), so a frozen relay cannot hold outbox
 # row locks for longer. The produce timeout must fit inside it.

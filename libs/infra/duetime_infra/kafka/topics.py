@@ -10,3 +10,5 @@ DISPATCH_TOPICS: dict[Priority, str] = {
     Priority.LOW: "duetime.runs.low",
 }
 DEAD_LETTER_TOPIC = "duetime.deadletter"
+# The local stack's broker (scripts/stack), where services look when not told otherwise.
+DEFAULT_KAFKA_BOOTSTRAP = "127.0.0.1:59092"

@@ -1,0 +1,78 @@
+"""Operator command: commit a consumer group's offsets at its topics' current ends.
+
+A new consumer group reads from the earliest offset (workers must not miss a dispatch), which
+on a broker shared with tests or an earlier deployment means working through every message ever
+kept. A group placed at the ends first sees only what is published from then on: the demo's
+workers, a group created to replace one whose backlog was deliberately abandoned.
+
+    python -m duetime_infra.kafka.groups to-end GROUP [TOPIC ...]   (default: dispatch topics)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from collections.abc import Iterable
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from duetime_infra.kafka.topics import DEFAULT_KAFKA_BOOTSTRAP, DISPATCH_TOPICS
+
+# A topic just created may not be in the first metadata answer.
+_METADATA_PATIENCE = 10.0
+
+
+async def _partitions(consumer: AIOKafkaConsumer, topic: str) -> list[TopicPartition]:
+    deadline = time.monotonic() + _METADATA_PATIENCE
+    while not (found := consumer.partitions_for_topic(topic)):
+        if time.monotonic() > deadline:
+            raise LookupError(f"topic {topic!r} has no partitions (does it exist?)")
+        await consumer._client.force_metadata_update()  # a new topic: ask the broker again
+        await asyncio.sleep(0.1)
+    return [TopicPartition(topic, p) for p in sorted(found)]
+
+
+async def end_offsets(bootstrap: str, topics: Iterable[str]) -> dict[TopicPartition, int]:
+    """The next offset of every partition of ``topics``."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        partitions = [tp for topic in topics for tp in await _partitions(consumer, topic)]
+        ends: dict[TopicPartition, int] = await consumer.end_offsets(partitions)
+        return dict(ends)
+    finally:
+        await consumer.stop()
+
+
+async def group_to_end(bootstrap: str, group: str, topics: Iterable[str]) -> int:
+    """Commits ``group``'s offsets at ``topics``' ends; returns the partitions it set."""
+    ends = await end_offsets(bootstrap, topics)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False
+    )
+    await consumer.start()
+    try:
+        consumer.assign(list(ends))
+        await consumer.commit(ends)
+    finally:
+        await consumer.stop()
+    return len(ends)
+
+
+def main() -> None:
+    import os
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    to_end = commands.add_parser("to-end", help="commit GROUP's offsets at the topics' ends")
+    to_end.add_argument("group")
+    to_end.add_argument("topics", nargs="*", default=sorted(DISPATCH_TOPICS.values()))
+    args = parser.parse_args()
+    bootstrap = os.environ.get("DUETIME_KAFKA_BOOTSTRAP", DEFAULT_KAFKA_BOOTSTRAP)
+    count = asyncio.run(group_to_end(bootstrap, args.group, args.topics))
+    print(f"group {args.group}: {count} partitions at their ends")
+
+
+if __name__ == "__main__":
+    main()
