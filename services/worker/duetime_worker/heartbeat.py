@@ -117,15 +117,22 @@ class Heartbeats:
 
     def _apply(self, response: pb.HeartbeatResponse) -> None:
         sent_at = self._unanswered.popleft() if self._unanswered else -math.inf
+        # A beat in a herd renews thousands of attempts, nearly all to the same expiry: each
+        # distinct expiry's lease length is worked out once per answer.
+        lengths: dict[tuple[int, int], float] = {}
         for directive in response.directives:
-            key = (directive.attempt.run_id, directive.attempt.attempt)
-            attempt = self._active.get(key)
+            ref = directive.attempt
+            attempt = self._active.get((ref.run_id, ref.attempt))
             if directive.directive == pb.DIRECTIVE_CONTINUE:
                 if attempt is not None:
-                    attempt.renewed(
-                        sent_at, lease_length(directive.lease_expire_time, response.server_time)
-                    )
+                    expiry = directive.lease_expire_time
+                    at = (expiry.seconds, expiry.nanos)
+                    length = lengths.get(at)
+                    if length is None:
+                        length = lengths[at] = lease_length(expiry, response.server_time)
+                    attempt.renewed(sent_at, length)
                 continue
+            key = (ref.run_id, ref.attempt)
             if directive.directive != pb.DIRECTIVE_CANCEL:
                 continue
             if attempt is not None:
