@@ -16,14 +16,15 @@ from grpc import aio
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_infra.codec.target_codec import MAX_BODY_BYTES
-from duetime_worker.batching import CHANNEL_OPTIONS, AttemptCalls
+from duetime_worker.batching import CHANNEL_OPTIONS, START_BATCH, AttemptCalls
 from tests.support.api import ApiClient, running_api
 from tests.support.worker_api import WorkerClient, create_job, job_message, running_worker_api
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
-# Twice what fits in gRPC's default 4 MiB receive limit at 64 KiB a body.
-RUNS = 130
+# One full start batch (START_BATCH, 100): half as much again as fits in gRPC's default 4 MiB
+# receive limit at 64 KiB a body.
+RUNS = START_BATCH
 
 
 class CountingStub:
