@@ -15,7 +15,7 @@ when each call arrives. Reported, per case:
   claim (run created) → published to Kafka (record timestamp) → attempt start → target call.
 
     uv run python -m bench.herd [--runs 1000 10000] [--workers 2] [--lead 15]
-                                [--concurrency 64] [--lookahead 5] [--profile DIR]
+                                [--concurrency N] [--lookahead 5] [--profile DIR]
 
 Also printed: CPU µs per run of each process (the services, every PostgreSQL process, the
 bench's Kafka broker, the bench itself with the target) before and after the instant, and runs
@@ -33,15 +33,29 @@ lateness p99 by the scheduler / by the target, and the drain; no run ever starte
       3 runs, load 1.9-2.9
     now (9f4c71f),    0.16-0.37 / 0.7-1.2 s       6.5-11.0 / 7.3-11.9 s (20-54% over 5 s)
       5 runs, load 1.6-3.3
+    that worker       0.11-0.26 / 0.65-0.72 s     6.0-6.1 / 6.6-6.8 s, drain 6.6-6.8 s
+      again (c69d149),                            (10-19% over 5 s)
+      2 runs, load 1.3-2.5, no other test running
+    worker tuned      0.33-0.40 / 0.52-0.77 s     5.0-5.2 / 5.2-5.3 s, drain 5.2-5.4 s
+      (3490fcd), 3 runs,                          (0.6-3.6% over 5 s)
+      interleaved with the 2 above, load 1.0-2.5
 
-(2,000 slots a worker from "after, 2000 slots" on; the last two rows with the target's accept
-queue at 4,096: at aiohttp's default of 128 about a thousand connects a herd were dropped and
-retried a second later.) CPU µs per run at 10,000, mean of three runs each, before the
-instant / after it:
+(2,000 slots a worker from "after, 2000 slots" on, the worker's default since c004fb5, and the
+bench's default is now the worker's own (it was 64); from "again (394aeea)" on with the
+target's accept queue at 4,096: at aiohttp's default of 128 about a thousand connects a herd
+were dropped and retried a second later. The scheduler's p99 at 1,000 rose with the tuned
+worker because its starts are recorded later, in smaller batches; the target's fell.) CPU µs
+per run at 10,000, mean of the runs in each row, before the instant / after it:
 
                   scheduler  workers (both)  PostgreSQL  Kafka  relay  target   total
     394aeea       149 / 229      79 / 647     116 / 139  79/43  40/17   1/151   464 / 1225
     9f4c71f       138 / 210      67 / 742     114 / 107  83/43  38/17   1/193   442 / 1312
+    c69d149 again 116 / 166      64 / 614     104 / 104  77/26  35/10   1/158   396 / 1077
+    3490fcd       124 / 183      42 / 325     106 /  91  72/23  36/ 7   1/ 97   381 /  727
+
+(The 9f4c71f row was measured while other test runs shared the cores; "c69d149 again" is that
+commit's worker (put first on the services' PYTHONPATH) under this bench, on an otherwise idle
+machine, interleaved with the 3490fcd runs.)
 
 Where the time went before: every dispatched message held one of the worker's 64 slots while it
 waited (TOO_EARLY) for its instant, and each run was its own StartAttempt and CompleteAttempt
@@ -56,9 +70,29 @@ nothing else running: the 5 s promise at 10,000 cannot be met on two cores (it n
 half of it (Python: the HTTP call, two log lines per run, asyncio). The scheduler's share fell by
 a tenth (one decode of a definition per run, no per-entry span work); the workers' rose with
 their HTTP pool following the slots (2,000 connections a worker, each a new one in a herd,
-where 256 were reused). The utilisation after the instant is 60-75%: the first wave starts
-4,000 runs (every slot) in the first second, and the target sees its calls only from the
-second second on, while the slots stay held.
+where 256 were reused). The utilisation after the instant was 60-75%: the first wave started
+4,000 runs (every slot) in the first second, and the target saw its calls only from the
+second second on, while the slots stayed held.
+
+What the worker tuning (5ad198e..3490fcd) found, per worker in a 10,000-run herd, measured with
+the collector's callbacks and a probe around the start batches and the HTTP calls:
+- the garbage collector was about a third of the worker's CPU (1.4 of 4.4 s: nine full
+  collections of ~110 ms, each also a stall of the event loop). Its first generation at 20,000
+  allocations and the start-up objects frozen: 0.2 of 2.6 s, one full collection;
+- the pool opened a fresh connection for nearly every call (4,500 connects for 5,000 calls);
+  at most 256 a host (DUETIME_HTTP_CONNECTIONS_PER_HOST; 64 and 1,024 measured the same) cut the
+  workers from ~760 to ~530 µs a run and the target from ~190 to ~110;
+- the two INFO lines a run (about a tenth, their writes blocking on a full stderr pipe) became
+  one summary a second; the allow-list check of an IP-literal host is remembered per host;
+- the "first second lost": at the instant each worker sent 4 start batches of 500 at once; the
+  scheduler works on every batch in flight together (its ~190 µs of CPU a run on one core), so
+  all 4,000 were answered 0.7-1.1 s after the statements that recorded their start began, and
+  no target call was made in that second. Start batches of 100: the first answers come within a
+  few hundred ms and ~600 calls (266-648) reach the target in the first second.
+What is left after the instant (~730 µs a run, all processes): the workers ~325 (aiohttp's
+request and response, the tasks and futures of a run, the start and report batches), the
+scheduler ~185, PostgreSQL ~90, the target ~100; 10,000 runs still need ~3.6 s of both cores,
+and the drain (5.2-5.4 s) shows ~70% utilisation: the scheduler's one core is the next limit.
 """
 
 from __future__ import annotations
@@ -160,7 +194,8 @@ class Result:
 class Setup:
     workers: int
     lead: float
-    concurrency: int
+    # Execution slots a worker; None: the worker's own default (DUETIME_WORKER_CONCURRENCY).
+    concurrency: int | None
     lookahead: float
     profile: Path | None = None
 
@@ -260,7 +295,11 @@ async def run_case(template: str, runs: int, setup: Setup, tmp: Path) -> Result:
                 relay_extra=profiled(setup, f"{runs}-relay"),
                 # The production heartbeat interval (the harness beats every second for tests).
                 worker_extra={
-                    "DUETIME_WORKER_CONCURRENCY": str(setup.concurrency),
+                    **(
+                        {"DUETIME_WORKER_CONCURRENCY": str(setup.concurrency)}
+                        if setup.concurrency is not None
+                        else {}
+                    ),
                     "DUETIME_HEARTBEAT_INTERVAL": "20",
                     **profiled(setup, f"{runs}-worker"),
                 },
@@ -400,7 +439,9 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, nargs="+", default=[1_000, 10_000])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--lead", type=float, default=15.0)
-    parser.add_argument("--concurrency", type=int, default=64, help="execution slots a worker")
+    parser.add_argument(
+        "--concurrency", type=int, help="execution slots a worker (default: the worker's own)"
+    )
     parser.add_argument("--lookahead", type=float, default=5.0, help="the scheduler's, seconds")
     parser.add_argument(
         "--profile", type=Path, help="write each service's cProfile statistics in this folder"
