@@ -1,8 +1,10 @@
-"""What every service does first: refuse to run against a schema it does not support."""
+"""What every service does first: tune the garbage collector for a long-running asyncio
+service, and refuse to run against a schema it does not support."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -22,8 +24,27 @@ async def require_schema(dsn: str) -> int:
         await conn.close()
 
 
+# The collector's first-generation threshold (CPython's default is 700 allocations). A herd
+# allocates tens of objects a run in every service (tasks, futures, protobuf messages, records,
+# aiohttp's request and response); at 700 most were still alive at a collection, were promoted,
+# and the older generations, full collections included, ran again and again over thousands of
+# runs in flight: bench/herd measured the collector at a third of a worker's CPU, and ~0.5 s of
+# the scheduler's, each full collection (~110 ms) stalling the event loop.
+GC_FIRST_GENERATION = 20_000
+
+
+def tune_collector() -> None:
+    """Fewer, larger young collections; and the objects alive once the modules are loaded
+    (classes, functions, protobuf descriptors: tens of thousands, alive for the process's
+    life) frozen out of every collection."""
+    _, second, third = gc.get_threshold()
+    gc.set_threshold(GC_FIRST_GENERATION, second, third)
+    gc.freeze()
+
+
 def run_service(name: str, main: Callable[[], Coroutine[Any, Any, None]]) -> None:
     """Runs a service's main coroutine; a refusal to start is one clear line and exit code 1."""
+    tune_collector()
     try:
         asyncio.run(main())
     except (DuetimeError, ConfigError) as error:

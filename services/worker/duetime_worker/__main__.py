@@ -18,7 +18,6 @@ It also delivers dead-letter notifications to the teams' webhooks (``notify_cons
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import resource
 
@@ -171,28 +170,10 @@ def _allow_open_files(connections: int) -> None:
             )
 
 
-# The collector's first-generation threshold (CPython's default is 700 allocations). A herd
-# allocates tens of objects a run (tasks, futures, frames, aiohttp's request and response);
-# at 700 most of them were still alive at a collection, were promoted, and the older
-# generations, full collections included, ran again and again over thousands of pending
-# messages (bench/herd: the collector was a large share of a worker's CPU in a herd).
-GC_FIRST_GENERATION = 20_000
-
-
-def _tune_collector() -> None:
-    """Fewer, larger young collections; and the objects alive once the modules are loaded
-    (classes, functions, protobuf descriptors: tens of thousands, alive for the process's
-    life) frozen out of every collection."""
-    _, second, third = gc.get_threshold()
-    gc.set_threshold(GC_FIRST_GENERATION, second, third)
-    gc.freeze()
-
-
 def main() -> None:
     configure_logging()
     setup_tracing("duetime-worker")
     quiet_aiokafka()
-    _tune_collector()
     run_service("duetime_worker", lambda: serve(Settings.from_env()))
 
 
