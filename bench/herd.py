@@ -39,6 +39,9 @@ lateness p99 by the scheduler / by the target, and the drain; no run ever starte
     worker tuned      0.33-0.40 / 0.52-0.77 s     5.0-5.2 / 5.2-5.3 s, drain 5.2-5.4 s
       (3490fcd), 3 runs,                          (0.6-3.6% over 5 s)
       interleaved with the 2 above, load 1.0-2.5
+    every service's   0.27-0.30 / 0.59-0.60 s     4.4-5.0 / 4.5-5.1 s, drain 4.5-5.2 s
+      collector tuned                             (0, 0 and 1.1% of runs over 5 s)
+      (c192e4c), 3 runs at 10,000 and 2 at 1,000, load 0.2-1.4, no other test running
 
 (2,000 slots a worker from "after, 2000 slots" on, the worker's default since c004fb5, and the
 bench's default is now the worker's own (it was 64); from "again (394aeea)" on with the
@@ -52,6 +55,7 @@ per run at 10,000, mean of the runs in each row, before the instant / after it:
     9f4c71f       138 / 210      67 / 742     114 / 107  83/43  38/17   1/193   442 / 1312
     c69d149 again 116 / 166      64 / 614     104 / 104  77/26  35/10   1/158   396 / 1077
     3490fcd       124 / 183      42 / 325     106 /  91  72/23  36/ 7   1/ 97   381 /  727
+    c192e4c       103 / 152      36 / 313     107 /  82  67/20  34/ 7   1/ 94   338 /  671
 
 (The 9f4c71f row was measured while other test runs shared the cores; "c69d149 again" is that
 commit's worker (put first on the services' PYTHONPATH) under this bench, on an otherwise idle
@@ -59,40 +63,18 @@ machine, interleaved with the 3490fcd runs.)
 
 Where the time went before: every dispatched message held one of the worker's 64 slots while it
 waited (TOO_EARLY) for its instant, and each run was its own StartAttempt and CompleteAttempt
-transaction (~170 runs/s end to end). Now a message not yet due waits without a slot, starts and
-reports go in batches (StartAttempts / CompleteAttempts: one transaction per batch of up to 500),
-beats asked for by new attempts are spaced. The claim of 10,000 runs ends 2.5-3 s before the
-instant (5 s look-ahead; ~440 µs of CPU a run before the instant, all processes), so the
-look-ahead is not what makes them late on this machine. After the instant each run costs about
-1.2-1.3 ms of CPU across the processes, so 10,000 runs need at least 6-6.5 s of both cores with
-nothing else running: the 5 s promise at 10,000 cannot be met on two cores (it needs under
-1,000 µs a run after the instant, p99 under 1 s needs under 200), and the workers are more than
-half of it (Python: the HTTP call, two log lines per run, asyncio). The scheduler's share fell by
-a tenth (one decode of a definition per run, no per-entry span work); the workers' rose with
-their HTTP pool following the slots (2,000 connections a worker, each a new one in a herd,
-where 256 were reused). The utilisation after the instant was 60-75%: the first wave started
-4,000 runs (every slot) in the first second, and the target saw its calls only from the
-second second on, while the slots stayed held.
-
-What the worker tuning (5ad198e..3490fcd) found, per worker in a 10,000-run herd, measured with
-the collector's callbacks and a probe around the start batches and the HTTP calls:
-- the garbage collector was about a third of the worker's CPU (1.4 of 4.4 s: nine full
-  collections of ~110 ms, each also a stall of the event loop). Its first generation at 20,000
-  allocations and the start-up objects frozen: 0.2 of 2.6 s, one full collection;
-- the pool opened a fresh connection for nearly every call (4,500 connects for 5,000 calls);
-  at most 256 a host (DUETIME_HTTP_CONNECTIONS_PER_HOST; 64 and 1,024 measured the same) cut the
-  workers from ~760 to ~530 µs a run and the target from ~190 to ~110;
-- the two INFO lines a run (about a tenth, their writes blocking on a full stderr pipe) became
-  one summary a second; the allow-list check of an IP-literal host is remembered per host;
-- the "first second lost": at the instant each worker sent 4 start batches of 500 at once; the
-  scheduler works on every batch in flight together (its ~190 µs of CPU a run on one core), so
-  all 4,000 were answered 0.7-1.1 s after the statements that recorded their start began, and
-  no target call was made in that second. Start batches of 100: the first answers come within a
-  few hundred ms and ~600 calls (266-648) reach the target in the first second.
-What is left after the instant (~730 µs a run, all processes): the workers ~325 (aiohttp's
-request and response, the tasks and futures of a run, the start and report batches), the
-scheduler ~185, PostgreSQL ~90, the target ~100; 10,000 runs still need ~3.6 s of both cores,
-and the drain (5.2-5.4 s) shows ~70% utilisation: the scheduler's one core is the next limit.
+transaction (~170 runs/s end to end). Now a message not yet due waits without a slot on the
+server's clock, starts go in batches of 100 and reports of 500 (StartAttempts /
+CompleteAttempts, one transaction each), beats asked for by new attempts are spaced, calls to
+one host reuse at most 256 keep-alive connections, per-run log lines are DEBUG under a
+once-a-second summary, and every service's garbage collector runs rarely over a frozen start-up
+heap (it was a third of a worker's CPU). The claim of 10,000 runs ends 3-4 s before the instant
+(5 s look-ahead), so the look-ahead is not what makes runs late. After the instant a run costs
+about 670 µs of CPU across all processes (it was 1,225): 10,000 runs need ~3.4 s of both cores,
+and the machine also carries PostgreSQL, Kafka, the target and the bench, so at 10,000 the 5 s
+promise is met only just (p99 4.4-5.0 s) and the 1 s aim is not: it needs under ~200 µs a run
+after the instant. The next costs to cut: the workers (~155 µs a run each: aiohttp's request
+and response, three tasks a run, the batches) and the scheduler (~150 µs a run).
 """
 
 from __future__ import annotations
