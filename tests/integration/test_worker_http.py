@@ -15,6 +15,7 @@ from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_worker.http_target import HttpCaller
 from duetime_worker.outcome import Outcome
 from duetime_worker.policy import TargetPolicy
+from tests.support.fleet import eventually
 from tests.support.http_target import Behaviour, HttpTarget, http_target
 from tests.support.kafka import free_port
 
@@ -238,3 +239,31 @@ async def test_calls_to_one_host_share_its_connections(target: HttpTarget) -> No
         await caller.close()
     assert [o.result for o in outcomes] == [pb.ATTEMPT_RESULT_SUCCEEDED] * 6
     assert len(target.calls) == 6
+
+
+async def test_a_call_that_never_got_a_connection_is_handed_back_not_timed_out(
+    target: HttpTarget,
+) -> None:
+    # One connection to the host, held by a slow call: the second call's timeout runs out
+    # while it waits in the pool. It never reached the target, so it is handed back (not a
+    # TIMED_OUT that would spend the run's budget); the held one did reach it and times out.
+    hold = asyncio.Event()
+    url = target.on("/held", Behaviour(hold=hold))
+    caller = HttpCaller(LOOPBACK, connection_limit=50, connections_per_host=1)
+    await caller.start()
+    try:
+        first = asyncio.create_task(caller.call(spec(url), 1, 1.0))
+
+        async def first_arrived() -> bool:
+            return bool(target.calls)
+
+        await eventually(first_arrived, 5, "the first call reached the target", interval=0.01)
+        second = await caller.call(spec(url), 1, 0.3)
+        held = await first
+    finally:
+        hold.set()
+        await caller.close()
+    assert second.result == pb.ATTEMPT_RESULT_HANDED_BACK
+    assert "not called" in second.error
+    assert held.result == pb.ATTEMPT_RESULT_TIMED_OUT
+    assert len(target.calls) == 1

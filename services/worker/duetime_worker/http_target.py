@@ -15,6 +15,7 @@ import contextlib
 import ipaddress
 import logging
 import socket
+from types import SimpleNamespace
 from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
@@ -109,8 +110,10 @@ class HttpCaller:
             limit=self._limit,
             limit_per_host=self._per_host,
         )
+        sent = aiohttp.TraceConfig()
+        sent.on_request_headers_sent.append(_mark_sent)
         self._session = aiohttp.ClientSession(
-            connector=connector, auto_decompress=False, trust_env=False
+            connector=connector, auto_decompress=False, trust_env=False, trace_configs=[sent]
         )
 
     async def close(self) -> None:
@@ -148,10 +151,12 @@ class HttpCaller:
         reason = self._literal_refusal(host)
         if reason is not None:
             return Outcome.failed(f"target refused: {reason}", retryable=False)
+        request = SimpleNamespace(sent=False)
         kwargs: dict[str, Any] = {
             "headers": headers,
             "timeout": aiohttp.ClientTimeout(total=limit),
             "allow_redirects": False,
+            "trace_request_ctx": request,
         }
         if body:
             kwargs["data"] = body
@@ -170,6 +175,11 @@ class HttpCaller:
                 return Outcome.failed(f"target refused: {error.os_error}", retryable=False)
             return Outcome.failed(f"cannot connect to {host}: {error.os_error}", retryable=True)
         except TimeoutError:
+            if not request.sent:
+                # The timeout counts from before the wait for one of the host's pooled
+                # connections (DUETIME_HTTP_CONNECTIONS_PER_HOST) and the connect: a request
+                # that never left was not a slow target, so it must not spend the run's budget.
+                return Outcome.handed_back(f"{NOT_SENT} within {limit:g} s")
             return Outcome.timed_out(f"no answer within {limit:g} s")
         except aiohttp.InvalidURL:  # its message is the URL
             return Outcome.failed(f"invalid URL: {_where(parts)}", retryable=False)
@@ -187,6 +197,16 @@ class HttpCaller:
                 self._literals.clear()
             self._literals[host] = known
         return known[1]
+
+
+NOT_SENT = "not called: no connection to the target's host"
+
+
+async def _mark_sent(
+    session: aiohttp.ClientSession, context: SimpleNamespace, params: object
+) -> None:
+    """Records that a request's headers went out: from then on the target may be working."""
+    context.trace_request_ctx.sent = True
 
 
 def _where(parts: SplitResult) -> str:
