@@ -11,6 +11,7 @@ import uuid
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
+from duetime_infra.kafka.groups import GroupInUse, group_to_end
 from tests.support.kafka import own_topics, shared_bootstrap, unique_topic
 
 pytestmark = pytest.mark.integration
@@ -64,3 +65,22 @@ async def test_a_group_moved_to_the_end_reads_only_what_comes_after() -> None:
         finally:
             await consumer.stop()
         assert sorted(seen) == sorted(b"new-%d" % n for n in range(5))
+
+
+async def test_a_group_with_live_members_is_refused() -> None:
+    bootstrap = shared_bootstrap()
+    topic = unique_topic("groups")
+    group = f"duetime-test-groups-{uuid.uuid4().hex[:12]}"
+    async with own_topics(bootstrap, [topic]):
+        member = AIOKafkaConsumer(
+            topic, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False
+        )
+        await member.start()
+        try:
+            async with asyncio.timeout(30):
+                while not member.assignment():
+                    await member.getmany(timeout_ms=200)
+            with pytest.raises(GroupInUse, match="has live members"):
+                await group_to_end(bootstrap, group, [topic])
+        finally:
+            await member.stop()

@@ -6,16 +6,22 @@ kept. A group placed at the ends first sees only what is published from then on:
 workers, a group created to replace one whose backlog was deliberately abandoned.
 
     python -m duetime_infra.kafka.groups to-end GROUP [TOPIC ...]   (default: dispatch topics)
+
+A group with live members is refused (Kafka takes offsets from outside a group only while it is
+empty): moving a running fleet past dispatches it has not started would leave those runs to the
+reconciler, late.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 import time
 from collections.abc import Iterable
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.errors import CommitFailedError
 
 from duetime_infra.kafka.topics import DEFAULT_KAFKA_BOOTSTRAP, DISPATCH_TOPICS
 
@@ -45,8 +51,13 @@ async def end_offsets(bootstrap: str, topics: Iterable[str]) -> dict[TopicPartit
         await consumer.stop()
 
 
+class GroupInUse(Exception):
+    """The group has live members."""
+
+
 async def group_to_end(bootstrap: str, group: str, topics: Iterable[str]) -> int:
-    """Commits ``group``'s offsets at ``topics``' ends; returns the partitions it set."""
+    """Commits ``group``'s offsets at ``topics``' ends; returns the partitions it set. Raises
+    GroupInUse while the group has members."""
     ends = await end_offsets(bootstrap, topics)
     consumer = AIOKafkaConsumer(
         bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False
@@ -54,7 +65,10 @@ async def group_to_end(bootstrap: str, group: str, topics: Iterable[str]) -> int
     await consumer.start()
     try:
         consumer.assign(list(ends))
-        await consumer.commit(ends)
+        try:
+            await consumer.commit(ends)
+        except CommitFailedError as error:
+            raise GroupInUse(f"group {group} has live members: stop its consumers first") from error
     finally:
         await consumer.stop()
     return len(ends)
@@ -70,7 +84,11 @@ def main() -> None:
     to_end.add_argument("topics", nargs="*", default=sorted(DISPATCH_TOPICS.values()))
     args = parser.parse_args()
     bootstrap = os.environ.get("DUETIME_KAFKA_BOOTSTRAP", DEFAULT_KAFKA_BOOTSTRAP)
-    count = asyncio.run(group_to_end(bootstrap, args.group, args.topics))
+    try:
+        count = asyncio.run(group_to_end(bootstrap, args.group, args.topics))
+    except GroupInUse as error:
+        print(f"groups: {error}", file=sys.stderr)
+        sys.exit(2)
     print(f"group {args.group}: {count} partitions at their ends")
 
 
