@@ -20,6 +20,7 @@ from duetime_infra.pg.migrate import (
     load_migrations,
 )
 from tests.support.databases import create_database, drop_database
+from tests.support.fleet import eventually
 
 
 @pytest.fixture
@@ -94,6 +95,40 @@ async def test_a_schema_older_than_the_build_needs_is_refused(
     await empty_db.execute("ALTER TABLE duetime_schema_migrations DROP COLUMN compatible_from")
     with pytest.raises(FailedPrecondition, match="older than this build needs"):
         await check_schema(empty_db)
+
+
+async def test_a_migration_waiting_for_a_lock_does_not_hold_up_the_live_system() -> None:
+    # Migration 3 alters runs. A long reader holds runs; the migration's queued lock request
+    # must not hold every other query on runs behind it: it gives way after its lock timeout,
+    # and is tried again until it gets in.
+    name = f"duetime_e_{uuid.uuid4().hex[:12]}"
+    dsn = await create_database(name)
+    migrator, holder, reader = [await asyncpg.connect(dsn) for _ in range(3)]
+    try:
+        await apply_migrations(migrator, up_to=2)
+        holding = holder.transaction()
+        await holding.start()
+        await holder.fetch("SELECT 1 FROM runs LIMIT 1")
+        migrating = asyncio.create_task(apply_migrations(migrator, lock_timeout=0.3))
+
+        async def alter_queued() -> bool:
+            return bool(
+                await reader.fetchval(
+                    "SELECT EXISTS (SELECT 1 FROM pg_locks "
+                    "WHERE NOT granted AND relation = 'runs'::regclass)"
+                )
+            )
+
+        await eventually(alter_queued, 10, "the migration queued for runs", interval=0.01)
+        async with asyncio.timeout(2):  # without the lock timeout: until the holder ends
+            await reader.fetchval("SELECT count(*) FROM runs")
+        assert not migrating.done()
+        await holding.rollback()
+        assert await asyncio.wait_for(migrating, 30) == [3]
+    finally:
+        for conn in (migrator, holder, reader):
+            await conn.close()
+        await drop_database(name)
 
 
 async def test_concurrent_migrators_serialise(template_db: str) -> None:

@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import logging
 import re
+import time
 from dataclasses import dataclass
 from importlib import resources
 
@@ -64,8 +65,46 @@ def load_migrations() -> list[Migration]:
     return found
 
 
-async def apply_migrations(conn: Conn) -> list[int]:
-    """Applies every pending migration, each in its own transaction; returns those applied."""
+# A migration's lock request waits at most this long (then it is rolled back and tried again):
+# an ALTER queued behind a long reader would otherwise hold up every claim, start and beat
+# queued behind it on a live system.
+LOCK_TIMEOUT_SECONDS = 2.0
+# How long to keep trying a migration whose locks are not granted, backing off between tries.
+LOCK_PATIENCE_SECONDS = 600.0
+
+
+async def _apply_one(conn: Conn, migration: Migration, lock_timeout: float) -> None:
+    deadline = time.monotonic() + LOCK_PATIENCE_SECONDS
+    pause = 0.1
+    while True:
+        try:
+            async with conn.transaction():
+                await conn.execute(f"SET LOCAL lock_timeout = '{int(lock_timeout * 1000)}ms'")
+                await conn.execute(migration.sql)
+                await conn.execute(
+                    """INSERT INTO duetime_schema_migrations (version, name, compatible_from)
+                       VALUES ($1, $2, $3)""",
+                    migration.version,
+                    migration.name,
+                    migration.compatible_from,
+                )
+            return
+        except asyncpg.LockNotAvailableError:
+            if time.monotonic() + pause > deadline:
+                raise
+            log.warning(
+                "migration waits for its locks",
+                extra={"action": "migration_lock_busy", "version": migration.version},
+            )
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 5.0)
+
+
+async def apply_migrations(
+    conn: Conn, *, up_to: int | None = None, lock_timeout: float = LOCK_TIMEOUT_SECONDS
+) -> list[int]:
+    """Applies every pending migration (through ``up_to``), each in its own transaction whose
+    lock requests give way after ``lock_timeout`` and are tried again; returns those applied."""
     applied_now: list[int] = []
     await conn.execute("SELECT pg_advisory_lock($1)", _MIGRATION_LOCK)
     try:
@@ -83,17 +122,9 @@ async def apply_migrations(conn: Conn) -> list[int]:
             r["version"] for r in await conn.fetch("SELECT version FROM duetime_schema_migrations")
         }
         for migration in load_migrations():
-            if migration.version in done:
+            if migration.version in done or (up_to is not None and migration.version > up_to):
                 continue
-            async with conn.transaction():
-                await conn.execute(migration.sql)
-                await conn.execute(
-                    """INSERT INTO duetime_schema_migrations (version, name, compatible_from)
-                       VALUES ($1, $2, $3)""",
-                    migration.version,
-                    migration.name,
-                    migration.compatible_from,
-                )
+            await _apply_one(conn, migration, lock_timeout)
             log.info(
                 "migration applied", extra={"action": "migrated", "version": migration.version}
             )
