@@ -144,7 +144,15 @@ async def test_a_run_held_by_another_transaction_is_started_once_it_is_free(
     async with w.pool.acquire() as conn, conn.transaction():
         await conn.execute("SELECT 1 FROM runs WHERE run_id = $1 FOR UPDATE", run_id)
         batch = asyncio.create_task(start_many(w, [(run_id, "d-1")]))
-        await asyncio.sleep(0.3)  # the batch skipped the row; its one-run path now waits
+
+        async def one_run_path_waits() -> bool:
+            # The batch skipped the locked row; its one-run path now waits for the lock.
+            waiting = await conn.fetchval(
+                "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = 'transactionid'"
+            )
+            return bool(waiting)
+
+        await eventually(one_run_path_waits, 10, "the start waits for the run's lock")
         assert not batch.done()
     (result,) = await batch
     assert (result.response.decision, result.response.attempt) == (STARTED, 1)

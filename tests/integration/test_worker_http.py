@@ -227,11 +227,12 @@ async def test_calls_to_one_host_share_its_connections(target: HttpTarget) -> No
     await caller.start()
     try:
         calls = [asyncio.create_task(caller.call(spec(url), 1, 10)) for _ in range(6)]
-        for _ in range(200):
-            if len(target.calls) >= 2:
-                break
-            await asyncio.sleep(0.01)
-        await asyncio.sleep(0.2)
+
+        async def two_arrived() -> bool:
+            return len(target.calls) >= 2
+
+        await eventually(two_arrived, 5, "two calls at the target", interval=0.01)
+        await asyncio.sleep(0.2)  # room for a third to arrive, were the limit not kept
         assert len(target.calls) == 2  # the other four wait for a connection
         hold.set()
         outcomes = await asyncio.gather(*calls)

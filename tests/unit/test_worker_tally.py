@@ -9,6 +9,7 @@ import pytest
 
 from duetime_worker import tally
 from duetime_worker.tally import AttemptTally
+from tests.support.fleet import eventually
 
 
 def summaries(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
@@ -26,13 +27,17 @@ async def test_counts_are_logged_once_an_interval_and_reset(
         counts.count(tally.SUCCEEDED)
     counts.count(tally.FAILED)
     counts.count(tally.REFUSED)
-    await asyncio.sleep(0.15)
+
+    async def logged() -> bool:
+        return bool(summaries(caplog))
+
+    await eventually(logged, 10, "an attempts_summary line", interval=0.01)
     (line,) = summaries(caplog)
     assert line.levelno == logging.INFO
     fields = {k: getattr(line, k, None) for k in ("started", "succeeded", "failed", "refused")}
     assert fields == {"started": 1000, "succeeded": 998, "failed": 1, "refused": 1}
-    # Nothing counted since: no line for the quiet interval, and a flush logs nothing either.
-    await asyncio.sleep(0.1)
+    # Nothing counted since: no line for quiet intervals, and a flush logs nothing either.
+    await asyncio.sleep(0.15)
     counts.flush()
     assert len(summaries(caplog)) == 1
 
