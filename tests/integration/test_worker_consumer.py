@@ -19,27 +19,20 @@ from duetime_worker import consumer as consumer_module
 from duetime_worker.consumer import DispatchConsumer
 from duetime_worker.offsets import OffsetTracker
 from tests.support.fleet import eventually
-from tests.support.kafka import committed_offset, own_topics, shared_bootstrap, unique_topic
+from tests.support.kafka import (
+    committed_offset,
+    dispatch_topics,
+    publish_dispatches,
+    shared_bootstrap,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
 
 @pytest.fixture
 async def topics() -> AsyncIterator[dict[Priority, str]]:
-    names = {p: unique_topic(f"worker-{p.value.lower()}") for p in Priority}
-    async with own_topics(shared_bootstrap(), list(names.values()), partitions=1):
+    async with dispatch_topics("worker") as names:
         yield names
-
-
-async def publish(topic: str, count: int) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=shared_bootstrap())
-    await producer.start()
-    try:
-        for i in range(count):
-            message = RunDispatch(run_id=f"{topic}-{i}", dispatch_id=f"{topic}/{i}")
-            await producer.send_and_wait(topic, message.SerializeToString())
-    finally:
-        await producer.stop()
 
 
 async def committed(group: str, tp: TopicPartition) -> int | None:
@@ -65,7 +58,7 @@ def test_offset_tracker_never_commits_past_an_unanswered_message() -> None:
 
 async def test_offsets_wait_for_the_start_answer(topics: dict[Priority, str]) -> None:
     topic = topics[Priority.NORMAL]
-    await publish(topic, 5)
+    await publish_dispatches(topic, 5)
     group = f"duetime-test-{uuid.uuid4().hex[:12]}"
     seen: dict[str, Callable[[], None]] = {}
     finish = asyncio.Event()
@@ -96,7 +89,7 @@ async def test_high_priority_gets_the_larger_share_and_low_still_moves(
     topics: dict[Priority, str],
 ) -> None:
     for topic in topics.values():
-        await publish(topic, 40)
+        await publish_dispatches(topic, 40)
     group = f"duetime-test-{uuid.uuid4().hex[:12]}"
     order: list[Priority] = []
     of_topic = {topic: priority for priority, topic in topics.items()}
@@ -127,9 +120,8 @@ async def test_high_priority_gets_the_larger_share_and_low_still_moves(
 
 
 async def test_a_revoked_partitions_waiting_messages_go_to_its_new_owner_only() -> None:
-    names = {p: unique_topic(f"revoke-{p.value.lower()}") for p in Priority}
-    topic = names[Priority.NORMAL]
-    async with own_topics(shared_bootstrap(), list(names.values()), partitions=2):
+    async with dispatch_topics("revoke", partitions=2) as names:
+        topic = names[Priority.NORMAL]
         producer = AIOKafkaProducer(bootstrap_servers=shared_bootstrap())
         await producer.start()
         try:
@@ -193,7 +185,7 @@ async def test_drain_waits_for_the_hand_backs_of_the_tasks_it_cancels(
 ) -> None:
     monkeypatch.setattr(consumer_module, "HAND_BACK_WAIT", 0.2)
     topic = topics[Priority.NORMAL]
-    await publish(topic, 1)
+    await publish_dispatches(topic, 1)
     taken = asyncio.Event()
     reported = asyncio.Event()
 

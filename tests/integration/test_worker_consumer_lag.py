@@ -9,13 +9,12 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 
 import pytest
-from aiokafka import AIOKafkaProducer
 
 from duetime.events.v1.events_pb2 import RunDispatch
 from duetime_core.jobspec import Priority
 from duetime_worker.consumer import DispatchConsumer
 from tests.support.fleet import eventually
-from tests.support.kafka import own_topics, shared_bootstrap, unique_topic
+from tests.support.kafka import dispatch_topics, publish_dispatches, shared_bootstrap
 from tests.support.metrics import recorded_metrics
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
@@ -23,24 +22,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
 @pytest.fixture
 async def topics() -> AsyncIterator[dict[Priority, str]]:
-    names = {p: unique_topic(f"lag-{p.value.lower()}") for p in Priority}
-    async with own_topics(shared_bootstrap(), list(names.values()), partitions=1):
+    async with dispatch_topics("lag") as names:
         yield names
 
 
-async def publish(topic: str, count: int) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=shared_bootstrap())
-    await producer.start()
-    try:
-        for i in range(count):
-            message = RunDispatch(run_id=f"run-{i}", dispatch_id=f"d-{i}")
-            await producer.send_and_wait(topic, message.SerializeToString())
-    finally:
-        await producer.stop()
-
-
 async def test_lag_counts_what_a_busy_worker_has_not_taken(topics: dict[Priority, str]) -> None:
-    await publish(topics[Priority.NORMAL], 5)
+    await publish_dispatches(topics[Priority.NORMAL], 5)
     release = asyncio.Event()
 
     async def handler(dispatch: RunDispatch, delivery: str, answered: Callable[[], None]) -> None:
@@ -80,7 +67,7 @@ async def test_lag_counts_what_a_busy_worker_has_not_taken(topics: dict[Priority
 async def test_pending_counts_messages_taken_and_not_yet_started(
     topics: dict[Priority, str],
 ) -> None:
-    await publish(topics[Priority.HIGH], 3)
+    await publish_dispatches(topics[Priority.HIGH], 3)
     due = asyncio.Event()
     answers: list[Callable[[], None]] = []
 

@@ -17,10 +17,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from duetime.events.v1.events_pb2 import RunDispatch
+from duetime_core.jobspec import Priority
 from duetime_infra.kafka import groups
 from tests.support.processes import REPO
 
@@ -62,6 +63,26 @@ async def own_topics(bootstrap: str, names: list[str], partitions: int = 3) -> A
         yield
     finally:
         await delete_topics(bootstrap, names)
+
+
+@asynccontextmanager
+async def dispatch_topics(stem: str, partitions: int = 1) -> AsyncIterator[dict[Priority, str]]:
+    """A dispatch topic per priority of one test's own, deleted after it."""
+    names = {p: unique_topic(f"{stem}-{p.value.lower()}") for p in Priority}
+    async with own_topics(shared_bootstrap(), list(names.values()), partitions=partitions):
+        yield names
+
+
+async def publish_dispatches(topic: str, count: int) -> None:
+    """``count`` dispatch messages, run ids ``<topic>-<n>``, on the shared broker."""
+    producer = AIOKafkaProducer(bootstrap_servers=shared_bootstrap())
+    await producer.start()
+    try:
+        for i in range(count):
+            message = RunDispatch(run_id=f"{topic}-{i}", dispatch_id=f"{topic}/{i}")
+            await producer.send_and_wait(topic, message.SerializeToString())
+    finally:
+        await producer.stop()
 
 
 @dataclass(frozen=True)
