@@ -14,21 +14,19 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 import pytest
-from grpc import aio
 
 from duetime.events.v1.events_pb2 import RunDispatch
 from duetime.jobs.v1 import job_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
 from duetime.worker.v1 import worker_service_pb2 as pb
-from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_core.attempts import AttemptSettings
 from duetime_worker.attempts import RPC_TIMEOUT, Executor
 from duetime_worker.batching import AttemptCalls
 from duetime_worker.container import DisabledLauncher
 from duetime_worker.heartbeat import Heartbeats
 from duetime_worker.http_target import HttpCaller
-from duetime_worker.policy import TargetPolicy
 from tests.support.api import ApiClient, running_api
+from tests.support.executor import worker_machinery
 from tests.support.fleet import eventually
 from tests.support.http_target import Behaviour, HttpTarget, http_target
 from tests.support.worker_api import WorkerClient, create_job, job_message, running_worker_api
@@ -55,25 +53,10 @@ async def env(db_dsn: str) -> AsyncIterator[Env]:
         running_api(db_dsn) as api,
         running_worker_api(db_dsn, AttemptSettings(lease=LEASE)) as w,
         http_target() as target,
+        worker_machinery(w) as machinery,
     ):
-        channel = aio.insecure_channel(w.address)
-        stub: worker_service_pb2_grpc.WorkerServiceAsyncStub = (
-            worker_service_pb2_grpc.WorkerServiceStub(channel)
-        )
-        metadata = (("authorization", f"Bearer {w.token}"),)
-        heartbeats = Heartbeats(stub, "w-test", metadata, interval=0.3)
-        http = HttpCaller(TargetPolicy.parse(["127.0.0.1"]))
-        await http.start()
-        executor = Executor(stub, "w-test", metadata, heartbeats, http, DisabledLauncher())
-        stopping = asyncio.Event()
-        beating = asyncio.create_task(heartbeats.run(stopping))
-        try:
-            yield Env(api, w, target, executor, heartbeats, http)
-        finally:
-            stopping.set()
-            await beating
-            await http.close()
-            await channel.close()
+        executor = machinery.executor(DisabledLauncher())
+        yield Env(api, w, target, executor, machinery.heartbeats, machinery.http)
 
 
 async def job_calling(env: Env, path: str, behaviour: Behaviour) -> job_pb2.Job:
@@ -174,17 +157,7 @@ def executor_with(env: Env, calls_kind: type[C], worker: str = "w-test") -> tupl
 async def test_a_start_sent_before_the_worker_stops_is_handed_back_unrun(env: Env) -> None:
     job = await job_calling(env, "/hook", Behaviour())
     run_id = await env.w.queue_scheduled_run(job.job_id, await env.w.now())
-    metadata = (("authorization", f"Bearer {env.w.token}"),)
-    calls = AnswerHeldBack(env.w.stub, metadata, RPC_TIMEOUT)
-    executor = Executor(
-        env.w.stub,
-        "w-test",
-        metadata,
-        env.heartbeats,
-        env.http,
-        DisabledLauncher(),
-        calls=calls,
-    )
+    executor, calls = executor_with(env, AnswerHeldBack)
     answered = Answer()
     processing = asyncio.create_task(
         executor.process(RunDispatch(run_id=str(run_id)), "d-1", answered)

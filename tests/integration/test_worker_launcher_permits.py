@@ -11,17 +11,13 @@ from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
-from grpc import aio
 
 from duetime.events.v1.events_pb2 import TARGET_KIND_CONTAINER, RunDispatch
 from duetime.jobs.v1 import job_pb2
-from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_worker.attempts import Executor
 from duetime_worker.container import LocalProcessLauncher
-from duetime_worker.heartbeat import Heartbeats
-from duetime_worker.http_target import HttpCaller
-from duetime_worker.policy import TargetPolicy
 from tests.support.api import ApiClient, running_api
+from tests.support.executor import worker_machinery
 from tests.support.worker_api import WorkerClient, create_job, job_message, running_worker_api
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
@@ -38,26 +34,12 @@ def noop() -> None:
 
 @pytest.fixture
 async def env(db_dsn: str) -> AsyncIterator[tuple[ApiClient, WorkerClient, Executor]]:
-    async with running_api(db_dsn) as api, running_worker_api(db_dsn) as w:
-        channel = aio.insecure_channel(w.address)
-        stub: worker_service_pb2_grpc.WorkerServiceAsyncStub = (
-            worker_service_pb2_grpc.WorkerServiceStub(channel)
-        )
-        metadata = (("authorization", f"Bearer {w.token}"),)
-        heartbeats = Heartbeats(stub, "w-test", metadata, interval=0.3)
-        http = HttpCaller(TargetPolicy.parse(["127.0.0.1"]))
-        await http.start()
-        launcher = LocalProcessLauncher(["sh"], concurrency=1)
-        executor = Executor(stub, "w-test", metadata, heartbeats, http, launcher)
-        stopping = asyncio.Event()
-        beating = asyncio.create_task(heartbeats.run(stopping))
-        try:
-            yield api, w, executor
-        finally:
-            stopping.set()
-            await beating
-            await http.close()
-            await channel.close()
+    async with (
+        running_api(db_dsn) as api,
+        running_worker_api(db_dsn) as w,
+        worker_machinery(w) as machinery,
+    ):
+        yield api, w, machinery.executor(LocalProcessLauncher(["sh"], concurrency=1))
 
 
 async def test_container_attempts_beyond_the_launcher_bound_start_in_turn(

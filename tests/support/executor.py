@@ -1,0 +1,49 @@
+"""A worker's execution machinery in the test process — heartbeats beating, the allow-listed
+HTTP client — against a real WorkerService, for tests that drive the Executor directly."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from duetime_worker.attempts import Executor
+from duetime_worker.container import Launcher
+from duetime_worker.heartbeat import Heartbeats
+from duetime_worker.http_target import HttpCaller
+from duetime_worker.policy import TargetPolicy
+from tests.support.worker_api import WorkerClient
+
+WORKER = "w-test"
+
+
+@dataclass
+class Machinery:
+    w: WorkerClient
+    metadata: tuple[tuple[str, str], ...]
+    heartbeats: Heartbeats
+    http: HttpCaller
+
+    def executor(self, launcher: Launcher, worker: str = WORKER, **options: Any) -> Executor:
+        return Executor(
+            self.w.stub, worker, self.metadata, self.heartbeats, self.http, launcher, **options
+        )
+
+
+@asynccontextmanager
+async def worker_machinery(w: WorkerClient, worker: str = WORKER) -> AsyncIterator[Machinery]:
+    """Heartbeats every 0.3 s for ``worker`` and an HTTP client allowing 127.0.0.1."""
+    metadata = (("authorization", f"Bearer {w.token}"),)
+    heartbeats = Heartbeats(w.stub, worker, metadata, interval=0.3)
+    http = HttpCaller(TargetPolicy.parse(["127.0.0.1"]))
+    await http.start()
+    stopping = asyncio.Event()
+    beating = asyncio.create_task(heartbeats.run(stopping))
+    try:
+        yield Machinery(w, metadata, heartbeats, http)
+    finally:
+        stopping.set()
+        await beating
+        await http.close()
