@@ -144,13 +144,15 @@ class Slot:
     """One execution slot, given back once: when the target call ends, or at the latest when
     the message is done with."""
 
-    def __init__(self, slots: WeightedSlots, priority: Priority) -> None:
+    def __init__(self, slots: WeightedSlots, dispatch: RunDispatch) -> None:
         self._slots = slots
-        self._priority = priority
+        self._priority = _PRIORITIES.get(dispatch.priority, Priority.NORMAL)
+        self._team = dispatch.team
+        self._weight = dispatch.team_weight or 1
         self._held = False
 
     async def __aenter__(self) -> Slot:
-        await self._slots.acquire(self._priority)
+        await self._slots.acquire(self._priority, self._team, self._weight)
         self._held = True
         return self
 
@@ -219,7 +221,6 @@ class Executor:
             attributes={RUN_ID: dispatch.run_id, "duetime.delivery_id": delivery_id},
         ):
             not_before, least = dispatch.effective_time, 0.0
-            priority = _PRIORITIES.get(dispatch.priority, Priority.NORMAL)
             while True:
                 # Held until its time (by the server's clock, as estimated) without a slot.
                 wait = max(self._clock.seconds_until(not_before), least)
@@ -229,7 +230,7 @@ class Executor:
                 if isinstance(reservation, Unsettled):
                     return  # stopping while waiting for the launcher: unanswered, as when held
                 try:
-                    async with Slot(self._slots, priority) as slot:
+                    async with Slot(self._slots, dispatch) as slot:
                         started = await self._start_seen_through(dispatch.run_id, delivery_id)
                         if isinstance(started, Timestamp):  # too early: wait again, no slot
                             not_before = started
