@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from google.protobuf.internal.enum_type_wrapper import _EnumTypeWrapper
 
 JobArg = Annotated[
-    str, typer.Argument(help="The job: its id, or its name teams/{team}/jobs/{job_id}.")
+    str,
+    typer.Argument(metavar="JOB", help="The job: its id, or its name teams/{team}/jobs/{job_id}."),
 ]
 EtagOption = Annotated[
     str,

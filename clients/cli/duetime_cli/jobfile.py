@@ -61,12 +61,20 @@ def read_mapping(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.load(text, Loader=_Loader)
     except (json.JSONDecodeError, yaml.YAMLError) as error:
-        raise _invalid(path, "job", f"does not parse: {error}") from None
+        raise _invalid(path, "job", f"does not parse: {_syntax(error)}") from None
     if isinstance(data, dict) and list(data) == ["job"] and isinstance(data["job"], dict):
         data = data["job"]
     if not isinstance(data, dict):
         raise _invalid(path, "job", "expected an object with the job's fields")
     return data
+
+
+def _syntax(error: Exception) -> str:
+    """A parser's complaint on one line, with where it is."""
+    if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
+        mark = error.problem_mark
+        return f"{error.problem} (line {mark.line + 1}, column {mark.column + 1})"
+    return str(error).splitlines()[0]
 
 
 def parse_job(data: dict[str, Any], path: Path) -> job_pb2.Job:

@@ -103,7 +103,8 @@ def get(ctx: typer.Context, job: JobArg, output: OutputOption = Format.TABLE) ->
 def update(
     ctx: typer.Context,
     job: Annotated[
-        str | None, typer.Argument(help="The job; defaults to the file's name field.")
+        str | None,
+        typer.Argument(metavar="JOB", help="The job; defaults to the file's name field."),
     ] = None,
     file: Annotated[
         str | None,

@@ -25,11 +25,14 @@ app = typer.Typer(help="Inspect runs and redrive dead-lettered ones.", no_args_i
 RunArg = Annotated[
     str,
     typer.Argument(
+        metavar="RUN",
         help="The run's job (id or name) followed by RUN_ID, or the run's full name "
-        "teams/{team}/jobs/{job_id}/runs/{run_id}."
+        "teams/{team}/jobs/{job_id}/runs/{run_id}.",
     ),
 ]
-RunIdArg = Annotated[str | None, typer.Argument(help="The run's id, after its job.")]
+RunIdArg = Annotated[
+    str | None, typer.Argument(metavar="RUN_ID", help="The run's id, after its job.")
+]
 
 StateOption = Annotated[
     str | None, enum_option(run_pb2.RunState, "RUN_STATE_", "Only runs in this state")

@@ -54,13 +54,13 @@ def follow(session: Session, run: run_pb2.Run, timeout: float) -> run_pb2.Run:
     milestone on stderr under a live status line; returns the final run."""
     began = time.monotonic()
     shown = 0
-    stderr.print(f"following {run.name}")
+    stderr.print(f"following {run.name}", soft_wrap=True)
     with stderr.status("", spinner="dots") as status:
         while True:
             elapsed = time.monotonic() - began
             lines = milestones(run)
             for line in lines[shown:]:
-                stderr.print(f"  {elapsed:6.1f}s  {line}", highlight=False)
+                stderr.print(f"  {elapsed:6.1f}s  {line}", soft_wrap=True)
             shown = len(lines)
             if run.state in FINAL:
                 return run
