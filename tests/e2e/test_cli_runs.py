@@ -4,6 +4,7 @@ dead-lettered; ``runs list|get`` show it; ``runs redrive`` brings it back."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
 from collections.abc import AsyncIterator
@@ -157,3 +158,25 @@ async def test_a_dead_lettered_run_exits_10_and_redrive_brings_it_back(
     again = await cli("runs", "redrive", name)
     assert again.code == 6, again
     assert again.stderr.startswith("Error: FAILED_PRECONDITION (")
+
+
+async def test_wait_gives_up_after_its_timeout(
+    cli: Cli, target: HttpTarget, tmp_path: Path
+) -> None:
+    """A target that does not answer: the command stops waiting (exit 9) and says how to look
+    at the run later."""
+    held = asyncio.Event()
+    job_id = await create_job(cli, tmp_path, target.on("/held", Behaviour(hold=held)))
+    try:
+        waited = await cli("jobs", "trigger", job_id, "--wait", "--timeout", "1")
+    finally:
+        held.set()
+    assert waited.code == 9, waited
+    # How far the run got in that second depends on the machine's load.
+    assert milestones(waited) in (["QUEUED"], ["QUEUED", "RUNNING attempt 1 on w1"])
+    assert re.search(
+        r"Error: DEADLINE_EXCEEDED: stopped waiting after 1s with the run (QUEUED|RUNNING); "
+        r"it goes on: "
+        rf"duetime runs get teams/{TEAM}/jobs/{job_id}/runs/[0-9a-f-]+\n$",
+        waited.stderr,
+    ), waited.stderr

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import time
 
+from rich.status import Status
+
 from duetime.jobs.v1 import job_service_pb2, run_pb2
 from duetime_cli.describe import enum_name
 from duetime_cli.failures import ExitCode, Failure
@@ -52,26 +54,32 @@ def _suffix(text: str) -> str:
 def follow(session: Session, run: run_pb2.Run, timeout: float) -> run_pb2.Run:
     """Reads the run until it is final (or ``timeout`` seconds pass, if not 0), printing each
     milestone on stderr under a live status line; returns the final run."""
+    stderr.print(f"following {run.name}", soft_wrap=True)
+    try:
+        with stderr.status("", spinner="dots") as status:
+            return _poll(session, run, timeout, status)
+    except KeyboardInterrupt:
+        raise _stopped(run.name, ExitCode.INTERRUPTED, "CANCELLED", "stopped following") from None
+
+
+def _poll(session: Session, run: run_pb2.Run, timeout: float, status: Status) -> run_pb2.Run:
     began = time.monotonic()
     shown = 0
-    stderr.print(f"following {run.name}", soft_wrap=True)
-    with stderr.status("", spinner="dots") as status:
-        while True:
-            elapsed = time.monotonic() - began
-            lines = milestones(run)
-            for line in lines[shown:]:
-                stderr.print(f"  {elapsed:6.1f}s  {line}", soft_wrap=True)
-            shown = len(lines)
-            if run.state in FINAL:
-                return run
-            if timeout and elapsed >= timeout:
-                raise Failure.local(
-                    ExitCode.UNAVAILABLE,
-                    "DEADLINE_EXCEEDED",
-                    f"stopped waiting after {timeout:g}s with the run {state_name(run)}; it goes "
-                    f"on: duetime runs get {run.name}",
-                )
-            status.update(f"{state_name(run)}, attempt {run.attempt}, {elapsed:.1f}s")
-            time.sleep(POLL_SECONDS)
-            request = job_service_pb2.GetRunRequest(name=run.name)
-            run = session.call(session.jobs.GetRun, request).run
+    while True:
+        elapsed = time.monotonic() - began
+        lines = milestones(run)
+        for line in lines[shown:]:
+            stderr.print(f"  {elapsed:6.1f}s  {line}", soft_wrap=True)
+        shown = len(lines)
+        if run.state in FINAL:
+            return run
+        if timeout and elapsed >= timeout:
+            what = f"stopped waiting after {timeout:g}s with the run {state_name(run)}"
+            raise _stopped(run.name, ExitCode.UNAVAILABLE, "DEADLINE_EXCEEDED", what)
+        status.update(f"{state_name(run)}, attempt {run.attempt}, {elapsed:.1f}s")
+        time.sleep(POLL_SECONDS)
+        run = session.call(session.jobs.GetRun, job_service_pb2.GetRunRequest(name=run.name)).run
+
+
+def _stopped(name: str, exit_code: ExitCode, code: str, what: str) -> Failure:
+    return Failure.local(exit_code, code, f"{what}; it goes on: duetime runs get {name}")
