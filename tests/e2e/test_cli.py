@@ -45,7 +45,8 @@ attemptTimeout: 90s
 """
 
 INTERVAL_JOB = {
-    "display_name": "cache warmer",  # proto field names work too
+    # Proto field names work too; the name is shown as written, never read as rich markup.
+    "display_name": "[prod] cache warmer",
     "schedule": {"interval": {"interval": "3600s", "startTime": "2099-01-01T00:00:00Z"}},
     "target": {"http": {"url": "https://cache.internal/warm", "method": "HTTP_METHOD_PUT"}},
 }
@@ -103,7 +104,7 @@ async def test_create_from_yaml_and_json_then_list_and_get(cli: Cli, tmp_path: P
 
     warmer = await cli.ok("jobs", "create", "-f", str(tmp_path / "warmer.json"), "-o", "json")
     job = warmer.json()["job"]
-    assert job["displayName"] == "cache warmer"
+    assert job["displayName"] == "[prod] cache warmer"
     assert job["state"] == "JOB_STATE_ACTIVE"
     assert job["nextRunTime"] == "2099-01-01T00:00:00Z"
     assert job["target"]["http"]["method"] == "HTTP_METHOD_PUT"
@@ -125,7 +126,7 @@ async def test_create_from_yaml_and_json_then_list_and_get(cli: Cli, tmp_path: P
     ]  # fmt: skip
     assert set(rule) == {"─"}
     assert len(rows) == 2
-    assert rows[0].split()[:5] == [job["jobId"], "cache", "warmer", "every", "1h"]
+    assert rows[0].split()[:5] == [job["jobId"], "[prod]", "cache", "warmer", "every"]
     assert rows[1].split()[:3] == [nightly_id, "nightly", "invoices"]
     schedule_and_target = r" cron 0 2 \* \* \* \(Asia/Kolkata\) +POST https://billing\.internal/"
     assert re.search(schedule_and_target, rows[1])

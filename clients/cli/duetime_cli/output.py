@@ -38,8 +38,10 @@ OutputOption = Annotated[
 # Piped into a file or grep, tables keep their natural width instead of wrapping at 80
 # columns; a terminal (or COLUMNS) sets the width as usual.
 _PIPED_WIDTH = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 1000
-stdout = Console(highlight=False, width=_PIPED_WIDTH)
-stderr = Console(stderr=True, highlight=False)
+# Names, URLs and errors are shown as they are: no rich markup ("[prod]"), emoji codes or
+# highlighting is read into them.
+stdout = Console(width=_PIPED_WIDTH, markup=False, emoji=False, highlight=False)
+stderr = Console(stderr=True, markup=False, emoji=False, highlight=False)
 
 
 def as_dict(message: Message) -> dict[str, Any]:
