@@ -147,6 +147,16 @@ async def test_create_from_yaml_and_json_then_list_and_get(cli: Cli, tmp_path: P
     again = await cli.ok("jobs", "create", "-f", file, "--request-id", "r-1", "-o", "json")
     assert first.json()["job"]["jobId"] == again.json()["job"]["jobId"] != job["jobId"]
 
+    # --limit stops early, leaving the token of the next page; 0 reads every page.
+    two, every = await asyncio.gather(
+        cli.ok("jobs", "list", "--limit", "2", "-o", "json"),
+        cli.ok("jobs", "list", "--limit", "0", "-o", "json"),
+    )
+    assert [j["jobId"] for j in two.json()["jobs"]] == [first.json()["job"]["jobId"], job["jobId"]]
+    assert two.json()["nextPageToken"]
+    assert len(every.json()["jobs"]) == 3
+    assert "nextPageToken" not in every.json()
+
 
 async def test_update_checks_the_etag(cli: Cli, tmp_path: Path) -> None:
     (tmp_path / "nightly.yaml").write_text(CRON_JOB_YAML)
