@@ -98,11 +98,14 @@ def labels_of(owner: orphans.Owner, remove_after: float = 2e9) -> dict[str, str]
 
 def test_a_container_whose_owner_process_is_gone_is_an_orphan() -> None:
     me = orphans.Owner.of_this_process("w1")
-    assert me.orphan_reason(labels_of(me), 0, at_start=True) is None
-    parent = orphans.Owner.of_this_process("w0")
-    parent = orphans.Owner("w0", me.boot, me.pid_namespace, os.getppid(), parent.started)
-    # Same pid, another start time: the pid was reused.
-    assert me.orphan_reason(labels_of(parent), 0, at_start=False) == "its owner process is gone"
+    parent = os.getppid()
+    live = orphans.Owner("w0", me.boot, me.pid_namespace, parent, str(orphans.start_time(parent)))
+    # Its own, and a live owner's it can see, never: not even long past their deadline.
+    assert me.orphan_reason(labels_of(me, remove_after=0), 1e9, at_start=True) is None
+    assert me.orphan_reason(labels_of(live, remove_after=0), 1e9, at_start=True) is None
+    # The parent's pid with another start time: the pid was reused by another process.
+    reused = orphans.Owner("w0", me.boot, me.pid_namespace, parent, me.started)
+    assert me.orphan_reason(labels_of(reused), 0, at_start=False) == "its owner process is gone"
     gone = orphans.Owner("w0", me.boot, me.pid_namespace, 2**22 + 7, "1")
     assert me.orphan_reason(labels_of(gone), 0, at_start=False) == "its owner process is gone"
     rebooted = orphans.Owner("w0", "another-boot", me.pid_namespace, me.pid, me.started)

@@ -168,7 +168,8 @@ def _podman_settings(env: EnvReader) -> PodmanSettings:
         network=env.text("DUETIME_PODMAN_NETWORK", ""),
         memory=env.text("DUETIME_PODMAN_MEMORY", ""),
         cpus=env.text("DUETIME_PODMAN_CPUS", ""),
-        stop_seconds=env.integer("DUETIME_PODMAN_STOP_SECONDS", 5, low=0, high=30),
+        # Stop, then kill, then report within the scheduler's DUETIME_ATTEMPT_GRACE (30 s).
+        stop_seconds=env.integer("DUETIME_PODMAN_STOP_SECONDS", 5, low=0, high=20),
         sweep_interval=env.seconds(
             "DUETIME_PODMAN_SWEEP_SECONDS", 30, low=0.1, high=3600
         ).total_seconds(),

@@ -7,10 +7,12 @@ it any more (its deadline plus the stop grace), and its owner: the worker proces
 
 - its owner was a process of this boot and pid namespace that no longer runs (a pid reused by
   another process has another start time), or of an earlier boot;
-- or it is past its remove-after time by more than ``OVERDUE`` (an owner this sweeper cannot
-  see, such as one in another pid namespace, would have removed it by then);
-- or, at a worker's start, it carries this worker's id but another owner: an earlier
-  incarnation of a worker with a stable id.
+- or, owned from a pid namespace this sweeper cannot see into, it is past its remove-after
+  time by more than ``OVERDUE`` (its owner would have removed it by then), or, at a worker's
+  start, it carries this worker's id (an earlier incarnation of a worker with a stable id).
+
+A sweeper never removes its own process's containers (their launches do), nor those of a
+live owner it can see, so a wall clock that jumps cannot make it kill work in progress.
 
 Containers without the owner label are never touched.
 """
@@ -49,7 +51,7 @@ def _pid_namespace() -> str:
     return os.readlink("/proc/self/ns/pid").removeprefix("pid:[").removesuffix("]")
 
 
-def _start_time(pid: int) -> str | None:
+def start_time(pid: int) -> str | None:
     """The process's start time in clock ticks since boot (field 22 of its stat), or None."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -71,7 +73,7 @@ class Owner:
     @classmethod
     def of_this_process(cls, worker_id: str) -> Owner:
         pid = os.getpid()
-        return cls(worker_id, _boot_id(), _pid_namespace(), pid, _start_time(pid) or "")
+        return cls(worker_id, _boot_id(), _pid_namespace(), pid, start_time(pid) or "")
 
     @property
     def token(self) -> str:
@@ -88,20 +90,20 @@ class Owner:
 
     def orphan_reason(self, labels: dict[str, str], now: float, at_start: bool) -> str | None:
         """Why the container with these labels is an orphan, or None when it may be in use."""
-        with contextlib.suppress(ValueError):
-            if now > float(labels.get(REMOVE_AFTER, "")) + OVERDUE:
-                return "it is past its deadline"  # its owner failed to remove it, or is gone
         token = labels.get(OWNER, "")
         if token == self.token:
-            return None  # ours, in use
+            return None  # ours: its launch removes it
         boot, _, rest = token.partition("/")
         namespace, _, rest = rest.partition("/")
         pid, _, started = rest.partition("/")
         if boot and boot != self.boot:
             return "its owner ran before this host's last boot"
-        same_host = namespace == self.pid_namespace and pid.isdigit()
-        if same_host and _start_time(int(pid)) != started:
-            return "its owner process is gone"
+        if namespace == self.pid_namespace and pid.isdigit():
+            # An owner this sweeper can see: alive or not, whatever the clocks say.
+            return None if start_time(int(pid)) == started else "its owner process is gone"
+        with contextlib.suppress(ValueError):
+            if now > float(labels.get(REMOVE_AFTER, "")) + OVERDUE:
+                return "it is past its deadline"
         if at_start and labels.get(WORKER) == self.worker_id:
             return "an earlier worker with this id owned it"
         return None

@@ -137,7 +137,12 @@ class PodmanLauncher:
 
     async def start(self) -> None:
         """Removes the orphans of earlier workers, then sweeps every ``sweep_interval``."""
-        await self._sweeper.sweep(at_start=True)
+        try:
+            await self._sweeper.sweep(at_start=True)
+        except OSError as error:
+            raise RuntimeError(
+                f"DUETIME_PODMAN_COMMAND={self._podman.command!r} cannot be run: {error}"
+            ) from error
         self._sweeping = asyncio.create_task(self._sweeper.every(self._settings.sweep_interval))
 
     async def close(self) -> None:
@@ -214,6 +219,8 @@ class PodmanLauncher:
             os.lseek(env_file, 0, os.SEEK_SET)
             args += ["--env-file", f"/dev/fd/{env_file}", target.image, *target.args]
             done = await self._podman.run(*args, pass_fds=(env_file,), within=None)  # a pull
+        except OSError as error:
+            return Outcome.failed(f"cannot run podman: {error}", retryable=True)
         finally:
             os.close(env_file)
         if done.code == 0:
