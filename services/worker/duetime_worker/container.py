@@ -24,7 +24,7 @@ import logging
 import os
 import shutil
 import signal
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
 from duetime.worker.v1 import worker_service_pb2 as pb
@@ -50,29 +50,40 @@ class Reservation:
             self._permits = None
 
 
-class Permits:
-    """A launcher's bound on tasks at once, and the reservation scheme (see the module doc)."""
+class PermittedLauncher:
+    """A launcher whose tasks run under its permits (see the module doc), at most
+    ``concurrency`` at once; an implementation defines ``_launch``."""
+
+    stop_seconds = 0.0
 
     def __init__(self, concurrency: int) -> None:
         self._running = asyncio.Semaphore(concurrency)
+
+    async def start(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
 
     async def reserve(self) -> Reservation:
         await self._running.acquire()
         return Reservation(self._running)
 
-    async def run(
-        self, reservation: Reservation | None, work: Callable[[], Awaitable[Outcome]]
+    async def launch(
+        self, run: pb.RunSpec, attempt: int, limit: float, reservation: Reservation | None = None
     ) -> Outcome:
-        """``work`` under ``reservation``, or under a permit taken now if one is free."""
         if reservation is None:
             # No waiting here: the attempt is started, and the wait would count as its timeout.
             if self._running.locked():
                 return Outcome.handed_back(LAUNCHER_BUSY)
             reservation = await self.reserve()
         try:
-            return await work()
+            return await self._launch(run, attempt, limit)
         finally:
             reservation.release()
+
+    async def _launch(self, run: pb.RunSpec, attempt: int, limit: float) -> Outcome:
+        raise NotImplementedError
 
 
 def task_env(run: pb.RunSpec, attempt: int, deadline: Deadline) -> dict[str, str]:
@@ -142,15 +153,13 @@ class DisabledLauncher:
 _LOADER_VARIABLES = frozenset({"PATH", "BASH_ENV", "ENV", "PYTHONPATH", "PYTHONSTARTUP"})
 
 
-class LocalProcessLauncher:
+class LocalProcessLauncher(PermittedLauncher):
     """Runs permitted executables as local processes, each in its own process group, at most
-    ``concurrency`` at once."""
-
-    stop_seconds = 0.0  # killed at the timeout
+    ``concurrency`` at once; killed at the timeout."""
 
     def __init__(self, permitted: Sequence[str], concurrency: int = 16) -> None:
+        super().__init__(concurrency)
         self._permitted = set(permitted)
-        self._permits = Permits(concurrency)
         # Resolved paths of the permitted names, so a permitted `sh` also permits `/bin/sh`.
         self._resolved = {p for p in (shutil.which(name) for name in permitted) if p}
 
@@ -159,20 +168,6 @@ class LocalProcessLauncher:
             return True
         resolved = shutil.which(executable)
         return resolved is not None and resolved in self._resolved
-
-    async def start(self) -> None:
-        pass
-
-    async def close(self) -> None:
-        pass
-
-    async def reserve(self) -> Reservation:
-        return await self._permits.reserve()
-
-    async def launch(
-        self, run: pb.RunSpec, attempt: int, limit: float, reservation: Reservation | None = None
-    ) -> Outcome:
-        return await self._permits.run(reservation, lambda: self._launch(run, attempt, limit))
 
     async def _launch(self, run: pb.RunSpec, attempt: int, limit: float) -> Outcome:
         target = run.target.container

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_worker import orphans
-from duetime_worker.container import Permits, Reservation, task_env
+from duetime_worker.container import PermittedLauncher, task_env
 from duetime_worker.deadline import Deadline
 from duetime_worker.images import ImagePolicy
 from duetime_worker.outcome import Outcome
@@ -122,14 +122,14 @@ class Podman:
             )
 
 
-class PodmanLauncher:
+class PodmanLauncher(PermittedLauncher):
     """Runs container targets with podman, at most ``settings.concurrency`` at once."""
 
     def __init__(self, settings: PodmanSettings, images: ImagePolicy, worker_id: str) -> None:
+        super().__init__(settings.concurrency)
         self._settings = settings
         self._images = images
         self._podman = Podman(settings.command)
-        self._permits = Permits(settings.concurrency)
         self._owner = orphans.Owner.of_this_process(worker_id)
         self._sweeper = orphans.Sweeper(self._podman, self._owner)
         self._sweeping: asyncio.Task[None] | None = None
@@ -150,14 +150,6 @@ class PodmanLauncher:
             self._sweeping.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeping
-
-    async def reserve(self) -> Reservation:
-        return await self._permits.reserve()
-
-    async def launch(
-        self, run: pb.RunSpec, attempt: int, limit: float, reservation: Reservation | None = None
-    ) -> Outcome:
-        return await self._permits.run(reservation, lambda: self._launch(run, attempt, limit))
 
     async def _launch(self, run: pb.RunSpec, attempt: int, limit: float) -> Outcome:
         target = run.target.container
