@@ -289,3 +289,14 @@ async def test_a_live_workers_containers_are_left_alone_by_sweeps(image: str) ->
         with pytest.raises(asyncio.CancelledError):
             await launching
     assert await containers(orphans.WORKER, "w-owner") == []
+
+
+async def test_a_registry_that_cannot_be_reached_is_a_retryable_failure() -> None:
+    # Pulled when missing, from a registry that refuses connections: it may answer later.
+    pulling = PodmanLauncher(PodmanSettings(pull="missing"), ImagePolicy(("localhost:1/*",)), "w")
+    run = spec("localhost:1/duetime-test-task:1", "exit 0")
+    outcome = await pulling.launch(run, 1, 30)
+    assert (outcome.result, outcome.retryable) == (pb.ATTEMPT_RESULT_FAILED, True)
+    assert outcome.error.startswith("podman could not start the container: "), outcome.error
+    assert "localhost:1" in outcome.error
+    assert await containers_of_run(run.run_id) == []
