@@ -300,3 +300,12 @@ async def test_a_registry_that_cannot_be_reached_is_a_retryable_failure() -> Non
     assert outcome.error.startswith("podman could not start the container: "), outcome.error
     assert "localhost:1" in outcome.error
     assert await containers_of_run(run.run_id) == []
+
+
+async def test_a_podman_that_cannot_run_stops_the_start_and_fails_launches(image: str) -> None:
+    broken = launcher(PodmanSettings(command="/nonexistent/podman"))
+    with pytest.raises(RuntimeError, match="DUETIME_PODMAN_COMMAND='/nonexistent/podman'"):
+        await broken.start()
+    outcome = await broken.launch(spec(image, "exit 0"), 1, 30)
+    assert (outcome.result, outcome.retryable) == (pb.ATTEMPT_RESULT_FAILED, True)
+    assert outcome.error.startswith("cannot run podman: "), outcome.error

@@ -113,12 +113,17 @@ class Podman:
         )
 
     async def remove(self, *names: str) -> None:
-        """Kills (at once) and removes the containers; absent ones are no error."""
-        done = await self.run("rm", "--force", "--ignore", "--time", "0", *names)
-        if done.code != 0:
+        """Kills (at once) and removes the containers; absent ones are no error. A failure is
+        logged (the next sweep after this worker is gone removes them)."""
+        try:
+            done = await self.run("rm", "--force", "--ignore", "--time", "0", *names)
+            error = done.detail if done.code != 0 else ""
+        except (OSError, TimeoutError) as failure:
+            error = f"{type(failure).__name__}: {failure}"
+        if error:
             log.error(
                 "containers not removed",
-                extra={"action": "container_remove_failed", "names": names, "error": done.detail},
+                extra={"action": "container_remove_failed", "names": names, "error": error},
             )
 
 
