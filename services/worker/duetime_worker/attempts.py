@@ -27,8 +27,7 @@ import logging
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Sequence
 
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -49,6 +48,7 @@ from duetime_worker.heartbeat import ActiveAttempt, Heartbeats, lease_length
 from duetime_worker.http_target import HttpCaller
 from duetime_worker.outcome import Outcome
 from duetime_worker.server_clock import ServerClock
+from duetime_worker.shielding import despite_cancellation
 from duetime_worker.slots import SlotsClosed, WeightedSlots
 from duetime_worker.tally import AttemptTally
 
@@ -103,8 +103,6 @@ EXECUTED_MEMORY = 100_000
 # effect gets the same attempt back, to hand back); then it leaves the message uncommitted.
 STOPPING_START_PATIENCE = RPC_TIMEOUT
 SHUTTING_DOWN = "the worker is shutting down"
-
-T = TypeVar("T")
 
 
 class Unsettled(enum.Enum):
@@ -293,7 +291,7 @@ class Executor:
         a run that never failed). The partition's next owner is refused ALREADY_STARTED for
         the redelivery and commits past it; this worker, given the partition back, replays the
         same attempt and drops it as a duplicate."""
-        started, cancelled = await _despite_cancellation(self._start(run_id, delivery_id))
+        started, cancelled = await despite_cancellation(self._start(run_id, delivery_id))
         if cancelled:
             if isinstance(started, tuple) and not self._stopping.is_set():
                 task = asyncio.current_task()
@@ -301,7 +299,7 @@ class Executor:
                     task.uncancel()  # the cancellation is answered by keeping the attempt
                 return started
             if isinstance(started, tuple):
-                await _despite_cancellation(self._hand_back_unrun(*started))
+                await despite_cancellation(self._hand_back_unrun(*started))
             raise asyncio.CancelledError
         return started
 
@@ -475,9 +473,11 @@ class Executor:
         limit: float,
         reservation: Reservation | None,
     ) -> Outcome:
+        # The targets bound themselves by the timeout (a launcher's stop included); this is
+        # the backstop.
+        overrun = self._launcher.stop_seconds if kind == "container" else 0.0
         try:
-            # The targets bound themselves by the timeout; this is the backstop.
-            async with asyncio.timeout(limit + 1):
+            async with asyncio.timeout(limit + 1 + overrun):
                 if kind == "http":
                     return await self._http.call(run, attempt, limit)
                 if kind == "container":
@@ -524,21 +524,6 @@ class Executor:
 
 
 LEASE_LOST = "the attempt's lease ran out without a renewal"
-
-
-async def _despite_cancellation(work: Awaitable[T]) -> tuple[T, bool]:
-    """Awaits ``work`` to its end even if the calling task is cancelled meanwhile; its result,
-    and whether the caller was cancelled (then to raise CancelledError itself)."""
-    future = asyncio.ensure_future(work)
-    cancelled = False
-    while not future.done():
-        try:
-            await asyncio.shield(future)
-        except asyncio.CancelledError:
-            if future.cancelled():
-                raise
-            cancelled = True
-    return future.result(), cancelled
 
 
 async def _run_within_lease(active: ActiveAttempt) -> None:

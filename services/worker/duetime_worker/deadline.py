@@ -1,0 +1,30 @@
+"""The attempt's deadline as a target is told it: the instant (RFC 3339, UTC) by which its
+result must be known, and the seconds left until then (decimal, to the millisecond)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from duetime_core.runkey import rfc3339_utc
+
+
+@dataclass(frozen=True)
+class Deadline:
+    at: float  # Unix time (the worker's wall clock)
+
+    @classmethod
+    def after(cls, seconds: float, now: float | None = None) -> Deadline:
+        return cls((time.time() if now is None else now) + seconds)
+
+    @property
+    def rfc3339(self) -> str:
+        """``2026-12-01T10:00:30.25Z``: truncated to the millisecond, never later than ``at``."""
+        millis = int(self.at * 1000)
+        whole = datetime.fromtimestamp(millis // 1000, UTC)
+        return rfc3339_utc(whole.replace(microsecond=millis % 1000 * 1000))
+
+    def seconds_left(self, now: float | None = None) -> str:
+        left = self.at - (time.time() if now is None else now)
+        return f"{max(left, 0.0):.3f}"
