@@ -74,6 +74,7 @@ async def serve(settings: Settings) -> None:
         launcher,
         calls=calls,
         slots=settings.concurrency,
+        starting=settings.start_concurrency,
     )
     # Messages held until their effective time count here, not against the execution slots.
     consumer = DispatchConsumer(

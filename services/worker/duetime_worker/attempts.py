@@ -175,11 +175,16 @@ class Executor:
         *,
         calls: AttemptCalls | None = None,
         slots: int = 64,
+        starting: int = 256,
     ) -> None:
         self._stub = stub
         self._calls = calls or AttemptCalls(stub, metadata, RPC_TIMEOUT)
         # Execution slots: a message waiting for its effective time does not hold one.
         self._slots = WeightedSlots(slots)
+        # Start permits: held while a start is asked for, so the queues behind them (start
+        # batches, the scheduler) stay short and the fair queue in front of them decides who
+        # goes first.
+        self._starting = WeightedSlots(starting)
         self._clock = ServerClock()
         self._executed = RecentKeys(EXECUTED_MEMORY)
         self._worker_id = worker_id
@@ -196,6 +201,7 @@ class Executor:
         consumer's drain to wait for or hand back."""
         self._stopping.set()
         self._slots.close()
+        self._starting.close()
 
     async def _hold(self, seconds: float) -> bool:
         """Waits ``seconds``, unless stopping or stopped meanwhile; False when stopping."""
@@ -229,7 +235,8 @@ class Executor:
                     return  # stopping while waiting for the launcher: unanswered, as when held
                 try:
                     async with Slot(self._slots, dispatch) as slot:
-                        started = await self._start_seen_through(dispatch.run_id, delivery_id)
+                        async with Slot(self._starting, dispatch):
+                            started = await self._start_seen_through(dispatch.run_id, delivery_id)
                         if isinstance(started, Timestamp):  # too early: wait again, no slot
                             not_before = started
                             least = min(max(least * 2, FIRST_EARLY_RETRY), MAX_EARLY_RETRY)
@@ -451,7 +458,11 @@ class Executor:
             self._heartbeats.remove(active)
 
     async def _call(
-        self, run: pb.RunSpec, attempt: int, limit: float, reservation: Reservation | None
+        self,
+        run: pb.RunSpec,
+        attempt: int,
+        limit: float,
+        reservation: Reservation | None,
     ) -> Outcome:
         """The target call, in a client span whose context is the ``traceparent`` it sends."""
         kind = run.target.WhichOneof("kind")

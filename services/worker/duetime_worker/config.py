@@ -17,6 +17,10 @@ DEFAULT_KAFKA_BOOTSTRAP = "127.0.0.1:59092"
 # thousands, and a top-of-the-hour herd needs about that many per worker to start on time
 # (bench/herd: 10,000 runs due in one second on 5 workers).
 DEFAULT_CONCURRENCY = 2000
+# Starts asked for at once: a few start batches in flight, few enough that a small team's run
+# waits behind at most a fraction of a second of another team's flood (the fair queue in front
+# of them orders the rest).
+DEFAULT_START_CONCURRENCY = 256
 # Local processes and containers are not cheap: a launcher runs at most this many at once,
 # whatever the slots allow (a container attempt waits for its permit before it is started).
 DEFAULT_LAUNCHER_CONCURRENCY = 16
@@ -38,6 +42,9 @@ class Settings:
     scheduler_target: str
     # Attempts executing at once (execution slots).
     concurrency: int
+    # Starts asked for at once: the queue in front of them is where runs wait when the
+    # scheduler is the bottleneck, so it is shared among teams in weighted fair order.
+    start_concurrency: int
     # HTTP connections to one target host at once; 0: only the total (one a slot) bounds them.
     connections_per_host: int
     # Messages taken from Kafka and not yet done: those held until their effective time (which
@@ -86,6 +93,9 @@ class Settings:
                 min(DEFAULT_CONCURRENCY, max_pending),
                 low=1,
                 high=10_000,
+            ),
+            start_concurrency=env.integer(
+                "DUETIME_WORKER_START_CONCURRENCY", DEFAULT_START_CONCURRENCY, low=1, high=10_000
             ),
             connections_per_host=env.integer(
                 "DUETIME_HTTP_CONNECTIONS_PER_HOST",
