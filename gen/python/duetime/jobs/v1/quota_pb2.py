@@ -26,13 +26,14 @@ from duetime.jobs.v1 import job_pb2 as duetime_dot_jobs_dot_v1_dot_job__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x64uetime/jobs/v1/quota.proto\x12\x0f\x64uetime.jobs.v1\x1a\x19\x64uetime/jobs/v1/job.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa7\x01\n\tTeamQuota\x12\x17\n\x0fmax_stored_jobs\x18\x01 \x01(\x03\x12\x17\n\x0fruns_per_minute\x18\x02 \x01(\x03\x12\x12\n\nrate_burst\x18\x03 \x01(\x03\x12\x13\n\x0bmax_running\x18\x04 \x01(\x03\x12/\n\x0cmax_priority\x18\x05 \x01(\x0e\x32\x19.duetime.jobs.v1.Priority\x12\x0e\n\x06weight\x18\x06 \x01(\x05\"\x96\x01\n\tTeamUsage\x12\x13\n\x0bstored_jobs\x18\x01 \x01(\x03\x12\x11\n\tin_flight\x18\x02 \x01(\x03\x12\x11\n\theld_runs\x18\x03 \x01(\x03\x12\x16\n\x0erate_available\x18\x04 \x01(\x03\x12\x36\n\x12rate_eligible_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestampb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x64uetime/jobs/v1/quota.proto\x12\x0f\x64uetime.jobs.v1\x1a\x19\x64uetime/jobs/v1/job.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa7\x01\n\tTeamQuota\x12\x17\n\x0fmax_stored_jobs\x18\x01 \x01(\x03\x12\x17\n\x0fruns_per_minute\x18\x02 \x01(\x03\x12\x12\n\nrate_burst\x18\x03 \x01(\x03\x12\x13\n\x0bmax_running\x18\x04 \x01(\x03\x12/\n\x0cmax_priority\x18\x05 \x01(\x0e\x32\x19.duetime.jobs.v1.Priority\x12\x0e\n\x06weight\x18\x06 \x01(\x05\"\x96\x01\n\tTeamUsage\x12\x13\n\x0bstored_jobs\x18\x01 \x01(\x03\x12\x11\n\tin_flight\x18\x02 \x01(\x03\x12\x11\n\theld_runs\x18\x03 \x01(\x03\x12\x16\n\x0erate_available\x18\x04 \x01(\x03\x12\x36\n\x12rate_eligible_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampB`\n\x13\x64\x65v.duetime.jobs.v1B\nQuotaProtoP\x01Z)duetime.dev/gen/go/duetime/jobs/v1;jobsv1\xaa\x02\x0f\x44uetime.Jobs.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'duetime.jobs.v1.quota_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
-  DESCRIPTOR._loaded_options = None
+  _globals['DESCRIPTOR']._loaded_options = None
+  _globals['DESCRIPTOR']._serialized_options = b'\n\023dev.duetime.jobs.v1B\nQuotaProtoP\001Z)duetime.dev/gen/go/duetime/jobs/v1;jobsv1\252\002\017Duetime.Jobs.V1'
   _globals['_TEAMQUOTA']._serialized_start=109
   _globals['_TEAMQUOTA']._serialized_end=276
   _globals['_TEAMUSAGE']._serialized_start=279
