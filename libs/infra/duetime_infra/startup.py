@@ -10,6 +10,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import asyncpg
+import uvloop
 
 from duetime_core.errors import DuetimeError
 from duetime_infra.config import ConfigError
@@ -43,10 +44,13 @@ def tune_collector() -> None:
 
 
 def run_service(name: str, main: Callable[[], Coroutine[Any, Any, None]]) -> None:
-    """Runs a service's main coroutine; a refusal to start is one clear line and exit code 1."""
+    """Runs a service's main coroutine on uvloop (libuv's event loop: the same asyncio, less
+    CPU a callback, a socket read, a timer); a refusal to start is one clear line and exit
+    code 1."""
     tune_collector()
     try:
-        asyncio.run(main())
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(main())
     except (DuetimeError, ConfigError) as error:
         print(f"{name}: cannot start: {error}", file=sys.stderr)
         sys.exit(1)
