@@ -75,6 +75,7 @@ async def serve(settings: Settings) -> None:
         calls=calls,
         slots=settings.concurrency,
         starting=settings.start_concurrency,
+        early=settings.early_starts,
     )
     # Messages held until their effective time count here, not against the execution slots.
     consumer = DispatchConsumer(

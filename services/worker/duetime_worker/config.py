@@ -21,6 +21,10 @@ DEFAULT_CONCURRENCY = 2000
 # waits behind at most a fraction of a second of another team's flood (the fair queue in front
 # of them orders the rest).
 DEFAULT_START_CONCURRENCY = 256
+# Attempts held started ahead of their time: a top-of-the-hour herd's share of a worker, so its
+# calls need no start of their own at the instant (bench/herd). They are held apart from the
+# execution slots, which stay free for runs whose time has come.
+DEFAULT_EARLY_STARTS = 5000
 # Local processes and containers are not cheap: a launcher runs at most this many at once,
 # whatever the slots allow (a container attempt waits for its permit before it is started).
 DEFAULT_LAUNCHER_CONCURRENCY = 16
@@ -45,6 +49,8 @@ class Settings:
     # Starts asked for at once: the queue in front of them is where runs wait when the
     # scheduler is the bottleneck, so it is shared among teams in weighted fair order.
     start_concurrency: int
+    # Attempts started ahead of their runs' time and held until it (0: none started ahead).
+    early_starts: int
     # HTTP connections to one target host at once; 0: only the total (one a slot) bounds them.
     connections_per_host: int
     # Messages taken from Kafka and not yet done: those held until their effective time (which
@@ -96,6 +102,9 @@ class Settings:
             ),
             start_concurrency=env.integer(
                 "DUETIME_WORKER_START_CONCURRENCY", DEFAULT_START_CONCURRENCY, low=1, high=10_000
+            ),
+            early_starts=env.integer(
+                "DUETIME_WORKER_EARLY_STARTS", DEFAULT_EARLY_STARTS, low=0, high=100_000
             ),
             connections_per_host=env.integer(
                 "DUETIME_HTTP_CONNECTIONS_PER_HOST",

@@ -32,6 +32,8 @@ from duetime_worker.outcome import Outcome
 log = logging.getLogger(__name__)
 
 Key = tuple[str, int]
+# The least time between two beats when a call about to begin asks for one (``fresh``).
+URGENT_SPACING = 0.02
 
 
 def lease_length(lease_expire_time: Timestamp, server_time: Timestamp) -> float:
@@ -52,6 +54,10 @@ class ActiveAttempt:
     cancel_reason: str = ""
     # Given back unfinished because the worker is stopping (not a cancel it was told to do).
     handed_back: bool = False
+    # An attempt started ahead of its time has not begun its call until this is set, and when
+    # it did, by the server's clock as this worker estimates it.
+    began: bool = True
+    call_time: Timestamp | None = None
 
     @property
     def key(self) -> Key:
@@ -90,6 +96,10 @@ class Heartbeats:
         # server answers each beat once, in order.
         self._unanswered: collections.deque[float] = collections.deque()
         self._wake = asyncio.Event()
+        # Callers of ``fresh``: when each asked, and what it waits on.
+        self._fresh: list[tuple[float, asyncio.Future[None]]] = []
+        self._urgent = asyncio.Event()
+        self._last_sent = -math.inf
         self.beats = 0
         self.streams_opened = 0
 
@@ -100,6 +110,31 @@ class Heartbeats:
     def add(self, attempt: ActiveAttempt) -> None:
         self._active[attempt.key] = attempt
         self._wake.set()
+
+    async def fresh(self) -> None:
+        """Returns once a beat sent after this call was answered: each directive it carried
+        (a cancel for an attempt whose job was paused or deleted) is applied by then. Callers
+        at about the same time share one beat."""
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        self._fresh.append((loop.time(), waiter))
+        self._wake.set()
+        self._urgent.set()
+        await asyncio.shield(waiter)
+
+    def _fresh_wanted(self) -> bool:
+        """A caller of ``fresh`` waits for a beat not yet sent."""
+        return any(asked > self._last_sent for asked, _ in self._fresh)
+
+    def _answered(self, sent_at: float) -> None:
+        still = []
+        for asked, waiter in self._fresh:
+            if asked <= sent_at:
+                if not waiter.done():
+                    waiter.set_result(None)
+            else:
+                still.append((asked, waiter))
+        self._fresh = still
 
     def remove(self, attempt: ActiveAttempt) -> None:
         if self._active.get(attempt.key) is attempt:
@@ -146,6 +181,7 @@ class Heartbeats:
                     },
                 )
                 attempt.cancel(directive.reason or "cancelled by the scheduler")
+        self._answered(sent_at)
 
     async def _read(self, call: Any) -> None:
         while True:
@@ -170,10 +206,15 @@ class Heartbeats:
                 while True:
                     # A beat asked for by a new attempt comes at most every half interval: a
                     # herd of starts must not become one beat per start, each carrying every
-                    # attempt the worker holds.
+                    # attempt the worker holds. One asked for by ``fresh`` (a call about to
+                    # begin) goes at once, a few milliseconds after the last.
                     spacing = last_beat + self._interval / 2 - loop.time()
+                    if self._fresh_wanted():
+                        spacing = last_beat + URGENT_SPACING - loop.time()
                     if self._wake.is_set() and spacing > 0:
-                        waiting = {reader, stop_wait}
+                        # Spaced: only a call about to begin cuts the wait short.
+                        self._urgent.clear()
+                        waiting = {asyncio.create_task(self._urgent.wait()), reader, stop_wait}
                         timeout = spacing
                     else:
                         waiting = {asyncio.create_task(self._wake.wait()), reader, stop_wait}
@@ -189,11 +230,13 @@ class Heartbeats:
                         return
                     self._wake.clear()
                     if self._active:
-                        last_beat = loop.time()
+                        last_beat = self._last_sent = loop.time()
                         self._unanswered.append(last_beat)
                         await call.write(self._request())
                         self.beats += 1
                         backoff = 0.1
+                    else:
+                        self._answered(loop.time())  # nothing to beat for: nothing to hear
             except Exception as error:  # any break of the stream: open a new one
                 detail = (
                     error.code().name

@@ -91,6 +91,7 @@ async def reap_expired_attempts(
                 outcome.value,
                 error,
                 now,
+                None,
             )
             await apply_run_outcome(conn, run, number, result, now)
             ended.append((outcome, result))

@@ -1,4 +1,5 @@
--- Duetime schema, version 4: teams as tenants — quotas, their usage, held runs, operators.
+-- Duetime schema, version 4: teams as tenants — quotas, their usage, held runs, operators —
+-- and attempts started ahead of their run's time.
 --
 -- Expand only: new tables, nullable columns or columns with defaults, a wider role check.
 -- Builds of version 3 keep working against it (they ignore quotas: their claims queue every
@@ -213,3 +214,7 @@ CREATE FUNCTION duetime_run_holds_job(state text, attempt integer) RETURNS boole
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT state IN ('RUNNING', 'RETRY_WAIT') OR (state IN ('QUEUED', 'WAITING') AND attempt > 0)
 $$;
+
+-- An attempt started ahead of its run's time, for a worker that holds it and calls at its
+-- start_time (the call's reported start replaces it when the attempt ends).
+ALTER TABLE attempts ADD COLUMN early boolean NOT NULL DEFAULT false;
