@@ -250,7 +250,7 @@ class BatchAttempts:
             return {}
         answers: dict[int, CompleteResult] = {}
         async with transaction(self._store.pool) as conn:
-            rows = await conn.fetch(q("attempt_batch_runs_lock"), [r.run_id for _, r in wanted])
+            rows = await conn.fetch(q("attempt_batch_reports_lock"), [r.run_id for _, r in wanted])
             by_run = {row["run_id"]: row for row in rows}
             named = Counter(r.run_id for _, r in wanted)
             closing: list[tuple[int, Row]] = []

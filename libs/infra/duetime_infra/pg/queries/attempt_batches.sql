@@ -19,6 +19,18 @@ LEFT JOIN attempts a
 WHERE r.run_id = ANY($1::uuid[])
 FOR UPDATE OF r SKIP LOCKED;
 
+-- name: attempt_batch_reports_lock
+-- attempt_batch_runs_lock for reports: the runs and their open attempt, without their
+-- definition (a success needs none), so a herd's report batch reads what it decides on only.
+SELECT r.run_id, r.nominal_time, r.job_id, r.state, r.attempt, r.priority,
+       r.effective_time, r.eligible_time, a.worker_id AS open_worker_id
+FROM runs r
+LEFT JOIN attempts a
+       ON a.run_id = r.run_id AND a.nominal_time = r.nominal_time AND a.number = r.attempt
+      AND a.end_time IS NULL
+WHERE r.run_id = ANY($1::uuid[])
+FOR UPDATE OF r SKIP LOCKED;
+
 -- name: attempt_batch_jobs_lock
 -- The jobs of those runs that no other transaction holds (pause, delete and overlap are
 -- decided under the job's row lock, as for one run).
