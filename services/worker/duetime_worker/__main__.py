@@ -25,6 +25,7 @@ from grpc import aio
 from grpc_health.v1 import health_pb2
 
 from duetime.worker.v1 import worker_service_pb2_grpc
+from duetime_infra.grpc.channels import CLIENT_OPTIONS, target_of
 from duetime_infra.grpc.server import GrpcServer, run_until_terminated
 from duetime_infra.kafka.quiet import quiet_aiokafka
 from duetime_infra.logs import configure_logging
@@ -47,7 +48,9 @@ log = logging.getLogger("duetime_worker")
 
 async def serve(settings: Settings) -> None:
     metrics = start_metrics(settings.metrics_address, "worker")
-    channel = aio.insecure_channel(settings.scheduler_target, options=CHANNEL_OPTIONS)
+    channel = aio.insecure_channel(
+        target_of(settings.scheduler_addresses), options=CHANNEL_OPTIONS + CLIENT_OPTIONS
+    )
     stub: worker_service_pb2_grpc.WorkerServiceAsyncStub = (
         worker_service_pb2_grpc.WorkerServiceStub(channel)
     )

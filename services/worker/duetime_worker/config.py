@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from duetime_infra.config import ConfigError, EnvReader
+from duetime_infra.grpc.channels import target_of
 from duetime_worker.images import ImagePolicy
 from duetime_worker.podman import PULL_POLICIES, PodmanSettings
 from duetime_worker.policy import TargetPolicy
@@ -43,7 +44,9 @@ class Settings:
     worker_id: str
     worker_token: str
     kafka_bootstrap: str
-    scheduler_target: str
+    # The schedulers' addresses (host:port), the first reachable one used; a name may resolve
+    # to several.
+    scheduler_addresses: tuple[str, ...]
     # Attempts executing at once (execution slots).
     concurrency: int
     # Starts asked for at once: the queue in front of them is where runs wait when the
@@ -91,7 +94,7 @@ class Settings:
             worker_id=env.text("DUETIME_WORKER_ID", f"{socket.gethostname()}-{os.getpid()}"),
             worker_token=token,
             kafka_bootstrap=env.text("DUETIME_KAFKA_BOOTSTRAP", DEFAULT_KAFKA_BOOTSTRAP),
-            scheduler_target=env.address("DUETIME_SCHEDULER_TARGET", "127.0.0.1:50052"),
+            scheduler_addresses=env.addresses("DUETIME_SCHEDULER_TARGET", "127.0.0.1:50052"),
             # Unset, the slots stay within a MAX_PENDING chosen when the default was lower:
             # such a deployment keeps starting; only an explicit conflict is refused.
             concurrency=env.integer(
@@ -158,6 +161,10 @@ class Settings:
             )
         if not settings.group:
             problems.append("DUETIME_WORKER_GROUP: must not be empty")
+        try:
+            target_of(settings.scheduler_addresses)
+        except ValueError as error:
+            problems.append(f"DUETIME_SCHEDULER_TARGET: {error}")
         if not settings.notify_group or settings.notify_group == settings.group:
             problems.append("DUETIME_NOTIFY_GROUP: not empty, and not DUETIME_WORKER_GROUP")
         try:

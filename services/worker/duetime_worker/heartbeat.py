@@ -1,8 +1,10 @@
 """One bidirectional Heartbeat stream per worker, for the worker's life.
 
 Every interval (and at once when an attempt is added) it sends all the worker's active attempts,
-which renews their leases; a CANCEL directive cancels that attempt's task. A broken stream is
-opened again with backoff; the attempts stay registered meanwhile.
+which renews their leases; a CANCEL directive cancels that attempt's task. A broken stream, or
+one whose beat goes unanswered for ``ANSWER_TIMEOUT`` (a frozen scheduler), is opened again
+with backoff, on the channel's next reachable scheduler; the attempts stay registered
+meanwhile.
 
 Each renewal also moves the attempt's local lease deadline: the lease's length as the scheduler
 granted it (``lease_expire_time - server_time``, both on the database clock), counted on this
@@ -34,6 +36,8 @@ log = logging.getLogger(__name__)
 Key = tuple[str, int]
 # The least time between two beats when a call about to begin asks for one (``fresh``).
 URGENT_SPACING = 0.02
+# A beat not answered within this long breaks the stream (see ``_check_answered``).
+ANSWER_TIMEOUT = 10.0
 
 
 def lease_length(lease_expire_time: Timestamp, server_time: Timestamp) -> float:
@@ -85,12 +89,16 @@ class Heartbeats:
         interval: float,
         *,
         max_backoff: float = 5.0,
+        answer_timeout: float = ANSWER_TIMEOUT,
     ) -> None:
         self._stub = stub
         self._worker_id = worker_id
         self._metadata = tuple(metadata)
         self._interval = interval
         self._max_backoff = max_backoff
+        self._answer_timeout = answer_timeout
+        # The shortest lease a beat's answer granted so far (seconds).
+        self._lease_seen = math.inf
         self._active: dict[Key, ActiveAttempt] = {}
         # Send times of the beats on the current stream still waiting for their answer: the
         # server answers each beat once, in order.
@@ -165,6 +173,7 @@ class Heartbeats:
                     length = lengths.get(at)
                     if length is None:
                         length = lengths[at] = lease_length(expiry, response.server_time)
+                        self._lease_seen = min(self._lease_seen, length)
                     attempt.renewed(sent_at, length)
                 continue
             key = (ref.run_id, ref.attempt)
@@ -182,6 +191,17 @@ class Heartbeats:
                 )
                 attempt.cancel(directive.reason or "cancelled by the scheduler")
         self._answered(sent_at)
+
+    @property
+    def _patience(self) -> float:
+        """How long a beat may go unanswered: well within the shortest lease granted."""
+        return min(self._answer_timeout, self._lease_seen / 3)
+
+    def _check_answered(self, now: float) -> None:
+        """A scheduler that stopped answering (frozen, or stuck) is left for another: the
+        stream is broken, and opened again on the channel's next reachable scheduler."""
+        if self._unanswered and now - self._unanswered[0] > self._patience:
+            raise ConnectionError(f"no answer to a beat within {self._patience:g} s")
 
     async def _read(self, call: Any) -> None:
         while True:
@@ -219,6 +239,9 @@ class Heartbeats:
                     else:
                         waiting = {asyncio.create_task(self._wake.wait()), reader, stop_wait}
                         timeout = self._interval
+                    if self._unanswered:  # an answer overdue breaks the stream, below
+                        overdue = self._unanswered[0] + self._patience - loop.time()
+                        timeout = max(0.0, min(timeout, overdue))
                     done, _ = await asyncio.wait(
                         waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
                     )
@@ -228,6 +251,7 @@ class Heartbeats:
                         reader.result()  # raises why the stream ended
                     if stop_wait in done:
                         return
+                    self._check_answered(loop.time())
                     self._wake.clear()
                     if self._active:
                         last_beat = self._last_sent = loop.time()

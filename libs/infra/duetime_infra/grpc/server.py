@@ -11,6 +11,8 @@ from grpc import aio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from duetime_infra.grpc.channels import SERVER_OPTIONS
+
 log = logging.getLogger(__name__)
 
 
@@ -21,7 +23,8 @@ class GrpcServer:
         service_names: Sequence[str],
         interceptors: Sequence[aio.ServerInterceptor] = (),
     ) -> None:
-        self.server = aio.server(interceptors=list(interceptors))
+        # Clients ping to notice a frozen peer (``channels``): accepted, not punished.
+        self.server = aio.server(interceptors=list(interceptors), options=SERVER_OPTIONS)
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         self._service_names = list(service_names)
