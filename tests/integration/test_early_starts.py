@@ -14,7 +14,10 @@ import pytest
 from duetime.jobs.v1 import job_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
 from duetime.worker.v1 import worker_service_pb2 as wpb
+from duetime_core.attempts import NEVER_CALLED
 from duetime_infra.codec.timeconv import datetime_to_timestamp
+from duetime_infra.pg.fencing import FencingToken
+from duetime_infra.pg.reaper import reap_expired_attempts
 from tests.support.api import ApiClient, running_api
 from tests.support.worker_api import (
     WorkerClient,
@@ -86,7 +89,8 @@ async def test_an_allow_run_due_soon_starts_ahead_with_its_lease_counted_from_it
     (attempt,) = await w.attempts(run_id)
     assert attempt["early"]
     assert attempt["start_time"] == now + 3 * S
-    assert attempt["lease_expire_time"] == now + 3 * S + timedelta(seconds=60)
+    # A short lease from its call time: the beat before the call renews it.
+    assert attempt["lease_expire_time"] == now + 3 * S + timedelta(seconds=10)
     assert attempt["deadline"] == now + 3 * S + timedelta(minutes=5, seconds=30)
     assert as_datetime(started.lease_expire_time) == attempt["lease_expire_time"]
     assert (await w.run_row(run_id))["state"] == "RUNNING"
@@ -121,8 +125,9 @@ async def test_a_paused_job_cancels_an_attempt_started_ahead_until_its_call_begi
     stream = w.stub.Heartbeat(metadata=w.auth())
     (cont,) = (await exchange(stream, beat((run_id, 1)))).directives
     assert cont.directive == wpb.DIRECTIVE_CONTINUE
-    # A beat never shortens a lease held from a call time ahead.
-    assert as_datetime(cont.lease_expire_time) == now + 5 * S + timedelta(seconds=60)
+    # Renewed for a whole lease from the beat (never shorter than the one it had).
+    renewed = as_datetime(cont.lease_expire_time)
+    assert renewed >= now + timedelta(seconds=60) > now + 5 * S + timedelta(seconds=10)
     await api.stub.PauseJob(svc.PauseJobRequest(name=job.name), metadata=api.auth())
     (cancel,) = (await exchange(stream, beat((run_id, 1)))).directives
     assert (cancel.directive, cancel.reason) == (wpb.DIRECTIVE_CANCEL, "JOB_PAUSED")
@@ -200,3 +205,32 @@ async def test_a_reported_call_start_is_bounded_and_a_bad_one_is_refused_by_name
     await w.stub.CompleteAttempt(early, metadata=w.auth(1))
     (attempt,) = await w.attempts(run_id)
     assert attempt["start_time"] == now + 2 * S
+
+
+async def test_an_attempt_whose_worker_went_before_its_call_is_given_back_not_failed(
+    env: Env,
+) -> None:
+    w = env.w
+    job = await create_job(env.api, job_message(max_attempts=1))
+    now = await w.now()
+    gone = await w.queue_scheduled_run(job.job_id, now + 2 * S)
+    beaten = await w.queue_scheduled_run(job.job_id, now + 2 * S + timedelta(milliseconds=1))
+    for run_id in (gone, beaten):
+        assert (await env.start(run_id, delivery=f"d-{run_id}")).decision == STARTED
+    # The lease of an attempt started ahead runs 10 s from its call time until a beat renews it.
+    (attempt,) = await w.attempts(gone)
+    assert attempt["lease_expire_time"] == now + 2 * S + 10 * S
+    await w.shift_clock(1.5 * S)  # within 1 s of the call time: the call may begin after this
+    stream = w.stub.Heartbeat(metadata=w.auth())
+    await exchange(stream, beat((beaten, 1)))
+    stream.cancel()
+    await w.shift_clock(timedelta(minutes=2))  # both leases ran out; neither worker is back
+    tokens = [FencingToken(p, 0, 1) for p in range(1024)]
+    assert await reap_expired_attempts(w.pool, tokens, 100) == 2
+    (handed,) = await w.attempts(gone)
+    assert (handed["outcome"], handed["error"]) == ("HANDED_BACK", NEVER_CALLED)
+    row = await w.run_row(gone)
+    assert (row["state"], row["attempt_limit"]) == ("QUEUED", 2)  # the budget is not spent
+    (expired,) = await w.attempts(beaten)
+    assert expired["outcome"] == "LEASE_EXPIRED"  # its call may have begun
+    assert (await w.run_row(beaten))["state"] == "DEAD_LETTERED"

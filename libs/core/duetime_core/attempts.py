@@ -83,6 +83,9 @@ class AttemptSettings:
     # How long before a run's time its attempt may be started for a worker that asked early
     # (it then calls the target at the run's time): the look-ahead's runs, with room.
     max_early_start: timedelta = timedelta(seconds=10)
+    # Such an attempt's lease from its call time, until the beat before its call renews it: a
+    # worker gone before its call gives the run back this soon after its time.
+    early_lease: timedelta = timedelta(seconds=10)
 
 
 # --- starting ---------------------------------------------------------------------------------
@@ -401,15 +404,29 @@ def expiry_outcome(lease_expire_time: datetime, deadline: datetime) -> AttemptOu
     return AttemptOutcome.LEASE_EXPIRED
 
 
+NEVER_CALLED = "its worker went before the call of an attempt started ahead of its time"
+
+
 def decide_expiry(
     lease_expire_time: datetime,
     deadline: datetime,
     facts: EndFacts,
     now: datetime,
     rand: float,
+    *,
+    never_called: bool = False,
 ) -> tuple[AttemptOutcome, str, RunOutcome]:
     """The attempt's outcome, its error text, and the run's new state, for an attempt whose
-    lease expired or whose deadline passed at ``now``."""
+    lease expired or whose deadline passed at ``now``. One known ``never_called`` (started
+    ahead, its worker gone before its call) is given back like a hand-back: its target was
+    not called, so it spends no attempt of the budget (up to ``MAX_HAND_BACKS``)."""
+    if never_called:
+        outcome = AttemptOutcome.HANDED_BACK
+        return (
+            outcome,
+            NEVER_CALLED,
+            decide_completion(outcome, True, NEVER_CALLED, facts, now, rand),
+        )
     outcome = expiry_outcome(lease_expire_time, deadline)
     if outcome is AttemptOutcome.TIMED_OUT:
         error = "the attempt outlived its timeout and grace period"

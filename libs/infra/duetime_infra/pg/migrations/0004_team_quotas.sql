@@ -216,5 +216,9 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
 $$;
 
 -- An attempt started ahead of its run's time, for a worker that holds it and calls at its
--- start_time (the call's reported start replaces it when the attempt ends).
-ALTER TABLE attempts ADD COLUMN early boolean NOT NULL DEFAULT false;
+-- start_time (the call's reported start replaces it when the attempt ends), and when a
+-- heartbeat last renewed it: such a worker calls only after a beat answered at most 1 s before
+-- its call time, so one never beaten since then never began its call.
+ALTER TABLE attempts
+    ADD COLUMN early boolean NOT NULL DEFAULT false,
+    ADD COLUMN beat_time timestamptz;

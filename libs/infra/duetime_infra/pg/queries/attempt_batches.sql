@@ -53,7 +53,8 @@ WHERE r.job_id = ANY($1::uuid[])
 -- name: attempt_batch_start
 -- attempt_start for many locked QUEUED runs: each gets the next attempt number and an attempt
 -- row under its lease; $5 is each run's attempt timeout plus the grace, $7 its call time when
--- it starts ahead of its time (NULL: now), from which its start, lease and deadline count.
+-- it starts ahead of its time (NULL: now), from which its start, lease ($8 for those) and
+-- deadline count.
 WITH req AS (
     SELECT u.*, coalesce(u.call_time, duetime_now()) AS at
     FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::interval[],
@@ -72,7 +73,8 @@ WITH req AS (
 INSERT INTO attempts (run_id, nominal_time, number, partition, worker_id, delivery_id,
                       start_time, lease_expire_time, deadline, early)
 SELECT s.run_id, s.nominal_time, s.attempt, s.partition, s.worker_id, s.delivery_id,
-       s.at, s.at + $6::interval, s.at + s.deadline_after, s.call_time IS NOT NULL
+       s.at, s.at + CASE WHEN s.call_time IS NULL THEN $6::interval ELSE $8::interval END,
+       s.at + s.deadline_after, s.call_time IS NOT NULL
 FROM started s
 RETURNING run_id, number, start_time, lease_expire_time, duetime_now() AS now;
 

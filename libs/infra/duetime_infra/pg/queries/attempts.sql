@@ -48,8 +48,8 @@ SELECT EXISTS (
 
 -- name: attempt_start
 -- QUEUED -> RUNNING with the next attempt number, and the attempt row under its lease. $7:
--- for an attempt started ahead of its time, when its call is to begin; its start, lease and
--- deadline count from there.
+-- for an attempt started ahead of its time, when its call is to begin; its start, lease ($8,
+-- short: the beat before its call renews it) and deadline count from there.
 WITH started AS (
     UPDATE runs
     SET state = 'RUNNING', attempt = attempt + 1, start_delivery_id = $3,
@@ -61,7 +61,8 @@ WITH started AS (
 INSERT INTO attempts (run_id, nominal_time, number, partition, worker_id, delivery_id,
                       start_time, lease_expire_time, deadline, early)
 SELECT s.run_id, s.nominal_time, s.attempt, s.partition, $4, $3, b.at,
-       b.at + $5::interval, b.at + $6::interval, $7::timestamptz IS NOT NULL
+       b.at + CASE WHEN $7::timestamptz IS NULL THEN $5::interval ELSE $8::interval END,
+       b.at + $6::interval, $7::timestamptz IS NOT NULL
 FROM started s, (SELECT coalesce($7::timestamptz, duetime_now()) AS at) b
 RETURNING number, start_time, lease_expire_time, duetime_now() AS now;
 
@@ -218,7 +219,8 @@ WITH req AS (
     FOR UPDATE OF a
 ), renewed AS (
     UPDATE attempts a
-    SET lease_expire_time = greatest(a.lease_expire_time, duetime_now() + $4::interval)
+    SET lease_expire_time = greatest(a.lease_expire_time, duetime_now() + $4::interval),
+        beat_time = duetime_now()
     FROM locked
     WHERE a.run_id = locked.run_id AND a.nominal_time = locked.nominal_time
       AND a.number = locked.number AND a.end_time IS NULL
@@ -285,7 +287,11 @@ SELECT job_id, state FROM jobs WHERE job_id = ANY($1::uuid[]) ORDER BY job_id FO
 
 -- name: reaper_attempt_lock
 -- Re-read at the row under its lock: a heartbeat that renewed the lease since the scan wins.
-SELECT lease_expire_time, deadline, cancel_reason, duetime_now() AS now
+-- An attempt started ahead of its time that no beat renewed from 1 s before its call time on
+-- never began its call (its worker calls only after such a beat).
+SELECT lease_expire_time, deadline, cancel_reason, duetime_now() AS now,
+       early AND (beat_time IS NULL OR beat_time < start_time - interval '1 second')
+           AS never_called
 FROM attempts
 WHERE run_id = $1 AND nominal_time = $2 AND number = $3 AND end_time IS NULL
 FOR UPDATE;
