@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import ssl
 import sys
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -16,8 +17,8 @@ from duetime_infra.config import ConfigError
 from duetime_infra.pg.migrate import check_schema
 
 
-async def require_schema(dsn: str) -> int:
-    conn = await asyncpg.connect(dsn)
+async def require_schema(dsn: str, tls: ssl.SSLContext | None = None) -> int:
+    conn = await asyncpg.connect(dsn, ssl=tls) if tls is not None else await asyncpg.connect(dsn)
     try:
         return await check_schema(conn)
     finally:

@@ -1,13 +1,24 @@
-"""asyncpg pools with the codecs and session settings Duetime relies on."""
+"""asyncpg pools with the codecs and session settings Duetime relies on, optionally over TLS,
+whose connection failures surface as ``DatabaseUnavailable``.
+
+A database that is restarting, shutting down, refusing connections or gone mid-query is an
+outage, not a bug: every such driver error raised while a pooled connection is acquired or used
+(``pool.fetch``, ``async with pool.acquire()``, ...) is re-raised, where it leaves the pool, as
+``DatabaseUnavailable``, which callers answer as UNAVAILABLE with a retry delay.
+"""
 
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import Mapping
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import asyncpg
-from asyncpg.pool import PoolConnectionProxy
+from asyncpg import exceptions as pgerr
+from asyncpg.pool import PoolAcquireContext, PoolConnectionProxy
+
+from duetime_core.errors import Unavailable
 
 # Server-side TCP keepalives: the server notices a vanished client within about 11 s and ends
 # its session, releasing whatever it held.
@@ -19,6 +30,70 @@ TCP_KEEPALIVES = {
 
 # What queries run on: a plain connection or one borrowed from a pool.
 Conn: TypeAlias = "asyncpg.Connection[asyncpg.Record] | PoolConnectionProxy[asyncpg.Record]"
+
+# Errors that say the database cannot be reached or is going away, not that a query is wrong
+# (OSError covers refused and reset connections and timeouts).
+_OUTAGES = (
+    OSError,
+    pgerr.PostgresConnectionError,
+    pgerr.AdminShutdownError,
+    pgerr.CrashShutdownError,
+    pgerr.CannotConnectNowError,
+    pgerr.TooManyConnectionsError,
+)
+
+
+class DatabaseUnavailable(Unavailable):
+    """PostgreSQL cannot be reached now (restarting, down, out of connections)."""
+
+    default_reason = "DATABASE_UNAVAILABLE"
+
+
+def is_outage(error: BaseException) -> bool:
+    if isinstance(error, _OUTAGES):
+        return True
+    # A pooled connection the server closed: asyncpg says so with an InterfaceError.
+    return isinstance(error, pgerr.InterfaceError) and "connection is closed" in str(error)
+
+
+def _unavailable(error: BaseException) -> DatabaseUnavailable:
+    return DatabaseUnavailable(f"the database is unavailable: {type(error).__name__}")
+
+
+class _Acquire(PoolAcquireContext):
+    __slots__ = ()
+
+    async def __aenter__(self) -> Any:
+        try:
+            return await super().__aenter__()
+        except BaseException as error:
+            if is_outage(error):
+                raise _unavailable(error) from error
+            raise
+
+    async def __aexit__(self, *info: object) -> None:
+        exc = info[1] if len(info) > 1 and isinstance(info[1], BaseException) else None
+        try:
+            await super().__aexit__(*info)
+        except BaseException as error:
+            if is_outage(error):
+                raise _unavailable(error) from (exc or error)
+            raise
+        if exc is not None and is_outage(exc):
+            raise _unavailable(exc) from exc
+
+
+if TYPE_CHECKING:
+    _PoolBase: TypeAlias = asyncpg.Pool[asyncpg.Record]
+else:
+    _PoolBase = asyncpg.Pool
+
+
+class _Pool(_PoolBase):
+    __slots__ = ()
+
+    def acquire(self, *, timeout: float | None = None) -> Any:
+        return _Acquire(self, timeout)
 
 
 async def _init_connection(conn: Conn) -> None:
@@ -32,16 +107,30 @@ async def create_pool(
     min_size: int = 1,
     max_size: int = 10,
     server_settings: Mapping[str, str] | None = None,
+    tls: ssl.SSLContext | None = None,
     **kwargs: Any,
 ) -> asyncpg.Pool[asyncpg.Record]:
+    """A pool on ``dsn``; over TLS with ``tls`` (else as the DSN says)."""
     settings = {"application_name": "duetime", "timezone": "UTC", **(server_settings or {})}
-    pool = await asyncpg.create_pool(
+    if tls is not None:
+        kwargs["ssl"] = tls
+    # asyncpg.create_pool's own defaults, with the pool class that maps outages.
+    pool = _Pool(
         dsn,
+        connection_class=asyncpg.Connection,
+        record_class=asyncpg.Record,
+        init_size=None,
         min_size=min_size,
         max_size=max_size,
+        max_queries=50_000,
+        max_inactive_connection_lifetime=300.0,
+        loop=None,
+        connect=None,
+        setup=None,
         init=_init_connection,
+        reset=None,
         server_settings=settings,
         **kwargs,
     )
-    assert pool is not None
+    await pool
     return pool

@@ -1,0 +1,117 @@
+"""TLS for tests: throwaway certificates (``scripts/certs``, as the stack makes them), gRPC
+channels that reach the services the way a worker does (from the same settings), and the
+service settings that put every connection on TLS where the stack serves it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from grpc import aio
+
+from duetime_infra.config import EnvReader
+from duetime_infra.grpc.tls import channel_credentials
+from duetime_infra.tls import ClientTls, Link, ServerTls, read_tls
+from tests.support.processes import REPO
+
+
+@dataclass(frozen=True)
+class Certs:
+    """A CA and one certificate for localhost / 127.0.0.1 signed by it, as scripts/certs lays
+    them out in ``directory``."""
+
+    directory: Path
+
+    @property
+    def ca(self) -> str:
+        return str(self.directory / "ca.pem")
+
+    @property
+    def cert(self) -> str:
+        return str(self.directory / "cert.pem")
+
+    @property
+    def key(self) -> str:
+        return str(self.directory / "key.pem")
+
+    @property
+    def keystore(self) -> str:
+        """The certificate and key as PKCS#12, for Java (Kafka)."""
+        return str(self.directory / "keystore.p12")
+
+    @property
+    def keystore_password(self) -> str:
+        return (self.directory / "keystore.password").read_text().strip()
+
+    def client(self, *, with_cert: bool = True) -> ClientTls:
+        return ClientTls(self.ca, self.cert if with_cert else "", self.key if with_cert else "")
+
+    def server(self, client_ca: str = "") -> ServerTls:
+        return ServerTls(self.cert, self.key, client_ca)
+
+    def env(self) -> dict[str, str]:
+        """Service settings for these files (DUETIME_TLS_*)."""
+        return {
+            "DUETIME_TLS_CA_FILE": self.ca,
+            "DUETIME_TLS_CERT_FILE": self.cert,
+            "DUETIME_TLS_KEY_FILE": self.key,
+        }
+
+
+async def make_certs(directory: Path, *, renew: bool = False) -> Certs:
+    """A new CA and certificate in ``directory`` (an existing CA is kept); ``renew``: a new
+    certificate (new key and serial) from the CA already there."""
+    args = [str(REPO / "scripts" / "certs"), str(directory), *(["--renew"] if renew else [])]
+    process = await asyncio.create_subprocess_exec(
+        *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+    )
+    out, _ = await process.communicate()
+    assert process.returncode == 0, out.decode(errors="replace")
+    return Certs(directory)
+
+
+def stack_certs() -> Certs | None:
+    """The stack's certificates, as the environment names them (``scripts/stack env``); None
+    when it names none (everything plaintext)."""
+    ca = os.environ.get("DUETIME_TLS_CA_FILE")
+    if not ca:
+        return None
+    certs = Certs(Path(ca).parent)
+    assert os.environ.get("DUETIME_TLS_CERT_FILE") == certs.cert, "not scripts/certs' layout"
+    return certs
+
+
+def service_client_tls() -> ClientTls | None:
+    """How the services' own settings (the environment, ``scripts/stack env``) reach a Duetime
+    gRPC server: None when DUETIME_PLAINTEXT says grpc."""
+    env = EnvReader(os.environ)
+    tls = read_tls(env, serves=False, connects=[Link.GRPC]).client(Link.GRPC)
+    env.finish()
+    return tls
+
+
+def service_channel(address: str) -> aio.Channel:
+    """A channel to a service process started with the environment's settings."""
+    tls = service_client_tls()
+    if tls is None:
+        return aio.insecure_channel(address)
+    return aio.secure_channel(address, channel_credentials(tls))
+
+
+def stack_tls_env() -> dict[str, str]:
+    """Service settings with etcd and Kafka on the stack's TLS ports when it serves them
+    (``DUETIME_STACK_*_TLS_*`` from ``scripts/stack env``), so nothing is left plaintext but
+    what the stack cannot serve over TLS."""
+    plaintext = {p.strip() for p in os.environ.get("DUETIME_PLAINTEXT", "").split(",")}
+    env: dict[str, str] = {}
+    for link, variable, setting in (
+        ("etcd", "DUETIME_STACK_ETCD_TLS_ENDPOINT", "DUETIME_ETCD_ENDPOINT"),
+        ("kafka", "DUETIME_STACK_KAFKA_TLS_BOOTSTRAP", "DUETIME_KAFKA_BOOTSTRAP"),
+    ):
+        if os.environ.get(variable):
+            env[setting] = os.environ[variable]
+            plaintext.discard(link)
+    env["DUETIME_PLAINTEXT"] = ",".join(sorted(p for p in plaintext if p))
+    return env
