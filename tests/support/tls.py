@@ -100,6 +100,14 @@ def service_channel(address: str) -> aio.Channel:
     return aio.secure_channel(address, channel_credentials(tls))
 
 
+def grpcurl_tls_args() -> list[str]:
+    """grpcurl's options for reaching a service as ``service_channel`` does."""
+    tls = service_client_tls()
+    if tls is None:
+        return ["-plaintext"]
+    return ["-cacert", tls.ca_file]
+
+
 def stack_tls_env() -> dict[str, str]:
     """Service settings with etcd and Kafka on the stack's TLS ports when it serves them
     (``DUETIME_STACK_*_TLS_*`` from ``scripts/stack env``), so nothing is left plaintext but

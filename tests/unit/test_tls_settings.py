@@ -4,14 +4,13 @@ once with the service's other bad settings, plaintext logged loudly at start."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from duetime_api.config import Settings as ApiSettings
 from duetime_infra.config import ConfigError, EnvReader
-from duetime_infra.tls import Link, read_tls, warn_plaintext
+from duetime_infra.tls import ClientTls, Link, ServerTls, read_tls, warn_plaintext
 from duetime_relay.config import Settings as RelaySettings
 from duetime_scheduler.config import Settings as SchedulerSettings
 from duetime_worker.config import Settings as WorkerSettings
@@ -19,8 +18,8 @@ from tests.support.tls import Certs, make_certs
 
 
 @pytest.fixture(scope="module")
-async def certs(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Certs]:
-    yield await make_certs(tmp_path_factory.mktemp("certs"))
+async def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
+    return await make_certs(tmp_path_factory.mktemp("certs"))
 
 
 def problems(error: pytest.ExceptionInfo[ConfigError]) -> str:
@@ -88,20 +87,19 @@ def test_files_must_be_a_ca_bundle_and_a_matching_pair(certs: Certs, tmp_path: P
 
 
 def test_tls_settings_in_full(certs: Certs) -> None:
-    settings = SchedulerSettings.from_env(
-        {**certs.env(), "DUETIME_WORKER_CLIENT_CA_FILE": certs.ca, "DUETIME_PG_SSLMODE": "verify-ca"}
-    )
+    env = {
+        **certs.env(),
+        "DUETIME_WORKER_CLIENT_CA_FILE": certs.ca,
+        "DUETIME_PG_SSLMODE": "verify-ca",
+    }
+    settings = SchedulerSettings.from_env(env)
     assert settings.worker_client_ca_file == certs.ca
-    server = settings.tls.server(settings.worker_client_ca_file)
-    assert server is not None and (server.cert_file, server.client_ca_file) == (certs.cert, certs.ca)
-    etcd = settings.tls.client(Link.ETCD)
-    assert etcd is not None and (etcd.ca_file, etcd.cert_file, etcd.check_hostname) == (
-        certs.ca,
-        certs.cert,
-        True,
+    assert settings.tls.server(settings.worker_client_ca_file) == ServerTls(
+        certs.cert, certs.key, certs.ca
     )
-    pg = settings.tls.client(Link.POSTGRES)
-    assert pg is not None and not pg.check_hostname  # verify-ca: the CA, not the name
+    assert settings.tls.client(Link.ETCD) == ClientTls(certs.ca, certs.cert, certs.key, True)
+    # verify-ca: the CA, not the name.
+    assert settings.tls.client(Link.POSTGRES) == ClientTls(certs.ca, certs.cert, certs.key, False)
     assert settings.tls.uses == {Link.GRPC, Link.POSTGRES, Link.ETCD}
 
 

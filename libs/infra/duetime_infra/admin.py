@@ -9,11 +9,10 @@ import argparse
 import asyncio
 import secrets
 
-import asyncpg
-
 from duetime_infra.config import env_dsn
 from duetime_infra.grpc.auth import token_digest
-from duetime_infra.pg.pool import Conn
+from duetime_infra.pg.pool import Conn, connect
+from duetime_infra.tls import postgres_tls_from_env
 
 
 def new_token(prefix: str) -> str:
@@ -57,7 +56,7 @@ async def revoke_token(conn: Conn, token: str) -> bool:
 
 
 async def _run(args: argparse.Namespace) -> None:
-    conn = await asyncpg.connect(args.dsn or env_dsn())
+    conn = await connect(args.dsn or env_dsn(), postgres_tls_from_env())
     try:
         if args.command == "create-team":
             print(await create_team(conn, args.team, args.notification_url))

@@ -10,15 +10,14 @@ import sys
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-import asyncpg
-
 from duetime_core.errors import DuetimeError
 from duetime_infra.config import ConfigError
 from duetime_infra.pg.migrate import check_schema
+from duetime_infra.pg.pool import connect
 
 
 async def require_schema(dsn: str, tls: ssl.SSLContext | None = None) -> int:
-    conn = await asyncpg.connect(dsn, ssl=tls) if tls is not None else await asyncpg.connect(dsn)
+    conn = await connect(dsn, tls)
     try:
         return await check_schema(conn)
     finally:

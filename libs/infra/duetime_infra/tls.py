@@ -143,6 +143,15 @@ def read_tls(env: EnvReader, *, serves: bool, connects: Iterable[Link]) -> TlsSe
     return settings
 
 
+def postgres_tls_from_env() -> ssl.SSLContext | None:
+    """For operator commands: PostgreSQL's TLS as the services' settings give it (the
+    environment); a bad setting raises ConfigError."""
+    env = EnvReader()
+    settings = read_tls(env, serves=False, connects=[Link.POSTGRES])
+    env.finish()
+    return settings.context(Link.POSTGRES)
+
+
 def readable_file(env: EnvReader, name: str) -> str:
     """A path setting: "" when unset; a path that is not a readable file is a problem."""
     path = env.text(name, "").strip()

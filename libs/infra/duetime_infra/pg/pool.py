@@ -101,6 +101,15 @@ async def _init_connection(conn: Conn) -> None:
         await conn.set_type_codec(typ, encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
 
 
+async def connect(
+    dsn: str, tls: ssl.SSLContext | None = None
+) -> asyncpg.Connection[asyncpg.Record]:
+    """One connection (start-up checks, operator commands); over TLS with ``tls``."""
+    if tls is None:
+        return await asyncpg.connect(dsn)
+    return await asyncpg.connect(dsn, ssl=tls)
+
+
 async def create_pool(
     dsn: str,
     *,
