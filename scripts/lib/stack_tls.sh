@@ -16,6 +16,23 @@ tls_up() {
   "$REPO_ROOT/scripts/certs" "$TLS_DIR" || die "tls: could not make the stack's certificates"
 }
 
+# tls_check_started: a server this 'up' started (or PostgreSQL, whose TLS a reload turns on)
+# must serve TLS with the stack's CA; one started earlier without it is only warned about.
+tls_check_started() {
+  if pg_ours && ! tls_serves "$PG_PORT" postgres; then
+    show_log_tail "$PG_LOG"
+    die "postgres: serves no TLS with the stack's CA on port $PG_PORT"
+  fi
+  if ((ETCD_STARTED)) && ! tls_serves "$ETCD_TLS_PORT"; then
+    show_log_tail "$ETCD_LOG"
+    die "etcd: serves no TLS with the stack's CA on port $ETCD_TLS_PORT"
+  fi
+  if ((KAFKA_STARTED)) && ! tls_serves "$KAFKA_TLS_PORT"; then
+    show_log_tail "$KAFKA_LOG"
+    die "kafka: serves no TLS with the stack's CA on port $KAFKA_TLS_PORT"
+  fi
+}
+
 # tls_serves PORT [postgres]: the server on 127.0.0.1:PORT completes a TLS handshake whose
 # certificate the stack's CA verifies (presenting the stack's certificate, as etcd requires).
 tls_serves() {

@@ -4,7 +4,8 @@ whose connection failures surface as ``DatabaseUnavailable``.
 A database that is restarting, shutting down, refusing connections or gone mid-query is an
 outage, not a bug: every such driver error raised while a pooled connection is acquired or used
 (``pool.fetch``, ``async with pool.acquire()``, ...) is re-raised, where it leaves the pool, as
-``DatabaseUnavailable``, which callers answer as UNAVAILABLE with a retry delay.
+``DatabaseUnavailable``, which the gRPC error boundary answers as UNAVAILABLE with a retry
+delay.
 """
 
 from __future__ import annotations
@@ -31,10 +32,9 @@ TCP_KEEPALIVES = {
 # What queries run on: a plain connection or one borrowed from a pool.
 Conn: TypeAlias = "asyncpg.Connection[asyncpg.Record] | PoolConnectionProxy[asyncpg.Record]"
 
-# Errors that say the database cannot be reached or is going away, not that a query is wrong
-# (OSError covers refused and reset connections and timeouts).
-_OUTAGES = (
-    OSError,
+# Errors by which the server says it is going away or cannot take the session (not that a
+# query is wrong).
+_SERVER_GONE = (
     pgerr.PostgresConnectionError,
     pgerr.AdminShutdownError,
     pgerr.CrashShutdownError,
@@ -49,11 +49,10 @@ class DatabaseUnavailable(Unavailable):
     default_reason = "DATABASE_UNAVAILABLE"
 
 
-def is_outage(error: BaseException) -> bool:
-    if isinstance(error, _OUTAGES):
-        return True
+def _server_gone(error: BaseException) -> bool:
     # A pooled connection the server closed: asyncpg says so with an InterfaceError.
-    return isinstance(error, pgerr.InterfaceError) and "connection is closed" in str(error)
+    closed = isinstance(error, pgerr.InterfaceError) and "connection is closed" in str(error)
+    return closed or isinstance(error, _SERVER_GONE)
 
 
 def _unavailable(error: BaseException) -> DatabaseUnavailable:
@@ -61,25 +60,35 @@ def _unavailable(error: BaseException) -> DatabaseUnavailable:
 
 
 class _Acquire(PoolAcquireContext):
+    """Getting a connection, any OSError (refused, reset, timed out) is an outage too; inside
+    the block, only while the connection is lost with it: a timeout of the block's own (an
+    ``asyncio.timeout``, a call to another server) stays what it is."""
+
     __slots__ = ()
 
     async def __aenter__(self) -> Any:
         try:
             return await super().__aenter__()
         except BaseException as error:
-            if is_outage(error):
+            if _server_gone(error) or isinstance(error, OSError):
                 raise _unavailable(error) from error
             raise
 
     async def __aexit__(self, *info: object) -> None:
         exc = info[1] if len(info) > 1 and isinstance(info[1], BaseException) else None
+        connection = self.connection
+        lost = exc is not None and (
+            _server_gone(exc)
+            or (isinstance(exc, OSError) and connection is not None and connection.is_closed())
+        )
         try:
             await super().__aexit__(*info)
         except BaseException as error:
-            if is_outage(error):
+            if _server_gone(error) or isinstance(error, OSError):
                 raise _unavailable(error) from (exc or error)
             raise
-        if exc is not None and is_outage(exc):
+        if lost:
+            assert exc is not None
             raise _unavailable(exc) from exc
 
 
