@@ -26,7 +26,7 @@ from tests.support.fleet import eventually, new_prefix, scheduler_env
 from tests.support.postgres import PrivatePostgres, private_postgres
 from tests.support.processes import Service, service
 from tests.support.system import Api
-from tests.support.tls import service_channel, stack_certs, stack_tls_env
+from tests.support.tls import service_channel, stack_certs, with_stack_tls
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -44,7 +44,7 @@ class Running:
 def database_env(dsn: str) -> dict[str, str]:
     """The services' settings for the private database, over TLS when the stack has
     certificates (the private server serves the stack's)."""
-    env = {**stack_tls_env(), "DUETIME_PG_DSN": dsn}
+    env = with_stack_tls({"DUETIME_PG_DSN": dsn})
     plaintext = {p for p in env["DUETIME_PLAINTEXT"].split(",") if p}
     if stack_certs() is None:
         plaintext.add("postgres")

@@ -16,7 +16,7 @@ from duetime.jobs.v1 import run_pb2
 from tests.support.fleet import eventually
 from tests.support.http_target import Behaviour, http_target
 from tests.support.system import http_job, running_system
-from tests.support.tls import service_client_tls, stack_tls_env
+from tests.support.tls import service_client_tls, with_stack_tls
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 
@@ -54,7 +54,7 @@ async def test_the_system_runs_over_tls(db_dsn: str) -> None:
         assert {row["ssl"] for row in sessions} == {pg_tls}
 
         # Only what the stack serves no TLS for is plaintext (nothing, on CI's stack).
-        allowed = {p for p in stack_tls_env()["DUETIME_PLAINTEXT"].split(",") if p}
+        allowed = {p for p in with_stack_tls({})["DUETIME_PLAINTEXT"].split(",") if p}
         services = [system.api_service, system.scheduler, system.relay, *system.workers.values()]
         for service in services:
             for line in service.output:

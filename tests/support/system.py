@@ -4,7 +4,7 @@ database with real etcd and Kafka, plus a client for the Job API.
 Over TLS, as deployed: the api and the scheduler serve the environment's certificate
 (``scripts/stack env``), the scheduler requires client certificates of its CA and the workers
 present theirs without a token (mTLS), and PostgreSQL, etcd and Kafka are reached over TLS
-wherever the stack serves it (``stack_tls_env``).
+wherever the stack serves it (``with_stack_tls``), except for servers of a test's own.
 
 The dispatch topics are shared with other tests, so each system's workers use a consumer group
 of their own that starts at the topics' current ends; messages of other databases' runs that
@@ -31,7 +31,7 @@ from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
 from tests.support.fleet import new_prefix, scheduler_env
 from tests.support.kafka import shared_bootstrap
 from tests.support.processes import Service, service
-from tests.support.tls import service_channel, service_client_tls, stack_tls_env
+from tests.support.tls import service_channel, service_client_tls, with_stack_tls
 
 TEAM = "team-e2e"
 
@@ -141,18 +141,20 @@ class System:
     _stack: AsyncExitStack = field(default_factory=AsyncExitStack)
 
     def worker_env(self, worker_id: str, extra: Mapping[str, str] = {}) -> dict[str, str]:
-        return {
-            **self.common_env,
-            "DUETIME_SCHEDULER_TARGET": self.scheduler.address,
-            "DUETIME_WORKER_TOKEN": "" if self.mtls else self.worker_token,
-            "DUETIME_WORKER_ID": worker_id,
-            "DUETIME_WORKER_GROUP": self.group,
-            "DUETIME_NOTIFY_GROUP": notify_group(self.group),
-            "DUETIME_TARGET_ALLOW": "127.0.0.1",
-            "DUETIME_HEARTBEAT_INTERVAL": "1",
-            "DUETIME_SHUTDOWN_GRACE_SECONDS": "2",
-            **extra,
-        }
+        return with_stack_tls(
+            {
+                **self.common_env,
+                "DUETIME_SCHEDULER_TARGET": self.scheduler.address,
+                "DUETIME_WORKER_TOKEN": "" if self.mtls else self.worker_token,
+                "DUETIME_WORKER_ID": worker_id,
+                "DUETIME_WORKER_GROUP": self.group,
+                "DUETIME_NOTIFY_GROUP": notify_group(self.group),
+                "DUETIME_TARGET_ALLOW": "127.0.0.1",
+                "DUETIME_HEARTBEAT_INTERVAL": "1",
+                "DUETIME_SHUTDOWN_GRACE_SECONDS": "2",
+                **extra,
+            }
+        )
 
     async def start_worker(self, worker_id: str, extra: Mapping[str, str] = {}) -> Service:
         """Starts one more worker process; it is stopped (SIGTERM) when the system stops."""
@@ -186,7 +188,6 @@ async def running_system(
     base = {
         "DUETIME_PG_DSN": db_dsn,
         "DUETIME_SHUTDOWN_GRACE_SECONDS": "2",
-        **stack_tls_env(),
         **common_env,
     }
     client_tls = service_client_tls()
@@ -195,23 +196,27 @@ async def running_system(
     async with AsyncExitStack() as stack:
         api_service = await stack.enter_async_context(
             service(
-                "duetime_api", {**base, "DUETIME_API_ADDRESS": "127.0.0.1:0"}, "DUETIME_API_PORT"
+                "duetime_api",
+                with_stack_tls({**base, "DUETIME_API_ADDRESS": "127.0.0.1:0"}),
+                "DUETIME_API_PORT",
             )
         )
         scheduler = await stack.enter_async_context(
             service(
                 "duetime_scheduler",
-                {
-                    **base,
-                    **scheduler_env(db_dsn, new_prefix(), "s1"),
-                    **worker_ca,
-                    **scheduler_extra,
-                },
+                with_stack_tls(
+                    {
+                        **base,
+                        **scheduler_env(db_dsn, new_prefix(), "s1"),
+                        **worker_ca,
+                        **scheduler_extra,
+                    }
+                ),
                 "DUETIME_SCHEDULER_PORT",
             )
         )
         relay = await stack.enter_async_context(
-            service("duetime_relay", {**base, **relay_extra}, "DUETIME_RELAY_PORT")
+            service("duetime_relay", with_stack_tls({**base, **relay_extra}), "DUETIME_RELAY_PORT")
         )
         api = Api(api_service.address, team_token)
         stack.push_async_callback(api.close)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,18 +109,25 @@ def grpcurl_tls_args() -> list[str]:
     return ["-cacert", tls.ca_file]
 
 
-def stack_tls_env() -> dict[str, str]:
-    """Service settings with etcd and Kafka on the stack's TLS ports when it serves them
-    (``DUETIME_STACK_*_TLS_*`` from ``scripts/stack env``), so nothing is left plaintext but
-    what the stack cannot serve over TLS."""
-    plaintext = {p.strip() for p in os.environ.get("DUETIME_PLAINTEXT", "").split(",")}
-    env: dict[str, str] = {}
-    for link, variable, setting in (
-        ("etcd", "DUETIME_STACK_ETCD_TLS_ENDPOINT", "DUETIME_ETCD_ENDPOINT"),
-        ("kafka", "DUETIME_STACK_KAFKA_TLS_BOOTSTRAP", "DUETIME_KAFKA_BOOTSTRAP"),
+def with_stack_tls(env: Mapping[str, str]) -> dict[str, str]:
+    """A service's settings (``env``, over the environment's) with etcd and Kafka moved to the
+    stack's TLS ports wherever they are the stack's servers and it serves TLS for them
+    (``DUETIME_STACK_*`` from ``scripts/stack env``); any other server (a test's own, given in
+    ``env`` or the environment) is left as it is, plaintext. So nothing is plaintext but what
+    the stack cannot serve over TLS and the test's own servers."""
+    merged = {**os.environ, **env}
+    plaintext = {p.strip() for p in merged.get("DUETIME_PLAINTEXT", "").split(",") if p.strip()}
+    result = dict(env)
+    for link, setting, stack in (
+        ("etcd", "DUETIME_ETCD_ENDPOINT", "DUETIME_STACK_ETCD"),
+        ("kafka", "DUETIME_KAFKA_BOOTSTRAP", "DUETIME_STACK_KAFKA"),
     ):
-        if os.environ.get(variable):
-            env[setting] = os.environ[variable]
+        suffix = setting.rsplit("_", 1)[1]
+        tls = os.environ.get(f"{stack}_TLS_{suffix}")
+        if tls and merged.get(setting) in (tls, os.environ.get(f"{stack}_{suffix}")):
+            result[setting] = tls
             plaintext.discard(link)
-    env["DUETIME_PLAINTEXT"] = ",".join(sorted(p for p in plaintext if p))
-    return env
+        elif tls:
+            plaintext.add(link)
+    result["DUETIME_PLAINTEXT"] = ",".join(sorted(plaintext))
+    return result

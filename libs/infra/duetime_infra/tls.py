@@ -62,9 +62,9 @@ class ClientTls:
 
     def read(self) -> tuple[bytes, bytes | None, bytes | None]:
         """The CA, key and certificate as bytes (gRPC's credentials take them so)."""
-        key = _read(self.key_file) if self.key_file else None
-        cert = _read(self.cert_file) if self.cert_file else None
-        return _read(self.ca_file), key, cert
+        key = read_bytes(self.key_file) if self.key_file else None
+        cert = read_bytes(self.cert_file) if self.cert_file else None
+        return read_bytes(self.ca_file), key, cert
 
 
 @dataclass(frozen=True)
@@ -203,6 +203,7 @@ def check_ca_file(env: EnvReader, name: str, path: str) -> None:
         env.problem(f"{name}={path!r}: not a PEM CA bundle ({error})")
 
 
-def _read(path: str) -> bytes:
+def read_bytes(path: str) -> bytes:
+    """A TLS file's contents."""
     with open(path, "rb") as file:
         return file.read()

@@ -17,7 +17,7 @@ import threading
 
 import grpc
 
-from duetime_infra.tls import ClientTls, ServerTls
+from duetime_infra.tls import ClientTls, ServerTls, read_bytes
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,6 @@ class CertificateFiles:
         self._lock = threading.Lock()
         self._stamp = self._stamps()
         self.initial = self._configuration()
-        self.reloads = 0
 
     def _stamps(self) -> _Stamp:
         stats = [os.stat(path) for path in self._paths]
@@ -41,15 +40,16 @@ class CertificateFiles:
 
     def _configuration(self) -> grpc.ServerCertificateConfiguration:
         tls = self._tls
-        # Checked before it is served: gRPC would take a key that does not match.
+        contents = [read_bytes(path) for path in self._paths]
+        # Checked before it is served (gRPC would take a key that does not match), and read
+        # again: files still being written are served at a later handshake.
         ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(tls.cert_file, tls.key_file)
-        with open(tls.cert_file, "rb") as cert, open(tls.key_file, "rb") as key:
-            pair = (key.read(), cert.read())
-        client_ca = None
-        if tls.client_ca_file:
-            with open(tls.client_ca_file, "rb") as ca:
-                client_ca = ca.read()
-        return grpc.ssl_server_certificate_configuration([pair], root_certificates=client_ca)
+        if contents != [read_bytes(path) for path in self._paths]:
+            raise OSError("the certificate files changed while they were read")
+        cert, key, *client_ca = contents
+        return grpc.ssl_server_certificate_configuration(
+            [(key, cert)], root_certificates=client_ca[0] if client_ca else None
+        )
 
     def fetch(self) -> grpc.ServerCertificateConfiguration | None:
         """The new configuration when a file changed since the last one served, else None.
@@ -63,7 +63,6 @@ class CertificateFiles:
                     return None
                 configuration = self._configuration()
                 self._stamp = stamp
-                self.reloads += 1
         except (OSError, ssl.SSLError) as error:
             # Not recorded as seen: the next handshake tries again, the old pair serving.
             log.warning(
