@@ -55,13 +55,27 @@ def _server_gone(error: BaseException) -> bool:
     return closed or isinstance(error, _SERVER_GONE)
 
 
+# How asyncpg fails a call on a connection the server has just closed (which of them depends on
+# whether the closing was seen before the call): with the connection closed after it, an outage.
+_ON_A_LOST_CONNECTION = (OSError, pgerr.InterfaceError, pgerr.InternalClientError)
+
+
+def _closed(connection: Any) -> bool:
+    if connection is None:
+        return False
+    try:
+        return bool(connection.is_closed())
+    except pgerr.InterfaceError:  # released back to the pool: the pool saw it close
+        return True
+
+
 def _unavailable(error: BaseException) -> DatabaseUnavailable:
     return DatabaseUnavailable(f"the database is unavailable: {type(error).__name__}")
 
 
 class _Acquire(PoolAcquireContext):
     """Getting a connection, any OSError (refused, reset, timed out) is an outage too; inside
-    the block, only while the connection is lost with it: a timeout of the block's own (an
+    the block, only when the connection was lost with it: a timeout of the block's own (an
     ``asyncio.timeout``, a call to another server) stays what it is."""
 
     __slots__ = ()
@@ -79,7 +93,7 @@ class _Acquire(PoolAcquireContext):
         connection = self.connection
         lost = exc is not None and (
             _server_gone(exc)
-            or (isinstance(exc, OSError) and connection is not None and connection.is_closed())
+            or (isinstance(exc, _ON_A_LOST_CONNECTION) and _closed(connection))
         )
         try:
             await super().__aexit__(*info)
