@@ -92,8 +92,7 @@ class _Acquire(PoolAcquireContext):
         exc = info[1] if len(info) > 1 and isinstance(info[1], BaseException) else None
         connection = self.connection
         lost = exc is not None and (
-            _server_gone(exc)
-            or (isinstance(exc, _ON_A_LOST_CONNECTION) and _closed(connection))
+            _server_gone(exc) or (isinstance(exc, _ON_A_LOST_CONNECTION) and _closed(connection))
         )
         try:
             await super().__aexit__(*info)
