@@ -109,7 +109,7 @@ async def test_a_migration_waiting_for_a_lock_does_not_hold_up_the_live_system()
         holding = holder.transaction()
         await holding.start()
         await holder.fetch("SELECT 1 FROM runs LIMIT 1")
-        migrating = asyncio.create_task(apply_migrations(migrator, lock_timeout=0.3))
+        migrating = asyncio.create_task(apply_migrations(migrator, lock_timeout=0.3, up_to=3))
 
         async def alter_queued() -> bool:
             return bool(

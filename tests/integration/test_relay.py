@@ -30,7 +30,7 @@ from duetime_infra.pg.pool import create_pool
 from duetime_infra.tracecontext import new_run_trace
 from duetime_relay.reconciler import Reconciler
 from duetime_relay.relay import Relay
-from tests.support.jobs import TEAM, create_jobs, interval_job, shift_clock
+from tests.support.jobs import TEAM, create_jobs, grant_priority, interval_job, shift_clock
 from tests.support.kafka import (
     Record,
     end_offsets,
@@ -128,6 +128,7 @@ async def read_topic(topic: str) -> list[Record]:
 async def test_rows_from_claims_and_triggers_are_published_once_intact_and_deleted(
     pool: Pool, producer: BatchProducer
 ) -> None:
+    await grant_priority(pool, Priority.HIGH)
     jobs = await create_jobs(
         pool,
         [interval_job(60) for _ in range(20)]

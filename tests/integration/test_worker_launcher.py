@@ -7,18 +7,16 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
-from duetime_worker.container import (
-    LAUNCHER_BUSY,
-    DisabledLauncher,
-    LocalProcessLauncher,
-    launcher_for,
-)
+from duetime_worker.config import Settings
+from duetime_worker.container import LAUNCHER_BUSY, DisabledLauncher, LocalProcessLauncher
+from duetime_worker.launchers import launcher_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(30)]
 
@@ -36,14 +34,27 @@ def spec(*command: str, env: dict[str, str] | None = None) -> pb.RunSpec:
     )
 
 
-async def test_the_process_sees_the_run_key_attempt_and_target_env(tmp_path: Path) -> None:
+async def test_the_process_sees_the_run_key_attempt_deadline_and_target_env(
+    tmp_path: Path,
+) -> None:
     out = tmp_path / "env.txt"
-    script = f'echo "$DUETIME_IDEMPOTENCY_KEY|$DUETIME_ATTEMPT|$GREETING" > {out}'
+    script = (
+        'echo "$DUETIME_IDEMPOTENCY_KEY|$DUETIME_ATTEMPT|$GREETING|$DUETIME_DEADLINE|'
+        f'$DUETIME_DEADLINE_SECONDS" > {out}'
+    )
+    before = datetime.now(UTC)
     outcome = await LocalProcessLauncher(["sh"]).launch(
         spec("sh", "-c", script, env={"GREETING": "hi"}), 4, 10
     )
     assert outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED
-    assert out.read_text().strip() == "job-9/2026-03-01T00:00:00Z|4|hi"
+    key, attempt, greeting, deadline, seconds = out.read_text().strip().split("|")
+    assert (key, attempt, greeting) == ("job-9/2026-03-01T00:00:00Z", "4", "hi")
+    assert (
+        before + timedelta(seconds=9)
+        < datetime.fromisoformat(deadline)
+        <= before + timedelta(seconds=11)
+    )
+    assert 9 < float(seconds) <= 10
 
 
 async def test_the_process_gets_the_trace_context_to_join(tmp_path: Path) -> None:
@@ -98,12 +109,17 @@ async def test_unlisted_commands_are_refused() -> None:
 
 
 async def test_container_targets_are_off_by_default() -> None:
-    launcher = launcher_for(())
+    launcher = launcher_for(Settings.from_env({"DUETIME_WORKER_TOKEN": "dtw_x"}))
     assert isinstance(launcher, DisabledLauncher)
     outcome = await launcher.launch(spec("true"), 1, 10)
     assert outcome.result == pb.ATTEMPT_RESULT_FAILED
     assert not outcome.retryable
-    assert "DUETIME_LOCAL_LAUNCHER_COMMANDS" in outcome.error
+    assert "DUETIME_CONTAINER_LAUNCHER is off" in outcome.error
+
+
+def test_permitted_commands_alone_still_choose_the_local_launcher() -> None:
+    env = {"DUETIME_WORKER_TOKEN": "dtw_x", "DUETIME_LOCAL_LAUNCHER_COMMANDS": "sh"}
+    assert isinstance(launcher_for(Settings.from_env(env)), LocalProcessLauncher)
 
 
 async def test_a_launch_without_a_reservation_is_handed_back_while_every_permit_is_taken() -> None:

@@ -21,8 +21,8 @@ from duetime_core.attempts import MAX_HAND_BACKS
 from duetime_core.backoff import backoff_bounds
 from duetime_core.jobspec import RetryPolicy
 from duetime_core.runkey import RunKey, rfc3339_utc
+from duetime_infra.pg.dispatcher import requeue_due_retries
 from duetime_infra.pg.fencing import FencingToken
-from duetime_infra.pg.reaper import requeue_due_retries
 from tests.support.api import ApiClient, failure, running_api
 from tests.support.worker_api import (
     WorkerClient,

@@ -1,10 +1,12 @@
-"""An in-process JobService on a fresh database, and a client with per-team credentials."""
+"""An in-process JobService and AdminService on a fresh database, and a client with per-team
+and operator credentials."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
@@ -13,16 +15,19 @@ from google.rpc import error_details_pb2
 from grpc import aio
 from grpc_status import rpc_status
 
+from duetime.admin.v1 import admin_service_pb2_grpc
 from duetime.jobs.v1 import job_service_pb2_grpc
-from duetime_api.__main__ import SERVICE_NAME
+from duetime_api.__main__ import ADMIN_SERVICE_NAME, SERVICE_NAME
+from duetime_api.admin_servicer import AdminServicer
 from duetime_api.jobs import JobService
 from duetime_api.servicer import JobServicer
-from duetime_infra.admin import create_team
+from duetime_infra.admin import create_operator_token, create_team
 from duetime_infra.grpc.auth import Role, TokenCache
 from duetime_infra.grpc.interceptors import DuetimeInterceptor
 from duetime_infra.grpc.server import GrpcServer
 from duetime_infra.pg.job_store import JobStore
 from duetime_infra.pg.pool import create_pool
+from duetime_infra.pg.team_store import principal_for
 
 
 @dataclass
@@ -34,6 +39,8 @@ class ApiClient:
     other_team: str
     address: str
     dsn: str
+    admin: admin_service_pb2_grpc.AdminServiceAsyncStub
+    operator_token: str
 
     def auth(self, token: str | None = None) -> tuple[tuple[str, str], ...]:
         return (("authorization", f"Bearer {token or self.token}"),)
@@ -48,20 +55,25 @@ async def running_api(dsn: str) -> AsyncIterator[ApiClient]:
     try:
         token = await create_team(conn, "team-a")
         other = await create_team(conn, "team-b")
+        operator = await create_operator_token(conn)
     finally:
         await conn.close()
     pool = await create_pool(dsn, max_size=5)
     store = JobStore(pool)
     server = GrpcServer(
         "127.0.0.1:0",
-        [SERVICE_NAME],
+        [SERVICE_NAME, ADMIN_SERVICE_NAME],
         interceptors=[
-            DuetimeInterceptor(TokenCache(store.principal_for), {SERVICE_NAME: Role.TEAM})
+            DuetimeInterceptor(
+                TokenCache(functools.partial(principal_for, pool)),
+                {SERVICE_NAME: Role.TEAM, ADMIN_SERVICE_NAME: Role.OPERATOR},
+            )
         ],
     )
     job_service_pb2_grpc.add_JobServiceServicer_to_server(
         JobServicer(JobService(store)), server.server
     )
+    admin_service_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(pool), server.server)
     await server.start()
     address = f"127.0.0.1:{server.port}"
     channel = aio.insecure_channel(address)
@@ -74,6 +86,8 @@ async def running_api(dsn: str) -> AsyncIterator[ApiClient]:
             "team-b",
             address,
             dsn,
+            admin_service_pb2_grpc.AdminServiceStub(channel),
+            operator,
         )
     finally:
         await channel.close()
@@ -87,6 +101,8 @@ class RpcFailure:
     reason: str
     fields: dict[str, str]
     message: str
+    # google.rpc.QuotaFailure: quota id -> its "limit" and "usage" dimensions.
+    quotas: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 async def failure(call: Any) -> RpcFailure:
@@ -95,7 +111,7 @@ async def failure(call: Any) -> RpcFailure:
         await call
     except aio.AioRpcError as error:
         status = rpc_status.from_call(error)  # type: ignore[arg-type]
-        reason, fields = "", {}
+        reason, fields, quotas = "", {}, {}
         if status is not None:
             for detail in status.details:
                 if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
@@ -107,5 +123,9 @@ async def failure(call: Any) -> RpcFailure:
                     bad = error_details_pb2.BadRequest()
                     detail.Unpack(bad)
                     fields = {v.field: v.description for v in bad.field_violations}
-        return RpcFailure(error.code(), reason, fields, error.details() or "")
+                elif detail.Is(error_details_pb2.QuotaFailure.DESCRIPTOR):
+                    quota = error_details_pb2.QuotaFailure()
+                    detail.Unpack(quota)
+                    quotas = {v.quota_id: dict(v.quota_dimensions) for v in quota.violations}
+        return RpcFailure(error.code(), reason, fields, error.details() or "", quotas)
     raise AssertionError("the call succeeded but was expected to fail")

@@ -8,9 +8,11 @@ import asyncpg
 
 from duetime.jobs.v1 import job_pb2
 from duetime_api.jobs import JobService
+from duetime_core.jobspec import Priority
 from duetime_core.records import JobRecord
 from duetime_infra.admin import create_team
 from duetime_infra.pg.job_store import JobStore
+from duetime_infra.pg.team_store import update_team_quota
 
 TEAM = "team-a"
 
@@ -36,6 +38,15 @@ async def ensure_team(pool: asyncpg.Pool[asyncpg.Record], team: str = TEAM) -> N
     async with pool.acquire() as conn:
         if await conn.fetchval("SELECT 1 FROM teams WHERE team_id = $1", team) is None:
             await create_team(conn, team)
+
+
+async def grant_priority(
+    pool: asyncpg.Pool[asyncpg.Record], priority: Priority, team: str = TEAM
+) -> None:
+    """An operator grants the team ``priority`` (the default quota allows up to NORMAL)."""
+    await ensure_team(pool, team)
+    async with pool.acquire() as conn:
+        await update_team_quota(conn, team, {"max_priority": priority.value})
 
 
 async def create_jobs(

@@ -58,8 +58,8 @@ async def start_worker_groups_at_end(group: str) -> None:
 class Api:
     """The Job API as one team sees it."""
 
-    def __init__(self, address: str, token: str) -> None:
-        self._channel = service_channel(address)
+    def __init__(self, address: str, token: str, settings: Mapping[str, str] = {}) -> None:
+        self._channel = service_channel(address, settings)
         self.stub: job_service_pb2_grpc.JobServiceAsyncStub = job_service_pb2_grpc.JobServiceStub(
             self._channel
         )
@@ -190,7 +190,7 @@ async def running_system(
         "DUETIME_SHUTDOWN_GRACE_SECONDS": "2",
         **common_env,
     }
-    client_tls = service_client_tls()
+    client_tls = service_client_tls(base)
     mtls = client_tls is not None and bool(client_tls.cert_file)
     worker_ca = {"DUETIME_WORKER_CLIENT_CA_FILE": client_tls.ca_file} if mtls and client_tls else {}
     async with AsyncExitStack() as stack:
@@ -218,7 +218,7 @@ async def running_system(
         relay = await stack.enter_async_context(
             service("duetime_relay", with_stack_tls({**base, **relay_extra}), "DUETIME_RELAY_PORT")
         )
-        api = Api(api_service.address, team_token)
+        api = Api(api_service.address, team_token, base)
         stack.push_async_callback(api.close)
         system = System(
             db_dsn, api, api_service, scheduler, relay, team_token, worker_token, group, mtls, base

@@ -84,18 +84,18 @@ def stack_certs() -> Certs | None:
     return certs
 
 
-def service_client_tls() -> ClientTls | None:
-    """How the services' own settings (the environment, ``scripts/stack env``) reach a Duetime
-    gRPC server: None when DUETIME_PLAINTEXT says grpc."""
-    env = EnvReader(os.environ)
+def service_client_tls(settings: Mapping[str, str] = {}) -> ClientTls | None:
+    """How the services' own settings (``settings`` over the environment, ``scripts/stack
+    env``) reach a Duetime gRPC server: None when DUETIME_PLAINTEXT says grpc."""
+    env = EnvReader({**os.environ, **settings})
     tls = read_tls(env, serves=False, connects=[Link.GRPC]).client(Link.GRPC)
     env.finish()
     return tls
 
 
-def service_channel(address: str) -> aio.Channel:
-    """A channel to a service process started with the environment's settings."""
-    tls = service_client_tls()
+def service_channel(address: str, settings: Mapping[str, str] = {}) -> aio.Channel:
+    """A channel to a service process started with ``settings`` over the environment's."""
+    tls = service_client_tls(settings)
     if tls is None:
         return aio.insecure_channel(address)
     return aio.secure_channel(address, channel_credentials(tls))
@@ -107,6 +107,13 @@ def grpcurl_tls_args() -> list[str]:
     if tls is None:
         return ["-plaintext"]
     return ["-cacert", tls.ca_file]
+
+
+def also_plaintext(*links: str) -> dict[str, str]:
+    """DUETIME_PLAINTEXT naming ``links`` besides what the environment names already (for a
+    test whose client speaks no TLS)."""
+    named = {p.strip() for p in os.environ.get("DUETIME_PLAINTEXT", "").split(",") if p.strip()}
+    return {"DUETIME_PLAINTEXT": ",".join(sorted(named | set(links)))}
 
 
 def with_stack_tls(env: Mapping[str, str]) -> dict[str, str]:

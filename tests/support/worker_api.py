@@ -3,6 +3,7 @@ database helpers its tests share (a scheduled run as the claimer makes it, the c
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import uuid
@@ -31,8 +32,8 @@ from duetime_infra.grpc.interceptors import DuetimeInterceptor
 from duetime_infra.grpc.server import GrpcServer
 from duetime_infra.grpc.tls import channel_credentials, server_credentials
 from duetime_infra.pg.attempt_store import AttemptStore
-from duetime_infra.pg.job_store import JobStore
 from duetime_infra.pg.pool import create_pool
+from duetime_infra.pg.team_store import principal_for
 from duetime_infra.tls import ClientTls, ServerTls
 from duetime_infra.tracecontext import new_run_trace
 from duetime_scheduler.worker_servicer import ATTEMPT_METADATA_KEY, WorkerServicer
@@ -183,7 +184,7 @@ async def running_worker_api(
         [SERVICE_NAME],
         interceptors=[
             DuetimeInterceptor(
-                TokenCache(JobStore(pool).principal_for),
+                TokenCache(functools.partial(principal_for, pool)),
                 {SERVICE_NAME: Role.WORKER},
                 Role.WORKER if server_tls is not None and server_tls.client_ca_file else None,
             )

@@ -1,25 +1,15 @@
-"""The deadline a target is told: the call's start plus its limit, by the worker's clock, as
-RFC 3339 UTC with milliseconds and as seconds left."""
+"""The deadline an HTTP target is told: the same instant and seconds a launched process gets,
+as the two headers."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
-from duetime_worker.deadline import deadline_in
+from duetime_worker.deadline import Deadline
 
 
-def test_the_deadline_is_the_limit_from_now() -> None:
-    now = datetime(2026, 10, 26, 20, 30, tzinfo=UTC).timestamp()
-    deadline = deadline_in(5.25, clock=lambda: now)
-    assert deadline.http_headers() == {
-        "Duetime-Deadline": "2026-10-26T20:30:05.250Z",
-        "Duetime-Deadline-Seconds": "5.25",
+def test_the_headers_carry_the_deadline_and_the_seconds_left() -> None:
+    deadline = Deadline.after(5.25, now=1_796_000_000.0)
+    assert deadline.http_headers(now=1_796_000_000.0) == {
+        "Duetime-Deadline": "2026-11-30T00:53:25.25Z",
+        "Duetime-Deadline-Seconds": "5.250",
     }
-
-
-def test_whole_and_tiny_limits() -> None:
-    now = datetime(2026, 3, 8, 6, 59, 59, 999_000, tzinfo=UTC).timestamp()
-    assert deadline_in(300, clock=lambda: now).rfc3339 == "2026-03-08T07:04:59.999Z"
-    assert deadline_in(300, clock=lambda: now).seconds_text == "300"
-    assert deadline_in(0.0004, clock=lambda: now).seconds_text == "0"
-    assert deadline_in(-1, clock=lambda: now).seconds_text == "0"
+    assert deadline.http_headers(now=1_796_000_010.0)["Duetime-Deadline-Seconds"] == "0.000"

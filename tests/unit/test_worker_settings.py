@@ -51,3 +51,11 @@ def test_connections_per_host_default_and_setting() -> None:
     assert unlimited.connections_per_host == 0
     with pytest.raises(ConfigError, match="DUETIME_HTTP_CONNECTIONS_PER_HOST"):
         Settings.from_env({**BASE, "DUETIME_HTTP_CONNECTIONS_PER_HOST": "-1"})
+
+
+def test_start_concurrency_has_a_default_and_bounds() -> None:
+    assert Settings.from_env(BASE).start_concurrency == 256
+    chosen = Settings.from_env({**BASE, "DUETIME_WORKER_START_CONCURRENCY": "64"})
+    assert chosen.start_concurrency == 64
+    with pytest.raises(ConfigError, match="DUETIME_WORKER_START_CONCURRENCY"):
+        Settings.from_env({**BASE, "DUETIME_WORKER_START_CONCURRENCY": "0"})

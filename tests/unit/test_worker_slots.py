@@ -61,3 +61,44 @@ async def test_closed_slots_refuse_those_waiting_and_those_to_come() -> None:
     slots.release()  # the running attempt ends: its slot goes to no one
     with pytest.raises(SlotsClosed):
         await slots.acquire(Priority.HIGH)
+
+
+async def test_freed_slots_go_to_teams_in_turn_so_a_small_team_passes_a_big_backlog() -> None:
+    slots = WeightedSlots(1)
+    await slots.acquire(Priority.NORMAL, "big")
+    granted: list[str] = []
+
+    async def run(team: str) -> None:
+        await slots.acquire(Priority.NORMAL, team)
+        granted.append(team)
+
+    waiting = [asyncio.create_task(run("big")) for _ in range(50)]
+    await asyncio.sleep(0)
+    waiting += [asyncio.create_task(run("small")) for _ in range(2)]
+    await asyncio.sleep(0)
+    for _ in range(52):
+        slots.release()
+        await asyncio.sleep(0)
+    await asyncio.gather(*waiting)
+    # The small team's two runs came after fifty of the big team's and went within five turns.
+    assert granted.index("small") <= 2
+    assert [i for i, t in enumerate(granted) if t == "small"][1] <= 4
+
+
+async def test_slots_go_to_teams_in_proportion_to_their_weights() -> None:
+    slots = WeightedSlots(1)
+    await slots.acquire(Priority.NORMAL, "x")
+    granted: list[str] = []
+
+    async def run(team: str, weight: float) -> None:
+        await slots.acquire(Priority.NORMAL, team, weight)
+        granted.append(team)
+
+    waiting = [asyncio.create_task(run("heavy", 3)) for _ in range(40)]
+    waiting += [asyncio.create_task(run("light", 1)) for _ in range(40)]
+    await asyncio.sleep(0)
+    for _ in range(80):
+        slots.release()
+        await asyncio.sleep(0)
+    await asyncio.gather(*waiting)
+    assert granted[:40].count("heavy") == 30

@@ -127,10 +127,18 @@ class OtherRun:
 
     @property
     def active(self) -> bool:
-        """Holds the job for the overlap policy: running, or between its attempts."""
+        """Holds the job for the overlap policy: running, or between its attempts (a retry
+        waiting, queued again, or held back by its team's quota). SQL's
+        ``duetime_run_holds_job`` is the same rule."""
         return self.state in (RunState.RUNNING, RunState.RETRY_WAIT) or (
-            self.state is RunState.QUEUED and self.attempt > 0
+            self.state in (RunState.QUEUED, RunState.WAITING) and self.attempt > 0
         )
+
+    @property
+    def buffered(self) -> bool:
+        """Waits for the job under BUFFER_ONE (the store reads no other first-attempt WAITING
+        run as another run of the job)."""
+        return self.state is RunState.WAITING and self.attempt == 0
 
 
 @dataclass(frozen=True)
@@ -223,15 +231,23 @@ def decide_start(
         return _refuse(
             RUN_SKIPPED, RunState.SKIPPED, RunReason.JOB_PAUSED, "the job was paused at start"
         )
-    if misfire_check_needed(run, now):
-        late = now - run.not_before
-        detail = f"started {late.total_seconds():.3f} s after its effective time"
-        policy = run.misfire.policy
-        if policy is MisfirePolicy.SKIP or (
-            policy is MisfirePolicy.RUN_ONCE and overlap.newer_scheduled_run
-        ):
-            return _refuse(RUN_MISSED, RunState.MISSED, RunReason.MISFIRE, detail)
+    missed = misfired(run, now, overlap.newer_scheduled_run)
+    if missed is not None:
+        return _refuse(RUN_MISSED, RunState.MISSED, RunReason.MISFIRE, missed)
     return _decide_overlap(run, overlap, now, settings)
+
+
+def misfired(run: StartView, now: datetime, newer_scheduled_run: bool) -> str | None:
+    """Why the run is MISSED under its misfire policy if it started at ``now`` (None: it may
+    run): it is later than its threshold, and the policy is SKIP, or RUN_ONCE while a later
+    scheduled occurrence runs or ran. Decided at start, and when a held run is released."""
+    if not misfire_check_needed(run, now):
+        return None
+    policy = run.misfire.policy
+    if policy is MisfirePolicy.SKIP or (policy is MisfirePolicy.RUN_ONCE and newer_scheduled_run):
+        late = now - run.not_before
+        return f"started {late.total_seconds():.3f} s after its effective time"
+    return None
 
 
 def _decide_overlap(
@@ -246,7 +262,7 @@ def _decide_overlap(
     if run.overlap is OverlapPolicy.SKIP:
         return skipped
     if run.overlap is OverlapPolicy.BUFFER_ONE:
-        if any(o.state is RunState.WAITING for o in overlap.others):
+        if any(o.buffered for o in overlap.others):
             return skipped
         return _refuse(
             RUN_WAITING, RunState.WAITING, detail="waiting for the earlier run of the job to end"

@@ -35,6 +35,17 @@ class FieldViolation:
     description: str
 
 
+@dataclass(frozen=True)
+class QuotaViolation:
+    """One quota a request would exceed (``google.rpc.QuotaFailure``): which, its limit, and
+    the usage now."""
+
+    quota: str  # e.g. "max_stored_jobs", "max_priority"
+    limit: str
+    usage: str
+    description: str
+
+
 class DuetimeError(Exception):
     """Base of every deliberate error; subclasses fix the code, callers pick the reason."""
 
@@ -47,11 +58,13 @@ class DuetimeError(Exception):
         *,
         reason: str | None = None,
         metadata: Mapping[str, str] | None = None,
+        quota_violations: Iterable[QuotaViolation] = (),
     ) -> None:
         super().__init__(message)
         self.message = message
         self.reason = reason or self.default_reason
         self.metadata: dict[str, str] = dict(metadata or {})
+        self.quota_violations = list(quota_violations)
 
 
 class InvalidArgument(DuetimeError):

@@ -35,6 +35,7 @@ class RunReason(enum.StrEnum):
     SUPERSEDED = "SUPERSEDED"
     QUOTA = "QUOTA"
     JOB_UPDATED = "JOB_UPDATED"
+    FAIR_SHARE = "FAIR_SHARE"
 
 
 class AttemptOutcome(enum.StrEnum):
@@ -96,9 +97,25 @@ class RunRecord:
     create_time: datetime
     update_time: datetime
     attempts: tuple[AttemptRecord, ...] = ()
+    # When its team's quota let the run go (None: it did not hold it; eligible from the
+    # effective time), and which limit held it ("" none).
+    quota_release_time: datetime | None = None
+    quota_limit: str = ""
 
     @property
     def start_lateness(self) -> timedelta | None:
         if self.first_start_time is None:
             return None
         return self.first_start_time - self.effective_time
+
+    @property
+    def eligible_time(self) -> datetime:
+        """From when the run could start as far as its team's quota goes."""
+        if self.quota_release_time is None or self.quota_release_time < self.effective_time:
+            return self.effective_time
+        return self.quota_release_time
+
+    @property
+    def quota_delay(self) -> timedelta:
+        """How long the team's own quota held the run back."""
+        return self.eligible_time - self.effective_time

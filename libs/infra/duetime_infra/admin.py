@@ -1,4 +1,6 @@
-"""`python -m duetime_infra.admin`: operator commands for teams and tokens.
+"""`python -m duetime_infra.admin`: operator commands on the database host, for teams, tokens
+and quotas — the same store code AdminService uses. Its first use is making the first
+operator token (`create-operator-token`), after which AdminService does the rest remotely.
 
 Tokens are shown once, when created; only their SHA-256 digests are stored.
 """
@@ -7,52 +9,59 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import secrets
 
+from duetime_core.identity import Role
+from duetime_core.jobspec import Priority
+from duetime_core.teams import QUOTA_FIELDS, quota_value_problem
 from duetime_infra.config import env_dsn
-from duetime_infra.grpc.auth import token_digest
+from duetime_infra.pg import team_store
 from duetime_infra.pg.pool import Conn, connect
 from duetime_infra.tls import postgres_tls_from_env
-
-
-def new_token(prefix: str) -> str:
-    return f"{prefix}_{secrets.token_urlsafe(32)}"
 
 
 async def create_team(
     conn: Conn, team_id: str, notification_url: str = "", token: str | None = None
 ) -> str:
-    """Creates the team if missing and a new token for it; returns the token."""
-    token = token or new_token("dtt")
+    """Creates the team if missing (its notification URL set either way) and a new token for
+    it; returns the token."""
     async with conn.transaction():
-        await conn.execute(
-            """INSERT INTO teams (team_id, notification_url) VALUES ($1, $2)
-               ON CONFLICT (team_id) DO UPDATE SET notification_url = EXCLUDED.notification_url""",
-            team_id,
-            notification_url,
-        )
-        await conn.execute(
-            "INSERT INTO api_tokens (token_sha256, role, team_id) VALUES ($1, 'team', $2)",
-            token_digest(token),
-            team_id,
-        )
-    return token
+        await team_store.ensure_team(conn, team_id, notification_url)
+        _, secret = await team_store.create_token(conn, Role.TEAM, team_id, secret=token)
+    return secret
 
 
 async def create_worker_token(conn: Conn, token: str | None = None) -> str:
-    token = token or new_token("dtw")
-    await conn.execute(
-        "INSERT INTO api_tokens (token_sha256, role) VALUES ($1, 'worker')", token_digest(token)
-    )
-    return token
+    _, secret = await team_store.create_token(conn, Role.WORKER, secret=token)
+    return secret
+
+
+async def create_operator_token(conn: Conn, description: str = "") -> str:
+    _, secret = await team_store.create_token(conn, Role.OPERATOR, description=description)
+    return secret
 
 
 async def revoke_token(conn: Conn, token: str) -> bool:
-    status: str = await conn.execute(
-        "UPDATE api_tokens SET revoke_time = duetime_now() WHERE token_sha256 = $1",
-        token_digest(token),
-    )
-    return status.endswith(" 1")
+    return await team_store.revoke_secret(conn, token)
+
+
+def _quota_change(pairs: list[str]) -> dict[str, object | None]:
+    """``name=value`` pairs (``value`` "default" resets) as a quota change."""
+    change: dict[str, object | None] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or name not in QUOTA_FIELDS:
+            raise SystemExit(f"expected NAME=VALUE with NAME one of {', '.join(QUOTA_FIELDS)}")
+        if value == "default":
+            change[name] = None
+        elif name == "max_priority":
+            change[name] = Priority(value.upper()).value
+        else:
+            number = int(value)
+            problem = quota_value_problem(name, number)
+            if problem:
+                raise SystemExit(f"{name}: {problem}")
+            change[name] = number
+    return change
 
 
 async def _run(args: argparse.Namespace) -> None:
@@ -62,8 +71,13 @@ async def _run(args: argparse.Namespace) -> None:
             print(await create_team(conn, args.team, args.notification_url))
         elif args.command == "create-worker-token":
             print(await create_worker_token(conn))
+        elif args.command == "create-operator-token":
+            print(await create_operator_token(conn, args.description))
         elif args.command == "revoke-token":
             print("revoked" if await revoke_token(conn, args.token) else "no such token")
+        elif args.command == "set-quota":
+            team = await team_store.update_team_quota(conn, args.team, _quota_change(args.limit))
+            print(" ".join(f"{k}={getattr(team.quota, k)}" for k in QUOTA_FIELDS))
     finally:
         await conn.close()
 
@@ -76,8 +90,15 @@ def main() -> None:
     team.add_argument("team")
     team.add_argument("--notification-url", default="")
     sub.add_parser("create-worker-token", help="print a new worker token")
+    operator = sub.add_parser("create-operator-token", help="print a new operator token")
+    operator.add_argument("--description", default="")
     revoke = sub.add_parser("revoke-token", help="revoke a token")
     revoke.add_argument("token")
+    quota = sub.add_parser(
+        "set-quota", help="set a team's limits: NAME=VALUE ... (VALUE 'default' resets one)"
+    )
+    quota.add_argument("team")
+    quota.add_argument("limit", nargs="+")
     asyncio.run(_run(parser.parse_args()))
 
 

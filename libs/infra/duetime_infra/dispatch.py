@@ -62,8 +62,10 @@ def dispatch_row(
     now: datetime,
     target: Target | None = None,
     kind: events_pb2.TargetKind.ValueType | None = None,
+    team_weight: int = 1,
 ) -> OutboxRow:
-    """``kind``, when given, stands for ``target`` (a writer that read only the kind)."""
+    """``kind``, when given, stands for ``target`` (a writer that read only the kind);
+    ``team_weight`` is the team's share of workers' slots among its priority's teams."""
     message = events_pb2.RunDispatch(
         run_id=str(run_id),
         job_id=str(key.job_id),
@@ -76,6 +78,7 @@ def dispatch_row(
         dispatch_id=str(uuid.uuid4()),
         enqueue_time=to_timestamp(now),
         target_kind=target_kind(target) if kind is None else kind,
+        team_weight=team_weight,
     )
     return OutboxRow(
         topic=DISPATCH_TOPICS[priority],

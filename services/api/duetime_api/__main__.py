@@ -1,10 +1,14 @@
-"""`python -m duetime_api`: the job API service."""
+"""`python -m duetime_api`: the job API (JobService, for teams) and the operator API
+(AdminService, for operators)."""
 
 from __future__ import annotations
 
+import functools
 import logging
 
+from duetime.admin.v1 import admin_service_pb2, admin_service_pb2_grpc
 from duetime.jobs.v1 import job_service_pb2, job_service_pb2_grpc
+from duetime_api.admin_servicer import AdminServicer
 from duetime_api.config import Settings
 from duetime_api.jobs import JobService
 from duetime_api.servicer import JobServicer
@@ -15,6 +19,7 @@ from duetime_infra.grpc.tls import server_credentials
 from duetime_infra.logs import configure_logging
 from duetime_infra.pg.job_store import JobStore
 from duetime_infra.pg.pool import create_pool
+from duetime_infra.pg.team_store import principal_for
 from duetime_infra.startup import require_schema, run_service
 from duetime_infra.telemetry.metrics import start_metrics
 from duetime_infra.telemetry.tracing import setup_tracing
@@ -23,6 +28,7 @@ from duetime_infra.tls import Link, warn_plaintext
 log = logging.getLogger("duetime_api")
 
 SERVICE_NAME = job_service_pb2.DESCRIPTOR.services_by_name["JobService"].full_name
+ADMIN_SERVICE_NAME = admin_service_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
 
 
 async def serve(settings: Settings) -> None:
@@ -33,15 +39,22 @@ async def serve(settings: Settings) -> None:
     pool = await create_pool(settings.pg_dsn, max_size=settings.pg_pool_size, tls=pg_tls)
     try:
         store = JobStore(pool)
-        tokens = TokenCache(store.principal_for)
+        tokens = TokenCache(functools.partial(principal_for, pool))
         server = GrpcServer(
             settings.listen_address,
-            [SERVICE_NAME],
-            interceptors=[DuetimeInterceptor(tokens, {SERVICE_NAME: Role.TEAM})],
+            [SERVICE_NAME, ADMIN_SERVICE_NAME],
+            interceptors=[
+                DuetimeInterceptor(
+                    tokens, {SERVICE_NAME: Role.TEAM, ADMIN_SERVICE_NAME: Role.OPERATOR}
+                )
+            ],
             credentials=server_credentials(settings.tls.server()),
         )
         job_service_pb2_grpc.add_JobServiceServicer_to_server(
             JobServicer(JobService(store)), server.server
+        )
+        admin_service_pb2_grpc.add_AdminServiceServicer_to_server(
+            AdminServicer(pool), server.server
         )
 
         async def start() -> None:

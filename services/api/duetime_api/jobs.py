@@ -24,6 +24,7 @@ from duetime_core.planning import (
     first_occurrence,
     next_occurrence,
 )
+from duetime_core.quotas import STORED_STATES, TeamState, check_job_quota
 from duetime_core.records import JobRecord, RunReason, RunRecord, RunState
 from duetime_core.runkey import RunKey, partition_of
 from duetime_infra.codec.job_codec import decode_job_spec, encode_job_spec
@@ -113,6 +114,7 @@ class JobService:
         state, occurrence, reason = plan(job_id, spec, now)
         gaps = gap_runs(job_id, team_id, partition, 1, spec, now, occurrence)
         idem = Idempotency("CreateJob", request_id, fingerprint(job)) if request_id else None
+        adding = 1 if state in STORED_STATES else None
         return await self.store.create_job(
             team_id,
             job_id,
@@ -120,6 +122,7 @@ class JobService:
             JobWrite(state=state, spec=spec, next=occurrence, state_reason=reason, runs=gaps),
             idem,
             now,
+            lambda team: check_job_quota(team, priority=spec.priority, adding=adding),
         )
 
     async def update(
@@ -134,7 +137,18 @@ class JobService:
                 f"cannot update {', '.join(unknown)}; updatable: {', '.join(_MASKABLE)}",
             )
 
-        def decide(record: JobRecord, now: datetime) -> JobWrite:
+        def decide(record: JobRecord, now: datetime, team: TeamState) -> JobWrite:
+            write = rewrite(record, now)
+            check_job_quota(
+                team,
+                priority=write.spec.priority if "priority" in paths else None,
+                adding=1
+                if write.state in STORED_STATES and record.state not in STORED_STATES
+                else None,
+            )
+            return write
+
+        def rewrite(record: JobRecord, now: datetime) -> JobWrite:
             check_etag(record, job.etag)
             # Validate the job as it will be (stored fields plus the masked ones), with redacted
             # secrets resolved against the stored ones.
@@ -187,14 +201,14 @@ class JobService:
         return await self.store.modify_job(team_id, job_id, decide)
 
     async def delete(self, team_id: str, job_id: uuid.UUID, etag: str) -> None:
-        def decide(record: JobRecord, now: datetime) -> JobWrite:
+        def decide(record: JobRecord, now: datetime, team: TeamState) -> JobWrite:
             check_etag(record, etag)
             return JobWrite(JobState.DELETED, record.spec, None)
 
         await self.store.modify_job(team_id, job_id, decide)
 
     async def pause(self, team_id: str, job_id: uuid.UUID, etag: str) -> JobRecord:
-        def decide(record: JobRecord, now: datetime) -> JobWrite:
+        def decide(record: JobRecord, now: datetime, team: TeamState) -> JobWrite:
             check_etag(record, etag)
             if record.state is not JobState.ACTIVE:
                 raise FailedPrecondition(
@@ -208,13 +222,16 @@ class JobService:
         return await self.store.modify_job(team_id, job_id, decide)
 
     async def resume(self, team_id: str, job_id: uuid.UUID, etag: str) -> JobRecord:
-        def decide(record: JobRecord, now: datetime) -> JobWrite:
+        def decide(record: JobRecord, now: datetime, team: TeamState) -> JobWrite:
             check_etag(record, etag)
             if record.state is not JobState.PAUSED:
                 raise FailedPrecondition(
                     f"only a PAUSED job can be resumed; this one is {record.state.value}",
                     reason="JOB_NOT_PAUSED",
                 )
+            # A paused job is stored already; resuming is refused while the team is over a
+            # lowered quota, or its priority is no longer granted.
+            check_job_quota(team, priority=record.spec.priority, adding=0)
             start = record.pause_time or record.update_time
             runs = skipped_range(
                 record, start, now, RunReason.JOB_PAUSED, "while the job was paused"
@@ -247,7 +264,7 @@ class JobService:
         # The triggered run's trace starts here, linked to this call's span.
         trace, span = start_run_span("trigger run")
 
-        def build(record: JobRecord, now: datetime) -> tuple[NewRun, OutboxRow]:
+        def build(record: JobRecord, now: datetime, weight: int) -> tuple[NewRun, OutboxRow]:
             key = RunKey.triggered(record.job_id, now, request_id)
             run = NewRun(
                 run_id=uuid.uuid4(),
@@ -271,6 +288,7 @@ class JobService:
                 traceparent=trace.traceparent,
                 now=now,
                 target=record.spec.target,
+                team_weight=weight,
             )
             return run, outbox
 
@@ -287,7 +305,9 @@ class JobService:
     ) -> RunRecord:
         check_request_id(request_id, required=True)
 
-        def build(run: RunRecord, snapshot: JobSpec, now: datetime) -> tuple[int, OutboxRow]:
+        def build(
+            run: RunRecord, snapshot: JobSpec, now: datetime, weight: int
+        ) -> tuple[int, OutboxRow]:
             traceparent = continue_trace(run.trace_id).traceparent
             outbox = dispatch_row(
                 run_id=run.run_id,
@@ -298,6 +318,7 @@ class JobService:
                 traceparent=traceparent,
                 now=now,
                 target=snapshot.target,
+                team_weight=weight,
             )
             return snapshot.retry.max_attempts, outbox
 

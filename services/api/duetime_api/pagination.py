@@ -24,6 +24,35 @@ def make_token(scope: str, last_time: datetime, last_id: uuid.UUID) -> str:
     return base64.urlsafe_b64encode(json.dumps(body).encode()).decode().rstrip("=")
 
 
+def _page_size(page_size: int) -> int:
+    if page_size < 0 or page_size > MAX_PAGE_SIZE:
+        raise InvalidArgument.field("page_size", f"must be between 0 and {MAX_PAGE_SIZE}")
+    return page_size or DEFAULT_PAGE_SIZE
+
+
+def make_key_token(scope: str, last_key: str) -> str:
+    """A page token for a listing in key order (teams by id)."""
+    body = {"f": _filter_digest(scope), "k": last_key}
+    return base64.urlsafe_b64encode(json.dumps(body).encode()).decode().rstrip("=")
+
+
+def read_key_page(scope: str, page_size: int, token: str) -> tuple[str | None, int]:
+    """The key to list after (None: from the start) and how many, for ``make_key_token``."""
+    limit = _page_size(page_size)
+    if not token:
+        return None, limit
+    try:
+        body = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+        digest, after = body["f"], body["k"]
+    except (ValueError, KeyError, TypeError):
+        raise InvalidArgument.field("page_token", "not a page token issued by this API") from None
+    if digest != _filter_digest(scope) or not isinstance(after, str):
+        raise InvalidArgument.field(
+            "page_token", "issued for a different listing or filter; start again without it"
+        )
+    return after, limit
+
+
 def read_page(scope: str, page_size: int, token: str) -> Page:
     """``scope`` names the listing and its filter; a token from another scope is refused."""
     violations = []

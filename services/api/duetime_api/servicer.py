@@ -10,11 +10,12 @@ from duetime.jobs.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, run_
 from duetime_api.jobs import JobService
 from duetime_api.names import parse_job_name, parse_run_name
 from duetime_api.pagination import make_token, read_page
-from duetime_core.errors import InvalidArgument
+from duetime_core.errors import InvalidArgument, NotFound
 from duetime_core.jobspec import JobState
 from duetime_core.preview import DstAdjustment, preview
 from duetime_core.records import RunState
 from duetime_infra.codec.preview_codec import decode_preview_schedule
+from duetime_infra.codec.quota_codec import encode_quota, encode_usage, team_name
 from duetime_infra.codec.records_codec import encode_job, encode_run
 from duetime_infra.codec.timeconv import datetime_to_timestamp, timestamp_to_datetime
 from duetime_infra.grpc.auth import current_team
@@ -180,3 +181,15 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
                     f"DST_ADJUSTMENT_{item.dst_adjustment.value}"
                 )
         return response
+
+    async def GetTeamQuota(
+        self, request: job_service_pb2.GetTeamQuotaRequest, context: Context
+    ) -> job_service_pb2.GetTeamQuotaResponse:
+        team = current_team()
+        if request.name and request.name != team_name(team):
+            # Another team's quota is not found, like another team's job.
+            raise NotFound("team not found", reason="TEAM_NOT_FOUND")
+        state, now = await self._jobs.store.team_quota(team)
+        return job_service_pb2.GetTeamQuotaResponse(
+            name=team_name(team), quota=encode_quota(state.quota), usage=encode_usage(state, now)
+        )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Sequence
 
@@ -23,11 +24,11 @@ from duetime_infra.grpc.server import GrpcServer, run_until_terminated
 from duetime_infra.grpc.tls import server_credentials
 from duetime_infra.logs import configure_logging
 from duetime_infra.pg.attempt_store import AttemptStore
-from duetime_infra.pg.claim_store import SpecCache
 from duetime_infra.pg.fencing import FencingToken
-from duetime_infra.pg.job_store import JobStore
 from duetime_infra.pg.pool import create_pool
-from duetime_infra.pg.reaper import reap_expired_attempts, requeue_due_retries
+from duetime_infra.pg.reaper import reap_expired_attempts
+from duetime_infra.pg.spec_cache import SpecCache
+from duetime_infra.pg.team_store import principal_for
 from duetime_infra.startup import require_schema, run_service
 from duetime_infra.telemetry.metrics import start_metrics
 from duetime_infra.telemetry.tracing import setup_tracing
@@ -44,14 +45,11 @@ SERVICE_NAME = worker_service_pb2.DESCRIPTOR.services_by_name["WorkerService"].f
 OWNER_BATCH = 500
 
 
-def owner_tasks(settings: Settings) -> list[OwnerTask]:
-    async def retries(pool: asyncpg.Pool[asyncpg.Record], tokens: Sequence[FencingToken]) -> int:
-        return await requeue_due_retries(pool, tokens, settings.claim_lookahead, OWNER_BATCH)
-
+def owner_tasks() -> list[OwnerTask]:
     async def expiries(pool: asyncpg.Pool[asyncpg.Record], tokens: Sequence[FencingToken]) -> int:
         return await reap_expired_attempts(pool, tokens, OWNER_BATCH)
 
-    return [retries, expiries, PartitionMaintenance()]
+    return [expiries, PartitionMaintenance()]
 
 
 async def serve(settings: Settings) -> None:
@@ -79,7 +77,7 @@ async def serve(settings: Settings) -> None:
         pool,
         AttemptSettings(lease=settings.attempt_lease, timeout_grace=settings.attempt_grace),
     )
-    tokens = TokenCache(JobStore(pool).principal_for)
+    tokens = TokenCache(functools.partial(principal_for, pool))
     # With a worker CA, the server requires client certificates and a verified one is a worker.
     server_tls = settings.tls.server(settings.worker_client_ca_file)
     certificate_role = Role.WORKER if settings.worker_client_ca_file else None
@@ -94,7 +92,7 @@ async def serve(settings: Settings) -> None:
     worker_service_pb2_grpc.add_WorkerServiceServicer_to_server(
         WorkerServicer(attempts, specs), server.server
     )
-    claimer = Claimer(pool, leases, settings, owner_tasks(settings), specs)
+    claimer = Claimer(pool, leases, settings, owner_tasks(), specs)
     stopping = asyncio.Event()
     claiming: asyncio.Task[None] | None = None
 

@@ -1,8 +1,11 @@
-"""The claim loop: for the partitions this scheduler owns, claim due jobs as they come due.
+"""The claim loop: for the partitions this scheduler owns, dispatch what waits and claim due
+jobs as they come due.
 
 Polls every ``claim_poll_interval`` with a look-ahead (default 5 s) so the runs of the :00 spike
 are queued before their second arrives, and wakes at once when partitions are gained. A newly
-owned partition's fencing token is raised in the store before its first claim.
+owned partition's fencing token is raised in the store before its first claim. Each pass first
+releases held runs and due retries (older work first, within the teams' quotas and the
+dispatch credit), then claims, then the owner's other duties (expired leases, maintenance).
 """
 
 from __future__ import annotations
@@ -16,14 +19,20 @@ from typing import TypeAlias
 import asyncpg
 
 from duetime_infra.etcd.partitions import PartitionLeases
-from duetime_infra.pg.claim_store import ClaimAbandoned, SpecCache, claim_batch
+from duetime_infra.pg.admission import DispatchCredit
+from duetime_infra.pg.claim_store import ClaimAbandoned, claim_batch
+from duetime_infra.pg.dispatcher import release_held_runs, requeue_due_retries
 from duetime_infra.pg.fencing import FencingLost, FencingToken, fence
+from duetime_infra.pg.spec_cache import SpecCache
 from duetime_scheduler.config import Settings
 
 log = logging.getLogger(__name__)
 
 # Claim batches per pass before the owner's other duties get their turn.
 MAX_BATCHES_PER_PASS = 20
+# Runs per release or requeue transaction, and such transactions per pass.
+DISPATCH_BATCH = 500
+MAX_DISPATCH_BATCHES = 10
 
 # Work the partition owner does besides claiming (retries due, expired leases), given the
 # fenced tokens of the partitions it owns.
@@ -51,6 +60,7 @@ class Claimer:
         self._owner_tasks = list(owner_tasks)
         self._fenced: dict[int, FencingToken] = {}
         self._specs = specs or SpecCache()
+        self.credit = DispatchCredit(settings.dispatch_credit)
         self.claimed_runs = 0
 
     def _still_owner(self, tokens: Mapping[int, FencingToken]) -> Callable[[], bool]:
@@ -93,6 +103,8 @@ class Claimer:
         tokens = await self._raise_new_tokens(self._leases.owned())
         if not tokens:
             return 0, False
+        self.credit.new_pass()
+        await self._dispatch_waiting(list(tokens.values()))
         claimed = 0
         more = False
         still_owner = self._still_owner(tokens)
@@ -106,6 +118,7 @@ class Claimer:
                     still_owner=still_owner,
                     claimed_by=self._settings.scheduler_id,
                     specs=self._specs,
+                    credit=self.credit,
                 )
                 claimed += result.runs
                 more = result.full
@@ -115,6 +128,27 @@ class Claimer:
             await task(self._pool, list(tokens.values()))
         self.claimed_runs += claimed
         return claimed, more
+
+    async def _dispatch_waiting(self, tokens: list[FencingToken]) -> None:
+        """Held runs released and due retries queued again, ahead of new claims."""
+        lookahead = self._settings.claim_lookahead
+        for _ in range(MAX_DISPATCH_BATCHES):
+            released = await release_held_runs(
+                self._pool,
+                tokens,
+                lookahead,
+                DISPATCH_BATCH,
+                credit=self.credit,
+                specs=self._specs,
+            )
+            if released < DISPATCH_BATCH:
+                break
+        for _ in range(MAX_DISPATCH_BATCHES):
+            requeued = await requeue_due_retries(
+                self._pool, tokens, lookahead, DISPATCH_BATCH, credit=self.credit
+            )
+            if requeued < DISPATCH_BATCH:
+                break
 
     async def run(self, stopping: asyncio.Event) -> None:
         interval = self._settings.claim_poll_interval.total_seconds()

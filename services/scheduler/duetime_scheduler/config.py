@@ -29,6 +29,9 @@ class Settings:
     claim_lookahead: timedelta
     claim_batch_size: int
     claim_poll_interval: timedelta
+    # The most runs of this scheduler's partitions dispatched and not yet started (None: no
+    # bound); more wait in PostgreSQL and go in fair order across teams as it frees.
+    dispatch_credit: int | None
     attempt_lease: timedelta
     attempt_grace: timedelta
     shutdown_grace_seconds: float
@@ -75,6 +78,8 @@ class Settings:
             claim_lookahead=env.seconds("DUETIME_CLAIM_LOOKAHEAD", 5, low=0, high=60),
             claim_batch_size=env.integer("DUETIME_CLAIM_BATCH_SIZE", 500, low=1, high=10_000),
             claim_poll_interval=env.seconds("DUETIME_CLAIM_POLL_INTERVAL", 0.2, low=0.01, high=10),
+            dispatch_credit=env.integer("DUETIME_DISPATCH_CREDIT", 10_000, low=0, high=10_000_000)
+            or None,
             attempt_lease=env.seconds("DUETIME_ATTEMPT_LEASE", 60, low=1, high=3600),
             attempt_grace=env.seconds("DUETIME_ATTEMPT_GRACE", 30, low=0, high=3600),
             shutdown_grace_seconds=env.seconds(

@@ -27,7 +27,7 @@ from duetime_infra.pg.attempt_store import (
     StartAnswer,
     StartResult,
 )
-from duetime_infra.pg.claim_store import SpecCache
+from duetime_infra.pg.spec_cache import SpecCache
 from duetime_infra.tracecontext import ATTEMPT, RUN_ID, rpc_span, start_entry_span
 
 Context = aio.ServicerContext[Any, Any]

@@ -38,9 +38,9 @@ from duetime_worker.attempts import RPC_TIMEOUT, Executor
 from duetime_worker.batching import CHANNEL_OPTIONS, AttemptCalls
 from duetime_worker.config import Settings
 from duetime_worker.consumer import LAG_SAMPLE_INTERVAL, DispatchConsumer
-from duetime_worker.container import launcher_for
 from duetime_worker.heartbeat import Heartbeats
 from duetime_worker.http_target import HttpCaller
+from duetime_worker.launchers import launcher_for
 from duetime_worker.notifier import Notifier, NotifySettings
 from duetime_worker.notify_consumer import DeadLetterConsumer
 from duetime_worker.policy import TargetPolicy
@@ -78,15 +78,17 @@ async def serve(settings: Settings) -> None:
         connections_per_host=settings.connections_per_host,
     )
     calls = AttemptCalls(stub, metadata, RPC_TIMEOUT)
+    launcher = launcher_for(settings)
     executor = Executor(
         stub,
         settings.worker_id,
         metadata,
         heartbeats,
         http,
-        launcher_for(settings.local_launcher_commands, settings.local_launcher_concurrency),
+        launcher,
         calls=calls,
         slots=settings.concurrency,
+        starting=settings.start_concurrency,
     )
     # Messages held until their effective time count here, not against the execution slots.
     consumer = DispatchConsumer(
@@ -119,6 +121,7 @@ async def serve(settings: Settings) -> None:
 
     async def start() -> None:
         await http.start()
+        await launcher.start()  # orphans of an earlier worker go before anything runs
         await server.start()
         tasks.append(asyncio.create_task(heartbeats.run(stop_beating)))
         tasks.append(asyncio.create_task(consumer.run(stop_consuming)))
@@ -155,6 +158,7 @@ async def serve(settings: Settings) -> None:
         if tasks:
             await asyncio.wait(tasks[:1], timeout=5)
         executor.tally.flush()
+        await launcher.close()
         await calls.close()
         await http.close()
         await channel.close()

@@ -27,8 +27,7 @@ import logging
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Sequence
 
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -49,6 +48,7 @@ from duetime_worker.heartbeat import ActiveAttempt, Heartbeats, lease_length
 from duetime_worker.http_target import HttpCaller
 from duetime_worker.outcome import Outcome
 from duetime_worker.server_clock import ServerClock
+from duetime_worker.shielding import despite_cancellation
 from duetime_worker.slots import SlotsClosed, WeightedSlots
 from duetime_worker.tally import AttemptTally
 
@@ -104,8 +104,6 @@ EXECUTED_MEMORY = 100_000
 STOPPING_START_PATIENCE = RPC_TIMEOUT
 SHUTTING_DOWN = "the worker is shutting down"
 
-T = TypeVar("T")
-
 
 class Unsettled(enum.Enum):
     """A start given up while stopping: its message is not answered (not committed)."""
@@ -144,13 +142,15 @@ class Slot:
     """One execution slot, given back once: when the target call ends, or at the latest when
     the message is done with."""
 
-    def __init__(self, slots: WeightedSlots, priority: Priority) -> None:
+    def __init__(self, slots: WeightedSlots, dispatch: RunDispatch) -> None:
         self._slots = slots
-        self._priority = priority
+        self._priority = _PRIORITIES.get(dispatch.priority, Priority.NORMAL)
+        self._team = dispatch.team
+        self._weight = dispatch.team_weight or 1
         self._held = False
 
     async def __aenter__(self) -> Slot:
-        await self._slots.acquire(self._priority)
+        await self._slots.acquire(self._priority, self._team, self._weight)
         self._held = True
         return self
 
@@ -175,11 +175,16 @@ class Executor:
         *,
         calls: AttemptCalls | None = None,
         slots: int = 64,
+        starting: int = 256,
     ) -> None:
         self._stub = stub
         self._calls = calls or AttemptCalls(stub, metadata, RPC_TIMEOUT)
         # Execution slots: a message waiting for its effective time does not hold one.
         self._slots = WeightedSlots(slots)
+        # Start permits: held while a start is asked for, so the queues behind them (start
+        # batches, the scheduler) stay short and the fair queue in front of them decides who
+        # goes first.
+        self._starting = WeightedSlots(starting)
         self._clock = ServerClock()
         self._executed = RecentKeys(EXECUTED_MEMORY)
         self._worker_id = worker_id
@@ -196,6 +201,7 @@ class Executor:
         consumer's drain to wait for or hand back."""
         self._stopping.set()
         self._slots.close()
+        self._starting.close()
 
     async def _hold(self, seconds: float) -> bool:
         """Waits ``seconds``, unless stopping or stopped meanwhile; False when stopping."""
@@ -219,7 +225,6 @@ class Executor:
             attributes={RUN_ID: dispatch.run_id, "duetime.delivery_id": delivery_id},
         ):
             not_before, least = dispatch.effective_time, 0.0
-            priority = _PRIORITIES.get(dispatch.priority, Priority.NORMAL)
             while True:
                 # Held until its time (by the server's clock, as estimated) without a slot.
                 wait = max(self._clock.seconds_until(not_before), least)
@@ -229,8 +234,9 @@ class Executor:
                 if isinstance(reservation, Unsettled):
                     return  # stopping while waiting for the launcher: unanswered, as when held
                 try:
-                    async with Slot(self._slots, priority) as slot:
-                        started = await self._start_seen_through(dispatch.run_id, delivery_id)
+                    async with Slot(self._slots, dispatch) as slot:
+                        async with Slot(self._starting, dispatch):
+                            started = await self._start_seen_through(dispatch.run_id, delivery_id)
                         if isinstance(started, Timestamp):  # too early: wait again, no slot
                             not_before = started
                             least = min(max(least * 2, FIRST_EARLY_RETRY), MAX_EARLY_RETRY)
@@ -292,7 +298,7 @@ class Executor:
         a run that never failed). The partition's next owner is refused ALREADY_STARTED for
         the redelivery and commits past it; this worker, given the partition back, replays the
         same attempt and drops it as a duplicate."""
-        started, cancelled = await _despite_cancellation(self._start(run_id, delivery_id))
+        started, cancelled = await despite_cancellation(self._start(run_id, delivery_id))
         if cancelled:
             if isinstance(started, tuple) and not self._stopping.is_set():
                 task = asyncio.current_task()
@@ -300,7 +306,7 @@ class Executor:
                     task.uncancel()  # the cancellation is answered by keeping the attempt
                 return started
             if isinstance(started, tuple):
-                await _despite_cancellation(self._hand_back_unrun(*started))
+                await despite_cancellation(self._hand_back_unrun(*started))
             raise asyncio.CancelledError
         return started
 
@@ -452,7 +458,11 @@ class Executor:
             self._heartbeats.remove(active)
 
     async def _call(
-        self, run: pb.RunSpec, attempt: int, limit: float, reservation: Reservation | None
+        self,
+        run: pb.RunSpec,
+        attempt: int,
+        limit: float,
+        reservation: Reservation | None,
     ) -> Outcome:
         """The target call, in a client span whose context is the ``traceparent`` it sends."""
         kind = run.target.WhichOneof("kind")
@@ -474,9 +484,11 @@ class Executor:
         limit: float,
         reservation: Reservation | None,
     ) -> Outcome:
+        # The targets bound themselves by the timeout (a launcher's stop included); this is
+        # the backstop.
+        overrun = self._launcher.stop_seconds if kind == "container" else 0.0
         try:
-            # The targets bound themselves by the timeout; this is the backstop.
-            async with asyncio.timeout(limit + 1):
+            async with asyncio.timeout(limit + 1 + overrun):
                 if kind == "http":
                     return await self._http.call(run, attempt, limit)
                 if kind == "container":
@@ -523,21 +535,6 @@ class Executor:
 
 
 LEASE_LOST = "the attempt's lease ran out without a renewal"
-
-
-async def _despite_cancellation(work: Awaitable[T]) -> tuple[T, bool]:
-    """Awaits ``work`` to its end even if the calling task is cancelled meanwhile; its result,
-    and whether the caller was cancelled (then to raise CancelledError itself)."""
-    future = asyncio.ensure_future(work)
-    cancelled = False
-    while not future.done():
-        try:
-            await asyncio.shield(future)
-        except asyncio.CancelledError:
-            if future.cancelled():
-                raise
-            cancelled = True
-    return future.result(), cancelled
 
 
 async def _run_within_lease(active: ActiveAttempt) -> None:

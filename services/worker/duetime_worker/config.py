@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 from duetime_infra.config import ConfigError, EnvReader
 from duetime_infra.tls import Link, TlsSettings, read_tls
+from duetime_worker.images import ImagePolicy
+from duetime_worker.podman import PULL_POLICIES, PodmanSettings
 from duetime_worker.policy import TargetPolicy
 
 DEFAULT_KAFKA_BOOTSTRAP = "127.0.0.1:59092"
@@ -16,9 +18,15 @@ DEFAULT_KAFKA_BOOTSTRAP = "127.0.0.1:59092"
 # thousands, and a top-of-the-hour herd needs about that many per worker to start on time
 # (bench/herd: 10,000 runs due in one second on 5 workers).
 DEFAULT_CONCURRENCY = 2000
-# Local processes are not cheap: the launcher runs at most this many at once, whatever the
-# slots allow (a container attempt waiting for its turn is started: its timeout runs).
+# Starts asked for at once: a few start batches in flight, few enough that a small team's run
+# waits behind at most a fraction of a second of another team's flood (the fair queue in front
+# of them orders the rest).
+DEFAULT_START_CONCURRENCY = 256
+# Local processes and containers are not cheap: a launcher runs at most this many at once,
+# whatever the slots allow (a container attempt waits for its permit before it is started).
 DEFAULT_LAUNCHER_CONCURRENCY = 16
+# DUETIME_CONTAINER_LAUNCHER: what runs container targets.
+LAUNCHERS = ("off", "local", "podman")
 # Connections to one HTTP target host (scheme, host, port) at once, below the pool's total (one
 # a slot). A herd of calls to one host over that many reused keep-alive connections cost less
 # CPU and started sooner than one fresh connection a slot (bench/herd, 10,000 runs to one host:
@@ -36,6 +44,9 @@ class Settings:
     scheduler_target: str
     # Attempts executing at once (execution slots).
     concurrency: int
+    # Starts asked for at once: the queue in front of them is where runs wait when the
+    # scheduler is the bottleneck, so it is shared among teams in weighted fair order.
+    start_concurrency: int
     # HTTP connections to one target host at once; 0: only the total (one a slot) bounds them.
     connections_per_host: int
     # Messages taken from Kafka and not yet done: those held until their effective time (which
@@ -50,6 +61,11 @@ class Settings:
     local_launcher_commands: tuple[str, ...]
     # Local processes running at once, at most.
     local_launcher_concurrency: int
+    # What runs container targets: off, local (processes of the permitted commands) or podman.
+    container_launcher: str
+    # Image name patterns the podman launcher may run (see ``images``).
+    container_images: tuple[str, ...]
+    podman: PodmanSettings
     health_address: str
     shutdown_grace_seconds: float
     # host:port of the Prometheus scrape endpoint; "" (unset, empty or off): no metrics.
@@ -81,6 +97,9 @@ class Settings:
                 low=1,
                 high=10_000,
             ),
+            start_concurrency=env.integer(
+                "DUETIME_WORKER_START_CONCURRENCY", DEFAULT_START_CONCURRENCY, low=1, high=10_000
+            ),
             connections_per_host=env.integer(
                 "DUETIME_HTTP_CONNECTIONS_PER_HOST",
                 DEFAULT_CONNECTIONS_PER_HOST,
@@ -100,6 +119,12 @@ class Settings:
                 low=1,
                 high=1000,
             ),
+            container_launcher=env.text(
+                "DUETIME_CONTAINER_LAUNCHER",
+                "local" if source.get("DUETIME_LOCAL_LAUNCHER_COMMANDS", "").strip() else "off",
+            ),
+            container_images=_items(source.get("DUETIME_CONTAINER_IMAGES", "")),
+            podman=_podman_settings(env),
             health_address=env.address("DUETIME_WORKER_HEALTH_ADDRESS", "127.0.0.1:0"),
             shutdown_grace_seconds=env.seconds(
                 "DUETIME_SHUTDOWN_GRACE_SECONDS", 10, low=0, high=600
@@ -138,6 +163,7 @@ class Settings:
             TargetPolicy.parse(settings.target_allow)
         except ValueError as error:
             problems.append(f"DUETIME_TARGET_ALLOW: {error}")
+        problems += _launcher_problems(settings)
         try:
             env.finish()
         except ConfigError as error:
@@ -151,3 +177,47 @@ class Settings:
 
 def _items(raw: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in raw.split(",") if part.strip())
+
+
+def _podman_settings(env: EnvReader) -> PodmanSettings:
+    return PodmanSettings(
+        command=env.text("DUETIME_PODMAN_COMMAND", "podman"),
+        pull=env.text("DUETIME_PODMAN_PULL", "never"),
+        network=env.text("DUETIME_PODMAN_NETWORK", ""),
+        memory=env.text("DUETIME_PODMAN_MEMORY", ""),
+        cpus=env.text("DUETIME_PODMAN_CPUS", ""),
+        # Stop, then kill, then report within the scheduler's DUETIME_ATTEMPT_GRACE (30 s).
+        stop_seconds=env.integer("DUETIME_PODMAN_STOP_SECONDS", 5, low=0, high=20),
+        sweep_interval=env.seconds(
+            "DUETIME_PODMAN_SWEEP_SECONDS", 30, low=0.1, high=3600
+        ).total_seconds(),
+        concurrency=env.integer(
+            "DUETIME_PODMAN_CONCURRENCY", DEFAULT_LAUNCHER_CONCURRENCY, low=1, high=1000
+        ),
+    )
+
+
+def _launcher_problems(settings: Settings) -> list[str]:
+    launcher = settings.container_launcher
+    if launcher not in LAUNCHERS:
+        return [f"DUETIME_CONTAINER_LAUNCHER={launcher!r}: one of {', '.join(LAUNCHERS)}"]
+    problems = []
+    if launcher == "local" and not settings.local_launcher_commands:
+        problems.append("DUETIME_LOCAL_LAUNCHER_COMMANDS: required by the local launcher")
+    if launcher == "podman":
+        if not settings.container_images:
+            problems.append(
+                "DUETIME_CONTAINER_IMAGES: required by the podman launcher "
+                "(image name patterns, e.g. registry.example.com/team-a/*)"
+            )
+        if settings.podman.pull not in PULL_POLICIES:
+            problems.append(
+                f"DUETIME_PODMAN_PULL={settings.podman.pull!r}: one of {', '.join(PULL_POLICIES)}"
+            )
+        if not settings.podman.command:
+            problems.append("DUETIME_PODMAN_COMMAND: must not be empty")
+    try:
+        ImagePolicy.parse(settings.container_images)
+    except ValueError as error:
+        problems.append(f"DUETIME_CONTAINER_IMAGES: {error}")
+    return problems

@@ -1,14 +1,19 @@
-"""Container targets: a launcher interface, and a local-process launcher for operators who
-enable it for a list of permitted executables (a Kubernetes launcher can slot in later).
+"""Container targets: the launcher interface, the permits that bound how many tasks run at
+once, the environment every task gets, and the local-process launcher (the podman launcher is
+in ``podman``; a Kubernetes launcher would be a third implementation of ``Launcher``).
 
-The local launcher runs ``command + args`` (the image is not used) with the target's
-environment plus ``DUETIME_IDEMPOTENCY_KEY``, ``DUETIME_ATTEMPT`` and the W3C ``TRACEPARENT`` of
-the target call (so the process can join the run's trace), kills it at the attempt timeout,
-and reads exit status 0 as success, anything else as a retryable failure. It runs a bounded
-number of processes at once. A worker reserves a process permit (``reserve``) before it starts
-an attempt of a container target, so no started attempt waits for one with its lease and
-timeout running; an attempt launched without a reservation (its dispatch message did not say
-the target's kind) while every permit is taken is handed back unrun, "launcher busy".
+Every task gets the target's environment plus ``DUETIME_IDEMPOTENCY_KEY``, ``DUETIME_ATTEMPT``,
+the W3C ``TRACEPARENT`` of the target call (so the task can join the run's trace), and the
+attempt's deadline: ``DUETIME_DEADLINE`` (RFC 3339, UTC) and ``DUETIME_DEADLINE_SECONDS`` (left
+when the task starts). Exit status 0 is success, anything else a retryable failure.
+
+A worker reserves a permit (``reserve``) before it starts an attempt of a container target, so
+no started attempt waits for one with its lease and timeout running; an attempt launched
+without a reservation (its dispatch message did not say the target's kind) while every permit is
+taken is handed back unrun, "launcher busy".
+
+The local launcher runs ``command + args`` (the image is not used) of a list of permitted
+executables, kills it at the attempt timeout, and is for operators who have no container runtime.
 """
 
 from __future__ import annotations
@@ -24,12 +29,13 @@ from typing import Protocol
 
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_infra.tracecontext import current_traceparent
+from duetime_worker.deadline import Deadline
 from duetime_worker.outcome import Outcome
 
 log = logging.getLogger(__name__)
 
 
-LAUNCHER_BUSY = "launcher busy: every local process permit was taken"
+LAUNCHER_BUSY = "launcher busy: every container permit was taken"
 
 
 class Reservation:
@@ -44,54 +50,20 @@ class Reservation:
             self._permits = None
 
 
-class Launcher(Protocol):
-    async def reserve(self) -> Reservation:
-        """Waits for a permit to run one process."""
-        ...
+class PermittedLauncher:
+    """A launcher whose tasks run under its permits (see the module doc), at most
+    ``concurrency`` at once; an implementation defines ``_launch``."""
 
-    async def launch(
-        self, run: pb.RunSpec, attempt: int, limit: float, reservation: Reservation | None = None
-    ) -> Outcome:
-        """Runs the run's container target to its end (or the timeout) and says how it ended;
-        the reservation, when given, is used and released."""
-        ...
+    stop_seconds = 0.0
 
-
-class DisabledLauncher:
-    async def reserve(self) -> Reservation:
-        return Reservation(None)  # nothing runs here: the launch fails at once
-
-    async def launch(
-        self, run: pb.RunSpec, attempt: int, limit: float, reservation: Reservation | None = None
-    ) -> Outcome:
-        if reservation is not None:
-            reservation.release()
-        return Outcome.failed(
-            "container targets are not enabled on this worker "
-            "(the operator sets DUETIME_LOCAL_LAUNCHER_COMMANDS)",
-            retryable=False,
-        )
-
-
-# Variables that would let a target's environment choose what actually runs.
-_LOADER_VARIABLES = frozenset({"PATH", "BASH_ENV", "ENV", "PYTHONPATH", "PYTHONSTARTUP"})
-
-
-class LocalProcessLauncher:
-    """Runs permitted executables as local processes, each in its own process group, at most
-    ``concurrency`` at once."""
-
-    def __init__(self, permitted: Sequence[str], concurrency: int = 16) -> None:
-        self._permitted = set(permitted)
+    def __init__(self, concurrency: int) -> None:
         self._running = asyncio.Semaphore(concurrency)
-        # Resolved paths of the permitted names, so a permitted `sh` also permits `/bin/sh`.
-        self._resolved = {p for p in (shutil.which(name) for name in permitted) if p}
 
-    def _allowed(self, executable: str) -> bool:
-        if executable in self._permitted:
-            return True
-        resolved = shutil.which(executable)
-        return resolved is not None and resolved in self._resolved
+    async def start(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
 
     async def reserve(self) -> Reservation:
         await self._running.acquire()
@@ -109,6 +81,93 @@ class LocalProcessLauncher:
             return await self._launch(run, attempt, limit)
         finally:
             reservation.release()
+
+    async def _launch(self, run: pb.RunSpec, attempt: int, limit: float) -> Outcome:
+        raise NotImplementedError
+
+
+def task_env(run: pb.RunSpec, attempt: int, deadline: Deadline) -> dict[str, str]:
+    """What Duetime adds to a task's environment (the target's own names cannot start with
+    ``DUETIME_``, so nothing here is overridden)."""
+    env = {
+        "DUETIME_IDEMPOTENCY_KEY": run.idempotency_key,
+        "DUETIME_ATTEMPT": str(attempt),
+        "DUETIME_DEADLINE": deadline.rfc3339,
+        "DUETIME_DEADLINE_SECONDS": deadline.seconds_left(),
+    }
+    # The target call's span when tracing is on, else the run's own context.
+    traceparent = current_traceparent(run.traceparent)
+    if traceparent:
+        env["TRACEPARENT"] = traceparent
+    return env
+
+
+class Launcher(Protocol):
+    # Seconds past the attempt timeout a launch may take to stop its task (stop, then kill).
+    stop_seconds: float
+
+    async def start(self) -> None:
+        """Called once before the first launch (the podman launcher sweeps orphans here)."""
+        ...
+
+    async def close(self) -> None:
+        """Called once after the last launch has ended."""
+        ...
+
+    async def reserve(self) -> Reservation:
+        """Waits for a permit to run one task."""
+        ...
+
+    async def launch(
+        self, run: pb.RunSpec, attempt: int, limit: float, reservation: Reservation | None = None
+    ) -> Outcome:
+        """Runs the run's container target to its end (or the timeout) and says how it ended;
+        the reservation, when given, is used and released."""
+        ...
+
+
+class DisabledLauncher:
+    stop_seconds = 0.0
+
+    async def start(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+    async def reserve(self) -> Reservation:
+        return Reservation(None)  # nothing runs here: the launch fails at once
+
+    async def launch(
+        self, run: pb.RunSpec, attempt: int, limit: float, reservation: Reservation | None = None
+    ) -> Outcome:
+        if reservation is not None:
+            reservation.release()
+        return Outcome.failed(
+            "container targets are not enabled on this worker (DUETIME_CONTAINER_LAUNCHER is off)",
+            retryable=False,
+        )
+
+
+# Variables that would let a target's environment choose what actually runs.
+_LOADER_VARIABLES = frozenset({"PATH", "BASH_ENV", "ENV", "PYTHONPATH", "PYTHONSTARTUP"})
+
+
+class LocalProcessLauncher(PermittedLauncher):
+    """Runs permitted executables as local processes, each in its own process group, at most
+    ``concurrency`` at once; killed at the timeout."""
+
+    def __init__(self, permitted: Sequence[str], concurrency: int = 16) -> None:
+        super().__init__(concurrency)
+        self._permitted = set(permitted)
+        # Resolved paths of the permitted names, so a permitted `sh` also permits `/bin/sh`.
+        self._resolved = {p for p in (shutil.which(name) for name in permitted) if p}
+
+    def _allowed(self, executable: str) -> bool:
+        if executable in self._permitted:
+            return True
+        resolved = shutil.which(executable)
+        return resolved is not None and resolved in self._resolved
 
     async def _launch(self, run: pb.RunSpec, attempt: int, limit: float) -> Outcome:
         target = run.target.container
@@ -135,13 +194,8 @@ class LocalProcessLauncher:
                 if k not in _LOADER_VARIABLES and not k.startswith("LD_")
             },
             "PATH": worker_path,
-            "DUETIME_IDEMPOTENCY_KEY": run.idempotency_key,
-            "DUETIME_ATTEMPT": str(attempt),
+            **task_env(run, attempt, Deadline.after(limit)),
         }
-        # The target call's span when tracing is on, else the run's own context.
-        traceparent = current_traceparent(run.traceparent)
-        if traceparent:
-            env["TRACEPARENT"] = traceparent
         return await _run(program, argv, env, limit)
 
 
@@ -178,7 +232,3 @@ async def _kill(process: asyncio.subprocess.Process) -> None:
     with contextlib.suppress(ProcessLookupError):
         process.kill()
     await process.wait()
-
-
-def launcher_for(permitted: Sequence[str], concurrency: int = 16) -> Launcher:
-    return LocalProcessLauncher(permitted, concurrency) if permitted else DisabledLauncher()

@@ -1,17 +1,15 @@
-"""The attempt's deadline as its target is told it, so the target can stop work Duetime has
-already given up on: the instant the worker stops waiting for the call (the attempt's timeout,
-counted from the call's start by the worker's clock), as RFC 3339 UTC, and the seconds left.
-
-HTTP calls carry it as ``Duetime-Deadline`` and ``Duetime-Deadline-Seconds``; a launched
-process gets the same two values in its environment.
-"""
+"""The attempt's deadline as a target is told it: the instant (RFC 3339, UTC) by which its
+result must be known, and the seconds left until then (decimal, to the millisecond). HTTP calls
+carry them as ``Duetime-Deadline`` and ``Duetime-Deadline-Seconds``; a launched process gets them
+as ``DUETIME_DEADLINE`` and ``DUETIME_DEADLINE_SECONDS``."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+
+from duetime_core.runkey import rfc3339_utc
 
 DEADLINE_HEADER = "Duetime-Deadline"
 DEADLINE_SECONDS_HEADER = "Duetime-Deadline-Seconds"
@@ -19,23 +17,22 @@ DEADLINE_SECONDS_HEADER = "Duetime-Deadline-Seconds"
 
 @dataclass(frozen=True)
 class Deadline:
-    at: datetime  # aware, UTC
-    seconds: float  # left when the call starts
+    at: float  # Unix time (the worker's wall clock)
+
+    @classmethod
+    def after(cls, seconds: float, now: float | None = None) -> Deadline:
+        return cls((time.time() if now is None else now) + seconds)
 
     @property
     def rfc3339(self) -> str:
-        """E.g. ``2026-10-26T20:30:05.250Z`` (milliseconds, UTC)."""
-        return self.at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        """``2026-12-01T10:00:30.25Z``: truncated to the millisecond, never later than ``at``."""
+        millis = int(self.at * 1000)
+        whole = datetime.fromtimestamp(millis // 1000, UTC)
+        return rfc3339_utc(whole.replace(microsecond=millis % 1000 * 1000))
 
-    @property
-    def seconds_text(self) -> str:
-        """Decimal seconds to the millisecond, trailing zeros dropped: ``10``, ``0.25``."""
-        return f"{max(self.seconds, 0.0):.3f}".rstrip("0").rstrip(".")
+    def seconds_left(self, now: float | None = None) -> str:
+        left = self.at - (time.time() if now is None else now)
+        return f"{max(left, 0.0):.3f}"
 
-    def http_headers(self) -> dict[str, str]:
-        return {DEADLINE_HEADER: self.rfc3339, DEADLINE_SECONDS_HEADER: self.seconds_text}
-
-
-def deadline_in(limit: float, clock: Callable[[], float] = time.time) -> Deadline:
-    """The deadline of a call that starts now and may take ``limit`` seconds."""
-    return Deadline(datetime.fromtimestamp(clock() + limit, UTC), limit)
+    def http_headers(self, now: float | None = None) -> dict[str, str]:
+        return {DEADLINE_HEADER: self.rfc3339, DEADLINE_SECONDS_HEADER: self.seconds_left(now)}

@@ -1,36 +1,25 @@
-"""Priority weights, and the worker's execution slots shared between the priorities by them.
+"""The worker's execution slots, shared between priorities and teams by weight.
 
 Messages are taken from Kafka ahead of their time and wait for a slot once due, so the order in
-which waiting runs get slots decides priority: a freed slot goes to a waiting run of the
-priority whose turn it is (smooth weighted round-robin: high 4, normal 2, low 1), first come
-first served within a priority. A backlog of low-priority runs cannot hold a high-priority one
-back, and low still moves. A stopping worker closes its slots: nothing waiting gets one.
+which waiting runs get slots decides who goes first: a freed slot goes to a waiting run of the
+priority whose turn it is (high 4, normal 2, low 1), and within it to the team whose turn it is
+by its weight (``duetime_core.fairness``), first come first served within a team. A backlog of
+one team's runs cannot hold back another team's, a low-priority backlog cannot hold back a
+high-priority run, and low still moves. A stopping worker closes its slots: nothing waiting
+gets one.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import deque
 
+from duetime_core.fairness import PRIORITY_WEIGHTS, PriorityFairQueue, TurnOrder
 from duetime_core.jobspec import Priority
 
-WEIGHTS: dict[Priority, int] = {Priority.HIGH: 4, Priority.NORMAL: 2, Priority.LOW: 1}
+# Offered here too: the consumer shares fetches between the priority topics by them.
+WEIGHTS = PRIORITY_WEIGHTS
 
-
-class TurnOrder:
-    """Which priority goes first, turn after turn: with a turn at a time, high goes first 4
-    turns in 7, normal 2 and low 1."""
-
-    def __init__(self) -> None:
-        self._credit = dict.fromkeys(WEIGHTS, 0)
-
-    def next(self) -> list[Priority]:
-        total = sum(WEIGHTS.values())
-        for priority, weight in WEIGHTS.items():
-            self._credit[priority] += weight
-        first = max(WEIGHTS, key=lambda p: self._credit[p])
-        self._credit[first] -= total
-        return [first, *(p for p in WEIGHTS if p != first)]
+__all__ = ["WEIGHTS", "SlotsClosed", "TurnOrder", "WeightedSlots"]
 
 
 class SlotsClosed(Exception):
@@ -40,42 +29,40 @@ class SlotsClosed(Exception):
 class WeightedSlots:
     def __init__(self, total: int) -> None:
         self._free = total
-        self._waiting: dict[Priority, deque[asyncio.Future[None]]] = {p: deque() for p in WEIGHTS}
-        self._turns = TurnOrder()
+        self._waiting: PriorityFairQueue[str, asyncio.Future[None]] = PriorityFairQueue()
         self._closed = False
 
     def close(self) -> None:
         """From now on ``acquire`` raises ``SlotsClosed``, in those waiting too."""
         self._closed = True
-        for queue in self._waiting.values():
-            while queue:
-                waiter = queue.popleft()
-                if not waiter.done():
-                    waiter.set_exception(SlotsClosed())
+        while self._waiting:
+            waiter = self._waiting.pop()
+            if not waiter.done():
+                waiter.set_exception(SlotsClosed())
 
-    async def acquire(self, priority: Priority) -> None:
+    async def acquire(self, priority: Priority, team: str = "", weight: float = 1.0) -> None:
+        """Waits for a slot: ``team``'s turn among the teams waiting at ``priority`` comes in
+        proportion to ``weight``."""
         if self._closed:
             raise SlotsClosed
-        if self._free > 0 and not any(self._waiting.values()):
+        if self._free > 0 and not self._waiting:
             self._free -= 1
             return
         granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiting[priority].append(granted)
+        self._waiting.push(priority, team, weight, granted)
         try:
             await granted
         except asyncio.CancelledError:
             if granted.done() and not granted.cancelled() and granted.exception() is None:
                 self.release()  # granted as the caller was cancelled: pass it on
-            elif granted in self._waiting[priority]:
-                self._waiting[priority].remove(granted)
+            else:
+                self._waiting.discard(priority, team, granted)
             raise
 
     def release(self) -> None:
-        for priority in self._turns.next():
-            queue = self._waiting[priority]
-            while queue:
-                waiter = queue.popleft()
-                if not waiter.done():
-                    waiter.set_result(None)
-                    return
+        while self._waiting:
+            waiter = self._waiting.pop()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
         self._free += 1

@@ -77,4 +77,8 @@ def encode_run(record: RunRecord) -> run_pb2.Run:
         datetime_to_timestamp(record.range_end_time, out.range_end_time)
     datetime_to_timestamp(record.create_time, out.create_time)
     datetime_to_timestamp(record.update_time, out.update_time)
+    datetime_to_timestamp(record.eligible_time, out.eligible_time)
+    timedelta_to_duration(record.quota_delay, out.quota_delay)
+    if record.quota_limit:
+        out.quota_limit = run_pb2.QuotaLimit.Value(f"QUOTA_LIMIT_{record.quota_limit}")
     return out

@@ -1,27 +1,16 @@
-"""Who is calling: bearer tokens from metadata, resolved to a principal for the call."""
+"""Who is calling: bearer tokens from metadata, resolved to a principal for the call.
+
+``Role``, ``Principal`` and ``token_digest`` are core's (``duetime_core.identity``), offered
+here too for the gRPC layer's callers."""
 
 from __future__ import annotations
 
 import contextvars
-import enum
-import hashlib
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 
 from duetime_core.errors import PermissionDenied, Unauthenticated
-
-
-class Role(enum.StrEnum):
-    TEAM = "team"
-    WORKER = "worker"
-
-
-@dataclass(frozen=True)
-class Principal:
-    role: Role
-    team_id: str | None
-
+from duetime_core.identity import Principal, Role, token_digest
 
 _current: contextvars.ContextVar[Principal] = contextvars.ContextVar("duetime_principal")
 
@@ -31,6 +20,19 @@ def current_principal() -> Principal:
         return _current.get()
     except LookupError:
         raise Unauthenticated("no credentials", reason="UNAUTHENTICATED") from None
+
+
+__all__ = [
+    "Principal",
+    "Role",
+    "TokenCache",
+    "bearer_token",
+    "current_principal",
+    "current_team",
+    "reset_principal",
+    "set_principal",
+    "token_digest",
+]
 
 
 def current_team() -> str:
@@ -46,10 +48,6 @@ def set_principal(principal: Principal) -> contextvars.Token[Principal]:
 
 def reset_principal(token: contextvars.Token[Principal]) -> None:
     _current.reset(token)
-
-
-def token_digest(token: str) -> bytes:
-    return hashlib.sha256(token.encode()).digest()
 
 
 def bearer_token(metadata: tuple[tuple[str, str | bytes], ...] | None) -> str:

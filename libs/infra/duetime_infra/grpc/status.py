@@ -41,6 +41,10 @@ def to_rpc_status(error: DuetimeError) -> status_pb2.Status:
         packed = any_pb2.Any()
         packed.Pack(bad)
         details.append(packed)
+    if error.quota_violations:
+        packed = any_pb2.Any()
+        packed.Pack(quota_failure(error))
+        details.append(packed)
     if isinstance(error, Unavailable):
         delay = duration_pb2.Duration()
         delay.FromNanoseconds(round(error.retry_delay * 1e9))
@@ -49,6 +53,24 @@ def to_rpc_status(error: DuetimeError) -> status_pb2.Status:
         details.append(retry)
     return status_pb2.Status(
         code=getattr(code_pb2, error.code.value), message=error.message, details=details
+    )
+
+
+def quota_failure(error: DuetimeError) -> error_details_pb2.QuotaFailure:
+    """The quotas a request would exceed: each names the quota (``quota_id``), its limit (in
+    the description and ``quota_dimensions``) and the usage now."""
+    return error_details_pb2.QuotaFailure(
+        violations=[
+            error_details_pb2.QuotaFailure.Violation(
+                subject=f"quota:{v.quota}",
+                description=v.description,
+                api_service=DOMAIN,
+                quota_id=v.quota,
+                quota_dimensions={"limit": v.limit, "usage": v.usage},
+                quota_value=int(v.limit) if v.limit.isdigit() else 0,
+            )
+            for v in error.quota_violations
+        ]
     )
 
 

@@ -43,11 +43,12 @@ from duetime_infra.pg.attempt_store import (
     StartResult,
     _other,
     _start_view,
+    count_first_start,
     release_waiting,
     transaction,
 )
-from duetime_infra.pg.claim_store import SpecCache
 from duetime_infra.pg.outbox_writer import insert_outbox
+from duetime_infra.pg.spec_cache import SpecCache
 from duetime_infra.pg.sql import q
 from duetime_infra.telemetry import instruments
 
@@ -206,11 +207,7 @@ class BatchAttempts:
                 )
         for i, row, _ in starting:
             if answers[i].attempt == 1:
-                instruments.attempt_started(
-                    row["priority"],
-                    answers[i].server_time - row["effective_time"],
-                    answers[i].server_time - row["nominal_time"],
-                )
+                count_first_start(row, answers[i].server_time)
         return answers
 
     async def complete_many(self, reports: Sequence[Report]) -> list[CompleteResult | DuetimeError]:

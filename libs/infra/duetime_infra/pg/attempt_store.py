@@ -42,14 +42,16 @@ from duetime_core.attempts import (
     truncate_error,
 )
 from duetime_core.errors import Aborted, Unavailable
-from duetime_core.jobspec import JobSpec, JobState, MisfirePolicy, Priority
+from duetime_core.jobspec import JobSpec, JobState, MisfirePolicy
 from duetime_core.records import AttemptOutcome, RunReason, RunState
 from duetime_core.runkey import SCHEDULE_ORIGIN, RunKey
 from duetime_infra.codec.spec_json import spec_from_json
 from duetime_infra.deadletter import dead_letter_row
-from duetime_infra.dispatch import OutboxRow, dispatch_row, target_kind_of_spec
+from duetime_infra.dispatch import OutboxRow
+from duetime_infra.pg.admission import dispatch_runs
 from duetime_infra.pg.outbox_writer import insert_outbox
 from duetime_infra.pg.pool import Conn
+from duetime_infra.pg.redispatch import key_of, redispatch_row
 from duetime_infra.pg.sql import q
 from duetime_infra.telemetry import instruments
 
@@ -121,10 +123,6 @@ def snapshot_of(row: Row) -> JobSpec:
     return spec_from_json(json.loads(doc) if isinstance(doc, str) else doc)
 
 
-def key_of(row: Row) -> RunKey:
-    return RunKey(row["job_id"], row["nominal_time"], row["origin"])
-
-
 def stale_attempt(detail: str) -> Aborted:
     """The refusal of a report from an attempt that is not the run's open one (counted as a
     fencing refusal: it is always raised, and rolls its transaction back)."""
@@ -148,30 +146,15 @@ async def transaction(pool: Pool) -> AsyncIterator[Conn]:
         raise Unavailable("the run is busy; try again", reason="CONTENDED") from error
 
 
-def redispatch_row(row: Row, now: datetime) -> OutboxRow:
-    """A new dispatch message for a run going back to QUEUED (retry, release, hand-back,
-    reconciler). ``row`` carries ``target_kind``, its job version's target kind: a container
-    dispatch without it would be started without the launcher's permit reserved, and handed
-    back 'launcher busy' (spending a free hand-back) when every permit is taken."""
-    return dispatch_row(
-        run_id=row["run_id"],
-        key=key_of(row),
-        team_id=row["team_id"],
-        effective_time=row["effective_time"],
-        priority=Priority(row["priority"]),
-        traceparent=row["traceparent"],
-        now=now,
-        kind=target_kind_of_spec(row["target_kind"]),
-    )
-
-
 async def release_waiting(conn: Conn, job_id: uuid.UUID) -> list[OutboxRow]:
-    """BUFFER_ONE: the job's WAITING run back to QUEUED once nothing holds the job. Call it
-    under the job's row lock, after a run of the job reached a final state."""
-    released = await conn.fetchrow(q("attempt_release_waiting"), job_id)
-    if released is None:
+    """BUFFER_ONE: the job's WAITING run let go once nothing holds the job, admitted to
+    dispatch (queued, or held by its team's quota). Call it under the job's row lock, after a
+    run of the job reached a final state."""
+    waiting = await conn.fetchrow(q("attempt_release_waiting"), job_id)
+    if waiting is None:
         return []
-    return [redispatch_row(released, released["now"])]
+    now: datetime = waiting["now"]
+    return (await dispatch_runs(conn, [waiting], now, not_before=now)).outbox
 
 
 async def _notification_url(conn: Conn, team_id: str) -> str:
@@ -250,16 +233,24 @@ def _other(row: Row) -> OtherRun:
     )
 
 
+def count_first_start(row: Row, started: datetime) -> None:
+    """After COMMIT: the run's first attempt started at ``started`` (a retry's start is set by
+    its backoff): its lateness from the effective, nominal and eligible times."""
+    eligible: datetime = row["eligible_time"] or row["effective_time"]
+    instruments.attempt_started(
+        row["priority"],
+        started - row["effective_time"],
+        started - row["nominal_time"],
+        started - eligible,
+    )
+
+
 def _count_start(row: Row, decision: StartDecision, result: StartResult) -> None:
-    """After COMMIT: a first attempt's start lateness (a retry's start is set by its backoff),
-    or the final state a refused start left the run in."""
+    """After COMMIT: a first attempt's start lateness, or the final state a refused start left
+    the run in."""
     if result.answer is StartAnswer.STARTED and decision.kind is not StartKind.REPLAY:
         if result.attempt == 1:
-            instruments.attempt_started(
-                row["priority"],
-                result.server_time - row["effective_time"],
-                result.server_time - row["nominal_time"],
-            )
+            count_first_start(row, result.server_time)
     elif decision.new_state is not None and decision.new_state in FINAL_STATES:
         instruments.runs_finished(decision.new_state.value, decision.run_reason.value)
 

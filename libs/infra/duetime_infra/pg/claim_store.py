@@ -1,9 +1,11 @@
 """The claim-and-advance transaction: due jobs become runs, outbox rows and a new next time.
 
-One transaction per batch: lock the due jobs (SKIP LOCKED), insert their runs (ON CONFLICT DO
-NOTHING on the run key), advance each job, write an outbox row for every queued run actually
-inserted, and fence the partitions last. A crash before COMMIT changes nothing; after it the
-runs and their outbox rows exist together.
+One transaction per batch: lock the due jobs (SKIP LOCKED), plan their runs, admit the queued
+ones to dispatch (their teams' quotas and the scheduler's dispatch credit: ``admission``),
+insert the runs (ON CONFLICT DO NOTHING on the run key), advance each job, write an outbox row
+for every run actually inserted and admitted, and fence the partitions last. A run not
+admitted is inserted WAITING (QUOTA or FAIR_SHARE) and released later. A crash before COMMIT
+changes nothing; after it the runs and their outbox rows exist together.
 
 Each queued run's trace starts here, with a "claim run" span whose context is the traceparent
 stored on the run and its outbox row; the span is ended (and so exported) only once the run was
@@ -12,13 +14,13 @@ inserted and the batch committed.
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import logging
 import time
 import uuid
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 import asyncpg
@@ -27,13 +29,16 @@ from opentelemetry.trace import Span
 from duetime_core.jobspec import JobSpec, JobState, Priority
 from duetime_core.misfire import ClaimPlan, plan_claim
 from duetime_core.planning import Occurrence
-from duetime_core.records import RunState
+from duetime_core.quotas import Candidate
+from duetime_core.records import RunReason, RunState
 from duetime_core.runkey import RunKey
-from duetime_infra.codec.spec_json import spec_from_json
-from duetime_infra.dispatch import OutboxRow, dispatch_row
+from duetime_infra.dispatch import dispatch_row
+from duetime_infra.pg.admission import DispatchCredit, admit_runs, hold_detail
 from duetime_infra.pg.fencing import FencingToken, fence
 from duetime_infra.pg.outbox_writer import insert_outbox
 from duetime_infra.pg.pool import Conn
+from duetime_infra.pg.quota_store import save_rates
+from duetime_infra.pg.spec_cache import SpecCache
 from duetime_infra.pg.sql import q
 from duetime_infra.telemetry import instruments
 from duetime_infra.tracecontext import JOB_ID, RUN_ID, start_run_span
@@ -43,30 +48,6 @@ log = logging.getLogger(__name__)
 
 class ClaimAbandoned(Exception):
     """The partition lease may have lapsed before COMMIT; the batch was rolled back."""
-
-
-class SpecCache:
-    """Decoded job definitions by (job id, version), most recently used kept.
-
-    A recurring job is claimed every period with the same version, so its stored document need
-    not be parsed and validated each time; versions are immutable, so an entry never goes stale.
-    """
-
-    def __init__(self, capacity: int = 50_000) -> None:
-        self._capacity = capacity
-        self._specs: OrderedDict[tuple[uuid.UUID, int], JobSpec] = OrderedDict()
-
-    def get(self, job_id: uuid.UUID, version: int, document: str) -> JobSpec:
-        key = (job_id, version)
-        spec = self._specs.get(key)
-        if spec is not None:
-            self._specs.move_to_end(key)
-            return spec
-        spec = spec_from_json(json.loads(document))
-        self._specs[key] = spec
-        if len(self._specs) > self._capacity:
-            self._specs.popitem(last=False)
-        return spec
 
 
 @dataclass(frozen=True)
@@ -79,14 +60,49 @@ class ClaimResult:
 
 
 @dataclass
+class NewRun:
+    """A run the claim will insert: one row of ``claim_insert_runs``."""
+
+    run_id: uuid.UUID
+    job_id: uuid.UUID
+    team_id: str
+    partition: int
+    nominal_time: datetime
+    effective_time: datetime
+    state: RunState
+    reason: RunReason
+    attempt_limit: int
+    range_end_time: datetime | None
+    occurrence_count: int
+    trace_id: str
+    traceparent: str
+    job_version: int
+    priority: Priority
+    token: FencingToken
+    spec: JobSpec
+    quota_limit: str = ""
+    reason_detail: str = ""
+
+
+@dataclass(frozen=True)
+class Advance:
+    """A job's new next occurrence and state: one row of ``claim_advance_jobs``."""
+
+    job_id: uuid.UUID
+    next_run_time: datetime | None
+    next_effective_time: datetime | None
+    state: JobState
+    state_reason: str
+
+
+@dataclass
 class _Batch:
-    runs: list[tuple[object, ...]]
-    queued: dict[uuid.UUID, OutboxRow]
-    advances: list[tuple[object, ...]]
+    runs: list[NewRun] = field(default_factory=list)
+    advances: list[Advance] = field(default_factory=list)
     # The "claim run" span of each queued run, ended if the run is inserted.
-    spans: dict[uuid.UUID, Span]
+    spans: dict[uuid.UUID, Span] = field(default_factory=dict)
     # When the claim began (ns since the epoch), the start of every run's span.
-    started: int
+    started: int = field(default_factory=time.time_ns)
 
 
 def _plan_job(
@@ -106,11 +122,12 @@ def _plan_job(
         # Whatever makes one job unplannable (a zone tzdata no longer has, a document this
         # build cannot read) sends that job to ERROR; it never fails the batch for the others.
         log.warning("job cannot be planned", extra={"action": "job_errored", "job_id": str(job_id)})
-        batch.advances.append((job_id, None, None, JobState.ERROR.value, f"cannot plan: {failure}"))
+        batch.advances.append(
+            Advance(job_id, None, None, JobState.ERROR, f"cannot plan: {failure}")
+        )
         return
     for planned in plan.runs:
         run_id = uuid.uuid4()
-        priority = Priority.LOW if planned.catch_up else spec.priority
         trace_id, traceparent = "", ""
         if planned.state is RunState.QUEUED:
             trace, span = start_run_span("claim run", start_time=batch.started)
@@ -118,51 +135,75 @@ def _plan_job(
             if span.is_recording():
                 span.set_attributes({RUN_ID: str(run_id), JOB_ID: str(job_id)})
             batch.spans[run_id] = span
-            batch.queued[run_id] = dispatch_row(
-                run_id=run_id,
-                key=RunKey.scheduled(job_id, planned.nominal_time),
-                team_id=row["team_id"],
-                effective_time=planned.effective_time,
-                priority=priority,
-                traceparent=traceparent,
-                now=now,
-                target=spec.target,
-            )
         batch.runs.append(
-            (
-                run_id,
-                job_id,
-                row["team_id"],
-                row["partition"],
-                planned.nominal_time,
-                planned.effective_time,
-                planned.state.value,
-                planned.reason.value,
-                spec.retry.max_attempts,
-                planned.range_end_time,
-                planned.occurrence_count,
-                trace_id,
-                traceparent,
-                row["version"],
-                priority.value,
-                token.epoch,
-                token.revision,
+            NewRun(
+                run_id=run_id,
+                job_id=job_id,
+                team_id=row["team_id"],
+                partition=row["partition"],
+                nominal_time=planned.nominal_time,
+                effective_time=planned.effective_time,
+                state=planned.state,
+                reason=planned.reason,
+                attempt_limit=spec.retry.max_attempts,
+                range_end_time=planned.range_end_time,
+                occurrence_count=planned.occurrence_count,
+                trace_id=trace_id,
+                traceparent=traceparent,
+                job_version=row["version"],
+                priority=Priority.LOW if planned.catch_up else spec.priority,
+                token=token,
+                spec=spec,
             )
         )
     nxt = plan.next
     batch.advances.append(
-        (
+        Advance(
             job_id,
             nxt.nominal_time if nxt else None,
             nxt.effective_time if nxt else None,
-            plan.state.value,
+            plan.state,
             plan.state_reason,
         )
     )
 
 
-def _columns(rows: list[tuple[object, ...]], width: int) -> list[list[object]]:
-    return [[r[i] for r in rows] for i in range(width)] if rows else [[] for _ in range(width)]
+async def _insert_runs(conn: Conn, runs: list[NewRun], claimed_by: str) -> set[uuid.UUID]:
+    inserted = await conn.fetch(
+        q("claim_insert_runs"),
+        [r.run_id for r in runs],
+        [r.job_id for r in runs],
+        [r.team_id for r in runs],
+        [r.partition for r in runs],
+        [r.nominal_time for r in runs],
+        [r.effective_time for r in runs],
+        [r.state.value for r in runs],
+        [r.reason.value for r in runs],
+        [r.attempt_limit for r in runs],
+        [r.range_end_time for r in runs],
+        [r.occurrence_count for r in runs],
+        [r.trace_id for r in runs],
+        [r.traceparent for r in runs],
+        [r.job_version for r in runs],
+        [r.priority.value for r in runs],
+        claimed_by,
+        [r.token.epoch for r in runs],
+        [r.token.revision for r in runs],
+        [r.quota_limit for r in runs],
+        [r.reason_detail for r in runs],
+    )
+    return {r["run_id"] for r in inserted}
+
+
+async def _advance_jobs(conn: Conn, advances: list[Advance]) -> None:
+    await conn.execute(
+        q("claim_advance_jobs"),
+        [a.job_id for a in advances],
+        [a.next_run_time for a in advances],
+        [a.next_effective_time for a in advances],
+        [a.state.value for a in advances],
+        [a.state_reason for a in advances],
+    )
 
 
 async def claim_batch(
@@ -174,8 +215,10 @@ async def claim_batch(
     still_owner: Callable[[], bool],
     claimed_by: str = "",
     specs: SpecCache | None = None,
+    credit: DispatchCredit | None = None,
 ) -> ClaimResult:
-    """Claims up to ``batch_size`` due jobs of the partitions in ``tokens``, in one transaction."""
+    """Claims up to ``batch_size`` due jobs of the partitions in ``tokens``, in one transaction.
+    ``credit`` is the scheduler's dispatch credit (None: no bound; quotas still apply)."""
     if not tokens:
         return ClaimResult(0, 0, 0, False)
     specs = specs or SpecCache(capacity=0)
@@ -184,16 +227,27 @@ async def claim_batch(
         rows = await conn.fetch(q("claim_due_jobs"), list(tokens), now + lookahead, batch_size)
         if not rows:
             return ClaimResult(0, 0, 0, False)
-        batch = _Batch([], {}, [], {}, time.time_ns())
+        batch = _Batch()
         for row in rows:
             _plan_job(row, specs, tokens[row["partition"]], now, lookahead, batch)
-        columns = _columns(batch.runs, 17)
-        inserted = await conn.fetch(
-            q("claim_insert_runs"), *columns[:15], claimed_by, *columns[15:]
-        )
-        inserted_ids = {r["run_id"] for r in inserted}
-        await conn.execute(q("claim_advance_jobs"), *_columns(batch.advances, 5))
-        outbox = [row for run_id, row in batch.queued.items() if run_id in inserted_ids]
+        weights = await _admit(conn, batch.runs, now, credit, list(tokens))
+        inserted_ids = await _insert_runs(conn, batch.runs, claimed_by)
+        await _advance_jobs(conn, batch.advances)
+        outbox = [
+            dispatch_row(
+                run_id=run.run_id,
+                key=RunKey.scheduled(run.job_id, run.nominal_time),
+                team_id=run.team_id,
+                effective_time=run.effective_time,
+                priority=run.priority,
+                traceparent=run.traceparent,
+                now=now,
+                target=run.spec.target,
+                team_weight=weights.get(run.team_id, 1),
+            )
+            for run in batch.runs
+            if run.state is RunState.QUEUED and run.run_id in inserted_ids
+        ]
         await insert_outbox(conn, outbox)
         await fence(conn, (tokens[p] for p in {r["partition"] for r in rows}))
         if not still_owner():
@@ -209,12 +263,52 @@ async def claim_batch(
     return ClaimResult(len(rows), len(inserted_ids), len(outbox), len(rows) == batch_size)
 
 
-def _count_records(runs: list[tuple[object, ...]], inserted: set[uuid.UUID]) -> None:
-    """After COMMIT: the runs a claim inserted already final (MISSED, SKIPPED records)."""
+async def _admit(
+    conn: Conn,
+    runs: list[NewRun],
+    now: datetime,
+    credit: DispatchCredit | None,
+    partitions: list[int],
+) -> dict[str, int]:
+    """Admits the batch's queued runs to dispatch, in due order; those held become WAITING
+    (their outbox row is not written). Returns the teams' dispatch weights."""
+    queued = sorted(
+        (i for i, run in enumerate(runs) if run.state is RunState.QUEUED),
+        key=lambda i: runs[i].effective_time,
+    )
+    if not queued:
+        return {}
+    admitted = await admit_runs(
+        conn,
+        [Candidate(i, runs[i].team_id, runs[i].priority) for i in queued],
+        now,
+        credit=credit,
+        partitions=partitions,
+    )
+    for i in queued:
+        decision = admitted.decisions[i]
+        if not decision.dispatched:
+            runs[i] = dataclasses.replace(
+                runs[i],
+                state=RunState.WAITING,
+                reason=decision.reason,
+                quota_limit=decision.limit.value,
+                reason_detail=hold_detail(decision),
+            )
+    await save_rates(conn, admitted.teams.values())
+    return {team_id: state.quota.weight for team_id, state in admitted.teams.items()}
+
+
+def _count_records(runs: list[NewRun], inserted: set[uuid.UUID]) -> None:
+    """After COMMIT: the runs a claim inserted already final (MISSED, SKIPPED records), and
+    those held back (WAITING)."""
     counts: Counter[tuple[str, str]] = Counter(
-        (str(run[6]), str(run[7]))
+        (run.state.value, run.reason.value)
         for run in runs
-        if run[0] in inserted and run[6] != RunState.QUEUED.value
+        if run.run_id in inserted and run.state is not RunState.QUEUED
     )
     for (state, reason), count in counts.items():
-        instruments.runs_finished(state, reason, count)
+        if state == RunState.WAITING.value:
+            instruments.runs_held(reason, count)
+        else:
+            instruments.runs_finished(state, reason, count)

@@ -7,6 +7,7 @@ knows SQL and transactions.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -20,13 +21,15 @@ from duetime_core.attempts import FINAL_STATES
 from duetime_core.errors import AlreadyExists, FailedPrecondition, NotFound
 from duetime_core.jobspec import JobSpec, JobState, Priority
 from duetime_core.planning import Occurrence
+from duetime_core.quotas import Candidate, TeamState
 from duetime_core.records import JobRecord, RunReason, RunRecord, RunState
 from duetime_core.runkey import RunKey
 from duetime_infra.codec.spec_json import spec_from_json, spec_to_json
 from duetime_infra.dispatch import OutboxRow
-from duetime_infra.grpc.auth import Principal, Role
+from duetime_infra.pg.admission import admit_runs, hold_detail
 from duetime_infra.pg.outbox_writer import insert_outbox
 from duetime_infra.pg.pool import Conn
+from duetime_infra.pg.quota_store import lock_teams, read_team, save_rates
 from duetime_infra.pg.rows import job_from_row, run_from_row
 from duetime_infra.pg.sql import q
 from duetime_infra.telemetry import instruments
@@ -50,6 +53,7 @@ class NewRun:
     reason_detail: str = ""
     range_end_time: datetime | None = None
     occurrence_count: int = 1
+    quota_limit: str = ""
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,8 @@ class Page:
     limit: int
 
 
-Decide = Callable[[JobRecord, datetime], JobWrite]
+# Decides a job's new state from the stored job, the clock and its team's quota and usage.
+Decide = Callable[[JobRecord, datetime, TeamState], JobWrite]
 
 
 def _one(row: asyncpg.Record | None) -> asyncpg.Record:
@@ -103,15 +108,16 @@ class JobStore:
     def __init__(self, pool: asyncpg.Pool[asyncpg.Record]) -> None:
         self._pool = pool
 
+    async def team_quota(self, team_id: str) -> tuple[TeamState, datetime]:
+        """The team's quota and usage, and the database clock's now."""
+        found = await read_team(self._pool, team_id)
+        if found is None:
+            raise NotFound(f"team {team_id!r} not found", reason="TEAM_NOT_FOUND")
+        return found
+
     async def now(self) -> datetime:
         value: datetime = await self._pool.fetchval(q("db_now"))
         return value
-
-    async def principal_for(self, digest: bytes) -> Principal | None:
-        row = await self._pool.fetchrow(q("token_lookup"), digest)
-        if row is None:
-            return None
-        return Principal(Role(row["role"]), row["team_id"])
 
     async def _remembered(self, conn: Conn, team_id: str, idem: Idempotency) -> uuid.UUID | None:
         """The resource an earlier call with this request_id made, if any (under a lock)."""
@@ -147,8 +153,11 @@ class JobStore:
         write: JobWrite,
         idem: Idempotency | None,
         now: datetime,
+        check: Callable[[TeamState], None],
     ) -> JobRecord:
-        """Stores a new job; ``now`` is the clock reading its schedule was resolved with."""
+        """Stores a new job, once ``check`` accepted it against the team's quota and usage
+        (read under the team's usage lock, so concurrent creates count each other); ``now``
+        is the clock reading its schedule was resolved with."""
         async with self._pool.acquire() as conn, conn.transaction():
             if idem is not None:
                 earlier = await self._remembered(conn, team_id, idem)
@@ -156,6 +165,7 @@ class JobStore:
                     row = await conn.fetchrow(q("job_owned_row"), earlier, team_id)
                     if row is not None:
                         return job_from_row(row)
+            check(await self._team(conn, team_id))
             nxt = write.next
             row = await conn.fetchrow(
                 q("job_insert"),
@@ -200,7 +210,7 @@ class JobStore:
             if row is None:
                 raise _not_found("job")
             now: datetime = await conn.fetchval(q("db_now"))
-            write = decide(job_from_row(row), now)
+            write = decide(job_from_row(row), now, await self._team(conn, team_id))
             nxt = write.next
             row = await conn.fetchrow(
                 q("job_write"),
@@ -216,6 +226,14 @@ class JobStore:
             record = job_from_row(_one(row))
         _count_records(inserted)
         return record
+
+    @staticmethod
+    async def _team(conn: Conn, team_id: str) -> TeamState:
+        """The team's quota and usage, its usage row locked (after the job's: the lock order)."""
+        teams = await lock_teams(conn, [team_id])
+        if team_id not in teams:
+            raise NotFound(f"team {team_id!r} not found", reason="TEAM_NOT_FOUND")
+        return teams[team_id]
 
     async def _insert_run(self, conn: Conn, run: NewRun) -> asyncpg.Record | None:
         return await conn.fetchrow(
@@ -237,6 +255,7 @@ class JobStore:
             run.traceparent,
             run.job_version,
             run.priority.value,
+            run.quota_limit,
         )
 
     async def trigger_run(
@@ -244,9 +263,11 @@ class JobStore:
         team_id: str,
         job_id: uuid.UUID,
         idem: Idempotency,
-        build: Callable[[JobRecord, datetime], tuple[NewRun, OutboxRow]],
+        build: Callable[[JobRecord, datetime, int], tuple[NewRun, OutboxRow]],
     ) -> RunRecord:
-        """One QUEUED run outside the schedule, with its outbox row, once per request_id."""
+        """One run outside the schedule, once per request_id: QUEUED with its outbox row, or
+        WAITING when its team's quota holds it back. ``build`` gets the job, the clock and the
+        team's dispatch weight."""
         async with self._pool.acquire() as conn, conn.transaction():
             earlier = await self._remembered(conn, team_id, idem)
             if earlier is not None:
@@ -255,11 +276,24 @@ class JobStore:
             if row is None:
                 raise _not_found("job")
             now: datetime = await conn.fetchval(q("db_now"))
-            new_run, outbox = build(job_from_row(row), now)
+            job = job_from_row(row)
+            admitted = await admit_runs(conn, [Candidate(0, team_id, job.spec.priority)], now)
+            decision = admitted.decisions[0]
+            new_run, outbox = build(job, now, admitted.weight(team_id))
+            if not decision.dispatched:
+                new_run = dataclasses.replace(
+                    new_run,
+                    state=RunState.WAITING,
+                    reason=decision.reason,
+                    reason_detail=hold_detail(decision),
+                    quota_limit=decision.limit.value,
+                )
             inserted = await self._insert_run(conn, new_run)
             if inserted is None:  # the run key exists already: the same trigger, made before
                 return await self._run_by_key(conn, team_id, new_run.key)
-            await insert_outbox(conn, [outbox])
+            if decision.dispatched:
+                await insert_outbox(conn, [outbox])
+            await save_rates(conn, admitted.teams.values())
             await self._remember(conn, team_id, idem, new_run.run_id)
             return run_from_row(inserted)
 
@@ -322,9 +356,11 @@ class JobStore:
         job_id: uuid.UUID,
         run_id: uuid.UUID,
         idem: Idempotency,
-        build: Callable[[RunRecord, JobSpec, datetime], tuple[int, OutboxRow]],
+        build: Callable[[RunRecord, JobSpec, datetime, int], tuple[int, OutboxRow]],
     ) -> RunRecord:
-        """Back to QUEUED with a fresh attempt budget, once per request_id."""
+        """Back to QUEUED with a fresh attempt budget (WAITING when its team's quota holds
+        it back), once per request_id. ``build`` gets the run, its definition, the clock and
+        the team's dispatch weight."""
         async with self._pool.acquire() as conn, conn.transaction():
             earlier = await self._remembered(conn, team_id, idem)
             if earlier is not None:
@@ -338,8 +374,22 @@ class JobStore:
                     reason="RUN_NOT_DEAD_LETTERED",
                 )
             now: datetime = await conn.fetchval(q("db_now"))
-            budget, outbox = build(run_from_row(row), spec_from_json(row["job_snapshot"]), now)
+            record, snapshot = run_from_row(row), spec_from_json(row["job_snapshot"])
+            admitted = await admit_runs(conn, [Candidate(0, team_id, snapshot.priority)], now)
+            decision = admitted.decisions[0]
+            budget, outbox = build(record, snapshot, now, admitted.weight(team_id))
             updated = await conn.fetchrow(q("run_redrive"), run_id, row["nominal_time"], budget)
-            await insert_outbox(conn, [outbox])
+            if decision.dispatched:
+                await insert_outbox(conn, [outbox])
+            else:
+                updated = await conn.fetchrow(
+                    q("run_hold_one"),
+                    run_id,
+                    row["nominal_time"],
+                    decision.reason.value,
+                    decision.limit.value,
+                    hold_detail(decision),
+                )
+            await save_rates(conn, admitted.teams.values())
             await self._remember(conn, team_id, idem, run_id)
             return (await self._with_attempts(conn, [_one(updated)]))[0]

@@ -34,10 +34,11 @@ _FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 _COMPATIBLE_FROM = re.compile(r"^-- compatible-from: (\d+)$", re.MULTILINE)
 
 # The schema version this build was written for (its newest migration), and the oldest schema
-# its queries work against: they use the HANDED_BACK outcome (2) and runs.budget_start_attempt
-# (3), so the database must be migrated before this build is deployed.
-BUILD_SCHEMA_VERSION = 3
-MIN_SUPPORTED_VERSION = 3
+# its queries work against: they use the HANDED_BACK outcome (2), runs.budget_start_attempt
+# (3) and the team quotas, usage and held runs (4), so the database must be migrated before
+# this build is deployed.
+BUILD_SCHEMA_VERSION = 4
+MIN_SUPPORTED_VERSION = 4
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
-"""The partition owner's housekeeping of attempts: retries that are due go back to QUEUED, and
-attempts whose lease expired or whose deadline passed are closed.
+"""The partition owner's housekeeping of attempts: those whose lease expired or whose deadline
+passed are closed (due retries are queued again by ``dispatcher``).
 
-Both act only on the partitions whose fencing tokens the caller passes, one batch per call
+It acts only on the partitions whose fencing tokens the caller passes, one batch per call
 (``FOR UPDATE SKIP LOCKED``), in one transaction that ends with ``fence``: if a newer owner
 holds any of the partitions, ``FencingLost`` is raised and the whole batch rolls back. The
 caller loops while a call returns ``limit``.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TypeAlias
 
 import asyncpg
@@ -20,14 +20,8 @@ import asyncpg
 from duetime_core.attempts import EndFacts, RunOutcome, decide_expiry
 from duetime_core.jobspec import JobState
 from duetime_core.records import AttemptOutcome
-from duetime_infra.pg.attempt_store import (
-    Rand,
-    apply_run_outcome,
-    redispatch_row,
-    snapshot_of,
-)
+from duetime_infra.pg.attempt_store import Rand, apply_run_outcome, snapshot_of
 from duetime_infra.pg.fencing import FencingToken, fence
-from duetime_infra.pg.outbox_writer import insert_outbox
 from duetime_infra.pg.sql import q
 from duetime_infra.telemetry import instruments
 
@@ -45,24 +39,6 @@ def _touched(tokens: Sequence[FencingToken], rows: Sequence[asyncpg.Record]) -> 
     owned partition on every pass would rewrite hundreds of token rows a second for nothing."""
     partitions = {r["partition"] for r in rows}
     return [t for t in tokens if t.partition in partitions]
-
-
-async def requeue_due_retries(
-    pool: Pool, tokens: Sequence[FencingToken], lookahead: timedelta, limit: int
-) -> int:
-    """RETRY_WAIT runs of the partitions due within ``lookahead`` back to QUEUED, each with a
-    new dispatch outbox row; returns how many. StartAttempt still refuses them before their
-    ``next_attempt_time``, so the look-ahead only fills the queue early."""
-    partitions = _partitions(tokens)
-    if not partitions or limit <= 0:
-        return 0
-    async with pool.acquire() as conn, conn.transaction():
-        rows = await conn.fetch(q("retry_requeue_due"), partitions, lookahead, limit)
-        if not rows:
-            return 0
-        await insert_outbox(conn, [redispatch_row(r, r["now"]) for r in rows])
-        await fence(conn, _touched(tokens, rows), operation="requeue")
-    return len(rows)
 
 
 async def reap_expired_attempts(

@@ -68,4 +68,6 @@ def run_from_row(row: Row, attempts: Iterable[Row] = ()) -> RunRecord:
         create_time=row["create_time"],
         update_time=row["update_time"],
         attempts=tuple(attempt_from_row(a) for a in attempts),
+        quota_release_time=row["eligible_time"],
+        quota_limit=row["quota_limit"],
     )

@@ -75,10 +75,32 @@ class Instruments:
             "duetime.run.start.lateness",
             unit="s",
             description=(
-                "When an attempt started, by the database clock, minus the run's effective "
-                "time (reference=effective) or nominal time (reference=nominal)"
+                "When a run's first attempt started, by the database clock, minus the run's "
+                "effective time (reference=effective), nominal time (reference=nominal) or "
+                "eligible time (reference=eligible: the effective time, or when its team's "
+                "quota let it go; the 5 s promise is measured from it)"
             ),
             explicit_bucket_boundaries_advisory=LATENESS_BUCKETS,
+        )
+        self.quota_delay = meter.create_histogram(
+            "duetime.run.quota.delay",
+            unit="s",
+            description=(
+                "How long a run's own team quota held it back (eligible minus effective time), "
+                "by the limit (rate, concurrency); lateness that is the team's, not the "
+                "platform's"
+            ),
+            explicit_bucket_boundaries_advisory=LATENESS_BUCKETS,
+        )
+        self.runs_held = _Tally(
+            meter,
+            "duetime.runs.held",
+            unit="{run}",
+            description=(
+                "Runs held back before dispatch, by reason: QUOTA (the team's rate or "
+                "concurrency limit) or FAIR_SHARE (the dispatch credit was taken; they wait "
+                "their turn among teams)"
+            ),
         )
         self.runs_finished = _Tally(
             meter,
@@ -164,17 +186,34 @@ def bind(provider: MeterProvider | None) -> Instruments:
 
 
 def attempt_started(
-    priority: str, effective_lateness: timedelta, nominal_lateness: timedelta
+    priority: str,
+    effective_lateness: timedelta,
+    nominal_lateness: timedelta,
+    eligible_lateness: timedelta | None = None,
 ) -> None:
+    """A run's first attempt started; ``eligible_lateness`` defaults to the effective one (a
+    run its quota never held)."""
     lateness = _current.start_lateness
-    lateness.record(
-        max(effective_lateness.total_seconds(), 0.0),
-        {"priority": priority, "reference": "effective"},
-    )
-    lateness.record(
-        max(nominal_lateness.total_seconds(), 0.0),
-        {"priority": priority, "reference": "nominal"},
-    )
+    if eligible_lateness is None:
+        eligible_lateness = effective_lateness
+    for reference, late in (
+        ("effective", effective_lateness),
+        ("nominal", nominal_lateness),
+        ("eligible", eligible_lateness),
+    ):
+        lateness.record(
+            max(late.total_seconds(), 0.0), {"priority": priority, "reference": reference}
+        )
+
+
+def quota_delayed(limit: str, delay: timedelta) -> None:
+    """A run its team's quota held back was let go ``delay`` after its effective time."""
+    _current.quota_delay.record(max(delay.total_seconds(), 0.0), {"limit": limit.lower()})
+
+
+def runs_held(reason: str, count: int = 1) -> None:
+    if count:
+        _current.runs_held.add(count, (("reason", reason),))
 
 
 def runs_finished(state: str, reason: str, count: int = 1) -> None:

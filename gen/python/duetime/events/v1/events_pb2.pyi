@@ -63,6 +63,7 @@ class RunDispatch(_message.Message):
     DISPATCH_ID_FIELD_NUMBER: _builtins.int
     ENQUEUE_TIME_FIELD_NUMBER: _builtins.int
     TARGET_KIND_FIELD_NUMBER: _builtins.int
+    TEAM_WEIGHT_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """The run to start."""
     job_id: _builtins.str
@@ -82,6 +83,11 @@ class RunDispatch(_message.Message):
     launcher's process permit) before it starts the attempt, never after. Filled by every
     dispatch (claims, triggers, redrives, retries, hand-backs, releases, re-enqueues);
     unspecified from older writers: the worker then reserves nothing first.
+    """
+    team_weight: _builtins.int
+    """The owning team's dispatch weight (TeamQuota.weight) when the run was dispatched: workers
+    share their execution slots among the teams of a priority in proportion to it. 0 from
+    older writers: weight 1.
     """
     @_builtins.property
     def nominal_time(self) -> _timestamp_pb2.Timestamp:
@@ -108,10 +114,11 @@ class RunDispatch(_message.Message):
         dispatch_id: _builtins.str = ...,
         enqueue_time: _timestamp_pb2.Timestamp | None = ...,
         target_kind: Global___TargetKind.ValueType = ...,
+        team_weight: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["effective_time", b"effective_time", "enqueue_time", b"enqueue_time", "nominal_time", b"nominal_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["dispatch_id", b"dispatch_id", "effective_time", b"effective_time", "enqueue_time", b"enqueue_time", "idempotency_key", b"idempotency_key", "job_id", b"job_id", "nominal_time", b"nominal_time", "priority", b"priority", "run_id", b"run_id", "target_kind", b"target_kind", "team", b"team"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dispatch_id", b"dispatch_id", "effective_time", b"effective_time", "enqueue_time", b"enqueue_time", "idempotency_key", b"idempotency_key", "job_id", b"job_id", "nominal_time", b"nominal_time", "priority", b"priority", "run_id", b"run_id", "target_kind", b"target_kind", "team", b"team", "team_weight", b"team_weight"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

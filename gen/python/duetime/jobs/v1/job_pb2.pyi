@@ -698,8 +698,15 @@ Global___HttpTarget: _TypeAlias = HttpTarget  # noqa: Y015
 
 @_typing.final
 class ContainerTarget(_message.Message):
-    """A container task. The run key and attempt number are passed in its environment as
-    `DUETIME_IDEMPOTENCY_KEY` and `DUETIME_ATTEMPT`.
+    """A container task, run by the launcher the operator enables on the workers (podman: the image
+    in a container of its own). Its environment also holds `DUETIME_IDEMPOTENCY_KEY` (the run
+    key), `DUETIME_ATTEMPT` (the attempt number), `TRACEPARENT` (W3C trace context) and the
+    attempt's deadline: `DUETIME_DEADLINE` (RFC 3339, UTC) and `DUETIME_DEADLINE_SECONDS` (seconds
+    left when the task starts, to the millisecond). Exit status 0 is success; any other status
+    is a failure retried per the retry policy. At the attempt timeout the task gets its stop
+    signal, then SIGKILL a few seconds later. An image the workers may not run (operators allow
+    image name patterns; the reference must name its registry) or cannot find fails the run
+    without a retry.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -729,20 +736,25 @@ class ContainerTarget(_message.Message):
     ARGS_FIELD_NUMBER: _builtins.int
     ENV_FIELD_NUMBER: _builtins.int
     image: _builtins.str
-    """Required. The image reference, at most 512 characters."""
+    """Required. The image reference, at most 512 characters, naming its registry
+    (`registry.example.com/team/task:1`).
+    """
     @_builtins.property
     def command(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Optional. Overrides the image's entrypoint; at most 100 items of 4 KiB."""
+        """Optional. Overrides the image's entrypoint (its CMD is then not used either, as in
+        Kubernetes); at most 100 items of 4 KiB.
+        """
 
     @_builtins.property
     def args(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Optional. Arguments to the command; at most 100 items of 4 KiB."""
+        """Optional. Arguments to the command; replace the image's CMD. At most 100 items of 4 KiB."""
 
     @_builtins.property
     def env(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """Optional. Environment variables, at most 100, 64 KiB in all; names match
         `[A-Za-z_][A-Za-z0-9_]*` and the `DUETIME_` prefix is reserved. Values are treated like HTTP
-        headers: stored, passed on, returned as `[REDACTED]`.
+        headers: stored, passed on, returned as `[REDACTED]`. The podman launcher cannot pass a
+        value holding a line break (the attempt fails without a retry).
         """
 
     def __init__(

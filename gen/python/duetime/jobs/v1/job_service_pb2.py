@@ -23,71 +23,77 @@ _sym_db = _symbol_database.Default()
 
 
 from duetime.jobs.v1 import job_pb2 as duetime_dot_jobs_dot_v1_dot_job__pb2
+from duetime.jobs.v1 import quota_pb2 as duetime_dot_jobs_dot_v1_dot_quota__pb2
 from duetime.jobs.v1 import run_pb2 as duetime_dot_jobs_dot_v1_dot_run__pb2
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import field_mask_pb2 as google_dot_protobuf_dot_field__mask__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!duetime/jobs/v1/job_service.proto\x12\x0f\x64uetime.jobs.v1\x1a\x19\x64uetime/jobs/v1/job.proto\x1a\x19\x64uetime/jobs/v1/run.proto\x1a\x1egoogle/protobuf/duration.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"I\n\x10\x43reateJobRequest\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\x12\x12\n\nrequest_id\x18\x02 \x01(\t\"6\n\x11\x43reateJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\"\x1d\n\rGetJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"3\n\x0eGetJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\"b\n\x0fListJobsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12(\n\x05state\x18\x03 \x01(\x0e\x32\x19.duetime.jobs.v1.JobState\"O\n\x10ListJobsResponse\x12\"\n\x04jobs\x18\x01 \x03(\x0b\x32\x14.duetime.jobs.v1.Job\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"f\n\x10UpdateJobRequest\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\"6\n\x11UpdateJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\".\n\x10\x44\x65leteJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x65tag\x18\x02 \x01(\t\"\x13\n\x11\x44\x65leteJobResponse\"-\n\x0fPauseJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x65tag\x18\x02 \x01(\t\"5\n\x10PauseJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\".\n\x10ResumeJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x65tag\x18\x02 \x01(\t\"6\n\x11ResumeJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\"5\n\x11TriggerJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\"7\n\x12TriggerJobResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Run\"r\n\x0fListRunsRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\x12(\n\x05state\x18\x04 \x01(\x0e\x32\x19.duetime.jobs.v1.RunState\"O\n\x10ListRunsResponse\x12\"\n\x04runs\x18\x01 \x03(\x0b\x32\x14.duetime.jobs.v1.Run\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x1d\n\rGetRunRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"3\n\x0eGetRunResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Run\"5\n\x11RedriveRunRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\"7\n\x12RedriveRunResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Run\"\xd1\x01\n\x16PreviewScheduleRequest\x12-\n\x08schedule\x18\x01 \x01(\x0b\x32\x19.duetime.jobs.v1.ScheduleH\x00\x12\r\n\x03job\x18\x02 \x01(\tH\x00\x12.\n\nstart_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05\x63ount\x18\x04 \x01(\x05\x12\x30\n\rjitter_window\x18\x05 \x01(\x0b\x32\x19.google.protobuf.DurationB\x08\n\x06source\"T\n\x17PreviewScheduleResponse\x12\x39\n\x0boccurrences\x18\x01 \x03(\x0b\x32$.duetime.jobs.v1.ScheduledOccurrence\"\xc7\x01\n\x13ScheduledOccurrence\x12\x30\n\x0cnominal_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x65\x66\x66\x65\x63tive_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nlocal_time\x18\x03 \x01(\t\x12\x36\n\x0e\x64st_adjustment\x18\x04 \x01(\x0e\x32\x1e.duetime.jobs.v1.DstAdjustment*\x94\x01\n\rDstAdjustment\x12\x1e\n\x1a\x44ST_ADJUSTMENT_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x44ST_ADJUSTMENT_SHIFTED\x10\x01\x12\"\n\x1e\x44ST_ADJUSTMENT_FOLD_FIRST_PASS\x10\x02\x12#\n\x1f\x44ST_ADJUSTMENT_FOLD_SECOND_PASS\x10\x03\x32\xf9\x07\n\nJobService\x12R\n\tCreateJob\x12!.duetime.jobs.v1.CreateJobRequest\x1a\".duetime.jobs.v1.CreateJobResponse\x12I\n\x06GetJob\x12\x1e.duetime.jobs.v1.GetJobRequest\x1a\x1f.duetime.jobs.v1.GetJobResponse\x12O\n\x08ListJobs\x12 .duetime.jobs.v1.ListJobsRequest\x1a!.duetime.jobs.v1.ListJobsResponse\x12R\n\tUpdateJob\x12!.duetime.jobs.v1.UpdateJobRequest\x1a\".duetime.jobs.v1.UpdateJobResponse\x12R\n\tDeleteJob\x12!.duetime.jobs.v1.DeleteJobRequest\x1a\".duetime.jobs.v1.DeleteJobResponse\x12O\n\x08PauseJob\x12 .duetime.jobs.v1.PauseJobRequest\x1a!.duetime.jobs.v1.PauseJobResponse\x12R\n\tResumeJob\x12!.duetime.jobs.v1.ResumeJobRequest\x1a\".duetime.jobs.v1.ResumeJobResponse\x12U\n\nTriggerJob\x12\".duetime.jobs.v1.TriggerJobRequest\x1a#.duetime.jobs.v1.TriggerJobResponse\x12O\n\x08ListRuns\x12 .duetime.jobs.v1.ListRunsRequest\x1a!.duetime.jobs.v1.ListRunsResponse\x12I\n\x06GetRun\x12\x1e.duetime.jobs.v1.GetRunRequest\x1a\x1f.duetime.jobs.v1.GetRunResponse\x12U\n\nRedriveRun\x12\".duetime.jobs.v1.RedriveRunRequest\x1a#.duetime.jobs.v1.RedriveRunResponse\x12\x64\n\x0fPreviewSchedule\x12\'.duetime.jobs.v1.PreviewScheduleRequest\x1a(.duetime.jobs.v1.PreviewScheduleResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!duetime/jobs/v1/job_service.proto\x12\x0f\x64uetime.jobs.v1\x1a\x19\x64uetime/jobs/v1/job.proto\x1a\x1b\x64uetime/jobs/v1/quota.proto\x1a\x19\x64uetime/jobs/v1/run.proto\x1a\x1egoogle/protobuf/duration.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"I\n\x10\x43reateJobRequest\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\x12\x12\n\nrequest_id\x18\x02 \x01(\t\"6\n\x11\x43reateJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\"\x1d\n\rGetJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"3\n\x0eGetJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\"b\n\x0fListJobsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12(\n\x05state\x18\x03 \x01(\x0e\x32\x19.duetime.jobs.v1.JobState\"O\n\x10ListJobsResponse\x12\"\n\x04jobs\x18\x01 \x03(\x0b\x32\x14.duetime.jobs.v1.Job\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"f\n\x10UpdateJobRequest\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\"6\n\x11UpdateJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\".\n\x10\x44\x65leteJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x65tag\x18\x02 \x01(\t\"\x13\n\x11\x44\x65leteJobResponse\"-\n\x0fPauseJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x65tag\x18\x02 \x01(\t\"5\n\x10PauseJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\".\n\x10ResumeJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x65tag\x18\x02 \x01(\t\"6\n\x11ResumeJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\"5\n\x11TriggerJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\"7\n\x12TriggerJobResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Run\"r\n\x0fListRunsRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\x12(\n\x05state\x18\x04 \x01(\x0e\x32\x19.duetime.jobs.v1.RunState\"O\n\x10ListRunsResponse\x12\"\n\x04runs\x18\x01 \x03(\x0b\x32\x14.duetime.jobs.v1.Run\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x1d\n\rGetRunRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"3\n\x0eGetRunResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Run\"5\n\x11RedriveRunRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\"7\n\x12RedriveRunResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Run\"\xd1\x01\n\x16PreviewScheduleRequest\x12-\n\x08schedule\x18\x01 \x01(\x0b\x32\x19.duetime.jobs.v1.ScheduleH\x00\x12\r\n\x03job\x18\x02 \x01(\tH\x00\x12.\n\nstart_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05\x63ount\x18\x04 \x01(\x05\x12\x30\n\rjitter_window\x18\x05 \x01(\x0b\x32\x19.google.protobuf.DurationB\x08\n\x06source\"T\n\x17PreviewScheduleResponse\x12\x39\n\x0boccurrences\x18\x01 \x03(\x0b\x32$.duetime.jobs.v1.ScheduledOccurrence\"\xc7\x01\n\x13ScheduledOccurrence\x12\x30\n\x0cnominal_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x65\x66\x66\x65\x63tive_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nlocal_time\x18\x03 \x01(\t\x12\x36\n\x0e\x64st_adjustment\x18\x04 \x01(\x0e\x32\x1e.duetime.jobs.v1.DstAdjustment\"#\n\x13GetTeamQuotaRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"z\n\x14GetTeamQuotaResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12)\n\x05quota\x18\x02 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamQuota\x12)\n\x05usage\x18\x03 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamUsage*\x94\x01\n\rDstAdjustment\x12\x1e\n\x1a\x44ST_ADJUSTMENT_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x44ST_ADJUSTMENT_SHIFTED\x10\x01\x12\"\n\x1e\x44ST_ADJUSTMENT_FOLD_FIRST_PASS\x10\x02\x12#\n\x1f\x44ST_ADJUSTMENT_FOLD_SECOND_PASS\x10\x03\x32\xd6\x08\n\nJobService\x12R\n\tCreateJob\x12!.duetime.jobs.v1.CreateJobRequest\x1a\".duetime.jobs.v1.CreateJobResponse\x12I\n\x06GetJob\x12\x1e.duetime.jobs.v1.GetJobRequest\x1a\x1f.duetime.jobs.v1.GetJobResponse\x12O\n\x08ListJobs\x12 .duetime.jobs.v1.ListJobsRequest\x1a!.duetime.jobs.v1.ListJobsResponse\x12R\n\tUpdateJob\x12!.duetime.jobs.v1.UpdateJobRequest\x1a\".duetime.jobs.v1.UpdateJobResponse\x12R\n\tDeleteJob\x12!.duetime.jobs.v1.DeleteJobRequest\x1a\".duetime.jobs.v1.DeleteJobResponse\x12O\n\x08PauseJob\x12 .duetime.jobs.v1.PauseJobRequest\x1a!.duetime.jobs.v1.PauseJobResponse\x12R\n\tResumeJob\x12!.duetime.jobs.v1.ResumeJobRequest\x1a\".duetime.jobs.v1.ResumeJobResponse\x12U\n\nTriggerJob\x12\".duetime.jobs.v1.TriggerJobRequest\x1a#.duetime.jobs.v1.TriggerJobResponse\x12O\n\x08ListRuns\x12 .duetime.jobs.v1.ListRunsRequest\x1a!.duetime.jobs.v1.ListRunsResponse\x12I\n\x06GetRun\x12\x1e.duetime.jobs.v1.GetRunRequest\x1a\x1f.duetime.jobs.v1.GetRunResponse\x12U\n\nRedriveRun\x12\".duetime.jobs.v1.RedriveRunRequest\x1a#.duetime.jobs.v1.RedriveRunResponse\x12\x64\n\x0fPreviewSchedule\x12\'.duetime.jobs.v1.PreviewScheduleRequest\x1a(.duetime.jobs.v1.PreviewScheduleResponse\x12[\n\x0cGetTeamQuota\x12$.duetime.jobs.v1.GetTeamQuotaRequest\x1a%.duetime.jobs.v1.GetTeamQuotaResponseBe\n\x13\x64\x65v.duetime.jobs.v1B\x0fJobServiceProtoP\x01Z)duetime.dev/gen/go/duetime/jobs/v1;jobsv1\xaa\x02\x0f\x44uetime.Jobs.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'duetime.jobs.v1.job_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
-  DESCRIPTOR._loaded_options = None
-  _globals['_DSTADJUSTMENT']._serialized_start=2044
-  _globals['_DSTADJUSTMENT']._serialized_end=2192
-  _globals['_CREATEJOBREQUEST']._serialized_start=207
-  _globals['_CREATEJOBREQUEST']._serialized_end=280
-  _globals['_CREATEJOBRESPONSE']._serialized_start=282
-  _globals['_CREATEJOBRESPONSE']._serialized_end=336
-  _globals['_GETJOBREQUEST']._serialized_start=338
-  _globals['_GETJOBREQUEST']._serialized_end=367
-  _globals['_GETJOBRESPONSE']._serialized_start=369
-  _globals['_GETJOBRESPONSE']._serialized_end=420
-  _globals['_LISTJOBSREQUEST']._serialized_start=422
-  _globals['_LISTJOBSREQUEST']._serialized_end=520
-  _globals['_LISTJOBSRESPONSE']._serialized_start=522
-  _globals['_LISTJOBSRESPONSE']._serialized_end=601
-  _globals['_UPDATEJOBREQUEST']._serialized_start=603
-  _globals['_UPDATEJOBREQUEST']._serialized_end=705
-  _globals['_UPDATEJOBRESPONSE']._serialized_start=707
-  _globals['_UPDATEJOBRESPONSE']._serialized_end=761
-  _globals['_DELETEJOBREQUEST']._serialized_start=763
-  _globals['_DELETEJOBREQUEST']._serialized_end=809
-  _globals['_DELETEJOBRESPONSE']._serialized_start=811
-  _globals['_DELETEJOBRESPONSE']._serialized_end=830
-  _globals['_PAUSEJOBREQUEST']._serialized_start=832
-  _globals['_PAUSEJOBREQUEST']._serialized_end=877
-  _globals['_PAUSEJOBRESPONSE']._serialized_start=879
-  _globals['_PAUSEJOBRESPONSE']._serialized_end=932
-  _globals['_RESUMEJOBREQUEST']._serialized_start=934
-  _globals['_RESUMEJOBREQUEST']._serialized_end=980
-  _globals['_RESUMEJOBRESPONSE']._serialized_start=982
-  _globals['_RESUMEJOBRESPONSE']._serialized_end=1036
-  _globals['_TRIGGERJOBREQUEST']._serialized_start=1038
-  _globals['_TRIGGERJOBREQUEST']._serialized_end=1091
-  _globals['_TRIGGERJOBRESPONSE']._serialized_start=1093
-  _globals['_TRIGGERJOBRESPONSE']._serialized_end=1148
-  _globals['_LISTRUNSREQUEST']._serialized_start=1150
-  _globals['_LISTRUNSREQUEST']._serialized_end=1264
-  _globals['_LISTRUNSRESPONSE']._serialized_start=1266
-  _globals['_LISTRUNSRESPONSE']._serialized_end=1345
-  _globals['_GETRUNREQUEST']._serialized_start=1347
-  _globals['_GETRUNREQUEST']._serialized_end=1376
-  _globals['_GETRUNRESPONSE']._serialized_start=1378
-  _globals['_GETRUNRESPONSE']._serialized_end=1429
-  _globals['_REDRIVERUNREQUEST']._serialized_start=1431
-  _globals['_REDRIVERUNREQUEST']._serialized_end=1484
-  _globals['_REDRIVERUNRESPONSE']._serialized_start=1486
-  _globals['_REDRIVERUNRESPONSE']._serialized_end=1541
-  _globals['_PREVIEWSCHEDULEREQUEST']._serialized_start=1544
-  _globals['_PREVIEWSCHEDULEREQUEST']._serialized_end=1753
-  _globals['_PREVIEWSCHEDULERESPONSE']._serialized_start=1755
-  _globals['_PREVIEWSCHEDULERESPONSE']._serialized_end=1839
-  _globals['_SCHEDULEDOCCURRENCE']._serialized_start=1842
-  _globals['_SCHEDULEDOCCURRENCE']._serialized_end=2041
-  _globals['_JOBSERVICE']._serialized_start=2195
-  _globals['_JOBSERVICE']._serialized_end=3212
+  _globals['DESCRIPTOR']._loaded_options = None
+  _globals['DESCRIPTOR']._serialized_options = b'\n\023dev.duetime.jobs.v1B\017JobServiceProtoP\001Z)duetime.dev/gen/go/duetime/jobs/v1;jobsv1\252\002\017Duetime.Jobs.V1'
+  _globals['_DSTADJUSTMENT']._serialized_start=2234
+  _globals['_DSTADJUSTMENT']._serialized_end=2382
+  _globals['_CREATEJOBREQUEST']._serialized_start=236
+  _globals['_CREATEJOBREQUEST']._serialized_end=309
+  _globals['_CREATEJOBRESPONSE']._serialized_start=311
+  _globals['_CREATEJOBRESPONSE']._serialized_end=365
+  _globals['_GETJOBREQUEST']._serialized_start=367
+  _globals['_GETJOBREQUEST']._serialized_end=396
+  _globals['_GETJOBRESPONSE']._serialized_start=398
+  _globals['_GETJOBRESPONSE']._serialized_end=449
+  _globals['_LISTJOBSREQUEST']._serialized_start=451
+  _globals['_LISTJOBSREQUEST']._serialized_end=549
+  _globals['_LISTJOBSRESPONSE']._serialized_start=551
+  _globals['_LISTJOBSRESPONSE']._serialized_end=630
+  _globals['_UPDATEJOBREQUEST']._serialized_start=632
+  _globals['_UPDATEJOBREQUEST']._serialized_end=734
+  _globals['_UPDATEJOBRESPONSE']._serialized_start=736
+  _globals['_UPDATEJOBRESPONSE']._serialized_end=790
+  _globals['_DELETEJOBREQUEST']._serialized_start=792
+  _globals['_DELETEJOBREQUEST']._serialized_end=838
+  _globals['_DELETEJOBRESPONSE']._serialized_start=840
+  _globals['_DELETEJOBRESPONSE']._serialized_end=859
+  _globals['_PAUSEJOBREQUEST']._serialized_start=861
+  _globals['_PAUSEJOBREQUEST']._serialized_end=906
+  _globals['_PAUSEJOBRESPONSE']._serialized_start=908
+  _globals['_PAUSEJOBRESPONSE']._serialized_end=961
+  _globals['_RESUMEJOBREQUEST']._serialized_start=963
+  _globals['_RESUMEJOBREQUEST']._serialized_end=1009
+  _globals['_RESUMEJOBRESPONSE']._serialized_start=1011
+  _globals['_RESUMEJOBRESPONSE']._serialized_end=1065
+  _globals['_TRIGGERJOBREQUEST']._serialized_start=1067
+  _globals['_TRIGGERJOBREQUEST']._serialized_end=1120
+  _globals['_TRIGGERJOBRESPONSE']._serialized_start=1122
+  _globals['_TRIGGERJOBRESPONSE']._serialized_end=1177
+  _globals['_LISTRUNSREQUEST']._serialized_start=1179
+  _globals['_LISTRUNSREQUEST']._serialized_end=1293
+  _globals['_LISTRUNSRESPONSE']._serialized_start=1295
+  _globals['_LISTRUNSRESPONSE']._serialized_end=1374
+  _globals['_GETRUNREQUEST']._serialized_start=1376
+  _globals['_GETRUNREQUEST']._serialized_end=1405
+  _globals['_GETRUNRESPONSE']._serialized_start=1407
+  _globals['_GETRUNRESPONSE']._serialized_end=1458
+  _globals['_REDRIVERUNREQUEST']._serialized_start=1460
+  _globals['_REDRIVERUNREQUEST']._serialized_end=1513
+  _globals['_REDRIVERUNRESPONSE']._serialized_start=1515
+  _globals['_REDRIVERUNRESPONSE']._serialized_end=1570
+  _globals['_PREVIEWSCHEDULEREQUEST']._serialized_start=1573
+  _globals['_PREVIEWSCHEDULEREQUEST']._serialized_end=1782
+  _globals['_PREVIEWSCHEDULERESPONSE']._serialized_start=1784
+  _globals['_PREVIEWSCHEDULERESPONSE']._serialized_end=1868
+  _globals['_SCHEDULEDOCCURRENCE']._serialized_start=1871
+  _globals['_SCHEDULEDOCCURRENCE']._serialized_end=2070
+  _globals['_GETTEAMQUOTAREQUEST']._serialized_start=2072
+  _globals['_GETTEAMQUOTAREQUEST']._serialized_end=2107
+  _globals['_GETTEAMQUOTARESPONSE']._serialized_start=2109
+  _globals['_GETTEAMQUOTARESPONSE']._serialized_end=2231
+  _globals['_JOBSERVICE']._serialized_start=2385
+  _globals['_JOBSERVICE']._serialized_end=3495
 # @@protoc_insertion_point(module_scope)

@@ -5,6 +5,7 @@ isort:skip_file
 
 from collections import abc as _abc
 from duetime.jobs.v1 import job_pb2 as _job_pb2
+from duetime.jobs.v1 import quota_pb2 as _quota_pb2
 from duetime.jobs.v1 import run_pb2 as _run_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import duration_pb2 as _duration_pb2
@@ -740,3 +741,59 @@ class ScheduledOccurrence(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ScheduledOccurrence: _TypeAlias = ScheduledOccurrence  # noqa: Y015
+
+@_typing.final
+class GetTeamQuotaRequest(_message.Message):
+    """Request of GetTeamQuota."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Optional. `teams/{team}`: the calling team's own; empty means the calling team."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetTeamQuotaRequest: _TypeAlias = GetTeamQuotaRequest  # noqa: Y015
+
+@_typing.final
+class GetTeamQuotaResponse(_message.Message):
+    """Response of GetTeamQuota."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    QUOTA_FIELD_NUMBER: _builtins.int
+    USAGE_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """`teams/{team}`."""
+    @_builtins.property
+    def quota(self) -> _quota_pb2.TeamQuota:
+        """The limits in force."""
+
+    @_builtins.property
+    def usage(self) -> _quota_pb2.TeamUsage:
+        """The usage now."""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        quota: _quota_pb2.TeamQuota | None = ...,
+        usage: _quota_pb2.TeamUsage | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["quota", b"quota", "usage", b"usage"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "quota", b"quota", "usage", b"usage"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetTeamQuotaResponse: _TypeAlias = GetTeamQuotaResponse  # noqa: Y015

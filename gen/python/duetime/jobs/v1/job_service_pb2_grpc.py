@@ -100,6 +100,11 @@ class JobServiceStub:
                 request_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.PreviewScheduleRequest.SerializeToString,
                 response_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.PreviewScheduleResponse.FromString,
                 _registered_method=True)
+        self.GetTeamQuota = channel.unary_unary(
+                '/duetime.jobs.v1.JobService/GetTeamQuota',
+                request_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.GetTeamQuotaRequest.SerializeToString,
+                response_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.GetTeamQuotaResponse.FromString,
+                _registered_method=True)
 
 
 class JobServiceServicer:
@@ -204,6 +209,14 @@ class JobServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetTeamQuota(self, request, context):
+        """Returns the calling team's quota (the limits in force: its own, or the platform's
+        defaults) and what it uses of it now.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_JobServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -266,6 +279,11 @@ def add_JobServiceServicer_to_server(servicer, server):
                     servicer.PreviewSchedule,
                     request_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.PreviewScheduleRequest.FromString,
                     response_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.PreviewScheduleResponse.SerializeToString,
+            ),
+            'GetTeamQuota': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetTeamQuota,
+                    request_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.GetTeamQuotaRequest.FromString,
+                    response_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.GetTeamQuotaResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -598,6 +616,33 @@ class JobService:
             '/duetime.jobs.v1.JobService/PreviewSchedule',
             duetime_dot_jobs_dot_v1_dot_job__service__pb2.PreviewScheduleRequest.SerializeToString,
             duetime_dot_jobs_dot_v1_dot_job__service__pb2.PreviewScheduleResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetTeamQuota(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/duetime.jobs.v1.JobService/GetTeamQuota',
+            duetime_dot_jobs_dot_v1_dot_job__service__pb2.GetTeamQuotaRequest.SerializeToString,
+            duetime_dot_jobs_dot_v1_dot_job__service__pb2.GetTeamQuotaResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -80,6 +80,10 @@ class JobServiceStub:
     """Computes the next fire times of a schedule, or of a stored job, with the same code the
     scheduler uses: shows what DST, jitter and the schedule will do before you commit.
     """
+    GetTeamQuota: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.GetTeamQuotaRequest, _job_service_pb2.GetTeamQuotaResponse]
+    """Returns the calling team's quota (the limits in force: its own, or the platform's
+    defaults) and what it uses of it now.
+    """
 
 @_typing.type_check_only
 class JobServiceAsyncStub(JobServiceStub):
@@ -132,6 +136,10 @@ class JobServiceAsyncStub(JobServiceStub):
     PreviewSchedule: _aio.UnaryUnaryMultiCallable[_job_service_pb2.PreviewScheduleRequest, _job_service_pb2.PreviewScheduleResponse]  # type: ignore[assignment]
     """Computes the next fire times of a schedule, or of a stored job, with the same code the
     scheduler uses: shows what DST, jitter and the schedule will do before you commit.
+    """
+    GetTeamQuota: _aio.UnaryUnaryMultiCallable[_job_service_pb2.GetTeamQuotaRequest, _job_service_pb2.GetTeamQuotaResponse]  # type: ignore[assignment]
+    """Returns the calling team's quota (the limits in force: its own, or the platform's
+    defaults) and what it uses of it now.
     """
 
 class JobServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -254,6 +262,16 @@ class JobServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_job_service_pb2.PreviewScheduleResponse, _abc.Awaitable[_job_service_pb2.PreviewScheduleResponse]]:
         """Computes the next fire times of a schedule, or of a stored job, with the same code the
         scheduler uses: shows what DST, jitter and the schedule will do before you commit.
+        """
+
+    @_abc_1.abstractmethod
+    def GetTeamQuota(
+        self,
+        request: _job_service_pb2.GetTeamQuotaRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_job_service_pb2.GetTeamQuotaResponse, _abc.Awaitable[_job_service_pb2.GetTeamQuotaResponse]]:
+        """Returns the calling team's quota (the limits in force: its own, or the platform's
+        defaults) and what it uses of it now.
         """
 
 def add_JobServiceServicer_to_server(servicer: JobServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -21,6 +21,30 @@ else:
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class _QuotaLimit:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _QuotaLimitEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_QuotaLimit.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    QUOTA_LIMIT_UNSPECIFIED: _QuotaLimit.ValueType  # 0
+    """None."""
+    QUOTA_LIMIT_RATE: _QuotaLimit.ValueType  # 1
+    """`runs_per_minute` (with its burst)."""
+    QUOTA_LIMIT_CONCURRENCY: _QuotaLimit.ValueType  # 2
+    """`max_running`."""
+
+class QuotaLimit(_QuotaLimit, metaclass=_QuotaLimitEnumTypeWrapper):
+    """A team quota limit that can hold a run back (see TeamQuota)."""
+
+QUOTA_LIMIT_UNSPECIFIED: QuotaLimit.ValueType  # 0
+"""None."""
+QUOTA_LIMIT_RATE: QuotaLimit.ValueType  # 1
+"""`runs_per_minute` (with its burst)."""
+QUOTA_LIMIT_CONCURRENCY: QuotaLimit.ValueType  # 2
+"""`max_running`."""
+Global___QuotaLimit: _TypeAlias = QuotaLimit  # noqa: Y015
+
 class _RunOrigin:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -56,7 +80,10 @@ class _RunStateEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_RunState.Val
     RUN_STATE_QUEUED: _RunState.ValueType  # 1
     """Claimed and handed to dispatch; waiting for a worker to start an attempt."""
     RUN_STATE_WAITING: _RunState.ValueType  # 2
-    """Held back by OVERLAP_POLICY_BUFFER_ONE until the earlier run ends."""
+    """Held back before dispatch: by OVERLAP_POLICY_BUFFER_ONE until the earlier run ends (no
+    reason), by the team's quota (RUN_REASON_QUOTA, `quota_limit` says which), or until its
+    turn of dispatch capacity while other teams' runs are ahead (RUN_REASON_FAIR_SHARE).
+    """
     RUN_STATE_RUNNING: _RunState.ValueType  # 3
     """An attempt is running under a lease."""
     RUN_STATE_RETRY_WAIT: _RunState.ValueType  # 4
@@ -80,7 +107,10 @@ RUN_STATE_UNSPECIFIED: RunState.ValueType  # 0
 RUN_STATE_QUEUED: RunState.ValueType  # 1
 """Claimed and handed to dispatch; waiting for a worker to start an attempt."""
 RUN_STATE_WAITING: RunState.ValueType  # 2
-"""Held back by OVERLAP_POLICY_BUFFER_ONE until the earlier run ends."""
+"""Held back before dispatch: by OVERLAP_POLICY_BUFFER_ONE until the earlier run ends (no
+reason), by the team's quota (RUN_REASON_QUOTA, `quota_limit` says which), or until its
+turn of dispatch capacity while other teams' runs are ahead (RUN_REASON_FAIR_SHARE).
+"""
 RUN_STATE_RUNNING: RunState.ValueType  # 3
 """An attempt is running under a lease."""
 RUN_STATE_RETRY_WAIT: RunState.ValueType  # 4
@@ -122,10 +152,14 @@ class _RunReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_RunReason.V
     RUN_REASON_SUPERSEDED: _RunReason.ValueType  # 8
     """Replaced by a newer run under OVERLAP_POLICY_CANCEL_PREVIOUS."""
     RUN_REASON_QUOTA: _RunReason.ValueType  # 9
-    """Held back by a team quota."""
+    """WAITING: held back by the team's quota (`quota_limit` says which limit)."""
     RUN_REASON_JOB_UPDATED: _RunReason.ValueType  # 10
     """The job's schedule was changed before this occurrence was claimed; the new schedule
     applies from the change.
+    """
+    RUN_REASON_FAIR_SHARE: _RunReason.ValueType  # 11
+    """WAITING: every dispatch credit is taken; the run waits in weighted fair order among the
+    teams' waiting runs. This lateness is the platform's, not the team's.
     """
 
 class RunReason(_RunReason, metaclass=_RunReasonEnumTypeWrapper):
@@ -150,10 +184,14 @@ RUN_REASON_NON_RETRYABLE: RunReason.ValueType  # 7
 RUN_REASON_SUPERSEDED: RunReason.ValueType  # 8
 """Replaced by a newer run under OVERLAP_POLICY_CANCEL_PREVIOUS."""
 RUN_REASON_QUOTA: RunReason.ValueType  # 9
-"""Held back by a team quota."""
+"""WAITING: held back by the team's quota (`quota_limit` says which limit)."""
 RUN_REASON_JOB_UPDATED: RunReason.ValueType  # 10
 """The job's schedule was changed before this occurrence was claimed; the new schedule
 applies from the change.
+"""
+RUN_REASON_FAIR_SHARE: RunReason.ValueType  # 11
+"""WAITING: every dispatch credit is taken; the run waits in weighted fair order among the
+teams' waiting runs. This lateness is the platform's, not the team's.
 """
 Global___RunReason: _TypeAlias = RunReason  # noqa: Y015
 
@@ -233,6 +271,9 @@ class Run(_message.Message):
     OCCURRENCE_COUNT_FIELD_NUMBER: _builtins.int
     CREATE_TIME_FIELD_NUMBER: _builtins.int
     UPDATE_TIME_FIELD_NUMBER: _builtins.int
+    ELIGIBLE_TIME_FIELD_NUMBER: _builtins.int
+    QUOTA_DELAY_FIELD_NUMBER: _builtins.int
+    QUOTA_LIMIT_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Output only. Resource name, `teams/{team}/jobs/{job_id}/runs/{run_id}`."""
     run_id: _builtins.str
@@ -251,7 +292,7 @@ class Run(_message.Message):
     state: Global___RunState.ValueType
     """Output only. The run's state."""
     reason: Global___RunReason.ValueType
-    """Output only. Why the run is MISSED, SKIPPED, CANCELLED or DEAD_LETTERED."""
+    """Output only. Why the run is WAITING, MISSED, SKIPPED, CANCELLED or DEAD_LETTERED."""
     reason_detail: _builtins.str
     """Output only. Human-readable detail of `reason`, e.g. the last error."""
     attempt: _builtins.int
@@ -262,6 +303,10 @@ class Run(_message.Message):
     """Output only. The OpenTelemetry trace id (32 hex digits) that follows this run."""
     occurrence_count: _builtins.int
     """Output only. How many occurrences this record stands for: 1, or more for a range."""
+    quota_limit: Global___QuotaLimit.ValueType
+    """Output only. The quota limit that holds (or held) the run back; QUOTA_LIMIT_UNSPECIFIED
+    when none did.
+    """
     @_builtins.property
     def nominal_time(self) -> _timestamp_pb2.Timestamp:
         """Output only. The occurrence's instant in UTC after DST resolution, before jitter. For a
@@ -302,6 +347,19 @@ class Run(_message.Message):
     def update_time(self) -> _timestamp_pb2.Timestamp:
         """Output only. When the run record last changed."""
 
+    @_builtins.property
+    def eligible_time(self) -> _timestamp_pb2.Timestamp:
+        """Output only. When the run became eligible to start as far as its team's quota goes: its
+        effective time, or, for a run its team's quota held back, the moment the quota let it go.
+        The 5 s start promise is measured from here; lateness before it is the team's own.
+        """
+
+    @_builtins.property
+    def quota_delay(self) -> _duration_pb2.Duration:
+        """Output only. `eligible_time` minus `effective_time`: how long the team's own quota held
+        the run back. `start_lateness` minus this is the platform's lateness.
+        """
+
     def __init__(
         self,
         *,
@@ -325,10 +383,13 @@ class Run(_message.Message):
         occurrence_count: _builtins.int = ...,
         create_time: _timestamp_pb2.Timestamp | None = ...,
         update_time: _timestamp_pb2.Timestamp | None = ...,
+        eligible_time: _timestamp_pb2.Timestamp | None = ...,
+        quota_delay: _duration_pb2.Duration | None = ...,
+        quota_limit: Global___QuotaLimit.ValueType = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "effective_time", b"effective_time", "next_attempt_time", b"next_attempt_time", "nominal_time", b"nominal_time", "range_end_time", b"range_end_time", "start_lateness", b"start_lateness", "update_time", b"update_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "effective_time", b"effective_time", "eligible_time", b"eligible_time", "next_attempt_time", b"next_attempt_time", "nominal_time", b"nominal_time", "quota_delay", b"quota_delay", "range_end_time", b"range_end_time", "start_lateness", b"start_lateness", "update_time", b"update_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "attempts", b"attempts", "create_time", b"create_time", "effective_time", b"effective_time", "idempotency_key", b"idempotency_key", "job_id", b"job_id", "name", b"name", "next_attempt_time", b"next_attempt_time", "nominal_time", b"nominal_time", "occurrence_count", b"occurrence_count", "origin", b"origin", "range_end_time", b"range_end_time", "reason", b"reason", "reason_detail", b"reason_detail", "run_id", b"run_id", "start_lateness", b"start_lateness", "state", b"state", "trace_id", b"trace_id", "trigger_request_id", b"trigger_request_id", "update_time", b"update_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "attempts", b"attempts", "create_time", b"create_time", "effective_time", b"effective_time", "eligible_time", b"eligible_time", "idempotency_key", b"idempotency_key", "job_id", b"job_id", "name", b"name", "next_attempt_time", b"next_attempt_time", "nominal_time", b"nominal_time", "occurrence_count", b"occurrence_count", "origin", b"origin", "quota_delay", b"quota_delay", "quota_limit", b"quota_limit", "range_end_time", b"range_end_time", "reason", b"reason", "reason_detail", b"reason_detail", "run_id", b"run_id", "start_lateness", b"start_lateness", "state", b"state", "trace_id", b"trace_id", "trigger_request_id", b"trigger_request_id", "update_time", b"update_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

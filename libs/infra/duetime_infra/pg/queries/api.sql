@@ -3,9 +3,6 @@
 -- name: db_now
 SELECT duetime_now();
 
--- name: token_lookup
-SELECT role, team_id FROM api_tokens WHERE token_sha256 = $1 AND revoke_time IS NULL;
-
 -- name: request_lock
 -- Serialises concurrent calls that share a request_id, so only one of them acts.
 SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2 || '/' || $3, 0));
@@ -70,8 +67,8 @@ SELECT * FROM job;
 -- name: run_insert
 INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time, origin,
                   state, reason, reason_detail, attempt_limit, range_end_time,
-                  occurrence_count, trace_id, traceparent, job_version, priority)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+                  occurrence_count, trace_id, traceparent, job_version, priority, quota_limit)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
 ON CONFLICT (job_id, nominal_time, origin) DO NOTHING
 RETURNING *;
 
@@ -104,6 +101,14 @@ UPDATE runs
 SET state = 'QUEUED', reason = '', reason_detail = '', attempt_limit = attempt + $3,
     budget_start_attempt = attempt, next_attempt_time = NULL, update_time = duetime_now()
 WHERE run_id = $1 AND nominal_time = $2 AND state = 'DEAD_LETTERED'
+RETURNING *;
+
+-- name: run_hold_one
+-- A redriven run its team's quota holds back: WAITING instead of QUEUED.
+UPDATE runs
+SET state = 'WAITING', reason = $3, quota_limit = $4, reason_detail = $5,
+    update_time = duetime_now()
+WHERE run_id = $1 AND nominal_time = $2
 RETURNING *;
 
 -- name: job_owned_row

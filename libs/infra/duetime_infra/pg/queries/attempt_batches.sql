@@ -35,7 +35,7 @@ LEFT JOIN attempts a
       AND a.end_time IS NULL
 WHERE r.job_id = ANY($1::uuid[])
   AND r.state IN ('QUEUED', 'WAITING', 'RUNNING', 'RETRY_WAIT')
-  AND (r.state <> 'QUEUED' OR r.attempt > 0);
+  AND (duetime_run_holds_job(r.state, r.attempt) OR (r.state = 'WAITING' AND r.reason = ''));
 
 -- name: attempt_batch_start
 -- attempt_start for many locked QUEUED runs: each gets the next attempt number and an attempt
@@ -90,7 +90,7 @@ WHERE r.run_id = closed.run_id AND r.nominal_time = closed.nominal_time
 RETURNING r.run_id;
 
 -- name: attempt_batch_jobs_waiting
--- Which of these jobs have a WAITING run (BUFFER_ONE), to be released once a run of theirs
--- ended.
+-- Which of these jobs have a WAITING run (BUFFER_ONE: no reason), to be released once a run
+-- of theirs ended.
 SELECT DISTINCT job_id FROM runs
-WHERE job_id = ANY($1::uuid[]) AND state = 'WAITING';
+WHERE job_id = ANY($1::uuid[]) AND state = 'WAITING' AND reason = '';

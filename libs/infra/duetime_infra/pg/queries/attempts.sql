@@ -23,8 +23,9 @@ FOR UPDATE OF r;
 SELECT state, duetime_now() AS now FROM jobs WHERE job_id = $1 FOR UPDATE;
 
 -- name: attempt_overlap_runs
--- The job's other runs that hold it (RUNNING, RETRY_WAIT, a requeued retry) or wait for it,
--- through runs_job_active_idx: the cost grows with those runs, not with the job's history.
+-- The job's other runs that hold it (duetime_run_holds_job) or wait for it under BUFFER_ONE
+-- (WAITING without a reason), through runs_job_active_idx: the cost grows with those runs,
+-- not with the job's history.
 SELECT r.run_id, r.nominal_time, r.state, r.attempt,
        a.number IS NOT NULL AS open_attempt, coalesce(a.cancel_reason, '') AS cancel_reason
 FROM runs r
@@ -33,7 +34,7 @@ LEFT JOIN attempts a
       AND a.end_time IS NULL
 WHERE r.job_id = $1
   AND r.state IN ('QUEUED', 'WAITING', 'RUNNING', 'RETRY_WAIT')
-  AND (r.state <> 'QUEUED' OR r.attempt > 0)
+  AND (duetime_run_holds_job(r.state, r.attempt) OR (r.state = 'WAITING' AND r.reason = ''))
   AND NOT (r.run_id = $2 AND r.nominal_time = $3);
 
 -- name: attempt_newer_scheduled_exists
@@ -105,36 +106,54 @@ SET state = 'CANCELLED', reason = $3, reason_detail = $4, next_attempt_time = NU
 FROM (
     SELECT run_id, nominal_time FROM runs
     WHERE (run_id, nominal_time) IN (SELECT * FROM unnest($1::uuid[], $2::timestamptz[]))
-      AND (state = 'RETRY_WAIT' OR (state = 'QUEUED' AND attempt > 0))
+      AND duetime_run_holds_job(state, attempt) AND state <> 'RUNNING'
     FOR UPDATE SKIP LOCKED
 ) c
 WHERE r.run_id = c.run_id AND r.nominal_time = c.nominal_time
 RETURNING r.run_id;
 
 -- name: attempt_release_waiting
--- BUFFER_ONE: once no run of the job holds it any more, its WAITING run goes back to QUEUED.
--- Its not-before becomes now, so the misfire threshold counts from the release.
+-- BUFFER_ONE: once no run of the job holds it any more, its WAITING run (no reason: waiting
+-- for the earlier run) is let go, locked here; the caller admits it to dispatch.
 WITH holder AS (
     SELECT 1 FROM runs
-    WHERE job_id = $1
-      AND (state IN ('RUNNING', 'RETRY_WAIT') OR (state = 'QUEUED' AND attempt > 0))
+    WHERE job_id = $1 AND state IN ('QUEUED', 'WAITING', 'RUNNING', 'RETRY_WAIT')
+      AND duetime_run_holds_job(state, attempt)
     LIMIT 1
-), waiting AS (
-    SELECT run_id, nominal_time FROM runs
-    WHERE job_id = $1 AND state = 'WAITING' AND NOT EXISTS (SELECT 1 FROM holder)
-    ORDER BY nominal_time
-    LIMIT 1
-    FOR UPDATE
 )
+SELECT r.*, duetime_now() AS now,
+       (SELECT v.spec->'target'->>'kind' FROM job_versions v
+        WHERE v.job_id = r.job_id AND v.version = r.job_version) AS target_kind
+FROM runs r
+WHERE r.job_id = $1 AND r.state = 'WAITING' AND r.reason = ''
+  AND NOT EXISTS (SELECT 1 FROM holder)
+ORDER BY r.nominal_time
+LIMIT 1
+FOR UPDATE;
+
+-- name: attempt_run_release
+-- Runs let go to dispatch (a BUFFER_ONE release, a held run, a due retry): QUEUED, with the
+-- time they became eligible ($3, NULL: their effective time) and their not-before ($4, NULL:
+-- unchanged). A BUFFER_ONE release's not-before is the release, so the misfire threshold
+-- counts from there.
 UPDATE runs r
-SET state = 'QUEUED', reason = '', reason_detail = '', next_attempt_time = duetime_now(),
-    update_time = duetime_now()
-FROM waiting w
-WHERE r.run_id = w.run_id AND r.nominal_time = w.nominal_time AND r.state = 'WAITING'
--- The target's kind goes into the new dispatch message.
-RETURNING r.*, duetime_now() AS now,
-          (SELECT v.spec->'target'->>'kind' FROM job_versions v
-           WHERE v.job_id = r.job_id AND v.version = r.job_version) AS target_kind;
+SET state = 'QUEUED', reason = '', reason_detail = '',
+    eligible_time = coalesce(u.eligible_time, r.eligible_time),
+    next_attempt_time = coalesce(u.not_before, r.next_attempt_time), update_time = duetime_now()
+FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::timestamptz[])
+     AS u(run_id, nominal_time, eligible_time, not_before)
+WHERE r.run_id = u.run_id AND r.nominal_time = u.nominal_time;
+
+-- name: attempt_run_hold
+-- Runs held back before dispatch: WAITING with reason QUOTA (and the limit) or FAIR_SHARE.
+UPDATE runs r
+SET state = 'WAITING', reason = u.reason, quota_limit = u.quota_limit,
+    reason_detail = u.reason_detail,
+    next_attempt_time = coalesce(u.not_before, r.next_attempt_time), update_time = duetime_now()
+FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::text[],
+            $6::timestamptz[])
+     AS u(run_id, nominal_time, reason, quota_limit, reason_detail, not_before)
+WHERE r.run_id = u.run_id AND r.nominal_time = u.nominal_time;
 
 -- name: attempt_team_notification_url
 -- The dead-letter event carries where to alert the team, read only when a run is dead-lettered.
@@ -202,23 +221,18 @@ LEFT JOIN renewed ON renewed.run_id = req.run_id AND renewed.number = req.number
 ORDER BY req.ord;
 
 -- name: retry_requeue_due
--- RETRY_WAIT runs of the owned partitions due within the look-ahead go back to QUEUED; they
--- keep next_attempt_time, and StartAttempt does not start them before it.
-UPDATE runs r
-SET state = 'QUEUED', update_time = duetime_now()
-FROM (
-    SELECT run_id, nominal_time FROM runs
-    WHERE partition = ANY($1::integer[]) AND state = 'RETRY_WAIT'
-      AND next_attempt_time <= duetime_now() + $2::interval
-    ORDER BY next_attempt_time
-    LIMIT $3
-    FOR UPDATE SKIP LOCKED
-) due
-WHERE r.run_id = due.run_id AND r.nominal_time = due.nominal_time
--- The target's kind goes into the new dispatch message.
-RETURNING r.*, duetime_now() AS now,
-          (SELECT v.spec->'target'->>'kind' FROM job_versions v
-           WHERE v.job_id = r.job_id AND v.version = r.job_version) AS target_kind;
+-- RETRY_WAIT runs of the owned partitions due within the look-ahead, locked for the caller to
+-- admit to dispatch (queued again, or held by the team's quota); they keep next_attempt_time,
+-- and StartAttempt does not start them before it.
+SELECT r.*, duetime_now() AS now,
+       (SELECT v.spec->'target'->>'kind' FROM job_versions v
+        WHERE v.job_id = r.job_id AND v.version = r.job_version) AS target_kind
+FROM runs r
+WHERE r.partition = ANY($1::integer[]) AND r.state = 'RETRY_WAIT'
+  AND r.next_attempt_time <= duetime_now() + $2::interval
+ORDER BY r.next_attempt_time
+LIMIT $3
+FOR UPDATE SKIP LOCKED;
 
 -- name: reaper_expired
 -- Open attempts of the owned partitions whose lease ran out or whose deadline passed, each

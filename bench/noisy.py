@@ -1,0 +1,379 @@
+"""bench/noisy: one team's flood beside fifty small teams, and a team held to its rate quota.
+
+The four services run as processes (two workers) on a Kafka broker of the bench's own and call
+an HTTP target in a process of its own; jobs are seeded straight into the database (one-off
+HTTP jobs, the target path naming the team). Cases, each on a fresh database, in one
+invocation so they compare within one machine's day:
+
+- ``small``: fifty teams with five runs each, due at random over a minute (the baseline);
+- ``flood``: the same small teams, plus one team's ``--flood`` runs due at the minute's start;
+- ``fifo``: the flood alone — one team at one priority, so every queue serves it first come
+  first served: the reference drain time;
+- ``rate``: one team with ``--rate`` runs per minute (burst ``--burst``) and enough runs due
+  at once to keep it busy for ``--rate-minutes`` minutes.
+
+Reported: start lateness by the target's clock from each run's effective time and from its
+eligible time (when its own team's quota let it go), p50 / p99 / max, for the small teams and
+the flooding team; the flood's drain against the ``fifo`` drain; Jain's fairness index per
+10 s window of the flood (each team's starts against its max-min fair share of that window's
+starts, its demand being its runs due at least 1 s before the window ends and not started
+before it began: 1.0 means every team got its fair share); the rated team's starts per
+minute; and correctness: runs lost, started early, called twice.
+
+    uv run python -m bench.noisy [--flood 10000] [--teams 50] [--per-team 5] [--window 60]
+                                 [--rate 600] [--burst 10] [--rate-minutes 5]
+                                 [--cases small flood fifo rate] [--workers 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import tempfile
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import asyncpg
+
+from bench.harness import (
+    Call,
+    CpuMeter,
+    SeedJob,
+    bench_kafka,
+    bench_system,
+    ms,
+    quantiles,
+    seed_jobs,
+    system_processes,
+    target_process,
+)
+from duetime_core.runkey import RunKey
+from duetime_infra.pg import team_store
+from tests.support.databases import create_database, drop_database, migrated_template
+from tests.support.fleet import eventually
+
+FLOOD_TEAM = "flood"
+RATED_TEAM = "rated"
+PROMISE = 5.0
+WINDOW = 10.0
+GRACE = 1.0
+
+
+@dataclass(frozen=True)
+class Options:
+    flood: int
+    teams: int
+    per_team: int
+    window: float
+    rate: int
+    burst: int
+    rate_minutes: int
+    workers: int
+    lead: float
+
+
+@dataclass(frozen=True)
+class Start:
+    """One run as it happened: its team, when it was due and eligible, when it was called."""
+
+    team: str
+    effective: datetime
+    eligible: datetime
+    started: datetime  # the first attempt's start, by the database clock
+    arrival: datetime
+
+    @property
+    def late(self) -> float:
+        return (self.arrival - self.effective).total_seconds()
+
+    @property
+    def late_eligible(self) -> float:
+        return (self.arrival - self.eligible).total_seconds()
+
+
+@dataclass
+class Outcome:
+    case: str
+    at: datetime
+    starts: list[Start] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def of(self, teams: set[str] | None = None) -> list[Start]:
+        return [s for s in self.starts if teams is None or s.team in teams]
+
+    def drain(self, team: str) -> float:
+        return max((s.arrival - self.at).total_seconds() for s in self.of({team}))
+
+
+def small_teams(options: Options) -> list[str]:
+    return [f"small-{i:02d}" for i in range(options.teams)]
+
+
+def small_jobs(options: Options, at: datetime, url: str) -> list[SeedJob]:
+    """The small teams' runs, at the same offsets in every case (a seeded draw)."""
+    rng = random.Random(7)
+    jobs = []
+    for team in small_teams(options):
+        for _ in range(options.per_team):
+            offset = timedelta(seconds=round(rng.uniform(0, options.window), 3))
+            jobs.append(SeedJob(team, at + offset, url.format(team=team)))
+    return jobs
+
+
+async def run_case(case: str, options: Options, template: str, tmp: Path) -> Outcome:
+    name = f"duetime_bench_{uuid.uuid4().hex[:12]}"
+    dsn = await create_database(name, template=template)
+    try:
+        async with target_process(tmp) as target, bench_system(dsn, workers=options.workers) as s:
+            # The small teams' calls go to a host of their own, as another team's service is.
+            url = target.url("/noisy/{team}")
+            small_url = target.url("/noisy/{team}", host="127.0.0.2")
+            now: datetime = await asyncpg_now(dsn)
+            at = (now + timedelta(seconds=options.lead)).replace(microsecond=0)
+            jobs: list[SeedJob] = []
+            if case in ("small", "flood"):
+                jobs += small_jobs(options, at, small_url)
+            if case in ("flood", "fifo"):
+                jobs += [SeedJob(FLOOD_TEAM, at, url.format(team=FLOOD_TEAM))] * options.flood
+            if case == "rate":
+                jobs += [SeedJob(RATED_TEAM, at, url.format(team=RATED_TEAM))] * (
+                    options.rate * options.rate_minutes + options.burst
+                )
+            await seed_jobs(dsn, jobs)
+            if case == "rate":
+                conn = await asyncpg.connect(dsn)
+                try:
+                    await team_store.update_team_quota(
+                        conn,
+                        RATED_TEAM,
+                        {"runs_per_minute": options.rate, "rate_burst": options.burst},
+                    )
+                finally:
+                    await conn.close()
+            meter = CpuMeter(system_processes(s, tmp / "kafka", target))
+            print(f"  {case}: {len(jobs):,} runs seeded, the first due in {options.lead:.0f} s")
+            outcome = await watch(dsn, case, at, len(jobs), options)
+            await target.stop()
+            meter.report(len(jobs))
+            await account(dsn, outcome, target.calls, len(jobs))
+            return outcome
+    finally:
+        await drop_database(name)
+
+
+async def asyncpg_now(dsn: str) -> datetime:
+    conn = await asyncpg.connect(dsn)
+    try:
+        offset: timedelta = await conn.fetchval('SELECT "offset" FROM duetime_clock')
+        assert offset == timedelta(0), "the bench compares the database clock with the host's"
+        now: datetime = await conn.fetchval("SELECT duetime_now()")
+        return now
+    finally:
+        await conn.close()
+
+
+async def watch(dsn: str, case: str, at: datetime, runs: int, options: Options) -> Outcome:
+    pool = await asyncpg.create_pool(dsn, min_size=1, max_size=2)
+    try:
+
+        async def all_finished() -> bool:
+            done = await pool.fetchval(
+                "SELECT count(*) FROM runs WHERE state IN ('SUCCEEDED', 'DEAD_LETTERED')"
+            )
+            return int(done) == runs
+
+        patience = options.lead + options.window + 300 + 60 * options.rate_minutes
+        await eventually(all_finished, patience, f"all {runs:,} runs finished", interval=0.5)
+    finally:
+        await pool.close()
+    return Outcome(case, at)
+
+
+async def account(dsn: str, outcome: Outcome, calls: Sequence[Call], runs: int) -> None:
+    """Matches the target's calls with the runs: lateness, and what went wrong."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        rows = await conn.fetch(
+            "SELECT r.job_id, r.nominal_time, r.team_id, r.state, r.effective_time, "
+            "coalesce(greatest(r.eligible_time, r.effective_time), r.effective_time) AS eligible, "
+            "a.start_time FROM runs r "
+            "LEFT JOIN attempts a ON a.run_id = r.run_id AND a.nominal_time = r.nominal_time "
+            "AND a.number = 1"
+        )
+    finally:
+        await conn.close()
+    by_key = {RunKey.scheduled(r["job_id"], r["nominal_time"]).canonical(): r for r in rows}
+    first: dict[str, Call] = {}
+    repeated = 0
+    for call in sorted(calls, key=lambda c: c.time):
+        if call.idempotency_key in first:
+            repeated += 1
+            continue
+        first[call.idempotency_key] = call
+    if len(rows) != runs:
+        outcome.problems.append(f"{runs - len(rows)} runs missing")
+    states = Counter(r["state"] for r in rows)
+    if states != {"SUCCEEDED": runs}:
+        outcome.problems.append(f"run states {dict(states)}")
+    if repeated:
+        outcome.problems.append(f"{repeated} repeated calls")
+    for key, row in by_key.items():
+        found = first.get(key)
+        if found is None:
+            outcome.problems.append(f"run {key} never called")
+            continue
+        outcome.starts.append(
+            Start(
+                row["team_id"],
+                row["effective_time"],
+                row["eligible"],
+                row["start_time"],
+                found.time,
+            )
+        )
+    early = sum(s.late < 0 for s in outcome.starts)
+    if early:
+        outcome.problems.append(f"{early} runs called before their effective time")
+
+
+def water_fill(demand: dict[str, int], capacity: int) -> dict[str, float]:
+    """Max-min fair shares of ``capacity`` among ``demand``."""
+    shares = dict.fromkeys(demand, 0.0)
+    left, active = float(capacity), {t for t, d in demand.items() if d > 0}
+    while left > 1e-9 and active:
+        each = left / len(active)
+        for team in sorted(active, key=lambda t: demand[t]):
+            give = min(each, demand[team] - shares[team])
+            shares[team] += give
+            left -= give
+        active = {t for t in active if demand[t] - shares[t] > 1e-9}
+    return shares
+
+
+def jain_by_window(outcome: Outcome) -> list[tuple[float, float, int]]:
+    """(window start after the instant, Jain's index, teams in it), per 10 s window."""
+    starts = outcome.starts
+    end = max((s.arrival - outcome.at).total_seconds() for s in starts)
+    found = []
+    a = 0.0
+    while a < end:
+        lo, hi = outcome.at + timedelta(seconds=a), outcome.at + timedelta(seconds=a + WINDOW)
+        pending = [s for s in starts if s.eligible <= hi - timedelta(seconds=GRACE)]
+        pending = [s for s in pending if s.arrival >= lo]
+        demand = Counter(s.team for s in pending)
+        served = Counter(s.team for s in pending if s.arrival < hi)
+        shares = water_fill(dict(demand), sum(served.values()))
+        x = [served[t] / shares[t] for t in demand if shares[t] > 0]
+        if x:
+            found.append((a, sum(x) ** 2 / (len(x) * sum(v * v for v in x)), len(x)))
+        a += WINDOW
+    return found
+
+
+def report_lateness(label: str, starts: list[Start]) -> tuple[float, float]:
+    late = [s.late for s in starts]
+    eligible = [s.late_eligible for s in starts]
+    started = [(s.started - s.effective).total_seconds() for s in starts]
+    called = [(s.arrival - s.started).total_seconds() for s in starts]
+    print(f"    {label:<26} from effective {ms(late)}")
+    print(f"    {'':<26} from eligible  {ms(eligible)}  (runs {len(starts):,})")
+    print(f"    {'':<26} hops: to the attempt's start {ms(started)}")
+    print(f"    {'':<26}       start to the call      {ms(called)}")
+    return quantiles(late)[1], quantiles(eligible)[1]
+
+
+def per_minute(outcome: Outcome, team: str, minutes: int) -> list[int]:
+    counts = Counter(
+        int((s.arrival - outcome.at).total_seconds() // 60) for s in outcome.of({team})
+    )
+    return [counts.get(m, 0) for m in range(minutes)]
+
+
+def summarise(outcomes: dict[str, Outcome], options: Options) -> None:
+    small = set(small_teams(options))
+    print("\nsummary")
+    for outcome in outcomes.values():
+        print(f"  {outcome.case}: {'ok' if not outcome.problems else outcome.problems[:5]}")
+    p99 = {}
+    for case in ("small", "flood"):
+        if case in outcomes:
+            print(f"  {case}:")
+            p99[case] = report_lateness("small teams", outcomes[case].of(small))
+            if case == "flood":
+                report_lateness("flood team", outcomes[case].of({FLOOD_TEAM}))
+                worst = max((max(s.late for s in outcomes[case].of({t})), t) for t in small)
+                print(f"    worst small team: {worst[1]} max {worst[0]:.2f} s")
+    if "small" in p99 and "flood" in p99:
+        delta = p99["flood"][0] - p99["small"][0]
+        print(
+            f"  small teams' p99 during the flood {p99['flood'][0]:.2f} s vs alone "
+            f"{p99['small'][0]:.2f} s: {delta:+.2f} s (target: <= {PROMISE:.0f} s and <= +1 s)"
+        )
+    if "flood" in outcomes and "fifo" in outcomes:
+        fair, fifo = outcomes["flood"].drain(FLOOD_TEAM), outcomes["fifo"].drain(FLOOD_TEAM)
+        print(
+            f"  flood drain {fair:.2f} s beside the small teams vs {fifo:.2f} s alone (FIFO): "
+            f"{fair / fifo:.3f}x (target <= 1.10x)"
+        )
+    if "flood" in outcomes:
+        windows = jain_by_window(outcomes["flood"])
+        shown = " ".join(f"{a:.0f}s:{j:.3f}({n})" for a, j, n in windows)
+        print(f"  Jain's index per 10 s window (start:index(teams)): {shown}")
+    if "rate" in outcomes:
+        counts = per_minute(outcomes["rate"], RATED_TEAM, options.rate_minutes)
+        print(
+            f"  rated team ({options.rate}/min, burst {options.burst}) starts per minute: "
+            f"{counts} (target {options.rate} +/- 5 %, the first minute plus the burst)"
+        )
+        report_lateness("rated team", outcomes["rate"].of({RATED_TEAM}))
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--flood", type=int, default=10_000)
+    parser.add_argument("--teams", type=int, default=50)
+    parser.add_argument("--per-team", type=int, default=5)
+    parser.add_argument("--window", type=float, default=60.0)
+    parser.add_argument("--rate", type=int, default=600)
+    parser.add_argument("--burst", type=int, default=10)
+    parser.add_argument("--rate-minutes", type=int, default=5)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--lead", type=float, default=15.0)
+    parser.add_argument(
+        "--cases",
+        nargs="+",
+        default=["small", "flood", "fifo", "rate"],
+        choices=["small", "flood", "fifo", "rate"],
+    )
+    args = parser.parse_args()
+    options = Options(
+        args.flood,
+        args.teams,
+        args.per_team,
+        args.window,
+        args.rate,
+        args.burst,
+        args.rate_minutes,
+        args.workers,
+        args.lead,
+    )
+    print(f"bench/noisy {options} at {datetime.now(UTC):%Y-%m-%d %H:%M} UTC", flush=True)
+    template = await migrated_template()
+    outcomes: dict[str, Outcome] = {}
+    try:
+        with tempfile.TemporaryDirectory(prefix="duetime-noisy-") as tmp:
+            async with bench_kafka(Path(tmp) / "kafka"):
+                for case in args.cases:
+                    outcomes[case] = await run_case(case, options, template, Path(tmp))
+    finally:
+        await drop_database(template)
+    summarise(outcomes, options)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,1 @@
+"""duetime: the command line for Duetime."""

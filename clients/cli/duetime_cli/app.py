@@ -1,0 +1,77 @@
+"""``duetime``: the command line for people driving Duetime through its gRPC API.
+
+Each group of commands is a Typer app in its own module, registered in GROUPS; an operator
+group (``duetime admin ...``) joins the same way once its service exists.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from duetime_cli import jobs, preview, runs
+from duetime_cli.failures import EXIT_CODE_MEANINGS
+from duetime_cli.session import DEFAULT_API, Session
+
+GROUPS: list[tuple[str, typer.Typer]] = [("jobs", jobs.app), ("runs", runs.app)]
+
+EPILOG = "Exit codes:\n\n\b\n" + "\n".join(
+    f"{int(code):>3}  {meaning}" for code, meaning in EXIT_CODE_MEANINGS.items()
+)
+
+app = typer.Typer(
+    name="duetime",
+    help="Drive Duetime's jobs and runs through its gRPC API.",
+    epilog=EPILOG,
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+    rich_markup_mode=None,
+)
+for name, group in GROUPS:
+    app.add_typer(group, name=name)
+app.command("preview")(preview.preview)
+
+
+@app.callback()
+def connect(
+    ctx: typer.Context,
+    api: Annotated[
+        str, typer.Option(envvar="DUETIME_API", metavar="HOST:PORT", help="The Job API's address.")
+    ] = DEFAULT_API,
+    token: Annotated[
+        str,
+        typer.Option(
+            envvar="DUETIME_TOKEN", metavar="TOKEN", help="Your team token.", show_default=False
+        ),
+    ] = "",
+    team: Annotated[
+        str,
+        typer.Option(
+            envvar="DUETIME_TEAM",
+            metavar="TEAM",
+            help="Your team, to name jobs by id alone (found from the token if not given).",
+            show_default=False,
+        ),
+    ] = "",
+    ca_file: Annotated[
+        str,
+        typer.Option(
+            envvar="DUETIME_TLS_CA_FILE",
+            metavar="FILE",
+            help="The CA that signed the API's certificate (default: the system's).",
+            show_default=False,
+        ),
+    ] = "",
+    plaintext: Annotated[
+        bool,
+        typer.Option(
+            "--plaintext", help="Talk to an API that serves no TLS (local development only)."
+        ),
+    ] = False,
+) -> None:
+    ctx.obj = Session(api, token, team, ca_file=ca_file, plaintext=plaintext)
+
+
+def main() -> None:
+    app(prog_name="duetime")

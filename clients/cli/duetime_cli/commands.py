@@ -1,0 +1,102 @@
+"""What every command shares: its session, turning failures into messages and exit codes, and
+the arguments several commands take."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import grpc
+import typer
+
+from duetime_cli.failures import ExitCode, Failure
+from duetime_cli.output import Format, emit_failure, stderr
+from duetime_cli.session import Session
+
+if TYPE_CHECKING:
+    # The generic form mypy-protobuf's enum wrappers derive from; typing only.
+    from google.protobuf.internal.enum_type_wrapper import _EnumTypeWrapper
+
+JobArg = Annotated[
+    str,
+    typer.Argument(metavar="JOB", help="The job: its id, or its name teams/{team}/jobs/{job_id}."),
+]
+EtagOption = Annotated[
+    str,
+    typer.Option(
+        metavar="ETAG", help="Only if the job is still at this etag (else ABORTED, exit 5)."
+    ),
+]
+LimitOption = Annotated[
+    int, typer.Option(min=0, metavar="N", help="At most this many (0: all), newest first.")
+]
+PAGE_SIZE = 1000
+T = TypeVar("T")
+V = TypeVar("V", bound=int)
+
+
+@contextmanager
+def command(ctx: typer.Context, fmt: Format) -> Iterator[Session]:
+    """The command's session; a failure inside is printed (as ``fmt`` asks) and ends the
+    command with its exit code."""
+    session: Session = ctx.obj
+    try:
+        yield session
+    except grpc.RpcError as error:
+        failure = Failure.from_rpc_error(error)
+        emit_failure(failure, fmt)
+        raise typer.Exit(failure.exit_code) from None
+    except Failure as failure:
+        emit_failure(failure, fmt)
+        raise typer.Exit(failure.exit_code) from None
+    except KeyboardInterrupt:
+        stderr.print("interrupted")
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
+    finally:
+        session.close()
+
+
+def collect(
+    fetch: Callable[[str, int], tuple[Sequence[T], str]], limit: int
+) -> tuple[list[T], str]:
+    """Pages through a list until ``limit`` items (0: all); the items and the token left."""
+    items: list[T] = []
+    token = ""
+    while True:
+        size = PAGE_SIZE if not limit else min(PAGE_SIZE, limit - len(items))
+        page, token = fetch(token, size)
+        items.extend(page)
+        if not token or (limit and len(items) >= limit):
+            return items, token
+
+
+def enum_choices(enum_type: _EnumTypeWrapper[Any], prefix: str) -> list[str]:
+    """A contract enum's values without prefix and zero value: ``RUN_STATE_QUEUED`` as
+    ``QUEUED``; what an option naming one accepts (and completes)."""
+    return [name.removeprefix(prefix) for name in enum_type.keys()[1:]]
+
+
+def enum_option(
+    enum_type: _EnumTypeWrapper[Any], prefix: str, help: str, metavar: str = "STATE"
+) -> Any:
+    """An option naming a value of a contract enum, listing and completing its values."""
+    choices = enum_choices(enum_type, prefix)
+
+    def complete(incomplete: str) -> list[str]:
+        return [c for c in choices if c.startswith(incomplete.upper())]
+
+    return typer.Option(
+        metavar=metavar, help=f"{help}: {', '.join(choices)}.", autocompletion=complete
+    )
+
+
+def enum_value(enum_type: _EnumTypeWrapper[V], prefix: str, text: str | None, option: str) -> V:
+    """The value an option names (any case), the zero value when not given; a usage error
+    otherwise."""
+    if text is None:
+        return enum_type.Value(enum_type.keys()[0])
+    choices = enum_choices(enum_type, prefix)
+    if text.upper() not in choices:
+        raise typer.BadParameter(f"expected one of {', '.join(choices)}", param_hint=option)
+    return enum_type.Value(prefix + text.upper())

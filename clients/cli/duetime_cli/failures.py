@@ -1,0 +1,137 @@
+"""Failures and exit codes: a gRPC status (or a local check) becomes a message that names the
+bad fields, and an exit code by status family that scripts can branch on."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+
+
+class ExitCode(enum.IntEnum):
+    """The exit status of ``duetime``, one per family of gRPC status codes."""
+
+    OK = 0
+    ERROR = 1
+    USAGE = 2
+    INVALID = 3
+    NOT_FOUND = 4
+    CONFLICT = 5
+    PRECONDITION = 6
+    AUTH = 7
+    QUOTA = 8
+    UNAVAILABLE = 9
+    RUN_FAILED = 10
+    INTERRUPTED = 130
+
+
+EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
+    ExitCode.OK: "done",
+    ExitCode.ERROR: "INTERNAL, UNKNOWN, DATA_LOSS, UNIMPLEMENTED: a fault, not your input",
+    ExitCode.USAGE: "the command line is wrong (unknown option, missing argument)",
+    ExitCode.INVALID: "INVALID_ARGUMENT, OUT_OF_RANGE, or a job file that does not parse",
+    ExitCode.NOT_FOUND: "NOT_FOUND",
+    ExitCode.CONFLICT: "ALREADY_EXISTS, ABORTED (etag mismatch): read again and retry",
+    ExitCode.PRECONDITION: "FAILED_PRECONDITION: the job or run is in the wrong state",
+    ExitCode.AUTH: "UNAUTHENTICATED, PERMISSION_DENIED, or no token given",
+    ExitCode.QUOTA: "RESOURCE_EXHAUSTED",
+    ExitCode.UNAVAILABLE: "UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED, or --wait timed out",
+    ExitCode.RUN_FAILED: "--wait: the run ended other than SUCCEEDED",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
+}
+
+
+_BY_STATUS: dict[grpc.StatusCode, ExitCode] = {
+    grpc.StatusCode.INVALID_ARGUMENT: ExitCode.INVALID,
+    grpc.StatusCode.OUT_OF_RANGE: ExitCode.INVALID,
+    grpc.StatusCode.NOT_FOUND: ExitCode.NOT_FOUND,
+    grpc.StatusCode.ALREADY_EXISTS: ExitCode.CONFLICT,
+    grpc.StatusCode.ABORTED: ExitCode.CONFLICT,
+    grpc.StatusCode.FAILED_PRECONDITION: ExitCode.PRECONDITION,
+    grpc.StatusCode.UNAUTHENTICATED: ExitCode.AUTH,
+    grpc.StatusCode.PERMISSION_DENIED: ExitCode.AUTH,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: ExitCode.QUOTA,
+    grpc.StatusCode.UNAVAILABLE: ExitCode.UNAVAILABLE,
+    grpc.StatusCode.DEADLINE_EXCEEDED: ExitCode.UNAVAILABLE,
+    grpc.StatusCode.CANCELLED: ExitCode.UNAVAILABLE,
+}
+
+
+def exit_code_for(status: grpc.StatusCode) -> ExitCode:
+    return _BY_STATUS.get(status, ExitCode.ERROR)
+
+
+@dataclass(frozen=True)
+class Violation:
+    field: str
+    description: str
+
+
+@dataclass
+class Failure(Exception):
+    """What went wrong, as the server's status details tell it (or a local check)."""
+
+    exit_code: ExitCode
+    code: str  # the gRPC status code's name, e.g. INVALID_ARGUMENT
+    message: str
+    reason: str = ""
+    metadata: dict[str, str] = field(default_factory=dict)
+    violations: list[Violation] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+    @classmethod
+    def local(
+        cls, exit_code: ExitCode, code: str, message: str, violations: Sequence[Violation] = ()
+    ) -> Failure:
+        return cls(exit_code, code, message, violations=list(violations))
+
+    @classmethod
+    def from_rpc_error(cls, error: grpc.RpcError) -> Failure:
+        """Decodes ``google.rpc.ErrorInfo`` and ``BadRequest`` from the status details."""
+        call: Any = error
+        status_code: grpc.StatusCode = call.code()
+        failure = cls(exit_code_for(status_code), status_code.name, call.details() or "")
+        status = rpc_status.from_call(call)
+        for detail in status.details if status is not None else []:
+            if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+                info = error_details_pb2.ErrorInfo()
+                detail.Unpack(info)
+                failure.reason, failure.metadata = info.reason, dict(info.metadata)
+            elif detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
+                bad = error_details_pb2.BadRequest()
+                detail.Unpack(bad)
+                failure.violations += [
+                    Violation(v.field, v.description) for v in bad.field_violations
+                ]
+        return failure
+
+    def as_dict(self) -> dict[str, Any]:
+        """The failure for scripts (``-o json|yaml``), in proto3 JSON's camelCase."""
+        out: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.reason:
+            out["reason"] = self.reason
+        if self.metadata:
+            out["metadata"] = self.metadata
+        if self.violations:
+            out["fieldViolations"] = [
+                {"field": v.field, "description": v.description} for v in self.violations
+            ]
+        return {"error": out}
+
+    def human_lines(self) -> list[str]:
+        """The failure for people: the code and reason, then one line per bad field."""
+        head = (
+            self.code
+            if not self.reason or self.reason == self.code
+            else (f"{self.code} ({self.reason})")
+        )
+        if not self.violations:
+            return [f"{head}: {self.message}"]
+        return [head] + [f"  {v.field}: {v.description}" for v in self.violations]

@@ -1,0 +1,221 @@
+"""``duetime jobs ...``: create, read, change, pause, resume, delete and trigger jobs."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from google.protobuf import field_mask_pb2
+
+from duetime.jobs.v1 import job_pb2, job_service_pb2, run_pb2
+from duetime_cli.commands import (
+    EtagOption,
+    JobArg,
+    LimitOption,
+    collect,
+    command,
+    enum_option,
+    enum_value,
+)
+from duetime_cli.failures import ExitCode, Failure
+from duetime_cli.jobfile import parse_job, read_mapping
+from duetime_cli.names import job_name
+from duetime_cli.output import Format, OutputOption, emit
+from duetime_cli.tables import attempts_table, job_detail, jobs_table, run_detail
+from duetime_cli.wait import follow
+
+app = typer.Typer(help="Create, read, change and trigger jobs.", no_args_is_help=True)
+
+FileOption = Annotated[
+    str,
+    typer.Option(
+        "--file",
+        "-f",
+        metavar="FILE",
+        help="A job as proto3 JSON or YAML (duetime.jobs.v1.Job); - reads stdin.",
+    ),
+]
+# Fields the server sets; a job file saved from `jobs get` carries them, `update` skips them.
+OUTPUT_ONLY = frozenset(
+    {"name", "job_id", "team", "state", "state_reason", "next_run_time", "create_time",
+     "update_time", "etag"}
+)  # fmt: skip
+
+
+StateOption = Annotated[
+    str | None, enum_option(job_pb2.JobState, "JOB_STATE_", "Only jobs in this state")
+]
+
+
+@app.command()
+def create(
+    ctx: typer.Context,
+    file: FileOption,
+    request_id: Annotated[
+        str, typer.Option(help="Makes the create idempotent: a retry returns the same job.")
+    ] = "",
+    output: OutputOption = Format.TABLE,
+) -> None:
+    """Create a job from a file."""
+    with command(ctx, output) as session:
+        source = Path(file)
+        job = parse_job(read_mapping(source), source)
+        request = job_service_pb2.CreateJobRequest(job=job, request_id=request_id)
+        response = session.call(session.jobs.CreateJob, request)
+        emit(response, output, lambda: [job_detail(response.job)])
+
+
+@app.command("list")
+def list_jobs(
+    ctx: typer.Context,
+    state: StateOption = None,
+    limit: LimitOption = 100,
+    output: OutputOption = Format.TABLE,
+) -> None:
+    """List the team's jobs, newest first."""
+    with command(ctx, output) as session:
+        wanted = enum_value(job_pb2.JobState, "JOB_STATE_", state, "--state")
+
+        def page(token: str, size: int) -> tuple[list[job_pb2.Job], str]:
+            request = job_service_pb2.ListJobsRequest(
+                page_size=size, page_token=token, state=wanted
+            )
+            response = session.call(session.jobs.ListJobs, request)
+            return list(response.jobs), response.next_page_token
+
+        jobs, token = collect(page, limit)
+        response = job_service_pb2.ListJobsResponse(jobs=jobs, next_page_token=token)
+        emit(response, output, lambda: [jobs_table(jobs)])
+
+
+@app.command()
+def get(ctx: typer.Context, job: JobArg, output: OutputOption = Format.TABLE) -> None:
+    """Show one job."""
+    with command(ctx, output) as session:
+        request = job_service_pb2.GetJobRequest(name=job_name(session, job))
+        response = session.call(session.jobs.GetJob, request)
+        emit(response, output, lambda: [job_detail(response.job)])
+
+
+@app.command()
+def update(
+    ctx: typer.Context,
+    job: Annotated[
+        str | None,
+        typer.Argument(metavar="JOB", help="The job; defaults to the file's name field."),
+    ] = None,
+    file: Annotated[
+        str | None,
+        typer.Option(
+            "--file",
+            "-f",
+            metavar="FILE",
+            help="The fields to change, as in a job file (a saved `jobs get -o yaml` works: "
+            "its output-only fields are left out, its etag is checked).",
+        ),
+    ] = None,
+    display_name: Annotated[str | None, typer.Option(help="A new display name.")] = None,
+    etag: EtagOption = "",
+    output: OutputOption = Format.TABLE,
+) -> None:
+    """Change the fields given in the file or by options; the others keep their values."""
+    with command(ctx, output) as session:
+        changes, paths = _changes(file, display_name)
+        ref = job or changes.name
+        if not ref:
+            raise Failure.local(ExitCode.USAGE, "INVALID_ARGUMENT", "name the job to update")
+        changes.name = job_name(session, ref)
+        changes.etag = etag or changes.etag
+        request = job_service_pb2.UpdateJobRequest(
+            job=changes, update_mask=field_mask_pb2.FieldMask(paths=paths)
+        )
+        response = session.call(session.jobs.UpdateJob, request)
+        emit(response, output, lambda: [job_detail(response.job)])
+
+
+def _changes(file: str | None, display_name: str | None) -> tuple[job_pb2.Job, list[str]]:
+    """The job carrying the new values, and the mask: the file's fields (less output-only
+    ones) plus those given by options."""
+    changes, paths = job_pb2.Job(), []
+    if file is not None:
+        source = Path(file)
+        data: dict[str, Any] = read_mapping(source)
+        changes = parse_job(data, source)
+        fields = job_pb2.Job.DESCRIPTOR.fields_by_camelcase_name
+        for key in data:
+            name = fields[key].name if key in fields else key
+            if name not in OUTPUT_ONLY:
+                paths.append(name)
+    if display_name is not None:
+        changes.display_name = display_name
+        paths.append("display_name")
+    if not paths:
+        raise Failure.local(
+            ExitCode.USAGE, "INVALID_ARGUMENT", "nothing to change: give --file or an option"
+        )
+    return changes, list(dict.fromkeys(paths))
+
+
+@app.command()
+def pause(
+    ctx: typer.Context, job: JobArg, etag: EtagOption = "", output: OutputOption = Format.TABLE
+) -> None:
+    """Pause a job: its occurrences are SKIPPED until it is resumed."""
+    with command(ctx, output) as session:
+        request = job_service_pb2.PauseJobRequest(name=job_name(session, job), etag=etag)
+        response = session.call(session.jobs.PauseJob, request)
+        emit(response, output, lambda: [job_detail(response.job)])
+
+
+@app.command()
+def resume(
+    ctx: typer.Context, job: JobArg, etag: EtagOption = "", output: OutputOption = Format.TABLE
+) -> None:
+    """Resume a paused job from now (missed occurrences are not caught up)."""
+    with command(ctx, output) as session:
+        request = job_service_pb2.ResumeJobRequest(name=job_name(session, job), etag=etag)
+        response = session.call(session.jobs.ResumeJob, request)
+        emit(response, output, lambda: [job_detail(response.job)])
+
+
+@app.command()
+def delete(
+    ctx: typer.Context, job: JobArg, etag: EtagOption = "", output: OutputOption = Format.TABLE
+) -> None:
+    """Delete a job; its run history stays readable."""
+    with command(ctx, output) as session:
+        name = job_name(session, job)
+        request = job_service_pb2.DeleteJobRequest(name=name, etag=etag)
+        response = session.call(session.jobs.DeleteJob, request)
+        emit(response, output, lambda: [f"deleted {name}"])
+
+
+@app.command()
+def trigger(
+    ctx: typer.Context,
+    job: JobArg,
+    wait: Annotated[
+        bool, typer.Option("--wait", help="Follow the run until it ends; exit 10 unless SUCCEEDED.")
+    ] = False,
+    timeout: Annotated[
+        float, typer.Option(min=0, help="With --wait: give up after this many seconds (exit 9).")
+    ] = 0,
+    request_id: Annotated[
+        str, typer.Option(help="Makes the trigger idempotent; defaults to a fresh UUID.")
+    ] = "",
+    output: OutputOption = Format.TABLE,
+) -> None:
+    """Start one run now, outside the schedule."""
+    with command(ctx, output) as session:
+        request = job_service_pb2.TriggerJobRequest(
+            name=job_name(session, job), request_id=request_id or str(uuid.uuid4())
+        )
+        run = session.call(session.jobs.TriggerJob, request).run
+        if wait:
+            run = follow(session, run, timeout)
+        response = job_service_pb2.TriggerJobResponse(run=run)
+        emit(response, output, lambda: [run_detail(run), attempts_table(run)])
+        if wait and run.state != run_pb2.RUN_STATE_SUCCEEDED:
+            raise typer.Exit(ExitCode.RUN_FAILED)

@@ -1,0 +1,82 @@
+// How a TypeScript service calls Duetime's Job API with the code generated into gen/ts
+// (protoc-gen-es messages and service descriptors) over gRPC with Connect's Node transport:
+// dialling with a team token, and reading the error details the API sends. client.test.ts
+// drives a live API with it (see docs/clients.md).
+import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
+import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { JobService } from "../../../gen/ts/duetime/jobs/v1/job_service_pb.js";
+import { RunState, type Run } from "../../../gen/ts/duetime/jobs/v1/run_pb.js";
+import { BadRequestSchema, ErrorInfoSchema } from "../../../gen/ts/google/rpc/error_details_pb.js";
+
+// docs:begin ts-connect
+export interface Connection {
+  jobs: Client<typeof JobService>;
+  close(): void;
+}
+
+// Connects to the API at `address` ("host:port") as the team the token belongs to. The tests
+// talk to a local plaintext API; in production use an https:// base URL.
+export function connect(address: string, token: string): Connection {
+  const bearer: Interceptor = (next) => (request) => {
+    request.header.set("authorization", `Bearer ${token}`);
+    return next(request);
+  };
+  const baseUrl = `http://${address}`;
+  const sessionManager = new Http2SessionManager(baseUrl);
+  const transport = createGrpcTransport({ baseUrl, sessionManager, interceptors: [bearer] });
+  return { jobs: createClient(JobService, transport), close: () => sessionManager.abort() };
+}
+// docs:end ts-connect
+
+// docs:begin ts-errors
+// The bad fields of an INVALID_ARGUMENT error (google.rpc.BadRequest), field path to description.
+export function fieldViolations(error: unknown): Map<string, string> {
+  const fields = new Map<string, string>();
+  for (const bad of ConnectError.from(error).findDetails(BadRequestSchema)) {
+    for (const violation of bad.fieldViolations) {
+      fields.set(violation.field, violation.description);
+    }
+  }
+  return fields;
+}
+
+// The google.rpc.ErrorInfo reason of an error (e.g. ETAG_MISMATCH), or "".
+export function reason(error: unknown): string {
+  const infos = ConnectError.from(error).findDetails(ErrorInfoSchema);
+  return infos.find((info) => info.domain === "duetime.dev")?.reason ?? "";
+}
+
+// The gRPC code of an error (Code.InvalidArgument, Code.Aborted, ...).
+export function code(error: unknown): Code {
+  return ConnectError.from(error).code;
+}
+// docs:end ts-errors
+
+const FINAL = new Set([
+  RunState.SUCCEEDED,
+  RunState.DEAD_LETTERED,
+  RunState.MISSED,
+  RunState.SKIPPED,
+  RunState.CANCELLED,
+]);
+
+// docs:begin ts-wait
+// Polls a run until it reaches a final state, or throws once `timeoutMs` has passed.
+export async function waitForRun(
+  jobs: Client<typeof JobService>,
+  name: string,
+  timeoutMs: number,
+): Promise<Run> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { run } = await jobs.getRun({ name });
+    if (run !== undefined && FINAL.has(run.state)) {
+      return run;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`run ${name} still ${RunState[run?.state ?? 0]} after ${timeoutMs} ms`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+// docs:end ts-wait

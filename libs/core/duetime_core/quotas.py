@@ -1,0 +1,243 @@
+"""Team quotas and the rule that admits a run to dispatch or holds it back.
+
+A team has a quota (stored jobs, dispatches per minute with a burst, runs in flight at once,
+the highest priority it may use, its weight among teams) and a usage that the store keeps
+exact. A run is admitted when its team is under the in-flight limit and the rate limit lets
+the dispatch through; otherwise it is held (WAITING, reason QUOTA) and released later, in due
+order, as soon as the team is under its limits. The rate limit is a GCRA: a burst of
+``rate_burst`` dispatches at once, then one every ``60 s / runs_per_minute``.
+
+Pure: the store loads the team's row under its lock, asks these functions, and writes back.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Generic, TypeVar
+
+from duetime_core.errors import PermissionDenied, QuotaViolation, ResourceExhausted
+from duetime_core.fairness import PriorityFairQueue
+from duetime_core.jobspec import JobState, Priority
+from duetime_core.records import RunReason
+
+_PRIORITY_RANK = {Priority.LOW: 0, Priority.NORMAL: 1, Priority.HIGH: 2}
+
+
+class QuotaLimit(enum.StrEnum):
+    """The limit that holds a run back."""
+
+    NONE = ""
+    RATE = "RATE"  # runs_per_minute (with its burst)
+    CONCURRENCY = "CONCURRENCY"  # max_running
+
+
+@dataclass(frozen=True)
+class TeamQuota:
+    """A team's limits as they apply (its own, or the platform's default). 0: no limit."""
+
+    max_stored_jobs: int = 100_000
+    runs_per_minute: int = 60_000
+    rate_burst: int = 20_000
+    max_running: int = 20_000
+    max_priority: Priority = Priority.NORMAL
+    weight: int = 1
+
+    def allows_priority(self, priority: Priority) -> bool:
+        return _PRIORITY_RANK[priority] <= _PRIORITY_RANK[self.max_priority]
+
+    @property
+    def emission_interval(self) -> timedelta | None:
+        """The GCRA's spacing between dispatches; None without a rate limit."""
+        if self.runs_per_minute <= 0:
+            return None
+        return timedelta(minutes=1) / self.runs_per_minute
+
+
+@dataclass
+class TeamState:
+    """A team's quota and usage, read under its usage row's lock and changed as runs are
+    admitted, so one decision sees the ones before it."""
+
+    team_id: str
+    quota: TeamQuota
+    stored_jobs: int = 0
+    in_flight: int = 0
+    held: int = 0
+    rate_tat: datetime | None = None
+    # Set when ``rate_tat`` changed and must be written back.
+    dirty: bool = field(default=False, compare=False)
+
+    def rate_available(self, now: datetime) -> int:
+        """How many dispatches the rate limit lets through at ``now`` (the burst at most)."""
+        interval = self.quota.emission_interval
+        if interval is None:
+            return self.quota.rate_burst
+        tolerance = interval * (self.quota.rate_burst - 1)
+        base = self.rate_tat if self.rate_tat is not None and self.rate_tat > now else now
+        spare = now + tolerance - base
+        if spare < timedelta(0):
+            return 0
+        return min(self.quota.rate_burst, int(spare / interval) + 1)
+
+    def rate_eligible_time(self, now: datetime) -> datetime:
+        """When the rate limit next lets a dispatch through (``now`` if it does now)."""
+        interval = self.quota.emission_interval
+        if interval is None or self.rate_tat is None:
+            return now
+        return max(now, self.rate_tat - interval * (self.quota.rate_burst - 1))
+
+
+def _take_rate(team: TeamState, arrival: datetime) -> bool:
+    """GCRA: a dispatch at ``arrival`` conforms when the theoretical arrival time is at most
+    the burst tolerance ahead of it; the TAT then moves on by one emission interval."""
+    interval = team.quota.emission_interval
+    if interval is None:
+        return True
+    base = team.rate_tat if team.rate_tat is not None and team.rate_tat > arrival else arrival
+    if base - arrival > interval * (team.quota.rate_burst - 1):
+        return False
+    team.rate_tat = base + interval
+    team.dirty = True
+    return True
+
+
+def admit(team: TeamState, arrival: datetime) -> QuotaLimit:
+    """Admits one run whose dispatch counts from ``arrival`` (its effective time, or now when
+    that is later): ``QuotaLimit.NONE`` and the usage counted, or the limit that holds it.
+    The in-flight limit is checked first, so a run it holds spends no rate."""
+    limit = team.quota.max_running
+    if limit > 0 and team.in_flight >= limit:
+        return QuotaLimit.CONCURRENCY
+    if not _take_rate(team, arrival):
+        return QuotaLimit.RATE
+    team.in_flight += 1
+    return QuotaLimit.NONE
+
+
+# The job states that count as stored jobs (migration 4's duetime_job_stored is the same).
+STORED_STATES = frozenset({JobState.ACTIVE, JobState.PAUSED})
+
+
+def stored_jobs_violation(team: TeamState, adding: int) -> QuotaViolation | None:
+    """The stored-jobs quota would be exceeded by ``adding`` more ACTIVE or PAUSED jobs (a
+    resume adds none, but is refused while the team is over a lowered quota)."""
+    limit = team.quota.max_stored_jobs
+    if limit <= 0 or (team.stored_jobs + adding <= limit and team.stored_jobs <= limit):
+        return None
+    return QuotaViolation(
+        "max_stored_jobs",
+        str(limit),
+        str(team.stored_jobs),
+        f"the team may store {limit} active or paused jobs and has {team.stored_jobs}",
+    )
+
+
+def priority_violation(quota: TeamQuota, priority: Priority) -> QuotaViolation | None:
+    if quota.allows_priority(priority):
+        return None
+    return QuotaViolation(
+        "max_priority",
+        quota.max_priority.value,
+        priority.value,
+        f"priority {priority.value} is above the team's highest, {quota.max_priority.value}; "
+        "an operator can grant it",
+    )
+
+
+def check_job_quota(team: TeamState, *, priority: Priority | None, adding: int | None) -> None:
+    """Refuses a job write whose ``priority`` (None: unchanged) the team was not granted
+    (PERMISSION_DENIED), or that would store ``adding`` more jobs (None: no change in what is
+    stored) past the team's quota (RESOURCE_EXHAUSTED); both with the quota violated."""
+    if priority is not None:
+        refused = priority_violation(team.quota, priority)
+        if refused is not None:
+            raise PermissionDenied(
+                refused.description, reason="PRIORITY_NOT_GRANTED", quota_violations=[refused]
+            )
+    if adding is not None:
+        exceeded = stored_jobs_violation(team, adding)
+        if exceeded is not None:
+            raise ResourceExhausted(
+                exceeded.description, reason="STORED_JOBS_QUOTA", quota_violations=[exceeded]
+            )
+
+
+K = TypeVar("K", bound=Hashable)
+
+
+@dataclass(frozen=True)
+class Candidate(Generic[K]):
+    """A run that wants to be dispatched now."""
+
+    key: K
+    team_id: str
+    priority: Priority
+
+
+@dataclass(frozen=True)
+class Admission:
+    """What becomes of a candidate: dispatched (``reason`` NONE), or held WAITING with reason
+    QUOTA (and the limit) or FAIR_SHARE."""
+
+    reason: RunReason = RunReason.NONE
+    limit: QuotaLimit = QuotaLimit.NONE
+
+    @property
+    def dispatched(self) -> bool:
+        return self.reason is RunReason.NONE
+
+
+DISPATCH = Admission()
+FAIR_SHARE = Admission(RunReason.FAIR_SHARE)
+
+
+def plan_dispatch(
+    candidates: Sequence[Candidate[K]],
+    teams: Mapping[str, TeamState],
+    now: datetime,
+    credit: int | None,
+    fair: PriorityFairQueue[str, Candidate[K]],
+) -> dict[K, Admission]:
+    """Decides every candidate (given in due order): each team's quota is applied in due
+    order; when ``credit`` (how many more runs may be dispatched; None: no bound) is short,
+    it goes to the candidates in weighted fair order across teams (``fair`` keeps the teams'
+    turns from one call to the next), and the rest wait for their turn (FAIR_SHARE). A team
+    whose run is held by its quota holds its later runs too, so they go in due order."""
+    decided: dict[K, Admission] = {}
+    blocked: dict[str, QuotaLimit] = {}
+
+    def decide(candidate: Candidate[K]) -> Admission:
+        team = teams.get(candidate.team_id)
+        if team is None:  # no usage row: nothing to enforce
+            return DISPATCH
+        limit = blocked.get(candidate.team_id) or admit(team, now)
+        if limit is QuotaLimit.NONE:
+            return DISPATCH
+        blocked[candidate.team_id] = limit
+        return Admission(RunReason.QUOTA, limit)
+
+    if credit is None or credit >= len(candidates):
+        for candidate in candidates:
+            decided[candidate.key] = decide(candidate)
+        return decided
+    fair.clear()
+    for candidate in candidates:
+        team = teams.get(candidate.team_id)
+        fair.push(
+            candidate.priority, candidate.team_id, team.quota.weight if team else 1, candidate
+        )
+    while credit > 0 and fair:
+        candidate = fair.pop()
+        admission = decide(candidate)
+        decided[candidate.key] = admission
+        if admission.dispatched:
+            credit -= 1
+    fair.clear()
+    for candidate in candidates:
+        if candidate.key not in decided:
+            limit = blocked.get(candidate.team_id)
+            decided[candidate.key] = Admission(RunReason.QUOTA, limit) if limit else FAIR_SHARE
+    return decided

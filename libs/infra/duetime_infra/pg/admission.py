@@ -1,0 +1,216 @@
+"""Admission to dispatch on PostgreSQL: which runs go to Kafka now, which wait in PostgreSQL.
+
+Every run that is to be dispatched for an attempt (a claimed occurrence, a due retry, a held
+run's release, a trigger, a redrive) passes through ``admit_runs``: its team's quota (runs in
+flight, the rate limit) and, in the scheduler, the dispatch credit — the most runs of its
+partitions dispatched and not yet started. Kafka's partitions are first-in first-out, so the
+credit keeps the backlog there short and the rest waits in PostgreSQL (WAITING, FAIR_SHARE),
+where the order can still change: when credit frees, held runs go in weighted fair order
+across teams. Hand-backs and the reconciler's re-enqueues do not pass through here: their run
+was admitted already.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+import asyncpg
+
+from duetime_core.fairness import PriorityFairQueue
+from duetime_core.jobspec import Priority
+from duetime_core.quotas import Admission, Candidate, QuotaLimit, TeamState, plan_dispatch
+from duetime_core.records import RunReason, RunState
+from duetime_infra.dispatch import OutboxRow
+from duetime_infra.pg.pool import Conn
+from duetime_infra.pg.quota_store import lock_teams, save_rates
+from duetime_infra.pg.redispatch import redispatch_row
+from duetime_infra.pg.sql import q
+from duetime_infra.telemetry import instruments
+
+K = TypeVar("K")
+Row = asyncpg.Record
+
+
+class DispatchCredit:
+    """One scheduler's dispatch credit and the teams' fair turns, kept from pass to pass.
+
+    ``limit`` bounds the runs of the scheduler's partitions that are QUEUED (dispatched, not
+    started); None: no bound. The count is read once per claim pass (``new_pass``) and then
+    kept up to date by what the pass dispatches.
+    """
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.fair: PriorityFairQueue[str, Any] = PriorityFairQueue()
+        self._free: int | None = None
+
+    def new_pass(self) -> None:
+        self._free = None
+
+    async def free(self, conn: Conn, partitions: Collection[int]) -> int | None:
+        if self.limit is None:
+            return None
+        if self._free is None:
+            queued: int = await conn.fetchval(
+                q("admission_queued_count"), sorted(partitions), self.limit
+            )
+            self._free = max(0, self.limit - queued)
+        return self._free
+
+    def took(self, dispatched: int) -> None:
+        if self._free is not None:
+            self._free = max(0, self._free - dispatched)
+
+
+@dataclass
+class Admitted:
+    """The decisions of one ``admit_runs`` call, and the teams' states it changed (to be
+    saved with ``save_rates`` in the same transaction)."""
+
+    decisions: dict[Any, Admission]
+    teams: dict[str, TeamState]
+
+    def weight(self, team_id: str) -> int:
+        team = self.teams.get(team_id)
+        return team.quota.weight if team is not None else 1
+
+
+async def admit_runs(
+    conn: Conn,
+    candidates: Sequence[Candidate[K]],
+    now: datetime,
+    *,
+    credit: DispatchCredit | None = None,
+    partitions: Collection[int] = (),
+) -> Admitted:
+    """Decides each candidate (in due order) under its team's usage row lock."""
+    teams = await lock_teams(conn, {c.team_id for c in candidates})
+    free = await credit.free(conn, partitions) if credit is not None else None
+    fair: PriorityFairQueue[str, Any] = credit.fair if credit is not None else PriorityFairQueue()
+    decisions = plan_dispatch(candidates, teams, now, free, fair)
+    if credit is not None:
+        credit.took(sum(1 for d in decisions.values() if d.dispatched))
+    return Admitted(dict(decisions), teams)
+
+
+@dataclass(frozen=True)
+class Dispatched:
+    """What ``dispatch_runs`` did: the outbox rows of the runs it queued (for the caller to
+    insert with its others), and how many it held."""
+
+    outbox: list[OutboxRow]
+    held: int
+    # For the metrics, recorded once the caller committed (``count``).
+    held_reasons: list[str] = field(default_factory=list)
+    quota_delays: list[tuple[str, timedelta]] = field(default_factory=list)
+
+    def count(self) -> None:
+        """After COMMIT: the runs held and the quota delays of those let go."""
+        for reason in self.held_reasons:
+            instruments.runs_held(reason)
+        for limit, delay in self.quota_delays:
+            instruments.quota_delayed(limit, delay)
+
+
+async def dispatch_runs(
+    conn: Conn,
+    rows: Sequence[Row],
+    now: datetime,
+    *,
+    credit: DispatchCredit | None = None,
+    partitions: Collection[int] = (),
+    not_before: datetime | None = None,
+) -> Dispatched:
+    """Admits runs (rows of ``runs`` locked by the caller, with ``target_kind``) in the given
+    (due) order: each is QUEUED with a new dispatch row, or held WAITING. A run held before
+    by its quota becomes eligible now; ``not_before`` (a BUFFER_ONE release) moves the run's
+    next attempt time, so its misfire threshold counts from there."""
+    if not rows:
+        return Dispatched([], 0)
+    admitted = await admit_runs(
+        conn,
+        [Candidate(i, row["team_id"], Priority(row["priority"])) for i, row in enumerate(rows)],
+        now,
+        credit=credit,
+        partitions=partitions,
+    )
+    queued: list[tuple[Row, datetime | None]] = []
+    held: list[tuple[Row, Admission]] = []
+    for i, row in enumerate(rows):
+        decision = admitted.decisions[i]
+        if decision.dispatched:
+            queued.append((row, _eligible_at_release(row, now)))
+        elif (row["state"], row["reason"], row["quota_limit"]) != (
+            RunState.WAITING.value,
+            decision.reason.value,
+            decision.limit.value,
+        ):
+            held.append((row, decision))
+    await _write_queued(conn, queued, not_before)
+    await _write_held(conn, held, not_before)
+    await save_rates(conn, admitted.teams.values())
+    outbox = [
+        redispatch_row(row, now, team_weight=admitted.weight(row["team_id"])) for row, _ in queued
+    ]
+    return Dispatched(
+        outbox,
+        len(rows) - len(queued),
+        [d.reason.value for _, d in held],
+        [
+            (row["quota_limit"], eligible - row["effective_time"])
+            for row, eligible in queued
+            if eligible is not None
+        ],
+    )
+
+
+def _eligible_at_release(row: Row, now: datetime) -> datetime | None:
+    """A first attempt its team's quota held: eligible from now (if it is due already)."""
+    if (
+        row["attempt"] == 0
+        and row["reason"] == RunReason.QUOTA.value
+        and now > row["effective_time"]
+    ):
+        return now
+    return None
+
+
+async def _write_queued(
+    conn: Conn, queued: list[tuple[Row, datetime | None]], not_before: datetime | None
+) -> None:
+    if queued:
+        await conn.execute(
+            q("attempt_run_release"),
+            [row["run_id"] for row, _ in queued],
+            [row["nominal_time"] for row, _ in queued],
+            [eligible for _, eligible in queued],
+            [not_before] * len(queued),
+        )
+
+
+async def _write_held(
+    conn: Conn, held: list[tuple[Row, Admission]], not_before: datetime | None
+) -> None:
+    if not held:
+        return
+    await conn.execute(
+        q("attempt_run_hold"),
+        [row["run_id"] for row, _ in held],
+        [row["nominal_time"] for row, _ in held],
+        [d.reason.value for _, d in held],
+        [d.limit.value for _, d in held],
+        [hold_detail(d) for _, d in held],
+        [not_before] * len(held),
+    )
+
+
+def hold_detail(decision: Admission) -> str:
+    """The reason_detail of a held run."""
+    if decision.reason is RunReason.FAIR_SHARE:
+        return "waiting for its turn: other teams' runs are ahead of it in dispatch"
+    if decision.limit is QuotaLimit.RATE:
+        return "held back by the team's rate limit (runs_per_minute)"
+    return "held back by the team's limit of runs in flight (max_running)"

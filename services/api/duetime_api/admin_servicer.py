@@ -1,0 +1,193 @@
+"""AdminService over gRPC (operator tokens only): convert the request, call the team store,
+convert the answer."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any, TypeAlias
+
+import asyncpg
+from grpc import aio
+
+from duetime.admin.v1 import admin_service_pb2 as pb
+from duetime.admin.v1 import admin_service_pb2_grpc
+from duetime_api.pagination import make_key_token, make_token, read_key_page, read_page
+from duetime_core.errors import InvalidArgument
+from duetime_core.identity import Role
+from duetime_core.teams import MAX_DESCRIPTION, team_id_problem
+from duetime_infra.codec.quota_codec import (
+    ROLES,
+    encode_quota,
+    encode_team,
+    encode_token,
+    read_defaults,
+    read_overrides,
+)
+from duetime_infra.codec.violations import Violations
+from duetime_infra.pg import team_store
+
+Context = aio.ServicerContext[Any, Any]
+Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
+
+_TEAM = re.compile(r"^teams/([^/]+)$")
+_TOKEN = re.compile(r"^tokens/([^/]+)$")
+_TEAM_FIELDS = ("display_name", "notification_url")
+MAX_URL = 2048
+
+
+def _team_id(name: str, field: str = "name") -> str:
+    match = _TEAM.match(name)
+    if match is None or team_id_problem(match[1]) is not None:
+        raise InvalidArgument.field(field, "must be teams/{team_id}")
+    return match[1]
+
+
+def _check_url(v: Violations, field: str, url: str) -> None:
+    if url and (len(url) > MAX_URL or not re.match(r"^https?://[^\s/]+", url)):
+        v.add(field, f"an http(s) URL of at most {MAX_URL} characters, or empty")
+
+
+class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
+    def __init__(self, pool: Pool) -> None:
+        self._pool = pool
+
+    async def CreateTeam(
+        self, request: pb.CreateTeamRequest, context: Context
+    ) -> pb.CreateTeamResponse:
+        team = request.team
+        v = Violations()
+        problem = team_id_problem(team.team_id)
+        if problem:
+            v.add("team.team_id", problem)
+        if len(team.display_name) > MAX_DESCRIPTION:
+            v.add("team.display_name", f"at most {MAX_DESCRIPTION} characters")
+        _check_url(v, "team.notification_url", team.notification_url)
+        v.raise_if_any()
+        async with self._pool.acquire() as conn, conn.transaction():
+            record = await team_store.create_team(
+                conn, team.team_id, team.display_name, team.notification_url
+            )
+        return pb.CreateTeamResponse(team=encode_team(record))
+
+    async def GetTeam(self, request: pb.GetTeamRequest, context: Context) -> pb.GetTeamResponse:
+        record = await team_store.get_team(self._pool, _team_id(request.name))
+        return pb.GetTeamResponse(team=encode_team(record))
+
+    async def ListTeams(
+        self, request: pb.ListTeamsRequest, context: Context
+    ) -> pb.ListTeamsResponse:
+        after, limit = read_key_page("teams", request.page_size, request.page_token)
+        records = await team_store.list_teams(self._pool, after, limit)
+        token = make_key_token("teams", records[-1].team_id) if len(records) == limit else ""
+        return pb.ListTeamsResponse(teams=[encode_team(r) for r in records], next_page_token=token)
+
+    async def UpdateTeam(
+        self, request: pb.UpdateTeamRequest, context: Context
+    ) -> pb.UpdateTeamResponse:
+        team_id = _team_id(request.team.name, "team.name")
+        paths = list(request.update_mask.paths)
+        v = Violations()
+        if not paths or any(p not in _TEAM_FIELDS for p in paths):
+            v.add("update_mask", f"required, among {', '.join(_TEAM_FIELDS)}")
+        if "display_name" in paths and len(request.team.display_name) > MAX_DESCRIPTION:
+            v.add("team.display_name", f"at most {MAX_DESCRIPTION} characters")
+        if "notification_url" in paths:
+            _check_url(v, "team.notification_url", request.team.notification_url)
+        v.raise_if_any()
+        async with self._pool.acquire() as conn, conn.transaction():
+            record = await team_store.update_team(
+                conn,
+                team_id,
+                display_name=request.team.display_name if "display_name" in paths else None,
+                notification_url=request.team.notification_url
+                if "notification_url" in paths
+                else None,
+            )
+        return pb.UpdateTeamResponse(team=encode_team(record))
+
+    async def UpdateTeamQuota(
+        self, request: pb.UpdateTeamQuotaRequest, context: Context
+    ) -> pb.UpdateTeamQuotaResponse:
+        team_id = _team_id(request.name)
+        v = Violations()
+        change = read_overrides(request.quota, list(request.update_mask.paths), v)
+        v.raise_if_any()
+        async with self._pool.acquire() as conn, conn.transaction():
+            record = await team_store.update_team_quota(conn, team_id, change)
+        return pb.UpdateTeamQuotaResponse(team=encode_team(record))
+
+    async def GetQuotaDefaults(
+        self, request: pb.GetQuotaDefaultsRequest, context: Context
+    ) -> pb.GetQuotaDefaultsResponse:
+        return pb.GetQuotaDefaultsResponse(
+            quota=encode_quota(await team_store.quota_defaults(self._pool))
+        )
+
+    async def UpdateQuotaDefaults(
+        self, request: pb.UpdateQuotaDefaultsRequest, context: Context
+    ) -> pb.UpdateQuotaDefaultsResponse:
+        v = Violations()
+        change = read_defaults(request.quota, list(request.update_mask.paths), v)
+        v.raise_if_any()
+        async with self._pool.acquire() as conn, conn.transaction():
+            quota = await team_store.update_quota_defaults(conn, change)
+        return pb.UpdateQuotaDefaultsResponse(quota=encode_quota(quota))
+
+    async def CreateToken(
+        self, request: pb.CreateTokenRequest, context: Context
+    ) -> pb.CreateTokenResponse:
+        token = request.token
+        v = Violations()
+        role = ROLES.get(token.role)
+        if role is None:
+            v.add(
+                "token.role", "required: TOKEN_ROLE_TEAM, TOKEN_ROLE_WORKER or TOKEN_ROLE_OPERATOR"
+            )
+        if role is Role.TEAM and team_id_problem(token.team_id) is not None:
+            v.add("token.team_id", "required for a team token: the team's id")
+        if role is not None and role is not Role.TEAM and token.team_id:
+            v.add("token.team_id", "only a team token acts for a team")
+        if len(token.description) > MAX_DESCRIPTION:
+            v.add("token.description", f"at most {MAX_DESCRIPTION} characters")
+        v.raise_if_any()
+        assert role is not None
+        async with self._pool.acquire() as conn, conn.transaction():
+            record, secret = await team_store.create_token(
+                conn, role, token.team_id or None, token.description
+            )
+        return pb.CreateTokenResponse(token=encode_token(record), secret=secret)
+
+    async def ListTokens(
+        self, request: pb.ListTokensRequest, context: Context
+    ) -> pb.ListTokensResponse:
+        if request.team_id and team_id_problem(request.team_id) is not None:
+            raise InvalidArgument.field("team_id", "not a team id")
+        scope = f"tokens/{request.team_id}/{request.include_revoked}"
+        page = read_page(scope, request.page_size, request.page_token)
+        after = None
+        if page.after_time is not None and page.after_id is not None:
+            after = (page.after_time, page.after_id)
+        records = await team_store.list_tokens(
+            self._pool, request.team_id or None, request.include_revoked, after, page.limit
+        )
+        next_token = ""
+        if len(records) == page.limit:
+            next_token = make_token(scope, records[-1].create_time, records[-1].token_id)
+        return pb.ListTokensResponse(
+            tokens=[encode_token(r) for r in records], next_page_token=next_token
+        )
+
+    async def RevokeToken(
+        self, request: pb.RevokeTokenRequest, context: Context
+    ) -> pb.RevokeTokenResponse:
+        match = _TOKEN.match(request.name)
+        try:
+            token_id = uuid.UUID(match[1]) if match else None
+        except ValueError:
+            token_id = None
+        if token_id is None:
+            raise InvalidArgument.field("name", "must be tokens/{token_id}, a UUID")
+        async with self._pool.acquire() as conn, conn.transaction():
+            record = await team_store.revoke_token(conn, token_id)
+        return pb.RevokeTokenResponse(token=encode_token(record))

@@ -1,0 +1,270 @@
+"""The podman launcher: each attempt of a container target runs the job's image in a container
+of its own on this host, through the ``podman`` command.
+
+The container gets the target's command (the image's entrypoint replaced), args (its CMD
+replaced) and env plus the variables every task gets (``container.task_env``), handed to podman
+in an in-memory file, so no secret is on a command line or on disk. Its exit status is the
+outcome: 0 success, anything else a retryable failure. An image that is not permitted, names no
+registry, is missing (and not to be pulled, or not found where it is pulled from) or whose
+command does not exist is a non-retryable failure with the reason.
+
+At the attempt timeout the container is stopped (its stop signal, SIGKILL ``stop_seconds``
+later); when the launch is cancelled (the lease lapsed by the worker's clock, the scheduler
+said cancel, the worker hands it back on shutdown) it is killed at once, since the run may
+already be another worker's. Either way the container is removed before the launch returns.
+Containers carry labels naming the run, the attempt, the worker and the process that owns them
+(``orphans``), so one left behind by a worker killed with -9 is removed by the next worker's
+start or a peer's periodic sweep; podman's own ``--timeout`` kills it past its deadline even if
+no worker ever comes back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import math
+import os
+import secrets
+from dataclasses import dataclass
+
+from duetime.jobs.v1 import job_pb2
+from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_worker import orphans
+from duetime_worker.container import PermittedLauncher, task_env
+from duetime_worker.deadline import Deadline
+from duetime_worker.images import ImagePolicy
+from duetime_worker.outcome import Outcome
+from duetime_worker.shielding import despite_cancellation
+
+log = logging.getLogger(__name__)
+
+PULL_POLICIES = ("never", "missing", "always", "newer")
+# Seconds a podman command (other than waiting for a container) may take.
+COMMAND_TIMEOUT = 60.0
+# podman's --timeout for a container is its deadline plus the stop grace plus this: a backstop
+# for a container nobody removed, never reached while its worker lives.
+BACKSTOP_MARGIN = 10.0
+# Answers of a registry that mean the image is not there (retrying will not bring it).
+_NOT_FOUND = ("manifest unknown", "name unknown", "not found", "does not exist", "denied")
+
+
+@dataclass(frozen=True)
+class PodmanSettings:
+    command: str = "podman"
+    # --pull for each container: never (images are put on the host beforehand), missing,
+    # always, newer.
+    pull: str = "never"
+    # --network for each container; "" leaves podman's default.
+    network: str = ""
+    # --memory and --cpus for each container; "" for no limit.
+    memory: str = ""
+    cpus: str = ""
+    # Seconds between the stop signal and SIGKILL at the attempt timeout.
+    stop_seconds: int = 5
+    # Seconds between two sweeps for orphaned containers.
+    sweep_interval: float = 30.0
+    concurrency: int = 16
+
+
+@dataclass(frozen=True)
+class Finished:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def detail(self) -> str:
+        lines = [line for line in self.err.splitlines() if line.strip()]
+        return (lines[-1] if lines else f"exit status {self.code}")[:500]
+
+
+class Podman:
+    """Runs podman commands without the worker's own DUETIME_* variables (its token)."""
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+        self._env = {k: v for k, v in os.environ.items() if not k.startswith("DUETIME_")}
+
+    async def run(
+        self, *args: str, pass_fds: tuple[int, ...] = (), within: float | None = COMMAND_TIMEOUT
+    ) -> Finished:
+        process = await asyncio.create_subprocess_exec(
+            self.command,
+            *args,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=self._env,
+            pass_fds=pass_fds,
+        )
+        try:
+            async with asyncio.timeout(within):
+                out, err = await process.communicate()
+        except BaseException:  # timed out or cancelled: the command goes too
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()
+            raise
+        assert process.returncode is not None
+        return Finished(
+            process.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+        )
+
+    async def remove(self, *names: str) -> None:
+        """Kills (at once) and removes the containers; absent ones are no error. A failure is
+        logged (the next sweep after this worker is gone removes them)."""
+        try:
+            done = await self.run("rm", "--force", "--ignore", "--time", "0", *names)
+            error = done.detail if done.code != 0 else ""
+        except (OSError, TimeoutError) as failure:
+            error = f"{type(failure).__name__}: {failure}"
+        if error:
+            log.error(
+                "containers not removed",
+                extra={"action": "container_remove_failed", "names": names, "error": error},
+            )
+
+
+class PodmanLauncher(PermittedLauncher):
+    """Runs container targets with podman, at most ``settings.concurrency`` at once."""
+
+    def __init__(self, settings: PodmanSettings, images: ImagePolicy, worker_id: str) -> None:
+        super().__init__(settings.concurrency)
+        self._settings = settings
+        self._images = images
+        self._podman = Podman(settings.command)
+        self._owner = orphans.Owner.of_this_process(worker_id)
+        self._sweeper = orphans.Sweeper(self._podman, self._owner)
+        self._sweeping: asyncio.Task[None] | None = None
+        self.stop_seconds = settings.stop_seconds + 2.0  # the stop, then the removal
+
+    async def start(self) -> None:
+        """Removes the orphans of earlier workers, then sweeps every ``sweep_interval``."""
+        try:
+            await self._sweeper.sweep(at_start=True)
+        except OSError as error:
+            raise RuntimeError(
+                f"DUETIME_PODMAN_COMMAND={self._podman.command!r} cannot be run: {error}"
+            ) from error
+        self._sweeping = asyncio.create_task(self._sweeper.every(self._settings.sweep_interval))
+
+    async def close(self) -> None:
+        if self._sweeping is not None:
+            self._sweeping.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeping
+
+    async def _launch(self, run: pb.RunSpec, attempt: int, limit: float) -> Outcome:
+        target = run.target.container
+        refusal = self._images.refusal(target.image)
+        if refusal is not None:
+            return Outcome.failed(refusal, retryable=False)
+        deadline = Deadline.after(limit)
+        give_up = asyncio.get_running_loop().time() + limit
+        env = {**target.env, **task_env(run, attempt, deadline)}
+        broken = sorted(name for name, value in env.items() if "\n" in value or "\r" in value)
+        if broken:
+            return Outcome.failed(
+                f"env {', '.join(broken)[:200]}: podman cannot pass a value with a line break",
+                retryable=False,
+            )
+        name = f"duetime-{run.run_id}-{attempt}-{secrets.token_hex(3)}"
+        labels = self._owner.labels(run.run_id, attempt, deadline.at + self._settings.stop_seconds)
+        try:
+            try:
+                async with asyncio.timeout_at(give_up):
+                    refused = await self._create(name, labels, env, target, limit)
+            except TimeoutError:
+                return Outcome.timed_out(f"the container did not start within {limit:g} s")
+            if refused is not None:
+                return refused
+            return await self._wait(name, limit, give_up)
+        finally:
+            # Killed at once if still running (cancelled), and removed, whatever happens here.
+            _, cancelled = await despite_cancellation(self._podman.remove(name))
+            if cancelled:
+                raise asyncio.CancelledError
+
+    async def _create(
+        self,
+        name: str,
+        labels: dict[str, str],
+        env: dict[str, str],
+        target: job_pb2.ContainerTarget,
+        limit: float,
+    ) -> Outcome | None:
+        """Starts the container detached; None once it runs, else the outcome."""
+        backstop = math.ceil(limit + self._settings.stop_seconds + BACKSTOP_MARGIN)
+        args = ["run", "--detach", "--name", name, "--pull", self._settings.pull]
+        args += ["--timeout", str(backstop)]
+        for key, value in labels.items():
+            args += ["--label", f"{key}={value}"]
+        for option, value in (
+            ("--network", self._settings.network),
+            ("--memory", self._settings.memory),
+            ("--cpus", self._settings.cpus),
+        ):
+            if value:
+                args += [option, value]
+        if target.command:
+            args += ["--entrypoint", json.dumps(list(target.command))]
+        env_file = os.memfd_create("duetime-env", os.MFD_CLOEXEC)
+        try:
+            os.write(env_file, "".join(f"{k}={v}\n" for k, v in env.items()).encode())
+            os.lseek(env_file, 0, os.SEEK_SET)
+            args += ["--env-file", f"/dev/fd/{env_file}", target.image, *target.args]
+            done = await self._podman.run(*args, pass_fds=(env_file,), within=None)  # a pull
+        except OSError as error:
+            return Outcome.failed(f"cannot run podman: {error}", retryable=True)
+        finally:
+            os.close(env_file)
+        if done.code == 0:
+            return None
+        return _start_failure(target.image, self._settings.pull, done)
+
+    async def _wait(self, name: str, limit: float, give_up: float) -> Outcome:
+        waiting = asyncio.ensure_future(self._podman.run("wait", name, within=None))
+        left = give_up - asyncio.get_running_loop().time()
+        try:
+            done, _ = await asyncio.wait([waiting], timeout=max(left, 0))
+            if done:
+                return _exit_outcome(waiting.result())
+            grace = self._settings.stop_seconds
+            await self._podman.run("stop", "--time", str(grace), name)
+            code = (await waiting).out.strip()
+            how = "killed" if code == "137" else f"exited with status {code}"
+            return Outcome.timed_out(
+                f"stopped at the {limit:g} s timeout ({how}; SIGKILL comes {grace} s after the "
+                "stop signal)"
+            )
+        finally:
+            waiting.cancel()
+
+
+def _exit_outcome(waited: Finished) -> Outcome:
+    if waited.code != 0:
+        # podman wait itself failed: the container went away under it.
+        return Outcome.failed(f"container lost: {waited.detail}", retryable=True)
+    code = waited.out.strip()
+    if code == "0":
+        return Outcome.succeeded()
+    return Outcome.failed(f"exited with status {code}", retryable=True)
+
+
+def _start_failure(image: str, pull: str, done: Finished) -> Outcome:
+    """Why ``podman run`` did not start the container, and whether trying again may help."""
+    detail = done.detail
+    lowered = done.err.lower()
+    shown = repr(image[:200])
+    if "image not known" in lowered:
+        return Outcome.failed(
+            f"image {shown} is not on this worker (pull policy {pull}): {detail}",
+            retryable=False,
+        )
+    if "executable file not found" in lowered or "no such file or directory" in lowered:
+        return Outcome.failed(f"cannot run the command in {shown}: {detail}", retryable=False)
+    if ("pull" in lowered or "registry" in lowered) and any(m in lowered for m in _NOT_FOUND):
+        return Outcome.failed(f"image {shown} not found: {detail}", retryable=False)
+    return Outcome.failed(f"podman could not start the container: {detail}", retryable=True)

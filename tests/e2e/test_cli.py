@@ -1,0 +1,454 @@
+"""A person (or a script) with the ``duetime`` command against the API process: job files in
+YAML and JSON, tables and ``-o json|yaml``, etags, pause and resume, errors that name the bad
+field with the exit code of their status family, DST in previews, shell completion."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import re
+import shutil
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from google.protobuf import json_format
+
+from duetime.jobs.v1 import job_service_pb2, job_service_pb2_grpc
+from tests.support.cli import Cli, Result, cli_env, duetime_command, team_cli
+from tests.support.databases import create_database, drop_database
+from tests.support.processes import service
+from tests.support.tls import service_channel
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+
+CRON_JOB_YAML = """\
+# A job file is duetime.jobs.v1.Job in proto3 JSON form, here written as YAML.
+displayName: nightly invoices
+schedule:
+  cron:
+    expression: "0 2 * * *"
+    timeZone: Asia/Kolkata
+target:
+  http:
+    url: https://billing.internal/run-invoices
+    headers:
+      Authorization: Bearer t0ps3cret
+retryPolicy:
+  maxAttempts: 5
+  initialBackoff: 2s
+attemptTimeout: 90s
+"""
+
+INTERVAL_JOB = {
+    # Proto field names work too; the name is shown as written, never read as rich markup.
+    "display_name": "[prod] cache warmer",
+    "schedule": {"interval": {"interval": "3600s", "startTime": "2099-01-01T00:00:00Z"}},
+    "target": {"http": {"url": "https://cache.internal/warm", "method": "HTTP_METHOD_PUT"}},
+}
+
+
+@pytest.fixture(scope="module")
+async def api(template_db: str) -> AsyncIterator[tuple[str, str]]:
+    """One API process for the module, on a database of its own; each test has its team."""
+    name = f"duetime_t_{uuid.uuid4().hex[:12]}"
+    dsn = await create_database(name, template=template_db)
+    env = {"DUETIME_PG_DSN": dsn, "DUETIME_API_ADDRESS": "127.0.0.1:0"}
+    try:
+        async with service("duetime_api", env, "DUETIME_API_PORT") as process:
+            yield process.address, dsn
+    finally:
+        await drop_database(name)
+
+
+@pytest.fixture
+async def cli(api: tuple[str, str]) -> Cli:
+    address, dsn = api
+    return await team_cli(dsn, address, f"team-{uuid.uuid4().hex[:8]}")
+
+
+async def api_response(cli: Cli, rpc: str, request: Any) -> dict[str, Any]:
+    """What the API itself answers, in proto3 JSON: what ``-o json`` must print."""
+    async with service_channel(cli.api) as channel:
+        stub = job_service_pb2_grpc.JobServiceStub(channel)
+        metadata = (("authorization", f"Bearer {cli.token}"),)
+        response = await getattr(stub, rpc)(request, metadata=metadata)
+    return json_format.MessageToDict(response)
+
+
+def detail(result: Result) -> dict[str, str]:
+    """A detail table (``Name   teams/...``) as a dict of its rows."""
+    rows = [re.match(r"^(\S.*?)\s{2,}(.*?)\s*$", line) for line in result.stdout.splitlines()]
+    out = {row[1]: row[2] for row in rows if row}
+    assert out, result.stdout
+    return out
+
+
+async def test_create_from_yaml_and_json_then_list_and_get(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "nightly.yaml").write_text(CRON_JOB_YAML)
+    (tmp_path / "warmer.json").write_text(json.dumps(INTERVAL_JOB))
+
+    created = detail(await cli.ok("jobs", "create", "-f", str(tmp_path / "nightly.yaml")))
+    assert created["Name"].startswith(f"teams/{cli.team}/jobs/")
+    assert created["State"] == "ACTIVE"
+    assert created["Schedule"] == "cron 0 2 * * * (Asia/Kolkata)"
+    assert created["Next run"].endswith(" 20:30:00Z")  # 02:00 in Kolkata
+    assert created["Target"] == "POST https://billing.internal/run-invoices"
+    assert created["Retry"].startswith("5 attempts, backoff 2s..")
+    assert created["Attempt timeout"] == "1m30s"
+    nightly_id = created["Name"].rsplit("/", 1)[1]
+
+    warmer = await cli.ok("jobs", "create", "-f", str(tmp_path / "warmer.json"), "-o", "json")
+    job = warmer.json()["job"]
+    assert job["displayName"] == "[prod] cache warmer"
+    assert job["state"] == "JOB_STATE_ACTIVE"
+    assert job["nextRunTime"] == "2099-01-01T00:00:00Z"
+    assert job["target"]["http"]["method"] == "HTTP_METHOD_PUT"
+
+    # The list, newest first, as a table for people and exactly the API's answer for scripts
+    # (JSON or YAML); one job by id alone (the team is found from the token) or by full name.
+    name = created["Name"]
+    table, listed, as_yaml, by_id, by_name, shown = await asyncio.gather(
+        cli.ok("jobs", "list"),
+        cli.ok("jobs", "list", "-o", "json"),
+        cli.ok("jobs", "list", "-o", "yaml"),
+        cli.ok("jobs", "get", nightly_id, "-o", "json"),
+        cli.ok("jobs", "get", name, "-o", "json"),
+        cli.ok("jobs", "get", nightly_id),
+    )
+    header, rule, *rows = table.stdout.splitlines()
+    assert header.split() == [
+        "JOB", "ID", "NAME", "SCHEDULE", "TARGET", "STATE", "NEXT", "RUN", "(UTC)"
+    ]  # fmt: skip
+    assert set(rule) == {"─"}
+    assert len(rows) == 2
+    assert rows[0].split()[:5] == [job["jobId"], "[prod]", "cache", "warmer", "every"]
+    assert rows[1].split()[:3] == [nightly_id, "nightly", "invoices"]
+    schedule_and_target = r" cron 0 2 \* \* \* \(Asia/Kolkata\) +POST https://billing\.internal/"
+    assert re.search(schedule_and_target, rows[1])
+    assert rows[1].split()[-3:-1] == ["ACTIVE", created["Next run"].split()[0]]
+    assert listed.json() == await api_response(cli, "ListJobs", job_service_pb2.ListJobsRequest())
+    assert [j["jobId"] for j in listed.json()["jobs"]] == [job["jobId"], nightly_id]
+    assert yaml.safe_load(as_yaml.stdout) == listed.json()
+    request = job_service_pb2.GetJobRequest(name=name)
+    assert by_id.json() == by_name.json() == await api_response(cli, "GetJob", request)
+    assert detail(shown) == created
+    # Secrets never come back.
+    assert by_id.json()["job"]["target"]["http"]["headers"] == {"Authorization": "[REDACTED]"}
+    assert "t0ps3cret" not in listed.stdout
+
+    # A request id makes create idempotent.
+    file = str(tmp_path / "warmer.json")
+    first = await cli.ok("jobs", "create", "-f", file, "--request-id", "r-1", "-o", "json")
+    again = await cli.ok("jobs", "create", "-f", file, "--request-id", "r-1", "-o", "json")
+    assert first.json()["job"]["jobId"] == again.json()["job"]["jobId"] != job["jobId"]
+
+    # --limit stops early, leaving the token of the next page; 0 reads every page.
+    two, every = await asyncio.gather(
+        cli.ok("jobs", "list", "--limit", "2", "-o", "json"),
+        cli.ok("jobs", "list", "--limit", "0", "-o", "json"),
+    )
+    assert [j["jobId"] for j in two.json()["jobs"]] == [first.json()["job"]["jobId"], job["jobId"]]
+    assert two.json()["nextPageToken"]
+    assert len(every.json()["jobs"]) == 3
+    assert "nextPageToken" not in every.json()
+
+
+async def test_update_checks_the_etag(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "nightly.yaml").write_text(CRON_JOB_YAML)
+    job = await cli.ok("jobs", "create", "-f", str(tmp_path / "nightly.yaml"), "-o", "json")
+    job_id, first_etag = job.json()["job"]["jobId"], job.json()["job"]["etag"]
+
+    renamed = await cli.ok(
+        "jobs", "update", job_id, "--display-name", "renamed", "--etag", first_etag
+    )
+    assert detail(renamed)["Display name"] == "renamed"
+    assert detail(renamed)["Etag"] != first_etag
+
+    stale = await cli("jobs", "update", job_id, "--display-name", "lost", "--etag", first_etag)
+    assert stale.code == 5, stale
+    assert stale.stderr.startswith("Error: ABORTED (ETAG_MISMATCH): "), stale.stderr
+    stale_json = await cli("jobs", "pause", job_id, "--etag", first_etag, "-o", "json")
+    assert stale_json.code == 5
+    assert stale_json.error()["code"] == "ABORTED"
+    assert stale_json.error()["reason"] == "ETAG_MISMATCH"
+
+    # A job saved with `get -o yaml`, edited and given back: only the fields it holds that a
+    # person can change are updated, and its etag is checked.
+    saved = tmp_path / "saved.yaml"
+    saved.write_text((await cli.ok("jobs", "get", job_id, "-o", "yaml")).stdout)
+    edited = yaml.safe_load(saved.read_text())
+    edited["job"]["retryPolicy"]["maxAttempts"] = 9
+    saved.write_text(yaml.safe_dump(edited))
+    updated = (await cli.ok("jobs", "update", "-f", str(saved), "-o", "json")).json()["job"]
+    assert updated["retryPolicy"]["maxAttempts"] == 9
+    assert updated["displayName"] == "renamed"
+    assert updated["target"]["http"]["headers"] == {"Authorization": "[REDACTED]"}
+    replayed = await cli("jobs", "update", "-f", str(saved))
+    assert replayed.code == 5, replayed
+    assert "ETAG_MISMATCH" in replayed.stderr
+
+
+async def test_pause_resume_and_delete(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "job.json").write_text(json.dumps(INTERVAL_JOB))
+    job_id = (
+        await cli.ok("jobs", "create", "-f", str(tmp_path / "job.json"), "-o", "json")
+    ).json()["job"]["jobId"]
+    assert detail(await cli.ok("jobs", "pause", job_id))["State"] == "PAUSED"
+    paused = await cli.ok("jobs", "list", "--state", "paused", "-o", "json")
+    assert [j["jobId"] for j in paused.json()["jobs"]] == [job_id]
+    again = await cli("jobs", "pause", job_id)
+    assert again.code == 6, again
+    assert again.stderr.startswith("Error: FAILED_PRECONDITION (JOB_NOT_ACTIVE): ")
+    assert detail(await cli.ok("jobs", "resume", job_id))["State"] == "ACTIVE"
+
+    name = f"teams/{cli.team}/jobs/{job_id}"
+    deleted = await cli.ok("jobs", "delete", job_id)
+    assert deleted.stdout.strip() == f"deleted {name}"
+    gone = await cli("jobs", "get", name, "-o", "json")
+    assert gone.code == 4
+    assert gone.error() == {
+        "code": "NOT_FOUND",
+        "message": "job not found",
+        "reason": "JOB_NOT_FOUND",
+    }
+    # With no job left, a bare id cannot be placed in a team: the command says how to name it.
+    bare = await cli("jobs", "get", job_id)
+    assert bare.code == 4
+    assert "give the full name teams/{team}/jobs/{job_id} or --team" in bare.stderr
+    with_team = await cli("--team", cli.team, "jobs", "get", job_id)
+    assert with_team.code == 4
+    assert with_team.stderr == "Error: NOT_FOUND (JOB_NOT_FOUND): job not found\n"
+
+
+# Bad job files: the field each names, and the start of why.
+BAD_FILES = {
+    # Refused by the server (INVALID_ARGUMENT with a BadRequest) ...
+    "hour.yaml": (
+        CRON_JOB_YAML.replace('"0 2 * * *"', '"0 25 * * *"'),
+        "job.schedule.cron.expression",
+        "hour field '25': 25 is out of range",
+    ),
+    "scheme.yaml": (
+        CRON_JOB_YAML.replace("https://billing", "ftp://billing"),
+        "job.target.http.url",
+        "",
+    ),
+    # ... or by the command before any call, when the file does not parse as a Job.
+    "unknown.yaml": (
+        CRON_JOB_YAML.replace("expression:", "expresion:"),
+        "job.schedule.cron.expresion",
+        "unknown field; CronSchedule has expression, timeZone, gapPolicy, foldPolicy",
+    ),
+    "type.yaml": (
+        CRON_JOB_YAML.replace("maxAttempts: 5", "maxAttempts: many"),
+        "job.retry_policy.max_attempts",
+        "invalid literal for int()",
+    ),
+    "duration.json": (
+        json.dumps({**INTERVAL_JOB, "attemptTimeout": "90 seconds"}),
+        "job.attempt_timeout",
+        "Couldn't parse duration",
+    ),
+    "syntax.yaml": (
+        CRON_JOB_YAML.replace("  cron:\n", "  cron: [\n"),
+        "job",
+        "does not parse: expected ',' or ']', but got '<scalar>' (line 6, column 5)",
+    ),
+}
+
+
+async def test_a_bad_job_file_names_the_field(cli: Cli, tmp_path: Path) -> None:
+    for file, (content, _, _) in BAD_FILES.items():
+        (tmp_path / file).write_text(content)
+    people = await asyncio.gather(
+        *(cli("jobs", "create", "-f", str(tmp_path / file)) for file in BAD_FILES)
+    )
+    for result, (file, (_, field, why)) in zip(people, BAD_FILES.items(), strict=True):
+        assert result.code == 3, (file, result)
+        first, *violations = result.stderr.splitlines()
+        assert first.startswith("Error: INVALID_ARGUMENT"), (file, result.stderr)
+        assert len(violations) == 1, (file, result.stderr)
+        assert violations[0].startswith(f"  {field}: {why}"), (file, result.stderr)
+    # Scripts get the same in JSON, from the server's BadRequest or the local check alike.
+    scripts = await asyncio.gather(
+        cli("jobs", "create", "-f", str(tmp_path / "hour.yaml"), "-o", "json"),
+        cli("jobs", "create", "-f", str(tmp_path / "type.yaml"), "-o", "json"),
+    )
+    for result, file in zip(scripts, ["hour.yaml", "type.yaml"], strict=True):
+        assert result.code == 3
+        assert result.error()["code"] == "INVALID_ARGUMENT"
+        assert [v["field"] for v in result.error()["fieldViolations"]] == [BAD_FILES[file][1]]
+    assert (await cli.ok("jobs", "list", "-o", "json")).json() == {}  # nothing was created
+
+
+async def test_exit_codes_of_other_failures(cli: Cli, tmp_path: Path) -> None:
+    no_token, bad_token, closed, usage, missing = await asyncio.gather(
+        cli("jobs", "list", env={"DUETIME_TOKEN": ""}),
+        cli("--token", "dtt_nope", "jobs", "list", "-o", "json"),
+        cli("--api", "127.0.0.1:1", "jobs", "list"),
+        cli("jobs", "list", "--colour"),
+        cli("jobs", "create", "-f", str(tmp_path / "absent.yaml")),
+    )
+    assert (no_token.code, no_token.stderr) == (
+        7,
+        "Error: UNAUTHENTICATED: no token: pass --token or set DUETIME_TOKEN\n",
+    )
+    assert bad_token.code == 7
+    assert bad_token.error()["code"] == "UNAUTHENTICATED"
+    assert closed.code == 9, closed
+    assert closed.stderr.startswith("Error: UNAVAILABLE: "), closed.stderr
+    assert usage.code == 2
+    assert "No such option: --colour" in usage.stderr
+    assert missing.code == 2
+    assert "cannot read" in missing.stderr
+
+
+NEW_YORK = ("--tz", "America/New_York")
+
+
+async def test_preview_shows_dst_adjustments(cli: Cli) -> None:
+    spring, autumn, one_off, interval, bad = await asyncio.gather(
+        cli.ok("preview", "--cron", "30 2 * * *", *NEW_YORK, "--after", "2026-03-07T00:00:00Z",
+               "--count", "3"),
+        cli.ok("preview", "--cron", "30 1 * * *", *NEW_YORK, "--fold-policy", "both",
+               "--after", "2026-11-01T00:00:00Z", "--count", "3", "-o", "json"),
+        cli.ok("preview", "--at-local", "2026-03-08T02:30:00", *NEW_YORK,
+               "--after", "2026-03-01T00:00:00Z"),
+        cli.ok("preview", "--every", "1h30m", "--start", "2026-01-01T00:00:00Z",
+               "--after", "2026-01-01T00:00:00Z", "--count", "2", "-o", "yaml"),
+        cli("preview", "--cron", "30 2 * *", "--tz", "Mars/Olympus", "-o", "json"),
+    )  # fmt: skip
+    # 02:30 does not exist in New York on 2026-03-08 (02:00 -> 03:00): shifted to 03:00 EDT.
+    header, _, *rows = spring.stdout.splitlines()
+    assert header.split() == ["#", "LOCAL", "TIME", "UTC", "DST"]
+    assert [r.split()[:4] for r in rows] == [
+        ["1", "2026-03-07T02:30:00-05:00", "2026-03-07", "07:30:00Z"],
+        ["2", "2026-03-08T03:00:00-04:00", "2026-03-08", "07:00:00Z"],
+        ["3", "2026-03-09T02:30:00-04:00", "2026-03-09", "06:30:00Z"],
+    ]
+    assert [r[r.index("Z ") + 1 :].strip() for r in rows] == [
+        "",
+        "shifted: the written time is in the DST gap",
+        "",
+    ]
+
+    # 01:30 happens twice on 2026-11-01 (02:00 EDT -> 01:00 EST); BOTH runs at both passes.
+    occurrences = autumn.json()["occurrences"]
+    assert [(o["localTime"], o.get("dstAdjustment")) for o in occurrences] == [
+        ("2026-11-01T01:30:00-04:00", "DST_ADJUSTMENT_FOLD_FIRST_PASS"),
+        ("2026-11-01T01:30:00-05:00", "DST_ADJUSTMENT_FOLD_SECOND_PASS"),
+        ("2026-11-02T01:30:00-05:00", None),
+    ]
+    request = json_format.ParseDict(
+        {
+            "schedule": {
+                "cron": {
+                    "expression": "30 1 * * *",
+                    "timeZone": "America/New_York",
+                    "foldPolicy": "DST_FOLD_POLICY_BOTH",
+                }
+            },
+            "startTime": "2026-11-01T00:00:00Z",
+            "count": 3,
+        },
+        job_service_pb2.PreviewScheduleRequest(),
+    )
+    assert autumn.json() == await api_response(cli, "PreviewSchedule", request)
+
+    # Other kinds: a one-off wall-clock time in the gap, an interval.
+    (row,) = one_off.stdout.splitlines()[2:]
+    assert row.split()[1] == "2026-03-08T03:00:00-04:00"
+    assert row.endswith("shifted: the written time is in the DST gap")
+    assert [o["nominalTime"] for o in yaml.safe_load(interval.stdout)["occurrences"]] == [
+        "2026-01-01T01:30:00Z",
+        "2026-01-01T03:00:00Z",
+    ]
+    assert bad.code == 3
+    fields = {v["field"] for v in bad.error()["fieldViolations"]}
+    assert fields == {"schedule.cron.expression", "schedule.cron.time_zone"}
+
+
+async def test_shell_completion(cli: Cli) -> None:
+    def bash(words: str) -> dict[str, str]:
+        """What bash hands the command when TAB is pressed after ``words``."""
+        return {
+            "_DUETIME_COMPLETE": "complete_bash",
+            "COMP_WORDS": words,
+            "COMP_CWORD": str(len(words.split()) - 1),
+        }
+
+    group, command, state, script = await asyncio.gather(
+        cli.ok(env=bash("duetime j")),
+        cli.ok(env=bash("duetime jobs pa")),
+        cli.ok(env=bash("duetime runs list some-job --state DE")),
+        cli.ok("--show-completion", "bash"),
+    )
+    assert group.stdout.split() == ["jobs"]
+    assert command.stdout.split() == ["pause"]
+    assert state.stdout.split() == ["DEAD_LETTERED"]
+    assert "_DUETIME_COMPLETE=complete_bash" in script.stdout
+
+
+async def tmux(socket: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    process = await asyncio.create_subprocess_exec(
+        "tmux", "-S", str(socket), *args, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    out, _ = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, f"tmux {' '.join(args)}: {out.decode()}"
+    return out.decode()
+
+
+WIDTH = 200
+
+
+async def test_a_person_sees_the_jobs_table_in_a_terminal(cli: Cli, tmp_path: Path) -> None:
+    """`duetime jobs list` in a real terminal (tmux, 200 columns), read off its screen."""
+    assert shutil.which("tmux"), "tmux is missing: run scripts/tools"
+    (tmp_path / "nightly.yaml").write_text(CRON_JOB_YAML)
+    (tmp_path / "warmer.json").write_text(json.dumps(INTERVAL_JOB))
+    nightly = await cli.ok("jobs", "create", "-f", str(tmp_path / "nightly.yaml"), "-o", "json")
+    warmer = await cli.ok("jobs", "create", "-f", str(tmp_path / "warmer.json"), "-o", "json")
+    socket = tmp_path / "tmux.sock"
+    # The pane runs the command, says it is done, and stays open to be read.
+    script = f"{duetime_command()} jobs list; tmux wait-for -S listed; exec cat"
+    env = {**cli_env(cli.api, cli.token), "TERM": "xterm-256color"}
+    await tmux(socket, "new-session", "-d", "-x", str(WIDTH), "-y", "20", script, env=env)
+    try:
+        await tmux(socket, "wait-for", "listed")
+        screen = (await tmux(socket, "capture-pane", "-p")).splitlines()
+        colours = await tmux(socket, "capture-pane", "-p", "-e")
+    finally:
+        await tmux(socket, "kill-server")
+    header = next(i for i, line in enumerate(screen) if line.startswith("JOB ID"))
+    assert screen[header].split() == [
+        "JOB", "ID", "NAME", "SCHEDULE", "TARGET", "STATE", "NEXT", "RUN", "(UTC)"
+    ]  # fmt: skip
+    assert set(screen[header + 1].rstrip()) == {"─"}
+    # One line per job, newest first, every column in place under its heading.
+    rows = screen[header + 2 : header + 4]
+    columns = [screen[header].index(h) for h in ("NAME", "SCHEDULE", "TARGET", "STATE", "NEXT")]
+    cells = [
+        [row[a:b].strip() for a, b in itertools.pairwise([0, *columns, WIDTH])] for row in rows
+    ]
+    for cell, created in zip(cells, (warmer.json()["job"], nightly.json()["job"]), strict=True):
+        assert cell[0] == created["jobId"]
+        assert cell[1] == created["displayName"]
+        assert cell[4] == "ACTIVE"
+        assert cell[5] == created["nextRunTime"].replace("T", " ")
+    assert cells[0][2:4] == [
+        "every 1h from 2099-01-01 00:00:00Z",
+        "PUT https://cache.internal/warm",
+    ]
+    assert cells[1][2:4] == [
+        "cron 0 2 * * * (Asia/Kolkata)", "POST https://billing.internal/run-invoices"
+    ]  # fmt: skip
+    assert not "".join(screen[header + 4 :]).strip()  # nothing more: no wrapped lines
+    # A person sees the states in colour; a pipe gets none.
+    assert colours.count("\x1b[32mACTIVE") == 2, colours
+    assert "\x1b[" not in (await cli.ok("jobs", "list")).stdout

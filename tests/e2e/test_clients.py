@@ -1,0 +1,151 @@
+"""The Go, TypeScript and Java client programs (clients/*), built from gen/go, gen/ts and
+gen/java, drive the live system: the four services as processes on a fresh database and a real
+HTTP target. Each authenticates with a team token, creates a cron job and an at-time job, reads
+them back, lists runs, triggers a run and waits until it SUCCEEDED at the target, and decodes an
+INVALID_ARGUMENT's BadRequest and an ABORTED etag mismatch (see docs/clients.md). The programs
+build offline from what scripts/tools fetched; a failing one fails the test with its output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.support.databases import create_database, drop_database
+from tests.support.http_target import Behaviour, HttpTarget, http_target
+from tests.support.processes import REPO
+from tests.support.system import System, running_system
+from tests.support.tls import also_plaintext
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+
+CLIENTS = REPO / "clients"
+# A cold build (nothing compiled yet) of the Java or Go program takes a minute on two cores.
+BUILD_TIMEOUT = 240.0
+RUN_TIMEOUT = 180.0
+
+
+def executable(name: str, *fallbacks: str) -> str:
+    found = shutil.which(name) or next((f for f in fallbacks if Path(f).exists()), None)
+    if found is None:
+        raise AssertionError(f"{name} is not installed (CI machines have it; see scripts/tools)")
+    return found
+
+
+@dataclass(frozen=True)
+class Program:
+    directory: Path
+    build: Callable[[Path], list[list[str]]]  # commands, given a scratch directory
+    run: Callable[[Path], list[str]]
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+def go() -> str:
+    return executable("go", "/usr/local/go/bin/go")
+
+
+PROGRAMS = {
+    # GOPROXY=off: the modules must already be in the cache (scripts/tools).
+    "go": Program(
+        CLIENTS / "go",
+        # Every generated package compiles, not only those the program imports.
+        build=lambda scratch: [
+            [go(), "build", "duetime.dev/gen/go/..."],
+            [go(), "test", "-c", "-o", str(scratch / "client.test"), "."],
+        ],
+        run=lambda scratch: [str(scratch / "client.test"), "-test.v", "-test.count=1"],
+        env={"GOFLAGS": "-mod=readonly", "GOPROXY": "off", "GOTOOLCHAIN": "local"},
+    ),
+    "ts": Program(
+        CLIENTS / "ts",
+        build=lambda _: [[str(CLIENTS / "ts" / "node_modules" / ".bin" / "tsc"), "-p", "."]],
+        run=lambda _: [executable("node"), "--test", "dist/clients/ts/src/client.test.js"],
+    ),
+    # -o: offline, from what scripts/tools put in ~/.m2. One Maven run compiles and tests
+    # (each start of Maven costs seconds).
+    "java": Program(
+        CLIENTS / "java",
+        build=lambda _: [],
+        run=lambda _: [executable("mvn"), "-B", "-o", "test"],
+    ),
+}
+
+
+async def run(command: list[str], cwd: Path, env: Mapping[str, str], limit: float) -> str:
+    """Runs a command to its end; fails the test with its output unless it exits 0 within
+    ``limit`` seconds."""
+    process = await asyncio.create_subprocess_exec(
+        *command,
+        cwd=cwd,
+        env={**os.environ, **env},
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    assert process.stdout is not None
+    started = time.monotonic()
+    chunks: list[bytes] = []
+    try:
+        async with asyncio.timeout(limit):
+            while chunk := await process.stdout.read(65536):
+                chunks.append(chunk)
+            await process.wait()
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        output = b"".join(chunks).decode(errors="replace")
+        pytest.fail(f"{' '.join(command)} did not end within {limit:.0f} s:\n{output}")
+    output = b"".join(chunks).decode(errors="replace")
+    print(f"$ {' '.join(command)}  ({time.monotonic() - started:.1f} s)")
+    if process.returncode != 0:
+        pytest.fail(f"{' '.join(command)} exited {process.returncode}:\n{output}")
+    return output
+
+
+@pytest.fixture(scope="module")
+async def live(template_db: str) -> AsyncIterator[tuple[System, HttpTarget]]:
+    """One system and target for the three programs (starting the four services costs seconds);
+    each program works on jobs of its own and calls a path of its own."""
+    name = f"duetime_t_{uuid.uuid4().hex[:12]}"
+    dsn = await create_database(name, template=template_db)
+    try:
+        # The client programs speak plaintext gRPC (clients/*: TLS is theirs to add).
+        plaintext = also_plaintext("grpc")
+        async with http_target() as target, running_system(dsn, common_env=plaintext) as system:
+            yield system, target
+    finally:
+        await drop_database(name)
+
+
+@pytest.mark.parametrize("language", sorted(PROGRAMS))
+async def test_client_program_drives_the_live_system(
+    language: str, live: tuple[System, HttpTarget], tmp_path: Path
+) -> None:
+    system, target = live
+    program = PROGRAMS[language]
+    for command in program.build(tmp_path):
+        await run(command, program.directory, program.env, BUILD_TIMEOUT)
+    path = f"/{language}-client"
+    env = {
+        **program.env,
+        "DUETIME_API": system.api_service.address,
+        "DUETIME_TOKEN": system.team_token,
+        "DUETIME_TARGET_URL": target.on(path, Behaviour()),
+    }
+    output = await run(program.run(tmp_path), program.directory, env, RUN_TIMEOUT)
+    print(output)
+    # The run the program saw SUCCEEDED is the one that called the target, once.
+    seen = re.search(r"SUCCEEDED after \d+ attempt\(s\), key (\S+)", output)
+    assert seen is not None, output
+    keys = [call.headers.get("Idempotency-Key") for call in target.calls_to(path)]
+    assert "/trigger/" in seen[1]
+    assert keys.count(seen[1]) == 1, (keys, output)

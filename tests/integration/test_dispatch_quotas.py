@@ -1,0 +1,295 @@
+"""Runs held back by their team's quota or by the dispatch credit, and their release in due and
+fair order, on real PostgreSQL (claims, the dispatcher and WorkerService in process)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import asyncpg
+import pytest
+
+from duetime.events.v1 import events_pb2
+from duetime.jobs.v1 import job_pb2, run_pb2
+from duetime.jobs.v1 import job_service_pb2 as svc
+from duetime.worker.v1 import worker_service_pb2 as wpb
+from duetime_infra.codec.timeconv import datetime_to_timestamp
+from duetime_infra.pg.admission import DispatchCredit
+from duetime_infra.pg.claim_store import claim_batch
+from duetime_infra.pg.dispatcher import release_held_runs, requeue_due_retries
+from duetime_infra.pg.fencing import FencingToken
+from duetime_infra.pg.team_store import update_team_quota
+from tests.support.api import ApiClient, running_api
+from tests.support.worker_api import WorkerClient, job_message, running_worker_api, trigger
+
+ALL = {p: FencingToken(p, 0, 10) for p in range(1024)}
+TOKENS = list(ALL.values())
+S = timedelta(seconds=1)
+
+
+@dataclass
+class Env:
+    api: ApiClient
+    w: WorkerClient
+
+    @property
+    def pool(self) -> asyncpg.Pool[asyncpg.Record]:
+        return self.w.pool
+
+    async def quota(self, team: str, **limits: object) -> None:
+        async with self.pool.acquire() as conn:
+            await update_team_quota(conn, team, limits)
+
+    async def one_off(self, at: datetime, team: str | None = None, **policy: object) -> str:
+        """A job that runs once at ``at``; its id."""
+        job = job_message(**policy)  # type: ignore[arg-type]
+        job.schedule.Clear()
+        datetime_to_timestamp(at, job.schedule.at.run_time)
+        token = self.api.other_token if team == self.api.other_team else self.api.token
+        created = await self.api.stub.CreateJob(
+            svc.CreateJobRequest(job=job), metadata=self.api.auth(token)
+        )
+        return created.job.job_id
+
+    async def claim(self, credit: DispatchCredit | None = None, lookahead: float = 0) -> int:
+        if credit is not None:
+            credit.new_pass()
+        total = 0
+        async with self.pool.acquire() as conn:
+            while True:
+                result = await claim_batch(
+                    conn,
+                    ALL,
+                    lookahead=lookahead * S,
+                    batch_size=500,
+                    still_owner=lambda: True,
+                    credit=credit,
+                )
+                total += result.runs
+                if not result.full:
+                    return total
+
+    async def release(self, credit: DispatchCredit | None = None) -> int:
+        if credit is not None:
+            credit.new_pass()
+        return await release_held_runs(self.pool, TOKENS, timedelta(0), 500, credit=credit)
+
+    async def runs(self, team: str | None = None) -> list[asyncpg.Record]:
+        return list(
+            await self.pool.fetch(
+                "SELECT * FROM runs WHERE ($1::text IS NULL OR team_id = $1) "
+                "ORDER BY effective_time, run_id",
+                team,
+            )
+        )
+
+    async def dispatched(self) -> list[events_pb2.RunDispatch]:
+        rows = await self.pool.fetch(
+            "SELECT payload FROM outbox WHERE topic LIKE 'duetime.runs.%' ORDER BY id"
+        )
+        return [events_pb2.RunDispatch.FromString(bytes(r["payload"])) for r in rows]
+
+    async def run_through(self, run_id: uuid.UUID) -> None:
+        """A worker starts the run and reports success."""
+        started = await self.w.start(run_id, delivery=f"d-{run_id}")
+        assert started.decision == wpb.START_DECISION_STARTED, started
+        await self.w.complete(run_id, started.attempt)
+
+    async def usage(self, team: str) -> asyncpg.Record:
+        row = await self.pool.fetchrow("SELECT * FROM team_usage WHERE team_id = $1", team)
+        assert row is not None
+        return row
+
+
+@pytest.fixture
+async def env(db_dsn: str) -> AsyncIterator[Env]:
+    async with running_api(db_dsn) as api, running_worker_api(db_dsn) as workers:
+        yield Env(api, workers)
+
+
+def states(runs: list[asyncpg.Record]) -> list[tuple[str, str, str]]:
+    return [(r["state"], r["reason"], r["quota_limit"]) for r in runs]
+
+
+async def test_a_run_held_by_the_concurrency_quota_is_recorded_and_later_run_in_due_order(
+    env: Env,
+) -> None:
+    await env.quota(env.api.team, max_running=1)
+    now = await env.w.now()
+    for k in range(3):
+        await env.one_off(now + S + k * 0.1 * S)
+    await env.w.shift_clock(2 * S)
+    assert await env.claim() == 3
+    runs = await env.runs()
+    assert states(runs) == [("QUEUED", "", "")] + [("WAITING", "QUOTA", "CONCURRENCY")] * 2
+    assert "max_running" in runs[1]["reason_detail"]
+    assert len(await env.dispatched()) == 1
+    usage = await env.usage(env.api.team)
+    assert (usage["in_flight"], usage["held"]) == (1, 2)
+    # The API shows the hold and which limit.
+    job_name = f"teams/{env.api.team}/jobs/{runs[1]['job_id']}"
+    shown = await env.api.stub.GetRun(
+        svc.GetRunRequest(name=f"{job_name}/runs/{runs[1]['run_id']}"), metadata=env.api.auth()
+    )
+    assert (shown.run.state, shown.run.reason, shown.run.quota_limit) == (
+        run_pb2.RUN_STATE_WAITING,
+        run_pb2.RUN_REASON_QUOTA,
+        run_pb2.QUOTA_LIMIT_CONCURRENCY,
+    )
+    assert await env.release() == 0  # still one in flight
+    await env.run_through(runs[0]["run_id"])
+    await env.w.shift_clock(S)
+    assert await env.release() == 1
+    after = await env.runs()
+    assert states(after)[1:] == [("QUEUED", "", "CONCURRENCY"), ("WAITING", "QUOTA", "CONCURRENCY")]
+    released = after[1]
+    assert released["eligible_time"] > released["effective_time"]
+    assert [d.run_id for d in await env.dispatched()][-1] == str(released["run_id"])
+    shown = await env.api.stub.GetRun(
+        svc.GetRunRequest(name=f"{job_name}/runs/{released['run_id']}"), metadata=env.api.auth()
+    )
+    delay = shown.run.quota_delay.ToTimedelta()
+    assert delay == released["eligible_time"] - released["effective_time"] > S
+    await env.run_through(released["run_id"])
+    assert await env.release() == 1
+    await env.run_through(after[2]["run_id"])
+    assert {r["state"] for r in await env.runs()} == {"SUCCEEDED"}
+    usage = await env.usage(env.api.team)
+    assert (usage["in_flight"], usage["held"]) == (0, 0)
+
+
+async def test_the_rate_quota_paces_dispatches_and_a_change_applies_without_restart(
+    env: Env,
+) -> None:
+    await env.quota(env.api.team, runs_per_minute=60, rate_burst=1, max_running=0)
+    now = await env.w.now()
+    for _ in range(4):
+        await env.one_off(now + S)
+    await env.w.shift_clock(S)
+    await env.claim()
+    assert (
+        sorted(states(await env.runs()))
+        == [("QUEUED", "", "")] + [("WAITING", "QUOTA", "RATE")] * 3
+    )
+    assert await env.release() == 0
+    await env.w.shift_clock(S)  # one more dispatch a second
+    assert await env.release() == 1
+    assert await env.release() == 0
+    await env.quota(env.api.team, runs_per_minute=None, rate_burst=None)  # back to defaults
+    assert await env.release() == 2
+    assert {r["state"] for r in await env.runs()} == {"QUEUED"}
+    assert len(await env.dispatched()) == 4
+
+
+async def test_a_small_team_starts_ahead_of_the_tail_of_a_big_teams_backlog(env: Env) -> None:
+    credit = DispatchCredit(5)
+    now = await env.w.now()
+    for _ in range(40):
+        await env.one_off(now + S)
+    for _ in range(2):
+        await env.one_off(now + 2 * S, team=env.api.other_team)
+    await env.w.shift_clock(S)
+    await env.claim(credit)
+    big = await env.runs(env.api.team)
+    assert sum(r["state"] == "QUEUED" for r in big) == 5
+    assert sum(r["reason"] == "FAIR_SHARE" for r in big) == 35
+    # Workers start two of the big team's runs; their credit goes to its backlog (nobody
+    # else waits), then the small team's runs come due and find no credit left.
+    for run in [r for r in big if r["state"] == "QUEUED"][:2]:
+        await env.run_through(run["run_id"])
+    await env.w.shift_clock(S)
+    assert await env.release(credit) == 2
+    await env.claim(credit)
+    small = await env.runs(env.api.other_team)
+    assert states(small) == [("WAITING", "FAIR_SHARE", "")] * 2
+    # Three more starts: the small team's runs take the next turns, ahead of the big tail.
+    queued = [r for r in await env.runs(env.api.team) if r["state"] == "QUEUED"]
+    for run in queued[:3]:
+        await env.run_through(run["run_id"])
+    assert await env.release(credit) == 3
+    order = [d.team for d in await env.dispatched()][-3:]
+    assert order.count(env.api.other_team) == 2
+    assert {r["state"] for r in await env.runs(env.api.other_team)} == {"QUEUED"}
+    small_dispatch = [d for d in await env.dispatched() if d.team == env.api.other_team]
+    assert all(d.team_weight == 1 for d in small_dispatch)
+
+
+async def test_a_held_run_past_its_misfire_threshold_follows_its_policy(env: Env) -> None:
+    await env.quota(env.api.team, max_running=1)
+    now = await env.w.now()
+    threshold = timedelta(seconds=30)
+    await env.one_off(now + 0.5 * S)  # first due: it takes the one slot
+    skip = await env.one_off(now + S, misfire=job_pb2.MISFIRE_POLICY_SKIP, threshold=threshold)
+    once = await env.one_off(now + S, threshold=threshold)  # RUN_ONCE, nothing newer: runs
+    await env.w.shift_clock(S)
+    await env.claim()
+    (queued,) = [r for r in await env.runs() if r["state"] == "QUEUED"]
+    await env.run_through(queued["run_id"])
+    await env.w.shift_clock(threshold + S)
+    assert await env.release() == 2
+    after = {str(r["job_id"]): r for r in await env.runs()}
+    assert (after[skip]["state"], after[skip]["reason"]) == ("MISSED", "MISFIRE")
+    assert "after its effective time" in after[skip]["reason_detail"]
+    assert after[once]["state"] == "QUEUED"
+    assert [d.job_id for d in await env.dispatched()][-1] == once
+
+
+async def test_triggers_and_retries_pass_the_quota_too_and_a_held_retry_holds_its_job(
+    env: Env,
+) -> None:
+    job_id = await env.one_off(
+        (await env.w.now()) + timedelta(days=1), overlap=job_pb2.OVERLAP_POLICY_SKIP
+    )
+    job = job_pb2.Job(name=f"teams/{env.api.team}/jobs/{job_id}")
+    first = await trigger(env.api, job, "r-1")
+    started = await env.w.start(first)
+    await env.w.complete(first, started.attempt, wpb.ATTEMPT_RESULT_FAILED, error="boom")
+    second = await trigger(env.api, job, "r-2")  # queued while the first waits to retry
+    await env.quota(env.api.team, max_running=1)
+    await env.w.shift_clock(timedelta(minutes=2))  # the retry is due
+    assert await requeue_due_retries(env.pool, TOKENS, timedelta(0), 10) == 1
+    retry = await env.w.run_row(first)
+    assert (retry["state"], retry["reason"], retry["attempt"]) == ("WAITING", "QUOTA", 1)
+    # The held retry still holds the job: the other run, under SKIP, is skipped.
+    answer = await env.w.start(second, delivery="d-2")
+    assert answer.decision == wpb.START_DECISION_REFUSED
+    assert (await env.w.run_row(second))["state"] == "SKIPPED"
+    # A trigger past the limit is held like any run, and released with the retry.
+    third = await trigger(env.api, job, "r-3")
+    assert (await env.w.run_row(third))["state"] == "QUEUED"  # the one run in flight
+    fourth = await trigger(env.api, job, "r-4")
+    assert (await env.w.run_row(fourth))["state"] == "WAITING"
+    await env.quota(env.api.team, max_running=10)
+    assert await env.release() == 2
+    assert (await env.w.run_row(first))["state"] == "QUEUED"
+    assert (await env.w.run_row(fourth))["state"] == "QUEUED"
+
+
+async def test_usage_counters_match_the_tables_after_every_kind_of_change(env: Env) -> None:
+    await env.quota(env.api.team, max_running=2)
+    now = await env.w.now()
+    ids = [await env.one_off(now + S) for _ in range(4)]
+    await env.one_off(now + S, team=env.api.other_team)
+    await env.api.stub.DeleteJob(
+        svc.DeleteJobRequest(name=f"teams/{env.api.team}/jobs/{ids[3]}"), metadata=env.api.auth()
+    )
+    await env.w.shift_clock(S)
+    await env.claim()
+    queued = [r for r in await env.runs(env.api.team) if r["state"] == "QUEUED"]
+    await env.run_through(queued[0]["run_id"])
+    await env.release()
+    for team in (env.api.team, env.api.other_team):
+        usage = await env.usage(team)
+        counted = await env.pool.fetchrow(
+            """SELECT (SELECT count(*) FROM jobs WHERE team_id = $1
+                       AND state IN ('ACTIVE', 'PAUSED')) AS stored,
+                      (SELECT count(*) FROM runs WHERE team_id = $1
+                       AND state IN ('QUEUED', 'RUNNING')) AS in_flight,
+                      (SELECT count(*) FROM runs WHERE team_id = $1 AND state = 'WAITING'
+                       AND reason IN ('QUOTA', 'FAIR_SHARE')) AS held""",
+            team,
+        )
+        assert counted is not None
+        assert (usage["stored_jobs"], usage["in_flight"], usage["held"]) == tuple(counted)
