@@ -106,11 +106,6 @@ class TlsSettings:
         return ServerTls(self.cert_file, self.key_file, client_ca_file)
 
 
-def plaintext_settings() -> TlsSettings:
-    """Everything plaintext: for in-process tests and tools that say so."""
-    return TlsSettings("", "", "", "verify-full", frozenset(Link), frozenset(Link))
-
-
 def read_tls(env: EnvReader, *, serves: bool, connects: Iterable[Link]) -> TlsSettings:
     """The TLS settings of a service that serves gRPC (``serves``) and connects to
     ``connects``; every problem goes to ``env``, reported with the service's others."""
