@@ -1,4 +1,5 @@
-"""An engineer with grpcurl: list, describe and call the API process through reflection."""
+"""An engineer with grpcurl: list, describe and call the API process through reflection,
+over TLS (``-cacert``) as README's "Using the API" shows."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 from duetime_infra.admin import create_operator_token, create_team
 from tests.support.databases import create_database, drop_database
 from tests.support.processes import Service, service, tool
+from tests.support.tls import grpcurl_tls_args
 
 
 @pytest.fixture
@@ -31,7 +33,7 @@ async def api_process(db_dsn: str) -> AsyncIterator[tuple[Service, str]]:
 
 
 async def grpcurl(address: str, *args: str, token: str | None = None, data: Any = None) -> str:
-    argv = [tool("grpcurl"), "-plaintext"]
+    argv = [tool("grpcurl"), *grpcurl_tls_args()]
     if token:
         argv += ["-H", f"authorization: Bearer {token}"]
     if data is not None:
@@ -121,7 +123,7 @@ async def test_grpcurl_lists_describes_and_drives_the_api(api_process: tuple[Ser
     # Errors are readable from the command line too: the bad field is named.
     process = await asyncio.create_subprocess_exec(
         tool("grpcurl"),
-        "-plaintext",
+        *grpcurl_tls_args(),
         "-H",
         f"authorization: Bearer {token}",
         "-d",

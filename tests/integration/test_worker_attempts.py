@@ -10,7 +10,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 import pytest
@@ -87,6 +87,20 @@ async def test_waits_for_the_effective_time_by_the_server_clock(env: Env) -> Non
     assert call.headers["Authorization"] == "Bearer s3cret"
     row = await env.w.run_row(run_id)
     assert row["state"] == "SUCCEEDED"
+
+
+async def test_the_target_is_told_the_attempt_deadline(env: Env) -> None:
+    job = await job_calling(env, "/deadline", Behaviour())
+    run_id = await env.w.queue_scheduled_run(job.job_id, await env.w.now())
+    await env.executor.process(RunDispatch(run_id=str(run_id)), "d-1", Answer())
+    (call,) = env.target.calls
+    # The job's attempt timeout (20 s), from the call's start: the target saw the request
+    # arrive just after the worker computed the deadline, on the same machine's clock.
+    assert 19 < float(call.headers["Duetime-Deadline-Seconds"]) <= 20
+    text = call.headers["Duetime-Deadline"]
+    assert text.endswith("Z")
+    deadline = datetime.fromisoformat(text)
+    assert timedelta(seconds=19) < deadline - call.time <= timedelta(seconds=20)
 
 
 async def test_a_refused_start_is_dropped_without_calling_the_target(env: Env) -> None:

@@ -9,7 +9,11 @@ from duetime_infra.config import ConfigError
 from duetime_infra.grpc.channels import target_of
 from duetime_worker.config import Settings
 
-BASE = {"DUETIME_WORKER_TOKEN": "dtw_x", "DUETIME_WORKER_GROUP": "workers"}
+BASE = {
+    "DUETIME_WORKER_TOKEN": "dtw_x",
+    "DUETIME_WORKER_GROUP": "workers",
+    "DUETIME_PLAINTEXT": "all",
+}
 
 
 def test_defaults_give_a_herd_its_slots_and_local_processes_fewer() -> None:

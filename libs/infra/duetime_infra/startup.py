@@ -5,20 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import ssl
 import sys
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-import asyncpg
 import uvloop
 
 from duetime_core.errors import DuetimeError
 from duetime_infra.config import ConfigError
 from duetime_infra.pg.migrate import check_schema
+from duetime_infra.pg.pool import connect
 
 
-async def require_schema(dsn: str) -> int:
-    conn = await asyncpg.connect(dsn)
+async def require_schema(dsn: str, tls: ssl.SSLContext | None = None) -> int:
+    conn = await connect(dsn, tls)
     try:
         return await check_schema(conn)
     finally:

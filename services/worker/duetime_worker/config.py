@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from duetime_infra.config import ConfigError, EnvReader
 from duetime_infra.grpc.channels import target_of
+from duetime_infra.tls import Link, TlsSettings, read_tls
 from duetime_worker.images import ImagePolicy
 from duetime_worker.podman import PULL_POLICIES, PodmanSettings
 from duetime_worker.policy import TargetPolicy
@@ -42,6 +43,7 @@ DEFAULT_CONNECTIONS_PER_HOST = 256
 @dataclass(frozen=True)
 class Settings:
     worker_id: str
+    # "" when the worker authenticates with its client certificate alone (mTLS).
     worker_token: str
     kafka_bootstrap: str
     # The schedulers' addresses (host:port), the first reachable one used; a name may resolve
@@ -83,6 +85,7 @@ class Settings:
     notify_concurrency: int
     notify_timeout: float
     notify_give_up_after: float
+    tls: TlsSettings
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -147,10 +150,15 @@ class Settings:
                 "DUETIME_NOTIFY_GIVE_UP_SECONDS", 900, low=1, high=7 * 24 * 3600
             ).total_seconds(),
             metrics_address=env.optional_address("DUETIME_METRICS_ADDRESS"),
+            tls=read_tls(env, serves=False, connects=[Link.GRPC, Link.KAFKA]),
         )
         problems = []
-        if not token:
-            problems.append("DUETIME_WORKER_TOKEN: required (a worker token)")
+        grpc_tls = settings.tls.client(Link.GRPC)
+        if not token and (grpc_tls is None or not grpc_tls.cert_file):
+            problems.append(
+                "DUETIME_WORKER_TOKEN: required (a worker token), unless the worker has a client "
+                "certificate (DUETIME_TLS_CERT_FILE) for a scheduler that requires them"
+            )
         if not settings.worker_id or len(settings.worker_id) > 200:
             problems.append("DUETIME_WORKER_ID: 1 to 200 characters")
         if settings.max_pending < settings.concurrency:

@@ -13,6 +13,11 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Sequence
 
+from grpc import aio
+
+from duetime_infra.grpc.tls import channel_credentials
+from duetime_infra.tls import ClientTls
+
 KEEPALIVE_SECONDS = 1.0
 KEEPALIVE_TIMEOUT_SECONDS = 1.0
 
@@ -58,3 +63,21 @@ def target_of(addresses: Sequence[str]) -> str:
     if len(families) != 1:
         raise ValueError("several schedulers must all be IPv4 or all IPv6 addresses")
     return f"ipv{families.pop()}:" + ",".join(addresses)
+
+
+def scheduler_channel(
+    addresses: Sequence[str],
+    tls: ClientTls | None,
+    options: Sequence[tuple[str, int | str]] = (),
+) -> aio.Channel:
+    """A channel to the schedulers at ``addresses`` (the first reachable one), pinging to notice
+    a dead or frozen one; over TLS when ``tls`` is given, the certificates checked against the
+    first address's host (every scheduler's certificate names the same service)."""
+    target = target_of(addresses)
+    every = (*options, *CLIENT_OPTIONS)
+    if tls is None:
+        return aio.insecure_channel(target, options=every)
+    if len(addresses) > 1:
+        host = addresses[0].rpartition(":")[0].strip("[]")
+        every = (*every, ("grpc.ssl_target_name_override", host))
+    return aio.secure_channel(target, channel_credentials(tls), options=every)

@@ -855,7 +855,9 @@ type RunSpec struct {
 	EffectiveTime *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=effective_time,json=effectiveTime,proto3" json:"effective_time,omitempty"`
 	// What to call, with header and environment values in clear.
 	Target *v1.Target `protobuf:"bytes,7,opt,name=target,proto3" json:"target,omitempty"`
-	// How long the attempt may take.
+	// How long the attempt may take. The worker tells the target the deadline it gives, counted
+	// from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+	// UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
 	AttemptTimeout *durationpb.Duration `protobuf:"bytes,8,opt,name=attempt_timeout,json=attemptTimeout,proto3" json:"attempt_timeout,omitempty"`
 	// W3C `traceparent` of the run's trace, to continue it.
 	Traceparent   string `protobuf:"bytes,9,opt,name=traceparent,proto3" json:"traceparent,omitempty"`

@@ -511,7 +511,10 @@ class RunSpec(_message.Message):
 
     @_builtins.property
     def attempt_timeout(self) -> _duration_pb2.Duration:
-        """How long the attempt may take."""
+        """How long the attempt may take. The worker tells the target the deadline it gives, counted
+        from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+        UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
+        """
 
     def __init__(
         self,

@@ -422,7 +422,9 @@ export type RunSpec = Message<"duetime.worker.v1.RunSpec"> & {
   target?: Target | undefined;
 
   /**
-   * How long the attempt may take.
+   * How long the attempt may take. The worker tells the target the deadline it gives, counted
+   * from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+   * UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
    *
    * @generated from field: google.protobuf.Duration attempt_timeout = 8;
    */
