@@ -1,6 +1,6 @@
 """An operator (and a team) with the ``duetime`` command against the API process: teams, their
 tokens and quotas, a team at its quota (the exit code and the quota, limit and usage in the
-message), ``duetime quota``, revoking, and refusals by role."""
+message), held runs with their limit, ``duetime quota``, revoking, and refusals by role."""
 
 from __future__ import annotations
 
@@ -161,6 +161,35 @@ async def test_a_team_at_its_stored_jobs_quota(operator: Cli, tmp_path: Path) ->
     await operator.ok("admin", "quotas", "set", team, "max_priority=high")
     created = await cli.ok("jobs", "create", "-f", str(high), "-o", "json")
     assert created.json()["job"]["priority"] == "PRIORITY_HIGH"
+
+
+async def test_held_runs_show_the_limit_that_holds_them(operator: Cli, tmp_path: Path) -> None:
+    team, cli = await new_team(operator)
+    await operator.ok("admin", "quotas", "set", team, "runs_per_minute=1", "rate_burst=1")
+    (tmp_path / "job.yaml").write_text(JOB_YAML)
+    job_id = (
+        await cli.ok("jobs", "create", "-f", str(tmp_path / "job.yaml"), "-o", "json")
+    ).json()["job"]["jobId"]
+    # The first trigger takes the one dispatch the rate allows; the second is held for it.
+    first = (await cli.ok("jobs", "trigger", job_id)).detail()
+    held = (await cli.ok("jobs", "trigger", job_id)).detail()
+    assert first["State"] == "QUEUED"
+    assert (held["State"], held["Quota limit"]) == ("WAITING", "runs_per_minute")
+    assert held["Reason"] == "QUOTA: held back by the team's rate limit (runs_per_minute)"
+    assert held["Eligible time"] == "not yet: held by runs_per_minute"
+
+    listed, usage = await asyncio.gather(cli.ok("runs", "list", job_id), cli.ok("quota"))
+    runs = listed.table("RUN ID")
+    assert [(r["STATE"], r["REASON"]) for r in runs] == [
+        ("WAITING", "QUOTA: runs_per_minute"),
+        ("QUEUED", "-"),
+    ]
+    assert usage.detail()["Held runs"] == "1 WAITING (QUOTA or FAIR_SHARE)"
+    rate = limits(usage.table("LIMIT"))
+    assert rate["rate_burst"] == ("1", "0 free now")
+    assert rate["runs_per_minute"][0] == "1"
+    assert rate["runs_per_minute"][1].startswith("next at ")
+    assert rate["max_running"] == ("20000", "1 in flight")
 
 
 async def test_tokens_are_listed_and_revoked(operator: Cli) -> None:

@@ -1,5 +1,6 @@
 """The CLI's pure pieces: durations as people write them, the paths of bad job-file fields,
-exit codes by gRPC status, quota limits as NAME=VALUE, and quota failures."""
+exit codes by gRPC status, quota limits as NAME=VALUE, quota failures, and held runs' progress
+lines."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from duetime.admin.v1 import admin_service_pb2
-from duetime.jobs.v1 import job_pb2
+from duetime.jobs.v1 import job_pb2, run_pb2
 from duetime_cli.describe import parse_span, span
 from duetime_cli.failures import (
     EXIT_CODE_MEANINGS,
@@ -26,6 +27,7 @@ from duetime_cli.failures import (
 )
 from duetime_cli.jobfile import parse_job
 from duetime_cli.limits import LIMITS, fill, parse_assignments
+from duetime_cli.wait import milestones, waiting
 
 
 @given(st.integers(min_value=1, max_value=400 * 86_400_000))
@@ -163,3 +165,22 @@ def test_a_quota_failure_names_the_quota_its_limit_and_usage() -> None:
             "description": violation.description,
         }
     ]
+
+
+def test_a_run_held_before_its_first_dispatch_is_waiting_not_queued() -> None:
+    held = run_pb2.Run(
+        state=run_pb2.RUN_STATE_WAITING,
+        reason=run_pb2.RUN_REASON_QUOTA,
+        reason_detail="held back by the team's limit of runs in flight (max_running)",
+        quota_limit=run_pb2.QUOTA_LIMIT_CONCURRENCY,
+    )
+    assert milestones(held) == []
+    assert waiting(held) == "WAITING QUOTA: max_running"
+    turn = run_pb2.Run(state=run_pb2.RUN_STATE_WAITING, reason=run_pb2.RUN_REASON_FAIR_SHARE)
+    assert waiting(turn) == "WAITING FAIR_SHARE"
+    assert waiting(run_pb2.Run(state=run_pb2.RUN_STATE_WAITING)) == "WAITING"  # overlap
+    released = run_pb2.Run(
+        state=run_pb2.RUN_STATE_QUEUED, quota_limit=run_pb2.QUOTA_LIMIT_CONCURRENCY
+    )
+    assert milestones(released) == ["QUEUED"]
+    assert waiting(released) == ""

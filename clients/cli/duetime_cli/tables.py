@@ -117,9 +117,8 @@ def job_detail(job: job_pb2.Job) -> Table:
     )
 
 
-def _reason(run: run_pb2.Run) -> str:
-    reason = enum_name(run_pb2.RunReason, run.reason, "RUN_REASON_")
-    return reason if not run.reason_detail else f"{reason}: {run.reason_detail}"
+def _held(run: run_pb2.Run) -> bool:
+    return run.state == run_pb2.RUN_STATE_WAITING and run.reason == run_pb2.RUN_REASON_QUOTA
 
 
 def runs_table(runs: Sequence[run_pb2.Run]) -> Table:
@@ -132,19 +131,24 @@ def runs_table(runs: Sequence[run_pb2.Run]) -> Table:
             run_state(run),
             str(run.attempt),
             duration(run, "start_lateness"),
-            _reason(run),
+            describe.reason(run, brief=True),
         )
     return table
 
 
 def run_detail(run: run_pb2.Run) -> Table:
+    # A run its quota still holds has not become eligible, whatever the field's placeholder.
+    eligible = f"not yet: held by {describe.quota_limit(run)}" if _held(run) else None
     rows: list[tuple[str, str | Text]] = [
         ("Name", run.name),
         ("State", run_state(run)),
-        ("Reason", _reason(run)),
+        ("Reason", describe.reason(run)),
         ("Origin", enum_name(run_pb2.RunOrigin, run.origin, "RUN_ORIGIN_")),
         ("Nominal time", when(run, "nominal_time")),
         ("Effective time", when(run, "effective_time")),
+        ("Eligible time", eligible or when(run, "eligible_time")),
+        ("Quota delay", duration(run, "quota_delay")),
+        *([("Quota limit", describe.quota_limit(run))] if run.quota_limit else []),
         ("Start lateness", duration(run, "start_lateness")),
         ("Attempt", str(run.attempt)),
         ("Next attempt", when(run, "next_attempt_time")),
