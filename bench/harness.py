@@ -5,6 +5,7 @@ database, CPU time per process, and quantiles."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -136,52 +137,62 @@ async def target_process(tmp: Path) -> AsyncIterator[TargetProcess]:
 @dataclass(frozen=True)
 class SeedJob:
     team: str
-    at: datetime
+    at: datetime  # the first run's time
     url: str
+    every: timedelta | None = None  # an interval job's interval, anchored at ``at``; else one-off
 
 
-async def seed_jobs(dsn: str, jobs: Sequence[SeedJob], *, seed: int = 11) -> None:
-    """One-off HTTP jobs, each due at its ``at``, written as the API would store them (COPY),
-    their teams made when missing."""
+async def seed_jobs(dsn: str, jobs: Sequence[SeedJob], *, seed: int = 11) -> list[uuid.UUID]:
+    """HTTP jobs, each first due at its ``at``, written as the API would store them (COPY),
+    their teams made when missing; returns their ids, in order."""
     conn = await asyncpg.connect(dsn)
     try:
         for team in sorted({j.team for j in jobs}):
             await team_store.ensure_team(conn, team)
-        specs: dict[tuple[datetime, str], str] = {}
+        specs: dict[tuple[datetime, str, timedelta | None], str] = {}
         rng = random.Random(seed)
         records = []
         for job in jobs:
-            text = specs.get((job.at, job.url))
+            text = specs.get((job.at, job.url, job.every))
             if text is None:
+                schedule: jobspec.ScheduleSpec = (
+                    jobspec.AtInstant(job.at)
+                    if job.every is None
+                    else jobspec.Every(job.every, job.at, job.at)
+                )
                 spec = jobspec.JobSpec(
                     display_name="bench",
-                    schedule=jobspec.AtInstant(job.at),
+                    schedule=schedule,
                     target=jobspec.HttpTarget(jobspec.HttpMethod.POST, job.url),
                     attempt_timeout=timedelta(seconds=30),
                 )
-                text = specs[(job.at, job.url)] = json.dumps(spec_to_json(spec))
+                text = specs[(job.at, job.url, job.every)] = json.dumps(spec_to_json(spec))
             job_id = uuid.UUID(int=rng.getrandbits(128), version=4)
             records.append((job_id, job.team, partition_of(job_id), "ACTIVE", text, job.at, job.at))
-        await conn.copy_records_to_table(
-            "jobs",
-            records=records,
-            columns=[
-                "job_id",
-                "team_id",
-                "partition",
-                "state",
-                "spec",
-                "next_run_time",
-                "next_effective_time",
-            ],
-        )
+        for i in range(0, len(records), 100_000):
+            await conn.copy_records_to_table(
+                "jobs", records=records[i : i + 100_000], columns=JOB_COLUMNS
+            )
         await conn.execute(
             "INSERT INTO job_versions (job_id, version, spec) "
             "SELECT job_id, version, spec FROM jobs"
         )
         await conn.execute("ANALYZE jobs")
+        return [r[0] for r in records]
     finally:
         await conn.close()
+
+
+# The columns a seeded job fills, in the order of its record.
+JOB_COLUMNS = [
+    "job_id",
+    "team_id",
+    "partition",
+    "state",
+    "spec",
+    "next_run_time",
+    "next_effective_time",
+]
 
 
 # --- the system ---------------------------------------------------------------------------------
@@ -393,21 +404,28 @@ class CpuMeter:
             for name, used in self._end.items()
         }
 
-    def report(self, runs: int, exclude: Sequence[str] = NOT_THE_SYSTEM) -> CpuFigures:
-        """Prints the table; returns the figures (totals without the groups excluded)."""
+    def report(
+        self, runs: int, exclude: Sequence[str] = NOT_THE_SYSTEM, *, split: bool = True
+    ) -> CpuFigures:
+        """Prints the table (without ``split``, one column: the whole time from ``start()``);
+        returns the figures (totals without the groups excluded)."""
         per_run = self.per_run(runs)
         before, after = self._at - self._started, self._ended - self._at
         room = (os.cpu_count() or 1) * after / runs * 1e6
-        print(
-            f"  CPU µs per run, before the instant ({before:.1f} s wall) / after it "
-            f"({after:.1f} s wall: all cores give {room:.0f} µs a run):"
-        )
+        if split:
+            print(
+                f"  CPU µs per run, before the instant ({before:.1f} s wall) / after it "
+                f"({after:.1f} s wall: all cores give {room:.0f} µs a run):"
+            )
+        else:
+            print(f"  CPU µs per run ({after:.1f} s wall: all cores give {room:.0f} µs a run):")
         totals = [0.0, 0.0]
         for name, (b, a) in per_run.items():
-            print(f"    {name:<20} {b:6.0f} / {a:6.0f}")
+            print(f"    {name:<20} {b:6.0f} / {a:6.0f}" if split else f"    {name:<20} {a:6.0f}")
             if name not in exclude:
                 totals = [totals[0] + b, totals[1] + a]
-        print(f"    {'total (system)':<20} {totals[0]:6.0f} / {totals[1]:6.0f}")
+        total = f"{totals[0]:6.0f} / {totals[1]:6.0f}" if split else f"{totals[1]:6.0f}"
+        print(f"    {'total (system)':<20} {total}")
         return CpuFigures(per_run, totals[0], totals[1])
 
 
@@ -476,7 +494,7 @@ def herd_outcome(
         if n
     ]
     outcome = HerdOutcome(
-        peer, len(due), late, at, max(c.time for c in calls), problems, cpu, load()
+        peer, len(due), late, at, max((c.time for c in calls), default=at), problems, cpu, load()
     )
     print(
         f"  {peer}: {problems or 'ok'}; over {PROMISE:.0f} s "
@@ -486,3 +504,47 @@ def herd_outcome(
     print(f"  start lateness (target):    {ms(late)}")
     print(f"  drain (instant → last call): {outcome.drain:.2f} s")
     return outcome
+
+
+# --- where PostgreSQL's time goes ---------------------------------------------------------------
+
+
+class QuerySampler:
+    """Samples the statements running in one database (pg_stat_activity, every ``interval``
+    seconds): with no pg_stat_statements on the shared server, the share of samples a
+    statement is seen running in is where that database's time goes."""
+
+    def __init__(self, dsn: str, interval: float = 0.05) -> None:
+        self._dsn = dsn
+        self._interval = interval
+        self.seen: Counter[str] = Counter()
+        self.samples = 0
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> QuerySampler:
+        self._conn = await asyncpg.connect(self._dsn)
+        self._task = asyncio.create_task(self._sample())
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        await self._conn.close()
+
+    async def _sample(self) -> None:
+        while True:
+            rows = await self._conn.fetch(
+                "SELECT left(regexp_replace(query, '\\s+', ' ', 'g'), 120) AS q "
+                "FROM pg_stat_activity WHERE datname = current_database() "
+                "AND state = 'active' AND pid <> pg_backend_pid()"
+            )
+            self.samples += 1
+            self.seen.update(r["q"] for r in rows)
+            await asyncio.sleep(self._interval)
+
+    def report(self, top: int = 8) -> None:
+        print(f"  statements running in the bench's database ({self.samples} samples):")
+        for query, n in self.seen.most_common(top):
+            print(f"    {n / max(1, self.samples):6.2f}  {query}")

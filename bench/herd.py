@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import tempfile
@@ -38,6 +39,7 @@ from bench.harness import (
     PROMISE,
     CpuMeter,
     HerdOutcome,
+    QuerySampler,
     SeedJob,
     TargetProcess,
     bench_kafka,
@@ -68,6 +70,8 @@ class Setup:
     concurrency: int | None
     lookahead: float
     profile: Path | None = None
+    # Sample the statements running in the database over the herd (QuerySampler).
+    pg_sample: bool = False
 
 
 async def duetime_case(template: str, runs: int, setup: Setup, tmp: Path) -> HerdOutcome:
@@ -135,9 +139,13 @@ async def measure(
             )
             return int(done) == runs
 
-        await eventually(all_finished, setup.lead + 180, f"all {runs} runs finished", interval=0.5)
+        sampler = QuerySampler(system.db_dsn) if setup.pg_sample else None
+        async with sampler or contextlib.nullcontext():
+            await eventually(all_finished, setup.lead + 180, f"all {runs} runs finished", 0.5)
         await marking
         meter.stop()
+        if sampler is not None:
+            sampler.report()
         calls = [c for c in await target.stop() if c.path == "/herd"]
         cpu = meter.report(runs)
         rows = await pool.fetch(
@@ -249,11 +257,16 @@ async def main() -> None:
     parser.add_argument(
         "--profile", type=Path, help="write each service's cProfile statistics in this folder"
     )
+    parser.add_argument(
+        "--pg-sample", action="store_true", help="sample the statements running in the database"
+    )
     parser.add_argument("--peer", choices=["pgqueuer"], help="run each case on it too")
     parser.add_argument("--pgq-batch", type=int, default=100, help="PgQueuer's --batch-size")
     parser.add_argument("--pgq-connections", type=int, default=256)
     args = parser.parse_args()
-    setup = Setup(args.workers, args.lead, args.concurrency, args.lookahead, args.profile)
+    setup = Setup(
+        args.workers, args.lead, args.concurrency, args.lookahead, args.profile, args.pg_sample
+    )
     print(f"bench/herd at {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {cpu_model()}; {load()}")
     template = await migrated_template()
     outcomes: list[HerdOutcome] = []
