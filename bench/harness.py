@@ -536,15 +536,19 @@ class QuerySampler:
     async def _sample(self) -> None:
         while True:
             rows = await self._conn.fetch(
-                "SELECT left(regexp_replace(query, '\\s+', ' ', 'g'), 120) AS q "
+                "SELECT coalesce(wait_event_type || ':' || wait_event, 'running') AS w, "
+                "left(regexp_replace(query, '\\s+', ' ', 'g'), 100) AS q "
                 "FROM pg_stat_activity WHERE datname = current_database() "
                 "AND state = 'active' AND pid <> pg_backend_pid()"
             )
             self.samples += 1
-            self.seen.update(r["q"] for r in rows)
+            self.seen.update(f"{r['w']:<22} {r['q']}" for r in rows)
             await asyncio.sleep(self._interval)
 
     def report(self, top: int = 8) -> None:
-        print(f"  statements running in the bench's database ({self.samples} samples):")
+        print(
+            f"  statements running in the bench's database ({self.samples} samples; backends "
+            "on average, by what they wait for: 'running' is on a CPU or waiting for one):"
+        )
         for query, n in self.seen.most_common(top):
             print(f"    {n / max(1, self.samples):6.2f}  {query}")

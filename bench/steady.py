@@ -18,13 +18,14 @@ and consumer offset commits), and bytes stored per run in runs and attempts afte
 Results belong in bench/RESULTS.md.
 
     uv run --frozen python -m bench.steady [--start 100] [--duration 60] [--interval 10]
-        [--rates 200 400] [--workers 2] [--p99 1.0]
+        [--rates 200 400] [--workers 2] [--p99 1.0] [--pg-sample]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import tempfile
 import uuid
 from collections import Counter
@@ -38,6 +39,7 @@ from bench.harness import (
     CpuFigures,
     CpuMeter,
     HerdOutcome,
+    QuerySampler,
     SeedJob,
     bench_kafka,
     bench_system,
@@ -67,6 +69,7 @@ class Options:
     tail: float
     workers: int
     p99: float
+    pg_sample: bool = False
 
 
 @dataclass(frozen=True)
@@ -116,9 +119,13 @@ async def step(template: str, rate: int, options: Options, tmp: Path) -> Step:
                 await sleep_until(w0)
                 meter.start()
                 before = await database_counts(conn)
-                await sleep_until(w1)
+                sampler = QuerySampler(dsn) if options.pg_sample else None
+                async with sampler or contextlib.nullcontext():
+                    await sleep_until(w1)
                 meter.stop()
                 after = await database_counts(conn)
+                if sampler is not None:
+                    sampler.report()
                 due = occurrences(ids, anchors, every, w0, w1)
                 await wait_for_runs(conn, len(due), w0, w1, options.tail)
                 # Runs due before or after the window are not this step's.
@@ -322,6 +329,9 @@ async def main() -> None:
     parser.add_argument("--tail", type=float, default=30.0)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--p99", type=float, default=1.0)
+    parser.add_argument(
+        "--pg-sample", action="store_true", help="sample the statements running in the database"
+    )
     args = parser.parse_args()
     options = Options(
         args.interval,
@@ -331,6 +341,7 @@ async def main() -> None:
         args.tail,
         args.workers,
         args.p99,
+        args.pg_sample,
     )
     print(f"bench/steady at {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {cpu_model()}; {load()}")
     print(f"  {options}", flush=True)
