@@ -14,7 +14,8 @@ PostgreSQL did per run in the bench's own database: transactions (pg_stat_databa
 rollbacks; pg_stat_statements would count statements, but it needs shared_preload_libraries,
 which the shared server is not started with), rows inserted, updated and deleted per table
 (pg_stat_user_tables, partitions under their parent), Kafka records per run (dispatch topics,
-and consumer offset commits), and bytes stored per run in runs and attempts after a VACUUM.
+and consumer offset commits), and bytes stored per run in runs and attempts after a VACUUM
+(beyond what the empty partitions take).
 Results belong in bench/RESULTS.md.
 
     uv run --frozen python -m bench.steady [--start 100] [--duration 60] [--interval 10]
@@ -111,6 +112,7 @@ async def step(template: str, rate: int, options: Options, tmp: Path) -> Step:
                     for i in range(jobs)
                 ]
                 url = target.url("/steady")
+                empty = await history_bytes(conn)
                 ids = await seed_jobs(dsn, [SeedJob(TEAM, a, url, every) for a in anchors])
                 meter = CpuMeter(await system_processes(system, tmp / "kafka", target))
                 w0 = t0 + timedelta(seconds=options.warmup)
@@ -132,7 +134,7 @@ async def step(template: str, rate: int, options: Options, tmp: Path) -> Step:
                 calls = [c for c in await target.stop() if c.idempotency_key in due]
                 cpu = meter.report(len(due), split=False)
                 outcome = herd_outcome(f"duetime@{rate}/s", due, calls, w0, cpu)
-                stored = await stored_bytes(conn)
+                stored = await stored_bytes(conn, empty)
             finally:
                 await conn.close()
         return summarise_step(rate, outcome, cpu, before, after, len(due), stored)
@@ -206,18 +208,21 @@ async def database_counts(conn: asyncpg.Connection) -> Counts:
     )
 
 
-async def stored_bytes(conn: asyncpg.Connection) -> float:
-    """Bytes of runs and attempts (heap, TOAST and indexes, every partition) per run stored,
-    after a VACUUM (dead row versions of the updates are reused, not kept)."""
-    await conn.execute("VACUUM runs, attempts")
-    row = await conn.fetchrow(
-        "SELECT (SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c "
-        "  JOIN pg_inherits i ON i.inhrelid = c.oid "
-        "  WHERE i.inhparent IN ('runs'::regclass, 'attempts'::regclass)) AS size, "
-        "(SELECT count(*) FROM runs) AS runs"
+async def history_bytes(conn: asyncpg.Connection) -> int:
+    """Bytes of runs and attempts: heap, TOAST and indexes, every partition."""
+    size = await conn.fetchval(
+        "SELECT sum(pg_total_relation_size(i.inhrelid)) FROM pg_inherits i "
+        "WHERE i.inhparent IN ('runs'::regclass, 'attempts'::regclass)"
     )
-    assert row is not None
-    return float(row["size"]) / max(1, int(row["runs"]))
+    return int(size)
+
+
+async def stored_bytes(conn: asyncpg.Connection, empty: int) -> float:
+    """Bytes of runs and attempts per run stored, beyond what the empty partitions take, after
+    a VACUUM (dead row versions of the updates are reused, not kept)."""
+    await conn.execute("VACUUM runs, attempts")
+    runs = await conn.fetchval("SELECT count(*) FROM runs")
+    return (await history_bytes(conn) - empty) / max(1, int(runs))
 
 
 def summarise_step(
