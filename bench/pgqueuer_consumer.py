@@ -37,7 +37,6 @@ async def main() -> AsyncIterator[QueueManager]:
     session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=limit))
     manager = QueueManager(Queries(AsyncpgDriver(connection)))
 
-    @manager.entrypoint(ENTRYPOINT)
     async def herd(job: Job) -> None:
         assert job.payload is not None
         headers = {"Idempotency-Key": str(job.id)}
@@ -45,6 +44,7 @@ async def main() -> AsyncIterator[QueueManager]:
             await response.read()
             response.raise_for_status()
 
+    manager.entrypoint(ENTRYPOINT)(herd)
     print(READY, flush=True)
     try:
         yield manager
