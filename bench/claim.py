@@ -30,7 +30,7 @@ from pathlib import Path
 
 import asyncpg
 
-from bench.harness import cpu_model, load
+from bench.harness import JOB_COLUMNS, cpu_model, load
 from duetime_core.jobspec import Every, HttpMethod, HttpTarget, JobSpec
 from duetime_core.runkey import partition_of
 from duetime_infra.codec.spec_json import spec_to_json
@@ -70,19 +70,10 @@ async def seed(dsn: str, stored: int, due: int) -> None:
                 out.append((job_id, "bench", partition_of(job_id), "ACTIVE", spec_text, when, when))
             return out
 
-        columns = [
-            "job_id",
-            "team_id",
-            "partition",
-            "state",
-            "spec",
-            "next_run_time",
-            "next_effective_time",
-        ]
         began = time.perf_counter()
         for start in range(0, stored, 100_000):
             await conn.copy_records_to_table(
-                "jobs", records=rows(start, min(stored, start + 100_000)), columns=columns
+                "jobs", records=rows(start, min(stored, start + 100_000)), columns=JOB_COLUMNS
             )
             if start and start % 1_000_000 == 0:
                 print(f"  {start:,} jobs in {time.perf_counter() - began:.0f} s", flush=True)
