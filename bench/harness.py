@@ -338,6 +338,7 @@ async def postgres_cpu(dsn: str) -> PostgresCpu:
     return PostgresCpu(int(fields[1]))
 
 
+PG_SERVER = "postgresql (server)"
 # Groups printed but not summed: a part of another group.
 PG_OWN = "  of which this db"
 
@@ -354,7 +355,7 @@ async def system_processes(
         "scheduler": processes_cpu([system.scheduler.process.pid]),
         "relay": processes_cpu([system.relay.process.pid]),
         **{f"worker {w}": processes_cpu([s.process.pid]) for w, s in system.workers.items()},
-        "postgresql (server)": postgres,
+        PG_SERVER: postgres,
         PG_OWN: postgres.backends_of(database),
         "kafka broker": processes_cpu(pids_where(lambda _, cmd: str(kafka_dir) in cmd)),
         "target": processes_cpu([target.process.pid]),
@@ -436,6 +437,13 @@ class CpuFigures:
     groups: dict[str, tuple[float, float]]
     before: float
     after: float
+
+    @property
+    def after_own(self) -> float:
+        """``after`` with the bench's own database's backends in place of the whole server:
+        steadier on a shared server, but without its background processes."""
+        server = self.groups.get(PG_SERVER, (0.0, 0.0))[1]
+        return self.after - server + self.groups.get(PG_OWN, (0.0, 0.0))[1]
 
 
 # --- a herd's outcome ---------------------------------------------------------------------------

@@ -220,13 +220,13 @@ def summarise(outcomes: list[HerdOutcome]) -> None:
     print(f"\nsummary ({cpu_model()}; {load()} at the end)")
     print(
         f"  {'runs':>7} {'peer':<9} {'p50 s':>6} {'p99 s':>6} {'max s':>6} {'drain s':>7} "
-        f"{'over 5 s':>8} {'CPU µs/run after':>16}  load then"
+        f"{'over 5 s':>8} {'CPU µs/run after (own db)':>25}  load then"
     )
     for o in outcomes:
         p50, p99, top = quantiles(o.late)
         print(
             f"  {o.runs:>7,} {o.peer:<9} {p50:6.2f} {p99:6.2f} {top:6.2f} {o.drain:7.2f} "
-            f"{o.over_promise:8,} {o.cpu.after:16.0f}  {o.load}"
+            f"{o.over_promise:8,} {o.cpu.after:15.0f} ({o.cpu.after_own:7.0f})  {o.load}"
             + (f"  PROBLEMS {o.problems}" if o.problems else "")
         )
     for runs in sorted({o.runs for o in outcomes}):
@@ -236,11 +236,11 @@ def summarise(outcomes: list[HerdOutcome]) -> None:
             continue
         pairs = list(zip(ours, peers, strict=False))
         late = [quantiles(a.late)[1] / quantiles(b.late)[1] for a, b in pairs]
-        cpu = [a.cpu.after / b.cpu.after for a, b in pairs]
+        cpu = [a.cpu.after_own / b.cpu.after_own for a, b in pairs]
         print(
             f"  {runs:,} runs, duetime / {peers[0].peer} (each pair run back to back): p99 "
             f"{' '.join(f'{x:.2f}' for x in late)} (median {statistics.median(late):.2f}); "
-            f"CPU after the instant {' '.join(f'{x:.2f}' for x in cpu)}"
+            f"CPU after the instant (own db) {' '.join(f'{x:.2f}' for x in cpu)}"
         )
 
 

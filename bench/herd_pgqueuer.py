@@ -26,6 +26,7 @@ from pgqueuer.queries import Queries
 
 from bench.harness import (
     PG_OWN,
+    PG_SERVER,
     REPO,
     CpuMeter,
     HerdOutcome,
@@ -123,7 +124,7 @@ async def pgqueuer_case(
                 meter = CpuMeter(
                     {
                         "pgqueuer": processes_cpu([consumer.pid]),
-                        "postgresql (server)": postgres,
+                        PG_SERVER: postgres,
                         PG_OWN: postgres.backends_of(name),
                         "target": processes_cpu([target.process.pid]),
                         "bench": processes_cpu([os.getpid()]),
