@@ -72,15 +72,17 @@ async def seed(dsn: str, stored: int, due: int) -> None:
 
         began = time.perf_counter()
         for start in range(0, stored, 100_000):
+            chunk = rows(start, min(stored, start + 100_000))
+            await conn.copy_records_to_table("jobs", records=chunk, columns=JOB_COLUMNS)
+            # Each chunk's versions right after it, while its jobs' rows are in the cache: one
+            # INSERT ... SELECT after 10 million jobs spent 27 minutes on the foreign-key checks.
             await conn.copy_records_to_table(
-                "jobs", records=rows(start, min(stored, start + 100_000)), columns=JOB_COLUMNS
+                "job_versions",
+                records=[(r[0], 1, r[4]) for r in chunk],
+                columns=["job_id", "version", "spec"],
             )
             if start and start % 1_000_000 == 0:
                 print(f"  {start:,} jobs in {time.perf_counter() - began:.0f} s", flush=True)
-        await conn.execute(
-            "INSERT INTO job_versions (job_id, version, spec) "
-            "SELECT job_id, version, spec FROM jobs"
-        )
         print(f"  jobs and versions written in {time.perf_counter() - began:.0f} s", flush=True)
         await conn.execute("VACUUM ANALYZE jobs")
         size = await conn.fetchval("SELECT pg_size_pretty(pg_database_size(current_database()))")

@@ -508,7 +508,7 @@ def herd_outcome(
         f"  {peer}: {problems or 'ok'}; over {PROMISE:.0f} s "
         f"{outcome.over_promise:,} of {len(due):,}; {outcome.load}"
     )
-    print(f"  target calls per second after the instant: {per_second(late)}")
+    print(f"  runs by whole seconds late (target clock): {per_second(late)}")
     print(f"  start lateness (target):    {ms(late)}")
     print(f"  drain (instant → last call): {outcome.drain:.2f} s")
     return outcome
