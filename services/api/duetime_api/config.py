@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from duetime_infra.config import EnvReader, env_dsn
+from duetime_infra.tls import Link, TlsSettings, read_tls
 
 
 @dataclass(frozen=True)
@@ -16,6 +17,7 @@ class Settings:
     shutdown_grace_seconds: float
     # host:port of the Prometheus scrape endpoint; "" (unset, empty or off): no metrics.
     metrics_address: str
+    tls: TlsSettings
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -28,6 +30,7 @@ class Settings:
                 "DUETIME_SHUTDOWN_GRACE_SECONDS", 10, low=0, high=600
             ).total_seconds(),
             metrics_address=env.optional_address("DUETIME_METRICS_ADDRESS"),
+            tls=read_tls(env, serves=True, connects=[Link.POSTGRES]),
         )
         env.finish()
         return settings

@@ -1,8 +1,10 @@
 """One bidirectional Heartbeat stream per worker, for the worker's life.
 
 Every interval (and at once when an attempt is added) it sends all the worker's active attempts,
-which renews their leases; a CANCEL directive cancels that attempt's task. A broken stream is
-opened again with backoff; the attempts stay registered meanwhile.
+which renews their leases; a CANCEL directive cancels that attempt's task. A broken stream, or
+one whose beat goes unanswered for ``ANSWER_TIMEOUT`` (a frozen scheduler), is opened again
+with backoff, on the channel's next reachable scheduler; the attempts stay registered
+meanwhile.
 
 Each renewal also moves the attempt's local lease deadline: the lease's length as the scheduler
 granted it (``lease_expire_time - server_time``, both on the database clock), counted on this
@@ -32,6 +34,10 @@ from duetime_worker.outcome import Outcome
 log = logging.getLogger(__name__)
 
 Key = tuple[str, int]
+# The least time between two beats when a call about to begin asks for one (``fresh``).
+URGENT_SPACING = 0.02
+# A beat not answered within this long breaks the stream (see ``_check_answered``).
+ANSWER_TIMEOUT = 10.0
 
 
 def lease_length(lease_expire_time: Timestamp, server_time: Timestamp) -> float:
@@ -52,6 +58,10 @@ class ActiveAttempt:
     cancel_reason: str = ""
     # Given back unfinished because the worker is stopping (not a cancel it was told to do).
     handed_back: bool = False
+    # An attempt started ahead of its time has not begun its call until this is set, and when
+    # it did, by the server's clock as this worker estimates it.
+    began: bool = True
+    call_time: Timestamp | None = None
 
     @property
     def key(self) -> Key:
@@ -79,17 +89,25 @@ class Heartbeats:
         interval: float,
         *,
         max_backoff: float = 5.0,
+        answer_timeout: float = ANSWER_TIMEOUT,
     ) -> None:
         self._stub = stub
         self._worker_id = worker_id
         self._metadata = tuple(metadata)
         self._interval = interval
         self._max_backoff = max_backoff
+        self._answer_timeout = answer_timeout
+        # The shortest lease a beat's answer granted so far (seconds).
+        self._lease_seen = math.inf
         self._active: dict[Key, ActiveAttempt] = {}
         # Send times of the beats on the current stream still waiting for their answer: the
         # server answers each beat once, in order.
         self._unanswered: collections.deque[float] = collections.deque()
         self._wake = asyncio.Event()
+        # Callers of ``fresh``: when each asked, and what it waits on.
+        self._fresh: list[tuple[float, asyncio.Future[None]]] = []
+        self._urgent = asyncio.Event()
+        self._last_sent = -math.inf
         self.beats = 0
         self.streams_opened = 0
 
@@ -100,6 +118,31 @@ class Heartbeats:
     def add(self, attempt: ActiveAttempt) -> None:
         self._active[attempt.key] = attempt
         self._wake.set()
+
+    async def fresh(self) -> None:
+        """Returns once a beat sent after this call was answered: each directive it carried
+        (a cancel for an attempt whose job was paused or deleted) is applied by then. Callers
+        at about the same time share one beat."""
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        self._fresh.append((loop.time(), waiter))
+        self._wake.set()
+        self._urgent.set()
+        await asyncio.shield(waiter)
+
+    def _fresh_wanted(self) -> bool:
+        """A caller of ``fresh`` waits for a beat not yet sent."""
+        return any(asked > self._last_sent for asked, _ in self._fresh)
+
+    def _answered(self, sent_at: float) -> None:
+        still = []
+        for asked, waiter in self._fresh:
+            if asked <= sent_at:
+                if not waiter.done():
+                    waiter.set_result(None)
+            else:
+                still.append((asked, waiter))
+        self._fresh = still
 
     def remove(self, attempt: ActiveAttempt) -> None:
         if self._active.get(attempt.key) is attempt:
@@ -130,6 +173,7 @@ class Heartbeats:
                     length = lengths.get(at)
                     if length is None:
                         length = lengths[at] = lease_length(expiry, response.server_time)
+                        self._lease_seen = min(self._lease_seen, length)
                     attempt.renewed(sent_at, length)
                 continue
             key = (ref.run_id, ref.attempt)
@@ -146,6 +190,18 @@ class Heartbeats:
                     },
                 )
                 attempt.cancel(directive.reason or "cancelled by the scheduler")
+        self._answered(sent_at)
+
+    @property
+    def _patience(self) -> float:
+        """How long a beat may go unanswered: well within the shortest lease granted."""
+        return min(self._answer_timeout, self._lease_seen / 3)
+
+    def _check_answered(self, now: float) -> None:
+        """A scheduler that stopped answering (frozen, or stuck) is left for another: the
+        stream is broken, and opened again on the channel's next reachable scheduler."""
+        if self._unanswered and now - self._unanswered[0] > self._patience:
+            raise ConnectionError(f"no answer to a beat within {self._patience:g} s")
 
     async def _read(self, call: Any) -> None:
         while True:
@@ -170,14 +226,22 @@ class Heartbeats:
                 while True:
                     # A beat asked for by a new attempt comes at most every half interval: a
                     # herd of starts must not become one beat per start, each carrying every
-                    # attempt the worker holds.
+                    # attempt the worker holds. One asked for by ``fresh`` (a call about to
+                    # begin) goes at once, a few milliseconds after the last.
                     spacing = last_beat + self._interval / 2 - loop.time()
+                    if self._fresh_wanted():
+                        spacing = last_beat + URGENT_SPACING - loop.time()
                     if self._wake.is_set() and spacing > 0:
-                        waiting = {reader, stop_wait}
+                        # Spaced: only a call about to begin cuts the wait short.
+                        self._urgent.clear()
+                        waiting = {asyncio.create_task(self._urgent.wait()), reader, stop_wait}
                         timeout = spacing
                     else:
                         waiting = {asyncio.create_task(self._wake.wait()), reader, stop_wait}
                         timeout = self._interval
+                    if self._unanswered:  # an answer overdue breaks the stream, below
+                        overdue = self._unanswered[0] + self._patience - loop.time()
+                        timeout = max(0.0, min(timeout, overdue))
                     done, _ = await asyncio.wait(
                         waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
                     )
@@ -187,13 +251,16 @@ class Heartbeats:
                         reader.result()  # raises why the stream ended
                     if stop_wait in done:
                         return
+                    self._check_answered(loop.time())
                     self._wake.clear()
                     if self._active:
-                        last_beat = loop.time()
+                        last_beat = self._last_sent = loop.time()
                         self._unanswered.append(last_beat)
                         await call.write(self._request())
                         self.beats += 1
                         backoff = 0.1
+                    else:
+                        self._answered(loop.time())  # nothing to beat for: nothing to hear
             except Exception as error:  # any break of the stream: open a new one
                 detail = (
                     error.code().name

@@ -334,7 +334,8 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * Optional. How long one attempt may take before it is abandoned as TIMED_OUT and retried.
-   * Between 1 second and 24 hours; defaults to 5 minutes.
+   * Between 1 second and 24 hours; defaults to 5 minutes. The target is told the deadline it
+   * gives (see HttpTarget).
    * </pre>
    *
    * <code>.google.protobuf.Duration attempt_timeout = 7;</code>
@@ -347,7 +348,8 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * Optional. How long one attempt may take before it is abandoned as TIMED_OUT and retried.
-   * Between 1 second and 24 hours; defaults to 5 minutes.
+   * Between 1 second and 24 hours; defaults to 5 minutes. The target is told the deadline it
+   * gives (see HttpTarget).
    * </pre>
    *
    * <code>.google.protobuf.Duration attempt_timeout = 7;</code>
@@ -360,7 +362,8 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * Optional. How long one attempt may take before it is abandoned as TIMED_OUT and retried.
-   * Between 1 second and 24 hours; defaults to 5 minutes.
+   * Between 1 second and 24 hours; defaults to 5 minutes. The target is told the deadline it
+   * gives (see HttpTarget).
    * </pre>
    *
    * <code>.google.protobuf.Duration attempt_timeout = 7;</code>
@@ -2329,7 +2332,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. How long one attempt may take before it is abandoned as TIMED_OUT and retried.
-     * Between 1 second and 24 hours; defaults to 5 minutes.
+     * Between 1 second and 24 hours; defaults to 5 minutes. The target is told the deadline it
+     * gives (see HttpTarget).
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 7;</code>
@@ -2341,7 +2345,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. How long one attempt may take before it is abandoned as TIMED_OUT and retried.
-     * Between 1 second and 24 hours; defaults to 5 minutes.
+     * Between 1 second and 24 hours; defaults to 5 minutes. The target is told the deadline it
+     * gives (see HttpTarget).
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 7;</code>
@@ -2357,7 +2362,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. How long one attempt may take before it is abandoned as TIMED_OUT and retried.
-     * Between 1 second and 24 hours; defaults to 5 minutes.
+     * Between 1 second and 24 hours; defaults to 5 minutes. The target is told the deadline it
+     * gives (see HttpTarget).
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 7;</code>
@@ -2378,7 +2384,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. How long one attempt may take before it is abandoned as TIMED_OUT and retried.
-     * Between 1 second and 24 hours; defaults to 5 minutes.
+     * Between 1 second and 24 hours; defaults to 5 minutes. The target is told the deadline it
+     * gives (see HttpTarget).
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 7;</code>
@@ -2397,7 +2404,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. How long one attempt may take before it is abandoned as TIMED_OUT and retried.
-     * Between 1 second and 24 hours; defaults to 5 minutes.
+     * Between 1 second and 24 hours; defaults to 5 minutes. The target is told the deadline it
+     * gives (see HttpTarget).
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 7;</code>
@@ -2423,7 +2431,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. How long one attempt may take before it is abandoned as TIMED_OUT and retried.
-     * Between 1 second and 24 hours; defaults to 5 minutes.
+     * Between 1 second and 24 hours; defaults to 5 minutes. The target is told the deadline it
+     * gives (see HttpTarget).
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 7;</code>
@@ -2441,7 +2450,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. How long one attempt may take before it is abandoned as TIMED_OUT and retried.
-     * Between 1 second and 24 hours; defaults to 5 minutes.
+     * Between 1 second and 24 hours; defaults to 5 minutes. The target is told the deadline it
+     * gives (see HttpTarget).
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 7;</code>
@@ -2454,7 +2464,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. How long one attempt may take before it is abandoned as TIMED_OUT and retried.
-     * Between 1 second and 24 hours; defaults to 5 minutes.
+     * Between 1 second and 24 hours; defaults to 5 minutes. The target is told the deadline it
+     * gives (see HttpTarget).
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 7;</code>
@@ -2470,7 +2481,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. How long one attempt may take before it is abandoned as TIMED_OUT and retried.
-     * Between 1 second and 24 hours; defaults to 5 minutes.
+     * Between 1 second and 24 hours; defaults to 5 minutes. The target is told the deadline it
+     * gives (see HttpTarget).
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 7;</code>

@@ -56,6 +56,7 @@ private static final long serialVersionUID = 0L;
             dev.duetime.worker.v1.CompleteAttemptRequest.class, dev.duetime.worker.v1.CompleteAttemptRequest.Builder.class);
   }
 
+  private int bitField0_;
   public static final int RUN_ID_FIELD_NUMBER = 1;
   @SuppressWarnings("serial")
   private volatile java.lang.Object runId_ = "";
@@ -241,6 +242,50 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int CALL_TIME_FIELD_NUMBER = 6;
+  private com.google.protobuf.Timestamp callTime_;
+  /**
+   * <pre>
+   * Optional. When the target call began, by the worker's estimate of the server's clock: for
+   * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+   * ignored for others, and never earlier than the call time the start answered.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp call_time = 6;</code>
+   * @return Whether the callTime field is set.
+   */
+  @java.lang.Override
+  public boolean hasCallTime() {
+    return ((bitField0_ & 0x00000001) != 0);
+  }
+  /**
+   * <pre>
+   * Optional. When the target call began, by the worker's estimate of the server's clock: for
+   * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+   * ignored for others, and never earlier than the call time the start answered.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp call_time = 6;</code>
+   * @return The callTime.
+   */
+  @java.lang.Override
+  public com.google.protobuf.Timestamp getCallTime() {
+    return callTime_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : callTime_;
+  }
+  /**
+   * <pre>
+   * Optional. When the target call began, by the worker's estimate of the server's clock: for
+   * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+   * ignored for others, and never earlier than the call time the start answered.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp call_time = 6;</code>
+   */
+  @java.lang.Override
+  public com.google.protobuf.TimestampOrBuilder getCallTimeOrBuilder() {
+    return callTime_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : callTime_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -270,6 +315,9 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(workerId_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 5, workerId_);
     }
+    if (((bitField0_ & 0x00000001) != 0)) {
+      output.writeMessage(6, getCallTime());
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -290,6 +338,10 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(workerId_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(5, workerId_);
+    }
+    if (((bitField0_ & 0x00000001) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(6, getCallTime());
     }
     return size;
   }
@@ -324,6 +376,11 @@ private static final long serialVersionUID = 0L;
         != other.getRetryable()) return false;
     if (!getWorkerId()
         .equals(other.getWorkerId())) return false;
+    if (hasCallTime() != other.hasCallTime()) return false;
+    if (hasCallTime()) {
+      if (!getCallTime()
+          .equals(other.getCallTime())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -346,6 +403,10 @@ private static final long serialVersionUID = 0L;
         getRetryable());
     hash = (37 * hash) + WORKER_ID_FIELD_NUMBER;
     hash = (53 * hash) + getWorkerId().hashCode();
+    if (hasCallTime()) {
+      hash = (37 * hash) + CALL_TIME_FIELD_NUMBER;
+      hash = (53 * hash) + getCallTime().hashCode();
+    }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -469,13 +530,19 @@ private static final long serialVersionUID = 0L;
 
     // Construct using dev.duetime.worker.v1.CompleteAttemptRequest.newBuilder()
     private Builder() {
-
+      maybeForceBuilderInitialization();
     }
 
     private Builder(
         com.google.protobuf.GeneratedMessage.BuilderParent parent) {
       super(parent);
-
+      maybeForceBuilderInitialization();
+    }
+    private void maybeForceBuilderInitialization() {
+      if (com.google.protobuf.GeneratedMessage
+              .alwaysUseFieldBuilders) {
+        internalGetCallTimeFieldBuilder();
+      }
     }
     @java.lang.Override
     public Builder clear() {
@@ -486,6 +553,11 @@ private static final long serialVersionUID = 0L;
       error_ = "";
       retryable_ = false;
       workerId_ = "";
+      callTime_ = null;
+      if (callTimeBuilder_ != null) {
+        callTimeBuilder_.dispose();
+        callTimeBuilder_ = null;
+      }
       return this;
     }
 
@@ -534,6 +606,14 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000010) != 0)) {
         result.workerId_ = workerId_;
       }
+      int to_bitField0_ = 0;
+      if (((from_bitField0_ & 0x00000020) != 0)) {
+        result.callTime_ = callTimeBuilder_ == null
+            ? callTime_
+            : callTimeBuilder_.build();
+        to_bitField0_ |= 0x00000001;
+      }
+      result.bitField0_ |= to_bitField0_;
     }
 
     @java.lang.Override
@@ -568,6 +648,9 @@ private static final long serialVersionUID = 0L;
         workerId_ = other.workerId_;
         bitField0_ |= 0x00000010;
         onChanged();
+      }
+      if (other.hasCallTime()) {
+        mergeCallTime(other.getCallTime());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -620,6 +703,13 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000010;
               break;
             } // case 42
+            case 50: {
+              input.readMessage(
+                  internalGetCallTimeFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00000020;
+              break;
+            } // case 50
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1035,6 +1125,181 @@ private static final long serialVersionUID = 0L;
       bitField0_ |= 0x00000010;
       onChanged();
       return this;
+    }
+
+    private com.google.protobuf.Timestamp callTime_;
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder> callTimeBuilder_;
+    /**
+     * <pre>
+     * Optional. When the target call began, by the worker's estimate of the server's clock: for
+     * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+     * ignored for others, and never earlier than the call time the start answered.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp call_time = 6;</code>
+     * @return Whether the callTime field is set.
+     */
+    public boolean hasCallTime() {
+      return ((bitField0_ & 0x00000020) != 0);
+    }
+    /**
+     * <pre>
+     * Optional. When the target call began, by the worker's estimate of the server's clock: for
+     * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+     * ignored for others, and never earlier than the call time the start answered.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp call_time = 6;</code>
+     * @return The callTime.
+     */
+    public com.google.protobuf.Timestamp getCallTime() {
+      if (callTimeBuilder_ == null) {
+        return callTime_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : callTime_;
+      } else {
+        return callTimeBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * Optional. When the target call began, by the worker's estimate of the server's clock: for
+     * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+     * ignored for others, and never earlier than the call time the start answered.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp call_time = 6;</code>
+     */
+    public Builder setCallTime(com.google.protobuf.Timestamp value) {
+      if (callTimeBuilder_ == null) {
+        if (value == null) {
+          throw new NullPointerException();
+        }
+        callTime_ = value;
+      } else {
+        callTimeBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00000020;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. When the target call began, by the worker's estimate of the server's clock: for
+     * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+     * ignored for others, and never earlier than the call time the start answered.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp call_time = 6;</code>
+     */
+    public Builder setCallTime(
+        com.google.protobuf.Timestamp.Builder builderForValue) {
+      if (callTimeBuilder_ == null) {
+        callTime_ = builderForValue.build();
+      } else {
+        callTimeBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00000020;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. When the target call began, by the worker's estimate of the server's clock: for
+     * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+     * ignored for others, and never earlier than the call time the start answered.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp call_time = 6;</code>
+     */
+    public Builder mergeCallTime(com.google.protobuf.Timestamp value) {
+      if (callTimeBuilder_ == null) {
+        if (((bitField0_ & 0x00000020) != 0) &&
+          callTime_ != null &&
+          callTime_ != com.google.protobuf.Timestamp.getDefaultInstance()) {
+          getCallTimeBuilder().mergeFrom(value);
+        } else {
+          callTime_ = value;
+        }
+      } else {
+        callTimeBuilder_.mergeFrom(value);
+      }
+      if (callTime_ != null) {
+        bitField0_ |= 0x00000020;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. When the target call began, by the worker's estimate of the server's clock: for
+     * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+     * ignored for others, and never earlier than the call time the start answered.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp call_time = 6;</code>
+     */
+    public Builder clearCallTime() {
+      bitField0_ = (bitField0_ & ~0x00000020);
+      callTime_ = null;
+      if (callTimeBuilder_ != null) {
+        callTimeBuilder_.dispose();
+        callTimeBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. When the target call began, by the worker's estimate of the server's clock: for
+     * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+     * ignored for others, and never earlier than the call time the start answered.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp call_time = 6;</code>
+     */
+    public com.google.protobuf.Timestamp.Builder getCallTimeBuilder() {
+      bitField0_ |= 0x00000020;
+      onChanged();
+      return internalGetCallTimeFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Optional. When the target call began, by the worker's estimate of the server's clock: for
+     * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+     * ignored for others, and never earlier than the call time the start answered.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp call_time = 6;</code>
+     */
+    public com.google.protobuf.TimestampOrBuilder getCallTimeOrBuilder() {
+      if (callTimeBuilder_ != null) {
+        return callTimeBuilder_.getMessageOrBuilder();
+      } else {
+        return callTime_ == null ?
+            com.google.protobuf.Timestamp.getDefaultInstance() : callTime_;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. When the target call began, by the worker's estimate of the server's clock: for
+     * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+     * ignored for others, and never earlier than the call time the start answered.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp call_time = 6;</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder> 
+        internalGetCallTimeFieldBuilder() {
+      if (callTimeBuilder_ == null) {
+        callTimeBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder>(
+                getCallTime(),
+                getParentForChildren(),
+                isClean());
+        callTime_ = null;
+      }
+      return callTimeBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:duetime.worker.v1.CompleteAttemptRequest)

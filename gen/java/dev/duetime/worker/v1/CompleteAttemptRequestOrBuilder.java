@@ -101,4 +101,37 @@ public interface CompleteAttemptRequestOrBuilder extends
    */
   com.google.protobuf.ByteString
       getWorkerIdBytes();
+
+  /**
+   * <pre>
+   * Optional. When the target call began, by the worker's estimate of the server's clock: for
+   * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+   * ignored for others, and never earlier than the call time the start answered.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp call_time = 6;</code>
+   * @return Whether the callTime field is set.
+   */
+  boolean hasCallTime();
+  /**
+   * <pre>
+   * Optional. When the target call began, by the worker's estimate of the server's clock: for
+   * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+   * ignored for others, and never earlier than the call time the start answered.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp call_time = 6;</code>
+   * @return The callTime.
+   */
+  com.google.protobuf.Timestamp getCallTime();
+  /**
+   * <pre>
+   * Optional. When the target call began, by the worker's estimate of the server's clock: for
+   * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+   * ignored for others, and never earlier than the call time the start answered.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp call_time = 6;</code>
+   */
+  com.google.protobuf.TimestampOrBuilder getCallTimeOrBuilder();
 }

@@ -364,7 +364,9 @@ private static final long serialVersionUID = 0L;
   private com.google.protobuf.Duration attemptTimeout_;
   /**
    * <pre>
-   * How long the attempt may take.
+   * How long the attempt may take. The worker tells the target the deadline it gives, counted
+   * from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+   * UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
    * </pre>
    *
    * <code>.google.protobuf.Duration attempt_timeout = 8;</code>
@@ -376,7 +378,9 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * How long the attempt may take.
+   * How long the attempt may take. The worker tells the target the deadline it gives, counted
+   * from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+   * UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
    * </pre>
    *
    * <code>.google.protobuf.Duration attempt_timeout = 8;</code>
@@ -388,7 +392,9 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * How long the attempt may take.
+   * How long the attempt may take. The worker tells the target the deadline it gives, counted
+   * from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+   * UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
    * </pre>
    *
    * <code>.google.protobuf.Duration attempt_timeout = 8;</code>
@@ -1846,7 +1852,9 @@ private static final long serialVersionUID = 0L;
         com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder> attemptTimeoutBuilder_;
     /**
      * <pre>
-     * How long the attempt may take.
+     * How long the attempt may take. The worker tells the target the deadline it gives, counted
+     * from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+     * UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 8;</code>
@@ -1857,7 +1865,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How long the attempt may take.
+     * How long the attempt may take. The worker tells the target the deadline it gives, counted
+     * from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+     * UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 8;</code>
@@ -1872,7 +1882,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How long the attempt may take.
+     * How long the attempt may take. The worker tells the target the deadline it gives, counted
+     * from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+     * UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 8;</code>
@@ -1892,7 +1904,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How long the attempt may take.
+     * How long the attempt may take. The worker tells the target the deadline it gives, counted
+     * from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+     * UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 8;</code>
@@ -1910,7 +1924,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How long the attempt may take.
+     * How long the attempt may take. The worker tells the target the deadline it gives, counted
+     * from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+     * UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 8;</code>
@@ -1935,7 +1951,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How long the attempt may take.
+     * How long the attempt may take. The worker tells the target the deadline it gives, counted
+     * from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+     * UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 8;</code>
@@ -1952,7 +1970,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How long the attempt may take.
+     * How long the attempt may take. The worker tells the target the deadline it gives, counted
+     * from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+     * UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 8;</code>
@@ -1964,7 +1984,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How long the attempt may take.
+     * How long the attempt may take. The worker tells the target the deadline it gives, counted
+     * from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+     * UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 8;</code>
@@ -1979,7 +2001,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How long the attempt may take.
+     * How long the attempt may take. The worker tells the target the deadline it gives, counted
+     * from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+     * UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 8;</code>

@@ -142,69 +142,72 @@ public final class WorkerServiceProto extends com.google.protobuf.GeneratedFile 
       "CompleteAttemptsResult\"\204\001\n\026CompleteAttem" +
       "ptsResult\022<\n\010response\030\001 \001(\0132*.duetime.wo" +
       "rker.v1.CompleteAttemptResponse\022,\n\005error" +
-      "\030\002 \001(\0132\035.duetime.worker.v1.EntryError\"b\n" +
+      "\030\002 \001(\0132\035.duetime.worker.v1.EntryError\"q\n" +
       "\023StartAttemptRequest\022\016\n\006run_id\030\001 \001(\t\022\023\n\013" +
       "delivery_id\030\002 \001(\t\022\021\n\tworker_id\030\003 \001(\t\022\023\n\013" +
-      "traceparent\030\004 \001(\t\"\270\002\n\024StartAttemptRespon" +
-      "se\0222\n\010decision\030\001 \001(\0162 .duetime.worker.v1" +
-      ".StartDecision\022\017\n\007attempt\030\002 \001(\005\0225\n\021lease" +
-      "_expire_time\030\003 \001(\0132\032.google.protobuf.Tim" +
-      "estamp\022/\n\013server_time\030\004 \001(\0132\032.google.pro" +
-      "tobuf.Timestamp\0222\n\016effective_time\030\005 \001(\0132" +
-      "\032.google.protobuf.Timestamp\022\'\n\003run\030\006 \001(\013" +
-      "2\032.duetime.worker.v1.RunSpec\022\026\n\016refusal_" +
-      "reason\030\007 \001(\t\"\250\002\n\007RunSpec\022\016\n\006run_id\030\001 \001(\t" +
-      "\022\016\n\006job_id\030\002 \001(\t\022\014\n\004team\030\003 \001(\t\022\027\n\017idempo" +
-      "tency_key\030\004 \001(\t\0220\n\014nominal_time\030\005 \001(\0132\032." +
-      "google.protobuf.Timestamp\0222\n\016effective_t" +
-      "ime\030\006 \001(\0132\032.google.protobuf.Timestamp\022\'\n" +
-      "\006target\030\007 \001(\0132\027.duetime.jobs.v1.Target\0222" +
-      "\n\017attempt_timeout\030\010 \001(\0132\031.google.protobu" +
-      "f.Duration\022\023\n\013traceparent\030\t \001(\t\"V\n\020Heart" +
-      "beatRequest\022\021\n\tworker_id\030\001 \001(\t\022/\n\010attemp" +
-      "ts\030\002 \003(\0132\035.duetime.worker.v1.AttemptRef\"" +
-      "-\n\nAttemptRef\022\016\n\006run_id\030\001 \001(\t\022\017\n\007attempt" +
-      "\030\002 \001(\005\"}\n\021HeartbeatResponse\022/\n\013server_ti" +
-      "me\030\001 \001(\0132\032.google.protobuf.Timestamp\0227\n\n" +
-      "directives\030\002 \003(\0132#.duetime.worker.v1.Att" +
-      "emptDirective\"\272\001\n\020AttemptDirective\022.\n\007at" +
-      "tempt\030\001 \001(\0132\035.duetime.worker.v1.AttemptR" +
-      "ef\022/\n\tdirective\030\002 \001(\0162\034.duetime.worker.v" +
-      "1.Directive\0225\n\021lease_expire_time\030\003 \001(\0132\032" +
-      ".google.protobuf.Timestamp\022\016\n\006reason\030\004 \001" +
-      "(\t\"\217\001\n\026CompleteAttemptRequest\022\016\n\006run_id\030" +
-      "\001 \001(\t\0220\n\006result\030\002 \001(\0162 .duetime.worker.v" +
-      "1.AttemptResult\022\r\n\005error\030\003 \001(\t\022\021\n\tretrya" +
-      "ble\030\004 \001(\010\022\021\n\tworker_id\030\005 \001(\t\"c\n\027Complete" +
-      "AttemptResponse\022\021\n\trun_state\030\001 \001(\t\0225\n\021ne" +
-      "xt_attempt_time\030\002 \001(\0132\032.google.protobuf." +
-      "Timestamp*\205\001\n\rStartDecision\022\036\n\032START_DEC" +
-      "ISION_UNSPECIFIED\020\000\022\032\n\026START_DECISION_ST" +
-      "ARTED\020\001\022\034\n\030START_DECISION_TOO_EARLY\020\002\022\032\n" +
-      "\026START_DECISION_REFUSED\020\003*T\n\tDirective\022\031" +
-      "\n\025DIRECTIVE_UNSPECIFIED\020\000\022\026\n\022DIRECTIVE_C" +
-      "ONTINUE\020\001\022\024\n\020DIRECTIVE_CANCEL\020\002*\304\001\n\rAtte" +
-      "mptResult\022\036\n\032ATTEMPT_RESULT_UNSPECIFIED\020" +
-      "\000\022\034\n\030ATTEMPT_RESULT_SUCCEEDED\020\001\022\031\n\025ATTEM" +
-      "PT_RESULT_FAILED\020\002\022\034\n\030ATTEMPT_RESULT_TIM" +
-      "ED_OUT\020\003\022\034\n\030ATTEMPT_RESULT_CANCELLED\020\004\022\036" +
-      "\n\032ATTEMPT_RESULT_HANDED_BACK\020\0052\207\004\n\rWorke" +
-      "rService\022_\n\014StartAttempt\022&.duetime.worke" +
-      "r.v1.StartAttemptRequest\032\'.duetime.worke" +
-      "r.v1.StartAttemptResponse\022Z\n\tHeartbeat\022#" +
-      ".duetime.worker.v1.HeartbeatRequest\032$.du" +
-      "etime.worker.v1.HeartbeatResponse(\0010\001\022h\n" +
-      "\017CompleteAttempt\022).duetime.worker.v1.Com" +
-      "pleteAttemptRequest\032*.duetime.worker.v1." +
-      "CompleteAttemptResponse\022b\n\rStartAttempts" +
-      "\022\'.duetime.worker.v1.StartAttemptsReques" +
-      "t\032(.duetime.worker.v1.StartAttemptsRespo" +
-      "nse\022k\n\020CompleteAttempts\022*.duetime.worker" +
-      ".v1.CompleteAttemptsRequest\032+.duetime.wo" +
-      "rker.v1.CompleteAttemptsResponseBp\n\025dev." +
-      "duetime.worker.v1B\022WorkerServiceProtoP\001Z" +
-      "-duetime.dev/gen/go/duetime/worker/v1;wo" +
-      "rkerv1\252\002\021Duetime.Worker.V1b\006proto3"
+      "traceparent\030\004 \001(\t\022\r\n\005early\030\005 \001(\010\"\347\002\n\024Sta" +
+      "rtAttemptResponse\0222\n\010decision\030\001 \001(\0162 .du" +
+      "etime.worker.v1.StartDecision\022\017\n\007attempt" +
+      "\030\002 \001(\005\0225\n\021lease_expire_time\030\003 \001(\0132\032.goog" +
+      "le.protobuf.Timestamp\022/\n\013server_time\030\004 \001" +
+      "(\0132\032.google.protobuf.Timestamp\0222\n\016effect" +
+      "ive_time\030\005 \001(\0132\032.google.protobuf.Timesta" +
+      "mp\022\'\n\003run\030\006 \001(\0132\032.duetime.worker.v1.RunS" +
+      "pec\022\026\n\016refusal_reason\030\007 \001(\t\022-\n\tcall_time" +
+      "\030\010 \001(\0132\032.google.protobuf.Timestamp\"\250\002\n\007R" +
+      "unSpec\022\016\n\006run_id\030\001 \001(\t\022\016\n\006job_id\030\002 \001(\t\022\014" +
+      "\n\004team\030\003 \001(\t\022\027\n\017idempotency_key\030\004 \001(\t\0220\n" +
+      "\014nominal_time\030\005 \001(\0132\032.google.protobuf.Ti" +
+      "mestamp\0222\n\016effective_time\030\006 \001(\0132\032.google" +
+      ".protobuf.Timestamp\022\'\n\006target\030\007 \001(\0132\027.du" +
+      "etime.jobs.v1.Target\0222\n\017attempt_timeout\030" +
+      "\010 \001(\0132\031.google.protobuf.Duration\022\023\n\013trac" +
+      "eparent\030\t \001(\t\"V\n\020HeartbeatRequest\022\021\n\twor" +
+      "ker_id\030\001 \001(\t\022/\n\010attempts\030\002 \003(\0132\035.duetime" +
+      ".worker.v1.AttemptRef\"-\n\nAttemptRef\022\016\n\006r" +
+      "un_id\030\001 \001(\t\022\017\n\007attempt\030\002 \001(\005\"}\n\021Heartbea" +
+      "tResponse\022/\n\013server_time\030\001 \001(\0132\032.google." +
+      "protobuf.Timestamp\0227\n\ndirectives\030\002 \003(\0132#" +
+      ".duetime.worker.v1.AttemptDirective\"\272\001\n\020" +
+      "AttemptDirective\022.\n\007attempt\030\001 \001(\0132\035.duet" +
+      "ime.worker.v1.AttemptRef\022/\n\tdirective\030\002 " +
+      "\001(\0162\034.duetime.worker.v1.Directive\0225\n\021lea" +
+      "se_expire_time\030\003 \001(\0132\032.google.protobuf.T" +
+      "imestamp\022\016\n\006reason\030\004 \001(\t\"\276\001\n\026CompleteAtt" +
+      "emptRequest\022\016\n\006run_id\030\001 \001(\t\0220\n\006result\030\002 " +
+      "\001(\0162 .duetime.worker.v1.AttemptResult\022\r\n" +
+      "\005error\030\003 \001(\t\022\021\n\tretryable\030\004 \001(\010\022\021\n\tworke" +
+      "r_id\030\005 \001(\t\022-\n\tcall_time\030\006 \001(\0132\032.google.p" +
+      "rotobuf.Timestamp\"c\n\027CompleteAttemptResp" +
+      "onse\022\021\n\trun_state\030\001 \001(\t\0225\n\021next_attempt_" +
+      "time\030\002 \001(\0132\032.google.protobuf.Timestamp*\205" +
+      "\001\n\rStartDecision\022\036\n\032START_DECISION_UNSPE" +
+      "CIFIED\020\000\022\032\n\026START_DECISION_STARTED\020\001\022\034\n\030" +
+      "START_DECISION_TOO_EARLY\020\002\022\032\n\026START_DECI" +
+      "SION_REFUSED\020\003*T\n\tDirective\022\031\n\025DIRECTIVE" +
+      "_UNSPECIFIED\020\000\022\026\n\022DIRECTIVE_CONTINUE\020\001\022\024" +
+      "\n\020DIRECTIVE_CANCEL\020\002*\304\001\n\rAttemptResult\022\036" +
+      "\n\032ATTEMPT_RESULT_UNSPECIFIED\020\000\022\034\n\030ATTEMP" +
+      "T_RESULT_SUCCEEDED\020\001\022\031\n\025ATTEMPT_RESULT_F" +
+      "AILED\020\002\022\034\n\030ATTEMPT_RESULT_TIMED_OUT\020\003\022\034\n" +
+      "\030ATTEMPT_RESULT_CANCELLED\020\004\022\036\n\032ATTEMPT_R" +
+      "ESULT_HANDED_BACK\020\0052\207\004\n\rWorkerService\022_\n" +
+      "\014StartAttempt\022&.duetime.worker.v1.StartA" +
+      "ttemptRequest\032\'.duetime.worker.v1.StartA" +
+      "ttemptResponse\022Z\n\tHeartbeat\022#.duetime.wo" +
+      "rker.v1.HeartbeatRequest\032$.duetime.worke" +
+      "r.v1.HeartbeatResponse(\0010\001\022h\n\017CompleteAt" +
+      "tempt\022).duetime.worker.v1.CompleteAttemp" +
+      "tRequest\032*.duetime.worker.v1.CompleteAtt" +
+      "emptResponse\022b\n\rStartAttempts\022\'.duetime." +
+      "worker.v1.StartAttemptsRequest\032(.duetime" +
+      ".worker.v1.StartAttemptsResponse\022k\n\020Comp" +
+      "leteAttempts\022*.duetime.worker.v1.Complet" +
+      "eAttemptsRequest\032+.duetime.worker.v1.Com" +
+      "pleteAttemptsResponseBp\n\025dev.duetime.wor" +
+      "ker.v1B\022WorkerServiceProtoP\001Z-duetime.de" +
+      "v/gen/go/duetime/worker/v1;workerv1\252\002\021Du" +
+      "etime.Worker.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -266,13 +269,13 @@ public final class WorkerServiceProto extends com.google.protobuf.GeneratedFile 
     internal_static_duetime_worker_v1_StartAttemptRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_worker_v1_StartAttemptRequest_descriptor,
-        new java.lang.String[] { "RunId", "DeliveryId", "WorkerId", "Traceparent", });
+        new java.lang.String[] { "RunId", "DeliveryId", "WorkerId", "Traceparent", "Early", });
     internal_static_duetime_worker_v1_StartAttemptResponse_descriptor =
       getDescriptor().getMessageType(9);
     internal_static_duetime_worker_v1_StartAttemptResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_worker_v1_StartAttemptResponse_descriptor,
-        new java.lang.String[] { "Decision", "Attempt", "LeaseExpireTime", "ServerTime", "EffectiveTime", "Run", "RefusalReason", });
+        new java.lang.String[] { "Decision", "Attempt", "LeaseExpireTime", "ServerTime", "EffectiveTime", "Run", "RefusalReason", "CallTime", });
     internal_static_duetime_worker_v1_RunSpec_descriptor =
       getDescriptor().getMessageType(10);
     internal_static_duetime_worker_v1_RunSpec_fieldAccessorTable = new
@@ -308,7 +311,7 @@ public final class WorkerServiceProto extends com.google.protobuf.GeneratedFile 
     internal_static_duetime_worker_v1_CompleteAttemptRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_worker_v1_CompleteAttemptRequest_descriptor,
-        new java.lang.String[] { "RunId", "Result", "Error", "Retryable", "WorkerId", });
+        new java.lang.String[] { "RunId", "Result", "Error", "Retryable", "WorkerId", "CallTime", });
     internal_static_duetime_worker_v1_CompleteAttemptResponse_descriptor =
       getDescriptor().getMessageType(16);
     internal_static_duetime_worker_v1_CompleteAttemptResponse_fieldAccessorTable = new
