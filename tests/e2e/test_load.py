@@ -110,14 +110,14 @@ async def check_runs_and_calls(pool: asyncpg.Pool[asyncpg.Record], target: HttpT
     for run in runs:
         key = RunKey.scheduled(run["job_id"], run["nominal_time"]).canonical()
         made = dict(calls.pop(key, []))
-        mine = {a["number"]: a for a in by_run[run["run_id"]]}
+        numbered = {a["number"]: a for a in by_run[run["run_id"]]}
         # Every attempt called once, but one handed back (an early start given back before
         # its call, a call that never got a connection) may not have called at all.
-        assert set(made) <= set(mine), (key, made)
-        uncalled = {n for n, a in mine.items() if n not in made}
-        assert all(mine[n]["outcome"] == "HANDED_BACK" for n in uncalled), (key, made)
+        assert set(made) <= set(numbered), (key, made)
+        uncalled = set(numbered) - set(made)
+        assert all(numbered[n]["outcome"] == "HANDED_BACK" for n in uncalled), (key, made)
         for number, arrived in made.items():
-            attempt = mine[number]
+            attempt = numbered[number]
             assert attempt["start_time"] - CLOCK_SLACK <= arrived, (key, arrived)
             assert arrived <= attempt["end_time"] + CLOCK_SLACK, (key, arrived)
     assert not calls, f"calls for runs that do not exist: {list(calls)[:5]}"
