@@ -521,6 +521,23 @@ def herd_outcome(
 # --- where PostgreSQL's time goes ---------------------------------------------------------------
 
 
+# What each active backend of the database runs and waits for; for a lock wait, the relation
+# and the statement of the first backend it waits behind.
+_SAMPLED = r"""
+SELECT coalesce(a.wait_event_type || ':' || a.wait_event, 'running') AS w,
+       left(regexp_replace(a.query, '\s+', ' ', 'g'), 100) AS q,
+       CASE WHEN a.wait_event_type = 'Lock' THEN
+           (SELECT coalesce(l.relation::regclass::text || ' ', '')
+            FROM pg_locks l WHERE l.pid = a.pid AND NOT l.granted LIMIT 1)
+           || (SELECT coalesce(b.wait_event_type || ':' || b.wait_event, 'running') || ' '
+                      || left(regexp_replace(b.query, '\s+', ' ', 'g'), 80)
+               FROM pg_stat_activity b WHERE b.pid = (pg_blocking_pids(a.pid))[1])
+       END AS b
+FROM pg_stat_activity a
+WHERE a.datname = current_database() AND a.state = 'active' AND a.pid <> pg_backend_pid()
+"""
+
+
 class QuerySampler:
     """Samples the statements running in one database (pg_stat_activity, every ``interval``
     seconds): with no pg_stat_statements on the shared server, the share of samples a
@@ -547,14 +564,12 @@ class QuerySampler:
 
     async def _sample(self) -> None:
         while True:
-            rows = await self._conn.fetch(
-                "SELECT coalesce(wait_event_type || ':' || wait_event, 'running') AS w, "
-                "left(regexp_replace(query, '\\s+', ' ', 'g'), 100) AS q "
-                "FROM pg_stat_activity WHERE datname = current_database() "
-                "AND state = 'active' AND pid <> pg_backend_pid()"
-            )
+            rows = await self._conn.fetch(_SAMPLED)
             self.samples += 1
-            self.seen.update(f"{r['w']:<22} {r['q']}" for r in rows)
+            self.seen.update(
+                f"{r['w']:<22} {r['q']}" + (f"\n{'':32}behind: {r['b']}" if r["b"] else "")
+                for r in rows
+            )
             await asyncio.sleep(self._interval)
 
     def report(self, top: int = 8) -> None:
