@@ -404,7 +404,7 @@ type UpdateJobRequest struct {
 	Job *Job `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
 	// Required. The fields to change, among `display_name`, `schedule`, `target`,
 	// `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-	// `priority`. Sub-paths are not supported: a named field is replaced whole.
+	// `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
 	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,2,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

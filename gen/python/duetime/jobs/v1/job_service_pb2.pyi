@@ -234,7 +234,7 @@ class UpdateJobRequest(_message.Message):
     def update_mask(self) -> _field_mask_pb2.FieldMask:
         """Required. The fields to change, among `display_name`, `schedule`, `target`,
         `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-        `priority`. Sub-paths are not supported: a named field is replaced whole.
+        `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
         """
 
     def __init__(

@@ -193,7 +193,7 @@ export type UpdateJobRequest = Message<"duetime.jobs.v1.UpdateJobRequest"> & {
   /**
    * Required. The fields to change, among `display_name`, `schedule`, `target`,
    * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-   * `priority`. Sub-paths are not supported: a named field is replaced whole.
+   * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
    *
    * @generated from field: google.protobuf.FieldMask update_mask = 2;
    */

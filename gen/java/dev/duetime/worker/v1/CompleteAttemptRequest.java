@@ -36,6 +36,7 @@ private static final long serialVersionUID = 0L;
     result_ = 0;
     error_ = "";
     workerId_ = "";
+    callProgress_ = 0;
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -241,6 +242,38 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int CALL_PROGRESS_FIELD_NUMBER = 6;
+  private int callProgress_ = 0;
+  /**
+   * <pre>
+   * Optional. How far the call got: for a result other than ATTEMPT_RESULT_SUCCEEDED of a
+   * DELIVERY_AT_MOST_ONCE run, NOT_BEGUN and ANSWERED let the run be retried, BEGUN and
+   * UNSPECIFIED (the call may have reached the target) end it DEAD_LETTERED with reason
+   * RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
+   * </pre>
+   *
+   * <code>.duetime.worker.v1.CallProgress call_progress = 6;</code>
+   * @return The enum numeric value on the wire for callProgress.
+   */
+  @java.lang.Override public int getCallProgressValue() {
+    return callProgress_;
+  }
+  /**
+   * <pre>
+   * Optional. How far the call got: for a result other than ATTEMPT_RESULT_SUCCEEDED of a
+   * DELIVERY_AT_MOST_ONCE run, NOT_BEGUN and ANSWERED let the run be retried, BEGUN and
+   * UNSPECIFIED (the call may have reached the target) end it DEAD_LETTERED with reason
+   * RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
+   * </pre>
+   *
+   * <code>.duetime.worker.v1.CallProgress call_progress = 6;</code>
+   * @return The callProgress.
+   */
+  @java.lang.Override public dev.duetime.worker.v1.CallProgress getCallProgress() {
+    dev.duetime.worker.v1.CallProgress result = dev.duetime.worker.v1.CallProgress.forNumber(callProgress_);
+    return result == null ? dev.duetime.worker.v1.CallProgress.UNRECOGNIZED : result;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -270,6 +303,9 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(workerId_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 5, workerId_);
     }
+    if (callProgress_ != dev.duetime.worker.v1.CallProgress.CALL_PROGRESS_UNSPECIFIED.getNumber()) {
+      output.writeEnum(6, callProgress_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -290,6 +326,10 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(workerId_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(5, workerId_);
+    }
+    if (callProgress_ != dev.duetime.worker.v1.CallProgress.CALL_PROGRESS_UNSPECIFIED.getNumber()) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeEnumSize(6, callProgress_);
     }
     return size;
   }
@@ -324,6 +364,7 @@ private static final long serialVersionUID = 0L;
         != other.getRetryable()) return false;
     if (!getWorkerId()
         .equals(other.getWorkerId())) return false;
+    if (callProgress_ != other.callProgress_) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -346,6 +387,8 @@ private static final long serialVersionUID = 0L;
         getRetryable());
     hash = (37 * hash) + WORKER_ID_FIELD_NUMBER;
     hash = (53 * hash) + getWorkerId().hashCode();
+    hash = (37 * hash) + CALL_PROGRESS_FIELD_NUMBER;
+    hash = (53 * hash) + callProgress_;
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -486,6 +529,7 @@ private static final long serialVersionUID = 0L;
       error_ = "";
       retryable_ = false;
       workerId_ = "";
+      callProgress_ = 0;
       return this;
     }
 
@@ -534,6 +578,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000010) != 0)) {
         result.workerId_ = workerId_;
       }
+      if (((from_bitField0_ & 0x00000020) != 0)) {
+        result.callProgress_ = callProgress_;
+      }
     }
 
     @java.lang.Override
@@ -568,6 +615,9 @@ private static final long serialVersionUID = 0L;
         workerId_ = other.workerId_;
         bitField0_ |= 0x00000010;
         onChanged();
+      }
+      if (other.callProgress_ != 0) {
+        setCallProgressValue(other.getCallProgressValue());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -620,6 +670,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000010;
               break;
             } // case 42
+            case 48: {
+              callProgress_ = input.readEnum();
+              bitField0_ |= 0x00000020;
+              break;
+            } // case 48
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1033,6 +1088,93 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       workerId_ = value;
       bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+
+    private int callProgress_ = 0;
+    /**
+     * <pre>
+     * Optional. How far the call got: for a result other than ATTEMPT_RESULT_SUCCEEDED of a
+     * DELIVERY_AT_MOST_ONCE run, NOT_BEGUN and ANSWERED let the run be retried, BEGUN and
+     * UNSPECIFIED (the call may have reached the target) end it DEAD_LETTERED with reason
+     * RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
+     * </pre>
+     *
+     * <code>.duetime.worker.v1.CallProgress call_progress = 6;</code>
+     * @return The enum numeric value on the wire for callProgress.
+     */
+    @java.lang.Override public int getCallProgressValue() {
+      return callProgress_;
+    }
+    /**
+     * <pre>
+     * Optional. How far the call got: for a result other than ATTEMPT_RESULT_SUCCEEDED of a
+     * DELIVERY_AT_MOST_ONCE run, NOT_BEGUN and ANSWERED let the run be retried, BEGUN and
+     * UNSPECIFIED (the call may have reached the target) end it DEAD_LETTERED with reason
+     * RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
+     * </pre>
+     *
+     * <code>.duetime.worker.v1.CallProgress call_progress = 6;</code>
+     * @param value The enum numeric value on the wire for callProgress to set.
+     * @return This builder for chaining.
+     */
+    public Builder setCallProgressValue(int value) {
+      callProgress_ = value;
+      bitField0_ |= 0x00000020;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. How far the call got: for a result other than ATTEMPT_RESULT_SUCCEEDED of a
+     * DELIVERY_AT_MOST_ONCE run, NOT_BEGUN and ANSWERED let the run be retried, BEGUN and
+     * UNSPECIFIED (the call may have reached the target) end it DEAD_LETTERED with reason
+     * RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
+     * </pre>
+     *
+     * <code>.duetime.worker.v1.CallProgress call_progress = 6;</code>
+     * @return The callProgress.
+     */
+    @java.lang.Override
+    public dev.duetime.worker.v1.CallProgress getCallProgress() {
+      dev.duetime.worker.v1.CallProgress result = dev.duetime.worker.v1.CallProgress.forNumber(callProgress_);
+      return result == null ? dev.duetime.worker.v1.CallProgress.UNRECOGNIZED : result;
+    }
+    /**
+     * <pre>
+     * Optional. How far the call got: for a result other than ATTEMPT_RESULT_SUCCEEDED of a
+     * DELIVERY_AT_MOST_ONCE run, NOT_BEGUN and ANSWERED let the run be retried, BEGUN and
+     * UNSPECIFIED (the call may have reached the target) end it DEAD_LETTERED with reason
+     * RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
+     * </pre>
+     *
+     * <code>.duetime.worker.v1.CallProgress call_progress = 6;</code>
+     * @param value The callProgress to set.
+     * @throws IllegalArgumentException if UNRECOGNIZED is provided.
+     * @return This builder for chaining.
+     */
+    public Builder setCallProgress(dev.duetime.worker.v1.CallProgress value) {
+      if (value == null) { throw new NullPointerException(); }
+      bitField0_ |= 0x00000020;
+      callProgress_ = value.getNumber();
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. How far the call got: for a result other than ATTEMPT_RESULT_SUCCEEDED of a
+     * DELIVERY_AT_MOST_ONCE run, NOT_BEGUN and ANSWERED let the run be retried, BEGUN and
+     * UNSPECIFIED (the call may have reached the target) end it DEAD_LETTERED with reason
+     * RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
+     * </pre>
+     *
+     * <code>.duetime.worker.v1.CallProgress call_progress = 6;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearCallProgress() {
+      bitField0_ = (bitField0_ & ~0x00000020);
+      callProgress_ = 0;
       onChanged();
       return this;
     }

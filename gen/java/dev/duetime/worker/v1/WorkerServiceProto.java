@@ -153,58 +153,65 @@ public final class WorkerServiceProto extends com.google.protobuf.GeneratedFile 
       "tobuf.Timestamp\0222\n\016effective_time\030\005 \001(\0132" +
       "\032.google.protobuf.Timestamp\022\'\n\003run\030\006 \001(\013" +
       "2\032.duetime.worker.v1.RunSpec\022\026\n\016refusal_" +
-      "reason\030\007 \001(\t\"\250\002\n\007RunSpec\022\016\n\006run_id\030\001 \001(\t" +
+      "reason\030\007 \001(\t\"\325\002\n\007RunSpec\022\016\n\006run_id\030\001 \001(\t" +
       "\022\016\n\006job_id\030\002 \001(\t\022\014\n\004team\030\003 \001(\t\022\027\n\017idempo" +
       "tency_key\030\004 \001(\t\0220\n\014nominal_time\030\005 \001(\0132\032." +
       "google.protobuf.Timestamp\0222\n\016effective_t" +
       "ime\030\006 \001(\0132\032.google.protobuf.Timestamp\022\'\n" +
       "\006target\030\007 \001(\0132\027.duetime.jobs.v1.Target\0222" +
       "\n\017attempt_timeout\030\010 \001(\0132\031.google.protobu" +
-      "f.Duration\022\023\n\013traceparent\030\t \001(\t\"V\n\020Heart" +
-      "beatRequest\022\021\n\tworker_id\030\001 \001(\t\022/\n\010attemp" +
-      "ts\030\002 \003(\0132\035.duetime.worker.v1.AttemptRef\"" +
-      "-\n\nAttemptRef\022\016\n\006run_id\030\001 \001(\t\022\017\n\007attempt" +
-      "\030\002 \001(\005\"}\n\021HeartbeatResponse\022/\n\013server_ti" +
-      "me\030\001 \001(\0132\032.google.protobuf.Timestamp\0227\n\n" +
-      "directives\030\002 \003(\0132#.duetime.worker.v1.Att" +
-      "emptDirective\"\272\001\n\020AttemptDirective\022.\n\007at" +
-      "tempt\030\001 \001(\0132\035.duetime.worker.v1.AttemptR" +
-      "ef\022/\n\tdirective\030\002 \001(\0162\034.duetime.worker.v" +
-      "1.Directive\0225\n\021lease_expire_time\030\003 \001(\0132\032" +
-      ".google.protobuf.Timestamp\022\016\n\006reason\030\004 \001" +
-      "(\t\"\217\001\n\026CompleteAttemptRequest\022\016\n\006run_id\030" +
-      "\001 \001(\t\0220\n\006result\030\002 \001(\0162 .duetime.worker.v" +
-      "1.AttemptResult\022\r\n\005error\030\003 \001(\t\022\021\n\tretrya" +
-      "ble\030\004 \001(\010\022\021\n\tworker_id\030\005 \001(\t\"c\n\027Complete" +
-      "AttemptResponse\022\021\n\trun_state\030\001 \001(\t\0225\n\021ne" +
-      "xt_attempt_time\030\002 \001(\0132\032.google.protobuf." +
-      "Timestamp*\205\001\n\rStartDecision\022\036\n\032START_DEC" +
-      "ISION_UNSPECIFIED\020\000\022\032\n\026START_DECISION_ST" +
-      "ARTED\020\001\022\034\n\030START_DECISION_TOO_EARLY\020\002\022\032\n" +
-      "\026START_DECISION_REFUSED\020\003*T\n\tDirective\022\031" +
-      "\n\025DIRECTIVE_UNSPECIFIED\020\000\022\026\n\022DIRECTIVE_C" +
-      "ONTINUE\020\001\022\024\n\020DIRECTIVE_CANCEL\020\002*\304\001\n\rAtte" +
-      "mptResult\022\036\n\032ATTEMPT_RESULT_UNSPECIFIED\020" +
-      "\000\022\034\n\030ATTEMPT_RESULT_SUCCEEDED\020\001\022\031\n\025ATTEM" +
-      "PT_RESULT_FAILED\020\002\022\034\n\030ATTEMPT_RESULT_TIM" +
-      "ED_OUT\020\003\022\034\n\030ATTEMPT_RESULT_CANCELLED\020\004\022\036" +
-      "\n\032ATTEMPT_RESULT_HANDED_BACK\020\0052\207\004\n\rWorke" +
-      "rService\022_\n\014StartAttempt\022&.duetime.worke" +
-      "r.v1.StartAttemptRequest\032\'.duetime.worke" +
-      "r.v1.StartAttemptResponse\022Z\n\tHeartbeat\022#" +
-      ".duetime.worker.v1.HeartbeatRequest\032$.du" +
-      "etime.worker.v1.HeartbeatResponse(\0010\001\022h\n" +
-      "\017CompleteAttempt\022).duetime.worker.v1.Com" +
-      "pleteAttemptRequest\032*.duetime.worker.v1." +
-      "CompleteAttemptResponse\022b\n\rStartAttempts" +
-      "\022\'.duetime.worker.v1.StartAttemptsReques" +
-      "t\032(.duetime.worker.v1.StartAttemptsRespo" +
-      "nse\022k\n\020CompleteAttempts\022*.duetime.worker" +
-      ".v1.CompleteAttemptsRequest\032+.duetime.wo" +
-      "rker.v1.CompleteAttemptsResponseBp\n\025dev." +
-      "duetime.worker.v1B\022WorkerServiceProtoP\001Z" +
-      "-duetime.dev/gen/go/duetime/worker/v1;wo" +
-      "rkerv1\252\002\021Duetime.Worker.V1b\006proto3"
+      "f.Duration\022\023\n\013traceparent\030\t \001(\t\022+\n\010deliv" +
+      "ery\030\n \001(\0162\031.duetime.jobs.v1.Delivery\"V\n\020" +
+      "HeartbeatRequest\022\021\n\tworker_id\030\001 \001(\t\022/\n\010a" +
+      "ttempts\030\002 \003(\0132\035.duetime.worker.v1.Attemp" +
+      "tRef\"e\n\nAttemptRef\022\016\n\006run_id\030\001 \001(\t\022\017\n\007at" +
+      "tempt\030\002 \001(\005\0226\n\rcall_progress\030\003 \001(\0162\037.due" +
+      "time.worker.v1.CallProgress\"}\n\021Heartbeat" +
+      "Response\022/\n\013server_time\030\001 \001(\0132\032.google.p" +
+      "rotobuf.Timestamp\0227\n\ndirectives\030\002 \003(\0132#." +
+      "duetime.worker.v1.AttemptDirective\"\272\001\n\020A" +
+      "ttemptDirective\022.\n\007attempt\030\001 \001(\0132\035.dueti" +
+      "me.worker.v1.AttemptRef\022/\n\tdirective\030\002 \001" +
+      "(\0162\034.duetime.worker.v1.Directive\0225\n\021leas" +
+      "e_expire_time\030\003 \001(\0132\032.google.protobuf.Ti" +
+      "mestamp\022\016\n\006reason\030\004 \001(\t\"\307\001\n\026CompleteAtte" +
+      "mptRequest\022\016\n\006run_id\030\001 \001(\t\0220\n\006result\030\002 \001" +
+      "(\0162 .duetime.worker.v1.AttemptResult\022\r\n\005" +
+      "error\030\003 \001(\t\022\021\n\tretryable\030\004 \001(\010\022\021\n\tworker" +
+      "_id\030\005 \001(\t\0226\n\rcall_progress\030\006 \001(\0162\037.dueti" +
+      "me.worker.v1.CallProgress\"c\n\027CompleteAtt" +
+      "emptResponse\022\021\n\trun_state\030\001 \001(\t\0225\n\021next_" +
+      "attempt_time\030\002 \001(\0132\032.google.protobuf.Tim" +
+      "estamp*\205\001\n\rStartDecision\022\036\n\032START_DECISI" +
+      "ON_UNSPECIFIED\020\000\022\032\n\026START_DECISION_START" +
+      "ED\020\001\022\034\n\030START_DECISION_TOO_EARLY\020\002\022\032\n\026ST" +
+      "ART_DECISION_REFUSED\020\003*\177\n\014CallProgress\022\035" +
+      "\n\031CALL_PROGRESS_UNSPECIFIED\020\000\022\033\n\027CALL_PR" +
+      "OGRESS_NOT_BEGUN\020\001\022\027\n\023CALL_PROGRESS_BEGU" +
+      "N\020\002\022\032\n\026CALL_PROGRESS_ANSWERED\020\003*T\n\tDirec" +
+      "tive\022\031\n\025DIRECTIVE_UNSPECIFIED\020\000\022\026\n\022DIREC" +
+      "TIVE_CONTINUE\020\001\022\024\n\020DIRECTIVE_CANCEL\020\002*\304\001" +
+      "\n\rAttemptResult\022\036\n\032ATTEMPT_RESULT_UNSPEC" +
+      "IFIED\020\000\022\034\n\030ATTEMPT_RESULT_SUCCEEDED\020\001\022\031\n" +
+      "\025ATTEMPT_RESULT_FAILED\020\002\022\034\n\030ATTEMPT_RESU" +
+      "LT_TIMED_OUT\020\003\022\034\n\030ATTEMPT_RESULT_CANCELL" +
+      "ED\020\004\022\036\n\032ATTEMPT_RESULT_HANDED_BACK\020\0052\207\004\n" +
+      "\rWorkerService\022_\n\014StartAttempt\022&.duetime" +
+      ".worker.v1.StartAttemptRequest\032\'.duetime" +
+      ".worker.v1.StartAttemptResponse\022Z\n\tHeart" +
+      "beat\022#.duetime.worker.v1.HeartbeatReques" +
+      "t\032$.duetime.worker.v1.HeartbeatResponse(" +
+      "\0010\001\022h\n\017CompleteAttempt\022).duetime.worker." +
+      "v1.CompleteAttemptRequest\032*.duetime.work" +
+      "er.v1.CompleteAttemptResponse\022b\n\rStartAt" +
+      "tempts\022\'.duetime.worker.v1.StartAttempts" +
+      "Request\032(.duetime.worker.v1.StartAttempt" +
+      "sResponse\022k\n\020CompleteAttempts\022*.duetime." +
+      "worker.v1.CompleteAttemptsRequest\032+.duet" +
+      "ime.worker.v1.CompleteAttemptsResponseBp" +
+      "\n\025dev.duetime.worker.v1B\022WorkerServicePr" +
+      "otoP\001Z-duetime.dev/gen/go/duetime/worker" +
+      "/v1;workerv1\252\002\021Duetime.Worker.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -278,7 +285,7 @@ public final class WorkerServiceProto extends com.google.protobuf.GeneratedFile 
     internal_static_duetime_worker_v1_RunSpec_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_worker_v1_RunSpec_descriptor,
-        new java.lang.String[] { "RunId", "JobId", "Team", "IdempotencyKey", "NominalTime", "EffectiveTime", "Target", "AttemptTimeout", "Traceparent", });
+        new java.lang.String[] { "RunId", "JobId", "Team", "IdempotencyKey", "NominalTime", "EffectiveTime", "Target", "AttemptTimeout", "Traceparent", "Delivery", });
     internal_static_duetime_worker_v1_HeartbeatRequest_descriptor =
       getDescriptor().getMessageType(11);
     internal_static_duetime_worker_v1_HeartbeatRequest_fieldAccessorTable = new
@@ -290,7 +297,7 @@ public final class WorkerServiceProto extends com.google.protobuf.GeneratedFile 
     internal_static_duetime_worker_v1_AttemptRef_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_worker_v1_AttemptRef_descriptor,
-        new java.lang.String[] { "RunId", "Attempt", });
+        new java.lang.String[] { "RunId", "Attempt", "CallProgress", });
     internal_static_duetime_worker_v1_HeartbeatResponse_descriptor =
       getDescriptor().getMessageType(13);
     internal_static_duetime_worker_v1_HeartbeatResponse_fieldAccessorTable = new
@@ -308,7 +315,7 @@ public final class WorkerServiceProto extends com.google.protobuf.GeneratedFile 
     internal_static_duetime_worker_v1_CompleteAttemptRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_worker_v1_CompleteAttemptRequest_descriptor,
-        new java.lang.String[] { "RunId", "Result", "Error", "Retryable", "WorkerId", });
+        new java.lang.String[] { "RunId", "Result", "Error", "Retryable", "WorkerId", "CallProgress", });
     internal_static_duetime_worker_v1_CompleteAttemptResponse_descriptor =
       getDescriptor().getMessageType(16);
     internal_static_duetime_worker_v1_CompleteAttemptResponse_fieldAccessorTable = new
