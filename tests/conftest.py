@@ -8,6 +8,10 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tests.support.databases import create_database, drop_database, migrated_template
+from tests.support.secrets import ensure_test_keyring
+
+# Before any service starts, in process or as a process (which inherits the environment).
+ensure_test_keyring()
 
 
 @pytest.fixture(scope="session")

@@ -28,6 +28,7 @@ from duetime_infra.grpc.server import GrpcServer
 from duetime_infra.pg.job_store import JobStore
 from duetime_infra.pg.pool import create_pool
 from duetime_infra.pg.team_store import principal_for
+from tests.support.secrets import secret_box
 
 
 @dataclass
@@ -59,7 +60,7 @@ async def running_api(dsn: str) -> AsyncIterator[ApiClient]:
     finally:
         await conn.close()
     pool = await create_pool(dsn, max_size=5)
-    store = JobStore(pool)
+    store = JobStore(pool, secret_box())
     server = GrpcServer(
         "127.0.0.1:0",
         [SERVICE_NAME, ADMIN_SERVICE_NAME],

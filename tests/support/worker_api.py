@@ -36,6 +36,7 @@ from duetime_infra.pg.team_store import principal_for
 from duetime_infra.tracecontext import new_run_trace
 from duetime_scheduler.worker_servicer import ATTEMPT_METADATA_KEY, WorkerServicer
 from tests.support.api import ApiClient
+from tests.support.secrets import secret_box
 
 SERVICE_NAME = wpb.DESCRIPTOR.services_by_name["WorkerService"].full_name
 
@@ -182,7 +183,7 @@ async def running_worker_api(
         ],
     )
     worker_service_pb2_grpc.add_WorkerServiceServicer_to_server(
-        WorkerServicer(store), server.server
+        WorkerServicer(store, secret_box()), server.server
     )
     await server.start()
     address = f"127.0.0.1:{server.port}"

@@ -65,6 +65,10 @@ class EnvReader:
             return ""
         return self.address(name, raw)
 
+    def problem(self, message: str) -> None:
+        """Records a bad setting found by a check of the caller's own (reported with the rest)."""
+        self._errors.append(message)
+
     def finish(self) -> None:
         if self._errors:
             raise ConfigError("invalid configuration:\n  " + "\n  ".join(self._errors))

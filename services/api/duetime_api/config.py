@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from duetime_infra.config import EnvReader, env_dsn
+from duetime_infra.secrets.keyring import Keyring, read_keyring
 
 
 @dataclass(frozen=True)
@@ -16,6 +17,8 @@ class Settings:
     shutdown_grace_seconds: float
     # host:port of the Prometheus scrape endpoint; "" (unset, empty or off): no metrics.
     metrics_address: str
+    # Seals header and env values before they are stored (the API never opens them).
+    secret_keys: Keyring
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -28,6 +31,7 @@ class Settings:
                 "DUETIME_SHUTDOWN_GRACE_SECONDS", 10, low=0, high=600
             ).total_seconds(),
             metrics_address=env.optional_address("DUETIME_METRICS_ADDRESS"),
+            secret_keys=read_keyring(env),
         )
         env.finish()
         return settings

@@ -15,6 +15,7 @@ from duetime_core.jobspec import (
     HttpTarget,
     JobSpec,
     JobState,
+    SecretValue,
     is_one_off,
 )
 from duetime_core.planning import (
@@ -48,6 +49,7 @@ _MASKABLE = {
     "overlap_policy": "overlap",
     "jitter_window": "jitter_window",
     "priority": "priority",
+    "delivery": "delivery",
 }
 
 
@@ -93,7 +95,8 @@ def plan(
     return JobState.ACTIVE, occurrence, ""
 
 
-def _secrets(spec: JobSpec) -> tuple[dict[str, str], dict[str, str]]:
+def _secrets(spec: JobSpec) -> tuple[dict[str, SecretValue], dict[str, SecretValue]]:
+    """The stored (sealed) header and env values a redacted update keeps."""
     match spec.target:
         case HttpTarget(headers=headers):
             return dict(headers), {}

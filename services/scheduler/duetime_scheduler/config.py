@@ -10,6 +10,7 @@ from datetime import timedelta
 
 from duetime_infra.config import EnvReader, env_dsn
 from duetime_infra.pg.pool import TCP_KEEPALIVES
+from duetime_infra.secrets.keyring import Keyring, read_keyring
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,8 @@ class Settings:
     shutdown_grace_seconds: float
     # host:port of the Prometheus scrape endpoint; "" (unset, empty or off): no metrics.
     metrics_address: str
+    # Opens the header and env values of a run's target when its attempt starts.
+    secret_keys: Keyring
 
     @property
     def session_settings(self) -> dict[str, str]:
@@ -79,6 +82,7 @@ class Settings:
                 "DUETIME_SHUTDOWN_GRACE_SECONDS", 10, low=0, high=600
             ).total_seconds(),
             metrics_address=env.optional_address("DUETIME_METRICS_ADDRESS"),
+            secret_keys=read_keyring(env),
         )
         env.finish()
         return settings

@@ -1,7 +1,8 @@
 """WorkerService over gRPC: convert the request, call the attempt store, convert the answer.
 
 Bad input is INVALID_ARGUMENT with every bad field named at once; the fencing token of a report
-travels in the ``duetime-attempt`` metadata key.
+travels in the ``duetime-attempt`` metadata key. A started run's secrets are opened here, in the
+answer that hands the run to its worker, and nowhere else.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from duetime_infra.pg.attempt_store import (
     StartResult,
 )
 from duetime_infra.pg.spec_cache import SpecCache
+from duetime_infra.secrets.sealing import SecretBox, SecretUnreadable
 from duetime_infra.tracecontext import ATTEMPT, RUN_ID, rpc_span, start_entry_span
 
 Context = aio.ServicerContext[Any, Any]
@@ -107,7 +109,7 @@ def read_attempt_token(
     return number
 
 
-def _encode_run(run: RunToExecute) -> pb.RunSpec:
+def _encode_run(run: RunToExecute, secrets: SecretBox) -> pb.RunSpec:
     out = pb.RunSpec(
         run_id=str(run.run_id),
         job_id=str(run.key.job_id),
@@ -117,12 +119,14 @@ def _encode_run(run: RunToExecute) -> pb.RunSpec:
     )
     datetime_to_timestamp(run.key.nominal_time, out.nominal_time)
     datetime_to_timestamp(run.effective_time, out.effective_time)
-    out.target.CopyFrom(encode_target_clear(run.snapshot.target))
+    out.target.CopyFrom(
+        encode_target_clear(secrets.open_target(run.key.job_id, run.snapshot.target))
+    )
     timedelta_to_duration(run.snapshot.attempt_timeout, out.attempt_timeout)
     return out
 
 
-def encode_start(result: StartResult) -> pb.StartAttemptResponse:
+def encode_start(result: StartResult, secrets: SecretBox) -> pb.StartAttemptResponse:
     out = pb.StartAttemptResponse(
         decision=_DECISIONS[result.answer],
         attempt=result.attempt,
@@ -134,7 +138,7 @@ def encode_start(result: StartResult) -> pb.StartAttemptResponse:
     if result.lease_expire_time is not None:
         datetime_to_timestamp(result.lease_expire_time, out.lease_expire_time)
     if result.run is not None:
-        out.run.CopyFrom(_encode_run(result.run))
+        out.run.CopyFrom(_encode_run(result.run, secrets))
     return out
 
 
@@ -146,8 +150,11 @@ def _end_failed(span: Span | None, error: DuetimeError) -> None:
 
 
 class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
-    def __init__(self, store: AttemptStore, specs: SpecCache | None = None) -> None:
+    def __init__(
+        self, store: AttemptStore, secrets: SecretBox, specs: SpecCache | None = None
+    ) -> None:
         self._store = store
+        self._secrets = secrets
         self._batch = BatchAttempts(store, specs)
 
     async def StartAttempt(
@@ -163,7 +170,7 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
             span.set_attribute(RUN_ID, request.run_id)
             result = await self._store.start(run_id, delivery_id, worker_id)
             span.set_attributes({ATTEMPT: result.attempt, "duetime.decision": result.answer.value})
-        return encode_start(result)
+        return encode_start(result, self._secrets)
 
     async def Heartbeat(
         self, request_iterator: AsyncIterator[pb.HeartbeatRequest], context: Context
@@ -251,7 +258,12 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
                 results[i].error.CopyFrom(entry_error(answer))
                 _end_failed(span, answer)
             else:
-                results[i].response.CopyFrom(encode_start(answer))
+                try:
+                    results[i].response.CopyFrom(encode_start(answer, self._secrets))
+                except SecretUnreadable as error:
+                    results[i].error.CopyFrom(entry_error(error))
+                    _end_failed(span, error)
+                    continue
                 if span is not None:
                     span.set_attributes(
                         {ATTEMPT: answer.attempt, "duetime.decision": answer.answer.value}

@@ -20,15 +20,19 @@ from duetime.jobs.v1 import job_pb2
 from duetime_core import schedule as schedule_pkg
 from duetime_core.jobspec import (
     DEFAULT_ATTEMPT_TIMEOUT,
+    Delivery,
     JobSpec,
     MisfireSettings,
     OverlapPolicy,
     Priority,
     RetryPolicy,
     ScheduleSpec,
+    SecretValue,
     to_schedule,
 )
 from duetime_infra.codec.policy_codec import (
+    DELIVERIES,
+    DELIVERY_NUMBERS,
     OVERLAP_NUMBERS,
     OVERLAP_POLICIES,
     PRIORITIES,
@@ -62,6 +66,7 @@ _USER_FIELDS: tuple[
         "overlap_policy",
         "jitter_window",
         "priority",
+        "delivery",
     ],
     ...,
 ] = (
@@ -74,6 +79,7 @@ _USER_FIELDS: tuple[
     "overlap_policy",
     "jitter_window",
     "priority",
+    "delivery",
 )
 
 
@@ -82,8 +88,8 @@ def decode_job_spec(
     *,
     now: datetime,
     path: str = "job",
-    existing_headers: Mapping[str, str] | None = None,
-    existing_env: Mapping[str, str] | None = None,
+    existing_headers: Mapping[str, SecretValue] | None = None,
+    existing_env: Mapping[str, SecretValue] | None = None,
 ) -> JobSpec:
     """The validated JobSpec of ``job``, or InvalidArgument naming every bad field.
 
@@ -139,6 +145,7 @@ def decode_job_spec(
         v, f"{path}.overlap_policy", job.overlap_policy, OVERLAP_POLICIES, OverlapPolicy.ALLOW
     )
     priority = read_enum(v, f"{path}.priority", job.priority, PRIORITIES, Priority.NORMAL)
+    delivery = read_enum(v, f"{path}.delivery", job.delivery, DELIVERIES, Delivery.AT_LEAST_ONCE)
     jitter = read_jitter_window(
         job.jitter_window if job.HasField("jitter_window") else None,
         schedule,
@@ -161,6 +168,7 @@ def decode_job_spec(
         overlap=overlap,
         jitter_window=jitter,
         priority=priority,
+        delivery=delivery,
     )
 
 
@@ -225,3 +233,4 @@ def encode_job_spec(spec: JobSpec, out: job_pb2.Job) -> None:
     out.overlap_policy = OVERLAP_NUMBERS[spec.overlap]
     timedelta_to_duration(spec.jitter_window, out.jitter_window)
     out.priority = PRIORITY_NUMBERS[spec.priority]
+    out.delivery = DELIVERY_NUMBERS[spec.delivery]
