@@ -33,6 +33,7 @@ from duetime_infra.grpc.server import GrpcServer
 from duetime_infra.pg.attempt_store import AttemptStore
 from duetime_infra.pg.pool import create_pool
 from duetime_infra.pg.team_store import principal_for
+from duetime_infra.secrets.sealing import SecretBox
 from duetime_infra.tracecontext import new_run_trace
 from duetime_scheduler.worker_servicer import ATTEMPT_METADATA_KEY, WorkerServicer
 from tests.support.api import ApiClient
@@ -168,6 +169,7 @@ async def running_worker_api(
     settings: AttemptSettings | None = None,
     rand: Callable[[], float] | None = None,
     server_settings: dict[str, str] | None = None,
+    secrets: SecretBox | None = None,
 ) -> AsyncIterator[WorkerClient]:
     db = await asyncpg.connect(dsn)
     token = await create_worker_token(db)
@@ -183,7 +185,7 @@ async def running_worker_api(
         ],
     )
     worker_service_pb2_grpc.add_WorkerServiceServicer_to_server(
-        WorkerServicer(store, secret_box()), server.server
+        WorkerServicer(store, secrets or secret_box()), server.server
     )
     await server.start()
     address = f"127.0.0.1:{server.port}"
