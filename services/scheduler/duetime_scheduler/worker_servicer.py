@@ -16,6 +16,7 @@ from opentelemetry.trace import Span, Status, StatusCode
 
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
+from duetime_core.attempts import CallProgress
 from duetime_core.errors import DuetimeError, FieldViolation, InvalidArgument
 from duetime_core.records import AttemptOutcome
 from duetime_infra.codec.target_codec import encode_target_clear
@@ -51,6 +52,28 @@ _RESULTS = {
     pb.ATTEMPT_RESULT_CANCELLED: AttemptOutcome.CANCELLED,
     pb.ATTEMPT_RESULT_HANDED_BACK: AttemptOutcome.HANDED_BACK,
 }
+
+
+_CALLS: dict[int, CallProgress] = {
+    pb.CALL_PROGRESS_NOT_BEGUN: CallProgress.NOT_BEGUN,
+    pb.CALL_PROGRESS_BEGUN: CallProgress.BEGUN,
+    pb.CALL_PROGRESS_ANSWERED: CallProgress.ANSWERED,
+}
+
+
+def _read_call(
+    violations: list[FieldViolation], field: str, value: int, *, beat: bool = False
+) -> CallProgress | None:
+    """How far a call got (None: unspecified); in a heartbeat, an answer counts as begun (the
+    report says the rest)."""
+    if value == pb.CALL_PROGRESS_UNSPECIFIED:
+        return None
+    call = _CALLS.get(value)
+    if call is None:
+        violations.append(FieldViolation(field, f"unknown value {value}"))
+    if beat and call is CallProgress.ANSWERED:
+        return CallProgress.BEGUN
+    return call
 
 
 def _read_run_id(violations: list[FieldViolation], field: str, text: str) -> uuid.UUID:
@@ -189,7 +212,10 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
                     violations.append(
                         FieldViolation(f"attempts[{i}].attempt", "must be at least 1")
                     )
-                refs.append(AttemptRef(run_id, ref.attempt))
+                call = _read_call(
+                    violations, f"attempts[{i}].call_progress", ref.call_progress, beat=True
+                )
+                refs.append(AttemptRef(run_id, ref.attempt, call))
             _check(violations)
             result = await self._store.heartbeat(worker_id, refs)
             out = pb.HeartbeatResponse()
@@ -214,6 +240,7 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
         if outcome is None:
             problem = "required" if request.result == 0 else f"unknown value {request.result}"
             violations.append(FieldViolation("result", problem))
+        call = _read_call(violations, "call_progress", request.call_progress)
         token = read_attempt_token(violations, context.invocation_metadata())
         _check(violations)
         assert outcome is not None
@@ -222,7 +249,7 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
                 {RUN_ID: request.run_id, ATTEMPT: token, "duetime.result": outcome.value}
             )
             result = await self._store.complete(
-                run_id, token, worker_id, outcome, request.retryable, request.error
+                run_id, token, worker_id, outcome, request.retryable, request.error, call
             )
             span.set_attribute("duetime.run_state", result.run_state.value)
         out = pb.CompleteAttemptResponse(run_state=f"RUN_STATE_{result.run_state.value}")
@@ -290,6 +317,9 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
                 violations.append(
                     FieldViolation(f"reports[{i}].attempt", "must be a positive attempt number")
                 )
+            call = _read_call(
+                violations, f"reports[{i}].report.call_progress", report.call_progress
+            )
             if violations or outcome is None:
                 results[i].error.CopyFrom(entry_error(InvalidArgument(violations)))
                 continue
@@ -297,7 +327,13 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
                 (
                     i,
                     Report(
-                        run_id, entry.attempt, worker_id, outcome, report.retryable, report.error
+                        run_id,
+                        entry.attempt,
+                        worker_id,
+                        outcome,
+                        report.retryable,
+                        report.error,
+                        call,
                     ),
                 )
             )

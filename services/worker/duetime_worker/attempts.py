@@ -17,6 +17,10 @@ scheduler started for this worker and nobody runs would stay open until its leas
 run's redelivery refused meanwhile (ALREADY_STARTED) and the attempt then counted as failed.
 An attempt so started is handed back only when the worker is stopping; after a revoke it runs
 here (see ``_start_seen_through``).
+
+An at-most-once run's call begins only once the scheduler has acknowledged its announcement
+(``Heartbeats.announce_call``), and every report says how far the call got, so the scheduler
+never retries an attempt that may have reached its target.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ from duetime_worker.batching import AttemptCalls
 from duetime_worker.container import Launcher, Reservation
 from duetime_worker.heartbeat import ActiveAttempt, Heartbeats, lease_length
 from duetime_worker.http_target import HttpCaller
-from duetime_worker.outcome import Outcome
+from duetime_worker.outcome import NOT_BEGUN, UNSAID, Outcome
 from duetime_worker.server_clock import ServerClock
 from duetime_worker.shielding import despite_cancellation
 from duetime_worker.slots import SlotsClosed, WeightedSlots
@@ -319,7 +323,7 @@ class Executor:
             "attempt handed back unrun",
             extra={"action": "attempt_handed_back_unrun", "run_id": run_id, "attempt": number},
         )
-        await self._complete(run_id, number, Outcome.handed_back(SHUTTING_DOWN))
+        await self._complete(run_id, number, Outcome.handed_back(SHUTTING_DOWN, call=NOT_BEGUN))
 
     async def _start(
         self, run_id: str, delivery_id: str
@@ -408,12 +412,14 @@ class Executor:
                 "attempt started",
                 extra={"action": "attempt_started", "run_id": run.run_id, "attempt": number},
             )
-        task = asyncio.create_task(self._call(run, number, timeout, reservation))
+        at_most_once = run.delivery == job_pb2.DELIVERY_AT_MOST_ONCE
+        task = asyncio.create_task(self._call(run, number, timeout, reservation, at_most_once))
         active = ActiveAttempt(
             run.run_id,
             number,
             task,
             lease_deadline=sent_at + lease_length(response.lease_expire_time, response.server_time),
+            call=NOT_BEGUN if at_most_once else UNSAID,
         )
         self._heartbeats.add(active)
         try:
@@ -463,8 +469,15 @@ class Executor:
         attempt: int,
         limit: float,
         reservation: Reservation | None,
+        announce: bool = False,
     ) -> Outcome:
-        """The target call, in a client span whose context is the ``traceparent`` it sends."""
+        """The target call, in a client span whose context is the ``traceparent`` it sends;
+        with ``announce`` (at most once), only once the scheduler acknowledged it."""
+        if announce and not await self._announced(run.run_id, attempt, limit):
+            return Outcome.handed_back(
+                f"not called: the call's announcement was not acknowledged within {limit:g} s",
+                call=NOT_BEGUN,
+            )
         kind = run.target.WhichOneof("kind")
         with TRACER.start_as_current_span(
             "call target",
@@ -475,6 +488,13 @@ class Executor:
             if outcome.result != pb.ATTEMPT_RESULT_SUCCEEDED:
                 span.set_status(Status(StatusCode.ERROR, outcome.error))
             return outcome
+
+    async def _announced(self, run_id: str, attempt: int, limit: float) -> bool:
+        try:
+            async with asyncio.timeout(limit):
+                return await self._heartbeats.announce_call((run_id, attempt))
+        except TimeoutError:
+            return False
 
     async def _call_target(
         self,
@@ -495,7 +515,7 @@ class Executor:
                     return await self._launcher.launch(run, attempt, limit, reservation)
         except TimeoutError:
             return Outcome.timed_out(f"no result within {limit:g} s")
-        return Outcome.failed(f"unknown target kind {kind!r}", retryable=False)
+        return Outcome.failed(f"unknown target kind {kind!r}", retryable=False, call=NOT_BEGUN)
 
     async def _complete(self, run_id: str, attempt: int, outcome: Outcome) -> None:
         request = pb.CompleteAttemptRequest(
@@ -504,6 +524,7 @@ class Executor:
             error=outcome.error,
             retryable=outcome.retryable,
             worker_id=self._worker_id,
+            call_progress=outcome.call,
         )
         backoff = Backoff()
         deadline = time.monotonic() + REPORT_PATIENCE
@@ -559,9 +580,13 @@ def _lease_lapsed(active: ActiveAttempt) -> bool:
 
 def _outcome_of(active: ActiveAttempt) -> Outcome:
     task = active.task
+    # Stopped before its own outcome: the call got as far as the attempt's record says.
+    call = active.call
     if task.cancelled():
         reason = active.cancel_reason or "cancelled"
-        return Outcome.handed_back(reason) if active.handed_back else Outcome.cancelled(reason)
+        if active.handed_back:
+            return Outcome.handed_back(reason, call=call)
+        return Outcome.cancelled(reason, call=call)
     error = task.exception()
     if error is not None:
         log.error(
@@ -569,5 +594,5 @@ def _outcome_of(active: ActiveAttempt) -> Outcome:
             extra={"action": "target_error", "run_id": active.run_id},
             exc_info=error,
         )
-        return Outcome.failed(f"worker error: {type(error).__name__}", retryable=True)
+        return Outcome.failed(f"worker error: {type(error).__name__}", retryable=True, call=call)
     return task.result()

@@ -9,6 +9,12 @@ granted it (``lease_expire_time - server_time``, both on the database clock), co
 process's monotonic clock from when the renewing beat was sent. Counting from the send, not the
 answer, keeps the local deadline at or before the scheduler's, so a worker that cannot renew
 stops its attempt before the run can be given to another worker.
+
+An at-most-once attempt's beats also say how far its call got (NOT_BEGUN, then BEGUN), and its
+call begins only once a beat announcing BEGUN has been answered with a renewal
+(``announce_call``): the scheduler then knows that an attempt whose last word was NOT_BEGUN
+never called its target. Such an announcement is sent at once, not held back by the spacing
+of beats.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import contextlib
 import logging
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -27,7 +33,7 @@ from grpc import aio
 
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
-from duetime_worker.outcome import Outcome
+from duetime_worker.outcome import BEGUN, UNSAID, Call, Outcome
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +58,11 @@ class ActiveAttempt:
     cancel_reason: str = ""
     # Given back unfinished because the worker is stopping (not a cancel it was told to do).
     handed_back: bool = False
+    # How far its call got, said in every beat: tracked for at-most-once attempts only.
+    call: Call = UNSAID
+    # The first beat that carries the call's announcement, and what its renewal sets.
+    announced_from: int | None = None
+    announced: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def key(self) -> Key:
@@ -86,10 +97,12 @@ class Heartbeats:
         self._interval = interval
         self._max_backoff = max_backoff
         self._active: dict[Key, ActiveAttempt] = {}
-        # Send times of the beats on the current stream still waiting for their answer: the
-        # server answers each beat once, in order.
-        self._unanswered: collections.deque[float] = collections.deque()
+        # Send times and numbers of the beats on the current stream still waiting for their
+        # answer: the server answers each beat once, in order.
+        self._unanswered: collections.deque[tuple[float, int]] = collections.deque()
         self._wake = asyncio.Event()
+        # A call announced: beat now, whatever the spacing.
+        self._urgent = asyncio.Event()
         self.beats = 0
         self.streams_opened = 0
 
@@ -105,6 +118,20 @@ class Heartbeats:
         if self._active.get(attempt.key) is attempt:
             del self._active[attempt.key]
 
+    async def announce_call(self, key: Key) -> bool:
+        """Announces that the attempt's call begins and waits until a beat saying so has been
+        answered with a renewal; False when the attempt is no longer held. Bounded by the
+        attempt's lease: a beat answered with a cancel cancels the caller."""
+        attempt = self._active.get(key)
+        if attempt is None:
+            return False
+        attempt.call = BEGUN
+        attempt.announced_from = self.beats
+        self._urgent.set()
+        self._wake.set()
+        await attempt.announced.wait()
+        return True
+
     def hand_back_all(self, reason: str) -> None:
         for attempt in list(self._active.values()):
             attempt.hand_back(reason)
@@ -112,11 +139,14 @@ class Heartbeats:
     def _request(self) -> pb.HeartbeatRequest:
         return pb.HeartbeatRequest(
             worker_id=self._worker_id,
-            attempts=[pb.AttemptRef(run_id=r, attempt=n) for r, n in self._active],
+            attempts=[
+                pb.AttemptRef(run_id=r, attempt=n, call_progress=a.call)
+                for (r, n), a in self._active.items()
+            ],
         )
 
     def _apply(self, response: pb.HeartbeatResponse) -> None:
-        sent_at = self._unanswered.popleft() if self._unanswered else -math.inf
+        sent_at, number = self._unanswered.popleft() if self._unanswered else (-math.inf, -1)
         # A beat in a herd renews thousands of attempts, nearly all to the same expiry: each
         # distinct expiry's lease length is worked out once per answer.
         lengths: dict[tuple[int, int], float] = {}
@@ -131,6 +161,8 @@ class Heartbeats:
                     if length is None:
                         length = lengths[at] = lease_length(expiry, response.server_time)
                     attempt.renewed(sent_at, length)
+                    if attempt.announced_from is not None and number >= attempt.announced_from:
+                        attempt.announced.set()
                 continue
             key = (ref.run_id, ref.attempt)
             if directive.directive != pb.DIRECTIVE_CANCEL:
@@ -172,8 +204,8 @@ class Heartbeats:
                     # herd of starts must not become one beat per start, each carrying every
                     # attempt the worker holds.
                     spacing = last_beat + self._interval / 2 - loop.time()
-                    if self._wake.is_set() and spacing > 0:
-                        waiting = {reader, stop_wait}
+                    if self._wake.is_set() and spacing > 0 and not self._urgent.is_set():
+                        waiting = {asyncio.create_task(self._urgent.wait()), reader, stop_wait}
                         timeout = spacing
                     else:
                         waiting = {asyncio.create_task(self._wake.wait()), reader, stop_wait}
@@ -190,9 +222,12 @@ class Heartbeats:
                     self._wake.clear()
                     if self._active:
                         last_beat = loop.time()
-                        self._unanswered.append(last_beat)
-                        await call.write(self._request())
+                        self._urgent.clear()
+                        # Numbered and built at once: an announcement made while it is being
+                        # written counts from the next beat, which carries it.
+                        self._unanswered.append((last_beat, self.beats))
                         self.beats += 1
+                        await call.write(self._request())
                         backoff = 0.1
             except Exception as error:  # any break of the stream: open a new one
                 detail = (

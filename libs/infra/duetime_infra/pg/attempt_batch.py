@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import TypeVar
 
 from duetime_core.attempts import (
+    CallProgress,
     JobView,
     OverlapView,
     StartKind,
@@ -77,6 +78,7 @@ class Report:
     outcome: AttemptOutcome
     retryable: bool
     error: str
+    call: CallProgress | None = None
 
 
 class BatchAttempts:
@@ -217,7 +219,7 @@ class BatchAttempts:
             reports,
             answers,
             lambda r: self._store.complete(
-                r.run_id, r.attempt, r.worker_id, r.outcome, r.retryable, r.error
+                r.run_id, r.attempt, r.worker_id, r.outcome, r.retryable, r.error, r.call
             ),
         )
 

@@ -17,7 +17,7 @@ from typing import TypeAlias
 
 import asyncpg
 
-from duetime_core.attempts import EndFacts, RunOutcome, decide_expiry
+from duetime_core.attempts import CallProgress, EndFacts, RunOutcome, decide_expiry
 from duetime_core.jobspec import JobState
 from duetime_core.records import AttemptOutcome
 from duetime_infra.pg.attempt_store import Rand, apply_run_outcome, snapshot_of
@@ -72,13 +72,18 @@ async def reap_expired_attempts(
             now: datetime = attempt["now"]
             if attempt["lease_expire_time"] > now and attempt["deadline"] > now:
                 continue  # renewed since the scan
+            snapshot = snapshot_of(run)
+            said = attempt["call_progress"]
             facts = EndFacts(
                 attempt=number,
                 attempt_limit=run["attempt_limit"],
-                retry=snapshot_of(run).retry,
+                retry=snapshot.retry,
                 cancel_reason=attempt["cancel_reason"],
                 job_deleted=jobs.get(run["job_id"], JobState.DELETED.value)
                 == JobState.DELETED.value,
+                delivery=snapshot.delivery,
+                # The worker's last word in its heartbeats: see duetime_core.attempts.
+                call=CallProgress(said) if said is not None else None,
             )
             outcome, error, result = decide_expiry(
                 attempt["lease_expire_time"], attempt["deadline"], facts, now, rand()
@@ -91,6 +96,7 @@ async def reap_expired_attempts(
                 outcome.value,
                 error,
                 now,
+                None,
             )
             await apply_run_outcome(conn, run, number, result, now)
             ended.append((outcome, result))
