@@ -19,6 +19,7 @@ from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_core.attempts import CallProgress
 from duetime_core.errors import DuetimeError, FieldViolation, InvalidArgument
 from duetime_core.records import AttemptOutcome
+from duetime_infra.codec.policy_codec import DELIVERY_NUMBERS
 from duetime_infra.codec.target_codec import encode_target_clear
 from duetime_infra.codec.timeconv import datetime_to_timestamp, timedelta_to_duration
 from duetime_infra.pg.attempt_batch import MAX_BATCH, BatchAttempts, Report, StartRequest
@@ -146,6 +147,7 @@ def _encode_run(run: RunToExecute, secrets: SecretBox) -> pb.RunSpec:
         encode_target_clear(secrets.open_target(run.key.job_id, run.snapshot.target))
     )
     timedelta_to_duration(run.snapshot.attempt_timeout, out.attempt_timeout)
+    out.delivery = DELIVERY_NUMBERS[run.snapshot.delivery]
     return out
 
 
