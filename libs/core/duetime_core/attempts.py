@@ -356,10 +356,11 @@ class RunOutcome:
 
 
 def truncate_error(text: str, limit: int = MAX_ERROR_BYTES) -> str:
-    """At most ``limit`` bytes of UTF-8, cut on a character boundary."""
-    data = text.encode()
+    """At most ``limit`` bytes of UTF-8, cut on a character boundary, NUL shown as U+FFFD
+    (an error is kept as text, and PostgreSQL's text holds no NUL)."""
+    data = text.replace("\x00", "\ufffd").encode()
     if len(data) <= limit:
-        return text
+        return data.decode()
     return data[:limit].decode(errors="ignore")
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from duetime_core.schedule.model import Cron, FoldPolicy, GapPolicy, Interval, OneOff, Schedule
 
@@ -55,6 +55,25 @@ class HttpMethod(enum.StrEnum):
     PUT = "PUT"
     PATCH = "PATCH"
     DELETE = "DELETE"
+
+
+# The instants a schedule may name (a one-off's time, an interval's start, a preview's start):
+# protobuf's Timestamp range, years 1 to 9999, less a few days at each end, so that whatever
+# is computed from them (a jitter offset of up to an hour, a time zone's offset, the instant
+# just before one, PostgreSQL's and Python's own limits) stays in range. Outside it a request
+# is refused, before anything is stored.
+EARLIEST_INSTANT = datetime(1, 1, 4, tzinfo=UTC)
+LATEST_INSTANT = datetime(9999, 12, 28, tzinfo=UTC)
+
+
+def instant_problem(at: datetime) -> str | None:
+    """Why ``at`` cannot be scheduled (None: it can)."""
+    if not EARLIEST_INSTANT <= at <= LATEST_INSTANT:
+        return (
+            f"must be between {EARLIEST_INSTANT.date().isoformat()} and "
+            f"{LATEST_INSTANT.date().isoformat()} (UTC), got {at.isoformat()}"
+        )
+    return None
 
 
 @dataclass(frozen=True)

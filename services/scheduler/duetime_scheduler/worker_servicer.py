@@ -95,6 +95,8 @@ def _read_id(violations: list[FieldViolation], field: str, text: str) -> str:
         violations.append(
             FieldViolation(field, f"at most {MAX_ID_LENGTH} characters, got {len(text)}")
         )
+    elif not text.isprintable():
+        violations.append(FieldViolation(field, "must not contain control characters"))
     return text
 
 

@@ -9,7 +9,6 @@ however garbled, gets anything but a JobSpec or InvalidArgument out of it.
 from __future__ import annotations
 
 import logging
-import unicodedata
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Literal
@@ -30,6 +29,7 @@ from duetime_core.jobspec import (
     SecretValue,
     to_schedule,
 )
+from duetime_core.text import text_problem
 from duetime_infra.codec.policy_codec import (
     DELIVERIES,
     DELIVERY_NUMBERS,
@@ -173,10 +173,9 @@ def decode_job_spec(
 
 
 def _read_display_name(v: Violations, field: str, name: str) -> str:
-    if len(name) > MAX_DISPLAY_NAME_CHARS:
-        v.add(field, f"at most {MAX_DISPLAY_NAME_CHARS} characters, got {len(name)}")
-    elif any(unicodedata.category(c) == "Cc" for c in name):
-        v.add(field, "must not contain control characters (newlines, tabs, NUL, ...)")
+    problem = text_problem(name, MAX_DISPLAY_NAME_CHARS)
+    if problem is not None:
+        v.add(field, problem)
     return name
 
 
