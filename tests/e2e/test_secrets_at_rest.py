@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
@@ -77,9 +77,12 @@ def jobs(target: HttpTarget, image: str) -> tuple[job_pb2.Job, job_pb2.Job]:
     return headers, container
 
 
-async def succeeded(system: System, job: job_pb2.Job) -> bool:
-    runs = await system.api.runs(job)
-    return len(runs) == 1 and runs[0].state == run_pb2.RUN_STATE_SUCCEEDED
+def _succeeded(system: System, job: job_pb2.Job) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        runs = await system.api.runs(job)
+        return len(runs) == 1 and runs[0].state == run_pb2.RUN_STATE_SUCCEEDED
+
+    return check
 
 
 async def database_leaks(dsn: str) -> list[str]:
@@ -113,7 +116,7 @@ async def test_no_secret_is_readable_in_the_database_kafka_logs_traces_or_metric
         # A read-modify-write through the API keeps the secrets without seeing them.
         assert set(headers.target.http.headers.values()) == {"[REDACTED]"}
         for job in (headers, container):
-            await eventually(lambda job=job: succeeded(system, job), 60, f"{job.display_name} ran")
+            await eventually(_succeeded(system, job), 60, f"{job.display_name} ran")
         services = [system.api_service, system.scheduler, system.relay, *system.workers.values()]
         scrapes = [await scrape(metrics_port(s)) for s in services]
         await eventually(lambda: _exported(receiver), 10, "spans exported")

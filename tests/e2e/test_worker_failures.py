@@ -375,7 +375,7 @@ async def test_a_worker_cut_off_from_the_scheduler_stops_its_call_at_its_lease(
         assert_never_two_open(await attempt_rows(db, run.run_id))
 
 
-AT_MOST_ONCE = {"delivery": job_pb2.DELIVERY_AT_MOST_ONCE}
+AT_MOST_ONCE: dict[str, Any] = {"delivery": job_pb2.DELIVERY_AT_MOST_ONCE}
 OUTCOME_UNKNOWN = (run_pb2.RUN_STATE_DEAD_LETTERED, run_pb2.RUN_REASON_OUTCOME_UNKNOWN)
 
 

@@ -165,7 +165,10 @@ async def test_reports_say_how_far_the_call_got(at_most_once: Env) -> None:
             None if call == 0 else wpb.CallProgress.Name(call).removeprefix("CALL_PROGRESS_")
         )
     bad = wpb.CompleteAttemptRequest(
-        run_id=str(uuid.uuid4()), result=wpb.ATTEMPT_RESULT_FAILED, worker_id="w-1", call_progress=9
+        run_id=str(uuid.uuid4()),
+        result=wpb.ATTEMPT_RESULT_FAILED,
+        worker_id="w-1",
+        call_progress=wpb.CallProgress.ValueType(9),
     )
     refused = await failure(env.w.stub.CompleteAttempt(bad, metadata=env.w.auth(1)))
     assert refused.code == grpc.StatusCode.INVALID_ARGUMENT

@@ -194,6 +194,7 @@ def _scalar(f: d.FieldDescriptor, words: Vocabulary, tame: bool) -> st.SearchStr
         case F.TYPE_UINT64 | F.TYPE_FIXED64:
             return _edge_ints(0, 2**64 - 1)
         case F.TYPE_ENUM:
+            assert f.enum_type is not None
             known = [v.number for v in f.enum_type.values]
             if tame:
                 return _mostly(st.sampled_from(known), st.just(99))
@@ -272,6 +273,7 @@ def _messages(
 
 def _value(draw: st.DrawFn, f: d.FieldDescriptor, words: Vocabulary, depth: int, tame: bool) -> Any:
     if f.type == F.TYPE_MESSAGE:
+        assert f.message_type is not None
         return draw(messages(f.message_type, words, depth + 1, tame=tame))
     return draw(_scalar(f, words, tame))
 
@@ -285,7 +287,7 @@ def _fill(
     tame: bool,
 ) -> None:
     target = getattr(msg, f.name)
-    if f.type == F.TYPE_MESSAGE and f.message_type.GetOptions().map_entry:
+    if f.message_type is not None and f.message_type.GetOptions().map_entry:
         key_field = f.message_type.fields_by_name["key"]
         value_field = f.message_type.fields_by_name["value"]
         for _ in range(draw(st.integers(0, 2 if tame else 4))):
