@@ -97,7 +97,7 @@ const (
 	// the target may be acting on it.
 	CallProgress_CALL_PROGRESS_BEGUN CallProgress = 2
 	// The target answered (an HTTP status, a task's exit status); the reported result is its
-	// answer. In reports only.
+	// answer. Meant for reports; in a heartbeat it counts as CALL_PROGRESS_BEGUN.
 	CallProgress_CALL_PROGRESS_ANSWERED CallProgress = 3
 )
 

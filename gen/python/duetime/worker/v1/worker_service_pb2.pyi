@@ -69,7 +69,7 @@ class _CallProgressEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_CallProg
     """
     CALL_PROGRESS_ANSWERED: _CallProgress.ValueType  # 3
     """The target answered (an HTTP status, a task's exit status); the reported result is its
-    answer. In reports only.
+    answer. Meant for reports; in a heartbeat it counts as CALL_PROGRESS_BEGUN.
     """
 
 class CallProgress(_CallProgress, metaclass=_CallProgressEnumTypeWrapper):
@@ -91,7 +91,7 @@ the target may be acting on it.
 """
 CALL_PROGRESS_ANSWERED: CallProgress.ValueType  # 3
 """The target answered (an HTTP status, a task's exit status); the reported result is its
-answer. In reports only.
+answer. Meant for reports; in a heartbeat it counts as CALL_PROGRESS_BEGUN.
 """
 Global___CallProgress: _TypeAlias = CallProgress  # noqa: Y015
 

@@ -733,7 +733,7 @@ export enum CallProgress {
 
   /**
    * The target answered (an HTTP status, a task's exit status); the reported result is its
-   * answer. In reports only.
+   * answer. Meant for reports; in a heartbeat it counts as CALL_PROGRESS_BEGUN.
    *
    * @generated from enum value: CALL_PROGRESS_ANSWERED = 3;
    */

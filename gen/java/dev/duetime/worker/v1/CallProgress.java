@@ -47,7 +47,7 @@ public enum CallProgress
   /**
    * <pre>
    * The target answered (an HTTP status, a task's exit status); the reported result is its
-   * answer. In reports only.
+   * answer. Meant for reports; in a heartbeat it counts as CALL_PROGRESS_BEGUN.
    * </pre>
    *
    * <code>CALL_PROGRESS_ANSWERED = 3;</code>
@@ -95,7 +95,7 @@ public enum CallProgress
   /**
    * <pre>
    * The target answered (an HTTP status, a task's exit status); the reported result is its
-   * answer. In reports only.
+   * answer. Meant for reports; in a heartbeat it counts as CALL_PROGRESS_BEGUN.
    * </pre>
    *
    * <code>CALL_PROGRESS_ANSWERED = 3;</code>
