@@ -63,9 +63,16 @@ SERVICES = (
 BROKEN = frozenset({grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN})
 
 
-def _mostly(sensible: st.SearchStrategy[T], odd: st.SearchStrategy[T]) -> st.SearchStrategy[T]:
-    """``sensible``, with ``odd`` one time in ten."""
-    return st.integers(0, 9).flatmap(lambda n: odd if n == 0 else sensible)
+def _mostly(
+    sensible: st.SearchStrategy[T], odd: st.SearchStrategy[T], one_in: int = 12
+) -> st.SearchStrategy[T]:
+    """``sensible``, with ``odd`` one time in ``one_in`` (sampled: hypothesis draws the bounds
+    of an integer range far more often than the rest)."""
+    return _one_in(one_in).flatmap(lambda hit: odd if hit else sensible)
+
+
+def _one_in(n: int) -> st.SearchStrategy[bool]:
+    return st.sampled_from([False] * (n - 1) + [True])
 
 
 def _edge_ints(low: int, high: int, tame: bool = False) -> st.SearchStrategy[int]:
@@ -75,11 +82,10 @@ def _edge_ints(low: int, high: int, tame: bool = False) -> st.SearchStrategy[int
     return st.one_of(st.sampled_from(edges), st.integers(low, high))
 
 
-def _tame_pairs(edges: list[int], low: int, high: int) -> st.SearchStrategy[Any]:
-    """Mostly sensible values (seconds in [low, high]), an edge one time in three."""
+def _tame_pairs(edges: list[int], low: int, high: int, one_in: int) -> st.SearchStrategy[Any]:
+    """Mostly sensible values (seconds in [low, high]), an edge one time in ``one_in``."""
     sensible = st.tuples(st.integers(low, high), st.just(0))
-    odd = st.tuples(st.sampled_from(edges), st.just(0))
-    return st.integers(0, 2).flatmap(lambda n: odd if n == 0 else sensible)
+    return _mostly(sensible, st.tuples(st.sampled_from(edges), st.just(0)), one_in)
 
 
 _NOW = 1_796_000_000
@@ -138,17 +144,21 @@ class Vocabulary:
     """Plausible values by field name, so requests get past the first check now and then."""
 
     by_name: dict[str, list[str]] = field(default_factory=dict)
+    # Values that are wrong for their field (only wild requests use them).
+    odd: dict[str, list[str]] = field(default_factory=dict)
 
     def add(self, name: str, *values: str) -> None:
         self.by_name.setdefault(name, []).extend(values)
+
+    def add_odd(self, name: str, *values: str) -> None:
+        self.odd.setdefault(name, []).extend(values)
 
     def strings(self, name: str, tame: bool = False) -> st.SearchStrategy[str]:
         known = self.by_name.get(name)
         if tame:
             short = st.text(st.characters(codec="ascii", categories=["L", "N"]), max_size=12)
-            return (
-                st.one_of(st.sampled_from(known), st.sampled_from(known), short) if known else short
-            )
+            return _mostly(st.sampled_from(known), short, 4) if known else short
+        known = [*(known or []), *self.odd.get(name, [])]
         junk = st.one_of(
             st.sampled_from(
                 [
@@ -205,10 +215,10 @@ def _scalar(f: d.FieldDescriptor, words: Vocabulary, tame: bool) -> st.SearchStr
 def _well_known(desc: d.Descriptor, words: Vocabulary, tame: bool) -> st.SearchStrategy[Any] | None:
     cls = message_factory.GetMessageClass(desc)
     if desc.full_name == "google.protobuf.Timestamp":
-        pairs = _tame_pairs(_TIME_EDGES, _NOW, _NOW + 400 * 86_400) if tame else _timestamps()
+        pairs = _tame_pairs(_TIME_EDGES, _NOW, _NOW + 400 * 86_400, 3) if tame else _timestamps()
         return pairs.map(lambda p: cls(seconds=p[0], nanos=p[1]))
     if desc.full_name == "google.protobuf.Duration":
-        pairs = _tame_pairs(_SPAN_EDGES, 1, 3600) if tame else _durations()
+        pairs = _tame_pairs(_SPAN_EDGES, 1, 3600, 10) if tame else _durations()
         return pairs.map(lambda p: cls(seconds=p[0], nanos=p[1]))
     if desc.full_name == "google.protobuf.FieldMask":
         paths = st.lists(words.strings("paths", tame), min_size=int(tame), max_size=4)
@@ -218,7 +228,7 @@ def _well_known(desc: d.Descriptor, words: Vocabulary, tame: bool) -> st.SearchS
 
 _BUILT: dict[tuple[int, str, int, bool], st.SearchStrategy[Any]] = {}
 # A tame message sets most of its fields.
-_PRESENT = st.integers(0, 9).map(lambda n: n < 9)
+_PRESENT = _one_in(6).map(lambda absent: not absent)
 
 
 def requests(desc: d.Descriptor, words: Vocabulary) -> st.SearchStrategy[pb_message.Message]:
@@ -427,30 +437,43 @@ class FuzzTarget:
         started = await worker.start(running, delivery="seed", worker="w-1")
         w = self.words
         w.add("name", job.name, f"{job.name}/runs/{queued}", f"{job.name}/runs/{running}")
-        w.add("name", "teams/team-a", "teams/team-b", "teams/nope", f"tokens/{uuid.uuid4()}")
+        w.add("name", "teams/team-a", "teams/team-b", f"tokens/{uuid.uuid4()}")
+        w.add_odd("name", "teams/nope", "teams/team-a/jobs/x")
         w.add("parent", job.name)
         w.add("job", job.name)
         w.add("run_id", str(queued), str(running), str(uuid.uuid4()))
         w.add("worker_id", "w-1", "w-2")
         w.add("delivery_id", "seed", "d-1")
-        w.add("request_id", "r-1", "seed-queued", "r/1")
-        w.add("team_id", "team-a", "team-b", "new-team", "A", "t" * 64)
-        w.add("time_zone", "UTC", "America/New_York", "Europe/London", "Mars/Base", "+05:00")
-        w.add("local_time", "2026-12-24T09:00:00", "2026-03-08T02:30:00", "0001-01-01T00:00:00")
-        w.add("local_time", "9999-12-31T23:59:59.999999", "2026-13-01T00:00:00", "24:00")
-        w.add("expression", "0 9 * * *", "*/15 * * * * *", "0 0 L * *", "15W", "0 0 31 2 *")
-        w.add("expression", "5L", "0 0 * * MON#5", "61 * * * *", "* * * * * * *", "@daily")
-        w.add("url", "https://example.com/hook", "http://127.0.0.1:1/", "http://u:p@h/", "ftp://x")
-        w.add("notification_url", "https://example.com/alert", "javascript:x")
-        w.add("image", "registry.example.com/team/task:1", "task", "a b")
+        w.add("request_id", "r-1", "r-2", "seed-queued")
+        w.add_odd("request_id", "r/1", "x" * 129)
+        w.add("team_id", "team-a", "team-b", "new-team")
+        w.add_odd("team_id", "A", "t" * 64)
+        w.add("time_zone", "UTC", "America/New_York", "Europe/London", "Pacific/Kiritimati")
+        w.add_odd("time_zone", "Mars/Base", "+05:00")
+        w.add("local_time", "2026-12-24T09:00:00", "2026-03-08T02:30:00", "2026-11-01T01:30:00")
+        w.add("local_time", "0001-01-01T00:00:00", "9999-12-31T23:59:59.999999")
+        w.add_odd("local_time", "2026-13-01T00:00:00", "24:00", "2026-12-24T09:00:00Z")
+        w.add("expression", "0 9 * * *", "*/15 * * * * *", "0 0 L * *", "0 0 15W * *")
+        w.add("expression", "0 0 * * 5L", "0 0 * * MON#5", "0 0 31 2 *", "30 2 * * *")
+        w.add_odd("expression", "61 * * * *", "* * * * * * *", "@daily", "")
+        w.add("url", "https://example.com/hook", "http://127.0.0.1:1/")
+        w.add_odd("url", "http://u:p@h/", "ftp://x", "https://")
+        w.add("notification_url", "https://example.com/alert", "")
+        w.add_odd("notification_url", "javascript:x")
+        w.add("image", "registry.example.com/team/task:1")
+        w.add_odd("image", "task", "a b")
         w.add("etag", 'W/"1"', "")
-        w.add("page_token", "", "bm9wZQ==")
+        w.add("page_token", "")
+        w.add_odd("page_token", "bm9wZQ==")
         w.add("paths", "display_name", "schedule", "target", "retry_policy", "delivery")
-        w.add("paths", "max_running", "weight", "schedule.cron", "job.name", "notification_url")
+        w.add("paths", "max_running", "weight", "notification_url", "runs_per_minute")
+        w.add_odd("paths", "schedule.cron", "job.name", "")
         w.add("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
         w.add("description", "fuzz")
-        w.add("key", "Authorization", "X-Key", "TOKEN", "Host", "DUETIME_X", "bad name")
-        w.add("value", "v", "[REDACTED]", "Bearer t")
+        w.add("key", "Authorization", "X-Key", "TOKEN")
+        w.add_odd("key", "Host", "DUETIME_X", "bad name", "")
+        w.add("value", "v", "Bearer t")
+        w.add_odd("value", "[REDACTED]", "a\r\nb")
         w.add("display_name", "nightly")
         self.open_attempt = (str(running), started.attempt)
 
