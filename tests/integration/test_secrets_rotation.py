@@ -141,27 +141,35 @@ async def test_rotation_while_the_api_writes_then_the_old_key_goes(db_dsn: str) 
         await db.close()
 
 
-async def test_a_secret_whose_key_is_gone_refuses_the_start(db_dsn: str) -> None:
+async def test_a_secret_whose_key_is_gone_refuses_the_start_and_dead_letters(
+    db_dsn: str,
+) -> None:
     async with running_api(db_dsn, SecretBox(OLD)) as api:
         job = await create_job(api, secret_job(0))
     async with running_worker_api(db_dsn, secrets=SecretBox(AFTER)) as worker:
-        run_id = await worker.queue_scheduled_run(job.job_id, await worker.now())
-        refused = await failure(worker.start(run_id))
+        single = await worker.queue_scheduled_run(job.job_id, await worker.now())
+        refused = await failure(worker.start(single))
         assert (refused.code, refused.reason) == (
             grpc.StatusCode.FAILED_PRECONDITION,
             "SECRET_UNREADABLE",
         )
         assert "old" in refused.message
+        batched = await worker.queue_scheduled_run(
+            job.job_id, await worker.now() - timedelta(seconds=1)
+        )
+        start = wpb.StartAttemptRequest(run_id=str(batched), delivery_id="d-2", worker_id="w-1")
         batch = await worker.stub.StartAttempts(
-            wpb.StartAttemptsRequest(
-                starts=[
-                    wpb.StartAttemptRequest(run_id=str(run_id), delivery_id="d-1", worker_id="w-1")
-                ]
-            ),
-            metadata=worker.auth(),
+            wpb.StartAttemptsRequest(starts=[start]), metadata=worker.auth()
         )
         (result,) = batch.results
         assert (result.error.code, result.error.reason) == (
             "FAILED_PRECONDITION",
             "SECRET_UNREADABLE",
         )
+        # Neither holds an attempt nobody runs: each ended at once, dead-lettered.
+        for run_id in (single, batched):
+            run = await worker.run_row(run_id)
+            assert (run["state"], run["reason"]) == ("DEAD_LETTERED", "NON_RETRYABLE")
+            assert "not in the keyring" in run["reason_detail"]
+            (attempt,) = await worker.attempts(run_id)
+            assert (attempt["outcome"], attempt["call_progress"]) == ("FAILED", "NOT_BEGUN")

@@ -7,6 +7,7 @@ answer that hands the run to its worker, and nowhere else.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
@@ -197,7 +198,30 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
             span.set_attribute(RUN_ID, request.run_id)
             result = await self._store.start(run_id, delivery_id, worker_id)
             span.set_attributes({ATTEMPT: result.attempt, "duetime.decision": result.answer.value})
-        return encode_start(result, self._secrets)
+        try:
+            return encode_start(result, self._secrets)
+        except SecretUnreadable as error:
+            await self._end_unreadable(result, worker_id, error)
+            raise
+
+    async def _end_unreadable(
+        self, started: StartResult, worker_id: str, error: SecretUnreadable
+    ) -> None:
+        """A run started whose secrets this scheduler cannot open ends at once, failed without
+        a retry (its team is alerted; a redrive runs it once the key is back in the keyring),
+        instead of holding an attempt nobody runs until its lease expires."""
+        if started.run is None:
+            return
+        with contextlib.suppress(DuetimeError):  # another report or the reaper came first
+            await self._store.complete(
+                started.run.run_id,
+                started.attempt,
+                worker_id,
+                AttemptOutcome.FAILED,
+                False,
+                error.message,
+                CallProgress.NOT_BEGUN,
+            )
 
     async def Heartbeat(
         self, request_iterator: AsyncIterator[pb.HeartbeatRequest], context: Context
@@ -292,6 +316,7 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
                 try:
                     results[i].response.CopyFrom(encode_start(answer, self._secrets))
                 except SecretUnreadable as error:
+                    await self._end_unreadable(answer, request.starts[i].worker_id, error)
                     results[i].error.CopyFrom(entry_error(error))
                     _end_failed(span, error)
                     continue
