@@ -157,7 +157,7 @@ class Vocabulary:
         known = self.by_name.get(name)
         if tame:
             short = st.text(st.characters(codec="ascii", categories=["L", "N"]), max_size=12)
-            return _mostly(st.sampled_from(known), short, 4) if known else short
+            return st.sampled_from(known) if known else short
         known = [*(known or []), *self.odd.get(name, [])]
         junk = st.one_of(
             st.sampled_from(
