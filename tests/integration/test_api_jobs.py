@@ -193,6 +193,10 @@ async def test_create_is_idempotent_by_request_id(api: ApiClient) -> None:
     first = (await api.stub.CreateJob(request, metadata=api.auth())).job
     again = (await api.stub.CreateJob(request, metadata=api.auth())).job
     assert again.job_id == first.job_id
+    # Secret values take no part in the comparison: nothing of them is kept, not even a digest.
+    other_secret = svc.CreateJobRequest(job=cron_job(), request_id="create-1")
+    other_secret.job.target.http.headers["Authorization"] = "Bearer another"
+    assert (await api.stub.CreateJob(other_secret, metadata=api.auth())).job.job_id == first.job_id
     assert await count(api.dsn, "jobs") == 1
     reused = await failure(
         api.stub.CreateJob(

@@ -68,7 +68,8 @@ class CreateJobRequest(_message.Message):
     request_id: _builtins.str
     """Optional but recommended. A client-chosen id (at most 128 characters) that makes the call
     idempotent for 24 hours: a retry with the same id returns the job created the first time.
-    Reusing an id for a different job fails with ALREADY_EXISTS.
+    Reusing an id for a different job fails with ALREADY_EXISTS (header and env values are
+    not compared: Duetime keeps nothing of them but their sealed form).
     """
     @_builtins.property
     def job(self) -> _job_pb2.Job:
