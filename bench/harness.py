@@ -186,12 +186,16 @@ async def bench_system(
     relay_extra: Mapping[str, str] = {},
     worker_extra: Mapping[str, str] = {},
 ) -> AsyncIterator[System]:
-    """The four services as processes, configured as deployed (the harness beats every second
-    for tests; production every 20 s)."""
+    """The four services as processes, configured as deployed: the test harness's short
+    partition lease (3 s) and heartbeat (1 s) give way to the production defaults."""
     async with running_system(
         dsn,
         workers=workers,
-        scheduler_extra=scheduler_extra,
+        scheduler_extra={
+            "DUETIME_PARTITION_LEASE_TTL": "10",
+            "DUETIME_PARTITION_SAFETY_MARGIN": "2",
+            **scheduler_extra,
+        },
         relay_extra=relay_extra,
         worker_extra={
             "DUETIME_HEARTBEAT_INTERVAL": "20",

@@ -15,6 +15,7 @@ etcd_missing_packages() {
 }
 
 etcd_endpoint() { echo "http://127.0.0.1:$ETCD_PORT"; }
+etcd_tls_endpoint() { echo "https://127.0.0.1:$ETCD_TLS_PORT"; }
 
 etcd_ours() {
   local pid
@@ -32,13 +33,17 @@ etcd_start() {
   mkdir -p "$ETCD_DATA"
   chmod 700 "$ETCD_DATA"
   rotate_log "$ETCD_LOG"
-  log "etcd: starting on 127.0.0.1:$ETCD_PORT (peer $ETCD_PEER_PORT)"
+  log "etcd: starting on 127.0.0.1:$ETCD_PORT, TLS on $ETCD_TLS_PORT (peer $ETCD_PEER_PORT)"
   local peer="http://127.0.0.1:$ETCD_PEER_PORT"
+  local clients
+  clients="$(etcd_endpoint),$(etcd_tls_endpoint)"
   # --auto-compaction-retention=1: keep one hour of history so a long-lived dev stack
-  # does not grow into the 2 GB backend quota.
+  # does not grow into the 2 GB backend quota. The TLS port requires a client certificate
+  # signed by the stack's CA (--client-cert-auth); the plaintext one asks for nothing.
   spawn_detached "$ETCD_PIDFILE" "$ETCD_LOG" "$ETCD_BIN" \
     --name "$ETCD_NAME" --data-dir "$ETCD_DATA" \
-    --listen-client-urls "$(etcd_endpoint)" --advertise-client-urls "$(etcd_endpoint)" \
+    --listen-client-urls "$clients" --advertise-client-urls "$clients" \
+    --cert-file "$TLS_CERT" --key-file "$TLS_KEY" --trusted-ca-file "$TLS_CA" --client-cert-auth \
     --listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" \
     --initial-cluster "$ETCD_NAME=$peer" --initial-cluster-state new \
     --auto-compaction-mode periodic --auto-compaction-retention 1 \
@@ -77,6 +82,8 @@ etcd_up_finish() {
       etcd_wait
     elif etcd_healthy; then
       log "etcd: already running (ours, pid $(read_pid "$ETCD_PIDFILE"), port $ETCD_PORT)"
+      tls_serves "$ETCD_TLS_PORT" ||
+        warn "etcd: no TLS on port $ETCD_TLS_PORT (started before it had one): 'scripts/stack down && scripts/stack up' to add it"
     else
       etcd_wait
     fi

@@ -75,11 +75,17 @@ kafka_write_config() {
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$KAFKA_CONTROLLER_PORT
-listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT
-advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT
+listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,SSL://127.0.0.1:$KAFKA_TLS_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,SSL://127.0.0.1:$KAFKA_TLS_PORT
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL
+# The SSL listener serves the stack's certificate (scripts/certs); clients verify it with
+# the stack's CA and need no certificate of their own.
+ssl.keystore.type=PKCS12
+ssl.keystore.location=$TLS_KEYSTORE
+ssl.keystore.password=$(cat "$TLS_DIR/keystore.password")
+ssl.client.auth=none
 log.dirs=$KAFKA_DATA
 num.partitions=6
 log.retention.hours=24

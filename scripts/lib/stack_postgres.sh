@@ -109,8 +109,15 @@ timezone = 'UTC'
 log_timezone = 'UTC'
 logging_collector = off
 log_line_prefix = '%m [%p] %q%u@%d '
+# TLS with the stack's certificate (scripts/certs; copies in the data dir, which PostgreSQL
+# wants owned by it); clients choose: plaintext connections are still accepted.
+ssl = on
+ssl_cert_file = 'duetime-server.crt'
+ssl_key_file = 'duetime-server.key'
 EOF
 )
+  pg_copy_cert "$TLS_CERT" duetime-server.crt 644
+  pg_copy_cert "$TLS_KEY" duetime-server.key 600
   if [[ ! -f $PG_DATA/duetime.conf ]] || [[ $(cat "$PG_DATA/duetime.conf") != "$conf" ]]; then
     printf '%s\n' "$conf" >"$PG_DATA/duetime.conf"
     chown postgres:postgres "$PG_DATA/duetime.conf"
@@ -120,6 +127,15 @@ EOF
     printf "\ninclude_if_exists = 'duetime.conf'\n" >>"$PG_DATA/postgresql.conf"
   mkdir -p "$PG_SOCK_DIR"
   chown postgres:postgres "$PG_SOCK_DIR"
+}
+
+# pg_copy_cert FILE NAME MODE: FILE into the data dir as NAME, owned by postgres; a changed
+# copy has the server reload.
+pg_copy_cert() {
+  if ! cmp -s "$1" "$PG_DATA/$2"; then
+    install -o postgres -g postgres -m "$3" "$1" "$PG_DATA/$2"
+    PG_CONF_CHANGED=1
+  fi
 }
 
 pg_init() {

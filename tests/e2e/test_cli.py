@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 import yaml
 from google.protobuf import json_format
-from grpc import aio
 
 from duetime.jobs.v1 import job_service_pb2, job_service_pb2_grpc
 from tests.support.cli import Cli, Result, cli_env, duetime_command, team_cli
 from tests.support.databases import create_database, drop_database
 from tests.support.processes import service
+from tests.support.tls import service_channel
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -73,7 +73,7 @@ async def cli(api: tuple[str, str]) -> Cli:
 
 async def api_response(cli: Cli, rpc: str, request: Any) -> dict[str, Any]:
     """What the API itself answers, in proto3 JSON: what ``-o json`` must print."""
-    async with aio.insecure_channel(cli.api) as channel:
+    async with service_channel(cli.api) as channel:
         stub = job_service_pb2_grpc.JobServiceStub(channel)
         metadata = (("authorization", f"Bearer {cli.token}"),)
         response = await getattr(stub, rpc)(request, metadata=metadata)

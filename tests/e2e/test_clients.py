@@ -24,6 +24,7 @@ from tests.support.databases import create_database, drop_database
 from tests.support.http_target import Behaviour, HttpTarget, http_target
 from tests.support.processes import REPO
 from tests.support.system import System, running_system
+from tests.support.tls import also_plaintext
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -117,7 +118,9 @@ async def live(template_db: str) -> AsyncIterator[tuple[System, HttpTarget]]:
     name = f"duetime_t_{uuid.uuid4().hex[:12]}"
     dsn = await create_database(name, template=template_db)
     try:
-        async with http_target() as target, running_system(dsn) as system:
+        # The client programs speak plaintext gRPC (clients/*: TLS is theirs to add).
+        plaintext = also_plaintext("grpc")
+        async with http_target() as target, running_system(dsn, common_env=plaintext) as system:
             yield system, target
     finally:
         await drop_database(name)

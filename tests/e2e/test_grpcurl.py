@@ -1,4 +1,5 @@
-"""An engineer with grpcurl: list, describe and call the API process through reflection."""
+"""An engineer with grpcurl: list, describe and call the API process through reflection,
+over TLS (``-cacert``) as README's "Using the API" shows."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from typing import Any
 import asyncpg
 import pytest
 
-from duetime_infra.admin import create_team
+from duetime_infra.admin import create_operator_token, create_team
 from tests.support.databases import create_database, drop_database
 from tests.support.processes import Service, service, tool
+from tests.support.tls import grpcurl_tls_args
 
 
 @pytest.fixture
@@ -31,7 +33,7 @@ async def api_process(db_dsn: str) -> AsyncIterator[tuple[Service, str]]:
 
 
 async def grpcurl(address: str, *args: str, token: str | None = None, data: Any = None) -> str:
-    argv = [tool("grpcurl"), "-plaintext"]
+    argv = [tool("grpcurl"), *grpcurl_tls_args()]
     if token:
         argv += ["-H", f"authorization: Bearer {token}"]
     if data is not None:
@@ -121,7 +123,7 @@ async def test_grpcurl_lists_describes_and_drives_the_api(api_process: tuple[Ser
     # Errors are readable from the command line too: the bad field is named.
     process = await asyncio.create_subprocess_exec(
         tool("grpcurl"),
-        "-plaintext",
+        *grpcurl_tls_args(),
         "-H",
         f"authorization: Bearer {token}",
         "-d",
@@ -162,3 +164,53 @@ async def test_services_refuse_an_unmigrated_database(module: str) -> None:
         assert b"schema version 0 is older than this build needs" in out
     finally:
         await drop_database(name)
+
+
+async def test_an_operator_manages_teams_and_quotas_with_grpcurl(
+    api_process: tuple[Service, str], db_dsn: str
+) -> None:
+    api, team_token = api_process
+    conn = await asyncpg.connect(db_dsn)
+    try:
+        operator = await create_operator_token(conn)
+    finally:
+        await conn.close()
+    described = await grpcurl(api.address, "describe", "duetime.admin.v1.AdminService")
+    for rpc in ("CreateTeam", "UpdateTeamQuota", "CreateToken", "RevokeToken"):
+        assert f"rpc {rpc}" in described
+    admin = "duetime.admin.v1.AdminService"
+    team = json.loads(
+        await grpcurl(
+            api.address, f"{admin}/CreateTeam", token=operator, data={"team": {"teamId": "search"}}
+        )
+    )["team"]
+    assert team["name"] == "teams/search"
+    secret = json.loads(
+        await grpcurl(
+            api.address,
+            f"{admin}/CreateToken",
+            token=operator,
+            data={"token": {"role": "TOKEN_ROLE_TEAM", "teamId": "search"}},
+        )
+    )["secret"]
+    updated = json.loads(
+        await grpcurl(
+            api.address,
+            f"{admin}/UpdateTeamQuota",
+            token=operator,
+            data={
+                "name": "teams/search",
+                "quota": {"runsPerMinute": 600, "rateBurst": 10, "maxPriority": "PRIORITY_HIGH"},
+                "updateMask": {"paths": ["runs_per_minute", "rate_burst", "max_priority"]},
+            },
+        )
+    )["team"]
+    # grpcurl prints the proto field names.
+    assert updated["quota"]["runs_per_minute"] == "600"
+    assert updated["quota_overrides"]["max_priority"] == "PRIORITY_HIGH"
+    quota = json.loads(
+        await grpcurl(api.address, "duetime.jobs.v1.JobService/GetTeamQuota", token=secret)
+    )
+    assert quota["quota"]["rate_burst"] == "10"
+    with pytest.raises(AssertionError, match="PermissionDenied"):
+        await grpcurl(api.address, f"{admin}/ListTeams", token=team_token)

@@ -20,6 +20,7 @@ from tests.support.fleet import eventually
 from tests.support.http_target import Behaviour, http_target
 from tests.support.metrics import Scrape, metrics_port, scrape
 from tests.support.system import System, http_job, running_system
+from tests.support.tls import service_channel
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 
@@ -35,7 +36,7 @@ def scraped(port: int, holds: Callable[[Scrape], bool]) -> Callable[[], Awaitabl
 
 async def stale_report(system: System, run: run_pb2.Run) -> grpc.StatusCode:
     """Reports attempt 1 of a finished run again, as a worker that woke up late would."""
-    async with aio.insecure_channel(system.scheduler.address) as channel:
+    async with service_channel(system.scheduler.address) as channel:
         stub = worker_service_pb2_grpc.WorkerServiceStub(channel)
         try:
             await stub.CompleteAttempt(

@@ -9,7 +9,6 @@ from datetime import timedelta
 
 import asyncpg
 import pytest
-from grpc import aio
 
 from duetime.worker.v1 import worker_service_pb2 as wpb
 from duetime.worker.v1 import worker_service_pb2_grpc
@@ -23,6 +22,7 @@ from duetime_worker.attempts import ATTEMPT_METADATA_KEY
 from tests.support.fleet import TTL_SECONDS, eventually, new_prefix, schedulers
 from tests.support.jobs import TEAM, ensure_team
 from tests.support.secrets import secret_box
+from tests.support.tls import service_channel
 from tests.support.worker_api import job_message
 
 RUNS = 6
@@ -66,7 +66,7 @@ async def test_quota_held_runs_are_released_by_the_next_owner_after_a_kill(
         first["s1"].process.send_signal(signal.SIGKILL)
         await first["s1"].process.wait()
     async with schedulers(db_dsn, prefix, ["s2"]) as second:
-        channel = aio.insecure_channel(second["s2"].address)
+        channel = service_channel(second["s2"].address)
         stub = worker_service_pb2_grpc.WorkerServiceStub(channel)
         auth = ("authorization", f"Bearer {worker_token}")
         try:

@@ -14,7 +14,6 @@ from typing import Any
 
 import asyncpg
 import pytest
-from grpc import aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from duetime.jobs.v1 import job_service_pb2, run_pb2
@@ -23,6 +22,7 @@ from tests.support.http_target import Behaviour, Call, HttpTarget, http_target
 from tests.support.otlp import ReceivedSpan, TraceReceiver, otlp_receiver
 from tests.support.processes import service
 from tests.support.system import http_job, running_system
+from tests.support.tls import service_channel
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 
@@ -182,7 +182,7 @@ async def test_a_terminated_service_exports_the_spans_it_still_held(
     # A ten-minute batch delay: the spans leave only when the service shuts down.
     env = {"DUETIME_PG_DSN": db_dsn, "DUETIME_API_ADDRESS": "127.0.0.1:0", **receiver.env(600_000)}
     async with service("duetime_api", env, "DUETIME_API_PORT") as api:
-        async with aio.insecure_channel(api.address) as channel:
+        async with service_channel(api.address) as channel:
             health: Any = health_pb2_grpc.HealthStub(channel)  # the stubs do not declare Check
             answer = await health.Check(health_pb2.HealthCheckRequest())
             assert answer.status == health_pb2.HealthCheckResponse.SERVING

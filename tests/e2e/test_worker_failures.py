@@ -31,7 +31,6 @@ from typing import Any
 import asyncpg
 import grpc
 import pytest
-from grpc import aio
 
 from duetime.jobs.v1 import job_pb2, run_pb2
 from duetime.worker.v1 import worker_service_pb2 as wpb
@@ -44,6 +43,7 @@ from tests.support.jobs import shift_clock
 from tests.support.kafka import PrivateKafka, create_topics, free_port
 from tests.support.processes import Service, service
 from tests.support.system import System, http_job, running_system
+from tests.support.tls import service_channel
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
 
@@ -198,7 +198,7 @@ async def test_a_frozen_worker_cannot_record_its_stale_outcome_and_keeps_working
         await eventually(cut_off(target, 1), 10, "its call was cut off")
         assert not await logged(victim, "attempt_finished")()
         # Had it reported (the fencing token of its closed attempt), the report is refused.
-        channel = aio.insecure_channel(system.scheduler.address)
+        channel = service_channel(system.scheduler.address)
         try:
             stub: worker_service_pb2_grpc.WorkerServiceAsyncStub = (
                 worker_service_pb2_grpc.WorkerServiceStub(channel)

@@ -98,7 +98,11 @@ class Env:
         await self.w.complete(run_id, started.attempt)
 
     async def usage(self, team: str) -> asyncpg.Record:
-        row = await self.pool.fetchrow("SELECT * FROM team_usage WHERE team_id = $1", team)
+        row = await self.pool.fetchrow(
+            "SELECT u.stored_jobs, u.dispatched - f.finished AS in_flight, u.held "
+            "FROM team_usage u JOIN team_runs_done f USING (team_id) WHERE team_id = $1",
+            team,
+        )
         assert row is not None
         return row
 

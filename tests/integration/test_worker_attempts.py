@@ -11,7 +11,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 import pytest
@@ -89,6 +89,20 @@ async def test_waits_for_the_effective_time_by_the_server_clock(env: Env) -> Non
     assert call.headers["Authorization"] == "Bearer s3cret"
     row = await env.w.run_row(run_id)
     assert row["state"] == "SUCCEEDED"
+
+
+async def test_the_target_is_told_the_attempt_deadline(env: Env) -> None:
+    job = await job_calling(env, "/deadline", Behaviour())
+    run_id = await env.w.queue_scheduled_run(job.job_id, await env.w.now())
+    await env.executor.process(RunDispatch(run_id=str(run_id)), "d-1", Answer())
+    (call,) = env.target.calls
+    # The job's attempt timeout (20 s), from the call's start: the target saw the request
+    # arrive just after the worker computed the deadline, on the same machine's clock.
+    assert 19 < float(call.headers["Duetime-Deadline-Seconds"]) <= 20
+    text = call.headers["Duetime-Deadline"]
+    assert text.endswith("Z")
+    deadline = datetime.fromisoformat(text)
+    assert timedelta(seconds=19) < deadline - call.time <= timedelta(seconds=20)
 
 
 async def test_a_refused_start_is_dropped_without_calling_the_target(env: Env) -> None:
@@ -265,6 +279,75 @@ async def _has_attempt(w: WorkerClient, run_id: uuid.UUID) -> bool:
 async def _lease_beyond(w: WorkerClient, run_id: uuid.UUID, when: object) -> bool:
     (attempt,) = await w.attempts(run_id)
     return bool(attempt["lease_expire_time"] > when)
+
+
+def due_at(run_id: uuid.UUID, effective: Any) -> RunDispatch:
+    message = RunDispatch(run_id=str(run_id))
+    message.effective_time.FromDatetime(effective)
+    return message
+
+
+async def test_an_attempt_started_ahead_calls_at_its_time_and_reports_when(env: Env) -> None:
+    job = await job_calling(env, "/ahead", Behaviour())
+    effective = await env.w.now() + timedelta(seconds=2)
+    run_id = await env.w.queue_scheduled_run(job.job_id, effective)
+    early = Executor(
+        env.w.stub,
+        "w-test",
+        (("authorization", f"Bearer {env.w.token}"),),
+        env.heartbeats,
+        env.http,
+        DisabledLauncher(),
+        early=10,
+    )
+    answered = Answer()
+    processing = asyncio.create_task(early.process(due_at(run_id, effective), "d-1", answered))
+
+    async def started_ahead() -> bool:
+        attempts = await env.w.attempts(run_id)
+        return bool(attempts) and attempts[0]["early"]
+
+    await eventually(started_ahead, 5, "the attempt started ahead of its time", interval=0.02)
+    assert await env.w.now() < effective
+    assert env.target.calls == []
+    await asyncio.wait_for(processing, 20)
+    (call,) = env.target.calls
+    assert call.time >= effective - CLOCK_SLACK
+    (attempt,) = await env.w.attempts(run_id)
+    assert attempt["outcome"] == "SUCCEEDED"
+    assert effective <= attempt["start_time"] <= call.time + CLOCK_SLACK
+    assert (await env.w.run_row(run_id))["first_start_time"] == attempt["start_time"]
+
+
+async def test_a_job_paused_before_a_call_started_ahead_is_not_called(env: Env) -> None:
+    job = await job_calling(env, "/paused", Behaviour())
+    effective = await env.w.now() + timedelta(seconds=2)
+    run_id = await env.w.queue_scheduled_run(job.job_id, effective)
+    early = Executor(
+        env.w.stub,
+        "w-test",
+        (("authorization", f"Bearer {env.w.token}"),),
+        env.heartbeats,
+        env.http,
+        DisabledLauncher(),
+        early=10,
+    )
+    processing = asyncio.create_task(early.process(due_at(run_id, effective), "d-1", Answer()))
+
+    async def started_ahead() -> bool:
+        return bool(await env.w.attempts(run_id))
+
+    await eventually(started_ahead, 5, "the attempt started ahead of its time", interval=0.02)
+    await env.api.stub.PauseJob(svc.PauseJobRequest(name=job.name), metadata=env.api.auth())
+    await asyncio.wait_for(processing, 20)
+    assert env.target.calls == []
+    (attempt,) = await env.w.attempts(run_id)
+    assert (attempt["outcome"], attempt["error"]) == ("HANDED_BACK", "not begun: JOB_PAUSED")
+    # Its redelivery finds the job paused: skipped, never called.
+    await early.process(due_at(run_id, effective), "d-2", Answer())
+    row = await env.w.run_row(run_id)
+    assert (row["state"], row["reason"]) == ("SKIPPED", "JOB_PAUSED")
+    assert env.target.calls == []
 
 
 async def test_an_at_most_once_call_is_announced_before_it_is_sent(env: Env) -> None:

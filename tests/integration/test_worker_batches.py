@@ -262,9 +262,11 @@ async def test_a_failed_batch_transaction_answers_every_entry_one_by_one(
     runs = [await trigger(api, await create_job(api), f"r{i}") for i in range(3)]
     for step in ("start", "complete"):
         async with w.pool.acquire() as conn, conn.transaction():
-            # Every statement that reads a run's definition waits: the batch's first statement
-            # times out (its transaction fails), then the one-run path waits until the commit.
-            await conn.execute("LOCK TABLE job_versions IN ACCESS EXCLUSIVE MODE")
+            # Every statement that reads a run's definition (starts) or its attempts (reports)
+            # waits: the batch's first statement times out (its transaction fails), then the
+            # one-run path waits until the commit.
+            table = "job_versions" if step == "start" else "attempts"
+            await conn.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
             if step == "start":
                 batch: asyncio.Task[list[Any]] = asyncio.create_task(
                     start_many(w, [(r, f"d-{i}") for i, r in enumerate(runs)])

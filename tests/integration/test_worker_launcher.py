@@ -109,7 +109,8 @@ async def test_unlisted_commands_are_refused() -> None:
 
 
 async def test_container_targets_are_off_by_default() -> None:
-    launcher = launcher_for(Settings.from_env({"DUETIME_WORKER_TOKEN": "dtw_x"}))
+    env = {"DUETIME_WORKER_TOKEN": "dtw_x", "DUETIME_PLAINTEXT": "all"}
+    launcher = launcher_for(Settings.from_env(env))
     assert isinstance(launcher, DisabledLauncher)
     outcome = await launcher.launch(spec("true"), 1, 10)
     assert outcome.result == pb.ATTEMPT_RESULT_FAILED
@@ -118,7 +119,11 @@ async def test_container_targets_are_off_by_default() -> None:
 
 
 def test_permitted_commands_alone_still_choose_the_local_launcher() -> None:
-    env = {"DUETIME_WORKER_TOKEN": "dtw_x", "DUETIME_LOCAL_LAUNCHER_COMMANDS": "sh"}
+    env = {
+        "DUETIME_WORKER_TOKEN": "dtw_x",
+        "DUETIME_LOCAL_LAUNCHER_COMMANDS": "sh",
+        "DUETIME_PLAINTEXT": "all",
+    }
     assert isinstance(launcher_for(Settings.from_env(env)), LocalProcessLauncher)
 
 

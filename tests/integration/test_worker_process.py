@@ -38,7 +38,7 @@ async def test_the_worker_refuses_to_start_without_a_token() -> None:
         sys.executable,
         "-m",
         "duetime_worker",
-        env={**env, "DUETIME_TARGET_ALLOW": "10.0.0.0/99"},
+        env={**env, "DUETIME_TARGET_ALLOW": "10.0.0.0/99", "DUETIME_PLAINTEXT": "all"},
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
@@ -102,6 +102,8 @@ def worker_env(w: WorkerClient, group: str, grace: float) -> dict[str, str]:
         "DUETIME_TARGET_ALLOW": "127.0.0.1",
         "DUETIME_SHUTDOWN_GRACE_SECONDS": str(grace),
         "DUETIME_HEARTBEAT_INTERVAL": "0.5",
+        # The WorkerService is in-process and plaintext, as the shared broker's port is.
+        "DUETIME_PLAINTEXT": "all",
     }
 
 

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
@@ -24,6 +25,9 @@ from duetime.events.v1.events_pb2 import RunDispatch
 from duetime_core.jobspec import Priority
 from duetime_infra.kafka import groups
 from tests.support.processes import REPO
+
+if TYPE_CHECKING:
+    from tests.support.tls import Certs
 
 
 def shared_bootstrap() -> str:
@@ -188,12 +192,15 @@ def kafka_libs() -> Path:
 class PrivateKafka:
     """A single-node KRaft broker of one test's own, on free ports, with its data in
     ``directory``: formatted and started the way scripts/lib/stack_kafka.sh does it, from the
-    stack's jars. It can be stopped and started again on the same ports and data."""
+    stack's jars. It can be stopped and started again on the same ports and data. Given
+    ``certs``, it also serves an SSL listener with them (``ssl_bootstrap``)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, certs: Certs | None = None) -> None:
         self.directory = directory
         self.port = free_port()
         self.controller_port = free_port()
+        self.certs = certs
+        self.ssl_port = free_port() if certs is not None else 0
         self.libs = kafka_libs()
         self.java = shutil.which("java") or "java"
         self._process: asyncio.subprocess.Process | None = None
@@ -205,6 +212,27 @@ class PrivateKafka:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def ssl_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.ssl_port}"
+
+    def _listeners(self) -> list[str]:
+        listeners = f"PLAINTEXT://127.0.0.1:{self.port}"
+        if self.certs is not None:
+            listeners += f",SSL://127.0.0.1:{self.ssl_port}"
+        lines = [
+            f"listeners={listeners},CONTROLLER://127.0.0.1:{self.controller_port}",
+            f"advertised.listeners={listeners}",
+            "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL",
+        ]
+        if self.certs is not None:
+            lines += [
+                "ssl.keystore.type=PKCS12",
+                f"ssl.keystore.location={self.certs.keystore}",
+                f"ssl.keystore.password={self.certs.keystore_password}",
+            ]
+        return lines
+
     def _write_config(self) -> None:
         data = self.directory / "data"
         data.mkdir(parents=True, exist_ok=True)
@@ -214,12 +242,9 @@ class PrivateKafka:
                     "process.roles=broker,controller",
                     "node.id=1",
                     f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}",
-                    f"listeners=PLAINTEXT://127.0.0.1:{self.port},"
-                    f"CONTROLLER://127.0.0.1:{self.controller_port}",
-                    f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}",
+                    *self._listeners(),
                     "controller.listener.names=CONTROLLER",
                     "inter.broker.listener.name=PLAINTEXT",
-                    "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
                     f"log.dirs={data}",
                     "num.partitions=3",
                     "auto.create.topics.enable=false",
@@ -344,8 +369,8 @@ class PrivateKafka:
 
 
 @asynccontextmanager
-async def private_kafka(directory: Path) -> AsyncIterator[PrivateKafka]:
-    kafka = PrivateKafka(directory)
+async def private_kafka(directory: Path, certs: Certs | None = None) -> AsyncIterator[PrivateKafka]:
+    kafka = PrivateKafka(directory, certs)
     await kafka.format()
     await kafka.start()
     try:

@@ -1,6 +1,11 @@
 """The whole system as separate processes — api, scheduler, relay and worker(s) — on a fresh
 database with real etcd and Kafka, plus a client for the Job API.
 
+Over TLS, as deployed: the api and the scheduler serve the environment's certificate
+(``scripts/stack env``), the scheduler requires client certificates of its CA and the workers
+present theirs without a token (mTLS), and PostgreSQL, etcd and Kafka are reached over TLS
+wherever the stack serves it (``with_stack_tls``), except for servers of a test's own.
+
 The dispatch topics are shared with other tests, so each system's workers use a consumer group
 of their own that starts at the topics' current ends; messages of other databases' runs that
 still reach them are refused by this system's scheduler (RUN_NOT_FOUND) and dropped. Their
@@ -18,7 +23,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 import asyncpg
-from grpc import aio
 
 from duetime.jobs.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, run_pb2
 from duetime_infra.admin import create_team, create_worker_token
@@ -27,6 +31,7 @@ from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
 from tests.support.fleet import new_prefix, scheduler_env
 from tests.support.kafka import shared_bootstrap
 from tests.support.processes import Service, service
+from tests.support.tls import service_channel, service_client_tls, with_stack_tls
 
 TEAM = "team-e2e"
 
@@ -53,8 +58,8 @@ async def start_worker_groups_at_end(group: str) -> None:
 class Api:
     """The Job API as one team sees it."""
 
-    def __init__(self, address: str, token: str) -> None:
-        self._channel = aio.insecure_channel(address)
+    def __init__(self, address: str, token: str, settings: Mapping[str, str] = {}) -> None:
+        self._channel = service_channel(address, settings)
         self.stub: job_service_pb2_grpc.JobServiceAsyncStub = job_service_pb2_grpc.JobServiceStub(
             self._channel
         )
@@ -130,21 +135,28 @@ class System:
     team_token: str
     worker_token: str
     group: str
+    # Workers authenticate with their client certificates (the scheduler requires them).
+    mtls: bool = False
+    # Every worker's settings before its own (TLS, the test's common ones).
+    common_env: Mapping[str, str] = field(default_factory=dict)
     workers: dict[str, Service] = field(default_factory=dict)
     _stack: AsyncExitStack = field(default_factory=AsyncExitStack)
 
     def worker_env(self, worker_id: str, extra: Mapping[str, str] = {}) -> dict[str, str]:
-        return {
-            "DUETIME_SCHEDULER_TARGET": self.scheduler.address,
-            "DUETIME_WORKER_TOKEN": self.worker_token,
-            "DUETIME_WORKER_ID": worker_id,
-            "DUETIME_WORKER_GROUP": self.group,
-            "DUETIME_NOTIFY_GROUP": notify_group(self.group),
-            "DUETIME_TARGET_ALLOW": "127.0.0.1",
-            "DUETIME_HEARTBEAT_INTERVAL": "1",
-            "DUETIME_SHUTDOWN_GRACE_SECONDS": "2",
-            **extra,
-        }
+        return with_stack_tls(
+            {
+                **self.common_env,
+                "DUETIME_SCHEDULER_TARGET": self.scheduler.address,
+                "DUETIME_WORKER_TOKEN": "" if self.mtls else self.worker_token,
+                "DUETIME_WORKER_ID": worker_id,
+                "DUETIME_WORKER_GROUP": self.group,
+                "DUETIME_NOTIFY_GROUP": notify_group(self.group),
+                "DUETIME_TARGET_ALLOW": "127.0.0.1",
+                "DUETIME_HEARTBEAT_INTERVAL": "1",
+                "DUETIME_SHUTDOWN_GRACE_SECONDS": "2",
+                **extra,
+            }
+        )
 
     async def start_worker(self, worker_id: str, extra: Mapping[str, str] = {}) -> Service:
         """Starts one more worker process; it is stopped (SIGTERM) when the system stops."""
@@ -175,28 +187,46 @@ async def running_system(
         await conn.close()
     group = f"duetime-test-workers-{uuid.uuid4().hex[:12]}"
     await start_worker_groups_at_end(group)
-    base = {"DUETIME_PG_DSN": db_dsn, "DUETIME_SHUTDOWN_GRACE_SECONDS": "2", **common_env}
+    base = {
+        "DUETIME_PG_DSN": db_dsn,
+        "DUETIME_SHUTDOWN_GRACE_SECONDS": "2",
+        **common_env,
+    }
+    client_tls = service_client_tls(base)
+    mtls = client_tls is not None and bool(client_tls.cert_file)
+    worker_ca = {"DUETIME_WORKER_CLIENT_CA_FILE": client_tls.ca_file} if mtls and client_tls else {}
     async with AsyncExitStack() as stack:
         api_service = await stack.enter_async_context(
             service(
-                "duetime_api", {**base, "DUETIME_API_ADDRESS": "127.0.0.1:0"}, "DUETIME_API_PORT"
+                "duetime_api",
+                with_stack_tls({**base, "DUETIME_API_ADDRESS": "127.0.0.1:0"}),
+                "DUETIME_API_PORT",
             )
         )
         scheduler = await stack.enter_async_context(
             service(
                 "duetime_scheduler",
-                {**base, **scheduler_env(db_dsn, new_prefix(), "s1"), **scheduler_extra},
+                with_stack_tls(
+                    {
+                        **base,
+                        **scheduler_env(db_dsn, new_prefix(), "s1"),
+                        **worker_ca,
+                        **scheduler_extra,
+                    }
+                ),
                 "DUETIME_SCHEDULER_PORT",
             )
         )
         relay = await stack.enter_async_context(
-            service("duetime_relay", {**base, **relay_extra}, "DUETIME_RELAY_PORT")
+            service("duetime_relay", with_stack_tls({**base, **relay_extra}), "DUETIME_RELAY_PORT")
         )
-        api = Api(api_service.address, team_token)
+        api = Api(api_service.address, team_token, base)
         stack.push_async_callback(api.close)
-        system = System(db_dsn, api, api_service, scheduler, relay, team_token, worker_token, group)
+        system = System(
+            db_dsn, api, api_service, scheduler, relay, team_token, worker_token, group, mtls, base
+        )
         # Workers stop first (their own stack), while the scheduler still answers them.
         async with system._stack:
             for n in range(1, workers + 1):
-                await system.start_worker(f"w{n}", {**common_env, **worker_extra})
+                await system.start_worker(f"w{n}", worker_extra)
             yield system

@@ -30,10 +30,12 @@ from duetime_infra.dispatch import dispatch_row
 from duetime_infra.grpc.auth import Role, TokenCache
 from duetime_infra.grpc.interceptors import DuetimeInterceptor
 from duetime_infra.grpc.server import GrpcServer
+from duetime_infra.grpc.tls import channel_credentials, server_credentials
 from duetime_infra.pg.attempt_store import AttemptStore
 from duetime_infra.pg.pool import create_pool
 from duetime_infra.pg.team_store import principal_for
 from duetime_infra.secrets.sealing import SecretBox
+from duetime_infra.tls import ClientTls, ServerTls
 from duetime_infra.tracecontext import new_run_trace
 from duetime_scheduler.worker_servicer import ATTEMPT_METADATA_KEY, WorkerServicer
 from tests.support.api import ApiClient
@@ -169,8 +171,13 @@ async def running_worker_api(
     settings: AttemptSettings | None = None,
     rand: Callable[[], float] | None = None,
     server_settings: dict[str, str] | None = None,
+    server_tls: ServerTls | None = None,
+    client_tls: ClientTls | None = None,
     secrets: SecretBox | None = None,
 ) -> AsyncIterator[WorkerClient]:
+    """An in-process WorkerService, plaintext unless given TLS settings for the server and
+    the client (a server TLS with a client CA requires client certificates, as the scheduler's
+    with DUETIME_WORKER_CLIENT_CA_FILE)."""
     db = await asyncpg.connect(dsn)
     token = await create_worker_token(db)
     pool = await create_pool(dsn, max_size=8, server_settings=server_settings)
@@ -180,16 +187,22 @@ async def running_worker_api(
         [SERVICE_NAME],
         interceptors=[
             DuetimeInterceptor(
-                TokenCache(functools.partial(principal_for, pool)), {SERVICE_NAME: Role.WORKER}
+                TokenCache(functools.partial(principal_for, pool)),
+                {SERVICE_NAME: Role.WORKER},
+                Role.WORKER if server_tls is not None and server_tls.client_ca_file else None,
             )
         ],
+        credentials=server_credentials(server_tls),
     )
     worker_service_pb2_grpc.add_WorkerServiceServicer_to_server(
         WorkerServicer(store, secrets or secret_box()), server.server
     )
     await server.start()
     address = f"127.0.0.1:{server.port}"
-    channel = aio.insecure_channel(address)
+    if client_tls is None:
+        channel = aio.insecure_channel(address)
+    else:
+        channel = aio.secure_channel(address, channel_credentials(client_tls))
     try:
         yield WorkerClient(
             worker_service_pb2_grpc.WorkerServiceStub(channel), token, address, dsn, pool, db

@@ -14,7 +14,7 @@ from duetime_worker.config import Settings
 from duetime_worker.deadline import Deadline
 from duetime_worker.images import ImagePolicy, registry_of
 
-BASE = {"DUETIME_WORKER_TOKEN": "dtw_x"}
+BASE = {"DUETIME_WORKER_TOKEN": "dtw_x", "DUETIME_PLAINTEXT": "all"}
 PODMAN = {**BASE, "DUETIME_CONTAINER_LAUNCHER": "podman"}
 
 

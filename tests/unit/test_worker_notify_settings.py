@@ -7,7 +7,11 @@ import pytest
 from duetime_infra.config import ConfigError
 from duetime_worker.config import Settings
 
-BASE = {"DUETIME_WORKER_TOKEN": "dtw_x", "DUETIME_WORKER_GROUP": "workers"}
+BASE = {
+    "DUETIME_WORKER_TOKEN": "dtw_x",
+    "DUETIME_WORKER_GROUP": "workers",
+    "DUETIME_PLAINTEXT": "all",
+}
 
 
 def test_defaults() -> None:

@@ -6,9 +6,14 @@ from __future__ import annotations
 import pytest
 
 from duetime_infra.config import ConfigError
+from duetime_infra.grpc.channels import target_of
 from duetime_worker.config import Settings
 
-BASE = {"DUETIME_WORKER_TOKEN": "dtw_x", "DUETIME_WORKER_GROUP": "workers"}
+BASE = {
+    "DUETIME_WORKER_TOKEN": "dtw_x",
+    "DUETIME_WORKER_GROUP": "workers",
+    "DUETIME_PLAINTEXT": "all",
+}
 
 
 def test_defaults_give_a_herd_its_slots_and_local_processes_fewer() -> None:
@@ -55,3 +60,14 @@ def test_start_concurrency_has_a_default_and_bounds() -> None:
     assert chosen.start_concurrency == 64
     with pytest.raises(ConfigError, match="DUETIME_WORKER_START_CONCURRENCY"):
         Settings.from_env({**BASE, "DUETIME_WORKER_START_CONCURRENCY": "0"})
+
+
+def test_several_schedulers_are_ip_addresses_or_one_name() -> None:
+    two = Settings.from_env({**BASE, "DUETIME_SCHEDULER_TARGET": "10.0.0.1:5, 10.0.0.2:5"})
+    assert two.scheduler_addresses == ("10.0.0.1:5", "10.0.0.2:5")
+    assert target_of(two.scheduler_addresses) == "ipv4:10.0.0.1:5,10.0.0.2:5"
+    named = Settings.from_env({**BASE, "DUETIME_SCHEDULER_TARGET": "schedulers.internal:50052"})
+    assert target_of(named.scheduler_addresses) == "schedulers.internal:50052"
+    for bad in ("a.internal:1,b.internal:1", "10.0.0.1:5,[::1]:5", "10.0.0.1", ""):
+        with pytest.raises(ConfigError, match="DUETIME_SCHEDULER_TARGET"):
+            Settings.from_env({**BASE, "DUETIME_SCHEDULER_TARGET": bad})

@@ -54,8 +54,23 @@ def connect(
             show_default=False,
         ),
     ] = "",
+    ca_file: Annotated[
+        str,
+        typer.Option(
+            envvar="DUETIME_TLS_CA_FILE",
+            metavar="FILE",
+            help="The CA that signed the API's certificate (default: the system's).",
+            show_default=False,
+        ),
+    ] = "",
+    plaintext: Annotated[
+        bool,
+        typer.Option(
+            "--plaintext", help="Talk to an API that serves no TLS (local development only)."
+        ),
+    ] = False,
 ) -> None:
-    ctx.obj = Session(api, token, team)
+    ctx.obj = Session(api, token, team, ca_file=ca_file, plaintext=plaintext)
 
 
 def main() -> None:

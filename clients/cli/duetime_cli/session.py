@@ -1,7 +1,7 @@
 """Where the CLI talks to Duetime: the address, the token, the channel and the service stubs.
 
-Channels are made in one function, ``open_channel``: the API listens in plaintext today, and a
-TLS option belongs there alone.
+Channels are made in one function, ``open_channel``: over TLS, the API verified with
+``--ca-file`` (DUETIME_TLS_CA_FILE) or the system's CAs, unless ``--plaintext``.
 """
 
 from __future__ import annotations
@@ -24,9 +24,19 @@ CALL_TIMEOUT_SECONDS = 30.0
 Response = TypeVar("Response", bound=Message)
 
 
-def open_channel(address: str) -> grpc.Channel:
+def open_channel(address: str, ca_file: str = "", plaintext: bool = False) -> grpc.Channel:
     """The one place a channel to Duetime is made."""
-    return grpc.insecure_channel(address)
+    if plaintext:
+        return grpc.insecure_channel(address)
+    root = None
+    if ca_file:
+        try:
+            with open(ca_file, "rb") as file:
+                root = file.read()
+        except OSError as error:
+            message = f"cannot read --ca-file {ca_file}: {error.strerror}"
+            raise Failure.local(ExitCode.USAGE, "INVALID_ARGUMENT", message) from None
+    return grpc.secure_channel(address, grpc.ssl_channel_credentials(root))
 
 
 @dataclass
@@ -36,12 +46,14 @@ class Session:
     address: str
     token: str
     team: str = ""
+    ca_file: str = ""
+    plaintext: bool = False
     _channel: grpc.Channel | None = field(default=None, repr=False)
 
     @property
     def channel(self) -> grpc.Channel:
         if self._channel is None:
-            self._channel = open_channel(self.address)
+            self._channel = open_channel(self.address, self.ca_file, self.plaintext)
         return self._channel
 
     @cached_property

@@ -67,6 +67,8 @@ _REFUSAL_BY_STATE = {
 ATTEMPT_CLOSED = "ATTEMPT_CLOSED"
 SUPERSEDED = RunReason.SUPERSEDED.value
 JOB_DELETED = RunReason.JOB_DELETED.value
+# An attempt started ahead of its time whose job was paused before its call began.
+JOB_PAUSED = RunReason.JOB_PAUSED.value
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,12 @@ class AttemptSettings:
     timeout_grace: timedelta = timedelta(seconds=30)
     # CANCEL_PREVIOUS: how soon the new run's worker asks again while the old attempt stops.
     supersede_retry_after: timedelta = timedelta(seconds=1)
+    # How long before a run's time its attempt may be started for a worker that asked early
+    # (it then calls the target at the run's time): the look-ahead's runs, with room.
+    max_early_start: timedelta = timedelta(seconds=10)
+    # Such an attempt's lease from its call time, until the beat before its call renews it: a
+    # worker gone before its call gives the run back this soon after its time.
+    early_lease: timedelta = timedelta(seconds=10)
 
 
 # --- starting ---------------------------------------------------------------------------------
@@ -172,6 +180,8 @@ class StartDecision:
     # is no open attempt to wait for, the run starts in the same transaction.
     cancel_attempts: tuple[OtherRun, ...] = field(default_factory=tuple)
     cancel_runs: tuple[OtherRun, ...] = field(default_factory=tuple)
+    # START ahead of the run's time: when the worker may call the target (None: now).
+    call_time: datetime | None = None
 
     @property
     def start_after_cancel(self) -> bool:
@@ -190,18 +200,32 @@ def _refuse(
 
 
 def check_admission(
-    run: StartView, now: datetime, delivery_id: str, worker_id: str
+    run: StartView,
+    now: datetime,
+    delivery_id: str,
+    worker_id: str,
+    *,
+    early: timedelta = timedelta(0),
 ) -> StartDecision | None:
-    """What can be answered from the run alone; None: the job and overlap must decide."""
+    """What can be answered from the run alone; None: the job and overlap must decide.
+    ``early``: how long before its time the asking worker can hold the run (an attempt started
+    ahead is for OVERLAP_POLICY_ALLOW only: the others are decided at the run's time)."""
     if run.state is RunState.RUNNING:
         if run.start_delivery_id == delivery_id and run.open_attempt_worker == worker_id:
             return StartDecision(StartKind.REPLAY)
         return _refuse(ALREADY_STARTED)
     if run.state is not RunState.QUEUED:
         return _refuse(_REFUSAL_BY_STATE[run.state])
-    if now < run.not_before:
+    if now < run.not_before and not starts_early(run, now, early):
         return StartDecision(StartKind.TOO_EARLY, until=run.not_before)
     return None
+
+
+def starts_early(run: StartView, now: datetime, early: timedelta) -> bool:
+    """The run's attempt may start now, ahead of its time, for a worker that holds it until
+    then: its time is at most ``early`` away and no other run of its job can change what its
+    start decides (pause and delete still reach it: the worker beats before it calls)."""
+    return run.overlap is OverlapPolicy.ALLOW and now < run.not_before <= now + early
 
 
 def misfire_check_needed(run: StartView, now: datetime) -> bool:
@@ -218,12 +242,13 @@ def decide_start(
     *,
     delivery_id: str,
     worker_id: str,
+    early: timedelta = timedelta(0),
 ) -> StartDecision:
     """StartAttempt's whole rule, in the design's order: state and time, the job, misfire,
-    overlap."""
-    early = check_admission(run, now, delivery_id, worker_id)
-    if early is not None:
-        return early
+    overlap. ``early``: as in ``check_admission``."""
+    answered = check_admission(run, now, delivery_id, worker_id, early=early)
+    if answered is not None:
+        return answered
     if job.state is None or job.state is JobState.DELETED:
         return _refuse(
             RUN_CANCELLED, RunState.CANCELLED, RunReason.JOB_DELETED, "the job was deleted"
@@ -232,6 +257,8 @@ def decide_start(
         return _refuse(
             RUN_SKIPPED, RunState.SKIPPED, RunReason.JOB_PAUSED, "the job was paused at start"
         )
+    if now < run.not_before:  # ahead of its time (starts_early): ALLOW, not late
+        return StartDecision(StartKind.START, call_time=run.not_before)
     missed = misfired(run, now, overlap.newer_scheduled_run)
     if missed is not None:
         return _refuse(RUN_MISSED, RunState.MISSED, RunReason.MISFIRE, missed)
@@ -430,15 +457,29 @@ def expiry_outcome(lease_expire_time: datetime, deadline: datetime) -> AttemptOu
     return AttemptOutcome.LEASE_EXPIRED
 
 
+NEVER_CALLED = "its worker went before the call of an attempt started ahead of its time"
+
+
 def decide_expiry(
     lease_expire_time: datetime,
     deadline: datetime,
     facts: EndFacts,
     now: datetime,
     rand: float,
+    *,
+    never_called: bool = False,
 ) -> tuple[AttemptOutcome, str, RunOutcome]:
     """The attempt's outcome, its error text, and the run's new state, for an attempt whose
-    lease expired or whose deadline passed at ``now``."""
+    lease expired or whose deadline passed at ``now``. One known ``never_called`` (started
+    ahead, its worker gone before its call) is given back like a hand-back: its target was
+    not called, so it spends no attempt of the budget (up to ``MAX_HAND_BACKS``)."""
+    if never_called:
+        outcome = AttemptOutcome.HANDED_BACK
+        return (
+            outcome,
+            NEVER_CALLED,
+            decide_completion(outcome, True, NEVER_CALLED, facts, now, rand),
+        )
     outcome = expiry_outcome(lease_expire_time, deadline)
     if outcome is AttemptOutcome.TIMED_OUT:
         error = "the attempt outlived its timeout and grace period"

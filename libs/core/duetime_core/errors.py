@@ -136,5 +136,8 @@ class PermissionDenied(DuetimeError):
 
 
 class Unavailable(DuetimeError):
+    """Try again later: answered with a ``google.rpc.RetryInfo`` of ``retry_delay`` seconds."""
+
     code = Code.UNAVAILABLE
     default_reason = "UNAVAILABLE"
+    retry_delay: float = 1.0

@@ -10,14 +10,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-import asyncpg
-
 from duetime_core.identity import Role
 from duetime_core.jobspec import Priority
 from duetime_core.teams import QUOTA_FIELDS, quota_value_problem
 from duetime_infra.config import env_dsn
 from duetime_infra.pg import team_store
-from duetime_infra.pg.pool import Conn
+from duetime_infra.pg.pool import Conn, connect
+from duetime_infra.tls import postgres_tls_from_env
 
 
 async def create_team(
@@ -66,7 +65,7 @@ def _quota_change(pairs: list[str]) -> dict[str, object | None]:
 
 
 async def _run(args: argparse.Namespace) -> None:
-    conn = await asyncpg.connect(args.dsn or env_dsn())
+    conn = await connect(args.dsn or env_dsn(), postgres_tls_from_env())
     try:
         if args.command == "create-team":
             print(await create_team(conn, args.team, args.notification_url))

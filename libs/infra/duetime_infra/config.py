@@ -53,10 +53,17 @@ class EnvReader:
 
     def address(self, name: str, default: str) -> str:
         raw = self._env.get(name, default)
-        host, sep, port = raw.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        if not _is_address(raw):
             self._errors.append(f"{name}={raw!r}: expected host:port")
         return raw
+
+    def addresses(self, name: str, default: str) -> tuple[str, ...]:
+        """A comma-separated list of host:port addresses, at least one."""
+        raw = self._env.get(name, default)
+        items = tuple(item.strip() for item in raw.split(",") if item.strip())
+        if not items or not all(map(_is_address, items)):
+            self._errors.append(f"{name}={raw!r}: expected host:port[,host:port...]")
+        return items
 
     def optional_address(self, name: str) -> str:
         """A host:port that may be left out: unset, empty or ``off`` is "" (disabled)."""
@@ -76,3 +83,8 @@ class EnvReader:
 
 def env_dsn(environ: Mapping[str, str] | None = None) -> str:
     return (os.environ if environ is None else environ).get("DUETIME_PG_DSN", DEFAULT_PG_DSN)
+
+
+def _is_address(text: str) -> bool:
+    host, sep, port = text.rpartition(":")
+    return bool(sep and host and port.isdigit() and 0 <= int(port) <= 65535)

@@ -5,19 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import ssl
 import sys
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-import asyncpg
+import uvloop
 
 from duetime_core.errors import DuetimeError
 from duetime_infra.config import ConfigError
 from duetime_infra.pg.migrate import check_schema
+from duetime_infra.pg.pool import connect
 
 
-async def require_schema(dsn: str) -> int:
-    conn = await asyncpg.connect(dsn)
+async def require_schema(dsn: str, tls: ssl.SSLContext | None = None) -> int:
+    conn = await connect(dsn, tls)
     try:
         return await check_schema(conn)
     finally:
@@ -43,10 +45,13 @@ def tune_collector() -> None:
 
 
 def run_service(name: str, main: Callable[[], Coroutine[Any, Any, None]]) -> None:
-    """Runs a service's main coroutine; a refusal to start is one clear line and exit code 1."""
+    """Runs a service's main coroutine on uvloop (libuv's event loop: the same asyncio, less
+    CPU a callback, a socket read, a timer); a refusal to start is one clear line and exit
+    code 1."""
     tune_collector()
     try:
-        asyncio.run(main())
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(main())
     except (DuetimeError, ConfigError) as error:
         print(f"{name}: cannot start: {error}", file=sys.stderr)
         sys.exit(1)

@@ -15,6 +15,7 @@ from duetime_api.servicer import JobServicer
 from duetime_infra.grpc.auth import Role, TokenCache
 from duetime_infra.grpc.interceptors import DuetimeInterceptor
 from duetime_infra.grpc.server import GrpcServer, run_until_terminated
+from duetime_infra.grpc.tls import server_credentials
 from duetime_infra.logs import configure_logging
 from duetime_infra.pg.job_store import JobStore
 from duetime_infra.pg.pool import create_pool
@@ -23,6 +24,7 @@ from duetime_infra.secrets.sealing import SecretBox
 from duetime_infra.startup import require_schema, run_service
 from duetime_infra.telemetry.metrics import start_metrics
 from duetime_infra.telemetry.tracing import setup_tracing
+from duetime_infra.tls import Link, warn_plaintext
 
 log = logging.getLogger("duetime_api")
 
@@ -31,9 +33,11 @@ ADMIN_SERVICE_NAME = admin_service_pb2.DESCRIPTOR.services_by_name["AdminService
 
 
 async def serve(settings: Settings) -> None:
+    warn_plaintext(settings.tls)
     start_metrics(settings.metrics_address, "api")
-    version = await require_schema(settings.pg_dsn)
-    pool = await create_pool(settings.pg_dsn, max_size=settings.pg_pool_size)
+    pg_tls = settings.tls.context(Link.POSTGRES)
+    version = await require_schema(settings.pg_dsn, pg_tls)
+    pool = await create_pool(settings.pg_dsn, max_size=settings.pg_pool_size, tls=pg_tls)
     try:
         store = JobStore(pool, SecretBox(settings.secret_keys))
         tokens = TokenCache(functools.partial(principal_for, pool))
@@ -45,6 +49,7 @@ async def serve(settings: Settings) -> None:
                     tokens, {SERVICE_NAME: Role.TEAM, ADMIN_SERVICE_NAME: Role.OPERATOR}
                 )
             ],
+            credentials=server_credentials(settings.tls.server()),
         )
         job_service_pb2_grpc.add_JobServiceServicer_to_server(
             JobServicer(JobService(store)), server.server

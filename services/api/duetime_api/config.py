@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from duetime_infra.config import EnvReader, env_dsn
 from duetime_infra.secrets.keyring import Keyring, read_keyring
+from duetime_infra.tls import Link, TlsSettings, read_tls
 
 
 @dataclass(frozen=True)
@@ -17,6 +18,7 @@ class Settings:
     shutdown_grace_seconds: float
     # host:port of the Prometheus scrape endpoint; "" (unset, empty or off): no metrics.
     metrics_address: str
+    tls: TlsSettings
     # Seals header and env values before they are stored (the API never opens them).
     secret_keys: Keyring
 
@@ -31,6 +33,7 @@ class Settings:
                 "DUETIME_SHUTDOWN_GRACE_SECONDS", 10, low=0, high=600
             ).total_seconds(),
             metrics_address=env.optional_address("DUETIME_METRICS_ADDRESS"),
+            tls=read_tls(env, serves=True, connects=[Link.POSTGRES]),
             secret_keys=read_keyring(env),
         )
         env.finish()

@@ -23,6 +23,7 @@ from duetime_infra.pg.pool import create_pool
 from duetime_infra.startup import require_schema, run_service
 from duetime_infra.telemetry.metrics import sample_periodically, start_metrics
 from duetime_infra.telemetry.tracing import setup_tracing
+from duetime_infra.tls import Link, warn_plaintext
 from duetime_relay.config import Settings
 from duetime_relay.outbox_gauges import SAMPLE_INTERVAL, sample_outbox
 from duetime_relay.reconciler import Reconciler
@@ -32,16 +33,23 @@ log = logging.getLogger("duetime_relay")
 
 
 async def serve(settings: Settings) -> None:
+    warn_plaintext(settings.tls)
     metrics = start_metrics(settings.metrics_address, "relay")
-    version = await require_schema(settings.pg_dsn)
+    pg_tls = settings.tls.context(Link.POSTGRES)
+    version = await require_schema(settings.pg_dsn, pg_tls)
     # One connection for the relay loop, one for the reconciler, one spare.
     pool = await create_pool(
-        settings.pg_dsn, min_size=1, max_size=3, server_settings=settings.session_settings
+        settings.pg_dsn,
+        min_size=1,
+        max_size=3,
+        server_settings=settings.session_settings,
+        tls=pg_tls,
     )
     producer = BatchProducer(
         settings.kafka_bootstrap,
         client_id=f"duetime-relay-{settings.relay_id}",
         delivery_timeout=settings.produce_timeout.total_seconds(),
+        tls=settings.tls.client(Link.KAFKA),
     )
     relay = Relay(
         pool,

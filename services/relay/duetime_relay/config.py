@@ -11,6 +11,7 @@ from datetime import timedelta
 from duetime_infra.config import ConfigError, EnvReader, env_dsn
 from duetime_infra.kafka.topics import DEFAULT_KAFKA_BOOTSTRAP
 from duetime_infra.pg.pool import TCP_KEEPALIVES
+from duetime_infra.tls import Link, TlsSettings, read_tls
 
 # A relay's transaction stays open while its batch is produced; PostgreSQL ends it after this
 # long idle (and any statement after this long running), so a frozen relay cannot hold outbox
@@ -33,6 +34,7 @@ class Settings:
     shutdown_grace_seconds: float
     # host:port of the Prometheus scrape endpoint; "" (unset, empty or off): no metrics.
     metrics_address: str
+    tls: TlsSettings
 
     @property
     def session_settings(self) -> dict[str, str]:
@@ -70,6 +72,7 @@ class Settings:
                 "DUETIME_SHUTDOWN_GRACE_SECONDS", 10, low=0, high=600
             ).total_seconds(),
             metrics_address=env.optional_address("DUETIME_METRICS_ADDRESS"),
+            tls=read_tls(env, serves=False, connects=[Link.POSTGRES, Link.KAFKA]),
         )
         bad_bootstrap = [part for part in bootstrap.split(",") if not _is_address(part.strip())]
         try:

@@ -21,6 +21,7 @@ from duetime_infra.etcd.partitions import PartitionLeases
 from duetime_infra.grpc.auth import Role, TokenCache
 from duetime_infra.grpc.interceptors import DuetimeInterceptor
 from duetime_infra.grpc.server import GrpcServer, run_until_terminated
+from duetime_infra.grpc.tls import server_credentials
 from duetime_infra.logs import configure_logging
 from duetime_infra.pg.attempt_store import AttemptStore
 from duetime_infra.pg.fencing import FencingToken
@@ -32,6 +33,7 @@ from duetime_infra.secrets.sealing import SecretBox
 from duetime_infra.startup import require_schema, run_service
 from duetime_infra.telemetry.metrics import start_metrics
 from duetime_infra.telemetry.tracing import setup_tracing
+from duetime_infra.tls import Link, warn_plaintext
 from duetime_scheduler.claimer import Claimer, OwnerTask
 from duetime_scheduler.config import Settings
 from duetime_scheduler.maintenance import PartitionMaintenance
@@ -52,13 +54,16 @@ def owner_tasks() -> list[OwnerTask]:
 
 
 async def serve(settings: Settings) -> None:
+    warn_plaintext(settings.tls)
     start_metrics(settings.metrics_address, "scheduler")
-    version = await require_schema(settings.pg_dsn)
+    pg_tls = settings.tls.context(Link.POSTGRES)
+    version = await require_schema(settings.pg_dsn, pg_tls)
     pool = await create_pool(
         settings.pg_dsn,
         min_size=2,
         max_size=settings.pg_pool_size,
         server_settings=settings.session_settings,
+        tls=pg_tls,
     )
     leases = PartitionLeases(
         settings.etcd_endpoint,
@@ -67,16 +72,21 @@ async def serve(settings: Settings) -> None:
         safety_margin=settings.partition_safety_margin.total_seconds(),
         epoch=settings.etcd_epoch,
         prefix=settings.etcd_prefix,
+        tls=settings.tls.client(Link.ETCD),
     )
     attempts = AttemptStore(
         pool,
         AttemptSettings(lease=settings.attempt_lease, timeout_grace=settings.attempt_grace),
     )
     tokens = TokenCache(functools.partial(principal_for, pool))
+    # With a worker CA, the server requires client certificates and a verified one is a worker.
+    server_tls = settings.tls.server(settings.worker_client_ca_file)
+    certificate_role = Role.WORKER if settings.worker_client_ca_file else None
     server = GrpcServer(
         settings.listen_address,
         [SERVICE_NAME],
-        interceptors=[DuetimeInterceptor(tokens, {SERVICE_NAME: Role.WORKER})],
+        interceptors=[DuetimeInterceptor(tokens, {SERVICE_NAME: Role.WORKER}, certificate_role)],
+        credentials=server_credentials(server_tls),
     )
     # One cache of decoded job definitions: the claim decodes a run's, its start reads it again.
     specs = SpecCache()

@@ -11,6 +11,9 @@ from datetime import timedelta
 from duetime_infra.config import EnvReader, env_dsn
 from duetime_infra.pg.pool import TCP_KEEPALIVES
 from duetime_infra.secrets.keyring import Keyring, read_keyring
+from duetime_infra.tls import PLAINTEXT, Link, TlsSettings, check_ca_file, read_tls, readable_file
+
+WORKER_CLIENT_CA_FILE = "DUETIME_WORKER_CLIENT_CA_FILE"
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,10 @@ class Settings:
     shutdown_grace_seconds: float
     # host:port of the Prometheus scrape endpoint; "" (unset, empty or off): no metrics.
     metrics_address: str
+    tls: TlsSettings
+    # The CA of the workers' client certificates: when set, WorkerService requires one signed by
+    # it (mTLS), and a worker so verified needs no token; "" (unset): workers send tokens.
+    worker_client_ca_file: str
     # Opens the header and env values of a run's target when its attempt starts.
     secret_keys: Keyring
 
@@ -82,7 +89,13 @@ class Settings:
                 "DUETIME_SHUTDOWN_GRACE_SECONDS", 10, low=0, high=600
             ).total_seconds(),
             metrics_address=env.optional_address("DUETIME_METRICS_ADDRESS"),
+            tls=read_tls(env, serves=True, connects=[Link.POSTGRES, Link.ETCD]),
+            worker_client_ca_file=readable_file(env, WORKER_CLIENT_CA_FILE),
             secret_keys=read_keyring(env),
         )
+        if settings.worker_client_ca_file:
+            check_ca_file(env, WORKER_CLIENT_CA_FILE, settings.worker_client_ca_file)
+            if Link.GRPC in settings.tls.plaintext:
+                env.problem(f"{WORKER_CLIENT_CA_FILE}: client certificates need TLS ({PLAINTEXT})")
         env.finish()
         return settings

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import AsyncIterator, Iterable
+from datetime import datetime
 from typing import Any
 
 from grpc import aio
@@ -22,7 +23,11 @@ from duetime_core.errors import DuetimeError, FieldViolation, InvalidArgument
 from duetime_core.records import AttemptOutcome
 from duetime_infra.codec.policy_codec import DELIVERY_NUMBERS
 from duetime_infra.codec.target_codec import encode_target_clear
-from duetime_infra.codec.timeconv import datetime_to_timestamp, timedelta_to_duration
+from duetime_infra.codec.timeconv import (
+    datetime_to_timestamp,
+    timedelta_to_duration,
+    timestamp_to_datetime,
+)
 from duetime_infra.pg.attempt_batch import MAX_BATCH, BatchAttempts, Report, StartRequest
 from duetime_infra.pg.attempt_store import (
     AttemptRef,
@@ -165,9 +170,24 @@ def encode_start(result: StartResult, secrets: SecretBox) -> pb.StartAttemptResp
         datetime_to_timestamp(result.effective_time, out.effective_time)
     if result.lease_expire_time is not None:
         datetime_to_timestamp(result.lease_expire_time, out.lease_expire_time)
+    if result.call_time is not None:
+        datetime_to_timestamp(result.call_time, out.call_time)
     if result.run is not None:
         out.run.CopyFrom(_encode_run(result.run, secrets))
     return out
+
+
+def _read_call_time(
+    violations: list[FieldViolation], field: str, report: pb.CompleteAttemptRequest
+) -> datetime | None:
+    """The call's reported start (None when not given)."""
+    if not report.HasField("call_time"):
+        return None
+    try:
+        return timestamp_to_datetime(report.call_time)
+    except ValueError as error:
+        violations.append(FieldViolation(field, str(error)))
+        return None
 
 
 def _end_failed(span: Span | None, error: DuetimeError) -> None:
@@ -196,7 +216,7 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
         # A span in the run's trace: the worker sends its context with the call.
         with rpc_span("start attempt", context.invocation_metadata()) as span:
             span.set_attribute(RUN_ID, request.run_id)
-            result = await self._store.start(run_id, delivery_id, worker_id)
+            result = await self._store.start(run_id, delivery_id, worker_id, request.early)
             span.set_attributes({ATTEMPT: result.attempt, "duetime.decision": result.answer.value})
         try:
             return encode_start(result, self._secrets)
@@ -220,7 +240,7 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
                 AttemptOutcome.FAILED,
                 False,
                 error.message,
-                CallProgress.NOT_BEGUN,
+                call=CallProgress.NOT_BEGUN,
             )
 
     async def Heartbeat(
@@ -270,6 +290,7 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
             violations.append(FieldViolation("result", problem))
         call = _read_call(violations, "call_progress", request.call_progress)
         token = read_attempt_token(violations, context.invocation_metadata())
+        call_time = _read_call_time(violations, "call_time", request)
         _check(violations)
         assert outcome is not None
         with rpc_span("complete attempt", context.invocation_metadata()) as span:
@@ -277,7 +298,14 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
                 {RUN_ID: request.run_id, ATTEMPT: token, "duetime.result": outcome.value}
             )
             result = await self._store.complete(
-                run_id, token, worker_id, outcome, request.retryable, request.error, call
+                run_id,
+                token,
+                worker_id,
+                outcome,
+                request.retryable,
+                request.error,
+                call_time,
+                call,
             )
             span.set_attribute("duetime.run_state", result.run_state.value)
         out = pb.CompleteAttemptResponse(run_state=f"RUN_STATE_{result.run_state.value}")
@@ -299,7 +327,7 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
             if violations:
                 results[i].error.CopyFrom(entry_error(InvalidArgument(violations)))
             else:
-                valid.append((i, StartRequest(run_id, delivery_id, worker_id)))
+                valid.append((i, StartRequest(run_id, delivery_id, worker_id, start.early)))
         # Each entry's span in its run's trace, as its own StartAttempt would have made.
         spans = [
             start_entry_span(
@@ -346,6 +374,7 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
                 violations.append(
                     FieldViolation(f"reports[{i}].attempt", "must be a positive attempt number")
                 )
+            call_time = _read_call_time(violations, f"reports[{i}].report.call_time", report)
             call = _read_call(
                 violations, f"reports[{i}].report.call_progress", report.call_progress
             )
@@ -362,6 +391,7 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
                         outcome,
                         report.retryable,
                         report.error,
+                        call_time,
                         call,
                     ),
                 )

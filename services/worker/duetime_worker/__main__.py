@@ -1,9 +1,10 @@
 """`python -m duetime_worker`: the worker service, which consumes dispatched runs and executes
 their targets under heartbeated leases.
 
-It has no database access: everything goes through the schedulers' WorkerService, authenticated
-with ``DUETIME_WORKER_TOKEN``. The process serves only the gRPC health service (and reflection)
-on ``DUETIME_WORKER_HEALTH_ADDRESS`` and prints ``DUETIME_WORKER_PORT=<port>`` once serving; its
+It has no database access: everything goes through the schedulers' WorkerService, over TLS,
+authenticated with ``DUETIME_WORKER_TOKEN`` or its client certificate. The process serves only
+the gRPC health service (and reflection, in plaintext: nothing secret) on
+``DUETIME_WORKER_HEALTH_ADDRESS`` and prints ``DUETIME_WORKER_PORT=<port>`` once serving; its
 consumers connect to Kafka in the background, trying again while the brokers are unreachable.
 On SIGTERM it stops taking messages and starting attempts at once (messages not started yet
 are left uncommitted, for another worker; an attempt whose start was already sent is handed
@@ -21,16 +22,17 @@ import asyncio
 import logging
 import resource
 
-from grpc import aio
 from grpc_health.v1 import health_pb2
 
 from duetime.worker.v1 import worker_service_pb2_grpc
+from duetime_infra.grpc.channels import scheduler_channel
 from duetime_infra.grpc.server import GrpcServer, run_until_terminated
 from duetime_infra.kafka.quiet import quiet_aiokafka
 from duetime_infra.logs import configure_logging
 from duetime_infra.startup import run_service
 from duetime_infra.telemetry.metrics import sample_periodically, start_metrics
 from duetime_infra.telemetry.tracing import setup_tracing
+from duetime_infra.tls import Link, warn_plaintext
 from duetime_worker.attempts import RPC_TIMEOUT, Executor
 from duetime_worker.batching import CHANNEL_OPTIONS, AttemptCalls
 from duetime_worker.config import Settings
@@ -46,12 +48,19 @@ log = logging.getLogger("duetime_worker")
 
 
 async def serve(settings: Settings) -> None:
+    warn_plaintext(settings.tls)
     metrics = start_metrics(settings.metrics_address, "worker")
-    channel = aio.insecure_channel(settings.scheduler_target, options=CHANNEL_OPTIONS)
+    channel = scheduler_channel(
+        settings.scheduler_addresses, settings.tls.client(Link.GRPC), CHANNEL_OPTIONS
+    )
     stub: worker_service_pb2_grpc.WorkerServiceAsyncStub = (
         worker_service_pb2_grpc.WorkerServiceStub(channel)
     )
-    metadata = (("authorization", f"Bearer {settings.worker_token}"),)
+    # No token: the client certificate is the worker's credential (mTLS).
+    metadata: tuple[tuple[str, str], ...] = ()
+    if settings.worker_token:
+        metadata = (("authorization", f"Bearer {settings.worker_token}"),)
+    kafka_tls = settings.tls.client(Link.KAFKA)
     heartbeats = Heartbeats(stub, settings.worker_id, metadata, settings.heartbeat_interval)
     # A connection for every execution slot and notification in all, so calls to different
     # hosts never queue for the pool; to one host at most ``connections_per_host`` (reused
@@ -75,6 +84,7 @@ async def serve(settings: Settings) -> None:
         calls=calls,
         slots=settings.concurrency,
         starting=settings.start_concurrency,
+        early=settings.early_starts,
     )
     # Messages held until their effective time count here, not against the execution slots.
     consumer = DispatchConsumer(
@@ -83,6 +93,7 @@ async def serve(settings: Settings) -> None:
         f"duetime-worker-{settings.worker_id}",
         settings.max_pending,
         executor.process,
+        tls=kafka_tls,
     )
     # Dead-letter notifications go through the same allow-listed client as targets.
     notifications = DeadLetterConsumer(
@@ -96,6 +107,7 @@ async def serve(settings: Settings) -> None:
                 timeout=settings.notify_timeout, give_up_after=settings.notify_give_up_after
             ),
         ),
+        tls=kafka_tls,
     )
     server = GrpcServer(settings.health_address, [])
     # Consuming stops first; heartbeats go on while in-flight attempts finish.

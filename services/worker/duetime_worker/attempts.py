@@ -2,6 +2,12 @@
 too early), run the target under the heartbeat stream, then CompleteAttempt with the fencing
 token in ``duetime-attempt`` metadata.
 
+A run due within ``EARLY_AHEAD`` has its attempt asked for ahead of its time (``early``): its
+start then happens before a herd's instant, not at it. The attempt is held under an early
+permit (not an execution slot); shortly before its call time a heartbeat is sent and answered
+(a job paused or deleted meanwhile cancels it: it is handed back unrun), and the call begins
+at its time by the server's clock, never before; the report carries when it began.
+
 The worker enforces its own lease: when the attempt's local lease deadline passes without a
 renewal (the scheduler unreachable, the worker frozen), the target call is stopped (a local
 process killed) and nothing is reported, because the scheduler closes the attempt at the same
@@ -62,6 +68,13 @@ ATTEMPT_METADATA_KEY = "duetime-attempt"
 RPC_TIMEOUT = 10.0
 # Used when a run carries no attempt timeout.
 DEFAULT_ATTEMPT_TIMEOUT = 3600.0
+# How long before a run's time its attempt is asked for ahead (the scheduler allows up to
+# 10 s, for runs of jobs whose overlap policy is ALLOW): the call then needs no start of its
+# own at the run's time.
+EARLY_AHEAD = 5.0
+# An attempt started ahead sends a heartbeat this long before its call, and calls only once
+# that beat is answered: a job paused or deleted meanwhile is a CANCEL then.
+PRE_CALL_BEAT = 0.25
 # Longest single wait on TOO_EARLY before asking again.
 MAX_EARLY_WAIT = 60.0
 # After a TOO_EARLY answer the message waits at least this long, doubling while the answers
@@ -142,6 +155,36 @@ class RecentKeys:
         return True
 
 
+def _once(action: Callable[[], None]) -> Callable[[], None]:
+    """``action``, done the first time the result is called and never again."""
+    done = False
+
+    def once() -> None:
+        nonlocal done
+        if not done:
+            done = True
+            action()
+
+    return once
+
+
+class Permits:
+    """A count of permits taken without waiting (``take``), each given back once."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._taken = 0
+
+    def take(self) -> bool:
+        if self._taken >= self.limit:
+            return False
+        self._taken += 1
+        return True
+
+    def release(self) -> None:
+        self._taken = max(0, self._taken - 1)
+
+
 class Slot:
     """One execution slot, given back once: when the target call ends, or at the latest when
     the message is done with."""
@@ -180,6 +223,7 @@ class Executor:
         calls: AttemptCalls | None = None,
         slots: int = 64,
         starting: int = 256,
+        early: int = 0,
     ) -> None:
         self._stub = stub
         self._calls = calls or AttemptCalls(stub, metadata, RPC_TIMEOUT)
@@ -189,6 +233,9 @@ class Executor:
         # batches, the scheduler) stay short and the fair queue in front of them decides who
         # goes first.
         self._starting = WeightedSlots(starting)
+        # Attempts started ahead of their runs' time, held until then: bounded apart from the
+        # execution slots, which go to runs whose time has come.
+        self._early = Permits(early)
         self._clock = ServerClock()
         self._executed = RecentKeys(EXECUTED_MEMORY)
         self._worker_id = worker_id
@@ -229,39 +276,80 @@ class Executor:
             attributes={RUN_ID: dispatch.run_id, "duetime.delivery_id": delivery_id},
         ):
             not_before, least = dispatch.effective_time, 0.0
+            early = self._early.limit > 0 and dispatch.target_kind != TARGET_KIND_CONTAINER
             while True:
-                # Held until its time (by the server's clock, as estimated) without a slot.
-                wait = max(self._clock.seconds_until(not_before), least)
+                # Held until its time (by the server's clock, as estimated) without a slot, or
+                # until a little before it to start its attempt ahead.
+                ahead = EARLY_AHEAD if early else 0.0
+                wait = max(self._clock.seconds_until(not_before) - ahead, least)
                 if not await self._hold(min(wait, MAX_EARLY_WAIT)):
                     return  # stopping: unanswered, so the message goes to another worker
-                reservation = await self._reserve(dispatch)
-                if isinstance(reservation, Unsettled):
-                    return  # stopping while waiting for the launcher: unanswered, as when held
-                try:
-                    async with Slot(self._slots, dispatch) as slot:
-                        async with Slot(self._starting, dispatch):
-                            started = await self._start_seen_through(dispatch.run_id, delivery_id)
-                        if isinstance(started, Timestamp):  # too early: wait again, no slot
-                            not_before = started
-                            least = min(max(least * 2, FIRST_EARLY_RETRY), MAX_EARLY_RETRY)
-                            continue
-                        if isinstance(started, Unsettled):
-                            return
-                        answered()
-                        if started is None:
-                            return
-                        if self._stopping.is_set():
-                            await self._hand_back_unrun(*started)
-                            return
-                        await self._execute(
-                            *started, call_ended=slot.release, reservation=reservation
-                        )
-                        return
-                except SlotsClosed:
-                    return  # stopping while waiting for a slot: unanswered, as when held
-                finally:
-                    if reservation is not None:
-                        reservation.release()
+                if early and self._clock.seconds_until(not_before) > 0 and self._early.take():
+                    again = await self._run_early(dispatch, delivery_id, answered)
+                    early = False  # answered TOO_EARLY: this run is started at its time
+                else:
+                    again = await self._run_when_due(dispatch, delivery_id, answered)
+                if again is None:
+                    return
+                not_before = again
+                least = min(max(least * 2, FIRST_EARLY_RETRY), MAX_EARLY_RETRY)
+
+    async def _run_when_due(
+        self, dispatch: RunDispatch, delivery_id: str, answered: Callable[[], None]
+    ) -> Timestamp | None:
+        """Starts and runs the attempt once a slot is free; for TOO_EARLY, when to ask again."""
+        reservation = await self._reserve(dispatch)
+        if isinstance(reservation, Unsettled):
+            return None  # stopping while waiting for the launcher: unanswered, as when held
+        try:
+            async with Slot(self._slots, dispatch) as slot:
+                async with Slot(self._starting, dispatch):
+                    started = await self._start_seen_through(dispatch.run_id, delivery_id)
+                if isinstance(started, Timestamp):  # too early: wait again, no slot
+                    return started
+                if isinstance(started, Unsettled):
+                    return None
+                answered()
+                if started is None:
+                    return None
+                if self._stopping.is_set():
+                    await self._hand_back_unrun(*started)
+                    return None
+                await self._execute(*started, call_ended=slot.release, reservation=reservation)
+                return None
+        except SlotsClosed:
+            return None  # stopping while waiting for a slot: unanswered, as when held
+        finally:
+            if reservation is not None:
+                reservation.release()
+
+    async def _run_early(
+        self, dispatch: RunDispatch, delivery_id: str, answered: Callable[[], None]
+    ) -> Timestamp | None:
+        """Starts the attempt ahead of its run's time under an early permit, and runs it at
+        that time; TOO_EARLY (the scheduler would not start this run ahead) gives the permit
+        back and says when to ask again."""
+        try:
+            async with Slot(self._starting, dispatch):
+                started = await self._start_seen_through(dispatch.run_id, delivery_id, early=True)
+        except SlotsClosed:
+            self._early.release()
+            return None
+        if isinstance(started, Timestamp) or started is None or isinstance(started, Unsettled):
+            self._early.release()
+            if not isinstance(started, Timestamp | Unsettled):
+                answered()
+            return started if isinstance(started, Timestamp) else None
+        answered()
+        release = _once(self._early.release)
+        try:
+            if self._stopping.is_set():
+                await self._hand_back_unrun(*started)
+                return None
+            await self._execute(*started, call_ended=release)
+            return None
+        finally:
+            release()
 
     async def _reserve(self, dispatch: RunDispatch) -> Reservation | Unsettled | None:
         """For a container target, the launcher's permit, waited for before the attempt is
@@ -291,7 +379,7 @@ class Executor:
         return reserving.result()
 
     async def _start_seen_through(
-        self, run_id: str, delivery_id: str
+        self, run_id: str, delivery_id: str, early: bool = False
     ) -> tuple[pb.StartAttemptResponse, float] | Timestamp | Unsettled | None:
         """``_start``, seen through to its answer even when this task is cancelled meanwhile.
         Cancelled while stopping, an attempt it started is handed back before the cancellation
@@ -302,7 +390,7 @@ class Executor:
         a run that never failed). The partition's next owner is refused ALREADY_STARTED for
         the redelivery and commits past it; this worker, given the partition back, replays the
         same attempt and drops it as a duplicate."""
-        started, cancelled = await despite_cancellation(self._start(run_id, delivery_id))
+        started, cancelled = await despite_cancellation(self._start(run_id, delivery_id, early))
         if cancelled:
             if isinstance(started, tuple) and not self._stopping.is_set():
                 task = asyncio.current_task()
@@ -326,13 +414,14 @@ class Executor:
         await self._complete(run_id, number, Outcome.handed_back(SHUTTING_DOWN, call=NOT_BEGUN))
 
     async def _start(
-        self, run_id: str, delivery_id: str
+        self, run_id: str, delivery_id: str, early: bool = False
     ) -> tuple[pb.StartAttemptResponse, float] | Timestamp | Unsettled | None:
         """The STARTED answer and the loop time its request was sent (the lease counts from
         there); for TOO_EARLY, when to ask again (server clock); None when the message is to be
-        dropped; UNSETTLED when a stopping worker gave up asking."""
+        dropped; UNSETTLED when a stopping worker gave up asking. ``early``: the attempt may
+        be started ahead of the run's time (its answer then says when to call)."""
         request = pb.StartAttemptRequest(
-            run_id=run_id, delivery_id=delivery_id, worker_id=self._worker_id
+            run_id=run_id, delivery_id=delivery_id, worker_id=self._worker_id, early=early
         )
         backoff = Backoff()
         loop = asyncio.get_running_loop()
@@ -413,12 +502,24 @@ class Executor:
                 extra={"action": "attempt_started", "run_id": run.run_id, "attempt": number},
             )
         at_most_once = run.delivery == job_pb2.DELIVERY_AT_MOST_ONCE
-        task = asyncio.create_task(self._call(run, number, timeout, reservation, at_most_once))
+        active: ActiveAttempt | None = None
+
+        def begun() -> None:
+            if active is not None:
+                active.began = True
+                active.call_time = self._clock.now()
+
+        if response.HasField("call_time"):
+            call = self._call_at(run, number, timeout, response.call_time, begun, at_most_once)
+        else:
+            call = self._call(run, number, timeout, reservation, at_most_once)
+        task = asyncio.create_task(call)
         active = ActiveAttempt(
             run.run_id,
             number,
             task,
             lease_deadline=sent_at + lease_length(response.lease_expire_time, response.server_time),
+            began=not response.HasField("call_time"),
             call=NOT_BEGUN if at_most_once else UNSAID,
         )
         self._heartbeats.add(active)
@@ -439,7 +540,7 @@ class Executor:
                 )
                 return
             outcome = _outcome_of(active)
-            await self._complete(run.run_id, number, outcome)
+            await self._complete(run.run_id, number, outcome, active.call_time)
             self.tally.count(_TALLIES.get(outcome.result, tally.FAILED))
             # A success is only counted (its line is DEBUG); anything else is logged with its
             # run id, a failure as a WARNING.
@@ -517,7 +618,31 @@ class Executor:
             return Outcome.timed_out(f"no result within {limit:g} s")
         return Outcome.failed(f"unknown target kind {kind!r}", retryable=False, call=NOT_BEGUN)
 
-    async def _complete(self, run_id: str, attempt: int, outcome: Outcome) -> None:
+    async def _call_at(
+        self,
+        run: pb.RunSpec,
+        attempt: int,
+        limit: float,
+        call_time: Timestamp,
+        begun: Callable[[], None],
+        announce: bool = False,
+    ) -> Outcome:
+        """An attempt started ahead of its time: a heartbeat answered shortly before the call
+        (a job paused or deleted since the start cancels it then), then the call at its time
+        by the server's clock, never before (and, at most once, once announced)."""
+        before = self._clock.seconds_until(call_time) - PRE_CALL_BEAT
+        if before > 0:
+            await asyncio.sleep(before)
+        await self._heartbeats.fresh()
+        # Asked again after each wait: the estimate of the server's clock may move meanwhile.
+        while (left := self._clock.seconds_until(call_time)) > 0:  # noqa: ASYNC110
+            await asyncio.sleep(left)
+        begun()
+        return await self._call(run, attempt, limit, None, announce)
+
+    async def _complete(
+        self, run_id: str, attempt: int, outcome: Outcome, call_time: Timestamp | None = None
+    ) -> None:
         request = pb.CompleteAttemptRequest(
             run_id=run_id,
             result=outcome.result,
@@ -526,6 +651,8 @@ class Executor:
             worker_id=self._worker_id,
             call_progress=outcome.call,
         )
+        if call_time is not None:
+            request.call_time.CopyFrom(call_time)
         backoff = Backoff()
         deadline = time.monotonic() + REPORT_PATIENCE
         while True:
@@ -584,7 +711,11 @@ def _outcome_of(active: ActiveAttempt) -> Outcome:
     call = active.call
     if task.cancelled():
         reason = active.cancel_reason or "cancelled"
-        if active.handed_back:
+        if active.handed_back or not active.began:
+            # Stopping, or cancelled before a call started ahead of its time began (its job
+            # was paused or deleted since): given back unrun, for the start to decide again.
+            if not active.began:
+                return Outcome.handed_back(f"not begun: {reason}", call=NOT_BEGUN)
             return Outcome.handed_back(reason, call=call)
         return Outcome.cancelled(reason, call=call)
     error = task.exception()

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from duetime_infra.config import ConfigError, EnvReader
+from duetime_infra.grpc.channels import target_of
+from duetime_infra.tls import Link, TlsSettings, read_tls
 from duetime_worker.images import ImagePolicy
 from duetime_worker.podman import PULL_POLICIES, PodmanSettings
 from duetime_worker.policy import TargetPolicy
@@ -21,6 +23,10 @@ DEFAULT_CONCURRENCY = 2000
 # waits behind at most a fraction of a second of another team's flood (the fair queue in front
 # of them orders the rest).
 DEFAULT_START_CONCURRENCY = 256
+# Attempts held started ahead of their time: a top-of-the-hour herd's share of a worker, so its
+# calls need no start of their own at the instant (bench/herd). They are held apart from the
+# execution slots, which stay free for runs whose time has come.
+DEFAULT_EARLY_STARTS = 5000
 # Local processes and containers are not cheap: a launcher runs at most this many at once,
 # whatever the slots allow (a container attempt waits for its permit before it is started).
 DEFAULT_LAUNCHER_CONCURRENCY = 16
@@ -37,14 +43,19 @@ DEFAULT_CONNECTIONS_PER_HOST = 256
 @dataclass(frozen=True)
 class Settings:
     worker_id: str
+    # "" when the worker authenticates with its client certificate alone (mTLS).
     worker_token: str
     kafka_bootstrap: str
-    scheduler_target: str
+    # The schedulers' addresses (host:port), the first reachable one used; a name may resolve
+    # to several.
+    scheduler_addresses: tuple[str, ...]
     # Attempts executing at once (execution slots).
     concurrency: int
     # Starts asked for at once: the queue in front of them is where runs wait when the
     # scheduler is the bottleneck, so it is shared among teams in weighted fair order.
     start_concurrency: int
+    # Attempts started ahead of their runs' time and held until it (0: none started ahead).
+    early_starts: int
     # HTTP connections to one target host at once; 0: only the total (one a slot) bounds them.
     connections_per_host: int
     # Messages taken from Kafka and not yet done: those held until their effective time (which
@@ -74,6 +85,7 @@ class Settings:
     notify_concurrency: int
     notify_timeout: float
     notify_give_up_after: float
+    tls: TlsSettings
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -85,7 +97,7 @@ class Settings:
             worker_id=env.text("DUETIME_WORKER_ID", f"{socket.gethostname()}-{os.getpid()}"),
             worker_token=token,
             kafka_bootstrap=env.text("DUETIME_KAFKA_BOOTSTRAP", DEFAULT_KAFKA_BOOTSTRAP),
-            scheduler_target=env.address("DUETIME_SCHEDULER_TARGET", "127.0.0.1:50052"),
+            scheduler_addresses=env.addresses("DUETIME_SCHEDULER_TARGET", "127.0.0.1:50052"),
             # Unset, the slots stay within a MAX_PENDING chosen when the default was lower:
             # such a deployment keeps starting; only an explicit conflict is refused.
             concurrency=env.integer(
@@ -96,6 +108,9 @@ class Settings:
             ),
             start_concurrency=env.integer(
                 "DUETIME_WORKER_START_CONCURRENCY", DEFAULT_START_CONCURRENCY, low=1, high=10_000
+            ),
+            early_starts=env.integer(
+                "DUETIME_WORKER_EARLY_STARTS", DEFAULT_EARLY_STARTS, low=0, high=100_000
             ),
             connections_per_host=env.integer(
                 "DUETIME_HTTP_CONNECTIONS_PER_HOST",
@@ -135,10 +150,15 @@ class Settings:
                 "DUETIME_NOTIFY_GIVE_UP_SECONDS", 900, low=1, high=7 * 24 * 3600
             ).total_seconds(),
             metrics_address=env.optional_address("DUETIME_METRICS_ADDRESS"),
+            tls=read_tls(env, serves=False, connects=[Link.GRPC, Link.KAFKA]),
         )
         problems = []
-        if not token:
-            problems.append("DUETIME_WORKER_TOKEN: required (a worker token)")
+        grpc_tls = settings.tls.client(Link.GRPC)
+        if not token and (grpc_tls is None or not grpc_tls.cert_file):
+            problems.append(
+                "DUETIME_WORKER_TOKEN: required (a worker token), unless the worker has a client "
+                "certificate (DUETIME_TLS_CERT_FILE) for a scheduler that requires them"
+            )
         if not settings.worker_id or len(settings.worker_id) > 200:
             problems.append("DUETIME_WORKER_ID: 1 to 200 characters")
         if settings.max_pending < settings.concurrency:
@@ -149,6 +169,10 @@ class Settings:
             )
         if not settings.group:
             problems.append("DUETIME_WORKER_GROUP: must not be empty")
+        try:
+            target_of(settings.scheduler_addresses)
+        except ValueError as error:
+            problems.append(f"DUETIME_SCHEDULER_TARGET: {error}")
         if not settings.notify_group or settings.notify_group == settings.group:
             problems.append("DUETIME_NOTIFY_GROUP: not empty, and not DUETIME_WORKER_GROUP")
         try:

@@ -33,9 +33,10 @@ from opentelemetry import context as otel_context
 
 from duetime.events.v1.events_pb2 import RunDispatch
 from duetime_core.jobspec import Priority
-from duetime_infra.kafka.connect import subscribe_when_reachable
+from duetime_infra.kafka.connect import security_options, subscribe_when_reachable
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
 from duetime_infra.telemetry import instruments
+from duetime_infra.tls import ClientTls
 from duetime_infra.tracecontext import context_of_kafka, tracing_active
 from duetime_worker.offsets import CommitOnRevoke, TrackedCommits, decode_or_skip
 from duetime_worker.slots import WEIGHTS, TurnOrder
@@ -66,6 +67,7 @@ class DispatchConsumer:
         concurrency: int,
         handler: Handler,
         topics: Mapping[Priority, str] = DISPATCH_TOPICS,
+        tls: ClientTls | None = None,
     ) -> None:
         self._consumer = AIOKafkaConsumer(
             bootstrap_servers=bootstrap,
@@ -74,6 +76,7 @@ class DispatchConsumer:
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             max_poll_interval_ms=300_000,
+            **security_options(tls),
         )
         self._topics = dict(topics)
         self._priority_of_topic = {topic: priority for priority, topic in topics.items()}

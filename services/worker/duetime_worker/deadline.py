@@ -1,5 +1,7 @@
 """The attempt's deadline as a target is told it: the instant (RFC 3339, UTC) by which its
-result must be known, and the seconds left until then (decimal, to the millisecond)."""
+result must be known, and the seconds left until then (decimal, to the millisecond). HTTP calls
+carry them as ``Duetime-Deadline`` and ``Duetime-Deadline-Seconds``; a launched process gets them
+as ``DUETIME_DEADLINE`` and ``DUETIME_DEADLINE_SECONDS``."""
 
 from __future__ import annotations
 
@@ -8,6 +10,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from duetime_core.runkey import rfc3339_utc
+
+DEADLINE_HEADER = "Duetime-Deadline"
+DEADLINE_SECONDS_HEADER = "Duetime-Deadline-Seconds"
 
 
 @dataclass(frozen=True)
@@ -28,3 +33,6 @@ class Deadline:
     def seconds_left(self, now: float | None = None) -> str:
         left = self.at - (time.time() if now is None else now)
         return f"{max(left, 0.0):.3f}"
+
+    def http_headers(self, now: float | None = None) -> dict[str, str]:
+        return {DEADLINE_HEADER: self.rfc3339, DEADLINE_SECONDS_HEADER: self.seconds_left(now)}

@@ -1,8 +1,10 @@
 """One bidirectional Heartbeat stream per worker, for the worker's life.
 
 Every interval (and at once when an attempt is added) it sends all the worker's active attempts,
-which renews their leases; a CANCEL directive cancels that attempt's task. A broken stream is
-opened again with backoff; the attempts stay registered meanwhile.
+which renews their leases; a CANCEL directive cancels that attempt's task. A broken stream, or
+one whose beat goes unanswered for ``ANSWER_TIMEOUT`` (a frozen scheduler), is opened again
+with backoff, on the channel's next reachable scheduler; the attempts stay registered
+meanwhile.
 
 Each renewal also moves the attempt's local lease deadline: the lease's length as the scheduler
 granted it (``lease_expire_time - server_time``, both on the database clock), counted on this
@@ -13,8 +15,7 @@ stops its attempt before the run can be given to another worker.
 An at-most-once attempt's beats also say how far its call got (NOT_BEGUN, then BEGUN), and its
 call begins only once a beat announcing BEGUN has been answered with a renewal
 (``announce_call``): the scheduler then knows that an attempt whose last word was NOT_BEGUN
-never called its target. Such an announcement is sent at once, not held back by the spacing
-of beats.
+never called its target.
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ from duetime_worker.outcome import BEGUN, UNSAID, Call, Outcome
 log = logging.getLogger(__name__)
 
 Key = tuple[str, int]
+# The least time between two beats when a call about to begin asks for one (``fresh``).
+URGENT_SPACING = 0.02
+# A beat not answered within this long breaks the stream (see ``_check_answered``).
+ANSWER_TIMEOUT = 10.0
 
 
 def lease_length(lease_expire_time: Timestamp, server_time: Timestamp) -> float:
@@ -58,6 +63,10 @@ class ActiveAttempt:
     cancel_reason: str = ""
     # Given back unfinished because the worker is stopping (not a cancel it was told to do).
     handed_back: bool = False
+    # An attempt started ahead of its time has not begun its call until this is set, and when
+    # it did, by the server's clock as this worker estimates it.
+    began: bool = True
+    call_time: Timestamp | None = None
     # How far its call got, said in every beat: tracked for at-most-once attempts only.
     call: Call = UNSAID
     # The first beat that carries the call's announcement, and what its renewal sets.
@@ -90,19 +99,25 @@ class Heartbeats:
         interval: float,
         *,
         max_backoff: float = 5.0,
+        answer_timeout: float = ANSWER_TIMEOUT,
     ) -> None:
         self._stub = stub
         self._worker_id = worker_id
         self._metadata = tuple(metadata)
         self._interval = interval
         self._max_backoff = max_backoff
+        self._answer_timeout = answer_timeout
+        # The shortest lease a beat's answer granted so far (seconds).
+        self._lease_seen = math.inf
         self._active: dict[Key, ActiveAttempt] = {}
-        # Send times and numbers of the beats on the current stream still waiting for their
-        # answer: the server answers each beat once, in order.
+        # Send times of the beats on the current stream still waiting for their answer: the
+        # server answers each beat once, in order.
         self._unanswered: collections.deque[tuple[float, int]] = collections.deque()
         self._wake = asyncio.Event()
-        # A call announced: beat now, whatever the spacing.
+        # Callers of ``fresh``: when each asked, and what it waits on.
+        self._fresh: list[tuple[float, asyncio.Future[None]]] = []
         self._urgent = asyncio.Event()
+        self._last_sent = -math.inf
         self.beats = 0
         self.streams_opened = 0
 
@@ -114,23 +129,47 @@ class Heartbeats:
         self._active[attempt.key] = attempt
         self._wake.set()
 
-    def remove(self, attempt: ActiveAttempt) -> None:
-        if self._active.get(attempt.key) is attempt:
-            del self._active[attempt.key]
+    async def fresh(self) -> None:
+        """Returns once a beat sent after this call was answered: each directive it carried
+        (a cancel for an attempt whose job was paused or deleted) is applied by then. Callers
+        at about the same time share one beat."""
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        self._fresh.append((loop.time(), waiter))
+        self._wake.set()
+        self._urgent.set()
+        await asyncio.shield(waiter)
 
     async def announce_call(self, key: Key) -> bool:
-        """Announces that the attempt's call begins and waits until a beat saying so has been
-        answered with a renewal; False when the attempt is no longer held. Bounded by the
-        attempt's lease: a beat answered with a cancel cancels the caller."""
+        """Announces that the attempt's call begins, beats at once, and waits until the beat
+        saying so has been answered with a renewal; False when the attempt is no longer held.
+        Bounded by the attempt's lease: a beat answered with a cancel cancels the caller."""
         attempt = self._active.get(key)
         if attempt is None:
             return False
         attempt.call = BEGUN
         attempt.announced_from = self.beats
-        self._urgent.set()
-        self._wake.set()
+        await self.fresh()
         await attempt.announced.wait()
         return True
+
+    def _fresh_wanted(self) -> bool:
+        """A caller of ``fresh`` waits for a beat not yet sent."""
+        return any(asked > self._last_sent for asked, _ in self._fresh)
+
+    def _answered(self, sent_at: float) -> None:
+        still = []
+        for asked, waiter in self._fresh:
+            if asked <= sent_at:
+                if not waiter.done():
+                    waiter.set_result(None)
+            else:
+                still.append((asked, waiter))
+        self._fresh = still
+
+    def remove(self, attempt: ActiveAttempt) -> None:
+        if self._active.get(attempt.key) is attempt:
+            del self._active[attempt.key]
 
     def hand_back_all(self, reason: str) -> None:
         for attempt in list(self._active.values()):
@@ -160,6 +199,7 @@ class Heartbeats:
                     length = lengths.get(at)
                     if length is None:
                         length = lengths[at] = lease_length(expiry, response.server_time)
+                        self._lease_seen = min(self._lease_seen, length)
                     attempt.renewed(sent_at, length)
                     if attempt.announced_from is not None and number >= attempt.announced_from:
                         attempt.announced.set()
@@ -178,6 +218,18 @@ class Heartbeats:
                     },
                 )
                 attempt.cancel(directive.reason or "cancelled by the scheduler")
+        self._answered(sent_at)
+
+    @property
+    def _patience(self) -> float:
+        """How long a beat may go unanswered: well within the shortest lease granted."""
+        return min(self._answer_timeout, self._lease_seen / 3)
+
+    def _check_answered(self, now: float) -> None:
+        """A scheduler that stopped answering (frozen, or stuck) is left for another: the
+        stream is broken, and opened again on the channel's next reachable scheduler."""
+        if self._unanswered and now - self._unanswered[0][0] > self._patience:
+            raise ConnectionError(f"no answer to a beat within {self._patience:g} s")
 
     async def _read(self, call: Any) -> None:
         while True:
@@ -202,14 +254,22 @@ class Heartbeats:
                 while True:
                     # A beat asked for by a new attempt comes at most every half interval: a
                     # herd of starts must not become one beat per start, each carrying every
-                    # attempt the worker holds.
+                    # attempt the worker holds. One asked for by ``fresh`` (a call about to
+                    # begin) goes at once, a few milliseconds after the last.
                     spacing = last_beat + self._interval / 2 - loop.time()
-                    if self._wake.is_set() and spacing > 0 and not self._urgent.is_set():
+                    if self._fresh_wanted():
+                        spacing = last_beat + URGENT_SPACING - loop.time()
+                    if self._wake.is_set() and spacing > 0:
+                        # Spaced: only a call about to begin cuts the wait short.
+                        self._urgent.clear()
                         waiting = {asyncio.create_task(self._urgent.wait()), reader, stop_wait}
                         timeout = spacing
                     else:
                         waiting = {asyncio.create_task(self._wake.wait()), reader, stop_wait}
                         timeout = self._interval
+                    if self._unanswered:  # an answer overdue breaks the stream, below
+                        overdue = self._unanswered[0][0] + self._patience - loop.time()
+                        timeout = max(0.0, min(timeout, overdue))
                     done, _ = await asyncio.wait(
                         waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
                     )
@@ -219,16 +279,18 @@ class Heartbeats:
                         reader.result()  # raises why the stream ended
                     if stop_wait in done:
                         return
+                    self._check_answered(loop.time())
                     self._wake.clear()
                     if self._active:
-                        last_beat = loop.time()
-                        self._urgent.clear()
+                        last_beat = self._last_sent = loop.time()
                         # Numbered and built at once: an announcement made while it is being
                         # written counts from the next beat, which carries it.
                         self._unanswered.append((last_beat, self.beats))
                         self.beats += 1
                         await call.write(self._request())
                         backoff = 0.1
+                    else:
+                        self._answered(loop.time())  # nothing to beat for: nothing to hear
             except Exception as error:  # any break of the stream: open a new one
                 detail = (
                     error.code().name

@@ -26,6 +26,7 @@ from aiohttp.resolver import ThreadedResolver
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_infra.tracecontext import current_traceparent
+from duetime_worker.deadline import Deadline
 from duetime_worker.outcome import ANSWERED, BEGUN, NOT_BEGUN, Outcome
 from duetime_worker.policy import TargetPolicy
 
@@ -126,6 +127,8 @@ class HttpCaller:
         headers = dict(http.headers)
         headers["Idempotency-Key"] = run.idempotency_key
         headers["Duetime-Attempt"] = str(attempt)
+        # When the worker stops waiting: the target may stop too.
+        headers.update(Deadline.after(limit).http_headers())
         # The caller's span (the target call's) when tracing is on, else the run's own.
         traceparent = current_traceparent(run.traceparent)
         if traceparent:

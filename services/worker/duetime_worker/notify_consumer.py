@@ -19,8 +19,9 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
 from duetime.events.v1.events_pb2 import DeadLetterEvent
-from duetime_infra.kafka.connect import subscribe_when_reachable
+from duetime_infra.kafka.connect import security_options, subscribe_when_reachable
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC
+from duetime_infra.tls import ClientTls
 from duetime_worker.notifier import Notifier
 from duetime_worker.offsets import CommitOnRevoke, TrackedCommits, decode_or_skip
 
@@ -38,6 +39,7 @@ class DeadLetterConsumer:
         concurrency: int,
         notifier: Notifier,
         topic: str = DEAD_LETTER_TOPIC,
+        tls: ClientTls | None = None,
     ) -> None:
         self._consumer = AIOKafkaConsumer(
             bootstrap_servers=bootstrap,
@@ -45,6 +47,7 @@ class DeadLetterConsumer:
             client_id=client_id,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
+            **security_options(tls),
         )
         self._topic = topic
         self._concurrency = concurrency

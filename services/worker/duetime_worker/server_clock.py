@@ -58,6 +58,16 @@ class ServerClock:
             self._samples.popleft()
         return self._samples[0][1]
 
+    def now(self) -> Timestamp:
+        """The server's clock now, as estimated (this host's wall clock before any answer)."""
+        out = Timestamp()
+        offset = self.offset()
+        if offset is None:
+            out.GetCurrentTime()
+        else:
+            out.FromNanoseconds(int((self._monotonic() + offset) * 1e9))
+        return out
+
     def seconds_until(self, moment: Timestamp) -> float:
         """How long until ``moment`` on the server's clock; 0 when unknown or past."""
         offset = self.offset()

@@ -140,6 +140,8 @@ def test_good_urls(url: str) -> None:
         "Idempotency-Key",
         "idempotency-key",
         "DUETIME-ATTEMPT",
+        "duetime-deadline",
+        "Duetime-Deadline-Seconds",
         "traceparent",
         "TraceState",
         "host",

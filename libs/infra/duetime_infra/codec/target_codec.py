@@ -44,6 +44,8 @@ RESERVED_HEADERS = frozenset(
     for name in (
         "Idempotency-Key",
         "Duetime-Attempt",
+        "Duetime-Deadline",
+        "Duetime-Deadline-Seconds",
         "traceparent",
         "tracestate",
         "Host",

@@ -2,7 +2,8 @@
 
 aetcd 1.0.0 has no type stubs, so its objects stay ``Any`` inside this module and nothing
 untyped leaves it. Every call is bounded by a timeout; a gRPC or aetcd error, or a timeout,
-becomes ``EtcdUnavailable``.
+becomes ``EtcdUnavailable``. Given TLS settings, the client dials over TLS (verifying etcd with
+the CA, presenting this process's certificate for etcd's ``--client-cert-auth``).
 """
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ from typing import Any, TypeVar
 
 import aetcd
 import grpc
+from aetcd import rpc, watcher
 
 from duetime_core.errors import Unavailable
+from duetime_infra.grpc.tls import channel_credentials
+from duetime_infra.tls import ClientTls
 
 T = TypeVar("T")
 
@@ -77,12 +81,51 @@ def _split_endpoint(endpoint: str) -> tuple[str, int]:
     return host, int(port)
 
 
+class _TlsClient(aetcd.Client):  # type: ignore[misc]
+    """aetcd 1.0.0 always dials in plaintext: this client is aetcd's, but for its channel,
+    which is a TLS one (the rest of ``connect`` as aetcd has it, without user/password)."""
+
+    _is_connecting: bool
+
+    def __init__(self, credentials: grpc.ChannelCredentials, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._credentials = credentials
+
+    async def connect(self) -> None:
+        if self._connected.is_set():
+            return
+        if self._is_connecting:
+            await asyncio.wait_for(self._connected.wait(), self._connect_wait_timeout)
+            return
+        try:
+            self._is_connecting = True
+            target = f"{self._host}:{self._port}"
+            self.channel = rpc.secure_channel(
+                target, self._credentials, options=self._options.items()
+            )
+            self.kvstub = rpc.KVStub(self.channel)
+            self.clusterstub = rpc.ClusterStub(self.channel)
+            self.leasestub = rpc.LeaseStub(self.channel)
+            self.maintenancestub = rpc.MaintenanceStub(self.channel)
+            self._watcher = watcher.Watcher(
+                rpc.WatchStub(self.channel), timeout=self._timeout, metadata=self.metadata
+            )
+            self._connected.set()
+        finally:
+            self._is_connecting = False
+
+
 class EtcdGateway:
-    def __init__(self, endpoint: str, *, request_timeout: float) -> None:
+    def __init__(
+        self, endpoint: str, *, request_timeout: float, tls: ClientTls | None = None
+    ) -> None:
         host, port = _split_endpoint(endpoint)
         self._timeout = request_timeout
         # No client-wide deadline: each call below has its own. Watch creation uses it too.
-        self._client: Any = aetcd.Client(host=host, port=port, timeout=None)
+        if tls is None:
+            self._client: Any = aetcd.Client(host=host, port=port, timeout=None)
+        else:
+            self._client = _TlsClient(channel_credentials(tls), host=host, port=port, timeout=None)
         self.endpoint = endpoint
 
     async def _call(self, what: str, call: Awaitable[T], limit: float | None = None) -> T:

@@ -40,6 +40,7 @@ from duetime_infra.etcd.gateway import EtcdGateway, EtcdUnavailable, KeyEvent
 from duetime_infra.etcd.keepalive import Backoff, LeaseKeeper, wait_event
 from duetime_infra.etcd.membership import KeyLayout, Ownership
 from duetime_infra.telemetry import instruments
+from duetime_infra.tls import ClientTls
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,7 @@ class PartitionLeases:
         recheck_interval: float = 1.0,
         partitions: int = PARTITIONS,
         max_in_flight: int = 64,
+        tls: ClientTls | None = None,
     ) -> None:
         ttl_s = math.ceil(ttl)
         interval = ttl_s / 3 if refresh_interval is None else refresh_interval
@@ -117,7 +119,7 @@ class PartitionLeases:
         self._max_in_flight = max_in_flight
         self._request_timeout = interval if request_timeout is None else request_timeout
         self._order = preference_order(scheduler_id, partitions)
-        self._gateway = EtcdGateway(endpoint, request_timeout=self._request_timeout)
+        self._gateway = EtcdGateway(endpoint, request_timeout=self._request_timeout, tls=tls)
         self._keeper = LeaseKeeper(
             self._gateway,
             ttl=ttl_s,

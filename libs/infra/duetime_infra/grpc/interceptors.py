@@ -1,5 +1,9 @@
 """A server interceptor: authentication for every Duetime call and one error boundary.
 
+A caller is authenticated by its bearer token, or, on a server that requires client
+certificates (the scheduler given a worker CA), by its verified certificate: such a caller has
+``certificate_role`` and needs no token.
+
 Servicer methods raise domain errors; this turns them into rich statuses, and turns anything
 unexpected into a logged INTERNAL without leaking a traceback to the caller.
 """
@@ -14,7 +18,14 @@ import grpc
 from grpc import aio
 
 from duetime_core.errors import DuetimeError, PermissionDenied
-from duetime_infra.grpc.auth import Role, TokenCache, bearer_token, reset_principal, set_principal
+from duetime_infra.grpc.auth import (
+    Principal,
+    Role,
+    TokenCache,
+    bearer_token,
+    reset_principal,
+    set_principal,
+)
 from duetime_infra.grpc.status import internal_status, to_grpc_status
 
 log = logging.getLogger(__name__)
@@ -33,10 +44,22 @@ async def _abort(context: aio.ServicerContext[Any, Any], error: BaseException, m
 class DuetimeInterceptor(aio.ServerInterceptor):
     """Authenticates calls to the services in ``roles`` and maps errors for all of them."""
 
-    def __init__(self, tokens: TokenCache, roles: Mapping[str, Role]) -> None:
+    def __init__(
+        self,
+        tokens: TokenCache,
+        roles: Mapping[str, Role],
+        certificate_role: Role | None = None,
+    ) -> None:
         self._tokens = tokens
         # Fully qualified service name -> the role its callers must have.
         self._roles = dict(roles)
+        # Only for a server whose TLS layer requires and verifies client certificates.
+        self._certificate_role = certificate_role
+
+    async def _principal(self, metadata: Any, context: aio.ServicerContext[Any, Any]) -> Principal:
+        if self._certificate_role is not None and "x509_pem_cert" in context.auth_context():
+            return Principal(self._certificate_role, None)
+        return await self._tokens.resolve(bearer_token(metadata))
 
     async def intercept_service(
         self,
@@ -55,8 +78,8 @@ class DuetimeInterceptor(aio.ServerInterceptor):
         role = self._roles.get(service)
         metadata = handler_call_details.invocation_metadata
 
-        async def enter() -> Any:
-            principal = await self._tokens.resolve(bearer_token(metadata))
+        async def enter(context: aio.ServicerContext[Any, Any]) -> Any:
+            principal = await self._principal(metadata, context)
             if role is not None and principal.role is not role:
                 raise PermissionDenied(
                     f"this token may not call {service}", reason="WRONG_TOKEN_ROLE"
@@ -68,7 +91,7 @@ class DuetimeInterceptor(aio.ServerInterceptor):
 
             async def unary_unary(request: Any, context: aio.ServicerContext[Any, Any]) -> Any:
                 try:
-                    token = await enter()
+                    token = await enter(context)
                     try:
                         return await inner_uu(request, context)
                     finally:
@@ -90,7 +113,7 @@ class DuetimeInterceptor(aio.ServerInterceptor):
                 requests: AsyncIterator[Any], context: aio.ServicerContext[Any, Any]
             ) -> AsyncIterator[Any]:
                 try:
-                    token = await enter()
+                    token = await enter(context)
                     try:
                         async for response in inner_ss(requests, context):
                             yield response

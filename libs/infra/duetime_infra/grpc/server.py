@@ -1,4 +1,5 @@
-"""A grpc.aio server with reflection, the standard health service, and a clean SIGTERM."""
+"""A grpc.aio server with reflection, the standard health service, and a clean SIGTERM; over
+TLS when given credentials (``duetime_infra.grpc.tls``)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,12 @@ import logging
 import signal
 from collections.abc import Awaitable, Callable, Sequence
 
+import grpc
 from grpc import aio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
+
+from duetime_infra.grpc.channels import SERVER_OPTIONS
 
 log = logging.getLogger(__name__)
 
@@ -20,15 +24,20 @@ class GrpcServer:
         address: str,
         service_names: Sequence[str],
         interceptors: Sequence[aio.ServerInterceptor] = (),
+        credentials: grpc.ServerCredentials | None = None,
     ) -> None:
-        self.server = aio.server(interceptors=list(interceptors))
+        # Clients ping to notice a frozen peer (``channels``): accepted, not punished.
+        self.server = aio.server(interceptors=list(interceptors), options=SERVER_OPTIONS)
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         self._service_names = list(service_names)
         reflection.enable_server_reflection(
             [*self._service_names, health.SERVICE_NAME, reflection.SERVICE_NAME], self.server
         )
-        self.port = self.server.add_insecure_port(address)
+        if credentials is None:
+            self.port = self.server.add_insecure_port(address)
+        else:
+            self.port = self.server.add_secure_port(address, credentials)
         if self.port == 0:
             raise RuntimeError(f"cannot listen on {address}")
 

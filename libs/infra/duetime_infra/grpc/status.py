@@ -1,8 +1,9 @@
 """The one place domain errors become gRPC statuses (Google AIP-193).
 
 Every deliberate error carries ``google.rpc.ErrorInfo`` (reason, domain ``duetime.dev``); bad
-input also carries ``google.rpc.BadRequest`` with every field violation. Anything unexpected is
-logged with its traceback and answered as a plain INTERNAL.
+input also carries ``google.rpc.BadRequest`` with every field violation, and UNAVAILABLE a
+``google.rpc.RetryInfo`` saying when to try again. Anything unexpected is logged with its
+traceback and answered as a plain INTERNAL.
 """
 
 from __future__ import annotations
@@ -10,11 +11,11 @@ from __future__ import annotations
 import logging
 
 import grpc
-from google.protobuf import any_pb2
+from google.protobuf import any_pb2, duration_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from duetime_core.errors import DuetimeError, InvalidArgument
+from duetime_core.errors import DuetimeError, InvalidArgument, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,12 @@ def to_rpc_status(error: DuetimeError) -> status_pb2.Status:
         packed = any_pb2.Any()
         packed.Pack(quota_failure(error))
         details.append(packed)
+    if isinstance(error, Unavailable):
+        delay = duration_pb2.Duration()
+        delay.FromNanoseconds(round(error.retry_delay * 1e9))
+        retry = any_pb2.Any()
+        retry.Pack(error_details_pb2.RetryInfo(retry_delay=delay))
+        details.append(retry)
     return status_pb2.Status(
         code=getattr(code_pb2, error.code.value), message=error.message, details=details
     )

@@ -1,18 +1,28 @@
 """Starting an aiokafka client while the brokers may be away: a service started during a Kafka
 outage waits for the brokers (with backoff, logging each failure) instead of exiting, and can
-still be stopped meanwhile."""
+still be stopped meanwhile; and the options that put a client on TLS."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-from typing import Protocol
+from typing import Any, Protocol
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
 from aiokafka.errors import KafkaError
 
+from duetime_infra.tls import ClientTls
+
 log = logging.getLogger(__name__)
+
+
+def security_options(tls: ClientTls | None) -> dict[str, Any]:
+    """aiokafka client keyword arguments: SSL verified with the CA (and this process's
+    certificate for a broker that asks for one), or nothing for plaintext."""
+    if tls is None:
+        return {}
+    return {"security_protocol": "SSL", "ssl_context": tls.ssl_context()}
 
 
 class Startable(Protocol):

@@ -23,7 +23,10 @@ from collections.abc import Iterable
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import CommitFailedError
 
+from duetime_infra.config import EnvReader
+from duetime_infra.kafka.connect import security_options
 from duetime_infra.kafka.topics import DEFAULT_KAFKA_BOOTSTRAP, DISPATCH_TOPICS
+from duetime_infra.tls import ClientTls, Link, read_tls
 
 # A topic just created may not be in the first metadata answer.
 _METADATA_PATIENCE = 10.0
@@ -39,9 +42,13 @@ async def _partitions(consumer: AIOKafkaConsumer, topic: str) -> list[TopicParti
     return [TopicPartition(topic, p) for p in sorted(found)]
 
 
-async def end_offsets(bootstrap: str, topics: Iterable[str]) -> dict[TopicPartition, int]:
+async def end_offsets(
+    bootstrap: str, topics: Iterable[str], tls: ClientTls | None = None
+) -> dict[TopicPartition, int]:
     """The next offset of every partition of ``topics``."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, **security_options(tls)
+    )
     await consumer.start()
     try:
         partitions = [tp for topic in topics for tp in await _partitions(consumer, topic)]
@@ -55,12 +62,17 @@ class GroupInUse(Exception):
     """The group has live members."""
 
 
-async def group_to_end(bootstrap: str, group: str, topics: Iterable[str]) -> int:
+async def group_to_end(
+    bootstrap: str, group: str, topics: Iterable[str], tls: ClientTls | None = None
+) -> int:
     """Commits ``group``'s offsets at ``topics``' ends; returns the partitions it set. Raises
     GroupInUse while the group has members."""
-    ends = await end_offsets(bootstrap, topics)
+    ends = await end_offsets(bootstrap, topics, tls)
     consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        enable_auto_commit=False,
+        **security_options(tls),
     )
     await consumer.start()
     try:
@@ -84,8 +96,11 @@ def main() -> None:
     to_end.add_argument("topics", nargs="*", default=sorted(DISPATCH_TOPICS.values()))
     args = parser.parse_args()
     bootstrap = os.environ.get("DUETIME_KAFKA_BOOTSTRAP", DEFAULT_KAFKA_BOOTSTRAP)
+    env = EnvReader()
+    tls = read_tls(env, serves=False, connects=[Link.KAFKA]).client(Link.KAFKA)
+    env.finish()
     try:
-        count = asyncio.run(group_to_end(bootstrap, args.group, args.topics))
+        count = asyncio.run(group_to_end(bootstrap, args.group, args.topics, tls))
     except GroupInUse as error:
         print(f"groups: {error}", file=sys.stderr)
         sys.exit(2)

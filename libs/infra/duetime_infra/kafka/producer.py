@@ -29,6 +29,9 @@ from opentelemetry import propagate
 from opentelemetry.context import Context
 from opentelemetry.instrumentation.aiokafka import AIOKafkaInstrumentor
 
+from duetime_infra.kafka.connect import security_options
+from duetime_infra.tls import ClientTls
+
 log = logging.getLogger(__name__)
 
 # Per-message send() errors that mean "this message can never be produced as it is", not "the
@@ -85,8 +88,10 @@ class BatchProducer:
         delivery_timeout: float = 10.0,
         max_batch_bytes: int = 512 * 1024,
         linger_ms: int = 0,
+        tls: ClientTls | None = None,
     ) -> None:
         self._bootstrap = bootstrap_servers
+        self._security = security_options(tls)
         self._client_id = client_id
         # Bounds each publish (send and acknowledgments), the connection and each request.
         self._timeout = delivery_timeout
@@ -115,6 +120,7 @@ class BatchProducer:
             request_timeout_ms=int(self._timeout * 1000),
             max_batch_size=self._max_batch_bytes,
             linger_ms=self._linger_ms,
+            **self._security,
         )
         try:
             # Bootstrap and the idempotent producer id; bounded, as an unreachable broker can

@@ -34,7 +34,7 @@ from duetime_core.attempts import (
     misfire_check_needed,
 )
 from duetime_core.errors import DuetimeError, Unavailable
-from duetime_core.jobspec import JobSpec, JobState
+from duetime_core.jobspec import JobSpec, JobState, OverlapPolicy
 from duetime_core.records import AttemptOutcome, RunState
 from duetime_infra.pg.attempt_store import (
     AttemptStore,
@@ -46,6 +46,7 @@ from duetime_infra.pg.attempt_store import (
     _start_view,
     count_first_start,
     release_waiting,
+    replayed_call_time,
     transaction,
 )
 from duetime_infra.pg.outbox_writer import insert_outbox
@@ -68,6 +69,8 @@ class StartRequest:
     run_id: uuid.UUID
     delivery_id: str
     worker_id: str
+    # The worker can hold an attempt started ahead of its run's time.
+    early: bool = False
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,8 @@ class Report:
     outcome: AttemptOutcome
     retryable: bool
     error: str
+    # When the call began (the start of an attempt started ahead of its time).
+    call_time: datetime | None = None
     call: CallProgress | None = None
 
 
@@ -96,7 +101,7 @@ class BatchAttempts:
         return await self._fill(
             requests,
             answers,
-            lambda r: self._store.start(r.run_id, r.delivery_id, r.worker_id),
+            lambda r: self._store.start(r.run_id, r.delivery_id, r.worker_id, r.early),
         )
 
     async def _start_batch(self, requests: Sequence[StartRequest]) -> dict[int, StartResult]:
@@ -115,27 +120,34 @@ class BatchAttempts:
                     continue
                 spec = self._spec(row)
                 view = _start_view(row, spec)
-                early = check_admission(view, row["now"], request.delivery_id, request.worker_id)
-                if early is None:
+                answered = check_admission(
+                    view,
+                    row["now"],
+                    request.delivery_id,
+                    request.worker_id,
+                    early=self._store.early_window(request.early),
+                )
+                if answered is None:
                     admitted.append((i, row, spec, view))
-                elif early.kind is StartKind.REPLAY:
+                elif answered.kind is StartKind.REPLAY:
                     answers[i] = self._store.started_result(
                         row,
                         spec,
                         row["attempt"],
                         row["open_lease_expire_time"],
                         row["now"],
+                        replayed_call_time(row),
                     )
-                elif early.kind is StartKind.TOO_EARLY:
+                elif answered.kind is StartKind.TOO_EARLY:
                     answers[i] = StartResult(
-                        StartAnswer.TOO_EARLY, row["now"], effective_time=early.until
+                        StartAnswer.TOO_EARLY, row["now"], effective_time=answered.until
                     )
-                elif early.new_state is None:
+                elif answered.new_state is None:
                     answers[i] = StartResult(
                         StartAnswer.REFUSED,
                         row["now"],
                         effective_time=row["effective_time"],
-                        refusal=early.refusal,
+                        refusal=answered.refusal,
                     )
             # One run per job is decided here, the job's earliest: its later runs go through
             # the one-run path after commit and see it started, as they would have one by one
@@ -153,9 +165,16 @@ class BatchAttempts:
             job_ids = [row["job_id"] for _, row, _, _ in deciding]
             jobs = {j["job_id"]: j for j in await conn.fetch(q("attempt_batch_jobs_lock"), job_ids)}
             others: dict[uuid.UUID, list[Row]] = {}
-            for other in await conn.fetch(q("attempt_batch_overlap_runs"), list(jobs)):
-                others.setdefault(other["job_id"], []).append(other)
-            starting: list[tuple[int, Row, JobSpec]] = []
+            # Other runs of the job decide nothing under OVERLAP_POLICY_ALLOW.
+            overlapping = [
+                row["job_id"]
+                for _, row, _, view in deciding
+                if view.overlap is not OverlapPolicy.ALLOW and row["job_id"] in jobs
+            ]
+            if overlapping:
+                for other in await conn.fetch(q("attempt_batch_overlap_runs"), overlapping):
+                    others.setdefault(other["job_id"], []).append(other)
+            starting: list[tuple[int, Row, JobSpec, datetime | None]] = []
             for i, row, spec, view in deciding:
                 job = jobs.get(row["job_id"])
                 if job is None:  # held elsewhere (or gone): the one-run path waits and sees
@@ -178,9 +197,10 @@ class BatchAttempts:
                     settings,
                     delivery_id=request.delivery_id,
                     worker_id=request.worker_id,
+                    early=self._store.early_window(request.early),
                 )
                 if decision.kind is StartKind.START:
-                    starting.append((i, row, spec))
+                    starting.append((i, row, spec, decision.call_time))
                 elif decision.kind is StartKind.REFUSE and decision.new_state is None:
                     answers[i] = StartResult(
                         StartAnswer.REFUSED,
@@ -192,23 +212,26 @@ class BatchAttempts:
                 return answers
             started = await conn.fetch(
                 q("attempt_batch_start"),
-                [row["run_id"] for _, row, _ in starting],
-                [row["nominal_time"] for _, row, _ in starting],
-                [requests[i].delivery_id for i, _, _ in starting],
-                [requests[i].worker_id for i, _, _ in starting],
-                [spec.attempt_timeout + settings.timeout_grace for _, _, spec in starting],
+                [row["run_id"] for _, row, _, _ in starting],
+                [row["nominal_time"] for _, row, _, _ in starting],
+                [requests[i].delivery_id for i, _, _, _ in starting],
+                [requests[i].worker_id for i, _, _, _ in starting],
+                [spec.attempt_timeout + settings.timeout_grace for _, _, spec, _ in starting],
                 settings.lease,
+                [call_time for _, _, _, call_time in starting],
+                settings.early_lease,
             )
             by_started = {s["run_id"]: s for s in started}
-            for i, row, spec in starting:
+            for i, row, spec, call_time in starting:
                 s = by_started.get(row["run_id"])
                 if s is None:  # the run row is locked and QUEUED: this cannot happen
                     raise RuntimeError(f"run {row['run_id']} did not start")
                 answers[i] = self._store.started_result(
-                    row, spec, s["number"], s["lease_expire_time"], s["now"]
+                    row, spec, s["number"], s["lease_expire_time"], s["now"], call_time
                 )
-        for i, row, _ in starting:
-            if answers[i].attempt == 1:
+        for i, row, _, call_time in starting:
+            # An attempt started ahead of its time is counted when its call's start is reported.
+            if answers[i].attempt == 1 and call_time is None:
                 count_first_start(row, answers[i].server_time)
         return answers
 
@@ -219,7 +242,14 @@ class BatchAttempts:
             reports,
             answers,
             lambda r: self._store.complete(
-                r.run_id, r.attempt, r.worker_id, r.outcome, r.retryable, r.error, r.call
+                r.run_id,
+                r.attempt,
+                r.worker_id,
+                r.outcome,
+                r.retryable,
+                r.error,
+                r.call_time,
+                r.call,
             ),
         )
 
@@ -230,7 +260,7 @@ class BatchAttempts:
             return {}
         answers: dict[int, CompleteResult] = {}
         async with transaction(self._store.pool) as conn:
-            rows = await conn.fetch(q("attempt_batch_runs_lock"), [r.run_id for _, r in wanted])
+            rows = await conn.fetch(q("attempt_batch_reports_lock"), [r.run_id for _, r in wanted])
             by_run = {row["run_id"]: row for row in rows}
             named = Counter(r.run_id for _, r in wanted)
             closing: list[tuple[int, Row]] = []
@@ -265,6 +295,7 @@ class BatchAttempts:
                 [row["nominal_time"] for _, row in closing],
                 [row["attempt"] for _, row in closing],
                 now,
+                [reports[i].call_time for i, _ in closing],
             )
             if len(done) != len(closing):  # the runs are locked and RUNNING: cannot happen
                 raise RuntimeError("a locked running run did not close")
@@ -276,6 +307,10 @@ class BatchAttempts:
         for _ in closing:
             instruments.attempt_closed(AttemptOutcome.SUCCEEDED.value, "worker")
         instruments.runs_finished(RunState.SUCCEEDED.value, "", len(closing))
+        began = {d["run_id"]: d["start_time"] for d in done if d["first_early"]}
+        for _, row in closing:
+            if row["run_id"] in began:
+                count_first_start(row, began[row["run_id"]])
         return answers
 
     @staticmethod

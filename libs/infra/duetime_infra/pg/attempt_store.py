@@ -16,7 +16,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, TypeAlias
 
 import asyncpg
@@ -25,6 +25,7 @@ from duetime_core.attempts import (
     ATTEMPT_CLOSED,
     FINAL_STATES,
     JOB_DELETED,
+    JOB_PAUSED,
     RUN_NOT_FOUND,
     AttemptSettings,
     CallProgress,
@@ -91,6 +92,8 @@ class StartResult:
     lease_expire_time: datetime | None = None
     run: RunToExecute | None = None
     refusal: str = ""
+    # STARTED ahead of the run's time: when the worker may call (None: now).
+    call_time: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -236,6 +239,21 @@ def _other(row: Row) -> OtherRun:
     )
 
 
+def _first_call(closed: Row, attempt: int, outcome: AttemptOutcome) -> datetime | None:
+    """When a run's first attempt, started ahead of its time, began its call (None: it did
+    not start early, is not the first, or was handed back without being run)."""
+    if attempt != 1 or not closed["early"] or outcome is AttemptOutcome.HANDED_BACK:
+        return None
+    begun: datetime = closed["start_time"]
+    return begun
+
+
+def replayed_call_time(row: Row) -> datetime | None:
+    """A repeated start's call time: its attempt's, while that is ahead of now."""
+    call_time: datetime | None = row["open_call_time"]
+    return call_time if call_time is not None and call_time > row["now"] else None
+
+
 def count_first_start(row: Row, started: datetime) -> None:
     """After COMMIT: the run's first attempt started at ``started`` (a retry's start is set by
     its backoff): its lateness from the effective, nominal and eligible times."""
@@ -252,7 +270,8 @@ def _count_start(row: Row, decision: StartDecision, result: StartResult) -> None
     """After COMMIT: a first attempt's start lateness, or the final state a refused start left
     the run in."""
     if result.answer is StartAnswer.STARTED and decision.kind is not StartKind.REPLAY:
-        if result.attempt == 1:
+        # An attempt started ahead of its time is counted when its call's start is reported.
+        if result.attempt == 1 and result.call_time is None:
             count_first_start(row, result.server_time)
     elif decision.new_state is not None and decision.new_state in FINAL_STATES:
         instruments.runs_finished(decision.new_state.value, decision.run_reason.value)
@@ -274,7 +293,14 @@ class AttemptStore:
 
     # --- StartAttempt ---------------------------------------------------------------------
 
-    async def start(self, run_id: uuid.UUID, delivery_id: str, worker_id: str) -> StartResult:
+    def early_window(self, early: bool) -> timedelta:
+        """How long before its time a run may start for a worker that asked ``early``."""
+        return self._settings.max_early_start if early else timedelta(0)
+
+    async def start(
+        self, run_id: uuid.UUID, delivery_id: str, worker_id: str, early: bool = False
+    ) -> StartResult:
+        window = self.early_window(early)
         async with transaction(self._pool) as conn:
             row = await conn.fetchrow(q("attempt_run_lock"), run_id)
             if row is None:
@@ -283,7 +309,7 @@ class AttemptStore:
             snapshot = snapshot_of(row)
             view = _start_view(row, snapshot)
             now = row["now"]
-            decision = check_admission(view, now, delivery_id, worker_id)
+            decision = check_admission(view, now, delivery_id, worker_id, early=window)
             if decision is None:
                 job = await conn.fetchrow(q("attempt_job_lock"), row["job_id"])
                 if job is not None:
@@ -307,6 +333,7 @@ class AttemptStore:
                     self._settings,
                     delivery_id=delivery_id,
                     worker_id=worker_id,
+                    early=window,
                 )
             result = await self._apply_start(
                 conn, row, snapshot, decision, now, delivery_id, worker_id
@@ -327,7 +354,12 @@ class AttemptStore:
         match decision.kind:
             case StartKind.REPLAY:
                 return self.started_result(
-                    row, snapshot, row["attempt"], row["open_lease_expire_time"], now
+                    row,
+                    snapshot,
+                    row["attempt"],
+                    row["open_lease_expire_time"],
+                    now,
+                    replayed_call_time(row),
                 )
             case StartKind.TOO_EARLY:
                 return StartResult(StartAnswer.TOO_EARLY, now, effective_time=decision.until)
@@ -351,16 +383,28 @@ class AttemptStore:
             worker_id,
             self._settings.lease,
             snapshot.attempt_timeout + self._settings.timeout_grace,
+            decision.call_time,
+            self._settings.early_lease,
         )
         if started is None:  # the run row is locked and QUEUED: this cannot happen
             raise RuntimeError(f"run {row['run_id']} did not start")
         return self.started_result(
-            row, snapshot, started["number"], started["lease_expire_time"], started["now"]
+            row,
+            snapshot,
+            started["number"],
+            started["lease_expire_time"],
+            started["now"],
+            decision.call_time,
         )
 
     @staticmethod
     def started_result(
-        row: Row, snapshot: JobSpec, attempt: int, lease_expire_time: datetime, now: datetime
+        row: Row,
+        snapshot: JobSpec,
+        attempt: int,
+        lease_expire_time: datetime,
+        now: datetime,
+        call_time: datetime | None = None,
     ) -> StartResult:
         return StartResult(
             StartAnswer.STARTED,
@@ -368,6 +412,7 @@ class AttemptStore:
             effective_time=row["effective_time"],
             attempt=attempt,
             lease_expire_time=lease_expire_time,
+            call_time=call_time,
             run=RunToExecute(
                 run_id=row["run_id"],
                 key=key_of(row),
@@ -441,6 +486,8 @@ class AttemptStore:
                 directives.append(Directive(ref, True, None, row["cancel_reason"]))
             elif row["job_deleted"]:
                 directives.append(Directive(ref, True, None, JOB_DELETED))
+            elif row["job_paused"]:
+                directives.append(Directive(ref, True, None, JOB_PAUSED))
             else:  # closed between the statement's read and its renewal
                 directives.append(Directive(ref, True, None, ATTEMPT_CLOSED))
         # Beats for attempts the reaper closed are fenced out (a frozen worker that woke up);
@@ -458,11 +505,13 @@ class AttemptStore:
         outcome: AttemptOutcome,
         retryable: bool,
         error: str,
+        call_time: datetime | None = None,
         call: CallProgress | None = None,
     ) -> CompleteResult:
         """The compare-and-set of a report: only the run's open attempt ``token``, held by
         ``worker_id``, may write; anything else is ABORTED STALE_ATTEMPT and changes nothing.
-        ``call`` is how far the report says the call got (None: not said)."""
+        ``call_time``: when the call began, the start of an attempt started ahead of its
+        time. ``call`` is how far the report says the call got (None: not said)."""
         async with transaction(self._pool) as conn:
             row = await conn.fetchrow(q("attempt_run_lock"), run_id)
             if row is None:
@@ -485,10 +534,16 @@ class AttemptStore:
                 outcome.value,
                 error,
                 now,
+                call_time,
                 call.value if call is not None else None,
             )
             if closed is None:  # the run row is locked and RUNNING: this cannot happen
                 raise stale_attempt(f"attempt {token} is already closed")
+            first_call = _first_call(closed, token, outcome)
+            if first_call is not None:
+                await conn.execute(
+                    q("attempt_run_first_start"), run_id, row["nominal_time"], first_call
+                )
             hand_backs = 0
             if outcome is AttemptOutcome.HANDED_BACK:  # rare: a worker stopping
                 hand_backs = await conn.fetchval(
@@ -525,4 +580,6 @@ class AttemptStore:
         instruments.attempt_closed(outcome.value, "worker")
         if result.final:
             instruments.runs_finished(result.state.value, result.reason.value)
+        if first_call is not None:
+            count_first_start(row, first_call)
         return CompleteResult(result.state, result.next_attempt_time)

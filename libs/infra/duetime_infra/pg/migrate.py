@@ -23,7 +23,8 @@ from importlib import resources
 import asyncpg
 
 from duetime_core.errors import FailedPrecondition
-from duetime_infra.pg.pool import Conn
+from duetime_infra.pg.pool import Conn, connect
+from duetime_infra.tls import postgres_tls_from_env
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +181,7 @@ async def check_schema(conn: Conn) -> int:
 
 
 async def _main(dsn: str) -> None:
-    conn = await asyncpg.connect(dsn)
+    conn = await connect(dsn, postgres_tls_from_env())
     try:
         applied = await apply_migrations(conn)
         version = await schema_version(conn)

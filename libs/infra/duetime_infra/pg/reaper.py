@@ -72,6 +72,16 @@ async def reap_expired_attempts(
             now: datetime = attempt["now"]
             if attempt["lease_expire_time"] > now and attempt["deadline"] > now:
                 continue  # renewed since the scan
+            never_called: bool = attempt["never_called"]
+            hand_backs = 0
+            if never_called:  # rare: counted as a hand-back of the run's
+                hand_backs = await conn.fetchval(
+                    q("attempt_run_hand_backs"),
+                    run["run_id"],
+                    run["nominal_time"],
+                    number,
+                    run["budget_start_attempt"],
+                )
             snapshot = snapshot_of(run)
             said = attempt["call_progress"]
             facts = EndFacts(
@@ -81,12 +91,21 @@ async def reap_expired_attempts(
                 cancel_reason=attempt["cancel_reason"],
                 job_deleted=jobs.get(run["job_id"], JobState.DELETED.value)
                 == JobState.DELETED.value,
+                hand_backs=hand_backs,
                 delivery=snapshot.delivery,
-                # The worker's last word in its heartbeats: see duetime_core.attempts.
-                call=CallProgress(said) if said is not None else None,
+                # Known not begun (started ahead, never called), else the worker's last word
+                # in its heartbeats: see duetime_core.attempts.
+                call=CallProgress.NOT_BEGUN
+                if never_called
+                else (CallProgress(said) if said is not None else None),
             )
             outcome, error, result = decide_expiry(
-                attempt["lease_expire_time"], attempt["deadline"], facts, now, rand()
+                attempt["lease_expire_time"],
+                attempt["deadline"],
+                facts,
+                now,
+                rand(),
+                never_called=never_called,
             )
             await conn.execute(
                 q("attempt_close"),
@@ -96,7 +115,8 @@ async def reap_expired_attempts(
                 outcome.value,
                 error,
                 now,
-                None,
+                None,  # no reported call time
+                None,  # nor progress: the heartbeats' record stands
             )
             await apply_run_outcome(conn, run, number, result, now)
             ended.append((outcome, result))

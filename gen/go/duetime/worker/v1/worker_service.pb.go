@@ -707,7 +707,16 @@ type StartAttemptRequest struct {
 	// for this start joins the run's trace. Read in StartAttempts entries (the batch call's own
 	// metadata belongs to no single run); a single StartAttempt carries its trace context in gRPC
 	// metadata instead. Ignored when empty, malformed or when the scheduler does not trace.
-	Traceparent   string `protobuf:"bytes,4,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	Traceparent string `protobuf:"bytes,4,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	// Optional. The worker can hold an attempt started ahead of its time: before the run's
+	// effective time (at most 10 s before), a run of a job whose overlap policy is
+	// OVERLAP_POLICY_ALLOW may then be answered STARTED with `call_time` set instead of
+	// TOO_EARLY, its lease and deadline counted from `call_time`. The worker must not call the
+	// target before `call_time` by the server's clock, must send a heartbeat for it at most 1 s
+	// before `call_time` and heed that beat's answer (a job paused or deleted meanwhile is a
+	// CANCEL: the worker hands the attempt back unrun), and reports the call's start in
+	// CompleteAttemptRequest.call_time. Other runs are answered as without it.
+	Early         bool `protobuf:"varint,5,opt,name=early,proto3" json:"early,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -770,6 +779,13 @@ func (x *StartAttemptRequest) GetTraceparent() string {
 	return ""
 }
 
+func (x *StartAttemptRequest) GetEarly() bool {
+	if x != nil {
+		return x.Early
+	}
+	return false
+}
+
 // Response of StartAttempt.
 type StartAttemptResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -792,6 +808,9 @@ type StartAttemptResponse struct {
 	// pending; it is dispatched again when due), RUN_SKIPPED, RUN_CANCELLED, RUN_MISSED or
 	// RUN_FINISHED. In every case the message is dropped.
 	RefusalReason string `protobuf:"bytes,7,opt,name=refusal_reason,json=refusalReason,proto3" json:"refusal_reason,omitempty"`
+	// For STARTED ahead of the run's time (StartAttemptRequest.early): when the target may be
+	// called, by the server's clock; unset: at once.
+	CallTime      *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=call_time,json=callTime,proto3" json:"call_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -875,6 +894,13 @@ func (x *StartAttemptResponse) GetRefusalReason() string {
 	return ""
 }
 
+func (x *StartAttemptResponse) GetCallTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CallTime
+	}
+	return nil
+}
+
 // The frozen definition of a run, as claimed: an update to the job does not change it.
 type RunSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -892,7 +918,9 @@ type RunSpec struct {
 	EffectiveTime *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=effective_time,json=effectiveTime,proto3" json:"effective_time,omitempty"`
 	// What to call, with header and environment values in clear.
 	Target *v1.Target `protobuf:"bytes,7,opt,name=target,proto3" json:"target,omitempty"`
-	// How long the attempt may take.
+	// How long the attempt may take. The worker tells the target the deadline it gives, counted
+	// from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+	// UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
 	AttemptTimeout *durationpb.Duration `protobuf:"bytes,8,opt,name=attempt_timeout,json=attemptTimeout,proto3" json:"attempt_timeout,omitempty"`
 	// W3C `traceparent` of the run's trace, to continue it.
 	Traceparent string `protobuf:"bytes,9,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
@@ -1192,7 +1220,8 @@ type AttemptDirective struct {
 	Directive Directive `protobuf:"varint,2,opt,name=directive,proto3,enum=duetime.worker.v1.Directive" json:"directive,omitempty"`
 	// For DIRECTIVE_CONTINUE, the renewed lease expiry.
 	LeaseExpireTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=lease_expire_time,json=leaseExpireTime,proto3" json:"lease_expire_time,omitempty"`
-	// For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED.
+	// For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED, or JOB_PAUSED (an attempt
+	// started ahead of its time whose call has not begun: hand it back unrun).
 	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1271,11 +1300,15 @@ type CompleteAttemptRequest struct {
 	// Required. The worker's identity; part of the compare-and-set (another worker's report on
 	// the same attempt number is refused as STALE_ATTEMPT).
 	WorkerId string `protobuf:"bytes,5,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	// Optional. When the target call began, by the worker's estimate of the server's clock: for
+	// an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+	// ignored for others, and never earlier than the call time the start answered.
+	CallTime *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=call_time,json=callTime,proto3" json:"call_time,omitempty"`
 	// Optional. How far the call got: for a result other than ATTEMPT_RESULT_SUCCEEDED of a
 	// DELIVERY_AT_MOST_ONCE run, NOT_BEGUN and ANSWERED let the run be retried, BEGUN and
 	// UNSPECIFIED (the call may have reached the target) end it DEAD_LETTERED with reason
 	// RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
-	CallProgress  CallProgress `protobuf:"varint,6,opt,name=call_progress,json=callProgress,proto3,enum=duetime.worker.v1.CallProgress" json:"call_progress,omitempty"`
+	CallProgress  CallProgress `protobuf:"varint,7,opt,name=call_progress,json=callProgress,proto3,enum=duetime.worker.v1.CallProgress" json:"call_progress,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1343,6 +1376,13 @@ func (x *CompleteAttemptRequest) GetWorkerId() string {
 		return x.WorkerId
 	}
 	return ""
+}
+
+func (x *CompleteAttemptRequest) GetCallTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CallTime
+	}
+	return nil
 }
 
 func (x *CompleteAttemptRequest) GetCallProgress() CallProgress {
@@ -1435,13 +1475,14 @@ const file_duetime_worker_v1_worker_service_proto_rawDesc = "" +
 	"\aresults\x18\x01 \x03(\v2).duetime.worker.v1.CompleteAttemptsResultR\aresults\"\x95\x01\n" +
 	"\x16CompleteAttemptsResult\x12F\n" +
 	"\bresponse\x18\x01 \x01(\v2*.duetime.worker.v1.CompleteAttemptResponseR\bresponse\x123\n" +
-	"\x05error\x18\x02 \x01(\v2\x1d.duetime.worker.v1.EntryErrorR\x05error\"\x8c\x01\n" +
+	"\x05error\x18\x02 \x01(\v2\x1d.duetime.worker.v1.EntryErrorR\x05error\"\xa2\x01\n" +
 	"\x13StartAttemptRequest\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1f\n" +
 	"\vdelivery_id\x18\x02 \x01(\tR\n" +
 	"deliveryId\x12\x1b\n" +
 	"\tworker_id\x18\x03 \x01(\tR\bworkerId\x12 \n" +
-	"\vtraceparent\x18\x04 \x01(\tR\vtraceparent\"\x8b\x03\n" +
+	"\vtraceparent\x18\x04 \x01(\tR\vtraceparent\x12\x14\n" +
+	"\x05early\x18\x05 \x01(\bR\x05early\"\xc4\x03\n" +
 	"\x14StartAttemptResponse\x12<\n" +
 	"\bdecision\x18\x01 \x01(\x0e2 .duetime.worker.v1.StartDecisionR\bdecision\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12F\n" +
@@ -1450,7 +1491,8 @@ const file_duetime_worker_v1_worker_service_proto_rawDesc = "" +
 	"serverTime\x12A\n" +
 	"\x0eeffective_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\reffectiveTime\x12,\n" +
 	"\x03run\x18\x06 \x01(\v2\x1a.duetime.worker.v1.RunSpecR\x03run\x12%\n" +
-	"\x0erefusal_reason\x18\a \x01(\tR\rrefusalReason\"\xc4\x03\n" +
+	"\x0erefusal_reason\x18\a \x01(\tR\rrefusalReason\x127\n" +
+	"\tcall_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\bcallTime\"\xc4\x03\n" +
 	"\aRunSpec\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x12\n" +
@@ -1481,14 +1523,15 @@ const file_duetime_worker_v1_worker_service_proto_rawDesc = "" +
 	"\aattempt\x18\x01 \x01(\v2\x1d.duetime.worker.v1.AttemptRefR\aattempt\x12:\n" +
 	"\tdirective\x18\x02 \x01(\x0e2\x1c.duetime.worker.v1.DirectiveR\tdirective\x12F\n" +
 	"\x11lease_expire_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x0fleaseExpireTime\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"\x80\x02\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xb9\x02\n" +
 	"\x16CompleteAttemptRequest\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x128\n" +
 	"\x06result\x18\x02 \x01(\x0e2 .duetime.worker.v1.AttemptResultR\x06result\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x1c\n" +
 	"\tretryable\x18\x04 \x01(\bR\tretryable\x12\x1b\n" +
-	"\tworker_id\x18\x05 \x01(\tR\bworkerId\x12D\n" +
-	"\rcall_progress\x18\x06 \x01(\x0e2\x1f.duetime.worker.v1.CallProgressR\fcallProgress\"~\n" +
+	"\tworker_id\x18\x05 \x01(\tR\bworkerId\x127\n" +
+	"\tcall_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\bcallTime\x12D\n" +
+	"\rcall_progress\x18\a \x01(\x0e2\x1f.duetime.worker.v1.CallProgressR\fcallProgress\"~\n" +
 	"\x17CompleteAttemptResponse\x12\x1b\n" +
 	"\trun_state\x18\x01 \x01(\tR\brunState\x12F\n" +
 	"\x11next_attempt_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x0fnextAttemptTime*\x85\x01\n" +
@@ -1577,36 +1620,38 @@ var file_duetime_worker_v1_worker_service_proto_depIdxs = []int32{
 	21, // 11: duetime.worker.v1.StartAttemptResponse.server_time:type_name -> google.protobuf.Timestamp
 	21, // 12: duetime.worker.v1.StartAttemptResponse.effective_time:type_name -> google.protobuf.Timestamp
 	14, // 13: duetime.worker.v1.StartAttemptResponse.run:type_name -> duetime.worker.v1.RunSpec
-	21, // 14: duetime.worker.v1.RunSpec.nominal_time:type_name -> google.protobuf.Timestamp
-	21, // 15: duetime.worker.v1.RunSpec.effective_time:type_name -> google.protobuf.Timestamp
-	22, // 16: duetime.worker.v1.RunSpec.target:type_name -> duetime.jobs.v1.Target
-	23, // 17: duetime.worker.v1.RunSpec.attempt_timeout:type_name -> google.protobuf.Duration
-	24, // 18: duetime.worker.v1.RunSpec.delivery:type_name -> duetime.jobs.v1.Delivery
-	16, // 19: duetime.worker.v1.HeartbeatRequest.attempts:type_name -> duetime.worker.v1.AttemptRef
-	1,  // 20: duetime.worker.v1.AttemptRef.call_progress:type_name -> duetime.worker.v1.CallProgress
-	21, // 21: duetime.worker.v1.HeartbeatResponse.server_time:type_name -> google.protobuf.Timestamp
-	18, // 22: duetime.worker.v1.HeartbeatResponse.directives:type_name -> duetime.worker.v1.AttemptDirective
-	16, // 23: duetime.worker.v1.AttemptDirective.attempt:type_name -> duetime.worker.v1.AttemptRef
-	2,  // 24: duetime.worker.v1.AttemptDirective.directive:type_name -> duetime.worker.v1.Directive
-	21, // 25: duetime.worker.v1.AttemptDirective.lease_expire_time:type_name -> google.protobuf.Timestamp
-	3,  // 26: duetime.worker.v1.CompleteAttemptRequest.result:type_name -> duetime.worker.v1.AttemptResult
-	1,  // 27: duetime.worker.v1.CompleteAttemptRequest.call_progress:type_name -> duetime.worker.v1.CallProgress
-	21, // 28: duetime.worker.v1.CompleteAttemptResponse.next_attempt_time:type_name -> google.protobuf.Timestamp
-	12, // 29: duetime.worker.v1.WorkerService.StartAttempt:input_type -> duetime.worker.v1.StartAttemptRequest
-	15, // 30: duetime.worker.v1.WorkerService.Heartbeat:input_type -> duetime.worker.v1.HeartbeatRequest
-	19, // 31: duetime.worker.v1.WorkerService.CompleteAttempt:input_type -> duetime.worker.v1.CompleteAttemptRequest
-	4,  // 32: duetime.worker.v1.WorkerService.StartAttempts:input_type -> duetime.worker.v1.StartAttemptsRequest
-	8,  // 33: duetime.worker.v1.WorkerService.CompleteAttempts:input_type -> duetime.worker.v1.CompleteAttemptsRequest
-	13, // 34: duetime.worker.v1.WorkerService.StartAttempt:output_type -> duetime.worker.v1.StartAttemptResponse
-	17, // 35: duetime.worker.v1.WorkerService.Heartbeat:output_type -> duetime.worker.v1.HeartbeatResponse
-	20, // 36: duetime.worker.v1.WorkerService.CompleteAttempt:output_type -> duetime.worker.v1.CompleteAttemptResponse
-	5,  // 37: duetime.worker.v1.WorkerService.StartAttempts:output_type -> duetime.worker.v1.StartAttemptsResponse
-	10, // 38: duetime.worker.v1.WorkerService.CompleteAttempts:output_type -> duetime.worker.v1.CompleteAttemptsResponse
-	34, // [34:39] is the sub-list for method output_type
-	29, // [29:34] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	21, // 14: duetime.worker.v1.StartAttemptResponse.call_time:type_name -> google.protobuf.Timestamp
+	21, // 15: duetime.worker.v1.RunSpec.nominal_time:type_name -> google.protobuf.Timestamp
+	21, // 16: duetime.worker.v1.RunSpec.effective_time:type_name -> google.protobuf.Timestamp
+	22, // 17: duetime.worker.v1.RunSpec.target:type_name -> duetime.jobs.v1.Target
+	23, // 18: duetime.worker.v1.RunSpec.attempt_timeout:type_name -> google.protobuf.Duration
+	24, // 19: duetime.worker.v1.RunSpec.delivery:type_name -> duetime.jobs.v1.Delivery
+	16, // 20: duetime.worker.v1.HeartbeatRequest.attempts:type_name -> duetime.worker.v1.AttemptRef
+	1,  // 21: duetime.worker.v1.AttemptRef.call_progress:type_name -> duetime.worker.v1.CallProgress
+	21, // 22: duetime.worker.v1.HeartbeatResponse.server_time:type_name -> google.protobuf.Timestamp
+	18, // 23: duetime.worker.v1.HeartbeatResponse.directives:type_name -> duetime.worker.v1.AttemptDirective
+	16, // 24: duetime.worker.v1.AttemptDirective.attempt:type_name -> duetime.worker.v1.AttemptRef
+	2,  // 25: duetime.worker.v1.AttemptDirective.directive:type_name -> duetime.worker.v1.Directive
+	21, // 26: duetime.worker.v1.AttemptDirective.lease_expire_time:type_name -> google.protobuf.Timestamp
+	3,  // 27: duetime.worker.v1.CompleteAttemptRequest.result:type_name -> duetime.worker.v1.AttemptResult
+	21, // 28: duetime.worker.v1.CompleteAttemptRequest.call_time:type_name -> google.protobuf.Timestamp
+	1,  // 29: duetime.worker.v1.CompleteAttemptRequest.call_progress:type_name -> duetime.worker.v1.CallProgress
+	21, // 30: duetime.worker.v1.CompleteAttemptResponse.next_attempt_time:type_name -> google.protobuf.Timestamp
+	12, // 31: duetime.worker.v1.WorkerService.StartAttempt:input_type -> duetime.worker.v1.StartAttemptRequest
+	15, // 32: duetime.worker.v1.WorkerService.Heartbeat:input_type -> duetime.worker.v1.HeartbeatRequest
+	19, // 33: duetime.worker.v1.WorkerService.CompleteAttempt:input_type -> duetime.worker.v1.CompleteAttemptRequest
+	4,  // 34: duetime.worker.v1.WorkerService.StartAttempts:input_type -> duetime.worker.v1.StartAttemptsRequest
+	8,  // 35: duetime.worker.v1.WorkerService.CompleteAttempts:input_type -> duetime.worker.v1.CompleteAttemptsRequest
+	13, // 36: duetime.worker.v1.WorkerService.StartAttempt:output_type -> duetime.worker.v1.StartAttemptResponse
+	17, // 37: duetime.worker.v1.WorkerService.Heartbeat:output_type -> duetime.worker.v1.HeartbeatResponse
+	20, // 38: duetime.worker.v1.WorkerService.CompleteAttempt:output_type -> duetime.worker.v1.CompleteAttemptResponse
+	5,  // 39: duetime.worker.v1.WorkerService.StartAttempts:output_type -> duetime.worker.v1.StartAttemptsResponse
+	10, // 40: duetime.worker.v1.WorkerService.CompleteAttempts:output_type -> duetime.worker.v1.CompleteAttemptsResponse
+	36, // [36:41] is the sub-list for method output_type
+	31, // [31:36] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_duetime_worker_v1_worker_service_proto_init() }

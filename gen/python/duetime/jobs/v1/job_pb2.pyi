@@ -366,7 +366,8 @@ class Job(_message.Message):
     @_builtins.property
     def attempt_timeout(self) -> _duration_pb2.Duration:
         """Optional. How long one attempt may take before it is abandoned as TIMED_OUT and retried.
-        Between 1 second and 24 hours; defaults to 5 minutes.
+        Between 1 second and 24 hours; defaults to 5 minutes. The target is told the deadline it
+        gives (see HttpTarget).
         """
 
     @_builtins.property
@@ -680,8 +681,13 @@ Global___Target: _TypeAlias = Target  # noqa: Y015
 class HttpTarget(_message.Message):
     """An HTTP call. Every call carries the headers `Idempotency-Key` (the run key's canonical
     string, the same for every attempt of a run), `Duetime-Attempt` (the attempt number; a
-    higher number supersedes a lower one) and `traceparent`. A 2xx answer is success; 408, 429,
-    5xx, timeouts and connection errors are retried; any other answer is a non-retryable failure.
+    higher number supersedes a lower one), `traceparent`, and the attempt's deadline:
+    `Duetime-Deadline`, the instant the worker stops waiting for the answer, as RFC 3339 UTC
+    with milliseconds (`2026-10-26T20:30:05.250Z`), and `Duetime-Deadline-Seconds`, the seconds
+    left then (`300`, `0.25`): the job's `attempt_timeout`, counted from when the call starts by
+    the worker's clock. Work still going on past the deadline is wasted: the attempt has been
+    given up as TIMED_OUT and may be retried. A 2xx answer is success; 408, 429, 5xx, timeouts
+    and connection errors are retried; any other answer is a non-retryable failure.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -723,8 +729,9 @@ class HttpTarget(_message.Message):
     def headers(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """Optional. Request headers, at most 50, 16 KiB in all; names are RFC 7230 tokens, unique
         regardless of case; values hold no control characters but tab. Duetime sets
-        `Idempotency-Key`, `Duetime-Attempt`, `traceparent`, `tracestate`, `Host`,
-        `Content-Length` and `Transfer-Encoding` itself, so those names are refused. Values are
+        `Idempotency-Key`, `Duetime-Attempt`, `Duetime-Deadline`, `Duetime-Deadline-Seconds`,
+        `traceparent`, `tracestate`, `Host`, `Content-Length` and `Transfer-Encoding` itself, so
+        those names are refused. Values are
         stored and sent but never returned: responses show them as `[REDACTED]`; an update that
         sends `[REDACTED]` back keeps the stored value (on create there is none, so it is refused).
         """

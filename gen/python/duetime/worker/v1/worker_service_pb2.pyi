@@ -406,6 +406,7 @@ class StartAttemptRequest(_message.Message):
     DELIVERY_ID_FIELD_NUMBER: _builtins.int
     WORKER_ID_FIELD_NUMBER: _builtins.int
     TRACEPARENT_FIELD_NUMBER: _builtins.int
+    EARLY_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """Required. The run named by the dispatch message."""
     delivery_id: _builtins.str
@@ -420,6 +421,16 @@ class StartAttemptRequest(_message.Message):
     metadata belongs to no single run); a single StartAttempt carries its trace context in gRPC
     metadata instead. Ignored when empty, malformed or when the scheduler does not trace.
     """
+    early: _builtins.bool
+    """Optional. The worker can hold an attempt started ahead of its time: before the run's
+    effective time (at most 10 s before), a run of a job whose overlap policy is
+    OVERLAP_POLICY_ALLOW may then be answered STARTED with `call_time` set instead of
+    TOO_EARLY, its lease and deadline counted from `call_time`. The worker must not call the
+    target before `call_time` by the server's clock, must send a heartbeat for it at most 1 s
+    before `call_time` and heed that beat's answer (a job paused or deleted meanwhile is a
+    CANCEL: the worker hands the attempt back unrun), and reports the call's start in
+    CompleteAttemptRequest.call_time. Other runs are answered as without it.
+    """
     def __init__(
         self,
         *,
@@ -427,10 +438,11 @@ class StartAttemptRequest(_message.Message):
         delivery_id: _builtins.str = ...,
         worker_id: _builtins.str = ...,
         traceparent: _builtins.str = ...,
+        early: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["delivery_id", b"delivery_id", "run_id", b"run_id", "traceparent", b"traceparent", "worker_id", b"worker_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["delivery_id", b"delivery_id", "early", b"early", "run_id", b"run_id", "traceparent", b"traceparent", "worker_id", b"worker_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -449,6 +461,7 @@ class StartAttemptResponse(_message.Message):
     EFFECTIVE_TIME_FIELD_NUMBER: _builtins.int
     RUN_FIELD_NUMBER: _builtins.int
     REFUSAL_REASON_FIELD_NUMBER: _builtins.int
+    CALL_TIME_FIELD_NUMBER: _builtins.int
     decision: Global___StartDecision.ValueType
     """The decision."""
     attempt: _builtins.int
@@ -478,6 +491,12 @@ class StartAttemptResponse(_message.Message):
     def run(self) -> Global___RunSpec:
         """For STARTED: what to run."""
 
+    @_builtins.property
+    def call_time(self) -> _timestamp_pb2.Timestamp:
+        """For STARTED ahead of the run's time (StartAttemptRequest.early): when the target may be
+        called, by the server's clock; unset: at once.
+        """
+
     def __init__(
         self,
         *,
@@ -488,10 +507,11 @@ class StartAttemptResponse(_message.Message):
         effective_time: _timestamp_pb2.Timestamp | None = ...,
         run: Global___RunSpec | None = ...,
         refusal_reason: _builtins.str = ...,
+        call_time: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["effective_time", b"effective_time", "lease_expire_time", b"lease_expire_time", "run", b"run", "server_time", b"server_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["call_time", b"call_time", "effective_time", b"effective_time", "lease_expire_time", b"lease_expire_time", "run", b"run", "server_time", b"server_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "decision", b"decision", "effective_time", b"effective_time", "lease_expire_time", b"lease_expire_time", "refusal_reason", b"refusal_reason", "run", b"run", "server_time", b"server_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "call_time", b"call_time", "decision", b"decision", "effective_time", b"effective_time", "lease_expire_time", b"lease_expire_time", "refusal_reason", b"refusal_reason", "run", b"run", "server_time", b"server_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -543,7 +563,10 @@ class RunSpec(_message.Message):
 
     @_builtins.property
     def attempt_timeout(self) -> _duration_pb2.Duration:
-        """How long the attempt may take."""
+        """How long the attempt may take. The worker tells the target the deadline it gives, counted
+        from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+        UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
+        """
 
     def __init__(
         self,
@@ -673,7 +696,9 @@ class AttemptDirective(_message.Message):
     directive: Global___Directive.ValueType
     """Continue or cancel."""
     reason: _builtins.str
-    """For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED."""
+    """For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED, or JOB_PAUSED (an attempt
+    started ahead of its time whose call has not begun: hand it back unrun).
+    """
     @_builtins.property
     def attempt(self) -> Global___AttemptRef:
         """The attempt."""
@@ -709,6 +734,7 @@ class CompleteAttemptRequest(_message.Message):
     ERROR_FIELD_NUMBER: _builtins.int
     RETRYABLE_FIELD_NUMBER: _builtins.int
     WORKER_ID_FIELD_NUMBER: _builtins.int
+    CALL_TIME_FIELD_NUMBER: _builtins.int
     CALL_PROGRESS_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """Required. The run."""
@@ -730,6 +756,13 @@ class CompleteAttemptRequest(_message.Message):
     UNSPECIFIED (the call may have reached the target) end it DEAD_LETTERED with reason
     RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
     """
+    @_builtins.property
+    def call_time(self) -> _timestamp_pb2.Timestamp:
+        """Optional. When the target call began, by the worker's estimate of the server's clock: for
+        an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+        ignored for others, and never earlier than the call time the start answered.
+        """
+
     def __init__(
         self,
         *,
@@ -738,11 +771,12 @@ class CompleteAttemptRequest(_message.Message):
         error: _builtins.str = ...,
         retryable: _builtins.bool = ...,
         worker_id: _builtins.str = ...,
+        call_time: _timestamp_pb2.Timestamp | None = ...,
         call_progress: Global___CallProgress.ValueType = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["call_time", b"call_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["call_progress", b"call_progress", "error", b"error", "result", b"result", "retryable", b"retryable", "run_id", b"run_id", "worker_id", b"worker_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["call_progress", b"call_progress", "call_time", b"call_time", "error", b"error", "result", b"result", "retryable", b"retryable", "run_id", b"run_id", "worker_id", b"worker_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -66,7 +66,8 @@ export type Job = Message<"duetime.jobs.v1.Job"> & {
 
   /**
    * Optional. How long one attempt may take before it is abandoned as TIMED_OUT and retried.
-   * Between 1 second and 24 hours; defaults to 5 minutes.
+   * Between 1 second and 24 hours; defaults to 5 minutes. The target is told the deadline it
+   * gives (see HttpTarget).
    *
    * @generated from field: google.protobuf.Duration attempt_timeout = 7;
    */
@@ -439,8 +440,13 @@ export const TargetSchema: GenMessage<Target> = /*@__PURE__*/
 /**
  * An HTTP call. Every call carries the headers `Idempotency-Key` (the run key's canonical
  * string, the same for every attempt of a run), `Duetime-Attempt` (the attempt number; a
- * higher number supersedes a lower one) and `traceparent`. A 2xx answer is success; 408, 429,
- * 5xx, timeouts and connection errors are retried; any other answer is a non-retryable failure.
+ * higher number supersedes a lower one), `traceparent`, and the attempt's deadline:
+ * `Duetime-Deadline`, the instant the worker stops waiting for the answer, as RFC 3339 UTC
+ * with milliseconds (`2026-10-26T20:30:05.250Z`), and `Duetime-Deadline-Seconds`, the seconds
+ * left then (`300`, `0.25`): the job's `attempt_timeout`, counted from when the call starts by
+ * the worker's clock. Work still going on past the deadline is wasted: the attempt has been
+ * given up as TIMED_OUT and may be retried. A 2xx answer is success; 408, 429, 5xx, timeouts
+ * and connection errors are retried; any other answer is a non-retryable failure.
  *
  * @generated from message duetime.jobs.v1.HttpTarget
  */
@@ -464,8 +470,9 @@ export type HttpTarget = Message<"duetime.jobs.v1.HttpTarget"> & {
   /**
    * Optional. Request headers, at most 50, 16 KiB in all; names are RFC 7230 tokens, unique
    * regardless of case; values hold no control characters but tab. Duetime sets
-   * `Idempotency-Key`, `Duetime-Attempt`, `traceparent`, `tracestate`, `Host`,
-   * `Content-Length` and `Transfer-Encoding` itself, so those names are refused. Values are
+   * `Idempotency-Key`, `Duetime-Attempt`, `Duetime-Deadline`, `Duetime-Deadline-Seconds`,
+   * `traceparent`, `tracestate`, `Host`, `Content-Length` and `Transfer-Encoding` itself, so
+   * those names are refused. Values are
    * stored and sent but never returned: responses show them as `[REDACTED]`; an update that
    * sends `[REDACTED]` back keeps the stored value (on create there is none, so it is refused).
    *

@@ -1,4 +1,5 @@
--- Duetime schema, version 4: teams as tenants — quotas, their usage, held runs, operators.
+-- Duetime schema, version 4: teams as tenants — quotas, their usage, held runs, operators —
+-- and attempts started ahead of their run's time.
 --
 -- Expand only: new tables, nullable columns or columns with defaults, a wider role check.
 -- Builds of version 3 keep working against it (they ignore quotas: their claims queue every
@@ -35,23 +36,32 @@ ALTER TABLE teams
 -- What a team uses, kept exact by the triggers below (every statement that changes a job's or
 -- a run's state adjusts it, whatever code runs it), and the state of its rate limit. Read and
 -- locked (FOR UPDATE) wherever a quota is decided, after the job and run rows a transaction
--- locks: that is the lock order.
+-- locks: that is the lock order. Runs leaving the in-flight states are counted in a table of
+-- their own (team_runs_done), so the transactions that end runs (reports, the reaper) never
+-- wait for the ones that dispatch them (claims, releases) on one row: a team's runs in flight
+-- are team_usage.dispatched - team_runs_done.finished.
 CREATE TABLE team_usage (
     team_id      text PRIMARY KEY REFERENCES teams (team_id),
     -- Jobs ACTIVE or PAUSED.
     stored_jobs  bigint NOT NULL DEFAULT 0,
-    -- Runs QUEUED or RUNNING: dispatched and not finished.
-    in_flight    bigint NOT NULL DEFAULT 0,
+    -- Runs that entered QUEUED or RUNNING, ever.
+    dispatched   bigint NOT NULL DEFAULT 0,
     -- Runs WAITING for their team's quota (reason QUOTA) or their turn (FAIR_SHARE).
     held         bigint NOT NULL DEFAULT 0,
     -- GCRA: the theoretical arrival time of the next dispatch.
     rate_tat     timestamptz
 );
+CREATE TABLE team_runs_done (
+    team_id   text PRIMARY KEY REFERENCES teams (team_id),
+    -- Runs that left QUEUED or RUNNING, ever.
+    finished  bigint NOT NULL DEFAULT 0
+);
 INSERT INTO team_usage (team_id, stored_jobs)
 SELECT t.team_id, (SELECT count(*) FROM jobs j
                    WHERE j.team_id = t.team_id AND j.state IN ('ACTIVE', 'PAUSED'))
 FROM teams t;
-UPDATE team_usage u SET in_flight = c.n
+INSERT INTO team_runs_done (team_id) SELECT team_id FROM teams;
+UPDATE team_usage u SET dispatched = c.n
 FROM (SELECT team_id, count(*) AS n FROM runs WHERE state IN ('QUEUED', 'RUNNING')
       GROUP BY team_id) c
 WHERE u.team_id = c.team_id;
@@ -60,14 +70,17 @@ CREATE FUNCTION duetime_team_usage_row() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO team_usage (team_id) VALUES (NEW.team_id) ON CONFLICT DO NOTHING;
+    INSERT INTO team_runs_done (team_id) VALUES (NEW.team_id) ON CONFLICT DO NOTHING;
     RETURN NULL;
 END
 $$;
 CREATE TRIGGER teams_usage_row AFTER INSERT ON teams
     FOR EACH ROW EXECUTE FUNCTION duetime_team_usage_row();
 
--- Adds per-team deltas to team_usage, one team at a time in team order, so two statements
--- that touch the same teams lock their rows in the same order.
+-- Adds per-team deltas to the usage tables, one team at a time in team order, so two
+-- statements that touch the same teams lock their rows in the same order. Runs entering the
+-- in-flight states, held runs and stored jobs go to team_usage; runs leaving to
+-- team_runs_done.
 CREATE FUNCTION duetime_add_usage(deltas jsonb) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -78,10 +91,15 @@ BEGIN
                (value->>2)::bigint AS held
         FROM jsonb_each(deltas) ORDER BY key
     LOOP
-        UPDATE team_usage
-        SET stored_jobs = stored_jobs + d.jobs, in_flight = in_flight + d.flight,
-            held = held + d.held
-        WHERE team_id = d.team_id;
+        IF d.jobs <> 0 OR d.held <> 0 OR d.flight > 0 THEN
+            UPDATE team_usage
+            SET stored_jobs = stored_jobs + d.jobs, dispatched = dispatched + greatest(d.flight, 0),
+                held = held + d.held
+            WHERE team_id = d.team_id;
+        END IF;
+        IF d.flight < 0 THEN
+            UPDATE team_runs_done SET finished = finished - d.flight WHERE team_id = d.team_id;
+        END IF;
     END LOOP;
 END
 $$;
@@ -196,3 +214,11 @@ CREATE FUNCTION duetime_run_holds_job(state text, attempt integer) RETURNS boole
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT state IN ('RUNNING', 'RETRY_WAIT') OR (state IN ('QUEUED', 'WAITING') AND attempt > 0)
 $$;
+
+-- An attempt started ahead of its run's time, for a worker that holds it and calls at its
+-- start_time (the call's reported start replaces it when the attempt ends), and when a
+-- heartbeat last renewed it: such a worker calls only after a beat answered at most 1 s before
+-- its call time, so one never beaten since then never began its call.
+ALTER TABLE attempts
+    ADD COLUMN early boolean NOT NULL DEFAULT false,
+    ADD COLUMN beat_time timestamptz;

@@ -9,9 +9,22 @@
 -- their definition's text (decoded through a cache: a herd shares few versions).
 SELECT r.*, v.spec::text AS spec_text, a.worker_id AS open_worker_id,
        a.lease_expire_time AS open_lease_expire_time, a.cancel_reason AS open_cancel_reason,
+       CASE WHEN a.early THEN a.start_time END AS open_call_time,
        duetime_now() AS now
 FROM runs r
 JOIN job_versions v ON v.job_id = r.job_id AND v.version = r.job_version
+LEFT JOIN attempts a
+       ON a.run_id = r.run_id AND a.nominal_time = r.nominal_time AND a.number = r.attempt
+      AND a.end_time IS NULL
+WHERE r.run_id = ANY($1::uuid[])
+FOR UPDATE OF r SKIP LOCKED;
+
+-- name: attempt_batch_reports_lock
+-- attempt_batch_runs_lock for reports: the runs and their open attempt, without their
+-- definition (a success needs none), so a herd's report batch reads what it decides on only.
+SELECT r.run_id, r.nominal_time, r.job_id, r.state, r.attempt, r.priority,
+       r.effective_time, r.eligible_time, a.worker_id AS open_worker_id
+FROM runs r
 LEFT JOIN attempts a
        ON a.run_id = r.run_id AND a.nominal_time = r.nominal_time AND a.number = r.attempt
       AND a.end_time IS NULL
@@ -39,35 +52,42 @@ WHERE r.job_id = ANY($1::uuid[])
 
 -- name: attempt_batch_start
 -- attempt_start for many locked QUEUED runs: each gets the next attempt number and an attempt
--- row under its lease; $5 is each run's attempt timeout plus the grace.
+-- row under its lease; $5 is each run's attempt timeout plus the grace, $7 its call time when
+-- it starts ahead of its time (NULL: now), from which its start, lease ($8 for those) and
+-- deadline count.
 WITH req AS (
-    SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::interval[])
-        AS u(run_id, nominal_time, delivery_id, worker_id, deadline_after)
+    SELECT u.*, coalesce(u.call_time, duetime_now()) AS at
+    FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::interval[],
+                $7::timestamptz[])
+        AS u(run_id, nominal_time, delivery_id, worker_id, deadline_after, call_time)
 ), started AS (
     UPDATE runs r
     SET state = 'RUNNING', attempt = r.attempt + 1, start_delivery_id = req.delivery_id,
-        first_start_time = coalesce(r.first_start_time, duetime_now()),
+        first_start_time = coalesce(r.first_start_time, req.at),
         next_attempt_time = NULL, reason = '', reason_detail = '', update_time = duetime_now()
     FROM req
     WHERE r.run_id = req.run_id AND r.nominal_time = req.nominal_time AND r.state = 'QUEUED'
     RETURNING r.run_id, r.nominal_time, r.attempt, r.partition, req.delivery_id, req.worker_id,
-              req.deadline_after
+              req.deadline_after, req.at, req.call_time
 )
 INSERT INTO attempts (run_id, nominal_time, number, partition, worker_id, delivery_id,
-                      start_time, lease_expire_time, deadline)
+                      start_time, lease_expire_time, deadline, early)
 SELECT s.run_id, s.nominal_time, s.attempt, s.partition, s.worker_id, s.delivery_id,
-       duetime_now(), duetime_now() + $6::interval, duetime_now() + s.deadline_after
+       s.at, s.at + CASE WHEN s.call_time IS NULL THEN $6::interval ELSE $8::interval END,
+       s.at + s.deadline_after, s.call_time IS NOT NULL
 FROM started s
 RETURNING run_id, number, start_time, lease_expire_time, duetime_now() AS now;
 
 -- name: attempt_batch_close_succeeded
 -- Closes the named open attempts (their runs already locked by this transaction) as
--- SUCCEEDED at $4, locking them in run_id order first, and marks their runs SUCCEEDED.
+-- SUCCEEDED at $4, locking them in run_id order first, and marks their runs SUCCEEDED. $5,
+-- each call's reported start, becomes the start of an attempt started ahead of its time
+-- (and of its run's first start, for a first attempt).
 WITH req AS (
-    SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::integer[])
-        AS u(run_id, nominal_time, number)
+    SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::integer[], $5::timestamptz[])
+        AS u(run_id, nominal_time, number, call_time)
 ), locked AS (
-    SELECT a.run_id, a.nominal_time, a.number
+    SELECT a.run_id, a.nominal_time, a.number, req.call_time
     FROM attempts a
     JOIN req ON a.run_id = req.run_id AND a.nominal_time = req.nominal_time
             AND a.number = req.number
@@ -76,18 +96,23 @@ WITH req AS (
     FOR UPDATE OF a
 ), closed AS (
     UPDATE attempts a
-    SET end_time = $4, outcome = 'SUCCEEDED', error = ''
+    SET end_time = $4, outcome = 'SUCCEEDED', error = '',
+        start_time = CASE WHEN a.early AND locked.call_time IS NOT NULL
+                          THEN least(greatest(a.start_time, locked.call_time), $4)
+                          ELSE a.start_time END
     FROM locked
     WHERE a.run_id = locked.run_id AND a.nominal_time = locked.nominal_time
       AND a.number = locked.number AND a.end_time IS NULL
-    RETURNING a.run_id, a.nominal_time
+    RETURNING a.run_id, a.nominal_time, a.early AND a.number = 1 AS first_early, a.start_time
 )
 UPDATE runs r
 SET state = 'SUCCEEDED', reason = '', reason_detail = '', next_attempt_time = NULL,
+    first_start_time = CASE WHEN closed.first_early THEN closed.start_time
+                            ELSE r.first_start_time END,
     update_time = duetime_now()
 FROM closed
 WHERE r.run_id = closed.run_id AND r.nominal_time = closed.nominal_time
-RETURNING r.run_id;
+RETURNING r.run_id, closed.first_early, closed.start_time;
 
 -- name: attempt_batch_jobs_waiting
 -- Which of these jobs have a WAITING run (BUFFER_ONE: no reason), to be released once a run

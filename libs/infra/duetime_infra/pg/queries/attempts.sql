@@ -8,6 +8,7 @@
 SELECT r.*, v.spec AS job_snapshot, v.spec->'target'->>'kind' AS target_kind,
        a.worker_id AS open_worker_id,
        a.lease_expire_time AS open_lease_expire_time, a.cancel_reason AS open_cancel_reason,
+       CASE WHEN a.early THEN a.start_time END AS open_call_time,
        duetime_now() AS now
 FROM runs r
 JOIN job_versions v ON v.job_id = r.job_id AND v.version = r.job_version
@@ -46,20 +47,23 @@ SELECT EXISTS (
 );
 
 -- name: attempt_start
--- QUEUED -> RUNNING with the next attempt number, and the attempt row under its lease.
+-- QUEUED -> RUNNING with the next attempt number, and the attempt row under its lease. $7:
+-- for an attempt started ahead of its time, when its call is to begin; its start, lease ($8,
+-- short: the beat before its call renews it) and deadline count from there.
 WITH started AS (
     UPDATE runs
     SET state = 'RUNNING', attempt = attempt + 1, start_delivery_id = $3,
-        first_start_time = coalesce(first_start_time, duetime_now()), next_attempt_time = NULL,
-        reason = '', reason_detail = '', update_time = duetime_now()
+        first_start_time = coalesce(first_start_time, $7::timestamptz, duetime_now()),
+        next_attempt_time = NULL, reason = '', reason_detail = '', update_time = duetime_now()
     WHERE run_id = $1 AND nominal_time = $2 AND state = 'QUEUED'
     RETURNING run_id, nominal_time, attempt, partition
 )
 INSERT INTO attempts (run_id, nominal_time, number, partition, worker_id, delivery_id,
-                      start_time, lease_expire_time, deadline)
-SELECT s.run_id, s.nominal_time, s.attempt, s.partition, $4, $3, duetime_now(),
-       duetime_now() + $5::interval, duetime_now() + $6::interval
-FROM started s
+                      start_time, lease_expire_time, deadline, early)
+SELECT s.run_id, s.nominal_time, s.attempt, s.partition, $4, $3, b.at,
+       b.at + CASE WHEN $7::timestamptz IS NULL THEN $5::interval ELSE $8::interval END,
+       b.at + $6::interval, $7::timestamptz IS NOT NULL
+FROM started s, (SELECT coalesce($7::timestamptz, duetime_now()) AS at) b
 RETURNING number, start_time, lease_expire_time, duetime_now() AS now;
 
 -- name: attempt_run_set_state
@@ -166,20 +170,30 @@ WHERE run_id = $1 AND nominal_time = $2 AND number = $3 AND end_time IS NULL;
 
 -- name: attempt_close
 -- $6 is the transaction's reading of duetime_now(), so the run's next attempt time and the
--- attempt's end are measured from the same instant. $7: how far the call got, as the report
--- says (NULL: as the heartbeats last said).
+-- attempt's end are measured from the same instant. $7, the call's reported start, becomes
+-- the start of an attempt started ahead of its time (never before the time it was given). $8:
+-- how far the call got, as the report says (NULL: as the heartbeats last said).
 UPDATE attempts
-SET end_time = $6, outcome = $4, error = $5, call_progress = coalesce($7, call_progress)
+SET end_time = $6, outcome = $4, error = $5, call_progress = coalesce($8::text, call_progress),
+    start_time = CASE WHEN early AND $7::timestamptz IS NOT NULL
+                      THEN least(greatest(start_time, $7::timestamptz), $6) ELSE start_time END
 WHERE run_id = $1 AND nominal_time = $2 AND number = $3 AND end_time IS NULL
-RETURNING end_time, cancel_reason;
+RETURNING end_time, cancel_reason, early, start_time;
+
+-- name: attempt_run_first_start
+-- A first attempt started ahead of its time began when its call did.
+UPDATE runs SET first_start_time = $3 WHERE run_id = $1 AND nominal_time = $2;
 
 -- name: attempt_heartbeat
 -- One statement per beat, whatever the fleet holds: renews the listed attempts that are still
--- open, belong to this worker, have no cancel request and whose job is not deleted, and
--- answers one row per listed attempt, in order. An attempt being told to cancel is not
--- renewed: its worker acknowledges within the lease, or the reaper closes it. A closed attempt
--- of this worker says whether the reaper closed it (its lease or deadline had run out when it
--- ended): a beat for it is a fencing refusal, unlike one crossing the worker's own report.
+-- open, belong to this worker, have no cancel request and whose job is not deleted (nor
+-- paused, for an attempt started ahead of its time whose call has not begun: it is told to
+-- cancel, and handed back unrun), and answers one row per listed attempt, in order. An attempt
+-- being told to cancel is not renewed: its worker acknowledges within the lease, or the reaper
+-- closes it. A renewal never shortens a lease (an attempt started ahead of its time holds one
+-- from its call time). A closed attempt of this worker says whether the reaper closed it (its
+-- lease or deadline had run out when it ended): a beat for it is a fencing refusal, unlike one
+-- crossing the worker's own report.
 -- $5 is each attempt's call progress as the worker says it (NULL: not said); the renewal
 -- records it in the same statement, and it only moves forward (NOT_BEGUN, then BEGUN).
 WITH req AS (
@@ -190,7 +204,8 @@ WITH req AS (
     SELECT req.ord, req.call, a.run_id, a.nominal_time, a.number, a.cancel_reason, a.end_time,
            a.outcome IN ('LEASE_EXPIRED', 'TIMED_OUT')
                AND a.end_time >= least(a.lease_expire_time, a.deadline) AS reaped,
-           j.state AS job_state
+           j.state AS job_state,
+           a.early AND a.start_time > duetime_now() AND j.state = 'PAUSED' AS paused_unbegun
     FROM req
     JOIN attempts a
       ON a.run_id = req.run_id AND a.number = req.number AND a.worker_id = $3
@@ -203,12 +218,13 @@ WITH req AS (
     JOIN cur ON a.run_id = cur.run_id AND a.nominal_time = cur.nominal_time
             AND a.number = cur.number
     WHERE a.end_time IS NULL AND a.cancel_reason = ''
-      AND coalesce(cur.job_state, 'DELETED') <> 'DELETED'
+      AND coalesce(cur.job_state, 'DELETED') <> 'DELETED' AND NOT cur.paused_unbegun
     ORDER BY a.run_id, a.nominal_time, a.number
     FOR UPDATE OF a
 ), renewed AS (
     UPDATE attempts a
-    SET lease_expire_time = duetime_now() + $4::interval,
+    SET lease_expire_time = greatest(a.lease_expire_time, duetime_now() + $4::interval),
+        beat_time = duetime_now(),
         call_progress = CASE WHEN locked.call = 'BEGUN' THEN 'BEGUN'
                              ELSE coalesce(a.call_progress, locked.call) END
     FROM locked
@@ -220,6 +236,7 @@ SELECT req.ord, req.run_id, req.number,
        cur.run_id IS NOT NULL AND cur.end_time IS NULL AS open,
        coalesce(cur.reaped, false) AS reaped, coalesce(cur.cancel_reason, '') AS cancel_reason,
        coalesce(cur.job_state, 'DELETED') = 'DELETED' AS job_deleted,
+       coalesce(cur.paused_unbegun, false) AS job_paused,
        renewed.lease_expire_time, duetime_now() AS now
 FROM req
 LEFT JOIN cur ON cur.ord = req.ord
@@ -276,7 +293,11 @@ SELECT job_id, state FROM jobs WHERE job_id = ANY($1::uuid[]) ORDER BY job_id FO
 
 -- name: reaper_attempt_lock
 -- Re-read at the row under its lock: a heartbeat that renewed the lease since the scan wins.
-SELECT lease_expire_time, deadline, cancel_reason, call_progress, duetime_now() AS now
+-- An attempt started ahead of its time that no beat renewed from 1 s before its call time on
+-- never began its call (its worker calls only after such a beat).
+SELECT lease_expire_time, deadline, cancel_reason, call_progress, duetime_now() AS now,
+       early AND (beat_time IS NULL OR beat_time < start_time - interval '1 second')
+           AS never_called
 FROM attempts
 WHERE run_id = $1 AND nominal_time = $2 AND number = $3 AND end_time IS NULL
 FOR UPDATE;

@@ -3,8 +3,10 @@
 
 -- name: quota_lock_teams
 -- The teams' quota and usage, their usage rows locked in team order (the order every
--- statement that changes usage takes them in, so none deadlocks against another).
-SELECT u.team_id, u.stored_jobs, u.in_flight, u.held, u.rate_tat,
+-- statement that changes usage takes them in, so none deadlocks against another). The runs
+-- that finished are read without a lock: one finishing meanwhile is counted in flight still,
+-- which admits less, never more.
+SELECT u.team_id, u.stored_jobs, u.dispatched - f.finished AS in_flight, u.held, u.rate_tat,
        coalesce(t.max_stored_jobs, d.max_stored_jobs) AS max_stored_jobs,
        coalesce(t.runs_per_minute, d.runs_per_minute) AS runs_per_minute,
        coalesce(t.rate_burst, d.rate_burst) AS rate_burst,
@@ -12,6 +14,7 @@ SELECT u.team_id, u.stored_jobs, u.in_flight, u.held, u.rate_tat,
        coalesce(t.max_priority, d.max_priority) AS max_priority,
        coalesce(t.weight, d.weight) AS weight
 FROM team_usage u
+JOIN team_runs_done f ON f.team_id = u.team_id
 JOIN teams t ON t.team_id = u.team_id
 CROSS JOIN quota_defaults d
 WHERE u.team_id = ANY($1::text[])
@@ -20,7 +23,7 @@ FOR UPDATE OF u;
 
 -- name: quota_read_team
 -- quota_lock_teams for one team, without a lock (a team reading its own quota).
-SELECT u.team_id, u.stored_jobs, u.in_flight, u.held, u.rate_tat,
+SELECT u.team_id, u.stored_jobs, u.dispatched - f.finished AS in_flight, u.held, u.rate_tat,
        coalesce(t.max_stored_jobs, d.max_stored_jobs) AS max_stored_jobs,
        coalesce(t.runs_per_minute, d.runs_per_minute) AS runs_per_minute,
        coalesce(t.rate_burst, d.rate_burst) AS rate_burst,
@@ -29,6 +32,7 @@ SELECT u.team_id, u.stored_jobs, u.in_flight, u.held, u.rate_tat,
        coalesce(t.weight, d.weight) AS weight,
        duetime_now() AS now
 FROM team_usage u
+JOIN team_runs_done f ON f.team_id = u.team_id
 JOIN teams t ON t.team_id = u.team_id
 CROSS JOIN quota_defaults d
 WHERE u.team_id = $1;

@@ -27,10 +27,12 @@ SELECT t.team_id, t.display_name, t.notification_url, t.create_time,
        coalesce(t.max_running, d.max_running) AS max_running,
        coalesce(t.max_priority, d.max_priority) AS max_priority,
        coalesce(t.weight, d.weight) AS weight,
-       u.stored_jobs, u.in_flight, u.held, u.rate_tat, duetime_now() AS now
+       u.stored_jobs, u.dispatched - f.finished AS in_flight, u.held, u.rate_tat,
+       duetime_now() AS now
 FROM teams t
 CROSS JOIN quota_defaults d
 JOIN team_usage u ON u.team_id = t.team_id
+JOIN team_runs_done f ON f.team_id = t.team_id
 WHERE t.team_id = ANY($1::text[])
 ORDER BY t.team_id;
 

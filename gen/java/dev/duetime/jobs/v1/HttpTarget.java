@@ -9,8 +9,13 @@ package dev.duetime.jobs.v1;
  * <pre>
  * An HTTP call. Every call carries the headers `Idempotency-Key` (the run key's canonical
  * string, the same for every attempt of a run), `Duetime-Attempt` (the attempt number; a
- * higher number supersedes a lower one) and `traceparent`. A 2xx answer is success; 408, 429,
- * 5xx, timeouts and connection errors are retried; any other answer is a non-retryable failure.
+ * higher number supersedes a lower one), `traceparent`, and the attempt's deadline:
+ * `Duetime-Deadline`, the instant the worker stops waiting for the answer, as RFC 3339 UTC
+ * with milliseconds (`2026-10-26T20:30:05.250Z`), and `Duetime-Deadline-Seconds`, the seconds
+ * left then (`300`, `0.25`): the job's `attempt_timeout`, counted from when the call starts by
+ * the worker's clock. Work still going on past the deadline is wasted: the attempt has been
+ * given up as TIMED_OUT and may be retried. A 2xx answer is success; 408, 429, 5xx, timeouts
+ * and connection errors are retried; any other answer is a non-retryable failure.
  * </pre>
  *
  * Protobuf type {@code duetime.jobs.v1.HttpTarget}
@@ -177,8 +182,9 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * Optional. Request headers, at most 50, 16 KiB in all; names are RFC 7230 tokens, unique
    * regardless of case; values hold no control characters but tab. Duetime sets
-   * `Idempotency-Key`, `Duetime-Attempt`, `traceparent`, `tracestate`, `Host`,
-   * `Content-Length` and `Transfer-Encoding` itself, so those names are refused. Values are
+   * `Idempotency-Key`, `Duetime-Attempt`, `Duetime-Deadline`, `Duetime-Deadline-Seconds`,
+   * `traceparent`, `tracestate`, `Host`, `Content-Length` and `Transfer-Encoding` itself, so
+   * those names are refused. Values are
    * stored and sent but never returned: responses show them as `[REDACTED]`; an update that
    * sends `[REDACTED]` back keeps the stored value (on create there is none, so it is refused).
    * </pre>
@@ -203,8 +209,9 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * Optional. Request headers, at most 50, 16 KiB in all; names are RFC 7230 tokens, unique
    * regardless of case; values hold no control characters but tab. Duetime sets
-   * `Idempotency-Key`, `Duetime-Attempt`, `traceparent`, `tracestate`, `Host`,
-   * `Content-Length` and `Transfer-Encoding` itself, so those names are refused. Values are
+   * `Idempotency-Key`, `Duetime-Attempt`, `Duetime-Deadline`, `Duetime-Deadline-Seconds`,
+   * `traceparent`, `tracestate`, `Host`, `Content-Length` and `Transfer-Encoding` itself, so
+   * those names are refused. Values are
    * stored and sent but never returned: responses show them as `[REDACTED]`; an update that
    * sends `[REDACTED]` back keeps the stored value (on create there is none, so it is refused).
    * </pre>
@@ -219,8 +226,9 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * Optional. Request headers, at most 50, 16 KiB in all; names are RFC 7230 tokens, unique
    * regardless of case; values hold no control characters but tab. Duetime sets
-   * `Idempotency-Key`, `Duetime-Attempt`, `traceparent`, `tracestate`, `Host`,
-   * `Content-Length` and `Transfer-Encoding` itself, so those names are refused. Values are
+   * `Idempotency-Key`, `Duetime-Attempt`, `Duetime-Deadline`, `Duetime-Deadline-Seconds`,
+   * `traceparent`, `tracestate`, `Host`, `Content-Length` and `Transfer-Encoding` itself, so
+   * those names are refused. Values are
    * stored and sent but never returned: responses show them as `[REDACTED]`; an update that
    * sends `[REDACTED]` back keeps the stored value (on create there is none, so it is refused).
    * </pre>
@@ -242,8 +250,9 @@ java.lang.String defaultValue) {
    * <pre>
    * Optional. Request headers, at most 50, 16 KiB in all; names are RFC 7230 tokens, unique
    * regardless of case; values hold no control characters but tab. Duetime sets
-   * `Idempotency-Key`, `Duetime-Attempt`, `traceparent`, `tracestate`, `Host`,
-   * `Content-Length` and `Transfer-Encoding` itself, so those names are refused. Values are
+   * `Idempotency-Key`, `Duetime-Attempt`, `Duetime-Deadline`, `Duetime-Deadline-Seconds`,
+   * `traceparent`, `tracestate`, `Host`, `Content-Length` and `Transfer-Encoding` itself, so
+   * those names are refused. Values are
    * stored and sent but never returned: responses show them as `[REDACTED]`; an update that
    * sends `[REDACTED]` back keeps the stored value (on create there is none, so it is refused).
    * </pre>
@@ -484,8 +493,13 @@ java.lang.String defaultValue) {
    * <pre>
    * An HTTP call. Every call carries the headers `Idempotency-Key` (the run key's canonical
    * string, the same for every attempt of a run), `Duetime-Attempt` (the attempt number; a
-   * higher number supersedes a lower one) and `traceparent`. A 2xx answer is success; 408, 429,
-   * 5xx, timeouts and connection errors are retried; any other answer is a non-retryable failure.
+   * higher number supersedes a lower one), `traceparent`, and the attempt's deadline:
+   * `Duetime-Deadline`, the instant the worker stops waiting for the answer, as RFC 3339 UTC
+   * with milliseconds (`2026-10-26T20:30:05.250Z`), and `Duetime-Deadline-Seconds`, the seconds
+   * left then (`300`, `0.25`): the job's `attempt_timeout`, counted from when the call starts by
+   * the worker's clock. Work still going on past the deadline is wasted: the attempt has been
+   * given up as TIMED_OUT and may be retried. A 2xx answer is success; 408, 429, 5xx, timeouts
+   * and connection errors are retried; any other answer is a non-retryable failure.
    * </pre>
    *
    * Protobuf type {@code duetime.jobs.v1.HttpTarget}
@@ -892,8 +906,9 @@ java.lang.String defaultValue) {
      * <pre>
      * Optional. Request headers, at most 50, 16 KiB in all; names are RFC 7230 tokens, unique
      * regardless of case; values hold no control characters but tab. Duetime sets
-     * `Idempotency-Key`, `Duetime-Attempt`, `traceparent`, `tracestate`, `Host`,
-     * `Content-Length` and `Transfer-Encoding` itself, so those names are refused. Values are
+     * `Idempotency-Key`, `Duetime-Attempt`, `Duetime-Deadline`, `Duetime-Deadline-Seconds`,
+     * `traceparent`, `tracestate`, `Host`, `Content-Length` and `Transfer-Encoding` itself, so
+     * those names are refused. Values are
      * stored and sent but never returned: responses show them as `[REDACTED]`; an update that
      * sends `[REDACTED]` back keeps the stored value (on create there is none, so it is refused).
      * </pre>
@@ -918,8 +933,9 @@ java.lang.String defaultValue) {
      * <pre>
      * Optional. Request headers, at most 50, 16 KiB in all; names are RFC 7230 tokens, unique
      * regardless of case; values hold no control characters but tab. Duetime sets
-     * `Idempotency-Key`, `Duetime-Attempt`, `traceparent`, `tracestate`, `Host`,
-     * `Content-Length` and `Transfer-Encoding` itself, so those names are refused. Values are
+     * `Idempotency-Key`, `Duetime-Attempt`, `Duetime-Deadline`, `Duetime-Deadline-Seconds`,
+     * `traceparent`, `tracestate`, `Host`, `Content-Length` and `Transfer-Encoding` itself, so
+     * those names are refused. Values are
      * stored and sent but never returned: responses show them as `[REDACTED]`; an update that
      * sends `[REDACTED]` back keeps the stored value (on create there is none, so it is refused).
      * </pre>
@@ -934,8 +950,9 @@ java.lang.String defaultValue) {
      * <pre>
      * Optional. Request headers, at most 50, 16 KiB in all; names are RFC 7230 tokens, unique
      * regardless of case; values hold no control characters but tab. Duetime sets
-     * `Idempotency-Key`, `Duetime-Attempt`, `traceparent`, `tracestate`, `Host`,
-     * `Content-Length` and `Transfer-Encoding` itself, so those names are refused. Values are
+     * `Idempotency-Key`, `Duetime-Attempt`, `Duetime-Deadline`, `Duetime-Deadline-Seconds`,
+     * `traceparent`, `tracestate`, `Host`, `Content-Length` and `Transfer-Encoding` itself, so
+     * those names are refused. Values are
      * stored and sent but never returned: responses show them as `[REDACTED]`; an update that
      * sends `[REDACTED]` back keeps the stored value (on create there is none, so it is refused).
      * </pre>
@@ -957,8 +974,9 @@ java.lang.String defaultValue) {
      * <pre>
      * Optional. Request headers, at most 50, 16 KiB in all; names are RFC 7230 tokens, unique
      * regardless of case; values hold no control characters but tab. Duetime sets
-     * `Idempotency-Key`, `Duetime-Attempt`, `traceparent`, `tracestate`, `Host`,
-     * `Content-Length` and `Transfer-Encoding` itself, so those names are refused. Values are
+     * `Idempotency-Key`, `Duetime-Attempt`, `Duetime-Deadline`, `Duetime-Deadline-Seconds`,
+     * `traceparent`, `tracestate`, `Host`, `Content-Length` and `Transfer-Encoding` itself, so
+     * those names are refused. Values are
      * stored and sent but never returned: responses show them as `[REDACTED]`; an update that
      * sends `[REDACTED]` back keeps the stored value (on create there is none, so it is refused).
      * </pre>
@@ -986,8 +1004,9 @@ java.lang.String defaultValue) {
      * <pre>
      * Optional. Request headers, at most 50, 16 KiB in all; names are RFC 7230 tokens, unique
      * regardless of case; values hold no control characters but tab. Duetime sets
-     * `Idempotency-Key`, `Duetime-Attempt`, `traceparent`, `tracestate`, `Host`,
-     * `Content-Length` and `Transfer-Encoding` itself, so those names are refused. Values are
+     * `Idempotency-Key`, `Duetime-Attempt`, `Duetime-Deadline`, `Duetime-Deadline-Seconds`,
+     * `traceparent`, `tracestate`, `Host`, `Content-Length` and `Transfer-Encoding` itself, so
+     * those names are refused. Values are
      * stored and sent but never returned: responses show them as `[REDACTED]`; an update that
      * sends `[REDACTED]` back keeps the stored value (on create there is none, so it is refused).
      * </pre>
@@ -1014,8 +1033,9 @@ java.lang.String defaultValue) {
      * <pre>
      * Optional. Request headers, at most 50, 16 KiB in all; names are RFC 7230 tokens, unique
      * regardless of case; values hold no control characters but tab. Duetime sets
-     * `Idempotency-Key`, `Duetime-Attempt`, `traceparent`, `tracestate`, `Host`,
-     * `Content-Length` and `Transfer-Encoding` itself, so those names are refused. Values are
+     * `Idempotency-Key`, `Duetime-Attempt`, `Duetime-Deadline`, `Duetime-Deadline-Seconds`,
+     * `traceparent`, `tracestate`, `Host`, `Content-Length` and `Transfer-Encoding` itself, so
+     * those names are refused. Values are
      * stored and sent but never returned: responses show them as `[REDACTED]`; an update that
      * sends `[REDACTED]` back keeps the stored value (on create there is none, so it is refused).
      * </pre>
@@ -1036,8 +1056,9 @@ java.lang.String defaultValue) {
      * <pre>
      * Optional. Request headers, at most 50, 16 KiB in all; names are RFC 7230 tokens, unique
      * regardless of case; values hold no control characters but tab. Duetime sets
-     * `Idempotency-Key`, `Duetime-Attempt`, `traceparent`, `tracestate`, `Host`,
-     * `Content-Length` and `Transfer-Encoding` itself, so those names are refused. Values are
+     * `Idempotency-Key`, `Duetime-Attempt`, `Duetime-Deadline`, `Duetime-Deadline-Seconds`,
+     * `traceparent`, `tracestate`, `Host`, `Content-Length` and `Transfer-Encoding` itself, so
+     * those names are refused. Values are
      * stored and sent but never returned: responses show them as `[REDACTED]`; an update that
      * sends `[REDACTED]` back keeps the stored value (on create there is none, so it is refused).
      * </pre>

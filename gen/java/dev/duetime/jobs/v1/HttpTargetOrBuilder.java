@@ -57,8 +57,9 @@ public interface HttpTargetOrBuilder extends
    * <pre>
    * Optional. Request headers, at most 50, 16 KiB in all; names are RFC 7230 tokens, unique
    * regardless of case; values hold no control characters but tab. Duetime sets
-   * `Idempotency-Key`, `Duetime-Attempt`, `traceparent`, `tracestate`, `Host`,
-   * `Content-Length` and `Transfer-Encoding` itself, so those names are refused. Values are
+   * `Idempotency-Key`, `Duetime-Attempt`, `Duetime-Deadline`, `Duetime-Deadline-Seconds`,
+   * `traceparent`, `tracestate`, `Host`, `Content-Length` and `Transfer-Encoding` itself, so
+   * those names are refused. Values are
    * stored and sent but never returned: responses show them as `[REDACTED]`; an update that
    * sends `[REDACTED]` back keeps the stored value (on create there is none, so it is refused).
    * </pre>
@@ -70,8 +71,9 @@ public interface HttpTargetOrBuilder extends
    * <pre>
    * Optional. Request headers, at most 50, 16 KiB in all; names are RFC 7230 tokens, unique
    * regardless of case; values hold no control characters but tab. Duetime sets
-   * `Idempotency-Key`, `Duetime-Attempt`, `traceparent`, `tracestate`, `Host`,
-   * `Content-Length` and `Transfer-Encoding` itself, so those names are refused. Values are
+   * `Idempotency-Key`, `Duetime-Attempt`, `Duetime-Deadline`, `Duetime-Deadline-Seconds`,
+   * `traceparent`, `tracestate`, `Host`, `Content-Length` and `Transfer-Encoding` itself, so
+   * those names are refused. Values are
    * stored and sent but never returned: responses show them as `[REDACTED]`; an update that
    * sends `[REDACTED]` back keeps the stored value (on create there is none, so it is refused).
    * </pre>
@@ -90,8 +92,9 @@ public interface HttpTargetOrBuilder extends
    * <pre>
    * Optional. Request headers, at most 50, 16 KiB in all; names are RFC 7230 tokens, unique
    * regardless of case; values hold no control characters but tab. Duetime sets
-   * `Idempotency-Key`, `Duetime-Attempt`, `traceparent`, `tracestate`, `Host`,
-   * `Content-Length` and `Transfer-Encoding` itself, so those names are refused. Values are
+   * `Idempotency-Key`, `Duetime-Attempt`, `Duetime-Deadline`, `Duetime-Deadline-Seconds`,
+   * `traceparent`, `tracestate`, `Host`, `Content-Length` and `Transfer-Encoding` itself, so
+   * those names are refused. Values are
    * stored and sent but never returned: responses show them as `[REDACTED]`; an update that
    * sends `[REDACTED]` back keeps the stored value (on create there is none, so it is refused).
    * </pre>
@@ -104,8 +107,9 @@ public interface HttpTargetOrBuilder extends
    * <pre>
    * Optional. Request headers, at most 50, 16 KiB in all; names are RFC 7230 tokens, unique
    * regardless of case; values hold no control characters but tab. Duetime sets
-   * `Idempotency-Key`, `Duetime-Attempt`, `traceparent`, `tracestate`, `Host`,
-   * `Content-Length` and `Transfer-Encoding` itself, so those names are refused. Values are
+   * `Idempotency-Key`, `Duetime-Attempt`, `Duetime-Deadline`, `Duetime-Deadline-Seconds`,
+   * `traceparent`, `tracestate`, `Host`, `Content-Length` and `Transfer-Encoding` itself, so
+   * those names are refused. Values are
    * stored and sent but never returned: responses show them as `[REDACTED]`; an update that
    * sends `[REDACTED]` back keeps the stored value (on create there is none, so it is refused).
    * </pre>
@@ -121,8 +125,9 @@ java.lang.String defaultValue);
    * <pre>
    * Optional. Request headers, at most 50, 16 KiB in all; names are RFC 7230 tokens, unique
    * regardless of case; values hold no control characters but tab. Duetime sets
-   * `Idempotency-Key`, `Duetime-Attempt`, `traceparent`, `tracestate`, `Host`,
-   * `Content-Length` and `Transfer-Encoding` itself, so those names are refused. Values are
+   * `Idempotency-Key`, `Duetime-Attempt`, `Duetime-Deadline`, `Duetime-Deadline-Seconds`,
+   * `traceparent`, `tracestate`, `Host`, `Content-Length` and `Transfer-Encoding` itself, so
+   * those names are refused. Values are
    * stored and sent but never returned: responses show them as `[REDACTED]`; an update that
    * sends `[REDACTED]` back keeps the stored value (on create there is none, so it is refused).
    * </pre>

@@ -335,7 +335,8 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * Optional. How long one attempt may take before it is abandoned as TIMED_OUT and retried.
-   * Between 1 second and 24 hours; defaults to 5 minutes.
+   * Between 1 second and 24 hours; defaults to 5 minutes. The target is told the deadline it
+   * gives (see HttpTarget).
    * </pre>
    *
    * <code>.google.protobuf.Duration attempt_timeout = 7;</code>
@@ -348,7 +349,8 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * Optional. How long one attempt may take before it is abandoned as TIMED_OUT and retried.
-   * Between 1 second and 24 hours; defaults to 5 minutes.
+   * Between 1 second and 24 hours; defaults to 5 minutes. The target is told the deadline it
+   * gives (see HttpTarget).
    * </pre>
    *
    * <code>.google.protobuf.Duration attempt_timeout = 7;</code>
@@ -361,7 +363,8 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * Optional. How long one attempt may take before it is abandoned as TIMED_OUT and retried.
-   * Between 1 second and 24 hours; defaults to 5 minutes.
+   * Between 1 second and 24 hours; defaults to 5 minutes. The target is told the deadline it
+   * gives (see HttpTarget).
    * </pre>
    *
    * <code>.google.protobuf.Duration attempt_timeout = 7;</code>
@@ -2380,7 +2383,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. How long one attempt may take before it is abandoned as TIMED_OUT and retried.
-     * Between 1 second and 24 hours; defaults to 5 minutes.
+     * Between 1 second and 24 hours; defaults to 5 minutes. The target is told the deadline it
+     * gives (see HttpTarget).
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 7;</code>
@@ -2392,7 +2396,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. How long one attempt may take before it is abandoned as TIMED_OUT and retried.
-     * Between 1 second and 24 hours; defaults to 5 minutes.
+     * Between 1 second and 24 hours; defaults to 5 minutes. The target is told the deadline it
+     * gives (see HttpTarget).
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 7;</code>
@@ -2408,7 +2413,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. How long one attempt may take before it is abandoned as TIMED_OUT and retried.
-     * Between 1 second and 24 hours; defaults to 5 minutes.
+     * Between 1 second and 24 hours; defaults to 5 minutes. The target is told the deadline it
+     * gives (see HttpTarget).
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 7;</code>
@@ -2429,7 +2435,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. How long one attempt may take before it is abandoned as TIMED_OUT and retried.
-     * Between 1 second and 24 hours; defaults to 5 minutes.
+     * Between 1 second and 24 hours; defaults to 5 minutes. The target is told the deadline it
+     * gives (see HttpTarget).
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 7;</code>
@@ -2448,7 +2455,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. How long one attempt may take before it is abandoned as TIMED_OUT and retried.
-     * Between 1 second and 24 hours; defaults to 5 minutes.
+     * Between 1 second and 24 hours; defaults to 5 minutes. The target is told the deadline it
+     * gives (see HttpTarget).
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 7;</code>
@@ -2474,7 +2482,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. How long one attempt may take before it is abandoned as TIMED_OUT and retried.
-     * Between 1 second and 24 hours; defaults to 5 minutes.
+     * Between 1 second and 24 hours; defaults to 5 minutes. The target is told the deadline it
+     * gives (see HttpTarget).
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 7;</code>
@@ -2492,7 +2501,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. How long one attempt may take before it is abandoned as TIMED_OUT and retried.
-     * Between 1 second and 24 hours; defaults to 5 minutes.
+     * Between 1 second and 24 hours; defaults to 5 minutes. The target is told the deadline it
+     * gives (see HttpTarget).
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 7;</code>
@@ -2505,7 +2515,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. How long one attempt may take before it is abandoned as TIMED_OUT and retried.
-     * Between 1 second and 24 hours; defaults to 5 minutes.
+     * Between 1 second and 24 hours; defaults to 5 minutes. The target is told the deadline it
+     * gives (see HttpTarget).
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 7;</code>
@@ -2521,7 +2532,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. How long one attempt may take before it is abandoned as TIMED_OUT and retried.
-     * Between 1 second and 24 hours; defaults to 5 minutes.
+     * Between 1 second and 24 hours; defaults to 5 minutes. The target is told the deadline it
+     * gives (see HttpTarget).
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 7;</code>

@@ -149,7 +149,8 @@ public interface JobOrBuilder extends
   /**
    * <pre>
    * Optional. How long one attempt may take before it is abandoned as TIMED_OUT and retried.
-   * Between 1 second and 24 hours; defaults to 5 minutes.
+   * Between 1 second and 24 hours; defaults to 5 minutes. The target is told the deadline it
+   * gives (see HttpTarget).
    * </pre>
    *
    * <code>.google.protobuf.Duration attempt_timeout = 7;</code>
@@ -159,7 +160,8 @@ public interface JobOrBuilder extends
   /**
    * <pre>
    * Optional. How long one attempt may take before it is abandoned as TIMED_OUT and retried.
-   * Between 1 second and 24 hours; defaults to 5 minutes.
+   * Between 1 second and 24 hours; defaults to 5 minutes. The target is told the deadline it
+   * gives (see HttpTarget).
    * </pre>
    *
    * <code>.google.protobuf.Duration attempt_timeout = 7;</code>
@@ -169,7 +171,8 @@ public interface JobOrBuilder extends
   /**
    * <pre>
    * Optional. How long one attempt may take before it is abandoned as TIMED_OUT and retried.
-   * Between 1 second and 24 hours; defaults to 5 minutes.
+   * Between 1 second and 24 hours; defaults to 5 minutes. The target is told the deadline it
+   * gives (see HttpTarget).
    * </pre>
    *
    * <code>.google.protobuf.Duration attempt_timeout = 7;</code>

@@ -162,7 +162,8 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object reason_ = "";
   /**
    * <pre>
-   * For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED.
+   * For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED, or JOB_PAUSED (an attempt
+   * started ahead of its time whose call has not begun: hand it back unrun).
    * </pre>
    *
    * <code>string reason = 4;</code>
@@ -183,7 +184,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED.
+   * For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED, or JOB_PAUSED (an attempt
+   * started ahead of its time whose call has not begun: hand it back unrun).
    * </pre>
    *
    * <code>string reason = 4;</code>
@@ -1000,7 +1002,8 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object reason_ = "";
     /**
      * <pre>
-     * For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED.
+     * For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED, or JOB_PAUSED (an attempt
+     * started ahead of its time whose call has not begun: hand it back unrun).
      * </pre>
      *
      * <code>string reason = 4;</code>
@@ -1020,7 +1023,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED.
+     * For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED, or JOB_PAUSED (an attempt
+     * started ahead of its time whose call has not begun: hand it back unrun).
      * </pre>
      *
      * <code>string reason = 4;</code>
@@ -1041,7 +1045,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED.
+     * For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED, or JOB_PAUSED (an attempt
+     * started ahead of its time whose call has not begun: hand it back unrun).
      * </pre>
      *
      * <code>string reason = 4;</code>
@@ -1058,7 +1063,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED.
+     * For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED, or JOB_PAUSED (an attempt
+     * started ahead of its time whose call has not begun: hand it back unrun).
      * </pre>
      *
      * <code>string reason = 4;</code>
@@ -1072,7 +1078,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED.
+     * For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED, or JOB_PAUSED (an attempt
+     * started ahead of its time whose call has not begun: hand it back unrun).
      * </pre>
      *
      * <code>string reason = 4;</code>

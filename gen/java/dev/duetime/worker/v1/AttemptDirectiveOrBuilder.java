@@ -85,7 +85,8 @@ public interface AttemptDirectiveOrBuilder extends
 
   /**
    * <pre>
-   * For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED.
+   * For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED, or JOB_PAUSED (an attempt
+   * started ahead of its time whose call has not begun: hand it back unrun).
    * </pre>
    *
    * <code>string reason = 4;</code>
@@ -94,7 +95,8 @@ public interface AttemptDirectiveOrBuilder extends
   java.lang.String getReason();
   /**
    * <pre>
-   * For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED.
+   * For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED, or JOB_PAUSED (an attempt
+   * started ahead of its time whose call has not begun: hand it back unrun).
    * </pre>
    *
    * <code>string reason = 4;</code>

@@ -57,6 +57,7 @@ private static final long serialVersionUID = 0L;
             dev.duetime.worker.v1.CompleteAttemptRequest.class, dev.duetime.worker.v1.CompleteAttemptRequest.Builder.class);
   }
 
+  private int bitField0_;
   public static final int RUN_ID_FIELD_NUMBER = 1;
   @SuppressWarnings("serial")
   private volatile java.lang.Object runId_ = "";
@@ -242,7 +243,51 @@ private static final long serialVersionUID = 0L;
     }
   }
 
-  public static final int CALL_PROGRESS_FIELD_NUMBER = 6;
+  public static final int CALL_TIME_FIELD_NUMBER = 6;
+  private com.google.protobuf.Timestamp callTime_;
+  /**
+   * <pre>
+   * Optional. When the target call began, by the worker's estimate of the server's clock: for
+   * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+   * ignored for others, and never earlier than the call time the start answered.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp call_time = 6;</code>
+   * @return Whether the callTime field is set.
+   */
+  @java.lang.Override
+  public boolean hasCallTime() {
+    return ((bitField0_ & 0x00000001) != 0);
+  }
+  /**
+   * <pre>
+   * Optional. When the target call began, by the worker's estimate of the server's clock: for
+   * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+   * ignored for others, and never earlier than the call time the start answered.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp call_time = 6;</code>
+   * @return The callTime.
+   */
+  @java.lang.Override
+  public com.google.protobuf.Timestamp getCallTime() {
+    return callTime_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : callTime_;
+  }
+  /**
+   * <pre>
+   * Optional. When the target call began, by the worker's estimate of the server's clock: for
+   * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+   * ignored for others, and never earlier than the call time the start answered.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp call_time = 6;</code>
+   */
+  @java.lang.Override
+  public com.google.protobuf.TimestampOrBuilder getCallTimeOrBuilder() {
+    return callTime_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : callTime_;
+  }
+
+  public static final int CALL_PROGRESS_FIELD_NUMBER = 7;
   private int callProgress_ = 0;
   /**
    * <pre>
@@ -252,7 +297,7 @@ private static final long serialVersionUID = 0L;
    * RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
    * </pre>
    *
-   * <code>.duetime.worker.v1.CallProgress call_progress = 6;</code>
+   * <code>.duetime.worker.v1.CallProgress call_progress = 7;</code>
    * @return The enum numeric value on the wire for callProgress.
    */
   @java.lang.Override public int getCallProgressValue() {
@@ -266,7 +311,7 @@ private static final long serialVersionUID = 0L;
    * RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
    * </pre>
    *
-   * <code>.duetime.worker.v1.CallProgress call_progress = 6;</code>
+   * <code>.duetime.worker.v1.CallProgress call_progress = 7;</code>
    * @return The callProgress.
    */
   @java.lang.Override public dev.duetime.worker.v1.CallProgress getCallProgress() {
@@ -303,8 +348,11 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(workerId_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 5, workerId_);
     }
+    if (((bitField0_ & 0x00000001) != 0)) {
+      output.writeMessage(6, getCallTime());
+    }
     if (callProgress_ != dev.duetime.worker.v1.CallProgress.CALL_PROGRESS_UNSPECIFIED.getNumber()) {
-      output.writeEnum(6, callProgress_);
+      output.writeEnum(7, callProgress_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -327,9 +375,13 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(workerId_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(5, workerId_);
     }
+    if (((bitField0_ & 0x00000001) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(6, getCallTime());
+    }
     if (callProgress_ != dev.duetime.worker.v1.CallProgress.CALL_PROGRESS_UNSPECIFIED.getNumber()) {
       size += com.google.protobuf.CodedOutputStream
-        .computeEnumSize(6, callProgress_);
+        .computeEnumSize(7, callProgress_);
     }
     return size;
   }
@@ -364,6 +416,11 @@ private static final long serialVersionUID = 0L;
         != other.getRetryable()) return false;
     if (!getWorkerId()
         .equals(other.getWorkerId())) return false;
+    if (hasCallTime() != other.hasCallTime()) return false;
+    if (hasCallTime()) {
+      if (!getCallTime()
+          .equals(other.getCallTime())) return false;
+    }
     if (callProgress_ != other.callProgress_) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
@@ -387,6 +444,10 @@ private static final long serialVersionUID = 0L;
         getRetryable());
     hash = (37 * hash) + WORKER_ID_FIELD_NUMBER;
     hash = (53 * hash) + getWorkerId().hashCode();
+    if (hasCallTime()) {
+      hash = (37 * hash) + CALL_TIME_FIELD_NUMBER;
+      hash = (53 * hash) + getCallTime().hashCode();
+    }
     hash = (37 * hash) + CALL_PROGRESS_FIELD_NUMBER;
     hash = (53 * hash) + callProgress_;
     hash = (29 * hash) + getUnknownFields().hashCode();
@@ -512,13 +573,19 @@ private static final long serialVersionUID = 0L;
 
     // Construct using dev.duetime.worker.v1.CompleteAttemptRequest.newBuilder()
     private Builder() {
-
+      maybeForceBuilderInitialization();
     }
 
     private Builder(
         com.google.protobuf.GeneratedMessage.BuilderParent parent) {
       super(parent);
-
+      maybeForceBuilderInitialization();
+    }
+    private void maybeForceBuilderInitialization() {
+      if (com.google.protobuf.GeneratedMessage
+              .alwaysUseFieldBuilders) {
+        internalGetCallTimeFieldBuilder();
+      }
     }
     @java.lang.Override
     public Builder clear() {
@@ -529,6 +596,11 @@ private static final long serialVersionUID = 0L;
       error_ = "";
       retryable_ = false;
       workerId_ = "";
+      callTime_ = null;
+      if (callTimeBuilder_ != null) {
+        callTimeBuilder_.dispose();
+        callTimeBuilder_ = null;
+      }
       callProgress_ = 0;
       return this;
     }
@@ -578,9 +650,17 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000010) != 0)) {
         result.workerId_ = workerId_;
       }
+      int to_bitField0_ = 0;
       if (((from_bitField0_ & 0x00000020) != 0)) {
+        result.callTime_ = callTimeBuilder_ == null
+            ? callTime_
+            : callTimeBuilder_.build();
+        to_bitField0_ |= 0x00000001;
+      }
+      if (((from_bitField0_ & 0x00000040) != 0)) {
         result.callProgress_ = callProgress_;
       }
+      result.bitField0_ |= to_bitField0_;
     }
 
     @java.lang.Override
@@ -615,6 +695,9 @@ private static final long serialVersionUID = 0L;
         workerId_ = other.workerId_;
         bitField0_ |= 0x00000010;
         onChanged();
+      }
+      if (other.hasCallTime()) {
+        mergeCallTime(other.getCallTime());
       }
       if (other.callProgress_ != 0) {
         setCallProgressValue(other.getCallProgressValue());
@@ -670,11 +753,18 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000010;
               break;
             } // case 42
-            case 48: {
-              callProgress_ = input.readEnum();
+            case 50: {
+              input.readMessage(
+                  internalGetCallTimeFieldBuilder().getBuilder(),
+                  extensionRegistry);
               bitField0_ |= 0x00000020;
               break;
-            } // case 48
+            } // case 50
+            case 56: {
+              callProgress_ = input.readEnum();
+              bitField0_ |= 0x00000040;
+              break;
+            } // case 56
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1092,6 +1182,181 @@ private static final long serialVersionUID = 0L;
       return this;
     }
 
+    private com.google.protobuf.Timestamp callTime_;
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder> callTimeBuilder_;
+    /**
+     * <pre>
+     * Optional. When the target call began, by the worker's estimate of the server's clock: for
+     * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+     * ignored for others, and never earlier than the call time the start answered.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp call_time = 6;</code>
+     * @return Whether the callTime field is set.
+     */
+    public boolean hasCallTime() {
+      return ((bitField0_ & 0x00000020) != 0);
+    }
+    /**
+     * <pre>
+     * Optional. When the target call began, by the worker's estimate of the server's clock: for
+     * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+     * ignored for others, and never earlier than the call time the start answered.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp call_time = 6;</code>
+     * @return The callTime.
+     */
+    public com.google.protobuf.Timestamp getCallTime() {
+      if (callTimeBuilder_ == null) {
+        return callTime_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : callTime_;
+      } else {
+        return callTimeBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * Optional. When the target call began, by the worker's estimate of the server's clock: for
+     * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+     * ignored for others, and never earlier than the call time the start answered.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp call_time = 6;</code>
+     */
+    public Builder setCallTime(com.google.protobuf.Timestamp value) {
+      if (callTimeBuilder_ == null) {
+        if (value == null) {
+          throw new NullPointerException();
+        }
+        callTime_ = value;
+      } else {
+        callTimeBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00000020;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. When the target call began, by the worker's estimate of the server's clock: for
+     * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+     * ignored for others, and never earlier than the call time the start answered.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp call_time = 6;</code>
+     */
+    public Builder setCallTime(
+        com.google.protobuf.Timestamp.Builder builderForValue) {
+      if (callTimeBuilder_ == null) {
+        callTime_ = builderForValue.build();
+      } else {
+        callTimeBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00000020;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. When the target call began, by the worker's estimate of the server's clock: for
+     * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+     * ignored for others, and never earlier than the call time the start answered.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp call_time = 6;</code>
+     */
+    public Builder mergeCallTime(com.google.protobuf.Timestamp value) {
+      if (callTimeBuilder_ == null) {
+        if (((bitField0_ & 0x00000020) != 0) &&
+          callTime_ != null &&
+          callTime_ != com.google.protobuf.Timestamp.getDefaultInstance()) {
+          getCallTimeBuilder().mergeFrom(value);
+        } else {
+          callTime_ = value;
+        }
+      } else {
+        callTimeBuilder_.mergeFrom(value);
+      }
+      if (callTime_ != null) {
+        bitField0_ |= 0x00000020;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. When the target call began, by the worker's estimate of the server's clock: for
+     * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+     * ignored for others, and never earlier than the call time the start answered.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp call_time = 6;</code>
+     */
+    public Builder clearCallTime() {
+      bitField0_ = (bitField0_ & ~0x00000020);
+      callTime_ = null;
+      if (callTimeBuilder_ != null) {
+        callTimeBuilder_.dispose();
+        callTimeBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. When the target call began, by the worker's estimate of the server's clock: for
+     * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+     * ignored for others, and never earlier than the call time the start answered.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp call_time = 6;</code>
+     */
+    public com.google.protobuf.Timestamp.Builder getCallTimeBuilder() {
+      bitField0_ |= 0x00000020;
+      onChanged();
+      return internalGetCallTimeFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Optional. When the target call began, by the worker's estimate of the server's clock: for
+     * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+     * ignored for others, and never earlier than the call time the start answered.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp call_time = 6;</code>
+     */
+    public com.google.protobuf.TimestampOrBuilder getCallTimeOrBuilder() {
+      if (callTimeBuilder_ != null) {
+        return callTimeBuilder_.getMessageOrBuilder();
+      } else {
+        return callTime_ == null ?
+            com.google.protobuf.Timestamp.getDefaultInstance() : callTime_;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. When the target call began, by the worker's estimate of the server's clock: for
+     * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+     * ignored for others, and never earlier than the call time the start answered.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp call_time = 6;</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder> 
+        internalGetCallTimeFieldBuilder() {
+      if (callTimeBuilder_ == null) {
+        callTimeBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder>(
+                getCallTime(),
+                getParentForChildren(),
+                isClean());
+        callTime_ = null;
+      }
+      return callTimeBuilder_;
+    }
+
     private int callProgress_ = 0;
     /**
      * <pre>
@@ -1101,7 +1366,7 @@ private static final long serialVersionUID = 0L;
      * RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
      * </pre>
      *
-     * <code>.duetime.worker.v1.CallProgress call_progress = 6;</code>
+     * <code>.duetime.worker.v1.CallProgress call_progress = 7;</code>
      * @return The enum numeric value on the wire for callProgress.
      */
     @java.lang.Override public int getCallProgressValue() {
@@ -1115,13 +1380,13 @@ private static final long serialVersionUID = 0L;
      * RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
      * </pre>
      *
-     * <code>.duetime.worker.v1.CallProgress call_progress = 6;</code>
+     * <code>.duetime.worker.v1.CallProgress call_progress = 7;</code>
      * @param value The enum numeric value on the wire for callProgress to set.
      * @return This builder for chaining.
      */
     public Builder setCallProgressValue(int value) {
       callProgress_ = value;
-      bitField0_ |= 0x00000020;
+      bitField0_ |= 0x00000040;
       onChanged();
       return this;
     }
@@ -1133,7 +1398,7 @@ private static final long serialVersionUID = 0L;
      * RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
      * </pre>
      *
-     * <code>.duetime.worker.v1.CallProgress call_progress = 6;</code>
+     * <code>.duetime.worker.v1.CallProgress call_progress = 7;</code>
      * @return The callProgress.
      */
     @java.lang.Override
@@ -1149,14 +1414,14 @@ private static final long serialVersionUID = 0L;
      * RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
      * </pre>
      *
-     * <code>.duetime.worker.v1.CallProgress call_progress = 6;</code>
+     * <code>.duetime.worker.v1.CallProgress call_progress = 7;</code>
      * @param value The callProgress to set.
      * @throws IllegalArgumentException if UNRECOGNIZED is provided.
      * @return This builder for chaining.
      */
     public Builder setCallProgress(dev.duetime.worker.v1.CallProgress value) {
       if (value == null) { throw new NullPointerException(); }
-      bitField0_ |= 0x00000020;
+      bitField0_ |= 0x00000040;
       callProgress_ = value.getNumber();
       onChanged();
       return this;
@@ -1169,11 +1434,11 @@ private static final long serialVersionUID = 0L;
      * RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
      * </pre>
      *
-     * <code>.duetime.worker.v1.CallProgress call_progress = 6;</code>
+     * <code>.duetime.worker.v1.CallProgress call_progress = 7;</code>
      * @return This builder for chaining.
      */
     public Builder clearCallProgress() {
-      bitField0_ = (bitField0_ & ~0x00000020);
+      bitField0_ = (bitField0_ & ~0x00000040);
       callProgress_ = 0;
       onChanged();
       return this;

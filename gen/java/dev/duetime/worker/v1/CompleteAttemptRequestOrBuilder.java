@@ -104,13 +104,46 @@ public interface CompleteAttemptRequestOrBuilder extends
 
   /**
    * <pre>
+   * Optional. When the target call began, by the worker's estimate of the server's clock: for
+   * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+   * ignored for others, and never earlier than the call time the start answered.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp call_time = 6;</code>
+   * @return Whether the callTime field is set.
+   */
+  boolean hasCallTime();
+  /**
+   * <pre>
+   * Optional. When the target call began, by the worker's estimate of the server's clock: for
+   * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+   * ignored for others, and never earlier than the call time the start answered.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp call_time = 6;</code>
+   * @return The callTime.
+   */
+  com.google.protobuf.Timestamp getCallTime();
+  /**
+   * <pre>
+   * Optional. When the target call began, by the worker's estimate of the server's clock: for
+   * an attempt started ahead of its time it becomes the attempt's start (its start lateness);
+   * ignored for others, and never earlier than the call time the start answered.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp call_time = 6;</code>
+   */
+  com.google.protobuf.TimestampOrBuilder getCallTimeOrBuilder();
+
+  /**
+   * <pre>
    * Optional. How far the call got: for a result other than ATTEMPT_RESULT_SUCCEEDED of a
    * DELIVERY_AT_MOST_ONCE run, NOT_BEGUN and ANSWERED let the run be retried, BEGUN and
    * UNSPECIFIED (the call may have reached the target) end it DEAD_LETTERED with reason
    * RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
    * </pre>
    *
-   * <code>.duetime.worker.v1.CallProgress call_progress = 6;</code>
+   * <code>.duetime.worker.v1.CallProgress call_progress = 7;</code>
    * @return The enum numeric value on the wire for callProgress.
    */
   int getCallProgressValue();
@@ -122,7 +155,7 @@ public interface CompleteAttemptRequestOrBuilder extends
    * RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
    * </pre>
    *
-   * <code>.duetime.worker.v1.CallProgress call_progress = 6;</code>
+   * <code>.duetime.worker.v1.CallProgress call_progress = 7;</code>
    * @return The callProgress.
    */
   dev.duetime.worker.v1.CallProgress getCallProgress();

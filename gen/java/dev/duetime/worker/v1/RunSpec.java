@@ -365,7 +365,9 @@ private static final long serialVersionUID = 0L;
   private com.google.protobuf.Duration attemptTimeout_;
   /**
    * <pre>
-   * How long the attempt may take.
+   * How long the attempt may take. The worker tells the target the deadline it gives, counted
+   * from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+   * UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
    * </pre>
    *
    * <code>.google.protobuf.Duration attempt_timeout = 8;</code>
@@ -377,7 +379,9 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * How long the attempt may take.
+   * How long the attempt may take. The worker tells the target the deadline it gives, counted
+   * from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+   * UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
    * </pre>
    *
    * <code>.google.protobuf.Duration attempt_timeout = 8;</code>
@@ -389,7 +393,9 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * How long the attempt may take.
+   * How long the attempt may take. The worker tells the target the deadline it gives, counted
+   * from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+   * UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
    * </pre>
    *
    * <code>.google.protobuf.Duration attempt_timeout = 8;</code>
@@ -1901,7 +1907,9 @@ private static final long serialVersionUID = 0L;
         com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder> attemptTimeoutBuilder_;
     /**
      * <pre>
-     * How long the attempt may take.
+     * How long the attempt may take. The worker tells the target the deadline it gives, counted
+     * from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+     * UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 8;</code>
@@ -1912,7 +1920,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How long the attempt may take.
+     * How long the attempt may take. The worker tells the target the deadline it gives, counted
+     * from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+     * UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 8;</code>
@@ -1927,7 +1937,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How long the attempt may take.
+     * How long the attempt may take. The worker tells the target the deadline it gives, counted
+     * from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+     * UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 8;</code>
@@ -1947,7 +1959,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How long the attempt may take.
+     * How long the attempt may take. The worker tells the target the deadline it gives, counted
+     * from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+     * UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 8;</code>
@@ -1965,7 +1979,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How long the attempt may take.
+     * How long the attempt may take. The worker tells the target the deadline it gives, counted
+     * from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+     * UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 8;</code>
@@ -1990,7 +2006,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How long the attempt may take.
+     * How long the attempt may take. The worker tells the target the deadline it gives, counted
+     * from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+     * UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 8;</code>
@@ -2007,7 +2025,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How long the attempt may take.
+     * How long the attempt may take. The worker tells the target the deadline it gives, counted
+     * from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+     * UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 8;</code>
@@ -2019,7 +2039,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How long the attempt may take.
+     * How long the attempt may take. The worker tells the target the deadline it gives, counted
+     * from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+     * UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 8;</code>
@@ -2034,7 +2056,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How long the attempt may take.
+     * How long the attempt may take. The worker tells the target the deadline it gives, counted
+     * from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+     * UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
      * </pre>
      *
      * <code>.google.protobuf.Duration attempt_timeout = 8;</code>

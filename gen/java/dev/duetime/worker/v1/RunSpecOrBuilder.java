@@ -173,7 +173,9 @@ public interface RunSpecOrBuilder extends
 
   /**
    * <pre>
-   * How long the attempt may take.
+   * How long the attempt may take. The worker tells the target the deadline it gives, counted
+   * from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+   * UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
    * </pre>
    *
    * <code>.google.protobuf.Duration attempt_timeout = 8;</code>
@@ -182,7 +184,9 @@ public interface RunSpecOrBuilder extends
   boolean hasAttemptTimeout();
   /**
    * <pre>
-   * How long the attempt may take.
+   * How long the attempt may take. The worker tells the target the deadline it gives, counted
+   * from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+   * UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
    * </pre>
    *
    * <code>.google.protobuf.Duration attempt_timeout = 8;</code>
@@ -191,7 +195,9 @@ public interface RunSpecOrBuilder extends
   com.google.protobuf.Duration getAttemptTimeout();
   /**
    * <pre>
-   * How long the attempt may take.
+   * How long the attempt may take. The worker tells the target the deadline it gives, counted
+   * from the call's start by the worker's clock: HTTP headers `Duetime-Deadline` (RFC 3339
+   * UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
    * </pre>
    *
    * <code>.google.protobuf.Duration attempt_timeout = 8;</code>

@@ -252,6 +252,28 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int EARLY_FIELD_NUMBER = 5;
+  private boolean early_ = false;
+  /**
+   * <pre>
+   * Optional. The worker can hold an attempt started ahead of its time: before the run's
+   * effective time (at most 10 s before), a run of a job whose overlap policy is
+   * OVERLAP_POLICY_ALLOW may then be answered STARTED with `call_time` set instead of
+   * TOO_EARLY, its lease and deadline counted from `call_time`. The worker must not call the
+   * target before `call_time` by the server's clock, must send a heartbeat for it at most 1 s
+   * before `call_time` and heed that beat's answer (a job paused or deleted meanwhile is a
+   * CANCEL: the worker hands the attempt back unrun), and reports the call's start in
+   * CompleteAttemptRequest.call_time. Other runs are answered as without it.
+   * </pre>
+   *
+   * <code>bool early = 5;</code>
+   * @return The early.
+   */
+  @java.lang.Override
+  public boolean getEarly() {
+    return early_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -278,6 +300,9 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(traceparent_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 4, traceparent_);
     }
+    if (early_ != false) {
+      output.writeBool(5, early_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -293,6 +318,10 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(traceparent_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(4, traceparent_);
+    }
+    if (early_ != false) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(5, early_);
     }
     return size;
   }
@@ -326,6 +355,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getWorkerId())) return false;
     if (!getTraceparent()
         .equals(other.getTraceparent())) return false;
+    if (getEarly()
+        != other.getEarly()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -345,6 +376,9 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getWorkerId().hashCode();
     hash = (37 * hash) + TRACEPARENT_FIELD_NUMBER;
     hash = (53 * hash) + getTraceparent().hashCode();
+    hash = (37 * hash) + EARLY_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+        getEarly());
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -484,6 +518,7 @@ private static final long serialVersionUID = 0L;
       deliveryId_ = "";
       workerId_ = "";
       traceparent_ = "";
+      early_ = false;
       return this;
     }
 
@@ -529,6 +564,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000008) != 0)) {
         result.traceparent_ = traceparent_;
       }
+      if (((from_bitField0_ & 0x00000010) != 0)) {
+        result.early_ = early_;
+      }
     }
 
     @java.lang.Override
@@ -562,6 +600,9 @@ private static final long serialVersionUID = 0L;
         traceparent_ = other.traceparent_;
         bitField0_ |= 0x00000008;
         onChanged();
+      }
+      if (other.getEarly() != false) {
+        setEarly(other.getEarly());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -609,6 +650,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000008;
               break;
             } // case 34
+            case 40: {
+              early_ = input.readBool();
+              bitField0_ |= 0x00000010;
+              break;
+            } // case 40
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1010,6 +1056,71 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       traceparent_ = value;
       bitField0_ |= 0x00000008;
+      onChanged();
+      return this;
+    }
+
+    private boolean early_ ;
+    /**
+     * <pre>
+     * Optional. The worker can hold an attempt started ahead of its time: before the run's
+     * effective time (at most 10 s before), a run of a job whose overlap policy is
+     * OVERLAP_POLICY_ALLOW may then be answered STARTED with `call_time` set instead of
+     * TOO_EARLY, its lease and deadline counted from `call_time`. The worker must not call the
+     * target before `call_time` by the server's clock, must send a heartbeat for it at most 1 s
+     * before `call_time` and heed that beat's answer (a job paused or deleted meanwhile is a
+     * CANCEL: the worker hands the attempt back unrun), and reports the call's start in
+     * CompleteAttemptRequest.call_time. Other runs are answered as without it.
+     * </pre>
+     *
+     * <code>bool early = 5;</code>
+     * @return The early.
+     */
+    @java.lang.Override
+    public boolean getEarly() {
+      return early_;
+    }
+    /**
+     * <pre>
+     * Optional. The worker can hold an attempt started ahead of its time: before the run's
+     * effective time (at most 10 s before), a run of a job whose overlap policy is
+     * OVERLAP_POLICY_ALLOW may then be answered STARTED with `call_time` set instead of
+     * TOO_EARLY, its lease and deadline counted from `call_time`. The worker must not call the
+     * target before `call_time` by the server's clock, must send a heartbeat for it at most 1 s
+     * before `call_time` and heed that beat's answer (a job paused or deleted meanwhile is a
+     * CANCEL: the worker hands the attempt back unrun), and reports the call's start in
+     * CompleteAttemptRequest.call_time. Other runs are answered as without it.
+     * </pre>
+     *
+     * <code>bool early = 5;</code>
+     * @param value The early to set.
+     * @return This builder for chaining.
+     */
+    public Builder setEarly(boolean value) {
+
+      early_ = value;
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. The worker can hold an attempt started ahead of its time: before the run's
+     * effective time (at most 10 s before), a run of a job whose overlap policy is
+     * OVERLAP_POLICY_ALLOW may then be answered STARTED with `call_time` set instead of
+     * TOO_EARLY, its lease and deadline counted from `call_time`. The worker must not call the
+     * target before `call_time` by the server's clock, must send a heartbeat for it at most 1 s
+     * before `call_time` and heed that beat's answer (a job paused or deleted meanwhile is a
+     * CANCEL: the worker hands the attempt back unrun), and reports the call's start in
+     * CompleteAttemptRequest.call_time. Other runs are answered as without it.
+     * </pre>
+     *
+     * <code>bool early = 5;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearEarly() {
+      bitField0_ = (bitField0_ & ~0x00000010);
+      early_ = false;
       onChanged();
       return this;
     }

@@ -306,6 +306,47 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int CALL_TIME_FIELD_NUMBER = 8;
+  private com.google.protobuf.Timestamp callTime_;
+  /**
+   * <pre>
+   * For STARTED ahead of the run's time (StartAttemptRequest.early): when the target may be
+   * called, by the server's clock; unset: at once.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp call_time = 8;</code>
+   * @return Whether the callTime field is set.
+   */
+  @java.lang.Override
+  public boolean hasCallTime() {
+    return ((bitField0_ & 0x00000010) != 0);
+  }
+  /**
+   * <pre>
+   * For STARTED ahead of the run's time (StartAttemptRequest.early): when the target may be
+   * called, by the server's clock; unset: at once.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp call_time = 8;</code>
+   * @return The callTime.
+   */
+  @java.lang.Override
+  public com.google.protobuf.Timestamp getCallTime() {
+    return callTime_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : callTime_;
+  }
+  /**
+   * <pre>
+   * For STARTED ahead of the run's time (StartAttemptRequest.early): when the target may be
+   * called, by the server's clock; unset: at once.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp call_time = 8;</code>
+   */
+  @java.lang.Override
+  public com.google.protobuf.TimestampOrBuilder getCallTimeOrBuilder() {
+    return callTime_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : callTime_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -341,6 +382,9 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(refusalReason_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 7, refusalReason_);
     }
+    if (((bitField0_ & 0x00000010) != 0)) {
+      output.writeMessage(8, getCallTime());
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -371,6 +415,10 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(refusalReason_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(7, refusalReason_);
+    }
+    if (((bitField0_ & 0x00000010) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(8, getCallTime());
     }
     return size;
   }
@@ -421,6 +469,11 @@ private static final long serialVersionUID = 0L;
     }
     if (!getRefusalReason()
         .equals(other.getRefusalReason())) return false;
+    if (hasCallTime() != other.hasCallTime()) return false;
+    if (hasCallTime()) {
+      if (!getCallTime()
+          .equals(other.getCallTime())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -454,6 +507,10 @@ private static final long serialVersionUID = 0L;
     }
     hash = (37 * hash) + REFUSAL_REASON_FIELD_NUMBER;
     hash = (53 * hash) + getRefusalReason().hashCode();
+    if (hasCallTime()) {
+      hash = (37 * hash) + CALL_TIME_FIELD_NUMBER;
+      hash = (53 * hash) + getCallTime().hashCode();
+    }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -592,6 +649,7 @@ private static final long serialVersionUID = 0L;
         internalGetServerTimeFieldBuilder();
         internalGetEffectiveTimeFieldBuilder();
         internalGetRunFieldBuilder();
+        internalGetCallTimeFieldBuilder();
       }
     }
     @java.lang.Override
@@ -621,6 +679,11 @@ private static final long serialVersionUID = 0L;
         runBuilder_ = null;
       }
       refusalReason_ = "";
+      callTime_ = null;
+      if (callTimeBuilder_ != null) {
+        callTimeBuilder_.dispose();
+        callTimeBuilder_ = null;
+      }
       return this;
     }
 
@@ -688,6 +751,12 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000040) != 0)) {
         result.refusalReason_ = refusalReason_;
       }
+      if (((from_bitField0_ & 0x00000080) != 0)) {
+        result.callTime_ = callTimeBuilder_ == null
+            ? callTime_
+            : callTimeBuilder_.build();
+        to_bitField0_ |= 0x00000010;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -725,6 +794,9 @@ private static final long serialVersionUID = 0L;
         refusalReason_ = other.refusalReason_;
         bitField0_ |= 0x00000040;
         onChanged();
+      }
+      if (other.hasCallTime()) {
+        mergeCallTime(other.getCallTime());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -795,6 +867,13 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000040;
               break;
             } // case 58
+            case 66: {
+              input.readMessage(
+                  internalGetCallTimeFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00000080;
+              break;
+            } // case 66
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1675,6 +1754,172 @@ private static final long serialVersionUID = 0L;
       bitField0_ |= 0x00000040;
       onChanged();
       return this;
+    }
+
+    private com.google.protobuf.Timestamp callTime_;
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder> callTimeBuilder_;
+    /**
+     * <pre>
+     * For STARTED ahead of the run's time (StartAttemptRequest.early): when the target may be
+     * called, by the server's clock; unset: at once.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp call_time = 8;</code>
+     * @return Whether the callTime field is set.
+     */
+    public boolean hasCallTime() {
+      return ((bitField0_ & 0x00000080) != 0);
+    }
+    /**
+     * <pre>
+     * For STARTED ahead of the run's time (StartAttemptRequest.early): when the target may be
+     * called, by the server's clock; unset: at once.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp call_time = 8;</code>
+     * @return The callTime.
+     */
+    public com.google.protobuf.Timestamp getCallTime() {
+      if (callTimeBuilder_ == null) {
+        return callTime_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : callTime_;
+      } else {
+        return callTimeBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * For STARTED ahead of the run's time (StartAttemptRequest.early): when the target may be
+     * called, by the server's clock; unset: at once.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp call_time = 8;</code>
+     */
+    public Builder setCallTime(com.google.protobuf.Timestamp value) {
+      if (callTimeBuilder_ == null) {
+        if (value == null) {
+          throw new NullPointerException();
+        }
+        callTime_ = value;
+      } else {
+        callTimeBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00000080;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * For STARTED ahead of the run's time (StartAttemptRequest.early): when the target may be
+     * called, by the server's clock; unset: at once.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp call_time = 8;</code>
+     */
+    public Builder setCallTime(
+        com.google.protobuf.Timestamp.Builder builderForValue) {
+      if (callTimeBuilder_ == null) {
+        callTime_ = builderForValue.build();
+      } else {
+        callTimeBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00000080;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * For STARTED ahead of the run's time (StartAttemptRequest.early): when the target may be
+     * called, by the server's clock; unset: at once.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp call_time = 8;</code>
+     */
+    public Builder mergeCallTime(com.google.protobuf.Timestamp value) {
+      if (callTimeBuilder_ == null) {
+        if (((bitField0_ & 0x00000080) != 0) &&
+          callTime_ != null &&
+          callTime_ != com.google.protobuf.Timestamp.getDefaultInstance()) {
+          getCallTimeBuilder().mergeFrom(value);
+        } else {
+          callTime_ = value;
+        }
+      } else {
+        callTimeBuilder_.mergeFrom(value);
+      }
+      if (callTime_ != null) {
+        bitField0_ |= 0x00000080;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * For STARTED ahead of the run's time (StartAttemptRequest.early): when the target may be
+     * called, by the server's clock; unset: at once.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp call_time = 8;</code>
+     */
+    public Builder clearCallTime() {
+      bitField0_ = (bitField0_ & ~0x00000080);
+      callTime_ = null;
+      if (callTimeBuilder_ != null) {
+        callTimeBuilder_.dispose();
+        callTimeBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * For STARTED ahead of the run's time (StartAttemptRequest.early): when the target may be
+     * called, by the server's clock; unset: at once.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp call_time = 8;</code>
+     */
+    public com.google.protobuf.Timestamp.Builder getCallTimeBuilder() {
+      bitField0_ |= 0x00000080;
+      onChanged();
+      return internalGetCallTimeFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * For STARTED ahead of the run's time (StartAttemptRequest.early): when the target may be
+     * called, by the server's clock; unset: at once.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp call_time = 8;</code>
+     */
+    public com.google.protobuf.TimestampOrBuilder getCallTimeOrBuilder() {
+      if (callTimeBuilder_ != null) {
+        return callTimeBuilder_.getMessageOrBuilder();
+      } else {
+        return callTime_ == null ?
+            com.google.protobuf.Timestamp.getDefaultInstance() : callTime_;
+      }
+    }
+    /**
+     * <pre>
+     * For STARTED ahead of the run's time (StartAttemptRequest.early): when the target may be
+     * called, by the server's clock; unset: at once.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp call_time = 8;</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder> 
+        internalGetCallTimeFieldBuilder() {
+      if (callTimeBuilder_ == null) {
+        callTimeBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder>(
+                getCallTime(),
+                getParentForChildren(),
+                isClean());
+        callTime_ = null;
+      }
+      return callTimeBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:duetime.worker.v1.StartAttemptResponse)

@@ -177,4 +177,34 @@ public interface StartAttemptResponseOrBuilder extends
    */
   com.google.protobuf.ByteString
       getRefusalReasonBytes();
+
+  /**
+   * <pre>
+   * For STARTED ahead of the run's time (StartAttemptRequest.early): when the target may be
+   * called, by the server's clock; unset: at once.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp call_time = 8;</code>
+   * @return Whether the callTime field is set.
+   */
+  boolean hasCallTime();
+  /**
+   * <pre>
+   * For STARTED ahead of the run's time (StartAttemptRequest.early): when the target may be
+   * called, by the server's clock; unset: at once.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp call_time = 8;</code>
+   * @return The callTime.
+   */
+  com.google.protobuf.Timestamp getCallTime();
+  /**
+   * <pre>
+   * For STARTED ahead of the run's time (StartAttemptRequest.early): when the target may be
+   * called, by the server's clock; unset: at once.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp call_time = 8;</code>
+   */
+  com.google.protobuf.TimestampOrBuilder getCallTimeOrBuilder();
 }

@@ -142,76 +142,79 @@ public final class WorkerServiceProto extends com.google.protobuf.GeneratedFile 
       "CompleteAttemptsResult\"\204\001\n\026CompleteAttem" +
       "ptsResult\022<\n\010response\030\001 \001(\0132*.duetime.wo" +
       "rker.v1.CompleteAttemptResponse\022,\n\005error" +
-      "\030\002 \001(\0132\035.duetime.worker.v1.EntryError\"b\n" +
+      "\030\002 \001(\0132\035.duetime.worker.v1.EntryError\"q\n" +
       "\023StartAttemptRequest\022\016\n\006run_id\030\001 \001(\t\022\023\n\013" +
       "delivery_id\030\002 \001(\t\022\021\n\tworker_id\030\003 \001(\t\022\023\n\013" +
-      "traceparent\030\004 \001(\t\"\270\002\n\024StartAttemptRespon" +
-      "se\0222\n\010decision\030\001 \001(\0162 .duetime.worker.v1" +
-      ".StartDecision\022\017\n\007attempt\030\002 \001(\005\0225\n\021lease" +
-      "_expire_time\030\003 \001(\0132\032.google.protobuf.Tim" +
-      "estamp\022/\n\013server_time\030\004 \001(\0132\032.google.pro" +
-      "tobuf.Timestamp\0222\n\016effective_time\030\005 \001(\0132" +
-      "\032.google.protobuf.Timestamp\022\'\n\003run\030\006 \001(\013" +
-      "2\032.duetime.worker.v1.RunSpec\022\026\n\016refusal_" +
-      "reason\030\007 \001(\t\"\325\002\n\007RunSpec\022\016\n\006run_id\030\001 \001(\t" +
-      "\022\016\n\006job_id\030\002 \001(\t\022\014\n\004team\030\003 \001(\t\022\027\n\017idempo" +
-      "tency_key\030\004 \001(\t\0220\n\014nominal_time\030\005 \001(\0132\032." +
-      "google.protobuf.Timestamp\0222\n\016effective_t" +
-      "ime\030\006 \001(\0132\032.google.protobuf.Timestamp\022\'\n" +
-      "\006target\030\007 \001(\0132\027.duetime.jobs.v1.Target\0222" +
-      "\n\017attempt_timeout\030\010 \001(\0132\031.google.protobu" +
-      "f.Duration\022\023\n\013traceparent\030\t \001(\t\022+\n\010deliv" +
-      "ery\030\n \001(\0162\031.duetime.jobs.v1.Delivery\"V\n\020" +
-      "HeartbeatRequest\022\021\n\tworker_id\030\001 \001(\t\022/\n\010a" +
-      "ttempts\030\002 \003(\0132\035.duetime.worker.v1.Attemp" +
-      "tRef\"e\n\nAttemptRef\022\016\n\006run_id\030\001 \001(\t\022\017\n\007at" +
-      "tempt\030\002 \001(\005\0226\n\rcall_progress\030\003 \001(\0162\037.due" +
-      "time.worker.v1.CallProgress\"}\n\021Heartbeat" +
-      "Response\022/\n\013server_time\030\001 \001(\0132\032.google.p" +
-      "rotobuf.Timestamp\0227\n\ndirectives\030\002 \003(\0132#." +
-      "duetime.worker.v1.AttemptDirective\"\272\001\n\020A" +
-      "ttemptDirective\022.\n\007attempt\030\001 \001(\0132\035.dueti" +
-      "me.worker.v1.AttemptRef\022/\n\tdirective\030\002 \001" +
-      "(\0162\034.duetime.worker.v1.Directive\0225\n\021leas" +
-      "e_expire_time\030\003 \001(\0132\032.google.protobuf.Ti" +
-      "mestamp\022\016\n\006reason\030\004 \001(\t\"\307\001\n\026CompleteAtte" +
-      "mptRequest\022\016\n\006run_id\030\001 \001(\t\0220\n\006result\030\002 \001" +
-      "(\0162 .duetime.worker.v1.AttemptResult\022\r\n\005" +
-      "error\030\003 \001(\t\022\021\n\tretryable\030\004 \001(\010\022\021\n\tworker" +
-      "_id\030\005 \001(\t\0226\n\rcall_progress\030\006 \001(\0162\037.dueti" +
-      "me.worker.v1.CallProgress\"c\n\027CompleteAtt" +
-      "emptResponse\022\021\n\trun_state\030\001 \001(\t\0225\n\021next_" +
-      "attempt_time\030\002 \001(\0132\032.google.protobuf.Tim" +
-      "estamp*\205\001\n\rStartDecision\022\036\n\032START_DECISI" +
-      "ON_UNSPECIFIED\020\000\022\032\n\026START_DECISION_START" +
-      "ED\020\001\022\034\n\030START_DECISION_TOO_EARLY\020\002\022\032\n\026ST" +
-      "ART_DECISION_REFUSED\020\003*\177\n\014CallProgress\022\035" +
-      "\n\031CALL_PROGRESS_UNSPECIFIED\020\000\022\033\n\027CALL_PR" +
-      "OGRESS_NOT_BEGUN\020\001\022\027\n\023CALL_PROGRESS_BEGU" +
-      "N\020\002\022\032\n\026CALL_PROGRESS_ANSWERED\020\003*T\n\tDirec" +
-      "tive\022\031\n\025DIRECTIVE_UNSPECIFIED\020\000\022\026\n\022DIREC" +
-      "TIVE_CONTINUE\020\001\022\024\n\020DIRECTIVE_CANCEL\020\002*\304\001" +
-      "\n\rAttemptResult\022\036\n\032ATTEMPT_RESULT_UNSPEC" +
-      "IFIED\020\000\022\034\n\030ATTEMPT_RESULT_SUCCEEDED\020\001\022\031\n" +
-      "\025ATTEMPT_RESULT_FAILED\020\002\022\034\n\030ATTEMPT_RESU" +
-      "LT_TIMED_OUT\020\003\022\034\n\030ATTEMPT_RESULT_CANCELL" +
-      "ED\020\004\022\036\n\032ATTEMPT_RESULT_HANDED_BACK\020\0052\207\004\n" +
-      "\rWorkerService\022_\n\014StartAttempt\022&.duetime" +
-      ".worker.v1.StartAttemptRequest\032\'.duetime" +
-      ".worker.v1.StartAttemptResponse\022Z\n\tHeart" +
-      "beat\022#.duetime.worker.v1.HeartbeatReques" +
-      "t\032$.duetime.worker.v1.HeartbeatResponse(" +
-      "\0010\001\022h\n\017CompleteAttempt\022).duetime.worker." +
-      "v1.CompleteAttemptRequest\032*.duetime.work" +
-      "er.v1.CompleteAttemptResponse\022b\n\rStartAt" +
-      "tempts\022\'.duetime.worker.v1.StartAttempts" +
-      "Request\032(.duetime.worker.v1.StartAttempt" +
-      "sResponse\022k\n\020CompleteAttempts\022*.duetime." +
-      "worker.v1.CompleteAttemptsRequest\032+.duet" +
-      "ime.worker.v1.CompleteAttemptsResponseBp" +
-      "\n\025dev.duetime.worker.v1B\022WorkerServicePr" +
-      "otoP\001Z-duetime.dev/gen/go/duetime/worker" +
-      "/v1;workerv1\252\002\021Duetime.Worker.V1b\006proto3"
+      "traceparent\030\004 \001(\t\022\r\n\005early\030\005 \001(\010\"\347\002\n\024Sta" +
+      "rtAttemptResponse\0222\n\010decision\030\001 \001(\0162 .du" +
+      "etime.worker.v1.StartDecision\022\017\n\007attempt" +
+      "\030\002 \001(\005\0225\n\021lease_expire_time\030\003 \001(\0132\032.goog" +
+      "le.protobuf.Timestamp\022/\n\013server_time\030\004 \001" +
+      "(\0132\032.google.protobuf.Timestamp\0222\n\016effect" +
+      "ive_time\030\005 \001(\0132\032.google.protobuf.Timesta" +
+      "mp\022\'\n\003run\030\006 \001(\0132\032.duetime.worker.v1.RunS" +
+      "pec\022\026\n\016refusal_reason\030\007 \001(\t\022-\n\tcall_time" +
+      "\030\010 \001(\0132\032.google.protobuf.Timestamp\"\325\002\n\007R" +
+      "unSpec\022\016\n\006run_id\030\001 \001(\t\022\016\n\006job_id\030\002 \001(\t\022\014" +
+      "\n\004team\030\003 \001(\t\022\027\n\017idempotency_key\030\004 \001(\t\0220\n" +
+      "\014nominal_time\030\005 \001(\0132\032.google.protobuf.Ti" +
+      "mestamp\0222\n\016effective_time\030\006 \001(\0132\032.google" +
+      ".protobuf.Timestamp\022\'\n\006target\030\007 \001(\0132\027.du" +
+      "etime.jobs.v1.Target\0222\n\017attempt_timeout\030" +
+      "\010 \001(\0132\031.google.protobuf.Duration\022\023\n\013trac" +
+      "eparent\030\t \001(\t\022+\n\010delivery\030\n \001(\0162\031.duetim" +
+      "e.jobs.v1.Delivery\"V\n\020HeartbeatRequest\022\021" +
+      "\n\tworker_id\030\001 \001(\t\022/\n\010attempts\030\002 \003(\0132\035.du" +
+      "etime.worker.v1.AttemptRef\"e\n\nAttemptRef" +
+      "\022\016\n\006run_id\030\001 \001(\t\022\017\n\007attempt\030\002 \001(\005\0226\n\rcal" +
+      "l_progress\030\003 \001(\0162\037.duetime.worker.v1.Cal" +
+      "lProgress\"}\n\021HeartbeatResponse\022/\n\013server" +
+      "_time\030\001 \001(\0132\032.google.protobuf.Timestamp\022" +
+      "7\n\ndirectives\030\002 \003(\0132#.duetime.worker.v1." +
+      "AttemptDirective\"\272\001\n\020AttemptDirective\022.\n" +
+      "\007attempt\030\001 \001(\0132\035.duetime.worker.v1.Attem" +
+      "ptRef\022/\n\tdirective\030\002 \001(\0162\034.duetime.worke" +
+      "r.v1.Directive\0225\n\021lease_expire_time\030\003 \001(" +
+      "\0132\032.google.protobuf.Timestamp\022\016\n\006reason\030" +
+      "\004 \001(\t\"\366\001\n\026CompleteAttemptRequest\022\016\n\006run_" +
+      "id\030\001 \001(\t\0220\n\006result\030\002 \001(\0162 .duetime.worke" +
+      "r.v1.AttemptResult\022\r\n\005error\030\003 \001(\t\022\021\n\tret" +
+      "ryable\030\004 \001(\010\022\021\n\tworker_id\030\005 \001(\t\022-\n\tcall_" +
+      "time\030\006 \001(\0132\032.google.protobuf.Timestamp\0226" +
+      "\n\rcall_progress\030\007 \001(\0162\037.duetime.worker.v" +
+      "1.CallProgress\"c\n\027CompleteAttemptRespons" +
+      "e\022\021\n\trun_state\030\001 \001(\t\0225\n\021next_attempt_tim" +
+      "e\030\002 \001(\0132\032.google.protobuf.Timestamp*\205\001\n\r" +
+      "StartDecision\022\036\n\032START_DECISION_UNSPECIF" +
+      "IED\020\000\022\032\n\026START_DECISION_STARTED\020\001\022\034\n\030STA" +
+      "RT_DECISION_TOO_EARLY\020\002\022\032\n\026START_DECISIO" +
+      "N_REFUSED\020\003*\177\n\014CallProgress\022\035\n\031CALL_PROG" +
+      "RESS_UNSPECIFIED\020\000\022\033\n\027CALL_PROGRESS_NOT_" +
+      "BEGUN\020\001\022\027\n\023CALL_PROGRESS_BEGUN\020\002\022\032\n\026CALL" +
+      "_PROGRESS_ANSWERED\020\003*T\n\tDirective\022\031\n\025DIR" +
+      "ECTIVE_UNSPECIFIED\020\000\022\026\n\022DIRECTIVE_CONTIN" +
+      "UE\020\001\022\024\n\020DIRECTIVE_CANCEL\020\002*\304\001\n\rAttemptRe" +
+      "sult\022\036\n\032ATTEMPT_RESULT_UNSPECIFIED\020\000\022\034\n\030" +
+      "ATTEMPT_RESULT_SUCCEEDED\020\001\022\031\n\025ATTEMPT_RE" +
+      "SULT_FAILED\020\002\022\034\n\030ATTEMPT_RESULT_TIMED_OU" +
+      "T\020\003\022\034\n\030ATTEMPT_RESULT_CANCELLED\020\004\022\036\n\032ATT" +
+      "EMPT_RESULT_HANDED_BACK\020\0052\207\004\n\rWorkerServ" +
+      "ice\022_\n\014StartAttempt\022&.duetime.worker.v1." +
+      "StartAttemptRequest\032\'.duetime.worker.v1." +
+      "StartAttemptResponse\022Z\n\tHeartbeat\022#.duet" +
+      "ime.worker.v1.HeartbeatRequest\032$.duetime" +
+      ".worker.v1.HeartbeatResponse(\0010\001\022h\n\017Comp" +
+      "leteAttempt\022).duetime.worker.v1.Complete" +
+      "AttemptRequest\032*.duetime.worker.v1.Compl" +
+      "eteAttemptResponse\022b\n\rStartAttempts\022\'.du" +
+      "etime.worker.v1.StartAttemptsRequest\032(.d" +
+      "uetime.worker.v1.StartAttemptsResponse\022k" +
+      "\n\020CompleteAttempts\022*.duetime.worker.v1.C" +
+      "ompleteAttemptsRequest\032+.duetime.worker." +
+      "v1.CompleteAttemptsResponseBp\n\025dev.dueti" +
+      "me.worker.v1B\022WorkerServiceProtoP\001Z-duet" +
+      "ime.dev/gen/go/duetime/worker/v1;workerv" +
+      "1\252\002\021Duetime.Worker.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -273,13 +276,13 @@ public final class WorkerServiceProto extends com.google.protobuf.GeneratedFile 
     internal_static_duetime_worker_v1_StartAttemptRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_worker_v1_StartAttemptRequest_descriptor,
-        new java.lang.String[] { "RunId", "DeliveryId", "WorkerId", "Traceparent", });
+        new java.lang.String[] { "RunId", "DeliveryId", "WorkerId", "Traceparent", "Early", });
     internal_static_duetime_worker_v1_StartAttemptResponse_descriptor =
       getDescriptor().getMessageType(9);
     internal_static_duetime_worker_v1_StartAttemptResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_worker_v1_StartAttemptResponse_descriptor,
-        new java.lang.String[] { "Decision", "Attempt", "LeaseExpireTime", "ServerTime", "EffectiveTime", "Run", "RefusalReason", });
+        new java.lang.String[] { "Decision", "Attempt", "LeaseExpireTime", "ServerTime", "EffectiveTime", "Run", "RefusalReason", "CallTime", });
     internal_static_duetime_worker_v1_RunSpec_descriptor =
       getDescriptor().getMessageType(10);
     internal_static_duetime_worker_v1_RunSpec_fieldAccessorTable = new
@@ -315,7 +318,7 @@ public final class WorkerServiceProto extends com.google.protobuf.GeneratedFile 
     internal_static_duetime_worker_v1_CompleteAttemptRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_worker_v1_CompleteAttemptRequest_descriptor,
-        new java.lang.String[] { "RunId", "Result", "Error", "Retryable", "WorkerId", "CallProgress", });
+        new java.lang.String[] { "RunId", "Result", "Error", "Retryable", "WorkerId", "CallTime", "CallProgress", });
     internal_static_duetime_worker_v1_CompleteAttemptResponse_descriptor =
       getDescriptor().getMessageType(16);
     internal_static_duetime_worker_v1_CompleteAttemptResponse_fieldAccessorTable = new

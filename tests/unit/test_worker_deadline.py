@@ -1,0 +1,15 @@
+"""The deadline an HTTP target is told: the same instant and seconds a launched process gets,
+as the two headers."""
+
+from __future__ import annotations
+
+from duetime_worker.deadline import Deadline
+
+
+def test_the_headers_carry_the_deadline_and_the_seconds_left() -> None:
+    deadline = Deadline.after(5.25, now=1_796_000_000.0)
+    assert deadline.http_headers(now=1_796_000_000.0) == {
+        "Duetime-Deadline": "2026-11-30T00:53:25.25Z",
+        "Duetime-Deadline-Seconds": "5.250",
+    }
+    assert deadline.http_headers(now=1_796_000_010.0)["Duetime-Deadline-Seconds"] == "0.000"
