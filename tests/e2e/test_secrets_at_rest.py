@@ -127,8 +127,9 @@ async def test_no_secret_is_readable_in_the_database_kafka_logs_traces_or_metric
     for call in (first, second):
         assert call.headers["Authorization"] == f"Bearer {HEADER_SECRET}"
         assert call.headers["X-Api-Key"] == KEY_SECRET
-    (posted,) = target.calls_to("/env")
-    assert f"API_TOKEN={ENV_SECRET}" in posted.body.decode()
+    posted = target.calls_to("/env")  # once, or again by a retry on a loaded machine
+    assert posted
+    assert all(f"API_TOKEN={ENV_SECRET}" in p.body.decode() for p in posted)
 
     assert await database_leaks(db_dsn) == []
     records = await read_between(shared_bootstrap(), before, after)
