@@ -10,11 +10,11 @@ import pytest
 
 from duetime_api.config import Settings as ApiSettings
 from duetime_infra.config import ConfigError, EnvReader
+from duetime_infra.secrets.keyring import new_keyring
 from duetime_infra.tls import ClientTls, Link, ServerTls, read_tls, warn_plaintext
 from duetime_relay.config import Settings as RelaySettings
 from duetime_scheduler.config import Settings as SchedulerSettings
 from duetime_worker.config import Settings as WorkerSettings
-from duetime_infra.secrets.keyring import new_keyring
 from tests.support.tls import Certs, make_certs
 
 # The api and the scheduler also need a keyring (secrets at rest); these tests are about TLS.
