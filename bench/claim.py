@@ -1,10 +1,15 @@
-"""bench/claim: claimed runs per second, with 10 thousand and with 1 million stored jobs.
+"""bench/claim: claimed runs per second with few and with many stored jobs.
 
-The same number of jobs is due in both cases; the rest are due tomorrow. Each case runs in a
-fresh database seeded with COPY, and the claim runs through the real claim transaction
-(`claim_batch`) over all 1,024 partitions, as one scheduler owning everything would.
+The same number of jobs is due in every case; the rest are due tomorrow. Each case runs in a
+fresh database seeded with COPY in chunks of 100,000, and the claim runs through the real claim
+transaction (`claim_batch`) over all 1,024 partitions, as one scheduler owning everything
+would. The cost per claimed run should not grow with the jobs stored (the claim reads the
+``(partition, next_run_time)`` index): the last line is the ratio of the largest case's to the
+smallest's. Seeding 10 million jobs takes up to 36 GB of disk (18 GB once seeded; checked
+before it starts) and half an hour or more. Results belong in bench/RESULTS.md.
 
-    uv run python -m bench.claim [--stored 10000 1000000] [--due 10000] [--batch 500]
+    uv run --frozen python -m bench.claim [--stored 10000 1000000] [--due 10000] [--batch 500]
+    uv run --frozen python -m bench.claim --stored 10000 10000000
 
 Tracing is set up from the OTEL_* variables as in the scheduler (off unless an exporter is
 configured), so the per-run "claim run" span can be measured with and without an exporter.
@@ -16,13 +21,16 @@ import argparse
 import asyncio
 import json
 import random
+import shutil
 import time
 import uuid
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import asyncpg
 
+from bench.harness import JOB_COLUMNS, cpu_model, load
 from duetime_core.jobspec import Every, HttpMethod, HttpTarget, JobSpec
 from duetime_core.runkey import partition_of
 from duetime_infra.codec.spec_json import spec_to_json
@@ -62,24 +70,23 @@ async def seed(dsn: str, stored: int, due: int) -> None:
                 out.append((job_id, "bench", partition_of(job_id), "ACTIVE", spec_text, when, when))
             return out
 
-        columns = [
-            "job_id",
-            "team_id",
-            "partition",
-            "state",
-            "spec",
-            "next_run_time",
-            "next_effective_time",
-        ]
+        began = time.perf_counter()
         for start in range(0, stored, 100_000):
+            chunk = rows(start, min(stored, start + 100_000))
+            await conn.copy_records_to_table("jobs", records=chunk, columns=JOB_COLUMNS)
+            # Each chunk's versions right after it, while its jobs' rows are in the cache: one
+            # INSERT ... SELECT after 10 million jobs spent 27 minutes on the foreign-key checks.
             await conn.copy_records_to_table(
-                "jobs", records=rows(start, min(stored, start + 100_000)), columns=columns
+                "job_versions",
+                records=[(r[0], 1, r[4]) for r in chunk],
+                columns=["job_id", "version", "spec"],
             )
-        await conn.execute(
-            "INSERT INTO job_versions (job_id, version, spec) "
-            "SELECT job_id, version, spec FROM jobs"
-        )
+            if start and start % 1_000_000 == 0:
+                print(f"  {start:,} jobs in {time.perf_counter() - began:.0f} s", flush=True)
+        print(f"  jobs and versions written in {time.perf_counter() - began:.0f} s", flush=True)
         await conn.execute("VACUUM ANALYZE jobs")
+        size = await conn.fetchval("SELECT pg_size_pretty(pg_database_size(current_database()))")
+        print(f"  vacuumed in {time.perf_counter() - began:.0f} s; the database holds {size}")
     finally:
         await conn.close()
 
@@ -131,6 +138,22 @@ async def measure(
         await pool.close()
 
 
+# Disk a stored job takes while seeding: jobs and job_versions with their indexes (1.8 KB at
+# 10 million), and as much again of WAL and free space at the peak.
+BYTES_PER_STORED_JOB = 3_600
+
+
+def check_disk(stored: int) -> None:
+    """Refuses a case the disk cannot hold (the server's data directory is on this machine;
+    its free space is assumed to be that of the bench's folder)."""
+    free = shutil.disk_usage(Path(__file__).resolve().parent).free
+    if stored * BYTES_PER_STORED_JOB > free:
+        raise SystemExit(
+            f"{stored:,} stored jobs need ~{stored * BYTES_PER_STORED_JOB / 1e9:.0f} GB; "
+            f"{free / 1e9:.0f} GB free"
+        )
+
+
 async def main() -> None:
     tracing = setup_tracing("bench-claim")
     parser = argparse.ArgumentParser(description=__doc__)
@@ -139,12 +162,17 @@ async def main() -> None:
     parser.add_argument("--batch", type=int, default=500)
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
-    print(f"tracing {'on' if tracing is not None else 'off'}", flush=True)
+    print(
+        f"bench/claim at {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {cpu_model()}; {load()}; "
+        f"tracing {'on' if tracing is not None else 'off'}",
+        flush=True,
+    )
     flush = tracing.force_flush if tracing is not None else lambda: None
     template = await migrated_template()
     results = []
     try:
         for stored in args.stored:
+            check_disk(stored)
             name = f"duetime_bench_{uuid.uuid4().hex[:8]}"
             dsn = await create_database(name, template=template)
             try:

@@ -5,6 +5,7 @@ database, CPU time per process, and quantiles."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -12,11 +13,13 @@ import signal
 import sys
 import time
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import asyncpg
 
@@ -46,6 +49,25 @@ def quantiles(values: Sequence[float]) -> tuple[float, float, float]:
 def ms(values: Sequence[float]) -> str:
     p50, p99, top = quantiles(values)
     return f"p50 {p50 * 1000:7.0f} ms  p99 {p99 * 1000:7.0f} ms  max {top * 1000:7.0f} ms"
+
+
+def load() -> str:
+    """The machine's load average (1, 5, 15 min), as uptime prints it."""
+    return "load {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+
+
+def cpu_model() -> str:
+    """The machine's CPU, from /proc/cpuinfo, and its core count."""
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return f"{line.split(':', 1)[1].strip()}, {os.cpu_count()} cores"
+    return f"unknown CPU, {os.cpu_count()} cores"
+
+
+def per_second(lateness: Sequence[float]) -> str:
+    """How many of the runs came in each second after the instant: the pipeline's rate."""
+    counts = Counter(int(x) for x in lateness if x >= 0)
+    return " ".join(f"{counts.get(s, 0)}" for s in range(max(counts, default=0) + 1))
 
 
 # --- the target ---------------------------------------------------------------------------------
@@ -115,52 +137,62 @@ async def target_process(tmp: Path) -> AsyncIterator[TargetProcess]:
 @dataclass(frozen=True)
 class SeedJob:
     team: str
-    at: datetime
+    at: datetime  # the first run's time
     url: str
+    every: timedelta | None = None  # an interval job's interval, anchored at ``at``; else one-off
 
 
-async def seed_jobs(dsn: str, jobs: Sequence[SeedJob], *, seed: int = 11) -> None:
-    """One-off HTTP jobs, each due at its ``at``, written as the API would store them (COPY),
-    their teams made when missing."""
+async def seed_jobs(dsn: str, jobs: Sequence[SeedJob], *, seed: int = 11) -> list[uuid.UUID]:
+    """HTTP jobs, each first due at its ``at``, written as the API would store them (COPY),
+    their teams made when missing; returns their ids, in order."""
     conn = await asyncpg.connect(dsn)
     try:
         for team in sorted({j.team for j in jobs}):
             await team_store.ensure_team(conn, team)
-        specs: dict[tuple[datetime, str], str] = {}
+        specs: dict[tuple[datetime, str, timedelta | None], str] = {}
         rng = random.Random(seed)
         records = []
         for job in jobs:
-            text = specs.get((job.at, job.url))
+            text = specs.get((job.at, job.url, job.every))
             if text is None:
+                schedule: jobspec.ScheduleSpec = (
+                    jobspec.AtInstant(job.at)
+                    if job.every is None
+                    else jobspec.Every(job.every, job.at, job.at)
+                )
                 spec = jobspec.JobSpec(
                     display_name="bench",
-                    schedule=jobspec.AtInstant(job.at),
+                    schedule=schedule,
                     target=jobspec.HttpTarget(jobspec.HttpMethod.POST, job.url),
                     attempt_timeout=timedelta(seconds=30),
                 )
-                text = specs[(job.at, job.url)] = json.dumps(spec_to_json(spec))
+                text = specs[(job.at, job.url, job.every)] = json.dumps(spec_to_json(spec))
             job_id = uuid.UUID(int=rng.getrandbits(128), version=4)
             records.append((job_id, job.team, partition_of(job_id), "ACTIVE", text, job.at, job.at))
-        await conn.copy_records_to_table(
-            "jobs",
-            records=records,
-            columns=[
-                "job_id",
-                "team_id",
-                "partition",
-                "state",
-                "spec",
-                "next_run_time",
-                "next_effective_time",
-            ],
-        )
+        for i in range(0, len(records), 100_000):
+            await conn.copy_records_to_table(
+                "jobs", records=records[i : i + 100_000], columns=JOB_COLUMNS
+            )
         await conn.execute(
             "INSERT INTO job_versions (job_id, version, spec) "
             "SELECT job_id, version, spec FROM jobs"
         )
         await conn.execute("ANALYZE jobs")
+        return [r[0] for r in records]
     finally:
         await conn.close()
+
+
+# The columns a seeded job fills, in the order of its record.
+JOB_COLUMNS = [
+    "job_id",
+    "team_id",
+    "partition",
+    "state",
+    "spec",
+    "next_run_time",
+    "next_effective_time",
+]
 
 
 # --- the system ---------------------------------------------------------------------------------
@@ -209,15 +241,36 @@ async def bench_system(
 # --- CPU ----------------------------------------------------------------------------------------
 
 _TICK = os.sysconf("SC_CLK_TCK")
+# A source of CPU seconds used so far by some set of processes, read afresh at each call.
+CpuSource = Callable[[], float]
+
+
+def _stat(pid: int | str) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (state first), or None."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return (
+            Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        )
+    except OSError:
+        return ""
 
 
 def cpu_seconds(pid: int) -> float:
     """User plus system CPU time of a process so far (0 once it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / _TICK
+    fields = _stat(pid)
+    return 0.0 if fields is None else (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def processes_cpu(pids: Sequence[int]) -> CpuSource:
+    """The CPU of fixed processes (each counts 0 once it is gone: read before they stop)."""
+    return lambda: sum(map(cpu_seconds, pids))
 
 
 def pids_where(match: Callable[[str, str], bool]) -> list[int]:
@@ -228,35 +281,101 @@ def pids_where(match: Callable[[str, str], bool]) -> list[int]:
             continue
         try:
             comm = (entry / "comm").read_text().strip()
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if match(comm, cmdline):
+        if match(comm, _cmdline(int(entry.name))):
             found.append(int(entry.name))
     return found
 
 
-def system_processes(
+def children_of(parent: int) -> list[int]:
+    """Live child processes of ``parent``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            fields = _stat(entry.name)
+            if fields is not None and int(fields[1]) == parent:
+                found.append(int(entry.name))
+    return found
+
+
+class PostgresCpu:
+    """CPU of one PostgreSQL server, however its backends come and go: the postmaster's own,
+    its reaped children's (cutime + cstime: every backend that has exited) and its live
+    children's, re-scanned at each reading. Counts every database's work on that server."""
+
+    def __init__(self, postmaster: int) -> None:
+        self.postmaster = postmaster
+
+    def __call__(self) -> float:
+        fields = _stat(self.postmaster)
+        if fields is None:
+            return 0.0
+        own = sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+        return own / _TICK + sum(map(cpu_seconds, children_of(self.postmaster)))
+
+    def backends_of(self, database: str) -> CpuSource:
+        """The live backends connected to ``database`` (their titles name it) at each reading:
+        this bench's share, without other databases' work, the server's background processes
+        or backends that exited between two readings."""
+
+        def read() -> float:
+            return sum(
+                cpu_seconds(pid)
+                for pid in children_of(self.postmaster)
+                if f" {database} " in _cmdline(pid)
+            )
+
+        return read
+
+
+async def postgres_cpu(dsn: str) -> PostgresCpu:
+    """The CPU of the server ``dsn`` names (which must run on this machine): its postmaster is
+    the parent of a backend of ours."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        fields = _stat(await conn.fetchval("SELECT pg_backend_pid()"))
+    finally:
+        await conn.close()
+    if fields is None:
+        raise RuntimeError("PostgreSQL runs elsewhere: its CPU cannot be read here")
+    return PostgresCpu(int(fields[1]))
+
+
+PG_SERVER = "postgresql (server)"
+# Groups printed but not summed: a part of another group.
+PG_OWN = "  of which this db"
+
+
+async def system_processes(
     system: System, kafka_dir: Path, target: TargetProcess
-) -> dict[str, list[int]]:
-    """Each service, every PostgreSQL process on the machine (other users' queries count too),
-    the bench's Kafka broker, the target, and the bench itself."""
+) -> dict[str, CpuSource]:
+    """Each service, the PostgreSQL server (every database on it; and the live backends of the
+    system's own), the bench's Kafka broker, the target, and the bench itself."""
+    postgres = await postgres_cpu(system.db_dsn)
+    database = urlsplit(system.db_dsn).path.lstrip("/")
     return {
-        "api": [system.api_service.process.pid],
-        "scheduler": [system.scheduler.process.pid],
-        "relay": [system.relay.process.pid],
-        **{f"worker {w}": [s.process.pid] for w, s in system.workers.items()},
-        "postgresql (all)": pids_where(lambda comm, _: comm.startswith("postgres")),
-        "kafka broker": pids_where(lambda _, cmd: str(kafka_dir) in cmd),
-        "target": [target.process.pid],
-        "bench": [os.getpid()],
+        "api": processes_cpu([system.api_service.process.pid]),
+        "scheduler": processes_cpu([system.scheduler.process.pid]),
+        "relay": processes_cpu([system.relay.process.pid]),
+        **{f"worker {w}": processes_cpu([s.process.pid]) for w, s in system.workers.items()},
+        PG_SERVER: postgres,
+        PG_OWN: postgres.backends_of(database),
+        "kafka broker": processes_cpu(pids_where(lambda _, cmd: str(kafka_dir) in cmd)),
+        "target": processes_cpu([target.process.pid]),
+        "bench": processes_cpu([os.getpid()]),
     }
 
 
-class CpuMeter:
-    """CPU time per group of processes, split at one instant (``at_instant``)."""
+# Not the system's own cost: the load it serves and the measuring.
+NOT_THE_SYSTEM = ("target", "bench", PG_OWN)
 
-    def __init__(self, groups: Mapping[str, list[int]]) -> None:
+
+class CpuMeter:
+    """CPU time per group of processes from ``start()`` to ``stop()``, split at one instant
+    (``at_instant()``). Stop before any measured process ends (the target, the services)."""
+
+    def __init__(self, groups: Mapping[str, CpuSource]) -> None:
         self._groups = dict(groups)
         self.start()
 
@@ -264,33 +383,199 @@ class CpuMeter:
         self._start = self._read()
         self._started = time.perf_counter()
         self._instant, self._at = self._start, self._started
+        self._end: dict[str, float] | None = None
 
     def at_instant(self) -> None:
         self._instant = self._read()
         self._at = time.perf_counter()
 
+    def stop(self) -> None:
+        self._end = self._read()
+        self._ended = time.perf_counter()
+
     def _read(self) -> dict[str, float]:
-        return {name: sum(map(cpu_seconds, pids)) for name, pids in self._groups.items()}
+        return {name: source() for name, source in self._groups.items()}
 
     def per_run(self, runs: int) -> dict[str, tuple[float, float]]:
         """µs of CPU per run, before the instant and after it, per group."""
-        end = self._read()
+        if self._end is None:
+            self.stop()
+        assert self._end is not None
         return {
             name: (
                 (self._instant[name] - self._start[name]) / runs * 1e6,
                 (used - self._instant[name]) / runs * 1e6,
             )
-            for name, used in end.items()
+            for name, used in self._end.items()
         }
 
-    def report(self, runs: int, exclude: Sequence[str] = ("target", "bench")) -> float:
-        """Prints the table; returns the after-instant µs per run of the groups not excluded."""
-        wall_after = time.perf_counter() - self._at
-        print(f"  CPU µs per run, before the instant / after it ({wall_after:.1f} s wall after):")
+    def report(
+        self, runs: int, exclude: Sequence[str] = NOT_THE_SYSTEM, *, split: bool = True
+    ) -> CpuFigures:
+        """Prints the table (without ``split``, one column: the whole time from ``start()``);
+        returns the figures (totals without the groups excluded)."""
+        per_run = self.per_run(runs)
+        before, after = self._at - self._started, self._ended - self._at
+        room = (os.cpu_count() or 1) * after / runs * 1e6
+        if split:
+            print(
+                f"  CPU µs per run, before the instant ({before:.1f} s wall) / after it "
+                f"({after:.1f} s wall: all cores give {room:.0f} µs a run):"
+            )
+        else:
+            print(f"  CPU µs per run ({after:.1f} s wall: all cores give {room:.0f} µs a run):")
         totals = [0.0, 0.0]
-        for name, (before, after) in self.per_run(runs).items():
-            print(f"    {name:<18} {before:6.0f} / {after:6.0f}")
+        for name, (b, a) in per_run.items():
+            print(f"    {name:<20} {b:6.0f} / {a:6.0f}" if split else f"    {name:<20} {a:6.0f}")
             if name not in exclude:
-                totals = [totals[0] + before, totals[1] + after]
-        print(f"    {'total (system)':<18} {totals[0]:6.0f} / {totals[1]:6.0f}")
-        return totals[1]
+                totals = [totals[0] + b, totals[1] + a]
+        total = f"{totals[0]:6.0f} / {totals[1]:6.0f}" if split else f"{totals[1]:6.0f}"
+        print(f"    {'total (system)':<20} {total}")
+        return CpuFigures(per_run, totals[0], totals[1])
+
+
+@dataclass(frozen=True)
+class CpuFigures:
+    """µs of CPU a run by group (before, after the instant), and the system's totals."""
+
+    groups: dict[str, tuple[float, float]]
+    before: float
+    after: float
+
+    @property
+    def after_own(self) -> float:
+        """``after`` with the bench's own database's backends in place of the whole server:
+        steadier on a shared server, but without its background processes."""
+        server = self.groups.get(PG_SERVER, (0.0, 0.0))[1]
+        return self.after - server + self.groups.get(PG_OWN, (0.0, 0.0))[1]
+
+
+# --- a herd's outcome ---------------------------------------------------------------------------
+
+PROMISE = 5.0
+
+
+@dataclass(frozen=True)
+class HerdOutcome:
+    """One peer's herd, by the target's clock: each run's first call minus its due time."""
+
+    peer: str
+    runs: int
+    late: list[float]
+    at: datetime
+    last_call: datetime
+    problems: list[str]
+    cpu: CpuFigures
+    load: str
+
+    @property
+    def drain(self) -> float:
+        """The instant to the last call."""
+        return (self.last_call - self.at).total_seconds()
+
+    @property
+    def over_promise(self) -> int:
+        return sum(x > PROMISE for x in self.late)
+
+
+def herd_outcome(
+    peer: str,
+    due: Mapping[str, datetime],
+    calls: Sequence[Call],
+    at: datetime,
+    cpu: CpuFigures,
+) -> HerdOutcome:
+    """Matches the target's calls with the runs due (by idempotency key) and prints the
+    lateness: every run called once, none before its time."""
+    first: dict[str, Call] = {}
+    repeated = 0
+    for call in sorted(calls, key=lambda c: c.time):
+        if call.idempotency_key in first:
+            repeated += 1
+        else:
+            first[call.idempotency_key] = call
+    late = [(c.time - due[key]).total_seconds() for key, c in first.items() if key in due]
+    problems = [
+        f"{what}: {n}"
+        for what, n in (
+            ("runs never called", len(set(due) - set(first))),
+            ("calls of no run", len(set(first) - set(due))),
+            ("repeated calls", repeated),
+            ("EARLY calls", sum(x < 0 for x in late)),
+        )
+        if n
+    ]
+    outcome = HerdOutcome(
+        peer, len(due), late, at, max((c.time for c in calls), default=at), problems, cpu, load()
+    )
+    print(
+        f"  {peer}: {problems or 'ok'}; over {PROMISE:.0f} s "
+        f"{outcome.over_promise:,} of {len(due):,}; {outcome.load}"
+    )
+    print(f"  runs by whole seconds late (target clock): {per_second(late)}")
+    print(f"  start lateness (target):    {ms(late)}")
+    print(f"  drain (instant → last call): {outcome.drain:.2f} s")
+    return outcome
+
+
+# --- where PostgreSQL's time goes ---------------------------------------------------------------
+
+
+# What each active backend of the database runs and waits for; for a lock wait, the relation
+# and the statement of the first backend it waits behind.
+_SAMPLED = r"""
+SELECT coalesce(a.wait_event_type || ':' || a.wait_event, 'running') AS w,
+       left(regexp_replace(a.query, '\s+', ' ', 'g'), 100) AS q,
+       CASE WHEN a.wait_event_type = 'Lock' THEN
+           (SELECT coalesce(l.relation::regclass::text || ' ', '')
+            FROM pg_locks l WHERE l.pid = a.pid AND NOT l.granted LIMIT 1)
+           || (SELECT coalesce(b.wait_event_type || ':' || b.wait_event, 'running') || ' '
+                      || left(regexp_replace(b.query, '\s+', ' ', 'g'), 80)
+               FROM pg_stat_activity b WHERE b.pid = (pg_blocking_pids(a.pid))[1])
+       END AS b
+FROM pg_stat_activity a
+WHERE a.datname = current_database() AND a.state = 'active' AND a.pid <> pg_backend_pid()
+"""
+
+
+class QuerySampler:
+    """Samples the statements running in one database (pg_stat_activity, every ``interval``
+    seconds): with no pg_stat_statements on the shared server, the share of samples a
+    statement is seen running in is where that database's time goes."""
+
+    def __init__(self, dsn: str, interval: float = 0.05) -> None:
+        self._dsn = dsn
+        self._interval = interval
+        self.seen: Counter[str] = Counter()
+        self.samples = 0
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> QuerySampler:
+        self._conn = await asyncpg.connect(self._dsn)
+        self._task = asyncio.create_task(self._sample())
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        await self._conn.close()
+
+    async def _sample(self) -> None:
+        while True:
+            rows = await self._conn.fetch(_SAMPLED)
+            self.samples += 1
+            self.seen.update(
+                f"{r['w']:<22} {r['q']}" + (f"\n{'':32}behind: {r['b']}" if r["b"] else "")
+                for r in rows
+            )
+            await asyncio.sleep(self._interval)
+
+    def report(self, top: int = 8) -> None:
+        print(
+            f"  statements running in the bench's database ({self.samples} samples; backends "
+            "on average, by what they wait for: 'running' is on a CPU or waiting for one):"
+        )
+        for query, n in self.seen.most_common(top):
+            print(f"    {n / max(1, self.samples):6.2f}  {query}")

@@ -155,9 +155,10 @@ async def run_case(case: str, options: Options, template: str, tmp: Path) -> Out
                     )
                 finally:
                     await conn.close()
-            meter = CpuMeter(system_processes(s, tmp / "kafka", target))
+            meter = CpuMeter(await system_processes(s, tmp / "kafka", target))
             print(f"  {case}: {len(jobs):,} runs seeded, the first due in {options.lead:.0f} s")
             outcome = await watch(dsn, case, at, len(jobs), options)
+            meter.stop()
             await target.stop()
             meter.report(len(jobs))
             await account(dsn, outcome, target.calls, len(jobs))

@@ -1,14 +1,18 @@
 // Package client shows how a Go service calls Duetime's Job API with the code generated into
-// gen/go: dialling with a team token, and reading the error details the API sends.
+// gen/go: dialling over TLS with a team token, and reading the error details the API sends.
 // client_test.go drives a live API with it (see docs/clients.md).
 package client
 
 import (
 	"context"
+	"crypto/tls"
+	"os"
+	"strings"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
@@ -17,22 +21,57 @@ import (
 
 // docs:begin go-connect
 
-// bearer puts the team token on every call as `authorization: Bearer <token>` metadata.
-type bearer string
-
-func (t bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{"authorization": "Bearer " + string(t)}, nil
+// Transport is how a client reaches the API: over TLS, the API's certificate verified with the
+// CA bundle in CAFile (the system's roots when it is ""); without TLS only when Plaintext is set.
+type Transport struct {
+	CAFile    string
+	Plaintext bool
 }
 
-// RequireTransportSecurity is false only because the tests talk to a local plaintext API;
-// in production dial with TLS credentials and return true.
-func (bearer) RequireTransportSecurity() bool { return false }
+// TransportFromEnv follows the services' convention: DUETIME_TLS_CA_FILE names the CA bundle,
+// and DUETIME_PLAINTEXT naming grpc (or all) means an API that serves no TLS.
+func TransportFromEnv() Transport {
+	plaintext := false
+	for _, name := range strings.Split(os.Getenv("DUETIME_PLAINTEXT"), ",") {
+		name = strings.ToLower(strings.TrimSpace(name))
+		plaintext = plaintext || name == "grpc" || name == "all"
+	}
+	return Transport{CAFile: os.Getenv("DUETIME_TLS_CA_FILE"), Plaintext: plaintext}
+}
+
+func (t Transport) credentials() (credentials.TransportCredentials, error) {
+	switch {
+	case t.Plaintext:
+		return insecure.NewCredentials(), nil
+	case t.CAFile != "":
+		return credentials.NewClientTLSFromFile(t.CAFile, "")
+	default:
+		return credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12}), nil
+	}
+}
+
+// bearer puts the team token on every call as `authorization: Bearer <token>` metadata, and
+// refuses to send it in clear unless the transport is explicitly plaintext.
+type bearer struct {
+	token     string
+	plaintext bool
+}
+
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + b.token}, nil
+}
+
+func (b bearer) RequireTransportSecurity() bool { return !b.plaintext }
 
 // Connect dials the API at address ("host:port") as the team the token belongs to.
-func Connect(address, token string) (jobsv1.JobServiceClient, *grpc.ClientConn, error) {
+func Connect(address, token string, transport Transport) (jobsv1.JobServiceClient, *grpc.ClientConn, error) {
+	creds, err := transport.credentials()
+	if err != nil {
+		return nil, nil, err
+	}
 	conn, err := grpc.NewClient(address,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithPerRPCCredentials(bearer(token)))
+		grpc.WithTransportCredentials(creds),
+		grpc.WithPerRPCCredentials(bearer{token, transport.Plaintext}))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,9 +24,12 @@ func env(t *testing.T, name string) string {
 }
 
 // TestJobAPI drives a live API: DUETIME_API (host:port), DUETIME_TOKEN (a team token) and
-// DUETIME_TARGET_URL (an HTTP endpoint the workers may call).
+// DUETIME_TARGET_URL (an HTTP endpoint the workers may call); over TLS verified with
+// DUETIME_TLS_CA_FILE unless DUETIME_PLAINTEXT names grpc.
 func TestJobAPI(t *testing.T) {
-	jobs, conn, err := Connect(env(t, "DUETIME_API"), env(t, "DUETIME_TOKEN"))
+	// docs:begin go-dial
+	jobs, conn, err := Connect(env(t, "DUETIME_API"), env(t, "DUETIME_TOKEN"), TransportFromEnv())
+	// docs:end go-dial
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,4 +147,26 @@ func TestJobAPI(t *testing.T) {
 	}
 	// docs:end go-etag
 	t.Logf("stale etag: %s", Reason(err))
+}
+
+// TestUnverifiedAPIIsRefused: the client checks the API's certificate, so one signed by a CA
+// the client was not given (here the stack's throwaway CA, checked against the system's roots)
+// fails the handshake and no call is made.
+func TestUnverifiedAPIIsRefused(t *testing.T) {
+	transport := TransportFromEnv()
+	if transport.Plaintext || transport.CAFile == "" {
+		t.Skip("needs an API over TLS whose CA is in DUETIME_TLS_CA_FILE")
+	}
+	jobs, conn, err := Connect(env(t, "DUETIME_API"), env(t, "DUETIME_TOKEN"), Transport{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = jobs.ListJobs(ctx, &jobsv1.ListJobsRequest{})
+	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("a call to an API whose certificate the client cannot verify gave %v", err)
+	}
+	t.Logf("unverified certificate refused: %v", err)
 }

@@ -19,9 +19,7 @@ import yaml
 from google.protobuf import json_format
 
 from duetime.jobs.v1 import job_service_pb2, job_service_pb2_grpc
-from tests.support.cli import Cli, Result, cli_env, duetime_command, team_cli
-from tests.support.databases import create_database, drop_database
-from tests.support.processes import service
+from tests.support.cli import Cli, api_on_own_database, cli_env, duetime_command, team_cli
 from tests.support.tls import service_channel
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
@@ -55,14 +53,8 @@ INTERVAL_JOB = {
 @pytest.fixture(scope="module")
 async def api(template_db: str) -> AsyncIterator[tuple[str, str]]:
     """One API process for the module, on a database of its own; each test has its team."""
-    name = f"duetime_t_{uuid.uuid4().hex[:12]}"
-    dsn = await create_database(name, template=template_db)
-    env = {"DUETIME_PG_DSN": dsn, "DUETIME_API_ADDRESS": "127.0.0.1:0"}
-    try:
-        async with service("duetime_api", env, "DUETIME_API_PORT") as process:
-            yield process.address, dsn
-    finally:
-        await drop_database(name)
+    async with api_on_own_database(template_db) as running:
+        yield running
 
 
 @pytest.fixture
@@ -80,19 +72,11 @@ async def api_response(cli: Cli, rpc: str, request: Any) -> dict[str, Any]:
     return json_format.MessageToDict(response)
 
 
-def detail(result: Result) -> dict[str, str]:
-    """A detail table (``Name   teams/...``) as a dict of its rows."""
-    rows = [re.match(r"^(\S.*?)\s{2,}(.*?)\s*$", line) for line in result.stdout.splitlines()]
-    out = {row[1]: row[2] for row in rows if row}
-    assert out, result.stdout
-    return out
-
-
 async def test_create_from_yaml_and_json_then_list_and_get(cli: Cli, tmp_path: Path) -> None:
     (tmp_path / "nightly.yaml").write_text(CRON_JOB_YAML)
     (tmp_path / "warmer.json").write_text(json.dumps(INTERVAL_JOB))
 
-    created = detail(await cli.ok("jobs", "create", "-f", str(tmp_path / "nightly.yaml")))
+    created = (await cli.ok("jobs", "create", "-f", str(tmp_path / "nightly.yaml"))).detail()
     assert created["Name"].startswith(f"teams/{cli.team}/jobs/")
     assert created["State"] == "ACTIVE"
     assert created["Schedule"] == "cron 0 2 * * * (Asia/Kolkata)"
@@ -136,7 +120,7 @@ async def test_create_from_yaml_and_json_then_list_and_get(cli: Cli, tmp_path: P
     assert yaml.safe_load(as_yaml.stdout) == listed.json()
     request = job_service_pb2.GetJobRequest(name=name)
     assert by_id.json() == by_name.json() == await api_response(cli, "GetJob", request)
-    assert detail(shown) == created
+    assert shown.detail() == created
     # Secrets never come back.
     assert by_id.json()["job"]["target"]["http"]["headers"] == {"Authorization": "[REDACTED]"}
     assert "t0ps3cret" not in listed.stdout
@@ -166,8 +150,8 @@ async def test_update_checks_the_etag(cli: Cli, tmp_path: Path) -> None:
     renamed = await cli.ok(
         "jobs", "update", job_id, "--display-name", "renamed", "--etag", first_etag
     )
-    assert detail(renamed)["Display name"] == "renamed"
-    assert detail(renamed)["Etag"] != first_etag
+    assert renamed.detail()["Display name"] == "renamed"
+    assert renamed.detail()["Etag"] != first_etag
 
     stale = await cli("jobs", "update", job_id, "--display-name", "lost", "--etag", first_etag)
     assert stale.code == 5, stale
@@ -198,13 +182,13 @@ async def test_pause_resume_and_delete(cli: Cli, tmp_path: Path) -> None:
     job_id = (
         await cli.ok("jobs", "create", "-f", str(tmp_path / "job.json"), "-o", "json")
     ).json()["job"]["jobId"]
-    assert detail(await cli.ok("jobs", "pause", job_id))["State"] == "PAUSED"
+    assert (await cli.ok("jobs", "pause", job_id)).detail()["State"] == "PAUSED"
     paused = await cli.ok("jobs", "list", "--state", "paused", "-o", "json")
     assert [j["jobId"] for j in paused.json()["jobs"]] == [job_id]
     again = await cli("jobs", "pause", job_id)
     assert again.code == 6, again
     assert again.stderr.startswith("Error: FAILED_PRECONDITION (JOB_NOT_ACTIVE): ")
-    assert detail(await cli.ok("jobs", "resume", job_id))["State"] == "ACTIVE"
+    assert (await cli.ok("jobs", "resume", job_id)).detail()["State"] == "ACTIVE"
 
     name = f"teams/{cli.team}/jobs/{job_id}"
     deleted = await cli.ok("jobs", "delete", job_id)
@@ -216,13 +200,13 @@ async def test_pause_resume_and_delete(cli: Cli, tmp_path: Path) -> None:
         "message": "job not found",
         "reason": "JOB_NOT_FOUND",
     }
-    # With no job left, a bare id cannot be placed in a team: the command says how to name it.
-    bare = await cli("jobs", "get", job_id)
-    assert bare.code == 4
-    assert "give the full name teams/{team}/jobs/{job_id} or --team" in bare.stderr
-    with_team = await cli("--team", cli.team, "jobs", "get", job_id)
-    assert with_team.code == 4
-    assert with_team.stderr == "Error: NOT_FOUND (JOB_NOT_FOUND): job not found\n"
+    # With no job left, a bare id is still placed in the token's team (GetTeamQuota names it).
+    bare, with_team = await asyncio.gather(
+        cli("jobs", "get", job_id), cli("--team", cli.team, "jobs", "get", job_id)
+    )
+    for result in (bare, with_team):
+        assert result.code == 4
+        assert result.stderr == "Error: NOT_FOUND (JOB_NOT_FOUND): job not found\n"
 
 
 # Bad job files: the field each names, and the start of why.
@@ -382,15 +366,17 @@ async def test_shell_completion(cli: Cli) -> None:
             "COMP_CWORD": str(len(words.split()) - 1),
         }
 
-    group, command, state, script = await asyncio.gather(
+    group, command, state, role, script = await asyncio.gather(
         cli.ok(env=bash("duetime j")),
         cli.ok(env=bash("duetime jobs pa")),
         cli.ok(env=bash("duetime runs list some-job --state DE")),
+        cli.ok(env=bash("duetime admin tokens create --role OP")),
         cli.ok("--show-completion", "bash"),
     )
     assert group.stdout.split() == ["jobs"]
     assert command.stdout.split() == ["pause"]
     assert state.stdout.split() == ["DEAD_LETTERED"]
+    assert role.stdout.split() == ["OPERATOR"]
     assert "_DUETIME_COMPLETE=complete_bash" in script.stdout
 
 

@@ -1,6 +1,7 @@
 """``duetime`` against the whole system (api, scheduler, relay, worker as processes) and a real
-HTTP target: ``jobs trigger --wait`` follows a run to SUCCEEDED, or exits 10 when it is
-dead-lettered; ``runs list|get`` show it; ``runs redrive`` brings it back."""
+HTTP target: ``jobs trigger --wait`` follows a run to SUCCEEDED (through WAITING when its
+team's quota holds it), or exits 10 when it is dead-lettered; ``runs list|get`` show it;
+``runs redrive`` brings it back."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ import asyncio
 import re
 import uuid
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from duetime.jobs.v1 import job_pb2, run_pb2
-from tests.support.cli import Cli, Result
+from duetime_cli.describe import parse_span
+from tests.support.cli import Cli, Result, operator_token
 from tests.support.databases import create_database, drop_database
 from tests.support.fleet import eventually
 from tests.support.http_target import Behaviour, HttpTarget, http_target
@@ -72,11 +75,6 @@ def milestones(result: Result) -> list[str]:
     return [m[1] for m in re.finditer(r"^ +\d+\.\ds  (.+)$", result.stderr, re.M)]
 
 
-def detail(result: Result) -> dict[str, str]:
-    rows = [re.match(r"^(\S.*?)\s{2,}(.*?)\s*$", line) for line in result.stdout.splitlines()]
-    return {row[1]: row[2] for row in rows if row}
-
-
 async def test_trigger_wait_follows_the_run_to_succeeded(
     cli: Cli, target: HttpTarget, tmp_path: Path
 ) -> None:
@@ -91,7 +89,7 @@ async def test_trigger_wait_follows_the_run_to_succeeded(
         "attempt 1 SUCCEEDED",
         "SUCCEEDED",
     ]
-    shown = detail(followed)
+    shown = followed.detail()
     assert shown["State"] == "SUCCEEDED"
     assert shown["Origin"] == "TRIGGER"
     assert shown["Idempotency key"] == f"{job_id}/trigger/by-hand-1"
@@ -127,20 +125,20 @@ async def test_a_dead_lettered_run_exits_10_and_redrive_brings_it_back(
     assert steps[4].startswith("attempt 2 FAILED: ")
     assert steps[5].startswith("DEAD_LETTERED")
     assert len(steps) == 6, steps
-    assert detail(failed)["State"] == "DEAD_LETTERED"
+    assert failed.detail()["State"] == "DEAD_LETTERED"
 
     dead = await cli.ok("runs", "list", job_id, "--state", "dead_lettered", "-o", "json")
     (run,) = dead.json()["runs"]
     run_id = run["runId"]
     shown = await cli.ok("runs", "get", job_id, run_id)
-    assert detail(shown)["State"] == "DEAD_LETTERED"
+    assert shown.detail()["State"] == "DEAD_LETTERED"
     attempts = [line.split() for line in shown.stdout.splitlines() if re.match(r"^[12] ", line)]
     assert [(a[0], a[5], a[6]) for a in attempts] == [("1", "FAILED", "w1"), ("2", "FAILED", "w1")]
 
     # The target is fixed; the run goes back to the queue with a fresh attempt budget.
     target.on("/down", Behaviour())
     redriven = await cli.ok("runs", "redrive", job_id, run_id)
-    assert detail(redriven)["State"] == "QUEUED"
+    assert redriven.detail()["State"] == "QUEUED"
 
     job = job_pb2.Job(name=f"teams/{TEAM}/jobs/{job_id}")
 
@@ -180,3 +178,42 @@ async def test_wait_gives_up_after_its_timeout(
         rf"duetime runs get teams/{TEAM}/jobs/{job_id}/runs/[0-9a-f-]+\n$",
         waited.stderr,
     ), waited.stderr
+
+
+async def test_wait_follows_a_run_its_quota_holds_until_it_is_released(
+    cli: Cli, system: System, target: HttpTarget, tmp_path: Path
+) -> None:
+    """With max_running=1 and a run in flight, a triggered run is WAITING (QUOTA: max_running)
+    until the first ends: --wait says so, then follows it to SUCCEEDED, and the run shows how
+    long its quota held it."""
+    operator = Cli(cli.api, cli.token, TEAM, await operator_token(system.db_dsn))
+    release = asyncio.Event()
+    busy = await create_job(cli, tmp_path, target.on("/busy", Behaviour(hold=release)))
+    quick = await create_job(cli, tmp_path, target.on("/quick", Behaviour()))
+    await operator.ok("admin", "quotas", "set", TEAM, "max_running=1")
+    try:
+        await cli.ok("jobs", "trigger", busy)
+        waiting = asyncio.create_task(cli("jobs", "trigger", quick, "--wait", "--timeout", "60"))
+        job = job_pb2.Job(name=f"teams/{TEAM}/jobs/{quick}")
+
+        async def held() -> bool:
+            return [r.state for r in await system.api.runs(job)] == [run_pb2.RUN_STATE_WAITING]
+
+        await eventually(held, 30, "the second job's run is held by max_running")
+        release.set()
+        followed = await waiting
+    finally:
+        release.set()
+        await operator.ok("admin", "quotas", "reset", TEAM, "max_running")
+    assert followed.code == 0, followed
+    assert milestones(followed) == [
+        "WAITING QUOTA: max_running",
+        "QUEUED",
+        "RUNNING attempt 1 on w1",
+        "attempt 1 SUCCEEDED",
+        "SUCCEEDED",
+    ]
+    shown = followed.detail()
+    assert (shown["State"], shown["Quota limit"]) == ("SUCCEEDED", "max_running")
+    assert parse_span(shown["Quota delay"]) > timedelta(0)
+    assert shown["Eligible time"] > shown["Effective time"]  # one format: as text, in order

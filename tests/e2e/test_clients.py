@@ -2,8 +2,10 @@
 gen/java, drive the live system: the four services as processes on a fresh database and a real
 HTTP target. Each authenticates with a team token, creates a cron job and an at-time job, reads
 them back, lists runs, triggers a run and waits until it SUCCEEDED at the target, and decodes an
-INVALID_ARGUMENT's BadRequest and an ABORTED etag mismatch (see docs/clients.md). The programs
-build offline from what scripts/tools fetched; a failing one fails the test with its output.
+INVALID_ARGUMENT's BadRequest and an ABORTED etag mismatch (see docs/clients.md). They speak TLS,
+verifying the API's certificate with the CA the services use, and show that an API whose
+certificate they cannot verify is refused. The programs build offline from what scripts/tools
+fetched; a failing one fails the test with its output.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from tests.support.databases import create_database, drop_database
 from tests.support.http_target import Behaviour, HttpTarget, http_target
 from tests.support.processes import REPO
 from tests.support.system import System, running_system
-from tests.support.tls import also_plaintext
+from tests.support.tls import service_client_tls
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -118,9 +120,7 @@ async def live(template_db: str) -> AsyncIterator[tuple[System, HttpTarget]]:
     name = f"duetime_t_{uuid.uuid4().hex[:12]}"
     dsn = await create_database(name, template=template_db)
     try:
-        # The client programs speak plaintext gRPC (clients/*: TLS is theirs to add).
-        plaintext = also_plaintext("grpc")
-        async with http_target() as target, running_system(dsn, common_env=plaintext) as system:
+        async with http_target() as target, running_system(dsn) as system:
             yield system, target
     finally:
         await drop_database(name)
@@ -135,11 +135,16 @@ async def test_client_program_drives_the_live_system(
     for command in program.build(tmp_path):
         await run(command, program.directory, program.env, BUILD_TIMEOUT)
     path = f"/{language}-client"
+    # Over TLS as the services serve it: the programs read DUETIME_TLS_CA_FILE and
+    # DUETIME_PLAINTEXT from the environment, as the services do.
+    tls = service_client_tls(system.common_env)
     env = {
         **program.env,
         "DUETIME_API": system.api_service.address,
         "DUETIME_TOKEN": system.team_token,
         "DUETIME_TARGET_URL": target.on(path, Behaviour()),
+        "DUETIME_TLS_CA_FILE": tls.ca_file if tls else "",
+        "DUETIME_PLAINTEXT": "" if tls else "grpc",
     }
     output = await run(program.run(tmp_path), program.directory, env, RUN_TIMEOUT)
     print(output)
@@ -149,3 +154,5 @@ async def test_client_program_drives_the_live_system(
     keys = [call.headers.get("Idempotency-Key") for call in target.calls_to(path)]
     assert "/trigger/" in seen[1]
     assert keys.count(seen[1]) == 1, (keys, output)
+    # Over TLS, the program also proved that it verifies the API's certificate.
+    assert tls is None or "unverified certificate refused" in output, output

@@ -1,8 +1,10 @@
 """Duetime's own image and Kubernetes manifests, run for real: scripts/kube-demo builds the
 image with podman, renders the podman-demo overlay with kustomize, migrates a database of its
 own with the migration Pod, plays the four Deployments with `podman kube play` next to the
-local stack, and an HTTP job's runs succeed through the containerised services; `down` leaves
-no pod behind. A cold machine builds the image's base first (a few minutes: mmdebstrap)."""
+local stack, over TLS with the stack's certificates (the api's and the scheduler's exec probes
+pass; the worker authenticates with its client certificate, which the scheduler requires), and
+an HTTP job's runs succeed through the containerised services; `down` leaves no pod behind. A
+cold machine builds the image's base first (a few minutes: mmdebstrap)."""
 
 from __future__ import annotations
 
@@ -48,6 +50,10 @@ async def test_the_demo_job_succeeds_through_the_services_played_from_the_manife
         print(output[-3000:])
         assert code == 0, output[-5000:]
         assert "done: the runs succeeded through the containerised services" in output
+        assert "the scheduler refuses a caller without a client certificate" in output
+        # The CLI in the image lists the job from inside the api's pod.
+        cli = output.split("the duetime CLI in the image", 1)[-1]
+        assert "kube demo" in cli, output[-3000:]
         succeeded = [line for line in output.splitlines() if "RUN_STATE_SUCCEEDED" in line]
         assert len(succeeded) >= 3, output[-3000:]
         assert all("worker duetime-worker-pod-0" in line for line in succeeded), succeeded

@@ -73,8 +73,9 @@ async def settle(pool: asyncpg.Pool[asyncpg.Record], within: float) -> None:
 
 
 async def check_runs_and_calls(pool: asyncpg.Pool[asyncpg.Record], target: HttpTarget) -> int:
-    """Every run SUCCEEDED; its attempts never overlap; the target was called once per attempt,
-    with the attempt's number, inside that attempt's lifetime. Returns the number of runs."""
+    """Every run SUCCEEDED; its attempts never overlap; the target was called once per attempt
+    (a handed-back one perhaps not at all), with the attempt's number, inside that attempt's
+    lifetime. Returns the number of runs."""
     async with pool.acquire() as conn:
         checked = await assert_every_occurrence_accounted_once(conn)
         runs = await conn.fetch(
@@ -106,13 +107,17 @@ async def check_runs_and_calls(pool: asyncpg.Pool[asyncpg.Record], target: HttpT
         )
     repeated = {k: v for k, v in calls.items() if len({n for n, _ in v}) < len(v)}
     assert not repeated, f"one attempt called the target twice: {list(repeated.items())[:3]}"
-    assert len(target.calls) == len(attempts)
     for run in runs:
         key = RunKey.scheduled(run["job_id"], run["nominal_time"]).canonical()
-        made = sorted(calls.pop(key, []))
-        mine = by_run[run["run_id"]]
-        assert [n for n, _ in made] == [a["number"] for a in mine], (key, made)
-        for (_, arrived), attempt in zip(made, mine, strict=True):
+        made = dict(calls.pop(key, []))
+        numbered = {a["number"]: a for a in by_run[run["run_id"]]}
+        # Every attempt called once, but one handed back (an early start given back before
+        # its call, a call that never got a connection) may not have called at all.
+        assert set(made) <= set(numbered), (key, made)
+        uncalled = set(numbered) - set(made)
+        assert all(numbered[n]["outcome"] == "HANDED_BACK" for n in uncalled), (key, made)
+        for number, arrived in made.items():
+            attempt = numbered[number]
             assert attempt["start_time"] - CLOCK_SLACK <= arrived, (key, arrived)
             assert arrived <= attempt["end_time"] + CLOCK_SLACK, (key, arrived)
     assert not calls, f"calls for runs that do not exist: {list(calls)[:5]}"

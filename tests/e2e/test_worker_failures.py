@@ -14,6 +14,8 @@ database, real etcd and Kafka, and a real HTTP target:
 - at most once: a run whose worker is killed mid-call, or whose call times out, is not called
   again (DEAD_LETTERED, OUTCOME_UNKNOWN), while one whose connection is refused before anything
   is sent is retried, and one that answers succeeds.
+- frozen between an attempt's start and its send, past the lease: woken, it sends nothing of
+  that attempt's call.
 """
 
 from __future__ import annotations
@@ -430,3 +432,61 @@ async def test_at_most_once_runs_are_never_called_twice_but_retried_before_any_c
             )
             == "BEGUN"
         )
+
+
+async def test_a_worker_frozen_between_start_and_send_sends_nothing_once_woken(
+    db_dsn: str, db: asyncpg.Pool[asyncpg.Record], target: HttpTarget
+) -> None:
+    # One connection to the target's host, held by a first call: the second job's attempt is
+    # started and waits for that connection when the worker freezes. Both leases expire; the
+    # held call is answered while the worker is still frozen, so on waking the connection is
+    # free at once and the waiting call's next step would be its send.
+    held = asyncio.Event()
+    async with running_system(
+        db_dsn,
+        scheduler_extra=SHORT_LEASE,
+        worker_extra={**FAST_BEATS, "DUETIME_HTTP_CONNECTIONS_PER_HOST": "1"},
+    ) as system:
+        worker = system.workers["w1"]
+        holder = target.on("/holder", Behaviour(hold=held, slow_first=1))
+        await system.api.create(http_job("holder", holder, at=soon()))
+        await eventually(calls_to(target, "/holder", 1), 30, "the first call holds the host")
+        waiting = target.on("/waiting", Behaviour())
+        job = await system.api.create(http_job("waiting", waiting, at=soon()))
+        run_id = await eventually_open_attempt(db, job)
+        worker.process.send_signal(signal.SIGSTOP)
+        try:
+
+            async def expired() -> bool:
+                rows = await attempt_rows(db, run_id)
+                return bool(rows) and rows[0]["outcome"] == "LEASE_EXPIRED"
+
+            await eventually(expired, 30, "the waiting attempt's lease expired")
+            held.set()
+        finally:
+            worker.process.send_signal(signal.SIGCONT)
+        await eventually(run_in(system, job, run_pb2.RUN_STATE_SUCCEEDED), 60, "run SUCCEEDED")
+        run = await only_run(system, job)
+        assert [(a.number, a.outcome) for a in run.attempts] == [(1, LEASE_EXPIRED), (2, SUCCEEDED)]
+        # The expired attempt never reached the target; its retry did, once.
+        assert [c.headers["Duetime-Attempt"] for c in target.calls_to("/waiting")] == ["2"]
+        assert await logged(worker, "lease_lost")()
+        assert_never_two_open(await attempt_rows(db, run_id))
+
+
+async def eventually_open_attempt(db: asyncpg.Pool[asyncpg.Record], job: job_pb2.Job) -> str:
+    """The run id of the job's first attempt, once it is started and open."""
+    found: list[str] = []
+
+    async def open_attempt() -> bool:
+        run_id = await db.fetchval(
+            "SELECT a.run_id FROM attempts a JOIN runs r USING (run_id, nominal_time) "
+            "WHERE r.job_id = $1 AND a.number = 1 AND a.end_time IS NULL",
+            uuid.UUID(job.job_id),
+        )
+        if run_id is not None:
+            found.append(str(run_id))
+        return bool(found)
+
+    await eventually(open_attempt, 30, "the attempt started")
+    return found[0]

@@ -21,6 +21,7 @@ from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_worker import orphans
 from duetime_worker.images import ImagePolicy
+from duetime_worker.outcome import LeaseLapsed
 from duetime_worker.podman import Podman, PodmanLauncher, PodmanSettings
 from tests.support.fleet import eventually
 from tests.support.http_target import Behaviour, HttpTarget, http_target
@@ -309,3 +310,24 @@ async def test_a_podman_that_cannot_run_stops_the_start_and_fails_launches(image
     outcome = await broken.launch(spec(image, "exit 0"), 1, 30)
     assert (outcome.result, outcome.retryable) == (pb.ATTEMPT_RESULT_FAILED, True)
     assert outcome.error.startswith("cannot run podman: "), outcome.error
+
+
+async def test_a_task_whose_lease_lapsed_before_its_start_never_runs(
+    image: str, target: HttpTarget
+) -> None:
+    # The check comes after the create (and any pull), immediately before the start.
+    url = target.on("/ran", Behaviour())
+    run = spec(image, f"wget -q -O /dev/null {url}")
+    checked: list[int] = []
+
+    def lapsed() -> None:
+        checked.append(len(target.calls))
+        raise LeaseLapsed
+
+    with pytest.raises(LeaseLapsed):
+        await launcher().launch(run, 1, 30, check=lapsed)
+    assert checked == [0]
+    assert await containers_of_run(run.run_id) == []  # created, then removed unstarted
+    outcome = await launcher().launch(run, 2, 30)
+    assert outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED
+    assert len(target.calls_to("/ran")) == 1

@@ -13,7 +13,7 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_worker.http_target import HttpCaller
-from duetime_worker.outcome import Outcome
+from duetime_worker.outcome import LeaseLapsed, Outcome, SendCheck
 from duetime_worker.policy import TargetPolicy
 from tests.support.fleet import eventually
 from tests.support.http_target import Behaviour, HttpTarget, http_target
@@ -268,3 +268,84 @@ async def test_a_call_that_never_got_a_connection_is_handed_back_not_timed_out(
     assert "not called" in second.error
     assert held.result == pb.ATTEMPT_RESULT_TIMED_OUT
     assert len(target.calls) == 1
+
+
+class ByteCounter:
+    """A bare TCP server recording each connection and every byte it receives."""
+
+    def __init__(self) -> None:
+        self.connections = 0
+        self.received = b""
+        self._server: asyncio.Server | None = None
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        while data := await reader.read(65536):
+            self.received += data
+            if b"\r\n\r\n" in self.received:  # a whole request's headers: answer it
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+        writer.close()
+
+    async def __aenter__(self) -> str:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        return f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}/hook"
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+
+
+def lapsing_after(passes: int) -> SendCheck:
+    """A send check that passes ``passes`` times, then finds the lease lapsed."""
+    calls = 0
+
+    def check() -> None:
+        nonlocal calls
+        calls += 1
+        if calls > passes:
+            raise LeaseLapsed
+
+    return check
+
+
+@pytest.mark.parametrize(
+    ("body", "passes"),
+    [
+        (b"", 0),  # lapsed before the connection is asked for
+        (b"", 1),  # lapsed once connected, as the headers are buffered
+        (b'{"x": 1}', 1),
+        (b'{"x": 1}', 2),  # lapsed when the body (and the headers with it) is written
+    ],
+)
+async def test_a_call_whose_lease_lapsed_sends_no_byte(body: bytes, passes: int) -> None:
+    # A frozen worker may wake with its call past any of these points: the check runs last
+    # with no wait before the first byte, and what it stops must never reach the target.
+    counter = ByteCounter()
+    async with counter as url:
+        caller = HttpCaller(LOOPBACK)
+        await caller.start()
+        try:
+            with pytest.raises(LeaseLapsed):
+                await caller.call(spec(url, body=body), 1, 5, lapsing_after(passes))
+            assert (await caller.call(spec(url), 2, 5)).result == pb.ATTEMPT_RESULT_SUCCEEDED
+        finally:
+            await caller.close()
+    assert counter.received.count(b"HTTP/1.1\r\n") == 1  # the second call alone
+    assert b"Duetime-Attempt: 1" not in counter.received
+    assert counter.connections == (1 if passes == 0 else 2)
+
+
+async def test_a_reused_connection_sends_nothing_once_the_lease_lapsed() -> None:
+    counter = ByteCounter()
+    async with counter as url:
+        caller = HttpCaller(LOOPBACK)
+        await caller.start()
+        try:
+            assert (await caller.call(spec(url), 1, 5)).result == pb.ATTEMPT_RESULT_SUCCEEDED
+            with pytest.raises(LeaseLapsed):
+                await caller.call(spec(url), 2, 5, lapsing_after(1))
+        finally:
+            await caller.close()
+    assert counter.connections == 1  # kept alive and reused for the second call
+    assert counter.received.count(b"HTTP/1.1\r\n") == 1
+    assert b"Duetime-Attempt: 2" not in counter.received

@@ -17,6 +17,7 @@ from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_worker.config import Settings
 from duetime_worker.container import LAUNCHER_BUSY, DisabledLauncher, LocalProcessLauncher
 from duetime_worker.launchers import launcher_for
+from duetime_worker.outcome import LeaseLapsed
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(30)]
 
@@ -137,3 +138,19 @@ async def test_a_launch_without_a_reservation_is_handed_back_while_every_permit_
     assert outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED
     outcome = await launcher.launch(spec("sh", "-c", "exit 0"), 1, 10)
     assert outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED
+
+
+async def test_a_process_whose_lease_lapsed_is_never_started(tmp_path: Path) -> None:
+    ran = tmp_path / "ran"
+
+    def lapsed() -> None:
+        raise LeaseLapsed
+
+    launcher = LocalProcessLauncher(["touch"])
+    with pytest.raises(LeaseLapsed):
+        await launcher.launch(spec("touch", str(ran)), 1, 10, check=lapsed)
+    assert not ran.exists()
+    assert (await launcher.launch(spec("touch", str(ran)), 2, 10)).result == (
+        pb.ATTEMPT_RESULT_SUCCEEDED
+    )
+    assert ran.exists()

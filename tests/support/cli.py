@@ -5,22 +5,27 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sys
-from collections.abc import Mapping
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 
-from duetime_infra.admin import create_team
+from duetime_infra.admin import create_operator_token, create_team
+from tests.support.databases import create_database, drop_database
+from tests.support.processes import service
 
 # Variables of the person running the tests that would change what the command prints or
 # where it connects; and PYTHONDONTWRITEBYTECODE, so the command starts as it does for a person
 # (from cached bytecode after its first run) instead of compiling every module every time.
 _SCRUBBED = (
-    "DUETIME_API", "DUETIME_TOKEN", "DUETIME_TEAM", "COLUMNS", "FORCE_COLOR", "NO_COLOR",
-    "PYTHONDONTWRITEBYTECODE",
+    "DUETIME_API", "DUETIME_TOKEN", "DUETIME_TEAM", "DUETIME_OPERATOR_TOKEN", "COLUMNS",
+    "FORCE_COLOR", "NO_COLOR", "PYTHONDONTWRITEBYTECODE",
 )  # fmt: skip
 
 
@@ -49,26 +54,56 @@ class Result:
         error: dict[str, Any] = json.loads(self.stderr)["error"]
         return error
 
+    def detail(self) -> dict[str, str]:
+        """A detail grid (``Name   teams/...``) on stdout as a dict of its rows, up to the
+        first blank line."""
+        grid = self.stdout.split("\n\n", 1)[0]
+        rows = [re.match(r"^(\S.*?)\s{2,}(.*?)\s*$", line) for line in grid.splitlines()]
+        out = {row[1]: row[2] for row in rows if row}
+        assert out, self.stdout
+        return out
 
-def cli_env(api: str, token: str, extra: Mapping[str, str] = {}) -> dict[str, str]:
+    def table(self, first_column: str) -> list[dict[str, str]]:
+        """The list table on stdout whose heading starts with ``first_column``: one dict a
+        row, by heading (headings are split where two spaces or more part them)."""
+        lines = self.stdout.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith(first_column))
+        heads = [(m[0], m.start()) for m in re.finditer(r"\S+(?: \S+)*", lines[start])]
+        bounds = [at for _, at in heads[1:]] + [None]
+        rows = []
+        for line in lines[start + 2 :]:
+            if not line.strip():
+                break
+            cells = [line[at:end].strip() for (_, at), end in zip(heads, bounds, strict=True)]
+            rows.append(dict(zip([h for h, _ in heads], cells, strict=True)))
+        return rows
+
+
+def cli_env(
+    api: str, token: str, extra: Mapping[str, str] = {}, operator_token: str = ""
+) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
-    return {**env, "DUETIME_API": api, "DUETIME_TOKEN": token, **extra}
+    env |= {"DUETIME_API": api, "DUETIME_TOKEN": token}
+    if operator_token:
+        env["DUETIME_OPERATOR_TOKEN"] = operator_token
+    return {**env, **extra}
 
 
 @dataclass(frozen=True)
 class Cli:
-    """``duetime`` pointed at one API with one team's token (through DUETIME_API and
-    DUETIME_TOKEN, as a person sets them)."""
+    """``duetime`` pointed at one API with one team's token, and an operator's if given
+    (through DUETIME_API, DUETIME_TOKEN and DUETIME_OPERATOR_TOKEN, as a person sets them)."""
 
     api: str
     token: str
     team: str
+    operator_token: str = ""
 
     async def __call__(self, *args: str, env: Mapping[str, str] = {}) -> Result:
         process = await asyncio.create_subprocess_exec(
             duetime_command(),
             *args,
-            env=cli_env(self.api, self.token, env),
+            env=cli_env(self.api, self.token, env, self.operator_token),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -92,3 +127,26 @@ async def team_cli(dsn: str, api: str, team: str) -> Cli:
     finally:
         await conn.close()
     return Cli(api, token, team)
+
+
+async def operator_token(dsn: str) -> str:
+    """A new operator token in the database ``dsn``."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        return await create_operator_token(conn, "tests")
+    finally:
+        await conn.close()
+
+
+@asynccontextmanager
+async def api_on_own_database(template_db: str) -> AsyncIterator[tuple[str, str]]:
+    """One API process on a database of its own (cloned from ``template_db``): its address
+    and the database's DSN."""
+    name = f"duetime_t_{uuid.uuid4().hex[:12]}"
+    dsn = await create_database(name, template=template_db)
+    env = {"DUETIME_PG_DSN": dsn, "DUETIME_API_ADDRESS": "127.0.0.1:0"}
+    try:
+        async with service("duetime_api", env, "DUETIME_API_PORT") as process:
+            yield process.address, dsn
+    finally:
+        await drop_database(name)

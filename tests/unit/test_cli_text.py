@@ -1,5 +1,6 @@
-"""The CLI's pure pieces: durations as people write them, the paths of bad job-file fields, and
-exit codes by gRPC status."""
+"""The CLI's pure pieces: durations as people write them, the paths of bad job-file fields,
+exit codes by gRPC status, quota limits as NAME=VALUE, quota failures, and held runs' progress
+lines."""
 
 from __future__ import annotations
 
@@ -9,12 +10,24 @@ from typing import Any
 
 import grpc
 import pytest
+import typer
+from google.rpc import error_details_pb2
 from hypothesis import given
 from hypothesis import strategies as st
 
+from duetime.admin.v1 import admin_service_pb2
+from duetime.jobs.v1 import job_pb2, run_pb2
 from duetime_cli.describe import parse_span, span
-from duetime_cli.failures import EXIT_CODE_MEANINGS, ExitCode, Failure, exit_code_for
+from duetime_cli.failures import (
+    EXIT_CODE_MEANINGS,
+    ExitCode,
+    Failure,
+    QuotaViolation,
+    exit_code_for,
+)
 from duetime_cli.jobfile import parse_job
+from duetime_cli.limits import LIMITS, fill, parse_assignments
+from duetime_cli.wait import milestones, waiting
 
 
 @given(st.integers(min_value=1, max_value=400 * 86_400_000))
@@ -80,3 +93,94 @@ def test_every_status_has_an_exit_code_and_families_differ() -> None:
     assert exit_code_for(grpc.StatusCode.ABORTED) is exit_code_for(grpc.StatusCode.ALREADY_EXISTS)
     assert exit_code_for(grpc.StatusCode.NOT_FOUND) is not exit_code_for(grpc.StatusCode.ABORTED)
     assert set(EXIT_CODE_MEANINGS) == set(ExitCode)
+
+
+def test_quota_assignments_set_and_reset_limits_by_their_contract_names() -> None:
+    assert LIMITS == (
+        "max_stored_jobs", "runs_per_minute", "rate_burst", "max_running", "max_priority",
+        "weight",
+    )  # fmt: skip
+    values = parse_assignments(
+        ["max_stored_jobs=500", "max_priority=high", "weight=default"], allow_default=True
+    )
+    assert values == {
+        "max_stored_jobs": 500,
+        "max_priority": job_pb2.PRIORITY_HIGH,
+        "weight": None,
+    }
+    overrides = admin_service_pb2.QuotaOverrides()
+    assert fill(overrides, values) == ["max_stored_jobs", "max_priority", "weight"]
+    # A limit reset is in the mask but not in the message: the server gives it the default.
+    assert [f.name for f, _ in overrides.ListFields()] == ["max_stored_jobs", "max_priority"]
+    assert parse_assignments(["max_priority=PRIORITY_LOW"], allow_default=False) == {
+        "max_priority": job_pb2.PRIORITY_LOW
+    }
+
+
+@pytest.mark.parametrize(
+    ("arguments", "allow_default", "why"),
+    [
+        (["max_jobs=5"], True, "not a limit; the limits are max_stored_jobs, runs_per_minute"),
+        (["weight"], True, "expected NAME=VALUE"),
+        (["weight="], True, "expected NAME=VALUE"),
+        (["max_running=1.5"], True, "max_running is a whole number"),
+        (["max_priority=urgent"], True, "max_priority is one of HIGH, NORMAL, LOW"),
+        (["max_running=default"], False, "max_running is a whole number"),
+    ],
+)
+def test_a_bad_quota_assignment_is_named(
+    arguments: list[str], allow_default: bool, why: str
+) -> None:
+    with pytest.raises(typer.BadParameter) as caught:
+        parse_assignments(arguments, allow_default=allow_default)
+    named = arguments[0].partition("=")[0] if why.startswith("not a") else arguments[0]
+    assert caught.value.param_hint == f"'{named}'"
+    assert str(caught.value.message).startswith(why)
+
+
+def test_a_quota_failure_names_the_quota_its_limit_and_usage() -> None:
+    violation = error_details_pb2.QuotaFailure.Violation(
+        subject="quota:max_stored_jobs",
+        description="the team may store 2 active or paused jobs and has 2",
+        quota_id="max_stored_jobs",
+        quota_dimensions={"limit": "2", "usage": "2"},
+        quota_value=2,
+    )
+    quota = QuotaViolation.decode(violation)
+    assert quota == QuotaViolation("max_stored_jobs", "2", "2", violation.description)
+    failure = Failure(
+        ExitCode.QUOTA, "RESOURCE_EXHAUSTED", violation.description, "STORED_JOBS_QUOTA"
+    )
+    failure.quotas.append(quota)
+    assert failure.human_lines() == [
+        "RESOURCE_EXHAUSTED (STORED_JOBS_QUOTA): the team may store 2 active or paused jobs "
+        "and has 2",
+        "  quota max_stored_jobs: limit 2, usage 2",
+    ]
+    assert failure.as_dict()["error"]["quotaViolations"] == [
+        {
+            "quota": "max_stored_jobs",
+            "limit": "2",
+            "usage": "2",
+            "description": violation.description,
+        }
+    ]
+
+
+def test_a_run_held_before_its_first_dispatch_is_waiting_not_queued() -> None:
+    held = run_pb2.Run(
+        state=run_pb2.RUN_STATE_WAITING,
+        reason=run_pb2.RUN_REASON_QUOTA,
+        reason_detail="held back by the team's limit of runs in flight (max_running)",
+        quota_limit=run_pb2.QUOTA_LIMIT_CONCURRENCY,
+    )
+    assert milestones(held) == []
+    assert waiting(held) == "WAITING QUOTA: max_running"
+    turn = run_pb2.Run(state=run_pb2.RUN_STATE_WAITING, reason=run_pb2.RUN_REASON_FAIR_SHARE)
+    assert waiting(turn) == "WAITING FAIR_SHARE"
+    assert waiting(run_pb2.Run(state=run_pb2.RUN_STATE_WAITING)) == "WAITING"  # overlap
+    released = run_pb2.Run(
+        state=run_pb2.RUN_STATE_QUEUED, quota_limit=run_pb2.QUOTA_LIMIT_CONCURRENCY
+    )
+    assert milestones(released) == ["QUEUED"]
+    assert waiting(released) == ""

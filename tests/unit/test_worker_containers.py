@@ -104,7 +104,9 @@ def test_a_container_whose_owner_process_is_gone_is_an_orphan() -> None:
     assert me.orphan_reason(labels_of(me, remove_after=0), 1e9, at_start=True) is None
     assert me.orphan_reason(labels_of(live, remove_after=0), 1e9, at_start=True) is None
     # The parent's pid with another start time: the pid was reused by another process.
-    reused = orphans.Owner("w0", me.boot, me.pid_namespace, parent, me.started)
+    reused = orphans.Owner(
+        "w0", me.boot, me.pid_namespace, parent, str(int(orphans.start_time(parent) or 0) + 1)
+    )
     assert me.orphan_reason(labels_of(reused), 0, at_start=False) == "its owner process is gone"
     gone = orphans.Owner("w0", me.boot, me.pid_namespace, 2**22 + 7, "1")
     assert me.orphan_reason(labels_of(gone), 0, at_start=False) == "its owner process is gone"

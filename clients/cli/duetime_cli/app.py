@@ -1,7 +1,7 @@
 """``duetime``: the command line for people driving Duetime through its gRPC API.
 
-Each group of commands is a Typer app in its own module, registered in GROUPS; an operator
-group (``duetime admin ...``) joins the same way once its service exists.
+Each group of commands is a Typer app in its own module, registered in GROUPS; the operator
+group (``duetime admin ...``) is one of them, with a token of its own (``--operator-token``).
 """
 
 from __future__ import annotations
@@ -10,11 +10,15 @@ from typing import Annotated
 
 import typer
 
-from duetime_cli import jobs, preview, runs
+from duetime_cli import admin, jobs, preview, quota, runs
 from duetime_cli.failures import EXIT_CODE_MEANINGS
-from duetime_cli.session import DEFAULT_API, Session
+from duetime_cli.session import DEFAULT_API, Session, plaintext_by_env
 
-GROUPS: list[tuple[str, typer.Typer]] = [("jobs", jobs.app), ("runs", runs.app)]
+GROUPS: list[tuple[str, typer.Typer]] = [
+    ("jobs", jobs.app),
+    ("runs", runs.app),
+    ("admin", admin.app),
+]
 
 EPILOG = "Exit codes:\n\n\b\n" + "\n".join(
     f"{int(code):>3}  {meaning}" for code, meaning in EXIT_CODE_MEANINGS.items()
@@ -22,7 +26,7 @@ EPILOG = "Exit codes:\n\n\b\n" + "\n".join(
 
 app = typer.Typer(
     name="duetime",
-    help="Drive Duetime's jobs and runs through its gRPC API.",
+    help="Drive Duetime's jobs and runs, and operate its teams, through its gRPC API.",
     epilog=EPILOG,
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
@@ -31,6 +35,7 @@ app = typer.Typer(
 for name, group in GROUPS:
     app.add_typer(group, name=name)
 app.command("preview")(preview.preview)
+app.command("quota")(quota.quota)
 
 
 @app.callback()
@@ -66,11 +71,23 @@ def connect(
     plaintext: Annotated[
         bool,
         typer.Option(
-            "--plaintext", help="Talk to an API that serves no TLS (local development only)."
+            "--plaintext",
+            help="Talk to an API that serves no TLS (local development only; also when "
+            "DUETIME_PLAINTEXT names grpc or all).",
         ),
     ] = False,
+    operator_token: Annotated[
+        str,
+        typer.Option(
+            envvar="DUETIME_OPERATOR_TOKEN",
+            metavar="TOKEN",
+            help="The operator token `duetime admin` sends (else --token).",
+            show_default=False,
+        ),
+    ] = "",
 ) -> None:
-    ctx.obj = Session(api, token, team, ca_file=ca_file, plaintext=plaintext)
+    plaintext = plaintext or plaintext_by_env()
+    ctx.obj = Session(api, token, team, operator_token, ca_file=ca_file, plaintext=plaintext)
 
 
 def main() -> None:

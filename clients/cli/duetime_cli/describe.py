@@ -10,9 +10,15 @@ from google.protobuf.duration_pb2 import Duration
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from duetime.jobs.v1 import job_pb2
+from duetime.jobs.v1 import job_pb2, run_pb2
 
 NONE = "-"
+
+# The team limit behind each QuotaLimit, named as TeamQuota names it.
+QUOTA_LIMIT_FIELDS = {
+    run_pb2.QUOTA_LIMIT_RATE: "runs_per_minute",
+    run_pb2.QUOTA_LIMIT_CONCURRENCY: "max_running",
+}
 
 
 def when(message: Message, field: str) -> str:
@@ -62,6 +68,24 @@ def enum_name(enum_type: Any, value: int, prefix: str) -> str:
     except ValueError:
         return str(value)
     return name.removeprefix(prefix)
+
+
+def quota_limit(run: run_pb2.Run) -> str:
+    """The limit that holds (or held) the run back: ``runs_per_minute`` or ``max_running``."""
+    if not run.quota_limit:
+        return NONE
+    return QUOTA_LIMIT_FIELDS.get(run.quota_limit) or enum_name(
+        run_pb2.QuotaLimit, run.quota_limit, "QUOTA_LIMIT_"
+    )
+
+
+def reason(run: run_pb2.Run, *, brief: bool = False) -> str:
+    """The run's reason and its detail; ``brief`` (a list, a progress line) names a quota by
+    its limit alone: ``QUOTA: max_running``."""
+    name = enum_name(run_pb2.RunReason, run.reason, "RUN_REASON_")
+    if brief and run.reason == run_pb2.RUN_REASON_QUOTA and run.quota_limit:
+        return f"{name}: {quota_limit(run)}"
+    return name if not run.reason_detail else f"{name}: {run.reason_detail}"
 
 
 def schedule(value: job_pb2.Schedule) -> str:

@@ -1,5 +1,6 @@
 """Failures and exit codes: a gRPC status (or a local check) becomes a message that names the
-bad fields, and an exit code by status family that scripts can branch on."""
+bad fields (``google.rpc.BadRequest``) or the quota hit, its limit and usage
+(``google.rpc.QuotaFailure``), and an exit code by status family that scripts can branch on."""
 
 from __future__ import annotations
 
@@ -72,6 +73,28 @@ class Violation:
     description: str
 
 
+@dataclass(frozen=True)
+class QuotaViolation:
+    """A quota the request would exceed: its name as in the contract (``max_stored_jobs``),
+    its limit and the usage now (the server's ``quota_dimensions``)."""
+
+    quota: str
+    limit: str
+    usage: str
+    description: str
+
+    @classmethod
+    def decode(cls, violation: error_details_pb2.QuotaFailure.Violation) -> QuotaViolation:
+        dimensions = violation.quota_dimensions
+        limit = dimensions.get("limit") or str(violation.quota_value)
+        quota = violation.quota_id or violation.subject.removeprefix("quota:")
+        return cls(quota, limit, dimensions.get("usage", ""), violation.description)
+
+    def human(self) -> str:
+        usage = f", usage {self.usage}" if self.usage else ""
+        return f"  quota {self.quota}: limit {self.limit}{usage}"
+
+
 @dataclass
 class Failure(Exception):
     """What went wrong, as the server's status details tell it (or a local check)."""
@@ -82,6 +105,7 @@ class Failure(Exception):
     reason: str = ""
     metadata: dict[str, str] = field(default_factory=dict)
     violations: list[Violation] = field(default_factory=list)
+    quotas: list[QuotaViolation] = field(default_factory=list)
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
@@ -94,7 +118,8 @@ class Failure(Exception):
 
     @classmethod
     def from_rpc_error(cls, error: grpc.RpcError) -> Failure:
-        """Decodes ``google.rpc.ErrorInfo`` and ``BadRequest`` from the status details."""
+        """Decodes ``google.rpc.ErrorInfo``, ``BadRequest`` and ``QuotaFailure`` from the status
+        details."""
         call: Any = error
         status_code: grpc.StatusCode = call.code()
         failure = cls(exit_code_for(status_code), status_code.name, call.details() or "")
@@ -110,6 +135,10 @@ class Failure(Exception):
                 failure.violations += [
                     Violation(v.field, v.description) for v in bad.field_violations
                 ]
+            elif detail.Is(error_details_pb2.QuotaFailure.DESCRIPTOR):
+                quota = error_details_pb2.QuotaFailure()
+                detail.Unpack(quota)
+                failure.quotas += [QuotaViolation.decode(v) for v in quota.violations]
         return failure
 
     def as_dict(self) -> dict[str, Any]:
@@ -123,15 +152,21 @@ class Failure(Exception):
             out["fieldViolations"] = [
                 {"field": v.field, "description": v.description} for v in self.violations
             ]
+        if self.quotas:
+            out["quotaViolations"] = [
+                {"quota": q.quota, "limit": q.limit, "usage": q.usage, "description": q.description}
+                for q in self.quotas
+            ]
         return {"error": out}
 
     def human_lines(self) -> list[str]:
-        """The failure for people: the code and reason, then one line per bad field."""
+        """The failure for people: the code and reason, then one line per bad field, or the
+        message and one line per quota exceeded."""
         head = (
             self.code
             if not self.reason or self.reason == self.code
             else (f"{self.code} ({self.reason})")
         )
-        if not self.violations:
-            return [f"{head}: {self.message}"]
-        return [head] + [f"  {v.field}: {v.description}" for v in self.violations]
+        if self.violations:
+            return [head] + [f"  {v.field}: {v.description}" for v in self.violations]
+        return [f"{head}: {self.message}"] + [q.human() for q in self.quotas]

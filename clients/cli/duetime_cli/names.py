@@ -1,7 +1,8 @@
-"""Job and run references as people type them, turned into resource names.
+"""Teams, jobs, runs and tokens as people type them, turned into resource names.
 
 A job is ``teams/{team}/jobs/{job_id}`` or just its id; for an id the team comes from
-``--team`` / ``DUETIME_TEAM``, else from the token (the team of any job it can list).
+``--team`` / ``DUETIME_TEAM``, else from the token (the calling team, as GetTeamQuota names
+it). A team is ``teams/{team}`` or its id; a token ``tokens/{token_id}`` or its id.
 """
 
 from __future__ import annotations
@@ -13,15 +14,8 @@ from duetime_cli.session import Session
 
 def team_of(session: Session) -> str:
     if not session.team:
-        page = session.call(session.jobs.ListJobs, job_service_pb2.ListJobsRequest(page_size=1))
-        if not page.jobs:
-            raise Failure.local(
-                ExitCode.NOT_FOUND,
-                "NOT_FOUND",
-                "the token's team has no jobs; give the full name teams/{team}/jobs/{job_id} "
-                "or --team",
-            )
-        session.team = page.jobs[0].team
+        found = session.call(session.jobs.GetTeamQuota, job_service_pb2.GetTeamQuotaRequest())
+        session.team = found.name.removeprefix("teams/")
     return session.team
 
 
@@ -41,3 +35,13 @@ def run_name(session: Session, ref: str, run_id: str | None) -> str:
             "give a run as JOB RUN_ID or as teams/{team}/jobs/{job_id}/runs/{run_id}",
         )
     return ref
+
+
+def team_name(ref: str) -> str:
+    """``search`` or ``teams/search`` as ``teams/search``."""
+    return ref if ref.startswith("teams/") else f"teams/{ref}"
+
+
+def token_name(ref: str) -> str:
+    """A token's id or ``tokens/{token_id}`` as ``tokens/{token_id}``."""
+    return ref if ref.startswith("tokens/") else f"tokens/{ref}"

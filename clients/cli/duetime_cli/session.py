@@ -1,11 +1,16 @@
-"""Where the CLI talks to Duetime: the address, the token, the channel and the service stubs.
+"""Where the CLI talks to Duetime: the address, the tokens, the channel and the service stubs.
+
+Job commands send the team token; operator commands (AdminService) send the operator token,
+or the team token when no operator token is given (a shell that holds only an operator's).
 
 Channels are made in one function, ``open_channel``: over TLS, the API verified with
-``--ca-file`` (DUETIME_TLS_CA_FILE) or the system's CAs, unless ``--plaintext``.
+``--ca-file`` (DUETIME_TLS_CA_FILE) or the system's CAs, unless ``--plaintext`` (or
+``DUETIME_PLAINTEXT`` naming ``grpc`` or ``all``, the setting the services read).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -14,6 +19,7 @@ from typing import TypeVar
 import grpc
 from google.protobuf.message import Message
 
+from duetime.admin.v1 import admin_service_pb2_grpc
 from duetime.jobs.v1 import job_service_pb2_grpc
 from duetime_cli.failures import ExitCode, Failure
 
@@ -22,6 +28,12 @@ DEFAULT_API = "127.0.0.1:50051"
 CALL_TIMEOUT_SECONDS = 30.0
 
 Response = TypeVar("Response", bound=Message)
+
+
+def plaintext_by_env() -> bool:
+    """Whether DUETIME_PLAINTEXT lets Duetime's gRPC go without TLS, as for the services."""
+    named = os.environ.get("DUETIME_PLAINTEXT", "").replace(" ", "").lower().split(",")
+    return "grpc" in named or "all" in named
 
 
 def open_channel(address: str, ca_file: str = "", plaintext: bool = False) -> grpc.Channel:
@@ -46,6 +58,7 @@ class Session:
     address: str
     token: str
     team: str = ""
+    operator_token: str = ""
     ca_file: str = ""
     plaintext: bool = False
     _channel: grpc.Channel | None = field(default=None, repr=False)
@@ -60,17 +73,25 @@ class Session:
     def jobs(self) -> job_service_pb2_grpc.JobServiceStub:
         return job_service_pb2_grpc.JobServiceStub(self.channel)
 
-    # An operator service gets its stub here the same way (e.g. ``admin``).
+    @cached_property
+    def admin(self) -> admin_service_pb2_grpc.AdminServiceStub:
+        return admin_service_pb2_grpc.AdminServiceStub(self.channel)
 
-    def call(self, rpc: Callable[..., Response], request: Message) -> Response:
-        """Calls ``rpc`` with the bearer token and the per-call deadline."""
-        if not self.token:
+    def call(
+        self, rpc: Callable[..., Response], request: Message, *, operator: bool = False
+    ) -> Response:
+        """Calls ``rpc`` with the bearer token (the operator's for ``operator``) and the
+        per-call deadline."""
+        token = (self.operator_token or self.token) if operator else self.token
+        if not token:
             raise Failure.local(
                 ExitCode.AUTH,
                 "UNAUTHENTICATED",
-                "no token: pass --token or set DUETIME_TOKEN",
+                "no operator token: pass --operator-token or set DUETIME_OPERATOR_TOKEN"
+                if operator
+                else "no token: pass --token or set DUETIME_TOKEN",
             )
-        metadata = (("authorization", f"Bearer {self.token}"),)
+        metadata = (("authorization", f"Bearer {token}"),)
         return rpc(request, metadata=metadata, timeout=CALL_TIMEOUT_SECONDS)
 
     def close(self) -> None:

@@ -1,4 +1,5 @@
-"""The tables people see: lists of jobs, runs and occurrences, and one job or run in detail."""
+"""The tables people see: lists of jobs, runs and occurrences, and one job or run in detail;
+and the two shapes every table here takes (``list_table``, ``detail_grid``)."""
 
 from __future__ import annotations
 
@@ -30,9 +31,14 @@ _STYLES = {
     "TIMED_OUT": "red",
     "LEASE_EXPIRED": "red",
     "HANDED_BACK": "yellow",
+    "VALID": "green",
+    "REVOKED": "dim",
 }
 
-_WRAPPING = frozenset({"NAME", "SCHEDULE", "TARGET", "REASON", "ERROR", "WORKER", "DST"})
+_WRAPPING = frozenset(
+    {"NAME", "SCHEDULE", "TARGET", "REASON", "ERROR", "WORKER", "DST", "DISPLAY NAME",
+     "DESCRIPTION", "OWN LIMITS", "USAGE"}
+)  # fmt: skip
 
 DST_NOTES = {
     job_service_pb2.DST_ADJUSTMENT_SHIFTED: "shifted: the written time is in the DST gap",
@@ -53,7 +59,7 @@ def run_state(run: run_pb2.Run) -> Text:
     return state_text(enum_name(run_pb2.RunState, run.state, "RUN_STATE_"))
 
 
-def _list_table(*columns: str) -> Table:
+def list_table(*columns: str) -> Table:
     """A list; on a narrow terminal only its free-text columns wrap: ids stay whole (to be
     copied into the next command), and so do times, states and counts."""
     table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
@@ -63,7 +69,7 @@ def _list_table(*columns: str) -> Table:
     return table
 
 
-def _detail(rows: Iterable[tuple[str, str | Text]]) -> Table:
+def detail_grid(rows: Iterable[tuple[str, str | Text]]) -> Table:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column()
@@ -73,7 +79,7 @@ def _detail(rows: Iterable[tuple[str, str | Text]]) -> Table:
 
 
 def jobs_table(jobs: Sequence[job_pb2.Job]) -> Table:
-    table = _list_table("JOB ID", "NAME", "SCHEDULE", "TARGET", "STATE", "NEXT RUN (UTC)")
+    table = list_table("JOB ID", "NAME", "SCHEDULE", "TARGET", "STATE", "NEXT RUN (UTC)")
     for job in jobs:
         table.add_row(
             job.job_id,
@@ -90,7 +96,7 @@ def job_detail(job: job_pb2.Job) -> Table:
     state = job_state(job)
     if job.state_reason:
         state.append(f" ({job.state_reason})")
-    return _detail(
+    return detail_grid(
         [
             ("Name", job.name),
             ("Display name", job.display_name or NONE),
@@ -111,13 +117,12 @@ def job_detail(job: job_pb2.Job) -> Table:
     )
 
 
-def _reason(run: run_pb2.Run) -> str:
-    reason = enum_name(run_pb2.RunReason, run.reason, "RUN_REASON_")
-    return reason if not run.reason_detail else f"{reason}: {run.reason_detail}"
+def _held(run: run_pb2.Run) -> bool:
+    return run.state == run_pb2.RUN_STATE_WAITING and run.reason == run_pb2.RUN_REASON_QUOTA
 
 
 def runs_table(runs: Sequence[run_pb2.Run]) -> Table:
-    table = _list_table("RUN ID", "NOMINAL (UTC)", "ORIGIN", "STATE", "ATTEMPT", "LATE", "REASON")
+    table = list_table("RUN ID", "NOMINAL (UTC)", "ORIGIN", "STATE", "ATTEMPT", "LATE", "REASON")
     for run in runs:
         table.add_row(
             run.run_id,
@@ -126,19 +131,24 @@ def runs_table(runs: Sequence[run_pb2.Run]) -> Table:
             run_state(run),
             str(run.attempt),
             duration(run, "start_lateness"),
-            _reason(run),
+            describe.reason(run, brief=True),
         )
     return table
 
 
 def run_detail(run: run_pb2.Run) -> Table:
+    # A run its quota still holds has not become eligible, whatever the field's placeholder.
+    eligible = f"not yet: held by {describe.quota_limit(run)}" if _held(run) else None
     rows: list[tuple[str, str | Text]] = [
         ("Name", run.name),
         ("State", run_state(run)),
-        ("Reason", _reason(run)),
+        ("Reason", describe.reason(run)),
         ("Origin", enum_name(run_pb2.RunOrigin, run.origin, "RUN_ORIGIN_")),
         ("Nominal time", when(run, "nominal_time")),
         ("Effective time", when(run, "effective_time")),
+        ("Eligible time", eligible or when(run, "eligible_time")),
+        ("Quota delay", duration(run, "quota_delay")),
+        *([("Quota limit", describe.quota_limit(run))] if run.quota_limit else []),
         ("Start lateness", duration(run, "start_lateness")),
         ("Attempt", str(run.attempt)),
         ("Next attempt", when(run, "next_attempt_time")),
@@ -147,11 +157,11 @@ def run_detail(run: run_pb2.Run) -> Table:
     ]
     if run.occurrence_count > 1:
         rows.append(("Occurrences", f"{run.occurrence_count}, to {when(run, 'range_end_time')}"))
-    return _detail(rows)
+    return detail_grid(rows)
 
 
 def attempts_table(run: run_pb2.Run) -> Table:
-    table = _list_table("ATTEMPT", "STARTED (UTC)", "ENDED (UTC)", "OUTCOME", "WORKER", "ERROR")
+    table = list_table("ATTEMPT", "STARTED (UTC)", "ENDED (UTC)", "OUTCOME", "WORKER", "ERROR")
     for attempt in run.attempts:
         outcome = enum_name(run_pb2.AttemptOutcome, attempt.outcome, "ATTEMPT_OUTCOME_")
         table.add_row(
@@ -168,7 +178,7 @@ def attempts_table(run: run_pb2.Run) -> Table:
 def preview_table(occurrences: Sequence[job_service_pb2.ScheduledOccurrence]) -> Table:
     jitter = any(o.HasField("effective_time") for o in occurrences)
     columns = ["#", "LOCAL TIME", "UTC", *(["MAY START (UTC)"] if jitter else []), "DST"]
-    table = _list_table(*columns)
+    table = list_table(*columns)
     for number, occurrence in enumerate(occurrences, start=1):
         note = DST_NOTES.get(occurrence.dst_adjustment, "")
         cells: list[str | Text] = [str(number), occurrence.local_time]

@@ -2,7 +2,8 @@
 
 The API has no watch call, so the run is read again every POLL_SECONDS. What it went through
 is told from its attempts, which only grow, so a state that lasted less than a poll (a quick
-RUNNING) is still shown.
+RUNNING) is still shown. A run held WAITING (its team's quota, its turn of dispatch, an earlier
+run) is shown as each read finds it, with what it waits for.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import time
 from rich.status import Status
 
 from duetime.jobs.v1 import job_service_pb2, run_pb2
-from duetime_cli.describe import enum_name
+from duetime_cli.describe import NONE, enum_name, reason
 from duetime_cli.failures import ExitCode, Failure
 from duetime_cli.output import stderr
 from duetime_cli.session import Session
@@ -34,8 +35,10 @@ def state_name(run: run_pb2.Run) -> str:
 
 
 def milestones(run: run_pb2.Run) -> list[str]:
-    """What the run went through so far, oldest first; a later read only adds lines."""
-    lines = ["QUEUED"]
+    """What the run went through so far, oldest first; a later read only adds lines. A run
+    still WAITING for its first dispatch has none yet."""
+    held = run.state == run_pb2.RUN_STATE_WAITING and not run.attempts
+    lines = [] if held else ["QUEUED"]
     for attempt in run.attempts:
         lines.append(f"RUNNING attempt {attempt.number} on {attempt.worker or 'a worker'}")
         if attempt.outcome:
@@ -45,6 +48,14 @@ def milestones(run: run_pb2.Run) -> list[str]:
         reason = enum_name(run_pb2.RunReason, run.reason, "RUN_REASON_") if run.reason else ""
         lines.append(state_name(run) + _suffix(run.reason_detail or reason))
     return lines
+
+
+def waiting(run: run_pb2.Run) -> str:
+    """What a WAITING run waits for (``WAITING QUOTA: max_running``); "" for any other run."""
+    if run.state != run_pb2.RUN_STATE_WAITING:
+        return ""
+    why = reason(run, brief=True)
+    return "WAITING" if why == NONE else f"WAITING {why}"
 
 
 def _suffix(text: str) -> str:
@@ -64,13 +75,17 @@ def follow(session: Session, run: run_pb2.Run, timeout: float) -> run_pb2.Run:
 
 def _poll(session: Session, run: run_pb2.Run, timeout: float, status: Status) -> run_pb2.Run:
     began = time.monotonic()
-    shown = 0
+    shown, waited = 0, ""
     while True:
         elapsed = time.monotonic() - began
         lines = milestones(run)
-        for line in lines[shown:]:
+        new, shown = lines[shown:], len(lines)
+        now_waiting = waiting(run)
+        if now_waiting and now_waiting != waited:  # a wait is told once, as it is first seen
+            new.append(now_waiting)
+        waited = now_waiting
+        for line in new:
             stderr.print(f"  {elapsed:6.1f}s  {line}", soft_wrap=True)
-        shown = len(lines)
         if run.state in FINAL:
             return run
         if timeout and elapsed >= timeout:

@@ -1,12 +1,13 @@
 // Drives a live API: DUETIME_API (host:port), DUETIME_TOKEN (a team token) and
-// DUETIME_TARGET_URL (an HTTP endpoint the workers may call). Run with `npm test`.
+// DUETIME_TARGET_URL (an HTTP endpoint the workers may call); over TLS verified with
+// DUETIME_TLS_CA_FILE unless DUETIME_PLAINTEXT names grpc. Run with `npm test`.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Code } from "@connectrpc/connect";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { JobState } from "../../../gen/ts/duetime/jobs/v1/job_pb.js";
 import { RunOrigin, RunState } from "../../../gen/ts/duetime/jobs/v1/run_pb.js";
-import { code, connect, fieldViolations, reason, waitForRun } from "./client.js";
+import { code, connect, fieldViolations, reason, transportFromEnv, waitForRun } from "./client.js";
 
 function env(name: string): string {
   const value = process.env[name];
@@ -25,7 +26,9 @@ async function failure(call: Promise<unknown>): Promise<unknown> {
 }
 
 test("the Job API from TypeScript", { timeout: 90_000 }, async () => {
-  const { jobs, close } = connect(env("DUETIME_API"), env("DUETIME_TOKEN"));
+  // docs:begin ts-dial
+  const { jobs, close } = connect(env("DUETIME_API"), env("DUETIME_TOKEN"), transportFromEnv());
+  // docs:end ts-dial
   try {
     const url = env("DUETIME_TARGET_URL");
     const suffix = `${Date.now()}`;
@@ -97,6 +100,26 @@ test("the Job API from TypeScript", { timeout: 90_000 }, async () => {
     assert.equal(reason(aborted), "ETAG_MISMATCH");
     // docs:end ts-etag
     console.log("stale etag:", reason(aborted));
+  } finally {
+    close();
+  }
+});
+
+// The client checks the API's certificate: one signed by a CA it was not given (the stack's
+// throwaway CA, checked against the system's roots) fails the handshake, and no call is made.
+test("an API whose certificate cannot be verified is refused", { timeout: 30_000 }, async (t) => {
+  const transport = transportFromEnv();
+  if (transport.plaintext || !transport.caFile) {
+    t.skip("needs an API over TLS whose CA is in DUETIME_TLS_CA_FILE");
+    return;
+  }
+  const systemRoots = { caFile: "", plaintext: false };
+  const { jobs, close } = connect(env("DUETIME_API"), env("DUETIME_TOKEN"), systemRoots);
+  try {
+    const refused = await failure(jobs.listJobs({}));
+    // Connect reports Node's verification error ("unable to verify the first certificate").
+    assert.match(String(refused), /certificate/);
+    console.log("unverified certificate refused:", String(refused));
   } finally {
     close();
   }

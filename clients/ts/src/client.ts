@@ -1,7 +1,8 @@
 // How a TypeScript service calls Duetime's Job API with the code generated into gen/ts
 // (protoc-gen-es messages and service descriptors) over gRPC with Connect's Node transport:
-// dialling with a team token, and reading the error details the API sends. client.test.ts
-// drives a live API with it (see docs/clients.md).
+// dialling over TLS with a team token, and reading the error details the API sends.
+// client.test.ts drives a live API with it (see docs/clients.md).
+import { readFileSync } from "node:fs";
 import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { JobService } from "../../../gen/ts/duetime/jobs/v1/job_service_pb.js";
@@ -14,17 +15,34 @@ export interface Connection {
   close(): void;
 }
 
-// Connects to the API at `address` ("host:port") as the team the token belongs to. The tests
-// talk to a local plaintext API; in production use an https:// base URL.
-export function connect(address: string, token: string): Connection {
+// How a client reaches the API: over TLS, the API's certificate verified with the CA bundle in
+// `caFile` (the system's roots when it is ""); without TLS only when `plaintext` is set.
+export interface Transport {
+  caFile: string;
+  plaintext: boolean;
+}
+
+// The services' convention: DUETIME_TLS_CA_FILE names the CA bundle, and DUETIME_PLAINTEXT
+// naming grpc (or all) means an API that serves no TLS.
+export function transportFromEnv(): Transport {
+  const named = (process.env.DUETIME_PLAINTEXT ?? "").split(",").map((n) => n.trim().toLowerCase());
+  return {
+    caFile: process.env.DUETIME_TLS_CA_FILE ?? "",
+    plaintext: named.includes("grpc") || named.includes("all"),
+  };
+}
+
+// Connects to the API at `address` ("host:port") as the team the token belongs to.
+export function connect(address: string, token: string, transport: Transport): Connection {
   const bearer: Interceptor = (next) => (request) => {
     request.header.set("authorization", `Bearer ${token}`);
     return next(request);
   };
-  const baseUrl = `http://${address}`;
-  const sessionManager = new Http2SessionManager(baseUrl);
-  const transport = createGrpcTransport({ baseUrl, sessionManager, interceptors: [bearer] });
-  return { jobs: createClient(JobService, transport), close: () => sessionManager.abort() };
+  const baseUrl = `${transport.plaintext ? "http" : "https"}://${address}`;
+  const tls = transport.caFile ? { ca: readFileSync(transport.caFile) } : {};
+  const sessionManager = new Http2SessionManager(baseUrl, undefined, tls);
+  const grpc = createGrpcTransport({ baseUrl, sessionManager, interceptors: [bearer] });
+  return { jobs: createClient(JobService, grpc), close: () => sessionManager.abort() };
 }
 // docs:end ts-connect
 

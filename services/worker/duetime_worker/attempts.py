@@ -56,7 +56,7 @@ from duetime_worker.batching import AttemptCalls
 from duetime_worker.container import Launcher, Reservation
 from duetime_worker.heartbeat import ActiveAttempt, Heartbeats, lease_length
 from duetime_worker.http_target import HttpCaller
-from duetime_worker.outcome import NOT_BEGUN, UNSAID, Outcome
+from duetime_worker.outcome import LEASE_LAPSED, NOT_BEGUN, UNSAID, LeaseLapsed, Outcome, SendCheck
 from duetime_worker.server_clock import ServerClock
 from duetime_worker.shielding import despite_cancellation
 from duetime_worker.slots import SlotsClosed, WeightedSlots
@@ -509,10 +509,16 @@ class Executor:
                 active.began = True
                 active.call_time = self._clock.now()
 
+        def check() -> None:  # the task runs only once ``active`` is set
+            if active is not None:
+                active.check_lease()
+
         if response.HasField("call_time"):
-            call = self._call_at(run, number, timeout, response.call_time, begun, at_most_once)
+            call = self._call_at(
+                run, number, timeout, response.call_time, begun, check, at_most_once
+            )
         else:
-            call = self._call(run, number, timeout, reservation, at_most_once)
+            call = self._call(run, number, timeout, reservation, check, at_most_once)
         task = asyncio.create_task(call)
         active = ActiveAttempt(
             run.run_id,
@@ -526,7 +532,9 @@ class Executor:
         try:
             await _run_within_lease(active)
             call_ended()
-            if _lease_lapsed(active) or active.cancel_reason == ATTEMPT_CLOSED:
+            # Asked again once the call is over: a worker that froze past its deadline may see
+            # the target's answer before its timer, and must not report it either.
+            if active.lapsed() or active.cancel_reason == ATTEMPT_CLOSED:
                 self.tally.count(tally.LEASE_LOST)
                 log.warning(
                     "attempt abandoned without a report: its lease was lost",
@@ -570,10 +578,12 @@ class Executor:
         attempt: int,
         limit: float,
         reservation: Reservation | None,
+        check: SendCheck,
         announce: bool = False,
     ) -> Outcome:
         """The target call, in a client span whose context is the ``traceparent`` it sends;
-        with ``announce`` (at most once), only once the scheduler acknowledged it."""
+        ``check`` runs before anything of it is sent or launched; with ``announce`` (at most
+        once), only once the scheduler acknowledged it."""
         if announce and not await self._announced(run.run_id, attempt, limit):
             return Outcome.handed_back(
                 f"not called: the call's announcement was not acknowledged within {limit:g} s",
@@ -585,7 +595,7 @@ class Executor:
             kind=SpanKind.CLIENT,
             attributes={RUN_ID: run.run_id, ATTEMPT: attempt, "duetime.target.kind": str(kind)},
         ) as span:
-            outcome = await self._call_target(run, kind, attempt, limit, reservation)
+            outcome = await self._call_target(run, kind, attempt, limit, reservation, check)
             if outcome.result != pb.ATTEMPT_RESULT_SUCCEEDED:
                 span.set_status(Status(StatusCode.ERROR, outcome.error))
             return outcome
@@ -604,6 +614,7 @@ class Executor:
         attempt: int,
         limit: float,
         reservation: Reservation | None,
+        check: SendCheck,
     ) -> Outcome:
         # The targets bound themselves by the timeout (a launcher's stop included); this is
         # the backstop.
@@ -611,9 +622,11 @@ class Executor:
         try:
             async with asyncio.timeout(limit + 1 + overrun):
                 if kind == "http":
-                    return await self._http.call(run, attempt, limit)
+                    return await self._http.call(run, attempt, limit, check)
                 if kind == "container":
-                    return await self._launcher.launch(run, attempt, limit, reservation)
+                    return await self._launcher.launch(run, attempt, limit, reservation, check)
+        except LeaseLapsed:
+            return Outcome.handed_back(LEASE_LAPSED, call=NOT_BEGUN)
         except TimeoutError:
             return Outcome.timed_out(f"no result within {limit:g} s")
         return Outcome.failed(f"unknown target kind {kind!r}", retryable=False, call=NOT_BEGUN)
@@ -625,6 +638,7 @@ class Executor:
         limit: float,
         call_time: Timestamp,
         begun: Callable[[], None],
+        check: SendCheck,
         announce: bool = False,
     ) -> Outcome:
         """An attempt started ahead of its time: a heartbeat answered shortly before the call
@@ -638,7 +652,7 @@ class Executor:
         while (left := self._clock.seconds_until(call_time)) > 0:  # noqa: ASYNC110
             await asyncio.sleep(left)
         begun()
-        return await self._call(run, attempt, limit, None, announce)
+        return await self._call(run, attempt, limit, None, check, announce)
 
     async def _complete(
         self, run_id: str, attempt: int, outcome: Outcome, call_time: Timestamp | None = None
@@ -697,12 +711,6 @@ async def _run_within_lease(active: ActiveAttempt) -> None:
         # asyncio.wait: a cancelled target task is an outcome here, not our cancellation.
         await asyncio.wait([task], timeout=None if left == math.inf else left)
     await asyncio.wait([task])
-
-
-def _lease_lapsed(active: ActiveAttempt) -> bool:
-    """Checked again once the call is over: a worker that froze past its deadline may see the
-    target's answer before its timer, and must not report it either."""
-    return asyncio.get_running_loop().time() >= active.lease_deadline
 
 
 def _outcome_of(active: ActiveAttempt) -> Outcome:

@@ -30,7 +30,7 @@ from typing import Protocol
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_infra.tracecontext import current_traceparent
 from duetime_worker.deadline import Deadline
-from duetime_worker.outcome import ANSWERED, BEGUN, NOT_BEGUN, Outcome
+from duetime_worker.outcome import ANSWERED, BEGUN, NOT_BEGUN, Outcome, SendCheck, no_check
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,12 @@ class PermittedLauncher:
         return Reservation(self._running)
 
     async def launch(
-        self, run: pb.RunSpec, attempt: int, limit: float, reservation: Reservation | None = None
+        self,
+        run: pb.RunSpec,
+        attempt: int,
+        limit: float,
+        reservation: Reservation | None = None,
+        check: SendCheck = no_check,
     ) -> Outcome:
         if reservation is None:
             # No waiting here: the attempt is started, and the wait would count as its timeout.
@@ -78,11 +83,13 @@ class PermittedLauncher:
                 return Outcome.handed_back(LAUNCHER_BUSY, call=NOT_BEGUN)
             reservation = await self.reserve()
         try:
-            return await self._launch(run, attempt, limit)
+            return await self._launch(run, attempt, limit, check)
         finally:
             reservation.release()
 
-    async def _launch(self, run: pb.RunSpec, attempt: int, limit: float) -> Outcome:
+    async def _launch(
+        self, run: pb.RunSpec, attempt: int, limit: float, check: SendCheck
+    ) -> Outcome:
         raise NotImplementedError
 
 
@@ -119,10 +126,16 @@ class Launcher(Protocol):
         ...
 
     async def launch(
-        self, run: pb.RunSpec, attempt: int, limit: float, reservation: Reservation | None = None
+        self,
+        run: pb.RunSpec,
+        attempt: int,
+        limit: float,
+        reservation: Reservation | None = None,
+        check: SendCheck = no_check,
     ) -> Outcome:
         """Runs the run's container target to its end (or the timeout) and says how it ended;
-        the reservation, when given, is used and released."""
+        the reservation, when given, is used and released. ``check`` runs immediately before
+        the task is started (a LeaseLapsed it raises means it never ran)."""
         ...
 
 
@@ -139,7 +152,12 @@ class DisabledLauncher:
         return Reservation(None)  # nothing runs here: the launch fails at once
 
     async def launch(
-        self, run: pb.RunSpec, attempt: int, limit: float, reservation: Reservation | None = None
+        self,
+        run: pb.RunSpec,
+        attempt: int,
+        limit: float,
+        reservation: Reservation | None = None,
+        check: SendCheck = no_check,
     ) -> Outcome:
         if reservation is not None:
             reservation.release()
@@ -170,7 +188,9 @@ class LocalProcessLauncher(PermittedLauncher):
         resolved = shutil.which(executable)
         return resolved is not None and resolved in self._resolved
 
-    async def _launch(self, run: pb.RunSpec, attempt: int, limit: float) -> Outcome:
+    async def _launch(
+        self, run: pb.RunSpec, attempt: int, limit: float, check: SendCheck
+    ) -> Outcome:
         target = run.target.container
         argv = [*target.command, *target.args]
         if not target.command:
@@ -202,6 +222,7 @@ class LocalProcessLauncher(PermittedLauncher):
             "PATH": worker_path,
             **task_env(run, attempt, Deadline.after(limit)),
         }
+        check()
         return await _run(program, argv, env, limit)
 
 

@@ -34,7 +34,7 @@ from grpc import aio
 
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
-from duetime_worker.outcome import BEGUN, UNSAID, Call, Outcome
+from duetime_worker.outcome import BEGUN, UNSAID, Call, LeaseLapsed, Outcome
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +88,16 @@ class ActiveAttempt:
 
     def renewed(self, sent_at: float, length: float) -> None:
         self.lease_deadline = max(self.lease_deadline, sent_at + length)
+
+    def lapsed(self) -> bool:
+        """Whether the lease may have run out by this worker's clock (see the module)."""
+        return asyncio.get_running_loop().time() >= self.lease_deadline
+
+    def check_lease(self) -> None:
+        """The attempt's send check: a timer stops the call when the lease runs out, but a
+        worker frozen past it may run its call's next step before that timer's."""
+        if self.lapsed():
+            raise LeaseLapsed(self.key)
 
 
 class Heartbeats:

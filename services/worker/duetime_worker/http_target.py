@@ -20,14 +20,23 @@ from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
 import aiohttp
-from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.abc import AbstractResolver, AbstractStreamWriter, ResolveResult
+from aiohttp.payload import BytesPayload
 from aiohttp.resolver import ThreadedResolver
 
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_infra.tracecontext import current_traceparent
 from duetime_worker.deadline import Deadline
-from duetime_worker.outcome import ANSWERED, BEGUN, NOT_BEGUN, Outcome
+from duetime_worker.outcome import (
+    ANSWERED,
+    BEGUN,
+    NOT_BEGUN,
+    LeaseLapsed,
+    Outcome,
+    SendCheck,
+    no_check,
+)
 from duetime_worker.policy import TargetPolicy
 
 log = logging.getLogger(__name__)
@@ -111,10 +120,11 @@ class HttpCaller:
             limit=self._limit,
             limit_per_host=self._per_host,
         )
-        sent = aiohttp.TraceConfig()
-        sent.on_request_headers_sent.append(_mark_sent)
+        checks = aiohttp.TraceConfig()
+        checks.on_request_start.append(_before_connect)
+        checks.on_request_headers_sent.append(_before_headers)
         self._session = aiohttp.ClientSession(
-            connector=connector, auto_decompress=False, trust_env=False, trace_configs=[sent]
+            connector=connector, auto_decompress=False, trust_env=False, trace_configs=[checks]
         )
 
     async def close(self) -> None:
@@ -122,7 +132,9 @@ class HttpCaller:
             await self._session.close()
             self._session = None
 
-    async def call(self, run: pb.RunSpec, attempt: int, limit: float) -> Outcome:
+    async def call(
+        self, run: pb.RunSpec, attempt: int, limit: float, check: SendCheck = no_check
+    ) -> Outcome:
         http = run.target.http
         headers = dict(http.headers)
         headers["Idempotency-Key"] = run.idempotency_key
@@ -134,12 +146,21 @@ class HttpCaller:
         if traceparent:
             headers["traceparent"] = traceparent
         method = _METHODS.get(http.method, "POST")
-        return await self.send(method, http.url, headers, http.body, limit)
+        return await self.send(method, http.url, headers, http.body, limit, check)
 
     async def send(
-        self, method: str, url: str, headers: dict[str, str], body: bytes, limit: float
+        self,
+        method: str,
+        url: str,
+        headers: dict[str, str],
+        body: bytes,
+        limit: float,
+        check: SendCheck = no_check,
     ) -> Outcome:
-        """One request under the allow-list, classified as a target's answer is."""
+        """One request under the allow-list, classified as a target's answer is. ``check``
+        runs before the connection is asked for and again with no wait between it and the
+        first byte written (the headers, or the body they go out with), so a LeaseLapsed
+        it raises means nothing was sent."""
         assert self._session is not None, "HttpCaller.start() first"
         try:
             parts = urlsplit(url)
@@ -155,9 +176,9 @@ class HttpCaller:
         reason = self._literal_refusal(host)
         if reason is not None:
             return Outcome.failed(f"target refused: {reason}", retryable=False, call=NOT_BEGUN)
-        request = SimpleNamespace(sent=False)
         # ``sent`` turns True (on_request_headers_sent) before any byte of the request is
         # written: while it is False, nothing of this call can have reached the target.
+        request = SimpleNamespace(sent=False, check=check, lapsed=False)
         kwargs: dict[str, Any] = {
             "headers": headers,
             "timeout": aiohttp.ClientTimeout(total=limit),
@@ -165,7 +186,7 @@ class HttpCaller:
             "trace_request_ctx": request,
         }
         if body:
-            kwargs["data"] = body
+            kwargs["data"] = _CheckedBody(body, request)
         try:
             async with self._session.request(method, url, **kwargs) as response:
                 # The status decides: a body that breaks off after a 2xx must not turn a call
@@ -174,6 +195,8 @@ class HttpCaller:
                 with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError):
                     await response.content.read(64 * 1024)
                 return classify_status(response.status)
+        except LeaseLapsed:
+            raise
         except TargetRefused as error:
             return Outcome.failed(f"target refused: {error}", retryable=False, call=NOT_BEGUN)
         except aiohttp.ClientConnectorError as error:
@@ -193,6 +216,8 @@ class HttpCaller:
         except aiohttp.InvalidURL:  # its message is the URL
             return Outcome.failed(f"invalid URL: {_where(parts)}", retryable=False, call=NOT_BEGUN)
         except (aiohttp.ClientError, OSError, asyncio.IncompleteReadError) as error:
+            if request.lapsed:  # the body's check, which aiohttp's body writer wraps
+                raise LeaseLapsed from error
             return Outcome.failed(
                 _described(error, url, parts),
                 retryable=True,
@@ -215,11 +240,50 @@ class HttpCaller:
 NOT_SENT = "not called: no connection to the target's host"
 
 
-async def _mark_sent(
+async def _before_connect(
     session: aiohttp.ClientSession, context: SimpleNamespace, params: object
 ) -> None:
-    """Records that a request's headers went out: from then on the target may be working."""
-    context.trace_request_ctx.sent = True
+    """No connection is asked for (or made) for a call that may no longer be sent."""
+    _check(context.trace_request_ctx)
+
+
+async def _before_headers(
+    session: aiohttp.ClientSession, context: SimpleNamespace, params: object
+) -> None:
+    """Runs as the headers are buffered; without a body they are written before the request
+    next waits, so the check here is the last before the first byte. From then on the target
+    may be working."""
+    request = context.trace_request_ctx
+    _check(request)
+    request.sent = True
+
+
+def _check(request: SimpleNamespace) -> None:
+    try:
+        request.check()
+    except LeaseLapsed:
+        request.lapsed = True
+        raise
+
+
+class _CheckedBody(BytesPayload):
+    """A body whose first write (the buffered headers go out with it) follows the send check
+    with no wait between: the body is written by a task of its own, a loop turn after the
+    headers' check."""
+
+    def __init__(self, value: bytes, request: SimpleNamespace) -> None:
+        super().__init__(value)
+        self._request = request
+
+    async def write(self, writer: AbstractStreamWriter) -> None:
+        _check(self._request)
+        await super().write(writer)
+
+    async def write_with_length(
+        self, writer: AbstractStreamWriter, content_length: int | None
+    ) -> None:
+        _check(self._request)
+        await super().write_with_length(writer, content_length)
 
 
 def _where(parts: SplitResult) -> str:

@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeAlias
 
 from duetime.worker.v1 import worker_service_pb2 as pb
 
 MAX_ERROR_BYTES = 4096
+LEASE_LAPSED = "not called: the attempt's lease may have lapsed by this worker's clock"
+
+
+class LeaseLapsed(Exception):
+    """Raised by an attempt's send check once its lease may have lapsed: from then on no byte
+    of its call may leave the worker (the run may already be another worker's)."""
+
+
+# Called immediately before a target call sends anything; raises LeaseLapsed to stop it.
+SendCheck = Callable[[], None]
+
+
+def no_check() -> None:
+    """The send check of a call that holds no lease (a notification)."""
+
 
 Call: TypeAlias = pb.CallProgress.ValueType
 # How far a call got (see CallProgress in the contract): nothing of it reached the target; it

@@ -35,7 +35,7 @@ from duetime_worker import orphans
 from duetime_worker.container import PermittedLauncher, task_env
 from duetime_worker.deadline import Deadline
 from duetime_worker.images import ImagePolicy
-from duetime_worker.outcome import ANSWERED, BEGUN, NOT_BEGUN, Outcome
+from duetime_worker.outcome import ANSWERED, BEGUN, NOT_BEGUN, Outcome, SendCheck
 from duetime_worker.shielding import despite_cancellation
 
 log = logging.getLogger(__name__)
@@ -156,7 +156,9 @@ class PodmanLauncher(PermittedLauncher):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeping
 
-    async def _launch(self, run: pb.RunSpec, attempt: int, limit: float) -> Outcome:
+    async def _launch(
+        self, run: pb.RunSpec, attempt: int, limit: float, check: SendCheck
+    ) -> Outcome:
         target = run.target.container
         refusal = self._images.refusal(target.image)
         if refusal is not None:
@@ -173,13 +175,19 @@ class PodmanLauncher(PermittedLauncher):
             )
         name = f"duetime-{run.run_id}-{attempt}-{secrets.token_hex(3)}"
         labels = self._owner.labels(run.run_id, attempt, deadline.at + self._settings.stop_seconds)
+        starting = False  # until ``podman start`` runs, nothing of the task can have run
         try:
             try:
                 async with asyncio.timeout_at(give_up):
                     refused = await self._create(name, labels, env, target, limit)
+                    if refused is None:
+                        check()  # created (pulled), not started: nothing of the task ran yet
+                        starting = True
+                        refused = await self._start(name, target.image)
             except TimeoutError:
                 return Outcome.timed_out(
-                    f"the container did not start within {limit:g} s", call=BEGUN
+                    f"the container did not start within {limit:g} s",
+                    call=BEGUN if starting else NOT_BEGUN,
                 )
             if refused is not None:
                 return refused
@@ -198,9 +206,10 @@ class PodmanLauncher(PermittedLauncher):
         target: job_pb2.ContainerTarget,
         limit: float,
     ) -> Outcome | None:
-        """Starts the container detached; None once it runs, else the outcome."""
+        """Creates the container (pulling its image as the policy says); None once it
+        exists, else the outcome."""
         backstop = math.ceil(limit + self._settings.stop_seconds + BACKSTOP_MARGIN)
-        args = ["run", "--detach", "--name", name, "--pull", self._settings.pull]
+        args = ["create", "--name", name, "--pull", self._settings.pull]
         args += ["--timeout", str(backstop)]
         for key, value in labels.items():
             args += ["--label", f"{key}={value}"]
@@ -226,6 +235,16 @@ class PodmanLauncher(PermittedLauncher):
         if done.code == 0:
             return None
         return _start_failure(target.image, self._settings.pull, done)
+
+    async def _start(self, name: str, image: str) -> Outcome | None:
+        """Starts the created container; None once it runs, else the outcome."""
+        try:
+            done = await self._podman.run("start", name)
+        except OSError as error:
+            return Outcome.failed(f"cannot run podman: {error}", retryable=True, call=NOT_BEGUN)
+        if done.code == 0:
+            return None
+        return _start_failure(image, self._settings.pull, done)
 
     async def _wait(self, name: str, limit: float, give_up: float) -> Outcome:
         waiting = asyncio.ensure_future(self._podman.run("wait", name, within=None))
@@ -258,7 +277,8 @@ def _exit_outcome(waited: Finished) -> Outcome:
 
 
 def _start_failure(image: str, pull: str, done: Finished) -> Outcome:
-    """Why ``podman run`` did not start the container, and whether trying again may help."""
+    """Why ``podman create`` or ``start`` did not start the container, and whether trying
+    again may help."""
     detail = done.detail
     lowered = done.err.lower()
     shown = repr(image[:200])

@@ -8,22 +8,28 @@ import dev.duetime.jobs.v1.GetRunRequest;
 import dev.duetime.jobs.v1.JobServiceGrpc;
 import dev.duetime.jobs.v1.Run;
 import dev.duetime.jobs.v1.RunState;
+import io.grpc.ChannelCredentials;
 import io.grpc.Grpc;
 import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
 import io.grpc.Metadata;
+import io.grpc.TlsChannelCredentials;
 import io.grpc.protobuf.StatusProto;
 import io.grpc.stub.MetadataUtils;
+import java.io.File;
+import java.io.IOException;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 
 /**
- * How a Java service calls Duetime's Job API with the code generated into gen/java: a channel
- * that carries the team token, and reading the error details the API sends. JobApiTest drives
- * a live API with it (see docs/clients.md).
+ * How a Java service calls Duetime's Job API with the code generated into gen/java: a TLS
+ * channel that carries the team token, and reading the error details the API sends. JobApiTest
+ * drives a live API with it (see docs/clients.md).
  */
 final class Duetime {
   private Duetime() {}
@@ -33,14 +39,43 @@ final class Duetime {
       Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER);
 
   /**
-   * A channel to the API at {@code address} ("host:port") whose every call carries
-   * {@code authorization: Bearer <token>}. The tests talk to a local plaintext API; in
-   * production use {@code TlsChannelCredentials}.
+   * How a client reaches the API: over TLS, the API's certificate verified with the CA bundle in
+   * {@code caFile} (the system's roots when it is ""); without TLS only when {@code plaintext}.
    */
-  static ManagedChannel connect(String address, String token) {
+  record Transport(String caFile, boolean plaintext) {
+    /**
+     * The services' convention: DUETIME_TLS_CA_FILE names the CA bundle, and DUETIME_PLAINTEXT
+     * naming grpc (or all) means an API that serves no TLS.
+     */
+    static Transport fromEnv() {
+      String named = System.getenv().getOrDefault("DUETIME_PLAINTEXT", "");
+      boolean plaintext =
+          Arrays.stream(named.split(","))
+              .map(name -> name.trim().toLowerCase(Locale.ROOT))
+              .anyMatch(name -> name.equals("grpc") || name.equals("all"));
+      return new Transport(System.getenv().getOrDefault("DUETIME_TLS_CA_FILE", ""), plaintext);
+    }
+
+    ChannelCredentials credentials() throws IOException {
+      if (plaintext) {
+        return InsecureChannelCredentials.create();
+      }
+      if (caFile.isEmpty()) {
+        return TlsChannelCredentials.create();
+      }
+      return TlsChannelCredentials.newBuilder().trustManager(new File(caFile)).build();
+    }
+  }
+
+  /**
+   * A channel to the API at {@code address} ("host:port") whose every call carries {@code
+   * authorization: Bearer <token>}.
+   */
+  static ManagedChannel connect(String address, String token, Transport transport)
+      throws IOException {
     Metadata headers = new Metadata();
     headers.put(AUTHORIZATION, "Bearer " + token);
-    return Grpc.newChannelBuilder(address, InsecureChannelCredentials.create())
+    return Grpc.newChannelBuilder(address, transport.credentials())
         .intercept(MetadataUtils.newAttachHeadersInterceptor(headers))
         .build();
   }

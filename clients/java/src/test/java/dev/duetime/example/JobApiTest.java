@@ -3,6 +3,8 @@ package dev.duetime.example;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.google.protobuf.Timestamp;
 import dev.duetime.jobs.v1.AtSchedule;
@@ -13,6 +15,7 @@ import dev.duetime.jobs.v1.HttpTarget;
 import dev.duetime.jobs.v1.Job;
 import dev.duetime.jobs.v1.JobServiceGrpc;
 import dev.duetime.jobs.v1.JobState;
+import dev.duetime.jobs.v1.ListJobsRequest;
 import dev.duetime.jobs.v1.ListRunsRequest;
 import dev.duetime.jobs.v1.PauseJobRequest;
 import dev.duetime.jobs.v1.ResumeJobRequest;
@@ -31,12 +34,14 @@ import java.time.temporal.ChronoUnit;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import javax.net.ssl.SSLHandshakeException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
  * Drives a live API: DUETIME_API (host:port), DUETIME_TOKEN (a team token) and
- * DUETIME_TARGET_URL (an HTTP endpoint the workers may call). Run with {@code mvn test}.
+ * DUETIME_TARGET_URL (an HTTP endpoint the workers may call); over TLS verified with
+ * DUETIME_TLS_CA_FILE unless DUETIME_PLAINTEXT names grpc. Run with {@code mvn test}.
  */
 class JobApiTest {
   private static String env(String name) {
@@ -52,7 +57,10 @@ class JobApiTest {
   @Test
   @Timeout(90)
   void drivesTheJobApi() throws Exception {
-    ManagedChannel channel = Duetime.connect(env("DUETIME_API"), env("DUETIME_TOKEN"));
+    // docs:begin java-dial
+    ManagedChannel channel =
+        Duetime.connect(env("DUETIME_API"), env("DUETIME_TOKEN"), Duetime.Transport.fromEnv());
+    // docs:end java-dial
     try {
       String url = env("DUETIME_TARGET_URL");
       String suffix = Long.toString(System.nanoTime());
@@ -170,5 +178,43 @@ class JobApiTest {
     } finally {
       channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
     }
+  }
+
+  /**
+   * The client checks the API's certificate: one signed by a CA it was not given (the stack's
+   * throwaway CA, checked against the system's roots) fails the handshake, and no call is made.
+   */
+  @Test
+  @Timeout(30)
+  void refusesAnApiWhoseCertificateItCannotVerify() throws Exception {
+    Duetime.Transport transport = Duetime.Transport.fromEnv();
+    assumeTrue(
+        !transport.plaintext() && !transport.caFile().isEmpty(),
+        "needs an API over TLS whose CA is in DUETIME_TLS_CA_FILE");
+    ManagedChannel channel =
+        Duetime.connect(env("DUETIME_API"), env("DUETIME_TOKEN"), new Duetime.Transport("", false));
+    try {
+      JobServiceGrpc.JobServiceBlockingStub jobs =
+          JobServiceGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.SECONDS);
+      StatusRuntimeException refused =
+          assertThrows(
+              StatusRuntimeException.class,
+              () -> jobs.listJobs(ListJobsRequest.getDefaultInstance()));
+      assertEquals(Status.Code.UNAVAILABLE, refused.getStatus().getCode());
+      assertTrue(handshakeFailed(refused), refused::toString);
+      System.out.println("unverified certificate refused: " + refused.getStatus());
+    } finally {
+      channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+    }
+  }
+
+  /** Whether the TLS handshake is what failed (the error or one of its causes). */
+  private static boolean handshakeFailed(Throwable error) {
+    for (Throwable t = error; t != null; t = t.getCause()) {
+      if (t instanceof SSLHandshakeException) {
+        return true;
+      }
+    }
+    return false;
   }
 }

@@ -1,0 +1,159 @@
+"""The peer of ``bench/herd``: the same herd given to PgQueuer, on the same PostgreSQL server
+(a database of its own) and the same kind of target (``bench.target``, a process of its own).
+
+N jobs are enqueued with PgQueuer's own API (``Queries.enqueue`` with ``execute_after``, one
+statement, so every job gets the same instant), each to POST once to the target; one consumer
+process (``bench.pgqueuer_consumer`` under ``pgq run``) takes them when due. Needs the lock
+file's ``bench`` group (``uv run --group bench``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import asyncpg
+from pgqueuer.db import AsyncpgDriver
+from pgqueuer.queries import Queries
+
+from bench.harness import (
+    PG_OWN,
+    PG_SERVER,
+    REPO,
+    CpuMeter,
+    HerdOutcome,
+    herd_outcome,
+    postgres_cpu,
+    processes_cpu,
+    target_process,
+)
+from bench.pgqueuer_consumer import ENTRYPOINT, READY
+from tests.support.databases import create_database, drop_database
+from tests.support.fleet import eventually
+
+
+@dataclass(frozen=True)
+class PgqSettings:
+    # Jobs a dequeue takes (``pgq run --batch-size``; PgQueuer's default is 10).
+    batch_size: int
+    # The consumer's HTTP connections at once.
+    connections: int
+
+
+@asynccontextmanager
+async def consumer_process(
+    dsn: str, settings: PgqSettings, tmp: Path
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    """The consumer as ``pgq run`` would run it; its output goes to a file (a pipe nobody
+    reads could stall it)."""
+    env = {
+        **os.environ,
+        "BENCH_PGQ_DSN": dsn,
+        "BENCH_PGQ_CONNECTIONS": str(settings.connections),
+    }
+    log = tmp / f"pgqueuer-{uuid.uuid4().hex[:8]}.log"
+    with log.open("wb") as out:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bench.pgqueuer_consumer",
+            "--batch-size",
+            str(settings.batch_size),
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+    try:
+
+        async def ready() -> bool:
+            if process.returncode is not None:
+                raise RuntimeError(f"the PgQueuer consumer exited: {log.read_text()[-2000:]}")
+            return READY in log.read_text()
+
+        await eventually(ready, 30, "the PgQueuer consumer started")
+        yield process
+    finally:
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(process.wait(), 10)
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+
+
+async def enqueue(conn: asyncpg.Connection, runs: int, lead: float, url: str) -> datetime:
+    """N jobs due at one whole second ``lead`` seconds on; returns that instant as stored."""
+    now: datetime = await conn.fetchval("SELECT now()")
+    at = (now + timedelta(seconds=lead)).replace(microsecond=0) + timedelta(seconds=1)
+    queries = Queries(AsyncpgDriver(conn))
+    # execute_after is an interval from the statement's NOW(): the instant lands a few
+    # milliseconds after ``at``, the same for every job, and is read back.
+    after = at - datetime.now(UTC)
+    await queries.enqueue([ENTRYPOINT] * runs, [url.encode()] * runs, [0] * runs, [after] * runs)
+    instant: datetime = await conn.fetchval("SELECT min(execute_after) FROM pgqueuer")
+    return instant
+
+
+async def pgqueuer_case(
+    runs: int, lead: float, window: float, settings: PgqSettings, tmp: Path
+) -> HerdOutcome:
+    """The herd of ``runs`` on PgQueuer; CPU counted from ``window`` s before the instant."""
+    name = f"duetime_bench_pgq_{uuid.uuid4().hex[:12]}"
+    dsn = await create_database(name)
+    try:
+        conn = await asyncpg.connect(dsn)
+        try:
+            queries = Queries(AsyncpgDriver(conn))
+            await queries.install()
+            await queries.optimize_autovacuum()  # PgQueuer's checklist: `pgq autovac`
+            async with (
+                target_process(tmp) as target,
+                consumer_process(dsn, settings, tmp) as consumer,
+            ):
+                postgres = await postgres_cpu(dsn)
+                meter = CpuMeter(
+                    {
+                        "pgqueuer": processes_cpu([consumer.pid]),
+                        PG_SERVER: postgres,
+                        PG_OWN: postgres.backends_of(name),
+                        "target": processes_cpu([target.process.pid]),
+                        "bench": processes_cpu([os.getpid()]),
+                    }
+                )
+                at = await enqueue(conn, runs, lead, target.url("/herd"))
+                due = {
+                    str(r["id"]): r["execute_after"]
+                    for r in await conn.fetch("SELECT id, execute_after FROM pgqueuer")
+                }
+                print(f"  enqueued {runs:,} jobs; due in {lead:.0f} s", flush=True)
+                await sleep_until(at - timedelta(seconds=window))
+                meter.start()
+                await sleep_until(at)
+                meter.at_instant()
+
+                async def all_done() -> bool:
+                    return int(await conn.fetchval("SELECT count(*) FROM pgqueuer")) == 0
+
+                await eventually(all_done, 180, f"all {runs:,} jobs done", interval=0.5)
+                meter.stop()
+                calls = await target.stop()
+                cpu = meter.report(runs)
+                return herd_outcome("pgqueuer", due, calls, at, cpu)
+        finally:
+            await conn.close()
+    finally:
+        await drop_database(name)
+
+
+async def sleep_until(when: datetime) -> None:
+    await asyncio.sleep(max(0.0, (when - datetime.now(UTC)).total_seconds()))

@@ -1,0 +1,94 @@
+"""The Kubernetes base wires TLS into every pod (deploy/k8s/base, docs/deploy.md
+"Certificates"): each workload mounts its certificate Secret where the ConfigMap's
+DUETIME_TLS_* paths point, readable by the image's user; the schedulers require the client
+certificates the workers mount; and the ports that serve TLS are probed by the image's
+duetime-health, since the kubelet's gRPC probe speaks no TLS. (tests/e2e/test_kube_demo.py
+runs the manifests.)"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+BASE = REPO / "deploy" / "k8s" / "base"
+CONTAINERFILE = REPO / "deploy" / "image" / "Containerfile"
+TLS_FILES = ("DUETIME_TLS_CA_FILE", "DUETIME_TLS_CERT_FILE", "DUETIME_TLS_KEY_FILE")
+# The variable naming the address each TLS-serving container listens on.
+SERVES_TLS = {"api": "DUETIME_API_ADDRESS", "scheduler": "DUETIME_SCHEDULER_ADDRESS"}
+
+
+def documents() -> list[dict[str, Any]]:
+    resources = yaml.safe_load((BASE / "kustomization.yaml").read_text())["resources"]
+    return [doc for name in resources for doc in yaml.safe_load_all((BASE / name).read_text())]
+
+
+def config() -> dict[str, str]:
+    (found,) = [d for d in documents() if d["kind"] == "ConfigMap"]
+    data: dict[str, str] = found["data"]
+    return data
+
+
+def pods() -> dict[str, dict[str, Any]]:
+    """Each Deployment's and Job's pod spec, by workload name."""
+    return {
+        doc["metadata"]["name"]: doc["spec"]["template"]["spec"]
+        for doc in documents()
+        if doc["kind"] in ("Deployment", "Job")
+    }
+
+
+def env(container: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in container.get("env", []) if "value" in e}
+
+
+def test_every_pod_mounts_its_certificates_where_the_settings_point() -> None:
+    paths = [PurePosixPath(config()[name]) for name in TLS_FILES]
+    (directory,) = {path.parent for path in paths}
+    assert len(pods()) == 5
+    for name, pod in pods().items():
+        (volume,) = [v for v in pod["volumes"] if "secret" in v]
+        secret = volume["secret"]
+        wanted = "duetime-worker-tls" if name == "duetime-worker" else "duetime-tls"
+        assert secret["secretName"] == wanted, name
+        # The Secret's keys, as cert-manager and `kubectl create secret tls` name them.
+        assert [p.name for p in paths] == ["ca.crt", "tls.crt", "tls.key"]
+        # Root-owned files of mode 0440: readable through the pod's group only.
+        assert secret["defaultMode"] == 0o440, name
+        context = pod["securityContext"]
+        assert context["fsGroup"] == context["runAsGroup"] == context["runAsUser"], name
+        for container in pod["containers"]:
+            refs = [ref["configMapRef"]["name"] for ref in container.get("envFrom", [])]
+            assert refs == ["duetime-config"], (name, "no TLS settings")
+            mounts = {m["name"]: m for m in container["volumeMounts"]}
+            mount = mounts[volume["name"]]
+            assert PurePosixPath(mount["mountPath"]) == directory, name
+            assert mount["readOnly"], name
+            assert "subPath" not in mount, (name, "a renewed Secret would not reach the pod")
+
+
+def test_schedulers_require_the_workers_client_certificates() -> None:
+    (scheduler,) = pods()["duetime-scheduler"]["containers"]
+    assert env(scheduler)["DUETIME_WORKER_CLIENT_CA_FILE"] == config()["DUETIME_TLS_CA_FILE"]
+    (worker,) = pods()["duetime-worker"]["containers"]
+    names = {e["name"] for e in worker.get("env", [])}
+    assert "DUETIME_WORKER_TOKEN" not in names
+    assert "grpc" not in config().get("DUETIME_PLAINTEXT", "")
+
+
+@pytest.mark.parametrize("service", sorted(SERVES_TLS))
+def test_tls_ports_are_probed_over_tls(service: str) -> None:
+    (container,) = pods()[f"duetime-{service}"]["containers"]
+    port = int(env(container)[SERVES_TLS[service]].rpartition(":")[2])
+    probe_copy = r"^COPY .*deploy/image/health\.py (\S+)$"
+    installed = re.search(probe_copy, CONTAINERFILE.read_text(), re.M)
+    assert installed is not None
+    probes = [container[kind] for kind in ("startupProbe", "readinessProbe", "livenessProbe")]
+    assert all("grpc" not in probe for probe in probes)
+    assert probes[0]["tcpSocket"]["port"] == port
+    for probe in probes[1:]:
+        assert probe["exec"]["command"] == [installed[1], str(port)]
