@@ -10,6 +10,7 @@ unexpected into a logged INTERNAL without leaking a traceback to the caller.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
@@ -118,7 +119,11 @@ class DuetimeInterceptor(aio.ServerInterceptor):
                         async for response in inner_ss(requests, context):
                             yield response
                     finally:
-                        reset_principal(token)
+                        # A stream the client left is closed by the event loop's generator
+                        # finaliser, in another context, where the token cannot be reset;
+                        # the RPC's own context goes with its task.
+                        with contextlib.suppress(ValueError):
+                            reset_principal(token)
                 except aio.AbortError:
                     raise
                 except Exception as error:
