@@ -36,8 +36,8 @@ class TargetCall:
 
 @dataclass(frozen=True)
 class Records:
-    """The runs and their attempts by run; apart, the runs a pause SKIPPED before any attempt
-    (claimed ahead of the pause)."""
+    """The runs and their attempts by run; apart, the runs a pause SKIPPED (claimed ahead of
+    it, or started ahead of their time and handed back unrun)."""
 
     runs: list[asyncpg.Record]
     attempts: dict[uuid.UUID, list[asyncpg.Record]]
@@ -65,7 +65,9 @@ async def read_records(conn: Conn) -> Records:
 
 
 def _skipped_by_pause(run: asyncpg.Record) -> bool:
-    return bool(run["state"] == "SKIPPED" and run["reason"] == "JOB_PAUSED" and not run["attempt"])
+    """A run a pause skipped: claimed ahead of it, or started ahead of its time and handed back
+    unrun when the pause was seen (its attempt HANDED_BACK; a call for it is still a fault)."""
+    return bool(run["state"] == "SKIPPED" and run["reason"] == "JOB_PAUSED")
 
 
 def attempt_violations(records: Records) -> list[str]:
