@@ -40,6 +40,7 @@ from tests.support.kafka import (
     shared_bootstrap,
     unique_topic,
 )
+from tests.support.secrets import secret_box
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
@@ -136,7 +137,9 @@ async def test_rows_from_claims_and_triggers_are_published_once_intact_and_delet
     )
     await shift_clock(pool, timedelta(seconds=57))
     assert await claim_due(pool) == 25
-    await JobService(JobStore(pool)).trigger(TEAM, jobs[0].job_id, "relay-test-trigger")
+    await JobService(JobStore(pool, secret_box())).trigger(
+        TEAM, jobs[0].job_id, "relay-test-trigger"
+    )
     written = await pool.fetch("SELECT topic, message_key, payload, headers FROM outbox")
     assert len(written) == 26
     expected = sorted(

@@ -27,11 +27,10 @@ async def require_schema(dsn: str, tls: ssl.SSLContext | None = None) -> int:
 
 
 # The collector's first-generation threshold (CPython's default is 700 allocations). A herd
-# allocates tens of objects a run in every service (tasks, futures, protobuf messages, records,
-# aiohttp's request and response); at 700 most were still alive at a collection, were promoted,
-# and the older generations, full collections included, ran again and again over thousands of
-# runs in flight: bench/herd measured the collector at a third of a worker's CPU, and ~0.5 s of
-# the scheduler's, each full collection (~110 ms) stalling the event loop.
+# allocates tens of objects a run in every service (tasks, futures, protobuf messages, records),
+# and most are still alive after 700 more: they would be promoted, and the older generations,
+# full collections included, would run again and again over thousands of runs in flight, each
+# full collection stalling the event loop. Collecting young objects rarely avoids that.
 GC_FIRST_GENERATION = 20_000
 
 
