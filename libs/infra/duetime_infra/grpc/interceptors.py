@@ -119,9 +119,9 @@ class DuetimeInterceptor(aio.ServerInterceptor):
                         async for response in inner_ss(requests, context):
                             yield response
                     finally:
-                        # A stream the client left is closed by the event loop's generator
-                        # finaliser, in another context, where the token cannot be reset;
-                        # the RPC's own context goes with its task.
+                        # Closed by asyncio's async-generator finalizer (its client went
+                        # away), this runs in another context, where the principal was never
+                        # set: nothing to reset there.
                         with contextlib.suppress(ValueError):
                             reset_principal(token)
                 except aio.AbortError:
