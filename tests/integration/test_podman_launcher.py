@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
+import uvloop
 
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
@@ -125,6 +126,22 @@ async def test_a_nonzero_exit_is_a_retryable_failure(image: str) -> None:
     assert (outcome.result, outcome.retryable) == (pb.ATTEMPT_RESULT_FAILED, True)
     assert outcome.error == "exited with status 3"
     assert await containers_of_run(run.run_id) == []
+
+
+def test_a_long_task_starts_beside_others_under_uvloop(image: str) -> None:
+    """The services run on uvloop, whose spawns can leave a concurrent command's pipe to a
+    container's monitor: the long task's start must not wait for the others' lives."""
+
+    async def both() -> list[pb.AttemptResult.ValueType | str]:
+        beside = launcher().launch(spec(image, "sleep 6"), 1, 30)
+        long = launcher().launch(spec(image, "exec sleep 300"), 1, 4)
+        done = await asyncio.gather(beside, long)
+        return [done[0].result, done[1].error]
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        beside, long = runner.run(both())
+    assert beside == pb.ATTEMPT_RESULT_SUCCEEDED
+    assert "stopped at the 4 s timeout" in str(long), long
 
 
 async def test_the_timeout_stops_the_task_then_kills_it(image: str, target: HttpTarget) -> None:

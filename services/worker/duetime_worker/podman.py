@@ -27,7 +27,9 @@ import logging
 import math
 import os
 import secrets
+import tempfile
 from dataclasses import dataclass
+from typing import IO
 
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
@@ -80,6 +82,11 @@ class Finished:
         return (lines[-1] if lines else f"exit status {self.code}")[:500]
 
 
+def _read(file: IO[bytes]) -> str:
+    file.seek(0)
+    return file.read().decode("utf-8", "replace")
+
+
 class Podman:
     """Runs podman commands without the worker's own DUETIME_* variables (its token)."""
 
@@ -90,27 +97,28 @@ class Podman:
     async def run(
         self, *args: str, pass_fds: tuple[int, ...] = (), within: float | None = COMMAND_TIMEOUT
     ) -> Finished:
-        process = await asyncio.create_subprocess_exec(
-            self.command,
-            *args,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=self._env,
-            pass_fds=pass_fds,
-        )
-        try:
-            async with asyncio.timeout(within):
-                out, err = await process.communicate()
-        except BaseException:  # timed out or cancelled: the command goes too
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-            await process.wait()
-            raise
-        assert process.returncode is not None
-        return Finished(
-            process.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
-        )
+        # Output goes to files, and the command is done when it exits: a container's monitor
+        # (conmon) that a concurrent command's spawn let inherit a pipe would hold it open
+        # for the container's life, and a read to the pipe's end would wait that long.
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            process = await asyncio.create_subprocess_exec(
+                self.command,
+                *args,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                env=self._env,
+                pass_fds=pass_fds,
+            )
+            try:
+                async with asyncio.timeout(within):
+                    code = await process.wait()
+            except BaseException:  # timed out or cancelled: the command goes too
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+                await process.wait()
+                raise
+            return Finished(code, _read(out), _read(err))
 
     async def remove(self, *names: str) -> None:
         """Kills (at once) and removes the containers; absent ones are no error. A failure is
