@@ -33,11 +33,11 @@ from duetime_infra.pg.job_store import JobStore
 from duetime_infra.pg.pool import create_pool
 from tests.support.fleet import (
     assert_every_occurrence_accounted_once,
-    eventually,
     new_prefix,
     schedulers,
 )
 from tests.support.jobs import TEAM, create_jobs, cron_job, interval_job
+from tests.support.polling import eventually
 from tests.support.time_travel import (
     RunRow,
     advance_through,
