@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
 import uuid
 from datetime import datetime
 
 from duetime.jobs.v1 import job_pb2
-from duetime_api.skipped import gap_runs, skipped_range
+from duetime_api.skipped import JobVersion, gap_records, skip_records
 from duetime_core.errors import Aborted, FailedPrecondition, InvalidArgument
 from duetime_core.jobspec import (
     ContainerTarget,
@@ -16,6 +17,7 @@ from duetime_core.jobspec import (
     JobSpec,
     JobState,
     is_one_off,
+    to_schedule,
 )
 from duetime_core.planning import (
     Occurrence,
@@ -27,10 +29,13 @@ from duetime_core.planning import (
 from duetime_core.quotas import STORED_STATES, TeamState, check_job_quota
 from duetime_core.records import JobRecord, RunReason, RunRecord, RunState
 from duetime_core.runkey import RunKey, partition_of
+from duetime_core.skipped import SkippedSpan, skipped_between
 from duetime_infra.codec.job_codec import decode_job_spec, encode_job_spec
 from duetime_infra.dispatch import OutboxRow, dispatch_row
 from duetime_infra.pg.job_store import Idempotency, JobStore, JobWrite, NewRun, Page
 from duetime_infra.tracecontext import RUN_ID, continue_trace, start_run_span
+
+log = logging.getLogger(__name__)
 
 MAX_REQUEST_ID = 128
 
@@ -93,6 +98,21 @@ def plan(
     return JobState.ACTIVE, occurrence, ""
 
 
+def _skipped_before_update(
+    record: JobRecord, pending: datetime, now: datetime
+) -> SkippedSpan | None:
+    """The old schedule's occurrences from ``pending`` to ``now``. One that can no longer be
+    evaluated names none: that is logged, since the update must still be possible."""
+    try:
+        return skipped_between(to_schedule(record.spec.schedule), pending, now)
+    except ScheduleError as error:
+        log.warning(
+            "the old schedule's skipped occurrences cannot be enumerated",
+            extra={"action": "skipped_unknown", "job_id": str(record.job_id), "error": str(error)},
+        )
+        return None
+
+
 def _secrets(spec: JobSpec) -> tuple[dict[str, str], dict[str, str]]:
     match spec.target:
         case HttpTarget(headers=headers):
@@ -112,7 +132,7 @@ class JobService:
         job_id = uuid.uuid4()
         partition = partition_of(job_id)
         state, occurrence, reason = plan(job_id, spec, now)
-        gaps = gap_runs(job_id, team_id, partition, 1, spec, now, occurrence)
+        gaps = gap_records(JobVersion(job_id, team_id, partition, 1, spec), now, occurrence)
         idem = Idempotency("CreateJob", request_id, fingerprint(job)) if request_id else None
         adding = 1 if state in STORED_STATES else None
         return await self.store.create_job(
@@ -181,19 +201,15 @@ class JobService:
                     )
                 # A new schedule starts from now; the old one's occurrences that were already
                 # due and not yet claimed are recorded, not dropped.
-                skipped = skipped_range(
-                    record, pending, now, RunReason.JOB_UPDATED, "before the schedule changed"
+                skipped = skip_records(
+                    JobVersion.of(record),
+                    _skipped_before_update(record, pending, now),
+                    RunReason.JOB_UPDATED,
+                    "before the schedule changed",
                 )
                 state, occurrence, reason = plan(record.job_id, spec, now)
-                skipped += gap_runs(
-                    record.job_id,
-                    record.team_id,
-                    record.partition,
-                    record.version + 1,
-                    spec,
-                    now,
-                    occurrence,
-                )
+                updated = dataclasses.replace(JobVersion.of(record), version=record.version + 1)
+                skipped += gap_records(dataclasses.replace(updated, spec=spec), now, occurrence)
                 return JobWrite(state, spec, occurrence, state_reason=reason, runs=skipped)
             state, occurrence, reason = plan(record.job_id, spec, now)
             return JobWrite(state, spec, occurrence, state_reason=reason)
@@ -233,8 +249,12 @@ class JobService:
             # lowered quota, or its priority is no longer granted.
             check_job_quota(team, priority=record.spec.priority, adding=0)
             start = record.pause_time or record.update_time
-            runs = skipped_range(
-                record, start, now, RunReason.JOB_PAUSED, "while the job was paused"
+            try:
+                span = skipped_between(to_schedule(record.spec.schedule), start, now)
+            except ScheduleError as error:
+                return JobWrite(JobState.ERROR, record.spec, None, state_reason=str(error))
+            runs = skip_records(
+                JobVersion.of(record), span, RunReason.JOB_PAUSED, "while the job was paused"
             )
             if is_one_off(record.spec.schedule) and runs:
                 return JobWrite(JobState.COMPLETED, record.spec, None, runs=runs)
@@ -246,15 +266,8 @@ class JobService:
                 )
             if occurrence is None:
                 return JobWrite(JobState.COMPLETED, record.spec, None, runs=runs)
-            runs += gap_runs(
-                record.job_id,
-                record.team_id,
-                record.partition,
-                record.version + 1,
-                record.spec,
-                now,
-                occurrence,
-            )
+            resumed = dataclasses.replace(JobVersion.of(record), version=record.version + 1)
+            runs += gap_records(resumed, now, occurrence)
             return JobWrite(JobState.ACTIVE, record.spec, occurrence, runs=runs)
 
         return await self.store.modify_job(team_id, job_id, decide)
