@@ -11,7 +11,6 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from duetime.jobs.v1 import job_pb2
-from duetime_core.civil_time import resolve_local
 from duetime_core.jobspec import (
     AfterDelay,
     AtInstant,
@@ -29,6 +28,7 @@ from duetime_core.jobspec import (
     ScheduleSpec,
     Target,
 )
+from duetime_core.schedule.dst import resolve_local
 from duetime_core.schedule.model import Cron, FoldPolicy, GapPolicy
 from duetime_infra.codec import (
     REDACTED,
