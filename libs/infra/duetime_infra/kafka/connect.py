@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
 from aiokafka.errors import KafkaError
 
+from duetime_core.backoff import DoublingBackoff
 from duetime_infra.tls import ClientTls
 
 log = logging.getLogger(__name__)
@@ -40,13 +41,14 @@ async def start_when_reachable(
     """Starts ``client``, trying again while the brokers cannot be reached; False when
     ``stopping`` was set before it could start. (aiokafka clients may be started again after a
     failed start.)"""
-    backoff = first_backoff
+    delays = DoublingBackoff(first_backoff, max_backoff)
     failures = 0
     while not stopping.is_set():
         try:
             await client.start()
         except KafkaError as error:
             failures += 1
+            backoff = delays.next()
             log.warning(
                 "kafka unreachable; trying again",
                 extra={
@@ -59,7 +61,6 @@ async def start_when_reachable(
             )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stopping.wait(), backoff)
-            backoff = min(backoff * 2, max_backoff)
             continue
         if failures:
             log.info(
