@@ -12,7 +12,7 @@ import pytest
 
 from duetime.worker.v1 import worker_service_pb2 as wpb
 from duetime.worker.v1 import worker_service_pb2_grpc
-from duetime_api.jobs import JobService
+from duetime_api.jobs import JobOperations
 from duetime_infra.admin import create_worker_token
 from duetime_infra.codec.timeconv import datetime_to_timestamp
 from duetime_infra.pg.job_store import JobStore
@@ -50,7 +50,7 @@ async def test_quota_held_runs_are_released_by_the_next_owner_after_a_kill(
         await update_team_quota(conn, TEAM, {"max_running": LIMIT})
         worker_token = await create_worker_token(conn)
     now = await pool.fetchval("SELECT duetime_now()")
-    service = JobService(JobStore(pool))
+    service = JobOperations(JobStore(pool))
     for k in range(RUNS):
         job = job_message()
         job.schedule.Clear()

@@ -2,7 +2,7 @@
 
 Every process reads "now" from ``duetime_now()`` (statement time + the offset in
 ``duetime_clock``), so moving that offset moves the whole fleet through a DST night, an outage
-or a pause. Jobs are created through the API's own code (``JobService``), after the clock was
+or a pause. Jobs are created through the API's own code (``JobOperations``), after the clock was
 put where the story starts, since a job's first run time is computed from the clock at creation.
 
 The expected run lists are written by hand, as UTC instants, from DESIGN.md ("Time", "Runs,
@@ -26,7 +26,7 @@ import pytest
 from google.protobuf.duration_pb2 import Duration
 
 from duetime.jobs.v1 import job_pb2
-from duetime_api.jobs import JobService
+from duetime_api.jobs import JobOperations
 from duetime_core.attempts import AttemptSettings
 from duetime_infra.pg.attempt_store import AttemptStore, StartAnswer, StartResult
 from duetime_infra.pg.job_store import JobStore
@@ -551,7 +551,7 @@ async def test_one_off_completes_and_paused_job_is_not_claimed_until_resumed(
     one_off_r, delayed_r, paused_r, control_r = await create_jobs(
         pool, [one_off, delayed, paused, control]
     )
-    service = JobService(JobStore(pool))
+    service = JobOperations(JobStore(pool))
     prefix = new_prefix()
     # One scheduler owns every partition: once it has claimed the control job after a jump,
     # it has also passed over the paused job's partition.

@@ -16,7 +16,7 @@ import pytest
 
 from duetime.events.v1.events_pb2 import TARGET_KIND_HTTP, RunDispatch
 from duetime.jobs.v1 import job_pb2
-from duetime_api.jobs import JobService
+from duetime_api.jobs import JobOperations
 from duetime_core.jobspec import Priority
 from duetime_core.runkey import RunKey
 from duetime_infra.dispatch import OutboxRow, dispatch_row
@@ -137,7 +137,7 @@ async def test_rows_from_claims_and_triggers_are_published_once_intact_and_delet
     )
     await shift_clock(pool, timedelta(seconds=57))
     assert await claim_due(pool) == 25
-    await JobService(JobStore(pool)).trigger(TEAM, jobs[0].job_id, "relay-test-trigger")
+    await JobOperations(JobStore(pool)).trigger(TEAM, jobs[0].job_id, "relay-test-trigger")
     written = await pool.fetch("SELECT topic, message_key, payload, headers FROM outbox")
     assert len(written) == 26
     expected = sorted(

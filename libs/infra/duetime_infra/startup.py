@@ -1,10 +1,11 @@
 """What every service does first: tune the garbage collector for a long-running asyncio
-service, and refuse to run against a schema it does not support."""
+service, and refuse to run against a schema it does not support; and how it says it serves."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import ssl
 import sys
 from collections.abc import Callable, Coroutine
@@ -33,6 +34,13 @@ async def require_schema(dsn: str, tls: ssl.SSLContext | None = None) -> int:
 # runs in flight: bench/herd measured the collector at a third of a worker's CPU, and ~0.5 s of
 # the scheduler's, each full collection (~110 ms) stalling the event loop.
 GC_FIRST_GENERATION = 20_000
+
+
+def announce_serving(logger: logging.Logger, service: str, port: int, **fields: object) -> None:
+    """Logs that ``service`` serves on ``port`` and prints ``DUETIME_<SERVICE>_PORT=<port>``:
+    the line lets a launcher that asked for port 0 learn the real one."""
+    logger.info(f"{service} serving", extra={"action": "serving", "port": port, **fields})
+    print(f"DUETIME_{service.upper()}_PORT={port}", flush=True)
 
 
 def tune_collector() -> None:

@@ -1,4 +1,5 @@
-"""What each JobService call decides: the rules between a request and the store."""
+"""What each JobService call decides (``JobOperations``): the rules between a request and the
+store; the servicer only converts messages around them."""
 
 from __future__ import annotations
 
@@ -121,7 +122,7 @@ def _secrets(spec: JobSpec) -> tuple[dict[str, str], dict[str, str]]:
             return {}, dict(env)
 
 
-class JobService:
+class JobOperations:
     def __init__(self, store: JobStore) -> None:
         self.store = store
 

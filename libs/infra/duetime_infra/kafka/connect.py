@@ -26,6 +26,23 @@ def security_options(tls: ClientTls | None) -> dict[str, Any]:
     return {"security_protocol": "SSL", "ssl_context": tls.ssl_context()}
 
 
+def group_consumer(
+    bootstrap: str, group: str, client_id: str, tls: ClientTls | None, **options: Any
+) -> AIOKafkaConsumer:
+    """A consumer in ``group`` that commits by hand, once a message is handled, and reads a
+    partition the group never committed from its earliest offset; ``options`` go to
+    aiokafka."""
+    return AIOKafkaConsumer(
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        client_id=client_id,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        **security_options(tls),
+        **options,
+    )
+
+
 class Startable(Protocol):
     async def start(self) -> None: ...
 
