@@ -28,7 +28,14 @@ from duetime_core.runkey import partition_of
 from duetime_infra.codec.spec_json import spec_to_json
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
 from duetime_infra.pg import team_store
-from tests.support.kafka import PrivateKafka, create_topics, private_kafka
+from tests.support.kafka import (
+    Offsets,
+    PrivateKafka,
+    create_topics,
+    end_offsets,
+    private_kafka,
+    shared_bootstrap,
+)
 from tests.support.system import System, running_system
 
 # Dispatch topic partitions on the bench's broker: enough for two workers to share evenly.
@@ -516,6 +523,61 @@ def herd_outcome(
     print(f"  start lateness (target):    {ms(late)}")
     print(f"  drain (instant → last call): {outcome.drain:.2f} s")
     return outcome
+
+
+# --- what the database wrote ----------------------------------------------------------------
+
+# Kafka's own topic of consumer-group offset commits.
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+@dataclass(frozen=True)
+class Counts:
+    transactions: int
+    # Per table (partitions under their parent): inserted, updated, deleted.
+    tables: dict[str, tuple[int, int, int]]
+    kafka: Offsets
+
+
+async def database_counts(
+    conn: asyncpg.Connection[asyncpg.Record] | asyncpg.pool.PoolConnectionProxy[asyncpg.Record],
+) -> Counts:
+    """What the bench's database has done so far (PostgreSQL's statistics, which a backend
+    reports at most once a second: a window of tens of seconds is short by about one), and
+    the Kafka records written so far."""
+    await conn.execute("SELECT pg_stat_clear_snapshot()")
+    transactions = await conn.fetchval(
+        "SELECT xact_commit + xact_rollback FROM pg_stat_database "
+        "WHERE datname = current_database()"
+    )
+    rows = await conn.fetch(
+        "SELECT coalesce(parent.relname, t.relname) AS name, sum(t.n_tup_ins) AS ins, "
+        "sum(t.n_tup_upd) AS upd, sum(t.n_tup_del) AS del FROM pg_stat_user_tables t "
+        "LEFT JOIN pg_inherits i ON i.inhrelid = t.relid "
+        "LEFT JOIN pg_class parent ON parent.oid = i.inhparent GROUP BY 1"
+    )
+    topics = [*sorted(DISPATCH_TOPICS.values()), OFFSETS_TOPIC]
+    return Counts(
+        int(transactions),
+        {r["name"]: (int(r["ins"]), int(r["upd"]), int(r["del"])) for r in rows},
+        await end_offsets(shared_bootstrap(), topics),
+    )
+
+
+def writes_per_run(
+    before: Counts, after: Counts, runs: int
+) -> dict[str, tuple[float, float, float]]:
+    """Rows inserted, updated and deleted a run between two counts, by table (those written)."""
+    writes = {}
+    for table, (ins, upd, dele) in after.tables.items():
+        was = before.tables.get(table, (0, 0, 0))
+        n = max(1, runs)
+        writes[table] = ((ins - was[0]) / n, (upd - was[1]) / n, (dele - was[2]) / n)
+    return {t: w for t, w in writes.items() if any(w)}
+
+
+def shown(writes: dict[str, tuple[float, float, float]]) -> str:
+    return ", ".join(f"{t} +{i:.2f}/~{u:.2f}/-{d:.2f}" for t, (i, u, d) in writes.items())
 
 
 # --- where PostgreSQL's time goes ---------------------------------------------------------------

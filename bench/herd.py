@@ -37,6 +37,7 @@ import asyncpg
 
 from bench.harness import (
     PROMISE,
+    Counts,
     CpuMeter,
     HerdOutcome,
     QuerySampler,
@@ -45,14 +46,17 @@ from bench.harness import (
     bench_kafka,
     bench_system,
     cpu_model,
+    database_counts,
     herd_outcome,
     load,
     ms,
     per_second,
     quantiles,
     seed_jobs,
+    shown,
     system_processes,
     target_process,
+    writes_per_run,
 )
 from duetime_core.runkey import RunKey
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
@@ -131,7 +135,8 @@ async def measure(
         # instant) to the last outcome, so that it is the herd's rather than the idle system's.
         await sleep_until(at - timedelta(seconds=setup.lookahead + 1))
         meter.start()
-        marking = asyncio.create_task(mark_the_instant(meter, at))
+        counts = [await database_counts_of(pool)]
+        marking = asyncio.create_task(mark_the_instant(meter, at, pool, counts))
 
         async def all_finished() -> bool:
             done = await pool.fetchval(
@@ -144,6 +149,7 @@ async def measure(
             await eventually(all_finished, setup.lead + 180, f"all {runs} runs finished", 0.5)
         await marking
         meter.stop()
+        counts.append(await database_counts_of(pool))
         if sampler is not None:
             sampler.report()
         calls = [c for c in await target.stop() if c.path == "/herd"]
@@ -162,14 +168,30 @@ async def measure(
         if {r["state"] for r in rows} != {"SUCCEEDED"} or len(first) != runs:
             outcome.problems.append(f"{len(rows):,} attempts, {len(first):,} first ones")
         await report_scheduler(pool, list(first.values()), at, start)
+        before, instant, end = counts
+        for when, (a, b) in (("before", (before, instant)), ("after", (instant, end))):
+            print(
+                f"  per run {when} the instant: {(b.transactions - a.transactions) / runs:.2f} "
+                f"transactions; rows written {shown(writes_per_run(a, b, runs))}"
+            )
         return outcome
     finally:
         await pool.close()
 
 
-async def mark_the_instant(meter: CpuMeter, at: datetime) -> None:
+async def mark_the_instant(
+    meter: CpuMeter, at: datetime, pool: asyncpg.Pool[asyncpg.Record], counts: list[Counts]
+) -> None:
+    """Splits the CPU and the database's writes at the instant (PostgreSQL's statistics lag a
+    backend's work by up to a second)."""
     await sleep_until(at)
     meter.at_instant()
+    counts.append(await database_counts_of(pool))
+
+
+async def database_counts_of(pool: asyncpg.Pool[asyncpg.Record]) -> Counts:
+    async with pool.acquire() as conn:
+        return await database_counts(conn)
 
 
 async def sleep_until(when: datetime) -> None:
@@ -182,23 +204,17 @@ async def report_scheduler(
     at: datetime,
     start: Offsets,
 ) -> None:
-    """What the scheduler recorded: each run's first attempt's start (the database clock), the
-    start transactions, and where the time went before the instant."""
+    """What the scheduler recorded: each run's first attempt's start (the database clock; for
+    one started ahead, its call's), how many were started ahead, and where the time went before
+    the instant."""
     starts = [(r["start_time"] - r["effective_time"]).total_seconds() for r in first]
     early = sum(x < 0 for x in starts)
     over = sum(x > PROMISE for x in starts)
-    batches = await pool.fetch(
-        "SELECT worker_id, start_time, count(*) AS n FROM attempts "
-        "GROUP BY worker_id, start_time ORDER BY start_time"
-    )
-    sizes = sorted(b["n"] for b in batches)
+    ahead = await pool.fetchval("SELECT count(*) FILTER (WHERE early) FROM attempts")
     claimed = [(r["create_time"] - at).total_seconds() for r in first]
     published = await publish_times(at, start)
     print(f"  by the scheduler's clock: EARLY {early}; over {PROMISE:.0f} s {over:,}")
-    print(
-        f"  start transactions {len(batches):,} (runs started in one statement: "
-        f"median {sizes[len(sizes) // 2]}, max {sizes[-1]})"
-    )
+    print(f"  attempts started ahead of their time: {ahead:,} of {len(first):,} runs")
     print(f"  runs started per second after the instant: {per_second(starts)}")
     print(f"  start lateness (scheduler): {ms(starts)}")
     print(f"  hops, relative to the instant: claimed {ms(claimed)}")

@@ -37,6 +37,8 @@ from pathlib import Path
 import asyncpg
 
 from bench.harness import (
+    OFFSETS_TOPIC,
+    Counts,
     CpuFigures,
     CpuMeter,
     HerdOutcome,
@@ -45,20 +47,20 @@ from bench.harness import (
     bench_kafka,
     bench_system,
     cpu_model,
+    database_counts,
     herd_outcome,
     load,
     quantiles,
     seed_jobs,
+    shown,
     system_processes,
     target_process,
+    writes_per_run,
 )
 from duetime_core.runkey import RunKey
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
 from tests.support.databases import create_database, drop_database, migrated_template
-from tests.support.kafka import Offsets, end_offsets, shared_bootstrap
 from tests.support.system import TEAM
-
-OFFSETS_TOPIC = "__consumer_offsets"
 
 
 @dataclass(frozen=True)
@@ -177,37 +179,6 @@ async def wait_for_runs(
         await asyncio.sleep(0.5)
 
 
-@dataclass(frozen=True)
-class Counts:
-    transactions: int
-    # Per table (partitions under their parent): inserted, updated, deleted.
-    tables: dict[str, tuple[int, int, int]]
-    kafka: Offsets
-
-
-async def database_counts(conn: asyncpg.Connection) -> Counts:
-    """What the bench's database has done so far (PostgreSQL's statistics, which a backend
-    reports at most once a second: a window of tens of seconds is short by about one), and
-    the Kafka records written so far."""
-    await conn.execute("SELECT pg_stat_clear_snapshot()")
-    transactions = await conn.fetchval(
-        "SELECT xact_commit + xact_rollback FROM pg_stat_database "
-        "WHERE datname = current_database()"
-    )
-    rows = await conn.fetch(
-        "SELECT coalesce(parent.relname, t.relname) AS name, sum(t.n_tup_ins) AS ins, "
-        "sum(t.n_tup_upd) AS upd, sum(t.n_tup_del) AS del FROM pg_stat_user_tables t "
-        "LEFT JOIN pg_inherits i ON i.inhrelid = t.relid "
-        "LEFT JOIN pg_class parent ON parent.oid = i.inhparent GROUP BY 1"
-    )
-    topics = [*sorted(DISPATCH_TOPICS.values()), OFFSETS_TOPIC]
-    return Counts(
-        int(transactions),
-        {r["name"]: (int(r["ins"]), int(r["upd"]), int(r["del"])) for r in rows},
-        await end_offsets(shared_bootstrap(), topics),
-    )
-
-
 async def history_bytes(conn: asyncpg.Connection) -> int:
     """Bytes of runs and attempts: heap, TOAST and indexes, every partition."""
     size = await conn.fetchval(
@@ -234,10 +205,7 @@ def summarise_step(
     runs: int,
     stored: float,
 ) -> Step:
-    writes = {}
-    for table, (ins, upd, dele) in after.tables.items():
-        was = before.tables.get(table, (0, 0, 0))
-        writes[table] = ((ins - was[0]) / runs, (upd - was[1]) / runs, (dele - was[2]) / runs)
+    writes = writes_per_run(before, after, runs)
     kafka = Counter({tp.topic: 0 for tp in after.kafka})
     for tp, end in after.kafka.items():
         kafka[tp.topic] += end - before.kafka.get(tp, 0)
@@ -247,15 +215,12 @@ def summarise_step(
         outcome,
         cpu,
         (after.transactions - before.transactions) / runs,
-        {t: w for t, w in writes.items() if any(w)},
+        writes,
         dispatches,
         kafka[OFFSETS_TOPIC] / runs,
         stored,
     )
-    print(
-        f"  per run: {found.transactions:.2f} transactions; rows written "
-        + ", ".join(f"{t} +{i:.2f}/~{u:.2f}/-{d:.2f}" for t, (i, u, d) in found.writes.items())
-    )
+    print(f"  per run: {found.transactions:.2f} transactions; rows written {shown(writes)}")
     print(
         f"  per run: Kafka {dispatches:.2f} dispatch records, {found.offset_commits:.3f} "
         f"offset commits; {stored:.0f} bytes stored in runs + attempts"

@@ -3,14 +3,19 @@ folder, and the hypothesis profiles."""
 
 from __future__ import annotations
 
+import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
 from tests.support.databases import create_database, drop_database, migrated_template
+from tests.support.secrets import ensure_test_keyring
+
+# Before any service starts, in process or as a process (which inherits the environment).
+ensure_test_keyring()
 
 pytest_plugins = ["tests.support.environments"]
 
@@ -43,3 +48,30 @@ async def db_dsn(template_db: str) -> AsyncIterator[str]:
     dsn = await create_database(name, template=template_db)
     yield dsn
     await drop_database(name)
+
+
+class _Unexpected(logging.Handler):
+    """Keeps what the gRPC interceptor logs as an unexpected error (answered INTERNAL)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if getattr(record, "action", None) == "rpc_failed":
+            self.messages.append(self.format(record))
+
+
+@pytest.fixture(autouse=True)
+def no_unexpected_errors_in_handlers() -> Iterator[None]:
+    """An unexpected exception in a handler of a server running in the test's process fails
+    the test, whatever the test itself checks (processes: tests/support/processes.py)."""
+    seen = _Unexpected()
+    logger = logging.getLogger("duetime_infra.grpc.interceptors")
+    logger.addHandler(seen)
+    try:
+        yield
+    finally:
+        logger.removeHandler(seen)
+    if seen.messages:
+        pytest.fail("a handler failed unexpectedly:\n" + "\n".join(seen.messages)[:4000])

@@ -151,7 +151,8 @@ async def test_container_jobs_run_retry_time_out_and_dead_letter(
                 image,
                 "exec sleep 300",
                 max_attempts=1,
-                attempt_timeout=timedelta(seconds=2),
+                # Room for podman to create and start it beside three others on a busy machine.
+                attempt_timeout=timedelta(seconds=8),
             )
         )
         missing = await api.create(
@@ -187,7 +188,7 @@ async def test_container_jobs_run_retry_time_out_and_dead_letter(
         ]
         (timed_out,) = (await only_run(system, slow)).attempts
         assert timed_out.outcome == run_pb2.ATTEMPT_OUTCOME_TIMED_OUT
-        assert "stopped at the 2 s timeout" in timed_out.error
+        assert "stopped at the 8 s timeout" in timed_out.error
         (refused,) = (await only_run(system, missing)).attempts
         assert refused.outcome == FAILED
         assert "'localhost/duetime-test-missing:1' is not on this worker" in refused.error

@@ -1,5 +1,5 @@
 """An engineer with grpcurl: list, describe and call the API process through reflection,
-over TLS (``-cacert``) as README's "Using the API" shows."""
+over TLS (``-cacert``) as the README's tour shows."""
 
 from __future__ import annotations
 

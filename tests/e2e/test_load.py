@@ -13,31 +13,32 @@ settle.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import time
 from collections import defaultdict
 from collections.abc import AsyncIterator
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import asyncpg
 import pytest
 
 from duetime.jobs.v1 import job_service_pb2
-from duetime_core.runkey import RunKey
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
 from tests.support.fleet import assert_every_occurrence_accounted_once
 from tests.support.http_target import HttpTarget, http_target
+from tests.support.invariants import (
+    UNSETTLED,
+    TargetCall,
+    assert_none,
+    attempt_violations,
+    call_violations,
+    read_records,
+)
 from tests.support.kafka import PrivateKafka, create_topics
 from tests.support.polling import eventually
 from tests.support.system import Api, System, http_job, running_system
 
 pytestmark = pytest.mark.timeout(240)
-
-# The target's receive time and the attempts' times come from two clocks of this machine (the
-# host's and PostgreSQL's), read at microsecond resolution.
-CLOCK_SLACK = timedelta(milliseconds=5)
-UNSETTLED = ("QUEUED", "WAITING", "RUNNING", "RETRY_WAIT")
 
 
 @pytest.fixture
@@ -79,50 +80,17 @@ async def check_runs_and_calls(pool: asyncpg.Pool[asyncpg.Record], target: HttpT
     lifetime. Returns the number of runs."""
     async with pool.acquire() as conn:
         checked = await assert_every_occurrence_accounted_once(conn)
-        runs = await conn.fetch(
-            "SELECT run_id, job_id, nominal_time, state, reason, attempt FROM runs "
-            "WHERE NOT (state = 'SKIPPED' AND reason = 'JOB_PAUSED')"
-        )
-        attempts = await conn.fetch(
-            "SELECT run_id, number, start_time, end_time, outcome FROM attempts "
-            "ORDER BY run_id, number"
-        )
-    assert runs, "no run happened"
-    not_succeeded = [dict(r) for r in runs if r["state"] != "SUCCEEDED"]
+        records = await read_records(conn)
+    assert records.runs, "no run happened"
+    not_succeeded = [dict(r) for r in records.runs if r["state"] != "SUCCEEDED"]
     assert not not_succeeded, not_succeeded[:5]
-    assert len(runs) <= checked
-    by_run: dict[object, list[asyncpg.Record]] = defaultdict(list)
-    for a in attempts:
-        by_run[a["run_id"]].append(a)
-    for run in runs:
-        mine = by_run[run["run_id"]]
-        assert [a["number"] for a in mine] == list(range(1, run["attempt"] + 1)), dict(run)
-        assert all(a["end_time"] is not None for a in mine)
-        assert [a["outcome"] for a in mine].count("SUCCEEDED") == 1
-        for before, after in itertools.pairwise(mine):
-            assert before["end_time"] <= after["start_time"], (dict(before), dict(after))
-    calls: dict[str, list[tuple[int, datetime]]] = defaultdict(list)
-    for call in target.calls:
-        calls[call.headers["Idempotency-Key"]].append(
-            (int(call.headers["Duetime-Attempt"]), call.time)
-        )
-    repeated = {k: v for k, v in calls.items() if len({n for n, _ in v}) < len(v)}
-    assert not repeated, f"one attempt called the target twice: {list(repeated.items())[:3]}"
-    for run in runs:
-        key = RunKey.scheduled(run["job_id"], run["nominal_time"]).canonical()
-        made = dict(calls.pop(key, []))
-        numbered = {a["number"]: a for a in by_run[run["run_id"]]}
-        # Every attempt called once, but one handed back (an early start given back before
-        # its call, a call that never got a connection) may not have called at all.
-        assert set(made) <= set(numbered), (key, made)
-        uncalled = set(numbered) - set(made)
-        assert all(numbered[n]["outcome"] == "HANDED_BACK" for n in uncalled), (key, made)
-        for number, arrived in made.items():
-            attempt = numbered[number]
-            assert attempt["start_time"] - CLOCK_SLACK <= arrived, (key, arrived)
-            assert arrived <= attempt["end_time"] + CLOCK_SLACK, (key, arrived)
-    assert not calls, f"calls for runs that do not exist: {list(calls)[:5]}"
-    return len(runs)
+    assert len(records.runs) <= checked
+    calls = [
+        TargetCall(c.headers["Idempotency-Key"], int(c.headers["Duetime-Attempt"]), c.time)
+        for c in target.calls
+    ]
+    assert_none(attempt_violations(records) + call_violations(records, calls))
+    return len(records.runs)
 
 
 async def print_logs_of_repeated_calls(

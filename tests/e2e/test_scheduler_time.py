@@ -38,6 +38,7 @@ from tests.support.fleet import (
 )
 from tests.support.jobs import TEAM, create_jobs, cron_job, interval_job
 from tests.support.polling import eventually
+from tests.support.secrets import secret_box
 from tests.support.time_travel import (
     RunRow,
     advance_through,
@@ -551,7 +552,7 @@ async def test_one_off_completes_and_paused_job_is_not_claimed_until_resumed(
     one_off_r, delayed_r, paused_r, control_r = await create_jobs(
         pool, [one_off, delayed, paused, control]
     )
-    service = JobOperations(JobStore(pool))
+    service = JobOperations(JobStore(pool, secret_box()))
     prefix = new_prefix()
     # One scheduler owns every partition: once it has claimed the control job after a jump,
     # it has also passed over the paused job's partition.

@@ -11,6 +11,9 @@ database, real etcd and Kafka, and a real HTTP target:
 - started while Kafka is down: it waits for the broker, then consumes;
 - cut off from the scheduler (frozen) mid-call: it stops the call when its lease runs out by its
   own clock and reports nothing;
+- at most once: a run whose worker is killed mid-call, or whose call times out, is not called
+  again (DEAD_LETTERED, OUTCOME_UNKNOWN), while one whose connection is refused before anything
+  is sent is retried, and one that answers succeeds.
 - frozen between an attempt's start and its send, past the lease: woken, it sends nothing of
   that attempt's call.
 """
@@ -38,7 +41,7 @@ from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
 from tests.support.api import failure
 from tests.support.http_target import Behaviour, HttpTarget, http_target
 from tests.support.jobs import shift_clock
-from tests.support.kafka import PrivateKafka, create_topics
+from tests.support.kafka import PrivateKafka, create_topics, free_port
 from tests.support.polling import eventually
 from tests.support.processes import Service, service
 from tests.support.system import System, http_job, running_system
@@ -372,6 +375,63 @@ async def test_a_worker_cut_off_from_the_scheduler_stops_its_call_at_its_lease(
         )
         assert_one_key_rising_attempts(target, "/cut", run)
         assert_never_two_open(await attempt_rows(db, run.run_id))
+
+
+AT_MOST_ONCE: dict[str, Any] = {"delivery": job_pb2.DELIVERY_AT_MOST_ONCE}
+OUTCOME_UNKNOWN = (run_pb2.RUN_STATE_DEAD_LETTERED, run_pb2.RUN_REASON_OUTCOME_UNKNOWN)
+
+
+async def test_at_most_once_runs_are_never_called_twice_but_retried_before_any_call(
+    db_dsn: str, db: asyncpg.Pool[asyncpg.Record], target: HttpTarget
+) -> None:
+    async with running_system(
+        db_dsn, workers=2, scheduler_extra=SHORT_LEASE, worker_extra=FAST_BEATS
+    ) as system:
+        api = system.api
+        refused_url = f"http://127.0.0.1:{free_port()}/refused"  # nothing listens there
+        refused = await api.create(http_job("refused", refused_url, at=soon(), **AT_MOST_ONCE))
+        answered = await api.create(
+            http_job("answered", target.on("/answered", Behaviour()), at=soon(), **AT_MOST_ONCE)
+        )
+        slow = await api.create(
+            http_job(
+                "slow",
+                target.on("/slow", Behaviour(delay=5)),
+                at=soon(),
+                attempt_timeout=timedelta(seconds=1),
+                **AT_MOST_ONCE,
+            )
+        )
+        await eventually(run_in(system, refused, run_pb2.RUN_STATE_DEAD_LETTERED), 30, "refused")
+        await eventually(run_in(system, answered, run_pb2.RUN_STATE_SUCCEEDED), 30, "answered")
+        await eventually(run_in(system, slow, run_pb2.RUN_STATE_DEAD_LETTERED), 30, "slow")
+        # Refused before anything was sent: every attempt of the budget was made.
+        run = await only_run(system, refused)
+        assert run.reason == run_pb2.RUN_REASON_ATTEMPTS_EXHAUSTED
+        assert [a.outcome for a in run.attempts] == [run_pb2.ATTEMPT_OUTCOME_FAILED] * 3
+        assert all("cannot connect" in a.error for a in run.attempts)
+        # Sent, and timed out without an answer: not called again.
+        run = await only_run(system, slow)
+        assert (run.state, run.reason) == OUTCOME_UNKNOWN
+        assert [a.outcome for a in run.attempts] == [run_pb2.ATTEMPT_OUTCOME_TIMED_OUT]
+        assert len(target.calls_to("/slow")) == 1
+        assert len(target.calls_to("/answered")) == 1
+
+        # Killed mid-call: its lease expires after the call was announced; never called again,
+        # though another worker is there to take a retry.
+        job, victim, _ = await held_by_one_of_two(system, db, target, "/killed", **AT_MOST_ONCE)
+        system.workers[victim].process.kill()
+        await eventually(run_in(system, job, run_pb2.RUN_STATE_DEAD_LETTERED), 30, "killed")
+        run = await only_run(system, job)
+        assert (run.state, run.reason) == OUTCOME_UNKNOWN
+        assert [(a.number, a.outcome) for a in run.attempts] == [(1, LEASE_EXPIRED)]
+        assert len(target.calls_to("/killed")) == 1
+        assert (
+            await db.fetchval(
+                "SELECT call_progress FROM attempts WHERE run_id = $1", uuid.UUID(run.run_id)
+            )
+            == "BEGUN"
+        )
 
 
 async def test_a_worker_frozen_between_start_and_send_sends_nothing_once_woken(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -13,10 +14,13 @@ from google.protobuf import duration_pb2, field_mask_pb2
 
 from duetime.jobs.v1 import job_pb2, run_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
+from duetime_core.jobspec import HttpTarget
 from duetime_core.schedule import next_fire_time
 from duetime_core.schedule.model import Cron
 from duetime_infra.admin import create_worker_token
+from duetime_infra.codec.spec_json import spec_from_json
 from tests.support.api import ApiClient, failure, running_api
+from tests.support.secrets import secret_box
 
 
 @pytest.fixture
@@ -189,6 +193,10 @@ async def test_create_is_idempotent_by_request_id(api: ApiClient) -> None:
     first = (await api.stub.CreateJob(request, metadata=api.auth())).job
     again = (await api.stub.CreateJob(request, metadata=api.auth())).job
     assert again.job_id == first.job_id
+    # Secret values take no part in the comparison: nothing of them is kept, not even a digest.
+    other_secret = svc.CreateJobRequest(job=cron_job(), request_id="create-1")
+    other_secret.job.target.http.headers["Authorization"] = "Bearer another"
+    assert (await api.stub.CreateJob(other_secret, metadata=api.auth())).job.job_id == first.job_id
     assert await count(api.dsn, "jobs") == 1
     reused = await failure(
         api.stub.CreateJob(
@@ -253,11 +261,27 @@ async def test_header_values_are_redacted_and_kept_across_updates(api: ApiClient
     )
     conn = await asyncpg.connect(api.dsn)
     try:
-        spec = await conn.fetchval("SELECT spec FROM jobs WHERE job_id = $1", uuid.UUID(job.job_id))
+        documents = await conn.fetch(
+            "SELECT spec::text AS spec FROM job_versions WHERE job_id = $1 ORDER BY version",
+            uuid.UUID(job.job_id),
+        )
+        current = await conn.fetchval(
+            "SELECT spec::text FROM jobs WHERE job_id = $1", uuid.UUID(job.job_id)
+        )
     finally:
         await conn.close()
-    for clear in ("s3cret", "fresh", "billing.internal/v2"):
-        assert clear in str(spec)
+    assert [d["spec"] for d in documents][-1] == current
+    assert "billing.internal/v2" in current
+    # Stored sealed: no value in clear, in the job or in any of its versions...
+    for document in [d["spec"] for d in documents]:
+        for clear in ("s3cret", "Bearer", "fresh"):
+            assert clear not in document
+    # ...and the kept ones still open to what was first sent.
+    target = secret_box().open_target(
+        uuid.UUID(job.job_id), spec_from_json(json.loads(current)).target
+    )
+    assert isinstance(target, HttpTarget)
+    assert target.headers == {"Authorization": "Bearer s3cret", "X-Plain": "v", "X-New": "fresh"}
 
 
 async def test_list_pagination_tokens_are_bound_to_their_filter(api: ApiClient) -> None:

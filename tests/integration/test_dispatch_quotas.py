@@ -187,8 +187,10 @@ async def test_a_small_team_starts_ahead_of_the_tail_of_a_big_teams_backlog(env:
     now = await env.w.now()
     for _ in range(40):
         await env.one_off(now + S)
+    # Due well after the big team's: however long the creates take, the first claim sees
+    # only the big team's runs.
     for _ in range(2):
-        await env.one_off(now + 2 * S, team=env.api.other_team)
+        await env.one_off(now + 60 * S, team=env.api.other_team)
     await env.w.shift_clock(S)
     await env.claim(credit)
     big = await env.runs(env.api.team)
@@ -198,7 +200,7 @@ async def test_a_small_team_starts_ahead_of_the_tail_of_a_big_teams_backlog(env:
     # else waits), then the small team's runs come due and find no credit left.
     for run in [r for r in big if r["state"] == "QUEUED"][:2]:
         await env.run_through(run["run_id"])
-    await env.w.shift_clock(S)
+    await env.w.shift_clock(60 * S)
     assert await env.release(credit) == 2
     await env.claim(credit)
     small = await env.runs(env.api.other_team)

@@ -61,3 +61,25 @@ async def test_errors_of_the_query_or_the_block_stay_what_they_are(db_dsn: str) 
         assert await pool.fetchval("SELECT 1") == 1
     finally:
         await pool.close()
+
+
+async def test_a_session_ended_as_the_block_ends_is_an_outage_or_nothing(db_dsn: str) -> None:
+    """The release resets the session: on a session the server is ending just then, that
+    fails (whichever way asyncpg's state says) as an outage, never a driver error (a
+    PostgreSQL restart under the soak met InternalClientError here)."""
+    pool = await create_pool(db_dsn, min_size=1, max_size=1)
+    killer = await asyncpg.connect(db_dsn)
+    try:
+        outages = 0
+        for _ in range(20):
+            try:
+                async with pool.acquire() as conn:
+                    pid = await conn.fetchval("SELECT pg_backend_pid()")
+                    await killer.execute("SELECT pg_terminate_backend($1)", pid)
+            except DatabaseUnavailable:
+                outages += 1
+            assert await pool.fetchval("SELECT 1") == 1
+        print(f"{outages} of 20 releases met the ending session")
+    finally:
+        await killer.close()
+        await pool.close()

@@ -41,6 +41,7 @@ from tests.support.kafka import (
     unique_topic,
 )
 from tests.support.polling import eventually
+from tests.support.secrets import secret_box
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -137,7 +138,9 @@ async def test_rows_from_claims_and_triggers_are_published_once_intact_and_delet
     )
     await shift_clock(pool, timedelta(seconds=57))
     assert await claim_due(pool) == 25
-    await JobOperations(JobStore(pool)).trigger(TEAM, jobs[0].job_id, "relay-test-trigger")
+    await JobOperations(JobStore(pool, secret_box())).trigger(
+        TEAM, jobs[0].job_id, "relay-test-trigger"
+    )
     written = await pool.fetch("SELECT topic, message_key, payload, headers FROM outbox")
     assert len(written) == 26
     expected = sorted(

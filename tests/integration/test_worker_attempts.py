@@ -1,7 +1,8 @@
 """A dispatch message handled by the worker's executor against an in-process WorkerService on
 real PostgreSQL and a real HTTP target: waiting on the server's clock, refusals dropped, leases
-renewed over the heartbeat stream, cancel directives obeyed, and a start already sent when the
-worker stops seen through and handed back unrun."""
+renewed over the heartbeat stream, cancel directives obeyed, a start already sent when the
+worker stops seen through and handed back unrun, and an at-most-once call announced before it is
+sent, its report saying how far it got."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from duetime_worker.http_target import HttpCaller
 from tests.support.api import ApiClient, running_api
 from tests.support.executor import worker_machinery
 from tests.support.http_target import Behaviour, HttpTarget, http_target
+from tests.support.kafka import free_port
 from tests.support.polling import eventually, throughout
 from tests.support.worker_api import WorkerClient, create_job, job_message, running_worker_api
 
@@ -341,3 +343,41 @@ async def test_a_job_paused_before_a_call_started_ahead_is_not_called(env: Env) 
     row = await env.w.run_row(run_id)
     assert (row["state"], row["reason"]) == ("SKIPPED", "JOB_PAUSED")
     assert env.target.calls == []
+
+
+async def test_an_at_most_once_call_is_announced_before_it_is_sent(env: Env) -> None:
+    hold = asyncio.Event()
+    message = job_message(attempt_timeout=timedelta(seconds=20))
+    message.target.http.url = env.target.on("/once", Behaviour(hold=hold))
+    message.delivery = job_pb2.DELIVERY_AT_MOST_ONCE
+    job = await create_job(env.api, message)
+    run_id = await env.w.queue_scheduled_run(job.job_id, await env.w.now())
+    processing = asyncio.create_task(
+        env.executor.process(RunDispatch(run_id=str(run_id)), "d-1", Answer())
+    )
+
+    async def called() -> bool:
+        return len(env.target.calls_to("/once")) == 1
+
+    await eventually(called, 10, "the target called")
+    # The scheduler knew the call had begun before the target saw a byte of it.
+    (attempt,) = await env.w.attempts(run_id)
+    assert attempt["call_progress"] == "BEGUN"
+    hold.set()
+    await processing
+    (attempt,) = await env.w.attempts(run_id)
+    assert attempt["outcome"] == "SUCCEEDED"  # a success needs no word on the call
+
+
+async def test_an_at_most_once_call_refused_before_sending_is_reported_not_begun(
+    env: Env,
+) -> None:
+    message = job_message(attempt_timeout=timedelta(seconds=20))
+    message.target.http.url = f"http://127.0.0.1:{free_port()}/refused"
+    message.delivery = job_pb2.DELIVERY_AT_MOST_ONCE
+    job = await create_job(env.api, message)
+    run_id = await env.w.queue_scheduled_run(job.job_id, await env.w.now())
+    await env.executor.process(RunDispatch(run_id=str(run_id)), "d-1", Answer())
+    (attempt,) = await env.w.attempts(run_id)
+    assert (attempt["outcome"], attempt["call_progress"]) == ("FAILED", "NOT_BEGUN")
+    assert (await env.w.run_row(run_id))["state"] == "RETRY_WAIT"

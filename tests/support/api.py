@@ -28,6 +28,8 @@ from duetime_infra.grpc.server import GrpcServer
 from duetime_infra.pg.job_store import JobStore
 from duetime_infra.pg.pool import create_pool
 from duetime_infra.pg.team_store import principal_for
+from duetime_infra.secrets.sealing import SecretBox
+from tests.support.secrets import secret_box
 
 
 @dataclass
@@ -50,7 +52,8 @@ class ApiClient:
 
 
 @asynccontextmanager
-async def running_api(dsn: str) -> AsyncIterator[ApiClient]:
+async def running_api(dsn: str, secrets: SecretBox | None = None) -> AsyncIterator[ApiClient]:
+    """The API on ``dsn``, sealing with ``secrets`` (default: the tests' keyring)."""
     conn = await asyncpg.connect(dsn)
     try:
         token = await create_team(conn, "team-a")
@@ -59,7 +62,7 @@ async def running_api(dsn: str) -> AsyncIterator[ApiClient]:
     finally:
         await conn.close()
     pool = await create_pool(dsn, max_size=5)
-    store = JobStore(pool)
+    store = JobStore(pool, secrets or secret_box())
     server = GrpcServer(
         "127.0.0.1:0",
         [SERVICE_NAME, ADMIN_SERVICE_NAME],

@@ -56,10 +56,11 @@ def new_prefix() -> str:
     return f"/duetime-test/{uuid.uuid4().hex[:12]}/"
 
 
-async def owners(prefix: str) -> dict[int, tuple[str, int]]:
-    """partition -> (scheduler id, create_revision), as etcd has it now."""
-    host, port = etcd_endpoint()
-    async with aetcd.Client(host=host, port=port) as client:
+async def owners(prefix: str, endpoint: str = "") -> dict[int, tuple[str, int]]:
+    """partition -> (scheduler id, create_revision), as etcd has it now (the environment's
+    etcd, or the one at ``endpoint``, host:port)."""
+    host, port = endpoint.rsplit(":", 1) if endpoint else etcd_endpoint()
+    async with aetcd.Client(host=host, port=int(port)) as client:
         found = await client.get_prefix(f"{prefix}partitions/".encode())
         return {
             int(kv.key.decode().rsplit("/", 1)[1]): (kv.value.decode(), kv.create_revision)

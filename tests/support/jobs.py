@@ -13,6 +13,7 @@ from duetime_core.records import JobRecord
 from duetime_infra.admin import create_team
 from duetime_infra.pg.job_store import JobStore
 from duetime_infra.pg.team_store import update_team_quota
+from tests.support.secrets import secret_box
 
 TEAM = "team-a"
 
@@ -53,7 +54,7 @@ async def create_jobs(
     pool: asyncpg.Pool[asyncpg.Record], jobs: list[job_pb2.Job], team: str = TEAM
 ) -> list[JobRecord]:
     await ensure_team(pool, team)
-    service = JobOperations(JobStore(pool))
+    service = JobOperations(JobStore(pool, secret_box()))
     return [await service.create(team, job, "") for job in jobs]
 
 

@@ -84,3 +84,6 @@ async def service(
                 process.kill()
                 await process.wait()
         await pump
+    # An unexpected exception in one of its handlers (answered INTERNAL) fails the test.
+    failed = [line for line in lines if '"action": "rpc_failed"' in line]
+    assert not failed, f"{module}: a handler failed unexpectedly:\n" + "\n".join(failed)[:4000]

@@ -100,6 +100,7 @@ def http_job(
     cron: tuple[str, str] | None = None,
     max_attempts: int = 3,
     attempt_timeout: timedelta = timedelta(seconds=10),
+    delivery: job_pb2.Delivery.ValueType = job_pb2.DELIVERY_UNSPECIFIED,
 ) -> job_pb2.Job:
     """An HTTP job with short backoff (100 ms doubling, cap 500 ms), as tests want it, run
     once ``at`` an instant, ``every`` interval, once ``after`` a delay from creation, or on a
@@ -108,6 +109,7 @@ def http_job(
         display_name=name,
         target=job_pb2.Target(http=job_pb2.HttpTarget(url=url)),
         retry_policy=job_pb2.RetryPolicy(max_attempts=max_attempts, multiplier=2.0),
+        delivery=delivery,
     )
     if at is not None:
         job.schedule.at.run_time.FromDatetime(at)

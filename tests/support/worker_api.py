@@ -34,10 +34,12 @@ from duetime_infra.grpc.tls import channel_credentials, server_credentials
 from duetime_infra.pg.attempt_store import AttemptStore
 from duetime_infra.pg.pool import create_pool
 from duetime_infra.pg.team_store import principal_for
+from duetime_infra.secrets.sealing import SecretBox
 from duetime_infra.tls import ClientTls, ServerTls
 from duetime_infra.tracecontext import new_run_trace
 from duetime_scheduler.worker_servicer import ATTEMPT_METADATA_KEY, WorkerServicer
 from tests.support.api import ApiClient
+from tests.support.secrets import secret_box
 
 SERVICE_NAME = wpb.DESCRIPTOR.services_by_name["WorkerService"].full_name
 
@@ -171,6 +173,7 @@ async def running_worker_api(
     server_settings: dict[str, str] | None = None,
     server_tls: ServerTls | None = None,
     client_tls: ClientTls | None = None,
+    secrets: SecretBox | None = None,
 ) -> AsyncIterator[WorkerClient]:
     """An in-process WorkerService, plaintext unless given TLS settings for the server and
     the client (a server TLS with a client CA requires client certificates, as the scheduler's
@@ -192,7 +195,7 @@ async def running_worker_api(
         credentials=server_credentials(server_tls),
     )
     worker_service_pb2_grpc.add_WorkerServiceServicer_to_server(
-        WorkerServicer(store), server.server
+        WorkerServicer(store, secrets or secret_box()), server.server
     )
     await server.start()
     address = f"127.0.0.1:{server.port}"

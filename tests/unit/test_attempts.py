@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from duetime_core.attempts import (
     ALREADY_STARTED,
+    JOB_DELETED,
     MAX_HAND_BACKS,
     RUN_CANCELLED,
     RUN_FINISHED,
@@ -19,7 +20,9 @@ from duetime_core.attempts import (
     RUN_RETRY_WAIT,
     RUN_SKIPPED,
     RUN_WAITING,
+    SUPERSEDED,
     AttemptSettings,
+    CallProgress,
     EndFacts,
     JobView,
     OtherRun,
@@ -33,10 +36,12 @@ from duetime_core.attempts import (
     decide_expiry,
     decide_start,
     expiry_outcome,
+    outcome_known,
     truncate_error,
 )
 from duetime_core.backoff import backoff_bounds
 from duetime_core.jobspec import (
+    Delivery,
     JobState,
     MisfirePolicy,
     MisfireSettings,
@@ -512,3 +517,83 @@ def test_errors_are_cut_to_4_kib_on_a_character_boundary() -> None:
     assert len(cut.encode()) <= 4096
     assert cut == "é" * 2048
     assert truncate_error("x" * 5000) == "x" * 4096
+
+
+# --- delivery ---------------------------------------------------------------------------------
+
+AT_MOST_ONCE = replace(FACTS, delivery=Delivery.AT_MOST_ONCE)
+UNKNOWN_CALLS = [CallProgress.BEGUN, None]
+KNOWN_CALLS = [CallProgress.NOT_BEGUN, CallProgress.ANSWERED]
+FAILURES = [
+    AttemptOutcome.FAILED,
+    AttemptOutcome.TIMED_OUT,
+    AttemptOutcome.LEASE_EXPIRED,
+    AttemptOutcome.CANCELLED,
+]
+
+
+@pytest.mark.parametrize("call", UNKNOWN_CALLS)
+@pytest.mark.parametrize("outcome", [*FAILURES, AttemptOutcome.HANDED_BACK])
+def test_at_most_once_never_retries_an_unknown_outcome(
+    outcome: AttemptOutcome, call: CallProgress | None
+) -> None:
+    run = decide_completion(outcome, True, "boom", replace(AT_MOST_ONCE, call=call), NOW, 0.5)
+    assert (run.state, run.reason, run.requeue) == (
+        RunState.DEAD_LETTERED,
+        RunReason.OUTCOME_UNKNOWN,
+        False,
+    )
+    assert "may have been called" in run.reason_detail
+    assert run.reason_detail.endswith("boom")
+
+
+@pytest.mark.parametrize("call", KNOWN_CALLS)
+@pytest.mark.parametrize("outcome", FAILURES)
+def test_at_most_once_retries_a_known_failure(outcome: AttemptOutcome, call: CallProgress) -> None:
+    run = decide_completion(outcome, True, "boom", replace(AT_MOST_ONCE, call=call), NOW, 0.5)
+    assert run.state is RunState.RETRY_WAIT
+
+
+def test_at_most_once_keeps_the_other_rules_of_a_known_outcome() -> None:
+    not_begun = replace(AT_MOST_ONCE, call=CallProgress.NOT_BEGUN)
+    handed = decide_completion(AttemptOutcome.HANDED_BACK, True, "", not_begun, NOW, 0.5)
+    assert (handed.state, handed.requeue) == (RunState.QUEUED, True)
+    answered = replace(AT_MOST_ONCE, call=CallProgress.ANSWERED)
+    refused = decide_completion(AttemptOutcome.FAILED, False, "HTTP 400", answered, NOW, 0.5)
+    assert refused.reason is RunReason.NON_RETRYABLE
+    last = replace(answered, attempt=3)
+    spent = decide_completion(AttemptOutcome.FAILED, True, "HTTP 500", last, NOW, 0.5)
+    assert spent.reason is RunReason.ATTEMPTS_EXHAUSTED
+    assert decide_completion(AttemptOutcome.SUCCEEDED, False, "", AT_MOST_ONCE, NOW, 0.5).state is (
+        RunState.SUCCEEDED
+    )
+
+
+@pytest.mark.parametrize("reason", [SUPERSEDED, JOB_DELETED])
+def test_at_most_once_a_requested_cancel_still_cancels(reason: str) -> None:
+    facts = replace(AT_MOST_ONCE, cancel_reason=reason, call=CallProgress.BEGUN)
+    run = decide_completion(AttemptOutcome.CANCELLED, True, "", facts, NOW, 0.5)
+    assert run.state is RunState.CANCELLED
+
+
+@pytest.mark.parametrize("call", [*UNKNOWN_CALLS, *KNOWN_CALLS])
+def test_at_least_once_ignores_how_far_the_call_got(call: CallProgress | None) -> None:
+    facts = replace(FACTS, call=call)
+    assert decide_completion(AttemptOutcome.FAILED, True, "", facts, NOW, 0.5).state is (
+        RunState.RETRY_WAIT
+    )
+    _, _, run = decide_expiry(T0, T0 + S, facts, NOW, 0.5)
+    assert run.state is RunState.RETRY_WAIT
+
+
+def test_an_expired_at_most_once_attempt_is_retried_only_when_its_worker_said_not_begun() -> None:
+    for call, state in [
+        (CallProgress.NOT_BEGUN, RunState.RETRY_WAIT),
+        (CallProgress.BEGUN, RunState.DEAD_LETTERED),
+        (None, RunState.DEAD_LETTERED),
+    ]:
+        for lease, deadline in [(T0, T0 + S), (T0 + S, T0)]:  # lease expired, timed out
+            _, _, run = decide_expiry(lease, deadline, replace(AT_MOST_ONCE, call=call), NOW, 0.5)
+            assert run.state is state, (call, lease, deadline)
+    assert outcome_known(CallProgress.ANSWERED)
+    assert not outcome_known(None)

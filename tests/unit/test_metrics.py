@@ -1,5 +1,6 @@
 """The metrics endpoint and instruments: off unless configured, served in the Prometheus text
-format under the names and units the README lists, with lateness buckets from ms to an hour."""
+format under the names and units docs/operations.md lists, with lateness buckets from ms to
+an hour."""
 
 from __future__ import annotations
 

@@ -10,11 +10,15 @@ import pytest
 
 from duetime_api.config import Settings as ApiSettings
 from duetime_infra.config import ConfigError, EnvReader
+from duetime_infra.secrets.keyring import new_keyring
 from duetime_infra.tls import ClientTls, Link, ServerTls, read_tls, warn_plaintext
 from duetime_relay.config import Settings as RelaySettings
 from duetime_scheduler.config import Settings as SchedulerSettings
 from duetime_worker.config import Settings as WorkerSettings
 from tests.support.tls import Certs, make_certs
+
+# The api and the scheduler also need a keyring (secrets at rest); these tests are about TLS.
+KEYS = {"DUETIME_SECRET_KEYS": new_keyring().to_json()}
 
 
 @pytest.fixture(scope="module")
@@ -44,11 +48,12 @@ def test_services_refuse_to_start_without_tls_settings_naming_the_variables() ->
 
 
 def test_plaintext_by_name_or_all() -> None:
-    settings = ApiSettings.from_env({"DUETIME_PLAINTEXT": "grpc, Postgres"})
+    settings = ApiSettings.from_env({**KEYS, "DUETIME_PLAINTEXT": "grpc, Postgres"})
     assert settings.tls.plaintext == {Link.GRPC, Link.POSTGRES}
     assert settings.tls.server() is None
     assert settings.tls.client(Link.POSTGRES) is None
-    assert SchedulerSettings.from_env({"DUETIME_PLAINTEXT": "all"}).tls.plaintext == set(Link)
+    scheduler = SchedulerSettings.from_env({**KEYS, "DUETIME_PLAINTEXT": "all"})
+    assert scheduler.tls.plaintext == set(Link)
 
 
 def test_every_bad_setting_is_reported_at_once(tmp_path: Path) -> None:
@@ -89,6 +94,7 @@ def test_files_must_be_a_ca_bundle_and_a_matching_pair(certs: Certs, tmp_path: P
 def test_tls_settings_in_full(certs: Certs) -> None:
     env = {
         **certs.env(),
+        **KEYS,
         "DUETIME_WORKER_CLIENT_CA_FILE": certs.ca,
         "DUETIME_PG_SSLMODE": "verify-ca",
     }

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 
 from duetime_core.backoff import backoff_delay
 from duetime_core.jobspec import (
+    Delivery,
     JobState,
     MisfirePolicy,
     MisfireSettings,
@@ -311,6 +312,43 @@ def _decide_overlap(
 # --- ending -----------------------------------------------------------------------------------
 
 
+class CallProgress(enum.StrEnum):
+    """How far an attempt's call to its target got, as its worker said (None: not said)."""
+
+    # Nothing of the call reached the target: no byte of the request sent, no task started.
+    NOT_BEGUN = "NOT_BEGUN"
+    # The call began (or was announced) and no answer is known.
+    BEGUN = "BEGUN"
+    # The target answered (an HTTP status, an exit status): the result is its answer.
+    ANSWERED = "ANSWERED"
+
+
+# Delivery: may an attempt that ended without success be retried?
+#
+# An attempt's outcome is KNOWN when the target answered (ANSWERED), or when its call is known
+# not to have begun (NOT_BEGUN); otherwise it is UNKNOWN: the call began and no answer came
+# (BEGUN), or nobody said (None). Nobody says when a worker does not tell (an older build), and
+# when the reaper closes an attempt whose worker went silent: then only the worker's own last
+# word, recorded by its heartbeats, counts. A worker that sends NOT_BEGUN for an attempt
+# promises not to begin the call before a beat announcing BEGUN has been answered with a
+# renewal; the renewal and the record of BEGUN are one statement on the open attempt's row, and
+# the reaper closes only under that row's lock, so an attempt the reaper finds at NOT_BEGUN was
+# never called and never will be (its worker's next beat learns it is closed). Anything else —
+# BEGUN, or no word — may have reached the target. A worker's report says how far the call got
+# in its own right (the report ends the attempt), e.g. NOT_BEGUN for a connection refused or a
+# start handed back unrun, BEGUN for a timeout after the request went out.
+#
+# At least once, the outcome does not matter: every failure is retried per the retry policy.
+# At most once, an unknown outcome is never retried: the run is DEAD_LETTERED with reason
+# OUTCOME_UNKNOWN (dead-lettered, so the team is alerted and may redrive it once it has checked
+# the target). A known failure follows the usual rules. A cancellation that was asked for (the
+# job deleted, the run superseded) still cancels the run: it is not retried either way.
+
+
+def outcome_known(call: CallProgress | None) -> bool:
+    return call in (CallProgress.NOT_BEGUN, CallProgress.ANSWERED)
+
+
 @dataclass(frozen=True)
 class EndFacts:
     """What decides a run's fate when its open attempt ends (read under the run's lock)."""
@@ -322,6 +360,9 @@ class EndFacts:
     job_deleted: bool
     # The run's earlier attempts that ended HANDED_BACK (read only when this one is a hand-back).
     hand_backs: int = 0
+    delivery: Delivery = Delivery.AT_LEAST_ONCE  # from the run's snapshot
+    # How far the call got: the report's word, or for the reaper the worker's last heartbeat's.
+    call: CallProgress | None = None
 
 
 @dataclass(frozen=True)
@@ -342,10 +383,11 @@ class RunOutcome:
 
 
 def truncate_error(text: str, limit: int = MAX_ERROR_BYTES) -> str:
-    """At most ``limit`` bytes of UTF-8, cut on a character boundary."""
-    data = text.encode()
+    """At most ``limit`` bytes of UTF-8, cut on a character boundary, NUL shown as U+FFFD
+    (an error is kept as text, and PostgreSQL's text holds no NUL)."""
+    data = text.replace("\x00", "\ufffd").encode()
     if len(data) <= limit:
-        return text
+        return data.decode()
     return data[:limit].decode(errors="ignore")
 
 
@@ -373,7 +415,8 @@ def decide_completion(
     past ``MAX_HAND_BACKS`` hand-backs of the run it is a retryable failure like any other, and
     its error says so. Otherwise a failure is retried while the budget lasts (TIMED_OUT,
     LEASE_EXPIRED and an unsolicited CANCELLED are retryable), and dead-lettered when the
-    budget is spent or the failure is not retryable.
+    budget is spent or the failure is not retryable. At most once, an attempt whose outcome is
+    unknown is not retried, hand-back or not (see "Delivery" above).
     """
     detail = truncate_error(error)
     if outcome is AttemptOutcome.SUCCEEDED:
@@ -382,6 +425,16 @@ def decide_completion(
         return RunOutcome(RunState.CANCELLED, RunReason(facts.cancel_reason), detail)
     if facts.job_deleted:
         return RunOutcome(RunState.CANCELLED, RunReason.JOB_DELETED, detail)
+    if facts.delivery is Delivery.AT_MOST_ONCE and not outcome_known(facts.call):
+        said = "the call had begun" if facts.call is CallProgress.BEGUN else "no word on the call"
+        return RunOutcome(
+            RunState.DEAD_LETTERED,
+            RunReason.OUTCOME_UNKNOWN,
+            truncate_error(
+                f"{outcome.value} with {said}: the target may have been called, so the run is "
+                f"not retried (at-most-once delivery): {error}"
+            ),
+        )
     if outcome is AttemptOutcome.HANDED_BACK:
         if facts.hand_backs < MAX_HAND_BACKS:
             return RunOutcome(RunState.QUEUED, RunReason.NONE, detail, now, requeue=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from duetime_core.schedule.model import Cron, FoldPolicy, GapPolicy, Interval, OneOff, Schedule
 
@@ -41,12 +41,39 @@ class Priority(enum.StrEnum):
     LOW = "LOW"
 
 
+class Delivery(enum.StrEnum):
+    """What an attempt whose outcome cannot be known means for its run (see
+    ``duetime_core.attempts``): retried (at least once), or never (at most once)."""
+
+    AT_LEAST_ONCE = "AT_LEAST_ONCE"
+    AT_MOST_ONCE = "AT_MOST_ONCE"
+
+
 class HttpMethod(enum.StrEnum):
     GET = "GET"
     POST = "POST"
     PUT = "PUT"
     PATCH = "PATCH"
     DELETE = "DELETE"
+
+
+# The instants a schedule may name (a one-off's time, an interval's start, a preview's start):
+# protobuf's Timestamp range, years 1 to 9999, less a few days at each end, so that whatever
+# is computed from them (a jitter offset of up to an hour, a time zone's offset, the instant
+# just before one, PostgreSQL's and Python's own limits) stays in range. Outside it a request
+# is refused, before anything is stored.
+EARLIEST_INSTANT = datetime(1, 1, 4, tzinfo=UTC)
+LATEST_INSTANT = datetime(9999, 12, 28, tzinfo=UTC)
+
+
+def instant_problem(at: datetime) -> str | None:
+    """Why ``at`` cannot be scheduled (None: it can)."""
+    if not EARLIEST_INSTANT <= at <= LATEST_INSTANT:
+        return (
+            f"must be between {EARLIEST_INSTANT.date().isoformat()} and "
+            f"{LATEST_INSTANT.date().isoformat()} (UTC), got {at.isoformat()}"
+        )
+    return None
 
 
 @dataclass(frozen=True)
@@ -96,11 +123,38 @@ def is_one_off(spec: ScheduleSpec) -> bool:
     return isinstance(spec, AtInstant | AtLocal | AfterDelay)
 
 
+# AES-GCM's nonce and tag, around the ciphertext of a sealed value.
+SEALED_OVERHEAD = 12 + 16
+
+
+@dataclass(frozen=True)
+class Sealed:
+    """A secret value (a header's or an env variable's) as it is stored: encrypted under the
+    key ``key_id`` names. Only the holder of that key can read it; everyone else keeps it as
+    it is, so a job read from the store and written back never needs the secret in clear."""
+
+    key_id: str
+    data: bytes  # nonce, ciphertext, tag
+
+    @property
+    def size(self) -> int:
+        """The value's length in bytes (UTF-8), which encryption does not hide."""
+        return max(0, len(self.data) - SEALED_OVERHEAD)
+
+
+# A secret as a request gives it (clear), or as the store keeps it (sealed).
+SecretValue = str | Sealed
+
+
+def secret_size(value: SecretValue) -> int:
+    return value.size if isinstance(value, Sealed) else len(value.encode())
+
+
 @dataclass(frozen=True)
 class HttpTarget:
     method: HttpMethod
     url: str
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, SecretValue] = field(default_factory=dict)
     body: bytes = b""
 
 
@@ -109,7 +163,7 @@ class ContainerTarget:
     image: str
     command: tuple[str, ...] = ()
     args: tuple[str, ...] = ()
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, SecretValue] = field(default_factory=dict)
 
 
 Target = HttpTarget | ContainerTarget
@@ -147,6 +201,7 @@ class JobSpec:
     overlap: OverlapPolicy = OverlapPolicy.ALLOW
     jitter_window: timedelta = timedelta(0)
     priority: Priority = Priority.NORMAL
+    delivery: Delivery = Delivery.AT_LEAST_ONCE
 
 
 PARTITIONS = 1024

@@ -36,6 +36,7 @@ class RunReason(enum.StrEnum):
     QUOTA = "QUOTA"
     JOB_UPDATED = "JOB_UPDATED"
     FAIR_SHARE = "FAIR_SHARE"
+    OUTCOME_UNKNOWN = "OUTCOME_UNKNOWN"
 
 
 class AttemptOutcome(enum.StrEnum):

@@ -20,7 +20,7 @@ class JsonFormatter(logging.Formatter):
     def __init__(self) -> None:
         super().__init__()
         # The time text of the last whole second seen: a worker in a herd logs thousands of
-        # lines a second, and formatting the time was a third of each line's cost.
+        # lines a second, and formatting the time is a large part of each line's cost.
         self._second = -1
         self._time = ""
 

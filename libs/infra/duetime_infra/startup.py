@@ -28,19 +28,20 @@ async def require_schema(dsn: str, tls: ssl.SSLContext | None = None) -> int:
 
 
 # The collector's first-generation threshold (CPython's default is 700 allocations). A herd
-# allocates tens of objects a run in every service (tasks, futures, protobuf messages, records,
-# aiohttp's request and response); at 700 most were still alive at a collection, were promoted,
-# and the older generations, full collections included, ran again and again over thousands of
-# runs in flight: bench/herd measured the collector at a third of a worker's CPU, and ~0.5 s of
-# the scheduler's, each full collection (~110 ms) stalling the event loop.
+# allocates tens of objects a run in every service (tasks, futures, protobuf messages, records),
+# and most are still alive after 700 more: they would be promoted, and the older generations,
+# full collections included, would run again and again over thousands of runs in flight, each
+# full collection stalling the event loop. Collecting young objects rarely avoids that.
 GC_FIRST_GENERATION = 20_000
 
 
-def announce_serving(logger: logging.Logger, service: str, port: int, **fields: object) -> None:
-    """Logs that ``service`` serves on ``port`` and prints ``DUETIME_<SERVICE>_PORT=<port>``:
-    the line lets a launcher that asked for port 0 learn the real one."""
+def announce_serving(
+    logger: logging.Logger, service: str, port_line: str, port: int, **fields: object
+) -> None:
+    """Logs that ``service`` serves on ``port`` and prints ``<port_line>=<port>`` (e.g.
+    DUETIME_API_PORT): the line lets a launcher that asked for port 0 learn the real one."""
     logger.info(f"{service} serving", extra={"action": "serving", "port": port, **fields})
-    print(f"DUETIME_{service.upper()}_PORT={port}", flush=True)
+    print(f"{port_line}={port}", flush=True)
 
 
 def tune_collector() -> None:

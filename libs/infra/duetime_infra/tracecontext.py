@@ -29,10 +29,10 @@ from opentelemetry.util.types import Attributes
 
 class _Tracer(Tracer):
     """Duetime's tracer: OpenTelemetry's, except that with no provider installed a span made
-    to be current (the worker's per-run spans) is not made at all. The no-op API still builds
-    a span, a context and a context-variable token for each; in a herd, that was a tenth of a
-    worker's CPU. ``start_span`` always delegates: a run's trace needs a span's ids when there
-    are any."""
+    to be current (the worker's per-run spans) is not made at all: the no-op API would still
+    build a span, a context and a context-variable token for each, on the hottest path of a
+    herd. ``start_span`` always delegates: a run's trace needs a span's ids when there are
+    any."""
 
     def __init__(self) -> None:
         self._tracer = trace.get_tracer("duetime")

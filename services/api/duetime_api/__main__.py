@@ -20,6 +20,7 @@ from duetime_infra.logs import configure_logging
 from duetime_infra.pg.job_store import JobStore
 from duetime_infra.pg.pool import create_pool
 from duetime_infra.pg.team_store import principal_for
+from duetime_infra.secrets.sealing import SecretBox
 from duetime_infra.startup import announce_serving, require_schema, run_service
 from duetime_infra.telemetry.metrics import start_metrics
 from duetime_infra.telemetry.tracing import setup_tracing
@@ -38,7 +39,7 @@ async def serve(settings: Settings) -> None:
     version = await require_schema(settings.pg_dsn, pg_tls)
     pool = await create_pool(settings.pg_dsn, max_size=settings.pg_pool_size, tls=pg_tls)
     try:
-        store = JobStore(pool)
+        store = JobStore(pool, SecretBox(settings.secret_keys))
         tokens = TokenCache(functools.partial(principal_for, pool))
         server = GrpcServer(
             settings.listen_address,
@@ -59,7 +60,7 @@ async def serve(settings: Settings) -> None:
 
         async def start() -> None:
             await server.start()
-            announce_serving(log, "api", server.port, schema_version=version)
+            announce_serving(log, "api", "DUETIME_API_PORT", server.port, schema_version=version)
 
         await run_until_terminated(start, lambda: server.stop(settings.shutdown_grace_seconds))
     finally:

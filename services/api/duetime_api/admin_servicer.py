@@ -16,6 +16,7 @@ from duetime_api.pagination import make_key_token, make_token, read_key_page, re
 from duetime_core.errors import InvalidArgument
 from duetime_core.identity import Role
 from duetime_core.teams import MAX_DESCRIPTION, team_id_problem
+from duetime_core.text import text_problem
 from duetime_infra.codec.quota_codec import (
     ROLES,
     encode_quota,
@@ -44,8 +45,22 @@ def _team_id(name: str, field: str = "name") -> str:
 
 
 def _check_url(v: Violations, field: str, url: str) -> None:
-    if url and (len(url) > MAX_URL or not re.match(r"^https?://[^\s/]+", url)):
-        v.add(field, f"an http(s) URL of at most {MAX_URL} characters, or empty")
+    if url and (
+        len(url) > MAX_URL
+        or not re.match(r"^https?://[^\s/]+", url)
+        or any(c.isspace() or not c.isprintable() for c in url)
+    ):
+        v.add(
+            field,
+            f"an http(s) URL of at most {MAX_URL} characters without spaces or control "
+            "characters, or empty",
+        )
+
+
+def _check_text(v: Violations, field: str, text: str) -> None:
+    problem = text_problem(text, MAX_DESCRIPTION)
+    if problem is not None:
+        v.add(field, problem)
 
 
 class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
@@ -60,8 +75,7 @@ class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
         problem = team_id_problem(team.team_id)
         if problem:
             v.add("team.team_id", problem)
-        if len(team.display_name) > MAX_DESCRIPTION:
-            v.add("team.display_name", f"at most {MAX_DESCRIPTION} characters")
+        _check_text(v, "team.display_name", team.display_name)
         _check_url(v, "team.notification_url", team.notification_url)
         v.raise_if_any()
         async with self._pool.acquire() as conn, conn.transaction():
@@ -90,8 +104,8 @@ class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
         v = Violations()
         if not paths or any(p not in _TEAM_FIELDS for p in paths):
             v.add("update_mask", f"required, among {', '.join(_TEAM_FIELDS)}")
-        if "display_name" in paths and len(request.team.display_name) > MAX_DESCRIPTION:
-            v.add("team.display_name", f"at most {MAX_DESCRIPTION} characters")
+        if "display_name" in paths:
+            _check_text(v, "team.display_name", request.team.display_name)
         if "notification_url" in paths:
             _check_url(v, "team.notification_url", request.team.notification_url)
         v.raise_if_any()
@@ -148,8 +162,7 @@ class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
             v.add("token.team_id", "required for a team token: the team's id")
         if role is not None and role is not Role.TEAM and token.team_id:
             v.add("token.team_id", "only a team token acts for a team")
-        if len(token.description) > MAX_DESCRIPTION:
-            v.add("token.description", f"at most {MAX_DESCRIPTION} characters")
+        _check_text(v, "token.description", token.description)
         v.raise_if_any()
         assert role is not None
         async with self._pool.acquire() as conn, conn.transaction():

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from duetime_infra.config import EnvReader, env_dsn
+from duetime_infra.secrets.keyring import Keyring, read_keyring
 from duetime_infra.tls import Link, TlsSettings, read_tls
 
 
@@ -18,6 +19,8 @@ class Settings:
     # host:port of the Prometheus scrape endpoint; "" (unset, empty or off): no metrics.
     metrics_address: str
     tls: TlsSettings
+    # Seals header and env values before they are stored (the API never opens them).
+    secret_keys: Keyring
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -31,6 +34,7 @@ class Settings:
             ).total_seconds(),
             metrics_address=env.optional_address("DUETIME_METRICS_ADDRESS"),
             tls=read_tls(env, serves=True, connects=[Link.POSTGRES]),
+            secret_keys=read_keyring(env),
         )
         env.finish()
         return settings

@@ -17,6 +17,7 @@ from duetime_core.jobspec import (
     HttpTarget,
     JobSpec,
     JobState,
+    SecretValue,
     is_one_off,
     to_schedule,
 )
@@ -32,6 +33,7 @@ from duetime_core.records import JobRecord, RunReason, RunRecord, RunState
 from duetime_core.runkey import RunKey, partition_of
 from duetime_core.skipped import SkippedSpan, skipped_between
 from duetime_infra.codec.job_codec import decode_job_spec, encode_job_spec
+from duetime_infra.codec.target_codec import REDACTED
 from duetime_infra.dispatch import OutboxRow, dispatch_row
 from duetime_infra.pg.job_store import Idempotency, JobStore, JobWrite, NewRun, Page
 from duetime_infra.tracecontext import RUN_ID, continue_trace, start_run_span
@@ -54,6 +56,7 @@ _MASKABLE = {
     "overlap_policy": "overlap",
     "jitter_window": "jitter_window",
     "priority": "priority",
+    "delivery": "delivery",
 }
 
 
@@ -69,11 +72,17 @@ def check_request_id(request_id: str, *, required: bool) -> None:
 
 
 def fingerprint(message: job_pb2.Job | str) -> bytes:
-    data = (
-        message.encode()
-        if isinstance(message, str)
-        else message.SerializeToString(deterministic=True)
-    )
+    """What a repeated request must match. A job's secret values are left out: the digest is
+    stored, and a digest of a guessable secret would give it away."""
+    if isinstance(message, str):
+        data = message.encode()
+    else:
+        shown = job_pb2.Job()
+        shown.CopyFrom(message)
+        for values in (shown.target.http.headers, shown.target.container.env):
+            for name in values:
+                values[name] = REDACTED
+        data = shown.SerializeToString(deterministic=True)
     return hashlib.sha256(data).digest()
 
 
@@ -114,7 +123,8 @@ def _skipped_before_update(
         return None
 
 
-def _secrets(spec: JobSpec) -> tuple[dict[str, str], dict[str, str]]:
+def _secrets(spec: JobSpec) -> tuple[dict[str, SecretValue], dict[str, SecretValue]]:
+    """The stored (sealed) header and env values a redacted update keeps."""
     match spec.target:
         case HttpTarget(headers=headers):
             return dict(headers), {}

@@ -17,7 +17,8 @@ from duetime_core.records import RunState
 from duetime_infra.codec.preview_codec import decode_preview_schedule
 from duetime_infra.codec.quota_codec import encode_quota, encode_usage, team_name
 from duetime_infra.codec.records_codec import encode_job, encode_run
-from duetime_infra.codec.timeconv import datetime_to_timestamp, timestamp_to_datetime
+from duetime_infra.codec.timeconv import datetime_to_timestamp
+from duetime_infra.codec.violations import Violations, read_timestamp
 from duetime_infra.grpc.auth import current_team
 
 Context = aio.ServicerContext[Any, Any]
@@ -155,10 +156,11 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
         now = await self._jobs.store.now()
         start = now
         if request.HasField("start_time"):
-            try:
-                start = timestamp_to_datetime(request.start_time)
-            except ValueError as error:
-                raise InvalidArgument.field("start_time", str(error)) from None
+            v = Violations()
+            read = read_timestamp(v, "start_time", request.start_time)
+            v.raise_if_any()
+            assert read is not None
+            start = read
         source = request.WhichOneof("source")
         if source == "job":
             job_id = parse_job_name(request.job, team, field="job")

@@ -60,6 +60,7 @@ class RelayService:
         announce_serving(
             log,
             "relay",
+            "DUETIME_RELAY_PORT",
             self.server.port,
             relay_id=self.settings.relay_id,
             schema_version=self.schema_version,

@@ -29,6 +29,7 @@ from duetime_infra.pg.pool import create_pool
 from duetime_infra.pg.reaper import reap_expired_attempts
 from duetime_infra.pg.spec_cache import SpecCache
 from duetime_infra.pg.team_store import principal_for
+from duetime_infra.secrets.sealing import SecretBox
 from duetime_infra.startup import announce_serving, require_schema, run_service
 from duetime_infra.telemetry.metrics import start_metrics
 from duetime_infra.telemetry.tracing import setup_tracing
@@ -90,7 +91,7 @@ async def serve(settings: Settings) -> None:
     # One cache of decoded job definitions: the claim decodes a run's, its start reads it again.
     specs = SpecCache()
     worker_service_pb2_grpc.add_WorkerServiceServicer_to_server(
-        WorkerServicer(attempts, specs), server.server
+        WorkerServicer(attempts, SecretBox(settings.secret_keys), specs), server.server
     )
     claimer = Claimer(pool, leases, settings, owner_tasks(), specs)
     stopping = asyncio.Event()
@@ -104,6 +105,7 @@ async def serve(settings: Settings) -> None:
         announce_serving(
             log,
             "scheduler",
+            "DUETIME_SCHEDULER_PORT",
             server.port,
             scheduler_id=settings.scheduler_id,
             schema_version=version,

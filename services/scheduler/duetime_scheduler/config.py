@@ -10,6 +10,7 @@ from datetime import timedelta
 
 from duetime_infra.config import EnvReader, env_dsn
 from duetime_infra.pg.pool import TCP_KEEPALIVES
+from duetime_infra.secrets.keyring import Keyring, read_keyring
 from duetime_infra.tls import PLAINTEXT, Link, TlsSettings, check_ca_file, read_tls, readable_file
 
 WORKER_CLIENT_CA_FILE = "DUETIME_WORKER_CLIENT_CA_FILE"
@@ -41,6 +42,8 @@ class Settings:
     # The CA of the workers' client certificates: when set, WorkerService requires one signed by
     # it (mTLS), and a worker so verified needs no token; "" (unset): workers send tokens.
     worker_client_ca_file: str
+    # Opens the header and env values of a run's target when its attempt starts.
+    secret_keys: Keyring
 
     @property
     def session_settings(self) -> dict[str, str]:
@@ -88,6 +91,7 @@ class Settings:
             metrics_address=env.optional_address("DUETIME_METRICS_ADDRESS"),
             tls=read_tls(env, serves=True, connects=[Link.POSTGRES, Link.ETCD]),
             worker_client_ca_file=readable_file(env, WORKER_CLIENT_CA_FILE),
+            secret_keys=read_keyring(env),
         )
         if settings.worker_client_ca_file:
             check_ca_file(env, WORKER_CLIENT_CA_FILE, settings.worker_client_ca_file)

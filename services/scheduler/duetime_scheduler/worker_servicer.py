@@ -1,11 +1,13 @@
 """WorkerService over gRPC: convert the request, call the attempt store, convert the answer.
 
 Bad input is INVALID_ARGUMENT with every bad field named at once; the fencing token of a report
-travels in the ``duetime-attempt`` metadata key.
+travels in the ``duetime-attempt`` metadata key. A started run's secrets are opened here, in the
+answer that hands the run to its worker, and nowhere else.
 """
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Iterable
 from datetime import datetime
@@ -16,8 +18,10 @@ from opentelemetry.trace import Span, Status, StatusCode
 
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
+from duetime_core.attempts import CallProgress
 from duetime_core.errors import DuetimeError, FieldViolation, InvalidArgument
 from duetime_core.records import AttemptOutcome
+from duetime_infra.codec.policy_codec import DELIVERY_NUMBERS
 from duetime_infra.codec.target_codec import encode_target_clear
 from duetime_infra.codec.timeconv import (
     datetime_to_timestamp,
@@ -33,6 +37,7 @@ from duetime_infra.pg.attempt_store import (
     StartResult,
 )
 from duetime_infra.pg.spec_cache import SpecCache
+from duetime_infra.secrets.sealing import SecretBox, SecretUnreadable
 from duetime_infra.tracecontext import ATTEMPT, RUN_ID, rpc_span, start_entry_span
 
 Context = aio.ServicerContext[Any, Any]
@@ -56,6 +61,28 @@ _RESULTS = {
 }
 
 
+_CALLS: dict[int, CallProgress] = {
+    pb.CALL_PROGRESS_NOT_BEGUN: CallProgress.NOT_BEGUN,
+    pb.CALL_PROGRESS_BEGUN: CallProgress.BEGUN,
+    pb.CALL_PROGRESS_ANSWERED: CallProgress.ANSWERED,
+}
+
+
+def _read_call(
+    violations: list[FieldViolation], field: str, value: int, *, beat: bool = False
+) -> CallProgress | None:
+    """How far a call got (None: unspecified); in a heartbeat, an answer counts as begun (the
+    report says the rest)."""
+    if value == pb.CALL_PROGRESS_UNSPECIFIED:
+        return None
+    call = _CALLS.get(value)
+    if call is None:
+        violations.append(FieldViolation(field, f"unknown value {value}"))
+    if beat and call is CallProgress.ANSWERED:
+        return CallProgress.BEGUN
+    return call
+
+
 def _read_run_id(violations: list[FieldViolation], field: str, text: str) -> uuid.UUID:
     if not text:
         violations.append(FieldViolation(field, "required"))
@@ -74,6 +101,8 @@ def _read_id(violations: list[FieldViolation], field: str, text: str) -> str:
         violations.append(
             FieldViolation(field, f"at most {MAX_ID_LENGTH} characters, got {len(text)}")
         )
+    elif not text.isprintable():
+        violations.append(FieldViolation(field, "must not contain control characters"))
     return text
 
 
@@ -112,7 +141,7 @@ def read_attempt_token(
     return number
 
 
-def _encode_run(run: RunToExecute) -> pb.RunSpec:
+def _encode_run(run: RunToExecute, secrets: SecretBox) -> pb.RunSpec:
     out = pb.RunSpec(
         run_id=str(run.run_id),
         job_id=str(run.key.job_id),
@@ -122,12 +151,15 @@ def _encode_run(run: RunToExecute) -> pb.RunSpec:
     )
     datetime_to_timestamp(run.key.nominal_time, out.nominal_time)
     datetime_to_timestamp(run.effective_time, out.effective_time)
-    out.target.CopyFrom(encode_target_clear(run.snapshot.target))
+    out.target.CopyFrom(
+        encode_target_clear(secrets.open_target(run.key.job_id, run.snapshot.target))
+    )
     timedelta_to_duration(run.snapshot.attempt_timeout, out.attempt_timeout)
+    out.delivery = DELIVERY_NUMBERS[run.snapshot.delivery]
     return out
 
 
-def encode_start(result: StartResult) -> pb.StartAttemptResponse:
+def encode_start(result: StartResult, secrets: SecretBox) -> pb.StartAttemptResponse:
     out = pb.StartAttemptResponse(
         decision=_DECISIONS[result.answer],
         attempt=result.attempt,
@@ -141,7 +173,7 @@ def encode_start(result: StartResult) -> pb.StartAttemptResponse:
     if result.call_time is not None:
         datetime_to_timestamp(result.call_time, out.call_time)
     if result.run is not None:
-        out.run.CopyFrom(_encode_run(result.run))
+        out.run.CopyFrom(_encode_run(result.run, secrets))
     return out
 
 
@@ -166,8 +198,11 @@ def _end_failed(span: Span | None, error: DuetimeError) -> None:
 
 
 class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
-    def __init__(self, store: AttemptStore, specs: SpecCache | None = None) -> None:
+    def __init__(
+        self, store: AttemptStore, secrets: SecretBox, specs: SpecCache | None = None
+    ) -> None:
         self._store = store
+        self._secrets = secrets
         self._batch = BatchAttempts(store, specs)
 
     async def StartAttempt(
@@ -183,7 +218,30 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
             span.set_attribute(RUN_ID, request.run_id)
             result = await self._store.start(run_id, delivery_id, worker_id, request.early)
             span.set_attributes({ATTEMPT: result.attempt, "duetime.decision": result.answer.value})
-        return encode_start(result)
+        try:
+            return encode_start(result, self._secrets)
+        except SecretUnreadable as error:
+            await self._end_unreadable(result, worker_id, error)
+            raise
+
+    async def _end_unreadable(
+        self, started: StartResult, worker_id: str, error: SecretUnreadable
+    ) -> None:
+        """A run started whose secrets this scheduler cannot open ends at once, failed without
+        a retry (its team is alerted; a redrive runs it once the key is back in the keyring),
+        instead of holding an attempt nobody runs until its lease expires."""
+        if started.run is None:
+            return
+        with contextlib.suppress(DuetimeError):  # another report or the reaper came first
+            await self._store.complete(
+                started.run.run_id,
+                started.attempt,
+                worker_id,
+                AttemptOutcome.FAILED,
+                False,
+                error.message,
+                call=CallProgress.NOT_BEGUN,
+            )
 
     async def Heartbeat(
         self, request_iterator: AsyncIterator[pb.HeartbeatRequest], context: Context
@@ -202,7 +260,10 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
                     violations.append(
                         FieldViolation(f"attempts[{i}].attempt", "must be at least 1")
                     )
-                refs.append(AttemptRef(run_id, ref.attempt))
+                call = _read_call(
+                    violations, f"attempts[{i}].call_progress", ref.call_progress, beat=True
+                )
+                refs.append(AttemptRef(run_id, ref.attempt, call))
             _check(violations)
             result = await self._store.heartbeat(worker_id, refs)
             out = pb.HeartbeatResponse()
@@ -227,6 +288,7 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
         if outcome is None:
             problem = "required" if request.result == 0 else f"unknown value {request.result}"
             violations.append(FieldViolation("result", problem))
+        call = _read_call(violations, "call_progress", request.call_progress)
         token = read_attempt_token(violations, context.invocation_metadata())
         call_time = _read_call_time(violations, "call_time", request)
         _check(violations)
@@ -243,6 +305,7 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
                 request.retryable,
                 request.error,
                 call_time,
+                call,
             )
             span.set_attribute("duetime.run_state", result.run_state.value)
         out = pb.CompleteAttemptResponse(run_state=f"RUN_STATE_{result.run_state.value}")
@@ -278,7 +341,13 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
                 results[i].error.CopyFrom(entry_error(answer))
                 _end_failed(span, answer)
             else:
-                results[i].response.CopyFrom(encode_start(answer))
+                try:
+                    results[i].response.CopyFrom(encode_start(answer, self._secrets))
+                except SecretUnreadable as error:
+                    await self._end_unreadable(answer, request.starts[i].worker_id, error)
+                    results[i].error.CopyFrom(entry_error(error))
+                    _end_failed(span, error)
+                    continue
                 if span is not None:
                     span.set_attributes(
                         {ATTEMPT: answer.attempt, "duetime.decision": answer.answer.value}
@@ -306,6 +375,9 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
                     FieldViolation(f"reports[{i}].attempt", "must be a positive attempt number")
                 )
             call_time = _read_call_time(violations, f"reports[{i}].report.call_time", report)
+            call = _read_call(
+                violations, f"reports[{i}].report.call_progress", report.call_progress
+            )
             if violations or outcome is None:
                 results[i].error.CopyFrom(entry_error(InvalidArgument(violations)))
                 continue
@@ -320,6 +392,7 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
                         report.retryable,
                         report.error,
                         call_time,
+                        call,
                     ),
                 )
             )

@@ -94,7 +94,12 @@ class WorkerService:
             self.consuming.append(asyncio.create_task(lag))
         settings = self.settings
         announce_serving(
-            log, "worker", self.server.port, worker_id=settings.worker_id, group=settings.group
+            log,
+            "worker",
+            "DUETIME_WORKER_PORT",
+            self.server.port,
+            worker_id=settings.worker_id,
+            group=settings.group,
         )
 
     async def stop(self) -> None:

@@ -23,6 +23,10 @@ scheduler started for this worker and nobody runs would stay open until its leas
 run's redelivery refused meanwhile (ALREADY_STARTED) and the attempt then counted as failed.
 An attempt so started is handed back only when the worker is stopping; after a revoke it runs
 here (see ``_start_seen_through``).
+
+An at-most-once run's call begins only once the scheduler has acknowledged its announcement
+(``Heartbeats.announce_call``), and every report says how far the call got, so the scheduler
+never retries an attempt that may have reached its target.
 """
 
 from __future__ import annotations
@@ -52,7 +56,7 @@ from duetime_worker.batching import AttemptCalls
 from duetime_worker.container import Launcher, Reservation
 from duetime_worker.heartbeat import ActiveAttempt, Heartbeats, lease_length
 from duetime_worker.http_target import HttpCaller
-from duetime_worker.outcome import LEASE_LAPSED, LeaseLapsed, Outcome, SendCheck
+from duetime_worker.outcome import LEASE_LAPSED, NOT_BEGUN, UNSAID, LeaseLapsed, Outcome, SendCheck
 from duetime_worker.server_clock import ServerClock
 from duetime_worker.shielding import despite_cancellation
 from duetime_worker.slots import SlotsClosed, WeightedSlots
@@ -407,7 +411,7 @@ class Executor:
             "attempt handed back unrun",
             extra={"action": "attempt_handed_back_unrun", "run_id": run_id, "attempt": number},
         )
-        await self._complete(run_id, number, Outcome.handed_back(SHUTTING_DOWN))
+        await self._complete(run_id, number, Outcome.handed_back(SHUTTING_DOWN, call=NOT_BEGUN))
 
     async def _start(
         self, run_id: str, delivery_id: str, early: bool = False
@@ -497,6 +501,7 @@ class Executor:
                 "attempt started",
                 extra={"action": "attempt_started", "run_id": run.run_id, "attempt": number},
             )
+        at_most_once = run.delivery == job_pb2.DELIVERY_AT_MOST_ONCE
         active: ActiveAttempt | None = None
 
         def begun() -> None:
@@ -509,9 +514,11 @@ class Executor:
                 active.check_lease()
 
         if response.HasField("call_time"):
-            call = self._call_at(run, number, timeout, response.call_time, begun, check)
+            call = self._call_at(
+                run, number, timeout, response.call_time, begun, check, at_most_once
+            )
         else:
-            call = self._call(run, number, timeout, reservation, check)
+            call = self._call(run, number, timeout, reservation, check, at_most_once)
         task = asyncio.create_task(call)
         active = ActiveAttempt(
             run.run_id,
@@ -519,6 +526,7 @@ class Executor:
             task,
             lease_deadline=sent_at + lease_length(response.lease_expire_time, response.server_time),
             began=not response.HasField("call_time"),
+            call=NOT_BEGUN if at_most_once else UNSAID,
         )
         self._heartbeats.add(active)
         try:
@@ -571,9 +579,16 @@ class Executor:
         limit: float,
         reservation: Reservation | None,
         check: SendCheck,
+        announce: bool = False,
     ) -> Outcome:
         """The target call, in a client span whose context is the ``traceparent`` it sends;
-        ``check`` runs before anything of it is sent or launched."""
+        ``check`` runs before anything of it is sent or launched; with ``announce`` (at most
+        once), only once the scheduler acknowledged it."""
+        if announce and not await self._announced(run.run_id, attempt, limit):
+            return Outcome.handed_back(
+                f"not called: the call's announcement was not acknowledged within {limit:g} s",
+                call=NOT_BEGUN,
+            )
         kind = run.target.WhichOneof("kind")
         with TRACER.start_as_current_span(
             "call target",
@@ -584,6 +599,13 @@ class Executor:
             if outcome.result != pb.ATTEMPT_RESULT_SUCCEEDED:
                 span.set_status(Status(StatusCode.ERROR, outcome.error))
             return outcome
+
+    async def _announced(self, run_id: str, attempt: int, limit: float) -> bool:
+        try:
+            async with asyncio.timeout(limit):
+                return await self._heartbeats.announce_call((run_id, attempt))
+        except TimeoutError:
+            return False
 
     async def _call_target(
         self,
@@ -604,10 +626,10 @@ class Executor:
                 if kind == "container":
                     return await self._launcher.launch(run, attempt, limit, reservation, check)
         except LeaseLapsed:
-            return Outcome.handed_back(LEASE_LAPSED)
+            return Outcome.handed_back(LEASE_LAPSED, call=NOT_BEGUN)
         except TimeoutError:
             return Outcome.timed_out(f"no result within {limit:g} s")
-        return Outcome.failed(f"unknown target kind {kind!r}", retryable=False)
+        return Outcome.failed(f"unknown target kind {kind!r}", retryable=False, call=NOT_BEGUN)
 
     async def _call_at(
         self,
@@ -617,10 +639,11 @@ class Executor:
         call_time: Timestamp,
         begun: Callable[[], None],
         check: SendCheck,
+        announce: bool = False,
     ) -> Outcome:
         """An attempt started ahead of its time: a heartbeat answered shortly before the call
         (a job paused or deleted since the start cancels it then), then the call at its time
-        by the server's clock, never before."""
+        by the server's clock, never before (and, at most once, once announced)."""
         before = self._clock.seconds_until(call_time) - PRE_CALL_BEAT
         if before > 0:
             await asyncio.sleep(before)
@@ -629,7 +652,7 @@ class Executor:
         while (left := self._clock.seconds_until(call_time)) > 0:  # noqa: ASYNC110
             await asyncio.sleep(left)
         begun()
-        return await self._call(run, attempt, limit, None, check)
+        return await self._call(run, attempt, limit, None, check, announce)
 
     async def _complete(
         self, run_id: str, attempt: int, outcome: Outcome, call_time: Timestamp | None = None
@@ -640,6 +663,7 @@ class Executor:
             error=outcome.error,
             retryable=outcome.retryable,
             worker_id=self._worker_id,
+            call_progress=outcome.call,
         )
         if call_time is not None:
             request.call_time.CopyFrom(call_time)
@@ -691,13 +715,17 @@ async def _run_within_lease(active: ActiveAttempt) -> None:
 
 def _outcome_of(active: ActiveAttempt) -> Outcome:
     task = active.task
+    # Stopped before its own outcome: the call got as far as the attempt's record says.
+    call = active.call
     if task.cancelled():
         reason = active.cancel_reason or "cancelled"
         if active.handed_back or not active.began:
             # Stopping, or cancelled before a call started ahead of its time began (its job
             # was paused or deleted since): given back unrun, for the start to decide again.
-            return Outcome.handed_back(reason if active.began else f"not begun: {reason}")
-        return Outcome.cancelled(reason)
+            if not active.began:
+                return Outcome.handed_back(f"not begun: {reason}", call=NOT_BEGUN)
+            return Outcome.handed_back(reason, call=call)
+        return Outcome.cancelled(reason, call=call)
     error = task.exception()
     if error is not None:
         log.error(
@@ -705,5 +733,5 @@ def _outcome_of(active: ActiveAttempt) -> Outcome:
             extra={"action": "target_error", "run_id": active.run_id},
             exc_info=error,
         )
-        return Outcome.failed(f"worker error: {type(error).__name__}", retryable=True)
+        return Outcome.failed(f"worker error: {type(error).__name__}", retryable=True, call=call)
     return task.result()

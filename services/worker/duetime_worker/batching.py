@@ -44,12 +44,10 @@ Resp = TypeVar("Resp")
 
 MAX_BATCH = 500
 # Starts go in smaller batches than reports: the scheduler answers a batch only when all of it
-# is started, and at a herd's instant every batch in flight (4 a worker) is worked on at once, so
-# with 500 a batch the first 4,000 runs of bench/herd were all answered about a second after
-# their start was recorded and no target was called in that second (the "first second lost").
-# With 100 the first answers come back within a few hundred ms, and the workers' calls overlap
-# the scheduler's later starts (calls in the first second: 0 -> ~1,150; a little more
-# scheduler and PostgreSQL CPU for five times the transactions).
+# is started, and at a herd's instant every batch in flight is worked on at once, so large start
+# batches would all be answered together, late, with no target called meanwhile. Small ones
+# come back early and the workers' calls overlap the scheduler's later starts, for a little
+# more scheduler and PostgreSQL CPU (more transactions).
 START_BATCH = 100
 LINGER = 0.005
 MAX_IN_FLIGHT = 4

@@ -16,16 +16,15 @@ from duetime_worker.policy import TargetPolicy
 
 DEFAULT_KAFKA_BOOTSTRAP = "127.0.0.1:59092"
 # Execution slots: an HTTP call in flight is a coroutine and a socket, so a worker can hold
-# thousands, and a top-of-the-hour herd needs about that many per worker to start on time
-# (bench/herd: 10,000 runs due in one second on 5 workers).
+# thousands, and a top-of-the-hour herd needs about that many per worker to start on time.
 DEFAULT_CONCURRENCY = 2000
 # Starts asked for at once: a few start batches in flight, few enough that a small team's run
 # waits behind at most a fraction of a second of another team's flood (the fair queue in front
 # of them orders the rest).
 DEFAULT_START_CONCURRENCY = 256
 # Attempts held started ahead of their time: a top-of-the-hour herd's share of a worker, so its
-# calls need no start of their own at the instant (bench/herd). They are held apart from the
-# execution slots, which stay free for runs whose time has come.
+# calls need no start of their own at the instant. They are held apart from the execution
+# slots, which stay free for runs whose time has come.
 DEFAULT_EARLY_STARTS = 5000
 # Local processes and containers are not cheap: a launcher runs at most this many at once,
 # whatever the slots allow (a container attempt waits for its permit before it is started).
@@ -33,10 +32,9 @@ DEFAULT_LAUNCHER_CONCURRENCY = 16
 # DUETIME_CONTAINER_LAUNCHER: what runs container targets.
 LAUNCHERS = ("off", "local", "podman")
 # Connections to one HTTP target host (scheme, host, port) at once, below the pool's total (one
-# a slot). A herd of calls to one host over that many reused keep-alive connections cost less
-# CPU and started sooner than one fresh connection a slot (bench/herd, 10,000 runs to one host:
-# see its numbers); a call beyond it waits for a connection, within its attempt timeout.
-# 0: no limit but the total.
+# a slot). A herd of calls to one host over reused keep-alive connections costs less CPU and
+# starts sooner than a fresh connection a slot; a call beyond it waits for a connection, within
+# its attempt timeout. 0: no limit but the total.
 DEFAULT_CONNECTIONS_PER_HOST = 256
 
 

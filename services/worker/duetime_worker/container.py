@@ -30,7 +30,7 @@ from typing import Protocol
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_infra.tracecontext import current_traceparent
 from duetime_worker.deadline import Deadline
-from duetime_worker.outcome import Outcome, SendCheck, no_check
+from duetime_worker.outcome import ANSWERED, BEGUN, NOT_BEGUN, Outcome, SendCheck, no_check
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ class PermittedLauncher:
         if reservation is None:
             # No waiting here: the attempt is started, and the wait would count as its timeout.
             if self._running.locked():
-                return Outcome.handed_back(LAUNCHER_BUSY)
+                return Outcome.handed_back(LAUNCHER_BUSY, call=NOT_BEGUN)
             reservation = await self.reserve()
         try:
             return await self._launch(run, attempt, limit, check)
@@ -164,6 +164,7 @@ class DisabledLauncher:
         return Outcome.failed(
             "container targets are not enabled on this worker (DUETIME_CONTAINER_LAUNCHER is off)",
             retryable=False,
+            call=NOT_BEGUN,
         )
 
 
@@ -196,17 +197,22 @@ class LocalProcessLauncher(PermittedLauncher):
             return Outcome.failed(
                 "the local launcher needs an explicit command (images are not run)",
                 retryable=False,
+                call=NOT_BEGUN,
             )
         if not self._allowed(argv[0]):
             return Outcome.failed(
-                f"command {argv[0][:200]!r} is not permitted on this worker", retryable=False
+                f"command {argv[0][:200]!r} is not permitted on this worker",
+                retryable=False,
+                call=NOT_BEGUN,
             )
         # The permitted command is resolved with the worker's own PATH, and the target's
         # environment may not change which program runs or what it loads.
         worker_path = os.environ.get("PATH", os.defpath)
         program = shutil.which(argv[0], path=worker_path)
         if program is None:
-            return Outcome.failed(f"command {argv[0][:200]!r} not found", retryable=False)
+            return Outcome.failed(
+                f"command {argv[0][:200]!r} not found", retryable=False, call=NOT_BEGUN
+            )
         env = {
             **{
                 k: v
@@ -233,18 +239,20 @@ async def _run(program: str, argv: list[str], env: dict[str, str], limit: float)
             start_new_session=True,
         )
     except OSError as error:
-        return Outcome.failed(f"cannot start {argv[0][:200]!r}: {error}", retryable=True)
+        return Outcome.failed(
+            f"cannot start {argv[0][:200]!r}: {error}", retryable=True, call=NOT_BEGUN
+        )
     try:
         code = await asyncio.wait_for(process.wait(), limit)
     except TimeoutError:
         await _kill(process)
-        return Outcome.timed_out(f"killed after the {limit:g} s timeout")
+        return Outcome.timed_out(f"killed after the {limit:g} s timeout", call=BEGUN)
     except asyncio.CancelledError:
         await _kill(process)
         raise
     if code == 0:
         return Outcome.succeeded()
-    return Outcome.failed(f"exited with status {code}", retryable=True)
+    return Outcome.failed(f"exited with status {code}", retryable=True, call=ANSWERED)
 
 
 async def _kill(process: asyncio.subprocess.Process) -> None:

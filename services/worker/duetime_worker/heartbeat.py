@@ -11,6 +11,11 @@ granted it (``lease_expire_time - server_time``, both on the database clock), co
 process's monotonic clock from when the renewing beat was sent. Counting from the send, not the
 answer, keeps the local deadline at or before the scheduler's, so a worker that cannot renew
 stops its attempt before the run can be given to another worker.
+
+An at-most-once attempt's beats also say how far its call got (NOT_BEGUN, then BEGUN), and its
+call begins only once a beat announcing BEGUN has been answered with a renewal
+(``announce_call``): the scheduler then knows that an attempt whose last word was NOT_BEGUN
+never called its target.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import contextlib
 import logging
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -29,7 +34,7 @@ from grpc import aio
 
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
-from duetime_worker.outcome import LeaseLapsed, Outcome
+from duetime_worker.outcome import BEGUN, UNSAID, Call, LeaseLapsed, Outcome
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +67,11 @@ class ActiveAttempt:
     # it did, by the server's clock as this worker estimates it.
     began: bool = True
     call_time: Timestamp | None = None
+    # How far its call got, said in every beat: tracked for at-most-once attempts only.
+    call: Call = UNSAID
+    # The first beat that carries the call's announcement, and what its renewal sets.
+    announced_from: int | None = None
+    announced: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def key(self) -> Key:
@@ -112,7 +122,7 @@ class Heartbeats:
         self._active: dict[Key, ActiveAttempt] = {}
         # Send times of the beats on the current stream still waiting for their answer: the
         # server answers each beat once, in order.
-        self._unanswered: collections.deque[float] = collections.deque()
+        self._unanswered: collections.deque[tuple[float, int]] = collections.deque()
         self._wake = asyncio.Event()
         # Callers of ``fresh``: when each asked, and what it waits on.
         self._fresh: list[tuple[float, asyncio.Future[None]]] = []
@@ -140,6 +150,19 @@ class Heartbeats:
         self._urgent.set()
         await asyncio.shield(waiter)
 
+    async def announce_call(self, key: Key) -> bool:
+        """Announces that the attempt's call begins, beats at once, and waits until the beat
+        saying so has been answered with a renewal; False when the attempt is no longer held.
+        Bounded by the attempt's lease: a beat answered with a cancel cancels the caller."""
+        attempt = self._active.get(key)
+        if attempt is None:
+            return False
+        attempt.call = BEGUN
+        attempt.announced_from = self.beats
+        await self.fresh()
+        await attempt.announced.wait()
+        return True
+
     def _fresh_wanted(self) -> bool:
         """A caller of ``fresh`` waits for a beat not yet sent."""
         return any(asked > self._last_sent for asked, _ in self._fresh)
@@ -165,11 +188,14 @@ class Heartbeats:
     def _request(self) -> pb.HeartbeatRequest:
         return pb.HeartbeatRequest(
             worker_id=self._worker_id,
-            attempts=[pb.AttemptRef(run_id=r, attempt=n) for r, n in self._active],
+            attempts=[
+                pb.AttemptRef(run_id=r, attempt=n, call_progress=a.call)
+                for (r, n), a in self._active.items()
+            ],
         )
 
     def _apply(self, response: pb.HeartbeatResponse) -> None:
-        sent_at = self._unanswered.popleft() if self._unanswered else -math.inf
+        sent_at, number = self._unanswered.popleft() if self._unanswered else (-math.inf, -1)
         # A beat in a herd renews thousands of attempts, nearly all to the same expiry: each
         # distinct expiry's lease length is worked out once per answer.
         lengths: dict[tuple[int, int], float] = {}
@@ -185,6 +211,8 @@ class Heartbeats:
                         length = lengths[at] = lease_length(expiry, response.server_time)
                         self._lease_seen = min(self._lease_seen, length)
                     attempt.renewed(sent_at, length)
+                    if attempt.announced_from is not None and number >= attempt.announced_from:
+                        attempt.announced.set()
                 continue
             key = (ref.run_id, ref.attempt)
             if directive.directive != pb.DIRECTIVE_CANCEL:
@@ -210,7 +238,7 @@ class Heartbeats:
     def _check_answered(self, now: float) -> None:
         """A scheduler that stopped answering (frozen, or stuck) is left for another: the
         stream is broken, and opened again on the channel's next reachable scheduler."""
-        if self._unanswered and now - self._unanswered[0] > self._patience:
+        if self._unanswered and now - self._unanswered[0][0] > self._patience:
             raise ConnectionError(f"no answer to a beat within {self._patience:g} s")
 
     async def _read(self, call: Any) -> None:
@@ -250,7 +278,7 @@ class Heartbeats:
                         waiting = {asyncio.create_task(self._wake.wait()), reader, stop_wait}
                         timeout = self._interval
                     if self._unanswered:  # an answer overdue breaks the stream, below
-                        overdue = self._unanswered[0] + self._patience - loop.time()
+                        overdue = self._unanswered[0][0] + self._patience - loop.time()
                         timeout = max(0.0, min(timeout, overdue))
                     done, _ = await asyncio.wait(
                         waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
@@ -265,9 +293,11 @@ class Heartbeats:
                     self._wake.clear()
                     if self._active:
                         last_beat = self._last_sent = loop.time()
-                        self._unanswered.append(last_beat)
-                        await call.write(self._request())
+                        # Numbered and built at once: an announcement made while it is being
+                        # written counts from the next beat, which carries it.
+                        self._unanswered.append((last_beat, self.beats))
                         self.beats += 1
+                        await call.write(self._request())
                         backoff = 0.1
                     else:
                         self._answered(loop.time())  # nothing to beat for: nothing to hear

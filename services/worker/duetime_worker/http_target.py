@@ -28,7 +28,15 @@ from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_infra.tracecontext import current_traceparent
 from duetime_worker.deadline import Deadline
-from duetime_worker.outcome import LeaseLapsed, Outcome, SendCheck, no_check
+from duetime_worker.outcome import (
+    ANSWERED,
+    BEGUN,
+    NOT_BEGUN,
+    LeaseLapsed,
+    Outcome,
+    SendCheck,
+    no_check,
+)
 from duetime_worker.policy import TargetPolicy
 
 log = logging.getLogger(__name__)
@@ -82,7 +90,7 @@ def classify_status(status: int) -> Outcome:
     if 200 <= status < 300:
         return Outcome.succeeded(status=status)
     retryable = status in _RETRYABLE_STATUS or status >= 500
-    return Outcome.failed(f"HTTP {status}", retryable=retryable, status=status)
+    return Outcome.failed(f"HTTP {status}", retryable=retryable, status=status, call=ANSWERED)
 
 
 class HttpCaller:
@@ -102,8 +110,8 @@ class HttpCaller:
         self._inner_resolver = resolver
         self._session: aiohttp.ClientSession | None = None
         # Per host of a URL: whether it is an IP literal, and the policy's refusal if so. A herd
-        # calls the same few hosts thousands of times, and parsing the address and checking it
-        # against the allow-list cost about a tenth of a call's CPU.
+        # calls the same few hosts thousands of times; each is parsed and checked against the
+        # allow-list once.
         self._literals: dict[str, tuple[bool, str | None]] = {}
 
     async def start(self) -> None:
@@ -158,15 +166,18 @@ class HttpCaller:
             parts = urlsplit(url)
             host = parts.hostname or ""
         except ValueError:  # e.g. an unclosed IPv6 bracket; its message is no secret
-            return Outcome.failed("invalid URL: cannot be parsed", retryable=False)
+            return Outcome.failed("invalid URL: cannot be parsed", retryable=False, call=NOT_BEGUN)
         if parts.scheme not in ("http", "https") or not host:
             return Outcome.failed(
                 f"not an absolute http(s) URL: scheme {parts.scheme[:20]!r}, host {host[:200]!r}",
                 retryable=False,
+                call=NOT_BEGUN,
             )
         reason = self._literal_refusal(host)
         if reason is not None:
-            return Outcome.failed(f"target refused: {reason}", retryable=False)
+            return Outcome.failed(f"target refused: {reason}", retryable=False, call=NOT_BEGUN)
+        # ``sent`` turns True (on_request_headers_sent) before any byte of the request is
+        # written: while it is False, nothing of this call can have reached the target.
         request = SimpleNamespace(sent=False, check=check, lapsed=False)
         kwargs: dict[str, Any] = {
             "headers": headers,
@@ -187,24 +198,31 @@ class HttpCaller:
         except LeaseLapsed:
             raise
         except TargetRefused as error:
-            return Outcome.failed(f"target refused: {error}", retryable=False)
+            return Outcome.failed(f"target refused: {error}", retryable=False, call=NOT_BEGUN)
         except aiohttp.ClientConnectorError as error:
             if isinstance(error.os_error, TargetRefused):
-                return Outcome.failed(f"target refused: {error.os_error}", retryable=False)
-            return Outcome.failed(f"cannot connect to {host}: {error.os_error}", retryable=True)
+                refused = f"target refused: {error.os_error}"
+                return Outcome.failed(refused, retryable=False, call=NOT_BEGUN)
+            return Outcome.failed(
+                f"cannot connect to {host}: {error.os_error}", retryable=True, call=NOT_BEGUN
+            )
         except TimeoutError:
             if not request.sent:
                 # The timeout counts from before the wait for one of the host's pooled
                 # connections (DUETIME_HTTP_CONNECTIONS_PER_HOST) and the connect: a request
                 # that never left was not a slow target, so it must not spend the run's budget.
-                return Outcome.handed_back(f"{NOT_SENT} within {limit:g} s")
-            return Outcome.timed_out(f"no answer within {limit:g} s")
+                return Outcome.handed_back(f"{NOT_SENT} within {limit:g} s", call=NOT_BEGUN)
+            return Outcome.timed_out(f"no answer within {limit:g} s", call=BEGUN)
         except aiohttp.InvalidURL:  # its message is the URL
-            return Outcome.failed(f"invalid URL: {_where(parts)}", retryable=False)
+            return Outcome.failed(f"invalid URL: {_where(parts)}", retryable=False, call=NOT_BEGUN)
         except (aiohttp.ClientError, OSError, asyncio.IncompleteReadError) as error:
             if request.lapsed:  # the body's check, which aiohttp's body writer wraps
                 raise LeaseLapsed from error
-            return Outcome.failed(_described(error, url, parts), retryable=True)
+            return Outcome.failed(
+                _described(error, url, parts),
+                retryable=True,
+                call=BEGUN if request.sent else NOT_BEGUN,
+            )
 
     def _literal_refusal(self, host: str) -> str | None:
         """The policy's refusal of an IP-literal host (aiohttp never resolves one, so the

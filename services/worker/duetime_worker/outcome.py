@@ -1,9 +1,10 @@
-"""How an attempt ended, as the worker reports it."""
+"""How an attempt ended, as the worker reports it, with how far its call got."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeAlias
 
 from duetime.worker.v1 import worker_service_pb2 as pb
 
@@ -24,32 +25,44 @@ def no_check() -> None:
     """The send check of a call that holds no lease (a notification)."""
 
 
+Call: TypeAlias = pb.CallProgress.ValueType
+# How far a call got (see CallProgress in the contract): nothing of it reached the target; it
+# began without an answer; the target answered; not known.
+NOT_BEGUN: Call = pb.CALL_PROGRESS_NOT_BEGUN
+BEGUN: Call = pb.CALL_PROGRESS_BEGUN
+ANSWERED: Call = pb.CALL_PROGRESS_ANSWERED
+UNSAID: Call = pb.CALL_PROGRESS_UNSPECIFIED
+
+
 @dataclass(frozen=True)
 class Outcome:
     result: pb.AttemptResult.ValueType
     retryable: bool = True
     error: str = ""
     status: int = 0  # the HTTP status a target answered with; 0 when none answered
+    call: Call = UNSAID
 
     @classmethod
     def succeeded(cls, *, status: int = 0) -> Outcome:
-        return cls(pb.ATTEMPT_RESULT_SUCCEEDED, retryable=False, status=status)
+        return cls(pb.ATTEMPT_RESULT_SUCCEEDED, retryable=False, status=status, call=ANSWERED)
 
     @classmethod
-    def failed(cls, error: str, *, retryable: bool, status: int = 0) -> Outcome:
-        return cls(pb.ATTEMPT_RESULT_FAILED, retryable, _short(error), status)
+    def failed(
+        cls, error: str, *, retryable: bool, status: int = 0, call: Call = UNSAID
+    ) -> Outcome:
+        return cls(pb.ATTEMPT_RESULT_FAILED, retryable, _short(error), status, call)
 
     @classmethod
-    def timed_out(cls, error: str) -> Outcome:
-        return cls(pb.ATTEMPT_RESULT_TIMED_OUT, True, _short(error))
+    def timed_out(cls, error: str, *, call: Call = UNSAID) -> Outcome:
+        return cls(pb.ATTEMPT_RESULT_TIMED_OUT, True, _short(error), call=call)
 
     @classmethod
-    def cancelled(cls, error: str) -> Outcome:
-        return cls(pb.ATTEMPT_RESULT_CANCELLED, True, _short(error))
+    def cancelled(cls, error: str, *, call: Call = UNSAID) -> Outcome:
+        return cls(pb.ATTEMPT_RESULT_CANCELLED, True, _short(error), call=call)
 
     @classmethod
-    def handed_back(cls, error: str) -> Outcome:
-        return cls(pb.ATTEMPT_RESULT_HANDED_BACK, True, _short(error))
+    def handed_back(cls, error: str, *, call: Call = UNSAID) -> Outcome:
+        return cls(pb.ATTEMPT_RESULT_HANDED_BACK, True, _short(error), call=call)
 
 
 def _short(text: str) -> str:

@@ -35,7 +35,7 @@ from duetime_worker import orphans
 from duetime_worker.container import PermittedLauncher, task_env
 from duetime_worker.deadline import Deadline
 from duetime_worker.images import ImagePolicy
-from duetime_worker.outcome import Outcome, SendCheck
+from duetime_worker.outcome import ANSWERED, BEGUN, NOT_BEGUN, Outcome, SendCheck
 from duetime_worker.shielding import despite_cancellation
 
 log = logging.getLogger(__name__)
@@ -162,7 +162,7 @@ class PodmanLauncher(PermittedLauncher):
         target = run.target.container
         refusal = self._images.refusal(target.image)
         if refusal is not None:
-            return Outcome.failed(refusal, retryable=False)
+            return Outcome.failed(refusal, retryable=False, call=NOT_BEGUN)
         deadline = Deadline.after(limit)
         give_up = asyncio.get_running_loop().time() + limit
         env = {**target.env, **task_env(run, attempt, deadline)}
@@ -171,18 +171,24 @@ class PodmanLauncher(PermittedLauncher):
             return Outcome.failed(
                 f"env {', '.join(broken)[:200]}: podman cannot pass a value with a line break",
                 retryable=False,
+                call=NOT_BEGUN,
             )
         name = f"duetime-{run.run_id}-{attempt}-{secrets.token_hex(3)}"
         labels = self._owner.labels(run.run_id, attempt, deadline.at + self._settings.stop_seconds)
+        starting = False  # until ``podman start`` runs, nothing of the task can have run
         try:
             try:
                 async with asyncio.timeout_at(give_up):
                     refused = await self._create(name, labels, env, target, limit)
                     if refused is None:
                         check()  # created (pulled), not started: nothing of the task ran yet
+                        starting = True
                         refused = await self._start(name, target.image)
             except TimeoutError:
-                return Outcome.timed_out(f"the container did not start within {limit:g} s")
+                return Outcome.timed_out(
+                    f"the container did not start within {limit:g} s",
+                    call=BEGUN if starting else NOT_BEGUN,
+                )
             if refused is not None:
                 return refused
             return await self._wait(name, limit, give_up)
@@ -223,7 +229,7 @@ class PodmanLauncher(PermittedLauncher):
             args += ["--env-file", f"/dev/fd/{env_file}", target.image, *target.args]
             done = await self._podman.run(*args, pass_fds=(env_file,), within=None)  # a pull
         except OSError as error:
-            return Outcome.failed(f"cannot run podman: {error}", retryable=True)
+            return Outcome.failed(f"cannot run podman: {error}", retryable=True, call=NOT_BEGUN)
         finally:
             os.close(env_file)
         if done.code == 0:
@@ -235,7 +241,7 @@ class PodmanLauncher(PermittedLauncher):
         try:
             done = await self._podman.run("start", name)
         except OSError as error:
-            return Outcome.failed(f"cannot run podman: {error}", retryable=True)
+            return Outcome.failed(f"cannot run podman: {error}", retryable=True, call=NOT_BEGUN)
         if done.code == 0:
             return None
         return _start_failure(image, self._settings.pull, done)
@@ -253,7 +259,8 @@ class PodmanLauncher(PermittedLauncher):
             how = "killed" if code == "137" else f"exited with status {code}"
             return Outcome.timed_out(
                 f"stopped at the {limit:g} s timeout ({how}; SIGKILL comes {grace} s after the "
-                "stop signal)"
+                "stop signal)",
+                call=BEGUN,
             )
         finally:
             waiting.cancel()
@@ -262,15 +269,16 @@ class PodmanLauncher(PermittedLauncher):
 def _exit_outcome(waited: Finished) -> Outcome:
     if waited.code != 0:
         # podman wait itself failed: the container went away under it.
-        return Outcome.failed(f"container lost: {waited.detail}", retryable=True)
+        return Outcome.failed(f"container lost: {waited.detail}", retryable=True, call=BEGUN)
     code = waited.out.strip()
     if code == "0":
         return Outcome.succeeded()
-    return Outcome.failed(f"exited with status {code}", retryable=True)
+    return Outcome.failed(f"exited with status {code}", retryable=True, call=ANSWERED)
 
 
 def _start_failure(image: str, pull: str, done: Finished) -> Outcome:
-    """Why ``podman run`` did not start the container, and whether trying again may help."""
+    """Why ``podman create`` or ``start`` did not start the container, and whether trying
+    again may help."""
     detail = done.detail
     lowered = done.err.lower()
     shown = repr(image[:200])
@@ -278,9 +286,12 @@ def _start_failure(image: str, pull: str, done: Finished) -> Outcome:
         return Outcome.failed(
             f"image {shown} is not on this worker (pull policy {pull}): {detail}",
             retryable=False,
+            call=NOT_BEGUN,
         )
     if "executable file not found" in lowered or "no such file or directory" in lowered:
-        return Outcome.failed(f"cannot run the command in {shown}: {detail}", retryable=False)
+        return Outcome.failed(
+            f"cannot run the command in {shown}: {detail}", retryable=False, call=NOT_BEGUN
+        )
     if ("pull" in lowered or "registry" in lowered) and any(m in lowered for m in _NOT_FOUND):
-        return Outcome.failed(f"image {shown} not found: {detail}", retryable=False)
+        return Outcome.failed(f"image {shown} not found: {detail}", retryable=False, call=NOT_BEGUN)
     return Outcome.failed(f"podman could not start the container: {detail}", retryable=True)

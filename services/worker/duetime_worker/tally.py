@@ -1,7 +1,7 @@
 """Attempt counts logged once a second instead of a line per run.
 
-In a :00 herd a worker starts and finishes thousands of attempts a second; a JSON log line for
-each start and each success was about a tenth of the worker's CPU (bench/herd). What an operator
+In a :00 herd a worker starts and finishes thousands of attempts a second, and a JSON log line
+for each start and each success would cost a noticeable share of its CPU. What an operator
 reads from those lines in bulk is how many started, succeeded, failed and were refused, so that
 is one INFO line per second with activity; a failure, a refusal or a dropped message is still
 logged on its own, with its run id (by the Executor), and the per-run lines stay at DEBUG.

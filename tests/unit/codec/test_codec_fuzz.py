@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Generic, TypeVar
@@ -28,6 +29,8 @@ from duetime_infra.codec import (
     spec_from_json,
     spec_to_json,
 )
+from duetime_infra.secrets.keyring import new_keyring
+from duetime_infra.secrets.sealing import SecretBox
 from tests.support.properties import examples
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, 654321, tzinfo=UTC)
@@ -228,7 +231,8 @@ def check_usable(spec: JobSpec) -> None:
     out = job_pb2.Job()
     encode_job_spec(spec, out)
     assert decode_job_spec(out, now=NOW, existing_headers=headers, existing_env=env) == spec
-    assert spec_from_json(json.loads(json.dumps(spec_to_json(spec)))) == spec
+    sealed = SecretBox(new_keyring()).seal_spec(uuid.UUID(int=1), spec)
+    assert spec_from_json(json.loads(json.dumps(spec_to_json(sealed)))) == sealed
 
 
 @settings(max_examples=examples(600), deadline=None, suppress_health_check=[HealthCheck.too_slow])

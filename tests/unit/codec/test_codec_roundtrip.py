@@ -3,8 +3,11 @@ through the stored document, for JobSpecs built by hypothesis."""
 
 from __future__ import annotations
 
+import base64
 import json
+import uuid
 from datetime import UTC, datetime, timedelta
+from unittest import mock
 
 import pytest
 from hypothesis import assume, given, settings
@@ -16,6 +19,7 @@ from duetime_core.jobspec import (
     AtInstant,
     AtLocal,
     ContainerTarget,
+    Delivery,
     Every,
     HttpMethod,
     HttpTarget,
@@ -26,6 +30,7 @@ from duetime_core.jobspec import (
     Priority,
     RetryPolicy,
     ScheduleSpec,
+    SecretValue,
     Target,
 )
 from duetime_core.schedule.dst import resolve_local
@@ -38,8 +43,12 @@ from duetime_infra.codec import (
     spec_from_json,
     spec_to_json,
 )
+from duetime_infra.secrets.keyring import new_keyring
+from duetime_infra.secrets.sealing import SecretBox
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, 654321, tzinfo=UTC)
+BOX = SecretBox(new_keyring("unit-1"))
+JOB_ID = uuid.UUID(int=7)
 ZONES = ["UTC", "America/New_York", "Europe/London", "Australia/Lord_Howe", "Asia/Kolkata"]
 # (expression, fixed-time): DST policies are only allowed on fixed-time expressions.
 CRONS = [
@@ -197,6 +206,7 @@ def job_specs(draw: st.DrawFn, *, secrets: bool = True) -> JobSpec:
         overlap=draw(st.sampled_from(OverlapPolicy)),
         jitter_window=draw(st.timedeltas(min_value=timedelta(0), max_value=jitter_limit(schedule))),
         priority=draw(st.sampled_from(Priority)),
+        delivery=draw(st.sampled_from(Delivery)),
     )
 
 
@@ -206,7 +216,7 @@ def encode(spec: JobSpec) -> job_pb2.Job:
     return out
 
 
-def secrets_of(spec: JobSpec) -> tuple[dict[str, str], dict[str, str]]:
+def secrets_of(spec: JobSpec) -> tuple[dict[str, SecretValue], dict[str, SecretValue]]:
     match spec.target:
         case HttpTarget(headers=headers):
             return headers, {}
@@ -241,13 +251,16 @@ def test_wire_round_trip(spec: JobSpec) -> None:
     assert decode_job_spec(job, now=NOW, existing_headers=headers, existing_env=env) == spec
 
 
+@settings(deadline=None)
 @given(job_specs())
 def test_json_round_trip(spec: JobSpec) -> None:
-    doc = spec_to_json(spec)
+    sealed = BOX.seal_spec(JOB_ID, spec)
+    doc = spec_to_json(sealed)
     assert doc["v"] == SPEC_JSON_VERSION
     # What jsonb stores is text: go through it.
-    assert spec_from_json(json.loads(json.dumps(doc))) == spec
-    assert spec_from_json(doc) == spec
+    assert spec_from_json(json.loads(json.dumps(doc))) == sealed
+    assert spec_from_json(doc) == sealed
+    assert BOX.open_target(JOB_ID, sealed.target) == spec.target
 
 
 def test_encode_fills_effective_defaults() -> None:
@@ -335,24 +348,46 @@ def test_json_document_shape() -> None:
             body=b"\xff\x00",
         ),
     )
-    doc = spec_to_json(spec)
+    doc = spec_to_json(BOX.seal_spec(JOB_ID, spec))
     assert doc["schedule"] == {
         "kind": "every",
         "interval_us": 60_000_005,
         "start_time": None,
         "anchor": "2026-01-01T00:00:00.000000Z",
     }
+    sealed = doc["target"]["headers"]["Authorization"]
     assert doc["target"] == {
         "kind": "http",
         "method": "PATCH",
         "url": "https://example.com",
-        "headers": {"Authorization": "Bearer s3cret"},  # the store keeps secrets in clear
+        "headers": {"Authorization": {"key_id": "unit-1", "sealed_base64": mock.ANY}},
         "body_base64": "/wA=",
     }
+    # AES-GCM: nonce, the value's 13 bytes, tag; and nothing of the value in clear.
+    assert len(base64.b64decode(sealed["sealed_base64"])) == 12 + 13 + 16
+    assert "s3cret" not in json.dumps(doc)
     assert doc["attempt_timeout_us"] == 300_000_000
     assert doc["misfire"]["policy"] == "RUN_ONCE"
     assert doc["overlap"] == "ALLOW"
     assert doc["priority"] == "NORMAL"
+    assert doc["delivery"] == "AT_LEAST_ONCE"
+
+
+def test_json_refuses_clear_secrets_and_reads_those_older_builds_wrote() -> None:
+    spec = JobSpec(
+        display_name="",
+        schedule=AtInstant(at=NOW),
+        target=ContainerTarget(image="i", env={"TOKEN": "s3cret"}),
+    )
+    with pytest.raises(ValueError, match="sealed"):
+        spec_to_json(spec)
+    doc = spec_to_json(BOX.seal_spec(JOB_ID, spec))
+    # A document of an older build: values in clear, no delivery.
+    del doc["delivery"]
+    doc["target"]["env"] = {"TOKEN": "s3cret"}
+    assert spec_from_json(doc) == spec
+    with pytest.raises(ValueError, match="malformed"):
+        spec_from_json({**doc, "target": {**doc["target"], "env": {"TOKEN": 7}}})
 
 
 def test_json_rejects_other_versions_and_garbage() -> None:

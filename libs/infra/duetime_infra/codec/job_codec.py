@@ -9,7 +9,6 @@ however garbled, gets anything but a JobSpec or InvalidArgument out of it.
 from __future__ import annotations
 
 import logging
-import unicodedata
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Literal
@@ -20,15 +19,20 @@ from duetime.jobs.v1 import job_pb2
 from duetime_core import schedule as schedule_pkg
 from duetime_core.jobspec import (
     DEFAULT_ATTEMPT_TIMEOUT,
+    Delivery,
     JobSpec,
     MisfireSettings,
     OverlapPolicy,
     Priority,
     RetryPolicy,
     ScheduleSpec,
+    SecretValue,
     to_schedule,
 )
+from duetime_core.text import text_problem
 from duetime_infra.codec.policy_codec import (
+    DELIVERIES,
+    DELIVERY_NUMBERS,
     OVERLAP_NUMBERS,
     OVERLAP_POLICIES,
     PRIORITIES,
@@ -62,6 +66,7 @@ _USER_FIELDS: tuple[
         "overlap_policy",
         "jitter_window",
         "priority",
+        "delivery",
     ],
     ...,
 ] = (
@@ -74,6 +79,7 @@ _USER_FIELDS: tuple[
     "overlap_policy",
     "jitter_window",
     "priority",
+    "delivery",
 )
 
 
@@ -82,8 +88,8 @@ def decode_job_spec(
     *,
     now: datetime,
     path: str = "job",
-    existing_headers: Mapping[str, str] | None = None,
-    existing_env: Mapping[str, str] | None = None,
+    existing_headers: Mapping[str, SecretValue] | None = None,
+    existing_env: Mapping[str, SecretValue] | None = None,
 ) -> JobSpec:
     """The validated JobSpec of ``job``, or InvalidArgument naming every bad field.
 
@@ -139,6 +145,7 @@ def decode_job_spec(
         v, f"{path}.overlap_policy", job.overlap_policy, OVERLAP_POLICIES, OverlapPolicy.ALLOW
     )
     priority = read_enum(v, f"{path}.priority", job.priority, PRIORITIES, Priority.NORMAL)
+    delivery = read_enum(v, f"{path}.delivery", job.delivery, DELIVERIES, Delivery.AT_LEAST_ONCE)
     jitter = read_jitter_window(
         job.jitter_window if job.HasField("jitter_window") else None,
         schedule,
@@ -161,14 +168,14 @@ def decode_job_spec(
         overlap=overlap,
         jitter_window=jitter,
         priority=priority,
+        delivery=delivery,
     )
 
 
 def _read_display_name(v: Violations, field: str, name: str) -> str:
-    if len(name) > MAX_DISPLAY_NAME_CHARS:
-        v.add(field, f"at most {MAX_DISPLAY_NAME_CHARS} characters, got {len(name)}")
-    elif any(unicodedata.category(c) == "Cc" for c in name):
-        v.add(field, "must not contain control characters (newlines, tabs, NUL, ...)")
+    problem = text_problem(name, MAX_DISPLAY_NAME_CHARS)
+    if problem is not None:
+        v.add(field, problem)
     return name
 
 
@@ -225,3 +232,4 @@ def encode_job_spec(spec: JobSpec, out: job_pb2.Job) -> None:
     out.overlap_policy = OVERLAP_NUMBERS[spec.overlap]
     timedelta_to_duration(spec.jitter_window, out.jitter_window)
     out.priority = PRIORITY_NUMBERS[spec.priority]
+    out.delivery = DELIVERY_NUMBERS[spec.delivery]

@@ -15,6 +15,7 @@ from google.protobuf.duration_pb2 import Duration
 
 from duetime.jobs.v1 import job_pb2
 from duetime_core.jobspec import (
+    Delivery,
     MisfirePolicy,
     MisfireSettings,
     OverlapPolicy,
@@ -60,6 +61,14 @@ OVERLAP_NUMBERS: dict[OverlapPolicy, job_pb2.OverlapPolicy.ValueType] = {
     OverlapPolicy.SKIP: job_pb2.OVERLAP_POLICY_SKIP,
     OverlapPolicy.BUFFER_ONE: job_pb2.OVERLAP_POLICY_BUFFER_ONE,
     OverlapPolicy.CANCEL_PREVIOUS: job_pb2.OVERLAP_POLICY_CANCEL_PREVIOUS,
+}
+DELIVERIES: dict[int, Delivery] = {
+    job_pb2.DELIVERY_AT_LEAST_ONCE: Delivery.AT_LEAST_ONCE,
+    job_pb2.DELIVERY_AT_MOST_ONCE: Delivery.AT_MOST_ONCE,
+}
+DELIVERY_NUMBERS: dict[Delivery, job_pb2.Delivery.ValueType] = {
+    Delivery.AT_LEAST_ONCE: job_pb2.DELIVERY_AT_LEAST_ONCE,
+    Delivery.AT_MOST_ONCE: job_pb2.DELIVERY_AT_MOST_ONCE,
 }
 PRIORITIES: dict[int, Priority] = {
     job_pb2.PRIORITY_HIGH: Priority.HIGH,

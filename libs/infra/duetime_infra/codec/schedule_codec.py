@@ -14,7 +14,14 @@ from duetime.jobs.v1 import job_pb2
 from duetime_core import schedule as schedule_pkg
 from duetime_core.civil_time import resolve_local
 from duetime_core.errors import InvalidArgument
-from duetime_core.jobspec import AfterDelay, AtInstant, AtLocal, Every, ScheduleSpec
+from duetime_core.jobspec import (
+    AfterDelay,
+    AtInstant,
+    AtLocal,
+    Every,
+    ScheduleSpec,
+    instant_problem,
+)
 from duetime_core.schedule import load_zone
 from duetime_core.schedule.model import Cron, FoldPolicy, GapPolicy
 from duetime_infra.codec.timeconv import (
@@ -149,6 +156,10 @@ def _read_at_local(
             f"local_time does not exist in {msg.time_zone} (a DST gap), so "
             "DST_GAP_POLICY_SKIP would never run the job",
         )
+        return None
+    problem = instant_problem(resolved)
+    if problem is not None:
+        v.add(f"{path}.local_time", f"in {msg.time_zone}, {problem}")
         return None
     return AtLocal(local_time=local, time_zone=msg.time_zone, gap=gap, fold=fold, resolved=resolved)
 

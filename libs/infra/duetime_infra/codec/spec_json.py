@@ -9,8 +9,11 @@ field out with a stable name, and never depends on Python reprs:
 * bytes are standard base64, in fields ending ``_base64``;
 * enums are the domain's UPPER_SNAKE values (``RUN_ONCE``), DST policies ``null`` when unset.
 
-Header and env values are stored in clear: the database is the trusted store, the API is
-what redacts. The round trip is exact: ``spec_from_json(spec_to_json(s)) == s``.
+Header and env values are stored sealed (``duetime_infra.secrets``), each as
+``{"key_id": ..., "sealed_base64": ...}``; a plain string is a value written in clear by an
+older build, still read (``python -m duetime_infra.secrets rotate`` seals it). Writing a clear
+value is refused. ``delivery`` is absent from older documents (at least once). The round trip
+is exact: ``spec_from_json(spec_to_json(s)) == s``.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from duetime_core.jobspec import (
     AtInstant,
     AtLocal,
     ContainerTarget,
+    Delivery,
     Every,
     HttpMethod,
     HttpTarget,
@@ -37,6 +41,8 @@ from duetime_core.jobspec import (
     Priority,
     RetryPolicy,
     ScheduleSpec,
+    Sealed,
+    SecretValue,
     Target,
 )
 from duetime_core.schedule.model import Cron, FoldPolicy, GapPolicy
@@ -76,6 +82,7 @@ def spec_to_json(spec: JobSpec) -> dict[str, Any]:
         "overlap": spec.overlap.value,
         "jitter_window_us": micros(spec.jitter_window),
         "priority": spec.priority.value,
+        "delivery": spec.delivery.value,
     }
 
 
@@ -122,7 +129,7 @@ def _target_to_json(target: Target) -> dict[str, Any]:
                 "kind": "http",
                 "method": target.method.value,
                 "url": target.url,
-                "headers": dict(target.headers),
+                "headers": _secrets_to_json(target.headers),
                 "body_base64": base64.b64encode(target.body).decode("ascii"),
             }
         case ContainerTarget():
@@ -131,8 +138,20 @@ def _target_to_json(target: Target) -> dict[str, Any]:
                 "image": target.image,
                 "command": list(target.command),
                 "args": list(target.args),
-                "env": dict(target.env),
+                "env": _secrets_to_json(target.env),
             }
+
+
+def _secrets_to_json(values: Mapping[str, SecretValue]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, value in values.items():
+        if not isinstance(value, Sealed):
+            raise ValueError("secret values must be sealed before they are stored")
+        out[name] = {
+            "key_id": value.key_id,
+            "sealed_base64": base64.b64encode(value.data).decode("ascii"),
+        }
+    return out
 
 
 def spec_from_json(doc: Mapping[str, Any]) -> JobSpec:
@@ -163,6 +182,7 @@ def spec_from_json(doc: Mapping[str, Any]) -> JobSpec:
             overlap=_enum(doc, "overlap", OverlapPolicy),
             jitter_window=_us(doc, "jitter_window_us"),
             priority=_enum(doc, "priority", Priority),
+            delivery=Delivery(doc.get("delivery", Delivery.AT_LEAST_ONCE.value)),
         )
     except (KeyError, TypeError, ValueError, binascii.Error) as exc:
         raise ValueError(f"malformed job spec document: {exc}") from exc
@@ -204,7 +224,7 @@ def _target_from_json(d: Mapping[str, Any]) -> Target:
         return HttpTarget(
             method=_enum(d, "method", HttpMethod),
             url=_str(d, "url"),
-            headers=_str_map(d, "headers"),
+            headers=_secret_map(d, "headers"),
             body=base64.b64decode(_str(d, "body_base64"), validate=True),
         )
     if kind == "container":
@@ -212,7 +232,7 @@ def _target_from_json(d: Mapping[str, Any]) -> Target:
             image=_str(d, "image"),
             command=_str_list(d, "command"),
             args=_str_list(d, "args"),
-            env=_str_map(d, "env"),
+            env=_secret_map(d, "env"),
         )
     raise ValueError(f"unknown target kind {kind!r}")
 
@@ -271,8 +291,15 @@ def _str_list(d: Mapping[str, Any], key: str) -> tuple[str, ...]:
     return tuple(items)
 
 
-def _str_map(d: Mapping[str, Any], key: str) -> dict[str, str]:
+def _secret_map(d: Mapping[str, Any], key: str) -> dict[str, SecretValue]:
     items: dict[Any, Any] = _get(d, key, dict)
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in items.items()):
-        raise TypeError(f"{key}: expected an object of strings")
-    return dict(items)
+    out: dict[str, SecretValue] = {}
+    for name, value in items.items():
+        if isinstance(value, str):  # written in clear by an older build
+            out[name] = value
+        elif isinstance(value, dict):
+            data = base64.b64decode(_str(value, "sealed_base64"), validate=True)
+            out[name] = Sealed(_str(value, "key_id"), data)
+        else:
+            raise TypeError(f"{key}: expected sealed values")
+    return out

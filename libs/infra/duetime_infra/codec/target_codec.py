@@ -1,8 +1,9 @@
 """The ``Target`` of a job: HTTP call or container task, with its secrets.
 
-Header and env values may be credentials. They are stored and sent, but the API answers with
-``[REDACTED]`` in their place, and an update that sends ``[REDACTED]`` back keeps the stored
-value; a client that read a job can therefore send it back unchanged without knowing them.
+Header and env values may be credentials. They are stored sealed and sent, but the API answers
+with ``[REDACTED]`` in their place, and an update that sends ``[REDACTED]`` back keeps the stored
+(sealed) value; a client that read a job can therefore send it back unchanged without knowing
+them, and the API never needs to open one.
 """
 
 from __future__ import annotations
@@ -12,7 +13,15 @@ from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit
 
 from duetime.jobs.v1 import job_pb2
-from duetime_core.jobspec import ContainerTarget, HttpMethod, HttpTarget, Target
+from duetime_core.jobspec import (
+    ContainerTarget,
+    HttpMethod,
+    HttpTarget,
+    Sealed,
+    SecretValue,
+    Target,
+    secret_size,
+)
 from duetime_infra.codec.violations import Violations, quote_key, read_enum
 
 REDACTED = "[REDACTED]"
@@ -73,8 +82,8 @@ def read_target(
     v: Violations,
     *,
     path: str,
-    existing_headers: Mapping[str, str] | None,
-    existing_env: Mapping[str, str] | None,
+    existing_headers: Mapping[str, SecretValue] | None,
+    existing_env: Mapping[str, SecretValue] | None,
 ) -> Target | None:
     """The domain target, or None when it is missing or has no kind (recorded in ``v``)."""
     kind = msg.WhichOneof("kind")
@@ -87,7 +96,7 @@ def read_target(
 
 
 def _read_http(
-    msg: job_pb2.HttpTarget, v: Violations, path: str, existing: Mapping[str, str]
+    msg: job_pb2.HttpTarget, v: Violations, path: str, existing: Mapping[str, SecretValue]
 ) -> HttpTarget:
     method = read_enum(v, f"{path}.method", msg.method, _METHODS, HttpMethod.POST)
     _check_url(v, f"{path}.url", msg.url)
@@ -125,16 +134,17 @@ def _check_url(v: Violations, field: str, url: str) -> None:
 
 
 def _read_headers(
-    v: Violations, field: str, headers: Mapping[str, str], existing: Mapping[str, str]
-) -> dict[str, str]:
+    v: Violations, field: str, headers: Mapping[str, str], existing: Mapping[str, SecretValue]
+) -> dict[str, SecretValue]:
     if len(headers) > MAX_HEADERS:
         v.add(field, f"at most {MAX_HEADERS} headers, got {len(headers)}")
     stored_folded = {name.lower(): value for name, value in existing.items()}
     seen: dict[str, str] = {}  # lower-cased name -> name as sent
-    out: dict[str, str] = {}
+    out: dict[str, SecretValue] = {}
     total = 0
     for name in sorted(headers):  # map order is arbitrary; violations come out stable
-        value = headers[name]
+        raw = headers[name]
+        value: SecretValue = raw
         at = f"{field}[{quote_key(name)}]"
         folded = name.lower()
         if not _HTTP_TOKEN.fullmatch(name):
@@ -147,15 +157,15 @@ def _read_headers(
         elif folded in seen:
             v.add(at, f"duplicate of {seen[folded]!r}: header names are case-insensitive")
         seen[folded] = name
-        if value == REDACTED:
+        if raw == REDACTED:
             stored = existing.get(name, stored_folded.get(folded))
             if stored is None:
                 v.add(at, "redacted value for a header that is not stored; send the value itself")
             else:
                 value = stored
-        elif _BAD_HEADER_VALUE.search(value):
+        elif _BAD_HEADER_VALUE.search(raw):
             v.add(at, "value must not contain CR, LF, NUL or other control characters")
-        total += len(name.encode()) + len(value.encode())
+        total += len(name.encode()) + secret_size(value)
         out[name] = value
     if total > MAX_HEADER_BYTES:
         v.add(field, f"at most {MAX_HEADER_BYTES} bytes of names and values in all, got {total}")
@@ -163,7 +173,7 @@ def _read_headers(
 
 
 def _read_container(
-    msg: job_pb2.ContainerTarget, v: Violations, path: str, existing: Mapping[str, str]
+    msg: job_pb2.ContainerTarget, v: Violations, path: str, existing: Mapping[str, SecretValue]
 ) -> ContainerTarget:
     image = msg.image
     if not image:
@@ -193,36 +203,46 @@ def _read_argv(v: Violations, field: str, items: Iterable[str]) -> tuple[str, ..
 
 
 def _read_env(
-    v: Violations, field: str, env: Mapping[str, str], existing: Mapping[str, str]
-) -> dict[str, str]:
+    v: Violations, field: str, env: Mapping[str, str], existing: Mapping[str, SecretValue]
+) -> dict[str, SecretValue]:
     if len(env) > MAX_ENV:
         v.add(field, f"at most {MAX_ENV} variables, got {len(env)}")
-    out: dict[str, str] = {}
+    out: dict[str, SecretValue] = {}
     total = 0
     for name in sorted(env):
-        value = env[name]
+        raw = env[name]
+        value: SecretValue = raw
         at = f"{field}[{quote_key(name)}]"
         if not _ENV_NAME.fullmatch(name):
             v.add(at, "name must match [A-Za-z_][A-Za-z0-9_]*")
         elif name.startswith(RESERVED_ENV_PREFIX):
             v.add(at, f"names starting with {RESERVED_ENV_PREFIX} are set by Duetime")
-        if value == REDACTED:
+        if raw == REDACTED:
             stored = existing.get(name)
             if stored is None:
                 v.add(at, "redacted value for a variable that is not stored; send the value itself")
             else:
                 value = stored
-        elif "\x00" in value:
+        elif "\x00" in raw:
             v.add(at, "value must not contain NUL")
-        total += len(name.encode()) + len(value.encode())
+        total += len(name.encode()) + secret_size(value)
         out[name] = value
     if total > MAX_ENV_BYTES:
         v.add(field, f"at most {MAX_ENV_BYTES} bytes of names and values in all, got {total}")
     return out
 
 
+def _shown(value: SecretValue, redact: bool) -> str:
+    if redact:
+        return REDACTED
+    if isinstance(value, Sealed):
+        raise ValueError("a sealed secret must be opened before it is sent in clear")
+    return value
+
+
 def encode_target(target: Target, out: job_pb2.Target, *, redact: bool) -> None:
-    """Fill ``out`` from ``target``; with ``redact``, secret values become ``[REDACTED]``."""
+    """Fill ``out`` from ``target``; with ``redact``, secret values become ``[REDACTED]``
+    (without it, every value must be in clear: see ``SecretBox.open_target``)."""
     match target:
         case HttpTarget():
             http = out.http
@@ -230,7 +250,7 @@ def encode_target(target: Target, out: job_pb2.Target, *, redact: bool) -> None:
             http.method = _METHOD_NUMBERS[target.method]
             http.url = target.url
             for name, value in target.headers.items():
-                http.headers[name] = REDACTED if redact else value
+                http.headers[name] = _shown(value, redact)
             http.body = target.body
         case ContainerTarget():
             container = out.container
@@ -239,7 +259,7 @@ def encode_target(target: Target, out: job_pb2.Target, *, redact: bool) -> None:
             container.command.extend(target.command)
             container.args.extend(target.args)
             for name, value in target.env.items():
-                container.env[name] = REDACTED if redact else value
+                container.env[name] = _shown(value, redact)
 
 
 def encode_target_clear(target: Target) -> job_pb2.Target:

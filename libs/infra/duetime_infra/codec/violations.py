@@ -16,6 +16,7 @@ from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from duetime_core.errors import FieldViolation, InvalidArgument
+from duetime_core.jobspec import instant_problem
 from duetime_infra.codec.timeconv import duration_to_timedelta, timestamp_to_datetime
 
 E = TypeVar("E")
@@ -86,11 +87,17 @@ def read_enum(v: Violations, field: str, raw: int, mapping: Mapping[int, E], def
 
 
 def read_timestamp(v: Violations, field: str, ts: Timestamp) -> datetime | None:
+    """An instant a schedule may use (see ``instant_problem``), or None with the violation."""
     try:
-        return timestamp_to_datetime(ts)
+        at = timestamp_to_datetime(ts)
     except ValueError as exc:
         v.add(field, str(exc))
         return None
+    problem = instant_problem(at)
+    if problem is not None:
+        v.add(field, problem)
+        return None
+    return at
 
 
 def read_duration(

@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import TypeVar
 
 from duetime_core.attempts import (
+    CallProgress,
     JobView,
     OverlapView,
     StartKind,
@@ -82,6 +83,7 @@ class Report:
     error: str
     # When the call began (the start of an attempt started ahead of its time).
     call_time: datetime | None = None
+    call: CallProgress | None = None
 
 
 class BatchAttempts:
@@ -240,7 +242,14 @@ class BatchAttempts:
             reports,
             answers,
             lambda r: self._store.complete(
-                r.run_id, r.attempt, r.worker_id, r.outcome, r.retryable, r.error, r.call_time
+                r.run_id,
+                r.attempt,
+                r.worker_id,
+                r.outcome,
+                r.retryable,
+                r.error,
+                r.call_time,
+                r.call,
             ),
         )
 

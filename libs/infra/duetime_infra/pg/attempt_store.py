@@ -28,6 +28,7 @@ from duetime_core.attempts import (
     JOB_PAUSED,
     RUN_NOT_FOUND,
     AttemptSettings,
+    CallProgress,
     EndFacts,
     JobView,
     OtherRun,
@@ -99,6 +100,8 @@ class StartResult:
 class AttemptRef:
     run_id: uuid.UUID
     number: int
+    # How far its call got, as a heartbeat says (None: not said).
+    call: CallProgress | None = None
 
 
 @dataclass(frozen=True)
@@ -471,6 +474,7 @@ class AttemptStore:
                 [r.number for r in refs],
                 worker_id,
                 self._settings.lease,
+                [r.call.value if r.call is not None else None for r in refs],
             )
         directives: list[Directive] = []
         for ref, row in zip(refs, rows, strict=True):
@@ -502,11 +506,12 @@ class AttemptStore:
         retryable: bool,
         error: str,
         call_time: datetime | None = None,
+        call: CallProgress | None = None,
     ) -> CompleteResult:
         """The compare-and-set of a report: only the run's open attempt ``token``, held by
         ``worker_id``, may write; anything else is ABORTED STALE_ATTEMPT and changes nothing.
         ``call_time``: when the call began, the start of an attempt started ahead of its
-        time."""
+        time. ``call`` is how far the report says the call got (None: not said)."""
         async with transaction(self._pool) as conn:
             row = await conn.fetchrow(q("attempt_run_lock"), run_id)
             if row is None:
@@ -530,6 +535,7 @@ class AttemptStore:
                 error,
                 now,
                 call_time,
+                call.value if call is not None else None,
             )
             if closed is None:  # the run row is locked and RUNNING: this cannot happen
                 raise stale_attempt(f"attempt {token} is already closed")
@@ -547,13 +553,16 @@ class AttemptStore:
                     token,
                     row["budget_start_attempt"],
                 )
+            snapshot = snapshot_of(row)
             facts = EndFacts(
                 attempt=token,
                 attempt_limit=row["attempt_limit"],
-                retry=snapshot_of(row).retry,
+                retry=snapshot.retry,
                 cancel_reason=closed["cancel_reason"],
                 job_deleted=job is None or job["state"] == JobState.DELETED.value,
                 hand_backs=hand_backs,
+                delivery=snapshot.delivery,
+                call=call,
             )
             result = decide_completion(outcome, retryable, error, facts, now, self._rand())
             await apply_run_outcome(conn, row, token, result, now)

@@ -2,7 +2,8 @@
 
 Decisions (what the next run time is, what a change means) are the caller's, passed in as plain
 values or as a function run inside the transaction under the job's row lock; this module only
-knows SQL and transactions.
+knows SQL and transactions. Every definition it writes has its secret values sealed first
+(those already sealed are kept as they are), so none reaches the database in clear.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.quota_store import lock_teams, read_team, save_rates
 from duetime_infra.pg.rows import job_from_row, run_from_row
 from duetime_infra.pg.sql import q
+from duetime_infra.secrets.sealing import SecretBox
 from duetime_infra.telemetry import instruments
 
 
@@ -105,8 +107,12 @@ def _count_records(runs: list[NewRun]) -> None:
 
 
 class JobStore:
-    def __init__(self, pool: asyncpg.Pool[asyncpg.Record]) -> None:
+    def __init__(self, pool: asyncpg.Pool[asyncpg.Record], secrets: SecretBox) -> None:
         self._pool = pool
+        self._secrets = secrets
+
+    def _document(self, job_id: uuid.UUID, spec: JobSpec) -> dict[str, Any]:
+        return spec_to_json(self._secrets.seal_spec(job_id, spec))
 
     async def team_quota(self, team_id: str) -> tuple[TeamState, datetime]:
         """The team's quota and usage, and the database clock's now."""
@@ -174,7 +180,7 @@ class JobStore:
                 partition,
                 write.state.value,
                 write.state_reason,
-                spec_to_json(write.spec),
+                self._document(job_id, write.spec),
                 nxt.nominal_time if nxt else None,
                 nxt.effective_time if nxt else None,
                 now,
@@ -217,7 +223,7 @@ class JobStore:
                 job_id,
                 write.state.value,
                 write.state_reason,
-                spec_to_json(write.spec),
+                self._document(job_id, write.spec),
                 nxt.nominal_time if nxt else None,
                 nxt.effective_time if nxt else None,
                 write.pause_time,

@@ -36,10 +36,10 @@ _COMPATIBLE_FROM = re.compile(r"^-- compatible-from: (\d+)$", re.MULTILINE)
 
 # The schema version this build was written for (its newest migration), and the oldest schema
 # its queries work against: they use the HANDED_BACK outcome (2), runs.budget_start_attempt
-# (3) and the team quotas, usage and held runs (4), so the database must be migrated before
-# this build is deployed.
-BUILD_SCHEMA_VERSION = 4
-MIN_SUPPORTED_VERSION = 4
+# (3), the team quotas, usage and held runs (4) and attempts.call_progress (5), so the database
+# must be migrated before this build is deployed.
+BUILD_SCHEMA_VERSION = 5
+MIN_SUPPORTED_VERSION = 5
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,12 @@ def _closed(connection: Any) -> bool:
         return True
 
 
+def _lost(error: BaseException, connection: Any) -> bool:
+    """The error is the connection's loss: the server said so, or the call failed the way
+    calls fail on a connection closed under them."""
+    return _server_gone(error) or (isinstance(error, _ON_A_LOST_CONNECTION) and _closed(connection))
+
+
 def _unavailable(error: BaseException) -> DatabaseUnavailable:
     return DatabaseUnavailable(f"the database is unavailable: {type(error).__name__}")
 
@@ -91,13 +97,13 @@ class _Acquire(PoolAcquireContext):
     async def __aexit__(self, *info: object) -> None:
         exc = info[1] if len(info) > 1 and isinstance(info[1], BaseException) else None
         connection = self.connection
-        lost = exc is not None and (
-            _server_gone(exc) or (isinstance(exc, _ON_A_LOST_CONNECTION) and _closed(connection))
-        )
+        lost = exc is not None and _lost(exc, connection)
         try:
             await super().__aexit__(*info)
         except BaseException as error:
-            if _server_gone(error) or isinstance(error, OSError):
+            # The release resets the session; on a lost connection that fails as any call
+            # does (asyncpg terminates the connection then).
+            if isinstance(error, OSError) or _lost(error, connection):
                 raise _unavailable(error) from (exc or error)
             raise
         if lost:

@@ -17,7 +17,7 @@ from typing import TypeAlias
 
 import asyncpg
 
-from duetime_core.attempts import EndFacts, RunOutcome, decide_expiry
+from duetime_core.attempts import CallProgress, EndFacts, RunOutcome, decide_expiry
 from duetime_core.jobspec import JobState
 from duetime_core.records import AttemptOutcome
 from duetime_infra.pg.attempt_store import Rand, apply_run_outcome, snapshot_of
@@ -82,14 +82,22 @@ async def reap_expired_attempts(
                     number,
                     run["budget_start_attempt"],
                 )
+            snapshot = snapshot_of(run)
+            said = attempt["call_progress"]
             facts = EndFacts(
                 attempt=number,
                 attempt_limit=run["attempt_limit"],
-                retry=snapshot_of(run).retry,
+                retry=snapshot.retry,
                 cancel_reason=attempt["cancel_reason"],
                 job_deleted=jobs.get(run["job_id"], JobState.DELETED.value)
                 == JobState.DELETED.value,
                 hand_backs=hand_backs,
+                delivery=snapshot.delivery,
+                # Known not begun (started ahead, never called), else the worker's last word
+                # in its heartbeats: see duetime_core.attempts.
+                call=CallProgress.NOT_BEGUN
+                if never_called
+                else (CallProgress(said) if said is not None else None),
             )
             outcome, error, result = decide_expiry(
                 attempt["lease_expire_time"],
@@ -107,7 +115,8 @@ async def reap_expired_attempts(
                 outcome.value,
                 error,
                 now,
-                None,
+                None,  # no reported call time
+                None,  # nor progress: the heartbeats' record stands
             )
             await apply_run_outcome(conn, run, number, result, now)
             ended.append((outcome, result))

@@ -53,7 +53,7 @@ Key = tuple[tuple[str, str], ...]
 
 class _Tally:
     """A counter summed in-process and read by the exporter when it collects: an add is a dict
-    update, not an SDK call (about 10 us each), on paths that run 10,000 times a second. Adds
+    update, not a (much dearer) SDK call, on paths that run thousands of times a second. Adds
     come from the service's event-loop thread; a scrape, on its own thread, reads a copy."""
 
     def __init__(self, meter: Meter, name: str, *, unit: str, description: str) -> None:

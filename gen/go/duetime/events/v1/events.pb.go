@@ -238,7 +238,8 @@ type DeadLetterEvent struct {
 	NominalTime *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=nominal_time,json=nominalTime,proto3" json:"nominal_time,omitempty"`
 	// The number of the last attempt.
 	Attempt int32 `protobuf:"varint,7,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	// Why: `ATTEMPTS_EXHAUSTED` or `NON_RETRYABLE`.
+	// Why: `ATTEMPTS_EXHAUSTED`, `NON_RETRYABLE` or, for a DELIVERY_AT_MOST_ONCE job whose
+	// last attempt may have reached the target without an answer, `OUTCOME_UNKNOWN`.
 	Reason string `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"`
 	// The last attempt's error.
 	LastError string `protobuf:"bytes,9,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`

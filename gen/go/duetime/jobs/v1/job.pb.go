@@ -23,6 +23,74 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Delivery guarantees: what Duetime does with an attempt whose outcome it cannot know.
+//
+// An attempt's outcome is unknown when the call may have reached the target but no answer
+// came back: the attempt's lease expired after its worker announced the call (the worker died,
+// froze or lost its network mid-call), the worker stopped it after sending, or the request
+// went out and timed out or broke off without an answer. It is known when the target answered
+// (an HTTP status, a process's exit status) or when the call is known not to have begun
+// (connection refused, no connection within the timeout, the target refused by the
+// allow-list, a launcher that refused or could not start the task, an attempt handed back
+// before its call).
+type Delivery int32
+
+const (
+	// Not set: the default, DELIVERY_AT_LEAST_ONCE.
+	Delivery_DELIVERY_UNSPECIFIED Delivery = 0
+	// An attempt whose outcome is unknown is retried like a failure (per the retry policy): the
+	// target may be called more than once for one run, and drops repeats by `Idempotency-Key`.
+	Delivery_DELIVERY_AT_LEAST_ONCE Delivery = 1
+	// For work where a duplicate is worse than a miss. An attempt whose outcome is unknown is
+	// never retried: its run ends DEAD_LETTERED with reason RUN_REASON_OUTCOME_UNKNOWN (the team
+	// is alerted; RedriveRun runs it again once someone has checked the target). A failure
+	// whose outcome is known is retried per the retry policy: one from before the call began,
+	// and one the target answered with (408, 429, 5xx, a non-zero exit status). Each call is
+	// announced to the scheduler before it begins, which costs one round trip per attempt.
+	Delivery_DELIVERY_AT_MOST_ONCE Delivery = 2
+)
+
+// Enum value maps for Delivery.
+var (
+	Delivery_name = map[int32]string{
+		0: "DELIVERY_UNSPECIFIED",
+		1: "DELIVERY_AT_LEAST_ONCE",
+		2: "DELIVERY_AT_MOST_ONCE",
+	}
+	Delivery_value = map[string]int32{
+		"DELIVERY_UNSPECIFIED":   0,
+		"DELIVERY_AT_LEAST_ONCE": 1,
+		"DELIVERY_AT_MOST_ONCE":  2,
+	}
+)
+
+func (x Delivery) Enum() *Delivery {
+	p := new(Delivery)
+	*p = x
+	return p
+}
+
+func (x Delivery) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Delivery) Descriptor() protoreflect.EnumDescriptor {
+	return file_duetime_jobs_v1_job_proto_enumTypes[0].Descriptor()
+}
+
+func (Delivery) Type() protoreflect.EnumType {
+	return &file_duetime_jobs_v1_job_proto_enumTypes[0]
+}
+
+func (x Delivery) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Delivery.Descriptor instead.
+func (Delivery) EnumDescriptor() ([]byte, []int) {
+	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{0}
+}
+
 // What a local time that does not exist (the spring-forward gap) does.
 type DstGapPolicy int32
 
@@ -61,11 +129,11 @@ func (x DstGapPolicy) String() string {
 }
 
 func (DstGapPolicy) Descriptor() protoreflect.EnumDescriptor {
-	return file_duetime_jobs_v1_job_proto_enumTypes[0].Descriptor()
+	return file_duetime_jobs_v1_job_proto_enumTypes[1].Descriptor()
 }
 
 func (DstGapPolicy) Type() protoreflect.EnumType {
-	return &file_duetime_jobs_v1_job_proto_enumTypes[0]
+	return &file_duetime_jobs_v1_job_proto_enumTypes[1]
 }
 
 func (x DstGapPolicy) Number() protoreflect.EnumNumber {
@@ -74,7 +142,7 @@ func (x DstGapPolicy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use DstGapPolicy.Descriptor instead.
 func (DstGapPolicy) EnumDescriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{0}
+	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{1}
 }
 
 // What a local time that happens twice (the fall-back fold) does.
@@ -118,11 +186,11 @@ func (x DstFoldPolicy) String() string {
 }
 
 func (DstFoldPolicy) Descriptor() protoreflect.EnumDescriptor {
-	return file_duetime_jobs_v1_job_proto_enumTypes[1].Descriptor()
+	return file_duetime_jobs_v1_job_proto_enumTypes[2].Descriptor()
 }
 
 func (DstFoldPolicy) Type() protoreflect.EnumType {
-	return &file_duetime_jobs_v1_job_proto_enumTypes[1]
+	return &file_duetime_jobs_v1_job_proto_enumTypes[2]
 }
 
 func (x DstFoldPolicy) Number() protoreflect.EnumNumber {
@@ -131,7 +199,7 @@ func (x DstFoldPolicy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use DstFoldPolicy.Descriptor instead.
 func (DstFoldPolicy) EnumDescriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{1}
+	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{2}
 }
 
 // HTTP request methods.
@@ -183,11 +251,11 @@ func (x HttpMethod) String() string {
 }
 
 func (HttpMethod) Descriptor() protoreflect.EnumDescriptor {
-	return file_duetime_jobs_v1_job_proto_enumTypes[2].Descriptor()
+	return file_duetime_jobs_v1_job_proto_enumTypes[3].Descriptor()
 }
 
 func (HttpMethod) Type() protoreflect.EnumType {
-	return &file_duetime_jobs_v1_job_proto_enumTypes[2]
+	return &file_duetime_jobs_v1_job_proto_enumTypes[3]
 }
 
 func (x HttpMethod) Number() protoreflect.EnumNumber {
@@ -196,7 +264,7 @@ func (x HttpMethod) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use HttpMethod.Descriptor instead.
 func (HttpMethod) EnumDescriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{2}
+	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{3}
 }
 
 // Misfire policies.
@@ -241,11 +309,11 @@ func (x MisfirePolicy) String() string {
 }
 
 func (MisfirePolicy) Descriptor() protoreflect.EnumDescriptor {
-	return file_duetime_jobs_v1_job_proto_enumTypes[3].Descriptor()
+	return file_duetime_jobs_v1_job_proto_enumTypes[4].Descriptor()
 }
 
 func (MisfirePolicy) Type() protoreflect.EnumType {
-	return &file_duetime_jobs_v1_job_proto_enumTypes[3]
+	return &file_duetime_jobs_v1_job_proto_enumTypes[4]
 }
 
 func (x MisfirePolicy) Number() protoreflect.EnumNumber {
@@ -254,7 +322,7 @@ func (x MisfirePolicy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use MisfirePolicy.Descriptor instead.
 func (MisfirePolicy) EnumDescriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{3}
+	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{4}
 }
 
 // Overlap policies, decided when an attempt starts.
@@ -303,11 +371,11 @@ func (x OverlapPolicy) String() string {
 }
 
 func (OverlapPolicy) Descriptor() protoreflect.EnumDescriptor {
-	return file_duetime_jobs_v1_job_proto_enumTypes[4].Descriptor()
+	return file_duetime_jobs_v1_job_proto_enumTypes[5].Descriptor()
 }
 
 func (OverlapPolicy) Type() protoreflect.EnumType {
-	return &file_duetime_jobs_v1_job_proto_enumTypes[4]
+	return &file_duetime_jobs_v1_job_proto_enumTypes[5]
 }
 
 func (x OverlapPolicy) Number() protoreflect.EnumNumber {
@@ -316,7 +384,7 @@ func (x OverlapPolicy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use OverlapPolicy.Descriptor instead.
 func (OverlapPolicy) EnumDescriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{4}
+	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{5}
 }
 
 // Dispatch priorities: weights, not a strict order.
@@ -360,11 +428,11 @@ func (x Priority) String() string {
 }
 
 func (Priority) Descriptor() protoreflect.EnumDescriptor {
-	return file_duetime_jobs_v1_job_proto_enumTypes[5].Descriptor()
+	return file_duetime_jobs_v1_job_proto_enumTypes[6].Descriptor()
 }
 
 func (Priority) Type() protoreflect.EnumType {
-	return &file_duetime_jobs_v1_job_proto_enumTypes[5]
+	return &file_duetime_jobs_v1_job_proto_enumTypes[6]
 }
 
 func (x Priority) Number() protoreflect.EnumNumber {
@@ -373,7 +441,7 @@ func (x Priority) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Priority.Descriptor instead.
 func (Priority) EnumDescriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{5}
+	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{6}
 }
 
 // Job lifecycle states.
@@ -422,11 +490,11 @@ func (x JobState) String() string {
 }
 
 func (JobState) Descriptor() protoreflect.EnumDescriptor {
-	return file_duetime_jobs_v1_job_proto_enumTypes[6].Descriptor()
+	return file_duetime_jobs_v1_job_proto_enumTypes[7].Descriptor()
 }
 
 func (JobState) Type() protoreflect.EnumType {
-	return &file_duetime_jobs_v1_job_proto_enumTypes[6]
+	return &file_duetime_jobs_v1_job_proto_enumTypes[7]
 }
 
 func (x JobState) Number() protoreflect.EnumNumber {
@@ -435,7 +503,7 @@ func (x JobState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use JobState.Descriptor instead.
 func (JobState) EnumDescriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{6}
+	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{7}
 }
 
 // A job: what to run (its target), when (its schedule), and how to handle trouble (timeouts,
@@ -491,7 +559,10 @@ type Job struct {
 	// Output only in responses; optional in UpdateJob, DeleteJob, PauseJob and ResumeJob
 	// requests. An opaque version tag: a request that carries an etag fails with ABORTED
 	// (reason ETAG_MISMATCH) if the job changed since that etag was read.
-	Etag          string `protobuf:"bytes,18,opt,name=etag,proto3" json:"etag,omitempty"`
+	Etag string `protobuf:"bytes,18,opt,name=etag,proto3" json:"etag,omitempty"`
+	// Optional. How often a run may call the target when something goes wrong. Defaults to
+	// DELIVERY_AT_LEAST_ONCE. See Delivery for what each promises.
+	Delivery      Delivery `protobuf:"varint,19,opt,name=delivery,proto3,enum=duetime.jobs.v1.Delivery" json:"delivery,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -650,6 +721,13 @@ func (x *Job) GetEtag() string {
 		return x.Etag
 	}
 	return ""
+}
+
+func (x *Job) GetDelivery() Delivery {
+	if x != nil {
+		return x.Delivery
+	}
+	return Delivery_DELIVERY_UNSPECIFIED
 }
 
 // When a job runs. Exactly one kind must be set.
@@ -1479,7 +1557,7 @@ var File_duetime_jobs_v1_job_proto protoreflect.FileDescriptor
 
 const file_duetime_jobs_v1_job_proto_rawDesc = "" +
 	"\n" +
-	"\x19duetime/jobs/v1/job.proto\x12\x0fduetime.jobs.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf0\x06\n" +
+	"\x19duetime/jobs/v1/job.proto\x12\x0fduetime.jobs.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa7\a\n" +
 	"\x03Job\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x12\n" +
@@ -1501,7 +1579,8 @@ const file_duetime_jobs_v1_job_proto_rawDesc = "" +
 	"createTime\x12;\n" +
 	"\vupdate_time\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"updateTime\x12\x12\n" +
-	"\x04etag\x18\x12 \x01(\tR\x04etag\"\xef\x01\n" +
+	"\x04etag\x18\x12 \x01(\tR\x04etag\x125\n" +
+	"\bdelivery\x18\x13 \x01(\x0e2\x19.duetime.jobs.v1.DeliveryR\bdelivery\"\xef\x01\n" +
 	"\bSchedule\x12-\n" +
 	"\x02at\x18\x01 \x01(\v2\x1b.duetime.jobs.v1.AtScheduleH\x00R\x02at\x126\n" +
 	"\x05delay\x18\x02 \x01(\v2\x1e.duetime.jobs.v1.DelayScheduleH\x00R\x05delay\x12?\n" +
@@ -1567,7 +1646,11 @@ const file_duetime_jobs_v1_job_proto_rawDesc = "" +
 	"\x06policy\x18\x01 \x01(\x0e2\x1e.duetime.jobs.v1.MisfirePolicyR\x06policy\x127\n" +
 	"\tthreshold\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\tthreshold\x12)\n" +
 	"\x11max_catch_up_runs\x18\x03 \x01(\x05R\x0emaxCatchUpRuns\x12B\n" +
-	"\x10max_catch_up_age\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\rmaxCatchUpAge*a\n" +
+	"\x10max_catch_up_age\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\rmaxCatchUpAge*[\n" +
+	"\bDelivery\x12\x18\n" +
+	"\x14DELIVERY_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16DELIVERY_AT_LEAST_ONCE\x10\x01\x12\x19\n" +
+	"\x15DELIVERY_AT_MOST_ONCE\x10\x02*a\n" +
 	"\fDstGapPolicy\x12\x1e\n" +
 	"\x1aDST_GAP_POLICY_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14DST_GAP_POLICY_SHIFT\x10\x01\x12\x17\n" +
@@ -1621,73 +1704,75 @@ func file_duetime_jobs_v1_job_proto_rawDescGZIP() []byte {
 	return file_duetime_jobs_v1_job_proto_rawDescData
 }
 
-var file_duetime_jobs_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
+var file_duetime_jobs_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
 var file_duetime_jobs_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_duetime_jobs_v1_job_proto_goTypes = []any{
-	(DstGapPolicy)(0),             // 0: duetime.jobs.v1.DstGapPolicy
-	(DstFoldPolicy)(0),            // 1: duetime.jobs.v1.DstFoldPolicy
-	(HttpMethod)(0),               // 2: duetime.jobs.v1.HttpMethod
-	(MisfirePolicy)(0),            // 3: duetime.jobs.v1.MisfirePolicy
-	(OverlapPolicy)(0),            // 4: duetime.jobs.v1.OverlapPolicy
-	(Priority)(0),                 // 5: duetime.jobs.v1.Priority
-	(JobState)(0),                 // 6: duetime.jobs.v1.JobState
-	(*Job)(nil),                   // 7: duetime.jobs.v1.Job
-	(*Schedule)(nil),              // 8: duetime.jobs.v1.Schedule
-	(*AtSchedule)(nil),            // 9: duetime.jobs.v1.AtSchedule
-	(*DelaySchedule)(nil),         // 10: duetime.jobs.v1.DelaySchedule
-	(*IntervalSchedule)(nil),      // 11: duetime.jobs.v1.IntervalSchedule
-	(*CronSchedule)(nil),          // 12: duetime.jobs.v1.CronSchedule
-	(*Target)(nil),                // 13: duetime.jobs.v1.Target
-	(*HttpTarget)(nil),            // 14: duetime.jobs.v1.HttpTarget
-	(*ContainerTarget)(nil),       // 15: duetime.jobs.v1.ContainerTarget
-	(*RetryPolicy)(nil),           // 16: duetime.jobs.v1.RetryPolicy
-	(*MisfireSettings)(nil),       // 17: duetime.jobs.v1.MisfireSettings
-	nil,                           // 18: duetime.jobs.v1.HttpTarget.HeadersEntry
-	nil,                           // 19: duetime.jobs.v1.ContainerTarget.EnvEntry
-	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
+	(Delivery)(0),                 // 0: duetime.jobs.v1.Delivery
+	(DstGapPolicy)(0),             // 1: duetime.jobs.v1.DstGapPolicy
+	(DstFoldPolicy)(0),            // 2: duetime.jobs.v1.DstFoldPolicy
+	(HttpMethod)(0),               // 3: duetime.jobs.v1.HttpMethod
+	(MisfirePolicy)(0),            // 4: duetime.jobs.v1.MisfirePolicy
+	(OverlapPolicy)(0),            // 5: duetime.jobs.v1.OverlapPolicy
+	(Priority)(0),                 // 6: duetime.jobs.v1.Priority
+	(JobState)(0),                 // 7: duetime.jobs.v1.JobState
+	(*Job)(nil),                   // 8: duetime.jobs.v1.Job
+	(*Schedule)(nil),              // 9: duetime.jobs.v1.Schedule
+	(*AtSchedule)(nil),            // 10: duetime.jobs.v1.AtSchedule
+	(*DelaySchedule)(nil),         // 11: duetime.jobs.v1.DelaySchedule
+	(*IntervalSchedule)(nil),      // 12: duetime.jobs.v1.IntervalSchedule
+	(*CronSchedule)(nil),          // 13: duetime.jobs.v1.CronSchedule
+	(*Target)(nil),                // 14: duetime.jobs.v1.Target
+	(*HttpTarget)(nil),            // 15: duetime.jobs.v1.HttpTarget
+	(*ContainerTarget)(nil),       // 16: duetime.jobs.v1.ContainerTarget
+	(*RetryPolicy)(nil),           // 17: duetime.jobs.v1.RetryPolicy
+	(*MisfireSettings)(nil),       // 18: duetime.jobs.v1.MisfireSettings
+	nil,                           // 19: duetime.jobs.v1.HttpTarget.HeadersEntry
+	nil,                           // 20: duetime.jobs.v1.ContainerTarget.EnvEntry
+	(*durationpb.Duration)(nil),   // 21: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
 }
 var file_duetime_jobs_v1_job_proto_depIdxs = []int32{
-	8,  // 0: duetime.jobs.v1.Job.schedule:type_name -> duetime.jobs.v1.Schedule
-	13, // 1: duetime.jobs.v1.Job.target:type_name -> duetime.jobs.v1.Target
-	20, // 2: duetime.jobs.v1.Job.attempt_timeout:type_name -> google.protobuf.Duration
-	16, // 3: duetime.jobs.v1.Job.retry_policy:type_name -> duetime.jobs.v1.RetryPolicy
-	17, // 4: duetime.jobs.v1.Job.misfire:type_name -> duetime.jobs.v1.MisfireSettings
-	4,  // 5: duetime.jobs.v1.Job.overlap_policy:type_name -> duetime.jobs.v1.OverlapPolicy
-	20, // 6: duetime.jobs.v1.Job.jitter_window:type_name -> google.protobuf.Duration
-	5,  // 7: duetime.jobs.v1.Job.priority:type_name -> duetime.jobs.v1.Priority
-	6,  // 8: duetime.jobs.v1.Job.state:type_name -> duetime.jobs.v1.JobState
-	21, // 9: duetime.jobs.v1.Job.next_run_time:type_name -> google.protobuf.Timestamp
-	21, // 10: duetime.jobs.v1.Job.create_time:type_name -> google.protobuf.Timestamp
-	21, // 11: duetime.jobs.v1.Job.update_time:type_name -> google.protobuf.Timestamp
-	9,  // 12: duetime.jobs.v1.Schedule.at:type_name -> duetime.jobs.v1.AtSchedule
-	10, // 13: duetime.jobs.v1.Schedule.delay:type_name -> duetime.jobs.v1.DelaySchedule
-	11, // 14: duetime.jobs.v1.Schedule.interval:type_name -> duetime.jobs.v1.IntervalSchedule
-	12, // 15: duetime.jobs.v1.Schedule.cron:type_name -> duetime.jobs.v1.CronSchedule
-	21, // 16: duetime.jobs.v1.AtSchedule.run_time:type_name -> google.protobuf.Timestamp
-	0,  // 17: duetime.jobs.v1.AtSchedule.gap_policy:type_name -> duetime.jobs.v1.DstGapPolicy
-	1,  // 18: duetime.jobs.v1.AtSchedule.fold_policy:type_name -> duetime.jobs.v1.DstFoldPolicy
-	20, // 19: duetime.jobs.v1.DelaySchedule.delay:type_name -> google.protobuf.Duration
-	21, // 20: duetime.jobs.v1.DelaySchedule.run_time:type_name -> google.protobuf.Timestamp
-	20, // 21: duetime.jobs.v1.IntervalSchedule.interval:type_name -> google.protobuf.Duration
-	21, // 22: duetime.jobs.v1.IntervalSchedule.start_time:type_name -> google.protobuf.Timestamp
-	0,  // 23: duetime.jobs.v1.CronSchedule.gap_policy:type_name -> duetime.jobs.v1.DstGapPolicy
-	1,  // 24: duetime.jobs.v1.CronSchedule.fold_policy:type_name -> duetime.jobs.v1.DstFoldPolicy
-	14, // 25: duetime.jobs.v1.Target.http:type_name -> duetime.jobs.v1.HttpTarget
-	15, // 26: duetime.jobs.v1.Target.container:type_name -> duetime.jobs.v1.ContainerTarget
-	2,  // 27: duetime.jobs.v1.HttpTarget.method:type_name -> duetime.jobs.v1.HttpMethod
-	18, // 28: duetime.jobs.v1.HttpTarget.headers:type_name -> duetime.jobs.v1.HttpTarget.HeadersEntry
-	19, // 29: duetime.jobs.v1.ContainerTarget.env:type_name -> duetime.jobs.v1.ContainerTarget.EnvEntry
-	20, // 30: duetime.jobs.v1.RetryPolicy.initial_backoff:type_name -> google.protobuf.Duration
-	20, // 31: duetime.jobs.v1.RetryPolicy.max_backoff:type_name -> google.protobuf.Duration
-	3,  // 32: duetime.jobs.v1.MisfireSettings.policy:type_name -> duetime.jobs.v1.MisfirePolicy
-	20, // 33: duetime.jobs.v1.MisfireSettings.threshold:type_name -> google.protobuf.Duration
-	20, // 34: duetime.jobs.v1.MisfireSettings.max_catch_up_age:type_name -> google.protobuf.Duration
-	35, // [35:35] is the sub-list for method output_type
-	35, // [35:35] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	9,  // 0: duetime.jobs.v1.Job.schedule:type_name -> duetime.jobs.v1.Schedule
+	14, // 1: duetime.jobs.v1.Job.target:type_name -> duetime.jobs.v1.Target
+	21, // 2: duetime.jobs.v1.Job.attempt_timeout:type_name -> google.protobuf.Duration
+	17, // 3: duetime.jobs.v1.Job.retry_policy:type_name -> duetime.jobs.v1.RetryPolicy
+	18, // 4: duetime.jobs.v1.Job.misfire:type_name -> duetime.jobs.v1.MisfireSettings
+	5,  // 5: duetime.jobs.v1.Job.overlap_policy:type_name -> duetime.jobs.v1.OverlapPolicy
+	21, // 6: duetime.jobs.v1.Job.jitter_window:type_name -> google.protobuf.Duration
+	6,  // 7: duetime.jobs.v1.Job.priority:type_name -> duetime.jobs.v1.Priority
+	7,  // 8: duetime.jobs.v1.Job.state:type_name -> duetime.jobs.v1.JobState
+	22, // 9: duetime.jobs.v1.Job.next_run_time:type_name -> google.protobuf.Timestamp
+	22, // 10: duetime.jobs.v1.Job.create_time:type_name -> google.protobuf.Timestamp
+	22, // 11: duetime.jobs.v1.Job.update_time:type_name -> google.protobuf.Timestamp
+	0,  // 12: duetime.jobs.v1.Job.delivery:type_name -> duetime.jobs.v1.Delivery
+	10, // 13: duetime.jobs.v1.Schedule.at:type_name -> duetime.jobs.v1.AtSchedule
+	11, // 14: duetime.jobs.v1.Schedule.delay:type_name -> duetime.jobs.v1.DelaySchedule
+	12, // 15: duetime.jobs.v1.Schedule.interval:type_name -> duetime.jobs.v1.IntervalSchedule
+	13, // 16: duetime.jobs.v1.Schedule.cron:type_name -> duetime.jobs.v1.CronSchedule
+	22, // 17: duetime.jobs.v1.AtSchedule.run_time:type_name -> google.protobuf.Timestamp
+	1,  // 18: duetime.jobs.v1.AtSchedule.gap_policy:type_name -> duetime.jobs.v1.DstGapPolicy
+	2,  // 19: duetime.jobs.v1.AtSchedule.fold_policy:type_name -> duetime.jobs.v1.DstFoldPolicy
+	21, // 20: duetime.jobs.v1.DelaySchedule.delay:type_name -> google.protobuf.Duration
+	22, // 21: duetime.jobs.v1.DelaySchedule.run_time:type_name -> google.protobuf.Timestamp
+	21, // 22: duetime.jobs.v1.IntervalSchedule.interval:type_name -> google.protobuf.Duration
+	22, // 23: duetime.jobs.v1.IntervalSchedule.start_time:type_name -> google.protobuf.Timestamp
+	1,  // 24: duetime.jobs.v1.CronSchedule.gap_policy:type_name -> duetime.jobs.v1.DstGapPolicy
+	2,  // 25: duetime.jobs.v1.CronSchedule.fold_policy:type_name -> duetime.jobs.v1.DstFoldPolicy
+	15, // 26: duetime.jobs.v1.Target.http:type_name -> duetime.jobs.v1.HttpTarget
+	16, // 27: duetime.jobs.v1.Target.container:type_name -> duetime.jobs.v1.ContainerTarget
+	3,  // 28: duetime.jobs.v1.HttpTarget.method:type_name -> duetime.jobs.v1.HttpMethod
+	19, // 29: duetime.jobs.v1.HttpTarget.headers:type_name -> duetime.jobs.v1.HttpTarget.HeadersEntry
+	20, // 30: duetime.jobs.v1.ContainerTarget.env:type_name -> duetime.jobs.v1.ContainerTarget.EnvEntry
+	21, // 31: duetime.jobs.v1.RetryPolicy.initial_backoff:type_name -> google.protobuf.Duration
+	21, // 32: duetime.jobs.v1.RetryPolicy.max_backoff:type_name -> google.protobuf.Duration
+	4,  // 33: duetime.jobs.v1.MisfireSettings.policy:type_name -> duetime.jobs.v1.MisfirePolicy
+	21, // 34: duetime.jobs.v1.MisfireSettings.threshold:type_name -> google.protobuf.Duration
+	21, // 35: duetime.jobs.v1.MisfireSettings.max_catch_up_age:type_name -> google.protobuf.Duration
+	36, // [36:36] is the sub-list for method output_type
+	36, // [36:36] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_duetime_jobs_v1_job_proto_init() }
@@ -1710,7 +1795,7 @@ func file_duetime_jobs_v1_job_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_duetime_jobs_v1_job_proto_rawDesc), len(file_duetime_jobs_v1_job_proto_rawDesc)),
-			NumEnums:      7,
+			NumEnums:      8,
 			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,

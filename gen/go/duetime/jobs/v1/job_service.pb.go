@@ -89,7 +89,8 @@ type CreateJobRequest struct {
 	Job *Job `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
 	// Optional but recommended. A client-chosen id (at most 128 characters) that makes the call
 	// idempotent for 24 hours: a retry with the same id returns the job created the first time.
-	// Reusing an id for a different job fails with ALREADY_EXISTS.
+	// Reusing an id for a different job fails with ALREADY_EXISTS (header and env values are
+	// not compared: Duetime keeps nothing of them but their sealed form).
 	RequestId     string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -404,7 +405,7 @@ type UpdateJobRequest struct {
 	Job *Job `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
 	// Required. The fields to change, among `display_name`, `schedule`, `target`,
 	// `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-	// `priority`. Sub-paths are not supported: a named field is replaced whole.
+	// `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
 	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,2,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

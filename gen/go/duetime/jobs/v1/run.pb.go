@@ -242,6 +242,10 @@ const (
 	// WAITING: every dispatch credit is taken; the run waits in weighted fair order among the
 	// teams' waiting runs. This lateness is the platform's, not the team's.
 	RunReason_RUN_REASON_FAIR_SHARE RunReason = 11
+	// DEAD_LETTERED: a DELIVERY_AT_MOST_ONCE run whose last attempt may have reached the target
+	// without an answer (see Delivery), so it was not retried. `reason_detail` says what
+	// happened; check the target before a RedriveRun.
+	RunReason_RUN_REASON_OUTCOME_UNKNOWN RunReason = 12
 )
 
 // Enum value maps for RunReason.
@@ -259,6 +263,7 @@ var (
 		9:  "RUN_REASON_QUOTA",
 		10: "RUN_REASON_JOB_UPDATED",
 		11: "RUN_REASON_FAIR_SHARE",
+		12: "RUN_REASON_OUTCOME_UNKNOWN",
 	}
 	RunReason_value = map[string]int32{
 		"RUN_REASON_UNSPECIFIED":        0,
@@ -273,6 +278,7 @@ var (
 		"RUN_REASON_QUOTA":              9,
 		"RUN_REASON_JOB_UPDATED":        10,
 		"RUN_REASON_FAIR_SHARE":         11,
+		"RUN_REASON_OUTCOME_UNKNOWN":    12,
 	}
 )
 
@@ -793,7 +799,7 @@ const file_duetime_jobs_v1_run_proto_rawDesc = "" +
 	"\x17RUN_STATE_DEAD_LETTERED\x10\x06\x12\x14\n" +
 	"\x10RUN_STATE_MISSED\x10\a\x12\x15\n" +
 	"\x11RUN_STATE_SKIPPED\x10\b\x12\x17\n" +
-	"\x13RUN_STATE_CANCELLED\x10\t*\xcf\x02\n" +
+	"\x13RUN_STATE_CANCELLED\x10\t*\xef\x02\n" +
 	"\tRunReason\x12\x1a\n" +
 	"\x16RUN_REASON_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12RUN_REASON_MISFIRE\x10\x01\x12\x16\n" +
@@ -807,7 +813,8 @@ const file_duetime_jobs_v1_run_proto_rawDesc = "" +
 	"\x10RUN_REASON_QUOTA\x10\t\x12\x1a\n" +
 	"\x16RUN_REASON_JOB_UPDATED\x10\n" +
 	"\x12\x19\n" +
-	"\x15RUN_REASON_FAIR_SHARE\x10\v*\xee\x01\n" +
+	"\x15RUN_REASON_FAIR_SHARE\x10\v\x12\x1e\n" +
+	"\x1aRUN_REASON_OUTCOME_UNKNOWN\x10\f*\xee\x01\n" +
 	"\x0eAttemptOutcome\x12\x1f\n" +
 	"\x1bATTEMPT_OUTCOME_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19ATTEMPT_OUTCOME_SUCCEEDED\x10\x01\x12\x1a\n" +

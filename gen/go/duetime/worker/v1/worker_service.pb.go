@@ -81,6 +81,69 @@ func (StartDecision) EnumDescriptor() ([]byte, []int) {
 	return file_duetime_worker_v1_worker_service_proto_rawDescGZIP(), []int{0}
 }
 
+// How far an attempt's call to its target got, as its worker knows it. The scheduler decides
+// from it whether an attempt that ended without an answer may be retried under
+// DELIVERY_AT_MOST_ONCE.
+type CallProgress int32
+
+const (
+	// Not said (a worker that does not tell): the call may have begun.
+	CallProgress_CALL_PROGRESS_UNSPECIFIED CallProgress = 0
+	// Nothing of the call has reached the target: no byte of the request was sent, no task was
+	// started. In a heartbeat it is also a promise: the call will not begin before a beat
+	// carrying CALL_PROGRESS_BEGUN for the attempt has been answered DIRECTIVE_CONTINUE.
+	CallProgress_CALL_PROGRESS_NOT_BEGUN CallProgress = 1
+	// The call has begun (or is about to, in a heartbeat announcing it) and no answer is known:
+	// the target may be acting on it.
+	CallProgress_CALL_PROGRESS_BEGUN CallProgress = 2
+	// The target answered (an HTTP status, a task's exit status); the reported result is its
+	// answer. Meant for reports; in a heartbeat it counts as CALL_PROGRESS_BEGUN.
+	CallProgress_CALL_PROGRESS_ANSWERED CallProgress = 3
+)
+
+// Enum value maps for CallProgress.
+var (
+	CallProgress_name = map[int32]string{
+		0: "CALL_PROGRESS_UNSPECIFIED",
+		1: "CALL_PROGRESS_NOT_BEGUN",
+		2: "CALL_PROGRESS_BEGUN",
+		3: "CALL_PROGRESS_ANSWERED",
+	}
+	CallProgress_value = map[string]int32{
+		"CALL_PROGRESS_UNSPECIFIED": 0,
+		"CALL_PROGRESS_NOT_BEGUN":   1,
+		"CALL_PROGRESS_BEGUN":       2,
+		"CALL_PROGRESS_ANSWERED":    3,
+	}
+)
+
+func (x CallProgress) Enum() *CallProgress {
+	p := new(CallProgress)
+	*p = x
+	return p
+}
+
+func (x CallProgress) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (CallProgress) Descriptor() protoreflect.EnumDescriptor {
+	return file_duetime_worker_v1_worker_service_proto_enumTypes[1].Descriptor()
+}
+
+func (CallProgress) Type() protoreflect.EnumType {
+	return &file_duetime_worker_v1_worker_service_proto_enumTypes[1]
+}
+
+func (x CallProgress) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use CallProgress.Descriptor instead.
+func (CallProgress) EnumDescriptor() ([]byte, []int) {
+	return file_duetime_worker_v1_worker_service_proto_rawDescGZIP(), []int{1}
+}
+
 // Directives for an open attempt.
 type Directive int32
 
@@ -119,11 +182,11 @@ func (x Directive) String() string {
 }
 
 func (Directive) Descriptor() protoreflect.EnumDescriptor {
-	return file_duetime_worker_v1_worker_service_proto_enumTypes[1].Descriptor()
+	return file_duetime_worker_v1_worker_service_proto_enumTypes[2].Descriptor()
 }
 
 func (Directive) Type() protoreflect.EnumType {
-	return &file_duetime_worker_v1_worker_service_proto_enumTypes[1]
+	return &file_duetime_worker_v1_worker_service_proto_enumTypes[2]
 }
 
 func (x Directive) Number() protoreflect.EnumNumber {
@@ -132,7 +195,7 @@ func (x Directive) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Directive.Descriptor instead.
 func (Directive) EnumDescriptor() ([]byte, []int) {
-	return file_duetime_worker_v1_worker_service_proto_rawDescGZIP(), []int{1}
+	return file_duetime_worker_v1_worker_service_proto_rawDescGZIP(), []int{2}
 }
 
 // What the worker observed.
@@ -188,11 +251,11 @@ func (x AttemptResult) String() string {
 }
 
 func (AttemptResult) Descriptor() protoreflect.EnumDescriptor {
-	return file_duetime_worker_v1_worker_service_proto_enumTypes[2].Descriptor()
+	return file_duetime_worker_v1_worker_service_proto_enumTypes[3].Descriptor()
 }
 
 func (AttemptResult) Type() protoreflect.EnumType {
-	return &file_duetime_worker_v1_worker_service_proto_enumTypes[2]
+	return &file_duetime_worker_v1_worker_service_proto_enumTypes[3]
 }
 
 func (x AttemptResult) Number() protoreflect.EnumNumber {
@@ -201,7 +264,7 @@ func (x AttemptResult) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use AttemptResult.Descriptor instead.
 func (AttemptResult) EnumDescriptor() ([]byte, []int) {
-	return file_duetime_worker_v1_worker_service_proto_rawDescGZIP(), []int{2}
+	return file_duetime_worker_v1_worker_service_proto_rawDescGZIP(), []int{3}
 }
 
 // Request of StartAttempts.
@@ -860,7 +923,12 @@ type RunSpec struct {
 	// UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
 	AttemptTimeout *durationpb.Duration `protobuf:"bytes,8,opt,name=attempt_timeout,json=attemptTimeout,proto3" json:"attempt_timeout,omitempty"`
 	// W3C `traceparent` of the run's trace, to continue it.
-	Traceparent   string `protobuf:"bytes,9,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	Traceparent string `protobuf:"bytes,9,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	// The job's delivery guarantee. For DELIVERY_AT_MOST_ONCE the worker announces the call
+	// before it begins: a heartbeat carrying the attempt with CALL_PROGRESS_BEGUN, answered
+	// DIRECTIVE_CONTINUE, must come back before any byte of the call is sent (see
+	// CallProgress). Unspecified: at least once.
+	Delivery      v1.Delivery `protobuf:"varint,10,opt,name=delivery,proto3,enum=duetime.jobs.v1.Delivery" json:"delivery,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -958,6 +1026,13 @@ func (x *RunSpec) GetTraceparent() string {
 	return ""
 }
 
+func (x *RunSpec) GetDelivery() v1.Delivery {
+	if x != nil {
+		return x.Delivery
+	}
+	return v1.Delivery(0)
+}
+
 // Request of Heartbeat: the worker's open attempts.
 type HeartbeatRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1019,7 +1094,13 @@ type AttemptRef struct {
 	// The run.
 	RunId string `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
 	// The attempt number (fencing token).
-	Attempt       int32 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Attempt int32 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// Optional, in HeartbeatRequest: how far the attempt's call got. A worker sends
+	// CALL_PROGRESS_NOT_BEGUN, then CALL_PROGRESS_BEGUN to announce the call, for attempts of
+	// DELIVERY_AT_MOST_ONCE runs; progress only moves forward (a later NOT_BEGUN is ignored).
+	// An attempt whose lease expires is taken as not called only when its last word was
+	// NOT_BEGUN. Ignored in responses.
+	CallProgress  CallProgress `protobuf:"varint,3,opt,name=call_progress,json=callProgress,proto3,enum=duetime.worker.v1.CallProgress" json:"call_progress,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1066,6 +1147,13 @@ func (x *AttemptRef) GetAttempt() int32 {
 		return x.Attempt
 	}
 	return 0
+}
+
+func (x *AttemptRef) GetCallProgress() CallProgress {
+	if x != nil {
+		return x.CallProgress
+	}
+	return CallProgress_CALL_PROGRESS_UNSPECIFIED
 }
 
 // Response of Heartbeat: one directive per attempt in the request.
@@ -1215,7 +1303,12 @@ type CompleteAttemptRequest struct {
 	// Optional. When the target call began, by the worker's estimate of the server's clock: for
 	// an attempt started ahead of its time it becomes the attempt's start (its start lateness);
 	// ignored for others, and never earlier than the call time the start answered.
-	CallTime      *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=call_time,json=callTime,proto3" json:"call_time,omitempty"`
+	CallTime *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=call_time,json=callTime,proto3" json:"call_time,omitempty"`
+	// Optional. How far the call got: for a result other than ATTEMPT_RESULT_SUCCEEDED of a
+	// DELIVERY_AT_MOST_ONCE run, NOT_BEGUN and ANSWERED let the run be retried, BEGUN and
+	// UNSPECIFIED (the call may have reached the target) end it DEAD_LETTERED with reason
+	// RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
+	CallProgress  CallProgress `protobuf:"varint,7,opt,name=call_progress,json=callProgress,proto3,enum=duetime.worker.v1.CallProgress" json:"call_progress,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1290,6 +1383,13 @@ func (x *CompleteAttemptRequest) GetCallTime() *timestamppb.Timestamp {
 		return x.CallTime
 	}
 	return nil
+}
+
+func (x *CompleteAttemptRequest) GetCallProgress() CallProgress {
+	if x != nil {
+		return x.CallProgress
+	}
+	return CallProgress_CALL_PROGRESS_UNSPECIFIED
 }
 
 // Response of CompleteAttempt.
@@ -1392,7 +1492,7 @@ const file_duetime_worker_v1_worker_service_proto_rawDesc = "" +
 	"\x0eeffective_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\reffectiveTime\x12,\n" +
 	"\x03run\x18\x06 \x01(\v2\x1a.duetime.worker.v1.RunSpecR\x03run\x12%\n" +
 	"\x0erefusal_reason\x18\a \x01(\tR\rrefusalReason\x127\n" +
-	"\tcall_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\bcallTime\"\x8d\x03\n" +
+	"\tcall_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\bcallTime\"\xc4\x03\n" +
 	"\aRunSpec\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x12\n" +
@@ -1402,14 +1502,17 @@ const file_duetime_worker_v1_worker_service_proto_rawDesc = "" +
 	"\x0eeffective_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\reffectiveTime\x12/\n" +
 	"\x06target\x18\a \x01(\v2\x17.duetime.jobs.v1.TargetR\x06target\x12B\n" +
 	"\x0fattempt_timeout\x18\b \x01(\v2\x19.google.protobuf.DurationR\x0eattemptTimeout\x12 \n" +
-	"\vtraceparent\x18\t \x01(\tR\vtraceparent\"j\n" +
+	"\vtraceparent\x18\t \x01(\tR\vtraceparent\x125\n" +
+	"\bdelivery\x18\n" +
+	" \x01(\x0e2\x19.duetime.jobs.v1.DeliveryR\bdelivery\"j\n" +
 	"\x10HeartbeatRequest\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x129\n" +
-	"\battempts\x18\x02 \x03(\v2\x1d.duetime.worker.v1.AttemptRefR\battempts\"=\n" +
+	"\battempts\x18\x02 \x03(\v2\x1d.duetime.worker.v1.AttemptRefR\battempts\"\x83\x01\n" +
 	"\n" +
 	"AttemptRef\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x18\n" +
-	"\aattempt\x18\x02 \x01(\x05R\aattempt\"\x95\x01\n" +
+	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12D\n" +
+	"\rcall_progress\x18\x03 \x01(\x0e2\x1f.duetime.worker.v1.CallProgressR\fcallProgress\"\x95\x01\n" +
 	"\x11HeartbeatResponse\x12;\n" +
 	"\vserver_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"serverTime\x12C\n" +
@@ -1420,14 +1523,15 @@ const file_duetime_worker_v1_worker_service_proto_rawDesc = "" +
 	"\aattempt\x18\x01 \x01(\v2\x1d.duetime.worker.v1.AttemptRefR\aattempt\x12:\n" +
 	"\tdirective\x18\x02 \x01(\x0e2\x1c.duetime.worker.v1.DirectiveR\tdirective\x12F\n" +
 	"\x11lease_expire_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x0fleaseExpireTime\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xf3\x01\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xb9\x02\n" +
 	"\x16CompleteAttemptRequest\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x128\n" +
 	"\x06result\x18\x02 \x01(\x0e2 .duetime.worker.v1.AttemptResultR\x06result\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x1c\n" +
 	"\tretryable\x18\x04 \x01(\bR\tretryable\x12\x1b\n" +
 	"\tworker_id\x18\x05 \x01(\tR\bworkerId\x127\n" +
-	"\tcall_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\bcallTime\"~\n" +
+	"\tcall_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\bcallTime\x12D\n" +
+	"\rcall_progress\x18\a \x01(\x0e2\x1f.duetime.worker.v1.CallProgressR\fcallProgress\"~\n" +
 	"\x17CompleteAttemptResponse\x12\x1b\n" +
 	"\trun_state\x18\x01 \x01(\tR\brunState\x12F\n" +
 	"\x11next_attempt_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x0fnextAttemptTime*\x85\x01\n" +
@@ -1435,7 +1539,12 @@ const file_duetime_worker_v1_worker_service_proto_rawDesc = "" +
 	"\x1aSTART_DECISION_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16START_DECISION_STARTED\x10\x01\x12\x1c\n" +
 	"\x18START_DECISION_TOO_EARLY\x10\x02\x12\x1a\n" +
-	"\x16START_DECISION_REFUSED\x10\x03*T\n" +
+	"\x16START_DECISION_REFUSED\x10\x03*\x7f\n" +
+	"\fCallProgress\x12\x1d\n" +
+	"\x19CALL_PROGRESS_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17CALL_PROGRESS_NOT_BEGUN\x10\x01\x12\x17\n" +
+	"\x13CALL_PROGRESS_BEGUN\x10\x02\x12\x1a\n" +
+	"\x16CALL_PROGRESS_ANSWERED\x10\x03*T\n" +
 	"\tDirective\x12\x19\n" +
 	"\x15DIRECTIVE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12DIRECTIVE_CONTINUE\x10\x01\x12\x14\n" +
@@ -1467,77 +1576,82 @@ func file_duetime_worker_v1_worker_service_proto_rawDescGZIP() []byte {
 	return file_duetime_worker_v1_worker_service_proto_rawDescData
 }
 
-var file_duetime_worker_v1_worker_service_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_duetime_worker_v1_worker_service_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
 var file_duetime_worker_v1_worker_service_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_duetime_worker_v1_worker_service_proto_goTypes = []any{
 	(StartDecision)(0),               // 0: duetime.worker.v1.StartDecision
-	(Directive)(0),                   // 1: duetime.worker.v1.Directive
-	(AttemptResult)(0),               // 2: duetime.worker.v1.AttemptResult
-	(*StartAttemptsRequest)(nil),     // 3: duetime.worker.v1.StartAttemptsRequest
-	(*StartAttemptsResponse)(nil),    // 4: duetime.worker.v1.StartAttemptsResponse
-	(*StartAttemptsResult)(nil),      // 5: duetime.worker.v1.StartAttemptsResult
-	(*EntryError)(nil),               // 6: duetime.worker.v1.EntryError
-	(*CompleteAttemptsRequest)(nil),  // 7: duetime.worker.v1.CompleteAttemptsRequest
-	(*AttemptReport)(nil),            // 8: duetime.worker.v1.AttemptReport
-	(*CompleteAttemptsResponse)(nil), // 9: duetime.worker.v1.CompleteAttemptsResponse
-	(*CompleteAttemptsResult)(nil),   // 10: duetime.worker.v1.CompleteAttemptsResult
-	(*StartAttemptRequest)(nil),      // 11: duetime.worker.v1.StartAttemptRequest
-	(*StartAttemptResponse)(nil),     // 12: duetime.worker.v1.StartAttemptResponse
-	(*RunSpec)(nil),                  // 13: duetime.worker.v1.RunSpec
-	(*HeartbeatRequest)(nil),         // 14: duetime.worker.v1.HeartbeatRequest
-	(*AttemptRef)(nil),               // 15: duetime.worker.v1.AttemptRef
-	(*HeartbeatResponse)(nil),        // 16: duetime.worker.v1.HeartbeatResponse
-	(*AttemptDirective)(nil),         // 17: duetime.worker.v1.AttemptDirective
-	(*CompleteAttemptRequest)(nil),   // 18: duetime.worker.v1.CompleteAttemptRequest
-	(*CompleteAttemptResponse)(nil),  // 19: duetime.worker.v1.CompleteAttemptResponse
-	(*timestamppb.Timestamp)(nil),    // 20: google.protobuf.Timestamp
-	(*v1.Target)(nil),                // 21: duetime.jobs.v1.Target
-	(*durationpb.Duration)(nil),      // 22: google.protobuf.Duration
+	(CallProgress)(0),                // 1: duetime.worker.v1.CallProgress
+	(Directive)(0),                   // 2: duetime.worker.v1.Directive
+	(AttemptResult)(0),               // 3: duetime.worker.v1.AttemptResult
+	(*StartAttemptsRequest)(nil),     // 4: duetime.worker.v1.StartAttemptsRequest
+	(*StartAttemptsResponse)(nil),    // 5: duetime.worker.v1.StartAttemptsResponse
+	(*StartAttemptsResult)(nil),      // 6: duetime.worker.v1.StartAttemptsResult
+	(*EntryError)(nil),               // 7: duetime.worker.v1.EntryError
+	(*CompleteAttemptsRequest)(nil),  // 8: duetime.worker.v1.CompleteAttemptsRequest
+	(*AttemptReport)(nil),            // 9: duetime.worker.v1.AttemptReport
+	(*CompleteAttemptsResponse)(nil), // 10: duetime.worker.v1.CompleteAttemptsResponse
+	(*CompleteAttemptsResult)(nil),   // 11: duetime.worker.v1.CompleteAttemptsResult
+	(*StartAttemptRequest)(nil),      // 12: duetime.worker.v1.StartAttemptRequest
+	(*StartAttemptResponse)(nil),     // 13: duetime.worker.v1.StartAttemptResponse
+	(*RunSpec)(nil),                  // 14: duetime.worker.v1.RunSpec
+	(*HeartbeatRequest)(nil),         // 15: duetime.worker.v1.HeartbeatRequest
+	(*AttemptRef)(nil),               // 16: duetime.worker.v1.AttemptRef
+	(*HeartbeatResponse)(nil),        // 17: duetime.worker.v1.HeartbeatResponse
+	(*AttemptDirective)(nil),         // 18: duetime.worker.v1.AttemptDirective
+	(*CompleteAttemptRequest)(nil),   // 19: duetime.worker.v1.CompleteAttemptRequest
+	(*CompleteAttemptResponse)(nil),  // 20: duetime.worker.v1.CompleteAttemptResponse
+	(*timestamppb.Timestamp)(nil),    // 21: google.protobuf.Timestamp
+	(*v1.Target)(nil),                // 22: duetime.jobs.v1.Target
+	(*durationpb.Duration)(nil),      // 23: google.protobuf.Duration
+	(v1.Delivery)(0),                 // 24: duetime.jobs.v1.Delivery
 }
 var file_duetime_worker_v1_worker_service_proto_depIdxs = []int32{
-	11, // 0: duetime.worker.v1.StartAttemptsRequest.starts:type_name -> duetime.worker.v1.StartAttemptRequest
-	5,  // 1: duetime.worker.v1.StartAttemptsResponse.results:type_name -> duetime.worker.v1.StartAttemptsResult
-	12, // 2: duetime.worker.v1.StartAttemptsResult.response:type_name -> duetime.worker.v1.StartAttemptResponse
-	6,  // 3: duetime.worker.v1.StartAttemptsResult.error:type_name -> duetime.worker.v1.EntryError
-	8,  // 4: duetime.worker.v1.CompleteAttemptsRequest.reports:type_name -> duetime.worker.v1.AttemptReport
-	18, // 5: duetime.worker.v1.AttemptReport.report:type_name -> duetime.worker.v1.CompleteAttemptRequest
-	10, // 6: duetime.worker.v1.CompleteAttemptsResponse.results:type_name -> duetime.worker.v1.CompleteAttemptsResult
-	19, // 7: duetime.worker.v1.CompleteAttemptsResult.response:type_name -> duetime.worker.v1.CompleteAttemptResponse
-	6,  // 8: duetime.worker.v1.CompleteAttemptsResult.error:type_name -> duetime.worker.v1.EntryError
+	12, // 0: duetime.worker.v1.StartAttemptsRequest.starts:type_name -> duetime.worker.v1.StartAttemptRequest
+	6,  // 1: duetime.worker.v1.StartAttemptsResponse.results:type_name -> duetime.worker.v1.StartAttemptsResult
+	13, // 2: duetime.worker.v1.StartAttemptsResult.response:type_name -> duetime.worker.v1.StartAttemptResponse
+	7,  // 3: duetime.worker.v1.StartAttemptsResult.error:type_name -> duetime.worker.v1.EntryError
+	9,  // 4: duetime.worker.v1.CompleteAttemptsRequest.reports:type_name -> duetime.worker.v1.AttemptReport
+	19, // 5: duetime.worker.v1.AttemptReport.report:type_name -> duetime.worker.v1.CompleteAttemptRequest
+	11, // 6: duetime.worker.v1.CompleteAttemptsResponse.results:type_name -> duetime.worker.v1.CompleteAttemptsResult
+	20, // 7: duetime.worker.v1.CompleteAttemptsResult.response:type_name -> duetime.worker.v1.CompleteAttemptResponse
+	7,  // 8: duetime.worker.v1.CompleteAttemptsResult.error:type_name -> duetime.worker.v1.EntryError
 	0,  // 9: duetime.worker.v1.StartAttemptResponse.decision:type_name -> duetime.worker.v1.StartDecision
-	20, // 10: duetime.worker.v1.StartAttemptResponse.lease_expire_time:type_name -> google.protobuf.Timestamp
-	20, // 11: duetime.worker.v1.StartAttemptResponse.server_time:type_name -> google.protobuf.Timestamp
-	20, // 12: duetime.worker.v1.StartAttemptResponse.effective_time:type_name -> google.protobuf.Timestamp
-	13, // 13: duetime.worker.v1.StartAttemptResponse.run:type_name -> duetime.worker.v1.RunSpec
-	20, // 14: duetime.worker.v1.StartAttemptResponse.call_time:type_name -> google.protobuf.Timestamp
-	20, // 15: duetime.worker.v1.RunSpec.nominal_time:type_name -> google.protobuf.Timestamp
-	20, // 16: duetime.worker.v1.RunSpec.effective_time:type_name -> google.protobuf.Timestamp
-	21, // 17: duetime.worker.v1.RunSpec.target:type_name -> duetime.jobs.v1.Target
-	22, // 18: duetime.worker.v1.RunSpec.attempt_timeout:type_name -> google.protobuf.Duration
-	15, // 19: duetime.worker.v1.HeartbeatRequest.attempts:type_name -> duetime.worker.v1.AttemptRef
-	20, // 20: duetime.worker.v1.HeartbeatResponse.server_time:type_name -> google.protobuf.Timestamp
-	17, // 21: duetime.worker.v1.HeartbeatResponse.directives:type_name -> duetime.worker.v1.AttemptDirective
-	15, // 22: duetime.worker.v1.AttemptDirective.attempt:type_name -> duetime.worker.v1.AttemptRef
-	1,  // 23: duetime.worker.v1.AttemptDirective.directive:type_name -> duetime.worker.v1.Directive
-	20, // 24: duetime.worker.v1.AttemptDirective.lease_expire_time:type_name -> google.protobuf.Timestamp
-	2,  // 25: duetime.worker.v1.CompleteAttemptRequest.result:type_name -> duetime.worker.v1.AttemptResult
-	20, // 26: duetime.worker.v1.CompleteAttemptRequest.call_time:type_name -> google.protobuf.Timestamp
-	20, // 27: duetime.worker.v1.CompleteAttemptResponse.next_attempt_time:type_name -> google.protobuf.Timestamp
-	11, // 28: duetime.worker.v1.WorkerService.StartAttempt:input_type -> duetime.worker.v1.StartAttemptRequest
-	14, // 29: duetime.worker.v1.WorkerService.Heartbeat:input_type -> duetime.worker.v1.HeartbeatRequest
-	18, // 30: duetime.worker.v1.WorkerService.CompleteAttempt:input_type -> duetime.worker.v1.CompleteAttemptRequest
-	3,  // 31: duetime.worker.v1.WorkerService.StartAttempts:input_type -> duetime.worker.v1.StartAttemptsRequest
-	7,  // 32: duetime.worker.v1.WorkerService.CompleteAttempts:input_type -> duetime.worker.v1.CompleteAttemptsRequest
-	12, // 33: duetime.worker.v1.WorkerService.StartAttempt:output_type -> duetime.worker.v1.StartAttemptResponse
-	16, // 34: duetime.worker.v1.WorkerService.Heartbeat:output_type -> duetime.worker.v1.HeartbeatResponse
-	19, // 35: duetime.worker.v1.WorkerService.CompleteAttempt:output_type -> duetime.worker.v1.CompleteAttemptResponse
-	4,  // 36: duetime.worker.v1.WorkerService.StartAttempts:output_type -> duetime.worker.v1.StartAttemptsResponse
-	9,  // 37: duetime.worker.v1.WorkerService.CompleteAttempts:output_type -> duetime.worker.v1.CompleteAttemptsResponse
-	33, // [33:38] is the sub-list for method output_type
-	28, // [28:33] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	21, // 10: duetime.worker.v1.StartAttemptResponse.lease_expire_time:type_name -> google.protobuf.Timestamp
+	21, // 11: duetime.worker.v1.StartAttemptResponse.server_time:type_name -> google.protobuf.Timestamp
+	21, // 12: duetime.worker.v1.StartAttemptResponse.effective_time:type_name -> google.protobuf.Timestamp
+	14, // 13: duetime.worker.v1.StartAttemptResponse.run:type_name -> duetime.worker.v1.RunSpec
+	21, // 14: duetime.worker.v1.StartAttemptResponse.call_time:type_name -> google.protobuf.Timestamp
+	21, // 15: duetime.worker.v1.RunSpec.nominal_time:type_name -> google.protobuf.Timestamp
+	21, // 16: duetime.worker.v1.RunSpec.effective_time:type_name -> google.protobuf.Timestamp
+	22, // 17: duetime.worker.v1.RunSpec.target:type_name -> duetime.jobs.v1.Target
+	23, // 18: duetime.worker.v1.RunSpec.attempt_timeout:type_name -> google.protobuf.Duration
+	24, // 19: duetime.worker.v1.RunSpec.delivery:type_name -> duetime.jobs.v1.Delivery
+	16, // 20: duetime.worker.v1.HeartbeatRequest.attempts:type_name -> duetime.worker.v1.AttemptRef
+	1,  // 21: duetime.worker.v1.AttemptRef.call_progress:type_name -> duetime.worker.v1.CallProgress
+	21, // 22: duetime.worker.v1.HeartbeatResponse.server_time:type_name -> google.protobuf.Timestamp
+	18, // 23: duetime.worker.v1.HeartbeatResponse.directives:type_name -> duetime.worker.v1.AttemptDirective
+	16, // 24: duetime.worker.v1.AttemptDirective.attempt:type_name -> duetime.worker.v1.AttemptRef
+	2,  // 25: duetime.worker.v1.AttemptDirective.directive:type_name -> duetime.worker.v1.Directive
+	21, // 26: duetime.worker.v1.AttemptDirective.lease_expire_time:type_name -> google.protobuf.Timestamp
+	3,  // 27: duetime.worker.v1.CompleteAttemptRequest.result:type_name -> duetime.worker.v1.AttemptResult
+	21, // 28: duetime.worker.v1.CompleteAttemptRequest.call_time:type_name -> google.protobuf.Timestamp
+	1,  // 29: duetime.worker.v1.CompleteAttemptRequest.call_progress:type_name -> duetime.worker.v1.CallProgress
+	21, // 30: duetime.worker.v1.CompleteAttemptResponse.next_attempt_time:type_name -> google.protobuf.Timestamp
+	12, // 31: duetime.worker.v1.WorkerService.StartAttempt:input_type -> duetime.worker.v1.StartAttemptRequest
+	15, // 32: duetime.worker.v1.WorkerService.Heartbeat:input_type -> duetime.worker.v1.HeartbeatRequest
+	19, // 33: duetime.worker.v1.WorkerService.CompleteAttempt:input_type -> duetime.worker.v1.CompleteAttemptRequest
+	4,  // 34: duetime.worker.v1.WorkerService.StartAttempts:input_type -> duetime.worker.v1.StartAttemptsRequest
+	8,  // 35: duetime.worker.v1.WorkerService.CompleteAttempts:input_type -> duetime.worker.v1.CompleteAttemptsRequest
+	13, // 36: duetime.worker.v1.WorkerService.StartAttempt:output_type -> duetime.worker.v1.StartAttemptResponse
+	17, // 37: duetime.worker.v1.WorkerService.Heartbeat:output_type -> duetime.worker.v1.HeartbeatResponse
+	20, // 38: duetime.worker.v1.WorkerService.CompleteAttempt:output_type -> duetime.worker.v1.CompleteAttemptResponse
+	5,  // 39: duetime.worker.v1.WorkerService.StartAttempts:output_type -> duetime.worker.v1.StartAttemptsResponse
+	10, // 40: duetime.worker.v1.WorkerService.CompleteAttempts:output_type -> duetime.worker.v1.CompleteAttemptsResponse
+	36, // [36:41] is the sub-list for method output_type
+	31, // [31:36] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_duetime_worker_v1_worker_service_proto_init() }
@@ -1550,7 +1664,7 @@ func file_duetime_worker_v1_worker_service_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_duetime_worker_v1_worker_service_proto_rawDesc), len(file_duetime_worker_v1_worker_service_proto_rawDesc)),
-			NumEnums:      3,
+			NumEnums:      4,
 			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,

@@ -154,7 +154,9 @@ class DeadLetterEvent(_message.Message):
     attempt: _builtins.int
     """The number of the last attempt."""
     reason: _builtins.str
-    """Why: `ATTEMPTS_EXHAUSTED` or `NON_RETRYABLE`."""
+    """Why: `ATTEMPTS_EXHAUSTED`, `NON_RETRYABLE` or, for a DELIVERY_AT_MOST_ONCE job whose
+    last attempt may have reached the target without an answer, `OUTCOME_UNKNOWN`.
+    """
     last_error: _builtins.str
     """The last attempt's error."""
     notification_url: _builtins.str

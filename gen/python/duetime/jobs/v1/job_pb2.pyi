@@ -21,6 +21,56 @@ else:
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class _Delivery:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _DeliveryEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Delivery.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    DELIVERY_UNSPECIFIED: _Delivery.ValueType  # 0
+    """Not set: the default, DELIVERY_AT_LEAST_ONCE."""
+    DELIVERY_AT_LEAST_ONCE: _Delivery.ValueType  # 1
+    """An attempt whose outcome is unknown is retried like a failure (per the retry policy): the
+    target may be called more than once for one run, and drops repeats by `Idempotency-Key`.
+    """
+    DELIVERY_AT_MOST_ONCE: _Delivery.ValueType  # 2
+    """For work where a duplicate is worse than a miss. An attempt whose outcome is unknown is
+    never retried: its run ends DEAD_LETTERED with reason RUN_REASON_OUTCOME_UNKNOWN (the team
+    is alerted; RedriveRun runs it again once someone has checked the target). A failure
+    whose outcome is known is retried per the retry policy: one from before the call began,
+    and one the target answered with (408, 429, 5xx, a non-zero exit status). Each call is
+    announced to the scheduler before it begins, which costs one round trip per attempt.
+    """
+
+class Delivery(_Delivery, metaclass=_DeliveryEnumTypeWrapper):
+    """Delivery guarantees: what Duetime does with an attempt whose outcome it cannot know.
+
+    An attempt's outcome is unknown when the call may have reached the target but no answer
+    came back: the attempt's lease expired after its worker announced the call (the worker died,
+    froze or lost its network mid-call), the worker stopped it after sending, or the request
+    went out and timed out or broke off without an answer. It is known when the target answered
+    (an HTTP status, a process's exit status) or when the call is known not to have begun
+    (connection refused, no connection within the timeout, the target refused by the
+    allow-list, a launcher that refused or could not start the task, an attempt handed back
+    before its call).
+    """
+
+DELIVERY_UNSPECIFIED: Delivery.ValueType  # 0
+"""Not set: the default, DELIVERY_AT_LEAST_ONCE."""
+DELIVERY_AT_LEAST_ONCE: Delivery.ValueType  # 1
+"""An attempt whose outcome is unknown is retried like a failure (per the retry policy): the
+target may be called more than once for one run, and drops repeats by `Idempotency-Key`.
+"""
+DELIVERY_AT_MOST_ONCE: Delivery.ValueType  # 2
+"""For work where a duplicate is worse than a miss. An attempt whose outcome is unknown is
+never retried: its run ends DEAD_LETTERED with reason RUN_REASON_OUTCOME_UNKNOWN (the team
+is alerted; RedriveRun runs it again once someone has checked the target). A failure
+whose outcome is known is retried per the retry policy: one from before the call began,
+and one the target answered with (408, 429, 5xx, a non-zero exit status). Each call is
+announced to the scheduler before it begins, which costs one round trip per attempt.
+"""
+Global___Delivery: _TypeAlias = Delivery  # noqa: Y015
+
 class _DstGapPolicy:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -271,6 +321,7 @@ class Job(_message.Message):
     CREATE_TIME_FIELD_NUMBER: _builtins.int
     UPDATE_TIME_FIELD_NUMBER: _builtins.int
     ETAG_FIELD_NUMBER: _builtins.int
+    DELIVERY_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Output only. Resource name, `teams/{team}/jobs/{job_id}`. Use it in every call that takes
     a job `name`.
@@ -299,6 +350,10 @@ class Job(_message.Message):
     """Output only in responses; optional in UpdateJob, DeleteJob, PauseJob and ResumeJob
     requests. An opaque version tag: a request that carries an etag fails with ABORTED
     (reason ETAG_MISMATCH) if the job changed since that etag was read.
+    """
+    delivery: Global___Delivery.ValueType
+    """Optional. How often a run may call the target when something goes wrong. Defaults to
+    DELIVERY_AT_LEAST_ONCE. See Delivery for what each promises.
     """
     @_builtins.property
     def schedule(self) -> Global___Schedule:
@@ -369,10 +424,11 @@ class Job(_message.Message):
         create_time: _timestamp_pb2.Timestamp | None = ...,
         update_time: _timestamp_pb2.Timestamp | None = ...,
         etag: _builtins.str = ...,
+        delivery: Global___Delivery.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["attempt_timeout", b"attempt_timeout", "create_time", b"create_time", "jitter_window", b"jitter_window", "misfire", b"misfire", "next_run_time", b"next_run_time", "retry_policy", b"retry_policy", "schedule", b"schedule", "target", b"target", "update_time", b"update_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt_timeout", b"attempt_timeout", "create_time", b"create_time", "display_name", b"display_name", "etag", b"etag", "jitter_window", b"jitter_window", "job_id", b"job_id", "misfire", b"misfire", "name", b"name", "next_run_time", b"next_run_time", "overlap_policy", b"overlap_policy", "priority", b"priority", "retry_policy", b"retry_policy", "schedule", b"schedule", "state", b"state", "state_reason", b"state_reason", "target", b"target", "team", b"team", "update_time", b"update_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt_timeout", b"attempt_timeout", "create_time", b"create_time", "delivery", b"delivery", "display_name", b"display_name", "etag", b"etag", "jitter_window", b"jitter_window", "job_id", b"job_id", "misfire", b"misfire", "name", b"name", "next_run_time", b"next_run_time", "overlap_policy", b"overlap_policy", "priority", b"priority", "retry_policy", b"retry_policy", "schedule", b"schedule", "state", b"state", "state_reason", b"state_reason", "target", b"target", "team", b"team", "update_time", b"update_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

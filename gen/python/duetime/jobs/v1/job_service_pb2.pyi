@@ -68,7 +68,8 @@ class CreateJobRequest(_message.Message):
     request_id: _builtins.str
     """Optional but recommended. A client-chosen id (at most 128 characters) that makes the call
     idempotent for 24 hours: a retry with the same id returns the job created the first time.
-    Reusing an id for a different job fails with ALREADY_EXISTS.
+    Reusing an id for a different job fails with ALREADY_EXISTS (header and env values are
+    not compared: Duetime keeps nothing of them but their sealed form).
     """
     @_builtins.property
     def job(self) -> _job_pb2.Job:
@@ -234,7 +235,7 @@ class UpdateJobRequest(_message.Message):
     def update_mask(self) -> _field_mask_pb2.FieldMask:
         """Required. The fields to change, among `display_name`, `schedule`, `target`,
         `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-        `priority`. Sub-paths are not supported: a named field is replaced whole.
+        `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
         """
 
     def __init__(

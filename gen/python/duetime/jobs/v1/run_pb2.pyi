@@ -161,6 +161,11 @@ class _RunReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_RunReason.V
     """WAITING: every dispatch credit is taken; the run waits in weighted fair order among the
     teams' waiting runs. This lateness is the platform's, not the team's.
     """
+    RUN_REASON_OUTCOME_UNKNOWN: _RunReason.ValueType  # 12
+    """DEAD_LETTERED: a DELIVERY_AT_MOST_ONCE run whose last attempt may have reached the target
+    without an answer (see Delivery), so it was not retried. `reason_detail` says what
+    happened; check the target before a RedriveRun.
+    """
 
 class RunReason(_RunReason, metaclass=_RunReasonEnumTypeWrapper):
     """Why a run did not run, or stopped."""
@@ -192,6 +197,11 @@ applies from the change.
 RUN_REASON_FAIR_SHARE: RunReason.ValueType  # 11
 """WAITING: every dispatch credit is taken; the run waits in weighted fair order among the
 teams' waiting runs. This lateness is the platform's, not the team's.
+"""
+RUN_REASON_OUTCOME_UNKNOWN: RunReason.ValueType  # 12
+"""DEAD_LETTERED: a DELIVERY_AT_MOST_ONCE run whose last attempt may have reached the target
+without an answer (see Delivery), so it was not retried. `reason_detail` says what
+happened; check the target before a RedriveRun.
 """
 Global___RunReason: _TypeAlias = RunReason  # noqa: Y015
 

@@ -50,6 +50,51 @@ START_DECISION_REFUSED: StartDecision.ValueType  # 3
 """Do not run it; drop the message."""
 Global___StartDecision: _TypeAlias = StartDecision  # noqa: Y015
 
+class _CallProgress:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _CallProgressEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_CallProgress.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    CALL_PROGRESS_UNSPECIFIED: _CallProgress.ValueType  # 0
+    """Not said (a worker that does not tell): the call may have begun."""
+    CALL_PROGRESS_NOT_BEGUN: _CallProgress.ValueType  # 1
+    """Nothing of the call has reached the target: no byte of the request was sent, no task was
+    started. In a heartbeat it is also a promise: the call will not begin before a beat
+    carrying CALL_PROGRESS_BEGUN for the attempt has been answered DIRECTIVE_CONTINUE.
+    """
+    CALL_PROGRESS_BEGUN: _CallProgress.ValueType  # 2
+    """The call has begun (or is about to, in a heartbeat announcing it) and no answer is known:
+    the target may be acting on it.
+    """
+    CALL_PROGRESS_ANSWERED: _CallProgress.ValueType  # 3
+    """The target answered (an HTTP status, a task's exit status); the reported result is its
+    answer. Meant for reports; in a heartbeat it counts as CALL_PROGRESS_BEGUN.
+    """
+
+class CallProgress(_CallProgress, metaclass=_CallProgressEnumTypeWrapper):
+    """How far an attempt's call to its target got, as its worker knows it. The scheduler decides
+    from it whether an attempt that ended without an answer may be retried under
+    DELIVERY_AT_MOST_ONCE.
+    """
+
+CALL_PROGRESS_UNSPECIFIED: CallProgress.ValueType  # 0
+"""Not said (a worker that does not tell): the call may have begun."""
+CALL_PROGRESS_NOT_BEGUN: CallProgress.ValueType  # 1
+"""Nothing of the call has reached the target: no byte of the request was sent, no task was
+started. In a heartbeat it is also a promise: the call will not begin before a beat
+carrying CALL_PROGRESS_BEGUN for the attempt has been answered DIRECTIVE_CONTINUE.
+"""
+CALL_PROGRESS_BEGUN: CallProgress.ValueType  # 2
+"""The call has begun (or is about to, in a heartbeat announcing it) and no answer is known:
+the target may be acting on it.
+"""
+CALL_PROGRESS_ANSWERED: CallProgress.ValueType  # 3
+"""The target answered (an HTTP status, a task's exit status); the reported result is its
+answer. Meant for reports; in a heartbeat it counts as CALL_PROGRESS_BEGUN.
+"""
+Global___CallProgress: _TypeAlias = CallProgress  # noqa: Y015
+
 class _Directive:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -487,6 +532,7 @@ class RunSpec(_message.Message):
     TARGET_FIELD_NUMBER: _builtins.int
     ATTEMPT_TIMEOUT_FIELD_NUMBER: _builtins.int
     TRACEPARENT_FIELD_NUMBER: _builtins.int
+    DELIVERY_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """The run."""
     job_id: _builtins.str
@@ -497,6 +543,12 @@ class RunSpec(_message.Message):
     """The run key's canonical string, sent to the target as `Idempotency-Key`."""
     traceparent: _builtins.str
     """W3C `traceparent` of the run's trace, to continue it."""
+    delivery: _job_pb2.Delivery.ValueType
+    """The job's delivery guarantee. For DELIVERY_AT_MOST_ONCE the worker announces the call
+    before it begins: a heartbeat carrying the attempt with CALL_PROGRESS_BEGUN, answered
+    DIRECTIVE_CONTINUE, must come back before any byte of the call is sent (see
+    CallProgress). Unspecified: at least once.
+    """
     @_builtins.property
     def nominal_time(self) -> _timestamp_pb2.Timestamp:
         """The occurrence's nominal time."""
@@ -528,10 +580,11 @@ class RunSpec(_message.Message):
         target: _job_pb2.Target | None = ...,
         attempt_timeout: _duration_pb2.Duration | None = ...,
         traceparent: _builtins.str = ...,
+        delivery: _job_pb2.Delivery.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["attempt_timeout", b"attempt_timeout", "effective_time", b"effective_time", "nominal_time", b"nominal_time", "target", b"target"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt_timeout", b"attempt_timeout", "effective_time", b"effective_time", "idempotency_key", b"idempotency_key", "job_id", b"job_id", "nominal_time", b"nominal_time", "run_id", b"run_id", "target", b"target", "team", b"team", "traceparent", b"traceparent"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt_timeout", b"attempt_timeout", "delivery", b"delivery", "effective_time", b"effective_time", "idempotency_key", b"idempotency_key", "job_id", b"job_id", "nominal_time", b"nominal_time", "run_id", b"run_id", "target", b"target", "team", b"team", "traceparent", b"traceparent"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -573,19 +626,28 @@ class AttemptRef(_message.Message):
 
     RUN_ID_FIELD_NUMBER: _builtins.int
     ATTEMPT_FIELD_NUMBER: _builtins.int
+    CALL_PROGRESS_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """The run."""
     attempt: _builtins.int
     """The attempt number (fencing token)."""
+    call_progress: Global___CallProgress.ValueType
+    """Optional, in HeartbeatRequest: how far the attempt's call got. A worker sends
+    CALL_PROGRESS_NOT_BEGUN, then CALL_PROGRESS_BEGUN to announce the call, for attempts of
+    DELIVERY_AT_MOST_ONCE runs; progress only moves forward (a later NOT_BEGUN is ignored).
+    An attempt whose lease expires is taken as not called only when its last word was
+    NOT_BEGUN. Ignored in responses.
+    """
     def __init__(
         self,
         *,
         run_id: _builtins.str = ...,
         attempt: _builtins.int = ...,
+        call_progress: Global___CallProgress.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "run_id", b"run_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "call_progress", b"call_progress", "run_id", b"run_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -673,6 +735,7 @@ class CompleteAttemptRequest(_message.Message):
     RETRYABLE_FIELD_NUMBER: _builtins.int
     WORKER_ID_FIELD_NUMBER: _builtins.int
     CALL_TIME_FIELD_NUMBER: _builtins.int
+    CALL_PROGRESS_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """Required. The run."""
     result: Global___AttemptResult.ValueType
@@ -686,6 +749,12 @@ class CompleteAttemptRequest(_message.Message):
     worker_id: _builtins.str
     """Required. The worker's identity; part of the compare-and-set (another worker's report on
     the same attempt number is refused as STALE_ATTEMPT).
+    """
+    call_progress: Global___CallProgress.ValueType
+    """Optional. How far the call got: for a result other than ATTEMPT_RESULT_SUCCEEDED of a
+    DELIVERY_AT_MOST_ONCE run, NOT_BEGUN and ANSWERED let the run be retried, BEGUN and
+    UNSPECIFIED (the call may have reached the target) end it DEAD_LETTERED with reason
+    RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
     """
     @_builtins.property
     def call_time(self) -> _timestamp_pb2.Timestamp:
@@ -703,10 +772,11 @@ class CompleteAttemptRequest(_message.Message):
         retryable: _builtins.bool = ...,
         worker_id: _builtins.str = ...,
         call_time: _timestamp_pb2.Timestamp | None = ...,
+        call_progress: Global___CallProgress.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["call_time", b"call_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["call_time", b"call_time", "error", b"error", "result", b"result", "retryable", b"retryable", "run_id", b"run_id", "worker_id", b"worker_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["call_progress", b"call_progress", "call_time", b"call_time", "error", b"error", "result", b"result", "retryable", b"retryable", "run_id", b"run_id", "worker_id", b"worker_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -172,7 +172,8 @@ export type DeadLetterEvent = Message<"duetime.events.v1.DeadLetterEvent"> & {
   attempt: number;
 
   /**
-   * Why: `ATTEMPTS_EXHAUSTED` or `NON_RETRYABLE`.
+   * Why: `ATTEMPTS_EXHAUSTED`, `NON_RETRYABLE` or, for a DELIVERY_AT_MOST_ONCE job whose
+   * last attempt may have reached the target without an answer, `OUTCOME_UNKNOWN`.
    *
    * @generated from field: string reason = 8;
    */

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file duetime/jobs/v1/job.proto.
  */
 export const file_duetime_jobs_v1_job: GenFile = /*@__PURE__*/
-  fileDesc("ChlkdWV0aW1lL2pvYnMvdjEvam9iLnByb3RvEg9kdWV0aW1lLmpvYnMudjEisgUKA0pvYhIMCgRuYW1lGAEgASgJEg4KBmpvYl9pZBgCIAEoCRIMCgR0ZWFtGAMgASgJEhQKDGRpc3BsYXlfbmFtZRgEIAEoCRIrCghzY2hlZHVsZRgFIAEoCzIZLmR1ZXRpbWUuam9icy52MS5TY2hlZHVsZRInCgZ0YXJnZXQYBiABKAsyFy5kdWV0aW1lLmpvYnMudjEuVGFyZ2V0EjIKD2F0dGVtcHRfdGltZW91dBgHIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIyCgxyZXRyeV9wb2xpY3kYCCABKAsyHC5kdWV0aW1lLmpvYnMudjEuUmV0cnlQb2xpY3kSMQoHbWlzZmlyZRgJIAEoCzIgLmR1ZXRpbWUuam9icy52MS5NaXNmaXJlU2V0dGluZ3MSNgoOb3ZlcmxhcF9wb2xpY3kYCiABKA4yHi5kdWV0aW1lLmpvYnMudjEuT3ZlcmxhcFBvbGljeRIwCg1qaXR0ZXJfd2luZG93GAsgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEisKCHByaW9yaXR5GAwgASgOMhkuZHVldGltZS5qb2JzLnYxLlByaW9yaXR5EigKBXN0YXRlGA0gASgOMhkuZHVldGltZS5qb2JzLnYxLkpvYlN0YXRlEhQKDHN0YXRlX3JlYXNvbhgOIAEoCRIxCg1uZXh0X3J1bl90aW1lGA8gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtjcmVhdGVfdGltZRgQIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYESABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBGV0YWcYEiABKAki1AEKCFNjaGVkdWxlEikKAmF0GAEgASgLMhsuZHVldGltZS5qb2JzLnYxLkF0U2NoZWR1bGVIABIvCgVkZWxheRgCIAEoCzIeLmR1ZXRpbWUuam9icy52MS5EZWxheVNjaGVkdWxlSAASNQoIaW50ZXJ2YWwYAyABKAsyIS5kdWV0aW1lLmpvYnMudjEuSW50ZXJ2YWxTY2hlZHVsZUgAEi0KBGNyb24YBCABKAsyHS5kdWV0aW1lLmpvYnMudjEuQ3JvblNjaGVkdWxlSABCBgoEa2luZCLJAQoKQXRTY2hlZHVsZRIsCghydW5fdGltZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKbG9jYWxfdGltZRgCIAEoCRIRCgl0aW1lX3pvbmUYAyABKAkSMQoKZ2FwX3BvbGljeRgEIAEoDjIdLmR1ZXRpbWUuam9icy52MS5Ec3RHYXBQb2xpY3kSMwoLZm9sZF9wb2xpY3kYBSABKA4yHi5kdWV0aW1lLmpvYnMudjEuRHN0Rm9sZFBvbGljeSJnCg1EZWxheVNjaGVkdWxlEigKBWRlbGF5GAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiwKCHJ1bl90aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJvChBJbnRlcnZhbFNjaGVkdWxlEisKCGludGVydmFsGAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi4KCnN0YXJ0X3RpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIp0BCgxDcm9uU2NoZWR1bGUSEgoKZXhwcmVzc2lvbhgBIAEoCRIRCgl0aW1lX3pvbmUYAiABKAkSMQoKZ2FwX3BvbGljeRgDIAEoDjIdLmR1ZXRpbWUuam9icy52MS5Ec3RHYXBQb2xpY3kSMwoLZm9sZF9wb2xpY3kYBCABKA4yHi5kdWV0aW1lLmpvYnMudjEuRHN0Rm9sZFBvbGljeSJ0CgZUYXJnZXQSKwoEaHR0cBgBIAEoCzIbLmR1ZXRpbWUuam9icy52MS5IdHRwVGFyZ2V0SAASNQoJY29udGFpbmVyGAIgASgLMiAuZHVldGltZS5qb2JzLnYxLkNvbnRhaW5lclRhcmdldEgAQgYKBGtpbmQivwEKCkh0dHBUYXJnZXQSKwoGbWV0aG9kGAEgASgOMhsuZHVldGltZS5qb2JzLnYxLkh0dHBNZXRob2QSCwoDdXJsGAIgASgJEjkKB2hlYWRlcnMYAyADKAsyKC5kdWV0aW1lLmpvYnMudjEuSHR0cFRhcmdldC5IZWFkZXJzRW50cnkSDAoEYm9keRgEIAEoDBouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKjAQoPQ29udGFpbmVyVGFyZ2V0Eg0KBWltYWdlGAEgASgJEg8KB2NvbW1hbmQYAiADKAkSDAoEYXJncxgDIAMoCRI2CgNlbnYYBCADKAsyKS5kdWV0aW1lLmpvYnMudjEuQ29udGFpbmVyVGFyZ2V0LkVudkVudHJ5GioKCEVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEimwEKC1JldHJ5UG9saWN5EhQKDG1heF9hdHRlbXB0cxgBIAEoBRIyCg9pbml0aWFsX2JhY2tvZmYYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SLgoLbWF4X2JhY2tvZmYYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEgoKbXVsdGlwbGllchgEIAEoASK/AQoPTWlzZmlyZVNldHRpbmdzEi4KBnBvbGljeRgBIAEoDjIeLmR1ZXRpbWUuam9icy52MS5NaXNmaXJlUG9saWN5EiwKCXRocmVzaG9sZBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIZChFtYXhfY2F0Y2hfdXBfcnVucxgDIAEoBRIzChBtYXhfY2F0Y2hfdXBfYWdlGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uKmEKDERzdEdhcFBvbGljeRIeChpEU1RfR0FQX1BPTElDWV9VTlNQRUNJRklFRBAAEhgKFERTVF9HQVBfUE9MSUNZX1NISUZUEAESFwoTRFNUX0dBUF9QT0xJQ1lfU0tJUBACKn8KDURzdEZvbGRQb2xpY3kSHwobRFNUX0ZPTERfUE9MSUNZX1VOU1BFQ0lGSUVEEAASGQoVRFNUX0ZPTERfUE9MSUNZX0ZJUlNUEAESGAoURFNUX0ZPTERfUE9MSUNZX0xBU1QQAhIYChREU1RfRk9MRF9QT0xJQ1lfQk9USBADKpgBCgpIdHRwTWV0aG9kEhsKF0hUVFBfTUVUSE9EX1VOU1BFQ0lGSUVEEAASEwoPSFRUUF9NRVRIT0RfR0VUEAESFAoQSFRUUF9NRVRIT0RfUE9TVBACEhMKD0hUVFBfTUVUSE9EX1BVVBADEhUKEUhUVFBfTUVUSE9EX1BBVENIEAQSFgoSSFRUUF9NRVRIT0RfREVMRVRFEAUqgQEKDU1pc2ZpcmVQb2xpY3kSHgoaTUlTRklSRV9QT0xJQ1lfVU5TUEVDSUZJRUQQABIbChdNSVNGSVJFX1BPTElDWV9SVU5fT05DRRABEhoKFk1JU0ZJUkVfUE9MSUNZX1JVTl9BTEwQAhIXChNNSVNGSVJFX1BPTElDWV9TS0lQEAMqpQEKDU92ZXJsYXBQb2xpY3kSHgoaT1ZFUkxBUF9QT0xJQ1lfVU5TUEVDSUZJRUQQABIYChRPVkVSTEFQX1BPTElDWV9BTExPVxABEhcKE09WRVJMQVBfUE9MSUNZX1NLSVAQAhIdChlPVkVSTEFQX1BPTElDWV9CVUZGRVJfT05FEAMSIgoeT1ZFUkxBUF9QT0xJQ1lfQ0FOQ0VMX1BSRVZJT1VTEAQqXgoIUHJpb3JpdHkSGAoUUFJJT1JJVFlfVU5TUEVDSUZJRUQQABIRCg1QUklPUklUWV9ISUdIEAESEwoPUFJJT1JJVFlfTk9STUFMEAISEAoMUFJJT1JJVFlfTE9XEAMqfwoISm9iU3RhdGUSGQoVSk9CX1NUQVRFX1VOU1BFQ0lGSUVEEAASFAoQSk9CX1NUQVRFX0FDVElWRRABEhQKEEpPQl9TVEFURV9QQVVTRUQQAhIXChNKT0JfU1RBVEVfQ09NUExFVEVEEAMSEwoPSk9CX1NUQVRFX0VSUk9SEARCXgoTZGV2LmR1ZXRpbWUuam9icy52MUIISm9iUHJvdG9QAVopZHVldGltZS5kZXYvZ2VuL2dvL2R1ZXRpbWUvam9icy92MTtqb2JzdjGqAg9EdWV0aW1lLkpvYnMuVjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("ChlkdWV0aW1lL2pvYnMvdjEvam9iLnByb3RvEg9kdWV0aW1lLmpvYnMudjEi3wUKA0pvYhIMCgRuYW1lGAEgASgJEg4KBmpvYl9pZBgCIAEoCRIMCgR0ZWFtGAMgASgJEhQKDGRpc3BsYXlfbmFtZRgEIAEoCRIrCghzY2hlZHVsZRgFIAEoCzIZLmR1ZXRpbWUuam9icy52MS5TY2hlZHVsZRInCgZ0YXJnZXQYBiABKAsyFy5kdWV0aW1lLmpvYnMudjEuVGFyZ2V0EjIKD2F0dGVtcHRfdGltZW91dBgHIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIyCgxyZXRyeV9wb2xpY3kYCCABKAsyHC5kdWV0aW1lLmpvYnMudjEuUmV0cnlQb2xpY3kSMQoHbWlzZmlyZRgJIAEoCzIgLmR1ZXRpbWUuam9icy52MS5NaXNmaXJlU2V0dGluZ3MSNgoOb3ZlcmxhcF9wb2xpY3kYCiABKA4yHi5kdWV0aW1lLmpvYnMudjEuT3ZlcmxhcFBvbGljeRIwCg1qaXR0ZXJfd2luZG93GAsgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEisKCHByaW9yaXR5GAwgASgOMhkuZHVldGltZS5qb2JzLnYxLlByaW9yaXR5EigKBXN0YXRlGA0gASgOMhkuZHVldGltZS5qb2JzLnYxLkpvYlN0YXRlEhQKDHN0YXRlX3JlYXNvbhgOIAEoCRIxCg1uZXh0X3J1bl90aW1lGA8gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtjcmVhdGVfdGltZRgQIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYESABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBGV0YWcYEiABKAkSKwoIZGVsaXZlcnkYEyABKA4yGS5kdWV0aW1lLmpvYnMudjEuRGVsaXZlcnki1AEKCFNjaGVkdWxlEikKAmF0GAEgASgLMhsuZHVldGltZS5qb2JzLnYxLkF0U2NoZWR1bGVIABIvCgVkZWxheRgCIAEoCzIeLmR1ZXRpbWUuam9icy52MS5EZWxheVNjaGVkdWxlSAASNQoIaW50ZXJ2YWwYAyABKAsyIS5kdWV0aW1lLmpvYnMudjEuSW50ZXJ2YWxTY2hlZHVsZUgAEi0KBGNyb24YBCABKAsyHS5kdWV0aW1lLmpvYnMudjEuQ3JvblNjaGVkdWxlSABCBgoEa2luZCLJAQoKQXRTY2hlZHVsZRIsCghydW5fdGltZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKbG9jYWxfdGltZRgCIAEoCRIRCgl0aW1lX3pvbmUYAyABKAkSMQoKZ2FwX3BvbGljeRgEIAEoDjIdLmR1ZXRpbWUuam9icy52MS5Ec3RHYXBQb2xpY3kSMwoLZm9sZF9wb2xpY3kYBSABKA4yHi5kdWV0aW1lLmpvYnMudjEuRHN0Rm9sZFBvbGljeSJnCg1EZWxheVNjaGVkdWxlEigKBWRlbGF5GAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiwKCHJ1bl90aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJvChBJbnRlcnZhbFNjaGVkdWxlEisKCGludGVydmFsGAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi4KCnN0YXJ0X3RpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIp0BCgxDcm9uU2NoZWR1bGUSEgoKZXhwcmVzc2lvbhgBIAEoCRIRCgl0aW1lX3pvbmUYAiABKAkSMQoKZ2FwX3BvbGljeRgDIAEoDjIdLmR1ZXRpbWUuam9icy52MS5Ec3RHYXBQb2xpY3kSMwoLZm9sZF9wb2xpY3kYBCABKA4yHi5kdWV0aW1lLmpvYnMudjEuRHN0Rm9sZFBvbGljeSJ0CgZUYXJnZXQSKwoEaHR0cBgBIAEoCzIbLmR1ZXRpbWUuam9icy52MS5IdHRwVGFyZ2V0SAASNQoJY29udGFpbmVyGAIgASgLMiAuZHVldGltZS5qb2JzLnYxLkNvbnRhaW5lclRhcmdldEgAQgYKBGtpbmQivwEKCkh0dHBUYXJnZXQSKwoGbWV0aG9kGAEgASgOMhsuZHVldGltZS5qb2JzLnYxLkh0dHBNZXRob2QSCwoDdXJsGAIgASgJEjkKB2hlYWRlcnMYAyADKAsyKC5kdWV0aW1lLmpvYnMudjEuSHR0cFRhcmdldC5IZWFkZXJzRW50cnkSDAoEYm9keRgEIAEoDBouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKjAQoPQ29udGFpbmVyVGFyZ2V0Eg0KBWltYWdlGAEgASgJEg8KB2NvbW1hbmQYAiADKAkSDAoEYXJncxgDIAMoCRI2CgNlbnYYBCADKAsyKS5kdWV0aW1lLmpvYnMudjEuQ29udGFpbmVyVGFyZ2V0LkVudkVudHJ5GioKCEVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEimwEKC1JldHJ5UG9saWN5EhQKDG1heF9hdHRlbXB0cxgBIAEoBRIyCg9pbml0aWFsX2JhY2tvZmYYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SLgoLbWF4X2JhY2tvZmYYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEgoKbXVsdGlwbGllchgEIAEoASK/AQoPTWlzZmlyZVNldHRpbmdzEi4KBnBvbGljeRgBIAEoDjIeLmR1ZXRpbWUuam9icy52MS5NaXNmaXJlUG9saWN5EiwKCXRocmVzaG9sZBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIZChFtYXhfY2F0Y2hfdXBfcnVucxgDIAEoBRIzChBtYXhfY2F0Y2hfdXBfYWdlGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uKlsKCERlbGl2ZXJ5EhgKFERFTElWRVJZX1VOU1BFQ0lGSUVEEAASGgoWREVMSVZFUllfQVRfTEVBU1RfT05DRRABEhkKFURFTElWRVJZX0FUX01PU1RfT05DRRACKmEKDERzdEdhcFBvbGljeRIeChpEU1RfR0FQX1BPTElDWV9VTlNQRUNJRklFRBAAEhgKFERTVF9HQVBfUE9MSUNZX1NISUZUEAESFwoTRFNUX0dBUF9QT0xJQ1lfU0tJUBACKn8KDURzdEZvbGRQb2xpY3kSHwobRFNUX0ZPTERfUE9MSUNZX1VOU1BFQ0lGSUVEEAASGQoVRFNUX0ZPTERfUE9MSUNZX0ZJUlNUEAESGAoURFNUX0ZPTERfUE9MSUNZX0xBU1QQAhIYChREU1RfRk9MRF9QT0xJQ1lfQk9USBADKpgBCgpIdHRwTWV0aG9kEhsKF0hUVFBfTUVUSE9EX1VOU1BFQ0lGSUVEEAASEwoPSFRUUF9NRVRIT0RfR0VUEAESFAoQSFRUUF9NRVRIT0RfUE9TVBACEhMKD0hUVFBfTUVUSE9EX1BVVBADEhUKEUhUVFBfTUVUSE9EX1BBVENIEAQSFgoSSFRUUF9NRVRIT0RfREVMRVRFEAUqgQEKDU1pc2ZpcmVQb2xpY3kSHgoaTUlTRklSRV9QT0xJQ1lfVU5TUEVDSUZJRUQQABIbChdNSVNGSVJFX1BPTElDWV9SVU5fT05DRRABEhoKFk1JU0ZJUkVfUE9MSUNZX1JVTl9BTEwQAhIXChNNSVNGSVJFX1BPTElDWV9TS0lQEAMqpQEKDU92ZXJsYXBQb2xpY3kSHgoaT1ZFUkxBUF9QT0xJQ1lfVU5TUEVDSUZJRUQQABIYChRPVkVSTEFQX1BPTElDWV9BTExPVxABEhcKE09WRVJMQVBfUE9MSUNZX1NLSVAQAhIdChlPVkVSTEFQX1BPTElDWV9CVUZGRVJfT05FEAMSIgoeT1ZFUkxBUF9QT0xJQ1lfQ0FOQ0VMX1BSRVZJT1VTEAQqXgoIUHJpb3JpdHkSGAoUUFJJT1JJVFlfVU5TUEVDSUZJRUQQABIRCg1QUklPUklUWV9ISUdIEAESEwoPUFJJT1JJVFlfTk9STUFMEAISEAoMUFJJT1JJVFlfTE9XEAMqfwoISm9iU3RhdGUSGQoVSk9CX1NUQVRFX1VOU1BFQ0lGSUVEEAASFAoQSk9CX1NUQVRFX0FDVElWRRABEhQKEEpPQl9TVEFURV9QQVVTRUQQAhIXChNKT0JfU1RBVEVfQ09NUExFVEVEEAMSEwoPSk9CX1NUQVRFX0VSUk9SEARCXgoTZGV2LmR1ZXRpbWUuam9icy52MUIISm9iUHJvdG9QAVopZHVldGltZS5kZXYvZ2VuL2dvL2R1ZXRpbWUvam9icy92MTtqb2JzdjGqAg9EdWV0aW1lLkpvYnMuVjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * A job: what to run (its target), when (its schedule), and how to handle trouble (timeouts,
@@ -160,6 +160,14 @@ export type Job = Message<"duetime.jobs.v1.Job"> & {
    * @generated from field: string etag = 18;
    */
   etag: string;
+
+  /**
+   * Optional. How often a run may call the target when something goes wrong. Defaults to
+   * DELIVERY_AT_LEAST_ONCE. See Delivery for what each promises.
+   *
+   * @generated from field: duetime.jobs.v1.Delivery delivery = 19;
+   */
+  delivery: Delivery;
 };
 
 /**
@@ -633,6 +641,55 @@ export const MisfireSettingsSchema: GenMessage<MisfireSettings> = /*@__PURE__*/
   messageDesc(file_duetime_jobs_v1_job, 10);
 
 /**
+ * Delivery guarantees: what Duetime does with an attempt whose outcome it cannot know.
+ *
+ * An attempt's outcome is unknown when the call may have reached the target but no answer
+ * came back: the attempt's lease expired after its worker announced the call (the worker died,
+ * froze or lost its network mid-call), the worker stopped it after sending, or the request
+ * went out and timed out or broke off without an answer. It is known when the target answered
+ * (an HTTP status, a process's exit status) or when the call is known not to have begun
+ * (connection refused, no connection within the timeout, the target refused by the
+ * allow-list, a launcher that refused or could not start the task, an attempt handed back
+ * before its call).
+ *
+ * @generated from enum duetime.jobs.v1.Delivery
+ */
+export enum Delivery {
+  /**
+   * Not set: the default, DELIVERY_AT_LEAST_ONCE.
+   *
+   * @generated from enum value: DELIVERY_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * An attempt whose outcome is unknown is retried like a failure (per the retry policy): the
+   * target may be called more than once for one run, and drops repeats by `Idempotency-Key`.
+   *
+   * @generated from enum value: DELIVERY_AT_LEAST_ONCE = 1;
+   */
+  AT_LEAST_ONCE = 1,
+
+  /**
+   * For work where a duplicate is worse than a miss. An attempt whose outcome is unknown is
+   * never retried: its run ends DEAD_LETTERED with reason RUN_REASON_OUTCOME_UNKNOWN (the team
+   * is alerted; RedriveRun runs it again once someone has checked the target). A failure
+   * whose outcome is known is retried per the retry policy: one from before the call began,
+   * and one the target answered with (408, 429, 5xx, a non-zero exit status). Each call is
+   * announced to the scheduler before it begins, which costs one round trip per attempt.
+   *
+   * @generated from enum value: DELIVERY_AT_MOST_ONCE = 2;
+   */
+  AT_MOST_ONCE = 2,
+}
+
+/**
+ * Describes the enum duetime.jobs.v1.Delivery.
+ */
+export const DeliverySchema: GenEnum<Delivery> = /*@__PURE__*/
+  enumDesc(file_duetime_jobs_v1_job, 0);
+
+/**
  * What a local time that does not exist (the spring-forward gap) does.
  *
  * @generated from enum duetime.jobs.v1.DstGapPolicy
@@ -665,7 +722,7 @@ export enum DstGapPolicy {
  * Describes the enum duetime.jobs.v1.DstGapPolicy.
  */
 export const DstGapPolicySchema: GenEnum<DstGapPolicy> = /*@__PURE__*/
-  enumDesc(file_duetime_jobs_v1_job, 0);
+  enumDesc(file_duetime_jobs_v1_job, 1);
 
 /**
  * What a local time that happens twice (the fall-back fold) does.
@@ -706,7 +763,7 @@ export enum DstFoldPolicy {
  * Describes the enum duetime.jobs.v1.DstFoldPolicy.
  */
 export const DstFoldPolicySchema: GenEnum<DstFoldPolicy> = /*@__PURE__*/
-  enumDesc(file_duetime_jobs_v1_job, 1);
+  enumDesc(file_duetime_jobs_v1_job, 2);
 
 /**
  * HTTP request methods.
@@ -761,7 +818,7 @@ export enum HttpMethod {
  * Describes the enum duetime.jobs.v1.HttpMethod.
  */
 export const HttpMethodSchema: GenEnum<HttpMethod> = /*@__PURE__*/
-  enumDesc(file_duetime_jobs_v1_job, 2);
+  enumDesc(file_duetime_jobs_v1_job, 3);
 
 /**
  * Misfire policies.
@@ -803,7 +860,7 @@ export enum MisfirePolicy {
  * Describes the enum duetime.jobs.v1.MisfirePolicy.
  */
 export const MisfirePolicySchema: GenEnum<MisfirePolicy> = /*@__PURE__*/
-  enumDesc(file_duetime_jobs_v1_job, 3);
+  enumDesc(file_duetime_jobs_v1_job, 4);
 
 /**
  * Overlap policies, decided when an attempt starts.
@@ -852,7 +909,7 @@ export enum OverlapPolicy {
  * Describes the enum duetime.jobs.v1.OverlapPolicy.
  */
 export const OverlapPolicySchema: GenEnum<OverlapPolicy> = /*@__PURE__*/
-  enumDesc(file_duetime_jobs_v1_job, 4);
+  enumDesc(file_duetime_jobs_v1_job, 5);
 
 /**
  * Dispatch priorities: weights, not a strict order.
@@ -893,7 +950,7 @@ export enum Priority {
  * Describes the enum duetime.jobs.v1.Priority.
  */
 export const PrioritySchema: GenEnum<Priority> = /*@__PURE__*/
-  enumDesc(file_duetime_jobs_v1_job, 5);
+  enumDesc(file_duetime_jobs_v1_job, 6);
 
 /**
  * Job lifecycle states.
@@ -942,5 +999,5 @@ export enum JobState {
  * Describes the enum duetime.jobs.v1.JobState.
  */
 export const JobStateSchema: GenEnum<JobState> = /*@__PURE__*/
-  enumDesc(file_duetime_jobs_v1_job, 6);
+  enumDesc(file_duetime_jobs_v1_job, 7);
 

@@ -36,7 +36,8 @@ export type CreateJobRequest = Message<"duetime.jobs.v1.CreateJobRequest"> & {
   /**
    * Optional but recommended. A client-chosen id (at most 128 characters) that makes the call
    * idempotent for 24 hours: a retry with the same id returns the job created the first time.
-   * Reusing an id for a different job fails with ALREADY_EXISTS.
+   * Reusing an id for a different job fails with ALREADY_EXISTS (header and env values are
+   * not compared: Duetime keeps nothing of them but their sealed form).
    *
    * @generated from field: string request_id = 2;
    */
@@ -193,7 +194,7 @@ export type UpdateJobRequest = Message<"duetime.jobs.v1.UpdateJobRequest"> & {
   /**
    * Required. The fields to change, among `display_name`, `schedule`, `target`,
    * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-   * `priority`. Sub-paths are not supported: a named field is replaced whole.
+   * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
    *
    * @generated from field: google.protobuf.FieldMask update_mask = 2;
    */

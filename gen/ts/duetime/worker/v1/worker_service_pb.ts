@@ -4,7 +4,7 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Target } from "../../jobs/v1/job_pb.js";
+import type { Delivery, Target } from "../../jobs/v1/job_pb.js";
 import { file_duetime_jobs_v1_job } from "../../jobs/v1/job_pb.js";
 import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_duration, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file duetime/worker/v1/worker_service.proto.
  */
 export const file_duetime_worker_v1_worker_service: GenFile = /*@__PURE__*/
-  fileDesc("CiZkdWV0aW1lL3dvcmtlci92MS93b3JrZXJfc2VydmljZS5wcm90bxIRZHVldGltZS53b3JrZXIudjEiTgoUU3RhcnRBdHRlbXB0c1JlcXVlc3QSNgoGc3RhcnRzGAEgAygLMiYuZHVldGltZS53b3JrZXIudjEuU3RhcnRBdHRlbXB0UmVxdWVzdCJQChVTdGFydEF0dGVtcHRzUmVzcG9uc2USNwoHcmVzdWx0cxgBIAMoCzImLmR1ZXRpbWUud29ya2VyLnYxLlN0YXJ0QXR0ZW1wdHNSZXN1bHQifgoTU3RhcnRBdHRlbXB0c1Jlc3VsdBI5CghyZXNwb25zZRgBIAEoCzInLmR1ZXRpbWUud29ya2VyLnYxLlN0YXJ0QXR0ZW1wdFJlc3BvbnNlEiwKBWVycm9yGAIgASgLMh0uZHVldGltZS53b3JrZXIudjEuRW50cnlFcnJvciI7CgpFbnRyeUVycm9yEgwKBGNvZGUYASABKAkSDgoGcmVhc29uGAIgASgJEg8KB21lc3NhZ2UYAyABKAkiTAoXQ29tcGxldGVBdHRlbXB0c1JlcXVlc3QSMQoHcmVwb3J0cxgBIAMoCzIgLmR1ZXRpbWUud29ya2VyLnYxLkF0dGVtcHRSZXBvcnQicAoNQXR0ZW1wdFJlcG9ydBI5CgZyZXBvcnQYASABKAsyKS5kdWV0aW1lLndvcmtlci52MS5Db21wbGV0ZUF0dGVtcHRSZXF1ZXN0Eg8KB2F0dGVtcHQYAiABKAUSEwoLdHJhY2VwYXJlbnQYAyABKAkiVgoYQ29tcGxldGVBdHRlbXB0c1Jlc3BvbnNlEjoKB3Jlc3VsdHMYASADKAsyKS5kdWV0aW1lLndvcmtlci52MS5Db21wbGV0ZUF0dGVtcHRzUmVzdWx0IoQBChZDb21wbGV0ZUF0dGVtcHRzUmVzdWx0EjwKCHJlc3BvbnNlGAEgASgLMiouZHVldGltZS53b3JrZXIudjEuQ29tcGxldGVBdHRlbXB0UmVzcG9uc2USLAoFZXJyb3IYAiABKAsyHS5kdWV0aW1lLndvcmtlci52MS5FbnRyeUVycm9yInEKE1N0YXJ0QXR0ZW1wdFJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhMKC2RlbGl2ZXJ5X2lkGAIgASgJEhEKCXdvcmtlcl9pZBgDIAEoCRITCgt0cmFjZXBhcmVudBgEIAEoCRINCgVlYXJseRgFIAEoCCLnAgoUU3RhcnRBdHRlbXB0UmVzcG9uc2USMgoIZGVjaXNpb24YASABKA4yIC5kdWV0aW1lLndvcmtlci52MS5TdGFydERlY2lzaW9uEg8KB2F0dGVtcHQYAiABKAUSNQoRbGVhc2VfZXhwaXJlX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3NlcnZlcl90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyCg5lZmZlY3RpdmVfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoDcnVuGAYgASgLMhouZHVldGltZS53b3JrZXIudjEuUnVuU3BlYxIWCg5yZWZ1c2FsX3JlYXNvbhgHIAEoCRItCgljYWxsX3RpbWUYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIqgCCgdSdW5TcGVjEg4KBnJ1bl9pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAkSDAoEdGVhbRgDIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYBCABKAkSMAoMbm9taW5hbF90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyCg5lZmZlY3RpdmVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoGdGFyZ2V0GAcgASgLMhcuZHVldGltZS5qb2JzLnYxLlRhcmdldBIyCg9hdHRlbXB0X3RpbWVvdXQYCCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEwoLdHJhY2VwYXJlbnQYCSABKAkiVgoQSGVhcnRiZWF0UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSLwoIYXR0ZW1wdHMYAiADKAsyHS5kdWV0aW1lLndvcmtlci52MS5BdHRlbXB0UmVmIi0KCkF0dGVtcHRSZWYSDgoGcnVuX2lkGAEgASgJEg8KB2F0dGVtcHQYAiABKAUifQoRSGVhcnRiZWF0UmVzcG9uc2USLwoLc2VydmVyX3RpbWUYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjcKCmRpcmVjdGl2ZXMYAiADKAsyIy5kdWV0aW1lLndvcmtlci52MS5BdHRlbXB0RGlyZWN0aXZlIroBChBBdHRlbXB0RGlyZWN0aXZlEi4KB2F0dGVtcHQYASABKAsyHS5kdWV0aW1lLndvcmtlci52MS5BdHRlbXB0UmVmEi8KCWRpcmVjdGl2ZRgCIAEoDjIcLmR1ZXRpbWUud29ya2VyLnYxLkRpcmVjdGl2ZRI1ChFsZWFzZV9leHBpcmVfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGcmVhc29uGAQgASgJIr4BChZDb21wbGV0ZUF0dGVtcHRSZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIwCgZyZXN1bHQYAiABKA4yIC5kdWV0aW1lLndvcmtlci52MS5BdHRlbXB0UmVzdWx0Eg0KBWVycm9yGAMgASgJEhEKCXJldHJ5YWJsZRgEIAEoCBIRCgl3b3JrZXJfaWQYBSABKAkSLQoJY2FsbF90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJjChdDb21wbGV0ZUF0dGVtcHRSZXNwb25zZRIRCglydW5fc3RhdGUYASABKAkSNQoRbmV4dF9hdHRlbXB0X3RpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wKoUBCg1TdGFydERlY2lzaW9uEh4KGlNUQVJUX0RFQ0lTSU9OX1VOU1BFQ0lGSUVEEAASGgoWU1RBUlRfREVDSVNJT05fU1RBUlRFRBABEhwKGFNUQVJUX0RFQ0lTSU9OX1RPT19FQVJMWRACEhoKFlNUQVJUX0RFQ0lTSU9OX1JFRlVTRUQQAypUCglEaXJlY3RpdmUSGQoVRElSRUNUSVZFX1VOU1BFQ0lGSUVEEAASFgoSRElSRUNUSVZFX0NPTlRJTlVFEAESFAoQRElSRUNUSVZFX0NBTkNFTBACKsQBCg1BdHRlbXB0UmVzdWx0Eh4KGkFUVEVNUFRfUkVTVUxUX1VOU1BFQ0lGSUVEEAASHAoYQVRURU1QVF9SRVNVTFRfU1VDQ0VFREVEEAESGQoVQVRURU1QVF9SRVNVTFRfRkFJTEVEEAISHAoYQVRURU1QVF9SRVNVTFRfVElNRURfT1VUEAMSHAoYQVRURU1QVF9SRVNVTFRfQ0FOQ0VMTEVEEAQSHgoaQVRURU1QVF9SRVNVTFRfSEFOREVEX0JBQ0sQBTKHBAoNV29ya2VyU2VydmljZRJfCgxTdGFydEF0dGVtcHQSJi5kdWV0aW1lLndvcmtlci52MS5TdGFydEF0dGVtcHRSZXF1ZXN0GicuZHVldGltZS53b3JrZXIudjEuU3RhcnRBdHRlbXB0UmVzcG9uc2USWgoJSGVhcnRiZWF0EiMuZHVldGltZS53b3JrZXIudjEuSGVhcnRiZWF0UmVxdWVzdBokLmR1ZXRpbWUud29ya2VyLnYxLkhlYXJ0YmVhdFJlc3BvbnNlKAEwARJoCg9Db21wbGV0ZUF0dGVtcHQSKS5kdWV0aW1lLndvcmtlci52MS5Db21wbGV0ZUF0dGVtcHRSZXF1ZXN0GiouZHVldGltZS53b3JrZXIudjEuQ29tcGxldGVBdHRlbXB0UmVzcG9uc2USYgoNU3RhcnRBdHRlbXB0cxInLmR1ZXRpbWUud29ya2VyLnYxLlN0YXJ0QXR0ZW1wdHNSZXF1ZXN0GiguZHVldGltZS53b3JrZXIudjEuU3RhcnRBdHRlbXB0c1Jlc3BvbnNlEmsKEENvbXBsZXRlQXR0ZW1wdHMSKi5kdWV0aW1lLndvcmtlci52MS5Db21wbGV0ZUF0dGVtcHRzUmVxdWVzdBorLmR1ZXRpbWUud29ya2VyLnYxLkNvbXBsZXRlQXR0ZW1wdHNSZXNwb25zZUJwChVkZXYuZHVldGltZS53b3JrZXIudjFCEldvcmtlclNlcnZpY2VQcm90b1ABWi1kdWV0aW1lLmRldi9nZW4vZ28vZHVldGltZS93b3JrZXIvdjE7d29ya2VydjGqAhFEdWV0aW1lLldvcmtlci5WMWIGcHJvdG8z", [file_duetime_jobs_v1_job, file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("CiZkdWV0aW1lL3dvcmtlci92MS93b3JrZXJfc2VydmljZS5wcm90bxIRZHVldGltZS53b3JrZXIudjEiTgoUU3RhcnRBdHRlbXB0c1JlcXVlc3QSNgoGc3RhcnRzGAEgAygLMiYuZHVldGltZS53b3JrZXIudjEuU3RhcnRBdHRlbXB0UmVxdWVzdCJQChVTdGFydEF0dGVtcHRzUmVzcG9uc2USNwoHcmVzdWx0cxgBIAMoCzImLmR1ZXRpbWUud29ya2VyLnYxLlN0YXJ0QXR0ZW1wdHNSZXN1bHQifgoTU3RhcnRBdHRlbXB0c1Jlc3VsdBI5CghyZXNwb25zZRgBIAEoCzInLmR1ZXRpbWUud29ya2VyLnYxLlN0YXJ0QXR0ZW1wdFJlc3BvbnNlEiwKBWVycm9yGAIgASgLMh0uZHVldGltZS53b3JrZXIudjEuRW50cnlFcnJvciI7CgpFbnRyeUVycm9yEgwKBGNvZGUYASABKAkSDgoGcmVhc29uGAIgASgJEg8KB21lc3NhZ2UYAyABKAkiTAoXQ29tcGxldGVBdHRlbXB0c1JlcXVlc3QSMQoHcmVwb3J0cxgBIAMoCzIgLmR1ZXRpbWUud29ya2VyLnYxLkF0dGVtcHRSZXBvcnQicAoNQXR0ZW1wdFJlcG9ydBI5CgZyZXBvcnQYASABKAsyKS5kdWV0aW1lLndvcmtlci52MS5Db21wbGV0ZUF0dGVtcHRSZXF1ZXN0Eg8KB2F0dGVtcHQYAiABKAUSEwoLdHJhY2VwYXJlbnQYAyABKAkiVgoYQ29tcGxldGVBdHRlbXB0c1Jlc3BvbnNlEjoKB3Jlc3VsdHMYASADKAsyKS5kdWV0aW1lLndvcmtlci52MS5Db21wbGV0ZUF0dGVtcHRzUmVzdWx0IoQBChZDb21wbGV0ZUF0dGVtcHRzUmVzdWx0EjwKCHJlc3BvbnNlGAEgASgLMiouZHVldGltZS53b3JrZXIudjEuQ29tcGxldGVBdHRlbXB0UmVzcG9uc2USLAoFZXJyb3IYAiABKAsyHS5kdWV0aW1lLndvcmtlci52MS5FbnRyeUVycm9yInEKE1N0YXJ0QXR0ZW1wdFJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhMKC2RlbGl2ZXJ5X2lkGAIgASgJEhEKCXdvcmtlcl9pZBgDIAEoCRITCgt0cmFjZXBhcmVudBgEIAEoCRINCgVlYXJseRgFIAEoCCLnAgoUU3RhcnRBdHRlbXB0UmVzcG9uc2USMgoIZGVjaXNpb24YASABKA4yIC5kdWV0aW1lLndvcmtlci52MS5TdGFydERlY2lzaW9uEg8KB2F0dGVtcHQYAiABKAUSNQoRbGVhc2VfZXhwaXJlX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3NlcnZlcl90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyCg5lZmZlY3RpdmVfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoDcnVuGAYgASgLMhouZHVldGltZS53b3JrZXIudjEuUnVuU3BlYxIWCg5yZWZ1c2FsX3JlYXNvbhgHIAEoCRItCgljYWxsX3RpbWUYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wItUCCgdSdW5TcGVjEg4KBnJ1bl9pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAkSDAoEdGVhbRgDIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYBCABKAkSMAoMbm9taW5hbF90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyCg5lZmZlY3RpdmVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoGdGFyZ2V0GAcgASgLMhcuZHVldGltZS5qb2JzLnYxLlRhcmdldBIyCg9hdHRlbXB0X3RpbWVvdXQYCCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEwoLdHJhY2VwYXJlbnQYCSABKAkSKwoIZGVsaXZlcnkYCiABKA4yGS5kdWV0aW1lLmpvYnMudjEuRGVsaXZlcnkiVgoQSGVhcnRiZWF0UmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSLwoIYXR0ZW1wdHMYAiADKAsyHS5kdWV0aW1lLndvcmtlci52MS5BdHRlbXB0UmVmImUKCkF0dGVtcHRSZWYSDgoGcnVuX2lkGAEgASgJEg8KB2F0dGVtcHQYAiABKAUSNgoNY2FsbF9wcm9ncmVzcxgDIAEoDjIfLmR1ZXRpbWUud29ya2VyLnYxLkNhbGxQcm9ncmVzcyJ9ChFIZWFydGJlYXRSZXNwb25zZRIvCgtzZXJ2ZXJfdGltZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNwoKZGlyZWN0aXZlcxgCIAMoCzIjLmR1ZXRpbWUud29ya2VyLnYxLkF0dGVtcHREaXJlY3RpdmUiugEKEEF0dGVtcHREaXJlY3RpdmUSLgoHYXR0ZW1wdBgBIAEoCzIdLmR1ZXRpbWUud29ya2VyLnYxLkF0dGVtcHRSZWYSLwoJZGlyZWN0aXZlGAIgASgOMhwuZHVldGltZS53b3JrZXIudjEuRGlyZWN0aXZlEjUKEWxlYXNlX2V4cGlyZV90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZyZWFzb24YBCABKAki9gEKFkNvbXBsZXRlQXR0ZW1wdFJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEjAKBnJlc3VsdBgCIAEoDjIgLmR1ZXRpbWUud29ya2VyLnYxLkF0dGVtcHRSZXN1bHQSDQoFZXJyb3IYAyABKAkSEQoJcmV0cnlhYmxlGAQgASgIEhEKCXdvcmtlcl9pZBgFIAEoCRItCgljYWxsX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjYKDWNhbGxfcHJvZ3Jlc3MYByABKA4yHy5kdWV0aW1lLndvcmtlci52MS5DYWxsUHJvZ3Jlc3MiYwoXQ29tcGxldGVBdHRlbXB0UmVzcG9uc2USEQoJcnVuX3N0YXRlGAEgASgJEjUKEW5leHRfYXR0ZW1wdF90aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCqFAQoNU3RhcnREZWNpc2lvbhIeChpTVEFSVF9ERUNJU0lPTl9VTlNQRUNJRklFRBAAEhoKFlNUQVJUX0RFQ0lTSU9OX1NUQVJURUQQARIcChhTVEFSVF9ERUNJU0lPTl9UT09fRUFSTFkQAhIaChZTVEFSVF9ERUNJU0lPTl9SRUZVU0VEEAMqfwoMQ2FsbFByb2dyZXNzEh0KGUNBTExfUFJPR1JFU1NfVU5TUEVDSUZJRUQQABIbChdDQUxMX1BST0dSRVNTX05PVF9CRUdVThABEhcKE0NBTExfUFJPR1JFU1NfQkVHVU4QAhIaChZDQUxMX1BST0dSRVNTX0FOU1dFUkVEEAMqVAoJRGlyZWN0aXZlEhkKFURJUkVDVElWRV9VTlNQRUNJRklFRBAAEhYKEkRJUkVDVElWRV9DT05USU5VRRABEhQKEERJUkVDVElWRV9DQU5DRUwQAirEAQoNQXR0ZW1wdFJlc3VsdBIeChpBVFRFTVBUX1JFU1VMVF9VTlNQRUNJRklFRBAAEhwKGEFUVEVNUFRfUkVTVUxUX1NVQ0NFRURFRBABEhkKFUFUVEVNUFRfUkVTVUxUX0ZBSUxFRBACEhwKGEFUVEVNUFRfUkVTVUxUX1RJTUVEX09VVBADEhwKGEFUVEVNUFRfUkVTVUxUX0NBTkNFTExFRBAEEh4KGkFUVEVNUFRfUkVTVUxUX0hBTkRFRF9CQUNLEAUyhwQKDVdvcmtlclNlcnZpY2USXwoMU3RhcnRBdHRlbXB0EiYuZHVldGltZS53b3JrZXIudjEuU3RhcnRBdHRlbXB0UmVxdWVzdBonLmR1ZXRpbWUud29ya2VyLnYxLlN0YXJ0QXR0ZW1wdFJlc3BvbnNlEloKCUhlYXJ0YmVhdBIjLmR1ZXRpbWUud29ya2VyLnYxLkhlYXJ0YmVhdFJlcXVlc3QaJC5kdWV0aW1lLndvcmtlci52MS5IZWFydGJlYXRSZXNwb25zZSgBMAESaAoPQ29tcGxldGVBdHRlbXB0EikuZHVldGltZS53b3JrZXIudjEuQ29tcGxldGVBdHRlbXB0UmVxdWVzdBoqLmR1ZXRpbWUud29ya2VyLnYxLkNvbXBsZXRlQXR0ZW1wdFJlc3BvbnNlEmIKDVN0YXJ0QXR0ZW1wdHMSJy5kdWV0aW1lLndvcmtlci52MS5TdGFydEF0dGVtcHRzUmVxdWVzdBooLmR1ZXRpbWUud29ya2VyLnYxLlN0YXJ0QXR0ZW1wdHNSZXNwb25zZRJrChBDb21wbGV0ZUF0dGVtcHRzEiouZHVldGltZS53b3JrZXIudjEuQ29tcGxldGVBdHRlbXB0c1JlcXVlc3QaKy5kdWV0aW1lLndvcmtlci52MS5Db21wbGV0ZUF0dGVtcHRzUmVzcG9uc2VCcAoVZGV2LmR1ZXRpbWUud29ya2VyLnYxQhJXb3JrZXJTZXJ2aWNlUHJvdG9QAVotZHVldGltZS5kZXYvZ2VuL2dvL2R1ZXRpbWUvd29ya2VyL3YxO3dvcmtlcnYxqgIRRHVldGltZS5Xb3JrZXIuVjFiBnByb3RvMw", [file_duetime_jobs_v1_job, file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * Request of StartAttempts.
@@ -436,6 +436,16 @@ export type RunSpec = Message<"duetime.worker.v1.RunSpec"> & {
    * @generated from field: string traceparent = 9;
    */
   traceparent: string;
+
+  /**
+   * The job's delivery guarantee. For DELIVERY_AT_MOST_ONCE the worker announces the call
+   * before it begins: a heartbeat carrying the attempt with CALL_PROGRESS_BEGUN, answered
+   * DIRECTIVE_CONTINUE, must come back before any byte of the call is sent (see
+   * CallProgress). Unspecified: at least once.
+   *
+   * @generated from field: duetime.jobs.v1.Delivery delivery = 10;
+   */
+  delivery: Delivery;
 };
 
 /**
@@ -492,6 +502,17 @@ export type AttemptRef = Message<"duetime.worker.v1.AttemptRef"> & {
    * @generated from field: int32 attempt = 2;
    */
   attempt: number;
+
+  /**
+   * Optional, in HeartbeatRequest: how far the attempt's call got. A worker sends
+   * CALL_PROGRESS_NOT_BEGUN, then CALL_PROGRESS_BEGUN to announce the call, for attempts of
+   * DELIVERY_AT_MOST_ONCE runs; progress only moves forward (a later NOT_BEGUN is ignored).
+   * An attempt whose lease expires is taken as not called only when its last word was
+   * NOT_BEGUN. Ignored in responses.
+   *
+   * @generated from field: duetime.worker.v1.CallProgress call_progress = 3;
+   */
+  callProgress: CallProgress;
 };
 
 /**
@@ -623,6 +644,16 @@ export type CompleteAttemptRequest = Message<"duetime.worker.v1.CompleteAttemptR
    * @generated from field: google.protobuf.Timestamp call_time = 6;
    */
   callTime?: Timestamp | undefined;
+
+  /**
+   * Optional. How far the call got: for a result other than ATTEMPT_RESULT_SUCCEEDED of a
+   * DELIVERY_AT_MOST_ONCE run, NOT_BEGUN and ANSWERED let the run be retried, BEGUN and
+   * UNSPECIFIED (the call may have reached the target) end it DEAD_LETTERED with reason
+   * RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
+   *
+   * @generated from field: duetime.worker.v1.CallProgress call_progress = 7;
+   */
+  callProgress: CallProgress;
 };
 
 /**
@@ -703,6 +734,53 @@ export const StartDecisionSchema: GenEnum<StartDecision> = /*@__PURE__*/
   enumDesc(file_duetime_worker_v1_worker_service, 0);
 
 /**
+ * How far an attempt's call to its target got, as its worker knows it. The scheduler decides
+ * from it whether an attempt that ended without an answer may be retried under
+ * DELIVERY_AT_MOST_ONCE.
+ *
+ * @generated from enum duetime.worker.v1.CallProgress
+ */
+export enum CallProgress {
+  /**
+   * Not said (a worker that does not tell): the call may have begun.
+   *
+   * @generated from enum value: CALL_PROGRESS_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Nothing of the call has reached the target: no byte of the request was sent, no task was
+   * started. In a heartbeat it is also a promise: the call will not begin before a beat
+   * carrying CALL_PROGRESS_BEGUN for the attempt has been answered DIRECTIVE_CONTINUE.
+   *
+   * @generated from enum value: CALL_PROGRESS_NOT_BEGUN = 1;
+   */
+  NOT_BEGUN = 1,
+
+  /**
+   * The call has begun (or is about to, in a heartbeat announcing it) and no answer is known:
+   * the target may be acting on it.
+   *
+   * @generated from enum value: CALL_PROGRESS_BEGUN = 2;
+   */
+  BEGUN = 2,
+
+  /**
+   * The target answered (an HTTP status, a task's exit status); the reported result is its
+   * answer. Meant for reports; in a heartbeat it counts as CALL_PROGRESS_BEGUN.
+   *
+   * @generated from enum value: CALL_PROGRESS_ANSWERED = 3;
+   */
+  ANSWERED = 3,
+}
+
+/**
+ * Describes the enum duetime.worker.v1.CallProgress.
+ */
+export const CallProgressSchema: GenEnum<CallProgress> = /*@__PURE__*/
+  enumDesc(file_duetime_worker_v1_worker_service, 1);
+
+/**
  * Directives for an open attempt.
  *
  * @generated from enum duetime.worker.v1.Directive
@@ -735,7 +813,7 @@ export enum Directive {
  * Describes the enum duetime.worker.v1.Directive.
  */
 export const DirectiveSchema: GenEnum<Directive> = /*@__PURE__*/
-  enumDesc(file_duetime_worker_v1_worker_service, 1);
+  enumDesc(file_duetime_worker_v1_worker_service, 2);
 
 /**
  * What the worker observed.
@@ -794,7 +872,7 @@ export enum AttemptResult {
  * Describes the enum duetime.worker.v1.AttemptResult.
  */
 export const AttemptResultSchema: GenEnum<AttemptResult> = /*@__PURE__*/
-  enumDesc(file_duetime_worker_v1_worker_service, 2);
+  enumDesc(file_duetime_worker_v1_worker_service, 3);
 
 /**
  * The attempt-lease service workers use, served by the schedulers.

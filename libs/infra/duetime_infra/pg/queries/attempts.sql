@@ -171,9 +171,10 @@ WHERE run_id = $1 AND nominal_time = $2 AND number = $3 AND end_time IS NULL;
 -- name: attempt_close
 -- $6 is the transaction's reading of duetime_now(), so the run's next attempt time and the
 -- attempt's end are measured from the same instant. $7, the call's reported start, becomes
--- the start of an attempt started ahead of its time (never before the time it was given).
+-- the start of an attempt started ahead of its time (never before the time it was given). $8:
+-- how far the call got, as the report says (NULL: as the heartbeats last said).
 UPDATE attempts
-SET end_time = $6, outcome = $4, error = $5,
+SET end_time = $6, outcome = $4, error = $5, call_progress = coalesce($8::text, call_progress),
     start_time = CASE WHEN early AND $7::timestamptz IS NOT NULL
                       THEN least(greatest(start_time, $7::timestamptz), $6) ELSE start_time END
 WHERE run_id = $1 AND nominal_time = $2 AND number = $3 AND end_time IS NULL
@@ -193,11 +194,14 @@ UPDATE runs SET first_start_time = $3 WHERE run_id = $1 AND nominal_time = $2;
 -- from its call time). A closed attempt of this worker says whether the reaper closed it (its
 -- lease or deadline had run out when it ended): a beat for it is a fencing refusal, unlike one
 -- crossing the worker's own report.
+-- $5 is each attempt's call progress as the worker says it (NULL: not said); the renewal
+-- records it in the same statement, and it only moves forward (NOT_BEGUN, then BEGUN).
 WITH req AS (
-    SELECT k.run_id, k.number, k.ord
-    FROM unnest($1::uuid[], $2::integer[]) WITH ORDINALITY AS k(run_id, number, ord)
+    SELECT k.run_id, k.number, k.ord, k.call
+    FROM unnest($1::uuid[], $2::integer[], $5::text[])
+         WITH ORDINALITY AS k(run_id, number, call, ord)
 ), cur AS (
-    SELECT req.ord, a.run_id, a.nominal_time, a.number, a.cancel_reason, a.end_time,
+    SELECT req.ord, req.call, a.run_id, a.nominal_time, a.number, a.cancel_reason, a.end_time,
            a.outcome IN ('LEASE_EXPIRED', 'TIMED_OUT')
                AND a.end_time >= least(a.lease_expire_time, a.deadline) AS reaped,
            j.state AS job_state,
@@ -209,7 +213,7 @@ WITH req AS (
     LEFT JOIN jobs j ON j.job_id = r.job_id
 ), locked AS (
     -- Locks in run_id order, as the reaper does, so a beat and a reap cannot deadlock.
-    SELECT a.run_id, a.nominal_time, a.number
+    SELECT a.run_id, a.nominal_time, a.number, cur.call
     FROM attempts a
     JOIN cur ON a.run_id = cur.run_id AND a.nominal_time = cur.nominal_time
             AND a.number = cur.number
@@ -220,7 +224,9 @@ WITH req AS (
 ), renewed AS (
     UPDATE attempts a
     SET lease_expire_time = greatest(a.lease_expire_time, duetime_now() + $4::interval),
-        beat_time = duetime_now()
+        beat_time = duetime_now(),
+        call_progress = CASE WHEN locked.call = 'BEGUN' THEN 'BEGUN'
+                             ELSE coalesce(a.call_progress, locked.call) END
     FROM locked
     WHERE a.run_id = locked.run_id AND a.nominal_time = locked.nominal_time
       AND a.number = locked.number AND a.end_time IS NULL
@@ -289,7 +295,7 @@ SELECT job_id, state FROM jobs WHERE job_id = ANY($1::uuid[]) ORDER BY job_id FO
 -- Re-read at the row under its lock: a heartbeat that renewed the lease since the scan wins.
 -- An attempt started ahead of its time that no beat renewed from 1 s before its call time on
 -- never began its call (its worker calls only after such a beat).
-SELECT lease_expire_time, deadline, cancel_reason, duetime_now() AS now,
+SELECT lease_expire_time, deadline, cancel_reason, call_progress, duetime_now() AS now,
        early AND (beat_time IS NULL OR beat_time < start_time - interval '1 second')
            AS never_called
 FROM attempts

@@ -354,7 +354,8 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object reason_ = "";
   /**
    * <pre>
-   * Why: `ATTEMPTS_EXHAUSTED` or `NON_RETRYABLE`.
+   * Why: `ATTEMPTS_EXHAUSTED`, `NON_RETRYABLE` or, for a DELIVERY_AT_MOST_ONCE job whose
+   * last attempt may have reached the target without an answer, `OUTCOME_UNKNOWN`.
    * </pre>
    *
    * <code>string reason = 8;</code>
@@ -375,7 +376,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Why: `ATTEMPTS_EXHAUSTED` or `NON_RETRYABLE`.
+   * Why: `ATTEMPTS_EXHAUSTED`, `NON_RETRYABLE` or, for a DELIVERY_AT_MOST_ONCE job whose
+   * last attempt may have reached the target without an answer, `OUTCOME_UNKNOWN`.
    * </pre>
    *
    * <code>string reason = 8;</code>
@@ -1774,7 +1776,8 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object reason_ = "";
     /**
      * <pre>
-     * Why: `ATTEMPTS_EXHAUSTED` or `NON_RETRYABLE`.
+     * Why: `ATTEMPTS_EXHAUSTED`, `NON_RETRYABLE` or, for a DELIVERY_AT_MOST_ONCE job whose
+     * last attempt may have reached the target without an answer, `OUTCOME_UNKNOWN`.
      * </pre>
      *
      * <code>string reason = 8;</code>
@@ -1794,7 +1797,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Why: `ATTEMPTS_EXHAUSTED` or `NON_RETRYABLE`.
+     * Why: `ATTEMPTS_EXHAUSTED`, `NON_RETRYABLE` or, for a DELIVERY_AT_MOST_ONCE job whose
+     * last attempt may have reached the target without an answer, `OUTCOME_UNKNOWN`.
      * </pre>
      *
      * <code>string reason = 8;</code>
@@ -1815,7 +1819,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Why: `ATTEMPTS_EXHAUSTED` or `NON_RETRYABLE`.
+     * Why: `ATTEMPTS_EXHAUSTED`, `NON_RETRYABLE` or, for a DELIVERY_AT_MOST_ONCE job whose
+     * last attempt may have reached the target without an answer, `OUTCOME_UNKNOWN`.
      * </pre>
      *
      * <code>string reason = 8;</code>
@@ -1832,7 +1837,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Why: `ATTEMPTS_EXHAUSTED` or `NON_RETRYABLE`.
+     * Why: `ATTEMPTS_EXHAUSTED`, `NON_RETRYABLE` or, for a DELIVERY_AT_MOST_ONCE job whose
+     * last attempt may have reached the target without an answer, `OUTCOME_UNKNOWN`.
      * </pre>
      *
      * <code>string reason = 8;</code>
@@ -1846,7 +1852,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Why: `ATTEMPTS_EXHAUSTED` or `NON_RETRYABLE`.
+     * Why: `ATTEMPTS_EXHAUSTED`, `NON_RETRYABLE` or, for a DELIVERY_AT_MOST_ONCE job whose
+     * last attempt may have reached the target without an answer, `OUTCOME_UNKNOWN`.
      * </pre>
      *
      * <code>string reason = 8;</code>

@@ -149,7 +149,8 @@ public interface DeadLetterEventOrBuilder extends
 
   /**
    * <pre>
-   * Why: `ATTEMPTS_EXHAUSTED` or `NON_RETRYABLE`.
+   * Why: `ATTEMPTS_EXHAUSTED`, `NON_RETRYABLE` or, for a DELIVERY_AT_MOST_ONCE job whose
+   * last attempt may have reached the target without an answer, `OUTCOME_UNKNOWN`.
    * </pre>
    *
    * <code>string reason = 8;</code>
@@ -158,7 +159,8 @@ public interface DeadLetterEventOrBuilder extends
   java.lang.String getReason();
   /**
    * <pre>
-   * Why: `ATTEMPTS_EXHAUSTED` or `NON_RETRYABLE`.
+   * Why: `ATTEMPTS_EXHAUSTED`, `NON_RETRYABLE` or, for a DELIVERY_AT_MOST_ONCE job whose
+   * last attempt may have reached the target without an answer, `OUTCOME_UNKNOWN`.
    * </pre>
    *
    * <code>string reason = 8;</code>

@@ -99,7 +99,8 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * Optional but recommended. A client-chosen id (at most 128 characters) that makes the call
    * idempotent for 24 hours: a retry with the same id returns the job created the first time.
-   * Reusing an id for a different job fails with ALREADY_EXISTS.
+   * Reusing an id for a different job fails with ALREADY_EXISTS (header and env values are
+   * not compared: Duetime keeps nothing of them but their sealed form).
    * </pre>
    *
    * <code>string request_id = 2;</code>
@@ -122,7 +123,8 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * Optional but recommended. A client-chosen id (at most 128 characters) that makes the call
    * idempotent for 24 hours: a retry with the same id returns the job created the first time.
-   * Reusing an id for a different job fails with ALREADY_EXISTS.
+   * Reusing an id for a different job fails with ALREADY_EXISTS (header and env values are
+   * not compared: Duetime keeps nothing of them but their sealed form).
    * </pre>
    *
    * <code>string request_id = 2;</code>
@@ -652,7 +654,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Optional but recommended. A client-chosen id (at most 128 characters) that makes the call
      * idempotent for 24 hours: a retry with the same id returns the job created the first time.
-     * Reusing an id for a different job fails with ALREADY_EXISTS.
+     * Reusing an id for a different job fails with ALREADY_EXISTS (header and env values are
+     * not compared: Duetime keeps nothing of them but their sealed form).
      * </pre>
      *
      * <code>string request_id = 2;</code>
@@ -674,7 +677,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Optional but recommended. A client-chosen id (at most 128 characters) that makes the call
      * idempotent for 24 hours: a retry with the same id returns the job created the first time.
-     * Reusing an id for a different job fails with ALREADY_EXISTS.
+     * Reusing an id for a different job fails with ALREADY_EXISTS (header and env values are
+     * not compared: Duetime keeps nothing of them but their sealed form).
      * </pre>
      *
      * <code>string request_id = 2;</code>
@@ -697,7 +701,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Optional but recommended. A client-chosen id (at most 128 characters) that makes the call
      * idempotent for 24 hours: a retry with the same id returns the job created the first time.
-     * Reusing an id for a different job fails with ALREADY_EXISTS.
+     * Reusing an id for a different job fails with ALREADY_EXISTS (header and env values are
+     * not compared: Duetime keeps nothing of them but their sealed form).
      * </pre>
      *
      * <code>string request_id = 2;</code>
@@ -716,7 +721,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Optional but recommended. A client-chosen id (at most 128 characters) that makes the call
      * idempotent for 24 hours: a retry with the same id returns the job created the first time.
-     * Reusing an id for a different job fails with ALREADY_EXISTS.
+     * Reusing an id for a different job fails with ALREADY_EXISTS (header and env values are
+     * not compared: Duetime keeps nothing of them but their sealed form).
      * </pre>
      *
      * <code>string request_id = 2;</code>
@@ -732,7 +738,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Optional but recommended. A client-chosen id (at most 128 characters) that makes the call
      * idempotent for 24 hours: a retry with the same id returns the job created the first time.
-     * Reusing an id for a different job fails with ALREADY_EXISTS.
+     * Reusing an id for a different job fails with ALREADY_EXISTS (header and env values are
+     * not compared: Duetime keeps nothing of them but their sealed form).
      * </pre>
      *
      * <code>string request_id = 2;</code>

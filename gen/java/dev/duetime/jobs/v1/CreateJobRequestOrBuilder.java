@@ -41,7 +41,8 @@ public interface CreateJobRequestOrBuilder extends
    * <pre>
    * Optional but recommended. A client-chosen id (at most 128 characters) that makes the call
    * idempotent for 24 hours: a retry with the same id returns the job created the first time.
-   * Reusing an id for a different job fails with ALREADY_EXISTS.
+   * Reusing an id for a different job fails with ALREADY_EXISTS (header and env values are
+   * not compared: Duetime keeps nothing of them but their sealed form).
    * </pre>
    *
    * <code>string request_id = 2;</code>
@@ -52,7 +53,8 @@ public interface CreateJobRequestOrBuilder extends
    * <pre>
    * Optional but recommended. A client-chosen id (at most 128 characters) that makes the call
    * idempotent for 24 hours: a retry with the same id returns the job created the first time.
-   * Reusing an id for a different job fails with ALREADY_EXISTS.
+   * Reusing an id for a different job fails with ALREADY_EXISTS (header and env values are
+   * not compared: Duetime keeps nothing of them but their sealed form).
    * </pre>
    *
    * <code>string request_id = 2;</code>

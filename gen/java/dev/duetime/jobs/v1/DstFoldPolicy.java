@@ -151,7 +151,7 @@ public enum DstFoldPolicy
   }
   public static com.google.protobuf.Descriptors.EnumDescriptor
       getDescriptor() {
-    return dev.duetime.jobs.v1.JobProto.getDescriptor().getEnumType(1);
+    return dev.duetime.jobs.v1.JobProto.getDescriptor().getEnumType(2);
   }
 
   private static final DstFoldPolicy[] VALUES = values();

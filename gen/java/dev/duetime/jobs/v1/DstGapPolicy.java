@@ -136,7 +136,7 @@ public enum DstGapPolicy
   }
   public static com.google.protobuf.Descriptors.EnumDescriptor
       getDescriptor() {
-    return dev.duetime.jobs.v1.JobProto.getDescriptor().getEnumType(0);
+    return dev.duetime.jobs.v1.JobProto.getDescriptor().getEnumType(1);
   }
 
   private static final DstGapPolicy[] VALUES = values();

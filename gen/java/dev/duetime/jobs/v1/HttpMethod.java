@@ -185,7 +185,7 @@ public enum HttpMethod
   }
   public static com.google.protobuf.Descriptors.EnumDescriptor
       getDescriptor() {
-    return dev.duetime.jobs.v1.JobProto.getDescriptor().getEnumType(2);
+    return dev.duetime.jobs.v1.JobProto.getDescriptor().getEnumType(3);
   }
 
   private static final HttpMethod[] VALUES = values();

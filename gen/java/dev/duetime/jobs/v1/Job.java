@@ -42,6 +42,7 @@ private static final long serialVersionUID = 0L;
     state_ = 0;
     stateReason_ = "";
     etag_ = "";
+    delivery_ = 0;
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -801,6 +802,34 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int DELIVERY_FIELD_NUMBER = 19;
+  private int delivery_ = 0;
+  /**
+   * <pre>
+   * Optional. How often a run may call the target when something goes wrong. Defaults to
+   * DELIVERY_AT_LEAST_ONCE. See Delivery for what each promises.
+   * </pre>
+   *
+   * <code>.duetime.jobs.v1.Delivery delivery = 19;</code>
+   * @return The enum numeric value on the wire for delivery.
+   */
+  @java.lang.Override public int getDeliveryValue() {
+    return delivery_;
+  }
+  /**
+   * <pre>
+   * Optional. How often a run may call the target when something goes wrong. Defaults to
+   * DELIVERY_AT_LEAST_ONCE. See Delivery for what each promises.
+   * </pre>
+   *
+   * <code>.duetime.jobs.v1.Delivery delivery = 19;</code>
+   * @return The delivery.
+   */
+  @java.lang.Override public dev.duetime.jobs.v1.Delivery getDelivery() {
+    dev.duetime.jobs.v1.Delivery result = dev.duetime.jobs.v1.Delivery.forNumber(delivery_);
+    return result == null ? dev.duetime.jobs.v1.Delivery.UNRECOGNIZED : result;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -868,6 +897,9 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(etag_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 18, etag_);
+    }
+    if (delivery_ != dev.duetime.jobs.v1.Delivery.DELIVERY_UNSPECIFIED.getNumber()) {
+      output.writeEnum(19, delivery_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -938,6 +970,10 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(etag_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(18, etag_);
+    }
+    if (delivery_ != dev.duetime.jobs.v1.Delivery.DELIVERY_UNSPECIFIED.getNumber()) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeEnumSize(19, delivery_);
     }
     return size;
   }
@@ -1023,6 +1059,7 @@ private static final long serialVersionUID = 0L;
     }
     if (!getEtag()
         .equals(other.getEtag())) return false;
+    if (delivery_ != other.delivery_) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -1088,6 +1125,8 @@ private static final long serialVersionUID = 0L;
     }
     hash = (37 * hash) + ETAG_FIELD_NUMBER;
     hash = (53 * hash) + getEtag().hashCode();
+    hash = (37 * hash) + DELIVERY_FIELD_NUMBER;
+    hash = (53 * hash) + delivery_;
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -1292,6 +1331,7 @@ private static final long serialVersionUID = 0L;
         updateTimeBuilder_ = null;
       }
       etag_ = "";
+      delivery_ = 0;
       return this;
     }
 
@@ -1407,6 +1447,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00020000) != 0)) {
         result.etag_ = etag_;
       }
+      if (((from_bitField0_ & 0x00040000) != 0)) {
+        result.delivery_ = delivery_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1487,6 +1530,9 @@ private static final long serialVersionUID = 0L;
         etag_ = other.etag_;
         bitField0_ |= 0x00020000;
         onChanged();
+      }
+      if (other.delivery_ != 0) {
+        setDeliveryValue(other.getDeliveryValue());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1622,6 +1668,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00020000;
               break;
             } // case 146
+            case 152: {
+              delivery_ = input.readEnum();
+              bitField0_ |= 0x00040000;
+              break;
+            } // case 152
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -3918,6 +3969,83 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       etag_ = value;
       bitField0_ |= 0x00020000;
+      onChanged();
+      return this;
+    }
+
+    private int delivery_ = 0;
+    /**
+     * <pre>
+     * Optional. How often a run may call the target when something goes wrong. Defaults to
+     * DELIVERY_AT_LEAST_ONCE. See Delivery for what each promises.
+     * </pre>
+     *
+     * <code>.duetime.jobs.v1.Delivery delivery = 19;</code>
+     * @return The enum numeric value on the wire for delivery.
+     */
+    @java.lang.Override public int getDeliveryValue() {
+      return delivery_;
+    }
+    /**
+     * <pre>
+     * Optional. How often a run may call the target when something goes wrong. Defaults to
+     * DELIVERY_AT_LEAST_ONCE. See Delivery for what each promises.
+     * </pre>
+     *
+     * <code>.duetime.jobs.v1.Delivery delivery = 19;</code>
+     * @param value The enum numeric value on the wire for delivery to set.
+     * @return This builder for chaining.
+     */
+    public Builder setDeliveryValue(int value) {
+      delivery_ = value;
+      bitField0_ |= 0x00040000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. How often a run may call the target when something goes wrong. Defaults to
+     * DELIVERY_AT_LEAST_ONCE. See Delivery for what each promises.
+     * </pre>
+     *
+     * <code>.duetime.jobs.v1.Delivery delivery = 19;</code>
+     * @return The delivery.
+     */
+    @java.lang.Override
+    public dev.duetime.jobs.v1.Delivery getDelivery() {
+      dev.duetime.jobs.v1.Delivery result = dev.duetime.jobs.v1.Delivery.forNumber(delivery_);
+      return result == null ? dev.duetime.jobs.v1.Delivery.UNRECOGNIZED : result;
+    }
+    /**
+     * <pre>
+     * Optional. How often a run may call the target when something goes wrong. Defaults to
+     * DELIVERY_AT_LEAST_ONCE. See Delivery for what each promises.
+     * </pre>
+     *
+     * <code>.duetime.jobs.v1.Delivery delivery = 19;</code>
+     * @param value The delivery to set.
+     * @throws IllegalArgumentException if UNRECOGNIZED is provided.
+     * @return This builder for chaining.
+     */
+    public Builder setDelivery(dev.duetime.jobs.v1.Delivery value) {
+      if (value == null) { throw new NullPointerException(); }
+      bitField0_ |= 0x00040000;
+      delivery_ = value.getNumber();
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. How often a run may call the target when something goes wrong. Defaults to
+     * DELIVERY_AT_LEAST_ONCE. See Delivery for what each promises.
+     * </pre>
+     *
+     * <code>.duetime.jobs.v1.Delivery delivery = 19;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearDelivery() {
+      bitField0_ = (bitField0_ & ~0x00040000);
+      delivery_ = 0;
       onChanged();
       return this;
     }

@@ -465,4 +465,25 @@ public interface JobOrBuilder extends
    */
   com.google.protobuf.ByteString
       getEtagBytes();
+
+  /**
+   * <pre>
+   * Optional. How often a run may call the target when something goes wrong. Defaults to
+   * DELIVERY_AT_LEAST_ONCE. See Delivery for what each promises.
+   * </pre>
+   *
+   * <code>.duetime.jobs.v1.Delivery delivery = 19;</code>
+   * @return The enum numeric value on the wire for delivery.
+   */
+  int getDeliveryValue();
+  /**
+   * <pre>
+   * Optional. How often a run may call the target when something goes wrong. Defaults to
+   * DELIVERY_AT_LEAST_ONCE. See Delivery for what each promises.
+   * </pre>
+   *
+   * <code>.duetime.jobs.v1.Delivery delivery = 19;</code>
+   * @return The delivery.
+   */
+  dev.duetime.jobs.v1.Delivery getDelivery();
 }

@@ -102,7 +102,7 @@ public final class JobProto extends com.google.protobuf.GeneratedFile {
     java.lang.String[] descriptorData = {
       "\n\031duetime/jobs/v1/job.proto\022\017duetime.job" +
       "s.v1\032\036google/protobuf/duration.proto\032\037go" +
-      "ogle/protobuf/timestamp.proto\"\262\005\n\003Job\022\014\n" +
+      "ogle/protobuf/timestamp.proto\"\337\005\n\003Job\022\014\n" +
       "\004name\030\001 \001(\t\022\016\n\006job_id\030\002 \001(\t\022\014\n\004team\030\003 \001(" +
       "\t\022\024\n\014display_name\030\004 \001(\t\022+\n\010schedule\030\005 \001(" +
       "\0132\031.duetime.jobs.v1.Schedule\022\'\n\006target\030\006" +
@@ -120,73 +120,76 @@ public final class JobProto extends com.google.protobuf.GeneratedFile {
       ".Timestamp\022/\n\013create_time\030\020 \001(\0132\032.google" +
       ".protobuf.Timestamp\022/\n\013update_time\030\021 \001(\013" +
       "2\032.google.protobuf.Timestamp\022\014\n\004etag\030\022 \001" +
-      "(\t\"\324\001\n\010Schedule\022)\n\002at\030\001 \001(\0132\033.duetime.jo" +
-      "bs.v1.AtScheduleH\000\022/\n\005delay\030\002 \001(\0132\036.duet" +
-      "ime.jobs.v1.DelayScheduleH\000\0225\n\010interval\030" +
-      "\003 \001(\0132!.duetime.jobs.v1.IntervalSchedule" +
-      "H\000\022-\n\004cron\030\004 \001(\0132\035.duetime.jobs.v1.CronS" +
-      "cheduleH\000B\006\n\004kind\"\311\001\n\nAtSchedule\022,\n\010run_" +
-      "time\030\001 \001(\0132\032.google.protobuf.Timestamp\022\022" +
-      "\n\nlocal_time\030\002 \001(\t\022\021\n\ttime_zone\030\003 \001(\t\0221\n" +
-      "\ngap_policy\030\004 \001(\0162\035.duetime.jobs.v1.DstG" +
-      "apPolicy\0223\n\013fold_policy\030\005 \001(\0162\036.duetime." +
-      "jobs.v1.DstFoldPolicy\"g\n\rDelaySchedule\022(" +
-      "\n\005delay\030\001 \001(\0132\031.google.protobuf.Duration" +
-      "\022,\n\010run_time\030\002 \001(\0132\032.google.protobuf.Tim" +
-      "estamp\"o\n\020IntervalSchedule\022+\n\010interval\030\001" +
-      " \001(\0132\031.google.protobuf.Duration\022.\n\nstart" +
-      "_time\030\002 \001(\0132\032.google.protobuf.Timestamp\"" +
-      "\235\001\n\014CronSchedule\022\022\n\nexpression\030\001 \001(\t\022\021\n\t" +
-      "time_zone\030\002 \001(\t\0221\n\ngap_policy\030\003 \001(\0162\035.du" +
-      "etime.jobs.v1.DstGapPolicy\0223\n\013fold_polic" +
-      "y\030\004 \001(\0162\036.duetime.jobs.v1.DstFoldPolicy\"" +
-      "t\n\006Target\022+\n\004http\030\001 \001(\0132\033.duetime.jobs.v" +
-      "1.HttpTargetH\000\0225\n\tcontainer\030\002 \001(\0132 .duet" +
-      "ime.jobs.v1.ContainerTargetH\000B\006\n\004kind\"\277\001" +
-      "\n\nHttpTarget\022+\n\006method\030\001 \001(\0162\033.duetime.j" +
-      "obs.v1.HttpMethod\022\013\n\003url\030\002 \001(\t\0229\n\007header" +
-      "s\030\003 \003(\0132(.duetime.jobs.v1.HttpTarget.Hea" +
-      "dersEntry\022\014\n\004body\030\004 \001(\014\032.\n\014HeadersEntry\022" +
-      "\013\n\003key\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028\001\"\243\001\n\017Cont" +
-      "ainerTarget\022\r\n\005image\030\001 \001(\t\022\017\n\007command\030\002 " +
-      "\003(\t\022\014\n\004args\030\003 \003(\t\0226\n\003env\030\004 \003(\0132).duetime" +
-      ".jobs.v1.ContainerTarget.EnvEntry\032*\n\010Env" +
-      "Entry\022\013\n\003key\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028\001\"\233\001" +
-      "\n\013RetryPolicy\022\024\n\014max_attempts\030\001 \001(\005\0222\n\017i" +
-      "nitial_backoff\030\002 \001(\0132\031.google.protobuf.D" +
-      "uration\022.\n\013max_backoff\030\003 \001(\0132\031.google.pr" +
-      "otobuf.Duration\022\022\n\nmultiplier\030\004 \001(\001\"\277\001\n\017" +
-      "MisfireSettings\022.\n\006policy\030\001 \001(\0162\036.duetim" +
-      "e.jobs.v1.MisfirePolicy\022,\n\tthreshold\030\002 \001" +
-      "(\0132\031.google.protobuf.Duration\022\031\n\021max_cat" +
-      "ch_up_runs\030\003 \001(\005\0223\n\020max_catch_up_age\030\004 \001" +
-      "(\0132\031.google.protobuf.Duration*a\n\014DstGapP" +
-      "olicy\022\036\n\032DST_GAP_POLICY_UNSPECIFIED\020\000\022\030\n" +
-      "\024DST_GAP_POLICY_SHIFT\020\001\022\027\n\023DST_GAP_POLIC" +
-      "Y_SKIP\020\002*\177\n\rDstFoldPolicy\022\037\n\033DST_FOLD_PO" +
-      "LICY_UNSPECIFIED\020\000\022\031\n\025DST_FOLD_POLICY_FI" +
-      "RST\020\001\022\030\n\024DST_FOLD_POLICY_LAST\020\002\022\030\n\024DST_F" +
-      "OLD_POLICY_BOTH\020\003*\230\001\n\nHttpMethod\022\033\n\027HTTP" +
-      "_METHOD_UNSPECIFIED\020\000\022\023\n\017HTTP_METHOD_GET" +
-      "\020\001\022\024\n\020HTTP_METHOD_POST\020\002\022\023\n\017HTTP_METHOD_" +
-      "PUT\020\003\022\025\n\021HTTP_METHOD_PATCH\020\004\022\026\n\022HTTP_MET" +
-      "HOD_DELETE\020\005*\201\001\n\rMisfirePolicy\022\036\n\032MISFIR" +
-      "E_POLICY_UNSPECIFIED\020\000\022\033\n\027MISFIRE_POLICY" +
-      "_RUN_ONCE\020\001\022\032\n\026MISFIRE_POLICY_RUN_ALL\020\002\022" +
-      "\027\n\023MISFIRE_POLICY_SKIP\020\003*\245\001\n\rOverlapPoli" +
-      "cy\022\036\n\032OVERLAP_POLICY_UNSPECIFIED\020\000\022\030\n\024OV" +
-      "ERLAP_POLICY_ALLOW\020\001\022\027\n\023OVERLAP_POLICY_S" +
-      "KIP\020\002\022\035\n\031OVERLAP_POLICY_BUFFER_ONE\020\003\022\"\n\036" +
-      "OVERLAP_POLICY_CANCEL_PREVIOUS\020\004*^\n\010Prio" +
-      "rity\022\030\n\024PRIORITY_UNSPECIFIED\020\000\022\021\n\rPRIORI" +
-      "TY_HIGH\020\001\022\023\n\017PRIORITY_NORMAL\020\002\022\020\n\014PRIORI" +
-      "TY_LOW\020\003*\177\n\010JobState\022\031\n\025JOB_STATE_UNSPEC" +
-      "IFIED\020\000\022\024\n\020JOB_STATE_ACTIVE\020\001\022\024\n\020JOB_STA" +
-      "TE_PAUSED\020\002\022\027\n\023JOB_STATE_COMPLETED\020\003\022\023\n\017" +
-      "JOB_STATE_ERROR\020\004B^\n\023dev.duetime.jobs.v1" +
-      "B\010JobProtoP\001Z)duetime.dev/gen/go/duetime" +
-      "/jobs/v1;jobsv1\252\002\017Duetime.Jobs.V1b\006proto" +
-      "3"
+      "(\t\022+\n\010delivery\030\023 \001(\0162\031.duetime.jobs.v1.D" +
+      "elivery\"\324\001\n\010Schedule\022)\n\002at\030\001 \001(\0132\033.dueti" +
+      "me.jobs.v1.AtScheduleH\000\022/\n\005delay\030\002 \001(\0132\036" +
+      ".duetime.jobs.v1.DelayScheduleH\000\0225\n\010inte" +
+      "rval\030\003 \001(\0132!.duetime.jobs.v1.IntervalSch" +
+      "eduleH\000\022-\n\004cron\030\004 \001(\0132\035.duetime.jobs.v1." +
+      "CronScheduleH\000B\006\n\004kind\"\311\001\n\nAtSchedule\022,\n" +
+      "\010run_time\030\001 \001(\0132\032.google.protobuf.Timest" +
+      "amp\022\022\n\nlocal_time\030\002 \001(\t\022\021\n\ttime_zone\030\003 \001" +
+      "(\t\0221\n\ngap_policy\030\004 \001(\0162\035.duetime.jobs.v1" +
+      ".DstGapPolicy\0223\n\013fold_policy\030\005 \001(\0162\036.due" +
+      "time.jobs.v1.DstFoldPolicy\"g\n\rDelaySched" +
+      "ule\022(\n\005delay\030\001 \001(\0132\031.google.protobuf.Dur" +
+      "ation\022,\n\010run_time\030\002 \001(\0132\032.google.protobu" +
+      "f.Timestamp\"o\n\020IntervalSchedule\022+\n\010inter" +
+      "val\030\001 \001(\0132\031.google.protobuf.Duration\022.\n\n" +
+      "start_time\030\002 \001(\0132\032.google.protobuf.Times" +
+      "tamp\"\235\001\n\014CronSchedule\022\022\n\nexpression\030\001 \001(" +
+      "\t\022\021\n\ttime_zone\030\002 \001(\t\0221\n\ngap_policy\030\003 \001(\016" +
+      "2\035.duetime.jobs.v1.DstGapPolicy\0223\n\013fold_" +
+      "policy\030\004 \001(\0162\036.duetime.jobs.v1.DstFoldPo" +
+      "licy\"t\n\006Target\022+\n\004http\030\001 \001(\0132\033.duetime.j" +
+      "obs.v1.HttpTargetH\000\0225\n\tcontainer\030\002 \001(\0132 " +
+      ".duetime.jobs.v1.ContainerTargetH\000B\006\n\004ki" +
+      "nd\"\277\001\n\nHttpTarget\022+\n\006method\030\001 \001(\0162\033.duet" +
+      "ime.jobs.v1.HttpMethod\022\013\n\003url\030\002 \001(\t\0229\n\007h" +
+      "eaders\030\003 \003(\0132(.duetime.jobs.v1.HttpTarge" +
+      "t.HeadersEntry\022\014\n\004body\030\004 \001(\014\032.\n\014HeadersE" +
+      "ntry\022\013\n\003key\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028\001\"\243\001\n" +
+      "\017ContainerTarget\022\r\n\005image\030\001 \001(\t\022\017\n\007comma" +
+      "nd\030\002 \003(\t\022\014\n\004args\030\003 \003(\t\0226\n\003env\030\004 \003(\0132).du" +
+      "etime.jobs.v1.ContainerTarget.EnvEntry\032*" +
+      "\n\010EnvEntry\022\013\n\003key\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\002" +
+      "8\001\"\233\001\n\013RetryPolicy\022\024\n\014max_attempts\030\001 \001(\005" +
+      "\0222\n\017initial_backoff\030\002 \001(\0132\031.google.proto" +
+      "buf.Duration\022.\n\013max_backoff\030\003 \001(\0132\031.goog" +
+      "le.protobuf.Duration\022\022\n\nmultiplier\030\004 \001(\001" +
+      "\"\277\001\n\017MisfireSettings\022.\n\006policy\030\001 \001(\0162\036.d" +
+      "uetime.jobs.v1.MisfirePolicy\022,\n\tthreshol" +
+      "d\030\002 \001(\0132\031.google.protobuf.Duration\022\031\n\021ma" +
+      "x_catch_up_runs\030\003 \001(\005\0223\n\020max_catch_up_ag" +
+      "e\030\004 \001(\0132\031.google.protobuf.Duration*[\n\010De" +
+      "livery\022\030\n\024DELIVERY_UNSPECIFIED\020\000\022\032\n\026DELI" +
+      "VERY_AT_LEAST_ONCE\020\001\022\031\n\025DELIVERY_AT_MOST" +
+      "_ONCE\020\002*a\n\014DstGapPolicy\022\036\n\032DST_GAP_POLIC" +
+      "Y_UNSPECIFIED\020\000\022\030\n\024DST_GAP_POLICY_SHIFT\020" +
+      "\001\022\027\n\023DST_GAP_POLICY_SKIP\020\002*\177\n\rDstFoldPol" +
+      "icy\022\037\n\033DST_FOLD_POLICY_UNSPECIFIED\020\000\022\031\n\025" +
+      "DST_FOLD_POLICY_FIRST\020\001\022\030\n\024DST_FOLD_POLI" +
+      "CY_LAST\020\002\022\030\n\024DST_FOLD_POLICY_BOTH\020\003*\230\001\n\n" +
+      "HttpMethod\022\033\n\027HTTP_METHOD_UNSPECIFIED\020\000\022" +
+      "\023\n\017HTTP_METHOD_GET\020\001\022\024\n\020HTTP_METHOD_POST" +
+      "\020\002\022\023\n\017HTTP_METHOD_PUT\020\003\022\025\n\021HTTP_METHOD_P" +
+      "ATCH\020\004\022\026\n\022HTTP_METHOD_DELETE\020\005*\201\001\n\rMisfi" +
+      "rePolicy\022\036\n\032MISFIRE_POLICY_UNSPECIFIED\020\000" +
+      "\022\033\n\027MISFIRE_POLICY_RUN_ONCE\020\001\022\032\n\026MISFIRE" +
+      "_POLICY_RUN_ALL\020\002\022\027\n\023MISFIRE_POLICY_SKIP" +
+      "\020\003*\245\001\n\rOverlapPolicy\022\036\n\032OVERLAP_POLICY_U" +
+      "NSPECIFIED\020\000\022\030\n\024OVERLAP_POLICY_ALLOW\020\001\022\027" +
+      "\n\023OVERLAP_POLICY_SKIP\020\002\022\035\n\031OVERLAP_POLIC" +
+      "Y_BUFFER_ONE\020\003\022\"\n\036OVERLAP_POLICY_CANCEL_" +
+      "PREVIOUS\020\004*^\n\010Priority\022\030\n\024PRIORITY_UNSPE" +
+      "CIFIED\020\000\022\021\n\rPRIORITY_HIGH\020\001\022\023\n\017PRIORITY_" +
+      "NORMAL\020\002\022\020\n\014PRIORITY_LOW\020\003*\177\n\010JobState\022\031" +
+      "\n\025JOB_STATE_UNSPECIFIED\020\000\022\024\n\020JOB_STATE_A" +
+      "CTIVE\020\001\022\024\n\020JOB_STATE_PAUSED\020\002\022\027\n\023JOB_STA" +
+      "TE_COMPLETED\020\003\022\023\n\017JOB_STATE_ERROR\020\004B^\n\023d" +
+      "ev.duetime.jobs.v1B\010JobProtoP\001Z)duetime." +
+      "dev/gen/go/duetime/jobs/v1;jobsv1\252\002\017Duet" +
+      "ime.Jobs.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -199,7 +202,7 @@ public final class JobProto extends com.google.protobuf.GeneratedFile {
     internal_static_duetime_jobs_v1_Job_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_Job_descriptor,
-        new java.lang.String[] { "Name", "JobId", "Team", "DisplayName", "Schedule", "Target", "AttemptTimeout", "RetryPolicy", "Misfire", "OverlapPolicy", "JitterWindow", "Priority", "State", "StateReason", "NextRunTime", "CreateTime", "UpdateTime", "Etag", });
+        new java.lang.String[] { "Name", "JobId", "Team", "DisplayName", "Schedule", "Target", "AttemptTimeout", "RetryPolicy", "Misfire", "OverlapPolicy", "JitterWindow", "Priority", "State", "StateReason", "NextRunTime", "CreateTime", "UpdateTime", "Etag", "Delivery", });
     internal_static_duetime_jobs_v1_Schedule_descriptor =
       getDescriptor().getMessageType(1);
     internal_static_duetime_jobs_v1_Schedule_fieldAccessorTable = new

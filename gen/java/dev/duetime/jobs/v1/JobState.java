@@ -170,7 +170,7 @@ public enum JobState
   }
   public static com.google.protobuf.Descriptors.EnumDescriptor
       getDescriptor() {
-    return dev.duetime.jobs.v1.JobProto.getDescriptor().getEnumType(6);
+    return dev.duetime.jobs.v1.JobProto.getDescriptor().getEnumType(7);
   }
 
   private static final JobState[] VALUES = values();

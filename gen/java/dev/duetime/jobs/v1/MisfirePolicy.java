@@ -153,7 +153,7 @@ public enum MisfirePolicy
   }
   public static com.google.protobuf.Descriptors.EnumDescriptor
       getDescriptor() {
-    return dev.duetime.jobs.v1.JobProto.getDescriptor().getEnumType(3);
+    return dev.duetime.jobs.v1.JobProto.getDescriptor().getEnumType(4);
   }
 
   private static final MisfirePolicy[] VALUES = values();

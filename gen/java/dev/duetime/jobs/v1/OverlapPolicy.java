@@ -170,7 +170,7 @@ public enum OverlapPolicy
   }
   public static com.google.protobuf.Descriptors.EnumDescriptor
       getDescriptor() {
-    return dev.duetime.jobs.v1.JobProto.getDescriptor().getEnumType(4);
+    return dev.duetime.jobs.v1.JobProto.getDescriptor().getEnumType(5);
   }
 
   private static final OverlapPolicy[] VALUES = values();

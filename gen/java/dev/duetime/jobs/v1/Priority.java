@@ -151,7 +151,7 @@ public enum Priority
   }
   public static com.google.protobuf.Descriptors.EnumDescriptor
       getDescriptor() {
-    return dev.duetime.jobs.v1.JobProto.getDescriptor().getEnumType(5);
+    return dev.duetime.jobs.v1.JobProto.getDescriptor().getEnumType(6);
   }
 
   private static final Priority[] VALUES = values();

@@ -113,6 +113,16 @@ public enum RunReason
    * <code>RUN_REASON_FAIR_SHARE = 11;</code>
    */
   RUN_REASON_FAIR_SHARE(11),
+  /**
+   * <pre>
+   * DEAD_LETTERED: a DELIVERY_AT_MOST_ONCE run whose last attempt may have reached the target
+   * without an answer (see Delivery), so it was not retried. `reason_detail` says what
+   * happened; check the target before a RedriveRun.
+   * </pre>
+   *
+   * <code>RUN_REASON_OUTCOME_UNKNOWN = 12;</code>
+   */
+  RUN_REASON_OUTCOME_UNKNOWN(12),
   UNRECOGNIZED(-1),
   ;
 
@@ -223,6 +233,16 @@ public enum RunReason
    * <code>RUN_REASON_FAIR_SHARE = 11;</code>
    */
   public static final int RUN_REASON_FAIR_SHARE_VALUE = 11;
+  /**
+   * <pre>
+   * DEAD_LETTERED: a DELIVERY_AT_MOST_ONCE run whose last attempt may have reached the target
+   * without an answer (see Delivery), so it was not retried. `reason_detail` says what
+   * happened; check the target before a RedriveRun.
+   * </pre>
+   *
+   * <code>RUN_REASON_OUTCOME_UNKNOWN = 12;</code>
+   */
+  public static final int RUN_REASON_OUTCOME_UNKNOWN_VALUE = 12;
 
 
   public final int getNumber() {
@@ -261,6 +281,7 @@ public enum RunReason
       case 9: return RUN_REASON_QUOTA;
       case 10: return RUN_REASON_JOB_UPDATED;
       case 11: return RUN_REASON_FAIR_SHARE;
+      case 12: return RUN_REASON_OUTCOME_UNKNOWN;
       default: return null;
     }
   }

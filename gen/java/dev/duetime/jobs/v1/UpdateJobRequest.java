@@ -100,7 +100,7 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * Required. The fields to change, among `display_name`, `schedule`, `target`,
    * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-   * `priority`. Sub-paths are not supported: a named field is replaced whole.
+   * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
    * </pre>
    *
    * <code>.google.protobuf.FieldMask update_mask = 2;</code>
@@ -114,7 +114,7 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * Required. The fields to change, among `display_name`, `schedule`, `target`,
    * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-   * `priority`. Sub-paths are not supported: a named field is replaced whole.
+   * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
    * </pre>
    *
    * <code>.google.protobuf.FieldMask update_mask = 2;</code>
@@ -128,7 +128,7 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * Required. The fields to change, among `display_name`, `schedule`, `target`,
    * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-   * `priority`. Sub-paths are not supported: a named field is replaced whole.
+   * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
    * </pre>
    *
    * <code>.google.protobuf.FieldMask update_mask = 2;</code>
@@ -672,7 +672,7 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Required. The fields to change, among `display_name`, `schedule`, `target`,
      * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-     * `priority`. Sub-paths are not supported: a named field is replaced whole.
+     * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
      * </pre>
      *
      * <code>.google.protobuf.FieldMask update_mask = 2;</code>
@@ -685,7 +685,7 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Required. The fields to change, among `display_name`, `schedule`, `target`,
      * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-     * `priority`. Sub-paths are not supported: a named field is replaced whole.
+     * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
      * </pre>
      *
      * <code>.google.protobuf.FieldMask update_mask = 2;</code>
@@ -702,7 +702,7 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Required. The fields to change, among `display_name`, `schedule`, `target`,
      * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-     * `priority`. Sub-paths are not supported: a named field is replaced whole.
+     * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
      * </pre>
      *
      * <code>.google.protobuf.FieldMask update_mask = 2;</code>
@@ -724,7 +724,7 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Required. The fields to change, among `display_name`, `schedule`, `target`,
      * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-     * `priority`. Sub-paths are not supported: a named field is replaced whole.
+     * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
      * </pre>
      *
      * <code>.google.protobuf.FieldMask update_mask = 2;</code>
@@ -744,7 +744,7 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Required. The fields to change, among `display_name`, `schedule`, `target`,
      * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-     * `priority`. Sub-paths are not supported: a named field is replaced whole.
+     * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
      * </pre>
      *
      * <code>.google.protobuf.FieldMask update_mask = 2;</code>
@@ -771,7 +771,7 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Required. The fields to change, among `display_name`, `schedule`, `target`,
      * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-     * `priority`. Sub-paths are not supported: a named field is replaced whole.
+     * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
      * </pre>
      *
      * <code>.google.protobuf.FieldMask update_mask = 2;</code>
@@ -790,7 +790,7 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Required. The fields to change, among `display_name`, `schedule`, `target`,
      * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-     * `priority`. Sub-paths are not supported: a named field is replaced whole.
+     * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
      * </pre>
      *
      * <code>.google.protobuf.FieldMask update_mask = 2;</code>
@@ -804,7 +804,7 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Required. The fields to change, among `display_name`, `schedule`, `target`,
      * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-     * `priority`. Sub-paths are not supported: a named field is replaced whole.
+     * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
      * </pre>
      *
      * <code>.google.protobuf.FieldMask update_mask = 2;</code>
@@ -821,7 +821,7 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Required. The fields to change, among `display_name`, `schedule`, `target`,
      * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-     * `priority`. Sub-paths are not supported: a named field is replaced whole.
+     * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
      * </pre>
      *
      * <code>.google.protobuf.FieldMask update_mask = 2;</code>

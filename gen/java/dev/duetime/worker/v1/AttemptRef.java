@@ -33,6 +33,7 @@ private static final long serialVersionUID = 0L;
   }
   private AttemptRef() {
     runId_ = "";
+    callProgress_ = 0;
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -115,6 +116,40 @@ private static final long serialVersionUID = 0L;
     return attempt_;
   }
 
+  public static final int CALL_PROGRESS_FIELD_NUMBER = 3;
+  private int callProgress_ = 0;
+  /**
+   * <pre>
+   * Optional, in HeartbeatRequest: how far the attempt's call got. A worker sends
+   * CALL_PROGRESS_NOT_BEGUN, then CALL_PROGRESS_BEGUN to announce the call, for attempts of
+   * DELIVERY_AT_MOST_ONCE runs; progress only moves forward (a later NOT_BEGUN is ignored).
+   * An attempt whose lease expires is taken as not called only when its last word was
+   * NOT_BEGUN. Ignored in responses.
+   * </pre>
+   *
+   * <code>.duetime.worker.v1.CallProgress call_progress = 3;</code>
+   * @return The enum numeric value on the wire for callProgress.
+   */
+  @java.lang.Override public int getCallProgressValue() {
+    return callProgress_;
+  }
+  /**
+   * <pre>
+   * Optional, in HeartbeatRequest: how far the attempt's call got. A worker sends
+   * CALL_PROGRESS_NOT_BEGUN, then CALL_PROGRESS_BEGUN to announce the call, for attempts of
+   * DELIVERY_AT_MOST_ONCE runs; progress only moves forward (a later NOT_BEGUN is ignored).
+   * An attempt whose lease expires is taken as not called only when its last word was
+   * NOT_BEGUN. Ignored in responses.
+   * </pre>
+   *
+   * <code>.duetime.worker.v1.CallProgress call_progress = 3;</code>
+   * @return The callProgress.
+   */
+  @java.lang.Override public dev.duetime.worker.v1.CallProgress getCallProgress() {
+    dev.duetime.worker.v1.CallProgress result = dev.duetime.worker.v1.CallProgress.forNumber(callProgress_);
+    return result == null ? dev.duetime.worker.v1.CallProgress.UNRECOGNIZED : result;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -135,6 +170,9 @@ private static final long serialVersionUID = 0L;
     if (attempt_ != 0) {
       output.writeInt32(2, attempt_);
     }
+    if (callProgress_ != dev.duetime.worker.v1.CallProgress.CALL_PROGRESS_UNSPECIFIED.getNumber()) {
+      output.writeEnum(3, callProgress_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -145,6 +183,10 @@ private static final long serialVersionUID = 0L;
     if (attempt_ != 0) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(2, attempt_);
+    }
+    if (callProgress_ != dev.duetime.worker.v1.CallProgress.CALL_PROGRESS_UNSPECIFIED.getNumber()) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeEnumSize(3, callProgress_);
     }
     return size;
   }
@@ -174,6 +216,7 @@ private static final long serialVersionUID = 0L;
         .equals(other.getRunId())) return false;
     if (getAttempt()
         != other.getAttempt()) return false;
+    if (callProgress_ != other.callProgress_) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -189,6 +232,8 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getRunId().hashCode();
     hash = (37 * hash) + ATTEMPT_FIELD_NUMBER;
     hash = (53 * hash) + getAttempt();
+    hash = (37 * hash) + CALL_PROGRESS_FIELD_NUMBER;
+    hash = (53 * hash) + callProgress_;
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -326,6 +371,7 @@ private static final long serialVersionUID = 0L;
       bitField0_ = 0;
       runId_ = "";
       attempt_ = 0;
+      callProgress_ = 0;
       return this;
     }
 
@@ -365,6 +411,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000002) != 0)) {
         result.attempt_ = attempt_;
       }
+      if (((from_bitField0_ & 0x00000004) != 0)) {
+        result.callProgress_ = callProgress_;
+      }
     }
 
     @java.lang.Override
@@ -386,6 +435,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getAttempt() != 0) {
         setAttempt(other.getAttempt());
+      }
+      if (other.callProgress_ != 0) {
+        setCallProgressValue(other.getCallProgressValue());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -423,6 +475,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000002;
               break;
             } // case 16
+            case 24: {
+              callProgress_ = input.readEnum();
+              bitField0_ |= 0x00000004;
+              break;
+            } // case 24
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -572,6 +629,98 @@ private static final long serialVersionUID = 0L;
     public Builder clearAttempt() {
       bitField0_ = (bitField0_ & ~0x00000002);
       attempt_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private int callProgress_ = 0;
+    /**
+     * <pre>
+     * Optional, in HeartbeatRequest: how far the attempt's call got. A worker sends
+     * CALL_PROGRESS_NOT_BEGUN, then CALL_PROGRESS_BEGUN to announce the call, for attempts of
+     * DELIVERY_AT_MOST_ONCE runs; progress only moves forward (a later NOT_BEGUN is ignored).
+     * An attempt whose lease expires is taken as not called only when its last word was
+     * NOT_BEGUN. Ignored in responses.
+     * </pre>
+     *
+     * <code>.duetime.worker.v1.CallProgress call_progress = 3;</code>
+     * @return The enum numeric value on the wire for callProgress.
+     */
+    @java.lang.Override public int getCallProgressValue() {
+      return callProgress_;
+    }
+    /**
+     * <pre>
+     * Optional, in HeartbeatRequest: how far the attempt's call got. A worker sends
+     * CALL_PROGRESS_NOT_BEGUN, then CALL_PROGRESS_BEGUN to announce the call, for attempts of
+     * DELIVERY_AT_MOST_ONCE runs; progress only moves forward (a later NOT_BEGUN is ignored).
+     * An attempt whose lease expires is taken as not called only when its last word was
+     * NOT_BEGUN. Ignored in responses.
+     * </pre>
+     *
+     * <code>.duetime.worker.v1.CallProgress call_progress = 3;</code>
+     * @param value The enum numeric value on the wire for callProgress to set.
+     * @return This builder for chaining.
+     */
+    public Builder setCallProgressValue(int value) {
+      callProgress_ = value;
+      bitField0_ |= 0x00000004;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional, in HeartbeatRequest: how far the attempt's call got. A worker sends
+     * CALL_PROGRESS_NOT_BEGUN, then CALL_PROGRESS_BEGUN to announce the call, for attempts of
+     * DELIVERY_AT_MOST_ONCE runs; progress only moves forward (a later NOT_BEGUN is ignored).
+     * An attempt whose lease expires is taken as not called only when its last word was
+     * NOT_BEGUN. Ignored in responses.
+     * </pre>
+     *
+     * <code>.duetime.worker.v1.CallProgress call_progress = 3;</code>
+     * @return The callProgress.
+     */
+    @java.lang.Override
+    public dev.duetime.worker.v1.CallProgress getCallProgress() {
+      dev.duetime.worker.v1.CallProgress result = dev.duetime.worker.v1.CallProgress.forNumber(callProgress_);
+      return result == null ? dev.duetime.worker.v1.CallProgress.UNRECOGNIZED : result;
+    }
+    /**
+     * <pre>
+     * Optional, in HeartbeatRequest: how far the attempt's call got. A worker sends
+     * CALL_PROGRESS_NOT_BEGUN, then CALL_PROGRESS_BEGUN to announce the call, for attempts of
+     * DELIVERY_AT_MOST_ONCE runs; progress only moves forward (a later NOT_BEGUN is ignored).
+     * An attempt whose lease expires is taken as not called only when its last word was
+     * NOT_BEGUN. Ignored in responses.
+     * </pre>
+     *
+     * <code>.duetime.worker.v1.CallProgress call_progress = 3;</code>
+     * @param value The callProgress to set.
+     * @throws IllegalArgumentException if UNRECOGNIZED is provided.
+     * @return This builder for chaining.
+     */
+    public Builder setCallProgress(dev.duetime.worker.v1.CallProgress value) {
+      if (value == null) { throw new NullPointerException(); }
+      bitField0_ |= 0x00000004;
+      callProgress_ = value.getNumber();
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional, in HeartbeatRequest: how far the attempt's call got. A worker sends
+     * CALL_PROGRESS_NOT_BEGUN, then CALL_PROGRESS_BEGUN to announce the call, for attempts of
+     * DELIVERY_AT_MOST_ONCE runs; progress only moves forward (a later NOT_BEGUN is ignored).
+     * An attempt whose lease expires is taken as not called only when its last word was
+     * NOT_BEGUN. Ignored in responses.
+     * </pre>
+     *
+     * <code>.duetime.worker.v1.CallProgress call_progress = 3;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearCallProgress() {
+      bitField0_ = (bitField0_ & ~0x00000004);
+      callProgress_ = 0;
       onChanged();
       return this;
     }

@@ -39,4 +39,31 @@ public interface AttemptRefOrBuilder extends
    * @return The attempt.
    */
   int getAttempt();
+
+  /**
+   * <pre>
+   * Optional, in HeartbeatRequest: how far the attempt's call got. A worker sends
+   * CALL_PROGRESS_NOT_BEGUN, then CALL_PROGRESS_BEGUN to announce the call, for attempts of
+   * DELIVERY_AT_MOST_ONCE runs; progress only moves forward (a later NOT_BEGUN is ignored).
+   * An attempt whose lease expires is taken as not called only when its last word was
+   * NOT_BEGUN. Ignored in responses.
+   * </pre>
+   *
+   * <code>.duetime.worker.v1.CallProgress call_progress = 3;</code>
+   * @return The enum numeric value on the wire for callProgress.
+   */
+  int getCallProgressValue();
+  /**
+   * <pre>
+   * Optional, in HeartbeatRequest: how far the attempt's call got. A worker sends
+   * CALL_PROGRESS_NOT_BEGUN, then CALL_PROGRESS_BEGUN to announce the call, for attempts of
+   * DELIVERY_AT_MOST_ONCE runs; progress only moves forward (a later NOT_BEGUN is ignored).
+   * An attempt whose lease expires is taken as not called only when its last word was
+   * NOT_BEGUN. Ignored in responses.
+   * </pre>
+   *
+   * <code>.duetime.worker.v1.CallProgress call_progress = 3;</code>
+   * @return The callProgress.
+   */
+  dev.duetime.worker.v1.CallProgress getCallProgress();
 }

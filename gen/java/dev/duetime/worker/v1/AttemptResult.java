@@ -193,7 +193,7 @@ public enum AttemptResult
   }
   public static com.google.protobuf.Descriptors.EnumDescriptor
       getDescriptor() {
-    return dev.duetime.worker.v1.WorkerServiceProto.getDescriptor().getEnumType(2);
+    return dev.duetime.worker.v1.WorkerServiceProto.getDescriptor().getEnumType(3);
   }
 
   private static final AttemptResult[] VALUES = values();

@@ -36,6 +36,7 @@ private static final long serialVersionUID = 0L;
     result_ = 0;
     error_ = "";
     workerId_ = "";
+    callProgress_ = 0;
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -286,6 +287,38 @@ private static final long serialVersionUID = 0L;
     return callTime_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : callTime_;
   }
 
+  public static final int CALL_PROGRESS_FIELD_NUMBER = 7;
+  private int callProgress_ = 0;
+  /**
+   * <pre>
+   * Optional. How far the call got: for a result other than ATTEMPT_RESULT_SUCCEEDED of a
+   * DELIVERY_AT_MOST_ONCE run, NOT_BEGUN and ANSWERED let the run be retried, BEGUN and
+   * UNSPECIFIED (the call may have reached the target) end it DEAD_LETTERED with reason
+   * RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
+   * </pre>
+   *
+   * <code>.duetime.worker.v1.CallProgress call_progress = 7;</code>
+   * @return The enum numeric value on the wire for callProgress.
+   */
+  @java.lang.Override public int getCallProgressValue() {
+    return callProgress_;
+  }
+  /**
+   * <pre>
+   * Optional. How far the call got: for a result other than ATTEMPT_RESULT_SUCCEEDED of a
+   * DELIVERY_AT_MOST_ONCE run, NOT_BEGUN and ANSWERED let the run be retried, BEGUN and
+   * UNSPECIFIED (the call may have reached the target) end it DEAD_LETTERED with reason
+   * RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
+   * </pre>
+   *
+   * <code>.duetime.worker.v1.CallProgress call_progress = 7;</code>
+   * @return The callProgress.
+   */
+  @java.lang.Override public dev.duetime.worker.v1.CallProgress getCallProgress() {
+    dev.duetime.worker.v1.CallProgress result = dev.duetime.worker.v1.CallProgress.forNumber(callProgress_);
+    return result == null ? dev.duetime.worker.v1.CallProgress.UNRECOGNIZED : result;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -318,6 +351,9 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000001) != 0)) {
       output.writeMessage(6, getCallTime());
     }
+    if (callProgress_ != dev.duetime.worker.v1.CallProgress.CALL_PROGRESS_UNSPECIFIED.getNumber()) {
+      output.writeEnum(7, callProgress_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -342,6 +378,10 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000001) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(6, getCallTime());
+    }
+    if (callProgress_ != dev.duetime.worker.v1.CallProgress.CALL_PROGRESS_UNSPECIFIED.getNumber()) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeEnumSize(7, callProgress_);
     }
     return size;
   }
@@ -381,6 +421,7 @@ private static final long serialVersionUID = 0L;
       if (!getCallTime()
           .equals(other.getCallTime())) return false;
     }
+    if (callProgress_ != other.callProgress_) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -407,6 +448,8 @@ private static final long serialVersionUID = 0L;
       hash = (37 * hash) + CALL_TIME_FIELD_NUMBER;
       hash = (53 * hash) + getCallTime().hashCode();
     }
+    hash = (37 * hash) + CALL_PROGRESS_FIELD_NUMBER;
+    hash = (53 * hash) + callProgress_;
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -558,6 +601,7 @@ private static final long serialVersionUID = 0L;
         callTimeBuilder_.dispose();
         callTimeBuilder_ = null;
       }
+      callProgress_ = 0;
       return this;
     }
 
@@ -613,6 +657,9 @@ private static final long serialVersionUID = 0L;
             : callTimeBuilder_.build();
         to_bitField0_ |= 0x00000001;
       }
+      if (((from_bitField0_ & 0x00000040) != 0)) {
+        result.callProgress_ = callProgress_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -651,6 +698,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasCallTime()) {
         mergeCallTime(other.getCallTime());
+      }
+      if (other.callProgress_ != 0) {
+        setCallProgressValue(other.getCallProgressValue());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -710,6 +760,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000020;
               break;
             } // case 50
+            case 56: {
+              callProgress_ = input.readEnum();
+              bitField0_ |= 0x00000040;
+              break;
+            } // case 56
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1300,6 +1355,93 @@ private static final long serialVersionUID = 0L;
         callTime_ = null;
       }
       return callTimeBuilder_;
+    }
+
+    private int callProgress_ = 0;
+    /**
+     * <pre>
+     * Optional. How far the call got: for a result other than ATTEMPT_RESULT_SUCCEEDED of a
+     * DELIVERY_AT_MOST_ONCE run, NOT_BEGUN and ANSWERED let the run be retried, BEGUN and
+     * UNSPECIFIED (the call may have reached the target) end it DEAD_LETTERED with reason
+     * RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
+     * </pre>
+     *
+     * <code>.duetime.worker.v1.CallProgress call_progress = 7;</code>
+     * @return The enum numeric value on the wire for callProgress.
+     */
+    @java.lang.Override public int getCallProgressValue() {
+      return callProgress_;
+    }
+    /**
+     * <pre>
+     * Optional. How far the call got: for a result other than ATTEMPT_RESULT_SUCCEEDED of a
+     * DELIVERY_AT_MOST_ONCE run, NOT_BEGUN and ANSWERED let the run be retried, BEGUN and
+     * UNSPECIFIED (the call may have reached the target) end it DEAD_LETTERED with reason
+     * RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
+     * </pre>
+     *
+     * <code>.duetime.worker.v1.CallProgress call_progress = 7;</code>
+     * @param value The enum numeric value on the wire for callProgress to set.
+     * @return This builder for chaining.
+     */
+    public Builder setCallProgressValue(int value) {
+      callProgress_ = value;
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. How far the call got: for a result other than ATTEMPT_RESULT_SUCCEEDED of a
+     * DELIVERY_AT_MOST_ONCE run, NOT_BEGUN and ANSWERED let the run be retried, BEGUN and
+     * UNSPECIFIED (the call may have reached the target) end it DEAD_LETTERED with reason
+     * RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
+     * </pre>
+     *
+     * <code>.duetime.worker.v1.CallProgress call_progress = 7;</code>
+     * @return The callProgress.
+     */
+    @java.lang.Override
+    public dev.duetime.worker.v1.CallProgress getCallProgress() {
+      dev.duetime.worker.v1.CallProgress result = dev.duetime.worker.v1.CallProgress.forNumber(callProgress_);
+      return result == null ? dev.duetime.worker.v1.CallProgress.UNRECOGNIZED : result;
+    }
+    /**
+     * <pre>
+     * Optional. How far the call got: for a result other than ATTEMPT_RESULT_SUCCEEDED of a
+     * DELIVERY_AT_MOST_ONCE run, NOT_BEGUN and ANSWERED let the run be retried, BEGUN and
+     * UNSPECIFIED (the call may have reached the target) end it DEAD_LETTERED with reason
+     * RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
+     * </pre>
+     *
+     * <code>.duetime.worker.v1.CallProgress call_progress = 7;</code>
+     * @param value The callProgress to set.
+     * @throws IllegalArgumentException if UNRECOGNIZED is provided.
+     * @return This builder for chaining.
+     */
+    public Builder setCallProgress(dev.duetime.worker.v1.CallProgress value) {
+      if (value == null) { throw new NullPointerException(); }
+      bitField0_ |= 0x00000040;
+      callProgress_ = value.getNumber();
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. How far the call got: for a result other than ATTEMPT_RESULT_SUCCEEDED of a
+     * DELIVERY_AT_MOST_ONCE run, NOT_BEGUN and ANSWERED let the run be retried, BEGUN and
+     * UNSPECIFIED (the call may have reached the target) end it DEAD_LETTERED with reason
+     * RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
+     * </pre>
+     *
+     * <code>.duetime.worker.v1.CallProgress call_progress = 7;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearCallProgress() {
+      bitField0_ = (bitField0_ & ~0x00000040);
+      callProgress_ = 0;
+      onChanged();
+      return this;
     }
 
     // @@protoc_insertion_point(builder_scope:duetime.worker.v1.CompleteAttemptRequest)

@@ -134,4 +134,29 @@ public interface CompleteAttemptRequestOrBuilder extends
    * <code>.google.protobuf.Timestamp call_time = 6;</code>
    */
   com.google.protobuf.TimestampOrBuilder getCallTimeOrBuilder();
+
+  /**
+   * <pre>
+   * Optional. How far the call got: for a result other than ATTEMPT_RESULT_SUCCEEDED of a
+   * DELIVERY_AT_MOST_ONCE run, NOT_BEGUN and ANSWERED let the run be retried, BEGUN and
+   * UNSPECIFIED (the call may have reached the target) end it DEAD_LETTERED with reason
+   * RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
+   * </pre>
+   *
+   * <code>.duetime.worker.v1.CallProgress call_progress = 7;</code>
+   * @return The enum numeric value on the wire for callProgress.
+   */
+  int getCallProgressValue();
+  /**
+   * <pre>
+   * Optional. How far the call got: for a result other than ATTEMPT_RESULT_SUCCEEDED of a
+   * DELIVERY_AT_MOST_ONCE run, NOT_BEGUN and ANSWERED let the run be retried, BEGUN and
+   * UNSPECIFIED (the call may have reached the target) end it DEAD_LETTERED with reason
+   * RUN_REASON_OUTCOME_UNKNOWN. Ignored for DELIVERY_AT_LEAST_ONCE.
+   * </pre>
+   *
+   * <code>.duetime.worker.v1.CallProgress call_progress = 7;</code>
+   * @return The callProgress.
+   */
+  dev.duetime.worker.v1.CallProgress getCallProgress();
 }

@@ -136,7 +136,7 @@ public enum Directive
   }
   public static com.google.protobuf.Descriptors.EnumDescriptor
       getDescriptor() {
-    return dev.duetime.worker.v1.WorkerServiceProto.getDescriptor().getEnumType(1);
+    return dev.duetime.worker.v1.WorkerServiceProto.getDescriptor().getEnumType(2);
   }
 
   private static final Directive[] VALUES = values();

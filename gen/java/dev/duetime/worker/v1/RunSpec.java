@@ -37,6 +37,7 @@ private static final long serialVersionUID = 0L;
     team_ = "";
     idempotencyKey_ = "";
     traceparent_ = "";
+    delivery_ = 0;
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -451,6 +452,38 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int DELIVERY_FIELD_NUMBER = 10;
+  private int delivery_ = 0;
+  /**
+   * <pre>
+   * The job's delivery guarantee. For DELIVERY_AT_MOST_ONCE the worker announces the call
+   * before it begins: a heartbeat carrying the attempt with CALL_PROGRESS_BEGUN, answered
+   * DIRECTIVE_CONTINUE, must come back before any byte of the call is sent (see
+   * CallProgress). Unspecified: at least once.
+   * </pre>
+   *
+   * <code>.duetime.jobs.v1.Delivery delivery = 10;</code>
+   * @return The enum numeric value on the wire for delivery.
+   */
+  @java.lang.Override public int getDeliveryValue() {
+    return delivery_;
+  }
+  /**
+   * <pre>
+   * The job's delivery guarantee. For DELIVERY_AT_MOST_ONCE the worker announces the call
+   * before it begins: a heartbeat carrying the attempt with CALL_PROGRESS_BEGUN, answered
+   * DIRECTIVE_CONTINUE, must come back before any byte of the call is sent (see
+   * CallProgress). Unspecified: at least once.
+   * </pre>
+   *
+   * <code>.duetime.jobs.v1.Delivery delivery = 10;</code>
+   * @return The delivery.
+   */
+  @java.lang.Override public dev.duetime.jobs.v1.Delivery getDelivery() {
+    dev.duetime.jobs.v1.Delivery result = dev.duetime.jobs.v1.Delivery.forNumber(delivery_);
+    return result == null ? dev.duetime.jobs.v1.Delivery.UNRECOGNIZED : result;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -492,6 +525,9 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(traceparent_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 9, traceparent_);
     }
+    if (delivery_ != dev.duetime.jobs.v1.Delivery.DELIVERY_UNSPECIFIED.getNumber()) {
+      output.writeEnum(10, delivery_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -526,6 +562,10 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(traceparent_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(9, traceparent_);
+    }
+    if (delivery_ != dev.duetime.jobs.v1.Delivery.DELIVERY_UNSPECIFIED.getNumber()) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeEnumSize(10, delivery_);
     }
     return size;
   }
@@ -581,6 +621,7 @@ private static final long serialVersionUID = 0L;
     }
     if (!getTraceparent()
         .equals(other.getTraceparent())) return false;
+    if (delivery_ != other.delivery_) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -618,6 +659,8 @@ private static final long serialVersionUID = 0L;
     }
     hash = (37 * hash) + TRACEPARENT_FIELD_NUMBER;
     hash = (53 * hash) + getTraceparent().hashCode();
+    hash = (37 * hash) + DELIVERY_FIELD_NUMBER;
+    hash = (53 * hash) + delivery_;
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -787,6 +830,7 @@ private static final long serialVersionUID = 0L;
         attemptTimeoutBuilder_ = null;
       }
       traceparent_ = "";
+      delivery_ = 0;
       return this;
     }
 
@@ -860,6 +904,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000100) != 0)) {
         result.traceparent_ = traceparent_;
       }
+      if (((from_bitField0_ & 0x00000200) != 0)) {
+        result.delivery_ = delivery_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -911,6 +958,9 @@ private static final long serialVersionUID = 0L;
         traceparent_ = other.traceparent_;
         bitField0_ |= 0x00000100;
         onChanged();
+      }
+      if (other.delivery_ != 0) {
+        setDeliveryValue(other.getDeliveryValue());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -991,6 +1041,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000100;
               break;
             } // case 74
+            case 80: {
+              delivery_ = input.readEnum();
+              bitField0_ |= 0x00000200;
+              break;
+            } // case 80
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2110,6 +2165,93 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       traceparent_ = value;
       bitField0_ |= 0x00000100;
+      onChanged();
+      return this;
+    }
+
+    private int delivery_ = 0;
+    /**
+     * <pre>
+     * The job's delivery guarantee. For DELIVERY_AT_MOST_ONCE the worker announces the call
+     * before it begins: a heartbeat carrying the attempt with CALL_PROGRESS_BEGUN, answered
+     * DIRECTIVE_CONTINUE, must come back before any byte of the call is sent (see
+     * CallProgress). Unspecified: at least once.
+     * </pre>
+     *
+     * <code>.duetime.jobs.v1.Delivery delivery = 10;</code>
+     * @return The enum numeric value on the wire for delivery.
+     */
+    @java.lang.Override public int getDeliveryValue() {
+      return delivery_;
+    }
+    /**
+     * <pre>
+     * The job's delivery guarantee. For DELIVERY_AT_MOST_ONCE the worker announces the call
+     * before it begins: a heartbeat carrying the attempt with CALL_PROGRESS_BEGUN, answered
+     * DIRECTIVE_CONTINUE, must come back before any byte of the call is sent (see
+     * CallProgress). Unspecified: at least once.
+     * </pre>
+     *
+     * <code>.duetime.jobs.v1.Delivery delivery = 10;</code>
+     * @param value The enum numeric value on the wire for delivery to set.
+     * @return This builder for chaining.
+     */
+    public Builder setDeliveryValue(int value) {
+      delivery_ = value;
+      bitField0_ |= 0x00000200;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The job's delivery guarantee. For DELIVERY_AT_MOST_ONCE the worker announces the call
+     * before it begins: a heartbeat carrying the attempt with CALL_PROGRESS_BEGUN, answered
+     * DIRECTIVE_CONTINUE, must come back before any byte of the call is sent (see
+     * CallProgress). Unspecified: at least once.
+     * </pre>
+     *
+     * <code>.duetime.jobs.v1.Delivery delivery = 10;</code>
+     * @return The delivery.
+     */
+    @java.lang.Override
+    public dev.duetime.jobs.v1.Delivery getDelivery() {
+      dev.duetime.jobs.v1.Delivery result = dev.duetime.jobs.v1.Delivery.forNumber(delivery_);
+      return result == null ? dev.duetime.jobs.v1.Delivery.UNRECOGNIZED : result;
+    }
+    /**
+     * <pre>
+     * The job's delivery guarantee. For DELIVERY_AT_MOST_ONCE the worker announces the call
+     * before it begins: a heartbeat carrying the attempt with CALL_PROGRESS_BEGUN, answered
+     * DIRECTIVE_CONTINUE, must come back before any byte of the call is sent (see
+     * CallProgress). Unspecified: at least once.
+     * </pre>
+     *
+     * <code>.duetime.jobs.v1.Delivery delivery = 10;</code>
+     * @param value The delivery to set.
+     * @throws IllegalArgumentException if UNRECOGNIZED is provided.
+     * @return This builder for chaining.
+     */
+    public Builder setDelivery(dev.duetime.jobs.v1.Delivery value) {
+      if (value == null) { throw new NullPointerException(); }
+      bitField0_ |= 0x00000200;
+      delivery_ = value.getNumber();
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The job's delivery guarantee. For DELIVERY_AT_MOST_ONCE the worker announces the call
+     * before it begins: a heartbeat carrying the attempt with CALL_PROGRESS_BEGUN, answered
+     * DIRECTIVE_CONTINUE, must come back before any byte of the call is sent (see
+     * CallProgress). Unspecified: at least once.
+     * </pre>
+     *
+     * <code>.duetime.jobs.v1.Delivery delivery = 10;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearDelivery() {
+      bitField0_ = (bitField0_ & ~0x00000200);
+      delivery_ = 0;
       onChanged();
       return this;
     }

@@ -223,4 +223,29 @@ public interface RunSpecOrBuilder extends
    */
   com.google.protobuf.ByteString
       getTraceparentBytes();
+
+  /**
+   * <pre>
+   * The job's delivery guarantee. For DELIVERY_AT_MOST_ONCE the worker announces the call
+   * before it begins: a heartbeat carrying the attempt with CALL_PROGRESS_BEGUN, answered
+   * DIRECTIVE_CONTINUE, must come back before any byte of the call is sent (see
+   * CallProgress). Unspecified: at least once.
+   * </pre>
+   *
+   * <code>.duetime.jobs.v1.Delivery delivery = 10;</code>
+   * @return The enum numeric value on the wire for delivery.
+   */
+  int getDeliveryValue();
+  /**
+   * <pre>
+   * The job's delivery guarantee. For DELIVERY_AT_MOST_ONCE the worker announces the call
+   * before it begins: a heartbeat carrying the attempt with CALL_PROGRESS_BEGUN, answered
+   * DIRECTIVE_CONTINUE, must come back before any byte of the call is sent (see
+   * CallProgress). Unspecified: at least once.
+   * </pre>
+   *
+   * <code>.duetime.jobs.v1.Delivery delivery = 10;</code>
+   * @return The delivery.
+   */
+  dev.duetime.jobs.v1.Delivery getDelivery();
 }

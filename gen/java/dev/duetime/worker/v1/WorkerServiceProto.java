@@ -154,7 +154,7 @@ public final class WorkerServiceProto extends com.google.protobuf.GeneratedFile 
       "ive_time\030\005 \001(\0132\032.google.protobuf.Timesta" +
       "mp\022\'\n\003run\030\006 \001(\0132\032.duetime.worker.v1.RunS" +
       "pec\022\026\n\016refusal_reason\030\007 \001(\t\022-\n\tcall_time" +
-      "\030\010 \001(\0132\032.google.protobuf.Timestamp\"\250\002\n\007R" +
+      "\030\010 \001(\0132\032.google.protobuf.Timestamp\"\325\002\n\007R" +
       "unSpec\022\016\n\006run_id\030\001 \001(\t\022\016\n\006job_id\030\002 \001(\t\022\014" +
       "\n\004team\030\003 \001(\t\022\027\n\017idempotency_key\030\004 \001(\t\0220\n" +
       "\014nominal_time\030\005 \001(\0132\032.google.protobuf.Ti" +
@@ -162,52 +162,59 @@ public final class WorkerServiceProto extends com.google.protobuf.GeneratedFile 
       ".protobuf.Timestamp\022\'\n\006target\030\007 \001(\0132\027.du" +
       "etime.jobs.v1.Target\0222\n\017attempt_timeout\030" +
       "\010 \001(\0132\031.google.protobuf.Duration\022\023\n\013trac" +
-      "eparent\030\t \001(\t\"V\n\020HeartbeatRequest\022\021\n\twor" +
-      "ker_id\030\001 \001(\t\022/\n\010attempts\030\002 \003(\0132\035.duetime" +
-      ".worker.v1.AttemptRef\"-\n\nAttemptRef\022\016\n\006r" +
-      "un_id\030\001 \001(\t\022\017\n\007attempt\030\002 \001(\005\"}\n\021Heartbea" +
-      "tResponse\022/\n\013server_time\030\001 \001(\0132\032.google." +
-      "protobuf.Timestamp\0227\n\ndirectives\030\002 \003(\0132#" +
-      ".duetime.worker.v1.AttemptDirective\"\272\001\n\020" +
-      "AttemptDirective\022.\n\007attempt\030\001 \001(\0132\035.duet" +
-      "ime.worker.v1.AttemptRef\022/\n\tdirective\030\002 " +
-      "\001(\0162\034.duetime.worker.v1.Directive\0225\n\021lea" +
-      "se_expire_time\030\003 \001(\0132\032.google.protobuf.T" +
-      "imestamp\022\016\n\006reason\030\004 \001(\t\"\276\001\n\026CompleteAtt" +
-      "emptRequest\022\016\n\006run_id\030\001 \001(\t\0220\n\006result\030\002 " +
-      "\001(\0162 .duetime.worker.v1.AttemptResult\022\r\n" +
-      "\005error\030\003 \001(\t\022\021\n\tretryable\030\004 \001(\010\022\021\n\tworke" +
-      "r_id\030\005 \001(\t\022-\n\tcall_time\030\006 \001(\0132\032.google.p" +
-      "rotobuf.Timestamp\"c\n\027CompleteAttemptResp" +
-      "onse\022\021\n\trun_state\030\001 \001(\t\0225\n\021next_attempt_" +
-      "time\030\002 \001(\0132\032.google.protobuf.Timestamp*\205" +
-      "\001\n\rStartDecision\022\036\n\032START_DECISION_UNSPE" +
-      "CIFIED\020\000\022\032\n\026START_DECISION_STARTED\020\001\022\034\n\030" +
-      "START_DECISION_TOO_EARLY\020\002\022\032\n\026START_DECI" +
-      "SION_REFUSED\020\003*T\n\tDirective\022\031\n\025DIRECTIVE" +
-      "_UNSPECIFIED\020\000\022\026\n\022DIRECTIVE_CONTINUE\020\001\022\024" +
-      "\n\020DIRECTIVE_CANCEL\020\002*\304\001\n\rAttemptResult\022\036" +
-      "\n\032ATTEMPT_RESULT_UNSPECIFIED\020\000\022\034\n\030ATTEMP" +
-      "T_RESULT_SUCCEEDED\020\001\022\031\n\025ATTEMPT_RESULT_F" +
-      "AILED\020\002\022\034\n\030ATTEMPT_RESULT_TIMED_OUT\020\003\022\034\n" +
-      "\030ATTEMPT_RESULT_CANCELLED\020\004\022\036\n\032ATTEMPT_R" +
-      "ESULT_HANDED_BACK\020\0052\207\004\n\rWorkerService\022_\n" +
-      "\014StartAttempt\022&.duetime.worker.v1.StartA" +
-      "ttemptRequest\032\'.duetime.worker.v1.StartA" +
-      "ttemptResponse\022Z\n\tHeartbeat\022#.duetime.wo" +
-      "rker.v1.HeartbeatRequest\032$.duetime.worke" +
-      "r.v1.HeartbeatResponse(\0010\001\022h\n\017CompleteAt" +
-      "tempt\022).duetime.worker.v1.CompleteAttemp" +
-      "tRequest\032*.duetime.worker.v1.CompleteAtt" +
-      "emptResponse\022b\n\rStartAttempts\022\'.duetime." +
-      "worker.v1.StartAttemptsRequest\032(.duetime" +
-      ".worker.v1.StartAttemptsResponse\022k\n\020Comp" +
-      "leteAttempts\022*.duetime.worker.v1.Complet" +
-      "eAttemptsRequest\032+.duetime.worker.v1.Com" +
-      "pleteAttemptsResponseBp\n\025dev.duetime.wor" +
-      "ker.v1B\022WorkerServiceProtoP\001Z-duetime.de" +
-      "v/gen/go/duetime/worker/v1;workerv1\252\002\021Du" +
-      "etime.Worker.V1b\006proto3"
+      "eparent\030\t \001(\t\022+\n\010delivery\030\n \001(\0162\031.duetim" +
+      "e.jobs.v1.Delivery\"V\n\020HeartbeatRequest\022\021" +
+      "\n\tworker_id\030\001 \001(\t\022/\n\010attempts\030\002 \003(\0132\035.du" +
+      "etime.worker.v1.AttemptRef\"e\n\nAttemptRef" +
+      "\022\016\n\006run_id\030\001 \001(\t\022\017\n\007attempt\030\002 \001(\005\0226\n\rcal" +
+      "l_progress\030\003 \001(\0162\037.duetime.worker.v1.Cal" +
+      "lProgress\"}\n\021HeartbeatResponse\022/\n\013server" +
+      "_time\030\001 \001(\0132\032.google.protobuf.Timestamp\022" +
+      "7\n\ndirectives\030\002 \003(\0132#.duetime.worker.v1." +
+      "AttemptDirective\"\272\001\n\020AttemptDirective\022.\n" +
+      "\007attempt\030\001 \001(\0132\035.duetime.worker.v1.Attem" +
+      "ptRef\022/\n\tdirective\030\002 \001(\0162\034.duetime.worke" +
+      "r.v1.Directive\0225\n\021lease_expire_time\030\003 \001(" +
+      "\0132\032.google.protobuf.Timestamp\022\016\n\006reason\030" +
+      "\004 \001(\t\"\366\001\n\026CompleteAttemptRequest\022\016\n\006run_" +
+      "id\030\001 \001(\t\0220\n\006result\030\002 \001(\0162 .duetime.worke" +
+      "r.v1.AttemptResult\022\r\n\005error\030\003 \001(\t\022\021\n\tret" +
+      "ryable\030\004 \001(\010\022\021\n\tworker_id\030\005 \001(\t\022-\n\tcall_" +
+      "time\030\006 \001(\0132\032.google.protobuf.Timestamp\0226" +
+      "\n\rcall_progress\030\007 \001(\0162\037.duetime.worker.v" +
+      "1.CallProgress\"c\n\027CompleteAttemptRespons" +
+      "e\022\021\n\trun_state\030\001 \001(\t\0225\n\021next_attempt_tim" +
+      "e\030\002 \001(\0132\032.google.protobuf.Timestamp*\205\001\n\r" +
+      "StartDecision\022\036\n\032START_DECISION_UNSPECIF" +
+      "IED\020\000\022\032\n\026START_DECISION_STARTED\020\001\022\034\n\030STA" +
+      "RT_DECISION_TOO_EARLY\020\002\022\032\n\026START_DECISIO" +
+      "N_REFUSED\020\003*\177\n\014CallProgress\022\035\n\031CALL_PROG" +
+      "RESS_UNSPECIFIED\020\000\022\033\n\027CALL_PROGRESS_NOT_" +
+      "BEGUN\020\001\022\027\n\023CALL_PROGRESS_BEGUN\020\002\022\032\n\026CALL" +
+      "_PROGRESS_ANSWERED\020\003*T\n\tDirective\022\031\n\025DIR" +
+      "ECTIVE_UNSPECIFIED\020\000\022\026\n\022DIRECTIVE_CONTIN" +
+      "UE\020\001\022\024\n\020DIRECTIVE_CANCEL\020\002*\304\001\n\rAttemptRe" +
+      "sult\022\036\n\032ATTEMPT_RESULT_UNSPECIFIED\020\000\022\034\n\030" +
+      "ATTEMPT_RESULT_SUCCEEDED\020\001\022\031\n\025ATTEMPT_RE" +
+      "SULT_FAILED\020\002\022\034\n\030ATTEMPT_RESULT_TIMED_OU" +
+      "T\020\003\022\034\n\030ATTEMPT_RESULT_CANCELLED\020\004\022\036\n\032ATT" +
+      "EMPT_RESULT_HANDED_BACK\020\0052\207\004\n\rWorkerServ" +
+      "ice\022_\n\014StartAttempt\022&.duetime.worker.v1." +
+      "StartAttemptRequest\032\'.duetime.worker.v1." +
+      "StartAttemptResponse\022Z\n\tHeartbeat\022#.duet" +
+      "ime.worker.v1.HeartbeatRequest\032$.duetime" +
+      ".worker.v1.HeartbeatResponse(\0010\001\022h\n\017Comp" +
+      "leteAttempt\022).duetime.worker.v1.Complete" +
+      "AttemptRequest\032*.duetime.worker.v1.Compl" +
+      "eteAttemptResponse\022b\n\rStartAttempts\022\'.du" +
+      "etime.worker.v1.StartAttemptsRequest\032(.d" +
+      "uetime.worker.v1.StartAttemptsResponse\022k" +
+      "\n\020CompleteAttempts\022*.duetime.worker.v1.C" +
+      "ompleteAttemptsRequest\032+.duetime.worker." +
+      "v1.CompleteAttemptsResponseBp\n\025dev.dueti" +
+      "me.worker.v1B\022WorkerServiceProtoP\001Z-duet" +
+      "ime.dev/gen/go/duetime/worker/v1;workerv" +
+      "1\252\002\021Duetime.Worker.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -281,7 +288,7 @@ public final class WorkerServiceProto extends com.google.protobuf.GeneratedFile 
     internal_static_duetime_worker_v1_RunSpec_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_worker_v1_RunSpec_descriptor,
-        new java.lang.String[] { "RunId", "JobId", "Team", "IdempotencyKey", "NominalTime", "EffectiveTime", "Target", "AttemptTimeout", "Traceparent", });
+        new java.lang.String[] { "RunId", "JobId", "Team", "IdempotencyKey", "NominalTime", "EffectiveTime", "Target", "AttemptTimeout", "Traceparent", "Delivery", });
     internal_static_duetime_worker_v1_HeartbeatRequest_descriptor =
       getDescriptor().getMessageType(11);
     internal_static_duetime_worker_v1_HeartbeatRequest_fieldAccessorTable = new
@@ -293,7 +300,7 @@ public final class WorkerServiceProto extends com.google.protobuf.GeneratedFile 
     internal_static_duetime_worker_v1_AttemptRef_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_worker_v1_AttemptRef_descriptor,
-        new java.lang.String[] { "RunId", "Attempt", });
+        new java.lang.String[] { "RunId", "Attempt", "CallProgress", });
     internal_static_duetime_worker_v1_HeartbeatResponse_descriptor =
       getDescriptor().getMessageType(13);
     internal_static_duetime_worker_v1_HeartbeatResponse_fieldAccessorTable = new
@@ -311,7 +318,7 @@ public final class WorkerServiceProto extends com.google.protobuf.GeneratedFile 
     internal_static_duetime_worker_v1_CompleteAttemptRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_worker_v1_CompleteAttemptRequest_descriptor,
-        new java.lang.String[] { "RunId", "Result", "Error", "Retryable", "WorkerId", "CallTime", });
+        new java.lang.String[] { "RunId", "Result", "Error", "Retryable", "WorkerId", "CallTime", "CallProgress", });
     internal_static_duetime_worker_v1_CompleteAttemptResponse_descriptor =
       getDescriptor().getMessageType(16);
     internal_static_duetime_worker_v1_CompleteAttemptResponse_fieldAccessorTable = new
