@@ -108,6 +108,16 @@ def plan(
     return JobState.ACTIVE, occurrence, ""
 
 
+def require_state(record: JobRecord, state: JobState, done: str, reason: str) -> None:
+    """FailedPrecondition unless the job is in ``state``, the only one it can be ``done`` in."""
+    if record.state is not state:
+        article = "an" if state.value[0] in "AEIOU" else "a"
+        raise FailedPrecondition(
+            f"only {article} {state.value} job can be {done}; this one is {record.state.value}",
+            reason=reason,
+        )
+
+
 def _skipped_before_update(
     record: JobRecord, pending: datetime, now: datetime
 ) -> SkippedSpan | None:
@@ -237,11 +247,7 @@ class JobOperations:
     async def pause(self, team_id: str, job_id: uuid.UUID, etag: str) -> JobRecord:
         def decide(record: JobRecord, now: datetime, team: TeamState) -> JobWrite:
             check_etag(record, etag)
-            if record.state is not JobState.ACTIVE:
-                raise FailedPrecondition(
-                    f"only an ACTIVE job can be paused; this one is {record.state.value}",
-                    reason="JOB_NOT_ACTIVE",
-                )
+            require_state(record, JobState.ACTIVE, "paused", "JOB_NOT_ACTIVE")
             # The skipped stretch starts at the pending occurrence, so none slips between.
             pause_start = record.next_run_time or now
             return JobWrite(JobState.PAUSED, record.spec, None, pause_time=pause_start)
@@ -251,11 +257,7 @@ class JobOperations:
     async def resume(self, team_id: str, job_id: uuid.UUID, etag: str) -> JobRecord:
         def decide(record: JobRecord, now: datetime, team: TeamState) -> JobWrite:
             check_etag(record, etag)
-            if record.state is not JobState.PAUSED:
-                raise FailedPrecondition(
-                    f"only a PAUSED job can be resumed; this one is {record.state.value}",
-                    reason="JOB_NOT_PAUSED",
-                )
+            require_state(record, JobState.PAUSED, "resumed", "JOB_NOT_PAUSED")
             # A paused job is stored already; resuming is refused while the team is over a
             # lowered quota, or its priority is no longer granted.
             check_job_quota(team, priority=record.spec.priority, adding=0)
