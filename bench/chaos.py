@@ -171,6 +171,11 @@ async def soak(minutes: float, seed_value: int, work: Workload, fault_every: flo
         finally:
             await conn.close()
         figures.crashes = injector.crashes
+        figures.violations += [
+            f"{name}: a handler failed unexpectedly: {line[:300]}"
+            for name, slot in fleet.services.items()
+            for line in slot.handler_failures()
+        ]
         explain(fleet, figures.violations)
     for line in figures.lines():
         print(line)

@@ -34,6 +34,8 @@ class Figures:
     herd_runs: int = 0
     leases_expired: int = 0
     healthy_leases_expired: int = 0
+    # The healthy workers' expired leases by the faults under way while they were open.
+    healthy_expiry_faults: Counter[str] = field(default_factory=Counter)
     dead_lettered_but_succeeded: int = 0
     repeated_after_success: int = 0
     refused_by_target: int = 0
@@ -50,7 +52,12 @@ class Figures:
             f"start lateness: {q(self.lateness)}",
             f"herd of {self.herd_runs}: start lateness {q(self.herd_lateness)}",
             f"leases expired: {self.leases_expired}, of which the worker stayed healthy: "
-            f"{self.healthy_leases_expired}",
+            f"{self.healthy_leases_expired}"
+            + (
+                f", faults under way: {dict(self.healthy_expiry_faults)}"
+                if self.healthy_expiry_faults
+                else ""
+            ),
             f"dead-lettered runs whose target succeeded: {self.dead_lettered_but_succeeded}",
             f"calls repeated after the target succeeded: {self.repeated_after_success}",
             f"calls the target refused (an older attempt than one seen): {self.refused_by_target}",
@@ -68,26 +75,29 @@ def unhealthy_spans(faults: Sequence[Fault]) -> dict[str, list[tuple[datetime, d
     return spans
 
 
-def healthy_expiries(records: Records, faults: Sequence[Fault]) -> tuple[int, list[str]]:
-    """Attempts that ended LEASE_EXPIRED, and those whose worker was neither killed nor frozen
-    while they were open (described)."""
+def healthy_expiries(
+    records: Records, faults: Sequence[Fault]
+) -> tuple[int, list[str], Counter[str]]:
+    """Attempts that ended LEASE_EXPIRED; those whose worker was neither killed nor frozen
+    while they were open (described); and for those, the faults that were under way while
+    they were open, by kind."""
     spans = unhealthy_spans(faults)
-    expired, healthy = 0, []
+    expired, healthy, during = 0, [], Counter[str]()
     for attempts in records.attempts.values():
         for a in attempts:
             if a["outcome"] != "LEASE_EXPIRED":
                 continue
             expired += 1
-            hit = any(
-                b <= a["end_time"] and a["start_time"] <= e
-                for b, e in spans.get(a["worker_id"], [])
+            start, end = a["start_time"], a["end_time"]
+            if any(b <= end and start <= e for b, e in spans.get(a["worker_id"], [])):
+                continue
+            healthy.append(
+                f"run {a['run_id']} attempt {a['number']} (worker {a['worker_id']}, "
+                f"{start:%H:%M:%S.%f} to {end:%H:%M:%S.%f})"
             )
-            if not hit:
-                healthy.append(
-                    f"run {a['run_id']} attempt {a['number']} (worker {a['worker_id']}, "
-                    f"{a['start_time']:%H:%M:%S.%f} to {a['end_time']:%H:%M:%S.%f})"
-                )
-    return expired, healthy
+            kinds = sorted({f.kind for f in faults if f.began <= end and start <= f.ended})
+            during[", ".join(kinds) or "no fault"] += 1
+    return expired, healthy, during
 
 
 def target_violations(records: Records, target: ChaosTarget, figures: Figures) -> list[str]:
@@ -141,7 +151,9 @@ async def verdict(
     figures.violations += attempt_violations(records)
     figures.violations += call_violations(records, target.target_calls(), uncalled_ok=UNCALLED_OK)
     figures.violations += target_violations(records, target, figures)
-    figures.leases_expired, healthy = healthy_expiries(records, faults)
+    figures.leases_expired, healthy, figures.healthy_expiry_faults = healthy_expiries(
+        records, faults
+    )
     figures.healthy_leases_expired = len(healthy)
     if healthy:
         print("leases expired of healthy workers (first 10):", *healthy[:10], sep="\n  ")

@@ -6,6 +6,7 @@ be killed, frozen, thawed and started again as a supervisor would."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import tempfile
 import time
@@ -35,6 +36,8 @@ WORKERS = ("w1", "w2")
 ATTEMPT_LEASE = 10.0
 HEARTBEAT = 2.0
 PARTITION_TTL = 10.0
+# How a service logs a handler's unexpected exception (answered INTERNAL).
+RPC_FAILED = '"action": "rpc_failed"'
 
 
 @dataclass
@@ -75,15 +78,14 @@ class Slot:
         assert self._stack is not None
         self._current.process.kill()
         await self._current.process.wait()
-        await self._stack.aclose()
+        await self._close()
         self._current, self._stack, self.frozen = None, None, False
 
     async def kill_leftover(self) -> None:
         """Forgets a process that exited by itself (or never started)."""
         if self._current is not None and self._current.process.returncode is None:
             self._current.process.kill()
-        if self._stack is not None:
-            await self._stack.aclose()
+        await self._close()
         self._current, self._stack, self.frozen = None, None, False
 
     def freeze(self) -> None:
@@ -102,9 +104,19 @@ class Slot:
         """SIGTERM (thawed first), as at the end of the soak."""
         if self.frozen:
             self.thaw()
-        if self._stack is not None:
-            await self._stack.aclose()
+        await self._close()
         self._current, self._stack = None, None
+
+    async def _close(self) -> None:
+        """Ends the incarnation. ``service`` then fails on a handler's unexpected exception;
+        the soak counts those itself, over every incarnation (``handler_failures``)."""
+        if self._stack is not None:
+            with contextlib.suppress(AssertionError):
+                await self._stack.aclose()
+
+    def handler_failures(self) -> list[str]:
+        """Every incarnation's log lines of a handler that failed unexpectedly (INTERNAL)."""
+        return [line for lines in self.outputs for line in lines if RPC_FAILED in line]
 
 
 @dataclass

@@ -80,7 +80,7 @@ async def check_runs_and_calls(pool: asyncpg.Pool[asyncpg.Record], target: HttpT
     lifetime. Returns the number of runs."""
     async with pool.acquire() as conn:
         checked = await assert_every_occurrence_accounted_once(conn)
-        records = await read_records(conn)
+        records = (await read_records(conn)).every_paused_apart()
     assert records.runs, "no run happened"
     not_succeeded = [dict(r) for r in records.runs if r["state"] != "SUCCEEDED"]
     assert not not_succeeded, not_succeeded[:5]
@@ -148,7 +148,9 @@ async def test_a_few_thousand_runs_each_succeed_once_and_the_target_agrees(
                 "SELECT worker_id, count(*) AS n FROM attempts GROUP BY worker_id ORDER BY 1"
             )
             print(f"{runs} runs; attempts by worker: {[tuple(r) for r in by_worker]}")
-            assert runs >= 2000
+            # Most of the 2,500 ran; those still queued at the pause were SKIPPED (more of
+            # them on a busy machine, so this is a floor, not a throughput figure).
+            assert runs >= 1000
             assert [r["worker_id"] for r in by_worker] == ["w1", "w2"]
     finally:
         await pool.close()

@@ -43,6 +43,14 @@ class Records:
     attempts: dict[uuid.UUID, list[asyncpg.Record]]
     paused: list[asyncpg.Record]
 
+    def every_paused_apart(self) -> Records:
+        """Every run a pause SKIPPED set apart, whatever attempts it had: where a pause can
+        only end runs that never called (no faults, no failures; an attempt started ahead of
+        its time is given back)."""
+        paused = [r for r in self.runs if _paused(r)]
+        kept = [r for r in self.runs if not _paused(r)]
+        return Records(kept, self.attempts, self.paused + paused)
+
     @staticmethod
     def key(run: asyncpg.Record) -> str:
         return RunKey.scheduled(run["job_id"], run["nominal_time"]).canonical()
@@ -52,8 +60,6 @@ async def read_records(conn: Conn) -> Records:
     every = await conn.fetch(
         "SELECT run_id, job_id, nominal_time, state, reason, attempt FROM runs"
     )
-    paused = [r for r in every if _skipped_by_pause(r)]
-    runs = [r for r in every if not _skipped_by_pause(r)]
     attempts = await conn.fetch(
         "SELECT run_id, number, worker_id, start_time, end_time, lease_expire_time, outcome "
         "FROM attempts ORDER BY run_id, number"
@@ -61,11 +67,13 @@ async def read_records(conn: Conn) -> Records:
     by_run: dict[uuid.UUID, list[asyncpg.Record]] = defaultdict(list)
     for a in attempts:
         by_run[a["run_id"]].append(a)
+    paused = [r for r in every if _paused(r) and not r["attempt"]]
+    runs = [r for r in every if not (_paused(r) and not r["attempt"])]
     return Records(runs, by_run, paused)
 
 
-def _skipped_by_pause(run: asyncpg.Record) -> bool:
-    return bool(run["state"] == "SKIPPED" and run["reason"] == "JOB_PAUSED" and not run["attempt"])
+def _paused(run: asyncpg.Record) -> bool:
+    return bool(run["state"] == "SKIPPED" and run["reason"] == "JOB_PAUSED")
 
 
 def attempt_violations(records: Records) -> list[str]:

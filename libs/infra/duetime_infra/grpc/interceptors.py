@@ -10,6 +10,7 @@ unexpected into a logged INTERNAL without leaking a traceback to the caller.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
@@ -118,7 +119,11 @@ class DuetimeInterceptor(aio.ServerInterceptor):
                         async for response in inner_ss(requests, context):
                             yield response
                     finally:
-                        reset_principal(token)
+                        # Closed by asyncio's async-generator finalizer (its client went
+                        # away), this runs in another context, where the principal was never
+                        # set: nothing to reset there.
+                        with contextlib.suppress(ValueError):
+                            reset_principal(token)
                 except aio.AbortError:
                     raise
                 except Exception as error:
