@@ -14,7 +14,7 @@ from bench.chaos import Workload, soak
 from bench.chaos_faults import KINDS
 from tests.support.invariants import assert_none
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(360)]
+pytestmark = pytest.mark.timeout(360)
 
 
 async def test_a_short_soak_of_every_fault_breaks_no_invariant() -> None:

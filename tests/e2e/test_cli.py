@@ -22,7 +22,7 @@ from duetime.jobs.v1 import job_service_pb2, job_service_pb2_grpc
 from tests.support.cli import Cli, api_on_own_database, cli_env, duetime_command, team_cli
 from tests.support.tls import service_channel
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+pytestmark = pytest.mark.timeout(120)
 
 CRON_JOB_YAML = """\
 # A job file is duetime.jobs.v1.Job in proto3 JSON form, here written as YAML.

@@ -19,7 +19,7 @@ from duetime.jobs.v1 import job_service_pb2, job_service_pb2_grpc
 from tests.support.cli import Cli, api_on_own_database, operator_token
 from tests.support.tls import service_channel
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+pytestmark = pytest.mark.timeout(120)
 
 JOB_YAML = """\
 displayName: on demand

@@ -18,11 +18,11 @@ from duetime.jobs.v1 import job_pb2, run_pb2
 from duetime_cli.describe import parse_span
 from tests.support.cli import Cli, Result, operator_token
 from tests.support.databases import create_database, drop_database
-from tests.support.fleet import eventually
 from tests.support.http_target import Behaviour, HttpTarget, http_target
+from tests.support.polling import eventually
 from tests.support.system import TEAM, System, running_system
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+pytestmark = pytest.mark.timeout(180)
 
 JOB_YAML = """\
 displayName: on demand

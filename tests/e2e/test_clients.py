@@ -28,7 +28,7 @@ from tests.support.processes import REPO
 from tests.support.system import System, running_system
 from tests.support.tls import service_client_tls
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+pytestmark = pytest.mark.timeout(300)
 
 CLIENTS = REPO / "clients"
 # A cold build (nothing compiled yet) of the Java or Go program takes a minute on two cores.

@@ -27,12 +27,12 @@ from typing import Any
 import pytest
 
 from duetime.jobs.v1 import job_pb2, run_pb2
-from tests.support.fleet import eventually
 from tests.support.http_target import Behaviour, HttpTarget, http_target
 from tests.support.podman import containers_of_run, task_image
+from tests.support.polling import eventually
 from tests.support.system import System, http_job, running_system
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
+pytestmark = pytest.mark.timeout(150)
 
 SHORT_LEASE = {"DUETIME_ATTEMPT_LEASE": "4"}
 PODMAN_WORKERS = {

@@ -24,12 +24,12 @@ from duetime_core.backoff import backoff_bounds
 from duetime_core.jobspec import RetryPolicy
 from duetime_core.runkey import rfc3339_utc
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC
-from tests.support.fleet import eventually
 from tests.support.http_target import Behaviour, HttpTarget, http_target
 from tests.support.kafka import Offsets, end_offsets, read_between, shared_bootstrap
+from tests.support.polling import eventually
 from tests.support.system import TEAM, Api, http_job, running_system
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+pytestmark = pytest.mark.timeout(120)
 
 # The target's receive time and the run's effective time come from two clocks of this machine
 # (the host's and PostgreSQL's), read at microsecond resolution.

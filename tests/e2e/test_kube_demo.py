@@ -17,7 +17,7 @@ import pytest
 from tests.support.podman import require_podman
 from tests.support.processes import REPO
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200)]
+pytestmark = pytest.mark.timeout(1200)
 
 
 async def script(*args: str, within: float) -> tuple[int, str]:

@@ -24,7 +24,7 @@ import pytest
 
 from duetime.jobs.v1 import job_service_pb2
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
-from tests.support.fleet import assert_every_occurrence_accounted_once, eventually
+from tests.support.fleet import assert_every_occurrence_accounted_once
 from tests.support.http_target import HttpTarget, http_target
 from tests.support.invariants import (
     UNSETTLED,
@@ -35,9 +35,10 @@ from tests.support.invariants import (
     read_records,
 )
 from tests.support.kafka import PrivateKafka, create_topics
+from tests.support.polling import eventually
 from tests.support.system import Api, System, http_job, running_system
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+pytestmark = pytest.mark.timeout(240)
 
 
 @pytest.fixture

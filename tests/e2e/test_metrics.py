@@ -16,13 +16,13 @@ from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_core.jobspec import PARTITIONS
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
 from duetime_scheduler.worker_servicer import ATTEMPT_METADATA_KEY
-from tests.support.fleet import eventually
 from tests.support.http_target import Behaviour, http_target
 from tests.support.metrics import Scrape, metrics_port, scrape
+from tests.support.polling import eventually
 from tests.support.system import System, http_job, running_system
 from tests.support.tls import service_channel
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
+pytestmark = pytest.mark.timeout(90)
 
 METRICS_ENV = {"DUETIME_METRICS_ADDRESS": "127.0.0.1:0"}
 

@@ -12,15 +12,16 @@ import pytest
 
 from duetime.worker.v1 import worker_service_pb2 as wpb
 from duetime.worker.v1 import worker_service_pb2_grpc
-from duetime_api.jobs import JobService
+from duetime_api.jobs import JobOperations
 from duetime_infra.admin import create_worker_token
 from duetime_infra.codec.timeconv import datetime_to_timestamp
 from duetime_infra.pg.job_store import JobStore
 from duetime_infra.pg.pool import create_pool
 from duetime_infra.pg.team_store import update_team_quota
 from duetime_worker.attempts import ATTEMPT_METADATA_KEY
-from tests.support.fleet import TTL_SECONDS, eventually, new_prefix, schedulers
+from tests.support.fleet import TTL_SECONDS, new_prefix, schedulers
 from tests.support.jobs import TEAM, ensure_team
+from tests.support.polling import eventually
 from tests.support.secrets import secret_box
 from tests.support.tls import service_channel
 from tests.support.worker_api import job_message
@@ -50,7 +51,7 @@ async def test_quota_held_runs_are_released_by_the_next_owner_after_a_kill(
         await update_team_quota(conn, TEAM, {"max_running": LIMIT})
         worker_token = await create_worker_token(conn)
     now = await pool.fetchval("SELECT duetime_now()")
-    service = JobService(JobStore(pool, secret_box()))
+    service = JobOperations(JobStore(pool, secret_box()))
     for k in range(RUNS):
         job = job_message()
         job.schedule.Clear()

@@ -23,12 +23,12 @@ from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
 from duetime_infra.pg.claim_store import claim_batch
 from duetime_infra.pg.fencing import FencingToken
 from duetime_infra.pg.pool import create_pool
-from tests.support.fleet import eventually
 from tests.support.jobs import create_jobs, interval_job, shift_clock
 from tests.support.kafka import PrivateKafka, create_topics, end_offsets, read_between
+from tests.support.polling import eventually
 from tests.support.processes import Service, service
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
+pytestmark = pytest.mark.timeout(150)
 
 Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
 ALL = {p: FencingToken(p, 0, 10) for p in range(1024)}

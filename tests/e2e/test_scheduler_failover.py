@@ -14,9 +14,10 @@ import pytest
 
 from duetime_infra.admin import create_worker_token
 from duetime_infra.pg.pool import create_pool
-from tests.support.fleet import eventually, new_prefix, scheduler_env
+from tests.support.fleet import new_prefix, scheduler_env
 from tests.support.http_target import Behaviour, http_target
 from tests.support.jobs import TEAM, create_jobs, ensure_team
+from tests.support.polling import eventually
 from tests.support.processes import Service, service
 from tests.support.system import http_job, notify_group, start_worker_groups_at_end
 

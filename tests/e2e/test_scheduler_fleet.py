@@ -13,12 +13,12 @@ from duetime_infra.pg.pool import create_pool
 from tests.support.fleet import (
     TTL_SECONDS,
     assert_every_occurrence_accounted_once,
-    eventually,
     new_prefix,
     owners,
     schedulers,
 )
 from tests.support.jobs import create_jobs, interval_job
+from tests.support.polling import eventually
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 Every process reads "now" from ``duetime_now()`` (statement time + the offset in
 ``duetime_clock``), so moving that offset moves the whole fleet through a DST night, an outage
-or a pause. Jobs are created through the API's own code (``JobService``), after the clock was
+or a pause. Jobs are created through the API's own code (``JobOperations``), after the clock was
 put where the story starts, since a job's first run time is computed from the clock at creation.
 
 The expected run lists are written by hand, as UTC instants, from DESIGN.md ("Time", "Runs,
@@ -26,18 +26,18 @@ import pytest
 from google.protobuf.duration_pb2 import Duration
 
 from duetime.jobs.v1 import job_pb2
-from duetime_api.jobs import JobService
+from duetime_api.jobs import JobOperations
 from duetime_core.attempts import AttemptSettings
 from duetime_infra.pg.attempt_store import AttemptStore, StartAnswer, StartResult
 from duetime_infra.pg.job_store import JobStore
 from duetime_infra.pg.pool import create_pool
 from tests.support.fleet import (
     assert_every_occurrence_accounted_once,
-    eventually,
     new_prefix,
     schedulers,
 )
 from tests.support.jobs import TEAM, create_jobs, cron_job, interval_job
+from tests.support.polling import eventually
 from tests.support.secrets import secret_box
 from tests.support.time_travel import (
     RunRow,
@@ -552,7 +552,7 @@ async def test_one_off_completes_and_paused_job_is_not_claimed_until_resumed(
     one_off_r, delayed_r, paused_r, control_r = await create_jobs(
         pool, [one_off, delayed, paused, control]
     )
-    service = JobService(JobStore(pool, secret_box()))
+    service = JobOperations(JobStore(pool, secret_box()))
     prefix = new_prefix()
     # One scheduler owns every partition: once it has claimed the control job after a jump,
     # it has also passed over the paused job's partition.

@@ -18,15 +18,15 @@ import pytest
 
 from duetime.jobs.v1 import job_pb2, run_pb2
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
-from tests.support.fleet import eventually
 from tests.support.http_target import Behaviour, HttpTarget, http_target
 from tests.support.kafka import end_offsets, read_between, shared_bootstrap
 from tests.support.metrics import metrics_port, scrape
 from tests.support.otlp import TraceReceiver, otlp_receiver
 from tests.support.podman import task_image
+from tests.support.polling import eventually
 from tests.support.system import System, http_job, running_system
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+pytestmark = pytest.mark.timeout(120)
 
 HEADER_SECRET = f"hdr-{uuid.uuid4().hex}"
 KEY_SECRET = f"key-{uuid.uuid4().hex}"

@@ -13,12 +13,12 @@ import asyncpg
 import pytest
 
 from duetime.jobs.v1 import run_pb2
-from tests.support.fleet import eventually
 from tests.support.http_target import Behaviour, http_target
+from tests.support.polling import eventually
 from tests.support.system import http_job, running_system
 from tests.support.tls import service_client_tls, with_stack_tls
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
+pytestmark = pytest.mark.timeout(90)
 
 PLAINTEXT_WARNING = re.compile(r"PLAINTEXT connections: ([a-z, ]+) \(DUETIME_PLAINTEXT\)")
 

@@ -39,15 +39,15 @@ from duetime.worker.v1 import worker_service_pb2 as wpb
 from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
 from tests.support.api import failure
-from tests.support.fleet import eventually
 from tests.support.http_target import Behaviour, HttpTarget, http_target
 from tests.support.jobs import shift_clock
 from tests.support.kafka import PrivateKafka, create_topics, free_port
+from tests.support.polling import eventually
 from tests.support.processes import Service, service
 from tests.support.system import System, http_job, running_system
 from tests.support.tls import service_channel
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
+pytestmark = pytest.mark.timeout(150)
 
 # Short attempt leases (the scheduler's) and beats well inside them (the workers').
 SHORT_LEASE = {"DUETIME_ATTEMPT_LEASE": "4"}

@@ -28,7 +28,7 @@ from tests.support.worker_api import (
     trigger,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+pytestmark = pytest.mark.timeout(60)
 
 LEASE = timedelta(seconds=60)
 STARTED = wpb.START_DECISION_STARTED

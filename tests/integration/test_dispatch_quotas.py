@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import asyncpg
@@ -21,19 +20,15 @@ from duetime_infra.pg.claim_store import claim_batch
 from duetime_infra.pg.dispatcher import release_held_runs, requeue_due_retries
 from duetime_infra.pg.fencing import FencingToken
 from duetime_infra.pg.team_store import update_team_quota
-from tests.support.api import ApiClient, running_api
-from tests.support.worker_api import WorkerClient, job_message, running_worker_api, trigger
+from tests.support.environments import ApiAndWorkers, api_and_workers
+from tests.support.worker_api import job_message, trigger
 
 ALL = {p: FencingToken(p, 0, 10) for p in range(1024)}
 TOKENS = list(ALL.values())
 S = timedelta(seconds=1)
 
 
-@dataclass
-class Env:
-    api: ApiClient
-    w: WorkerClient
-
+class Env(ApiAndWorkers):
     @property
     def pool(self) -> asyncpg.Pool[asyncpg.Record]:
         return self.w.pool
@@ -109,8 +104,8 @@ class Env:
 
 @pytest.fixture
 async def env(db_dsn: str) -> AsyncIterator[Env]:
-    async with running_api(db_dsn) as api, running_worker_api(db_dsn) as workers:
-        yield Env(api, workers)
+    async with api_and_workers(db_dsn) as both:
+        yield Env(*both)
 
 
 def states(runs: list[asyncpg.Record]) -> list[tuple[str, str, str]]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from datetime import timedelta
 
 import pytest
@@ -18,14 +17,12 @@ from duetime_core.attempts import NEVER_CALLED
 from duetime_infra.codec.timeconv import datetime_to_timestamp
 from duetime_infra.pg.fencing import FencingToken
 from duetime_infra.pg.reaper import reap_expired_attempts
-from tests.support.api import ApiClient, running_api
+from tests.support.environments import ApiAndWorkers, api_and_workers
 from tests.support.worker_api import (
-    WorkerClient,
     as_datetime,
     create_job,
     exchange,
     job_message,
-    running_worker_api,
 )
 
 S = timedelta(seconds=1)
@@ -34,11 +31,7 @@ TOO_EARLY = wpb.START_DECISION_TOO_EARLY
 REFUSED = wpb.START_DECISION_REFUSED
 
 
-@dataclass
-class Env:
-    api: ApiClient
-    w: WorkerClient
-
+class Env(ApiAndWorkers):
     async def start(
         self, run_id: uuid.UUID, delivery: str = "d-1", early: bool = True
     ) -> wpb.StartAttemptResponse:
@@ -64,8 +57,8 @@ class Env:
 
 @pytest.fixture
 async def env(db_dsn: str) -> AsyncIterator[Env]:
-    async with running_api(db_dsn) as api, running_worker_api(db_dsn) as workers:
-        yield Env(api, workers)
+    async with api_and_workers(db_dsn) as both:
+        yield Env(*both)
 
 
 def beat(*refs: tuple[uuid.UUID, int]) -> wpb.HeartbeatRequest:

@@ -16,7 +16,7 @@ from tests.support.api import failure, running_api
 from tests.support.fuzz import MAX_SECONDS, MIN_SECONDS, fingerprint
 from tests.support.worker_api import create_job, job_message, running_worker_api, trigger
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+pytestmark = pytest.mark.timeout(60)
 
 
 def at(seconds: int) -> job_pb2.Schedule:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from tests.support.fuzz import FuzzTarget, Rpc, every_rpc, requests
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+pytestmark = pytest.mark.timeout(300)
 
 RPCS = every_rpc()
 # Fencing tokens as a worker might send them in `duetime-attempt` metadata (gRPC metadata

@@ -28,7 +28,7 @@ from tests.support.api import failure
 from tests.support.tls import Certs, make_certs
 from tests.support.worker_api import WorkerClient, running_worker_api
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+pytestmark = pytest.mark.timeout(60)
 
 
 @pytest.fixture

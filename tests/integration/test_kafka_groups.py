@@ -14,8 +14,6 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from duetime_infra.kafka.groups import GroupInUse, group_to_end
 from tests.support.kafka import own_topics, shared_bootstrap, unique_topic
 
-pytestmark = pytest.mark.integration
-
 
 async def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap)

@@ -20,7 +20,7 @@ from duetime_infra.pg.migrate import (
     load_migrations,
 )
 from tests.support.databases import create_database, drop_database
-from tests.support.fleet import eventually
+from tests.support.polling import eventually
 
 
 @pytest.fixture

@@ -8,13 +8,14 @@ times are printed (``pytest -s`` or ``-rA`` shows them) and asserted against the
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import signal
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ import pytest
 
 from duetime_infra.etcd import OwnershipChange, PartitionLeases, PartitionToken
 from duetime_infra.etcd.gateway import EtcdGateway
+from tests.support.polling import eventually
 
 PARTITIONS = 1024
 TTL = 3.0
@@ -32,7 +34,7 @@ MARGIN = 1.0
 ALL = set(range(PARTITIONS))
 MEMBER_SCRIPT = Path(__file__).resolve().parents[1] / "support" / "partition_member.py"
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+pytestmark = pytest.mark.timeout(60)
 
 
 def endpoint() -> str:
@@ -56,20 +58,8 @@ def measured(name: str, seconds: float) -> None:
     print(f"MEASURED {name} = {seconds:.3f}s")
 
 
-async def eventually(
-    check: Callable[[], bool] | Callable[[], Awaitable[bool]], within: float, what: str
-) -> float:
-    """Polls ``check`` until it holds; returns how long that took, fails after ``within``."""
-    start = time.monotonic()
-    while True:
-        outcome = check()
-        if not isinstance(outcome, bool):
-            outcome = await outcome
-        if outcome:
-            return time.monotonic() - start
-        if time.monotonic() - start > within:
-            raise AssertionError(f"not within {within}s: {what}")
-        await asyncio.sleep(0.02)
+# Takeover times are measured: poll finely.
+soon = functools.partial(eventually, interval=0.02)
 
 
 def manager(prefix: str, scheduler_id: str, **options: Any) -> PartitionLeases:
@@ -162,7 +152,7 @@ async def member_process(prefix: str, scheduler_id: str) -> AsyncIterator[Member
 
     reader = asyncio.create_task(pump(process.stdout))
     try:
-        await eventually(
+        await soon(
             lambda: (
                 any(line["event"] == "started" for line in member.lines)
                 or process.returncode is not None
@@ -185,7 +175,7 @@ async def test_one_manager_owns_all_partitions_with_etcd_create_revisions(
 ) -> None:
     solo = manager(prefix, "solo", epoch=7)
     async with running([solo]):
-        took = await eventually(lambda: len(solo.owned()) == PARTITIONS, 10, "solo owns all")
+        took = await soon(lambda: len(solo.owned()) == PARTITIONS, 10, "solo owns all")
         measured("one manager acquires 1024", took)
         owned = solo.owned()
         assert set(owned) == ALL
@@ -213,7 +203,7 @@ async def test_three_managers_converge_to_an_even_disjoint_split(prefix: str, et
     trio = [manager(prefix, f"sched-{name}") for name in ("a", "b", "c")]
     started = time.monotonic()
     async with running(trio):
-        await eventually(lambda: even_split(trio), 10, "an even split of three")
+        await soon(lambda: even_split(trio), 10, "an even split of three")
         took = time.monotonic() - started
         measured("three managers converge from a cold start", took)
         assert took < 5
@@ -229,12 +219,12 @@ async def test_a_graceful_stop_hands_everything_to_the_others(prefix: str, etcd:
     leaving, staying = trio[0], trio[1:]
     async with running(staying):
         await leaving.start()
-        await eventually(lambda: even_split(trio), 10, "an even split of three")
+        await soon(lambda: even_split(trio), 10, "an even split of three")
         kept = [m.owned() for m in staying]
         stopped_at = time.monotonic()
         await leaving.stop()
         assert leaving.owned() == {}
-        took = await eventually(lambda: even_split(staying), 5, "two take everything")
+        took = await soon(lambda: even_split(staying), 5, "two take everything")
         measured("takeover after a graceful stop", time.monotonic() - stopped_at)
         assert took < 3
         assert [len(m.owned()) for m in staying] == [512, 512]
@@ -249,12 +239,12 @@ async def test_a_graceful_stop_hands_everything_to_the_others(prefix: str, etcd:
 async def test_a_killed_member_is_taken_over_within_its_ttl(prefix: str, etcd: Any) -> None:
     pair = [manager(prefix, "sched-a"), manager(prefix, "sched-b")]
     async with running(pair), member_process(prefix, "victim") as victim:
-        await eventually(
+        await soon(
             lambda: three_way(etcd, prefix, pair, victim, "victim"), 10, "three share evenly"
         )
         victim.process.kill()
         killed_at = time.monotonic()
-        await eventually(lambda: even_split(pair), TTL + 5, "the two own everything")
+        await soon(lambda: even_split(pair), TTL + 5, "the two own everything")
         took = time.monotonic() - killed_at
         measured("takeover after kill -9 (TTL 3 s)", took)
         assert took <= TTL + 2.5
@@ -270,19 +260,19 @@ async def test_a_frozen_member_drops_everything_before_reacquiring(prefix: str, 
         def shared() -> Awaitable[bool]:
             return three_way(etcd, prefix, pair, frozen, "frozen")
 
-        await eventually(shared, 10, "three share evenly")
+        await soon(shared, 10, "three share evenly")
         before = await holders(etcd, prefix)
         old_max = max(kv.create_revision for kv in before.values() if kv.value == b"frozen")
 
         frozen.process.send_signal(signal.SIGSTOP)
         stopped_at = time.monotonic()
-        await eventually(lambda: even_split(pair), TTL + 5, "the two take over")
+        await soon(lambda: even_split(pair), TTL + 5, "the two take over")
         measured("takeover of a frozen member (TTL 3 s)", time.monotonic() - stopped_at)
         assert await member_lease(etcd, prefix, "frozen") is None
 
         resumed_at = time.monotonic()
         frozen.process.send_signal(signal.SIGCONT)
-        await eventually(shared, 10, "three share evenly again")
+        await soon(shared, 10, "three share evenly again")
         after = frozen.changes_since(resumed_at)
         assert after, "the frozen member reported nothing after it resumed"
         assert after[0]["count"] == 0, f"it claimed to own partitions after resuming: {after[0]}"
@@ -299,15 +289,15 @@ async def test_a_revoked_lease_drops_everything_at_once_then_recovers_with_new_t
     changes: list[OwnershipChange] = []
     solo.subscribe(changes.append)
     async with running([solo]):
-        await eventually(lambda: len(solo.owned()) == PARTITIONS, 10, "solo owns all")
+        await soon(lambda: len(solo.owned()) == PARTITIONS, 10, "solo owns all")
         old = solo.owned()
         lease = await member_lease(etcd, prefix, "solo")
         changes.clear()
         await etcd.revoke_lease(lease)
         revoked_at = time.monotonic()
-        took = await eventually(lambda: solo.owned() == {}, 2, "ownership dropped")
+        took = await soon(lambda: solo.owned() == {}, 2, "ownership dropped")
         measured("ownership dropped after the lease was revoked elsewhere", took)
-        await eventually(lambda: len(solo.owned()) == PARTITIONS, 10, "solo owns all again")
+        await soon(lambda: len(solo.owned()) == PARTITIONS, 10, "solo owns all again")
         measured("recovered all 1024 after revocation", time.monotonic() - revoked_at)
         new = solo.owned()
         assert min(t.revision for t in new.values()) > max(t.revision for t in old.values())
@@ -342,17 +332,17 @@ async def test_ownership_ends_before_the_lease_could_expire_when_refreshes_hang(
 
     solo.subscribe(on_change)
     async with running([solo]):
-        await eventually(lambda: len(solo.owned()) == PARTITIONS, 10, "solo owns all")
+        await soon(lambda: len(solo.owned()) == PARTITIONS, 10, "solo owns all")
         old_max = max(t.revision for t in solo.owned().values())
-        await eventually(lambda: len(sent) >= 2, 5, "the keeper refreshes")
+        await soon(lambda: len(sent) >= 2, 5, "the keeper refreshes")
         hang.set()
         calls = len(sent)
         # The last refresh that went through was sent at sent[calls - 1] or earlier (the
         # keeper takes its timestamp before calling): validity cannot reach past this.
         last_ok = sent[calls - 1]
         assert solo.claim_deadline() <= last_ok + TTL - MARGIN
-        await eventually(lambda: len(sent) > calls, 3, "a refresh hangs")
-        await eventually(lambda: solo.owned() == {}, TTL, "ownership dropped")
+        await soon(lambda: len(sent) > calls, 3, "a refresh hangs")
+        await soon(lambda: solo.owned() == {}, TTL, "ownership dropped")
         emptied_at = time.monotonic()
         measured("ownership dropped after the last good refresh", emptied_at - last_ok)
         assert emptied_at <= last_ok + TTL - MARGIN
@@ -362,7 +352,7 @@ async def test_ownership_ends_before_the_lease_could_expire_when_refreshes_hang(
         assert lost_at <= last_ok + TTL - MARGIN
         assert (deadline_then, owned_then) == (0.0, 0)
         hang.clear()
-        await eventually(lambda: len(solo.owned()) == PARTITIONS, 10, "solo recovers")
+        await soon(lambda: len(solo.owned()) == PARTITIONS, 10, "solo recovers")
         assert min(t.revision for t in solo.owned().values()) > old_max
 
 
@@ -371,7 +361,7 @@ async def test_owned_is_empty_once_the_deadline_passes_even_if_the_loop_stalls(
 ) -> None:
     solo = manager(prefix, "solo")
     async with running([solo]):
-        await eventually(lambda: len(solo.owned()) == PARTITIONS, 10, "solo owns all")
+        await soon(lambda: len(solo.owned()) == PARTITIONS, 10, "solo owns all")
         old_max = max(t.revision for t in solo.owned().values())
         deadline = solo.claim_deadline()
         assert deadline > time.monotonic()
@@ -380,7 +370,7 @@ async def test_owned_is_empty_once_the_deadline_passes_even_if_the_loop_stalls(
         time.sleep(deadline - time.monotonic())  # noqa: ASYNC251 - the stall is the point
         assert solo.owned() == {}
         assert solo.claim_deadline() == 0.0
-        await eventually(lambda: len(solo.owned()) == PARTITIONS, 10, "solo recovers")
+        await soon(lambda: len(solo.owned()) == PARTITIONS, 10, "solo recovers")
         assert min(t.revision for t in solo.owned().values()) > old_max
 
 

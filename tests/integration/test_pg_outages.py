@@ -11,7 +11,7 @@ import pytest
 from duetime_infra.pg.pool import DatabaseUnavailable, create_pool
 from tests.support.kafka import free_port
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(30)]
+pytestmark = pytest.mark.timeout(30)
 
 
 async def test_a_refused_connection_is_an_outage() -> None:

@@ -24,11 +24,11 @@ from duetime_worker import orphans
 from duetime_worker.images import ImagePolicy
 from duetime_worker.outcome import LeaseLapsed
 from duetime_worker.podman import Podman, PodmanLauncher, PodmanSettings
-from tests.support.fleet import eventually
 from tests.support.http_target import Behaviour, HttpTarget, http_target
 from tests.support.podman import containers, containers_of_run, task_image
+from tests.support.polling import eventually
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+pytestmark = pytest.mark.timeout(60)
 
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 # The task posts what it sees to the test's HTTP server on the host's loopback.

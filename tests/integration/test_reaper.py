@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from datetime import timedelta
 
 import asyncpg
@@ -21,31 +19,19 @@ from duetime_core.jobspec import RetryPolicy
 from duetime_infra.pg.dispatcher import requeue_due_retries
 from duetime_infra.pg.fencing import FencingLost, FencingToken, fence
 from duetime_infra.pg.reaper import reap_expired_attempts
-from tests.support.api import ApiClient, failure, running_api
+from tests.support.api import failure
+from tests.support.environments import ApiAndWorkers
 from tests.support.worker_api import (
     WorkerClient,
     create_job,
     exchange,
     job_message,
-    running_worker_api,
     trigger,
 )
 
 S = timedelta(seconds=1)
 LEASE = timedelta(seconds=60)
 STARTED = wpb.START_DECISION_STARTED
-
-
-@dataclass
-class Env:
-    api: ApiClient
-    w: WorkerClient
-
-
-@pytest.fixture
-async def env(db_dsn: str) -> AsyncIterator[Env]:
-    async with running_api(db_dsn) as api, running_worker_api(db_dsn) as workers:
-        yield Env(api, workers)
 
 
 async def owner(w: WorkerClient, job: job_pb2.Job, revision: int = 1) -> list[FencingToken]:
@@ -68,7 +54,9 @@ async def dead_letters(w: WorkerClient) -> list[events_pb2.DeadLetterEvent]:
     return [events_pb2.DeadLetterEvent.FromString(bytes(r["payload"])) for r in rows]
 
 
-async def test_an_expired_lease_is_closed_retried_and_a_late_report_refused(env: Env) -> None:
+async def test_an_expired_lease_is_closed_retried_and_a_late_report_refused(
+    env: ApiAndWorkers,
+) -> None:
     w, api = env.w, env.api
     job = await create_job(api)
     tokens = await owner(w, job)
@@ -111,7 +99,7 @@ async def test_an_expired_lease_is_closed_retried_and_a_late_report_refused(env:
     assert (await w.complete(run_id, 2)).run_state == "RUN_STATE_SUCCEEDED"
 
 
-async def test_heartbeats_hold_an_attempt_until_its_deadline(env: Env) -> None:
+async def test_heartbeats_hold_an_attempt_until_its_deadline(env: ApiAndWorkers) -> None:
     w, api = env.w, env.api
     job = await create_job(api, job_message(attempt_timeout=timedelta(minutes=2)))
     tokens = await owner(w, job)
@@ -142,7 +130,7 @@ async def test_heartbeats_hold_an_attempt_until_its_deadline(env: Env) -> None:
 
 
 async def test_the_last_attempt_expiring_dead_letters_the_run_and_releases_the_waiting_one(
-    env: Env,
+    env: ApiAndWorkers,
 ) -> None:
     w, api = env.w, env.api
     job = await create_job(
@@ -169,7 +157,7 @@ async def test_the_last_attempt_expiring_dead_letters_the_run_and_releases_the_w
 
 
 async def test_an_expired_superseded_attempt_cancels_its_run_and_frees_the_new_one(
-    env: Env,
+    env: ApiAndWorkers,
 ) -> None:
     w, api = env.w, env.api
     job = await create_job(api, job_message(overlap=job_pb2.OVERLAP_POLICY_CANCEL_PREVIOUS))
@@ -186,7 +174,7 @@ async def test_an_expired_superseded_attempt_cancels_its_run_and_frees_the_new_o
     assert (await w.start(new, "d-new")).decision == STARTED
 
 
-async def test_a_stale_fencing_token_closes_and_requeues_nothing(env: Env) -> None:
+async def test_a_stale_fencing_token_closes_and_requeues_nothing(env: ApiAndWorkers) -> None:
     w, api = env.w, env.api
     job = await create_job(api)
     stale = await owner(w, job, revision=1)
@@ -216,7 +204,7 @@ async def test_a_stale_fencing_token_closes_and_requeues_nothing(env: Env) -> No
     assert await requeue_due_retries(w.pool, current, timedelta(0), 100) == 1
 
 
-async def test_reaping_and_requeueing_run_in_bounded_batches(env: Env) -> None:
+async def test_reaping_and_requeueing_run_in_bounded_batches(env: ApiAndWorkers) -> None:
     w, api = env.w, env.api
     job = await create_job(api)
     tokens = await owner(w, job)
@@ -236,7 +224,9 @@ async def test_reaping_and_requeueing_run_in_bounded_batches(env: Env) -> None:
     assert states == {"QUEUED"}
 
 
-async def test_starts_racing_the_reaper_never_open_two_attempts_for_a_run(env: Env) -> None:
+async def test_starts_racing_the_reaper_never_open_two_attempts_for_a_run(
+    env: ApiAndWorkers,
+) -> None:
     """Rounds of: several deliveries of every run start at once, while the reaper closes
     expired attempts and the owner requeues retries."""
     w, api = env.w, env.api

@@ -25,7 +25,7 @@ from duetime_infra.secrets.sealing import SecretBox
 from tests.support.api import ApiClient, failure, running_api
 from tests.support.worker_api import WorkerClient, create_job, running_worker_api
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+pytestmark = pytest.mark.timeout(120)
 
 OLD = new_keyring("old")
 NEW = OLD.with_new_key("new")

@@ -30,7 +30,7 @@ from tests.support.kafka import (
 from tests.support.postgres import private_postgres
 from tests.support.tls import Certs, make_certs, stack_certs
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+pytestmark = pytest.mark.timeout(120)
 
 
 async def stranger(tmp_path: Path) -> Certs:

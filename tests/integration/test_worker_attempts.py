@@ -28,12 +28,12 @@ from duetime_worker.heartbeat import Heartbeats
 from duetime_worker.http_target import HttpCaller
 from tests.support.api import ApiClient, running_api
 from tests.support.executor import worker_machinery
-from tests.support.fleet import eventually
 from tests.support.http_target import Behaviour, HttpTarget, http_target
 from tests.support.kafka import free_port
+from tests.support.polling import eventually, throughout
 from tests.support.worker_api import WorkerClient, create_job, job_message, running_worker_api
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+pytestmark = pytest.mark.timeout(60)
 
 LEASE = timedelta(seconds=2)
 CLOCK_SLACK = timedelta(milliseconds=5)
@@ -136,7 +136,7 @@ async def test_a_cancel_directive_stops_the_attempt(env: Env) -> None:
     processing = asyncio.create_task(
         env.executor.process(RunDispatch(run_id=str(run_id)), "d-1", Answer())
     )
-    await eventually(lambda: _true(len(env.target.calls) == 1), 10, "target called")
+    await eventually(lambda: len(env.target.calls) == 1, 10, "target called")
     await env.api.stub.DeleteJob(svc.DeleteJobRequest(name=job.name), metadata=env.api.auth())
     await asyncio.wait_for(processing, 10)
     (attempt,) = await env.w.attempts(run_id)
@@ -182,8 +182,7 @@ async def test_a_start_sent_before_the_worker_stops_is_handed_back_unrun(env: En
     await eventually(lambda: _has_attempt(env.w, run_id), 10, "attempt started")
     executor.stop()
     processing.cancel()  # as the consumer's drain gives up every message not yet answered
-    await asyncio.sleep(0.1)
-    assert not processing.done()  # the start is seen through, not abandoned
+    await throughout(lambda: not processing.done(), 0.1, "the start is seen through")
     calls.deliver.set()
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(processing, 10)
@@ -266,10 +265,6 @@ async def test_a_stopping_worker_starts_nothing_more(env: Env) -> None:
     )
     assert answered.at is None
     assert await env.w.attempts(run_id) == []
-
-
-async def _true(value: bool) -> bool:
-    return value
 
 
 async def _has_attempt(w: WorkerClient, run_id: uuid.UUID) -> bool:

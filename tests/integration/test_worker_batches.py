@@ -15,14 +15,14 @@ import pytest
 from duetime.jobs.v1 import job_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
 from duetime.worker.v1 import worker_service_pb2 as wpb
-from tests.support.api import ApiClient, failure, running_api
-from tests.support.fleet import eventually
+from tests.support.api import failure
+from tests.support.environments import ApiAndWorkers, api_and_workers
+from tests.support.polling import eventually
 from tests.support.worker_api import (
     WorkerClient,
     as_datetime,
     create_job,
     job_message,
-    running_worker_api,
     trigger,
 )
 
@@ -30,12 +30,6 @@ S = timedelta(seconds=1)
 STARTED = wpb.START_DECISION_STARTED
 TOO_EARLY = wpb.START_DECISION_TOO_EARLY
 REFUSED = wpb.START_DECISION_REFUSED
-
-
-@pytest.fixture
-async def env(db_dsn: str) -> AsyncIterator[tuple[ApiClient, WorkerClient]]:
-    async with running_api(db_dsn) as api, running_worker_api(db_dsn) as workers:
-        yield api, workers
 
 
 async def start_many(
@@ -76,7 +70,7 @@ async def complete_many(
 
 
 async def test_a_batch_of_starts_answers_each_as_one_start_would(
-    env: tuple[ApiClient, WorkerClient],
+    env: ApiAndWorkers,
 ) -> None:
     api, w = env
     now = await w.now()
@@ -137,7 +131,7 @@ async def test_a_batch_of_starts_answers_each_as_one_start_would(
 
 
 async def test_a_run_held_by_another_transaction_is_started_once_it_is_free(
-    env: tuple[ApiClient, WorkerClient],
+    env: ApiAndWorkers,
 ) -> None:
     api, w = env
     run_id = await trigger(api, await create_job(api), "r1")
@@ -159,7 +153,7 @@ async def test_a_run_held_by_another_transaction_is_started_once_it_is_free(
 
 
 async def test_a_batch_of_reports_is_a_compare_and_set_per_entry(
-    env: tuple[ApiClient, WorkerClient],
+    env: ApiAndWorkers,
 ) -> None:
     api, w = env
     runs = [await trigger(api, await create_job(api), f"r{i}") for i in range(4)]
@@ -208,7 +202,7 @@ async def test_a_batch_of_reports_is_a_compare_and_set_per_entry(
     ids=["buffer_one", "cancel_previous"],
 )
 async def test_of_two_runs_of_a_job_in_one_batch_the_earlier_starts_first(
-    env: tuple[ApiClient, WorkerClient], overlap: job_pb2.OverlapPolicy.ValueType
+    env: ApiAndWorkers, overlap: job_pb2.OverlapPolicy.ValueType
 ) -> None:
     api, w = env
     now = await w.now()
@@ -246,17 +240,14 @@ async def wait_for_waiting_query(w: WorkerClient, name: str) -> None:
 
 
 @pytest.fixture
-async def timed_out_env(db_dsn: str) -> AsyncIterator[tuple[ApiClient, WorkerClient]]:
+async def timed_out_env(db_dsn: str) -> AsyncIterator[ApiAndWorkers]:
     """The scheduler's sessions with a short statement timeout."""
-    async with (
-        running_api(db_dsn) as api,
-        running_worker_api(db_dsn, server_settings={"statement_timeout": "1000"}) as workers,
-    ):
-        yield api, workers
+    async with api_and_workers(db_dsn, server_settings={"statement_timeout": "1000"}) as both:
+        yield both
 
 
 async def test_a_failed_batch_transaction_answers_every_entry_one_by_one(
-    timed_out_env: tuple[ApiClient, WorkerClient],
+    timed_out_env: ApiAndWorkers,
 ) -> None:
     api, w = timed_out_env
     runs = [await trigger(api, await create_job(api), f"r{i}") for i in range(3)]

@@ -18,15 +18,15 @@ from duetime_core.jobspec import Priority
 from duetime_worker import consumer as consumer_module
 from duetime_worker.consumer import DispatchConsumer
 from duetime_worker.offsets import OffsetTracker
-from tests.support.fleet import eventually
 from tests.support.kafka import (
     committed_offset,
     dispatch_topics,
     publish_dispatches,
     shared_bootstrap,
 )
+from tests.support.polling import eventually
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+pytestmark = pytest.mark.timeout(60)
 
 
 @pytest.fixture
@@ -75,7 +75,7 @@ async def test_offsets_wait_for_the_start_answer(topics: dict[Priority, str]) ->
     running = asyncio.create_task(consumer.run(stopping))
     tp = TopicPartition(topic, 0)
     try:
-        await eventually(lambda: _true(len(seen) == 5), 20, "five messages handled")
+        await eventually(lambda: len(seen) == 5, 20, "five messages handled")
         await eventually(lambda: _equals(committed(group, tp), 2), 10, "commit up to offset 2")
         seen[f"{topic}-2"]()
         await eventually(lambda: _equals(committed(group, tp), 5), 10, "commit of all five")
@@ -106,9 +106,9 @@ async def test_high_priority_gets_the_larger_share_and_low_still_moves(
     stopping = asyncio.Event()
     running = asyncio.create_task(consumer.run(stopping))
     try:
-        await eventually(lambda: _true(consumer.consumed >= 7), 20, "the first slots filled")
+        await eventually(lambda: consumer.consumed >= 7, 20, "the first slots filled")
         gate.set()
-        await eventually(lambda: _true(len(order) >= 70), 20, "seventy messages handled")
+        await eventually(lambda: len(order) >= 70, 20, "seventy messages handled")
     finally:
         stopping.set()
         await running
@@ -158,7 +158,7 @@ async def test_a_revoked_partitions_waiting_messages_go_to_its_new_owner_only() 
         try:
             await consumers["a"].start()
             running.append(asyncio.create_task(consumers["a"].run(stopping)))
-            await eventually(lambda: _true(len(+holding["a"]) == 6), 20, "a holds all six")
+            await eventually(lambda: len(+holding["a"]) == 6, 20, "a holds all six")
             await consumers["b"].start()
             running.append(asyncio.create_task(consumers["b"].run(stopping)))
 
@@ -214,10 +214,6 @@ async def test_drain_waits_for_the_hand_backs_of_the_tasks_it_cancels(
     await consumer.drain(0, lambda: None)
     # The scheduler channel closes after the drain: the report must be through by then.
     assert reported.is_set()
-
-
-async def _true(value: bool) -> bool:
-    return value
 
 
 async def _equals(value: Awaitable[int | None], expected: int) -> bool:

@@ -13,11 +13,11 @@ import pytest
 from duetime.events.v1.events_pb2 import RunDispatch
 from duetime_core.jobspec import Priority
 from duetime_worker.consumer import DispatchConsumer
-from tests.support.fleet import eventually
 from tests.support.kafka import dispatch_topics, publish_dispatches, shared_bootstrap
 from tests.support.metrics import recorded_metrics
+from tests.support.polling import eventually
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+pytestmark = pytest.mark.timeout(60)
 
 
 @pytest.fixture
@@ -83,7 +83,7 @@ async def test_pending_counts_messages_taken_and_not_yet_started(
     high = topics[Priority.HIGH]
     try:
         with recorded_metrics() as metrics:
-            await eventually(lambda: _true(len(answers) == 3), 30, "three messages taken")
+            await eventually(lambda: len(answers) == 3, 30, "three messages taken")
             await eventually(lambda: _caught_up(consumer), 30, "nothing left on the topic")
             await consumer.record_lag()
             assert metrics.value("duetime.worker.pending", topic=high) == 3
@@ -97,10 +97,6 @@ async def test_pending_counts_messages_taken_and_not_yet_started(
         stopping.set()
         await running
         await consumer.drain(1, lambda: None)
-
-
-async def _true(value: bool) -> bool:
-    return value
 
 
 async def _caught_up(consumer: DispatchConsumer) -> bool:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import pytest
@@ -17,10 +16,11 @@ from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_infra.codec.target_codec import MAX_BODY_BYTES
 from duetime_worker.batching import CHANNEL_OPTIONS, START_BATCH, AttemptCalls
-from tests.support.api import ApiClient, running_api
-from tests.support.worker_api import WorkerClient, create_job, job_message, running_worker_api
+from tests.support.api import ApiClient
+from tests.support.environments import ApiAndWorkers
+from tests.support.worker_api import WorkerClient, create_job, job_message
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
+pytestmark = pytest.mark.timeout(90)
 
 # One full start batch (START_BATCH, 100): half as much again as fits in gRPC's default 4 MiB
 # receive limit at 64 KiB a body.
@@ -40,12 +40,6 @@ class CountingStub:
     def StartAttempts(self, request: pb.StartAttemptsRequest, **kwargs: Any) -> Any:  # noqa: N802
         self.batches.append(len(request.starts))
         return self._stub.StartAttempts(request, **kwargs)
-
-
-@pytest.fixture
-async def env(db_dsn: str) -> AsyncIterator[tuple[ApiClient, WorkerClient]]:
-    async with running_api(db_dsn) as api, running_worker_api(db_dsn) as workers:
-        yield api, workers
 
 
 async def large_runs(api: ApiClient, w: WorkerClient) -> list[uuid.UUID]:
@@ -87,7 +81,7 @@ def assert_all_started(
 
 
 async def test_the_worker_channel_takes_a_batch_of_the_largest_bodies(
-    env: tuple[ApiClient, WorkerClient],
+    env: ApiAndWorkers,
 ) -> None:
     api, w = env
     runs = await large_runs(api, w)
@@ -98,7 +92,7 @@ async def test_the_worker_channel_takes_a_batch_of_the_largest_bodies(
 
 
 async def test_an_answer_too_large_to_receive_is_asked_for_again_in_halves(
-    env: tuple[ApiClient, WorkerClient],
+    env: ApiAndWorkers,
 ) -> None:
     api, w = env
     runs = await large_runs(api, w)

@@ -19,7 +19,7 @@ from duetime_worker.container import LAUNCHER_BUSY, DisabledLauncher, LocalProce
 from duetime_worker.launchers import launcher_for
 from duetime_worker.outcome import LeaseLapsed
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(30)]
+pytestmark = pytest.mark.timeout(30)
 
 
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"

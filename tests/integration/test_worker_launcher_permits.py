@@ -20,7 +20,7 @@ from tests.support.api import ApiClient, running_api
 from tests.support.executor import worker_machinery
 from tests.support.worker_api import WorkerClient, create_job, job_message, running_worker_api
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+pytestmark = pytest.mark.timeout(60)
 
 RUN_SECONDS = 1.0
 # Longer than one process, shorter than waiting for two others before running.

@@ -24,7 +24,6 @@ from duetime_worker.http_target import HttpCaller
 from duetime_worker.notifier import Delivery, Notifier, NotifySettings
 from duetime_worker.notify_consumer import DeadLetterConsumer
 from duetime_worker.policy import TargetPolicy
-from tests.support.fleet import eventually
 from tests.support.http_target import Behaviour, HttpTarget, http_target
 from tests.support.kafka import (
     committed_offset,
@@ -33,8 +32,9 @@ from tests.support.kafka import (
     shared_bootstrap,
     unique_topic,
 )
+from tests.support.polling import eventually
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+pytestmark = pytest.mark.timeout(60)
 
 LOOPBACK = TargetPolicy.parse(["127.0.0.1"])
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -130,7 +130,7 @@ async def test_a_timeout_is_retried(target: HttpTarget) -> None:
     settings = NotifySettings(timeout=0.3, give_up_after=10, backoff=FAST.backoff)
 
     async def fast_again() -> None:
-        await eventually(lambda: _true(len(target.calls_to("/slow")) >= 1), 10, "first try")
+        await eventually(lambda: len(target.calls_to("/slow")) >= 1, 10, "first try")
         target.on("/slow", Behaviour())
 
     async with notifier(settings) as n:
@@ -265,7 +265,7 @@ async def test_past_its_give_up_time_a_webhook_gets_one_probe_at_a_time(
         answer = asyncio.Event()
         target.on("/hook", Behaviour(hold=answer))
         probe = asyncio.create_task(n.deliver(event(url, 2)))
-        await eventually(lambda: _true(len(target.calls_to("/hook")) == tried + 1), 10, "probe")
+        await eventually(lambda: len(target.calls_to("/hook")) == tried + 1, 10, "probe")
         # While it is out, the other events are abandoned at once, without a request (they
         # would each have waited a whole timeout otherwise).
         others = asyncio.gather(*(n.deliver(event(url, run)) for run in range(3, 53)))
@@ -367,10 +367,6 @@ async def consuming(topic: str, group: str) -> AsyncIterator[DeadLetterConsumer]
         await http.close()
 
 
-async def _true(value: bool) -> bool:
-    return value
-
-
 async def test_offsets_are_committed_only_once_a_notification_is_settled(
     topic: str, target: HttpTarget
 ) -> None:
@@ -383,9 +379,7 @@ async def test_offsets_are_committed_only_once_a_notification_is_settled(
 
     async with consuming(topic, group):
         await eventually(
-            lambda: _true(
-                len(target.calls_to("/fast")) == 2 and len(target.calls_to("/slow")) == 1
-            ),
+            lambda: len(target.calls_to("/fast")) == 2 and len(target.calls_to("/slow")) == 1,
             15,
             "both fast events delivered and the slow one under way",
         )

@@ -22,14 +22,14 @@ from duetime.jobs.v1 import job_pb2
 from duetime_core.jobspec import Priority
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
 from tests.support.api import ApiClient, running_api
-from tests.support.fleet import eventually
 from tests.support.http_target import Behaviour, HttpTarget, http_target
 from tests.support.kafka import shared_bootstrap
+from tests.support.polling import eventually
 from tests.support.processes import service
 from tests.support.system import notify_group, start_worker_groups_at_end
 from tests.support.worker_api import WorkerClient, create_job, job_message, running_worker_api
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+pytestmark = pytest.mark.timeout(60)
 
 
 async def test_the_worker_refuses_to_start_without_a_token() -> None:
@@ -142,18 +142,14 @@ async def test_sigterm_gives_up_held_messages_at_once_and_waits_only_for_running
         async with service("duetime_worker", env, "DUETIME_WORKER_PORT") as worker:
             running = await w.queue_scheduled_run(running_job.job_id, await w.now())
             await publish(producer, running)
-            await eventually(
-                lambda: _true(len(target.calls_to("/running")) == 1), 30, "attempt running"
-            )
+            await eventually(lambda: len(target.calls_to("/running")) == 1, 30, "attempt running")
             # Due well within the grace, as the old drain let it start and call its target.
             due = await w.now() + timedelta(seconds=10)
             held = await w.queue_scheduled_run(held_job.job_id, due)
             marker = await w.queue_scheduled_run(marker_job.job_id, await w.now())
             await publish(producer, held, due)
             await publish(producer, marker)
-            await eventually(
-                lambda: _true(len(target.calls_to("/marker")) == 1), 30, "held message taken"
-            )
+            await eventually(lambda: len(target.calls_to("/marker")) == 1, 30, "held message taken")
             stopped = time.monotonic()
             worker.process.send_signal(signal.SIGTERM)
             release.set()  # the running attempt finishes within the grace
@@ -169,9 +165,7 @@ async def test_sigterm_gives_up_held_messages_at_once_and_waits_only_for_running
         # Not committed: the next worker of the group gets the held message and runs it once,
         # at its time.
         async with service("duetime_worker", env, "DUETIME_WORKER_PORT"):
-            await eventually(
-                lambda: _true(len(target.calls_to("/held")) == 1), 30, "held run redelivered"
-            )
+            await eventually(lambda: len(target.calls_to("/held")) == 1, 30, "held run redelivered")
 
             async def succeeded() -> bool:
                 return bool((await w.run_row(held))["state"] == "SUCCEEDED")
@@ -186,7 +180,3 @@ async def test_sigterm_gives_up_held_messages_at_once_and_waits_only_for_running
             assert all(a["end_time"] is not None for a in await w.attempts(run_id))
     finally:
         await producer.stop()
-
-
-async def _true(value: bool) -> bool:
-    return value

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from datetime import timedelta
 
 import asyncpg
@@ -23,7 +21,8 @@ from duetime_core.jobspec import RetryPolicy
 from duetime_core.runkey import RunKey, rfc3339_utc
 from duetime_infra.pg.dispatcher import requeue_due_retries
 from duetime_infra.pg.fencing import FencingToken
-from tests.support.api import ApiClient, failure, running_api
+from tests.support.api import failure, running_api
+from tests.support.environments import ApiAndWorkers
 from tests.support.worker_api import (
     WorkerClient,
     as_datetime,
@@ -39,18 +38,6 @@ STARTED = wpb.START_DECISION_STARTED
 TOO_EARLY = wpb.START_DECISION_TOO_EARLY
 REFUSED = wpb.START_DECISION_REFUSED
 FAILED = wpb.ATTEMPT_RESULT_FAILED
-
-
-@dataclass
-class Env:
-    api: ApiClient
-    w: WorkerClient
-
-
-@pytest.fixture
-async def env(db_dsn: str) -> AsyncIterator[Env]:
-    async with running_api(db_dsn) as api, running_worker_api(db_dsn) as workers:
-        yield Env(api, workers)
 
 
 async def tokens_for(w: WorkerClient, job: job_pb2.Job) -> list[FencingToken]:
@@ -82,7 +69,7 @@ async def dispatches_of(w: WorkerClient, run_id: uuid.UUID) -> list[events_pb2.R
 
 
 async def test_a_start_before_the_effective_time_is_too_early_on_the_server_clock(
-    env: Env,
+    env: ApiAndWorkers,
 ) -> None:
     w = env.w
     job = await create_job(env.api)
@@ -128,7 +115,9 @@ async def test_a_start_before_the_effective_time_is_too_early_on_the_server_cloc
     )
 
 
-async def test_the_same_delivery_gets_the_same_attempt_and_others_are_refused(env: Env) -> None:
+async def test_the_same_delivery_gets_the_same_attempt_and_others_are_refused(
+    env: ApiAndWorkers,
+) -> None:
     w = env.w
     run_id = await trigger(env.api, await create_job(env.api), "r1")
     first = await w.start(run_id, "d-1", "w-1")
@@ -146,7 +135,7 @@ async def test_the_same_delivery_gets_the_same_attempt_and_others_are_refused(en
     assert (await w.run_row(run_id))["attempt"] == 1
 
 
-async def test_concurrent_deliveries_start_exactly_one_attempt(env: Env) -> None:
+async def test_concurrent_deliveries_start_exactly_one_attempt(env: ApiAndWorkers) -> None:
     w = env.w
     run_id = await trigger(env.api, await create_job(env.api), "r1")
     answers = await asyncio.gather(*(w.start(run_id, f"d-{i}", f"w-{i}") for i in range(12)))
@@ -157,7 +146,9 @@ async def test_concurrent_deliveries_start_exactly_one_attempt(env: Env) -> None
     assert attempts[0]["end_time"] is None
 
 
-async def test_unknown_runs_are_refused_and_bad_requests_name_their_fields(env: Env) -> None:
+async def test_unknown_runs_are_refused_and_bad_requests_name_their_fields(
+    env: ApiAndWorkers,
+) -> None:
     w = env.w
     gone = await w.start(uuid.uuid4())
     assert (gone.decision, gone.refusal_reason) == (REFUSED, "RUN_NOT_FOUND")
@@ -183,7 +174,7 @@ async def test_unknown_runs_are_refused_and_bad_requests_name_their_fields(env: 
     assert (team.code, team.reason) == (grpc.StatusCode.PERMISSION_DENIED, "WRONG_TOKEN_ROLE")
 
 
-async def test_a_job_paused_after_its_run_was_queued_does_not_run_it(env: Env) -> None:
+async def test_a_job_paused_after_its_run_was_queued_does_not_run_it(env: ApiAndWorkers) -> None:
     w = env.w
     job = await create_job(env.api)
     now = await w.now()
@@ -200,7 +191,7 @@ async def test_a_job_paused_after_its_run_was_queued_does_not_run_it(env: Env) -
     assert (await w.start(triggered)).decision == STARTED
 
 
-async def test_a_deleted_job_cancels_its_queued_run(env: Env) -> None:
+async def test_a_deleted_job_cancels_its_queued_run(env: ApiAndWorkers) -> None:
     w = env.w
     job = await create_job(env.api)
     run_id = await trigger(env.api, job, "r1")
@@ -223,7 +214,7 @@ async def test_a_deleted_job_cancels_its_queued_run(env: Env) -> None:
     ],
 )
 async def test_misfire_at_start(
-    env: Env, policy: job_pb2.MisfirePolicy.ValueType, older: str, newer: str
+    env: ApiAndWorkers, policy: job_pb2.MisfirePolicy.ValueType, older: str, newer: str
 ) -> None:
     """Two occurrences delivered late (past the 60 s threshold), as after a Kafka outage."""
     w = env.w
@@ -245,7 +236,7 @@ async def test_misfire_at_start(
             assert row["first_start_time"] - row["effective_time"] > timedelta(seconds=60)
 
 
-async def test_a_run_within_the_threshold_is_not_a_misfire(env: Env) -> None:
+async def test_a_run_within_the_threshold_is_not_a_misfire(env: ApiAndWorkers) -> None:
     w = env.w
     job = await create_job(env.api, job_message(misfire=job_pb2.MISFIRE_POLICY_SKIP))
     now = await w.now()
@@ -256,7 +247,7 @@ async def test_a_run_within_the_threshold_is_not_a_misfire(env: Env) -> None:
 # --- reports ------------------------------------------------------------------------------------
 
 
-async def test_success(env: Env) -> None:
+async def test_success(env: ApiAndWorkers) -> None:
     w = env.w
     run_id = await trigger(env.api, await create_job(env.api), "r1")
     started = await w.start(run_id)
@@ -273,7 +264,7 @@ async def test_success(env: Env) -> None:
     assert (again.decision, again.refusal_reason) == (REFUSED, "RUN_FINISHED")
 
 
-async def test_fail_twice_then_succeed_with_bounded_backoff(env: Env) -> None:
+async def test_fail_twice_then_succeed_with_bounded_backoff(env: ApiAndWorkers) -> None:
     w, api = env.w, env.api
     job = await create_job(api)
     run_id = await trigger(api, job, "r1")
@@ -337,7 +328,7 @@ async def fail_until_dead(w: WorkerClient, run_id: uuid.UUID, tokens: list[Fenci
 
 
 async def test_always_failing_is_dead_lettered_once_then_redriven_with_rising_numbers(
-    env: Env,
+    env: ApiAndWorkers,
 ) -> None:
     w, api = env.w, env.api
     job = await create_job(api)
@@ -395,7 +386,7 @@ async def test_always_failing_is_dead_lettered_once_then_redriven_with_rising_nu
     assert sorted((e.attempt, e.notification_url) for e in events) == [(3, ""), (6, hook)]
 
 
-async def test_a_non_retryable_failure_is_dead_lettered_at_once(env: Env) -> None:
+async def test_a_non_retryable_failure_is_dead_lettered_at_once(env: ApiAndWorkers) -> None:
     w = env.w
     run_id = await trigger(env.api, await create_job(env.api), "r1")
     await w.start(run_id)
@@ -411,7 +402,7 @@ async def test_a_non_retryable_failure_is_dead_lettered_at_once(env: Env) -> Non
     assert (event.reason, event.attempt) == ("NON_RETRYABLE", 1)
 
 
-async def test_reports_are_a_compare_and_set_on_the_fencing_token(env: Env) -> None:
+async def test_reports_are_a_compare_and_set_on_the_fencing_token(env: ApiAndWorkers) -> None:
     w = env.w
     run_id = await trigger(env.api, await create_job(env.api), "r1")
     await w.start(run_id)
@@ -444,7 +435,7 @@ async def test_reports_are_a_compare_and_set_on_the_fencing_token(env: Env) -> N
     assert (late.code, late.reason) == (grpc.StatusCode.ABORTED, "STALE_ATTEMPT")
 
 
-async def test_a_hand_back_requeues_the_run_without_spending_its_budget(env: Env) -> None:
+async def test_a_hand_back_requeues_the_run_without_spending_its_budget(env: ApiAndWorkers) -> None:
     w = env.w
     run_id = await trigger(env.api, await create_job(env.api, job_message(max_attempts=1)), "r1")
     started = await w.start(run_id, "d-1", worker="w-1")
@@ -467,7 +458,7 @@ async def test_a_hand_back_requeues_the_run_without_spending_its_budget(env: Env
 
 
 async def test_a_run_handed_back_again_and_again_spends_its_budget_and_dead_letters(
-    env: Env,
+    env: ApiAndWorkers,
 ) -> None:
     # A target that gets its worker evicted every time: each attempt ends HANDED_BACK.
     w = env.w
@@ -508,7 +499,7 @@ async def test_a_run_handed_back_again_and_again_spends_its_budget_and_dead_lett
     assert len(await outbox(w, "duetime.deadletter")) == 1
 
 
-async def test_a_redriven_run_gets_its_free_hand_backs_again(env: Env) -> None:
+async def test_a_redriven_run_gets_its_free_hand_backs_again(env: ApiAndWorkers) -> None:
     w = env.w
     job = await create_job(env.api, job_message(max_attempts=1))
     run_id = await trigger(env.api, job, "r1")
@@ -532,7 +523,7 @@ async def test_a_redriven_run_gets_its_free_hand_backs_again(env: Env) -> None:
     assert report.run_state == "RUN_STATE_DEAD_LETTERED"
 
 
-async def test_re_dispatches_carry_the_runs_target_kind(env: Env) -> None:
+async def test_re_dispatches_carry_the_runs_target_kind(env: ApiAndWorkers) -> None:
     w, api = env.w, env.api
     message = job_message(overlap=job_pb2.OVERLAP_POLICY_BUFFER_ONE)
     message.target.container.CopyFrom(job_pb2.ContainerTarget(image="unused:1", command=["true"]))
@@ -559,7 +550,7 @@ async def test_re_dispatches_carry_the_runs_target_kind(env: Env) -> None:
     assert kinds == [events_pb2.TARGET_KIND_CONTAINER] * 5
 
 
-async def test_a_hand_back_of_a_cancelled_attempt_stays_cancelled(env: Env) -> None:
+async def test_a_hand_back_of_a_cancelled_attempt_stays_cancelled(env: ApiAndWorkers) -> None:
     w, api = env.w, env.api
     job = await create_job(api)
     run_id = await trigger(api, job, "r1")
@@ -582,7 +573,7 @@ def beat(worker: str, *refs: tuple[uuid.UUID, int]) -> wpb.HeartbeatRequest:
     )
 
 
-async def test_heartbeats_extend_leases_and_cancel_what_is_not_open(env: Env) -> None:
+async def test_heartbeats_extend_leases_and_cancel_what_is_not_open(env: ApiAndWorkers) -> None:
     w, api = env.w, env.api
     job = await create_job(api)
     a, b, c = [await trigger(api, job, f"r{i}") for i in range(3)]
@@ -631,7 +622,7 @@ async def test_heartbeats_extend_leases_and_cancel_what_is_not_open(env: Env) ->
     assert (row["state"], row["reason"]) == ("CANCELLED", "JOB_DELETED")
 
 
-async def test_a_bad_heartbeat_names_its_fields(env: Env) -> None:
+async def test_a_bad_heartbeat_names_its_fields(env: ApiAndWorkers) -> None:
     w = env.w
     stream = w.stub.Heartbeat(metadata=w.auth())
     await stream.write(wpb.HeartbeatRequest(attempts=[wpb.AttemptRef(run_id="nope", attempt=0)]))
@@ -643,7 +634,7 @@ async def test_a_bad_heartbeat_names_its_fields(env: Env) -> None:
 # --- overlap ------------------------------------------------------------------------------------
 
 
-async def test_overlap_skip(env: Env) -> None:
+async def test_overlap_skip(env: ApiAndWorkers) -> None:
     w, api = env.w, env.api
     job = await create_job(api, job_message(overlap=job_pb2.OVERLAP_POLICY_SKIP))
     first, second, third = [await trigger(api, job, f"r{i}") for i in range(3)]
@@ -659,7 +650,7 @@ async def test_overlap_skip(env: Env) -> None:
 
 
 async def test_overlap_buffer_one_waits_once_and_is_released_by_the_final_report(
-    env: Env,
+    env: ApiAndWorkers,
 ) -> None:
     w, api = env.w, env.api
     job = await create_job(api, job_message(overlap=job_pb2.OVERLAP_POLICY_BUFFER_ONE))
@@ -693,7 +684,7 @@ async def test_overlap_buffer_one_waits_once_and_is_released_by_the_final_report
     assert (started.decision, started.attempt) == (STARTED, 1)
 
 
-async def test_overlap_cancel_previous_waits_for_the_acknowledgment(env: Env) -> None:
+async def test_overlap_cancel_previous_waits_for_the_acknowledgment(env: ApiAndWorkers) -> None:
     w, api = env.w, env.api
     job = await create_job(api, job_message(overlap=job_pb2.OVERLAP_POLICY_CANCEL_PREVIOUS))
     old = await trigger(api, job, "old")
@@ -722,7 +713,9 @@ async def test_overlap_cancel_previous_waits_for_the_acknowledgment(env: Env) ->
     await stream.done_writing()
 
 
-async def test_cancel_previous_cancels_a_run_between_attempts_and_starts(env: Env) -> None:
+async def test_cancel_previous_cancels_a_run_between_attempts_and_starts(
+    env: ApiAndWorkers,
+) -> None:
     w, api = env.w, env.api
     job = await create_job(api, job_message(overlap=job_pb2.OVERLAP_POLICY_CANCEL_PREVIOUS))
     old = await trigger(api, job, "old")

@@ -19,7 +19,7 @@ from duetime.admin.v1 import admin_service_pb2_grpc
 from duetime.jobs.v1 import job_service_pb2_grpc
 from duetime_api.__main__ import ADMIN_SERVICE_NAME, SERVICE_NAME
 from duetime_api.admin_servicer import AdminServicer
-from duetime_api.jobs import JobService
+from duetime_api.jobs import JobOperations
 from duetime_api.servicer import JobServicer
 from duetime_infra.admin import create_operator_token, create_team
 from duetime_infra.grpc.auth import Role, TokenCache
@@ -74,7 +74,7 @@ async def running_api(dsn: str, secrets: SecretBox | None = None) -> AsyncIterat
         ],
     )
     job_service_pb2_grpc.add_JobServiceServicer_to_server(
-        JobServicer(JobService(store)), server.server
+        JobServicer(JobOperations(store)), server.server
     )
     admin_service_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(pool), server.server)
     await server.start()

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import datetime
 from typing import Any
@@ -19,6 +17,7 @@ from duetime_core.jobspec import to_schedule
 from duetime_core.schedule import next_fire_time
 from duetime_infra.codec.spec_json import spec_from_json
 from duetime_infra.pg.pool import Conn
+from tests.support.polling import eventually as eventually  # bench/ imports it from here
 from tests.support.processes import Service, service
 
 TTL_SECONDS = 3
@@ -67,19 +66,6 @@ async def owners(prefix: str, endpoint: str = "") -> dict[int, tuple[str, int]]:
             int(kv.key.decode().rsplit("/", 1)[1]): (kv.value.decode(), kv.create_revision)
             for kv in found
         }
-
-
-async def eventually(
-    check: Callable[[], Awaitable[bool]], within: float, what: str, interval: float = 0.1
-) -> float:
-    """Polls ``check`` until it holds; returns the seconds it took."""
-    started = time.monotonic()
-    while True:
-        if await check():
-            return time.monotonic() - started
-        if time.monotonic() - started > within:
-            raise AssertionError(f"not within {within} s: {what}")
-        await asyncio.sleep(interval)
 
 
 async def assert_every_occurrence_accounted_once(conn: Conn, *, max_per_job: int = 100_000) -> int:

@@ -7,7 +7,7 @@ from datetime import timedelta
 import asyncpg
 
 from duetime.jobs.v1 import job_pb2
-from duetime_api.jobs import JobService
+from duetime_api.jobs import JobOperations
 from duetime_core.jobspec import Priority
 from duetime_core.records import JobRecord
 from duetime_infra.admin import create_team
@@ -54,7 +54,7 @@ async def create_jobs(
     pool: asyncpg.Pool[asyncpg.Record], jobs: list[job_pb2.Job], team: str = TEAM
 ) -> list[JobRecord]:
     await ensure_team(pool, team)
-    service = JobService(JobStore(pool, secret_box()))
+    service = JobOperations(JobStore(pool, secret_box()))
     return [await service.create(team, job, "") for job in jobs]
 
 

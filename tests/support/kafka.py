@@ -24,6 +24,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from duetime.events.v1.events_pb2 import RunDispatch
 from duetime_core.jobspec import Priority
 from duetime_infra.kafka import groups
+from tests.support.polling import eventually
 from tests.support.processes import REPO
 
 if TYPE_CHECKING:
@@ -356,11 +357,7 @@ class PrivateKafka:
             except TimeoutError:
                 process.kill()
                 await process.wait()
-        for _ in range(100):
-            if not _port_open(self.port):
-                return
-            await asyncio.sleep(0.1)
-        raise AssertionError(f"port {self.port} still open after the broker exited")
+        await eventually(lambda: not _port_open(self.port), 10, f"port {self.port} closed")
 
     def tail(self, lines: int = 40) -> str:
         if not self.log.exists():

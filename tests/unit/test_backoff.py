@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from duetime_core.backoff import backoff_bounds, backoff_cap, backoff_delay
+from duetime_core.backoff import DoublingBackoff, backoff_bounds, backoff_cap, backoff_delay
 from duetime_core.jobspec import RetryPolicy
 
 S = timedelta(seconds=1)
@@ -91,3 +91,27 @@ def test_delay_is_monotonic_in_the_draw(
 ) -> None:
     lo, hi = sorted((a, b))
     assert backoff_delay(policy, attempt, lo) <= backoff_delay(policy, attempt, hi)
+
+
+def test_a_retry_loop_doubles_its_delay_up_to_the_cap_and_starts_over_after_a_reset() -> None:
+    delays = DoublingBackoff(0.1, 1.0)
+    assert [delays.next() for _ in range(6)] == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
+    delays.reset()
+    assert delays.next() == 0.1
+
+
+@given(draws=st.lists(st.floats(0, 1, exclude_max=True), min_size=1, max_size=40))
+def test_a_jittered_retry_loop_waits_between_half_and_all_of_each_delay(
+    draws: list[float],
+) -> None:
+    exact = DoublingBackoff(0.2, 5.0)
+    jittered = DoublingBackoff(0.2, 5.0, iter(draws).__next__)
+    for _ in draws:
+        delay = exact.next()
+        assert delay / 2 <= jittered.next() <= delay
+
+
+@pytest.mark.parametrize(("first", "cap"), [(0, 1), (-1, 1), (2, 1)])
+def test_a_retry_loop_needs_a_positive_first_delay_within_its_cap(first: float, cap: float) -> None:
+    with pytest.raises(ValueError, match="first <= cap"):
+        DoublingBackoff(first, cap)

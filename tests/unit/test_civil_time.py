@@ -8,9 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from duetime_core.civil_time import resolve_local
 from duetime_core.schedule import load_zone
-from duetime_core.schedule.dst import transitions_between
+from duetime_core.schedule.dst import resolve_local, transitions_between
 from duetime_core.schedule.model import FoldPolicy, GapPolicy
 
 NY = "America/New_York"

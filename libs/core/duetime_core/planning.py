@@ -9,7 +9,7 @@ from datetime import datetime
 from duetime_core.jobspec import JobSpec, to_schedule
 from duetime_core.runkey import RunKey
 from duetime_core.schedule import jitter_offset, next_fire_time
-from duetime_core.schedule.model import OneOff
+from duetime_core.schedule.model import OneOff, Schedule
 
 
 @dataclass(frozen=True)
@@ -26,12 +26,17 @@ def effective_time(spec: JobSpec, key: RunKey) -> datetime:
     return key.nominal_time + jitter_offset(key.canonical(), spec.jitter_window)
 
 
-def next_occurrence(job_id: uuid.UUID, spec: JobSpec, after: datetime) -> Occurrence | None:
-    """The first scheduled occurrence strictly after ``after``; None when the schedule is done."""
+def next_nominal(schedule: Schedule, after: datetime) -> datetime | None:
+    """``next_fire_time``, with any failure to evaluate the schedule as a ScheduleError."""
     try:
-        nominal = next_fire_time(to_schedule(spec.schedule), after)
+        return next_fire_time(schedule, after)
     except Exception as error:  # a schedule that cannot be evaluated must not fail its caller
         raise ScheduleError(f"cannot compute the next fire time: {error}") from error
+
+
+def next_occurrence(job_id: uuid.UUID, spec: JobSpec, after: datetime) -> Occurrence | None:
+    """The first scheduled occurrence strictly after ``after``; None when the schedule is done."""
+    nominal = next_nominal(to_schedule(spec.schedule), after)
     if nominal is None:
         return None
     return Occurrence(nominal, effective_time(spec, RunKey.scheduled(job_id, nominal)))

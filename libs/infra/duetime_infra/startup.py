@@ -1,10 +1,11 @@
 """What every service does first: tune the garbage collector for a long-running asyncio
-service, and refuse to run against a schema it does not support."""
+service, and refuse to run against a schema it does not support; and how it says it serves."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import ssl
 import sys
 from collections.abc import Callable, Coroutine
@@ -32,6 +33,15 @@ async def require_schema(dsn: str, tls: ssl.SSLContext | None = None) -> int:
 # full collections included, would run again and again over thousands of runs in flight, each
 # full collection stalling the event loop. Collecting young objects rarely avoids that.
 GC_FIRST_GENERATION = 20_000
+
+
+def announce_serving(
+    logger: logging.Logger, service: str, port_line: str, port: int, **fields: object
+) -> None:
+    """Logs that ``service`` serves on ``port`` and prints ``<port_line>=<port>`` (e.g.
+    DUETIME_API_PORT): the line lets a launcher that asked for port 0 learn the real one."""
+    logger.info(f"{service} serving", extra={"action": "serving", "port": port, **fields})
+    print(f"{port_line}={port}", flush=True)
 
 
 def tune_collector() -> None:

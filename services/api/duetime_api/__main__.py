@@ -10,7 +10,7 @@ from duetime.admin.v1 import admin_service_pb2, admin_service_pb2_grpc
 from duetime.jobs.v1 import job_service_pb2, job_service_pb2_grpc
 from duetime_api.admin_servicer import AdminServicer
 from duetime_api.config import Settings
-from duetime_api.jobs import JobService
+from duetime_api.jobs import JobOperations
 from duetime_api.servicer import JobServicer
 from duetime_infra.grpc.auth import Role, TokenCache
 from duetime_infra.grpc.interceptors import DuetimeInterceptor
@@ -21,7 +21,7 @@ from duetime_infra.pg.job_store import JobStore
 from duetime_infra.pg.pool import create_pool
 from duetime_infra.pg.team_store import principal_for
 from duetime_infra.secrets.sealing import SecretBox
-from duetime_infra.startup import require_schema, run_service
+from duetime_infra.startup import announce_serving, require_schema, run_service
 from duetime_infra.telemetry.metrics import start_metrics
 from duetime_infra.telemetry.tracing import setup_tracing
 from duetime_infra.tls import Link, warn_plaintext
@@ -52,7 +52,7 @@ async def serve(settings: Settings) -> None:
             credentials=server_credentials(settings.tls.server()),
         )
         job_service_pb2_grpc.add_JobServiceServicer_to_server(
-            JobServicer(JobService(store)), server.server
+            JobServicer(JobOperations(store)), server.server
         )
         admin_service_pb2_grpc.add_AdminServiceServicer_to_server(
             AdminServicer(pool), server.server
@@ -60,12 +60,7 @@ async def serve(settings: Settings) -> None:
 
         async def start() -> None:
             await server.start()
-            log.info(
-                "api serving",
-                extra={"action": "serving", "port": server.port, "schema_version": version},
-            )
-            # The port line lets a launcher that asked for port 0 learn the real one.
-            print(f"DUETIME_API_PORT={server.port}", flush=True)
+            announce_serving(log, "api", "DUETIME_API_PORT", server.port, schema_version=version)
 
         await run_until_terminated(start, lambda: server.stop(settings.shutdown_grace_seconds))
     finally:

@@ -1,14 +1,16 @@
-"""What each JobService call decides: the rules between a request and the store."""
+"""What each JobService call decides (``JobOperations``): the rules between a request and the
+store; the servicer only converts messages around them."""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
 import uuid
 from datetime import datetime
 
 from duetime.jobs.v1 import job_pb2
-from duetime_api.skipped import gap_runs, skipped_range
+from duetime_api.skipped import JobVersion, gap_records, skip_records
 from duetime_core.errors import Aborted, FailedPrecondition, InvalidArgument
 from duetime_core.jobspec import (
     ContainerTarget,
@@ -17,6 +19,7 @@ from duetime_core.jobspec import (
     JobState,
     SecretValue,
     is_one_off,
+    to_schedule,
 )
 from duetime_core.planning import (
     Occurrence,
@@ -28,11 +31,14 @@ from duetime_core.planning import (
 from duetime_core.quotas import STORED_STATES, TeamState, check_job_quota
 from duetime_core.records import JobRecord, RunReason, RunRecord, RunState
 from duetime_core.runkey import RunKey, partition_of
+from duetime_core.skipped import SkippedSpan, skipped_between
 from duetime_infra.codec.job_codec import decode_job_spec, encode_job_spec
 from duetime_infra.codec.target_codec import REDACTED
 from duetime_infra.dispatch import OutboxRow, dispatch_row
 from duetime_infra.pg.job_store import Idempotency, JobStore, JobWrite, NewRun, Page
 from duetime_infra.tracecontext import RUN_ID, continue_trace, start_run_span
+
+log = logging.getLogger(__name__)
 
 MAX_REQUEST_ID = 128
 
@@ -102,6 +108,31 @@ def plan(
     return JobState.ACTIVE, occurrence, ""
 
 
+def require_state(record: JobRecord, state: JobState, done: str, reason: str) -> None:
+    """FailedPrecondition unless the job is in ``state``, the only one it can be ``done`` in."""
+    if record.state is not state:
+        article = "an" if state.value[0] in "AEIOU" else "a"
+        raise FailedPrecondition(
+            f"only {article} {state.value} job can be {done}; this one is {record.state.value}",
+            reason=reason,
+        )
+
+
+def _skipped_before_update(
+    record: JobRecord, pending: datetime, now: datetime
+) -> SkippedSpan | None:
+    """The old schedule's occurrences from ``pending`` to ``now``. One that can no longer be
+    evaluated names none: that is logged, since the update must still be possible."""
+    try:
+        return skipped_between(to_schedule(record.spec.schedule), pending, now)
+    except ScheduleError as error:
+        log.warning(
+            "the old schedule's skipped occurrences cannot be enumerated",
+            extra={"action": "skipped_unknown", "job_id": str(record.job_id), "error": str(error)},
+        )
+        return None
+
+
 def _secrets(spec: JobSpec) -> tuple[dict[str, SecretValue], dict[str, SecretValue]]:
     """The stored (sealed) header and env values a redacted update keeps."""
     match spec.target:
@@ -111,7 +142,7 @@ def _secrets(spec: JobSpec) -> tuple[dict[str, SecretValue], dict[str, SecretVal
             return {}, dict(env)
 
 
-class JobService:
+class JobOperations:
     def __init__(self, store: JobStore) -> None:
         self.store = store
 
@@ -122,7 +153,7 @@ class JobService:
         job_id = uuid.uuid4()
         partition = partition_of(job_id)
         state, occurrence, reason = plan(job_id, spec, now)
-        gaps = gap_runs(job_id, team_id, partition, 1, spec, now, occurrence)
+        gaps = gap_records(JobVersion(job_id, team_id, partition, 1, spec), now, occurrence)
         idem = Idempotency("CreateJob", request_id, fingerprint(job)) if request_id else None
         adding = 1 if state in STORED_STATES else None
         return await self.store.create_job(
@@ -191,19 +222,15 @@ class JobService:
                     )
                 # A new schedule starts from now; the old one's occurrences that were already
                 # due and not yet claimed are recorded, not dropped.
-                skipped = skipped_range(
-                    record, pending, now, RunReason.JOB_UPDATED, "before the schedule changed"
+                skipped = skip_records(
+                    JobVersion.of(record),
+                    _skipped_before_update(record, pending, now),
+                    RunReason.JOB_UPDATED,
+                    "before the schedule changed",
                 )
                 state, occurrence, reason = plan(record.job_id, spec, now)
-                skipped += gap_runs(
-                    record.job_id,
-                    record.team_id,
-                    record.partition,
-                    record.version + 1,
-                    spec,
-                    now,
-                    occurrence,
-                )
+                updated = dataclasses.replace(JobVersion.of(record), version=record.version + 1)
+                skipped += gap_records(dataclasses.replace(updated, spec=spec), now, occurrence)
                 return JobWrite(state, spec, occurrence, state_reason=reason, runs=skipped)
             state, occurrence, reason = plan(record.job_id, spec, now)
             return JobWrite(state, spec, occurrence, state_reason=reason)
@@ -220,11 +247,7 @@ class JobService:
     async def pause(self, team_id: str, job_id: uuid.UUID, etag: str) -> JobRecord:
         def decide(record: JobRecord, now: datetime, team: TeamState) -> JobWrite:
             check_etag(record, etag)
-            if record.state is not JobState.ACTIVE:
-                raise FailedPrecondition(
-                    f"only an ACTIVE job can be paused; this one is {record.state.value}",
-                    reason="JOB_NOT_ACTIVE",
-                )
+            require_state(record, JobState.ACTIVE, "paused", "JOB_NOT_ACTIVE")
             # The skipped stretch starts at the pending occurrence, so none slips between.
             pause_start = record.next_run_time or now
             return JobWrite(JobState.PAUSED, record.spec, None, pause_time=pause_start)
@@ -234,17 +257,17 @@ class JobService:
     async def resume(self, team_id: str, job_id: uuid.UUID, etag: str) -> JobRecord:
         def decide(record: JobRecord, now: datetime, team: TeamState) -> JobWrite:
             check_etag(record, etag)
-            if record.state is not JobState.PAUSED:
-                raise FailedPrecondition(
-                    f"only a PAUSED job can be resumed; this one is {record.state.value}",
-                    reason="JOB_NOT_PAUSED",
-                )
+            require_state(record, JobState.PAUSED, "resumed", "JOB_NOT_PAUSED")
             # A paused job is stored already; resuming is refused while the team is over a
             # lowered quota, or its priority is no longer granted.
             check_job_quota(team, priority=record.spec.priority, adding=0)
             start = record.pause_time or record.update_time
-            runs = skipped_range(
-                record, start, now, RunReason.JOB_PAUSED, "while the job was paused"
+            try:
+                span = skipped_between(to_schedule(record.spec.schedule), start, now)
+            except ScheduleError as error:
+                return JobWrite(JobState.ERROR, record.spec, None, state_reason=str(error))
+            runs = skip_records(
+                JobVersion.of(record), span, RunReason.JOB_PAUSED, "while the job was paused"
             )
             if is_one_off(record.spec.schedule) and runs:
                 return JobWrite(JobState.COMPLETED, record.spec, None, runs=runs)
@@ -256,15 +279,8 @@ class JobService:
                 )
             if occurrence is None:
                 return JobWrite(JobState.COMPLETED, record.spec, None, runs=runs)
-            runs += gap_runs(
-                record.job_id,
-                record.team_id,
-                record.partition,
-                record.version + 1,
-                record.spec,
-                now,
-                occurrence,
-            )
+            resumed = dataclasses.replace(JobVersion.of(record), version=record.version + 1)
+            runs += gap_records(resumed, now, occurrence)
             return JobWrite(JobState.ACTIVE, record.spec, occurrence, runs=runs)
 
         return await self.store.modify_job(team_id, job_id, decide)

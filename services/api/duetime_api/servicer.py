@@ -7,7 +7,7 @@ from typing import Any
 from grpc import aio
 
 from duetime.jobs.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, run_pb2
-from duetime_api.jobs import JobService
+from duetime_api.jobs import JobOperations
 from duetime_api.names import parse_job_name, parse_run_name
 from duetime_api.pagination import make_token, read_page
 from duetime_core.errors import InvalidArgument, NotFound
@@ -43,7 +43,7 @@ def _run_state(value: int, field: str) -> RunState | None:
 
 
 class JobServicer(job_service_pb2_grpc.JobServiceServicer):
-    def __init__(self, jobs: JobService) -> None:
+    def __init__(self, jobs: JobOperations) -> None:
         self._jobs = jobs
 
     async def CreateJob(

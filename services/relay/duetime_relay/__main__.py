@@ -12,28 +12,92 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import dataclass, field
 
 from grpc_health.v1 import health_pb2
 
 from duetime_infra.grpc.server import GrpcServer, run_until_terminated
+from duetime_infra.kafka.aiokafka_logs import quiet_aiokafka
 from duetime_infra.kafka.producer import BatchProducer
-from duetime_infra.kafka.quiet import quiet_aiokafka
 from duetime_infra.logs import configure_logging
 from duetime_infra.pg.pool import create_pool
-from duetime_infra.startup import require_schema, run_service
-from duetime_infra.telemetry.metrics import sample_periodically, start_metrics
+from duetime_infra.startup import announce_serving, require_schema, run_service
+from duetime_infra.telemetry.metrics import MetricsEndpoint, sample_periodically, start_metrics
 from duetime_infra.telemetry.tracing import setup_tracing
 from duetime_infra.tls import Link, warn_plaintext
 from duetime_relay.config import Settings
 from duetime_relay.outbox_gauges import SAMPLE_INTERVAL, sample_outbox
 from duetime_relay.reconciler import Reconciler
-from duetime_relay.relay import Relay
+from duetime_relay.relay import Pool, Relay
 
 log = logging.getLogger("duetime_relay")
 
 
-async def serve(settings: Settings) -> None:
-    warn_plaintext(settings.tls)
+@dataclass
+class RelayService:
+    """The relay's parts, started and stopped in order by ``serve``."""
+
+    settings: Settings
+    pool: Pool
+    producer: BatchProducer
+    relay: Relay
+    reconciler: Reconciler
+    server: GrpcServer
+    metrics: MetricsEndpoint | None
+    schema_version: int
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    async def start(self) -> None:
+        await self.server.start()
+        self.tasks.append(asyncio.create_task(self.relay.run(self.stopping)))
+        self.tasks.append(asyncio.create_task(self.reconciler.run(self.stopping)))
+        if self.metrics is not None:
+            sample = sample_periodically(
+                SAMPLE_INTERVAL, lambda: sample_outbox(self.pool), self.stopping
+            )
+            self.tasks.append(asyncio.create_task(sample))
+        announce_serving(
+            log,
+            "relay",
+            "DUETIME_RELAY_PORT",
+            self.server.port,
+            relay_id=self.settings.relay_id,
+            schema_version=self.schema_version,
+        )
+
+    async def stop(self) -> None:
+        await self.server.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+        # Stop taking batches; the one in flight finishes (its produce is bounded by the
+        # produce timeout). A batch cut short by the grace rolls back: its rows stay pending.
+        self.stopping.set()
+        await self._finish_tasks()
+        await self.producer.close()
+        await self.pool.close()
+        await self.server.stop(0)
+        log.info(
+            "relay stopped",
+            extra={
+                "action": "stopped",
+                "published": self.relay.published,
+                "reenqueued": self.reconciler.reenqueued,
+            },
+        )
+
+    async def _finish_tasks(self) -> None:
+        if not self.tasks:
+            return
+        settings = self.settings
+        grace = settings.shutdown_grace_seconds + settings.produce_timeout.total_seconds()
+        _, late = await asyncio.wait(self.tasks, timeout=grace)
+        for task in late:
+            task.cancel()
+        for task in self.tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+async def build_relay(settings: Settings) -> RelayService:
     metrics = start_metrics(settings.metrics_address, "relay")
     pg_tls = settings.tls.context(Link.POSTGRES)
     version = await require_schema(settings.pg_dsn, pg_tls)
@@ -64,54 +128,15 @@ async def serve(settings: Settings) -> None:
         batch_size=settings.reconcile_batch_size,
     )
     server = GrpcServer(settings.health_address, [])
-    stopping = asyncio.Event()
-    tasks: list[asyncio.Task[None]] = []
+    return RelayService(
+        settings, pool, producer, relay, reconciler, server, metrics, schema_version=version
+    )
 
-    async def start() -> None:
-        await server.start()
-        tasks.append(asyncio.create_task(relay.run(stopping)))
-        tasks.append(asyncio.create_task(reconciler.run(stopping)))
-        if metrics is not None:
-            sample = sample_periodically(SAMPLE_INTERVAL, lambda: sample_outbox(pool), stopping)
-            tasks.append(asyncio.create_task(sample))
-        log.info(
-            "relay serving",
-            extra={
-                "action": "serving",
-                "relay_id": settings.relay_id,
-                "port": server.port,
-                "schema_version": version,
-            },
-        )
-        # The port line lets a launcher that asked for port 0 learn the real one.
-        print(f"DUETIME_RELAY_PORT={server.port}", flush=True)
 
-    async def stop() -> None:
-        await server.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
-        # Stop taking batches; the one in flight finishes (its produce is bounded by the
-        # produce timeout). A batch cut short by the grace rolls back: its rows stay pending.
-        stopping.set()
-        if tasks:
-            grace = settings.shutdown_grace_seconds + settings.produce_timeout.total_seconds()
-            _, late = await asyncio.wait(tasks, timeout=grace)
-            for task in late:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-        await producer.close()
-        await pool.close()
-        await server.stop(0)
-        log.info(
-            "relay stopped",
-            extra={
-                "action": "stopped",
-                "published": relay.published,
-                "reenqueued": reconciler.reenqueued,
-            },
-        )
-
-    await run_until_terminated(start, stop)
+async def serve(settings: Settings) -> None:
+    warn_plaintext(settings.tls)
+    service = await build_relay(settings)
+    await run_until_terminated(service.start, service.stop)
 
 
 def main() -> None:

@@ -34,6 +34,7 @@ import asyncpg
 from opentelemetry import propagate, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
+from duetime_core.backoff import DoublingBackoff
 from duetime_infra.kafka.producer import BatchProducer, Message
 from duetime_infra.pg.outbox_store import PendingRow, delete_rows, lock_batch
 from duetime_infra.tracecontext import TRACER, context_of, tracing_active
@@ -179,7 +180,7 @@ class Relay:
         A full batch is followed by the next at once; otherwise the loop waits the poll
         interval. A batch that published nothing (broker down, a database error) backs off.
         """
-        backoff = 0.0
+        backoff = DoublingBackoff(FIRST_BACKOFF, MAX_BACKOFF, self._rand)
         while not stopping.is_set():
             try:
                 result = await self.relay_batch()
@@ -189,10 +190,9 @@ class Relay:
                 log.exception("relay batch failed", extra={"action": "relay_batch_failed"})
                 result = BatchResult(1, 0, {"database": 1})
             if result.rows and not result.published:
-                backoff = min(MAX_BACKOFF, backoff * 2 if backoff else FIRST_BACKOFF)
-                await _wait(stopping, backoff * (0.5 + self._rand() / 2))
+                await _wait(stopping, backoff.next())
                 continue
-            backoff = 0.0
+            backoff.reset()
             if result.rows == self._batch_size and not result.failed:
                 continue
             await _wait(stopping, self._poll_interval)

@@ -30,7 +30,7 @@ from duetime_infra.pg.reaper import reap_expired_attempts
 from duetime_infra.pg.spec_cache import SpecCache
 from duetime_infra.pg.team_store import principal_for
 from duetime_infra.secrets.sealing import SecretBox
-from duetime_infra.startup import require_schema, run_service
+from duetime_infra.startup import announce_serving, require_schema, run_service
 from duetime_infra.telemetry.metrics import start_metrics
 from duetime_infra.telemetry.tracing import setup_tracing
 from duetime_infra.tls import Link, warn_plaintext
@@ -102,16 +102,14 @@ async def serve(settings: Settings) -> None:
         await leases.start()
         await server.start()
         claiming = asyncio.create_task(claimer.run(stopping))
-        log.info(
-            "scheduler serving",
-            extra={
-                "action": "serving",
-                "scheduler_id": settings.scheduler_id,
-                "port": server.port,
-                "schema_version": version,
-            },
+        announce_serving(
+            log,
+            "scheduler",
+            "DUETIME_SCHEDULER_PORT",
+            server.port,
+            scheduler_id=settings.scheduler_id,
+            schema_version=version,
         )
-        print(f"DUETIME_SCHEDULER_PORT={server.port}", flush=True)
 
     async def stop() -> None:
         # Stop claiming first, then hand the partitions back so others take them at once.

@@ -21,22 +21,25 @@ from __future__ import annotations
 import asyncio
 import logging
 import resource
+from dataclasses import dataclass, field
 
+from grpc import aio
 from grpc_health.v1 import health_pb2
 
 from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_infra.grpc.channels import scheduler_channel
 from duetime_infra.grpc.server import GrpcServer, run_until_terminated
-from duetime_infra.kafka.quiet import quiet_aiokafka
+from duetime_infra.kafka.aiokafka_logs import quiet_aiokafka
 from duetime_infra.logs import configure_logging
-from duetime_infra.startup import run_service
-from duetime_infra.telemetry.metrics import sample_periodically, start_metrics
+from duetime_infra.startup import announce_serving, run_service
+from duetime_infra.telemetry.metrics import MetricsEndpoint, sample_periodically, start_metrics
 from duetime_infra.telemetry.tracing import setup_tracing
 from duetime_infra.tls import Link, warn_plaintext
 from duetime_worker.attempts import RPC_TIMEOUT, Executor
 from duetime_worker.batching import CHANNEL_OPTIONS, AttemptCalls
 from duetime_worker.config import Settings
 from duetime_worker.consumer import LAG_SAMPLE_INTERVAL, DispatchConsumer
+from duetime_worker.container import Launcher
 from duetime_worker.heartbeat import Heartbeats
 from duetime_worker.http_target import HttpCaller
 from duetime_worker.launchers import launcher_for
@@ -47,9 +50,96 @@ from duetime_worker.policy import TargetPolicy
 log = logging.getLogger("duetime_worker")
 
 
-async def serve(settings: Settings) -> None:
-    warn_plaintext(settings.tls)
-    metrics = start_metrics(settings.metrics_address, "worker")
+@dataclass
+class SchedulerLink:
+    """The channel to the schedulers' WorkerService and the worker's credentials on it."""
+
+    channel: aio.Channel
+    stub: worker_service_pb2_grpc.WorkerServiceAsyncStub
+    metadata: tuple[tuple[str, str], ...]
+
+
+@dataclass
+class WorkerService:
+    """The worker's parts, started and stopped in order by ``serve``."""
+
+    settings: Settings
+    link: SchedulerLink
+    heartbeats: Heartbeats
+    http: HttpCaller
+    calls: AttemptCalls
+    launcher: Launcher
+    executor: Executor
+    consumer: DispatchConsumer
+    notifications: DeadLetterConsumer
+    server: GrpcServer
+    metrics: MetricsEndpoint | None
+    # Consuming stops first; heartbeats go on while in-flight attempts finish.
+    stop_consuming: asyncio.Event = field(default_factory=asyncio.Event)
+    stop_beating: asyncio.Event = field(default_factory=asyncio.Event)
+    beating: asyncio.Task[None] | None = None
+    consuming: list[asyncio.Task[None]] = field(default_factory=list)
+
+    async def start(self) -> None:
+        await self.http.start()
+        await self.launcher.start()  # orphans of an earlier worker go before anything runs
+        await self.server.start()
+        self.beating = asyncio.create_task(self.heartbeats.run(self.stop_beating))
+        self.consuming.append(asyncio.create_task(self.consumer.run(self.stop_consuming)))
+        self.consuming.append(asyncio.create_task(self.notifications.run(self.stop_consuming)))
+        if self.metrics is not None:
+            lag = sample_periodically(
+                LAG_SAMPLE_INTERVAL, self.consumer.record_lag, self.stop_consuming
+            )
+            self.consuming.append(asyncio.create_task(lag))
+        settings = self.settings
+        announce_serving(
+            log,
+            "worker",
+            "DUETIME_WORKER_PORT",
+            self.server.port,
+            worker_id=settings.worker_id,
+            group=settings.group,
+        )
+
+    async def stop(self) -> None:
+        await self.server.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+        # Nothing starts from here on: held messages are not to come due and run meanwhile.
+        self.executor.stop()
+        self.stop_consuming.set()
+        if self.consuming:
+            await asyncio.wait(self.consuming)
+        await self._drain()
+        self.stop_beating.set()
+        if self.beating is not None:
+            await asyncio.wait([self.beating], timeout=5)
+        self.executor.tally.flush()
+        await self.launcher.close()
+        await self.calls.close()
+        await self.http.close()
+        await self.link.channel.close()
+        await self.server.stop(0)
+        log.info(
+            "worker stopped",
+            extra={
+                "action": "stopped",
+                "consumed": self.consumer.consumed,
+                "beats": self.heartbeats.beats,
+            },
+        )
+
+    async def _drain(self) -> None:
+        """Running attempts finish within the grace; the rest are handed back."""
+        grace = self.settings.shutdown_grace_seconds
+        await asyncio.gather(
+            self.consumer.drain(
+                grace, lambda: self.heartbeats.hand_back_all("the worker is shutting down")
+            ),
+            self.notifications.drain(grace),
+        )
+
+
+def scheduler_link(settings: Settings) -> SchedulerLink:
     channel = scheduler_channel(
         settings.scheduler_addresses, settings.tls.client(Link.GRPC), CHANNEL_OPTIONS
     )
@@ -60,34 +150,28 @@ async def serve(settings: Settings) -> None:
     metadata: tuple[tuple[str, str], ...] = ()
     if settings.worker_token:
         metadata = (("authorization", f"Bearer {settings.worker_token}"),)
-    kafka_tls = settings.tls.client(Link.KAFKA)
-    heartbeats = Heartbeats(stub, settings.worker_id, metadata, settings.heartbeat_interval)
+    return SchedulerLink(channel, stub, metadata)
+
+
+def http_caller(settings: Settings) -> HttpCaller:
     # A connection for every execution slot and notification in all, so calls to different
     # hosts never queue for the pool; to one host at most ``connections_per_host`` (reused
     # keep-alive connections: a fresh one for each of a herd's calls cost more than the wait).
     connections = settings.concurrency + settings.notify_concurrency
     _allow_open_files(connections)
-    http = HttpCaller(
+    return HttpCaller(
         TargetPolicy.parse(settings.target_allow),
         connection_limit=connections,
         connections_per_host=settings.connections_per_host,
     )
-    calls = AttemptCalls(stub, metadata, RPC_TIMEOUT)
-    launcher = launcher_for(settings)
-    executor = Executor(
-        stub,
-        settings.worker_id,
-        metadata,
-        heartbeats,
-        http,
-        launcher,
-        calls=calls,
-        slots=settings.concurrency,
-        starting=settings.start_concurrency,
-        early=settings.early_starts,
-    )
+
+
+def consumers(
+    settings: Settings, executor: Executor, http: HttpCaller
+) -> tuple[DispatchConsumer, DeadLetterConsumer]:
+    kafka_tls = settings.tls.client(Link.KAFKA)
     # Messages held until their effective time count here, not against the execution slots.
-    consumer = DispatchConsumer(
+    dispatches = DispatchConsumer(
         settings.kafka_bootstrap,
         settings.group,
         f"duetime-worker-{settings.worker_id}",
@@ -96,75 +180,62 @@ async def serve(settings: Settings) -> None:
         tls=kafka_tls,
     )
     # Dead-letter notifications go through the same allow-listed client as targets.
+    notify = NotifySettings(
+        timeout=settings.notify_timeout, give_up_after=settings.notify_give_up_after
+    )
     notifications = DeadLetterConsumer(
         settings.kafka_bootstrap,
         settings.notify_group,
         f"duetime-notifier-{settings.worker_id}",
         settings.notify_concurrency,
-        Notifier(
-            http,
-            NotifySettings(
-                timeout=settings.notify_timeout, give_up_after=settings.notify_give_up_after
-            ),
-        ),
+        Notifier(http, notify),
         tls=kafka_tls,
     )
+    return dispatches, notifications
+
+
+def build_worker(settings: Settings) -> WorkerService:
+    metrics = start_metrics(settings.metrics_address, "worker")
+    link = scheduler_link(settings)
+    heartbeats = Heartbeats(
+        link.stub, settings.worker_id, link.metadata, settings.heartbeat_interval
+    )
+    http = http_caller(settings)
+    calls = AttemptCalls(link.stub, link.metadata, RPC_TIMEOUT)
+    launcher = launcher_for(settings)
+    executor = Executor(
+        link.stub,
+        settings.worker_id,
+        link.metadata,
+        heartbeats,
+        http,
+        launcher,
+        calls=calls,
+        slots=settings.concurrency,
+        starting=settings.start_concurrency,
+        early=settings.early_starts,
+    )
+    dispatches, notifications = consumers(settings, executor, http)
     server = GrpcServer(settings.health_address, [])
-    # Consuming stops first; heartbeats go on while in-flight attempts finish.
-    stop_consuming = asyncio.Event()
-    stop_beating = asyncio.Event()
-    tasks: list[asyncio.Task[None]] = []
+    return WorkerService(
+        settings,
+        link,
+        heartbeats,
+        http,
+        calls,
+        launcher,
+        executor,
+        dispatches,
+        notifications,
+        server,
+        metrics,
+    )
 
-    async def start() -> None:
-        await http.start()
-        await launcher.start()  # orphans of an earlier worker go before anything runs
-        await server.start()
-        tasks.append(asyncio.create_task(heartbeats.run(stop_beating)))
-        tasks.append(asyncio.create_task(consumer.run(stop_consuming)))
-        tasks.append(asyncio.create_task(notifications.run(stop_consuming)))
-        if metrics is not None:
-            lag = sample_periodically(LAG_SAMPLE_INTERVAL, consumer.record_lag, stop_consuming)
-            tasks.append(asyncio.create_task(lag))
-        log.info(
-            "worker serving",
-            extra={
-                "action": "serving",
-                "worker_id": settings.worker_id,
-                "group": settings.group,
-                "port": server.port,
-            },
-        )
-        print(f"DUETIME_WORKER_PORT={server.port}", flush=True)
 
-    async def stop() -> None:
-        await server.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
-        # Nothing starts from here on: held messages are not to come due and run meanwhile.
-        executor.stop()
-        stop_consuming.set()
-        if tasks:
-            await asyncio.wait(tasks[1:])
-        await asyncio.gather(
-            consumer.drain(
-                settings.shutdown_grace_seconds,
-                lambda: heartbeats.hand_back_all("the worker is shutting down"),
-            ),
-            notifications.drain(settings.shutdown_grace_seconds),
-        )
-        stop_beating.set()
-        if tasks:
-            await asyncio.wait(tasks[:1], timeout=5)
-        executor.tally.flush()
-        await launcher.close()
-        await calls.close()
-        await http.close()
-        await channel.close()
-        await server.stop(0)
-        log.info(
-            "worker stopped",
-            extra={"action": "stopped", "consumed": consumer.consumed, "beats": heartbeats.beats},
-        )
-
-    await run_until_terminated(start, stop)
+async def serve(settings: Settings) -> None:
+    warn_plaintext(settings.tls)
+    worker = build_worker(settings)
+    await run_until_terminated(worker.start, worker.stop)
 
 
 # Descriptors beyond the target connections: Kafka, gRPC, logs, local processes' pipes.

@@ -150,43 +150,53 @@ class Settings:
             metrics_address=env.optional_address("DUETIME_METRICS_ADDRESS"),
             tls=read_tls(env, serves=False, connects=[Link.GRPC, Link.KAFKA]),
         )
-        problems = []
-        grpc_tls = settings.tls.client(Link.GRPC)
-        if not token and (grpc_tls is None or not grpc_tls.cert_file):
-            problems.append(
-                "DUETIME_WORKER_TOKEN: required (a worker token), unless the worker has a client "
-                "certificate (DUETIME_TLS_CERT_FILE) for a scheduler that requires them"
-            )
-        if not settings.worker_id or len(settings.worker_id) > 200:
-            problems.append("DUETIME_WORKER_ID: 1 to 200 characters")
-        if settings.max_pending < settings.concurrency:
-            # Slots beyond the messages a worker may take could never be used.
-            problems.append(
-                f"DUETIME_WORKER_MAX_PENDING={settings.max_pending}: must be at least "
-                f"DUETIME_WORKER_CONCURRENCY ({settings.concurrency})"
-            )
-        if not settings.group:
-            problems.append("DUETIME_WORKER_GROUP: must not be empty")
-        try:
-            target_of(settings.scheduler_addresses)
-        except ValueError as error:
-            problems.append(f"DUETIME_SCHEDULER_TARGET: {error}")
-        if not settings.notify_group or settings.notify_group == settings.group:
-            problems.append("DUETIME_NOTIFY_GROUP: not empty, and not DUETIME_WORKER_GROUP")
-        try:
-            TargetPolicy.parse(settings.target_allow)
-        except ValueError as error:
-            problems.append(f"DUETIME_TARGET_ALLOW: {error}")
-        problems += _launcher_problems(settings)
-        try:
-            env.finish()
-        except ConfigError as error:
-            if problems:
-                raise ConfigError(f"{error}\n  " + "\n  ".join(problems)) from None
-            raise
-        if problems:
-            raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
+        _report_all(env, _problems(settings, token))
         return settings
+
+
+def _problems(settings: Settings, token: str) -> list[str]:
+    """What is wrong across the variables, each read fine on its own."""
+    problems: list[str] = []
+    grpc_tls = settings.tls.client(Link.GRPC)
+    if not token and (grpc_tls is None or not grpc_tls.cert_file):
+        problems.append(
+            "DUETIME_WORKER_TOKEN: required (a worker token), unless the worker has a client "
+            "certificate (DUETIME_TLS_CERT_FILE) for a scheduler that requires them"
+        )
+    if not settings.worker_id or len(settings.worker_id) > 200:
+        problems.append("DUETIME_WORKER_ID: 1 to 200 characters")
+    if settings.max_pending < settings.concurrency:
+        # Slots beyond the messages a worker may take could never be used.
+        problems.append(
+            f"DUETIME_WORKER_MAX_PENDING={settings.max_pending}: must be at least "
+            f"DUETIME_WORKER_CONCURRENCY ({settings.concurrency})"
+        )
+    if not settings.group:
+        problems.append("DUETIME_WORKER_GROUP: must not be empty")
+    try:
+        target_of(settings.scheduler_addresses)
+    except ValueError as error:
+        problems.append(f"DUETIME_SCHEDULER_TARGET: {error}")
+    if not settings.notify_group or settings.notify_group == settings.group:
+        problems.append("DUETIME_NOTIFY_GROUP: not empty, and not DUETIME_WORKER_GROUP")
+    try:
+        TargetPolicy.parse(settings.target_allow)
+    except ValueError as error:
+        problems.append(f"DUETIME_TARGET_ALLOW: {error}")
+    problems += _launcher_problems(settings)
+    return problems
+
+
+def _report_all(env: EnvReader, problems: list[str]) -> None:
+    """Raises one ConfigError naming every bad variable: unreadable ones and ``problems``."""
+    try:
+        env.finish()
+    except ConfigError as error:
+        if problems:
+            raise ConfigError(f"{error}\n  " + "\n  ".join(problems)) from None
+        raise
+    if problems:
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
 
 
 def _items(raw: str) -> tuple[str, ...]:

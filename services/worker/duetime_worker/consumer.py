@@ -27,13 +27,13 @@ import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 from opentelemetry import context as otel_context
 
 from duetime.events.v1.events_pb2 import RunDispatch
 from duetime_core.jobspec import Priority
-from duetime_infra.kafka.connect import security_options, subscribe_when_reachable
+from duetime_infra.kafka.connect import group_consumer, subscribe_when_reachable
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
 from duetime_infra.telemetry import instruments
 from duetime_infra.tls import ClientTls
@@ -69,14 +69,8 @@ class DispatchConsumer:
         topics: Mapping[Priority, str] = DISPATCH_TOPICS,
         tls: ClientTls | None = None,
     ) -> None:
-        self._consumer = AIOKafkaConsumer(
-            bootstrap_servers=bootstrap,
-            group_id=group,
-            client_id=client_id,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            max_poll_interval_ms=300_000,
-            **security_options(tls),
+        self._consumer = group_consumer(
+            bootstrap, group, client_id, tls, max_poll_interval_ms=300_000
         )
         self._topics = dict(topics)
         self._priority_of_topic = {topic: priority for priority, topic in topics.items()}

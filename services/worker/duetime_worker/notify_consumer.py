@@ -15,11 +15,11 @@ import asyncio
 import logging
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 
 from duetime.events.v1.events_pb2 import DeadLetterEvent
-from duetime_infra.kafka.connect import security_options, subscribe_when_reachable
+from duetime_infra.kafka.connect import group_consumer, subscribe_when_reachable
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC
 from duetime_infra.tls import ClientTls
 from duetime_worker.notifier import Notifier
@@ -41,14 +41,7 @@ class DeadLetterConsumer:
         topic: str = DEAD_LETTER_TOPIC,
         tls: ClientTls | None = None,
     ) -> None:
-        self._consumer = AIOKafkaConsumer(
-            bootstrap_servers=bootstrap,
-            group_id=group,
-            client_id=client_id,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            **security_options(tls),
-        )
+        self._consumer = group_consumer(bootstrap, group, client_id, tls)
         self._topic = topic
         self._concurrency = concurrency
         self._notifier = notifier

@@ -45,6 +45,11 @@ class AttemptTally:
         if self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(self._interval, self.flush)
 
+    @property
+    def due(self) -> bool:
+        """Whether a summary is scheduled (something was counted since the last one)."""
+        return self._timer is not None
+
     def flush(self) -> None:
         """Logs the counts since the last summary, if any (also at shutdown)."""
         if self._timer is not None:

@@ -31,6 +31,7 @@ from duetime_infra.codec import (
 )
 from duetime_infra.secrets.keyring import new_keyring
 from duetime_infra.secrets.sealing import SecretBox
+from tests.support.properties import examples
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, 654321, tzinfo=UTC)
 
@@ -234,7 +235,7 @@ def check_usable(spec: JobSpec) -> None:
     assert spec_from_json(json.loads(json.dumps(spec_to_json(sealed)))) == sealed
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(600), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     job=jobs(),
     existing_headers=existing,
@@ -258,7 +259,7 @@ def test_decode_gives_a_spec_or_invalid_argument(
         assert violation.description != "could not be checked against the schedule"
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.binary(max_size=200))
 def test_decode_of_arbitrary_wire_bytes(data: bytes) -> None:
     try:

@@ -14,7 +14,6 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from duetime.jobs.v1 import job_pb2
-from duetime_core.civil_time import resolve_local
 from duetime_core.jobspec import (
     AfterDelay,
     AtInstant,
@@ -34,6 +33,7 @@ from duetime_core.jobspec import (
     SecretValue,
     Target,
 )
+from duetime_core.schedule.dst import resolve_local
 from duetime_core.schedule.model import Cron, FoldPolicy, GapPolicy
 from duetime_infra.codec import (
     REDACTED,

@@ -28,6 +28,7 @@ from duetime_core.schedule import (
 )
 from duetime_core.schedule.cron_match import compile_cron
 from duetime_core.schedule.dst import transitions_between
+from tests.support.properties import examples
 
 TRICKY_ZONES = [
     "America/New_York",
@@ -173,7 +174,7 @@ def search(cron: Cron, start: datetime, end: datetime) -> list[datetime]:
     return found
 
 
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=examples(250), deadline=None)
 @given(data=st.data(), cron=schedules(ORACLE_EXPRESSIONS))
 def test_matches_brute_force_oracle(data: st.DataObject, cron: Cron) -> None:
     start = data.draw(starts(cron.time_zone))
@@ -181,7 +182,7 @@ def test_matches_brute_force_oracle(data: st.DataObject, cron: Cron) -> None:
     assert search(cron, start, end) == oracle(cron, start, end)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(data=st.data(), cron=schedules(ALL_EXPRESSIONS))
 def test_strictly_after_and_increasing(data: st.DataObject, cron: Cron) -> None:
     start = data.draw(starts(cron.time_zone))
@@ -191,7 +192,7 @@ def test_strictly_after_and_increasing(data: st.DataObject, cron: Cron) -> None:
     assert [start, *found] == sorted({start, *found})
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(data=st.data(), cron=schedules(ALL_EXPRESSIONS), fraction=st.floats(0, 1, exclude_max=True))
 def test_same_answer_from_any_start_before_it(
     data: st.DataObject, cron: Cron, fraction: float
@@ -206,7 +207,7 @@ def test_same_answer_from_any_start_before_it(
     assert next_fire_time(cron, found - timedelta(microseconds=1)) == found
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     data=st.data(),
     zone=st.sampled_from(TRICKY_ZONES),
@@ -223,7 +224,7 @@ def test_fixed_daily_job_fires_once_per_local_day(
     assert all((b - a).days == 1 for a, b in itertools.pairwise(days))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     data=st.data(),
     zone=st.sampled_from(TRICKY_ZONES),
@@ -247,7 +248,7 @@ def test_skip_leaves_out_only_days_where_the_time_does_not_exist(
             assert as_read != local, f"{local} exists in {zone} but was skipped"
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(data=st.data(), cron=schedules(ALL_EXPRESSIONS))
 def test_every_fire_shows_a_matching_local_time_unless_shifted(
     data: st.DataObject, cron: Cron
@@ -267,7 +268,7 @@ def test_every_fire_shows_a_matching_local_time_unless_shifted(
         ).utcoffset()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     expression=st.sampled_from(ORACLE_EXPRESSIONS),
     start=st.datetimes(datetime(2020, 1, 1), datetime(2035, 12, 31)),

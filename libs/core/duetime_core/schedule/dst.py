@@ -21,6 +21,8 @@ from datetime import UTC, datetime, timedelta
 from importlib import resources
 from zoneinfo import ZoneInfo
 
+from duetime_core.schedule.model import FoldPolicy, GapPolicy
+
 _ONE_SECOND = timedelta(seconds=1)
 _ONE_DAY = timedelta(days=1)
 # "Factory" is tzdata's placeholder for "zone not configured", not a place.
@@ -94,6 +96,39 @@ def read_wall(local: datetime, zone: ZoneInfo) -> WallReading:
 def wall_clock(instant: datetime, zone: ZoneInfo) -> datetime:
     """The naive reading of the wall clocks of ``zone`` at ``instant``."""
     return instant.astimezone(zone).replace(tzinfo=None, fold=0)
+
+
+def resolve_local(
+    local: datetime, time_zone: str, gap: GapPolicy | None, fold: FoldPolicy | None
+) -> datetime | None:
+    """The UTC instant at which the wall clocks of ``time_zone`` show ``local`` (a one-off's
+    local time; cron resolves its own wall times through ``read_wall`` the same way).
+
+    * In a spring-forward gap the time never shows: ``SHIFT`` (the default, ``None``) gives the
+      first instant after the gap (02:30 on a night jumping 02:00 -> 03:00 gives 03:00 local),
+      ``SKIP`` gives None.
+    * In a fall-back fold it shows twice: ``FIRST`` (the default) gives the first pass, ``LAST``
+      the second. ``BOTH`` names two instants, not one: ValueError.
+
+    Raises ValueError for an aware ``local``, an unknown zone, or a time whose instant falls
+    outside the range ``datetime`` can hold.
+    """
+    if local.tzinfo is not None:
+        raise ValueError("local time must be naive (a wall-clock reading without offset)")
+    if fold is FoldPolicy.BOTH:
+        raise ValueError("fold policy BOTH names two instants, not one")
+    zone = load_zone(time_zone)
+    try:
+        reading = read_wall(local, zone)
+        if reading.kind is WallKind.ORDINARY:
+            return reading.earlier
+        if reading.kind is WallKind.FOLD:
+            return reading.later if fold is FoldPolicy.LAST else reading.earlier
+        return (
+            None if gap is GapPolicy.SKIP else transition_in(reading.earlier, reading.later, zone)
+        )
+    except OverflowError as exc:
+        raise ValueError(f"{local.isoformat()} in {time_zone} is out of range") from exc
 
 
 def offset_at(instant: datetime, zone: ZoneInfo) -> timedelta:

@@ -19,6 +19,7 @@ import random
 import time
 from collections.abc import Callable
 
+from duetime_core.backoff import DoublingBackoff
 from duetime_infra.etcd.gateway import EtcdGateway, EtcdUnavailable, LeaseGrant
 
 log = logging.getLogger(__name__)
@@ -38,21 +39,10 @@ async def wait_event(event: asyncio.Event, seconds: float) -> bool:
     return True
 
 
-class Backoff:
-    """Exponential delays with jitter for retry loops: first, 2x first, ... up to cap."""
-
-    def __init__(self, first: float = 0.1, cap: float = 2.0) -> None:
-        self._first = first
-        self._cap = cap
-        self._attempt = 0
-
-    def next(self) -> float:
-        delay = min(self._cap, self._first * 2.0**self._attempt)
-        self._attempt = min(self._attempt + 1, 30)
-        return delay * random.uniform(0.5, 1.0)
-
-    def reset(self) -> None:
-        self._attempt = 0
+def etcd_backoff() -> DoublingBackoff:
+    """Delays for the etcd retry loops (session, balancing, watch): 0.1 s doubling to 2 s,
+    jittered."""
+    return DoublingBackoff(0.1, 2.0, random.random)
 
 
 class LeaseKeeper:

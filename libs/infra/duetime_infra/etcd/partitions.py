@@ -37,7 +37,7 @@ from duetime_core.partitions import (
     preference_order,
 )
 from duetime_infra.etcd.gateway import EtcdGateway, EtcdUnavailable, KeyEvent
-from duetime_infra.etcd.keepalive import Backoff, LeaseKeeper, wait_event
+from duetime_infra.etcd.keepalive import LeaseKeeper, etcd_backoff, wait_event
 from duetime_infra.etcd.membership import KeyLayout, Ownership
 from duetime_infra.telemetry import instruments
 from duetime_infra.tls import ClientTls
@@ -247,7 +247,7 @@ class PartitionLeases:
         self._wake.set()
 
     async def _session_loop(self) -> None:
-        backoff = Backoff()
+        backoff = etcd_backoff()
         while not self._stopped:
             try:
                 if self._keeper.lease_id is None:
@@ -298,7 +298,7 @@ class PartitionLeases:
     # -- balancing ------------------------------------------------------------------------
 
     async def _balance_loop(self) -> None:
-        backoff = Backoff()
+        backoff = etcd_backoff()
         last_pass = 0.0
         while not self._stopped:
             await wait_event(self._wake, self._recheck)
@@ -481,7 +481,7 @@ class PartitionLeases:
     # -- watching -------------------------------------------------------------------------
 
     async def _watch_loop(self) -> None:
-        backoff = Backoff()
+        backoff = etcd_backoff()
         while not self._stopped:
             try:
                 async with aclosing(self._gateway.watch_prefix(self._layout.root)) as events:

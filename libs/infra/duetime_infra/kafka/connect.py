@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
 from aiokafka.errors import KafkaError
 
+from duetime_core.backoff import DoublingBackoff
 from duetime_infra.tls import ClientTls
 
 log = logging.getLogger(__name__)
@@ -23,6 +24,23 @@ def security_options(tls: ClientTls | None) -> dict[str, Any]:
     if tls is None:
         return {}
     return {"security_protocol": "SSL", "ssl_context": tls.ssl_context()}
+
+
+def group_consumer(
+    bootstrap: str, group: str, client_id: str, tls: ClientTls | None, **options: Any
+) -> AIOKafkaConsumer:
+    """A consumer in ``group`` that commits by hand, once a message is handled, and reads a
+    partition the group never committed from its earliest offset; ``options`` go to
+    aiokafka."""
+    return AIOKafkaConsumer(
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        client_id=client_id,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        **security_options(tls),
+        **options,
+    )
 
 
 class Startable(Protocol):
@@ -40,13 +58,14 @@ async def start_when_reachable(
     """Starts ``client``, trying again while the brokers cannot be reached; False when
     ``stopping`` was set before it could start. (aiokafka clients may be started again after a
     failed start.)"""
-    backoff = first_backoff
+    delays = DoublingBackoff(first_backoff, max_backoff)
     failures = 0
     while not stopping.is_set():
         try:
             await client.start()
         except KafkaError as error:
             failures += 1
+            backoff = delays.next()
             log.warning(
                 "kafka unreachable; trying again",
                 extra={
@@ -59,7 +78,6 @@ async def start_when_reachable(
             )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stopping.wait(), backoff)
-            backoff = min(backoff * 2, max_backoff)
             continue
         if failures:
             log.info(

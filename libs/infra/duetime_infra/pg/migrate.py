@@ -22,6 +22,7 @@ from importlib import resources
 
 import asyncpg
 
+from duetime_core.backoff import DoublingBackoff
 from duetime_core.errors import FailedPrecondition
 from duetime_infra.pg.pool import Conn, connect
 from duetime_infra.tls import postgres_tls_from_env
@@ -77,7 +78,7 @@ LOCK_PATIENCE_SECONDS = 600.0
 
 async def _apply_one(conn: Conn, migration: Migration, lock_timeout: float) -> None:
     deadline = time.monotonic() + LOCK_PATIENCE_SECONDS
-    pause = 0.1
+    pauses = DoublingBackoff(0.1, 5.0)
     while True:
         try:
             async with conn.transaction():
@@ -92,6 +93,7 @@ async def _apply_one(conn: Conn, migration: Migration, lock_timeout: float) -> N
                 )
             return
         except asyncpg.LockNotAvailableError:
+            pause = pauses.next()
             if time.monotonic() + pause > deadline:
                 raise
             log.warning(
@@ -99,7 +101,6 @@ async def _apply_one(conn: Conn, migration: Migration, lock_timeout: float) -> N
                 extra={"action": "migration_lock_busy", "version": migration.version},
             )
             await asyncio.sleep(pause)
-            pause = min(pause * 2, 5.0)
 
 
 async def apply_migrations(
