@@ -28,6 +28,7 @@ from duetime_core.runkey import partition_of
 from duetime_infra.codec.spec_json import spec_to_json
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
 from duetime_infra.pg import team_store
+from tests.support.databases import with_database
 from tests.support.kafka import (
     Offsets,
     PrivateKafka,
@@ -641,3 +642,69 @@ class QuerySampler:
         )
         for query, n in self.seen.most_common(top):
             print(f"    {n / max(1, self.samples):6.2f}  {query}")
+
+
+# Cumulative time of each statement of one database (pg_stat_statements, read from database
+# duetime where scripts/stack installs it); triggers' and functions' statements are their own
+# entries (track = all), so their time shows twice: in the caller's and in their own.
+_STATEMENTS = """
+SELECT s.queryid, left(regexp_replace(s.query, '\\s+', ' ', 'g'), 90) AS q,
+       s.calls, s.rows, s.total_exec_time, s.toplevel
+FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+WHERE d.datname = $1
+"""
+
+
+class StatementStats:
+    """Per-statement execution time in one database between ``start`` and ``stop``, from
+    pg_stat_statements; ``available`` is False where the server has not loaded it."""
+
+    def __init__(self, dsn: str) -> None:
+        self._database = urlsplit(dsn).path.lstrip("/")
+        self._dsn = with_database(dsn, "duetime")
+        self._before: dict[tuple[int, bool], asyncpg.Record] = {}
+        self.available = True
+
+    async def _read(self) -> dict[tuple[int, bool], asyncpg.Record]:
+        try:
+            conn = await asyncpg.connect(self._dsn)
+        except (OSError, asyncpg.PostgresError):
+            self.available = False
+            return {}
+        try:
+            rows = await conn.fetch(_STATEMENTS, self._database)
+        except asyncpg.PostgresError:
+            self.available = False
+            return {}
+        finally:
+            await conn.close()
+        return {(r["queryid"], r["toplevel"]): r for r in rows}
+
+    async def start(self) -> None:
+        self._before = await self._read()
+
+    async def report(self, runs: int, top: int = 12) -> None:
+        after = await self._read()
+        if not self.available:
+            print("  (pg_stat_statements not loaded: `scripts/stack down && scripts/stack up`)")
+            return
+        spent: list[tuple[float, int, int, str, bool]] = []
+        for key, row in after.items():
+            was = self._before.get(key)
+            ms = row["total_exec_time"] - (was["total_exec_time"] if was else 0.0)
+            calls = row["calls"] - (was["calls"] if was else 0)
+            rows = row["rows"] - (was["rows"] if was else 0)
+            if calls:
+                spent.append((ms, calls, rows, row["q"], row["toplevel"]))
+        spent.sort(reverse=True)
+        total = sum(entry[0] for entry in spent if entry[4])
+        print(
+            f"  statements in the bench's database: {total * 1000 / runs:,.0f} µs a run "
+            "executing, top level (pg_stat_statements; nested ones marked *):"
+        )
+        for ms, calls, rows, query, toplevel in spent[:top]:
+            mark = " " if toplevel else "*"
+            print(
+                f"   {mark}{ms * 1000 / runs:7,.0f} µs/run {calls / runs:6.2f} calls/run "
+                f"{rows / max(1, calls):7.1f} rows/call  {query}"
+            )

@@ -42,6 +42,7 @@ from bench.harness import (
     HerdOutcome,
     QuerySampler,
     SeedJob,
+    StatementStats,
     TargetProcess,
     bench_kafka,
     bench_system,
@@ -136,7 +137,8 @@ async def measure(
         await sleep_until(at - timedelta(seconds=setup.lookahead + 1))
         meter.start()
         counts = [await database_counts_of(pool)]
-        marking = asyncio.create_task(mark_the_instant(meter, at, pool, counts))
+        statements = StatementStats(system.db_dsn) if setup.pg_sample else None
+        marking = asyncio.create_task(mark_the_instant(meter, at, pool, counts, statements))
 
         async def all_finished() -> bool:
             done = await pool.fetchval(
@@ -152,6 +154,8 @@ async def measure(
         counts.append(await database_counts_of(pool))
         if sampler is not None:
             sampler.report()
+        if statements is not None:
+            await statements.report(runs)
         calls = [c for c in await target.stop() if c.path == "/herd"]
         cpu = meter.report(runs)
         rows = await pool.fetch(
@@ -180,13 +184,19 @@ async def measure(
 
 
 async def mark_the_instant(
-    meter: CpuMeter, at: datetime, pool: asyncpg.Pool[asyncpg.Record], counts: list[Counts]
+    meter: CpuMeter,
+    at: datetime,
+    pool: asyncpg.Pool[asyncpg.Record],
+    counts: list[Counts],
+    statements: StatementStats | None = None,
 ) -> None:
     """Splits the CPU and the database's writes at the instant (PostgreSQL's statistics lag a
     backend's work by up to a second)."""
     await sleep_until(at)
     meter.at_instant()
     counts.append(await database_counts_of(pool))
+    if statements is not None:
+        await statements.start()
 
 
 async def database_counts_of(pool: asyncpg.Pool[asyncpg.Record]) -> Counts:
@@ -274,7 +284,9 @@ async def main() -> None:
         "--profile", type=Path, help="write each service's cProfile statistics in this folder"
     )
     parser.add_argument(
-        "--pg-sample", action="store_true", help="sample the statements running in the database"
+        "--pg-sample",
+        action="store_true",
+        help="sample the statements running in the database, and their time after the instant",
     )
     parser.add_argument("--peer", choices=["pgqueuer"], help="run each case on it too")
     parser.add_argument("--pgq-batch", type=int, default=100, help="PgQueuer's --batch-size")

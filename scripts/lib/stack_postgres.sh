@@ -114,6 +114,9 @@ log_line_prefix = '%m [%p] %q%u@%d '
 ssl = on
 ssl_cert_file = 'duetime-server.crt'
 ssl_key_file = 'duetime-server.key'
+# Per-statement time for the benches (bench/harness StatementStats); loaded at start only.
+shared_preload_libraries = 'pg_stat_statements'
+pg_stat_statements.track = 'all'
 EOF
 )
   pg_copy_cert "$TLS_CERT" duetime-server.crt 644
@@ -161,6 +164,25 @@ pg_ensure_db() {
   if [[ $(pg_psql_admin -tAc "SELECT 1 FROM pg_database WHERE datname = 'duetime'") != 1 ]]; then
     pg_psql_admin -c 'CREATE DATABASE duetime OWNER duetime' || return 1
   fi
+  # The benches read every database's statement statistics from database duetime.
+  pg_psql_admin -d duetime -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" \
+    >/dev/null 2>&1 || log "postgres: pg_stat_statements unavailable (restart to load it)"
+  pg_psql_admin -c "GRANT pg_read_all_stats TO duetime" >/dev/null || return 1
+}
+
+# pg_restart_if_pending BIN: restarts the server when a reloaded setting takes effect only at
+# start (shared_preload_libraries); other settings need no restart.
+pg_restart_if_pending() {
+  local pending
+  wait_until "$PG_TIMEOUT" "postgres on port $PG_PORT" pg_ready || return 0
+  pending=$(pg_psql_admin -tAc "SELECT string_agg(name, ', ') FROM pg_settings
+      WHERE pending_restart AND name <> 'port' AND name NOT LIKE 'shared_buffers'")
+  [[ -n $pending ]] || return 0
+  log "postgres: restarting for $pending"
+  setsid -w runuser -u postgres -- "$1/pg_ctl" -D "$PG_DATA" -l "$PG_LOG" -m fast \
+    -w -t "$PG_TIMEOUT" restart </dev/null >"$STACK_DIR/pg-ctl.log" 2>&1 9>&- ||
+    { cat "$STACK_DIR/pg-ctl.log" >&2; die "postgres: restart failed"; }
+  read_pid "$PG_DATA/postmaster.pid" >"$PG_PIDFILE"
 }
 
 pg_up() {
@@ -172,6 +194,7 @@ pg_up() {
       bin=$(pg_bindir)
       log "postgres: settings changed; reloading (a port/memory change needs 'down' + 'up')"
       pg_as_postgres "$bin/pg_ctl" -D "$PG_DATA" reload >/dev/null 9>&- || true
+      pg_restart_if_pending "$bin"
     fi
     if ! wait_until "$PG_TIMEOUT" "postgres on port $PG_PORT" pg_ready; then
       show_log_tail "$PG_LOG"
