@@ -98,6 +98,28 @@ def test_plan_dispatch_applies_quotas_in_due_order_and_holds_the_rest_of_a_block
     assert [decided[f"a{i}"] for i in range(4)] == [Admission(), Admission(), rate, rate]
 
 
+def test_a_run_dispatched_ahead_of_its_time_spends_the_rate_at_that_time() -> None:
+    # The claim's look-ahead dispatches runs due later: their rate counts from their time, so
+    # dispatching them early cannot start more than the rate allows once they are due.
+    teams = {"a": team("a", runs_per_minute=60, rate_burst=1, max_running=0)}
+    due = T0 + 5 * S
+    first = plan_dispatch(
+        [Candidate("a0", "a", Priority.NORMAL, due)], teams, T0, None, PriorityFairQueue()
+    )
+    assert first["a0"].dispatched
+    later = plan_dispatch(
+        [Candidate("a1", "a", Priority.NORMAL, due)], teams, T0 + 2 * S, None, PriorityFairQueue()
+    )
+    assert later["a1"] == Admission(RunReason.QUOTA, QuotaLimit.RATE)
+    # Once due, one a second from the first's time on.
+    assert teams["a"].rate_eligible_time(T0 + 2 * S) == due + S
+    # A run already past its time spends the rate now.
+    past = plan_dispatch(
+        [Candidate("a2", "a", Priority.NORMAL, T0)], teams, due + S, None, PriorityFairQueue()
+    )
+    assert past["a2"].dispatched
+
+
 def test_short_credit_goes_to_teams_in_fair_order_and_the_rest_waits_its_turn() -> None:
     teams = {"big": team("big"), "small": team("small", weight=1)}
     fair: PriorityFairQueue[str, Candidate[str]] = PriorityFairQueue()

@@ -175,6 +175,9 @@ class Candidate(Generic[K]):
     key: K
     team_id: str
     priority: Priority
+    # Its effective time: a run dispatched ahead of it (the claim's look-ahead) spends its
+    # team's rate at that time, not at dispatch. None: now.
+    due: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -213,7 +216,8 @@ def plan_dispatch(
         team = teams.get(candidate.team_id)
         if team is None:  # no usage row: nothing to enforce
             return DISPATCH
-        limit = blocked.get(candidate.team_id) or admit(team, now)
+        due = candidate.due
+        limit = blocked.get(candidate.team_id) or admit(team, now if due is None else max(now, due))
         if limit is QuotaLimit.NONE:
             return DISPATCH
         blocked[candidate.team_id] = limit

@@ -132,7 +132,10 @@ async def dispatch_runs(
         return Dispatched([], 0)
     admitted = await admit_runs(
         conn,
-        [Candidate(i, row["team_id"], Priority(row["priority"])) for i, row in enumerate(rows)],
+        [
+            Candidate(i, row["team_id"], Priority(row["priority"]), row["effective_time"])
+            for i, row in enumerate(rows)
+        ],
         now,
         credit=credit,
         partitions=partitions,

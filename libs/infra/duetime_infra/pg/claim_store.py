@@ -280,7 +280,7 @@ async def _admit(
         return {}
     admitted = await admit_runs(
         conn,
-        [Candidate(i, runs[i].team_id, runs[i].priority) for i in queued],
+        [Candidate(i, runs[i].team_id, runs[i].priority, runs[i].effective_time) for i in queued],
         now,
         credit=credit,
         partitions=partitions,
