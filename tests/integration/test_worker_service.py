@@ -622,6 +622,34 @@ async def test_heartbeats_extend_leases_and_cancel_what_is_not_open(env: ApiAndW
     assert (row["state"], row["reason"]) == ("CANCELLED", "JOB_DELETED")
 
 
+async def test_a_beat_writes_a_lease_only_once_a_third_of_it_is_spent(env: ApiAndWorkers) -> None:
+    # A herd's beats each list every attempt the worker holds: a lease with more than two
+    # thirds left is answered as it stands, and its row is neither written nor locked.
+    w, api = env.w, env.api
+    run_id = await trigger(api, await create_job(api), "r1")
+    await w.start(run_id)
+    (before,) = await w.attempts(run_id)
+    stream = w.stub.Heartbeat(metadata=w.auth())
+    await w.shift_clock(19 * S)
+    (kept,) = (await exchange(stream, beat("w-1", (run_id, 1)))).directives
+    assert kept.directive == wpb.DIRECTIVE_CONTINUE
+    assert as_datetime(kept.lease_expire_time) == before["lease_expire_time"]
+    (same,) = await w.attempts(run_id)
+    assert (same["lease_expire_time"], same["beat_time"], same["xmin"]) == (
+        before["lease_expire_time"],
+        None,
+        before["xmin"],
+    )
+    await w.shift_clock(2 * S)  # 21 s of 60 spent
+    response = await exchange(stream, beat("w-1", (run_id, 1)))
+    (renewed,) = response.directives
+    (after,) = await w.attempts(run_id)
+    assert after["lease_expire_time"] == as_datetime(response.server_time) + timedelta(seconds=60)
+    assert as_datetime(renewed.lease_expire_time) == after["lease_expire_time"]
+    assert after["beat_time"] is not None
+    await stream.done_writing()
+
+
 async def test_a_bad_heartbeat_names_its_fields(env: ApiAndWorkers) -> None:
     w = env.w
     stream = w.stub.Heartbeat(metadata=w.auth())

@@ -106,7 +106,7 @@ class WorkerClient:
     async def attempts(self, run_id: uuid.UUID | str) -> list[asyncpg.Record]:
         return list(
             await self.db.fetch(
-                "SELECT * FROM attempts WHERE run_id = $1 ORDER BY number",
+                "SELECT *, xmin::text AS xmin FROM attempts WHERE run_id = $1 ORDER BY number",
                 uuid.UUID(str(run_id)),
             )
         )

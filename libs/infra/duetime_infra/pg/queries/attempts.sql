@@ -196,29 +196,45 @@ UPDATE runs SET first_start_time = $3 WHERE run_id = $1 AND nominal_time = $2;
 -- crossing the worker's own report.
 -- $5 is each attempt's call progress as the worker says it (NULL: not said); the renewal
 -- records it in the same statement, and it only moves forward (NOT_BEGUN, then BEGUN).
+-- Only what changes is written (and locked): a lease with more than two thirds of $4 left is
+-- answered as it stands, unless the beat moves the call's progress or is the first within 1 s
+-- of an early attempt's call (the reaper's proof that the call may have begun). A herd's beats
+-- each list thousands of attempts; rewriting them all was most of its database time.
 WITH req AS (
     SELECT k.run_id, k.number, k.ord, k.call
     FROM unnest($1::uuid[], $2::integer[], $5::text[])
          WITH ORDINALITY AS k(run_id, number, call, ord)
 ), cur AS (
     SELECT req.ord, req.call, a.run_id, a.nominal_time, a.number, a.cancel_reason, a.end_time,
+           a.lease_expire_time,
            a.outcome IN ('LEASE_EXPIRED', 'TIMED_OUT')
                AND a.end_time >= least(a.lease_expire_time, a.deadline) AS reaped,
            j.state AS job_state,
-           a.early AND a.start_time > duetime_now() AND j.state = 'PAUSED' AS paused_unbegun
+           a.early AND a.start_time > duetime_now() AND j.state = 'PAUSED' AS paused_unbegun,
+           a.lease_expire_time < duetime_now() + $4::interval * 2 / 3
+               OR (req.call IS NOT NULL AND a.call_progress IS DISTINCT FROM
+                   CASE WHEN req.call = 'BEGUN' THEN 'BEGUN'
+                        ELSE coalesce(a.call_progress, req.call) END)
+               OR (a.early AND a.start_time <= duetime_now() + interval '1 second'
+                   AND (a.beat_time IS NULL OR a.beat_time < a.start_time - interval '1 second'))
+               AS to_write
     FROM req
     JOIN attempts a
       ON a.run_id = req.run_id AND a.number = req.number AND a.worker_id = $3
     JOIN runs r ON r.run_id = a.run_id AND r.nominal_time = a.nominal_time
     LEFT JOIN jobs j ON j.job_id = r.job_id
+), held AS (
+    -- Renewable: open, not being cancelled, its job neither deleted nor paused before the call.
+    SELECT cur.* FROM cur
+    WHERE cur.end_time IS NULL AND cur.cancel_reason = ''
+      AND coalesce(cur.job_state, 'DELETED') <> 'DELETED' AND NOT cur.paused_unbegun
 ), locked AS (
     -- Locks in run_id order, as the reaper does, so a beat and a reap cannot deadlock.
-    SELECT a.run_id, a.nominal_time, a.number, cur.call
+    SELECT a.run_id, a.nominal_time, a.number, held.call
     FROM attempts a
-    JOIN cur ON a.run_id = cur.run_id AND a.nominal_time = cur.nominal_time
-            AND a.number = cur.number
-    WHERE a.end_time IS NULL AND a.cancel_reason = ''
-      AND coalesce(cur.job_state, 'DELETED') <> 'DELETED' AND NOT cur.paused_unbegun
+    JOIN held ON a.run_id = held.run_id AND a.nominal_time = held.nominal_time
+             AND a.number = held.number
+    WHERE held.to_write AND a.end_time IS NULL AND a.cancel_reason = ''
     ORDER BY a.run_id, a.nominal_time, a.number
     FOR UPDATE OF a
 ), renewed AS (
@@ -237,9 +253,12 @@ SELECT req.ord, req.run_id, req.number,
        coalesce(cur.reaped, false) AS reaped, coalesce(cur.cancel_reason, '') AS cancel_reason,
        coalesce(cur.job_state, 'DELETED') = 'DELETED' AS job_deleted,
        coalesce(cur.paused_unbegun, false) AS job_paused,
-       renewed.lease_expire_time, duetime_now() AS now
+       CASE WHEN held.to_write THEN renewed.lease_expire_time
+            ELSE held.lease_expire_time END AS lease_expire_time,
+       duetime_now() AS now
 FROM req
 LEFT JOIN cur ON cur.ord = req.ord
+LEFT JOIN held ON held.ord = req.ord
 LEFT JOIN renewed ON renewed.run_id = req.run_id AND renewed.number = req.number
 ORDER BY req.ord;
 
