@@ -7,8 +7,8 @@ invocation so they compare within one machine's day:
 
 - ``small``: fifty teams with five runs each, due at random over a minute (the baseline);
 - ``flood``: the same small teams, plus one team's ``--flood`` runs due at the minute's start;
-- ``fifo``: the flood alone — one team at one priority, so every queue serves it first come
-  first served: the reference drain time;
+- ``fifo``: the flood alone with no dispatch credit (as before fairness: every run claimed goes
+  to Kafka in due order) — the reference drain time;
 - ``rate``: one team with ``--rate`` runs per minute (burst ``--burst``) and enough runs due
   at once to keep it busy for ``--rate-minutes`` minutes.
 
@@ -75,6 +75,8 @@ class Options:
     rate_minutes: int
     workers: int
     lead: float
+    # The scheduler's dispatch credit in the fair cases; None: its default.
+    credit: int | None = None
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,12 @@ async def run_case(case: str, options: Options, template: str, tmp: Path) -> Out
     name = f"duetime_bench_{uuid.uuid4().hex[:12]}"
     dsn = await create_database(name, template=template)
     try:
-        async with target_process(tmp) as target, bench_system(dsn, workers=options.workers) as s:
+        async with (
+            target_process(tmp) as target,
+            bench_system(
+                dsn, workers=options.workers, scheduler_extra=credit_env(case, options)
+            ) as s,
+        ):
             # The small teams' calls go to a host of their own, as another team's service is.
             url = target.url("/noisy/{team}")
             small_url = target.url("/noisy/{team}", host="127.0.0.2")
@@ -165,6 +172,16 @@ async def run_case(case: str, options: Options, template: str, tmp: Path) -> Out
             return outcome
     finally:
         await drop_database(name)
+
+
+def credit_env(case: str, options: Options) -> dict[str, str]:
+    """The reference (``fifo``) runs with no dispatch credit, as before fairness: every run
+    claimed goes to Kafka in due order."""
+    if case == "fifo":
+        return {"DUETIME_DISPATCH_CREDIT": "0"}
+    if options.credit is not None:
+        return {"DUETIME_DISPATCH_CREDIT": str(options.credit)}
+    return {}
 
 
 async def asyncpg_now(dsn: str) -> datetime:
@@ -309,6 +326,9 @@ def summarise(outcomes: dict[str, Outcome], options: Options) -> None:
                 report_lateness("flood team", outcomes[case].of({FLOOD_TEAM}))
                 worst = max((max(s.late for s in outcomes[case].of({t})), t) for t in small)
                 print(f"    worst small team: {worst[1]} max {worst[0]:.2f} s")
+    if "fifo" in outcomes:
+        print("  fifo (no dispatch credit):")
+        report_lateness("flood team", outcomes["fifo"].of({FLOOD_TEAM}))
     if "small" in p99 and "flood" in p99:
         delta = p99["flood"][0] - p99["small"][0]
         print(
@@ -345,6 +365,7 @@ async def main() -> None:
     parser.add_argument("--rate-minutes", type=int, default=5)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--lead", type=float, default=15.0)
+    parser.add_argument("--credit", type=int, help="the scheduler's dispatch credit (fair cases)")
     parser.add_argument(
         "--cases",
         nargs="+",
@@ -362,6 +383,7 @@ async def main() -> None:
         args.rate_minutes,
         args.workers,
         args.lead,
+        args.credit,
     )
     print(f"bench/noisy {options} at {datetime.now(UTC):%Y-%m-%d %H:%M} UTC", flush=True)
     template = await migrated_template()
