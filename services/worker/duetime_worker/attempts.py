@@ -49,6 +49,7 @@ from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_core.attempts import ATTEMPT_CLOSED
+from duetime_core.backoff import DoublingBackoff
 from duetime_core.jobspec import Priority
 from duetime_infra.tracecontext import ATTEMPT, RUN_ID, TRACER
 from duetime_worker import tally
@@ -81,6 +82,10 @@ MAX_EARLY_WAIT = 60.0
 # repeat (up to the cap): a clock estimate gone wrong costs a few round trips, not a flood.
 FIRST_EARLY_RETRY = 0.001
 MAX_EARLY_RETRY = 0.5
+# A start or report that failed is sent again after FIRST_RETRY seconds, doubling up to
+# MAX_RETRY (exact delays, no jitter).
+FIRST_RETRY = 0.1
+MAX_RETRY = 5.0
 # How long a finished attempt's report is retried through scheduler outages.
 REPORT_PATIENCE = 60.0
 # How long a start that keeps failing (not TOO_EARLY) is retried before the message is dropped:
@@ -126,16 +131,6 @@ class Unsettled(enum.Enum):
     """A start given up while stopping: its message is not answered (not committed)."""
 
     UNSETTLED = enum.auto()
-
-
-class Backoff:
-    def __init__(self, first: float = 0.1, cap: float = 5.0) -> None:
-        self._next = first
-        self._cap = cap
-
-    def next(self) -> float:
-        delay, self._next = self._next, min(self._next * 2, self._cap)
-        return delay
 
 
 class RecentKeys:
@@ -276,6 +271,7 @@ class Executor:
             attributes={RUN_ID: dispatch.run_id, "duetime.delivery_id": delivery_id},
         ):
             not_before, least = dispatch.effective_time, 0.0
+            early_retries = DoublingBackoff(FIRST_EARLY_RETRY, MAX_EARLY_RETRY)
             early = self._early.limit > 0 and dispatch.target_kind != TARGET_KIND_CONTAINER
             while True:
                 # Held until its time (by the server's clock, as estimated) without a slot, or
@@ -292,7 +288,7 @@ class Executor:
                 if again is None:
                     return
                 not_before = again
-                least = min(max(least * 2, FIRST_EARLY_RETRY), MAX_EARLY_RETRY)
+                least = early_retries.next()
 
     async def _run_when_due(
         self, dispatch: RunDispatch, delivery_id: str, answered: Callable[[], None]
@@ -423,7 +419,7 @@ class Executor:
         request = pb.StartAttemptRequest(
             run_id=run_id, delivery_id=delivery_id, worker_id=self._worker_id, early=early
         )
-        backoff = Backoff()
+        backoff = DoublingBackoff(FIRST_RETRY, MAX_RETRY)
         loop = asyncio.get_running_loop()
         give_up = loop.time() + START_PATIENCE
         stopping_give_up: float | None = None
@@ -667,7 +663,7 @@ class Executor:
         )
         if call_time is not None:
             request.call_time.CopyFrom(call_time)
-        backoff = Backoff()
+        backoff = DoublingBackoff(FIRST_RETRY, MAX_RETRY)
         deadline = time.monotonic() + REPORT_PATIENCE
         while True:
             try:
