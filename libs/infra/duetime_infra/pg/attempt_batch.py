@@ -42,11 +42,11 @@ from duetime_infra.pg.attempt_store import (
     Row,
     StartAnswer,
     StartResult,
-    _other,
-    _start_view,
     count_first_start,
+    other_run,
     release_waiting,
     replayed_call_time,
+    start_view,
     transaction,
 )
 from duetime_infra.pg.outbox_writer import insert_outbox
@@ -119,7 +119,7 @@ class BatchAttempts:
                 if row is None or named[request.run_id] > 1:
                     continue
                 spec = self._spec(row)
-                view = _start_view(row, spec)
+                view = start_view(row, spec)
                 answered = check_admission(
                     view,
                     row["now"],
@@ -188,7 +188,7 @@ class BatchAttempts:
                     JobView(JobState(job["state"])),
                     OverlapView(
                         tuple(
-                            _other(o)
+                            other_run(o)
                             for o in others.get(row["job_id"], ())
                             if o["run_id"] != row["run_id"]
                         )

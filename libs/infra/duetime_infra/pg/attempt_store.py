@@ -213,7 +213,8 @@ async def apply_run_outcome(
     await insert_outbox(conn, rows)
 
 
-def _start_view(row: Row, snapshot: JobSpec) -> StartView:
+def start_view(row: Row, snapshot: JobSpec) -> StartView:
+    """What the start decision needs of a run, from its locked row (one start or a batch's)."""
     return StartView(
         state=RunState(row["state"]),
         scheduled=row["origin"] == SCHEDULE_ORIGIN,
@@ -228,7 +229,8 @@ def _start_view(row: Row, snapshot: JobSpec) -> StartView:
     )
 
 
-def _other(row: Row) -> OtherRun:
+def other_run(row: Row) -> OtherRun:
+    """Another open run of the same job, from its row, for the overlap check of a start."""
     return OtherRun(
         run_id=row["run_id"],
         nominal_time=row["nominal_time"],
@@ -307,7 +309,7 @@ class AttemptStore:
                 now: datetime = await conn.fetchval(q("db_now"))
                 return StartResult(StartAnswer.REFUSED, now, refusal=RUN_NOT_FOUND)
             snapshot = snapshot_of(row)
-            view = _start_view(row, snapshot)
+            view = start_view(row, snapshot)
             now = row["now"]
             decision = check_admission(view, now, delivery_id, worker_id, early=window)
             if decision is None:
@@ -328,7 +330,7 @@ class AttemptStore:
                 decision = decide_start(
                     view,
                     JobView(JobState(job["state"]) if job is not None else None),
-                    OverlapView(tuple(_other(o) for o in others), bool(newer)),
+                    OverlapView(tuple(other_run(o) for o in others), bool(newer)),
                     now,
                     self._settings,
                     delivery_id=delivery_id,
