@@ -479,15 +479,7 @@ class Executor:
         follows needs no execution slot)."""
         run = response.run
         number = response.attempt
-        if not self._executed.first((run.run_id, number)):
-            # The same delivery again (redelivered after a rebalance, or published twice): its
-            # start answered with an attempt this worker runs or already ran (the answer may
-            # arrive after the first execution ended).
-            self.tally.count(tally.DUPLICATES)
-            log.info(
-                "duplicate delivery of an attempt dropped",
-                extra={"action": "duplicate_delivery", "run_id": run.run_id, "attempt": number},
-            )
+        if not self._first_execution(run.run_id, number):
             return
         timeout = run.attempt_timeout.ToTimedelta().total_seconds() or DEFAULT_ATTEMPT_TIMEOUT
         started = time.monotonic()
@@ -528,45 +520,63 @@ class Executor:
         try:
             await _run_within_lease(active)
             call_ended()
-            # Asked again once the call is over: a worker that froze past its deadline may see
-            # the target's answer before its timer, and must not report it either.
-            if active.lapsed() or active.cancel_reason == ATTEMPT_CLOSED:
-                self.tally.count(tally.LEASE_LOST)
-                log.warning(
-                    "attempt abandoned without a report: its lease was lost",
-                    extra={
-                        "action": "lease_lost",
-                        "run_id": run.run_id,
-                        "attempt": number,
-                        "reason": active.cancel_reason or "lease ran out without a renewal",
-                        "seconds": round(time.monotonic() - started, 3),
-                    },
-                )
-                return
-            outcome = _outcome_of(active)
-            await self._complete(run.run_id, number, outcome, active.call_time)
-            self.tally.count(_TALLIES.get(outcome.result, tally.FAILED))
-            # A success is only counted (its line is DEBUG); anything else is logged with its
-            # run id, a failure as a WARNING.
-            level = _FINISHED_LEVELS.get(outcome.result, logging.INFO)
-            if not log.isEnabledFor(level):
-                return
-            log.log(
-                level,
-                "attempt finished",
-                extra={
-                    "action": "attempt_finished",
-                    "run_id": run.run_id,
-                    "attempt": number,
-                    "result": _RESULT_NAMES.get(outcome.result, outcome.result),
-                    "retryable": outcome.retryable,
-                    "error": outcome.error,
-                    "seconds": round(time.monotonic() - started, 3),
-                },
-            )
+            await self._report(active, started)
         finally:
             task.cancel()
             self._heartbeats.remove(active)
+
+    def _first_execution(self, run_id: str, number: int) -> bool:
+        """False for the same delivery again (redelivered after a rebalance, or published
+        twice): its start answered with an attempt this worker runs or already ran (the answer
+        may arrive after the first execution ended). It is counted and dropped."""
+        if self._executed.first((run_id, number)):
+            return True
+        self.tally.count(tally.DUPLICATES)
+        log.info(
+            "duplicate delivery of an attempt dropped",
+            extra={"action": "duplicate_delivery", "run_id": run_id, "attempt": number},
+        )
+        return False
+
+    async def _report(self, active: ActiveAttempt, started: float) -> None:
+        """Once the call is over: reports its outcome, counted and logged (``started``: when
+        the attempt began, on the monotonic clock), unless the lease was lost meanwhile."""
+        # Asked again once the call is over: a worker that froze past its deadline may see
+        # the target's answer before its timer, and must not report it either.
+        if active.lapsed() or active.cancel_reason == ATTEMPT_CLOSED:
+            self.tally.count(tally.LEASE_LOST)
+            log.warning(
+                "attempt abandoned without a report: its lease was lost",
+                extra={
+                    "action": "lease_lost",
+                    "run_id": active.run_id,
+                    "attempt": active.attempt,
+                    "reason": active.cancel_reason or "lease ran out without a renewal",
+                    "seconds": round(time.monotonic() - started, 3),
+                },
+            )
+            return
+        outcome = _outcome_of(active)
+        await self._complete(active.run_id, active.attempt, outcome, active.call_time)
+        self.tally.count(_TALLIES.get(outcome.result, tally.FAILED))
+        # A success is only counted (its line is DEBUG); anything else is logged with its
+        # run id, a failure as a WARNING.
+        level = _FINISHED_LEVELS.get(outcome.result, logging.INFO)
+        if not log.isEnabledFor(level):
+            return
+        log.log(
+            level,
+            "attempt finished",
+            extra={
+                "action": "attempt_finished",
+                "run_id": active.run_id,
+                "attempt": active.attempt,
+                "result": _RESULT_NAMES.get(outcome.result, outcome.result),
+                "retryable": outcome.retryable,
+                "error": outcome.error,
+                "seconds": round(time.monotonic() - started, 3),
+            },
+        )
 
     async def _call(
         self,
