@@ -127,10 +127,11 @@ STOPPING_START_PATIENCE = RPC_TIMEOUT
 SHUTTING_DOWN = "the worker is shutting down"
 
 
-class Unsettled(enum.Enum):
-    """A start given up while stopping: its message is not answered (not committed)."""
+class Unanswered(enum.Enum):
+    """Why a message is left unanswered (its offset not committed, so another worker gets
+    it): ``STOPPING``, a start given up while the worker is stopping."""
 
-    UNSETTLED = enum.auto()
+    STOPPING = enum.auto()
 
 
 class RecentKeys:
@@ -295,7 +296,7 @@ class Executor:
     ) -> Timestamp | None:
         """Starts and runs the attempt once a slot is free; for TOO_EARLY, when to ask again."""
         reservation = await self._reserve(dispatch)
-        if isinstance(reservation, Unsettled):
+        if isinstance(reservation, Unanswered):
             return None  # stopping while waiting for the launcher: unanswered, as when held
         try:
             async with Slot(self._slots, dispatch) as slot:
@@ -303,7 +304,7 @@ class Executor:
                     started = await self._start_seen_through(dispatch.run_id, delivery_id)
                 if isinstance(started, Timestamp):  # too early: wait again, no slot
                     return started
-                if isinstance(started, Unsettled):
+                if isinstance(started, Unanswered):
                     return None
                 answered()
                 if started is None:
@@ -331,9 +332,9 @@ class Executor:
         except SlotsClosed:
             self._early.release()
             return None
-        if isinstance(started, Timestamp) or started is None or isinstance(started, Unsettled):
+        if isinstance(started, Timestamp) or started is None or isinstance(started, Unanswered):
             self._early.release()
-            if not isinstance(started, Timestamp | Unsettled):
+            if not isinstance(started, Timestamp | Unanswered):
                 answered()
             return started if isinstance(started, Timestamp) else None
         answered()
@@ -347,12 +348,12 @@ class Executor:
         finally:
             release()
 
-    async def _reserve(self, dispatch: RunDispatch) -> Reservation | Unsettled | None:
+    async def _reserve(self, dispatch: RunDispatch) -> Reservation | Unanswered | None:
         """For a container target, the launcher's permit, waited for before the attempt is
         started: waiting after the start would count against the attempt's timeout and lease
         (a burst of long processes had the last ones time out without running). None when the
         message does not say its target is a container (an HTTP target, an older writer);
-        UNSETTLED when stopping meanwhile."""
+        ``Unanswered.STOPPING`` when stopping meanwhile."""
         if dispatch.target_kind != TARGET_KIND_CONTAINER:
             return None
         reserving = asyncio.ensure_future(self._launcher.reserve())
@@ -368,15 +369,15 @@ class Executor:
             stopping.cancel()
         if not reserving.done():
             reserving.cancel()
-            return Unsettled.UNSETTLED
+            return Unanswered.STOPPING
         if self._stopping.is_set():
             reserving.result().release()
-            return Unsettled.UNSETTLED
+            return Unanswered.STOPPING
         return reserving.result()
 
     async def _start_seen_through(
         self, run_id: str, delivery_id: str, early: bool = False
-    ) -> tuple[pb.StartAttemptResponse, float] | Timestamp | Unsettled | None:
+    ) -> tuple[pb.StartAttemptResponse, float] | Timestamp | Unanswered | None:
         """``_start``, seen through to its answer even when this task is cancelled meanwhile.
         Cancelled while stopping, an attempt it started is handed back before the cancellation
         goes on (the message stays unanswered). Cancelled while not stopping (its partition
@@ -411,11 +412,11 @@ class Executor:
 
     async def _start(
         self, run_id: str, delivery_id: str, early: bool = False
-    ) -> tuple[pb.StartAttemptResponse, float] | Timestamp | Unsettled | None:
+    ) -> tuple[pb.StartAttemptResponse, float] | Timestamp | Unanswered | None:
         """The STARTED answer and the loop time its request was sent (the lease counts from
         there); for TOO_EARLY, when to ask again (server clock); None when the message is to be
-        dropped; UNSETTLED when a stopping worker gave up asking. ``early``: the attempt may
-        be started ahead of the run's time (its answer then says when to call)."""
+        dropped; ``Unanswered.STOPPING`` when a stopping worker gave up asking. ``early``: the
+        attempt may be started ahead of the run's time (its answer then says when to call)."""
         request = pb.StartAttemptRequest(
             run_id=run_id, delivery_id=delivery_id, worker_id=self._worker_id, early=early
         )
@@ -432,7 +433,7 @@ class Executor:
                     if stopping_give_up is None:
                         stopping_give_up = loop.time() + STOPPING_START_PATIENCE
                     elif loop.time() > stopping_give_up:
-                        return Unsettled.UNSETTLED
+                        return Unanswered.STOPPING
                 if error.code() in _PERMANENT or loop.time() > give_up:
                     log.error(
                         "start refused by the scheduler; message dropped",
