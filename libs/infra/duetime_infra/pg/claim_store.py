@@ -26,8 +26,8 @@ from datetime import datetime, timedelta
 import asyncpg
 from opentelemetry.trace import Span
 
+from duetime_core.claim_plan import ClaimPlan, PlannedRun, plan_claim
 from duetime_core.jobspec import JobSpec, JobState, Priority
-from duetime_core.misfire import ClaimPlan, PlannedRun, plan_claim
 from duetime_core.planning import Occurrence
 from duetime_core.quotas import Candidate
 from duetime_core.records import RunReason, RunState
