@@ -4,13 +4,16 @@ database, CPU time per process, and quantiles."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import random
 import signal
 import sys
+import tempfile
 import time
 import uuid
 from collections import Counter
@@ -19,6 +22,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit
 
 import asyncpg
@@ -28,7 +32,7 @@ from duetime_core.runkey import partition_of
 from duetime_infra.codec.spec_json import spec_to_json
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
 from duetime_infra.pg import team_store
-from tests.support.databases import with_database
+from tests.support.databases import drop_database, migrated_template, with_database
 from tests.support.kafka import (
     Offsets,
     PrivateKafka,
@@ -39,9 +43,36 @@ from tests.support.kafka import (
 )
 from tests.support.system import System, running_system
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 # Dispatch topic partitions on the bench's broker: enough for two workers to share evenly.
 TOPIC_PARTITIONS = 6
 REPO = Path(__file__).resolve().parents[1]
+
+Options = TypeVar("Options", bound="DataclassInstance")
+
+
+def bench_parser(description: str | None, *, pg_sample: bool = False) -> argparse.ArgumentParser:
+    """A bench's command line, with what every bench of the whole system asks: how many
+    workers to start (``--workers``) and how many seconds after seeding its first runs are
+    due (``--lead``); with ``pg_sample``, also ``--pg-sample`` (QuerySampler)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--lead", type=float, default=15.0)
+    if pg_sample:
+        parser.add_argument(
+            "--pg-sample",
+            action="store_true",
+            help="sample the statements running in the database, and their time after the instant",
+        )
+    return parser
+
+
+def options_from(kind: type[Options], args: argparse.Namespace) -> Options:
+    """A bench's options (a dataclass) from its parsed command line, each field from the
+    argument of the same name (``--per-team`` gives ``per_team``)."""
+    return kind(**{f.name: getattr(args, f.name) for f in dataclasses.fields(kind)})
 
 
 def quantiles(values: Sequence[float]) -> tuple[float, float, float]:
@@ -215,6 +246,20 @@ async def bench_kafka(directory: Path) -> AsyncIterator[PrivateKafka]:
         await create_topics(kafka.bootstrap, [DEAD_LETTER_TOPIC], partitions=1)
         os.environ["DUETIME_KAFKA_BOOTSTRAP"] = kafka.bootstrap
         yield kafka
+
+
+@asynccontextmanager
+async def bench_workspace(prefix: str) -> AsyncIterator[tuple[str, Path]]:
+    """What a bench's cases share: a migrated template database (each case clones its own
+    from it) and a temporary folder with the bench's broker in it; the template is dropped
+    at the end."""
+    template = await migrated_template()
+    try:
+        with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+            async with bench_kafka(Path(tmp) / "kafka"):
+                yield template, Path(tmp)
+    finally:
+        await drop_database(template)
 
 
 @asynccontextmanager

@@ -26,7 +26,6 @@ import asyncio
 import contextlib
 import os
 import statistics
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -44,13 +43,15 @@ from bench.harness import (
     SeedJob,
     StatementStats,
     TargetProcess,
-    bench_kafka,
+    bench_parser,
     bench_system,
+    bench_workspace,
     cpu_model,
     database_counts,
     herd_outcome,
     load,
     ms,
+    options_from,
     per_second,
     quantiles,
     seed_jobs,
@@ -61,7 +62,7 @@ from bench.harness import (
 )
 from duetime_core.runkey import RunKey
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
-from tests.support.databases import create_database, drop_database, migrated_template
+from tests.support.databases import create_database, drop_database
 from tests.support.fleet import eventually
 from tests.support.kafka import Offsets, end_offsets, read_between, shared_bootstrap
 from tests.support.system import TEAM, System
@@ -271,11 +272,9 @@ def summarise(outcomes: list[HerdOutcome]) -> None:
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = bench_parser(__doc__, pg_sample=True)
     parser.add_argument("--runs", type=int, nargs="+", default=[1_000, 10_000])
     parser.add_argument("--repeat", type=int, default=1, help="cases of each size, interleaved")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--lead", type=float, default=15.0)
     parser.add_argument(
         "--concurrency", type=int, help="execution slots a worker (default: the worker's own)"
     )
@@ -283,38 +282,24 @@ async def main() -> None:
     parser.add_argument(
         "--profile", type=Path, help="write each service's cProfile statistics in this folder"
     )
-    parser.add_argument(
-        "--pg-sample",
-        action="store_true",
-        help="sample the statements running in the database, and their time after the instant",
-    )
     parser.add_argument("--peer", choices=["pgqueuer"], help="run each case on it too")
     parser.add_argument("--pgq-batch", type=int, default=100, help="PgQueuer's --batch-size")
     parser.add_argument("--pgq-connections", type=int, default=256)
     args = parser.parse_args()
-    setup = Setup(
-        args.workers, args.lead, args.concurrency, args.lookahead, args.profile, args.pg_sample
-    )
+    setup = options_from(Setup, args)
     print(f"bench/herd at {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {cpu_model()}; {load()}")
-    template = await migrated_template()
     outcomes: list[HerdOutcome] = []
-    try:
-        with tempfile.TemporaryDirectory(prefix="duetime-herd-") as tmp:
-            async with bench_kafka(Path(tmp) / "kafka"):
-                for runs in args.runs:
-                    for case in range(args.repeat):
-                        peers = ["duetime"] + ([args.peer] if args.peer else [])
-                        # Alternate who goes first, so neither always meets a warmer machine.
-                        for peer in peers if case % 2 == 0 else peers[::-1]:
-                            print(f"herd of {runs:,} runs on {peer} ({load()})", flush=True)
-                            if peer == "duetime":
-                                outcomes.append(
-                                    await duetime_case(template, runs, setup, Path(tmp))
-                                )
-                            else:
-                                outcomes.append(await peer_case(runs, args, Path(tmp)))
-    finally:
-        await drop_database(template)
+    async with bench_workspace("duetime-herd-") as (template, tmp):
+        for runs in args.runs:
+            for case in range(args.repeat):
+                peers = ["duetime"] + ([args.peer] if args.peer else [])
+                # Alternate who goes first, so neither always meets a warmer machine.
+                for peer in peers if case % 2 == 0 else peers[::-1]:
+                    print(f"herd of {runs:,} runs on {peer} ({load()})", flush=True)
+                    if peer == "duetime":
+                        outcomes.append(await duetime_case(template, runs, setup, tmp))
+                    else:
+                        outcomes.append(await peer_case(runs, args, tmp))
     summarise(outcomes)
 
 

@@ -27,10 +27,8 @@ minute; and correctness: runs lost, started early, called twice.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import random
-import tempfile
 import uuid
 from collections import Counter
 from collections.abc import Sequence
@@ -44,9 +42,11 @@ from bench.harness import (
     Call,
     CpuMeter,
     SeedJob,
-    bench_kafka,
+    bench_parser,
     bench_system,
+    bench_workspace,
     ms,
+    options_from,
     quantiles,
     seed_jobs,
     system_processes,
@@ -54,7 +54,7 @@ from bench.harness import (
 )
 from duetime_core.runkey import RunKey
 from duetime_infra.pg import team_store
-from tests.support.databases import create_database, drop_database, migrated_template
+from tests.support.databases import create_database, drop_database
 from tests.support.fleet import eventually
 
 FLOOD_TEAM = "flood"
@@ -355,7 +355,7 @@ def summarise(outcomes: dict[str, Outcome], options: Options) -> None:
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = bench_parser(__doc__)
     parser.add_argument("--flood", type=int, default=10_000)
     parser.add_argument("--teams", type=int, default=50)
     parser.add_argument("--per-team", type=int, default=5)
@@ -363,8 +363,6 @@ async def main() -> None:
     parser.add_argument("--rate", type=int, default=600)
     parser.add_argument("--burst", type=int, default=10)
     parser.add_argument("--rate-minutes", type=int, default=5)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--lead", type=float, default=15.0)
     parser.add_argument("--credit", type=int, help="the scheduler's dispatch credit (fair cases)")
     parser.add_argument(
         "--cases",
@@ -373,28 +371,12 @@ async def main() -> None:
         choices=["small", "flood", "fifo", "rate"],
     )
     args = parser.parse_args()
-    options = Options(
-        args.flood,
-        args.teams,
-        args.per_team,
-        args.window,
-        args.rate,
-        args.burst,
-        args.rate_minutes,
-        args.workers,
-        args.lead,
-        args.credit,
-    )
+    options = options_from(Options, args)
     print(f"bench/noisy {options} at {datetime.now(UTC):%Y-%m-%d %H:%M} UTC", flush=True)
-    template = await migrated_template()
     outcomes: dict[str, Outcome] = {}
-    try:
-        with tempfile.TemporaryDirectory(prefix="duetime-noisy-") as tmp:
-            async with bench_kafka(Path(tmp) / "kafka"):
-                for case in args.cases:
-                    outcomes[case] = await run_case(case, options, template, Path(tmp))
-    finally:
-        await drop_database(template)
+    async with bench_workspace("duetime-noisy-") as (template, tmp):
+        for case in args.cases:
+            outcomes[case] = await run_case(case, options, template, tmp)
     summarise(outcomes, options)
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import tempfile
 import uuid
 from collections import Counter
 from dataclasses import dataclass
@@ -44,12 +43,14 @@ from bench.harness import (
     HerdOutcome,
     QuerySampler,
     SeedJob,
-    bench_kafka,
+    bench_parser,
     bench_system,
+    bench_workspace,
     cpu_model,
     database_counts,
     herd_outcome,
     load,
+    options_from,
     quantiles,
     seed_jobs,
     shown,
@@ -59,7 +60,7 @@ from bench.harness import (
 )
 from duetime_core.runkey import RunKey
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
-from tests.support.databases import create_database, drop_database, migrated_template
+from tests.support.databases import create_database, drop_database
 from tests.support.system import TEAM
 
 
@@ -287,41 +288,22 @@ def report(steps: list[Step], options: Options, best: int | None) -> None:
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = bench_parser(__doc__, pg_sample=True)
     parser.add_argument("--start", type=int, default=100)
     parser.add_argument("--rates", type=int, nargs="+", help="run these rates, no search")
     parser.add_argument("--precision", type=float, default=0.1)
     parser.add_argument("--max-steps", type=int, default=10)
     parser.add_argument("--interval", type=float, default=10.0)
-    parser.add_argument("--lead", type=float, default=15.0)
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--tail", type=float, default=30.0)
-    parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--p99", type=float, default=1.0)
-    parser.add_argument(
-        "--pg-sample", action="store_true", help="sample the statements running in the database"
-    )
     args = parser.parse_args()
-    options = Options(
-        args.interval,
-        args.lead,
-        args.warmup,
-        args.duration,
-        args.tail,
-        args.workers,
-        args.p99,
-        args.pg_sample,
-    )
+    options = options_from(Options, args)
     print(f"bench/steady at {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {cpu_model()}; {load()}")
     print(f"  {options}", flush=True)
-    template = await migrated_template()
-    try:
-        with tempfile.TemporaryDirectory(prefix="duetime-steady-") as tmp:
-            async with bench_kafka(Path(tmp) / "kafka"):
-                await search(args, options, template, Path(tmp))
-    finally:
-        await drop_database(template)
+    async with bench_workspace("duetime-steady-") as (template, tmp):
+        await search(args, options, template, tmp)
 
 
 if __name__ == "__main__":

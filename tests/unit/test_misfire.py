@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime, timedelta
 
+from duetime_core.claim_plan import MAX_EXAMINED, ClaimPlan, plan_claim
 from duetime_core.jobspec import (
     AtInstant,
     Every,
@@ -15,7 +16,6 @@ from duetime_core.jobspec import (
     MisfirePolicy,
     MisfireSettings,
 )
-from duetime_core.misfire import MAX_EXAMINED, ClaimPlan, plan_claim
 from duetime_core.planning import Occurrence
 from duetime_core.records import RunReason, RunState
 from duetime_core.schedule.model import Cron, GapPolicy

@@ -10,7 +10,7 @@ import aiohttp
 import pytest
 from yarl import URL
 
-from duetime_worker.http_target import _described
+from duetime_worker.http_target import described_error
 
 TARGET = "https://user:tok@Host/?k=v"
 
@@ -26,10 +26,10 @@ TARGET = "https://user:tok@Host/?k=v"
     ],
 )
 def test_a_message_that_could_show_the_url_is_dropped(message: str) -> None:
-    described = _described(aiohttp.ClientError(message), TARGET, urlsplit(TARGET))
+    described = described_error(aiohttp.ClientError(message), TARGET, urlsplit(TARGET))
     assert described == "ClientError calling https://host"
 
 
 def test_a_plain_message_is_kept() -> None:
     error = aiohttp.ClientError("Server disconnected")
-    assert _described(error, TARGET, urlsplit(TARGET)) == "ClientError: Server disconnected"
+    assert described_error(error, TARGET, urlsplit(TARGET)) == "ClientError: Server disconnected"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from duetime_core.misfire import dst_gap_skips
+from duetime_core.claim_plan import dst_gap_skips
 from duetime_core.planning import Occurrence, next_nominal
 from duetime_core.schedule.model import Schedule
 

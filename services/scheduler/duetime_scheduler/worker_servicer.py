@@ -190,6 +190,43 @@ def _read_call_time(
         return None
 
 
+def _read_start(
+    violations: list[FieldViolation], prefix: str, request: pb.StartAttemptRequest
+) -> StartRequest:
+    """One start, as StartAttempt and each entry of StartAttempts read it; ``prefix`` places the
+    field paths of a batch entry (``starts[3].``)."""
+    return StartRequest(
+        _read_run_id(violations, f"{prefix}run_id", request.run_id),
+        _read_id(violations, f"{prefix}delivery_id", request.delivery_id),
+        _read_id(violations, f"{prefix}worker_id", request.worker_id),
+        request.early,
+    )
+
+
+def _read_report(
+    violations: list[FieldViolation],
+    prefix: str,
+    report: pb.CompleteAttemptRequest,
+    attempt: int,
+) -> Report | None:
+    """One report of attempt ``attempt`` (its fencing token, read by the caller), as
+    CompleteAttempt and each entry of CompleteAttempts read it; None when its result is missing
+    or unknown (a violation says so). ``prefix`` places the field paths of a batch entry."""
+    run_id = _read_run_id(violations, f"{prefix}run_id", report.run_id)
+    worker_id = _read_id(violations, f"{prefix}worker_id", report.worker_id)
+    outcome = _RESULTS.get(report.result)
+    if outcome is None:
+        problem = "required" if report.result == 0 else f"unknown value {report.result}"
+        violations.append(FieldViolation(f"{prefix}result", problem))
+    call = _read_call(violations, f"{prefix}call_progress", report.call_progress)
+    call_time = _read_call_time(violations, f"{prefix}call_time", report)
+    if outcome is None:
+        return None
+    return Report(
+        run_id, attempt, worker_id, outcome, report.retryable, report.error, call_time, call
+    )
+
+
 def _end_failed(span: Span | None, error: DuetimeError) -> None:
     """Ends an entry's span with the error its entry was answered with."""
     if span is not None:
@@ -209,19 +246,19 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
         self, request: pb.StartAttemptRequest, context: Context
     ) -> pb.StartAttemptResponse:
         violations: list[FieldViolation] = []
-        run_id = _read_run_id(violations, "run_id", request.run_id)
-        delivery_id = _read_id(violations, "delivery_id", request.delivery_id)
-        worker_id = _read_id(violations, "worker_id", request.worker_id)
+        start = _read_start(violations, "", request)
         _check(violations)
         # A span in the run's trace: the worker sends its context with the call.
         with rpc_span("start attempt", context.invocation_metadata()) as span:
             span.set_attribute(RUN_ID, request.run_id)
-            result = await self._store.start(run_id, delivery_id, worker_id, request.early)
+            result = await self._store.start(
+                start.run_id, start.delivery_id, start.worker_id, start.early
+            )
             span.set_attributes({ATTEMPT: result.attempt, "duetime.decision": result.answer.value})
         try:
             return encode_start(result, self._secrets)
         except SecretUnreadable as error:
-            await self._end_unreadable(result, worker_id, error)
+            await self._end_unreadable(result, start.worker_id, error)
             raise
 
     async def _end_unreadable(
@@ -282,30 +319,23 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
         self, request: pb.CompleteAttemptRequest, context: Context
     ) -> pb.CompleteAttemptResponse:
         violations: list[FieldViolation] = []
-        run_id = _read_run_id(violations, "run_id", request.run_id)
-        worker_id = _read_id(violations, "worker_id", request.worker_id)
-        outcome = _RESULTS.get(request.result)
-        if outcome is None:
-            problem = "required" if request.result == 0 else f"unknown value {request.result}"
-            violations.append(FieldViolation("result", problem))
-        call = _read_call(violations, "call_progress", request.call_progress)
         token = read_attempt_token(violations, context.invocation_metadata())
-        call_time = _read_call_time(violations, "call_time", request)
+        report = _read_report(violations, "", request, token)
         _check(violations)
-        assert outcome is not None
+        assert report is not None
         with rpc_span("complete attempt", context.invocation_metadata()) as span:
             span.set_attributes(
-                {RUN_ID: request.run_id, ATTEMPT: token, "duetime.result": outcome.value}
+                {RUN_ID: request.run_id, ATTEMPT: token, "duetime.result": report.outcome.value}
             )
             result = await self._store.complete(
-                run_id,
-                token,
-                worker_id,
-                outcome,
-                request.retryable,
-                request.error,
-                call_time,
-                call,
+                report.run_id,
+                report.attempt,
+                report.worker_id,
+                report.outcome,
+                report.retryable,
+                report.error,
+                report.call_time,
+                report.call,
             )
             span.set_attribute("duetime.run_state", result.run_state.value)
         out = pb.CompleteAttemptResponse(run_state=f"RUN_STATE_{result.run_state.value}")
@@ -321,13 +351,11 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
         valid: list[tuple[int, StartRequest]] = []
         for i, start in enumerate(request.starts):
             violations: list[FieldViolation] = []
-            run_id = _read_run_id(violations, f"starts[{i}].run_id", start.run_id)
-            delivery_id = _read_id(violations, f"starts[{i}].delivery_id", start.delivery_id)
-            worker_id = _read_id(violations, f"starts[{i}].worker_id", start.worker_id)
+            read = _read_start(violations, f"starts[{i}].", start)
             if violations:
                 results[i].error.CopyFrom(entry_error(InvalidArgument(violations)))
             else:
-                valid.append((i, StartRequest(run_id, delivery_id, worker_id, start.early)))
+                valid.append((i, read))
         # Each entry's span in its run's trace, as its own StartAttempt would have made.
         spans = [
             start_entry_span(
@@ -363,39 +391,15 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
         valid: list[tuple[int, Report]] = []
         for i, entry in enumerate(request.reports):
             violations: list[FieldViolation] = []
-            report = entry.report
-            run_id = _read_run_id(violations, f"reports[{i}].report.run_id", report.run_id)
-            worker_id = _read_id(violations, f"reports[{i}].report.worker_id", report.worker_id)
-            outcome = _RESULTS.get(report.result)
-            if outcome is None:
-                problem = "required" if report.result == 0 else f"unknown value {report.result}"
-                violations.append(FieldViolation(f"reports[{i}].report.result", problem))
             if not 1 <= entry.attempt <= _MAX_ATTEMPT_NUMBER:
                 violations.append(
                     FieldViolation(f"reports[{i}].attempt", "must be a positive attempt number")
                 )
-            call_time = _read_call_time(violations, f"reports[{i}].report.call_time", report)
-            call = _read_call(
-                violations, f"reports[{i}].report.call_progress", report.call_progress
-            )
-            if violations or outcome is None:
+            report = _read_report(violations, f"reports[{i}].report.", entry.report, entry.attempt)
+            if violations or report is None:
                 results[i].error.CopyFrom(entry_error(InvalidArgument(violations)))
                 continue
-            valid.append(
-                (
-                    i,
-                    Report(
-                        run_id,
-                        entry.attempt,
-                        worker_id,
-                        outcome,
-                        report.retryable,
-                        report.error,
-                        call_time,
-                        call,
-                    ),
-                )
-            )
+            valid.append((i, report))
         spans = [
             start_entry_span(
                 "complete attempt",

@@ -49,6 +49,7 @@ from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_core.attempts import ATTEMPT_CLOSED
+from duetime_core.backoff import DoublingBackoff
 from duetime_core.jobspec import Priority
 from duetime_infra.tracecontext import ATTEMPT, RUN_ID, TRACER
 from duetime_worker import tally
@@ -81,6 +82,10 @@ MAX_EARLY_WAIT = 60.0
 # repeat (up to the cap): a clock estimate gone wrong costs a few round trips, not a flood.
 FIRST_EARLY_RETRY = 0.001
 MAX_EARLY_RETRY = 0.5
+# A start or report that failed is sent again after FIRST_RETRY seconds, doubling up to
+# MAX_RETRY (exact delays, no jitter).
+FIRST_RETRY = 0.1
+MAX_RETRY = 5.0
 # How long a finished attempt's report is retried through scheduler outages.
 REPORT_PATIENCE = 60.0
 # How long a start that keeps failing (not TOO_EARLY) is retried before the message is dropped:
@@ -122,20 +127,11 @@ STOPPING_START_PATIENCE = RPC_TIMEOUT
 SHUTTING_DOWN = "the worker is shutting down"
 
 
-class Unsettled(enum.Enum):
-    """A start given up while stopping: its message is not answered (not committed)."""
+class Unanswered(enum.Enum):
+    """Why a message is left unanswered (its offset not committed, so another worker gets
+    it): ``STOPPING``, a start given up while the worker is stopping."""
 
-    UNSETTLED = enum.auto()
-
-
-class Backoff:
-    def __init__(self, first: float = 0.1, cap: float = 5.0) -> None:
-        self._next = first
-        self._cap = cap
-
-    def next(self) -> float:
-        delay, self._next = self._next, min(self._next * 2, self._cap)
-        return delay
+    STOPPING = enum.auto()
 
 
 class RecentKeys:
@@ -276,6 +272,7 @@ class Executor:
             attributes={RUN_ID: dispatch.run_id, "duetime.delivery_id": delivery_id},
         ):
             not_before, least = dispatch.effective_time, 0.0
+            early_retries = DoublingBackoff(FIRST_EARLY_RETRY, MAX_EARLY_RETRY)
             early = self._early.limit > 0 and dispatch.target_kind != TARGET_KIND_CONTAINER
             while True:
                 # Held until its time (by the server's clock, as estimated) without a slot, or
@@ -292,14 +289,14 @@ class Executor:
                 if again is None:
                     return
                 not_before = again
-                least = min(max(least * 2, FIRST_EARLY_RETRY), MAX_EARLY_RETRY)
+                least = early_retries.next()
 
     async def _run_when_due(
         self, dispatch: RunDispatch, delivery_id: str, answered: Callable[[], None]
     ) -> Timestamp | None:
         """Starts and runs the attempt once a slot is free; for TOO_EARLY, when to ask again."""
         reservation = await self._reserve(dispatch)
-        if isinstance(reservation, Unsettled):
+        if isinstance(reservation, Unanswered):
             return None  # stopping while waiting for the launcher: unanswered, as when held
         try:
             async with Slot(self._slots, dispatch) as slot:
@@ -307,7 +304,7 @@ class Executor:
                     started = await self._start_seen_through(dispatch.run_id, delivery_id)
                 if isinstance(started, Timestamp):  # too early: wait again, no slot
                     return started
-                if isinstance(started, Unsettled):
+                if isinstance(started, Unanswered):
                     return None
                 answered()
                 if started is None:
@@ -335,9 +332,9 @@ class Executor:
         except SlotsClosed:
             self._early.release()
             return None
-        if isinstance(started, Timestamp) or started is None or isinstance(started, Unsettled):
+        if isinstance(started, Timestamp) or started is None or isinstance(started, Unanswered):
             self._early.release()
-            if not isinstance(started, Timestamp | Unsettled):
+            if not isinstance(started, Timestamp | Unanswered):
                 answered()
             return started if isinstance(started, Timestamp) else None
         answered()
@@ -351,12 +348,12 @@ class Executor:
         finally:
             release()
 
-    async def _reserve(self, dispatch: RunDispatch) -> Reservation | Unsettled | None:
+    async def _reserve(self, dispatch: RunDispatch) -> Reservation | Unanswered | None:
         """For a container target, the launcher's permit, waited for before the attempt is
         started: waiting after the start would count against the attempt's timeout and lease
         (a burst of long processes had the last ones time out without running). None when the
         message does not say its target is a container (an HTTP target, an older writer);
-        UNSETTLED when stopping meanwhile."""
+        ``Unanswered.STOPPING`` when stopping meanwhile."""
         if dispatch.target_kind != TARGET_KIND_CONTAINER:
             return None
         reserving = asyncio.ensure_future(self._launcher.reserve())
@@ -372,15 +369,15 @@ class Executor:
             stopping.cancel()
         if not reserving.done():
             reserving.cancel()
-            return Unsettled.UNSETTLED
+            return Unanswered.STOPPING
         if self._stopping.is_set():
             reserving.result().release()
-            return Unsettled.UNSETTLED
+            return Unanswered.STOPPING
         return reserving.result()
 
     async def _start_seen_through(
         self, run_id: str, delivery_id: str, early: bool = False
-    ) -> tuple[pb.StartAttemptResponse, float] | Timestamp | Unsettled | None:
+    ) -> tuple[pb.StartAttemptResponse, float] | Timestamp | Unanswered | None:
         """``_start``, seen through to its answer even when this task is cancelled meanwhile.
         Cancelled while stopping, an attempt it started is handed back before the cancellation
         goes on (the message stays unanswered). Cancelled while not stopping (its partition
@@ -415,15 +412,15 @@ class Executor:
 
     async def _start(
         self, run_id: str, delivery_id: str, early: bool = False
-    ) -> tuple[pb.StartAttemptResponse, float] | Timestamp | Unsettled | None:
+    ) -> tuple[pb.StartAttemptResponse, float] | Timestamp | Unanswered | None:
         """The STARTED answer and the loop time its request was sent (the lease counts from
         there); for TOO_EARLY, when to ask again (server clock); None when the message is to be
-        dropped; UNSETTLED when a stopping worker gave up asking. ``early``: the attempt may
-        be started ahead of the run's time (its answer then says when to call)."""
+        dropped; ``Unanswered.STOPPING`` when a stopping worker gave up asking. ``early``: the
+        attempt may be started ahead of the run's time (its answer then says when to call)."""
         request = pb.StartAttemptRequest(
             run_id=run_id, delivery_id=delivery_id, worker_id=self._worker_id, early=early
         )
-        backoff = Backoff()
+        backoff = DoublingBackoff(FIRST_RETRY, MAX_RETRY)
         loop = asyncio.get_running_loop()
         give_up = loop.time() + START_PATIENCE
         stopping_give_up: float | None = None
@@ -436,7 +433,7 @@ class Executor:
                     if stopping_give_up is None:
                         stopping_give_up = loop.time() + STOPPING_START_PATIENCE
                     elif loop.time() > stopping_give_up:
-                        return Unsettled.UNSETTLED
+                        return Unanswered.STOPPING
                 if error.code() in _PERMANENT or loop.time() > give_up:
                     log.error(
                         "start refused by the scheduler; message dropped",
@@ -483,15 +480,7 @@ class Executor:
         follows needs no execution slot)."""
         run = response.run
         number = response.attempt
-        if not self._executed.first((run.run_id, number)):
-            # The same delivery again (redelivered after a rebalance, or published twice): its
-            # start answered with an attempt this worker runs or already ran (the answer may
-            # arrive after the first execution ended).
-            self.tally.count(tally.DUPLICATES)
-            log.info(
-                "duplicate delivery of an attempt dropped",
-                extra={"action": "duplicate_delivery", "run_id": run.run_id, "attempt": number},
-            )
+        if not self._first_execution(run.run_id, number):
             return
         timeout = run.attempt_timeout.ToTimedelta().total_seconds() or DEFAULT_ATTEMPT_TIMEOUT
         started = time.monotonic()
@@ -532,45 +521,63 @@ class Executor:
         try:
             await _run_within_lease(active)
             call_ended()
-            # Asked again once the call is over: a worker that froze past its deadline may see
-            # the target's answer before its timer, and must not report it either.
-            if active.lapsed() or active.cancel_reason == ATTEMPT_CLOSED:
-                self.tally.count(tally.LEASE_LOST)
-                log.warning(
-                    "attempt abandoned without a report: its lease was lost",
-                    extra={
-                        "action": "lease_lost",
-                        "run_id": run.run_id,
-                        "attempt": number,
-                        "reason": active.cancel_reason or "lease ran out without a renewal",
-                        "seconds": round(time.monotonic() - started, 3),
-                    },
-                )
-                return
-            outcome = _outcome_of(active)
-            await self._complete(run.run_id, number, outcome, active.call_time)
-            self.tally.count(_TALLIES.get(outcome.result, tally.FAILED))
-            # A success is only counted (its line is DEBUG); anything else is logged with its
-            # run id, a failure as a WARNING.
-            level = _FINISHED_LEVELS.get(outcome.result, logging.INFO)
-            if not log.isEnabledFor(level):
-                return
-            log.log(
-                level,
-                "attempt finished",
-                extra={
-                    "action": "attempt_finished",
-                    "run_id": run.run_id,
-                    "attempt": number,
-                    "result": _RESULT_NAMES.get(outcome.result, outcome.result),
-                    "retryable": outcome.retryable,
-                    "error": outcome.error,
-                    "seconds": round(time.monotonic() - started, 3),
-                },
-            )
+            await self._report(active, started)
         finally:
             task.cancel()
             self._heartbeats.remove(active)
+
+    def _first_execution(self, run_id: str, number: int) -> bool:
+        """False for the same delivery again (redelivered after a rebalance, or published
+        twice): its start answered with an attempt this worker runs or already ran (the answer
+        may arrive after the first execution ended). It is counted and dropped."""
+        if self._executed.first((run_id, number)):
+            return True
+        self.tally.count(tally.DUPLICATES)
+        log.info(
+            "duplicate delivery of an attempt dropped",
+            extra={"action": "duplicate_delivery", "run_id": run_id, "attempt": number},
+        )
+        return False
+
+    async def _report(self, active: ActiveAttempt, started: float) -> None:
+        """Once the call is over: reports its outcome, counted and logged (``started``: when
+        the attempt began, on the monotonic clock), unless the lease was lost meanwhile."""
+        # Asked again once the call is over: a worker that froze past its deadline may see
+        # the target's answer before its timer, and must not report it either.
+        if active.lapsed() or active.cancel_reason == ATTEMPT_CLOSED:
+            self.tally.count(tally.LEASE_LOST)
+            log.warning(
+                "attempt abandoned without a report: its lease was lost",
+                extra={
+                    "action": "lease_lost",
+                    "run_id": active.run_id,
+                    "attempt": active.attempt,
+                    "reason": active.cancel_reason or "lease ran out without a renewal",
+                    "seconds": round(time.monotonic() - started, 3),
+                },
+            )
+            return
+        outcome = _outcome_of(active)
+        await self._complete(active.run_id, active.attempt, outcome, active.call_time)
+        self.tally.count(_TALLIES.get(outcome.result, tally.FAILED))
+        # A success is only counted (its line is DEBUG); anything else is logged with its
+        # run id, a failure as a WARNING.
+        level = _FINISHED_LEVELS.get(outcome.result, logging.INFO)
+        if not log.isEnabledFor(level):
+            return
+        log.log(
+            level,
+            "attempt finished",
+            extra={
+                "action": "attempt_finished",
+                "run_id": active.run_id,
+                "attempt": active.attempt,
+                "result": _RESULT_NAMES.get(outcome.result, outcome.result),
+                "retryable": outcome.retryable,
+                "error": outcome.error,
+                "seconds": round(time.monotonic() - started, 3),
+            },
+        )
 
     async def _call(
         self,
@@ -667,7 +674,7 @@ class Executor:
         )
         if call_time is not None:
             request.call_time.CopyFrom(call_time)
-        backoff = Backoff()
+        backoff = DoublingBackoff(FIRST_RETRY, MAX_RETRY)
         deadline = time.monotonic() + REPORT_PATIENCE
         while True:
             try:

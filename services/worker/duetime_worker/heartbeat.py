@@ -34,6 +34,7 @@ from grpc import aio
 
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
+from duetime_core.backoff import DoublingBackoff
 from duetime_worker.outcome import BEGUN, UNSAID, Call, LeaseLapsed, Outcome
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,9 @@ Key = tuple[str, int]
 URGENT_SPACING = 0.02
 # A beat not answered within this long breaks the stream (see ``_check_answered``).
 ANSWER_TIMEOUT = 10.0
+# A broken stream is opened again after this long, doubling up to ``max_backoff`` while the
+# streams keep breaking before a beat is sent (exact delays, no jitter).
+FIRST_RECONNECT = 0.1
 
 
 def lease_length(lease_expire_time: Timestamp, server_time: Timestamp) -> float:
@@ -250,7 +254,8 @@ class Heartbeats:
 
     async def run(self, stopping: asyncio.Event) -> None:
         """Keeps the stream up until ``stopping`` is set."""
-        backoff = 0.1
+        backoff = DoublingBackoff(FIRST_RECONNECT, self._max_backoff)
+        pause = FIRST_RECONNECT
         loop = asyncio.get_running_loop()
         while not stopping.is_set():
             call = self._stub.Heartbeat(metadata=self._metadata)
@@ -298,10 +303,11 @@ class Heartbeats:
                         self._unanswered.append((last_beat, self.beats))
                         self.beats += 1
                         await call.write(self._request())
-                        backoff = 0.1
+                        backoff.reset()
                     else:
                         self._answered(loop.time())  # nothing to beat for: nothing to hear
             except Exception as error:  # any break of the stream: open a new one
+                pause = backoff.next()
                 detail = (
                     error.code().name
                     if isinstance(error, aio.AioRpcError)
@@ -309,7 +315,7 @@ class Heartbeats:
                 )
                 log.warning(
                     "heartbeat stream broken; reconnecting",
-                    extra={"action": "heartbeat_reconnect", "error": detail, "backoff": backoff},
+                    extra={"action": "heartbeat_reconnect", "error": detail, "backoff": pause},
                 )
             finally:
                 stop_wait.cancel()
@@ -317,5 +323,4 @@ class Heartbeats:
                 call.cancel()
                 await asyncio.wait([reader])
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stopping.wait(), backoff)
-            backoff = min(backoff * 2, self._max_backoff)
+                await asyncio.wait_for(stopping.wait(), pause)

@@ -219,7 +219,7 @@ class HttpCaller:
             if request.lapsed:  # the body's check, which aiohttp's body writer wraps
                 raise LeaseLapsed from error
             return Outcome.failed(
-                _described(error, url, parts),
+                described_error(error, url, parts),
                 retryable=True,
                 call=BEGUN if request.sent else NOT_BEGUN,
             )
@@ -292,7 +292,7 @@ def _where(parts: SplitResult) -> str:
     return f"{parts.scheme}://[{host}]" if ":" in host else f"{parts.scheme}://{host}"
 
 
-def _described(error: BaseException, url: str, parts: SplitResult) -> str:
+def described_error(error: BaseException, url: str, parts: SplitResult) -> str:
     """``Type: message``, unless the message could show the URL (it contains "://", "@" or
     "?", or any part of the URL): then the type and where it was called. A library's message
     may carry the URL normalised (host lowercased, query re-encoded), so matching the URL's

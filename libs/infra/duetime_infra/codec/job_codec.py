@@ -27,6 +27,7 @@ from duetime_core.jobspec import (
     RetryPolicy,
     ScheduleSpec,
     SecretValue,
+    Target,
     to_schedule,
 )
 from duetime_core.text import text_problem
@@ -101,36 +102,11 @@ def decode_job_spec(
     v = Violations()
     display_name = _read_display_name(v, f"{path}.display_name", job.display_name)
 
-    schedule: ScheduleSpec | None = None
-    if job.HasField("schedule"):
-        schedule = read_schedule(job.schedule, v, now=now, path=f"{path}.schedule")
-    else:
-        v.add(f"{path}.schedule", "required")
-
-    target = None
-    if job.HasField("target"):
-        target = read_target(
-            job.target,
-            v,
-            path=f"{path}.target",
-            existing_headers=existing_headers,
-            existing_env=existing_env,
-        )
-    else:
-        v.add(f"{path}.target", "required")
-
-    attempt_timeout = DEFAULT_ATTEMPT_TIMEOUT
-    if job.HasField("attempt_timeout"):
-        attempt_timeout = (
-            read_duration(
-                v,
-                f"{path}.attempt_timeout",
-                job.attempt_timeout,
-                low=MIN_ATTEMPT_TIMEOUT,
-                high=MAX_ATTEMPT_TIMEOUT,
-            )
-            or DEFAULT_ATTEMPT_TIMEOUT
-        )
+    schedule = _read_required_schedule(job, v, now=now, path=path)
+    target = _read_required_target(
+        job, v, path=path, existing_headers=existing_headers, existing_env=existing_env
+    )
+    attempt_timeout = _read_attempt_timeout(job, v, path=path)
     retry = (
         read_retry(job.retry_policy, v, path=f"{path}.retry_policy")
         if job.HasField("retry_policy")
@@ -169,6 +145,54 @@ def decode_job_spec(
         jitter_window=jitter,
         priority=priority,
         delivery=delivery,
+    )
+
+
+def _read_required_schedule(
+    job: job_pb2.Job, v: Violations, *, now: datetime, path: str
+) -> ScheduleSpec | None:
+    """The job's schedule (required); None after recording a violation."""
+    if job.HasField("schedule"):
+        return read_schedule(job.schedule, v, now=now, path=f"{path}.schedule")
+    v.add(f"{path}.schedule", "required")
+    return None
+
+
+def _read_required_target(
+    job: job_pb2.Job,
+    v: Violations,
+    *,
+    path: str,
+    existing_headers: Mapping[str, SecretValue] | None,
+    existing_env: Mapping[str, SecretValue] | None,
+) -> Target | None:
+    """The job's target (required), its ``[REDACTED]`` secrets taken from the stored ones;
+    None after recording a violation."""
+    if job.HasField("target"):
+        return read_target(
+            job.target,
+            v,
+            path=f"{path}.target",
+            existing_headers=existing_headers,
+            existing_env=existing_env,
+        )
+    v.add(f"{path}.target", "required")
+    return None
+
+
+def _read_attempt_timeout(job: job_pb2.Job, v: Violations, *, path: str) -> timedelta:
+    """The job's attempt timeout, DEFAULT_ATTEMPT_TIMEOUT when not given (or not valid)."""
+    if not job.HasField("attempt_timeout"):
+        return DEFAULT_ATTEMPT_TIMEOUT
+    return (
+        read_duration(
+            v,
+            f"{path}.attempt_timeout",
+            job.attempt_timeout,
+            low=MIN_ATTEMPT_TIMEOUT,
+            high=MAX_ATTEMPT_TIMEOUT,
+        )
+        or DEFAULT_ATTEMPT_TIMEOUT
     )
 
 

@@ -12,7 +12,6 @@ from datetime import datetime, timedelta
 
 from duetime.jobs.v1 import job_pb2
 from duetime_core import schedule as schedule_pkg
-from duetime_core.civil_time import resolve_local
 from duetime_core.errors import InvalidArgument
 from duetime_core.jobspec import (
     AfterDelay,
@@ -23,6 +22,7 @@ from duetime_core.jobspec import (
     instant_problem,
 )
 from duetime_core.schedule import load_zone
+from duetime_core.schedule.dst import resolve_local
 from duetime_core.schedule.model import Cron, FoldPolicy, GapPolicy
 from duetime_infra.codec.timeconv import (
     datetime_to_timestamp,

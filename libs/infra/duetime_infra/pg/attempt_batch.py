@@ -42,14 +42,15 @@ from duetime_infra.pg.attempt_store import (
     Row,
     StartAnswer,
     StartResult,
-    _other,
-    _start_view,
     count_first_start,
+    other_run,
     release_waiting,
     replayed_call_time,
+    start_view,
     transaction,
 )
 from duetime_infra.pg.outbox_writer import insert_outbox
+from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.spec_cache import SpecCache
 from duetime_infra.pg.sql import q
 from duetime_infra.telemetry import instruments
@@ -86,6 +87,26 @@ class Report:
     call: CallProgress | None = None
 
 
+# A start the admission check let through: its request's index, run row, definition, view.
+_Admitted = tuple[int, Row, JobSpec, StartView]
+# A start decided on: its request's index, run row, definition and call time (None: now).
+_Starting = tuple[int, Row, JobSpec, datetime | None]
+
+
+def _earliest_of_each_job(admitted: Sequence[_Admitted]) -> list[_Admitted]:
+    """One run per job is decided in the batch, the job's earliest: its later runs go through
+    the one-run path after commit and see it started, as they would have one by one (with
+    BUFFER_ONE or CANCEL_PREVIOUS a later run started first would hold back or supersede an
+    earlier one)."""
+    deciding: list[_Admitted] = []
+    jobs_taken: set[uuid.UUID] = set()
+    for entry in sorted(admitted, key=lambda entry: entry[1]["nominal_time"]):
+        if entry[1]["job_id"] not in jobs_taken:
+            jobs_taken.add(entry[1]["job_id"])
+            deciding.append(entry)
+    return deciding
+
+
 class BatchAttempts:
     def __init__(self, store: AttemptStore, specs: SpecCache | None = None) -> None:
         self._store = store
@@ -105,135 +126,162 @@ class BatchAttempts:
         )
 
     async def _start_batch(self, requests: Sequence[StartRequest]) -> dict[int, StartResult]:
-        settings = self._store.settings
+        """The starts the batch can decide alone (see the module's doc); the rest is left out."""
         answers: dict[int, StartResult] = {}
+        starting: list[_Starting] = []
         async with transaction(self._store.pool) as conn:
             rows = await conn.fetch(q("attempt_batch_runs_lock"), [r.run_id for r in requests])
-            by_run = {row["run_id"]: row for row in rows}
-            named = Counter(r.run_id for r in requests)
-            # Each run's definition and view, built once (a herd's batch is hundreds of runs).
-            admitted: list[tuple[int, Row, JobSpec, StartView]] = []
-            for i, request in enumerate(requests):
-                row = by_run.get(request.run_id)
-                # Not found or held elsewhere; or named twice: the one-run path decides.
-                if row is None or named[request.run_id] > 1:
-                    continue
-                spec = self._spec(row)
-                view = _start_view(row, spec)
-                answered = check_admission(
-                    view,
-                    row["now"],
-                    request.delivery_id,
-                    request.worker_id,
-                    early=self._store.early_window(request.early),
-                )
-                if answered is None:
-                    admitted.append((i, row, spec, view))
-                elif answered.kind is StartKind.REPLAY:
-                    answers[i] = self._store.started_result(
-                        row,
-                        spec,
-                        row["attempt"],
-                        row["open_lease_expire_time"],
-                        row["now"],
-                        replayed_call_time(row),
-                    )
-                elif answered.kind is StartKind.TOO_EARLY:
-                    answers[i] = StartResult(
-                        StartAnswer.TOO_EARLY, row["now"], effective_time=answered.until
-                    )
-                elif answered.new_state is None:
-                    answers[i] = StartResult(
-                        StartAnswer.REFUSED,
-                        row["now"],
-                        effective_time=row["effective_time"],
-                        refusal=answered.refusal,
-                    )
-            # One run per job is decided here, the job's earliest: its later runs go through
-            # the one-run path after commit and see it started, as they would have one by one
-            # (with BUFFER_ONE or CANCEL_PREVIOUS a later run started first would hold back or
-            # supersede an earlier one).
-            admitted.sort(key=lambda entry: entry[1]["nominal_time"])
-            deciding: list[tuple[int, Row, JobSpec, StartView]] = []
-            jobs_taken: set[uuid.UUID] = set()
-            for entry in admitted:
-                if entry[1]["job_id"] not in jobs_taken:
-                    jobs_taken.add(entry[1]["job_id"])
-                    deciding.append(entry)
-            if not deciding:
-                return answers
-            job_ids = [row["job_id"] for _, row, _, _ in deciding]
-            jobs = {j["job_id"]: j for j in await conn.fetch(q("attempt_batch_jobs_lock"), job_ids)}
-            others: dict[uuid.UUID, list[Row]] = {}
-            # Other runs of the job decide nothing under OVERLAP_POLICY_ALLOW.
-            overlapping = [
-                row["job_id"]
-                for _, row, _, view in deciding
-                if view.overlap is not OverlapPolicy.ALLOW and row["job_id"] in jobs
-            ]
-            if overlapping:
-                for other in await conn.fetch(q("attempt_batch_overlap_runs"), overlapping):
-                    others.setdefault(other["job_id"], []).append(other)
-            starting: list[tuple[int, Row, JobSpec, datetime | None]] = []
-            for i, row, spec, view in deciding:
-                job = jobs.get(row["job_id"])
-                if job is None:  # held elsewhere (or gone): the one-run path waits and sees
-                    continue
-                now: datetime = job["now"]
-                if misfire_check_needed(view, now):
-                    continue
-                request = requests[i]
-                decision = decide_start(
-                    view,
-                    JobView(JobState(job["state"])),
-                    OverlapView(
-                        tuple(
-                            _other(o)
-                            for o in others.get(row["job_id"], ())
-                            if o["run_id"] != row["run_id"]
-                        )
-                    ),
-                    now,
-                    settings,
-                    delivery_id=request.delivery_id,
-                    worker_id=request.worker_id,
-                    early=self._store.early_window(request.early),
-                )
-                if decision.kind is StartKind.START:
-                    starting.append((i, row, spec, decision.call_time))
-                elif decision.kind is StartKind.REFUSE and decision.new_state is None:
-                    answers[i] = StartResult(
-                        StartAnswer.REFUSED,
-                        now,
-                        effective_time=row["effective_time"],
-                        refusal=decision.refusal,
-                    )
-            if not starting:
-                return answers
-            started = await conn.fetch(
-                q("attempt_batch_start"),
-                [row["run_id"] for _, row, _, _ in starting],
-                [row["nominal_time"] for _, row, _, _ in starting],
-                [requests[i].delivery_id for i, _, _, _ in starting],
-                [requests[i].worker_id for i, _, _, _ in starting],
-                [spec.attempt_timeout + settings.timeout_grace for _, _, spec, _ in starting],
-                settings.lease,
-                [call_time for _, _, _, call_time in starting],
-                settings.early_lease,
-            )
-            by_started = {s["run_id"]: s for s in started}
-            for i, row, spec, call_time in starting:
-                s = by_started.get(row["run_id"])
-                if s is None:  # the run row is locked and QUEUED: this cannot happen
-                    raise RuntimeError(f"run {row['run_id']} did not start")
-                answers[i] = self._store.started_result(
-                    row, spec, s["number"], s["lease_expire_time"], s["now"], call_time
-                )
+            admitted = self._admit(requests, rows, answers)
+            deciding = _earliest_of_each_job(admitted)
+            if deciding:
+                starting = await self._decide(conn, requests, deciding, answers)
+            if starting:
+                await self._insert_started(conn, requests, starting, answers)
         for i, row, _, call_time in starting:
             # An attempt started ahead of its time is counted when its call's start is reported.
             if answers[i].attempt == 1 and call_time is None:
                 count_first_start(row, answers[i].server_time)
         return answers
+
+    def _admit(
+        self,
+        requests: Sequence[StartRequest],
+        rows: Sequence[Row],
+        answers: dict[int, StartResult],
+    ) -> list[_Admitted]:
+        """The admission check of each start whose run row the batch locked: the answers it
+        gives at once (a replay, too early, a refusal that leaves the run as it is) go into
+        ``answers``; the starts it admits are returned, each with its definition and view,
+        built once (a herd's batch is hundreds of runs)."""
+        by_run = {row["run_id"]: row for row in rows}
+        named = Counter(r.run_id for r in requests)
+        admitted: list[_Admitted] = []
+        for i, request in enumerate(requests):
+            row = by_run.get(request.run_id)
+            # Not found or held elsewhere; or named twice: the one-run path decides.
+            if row is None or named[request.run_id] > 1:
+                continue
+            spec = self._spec(row)
+            view = start_view(row, spec)
+            answered = check_admission(
+                view,
+                row["now"],
+                request.delivery_id,
+                request.worker_id,
+                early=self._store.early_window(request.early),
+            )
+            if answered is None:
+                admitted.append((i, row, spec, view))
+            elif answered.kind is StartKind.REPLAY:
+                answers[i] = self._store.started_result(
+                    row,
+                    spec,
+                    row["attempt"],
+                    row["open_lease_expire_time"],
+                    row["now"],
+                    replayed_call_time(row),
+                )
+            elif answered.kind is StartKind.TOO_EARLY:
+                answers[i] = StartResult(
+                    StartAnswer.TOO_EARLY, row["now"], effective_time=answered.until
+                )
+            elif answered.new_state is None:
+                answers[i] = StartResult(
+                    StartAnswer.REFUSED,
+                    row["now"],
+                    effective_time=row["effective_time"],
+                    refusal=answered.refusal,
+                )
+        return admitted
+
+    async def _decide(
+        self,
+        conn: Conn,
+        requests: Sequence[StartRequest],
+        deciding: Sequence[_Admitted],
+        answers: dict[int, StartResult],
+    ) -> list[_Starting]:
+        """The start decision of each admitted run under its job's lock (SKIP LOCKED: a job
+        held elsewhere is left to the one-run path), with the job's other runs for the overlap
+        check: refusals that leave the run as it is go into ``answers``; the runs to start are
+        returned, each with its call time (None: now)."""
+        settings = self._store.settings
+        job_ids = [row["job_id"] for _, row, _, _ in deciding]
+        jobs = {j["job_id"]: j for j in await conn.fetch(q("attempt_batch_jobs_lock"), job_ids)}
+        others: dict[uuid.UUID, list[Row]] = {}
+        # Other runs of the job decide nothing under OVERLAP_POLICY_ALLOW.
+        overlapping = [
+            row["job_id"]
+            for _, row, _, view in deciding
+            if view.overlap is not OverlapPolicy.ALLOW and row["job_id"] in jobs
+        ]
+        if overlapping:
+            for other in await conn.fetch(q("attempt_batch_overlap_runs"), overlapping):
+                others.setdefault(other["job_id"], []).append(other)
+        starting: list[_Starting] = []
+        for i, row, spec, view in deciding:
+            job = jobs.get(row["job_id"])
+            if job is None:  # held elsewhere (or gone): the one-run path waits and sees
+                continue
+            now: datetime = job["now"]
+            if misfire_check_needed(view, now):
+                continue
+            request = requests[i]
+            decision = decide_start(
+                view,
+                JobView(JobState(job["state"])),
+                OverlapView(
+                    tuple(
+                        other_run(o)
+                        for o in others.get(row["job_id"], ())
+                        if o["run_id"] != row["run_id"]
+                    )
+                ),
+                now,
+                settings,
+                delivery_id=request.delivery_id,
+                worker_id=request.worker_id,
+                early=self._store.early_window(request.early),
+            )
+            if decision.kind is StartKind.START:
+                starting.append((i, row, spec, decision.call_time))
+            elif decision.kind is StartKind.REFUSE and decision.new_state is None:
+                answers[i] = StartResult(
+                    StartAnswer.REFUSED,
+                    now,
+                    effective_time=row["effective_time"],
+                    refusal=decision.refusal,
+                )
+        return starting
+
+    async def _insert_started(
+        self,
+        conn: Conn,
+        requests: Sequence[StartRequest],
+        starting: Sequence[_Starting],
+        answers: dict[int, StartResult],
+    ) -> None:
+        """Starts the runs decided on, in one statement, and answers each STARTED."""
+        settings = self._store.settings
+        started = await conn.fetch(
+            q("attempt_batch_start"),
+            [row["run_id"] for _, row, _, _ in starting],
+            [row["nominal_time"] for _, row, _, _ in starting],
+            [requests[i].delivery_id for i, _, _, _ in starting],
+            [requests[i].worker_id for i, _, _, _ in starting],
+            [spec.attempt_timeout + settings.timeout_grace for _, _, spec, _ in starting],
+            settings.lease,
+            [call_time for _, _, _, call_time in starting],
+            settings.early_lease,
+        )
+        by_started = {s["run_id"]: s for s in started}
+        for i, row, spec, call_time in starting:
+            s = by_started.get(row["run_id"])
+            if s is None:  # the run row is locked and QUEUED: this cannot happen
+                raise RuntimeError(f"run {row['run_id']} did not start")
+            answers[i] = self._store.started_result(
+                row, spec, s["number"], s["lease_expire_time"], s["now"], call_time
+            )
 
     async def complete_many(self, reports: Sequence[Report]) -> list[CompleteResult | DuetimeError]:
         """One answer per report, in order: what ``AttemptStore.complete`` would answer."""

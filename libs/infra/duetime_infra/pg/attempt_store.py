@@ -213,7 +213,8 @@ async def apply_run_outcome(
     await insert_outbox(conn, rows)
 
 
-def _start_view(row: Row, snapshot: JobSpec) -> StartView:
+def start_view(row: Row, snapshot: JobSpec) -> StartView:
+    """What the start decision needs of a run, from its locked row (one start or a batch's)."""
     return StartView(
         state=RunState(row["state"]),
         scheduled=row["origin"] == SCHEDULE_ORIGIN,
@@ -228,7 +229,8 @@ def _start_view(row: Row, snapshot: JobSpec) -> StartView:
     )
 
 
-def _other(row: Row) -> OtherRun:
+def other_run(row: Row) -> OtherRun:
+    """Another open run of the same job, from its row, for the overlap check of a start."""
     return OtherRun(
         run_id=row["run_id"],
         nominal_time=row["nominal_time"],
@@ -237,6 +239,75 @@ def _other(row: Row) -> OtherRun:
         open_attempt=row["open_attempt"],
         cancel_reason=row["cancel_reason"],
     )
+
+
+def _open_attempt_of(row: Row | None, token: int, worker_id: str) -> Row:
+    """The locked run row of a report, if attempt ``token`` is its open attempt and
+    ``worker_id`` holds it; otherwise ABORTED STALE_ATTEMPT (the report changes nothing)."""
+    if row is None:
+        raise stale_attempt("no such run")
+    if row["state"] != RunState.RUNNING.value or row["attempt"] != token:
+        raise stale_attempt(
+            f"attempt {token} is not the run's open attempt (run {row['state']}, "
+            f"latest attempt {row['attempt']})"
+        )
+    if row["open_worker_id"] != worker_id:
+        raise stale_attempt(f"attempt {token} is not held by worker {worker_id!r}")
+    return row
+
+
+async def _end_facts(
+    conn: Conn,
+    row: Row,
+    job: Row | None,
+    closed: Row,
+    token: int,
+    outcome: AttemptOutcome,
+    call: CallProgress | None,
+) -> EndFacts:
+    """What the end of attempt ``token`` is decided on: its run's definition and budget, its
+    job (None: gone), the attempt row just closed and, for a hand-back, how many of the
+    run's attempts were handed back."""
+    hand_backs = 0
+    if outcome is AttemptOutcome.HANDED_BACK:  # rare: a worker stopping
+        hand_backs = await conn.fetchval(
+            q("attempt_run_hand_backs"),
+            row["run_id"],
+            row["nominal_time"],
+            token,
+            row["budget_start_attempt"],
+        )
+    snapshot = snapshot_of(row)
+    return EndFacts(
+        attempt=token,
+        attempt_limit=row["attempt_limit"],
+        retry=snapshot.retry,
+        cancel_reason=closed["cancel_reason"],
+        job_deleted=job is None or job["state"] == JobState.DELETED.value,
+        hand_backs=hand_backs,
+        delivery=snapshot.delivery,
+        call=call,
+    )
+
+
+def _record_completion(
+    run_id: uuid.UUID, token: int, outcome: AttemptOutcome, result: RunOutcome
+) -> None:
+    """After COMMIT: a reported attempt's end, logged and counted."""
+    log.info(
+        "attempt completed",
+        extra={
+            "action": "attempt_completed",
+            "run_id": str(run_id),
+            "attempt": token,
+            "outcome": outcome.value,
+            "run_state": result.state.value,
+            "reason": result.reason.value,
+        },
+    )
+    instruments.attempt_closed(outcome.value, "worker")
+    if result.final:
+        instruments.runs_finished(result.state.value, result.reason.value)
 
 
 def _first_call(closed: Row, attempt: int, outcome: AttemptOutcome) -> datetime | None:
@@ -307,7 +378,7 @@ class AttemptStore:
                 now: datetime = await conn.fetchval(q("db_now"))
                 return StartResult(StartAnswer.REFUSED, now, refusal=RUN_NOT_FOUND)
             snapshot = snapshot_of(row)
-            view = _start_view(row, snapshot)
+            view = start_view(row, snapshot)
             now = row["now"]
             decision = check_admission(view, now, delivery_id, worker_id, early=window)
             if decision is None:
@@ -328,7 +399,7 @@ class AttemptStore:
                 decision = decide_start(
                     view,
                     JobView(JobState(job["state"]) if job is not None else None),
-                    OverlapView(tuple(_other(o) for o in others), bool(newer)),
+                    OverlapView(tuple(other_run(o) for o in others), bool(newer)),
                     now,
                     self._settings,
                     delivery_id=delivery_id,
@@ -513,16 +584,9 @@ class AttemptStore:
         ``call_time``: when the call began, the start of an attempt started ahead of its
         time. ``call`` is how far the report says the call got (None: not said)."""
         async with transaction(self._pool) as conn:
-            row = await conn.fetchrow(q("attempt_run_lock"), run_id)
-            if row is None:
-                raise stale_attempt("no such run")
-            if row["state"] != RunState.RUNNING.value or row["attempt"] != token:
-                raise stale_attempt(
-                    f"attempt {token} is not the run's open attempt (run {row['state']}, "
-                    f"latest attempt {row['attempt']})"
-                )
-            if row["open_worker_id"] != worker_id:
-                raise stale_attempt(f"attempt {token} is not held by worker {worker_id!r}")
+            row = _open_attempt_of(
+                await conn.fetchrow(q("attempt_run_lock"), run_id), token, worker_id
+            )
             job = await conn.fetchrow(q("attempt_job_lock"), row["job_id"])
             now: datetime = job["now"] if job is not None else row["now"]
             error = truncate_error(error)
@@ -544,42 +608,10 @@ class AttemptStore:
                 await conn.execute(
                     q("attempt_run_first_start"), run_id, row["nominal_time"], first_call
                 )
-            hand_backs = 0
-            if outcome is AttemptOutcome.HANDED_BACK:  # rare: a worker stopping
-                hand_backs = await conn.fetchval(
-                    q("attempt_run_hand_backs"),
-                    run_id,
-                    row["nominal_time"],
-                    token,
-                    row["budget_start_attempt"],
-                )
-            snapshot = snapshot_of(row)
-            facts = EndFacts(
-                attempt=token,
-                attempt_limit=row["attempt_limit"],
-                retry=snapshot.retry,
-                cancel_reason=closed["cancel_reason"],
-                job_deleted=job is None or job["state"] == JobState.DELETED.value,
-                hand_backs=hand_backs,
-                delivery=snapshot.delivery,
-                call=call,
-            )
+            facts = await _end_facts(conn, row, job, closed, token, outcome, call)
             result = decide_completion(outcome, retryable, error, facts, now, self._rand())
             await apply_run_outcome(conn, row, token, result, now)
-        log.info(
-            "attempt completed",
-            extra={
-                "action": "attempt_completed",
-                "run_id": str(run_id),
-                "attempt": token,
-                "outcome": outcome.value,
-                "run_state": result.state.value,
-                "reason": result.reason.value,
-            },
-        )
-        instruments.attempt_closed(outcome.value, "worker")
-        if result.final:
-            instruments.runs_finished(result.state.value, result.reason.value)
+        _record_completion(run_id, token, outcome, result)
         if first_call is not None:
             count_first_start(row, first_call)
         return CompleteResult(result.state, result.next_attempt_time)

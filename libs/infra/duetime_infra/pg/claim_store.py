@@ -26,8 +26,8 @@ from datetime import datetime, timedelta
 import asyncpg
 from opentelemetry.trace import Span
 
+from duetime_core.claim_plan import ClaimPlan, PlannedRun, plan_claim
 from duetime_core.jobspec import JobSpec, JobState, Priority
-from duetime_core.misfire import ClaimPlan, plan_claim
 from duetime_core.planning import Occurrence
 from duetime_core.quotas import Candidate
 from duetime_core.records import RunReason, RunState
@@ -127,35 +127,7 @@ def _plan_job(
         )
         return
     for planned in plan.runs:
-        run_id = uuid.uuid4()
-        trace_id, traceparent = "", ""
-        if planned.state is RunState.QUEUED:
-            trace, span = start_run_span("claim run", start_time=batch.started)
-            trace_id, traceparent = trace.trace_id, trace.traceparent
-            if span.is_recording():
-                span.set_attributes({RUN_ID: str(run_id), JOB_ID: str(job_id)})
-            batch.spans[run_id] = span
-        batch.runs.append(
-            NewRun(
-                run_id=run_id,
-                job_id=job_id,
-                team_id=row["team_id"],
-                partition=row["partition"],
-                nominal_time=planned.nominal_time,
-                effective_time=planned.effective_time,
-                state=planned.state,
-                reason=planned.reason,
-                attempt_limit=spec.retry.max_attempts,
-                range_end_time=planned.range_end_time,
-                occurrence_count=planned.occurrence_count,
-                trace_id=trace_id,
-                traceparent=traceparent,
-                job_version=row["version"],
-                priority=Priority.LOW if planned.catch_up else spec.priority,
-                token=token,
-                spec=spec,
-            )
-        )
+        batch.runs.append(_new_run(row, spec, planned, token, batch))
     nxt = plan.next
     batch.advances.append(
         Advance(
@@ -165,6 +137,45 @@ def _plan_job(
             plan.state,
             plan.state_reason,
         )
+    )
+
+
+def _new_run(
+    row: asyncpg.Record,
+    spec: JobSpec,
+    planned: PlannedRun,
+    token: FencingToken,
+    batch: _Batch,
+) -> NewRun:
+    """The row of one planned run of the job in ``row``; a QUEUED run's trace begins here, in
+    a "claim run" span kept in ``batch`` (ended once the run is inserted)."""
+    run_id = uuid.uuid4()
+    job_id: uuid.UUID = row["job_id"]
+    trace_id, traceparent = "", ""
+    if planned.state is RunState.QUEUED:
+        trace, span = start_run_span("claim run", start_time=batch.started)
+        trace_id, traceparent = trace.trace_id, trace.traceparent
+        if span.is_recording():
+            span.set_attributes({RUN_ID: str(run_id), JOB_ID: str(job_id)})
+        batch.spans[run_id] = span
+    return NewRun(
+        run_id=run_id,
+        job_id=job_id,
+        team_id=row["team_id"],
+        partition=row["partition"],
+        nominal_time=planned.nominal_time,
+        effective_time=planned.effective_time,
+        state=planned.state,
+        reason=planned.reason,
+        attempt_limit=spec.retry.max_attempts,
+        range_end_time=planned.range_end_time,
+        occurrence_count=planned.occurrence_count,
+        trace_id=trace_id,
+        traceparent=traceparent,
+        job_version=row["version"],
+        priority=Priority.LOW if planned.catch_up else spec.priority,
+        token=token,
+        spec=spec,
     )
 
 
