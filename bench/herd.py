@@ -15,7 +15,7 @@ lateness by the scheduler's clock (the attempt's start) and the hops (claimed, p
 Results belong in bench/RESULTS.md.
 
     uv run --frozen python -m bench.herd [--runs 1000 10000] [--repeat 1] [--workers 2]
-        [--lead 15] [--lookahead 5] [--concurrency N] [--profile DIR]
+        [--lead 15] [--lookahead 10] [--concurrency N] [--profile DIR]
     uv run --frozen --group bench python -m bench.herd --peer pgqueuer [--pgq-batch 100]
 """
 
@@ -278,7 +278,7 @@ async def main() -> None:
     parser.add_argument(
         "--concurrency", type=int, help="execution slots a worker (default: the worker's own)"
     )
-    parser.add_argument("--lookahead", type=float, default=5.0, help="the scheduler's, seconds")
+    parser.add_argument("--lookahead", type=float, default=10.0, help="the scheduler's, seconds")
     parser.add_argument(
         "--profile", type=Path, help="write each service's cProfile statistics in this folder"
     )

@@ -1,7 +1,7 @@
 """The claim loop: for the partitions this scheduler owns, dispatch what waits and claim due
 jobs as they come due.
 
-Polls every ``claim_poll_interval`` with a look-ahead (default 5 s) so the runs of the :00 spike
+Polls every ``claim_poll_interval`` with a look-ahead (default 10 s) so the runs of the :00 spike
 are queued before their second arrives, and wakes at once when partitions are gained. A newly
 owned partition's fencing token is raised in the store before its first claim. Each pass first
 releases held runs and due retries (older work first, within the teams' quotas and the

@@ -78,7 +78,7 @@ class Settings:
             partition_safety_margin=env.seconds(
                 "DUETIME_PARTITION_SAFETY_MARGIN", 2, low=0.1, high=60
             ),
-            claim_lookahead=env.seconds("DUETIME_CLAIM_LOOKAHEAD", 5, low=0, high=60),
+            claim_lookahead=env.seconds("DUETIME_CLAIM_LOOKAHEAD", 10, low=0, high=60),
             claim_batch_size=env.integer("DUETIME_CLAIM_BATCH_SIZE", 500, low=1, high=10_000),
             claim_poll_interval=env.seconds("DUETIME_CLAIM_POLL_INTERVAL", 0.2, low=0.01, high=10),
             dispatch_credit=env.integer("DUETIME_DISPATCH_CREDIT", 10_000, low=0, high=10_000_000)

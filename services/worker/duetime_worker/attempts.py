@@ -72,7 +72,7 @@ DEFAULT_ATTEMPT_TIMEOUT = 3600.0
 # How long before a run's time its attempt is asked for ahead (the scheduler allows up to
 # 10 s, for runs of jobs whose overlap policy is ALLOW): the call then needs no start of its
 # own at the run's time.
-EARLY_AHEAD = 5.0
+EARLY_AHEAD = 8.0
 # An attempt started ahead sends a heartbeat this long before its call, and calls only once
 # that beat is answered: a job paused or deleted meanwhile is a CANCEL then.
 PRE_CALL_BEAT = 0.25
