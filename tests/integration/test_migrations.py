@@ -50,6 +50,16 @@ async def test_apply_to_empty_database_then_again(empty_db: asyncpg.Connection) 
         "SELECT indexdef FROM pg_indexes WHERE indexname = 'jobs_due_idx'"
     )
     assert "(partition, next_effective_time)" in index
+    # The reaper scans open attempts by time, whatever partitions it owns (an index led by the
+    # partition is descended once per owned partition on every pass).
+    reaper = await empty_db.fetch(
+        "SELECT indexdef FROM pg_indexes WHERE tablename = 'attempts' AND indexdef LIKE "
+        "'%WHERE (end_time IS NULL)%' AND indexname <> 'attempts_one_open_idx'"
+    )
+    assert sorted(r["indexdef"].split(" USING btree ")[1] for r in reaper) == [
+        "(deadline) WHERE (end_time IS NULL)",
+        "(lease_expire_time) WHERE (end_time IS NULL)",
+    ]
 
 
 def test_the_build_ships_the_migrations_it_was_written_for() -> None:
