@@ -213,7 +213,7 @@ async def test_an_attempt_whose_worker_went_before_its_call_is_given_back_not_fa
     # The lease of an attempt started ahead runs 10 s from its call time until a beat renews it.
     (attempt,) = await w.attempts(gone)
     assert attempt["lease_expire_time"] == now + 2 * S + 10 * S
-    await w.shift_clock(1.5 * S)  # within 1 s of the call time: the call may begin after this
+    await w.shift_clock(1.5 * S)  # within 2 s of the call time: the call may begin after this
     stream = w.stub.Heartbeat(metadata=w.auth())
     await exchange(stream, beat((beaten, 1)))
     stream.cancel()

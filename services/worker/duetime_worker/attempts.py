@@ -74,8 +74,11 @@ DEFAULT_ATTEMPT_TIMEOUT = 3600.0
 # own at the run's time.
 EARLY_AHEAD = 8.0
 # An attempt started ahead sends a heartbeat this long before its call, and calls only once
-# that beat is answered: a job paused or deleted meanwhile is a CANCEL then.
-PRE_CALL_BEAT = 0.25
+# that beat is answered: a job paused or deleted meanwhile is a CANCEL then. The scheduler takes
+# a beat from 2 s before the call on as the sign that the call may have begun; a second ahead
+# leaves a herd's beats (each listing every attempt the worker holds) time to be answered
+# before the instant instead of holding its calls back.
+PRE_CALL_BEAT = 1.0
 # Longest single wait on TOO_EARLY before asking again.
 MAX_EARLY_WAIT = 60.0
 # After a TOO_EARLY answer the message waits at least this long, doubling while the answers

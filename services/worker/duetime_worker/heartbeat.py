@@ -40,8 +40,10 @@ from duetime_worker.outcome import BEGUN, UNSAID, Call, LeaseLapsed, Outcome
 log = logging.getLogger(__name__)
 
 Key = tuple[str, int]
-# The least time between two beats when a call about to begin asks for one (``fresh``).
-URGENT_SPACING = 0.02
+# The least time between two beats when a call about to begin asks for one (``fresh``): the
+# calls of a herd ask over some tens of milliseconds, and share a beat rather than each
+# sending one that lists every attempt.
+URGENT_SPACING = 0.1
 # A beat not answered within this long breaks the stream (see ``_check_answered``).
 ANSWER_TIMEOUT = 10.0
 # A broken stream is opened again after this long, doubling up to ``max_backoff`` while the

@@ -197,7 +197,7 @@ UPDATE runs SET first_start_time = $3 WHERE run_id = $1 AND nominal_time = $2;
 -- $5 is each attempt's call progress as the worker says it (NULL: not said); the renewal
 -- records it in the same statement, and it only moves forward (NOT_BEGUN, then BEGUN).
 -- Only what changes is written (and locked): a lease with more than two thirds of $4 left is
--- answered as it stands, unless the beat moves the call's progress or is the first within 1 s
+-- answered as it stands, unless the beat moves the call's progress or is the first within 2 s
 -- of an early attempt's call (the reaper's proof that the call may have begun). A herd's beats
 -- each list thousands of attempts; rewriting them all was most of its database time.
 WITH req AS (
@@ -215,8 +215,8 @@ WITH req AS (
                OR (req.call IS NOT NULL AND a.call_progress IS DISTINCT FROM
                    CASE WHEN req.call = 'BEGUN' THEN 'BEGUN'
                         ELSE coalesce(a.call_progress, req.call) END)
-               OR (a.early AND a.start_time <= duetime_now() + interval '1 second'
-                   AND (a.beat_time IS NULL OR a.beat_time < a.start_time - interval '1 second'))
+               OR (a.early AND a.start_time <= duetime_now() + interval '2 seconds'
+                   AND (a.beat_time IS NULL OR a.beat_time < a.start_time - interval '2 seconds'))
                AS to_write
     FROM req
     JOIN attempts a
@@ -312,10 +312,10 @@ SELECT job_id, state FROM jobs WHERE job_id = ANY($1::uuid[]) ORDER BY job_id FO
 
 -- name: reaper_attempt_lock
 -- Re-read at the row under its lock: a heartbeat that renewed the lease since the scan wins.
--- An attempt started ahead of its time that no beat renewed from 1 s before its call time on
+-- An attempt started ahead of its time that no beat renewed from 2 s before its call time on
 -- never began its call (its worker calls only after such a beat).
 SELECT lease_expire_time, deadline, cancel_reason, call_progress, duetime_now() AS now,
-       early AND (beat_time IS NULL OR beat_time < start_time - interval '1 second')
+       early AND (beat_time IS NULL OR beat_time < start_time - interval '2 seconds')
            AS never_called
 FROM attempts
 WHERE run_id = $1 AND nominal_time = $2 AND number = $3 AND end_time IS NULL
