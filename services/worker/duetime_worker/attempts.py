@@ -657,7 +657,7 @@ class Executor:
         before = self._clock.seconds_until(call_time) - PRE_CALL_BEAT
         if before > 0:
             await asyncio.sleep(before)
-        await self._heartbeats.fresh()
+        await self._heartbeats.fresh((run.run_id, attempt))
         # Asked again after each wait: the estimate of the server's clock may move meanwhile.
         while (left := self._clock.seconds_until(call_time)) > 0:  # noqa: ASYNC110
             await asyncio.sleep(left)

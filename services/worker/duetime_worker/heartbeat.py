@@ -1,7 +1,10 @@
 """One bidirectional Heartbeat stream per worker, for the worker's life.
 
-Every interval (and at once when an attempt is added) it sends all the worker's active attempts,
-which renews their leases; a CANCEL directive cancels that attempt's task. A broken stream, or
+Every interval (and half an interval after an attempt is added) it sends all the worker's active
+attempts, which renews their leases; a CANCEL directive cancels that attempt's task. A call
+about to begin asks for a beat of its own (``fresh``): such a beat goes within
+``URGENT_SPACING`` and lists only the attempts waiting for it, so that a call beside thousands
+of held attempts does not wait for a beat that lists them all. A broken stream, or
 one whose beat goes unanswered for ``ANSWER_TIMEOUT`` (a frozen scheduler), is opened again
 with backoff, on the channel's next reachable scheduler; the attempts stay registered
 meanwhile.
@@ -129,10 +132,12 @@ class Heartbeats:
         # Send times of the beats on the current stream still waiting for their answer: the
         # server answers each beat once, in order.
         self._unanswered: collections.deque[tuple[float, int]] = collections.deque()
+        # Set whenever the next beat's time may have moved (an attempt added, a ``fresh``).
         self._wake = asyncio.Event()
-        # Callers of ``fresh``: when each asked, and what it waits on.
-        self._fresh: list[tuple[float, asyncio.Future[None]]] = []
-        self._urgent = asyncio.Event()
+        # An attempt was added since the last full beat: the next full one comes sooner.
+        self._added = False
+        # Callers of ``fresh``: when each asked, for which attempt, and what it waits on.
+        self._fresh: list[tuple[float, Key, asyncio.Future[None]]] = []
         self._last_sent = -math.inf
         self.beats = 0
         self.streams_opened = 0
@@ -143,17 +148,17 @@ class Heartbeats:
 
     def add(self, attempt: ActiveAttempt) -> None:
         self._active[attempt.key] = attempt
+        self._added = True
         self._wake.set()
 
-    async def fresh(self) -> None:
-        """Returns once a beat sent after this call was answered: each directive it carried
-        (a cancel for an attempt whose job was paused or deleted) is applied by then. Callers
-        at about the same time share one beat."""
+    async def fresh(self, key: Key) -> None:
+        """Returns once a beat listing ``key``, sent after this call, was answered: the
+        directive it carried (a cancel for an attempt whose job was paused or deleted) is
+        applied by then. Callers at about the same time share one beat."""
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[None] = loop.create_future()
-        self._fresh.append((loop.time(), waiter))
+        self._fresh.append((loop.time(), key, waiter))
         self._wake.set()
-        self._urgent.set()
         await asyncio.shield(waiter)
 
     async def announce_call(self, key: Key) -> bool:
@@ -165,22 +170,24 @@ class Heartbeats:
             return False
         attempt.call = BEGUN
         attempt.announced_from = self.beats
-        await self.fresh()
+        await self.fresh(key)
         await attempt.announced.wait()
         return True
 
     def _fresh_wanted(self) -> bool:
         """A caller of ``fresh`` waits for a beat not yet sent."""
-        return any(asked > self._last_sent for asked, _ in self._fresh)
+        return any(asked > self._last_sent for asked, _, _ in self._fresh)
 
     def _answered(self, sent_at: float) -> None:
+        """Every beat lists the attempts of the callers of ``fresh`` who asked before it was
+        sent: those callers are answered with it."""
         still = []
-        for asked, waiter in self._fresh:
+        for asked, key, waiter in self._fresh:
             if asked <= sent_at:
                 if not waiter.done():
                     waiter.set_result(None)
             else:
-                still.append((asked, waiter))
+                still.append((asked, key, waiter))
         self._fresh = still
 
     def remove(self, attempt: ActiveAttempt) -> None:
@@ -191,14 +198,45 @@ class Heartbeats:
         for attempt in list(self._active.values()):
             attempt.hand_back(reason)
 
-    def _request(self) -> pb.HeartbeatRequest:
+    def _request(self, full: bool) -> pb.HeartbeatRequest:
+        """A full beat lists every active attempt; another, those its ``fresh`` callers name."""
+        if full:
+            listed = self._active
+        else:
+            keys = dict.fromkeys(key for _, key, _ in self._fresh)
+            listed = {k: self._active[k] for k in keys if k in self._active}
         return pb.HeartbeatRequest(
             worker_id=self._worker_id,
             attempts=[
                 pb.AttemptRef(run_id=r, attempt=n, call_progress=a.call)
-                for (r, n), a in self._active.items()
+                for (r, n), a in listed.items()
             ],
         )
+
+    def _next_beat(self, last_full: float) -> tuple[float, bool]:
+        """When the next beat goes (loop time) and whether it lists every attempt. A full beat
+        comes an interval after the last, or half an interval after it once an attempt was
+        added (a herd of starts must not become one beat per start, each listing every
+        attempt). A caller of ``fresh`` gets a beat of its own sooner, ``URGENT_SPACING``
+        after the last beat."""
+        full_at = last_full + (self._interval / 2 if self._added else self._interval)
+        if self._fresh_wanted():
+            urgent_at = self._last_sent + URGENT_SPACING
+            if urgent_at < full_at:
+                return urgent_at, False
+        return full_at, True
+
+    async def _send(self, call: Any, now: float, full: bool) -> None:
+        request = self._request(full)
+        if not request.attempts:
+            self._answered(now)  # nothing to beat for: nothing to hear
+            return
+        self._last_sent = now
+        # Numbered and built at once: an announcement made while it is being written counts
+        # from the next beat, which carries it.
+        self._unanswered.append((now, self.beats))
+        self.beats += 1
+        await call.write(request)
 
     def _apply(self, response: pb.HeartbeatResponse) -> None:
         sent_at, number = self._unanswered.popleft() if self._unanswered else (-math.inf, -1)
@@ -266,48 +304,33 @@ class Heartbeats:
             reader = asyncio.create_task(self._read(call))
             stop_wait = asyncio.create_task(stopping.wait())
             try:
-                self._wake.set()  # beat at once on a new stream
-                last_beat = -math.inf
+                last_full = -math.inf  # a full beat at once on a new stream
                 while True:
-                    # A beat asked for by a new attempt comes at most every half interval: a
-                    # herd of starts must not become one beat per start, each carrying every
-                    # attempt the worker holds. One asked for by ``fresh`` (a call about to
-                    # begin) goes at once, a few milliseconds after the last.
-                    spacing = last_beat + self._interval / 2 - loop.time()
-                    if self._fresh_wanted():
-                        spacing = last_beat + URGENT_SPACING - loop.time()
-                    if self._wake.is_set() and spacing > 0:
-                        # Spaced: only a call about to begin cuts the wait short.
-                        self._urgent.clear()
-                        waiting = {asyncio.create_task(self._urgent.wait()), reader, stop_wait}
-                        timeout = spacing
-                    else:
-                        waiting = {asyncio.create_task(self._wake.wait()), reader, stop_wait}
-                        timeout = self._interval
+                    send_at, full = self._next_beat(last_full)
+                    wait = send_at - loop.time()
                     if self._unanswered:  # an answer overdue breaks the stream, below
-                        overdue = self._unanswered[0][0] + self._patience - loop.time()
-                        timeout = max(0.0, min(timeout, overdue))
-                    done, _ = await asyncio.wait(
-                        waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-                    )
-                    for task in waiting - {reader, stop_wait}:
-                        task.cancel()
-                    if reader in done:
-                        reader.result()  # raises why the stream ended
-                    if stop_wait in done:
-                        return
+                        wait = min(wait, self._unanswered[0][0] + self._patience - loop.time())
+                    if wait > 0:
+                        self._wake.clear()
+                        woken = asyncio.create_task(self._wake.wait())
+                        done, _ = await asyncio.wait(
+                            {woken, reader, stop_wait},
+                            timeout=wait,
+                            return_when=asyncio.FIRST_COMPLETED,
+                        )
+                        woken.cancel()
+                        if reader in done:
+                            reader.result()  # raises why the stream ended
+                        if stop_wait in done:
+                            return
                     self._check_answered(loop.time())
-                    self._wake.clear()
-                    if self._active:
-                        last_beat = self._last_sent = loop.time()
-                        # Numbered and built at once: an announcement made while it is being
-                        # written counts from the next beat, which carries it.
-                        self._unanswered.append((last_beat, self.beats))
-                        self.beats += 1
-                        await call.write(self._request())
-                        backoff.reset()
-                    else:
-                        self._answered(loop.time())  # nothing to beat for: nothing to hear
+                    if loop.time() < send_at:
+                        continue  # woken (the next beat's time may have moved), or a check
+                    now = loop.time()
+                    if full:
+                        last_full, self._added = now, False
+                    await self._send(call, now, full)
+                    backoff.reset()
             except Exception as error:  # any break of the stream: open a new one
                 pause = backoff.next()
                 detail = (
