@@ -186,11 +186,8 @@ class BatchAttempts:
                     StartAnswer.TOO_EARLY, row["now"], effective_time=answered.until
                 )
             elif answered.new_state is None:
-                answers[i] = StartResult(
-                    StartAnswer.REFUSED,
-                    row["now"],
-                    effective_time=row["effective_time"],
-                    refusal=answered.refusal,
+                answers[i] = StartResult.refused(
+                    row["now"], answered.refusal, row["effective_time"]
                 )
         return admitted
 
@@ -246,12 +243,7 @@ class BatchAttempts:
             if decision.kind is StartKind.START:
                 starting.append((i, row, spec, decision.call_time))
             elif decision.kind is StartKind.REFUSE and decision.new_state is None:
-                answers[i] = StartResult(
-                    StartAnswer.REFUSED,
-                    now,
-                    effective_time=row["effective_time"],
-                    refusal=decision.refusal,
-                )
+                answers[i] = StartResult.refused(now, decision.refusal, row["effective_time"])
         return starting
 
     async def _insert_started(

@@ -95,6 +95,12 @@ class StartResult:
     # STARTED ahead of the run's time: when the worker may call (None: now).
     call_time: datetime | None = None
 
+    @classmethod
+    def refused(
+        cls, now: datetime, refusal: str, effective_time: datetime | None = None
+    ) -> StartResult:
+        return cls(StartAnswer.REFUSED, now, effective_time=effective_time, refusal=refusal)
+
 
 @dataclass(frozen=True)
 class AttemptRef:
@@ -376,7 +382,7 @@ class AttemptStore:
             row = await conn.fetchrow(q("attempt_run_lock"), run_id)
             if row is None:
                 now: datetime = await conn.fetchval(q("db_now"))
-                return StartResult(StartAnswer.REFUSED, now, refusal=RUN_NOT_FOUND)
+                return StartResult.refused(now, RUN_NOT_FOUND)
             snapshot = snapshot_of(row)
             view = start_view(row, snapshot)
             now = row["now"]
@@ -437,12 +443,7 @@ class AttemptStore:
             case StartKind.REFUSE:
                 if decision.new_state is not None:
                     await self._refuse(conn, row, decision)
-                return StartResult(
-                    StartAnswer.REFUSED,
-                    now,
-                    effective_time=row["effective_time"],
-                    refusal=decision.refusal,
-                )
+                return StartResult.refused(now, decision.refusal, row["effective_time"])
             case StartKind.SUPERSEDE:
                 if not await self._supersede(conn, decision):
                     return StartResult(StartAnswer.TOO_EARLY, now, effective_time=decision.until)
