@@ -124,7 +124,8 @@ async def test_the_same_delivery_gets_the_same_attempt_and_others_are_refused(
     again = await w.start(run_id, "d-1", "w-1")
     assert (first.decision, again.decision) == (STARTED, STARTED)
     assert again.attempt == first.attempt == 1
-    assert again.lease_expire_time == first.lease_expire_time
+    # Renewed from now (see the next test), never shortened.
+    assert as_datetime(again.lease_expire_time) >= as_datetime(first.lease_expire_time)
     assert again.run == first.run
     assert len(await w.attempts(run_id)) == 1
 
@@ -133,6 +134,40 @@ async def test_the_same_delivery_gets_the_same_attempt_and_others_are_refused(
         assert (other.decision, other.refusal_reason) == (REFUSED, "ALREADY_STARTED")
     assert len(await w.attempts(run_id)) == 1
     assert (await w.run_row(run_id))["attempt"] == 1
+
+
+async def start_in_batch(w: WorkerClient, run_id: uuid.UUID) -> wpb.StartAttemptResponse:
+    request = wpb.StartAttemptsRequest(
+        starts=[wpb.StartAttemptRequest(run_id=str(run_id), delivery_id="d-1", worker_id="w-1")]
+    )
+    (result,) = (await w.stub.StartAttempts(request, metadata=w.auth())).results
+    return result.response
+
+
+@pytest.mark.parametrize("batched", [False, True])
+async def test_a_repeated_start_renews_the_lease_unless_the_attempt_is_being_cancelled(
+    env: ApiAndWorkers, batched: bool
+) -> None:
+    # The first answer was lost, or reached the worker after retries: asked again, the worker
+    # must not get its attempt back with too little lease left to run it.
+    w = env.w
+    run_id = await trigger(env.api, await create_job(env.api), "r1")
+    first = await w.start(run_id)
+    await w.shift_clock(50 * S)  # 50 s of the 60 s lease spent
+    again = await (start_in_batch(w, run_id) if batched else w.start(run_id))
+    after = await w.now()
+    assert (again.decision, again.attempt) == (STARTED, first.attempt)
+    (attempt,) = await w.attempts(run_id)
+    # A full lease from the renewal, which comes between the answer's server time and now.
+    assert as_datetime(again.server_time) + 60 * S <= attempt["lease_expire_time"] <= after + 60 * S
+    assert as_datetime(again.lease_expire_time) == attempt["lease_expire_time"]
+
+    await w.db.execute("UPDATE attempts SET cancel_reason = 'JOB_PAUSED' WHERE run_id = $1", run_id)
+    await w.shift_clock(50 * S)
+    kept = await (start_in_batch(w, run_id) if batched else w.start(run_id))
+    (cancelling,) = await w.attempts(run_id)
+    assert cancelling["lease_expire_time"] == attempt["lease_expire_time"]
+    assert as_datetime(kept.lease_expire_time) == attempt["lease_expire_time"]
 
 
 async def test_concurrent_deliveries_start_exactly_one_attempt(env: ApiAndWorkers) -> None:

@@ -45,7 +45,6 @@ from duetime_infra.pg.attempt_store import (
     count_first_start,
     other_run,
     release_waiting,
-    replayed_call_time,
     start_view,
     transaction,
 )
@@ -131,7 +130,12 @@ class BatchAttempts:
         starting: list[_Starting] = []
         async with transaction(self._store.pool) as conn:
             rows = await conn.fetch(q("attempt_batch_runs_lock"), [r.run_id for r in requests])
-            admitted = self._admit(requests, rows, answers)
+            replays: list[_Admitted] = []
+            admitted = self._admit(requests, rows, answers, replays)
+            if replays:
+                leases = await self._store.renew_replayed(conn, [row for _, row, _, _ in replays])
+                for i, row, spec, _ in replays:
+                    answers[i] = self._store.replayed_result(row, spec, leases)
             deciding = _earliest_of_each_job(admitted)
             if deciding:
                 starting = await self._decide(conn, requests, deciding, answers)
@@ -148,11 +152,12 @@ class BatchAttempts:
         requests: Sequence[StartRequest],
         rows: Sequence[Row],
         answers: dict[int, StartResult],
+        replays: list[_Admitted],
     ) -> list[_Admitted]:
         """The admission check of each start whose run row the batch locked: the answers it
-        gives at once (a replay, too early, a refusal that leaves the run as it is) go into
-        ``answers``; the starts it admits are returned, each with its definition and view,
-        built once (a herd's batch is hundreds of runs)."""
+        gives at once (too early, a refusal that leaves the run as it is) go into ``answers``,
+        repeated starts into ``replays``; the starts it admits are returned, each with its
+        definition and view, built once (a herd's batch is hundreds of runs)."""
         by_run = {row["run_id"]: row for row in rows}
         named = Counter(r.run_id for r in requests)
         admitted: list[_Admitted] = []
@@ -173,14 +178,7 @@ class BatchAttempts:
             if answered is None:
                 admitted.append((i, row, spec, view))
             elif answered.kind is StartKind.REPLAY:
-                answers[i] = self._store.started_result(
-                    row,
-                    spec,
-                    row["attempt"],
-                    row["open_lease_expire_time"],
-                    row["now"],
-                    replayed_call_time(row),
-                )
+                replays.append((i, row, spec, view))
             elif answered.kind is StartKind.TOO_EARLY:
                 answers[i] = StartResult(
                     StartAnswer.TOO_EARLY, row["now"], effective_time=answered.until

@@ -325,7 +325,7 @@ def _first_call(closed: Row, attempt: int, outcome: AttemptOutcome) -> datetime 
     return begun
 
 
-def replayed_call_time(row: Row) -> datetime | None:
+def _replayed_call_time(row: Row) -> datetime | None:
     """A repeated start's call time: its attempt's, while that is ahead of now."""
     call_time: datetime | None = row["open_call_time"]
     return call_time if call_time is not None and call_time > row["now"] else None
@@ -430,14 +430,8 @@ class AttemptStore:
     ) -> StartResult:
         match decision.kind:
             case StartKind.REPLAY:
-                return self.started_result(
-                    row,
-                    snapshot,
-                    row["attempt"],
-                    row["open_lease_expire_time"],
-                    now,
-                    replayed_call_time(row),
-                )
+                leases = await self.renew_replayed(conn, [row])
+                return self.replayed_result(row, snapshot, leases)
             case StartKind.TOO_EARLY:
                 return StartResult(StartAnswer.TOO_EARLY, now, effective_time=decision.until)
             case StartKind.REFUSE:
@@ -467,6 +461,29 @@ class AttemptStore:
             started["lease_expire_time"],
             started["now"],
             decision.call_time,
+        )
+
+    async def renew_replayed(self, conn: Conn, rows: Sequence[Row]) -> dict[uuid.UUID, datetime]:
+        """The renewed leases of repeated starts' open attempts (rows locked by the caller),
+        by run id; an attempt being cancelled keeps its lease and is left out."""
+        if not rows:
+            return {}
+        renewed = await conn.fetch(
+            q("attempt_renew_replayed"),
+            [r["run_id"] for r in rows],
+            [r["nominal_time"] for r in rows],
+            [r["attempt"] for r in rows],
+            self._settings.lease,
+        )
+        return {r["run_id"]: r["lease_expire_time"] for r in renewed}
+
+    def replayed_result(
+        self, row: Row, snapshot: JobSpec, leases: dict[uuid.UUID, datetime]
+    ) -> StartResult:
+        """A repeated start's answer: its attempt, with the lease ``renew_replayed`` gave."""
+        lease = leases.get(row["run_id"], row["open_lease_expire_time"])
+        return self.started_result(
+            row, snapshot, row["attempt"], lease, row["now"], _replayed_call_time(row)
         )
 
     @staticmethod

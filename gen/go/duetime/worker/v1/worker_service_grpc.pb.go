@@ -41,8 +41,8 @@ type WorkerServiceClient interface {
 	// with the attempt number (the fencing token) and the run's frozen definition; TOO_EARLY with
 	// the server's clock while the run's effective time has not come (wait on the server's
 	// clock, then ask again); or REFUSED (already started elsewhere, skipped, cancelled, missed):
-	// drop the message. The same delivery asking again gets the same attempt back, so a lost
-	// answer does not burn an attempt.
+	// drop the message. The same delivery asking again gets the same attempt back, its lease
+	// renewed, so a lost answer does not burn an attempt.
 	StartAttempt(ctx context.Context, in *StartAttemptRequest, opts ...grpc.CallOption) (*StartAttemptResponse, error)
 	// One stream per worker for the worker's life. Each request lists all the worker's open
 	// attempts and extends their leases; each response answers with a directive per attempt
@@ -144,8 +144,8 @@ type WorkerServiceServer interface {
 	// with the attempt number (the fencing token) and the run's frozen definition; TOO_EARLY with
 	// the server's clock while the run's effective time has not come (wait on the server's
 	// clock, then ask again); or REFUSED (already started elsewhere, skipped, cancelled, missed):
-	// drop the message. The same delivery asking again gets the same attempt back, so a lost
-	// answer does not burn an attempt.
+	// drop the message. The same delivery asking again gets the same attempt back, its lease
+	// renewed, so a lost answer does not burn an attempt.
 	StartAttempt(context.Context, *StartAttemptRequest) (*StartAttemptResponse, error)
 	// One stream per worker for the worker's life. Each request lists all the worker's open
 	// attempts and extends their leases; each response answers with a directive per attempt

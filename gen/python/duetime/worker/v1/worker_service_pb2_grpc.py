@@ -81,8 +81,8 @@ class WorkerServiceServicer:
         with the attempt number (the fencing token) and the run's frozen definition; TOO_EARLY with
         the server's clock while the run's effective time has not come (wait on the server's
         clock, then ask again); or REFUSED (already started elsewhere, skipped, cancelled, missed):
-        drop the message. The same delivery asking again gets the same attempt back, so a lost
-        answer does not burn an attempt.
+        drop the message. The same delivery asking again gets the same attempt back, its lease
+        renewed, so a lost answer does not burn an attempt.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

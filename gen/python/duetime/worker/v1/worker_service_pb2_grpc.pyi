@@ -44,8 +44,8 @@ class WorkerServiceStub:
     with the attempt number (the fencing token) and the run's frozen definition; TOO_EARLY with
     the server's clock while the run's effective time has not come (wait on the server's
     clock, then ask again); or REFUSED (already started elsewhere, skipped, cancelled, missed):
-    drop the message. The same delivery asking again gets the same attempt back, so a lost
-    answer does not burn an attempt.
+    drop the message. The same delivery asking again gets the same attempt back, its lease
+    renewed, so a lost answer does not burn an attempt.
     """
     Heartbeat: _grpc.StreamStreamMultiCallable[_worker_service_pb2.HeartbeatRequest, _worker_service_pb2.HeartbeatResponse]
     """One stream per worker for the worker's life. Each request lists all the worker's open
@@ -90,8 +90,8 @@ class WorkerServiceAsyncStub(WorkerServiceStub):
     with the attempt number (the fencing token) and the run's frozen definition; TOO_EARLY with
     the server's clock while the run's effective time has not come (wait on the server's
     clock, then ask again); or REFUSED (already started elsewhere, skipped, cancelled, missed):
-    drop the message. The same delivery asking again gets the same attempt back, so a lost
-    answer does not burn an attempt.
+    drop the message. The same delivery asking again gets the same attempt back, its lease
+    renewed, so a lost answer does not burn an attempt.
     """
     Heartbeat: _aio.StreamStreamMultiCallable[_worker_service_pb2.HeartbeatRequest, _worker_service_pb2.HeartbeatResponse]  # type: ignore[assignment]
     """One stream per worker for the worker's life. Each request lists all the worker's open
@@ -139,8 +139,8 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
         with the attempt number (the fencing token) and the run's frozen definition; TOO_EARLY with
         the server's clock while the run's effective time has not come (wait on the server's
         clock, then ask again); or REFUSED (already started elsewhere, skipped, cancelled, missed):
-        drop the message. The same delivery asking again gets the same attempt back, so a lost
-        answer does not burn an attempt.
+        drop the message. The same delivery asking again gets the same attempt back, its lease
+        renewed, so a lost answer does not burn an attempt.
         """
 
     @_abc_1.abstractmethod

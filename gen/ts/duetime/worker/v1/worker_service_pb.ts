@@ -890,8 +890,8 @@ export const WorkerService: GenService<{
    * with the attempt number (the fencing token) and the run's frozen definition; TOO_EARLY with
    * the server's clock while the run's effective time has not come (wait on the server's
    * clock, then ask again); or REFUSED (already started elsewhere, skipped, cancelled, missed):
-   * drop the message. The same delivery asking again gets the same attempt back, so a lost
-   * answer does not burn an attempt.
+   * drop the message. The same delivery asking again gets the same attempt back, its lease
+   * renewed, so a lost answer does not burn an attempt.
    *
    * @generated from rpc duetime.worker.v1.WorkerService.StartAttempt
    */

@@ -66,6 +66,28 @@ SELECT s.run_id, s.nominal_time, s.attempt, s.partition, $4, $3, b.at,
 FROM started s, (SELECT coalesce($7::timestamptz, duetime_now()) AS at) b
 RETURNING number, start_time, lease_expire_time, duetime_now() AS now;
 
+-- name: attempt_renew_replayed
+-- Repeated starts (the same delivery from the same worker: the first answer was lost, or came
+-- too late) renew their open attempts' leases as a heartbeat does, never shortening one, so an
+-- answer that took several tries to arrive does not bring too little lease left. An attempt
+-- being told to cancel is not renewed. Rows are locked in run_id order, as beats and the
+-- reaper lock them, under the runs' locks the caller holds.
+WITH locked AS (
+    SELECT a.run_id, a.nominal_time, a.number
+    FROM attempts a
+    JOIN unnest($1::uuid[], $2::timestamptz[], $3::integer[]) AS k(run_id, nominal_time, number)
+      ON a.run_id = k.run_id AND a.nominal_time = k.nominal_time AND a.number = k.number
+    WHERE a.end_time IS NULL AND a.cancel_reason = ''
+    ORDER BY a.run_id, a.nominal_time, a.number
+    FOR UPDATE OF a
+)
+UPDATE attempts a
+SET lease_expire_time = greatest(a.lease_expire_time, duetime_now() + $4::interval)
+FROM locked
+WHERE a.run_id = locked.run_id AND a.nominal_time = locked.nominal_time
+  AND a.number = locked.number
+RETURNING a.run_id, a.lease_expire_time;
+
 -- name: attempt_run_set_state
 -- A run that will not start (skipped, cancelled, missed, waiting), or that an attempt's end
 -- moved on (succeeded, retry wait, dead-lettered, cancelled).

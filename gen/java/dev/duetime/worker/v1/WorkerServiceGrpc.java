@@ -250,8 +250,8 @@ public final class WorkerServiceGrpc {
      * with the attempt number (the fencing token) and the run's frozen definition; TOO_EARLY with
      * the server's clock while the run's effective time has not come (wait on the server's
      * clock, then ask again); or REFUSED (already started elsewhere, skipped, cancelled, missed):
-     * drop the message. The same delivery asking again gets the same attempt back, so a lost
-     * answer does not burn an attempt.
+     * drop the message. The same delivery asking again gets the same attempt back, its lease
+     * renewed, so a lost answer does not burn an attempt.
      * </pre>
      */
     default void startAttempt(dev.duetime.worker.v1.StartAttemptRequest request,
@@ -361,8 +361,8 @@ public final class WorkerServiceGrpc {
      * with the attempt number (the fencing token) and the run's frozen definition; TOO_EARLY with
      * the server's clock while the run's effective time has not come (wait on the server's
      * clock, then ask again); or REFUSED (already started elsewhere, skipped, cancelled, missed):
-     * drop the message. The same delivery asking again gets the same attempt back, so a lost
-     * answer does not burn an attempt.
+     * drop the message. The same delivery asking again gets the same attempt back, its lease
+     * renewed, so a lost answer does not burn an attempt.
      * </pre>
      */
     public void startAttempt(dev.duetime.worker.v1.StartAttemptRequest request,
@@ -459,8 +459,8 @@ public final class WorkerServiceGrpc {
      * with the attempt number (the fencing token) and the run's frozen definition; TOO_EARLY with
      * the server's clock while the run's effective time has not come (wait on the server's
      * clock, then ask again); or REFUSED (already started elsewhere, skipped, cancelled, missed):
-     * drop the message. The same delivery asking again gets the same attempt back, so a lost
-     * answer does not burn an attempt.
+     * drop the message. The same delivery asking again gets the same attempt back, its lease
+     * renewed, so a lost answer does not burn an attempt.
      * </pre>
      */
     public dev.duetime.worker.v1.StartAttemptResponse startAttempt(dev.duetime.worker.v1.StartAttemptRequest request) throws io.grpc.StatusException {
@@ -554,8 +554,8 @@ public final class WorkerServiceGrpc {
      * with the attempt number (the fencing token) and the run's frozen definition; TOO_EARLY with
      * the server's clock while the run's effective time has not come (wait on the server's
      * clock, then ask again); or REFUSED (already started elsewhere, skipped, cancelled, missed):
-     * drop the message. The same delivery asking again gets the same attempt back, so a lost
-     * answer does not burn an attempt.
+     * drop the message. The same delivery asking again gets the same attempt back, its lease
+     * renewed, so a lost answer does not burn an attempt.
      * </pre>
      */
     public dev.duetime.worker.v1.StartAttemptResponse startAttempt(dev.duetime.worker.v1.StartAttemptRequest request) {
@@ -631,8 +631,8 @@ public final class WorkerServiceGrpc {
      * with the attempt number (the fencing token) and the run's frozen definition; TOO_EARLY with
      * the server's clock while the run's effective time has not come (wait on the server's
      * clock, then ask again); or REFUSED (already started elsewhere, skipped, cancelled, missed):
-     * drop the message. The same delivery asking again gets the same attempt back, so a lost
-     * answer does not burn an attempt.
+     * drop the message. The same delivery asking again gets the same attempt back, its lease
+     * renewed, so a lost answer does not burn an attempt.
      * </pre>
      */
     public com.google.common.util.concurrent.ListenableFuture<dev.duetime.worker.v1.StartAttemptResponse> startAttempt(
