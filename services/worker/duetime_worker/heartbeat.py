@@ -37,6 +37,7 @@ from grpc import aio
 
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
+from duetime_core.attempts import JOB_PAUSED
 from duetime_core.backoff import DoublingBackoff
 from duetime_worker.outcome import BEGUN, UNSAID, Call, LeaseLapsed, Outcome
 
@@ -60,6 +61,13 @@ def lease_length(lease_expire_time: Timestamp, server_time: Timestamp) -> float:
     if not lease_expire_time.seconds and not lease_expire_time.nanos:
         return math.inf
     return (lease_expire_time.ToNanoseconds() - server_time.ToNanoseconds()) / 1e9
+
+
+def _stale_pause(directive: pb.AttemptDirective, attempt: ActiveAttempt) -> bool:
+    """A pause cancels an attempt started ahead of its time only until its call begins: the
+    scheduler decided before the call's time, and a call begun since then runs on (its next
+    beat renews it), as any running attempt of a paused job does."""
+    return directive.reason == JOB_PAUSED and attempt.began
 
 
 @dataclass
@@ -261,7 +269,7 @@ class Heartbeats:
             key = (ref.run_id, ref.attempt)
             if directive.directive != pb.DIRECTIVE_CANCEL:
                 continue
-            if attempt is not None:
+            if attempt is not None and not _stale_pause(directive, attempt):
                 log.info(
                     "attempt cancelled by the scheduler",
                     extra={

@@ -1221,7 +1221,8 @@ type AttemptDirective struct {
 	// For DIRECTIVE_CONTINUE, the renewed lease expiry.
 	LeaseExpireTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=lease_expire_time,json=leaseExpireTime,proto3" json:"lease_expire_time,omitempty"`
 	// For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED, or JOB_PAUSED (an attempt
-	// started ahead of its time whose call has not begun: hand it back unrun).
+	// started ahead of its time whose call has not begun: hand it back unrun; a worker whose call
+	// began before this answer arrived goes on with it, as with any running attempt of a paused job).
 	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

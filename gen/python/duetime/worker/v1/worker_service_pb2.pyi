@@ -697,7 +697,8 @@ class AttemptDirective(_message.Message):
     """Continue or cancel."""
     reason: _builtins.str
     """For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED, or JOB_PAUSED (an attempt
-    started ahead of its time whose call has not begun: hand it back unrun).
+    started ahead of its time whose call has not begun: hand it back unrun; a worker whose call
+    began before this answer arrived goes on with it, as with any running attempt of a paused job).
     """
     @_builtins.property
     def attempt(self) -> Global___AttemptRef:

@@ -579,7 +579,8 @@ export type AttemptDirective = Message<"duetime.worker.v1.AttemptDirective"> & {
 
   /**
    * For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED, or JOB_PAUSED (an attempt
-   * started ahead of its time whose call has not begun: hand it back unrun).
+   * started ahead of its time whose call has not begun: hand it back unrun; a worker whose call
+   * began before this answer arrived goes on with it, as with any running attempt of a paused job).
    *
    * @generated from field: string reason = 4;
    */

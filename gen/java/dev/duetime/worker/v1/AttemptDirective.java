@@ -163,7 +163,8 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED, or JOB_PAUSED (an attempt
-   * started ahead of its time whose call has not begun: hand it back unrun).
+   * started ahead of its time whose call has not begun: hand it back unrun; a worker whose call
+   * began before this answer arrived goes on with it, as with any running attempt of a paused job).
    * </pre>
    *
    * <code>string reason = 4;</code>
@@ -185,7 +186,8 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED, or JOB_PAUSED (an attempt
-   * started ahead of its time whose call has not begun: hand it back unrun).
+   * started ahead of its time whose call has not begun: hand it back unrun; a worker whose call
+   * began before this answer arrived goes on with it, as with any running attempt of a paused job).
    * </pre>
    *
    * <code>string reason = 4;</code>
@@ -1003,7 +1005,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED, or JOB_PAUSED (an attempt
-     * started ahead of its time whose call has not begun: hand it back unrun).
+     * started ahead of its time whose call has not begun: hand it back unrun; a worker whose call
+     * began before this answer arrived goes on with it, as with any running attempt of a paused job).
      * </pre>
      *
      * <code>string reason = 4;</code>
@@ -1024,7 +1027,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED, or JOB_PAUSED (an attempt
-     * started ahead of its time whose call has not begun: hand it back unrun).
+     * started ahead of its time whose call has not begun: hand it back unrun; a worker whose call
+     * began before this answer arrived goes on with it, as with any running attempt of a paused job).
      * </pre>
      *
      * <code>string reason = 4;</code>
@@ -1046,7 +1050,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED, or JOB_PAUSED (an attempt
-     * started ahead of its time whose call has not begun: hand it back unrun).
+     * started ahead of its time whose call has not begun: hand it back unrun; a worker whose call
+     * began before this answer arrived goes on with it, as with any running attempt of a paused job).
      * </pre>
      *
      * <code>string reason = 4;</code>
@@ -1064,7 +1069,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED, or JOB_PAUSED (an attempt
-     * started ahead of its time whose call has not begun: hand it back unrun).
+     * started ahead of its time whose call has not begun: hand it back unrun; a worker whose call
+     * began before this answer arrived goes on with it, as with any running attempt of a paused job).
      * </pre>
      *
      * <code>string reason = 4;</code>
@@ -1079,7 +1085,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED, or JOB_PAUSED (an attempt
-     * started ahead of its time whose call has not begun: hand it back unrun).
+     * started ahead of its time whose call has not begun: hand it back unrun; a worker whose call
+     * began before this answer arrived goes on with it, as with any running attempt of a paused job).
      * </pre>
      *
      * <code>string reason = 4;</code>

@@ -86,7 +86,8 @@ public interface AttemptDirectiveOrBuilder extends
   /**
    * <pre>
    * For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED, or JOB_PAUSED (an attempt
-   * started ahead of its time whose call has not begun: hand it back unrun).
+   * started ahead of its time whose call has not begun: hand it back unrun; a worker whose call
+   * began before this answer arrived goes on with it, as with any running attempt of a paused job).
    * </pre>
    *
    * <code>string reason = 4;</code>
@@ -96,7 +97,8 @@ public interface AttemptDirectiveOrBuilder extends
   /**
    * <pre>
    * For DIRECTIVE_CANCEL, why: JOB_DELETED, SUPERSEDED, ATTEMPT_CLOSED, or JOB_PAUSED (an attempt
-   * started ahead of its time whose call has not begun: hand it back unrun).
+   * started ahead of its time whose call has not begun: hand it back unrun; a worker whose call
+   * began before this answer arrived goes on with it, as with any running attempt of a paused job).
    * </pre>
    *
    * <code>string reason = 4;</code>
