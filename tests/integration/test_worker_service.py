@@ -150,8 +150,9 @@ async def test_a_repeated_start_renews_the_lease_unless_the_attempt_is_being_can
 ) -> None:
     # The first answer was lost, or reached the worker after retries: asked again, the worker
     # must not get its attempt back with too little lease left to run it.
-    w = env.w
-    run_id = await trigger(env.api, await create_job(env.api), "r1")
+    w, api = env.w, env.api
+    job = await create_job(api, job_message(overlap=job_pb2.OVERLAP_POLICY_CANCEL_PREVIOUS))
+    run_id = await trigger(api, job, "r1")
     first = await w.start(run_id)
     await w.shift_clock(50 * S)  # 50 s of the 60 s lease spent
     again = await (start_in_batch(w, run_id) if batched else w.start(run_id))
@@ -162,7 +163,10 @@ async def test_a_repeated_start_renews_the_lease_unless_the_attempt_is_being_can
     assert as_datetime(again.server_time) + 60 * S <= attempt["lease_expire_time"] <= after + 60 * S
     assert as_datetime(again.lease_expire_time) == attempt["lease_expire_time"]
 
-    await w.db.execute("UPDATE attempts SET cancel_reason = 'JOB_PAUSED' WHERE run_id = $1", run_id)
+    # A newer run supersedes it: the attempt is told to stop, and asking again renews nothing.
+    newer = await trigger(api, job, "r2")
+    assert (await w.start(newer, "d-2", "w-2")).decision == TOO_EARLY
+    assert (await w.attempts(run_id))[0]["cancel_reason"] == "SUPERSEDED"
     await w.shift_clock(50 * S)
     kept = await (start_in_batch(w, run_id) if batched else w.start(run_id))
     (cancelling,) = await w.attempts(run_id)
