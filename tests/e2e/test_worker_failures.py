@@ -475,18 +475,21 @@ async def test_a_worker_frozen_between_start_and_send_sends_nothing_once_woken(
 
 
 async def eventually_open_attempt(db: asyncpg.Pool[asyncpg.Record], job: job_pb2.Job) -> str:
-    """The run id of the job's first attempt, once it is started and open."""
+    """The run id of the job's first attempt, once it is open and its call may have begun: an
+    attempt started ahead of its time counts once its call-time beat is in (a worker frozen
+    before that beat never called, and its attempt is handed back rather than expired)."""
     found: list[str] = []
 
     async def open_attempt() -> bool:
         run_id = await db.fetchval(
             "SELECT a.run_id FROM attempts a JOIN runs r USING (run_id, nominal_time) "
-            "WHERE r.job_id = $1 AND a.number = 1 AND a.end_time IS NULL",
+            "WHERE r.job_id = $1 AND a.number = 1 AND a.end_time IS NULL AND (NOT a.early "
+            "OR a.beat_time >= a.start_time - interval '2 seconds')",
             uuid.UUID(job.job_id),
         )
         if run_id is not None:
             found.append(str(run_id))
         return bool(found)
 
-    await eventually(open_attempt, 30, "the attempt started")
+    await eventually(open_attempt, 30, "the attempt started, its call due")
     return found[0]
