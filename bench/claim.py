@@ -53,7 +53,7 @@ async def seed(dsn: str, stored: int, due: int) -> None:
             display_name="bench",
             # Hourly, so a slow seed of a million rows cannot make a second occurrence due.
             schedule=Every(timedelta(hours=1), None, now - timedelta(seconds=1)),
-            target=HttpTarget(HttpMethod.POST, "https://target.test/hook", {"X-Team": "bench"}),
+            target=HttpTarget(HttpMethod.POST, "https://target.test/hook"),
         )
         spec_text = json.dumps(spec_to_json(spec))
         rng = random.Random(7)
