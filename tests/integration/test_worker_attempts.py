@@ -151,8 +151,10 @@ class AnswerHeldBack(AttemptCalls):
         super().__init__(*args, **kwargs)
         self.deliver = asyncio.Event()
 
-    async def start(self, request: pb.StartAttemptRequest) -> pb.StartAttemptResponse:
-        response = await super().start(request)
+    async def start(
+        self, request: pb.StartAttemptRequest, slack: float = 0.0
+    ) -> pb.StartAttemptResponse:
+        response = await super().start(request, slack)
         await self.deliver.wait()
         return response
 
@@ -231,9 +233,11 @@ class FirstStartRepeated(AttemptCalls):
         super().__init__(*args, **kwargs)
         self.first: pb.StartAttemptResponse | None = None
 
-    async def start(self, request: pb.StartAttemptRequest) -> pb.StartAttemptResponse:
+    async def start(
+        self, request: pb.StartAttemptRequest, slack: float = 0.0
+    ) -> pb.StartAttemptResponse:
         if self.first is None:
-            self.first = await super().start(request)
+            self.first = await super().start(request, slack)
         return self.first
 
 

@@ -11,7 +11,13 @@ from grpc import aio
 
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_worker.attempts import RecentKeys
-from duetime_worker.batching import BATCH_RETRY_AFTER, AttemptCalls, Batcher, EntryFailed
+from duetime_worker.batching import (
+    BATCH_RETRY_AFTER,
+    EARLY_START_LINGER,
+    AttemptCalls,
+    Batcher,
+    EntryFailed,
+)
 from duetime_worker.server_clock import ServerClock
 
 
@@ -40,6 +46,52 @@ async def test_calls_made_together_go_in_batches_and_each_gets_its_own_answer() 
         "no",
     )
     assert [r for i, r in enumerate(results) if i != 7] == [i * 10 for i in range(10) if i != 7]
+
+
+async def test_a_patient_call_goes_with_the_next_hurried_one() -> None:
+    sent: list[list[int]] = []
+
+    async def send(requests: list[int]) -> list[int | Exception]:
+        sent.append(list(requests))
+        return list(requests)
+
+    batcher: Batcher[int, int] = Batcher(send, linger=60)
+    patient = asyncio.ensure_future(batcher.call(1))
+    hurried = batcher.call(2, linger=0)
+    assert list(await asyncio.wait_for(asyncio.gather(patient, hurried), 5)) == [1, 2]
+    assert sent == [[1, 2]]
+
+
+class StartTimes:
+    """Answers every start, noting the loop time each batch of them arrived."""
+
+    def __init__(self) -> None:
+        self.arrived: list[tuple[float, list[str]]] = []
+
+    async def StartAttempts(  # noqa: N802
+        self, request: pb.StartAttemptsRequest, **kwargs: object
+    ) -> pb.StartAttemptsResponse:
+        runs = [s.run_id for s in request.starts]
+        self.arrived.append((asyncio.get_running_loop().time(), runs))
+        started = pb.StartAttemptResponse(decision=pb.START_DECISION_STARTED, attempt=1)
+        return pb.StartAttemptsResponse(
+            results=[pb.StartAttemptsResult(response=started) for _ in runs]
+        )
+
+
+async def test_a_start_asked_well_ahead_of_its_run_waits_longer_for_company() -> None:
+    scheduler = StartTimes()
+    calls = AttemptCalls(scheduler, (), 1.0)  # type: ignore[arg-type]
+    loop = asyncio.get_running_loop()
+    asked = loop.time()
+    await calls.start(pb.StartAttemptRequest(run_id="ahead"), slack=8.0)
+    asked_due = loop.time()
+    await calls.start(pb.StartAttemptRequest(run_id="due"))
+    (ahead_at, ahead), (due_at, due) = scheduler.arrived
+    assert (ahead, due) == (["ahead"], ["due"])
+    assert ahead_at - asked >= EARLY_START_LINGER * 0.9
+    assert due_at - asked_due < EARLY_START_LINGER / 2
+    await calls.close()
 
 
 async def test_a_failed_batch_fails_every_call_in_it() -> None:

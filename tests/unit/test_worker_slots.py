@@ -102,3 +102,15 @@ async def test_slots_go_to_teams_in_proportion_to_their_weights() -> None:
         await asyncio.sleep(0)
     await asyncio.gather(*waiting)
     assert granted[:40].count("heavy") == 30
+
+
+async def test_slots_are_contended_while_a_caller_waits_for_one() -> None:
+    slots = WeightedSlots(1)
+    await slots.acquire(Priority.NORMAL)
+    assert not slots.contended  # all taken, nobody waiting
+    waiter = asyncio.ensure_future(slots.acquire(Priority.NORMAL))
+    await asyncio.sleep(0)  # the waiter queues
+    assert slots.contended
+    slots.release()
+    await waiter
+    assert not slots.contended

@@ -331,7 +331,9 @@ class Executor:
         back and says when to ask again."""
         try:
             async with Slot(self._starting, dispatch):
-                started = await self._start_seen_through(dispatch.run_id, delivery_id, early=True)
+                started = await self._start_seen_through(
+                    dispatch.run_id, delivery_id, ahead_of=dispatch.effective_time
+                )
         except SlotsClosed:
             self._early.release()
             return None
@@ -379,7 +381,7 @@ class Executor:
         return reserving.result()
 
     async def _start_seen_through(
-        self, run_id: str, delivery_id: str, early: bool = False
+        self, run_id: str, delivery_id: str, ahead_of: Timestamp | None = None
     ) -> tuple[pb.StartAttemptResponse, float] | Timestamp | Unanswered | None:
         """``_start``, seen through to its answer even when this task is cancelled meanwhile.
         Cancelled while stopping, an attempt it started is handed back before the cancellation
@@ -390,7 +392,7 @@ class Executor:
         a run that never failed). The partition's next owner is refused ALREADY_STARTED for
         the redelivery and commits past it; this worker, given the partition back, replays the
         same attempt and drops it as a duplicate."""
-        started, cancelled = await despite_cancellation(self._start(run_id, delivery_id, early))
+        started, cancelled = await despite_cancellation(self._start(run_id, delivery_id, ahead_of))
         if cancelled:
             if isinstance(started, tuple) and not self._stopping.is_set():
                 task = asyncio.current_task()
@@ -414,14 +416,18 @@ class Executor:
         await self._complete(run_id, number, Outcome.handed_back(SHUTTING_DOWN, call=NOT_BEGUN))
 
     async def _start(
-        self, run_id: str, delivery_id: str, early: bool = False
+        self, run_id: str, delivery_id: str, ahead_of: Timestamp | None = None
     ) -> tuple[pb.StartAttemptResponse, float] | Timestamp | Unanswered | None:
         """The STARTED answer and the loop time its request was sent (the lease counts from
         there); for TOO_EARLY, when to ask again (server clock); None when the message is to be
-        dropped; ``Unanswered.STOPPING`` when a stopping worker gave up asking. ``early``: the
-        attempt may be started ahead of the run's time (its answer then says when to call)."""
+        dropped; ``Unanswered.STOPPING`` when a stopping worker gave up asking. ``ahead_of``:
+        the run's time, ahead of which the attempt may be started (its answer then says when to
+        call)."""
         request = pb.StartAttemptRequest(
-            run_id=run_id, delivery_id=delivery_id, worker_id=self._worker_id, early=early
+            run_id=run_id,
+            delivery_id=delivery_id,
+            worker_id=self._worker_id,
+            early=ahead_of is not None,
         )
         backoff = DoublingBackoff(FIRST_RETRY, MAX_RETRY)
         loop = asyncio.get_running_loop()
@@ -430,7 +436,12 @@ class Executor:
         while True:
             sent_at = loop.time()
             try:
-                response = await self._calls.start(request)
+                # A start ahead of its time may wait for company, unless others wait for
+                # start permits: then batches fill by themselves, and waiting holds permits.
+                slack = 0.0
+                if ahead_of is not None and not self._starting.contended:
+                    slack = self._clock.seconds_until(ahead_of)
+                response = await self._calls.start(request, slack)
             except aio.AioRpcError as error:
                 if self._stopping.is_set() and error.code() not in _PERMANENT:
                     if stopping_give_up is None:

@@ -32,6 +32,11 @@ class WeightedSlots:
         self._waiting: PriorityFairQueue[str, asyncio.Future[None]] = PriorityFairQueue()
         self._closed = False
 
+    @property
+    def contended(self) -> bool:
+        """Some caller is waiting for a slot."""
+        return bool(self._waiting)
+
     def close(self) -> None:
         """From now on ``acquire`` raises ``SlotsClosed``, in those waiting too."""
         self._closed = True
