@@ -477,7 +477,8 @@ async def test_a_worker_frozen_between_start_and_send_sends_nothing_once_woken(
 async def eventually_open_attempt(db: asyncpg.Pool[asyncpg.Record], job: job_pb2.Job) -> str:
     """The run id of the job's first attempt, once it is open and its call may have begun: an
     attempt started ahead of its time counts once its call-time beat is in (a worker frozen
-    before that beat never called, and its attempt is handed back rather than expired)."""
+    before that beat never called, and its attempt is handed back rather than expired: the
+    reaper's ``never_called`` in ``reaper_attempt_lock``)."""
     found: list[str] = []
 
     async def open_attempt() -> bool:

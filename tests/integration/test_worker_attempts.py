@@ -162,12 +162,21 @@ class AnswerHeldBack(AttemptCalls):
 C = TypeVar("C", bound=AttemptCalls)
 
 
-def executor_with(env: Env, calls_kind: type[C], worker: str = "w-test") -> tuple[Executor, C]:
+def executor_with(
+    env: Env, calls_kind: type[C], worker: str = "w-test", **options: Any
+) -> tuple[Executor, C]:
     """An executor of ``worker`` whose start and report calls go through ``calls_kind``."""
     metadata = (("authorization", f"Bearer {env.w.token}"),)
     calls = calls_kind(env.w.stub, metadata, RPC_TIMEOUT)
     executor = Executor(
-        env.w.stub, worker, metadata, env.heartbeats, env.http, DisabledLauncher(), calls=calls
+        env.w.stub,
+        worker,
+        metadata,
+        env.heartbeats,
+        env.http,
+        DisabledLauncher(),
+        calls=calls,
+        **options,
     )
     return executor, calls
 
@@ -316,6 +325,58 @@ async def test_an_attempt_started_ahead_calls_at_its_time_and_reports_when(env: 
     assert attempt["outcome"] == "SUCCEEDED"
     assert effective <= attempt["start_time"] <= call.time + CLOCK_SLACK
     assert (await env.w.run_row(run_id))["first_start_time"] == attempt["start_time"]
+
+
+class EarlySlackNoted(AttemptCalls):
+    """Notes the slack each start asked ahead is given; the first is held until ``deliver``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.slacks: list[float] = []
+        self.deliver = asyncio.Event()
+
+    async def start(
+        self, request: pb.StartAttemptRequest, slack: float = 0.0
+    ) -> pb.StartAttemptResponse:
+        if request.early:
+            self.slacks.append(slack)
+            if len(self.slacks) == 1:
+                await self.deliver.wait()
+        return await super().start(request, slack)
+
+
+async def test_a_start_ahead_waits_for_company_unless_other_starts_wait_for_permits(
+    env: Env,
+) -> None:
+    # One start permit: while the first start asked ahead holds it, the other two wait for it.
+    # The next one to get it is hurried (the last still waits behind it); the last is patient.
+    effective = await env.w.now() + timedelta(seconds=5)
+    runs = [
+        await env.w.queue_scheduled_run(
+            (await job_calling(env, f"/c{i}", Behaviour())).job_id, effective
+        )
+        for i in range(3)
+    ]
+    executor, calls = executor_with(env, EarlySlackNoted, early=10, starting=1)
+    # The first run alone: its TOO_EARLY answer sets the executor's server clock, so the
+    # others ask ahead at once.
+    processing = [
+        asyncio.create_task(executor.process(due_at(runs[0], effective), "d-0", Answer()))
+    ]
+    await eventually(lambda: len(calls.slacks) == 1, 10, "the first start ahead asked")
+    processing += [
+        asyncio.create_task(executor.process(due_at(r, effective), f"d-{i}", Answer()))
+        for i, r in enumerate(runs[1:], 1)
+    ]
+    # The permit's queue is the executor's own: seen through its private slots.
+    await eventually(lambda: len(executor._starting._waiting) == 2, 10, "two wait for it")
+    calls.deliver.set()
+    await asyncio.wait_for(asyncio.gather(*processing), 30)
+    first, hurried, last = calls.slacks
+    assert hurried == 0
+    assert first > 1
+    assert last > 1
+    assert len(env.target.calls) == 3
 
 
 async def test_a_job_paused_before_a_call_started_ahead_is_not_called(env: Env) -> None:
