@@ -6,6 +6,7 @@ import asyncio
 
 import grpc
 import pytest
+import uvloop
 from google.protobuf.timestamp_pb2 import Timestamp
 from grpc import aio
 
@@ -60,6 +61,25 @@ async def test_a_patient_call_goes_with_the_next_hurried_one() -> None:
     hurried = batcher.call(2, linger=0)
     assert list(await asyncio.wait_for(asyncio.gather(patient, hurried), 5)) == [1, 2]
     assert sent == [[1, 2]]
+
+
+def test_calls_due_at_once_join_one_batch_under_uvloop() -> None:
+    """The services' loop: uvloop answers a timer due within a millisecond with a plain Handle
+    (no ``when()``), which a later call must still be able to compare its own time with."""
+    sent: list[list[int]] = []
+
+    async def send(requests: list[int]) -> list[int | Exception]:
+        sent.append(list(requests))
+        return list(requests)
+
+    async def herd() -> list[int]:
+        batcher: Batcher[int, int] = Batcher(send, linger=60)
+        calls = [batcher.call(i, linger=0) for i in range(3)]
+        return list(await asyncio.wait_for(asyncio.gather(*calls), 5))
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        assert runner.run(herd()) == [0, 1, 2]
+    assert sent == [[0, 1, 2]]
 
 
 class StartTimes:

@@ -128,7 +128,10 @@ class Batcher(Generic[Req, Resp]):
         self._linger = linger
         self._in_flight = asyncio.Semaphore(max_in_flight)
         self._pending: list[tuple[Req, asyncio.Future[Resp]]] = []
-        self._timer: asyncio.TimerHandle | None = None
+        # The open batch's timer and when it fires (loop time): uvloop answers a ``call_at``
+        # whose time has come with a plain Handle, which has no ``when()``.
+        self._timer: asyncio.Handle | None = None
+        self._timer_at = math.inf
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def call(self, request: Req, linger: float | None = None) -> Resp:
@@ -141,16 +144,16 @@ class Batcher(Generic[Req, Resp]):
         send_by = loop.time() + (self._linger if linger is None else linger)
         if len(self._pending) >= self._max_size:
             self._flush()
-        elif self._timer is None or send_by < self._timer.when():
+        elif send_by < self._timer_at:
             if self._timer is not None:
                 self._timer.cancel()
-            self._timer = loop.call_at(send_by, self._flush)
+            self._timer, self._timer_at = loop.call_at(send_by, self._flush), send_by
         return await future
 
     def _flush(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
-            self._timer = None
+        self._timer, self._timer_at = None, math.inf
         while self._pending:
             batch, self._pending = (
                 self._pending[: self._max_size],
