@@ -53,6 +53,7 @@ from duetime_core.backoff import DoublingBackoff
 from duetime_core.jobspec import Priority
 from duetime_infra.tracecontext import ATTEMPT, RUN_ID, TRACER
 from duetime_worker import tally
+from duetime_worker.backlog import CallBacklog
 from duetime_worker.batching import AttemptCalls
 from duetime_worker.container import Launcher, Reservation
 from duetime_worker.heartbeat import ActiveAttempt, Heartbeats, lease_length
@@ -91,6 +92,11 @@ FIRST_RETRY = 0.1
 MAX_RETRY = 5.0
 # How long a finished attempt's report is retried through scheduler outages.
 REPORT_PATIENCE = 60.0
+# How long at most the success of an attempt started ahead waits for the worker's call backlog
+# to clear (see ``backlog``), and at most this share of the lease it has left. Only those wait:
+# their job's overlap policy is ALLOW, so no other run's start decides on their end.
+REPORT_HOLD = 5.0
+REPORT_HOLD_LEASE_SHARE = 0.25
 # How long a start that keeps failing (not TOO_EARLY) is retried before the message is dropped:
 # holding it longer would stop its partition's commits and a concurrency slot for good, and the
 # relay's reconciler re-enqueues a run that is still QUEUED.
@@ -128,6 +134,10 @@ EXECUTED_MEMORY = 100_000
 # effect gets the same attempt back, to hand back); then it leaves the message uncommitted.
 STOPPING_START_PATIENCE = RPC_TIMEOUT
 SHUTTING_DOWN = "the worker is shutting down"
+
+
+def _nothing() -> None:
+    pass
 
 
 class Unanswered(enum.Enum):
@@ -235,6 +245,7 @@ class Executor:
         # Attempts started ahead of their runs' time, held until then: bounded apart from the
         # execution slots, which go to runs whose time has come.
         self._early = Permits(early)
+        self._backlog = CallBacklog()
         self._clock = ServerClock()
         self._executed = RecentKeys(EXECUTED_MEMORY)
         self._worker_id = worker_id
@@ -250,6 +261,7 @@ class Executor:
         """Nothing starts from now on (see the module's doc); running attempts go on, for the
         consumer's drain to wait for or hand back."""
         self._stopping.set()
+        self._backlog.close()
         self._slots.close()
         self._starting.close()
 
@@ -572,6 +584,9 @@ class Executor:
             )
             return
         outcome = _outcome_of(active)
+        if outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED and active.call_time is not None:
+            left = active.lease_deadline - asyncio.get_running_loop().time()
+            await self._backlog.passed(min(REPORT_HOLD, left * REPORT_HOLD_LEASE_SHARE))
         await self._complete(active.run_id, active.attempt, outcome, active.call_time)
         self.tally.count(_TALLIES.get(outcome.result, tally.FAILED))
         # A success is only counted (its line is DEBUG); anything else is logged with its
@@ -601,10 +616,12 @@ class Executor:
         reservation: Reservation | None,
         check: SendCheck,
         announce: bool = False,
+        sent: Callable[[], None] = _nothing,
     ) -> Outcome:
         """The target call, in a client span whose context is the ``traceparent`` it sends;
-        ``check`` runs before anything of it is sent or launched; with ``announce`` (at most
-        once), only once the scheduler acknowledged it."""
+        ``check`` runs before anything of it is sent or launched, ``sent`` once an HTTP
+        request goes out; with ``announce`` (at most once), only once the scheduler
+        acknowledged it."""
         if announce and not await self._announced(run.run_id, attempt, limit):
             return Outcome.handed_back(
                 f"not called: the call's announcement was not acknowledged within {limit:g} s",
@@ -616,7 +633,7 @@ class Executor:
             kind=SpanKind.CLIENT,
             attributes={RUN_ID: run.run_id, ATTEMPT: attempt, "duetime.target.kind": str(kind)},
         ) as span:
-            outcome = await self._call_target(run, kind, attempt, limit, reservation, check)
+            outcome = await self._call_target(run, kind, attempt, limit, reservation, check, sent)
             if outcome.result != pb.ATTEMPT_RESULT_SUCCEEDED:
                 span.set_status(Status(StatusCode.ERROR, outcome.error))
             return outcome
@@ -636,6 +653,7 @@ class Executor:
         limit: float,
         reservation: Reservation | None,
         check: SendCheck,
+        sent: Callable[[], None],
     ) -> Outcome:
         # The targets bound themselves by the timeout (a launcher's stop included); this is
         # the backstop.
@@ -643,7 +661,7 @@ class Executor:
         try:
             async with asyncio.timeout(limit + 1 + overrun):
                 if kind == "http":
-                    return await self._http.call(run, attempt, limit, check)
+                    return await self._http.call(run, attempt, limit, check, sent)
                 if kind == "container":
                     return await self._launcher.launch(run, attempt, limit, reservation, check)
         except LeaseLapsed:
@@ -672,8 +690,12 @@ class Executor:
         # Asked again after each wait: the estimate of the server's clock may move meanwhile.
         while (left := self._clock.seconds_until(call_time)) > 0:  # noqa: ASYNC110
             await asyncio.sleep(left)
+        sent = self._backlog.due()
         begun()
-        return await self._call(run, attempt, limit, None, check, announce)
+        try:
+            return await self._call(run, attempt, limit, None, check, announce, sent)
+        finally:
+            sent()
 
     async def _complete(
         self, run_id: str, attempt: int, outcome: Outcome, call_time: Timestamp | None = None

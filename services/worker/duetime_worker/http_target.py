@@ -15,6 +15,7 @@ import contextlib
 import ipaddress
 import logging
 import socket
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 from urllib.parse import SplitResult, urlsplit
@@ -133,7 +134,12 @@ class HttpCaller:
             self._session = None
 
     async def call(
-        self, run: pb.RunSpec, attempt: int, limit: float, check: SendCheck = no_check
+        self,
+        run: pb.RunSpec,
+        attempt: int,
+        limit: float,
+        check: SendCheck = no_check,
+        sent: Callable[[], None] = no_check,
     ) -> Outcome:
         http = run.target.http
         headers = dict(http.headers)
@@ -146,7 +152,7 @@ class HttpCaller:
         if traceparent:
             headers["traceparent"] = traceparent
         method = _METHODS.get(http.method, "POST")
-        return await self.send(method, http.url, headers, http.body, limit, check)
+        return await self.send(method, http.url, headers, http.body, limit, check, sent)
 
     async def send(
         self,
@@ -156,11 +162,12 @@ class HttpCaller:
         body: bytes,
         limit: float,
         check: SendCheck = no_check,
+        sent: Callable[[], None] = no_check,
     ) -> Outcome:
         """One request under the allow-list, classified as a target's answer is. ``check``
         runs before the connection is asked for and again with no wait between it and the
         first byte written (the headers, or the body they go out with), so a LeaseLapsed
-        it raises means nothing was sent."""
+        it raises means nothing was sent; ``sent`` runs once the request goes out."""
         assert self._session is not None, "HttpCaller.start() first"
         try:
             parts = urlsplit(url)
@@ -178,7 +185,7 @@ class HttpCaller:
             return Outcome.failed(f"target refused: {reason}", retryable=False, call=NOT_BEGUN)
         # ``sent`` turns True (on_request_headers_sent) before any byte of the request is
         # written: while it is False, nothing of this call can have reached the target.
-        request = SimpleNamespace(sent=False, check=check, lapsed=False)
+        request = SimpleNamespace(sent=False, check=check, lapsed=False, on_sent=sent)
         kwargs: dict[str, Any] = {
             "headers": headers,
             "timeout": aiohttp.ClientTimeout(total=limit),
@@ -256,6 +263,7 @@ async def _before_headers(
     request = context.trace_request_ctx
     _check(request)
     request.sent = True
+    request.on_sent()
 
 
 def _check(request: SimpleNamespace) -> None:

@@ -1,0 +1,60 @@
+"""The worker's call backlog: calls whose time has come and whose request has not gone out
+yet (waiting for the event loop, or for one of the host's pooled connections).
+
+While there is one, a herd's calls are still being made on this worker, and a report that
+may wait does (``passed``): after the instant the reports' RPCs, and the scheduler's and
+PostgreSQL's work for them, would take CPU from calls that are already late. Waiting reports
+go together once the backlog is gone, in fuller batches; each waits at most the time given
+(its run counts against its team's running limit meanwhile, as it did while its call ran).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+
+class CallBacklog:
+    def __init__(self) -> None:
+        self._waiting = 0
+        self._clear = asyncio.Event()
+        self._clear.set()
+        self._closed = False
+
+    @property
+    def waiting(self) -> int:
+        return self._waiting
+
+    def due(self) -> Callable[[], None]:
+        """Counts one call whose time has come; the callable returned says it went out (or
+        ended without going out), and counts only once."""
+        self._waiting += 1
+        self._clear.clear()
+        done = False
+
+        def sent() -> None:
+            nonlocal done
+            if done:
+                return
+            done = True
+            self._waiting -= 1
+            if self._waiting == 0:
+                self._clear.set()
+
+        return sent
+
+    async def passed(self, longest: float) -> None:
+        """Returns once no call is waiting to go out, at the latest after ``longest`` seconds
+        (at once when closed)."""
+        if self._clear.is_set() or self._closed or longest <= 0:
+            return
+        try:
+            async with asyncio.timeout(longest):
+                await self._clear.wait()
+        except TimeoutError:
+            pass
+
+    def close(self) -> None:
+        """Nothing waits from now on (a stopping worker reports at once)."""
+        self._closed = True
+        self._clear.set()

@@ -1,0 +1,44 @@
+"""The worker's call backlog: counted once per call, waited on until it clears or for at most
+the time given, and never waited on once closed."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from duetime_worker.backlog import CallBacklog
+
+
+async def test_a_wait_ends_when_the_last_call_goes_out() -> None:
+    backlog = CallBacklog()
+    first, second = backlog.due(), backlog.due()
+    waiting = asyncio.create_task(backlog.passed(30))
+    first()
+    first()  # said twice, counted once
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    assert backlog.waiting == 1
+    second()
+    await asyncio.wait_for(waiting, 5)
+    assert backlog.waiting == 0
+
+
+async def test_a_wait_ends_after_the_longest_time_given() -> None:
+    backlog = CallBacklog()
+    backlog.due()
+    started = time.monotonic()
+    await asyncio.wait_for(backlog.passed(0.2), 5)
+    assert time.monotonic() - started >= 0.2
+    assert backlog.waiting == 1
+
+
+async def test_nothing_waits_without_a_backlog_or_once_closed() -> None:
+    backlog = CallBacklog()
+    await asyncio.wait_for(backlog.passed(30), 1)
+    backlog.due()
+    waiting = asyncio.create_task(backlog.passed(30))
+    await asyncio.sleep(0)
+    backlog.close()
+    await asyncio.wait_for(waiting, 1)
+    backlog.due()
+    await asyncio.wait_for(backlog.passed(30), 1)
