@@ -76,6 +76,8 @@ class Setup:
     concurrency: int | None
     lookahead: float
     profile: Path | None = None
+    # Write each service's output (its JSON log lines) in this folder.
+    logs: Path | None = None
     # Sample the statements running in the database over the herd (QuerySampler).
     pg_sample: bool = False
 
@@ -101,9 +103,21 @@ async def duetime_case(template: str, runs: int, setup: Setup, tmp: Path) -> Her
             ) as system,
         ):
             meter = CpuMeter(await system_processes(system, tmp / "kafka", target))
-            return await measure(system, target, runs, setup, meter)
+            outcome = await measure(system, target, runs, setup, meter)
+        if setup.logs is not None:
+            write_logs(system, setup.logs / f"{runs}-{name}")
+        return outcome
     finally:
         await drop_database(name)
+
+
+def write_logs(system: System, folder: Path) -> None:
+    """Each service's output, a file each, once the services have stopped."""
+    folder.mkdir(parents=True, exist_ok=True)
+    services = {"scheduler": system.scheduler, "relay": system.relay, **system.workers}
+    for label, service in services.items():
+        (folder / f"{label}.log").write_text("\n".join(service.output) + "\n")
+    print(f"  logs in {folder}")
 
 
 def profiled(setup: Setup, name: str) -> dict[str, str]:
@@ -230,6 +244,13 @@ async def report_scheduler(
     print(f"  start lateness (scheduler): {ms(starts)}")
     print(f"  hops, relative to the instant: claimed {ms(claimed)}")
     print(f"                                 published {ms(published)}")
+    print(f"  dispatches published: {len(published):,} for {len(first):,} runs")
+    failed = await pool.fetch(
+        "SELECT outcome, left(error, 80) AS error, count(*) AS n FROM attempts"
+        " WHERE outcome <> 'SUCCEEDED' GROUP BY 1, 2 ORDER BY n DESC LIMIT 5"
+    )
+    for row in failed:
+        print(f"  attempts ended {row['outcome']}: {row['n']:,} ({row['error']})")
 
 
 async def publish_times(at: datetime, start: Offsets) -> list[float]:
@@ -282,6 +303,7 @@ async def main() -> None:
     parser.add_argument(
         "--profile", type=Path, help="write each service's cProfile statistics in this folder"
     )
+    parser.add_argument("--logs", type=Path, help="write each service's output in this folder")
     parser.add_argument("--peer", choices=["pgqueuer"], help="run each case on it too")
     parser.add_argument("--pgq-batch", type=int, default=100, help="PgQueuer's --batch-size")
     parser.add_argument("--pgq-connections", type=int, default=256)
