@@ -271,7 +271,7 @@ class _CheckedRequest(aiohttp.ClientRequest):
     """Checks the send check once connected, as the headers are about to be buffered: without
     a body they are written before the request next waits, so it is the last check before the
     first byte. From then on the target may be working. (aiohttp's TraceConfig has the same
-    hook, but tracing each request costs a herd's worker about a third of a call's CPU.)"""
+    hook, but it traces every stage of every request: see bench/RESULTS.md, 2026-12-03.)"""
 
     async def send(self, conn: Connection) -> aiohttp.ClientResponse:
         request = _SENDING.get()
