@@ -218,6 +218,26 @@ def test_policy_rules() -> None:
         TargetPolicy.parse(["10.0.0.0/99"])
 
 
+async def test_a_cookie_one_call_was_given_never_goes_out_with_another(
+    target: HttpTarget,
+) -> None:
+    # One session serves every team's jobs: a cookie a target set for one run must not reach
+    # the next run calling that host, whoever's it is. (A name, not an IP literal: aiohttp's
+    # cookie jar keeps no cookies for IP hosts anyway.)
+    target.on("/login", Behaviour(set_cookie="session=team-a-secret; Path=/"))
+    caller = HttpCaller(LOOPBACK)
+    await caller.start()
+    try:
+        for path in ("/login", "/login", "/other"):
+            url = f"http://localhost:{target.port}{path}"
+            outcome = await caller.call(spec(url), 1, 5)
+            assert outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED, outcome.error
+    finally:
+        await caller.close()
+    assert len(target.calls) == 3
+    assert [call.headers.get("Cookie") for call in target.calls] == [None, None, None]
+
+
 async def test_calls_to_one_host_share_its_connections(target: HttpTarget) -> None:
     # A herd to one host waits for its per-host connections (reused) instead of opening one
     # for each call; the total limit stays above it.

@@ -34,6 +34,8 @@ class Behaviour:
     slow_first: int = 0
     # When given, slow calls wait until it is set before answering.
     hold: asyncio.Event | None = None
+    # When given, every answer carries this Set-Cookie header.
+    set_cookie: str = ""
 
 
 @dataclass
@@ -75,7 +77,8 @@ class HttpTarget:
                 self.abandoned.append(call)
                 raise
         status = behaviour.fail_status if previous < behaviour.fail_first else behaviour.status
-        return web.Response(status=status, text=f"{status}\n")
+        headers = {"Set-Cookie": behaviour.set_cookie} if behaviour.set_cookie else None
+        return web.Response(status=status, text=f"{status}\n", headers=headers)
 
 
 @asynccontextmanager

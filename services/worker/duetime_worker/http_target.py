@@ -1,5 +1,6 @@
-"""HTTP targets: one aiohttp session for the worker's life, the attempt timeout, the run's
-headers, and the operators' allow-list checked on the address actually connected to.
+"""HTTP targets: one aiohttp session for the worker's life (it keeps no cookies: it serves every
+team), the attempt timeout, the run's headers, and the operators' allow-list checked on the
+address actually connected to.
 
 The session's resolver resolves each host and keeps only the addresses the policy allows, so a
 name that resolves (or re-resolves) to a refused address is never connected to. An IP literal
@@ -122,10 +123,13 @@ class HttpCaller:
             limit=self._limit,
             limit_per_host=self._per_host,
         )
+        # No cookie jar: the session serves every team's jobs, and a cookie one target set
+        # would otherwise go out with every later call to its host, whoever's run it is.
         self._session = aiohttp.ClientSession(
             connector=connector,
             auto_decompress=False,
             trust_env=False,
+            cookie_jar=aiohttp.DummyCookieJar(),
             request_class=_CheckedRequest,
         )
 
