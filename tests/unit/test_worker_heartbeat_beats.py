@@ -123,3 +123,100 @@ async def test_a_pause_cancels_an_early_attempt_until_its_call_begins_and_a_dele
         await running
         for task in tasks.values():
             task.cancel()
+
+
+class HeldStream(Stream):
+    """A Stream whose answers wait until ``release`` lets the next one go: a slow scheduler."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._held: asyncio.Queue[pb.HeartbeatResponse] = asyncio.Queue()
+        self._gate: asyncio.Queue[None] = asyncio.Queue()
+
+    async def write(self, request: pb.HeartbeatRequest) -> None:
+        await super().write(request)
+        self._held.put_nowait(self._answers.get_nowait())
+
+    async def read(self) -> pb.HeartbeatResponse:
+        await self._gate.get()
+        return self._held.get_nowait()
+
+    def release(self) -> None:
+        self._gate.put_nowait(None)
+
+
+async def test_callers_behind_a_beat_in_flight_get_a_beat_listing_only_them() -> None:
+    # A herd's early attempts ask for their pre-call beat over some tens of milliseconds, and
+    # the scheduler takes a while to answer a beat listing thousands. The callers who came
+    # after a beat went out get the next beat, which must list only them: listing the first
+    # beat's callers again made each beat as long as the herd, and the answers piled up
+    # seconds past the herd's instant.
+    stream = HeldStream()
+    beats = Heartbeats(cast(Any, Stub(stream)), "w-1", (), interval=60)
+    held = cast("asyncio.Task[Outcome]", asyncio.create_task(asyncio.sleep(math.inf)))
+    for i in range(6):
+        beats.add(ActiveAttempt(f"run-{i}", 1, held, lease_deadline=0.0))
+    stopping = asyncio.Event()
+    running = asyncio.create_task(beats.run(stopping))
+    try:
+        async with asyncio.timeout(5):
+            assert len(listed(await stream.beats.get())) == 6  # a new stream's full beat
+            stream.release()
+            first = [asyncio.create_task(beats.fresh((f"run-{i}", 1))) for i in range(3)]
+            assert listed(await stream.beats.get()) == ["run-0", "run-1", "run-2"]
+            later = [asyncio.create_task(beats.fresh((f"run-{i}", 1))) for i in range(3, 6)]
+            assert listed(await stream.beats.get()) == ["run-3", "run-4", "run-5"]
+            stream.release()  # the first of the two answers: only its callers return
+            await asyncio.wait(first)
+            await asyncio.sleep(0)
+            assert not any(task.done() for task in later)
+            stream.release()
+            await asyncio.wait(later)
+        assert stream.beats.empty()
+    finally:
+        stopping.set()
+        await running
+        held.cancel()
+
+
+class Reopened:
+    """A stub whose every Heartbeat call is a new HeldStream: a broken stream's answers are
+    gone with it."""
+
+    def __init__(self) -> None:
+        self.streams: list[HeldStream] = []
+        self.opened = asyncio.Event()
+
+    def Heartbeat(self, metadata: object) -> HeldStream:  # noqa: N802 (the gRPC method's name)
+        self.streams.append(HeldStream())
+        self.opened.set()
+        return self.streams[-1]
+
+
+async def test_a_caller_listed_in_a_beat_a_broken_stream_lost_is_listed_again() -> None:
+    stub = Reopened()
+    beats = Heartbeats(cast(Any, stub), "w-1", (), interval=60, answer_timeout=0.3)
+    held = cast("asyncio.Task[Outcome]", asyncio.create_task(asyncio.sleep(math.inf)))
+    beats.add(ActiveAttempt("run-0", 1, held, lease_deadline=0.0))
+    beats.add(ActiveAttempt("run-1", 1, held, lease_deadline=0.0))
+    stopping = asyncio.Event()
+    running = asyncio.create_task(beats.run(stopping))
+    try:
+        async with asyncio.timeout(5):
+            await stub.opened.wait()
+            stub.opened.clear()
+            lost = stub.streams[0]
+            await lost.beats.get()
+            lost.release()
+            caller = asyncio.create_task(beats.fresh(("run-1", 1)))
+            assert listed(await lost.beats.get()) == ["run-1"]
+            # Never answered: the stream breaks, and the new one's first beat lists it again.
+            await stub.opened.wait()
+            assert listed(await stub.streams[1].beats.get()) == ["run-0", "run-1"]
+            assert not caller.done()
+            stub.streams[1].release()
+            await caller
+    finally:
+        stopping.set()
+        await running
+        held.cancel()

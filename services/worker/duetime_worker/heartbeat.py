@@ -71,6 +71,16 @@ def _stale_pause(directive: pb.AttemptDirective, attempt: ActiveAttempt) -> bool
 
 
 @dataclass
+class _FreshCaller:
+    """A caller of ``Heartbeats.fresh``: its attempt, what it waits on, and the number of the
+    beat that listed it (None until one did)."""
+
+    key: Key
+    waiter: asyncio.Future[None]
+    beat: int | None = None
+
+
+@dataclass
 class ActiveAttempt:
     run_id: str
     attempt: int
@@ -144,8 +154,8 @@ class Heartbeats:
         self._wake = asyncio.Event()
         # An attempt was added since the last full beat: the next full one comes sooner.
         self._added = False
-        # Callers of ``fresh``: when each asked, for which attempt, and what it waits on.
-        self._fresh: list[tuple[float, Key, asyncio.Future[None]]] = []
+        # Callers of ``fresh``, each until the answer to the first beat that listed it.
+        self._fresh: list[_FreshCaller] = []
         self._last_sent = -math.inf
         self.beats = 0
         self.streams_opened = 0
@@ -163,11 +173,10 @@ class Heartbeats:
         """Returns once a beat listing ``key``, sent after this call, was answered: the
         directive it carried (a cancel for an attempt whose job was paused or deleted) is
         applied by then. Callers at about the same time share one beat."""
-        loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[None] = loop.create_future()
-        self._fresh.append((loop.time(), key, waiter))
+        caller = _FreshCaller(key, asyncio.get_running_loop().create_future())
+        self._fresh.append(caller)
         self._wake.set()
-        await asyncio.shield(waiter)
+        await asyncio.shield(caller.waiter)
 
     async def announce_call(self, key: Key) -> bool:
         """Announces that the attempt's call begins, beats at once, and waits until the beat
@@ -184,18 +193,29 @@ class Heartbeats:
 
     def _fresh_wanted(self) -> bool:
         """A caller of ``fresh`` waits for a beat not yet sent."""
-        return any(asked > self._last_sent for asked, _, _ in self._fresh)
+        return any(caller.beat is None for caller in self._fresh)
 
-    def _answered(self, sent_at: float) -> None:
-        """Every beat lists the attempts of the callers of ``fresh`` who asked before it was
-        sent: those callers are answered with it."""
+    def _list_fresh(self, number: int) -> list[Key]:
+        """The callers no beat sent so far listed are listed in beat ``number``: a caller
+        waits for one beat, so a herd's later callers do not send its earlier ones again."""
+        keys = []
+        for caller in self._fresh:
+            if caller.beat is None:
+                caller.beat = number
+                keys.append(caller.key)
+        return keys
+
+    def _answered(self, number: int, *, only: bool = False) -> None:
+        """The callers listed in beat ``number`` (with ``only``) or before are answered."""
         still = []
-        for asked, key, waiter in self._fresh:
-            if asked <= sent_at:
-                if not waiter.done():
-                    waiter.set_result(None)
+        for caller in self._fresh:
+            if caller.beat is not None and (
+                caller.beat == number if only else caller.beat <= number
+            ):
+                if not caller.waiter.done():
+                    caller.waiter.set_result(None)
             else:
-                still.append((asked, key, waiter))
+                still.append(caller)
         self._fresh = still
 
     def remove(self, attempt: ActiveAttempt) -> None:
@@ -206,13 +226,14 @@ class Heartbeats:
         for attempt in list(self._active.values()):
             attempt.hand_back(reason)
 
-    def _request(self, full: bool) -> pb.HeartbeatRequest:
-        """A full beat lists every active attempt; another, those its ``fresh`` callers name."""
+    def _request(self, full: bool, number: int) -> pb.HeartbeatRequest:
+        """Beat ``number``: a full one lists every active attempt; another, those its new
+        ``fresh`` callers name."""
+        keys = self._list_fresh(number)
         if full:
             listed = self._active
         else:
-            keys = dict.fromkeys(key for _, key, _ in self._fresh)
-            listed = {k: self._active[k] for k in keys if k in self._active}
+            listed = {k: self._active[k] for k in dict.fromkeys(keys) if k in self._active}
         return pb.HeartbeatRequest(
             worker_id=self._worker_id,
             attempts=[
@@ -235,9 +256,10 @@ class Heartbeats:
         return full_at, True
 
     async def _send(self, call: Any, now: float, full: bool) -> None:
-        request = self._request(full)
+        request = self._request(full, self.beats)
         if not request.attempts:
-            self._answered(now)  # nothing to beat for: nothing to hear
+            # Nothing to beat for, nothing to hear; earlier beats' callers still wait.
+            self._answered(self.beats, only=True)
             return
         self._last_sent = now
         # Numbered and built at once: an announcement made while it is being written counts
@@ -280,7 +302,7 @@ class Heartbeats:
                     },
                 )
                 attempt.cancel(directive.reason or "cancelled by the scheduler")
-        self._answered(sent_at)
+        self._answered(number)
 
     @property
     def _patience(self) -> float:
@@ -309,6 +331,8 @@ class Heartbeats:
             call = self._stub.Heartbeat(metadata=self._metadata)
             self.streams_opened += 1
             self._unanswered.clear()
+            for caller in self._fresh:  # listed in beats the broken stream will not answer
+                caller.beat = None
             reader = asyncio.create_task(self._read(call))
             stop_wait = asyncio.create_task(stopping.wait())
             try:
