@@ -3,11 +3,11 @@
 Every interval (and half an interval after an attempt is added) it sends all the worker's active
 attempts, which renews their leases; a CANCEL directive cancels that attempt's task. A call
 about to begin asks for a beat of its own (``fresh``): such a beat goes within
-``URGENT_SPACING`` and lists only the attempts waiting for it, so that a call beside thousands
-of held attempts does not wait for a beat that lists them all. A broken stream, or
-one whose beat goes unanswered for ``ANSWER_TIMEOUT`` (a frozen scheduler), is opened again
-with backoff, on the channel's next reachable scheduler; the attempts stay registered
-meanwhile.
+``URGENT_SPACING`` and lists only the attempts of callers no beat listed yet, so that a call
+beside thousands of held attempts does not wait for a beat that lists them all, nor a herd's
+later callers for beats that list its earlier ones again. A broken stream, or one whose beat
+goes unanswered for ``ANSWER_TIMEOUT`` (a frozen scheduler), is opened again with backoff, on
+the channel's next reachable scheduler; the attempts stay registered meanwhile.
 
 Each renewal also moves the attempt's local lease deadline: the lease's length as the scheduler
 granted it (``lease_expire_time - server_time``, both on the database clock), counted on this
