@@ -70,7 +70,7 @@ def _stale_pause(directive: pb.AttemptDirective, attempt: ActiveAttempt) -> bool
     return directive.reason == JOB_PAUSED and attempt.began
 
 
-@dataclass
+@dataclass(eq=False)
 class _FreshCaller:
     """A caller of ``Heartbeats.fresh``: its attempt, what it waits on, and the number of the
     beat that listed it (None until one did)."""
@@ -195,28 +195,21 @@ class Heartbeats:
         """A caller of ``fresh`` waits for a beat not yet sent."""
         return any(caller.beat is None for caller in self._fresh)
 
-    def _list_fresh(self, number: int) -> list[Key]:
+    def _list_fresh(self, number: int) -> list[_FreshCaller]:
         """The callers no beat sent so far listed are listed in beat ``number``: a caller
         waits for one beat, so a herd's later callers do not send its earlier ones again."""
-        keys = []
-        for caller in self._fresh:
-            if caller.beat is None:
-                caller.beat = number
-                keys.append(caller.key)
-        return keys
+        listed = [caller for caller in self._fresh if caller.beat is None]
+        for caller in listed:
+            caller.beat = number
+        return listed
 
-    def _answered(self, number: int, *, only: bool = False) -> None:
-        """The callers listed in beat ``number`` (with ``only``) or before are answered."""
-        still = []
-        for caller in self._fresh:
-            if caller.beat is not None and (
-                caller.beat == number if only else caller.beat <= number
-            ):
-                if not caller.waiter.done():
-                    caller.waiter.set_result(None)
-            else:
-                still.append(caller)
-        self._fresh = still
+    def _answered(self, callers: list[_FreshCaller]) -> None:
+        """These callers' beat was answered (or had nothing to hear): they return."""
+        for caller in callers:
+            if not caller.waiter.done():
+                caller.waiter.set_result(None)
+        # A waiter is shielded from its caller's cancellation: done means answered.
+        self._fresh = [caller for caller in self._fresh if not caller.waiter.done()]
 
     def remove(self, attempt: ActiveAttempt) -> None:
         if self._active.get(attempt.key) is attempt:
@@ -226,14 +219,14 @@ class Heartbeats:
         for attempt in list(self._active.values()):
             attempt.hand_back(reason)
 
-    def _request(self, full: bool, number: int) -> pb.HeartbeatRequest:
-        """Beat ``number``: a full one lists every active attempt; another, those its new
-        ``fresh`` callers name."""
-        keys = self._list_fresh(number)
+    def _request(self, full: bool, callers: list[_FreshCaller]) -> pb.HeartbeatRequest:
+        """A full beat lists every active attempt; another, those its new ``fresh`` callers
+        name."""
         if full:
             listed = self._active
         else:
-            listed = {k: self._active[k] for k in dict.fromkeys(keys) if k in self._active}
+            keys = dict.fromkeys(caller.key for caller in callers)
+            listed = {k: self._active[k] for k in keys if k in self._active}
         return pb.HeartbeatRequest(
             worker_id=self._worker_id,
             attempts=[
@@ -256,10 +249,10 @@ class Heartbeats:
         return full_at, True
 
     async def _send(self, call: Any, now: float, full: bool) -> None:
-        request = self._request(full, self.beats)
+        callers = self._list_fresh(self.beats)
+        request = self._request(full, callers)
         if not request.attempts:
-            # Nothing to beat for, nothing to hear; earlier beats' callers still wait.
-            self._answered(self.beats, only=True)
+            self._answered(callers)  # nothing to beat for: nothing to hear
             return
         self._last_sent = now
         # Numbered and built at once: an announcement made while it is being written counts
@@ -302,7 +295,7 @@ class Heartbeats:
                     },
                 )
                 attempt.cancel(directive.reason or "cancelled by the scheduler")
-        self._answered(number)
+        self._answered([c for c in self._fresh if c.beat is not None and c.beat <= number])
 
     @property
     def _patience(self) -> float:
