@@ -103,6 +103,10 @@ def cpu_model() -> str:
     return f"unknown CPU, {os.cpu_count()} cores"
 
 
+async def sleep_until(when: datetime) -> None:
+    await asyncio.sleep(max(0.0, (when - datetime.now(UTC)).total_seconds()))
+
+
 def per_second(lateness: Sequence[float]) -> str:
     """How many of the runs came in each second after the instant: the pipeline's rate."""
     counts = Counter(int(x) for x in lateness if x >= 0)

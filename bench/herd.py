@@ -6,7 +6,9 @@ in their steady state when it comes. The four services run as processes (api, sc
 relay, ``--workers`` workers) on a Kafka broker of the bench's own and call ``bench.target``, an
 HTTP target in a process of its own that records when each call arrives. With ``--peer
 pgqueuer`` every case is also given to PgQueuer (``bench/herd_pgqueuer.py``: one consumer
-process, same server, same kind of target), the two interleaved, and the ratio printed.
+process, same server, same kind of target), the two interleaved, and the ratio printed; with
+``--peer floor`` (and ``floor-pyreqwest``) also to bare clients that only wait for the instant
+and call (``bench/herd_floor.py``): the least the target and the calls cost on this machine.
 
 Reported per case: start lateness by the target's clock (p50 / p99 / max), runs over 5 s,
 the drain (the instant to the last call), calls per second, EARLY or missing calls (bugs: must
@@ -17,6 +19,7 @@ Results belong in bench/RESULTS.md.
     uv run --frozen python -m bench.herd [--runs 1000 10000] [--repeat 1] [--workers 2]
         [--lead 15] [--lookahead 10] [--concurrency N] [--profile DIR]
     uv run --frozen --group bench python -m bench.herd --peer pgqueuer [--pgq-batch 100]
+    uv run --frozen --group bench python -m bench.herd --peer pgqueuer floor floor-pyreqwest
 """
 
 from __future__ import annotations
@@ -56,10 +59,12 @@ from bench.harness import (
     quantiles,
     seed_jobs,
     shown,
+    sleep_until,
     system_processes,
     target_process,
     writes_per_run,
 )
+from bench.herd_floor import FLOOR_PEERS, floor_case
 from duetime_core.runkey import RunKey
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
 from tests.support.databases import create_database, drop_database
@@ -219,10 +224,6 @@ async def database_counts_of(pool: asyncpg.Pool[asyncpg.Record]) -> Counts:
         return await database_counts(conn)
 
 
-async def sleep_until(when: datetime) -> None:
-    await asyncio.sleep(max(0.0, (when - datetime.now(UTC)).total_seconds()))
-
-
 async def report_scheduler(
     pool: asyncpg.Pool[asyncpg.Record],
     first: list[asyncpg.Record],
@@ -279,17 +280,20 @@ def summarise(outcomes: list[HerdOutcome]) -> None:
         )
     for runs in sorted({o.runs for o in outcomes}):
         ours = [o for o in outcomes if o.runs == runs and o.peer == "duetime"]
-        peers = [o for o in outcomes if o.runs == runs and o.peer != "duetime"]
-        if not ours or not peers:
-            continue
-        pairs = list(zip(ours, peers, strict=False))
-        late = [quantiles(a.late)[1] / quantiles(b.late)[1] for a, b in pairs]
-        cpu = [a.cpu.after_own / b.cpu.after_own for a, b in pairs]
-        print(
-            f"  {runs:,} runs, duetime / {peers[0].peer} (each pair run back to back): p99 "
-            f"{' '.join(f'{x:.2f}' for x in late)} (median {statistics.median(late):.2f}); "
-            f"CPU after the instant (own db) {' '.join(f'{x:.2f}' for x in cpu)}"
-        )
+        for peer in dict.fromkeys(o.peer for o in outcomes if o.peer != "duetime"):
+            theirs = [o for o in outcomes if o.runs == runs and o.peer == peer]
+            if ours and theirs:
+                print_ratios(runs, peer, list(zip(ours, theirs, strict=False)))
+
+
+def print_ratios(runs: int, peer: str, pairs: list[tuple[HerdOutcome, HerdOutcome]]) -> None:
+    late = [quantiles(a.late)[1] / quantiles(b.late)[1] for a, b in pairs]
+    cpu = [a.cpu.after_own / b.cpu.after_own for a, b in pairs]
+    print(
+        f"  {runs:,} runs, duetime / {peer} (each pair run back to back): p99 "
+        f"{' '.join(f'{x:.2f}' for x in late)} (median {statistics.median(late):.2f}); "
+        f"CPU after the instant (own db) {' '.join(f'{x:.2f}' for x in cpu)}"
+    )
 
 
 async def main() -> None:
@@ -304,7 +308,13 @@ async def main() -> None:
         "--profile", type=Path, help="write each service's cProfile statistics in this folder"
     )
     parser.add_argument("--logs", type=Path, help="write each service's output in this folder")
-    parser.add_argument("--peer", choices=["pgqueuer"], help="run each case on it too")
+    parser.add_argument(
+        "--peer",
+        nargs="+",
+        default=[],
+        choices=["pgqueuer", *FLOOR_PEERS],
+        help="run each case on these too (floor: bare clients, bench/herd_floor.py)",
+    )
     parser.add_argument("--pgq-batch", type=int, default=100, help="PgQueuer's --batch-size")
     parser.add_argument("--pgq-connections", type=int, default=256)
     args = parser.parse_args()
@@ -314,12 +324,16 @@ async def main() -> None:
     async with bench_workspace("duetime-herd-") as (template, tmp):
         for runs in args.runs:
             for case in range(args.repeat):
-                peers = ["duetime"] + ([args.peer] if args.peer else [])
+                peers = ["duetime", *args.peer]
                 # Alternate who goes first, so neither always meets a warmer machine.
                 for peer in peers if case % 2 == 0 else peers[::-1]:
                     print(f"herd of {runs:,} runs on {peer} ({load()})", flush=True)
                     if peer == "duetime":
                         outcomes.append(await duetime_case(template, runs, setup, tmp))
+                    elif peer in FLOOR_PEERS:
+                        window = args.lookahead + 1
+                        floor = floor_case(peer, runs, args.workers, args.lead, window, tmp)
+                        outcomes.append(await floor)
                     else:
                         outcomes.append(await peer_case(runs, args, tmp))
     summarise(outcomes)

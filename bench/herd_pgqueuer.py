@@ -33,6 +33,7 @@ from bench.harness import (
     herd_outcome,
     postgres_cpu,
     processes_cpu,
+    sleep_until,
     target_process,
 )
 from bench.pgqueuer_consumer import ENTRYPOINT, READY
@@ -153,7 +154,3 @@ async def pgqueuer_case(
             await conn.close()
     finally:
         await drop_database(name)
-
-
-async def sleep_until(when: datetime) -> None:
-    await asyncio.sleep(max(0.0, (when - datetime.now(UTC)).total_seconds()))

@@ -54,6 +54,7 @@ from bench.harness import (
     quantiles,
     seed_jobs,
     shown,
+    sleep_until,
     system_processes,
     target_process,
     writes_per_run,
@@ -227,10 +228,6 @@ def summarise_step(
         f"offset commits; {stored:.0f} bytes stored in runs + attempts"
     )
     return found
-
-
-async def sleep_until(when: datetime) -> None:
-    await asyncio.sleep(max(0.0, (when - datetime.now(UTC)).total_seconds()))
 
 
 def next_rate(passed: int | None, failed: int | None, rate: int) -> int:
