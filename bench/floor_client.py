@@ -63,7 +63,8 @@ async def pyreqwest_post(stack: AsyncExitStack, url: str, connections: int) -> P
         request = client.post(url).header("Idempotency-Key", key).build()
         response = await request.send()
         await response.bytes()
-        return response.status == 200
+        status: int = response.status
+        return status == 200
 
     return post
 

@@ -290,7 +290,7 @@ def print_ratios(runs: int, peer: str, pairs: list[tuple[HerdOutcome, HerdOutcom
     late = [quantiles(a.late)[1] / quantiles(b.late)[1] for a, b in pairs]
     cpu = [a.cpu.after_own / b.cpu.after_own for a, b in pairs]
     print(
-        f"  {runs:,} runs, duetime / {peer} (each pair run back to back): p99 "
+        f"  {runs:,} runs, duetime / {peer} (each pair from one round): p99 "
         f"{' '.join(f'{x:.2f}' for x in late)} (median {statistics.median(late):.2f}); "
         f"CPU after the instant (own db) {' '.join(f'{x:.2f}' for x in cpu)}"
     )
