@@ -4,11 +4,11 @@
 What a herd asks of any scheduler's worker at its instant, and nothing else: sleep until
 ``--at`` (the host's clock, never a call before it), then POST once for each of its COUNT keys
 at once (``Idempotency-Key: floor-<n>``, no body, as the herd's jobs), through one client with
-at most ``--connections`` connections to the host (Duetime's worker keeps 256), like the
-worker's aiohttp session (no cookies, no proxies from the environment, no decompression). No
+at most ``--connections`` connections to the host (Duetime's worker keeps 256), set as the
+worker's clients are (no cookies, no proxies from the environment, no decompression). No
 database, no queue, no bookkeeping: below its lateness and CPU no design with this client goes
-on this machine. ``--client pyreqwest`` (Rust's reqwest behind a Python API, the lock file's
-bench group) measures the same with a client that costs less CPU a call.
+on this machine. ``--client pyreqwest`` (Rust's reqwest behind a Python API, as the worker
+calls) or ``aiohttp`` (as PgQueuer's jobs in bench/herd call).
 
 Prints ``BENCH_FLOOR_READY`` once its client is made and ``BENCH_FLOOR_DONE <failures>`` once
 every call is answered, then waits for SIGTERM (the bench reads its CPU until then).
@@ -25,6 +25,7 @@ from contextlib import AsyncExitStack
 
 import aiohttp
 import uvloop
+from pyreqwest.client import ClientBuilder
 
 READY = "BENCH_FLOOR_READY"
 DONE = "BENCH_FLOOR_DONE"
@@ -53,7 +54,6 @@ async def aiohttp_post(stack: AsyncExitStack, url: str, connections: int) -> Pos
 
 
 async def pyreqwest_post(stack: AsyncExitStack, url: str, connections: int) -> Post:
-    from pyreqwest.client import ClientBuilder  # the bench group only
 
     client = await stack.enter_async_context(
         ClientBuilder().max_connections(connections).no_proxy().build()

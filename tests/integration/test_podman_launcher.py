@@ -337,7 +337,7 @@ async def test_a_task_whose_lease_lapsed_before_its_start_never_runs(
     run = spec(image, f"wget -q -O /dev/null {url}")
     checked: list[int] = []
 
-    def lapsed() -> None:
+    def lapsed(within: float = 0.0) -> None:
         checked.append(len(target.calls))
         raise LeaseLapsed
 

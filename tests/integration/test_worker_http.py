@@ -5,19 +5,23 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
-from aiohttp.abc import AbstractResolver, ResolveResult
 
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_worker import http_hosts
+from duetime_worker.http_hosts import CONNECT_TIMEOUT, Resolve, system_resolve
 from duetime_worker.http_target import HttpCaller
 from duetime_worker.outcome import LeaseLapsed, Outcome, SendCheck
 from duetime_worker.policy import TargetPolicy
 from tests.support.http_target import Behaviour, HttpTarget, http_target
 from tests.support.kafka import free_port
 from tests.support.polling import eventually, throughout
+from tests.support.tls import make_certs
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -44,10 +48,10 @@ async def call(
     url: str,
     policy: TargetPolicy = LOOPBACK,
     limit: float = 5,
-    resolver: AbstractResolver | None = None,
+    resolve: Resolve = system_resolve,
     **http: object,
 ) -> Outcome:
-    caller = HttpCaller(policy, resolver=resolver)
+    caller = HttpCaller(policy, resolve=resolve)
     await caller.start()
     try:
         return await caller.call(spec(url, **http), 3, limit)
@@ -80,6 +84,7 @@ async def test_a_slow_target_times_out_retryably(target: HttpTarget) -> None:
     outcome = await call(target.on("/slow", Behaviour(delay=5)), limit=0.3)
     assert outcome.result == pb.ATTEMPT_RESULT_TIMED_OUT
     assert outcome.retryable
+    assert outcome.call == pb.CALL_PROGRESS_BEGUN
 
 
 async def test_connection_refused_is_retryable() -> None:
@@ -87,6 +92,7 @@ async def test_connection_refused_is_retryable() -> None:
     assert outcome.result == pb.ATTEMPT_RESULT_FAILED
     assert outcome.retryable
     assert "cannot connect" in outcome.error
+    assert outcome.call == pb.CALL_PROGRESS_NOT_BEGUN
 
 
 SECRET = "s3cr3t-t0ken"
@@ -111,7 +117,7 @@ async def test_a_bad_url_is_reported_by_scheme_and_host_alone(url: str, shown: s
     assert SECRET not in outcome.error
 
 
-async def test_a_broken_answer_is_reported_without_the_url_aiohttp_puts_in_it() -> None:
+async def test_a_broken_answer_is_reported_without_the_url() -> None:
     async def garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")
         writer.write(b"HTTP/1.1 abc not a status\r\n\r\n")
@@ -123,7 +129,10 @@ async def test_a_broken_answer_is_reported_without_the_url_aiohttp_puts_in_it() 
     async with server:
         outcome = await call(f"http://127.0.0.1:{port}/hooks/{SECRET}?key={SECRET}")
     assert (outcome.result, outcome.retryable) == (pb.ATTEMPT_RESULT_FAILED, True)
-    assert outcome.error == "ClientResponseError calling http://127.0.0.1", outcome.error
+    assert outcome.error.startswith("DecodeError"), outcome.error
+    assert SECRET not in outcome.error
+    assert "/hooks" not in outcome.error
+    assert outcome.call == pb.CALL_PROGRESS_BEGUN
 
 
 async def test_the_run_headers_method_and_body_are_sent(target: HttpTarget) -> None:
@@ -169,38 +178,87 @@ async def test_loopback_is_refused_unless_allowed(target: HttpTarget) -> None:
     assert len(target.calls) == 2
 
 
-class LyingResolver(AbstractResolver):
-    """A DNS answer that points a public-looking name at loopback."""
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        return [
-            ResolveResult(
-                hostname=host,
-                host="127.0.0.1",
-                port=port,
-                family=socket.AF_INET,
-                proto=0,
-                flags=socket.AI_NUMERICHOST,
-            )
-        ]
-
-    async def close(self) -> None:
-        pass
+async def lying_resolve(host: str) -> list[str]:
+    """A DNS answer that points a public-looking name (which the system cannot resolve) at
+    loopback."""
+    return ["127.0.0.1"]
 
 
 async def test_a_name_resolving_to_a_refused_address_is_never_connected(
     target: HttpTarget,
 ) -> None:
     url = target.on("/hook", Behaviour()).replace("127.0.0.1", "public.example.com")
-    refused = await call(url, policy=TargetPolicy.parse([]), resolver=LyingResolver())
+    refused = await call(url, policy=TargetPolicy.parse([]), resolve=lying_resolve)
     assert refused.result == pb.ATTEMPT_RESULT_FAILED
     assert not refused.retryable
     assert "non-public" in refused.error
     assert target.calls == []
-    allowed = await call(url, policy=LOOPBACK, resolver=LyingResolver())
+    allowed = await call(url, policy=LOOPBACK, resolve=lying_resolve)
     assert allowed.result == pb.ATTEMPT_RESULT_SUCCEEDED
+
+
+async def test_a_name_that_re_resolves_to_a_refused_address_is_not_called_again(
+    target: HttpTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # DNS rebinding: the pinned address is given up once the name resolves elsewhere.
+    monkeypatch.setattr(http_hosts, "RESOLVE_TTL", 0.0)
+    answers = iter([["127.0.0.1"], ["10.1.2.3"]])
+
+    async def rebinding(host: str) -> list[str]:
+        return next(answers)
+
+    url = target.on("/hook", Behaviour()).replace("127.0.0.1", "rebind.example.com")
+    caller = HttpCaller(LOOPBACK, resolve=rebinding)
+    await caller.start()
+    try:
+        first = await caller.call(spec(url), 1, 5)
+        second = await caller.call(spec(url), 2, 5)
+    finally:
+        await caller.close()
+    assert first.result == pb.ATTEMPT_RESULT_SUCCEEDED, first.error
+    assert (second.result, second.retryable) == (pb.ATTEMPT_RESULT_FAILED, False)
+    assert "not in the target allow-list" in second.error
+    assert len(target.calls) == 1
+
+
+async def test_a_herd_to_one_name_resolves_it_once(target: HttpTarget) -> None:
+    # Calls that find no pin wait for the one resolution in flight: a client (and its pool)
+    # for each of them would open a connection each.
+    resolved: list[str] = []
+
+    async def counting(host: str) -> list[str]:
+        resolved.append(host)
+        await asyncio.sleep(0.05)
+        return ["127.0.0.1"]
+
+    url = target.on("/hook", Behaviour()).replace("127.0.0.1", "herd.example.com")
+    caller = HttpCaller(LOOPBACK, resolve=counting)
+    await caller.start()
+    try:
+        outcomes = await asyncio.gather(*(caller.call(spec(url), 1, 5) for _ in range(20)))
+    finally:
+        await caller.close()
+    assert [o.result for o in outcomes] == [pb.ATTEMPT_RESULT_SUCCEEDED] * 20
+    assert resolved == ["herd.example.com"]
+
+
+async def test_an_https_target_is_verified_against_the_system_roots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A company CA in the system's trust store (here SSL_CERT_FILE, as OpenSSL reads it) is
+    # trusted; without it the handshake fails before anything is sent.
+    certs = await make_certs(tmp_path)
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(certs.cert, certs.key)
+    async with http_target(tls) as server:
+        url = server.on("/hook", Behaviour()).replace("http://127.0.0.1", "https://localhost")
+        untrusted = await call(url)
+        monkeypatch.setenv("SSL_CERT_FILE", certs.ca)
+        trusted = await call(url)
+    assert (untrusted.result, untrusted.retryable) == (pb.ATTEMPT_RESULT_FAILED, True)
+    assert untrusted.call == pb.CALL_PROGRESS_NOT_BEGUN
+    assert trusted.result == pb.ATTEMPT_RESULT_SUCCEEDED, trusted.error
+    assert len(server.calls) == 1
 
 
 def test_policy_rules() -> None:
@@ -222,8 +280,8 @@ async def test_a_cookie_one_call_was_given_never_goes_out_with_another(
     target: HttpTarget,
 ) -> None:
     # One session serves every team's jobs: a cookie a target set for one run must not reach
-    # the next run calling that host, whoever's it is. (A name, not an IP literal: aiohttp's
-    # cookie jar keeps no cookies for IP hosts anyway.)
+    # the next run calling that host, whoever's it is. (A name, not an IP literal: a cookie
+    # jar may keep no cookies for IP hosts.)
     target.on("/login", Behaviour(set_cookie="session=team-a-secret; Path=/"))
     caller = HttpCaller(LOOPBACK)
     await caller.start()
@@ -319,7 +377,7 @@ def lapsing_after(passes: int) -> SendCheck:
     """A send check that passes ``passes`` times, then finds the lease lapsed."""
     calls = 0
 
-    def check() -> None:
+    def check(within: float = 0.0) -> None:
         nonlocal calls
         calls += 1
         if calls > passes:
@@ -328,31 +386,42 @@ def lapsing_after(passes: int) -> SendCheck:
     return check
 
 
+def lease_left(seconds: float) -> SendCheck:
+    """The send check of a lease that lapses ``seconds`` from now."""
+
+    def check(within: float = 0.0) -> None:
+        if within >= seconds:
+            raise LeaseLapsed
+
+    return check
+
+
 @pytest.mark.parametrize(
-    ("body", "passes"),
+    ("body", "check"),
     [
-        (b"", 0),  # lapsed before the connection is asked for
-        (b"", 1),  # lapsed once connected, as the headers are buffered
-        (b'{"x": 1}', 1),
-        (b'{"x": 1}', 2),  # lapsed when the body (and the headers with it) is written
+        (b"", lapsing_after(0)),  # lapsed before the call waits for its turn
+        (b"", lapsing_after(1)),  # lapsed as it is handed to the client
+        (b'{"x": 1}', lapsing_after(1)),
+        (b"", lease_left(CONNECT_TIMEOUT / 2)),  # would lapse while connecting
     ],
 )
-async def test_a_call_whose_lease_lapsed_sends_no_byte(body: bytes, passes: int) -> None:
-    # A frozen worker may wake with its call past any of these points: the check runs last
-    # with no wait before the first byte, and what it stops must never reach the target.
+async def test_a_call_whose_lease_lapsed_sends_no_byte(body: bytes, check: SendCheck) -> None:
+    # A frozen worker may wake with its call past any of these points: the last check runs
+    # with no wait before the request is handed over (asking the lease to outlast a connect),
+    # and what it stops must never reach the target.
     counter = ByteCounter()
     async with counter as url:
         caller = HttpCaller(LOOPBACK)
         await caller.start()
         try:
             with pytest.raises(LeaseLapsed):
-                await caller.call(spec(url, body=body), 1, 5, lapsing_after(passes))
+                await caller.call(spec(url, body=body), 1, 5, check)
             assert (await caller.call(spec(url), 2, 5)).result == pb.ATTEMPT_RESULT_SUCCEEDED
         finally:
             await caller.close()
     assert counter.received.count(b"HTTP/1.1\r\n") == 1  # the second call alone
-    assert b"Duetime-Attempt: 1" not in counter.received
-    assert counter.connections == (1 if passes == 0 else 2)
+    assert b"duetime-attempt: 1" not in counter.received.lower()
+    assert counter.connections == 1
 
 
 async def test_a_reused_connection_sends_nothing_once_the_lease_lapsed() -> None:
@@ -368,4 +437,38 @@ async def test_a_reused_connection_sends_nothing_once_the_lease_lapsed() -> None
             await caller.close()
     assert counter.connections == 1  # kept alive and reused for the second call
     assert counter.received.count(b"HTTP/1.1\r\n") == 1
-    assert b"Duetime-Attempt: 2" not in counter.received
+    assert b"duetime-attempt: 2" not in counter.received.lower()
+
+
+async def test_a_request_the_target_dropped_unanswered_counts_as_begun() -> None:
+    # The client names this a connection error, but the request reached the target: an
+    # at-most-once run must not be called again.
+    async def drop(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.close()
+
+    server = await asyncio.start_server(drop, "127.0.0.1", 0)
+    async with server:
+        outcome = await call(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/hook")
+    assert (outcome.result, outcome.retryable) == (pb.ATTEMPT_RESULT_FAILED, True)
+    assert outcome.call == pb.CALL_PROGRESS_BEGUN
+
+
+async def test_a_connect_that_times_out_is_handed_back_unsent() -> None:
+    # A listener whose backlog is full drops the connect's SYN: the connect times out, and
+    # nothing was sent.
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        fillers = [socket.socket() for _ in range(3)]
+        for filler in fillers:
+            filler.setblocking(False)
+            filler.connect_ex(("127.0.0.1", port))
+        try:
+            outcome = await call(f"http://127.0.0.1:{port}/hook", limit=CONNECT_TIMEOUT + 3)
+        finally:
+            for filler in fillers:
+                filler.close()
+    assert outcome.result == pb.ATTEMPT_RESULT_HANDED_BACK, outcome.error
+    assert outcome.call == pb.CALL_PROGRESS_NOT_BEGUN

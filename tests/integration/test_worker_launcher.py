@@ -143,7 +143,7 @@ async def test_a_launch_without_a_reservation_is_handed_back_while_every_permit_
 async def test_a_process_whose_lease_lapsed_is_never_started(tmp_path: Path) -> None:
     ran = tmp_path / "ran"
 
-    def lapsed() -> None:
+    def lapsed(within: float = 0.0) -> None:
         raise LeaseLapsed
 
     launcher = LocalProcessLauncher(["touch"])

@@ -6,6 +6,7 @@ recorded as abandoned."""
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -82,7 +83,8 @@ class HttpTarget:
 
 
 @asynccontextmanager
-async def http_target() -> AsyncIterator[HttpTarget]:
+async def http_target(tls: ssl.SSLContext | None = None) -> AsyncIterator[HttpTarget]:
+    """A target on 127.0.0.1 (HTTPS with ``tls``)."""
     target = HttpTarget()
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", target._handle)
@@ -93,7 +95,7 @@ async def http_target() -> AsyncIterator[HttpTarget]:
     # A herd opens thousands of connections at once: with aiohttp's default accept queue (128)
     # the kernel drops most SYNs and the callers retry a second later, which measured the test
     # target, not Duetime. Production servers queue as many (nginx 511, somaxconn 4096).
-    site = web.TCPSite(runner, "127.0.0.1", 0, backlog=4096)
+    site = web.TCPSite(runner, "127.0.0.1", 0, backlog=4096, ssl_context=tls)
     await site.start()
     target.port = int(runner.addresses[0][1])
     try:

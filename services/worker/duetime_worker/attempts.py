@@ -524,9 +524,9 @@ class Executor:
                 active.began = True
                 active.call_time = self._clock.now()
 
-        def check() -> None:  # the task runs only once ``active`` is set
+        def check(within: float = 0.0) -> None:  # the task runs only once ``active`` is set
             if active is not None:
-                active.check_lease()
+                active.check_lease(within)
 
         if response.HasField("call_time"):
             call = self._call_at(

@@ -116,14 +116,15 @@ class ActiveAttempt:
     def renewed(self, sent_at: float, length: float) -> None:
         self.lease_deadline = max(self.lease_deadline, sent_at + length)
 
-    def lapsed(self) -> bool:
-        """Whether the lease may have run out by this worker's clock (see the module)."""
-        return asyncio.get_running_loop().time() >= self.lease_deadline
+    def lapsed(self, within: float = 0.0) -> bool:
+        """Whether the lease may have run out (or will have, ``within`` seconds from now) by
+        this worker's clock (see the module)."""
+        return asyncio.get_running_loop().time() + within >= self.lease_deadline
 
-    def check_lease(self) -> None:
+    def check_lease(self, within: float = 0.0) -> None:
         """The attempt's send check: a timer stops the call when the lease runs out, but a
         worker frozen past it may run its call's next step before that timer's."""
-        if self.lapsed():
+        if self.lapsed(within):
             raise LeaseLapsed(self.key)
 
 

@@ -1,48 +1,39 @@
-"""HTTP targets: one aiohttp session for the worker's life (it keeps no cookies: it serves every
-team), the attempt timeout, the run's headers, and the operators' allow-list checked on the
-address actually connected to.
+"""HTTP targets: the run's headers, the attempt timeout, the send check and how far a call got,
+through Rust's reqwest (pyreqwest: less CPU a call than aiohttp, which the herd's :00 spike
+spends most of a worker's time in; bench/RESULTS.md, 2026-12-04) under the operators'
+allow-list, checked on the address actually connected to (``http_hosts``).
 
-The session's resolver resolves each host and keeps only the addresses the policy allows, so a
-name that resolves (or re-resolves) to a refused address is never connected to. An IP literal
-is never resolved by aiohttp, so it is checked before the call. Header values are never logged,
-and an outcome's error names the URL by scheme and host alone: its path, query and user info may
-hold a secret (a webhook's token), and the error is logged and stored on the run.
+Header values are never logged, and an outcome's error names the URL by scheme and host alone:
+its path, query and user info may hold a secret (a webhook's token), and the error is logged
+and stored on the run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
-import logging
-import socket
 from collections.abc import Callable
-from contextvars import ContextVar
-from typing import Any
+from datetime import timedelta
 from urllib.parse import SplitResult, urlsplit
 
-import aiohttp
-from aiohttp.abc import AbstractResolver, AbstractStreamWriter, ResolveResult
-from aiohttp.connector import Connection
-from aiohttp.payload import BytesPayload
-from aiohttp.resolver import ThreadedResolver
+from pyreqwest import exceptions as rx
+from pyreqwest.client import Client
+from pyreqwest.http import Url
 
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_infra.tracecontext import current_traceparent
 from duetime_worker.deadline import Deadline
+from duetime_worker.http_hosts import CONNECT_TIMEOUT, Hosts, Resolve, TargetRefused, system_resolve
 from duetime_worker.outcome import (
     ANSWERED,
     BEGUN,
     NOT_BEGUN,
-    LeaseLapsed,
     Outcome,
     SendCheck,
     no_check,
 )
 from duetime_worker.policy import TargetPolicy
-
-log = logging.getLogger(__name__)
 
 _METHODS = {
     job_pb2.HTTP_METHOD_UNSPECIFIED: "POST",
@@ -53,40 +44,9 @@ _METHODS = {
     job_pb2.HTTP_METHOD_DELETE: "DELETE",
 }
 _RETRYABLE_STATUS = {408, 429}
-# Hosts whose literal-IP check is remembered (the policy never changes in a caller's life);
-# past this many the memory starts over.
-_LITERAL_MEMORY = 4096
-
-
-class TargetRefused(OSError):
-    """The allow-list forbids every address of the target's host."""
-
-
-class PolicyResolver(AbstractResolver):
-    """Resolves with the system resolver, then drops every address the policy refuses."""
-
-    def __init__(self, policy: TargetPolicy, inner: AbstractResolver | None = None) -> None:
-        self._policy = policy
-        self._inner = inner or ThreadedResolver()
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        found = await self._inner.resolve(host, port, family)
-        allowed = []
-        reasons = []
-        for result in found:
-            reason = self._policy.refusal(host, result["host"])
-            if reason is None:
-                allowed.append(result)
-            else:
-                reasons.append(reason)
-        if not allowed:
-            raise TargetRefused(reasons[0] if reasons else f"{host} did not resolve")
-        return allowed
-
-    async def close(self) -> None:
-        await self._inner.close()
+# What is read of an answer's body (and discarded), so its connection can be reused.
+_BODY_READ = 64 * 1024
+NOT_SENT = "not called: no connection to the target's host"
 
 
 def classify_status(status: int) -> Outcome:
@@ -97,7 +57,9 @@ def classify_status(status: int) -> Outcome:
 
 
 class HttpCaller:
-    """Calls HTTP targets; open with ``start()`` (inside the event loop), end with ``close()``."""
+    """Calls HTTP targets; open with ``start()`` (inside the event loop), end with ``close()``.
+    At most ``connection_limit`` calls are in flight, and ``connections_per_host`` to one host
+    (0: no limit of its own); a call waits for its turn within its timeout."""
 
     def __init__(
         self,
@@ -105,38 +67,18 @@ class HttpCaller:
         *,
         connection_limit: int = 256,
         connections_per_host: int = 0,
-        resolver: AbstractResolver | None = None,
+        resolve: Resolve = system_resolve,
     ) -> None:
         self._policy = policy
-        self._limit = connection_limit
         self._per_host = connections_per_host
-        self._inner_resolver = resolver
-        self._session: aiohttp.ClientSession | None = None
-        # Per host of a URL: whether it is an IP literal, and the policy's refusal if so. A herd
-        # calls the same few hosts thousands of times; each is parsed and checked against the
-        # allow-list once.
-        self._literals: dict[str, tuple[bool, str | None]] = {}
+        self._gate = asyncio.Semaphore(connection_limit)
+        self._hosts = Hosts(policy, resolve)
 
     async def start(self) -> None:
-        connector = aiohttp.TCPConnector(
-            resolver=PolicyResolver(self._policy, self._inner_resolver),
-            limit=self._limit,
-            limit_per_host=self._per_host,
-        )
-        # No cookie jar: the session serves every team's jobs, and a cookie one target set
-        # would otherwise go out with every later call to its host, whoever's run it is.
-        self._session = aiohttp.ClientSession(
-            connector=connector,
-            auto_decompress=False,
-            trust_env=False,
-            cookie_jar=aiohttp.DummyCookieJar(),
-            request_class=_CheckedRequest,
-        )
+        self._hosts.open()
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self._hosts.close()
 
     async def call(
         self,
@@ -170,148 +112,132 @@ class HttpCaller:
         sent: Callable[[], None] = no_check,
     ) -> Outcome:
         """One request under the allow-list, classified as a target's answer is. ``check``
-        runs before the connection is asked for and again with no wait between it and the
-        first byte written (the headers, or the body they go out with), so a LeaseLapsed
-        it raises means nothing was sent; ``sent`` runs once the request goes out."""
-        assert self._session is not None, "HttpCaller.start() first"
-        try:
-            parts = urlsplit(url)
-            host = parts.hostname or ""
-        except ValueError:  # e.g. an unclosed IPv6 bracket; its message is no secret
-            return Outcome.failed("invalid URL: cannot be parsed", retryable=False, call=NOT_BEGUN)
-        if parts.scheme not in ("http", "https") or not host:
-            return Outcome.failed(
-                f"not an absolute http(s) URL: scheme {parts.scheme[:20]!r}, host {host[:200]!r}",
-                retryable=False,
-                call=NOT_BEGUN,
-            )
-        reason = self._literal_refusal(host)
+        runs before the call waits for its turn and again as it is handed to reqwest (asking
+        the lease to outlast the connect), so a LeaseLapsed it raises means nothing was sent;
+        ``sent`` runs once the request is handed over."""
+        target = _parse(url)
+        if isinstance(target, Outcome):
+            return target
+        parsed, parts = target
+        host = parsed.host_str or ""
+        reason = self._hosts.literal_refusal(host)
         if reason is not None:
             return Outcome.failed(f"target refused: {reason}", retryable=False, call=NOT_BEGUN)
-        # ``sent`` turns True (_CheckedRequest.send) before any byte of the request is
-        # written: while it is False, nothing of this call can have reached the target.
-        request = _Sending(check, sent)
-        kwargs: dict[str, Any] = {
-            "headers": headers,
-            "timeout": aiohttp.ClientTimeout(total=limit),
-            "allow_redirects": False,
-        }
-        if body:
-            kwargs["data"] = _CheckedBody(body, request)
-        sending = _SENDING.set(request)
-        try:
-            _check(request)  # before a connection is asked for
-            async with self._session.request(method, url, **kwargs) as response:
-                # The status decides: a body that breaks off after a 2xx must not turn a call
-                # that succeeded into one that is retried. Read (and discard) a bounded body so
-                # the connection can be reused, ignoring how that ends.
-                with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError):
-                    await response.content.read(64 * 1024)
-                return classify_status(response.status)
-        except LeaseLapsed:
-            raise
-        except TargetRefused as error:
-            return Outcome.failed(f"target refused: {error}", retryable=False, call=NOT_BEGUN)
-        except aiohttp.ClientConnectorError as error:
-            if isinstance(error.os_error, TargetRefused):
-                refused = f"target refused: {error.os_error}"
-                return Outcome.failed(refused, retryable=False, call=NOT_BEGUN)
-            return Outcome.failed(
-                f"cannot connect to {host}: {error.os_error}", retryable=True, call=NOT_BEGUN
-            )
-        except TimeoutError:
-            if not request.sent:
-                # The timeout counts from before the wait for one of the host's pooled
-                # connections (DUETIME_HTTP_CONNECTIONS_PER_HOST) and the connect: a request
-                # that never left was not a slow target, so it must not spend the run's budget.
+        check()  # before the call waits for its turn
+        deadline = asyncio.get_running_loop().time() + limit
+        async with contextlib.AsyncExitStack() as turn:
+            try:
+                async with asyncio.timeout_at(deadline):
+                    await turn.enter_async_context(self._gate)
+                    origin = f"{parsed.scheme}://{host}:{parsed.port_or_known_default}"
+                    await turn.enter_async_context(self._hosts.turn(origin, self._per_host))
+                    client = await self._hosts.client(host)
+            except TimeoutError:
+                # The timeout counts from before the wait for the call's turn (the limits of
+                # DUETIME_HTTP_CONNECTIONS_PER_HOST and the slots) and the host's resolution:
+                # a request that never left was not a slow target, so it must not spend the
+                # run's budget.
                 return Outcome.handed_back(f"{NOT_SENT} within {limit:g} s", call=NOT_BEGUN)
-            return Outcome.timed_out(f"no answer within {limit:g} s", call=BEGUN)
-        except aiohttp.InvalidURL:  # its message is the URL
-            return Outcome.failed(f"invalid URL: {_where(parts)}", retryable=False, call=NOT_BEGUN)
-        except (aiohttp.ClientError, OSError, asyncio.IncompleteReadError) as error:
-            if request.lapsed:  # the body's check, which aiohttp's body writer wraps
-                raise LeaseLapsed from error
-            return Outcome.failed(
-                described_error(error, url, parts),
-                retryable=True,
-                call=BEGUN if request.sent else NOT_BEGUN,
-            )
-        finally:
-            _SENDING.reset(sending)
-
-    def _literal_refusal(self, host: str) -> str | None:
-        """The policy's refusal of an IP-literal host (aiohttp never resolves one, so the
-        resolver cannot check it); None for an allowed literal or a name."""
-        known = self._literals.get(host)
-        if known is None:
-            literal = _is_ip(host)
-            known = (literal, self._policy.refusal(host, host) if literal else None)
-            if len(self._literals) >= _LITERAL_MEMORY:
-                self._literals.clear()
-            self._literals[host] = known
-        return known[1]
+            except TargetRefused as error:
+                return Outcome.failed(f"target refused: {error}", retryable=False, call=NOT_BEGUN)
+            except OSError as error:  # the host did not resolve
+                return Outcome.failed(
+                    f"cannot connect to {_where(parts)}: {error}",
+                    retryable=True,
+                    call=NOT_BEGUN,
+                )
+            left = deadline - asyncio.get_running_loop().time()
+            return await _request(client, method, url, target, headers, body, left, check, sent)
 
 
-NOT_SENT = "not called: no connection to the target's host"
-
-
-class _Sending:
-    """One request's send check, and whether the request has begun to go out."""
-
-    __slots__ = ("check", "lapsed", "on_sent", "sent")
-
-    def __init__(self, check: SendCheck, on_sent: Callable[[], None]) -> None:
-        self.check = check
-        self.on_sent = on_sent
-        self.sent = False
-        self.lapsed = False
-
-
-# The request ``HttpCaller.send`` is making: aiohttp builds and sends it in the caller's task.
-_SENDING: ContextVar[_Sending | None] = ContextVar("duetime_http_sending", default=None)
-
-
-class _CheckedRequest(aiohttp.ClientRequest):
-    """Checks the send check once connected, as the headers are about to be buffered: without
-    a body they are written before the request next waits, so it is the last check before the
-    first byte. From then on the target may be working. (aiohttp's TraceConfig has the same
-    hook, but it traces every stage of every request: see bench/RESULTS.md, 2026-12-03.)"""
-
-    async def send(self, conn: Connection) -> aiohttp.ClientResponse:
-        request = _SENDING.get()
-        if request is not None:
-            _check(request)
-            request.sent = True
-            request.on_sent()
-        return await super().send(conn)
-
-
-def _check(request: _Sending) -> None:
+def _parse(url: str) -> tuple[Url, SplitResult] | Outcome:
+    """The URL as reqwest reads it, and split for the errors that may show it; or why the
+    call is refused before it begins."""
     try:
-        request.check()
-    except LeaseLapsed:
-        request.lapsed = True
-        raise
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+    except ValueError:  # e.g. an unclosed IPv6 bracket; its message is no secret
+        return Outcome.failed("invalid URL: cannot be parsed", retryable=False, call=NOT_BEGUN)
+    if parts.scheme not in ("http", "https") or not host:
+        return Outcome.failed(
+            f"not an absolute http(s) URL: scheme {parts.scheme[:20]!r}, host {host[:200]!r}",
+            retryable=False,
+            call=NOT_BEGUN,
+        )
+    try:
+        parsed = Url(url)
+    except ValueError:  # its message is the URL
+        return Outcome.failed(f"invalid URL: {_where(parts)}", retryable=False, call=NOT_BEGUN)
+    if not parsed.host_str:
+        return Outcome.failed(f"invalid URL: {_where(parts)}", retryable=False, call=NOT_BEGUN)
+    return parsed, parts
 
 
-class _CheckedBody(BytesPayload):
-    """A body whose first write (the buffered headers go out with it) follows the send check
-    with no wait between: the body is written by a task of its own, a loop turn after the
-    headers' check."""
+async def _request(
+    client: Client,
+    method: str,
+    url: str,
+    target: tuple[Url, SplitResult],
+    headers: dict[str, str],
+    body: bytes,
+    left: float,
+    check: SendCheck,
+    sent: Callable[[], None],
+) -> Outcome:
+    """The request handed to reqwest right after the last send check, with no wait between;
+    how far it got is told by reqwest's error (a connect error or timeout sent nothing)."""
+    if left <= 0:
+        return Outcome.handed_back(f"{NOT_SENT} in time", call=NOT_BEGUN)
+    parsed, parts = target
+    try:
+        builder = client.request(method, parsed).headers(headers).timeout(timedelta(seconds=left))
+        if body:
+            builder = builder.body_bytes(body)
+        request = builder.build_streamed()
+    except rx.PyreqwestError as error:  # a header reqwest cannot send; values stay unsaid
+        return Outcome.failed(
+            f"invalid request: {type(error).__name__}", retryable=False, call=NOT_BEGUN
+        )
+    check(CONNECT_TIMEOUT)
+    sent()
+    try:
+        async with request as response:
+            # The status decides: a body that breaks off after a 2xx must not turn a call that
+            # succeeded into one that is retried. Read (and discard) a bounded body so the
+            # connection can be reused, ignoring how that ends.
+            with contextlib.suppress(rx.PyreqwestError):
+                await response.body_reader.read(_BODY_READ)
+            return classify_status(response.status)
+    except rx.PyreqwestError as error:
+        return _failure(error, url, parts, left)
 
-    def __init__(self, value: bytes, request: _Sending) -> None:
-        super().__init__(value)
-        self._request = request
 
-    async def write(self, writer: AbstractStreamWriter) -> None:
-        _check(self._request)
-        await super().write(writer)
+# How hyper names a request that failed while its connection was being made (TCP, TLS):
+# nothing of it was sent. pyreqwest's own classes do not tell this (a request the target
+# dropped unanswered raises ConnectError, the total timeout ConnectTimeoutError), so any other
+# failure counts as begun.
+_CONNECTING = "client error (Connect)"
 
-    async def write_with_length(
-        self, writer: AbstractStreamWriter, content_length: int | None
-    ) -> None:
-        _check(self._request)
-        await super().write_with_length(writer, content_length)
+
+def _failure(error: rx.PyreqwestError, url: str, parts: SplitResult, left: float) -> Outcome:
+    """A failed request's outcome, by how far it got."""
+    causes = _causes(error)
+    if _CONNECTING in causes:
+        if isinstance(error, rx.RequestTimeoutError):
+            return Outcome.handed_back(f"{NOT_SENT} within {CONNECT_TIMEOUT:g} s", call=NOT_BEGUN)
+        return Outcome.failed(
+            f"cannot connect: {described_error(error, url, parts)}", retryable=True, call=NOT_BEGUN
+        )
+    if isinstance(error, rx.RequestTimeoutError):
+        return Outcome.timed_out(f"no answer within {left:g} s", call=BEGUN)
+    return Outcome.failed(described_error(error, url, parts), retryable=True, call=BEGUN)
+
+
+def _causes(error: BaseException) -> list[str]:
+    """The messages of a pyreqwest error's causes, outermost first."""
+    if not isinstance(error, rx.DetailedPyreqwestError):
+        return []
+    return [cause["message"] for cause in error.details.get("causes") or []]
 
 
 def _where(parts: SplitResult) -> str:
@@ -325,8 +251,10 @@ def described_error(error: BaseException, url: str, parts: SplitResult) -> str:
     "?", or any part of the URL): then the type and where it was called. A library's message
     may carry the URL normalised (host lowercased, query re-encoded), so matching the URL's
     own text would miss it, and a password or query token would reach the run's error and
-    the logs."""
+    the logs. A pyreqwest error says its message and its innermost cause (e.g. the OS's)."""
     text = str(error)
+    if isinstance(error, rx.PyreqwestError):
+        text = ": ".join([error.message, *_causes(error)[-1:]])
     hidden = [url, parts.path if parts.path not in ("", "/") else "", parts.query, parts.fragment]
     hidden += [parts.username or "", parts.password or ""]
     if any(mark in text for mark in ("://", "@", "?")) or any(
@@ -334,11 +262,3 @@ def described_error(error: BaseException, url: str, parts: SplitResult) -> str:
     ):
         return f"{type(error).__name__} calling {_where(parts)}"
     return f"{type(error).__name__}: {text}"
-
-
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Protocol, TypeAlias
 
 from duetime.worker.v1 import worker_service_pb2 as pb
 
@@ -17,11 +16,15 @@ class LeaseLapsed(Exception):
     of its call may leave the worker (the run may already be another worker's)."""
 
 
-# Called immediately before a target call sends anything; raises LeaseLapsed to stop it.
-SendCheck = Callable[[], None]
+class SendCheck(Protocol):
+    """Called immediately before a target call may send anything; raises LeaseLapsed to stop
+    it when the lease may lapse within ``within`` seconds (the longest the call's first byte
+    may then take to leave, e.g. its connect timeout)."""
+
+    def __call__(self, within: float = 0.0) -> None: ...
 
 
-def no_check() -> None:
+def no_check(within: float = 0.0) -> None:
     """The send check of a call that holds no lease (a notification)."""
 
 
