@@ -1,5 +1,5 @@
 """The HTTP targets' hosts as the worker's caller keeps them: reqwest clients pinned to an
-address the allow-list allows, the literal-IP checks and each origin's calls in flight.
+address the allow-list allows, the literal-IP checks and each origin's gate.
 
 reqwest resolves names itself, with no hook to filter what it finds, so every host name gets a
 client of its own whose only address is one the policy allowed (``resolve(host, address)``):
@@ -12,12 +12,11 @@ resolved: it is checked once and called through a shared client.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ipaddress
 import re
 import socket
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -30,7 +29,7 @@ from duetime_worker.policy import TargetPolicy
 CONNECT_TIMEOUT = 1.0
 # How long a host's pinned address is used before the host is resolved again.
 RESOLVE_TTL = 10.0
-# Hosts remembered (pins, literal checks, origins' turns); past this many they start over.
+# Hosts remembered (pins, literal checks, origins' gates); past this many they start over.
 _HOST_MEMORY = 4096
 
 Resolve = Callable[[str], Awaitable[list[str]]]
@@ -56,14 +55,6 @@ class _Pin:
 
 
 @dataclass
-class _Turns:
-    """The calls in flight to one origin, within its limit."""
-
-    gate: asyncio.Semaphore
-    users: int = 0
-
-
-@dataclass
 class Hosts:
     """Open with ``open()`` (inside the event loop), end with ``close()``."""
 
@@ -74,7 +65,7 @@ class Hosts:
     literals: dict[str, tuple[bool, str | None]] = field(default_factory=dict)
     pins: dict[str, _Pin] = field(default_factory=dict)
     resolving: dict[str, asyncio.Future[_Pin]] = field(default_factory=dict)
-    turns: dict[str, _Turns] = field(default_factory=dict)
+    gates: dict[str, asyncio.Semaphore] = field(default_factory=dict)
     roots: list[bytes] = field(default_factory=list)
     shared: Client | None = None  # for IP literals, which reqwest never resolves
 
@@ -103,33 +94,36 @@ class Hosts:
             self.literals[host] = known
         return known[1]
 
-    @contextlib.asynccontextmanager
-    async def turn(self, origin: str, limit: int) -> AsyncIterator[None]:
-        """A call's turn among those to its scheme, host and port (``limit`` at once)."""
+    def gate(self, origin: str, limit: int) -> asyncio.Semaphore | None:
+        """The gate of the calls in flight to a scheme, host and port (``limit`` at once;
+        0: none)."""
         if limit <= 0:
-            yield
-            return
-        turns = self.turns.get(origin)
-        if turns is None:
-            if len(self.turns) >= _HOST_MEMORY:
-                self.turns = {o: t for o, t in self.turns.items() if t.users}
-            turns = self.turns[origin] = _Turns(asyncio.Semaphore(limit))
-        turns.users += 1
-        try:
-            async with turns.gate:
-                yield
-        finally:
-            turns.users -= 1
+            return None
+        gate = self.gates.get(origin)
+        if gate is None:
+            if len(self.gates) >= _HOST_MEMORY:
+                self.gates.clear()  # their calls in flight keep theirs
+            gate = self.gates[origin] = asyncio.Semaphore(limit)
+        return gate
 
-    async def client(self, host: str) -> Client:
-        """The client to call ``host`` with (after ``literal_refusal``): for a name, its
-        pinned one; raises TargetRefused, or OSError when the name does not resolve."""
-        assert self.shared is not None, "HttpCaller.start() first"
+    def pinned(self, host: str) -> Client | None:
+        """The client to call ``host`` with (after ``literal_refusal``) while its pin holds."""
         if self.literals.get(host, (False, None))[0]:
             return self.shared
         pin = self.pins.get(host)
         if pin is not None and asyncio.get_running_loop().time() < pin.until:
             return pin.client
+        return None
+
+    async def client(self, host: str) -> Client:
+        """The client to call ``host`` with (after ``literal_refusal``): for a name, its
+        pinned one, resolved again if need be; raises TargetRefused, or OSError when the name
+        does not resolve."""
+        assert self.shared is not None, "HttpCaller.start() first"
+        known = self.pinned(host)
+        if known is not None:
+            return known
+        pin = self.pins.get(host)
         pending = self.resolving.get(host)
         if pending is None:
             pending = self.resolving[host] = asyncio.ensure_future(self._pin(host, pin))

@@ -47,6 +47,8 @@ _RETRYABLE_STATUS = {408, 429}
 # What is read of an answer's body (and discarded), so its connection can be reused.
 _BODY_READ = 64 * 1024
 NOT_SENT = "not called: no connection to the target's host"
+# URLs whose parse is remembered; past this many the memory starts over.
+_URL_MEMORY = 4096
 
 
 def classify_status(status: int) -> Outcome:
@@ -73,6 +75,7 @@ class HttpCaller:
         self._per_host = connections_per_host
         self._gate = asyncio.Semaphore(connection_limit)
         self._hosts = Hosts(policy, resolve)
+        self._urls: dict[str, tuple[Url, SplitResult] | Outcome] = {}
 
     async def start(self) -> None:
         self._hosts.open()
@@ -115,7 +118,7 @@ class HttpCaller:
         runs before the call waits for its turn and again as it is handed to reqwest (asking
         the lease to outlast the connect), so a LeaseLapsed it raises means nothing was sent;
         ``sent`` runs once the request is handed over."""
-        target = _parse(url)
+        target = self._parsed(url)
         if isinstance(target, Outcome):
             return target
         parsed, parts = target
@@ -125,13 +128,13 @@ class HttpCaller:
             return Outcome.failed(f"target refused: {reason}", retryable=False, call=NOT_BEGUN)
         check()  # before the call waits for its turn
         deadline = asyncio.get_running_loop().time() + limit
-        async with contextlib.AsyncExitStack() as turn:
+        origin = f"{parsed.scheme}://{host}:{parsed.port_or_known_default}"
+        gate = self._hosts.gate(origin, self._per_host)
+        gates = (self._gate,) if gate is None else (self._gate, gate)
+        taken: list[asyncio.Semaphore] = []
+        try:
             try:
-                async with asyncio.timeout_at(deadline):
-                    await turn.enter_async_context(self._gate)
-                    origin = f"{parsed.scheme}://{host}:{parsed.port_or_known_default}"
-                    await turn.enter_async_context(self._hosts.turn(origin, self._per_host))
-                    client = await self._hosts.client(host)
+                client = await self._turn(gates, taken, host, deadline)
             except TimeoutError:
                 # The timeout counts from before the wait for the call's turn (the limits of
                 # DUETIME_HTTP_CONNECTIONS_PER_HOST and the slots) and the host's resolution:
@@ -142,12 +145,44 @@ class HttpCaller:
                 return Outcome.failed(f"target refused: {error}", retryable=False, call=NOT_BEGUN)
             except OSError as error:  # the host did not resolve
                 return Outcome.failed(
-                    f"cannot connect to {_where(parts)}: {error}",
-                    retryable=True,
-                    call=NOT_BEGUN,
+                    f"cannot connect to {_where(parts)}: {error}", retryable=True, call=NOT_BEGUN
                 )
             left = deadline - asyncio.get_running_loop().time()
             return await _request(client, method, url, target, headers, body, left, check, sent)
+        finally:
+            for held in taken:
+                held.release()
+
+    async def _turn(
+        self,
+        gates: tuple[asyncio.Semaphore, ...],
+        taken: list[asyncio.Semaphore],
+        host: str,
+        deadline: float,
+    ) -> Client:
+        """The host's client once the call's turn came (each gate taken is added to
+        ``taken``), waiting until ``deadline`` (the loop's clock) at most."""
+        client = self._hosts.pinned(host)
+        if client is not None and not any(gate.locked() for gate in gates):
+            for gate in gates:  # free: taken without a wait
+                await gate.acquire()
+                taken.append(gate)
+            return client
+        async with asyncio.timeout_at(deadline):
+            for gate in gates:
+                await gate.acquire()
+                taken.append(gate)
+            return client or await self._hosts.client(host)
+
+    def _parsed(self, url: str) -> tuple[Url, SplitResult] | Outcome:
+        """``_parse``, remembered: a herd calls the same few URLs thousands of times."""
+        known = self._urls.get(url)
+        if known is None:
+            known = _parse(url)
+            if len(self._urls) >= _URL_MEMORY:
+                self._urls.clear()
+            self._urls[url] = known
+        return known
 
 
 def _parse(url: str) -> tuple[Url, SplitResult] | Outcome:
