@@ -7,8 +7,9 @@ relay, ``--workers`` workers) on a Kafka broker of the bench's own and call ``be
 HTTP target in a process of its own that records when each call arrives. With ``--peer
 pgqueuer`` every case is also given to PgQueuer (``bench/herd_pgqueuer.py``: one consumer
 process, same server, same kind of target), the two interleaved, and the ratio printed; with
-``--peer floor`` (and ``floor-pyreqwest``) also to bare clients that only wait for the instant
-and call (``bench/herd_floor.py``): the least the target and the calls cost on this machine.
+``--peer floor`` (aiohttp) and ``floor-pyreqwest`` (Duetime's worker's client) also to bare
+clients that only wait for the instant and call (``bench/herd_floor.py``): the least the target
+and the calls cost on this machine.
 
 Reported per case: start lateness by the target's clock (p50 / p99 / max), runs over 5 s,
 the drain (the instant to the last call), calls per second, EARLY or missing calls (bugs: must

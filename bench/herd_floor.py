@@ -1,9 +1,9 @@
-"""The floor of ``bench/herd``: ``--peer floor`` (aiohttp, as Duetime's worker calls) and
-``--peer floor-pyreqwest`` give each herd also to bare clients (``bench.floor_client``), one
-process per worker, that do nothing but wait for the instant and POST once a run to the same
-kind of target (``bench.target``, a process of its own). What they measure is what the target
-and the calls alone cost on this machine: no scheduler, queue or database can be faster with
-that client, so it bounds the ratios the other peers reach.
+"""The floor of ``bench/herd``: ``--peer floor`` (aiohttp, as PgQueuer's jobs here call) and
+``--peer floor-pyreqwest`` (as Duetime's worker calls) give each herd also to bare clients
+(``bench.floor_client``), one process per worker, that do nothing but wait for the instant and
+POST once a run to the same kind of target (``bench.target``, a process of its own). What they
+measure is what the target and the calls alone cost on this machine: no scheduler, queue or
+database can be faster with that client, so it bounds the ratios the other peers reach.
 """
 
 from __future__ import annotations

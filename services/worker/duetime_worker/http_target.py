@@ -1,7 +1,9 @@
 """HTTP targets: the run's headers, the attempt timeout, the send check and how far a call got,
 through Rust's reqwest (pyreqwest: less CPU a call than aiohttp, which the herd's :00 spike
 spends most of a worker's time in; bench/RESULTS.md, 2026-12-04) under the operators'
-allow-list, checked on the address actually connected to (``http_hosts``).
+allow-list, checked on the address actually connected to (``http_hosts``). A call the worker
+stops waiting for (its attempt cancelled) is not aborted by pyreqwest: the request runs on until
+its own timeout, the call's, and its answer is dropped.
 
 Header values are never logged, and an outcome's error names the URL by scheme and host alone:
 its path, query and user info may hold a secret (a webhook's token), and the error is logged
