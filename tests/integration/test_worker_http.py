@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -42,6 +42,15 @@ def spec(url: str, **http: object) -> pb.RunSpec:
 async def target() -> AsyncIterator[HttpTarget]:
     async with http_target() as server:
         yield server
+
+
+async def reached(target: HttpTarget) -> None:
+    """Waits until a call reached ``target``."""
+
+    async def arrived() -> bool:
+        return bool(target.calls)
+
+    await eventually(arrived, 5, "a call reached the target", interval=0.01)
 
 
 async def call(
@@ -333,10 +342,7 @@ async def test_a_call_that_never_got_a_connection_is_handed_back_not_timed_out(
     try:
         first = asyncio.create_task(caller.call(spec(url), 1, 1.0))
 
-        async def first_arrived() -> bool:
-            return bool(target.calls)
-
-        await eventually(first_arrived, 5, "the first call reached the target", interval=0.01)
+        await reached(target)
         second = await caller.call(spec(url), 1, 0.3)
         held = await first
     finally:
@@ -397,15 +403,14 @@ def lease_left(seconds: float) -> SendCheck:
 
 
 @pytest.mark.parametrize(
-    ("body", "check"),
+    "lapsing",
     [
-        (b"", lapsing_after(0)),  # lapsed before the call waits for its turn
-        (b"", lapsing_after(1)),  # lapsed as it is handed to the client
-        (b'{"x": 1}', lapsing_after(1)),
-        (b"", lease_left(CONNECT_TIMEOUT / 2)),  # would lapse while connecting
+        lambda: lapsing_after(0),  # lapsed before the call waits for its turn
+        lambda: lapsing_after(1),  # lapsed as it is handed to the client
+        lambda: lease_left(CONNECT_TIMEOUT / 2),  # would lapse while connecting
     ],
 )
-async def test_a_call_whose_lease_lapsed_sends_no_byte(body: bytes, check: SendCheck) -> None:
+async def test_a_call_whose_lease_lapsed_sends_no_byte(lapsing: Callable[[], SendCheck]) -> None:
     # A frozen worker may wake with its call past any of these points: the last check runs
     # with no wait before the request is handed over (asking the lease to outlast a connect),
     # and what it stops must never reach the target.
@@ -415,13 +420,71 @@ async def test_a_call_whose_lease_lapsed_sends_no_byte(body: bytes, check: SendC
         await caller.start()
         try:
             with pytest.raises(LeaseLapsed):
-                await caller.call(spec(url, body=body), 1, 5, check)
+                await caller.call(spec(url, body=b'{"x": 1}'), 1, 5, lapsing())
             assert (await caller.call(spec(url), 2, 5)).result == pb.ATTEMPT_RESULT_SUCCEEDED
         finally:
             await caller.close()
     assert counter.received.count(b"HTTP/1.1\r\n") == 1  # the second call alone
     assert b"duetime-attempt: 1" not in counter.received.lower()
     assert counter.connections == 1
+
+
+async def test_a_cancelled_call_keeps_its_turn_while_its_request_runs_on(
+    target: HttpTarget,
+) -> None:
+    # pyreqwest does not abort a request whose caller stopped waiting: the host's limit counts
+    # it until its timeout.
+    hold = asyncio.Event()
+    url = target.on("/held", Behaviour(hold=hold))
+    caller = HttpCaller(LOOPBACK, connection_limit=50, connections_per_host=1)
+    await caller.start()
+    try:
+        first = asyncio.create_task(caller.call(spec(url), 1, 5))
+
+        await reached(target)
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        second = await caller.call(spec(url), 2, 0.3)
+    finally:
+        hold.set()
+        await caller.close()
+    assert second.result == pb.ATTEMPT_RESULT_HANDED_BACK, second.error
+    assert len(target.calls) == 1
+
+
+async def test_calls_waiting_for_a_busy_host_leave_the_slots_to_other_hosts(
+    target: HttpTarget,
+) -> None:
+    hold = asyncio.Event()
+    busy = target.on("/held", Behaviour(hold=hold))
+    other = target.on("/hook", Behaviour()).replace("127.0.0.1", "localhost")
+    caller = HttpCaller(
+        TargetPolicy.parse(["127.0.0.1", "localhost"]), connection_limit=2, connections_per_host=1
+    )
+    await caller.start()
+    try:
+        waiting = [asyncio.create_task(caller.call(spec(busy), 1, 5)) for _ in range(3)]
+
+        await reached(target)
+        quick = await caller.call(spec(other), 1, 2)
+        hold.set()
+        await asyncio.gather(*waiting)
+    finally:
+        hold.set()
+        await caller.close()
+    assert quick.result == pb.ATTEMPT_RESULT_SUCCEEDED, quick.error
+
+
+async def test_a_header_the_client_cannot_send_fails_without_its_value(
+    target: HttpTarget,
+) -> None:
+    url = target.on("/hook", Behaviour())
+    outcome = await call(url, headers={"X-Token": "s3cr3t\nvalue"})
+    assert (outcome.result, outcome.retryable) == (pb.ATTEMPT_RESULT_FAILED, False)
+    assert outcome.call == pb.CALL_PROGRESS_NOT_BEGUN
+    assert "s3cr3t" not in outcome.error
+    assert target.calls == []
 
 
 async def test_a_reused_connection_sends_nothing_once_the_lease_lapsed() -> None:

@@ -37,7 +37,8 @@ async def worker_machinery(w: WorkerClient, worker: str = WORKER) -> AsyncIterat
     """Heartbeats every 0.3 s for ``worker`` and an HTTP client allowing 127.0.0.1."""
     metadata = (("authorization", f"Bearer {w.token}"),)
     heartbeats = Heartbeats(w.stub, worker, metadata, interval=0.3)
-    http = HttpCaller(TargetPolicy.parse(["127.0.0.1"]))
+    # Its tests' leases are short (2 s): a loopback connect needs far less than the default.
+    http = HttpCaller(TargetPolicy.parse(["127.0.0.1"]), connect_timeout=0.5)
     await http.start()
     stopping = asyncio.Event()
     beating = asyncio.create_task(heartbeats.run(stopping))

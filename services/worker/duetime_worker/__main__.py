@@ -163,6 +163,7 @@ def http_caller(settings: Settings) -> HttpCaller:
         TargetPolicy.parse(settings.target_allow),
         connection_limit=connections,
         connections_per_host=settings.connections_per_host,
+        connect_timeout=settings.connect_timeout,
     )
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from duetime_infra.config import ConfigError, EnvReader
 from duetime_infra.grpc.channels import target_of
 from duetime_infra.tls import Link, TlsSettings, read_tls
+from duetime_worker.http_hosts import CONNECT_TIMEOUT
 from duetime_worker.images import ImagePolicy
 from duetime_worker.podman import PULL_POLICIES, PodmanSettings
 from duetime_worker.policy import TargetPolicy
@@ -56,6 +57,9 @@ class Settings:
     early_starts: int
     # HTTP connections to one target host at once; 0: only the total (one a slot) bounds them.
     connections_per_host: int
+    # The longest an HTTP target's connection (TCP and TLS) may take; the attempt's lease must
+    # outlast it when its call is handed to the client.
+    connect_timeout: float
     # Messages taken from Kafka and not yet done: those held until their effective time (which
     # take no slot) and those executing.
     max_pending: int
@@ -116,6 +120,9 @@ class Settings:
                 low=0,
                 high=100_000,
             ),
+            connect_timeout=env.seconds(
+                "DUETIME_HTTP_CONNECT_TIMEOUT", CONNECT_TIMEOUT, low=0.05, high=60
+            ).total_seconds(),
             max_pending=max_pending,
             group=env.text("DUETIME_WORKER_GROUP", "duetime-workers"),
             heartbeat_interval=env.seconds(

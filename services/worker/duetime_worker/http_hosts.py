@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import re
 import socket
-import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -24,9 +22,10 @@ from pyreqwest.client import Client, ClientBuilder
 
 from duetime_worker.policy import TargetPolicy
 
-# The longest a connection (TCP and TLS) may take: the send check asks the lease to outlast it,
-# since from the hand-off to reqwest the first byte may leave at any moment until then.
-CONNECT_TIMEOUT = 1.0
+# The longest a connection (TCP and TLS) may take by default (DUETIME_HTTP_CONNECT_TIMEOUT):
+# the send check asks the lease to outlast it, since from the hand-off to reqwest the first byte
+# may leave at any moment until then. Two seconds outlast one lost SYN (resent after 1 s).
+CONNECT_TIMEOUT = 2.0
 # How long a host's pinned address is used before the host is resolved again.
 RESOLVE_TTL = 10.0
 # Hosts remembered (pins, literal checks, origins' gates); past this many they start over.
@@ -60,17 +59,16 @@ class Hosts:
 
     policy: TargetPolicy
     resolve: Resolve = system_resolve
+    connect_timeout: float = CONNECT_TIMEOUT
     # Per host: whether it is an IP literal, and the policy's refusal if so. A herd calls the
     # same few hosts thousands of times; each is parsed and checked once.
     literals: dict[str, tuple[bool, str | None]] = field(default_factory=dict)
     pins: dict[str, _Pin] = field(default_factory=dict)
     resolving: dict[str, asyncio.Future[_Pin]] = field(default_factory=dict)
     gates: dict[str, asyncio.Semaphore] = field(default_factory=dict)
-    roots: list[bytes] = field(default_factory=list)
     shared: Client | None = None  # for IP literals, which reqwest never resolves
 
     def open(self) -> None:
-        self.roots = system_roots()
         self.shared = self._build()
 
     async def close(self) -> None:
@@ -164,7 +162,8 @@ class Hosts:
     def _build(self, host: str = "", address: str = "") -> Client:
         """A client that keeps no cookies (it serves every team), follows no redirect, uses no
         proxy from the environment and decompresses nothing; pinned to ``address`` for
-        ``host`` when given."""
+        ``host`` when given. It verifies TLS against the system's trust store (SSL_CERT_FILE
+        honoured), as Python's ssl did."""
         builder = (
             ClientBuilder()
             .no_proxy()
@@ -174,28 +173,11 @@ class Hosts:
             .zstd(False)
             .deflate(False)
             .default_cookie_store(False)
-            .connect_timeout(timedelta(seconds=CONNECT_TIMEOUT))
+            .connect_timeout(timedelta(seconds=self.connect_timeout))
         )
-        for root in self.roots:
-            builder = builder.add_root_certificate_pem(root)
         if host:
             builder = builder.resolve(host, address, 0)
         return builder.build()
-
-
-_PEM = re.compile(rb"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----", re.DOTALL)
-
-
-def system_roots() -> list[bytes]:
-    """The system's trusted CA certificates (as OpenSSL finds them: SSL_CERT_FILE honoured),
-    which reqwest adds to its own root set, so targets behind a company CA verify as they do
-    with Python's ssl."""
-    paths = ssl.get_default_verify_paths()
-    try:
-        with open(paths.cafile or paths.openssl_cafile, "rb") as bundle:
-            return _PEM.findall(bundle.read())
-    except OSError:
-        return []
 
 
 def _is_ip(host: str) -> bool:

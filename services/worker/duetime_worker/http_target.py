@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import Callable
 from datetime import timedelta
 from urllib.parse import SplitResult, urlsplit
@@ -71,12 +72,14 @@ class HttpCaller:
         *,
         connection_limit: int = 256,
         connections_per_host: int = 0,
+        connect_timeout: float = CONNECT_TIMEOUT,
         resolve: Resolve = system_resolve,
     ) -> None:
         self._policy = policy
         self._per_host = connections_per_host
         self._gate = asyncio.Semaphore(connection_limit)
-        self._hosts = Hosts(policy, resolve)
+        self._connect = connect_timeout
+        self._hosts = Hosts(policy, resolve, connect_timeout)
         self._urls: dict[str, tuple[Url, SplitResult] | Outcome] = {}
 
     async def start(self) -> None:
@@ -123,7 +126,7 @@ class HttpCaller:
         target = self._parsed(url)
         if isinstance(target, Outcome):
             return target
-        parsed, parts = target
+        parsed = target[0]
         host = parsed.host_str or ""
         reason = self._hosts.literal_refusal(host)
         if reason is not None:
@@ -132,7 +135,9 @@ class HttpCaller:
         deadline = asyncio.get_running_loop().time() + limit
         origin = f"{parsed.scheme}://{host}:{parsed.port_or_known_default}"
         gate = self._hosts.gate(origin, self._per_host)
-        gates = (self._gate,) if gate is None else (self._gate, gate)
+        # The host's own limit first: a call waiting for a busy host holds no slot that a call
+        # to another host could use.
+        gates = (self._gate,) if gate is None else (gate, self._gate)
         taken: list[asyncio.Semaphore] = []
         try:
             try:
@@ -145,15 +150,26 @@ class HttpCaller:
                 return Outcome.handed_back(f"{NOT_SENT} within {limit:g} s", call=NOT_BEGUN)
             except TargetRefused as error:
                 return Outcome.failed(f"target refused: {error}", retryable=False, call=NOT_BEGUN)
-            except OSError as error:  # the host did not resolve
+            except (OSError, ValueError) as error:  # it did not resolve, or cannot be pinned
                 return Outcome.failed(
-                    f"cannot connect to {_where(parts)}: {error}", retryable=True, call=NOT_BEGUN
+                    f"cannot connect to {_where(parsed.scheme, host)}: {type(error).__name__}",
+                    retryable=isinstance(error, OSError),
+                    call=NOT_BEGUN,
                 )
             left = deadline - asyncio.get_running_loop().time()
-            return await _request(client, method, url, target, headers, body, left, check, sent)
+            connect = self._connect
+            try:
+                return await _request(
+                    client, method, url, target, headers, body, left, check, sent, connect
+                )
+            except asyncio.CancelledError:
+                # pyreqwest does not abort a request it was handed: it runs on until its own
+                # timeout, and keeps its turn until then.
+                asyncio.get_running_loop().call_at(deadline, _release, list(taken))
+                taken.clear()
+                raise
         finally:
-            for held in taken:
-                held.release()
+            _release(taken)
 
     async def _turn(
         self,
@@ -187,6 +203,11 @@ class HttpCaller:
         return known
 
 
+def _release(gates: list[asyncio.Semaphore]) -> None:
+    for gate in gates:
+        gate.release()
+
+
 def _parse(url: str) -> tuple[Url, SplitResult] | Outcome:
     """The URL as reqwest reads it, and split for the errors that may show it; or why the
     call is refused before it begins."""
@@ -195,7 +216,9 @@ def _parse(url: str) -> tuple[Url, SplitResult] | Outcome:
         host = parts.hostname or ""
     except ValueError:  # e.g. an unclosed IPv6 bracket; its message is no secret
         return Outcome.failed("invalid URL: cannot be parsed", retryable=False, call=NOT_BEGUN)
+    shown = _where(parts.scheme, host)
     if parts.scheme not in ("http", "https") or not host:
+        host = _HOST_END.split(host, maxsplit=1)[0]
         return Outcome.failed(
             f"not an absolute http(s) URL: scheme {parts.scheme[:20]!r}, host {host[:200]!r}",
             retryable=False,
@@ -204,9 +227,9 @@ def _parse(url: str) -> tuple[Url, SplitResult] | Outcome:
     try:
         parsed = Url(url)
     except ValueError:  # its message is the URL
-        return Outcome.failed(f"invalid URL: {_where(parts)}", retryable=False, call=NOT_BEGUN)
+        return Outcome.failed(f"invalid URL: {shown}", retryable=False, call=NOT_BEGUN)
     if not parsed.host_str:
-        return Outcome.failed(f"invalid URL: {_where(parts)}", retryable=False, call=NOT_BEGUN)
+        return Outcome.failed(f"invalid URL: {shown}", retryable=False, call=NOT_BEGUN)
     return parsed, parts
 
 
@@ -220,9 +243,11 @@ async def _request(
     left: float,
     check: SendCheck,
     sent: Callable[[], None],
+    connect: float,
 ) -> Outcome:
-    """The request handed to reqwest right after the last send check, with no wait between;
-    how far it got is told by reqwest's error (a connect error or timeout sent nothing)."""
+    """The request handed to reqwest right after the last send check (asking the lease to
+    outlast ``connect``, the connect timeout), with no wait between; how far it got is told by
+    reqwest's error (a connect error or timeout sent nothing)."""
     if left <= 0:
         return Outcome.handed_back(f"{NOT_SENT} in time", call=NOT_BEGUN)
     parsed, parts = target
@@ -231,11 +256,12 @@ async def _request(
         if body:
             builder = builder.body_bytes(body)
         request = builder.build_streamed()
-    except rx.PyreqwestError as error:  # a header reqwest cannot send; values stay unsaid
+    except (rx.PyreqwestError, ValueError, TypeError) as error:  # a header it cannot send
+        # (the values stay unsaid: one may be a secret)
         return Outcome.failed(
             f"invalid request: {type(error).__name__}", retryable=False, call=NOT_BEGUN
         )
-    check(CONNECT_TIMEOUT)
+    check(connect)
     sent()
     try:
         async with request as response:
@@ -246,7 +272,7 @@ async def _request(
                 await response.body_reader.read(_BODY_READ)
             return classify_status(response.status)
     except rx.PyreqwestError as error:
-        return _failure(error, url, parts, left)
+        return _failure(error, url, parts, left, connect)
 
 
 # How hyper names a request that failed while its connection was being made (TCP, TLS):
@@ -256,12 +282,14 @@ async def _request(
 _CONNECTING = "client error (Connect)"
 
 
-def _failure(error: rx.PyreqwestError, url: str, parts: SplitResult, left: float) -> Outcome:
+def _failure(
+    error: rx.PyreqwestError, url: str, parts: SplitResult, left: float, connect: float
+) -> Outcome:
     """A failed request's outcome, by how far it got."""
     causes = _causes(error)
     if _CONNECTING in causes:
         if isinstance(error, rx.RequestTimeoutError):
-            return Outcome.handed_back(f"{NOT_SENT} within {CONNECT_TIMEOUT:g} s", call=NOT_BEGUN)
+            return Outcome.handed_back(f"{NOT_SENT} within {connect:g} s", call=NOT_BEGUN)
         return Outcome.failed(
             f"cannot connect: {described_error(error, url, parts)}", retryable=True, call=NOT_BEGUN
         )
@@ -277,10 +305,17 @@ def _causes(error: BaseException) -> list[str]:
     return [cause["message"] for cause in error.details.get("causes") or []]
 
 
-def _where(parts: SplitResult) -> str:
-    """A URL as errors may show it: scheme and host, without port, path, query or user info."""
-    host = parts.hostname or ""
-    return f"{parts.scheme}://[{host}]" if ":" in host else f"{parts.scheme}://{host}"
+def _where(scheme: str, host: str) -> str:
+    """A URL as errors may show it: scheme and host, without port, path, query or user info.
+    The host is cut where another parser could read a path (``a.com\\token`` is host
+    ``a.com`` and path ``/token`` to reqwest)."""
+    host = _HOST_END.split(host, maxsplit=1)[0]
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"{scheme}://{host}"
+
+
+_HOST_END = re.compile(r"[\\/?#@%\s]")
 
 
 def described_error(error: BaseException, url: str, parts: SplitResult) -> str:
@@ -297,5 +332,5 @@ def described_error(error: BaseException, url: str, parts: SplitResult) -> str:
     if any(mark in text for mark in ("://", "@", "?")) or any(
         part and part in text for part in hidden
     ):
-        return f"{type(error).__name__} calling {_where(parts)}"
+        return f"{type(error).__name__} calling {_where(parts.scheme, parts.hostname or '')}"
     return f"{type(error).__name__}: {text}"
