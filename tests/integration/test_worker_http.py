@@ -206,6 +206,16 @@ async def test_a_name_resolving_to_a_refused_address_is_never_connected(
     assert allowed.result == pb.ATTEMPT_RESULT_SUCCEEDED
 
 
+async def two_calls(url: str, policy: TargetPolicy, resolve: Resolve) -> tuple[Outcome, Outcome]:
+    """Two calls to ``url``, one after the other, through one caller."""
+    caller = HttpCaller(policy, resolve=resolve)
+    await caller.start()
+    try:
+        return await caller.call(spec(url), 1, 5), await caller.call(spec(url), 2, 5)
+    finally:
+        await caller.close()
+
+
 async def test_a_name_that_re_resolves_to_a_refused_address_is_not_called_again(
     target: HttpTarget, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -217,16 +227,25 @@ async def test_a_name_that_re_resolves_to_a_refused_address_is_not_called_again(
         return next(answers)
 
     url = target.on("/hook", Behaviour()).replace("127.0.0.1", "rebind.example.com")
-    caller = HttpCaller(LOOPBACK, resolve=rebinding)
-    await caller.start()
-    try:
-        first = await caller.call(spec(url), 1, 5)
-        second = await caller.call(spec(url), 2, 5)
-    finally:
-        await caller.close()
+    first, second = await two_calls(url, LOOPBACK, rebinding)
     assert first.result == pb.ATTEMPT_RESULT_SUCCEEDED, first.error
     assert (second.result, second.retryable) == (pb.ATTEMPT_RESULT_FAILED, False)
     assert "not in the target allow-list" in second.error
+    assert len(target.calls) == 1
+
+
+async def test_a_name_whose_pinned_address_is_unreachable_moves_to_the_next(
+    target: HttpTarget,
+) -> None:
+    # The name's first address has no listener: that call is not begun, and the next goes to
+    # the next address it resolves to, as a client trying each address would.
+    async def two(host: str) -> list[str]:
+        return ["127.0.0.2", "127.0.0.1"]
+
+    url = target.on("/hook", Behaviour()).replace("127.0.0.1", "two.example.com")
+    first, second = await two_calls(url, TargetPolicy.parse(["127.0.0.0/8"]), two)
+    assert (first.result, first.call) == (pb.ATTEMPT_RESULT_FAILED, pb.CALL_PROGRESS_NOT_BEGUN)
+    assert second.result == pb.ATTEMPT_RESULT_SUCCEEDED, second.error
     assert len(target.calls) == 1
 
 

@@ -5,7 +5,8 @@ reqwest resolves names itself, with no hook to filter what it finds, so every ho
 client of its own whose only address is one the policy allowed (``resolve(host, address)``):
 the worker resolves the name, drops the refused addresses and pins the first left, again once
 the pin is RESOLVE_TTL old (one resolution at a time per host, however many calls wait), so a
-name that re-resolves to a refused address is never connected to. An IP literal is never
+name that re-resolves to a refused address is never connected to; after a connection to the
+pinned address failed, the next allowed one. An IP literal is never
 resolved: it is checked once and called through a shared client.
 """
 
@@ -46,11 +47,13 @@ async def system_resolve(host: str) -> list[str]:
 
 @dataclass
 class _Pin:
-    """A host name's client, pinned to one address the policy allows, until ``until``."""
+    """A host name's client, pinned to one address the policy allows, until ``until``;
+    ``unreachable`` once a connection to it could not be made."""
 
     client: Client
     address: str
     until: float
+    unreachable: bool = False
 
 
 @dataclass
@@ -129,6 +132,14 @@ class Hosts:
         # Shielded: a caller that stops waiting (its timeout) leaves the others' resolution.
         return (await asyncio.shield(pending)).client
 
+    def unreachable(self, host: str, client: Client) -> None:
+        """No connection to ``host`` could be made through ``client``: its next call resolves
+        the name again and pins the next allowed address, as a client trying each would."""
+        pin = self.pins.get(host)
+        if pin is not None and pin.client is client:
+            pin.until = 0.0
+            pin.unreachable = True
+
     def _resolved(self, host: str, done: asyncio.Future[_Pin]) -> None:
         self.resolving.pop(host, None)
         if not done.cancelled():
@@ -137,12 +148,15 @@ class Hosts:
     async def _pin(self, host: str, old: _Pin | None) -> _Pin:
         allowed = await self._allowed(host)
         now = asyncio.get_running_loop().time()
+        address = allowed[0]
         if old is not None and old.address in allowed:
-            old.until = now + RESOLVE_TTL
-            return old
+            if not old.unreachable:
+                old.until = now + RESOLVE_TTL
+                return old
+            address = allowed[(allowed.index(old.address) + 1) % len(allowed)]
         if len(self.pins) >= _HOST_MEMORY:
             self.pins.clear()  # their calls in flight keep their clients
-        pin = self.pins[host] = _Pin(self._build(host, allowed[0]), allowed[0], now + RESOLVE_TTL)
+        pin = self.pins[host] = _Pin(self._build(host, address), address, now + RESOLVE_TTL)
         return pin
 
     async def _allowed(self, host: str) -> list[str]:

@@ -157,11 +157,16 @@ class HttpCaller:
                     call=NOT_BEGUN,
                 )
             left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                return Outcome.handed_back(f"{NOT_SENT} in time", call=NOT_BEGUN)
             connect = self._connect
             try:
-                return await _request(
+                outcome = await _request(
                     client, method, url, target, headers, body, left, check, sent, connect
                 )
+                if outcome.call == NOT_BEGUN and outcome.retryable:  # no connection was made
+                    self._hosts.unreachable(host, client)
+                return outcome
             except asyncio.CancelledError:
                 # pyreqwest does not abort a request it was handed: it runs on until its own
                 # timeout, and keeps its turn until then.
@@ -247,9 +252,7 @@ async def _request(
 ) -> Outcome:
     """The request handed to reqwest right after the last send check (asking the lease to
     outlast ``connect``, the connect timeout), with no wait between; how far it got is told by
-    reqwest's error (a connect error or timeout sent nothing)."""
-    if left <= 0:
-        return Outcome.handed_back(f"{NOT_SENT} in time", call=NOT_BEGUN)
+    reqwest's error. NOT_BEGUN and retryable: no connection could be made (nothing sent)."""
     parsed, parts = target
     try:
         builder = client.request(method, parsed).headers(headers).timeout(timedelta(seconds=left))
