@@ -38,8 +38,16 @@ _OPEN_PREFIXES = ("/grpc.reflection.", "/grpc.health.")
 async def _abort(context: aio.ServicerContext[Any, Any], error: BaseException, method: str) -> None:
     if isinstance(error, DuetimeError):
         await context.abort_with_status(to_grpc_status(error))
+    if _server_stopped(error):
+        return  # no caller is left to answer, and nothing went wrong in the handler
     log.exception("unexpected error in %s", method, exc_info=error, extra={"action": "rpc_failed"})
     await context.abort_with_status(internal_status())
+
+
+def _server_stopped(error: BaseException) -> bool:
+    """grpc's error for a stream that reads its next request once its server has stopped (a
+    worker's heartbeat stream at a scheduler's shutdown). Its class is private to grpc."""
+    return isinstance(error, aio.BaseError) and type(error).__name__ == "_ServerStoppedError"
 
 
 class DuetimeInterceptor(aio.ServerInterceptor):
