@@ -7,6 +7,7 @@ import asyncio
 import socket
 import ssl
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -348,25 +349,34 @@ async def test_calls_to_one_host_share_its_connections(target: HttpTarget) -> No
     assert len(target.calls) == 6
 
 
+@asynccontextmanager
+async def one_held_connection(
+    target: HttpTarget, limit: float
+) -> AsyncIterator[tuple[HttpCaller, str, asyncio.Task[Outcome]]]:
+    """A caller with one connection to ``target``'s host, held by a first call (``limit``)
+    that reached the target and is not answered until the block ends."""
+    hold = asyncio.Event()
+    url = target.on("/held", Behaviour(hold=hold))
+    caller = HttpCaller(LOOPBACK, connection_limit=50, connections_per_host=1)
+    await caller.start()
+    try:
+        first = asyncio.create_task(caller.call(spec(url), 1, limit))
+        await reached(target)
+        yield caller, url, first
+    finally:
+        hold.set()
+        await caller.close()
+
+
 async def test_a_call_that_never_got_a_connection_is_handed_back_not_timed_out(
     target: HttpTarget,
 ) -> None:
     # One connection to the host, held by a slow call: the second call's timeout runs out
     # while it waits in the pool. It never reached the target, so it is handed back (not a
     # TIMED_OUT that would spend the run's budget); the held one did reach it and times out.
-    hold = asyncio.Event()
-    url = target.on("/held", Behaviour(hold=hold))
-    caller = HttpCaller(LOOPBACK, connection_limit=50, connections_per_host=1)
-    await caller.start()
-    try:
-        first = asyncio.create_task(caller.call(spec(url), 1, 1.0))
-
-        await reached(target)
+    async with one_held_connection(target, 1.0) as (caller, url, first):
         second = await caller.call(spec(url), 1, 0.3)
         held = await first
-    finally:
-        hold.set()
-        await caller.close()
     assert second.result == pb.ATTEMPT_RESULT_HANDED_BACK
     assert "not called" in second.error
     assert held.result == pb.ATTEMPT_RESULT_TIMED_OUT
@@ -453,21 +463,11 @@ async def test_a_cancelled_call_keeps_its_turn_while_its_request_runs_on(
 ) -> None:
     # pyreqwest does not abort a request whose caller stopped waiting: the host's limit counts
     # it until its timeout.
-    hold = asyncio.Event()
-    url = target.on("/held", Behaviour(hold=hold))
-    caller = HttpCaller(LOOPBACK, connection_limit=50, connections_per_host=1)
-    await caller.start()
-    try:
-        first = asyncio.create_task(caller.call(spec(url), 1, 5))
-
-        await reached(target)
+    async with one_held_connection(target, 5) as (caller, url, first):
         first.cancel()
         with pytest.raises(asyncio.CancelledError):
             await first
         second = await caller.call(spec(url), 2, 0.3)
-    finally:
-        hold.set()
-        await caller.close()
     assert second.result == pb.ATTEMPT_RESULT_HANDED_BACK, second.error
     assert len(target.calls) == 1
 
