@@ -60,6 +60,13 @@ async def test_apply_to_empty_database_then_again(empty_db: asyncpg.Connection) 
         "(deadline) WHERE (end_time IS NULL)",
         "(lease_expire_time) WHERE (end_time IS NULL)",
     ]
+    # Runs are found by run id through the primary key: no second index repeats its lead.
+    runs = await empty_db.fetch(
+        "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'runs'"
+    )
+    by_run_id = [r["indexname"] for r in runs if r["indexdef"].endswith("(run_id)")]
+    assert by_run_id == []
+    assert any(r["indexname"] == "runs_pkey" for r in runs)
 
 
 def test_the_build_ships_the_migrations_it_was_written_for() -> None:
