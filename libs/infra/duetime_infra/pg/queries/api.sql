@@ -10,14 +10,14 @@ SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2 || '/' || $3, 0));
 -- name: request_id_get
 SELECT fingerprint, resource_id FROM request_ids
 WHERE team_id = $1 AND operation = $2 AND request_id = $3
-  AND create_time > duetime_now() - interval '24 hours';
+  AND create_time > (SELECT duetime_now()) - interval '24 hours';
 
 -- name: request_id_put
 INSERT INTO request_ids (team_id, operation, request_id, fingerprint, resource_id)
 VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (team_id, operation, request_id) DO UPDATE
     SET fingerprint = EXCLUDED.fingerprint, resource_id = EXCLUDED.resource_id,
-        create_time = duetime_now();
+        create_time = (SELECT duetime_now());
 
 -- name: job_insert
 WITH job AS (
@@ -54,8 +54,8 @@ LIMIT $5;
 WITH job AS (
     UPDATE jobs
     SET state = $2, state_reason = $3, spec = $4, next_run_time = $5, next_effective_time = $6,
-        pause_time = $7, version = version + 1, update_time = duetime_now(),
-        delete_time = CASE WHEN $2 = 'DELETED' THEN duetime_now() END
+        pause_time = $7, version = version + 1, update_time = (SELECT duetime_now()),
+        delete_time = CASE WHEN $2 = 'DELETED' THEN (SELECT duetime_now()) END
     WHERE job_id = $1
     RETURNING *
 ), version AS (
@@ -99,7 +99,7 @@ ORDER BY a.run_id, a.number;
 -- name: run_redrive
 UPDATE runs
 SET state = 'QUEUED', reason = '', reason_detail = '', attempt_limit = attempt + $3,
-    budget_start_attempt = attempt, next_attempt_time = NULL, update_time = duetime_now()
+    budget_start_attempt = attempt, next_attempt_time = NULL, update_time = (SELECT duetime_now())
 WHERE run_id = $1 AND nominal_time = $2 AND state = 'DEAD_LETTERED'
 RETURNING *;
 
@@ -107,7 +107,7 @@ RETURNING *;
 -- A redriven run its team's quota holds back: WAITING instead of QUEUED.
 UPDATE runs
 SET state = 'WAITING', reason = $3, quota_limit = $4, reason_detail = $5,
-    update_time = duetime_now()
+    update_time = (SELECT duetime_now())
 WHERE run_id = $1 AND nominal_time = $2
 RETURNING *;
 

@@ -2,7 +2,7 @@
 -- Row locks are taken with SKIP LOCKED only, so a batch never waits for another transaction and
 -- cannot be part of a deadlock; a run (or job) that another transaction holds is left to the
 -- one-run path, which waits for it in the usual lock order. Attempt rows are locked in run_id
--- order, as heartbeats and the reaper do.
+-- order, as heartbeats and the reaper do. The clock is read once a statement (attempts.sql).
 
 -- name: attempt_batch_runs_lock
 -- The runs named, those no other transaction holds, with their open attempt (if any) and
@@ -10,7 +10,7 @@
 SELECT r.*, v.spec::text AS spec_text, a.worker_id AS open_worker_id,
        a.lease_expire_time AS open_lease_expire_time, a.cancel_reason AS open_cancel_reason,
        CASE WHEN a.early THEN a.start_time END AS open_call_time,
-       duetime_now() AS now
+       (SELECT duetime_now()) AS now
 FROM runs r
 JOIN job_versions v ON v.job_id = r.job_id AND v.version = r.job_version
 LEFT JOIN attempts a
@@ -34,7 +34,7 @@ FOR UPDATE OF r SKIP LOCKED;
 -- name: attempt_batch_jobs_lock
 -- The jobs of those runs that no other transaction holds (pause, delete and overlap are
 -- decided under the job's row lock, as for one run).
-SELECT job_id, state, duetime_now() AS now FROM jobs
+SELECT job_id, state, (SELECT duetime_now()) AS now FROM jobs
 WHERE job_id = ANY($1::uuid[])
 FOR UPDATE SKIP LOCKED;
 
@@ -56,7 +56,7 @@ WHERE r.job_id = ANY($1::uuid[])
 -- it starts ahead of its time (NULL: now), from which its start, lease ($8 for those) and
 -- deadline count.
 WITH req AS (
-    SELECT u.*, coalesce(u.call_time, duetime_now()) AS at
+    SELECT u.*, coalesce(u.call_time, (SELECT duetime_now())) AS at
     FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::interval[],
                 $7::timestamptz[])
         AS u(run_id, nominal_time, delivery_id, worker_id, deadline_after, call_time)
@@ -64,7 +64,8 @@ WITH req AS (
     UPDATE runs r
     SET state = 'RUNNING', attempt = r.attempt + 1, start_delivery_id = req.delivery_id,
         first_start_time = coalesce(r.first_start_time, req.at),
-        next_attempt_time = NULL, reason = '', reason_detail = '', update_time = duetime_now()
+        next_attempt_time = NULL, reason = '', reason_detail = '',
+        update_time = (SELECT duetime_now())
     FROM req
     WHERE r.run_id = req.run_id AND r.nominal_time = req.nominal_time AND r.state = 'QUEUED'
     RETURNING r.run_id, r.nominal_time, r.attempt, r.partition, req.delivery_id, req.worker_id,
@@ -76,7 +77,7 @@ SELECT s.run_id, s.nominal_time, s.attempt, s.partition, s.worker_id, s.delivery
        s.at, s.at + CASE WHEN s.call_time IS NULL THEN $6::interval ELSE $8::interval END,
        s.at + s.deadline_after, s.call_time IS NOT NULL
 FROM started s
-RETURNING run_id, number, start_time, lease_expire_time, duetime_now() AS now;
+RETURNING run_id, number, start_time, lease_expire_time, (SELECT duetime_now()) AS now;
 
 -- name: attempt_batch_close_succeeded
 -- Closes the named open attempts (their runs already locked by this transaction) as
@@ -109,7 +110,7 @@ UPDATE runs r
 SET state = 'SUCCEEDED', reason = '', reason_detail = '', next_attempt_time = NULL,
     first_start_time = CASE WHEN closed.first_early THEN closed.start_time
                             ELSE r.first_start_time END,
-    update_time = duetime_now()
+    update_time = (SELECT duetime_now())
 FROM closed
 WHERE r.run_id = closed.run_id AND r.nominal_time = closed.nominal_time
 RETURNING r.run_id, closed.first_early, closed.start_time;

@@ -1,7 +1,9 @@
 -- The attempt-lease service (StartAttempt, Heartbeat, CompleteAttempt), retry requeue and the
 -- reaper. Every "now" is duetime_now(), or a value a statement of the same transaction read
--- from it. Lock order, everywhere: the run's row, then its job's row, then other runs of the
--- job (SKIP LOCKED when a start wants them), then attempt rows.
+-- from it, read as (SELECT duetime_now()): once a statement, where duetime_now() alone (a
+-- function PostgreSQL does not inline) runs for every row. Every query file does the same.
+-- Lock order, everywhere: the run's row, then its job's row, then other runs of the job (SKIP
+-- LOCKED when a start wants them), then attempt rows.
 
 -- name: attempt_run_lock
 -- The run a worker names, locked, with its open attempt (if any) for a repeated start.
@@ -9,7 +11,7 @@ SELECT r.*, v.spec AS job_snapshot, v.spec->'target'->>'kind' AS target_kind,
        a.worker_id AS open_worker_id,
        a.lease_expire_time AS open_lease_expire_time, a.cancel_reason AS open_cancel_reason,
        CASE WHEN a.early THEN a.start_time END AS open_call_time,
-       duetime_now() AS now
+       (SELECT duetime_now()) AS now
 FROM runs r
 JOIN job_versions v ON v.job_id = r.job_id AND v.version = r.job_version
 LEFT JOIN attempts a
@@ -21,7 +23,7 @@ FOR UPDATE OF r;
 -- name: attempt_job_lock
 -- Overlap, pause and deletion are decided under the job's row lock, and every run that ends
 -- takes it too, so a WAITING run cannot miss its release.
-SELECT state, duetime_now() AS now FROM jobs WHERE job_id = $1 FOR UPDATE;
+SELECT state, (SELECT duetime_now()) AS now FROM jobs WHERE job_id = $1 FOR UPDATE;
 
 -- name: attempt_overlap_runs
 -- The job's other runs that hold it (duetime_run_holds_job) or wait for it under BUFFER_ONE
@@ -53,8 +55,9 @@ SELECT EXISTS (
 WITH started AS (
     UPDATE runs
     SET state = 'RUNNING', attempt = attempt + 1, start_delivery_id = $3,
-        first_start_time = coalesce(first_start_time, $7::timestamptz, duetime_now()),
-        next_attempt_time = NULL, reason = '', reason_detail = '', update_time = duetime_now()
+        first_start_time = coalesce(first_start_time, $7::timestamptz, (SELECT duetime_now())),
+        next_attempt_time = NULL, reason = '', reason_detail = '',
+        update_time = (SELECT duetime_now())
     WHERE run_id = $1 AND nominal_time = $2 AND state = 'QUEUED'
     RETURNING run_id, nominal_time, attempt, partition
 )
@@ -63,8 +66,8 @@ INSERT INTO attempts (run_id, nominal_time, number, partition, worker_id, delive
 SELECT s.run_id, s.nominal_time, s.attempt, s.partition, $4, $3, b.at,
        b.at + CASE WHEN $7::timestamptz IS NULL THEN $5::interval ELSE $8::interval END,
        b.at + $6::interval, $7::timestamptz IS NOT NULL
-FROM started s, (SELECT coalesce($7::timestamptz, duetime_now()) AS at) b
-RETURNING number, start_time, lease_expire_time, duetime_now() AS now;
+FROM started s, (SELECT coalesce($7::timestamptz, (SELECT duetime_now())) AS at) b
+RETURNING number, start_time, lease_expire_time, (SELECT duetime_now()) AS now;
 
 -- name: attempt_renew_replayed
 -- Repeated starts (the same delivery from the same worker: the first answer was lost, or came
@@ -82,7 +85,7 @@ WITH locked AS (
     FOR UPDATE OF a
 )
 UPDATE attempts a
-SET lease_expire_time = greatest(a.lease_expire_time, duetime_now() + $4::interval)
+SET lease_expire_time = greatest(a.lease_expire_time, (SELECT duetime_now()) + $4::interval)
 FROM locked
 WHERE a.run_id = locked.run_id AND a.nominal_time = locked.nominal_time
   AND a.number = locked.number
@@ -93,7 +96,7 @@ RETURNING a.run_id, a.lease_expire_time;
 -- moved on (succeeded, retry wait, dead-lettered, cancelled).
 UPDATE runs
 SET state = $3, reason = $4, reason_detail = $5, next_attempt_time = $6,
-    update_time = duetime_now()
+    update_time = (SELECT duetime_now())
 WHERE run_id = $1 AND nominal_time = $2
 RETURNING *;
 
@@ -103,7 +106,7 @@ RETURNING *;
 -- budget is not spent.
 UPDATE runs
 SET state = 'QUEUED', reason = '', reason_detail = $4, next_attempt_time = $3,
-    attempt_limit = attempt_limit + 1, update_time = duetime_now()
+    attempt_limit = attempt_limit + 1, update_time = (SELECT duetime_now())
 WHERE run_id = $1 AND nominal_time = $2 AND state = 'RUNNING';
 
 -- name: attempt_run_hand_backs
@@ -128,7 +131,7 @@ WHERE a.run_id = k.run_id AND a.nominal_time = k.nominal_time AND a.number = k.n
 -- (a worker is starting it right now) is skipped and the start asks again shortly.
 UPDATE runs r
 SET state = 'CANCELLED', reason = $3, reason_detail = $4, next_attempt_time = NULL,
-    update_time = duetime_now()
+    update_time = (SELECT duetime_now())
 FROM (
     SELECT run_id, nominal_time FROM runs
     WHERE (run_id, nominal_time) IN (SELECT * FROM unnest($1::uuid[], $2::timestamptz[]))
@@ -147,7 +150,7 @@ WITH holder AS (
       AND duetime_run_holds_job(state, attempt)
     LIMIT 1
 )
-SELECT r.*, duetime_now() AS now,
+SELECT r.*, (SELECT duetime_now()) AS now,
        (SELECT v.spec->'target'->>'kind' FROM job_versions v
         WHERE v.job_id = r.job_id AND v.version = r.job_version) AS target_kind
 FROM runs r
@@ -165,7 +168,8 @@ FOR UPDATE;
 UPDATE runs r
 SET state = 'QUEUED', reason = '', reason_detail = '',
     eligible_time = coalesce(u.eligible_time, r.eligible_time),
-    next_attempt_time = coalesce(u.not_before, r.next_attempt_time), update_time = duetime_now()
+    next_attempt_time = coalesce(u.not_before, r.next_attempt_time),
+    update_time = (SELECT duetime_now())
 FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::timestamptz[])
      AS u(run_id, nominal_time, eligible_time, not_before)
 WHERE r.run_id = u.run_id AND r.nominal_time = u.nominal_time;
@@ -175,7 +179,8 @@ WHERE r.run_id = u.run_id AND r.nominal_time = u.nominal_time;
 UPDATE runs r
 SET state = 'WAITING', reason = u.reason, quota_limit = u.quota_limit,
     reason_detail = u.reason_detail,
-    next_attempt_time = coalesce(u.not_before, r.next_attempt_time), update_time = duetime_now()
+    next_attempt_time = coalesce(u.not_before, r.next_attempt_time),
+    update_time = (SELECT duetime_now())
 FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::text[],
             $6::timestamptz[])
      AS u(run_id, nominal_time, reason, quota_limit, reason_detail, not_before)
@@ -232,12 +237,13 @@ WITH req AS (
            a.outcome IN ('LEASE_EXPIRED', 'TIMED_OUT')
                AND a.end_time >= least(a.lease_expire_time, a.deadline) AS reaped,
            j.state AS job_state,
-           a.early AND a.start_time > duetime_now() AND j.state = 'PAUSED' AS paused_unbegun,
-           a.lease_expire_time < duetime_now() + $4::interval * 2 / 3
+           a.early AND a.start_time > (SELECT duetime_now()) AND j.state = 'PAUSED'
+               AS paused_unbegun,
+           a.lease_expire_time < (SELECT duetime_now()) + $4::interval * 2 / 3
                OR (req.call IS NOT NULL AND a.call_progress IS DISTINCT FROM
                    CASE WHEN req.call = 'BEGUN' THEN 'BEGUN'
                         ELSE coalesce(a.call_progress, req.call) END)
-               OR (a.early AND a.start_time <= duetime_now() + interval '2 seconds'
+               OR (a.early AND a.start_time <= (SELECT duetime_now()) + interval '2 seconds'
                    AND (a.beat_time IS NULL OR a.beat_time < a.start_time - interval '2 seconds'))
                AS to_write
     FROM req
@@ -261,8 +267,8 @@ WITH req AS (
     FOR UPDATE OF a
 ), renewed AS (
     UPDATE attempts a
-    SET lease_expire_time = greatest(a.lease_expire_time, duetime_now() + $4::interval),
-        beat_time = duetime_now(),
+    SET lease_expire_time = greatest(a.lease_expire_time, (SELECT duetime_now()) + $4::interval),
+        beat_time = (SELECT duetime_now()),
         call_progress = CASE WHEN locked.call = 'BEGUN' THEN 'BEGUN'
                              ELSE coalesce(a.call_progress, locked.call) END
     FROM locked
@@ -277,7 +283,7 @@ SELECT req.ord, req.run_id, req.number,
        coalesce(cur.paused_unbegun, false) AS job_paused,
        CASE WHEN held.to_write THEN renewed.lease_expire_time
             ELSE held.lease_expire_time END AS lease_expire_time,
-       duetime_now() AS now
+       (SELECT duetime_now()) AS now
 FROM req
 LEFT JOIN cur ON cur.ord = req.ord
 LEFT JOIN held ON held.ord = req.ord
@@ -288,12 +294,12 @@ ORDER BY req.ord;
 -- RETRY_WAIT runs of the owned partitions due within the look-ahead, locked for the caller to
 -- admit to dispatch (queued again, or held by the team's quota); they keep next_attempt_time,
 -- and StartAttempt does not start them before it.
-SELECT r.*, duetime_now() AS now,
+SELECT r.*, (SELECT duetime_now()) AS now,
        (SELECT v.spec->'target'->>'kind' FROM job_versions v
         WHERE v.job_id = r.job_id AND v.version = r.job_version) AS target_kind
 FROM runs r
 WHERE r.partition = ANY($1::integer[]) AND r.state = 'RETRY_WAIT'
-  AND r.next_attempt_time <= duetime_now() + $2::interval
+  AND r.next_attempt_time <= (SELECT duetime_now()) + $2::interval
 ORDER BY r.next_attempt_time
 LIMIT $3
 FOR UPDATE SKIP LOCKED;
@@ -306,13 +312,13 @@ FOR UPDATE SKIP LOCKED;
 WITH expired AS (
     (SELECT run_id, nominal_time, number FROM attempts
      WHERE partition = ANY($1::integer[]) AND end_time IS NULL
-       AND lease_expire_time <= duetime_now()
+       AND lease_expire_time <= (SELECT duetime_now())
      ORDER BY lease_expire_time
      LIMIT $2)
     UNION
     (SELECT run_id, nominal_time, number FROM attempts
      WHERE partition = ANY($1::integer[]) AND end_time IS NULL
-       AND deadline <= duetime_now()
+       AND deadline <= (SELECT duetime_now())
      ORDER BY deadline
      LIMIT $2)
 )
@@ -336,7 +342,7 @@ SELECT job_id, state FROM jobs WHERE job_id = ANY($1::uuid[]) ORDER BY job_id FO
 -- Re-read at the row under its lock: a heartbeat that renewed the lease since the scan wins.
 -- An attempt started ahead of its time that no beat renewed from 2 s before its call time on
 -- never began its call (its worker calls only after such a beat).
-SELECT lease_expire_time, deadline, cancel_reason, call_progress, duetime_now() AS now,
+SELECT lease_expire_time, deadline, cancel_reason, call_progress, (SELECT duetime_now()) AS now,
        early AND (beat_time IS NULL OR beat_time < start_time - interval '2 seconds')
            AS never_called
 FROM attempts

@@ -30,7 +30,7 @@ SELECT u.team_id, u.stored_jobs, u.dispatched - f.finished AS in_flight, u.held,
        coalesce(t.max_running, d.max_running) AS max_running,
        coalesce(t.max_priority, d.max_priority) AS max_priority,
        coalesce(t.weight, d.weight) AS weight,
-       duetime_now() AS now
+       (SELECT duetime_now()) AS now
 FROM team_usage u
 JOIN team_runs_done f ON f.team_id = u.team_id
 JOIN teams t ON t.team_id = u.team_id
@@ -85,6 +85,7 @@ FROM unnest($1::uuid[]) AS j(job_id);
 -- name: dispatch_missed
 -- Held runs past their misfire threshold that their policy does not run.
 UPDATE runs r
-SET state = 'MISSED', reason = 'MISFIRE', reason_detail = u.detail, update_time = duetime_now()
+SET state = 'MISSED', reason = 'MISFIRE', reason_detail = u.detail,
+    update_time = (SELECT duetime_now())
 FROM unnest($1::uuid[], $2::timestamptz[], $3::text[]) AS u(run_id, nominal_time, detail)
 WHERE r.run_id = u.run_id AND r.nominal_time = u.nominal_time;

@@ -20,7 +20,7 @@ DELETE FROM outbox WHERE id = ANY($1::bigint[]);
 -- name: relay_outbox_oldest
 -- When the oldest pending row for the topics $1 was written (no row when there is none): a
 -- walk from the head of the primary key, which stops at the first such row.
-SELECT create_time, duetime_now() AS now FROM outbox
+SELECT create_time, (SELECT duetime_now()) AS now FROM outbox
 WHERE topic = ANY($1::text[])
 ORDER BY id
 LIMIT 1;
@@ -36,17 +36,17 @@ LIMIT 1;
 -- next pass waits at least another $1 before it may re-enqueue the same run.
 --
 UPDATE runs r
-SET update_time = duetime_now()
+SET update_time = (SELECT duetime_now())
 FROM (
     SELECT q.run_id, q.nominal_time
     FROM runs q
     WHERE q.state = 'QUEUED'
-      AND q.effective_time < duetime_now() - $1::interval
-      AND greatest(q.effective_time, q.next_attempt_time) < duetime_now() - $1::interval
+      AND q.effective_time < (SELECT duetime_now()) - $1::interval
+      AND greatest(q.effective_time, q.next_attempt_time) < (SELECT duetime_now()) - $1::interval
       -- Untouched for $1, or for as long as the run had already waited when it was last
       -- re-enqueued (capped at $4): the spacing doubles while a run stays stuck, so a fleet of
       -- workers down for an hour costs a few duplicates per run, not one a minute.
-      AND q.update_time < duetime_now() - greatest($1::interval, least($4::interval,
+      AND q.update_time < (SELECT duetime_now()) - greatest($1::interval, least($4::interval,
               q.update_time - greatest(q.effective_time, q.next_attempt_time)))
       AND NOT EXISTS (
           SELECT 1 FROM outbox o WHERE o.run_id = q.run_id AND o.topic = ANY($3::text[])
@@ -57,7 +57,7 @@ FROM (
 ) stuck
 WHERE r.run_id = stuck.run_id AND r.nominal_time = stuck.nominal_time
 RETURNING r.run_id, r.job_id, r.nominal_time, r.origin, r.team_id, r.effective_time,
-          r.priority, r.traceparent, duetime_now() AS now,
+          r.priority, r.traceparent, (SELECT duetime_now()) AS now,
           (SELECT v.spec->'target'->>'kind' FROM job_versions v
            WHERE v.job_id = r.job_id AND v.version = r.job_version) AS target_kind;
 
@@ -69,4 +69,4 @@ RETURNING r.run_id, r.job_id, r.nominal_time, r.origin, r.team_id, r.effective_t
 SELECT (SELECT count(*) FROM (SELECT 1 FROM outbox LIMIT $1) capped) AS counted,
        (SELECT max(id) - min(id) + 1 FROM outbox) AS id_span,
        (SELECT create_time FROM outbox ORDER BY id LIMIT 1) AS oldest,
-       duetime_now() AS now;
+       (SELECT duetime_now()) AS now;

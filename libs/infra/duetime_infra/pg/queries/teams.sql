@@ -28,7 +28,7 @@ SELECT t.team_id, t.display_name, t.notification_url, t.create_time,
        coalesce(t.max_priority, d.max_priority) AS max_priority,
        coalesce(t.weight, d.weight) AS weight,
        u.stored_jobs, u.dispatched - f.finished AS in_flight, u.held, u.rate_tat,
-       duetime_now() AS now
+       (SELECT duetime_now()) AS now
 FROM teams t
 CROSS JOIN quota_defaults d
 JOIN team_usage u ON u.team_id = t.team_id
@@ -56,7 +56,7 @@ SET max_stored_jobs = CASE WHEN $2 THEN $3 ELSE max_stored_jobs END,
     max_running = CASE WHEN $8 THEN $9 ELSE max_running END,
     max_priority = CASE WHEN $10 THEN $11 ELSE max_priority END,
     weight = CASE WHEN $12 THEN $13::integer ELSE weight END,
-    quota_update_time = duetime_now()
+    quota_update_time = (SELECT duetime_now())
 WHERE team_id = $1
 RETURNING team_id;
 
@@ -72,7 +72,7 @@ SET max_stored_jobs = CASE WHEN $1 THEN $2 ELSE max_stored_jobs END,
     max_running = CASE WHEN $7 THEN $8 ELSE max_running END,
     max_priority = CASE WHEN $9 THEN $10 ELSE max_priority END,
     weight = CASE WHEN $11 THEN $12::integer ELSE weight END,
-    update_time = duetime_now()
+    update_time = (SELECT duetime_now())
 RETURNING *;
 
 -- name: token_insert
@@ -90,11 +90,11 @@ LIMIT $5;
 
 -- name: token_revoke
 -- Revokes by id; the token as it is (already revoked: unchanged).
-UPDATE api_tokens SET revoke_time = coalesce(revoke_time, duetime_now())
+UPDATE api_tokens SET revoke_time = coalesce(revoke_time, (SELECT duetime_now()))
 WHERE token_id = $1
 RETURNING token_id, role, team_id, description, create_time, revoke_time;
 
 -- name: token_revoke_by_secret
-UPDATE api_tokens SET revoke_time = coalesce(revoke_time, duetime_now())
+UPDATE api_tokens SET revoke_time = coalesce(revoke_time, (SELECT duetime_now()))
 WHERE token_sha256 = $1
 RETURNING token_id;
