@@ -753,7 +753,8 @@ async def _run_within_lease(active: ActiveAttempt) -> None:
             break
         # asyncio.wait: a cancelled target task is an outcome here, not our cancellation.
         await asyncio.wait([task], timeout=None if left == math.inf else left)
-    await asyncio.wait([task])
+    if not task.done():  # cancelled above: its outcome is awaited too
+        await asyncio.wait([task])
 
 
 def _outcome_of(active: ActiveAttempt) -> Outcome:

@@ -286,12 +286,14 @@ class AttemptCalls:
         async def batch(
             reports: Sequence[ReportEntry],
         ) -> Sequence[pb.CompleteAttemptResponse | Exception]:
+            request = pb.CompleteAttemptsRequest()
+            for report, attempt, traceparent in reports:
+                # Filled in place: a message given as a keyword is copied once more.
+                request.reports.add(attempt=attempt, traceparent=traceparent).report.CopyFrom(
+                    report
+                )
             answer: pb.CompleteAttemptsResponse = await self._stub.CompleteAttempts(
-                pb.CompleteAttemptsRequest(
-                    reports=[
-                        pb.AttemptReport(report=r, attempt=n, traceparent=t) for r, n, t in reports
-                    ]
-                ),
+                request,
                 metadata=self._metadata,
                 timeout=self._timeout,
             )
