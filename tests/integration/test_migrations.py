@@ -67,6 +67,17 @@ async def test_apply_to_empty_database_then_again(empty_db: asyncpg.Connection) 
     by_run_id = [r["indexname"] for r in runs if r["indexdef"].endswith("(run_id)")]
     assert by_run_id == []
     assert any(r["indexname"] == "runs_pkey" for r in runs)
+    # Retries are found by time, through an index built partition by partition (index_build).
+    retry = {
+        r["indexname"]: r["indexdef"] for r in runs if "(state = 'RETRY_WAIT'" in r["indexdef"]
+    }
+    assert list(retry) == ["runs_retry_due_time_idx"]
+    assert (
+        "(next_attempt_time) WHERE (state = 'RETRY_WAIT'::text)" in retry["runs_retry_due_time_idx"]
+    )
+    assert await empty_db.fetchval(
+        "SELECT indisvalid FROM pg_index WHERE indexrelid = 'runs_retry_due_time_idx'::regclass"
+    )
 
 
 def test_the_build_ships_the_migrations_it_was_written_for() -> None:

@@ -7,16 +7,20 @@ a wider constraint) leaves every earlier build working, so a build accepts any n
 unless a contract migration says otherwise. A contract migration declares, in a line
 ``-- compatible-from: N``, the oldest build (by the schema version it was written for) that
 still works against it; the database keeps the highest such declaration, so an old build that
-has never seen the contract migration's file still learns that it must not start.
+has never seen the contract migration's file still learns that it must not start. Indexes a
+migration names in ``-- build-concurrently:`` lines are built first, without blocking writes
+(``index_build``).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import logging
 import re
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib import resources
 
@@ -24,6 +28,7 @@ import asyncpg
 
 from duetime_core.backoff import DoublingBackoff
 from duetime_core.errors import FailedPrecondition
+from duetime_infra.pg.index_build import IndexBuild, build_index, index_builds
 from duetime_infra.pg.pool import Conn, connect
 from duetime_infra.tls import postgres_tls_from_env
 
@@ -37,9 +42,9 @@ _COMPATIBLE_FROM = re.compile(r"^-- compatible-from: (\d+)$", re.MULTILINE)
 # The schema version this build was written for (its newest migration), and the oldest schema
 # its queries work against: they use the HANDED_BACK outcome (2), runs.budget_start_attempt
 # (3), the team quotas, usage and held runs (4) and attempts.call_progress (5), so the database
-# must be migrated before this build is deployed; 6 (the reaper's indexes by time) and 7 (no
-# second index on run_id) only make them faster.
-BUILD_SCHEMA_VERSION = 7
+# must be migrated before this build is deployed; 6 (the reaper's indexes by time), 7 (no
+# second index on run_id) and 8 (retries by time) only make them faster.
+BUILD_SCHEMA_VERSION = 8
 MIN_SUPPORTED_VERSION = 5
 
 
@@ -77,21 +82,13 @@ LOCK_TIMEOUT_SECONDS = 2.0
 LOCK_PATIENCE_SECONDS = 600.0
 
 
-async def _apply_one(conn: Conn, migration: Migration, lock_timeout: float) -> None:
+async def _patiently(migration: Migration, step: Callable[[], Awaitable[None]]) -> None:
+    """``step``, tried again with backoff while its locks are not granted in time."""
     deadline = time.monotonic() + LOCK_PATIENCE_SECONDS
     pauses = DoublingBackoff(0.1, 5.0)
     while True:
         try:
-            async with conn.transaction():
-                await conn.execute(f"SET LOCAL lock_timeout = '{int(lock_timeout * 1000)}ms'")
-                await conn.execute(migration.sql)
-                await conn.execute(
-                    """INSERT INTO duetime_schema_migrations (version, name, compatible_from)
-                       VALUES ($1, $2, $3)""",
-                    migration.version,
-                    migration.name,
-                    migration.compatible_from,
-                )
+            await step()
             return
         except asyncpg.LockNotAvailableError:
             pause = pauses.next()
@@ -104,13 +101,52 @@ async def _apply_one(conn: Conn, migration: Migration, lock_timeout: float) -> N
             await asyncio.sleep(pause)
 
 
+async def _apply_one(conn: Conn, migration: Migration, lock_timeout: float) -> None:
+    """The migration's concurrent index builds (``index_build``), each outside a transaction,
+    then its SQL and its record in one transaction."""
+    timeout = f"{int(lock_timeout * 1000)}ms"
+
+    async def build(index: IndexBuild) -> None:
+        await conn.execute(f"SET lock_timeout = '{timeout}'")
+        try:
+            await build_index(conn, index)
+        finally:
+            await conn.execute("RESET lock_timeout")
+
+    async def apply() -> None:
+        async with conn.transaction():
+            await conn.execute(f"SET LOCAL lock_timeout = '{timeout}'")
+            await conn.execute(migration.sql)
+            await conn.execute(
+                """INSERT INTO duetime_schema_migrations (version, name, compatible_from)
+                   VALUES ($1, $2, $3)""",
+                migration.version,
+                migration.name,
+                migration.compatible_from,
+            )
+
+    for index in index_builds(migration.sql):
+        await _patiently(migration, functools.partial(build, index))
+    await _patiently(migration, apply)
+
+
+async def _lock(conn: Conn) -> None:
+    """The migration lock, asked for again until granted: a statement waiting for it would
+    hold a snapshot, for which the holder's concurrent index builds would wait in turn."""
+    pauses = DoublingBackoff(0.05, 1.0)
+    # Polled: the lock is another process's, with no event to wait on.
+    while not await conn.fetchval("SELECT pg_try_advisory_lock($1)", _MIGRATION_LOCK):  # noqa: ASYNC110
+        await asyncio.sleep(pauses.next())
+
+
 async def apply_migrations(
     conn: Conn, *, up_to: int | None = None, lock_timeout: float = LOCK_TIMEOUT_SECONDS
 ) -> list[int]:
-    """Applies every pending migration (through ``up_to``), each in its own transaction whose
-    lock requests give way after ``lock_timeout`` and are tried again; returns those applied."""
+    """Applies every pending migration (through ``up_to``), each in its own transaction (its
+    concurrent index builds before it) whose lock requests give way after ``lock_timeout`` and
+    are tried again; returns those applied."""
     applied_now: list[int] = []
-    await conn.execute("SELECT pg_advisory_lock($1)", _MIGRATION_LOCK)
+    await _lock(conn)
     try:
         await conn.execute(
             """CREATE TABLE IF NOT EXISTS duetime_schema_migrations (
