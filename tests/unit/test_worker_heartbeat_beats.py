@@ -11,6 +11,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_worker.heartbeat import ActiveAttempt, Heartbeats
 from duetime_worker.outcome import Outcome
+from tests.support.polling import throughout
 
 
 class Stream:
@@ -216,6 +217,43 @@ async def test_a_caller_listed_in_a_beat_a_broken_stream_lost_is_listed_again() 
             assert not caller.done()
             stub.streams[1].release()
             await caller
+    finally:
+        stopping.set()
+        await running
+        held.cancel()
+
+
+async def test_a_full_beat_waits_while_the_worker_is_busy_and_the_leases_allow() -> None:
+    stream = Stream()
+    beats = Heartbeats(cast(Any, Stub(stream)), "w-1", (), interval=0.6, full_beat_hold=1.5)
+    busy = False
+    beats.hold_full_beats(lambda: busy)
+    held = cast("asyncio.Task[Outcome]", asyncio.create_task(asyncio.sleep(math.inf)))
+    beats.add(ActiveAttempt("long", 1, held, lease_deadline=math.inf))
+    stopping = asyncio.Event()
+    running = asyncio.create_task(beats.run(stopping))
+    loop = asyncio.get_running_loop()
+    try:
+        async with asyncio.timeout(5):
+            assert listed(await stream.beats.get()) == ["long"]  # a new stream's, at once
+            first = loop.time()
+            busy = True  # e.g. a herd's calls wait to go out
+            # The next full beat (0.6 s after the first) waits while the worker is busy...
+            await throughout(stream.beats.empty, 0.9, "no full beat while busy")
+            # ...and goes once it is not.
+            busy = False
+            assert listed(await stream.beats.get()) == ["long"]
+            assert loop.time() - first < 1.5
+            # Held for full_beat_hold at most (0.6 s + 1.5 s after the last one).
+            last = loop.time()
+            busy = True
+            assert listed(await stream.beats.get()) == ["long"]
+            assert 2.0 <= loop.time() - last < 2.6
+            # A lease that would run out within an interval is renewed on time.
+            beats.add(ActiveAttempt("short", 1, held, lease_deadline=loop.time() + 0.5))
+            added = loop.time()
+            assert listed(await stream.beats.get()) == ["long", "short"]
+            assert loop.time() - added < 0.5
     finally:
         stopping.set()
         await running

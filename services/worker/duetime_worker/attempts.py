@@ -246,16 +246,24 @@ class Executor:
         # execution slots, which go to runs whose time has come.
         self._early = Permits(early)
         self._backlog = CallBacklog()
+        # Attempts whose call is over and whose report is not yet done.
+        self._reporting = 0
         self._clock = ServerClock()
         self._executed = RecentKeys(EXECUTED_MEMORY)
         self._worker_id = worker_id
         self._metadata = tuple(metadata)
         self._heartbeats = heartbeats
+        heartbeats.hold_full_beats(self._busy)
         self._http = http
         self._launcher = launcher
         self._stopping = asyncio.Event()
         # Per-run starts and successes are counted, not logged: see ``tally``.
         self.tally = AttemptTally()
+
+    def _busy(self) -> bool:
+        """Busy with a herd: calls wait to go out, or reports to be sent (full heartbeats wait
+        meanwhile); never once stopping."""
+        return not self._stopping.is_set() and (self._backlog.holding or self._reporting > 0)
 
     def stop(self) -> None:
         """Nothing starts from now on (see the module's doc); running attempts go on, for the
@@ -547,7 +555,11 @@ class Executor:
         try:
             await _run_within_lease(active)
             call_ended()
-            await self._report(active, started)
+            self._reporting += 1
+            try:
+                await self._report(active, started)
+            finally:
+                self._reporting -= 1
         finally:
             task.cancel()
             self._heartbeats.remove(active)

@@ -2,10 +2,11 @@
 yet (waiting for the event loop, or for one of the host's pooled connections).
 
 While there is one, a herd's calls are still being made on this worker, and a report that
-may wait does (``passed``): after the instant the reports' RPCs, and the scheduler's and
-PostgreSQL's work for them, would take CPU from calls that are already late. Waiting reports
-go together once the backlog is gone, in fuller batches; each waits at most the time given
-(its run counts against its team's running limit meanwhile, as it did while its call ran).
+may wait does (``passed``), as does a full heartbeat (``heartbeat``): after the instant their
+RPCs, and the scheduler's and PostgreSQL's work for them, would take CPU from calls that are
+already late. Waiting reports go together once the backlog is gone, in fuller batches; each
+waits at most the time given (its run counts against its team's running limit meanwhile, as it
+did while its call ran).
 """
 
 from __future__ import annotations
@@ -24,6 +25,12 @@ class CallBacklog:
     @property
     def waiting(self) -> int:
         return self._waiting
+
+    @property
+    def holding(self) -> bool:
+        """Whether work that may wait does (``passed``): calls wait to go out, and the worker
+        is not stopping."""
+        return self._waiting > 0 and not self._closed
 
     def due(self) -> Callable[[], None]:
         """Counts one call whose time has come; the callable returned says it went out (or
@@ -46,7 +53,7 @@ class CallBacklog:
     async def passed(self, longest: float) -> None:
         """Returns once no call is waiting to go out, at the latest after ``longest`` seconds
         (at once when closed)."""
-        if self._clear.is_set() or self._closed or longest <= 0:
+        if not self.holding or longest <= 0:
             return
         try:
             async with asyncio.timeout(longest):

@@ -1,8 +1,11 @@
 """One bidirectional Heartbeat stream per worker, for the worker's life.
 
 Every interval (and half an interval after an attempt is added) it sends all the worker's active
-attempts, which renews their leases; a CANCEL directive cancels that attempt's task. A call
-about to begin asks for a beat of its own (``fresh``): such a beat goes within
+attempts, which renews their leases; a CANCEL directive cancels that attempt's task. While the
+worker is busy with a herd (``hold_full_beats``: calls due to go out, reports to send), a full
+beat waits, for ``FULL_BEAT_HOLD`` at most and only while every lease has more than an interval
+left: it would take CPU from calls already late, and most of the attempts it lists end
+meanwhile. A call about to begin asks for a beat of its own (``fresh``): such a beat goes within
 ``URGENT_SPACING`` and lists only the attempts of callers no beat listed yet, so that a call
 beside thousands of held attempts does not wait for a beat that lists them all, nor a herd's
 later callers for beats that list its earlier ones again. A broken stream, or one whose beat
@@ -28,7 +31,7 @@ import collections
 import contextlib
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,11 +51,17 @@ Key = tuple[str, int]
 # calls of a herd ask over some tens of milliseconds, and share a beat rather than each
 # sending one that lists every attempt.
 URGENT_SPACING = 0.1
+# How long at most a full beat waits while the worker is busy with a herd (see the module).
+FULL_BEAT_HOLD = 5.0
 # A beat not answered within this long breaks the stream (see ``_check_answered``).
 ANSWER_TIMEOUT = 10.0
 # A broken stream is opened again after this long, doubling up to ``max_backoff`` while the
 # streams keep breaking before a beat is sent (exact delays, no jitter).
 FIRST_RECONNECT = 0.1
+
+
+def _idle() -> bool:
+    return False
 
 
 def lease_length(lease_expire_time: Timestamp, server_time: Timestamp) -> float:
@@ -138,6 +147,7 @@ class Heartbeats:
         *,
         max_backoff: float = 5.0,
         answer_timeout: float = ANSWER_TIMEOUT,
+        full_beat_hold: float = FULL_BEAT_HOLD,
     ) -> None:
         self._stub = stub
         self._worker_id = worker_id
@@ -145,6 +155,8 @@ class Heartbeats:
         self._interval = interval
         self._max_backoff = max_backoff
         self._answer_timeout = answer_timeout
+        self._busy: Callable[[], bool] = _idle
+        self._full_beat_hold = full_beat_hold
         # The shortest lease a beat's answer granted so far (seconds).
         self._lease_seen = math.inf
         self._active: dict[Key, ActiveAttempt] = {}
@@ -164,6 +176,10 @@ class Heartbeats:
     @property
     def active(self) -> list[ActiveAttempt]:
         return list(self._active.values())
+
+    def hold_full_beats(self, busy: Callable[[], bool]) -> None:
+        """Full beats wait while ``busy()`` says so (see the module)."""
+        self._busy = busy
 
     def add(self, attempt: ActiveAttempt) -> None:
         self._active[attempt.key] = attempt
@@ -236,18 +252,31 @@ class Heartbeats:
             ],
         )
 
-    def _next_beat(self, last_full: float) -> tuple[float, bool]:
+    def _next_beat(self, last_full: float, now: float) -> tuple[float, bool]:
         """When the next beat goes (loop time) and whether it lists every attempt. A full beat
         comes an interval after the last, or half an interval after it once an attempt was
         added (a herd of starts must not become one beat per start, each listing every
-        attempt). A caller of ``fresh`` gets a beat of its own sooner, ``URGENT_SPACING``
-        after the last beat."""
+        attempt), later while the worker is busy (``_held``). A caller of ``fresh``
+        gets a beat of its own sooner, ``URGENT_SPACING`` after the last beat."""
         full_at = last_full + (self._interval / 2 if self._added else self._interval)
+        if full_at <= now and self._held(full_at, now):
+            full_at = now + URGENT_SPACING  # asked again then
         if self._fresh_wanted():
             urgent_at = self._last_sent + URGENT_SPACING
             if urgent_at < full_at:
                 return urgent_at, False
         return full_at, True
+
+    def _held(self, due: float, now: float) -> bool:
+        """Whether a full beat due at ``due`` waits for the worker to be less busy: for
+        ``full_beat_hold`` at most, and only while every lease has more than an interval
+        left."""
+        if not self._busy():
+            return False
+        if now - due >= self._full_beat_hold:
+            return False
+        soonest = min((a.lease_deadline for a in self._active.values()), default=math.inf)
+        return soonest - now > self._interval
 
     async def _send(self, call: Any, now: float, full: bool) -> None:
         callers = self._list_fresh(self.beats)
@@ -332,7 +361,7 @@ class Heartbeats:
             try:
                 last_full = -math.inf  # a full beat at once on a new stream
                 while True:
-                    send_at, full = self._next_beat(last_full)
+                    send_at, full = self._next_beat(last_full, loop.time())
                     wait = send_at - loop.time()
                     if self._unanswered:  # an answer overdue breaks the stream, below
                         wait = min(wait, self._unanswered[0][0] + self._patience - loop.time())
@@ -350,8 +379,11 @@ class Heartbeats:
                         if stop_wait in done:
                             return
                     self._check_answered(loop.time())
+                    # Asked again: woken, the next beat's time may have moved (or a full beat
+                    # may be held longer).
+                    send_at, full = self._next_beat(last_full, loop.time())
                     if loop.time() < send_at:
-                        continue  # woken (the next beat's time may have moved), or a check
+                        continue
                     now = loop.time()
                     if full:
                         last_full, self._added = now, False
