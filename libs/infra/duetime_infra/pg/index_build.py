@@ -87,6 +87,7 @@ async def _build_concurrently(conn: Conn, name: str, table: str, definition: str
 
 
 def _child_name(partition: str, index: str) -> str:
+    """A partition's index, named as the table's: runs_20261130_retry_due_time_idx."""
     name = f"{partition}_{index.removeprefix(partition.split('_')[0] + '_')}"
     if len(name) > _LONGEST_NAME:
         raise ValueError(f"index name {name!r} longer than {_LONGEST_NAME} characters")
