@@ -249,8 +249,8 @@ async def test_a_full_beat_waits_while_the_worker_is_busy_and_the_leases_allow()
             busy = True
             assert listed(await stream.beats.get()) == ["long"]
             assert 2.0 <= loop.time() - last < 2.6
-            # A lease that would run out within an interval is renewed on time.
-            beats.add(ActiveAttempt("short", 1, held, lease_deadline=loop.time() + 0.5))
+            # A lease that would run out within two intervals is renewed on time.
+            beats.add(ActiveAttempt("short", 1, held, lease_deadline=loop.time() + 1.4))
             added = loop.time()
             assert listed(await stream.beats.get()) == ["long", "short"]
             assert loop.time() - added < 0.5

@@ -3,12 +3,13 @@
 Every interval (and half an interval after an attempt is added) it sends all the worker's active
 attempts, which renews their leases; a CANCEL directive cancels that attempt's task. While the
 worker is busy with a herd (``hold_full_beats``: calls due to go out, reports to send), a full
-beat waits, for ``FULL_BEAT_HOLD`` at most and only while every lease has more than an interval
-left: it would take CPU from calls already late, and most of the attempts it lists end
-meanwhile. A call about to begin asks for a beat of its own (``fresh``): such a beat goes within
-``URGENT_SPACING`` and lists only the attempts of callers no beat listed yet, so that a call
-beside thousands of held attempts does not wait for a beat that lists them all, nor a herd's
-later callers for beats that list its earlier ones again. A broken stream, or one whose beat
+beat waits, for ``FULL_BEAT_HOLD`` at most and only while every lease has more than two
+intervals left (a beat on time finds that much of the three intervals advised): it would take
+CPU from calls already late, and most of the attempts it lists end meanwhile. A call about to
+begin asks for a beat of its own (``fresh``): such a beat goes within ``URGENT_SPACING`` and
+lists only the attempts of callers no beat listed yet, so that a call beside thousands of held
+attempts does not wait for a beat that lists them all, nor a herd's later callers for beats
+that list its earlier ones again. A broken stream, or one whose beat
 goes unanswered for ``ANSWER_TIMEOUT`` (a frozen scheduler), is opened again with backoff, on
 the channel's next reachable scheduler; the attempts stay registered meanwhile.
 
@@ -269,14 +270,14 @@ class Heartbeats:
 
     def _held(self, due: float, now: float) -> bool:
         """Whether a full beat due at ``due`` waits for the worker to be less busy: for
-        ``full_beat_hold`` at most, and only while every lease has more than an interval
+        ``full_beat_hold`` at most, and only while every lease has more than two intervals
         left."""
         if not self._busy():
             return False
         if now - due >= self._full_beat_hold:
             return False
         soonest = min((a.lease_deadline for a in self._active.values()), default=math.inf)
-        return soonest - now > self._interval
+        return soonest - now > 2 * self._interval
 
     async def _send(self, call: Any, now: float, full: bool) -> None:
         callers = self._list_fresh(self.beats)
