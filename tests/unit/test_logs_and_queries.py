@@ -1,5 +1,5 @@
 """Log lines carry the current trace, and named queries are sent in a shape that names their
-spans and shows in pg_stat_activity."""
+spans and shows in pg_stat_activity, reading the clock once a statement."""
 
 from __future__ import annotations
 
@@ -40,3 +40,13 @@ def test_every_query_is_sent_as_its_name_then_a_statement() -> None:
         assert match is not None, name
         assert match[1] == name
         assert match[2].upper() in {"SELECT", "INSERT", "UPDATE", "DELETE", "WITH", "SET"}, name
+
+
+def test_every_query_reads_the_clock_once_a_statement() -> None:
+    # duetime_now() is a SQL function PostgreSQL does not inline: written bare it runs for
+    # every row; as (SELECT duetime_now()) it is evaluated once (attempts.sql says why).
+    for name, text in queries().items():
+        code = "\n".join(line.split("--")[0] for line in text.splitlines())
+        if code.strip() == f"/* {name} */ SELECT duetime_now();":
+            continue
+        assert "duetime_now()" not in code.replace("(SELECT duetime_now())", ""), name
