@@ -28,7 +28,7 @@ async def test_a_wait_ends_after_the_longest_time_given() -> None:
     backlog.due()
     started = time.monotonic()
     await asyncio.wait_for(backlog.passed(0.2), 5)
-    assert time.monotonic() - started >= 0.2
+    assert time.monotonic() - started >= 0.199
     assert backlog.waiting == 1
 
 
@@ -42,3 +42,20 @@ async def test_nothing_waits_without_a_backlog_or_once_closed() -> None:
     await asyncio.wait_for(waiting, 1)
     backlog.due()
     await asyncio.wait_for(backlog.passed(30), 1)
+
+
+async def test_each_wait_ends_at_its_own_time_and_a_cancelled_one_is_dropped() -> None:
+    backlog = CallBacklog()
+    backlog.due()
+    long = asyncio.create_task(backlog.passed(30))
+    cancelled = asyncio.create_task(backlog.passed(0.05))
+    short = asyncio.create_task(backlog.passed(0.1))
+    await asyncio.sleep(0)
+    cancelled.cancel()
+    started = time.monotonic()
+    await asyncio.wait_for(short, 5)
+    assert time.monotonic() - started >= 0.09
+    assert cancelled.cancelled()
+    assert not long.done()
+    backlog.close()
+    await asyncio.wait_for(long, 1)

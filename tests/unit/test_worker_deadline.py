@@ -13,3 +13,11 @@ def test_the_headers_carry_the_deadline_and_the_seconds_left() -> None:
         "Duetime-Deadline-Seconds": "5.250",
     }
     assert deadline.http_headers(now=1_796_000_010.0)["Duetime-Deadline-Seconds"] == "0.000"
+
+
+def test_the_deadline_is_rfc3339_truncated_to_the_millisecond() -> None:
+    assert Deadline(1_796_000_000.0).rfc3339 == "2026-11-30T00:53:20Z"
+    assert Deadline(1_796_000_000.1009).rfc3339 == "2026-11-30T00:53:20.1Z"
+    assert Deadline(1_796_000_000.0129).rfc3339 == "2026-11-30T00:53:20.012Z"
+    assert Deadline(1_796_000_039.9999).rfc3339 == "2026-11-30T00:53:59.999Z"
+    assert Deadline(1_796_000_040.0).rfc3339 == "2026-11-30T00:54:00Z"

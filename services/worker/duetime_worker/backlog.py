@@ -12,15 +12,25 @@ did while its call ran).
 from __future__ import annotations
 
 import asyncio
+import heapq
+import math
 from collections.abc import Callable
+
+# uvloop's clock and timers count whole milliseconds: a wait ends up to one early rather than
+# have its timer come back again and again within the millisecond.
+_RESOLUTION = 0.001
 
 
 class CallBacklog:
     def __init__(self) -> None:
         self._waiting = 0
-        self._clear = asyncio.Event()
-        self._clear.set()
         self._closed = False
+        # The waits in ``passed``: each a future, in a heap by its end under one timer of the
+        # loop. A herd holds thousands of them at once, and a timer and an Event wait each
+        # cost several times the future.
+        self._ends: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = math.inf
 
     @property
     def waiting(self) -> int:
@@ -36,7 +46,6 @@ class CallBacklog:
         """Counts one call whose time has come; the callable returned says it went out (or
         ended without going out), and counts only once."""
         self._waiting += 1
-        self._clear.clear()
         done = False
 
         def sent() -> None:
@@ -46,7 +55,7 @@ class CallBacklog:
             done = True
             self._waiting -= 1
             if self._waiting == 0:
-                self._clear.set()
+                self._release()
 
         return sent
 
@@ -55,13 +64,42 @@ class CallBacklog:
         (at once when closed)."""
         if not self.holding or longest <= 0:
             return
-        try:
-            async with asyncio.timeout(longest):
-                await self._clear.wait()
-        except TimeoutError:
-            pass
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        end = loop.time() + longest
+        heapq.heappush(self._ends, (end, id(waiter), waiter))
+        if end < self._timer_at:
+            self._wake_at(loop, end)
+        await waiter
 
     def close(self) -> None:
         """Nothing waits from now on (a stopping worker reports at once)."""
         self._closed = True
-        self._clear.set()
+        self._release()
+
+    def _release(self) -> None:
+        """Ends every wait."""
+        for _, _, waiter in self._ends:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._ends.clear()
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer, self._timer_at = None, math.inf
+
+    def _wake_at(self, loop: asyncio.AbstractEventLoop, when: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer, self._timer_at = loop.call_at(when, self._expire), when
+
+    def _expire(self) -> None:
+        """Ends the waits whose time is up; the timer is set again for the next."""
+        self._timer, self._timer_at = None, math.inf
+        loop = asyncio.get_running_loop()
+        now = loop.time() + _RESOLUTION
+        while self._ends and self._ends[0][0] <= now:
+            _, _, waiter = heapq.heappop(self._ends)
+            if not waiter.done():
+                waiter.set_result(None)
+        if self._ends:
+            self._wake_at(loop, self._ends[0][0])
