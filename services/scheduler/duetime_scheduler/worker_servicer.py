@@ -347,7 +347,9 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
         self, request: pb.StartAttemptsRequest, context: Context
     ) -> pb.StartAttemptsResponse:
         _check_batch("starts", len(request.starts))
-        results = [pb.StartAttemptsResult() for _ in request.starts]
+        # Filled in place: results given as a keyword are copied once more.
+        answer_batch = pb.StartAttemptsResponse()
+        results = [answer_batch.results.add() for _ in request.starts]
         valid: list[tuple[int, StartRequest]] = []
         for i, start in enumerate(request.starts):
             violations: list[FieldViolation] = []
@@ -381,13 +383,14 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
                         {ATTEMPT: answer.attempt, "duetime.decision": answer.answer.value}
                     )
                     span.end()
-        return pb.StartAttemptsResponse(results=results)
+        return answer_batch
 
     async def CompleteAttempts(
         self, request: pb.CompleteAttemptsRequest, context: Context
     ) -> pb.CompleteAttemptsResponse:
         _check_batch("reports", len(request.reports))
-        results = [pb.CompleteAttemptsResult() for _ in request.reports]
+        answer_batch = pb.CompleteAttemptsResponse()  # filled in place, as StartAttempts'
+        results = [answer_batch.results.add() for _ in request.reports]
         valid: list[tuple[int, Report]] = []
         for i, entry in enumerate(request.reports):
             violations: list[FieldViolation] = []
@@ -426,4 +429,4 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
             out.run_state = f"RUN_STATE_{answer.run_state.value}"
             if answer.next_attempt_time is not None:
                 datetime_to_timestamp(answer.next_attempt_time, out.next_attempt_time)
-        return pb.CompleteAttemptsResponse(results=results)
+        return answer_batch

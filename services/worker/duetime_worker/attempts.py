@@ -763,10 +763,30 @@ async def _run_within_lease(active: ActiveAttempt) -> None:
         if left <= 0:
             active.cancel(LEASE_LOST)
             break
-        # asyncio.wait: a cancelled target task is an outcome here, not our cancellation.
-        await asyncio.wait([task], timeout=None if left == math.inf else left)
+        await _ended(task, None if left == math.inf else active.lease_deadline)
     if not task.done():  # cancelled above: its outcome is awaited too
-        await asyncio.wait([task])
+        await _ended(task, None)
+
+
+async def _ended(task: asyncio.Task[Outcome], deadline: float | None) -> None:
+    """Returns when ``task`` is done or the loop's clock reaches ``deadline``; a cancelled task
+    is an outcome here, not our cancellation. (``asyncio.wait`` does the same for about half
+    again the cost, and a herd waits on thousands of calls at once.)"""
+    loop = asyncio.get_running_loop()
+    woken: asyncio.Future[None] = loop.create_future()
+
+    def wake(_: object = None) -> None:
+        if not woken.done():
+            woken.set_result(None)
+
+    task.add_done_callback(wake)
+    timer = None if deadline is None else loop.call_at(deadline, wake)
+    try:
+        await woken
+    finally:
+        task.remove_done_callback(wake)
+        if timer is not None:
+            timer.cancel()
 
 
 def _outcome_of(active: ActiveAttempt) -> Outcome:
