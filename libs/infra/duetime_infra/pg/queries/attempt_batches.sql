@@ -3,6 +3,9 @@
 -- cannot be part of a deadlock; a run (or job) that another transaction holds is left to the
 -- one-run path, which waits for it in the usual lock order. Attempt rows are locked in run_id
 -- order, as heartbeats and the reaper do. The clock is read once a statement (attempts.sql).
+-- A join to the runs or attempts named also names them by ``run_id = ANY($1)``: the planner
+-- would otherwise merge or hash the request with every open attempt (or QUEUED run) of the
+-- table, costing each batch a scan that grows with the herd.
 
 -- name: attempt_batch_runs_lock
 -- The runs named, those no other transaction holds, with their open attempt (if any) and
@@ -15,7 +18,7 @@ FROM runs r
 JOIN job_versions v ON v.job_id = r.job_id AND v.version = r.job_version
 LEFT JOIN attempts a
        ON a.run_id = r.run_id AND a.nominal_time = r.nominal_time AND a.number = r.attempt
-      AND a.end_time IS NULL
+      AND a.end_time IS NULL AND a.run_id = ANY($1::uuid[])
 WHERE r.run_id = ANY($1::uuid[])
 FOR UPDATE OF r SKIP LOCKED;
 
@@ -27,7 +30,7 @@ SELECT r.run_id, r.nominal_time, r.job_id, r.state, r.attempt, r.priority,
 FROM runs r
 LEFT JOIN attempts a
        ON a.run_id = r.run_id AND a.nominal_time = r.nominal_time AND a.number = r.attempt
-      AND a.end_time IS NULL
+      AND a.end_time IS NULL AND a.run_id = ANY($1::uuid[])
 WHERE r.run_id = ANY($1::uuid[])
 FOR UPDATE OF r SKIP LOCKED;
 
@@ -68,6 +71,7 @@ WITH req AS (
         update_time = (SELECT duetime_now())
     FROM req
     WHERE r.run_id = req.run_id AND r.nominal_time = req.nominal_time AND r.state = 'QUEUED'
+      AND r.run_id = ANY($1::uuid[])
     RETURNING r.run_id, r.nominal_time, r.attempt, r.partition, req.delivery_id, req.worker_id,
               req.deadline_after, req.at, req.call_time
 )
@@ -92,7 +96,7 @@ WITH req AS (
     FROM attempts a
     JOIN req ON a.run_id = req.run_id AND a.nominal_time = req.nominal_time
             AND a.number = req.number
-    WHERE a.end_time IS NULL
+    WHERE a.end_time IS NULL AND a.run_id = ANY($1::uuid[])
     ORDER BY a.run_id, a.nominal_time, a.number
     FOR UPDATE OF a
 ), closed AS (
