@@ -307,8 +307,9 @@ FOR UPDATE SKIP LOCKED;
 -- name: reaper_expired
 -- Open attempts of the owned partitions whose lease ran out or whose deadline passed, each
 -- found by a range scan of its open-attempt index (cost grows with the expired ones, not with
--- those running); their runs locked, skipping runs another transaction holds (a report in
--- flight: the next pass sees what it left).
+-- those running: the joins probe the expired run ids, which a plain join would have hashed
+-- against every open attempt); their runs locked, skipping runs another transaction holds (a
+-- report in flight: the next pass sees what it left).
 WITH expired AS (
     (SELECT run_id, nominal_time, number FROM attempts
      WHERE partition = ANY($1::integer[]) AND end_time IS NULL
@@ -330,6 +331,8 @@ JOIN attempts a ON a.run_id = e.run_id AND a.nominal_time = e.nominal_time AND a
 JOIN runs r ON r.run_id = a.run_id AND r.nominal_time = a.nominal_time
 JOIN job_versions v ON v.job_id = r.job_id AND v.version = r.job_version
 WHERE r.state = 'RUNNING' AND r.attempt = a.number AND a.end_time IS NULL
+  AND r.run_id = ANY(ARRAY(SELECT run_id FROM expired))
+  AND a.run_id = ANY(ARRAY(SELECT run_id FROM expired))
 ORDER BY least(a.lease_expire_time, a.deadline)
 LIMIT $2
 FOR UPDATE OF r SKIP LOCKED;
