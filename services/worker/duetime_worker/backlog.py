@@ -16,8 +16,8 @@ import heapq
 import math
 from collections.abc import Callable
 
-# uvloop's clock and timers count whole milliseconds: a wait ends up to one early rather than
-# have its timer come back again and again within the millisecond.
+# uvloop's clock and timers count whole milliseconds: a wait ends up to a millisecond early rather
+# than have its timer come back again and again within the millisecond.
 _RESOLUTION = 0.001
 
 
