@@ -47,22 +47,16 @@ class Settings:
 
     @property
     def session_settings(self) -> dict[str, str]:
-        """PostgreSQL session settings of the scheduler's connections.
+        """PostgreSQL session limits that keep a frozen scheduler from stalling a new owner.
 
         Statements and idle transactions are cut well inside the partition lease TTL, so by
         the time another scheduler can own a partition, no lock of ours on it survives.
-
-        Every statement runs its prepared statement's generic plan: the scheduler's are polls
-        and batches whose arrays name hundreds of runs or partitions, and PostgreSQL planned
-        them afresh for each execution (a custom plan estimates each array element against
-        each partition's statistics), which cost about as much as running them.
         """
         ttl_ms = int(self.partition_lease_ttl.total_seconds() * 1000)
         return {
             "statement_timeout": str(ttl_ms * 3 // 10),
             "idle_in_transaction_session_timeout": str(ttl_ms * 4 // 10),
             "lock_timeout": str(ttl_ms * 2 // 10),
-            "plan_cache_mode": "force_generic_plan",
             **TCP_KEEPALIVES,
         }
 

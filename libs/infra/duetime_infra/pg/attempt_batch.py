@@ -49,7 +49,7 @@ from duetime_infra.pg.attempt_store import (
     transaction,
 )
 from duetime_infra.pg.outbox_writer import insert_outbox
-from duetime_infra.pg.pool import Conn
+from duetime_infra.pg.pool import Conn, generic_plans
 from duetime_infra.pg.spec_cache import SpecCache
 from duetime_infra.pg.sql import q
 from duetime_infra.telemetry import instruments
@@ -129,6 +129,7 @@ class BatchAttempts:
         answers: dict[int, StartResult] = {}
         starting: list[_Starting] = []
         async with transaction(self._store.pool) as conn:
+            await generic_plans(conn)
             rows = await conn.fetch(q("attempt_batch_runs_lock"), [r.run_id for r in requests])
             replays: list[_Admitted] = []
             admitted = self._admit(requests, rows, answers, replays)
@@ -298,6 +299,7 @@ class BatchAttempts:
             return {}
         answers: dict[int, CompleteResult] = {}
         async with transaction(self._store.pool) as conn:
+            await generic_plans(conn)
             rows = await conn.fetch(q("attempt_batch_reports_lock"), [r.run_id for _, r in wanted])
             by_run = {row["run_id"]: row for row in rows}
             named = Counter(r.run_id for _, r in wanted)

@@ -32,6 +32,16 @@ TCP_KEEPALIVES = {
 # What queries run on: a plain connection or one borrowed from a pool.
 Conn: TypeAlias = "asyncpg.Connection[asyncpg.Record] | PoolConnectionProxy[asyncpg.Record]"
 
+
+async def generic_plans(conn: Conn) -> None:
+    """For the rest of the transaction, prepared statements run their generic plan: for the
+    batches and polls whose arrays name hundreds of runs or partitions, whose custom plans
+    (each element estimated against each partition's statistics) cost as much to make as to
+    run (bench/RESULTS.md, 2026-12-04 night). Single-run statements keep custom plans, which
+    prune partitions by their nominal time as they are made."""
+    await conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+
+
 # Errors by which the server says it is going away or cannot take the session (not that a
 # query is wrong).
 _SERVER_GONE = (

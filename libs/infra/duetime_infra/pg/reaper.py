@@ -22,6 +22,7 @@ from duetime_core.jobspec import JobState
 from duetime_core.records import AttemptOutcome
 from duetime_infra.pg.attempt_store import Rand, apply_run_outcome, snapshot_of
 from duetime_infra.pg.fencing import FencingToken, fence
+from duetime_infra.pg.pool import generic_plans
 from duetime_infra.pg.sql import q
 from duetime_infra.telemetry import instruments
 
@@ -56,6 +57,7 @@ async def reap_expired_attempts(
         return 0
     ended: list[tuple[AttemptOutcome, RunOutcome]] = []
     async with pool.acquire() as conn, conn.transaction():
+        await generic_plans(conn)
         runs = await conn.fetch(q("reaper_expired"), partitions, limit)
         if not runs:
             return 0
