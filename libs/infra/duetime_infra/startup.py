@@ -29,10 +29,13 @@ async def require_schema(dsn: str, tls: ssl.SSLContext | None = None) -> int:
 
 # The collector's first-generation threshold (CPython's default is 700 allocations). A herd
 # allocates tens of objects a run in every service (tasks, futures, protobuf messages, records),
-# and most are still alive after 700 more: they would be promoted, and the older generations,
-# full collections included, would run again and again over thousands of runs in flight, each
-# full collection stalling the event loop. Collecting young objects rarely avoids that.
-GC_FIRST_GENERATION = 20_000
+# and most are still alive when a young collection comes: each collection scans them, and each
+# tenth (of the middle generation) scans again all that survived the nine before. In a worker,
+# tens of thousands of runs in flight made those scans a sixth of its CPU at a herd's instant
+# (bench/RESULTS.md, 2026-12-05). Collecting rarely, after this many allocations, lets most of
+# a herd's objects die of their reference counts first; a young collection then stalls the loop
+# for tens of milliseconds at most, and holds a few tens of MB more garbage meanwhile.
+GC_FIRST_GENERATION = 200_000
 
 
 def announce_serving(
