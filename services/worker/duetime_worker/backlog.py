@@ -12,25 +12,17 @@ did while its call ran).
 from __future__ import annotations
 
 import asyncio
-import heapq
-import math
 from collections.abc import Callable
 
-# uvloop's clock and timers count whole milliseconds: a wait ends up to a millisecond early rather
-# than have its timer come back again and again within the millisecond.
-_RESOLUTION = 0.001
+from duetime_worker.deadlines import Deadlines
 
 
 class CallBacklog:
     def __init__(self) -> None:
         self._waiting = 0
         self._closed = False
-        # The waits in ``passed``: each a future, in a heap by its end under one timer of the
-        # loop. A herd holds thousands of them at once, and a timer and an Event wait each
-        # cost several times the future.
-        self._ends: list[tuple[float, int, asyncio.Future[None]]] = []
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_at = math.inf
+        # The waits in ``passed``: a herd holds thousands of them at once.
+        self._waits = Deadlines()
 
     @property
     def waiting(self) -> int:
@@ -55,7 +47,7 @@ class CallBacklog:
             done = True
             self._waiting -= 1
             if self._waiting == 0:
-                self._release()
+                self._waits.end_all()
 
         return sent
 
@@ -66,40 +58,10 @@ class CallBacklog:
             return
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[None] = loop.create_future()
-        end = loop.time() + longest
-        heapq.heappush(self._ends, (end, id(waiter), waiter))
-        if end < self._timer_at:
-            self._wake_at(loop, end)
+        self._waits.add(waiter, loop.time() + longest)
         await waiter
 
     def close(self) -> None:
         """Nothing waits from now on (a stopping worker reports at once)."""
         self._closed = True
-        self._release()
-
-    def _release(self) -> None:
-        """Ends every wait."""
-        for _, _, waiter in self._ends:
-            if not waiter.done():
-                waiter.set_result(None)
-        self._ends.clear()
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer, self._timer_at = None, math.inf
-
-    def _wake_at(self, loop: asyncio.AbstractEventLoop, when: float) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer, self._timer_at = loop.call_at(when, self._expire), when
-
-    def _expire(self) -> None:
-        """Ends the waits whose time is up; the timer is set again for the next."""
-        self._timer, self._timer_at = None, math.inf
-        loop = asyncio.get_running_loop()
-        now = loop.time() + _RESOLUTION
-        while self._ends and self._ends[0][0] <= now:
-            _, _, waiter = heapq.heappop(self._ends)
-            if not waiter.done():
-                waiter.set_result(None)
-        if self._ends:
-            self._wake_at(loop, self._ends[0][0])
+        self._waits.end_all()

@@ -21,6 +21,7 @@ from datetime import timedelta
 
 from pyreqwest.client import Client, ClientBuilder
 
+from duetime_worker.deadlines import Gate
 from duetime_worker.policy import TargetPolicy
 
 # The longest a connection (TCP and TLS) may take by default (DUETIME_HTTP_CONNECT_TIMEOUT):
@@ -68,7 +69,7 @@ class Hosts:
     literals: dict[str, tuple[bool, str | None]] = field(default_factory=dict)
     pins: dict[str, _Pin] = field(default_factory=dict)
     resolving: dict[str, asyncio.Future[_Pin]] = field(default_factory=dict)
-    gates: dict[str, asyncio.Semaphore] = field(default_factory=dict)
+    gates: dict[str, Gate] = field(default_factory=dict)
     shared: Client | None = None  # for IP literals, which reqwest never resolves
 
     def open(self) -> None:
@@ -95,16 +96,13 @@ class Hosts:
             self.literals[host] = known
         return known[1]
 
-    def gate(self, origin: str, limit: int) -> asyncio.Semaphore | None:
-        """The gate of the calls in flight to a scheme, host and port (``limit`` at once;
-        0: none)."""
-        if limit <= 0:
-            return None
+    def gate(self, origin: str, limit: int) -> Gate:
+        """The gate of the calls in flight to a scheme, host and port, ``limit`` at once."""
         gate = self.gates.get(origin)
         if gate is None:
             if len(self.gates) >= _HOST_MEMORY:
                 self.gates.clear()  # their calls in flight keep theirs
-            gate = self.gates[origin] = asyncio.Semaphore(limit)
+            gate = self.gates[origin] = Gate(limit)
         return gate
 
     def pinned(self, host: str) -> Client | None:

@@ -25,8 +25,9 @@ from pyreqwest.http import Url
 
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
-from duetime_infra.tracecontext import current_traceparent
+from duetime_infra.tracecontext import current_traceparent, tracing_active
 from duetime_worker.deadline import Deadline
+from duetime_worker.deadlines import Gate
 from duetime_worker.http_hosts import CONNECT_TIMEOUT, Hosts, Resolve, TargetRefused, system_resolve
 from duetime_worker.outcome import (
     ANSWERED,
@@ -77,7 +78,7 @@ class HttpCaller:
     ) -> None:
         self._policy = policy
         self._per_host = connections_per_host
-        self._gate = asyncio.Semaphore(connection_limit)
+        self._gate = Gate(connection_limit)
         self._connect = connect_timeout
         self._hosts = Hosts(policy, resolve, connect_timeout)
         self._urls: dict[str, tuple[Url, SplitResult] | Outcome] = {}
@@ -103,7 +104,7 @@ class HttpCaller:
         # When the worker stops waiting: the target may stop too.
         headers.update(Deadline.after(limit).http_headers())
         # The caller's span (the target call's) when tracing is on, else the run's own.
-        traceparent = current_traceparent(run.traceparent)
+        traceparent = current_traceparent(run.traceparent) if tracing_active() else run.traceparent
         if traceparent:
             headers["traceparent"] = traceparent
         method = _METHODS.get(http.method, "POST")
@@ -133,12 +134,13 @@ class HttpCaller:
             return Outcome.failed(f"target refused: {reason}", retryable=False, call=NOT_BEGUN)
         check()  # before the call waits for its turn
         deadline = asyncio.get_running_loop().time() + limit
-        origin = f"{parsed.scheme}://{host}:{parsed.port_or_known_default}"
-        gate = self._hosts.gate(origin, self._per_host)
-        # The host's own limit first: a call waiting for a busy host holds no slot that a call
-        # to another host could use.
-        gates = (self._gate,) if gate is None else (gate, self._gate)
-        taken: list[asyncio.Semaphore] = []
+        gates: tuple[Gate, ...] = (self._gate,)
+        if self._per_host > 0:
+            # The host's own limit first: a call waiting for a busy host holds no slot that a
+            # call to another host could use.
+            origin = f"{parsed.scheme}://{host}:{parsed.port_or_known_default}"
+            gates = (self._hosts.gate(origin, self._per_host), self._gate)
+        taken: list[Gate] = []
         try:
             try:
                 client = await self._turn(gates, taken, host, deadline)
@@ -177,25 +179,18 @@ class HttpCaller:
             _release(taken)
 
     async def _turn(
-        self,
-        gates: tuple[asyncio.Semaphore, ...],
-        taken: list[asyncio.Semaphore],
-        host: str,
-        deadline: float,
+        self, gates: tuple[Gate, ...], taken: list[Gate], host: str, deadline: float
     ) -> Client:
         """The host's client once the call's turn came (each gate taken is added to
         ``taken``), waiting until ``deadline`` (the loop's clock) at most."""
+        for gate in gates:
+            await gate.take(deadline)
+            taken.append(gate)
         client = self._hosts.pinned(host)
-        if client is not None and not any(gate.locked() for gate in gates):
-            for gate in gates:  # free: taken without a wait
-                await gate.acquire()
-                taken.append(gate)
+        if client is not None:
             return client
         async with asyncio.timeout_at(deadline):
-            for gate in gates:
-                await gate.acquire()
-                taken.append(gate)
-            return client or await self._hosts.client(host)
+            return await self._hosts.client(host)
 
     def _parsed(self, url: str) -> tuple[Url, SplitResult] | Outcome:
         """``_parse``, remembered: a herd calls the same few URLs thousands of times."""
@@ -208,7 +203,7 @@ class HttpCaller:
         return known
 
 
-def _release(gates: list[asyncio.Semaphore]) -> None:
+def _release(gates: list[Gate]) -> None:
     for gate in gates:
         gate.release()
 
