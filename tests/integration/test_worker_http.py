@@ -97,6 +97,27 @@ async def test_a_slow_target_times_out_retryably(target: HttpTarget) -> None:
     assert outcome.call == pb.CALL_PROGRESS_BEGUN
 
 
+async def test_an_answer_whose_body_never_ends_times_out_within_the_limit() -> None:
+    # The worker keeps no timer of its own over an HTTP call: reqwest's total timeout must
+    # end the body's read too.
+    async def endless(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n")
+        while not writer.is_closing():
+            writer.write(b"x")
+            await writer.drain()
+            await asyncio.sleep(0.05)
+
+    server = await asyncio.start_server(endless, "127.0.0.1", 0)
+    async with server:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        outcome = await call(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/", limit=0.5)
+        took = loop.time() - started
+    assert 0.45 <= took < 2.0, took
+    assert (outcome.result, outcome.call) == (pb.ATTEMPT_RESULT_TIMED_OUT, pb.CALL_PROGRESS_BEGUN)
+
+
 async def test_connection_refused_is_retryable() -> None:
     outcome = await call(f"http://127.0.0.1:{free_port()}/nobody")
     assert outcome.result == pb.ATTEMPT_RESULT_FAILED

@@ -56,6 +56,7 @@ from duetime_worker import tally
 from duetime_worker.backlog import CallBacklog
 from duetime_worker.batching import AttemptCalls
 from duetime_worker.container import Launcher, Reservation
+from duetime_worker.deadlines import Deadlines
 from duetime_worker.heartbeat import ActiveAttempt, Heartbeats, lease_length
 from duetime_worker.http_target import HttpCaller
 from duetime_worker.outcome import LEASE_LAPSED, NOT_BEGUN, UNSAID, LeaseLapsed, Outcome, SendCheck
@@ -246,6 +247,8 @@ class Executor:
         # execution slots, which go to runs whose time has come.
         self._early = Permits(early)
         self._backlog = CallBacklog()
+        # The lease watches' deadlines (``_run_within_lease``), under one timer.
+        self._leases = Deadlines()
         # Attempts whose call is over and whose report is not yet done.
         self._reporting = 0
         self._clock = ServerClock()
@@ -553,7 +556,7 @@ class Executor:
         )
         self._heartbeats.add(active)
         try:
-            await _run_within_lease(active)
+            await _run_within_lease(active, self._leases)
             call_ended()
             self._reporting += 1
             try:
@@ -667,14 +670,15 @@ class Executor:
         check: SendCheck,
         sent: Callable[[], None],
     ) -> Outcome:
-        # The targets bound themselves by the timeout (a launcher's stop included); this is
-        # the backstop.
-        overrun = self._launcher.stop_seconds if kind == "container" else 0.0
+        # An HTTP call is bounded by its own deadlines (its turn, and reqwest's total timeout
+        # from connect to the body's last byte); a launch by its timeout and the launcher's
+        # stop, with a backstop here. The scheduler closes an attempt that outlives its timeout
+        # and grace in any case.
         try:
-            async with asyncio.timeout(limit + 1 + overrun):
-                if kind == "http":
-                    return await self._http.call(run, attempt, limit, check, sent)
-                if kind == "container":
+            if kind == "http":
+                return await self._http.call(run, attempt, limit, check, sent)
+            if kind == "container":
+                async with asyncio.timeout(limit + 1 + self._launcher.stop_seconds):
                     return await self._launcher.launch(run, attempt, limit, reservation, check)
         except LeaseLapsed:
             return Outcome.handed_back(LEASE_LAPSED, call=NOT_BEGUN)
@@ -754,8 +758,9 @@ class Executor:
 LEASE_LOST = "the attempt's lease ran out without a renewal"
 
 
-async def _run_within_lease(active: ActiveAttempt) -> None:
-    """Waits for the target task, cancelling it when the lease deadline passes unrenewed."""
+async def _run_within_lease(active: ActiveAttempt, leases: Deadlines) -> None:
+    """Waits for the target task, cancelling it when the lease deadline passes unrenewed
+    (``leases``: the timer the worker's lease watches share)."""
     loop = asyncio.get_running_loop()
     task = active.task
     while not task.done():
@@ -763,30 +768,28 @@ async def _run_within_lease(active: ActiveAttempt) -> None:
         if left <= 0:
             active.cancel(LEASE_LOST)
             break
-        await _ended(task, None if left == math.inf else active.lease_deadline)
+        await _ended(task, leases if left < math.inf else None, active.lease_deadline)
     if not task.done():  # cancelled above: its outcome is awaited too
-        await _ended(task, None)
+        await _ended(task, None, math.inf)
 
 
-async def _ended(task: asyncio.Task[Outcome], deadline: float | None) -> None:
-    """Returns when ``task`` is done or the loop's clock reaches ``deadline``; a cancelled task
-    is an outcome here, not our cancellation. (``asyncio.wait`` does the same for about half
-    again the cost, and a herd waits on thousands of calls at once.)"""
-    loop = asyncio.get_running_loop()
-    woken: asyncio.Future[None] = loop.create_future()
+async def _ended(task: asyncio.Task[Outcome], leases: Deadlines | None, deadline: float) -> None:
+    """Returns when ``task`` is done or, given ``leases``, the loop's clock reaches
+    ``deadline``; a cancelled task is an outcome here, not our cancellation. (``asyncio.wait``
+    does the same for about half again the cost, and a herd waits on thousands of calls.)"""
+    woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
-    def wake(_: object = None) -> None:
+    def wake(_: object) -> None:
         if not woken.done():
             woken.set_result(None)
 
     task.add_done_callback(wake)
-    timer = None if deadline is None else loop.call_at(deadline, wake)
+    if leases is not None:
+        leases.add(woken, deadline)
     try:
         await woken
     finally:
         task.remove_done_callback(wake)
-        if timer is not None:
-            timer.cancel()
 
 
 def _outcome_of(active: ActiveAttempt) -> Outcome:
