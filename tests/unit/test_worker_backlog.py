@@ -1,12 +1,16 @@
 """The worker's call backlog: counted once per call, waited on until it clears or for at most
-the time given, and never waited on once closed."""
+the time given, and never waited on once closed; the garbage collector paused meanwhile, for
+a bounded time."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 
 from duetime_worker.backlog import CallBacklog
+from duetime_worker.collection import CollectorPause
+from tests.support.polling import eventually
 
 
 async def test_a_wait_ends_when_the_last_call_goes_out() -> None:
@@ -30,6 +34,7 @@ async def test_a_wait_ends_after_the_longest_time_given() -> None:
     await asyncio.wait_for(backlog.passed(0.2), 5)
     assert time.monotonic() - started >= 0.199
     assert backlog.waiting == 1
+    backlog.close()
 
 
 async def test_nothing_waits_without_a_backlog_or_once_closed() -> None:
@@ -42,6 +47,7 @@ async def test_nothing_waits_without_a_backlog_or_once_closed() -> None:
     await asyncio.wait_for(waiting, 1)
     backlog.due()
     await asyncio.wait_for(backlog.passed(30), 1)
+    assert gc.isenabled()  # not paused once closed
 
 
 async def test_each_wait_ends_at_its_own_time_and_a_cancelled_one_is_dropped() -> None:
@@ -59,3 +65,51 @@ async def test_each_wait_ends_at_its_own_time_and_a_cancelled_one_is_dropped() -
     assert not long.done()
     backlog.close()
     await asyncio.wait_for(long, 1)
+
+
+async def test_the_collector_waits_from_the_first_call_due_until_the_last_went_out() -> None:
+    backlog = CallBacklog()
+    assert gc.isenabled()
+    first = backlog.due()
+    second = backlog.due()
+    assert not gc.isenabled()
+    first()
+    assert not gc.isenabled()
+    second()
+    assert gc.isenabled()
+    backlog.due()
+    assert not gc.isenabled()
+    backlog.close()  # a stopping worker: the collector runs again
+    assert gc.isenabled()
+
+
+async def test_a_collector_pause_ends_after_the_longest_and_waits_for_the_end() -> None:
+    pause = CollectorPause(longest=0.05)
+    try:
+        pause.begin()
+        assert not gc.isenabled()
+
+        async def resumed() -> bool:
+            return gc.isenabled()
+
+        await eventually(resumed, 5, "the collector runs again after the longest pause", 0.01)
+        pause.begin()  # the calls have still not gone out: no second pause
+        assert gc.isenabled()
+        pause.end()
+        pause.begin()
+        assert pause.paused
+        assert not gc.isenabled()
+    finally:
+        pause.end()
+    assert gc.isenabled()
+
+
+async def test_a_collector_someone_else_turned_off_is_left_off() -> None:
+    pause = CollectorPause()
+    gc.disable()
+    try:
+        pause.begin()
+        pause.end()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

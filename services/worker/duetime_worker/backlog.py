@@ -2,11 +2,11 @@
 yet (waiting for the event loop, or for one of the host's pooled connections).
 
 While there is one, a herd's calls are still being made on this worker, and a report that
-may wait does (``passed``), as does a full heartbeat (``heartbeat``): after the instant their
-RPCs, and the scheduler's and PostgreSQL's work for them, would take CPU from calls that are
-already late. Waiting reports go together once the backlog is gone, in fuller batches; each
-waits at most the time given (its run counts against its team's running limit meanwhile, as it
-did while its call ran).
+may wait does (``passed``), as does a full heartbeat (``heartbeat``) and the garbage collector
+(``collection``): after the instant their RPCs, and the scheduler's and PostgreSQL's work for
+them, would take CPU from calls that are already late. Waiting reports go together once the
+backlog is gone, in fuller batches; each waits at most the time given (its run counts against
+its team's running limit meanwhile, as it did while its call ran).
 """
 
 from __future__ import annotations
@@ -14,13 +14,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from duetime_worker.collection import CollectorPause
 from duetime_worker.deadlines import Deadlines
 
 
 class CallBacklog:
-    def __init__(self) -> None:
+    def __init__(self, collector: CollectorPause | None = None) -> None:
         self._waiting = 0
         self._closed = False
+        # The garbage collector waits too (see ``collection``).
+        self._collector = collector or CollectorPause()
         # The waits in ``passed``: a herd holds thousands of them at once.
         self._waits = Deadlines()
 
@@ -37,6 +40,8 @@ class CallBacklog:
     def due(self) -> Callable[[], None]:
         """Counts one call whose time has come; the callable returned says it went out (or
         ended without going out), and counts only once."""
+        if self._waiting == 0 and not self._closed:
+            self._collector.begin()
         self._waiting += 1
         done = False
 
@@ -47,6 +52,7 @@ class CallBacklog:
             done = True
             self._waiting -= 1
             if self._waiting == 0:
+                self._collector.end()
                 self._waits.end_all()
 
         return sent
@@ -64,4 +70,5 @@ class CallBacklog:
     def close(self) -> None:
         """Nothing waits from now on (a stopping worker reports at once)."""
         self._closed = True
+        self._collector.end()
         self._waits.end_all()
