@@ -98,3 +98,13 @@ def test_old_samples_age_out_so_a_server_clock_step_back_is_followed() -> None:
     assert clock.offset() == pytest.approx(OFFSET - 5)
     mono.now += 1000  # no answer for long: the latest sample still counts
     assert clock.offset() == pytest.approx(OFFSET - 5)
+
+
+def test_now_is_the_server_time_estimated_or_the_host_clock_before_any_answer() -> None:
+    mono = FakeMonotonic()
+    clock = ServerClock(mono)
+    before = time.time_ns()
+    assert before <= clock.now_ns() <= time.time_ns()
+    answer(clock, mono, lag=0.0)
+    mono.now += 3
+    assert clock.now_ns() == int((mono.now + OFFSET) * 1e9)

@@ -533,7 +533,7 @@ class Executor:
         def begun() -> None:
             if active is not None:
                 active.began = True
-                active.call_time = self._clock.now()
+                active.call_time = self._clock.now_ns()
 
         def check(within: float = 0.0) -> None:  # the task runs only once ``active`` is set
             if active is not None:
@@ -714,8 +714,10 @@ class Executor:
             sent()
 
     async def _complete(
-        self, run_id: str, attempt: int, outcome: Outcome, call_time: Timestamp | None = None
+        self, run_id: str, attempt: int, outcome: Outcome, call_time: int | None = None
     ) -> None:
+        """Reports the attempt's outcome (``call_time``: when an attempt started ahead began
+        its call, in nanoseconds by the server's clock), retried through outages."""
         request = pb.CompleteAttemptRequest(
             run_id=run_id,
             result=outcome.result,
@@ -725,7 +727,7 @@ class Executor:
             call_progress=outcome.call,
         )
         if call_time is not None:
-            request.call_time.CopyFrom(call_time)
+            request.call_time.FromNanoseconds(call_time)
         backoff = DoublingBackoff(FIRST_RETRY, MAX_RETRY)
         deadline = time.monotonic() + REPORT_PATIENCE
         while True:

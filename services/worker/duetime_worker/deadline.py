@@ -24,19 +24,35 @@ class Deadline:
     def after(cls, seconds: float, now: float | None = None) -> Deadline:
         return cls((time.time() if now is None else now) + seconds)
 
+    @classmethod
+    def headers_after(cls, seconds: float) -> dict[str, str]:
+        """``after(seconds).http_headers()`` read at one instant, as every HTTP call sends
+        them: the seconds left are ``seconds``."""
+        return {
+            DEADLINE_HEADER: _rfc3339(time.time() + seconds),
+            DEADLINE_SECONDS_HEADER: _seconds(seconds),
+        }
+
     @property
     def rfc3339(self) -> str:
         """``2026-12-01T10:00:30.25Z``: truncated to the millisecond, never later than ``at``."""
-        whole, millis = divmod(int(self.at * 1000), 1000)
-        fraction = f".{millis:03d}".rstrip("0") if millis else ""
-        return f"{_whole_second(whole)}{fraction}Z"
+        return _rfc3339(self.at)
 
     def seconds_left(self, now: float | None = None) -> str:
-        left = self.at - (time.time() if now is None else now)
-        return f"{max(left, 0.0):.3f}"
+        return _seconds(self.at - (time.time() if now is None else now))
 
     def http_headers(self, now: float | None = None) -> dict[str, str]:
         return {DEADLINE_HEADER: self.rfc3339, DEADLINE_SECONDS_HEADER: self.seconds_left(now)}
+
+
+def _rfc3339(at: float) -> str:
+    whole, millis = divmod(int(at * 1000), 1000)
+    fraction = f".{millis:03d}".rstrip("0") if millis else ""
+    return f"{_whole_second(whole)}{fraction}Z"
+
+
+def _seconds(left: float) -> str:
+    return f"{max(left, 0.0):.3f}"
 
 
 @functools.lru_cache(maxsize=8)

@@ -101,9 +101,9 @@ class ActiveAttempt:
     # Given back unfinished because the worker is stopping (not a cancel it was told to do).
     handed_back: bool = False
     # An attempt started ahead of its time has not begun its call until this is set, and when
-    # it did, by the server's clock as this worker estimates it.
+    # it did, by the server's clock as this worker estimates it (nanoseconds since the epoch).
     began: bool = True
-    call_time: Timestamp | None = None
+    call_time: int | None = None
     # How far its call got, said in every beat: tracked for at-most-once attempts only.
     call: Call = UNSAID
     # The first beat that carries the call's announcement, and what its renewal sets.

@@ -102,7 +102,7 @@ class HttpCaller:
         headers["Idempotency-Key"] = run.idempotency_key
         headers["Duetime-Attempt"] = str(attempt)
         # When the worker stops waiting: the target may stop too.
-        headers.update(Deadline.after(limit).http_headers())
+        headers.update(Deadline.headers_after(limit))
         # The caller's span (the target call's) when tracing is on, else the run's own.
         traceparent = current_traceparent(run.traceparent) if tracing_active() else run.traceparent
         if traceparent:

@@ -58,15 +58,13 @@ class ServerClock:
             self._samples.popleft()
         return self._samples[0][1]
 
-    def now(self) -> Timestamp:
-        """The server's clock now, as estimated (this host's wall clock before any answer)."""
-        out = Timestamp()
+    def now_ns(self) -> int:
+        """The server's clock now, as estimated, in nanoseconds since the epoch (this host's
+        wall clock before any answer)."""
         offset = self.offset()
         if offset is None:
-            out.GetCurrentTime()
-        else:
-            out.FromNanoseconds(int((self._monotonic() + offset) * 1e9))
-        return out
+            return time.time_ns()
+        return int((self._monotonic() + offset) * 1e9)
 
     def seconds_until(self, moment: Timestamp) -> float:
         """How long until ``moment`` on the server's clock; 0 when unknown or past."""
