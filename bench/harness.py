@@ -571,7 +571,8 @@ def herd_outcome(
     )
     print(f"  runs by whole seconds late (target clock): {per_second(late)}")
     print(f"  start lateness (target):    {ms(late)}")
-    print(f"  drain (instant → last call): {outcome.drain:.2f} s")
+    print(f"  drain (instant → last call): {outcome.drain:.2f} s", end="")
+    print(f"; the first call {1000 * min(late):.0f} ms after it" if late else "")
     return outcome
 
 
