@@ -748,9 +748,11 @@ class StatementStats:
                 spent.append((ms, calls, rows, row["q"], row["toplevel"]))
         spent.sort(reverse=True)
         total = sum(entry[0] for entry in spent if entry[4])
+        statements = sum(entry[1] for entry in spent if entry[4])
         print(
-            f"  statements in the bench's database: {total * 1000 / runs:,.0f} µs a run "
-            "executing, top level (pg_stat_statements; nested ones marked *):"
+            f"  statements in the bench's database: {statements / runs:.2f} a run, "
+            f"{total * 1000 / runs:,.0f} µs a run executing, top level (pg_stat_statements; "
+            "nested ones marked *):"
         )
         for ms, calls, rows, query, toplevel in spent[:top]:
             mark = " " if toplevel else "*"

@@ -11,8 +11,8 @@ most ``--p99`` seconds. The rate doubles from ``--start`` until a step fails, th
 
 Reported per step: lateness (target clock), CPU µs per run per process in the window, and what
 PostgreSQL did per run in the bench's own database: transactions (pg_stat_database: commits and
-rollbacks; pg_stat_statements would count statements, but it needs shared_preload_libraries,
-which the shared server is not started with), rows inserted, updated and deleted per table
+rollbacks), statements (pg_stat_statements, where the server loads it, as ``scripts/stack``
+does: top-level statements a run and the costliest), rows inserted, updated and deleted per table
 (pg_stat_user_tables, partitions under their parent), Kafka records per run (dispatch topics,
 and consumer offset commits), and bytes stored per run in runs and attempts after a VACUUM
 (beyond what the empty partitions take).
@@ -43,6 +43,7 @@ from bench.harness import (
     HerdOutcome,
     QuerySampler,
     SeedJob,
+    StatementStats,
     bench_parser,
     bench_system,
     bench_workspace,
@@ -125,6 +126,8 @@ async def step(template: str, rate: int, options: Options, tmp: Path) -> Step:
                 await sleep_until(w0)
                 meter.start()
                 before = await database_counts(conn)
+                statements = StatementStats(dsn)
+                await statements.start()
                 sampler = QuerySampler(dsn) if options.pg_sample else None
                 async with sampler or contextlib.nullcontext():
                     await sleep_until(w1)
@@ -133,6 +136,7 @@ async def step(template: str, rate: int, options: Options, tmp: Path) -> Step:
                 if sampler is not None:
                     sampler.report()
                 due = occurrences(ids, anchors, every, w0, w1)
+                await statements.report(len(due), top=8)
                 await wait_for_runs(conn, len(due), w0, w1, options.tail)
                 # Runs due before or after the window are not this step's.
                 calls = [c for c in await target.stop() if c.idempotency_key in due]
