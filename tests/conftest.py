@@ -3,6 +3,7 @@ folder, and the hypothesis profiles."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -75,3 +76,13 @@ def no_unexpected_errors_in_handlers() -> Iterator[None]:
         logger.removeHandler(seen)
     if seen.messages:
         pytest.fail("a handler failed unexpectedly:\n" + "\n".join(seen.messages)[:4000])
+
+
+@pytest.fixture(autouse=True)
+def collector_on_between_tests() -> Iterator[None]:
+    """A worker in the test's process pauses the garbage collector while calls are due, until
+    they went out or its loop's timer ends the pause; a test whose loop closes first would
+    leave it off for every test after it."""
+    gc.enable()
+    yield
+    gc.enable()

@@ -27,14 +27,15 @@ async def require_schema(dsn: str, tls: ssl.SSLContext | None = None) -> int:
         await conn.close()
 
 
-# The collector's first-generation threshold (CPython's default is 700 allocations). A herd
-# allocates tens of objects a run in every service (tasks, futures, protobuf messages, records),
-# and most are still alive when a young collection comes: each collection scans them, and each
-# tenth (of the middle generation) scans again all that survived the nine before. In a worker,
-# tens of thousands of runs in flight made those scans a sixth of its CPU at a herd's instant
-# (bench/RESULTS.md, 2026-12-05). Collecting rarely, after this many allocations, lets most of
-# a herd's objects die of their reference counts first; a young collection then stalls the loop
-# for tens of milliseconds at most, and holds a few tens of MB more garbage meanwhile.
+# The collector's first-generation threshold (CPython's default is 700): a young collection
+# comes once allocations outnumber deallocations by this many. A batch or a herd allocates tens
+# of objects a run in every service (tasks, futures, protobuf messages, records), and most are
+# still alive when a young collection comes: each collection scans them, and each tenth (of the
+# middle generation too) scans again all that survived the nine before. In a worker, runs in
+# flight by the thousand made those scans a sixth of its CPU at a herd's instant
+# (bench/RESULTS.md, 2026-12-05). Collecting rarely lets most of those objects die of their
+# reference counts first; a young collection then stalls the loop for tens of milliseconds (a
+# tenth one, with the middle generation, longer), and a few tens of MB more wait meanwhile.
 GC_FIRST_GENERATION = 200_000
 
 

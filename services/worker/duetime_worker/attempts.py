@@ -56,7 +56,7 @@ from duetime_worker import tally
 from duetime_worker.backlog import CallBacklog
 from duetime_worker.batching import AttemptCalls
 from duetime_worker.container import Launcher, Reservation
-from duetime_worker.deadlines import Deadlines
+from duetime_worker.deadlines import RESOLUTION, Deadlines
 from duetime_worker.heartbeat import ActiveAttempt, Heartbeats, lease_length
 from duetime_worker.http_target import HttpCaller
 from duetime_worker.outcome import LEASE_LAPSED, NOT_BEGUN, UNSAID, LeaseLapsed, Outcome, SendCheck
@@ -762,12 +762,13 @@ LEASE_LOST = "the attempt's lease ran out without a renewal"
 
 async def _run_within_lease(active: ActiveAttempt, leases: Deadlines) -> None:
     """Waits for the target task, cancelling it when the lease deadline passes unrenewed
-    (``leases``: the timer the worker's lease watches share)."""
+    (``leases``: the timer the worker's lease watches share, which wakes up to a millisecond
+    early: a lease that close to its end counts as lapsed, never later than it)."""
     loop = asyncio.get_running_loop()
     task = active.task
     while not task.done():
         left = active.lease_deadline - loop.time()
-        if left <= 0:
+        if left <= RESOLUTION:
             active.cancel(LEASE_LOST)
             break
         await _ended(task, leases if left < math.inf else None, active.lease_deadline)
@@ -777,8 +778,9 @@ async def _run_within_lease(active: ActiveAttempt, leases: Deadlines) -> None:
 
 async def _ended(task: asyncio.Task[Outcome], leases: Deadlines | None, deadline: float) -> None:
     """Returns when ``task`` is done or, given ``leases``, the loop's clock reaches
-    ``deadline``; a cancelled task is an outcome here, not our cancellation. (``asyncio.wait``
-    does the same for about half again the cost, and a herd waits on thousands of calls.)"""
+    ``deadline`` (up to a millisecond early); a cancelled task is an outcome here, not our
+    cancellation. (``asyncio.wait`` does the same for about half again the cost, and a herd
+    waits on thousands of calls.)"""
     woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     def wake(_: object) -> None:

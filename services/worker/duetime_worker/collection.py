@@ -35,8 +35,8 @@ class CollectorPause:
         last pause ran out and did not end since."""
         if self._since is not None or self._spent or not gc.isenabled():
             return
+        loop = asyncio.get_running_loop()  # first: without a loop, nothing would end the pause
         gc.disable()
-        loop = asyncio.get_running_loop()
         self._since = loop.time()
         if self._timer is None:  # one timer at a time, however many pauses come and go
             self._timer = loop.call_at(self._since + self._longest, self._expire)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 # uvloop's clock and timers count whole milliseconds: a wait ends up to a millisecond early
 # rather than have its timer come back again and again within the millisecond.
-_RESOLUTION = 0.001
+RESOLUTION = 0.001
 # A heap or queue is cleared of the waits already ended once it holds this many entries, and
 # then again each time it has doubled since.
 _FIRST_PRUNE = 1024
@@ -34,7 +34,8 @@ def time_out(waiter: asyncio.Future[None]) -> None:
 
 
 class Deadlines:
-    """Futures each given to ``expire`` at its deadline (the loop's clock) unless done by then."""
+    """Futures each given to ``expire`` at its deadline (the loop's clock, up to ``RESOLUTION``
+    early) unless done by then."""
 
     def __init__(self, expire: Expire = end) -> None:
         self._expire_one = expire
@@ -71,7 +72,7 @@ class Deadlines:
     def _expire(self) -> None:
         """Ends the waits whose time is up; the timer is set again for the next one left."""
         self._timer, self._timer_at = None, math.inf
-        now = asyncio.get_running_loop().time() + _RESOLUTION
+        now = asyncio.get_running_loop().time() + RESOLUTION
         heap = self._heap
         while heap and (heap[0][0] <= now or heap[0][2].done()):
             _, _, waiter = heapq.heappop(heap)
@@ -90,16 +91,6 @@ class Gate:
         self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()
         self._deadlines = Deadlines(time_out)
         self._prune_at = _FIRST_PRUNE
-
-    @property
-    def free(self) -> bool:
-        """A place can be taken without a wait (``take_now``)."""
-        return self._free > 0
-
-    def take_now(self) -> None:
-        """Takes a place that is ``free``."""
-        assert self._free > 0, "take_now() on a gate with no free place"
-        self._free -= 1
 
     async def take(self, deadline: float) -> None:
         """Takes a place, waiting until ``deadline`` (the loop's clock) at most: TimeoutError

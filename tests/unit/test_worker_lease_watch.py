@@ -1,0 +1,60 @@
+"""The worker's own lease watch: an attempt's call is stopped once its lease deadline passes
+unrenewed, never before it, each attempt at its own deadline under the one timer they share."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+from duetime_worker.attempts import LEASE_LOST, _run_within_lease
+from duetime_worker.deadlines import Deadlines
+from duetime_worker.heartbeat import ActiveAttempt
+from duetime_worker.outcome import Outcome
+
+
+async def _forever() -> Outcome:
+    await asyncio.Event().wait()
+    raise AssertionError("unreachable")
+
+
+def _attempt(name: str, lease: float) -> ActiveAttempt:
+    loop = asyncio.get_running_loop()
+    return ActiveAttempt(name, 1, asyncio.create_task(_forever()), loop.time() + lease)
+
+
+async def test_each_call_stops_at_its_own_deadline_and_a_renewal_moves_it() -> None:
+    loop = asyncio.get_running_loop()
+    leases = Deadlines()
+    late, early, renewed = _attempt("late", 0.3), _attempt("early", 0.05), _attempt("re", 0.1)
+    ended: dict[str, float] = {}
+
+    async def watch(active: ActiveAttempt) -> None:
+        await _run_within_lease(active, leases)
+        ended[active.run_id] = loop.time()
+
+    watches = [asyncio.create_task(watch(a)) for a in (late, early, renewed)]
+    await asyncio.sleep(0.02)
+    renewed.renewed(loop.time(), 0.4)  # a beat moved its lease on
+    await asyncio.wait_for(asyncio.gather(*watches), 5)
+    for active in (late, early, renewed):
+        assert active.task.cancelled()
+        assert active.cancel_reason == LEASE_LOST
+        # Never before its deadline (the shared timer may wake a millisecond early).
+        assert ended[active.run_id] >= active.lease_deadline - 0.001
+    assert ended["early"] < ended["late"] < ended["re"]
+
+
+async def test_a_call_that_ends_first_is_not_stopped() -> None:
+    leases = Deadlines()
+
+    async def quick() -> Outcome:
+        return Outcome.succeeded(status=200)
+
+    loop = asyncio.get_running_loop()
+    active = ActiveAttempt("quick", 1, asyncio.create_task(quick()), loop.time() + 30)
+    await asyncio.wait_for(_run_within_lease(active, leases), 5)
+    assert active.task.result().status == 200
+    assert active.cancel_reason == ""
+    unbounded = ActiveAttempt("inf", 1, asyncio.create_task(quick()), math.inf)
+    await asyncio.wait_for(_run_within_lease(unbounded, leases), 5)
+    assert unbounded.task.result().status == 200
