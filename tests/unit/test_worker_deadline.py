@@ -10,13 +10,15 @@ import pytest
 from duetime_worker.deadline import Deadline
 
 
-def test_the_headers_carry_the_deadline_and_the_seconds_left() -> None:
-    deadline = Deadline.after(5.25, now=1_796_000_000.0)
-    assert deadline.http_headers(now=1_796_000_000.0) == {
+def test_the_headers_carry_the_deadline_and_the_seconds_left(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(time, "time", lambda: 1_796_000_000.0)
+    assert Deadline.headers_after(5.25) == {
         "Duetime-Deadline": "2026-11-30T00:53:25.25Z",
         "Duetime-Deadline-Seconds": "5.250",
     }
-    assert deadline.http_headers(now=1_796_000_010.0)["Duetime-Deadline-Seconds"] == "0.000"
+    assert Deadline.after(5.25).seconds_left(now=1_796_000_010.0) == "0.000"
 
 
 def test_the_deadline_is_rfc3339_truncated_to_the_millisecond() -> None:
@@ -25,9 +27,3 @@ def test_the_deadline_is_rfc3339_truncated_to_the_millisecond() -> None:
     assert Deadline(1_796_000_000.0129).rfc3339 == "2026-11-30T00:53:20.012Z"
     assert Deadline(1_796_000_039.9999).rfc3339 == "2026-11-30T00:53:59.999Z"
     assert Deadline(1_796_000_040.0).rfc3339 == "2026-11-30T00:54:00Z"
-
-
-def test_the_headers_of_a_call_tell_its_whole_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(time, "time", lambda: 1_796_000_000.0)
-    assert Deadline.headers_after(5.25) == Deadline.after(5.25).http_headers()
-    assert Deadline.headers_after(5.25)["Duetime-Deadline-Seconds"] == "5.250"

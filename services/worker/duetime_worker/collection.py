@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import gc
 
+from duetime_worker.deadlines import RESOLUTION
+
 # The longest pause; a longer backlog (a slow host's calls waiting for connections) runs with
 # the collector on.
 PAUSE_LONGEST = 5.0
@@ -54,7 +56,7 @@ class CollectorPause:
             return
         loop = asyncio.get_running_loop()
         due = self._since + self._longest
-        if loop.time() + 0.001 < due:  # a later pause than the one the timer was set for
+        if loop.time() + RESOLUTION < due:  # a later pause than the one the timer was set for
             self._timer = loop.call_at(due, self._expire)
             return
         self._since = None

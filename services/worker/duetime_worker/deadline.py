@@ -26,8 +26,8 @@ class Deadline:
 
     @classmethod
     def headers_after(cls, seconds: float) -> dict[str, str]:
-        """``after(seconds).http_headers()`` read at one instant, as every HTTP call sends
-        them: the seconds left are ``seconds``."""
+        """The two headers of an HTTP call whose deadline is ``seconds`` from now, read at one
+        instant: the seconds left are ``seconds``."""
         return {
             DEADLINE_HEADER: _rfc3339(time.time() + seconds),
             DEADLINE_SECONDS_HEADER: _seconds(seconds),
@@ -40,9 +40,6 @@ class Deadline:
 
     def seconds_left(self, now: float | None = None) -> str:
         return _seconds(self.at - (time.time() if now is None else now))
-
-    def http_headers(self, now: float | None = None) -> dict[str, str]:
-        return {DEADLINE_HEADER: self.rfc3339, DEADLINE_SECONDS_HEADER: self.seconds_left(now)}
 
 
 def _rfc3339(at: float) -> str:
