@@ -125,6 +125,33 @@ async def test_a_schema_older_than_the_build_needs_is_refused(
         await check_schema(empty_db)
 
 
+# quota_lock_teams as builds before schema 9 wrote it: they join team_runs_done by team.
+OLDER_IN_FLIGHT = """SELECT u.dispatched - f.finished AS in_flight FROM team_usage u
+JOIN team_runs_done f ON f.team_id = u.team_id JOIN teams t ON t.team_id = u.team_id
+WHERE u.team_id = ANY($1::text[]) ORDER BY u.team_id FOR UPDATE OF u"""
+
+
+async def test_finished_runs_move_to_a_teams_parts_and_older_builds_read_their_sum(
+    empty_db: asyncpg.Connection,
+) -> None:
+    await apply_migrations(empty_db, up_to=8)
+    await empty_db.execute("INSERT INTO teams (team_id) VALUES ('before')")
+    await empty_db.execute("UPDATE team_usage SET dispatched = 9 WHERE team_id = 'before'")
+    await empty_db.execute("UPDATE team_runs_done SET finished = 5 WHERE team_id = 'before'")
+    await apply_migrations(empty_db)
+    await empty_db.execute("INSERT INTO teams (team_id) VALUES ('after')")
+    parts = await empty_db.fetch(
+        "SELECT team_id, part, finished FROM team_runs_done_parts ORDER BY team_id, part"
+    )
+    assert [tuple(r) for r in parts] == [("after", p, 0) for p in range(8)] + [
+        ("before", p, 5 if p == 0 else 0) for p in range(8)
+    ]
+    await empty_db.execute("UPDATE team_runs_done_parts SET finished = 1 WHERE part = 3")
+    async with empty_db.transaction():
+        older = await empty_db.fetch(OLDER_IN_FLIGHT, ["after", "before"])
+    assert [r["in_flight"] for r in older] == [-1, 3]
+
+
 async def test_a_migration_waiting_for_a_lock_does_not_hold_up_the_live_system() -> None:
     # Migration 3 alters runs. A long reader holds runs; the migration's queued lock request
     # must not hold every other query on runs behind it: it gives way after its lock timeout,
