@@ -20,7 +20,6 @@ from duetime_infra.pg.admission import DispatchCredit
 from duetime_infra.pg.claim_store import claim_batch
 from duetime_infra.pg.dispatcher import release_held_runs, requeue_due_retries
 from duetime_infra.pg.fencing import FencingToken
-from duetime_infra.pg.quota_store import read_team
 from duetime_infra.pg.team_store import update_team_quota
 from tests.support.environments import ApiAndWorkers, api_and_workers
 from tests.support.worker_api import job_message, trigger
@@ -94,19 +93,14 @@ class Env(ApiAndWorkers):
         assert started.decision == wpb.START_DECISION_STARTED, started
         await self.w.complete(run_id, started.attempt)
 
-    async def usage(self, team: str) -> tuple[int, int, int]:
-        """Stored jobs, runs in flight and held runs, as admission reads them; checked against
-        the team_runs_done view older builds read (migration 9)."""
-        read = await read_team(self.pool, team)
-        assert read is not None
-        state = read[0]
-        older = await self.pool.fetchval(
-            "SELECT u.dispatched - f.finished "
+    async def usage(self, team: str) -> asyncpg.Record:
+        row = await self.pool.fetchrow(
+            "SELECT u.stored_jobs, u.dispatched - f.finished AS in_flight, u.held "
             "FROM team_usage u JOIN team_runs_done f USING (team_id) WHERE team_id = $1",
             team,
         )
-        assert older == state.in_flight
-        return state.stored_jobs, state.in_flight, state.held
+        assert row is not None
+        return row
 
 
 @pytest.fixture
@@ -132,7 +126,8 @@ async def test_a_run_held_by_the_concurrency_quota_is_recorded_and_later_run_in_
     assert states(runs) == [("QUEUED", "", "")] + [("WAITING", "QUOTA", "CONCURRENCY")] * 2
     assert "max_running" in runs[1]["reason_detail"]
     assert len(await env.dispatched()) == 1
-    assert (await env.usage(env.api.team))[1:] == (1, 2)
+    usage = await env.usage(env.api.team)
+    assert (usage["in_flight"], usage["held"]) == (1, 2)
     # The API shows the hold and which limit.
     job_name = f"teams/{env.api.team}/jobs/{runs[1]['job_id']}"
     shown = await env.api.stub.GetRun(
@@ -161,7 +156,8 @@ async def test_a_run_held_by_the_concurrency_quota_is_recorded_and_later_run_in_
     assert await env.release() == 1
     await env.run_through(after[2]["run_id"])
     assert {r["state"] for r in await env.runs()} == {"SUCCEEDED"}
-    assert (await env.usage(env.api.team))[1:] == (0, 0)
+    usage = await env.usage(env.api.team)
+    assert (usage["in_flight"], usage["held"]) == (0, 0)
 
 
 async def test_the_rate_quota_paces_dispatches_and_a_change_applies_without_restart(
@@ -287,6 +283,7 @@ async def test_usage_counters_match_the_tables_after_every_kind_of_change(env: E
     await env.run_through(queued[0]["run_id"])
     await env.release()
     for team in (env.api.team, env.api.other_team):
+        usage = await env.usage(team)
         counted = await env.pool.fetchrow(
             """SELECT (SELECT count(*) FROM jobs WHERE team_id = $1
                        AND state IN ('ACTIVE', 'PAUSED')) AS stored,
@@ -297,7 +294,7 @@ async def test_usage_counters_match_the_tables_after_every_kind_of_change(env: E
             team,
         )
         assert counted is not None
-        assert await env.usage(team) == tuple(counted)
+        assert (usage["stored_jobs"], usage["in_flight"], usage["held"]) == tuple(counted)
 
 
 async def on_two_parts(dsn: str, stack: AsyncExitStack) -> tuple[asyncpg.Connection, ...]:
@@ -322,7 +319,7 @@ async def test_one_teams_runs_end_in_two_transactions_at_once(env: Env, db_dsn: 
     await env.w.shift_clock(S)
     assert await env.claim() == 2
     runs = [r["run_id"] for r in await env.runs(env.api.team)]
-    assert (await env.usage(env.api.team))[1] == 2
+    assert (await env.usage(env.api.team))["in_flight"] == 2
     end = "UPDATE runs SET state = 'CANCELLED' WHERE run_id = $1"
     async with AsyncExitStack() as stack:
         first, second = await on_two_parts(db_dsn, stack)
@@ -331,5 +328,5 @@ async def test_one_teams_runs_end_in_two_transactions_at_once(env: Env, db_dsn: 
             async with second.transaction():
                 await second.execute("SET LOCAL lock_timeout = '5s'")
                 await second.execute(end, runs[1])
-            assert (await env.usage(env.api.team))[1] == 1
-    assert (await env.usage(env.api.team))[1] == 0
+            assert (await env.usage(env.api.team))["in_flight"] == 1
+    assert (await env.usage(env.api.team))["in_flight"] == 0

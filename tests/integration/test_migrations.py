@@ -125,13 +125,13 @@ async def test_a_schema_older_than_the_build_needs_is_refused(
         await check_schema(empty_db)
 
 
-# quota_lock_teams as builds before schema 9 wrote it: they join team_runs_done by team.
+# quota_lock_teams's in-flight runs as every build reads them: team_runs_done joined by team.
 OLDER_IN_FLIGHT = """SELECT u.dispatched - f.finished AS in_flight FROM team_usage u
 JOIN team_runs_done f ON f.team_id = u.team_id JOIN teams t ON t.team_id = u.team_id
 WHERE u.team_id = ANY($1::text[]) ORDER BY u.team_id FOR UPDATE OF u"""
 
 
-async def test_finished_runs_move_to_a_teams_parts_and_older_builds_read_their_sum(
+async def test_finished_runs_move_to_a_teams_parts_and_are_read_as_their_sum(
     empty_db: asyncpg.Connection,
 ) -> None:
     await apply_migrations(empty_db, up_to=8)
@@ -150,6 +150,46 @@ async def test_finished_runs_move_to_a_teams_parts_and_older_builds_read_their_s
     async with empty_db.transaction():
         older = await empty_db.fetch(OLDER_IN_FLIGHT, ["after", "before"])
     assert [r["in_flight"] for r in older] == [-1, 3]
+    # Typed as the column was: an older build's cached statements keep their result types.
+    assert await empty_db.fetchval("SELECT pg_typeof(finished)::text FROM team_runs_done") == (
+        "bigint"
+    )
+
+
+async def test_an_older_builds_count_queued_behind_migration_9_lands_on_a_part() -> None:
+    # A report of an older build, inside the old duetime_add_usage when migration 9 takes
+    # team_runs_done, runs once the migration commits: its UPDATE finds the view, whose
+    # trigger adds the count to the session's part, instead of failing.
+    name = f"duetime_e_{uuid.uuid4().hex[:12]}"
+    dsn = await create_database(name)
+    migrator, older = [await asyncpg.connect(dsn) for _ in range(2)]
+    try:
+        await apply_migrations(migrator, up_to=8)
+        await migrator.execute("INSERT INTO teams (team_id) VALUES ('t1')")
+        finish_one = """SELECT duetime_add_usage('{"t1": [0, -1, 0]}'::jsonb)"""
+        await older.execute(finish_one)  # the old body, its UPDATE's plan cached
+        ninth = next(m for m in load_migrations() if m.version == 9)
+
+        async def older_waits() -> bool:
+            waiting = await migrator.fetchval(
+                "SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1",
+                older.get_server_pid(),
+            )
+            return bool(waiting == "Lock")
+
+        async with migrator.transaction():
+            await migrator.execute(ninth.sql)
+            queued = asyncio.create_task(older.execute(finish_one))
+            await eventually(older_waits, 10, "the older build's report queued", interval=0.01)
+        await asyncio.wait_for(queued, 10)
+        finished = await migrator.fetchval(
+            "SELECT finished FROM team_runs_done WHERE team_id = 't1'"
+        )
+        assert finished == 2
+    finally:
+        for conn in (migrator, older):
+            await conn.close()
+        await drop_database(name)
 
 
 async def test_a_migration_waiting_for_a_lock_does_not_hold_up_the_live_system() -> None:

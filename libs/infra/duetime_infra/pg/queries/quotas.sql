@@ -4,8 +4,8 @@
 -- name: quota_lock_teams
 -- The teams' quota and usage, their usage rows locked in team order (the order every
 -- statement that changes usage takes them in, so none deadlocks against another). The runs
--- that finished (the sum of the team's parts, migration 9) are read without a lock: one
--- finishing meanwhile is counted in flight still, which admits less, never more.
+-- that finished are read without a lock: one finishing meanwhile is counted in flight still,
+-- which admits less, never more.
 SELECT u.team_id, u.stored_jobs, u.dispatched - f.finished AS in_flight, u.held, u.rate_tat,
        coalesce(t.max_stored_jobs, d.max_stored_jobs) AS max_stored_jobs,
        coalesce(t.runs_per_minute, d.runs_per_minute) AS runs_per_minute,
@@ -14,8 +14,7 @@ SELECT u.team_id, u.stored_jobs, u.dispatched - f.finished AS in_flight, u.held,
        coalesce(t.max_priority, d.max_priority) AS max_priority,
        coalesce(t.weight, d.weight) AS weight
 FROM team_usage u
-CROSS JOIN LATERAL (SELECT sum(p.finished)::bigint AS finished FROM team_runs_done_parts p
-                    WHERE p.team_id = u.team_id) f
+JOIN team_runs_done f ON f.team_id = u.team_id
 JOIN teams t ON t.team_id = u.team_id
 CROSS JOIN quota_defaults d
 WHERE u.team_id = ANY($1::text[])
@@ -33,8 +32,7 @@ SELECT u.team_id, u.stored_jobs, u.dispatched - f.finished AS in_flight, u.held,
        coalesce(t.weight, d.weight) AS weight,
        (SELECT duetime_now()) AS now
 FROM team_usage u
-CROSS JOIN LATERAL (SELECT sum(p.finished)::bigint AS finished FROM team_runs_done_parts p
-                    WHERE p.team_id = u.team_id) f
+JOIN team_runs_done f ON f.team_id = u.team_id
 JOIN teams t ON t.team_id = u.team_id
 CROSS JOIN quota_defaults d
 WHERE u.team_id = $1;

@@ -32,8 +32,7 @@ SELECT t.team_id, t.display_name, t.notification_url, t.create_time,
 FROM teams t
 CROSS JOIN quota_defaults d
 JOIN team_usage u ON u.team_id = t.team_id
-CROSS JOIN LATERAL (SELECT sum(p.finished)::bigint AS finished FROM team_runs_done_parts p
-                    WHERE p.team_id = t.team_id) f
+JOIN team_runs_done f ON f.team_id = t.team_id
 WHERE t.team_id = ANY($1::text[])
 ORDER BY t.team_id;
 
