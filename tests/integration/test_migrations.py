@@ -126,7 +126,7 @@ async def test_a_schema_older_than_the_build_needs_is_refused(
 
 
 # quota_lock_teams's in-flight runs as every build reads them: team_runs_done joined by team.
-OLDER_IN_FLIGHT = """SELECT u.dispatched - f.finished AS in_flight FROM team_usage u
+IN_FLIGHT = """SELECT u.dispatched - f.finished AS in_flight FROM team_usage u
 JOIN team_runs_done f ON f.team_id = u.team_id JOIN teams t ON t.team_id = u.team_id
 WHERE u.team_id = ANY($1::text[]) ORDER BY u.team_id FOR UPDATE OF u"""
 
@@ -148,8 +148,8 @@ async def test_finished_runs_move_to_a_teams_parts_and_are_read_as_their_sum(
     ]
     await empty_db.execute("UPDATE team_runs_done_parts SET finished = 1 WHERE part = 3")
     async with empty_db.transaction():
-        older = await empty_db.fetch(OLDER_IN_FLIGHT, ["after", "before"])
-    assert [r["in_flight"] for r in older] == [-1, 3]
+        read = await empty_db.fetch(IN_FLIGHT, ["after", "before"])
+    assert [r["in_flight"] for r in read] == [-1, 3]
     # Typed as the column was: an older build's cached statements keep their result types.
     assert await empty_db.fetchval("SELECT pg_typeof(finished)::text FROM team_runs_done") == (
         "bigint"
