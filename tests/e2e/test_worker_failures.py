@@ -361,7 +361,9 @@ async def test_a_worker_cut_off_from_the_scheduler_stops_its_call_at_its_lease(
         try:
             await eventually(cut_off(target, 1), 20, "the worker stopped its call")
             took = time.monotonic() - frozen
-            assert await logged(worker, "lease_lost")()
+            # The worker logs once its cancelled call has ended, as the target sees it leave:
+            # either may reach the test first.
+            await eventually(logged(worker, "lease_lost"), 10, "the worker logged the lost lease")
         finally:
             scheduler.send_signal(signal.SIGCONT)
         print(f"call stopped {took:.1f} s after the scheduler froze (lease 4 s)")
