@@ -13,7 +13,7 @@ import pytest
 from duetime.jobs.v1 import job_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
 from duetime.worker.v1 import worker_service_pb2 as wpb
-from duetime_core.attempts import NEVER_CALLED
+from duetime_core.attempts import NEVER_CALLED, AttemptSettings
 from duetime_infra.codec.timeconv import datetime_to_timestamp
 from duetime_infra.pg.fencing import FencingToken
 from duetime_infra.pg.reaper import reap_expired_attempts
@@ -90,6 +90,23 @@ async def test_an_allow_run_due_soon_starts_ahead_with_its_lease_counted_from_it
     # The same delivery again gets the same attempt, and its call time.
     again = await env.start(run_id)
     assert (again.decision, again.attempt, again.call_time) == (STARTED, 1, started.call_time)
+
+
+@pytest.mark.parametrize("batched", [False, True])
+async def test_an_attempt_started_ahead_holds_no_more_than_the_configured_lease(
+    db_dsn: str, batched: bool
+) -> None:
+    async with api_and_workers(db_dsn, settings=AttemptSettings(lease=4 * S)) as both:
+        env = Env(*both)
+        job = await create_job(env.api)
+        now = await env.w.now()
+        run_id = await env.w.queue_scheduled_run(job.job_id, now + 3 * S)
+        started = await (env.start_in_batch(run_id) if batched else env.start(run_id))
+        assert started.decision == STARTED
+        # The early lease (10 s) would outlast the 4 s an attempt started at its time gets.
+        (attempt,) = await env.w.attempts(run_id)
+        assert attempt["lease_expire_time"] == now + 3 * S + 4 * S
+        assert as_datetime(started.lease_expire_time) == attempt["lease_expire_time"]
 
 
 async def test_runs_not_started_ahead_are_too_early_as_before(env: Env) -> None:

@@ -85,8 +85,15 @@ class AttemptSettings:
     # (it then calls the target at the run's time): the look-ahead's runs, with room.
     max_early_start: timedelta = timedelta(seconds=10)
     # Such an attempt's lease from its call time, until the beat before its call renews it: a
-    # worker gone before its call gives the run back this soon after its time.
+    # worker gone before its call gives the run back this soon after its time (``ahead_lease``).
     early_lease: timedelta = timedelta(seconds=10)
+
+    @property
+    def ahead_lease(self) -> timedelta:
+        """The lease an attempt started ahead of its time holds from its call time: the early
+        lease, never longer than an attempt's own (a worker cut off at its call loses it as
+        one started at its time would)."""
+        return min(self.early_lease, self.lease)
 
 
 # --- starting ---------------------------------------------------------------------------------

@@ -263,7 +263,7 @@ class BatchAttempts:
             [spec.attempt_timeout + settings.timeout_grace for _, _, spec, _ in starting],
             settings.lease,
             [call_time for _, _, _, call_time in starting],
-            settings.early_lease,
+            settings.ahead_lease,
         )
         by_started = {s["run_id"]: s for s in started}
         for i, row, spec, call_time in starting:

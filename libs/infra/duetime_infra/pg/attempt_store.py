@@ -450,7 +450,7 @@ class AttemptStore:
             self._settings.lease,
             snapshot.attempt_timeout + self._settings.timeout_grace,
             decision.call_time,
-            self._settings.early_lease,
+            self._settings.ahead_lease,
         )
         if started is None:  # the run row is locked and QUEUED: this cannot happen
             raise RuntimeError(f"run {row['run_id']} did not start")
