@@ -1,13 +1,14 @@
 """The worker's own lease watch: an attempt's call is stopped once its lease deadline passes
-unrenewed, never before it, each attempt at its own deadline under the one timer they share."""
+unrenewed, never before it, each attempt at its own deadline under the one timer they share,
+and an attempt given up is never reported."""
 
 from __future__ import annotations
 
 import asyncio
 import math
 
-from duetime_worker.attempts import LEASE_LOST, _run_within_lease
-from duetime_worker.deadlines import Deadlines
+from duetime_worker.attempts import LEASE_LOST, _run_within_lease, _unreportable
+from duetime_worker.deadlines import RESOLUTION, Deadlines
 from duetime_worker.heartbeat import ActiveAttempt
 from duetime_worker.outcome import Outcome
 
@@ -58,3 +59,19 @@ async def test_a_call_that_ends_first_is_not_stopped() -> None:
     unbounded = ActiveAttempt("inf", 1, asyncio.create_task(quick()), math.inf)
     await asyncio.wait_for(_run_within_lease(unbounded, leases), 5)
     assert unbounded.task.result().status == 200
+
+
+async def test_a_call_given_up_at_its_lease_stays_unreported() -> None:
+    """The watch gives a lease up within ``RESOLUTION`` of its end, while the loop's clock may
+    still be short of it, and a beat's renewal may arrive just after: neither may let the
+    attempt be reported."""
+    loop = asyncio.get_running_loop()
+    active = _attempt("edge", RESOLUTION / 2)
+    await asyncio.wait_for(_run_within_lease(active, Deadlines()), 5)
+    assert active.cancel_reason == LEASE_LOST
+    active.renewed(loop.time(), 30)  # the answer to a beat sent before the deadline
+    assert not active.lapsed()
+    assert _unreportable(active)
+    running = _attempt("running", 30)
+    assert not _unreportable(running)
+    running.task.cancel()

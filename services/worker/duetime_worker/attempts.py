@@ -583,9 +583,7 @@ class Executor:
     async def _report(self, active: ActiveAttempt, started: float) -> None:
         """Once the call is over: reports its outcome, counted and logged (``started``: when
         the attempt began, on the monotonic clock), unless the lease was lost meanwhile."""
-        # Asked again once the call is over: a worker that froze past its deadline may see
-        # the target's answer before its timer, and must not report it either.
-        if active.lapsed() or active.cancel_reason == ATTEMPT_CLOSED:
+        if _unreportable(active):
             self.tally.count(tally.LEASE_LOST)
             log.warning(
                 "attempt abandoned without a report: its lease was lost",
@@ -758,6 +756,14 @@ class Executor:
 
 
 LEASE_LOST = "the attempt's lease ran out without a renewal"
+
+
+def _unreportable(active: ActiveAttempt) -> bool:
+    """Whether an attempt whose call is over must go unreported: the scheduler closed it, or
+    its lease watch gave it up (up to ``RESOLUTION`` before the deadline, and a renewal that
+    arrives after that does not take it back), or its lease lapsed meanwhile (a worker that
+    froze past its deadline may see the target's answer before its timer)."""
+    return active.cancel_reason in (ATTEMPT_CLOSED, LEASE_LOST) or active.lapsed()
 
 
 async def _run_within_lease(active: ActiveAttempt, leases: Deadlines) -> None:
