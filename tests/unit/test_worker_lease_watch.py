@@ -6,11 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
+from typing import Any, cast
 
-from duetime_worker.attempts import LEASE_LOST, _run_within_lease, _unreportable
+import pytest
+
+from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_core.attempts import SUPERSEDED
+from duetime_worker.attempts import LEASE_LOST, Executor, _run_within_lease
 from duetime_worker.deadlines import RESOLUTION, Deadlines
-from duetime_worker.heartbeat import ActiveAttempt
+from duetime_worker.heartbeat import ActiveAttempt, Heartbeats
+from duetime_worker.http_target import HttpCaller
 from duetime_worker.outcome import Outcome
+from duetime_worker.policy import TargetPolicy
 
 
 async def _forever() -> Outcome:
@@ -61,17 +69,59 @@ async def test_a_call_that_ends_first_is_not_stopped() -> None:
     assert unbounded.task.result().status == 200
 
 
-async def test_a_call_given_up_at_its_lease_stays_unreported() -> None:
+class _Reports:
+    """The scheduler's side of reports, recorded (``AttemptCalls.complete``)."""
+
+    def __init__(self) -> None:
+        self.sent: list[pb.CompleteAttemptRequest] = []
+
+    async def complete(self, request: pb.CompleteAttemptRequest, attempt: int) -> None:
+        self.sent.append(request)
+
+
+def _executor(reports: _Reports) -> Executor:
+    stub = cast(Any, None)  # nothing here reaches the scheduler but through ``reports``
+    return Executor(
+        stub,
+        "w-1",
+        (),
+        Heartbeats(stub, "w-1", (), interval=1),
+        HttpCaller(TargetPolicy.parse([])),
+        cast(Any, None),
+        calls=cast(Any, reports),
+    )
+
+
+@pytest.mark.parametrize("first", ["", SUPERSEDED])
+async def test_a_call_given_up_at_its_lease_is_never_reported(first: str) -> None:
     """The watch gives a lease up within ``RESOLUTION`` of its end, while the loop's clock may
-    still be short of it, and a beat's renewal may arrive just after: neither may let the
-    attempt be reported."""
+    still be short of it; a beat's renewal may arrive just after, or a CANCEL came first (its
+    reason kept): none of these lets the attempt be reported."""
     loop = asyncio.get_running_loop()
+    reports = _Reports()
+    executor = _executor(reports)
     active = _attempt("edge", RESOLUTION / 2)
+    if first:
+        active.cancel_reason = first  # told to cancel; its call had not ended yet
     await asyncio.wait_for(_run_within_lease(active, Deadlines()), 5)
-    assert active.cancel_reason == LEASE_LOST
+    assert active.task.cancelled()
     active.renewed(loop.time(), 30)  # the answer to a beat sent before the deadline
     assert not active.lapsed()
-    assert _unreportable(active)
-    running = _attempt("running", 30)
-    assert not _unreportable(running)
-    running.task.cancel()
+    await executor._report(active, time.monotonic())
+    assert reports.sent == []
+    # A call that ended on its own within its lease is reported.
+    answered = ActiveAttempt(
+        "answered", 1, await _finished(Outcome.succeeded(status=200)), loop.time() + 30
+    )
+    await executor._report(answered, time.monotonic())
+    assert [r.run_id for r in reports.sent] == ["answered"]
+    executor.tally.flush()
+
+
+async def _finished(outcome: Outcome) -> asyncio.Task[Outcome]:
+    async def ended() -> Outcome:
+        return outcome
+
+    task = asyncio.create_task(ended())
+    await task
+    return task

@@ -84,8 +84,8 @@ class AttemptSettings:
     # How long before a run's time its attempt may be started for a worker that asked early
     # (it then calls the target at the run's time): the look-ahead's runs, with room.
     max_early_start: timedelta = timedelta(seconds=10)
-    # Such an attempt's lease from its call time, until the beat before its call renews it: a
-    # worker gone before its call gives the run back this soon after its time (``ahead_lease``).
+    # Such an attempt's lease from its call time (``ahead_lease``), until a beat renews it for a
+    # whole lease: a worker gone before its call gives the run back this soon after its time.
     early_lease: timedelta = timedelta(seconds=10)
 
     @property

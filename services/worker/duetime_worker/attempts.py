@@ -9,10 +9,11 @@ permit (not an execution slot); shortly before its call time a heartbeat is sent
 at its time by the server's clock, never before; the report carries when it began.
 
 The worker enforces its own lease: when the attempt's local lease deadline passes without a
-renewal (the scheduler unreachable, the worker frozen), the target call is stopped (a local
-process killed) and nothing is reported, because the scheduler closes the attempt at the same
-moment and may already have given the run to another worker. An attempt the scheduler says is
-closed is dropped the same way; one handed back on shutdown is reported HANDED_BACK.
+renewal (the scheduler unreachable, the worker frozen), the target call is given up (a local
+process killed; an HTTP request, which pyreqwest cannot abort, runs on to its own timeout and
+its answer is dropped) and nothing is reported, because the scheduler closes the attempt at
+the same moment and may already have given the run to another worker. An attempt the scheduler
+says is closed is dropped the same way; one handed back on shutdown is reported HANDED_BACK.
 
 Stopping (``Executor.stop``) starts nothing more: messages held until their time or waiting
 for a slot end unanswered (their offsets stay uncommitted, so another worker gets them), and an
@@ -760,10 +761,9 @@ LEASE_LOST = "the attempt's lease ran out without a renewal"
 
 def _unreportable(active: ActiveAttempt) -> bool:
     """Whether an attempt whose call is over must go unreported: the scheduler closed it, or
-    its lease watch gave it up (up to ``RESOLUTION`` before the deadline, and a renewal that
-    arrives after that does not take it back), or its lease lapsed meanwhile (a worker that
-    froze past its deadline may see the target's answer before its timer)."""
-    return active.cancel_reason in (ATTEMPT_CLOSED, LEASE_LOST) or active.lapsed()
+    its lease watch gave it up, or its lease lapsed meanwhile (a worker that froze past its
+    deadline may see the target's answer before its timer)."""
+    return active.given_up or active.cancel_reason == ATTEMPT_CLOSED or active.lapsed()
 
 
 async def _run_within_lease(active: ActiveAttempt, leases: Deadlines) -> None:
@@ -775,6 +775,7 @@ async def _run_within_lease(active: ActiveAttempt, leases: Deadlines) -> None:
     while not task.done():
         left = active.lease_deadline - loop.time()
         if left <= RESOLUTION:
+            active.given_up = True
             active.cancel(LEASE_LOST)
             break
         await _ended(task, leases if left < math.inf else None, active.lease_deadline)

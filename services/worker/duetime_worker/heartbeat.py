@@ -100,6 +100,9 @@ class ActiveAttempt:
     cancel_reason: str = ""
     # Given back unfinished because the worker is stopping (not a cancel it was told to do).
     handed_back: bool = False
+    # Given up by its lease watch (the lease counted as lapsed, up to a millisecond early):
+    # never reported, whatever another cancel said first or a late renewal says.
+    given_up: bool = False
     # An attempt started ahead of its time has not begun its call until this is set, and when
     # it did, by the server's clock as this worker estimates it (nanoseconds since the epoch).
     began: bool = True
