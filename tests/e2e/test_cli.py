@@ -18,7 +18,8 @@ import pytest
 import yaml
 from google.protobuf import json_format
 
-from duetime.jobs.v1 import job_service_pb2, job_service_pb2_grpc
+from duetime.jobs.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc
+from duetime_cli.describe import when
 from tests.support.cli import Cli, api_on_own_database, cli_env, duetime_command, team_cli
 from tests.support.tls import service_channel
 
@@ -175,6 +176,42 @@ async def test_update_checks_the_etag(cli: Cli, tmp_path: Path) -> None:
     replayed = await cli("jobs", "update", "-f", str(saved))
     assert replayed.code == 5, replayed
     assert "ETAG_MISMATCH" in replayed.stderr
+
+
+async def test_a_job_file_applied_again_keeps_the_interval_anchor(cli: Cli, tmp_path: Path) -> None:
+    every = {
+        "schedule": {"interval": {"interval": "30s"}},
+        "target": {"http": {"url": "https://cache.internal/warm"}},
+    }
+    (tmp_path / "every.json").write_text(json.dumps(every))
+    created = await cli.ok("jobs", "create", "-f", str(tmp_path / "every.json"), "-o", "json")
+    job = created.json()["job"]
+    anchor = job["schedule"]["interval"]["anchorTime"]
+    # The anchor the server chose is in every output form.
+    shown = await cli.ok("jobs", "get", job["jobId"])
+    assert shown.detail()["Schedule"] == f"every 30s, anchored at {_cli_time(anchor)}"
+    saved = tmp_path / "saved.yaml"
+    saved.write_text((await cli.ok("jobs", "get", job["jobId"], "-o", "yaml")).stdout)
+    assert yaml.safe_load(saved.read_text())["job"]["schedule"]["interval"]["anchorTime"] == anchor
+    # Applied again (the round trip the docs give): nothing moves, and the answer says so.
+    again = await cli.ok("jobs", "update", "-f", str(saved))
+    assert f"Schedule unchanged: the next run stays at {_cli_time(job['nextRunTime'])}." in (
+        again.stdout
+    )
+    # A changed interval says where the next run went.
+    every["schedule"]["interval"]["interval"] = "3600s"
+    (tmp_path / "every.json").write_text(json.dumps(every | {"name": job["name"]}))
+    moved = await cli.ok("jobs", "update", "-f", str(tmp_path / "every.json"), "-o", "json")
+    assert moved.json()["scheduleChanged"] is True
+    assert moved.json()["previousNextRunTime"] == job["nextRunTime"]
+    assert moved.json()["job"]["nextRunTime"] != job["nextRunTime"]
+
+
+def _cli_time(rfc3339: str) -> str:
+    """The CLI's table form of an API timestamp."""
+    holder = job_pb2.IntervalSchedule()
+    holder.start_time.FromJsonString(rfc3339)
+    return when(holder, "start_time")
 
 
 async def test_pause_resume_and_delete(cli: Cli, tmp_path: Path) -> None:

@@ -402,3 +402,94 @@ async def test_updates_never_drop_a_due_occurrence(api: ApiClient) -> None:
         assert runs[0].occurrence_count in (9, 10)
     finally:
         await conn.close()
+
+
+def _interval_job(seconds: int) -> job_pb2.Job:
+    return job_pb2.Job(
+        schedule=job_pb2.Schedule(
+            interval=job_pb2.IntervalSchedule(interval=duration_pb2.Duration(seconds=seconds))
+        ),
+        target=job_pb2.Target(http=job_pb2.HttpTarget(url="https://x.test/")),
+    )
+
+
+async def _apply_schedule(
+    api: ApiClient, name: str, schedule: job_pb2.Schedule
+) -> svc.UpdateJobResponse:
+    job = job_pb2.Job(name=name)
+    job.schedule.CopyFrom(schedule)
+    request = svc.UpdateJobRequest(
+        job=job, update_mask=field_mask_pb2.FieldMask(paths=["schedule"])
+    )
+    response: svc.UpdateJobResponse = await api.stub.UpdateJob(request, metadata=api.auth())
+    return response
+
+
+async def _shift_clock(dsn: str, seconds: int) -> None:
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(
+            """UPDATE duetime_clock SET "offset" = "offset" + make_interval(secs => $1)""",
+            seconds,
+        )
+    finally:
+        await conn.close()
+
+
+async def test_reapplying_an_unchanged_interval_keeps_its_anchor_and_next_run(
+    api: ApiClient,
+) -> None:
+    created = (
+        await api.stub.CreateJob(svc.CreateJobRequest(job=_interval_job(30)), metadata=api.auth())
+    ).job
+    # The anchor the server chose is shown, and the next run is one interval after it.
+    assert created.schedule.interval.HasField("anchor_time")
+    assert not created.schedule.interval.HasField("start_time")
+    anchor = created.schedule.interval.anchor_time.ToDatetime()
+    assert created.next_run_time.ToDatetime() - anchor == timedelta(seconds=30)
+    # A team's CI applies the same job file every 20 s, more often than the interval.
+    for _ in range(3):
+        await _shift_clock(api.dsn, 20)
+        answer = await _apply_schedule(api, created.name, _interval_job(30).schedule)
+        assert not answer.schedule_changed
+        assert answer.job.next_run_time == created.next_run_time
+        assert answer.previous_next_run_time == created.next_run_time
+        assert answer.job.schedule.interval.anchor_time == created.schedule.interval.anchor_time
+    # So does the job read back and applied whole, as `jobs get -o yaml` then `jobs update`.
+    read = (await api.stub.GetJob(svc.GetJobRequest(name=created.name), metadata=api.auth())).job
+    answer = await _apply_schedule(api, created.name, read.schedule)
+    assert not answer.schedule_changed
+    assert answer.job.next_run_time == created.next_run_time
+
+
+async def test_a_changed_schedule_says_how_the_next_run_moved(api: ApiClient) -> None:
+    created = (
+        await api.stub.CreateJob(svc.CreateJobRequest(job=_interval_job(30)), metadata=api.auth())
+    ).job
+    await _shift_clock(api.dsn, 10)
+    now = await db_now(api.dsn)
+    answer = await _apply_schedule(api, created.name, _interval_job(300).schedule)
+    assert answer.schedule_changed
+    assert answer.previous_next_run_time == created.next_run_time
+    # A changed interval is anchored at the update, as documented.
+    moved_to = answer.job.next_run_time.ToDatetime(tzinfo=UTC)
+    assert timedelta(seconds=299) <= moved_to - now <= timedelta(seconds=301)
+    assert answer.job.schedule.interval.anchor_time.ToDatetime(tzinfo=UTC) == moved_to - timedelta(
+        seconds=300
+    )
+
+
+async def test_reapplying_a_delay_or_a_cron_keeps_the_next_run(api: ApiClient) -> None:
+    delayed = job_pb2.Job(
+        schedule=job_pb2.Schedule(
+            delay=job_pb2.DelaySchedule(delay=duration_pb2.Duration(seconds=90))
+        ),
+        target=job_pb2.Target(http=job_pb2.HttpTarget(url="https://x.test/")),
+    )
+    for job in (delayed, cron_job("*/5 * * * *", "Europe/Berlin")):
+        created = (await api.stub.CreateJob(svc.CreateJobRequest(job=job), metadata=api.auth())).job
+        await _shift_clock(api.dsn, 30)
+        answer = await _apply_schedule(api, created.name, job.schedule)
+        assert not answer.schedule_changed
+        assert answer.job.next_run_time == created.next_run_time
+        assert answer.job.schedule == created.schedule

@@ -10,7 +10,7 @@ from google.protobuf.duration_pb2 import Duration
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from duetime.jobs.v1 import job_pb2, run_pb2
+from duetime.jobs.v1 import job_pb2, job_service_pb2, run_pb2
 
 NONE = "-"
 
@@ -88,6 +88,16 @@ def reason(run: run_pb2.Run, *, brief: bool = False) -> str:
     return name if not run.reason_detail else f"{name}: {run.reason_detail}"
 
 
+def next_run_moved(response: job_service_pb2.UpdateJobResponse) -> str:
+    """What an update did to the job's next run, in one line."""
+    before, after = when(response, "previous_next_run_time"), when(response.job, "next_run_time")
+    if not response.schedule_changed:
+        return f"Schedule unchanged: the next run stays at {after}."
+    if before == after:
+        return f"Schedule changed: the next run stays at {after}."
+    return f"Schedule changed: the next run moved from {before} to {after}."
+
+
 def schedule(value: job_pb2.Schedule) -> str:
     kind = value.WhichOneof("kind")
     if kind == "cron":
@@ -98,6 +108,8 @@ def schedule(value: job_pb2.Schedule) -> str:
         text = f"every {duration(value.interval, 'interval')}"
         if value.interval.HasField("start_time"):
             text += f" from {when(value.interval, 'start_time')}"
+        elif value.interval.HasField("anchor_time"):
+            text += f", anchored at {when(value.interval, 'anchor_time')}"
         return text
     if kind == "at":
         at = value.at

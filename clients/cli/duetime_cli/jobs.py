@@ -19,6 +19,7 @@ from duetime_cli.commands import (
     enum_option,
     enum_value,
 )
+from duetime_cli.describe import next_run_moved
 from duetime_cli.failures import ExitCode, Failure
 from duetime_cli.jobfile import parse_job, read_mapping
 from duetime_cli.names import job_name
@@ -132,7 +133,7 @@ def update(
             job=changes, update_mask=field_mask_pb2.FieldMask(paths=paths)
         )
         response = session.call(session.jobs.UpdateJob, request)
-        emit(response, output, lambda: [job_detail(response.job)])
+        emit(response, output, lambda: [job_detail(response.job), "", next_run_moved(response)])
 
 
 def _changes(file: str | None, display_name: str | None) -> tuple[job_pb2.Job, list[str]]:

@@ -123,6 +123,19 @@ def is_one_off(spec: ScheduleSpec) -> bool:
     return isinstance(spec, AtInstant | AtLocal | AfterDelay)
 
 
+def same_schedule(stored: ScheduleSpec, written: ScheduleSpec) -> bool:
+    """Whether ``written`` (just read, its defaults resolved at the update's "now") asks for
+    the ``stored`` schedule: an interval that names no start keeps the anchor it was given by
+    default, a delay the run time it resolved to."""
+    match stored, written:
+        case Every(), Every(start_time=None):
+            return stored.start_time is None and stored.interval == written.interval
+        case AfterDelay(), AfterDelay():
+            return stored.delay == written.delay
+        case _:
+            return stored == written
+
+
 # AES-GCM's nonce and tag, around the ciphertext of a sealed value.
 SEALED_OVERHEAD = 12 + 16
 

@@ -19,6 +19,7 @@ from duetime_core.jobspec import (
     JobState,
     SecretValue,
     is_one_off,
+    same_schedule,
     to_schedule,
 )
 from duetime_core.planning import (
@@ -58,6 +59,16 @@ _MASKABLE = {
     "priority": "priority",
     "delivery": "delivery",
 }
+
+
+@dataclasses.dataclass
+class Update:
+    """What an update did: the job as stored now, whether its schedule changed (a schedule
+    sent as it is stored is no change), and its next run time before."""
+
+    record: JobRecord = dataclasses.field(init=False)
+    schedule_changed: bool = False
+    previous_next: datetime | None = None
 
 
 def check_request_id(request_id: str, *, required: bool) -> None:
@@ -168,7 +179,7 @@ class JobOperations:
 
     async def update(
         self, team_id: str, job_id: uuid.UUID, job: job_pb2.Job, paths: list[str]
-    ) -> JobRecord:
+    ) -> Update:
         if not paths:
             raise InvalidArgument.field("update_mask", "required: name the fields to change")
         unknown = [p for p in paths if p not in _MASKABLE]
@@ -204,16 +215,25 @@ class JobOperations:
                     setattr(merged, path, getattr(job, path))
             headers, env = _secrets(record.spec)
             decoded = decode_job_spec(merged, now=now, existing_headers=headers, existing_env=env)
+            # A schedule sent as it is stored (a job file applied again) is no change: the
+            # series keeps its anchor and the pending occurrence stays.
+            changed = [
+                p
+                for p in paths
+                if p != "schedule" or not same_schedule(record.spec.schedule, decoded.schedule)
+            ]
+            outcome.previous_next = record.next_run_time
+            outcome.schedule_changed = "schedule" in changed
             spec = dataclasses.replace(
-                record.spec, **{_MASKABLE[p]: getattr(decoded, _MASKABLE[p]) for p in paths}
+                record.spec, **{_MASKABLE[p]: getattr(decoded, _MASKABLE[p]) for p in changed}
             )
             if record.state is JobState.PAUSED:
                 return JobWrite(JobState.PAUSED, spec, None, pause_time=record.pause_time)
-            if record.state is JobState.COMPLETED and "schedule" not in paths:
+            if record.state is JobState.COMPLETED and not outcome.schedule_changed:
                 return JobWrite(JobState.COMPLETED, spec, None)
             pending = record.next_run_time
             if record.state is JobState.ACTIVE and pending is not None:
-                if "schedule" not in paths:
+                if not outcome.schedule_changed:
                     # The pending occurrence stays, whatever else changed (a new jitter window
                     # only moves its effective time): an update never drops an occurrence.
                     key = RunKey.scheduled(record.job_id, pending)
@@ -235,7 +255,9 @@ class JobOperations:
             state, occurrence, reason = plan(record.job_id, spec, now)
             return JobWrite(state, spec, occurrence, state_reason=reason)
 
-        return await self.store.modify_job(team_id, job_id, decide)
+        outcome = Update()
+        outcome.record = await self.store.modify_job(team_id, job_id, decide)
+        return outcome
 
     async def delete(self, team_id: str, job_id: uuid.UUID, etag: str) -> None:
         def decide(record: JobRecord, now: datetime, team: TeamState) -> JobWrite:

@@ -83,8 +83,13 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
         if not request.HasField("job"):
             raise InvalidArgument.field("job", "required")
         job_id = parse_job_name(request.job.name, team, field="job.name")
-        record = await self._jobs.update(team, job_id, request.job, list(request.update_mask.paths))
-        return job_service_pb2.UpdateJobResponse(job=encode_job(record))
+        update = await self._jobs.update(team, job_id, request.job, list(request.update_mask.paths))
+        response = job_service_pb2.UpdateJobResponse(
+            job=encode_job(update.record), schedule_changed=update.schedule_changed
+        )
+        if update.previous_next is not None:
+            datetime_to_timestamp(update.previous_next, response.previous_next_run_time)
+        return response
 
     async def DeleteJob(
         self, request: job_service_pb2.DeleteJobRequest, context: Context

@@ -238,10 +238,11 @@ def encode_schedule(spec: ScheduleSpec, out: job_pb2.Schedule) -> None:
         case AfterDelay(delay=delay, resolved=resolved):
             timedelta_to_duration(delay, out.delay.delay)
             datetime_to_timestamp(resolved, out.delay.run_time)
-        case Every(interval=interval, start_time=start_time):
+        case Every(interval=interval, start_time=start_time, anchor=anchor):
             timedelta_to_duration(interval, out.interval.interval)
             if start_time is not None:
                 datetime_to_timestamp(start_time, out.interval.start_time)
+            datetime_to_timestamp(anchor, out.interval.anchor_time)
         case Cron():
             out.cron.expression = spec.expression
             out.cron.time_zone = spec.time_zone

@@ -1002,8 +1002,13 @@ type IntervalSchedule struct {
 	Interval *durationpb.Duration `protobuf:"bytes,1,opt,name=interval,proto3" json:"interval,omitempty"`
 	// Optional. The anchor of the series. Defaults to the time the schedule was set (the job's
 	// creation, or the UpdateJob that changed the schedule), in which case the first run is one
-	// interval later. In the future, the first run is at `start_time`.
-	StartTime     *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	// interval later. In the future, the first run is at `start_time`. An UpdateJob that sends
+	// the stored schedule again (the same interval, `start_time` unset as stored) keeps the
+	// stored anchor: re-applying an unchanged job file never postpones its runs.
+	StartTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	// Output only. The anchor in force: `start_time` when set, otherwise the time the schedule
+	// was set. Runs fall at `anchor_time + k * interval`. Ignored on input.
+	AnchorTime    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=anchor_time,json=anchorTime,proto3" json:"anchor_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1048,6 +1053,13 @@ func (x *IntervalSchedule) GetInterval() *durationpb.Duration {
 func (x *IntervalSchedule) GetStartTime() *timestamppb.Timestamp {
 	if x != nil {
 		return x.StartTime
+	}
+	return nil
+}
+
+func (x *IntervalSchedule) GetAnchorTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AnchorTime
 	}
 	return nil
 }
@@ -1599,11 +1611,13 @@ const file_duetime_jobs_v1_job_proto_rawDesc = "" +
 	"foldPolicy\"w\n" +
 	"\rDelaySchedule\x12/\n" +
 	"\x05delay\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x05delay\x125\n" +
-	"\brun_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\arunTime\"\x84\x01\n" +
+	"\brun_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\arunTime\"\xc1\x01\n" +
 	"\x10IntervalSchedule\x125\n" +
 	"\binterval\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\binterval\x129\n" +
 	"\n" +
-	"start_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\"\xca\x01\n" +
+	"start_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x12;\n" +
+	"\vanchor_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"anchorTime\"\xca\x01\n" +
 	"\fCronSchedule\x12\x1e\n" +
 	"\n" +
 	"expression\x18\x01 \x01(\tR\n" +
@@ -1756,23 +1770,24 @@ var file_duetime_jobs_v1_job_proto_depIdxs = []int32{
 	22, // 21: duetime.jobs.v1.DelaySchedule.run_time:type_name -> google.protobuf.Timestamp
 	21, // 22: duetime.jobs.v1.IntervalSchedule.interval:type_name -> google.protobuf.Duration
 	22, // 23: duetime.jobs.v1.IntervalSchedule.start_time:type_name -> google.protobuf.Timestamp
-	1,  // 24: duetime.jobs.v1.CronSchedule.gap_policy:type_name -> duetime.jobs.v1.DstGapPolicy
-	2,  // 25: duetime.jobs.v1.CronSchedule.fold_policy:type_name -> duetime.jobs.v1.DstFoldPolicy
-	15, // 26: duetime.jobs.v1.Target.http:type_name -> duetime.jobs.v1.HttpTarget
-	16, // 27: duetime.jobs.v1.Target.container:type_name -> duetime.jobs.v1.ContainerTarget
-	3,  // 28: duetime.jobs.v1.HttpTarget.method:type_name -> duetime.jobs.v1.HttpMethod
-	19, // 29: duetime.jobs.v1.HttpTarget.headers:type_name -> duetime.jobs.v1.HttpTarget.HeadersEntry
-	20, // 30: duetime.jobs.v1.ContainerTarget.env:type_name -> duetime.jobs.v1.ContainerTarget.EnvEntry
-	21, // 31: duetime.jobs.v1.RetryPolicy.initial_backoff:type_name -> google.protobuf.Duration
-	21, // 32: duetime.jobs.v1.RetryPolicy.max_backoff:type_name -> google.protobuf.Duration
-	4,  // 33: duetime.jobs.v1.MisfireSettings.policy:type_name -> duetime.jobs.v1.MisfirePolicy
-	21, // 34: duetime.jobs.v1.MisfireSettings.threshold:type_name -> google.protobuf.Duration
-	21, // 35: duetime.jobs.v1.MisfireSettings.max_catch_up_age:type_name -> google.protobuf.Duration
-	36, // [36:36] is the sub-list for method output_type
-	36, // [36:36] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	22, // 24: duetime.jobs.v1.IntervalSchedule.anchor_time:type_name -> google.protobuf.Timestamp
+	1,  // 25: duetime.jobs.v1.CronSchedule.gap_policy:type_name -> duetime.jobs.v1.DstGapPolicy
+	2,  // 26: duetime.jobs.v1.CronSchedule.fold_policy:type_name -> duetime.jobs.v1.DstFoldPolicy
+	15, // 27: duetime.jobs.v1.Target.http:type_name -> duetime.jobs.v1.HttpTarget
+	16, // 28: duetime.jobs.v1.Target.container:type_name -> duetime.jobs.v1.ContainerTarget
+	3,  // 29: duetime.jobs.v1.HttpTarget.method:type_name -> duetime.jobs.v1.HttpMethod
+	19, // 30: duetime.jobs.v1.HttpTarget.headers:type_name -> duetime.jobs.v1.HttpTarget.HeadersEntry
+	20, // 31: duetime.jobs.v1.ContainerTarget.env:type_name -> duetime.jobs.v1.ContainerTarget.EnvEntry
+	21, // 32: duetime.jobs.v1.RetryPolicy.initial_backoff:type_name -> google.protobuf.Duration
+	21, // 33: duetime.jobs.v1.RetryPolicy.max_backoff:type_name -> google.protobuf.Duration
+	4,  // 34: duetime.jobs.v1.MisfireSettings.policy:type_name -> duetime.jobs.v1.MisfirePolicy
+	21, // 35: duetime.jobs.v1.MisfireSettings.threshold:type_name -> google.protobuf.Duration
+	21, // 36: duetime.jobs.v1.MisfireSettings.max_catch_up_age:type_name -> google.protobuf.Duration
+	37, // [37:37] is the sub-list for method output_type
+	37, // [37:37] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_duetime_jobs_v1_job_proto_init() }

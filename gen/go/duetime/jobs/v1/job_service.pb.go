@@ -459,9 +459,17 @@ func (x *UpdateJobRequest) GetUpdateMask() *fieldmaskpb.FieldMask {
 type UpdateJobResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The updated job.
-	Job           *Job `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Job *Job `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	// Whether the update changed when the job runs. False when the mask names `schedule` but
+	// the schedule sent equals the stored one (an interval without `start_time` keeps its
+	// stored anchor, a delay its resolved run time): the series and the next run stay as they
+	// were.
+	ScheduleChanged bool `protobuf:"varint,2,opt,name=schedule_changed,json=scheduleChanged,proto3" json:"schedule_changed,omitempty"`
+	// The job's `next_run_time` before the update; unset if it had none. With
+	// `job.next_run_time`, how the update moved the next run.
+	PreviousNextRunTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=previous_next_run_time,json=previousNextRunTime,proto3" json:"previous_next_run_time,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *UpdateJobResponse) Reset() {
@@ -497,6 +505,20 @@ func (*UpdateJobResponse) Descriptor() ([]byte, []int) {
 func (x *UpdateJobResponse) GetJob() *Job {
 	if x != nil {
 		return x.Job
+	}
+	return nil
+}
+
+func (x *UpdateJobResponse) GetScheduleChanged() bool {
+	if x != nil {
+		return x.ScheduleChanged
+	}
+	return false
+}
+
+func (x *UpdateJobResponse) GetPreviousNextRunTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PreviousNextRunTime
 	}
 	return nil
 }
@@ -1590,9 +1612,11 @@ const file_duetime_jobs_v1_job_service_proto_rawDesc = "" +
 	"\x10UpdateJobRequest\x12&\n" +
 	"\x03job\x18\x01 \x01(\v2\x14.duetime.jobs.v1.JobR\x03job\x12;\n" +
 	"\vupdate_mask\x18\x02 \x01(\v2\x1a.google.protobuf.FieldMaskR\n" +
-	"updateMask\";\n" +
+	"updateMask\"\xb7\x01\n" +
 	"\x11UpdateJobResponse\x12&\n" +
-	"\x03job\x18\x01 \x01(\v2\x14.duetime.jobs.v1.JobR\x03job\":\n" +
+	"\x03job\x18\x01 \x01(\v2\x14.duetime.jobs.v1.JobR\x03job\x12)\n" +
+	"\x10schedule_changed\x18\x02 \x01(\bR\x0fscheduleChanged\x12O\n" +
+	"\x16previous_next_run_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x13previousNextRunTime\":\n" +
 	"\x10DeleteJobRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04etag\x18\x02 \x01(\tR\x04etag\"\x13\n" +
@@ -1724,10 +1748,10 @@ var file_duetime_jobs_v1_job_service_proto_goTypes = []any{
 	(*Job)(nil),                     // 28: duetime.jobs.v1.Job
 	(JobState)(0),                   // 29: duetime.jobs.v1.JobState
 	(*fieldmaskpb.FieldMask)(nil),   // 30: google.protobuf.FieldMask
-	(*Run)(nil),                     // 31: duetime.jobs.v1.Run
-	(RunState)(0),                   // 32: duetime.jobs.v1.RunState
-	(*Schedule)(nil),                // 33: duetime.jobs.v1.Schedule
-	(*timestamppb.Timestamp)(nil),   // 34: google.protobuf.Timestamp
+	(*timestamppb.Timestamp)(nil),   // 31: google.protobuf.Timestamp
+	(*Run)(nil),                     // 32: duetime.jobs.v1.Run
+	(RunState)(0),                   // 33: duetime.jobs.v1.RunState
+	(*Schedule)(nil),                // 34: duetime.jobs.v1.Schedule
 	(*durationpb.Duration)(nil),     // 35: google.protobuf.Duration
 	(*TeamQuota)(nil),               // 36: duetime.jobs.v1.TeamQuota
 	(*TeamUsage)(nil),               // 37: duetime.jobs.v1.TeamUsage
@@ -1741,53 +1765,54 @@ var file_duetime_jobs_v1_job_service_proto_depIdxs = []int32{
 	28, // 5: duetime.jobs.v1.UpdateJobRequest.job:type_name -> duetime.jobs.v1.Job
 	30, // 6: duetime.jobs.v1.UpdateJobRequest.update_mask:type_name -> google.protobuf.FieldMask
 	28, // 7: duetime.jobs.v1.UpdateJobResponse.job:type_name -> duetime.jobs.v1.Job
-	28, // 8: duetime.jobs.v1.PauseJobResponse.job:type_name -> duetime.jobs.v1.Job
-	28, // 9: duetime.jobs.v1.ResumeJobResponse.job:type_name -> duetime.jobs.v1.Job
-	31, // 10: duetime.jobs.v1.TriggerJobResponse.run:type_name -> duetime.jobs.v1.Run
-	32, // 11: duetime.jobs.v1.ListRunsRequest.state:type_name -> duetime.jobs.v1.RunState
-	31, // 12: duetime.jobs.v1.ListRunsResponse.runs:type_name -> duetime.jobs.v1.Run
-	31, // 13: duetime.jobs.v1.GetRunResponse.run:type_name -> duetime.jobs.v1.Run
-	31, // 14: duetime.jobs.v1.RedriveRunResponse.run:type_name -> duetime.jobs.v1.Run
-	33, // 15: duetime.jobs.v1.PreviewScheduleRequest.schedule:type_name -> duetime.jobs.v1.Schedule
-	34, // 16: duetime.jobs.v1.PreviewScheduleRequest.start_time:type_name -> google.protobuf.Timestamp
-	35, // 17: duetime.jobs.v1.PreviewScheduleRequest.jitter_window:type_name -> google.protobuf.Duration
-	25, // 18: duetime.jobs.v1.PreviewScheduleResponse.occurrences:type_name -> duetime.jobs.v1.ScheduledOccurrence
-	34, // 19: duetime.jobs.v1.ScheduledOccurrence.nominal_time:type_name -> google.protobuf.Timestamp
-	34, // 20: duetime.jobs.v1.ScheduledOccurrence.effective_time:type_name -> google.protobuf.Timestamp
-	0,  // 21: duetime.jobs.v1.ScheduledOccurrence.dst_adjustment:type_name -> duetime.jobs.v1.DstAdjustment
-	36, // 22: duetime.jobs.v1.GetTeamQuotaResponse.quota:type_name -> duetime.jobs.v1.TeamQuota
-	37, // 23: duetime.jobs.v1.GetTeamQuotaResponse.usage:type_name -> duetime.jobs.v1.TeamUsage
-	1,  // 24: duetime.jobs.v1.JobService.CreateJob:input_type -> duetime.jobs.v1.CreateJobRequest
-	3,  // 25: duetime.jobs.v1.JobService.GetJob:input_type -> duetime.jobs.v1.GetJobRequest
-	5,  // 26: duetime.jobs.v1.JobService.ListJobs:input_type -> duetime.jobs.v1.ListJobsRequest
-	7,  // 27: duetime.jobs.v1.JobService.UpdateJob:input_type -> duetime.jobs.v1.UpdateJobRequest
-	9,  // 28: duetime.jobs.v1.JobService.DeleteJob:input_type -> duetime.jobs.v1.DeleteJobRequest
-	11, // 29: duetime.jobs.v1.JobService.PauseJob:input_type -> duetime.jobs.v1.PauseJobRequest
-	13, // 30: duetime.jobs.v1.JobService.ResumeJob:input_type -> duetime.jobs.v1.ResumeJobRequest
-	15, // 31: duetime.jobs.v1.JobService.TriggerJob:input_type -> duetime.jobs.v1.TriggerJobRequest
-	17, // 32: duetime.jobs.v1.JobService.ListRuns:input_type -> duetime.jobs.v1.ListRunsRequest
-	19, // 33: duetime.jobs.v1.JobService.GetRun:input_type -> duetime.jobs.v1.GetRunRequest
-	21, // 34: duetime.jobs.v1.JobService.RedriveRun:input_type -> duetime.jobs.v1.RedriveRunRequest
-	23, // 35: duetime.jobs.v1.JobService.PreviewSchedule:input_type -> duetime.jobs.v1.PreviewScheduleRequest
-	26, // 36: duetime.jobs.v1.JobService.GetTeamQuota:input_type -> duetime.jobs.v1.GetTeamQuotaRequest
-	2,  // 37: duetime.jobs.v1.JobService.CreateJob:output_type -> duetime.jobs.v1.CreateJobResponse
-	4,  // 38: duetime.jobs.v1.JobService.GetJob:output_type -> duetime.jobs.v1.GetJobResponse
-	6,  // 39: duetime.jobs.v1.JobService.ListJobs:output_type -> duetime.jobs.v1.ListJobsResponse
-	8,  // 40: duetime.jobs.v1.JobService.UpdateJob:output_type -> duetime.jobs.v1.UpdateJobResponse
-	10, // 41: duetime.jobs.v1.JobService.DeleteJob:output_type -> duetime.jobs.v1.DeleteJobResponse
-	12, // 42: duetime.jobs.v1.JobService.PauseJob:output_type -> duetime.jobs.v1.PauseJobResponse
-	14, // 43: duetime.jobs.v1.JobService.ResumeJob:output_type -> duetime.jobs.v1.ResumeJobResponse
-	16, // 44: duetime.jobs.v1.JobService.TriggerJob:output_type -> duetime.jobs.v1.TriggerJobResponse
-	18, // 45: duetime.jobs.v1.JobService.ListRuns:output_type -> duetime.jobs.v1.ListRunsResponse
-	20, // 46: duetime.jobs.v1.JobService.GetRun:output_type -> duetime.jobs.v1.GetRunResponse
-	22, // 47: duetime.jobs.v1.JobService.RedriveRun:output_type -> duetime.jobs.v1.RedriveRunResponse
-	24, // 48: duetime.jobs.v1.JobService.PreviewSchedule:output_type -> duetime.jobs.v1.PreviewScheduleResponse
-	27, // 49: duetime.jobs.v1.JobService.GetTeamQuota:output_type -> duetime.jobs.v1.GetTeamQuotaResponse
-	37, // [37:50] is the sub-list for method output_type
-	24, // [24:37] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	31, // 8: duetime.jobs.v1.UpdateJobResponse.previous_next_run_time:type_name -> google.protobuf.Timestamp
+	28, // 9: duetime.jobs.v1.PauseJobResponse.job:type_name -> duetime.jobs.v1.Job
+	28, // 10: duetime.jobs.v1.ResumeJobResponse.job:type_name -> duetime.jobs.v1.Job
+	32, // 11: duetime.jobs.v1.TriggerJobResponse.run:type_name -> duetime.jobs.v1.Run
+	33, // 12: duetime.jobs.v1.ListRunsRequest.state:type_name -> duetime.jobs.v1.RunState
+	32, // 13: duetime.jobs.v1.ListRunsResponse.runs:type_name -> duetime.jobs.v1.Run
+	32, // 14: duetime.jobs.v1.GetRunResponse.run:type_name -> duetime.jobs.v1.Run
+	32, // 15: duetime.jobs.v1.RedriveRunResponse.run:type_name -> duetime.jobs.v1.Run
+	34, // 16: duetime.jobs.v1.PreviewScheduleRequest.schedule:type_name -> duetime.jobs.v1.Schedule
+	31, // 17: duetime.jobs.v1.PreviewScheduleRequest.start_time:type_name -> google.protobuf.Timestamp
+	35, // 18: duetime.jobs.v1.PreviewScheduleRequest.jitter_window:type_name -> google.protobuf.Duration
+	25, // 19: duetime.jobs.v1.PreviewScheduleResponse.occurrences:type_name -> duetime.jobs.v1.ScheduledOccurrence
+	31, // 20: duetime.jobs.v1.ScheduledOccurrence.nominal_time:type_name -> google.protobuf.Timestamp
+	31, // 21: duetime.jobs.v1.ScheduledOccurrence.effective_time:type_name -> google.protobuf.Timestamp
+	0,  // 22: duetime.jobs.v1.ScheduledOccurrence.dst_adjustment:type_name -> duetime.jobs.v1.DstAdjustment
+	36, // 23: duetime.jobs.v1.GetTeamQuotaResponse.quota:type_name -> duetime.jobs.v1.TeamQuota
+	37, // 24: duetime.jobs.v1.GetTeamQuotaResponse.usage:type_name -> duetime.jobs.v1.TeamUsage
+	1,  // 25: duetime.jobs.v1.JobService.CreateJob:input_type -> duetime.jobs.v1.CreateJobRequest
+	3,  // 26: duetime.jobs.v1.JobService.GetJob:input_type -> duetime.jobs.v1.GetJobRequest
+	5,  // 27: duetime.jobs.v1.JobService.ListJobs:input_type -> duetime.jobs.v1.ListJobsRequest
+	7,  // 28: duetime.jobs.v1.JobService.UpdateJob:input_type -> duetime.jobs.v1.UpdateJobRequest
+	9,  // 29: duetime.jobs.v1.JobService.DeleteJob:input_type -> duetime.jobs.v1.DeleteJobRequest
+	11, // 30: duetime.jobs.v1.JobService.PauseJob:input_type -> duetime.jobs.v1.PauseJobRequest
+	13, // 31: duetime.jobs.v1.JobService.ResumeJob:input_type -> duetime.jobs.v1.ResumeJobRequest
+	15, // 32: duetime.jobs.v1.JobService.TriggerJob:input_type -> duetime.jobs.v1.TriggerJobRequest
+	17, // 33: duetime.jobs.v1.JobService.ListRuns:input_type -> duetime.jobs.v1.ListRunsRequest
+	19, // 34: duetime.jobs.v1.JobService.GetRun:input_type -> duetime.jobs.v1.GetRunRequest
+	21, // 35: duetime.jobs.v1.JobService.RedriveRun:input_type -> duetime.jobs.v1.RedriveRunRequest
+	23, // 36: duetime.jobs.v1.JobService.PreviewSchedule:input_type -> duetime.jobs.v1.PreviewScheduleRequest
+	26, // 37: duetime.jobs.v1.JobService.GetTeamQuota:input_type -> duetime.jobs.v1.GetTeamQuotaRequest
+	2,  // 38: duetime.jobs.v1.JobService.CreateJob:output_type -> duetime.jobs.v1.CreateJobResponse
+	4,  // 39: duetime.jobs.v1.JobService.GetJob:output_type -> duetime.jobs.v1.GetJobResponse
+	6,  // 40: duetime.jobs.v1.JobService.ListJobs:output_type -> duetime.jobs.v1.ListJobsResponse
+	8,  // 41: duetime.jobs.v1.JobService.UpdateJob:output_type -> duetime.jobs.v1.UpdateJobResponse
+	10, // 42: duetime.jobs.v1.JobService.DeleteJob:output_type -> duetime.jobs.v1.DeleteJobResponse
+	12, // 43: duetime.jobs.v1.JobService.PauseJob:output_type -> duetime.jobs.v1.PauseJobResponse
+	14, // 44: duetime.jobs.v1.JobService.ResumeJob:output_type -> duetime.jobs.v1.ResumeJobResponse
+	16, // 45: duetime.jobs.v1.JobService.TriggerJob:output_type -> duetime.jobs.v1.TriggerJobResponse
+	18, // 46: duetime.jobs.v1.JobService.ListRuns:output_type -> duetime.jobs.v1.ListRunsResponse
+	20, // 47: duetime.jobs.v1.JobService.GetRun:output_type -> duetime.jobs.v1.GetRunResponse
+	22, // 48: duetime.jobs.v1.JobService.RedriveRun:output_type -> duetime.jobs.v1.RedriveRunResponse
+	24, // 49: duetime.jobs.v1.JobService.PreviewSchedule:output_type -> duetime.jobs.v1.PreviewScheduleResponse
+	27, // 50: duetime.jobs.v1.JobService.GetTeamQuota:output_type -> duetime.jobs.v1.GetTeamQuotaResponse
+	38, // [38:51] is the sub-list for method output_type
+	25, // [25:38] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_duetime_jobs_v1_job_service_proto_init() }

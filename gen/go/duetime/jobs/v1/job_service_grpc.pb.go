@@ -53,7 +53,8 @@ type JobServiceClient interface {
 	// Lists the team's jobs, newest first.
 	ListJobs(ctx context.Context, in *ListJobsRequest, opts ...grpc.CallOption) (*ListJobsResponse, error)
 	// Changes the fields named in `update_mask`. A schedule change recomputes the next run time
-	// from now; runs already claimed keep the definition they were claimed with.
+	// from now (a schedule equal to the stored one is no change); runs already claimed keep the
+	// definition they were claimed with. The answer says whether and how the next run moved.
 	UpdateJob(ctx context.Context, in *UpdateJobRequest, opts ...grpc.CallOption) (*UpdateJobResponse, error)
 	// Deletes a job. Queued runs are cancelled when a worker picks them up; a running attempt is
 	// told to cancel. The run history stays readable through ListRuns/GetRun until retention.
@@ -240,7 +241,8 @@ type JobServiceServer interface {
 	// Lists the team's jobs, newest first.
 	ListJobs(context.Context, *ListJobsRequest) (*ListJobsResponse, error)
 	// Changes the fields named in `update_mask`. A schedule change recomputes the next run time
-	// from now; runs already claimed keep the definition they were claimed with.
+	// from now (a schedule equal to the stored one is no change); runs already claimed keep the
+	// definition they were claimed with. The answer says whether and how the next run moved.
 	UpdateJob(context.Context, *UpdateJobRequest) (*UpdateJobResponse, error)
 	// Deletes a job. Queued runs are cancelled when a worker picks them up; a running attempt is
 	// told to cancel. The run history stays readable through ListRuns/GetRun until retention.

@@ -26,7 +26,7 @@ from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x64uetime/jobs/v1/job.proto\x12\x0f\x64uetime.jobs.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdf\x05\n\x03Job\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x0c\n\x04team\x18\x03 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x04 \x01(\t\x12+\n\x08schedule\x18\x05 \x01(\x0b\x32\x19.duetime.jobs.v1.Schedule\x12\'\n\x06target\x18\x06 \x01(\x0b\x32\x17.duetime.jobs.v1.Target\x12\x32\n\x0f\x61ttempt_timeout\x18\x07 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x32\n\x0cretry_policy\x18\x08 \x01(\x0b\x32\x1c.duetime.jobs.v1.RetryPolicy\x12\x31\n\x07misfire\x18\t \x01(\x0b\x32 .duetime.jobs.v1.MisfireSettings\x12\x36\n\x0eoverlap_policy\x18\n \x01(\x0e\x32\x1e.duetime.jobs.v1.OverlapPolicy\x12\x30\n\rjitter_window\x18\x0b \x01(\x0b\x32\x19.google.protobuf.Duration\x12+\n\x08priority\x18\x0c \x01(\x0e\x32\x19.duetime.jobs.v1.Priority\x12(\n\x05state\x18\r \x01(\x0e\x32\x19.duetime.jobs.v1.JobState\x12\x14\n\x0cstate_reason\x18\x0e \x01(\t\x12\x31\n\rnext_run_time\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x63reate_time\x18\x10 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\x11 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0c\n\x04\x65tag\x18\x12 \x01(\t\x12+\n\x08\x64\x65livery\x18\x13 \x01(\x0e\x32\x19.duetime.jobs.v1.Delivery\"\xd4\x01\n\x08Schedule\x12)\n\x02\x61t\x18\x01 \x01(\x0b\x32\x1b.duetime.jobs.v1.AtScheduleH\x00\x12/\n\x05\x64\x65lay\x18\x02 \x01(\x0b\x32\x1e.duetime.jobs.v1.DelayScheduleH\x00\x12\x35\n\x08interval\x18\x03 \x01(\x0b\x32!.duetime.jobs.v1.IntervalScheduleH\x00\x12-\n\x04\x63ron\x18\x04 \x01(\x0b\x32\x1d.duetime.jobs.v1.CronScheduleH\x00\x42\x06\n\x04kind\"\xc9\x01\n\nAtSchedule\x12,\n\x08run_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nlocal_time\x18\x02 \x01(\t\x12\x11\n\ttime_zone\x18\x03 \x01(\t\x12\x31\n\ngap_policy\x18\x04 \x01(\x0e\x32\x1d.duetime.jobs.v1.DstGapPolicy\x12\x33\n\x0b\x66old_policy\x18\x05 \x01(\x0e\x32\x1e.duetime.jobs.v1.DstFoldPolicy\"g\n\rDelaySchedule\x12(\n\x05\x64\x65lay\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\x12,\n\x08run_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"o\n\x10IntervalSchedule\x12+\n\x08interval\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\x12.\n\nstart_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x9d\x01\n\x0c\x43ronSchedule\x12\x12\n\nexpression\x18\x01 \x01(\t\x12\x11\n\ttime_zone\x18\x02 \x01(\t\x12\x31\n\ngap_policy\x18\x03 \x01(\x0e\x32\x1d.duetime.jobs.v1.DstGapPolicy\x12\x33\n\x0b\x66old_policy\x18\x04 \x01(\x0e\x32\x1e.duetime.jobs.v1.DstFoldPolicy\"t\n\x06Target\x12+\n\x04http\x18\x01 \x01(\x0b\x32\x1b.duetime.jobs.v1.HttpTargetH\x00\x12\x35\n\tcontainer\x18\x02 \x01(\x0b\x32 .duetime.jobs.v1.ContainerTargetH\x00\x42\x06\n\x04kind\"\xbf\x01\n\nHttpTarget\x12+\n\x06method\x18\x01 \x01(\x0e\x32\x1b.duetime.jobs.v1.HttpMethod\x12\x0b\n\x03url\x18\x02 \x01(\t\x12\x39\n\x07headers\x18\x03 \x03(\x0b\x32(.duetime.jobs.v1.HttpTarget.HeadersEntry\x12\x0c\n\x04\x62ody\x18\x04 \x01(\x0c\x1a.\n\x0cHeadersEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xa3\x01\n\x0f\x43ontainerTarget\x12\r\n\x05image\x18\x01 \x01(\t\x12\x0f\n\x07\x63ommand\x18\x02 \x03(\t\x12\x0c\n\x04\x61rgs\x18\x03 \x03(\t\x12\x36\n\x03\x65nv\x18\x04 \x03(\x0b\x32).duetime.jobs.v1.ContainerTarget.EnvEntry\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x9b\x01\n\x0bRetryPolicy\x12\x14\n\x0cmax_attempts\x18\x01 \x01(\x05\x12\x32\n\x0finitial_backoff\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\x12.\n\x0bmax_backoff\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x12\n\nmultiplier\x18\x04 \x01(\x01\"\xbf\x01\n\x0fMisfireSettings\x12.\n\x06policy\x18\x01 \x01(\x0e\x32\x1e.duetime.jobs.v1.MisfirePolicy\x12,\n\tthreshold\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x19\n\x11max_catch_up_runs\x18\x03 \x01(\x05\x12\x33\n\x10max_catch_up_age\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration*[\n\x08\x44\x65livery\x12\x18\n\x14\x44\x45LIVERY_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x44\x45LIVERY_AT_LEAST_ONCE\x10\x01\x12\x19\n\x15\x44\x45LIVERY_AT_MOST_ONCE\x10\x02*a\n\x0c\x44stGapPolicy\x12\x1e\n\x1a\x44ST_GAP_POLICY_UNSPECIFIED\x10\x00\x12\x18\n\x14\x44ST_GAP_POLICY_SHIFT\x10\x01\x12\x17\n\x13\x44ST_GAP_POLICY_SKIP\x10\x02*\x7f\n\rDstFoldPolicy\x12\x1f\n\x1b\x44ST_FOLD_POLICY_UNSPECIFIED\x10\x00\x12\x19\n\x15\x44ST_FOLD_POLICY_FIRST\x10\x01\x12\x18\n\x14\x44ST_FOLD_POLICY_LAST\x10\x02\x12\x18\n\x14\x44ST_FOLD_POLICY_BOTH\x10\x03*\x98\x01\n\nHttpMethod\x12\x1b\n\x17HTTP_METHOD_UNSPECIFIED\x10\x00\x12\x13\n\x0fHTTP_METHOD_GET\x10\x01\x12\x14\n\x10HTTP_METHOD_POST\x10\x02\x12\x13\n\x0fHTTP_METHOD_PUT\x10\x03\x12\x15\n\x11HTTP_METHOD_PATCH\x10\x04\x12\x16\n\x12HTTP_METHOD_DELETE\x10\x05*\x81\x01\n\rMisfirePolicy\x12\x1e\n\x1aMISFIRE_POLICY_UNSPECIFIED\x10\x00\x12\x1b\n\x17MISFIRE_POLICY_RUN_ONCE\x10\x01\x12\x1a\n\x16MISFIRE_POLICY_RUN_ALL\x10\x02\x12\x17\n\x13MISFIRE_POLICY_SKIP\x10\x03*\xa5\x01\n\rOverlapPolicy\x12\x1e\n\x1aOVERLAP_POLICY_UNSPECIFIED\x10\x00\x12\x18\n\x14OVERLAP_POLICY_ALLOW\x10\x01\x12\x17\n\x13OVERLAP_POLICY_SKIP\x10\x02\x12\x1d\n\x19OVERLAP_POLICY_BUFFER_ONE\x10\x03\x12\"\n\x1eOVERLAP_POLICY_CANCEL_PREVIOUS\x10\x04*^\n\x08Priority\x12\x18\n\x14PRIORITY_UNSPECIFIED\x10\x00\x12\x11\n\rPRIORITY_HIGH\x10\x01\x12\x13\n\x0fPRIORITY_NORMAL\x10\x02\x12\x10\n\x0cPRIORITY_LOW\x10\x03*\x7f\n\x08JobState\x12\x19\n\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x14\n\x10JOB_STATE_ACTIVE\x10\x01\x12\x14\n\x10JOB_STATE_PAUSED\x10\x02\x12\x17\n\x13JOB_STATE_COMPLETED\x10\x03\x12\x13\n\x0fJOB_STATE_ERROR\x10\x04\x42^\n\x13\x64\x65v.duetime.jobs.v1B\x08JobProtoP\x01Z)duetime.dev/gen/go/duetime/jobs/v1;jobsv1\xaa\x02\x0f\x44uetime.Jobs.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x64uetime/jobs/v1/job.proto\x12\x0f\x64uetime.jobs.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdf\x05\n\x03Job\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x0c\n\x04team\x18\x03 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x04 \x01(\t\x12+\n\x08schedule\x18\x05 \x01(\x0b\x32\x19.duetime.jobs.v1.Schedule\x12\'\n\x06target\x18\x06 \x01(\x0b\x32\x17.duetime.jobs.v1.Target\x12\x32\n\x0f\x61ttempt_timeout\x18\x07 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x32\n\x0cretry_policy\x18\x08 \x01(\x0b\x32\x1c.duetime.jobs.v1.RetryPolicy\x12\x31\n\x07misfire\x18\t \x01(\x0b\x32 .duetime.jobs.v1.MisfireSettings\x12\x36\n\x0eoverlap_policy\x18\n \x01(\x0e\x32\x1e.duetime.jobs.v1.OverlapPolicy\x12\x30\n\rjitter_window\x18\x0b \x01(\x0b\x32\x19.google.protobuf.Duration\x12+\n\x08priority\x18\x0c \x01(\x0e\x32\x19.duetime.jobs.v1.Priority\x12(\n\x05state\x18\r \x01(\x0e\x32\x19.duetime.jobs.v1.JobState\x12\x14\n\x0cstate_reason\x18\x0e \x01(\t\x12\x31\n\rnext_run_time\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x63reate_time\x18\x10 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\x11 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0c\n\x04\x65tag\x18\x12 \x01(\t\x12+\n\x08\x64\x65livery\x18\x13 \x01(\x0e\x32\x19.duetime.jobs.v1.Delivery\"\xd4\x01\n\x08Schedule\x12)\n\x02\x61t\x18\x01 \x01(\x0b\x32\x1b.duetime.jobs.v1.AtScheduleH\x00\x12/\n\x05\x64\x65lay\x18\x02 \x01(\x0b\x32\x1e.duetime.jobs.v1.DelayScheduleH\x00\x12\x35\n\x08interval\x18\x03 \x01(\x0b\x32!.duetime.jobs.v1.IntervalScheduleH\x00\x12-\n\x04\x63ron\x18\x04 \x01(\x0b\x32\x1d.duetime.jobs.v1.CronScheduleH\x00\x42\x06\n\x04kind\"\xc9\x01\n\nAtSchedule\x12,\n\x08run_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nlocal_time\x18\x02 \x01(\t\x12\x11\n\ttime_zone\x18\x03 \x01(\t\x12\x31\n\ngap_policy\x18\x04 \x01(\x0e\x32\x1d.duetime.jobs.v1.DstGapPolicy\x12\x33\n\x0b\x66old_policy\x18\x05 \x01(\x0e\x32\x1e.duetime.jobs.v1.DstFoldPolicy\"g\n\rDelaySchedule\x12(\n\x05\x64\x65lay\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\x12,\n\x08run_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xa0\x01\n\x10IntervalSchedule\x12+\n\x08interval\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\x12.\n\nstart_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x61nchor_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x9d\x01\n\x0c\x43ronSchedule\x12\x12\n\nexpression\x18\x01 \x01(\t\x12\x11\n\ttime_zone\x18\x02 \x01(\t\x12\x31\n\ngap_policy\x18\x03 \x01(\x0e\x32\x1d.duetime.jobs.v1.DstGapPolicy\x12\x33\n\x0b\x66old_policy\x18\x04 \x01(\x0e\x32\x1e.duetime.jobs.v1.DstFoldPolicy\"t\n\x06Target\x12+\n\x04http\x18\x01 \x01(\x0b\x32\x1b.duetime.jobs.v1.HttpTargetH\x00\x12\x35\n\tcontainer\x18\x02 \x01(\x0b\x32 .duetime.jobs.v1.ContainerTargetH\x00\x42\x06\n\x04kind\"\xbf\x01\n\nHttpTarget\x12+\n\x06method\x18\x01 \x01(\x0e\x32\x1b.duetime.jobs.v1.HttpMethod\x12\x0b\n\x03url\x18\x02 \x01(\t\x12\x39\n\x07headers\x18\x03 \x03(\x0b\x32(.duetime.jobs.v1.HttpTarget.HeadersEntry\x12\x0c\n\x04\x62ody\x18\x04 \x01(\x0c\x1a.\n\x0cHeadersEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xa3\x01\n\x0f\x43ontainerTarget\x12\r\n\x05image\x18\x01 \x01(\t\x12\x0f\n\x07\x63ommand\x18\x02 \x03(\t\x12\x0c\n\x04\x61rgs\x18\x03 \x03(\t\x12\x36\n\x03\x65nv\x18\x04 \x03(\x0b\x32).duetime.jobs.v1.ContainerTarget.EnvEntry\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x9b\x01\n\x0bRetryPolicy\x12\x14\n\x0cmax_attempts\x18\x01 \x01(\x05\x12\x32\n\x0finitial_backoff\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\x12.\n\x0bmax_backoff\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x12\n\nmultiplier\x18\x04 \x01(\x01\"\xbf\x01\n\x0fMisfireSettings\x12.\n\x06policy\x18\x01 \x01(\x0e\x32\x1e.duetime.jobs.v1.MisfirePolicy\x12,\n\tthreshold\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x19\n\x11max_catch_up_runs\x18\x03 \x01(\x05\x12\x33\n\x10max_catch_up_age\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration*[\n\x08\x44\x65livery\x12\x18\n\x14\x44\x45LIVERY_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x44\x45LIVERY_AT_LEAST_ONCE\x10\x01\x12\x19\n\x15\x44\x45LIVERY_AT_MOST_ONCE\x10\x02*a\n\x0c\x44stGapPolicy\x12\x1e\n\x1a\x44ST_GAP_POLICY_UNSPECIFIED\x10\x00\x12\x18\n\x14\x44ST_GAP_POLICY_SHIFT\x10\x01\x12\x17\n\x13\x44ST_GAP_POLICY_SKIP\x10\x02*\x7f\n\rDstFoldPolicy\x12\x1f\n\x1b\x44ST_FOLD_POLICY_UNSPECIFIED\x10\x00\x12\x19\n\x15\x44ST_FOLD_POLICY_FIRST\x10\x01\x12\x18\n\x14\x44ST_FOLD_POLICY_LAST\x10\x02\x12\x18\n\x14\x44ST_FOLD_POLICY_BOTH\x10\x03*\x98\x01\n\nHttpMethod\x12\x1b\n\x17HTTP_METHOD_UNSPECIFIED\x10\x00\x12\x13\n\x0fHTTP_METHOD_GET\x10\x01\x12\x14\n\x10HTTP_METHOD_POST\x10\x02\x12\x13\n\x0fHTTP_METHOD_PUT\x10\x03\x12\x15\n\x11HTTP_METHOD_PATCH\x10\x04\x12\x16\n\x12HTTP_METHOD_DELETE\x10\x05*\x81\x01\n\rMisfirePolicy\x12\x1e\n\x1aMISFIRE_POLICY_UNSPECIFIED\x10\x00\x12\x1b\n\x17MISFIRE_POLICY_RUN_ONCE\x10\x01\x12\x1a\n\x16MISFIRE_POLICY_RUN_ALL\x10\x02\x12\x17\n\x13MISFIRE_POLICY_SKIP\x10\x03*\xa5\x01\n\rOverlapPolicy\x12\x1e\n\x1aOVERLAP_POLICY_UNSPECIFIED\x10\x00\x12\x18\n\x14OVERLAP_POLICY_ALLOW\x10\x01\x12\x17\n\x13OVERLAP_POLICY_SKIP\x10\x02\x12\x1d\n\x19OVERLAP_POLICY_BUFFER_ONE\x10\x03\x12\"\n\x1eOVERLAP_POLICY_CANCEL_PREVIOUS\x10\x04*^\n\x08Priority\x12\x18\n\x14PRIORITY_UNSPECIFIED\x10\x00\x12\x11\n\rPRIORITY_HIGH\x10\x01\x12\x13\n\x0fPRIORITY_NORMAL\x10\x02\x12\x10\n\x0cPRIORITY_LOW\x10\x03*\x7f\n\x08JobState\x12\x19\n\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x14\n\x10JOB_STATE_ACTIVE\x10\x01\x12\x14\n\x10JOB_STATE_PAUSED\x10\x02\x12\x17\n\x13JOB_STATE_COMPLETED\x10\x03\x12\x13\n\x0fJOB_STATE_ERROR\x10\x04\x42^\n\x13\x64\x65v.duetime.jobs.v1B\x08JobProtoP\x01Z)duetime.dev/gen/go/duetime/jobs/v1;jobsv1\xaa\x02\x0f\x44uetime.Jobs.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,22 +38,22 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_HTTPTARGET_HEADERSENTRY']._serialized_options = b'8\001'
   _globals['_CONTAINERTARGET_ENVENTRY']._loaded_options = None
   _globals['_CONTAINERTARGET_ENVENTRY']._serialized_options = b'8\001'
-  _globals['_DELIVERY']._serialized_start=2476
-  _globals['_DELIVERY']._serialized_end=2567
-  _globals['_DSTGAPPOLICY']._serialized_start=2569
-  _globals['_DSTGAPPOLICY']._serialized_end=2666
-  _globals['_DSTFOLDPOLICY']._serialized_start=2668
-  _globals['_DSTFOLDPOLICY']._serialized_end=2795
-  _globals['_HTTPMETHOD']._serialized_start=2798
-  _globals['_HTTPMETHOD']._serialized_end=2950
-  _globals['_MISFIREPOLICY']._serialized_start=2953
-  _globals['_MISFIREPOLICY']._serialized_end=3082
-  _globals['_OVERLAPPOLICY']._serialized_start=3085
-  _globals['_OVERLAPPOLICY']._serialized_end=3250
-  _globals['_PRIORITY']._serialized_start=3252
-  _globals['_PRIORITY']._serialized_end=3346
-  _globals['_JOBSTATE']._serialized_start=3348
-  _globals['_JOBSTATE']._serialized_end=3475
+  _globals['_DELIVERY']._serialized_start=2526
+  _globals['_DELIVERY']._serialized_end=2617
+  _globals['_DSTGAPPOLICY']._serialized_start=2619
+  _globals['_DSTGAPPOLICY']._serialized_end=2716
+  _globals['_DSTFOLDPOLICY']._serialized_start=2718
+  _globals['_DSTFOLDPOLICY']._serialized_end=2845
+  _globals['_HTTPMETHOD']._serialized_start=2848
+  _globals['_HTTPMETHOD']._serialized_end=3000
+  _globals['_MISFIREPOLICY']._serialized_start=3003
+  _globals['_MISFIREPOLICY']._serialized_end=3132
+  _globals['_OVERLAPPOLICY']._serialized_start=3135
+  _globals['_OVERLAPPOLICY']._serialized_end=3300
+  _globals['_PRIORITY']._serialized_start=3302
+  _globals['_PRIORITY']._serialized_end=3396
+  _globals['_JOBSTATE']._serialized_start=3398
+  _globals['_JOBSTATE']._serialized_end=3525
   _globals['_JOB']._serialized_start=112
   _globals['_JOB']._serialized_end=847
   _globals['_SCHEDULE']._serialized_start=850
@@ -62,22 +62,22 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ATSCHEDULE']._serialized_end=1266
   _globals['_DELAYSCHEDULE']._serialized_start=1268
   _globals['_DELAYSCHEDULE']._serialized_end=1371
-  _globals['_INTERVALSCHEDULE']._serialized_start=1373
-  _globals['_INTERVALSCHEDULE']._serialized_end=1484
-  _globals['_CRONSCHEDULE']._serialized_start=1487
-  _globals['_CRONSCHEDULE']._serialized_end=1644
-  _globals['_TARGET']._serialized_start=1646
-  _globals['_TARGET']._serialized_end=1762
-  _globals['_HTTPTARGET']._serialized_start=1765
-  _globals['_HTTPTARGET']._serialized_end=1956
-  _globals['_HTTPTARGET_HEADERSENTRY']._serialized_start=1910
-  _globals['_HTTPTARGET_HEADERSENTRY']._serialized_end=1956
-  _globals['_CONTAINERTARGET']._serialized_start=1959
-  _globals['_CONTAINERTARGET']._serialized_end=2122
-  _globals['_CONTAINERTARGET_ENVENTRY']._serialized_start=2080
-  _globals['_CONTAINERTARGET_ENVENTRY']._serialized_end=2122
-  _globals['_RETRYPOLICY']._serialized_start=2125
-  _globals['_RETRYPOLICY']._serialized_end=2280
-  _globals['_MISFIRESETTINGS']._serialized_start=2283
-  _globals['_MISFIRESETTINGS']._serialized_end=2474
+  _globals['_INTERVALSCHEDULE']._serialized_start=1374
+  _globals['_INTERVALSCHEDULE']._serialized_end=1534
+  _globals['_CRONSCHEDULE']._serialized_start=1537
+  _globals['_CRONSCHEDULE']._serialized_end=1694
+  _globals['_TARGET']._serialized_start=1696
+  _globals['_TARGET']._serialized_end=1812
+  _globals['_HTTPTARGET']._serialized_start=1815
+  _globals['_HTTPTARGET']._serialized_end=2006
+  _globals['_HTTPTARGET_HEADERSENTRY']._serialized_start=1960
+  _globals['_HTTPTARGET_HEADERSENTRY']._serialized_end=2006
+  _globals['_CONTAINERTARGET']._serialized_start=2009
+  _globals['_CONTAINERTARGET']._serialized_end=2172
+  _globals['_CONTAINERTARGET_ENVENTRY']._serialized_start=2130
+  _globals['_CONTAINERTARGET_ENVENTRY']._serialized_end=2172
+  _globals['_RETRYPOLICY']._serialized_start=2175
+  _globals['_RETRYPOLICY']._serialized_end=2330
+  _globals['_MISFIRESETTINGS']._serialized_start=2333
+  _globals['_MISFIRESETTINGS']._serialized_end=2524
 # @@protoc_insertion_point(module_scope)

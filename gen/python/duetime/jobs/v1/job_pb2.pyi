@@ -568,6 +568,7 @@ class IntervalSchedule(_message.Message):
 
     INTERVAL_FIELD_NUMBER: _builtins.int
     START_TIME_FIELD_NUMBER: _builtins.int
+    ANCHOR_TIME_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def interval(self) -> _duration_pb2.Duration:
         """Required. The period; at least 1 second, at most 366 days."""
@@ -576,7 +577,15 @@ class IntervalSchedule(_message.Message):
     def start_time(self) -> _timestamp_pb2.Timestamp:
         """Optional. The anchor of the series. Defaults to the time the schedule was set (the job's
         creation, or the UpdateJob that changed the schedule), in which case the first run is one
-        interval later. In the future, the first run is at `start_time`.
+        interval later. In the future, the first run is at `start_time`. An UpdateJob that sends
+        the stored schedule again (the same interval, `start_time` unset as stored) keeps the
+        stored anchor: re-applying an unchanged job file never postpones its runs.
+        """
+
+    @_builtins.property
+    def anchor_time(self) -> _timestamp_pb2.Timestamp:
+        """Output only. The anchor in force: `start_time` when set, otherwise the time the schedule
+        was set. Runs fall at `anchor_time + k * interval`. Ignored on input.
         """
 
     def __init__(
@@ -584,10 +593,11 @@ class IntervalSchedule(_message.Message):
         *,
         interval: _duration_pb2.Duration | None = ...,
         start_time: _timestamp_pb2.Timestamp | None = ...,
+        anchor_time: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["interval", b"interval", "start_time", b"start_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["anchor_time", b"anchor_time", "interval", b"interval", "start_time", b"start_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["interval", b"interval", "start_time", b"start_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["anchor_time", b"anchor_time", "interval", b"interval", "start_time", b"start_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

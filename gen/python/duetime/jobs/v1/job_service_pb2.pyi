@@ -259,18 +259,34 @@ class UpdateJobResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     JOB_FIELD_NUMBER: _builtins.int
+    SCHEDULE_CHANGED_FIELD_NUMBER: _builtins.int
+    PREVIOUS_NEXT_RUN_TIME_FIELD_NUMBER: _builtins.int
+    schedule_changed: _builtins.bool
+    """Whether the update changed when the job runs. False when the mask names `schedule` but
+    the schedule sent equals the stored one (an interval without `start_time` keeps its
+    stored anchor, a delay its resolved run time): the series and the next run stay as they
+    were.
+    """
     @_builtins.property
     def job(self) -> _job_pb2.Job:
         """The updated job."""
+
+    @_builtins.property
+    def previous_next_run_time(self) -> _timestamp_pb2.Timestamp:
+        """The job's `next_run_time` before the update; unset if it had none. With
+        `job.next_run_time`, how the update moved the next run.
+        """
 
     def __init__(
         self,
         *,
         job: _job_pb2.Job | None = ...,
+        schedule_changed: _builtins.bool = ...,
+        previous_next_run_time: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["job", b"job"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["job", b"job", "previous_next_run_time", b"previous_next_run_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["job", b"job"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["job", b"job", "previous_next_run_time", b"previous_next_run_time", "schedule_changed", b"schedule_changed"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

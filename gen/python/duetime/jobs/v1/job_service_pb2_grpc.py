@@ -140,7 +140,8 @@ class JobServiceServicer:
 
     def UpdateJob(self, request, context):
         """Changes the fields named in `update_mask`. A schedule change recomputes the next run time
-        from now; runs already claimed keep the definition they were claimed with.
+        from now (a schedule equal to the stored one is no change); runs already claimed keep the
+        definition they were claimed with. The answer says whether and how the next run moved.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -49,7 +49,8 @@ class JobServiceStub:
     """Lists the team's jobs, newest first."""
     UpdateJob: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.UpdateJobRequest, _job_service_pb2.UpdateJobResponse]
     """Changes the fields named in `update_mask`. A schedule change recomputes the next run time
-    from now; runs already claimed keep the definition they were claimed with.
+    from now (a schedule equal to the stored one is no change); runs already claimed keep the
+    definition they were claimed with. The answer says whether and how the next run moved.
     """
     DeleteJob: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.DeleteJobRequest, _job_service_pb2.DeleteJobResponse]
     """Deletes a job. Queued runs are cancelled when a worker picks them up; a running attempt is
@@ -106,7 +107,8 @@ class JobServiceAsyncStub(JobServiceStub):
     """Lists the team's jobs, newest first."""
     UpdateJob: _aio.UnaryUnaryMultiCallable[_job_service_pb2.UpdateJobRequest, _job_service_pb2.UpdateJobResponse]  # type: ignore[assignment]
     """Changes the fields named in `update_mask`. A schedule change recomputes the next run time
-    from now; runs already claimed keep the definition they were claimed with.
+    from now (a schedule equal to the stored one is no change); runs already claimed keep the
+    definition they were claimed with. The answer says whether and how the next run moved.
     """
     DeleteJob: _aio.UnaryUnaryMultiCallable[_job_service_pb2.DeleteJobRequest, _job_service_pb2.DeleteJobResponse]  # type: ignore[assignment]
     """Deletes a job. Queued runs are cancelled when a worker picks them up; a running attempt is
@@ -184,7 +186,8 @@ class JobServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_job_service_pb2.UpdateJobResponse, _abc.Awaitable[_job_service_pb2.UpdateJobResponse]]:
         """Changes the fields named in `update_mask`. A schedule change recomputes the next run time
-        from now; runs already claimed keep the definition they were claimed with.
+        from now (a schedule equal to the stored one is no change); runs already claimed keep the
+        definition they were claimed with. The answer says whether and how the next run moved.
         """
 
     @_abc_1.abstractmethod

@@ -98,7 +98,9 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * Optional. The anchor of the series. Defaults to the time the schedule was set (the job's
    * creation, or the UpdateJob that changed the schedule), in which case the first run is one
-   * interval later. In the future, the first run is at `start_time`.
+   * interval later. In the future, the first run is at `start_time`. An UpdateJob that sends
+   * the stored schedule again (the same interval, `start_time` unset as stored) keeps the
+   * stored anchor: re-applying an unchanged job file never postpones its runs.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp start_time = 2;</code>
@@ -112,7 +114,9 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * Optional. The anchor of the series. Defaults to the time the schedule was set (the job's
    * creation, or the UpdateJob that changed the schedule), in which case the first run is one
-   * interval later. In the future, the first run is at `start_time`.
+   * interval later. In the future, the first run is at `start_time`. An UpdateJob that sends
+   * the stored schedule again (the same interval, `start_time` unset as stored) keeps the
+   * stored anchor: re-applying an unchanged job file never postpones its runs.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp start_time = 2;</code>
@@ -126,7 +130,9 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * Optional. The anchor of the series. Defaults to the time the schedule was set (the job's
    * creation, or the UpdateJob that changed the schedule), in which case the first run is one
-   * interval later. In the future, the first run is at `start_time`.
+   * interval later. In the future, the first run is at `start_time`. An UpdateJob that sends
+   * the stored schedule again (the same interval, `start_time` unset as stored) keeps the
+   * stored anchor: re-applying an unchanged job file never postpones its runs.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp start_time = 2;</code>
@@ -134,6 +140,47 @@ private static final long serialVersionUID = 0L;
   @java.lang.Override
   public com.google.protobuf.TimestampOrBuilder getStartTimeOrBuilder() {
     return startTime_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : startTime_;
+  }
+
+  public static final int ANCHOR_TIME_FIELD_NUMBER = 3;
+  private com.google.protobuf.Timestamp anchorTime_;
+  /**
+   * <pre>
+   * Output only. The anchor in force: `start_time` when set, otherwise the time the schedule
+   * was set. Runs fall at `anchor_time + k * interval`. Ignored on input.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp anchor_time = 3;</code>
+   * @return Whether the anchorTime field is set.
+   */
+  @java.lang.Override
+  public boolean hasAnchorTime() {
+    return ((bitField0_ & 0x00000004) != 0);
+  }
+  /**
+   * <pre>
+   * Output only. The anchor in force: `start_time` when set, otherwise the time the schedule
+   * was set. Runs fall at `anchor_time + k * interval`. Ignored on input.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp anchor_time = 3;</code>
+   * @return The anchorTime.
+   */
+  @java.lang.Override
+  public com.google.protobuf.Timestamp getAnchorTime() {
+    return anchorTime_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : anchorTime_;
+  }
+  /**
+   * <pre>
+   * Output only. The anchor in force: `start_time` when set, otherwise the time the schedule
+   * was set. Runs fall at `anchor_time + k * interval`. Ignored on input.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp anchor_time = 3;</code>
+   */
+  @java.lang.Override
+  public com.google.protobuf.TimestampOrBuilder getAnchorTimeOrBuilder() {
+    return anchorTime_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : anchorTime_;
   }
 
   private byte memoizedIsInitialized = -1;
@@ -156,6 +203,9 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000002) != 0)) {
       output.writeMessage(2, getStartTime());
     }
+    if (((bitField0_ & 0x00000004) != 0)) {
+      output.writeMessage(3, getAnchorTime());
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -167,6 +217,10 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000002) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(2, getStartTime());
+    }
+    if (((bitField0_ & 0x00000004) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(3, getAnchorTime());
     }
     return size;
   }
@@ -202,6 +256,11 @@ private static final long serialVersionUID = 0L;
       if (!getStartTime()
           .equals(other.getStartTime())) return false;
     }
+    if (hasAnchorTime() != other.hasAnchorTime()) return false;
+    if (hasAnchorTime()) {
+      if (!getAnchorTime()
+          .equals(other.getAnchorTime())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -220,6 +279,10 @@ private static final long serialVersionUID = 0L;
     if (hasStartTime()) {
       hash = (37 * hash) + START_TIME_FIELD_NUMBER;
       hash = (53 * hash) + getStartTime().hashCode();
+    }
+    if (hasAnchorTime()) {
+      hash = (37 * hash) + ANCHOR_TIME_FIELD_NUMBER;
+      hash = (53 * hash) + getAnchorTime().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -358,6 +421,7 @@ private static final long serialVersionUID = 0L;
               .alwaysUseFieldBuilders) {
         internalGetIntervalFieldBuilder();
         internalGetStartTimeFieldBuilder();
+        internalGetAnchorTimeFieldBuilder();
       }
     }
     @java.lang.Override
@@ -373,6 +437,11 @@ private static final long serialVersionUID = 0L;
       if (startTimeBuilder_ != null) {
         startTimeBuilder_.dispose();
         startTimeBuilder_ = null;
+      }
+      anchorTime_ = null;
+      if (anchorTimeBuilder_ != null) {
+        anchorTimeBuilder_.dispose();
+        anchorTimeBuilder_ = null;
       }
       return this;
     }
@@ -420,6 +489,12 @@ private static final long serialVersionUID = 0L;
             : startTimeBuilder_.build();
         to_bitField0_ |= 0x00000002;
       }
+      if (((from_bitField0_ & 0x00000004) != 0)) {
+        result.anchorTime_ = anchorTimeBuilder_ == null
+            ? anchorTime_
+            : anchorTimeBuilder_.build();
+        to_bitField0_ |= 0x00000004;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -440,6 +515,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasStartTime()) {
         mergeStartTime(other.getStartTime());
+      }
+      if (other.hasAnchorTime()) {
+        mergeAnchorTime(other.getAnchorTime());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -481,6 +559,13 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000002;
               break;
             } // case 18
+            case 26: {
+              input.readMessage(
+                  internalGetAnchorTimeFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00000004;
+              break;
+            } // case 26
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -662,7 +747,9 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Optional. The anchor of the series. Defaults to the time the schedule was set (the job's
      * creation, or the UpdateJob that changed the schedule), in which case the first run is one
-     * interval later. In the future, the first run is at `start_time`.
+     * interval later. In the future, the first run is at `start_time`. An UpdateJob that sends
+     * the stored schedule again (the same interval, `start_time` unset as stored) keeps the
+     * stored anchor: re-applying an unchanged job file never postpones its runs.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp start_time = 2;</code>
@@ -675,7 +762,9 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Optional. The anchor of the series. Defaults to the time the schedule was set (the job's
      * creation, or the UpdateJob that changed the schedule), in which case the first run is one
-     * interval later. In the future, the first run is at `start_time`.
+     * interval later. In the future, the first run is at `start_time`. An UpdateJob that sends
+     * the stored schedule again (the same interval, `start_time` unset as stored) keeps the
+     * stored anchor: re-applying an unchanged job file never postpones its runs.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp start_time = 2;</code>
@@ -692,7 +781,9 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Optional. The anchor of the series. Defaults to the time the schedule was set (the job's
      * creation, or the UpdateJob that changed the schedule), in which case the first run is one
-     * interval later. In the future, the first run is at `start_time`.
+     * interval later. In the future, the first run is at `start_time`. An UpdateJob that sends
+     * the stored schedule again (the same interval, `start_time` unset as stored) keeps the
+     * stored anchor: re-applying an unchanged job file never postpones its runs.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp start_time = 2;</code>
@@ -714,7 +805,9 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Optional. The anchor of the series. Defaults to the time the schedule was set (the job's
      * creation, or the UpdateJob that changed the schedule), in which case the first run is one
-     * interval later. In the future, the first run is at `start_time`.
+     * interval later. In the future, the first run is at `start_time`. An UpdateJob that sends
+     * the stored schedule again (the same interval, `start_time` unset as stored) keeps the
+     * stored anchor: re-applying an unchanged job file never postpones its runs.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp start_time = 2;</code>
@@ -734,7 +827,9 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Optional. The anchor of the series. Defaults to the time the schedule was set (the job's
      * creation, or the UpdateJob that changed the schedule), in which case the first run is one
-     * interval later. In the future, the first run is at `start_time`.
+     * interval later. In the future, the first run is at `start_time`. An UpdateJob that sends
+     * the stored schedule again (the same interval, `start_time` unset as stored) keeps the
+     * stored anchor: re-applying an unchanged job file never postpones its runs.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp start_time = 2;</code>
@@ -761,7 +856,9 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Optional. The anchor of the series. Defaults to the time the schedule was set (the job's
      * creation, or the UpdateJob that changed the schedule), in which case the first run is one
-     * interval later. In the future, the first run is at `start_time`.
+     * interval later. In the future, the first run is at `start_time`. An UpdateJob that sends
+     * the stored schedule again (the same interval, `start_time` unset as stored) keeps the
+     * stored anchor: re-applying an unchanged job file never postpones its runs.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp start_time = 2;</code>
@@ -780,7 +877,9 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Optional. The anchor of the series. Defaults to the time the schedule was set (the job's
      * creation, or the UpdateJob that changed the schedule), in which case the first run is one
-     * interval later. In the future, the first run is at `start_time`.
+     * interval later. In the future, the first run is at `start_time`. An UpdateJob that sends
+     * the stored schedule again (the same interval, `start_time` unset as stored) keeps the
+     * stored anchor: re-applying an unchanged job file never postpones its runs.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp start_time = 2;</code>
@@ -794,7 +893,9 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Optional. The anchor of the series. Defaults to the time the schedule was set (the job's
      * creation, or the UpdateJob that changed the schedule), in which case the first run is one
-     * interval later. In the future, the first run is at `start_time`.
+     * interval later. In the future, the first run is at `start_time`. An UpdateJob that sends
+     * the stored schedule again (the same interval, `start_time` unset as stored) keeps the
+     * stored anchor: re-applying an unchanged job file never postpones its runs.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp start_time = 2;</code>
@@ -811,7 +912,9 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Optional. The anchor of the series. Defaults to the time the schedule was set (the job's
      * creation, or the UpdateJob that changed the schedule), in which case the first run is one
-     * interval later. In the future, the first run is at `start_time`.
+     * interval later. In the future, the first run is at `start_time`. An UpdateJob that sends
+     * the stored schedule again (the same interval, `start_time` unset as stored) keeps the
+     * stored anchor: re-applying an unchanged job file never postpones its runs.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp start_time = 2;</code>
@@ -828,6 +931,172 @@ private static final long serialVersionUID = 0L;
         startTime_ = null;
       }
       return startTimeBuilder_;
+    }
+
+    private com.google.protobuf.Timestamp anchorTime_;
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder> anchorTimeBuilder_;
+    /**
+     * <pre>
+     * Output only. The anchor in force: `start_time` when set, otherwise the time the schedule
+     * was set. Runs fall at `anchor_time + k * interval`. Ignored on input.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp anchor_time = 3;</code>
+     * @return Whether the anchorTime field is set.
+     */
+    public boolean hasAnchorTime() {
+      return ((bitField0_ & 0x00000004) != 0);
+    }
+    /**
+     * <pre>
+     * Output only. The anchor in force: `start_time` when set, otherwise the time the schedule
+     * was set. Runs fall at `anchor_time + k * interval`. Ignored on input.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp anchor_time = 3;</code>
+     * @return The anchorTime.
+     */
+    public com.google.protobuf.Timestamp getAnchorTime() {
+      if (anchorTimeBuilder_ == null) {
+        return anchorTime_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : anchorTime_;
+      } else {
+        return anchorTimeBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The anchor in force: `start_time` when set, otherwise the time the schedule
+     * was set. Runs fall at `anchor_time + k * interval`. Ignored on input.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp anchor_time = 3;</code>
+     */
+    public Builder setAnchorTime(com.google.protobuf.Timestamp value) {
+      if (anchorTimeBuilder_ == null) {
+        if (value == null) {
+          throw new NullPointerException();
+        }
+        anchorTime_ = value;
+      } else {
+        anchorTimeBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00000004;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The anchor in force: `start_time` when set, otherwise the time the schedule
+     * was set. Runs fall at `anchor_time + k * interval`. Ignored on input.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp anchor_time = 3;</code>
+     */
+    public Builder setAnchorTime(
+        com.google.protobuf.Timestamp.Builder builderForValue) {
+      if (anchorTimeBuilder_ == null) {
+        anchorTime_ = builderForValue.build();
+      } else {
+        anchorTimeBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00000004;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The anchor in force: `start_time` when set, otherwise the time the schedule
+     * was set. Runs fall at `anchor_time + k * interval`. Ignored on input.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp anchor_time = 3;</code>
+     */
+    public Builder mergeAnchorTime(com.google.protobuf.Timestamp value) {
+      if (anchorTimeBuilder_ == null) {
+        if (((bitField0_ & 0x00000004) != 0) &&
+          anchorTime_ != null &&
+          anchorTime_ != com.google.protobuf.Timestamp.getDefaultInstance()) {
+          getAnchorTimeBuilder().mergeFrom(value);
+        } else {
+          anchorTime_ = value;
+        }
+      } else {
+        anchorTimeBuilder_.mergeFrom(value);
+      }
+      if (anchorTime_ != null) {
+        bitField0_ |= 0x00000004;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The anchor in force: `start_time` when set, otherwise the time the schedule
+     * was set. Runs fall at `anchor_time + k * interval`. Ignored on input.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp anchor_time = 3;</code>
+     */
+    public Builder clearAnchorTime() {
+      bitField0_ = (bitField0_ & ~0x00000004);
+      anchorTime_ = null;
+      if (anchorTimeBuilder_ != null) {
+        anchorTimeBuilder_.dispose();
+        anchorTimeBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The anchor in force: `start_time` when set, otherwise the time the schedule
+     * was set. Runs fall at `anchor_time + k * interval`. Ignored on input.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp anchor_time = 3;</code>
+     */
+    public com.google.protobuf.Timestamp.Builder getAnchorTimeBuilder() {
+      bitField0_ |= 0x00000004;
+      onChanged();
+      return internalGetAnchorTimeFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Output only. The anchor in force: `start_time` when set, otherwise the time the schedule
+     * was set. Runs fall at `anchor_time + k * interval`. Ignored on input.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp anchor_time = 3;</code>
+     */
+    public com.google.protobuf.TimestampOrBuilder getAnchorTimeOrBuilder() {
+      if (anchorTimeBuilder_ != null) {
+        return anchorTimeBuilder_.getMessageOrBuilder();
+      } else {
+        return anchorTime_ == null ?
+            com.google.protobuf.Timestamp.getDefaultInstance() : anchorTime_;
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The anchor in force: `start_time` when set, otherwise the time the schedule
+     * was set. Runs fall at `anchor_time + k * interval`. Ignored on input.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp anchor_time = 3;</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder> 
+        internalGetAnchorTimeFieldBuilder() {
+      if (anchorTimeBuilder_ == null) {
+        anchorTimeBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder>(
+                getAnchorTime(),
+                getParentForChildren(),
+                isClean());
+        anchorTime_ = null;
+      }
+      return anchorTimeBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:duetime.jobs.v1.IntervalSchedule)

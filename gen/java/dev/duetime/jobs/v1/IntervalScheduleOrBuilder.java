@@ -41,7 +41,9 @@ public interface IntervalScheduleOrBuilder extends
    * <pre>
    * Optional. The anchor of the series. Defaults to the time the schedule was set (the job's
    * creation, or the UpdateJob that changed the schedule), in which case the first run is one
-   * interval later. In the future, the first run is at `start_time`.
+   * interval later. In the future, the first run is at `start_time`. An UpdateJob that sends
+   * the stored schedule again (the same interval, `start_time` unset as stored) keeps the
+   * stored anchor: re-applying an unchanged job file never postpones its runs.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp start_time = 2;</code>
@@ -52,7 +54,9 @@ public interface IntervalScheduleOrBuilder extends
    * <pre>
    * Optional. The anchor of the series. Defaults to the time the schedule was set (the job's
    * creation, or the UpdateJob that changed the schedule), in which case the first run is one
-   * interval later. In the future, the first run is at `start_time`.
+   * interval later. In the future, the first run is at `start_time`. An UpdateJob that sends
+   * the stored schedule again (the same interval, `start_time` unset as stored) keeps the
+   * stored anchor: re-applying an unchanged job file never postpones its runs.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp start_time = 2;</code>
@@ -63,10 +67,42 @@ public interface IntervalScheduleOrBuilder extends
    * <pre>
    * Optional. The anchor of the series. Defaults to the time the schedule was set (the job's
    * creation, or the UpdateJob that changed the schedule), in which case the first run is one
-   * interval later. In the future, the first run is at `start_time`.
+   * interval later. In the future, the first run is at `start_time`. An UpdateJob that sends
+   * the stored schedule again (the same interval, `start_time` unset as stored) keeps the
+   * stored anchor: re-applying an unchanged job file never postpones its runs.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp start_time = 2;</code>
    */
   com.google.protobuf.TimestampOrBuilder getStartTimeOrBuilder();
+
+  /**
+   * <pre>
+   * Output only. The anchor in force: `start_time` when set, otherwise the time the schedule
+   * was set. Runs fall at `anchor_time + k * interval`. Ignored on input.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp anchor_time = 3;</code>
+   * @return Whether the anchorTime field is set.
+   */
+  boolean hasAnchorTime();
+  /**
+   * <pre>
+   * Output only. The anchor in force: `start_time` when set, otherwise the time the schedule
+   * was set. Runs fall at `anchor_time + k * interval`. Ignored on input.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp anchor_time = 3;</code>
+   * @return The anchorTime.
+   */
+  com.google.protobuf.Timestamp getAnchorTime();
+  /**
+   * <pre>
+   * Output only. The anchor in force: `start_time` when set, otherwise the time the schedule
+   * was set. Runs fall at `anchor_time + k * interval`. Ignored on input.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp anchor_time = 3;</code>
+   */
+  com.google.protobuf.TimestampOrBuilder getAnchorTimeOrBuilder();
 }

@@ -134,62 +134,63 @@ public final class JobProto extends com.google.protobuf.GeneratedFile {
       "time.jobs.v1.DstFoldPolicy\"g\n\rDelaySched" +
       "ule\022(\n\005delay\030\001 \001(\0132\031.google.protobuf.Dur" +
       "ation\022,\n\010run_time\030\002 \001(\0132\032.google.protobu" +
-      "f.Timestamp\"o\n\020IntervalSchedule\022+\n\010inter" +
-      "val\030\001 \001(\0132\031.google.protobuf.Duration\022.\n\n" +
-      "start_time\030\002 \001(\0132\032.google.protobuf.Times" +
-      "tamp\"\235\001\n\014CronSchedule\022\022\n\nexpression\030\001 \001(" +
-      "\t\022\021\n\ttime_zone\030\002 \001(\t\0221\n\ngap_policy\030\003 \001(\016" +
-      "2\035.duetime.jobs.v1.DstGapPolicy\0223\n\013fold_" +
-      "policy\030\004 \001(\0162\036.duetime.jobs.v1.DstFoldPo" +
-      "licy\"t\n\006Target\022+\n\004http\030\001 \001(\0132\033.duetime.j" +
-      "obs.v1.HttpTargetH\000\0225\n\tcontainer\030\002 \001(\0132 " +
-      ".duetime.jobs.v1.ContainerTargetH\000B\006\n\004ki" +
-      "nd\"\277\001\n\nHttpTarget\022+\n\006method\030\001 \001(\0162\033.duet" +
-      "ime.jobs.v1.HttpMethod\022\013\n\003url\030\002 \001(\t\0229\n\007h" +
-      "eaders\030\003 \003(\0132(.duetime.jobs.v1.HttpTarge" +
-      "t.HeadersEntry\022\014\n\004body\030\004 \001(\014\032.\n\014HeadersE" +
-      "ntry\022\013\n\003key\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028\001\"\243\001\n" +
-      "\017ContainerTarget\022\r\n\005image\030\001 \001(\t\022\017\n\007comma" +
-      "nd\030\002 \003(\t\022\014\n\004args\030\003 \003(\t\0226\n\003env\030\004 \003(\0132).du" +
-      "etime.jobs.v1.ContainerTarget.EnvEntry\032*" +
-      "\n\010EnvEntry\022\013\n\003key\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\002" +
-      "8\001\"\233\001\n\013RetryPolicy\022\024\n\014max_attempts\030\001 \001(\005" +
-      "\0222\n\017initial_backoff\030\002 \001(\0132\031.google.proto" +
-      "buf.Duration\022.\n\013max_backoff\030\003 \001(\0132\031.goog" +
-      "le.protobuf.Duration\022\022\n\nmultiplier\030\004 \001(\001" +
-      "\"\277\001\n\017MisfireSettings\022.\n\006policy\030\001 \001(\0162\036.d" +
-      "uetime.jobs.v1.MisfirePolicy\022,\n\tthreshol" +
-      "d\030\002 \001(\0132\031.google.protobuf.Duration\022\031\n\021ma" +
-      "x_catch_up_runs\030\003 \001(\005\0223\n\020max_catch_up_ag" +
-      "e\030\004 \001(\0132\031.google.protobuf.Duration*[\n\010De" +
-      "livery\022\030\n\024DELIVERY_UNSPECIFIED\020\000\022\032\n\026DELI" +
-      "VERY_AT_LEAST_ONCE\020\001\022\031\n\025DELIVERY_AT_MOST" +
-      "_ONCE\020\002*a\n\014DstGapPolicy\022\036\n\032DST_GAP_POLIC" +
-      "Y_UNSPECIFIED\020\000\022\030\n\024DST_GAP_POLICY_SHIFT\020" +
-      "\001\022\027\n\023DST_GAP_POLICY_SKIP\020\002*\177\n\rDstFoldPol" +
-      "icy\022\037\n\033DST_FOLD_POLICY_UNSPECIFIED\020\000\022\031\n\025" +
-      "DST_FOLD_POLICY_FIRST\020\001\022\030\n\024DST_FOLD_POLI" +
-      "CY_LAST\020\002\022\030\n\024DST_FOLD_POLICY_BOTH\020\003*\230\001\n\n" +
-      "HttpMethod\022\033\n\027HTTP_METHOD_UNSPECIFIED\020\000\022" +
-      "\023\n\017HTTP_METHOD_GET\020\001\022\024\n\020HTTP_METHOD_POST" +
-      "\020\002\022\023\n\017HTTP_METHOD_PUT\020\003\022\025\n\021HTTP_METHOD_P" +
-      "ATCH\020\004\022\026\n\022HTTP_METHOD_DELETE\020\005*\201\001\n\rMisfi" +
-      "rePolicy\022\036\n\032MISFIRE_POLICY_UNSPECIFIED\020\000" +
-      "\022\033\n\027MISFIRE_POLICY_RUN_ONCE\020\001\022\032\n\026MISFIRE" +
-      "_POLICY_RUN_ALL\020\002\022\027\n\023MISFIRE_POLICY_SKIP" +
-      "\020\003*\245\001\n\rOverlapPolicy\022\036\n\032OVERLAP_POLICY_U" +
-      "NSPECIFIED\020\000\022\030\n\024OVERLAP_POLICY_ALLOW\020\001\022\027" +
-      "\n\023OVERLAP_POLICY_SKIP\020\002\022\035\n\031OVERLAP_POLIC" +
-      "Y_BUFFER_ONE\020\003\022\"\n\036OVERLAP_POLICY_CANCEL_" +
-      "PREVIOUS\020\004*^\n\010Priority\022\030\n\024PRIORITY_UNSPE" +
-      "CIFIED\020\000\022\021\n\rPRIORITY_HIGH\020\001\022\023\n\017PRIORITY_" +
-      "NORMAL\020\002\022\020\n\014PRIORITY_LOW\020\003*\177\n\010JobState\022\031" +
-      "\n\025JOB_STATE_UNSPECIFIED\020\000\022\024\n\020JOB_STATE_A" +
-      "CTIVE\020\001\022\024\n\020JOB_STATE_PAUSED\020\002\022\027\n\023JOB_STA" +
-      "TE_COMPLETED\020\003\022\023\n\017JOB_STATE_ERROR\020\004B^\n\023d" +
-      "ev.duetime.jobs.v1B\010JobProtoP\001Z)duetime." +
-      "dev/gen/go/duetime/jobs/v1;jobsv1\252\002\017Duet" +
-      "ime.Jobs.V1b\006proto3"
+      "f.Timestamp\"\240\001\n\020IntervalSchedule\022+\n\010inte" +
+      "rval\030\001 \001(\0132\031.google.protobuf.Duration\022.\n" +
+      "\nstart_time\030\002 \001(\0132\032.google.protobuf.Time" +
+      "stamp\022/\n\013anchor_time\030\003 \001(\0132\032.google.prot" +
+      "obuf.Timestamp\"\235\001\n\014CronSchedule\022\022\n\nexpre" +
+      "ssion\030\001 \001(\t\022\021\n\ttime_zone\030\002 \001(\t\0221\n\ngap_po" +
+      "licy\030\003 \001(\0162\035.duetime.jobs.v1.DstGapPolic" +
+      "y\0223\n\013fold_policy\030\004 \001(\0162\036.duetime.jobs.v1" +
+      ".DstFoldPolicy\"t\n\006Target\022+\n\004http\030\001 \001(\0132\033" +
+      ".duetime.jobs.v1.HttpTargetH\000\0225\n\tcontain" +
+      "er\030\002 \001(\0132 .duetime.jobs.v1.ContainerTarg" +
+      "etH\000B\006\n\004kind\"\277\001\n\nHttpTarget\022+\n\006method\030\001 " +
+      "\001(\0162\033.duetime.jobs.v1.HttpMethod\022\013\n\003url\030" +
+      "\002 \001(\t\0229\n\007headers\030\003 \003(\0132(.duetime.jobs.v1" +
+      ".HttpTarget.HeadersEntry\022\014\n\004body\030\004 \001(\014\032." +
+      "\n\014HeadersEntry\022\013\n\003key\030\001 \001(\t\022\r\n\005value\030\002 \001" +
+      "(\t:\0028\001\"\243\001\n\017ContainerTarget\022\r\n\005image\030\001 \001(" +
+      "\t\022\017\n\007command\030\002 \003(\t\022\014\n\004args\030\003 \003(\t\0226\n\003env\030" +
+      "\004 \003(\0132).duetime.jobs.v1.ContainerTarget." +
+      "EnvEntry\032*\n\010EnvEntry\022\013\n\003key\030\001 \001(\t\022\r\n\005val" +
+      "ue\030\002 \001(\t:\0028\001\"\233\001\n\013RetryPolicy\022\024\n\014max_atte" +
+      "mpts\030\001 \001(\005\0222\n\017initial_backoff\030\002 \001(\0132\031.go" +
+      "ogle.protobuf.Duration\022.\n\013max_backoff\030\003 " +
+      "\001(\0132\031.google.protobuf.Duration\022\022\n\nmultip" +
+      "lier\030\004 \001(\001\"\277\001\n\017MisfireSettings\022.\n\006policy" +
+      "\030\001 \001(\0162\036.duetime.jobs.v1.MisfirePolicy\022," +
+      "\n\tthreshold\030\002 \001(\0132\031.google.protobuf.Dura" +
+      "tion\022\031\n\021max_catch_up_runs\030\003 \001(\005\0223\n\020max_c" +
+      "atch_up_age\030\004 \001(\0132\031.google.protobuf.Dura" +
+      "tion*[\n\010Delivery\022\030\n\024DELIVERY_UNSPECIFIED" +
+      "\020\000\022\032\n\026DELIVERY_AT_LEAST_ONCE\020\001\022\031\n\025DELIVE" +
+      "RY_AT_MOST_ONCE\020\002*a\n\014DstGapPolicy\022\036\n\032DST" +
+      "_GAP_POLICY_UNSPECIFIED\020\000\022\030\n\024DST_GAP_POL" +
+      "ICY_SHIFT\020\001\022\027\n\023DST_GAP_POLICY_SKIP\020\002*\177\n\r" +
+      "DstFoldPolicy\022\037\n\033DST_FOLD_POLICY_UNSPECI" +
+      "FIED\020\000\022\031\n\025DST_FOLD_POLICY_FIRST\020\001\022\030\n\024DST" +
+      "_FOLD_POLICY_LAST\020\002\022\030\n\024DST_FOLD_POLICY_B" +
+      "OTH\020\003*\230\001\n\nHttpMethod\022\033\n\027HTTP_METHOD_UNSP" +
+      "ECIFIED\020\000\022\023\n\017HTTP_METHOD_GET\020\001\022\024\n\020HTTP_M" +
+      "ETHOD_POST\020\002\022\023\n\017HTTP_METHOD_PUT\020\003\022\025\n\021HTT" +
+      "P_METHOD_PATCH\020\004\022\026\n\022HTTP_METHOD_DELETE\020\005" +
+      "*\201\001\n\rMisfirePolicy\022\036\n\032MISFIRE_POLICY_UNS" +
+      "PECIFIED\020\000\022\033\n\027MISFIRE_POLICY_RUN_ONCE\020\001\022" +
+      "\032\n\026MISFIRE_POLICY_RUN_ALL\020\002\022\027\n\023MISFIRE_P" +
+      "OLICY_SKIP\020\003*\245\001\n\rOverlapPolicy\022\036\n\032OVERLA" +
+      "P_POLICY_UNSPECIFIED\020\000\022\030\n\024OVERLAP_POLICY" +
+      "_ALLOW\020\001\022\027\n\023OVERLAP_POLICY_SKIP\020\002\022\035\n\031OVE" +
+      "RLAP_POLICY_BUFFER_ONE\020\003\022\"\n\036OVERLAP_POLI" +
+      "CY_CANCEL_PREVIOUS\020\004*^\n\010Priority\022\030\n\024PRIO" +
+      "RITY_UNSPECIFIED\020\000\022\021\n\rPRIORITY_HIGH\020\001\022\023\n" +
+      "\017PRIORITY_NORMAL\020\002\022\020\n\014PRIORITY_LOW\020\003*\177\n\010" +
+      "JobState\022\031\n\025JOB_STATE_UNSPECIFIED\020\000\022\024\n\020J" +
+      "OB_STATE_ACTIVE\020\001\022\024\n\020JOB_STATE_PAUSED\020\002\022" +
+      "\027\n\023JOB_STATE_COMPLETED\020\003\022\023\n\017JOB_STATE_ER" +
+      "ROR\020\004B^\n\023dev.duetime.jobs.v1B\010JobProtoP\001" +
+      "Z)duetime.dev/gen/go/duetime/jobs/v1;job" +
+      "sv1\252\002\017Duetime.Jobs.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -226,7 +227,7 @@ public final class JobProto extends com.google.protobuf.GeneratedFile {
     internal_static_duetime_jobs_v1_IntervalSchedule_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_IntervalSchedule_descriptor,
-        new java.lang.String[] { "Interval", "StartTime", });
+        new java.lang.String[] { "Interval", "StartTime", "AnchorTime", });
     internal_static_duetime_jobs_v1_CronSchedule_descriptor =
       getDescriptor().getMessageType(5);
     internal_static_duetime_jobs_v1_CronSchedule_fieldAccessorTable = new

@@ -526,7 +526,8 @@ public final class JobServiceGrpc {
     /**
      * <pre>
      * Changes the fields named in `update_mask`. A schedule change recomputes the next run time
-     * from now; runs already claimed keep the definition they were claimed with.
+     * from now (a schedule equal to the stored one is no change); runs already claimed keep the
+     * definition they were claimed with. The answer says whether and how the next run moved.
      * </pre>
      */
     default void updateJob(dev.duetime.jobs.v1.UpdateJobRequest request,
@@ -711,7 +712,8 @@ public final class JobServiceGrpc {
     /**
      * <pre>
      * Changes the fields named in `update_mask`. A schedule change recomputes the next run time
-     * from now; runs already claimed keep the definition they were claimed with.
+     * from now (a schedule equal to the stored one is no change); runs already claimed keep the
+     * definition they were claimed with. The answer says whether and how the next run moved.
      * </pre>
      */
     public void updateJob(dev.duetime.jobs.v1.UpdateJobRequest request,
@@ -885,7 +887,8 @@ public final class JobServiceGrpc {
     /**
      * <pre>
      * Changes the fields named in `update_mask`. A schedule change recomputes the next run time
-     * from now; runs already claimed keep the definition they were claimed with.
+     * from now (a schedule equal to the stored one is no change); runs already claimed keep the
+     * definition they were claimed with. The answer says whether and how the next run moved.
      * </pre>
      */
     public dev.duetime.jobs.v1.UpdateJobResponse updateJob(dev.duetime.jobs.v1.UpdateJobRequest request) throws io.grpc.StatusException {
@@ -1049,7 +1052,8 @@ public final class JobServiceGrpc {
     /**
      * <pre>
      * Changes the fields named in `update_mask`. A schedule change recomputes the next run time
-     * from now; runs already claimed keep the definition they were claimed with.
+     * from now (a schedule equal to the stored one is no change); runs already claimed keep the
+     * definition they were claimed with. The answer says whether and how the next run moved.
      * </pre>
      */
     public dev.duetime.jobs.v1.UpdateJobResponse updateJob(dev.duetime.jobs.v1.UpdateJobRequest request) {
@@ -1216,7 +1220,8 @@ public final class JobServiceGrpc {
     /**
      * <pre>
      * Changes the fields named in `update_mask`. A schedule change recomputes the next run time
-     * from now; runs already claimed keep the definition they were claimed with.
+     * from now (a schedule equal to the stored one is no change); runs already claimed keep the
+     * definition they were claimed with. The answer says whether and how the next run moved.
      * </pre>
      */
     public com.google.common.util.concurrent.ListenableFuture<dev.duetime.jobs.v1.UpdateJobResponse> updateJob(

@@ -188,79 +188,81 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
       "1.Job\022\027\n\017next_page_token\030\002 \001(\t\"f\n\020Update" +
       "JobRequest\022!\n\003job\030\001 \001(\0132\024.duetime.jobs.v" +
       "1.Job\022/\n\013update_mask\030\002 \001(\0132\032.google.prot" +
-      "obuf.FieldMask\"6\n\021UpdateJobResponse\022!\n\003j" +
-      "ob\030\001 \001(\0132\024.duetime.jobs.v1.Job\".\n\020Delete" +
-      "JobRequest\022\014\n\004name\030\001 \001(\t\022\014\n\004etag\030\002 \001(\t\"\023" +
-      "\n\021DeleteJobResponse\"-\n\017PauseJobRequest\022\014" +
-      "\n\004name\030\001 \001(\t\022\014\n\004etag\030\002 \001(\t\"5\n\020PauseJobRe" +
-      "sponse\022!\n\003job\030\001 \001(\0132\024.duetime.jobs.v1.Jo" +
-      "b\".\n\020ResumeJobRequest\022\014\n\004name\030\001 \001(\t\022\014\n\004e" +
-      "tag\030\002 \001(\t\"6\n\021ResumeJobResponse\022!\n\003job\030\001 " +
-      "\001(\0132\024.duetime.jobs.v1.Job\"5\n\021TriggerJobR" +
+      "obuf.FieldMask\"\214\001\n\021UpdateJobResponse\022!\n\003" +
+      "job\030\001 \001(\0132\024.duetime.jobs.v1.Job\022\030\n\020sched" +
+      "ule_changed\030\002 \001(\010\022:\n\026previous_next_run_t" +
+      "ime\030\003 \001(\0132\032.google.protobuf.Timestamp\".\n" +
+      "\020DeleteJobRequest\022\014\n\004name\030\001 \001(\t\022\014\n\004etag\030" +
+      "\002 \001(\t\"\023\n\021DeleteJobResponse\"-\n\017PauseJobRe" +
+      "quest\022\014\n\004name\030\001 \001(\t\022\014\n\004etag\030\002 \001(\t\"5\n\020Pau" +
+      "seJobResponse\022!\n\003job\030\001 \001(\0132\024.duetime.job" +
+      "s.v1.Job\".\n\020ResumeJobRequest\022\014\n\004name\030\001 \001" +
+      "(\t\022\014\n\004etag\030\002 \001(\t\"6\n\021ResumeJobResponse\022!\n" +
+      "\003job\030\001 \001(\0132\024.duetime.jobs.v1.Job\"5\n\021Trig" +
+      "gerJobRequest\022\014\n\004name\030\001 \001(\t\022\022\n\nrequest_i" +
+      "d\030\002 \001(\t\"7\n\022TriggerJobResponse\022!\n\003run\030\001 \001" +
+      "(\0132\024.duetime.jobs.v1.Run\"r\n\017ListRunsRequ" +
+      "est\022\016\n\006parent\030\001 \001(\t\022\021\n\tpage_size\030\002 \001(\005\022\022" +
+      "\n\npage_token\030\003 \001(\t\022(\n\005state\030\004 \001(\0162\031.duet" +
+      "ime.jobs.v1.RunState\"O\n\020ListRunsResponse" +
+      "\022\"\n\004runs\030\001 \003(\0132\024.duetime.jobs.v1.Run\022\027\n\017" +
+      "next_page_token\030\002 \001(\t\"\035\n\rGetRunRequest\022\014" +
+      "\n\004name\030\001 \001(\t\"3\n\016GetRunResponse\022!\n\003run\030\001 " +
+      "\001(\0132\024.duetime.jobs.v1.Run\"5\n\021RedriveRunR" +
       "equest\022\014\n\004name\030\001 \001(\t\022\022\n\nrequest_id\030\002 \001(\t" +
-      "\"7\n\022TriggerJobResponse\022!\n\003run\030\001 \001(\0132\024.du" +
-      "etime.jobs.v1.Run\"r\n\017ListRunsRequest\022\016\n\006" +
-      "parent\030\001 \001(\t\022\021\n\tpage_size\030\002 \001(\005\022\022\n\npage_" +
-      "token\030\003 \001(\t\022(\n\005state\030\004 \001(\0162\031.duetime.job" +
-      "s.v1.RunState\"O\n\020ListRunsResponse\022\"\n\004run" +
-      "s\030\001 \003(\0132\024.duetime.jobs.v1.Run\022\027\n\017next_pa" +
-      "ge_token\030\002 \001(\t\"\035\n\rGetRunRequest\022\014\n\004name\030" +
-      "\001 \001(\t\"3\n\016GetRunResponse\022!\n\003run\030\001 \001(\0132\024.d" +
-      "uetime.jobs.v1.Run\"5\n\021RedriveRunRequest\022" +
-      "\014\n\004name\030\001 \001(\t\022\022\n\nrequest_id\030\002 \001(\t\"7\n\022Red" +
-      "riveRunResponse\022!\n\003run\030\001 \001(\0132\024.duetime.j" +
-      "obs.v1.Run\"\321\001\n\026PreviewScheduleRequest\022-\n" +
-      "\010schedule\030\001 \001(\0132\031.duetime.jobs.v1.Schedu" +
-      "leH\000\022\r\n\003job\030\002 \001(\tH\000\022.\n\nstart_time\030\003 \001(\0132" +
-      "\032.google.protobuf.Timestamp\022\r\n\005count\030\004 \001" +
-      "(\005\0220\n\rjitter_window\030\005 \001(\0132\031.google.proto" +
-      "buf.DurationB\010\n\006source\"T\n\027PreviewSchedul" +
-      "eResponse\0229\n\013occurrences\030\001 \003(\0132$.duetime" +
-      ".jobs.v1.ScheduledOccurrence\"\307\001\n\023Schedul" +
-      "edOccurrence\0220\n\014nominal_time\030\001 \001(\0132\032.goo" +
-      "gle.protobuf.Timestamp\0222\n\016effective_time" +
-      "\030\002 \001(\0132\032.google.protobuf.Timestamp\022\022\n\nlo" +
-      "cal_time\030\003 \001(\t\0226\n\016dst_adjustment\030\004 \001(\0162\036" +
-      ".duetime.jobs.v1.DstAdjustment\"#\n\023GetTea" +
-      "mQuotaRequest\022\014\n\004name\030\001 \001(\t\"z\n\024GetTeamQu" +
-      "otaResponse\022\014\n\004name\030\001 \001(\t\022)\n\005quota\030\002 \001(\013" +
-      "2\032.duetime.jobs.v1.TeamQuota\022)\n\005usage\030\003 " +
-      "\001(\0132\032.duetime.jobs.v1.TeamUsage*\224\001\n\rDstA" +
-      "djustment\022\036\n\032DST_ADJUSTMENT_UNSPECIFIED\020" +
-      "\000\022\032\n\026DST_ADJUSTMENT_SHIFTED\020\001\022\"\n\036DST_ADJ" +
-      "USTMENT_FOLD_FIRST_PASS\020\002\022#\n\037DST_ADJUSTM" +
-      "ENT_FOLD_SECOND_PASS\020\0032\326\010\n\nJobService\022R\n" +
-      "\tCreateJob\022!.duetime.jobs.v1.CreateJobRe" +
-      "quest\032\".duetime.jobs.v1.CreateJobRespons" +
-      "e\022I\n\006GetJob\022\036.duetime.jobs.v1.GetJobRequ" +
-      "est\032\037.duetime.jobs.v1.GetJobResponse\022O\n\010" +
-      "ListJobs\022 .duetime.jobs.v1.ListJobsReque" +
-      "st\032!.duetime.jobs.v1.ListJobsResponse\022R\n" +
-      "\tUpdateJob\022!.duetime.jobs.v1.UpdateJobRe" +
-      "quest\032\".duetime.jobs.v1.UpdateJobRespons" +
-      "e\022R\n\tDeleteJob\022!.duetime.jobs.v1.DeleteJ" +
-      "obRequest\032\".duetime.jobs.v1.DeleteJobRes" +
-      "ponse\022O\n\010PauseJob\022 .duetime.jobs.v1.Paus" +
-      "eJobRequest\032!.duetime.jobs.v1.PauseJobRe" +
-      "sponse\022R\n\tResumeJob\022!.duetime.jobs.v1.Re" +
-      "sumeJobRequest\032\".duetime.jobs.v1.ResumeJ" +
-      "obResponse\022U\n\nTriggerJob\022\".duetime.jobs." +
-      "v1.TriggerJobRequest\032#.duetime.jobs.v1.T" +
-      "riggerJobResponse\022O\n\010ListRuns\022 .duetime." +
-      "jobs.v1.ListRunsRequest\032!.duetime.jobs.v" +
-      "1.ListRunsResponse\022I\n\006GetRun\022\036.duetime.j" +
-      "obs.v1.GetRunRequest\032\037.duetime.jobs.v1.G" +
-      "etRunResponse\022U\n\nRedriveRun\022\".duetime.jo" +
-      "bs.v1.RedriveRunRequest\032#.duetime.jobs.v" +
-      "1.RedriveRunResponse\022d\n\017PreviewSchedule\022" +
-      "\'.duetime.jobs.v1.PreviewScheduleRequest" +
-      "\032(.duetime.jobs.v1.PreviewScheduleRespon" +
-      "se\022[\n\014GetTeamQuota\022$.duetime.jobs.v1.Get" +
-      "TeamQuotaRequest\032%.duetime.jobs.v1.GetTe" +
-      "amQuotaResponseBe\n\023dev.duetime.jobs.v1B\017" +
-      "JobServiceProtoP\001Z)duetime.dev/gen/go/du" +
-      "etime/jobs/v1;jobsv1\252\002\017Duetime.Jobs.V1b\006" +
-      "proto3"
+      "\"7\n\022RedriveRunResponse\022!\n\003run\030\001 \001(\0132\024.du" +
+      "etime.jobs.v1.Run\"\321\001\n\026PreviewScheduleReq" +
+      "uest\022-\n\010schedule\030\001 \001(\0132\031.duetime.jobs.v1" +
+      ".ScheduleH\000\022\r\n\003job\030\002 \001(\tH\000\022.\n\nstart_time" +
+      "\030\003 \001(\0132\032.google.protobuf.Timestamp\022\r\n\005co" +
+      "unt\030\004 \001(\005\0220\n\rjitter_window\030\005 \001(\0132\031.googl" +
+      "e.protobuf.DurationB\010\n\006source\"T\n\027Preview" +
+      "ScheduleResponse\0229\n\013occurrences\030\001 \003(\0132$." +
+      "duetime.jobs.v1.ScheduledOccurrence\"\307\001\n\023" +
+      "ScheduledOccurrence\0220\n\014nominal_time\030\001 \001(" +
+      "\0132\032.google.protobuf.Timestamp\0222\n\016effecti" +
+      "ve_time\030\002 \001(\0132\032.google.protobuf.Timestam" +
+      "p\022\022\n\nlocal_time\030\003 \001(\t\0226\n\016dst_adjustment\030" +
+      "\004 \001(\0162\036.duetime.jobs.v1.DstAdjustment\"#\n" +
+      "\023GetTeamQuotaRequest\022\014\n\004name\030\001 \001(\t\"z\n\024Ge" +
+      "tTeamQuotaResponse\022\014\n\004name\030\001 \001(\t\022)\n\005quot" +
+      "a\030\002 \001(\0132\032.duetime.jobs.v1.TeamQuota\022)\n\005u" +
+      "sage\030\003 \001(\0132\032.duetime.jobs.v1.TeamUsage*\224" +
+      "\001\n\rDstAdjustment\022\036\n\032DST_ADJUSTMENT_UNSPE" +
+      "CIFIED\020\000\022\032\n\026DST_ADJUSTMENT_SHIFTED\020\001\022\"\n\036" +
+      "DST_ADJUSTMENT_FOLD_FIRST_PASS\020\002\022#\n\037DST_" +
+      "ADJUSTMENT_FOLD_SECOND_PASS\020\0032\326\010\n\nJobSer" +
+      "vice\022R\n\tCreateJob\022!.duetime.jobs.v1.Crea" +
+      "teJobRequest\032\".duetime.jobs.v1.CreateJob" +
+      "Response\022I\n\006GetJob\022\036.duetime.jobs.v1.Get" +
+      "JobRequest\032\037.duetime.jobs.v1.GetJobRespo" +
+      "nse\022O\n\010ListJobs\022 .duetime.jobs.v1.ListJo" +
+      "bsRequest\032!.duetime.jobs.v1.ListJobsResp" +
+      "onse\022R\n\tUpdateJob\022!.duetime.jobs.v1.Upda" +
+      "teJobRequest\032\".duetime.jobs.v1.UpdateJob" +
+      "Response\022R\n\tDeleteJob\022!.duetime.jobs.v1." +
+      "DeleteJobRequest\032\".duetime.jobs.v1.Delet" +
+      "eJobResponse\022O\n\010PauseJob\022 .duetime.jobs." +
+      "v1.PauseJobRequest\032!.duetime.jobs.v1.Pau" +
+      "seJobResponse\022R\n\tResumeJob\022!.duetime.job" +
+      "s.v1.ResumeJobRequest\032\".duetime.jobs.v1." +
+      "ResumeJobResponse\022U\n\nTriggerJob\022\".duetim" +
+      "e.jobs.v1.TriggerJobRequest\032#.duetime.jo" +
+      "bs.v1.TriggerJobResponse\022O\n\010ListRuns\022 .d" +
+      "uetime.jobs.v1.ListRunsRequest\032!.duetime" +
+      ".jobs.v1.ListRunsResponse\022I\n\006GetRun\022\036.du" +
+      "etime.jobs.v1.GetRunRequest\032\037.duetime.jo" +
+      "bs.v1.GetRunResponse\022U\n\nRedriveRun\022\".due" +
+      "time.jobs.v1.RedriveRunRequest\032#.duetime" +
+      ".jobs.v1.RedriveRunResponse\022d\n\017PreviewSc" +
+      "hedule\022\'.duetime.jobs.v1.PreviewSchedule" +
+      "Request\032(.duetime.jobs.v1.PreviewSchedul" +
+      "eResponse\022[\n\014GetTeamQuota\022$.duetime.jobs" +
+      ".v1.GetTeamQuotaRequest\032%.duetime.jobs.v" +
+      "1.GetTeamQuotaResponseBe\n\023dev.duetime.jo" +
+      "bs.v1B\017JobServiceProtoP\001Z)duetime.dev/ge" +
+      "n/go/duetime/jobs/v1;jobsv1\252\002\017Duetime.Jo" +
+      "bs.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -319,7 +321,7 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
     internal_static_duetime_jobs_v1_UpdateJobResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_UpdateJobResponse_descriptor,
-        new java.lang.String[] { "Job", });
+        new java.lang.String[] { "Job", "ScheduleChanged", "PreviousNextRunTime", });
     internal_static_duetime_jobs_v1_DeleteJobRequest_descriptor =
       getDescriptor().getMessageType(8);
     internal_static_duetime_jobs_v1_DeleteJobRequest_fieldAccessorTable = new

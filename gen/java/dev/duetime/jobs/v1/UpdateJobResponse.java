@@ -91,6 +91,65 @@ private static final long serialVersionUID = 0L;
     return job_ == null ? dev.duetime.jobs.v1.Job.getDefaultInstance() : job_;
   }
 
+  public static final int SCHEDULE_CHANGED_FIELD_NUMBER = 2;
+  private boolean scheduleChanged_ = false;
+  /**
+   * <pre>
+   * Whether the update changed when the job runs. False when the mask names `schedule` but
+   * the schedule sent equals the stored one (an interval without `start_time` keeps its
+   * stored anchor, a delay its resolved run time): the series and the next run stay as they
+   * were.
+   * </pre>
+   *
+   * <code>bool schedule_changed = 2;</code>
+   * @return The scheduleChanged.
+   */
+  @java.lang.Override
+  public boolean getScheduleChanged() {
+    return scheduleChanged_;
+  }
+
+  public static final int PREVIOUS_NEXT_RUN_TIME_FIELD_NUMBER = 3;
+  private com.google.protobuf.Timestamp previousNextRunTime_;
+  /**
+   * <pre>
+   * The job's `next_run_time` before the update; unset if it had none. With
+   * `job.next_run_time`, how the update moved the next run.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp previous_next_run_time = 3;</code>
+   * @return Whether the previousNextRunTime field is set.
+   */
+  @java.lang.Override
+  public boolean hasPreviousNextRunTime() {
+    return ((bitField0_ & 0x00000002) != 0);
+  }
+  /**
+   * <pre>
+   * The job's `next_run_time` before the update; unset if it had none. With
+   * `job.next_run_time`, how the update moved the next run.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp previous_next_run_time = 3;</code>
+   * @return The previousNextRunTime.
+   */
+  @java.lang.Override
+  public com.google.protobuf.Timestamp getPreviousNextRunTime() {
+    return previousNextRunTime_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : previousNextRunTime_;
+  }
+  /**
+   * <pre>
+   * The job's `next_run_time` before the update; unset if it had none. With
+   * `job.next_run_time`, how the update moved the next run.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp previous_next_run_time = 3;</code>
+   */
+  @java.lang.Override
+  public com.google.protobuf.TimestampOrBuilder getPreviousNextRunTimeOrBuilder() {
+    return previousNextRunTime_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : previousNextRunTime_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -108,6 +167,12 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000001) != 0)) {
       output.writeMessage(1, getJob());
     }
+    if (scheduleChanged_ != false) {
+      output.writeBool(2, scheduleChanged_);
+    }
+    if (((bitField0_ & 0x00000002) != 0)) {
+      output.writeMessage(3, getPreviousNextRunTime());
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -115,6 +180,14 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000001) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(1, getJob());
+    }
+    if (scheduleChanged_ != false) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(2, scheduleChanged_);
+    }
+    if (((bitField0_ & 0x00000002) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(3, getPreviousNextRunTime());
     }
     return size;
   }
@@ -145,6 +218,13 @@ private static final long serialVersionUID = 0L;
       if (!getJob()
           .equals(other.getJob())) return false;
     }
+    if (getScheduleChanged()
+        != other.getScheduleChanged()) return false;
+    if (hasPreviousNextRunTime() != other.hasPreviousNextRunTime()) return false;
+    if (hasPreviousNextRunTime()) {
+      if (!getPreviousNextRunTime()
+          .equals(other.getPreviousNextRunTime())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -159,6 +239,13 @@ private static final long serialVersionUID = 0L;
     if (hasJob()) {
       hash = (37 * hash) + JOB_FIELD_NUMBER;
       hash = (53 * hash) + getJob().hashCode();
+    }
+    hash = (37 * hash) + SCHEDULE_CHANGED_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+        getScheduleChanged());
+    if (hasPreviousNextRunTime()) {
+      hash = (37 * hash) + PREVIOUS_NEXT_RUN_TIME_FIELD_NUMBER;
+      hash = (53 * hash) + getPreviousNextRunTime().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -295,6 +382,7 @@ private static final long serialVersionUID = 0L;
       if (com.google.protobuf.GeneratedMessage
               .alwaysUseFieldBuilders) {
         internalGetJobFieldBuilder();
+        internalGetPreviousNextRunTimeFieldBuilder();
       }
     }
     @java.lang.Override
@@ -305,6 +393,12 @@ private static final long serialVersionUID = 0L;
       if (jobBuilder_ != null) {
         jobBuilder_.dispose();
         jobBuilder_ = null;
+      }
+      scheduleChanged_ = false;
+      previousNextRunTime_ = null;
+      if (previousNextRunTimeBuilder_ != null) {
+        previousNextRunTimeBuilder_.dispose();
+        previousNextRunTimeBuilder_ = null;
       }
       return this;
     }
@@ -346,6 +440,15 @@ private static final long serialVersionUID = 0L;
             : jobBuilder_.build();
         to_bitField0_ |= 0x00000001;
       }
+      if (((from_bitField0_ & 0x00000002) != 0)) {
+        result.scheduleChanged_ = scheduleChanged_;
+      }
+      if (((from_bitField0_ & 0x00000004) != 0)) {
+        result.previousNextRunTime_ = previousNextRunTimeBuilder_ == null
+            ? previousNextRunTime_
+            : previousNextRunTimeBuilder_.build();
+        to_bitField0_ |= 0x00000002;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -363,6 +466,12 @@ private static final long serialVersionUID = 0L;
       if (other == dev.duetime.jobs.v1.UpdateJobResponse.getDefaultInstance()) return this;
       if (other.hasJob()) {
         mergeJob(other.getJob());
+      }
+      if (other.getScheduleChanged() != false) {
+        setScheduleChanged(other.getScheduleChanged());
+      }
+      if (other.hasPreviousNextRunTime()) {
+        mergePreviousNextRunTime(other.getPreviousNextRunTime());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -397,6 +506,18 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000001;
               break;
             } // case 10
+            case 16: {
+              scheduleChanged_ = input.readBool();
+              bitField0_ |= 0x00000002;
+              break;
+            } // case 16
+            case 26: {
+              input.readMessage(
+                  internalGetPreviousNextRunTimeFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00000004;
+              break;
+            } // case 26
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -569,6 +690,225 @@ private static final long serialVersionUID = 0L;
         job_ = null;
       }
       return jobBuilder_;
+    }
+
+    private boolean scheduleChanged_ ;
+    /**
+     * <pre>
+     * Whether the update changed when the job runs. False when the mask names `schedule` but
+     * the schedule sent equals the stored one (an interval without `start_time` keeps its
+     * stored anchor, a delay its resolved run time): the series and the next run stay as they
+     * were.
+     * </pre>
+     *
+     * <code>bool schedule_changed = 2;</code>
+     * @return The scheduleChanged.
+     */
+    @java.lang.Override
+    public boolean getScheduleChanged() {
+      return scheduleChanged_;
+    }
+    /**
+     * <pre>
+     * Whether the update changed when the job runs. False when the mask names `schedule` but
+     * the schedule sent equals the stored one (an interval without `start_time` keeps its
+     * stored anchor, a delay its resolved run time): the series and the next run stay as they
+     * were.
+     * </pre>
+     *
+     * <code>bool schedule_changed = 2;</code>
+     * @param value The scheduleChanged to set.
+     * @return This builder for chaining.
+     */
+    public Builder setScheduleChanged(boolean value) {
+
+      scheduleChanged_ = value;
+      bitField0_ |= 0x00000002;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Whether the update changed when the job runs. False when the mask names `schedule` but
+     * the schedule sent equals the stored one (an interval without `start_time` keeps its
+     * stored anchor, a delay its resolved run time): the series and the next run stay as they
+     * were.
+     * </pre>
+     *
+     * <code>bool schedule_changed = 2;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearScheduleChanged() {
+      bitField0_ = (bitField0_ & ~0x00000002);
+      scheduleChanged_ = false;
+      onChanged();
+      return this;
+    }
+
+    private com.google.protobuf.Timestamp previousNextRunTime_;
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder> previousNextRunTimeBuilder_;
+    /**
+     * <pre>
+     * The job's `next_run_time` before the update; unset if it had none. With
+     * `job.next_run_time`, how the update moved the next run.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp previous_next_run_time = 3;</code>
+     * @return Whether the previousNextRunTime field is set.
+     */
+    public boolean hasPreviousNextRunTime() {
+      return ((bitField0_ & 0x00000004) != 0);
+    }
+    /**
+     * <pre>
+     * The job's `next_run_time` before the update; unset if it had none. With
+     * `job.next_run_time`, how the update moved the next run.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp previous_next_run_time = 3;</code>
+     * @return The previousNextRunTime.
+     */
+    public com.google.protobuf.Timestamp getPreviousNextRunTime() {
+      if (previousNextRunTimeBuilder_ == null) {
+        return previousNextRunTime_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : previousNextRunTime_;
+      } else {
+        return previousNextRunTimeBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * The job's `next_run_time` before the update; unset if it had none. With
+     * `job.next_run_time`, how the update moved the next run.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp previous_next_run_time = 3;</code>
+     */
+    public Builder setPreviousNextRunTime(com.google.protobuf.Timestamp value) {
+      if (previousNextRunTimeBuilder_ == null) {
+        if (value == null) {
+          throw new NullPointerException();
+        }
+        previousNextRunTime_ = value;
+      } else {
+        previousNextRunTimeBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00000004;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The job's `next_run_time` before the update; unset if it had none. With
+     * `job.next_run_time`, how the update moved the next run.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp previous_next_run_time = 3;</code>
+     */
+    public Builder setPreviousNextRunTime(
+        com.google.protobuf.Timestamp.Builder builderForValue) {
+      if (previousNextRunTimeBuilder_ == null) {
+        previousNextRunTime_ = builderForValue.build();
+      } else {
+        previousNextRunTimeBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00000004;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The job's `next_run_time` before the update; unset if it had none. With
+     * `job.next_run_time`, how the update moved the next run.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp previous_next_run_time = 3;</code>
+     */
+    public Builder mergePreviousNextRunTime(com.google.protobuf.Timestamp value) {
+      if (previousNextRunTimeBuilder_ == null) {
+        if (((bitField0_ & 0x00000004) != 0) &&
+          previousNextRunTime_ != null &&
+          previousNextRunTime_ != com.google.protobuf.Timestamp.getDefaultInstance()) {
+          getPreviousNextRunTimeBuilder().mergeFrom(value);
+        } else {
+          previousNextRunTime_ = value;
+        }
+      } else {
+        previousNextRunTimeBuilder_.mergeFrom(value);
+      }
+      if (previousNextRunTime_ != null) {
+        bitField0_ |= 0x00000004;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The job's `next_run_time` before the update; unset if it had none. With
+     * `job.next_run_time`, how the update moved the next run.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp previous_next_run_time = 3;</code>
+     */
+    public Builder clearPreviousNextRunTime() {
+      bitField0_ = (bitField0_ & ~0x00000004);
+      previousNextRunTime_ = null;
+      if (previousNextRunTimeBuilder_ != null) {
+        previousNextRunTimeBuilder_.dispose();
+        previousNextRunTimeBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The job's `next_run_time` before the update; unset if it had none. With
+     * `job.next_run_time`, how the update moved the next run.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp previous_next_run_time = 3;</code>
+     */
+    public com.google.protobuf.Timestamp.Builder getPreviousNextRunTimeBuilder() {
+      bitField0_ |= 0x00000004;
+      onChanged();
+      return internalGetPreviousNextRunTimeFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * The job's `next_run_time` before the update; unset if it had none. With
+     * `job.next_run_time`, how the update moved the next run.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp previous_next_run_time = 3;</code>
+     */
+    public com.google.protobuf.TimestampOrBuilder getPreviousNextRunTimeOrBuilder() {
+      if (previousNextRunTimeBuilder_ != null) {
+        return previousNextRunTimeBuilder_.getMessageOrBuilder();
+      } else {
+        return previousNextRunTime_ == null ?
+            com.google.protobuf.Timestamp.getDefaultInstance() : previousNextRunTime_;
+      }
+    }
+    /**
+     * <pre>
+     * The job's `next_run_time` before the update; unset if it had none. With
+     * `job.next_run_time`, how the update moved the next run.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp previous_next_run_time = 3;</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder> 
+        internalGetPreviousNextRunTimeFieldBuilder() {
+      if (previousNextRunTimeBuilder_ == null) {
+        previousNextRunTimeBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder>(
+                getPreviousNextRunTime(),
+                getParentForChildren(),
+                isClean());
+        previousNextRunTime_ = null;
+      }
+      return previousNextRunTimeBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:duetime.jobs.v1.UpdateJobResponse)

@@ -36,4 +36,47 @@ public interface UpdateJobResponseOrBuilder extends
    * <code>.duetime.jobs.v1.Job job = 1;</code>
    */
   dev.duetime.jobs.v1.JobOrBuilder getJobOrBuilder();
+
+  /**
+   * <pre>
+   * Whether the update changed when the job runs. False when the mask names `schedule` but
+   * the schedule sent equals the stored one (an interval without `start_time` keeps its
+   * stored anchor, a delay its resolved run time): the series and the next run stay as they
+   * were.
+   * </pre>
+   *
+   * <code>bool schedule_changed = 2;</code>
+   * @return The scheduleChanged.
+   */
+  boolean getScheduleChanged();
+
+  /**
+   * <pre>
+   * The job's `next_run_time` before the update; unset if it had none. With
+   * `job.next_run_time`, how the update moved the next run.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp previous_next_run_time = 3;</code>
+   * @return Whether the previousNextRunTime field is set.
+   */
+  boolean hasPreviousNextRunTime();
+  /**
+   * <pre>
+   * The job's `next_run_time` before the update; unset if it had none. With
+   * `job.next_run_time`, how the update moved the next run.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp previous_next_run_time = 3;</code>
+   * @return The previousNextRunTime.
+   */
+  com.google.protobuf.Timestamp getPreviousNextRunTime();
+  /**
+   * <pre>
+   * The job's `next_run_time` before the update; unset if it had none. With
+   * `job.next_run_time`, how the update moved the next run.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp previous_next_run_time = 3;</code>
+   */
+  com.google.protobuf.TimestampOrBuilder getPreviousNextRunTimeOrBuilder();
 }
