@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import pytest
 
-from duetime.jobs.v1 import job_pb2
+from duetime.jobs.v1 import job_pb2, run_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
 from duetime.worker.v1 import worker_service_pb2 as wpb
 from duetime_core.attempts import NEVER_CALLED, AttemptSettings
@@ -107,6 +107,34 @@ async def test_an_attempt_started_ahead_holds_no_more_than_the_configured_lease(
         (attempt,) = await env.w.attempts(run_id)
         assert attempt["lease_expire_time"] == now + 3 * S + 4 * S
         assert as_datetime(started.lease_expire_time) == attempt["lease_expire_time"]
+
+
+async def test_a_run_started_ahead_reads_queued_until_its_call_time(env: Env) -> None:
+    w, api = env.w, env.api
+    job = await create_job(api)
+    now = await w.now()
+    run_id = await w.queue_scheduled_run(job.job_id, now + 5 * S)
+    assert (await env.start(run_id)).decision == STARTED
+    assert (await w.run_row(run_id))["state"] == "RUNNING"  # in the store, for its rules
+
+    async def shown(state: int = 0) -> list[tuple[str, int]]:
+        request = svc.ListRunsRequest(parent=job.name, state=state)  # type: ignore[arg-type]
+        runs = (await api.stub.ListRuns(request, metadata=api.auth())).runs
+        return [(r.run_id, r.state) for r in runs]
+
+    name = f"{job.name}/runs/{run_id}"
+    got = (await api.stub.GetRun(svc.GetRunRequest(name=name), metadata=api.auth())).run
+    # Its call has not begun: readers see it queued, with the attempt that calls at its time.
+    assert got.state == run_pb2.RUN_STATE_QUEUED
+    assert as_datetime(got.attempts[0].start_time) == now + 5 * S
+    assert await shown() == [(str(run_id), run_pb2.RUN_STATE_QUEUED)]
+    assert await shown(run_pb2.RUN_STATE_QUEUED) == [(str(run_id), run_pb2.RUN_STATE_QUEUED)]
+    assert await shown(run_pb2.RUN_STATE_RUNNING) == []
+    await w.shift_clock(5 * S)
+    got = (await api.stub.GetRun(svc.GetRunRequest(name=name), metadata=api.auth())).run
+    assert got.state == run_pb2.RUN_STATE_RUNNING
+    assert await shown(run_pb2.RUN_STATE_RUNNING) == [(str(run_id), run_pb2.RUN_STATE_RUNNING)]
+    assert await shown(run_pb2.RUN_STATE_QUEUED) == []
 
 
 async def test_runs_not_started_ahead_are_too_early_as_before(env: Env) -> None:

@@ -51,12 +51,13 @@ def attempt_from_row(row: Row) -> AttemptRecord:
 
 
 def run_from_row(row: Row, attempts: Iterable[Row] = ()) -> RunRecord:
+    """The run as stored, or as readers see it where the query says (``shown_state``)."""
     return RunRecord(
         run_id=row["run_id"],
         key=RunKey(row["job_id"], row["nominal_time"], row["origin"]),
         team_id=row["team_id"],
         effective_time=row["effective_time"],
-        state=RunState(row["state"]),
+        state=RunState(row.get("shown_state") or row["state"]),
         reason=RunReason(row["reason"]),
         reason_detail=row["reason_detail"],
         attempt=row["attempt"],

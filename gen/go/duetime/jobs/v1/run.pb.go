@@ -135,13 +135,15 @@ type RunState int32
 const (
 	// Never used.
 	RunState_RUN_STATE_UNSPECIFIED RunState = 0
-	// Claimed and handed to dispatch; waiting for a worker to start an attempt.
+	// Claimed and handed to dispatch; waiting for a worker to start an attempt. Also a run whose
+	// attempt a worker opened ahead of its time: the open attempt's `start_time` is when its
+	// call begins, and the run reads RUNNING from then.
 	RunState_RUN_STATE_QUEUED RunState = 1
 	// Held back before dispatch: by OVERLAP_POLICY_BUFFER_ONE until the earlier run ends (no
 	// reason), by the team's quota (RUN_REASON_QUOTA, `quota_limit` says which), or until its
 	// turn of dispatch capacity while other teams' runs are ahead (RUN_REASON_FAIR_SHARE).
 	RunState_RUN_STATE_WAITING RunState = 2
-	// An attempt is running under a lease.
+	// An attempt is running under a lease: its call has begun.
 	RunState_RUN_STATE_RUNNING RunState = 3
 	// The last attempt failed; the next one is due at `next_attempt_time`.
 	RunState_RUN_STATE_RETRY_WAIT RunState = 4

@@ -78,14 +78,17 @@ class _RunStateEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_RunState.Val
     RUN_STATE_UNSPECIFIED: _RunState.ValueType  # 0
     """Never used."""
     RUN_STATE_QUEUED: _RunState.ValueType  # 1
-    """Claimed and handed to dispatch; waiting for a worker to start an attempt."""
+    """Claimed and handed to dispatch; waiting for a worker to start an attempt. Also a run whose
+    attempt a worker opened ahead of its time: the open attempt's `start_time` is when its
+    call begins, and the run reads RUNNING from then.
+    """
     RUN_STATE_WAITING: _RunState.ValueType  # 2
     """Held back before dispatch: by OVERLAP_POLICY_BUFFER_ONE until the earlier run ends (no
     reason), by the team's quota (RUN_REASON_QUOTA, `quota_limit` says which), or until its
     turn of dispatch capacity while other teams' runs are ahead (RUN_REASON_FAIR_SHARE).
     """
     RUN_STATE_RUNNING: _RunState.ValueType  # 3
-    """An attempt is running under a lease."""
+    """An attempt is running under a lease: its call has begun."""
     RUN_STATE_RETRY_WAIT: _RunState.ValueType  # 4
     """The last attempt failed; the next one is due at `next_attempt_time`."""
     RUN_STATE_SUCCEEDED: _RunState.ValueType  # 5
@@ -105,14 +108,17 @@ class RunState(_RunState, metaclass=_RunStateEnumTypeWrapper):
 RUN_STATE_UNSPECIFIED: RunState.ValueType  # 0
 """Never used."""
 RUN_STATE_QUEUED: RunState.ValueType  # 1
-"""Claimed and handed to dispatch; waiting for a worker to start an attempt."""
+"""Claimed and handed to dispatch; waiting for a worker to start an attempt. Also a run whose
+attempt a worker opened ahead of its time: the open attempt's `start_time` is when its
+call begins, and the run reads RUNNING from then.
+"""
 RUN_STATE_WAITING: RunState.ValueType  # 2
 """Held back before dispatch: by OVERLAP_POLICY_BUFFER_ONE until the earlier run ends (no
 reason), by the team's quota (RUN_REASON_QUOTA, `quota_limit` says which), or until its
 turn of dispatch capacity while other teams' runs are ahead (RUN_REASON_FAIR_SHARE).
 """
 RUN_STATE_RUNNING: RunState.ValueType  # 3
-"""An attempt is running under a lease."""
+"""An attempt is running under a lease: its call has begun."""
 RUN_STATE_RETRY_WAIT: RunState.ValueType  # 4
 """The last attempt failed; the next one is due at `next_attempt_time`."""
 RUN_STATE_SUCCEEDED: RunState.ValueType  # 5

@@ -346,7 +346,9 @@ export enum RunState {
   UNSPECIFIED = 0,
 
   /**
-   * Claimed and handed to dispatch; waiting for a worker to start an attempt.
+   * Claimed and handed to dispatch; waiting for a worker to start an attempt. Also a run whose
+   * attempt a worker opened ahead of its time: the open attempt's `start_time` is when its
+   * call begins, and the run reads RUNNING from then.
    *
    * @generated from enum value: RUN_STATE_QUEUED = 1;
    */
@@ -362,7 +364,7 @@ export enum RunState {
   WAITING = 2,
 
   /**
-   * An attempt is running under a lease.
+   * An attempt is running under a lease: its call has begun.
    *
    * @generated from enum value: RUN_STATE_RUNNING = 3;
    */

@@ -73,7 +73,9 @@ ON CONFLICT (job_id, nominal_time, origin) DO NOTHING
 RETURNING *;
 
 -- name: run_get
-SELECT r.* FROM runs r WHERE r.run_id = $1 AND r.job_id = $2 AND r.team_id = $3;
+-- Runs as readers see them (shown_state: duetime_shown_state).
+SELECT r.*, duetime_shown_state(r.state, r.run_id, r.nominal_time) AS shown_state
+FROM runs r WHERE r.run_id = $1 AND r.job_id = $2 AND r.team_id = $3;
 
 -- name: run_get_for_update
 SELECT r.*, v.spec AS job_snapshot
@@ -83,9 +85,11 @@ WHERE r.run_id = $1 AND r.job_id = $2 AND r.team_id = $3
 FOR UPDATE OF r;
 
 -- name: run_list
-SELECT * FROM runs
+SELECT r.*, duetime_shown_state(r.state, r.run_id, r.nominal_time) AS shown_state
+FROM runs r
 WHERE job_id = $1
-  AND ($2::text IS NULL OR state = $2)
+  AND ($2::text IS NULL OR state = $2 OR ($2 = 'QUEUED' AND state = 'RUNNING'))
+  AND ($2::text IS NULL OR duetime_shown_state(r.state, r.run_id, r.nominal_time) = $2)
   AND ($3::timestamptz IS NULL OR (nominal_time, run_id) < ($3, $4::uuid))
 ORDER BY nominal_time DESC, run_id DESC
 LIMIT $5;

@@ -25,7 +25,9 @@ public enum RunState
   RUN_STATE_UNSPECIFIED(0),
   /**
    * <pre>
-   * Claimed and handed to dispatch; waiting for a worker to start an attempt.
+   * Claimed and handed to dispatch; waiting for a worker to start an attempt. Also a run whose
+   * attempt a worker opened ahead of its time: the open attempt's `start_time` is when its
+   * call begins, and the run reads RUNNING from then.
    * </pre>
    *
    * <code>RUN_STATE_QUEUED = 1;</code>
@@ -43,7 +45,7 @@ public enum RunState
   RUN_STATE_WAITING(2),
   /**
    * <pre>
-   * An attempt is running under a lease.
+   * An attempt is running under a lease: its call has begun.
    * </pre>
    *
    * <code>RUN_STATE_RUNNING = 3;</code>
@@ -119,7 +121,9 @@ public enum RunState
   public static final int RUN_STATE_UNSPECIFIED_VALUE = 0;
   /**
    * <pre>
-   * Claimed and handed to dispatch; waiting for a worker to start an attempt.
+   * Claimed and handed to dispatch; waiting for a worker to start an attempt. Also a run whose
+   * attempt a worker opened ahead of its time: the open attempt's `start_time` is when its
+   * call begins, and the run reads RUNNING from then.
    * </pre>
    *
    * <code>RUN_STATE_QUEUED = 1;</code>
@@ -137,7 +141,7 @@ public enum RunState
   public static final int RUN_STATE_WAITING_VALUE = 2;
   /**
    * <pre>
-   * An attempt is running under a lease.
+   * An attempt is running under a lease: its call has begun.
    * </pre>
    *
    * <code>RUN_STATE_RUNNING = 3;</code>
