@@ -1,6 +1,7 @@
 """Duetime's own image and Kubernetes manifests, run for real: scripts/kube-demo builds the
 image with podman, renders the podman-demo overlay with kustomize, migrates a database of its
-own with the migration Pod, plays the four Deployments with `podman kube play` next to the
+own with the migration Pod (after the Secret, made out of band, and the config step, which holds
+no Secret: docs/deploy.md's order), plays the four Deployments with `podman kube play` next to the
 local stack, over TLS with the stack's certificates (the api's and the scheduler's exec probes
 pass; the worker authenticates with its client certificate, which the scheduler requires), and
 an HTTP job's runs succeed through the containerised services; `down` leaves no pod behind. A
@@ -51,6 +52,9 @@ async def test_the_demo_job_succeeds_through_the_services_played_from_the_manife
         assert code == 0, output[-5000:]
         assert "done: the runs succeeded through the containerised services" in output
         assert "the scheduler refuses a caller without a client certificate" in output
+        # docs/deploy.md's order: the config step leaves the Secret made before it alone.
+        config_step = "the config step (-l app.kubernetes.io/component=config): "
+        assert f"{config_step}ConfigMap/duetime-config\n" in output, output[-5000:]
         # The CLI in the image lists the job from inside the api's pod.
         cli = output.split("the duetime CLI in the image", 1)[-1]
         assert "kube demo" in cli, output[-3000:]

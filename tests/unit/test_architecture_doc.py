@@ -1,6 +1,7 @@
 """docs/architecture.md and docs/operations.md point at code that exists: every file path they
 name, every test they cite as ``file::function`` (or ``::function`` after one), and every named
-SQL query."""
+SQL query. In every page of docs/, a name said to be in a file is defined there, and a figure
+that names its constant (``8 s (`EARLY_AHEAD`)``) is the constant's value."""
 
 from __future__ import annotations
 
@@ -55,3 +56,69 @@ def test_every_named_query_exists() -> None:
     }
     assert cited, "the architecture names no queries"
     assert not cited - defined, f"no such named queries: {sorted(cited - defined)}"
+
+
+# A name placed in a file: "`name` in `file`" or "(`name`, `file`)". Settings (DUETIME_*) are
+# checked by test_operations_doc.py.
+PLACED = re.compile(r"`(\w+)`(?: in|,) `([\w/]+\.(?:py|sql))`")
+# "8 s ahead (`EARLY_AHEAD` ...)": a figure in seconds and the constant that holds it.
+FIGURE = re.compile(r"(\d+(?:\.\d+)?) s\b[^.;|`]{0,40}`([A-Z][A-Z0-9_]{2,})`")
+SOURCES = ("libs", "services")
+
+
+def source_file(path: str) -> Path | None:
+    """The file a doc's path names: in full, with a short prefix, or by its tail (`claims.sql`,
+    `pg/migrate.py`) when exactly one source file ends so."""
+    if resolve(path).is_file():
+        return resolve(path)
+    found = [
+        p for top in SOURCES for p in (REPO / top).rglob("*") if p.as_posix().endswith(f"/{path}")
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def defines(source: Path, name: str) -> bool:
+    """A def, class or module-level name of a Python file; a named query, index, table, view,
+    function or trigger of an SQL file."""
+    if source.suffix == ".py":
+        pattern = rf"^\s*(?:(?:async\s+)?def|class)\s+{name}\b|^\s*{name}\s*(?::[^=\n]*)?="
+        return re.search(pattern, source.read_text(), re.M) is not None
+    kinds = r"\b(?:INDEX|TABLE|VIEW|FUNCTION|TRIGGER)\s+(?:IF NOT EXISTS\s+)?"
+    pattern = rf"^-- name: {name}\b|{kinds}{name}\b"
+    return re.search(pattern, source.read_text(), re.M | re.I) is not None
+
+
+def test_every_name_said_to_be_in_a_file_is_defined_there() -> None:
+    problems, checked = [], 0
+    for doc in sorted((REPO / "docs").glob("*.md")):
+        for name, path in PLACED.findall(doc.read_text()):
+            if name.startswith("DUETIME_"):
+                continue
+            source = source_file(path)
+            checked += 1
+            if source is None:
+                problems.append(f"{doc.name}: no single file {path}")
+            elif not defines(source, name):
+                problems.append(f"{doc.name}: {name} is not defined in {path}")
+    assert not problems, "\n".join(problems)
+    assert checked > 10, "the docs place no names in files: the pattern is stale"
+
+
+def test_every_figure_that_names_its_constant_agrees_with_it() -> None:
+    values: dict[str, set[float]] = {}
+    for top in SOURCES:
+        for source in (REPO / top).rglob("*.py"):
+            for name, value in re.findall(
+                r"^([A-Z][A-Z0-9_]+) = (\d+(?:\.\d+)?)$", source.read_text(), re.M
+            ):
+                values.setdefault(name, set()).add(float(value))
+    problems, checked = [], 0
+    for doc in sorted((REPO / "docs").glob("*.md")):
+        for figure, name in FIGURE.findall(doc.read_text()):
+            checked += 1
+            if values.get(name) != {float(figure)}:
+                problems.append(
+                    f"{doc.name}: {figure} s for {name}, the code has {values.get(name)}"
+                )
+    assert not problems, "\n".join(problems)
+    assert checked >= 3, "no figure names its constant: the pattern is stale"
