@@ -11,6 +11,7 @@ import re
 import shutil
 import uuid
 from collections.abc import AsyncIterator
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,9 @@ from google.protobuf import json_format
 
 from duetime.jobs.v1 import job_service_pb2, job_service_pb2_grpc
 from tests.support.cli import Cli, api_on_own_database, cli_env, duetime_command, team_cli
-from tests.support.tls import service_channel
+from tests.support.polling import eventually
+from tests.support.terminal import terminal
+from tests.support.tls import make_certs, service_channel, stack_certs
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -438,3 +441,88 @@ async def test_a_person_sees_the_jobs_table_in_a_terminal(cli: Cli, tmp_path: Pa
     # A person sees the states in colour; a pipe gets none.
     assert colours.count("\x1b[32mACTIVE") == 2, colours
     assert "\x1b[" not in (await cli.ok("jobs", "list")).stdout
+
+
+async def test_version_and_help_as_wide_as_the_terminal(cli: Cli) -> None:
+    shown, wide, narrow = await asyncio.gather(
+        cli.ok("--version"),
+        cli.ok("runs", "list", "--help", env={"COLUMNS": "160"}),
+        cli.ok("runs", "list", "--help", env={"COLUMNS": "80"}),
+    )
+    assert shown.stdout == f"duetime {version('duetime-cli')}\n"
+    state = (
+        "Only runs in this state: QUEUED, WAITING, RUNNING, RETRY_WAIT, SUCCEEDED, DEAD_LETTERED"
+    )
+    assert any(state in line for line in wide.stdout.splitlines()), wide.stdout
+    assert 80 < max(map(len, wide.stdout.splitlines())) <= 160, wide.stdout
+    assert max(map(len, narrow.stdout.splitlines())) <= 80, narrow.stdout
+
+
+async def test_a_server_certificate_not_trusted_says_where_the_ca_goes(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """With no CA (the system's) or the wrong one, the command says the server's certificate
+    was not trusted and where the CA goes, exit 7; gRPC's own log lines stay off stderr."""
+    if stack_certs() is None:
+        pytest.fail('the environment names no TLS settings: eval "$(scripts/stack env)"')
+    other = await make_certs(tmp_path / "other")
+    no_ca, wrong_ca, as_json = await asyncio.gather(
+        cli("jobs", "list", env={"DUETIME_TLS_CA_FILE": ""}),
+        cli("--ca-file", other.ca, "jobs", "list"),
+        cli("jobs", "list", "-o", "json", env={"DUETIME_TLS_CA_FILE": other.ca}),
+    )
+    where = "give the CA that signed it with --ca-file FILE or DUETIME_TLS_CA_FILE"
+    untrusted = (
+        "Error: UNAUTHENTICATED (SERVER_CERTIFICATE_UNTRUSTED): the server's certificate at "
+        f"{cli.api} was not trusted with {{}} (unable to get local issuer certificate): {where}\n"
+    )
+    assert (no_ca.code, no_ca.stderr) == (7, untrusted.format("the system's CAs"))
+    assert (wrong_ca.code, wrong_ca.stderr) == (7, untrusted.format(f"the CA in {other.ca}"))
+    assert as_json.code == 7
+    assert as_json.error()["reason"] == "SERVER_CERTIFICATE_UNTRUSTED"
+    assert as_json.error()["message"].endswith(where)
+    for result in (no_ca, wrong_ca, as_json):
+        assert result.stdout == ""
+        assert "Traceback" not in result.stderr
+        assert not re.search(r"^[IWEF]\d{4} |: OK$", result.stderr, re.M), result.stderr
+
+
+async def test_ctrl_c_ends_a_command_with_one_line(cli: Cli, tmp_path: Path) -> None:
+    """Ctrl-C in a real terminal, while a command waits for a run (this API has no scheduler:
+    the run stays QUEUED) and while the command is still importing its libraries: exit 130,
+    one line, no traceback."""
+    (tmp_path / "job.json").write_text(json.dumps(INTERVAL_JOB))
+    created = await cli.ok("jobs", "create", "-f", str(tmp_path / "job.json"), "-o", "json")
+    job = created.json()["job"]
+    env = cli_env(cli.api, cli.token)
+    async with terminal() as term:
+        await term.start(f"{duetime_command()} jobs trigger {job['jobId']} --wait", env, 100)
+
+        async def waiting() -> bool:
+            return "QUEUED" in "\n".join(await term.screen())
+
+        await eventually(waiting, 30, "the command follows the run")
+        await term.keys("C-c")
+        screen = await term.finished()
+    following = f"Error: CANCELLED: stopped following; it goes on: duetime runs get {job['name']}"
+    errors = [line for line in screen if line.startswith("Error: ")]
+    assert len(errors) == 1, screen
+    assert re.fullmatch(re.escape(following) + "/runs/[0-9a-f-]+", errors[0]), screen
+    assert screen[-2:] == ["", "exit 130"], screen
+    assert not [line for line in screen if "Traceback" in line], screen
+
+    # A library that takes its time to import (here one that waits for the test) stands for
+    # the first half second of every command, spent importing gRPC, protobuf and rich.
+    slow = tmp_path / "slow"
+    (slow / "typer").mkdir(parents=True)
+    (slow / "typer" / "__init__.py").write_text(
+        "import subprocess, time\n"
+        "subprocess.run(['tmux', 'wait-for', '-S', 'importing'], check=True)\n"
+        "time.sleep(60)\n"
+    )
+    async with terminal() as term:
+        await term.start(f"{duetime_command()} jobs list", {**env, "PYTHONPATH": str(slow)}, 100)
+        await term.tmux("wait-for", "importing")
+        await term.keys("C-c")
+        screen = await term.finished()
+    assert [line for line in screen if line.strip()] == ["^Cinterrupted", "exit 130"], screen

@@ -18,13 +18,8 @@ from hypothesis import strategies as st
 from duetime.admin.v1 import admin_service_pb2
 from duetime.jobs.v1 import job_pb2, run_pb2
 from duetime_cli.describe import parse_span, span
-from duetime_cli.failures import (
-    EXIT_CODE_MEANINGS,
-    ExitCode,
-    Failure,
-    QuotaViolation,
-    exit_code_for,
-)
+from duetime_cli.exits import EXIT_CODE_MEANINGS, ExitCode
+from duetime_cli.failures import Failure, QuotaViolation, exit_code_for
 from duetime_cli.jobfile import parse_job
 from duetime_cli.limits import LIMITS, fill, parse_assignments
 from duetime_cli.wait import milestones, waiting

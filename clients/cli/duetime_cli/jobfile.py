@@ -19,7 +19,8 @@ from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from duetime.jobs.v1 import job_pb2
-from duetime_cli.failures import ExitCode, Failure, Violation
+from duetime_cli.exits import ExitCode
+from duetime_cli.failures import Failure, Violation
 
 
 class _Loader(yaml.SafeLoader):
