@@ -45,6 +45,26 @@ retryPolicy:
 attemptTimeout: 90s
 """
 
+DURATIONS_JOB_YAML = """\
+displayName: durations as people write them
+schedule:
+  interval:
+    interval: 1h30m
+    startTime: "2099-01-01T00:00:00Z"
+target:
+  http:
+    url: https://billing.internal/run-invoices
+attemptTimeout: 5m
+jitterWindow: 90s
+retryPolicy:
+  maxAttempts: 4
+  initialBackoff: 1m
+  maxBackoff: 30m
+misfire:
+  policy: MISFIRE_POLICY_RUN_ONCE
+  threshold: 1.5s
+"""
+
 INTERVAL_JOB = {
     # Proto field names work too; the name is shown as written, never read as rich markup.
     "display_name": "[prod] cache warmer",
@@ -239,7 +259,7 @@ BAD_FILES = {
     "duration.json": (
         json.dumps({**INTERVAL_JOB, "attemptTimeout": "90 seconds"}),
         "job.attempt_timeout",
-        "Couldn't parse duration",
+        "'90 seconds' is not a duration like 90s, 5m, 1h30m or 2d",
     ),
     "syntax.yaml": (
         CRON_JOB_YAML.replace("  cron:\n", "  cron: [\n"),
@@ -456,6 +476,34 @@ async def test_version_and_help_as_wide_as_the_terminal(cli: Cli) -> None:
     assert any(state in line for line in wide.stdout.splitlines()), wide.stdout
     assert 80 < max(map(len, wide.stdout.splitlines())) <= 160, wide.stdout
     assert max(map(len, narrow.stdout.splitlines())) <= 80, narrow.stdout
+
+
+async def test_durations_as_the_cli_prints_them(cli: Cli, tmp_path: Path) -> None:
+    """A job file takes durations the way the CLI shows them (and proto3 JSON's); a bad one
+    is named by its field before anything is sent. (That every form the CLI prints reads back:
+    tests/unit/test_cli_text.py.)"""
+    (tmp_path / "job.yaml").write_text(DURATIONS_JOB_YAML)
+    created = await cli.ok("jobs", "create", "-f", str(tmp_path / "job.yaml"), "-o", "json")
+    job = created.json()["job"]
+    assert job["attemptTimeout"] == "300s"
+    assert job["schedule"]["interval"]["interval"] == "5400s"
+    assert job["jitterWindow"] == "90s"
+    assert job["retryPolicy"]["initialBackoff"] == "60s"
+    assert job["retryPolicy"]["maxBackoff"] == "1800s"
+    assert job["misfire"]["threshold"] == "1.500s"
+    shown = (await cli.ok("jobs", "get", job["jobId"])).detail()
+    assert shown["Attempt timeout"] == "5m"
+    assert shown["Jitter window"] == "1m30s"
+    assert shown["Retry"] == "4 attempts, backoff 1m..30m x2"
+    assert shown["Misfire"] == "RUN_ONCE, threshold 1.5s"
+
+    bad_file = DURATIONS_JOB_YAML.replace("maxBackoff: 30m", "maxBackoff: 30 min")
+    (tmp_path / "bad.yaml").write_text(bad_file)
+    bad = await cli("jobs", "create", "-f", str(tmp_path / "bad.yaml"))
+    assert bad.code == 3, bad
+    assert bad.stderr.splitlines()[1:] == [
+        "  job.retry_policy.max_backoff: '30 min' is not a duration like 90s, 5m, 1h30m or 2d"
+    ], bad.stderr
 
 
 async def test_a_server_certificate_not_trusted_says_where_the_ca_goes(

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from duetime.jobs.v1 import job_pb2, run_pb2
-from duetime_cli.describe import parse_span
+from duetime_cli.describe import parse_duration
 from tests.support.cli import Cli, Result, operator_token
 from tests.support.databases import create_database, drop_database
 from tests.support.http_target import Behaviour, HttpTarget, http_target
@@ -215,5 +215,5 @@ async def test_wait_follows_a_run_its_quota_holds_until_it_is_released(
     ]
     shown = followed.detail()
     assert (shown["State"], shown["Quota limit"]) == ("SUCCEEDED", "max_running")
-    assert parse_span(shown["Quota delay"]) > timedelta(0)
+    assert parse_duration(shown["Quota delay"]).ToTimedelta() > timedelta(0)
     assert shown["Eligible time"] > shown["Effective time"]  # one format: as text, in order
