@@ -279,7 +279,7 @@ def create_token(
         if output is not Format.TABLE:
             emit(response, output, list)
             return
-        stderr.print(token_detail(response.token))
+        stderr.print(token_detail(response.token), crop=False)
         note = f"Its secret follows, shown this once only: keep it now ({SECRET_HOME[token.role]})."
         stderr.print(Text(note, style="bold yellow"), soft_wrap=True)
         sys.stdout.write(response.secret + "\n")
