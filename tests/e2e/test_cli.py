@@ -5,12 +5,11 @@ field with the exit code of their status family, DST in previews, shell completi
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import re
-import shutil
 import uuid
 from collections.abc import AsyncIterator
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,9 @@ from google.protobuf import json_format
 from duetime.jobs.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc
 from duetime_cli.describe import when
 from tests.support.cli import Cli, api_on_own_database, cli_env, duetime_command, team_cli
-from tests.support.tls import service_channel
+from tests.support.polling import eventually
+from tests.support.terminal import screen_table, terminal
+from tests.support.tls import make_certs, service_channel, stack_certs
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -41,6 +42,26 @@ retryPolicy:
   maxAttempts: 5
   initialBackoff: 2s
 attemptTimeout: 90s
+"""
+
+DURATIONS_JOB_YAML = """\
+displayName: durations as people write them
+schedule:
+  interval:
+    interval: 1h30m
+    startTime: "2099-01-01T00:00:00Z"
+target:
+  http:
+    url: https://billing.internal/run-invoices
+attemptTimeout: 5m
+jitterWindow: 90s
+retryPolicy:
+  maxAttempts: 4
+  initialBackoff: 1m
+  maxBackoff: 30m
+misfire:
+  policy: MISFIRE_POLICY_RUN_ONCE
+  threshold: 1.5s
 """
 
 INTERVAL_JOB = {
@@ -273,7 +294,7 @@ BAD_FILES = {
     "duration.json": (
         json.dumps({**INTERVAL_JOB, "attemptTimeout": "90 seconds"}),
         "job.attempt_timeout",
-        "Couldn't parse duration",
+        "'90 seconds' is not a duration like 90s, 5m, 1h30m or 2d",
     ),
     "syntax.yaml": (
         CRON_JOB_YAML.replace("  cron:\n", "  cron: [\n"),
@@ -417,61 +438,155 @@ async def test_shell_completion(cli: Cli) -> None:
     assert "_DUETIME_COMPLETE=complete_bash" in script.stdout
 
 
-async def tmux(socket: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    process = await asyncio.create_subprocess_exec(
-        "tmux", "-S", str(socket), *args, env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
-    out, _ = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode == 0, f"tmux {' '.join(args)}: {out.decode()}"
-    return out.decode()
-
-
-WIDTH = 200
+# What `jobs list` shows at each width: the columns of least use go first (TARGET, then
+# SCHEDULE, then NEXT RUN) so that the ids, names and states stay whole.
+JOBS_COLUMNS = {
+    80: ["JOB ID", "NAME", "STATE"],
+    120: ["JOB ID", "NAME", "SCHEDULE", "STATE", "NEXT RUN (UTC)"],
+    200: ["JOB ID", "NAME", "SCHEDULE", "TARGET", "STATE", "NEXT RUN (UTC)"],
+}
 
 
 async def test_a_person_sees_the_jobs_table_in_a_terminal(cli: Cli, tmp_path: Path) -> None:
-    """`duetime jobs list` in a real terminal (tmux, 200 columns), read off its screen."""
-    assert shutil.which("tmux"), "tmux is missing: run scripts/tools"
+    """`duetime jobs list` in a real terminal (tmux) 80, 120 and 200 columns wide, read off
+    its screen: ids and states whole, headings on one line, text wrapped between words."""
     (tmp_path / "nightly.yaml").write_text(CRON_JOB_YAML)
     (tmp_path / "warmer.json").write_text(json.dumps(INTERVAL_JOB))
     nightly = await cli.ok("jobs", "create", "-f", str(tmp_path / "nightly.yaml"), "-o", "json")
     warmer = await cli.ok("jobs", "create", "-f", str(tmp_path / "warmer.json"), "-o", "json")
-    socket = tmp_path / "tmux.sock"
-    # The pane runs the command, says it is done, and stays open to be read.
-    script = f"{duetime_command()} jobs list; tmux wait-for -S listed; exec cat"
-    env = {**cli_env(cli.api, cli.token), "TERM": "xterm-256color"}
-    await tmux(socket, "new-session", "-d", "-x", str(WIDTH), "-y", "20", script, env=env)
-    try:
-        await tmux(socket, "wait-for", "listed")
-        screen = (await tmux(socket, "capture-pane", "-p")).splitlines()
-        colours = await tmux(socket, "capture-pane", "-p", "-e")
-    finally:
-        await tmux(socket, "kill-server")
-    header = next(i for i, line in enumerate(screen) if line.startswith("JOB ID"))
-    assert screen[header].split() == [
-        "JOB", "ID", "NAME", "SCHEDULE", "TARGET", "STATE", "NEXT", "RUN", "(UTC)"
+    expected = [  # newest first
+        {"SCHEDULE": "every 1h from 2099-01-01 00:00:00Z", "TARGET": "PUT https://cache.internal/warm"},
+        {"SCHEDULE": "cron 0 2 * * * (Asia/Kolkata)", "TARGET": "POST https://billing.internal/run-invoices"},
     ]  # fmt: skip
-    assert set(screen[header + 1].rstrip()) == {"─"}
-    # One line per job, newest first, every column in place under its heading.
-    rows = screen[header + 2 : header + 4]
-    columns = [screen[header].index(h) for h in ("NAME", "SCHEDULE", "TARGET", "STATE", "NEXT")]
-    cells = [
-        [row[a:b].strip() for a, b in itertools.pairwise([0, *columns, WIDTH])] for row in rows
-    ]
-    for cell, created in zip(cells, (warmer.json()["job"], nightly.json()["job"]), strict=True):
-        assert cell[0] == created["jobId"]
-        assert cell[1] == created["displayName"]
-        assert cell[4] == "ACTIVE"
-        assert cell[5] == created["nextRunTime"].replace("T", " ")
-    assert cells[0][2:4] == [
-        "every 1h from 2099-01-01 00:00:00Z",
-        "PUT https://cache.internal/warm",
-    ]
-    assert cells[1][2:4] == [
-        "cron 0 2 * * * (Asia/Kolkata)", "POST https://billing.internal/run-invoices"
-    ]  # fmt: skip
-    assert not "".join(screen[header + 4 :]).strip()  # nothing more: no wrapped lines
+    for cells, created in zip(expected, (warmer, nightly), strict=True):
+        job = created.json()["job"]
+        cells |= {"JOB ID": job["jobId"], "NAME": job["displayName"], "STATE": "ACTIVE"}
+        cells["NEXT RUN (UTC)"] = job["nextRunTime"].replace("T", " ")
+    for width, columns in JOBS_COLUMNS.items():
+        async with terminal() as term:
+            await term.start(f"{duetime_command()} jobs list", cli_env(cli.api, cli.token), width)
+            screen = await term.finished()
+            colours = await term.colours()
+        heads, rows = screen_table(screen, "JOB ID")
+        assert heads == columns, (width, screen)
+        assert rows == [{h: cells[h] for h in columns} for cells in expected], (width, screen)
+        assert max(len(line) for line in screen) <= width, screen
+    # At 200 columns one line per job: nothing wrapped.
+    header = screen.index(next(line for line in screen if line.startswith("JOB ID")))
+    assert screen[header + 4 :] == ["", "exit 0"], screen
     # A person sees the states in colour; a pipe gets none.
     assert colours.count("\x1b[32mACTIVE") == 2, colours
     assert "\x1b[" not in (await cli.ok("jobs", "list")).stdout
+
+
+async def test_version_and_help_as_wide_as_the_terminal(cli: Cli) -> None:
+    shown, wide, narrow = await asyncio.gather(
+        cli.ok("--version"),
+        cli.ok("runs", "list", "--help", env={"COLUMNS": "160"}),
+        cli.ok("runs", "list", "--help", env={"COLUMNS": "80"}),
+    )
+    assert shown.stdout == f"duetime {version('duetime-cli')}\n"
+    state = (
+        "Only runs in this state: QUEUED, WAITING, RUNNING, RETRY_WAIT, SUCCEEDED, DEAD_LETTERED"
+    )
+    assert any(state in line for line in wide.stdout.splitlines()), wide.stdout
+    assert 80 < max(map(len, wide.stdout.splitlines())) <= 160, wide.stdout
+    assert max(map(len, narrow.stdout.splitlines())) <= 80, narrow.stdout
+
+
+async def test_durations_as_the_cli_prints_them(cli: Cli, tmp_path: Path) -> None:
+    """A job file takes durations the way the CLI shows them (and proto3 JSON's); a bad one
+    is named by its field before anything is sent. (That every form the CLI prints reads back:
+    tests/unit/test_cli_text.py.)"""
+    (tmp_path / "job.yaml").write_text(DURATIONS_JOB_YAML)
+    created = await cli.ok("jobs", "create", "-f", str(tmp_path / "job.yaml"), "-o", "json")
+    job = created.json()["job"]
+    assert job["attemptTimeout"] == "300s"
+    assert job["schedule"]["interval"]["interval"] == "5400s"
+    assert job["jitterWindow"] == "90s"
+    assert job["retryPolicy"]["initialBackoff"] == "60s"
+    assert job["retryPolicy"]["maxBackoff"] == "1800s"
+    assert job["misfire"]["threshold"] == "1.500s"
+    shown = (await cli.ok("jobs", "get", job["jobId"])).detail()
+    assert shown["Attempt timeout"] == "5m"
+    assert shown["Jitter window"] == "1m30s"
+    assert shown["Retry"] == "4 attempts, backoff 1m..30m x2"
+    assert shown["Misfire"] == "RUN_ONCE, threshold 1.5s"
+
+    bad_file = DURATIONS_JOB_YAML.replace("maxBackoff: 30m", "maxBackoff: 30 min")
+    (tmp_path / "bad.yaml").write_text(bad_file)
+    bad = await cli("jobs", "create", "-f", str(tmp_path / "bad.yaml"))
+    assert bad.code == 3, bad
+    assert bad.stderr.splitlines()[1:] == [
+        "  job.retry_policy.max_backoff: '30 min' is not a duration like 90s, 5m, 1h30m or 2d"
+    ], bad.stderr
+
+
+async def test_a_server_certificate_not_trusted_says_where_the_ca_goes(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """With no CA (the system's) or the wrong one, the command says the server's certificate
+    was not trusted and where the CA goes, exit 7; gRPC's own log lines stay off stderr."""
+    if stack_certs() is None:
+        pytest.fail('the environment names no TLS settings: eval "$(scripts/stack env)"')
+    other = await make_certs(tmp_path / "other")
+    no_ca, wrong_ca, as_json = await asyncio.gather(
+        cli("jobs", "list", env={"DUETIME_TLS_CA_FILE": ""}),
+        cli("--ca-file", other.ca, "jobs", "list"),
+        cli("jobs", "list", "-o", "json", env={"DUETIME_TLS_CA_FILE": other.ca}),
+    )
+    where = "give the CA that signed it with --ca-file FILE or DUETIME_TLS_CA_FILE"
+    untrusted = (
+        "Error: UNAUTHENTICATED (SERVER_CERTIFICATE_UNTRUSTED): the server's certificate at "
+        f"{cli.api} was not trusted with {{}} (unable to get local issuer certificate): {where}\n"
+    )
+    assert (no_ca.code, no_ca.stderr) == (7, untrusted.format("the system's CAs"))
+    assert (wrong_ca.code, wrong_ca.stderr) == (7, untrusted.format(f"the CA in {other.ca}"))
+    assert as_json.code == 7
+    assert as_json.error()["reason"] == "SERVER_CERTIFICATE_UNTRUSTED"
+    assert as_json.error()["message"].endswith(where)
+    for result in (no_ca, wrong_ca, as_json):
+        assert result.stdout == ""
+        assert "Traceback" not in result.stderr
+        assert not re.search(r"^[IWEF]\d{4} |: OK$", result.stderr, re.M), result.stderr
+
+
+async def test_ctrl_c_ends_a_command_with_one_line(cli: Cli, tmp_path: Path) -> None:
+    """Ctrl-C in a real terminal, while a command waits for a run (this API has no scheduler:
+    the run stays QUEUED) and while the command is still importing its libraries: exit 130,
+    one line, no traceback."""
+    (tmp_path / "job.json").write_text(json.dumps(INTERVAL_JOB))
+    created = await cli.ok("jobs", "create", "-f", str(tmp_path / "job.json"), "-o", "json")
+    job = created.json()["job"]
+    env = cli_env(cli.api, cli.token)
+    async with terminal() as term:
+        await term.start(f"{duetime_command()} jobs trigger {job['jobId']} --wait", env, 100)
+
+        async def waiting() -> bool:
+            return "QUEUED" in "\n".join(await term.screen())
+
+        await eventually(waiting, 30, "the command follows the run")
+        await term.keys("C-c")
+        screen = await term.finished()
+    following = f"Error: CANCELLED: stopped following; it goes on: duetime runs get {job['name']}"
+    errors = [line for line in screen if line.startswith("Error: ")]
+    assert len(errors) == 1, screen
+    assert re.fullmatch(re.escape(following) + "/runs/[0-9a-f-]+", errors[0]), screen
+    assert screen[-2:] == ["", "exit 130"], screen
+    assert not [line for line in screen if "Traceback" in line], screen
+
+    # A library that takes its time to import (here one that waits for the test) stands for
+    # the first half second of every command, spent importing gRPC, protobuf and rich.
+    slow = tmp_path / "slow"
+    (slow / "typer").mkdir(parents=True)
+    (slow / "typer" / "__init__.py").write_text(
+        "import subprocess, time\n"
+        "subprocess.run(['tmux', 'wait-for', '-S', 'importing'], check=True)\n"
+        "time.sleep(60)\n"
+    )
+    async with terminal() as term:
+        await term.start(f"{duetime_command()} jobs list", {**env, "PYTHONPATH": str(slow)}, 100)
+        await term.tmux("wait-for", "importing")
+        await term.keys("C-c")
+        screen = await term.finished()
+    assert [line for line in screen if line.strip()] == ["^Cinterrupted", "exit 130"], screen

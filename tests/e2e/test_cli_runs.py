@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 
 from duetime.jobs.v1 import job_pb2, run_pb2
-from duetime_cli.describe import parse_span
-from tests.support.cli import Cli, Result, operator_token
+from duetime_cli.describe import parse_duration
+from tests.support.cli import Cli, Result, cli_env, duetime_command, operator_token
 from tests.support.databases import create_database, drop_database
 from tests.support.http_target import Behaviour, HttpTarget, http_target
 from tests.support.polling import eventually
 from tests.support.system import TEAM, System, running_system
+from tests.support.terminal import screen_detail, screen_table, terminal
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -215,5 +216,48 @@ async def test_wait_follows_a_run_its_quota_holds_until_it_is_released(
     ]
     shown = followed.detail()
     assert (shown["State"], shown["Quota limit"]) == ("SUCCEEDED", "max_running")
-    assert parse_span(shown["Quota delay"]) > timedelta(0)
+    assert parse_duration(shown["Quota delay"]).ToTimedelta() > timedelta(0)
     assert shown["Eligible time"] > shown["Effective time"]  # one format: as text, in order
+
+
+async def test_tables_fit_80_and_120_columns(cli: Cli, tmp_path: Path) -> None:
+    """`jobs list`, `runs list` and `runs get` of a run dead-lettered with a long error, read
+    off a real terminal 80 and 120 columns wide: ids and states whole, every heading on its
+    line, free text wrapped between words, less important columns dropped instead."""
+    job_id = await create_job(cli, tmp_path, "http://127.0.0.1:1/closed")  # refused: long error
+    failed = await cli("jobs", "trigger", job_id, "--wait", "-o", "json")
+    assert failed.code == 10, failed
+    run = failed.json()["run"]
+    assert run["state"] == "RUN_STATE_DEAD_LETTERED"
+    error = run["attempts"][-1]["error"]
+    assert len(error.split()) > 5, error
+    name = f"teams/{TEAM}/jobs/{job_id}/runs/{run['runId']}"
+    commands = (["jobs", "list"], ["runs", "list", job_id], ["runs", "get", name])
+    script = " && echo && ".join(f"{duetime_command()} {' '.join(args)}" for args in commands)
+    for width in (80, 120):
+        async with terminal() as term:
+            await term.start(script, cli_env(cli.api, cli.token), width)
+            screen = await term.finished()
+        assert "exit 0" in screen, screen
+        # Past the width only an id, whole on its line for the terminal to wrap (the -J
+        # capture joins it again).
+        wider = [line for line in screen if len(line) > width]
+        assert all(re.fullmatch(r"\S.*?\s{2,}\S+", line) for line in wider), wider
+
+        heads, jobs = screen_table(screen, "JOB ID")
+        assert {"JOB ID", "NAME", "STATE"} <= set(heads), (width, heads)
+        (job,) = [row for row in jobs if row["JOB ID"] == job_id]
+        assert (job["NAME"], job["STATE"]) == ("on demand", "ACTIVE")
+
+        heads, runs = screen_table(screen, "RUN ID")
+        assert {"RUN ID", "STATE"} <= set(heads), (width, heads)
+        assert [(r["RUN ID"], r["STATE"]) for r in runs] == [(run["runId"], "DEAD_LETTERED")]
+        if width == 120:  # room for why, wrapped between its words
+            assert runs[0]["REASON"] == f"ATTEMPTS_EXHAUSTED: {run['reasonDetail']}", runs
+
+        shown = screen_detail(screen, "Name")
+        assert (shown["Name"], shown["State"]) == (name, "DEAD_LETTERED")
+        assert shown["Reason"] == f"ATTEMPTS_EXHAUSTED: {run['reasonDetail']}"
+        heads, attempts = screen_table(screen, "ATTEMPT")
+        assert {"ATTEMPT", "OUTCOME", "ERROR"} <= set(heads), (width, heads)
+        assert attempts[-1]["ERROR"] == " ".join(error.split())

@@ -21,11 +21,12 @@ from tests.support.databases import create_database, drop_database
 from tests.support.processes import service
 
 # Variables of the person running the tests that would change what the command prints or
-# where it connects; and PYTHONDONTWRITEBYTECODE, so the command starts as it does for a person
-# (from cached bytecode after its first run) instead of compiling every module every time.
+# where it connects (GRPC_VERBOSITY: gRPC's own log lines); and PYTHONDONTWRITEBYTECODE, so the
+# command starts as it does for a person (from cached bytecode after its first run) instead of
+# compiling every module every time.
 _SCRUBBED = (
     "DUETIME_API", "DUETIME_TOKEN", "DUETIME_TEAM", "DUETIME_OPERATOR_TOKEN", "COLUMNS",
-    "FORCE_COLOR", "NO_COLOR", "PYTHONDONTWRITEBYTECODE",
+    "FORCE_COLOR", "NO_COLOR", "GRPC_VERBOSITY", "PYTHONDONTWRITEBYTECODE",
 )  # fmt: skip
 
 

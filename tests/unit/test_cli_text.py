@@ -11,50 +11,109 @@ from typing import Any
 import grpc
 import pytest
 import typer
+from google.protobuf.duration_pb2 import Duration
+from google.protobuf.message import Message
 from google.rpc import error_details_pb2
 from hypothesis import given
 from hypothesis import strategies as st
 
 from duetime.admin.v1 import admin_service_pb2
 from duetime.jobs.v1 import job_pb2, run_pb2
-from duetime_cli.describe import parse_span, span
-from duetime_cli.failures import (
-    EXIT_CODE_MEANINGS,
-    ExitCode,
-    Failure,
-    QuotaViolation,
-    exit_code_for,
-)
+from duetime_cli.describe import parse_duration, span
+from duetime_cli.exits import EXIT_CODE_MEANINGS, ExitCode
+from duetime_cli.failures import Failure, QuotaViolation, exit_code_for
 from duetime_cli.jobfile import parse_job
 from duetime_cli.limits import LIMITS, fill, parse_assignments
 from duetime_cli.wait import milestones, waiting
 
+# Every duration protobuf can hold (+-10,000 years), to the microsecond the CLI prints.
+LONGEST = timedelta(seconds=315_576_000_000)
+LONGEST_NANOS = 315_576_000_000 * 10**9
+DURATION_FIELDS = {
+    "attemptTimeout": "attempt_timeout",
+    "jitterWindow": "jitter_window",
+    "schedule.interval.interval": "schedule.interval.interval",
+    "retryPolicy.initialBackoff": "retry_policy.initial_backoff",
+    "retryPolicy.maxBackoff": "retry_policy.max_backoff",
+    "misfire.threshold": "misfire.threshold",
+    "misfire.maxCatchUpAge": "misfire.max_catch_up_age",
+}
 
-@given(st.integers(min_value=1, max_value=400 * 86_400_000))
-def test_span_reads_back(ms: int) -> None:
-    td = timedelta(milliseconds=ms)
-    assert parse_span(span(td)) == td
+
+def nested(path: str, value: Any) -> dict[str, Any]:
+    """``{"a": {"b": value}}`` for ``a.b``."""
+    head, _, rest = path.partition(".")
+    return {head: nested(rest, value) if rest else value}
+
+
+def field_of(message: Message, path: str) -> Any:
+    for name in path.split("."):
+        message = getattr(message, name)
+    return message
+
+
+@given(st.timedeltas(min_value=-LONGEST, max_value=LONGEST))
+def test_every_duration_the_cli_prints_reads_back(td: timedelta) -> None:
+    printed = span(td)
+    assert parse_duration(printed).ToTimedelta() == td, printed
+
+
+@given(
+    st.timedeltas(min_value=-LONGEST, max_value=LONGEST),
+    st.sampled_from(sorted(DURATION_FIELDS)),
+)
+def test_a_job_file_takes_durations_as_the_cli_prints_them(td: timedelta, path: str) -> None:
+    job = parse_job(nested(path, span(td)), Path("job.yaml"))
+    assert field_of(job, DURATION_FIELDS[path]).ToTimedelta() == td
+
+
+@given(st.integers(min_value=-LONGEST_NANOS, max_value=LONGEST_NANOS))
+def test_proto3_json_durations_read_back_to_the_nanosecond(nanos: int) -> None:
+    value = Duration()
+    value.FromNanoseconds(nanos)
+    assert parse_duration(value.ToJsonString()) == value
+    job = parse_job({"attemptTimeout": value.ToJsonString()}, Path("job.yaml"))
+    assert job.attempt_timeout == value
 
 
 @pytest.mark.parametrize(
     ("text", "value"),
     [
         ("90s", timedelta(seconds=90)),
+        ("5m", timedelta(minutes=5)),
         ("1h30m", timedelta(minutes=90)),
         ("1.5s", timedelta(seconds=1.5)),
+        ("0.5s", timedelta(seconds=0.5)),
+        ("300s", timedelta(minutes=5)),
         ("100ms", timedelta(milliseconds=100)),
         ("2d", timedelta(days=2)),
         ("45", timedelta(seconds=45)),
+        ("-1m30s", timedelta(seconds=-90)),
     ],
 )
-def test_parse_span(text: str, value: timedelta) -> None:
-    assert parse_span(text) == value
+def test_parse_duration(text: str, value: timedelta) -> None:
+    assert parse_duration(text).ToTimedelta() == value
 
 
-@pytest.mark.parametrize("text", ["", "5 minutes", "1h30", "m5", "-5s", "5x"])
-def test_parse_span_refuses(text: str) -> None:
-    with pytest.raises(ValueError, match="is not a duration"):
-        parse_span(text)
+@pytest.mark.parametrize("text", ["", "5 minutes", "1h30", "m5", "--5s", "5x", "-"])
+def test_parse_duration_refuses(text: str) -> None:
+    with pytest.raises(ValueError, match="is not a duration like 90s, 5m, 1h30m or 2d"):
+        parse_duration(text)
+
+
+@pytest.mark.parametrize("text", ["3652501d", "315576000001s"])
+def test_parse_duration_refuses_more_than_protobuf_holds(text: str) -> None:
+    with pytest.raises(ValueError, match="longer than a duration can be"):
+        parse_duration(text)
+
+
+def test_a_bad_duration_in_a_job_file_names_its_field() -> None:
+    with pytest.raises(Failure) as caught:
+        parse_job({"retryPolicy": {"maxBackoff": "5 minutes"}}, Path("job.yaml"))
+    assert caught.value.exit_code is ExitCode.INVALID
+    (violation,) = caught.value.violations
+    assert violation.field == "job.retry_policy.max_backoff"
+    assert violation.description == "'5 minutes' is not a duration like 90s, 5m, 1h30m or 2d"
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """``python -m duetime_cli``: the same as the ``duetime`` command."""
 
-from duetime_cli.app import main
+from duetime_cli.main import main
 
 main()

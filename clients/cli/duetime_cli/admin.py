@@ -27,7 +27,8 @@ from duetime_cli.admin_tables import (
     tokens_table,
 )
 from duetime_cli.commands import LimitOption, collect, command, enum_option, enum_value
-from duetime_cli.failures import ExitCode, Failure
+from duetime_cli.exits import ExitCode
+from duetime_cli.failures import Failure
 from duetime_cli.limits import check_names, fill, parse_assignments, quota_table
 from duetime_cli.names import team_name, token_name
 from duetime_cli.output import Format, OutputOption, emit, stderr
@@ -278,7 +279,7 @@ def create_token(
         if output is not Format.TABLE:
             emit(response, output, list)
             return
-        stderr.print(token_detail(response.token))
+        stderr.print(token_detail(response.token), crop=False)
         note = f"Its secret follows, shown this once only: keep it now ({SECRET_HOME[token.role]})."
         stderr.print(Text(note, style="bold yellow"), soft_wrap=True)
         sys.stdout.write(response.secret + "\n")

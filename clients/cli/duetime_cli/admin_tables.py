@@ -6,18 +6,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.console import RenderableType
-from rich.table import Table
 
 from duetime.admin.v1 import admin_service_pb2 as admin_pb2
 from duetime_cli.describe import NONE, enum_name, when
 from duetime_cli.limits import held_text, own_limits, quota_table
-from duetime_cli.tables import detail_grid, list_table, state_text
+from duetime_cli.tables import DetailGrid, ListTable, detail_grid, list_table, state_text
 
 
-def teams_table(teams: Sequence[admin_pb2.Team]) -> Table:
+def teams_table(teams: Sequence[admin_pb2.Team]) -> ListTable:
     table = list_table(
-        "TEAM ID", "DISPLAY NAME", "STORED JOBS", "IN FLIGHT", "HELD", "OWN LIMITS", "CREATED (UTC)"
-    )
+        "TEAM ID", "DISPLAY NAME", "STORED JOBS", "IN FLIGHT", "HELD", "OWN LIMITS",
+        "CREATED (UTC)",
+        drop=("CREATED (UTC)", "OWN LIMITS", "HELD", "IN FLIGHT", "STORED JOBS", "DISPLAY NAME"),
+    )  # fmt: skip
     for team in teams:
         table.add_row(
             team.team_id,
@@ -55,8 +56,11 @@ def role(token: admin_pb2.Token) -> str:
     return enum_name(admin_pb2.TokenRole, token.role, "TOKEN_ROLE_")
 
 
-def tokens_table(tokens: Sequence[admin_pb2.Token]) -> Table:
-    table = list_table("TOKEN ID", "ROLE", "TEAM", "DESCRIPTION", "CREATED (UTC)", "REVOKED (UTC)")
+def tokens_table(tokens: Sequence[admin_pb2.Token]) -> ListTable:
+    table = list_table(
+        "TOKEN ID", "ROLE", "TEAM", "DESCRIPTION", "CREATED (UTC)", "REVOKED (UTC)",
+        drop=("CREATED (UTC)", "REVOKED (UTC)", "DESCRIPTION"),
+    )  # fmt: skip
     for token in tokens:
         table.add_row(
             token.token_id,
@@ -69,7 +73,7 @@ def tokens_table(tokens: Sequence[admin_pb2.Token]) -> Table:
     return table
 
 
-def token_detail(token: admin_pb2.Token) -> Table:
+def token_detail(token: admin_pb2.Token) -> DetailGrid:
     revoked = token.HasField("revoke_time")
     return detail_grid(
         [

@@ -6,12 +6,13 @@ group (``duetime admin ...``) is one of them, with a token of its own (``--opera
 
 from __future__ import annotations
 
+from importlib.metadata import version
 from typing import Annotated
 
 import typer
 
 from duetime_cli import admin, jobs, preview, quota, runs
-from duetime_cli.failures import EXIT_CODE_MEANINGS
+from duetime_cli.exits import EXIT_CODE_MEANINGS
 from duetime_cli.session import DEFAULT_API, Session, plaintext_by_env
 
 GROUPS: list[tuple[str, typer.Typer]] = [
@@ -26,6 +27,8 @@ EPILOG = "Exit codes:\n\n\b\n" + "\n".join(
 
 app = typer.Typer(
     name="duetime",
+    # Help fills the terminal, as wide as it is (click stops at 80 columns unless told).
+    context_settings={"max_content_width": 1000},
     help="Drive Duetime's jobs and runs, and operate its teams, through its gRPC API.",
     epilog=EPILOG,
     no_args_is_help=True,
@@ -36,6 +39,12 @@ for name, group in GROUPS:
     app.add_typer(group, name=name)
 app.command("preview")(preview.preview)
 app.command("quota")(quota.quota)
+
+
+def _show_version(wanted: bool) -> None:
+    if wanted:
+        typer.echo(f"duetime {version('duetime-cli')}")
+        raise typer.Exit()
 
 
 @app.callback()
@@ -85,10 +94,12 @@ def connect(
             show_default=False,
         ),
     ] = "",
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version", is_eager=True, callback=_show_version, help="Show the version and exit."
+        ),
+    ] = False,
 ) -> None:
     plaintext = plaintext or plaintext_by_env()
     ctx.obj = Session(api, token, team, operator_token, ca_file=ca_file, plaintext=plaintext)
-
-
-def main() -> None:
-    app(prog_name="duetime")

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import grpc
 import typer
 
-from duetime_cli.failures import ExitCode, Failure
-from duetime_cli.output import Format, emit_failure, stderr
+from duetime_cli.failures import Failure
+from duetime_cli.output import Format, emit_failure
 from duetime_cli.session import Session
 
 if TYPE_CHECKING:
@@ -50,9 +50,6 @@ def command(ctx: typer.Context, fmt: Format) -> Iterator[Session]:
     except Failure as failure:
         emit_failure(failure, fmt)
         raise typer.Exit(failure.exit_code) from None
-    except KeyboardInterrupt:
-        stderr.print("interrupted")
-        raise typer.Exit(ExitCode.INTERRUPTED) from None
     finally:
         session.close()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, timedelta
+from decimal import Decimal
 from typing import Any
 
 from google.protobuf.duration_pb2 import Duration
@@ -33,22 +34,42 @@ def when(message: Message, field: str) -> str:
     return text + "Z"
 
 
+# Nanoseconds in each unit ``span`` writes, and microseconds in those it counts in.
+_NS = {"us": 1000, "ms": 10**6, "s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9, "d": 86400 * 10**9}
+_US = {unit: ns // 1000 for unit, ns in _NS.items()}
+_SPAN = re.compile(r"(\d+(?:\.\d+)?)(us|ms|s|m|h|d)")
+# A duration in proto3 JSON: seconds with up to nine decimals (to the nanosecond).
+_JSON_DURATION = re.compile(r"-?\d+(?:\.\d{1,9})?s")
+# protobuf's Duration spans +-10,000 years.
+_MAX_SECONDS = 315_576_000_000
+
+
 def span(td: timedelta) -> str:
-    """A duration as people write it: ``1h30m``, ``45s``, ``1.5s``, ``100ms``."""
+    """A duration as people write it: ``1h30m``, ``45s``, ``1.5s``, ``100ms``, ``250us``; to
+    the microsecond, so that ``parse_duration`` reads back the same value."""
     if td < timedelta(0):
         return "-" + span(-td)
-    if not td:
+    us = td // timedelta(microseconds=1)
+    if not us:
         return "0s"
-    ms = td // timedelta(milliseconds=1)
-    if ms == 0:
-        return f"{td // timedelta(microseconds=1)}us"
-    if ms < 1000:
-        return f"{ms}ms"
-    days, rest = divmod(ms, 86_400_000)
-    hours, rest = divmod(rest, 3_600_000)
-    minutes, rest = divmod(rest, 60_000)
-    parts = [(days, "d"), (hours, "h"), (minutes, "m"), (rest / 1000, "s")]
-    return "".join(f"{n:g}{unit}" for n, unit in parts if n)
+    if us < 1000:
+        return f"{us}us"
+    if us < _US["s"]:
+        return _decimal(us, 1000) + "ms"
+    days, rest = divmod(us, _US["d"])
+    hours, rest = divmod(rest, _US["h"])
+    minutes, rest = divmod(rest, _US["m"])
+    parts = [(str(days), "d"), (str(hours), "h"), (str(minutes), "m")]
+    parts.append((_decimal(rest, _US["s"]), "s"))
+    return "".join(number + unit for number, unit in parts if number != "0")
+
+
+def _decimal(units: int, per: int) -> str:
+    """``units / per`` (``per`` a power of ten) in decimals, without trailing zeros."""
+    whole, fraction = divmod(units, per)
+    if not fraction:
+        return str(whole)
+    return f"{whole}.{fraction:0{len(str(per)) - 1}d}".rstrip("0")
 
 
 def duration(message: Message, field: str) -> str:
@@ -161,24 +182,26 @@ def misfire(job: job_pb2.Job) -> str:
     return f"{policy}, threshold {duration(settings, 'threshold')}"
 
 
-_SPAN_PART = re.compile(r"(\d+(?:\.\d+)?)(us|ms|s|m|h|d)")
-_UNIT = {
-    "us": timedelta(microseconds=1),
-    "ms": timedelta(milliseconds=1),
-    "s": timedelta(seconds=1),
-    "m": timedelta(minutes=1),
-    "h": timedelta(hours=1),
-    "d": timedelta(days=1),
-}
-
-
-def parse_span(text: str) -> timedelta:
-    """The inverse of ``span``: ``1h30m``, ``90s``, ``1.5s``, ``100ms``; a bare number is
-    seconds. ValueError otherwise."""
+def parse_duration(text: str) -> Duration:
+    """A duration as ``span`` writes it (``1h30m``, ``90s``, ``1.5s``, ``100ms``, ``2d``,
+    ``-5s``), in proto3 JSON (``300s``, ``0.000000001s``), or a bare number of seconds: what
+    every option and job file of the CLI takes. ValueError otherwise, naming the forms."""
     text = text.strip()
-    if re.fullmatch(r"\d+(?:\.\d+)?", text):
-        return timedelta(seconds=float(text))
-    parts = _SPAN_PART.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        raise ValueError(f"{text!r} is not a duration like 90s, 5m or 1h30m")
-    return sum((float(n) * _UNIT[u] for n, u in parts), timedelta())
+    too_long = ValueError(f"{text!r} is longer than a duration can be (10,000 years)")
+    value = Duration()
+    if _JSON_DURATION.fullmatch(text):
+        try:
+            value.FromJsonString(text)  # to the nanosecond
+        except ValueError:
+            raise too_long from None
+        return value
+    sign, digits = (-1, text[1:]) if text.startswith("-") else (1, text)
+    if re.fullmatch(r"\d+(?:\.\d+)?", digits):
+        digits += "s"
+    parts = _SPAN.findall(digits)
+    if not parts or "".join(n + u for n, u in parts) != digits:
+        raise ValueError(f"{text!r} is not a duration like 90s, 5m, 1h30m or 2d")
+    value.FromNanoseconds(sign * int(sum(Decimal(n) * _NS[unit] for n, unit in parts)))
+    if abs(value.seconds) > _MAX_SECONDS:
+        raise too_long
+    return value

@@ -4,7 +4,6 @@ bad fields (``google.rpc.BadRequest``) or the quota hit, its limit and usage
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,39 +12,7 @@ import grpc
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-
-class ExitCode(enum.IntEnum):
-    """The exit status of ``duetime``, one per family of gRPC status codes."""
-
-    OK = 0
-    ERROR = 1
-    USAGE = 2
-    INVALID = 3
-    NOT_FOUND = 4
-    CONFLICT = 5
-    PRECONDITION = 6
-    AUTH = 7
-    QUOTA = 8
-    UNAVAILABLE = 9
-    RUN_FAILED = 10
-    INTERRUPTED = 130
-
-
-EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
-    ExitCode.OK: "done",
-    ExitCode.ERROR: "INTERNAL, UNKNOWN, DATA_LOSS, UNIMPLEMENTED: a fault, not your input",
-    ExitCode.USAGE: "the command line is wrong (unknown option, missing argument)",
-    ExitCode.INVALID: "INVALID_ARGUMENT, OUT_OF_RANGE, or a job file that does not parse",
-    ExitCode.NOT_FOUND: "NOT_FOUND",
-    ExitCode.CONFLICT: "ALREADY_EXISTS, ABORTED (etag mismatch): read again and retry",
-    ExitCode.PRECONDITION: "FAILED_PRECONDITION: the job or run is in the wrong state",
-    ExitCode.AUTH: "UNAUTHENTICATED, PERMISSION_DENIED, or no token given",
-    ExitCode.QUOTA: "RESOURCE_EXHAUSTED",
-    ExitCode.UNAVAILABLE: "UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED, or --wait timed out",
-    ExitCode.RUN_FAILED: "--wait: the run ended other than SUCCEEDED",
-    ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
-}
-
+from duetime_cli.exits import ExitCode
 
 _BY_STATUS: dict[grpc.StatusCode, ExitCode] = {
     grpc.StatusCode.INVALID_ARGUMENT: ExitCode.INVALID,

@@ -1,8 +1,9 @@
 """Job files: the proto3 JSON form of ``duetime.jobs.v1.Job``, written as JSON or YAML.
 
 They are parsed by protobuf's ``json_format``, so names and value forms are the contract's
-(``retryPolicy`` or ``retry_policy``, durations as ``"90s"``, enums by name). A file that does
-not parse fails like the server's INVALID_ARGUMENT: with the path of the bad field
+(``retryPolicy`` or ``retry_policy``, enums by name); durations are also taken as the CLI
+prints them (``5m``, ``1h30m``, ``2d``), turned into proto3 JSON (``"300s"``) first. A file
+that does not parse fails like the server's INVALID_ARGUMENT: with the path of the bad field
 (``job.retry_policy.max_attempts``) and why.
 """
 
@@ -17,9 +18,12 @@ from typing import Any
 import yaml
 from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.duration_pb2 import Duration
 
 from duetime.jobs.v1 import job_pb2
-from duetime_cli.failures import ExitCode, Failure, Violation
+from duetime_cli.describe import parse_duration
+from duetime_cli.exits import ExitCode
+from duetime_cli.failures import Failure, Violation
 
 
 class _Loader(yaml.SafeLoader):
@@ -80,11 +84,48 @@ def _syntax(error: Exception) -> str:
 def parse_job(data: dict[str, Any], path: Path) -> job_pb2.Job:
     job = job_pb2.Job()
     try:
-        json_format.ParseDict(data, job)
+        json_format.ParseDict(_json_durations(job.DESCRIPTOR, data, "job"), job)
+    except _BadDuration as bad:
+        field, why = bad.args
+        raise _invalid(path, field, why) from None
     except json_format.ParseError as error:
         field, description = explain(str(error), data)
         raise _invalid(path, field, description) from None
     return job
+
+
+class _BadDuration(Exception):
+    """A duration that does not parse: its field's path and why."""
+
+
+def _json_durations(descriptor: Descriptor, node: Any, path: str) -> Any:
+    """``node``, the file's value of a ``descriptor`` message at ``path``, with each duration
+    written as a string in any form ``parse_duration`` takes rewritten in proto3 JSON. Other
+    values are left for json_format to take or refuse."""
+    if not isinstance(node, dict):
+        return node
+    out = dict(node)
+    for key, value in node.items():
+        field = descriptor.fields_by_camelcase_name.get(key) or descriptor.fields_by_name.get(key)
+        if field is None or field.message_type is None or field.message_type.GetOptions().map_entry:
+            continue
+        message, where = field.message_type, f"{path}.{field.name}"
+        if isinstance(value, list):
+            out[key] = [_json_value(message, item, f"{where}[{i}]") for i, item in enumerate(value)]
+        else:
+            out[key] = _json_value(message, value, where)
+    return out
+
+
+def _json_value(descriptor: Descriptor, value: Any, path: str) -> Any:
+    if descriptor.full_name != Duration.DESCRIPTOR.full_name:
+        return _json_durations(descriptor, value, path)
+    if not isinstance(value, str):
+        return value
+    try:
+        return parse_duration(value).ToJsonString()
+    except ValueError as error:
+        raise _BadDuration(path, str(error)) from None
 
 
 def load_job(path: Path) -> job_pb2.Job:

@@ -20,7 +20,8 @@ from duetime_cli.commands import (
     enum_value,
 )
 from duetime_cli.describe import next_run_moved
-from duetime_cli.failures import ExitCode, Failure
+from duetime_cli.exits import ExitCode
+from duetime_cli.failures import Failure
 from duetime_cli.jobfile import parse_job, read_mapping
 from duetime_cli.names import job_name
 from duetime_cli.output import Format, OutputOption, emit

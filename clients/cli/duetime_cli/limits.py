@@ -11,13 +11,12 @@ from collections.abc import Sequence
 
 import typer
 from google.protobuf.message import Message
-from rich.table import Table
 
 from duetime.admin.v1 import admin_service_pb2
 from duetime.jobs.v1 import job_pb2, quota_pb2
 from duetime_cli.commands import enum_choices
 from duetime_cli.describe import NONE, enum_name, when
-from duetime_cli.tables import list_table
+from duetime_cli.tables import ListTable, list_table
 
 LIMITS: tuple[str, ...] = tuple(f.name for f in quota_pb2.TeamQuota.DESCRIPTOR.fields)
 PRIORITY = "max_priority"
@@ -102,7 +101,7 @@ def quota_table(
     usage: quota_pb2.TeamUsage | None = None,
     overrides: admin_service_pb2.QuotaOverrides | None = None,
     heading: str = "IN FORCE",
-) -> Table:
+) -> ListTable:
     """One row a limit: its value (under ``heading``), with ``overrides`` whether the team's
     own or the default, with ``usage`` what the team uses of it."""
     columns = ["LIMIT", heading]

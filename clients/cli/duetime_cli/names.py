@@ -8,7 +8,8 @@ it). A team is ``teams/{team}`` or its id; a token ``tokens/{token_id}`` or its 
 from __future__ import annotations
 
 from duetime.jobs.v1 import job_service_pb2
-from duetime_cli.failures import ExitCode, Failure
+from duetime_cli.exits import ExitCode
+from duetime_cli.failures import Failure
 from duetime_cli.session import Session
 
 

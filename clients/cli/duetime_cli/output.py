@@ -59,7 +59,7 @@ def emit(response: Message, fmt: Format, table: Callable[[], Iterable[Renderable
     """Prints ``response`` as ``fmt``; ``table`` builds what people see."""
     if fmt is Format.TABLE:
         for renderable in table():
-            stdout.print(renderable)
+            stdout.print(renderable, crop=False)  # a long id stays whole, for the terminal to wrap
     else:
         sys.stdout.write(dumps(as_dict(response), fmt))
         sys.stdout.flush()

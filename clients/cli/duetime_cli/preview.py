@@ -3,7 +3,6 @@ to each, computed by the server with the scheduler's own code (PreviewSchedule).
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Annotated
 
 import typer
@@ -12,7 +11,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from duetime.jobs.v1 import job_pb2, job_service_pb2
 from duetime_cli.commands import command, enum_option, enum_value
-from duetime_cli.describe import parse_span
+from duetime_cli.describe import parse_duration
 from duetime_cli.names import job_name
 from duetime_cli.output import Format, OutputOption, emit
 from duetime_cli.tables import preview_table
@@ -20,12 +19,11 @@ from duetime_cli.tables import preview_table
 SOURCES = ("--cron", "--every", "--at", "--at-local", "--delay", "--job")
 
 
-def _span(text: str, option: str) -> Duration:
+def _duration(text: str, option: str) -> Duration:
     try:
-        value = parse_span(text)
+        return parse_duration(text)
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint=option) from None
-    return Duration(seconds=value // timedelta(seconds=1), nanos=value.microseconds * 1000)
 
 
 def _instant(text: str, option: str) -> Timestamp:
@@ -65,7 +63,7 @@ def _schedule(
         )
         return job_pb2.Schedule(cron=cron_schedule)
     if every is not None:
-        interval = job_pb2.IntervalSchedule(interval=_span(every, "--every"))
+        interval = job_pb2.IntervalSchedule(interval=_duration(every, "--every"))
         if start is not None:
             interval.start_time.CopyFrom(_instant(start, "--start"))
         return job_pb2.Schedule(interval=interval)
@@ -77,7 +75,7 @@ def _schedule(
         )
         return job_pb2.Schedule(at=local)
     assert delay is not None
-    return job_pb2.Schedule(delay=job_pb2.DelaySchedule(delay=_span(delay, "--delay")))
+    return job_pb2.Schedule(delay=job_pb2.DelaySchedule(delay=_duration(delay, "--delay")))
 
 
 def preview(

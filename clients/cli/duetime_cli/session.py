@@ -5,25 +5,32 @@ or the team token when no operator token is given (a shell that holds only an op
 
 Channels are made in one function, ``open_channel``: over TLS, the API verified with
 ``--ca-file`` (DUETIME_TLS_CA_FILE) or the system's CAs, unless ``--plaintext`` (or
-``DUETIME_PLAINTEXT`` naming ``grpc`` or ``all``, the setting the services read).
+``DUETIME_PLAINTEXT`` naming ``grpc`` or ``all``, the setting the services read). A server
+whose certificate those CAs do not trust is told as such (exit 7), not as UNAVAILABLE.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import grpc
 from google.protobuf.message import Message
 
 from duetime.admin.v1 import admin_service_pb2_grpc
 from duetime.jobs.v1 import job_service_pb2_grpc
-from duetime_cli.failures import ExitCode, Failure
+from duetime_cli.exits import ExitCode
+from duetime_cli.failures import Failure
 
 DEFAULT_API = "127.0.0.1:50051"
+_PEM_CERTIFICATE = b"-----BEGIN CERTIFICATE-----"
+# How gRPC's status details tell that the TLS handshake refused the server's certificate, and
+# why (OpenSSL's words: "unable to get local issuer certificate", "certificate has expired").
+_UNVERIFIED = re.compile(r"CERTIFICATE_VERIFY_FAILED: ([^:]+)")
 # Per call: long enough for a loaded server, short enough that a person is not left hanging.
 CALL_TIMEOUT_SECONDS = 30.0
 
@@ -48,7 +55,26 @@ def open_channel(address: str, ca_file: str = "", plaintext: bool = False) -> gr
         except OSError as error:
             message = f"cannot read --ca-file {ca_file}: {error.strerror}"
             raise Failure.local(ExitCode.USAGE, "INVALID_ARGUMENT", message) from None
+        if _PEM_CERTIFICATE not in root:
+            message = f"--ca-file {ca_file} holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
+            raise Failure.local(ExitCode.USAGE, "INVALID_ARGUMENT", message)
     return grpc.secure_channel(address, grpc.ssl_channel_credentials(root))
+
+
+def untrusted(error: grpc.RpcError, address: str, ca_file: str) -> Failure | None:
+    """The failure to tell when the call failed because the server's certificate was not
+    trusted (gRPC says UNAVAILABLE, as if trying again could help): which CAs were tried and
+    where the right one goes. None for any other error."""
+    call: Any = error
+    why = _UNVERIFIED.search(call.details() or "")
+    if call.code() != grpc.StatusCode.UNAVAILABLE or why is None:
+        return None
+    tried = f"the CA in {ca_file}" if ca_file else "the system's CAs"
+    message = (
+        f"the server's certificate at {address} was not trusted with {tried} ({why[1]}): "
+        "give the CA that signed it with --ca-file FILE or DUETIME_TLS_CA_FILE"
+    )
+    return Failure(ExitCode.AUTH, "UNAUTHENTICATED", message, reason="SERVER_CERTIFICATE_UNTRUSTED")
 
 
 @dataclass
@@ -92,7 +118,13 @@ class Session:
                 else "no token: pass --token or set DUETIME_TOKEN",
             )
         metadata = (("authorization", f"Bearer {token}"),)
-        return rpc(request, metadata=metadata, timeout=CALL_TIMEOUT_SECONDS)
+        try:
+            return rpc(request, metadata=metadata, timeout=CALL_TIMEOUT_SECONDS)
+        except grpc.RpcError as error:
+            failure = untrusted(error, self.address, self.ca_file)
+            if failure is None:
+                raise
+            raise failure from None
 
     def close(self) -> None:
         if self._channel is not None:

@@ -1,11 +1,21 @@
 """The tables people see: lists of jobs, runs and occurrences, and one job or run in detail;
-and the two shapes every table here takes (``list_table``, ``detail_grid``)."""
+and the two shapes every table here takes (``list_table``, ``detail_grid``), fitted to the
+terminal's width as it is printed.
+
+Ids (what people copy into the next command) and states are never cut or wrapped. A list too
+wide for the terminal drops its less important columns in the order it names; free text
+(names, errors) wraps at word boundaries; headers never wrap. What still does not fit (an id
+longer than a narrow terminal) is printed whole, for the terminal to wrap.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 from rich import box
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -35,10 +45,19 @@ _STYLES = {
     "REVOKED": "dim",
 }
 
+# Free-text columns: they wrap at word boundaries. Every other column is shown whole or not.
 _WRAPPING = frozenset(
     {"NAME", "SCHEDULE", "TARGET", "REASON", "ERROR", "WORKER", "DST", "DISPLAY NAME",
      "DESCRIPTION", "OWN LIMITS", "USAGE"}
 )  # fmt: skip
+# A free-text column gets at least its header's width and this many cells (fewer if all its
+# text is shorter), or it is not shown: a word up to this long never breaks, a longer one (a
+# URL) folds.
+_LEAST_TEXT = 20
+# Between two columns of a list: a cell's padding on either side and the box's rule.
+_GAP = 3
+# Wide enough to measure any cell at its natural width.
+_UNBOUNDED = 10_000
 
 DST_NOTES = {
     job_service_pb2.DST_ADJUSTMENT_SHIFTED: "shifted: the written time is in the DST gap",
@@ -59,27 +78,106 @@ def run_state(run: run_pb2.Run) -> Text:
     return state_text(enum_name(run_pb2.RunState, run.state, "RUN_STATE_"))
 
 
-def list_table(*columns: str) -> Table:
-    """A list; on a narrow terminal only its free-text columns wrap: ids stay whole (to be
-    copied into the next command), and so do times, states and counts."""
-    table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
-    for column in columns:
-        wraps = column in _WRAPPING
-        table.add_column(column, no_wrap=not wraps, overflow="fold" if wraps else "ellipsis")
-    return table
+@dataclass
+class ListTable:
+    """A list whose columns are fitted to the terminal when it is printed: ``drop`` names the
+    columns that may go, least important first; the others always show, whole."""
+
+    columns: Sequence[str]
+    drop: Sequence[str] = ()
+    rows: list[Sequence[str | Text]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        assert set(self.drop) <= set(self.columns), self.drop
+
+    def add_row(self, *cells: str | Text) -> None:
+        self.rows.append(cells)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        widths = self._fit(console, options)
+        table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
+        for column, width in widths.items():
+            wraps = self.columns[column] in _WRAPPING
+            table.add_column(self.columns[column], width=width, no_wrap=not wraps, overflow="fold")
+        for row in self.rows:
+            table.add_row(*(row[column] for column in widths))
+        width = max(_across(widths.values()), options.max_width)
+        yield from console.render(table, options.update_width(width))
+
+    def _fit(self, console: Console, options: ConsoleOptions) -> dict[int, int]:
+        """The width of each column shown, by index: the columns in ``drop`` go until the
+        rest fit the terminal, then the free-text ones share what is left, the narrowest
+        growing first."""
+        wide = options.update_width(_UNBOUNDED)
+        spans = {i: self._span(console, wide, i) for i in range(len(self.columns))}
+        shown = list(spans)
+        for name in self.drop:
+            if _across(spans[i][0] for i in shown) <= options.max_width:
+                break
+            shown.remove(self.columns.index(name))
+        widths = {i: spans[i][0] for i in shown}
+        room = options.max_width - _across(widths.values())
+        growing = [i for i in shown if widths[i] < spans[i][1]]  # free text, wrapped
+        while room > 0 and growing:
+            narrowest = min(growing, key=lambda i: widths[i])
+            widths[narrowest] += 1
+            room -= 1
+            if widths[narrowest] == spans[narrowest][1]:
+                growing.remove(narrowest)
+        return widths
+
+    def _span(self, console: Console, options: ConsoleOptions, column: int) -> tuple[int, int]:
+        """The least and the natural width of a column: its widest cell (or header), which a
+        free-text column may wrap down to ``_LEAST_TEXT`` (or its header)."""
+        header = self.columns[column]
+        cells = [Measurement.get(console, options, row[column]).maximum for row in self.rows]
+        natural = max([len(header), *cells])
+        if header not in _WRAPPING:
+            return natural, natural
+        return max(len(header), min(natural, _LEAST_TEXT)), natural
 
 
-def detail_grid(rows: Iterable[tuple[str, str | Text]]) -> Table:
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(style="bold", no_wrap=True)
-    grid.add_column()
-    for key, value in rows:
-        grid.add_row(key, value)
-    return grid
+def _across(widths: Iterable[int]) -> int:
+    """How wide a list is with columns this wide."""
+    widths = list(widths)
+    return sum(widths) + _GAP * (len(widths) - 1)
 
 
-def jobs_table(jobs: Sequence[job_pb2.Job]) -> Table:
-    table = list_table("JOB ID", "NAME", "SCHEDULE", "TARGET", "STATE", "NEXT RUN (UTC)")
+def list_table(*columns: str, drop: Sequence[str] = ()) -> ListTable:
+    """A list of ``columns``; on a narrow terminal those in ``drop`` go, first named first."""
+    return ListTable(columns, drop)
+
+
+@dataclass
+class DetailGrid:
+    """One thing in detail: a bold key, then its value, a row each. A value wraps at word
+    boundaries; a word too long for the terminal (a run's full name) is printed whole, its row
+    left for the terminal to wrap, so that it can still be copied in one piece."""
+
+    rows: Sequence[tuple[str, str | Text]]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        key_width = max((len(key) for key, _ in self.rows), default=0)
+        wide = options.update_width(_UNBOUNDED)
+        for key, value in self.rows:
+            grid = Table.grid(padding=(0, 2))
+            grid.add_column(style="bold", no_wrap=True, width=key_width)
+            grid.add_column(overflow="fold")
+            grid.add_row(key, value)
+            longest_word = Measurement.get(console, wide, value).minimum
+            width = max(options.max_width, key_width + 2 + longest_word)
+            yield from console.render(grid, options.update_width(width))
+
+
+def detail_grid(rows: Iterable[tuple[str, str | Text]]) -> DetailGrid:
+    return DetailGrid(list(rows))
+
+
+def jobs_table(jobs: Sequence[job_pb2.Job]) -> ListTable:
+    table = list_table(
+        "JOB ID", "NAME", "SCHEDULE", "TARGET", "STATE", "NEXT RUN (UTC)",
+        drop=("TARGET", "SCHEDULE", "NEXT RUN (UTC)", "NAME"),
+    )  # fmt: skip
     for job in jobs:
         table.add_row(
             job.job_id,
@@ -92,7 +190,7 @@ def jobs_table(jobs: Sequence[job_pb2.Job]) -> Table:
     return table
 
 
-def job_detail(job: job_pb2.Job) -> Table:
+def job_detail(job: job_pb2.Job) -> DetailGrid:
     state = job_state(job)
     if job.state_reason:
         state.append(f" ({job.state_reason})")
@@ -121,8 +219,11 @@ def _held(run: run_pb2.Run) -> bool:
     return run.state == run_pb2.RUN_STATE_WAITING and run.reason == run_pb2.RUN_REASON_QUOTA
 
 
-def runs_table(runs: Sequence[run_pb2.Run]) -> Table:
-    table = list_table("RUN ID", "NOMINAL (UTC)", "ORIGIN", "STATE", "ATTEMPT", "LATE", "REASON")
+def runs_table(runs: Sequence[run_pb2.Run]) -> ListTable:
+    table = list_table(
+        "RUN ID", "NOMINAL (UTC)", "ORIGIN", "STATE", "ATTEMPT", "LATE", "REASON",
+        drop=("LATE", "ORIGIN", "ATTEMPT", "REASON", "NOMINAL (UTC)"),
+    )  # fmt: skip
     for run in runs:
         table.add_row(
             run.run_id,
@@ -136,7 +237,7 @@ def runs_table(runs: Sequence[run_pb2.Run]) -> Table:
     return table
 
 
-def run_detail(run: run_pb2.Run) -> Table:
+def run_detail(run: run_pb2.Run) -> DetailGrid:
     # A run its quota still holds has not become eligible, whatever the field's placeholder.
     eligible = f"not yet: held by {describe.quota_limit(run)}" if _held(run) else None
     rows: list[tuple[str, str | Text]] = [
@@ -160,8 +261,11 @@ def run_detail(run: run_pb2.Run) -> Table:
     return detail_grid(rows)
 
 
-def attempts_table(run: run_pb2.Run) -> Table:
-    table = list_table("ATTEMPT", "STARTED (UTC)", "ENDED (UTC)", "OUTCOME", "WORKER", "ERROR")
+def attempts_table(run: run_pb2.Run) -> ListTable:
+    table = list_table(
+        "ATTEMPT", "STARTED (UTC)", "ENDED (UTC)", "OUTCOME", "WORKER", "ERROR",
+        drop=("ENDED (UTC)", "WORKER", "STARTED (UTC)", "ERROR"),
+    )  # fmt: skip
     for attempt in run.attempts:
         outcome = enum_name(run_pb2.AttemptOutcome, attempt.outcome, "ATTEMPT_OUTCOME_")
         table.add_row(
@@ -175,10 +279,10 @@ def attempts_table(run: run_pb2.Run) -> Table:
     return table
 
 
-def preview_table(occurrences: Sequence[job_service_pb2.ScheduledOccurrence]) -> Table:
+def preview_table(occurrences: Sequence[job_service_pb2.ScheduledOccurrence]) -> ListTable:
     jitter = any(o.HasField("effective_time") for o in occurrences)
     columns = ["#", "LOCAL TIME", "UTC", *(["MAY START (UTC)"] if jitter else []), "DST"]
-    table = list_table(*columns)
+    table = list_table(*columns, drop=("UTC",))
     for number, occurrence in enumerate(occurrences, start=1):
         note = DST_NOTES.get(occurrence.dst_adjustment, "")
         cells: list[str | Text] = [str(number), occurrence.local_time]

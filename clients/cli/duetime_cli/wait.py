@@ -14,7 +14,8 @@ from rich.status import Status
 
 from duetime.jobs.v1 import job_service_pb2, run_pb2
 from duetime_cli.describe import NONE, enum_name, reason
-from duetime_cli.failures import ExitCode, Failure
+from duetime_cli.exits import ExitCode, Interrupted
+from duetime_cli.failures import Failure
 from duetime_cli.output import stderr
 from duetime_cli.session import Session
 
@@ -69,7 +70,7 @@ def follow(session: Session, run: run_pb2.Run, timeout: float) -> run_pb2.Run:
     try:
         with stderr.status("", spinner="dots") as status:
             return _poll(session, run, timeout, status)
-    except KeyboardInterrupt:
+    except Interrupted:
         raise _stopped(run.name, ExitCode.INTERRUPTED, "CANCELLED", "stopped following") from None
 
 
