@@ -1,6 +1,6 @@
 // Package client shows how a Go service calls Duetime's Job API with the code generated into
-// gen/go: dialling over TLS with a team token, and reading the error details the API sends.
-// client_test.go drives a live API with it (see docs/clients.md).
+// gen/ (generate.go): dialling over TLS with a team token, and reading the error details the
+// API sends. client_test.go drives a live API with it (see docs/clients.md).
 package client
 
 import (
@@ -10,13 +10,18 @@ import (
 	"strings"
 	"time"
 
+	// docs:begin go-imports
+	// errdetails registers google.rpc.BadRequest and ErrorInfo: without this import a status's
+	// details do not decode (Details() gives "proto: not found" errors in their place).
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	jobsv1 "duetime.dev/gen/go/duetime/jobs/v1"
+	// The code generated from proto/ into this module (buf.gen.yaml).
+	jobsv1 "example.com/jobsclient/gen/duetime/jobs/v1"
+	// docs:end go-imports
 )
 
 // docs:begin go-connect

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	jobsv1 "duetime.dev/gen/go/duetime/jobs/v1"
+	jobsv1 "example.com/jobsclient/gen/duetime/jobs/v1"
 )
 
 func env(t *testing.T, name string) string {

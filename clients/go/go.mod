@@ -1,9 +1,11 @@
-module duetime.dev/clients/go
+// The example client program: a team's own Go module. The code it calls Duetime with is
+// generated into gen/ (not committed) from proto/ by `go generate` (buf.gen.yaml); the plugins
+// are the tool dependencies below, pinned here like any other dependency.
+module example.com/jobsclient
 
 go 1.26.0
 
 require (
-	duetime.dev/gen/go v0.0.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
@@ -13,8 +15,10 @@ require (
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
+	google.golang.org/grpc/cmd/protoc-gen-go-grpc v1.6.2 // indirect
 )
 
-// The generated code lives in this repository; a team outside it points the same directive at
-// its own copy of gen/go (or vendors it).
-replace duetime.dev/gen/go => ../../gen/go
+tool (
+	google.golang.org/grpc/cmd/protoc-gen-go-grpc
+	google.golang.org/protobuf/cmd/protoc-gen-go
+)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import re
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
@@ -329,3 +331,38 @@ async def test_runs_partitions_created_moved_and_retired_by_finality(db_dsn: str
         assert await conn.fetchval("SELECT to_regclass($1)", attempts_week) is None
     finally:
         await conn.close()
+
+
+async def migrate_command(dsn: str) -> tuple[list[str], list[str]]:
+    """Runs ``python -m duetime_infra.pg.migrate``: the lines of its stdout and its stderr."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "duetime_infra.pg.migrate",
+        "--dsn",
+        dsn,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    return out.decode().splitlines(), err.decode().splitlines()
+
+
+async def test_the_command_names_each_migration_it_applies_and_sums_up() -> None:
+    name = f"duetime_e_{uuid.uuid4().hex[:12]}"
+    dsn = await create_database(name)
+    try:
+        summary, progress = await migrate_command(dsn)
+        assert [re.sub(r" \(\d+\.\d s\)$", "", line) for line in progress] == [
+            f"migration {m.label} applied" for m in load_migrations()
+        ]
+        assert progress[0].startswith("migration 0001_initial applied (")
+        version = BUILD_SCHEMA_VERSION
+        assert summary == [f"schema at version {version}; applied 0001..{version:04d}"]
+        assert await migrate_command(dsn) == (
+            [f"schema at version {version}; nothing to apply"],
+            [],
+        )
+    finally:
+        await drop_database(name)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import signal
@@ -39,36 +40,59 @@ class Service:
 
 
 async def _pump(
-    stream: asyncio.StreamReader, lines: list[str], port_seen: asyncio.Future[int], marker: str
+    stream: asyncio.StreamReader,
+    sinks: list[list[str]],
+    port_seen: asyncio.Future[int],
+    marker: str,
 ) -> None:
     pattern = re.compile(rf"^{marker}=(\d+)$")
     while raw := await stream.readline():
         line = raw.decode(errors="replace").rstrip()
-        lines.append(line)
+        for lines in sinks:
+            lines.append(line)
         match = pattern.match(line)
         if match and not port_seen.done():
             port_seen.set_result(int(match[1]))
+
+
+def _not_json(lines: list[str]) -> list[str]:
+    """The lines that are not one JSON object each."""
+    found = []
+    for line in lines:
+        try:
+            parsed = json.loads(line)
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):
+            found.append(line)
+    return found
 
 
 @asynccontextmanager
 async def service(
     module: str, env: Mapping[str, str], port_marker: str, start_timeout: float = 30
 ) -> AsyncIterator[Service]:
-    """Starts ``python -m module`` and waits until it prints ``<marker>=<port>``."""
+    """Starts ``python -m module`` and waits until it prints ``<marker>=<port>``. Its output
+    (stdout and stderr, as they come) is the service's ``output``."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         module,
         env={**os.environ, **env},
         stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
+        stderr=asyncio.subprocess.PIPE,
     )
     assert process.stdout is not None
+    assert process.stderr is not None
     lines: list[str] = []
+    logged: list[str] = []  # stderr: the service's log
     port_seen: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-    pump = asyncio.create_task(_pump(process.stdout, lines, port_seen, port_marker))
+    pumped = asyncio.gather(
+        _pump(process.stdout, [lines], port_seen, port_marker),
+        _pump(process.stderr, [lines, logged], port_seen, port_marker),
+    )
     try:
-        waiting: list[asyncio.Future[Any]] = [port_seen, pump]
+        waiting: list[asyncio.Future[Any]] = [port_seen, pumped]
         done, _ = await asyncio.wait(
             waiting, timeout=start_timeout, return_when=asyncio.FIRST_COMPLETED
         )
@@ -83,7 +107,10 @@ async def service(
             except TimeoutError:
                 process.kill()
                 await process.wait()
-        await pump
+        await pumped
     # An unexpected exception in one of its handlers (answered INTERNAL) fails the test.
     failed = [line for line in lines if '"action": "rpc_failed"' in line]
     assert not failed, f"{module}: a handler failed unexpectedly:\n" + "\n".join(failed)[:4000]
+    # Its log is JSON lines only: nothing else (gRPC's C core, a library) writes to stderr.
+    text = _not_json(logged)
+    assert not text, f"{module}: lines on stderr that are not JSON:\n" + "\n".join(text)[:4000]

@@ -12,15 +12,18 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "clients.md"
 SNIPPET = re.compile(r"<!-- snippet: (\S+)#(\S+) -->\n```\w*\n(.*?)```\n", re.S)
-SKIP = {"node_modules", "dist", "target"}
-REGION = re.compile(r"^[ \t]*// docs:begin (\S+)\n(.*?)^[ \t]*// docs:end \1\n", re.S | re.M)
+SKIP = {"node_modules", "dist", "target", "gen"}
+SOURCES = {".go", ".ts", ".java", ".yaml"}
+# A region is marked by `// docs:begin NAME` (Go, TypeScript, Java) or `# docs:begin NAME`
+# (YAML) and the matching `docs:end` line.
+REGION = re.compile(r"^[ \t]*(//|#) docs:begin (\S+)\n(.*?)^[ \t]*\1 docs:end \2\n", re.S | re.M)
 
 
 def regions(path: Path) -> dict[str, str]:
     """The file's marked regions, dedented, without leading or trailing blank lines."""
     return {
         name: textwrap.dedent(body).strip("\n") + "\n"
-        for name, body in REGION.findall(path.read_text())
+        for _, name, body in REGION.findall(path.read_text())
     }
 
 
@@ -39,9 +42,10 @@ def test_doc_snippets_are_the_programs_code() -> None:
 
 
 def program_files() -> list[Path]:
-    """The client programs' sources, without dependencies and build output."""
+    """The client programs' sources and generation templates, without dependencies, generated
+    code and build output."""
     found: list[Path] = []
     for directory, subdirectories, files in os.walk(REPO / "clients"):
         subdirectories[:] = [d for d in subdirectories if d not in SKIP]
-        found += [Path(directory, f) for f in files if Path(f).suffix in {".go", ".ts", ".java"}]
+        found += [Path(directory, f) for f in files if Path(f).suffix in SOURCES]
     return found

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from typing import Any
 
@@ -48,3 +49,10 @@ def configure_logging(level: int = logging.INFO) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
     logging.basicConfig(level=level, handlers=[handler], force=True)
+
+
+def quiet_grpc_core() -> None:
+    """Silences gRPC's C core, whose own log lines are text on stderr amid the JSON, unless
+    GRPC_VERBOSITY asks for them (with GRPC_TRACE, to trace a transport). The C core reads it
+    when grpc is first imported, so this runs first: in each service's package."""
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")

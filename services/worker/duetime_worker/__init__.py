@@ -10,3 +10,7 @@ import os
 # forks for every podman command and local process and never uses gRPC in a child, so it is
 # off unless the environment says otherwise; set before anything imports grpc.
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
+from duetime_infra.logs import quiet_grpc_core
+
+quiet_grpc_core()  # before anything imports grpc

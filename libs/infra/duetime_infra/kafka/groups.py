@@ -24,6 +24,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import CommitFailedError
 
 from duetime_infra.config import EnvReader
+from duetime_infra.kafka.aiokafka_logs import quiet_aiokafka
 from duetime_infra.kafka.connect import security_options
 from duetime_infra.kafka.topics import DEFAULT_KAFKA_BOOTSTRAP, DISPATCH_TOPICS
 from duetime_infra.tls import ClientTls, Link, read_tls
@@ -95,6 +96,7 @@ def main() -> None:
     to_end.add_argument("group")
     to_end.add_argument("topics", nargs="*", default=sorted(DISPATCH_TOPICS.values()))
     args = parser.parse_args()
+    quiet_aiokafka()  # a new group's coordinator, not ready yet, is not worth a line here
     bootstrap = os.environ.get("DUETIME_KAFKA_BOOTSTRAP", DEFAULT_KAFKA_BOOTSTRAP)
     env = EnvReader()
     tls = read_tls(env, serves=False, connects=[Link.KAFKA]).client(Link.KAFKA)

@@ -56,6 +56,11 @@ class Migration:
     sql: str
 
     @property
+    def label(self) -> str:
+        """Its file's name without the suffix: 0004_team_quotas."""
+        return f"{self.version:04d}_{self.name}"
+
+    @property
     def compatible_from(self) -> int:
         """The oldest build this schema still serves: 1 unless a contract migration says."""
         declared = _COMPATIBLE_FROM.search(self.sql)
@@ -96,7 +101,8 @@ async def _patiently(migration: Migration, step: Callable[[], Awaitable[None]]) 
             if time.monotonic() + pause > deadline:
                 raise
             log.warning(
-                "migration waits for its locks",
+                "migration %s waits for its locks",
+                migration.label,
                 extra={"action": "migration_lock_busy", "version": migration.version},
             )
             await asyncio.sleep(pause)
@@ -165,9 +171,13 @@ async def apply_migrations(
         for migration in load_migrations():
             if migration.version in done or (up_to is not None and migration.version > up_to):
                 continue
+            started = time.monotonic()
             await _apply_one(conn, migration, lock_timeout)
             log.info(
-                "migration applied", extra={"action": "migrated", "version": migration.version}
+                "migration %s applied (%.1f s)",
+                migration.label,
+                time.monotonic() - started,
+                extra={"action": "migrated", "version": migration.version},
             )
             applied_now.append(migration.version)
         async with conn.transaction():
@@ -219,12 +229,21 @@ async def check_schema(conn: Conn) -> int:
     return version
 
 
+def summary(version: int, applied: list[int]) -> str:
+    """The command's last line: the schema's version and the migrations this run applied."""
+    if not applied:
+        return f"schema at version {version}; nothing to apply"
+    first, last = applied[0], applied[-1]
+    return f"schema at version {version}; applied {first:04d}" + (
+        f"..{last:04d}" if last != first else ""
+    )
+
+
 async def _main(dsn: str) -> None:
     conn = await connect(dsn, postgres_tls_from_env())
     try:
         applied = await apply_migrations(conn)
-        version = await schema_version(conn)
-        print(f"schema at version {version}; applied now: {applied or 'none'}")
+        print(summary(await schema_version(conn), applied))
     finally:
         await conn.close()
 
@@ -235,7 +254,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Apply Duetime's database migrations.")
     parser.add_argument("--dsn", default=None, help="PostgreSQL DSN (default: $DUETIME_PG_DSN)")
     args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO)
+    # One line a migration as it is applied ("migration 0004_team_quotas applied (0.2 s)").
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     asyncio.run(_main(args.dsn or env_dsn()))
 
 
