@@ -215,6 +215,7 @@ class JobSpec:
     jitter_window: timedelta = timedelta(0)
     priority: Priority = Priority.NORMAL
     delivery: Delivery = Delivery.AT_LEAST_ONCE
+    labels: dict[str, str] = field(default_factory=dict)
 
 
 PARTITIONS = 1024

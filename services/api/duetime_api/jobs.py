@@ -36,7 +36,7 @@ from duetime_core.skipped import SkippedSpan, skipped_between
 from duetime_infra.codec.job_codec import decode_job_spec, encode_job_spec
 from duetime_infra.codec.target_codec import REDACTED
 from duetime_infra.dispatch import OutboxRow, dispatch_row
-from duetime_infra.pg.job_store import Idempotency, JobStore, JobWrite, NewRun, Page
+from duetime_infra.pg.job_store import Idempotency, JobStore, JobWrite, NewRun
 from duetime_infra.tracecontext import RUN_ID, continue_trace, start_run_span
 
 log = logging.getLogger(__name__)
@@ -58,6 +58,7 @@ _MASKABLE = {
     "jitter_window": "jitter_window",
     "priority": "priority",
     "delivery": "delivery",
+    "labels": "labels",
 }
 
 
@@ -208,7 +209,9 @@ class JobOperations:
             encode_job_spec(record.spec, merged)
             for path in paths:
                 merged.ClearField(path)  # type: ignore[arg-type]
-                if path in _MESSAGE_FIELDS:
+                if path == "labels":
+                    merged.labels.update(job.labels)
+                elif path in _MESSAGE_FIELDS:
                     if job.HasField(path):  # type: ignore[arg-type]
                         getattr(merged, path).CopyFrom(getattr(job, path))
                 else:
@@ -372,8 +375,3 @@ class JobOperations:
 
         idem = Idempotency("RedriveRun", request_id, fingerprint(f"{job_id}/{run_id}"))
         return await self.store.redrive_run(team_id, job_id, run_id, idem, build)
-
-    async def list_runs(
-        self, team_id: str, job_id: uuid.UUID, state: RunState | None, page: Page
-    ) -> list[RunRecord]:
-        return await self.store.list_runs(team_id, job_id, state, page)

@@ -7,14 +7,16 @@ from typing import Any
 from grpc import aio
 
 from duetime.jobs.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, run_pb2
+from duetime_api.batches import Batches, encode_outcomes
 from duetime_api.jobs import JobOperations
-from duetime_api.names import parse_job_name, parse_run_name
+from duetime_api.lists import Lists, activity_count
+from duetime_api.names import parse_job_name, parse_job_parent, parse_run_name, team_of_parent
 from duetime_api.pagination import make_token, read_page
 from duetime_core.errors import InvalidArgument, NotFound
 from duetime_core.jobspec import JobState
-from duetime_core.preview import DstAdjustment, preview
+from duetime_core.preview import preview
 from duetime_core.records import RunState
-from duetime_infra.codec.preview_codec import decode_preview_schedule
+from duetime_infra.codec.preview_codec import decode_preview_schedule, encode_occurrences
 from duetime_infra.codec.quota_codec import encode_quota, encode_usage, team_name
 from duetime_infra.codec.records_codec import encode_job, encode_run
 from duetime_infra.codec.timeconv import datetime_to_timestamp
@@ -45,6 +47,8 @@ def _run_state(value: int, field: str) -> RunState | None:
 class JobServicer(job_service_pb2_grpc.JobServiceServicer):
     def __init__(self, jobs: JobOperations) -> None:
         self._jobs = jobs
+        self._lists = Lists(jobs.store)
+        self._batches = Batches(jobs)
 
     async def CreateJob(
         self, request: job_service_pb2.CreateJobRequest, context: Context
@@ -66,15 +70,25 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
     ) -> job_service_pb2.ListJobsResponse:
         team = current_team()
         state = _job_state(request.state, "state")
-        scope = f"jobs/{team}/{state}"
+        recent = activity_count(request.recent_runs, "recent_runs")
+        upcoming = activity_count(request.upcoming_runs, "upcoming_runs")
+        scope = f"jobs/{team}/{state}/{request.filter}"
         page = read_page(scope, request.page_size, request.page_token)
-        records = await self._jobs.store.list_jobs(team, state, page)
+        records = await self._lists.jobs(team, state, request.filter, page)
         token = ""
         if len(records) == page.limit:
             token = make_token(scope, records[-1].create_time, records[-1].job_id)
-        return job_service_pb2.ListJobsResponse(
+        response = job_service_pb2.ListJobsResponse(
             jobs=[encode_job(r) for r in records], next_page_token=token
         )
+        if recent or upcoming:
+            activities = await self._lists.activity(records, recent, upcoming)
+            for job, record in zip(response.jobs, records, strict=True):
+                activity = activities[record.job_id]
+                out = response.activities[job.name]
+                out.recent_runs.extend(encode_run(r) for r in activity.recent)
+                encode_occurrences(activity.upcoming, out.upcoming_runs)
+        return response
 
     async def UpdateJob(
         self, request: job_service_pb2.UpdateJobRequest, context: Context
@@ -123,11 +137,11 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
         self, request: job_service_pb2.ListRunsRequest, context: Context
     ) -> job_service_pb2.ListRunsResponse:
         team = current_team()
-        job_id = parse_job_name(request.parent, team, field="parent")
+        job_id = parse_job_parent(request.parent, team, field="parent")
         state = _run_state(request.state, "state")
-        scope = f"runs/{job_id}/{state}"
+        scope = f"runs/{team}/{job_id}/{state}/{request.filter}"
         page = read_page(scope, request.page_size, request.page_token)
-        runs = await self._jobs.list_runs(team, job_id, state, page)
+        runs = await self._lists.runs(team, job_id, state, request.filter, page)
         token = ""
         if len(runs) == page.limit:
             token = make_token(scope, runs[-1].key.nominal_time, runs[-1].run_id)
@@ -178,15 +192,7 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
         else:
             raise InvalidArgument.field("source", "set exactly one of schedule or job")
         response = job_service_pb2.PreviewScheduleResponse()
-        for item in items:
-            out = response.occurrences.add(local_time=item.local_time)
-            datetime_to_timestamp(item.nominal_time, out.nominal_time)
-            if item.effective_time is not None:
-                datetime_to_timestamp(item.effective_time, out.effective_time)
-            if item.dst_adjustment is not DstAdjustment.NONE:
-                out.dst_adjustment = job_service_pb2.DstAdjustment.Value(
-                    f"DST_ADJUSTMENT_{item.dst_adjustment.value}"
-                )
+        encode_occurrences(items, response.occurrences)
         return response
 
     async def GetTeamQuota(
@@ -200,3 +206,44 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
         return job_service_pb2.GetTeamQuotaResponse(
             name=team_name(team), quota=encode_quota(state.quota), usage=encode_usage(state, now)
         )
+
+    async def BatchPauseJobs(
+        self, request: job_service_pb2.BatchPauseJobsRequest, context: Context
+    ) -> job_service_pb2.BatchPauseJobsResponse:
+        team = team_of_parent(request.parent)
+        batch = await self._batches.pause(
+            team, request.names, request.filter, request.validate_only
+        )
+        response = job_service_pb2.BatchPauseJobsResponse(matched=batch.matched)
+        encode_outcomes(batch, response.results)
+        return response
+
+    async def BatchResumeJobs(
+        self, request: job_service_pb2.BatchResumeJobsRequest, context: Context
+    ) -> job_service_pb2.BatchResumeJobsResponse:
+        team = team_of_parent(request.parent)
+        batch = await self._batches.resume(
+            team, request.names, request.filter, request.validate_only
+        )
+        response = job_service_pb2.BatchResumeJobsResponse(matched=batch.matched)
+        encode_outcomes(batch, response.results)
+        return response
+
+    async def BatchRedriveRuns(
+        self, request: job_service_pb2.BatchRedriveRunsRequest, context: Context
+    ) -> job_service_pb2.BatchRedriveRunsResponse:
+        team = current_team()
+        parent = None
+        if request.parent or request.filter:
+            parent = parse_job_parent(request.parent, team, field="parent")
+        batch = await self._batches.redrive(
+            team,
+            parent,
+            request.names,
+            request.filter,
+            request.validate_only,
+            request.request_id,
+        )
+        response = job_service_pb2.BatchRedriveRunsResponse(matched=batch.matched)
+        encode_outcomes(batch, response.results)
+        return response

@@ -30,6 +30,7 @@ from duetime_core.jobspec import (
     Target,
     to_schedule,
 )
+from duetime_core.labels import label_problems
 from duetime_core.text import text_problem
 from duetime_infra.codec.policy_codec import (
     DELIVERIES,
@@ -68,6 +69,7 @@ _USER_FIELDS: tuple[
         "jitter_window",
         "priority",
         "delivery",
+        "labels",
     ],
     ...,
 ] = (
@@ -81,6 +83,7 @@ _USER_FIELDS: tuple[
     "jitter_window",
     "priority",
     "delivery",
+    "labels",
 )
 
 
@@ -130,6 +133,9 @@ def decode_job_spec(
         path=f"{path}.jitter_window",
     )
 
+    for key, problem in label_problems(job.labels):
+        v.add(f"{path}.labels" + (f"[{key!r}]" if key else ""), problem)
+
     v.raise_if_any()
     # Readers only return None after recording a violation.
     assert schedule is not None
@@ -145,6 +151,7 @@ def decode_job_spec(
         jitter_window=jitter,
         priority=priority,
         delivery=delivery,
+        labels=dict(job.labels),
     )
 
 
@@ -257,3 +264,4 @@ def encode_job_spec(spec: JobSpec, out: job_pb2.Job) -> None:
     timedelta_to_duration(spec.jitter_window, out.jitter_window)
     out.priority = PRIORITY_NUMBERS[spec.priority]
     out.delivery = DELIVERY_NUMBERS[spec.delivery]
+    out.labels.update(spec.labels)

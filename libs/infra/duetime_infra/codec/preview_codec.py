@@ -1,15 +1,20 @@
-"""Decoding PreviewSchedule's ad-hoc schedule with the same rules CreateJob applies."""
+"""PreviewSchedule's ad-hoc schedule, decoded with the same rules CreateJob applies, and the
+occurrences a preview answers with."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 
 from google.protobuf.duration_pb2 import Duration
+from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 
-from duetime.jobs.v1 import job_pb2
+from duetime.jobs.v1 import job_pb2, job_service_pb2
 from duetime_core.jobspec import ScheduleSpec
+from duetime_core.preview import DstAdjustment, PreviewItem
 from duetime_infra.codec.job_codec import read_jitter_window
 from duetime_infra.codec.schedule_codec import read_schedule
+from duetime_infra.codec.timeconv import datetime_to_timestamp
 from duetime_infra.codec.violations import Violations
 
 
@@ -22,3 +27,18 @@ def decode_preview_schedule(
     v.raise_if_any()
     assert spec is not None  # read_schedule records a violation whenever it returns None
     return spec
+
+
+def encode_occurrences(
+    items: Iterable[PreviewItem],
+    out: RepeatedCompositeFieldContainer[job_service_pb2.ScheduledOccurrence],
+) -> None:
+    for item in items:
+        occurrence = out.add(local_time=item.local_time)
+        datetime_to_timestamp(item.nominal_time, occurrence.nominal_time)
+        if item.effective_time is not None:
+            datetime_to_timestamp(item.effective_time, occurrence.effective_time)
+        if item.dst_adjustment is not DstAdjustment.NONE:
+            occurrence.dst_adjustment = job_service_pb2.DstAdjustment.Value(
+                f"DST_ADJUSTMENT_{item.dst_adjustment.value}"
+            )

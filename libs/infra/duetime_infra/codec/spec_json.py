@@ -12,7 +12,8 @@ field out with a stable name, and never depends on Python reprs:
 Header and env values are stored sealed (``duetime_infra.secrets``), each as
 ``{"key_id": ..., "sealed_base64": ...}``; a plain string is a value written in clear by an
 older build, still read (``python -m duetime_infra.secrets rotate`` seals it). Writing a clear
-value is refused. ``delivery`` is absent from older documents (at least once). The round trip
+value is refused. ``delivery`` is absent from older documents (at least once), ``labels`` too
+(none). The round trip
 is exact: ``spec_from_json(spec_to_json(s)) == s``.
 """
 
@@ -83,6 +84,7 @@ def spec_to_json(spec: JobSpec) -> dict[str, Any]:
         "jitter_window_us": micros(spec.jitter_window),
         "priority": spec.priority.value,
         "delivery": spec.delivery.value,
+        "labels": dict(spec.labels),
     }
 
 
@@ -183,9 +185,20 @@ def spec_from_json(doc: Mapping[str, Any]) -> JobSpec:
             jitter_window=_us(doc, "jitter_window_us"),
             priority=_enum(doc, "priority", Priority),
             delivery=Delivery(doc.get("delivery", Delivery.AT_LEAST_ONCE.value)),
+            labels=_labels(doc),
         )
     except (KeyError, TypeError, ValueError, binascii.Error) as exc:
         raise ValueError(f"malformed job spec document: {exc}") from exc
+
+
+def _labels(doc: Mapping[str, Any]) -> dict[str, str]:
+    """Absent from older documents: none."""
+    labels = doc.get("labels", {})
+    if not isinstance(labels, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+    ):
+        raise ValueError("labels: expected an object of strings")
+    return dict(labels)
 
 
 def _schedule_from_json(d: Mapping[str, Any]) -> ScheduleSpec:

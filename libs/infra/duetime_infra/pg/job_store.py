@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,6 +27,7 @@ from duetime_core.runkey import RunKey
 from duetime_infra.codec.spec_json import spec_from_json, spec_to_json
 from duetime_infra.dispatch import OutboxRow
 from duetime_infra.pg.admission import admit_runs, hold_detail
+from duetime_infra.pg.job_reads import JobReads, with_attempts
 from duetime_infra.pg.outbox_writer import insert_outbox
 from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.quota_store import lock_teams, read_team, save_rates
@@ -77,13 +77,6 @@ class Idempotency:
     fingerprint: bytes
 
 
-@dataclass(frozen=True)
-class Page:
-    after_time: datetime | None
-    after_id: uuid.UUID | None
-    limit: int
-
-
 # Decides a job's new state from the stored job, the clock and its team's quota and usage.
 Decide = Callable[[JobRecord, datetime, TeamState], JobWrite]
 
@@ -110,6 +103,8 @@ class JobStore:
     def __init__(self, pool: asyncpg.Pool[asyncpg.Record], secrets: SecretBox) -> None:
         self._pool = pool
         self._secrets = secrets
+        # Lists and the sets a batch acts on.
+        self.reads = JobReads(pool)
 
     def _document(self, job_id: uuid.UUID, spec: JobSpec) -> dict[str, Any]:
         return spec_to_json(self._secrets.seal_spec(job_id, spec))
@@ -197,17 +192,6 @@ class JobStore:
         if row is None:
             raise _not_found("job")
         return job_from_row(row)
-
-    async def list_jobs(self, team_id: str, state: JobState | None, page: Page) -> list[JobRecord]:
-        rows = await self._pool.fetch(
-            q("job_list"),
-            team_id,
-            state.value if state else None,
-            page.after_time,
-            page.after_id,
-            page.limit,
-        )
-        return [job_from_row(r) for r in rows]
 
     async def modify_job(self, team_id: str, job_id: uuid.UUID, decide: Decide) -> JobRecord:
         """Locks the job, lets ``decide`` choose its new state, writes it and any runs."""
@@ -309,7 +293,7 @@ class JobStore:
         )
         if row is None:
             raise _not_found("run")
-        return (await self._with_attempts(conn, [row]))[0]
+        return (await with_attempts(conn, [row]))[0]
 
     async def _run_with_attempts(
         self, conn: Conn, team_id: str, job_id: uuid.UUID, run_id: uuid.UUID
@@ -317,40 +301,7 @@ class JobStore:
         row = await conn.fetchrow(q("run_get"), run_id, job_id, team_id)
         if row is None:
             raise _not_found("run")
-        return (await self._with_attempts(conn, [row]))[0]
-
-    async def _with_attempts(
-        self, conn: Conn | asyncpg.Pool[asyncpg.Record], rows: Sequence[asyncpg.Record]
-    ) -> list[RunRecord]:
-        if not rows:
-            return []
-        attempt_rows = await conn.fetch(
-            q("attempts_of_runs"),
-            [r["run_id"] for r in rows],
-            [r["nominal_time"] for r in rows],
-        )
-        by_run: dict[uuid.UUID, list[Any]] = defaultdict(list)
-        for a in attempt_rows:
-            by_run[a["run_id"]].append(a)
-        return [run_from_row(r, by_run[r["run_id"]]) for r in rows]
-
-    async def _require_owned(self, team_id: str, job_id: uuid.UUID) -> None:
-        if await self._pool.fetchval(q("job_owned"), job_id, team_id) is None:
-            raise _not_found("job")
-
-    async def list_runs(
-        self, team_id: str, job_id: uuid.UUID, state: RunState | None, page: Page
-    ) -> list[RunRecord]:
-        await self._require_owned(team_id, job_id)
-        rows = await self._pool.fetch(
-            q("run_list"),
-            job_id,
-            state.value if state else None,
-            page.after_time,
-            page.after_id,
-            page.limit,
-        )
-        return await self._with_attempts(self._pool, rows)
+        return (await with_attempts(conn, [row]))[0]
 
     async def get_run(self, team_id: str, job_id: uuid.UUID, run_id: uuid.UUID) -> RunRecord:
         async with self._pool.acquire() as conn:
@@ -398,4 +349,4 @@ class JobStore:
                 )
             await save_rates(conn, admitted.teams.values())
             await self._remember(conn, team_id, idem, run_id)
-            return (await self._with_attempts(conn, [_one(updated)]))[0]
+            return (await with_attempts(conn, [_one(updated)]))[0]

@@ -562,7 +562,11 @@ type Job struct {
 	Etag string `protobuf:"bytes,18,opt,name=etag,proto3" json:"etag,omitempty"`
 	// Optional. How often a run may call the target when something goes wrong. Defaults to
 	// DELIVERY_AT_LEAST_ONCE. See Delivery for what each promises.
-	Delivery      Delivery `protobuf:"varint,19,opt,name=delivery,proto3,enum=duetime.jobs.v1.Delivery" json:"delivery,omitempty"`
+	Delivery Delivery `protobuf:"varint,19,opt,name=delivery,proto3,enum=duetime.jobs.v1.Delivery" json:"delivery,omitempty"`
+	// Optional. Labels to find and group jobs by (ListJobs' `filter`: `labels.env = prod`). At
+	// most 64; a key is 1 to 63 characters of lowercase letters, digits, `_` and `-`, starting
+	// with a letter; a value is up to 63 of the same characters. UpdateJob replaces them whole.
+	Labels        map[string]string `protobuf:"bytes,20,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -728,6 +732,13 @@ func (x *Job) GetDelivery() Delivery {
 		return x.Delivery
 	}
 	return Delivery_DELIVERY_UNSPECIFIED
+}
+
+func (x *Job) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
 }
 
 // When a job runs. Exactly one kind must be set.
@@ -1569,7 +1580,7 @@ var File_duetime_jobs_v1_job_proto protoreflect.FileDescriptor
 
 const file_duetime_jobs_v1_job_proto_rawDesc = "" +
 	"\n" +
-	"\x19duetime/jobs/v1/job.proto\x12\x0fduetime.jobs.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa7\a\n" +
+	"\x19duetime/jobs/v1/job.proto\x12\x0fduetime.jobs.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9c\b\n" +
 	"\x03Job\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x12\n" +
@@ -1592,7 +1603,11 @@ const file_duetime_jobs_v1_job_proto_rawDesc = "" +
 	"\vupdate_time\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"updateTime\x12\x12\n" +
 	"\x04etag\x18\x12 \x01(\tR\x04etag\x125\n" +
-	"\bdelivery\x18\x13 \x01(\x0e2\x19.duetime.jobs.v1.DeliveryR\bdelivery\"\xef\x01\n" +
+	"\bdelivery\x18\x13 \x01(\x0e2\x19.duetime.jobs.v1.DeliveryR\bdelivery\x128\n" +
+	"\x06labels\x18\x14 \x03(\v2 .duetime.jobs.v1.Job.LabelsEntryR\x06labels\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xef\x01\n" +
 	"\bSchedule\x12-\n" +
 	"\x02at\x18\x01 \x01(\v2\x1b.duetime.jobs.v1.AtScheduleH\x00R\x02at\x126\n" +
 	"\x05delay\x18\x02 \x01(\v2\x1e.duetime.jobs.v1.DelayScheduleH\x00R\x05delay\x12?\n" +
@@ -1719,7 +1734,7 @@ func file_duetime_jobs_v1_job_proto_rawDescGZIP() []byte {
 }
 
 var file_duetime_jobs_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_duetime_jobs_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_duetime_jobs_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_duetime_jobs_v1_job_proto_goTypes = []any{
 	(Delivery)(0),                 // 0: duetime.jobs.v1.Delivery
 	(DstGapPolicy)(0),             // 1: duetime.jobs.v1.DstGapPolicy
@@ -1740,54 +1755,56 @@ var file_duetime_jobs_v1_job_proto_goTypes = []any{
 	(*ContainerTarget)(nil),       // 16: duetime.jobs.v1.ContainerTarget
 	(*RetryPolicy)(nil),           // 17: duetime.jobs.v1.RetryPolicy
 	(*MisfireSettings)(nil),       // 18: duetime.jobs.v1.MisfireSettings
-	nil,                           // 19: duetime.jobs.v1.HttpTarget.HeadersEntry
-	nil,                           // 20: duetime.jobs.v1.ContainerTarget.EnvEntry
-	(*durationpb.Duration)(nil),   // 21: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
+	nil,                           // 19: duetime.jobs.v1.Job.LabelsEntry
+	nil,                           // 20: duetime.jobs.v1.HttpTarget.HeadersEntry
+	nil,                           // 21: duetime.jobs.v1.ContainerTarget.EnvEntry
+	(*durationpb.Duration)(nil),   // 22: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
 }
 var file_duetime_jobs_v1_job_proto_depIdxs = []int32{
 	9,  // 0: duetime.jobs.v1.Job.schedule:type_name -> duetime.jobs.v1.Schedule
 	14, // 1: duetime.jobs.v1.Job.target:type_name -> duetime.jobs.v1.Target
-	21, // 2: duetime.jobs.v1.Job.attempt_timeout:type_name -> google.protobuf.Duration
+	22, // 2: duetime.jobs.v1.Job.attempt_timeout:type_name -> google.protobuf.Duration
 	17, // 3: duetime.jobs.v1.Job.retry_policy:type_name -> duetime.jobs.v1.RetryPolicy
 	18, // 4: duetime.jobs.v1.Job.misfire:type_name -> duetime.jobs.v1.MisfireSettings
 	5,  // 5: duetime.jobs.v1.Job.overlap_policy:type_name -> duetime.jobs.v1.OverlapPolicy
-	21, // 6: duetime.jobs.v1.Job.jitter_window:type_name -> google.protobuf.Duration
+	22, // 6: duetime.jobs.v1.Job.jitter_window:type_name -> google.protobuf.Duration
 	6,  // 7: duetime.jobs.v1.Job.priority:type_name -> duetime.jobs.v1.Priority
 	7,  // 8: duetime.jobs.v1.Job.state:type_name -> duetime.jobs.v1.JobState
-	22, // 9: duetime.jobs.v1.Job.next_run_time:type_name -> google.protobuf.Timestamp
-	22, // 10: duetime.jobs.v1.Job.create_time:type_name -> google.protobuf.Timestamp
-	22, // 11: duetime.jobs.v1.Job.update_time:type_name -> google.protobuf.Timestamp
+	23, // 9: duetime.jobs.v1.Job.next_run_time:type_name -> google.protobuf.Timestamp
+	23, // 10: duetime.jobs.v1.Job.create_time:type_name -> google.protobuf.Timestamp
+	23, // 11: duetime.jobs.v1.Job.update_time:type_name -> google.protobuf.Timestamp
 	0,  // 12: duetime.jobs.v1.Job.delivery:type_name -> duetime.jobs.v1.Delivery
-	10, // 13: duetime.jobs.v1.Schedule.at:type_name -> duetime.jobs.v1.AtSchedule
-	11, // 14: duetime.jobs.v1.Schedule.delay:type_name -> duetime.jobs.v1.DelaySchedule
-	12, // 15: duetime.jobs.v1.Schedule.interval:type_name -> duetime.jobs.v1.IntervalSchedule
-	13, // 16: duetime.jobs.v1.Schedule.cron:type_name -> duetime.jobs.v1.CronSchedule
-	22, // 17: duetime.jobs.v1.AtSchedule.run_time:type_name -> google.protobuf.Timestamp
-	1,  // 18: duetime.jobs.v1.AtSchedule.gap_policy:type_name -> duetime.jobs.v1.DstGapPolicy
-	2,  // 19: duetime.jobs.v1.AtSchedule.fold_policy:type_name -> duetime.jobs.v1.DstFoldPolicy
-	21, // 20: duetime.jobs.v1.DelaySchedule.delay:type_name -> google.protobuf.Duration
-	22, // 21: duetime.jobs.v1.DelaySchedule.run_time:type_name -> google.protobuf.Timestamp
-	21, // 22: duetime.jobs.v1.IntervalSchedule.interval:type_name -> google.protobuf.Duration
-	22, // 23: duetime.jobs.v1.IntervalSchedule.start_time:type_name -> google.protobuf.Timestamp
-	22, // 24: duetime.jobs.v1.IntervalSchedule.anchor_time:type_name -> google.protobuf.Timestamp
-	1,  // 25: duetime.jobs.v1.CronSchedule.gap_policy:type_name -> duetime.jobs.v1.DstGapPolicy
-	2,  // 26: duetime.jobs.v1.CronSchedule.fold_policy:type_name -> duetime.jobs.v1.DstFoldPolicy
-	15, // 27: duetime.jobs.v1.Target.http:type_name -> duetime.jobs.v1.HttpTarget
-	16, // 28: duetime.jobs.v1.Target.container:type_name -> duetime.jobs.v1.ContainerTarget
-	3,  // 29: duetime.jobs.v1.HttpTarget.method:type_name -> duetime.jobs.v1.HttpMethod
-	19, // 30: duetime.jobs.v1.HttpTarget.headers:type_name -> duetime.jobs.v1.HttpTarget.HeadersEntry
-	20, // 31: duetime.jobs.v1.ContainerTarget.env:type_name -> duetime.jobs.v1.ContainerTarget.EnvEntry
-	21, // 32: duetime.jobs.v1.RetryPolicy.initial_backoff:type_name -> google.protobuf.Duration
-	21, // 33: duetime.jobs.v1.RetryPolicy.max_backoff:type_name -> google.protobuf.Duration
-	4,  // 34: duetime.jobs.v1.MisfireSettings.policy:type_name -> duetime.jobs.v1.MisfirePolicy
-	21, // 35: duetime.jobs.v1.MisfireSettings.threshold:type_name -> google.protobuf.Duration
-	21, // 36: duetime.jobs.v1.MisfireSettings.max_catch_up_age:type_name -> google.protobuf.Duration
-	37, // [37:37] is the sub-list for method output_type
-	37, // [37:37] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	19, // 13: duetime.jobs.v1.Job.labels:type_name -> duetime.jobs.v1.Job.LabelsEntry
+	10, // 14: duetime.jobs.v1.Schedule.at:type_name -> duetime.jobs.v1.AtSchedule
+	11, // 15: duetime.jobs.v1.Schedule.delay:type_name -> duetime.jobs.v1.DelaySchedule
+	12, // 16: duetime.jobs.v1.Schedule.interval:type_name -> duetime.jobs.v1.IntervalSchedule
+	13, // 17: duetime.jobs.v1.Schedule.cron:type_name -> duetime.jobs.v1.CronSchedule
+	23, // 18: duetime.jobs.v1.AtSchedule.run_time:type_name -> google.protobuf.Timestamp
+	1,  // 19: duetime.jobs.v1.AtSchedule.gap_policy:type_name -> duetime.jobs.v1.DstGapPolicy
+	2,  // 20: duetime.jobs.v1.AtSchedule.fold_policy:type_name -> duetime.jobs.v1.DstFoldPolicy
+	22, // 21: duetime.jobs.v1.DelaySchedule.delay:type_name -> google.protobuf.Duration
+	23, // 22: duetime.jobs.v1.DelaySchedule.run_time:type_name -> google.protobuf.Timestamp
+	22, // 23: duetime.jobs.v1.IntervalSchedule.interval:type_name -> google.protobuf.Duration
+	23, // 24: duetime.jobs.v1.IntervalSchedule.start_time:type_name -> google.protobuf.Timestamp
+	23, // 25: duetime.jobs.v1.IntervalSchedule.anchor_time:type_name -> google.protobuf.Timestamp
+	1,  // 26: duetime.jobs.v1.CronSchedule.gap_policy:type_name -> duetime.jobs.v1.DstGapPolicy
+	2,  // 27: duetime.jobs.v1.CronSchedule.fold_policy:type_name -> duetime.jobs.v1.DstFoldPolicy
+	15, // 28: duetime.jobs.v1.Target.http:type_name -> duetime.jobs.v1.HttpTarget
+	16, // 29: duetime.jobs.v1.Target.container:type_name -> duetime.jobs.v1.ContainerTarget
+	3,  // 30: duetime.jobs.v1.HttpTarget.method:type_name -> duetime.jobs.v1.HttpMethod
+	20, // 31: duetime.jobs.v1.HttpTarget.headers:type_name -> duetime.jobs.v1.HttpTarget.HeadersEntry
+	21, // 32: duetime.jobs.v1.ContainerTarget.env:type_name -> duetime.jobs.v1.ContainerTarget.EnvEntry
+	22, // 33: duetime.jobs.v1.RetryPolicy.initial_backoff:type_name -> google.protobuf.Duration
+	22, // 34: duetime.jobs.v1.RetryPolicy.max_backoff:type_name -> google.protobuf.Duration
+	4,  // 35: duetime.jobs.v1.MisfireSettings.policy:type_name -> duetime.jobs.v1.MisfirePolicy
+	22, // 36: duetime.jobs.v1.MisfireSettings.threshold:type_name -> google.protobuf.Duration
+	22, // 37: duetime.jobs.v1.MisfireSettings.max_catch_up_age:type_name -> google.protobuf.Duration
+	38, // [38:38] is the sub-list for method output_type
+	38, // [38:38] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_duetime_jobs_v1_job_proto_init() }
@@ -1811,7 +1828,7 @@ func file_duetime_jobs_v1_job_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_duetime_jobs_v1_job_proto_rawDesc), len(file_duetime_jobs_v1_job_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -7,6 +7,7 @@
 package jobsv1
 
 import (
+	status "google.golang.org/genproto/googleapis/rpc/status"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
@@ -286,7 +287,21 @@ type ListJobsRequest struct {
 	// Optional. `next_page_token` of the previous page. Only valid with the same filter.
 	PageToken string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	// Optional. Only jobs in this state.
-	State         JobState `protobuf:"varint,3,opt,name=state,proto3,enum=duetime.jobs.v1.JobState" json:"state,omitempty"`
+	State JobState `protobuf:"varint,3,opt,name=state,proto3,enum=duetime.jobs.v1.JobState" json:"state,omitempty"`
+	// Optional. Only jobs that match this filter, in the syntax of Google's AIP-160 (at most
+	// 1,000 characters). Fields: `display_name` (`=`, `!=`, `:` contains, case-insensitive),
+	// `state` (`=`, `!=`: `ACTIVE`, `PAUSED`, `COMPLETED`, `ERROR`), `labels.KEY` (`=`, `!=`,
+	// `:*` has the label), `schedule` (`=`, `!=`: `AT`, `DELAY`, `INTERVAL`, `CRON`),
+	// `target.host` (`=`, `:` contains, case-insensitive; HTTP targets). Restrictions combine with
+	// `AND`, `OR`, `NOT` (or `-`) and parentheses; `OR` binds tighter than `AND`, and
+	// restrictions side by side are ANDed. A bare word or quoted text matches display names that
+	// contain it. Examples: `state = PAUSED AND labels.env = prod`, `target.host:"billing"`.
+	// A bad filter is INVALID_ARGUMENT naming the token at fault.
+	Filter string `protobuf:"bytes,5,opt,name=filter,proto3" json:"filter,omitempty"`
+	// Optional. 0 to 10: each listed job's latest runs, in `activities`.
+	RecentRuns int32 `protobuf:"varint,6,opt,name=recent_runs,json=recentRuns,proto3" json:"recent_runs,omitempty"`
+	// Optional. 0 to 10: each listed job's next occurrences, in `activities`.
+	UpcomingRuns  int32 `protobuf:"varint,7,opt,name=upcoming_runs,json=upcomingRuns,proto3" json:"upcoming_runs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -342,6 +357,27 @@ func (x *ListJobsRequest) GetState() JobState {
 	return JobState_JOB_STATE_UNSPECIFIED
 }
 
+func (x *ListJobsRequest) GetFilter() string {
+	if x != nil {
+		return x.Filter
+	}
+	return ""
+}
+
+func (x *ListJobsRequest) GetRecentRuns() int32 {
+	if x != nil {
+		return x.RecentRuns
+	}
+	return 0
+}
+
+func (x *ListJobsRequest) GetUpcomingRuns() int32 {
+	if x != nil {
+		return x.UpcomingRuns
+	}
+	return 0
+}
+
 // Response of ListJobs.
 type ListJobsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -349,6 +385,8 @@ type ListJobsResponse struct {
 	Jobs []*Job `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
 	// Opaque token for the next page; empty on the last page.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// With `recent_runs` or `upcoming_runs`: each listed job's activity, by job name.
+	Activities    map[string]*JobActivity `protobuf:"bytes,3,rep,name=activities,proto3" json:"activities,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -397,6 +435,69 @@ func (x *ListJobsResponse) GetNextPageToken() string {
 	return ""
 }
 
+func (x *ListJobsResponse) GetActivities() map[string]*JobActivity {
+	if x != nil {
+		return x.Activities
+	}
+	return nil
+}
+
+// What a job did lately and will do next, for pages that list jobs.
+type JobActivity struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job's latest runs, latest nominal time first (with their attempts).
+	RecentRuns []*Run `protobuf:"bytes,1,rep,name=recent_runs,json=recentRuns,proto3" json:"recent_runs,omitempty"`
+	// The job's next occurrences, as PreviewSchedule gives them (none for a job that is not
+	// ACTIVE).
+	UpcomingRuns  []*ScheduledOccurrence `protobuf:"bytes,2,rep,name=upcoming_runs,json=upcomingRuns,proto3" json:"upcoming_runs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobActivity) Reset() {
+	*x = JobActivity{}
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobActivity) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobActivity) ProtoMessage() {}
+
+func (x *JobActivity) ProtoReflect() protoreflect.Message {
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobActivity.ProtoReflect.Descriptor instead.
+func (*JobActivity) Descriptor() ([]byte, []int) {
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *JobActivity) GetRecentRuns() []*Run {
+	if x != nil {
+		return x.RecentRuns
+	}
+	return nil
+}
+
+func (x *JobActivity) GetUpcomingRuns() []*ScheduledOccurrence {
+	if x != nil {
+		return x.UpcomingRuns
+	}
+	return nil
+}
+
 // Request of UpdateJob.
 type UpdateJobRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -405,7 +506,8 @@ type UpdateJobRequest struct {
 	Job *Job `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
 	// Required. The fields to change, among `display_name`, `schedule`, `target`,
 	// `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-	// `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
+	// `priority`, `delivery`, `labels`. Sub-paths are not supported: a named field is replaced
+	// whole.
 	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,2,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -413,7 +515,7 @@ type UpdateJobRequest struct {
 
 func (x *UpdateJobRequest) Reset() {
 	*x = UpdateJobRequest{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[6]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -425,7 +527,7 @@ func (x *UpdateJobRequest) String() string {
 func (*UpdateJobRequest) ProtoMessage() {}
 
 func (x *UpdateJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[6]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -438,7 +540,7 @@ func (x *UpdateJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobRequest.ProtoReflect.Descriptor instead.
 func (*UpdateJobRequest) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{6}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *UpdateJobRequest) GetJob() *Job {
@@ -474,7 +576,7 @@ type UpdateJobResponse struct {
 
 func (x *UpdateJobResponse) Reset() {
 	*x = UpdateJobResponse{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[7]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -486,7 +588,7 @@ func (x *UpdateJobResponse) String() string {
 func (*UpdateJobResponse) ProtoMessage() {}
 
 func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[7]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -499,7 +601,7 @@ func (x *UpdateJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateJobResponse.ProtoReflect.Descriptor instead.
 func (*UpdateJobResponse) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{7}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *UpdateJobResponse) GetJob() *Job {
@@ -536,7 +638,7 @@ type DeleteJobRequest struct {
 
 func (x *DeleteJobRequest) Reset() {
 	*x = DeleteJobRequest{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[8]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -548,7 +650,7 @@ func (x *DeleteJobRequest) String() string {
 func (*DeleteJobRequest) ProtoMessage() {}
 
 func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[8]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -561,7 +663,7 @@ func (x *DeleteJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobRequest.ProtoReflect.Descriptor instead.
 func (*DeleteJobRequest) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{8}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DeleteJobRequest) GetName() string {
@@ -587,7 +689,7 @@ type DeleteJobResponse struct {
 
 func (x *DeleteJobResponse) Reset() {
 	*x = DeleteJobResponse{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[9]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -599,7 +701,7 @@ func (x *DeleteJobResponse) String() string {
 func (*DeleteJobResponse) ProtoMessage() {}
 
 func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[9]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -612,7 +714,7 @@ func (x *DeleteJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobResponse.ProtoReflect.Descriptor instead.
 func (*DeleteJobResponse) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{9}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{10}
 }
 
 // Request of PauseJob.
@@ -628,7 +730,7 @@ type PauseJobRequest struct {
 
 func (x *PauseJobRequest) Reset() {
 	*x = PauseJobRequest{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[10]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -640,7 +742,7 @@ func (x *PauseJobRequest) String() string {
 func (*PauseJobRequest) ProtoMessage() {}
 
 func (x *PauseJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[10]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -653,7 +755,7 @@ func (x *PauseJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseJobRequest.ProtoReflect.Descriptor instead.
 func (*PauseJobRequest) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{10}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PauseJobRequest) GetName() string {
@@ -681,7 +783,7 @@ type PauseJobResponse struct {
 
 func (x *PauseJobResponse) Reset() {
 	*x = PauseJobResponse{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[11]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -693,7 +795,7 @@ func (x *PauseJobResponse) String() string {
 func (*PauseJobResponse) ProtoMessage() {}
 
 func (x *PauseJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[11]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -706,7 +808,7 @@ func (x *PauseJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseJobResponse.ProtoReflect.Descriptor instead.
 func (*PauseJobResponse) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{11}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PauseJobResponse) GetJob() *Job {
@@ -729,7 +831,7 @@ type ResumeJobRequest struct {
 
 func (x *ResumeJobRequest) Reset() {
 	*x = ResumeJobRequest{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[12]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -741,7 +843,7 @@ func (x *ResumeJobRequest) String() string {
 func (*ResumeJobRequest) ProtoMessage() {}
 
 func (x *ResumeJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[12]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -754,7 +856,7 @@ func (x *ResumeJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeJobRequest.ProtoReflect.Descriptor instead.
 func (*ResumeJobRequest) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{12}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ResumeJobRequest) GetName() string {
@@ -782,7 +884,7 @@ type ResumeJobResponse struct {
 
 func (x *ResumeJobResponse) Reset() {
 	*x = ResumeJobResponse{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[13]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -794,7 +896,7 @@ func (x *ResumeJobResponse) String() string {
 func (*ResumeJobResponse) ProtoMessage() {}
 
 func (x *ResumeJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[13]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -807,7 +909,7 @@ func (x *ResumeJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeJobResponse.ProtoReflect.Descriptor instead.
 func (*ResumeJobResponse) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{13}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ResumeJobResponse) GetJob() *Job {
@@ -831,7 +933,7 @@ type TriggerJobRequest struct {
 
 func (x *TriggerJobRequest) Reset() {
 	*x = TriggerJobRequest{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[14]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -843,7 +945,7 @@ func (x *TriggerJobRequest) String() string {
 func (*TriggerJobRequest) ProtoMessage() {}
 
 func (x *TriggerJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[14]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -856,7 +958,7 @@ func (x *TriggerJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerJobRequest.ProtoReflect.Descriptor instead.
 func (*TriggerJobRequest) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{14}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TriggerJobRequest) GetName() string {
@@ -884,7 +986,7 @@ type TriggerJobResponse struct {
 
 func (x *TriggerJobResponse) Reset() {
 	*x = TriggerJobResponse{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[15]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -896,7 +998,7 @@ func (x *TriggerJobResponse) String() string {
 func (*TriggerJobResponse) ProtoMessage() {}
 
 func (x *TriggerJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[15]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -909,7 +1011,7 @@ func (x *TriggerJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerJobResponse.ProtoReflect.Descriptor instead.
 func (*TriggerJobResponse) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{15}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TriggerJobResponse) GetRun() *Run {
@@ -922,21 +1024,30 @@ func (x *TriggerJobResponse) GetRun() *Run {
 // Request of ListRuns.
 type ListRunsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Required. The job, `teams/{team}/jobs/{job_id}`.
+	// Required. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of
+	// every job of the team (deleted jobs' too), latest nominal time first.
 	Parent string `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
 	// Optional. At most this many runs, 1 to 1,000; defaults to 100.
 	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// Optional. `next_page_token` of the previous page. Only valid with the same filter.
 	PageToken string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	// Optional. Only runs in this state.
-	State         RunState `protobuf:"varint,4,opt,name=state,proto3,enum=duetime.jobs.v1.RunState" json:"state,omitempty"`
+	State RunState `protobuf:"varint,4,opt,name=state,proto3,enum=duetime.jobs.v1.RunState" json:"state,omitempty"`
+	// Optional. Only runs that match this filter, in the syntax of Google's AIP-160 (at most
+	// 1,000 characters). Fields: `state` (`=`, `!=`: a RunState without its prefix, e.g.
+	// `DEAD_LETTERED`), `origin` (`=`, `!=`: `SCHEDULE`, `TRIGGER`), `reason` (`=`, `!=`: a
+	// RunReason without its prefix, e.g. `MISFIRE`), `nominal_time` and `start_time` (`<`, `<=`,
+	// `>`, `>=`, `=`, `!=` with an RFC 3339 time in quotes; `start_time` is when the first
+	// attempt started), `job_id` (`=`, `!=`). Combined as in ListJobs' filter. Example:
+	// `(state = DEAD_LETTERED OR state = MISSED) AND nominal_time >= "2026-12-06T09:00:00Z"`.
+	Filter        string `protobuf:"bytes,6,opt,name=filter,proto3" json:"filter,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListRunsRequest) Reset() {
 	*x = ListRunsRequest{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[16]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -948,7 +1059,7 @@ func (x *ListRunsRequest) String() string {
 func (*ListRunsRequest) ProtoMessage() {}
 
 func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[16]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -961,7 +1072,7 @@ func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRunsRequest.ProtoReflect.Descriptor instead.
 func (*ListRunsRequest) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{16}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListRunsRequest) GetParent() string {
@@ -992,6 +1103,13 @@ func (x *ListRunsRequest) GetState() RunState {
 	return RunState_RUN_STATE_UNSPECIFIED
 }
 
+func (x *ListRunsRequest) GetFilter() string {
+	if x != nil {
+		return x.Filter
+	}
+	return ""
+}
+
 // Response of ListRuns.
 type ListRunsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1005,7 +1123,7 @@ type ListRunsResponse struct {
 
 func (x *ListRunsResponse) Reset() {
 	*x = ListRunsResponse{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[17]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1017,7 +1135,7 @@ func (x *ListRunsResponse) String() string {
 func (*ListRunsResponse) ProtoMessage() {}
 
 func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[17]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1030,7 +1148,7 @@ func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRunsResponse.ProtoReflect.Descriptor instead.
 func (*ListRunsResponse) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{17}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListRunsResponse) GetRuns() []*Run {
@@ -1058,7 +1176,7 @@ type GetRunRequest struct {
 
 func (x *GetRunRequest) Reset() {
 	*x = GetRunRequest{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[18]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1070,7 +1188,7 @@ func (x *GetRunRequest) String() string {
 func (*GetRunRequest) ProtoMessage() {}
 
 func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[18]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1083,7 +1201,7 @@ func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRunRequest.ProtoReflect.Descriptor instead.
 func (*GetRunRequest) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{18}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetRunRequest) GetName() string {
@@ -1104,7 +1222,7 @@ type GetRunResponse struct {
 
 func (x *GetRunResponse) Reset() {
 	*x = GetRunResponse{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[19]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1116,7 +1234,7 @@ func (x *GetRunResponse) String() string {
 func (*GetRunResponse) ProtoMessage() {}
 
 func (x *GetRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[19]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1129,7 +1247,7 @@ func (x *GetRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRunResponse.ProtoReflect.Descriptor instead.
 func (*GetRunResponse) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{19}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetRunResponse) GetRun() *Run {
@@ -1153,7 +1271,7 @@ type RedriveRunRequest struct {
 
 func (x *RedriveRunRequest) Reset() {
 	*x = RedriveRunRequest{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[20]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1165,7 +1283,7 @@ func (x *RedriveRunRequest) String() string {
 func (*RedriveRunRequest) ProtoMessage() {}
 
 func (x *RedriveRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[20]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1178,7 +1296,7 @@ func (x *RedriveRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveRunRequest.ProtoReflect.Descriptor instead.
 func (*RedriveRunRequest) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{20}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RedriveRunRequest) GetName() string {
@@ -1206,7 +1324,7 @@ type RedriveRunResponse struct {
 
 func (x *RedriveRunResponse) Reset() {
 	*x = RedriveRunResponse{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[21]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1218,7 +1336,7 @@ func (x *RedriveRunResponse) String() string {
 func (*RedriveRunResponse) ProtoMessage() {}
 
 func (x *RedriveRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[21]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1231,7 +1349,7 @@ func (x *RedriveRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveRunResponse.ProtoReflect.Descriptor instead.
 func (*RedriveRunResponse) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{21}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RedriveRunResponse) GetRun() *Run {
@@ -1263,7 +1381,7 @@ type PreviewScheduleRequest struct {
 
 func (x *PreviewScheduleRequest) Reset() {
 	*x = PreviewScheduleRequest{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[22]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1275,7 +1393,7 @@ func (x *PreviewScheduleRequest) String() string {
 func (*PreviewScheduleRequest) ProtoMessage() {}
 
 func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[22]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1288,7 +1406,7 @@ func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleRequest.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{22}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PreviewScheduleRequest) GetSource() isPreviewScheduleRequest_Source {
@@ -1367,7 +1485,7 @@ type PreviewScheduleResponse struct {
 
 func (x *PreviewScheduleResponse) Reset() {
 	*x = PreviewScheduleResponse{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[23]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1379,7 +1497,7 @@ func (x *PreviewScheduleResponse) String() string {
 func (*PreviewScheduleResponse) ProtoMessage() {}
 
 func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[23]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1392,7 +1510,7 @@ func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleResponse.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{23}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PreviewScheduleResponse) GetOccurrences() []*ScheduledOccurrence {
@@ -1420,7 +1538,7 @@ type ScheduledOccurrence struct {
 
 func (x *ScheduledOccurrence) Reset() {
 	*x = ScheduledOccurrence{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[24]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1432,7 +1550,7 @@ func (x *ScheduledOccurrence) String() string {
 func (*ScheduledOccurrence) ProtoMessage() {}
 
 func (x *ScheduledOccurrence) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[24]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1445,7 +1563,7 @@ func (x *ScheduledOccurrence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduledOccurrence.ProtoReflect.Descriptor instead.
 func (*ScheduledOccurrence) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{24}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ScheduledOccurrence) GetNominalTime() *timestamppb.Timestamp {
@@ -1487,7 +1605,7 @@ type GetTeamQuotaRequest struct {
 
 func (x *GetTeamQuotaRequest) Reset() {
 	*x = GetTeamQuotaRequest{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[25]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1499,7 +1617,7 @@ func (x *GetTeamQuotaRequest) String() string {
 func (*GetTeamQuotaRequest) ProtoMessage() {}
 
 func (x *GetTeamQuotaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[25]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1512,7 +1630,7 @@ func (x *GetTeamQuotaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTeamQuotaRequest.ProtoReflect.Descriptor instead.
 func (*GetTeamQuotaRequest) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{25}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetTeamQuotaRequest) GetName() string {
@@ -1537,7 +1655,7 @@ type GetTeamQuotaResponse struct {
 
 func (x *GetTeamQuotaResponse) Reset() {
 	*x = GetTeamQuotaResponse{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[26]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1549,7 +1667,7 @@ func (x *GetTeamQuotaResponse) String() string {
 func (*GetTeamQuotaResponse) ProtoMessage() {}
 
 func (x *GetTeamQuotaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[26]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1562,7 +1680,7 @@ func (x *GetTeamQuotaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTeamQuotaResponse.ProtoReflect.Descriptor instead.
 func (*GetTeamQuotaResponse) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{26}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetTeamQuotaResponse) GetName() string {
@@ -1586,11 +1704,467 @@ func (x *GetTeamQuotaResponse) GetUsage() *TeamUsage {
 	return nil
 }
 
+// Request of BatchPauseJobs.
+type BatchPauseJobsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Optional. `teams/{team}`: the calling team's own; empty means the calling team.
+	Parent string `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
+	// The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of `names` and
+	// `filter`.
+	Names []string `protobuf:"bytes,2,rep,name=names,proto3" json:"names,omitempty"`
+	// A ListJobs filter: every job of the team it matches, at most 1,000 (more is
+	// FAILED_PRECONDITION, reason BATCH_TOO_LARGE: narrow the filter).
+	Filter string `protobuf:"bytes,3,opt,name=filter,proto3" json:"filter,omitempty"`
+	// Optional. Count the jobs (`matched`) and change nothing.
+	ValidateOnly  bool `protobuf:"varint,4,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchPauseJobsRequest) Reset() {
+	*x = BatchPauseJobsRequest{}
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchPauseJobsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchPauseJobsRequest) ProtoMessage() {}
+
+func (x *BatchPauseJobsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchPauseJobsRequest.ProtoReflect.Descriptor instead.
+func (*BatchPauseJobsRequest) Descriptor() ([]byte, []int) {
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *BatchPauseJobsRequest) GetParent() string {
+	if x != nil {
+		return x.Parent
+	}
+	return ""
+}
+
+func (x *BatchPauseJobsRequest) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
+}
+
+func (x *BatchPauseJobsRequest) GetFilter() string {
+	if x != nil {
+		return x.Filter
+	}
+	return ""
+}
+
+func (x *BatchPauseJobsRequest) GetValidateOnly() bool {
+	if x != nil {
+		return x.ValidateOnly
+	}
+	return false
+}
+
+// Response of BatchPauseJobs.
+type BatchPauseJobsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many jobs the request named or its filter matched.
+	Matched int32 `protobuf:"varint,1,opt,name=matched,proto3" json:"matched,omitempty"`
+	// Each job's outcome, in the order of `names` (or of ListJobs for a filter); empty with
+	// `validate_only`.
+	Results       []*BatchResult `protobuf:"bytes,2,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchPauseJobsResponse) Reset() {
+	*x = BatchPauseJobsResponse{}
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchPauseJobsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchPauseJobsResponse) ProtoMessage() {}
+
+func (x *BatchPauseJobsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchPauseJobsResponse.ProtoReflect.Descriptor instead.
+func (*BatchPauseJobsResponse) Descriptor() ([]byte, []int) {
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *BatchPauseJobsResponse) GetMatched() int32 {
+	if x != nil {
+		return x.Matched
+	}
+	return 0
+}
+
+func (x *BatchPauseJobsResponse) GetResults() []*BatchResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// Request of BatchResumeJobs.
+type BatchResumeJobsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Optional. `teams/{team}`: the calling team's own; empty means the calling team.
+	Parent string `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
+	// The jobs, at most 1,000. Set exactly one of `names` and `filter`.
+	Names []string `protobuf:"bytes,2,rep,name=names,proto3" json:"names,omitempty"`
+	// A ListJobs filter, as in BatchPauseJobsRequest.
+	Filter string `protobuf:"bytes,3,opt,name=filter,proto3" json:"filter,omitempty"`
+	// Optional. Count the jobs (`matched`) and change nothing.
+	ValidateOnly  bool `protobuf:"varint,4,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchResumeJobsRequest) Reset() {
+	*x = BatchResumeJobsRequest{}
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchResumeJobsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchResumeJobsRequest) ProtoMessage() {}
+
+func (x *BatchResumeJobsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchResumeJobsRequest.ProtoReflect.Descriptor instead.
+func (*BatchResumeJobsRequest) Descriptor() ([]byte, []int) {
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *BatchResumeJobsRequest) GetParent() string {
+	if x != nil {
+		return x.Parent
+	}
+	return ""
+}
+
+func (x *BatchResumeJobsRequest) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
+}
+
+func (x *BatchResumeJobsRequest) GetFilter() string {
+	if x != nil {
+		return x.Filter
+	}
+	return ""
+}
+
+func (x *BatchResumeJobsRequest) GetValidateOnly() bool {
+	if x != nil {
+		return x.ValidateOnly
+	}
+	return false
+}
+
+// Response of BatchResumeJobs.
+type BatchResumeJobsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many jobs the request named or its filter matched.
+	Matched int32 `protobuf:"varint,1,opt,name=matched,proto3" json:"matched,omitempty"`
+	// Each job's outcome; empty with `validate_only`.
+	Results       []*BatchResult `protobuf:"bytes,2,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchResumeJobsResponse) Reset() {
+	*x = BatchResumeJobsResponse{}
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchResumeJobsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchResumeJobsResponse) ProtoMessage() {}
+
+func (x *BatchResumeJobsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchResumeJobsResponse.ProtoReflect.Descriptor instead.
+func (*BatchResumeJobsResponse) Descriptor() ([]byte, []int) {
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *BatchResumeJobsResponse) GetMatched() int32 {
+	if x != nil {
+		return x.Matched
+	}
+	return 0
+}
+
+func (x *BatchResumeJobsResponse) GetResults() []*BatchResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// Request of BatchRedriveRuns.
+type BatchRedriveRunsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required with `filter`. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-`
+	// for every job of the team.
+	Parent string `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
+	// The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}`, at most 1,000. Set exactly one of
+	// `names` and `filter`.
+	Names []string `protobuf:"bytes,2,rep,name=names,proto3" json:"names,omitempty"`
+	// A ListRuns filter under `parent`; only DEAD_LETTERED runs are redriven, at most 1,000
+	// (more is FAILED_PRECONDITION, reason BATCH_TOO_LARGE).
+	Filter string `protobuf:"bytes,3,opt,name=filter,proto3" json:"filter,omitempty"`
+	// Optional. Count the runs (`matched`) and change nothing.
+	ValidateOnly bool `protobuf:"varint,4,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
+	// Required unless `validate_only`. A client-chosen id, at most 100 characters: a retried
+	// call with the same id redrives no run twice (each run's redrive is idempotent by it).
+	RequestId     string `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchRedriveRunsRequest) Reset() {
+	*x = BatchRedriveRunsRequest{}
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchRedriveRunsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchRedriveRunsRequest) ProtoMessage() {}
+
+func (x *BatchRedriveRunsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchRedriveRunsRequest.ProtoReflect.Descriptor instead.
+func (*BatchRedriveRunsRequest) Descriptor() ([]byte, []int) {
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *BatchRedriveRunsRequest) GetParent() string {
+	if x != nil {
+		return x.Parent
+	}
+	return ""
+}
+
+func (x *BatchRedriveRunsRequest) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
+}
+
+func (x *BatchRedriveRunsRequest) GetFilter() string {
+	if x != nil {
+		return x.Filter
+	}
+	return ""
+}
+
+func (x *BatchRedriveRunsRequest) GetValidateOnly() bool {
+	if x != nil {
+		return x.ValidateOnly
+	}
+	return false
+}
+
+func (x *BatchRedriveRunsRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+// Response of BatchRedriveRuns.
+type BatchRedriveRunsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many DEAD_LETTERED runs the request named or its filter matched.
+	Matched int32 `protobuf:"varint,1,opt,name=matched,proto3" json:"matched,omitempty"`
+	// Each run's outcome; empty with `validate_only`.
+	Results       []*BatchResult `protobuf:"bytes,2,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchRedriveRunsResponse) Reset() {
+	*x = BatchRedriveRunsResponse{}
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchRedriveRunsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchRedriveRunsResponse) ProtoMessage() {}
+
+func (x *BatchRedriveRunsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchRedriveRunsResponse.ProtoReflect.Descriptor instead.
+func (*BatchRedriveRunsResponse) Descriptor() ([]byte, []int) {
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *BatchRedriveRunsResponse) GetMatched() int32 {
+	if x != nil {
+		return x.Matched
+	}
+	return 0
+}
+
+func (x *BatchRedriveRunsResponse) GetResults() []*BatchResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// One item's outcome in a batch.
+type BatchResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job or run.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// OK, or why this item was not changed: the error its single call would have given
+	// (e.g. FAILED_PRECONDITION, reason JOB_NOT_ACTIVE), with the same details.
+	Status        *status.Status `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchResult) Reset() {
+	*x = BatchResult{}
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchResult) ProtoMessage() {}
+
+func (x *BatchResult) ProtoReflect() protoreflect.Message {
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchResult.ProtoReflect.Descriptor instead.
+func (*BatchResult) Descriptor() ([]byte, []int) {
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *BatchResult) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *BatchResult) GetStatus() *status.Status {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
 var File_duetime_jobs_v1_job_service_proto protoreflect.FileDescriptor
 
 const file_duetime_jobs_v1_job_service_proto_rawDesc = "" +
 	"\n" +
-	"!duetime/jobs/v1/job_service.proto\x12\x0fduetime.jobs.v1\x1a\x19duetime/jobs/v1/job.proto\x1a\x1bduetime/jobs/v1/quota.proto\x1a\x19duetime/jobs/v1/run.proto\x1a\x1egoogle/protobuf/duration.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"Y\n" +
+	"!duetime/jobs/v1/job_service.proto\x12\x0fduetime.jobs.v1\x1a\x19duetime/jobs/v1/job.proto\x1a\x1bduetime/jobs/v1/quota.proto\x1a\x19duetime/jobs/v1/run.proto\x1a\x1egoogle/protobuf/duration.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"Y\n" +
 	"\x10CreateJobRequest\x12&\n" +
 	"\x03job\x18\x01 \x01(\v2\x14.duetime.jobs.v1.JobR\x03job\x12\x1d\n" +
 	"\n" +
@@ -1600,15 +2174,29 @@ const file_duetime_jobs_v1_job_service_proto_rawDesc = "" +
 	"\rGetJobRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"8\n" +
 	"\x0eGetJobResponse\x12&\n" +
-	"\x03job\x18\x01 \x01(\v2\x14.duetime.jobs.v1.JobR\x03job\"~\n" +
+	"\x03job\x18\x01 \x01(\v2\x14.duetime.jobs.v1.JobR\x03job\"\xdc\x01\n" +
 	"\x0fListJobsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\x12/\n" +
-	"\x05state\x18\x03 \x01(\x0e2\x19.duetime.jobs.v1.JobStateR\x05state\"d\n" +
+	"\x05state\x18\x03 \x01(\x0e2\x19.duetime.jobs.v1.JobStateR\x05state\x12\x16\n" +
+	"\x06filter\x18\x05 \x01(\tR\x06filter\x12\x1f\n" +
+	"\vrecent_runs\x18\x06 \x01(\x05R\n" +
+	"recentRuns\x12#\n" +
+	"\rupcoming_runs\x18\a \x01(\x05R\fupcomingRuns\"\x94\x02\n" +
 	"\x10ListJobsResponse\x12(\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x14.duetime.jobs.v1.JobR\x04jobs\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"w\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12Q\n" +
+	"\n" +
+	"activities\x18\x03 \x03(\v21.duetime.jobs.v1.ListJobsResponse.ActivitiesEntryR\n" +
+	"activities\x1a[\n" +
+	"\x0fActivitiesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x122\n" +
+	"\x05value\x18\x02 \x01(\v2\x1c.duetime.jobs.v1.JobActivityR\x05value:\x028\x01\"\x8f\x01\n" +
+	"\vJobActivity\x125\n" +
+	"\vrecent_runs\x18\x01 \x03(\v2\x14.duetime.jobs.v1.RunR\n" +
+	"recentRuns\x12I\n" +
+	"\rupcoming_runs\x18\x02 \x03(\v2$.duetime.jobs.v1.ScheduledOccurrenceR\fupcomingRuns\"w\n" +
 	"\x10UpdateJobRequest\x12&\n" +
 	"\x03job\x18\x01 \x01(\v2\x14.duetime.jobs.v1.JobR\x03job\x12;\n" +
 	"\vupdate_mask\x18\x02 \x01(\v2\x1a.google.protobuf.FieldMaskR\n" +
@@ -1636,13 +2224,14 @@ const file_duetime_jobs_v1_job_service_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x02 \x01(\tR\trequestId\"<\n" +
 	"\x12TriggerJobResponse\x12&\n" +
-	"\x03run\x18\x01 \x01(\v2\x14.duetime.jobs.v1.RunR\x03run\"\x96\x01\n" +
+	"\x03run\x18\x01 \x01(\v2\x14.duetime.jobs.v1.RunR\x03run\"\xae\x01\n" +
 	"\x0fListRunsRequest\x12\x16\n" +
 	"\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x03 \x01(\tR\tpageToken\x12/\n" +
-	"\x05state\x18\x04 \x01(\x0e2\x19.duetime.jobs.v1.RunStateR\x05state\"d\n" +
+	"\x05state\x18\x04 \x01(\x0e2\x19.duetime.jobs.v1.RunStateR\x05state\x12\x16\n" +
+	"\x06filter\x18\x06 \x01(\tR\x06filter\"d\n" +
 	"\x10ListRunsResponse\x12(\n" +
 	"\x04runs\x18\x01 \x03(\v2\x14.duetime.jobs.v1.RunR\x04runs\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"#\n" +
@@ -1677,12 +2266,41 @@ const file_duetime_jobs_v1_job_service_proto_rawDesc = "" +
 	"\x14GetTeamQuotaResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x120\n" +
 	"\x05quota\x18\x02 \x01(\v2\x1a.duetime.jobs.v1.TeamQuotaR\x05quota\x120\n" +
-	"\x05usage\x18\x03 \x01(\v2\x1a.duetime.jobs.v1.TeamUsageR\x05usage*\x94\x01\n" +
+	"\x05usage\x18\x03 \x01(\v2\x1a.duetime.jobs.v1.TeamUsageR\x05usage\"\x82\x01\n" +
+	"\x15BatchPauseJobsRequest\x12\x16\n" +
+	"\x06parent\x18\x01 \x01(\tR\x06parent\x12\x14\n" +
+	"\x05names\x18\x02 \x03(\tR\x05names\x12\x16\n" +
+	"\x06filter\x18\x03 \x01(\tR\x06filter\x12#\n" +
+	"\rvalidate_only\x18\x04 \x01(\bR\fvalidateOnly\"j\n" +
+	"\x16BatchPauseJobsResponse\x12\x18\n" +
+	"\amatched\x18\x01 \x01(\x05R\amatched\x126\n" +
+	"\aresults\x18\x02 \x03(\v2\x1c.duetime.jobs.v1.BatchResultR\aresults\"\x83\x01\n" +
+	"\x16BatchResumeJobsRequest\x12\x16\n" +
+	"\x06parent\x18\x01 \x01(\tR\x06parent\x12\x14\n" +
+	"\x05names\x18\x02 \x03(\tR\x05names\x12\x16\n" +
+	"\x06filter\x18\x03 \x01(\tR\x06filter\x12#\n" +
+	"\rvalidate_only\x18\x04 \x01(\bR\fvalidateOnly\"k\n" +
+	"\x17BatchResumeJobsResponse\x12\x18\n" +
+	"\amatched\x18\x01 \x01(\x05R\amatched\x126\n" +
+	"\aresults\x18\x02 \x03(\v2\x1c.duetime.jobs.v1.BatchResultR\aresults\"\xa3\x01\n" +
+	"\x17BatchRedriveRunsRequest\x12\x16\n" +
+	"\x06parent\x18\x01 \x01(\tR\x06parent\x12\x14\n" +
+	"\x05names\x18\x02 \x03(\tR\x05names\x12\x16\n" +
+	"\x06filter\x18\x03 \x01(\tR\x06filter\x12#\n" +
+	"\rvalidate_only\x18\x04 \x01(\bR\fvalidateOnly\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x05 \x01(\tR\trequestId\"l\n" +
+	"\x18BatchRedriveRunsResponse\x12\x18\n" +
+	"\amatched\x18\x01 \x01(\x05R\amatched\x126\n" +
+	"\aresults\x18\x02 \x03(\v2\x1c.duetime.jobs.v1.BatchResultR\aresults\"M\n" +
+	"\vBatchResult\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12*\n" +
+	"\x06status\x18\x02 \x01(\v2\x12.google.rpc.StatusR\x06status*\x94\x01\n" +
 	"\rDstAdjustment\x12\x1e\n" +
 	"\x1aDST_ADJUSTMENT_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16DST_ADJUSTMENT_SHIFTED\x10\x01\x12\"\n" +
 	"\x1eDST_ADJUSTMENT_FOLD_FIRST_PASS\x10\x02\x12#\n" +
-	"\x1fDST_ADJUSTMENT_FOLD_SECOND_PASS\x10\x032\xd6\b\n" +
+	"\x1fDST_ADJUSTMENT_FOLD_SECOND_PASS\x10\x032\x88\v\n" +
 	"\n" +
 	"JobService\x12R\n" +
 	"\tCreateJob\x12!.duetime.jobs.v1.CreateJobRequest\x1a\".duetime.jobs.v1.CreateJobResponse\x12I\n" +
@@ -1699,7 +2317,10 @@ const file_duetime_jobs_v1_job_service_proto_rawDesc = "" +
 	"\n" +
 	"RedriveRun\x12\".duetime.jobs.v1.RedriveRunRequest\x1a#.duetime.jobs.v1.RedriveRunResponse\x12d\n" +
 	"\x0fPreviewSchedule\x12'.duetime.jobs.v1.PreviewScheduleRequest\x1a(.duetime.jobs.v1.PreviewScheduleResponse\x12[\n" +
-	"\fGetTeamQuota\x12$.duetime.jobs.v1.GetTeamQuotaRequest\x1a%.duetime.jobs.v1.GetTeamQuotaResponseBe\n" +
+	"\fGetTeamQuota\x12$.duetime.jobs.v1.GetTeamQuotaRequest\x1a%.duetime.jobs.v1.GetTeamQuotaResponse\x12a\n" +
+	"\x0eBatchPauseJobs\x12&.duetime.jobs.v1.BatchPauseJobsRequest\x1a'.duetime.jobs.v1.BatchPauseJobsResponse\x12d\n" +
+	"\x0fBatchResumeJobs\x12'.duetime.jobs.v1.BatchResumeJobsRequest\x1a(.duetime.jobs.v1.BatchResumeJobsResponse\x12g\n" +
+	"\x10BatchRedriveRuns\x12(.duetime.jobs.v1.BatchRedriveRunsRequest\x1a).duetime.jobs.v1.BatchRedriveRunsResponseBe\n" +
 	"\x13dev.duetime.jobs.v1B\x0fJobServiceProtoP\x01Z)duetime.dev/gen/go/duetime/jobs/v1;jobsv1\xaa\x02\x0fDuetime.Jobs.V1b\x06proto3"
 
 var (
@@ -1715,104 +2336,128 @@ func file_duetime_jobs_v1_job_service_proto_rawDescGZIP() []byte {
 }
 
 var file_duetime_jobs_v1_job_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_duetime_jobs_v1_job_service_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_duetime_jobs_v1_job_service_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_duetime_jobs_v1_job_service_proto_goTypes = []any{
-	(DstAdjustment)(0),              // 0: duetime.jobs.v1.DstAdjustment
-	(*CreateJobRequest)(nil),        // 1: duetime.jobs.v1.CreateJobRequest
-	(*CreateJobResponse)(nil),       // 2: duetime.jobs.v1.CreateJobResponse
-	(*GetJobRequest)(nil),           // 3: duetime.jobs.v1.GetJobRequest
-	(*GetJobResponse)(nil),          // 4: duetime.jobs.v1.GetJobResponse
-	(*ListJobsRequest)(nil),         // 5: duetime.jobs.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),        // 6: duetime.jobs.v1.ListJobsResponse
-	(*UpdateJobRequest)(nil),        // 7: duetime.jobs.v1.UpdateJobRequest
-	(*UpdateJobResponse)(nil),       // 8: duetime.jobs.v1.UpdateJobResponse
-	(*DeleteJobRequest)(nil),        // 9: duetime.jobs.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),       // 10: duetime.jobs.v1.DeleteJobResponse
-	(*PauseJobRequest)(nil),         // 11: duetime.jobs.v1.PauseJobRequest
-	(*PauseJobResponse)(nil),        // 12: duetime.jobs.v1.PauseJobResponse
-	(*ResumeJobRequest)(nil),        // 13: duetime.jobs.v1.ResumeJobRequest
-	(*ResumeJobResponse)(nil),       // 14: duetime.jobs.v1.ResumeJobResponse
-	(*TriggerJobRequest)(nil),       // 15: duetime.jobs.v1.TriggerJobRequest
-	(*TriggerJobResponse)(nil),      // 16: duetime.jobs.v1.TriggerJobResponse
-	(*ListRunsRequest)(nil),         // 17: duetime.jobs.v1.ListRunsRequest
-	(*ListRunsResponse)(nil),        // 18: duetime.jobs.v1.ListRunsResponse
-	(*GetRunRequest)(nil),           // 19: duetime.jobs.v1.GetRunRequest
-	(*GetRunResponse)(nil),          // 20: duetime.jobs.v1.GetRunResponse
-	(*RedriveRunRequest)(nil),       // 21: duetime.jobs.v1.RedriveRunRequest
-	(*RedriveRunResponse)(nil),      // 22: duetime.jobs.v1.RedriveRunResponse
-	(*PreviewScheduleRequest)(nil),  // 23: duetime.jobs.v1.PreviewScheduleRequest
-	(*PreviewScheduleResponse)(nil), // 24: duetime.jobs.v1.PreviewScheduleResponse
-	(*ScheduledOccurrence)(nil),     // 25: duetime.jobs.v1.ScheduledOccurrence
-	(*GetTeamQuotaRequest)(nil),     // 26: duetime.jobs.v1.GetTeamQuotaRequest
-	(*GetTeamQuotaResponse)(nil),    // 27: duetime.jobs.v1.GetTeamQuotaResponse
-	(*Job)(nil),                     // 28: duetime.jobs.v1.Job
-	(JobState)(0),                   // 29: duetime.jobs.v1.JobState
-	(*fieldmaskpb.FieldMask)(nil),   // 30: google.protobuf.FieldMask
-	(*timestamppb.Timestamp)(nil),   // 31: google.protobuf.Timestamp
-	(*Run)(nil),                     // 32: duetime.jobs.v1.Run
-	(RunState)(0),                   // 33: duetime.jobs.v1.RunState
-	(*Schedule)(nil),                // 34: duetime.jobs.v1.Schedule
-	(*durationpb.Duration)(nil),     // 35: google.protobuf.Duration
-	(*TeamQuota)(nil),               // 36: duetime.jobs.v1.TeamQuota
-	(*TeamUsage)(nil),               // 37: duetime.jobs.v1.TeamUsage
+	(DstAdjustment)(0),               // 0: duetime.jobs.v1.DstAdjustment
+	(*CreateJobRequest)(nil),         // 1: duetime.jobs.v1.CreateJobRequest
+	(*CreateJobResponse)(nil),        // 2: duetime.jobs.v1.CreateJobResponse
+	(*GetJobRequest)(nil),            // 3: duetime.jobs.v1.GetJobRequest
+	(*GetJobResponse)(nil),           // 4: duetime.jobs.v1.GetJobResponse
+	(*ListJobsRequest)(nil),          // 5: duetime.jobs.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),         // 6: duetime.jobs.v1.ListJobsResponse
+	(*JobActivity)(nil),              // 7: duetime.jobs.v1.JobActivity
+	(*UpdateJobRequest)(nil),         // 8: duetime.jobs.v1.UpdateJobRequest
+	(*UpdateJobResponse)(nil),        // 9: duetime.jobs.v1.UpdateJobResponse
+	(*DeleteJobRequest)(nil),         // 10: duetime.jobs.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),        // 11: duetime.jobs.v1.DeleteJobResponse
+	(*PauseJobRequest)(nil),          // 12: duetime.jobs.v1.PauseJobRequest
+	(*PauseJobResponse)(nil),         // 13: duetime.jobs.v1.PauseJobResponse
+	(*ResumeJobRequest)(nil),         // 14: duetime.jobs.v1.ResumeJobRequest
+	(*ResumeJobResponse)(nil),        // 15: duetime.jobs.v1.ResumeJobResponse
+	(*TriggerJobRequest)(nil),        // 16: duetime.jobs.v1.TriggerJobRequest
+	(*TriggerJobResponse)(nil),       // 17: duetime.jobs.v1.TriggerJobResponse
+	(*ListRunsRequest)(nil),          // 18: duetime.jobs.v1.ListRunsRequest
+	(*ListRunsResponse)(nil),         // 19: duetime.jobs.v1.ListRunsResponse
+	(*GetRunRequest)(nil),            // 20: duetime.jobs.v1.GetRunRequest
+	(*GetRunResponse)(nil),           // 21: duetime.jobs.v1.GetRunResponse
+	(*RedriveRunRequest)(nil),        // 22: duetime.jobs.v1.RedriveRunRequest
+	(*RedriveRunResponse)(nil),       // 23: duetime.jobs.v1.RedriveRunResponse
+	(*PreviewScheduleRequest)(nil),   // 24: duetime.jobs.v1.PreviewScheduleRequest
+	(*PreviewScheduleResponse)(nil),  // 25: duetime.jobs.v1.PreviewScheduleResponse
+	(*ScheduledOccurrence)(nil),      // 26: duetime.jobs.v1.ScheduledOccurrence
+	(*GetTeamQuotaRequest)(nil),      // 27: duetime.jobs.v1.GetTeamQuotaRequest
+	(*GetTeamQuotaResponse)(nil),     // 28: duetime.jobs.v1.GetTeamQuotaResponse
+	(*BatchPauseJobsRequest)(nil),    // 29: duetime.jobs.v1.BatchPauseJobsRequest
+	(*BatchPauseJobsResponse)(nil),   // 30: duetime.jobs.v1.BatchPauseJobsResponse
+	(*BatchResumeJobsRequest)(nil),   // 31: duetime.jobs.v1.BatchResumeJobsRequest
+	(*BatchResumeJobsResponse)(nil),  // 32: duetime.jobs.v1.BatchResumeJobsResponse
+	(*BatchRedriveRunsRequest)(nil),  // 33: duetime.jobs.v1.BatchRedriveRunsRequest
+	(*BatchRedriveRunsResponse)(nil), // 34: duetime.jobs.v1.BatchRedriveRunsResponse
+	(*BatchResult)(nil),              // 35: duetime.jobs.v1.BatchResult
+	nil,                              // 36: duetime.jobs.v1.ListJobsResponse.ActivitiesEntry
+	(*Job)(nil),                      // 37: duetime.jobs.v1.Job
+	(JobState)(0),                    // 38: duetime.jobs.v1.JobState
+	(*Run)(nil),                      // 39: duetime.jobs.v1.Run
+	(*fieldmaskpb.FieldMask)(nil),    // 40: google.protobuf.FieldMask
+	(*timestamppb.Timestamp)(nil),    // 41: google.protobuf.Timestamp
+	(RunState)(0),                    // 42: duetime.jobs.v1.RunState
+	(*Schedule)(nil),                 // 43: duetime.jobs.v1.Schedule
+	(*durationpb.Duration)(nil),      // 44: google.protobuf.Duration
+	(*TeamQuota)(nil),                // 45: duetime.jobs.v1.TeamQuota
+	(*TeamUsage)(nil),                // 46: duetime.jobs.v1.TeamUsage
+	(*status.Status)(nil),            // 47: google.rpc.Status
 }
 var file_duetime_jobs_v1_job_service_proto_depIdxs = []int32{
-	28, // 0: duetime.jobs.v1.CreateJobRequest.job:type_name -> duetime.jobs.v1.Job
-	28, // 1: duetime.jobs.v1.CreateJobResponse.job:type_name -> duetime.jobs.v1.Job
-	28, // 2: duetime.jobs.v1.GetJobResponse.job:type_name -> duetime.jobs.v1.Job
-	29, // 3: duetime.jobs.v1.ListJobsRequest.state:type_name -> duetime.jobs.v1.JobState
-	28, // 4: duetime.jobs.v1.ListJobsResponse.jobs:type_name -> duetime.jobs.v1.Job
-	28, // 5: duetime.jobs.v1.UpdateJobRequest.job:type_name -> duetime.jobs.v1.Job
-	30, // 6: duetime.jobs.v1.UpdateJobRequest.update_mask:type_name -> google.protobuf.FieldMask
-	28, // 7: duetime.jobs.v1.UpdateJobResponse.job:type_name -> duetime.jobs.v1.Job
-	31, // 8: duetime.jobs.v1.UpdateJobResponse.previous_next_run_time:type_name -> google.protobuf.Timestamp
-	28, // 9: duetime.jobs.v1.PauseJobResponse.job:type_name -> duetime.jobs.v1.Job
-	28, // 10: duetime.jobs.v1.ResumeJobResponse.job:type_name -> duetime.jobs.v1.Job
-	32, // 11: duetime.jobs.v1.TriggerJobResponse.run:type_name -> duetime.jobs.v1.Run
-	33, // 12: duetime.jobs.v1.ListRunsRequest.state:type_name -> duetime.jobs.v1.RunState
-	32, // 13: duetime.jobs.v1.ListRunsResponse.runs:type_name -> duetime.jobs.v1.Run
-	32, // 14: duetime.jobs.v1.GetRunResponse.run:type_name -> duetime.jobs.v1.Run
-	32, // 15: duetime.jobs.v1.RedriveRunResponse.run:type_name -> duetime.jobs.v1.Run
-	34, // 16: duetime.jobs.v1.PreviewScheduleRequest.schedule:type_name -> duetime.jobs.v1.Schedule
-	31, // 17: duetime.jobs.v1.PreviewScheduleRequest.start_time:type_name -> google.protobuf.Timestamp
-	35, // 18: duetime.jobs.v1.PreviewScheduleRequest.jitter_window:type_name -> google.protobuf.Duration
-	25, // 19: duetime.jobs.v1.PreviewScheduleResponse.occurrences:type_name -> duetime.jobs.v1.ScheduledOccurrence
-	31, // 20: duetime.jobs.v1.ScheduledOccurrence.nominal_time:type_name -> google.protobuf.Timestamp
-	31, // 21: duetime.jobs.v1.ScheduledOccurrence.effective_time:type_name -> google.protobuf.Timestamp
-	0,  // 22: duetime.jobs.v1.ScheduledOccurrence.dst_adjustment:type_name -> duetime.jobs.v1.DstAdjustment
-	36, // 23: duetime.jobs.v1.GetTeamQuotaResponse.quota:type_name -> duetime.jobs.v1.TeamQuota
-	37, // 24: duetime.jobs.v1.GetTeamQuotaResponse.usage:type_name -> duetime.jobs.v1.TeamUsage
-	1,  // 25: duetime.jobs.v1.JobService.CreateJob:input_type -> duetime.jobs.v1.CreateJobRequest
-	3,  // 26: duetime.jobs.v1.JobService.GetJob:input_type -> duetime.jobs.v1.GetJobRequest
-	5,  // 27: duetime.jobs.v1.JobService.ListJobs:input_type -> duetime.jobs.v1.ListJobsRequest
-	7,  // 28: duetime.jobs.v1.JobService.UpdateJob:input_type -> duetime.jobs.v1.UpdateJobRequest
-	9,  // 29: duetime.jobs.v1.JobService.DeleteJob:input_type -> duetime.jobs.v1.DeleteJobRequest
-	11, // 30: duetime.jobs.v1.JobService.PauseJob:input_type -> duetime.jobs.v1.PauseJobRequest
-	13, // 31: duetime.jobs.v1.JobService.ResumeJob:input_type -> duetime.jobs.v1.ResumeJobRequest
-	15, // 32: duetime.jobs.v1.JobService.TriggerJob:input_type -> duetime.jobs.v1.TriggerJobRequest
-	17, // 33: duetime.jobs.v1.JobService.ListRuns:input_type -> duetime.jobs.v1.ListRunsRequest
-	19, // 34: duetime.jobs.v1.JobService.GetRun:input_type -> duetime.jobs.v1.GetRunRequest
-	21, // 35: duetime.jobs.v1.JobService.RedriveRun:input_type -> duetime.jobs.v1.RedriveRunRequest
-	23, // 36: duetime.jobs.v1.JobService.PreviewSchedule:input_type -> duetime.jobs.v1.PreviewScheduleRequest
-	26, // 37: duetime.jobs.v1.JobService.GetTeamQuota:input_type -> duetime.jobs.v1.GetTeamQuotaRequest
-	2,  // 38: duetime.jobs.v1.JobService.CreateJob:output_type -> duetime.jobs.v1.CreateJobResponse
-	4,  // 39: duetime.jobs.v1.JobService.GetJob:output_type -> duetime.jobs.v1.GetJobResponse
-	6,  // 40: duetime.jobs.v1.JobService.ListJobs:output_type -> duetime.jobs.v1.ListJobsResponse
-	8,  // 41: duetime.jobs.v1.JobService.UpdateJob:output_type -> duetime.jobs.v1.UpdateJobResponse
-	10, // 42: duetime.jobs.v1.JobService.DeleteJob:output_type -> duetime.jobs.v1.DeleteJobResponse
-	12, // 43: duetime.jobs.v1.JobService.PauseJob:output_type -> duetime.jobs.v1.PauseJobResponse
-	14, // 44: duetime.jobs.v1.JobService.ResumeJob:output_type -> duetime.jobs.v1.ResumeJobResponse
-	16, // 45: duetime.jobs.v1.JobService.TriggerJob:output_type -> duetime.jobs.v1.TriggerJobResponse
-	18, // 46: duetime.jobs.v1.JobService.ListRuns:output_type -> duetime.jobs.v1.ListRunsResponse
-	20, // 47: duetime.jobs.v1.JobService.GetRun:output_type -> duetime.jobs.v1.GetRunResponse
-	22, // 48: duetime.jobs.v1.JobService.RedriveRun:output_type -> duetime.jobs.v1.RedriveRunResponse
-	24, // 49: duetime.jobs.v1.JobService.PreviewSchedule:output_type -> duetime.jobs.v1.PreviewScheduleResponse
-	27, // 50: duetime.jobs.v1.JobService.GetTeamQuota:output_type -> duetime.jobs.v1.GetTeamQuotaResponse
-	38, // [38:51] is the sub-list for method output_type
-	25, // [25:38] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	37, // 0: duetime.jobs.v1.CreateJobRequest.job:type_name -> duetime.jobs.v1.Job
+	37, // 1: duetime.jobs.v1.CreateJobResponse.job:type_name -> duetime.jobs.v1.Job
+	37, // 2: duetime.jobs.v1.GetJobResponse.job:type_name -> duetime.jobs.v1.Job
+	38, // 3: duetime.jobs.v1.ListJobsRequest.state:type_name -> duetime.jobs.v1.JobState
+	37, // 4: duetime.jobs.v1.ListJobsResponse.jobs:type_name -> duetime.jobs.v1.Job
+	36, // 5: duetime.jobs.v1.ListJobsResponse.activities:type_name -> duetime.jobs.v1.ListJobsResponse.ActivitiesEntry
+	39, // 6: duetime.jobs.v1.JobActivity.recent_runs:type_name -> duetime.jobs.v1.Run
+	26, // 7: duetime.jobs.v1.JobActivity.upcoming_runs:type_name -> duetime.jobs.v1.ScheduledOccurrence
+	37, // 8: duetime.jobs.v1.UpdateJobRequest.job:type_name -> duetime.jobs.v1.Job
+	40, // 9: duetime.jobs.v1.UpdateJobRequest.update_mask:type_name -> google.protobuf.FieldMask
+	37, // 10: duetime.jobs.v1.UpdateJobResponse.job:type_name -> duetime.jobs.v1.Job
+	41, // 11: duetime.jobs.v1.UpdateJobResponse.previous_next_run_time:type_name -> google.protobuf.Timestamp
+	37, // 12: duetime.jobs.v1.PauseJobResponse.job:type_name -> duetime.jobs.v1.Job
+	37, // 13: duetime.jobs.v1.ResumeJobResponse.job:type_name -> duetime.jobs.v1.Job
+	39, // 14: duetime.jobs.v1.TriggerJobResponse.run:type_name -> duetime.jobs.v1.Run
+	42, // 15: duetime.jobs.v1.ListRunsRequest.state:type_name -> duetime.jobs.v1.RunState
+	39, // 16: duetime.jobs.v1.ListRunsResponse.runs:type_name -> duetime.jobs.v1.Run
+	39, // 17: duetime.jobs.v1.GetRunResponse.run:type_name -> duetime.jobs.v1.Run
+	39, // 18: duetime.jobs.v1.RedriveRunResponse.run:type_name -> duetime.jobs.v1.Run
+	43, // 19: duetime.jobs.v1.PreviewScheduleRequest.schedule:type_name -> duetime.jobs.v1.Schedule
+	41, // 20: duetime.jobs.v1.PreviewScheduleRequest.start_time:type_name -> google.protobuf.Timestamp
+	44, // 21: duetime.jobs.v1.PreviewScheduleRequest.jitter_window:type_name -> google.protobuf.Duration
+	26, // 22: duetime.jobs.v1.PreviewScheduleResponse.occurrences:type_name -> duetime.jobs.v1.ScheduledOccurrence
+	41, // 23: duetime.jobs.v1.ScheduledOccurrence.nominal_time:type_name -> google.protobuf.Timestamp
+	41, // 24: duetime.jobs.v1.ScheduledOccurrence.effective_time:type_name -> google.protobuf.Timestamp
+	0,  // 25: duetime.jobs.v1.ScheduledOccurrence.dst_adjustment:type_name -> duetime.jobs.v1.DstAdjustment
+	45, // 26: duetime.jobs.v1.GetTeamQuotaResponse.quota:type_name -> duetime.jobs.v1.TeamQuota
+	46, // 27: duetime.jobs.v1.GetTeamQuotaResponse.usage:type_name -> duetime.jobs.v1.TeamUsage
+	35, // 28: duetime.jobs.v1.BatchPauseJobsResponse.results:type_name -> duetime.jobs.v1.BatchResult
+	35, // 29: duetime.jobs.v1.BatchResumeJobsResponse.results:type_name -> duetime.jobs.v1.BatchResult
+	35, // 30: duetime.jobs.v1.BatchRedriveRunsResponse.results:type_name -> duetime.jobs.v1.BatchResult
+	47, // 31: duetime.jobs.v1.BatchResult.status:type_name -> google.rpc.Status
+	7,  // 32: duetime.jobs.v1.ListJobsResponse.ActivitiesEntry.value:type_name -> duetime.jobs.v1.JobActivity
+	1,  // 33: duetime.jobs.v1.JobService.CreateJob:input_type -> duetime.jobs.v1.CreateJobRequest
+	3,  // 34: duetime.jobs.v1.JobService.GetJob:input_type -> duetime.jobs.v1.GetJobRequest
+	5,  // 35: duetime.jobs.v1.JobService.ListJobs:input_type -> duetime.jobs.v1.ListJobsRequest
+	8,  // 36: duetime.jobs.v1.JobService.UpdateJob:input_type -> duetime.jobs.v1.UpdateJobRequest
+	10, // 37: duetime.jobs.v1.JobService.DeleteJob:input_type -> duetime.jobs.v1.DeleteJobRequest
+	12, // 38: duetime.jobs.v1.JobService.PauseJob:input_type -> duetime.jobs.v1.PauseJobRequest
+	14, // 39: duetime.jobs.v1.JobService.ResumeJob:input_type -> duetime.jobs.v1.ResumeJobRequest
+	16, // 40: duetime.jobs.v1.JobService.TriggerJob:input_type -> duetime.jobs.v1.TriggerJobRequest
+	18, // 41: duetime.jobs.v1.JobService.ListRuns:input_type -> duetime.jobs.v1.ListRunsRequest
+	20, // 42: duetime.jobs.v1.JobService.GetRun:input_type -> duetime.jobs.v1.GetRunRequest
+	22, // 43: duetime.jobs.v1.JobService.RedriveRun:input_type -> duetime.jobs.v1.RedriveRunRequest
+	24, // 44: duetime.jobs.v1.JobService.PreviewSchedule:input_type -> duetime.jobs.v1.PreviewScheduleRequest
+	27, // 45: duetime.jobs.v1.JobService.GetTeamQuota:input_type -> duetime.jobs.v1.GetTeamQuotaRequest
+	29, // 46: duetime.jobs.v1.JobService.BatchPauseJobs:input_type -> duetime.jobs.v1.BatchPauseJobsRequest
+	31, // 47: duetime.jobs.v1.JobService.BatchResumeJobs:input_type -> duetime.jobs.v1.BatchResumeJobsRequest
+	33, // 48: duetime.jobs.v1.JobService.BatchRedriveRuns:input_type -> duetime.jobs.v1.BatchRedriveRunsRequest
+	2,  // 49: duetime.jobs.v1.JobService.CreateJob:output_type -> duetime.jobs.v1.CreateJobResponse
+	4,  // 50: duetime.jobs.v1.JobService.GetJob:output_type -> duetime.jobs.v1.GetJobResponse
+	6,  // 51: duetime.jobs.v1.JobService.ListJobs:output_type -> duetime.jobs.v1.ListJobsResponse
+	9,  // 52: duetime.jobs.v1.JobService.UpdateJob:output_type -> duetime.jobs.v1.UpdateJobResponse
+	11, // 53: duetime.jobs.v1.JobService.DeleteJob:output_type -> duetime.jobs.v1.DeleteJobResponse
+	13, // 54: duetime.jobs.v1.JobService.PauseJob:output_type -> duetime.jobs.v1.PauseJobResponse
+	15, // 55: duetime.jobs.v1.JobService.ResumeJob:output_type -> duetime.jobs.v1.ResumeJobResponse
+	17, // 56: duetime.jobs.v1.JobService.TriggerJob:output_type -> duetime.jobs.v1.TriggerJobResponse
+	19, // 57: duetime.jobs.v1.JobService.ListRuns:output_type -> duetime.jobs.v1.ListRunsResponse
+	21, // 58: duetime.jobs.v1.JobService.GetRun:output_type -> duetime.jobs.v1.GetRunResponse
+	23, // 59: duetime.jobs.v1.JobService.RedriveRun:output_type -> duetime.jobs.v1.RedriveRunResponse
+	25, // 60: duetime.jobs.v1.JobService.PreviewSchedule:output_type -> duetime.jobs.v1.PreviewScheduleResponse
+	28, // 61: duetime.jobs.v1.JobService.GetTeamQuota:output_type -> duetime.jobs.v1.GetTeamQuotaResponse
+	30, // 62: duetime.jobs.v1.JobService.BatchPauseJobs:output_type -> duetime.jobs.v1.BatchPauseJobsResponse
+	32, // 63: duetime.jobs.v1.JobService.BatchResumeJobs:output_type -> duetime.jobs.v1.BatchResumeJobsResponse
+	34, // 64: duetime.jobs.v1.JobService.BatchRedriveRuns:output_type -> duetime.jobs.v1.BatchRedriveRunsResponse
+	49, // [49:65] is the sub-list for method output_type
+	33, // [33:49] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_duetime_jobs_v1_job_service_proto_init() }
@@ -1823,7 +2468,7 @@ func file_duetime_jobs_v1_job_service_proto_init() {
 	file_duetime_jobs_v1_job_proto_init()
 	file_duetime_jobs_v1_quota_proto_init()
 	file_duetime_jobs_v1_run_proto_init()
-	file_duetime_jobs_v1_job_service_proto_msgTypes[22].OneofWrappers = []any{
+	file_duetime_jobs_v1_job_service_proto_msgTypes[23].OneofWrappers = []any{
 		(*PreviewScheduleRequest_Schedule)(nil),
 		(*PreviewScheduleRequest_Job)(nil),
 	}
@@ -1833,7 +2478,7 @@ func file_duetime_jobs_v1_job_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_duetime_jobs_v1_job_service_proto_rawDesc), len(file_duetime_jobs_v1_job_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   27,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,19 +19,22 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	JobService_CreateJob_FullMethodName       = "/duetime.jobs.v1.JobService/CreateJob"
-	JobService_GetJob_FullMethodName          = "/duetime.jobs.v1.JobService/GetJob"
-	JobService_ListJobs_FullMethodName        = "/duetime.jobs.v1.JobService/ListJobs"
-	JobService_UpdateJob_FullMethodName       = "/duetime.jobs.v1.JobService/UpdateJob"
-	JobService_DeleteJob_FullMethodName       = "/duetime.jobs.v1.JobService/DeleteJob"
-	JobService_PauseJob_FullMethodName        = "/duetime.jobs.v1.JobService/PauseJob"
-	JobService_ResumeJob_FullMethodName       = "/duetime.jobs.v1.JobService/ResumeJob"
-	JobService_TriggerJob_FullMethodName      = "/duetime.jobs.v1.JobService/TriggerJob"
-	JobService_ListRuns_FullMethodName        = "/duetime.jobs.v1.JobService/ListRuns"
-	JobService_GetRun_FullMethodName          = "/duetime.jobs.v1.JobService/GetRun"
-	JobService_RedriveRun_FullMethodName      = "/duetime.jobs.v1.JobService/RedriveRun"
-	JobService_PreviewSchedule_FullMethodName = "/duetime.jobs.v1.JobService/PreviewSchedule"
-	JobService_GetTeamQuota_FullMethodName    = "/duetime.jobs.v1.JobService/GetTeamQuota"
+	JobService_CreateJob_FullMethodName        = "/duetime.jobs.v1.JobService/CreateJob"
+	JobService_GetJob_FullMethodName           = "/duetime.jobs.v1.JobService/GetJob"
+	JobService_ListJobs_FullMethodName         = "/duetime.jobs.v1.JobService/ListJobs"
+	JobService_UpdateJob_FullMethodName        = "/duetime.jobs.v1.JobService/UpdateJob"
+	JobService_DeleteJob_FullMethodName        = "/duetime.jobs.v1.JobService/DeleteJob"
+	JobService_PauseJob_FullMethodName         = "/duetime.jobs.v1.JobService/PauseJob"
+	JobService_ResumeJob_FullMethodName        = "/duetime.jobs.v1.JobService/ResumeJob"
+	JobService_TriggerJob_FullMethodName       = "/duetime.jobs.v1.JobService/TriggerJob"
+	JobService_ListRuns_FullMethodName         = "/duetime.jobs.v1.JobService/ListRuns"
+	JobService_GetRun_FullMethodName           = "/duetime.jobs.v1.JobService/GetRun"
+	JobService_RedriveRun_FullMethodName       = "/duetime.jobs.v1.JobService/RedriveRun"
+	JobService_PreviewSchedule_FullMethodName  = "/duetime.jobs.v1.JobService/PreviewSchedule"
+	JobService_GetTeamQuota_FullMethodName     = "/duetime.jobs.v1.JobService/GetTeamQuota"
+	JobService_BatchPauseJobs_FullMethodName   = "/duetime.jobs.v1.JobService/BatchPauseJobs"
+	JobService_BatchResumeJobs_FullMethodName  = "/duetime.jobs.v1.JobService/BatchResumeJobs"
+	JobService_BatchRedriveRuns_FullMethodName = "/duetime.jobs.v1.JobService/BatchRedriveRuns"
 )
 
 // JobServiceClient is the client API for JobService service.
@@ -82,6 +85,15 @@ type JobServiceClient interface {
 	// Returns the calling team's quota (the limits in force: its own, or the platform's
 	// defaults) and what it uses of it now.
 	GetTeamQuota(ctx context.Context, in *GetTeamQuotaRequest, opts ...grpc.CallOption) (*GetTeamQuotaResponse, error)
+	// Pauses many jobs at once, named or matched by a filter, as PauseJob does each. With
+	// `validate_only`, only counts them. Each job's outcome is reported; one job's failure does
+	// not stop the others.
+	BatchPauseJobs(ctx context.Context, in *BatchPauseJobsRequest, opts ...grpc.CallOption) (*BatchPauseJobsResponse, error)
+	// Resumes many jobs at once, as ResumeJob does each; like BatchPauseJobs.
+	BatchResumeJobs(ctx context.Context, in *BatchResumeJobsRequest, opts ...grpc.CallOption) (*BatchResumeJobsResponse, error)
+	// Redrives many DEAD_LETTERED runs at once, named or matched by a filter, as RedriveRun does
+	// each. With `validate_only`, only counts them. Idempotent by `request_id`.
+	BatchRedriveRuns(ctx context.Context, in *BatchRedriveRunsRequest, opts ...grpc.CallOption) (*BatchRedriveRunsResponse, error)
 }
 
 type jobServiceClient struct {
@@ -222,6 +234,36 @@ func (c *jobServiceClient) GetTeamQuota(ctx context.Context, in *GetTeamQuotaReq
 	return out, nil
 }
 
+func (c *jobServiceClient) BatchPauseJobs(ctx context.Context, in *BatchPauseJobsRequest, opts ...grpc.CallOption) (*BatchPauseJobsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BatchPauseJobsResponse)
+	err := c.cc.Invoke(ctx, JobService_BatchPauseJobs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobServiceClient) BatchResumeJobs(ctx context.Context, in *BatchResumeJobsRequest, opts ...grpc.CallOption) (*BatchResumeJobsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BatchResumeJobsResponse)
+	err := c.cc.Invoke(ctx, JobService_BatchResumeJobs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobServiceClient) BatchRedriveRuns(ctx context.Context, in *BatchRedriveRunsRequest, opts ...grpc.CallOption) (*BatchRedriveRunsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BatchRedriveRunsResponse)
+	err := c.cc.Invoke(ctx, JobService_BatchRedriveRuns_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // JobServiceServer is the server API for JobService service.
 // All implementations must embed UnimplementedJobServiceServer
 // for forward compatibility.
@@ -270,6 +312,15 @@ type JobServiceServer interface {
 	// Returns the calling team's quota (the limits in force: its own, or the platform's
 	// defaults) and what it uses of it now.
 	GetTeamQuota(context.Context, *GetTeamQuotaRequest) (*GetTeamQuotaResponse, error)
+	// Pauses many jobs at once, named or matched by a filter, as PauseJob does each. With
+	// `validate_only`, only counts them. Each job's outcome is reported; one job's failure does
+	// not stop the others.
+	BatchPauseJobs(context.Context, *BatchPauseJobsRequest) (*BatchPauseJobsResponse, error)
+	// Resumes many jobs at once, as ResumeJob does each; like BatchPauseJobs.
+	BatchResumeJobs(context.Context, *BatchResumeJobsRequest) (*BatchResumeJobsResponse, error)
+	// Redrives many DEAD_LETTERED runs at once, named or matched by a filter, as RedriveRun does
+	// each. With `validate_only`, only counts them. Idempotent by `request_id`.
+	BatchRedriveRuns(context.Context, *BatchRedriveRunsRequest) (*BatchRedriveRunsResponse, error)
 	mustEmbedUnimplementedJobServiceServer()
 }
 
@@ -318,6 +369,15 @@ func (UnimplementedJobServiceServer) PreviewSchedule(context.Context, *PreviewSc
 }
 func (UnimplementedJobServiceServer) GetTeamQuota(context.Context, *GetTeamQuotaRequest) (*GetTeamQuotaResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetTeamQuota not implemented")
+}
+func (UnimplementedJobServiceServer) BatchPauseJobs(context.Context, *BatchPauseJobsRequest) (*BatchPauseJobsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method BatchPauseJobs not implemented")
+}
+func (UnimplementedJobServiceServer) BatchResumeJobs(context.Context, *BatchResumeJobsRequest) (*BatchResumeJobsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method BatchResumeJobs not implemented")
+}
+func (UnimplementedJobServiceServer) BatchRedriveRuns(context.Context, *BatchRedriveRunsRequest) (*BatchRedriveRunsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method BatchRedriveRuns not implemented")
 }
 func (UnimplementedJobServiceServer) mustEmbedUnimplementedJobServiceServer() {}
 func (UnimplementedJobServiceServer) testEmbeddedByValue()                    {}
@@ -574,6 +634,60 @@ func _JobService_GetTeamQuota_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _JobService_BatchPauseJobs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BatchPauseJobsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).BatchPauseJobs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_BatchPauseJobs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).BatchPauseJobs(ctx, req.(*BatchPauseJobsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobService_BatchResumeJobs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BatchResumeJobsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).BatchResumeJobs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_BatchResumeJobs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).BatchResumeJobs(ctx, req.(*BatchResumeJobsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobService_BatchRedriveRuns_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BatchRedriveRunsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).BatchRedriveRuns(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_BatchRedriveRuns_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).BatchRedriveRuns(ctx, req.(*BatchRedriveRunsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // JobService_ServiceDesc is the grpc.ServiceDesc for JobService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -632,6 +746,18 @@ var JobService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetTeamQuota",
 			Handler:    _JobService_GetTeamQuota_Handler,
+		},
+		{
+			MethodName: "BatchPauseJobs",
+			Handler:    _JobService_BatchPauseJobs_Handler,
+		},
+		{
+			MethodName: "BatchResumeJobs",
+			Handler:    _JobService_BatchResumeJobs_Handler,
+		},
+		{
+			MethodName: "BatchRedriveRuns",
+			Handler:    _JobService_BatchRedriveRuns_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

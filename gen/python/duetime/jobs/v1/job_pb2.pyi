@@ -303,6 +303,26 @@ class Job(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class LabelsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     NAME_FIELD_NUMBER: _builtins.int
     JOB_ID_FIELD_NUMBER: _builtins.int
     TEAM_FIELD_NUMBER: _builtins.int
@@ -322,6 +342,7 @@ class Job(_message.Message):
     UPDATE_TIME_FIELD_NUMBER: _builtins.int
     ETAG_FIELD_NUMBER: _builtins.int
     DELIVERY_FIELD_NUMBER: _builtins.int
+    LABELS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Output only. Resource name, `teams/{team}/jobs/{job_id}`. Use it in every call that takes
     a job `name`.
@@ -403,6 +424,13 @@ class Job(_message.Message):
     def update_time(self) -> _timestamp_pb2.Timestamp:
         """Output only. When the job was last changed (update, pause, resume)."""
 
+    @_builtins.property
+    def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Optional. Labels to find and group jobs by (ListJobs' `filter`: `labels.env = prod`). At
+        most 64; a key is 1 to 63 characters of lowercase letters, digits, `_` and `-`, starting
+        with a letter; a value is up to 63 of the same characters. UpdateJob replaces them whole.
+        """
+
     def __init__(
         self,
         *,
@@ -425,10 +453,11 @@ class Job(_message.Message):
         update_time: _timestamp_pb2.Timestamp | None = ...,
         etag: _builtins.str = ...,
         delivery: Global___Delivery.ValueType = ...,
+        labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["attempt_timeout", b"attempt_timeout", "create_time", b"create_time", "jitter_window", b"jitter_window", "misfire", b"misfire", "next_run_time", b"next_run_time", "retry_policy", b"retry_policy", "schedule", b"schedule", "target", b"target", "update_time", b"update_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt_timeout", b"attempt_timeout", "create_time", b"create_time", "delivery", b"delivery", "display_name", b"display_name", "etag", b"etag", "jitter_window", b"jitter_window", "job_id", b"job_id", "misfire", b"misfire", "name", b"name", "next_run_time", b"next_run_time", "overlap_policy", b"overlap_policy", "priority", b"priority", "retry_policy", b"retry_policy", "schedule", b"schedule", "state", b"state", "state_reason", b"state_reason", "target", b"target", "team", b"team", "update_time", b"update_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt_timeout", b"attempt_timeout", "create_time", b"create_time", "delivery", b"delivery", "display_name", b"display_name", "etag", b"etag", "jitter_window", b"jitter_window", "job_id", b"job_id", "labels", b"labels", "misfire", b"misfire", "name", b"name", "next_run_time", b"next_run_time", "overlap_policy", b"overlap_policy", "priority", b"priority", "retry_policy", b"retry_policy", "schedule", b"schedule", "state", b"state", "state_reason", b"state_reason", "target", b"target", "team", b"team", "update_time", b"update_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

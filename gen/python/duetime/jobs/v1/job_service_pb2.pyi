@@ -14,6 +14,7 @@ from google.protobuf import message as _message
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.rpc import status_pb2 as _status_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -168,22 +169,43 @@ class ListJobsRequest(_message.Message):
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     STATE_FIELD_NUMBER: _builtins.int
+    FILTER_FIELD_NUMBER: _builtins.int
+    RECENT_RUNS_FIELD_NUMBER: _builtins.int
+    UPCOMING_RUNS_FIELD_NUMBER: _builtins.int
     page_size: _builtins.int
     """Optional. At most this many jobs, 1 to 1,000; defaults to 100."""
     page_token: _builtins.str
     """Optional. `next_page_token` of the previous page. Only valid with the same filter."""
     state: _job_pb2.JobState.ValueType
     """Optional. Only jobs in this state."""
+    filter: _builtins.str
+    """Optional. Only jobs that match this filter, in the syntax of Google's AIP-160 (at most
+    1,000 characters). Fields: `display_name` (`=`, `!=`, `:` contains, case-insensitive),
+    `state` (`=`, `!=`: `ACTIVE`, `PAUSED`, `COMPLETED`, `ERROR`), `labels.KEY` (`=`, `!=`,
+    `:*` has the label), `schedule` (`=`, `!=`: `AT`, `DELAY`, `INTERVAL`, `CRON`),
+    `target.host` (`=`, `:` contains, case-insensitive; HTTP targets). Restrictions combine with
+    `AND`, `OR`, `NOT` (or `-`) and parentheses; `OR` binds tighter than `AND`, and
+    restrictions side by side are ANDed. A bare word or quoted text matches display names that
+    contain it. Examples: `state = PAUSED AND labels.env = prod`, `target.host:"billing"`.
+    A bad filter is INVALID_ARGUMENT naming the token at fault.
+    """
+    recent_runs: _builtins.int
+    """Optional. 0 to 10: each listed job's latest runs, in `activities`."""
+    upcoming_runs: _builtins.int
+    """Optional. 0 to 10: each listed job's next occurrences, in `activities`."""
     def __init__(
         self,
         *,
         page_size: _builtins.int = ...,
         page_token: _builtins.str = ...,
         state: _job_pb2.JobState.ValueType = ...,
+        filter: _builtins.str = ...,
+        recent_runs: _builtins.int = ...,
+        upcoming_runs: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token", "state", b"state"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "page_size", b"page_size", "page_token", b"page_token", "recent_runs", b"recent_runs", "state", b"state", "upcoming_runs", b"upcoming_runs"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -195,27 +217,86 @@ class ListJobsResponse(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class ActivitiesEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        @_builtins.property
+        def value(self) -> Global___JobActivity: ...
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: Global___JobActivity | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     JOBS_FIELD_NUMBER: _builtins.int
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    ACTIVITIES_FIELD_NUMBER: _builtins.int
     next_page_token: _builtins.str
     """Opaque token for the next page; empty on the last page."""
     @_builtins.property
     def jobs(self) -> _containers.RepeatedCompositeFieldContainer[_job_pb2.Job]:
         """The page of jobs."""
 
+    @_builtins.property
+    def activities(self) -> _containers.MessageMap[_builtins.str, Global___JobActivity]:
+        """With `recent_runs` or `upcoming_runs`: each listed job's activity, by job name."""
+
     def __init__(
         self,
         *,
         jobs: _abc.Iterable[_job_pb2.Job] | None = ...,
         next_page_token: _builtins.str = ...,
+        activities: _abc.Mapping[_builtins.str, Global___JobActivity] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["jobs", b"jobs", "next_page_token", b"next_page_token"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["activities", b"activities", "jobs", b"jobs", "next_page_token", b"next_page_token"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListJobsResponse: _TypeAlias = ListJobsResponse  # noqa: Y015
+
+@_typing.final
+class JobActivity(_message.Message):
+    """What a job did lately and will do next, for pages that list jobs."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RECENT_RUNS_FIELD_NUMBER: _builtins.int
+    UPCOMING_RUNS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def recent_runs(self) -> _containers.RepeatedCompositeFieldContainer[_run_pb2.Run]:
+        """The job's latest runs, latest nominal time first (with their attempts)."""
+
+    @_builtins.property
+    def upcoming_runs(self) -> _containers.RepeatedCompositeFieldContainer[Global___ScheduledOccurrence]:
+        """The job's next occurrences, as PreviewSchedule gives them (none for a job that is not
+        ACTIVE).
+        """
+
+    def __init__(
+        self,
+        *,
+        recent_runs: _abc.Iterable[_run_pb2.Run] | None = ...,
+        upcoming_runs: _abc.Iterable[Global___ScheduledOccurrence] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["recent_runs", b"recent_runs", "upcoming_runs", b"upcoming_runs"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___JobActivity: _TypeAlias = JobActivity  # noqa: Y015
 
 @_typing.final
 class UpdateJobRequest(_message.Message):
@@ -235,7 +316,8 @@ class UpdateJobRequest(_message.Message):
     def update_mask(self) -> _field_mask_pb2.FieldMask:
         """Required. The fields to change, among `display_name`, `schedule`, `target`,
         `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-        `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
+        `priority`, `delivery`, `labels`. Sub-paths are not supported: a named field is replaced
+        whole.
         """
 
     def __init__(
@@ -497,14 +579,26 @@ class ListRunsRequest(_message.Message):
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     STATE_FIELD_NUMBER: _builtins.int
+    FILTER_FIELD_NUMBER: _builtins.int
     parent: _builtins.str
-    """Required. The job, `teams/{team}/jobs/{job_id}`."""
+    """Required. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of
+    every job of the team (deleted jobs' too), latest nominal time first.
+    """
     page_size: _builtins.int
     """Optional. At most this many runs, 1 to 1,000; defaults to 100."""
     page_token: _builtins.str
     """Optional. `next_page_token` of the previous page. Only valid with the same filter."""
     state: _run_pb2.RunState.ValueType
     """Optional. Only runs in this state."""
+    filter: _builtins.str
+    """Optional. Only runs that match this filter, in the syntax of Google's AIP-160 (at most
+    1,000 characters). Fields: `state` (`=`, `!=`: a RunState without its prefix, e.g.
+    `DEAD_LETTERED`), `origin` (`=`, `!=`: `SCHEDULE`, `TRIGGER`), `reason` (`=`, `!=`: a
+    RunReason without its prefix, e.g. `MISFIRE`), `nominal_time` and `start_time` (`<`, `<=`,
+    `>`, `>=`, `=`, `!=` with an RFC 3339 time in quotes; `start_time` is when the first
+    attempt started), `job_id` (`=`, `!=`). Combined as in ListJobs' filter. Example:
+    `(state = DEAD_LETTERED OR state = MISSED) AND nominal_time >= "2026-12-06T09:00:00Z"`.
+    """
     def __init__(
         self,
         *,
@@ -512,10 +606,11 @@ class ListRunsRequest(_message.Message):
         page_size: _builtins.int = ...,
         page_token: _builtins.str = ...,
         state: _run_pb2.RunState.ValueType = ...,
+        filter: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token", "parent", b"parent", "state", b"state"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "page_size", b"page_size", "page_token", b"page_token", "parent", b"parent", "state", b"state"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -814,3 +909,243 @@ class GetTeamQuotaResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetTeamQuotaResponse: _TypeAlias = GetTeamQuotaResponse  # noqa: Y015
+
+@_typing.final
+class BatchPauseJobsRequest(_message.Message):
+    """Request of BatchPauseJobs."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PARENT_FIELD_NUMBER: _builtins.int
+    NAMES_FIELD_NUMBER: _builtins.int
+    FILTER_FIELD_NUMBER: _builtins.int
+    VALIDATE_ONLY_FIELD_NUMBER: _builtins.int
+    parent: _builtins.str
+    """Optional. `teams/{team}`: the calling team's own; empty means the calling team."""
+    filter: _builtins.str
+    """A ListJobs filter: every job of the team it matches, at most 1,000 (more is
+    FAILED_PRECONDITION, reason BATCH_TOO_LARGE: narrow the filter).
+    """
+    validate_only: _builtins.bool
+    """Optional. Count the jobs (`matched`) and change nothing."""
+    @_builtins.property
+    def names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of `names` and
+        `filter`.
+        """
+
+    def __init__(
+        self,
+        *,
+        parent: _builtins.str = ...,
+        names: _abc.Iterable[_builtins.str] | None = ...,
+        filter: _builtins.str = ...,
+        validate_only: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "names", b"names", "parent", b"parent", "validate_only", b"validate_only"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BatchPauseJobsRequest: _TypeAlias = BatchPauseJobsRequest  # noqa: Y015
+
+@_typing.final
+class BatchPauseJobsResponse(_message.Message):
+    """Response of BatchPauseJobs."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCHED_FIELD_NUMBER: _builtins.int
+    RESULTS_FIELD_NUMBER: _builtins.int
+    matched: _builtins.int
+    """How many jobs the request named or its filter matched."""
+    @_builtins.property
+    def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___BatchResult]:
+        """Each job's outcome, in the order of `names` (or of ListJobs for a filter); empty with
+        `validate_only`.
+        """
+
+    def __init__(
+        self,
+        *,
+        matched: _builtins.int = ...,
+        results: _abc.Iterable[Global___BatchResult] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["matched", b"matched", "results", b"results"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BatchPauseJobsResponse: _TypeAlias = BatchPauseJobsResponse  # noqa: Y015
+
+@_typing.final
+class BatchResumeJobsRequest(_message.Message):
+    """Request of BatchResumeJobs."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PARENT_FIELD_NUMBER: _builtins.int
+    NAMES_FIELD_NUMBER: _builtins.int
+    FILTER_FIELD_NUMBER: _builtins.int
+    VALIDATE_ONLY_FIELD_NUMBER: _builtins.int
+    parent: _builtins.str
+    """Optional. `teams/{team}`: the calling team's own; empty means the calling team."""
+    filter: _builtins.str
+    """A ListJobs filter, as in BatchPauseJobsRequest."""
+    validate_only: _builtins.bool
+    """Optional. Count the jobs (`matched`) and change nothing."""
+    @_builtins.property
+    def names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The jobs, at most 1,000. Set exactly one of `names` and `filter`."""
+
+    def __init__(
+        self,
+        *,
+        parent: _builtins.str = ...,
+        names: _abc.Iterable[_builtins.str] | None = ...,
+        filter: _builtins.str = ...,
+        validate_only: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "names", b"names", "parent", b"parent", "validate_only", b"validate_only"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BatchResumeJobsRequest: _TypeAlias = BatchResumeJobsRequest  # noqa: Y015
+
+@_typing.final
+class BatchResumeJobsResponse(_message.Message):
+    """Response of BatchResumeJobs."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCHED_FIELD_NUMBER: _builtins.int
+    RESULTS_FIELD_NUMBER: _builtins.int
+    matched: _builtins.int
+    """How many jobs the request named or its filter matched."""
+    @_builtins.property
+    def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___BatchResult]:
+        """Each job's outcome; empty with `validate_only`."""
+
+    def __init__(
+        self,
+        *,
+        matched: _builtins.int = ...,
+        results: _abc.Iterable[Global___BatchResult] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["matched", b"matched", "results", b"results"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BatchResumeJobsResponse: _TypeAlias = BatchResumeJobsResponse  # noqa: Y015
+
+@_typing.final
+class BatchRedriveRunsRequest(_message.Message):
+    """Request of BatchRedriveRuns."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PARENT_FIELD_NUMBER: _builtins.int
+    NAMES_FIELD_NUMBER: _builtins.int
+    FILTER_FIELD_NUMBER: _builtins.int
+    VALIDATE_ONLY_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    parent: _builtins.str
+    """Required with `filter`. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-`
+    for every job of the team.
+    """
+    filter: _builtins.str
+    """A ListRuns filter under `parent`; only DEAD_LETTERED runs are redriven, at most 1,000
+    (more is FAILED_PRECONDITION, reason BATCH_TOO_LARGE).
+    """
+    validate_only: _builtins.bool
+    """Optional. Count the runs (`matched`) and change nothing."""
+    request_id: _builtins.str
+    """Required unless `validate_only`. A client-chosen id, at most 100 characters: a retried
+    call with the same id redrives no run twice (each run's redrive is idempotent by it).
+    """
+    @_builtins.property
+    def names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}`, at most 1,000. Set exactly one of
+        `names` and `filter`.
+        """
+
+    def __init__(
+        self,
+        *,
+        parent: _builtins.str = ...,
+        names: _abc.Iterable[_builtins.str] | None = ...,
+        filter: _builtins.str = ...,
+        validate_only: _builtins.bool = ...,
+        request_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "names", b"names", "parent", b"parent", "request_id", b"request_id", "validate_only", b"validate_only"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BatchRedriveRunsRequest: _TypeAlias = BatchRedriveRunsRequest  # noqa: Y015
+
+@_typing.final
+class BatchRedriveRunsResponse(_message.Message):
+    """Response of BatchRedriveRuns."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCHED_FIELD_NUMBER: _builtins.int
+    RESULTS_FIELD_NUMBER: _builtins.int
+    matched: _builtins.int
+    """How many DEAD_LETTERED runs the request named or its filter matched."""
+    @_builtins.property
+    def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___BatchResult]:
+        """Each run's outcome; empty with `validate_only`."""
+
+    def __init__(
+        self,
+        *,
+        matched: _builtins.int = ...,
+        results: _abc.Iterable[Global___BatchResult] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["matched", b"matched", "results", b"results"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BatchRedriveRunsResponse: _TypeAlias = BatchRedriveRunsResponse  # noqa: Y015
+
+@_typing.final
+class BatchResult(_message.Message):
+    """One item's outcome in a batch."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """The job or run."""
+    @_builtins.property
+    def status(self) -> _status_pb2.Status:
+        """OK, or why this item was not changed: the error its single call would have given
+        (e.g. FAILED_PRECONDITION, reason JOB_NOT_ACTIVE), with the same details.
+        """
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        status: _status_pb2.Status | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["status", b"status"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "status", b"status"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BatchResult: _TypeAlias = BatchResult  # noqa: Y015

@@ -105,6 +105,21 @@ class JobServiceStub:
                 request_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.GetTeamQuotaRequest.SerializeToString,
                 response_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.GetTeamQuotaResponse.FromString,
                 _registered_method=True)
+        self.BatchPauseJobs = channel.unary_unary(
+                '/duetime.jobs.v1.JobService/BatchPauseJobs',
+                request_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchPauseJobsRequest.SerializeToString,
+                response_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchPauseJobsResponse.FromString,
+                _registered_method=True)
+        self.BatchResumeJobs = channel.unary_unary(
+                '/duetime.jobs.v1.JobService/BatchResumeJobs',
+                request_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchResumeJobsRequest.SerializeToString,
+                response_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchResumeJobsResponse.FromString,
+                _registered_method=True)
+        self.BatchRedriveRuns = channel.unary_unary(
+                '/duetime.jobs.v1.JobService/BatchRedriveRuns',
+                request_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchRedriveRunsRequest.SerializeToString,
+                response_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchRedriveRunsResponse.FromString,
+                _registered_method=True)
 
 
 class JobServiceServicer:
@@ -218,6 +233,30 @@ class JobServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def BatchPauseJobs(self, request, context):
+        """Pauses many jobs at once, named or matched by a filter, as PauseJob does each. With
+        `validate_only`, only counts them. Each job's outcome is reported; one job's failure does
+        not stop the others.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def BatchResumeJobs(self, request, context):
+        """Resumes many jobs at once, as ResumeJob does each; like BatchPauseJobs.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def BatchRedriveRuns(self, request, context):
+        """Redrives many DEAD_LETTERED runs at once, named or matched by a filter, as RedriveRun does
+        each. With `validate_only`, only counts them. Idempotent by `request_id`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_JobServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -285,6 +324,21 @@ def add_JobServiceServicer_to_server(servicer, server):
                     servicer.GetTeamQuota,
                     request_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.GetTeamQuotaRequest.FromString,
                     response_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.GetTeamQuotaResponse.SerializeToString,
+            ),
+            'BatchPauseJobs': grpc.unary_unary_rpc_method_handler(
+                    servicer.BatchPauseJobs,
+                    request_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchPauseJobsRequest.FromString,
+                    response_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchPauseJobsResponse.SerializeToString,
+            ),
+            'BatchResumeJobs': grpc.unary_unary_rpc_method_handler(
+                    servicer.BatchResumeJobs,
+                    request_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchResumeJobsRequest.FromString,
+                    response_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchResumeJobsResponse.SerializeToString,
+            ),
+            'BatchRedriveRuns': grpc.unary_unary_rpc_method_handler(
+                    servicer.BatchRedriveRuns,
+                    request_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchRedriveRunsRequest.FromString,
+                    response_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchRedriveRunsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -644,6 +698,87 @@ class JobService:
             '/duetime.jobs.v1.JobService/GetTeamQuota',
             duetime_dot_jobs_dot_v1_dot_job__service__pb2.GetTeamQuotaRequest.SerializeToString,
             duetime_dot_jobs_dot_v1_dot_job__service__pb2.GetTeamQuotaResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BatchPauseJobs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/duetime.jobs.v1.JobService/BatchPauseJobs',
+            duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchPauseJobsRequest.SerializeToString,
+            duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchPauseJobsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BatchResumeJobs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/duetime.jobs.v1.JobService/BatchResumeJobs',
+            duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchResumeJobsRequest.SerializeToString,
+            duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchResumeJobsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BatchRedriveRuns(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/duetime.jobs.v1.JobService/BatchRedriveRuns',
+            duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchRedriveRunsRequest.SerializeToString,
+            duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchRedriveRunsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -85,6 +85,17 @@ class JobServiceStub:
     """Returns the calling team's quota (the limits in force: its own, or the platform's
     defaults) and what it uses of it now.
     """
+    BatchPauseJobs: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.BatchPauseJobsRequest, _job_service_pb2.BatchPauseJobsResponse]
+    """Pauses many jobs at once, named or matched by a filter, as PauseJob does each. With
+    `validate_only`, only counts them. Each job's outcome is reported; one job's failure does
+    not stop the others.
+    """
+    BatchResumeJobs: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.BatchResumeJobsRequest, _job_service_pb2.BatchResumeJobsResponse]
+    """Resumes many jobs at once, as ResumeJob does each; like BatchPauseJobs."""
+    BatchRedriveRuns: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.BatchRedriveRunsRequest, _job_service_pb2.BatchRedriveRunsResponse]
+    """Redrives many DEAD_LETTERED runs at once, named or matched by a filter, as RedriveRun does
+    each. With `validate_only`, only counts them. Idempotent by `request_id`.
+    """
 
 @_typing.type_check_only
 class JobServiceAsyncStub(JobServiceStub):
@@ -142,6 +153,17 @@ class JobServiceAsyncStub(JobServiceStub):
     GetTeamQuota: _aio.UnaryUnaryMultiCallable[_job_service_pb2.GetTeamQuotaRequest, _job_service_pb2.GetTeamQuotaResponse]  # type: ignore[assignment]
     """Returns the calling team's quota (the limits in force: its own, or the platform's
     defaults) and what it uses of it now.
+    """
+    BatchPauseJobs: _aio.UnaryUnaryMultiCallable[_job_service_pb2.BatchPauseJobsRequest, _job_service_pb2.BatchPauseJobsResponse]  # type: ignore[assignment]
+    """Pauses many jobs at once, named or matched by a filter, as PauseJob does each. With
+    `validate_only`, only counts them. Each job's outcome is reported; one job's failure does
+    not stop the others.
+    """
+    BatchResumeJobs: _aio.UnaryUnaryMultiCallable[_job_service_pb2.BatchResumeJobsRequest, _job_service_pb2.BatchResumeJobsResponse]  # type: ignore[assignment]
+    """Resumes many jobs at once, as ResumeJob does each; like BatchPauseJobs."""
+    BatchRedriveRuns: _aio.UnaryUnaryMultiCallable[_job_service_pb2.BatchRedriveRunsRequest, _job_service_pb2.BatchRedriveRunsResponse]  # type: ignore[assignment]
+    """Redrives many DEAD_LETTERED runs at once, named or matched by a filter, as RedriveRun does
+    each. With `validate_only`, only counts them. Idempotent by `request_id`.
     """
 
 class JobServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -275,6 +297,35 @@ class JobServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_job_service_pb2.GetTeamQuotaResponse, _abc.Awaitable[_job_service_pb2.GetTeamQuotaResponse]]:
         """Returns the calling team's quota (the limits in force: its own, or the platform's
         defaults) and what it uses of it now.
+        """
+
+    @_abc_1.abstractmethod
+    def BatchPauseJobs(
+        self,
+        request: _job_service_pb2.BatchPauseJobsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_job_service_pb2.BatchPauseJobsResponse, _abc.Awaitable[_job_service_pb2.BatchPauseJobsResponse]]:
+        """Pauses many jobs at once, named or matched by a filter, as PauseJob does each. With
+        `validate_only`, only counts them. Each job's outcome is reported; one job's failure does
+        not stop the others.
+        """
+
+    @_abc_1.abstractmethod
+    def BatchResumeJobs(
+        self,
+        request: _job_service_pb2.BatchResumeJobsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_job_service_pb2.BatchResumeJobsResponse, _abc.Awaitable[_job_service_pb2.BatchResumeJobsResponse]]:
+        """Resumes many jobs at once, as ResumeJob does each; like BatchPauseJobs."""
+
+    @_abc_1.abstractmethod
+    def BatchRedriveRuns(
+        self,
+        request: _job_service_pb2.BatchRedriveRunsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_job_service_pb2.BatchRedriveRunsResponse, _abc.Awaitable[_job_service_pb2.BatchRedriveRunsResponse]]:
+        """Redrives many DEAD_LETTERED runs at once, named or matched by a filter, as RedriveRun does
+        each. With `validate_only`, only counts them. Idempotent by `request_id`.
         """
 
 def add_JobServiceServicer_to_server(servicer: JobServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -12,13 +12,15 @@ import type { Run, RunState } from "./run_pb.js";
 import { file_duetime_jobs_v1_run } from "./run_pb.js";
 import type { Duration, FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_duration, file_google_protobuf_field_mask, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { Status } from "../../../google/rpc/status_pb.js";
+import { file_google_rpc_status } from "../../../google/rpc/status_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file duetime/jobs/v1/job_service.proto.
  */
 export const file_duetime_jobs_v1_job_service: GenFile = /*@__PURE__*/
-  fileDesc("CiFkdWV0aW1lL2pvYnMvdjEvam9iX3NlcnZpY2UucHJvdG8SD2R1ZXRpbWUuam9icy52MSJJChBDcmVhdGVKb2JSZXF1ZXN0EiEKA2pvYhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5Kb2ISEgoKcmVxdWVzdF9pZBgCIAEoCSI2ChFDcmVhdGVKb2JSZXNwb25zZRIhCgNqb2IYASABKAsyFC5kdWV0aW1lLmpvYnMudjEuSm9iIh0KDUdldEpvYlJlcXVlc3QSDAoEbmFtZRgBIAEoCSIzCg5HZXRKb2JSZXNwb25zZRIhCgNqb2IYASABKAsyFC5kdWV0aW1lLmpvYnMudjEuSm9iImIKD0xpc3RKb2JzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIoCgVzdGF0ZRgDIAEoDjIZLmR1ZXRpbWUuam9icy52MS5Kb2JTdGF0ZSJPChBMaXN0Sm9ic1Jlc3BvbnNlEiIKBGpvYnMYASADKAsyFC5kdWV0aW1lLmpvYnMudjEuSm9iEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJmChBVcGRhdGVKb2JSZXF1ZXN0EiEKA2pvYhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5Kb2ISLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIowBChFVcGRhdGVKb2JSZXNwb25zZRIhCgNqb2IYASABKAsyFC5kdWV0aW1lLmpvYnMudjEuSm9iEhgKEHNjaGVkdWxlX2NoYW5nZWQYAiABKAgSOgoWcHJldmlvdXNfbmV4dF9ydW5fdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiLgoQRGVsZXRlSm9iUmVxdWVzdBIMCgRuYW1lGAEgASgJEgwKBGV0YWcYAiABKAkiEwoRRGVsZXRlSm9iUmVzcG9uc2UiLQoPUGF1c2VKb2JSZXF1ZXN0EgwKBG5hbWUYASABKAkSDAoEZXRhZxgCIAEoCSI1ChBQYXVzZUpvYlJlc3BvbnNlEiEKA2pvYhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5Kb2IiLgoQUmVzdW1lSm9iUmVxdWVzdBIMCgRuYW1lGAEgASgJEgwKBGV0YWcYAiABKAkiNgoRUmVzdW1lSm9iUmVzcG9uc2USIQoDam9iGAEgASgLMhQuZHVldGltZS5qb2JzLnYxLkpvYiI1ChFUcmlnZ2VySm9iUmVxdWVzdBIMCgRuYW1lGAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkiNwoSVHJpZ2dlckpvYlJlc3BvbnNlEiEKA3J1bhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5SdW4icgoPTGlzdFJ1bnNSZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCRIoCgVzdGF0ZRgEIAEoDjIZLmR1ZXRpbWUuam9icy52MS5SdW5TdGF0ZSJPChBMaXN0UnVuc1Jlc3BvbnNlEiIKBHJ1bnMYASADKAsyFC5kdWV0aW1lLmpvYnMudjEuUnVuEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIdCg1HZXRSdW5SZXF1ZXN0EgwKBG5hbWUYASABKAkiMwoOR2V0UnVuUmVzcG9uc2USIQoDcnVuGAEgASgLMhQuZHVldGltZS5qb2JzLnYxLlJ1biI1ChFSZWRyaXZlUnVuUmVxdWVzdBIMCgRuYW1lGAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkiNwoSUmVkcml2ZVJ1blJlc3BvbnNlEiEKA3J1bhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5SdW4i0QEKFlByZXZpZXdTY2hlZHVsZVJlcXVlc3QSLQoIc2NoZWR1bGUYASABKAsyGS5kdWV0aW1lLmpvYnMudjEuU2NoZWR1bGVIABINCgNqb2IYAiABKAlIABIuCgpzdGFydF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgVjb3VudBgEIAEoBRIwCg1qaXR0ZXJfd2luZG93GAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uQggKBnNvdXJjZSJUChdQcmV2aWV3U2NoZWR1bGVSZXNwb25zZRI5CgtvY2N1cnJlbmNlcxgBIAMoCzIkLmR1ZXRpbWUuam9icy52MS5TY2hlZHVsZWRPY2N1cnJlbmNlIscBChNTY2hlZHVsZWRPY2N1cnJlbmNlEjAKDG5vbWluYWxfdGltZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMgoOZWZmZWN0aXZlX3RpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmxvY2FsX3RpbWUYAyABKAkSNgoOZHN0X2FkanVzdG1lbnQYBCABKA4yHi5kdWV0aW1lLmpvYnMudjEuRHN0QWRqdXN0bWVudCIjChNHZXRUZWFtUXVvdGFSZXF1ZXN0EgwKBG5hbWUYASABKAkiegoUR2V0VGVhbVF1b3RhUmVzcG9uc2USDAoEbmFtZRgBIAEoCRIpCgVxdW90YRgCIAEoCzIaLmR1ZXRpbWUuam9icy52MS5UZWFtUXVvdGESKQoFdXNhZ2UYAyABKAsyGi5kdWV0aW1lLmpvYnMudjEuVGVhbVVzYWdlKpQBCg1Ec3RBZGp1c3RtZW50Eh4KGkRTVF9BREpVU1RNRU5UX1VOU1BFQ0lGSUVEEAASGgoWRFNUX0FESlVTVE1FTlRfU0hJRlRFRBABEiIKHkRTVF9BREpVU1RNRU5UX0ZPTERfRklSU1RfUEFTUxACEiMKH0RTVF9BREpVU1RNRU5UX0ZPTERfU0VDT05EX1BBU1MQAzLWCAoKSm9iU2VydmljZRJSCglDcmVhdGVKb2ISIS5kdWV0aW1lLmpvYnMudjEuQ3JlYXRlSm9iUmVxdWVzdBoiLmR1ZXRpbWUuam9icy52MS5DcmVhdGVKb2JSZXNwb25zZRJJCgZHZXRKb2ISHi5kdWV0aW1lLmpvYnMudjEuR2V0Sm9iUmVxdWVzdBofLmR1ZXRpbWUuam9icy52MS5HZXRKb2JSZXNwb25zZRJPCghMaXN0Sm9icxIgLmR1ZXRpbWUuam9icy52MS5MaXN0Sm9ic1JlcXVlc3QaIS5kdWV0aW1lLmpvYnMudjEuTGlzdEpvYnNSZXNwb25zZRJSCglVcGRhdGVKb2ISIS5kdWV0aW1lLmpvYnMudjEuVXBkYXRlSm9iUmVxdWVzdBoiLmR1ZXRpbWUuam9icy52MS5VcGRhdGVKb2JSZXNwb25zZRJSCglEZWxldGVKb2ISIS5kdWV0aW1lLmpvYnMudjEuRGVsZXRlSm9iUmVxdWVzdBoiLmR1ZXRpbWUuam9icy52MS5EZWxldGVKb2JSZXNwb25zZRJPCghQYXVzZUpvYhIgLmR1ZXRpbWUuam9icy52MS5QYXVzZUpvYlJlcXVlc3QaIS5kdWV0aW1lLmpvYnMudjEuUGF1c2VKb2JSZXNwb25zZRJSCglSZXN1bWVKb2ISIS5kdWV0aW1lLmpvYnMudjEuUmVzdW1lSm9iUmVxdWVzdBoiLmR1ZXRpbWUuam9icy52MS5SZXN1bWVKb2JSZXNwb25zZRJVCgpUcmlnZ2VySm9iEiIuZHVldGltZS5qb2JzLnYxLlRyaWdnZXJKb2JSZXF1ZXN0GiMuZHVldGltZS5qb2JzLnYxLlRyaWdnZXJKb2JSZXNwb25zZRJPCghMaXN0UnVucxIgLmR1ZXRpbWUuam9icy52MS5MaXN0UnVuc1JlcXVlc3QaIS5kdWV0aW1lLmpvYnMudjEuTGlzdFJ1bnNSZXNwb25zZRJJCgZHZXRSdW4SHi5kdWV0aW1lLmpvYnMudjEuR2V0UnVuUmVxdWVzdBofLmR1ZXRpbWUuam9icy52MS5HZXRSdW5SZXNwb25zZRJVCgpSZWRyaXZlUnVuEiIuZHVldGltZS5qb2JzLnYxLlJlZHJpdmVSdW5SZXF1ZXN0GiMuZHVldGltZS5qb2JzLnYxLlJlZHJpdmVSdW5SZXNwb25zZRJkCg9QcmV2aWV3U2NoZWR1bGUSJy5kdWV0aW1lLmpvYnMudjEuUHJldmlld1NjaGVkdWxlUmVxdWVzdBooLmR1ZXRpbWUuam9icy52MS5QcmV2aWV3U2NoZWR1bGVSZXNwb25zZRJbCgxHZXRUZWFtUXVvdGESJC5kdWV0aW1lLmpvYnMudjEuR2V0VGVhbVF1b3RhUmVxdWVzdBolLmR1ZXRpbWUuam9icy52MS5HZXRUZWFtUXVvdGFSZXNwb25zZUJlChNkZXYuZHVldGltZS5qb2JzLnYxQg9Kb2JTZXJ2aWNlUHJvdG9QAVopZHVldGltZS5kZXYvZ2VuL2dvL2R1ZXRpbWUvam9icy92MTtqb2JzdjGqAg9EdWV0aW1lLkpvYnMuVjFiBnByb3RvMw", [file_duetime_jobs_v1_job, file_duetime_jobs_v1_quota, file_duetime_jobs_v1_run, file_google_protobuf_duration, file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
+  fileDesc("CiFkdWV0aW1lL2pvYnMvdjEvam9iX3NlcnZpY2UucHJvdG8SD2R1ZXRpbWUuam9icy52MSJJChBDcmVhdGVKb2JSZXF1ZXN0EiEKA2pvYhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5Kb2ISEgoKcmVxdWVzdF9pZBgCIAEoCSI2ChFDcmVhdGVKb2JSZXNwb25zZRIhCgNqb2IYASABKAsyFC5kdWV0aW1lLmpvYnMudjEuSm9iIh0KDUdldEpvYlJlcXVlc3QSDAoEbmFtZRgBIAEoCSIzCg5HZXRKb2JSZXNwb25zZRIhCgNqb2IYASABKAsyFC5kdWV0aW1lLmpvYnMudjEuSm9iIp4BCg9MaXN0Sm9ic1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkSKAoFc3RhdGUYAyABKA4yGS5kdWV0aW1lLmpvYnMudjEuSm9iU3RhdGUSDgoGZmlsdGVyGAUgASgJEhMKC3JlY2VudF9ydW5zGAYgASgFEhUKDXVwY29taW5nX3J1bnMYByABKAUi5wEKEExpc3RKb2JzUmVzcG9uc2USIgoEam9icxgBIAMoCzIULmR1ZXRpbWUuam9icy52MS5Kb2ISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEkUKCmFjdGl2aXRpZXMYAyADKAsyMS5kdWV0aW1lLmpvYnMudjEuTGlzdEpvYnNSZXNwb25zZS5BY3Rpdml0aWVzRW50cnkaTwoPQWN0aXZpdGllc0VudHJ5EgsKA2tleRgBIAEoCRIrCgV2YWx1ZRgCIAEoCzIcLmR1ZXRpbWUuam9icy52MS5Kb2JBY3Rpdml0eToCOAEidQoLSm9iQWN0aXZpdHkSKQoLcmVjZW50X3J1bnMYASADKAsyFC5kdWV0aW1lLmpvYnMudjEuUnVuEjsKDXVwY29taW5nX3J1bnMYAiADKAsyJC5kdWV0aW1lLmpvYnMudjEuU2NoZWR1bGVkT2NjdXJyZW5jZSJmChBVcGRhdGVKb2JSZXF1ZXN0EiEKA2pvYhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5Kb2ISLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIowBChFVcGRhdGVKb2JSZXNwb25zZRIhCgNqb2IYASABKAsyFC5kdWV0aW1lLmpvYnMudjEuSm9iEhgKEHNjaGVkdWxlX2NoYW5nZWQYAiABKAgSOgoWcHJldmlvdXNfbmV4dF9ydW5fdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiLgoQRGVsZXRlSm9iUmVxdWVzdBIMCgRuYW1lGAEgASgJEgwKBGV0YWcYAiABKAkiEwoRRGVsZXRlSm9iUmVzcG9uc2UiLQoPUGF1c2VKb2JSZXF1ZXN0EgwKBG5hbWUYASABKAkSDAoEZXRhZxgCIAEoCSI1ChBQYXVzZUpvYlJlc3BvbnNlEiEKA2pvYhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5Kb2IiLgoQUmVzdW1lSm9iUmVxdWVzdBIMCgRuYW1lGAEgASgJEgwKBGV0YWcYAiABKAkiNgoRUmVzdW1lSm9iUmVzcG9uc2USIQoDam9iGAEgASgLMhQuZHVldGltZS5qb2JzLnYxLkpvYiI1ChFUcmlnZ2VySm9iUmVxdWVzdBIMCgRuYW1lGAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkiNwoSVHJpZ2dlckpvYlJlc3BvbnNlEiEKA3J1bhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5SdW4iggEKD0xpc3RSdW5zUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkSKAoFc3RhdGUYBCABKA4yGS5kdWV0aW1lLmpvYnMudjEuUnVuU3RhdGUSDgoGZmlsdGVyGAYgASgJIk8KEExpc3RSdW5zUmVzcG9uc2USIgoEcnVucxgBIAMoCzIULmR1ZXRpbWUuam9icy52MS5SdW4SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIh0KDUdldFJ1blJlcXVlc3QSDAoEbmFtZRgBIAEoCSIzCg5HZXRSdW5SZXNwb25zZRIhCgNydW4YASABKAsyFC5kdWV0aW1lLmpvYnMudjEuUnVuIjUKEVJlZHJpdmVSdW5SZXF1ZXN0EgwKBG5hbWUYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCSI3ChJSZWRyaXZlUnVuUmVzcG9uc2USIQoDcnVuGAEgASgLMhQuZHVldGltZS5qb2JzLnYxLlJ1biLRAQoWUHJldmlld1NjaGVkdWxlUmVxdWVzdBItCghzY2hlZHVsZRgBIAEoCzIZLmR1ZXRpbWUuam9icy52MS5TY2hlZHVsZUgAEg0KA2pvYhgCIAEoCUgAEi4KCnN0YXJ0X3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBWNvdW50GAQgASgFEjAKDWppdHRlcl93aW5kb3cYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb25CCAoGc291cmNlIlQKF1ByZXZpZXdTY2hlZHVsZVJlc3BvbnNlEjkKC29jY3VycmVuY2VzGAEgAygLMiQuZHVldGltZS5qb2JzLnYxLlNjaGVkdWxlZE9jY3VycmVuY2UixwEKE1NjaGVkdWxlZE9jY3VycmVuY2USMAoMbm9taW5hbF90aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyCg5lZmZlY3RpdmVfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKbG9jYWxfdGltZRgDIAEoCRI2Cg5kc3RfYWRqdXN0bWVudBgEIAEoDjIeLmR1ZXRpbWUuam9icy52MS5Ec3RBZGp1c3RtZW50IiMKE0dldFRlYW1RdW90YVJlcXVlc3QSDAoEbmFtZRgBIAEoCSJ6ChRHZXRUZWFtUXVvdGFSZXNwb25zZRIMCgRuYW1lGAEgASgJEikKBXF1b3RhGAIgASgLMhouZHVldGltZS5qb2JzLnYxLlRlYW1RdW90YRIpCgV1c2FnZRgDIAEoCzIaLmR1ZXRpbWUuam9icy52MS5UZWFtVXNhZ2UiXQoVQmF0Y2hQYXVzZUpvYnNSZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRINCgVuYW1lcxgCIAMoCRIOCgZmaWx0ZXIYAyABKAkSFQoNdmFsaWRhdGVfb25seRgEIAEoCCJYChZCYXRjaFBhdXNlSm9ic1Jlc3BvbnNlEg8KB21hdGNoZWQYASABKAUSLQoHcmVzdWx0cxgCIAMoCzIcLmR1ZXRpbWUuam9icy52MS5CYXRjaFJlc3VsdCJeChZCYXRjaFJlc3VtZUpvYnNSZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRINCgVuYW1lcxgCIAMoCRIOCgZmaWx0ZXIYAyABKAkSFQoNdmFsaWRhdGVfb25seRgEIAEoCCJZChdCYXRjaFJlc3VtZUpvYnNSZXNwb25zZRIPCgdtYXRjaGVkGAEgASgFEi0KB3Jlc3VsdHMYAiADKAsyHC5kdWV0aW1lLmpvYnMudjEuQmF0Y2hSZXN1bHQicwoXQmF0Y2hSZWRyaXZlUnVuc1JlcXVlc3QSDgoGcGFyZW50GAEgASgJEg0KBW5hbWVzGAIgAygJEg4KBmZpbHRlchgDIAEoCRIVCg12YWxpZGF0ZV9vbmx5GAQgASgIEhIKCnJlcXVlc3RfaWQYBSABKAkiWgoYQmF0Y2hSZWRyaXZlUnVuc1Jlc3BvbnNlEg8KB21hdGNoZWQYASABKAUSLQoHcmVzdWx0cxgCIAMoCzIcLmR1ZXRpbWUuam9icy52MS5CYXRjaFJlc3VsdCI/CgtCYXRjaFJlc3VsdBIMCgRuYW1lGAEgASgJEiIKBnN0YXR1cxgCIAEoCzISLmdvb2dsZS5ycGMuU3RhdHVzKpQBCg1Ec3RBZGp1c3RtZW50Eh4KGkRTVF9BREpVU1RNRU5UX1VOU1BFQ0lGSUVEEAASGgoWRFNUX0FESlVTVE1FTlRfU0hJRlRFRBABEiIKHkRTVF9BREpVU1RNRU5UX0ZPTERfRklSU1RfUEFTUxACEiMKH0RTVF9BREpVU1RNRU5UX0ZPTERfU0VDT05EX1BBU1MQAzKICwoKSm9iU2VydmljZRJSCglDcmVhdGVKb2ISIS5kdWV0aW1lLmpvYnMudjEuQ3JlYXRlSm9iUmVxdWVzdBoiLmR1ZXRpbWUuam9icy52MS5DcmVhdGVKb2JSZXNwb25zZRJJCgZHZXRKb2ISHi5kdWV0aW1lLmpvYnMudjEuR2V0Sm9iUmVxdWVzdBofLmR1ZXRpbWUuam9icy52MS5HZXRKb2JSZXNwb25zZRJPCghMaXN0Sm9icxIgLmR1ZXRpbWUuam9icy52MS5MaXN0Sm9ic1JlcXVlc3QaIS5kdWV0aW1lLmpvYnMudjEuTGlzdEpvYnNSZXNwb25zZRJSCglVcGRhdGVKb2ISIS5kdWV0aW1lLmpvYnMudjEuVXBkYXRlSm9iUmVxdWVzdBoiLmR1ZXRpbWUuam9icy52MS5VcGRhdGVKb2JSZXNwb25zZRJSCglEZWxldGVKb2ISIS5kdWV0aW1lLmpvYnMudjEuRGVsZXRlSm9iUmVxdWVzdBoiLmR1ZXRpbWUuam9icy52MS5EZWxldGVKb2JSZXNwb25zZRJPCghQYXVzZUpvYhIgLmR1ZXRpbWUuam9icy52MS5QYXVzZUpvYlJlcXVlc3QaIS5kdWV0aW1lLmpvYnMudjEuUGF1c2VKb2JSZXNwb25zZRJSCglSZXN1bWVKb2ISIS5kdWV0aW1lLmpvYnMudjEuUmVzdW1lSm9iUmVxdWVzdBoiLmR1ZXRpbWUuam9icy52MS5SZXN1bWVKb2JSZXNwb25zZRJVCgpUcmlnZ2VySm9iEiIuZHVldGltZS5qb2JzLnYxLlRyaWdnZXJKb2JSZXF1ZXN0GiMuZHVldGltZS5qb2JzLnYxLlRyaWdnZXJKb2JSZXNwb25zZRJPCghMaXN0UnVucxIgLmR1ZXRpbWUuam9icy52MS5MaXN0UnVuc1JlcXVlc3QaIS5kdWV0aW1lLmpvYnMudjEuTGlzdFJ1bnNSZXNwb25zZRJJCgZHZXRSdW4SHi5kdWV0aW1lLmpvYnMudjEuR2V0UnVuUmVxdWVzdBofLmR1ZXRpbWUuam9icy52MS5HZXRSdW5SZXNwb25zZRJVCgpSZWRyaXZlUnVuEiIuZHVldGltZS5qb2JzLnYxLlJlZHJpdmVSdW5SZXF1ZXN0GiMuZHVldGltZS5qb2JzLnYxLlJlZHJpdmVSdW5SZXNwb25zZRJkCg9QcmV2aWV3U2NoZWR1bGUSJy5kdWV0aW1lLmpvYnMudjEuUHJldmlld1NjaGVkdWxlUmVxdWVzdBooLmR1ZXRpbWUuam9icy52MS5QcmV2aWV3U2NoZWR1bGVSZXNwb25zZRJbCgxHZXRUZWFtUXVvdGESJC5kdWV0aW1lLmpvYnMudjEuR2V0VGVhbVF1b3RhUmVxdWVzdBolLmR1ZXRpbWUuam9icy52MS5HZXRUZWFtUXVvdGFSZXNwb25zZRJhCg5CYXRjaFBhdXNlSm9icxImLmR1ZXRpbWUuam9icy52MS5CYXRjaFBhdXNlSm9ic1JlcXVlc3QaJy5kdWV0aW1lLmpvYnMudjEuQmF0Y2hQYXVzZUpvYnNSZXNwb25zZRJkCg9CYXRjaFJlc3VtZUpvYnMSJy5kdWV0aW1lLmpvYnMudjEuQmF0Y2hSZXN1bWVKb2JzUmVxdWVzdBooLmR1ZXRpbWUuam9icy52MS5CYXRjaFJlc3VtZUpvYnNSZXNwb25zZRJnChBCYXRjaFJlZHJpdmVSdW5zEiguZHVldGltZS5qb2JzLnYxLkJhdGNoUmVkcml2ZVJ1bnNSZXF1ZXN0GikuZHVldGltZS5qb2JzLnYxLkJhdGNoUmVkcml2ZVJ1bnNSZXNwb25zZUJlChNkZXYuZHVldGltZS5qb2JzLnYxQg9Kb2JTZXJ2aWNlUHJvdG9QAVopZHVldGltZS5kZXYvZ2VuL2dvL2R1ZXRpbWUvam9icy92MTtqb2JzdjGqAg9EdWV0aW1lLkpvYnMuVjFiBnByb3RvMw", [file_duetime_jobs_v1_job, file_duetime_jobs_v1_quota, file_duetime_jobs_v1_run, file_google_protobuf_duration, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_google_rpc_status]);
 
 /**
  * Request of CreateJob.
@@ -140,6 +142,35 @@ export type ListJobsRequest = Message<"duetime.jobs.v1.ListJobsRequest"> & {
    * @generated from field: duetime.jobs.v1.JobState state = 3;
    */
   state: JobState;
+
+  /**
+   * Optional. Only jobs that match this filter, in the syntax of Google's AIP-160 (at most
+   * 1,000 characters). Fields: `display_name` (`=`, `!=`, `:` contains, case-insensitive),
+   * `state` (`=`, `!=`: `ACTIVE`, `PAUSED`, `COMPLETED`, `ERROR`), `labels.KEY` (`=`, `!=`,
+   * `:*` has the label), `schedule` (`=`, `!=`: `AT`, `DELAY`, `INTERVAL`, `CRON`),
+   * `target.host` (`=`, `:` contains, case-insensitive; HTTP targets). Restrictions combine with
+   * `AND`, `OR`, `NOT` (or `-`) and parentheses; `OR` binds tighter than `AND`, and
+   * restrictions side by side are ANDed. A bare word or quoted text matches display names that
+   * contain it. Examples: `state = PAUSED AND labels.env = prod`, `target.host:"billing"`.
+   * A bad filter is INVALID_ARGUMENT naming the token at fault.
+   *
+   * @generated from field: string filter = 5;
+   */
+  filter: string;
+
+  /**
+   * Optional. 0 to 10: each listed job's latest runs, in `activities`.
+   *
+   * @generated from field: int32 recent_runs = 6;
+   */
+  recentRuns: number;
+
+  /**
+   * Optional. 0 to 10: each listed job's next occurrences, in `activities`.
+   *
+   * @generated from field: int32 upcoming_runs = 7;
+   */
+  upcomingRuns: number;
 };
 
 /**
@@ -168,6 +199,13 @@ export type ListJobsResponse = Message<"duetime.jobs.v1.ListJobsResponse"> & {
    * @generated from field: string next_page_token = 2;
    */
   nextPageToken: string;
+
+  /**
+   * With `recent_runs` or `upcoming_runs`: each listed job's activity, by job name.
+   *
+   * @generated from field: map<string, duetime.jobs.v1.JobActivity> activities = 3;
+   */
+  activities: { [key: string]: JobActivity };
 };
 
 /**
@@ -176,6 +214,35 @@ export type ListJobsResponse = Message<"duetime.jobs.v1.ListJobsResponse"> & {
  */
 export const ListJobsResponseSchema: GenMessage<ListJobsResponse> = /*@__PURE__*/
   messageDesc(file_duetime_jobs_v1_job_service, 5);
+
+/**
+ * What a job did lately and will do next, for pages that list jobs.
+ *
+ * @generated from message duetime.jobs.v1.JobActivity
+ */
+export type JobActivity = Message<"duetime.jobs.v1.JobActivity"> & {
+  /**
+   * The job's latest runs, latest nominal time first (with their attempts).
+   *
+   * @generated from field: repeated duetime.jobs.v1.Run recent_runs = 1;
+   */
+  recentRuns: Run[];
+
+  /**
+   * The job's next occurrences, as PreviewSchedule gives them (none for a job that is not
+   * ACTIVE).
+   *
+   * @generated from field: repeated duetime.jobs.v1.ScheduledOccurrence upcoming_runs = 2;
+   */
+  upcomingRuns: ScheduledOccurrence[];
+};
+
+/**
+ * Describes the message duetime.jobs.v1.JobActivity.
+ * Use `create(JobActivitySchema)` to create a new message.
+ */
+export const JobActivitySchema: GenMessage<JobActivity> = /*@__PURE__*/
+  messageDesc(file_duetime_jobs_v1_job_service, 6);
 
 /**
  * Request of UpdateJob.
@@ -194,7 +261,8 @@ export type UpdateJobRequest = Message<"duetime.jobs.v1.UpdateJobRequest"> & {
   /**
    * Required. The fields to change, among `display_name`, `schedule`, `target`,
    * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-   * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
+   * `priority`, `delivery`, `labels`. Sub-paths are not supported: a named field is replaced
+   * whole.
    *
    * @generated from field: google.protobuf.FieldMask update_mask = 2;
    */
@@ -206,7 +274,7 @@ export type UpdateJobRequest = Message<"duetime.jobs.v1.UpdateJobRequest"> & {
  * Use `create(UpdateJobRequestSchema)` to create a new message.
  */
 export const UpdateJobRequestSchema: GenMessage<UpdateJobRequest> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 6);
+  messageDesc(file_duetime_jobs_v1_job_service, 7);
 
 /**
  * Response of UpdateJob.
@@ -245,7 +313,7 @@ export type UpdateJobResponse = Message<"duetime.jobs.v1.UpdateJobResponse"> & {
  * Use `create(UpdateJobResponseSchema)` to create a new message.
  */
 export const UpdateJobResponseSchema: GenMessage<UpdateJobResponse> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 7);
+  messageDesc(file_duetime_jobs_v1_job_service, 8);
 
 /**
  * Request of DeleteJob.
@@ -273,7 +341,7 @@ export type DeleteJobRequest = Message<"duetime.jobs.v1.DeleteJobRequest"> & {
  * Use `create(DeleteJobRequestSchema)` to create a new message.
  */
 export const DeleteJobRequestSchema: GenMessage<DeleteJobRequest> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 8);
+  messageDesc(file_duetime_jobs_v1_job_service, 9);
 
 /**
  * Response of DeleteJob.
@@ -288,7 +356,7 @@ export type DeleteJobResponse = Message<"duetime.jobs.v1.DeleteJobResponse"> & {
  * Use `create(DeleteJobResponseSchema)` to create a new message.
  */
 export const DeleteJobResponseSchema: GenMessage<DeleteJobResponse> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 9);
+  messageDesc(file_duetime_jobs_v1_job_service, 10);
 
 /**
  * Request of PauseJob.
@@ -316,7 +384,7 @@ export type PauseJobRequest = Message<"duetime.jobs.v1.PauseJobRequest"> & {
  * Use `create(PauseJobRequestSchema)` to create a new message.
  */
 export const PauseJobRequestSchema: GenMessage<PauseJobRequest> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 10);
+  messageDesc(file_duetime_jobs_v1_job_service, 11);
 
 /**
  * Response of PauseJob.
@@ -337,7 +405,7 @@ export type PauseJobResponse = Message<"duetime.jobs.v1.PauseJobResponse"> & {
  * Use `create(PauseJobResponseSchema)` to create a new message.
  */
 export const PauseJobResponseSchema: GenMessage<PauseJobResponse> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 11);
+  messageDesc(file_duetime_jobs_v1_job_service, 12);
 
 /**
  * Request of ResumeJob.
@@ -365,7 +433,7 @@ export type ResumeJobRequest = Message<"duetime.jobs.v1.ResumeJobRequest"> & {
  * Use `create(ResumeJobRequestSchema)` to create a new message.
  */
 export const ResumeJobRequestSchema: GenMessage<ResumeJobRequest> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 12);
+  messageDesc(file_duetime_jobs_v1_job_service, 13);
 
 /**
  * Response of ResumeJob.
@@ -386,7 +454,7 @@ export type ResumeJobResponse = Message<"duetime.jobs.v1.ResumeJobResponse"> & {
  * Use `create(ResumeJobResponseSchema)` to create a new message.
  */
 export const ResumeJobResponseSchema: GenMessage<ResumeJobResponse> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 13);
+  messageDesc(file_duetime_jobs_v1_job_service, 14);
 
 /**
  * Request of TriggerJob.
@@ -415,7 +483,7 @@ export type TriggerJobRequest = Message<"duetime.jobs.v1.TriggerJobRequest"> & {
  * Use `create(TriggerJobRequestSchema)` to create a new message.
  */
 export const TriggerJobRequestSchema: GenMessage<TriggerJobRequest> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 14);
+  messageDesc(file_duetime_jobs_v1_job_service, 15);
 
 /**
  * Response of TriggerJob.
@@ -436,7 +504,7 @@ export type TriggerJobResponse = Message<"duetime.jobs.v1.TriggerJobResponse"> &
  * Use `create(TriggerJobResponseSchema)` to create a new message.
  */
 export const TriggerJobResponseSchema: GenMessage<TriggerJobResponse> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 15);
+  messageDesc(file_duetime_jobs_v1_job_service, 16);
 
 /**
  * Request of ListRuns.
@@ -445,7 +513,8 @@ export const TriggerJobResponseSchema: GenMessage<TriggerJobResponse> = /*@__PUR
  */
 export type ListRunsRequest = Message<"duetime.jobs.v1.ListRunsRequest"> & {
   /**
-   * Required. The job, `teams/{team}/jobs/{job_id}`.
+   * Required. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of
+   * every job of the team (deleted jobs' too), latest nominal time first.
    *
    * @generated from field: string parent = 1;
    */
@@ -471,6 +540,19 @@ export type ListRunsRequest = Message<"duetime.jobs.v1.ListRunsRequest"> & {
    * @generated from field: duetime.jobs.v1.RunState state = 4;
    */
   state: RunState;
+
+  /**
+   * Optional. Only runs that match this filter, in the syntax of Google's AIP-160 (at most
+   * 1,000 characters). Fields: `state` (`=`, `!=`: a RunState without its prefix, e.g.
+   * `DEAD_LETTERED`), `origin` (`=`, `!=`: `SCHEDULE`, `TRIGGER`), `reason` (`=`, `!=`: a
+   * RunReason without its prefix, e.g. `MISFIRE`), `nominal_time` and `start_time` (`<`, `<=`,
+   * `>`, `>=`, `=`, `!=` with an RFC 3339 time in quotes; `start_time` is when the first
+   * attempt started), `job_id` (`=`, `!=`). Combined as in ListJobs' filter. Example:
+   * `(state = DEAD_LETTERED OR state = MISSED) AND nominal_time >= "2026-12-06T09:00:00Z"`.
+   *
+   * @generated from field: string filter = 6;
+   */
+  filter: string;
 };
 
 /**
@@ -478,7 +560,7 @@ export type ListRunsRequest = Message<"duetime.jobs.v1.ListRunsRequest"> & {
  * Use `create(ListRunsRequestSchema)` to create a new message.
  */
 export const ListRunsRequestSchema: GenMessage<ListRunsRequest> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 16);
+  messageDesc(file_duetime_jobs_v1_job_service, 17);
 
 /**
  * Response of ListRuns.
@@ -506,7 +588,7 @@ export type ListRunsResponse = Message<"duetime.jobs.v1.ListRunsResponse"> & {
  * Use `create(ListRunsResponseSchema)` to create a new message.
  */
 export const ListRunsResponseSchema: GenMessage<ListRunsResponse> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 17);
+  messageDesc(file_duetime_jobs_v1_job_service, 18);
 
 /**
  * Request of GetRun.
@@ -527,7 +609,7 @@ export type GetRunRequest = Message<"duetime.jobs.v1.GetRunRequest"> & {
  * Use `create(GetRunRequestSchema)` to create a new message.
  */
 export const GetRunRequestSchema: GenMessage<GetRunRequest> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 18);
+  messageDesc(file_duetime_jobs_v1_job_service, 19);
 
 /**
  * Response of GetRun.
@@ -548,7 +630,7 @@ export type GetRunResponse = Message<"duetime.jobs.v1.GetRunResponse"> & {
  * Use `create(GetRunResponseSchema)` to create a new message.
  */
 export const GetRunResponseSchema: GenMessage<GetRunResponse> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 19);
+  messageDesc(file_duetime_jobs_v1_job_service, 20);
 
 /**
  * Request of RedriveRun.
@@ -577,7 +659,7 @@ export type RedriveRunRequest = Message<"duetime.jobs.v1.RedriveRunRequest"> & {
  * Use `create(RedriveRunRequestSchema)` to create a new message.
  */
 export const RedriveRunRequestSchema: GenMessage<RedriveRunRequest> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 20);
+  messageDesc(file_duetime_jobs_v1_job_service, 21);
 
 /**
  * Response of RedriveRun.
@@ -598,7 +680,7 @@ export type RedriveRunResponse = Message<"duetime.jobs.v1.RedriveRunResponse"> &
  * Use `create(RedriveRunResponseSchema)` to create a new message.
  */
 export const RedriveRunResponseSchema: GenMessage<RedriveRunResponse> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 21);
+  messageDesc(file_duetime_jobs_v1_job_service, 22);
 
 /**
  * Request of PreviewSchedule. Set exactly one of `schedule` or `job`.
@@ -657,7 +739,7 @@ export type PreviewScheduleRequest = Message<"duetime.jobs.v1.PreviewScheduleReq
  * Use `create(PreviewScheduleRequestSchema)` to create a new message.
  */
 export const PreviewScheduleRequestSchema: GenMessage<PreviewScheduleRequest> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 22);
+  messageDesc(file_duetime_jobs_v1_job_service, 23);
 
 /**
  * Response of PreviewSchedule.
@@ -678,7 +760,7 @@ export type PreviewScheduleResponse = Message<"duetime.jobs.v1.PreviewScheduleRe
  * Use `create(PreviewScheduleResponseSchema)` to create a new message.
  */
 export const PreviewScheduleResponseSchema: GenMessage<PreviewScheduleResponse> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 23);
+  messageDesc(file_duetime_jobs_v1_job_service, 24);
 
 /**
  * One future occurrence.
@@ -721,7 +803,7 @@ export type ScheduledOccurrence = Message<"duetime.jobs.v1.ScheduledOccurrence">
  * Use `create(ScheduledOccurrenceSchema)` to create a new message.
  */
 export const ScheduledOccurrenceSchema: GenMessage<ScheduledOccurrence> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 24);
+  messageDesc(file_duetime_jobs_v1_job_service, 25);
 
 /**
  * Request of GetTeamQuota.
@@ -742,7 +824,7 @@ export type GetTeamQuotaRequest = Message<"duetime.jobs.v1.GetTeamQuotaRequest">
  * Use `create(GetTeamQuotaRequestSchema)` to create a new message.
  */
 export const GetTeamQuotaRequestSchema: GenMessage<GetTeamQuotaRequest> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 25);
+  messageDesc(file_duetime_jobs_v1_job_service, 26);
 
 /**
  * Response of GetTeamQuota.
@@ -777,7 +859,260 @@ export type GetTeamQuotaResponse = Message<"duetime.jobs.v1.GetTeamQuotaResponse
  * Use `create(GetTeamQuotaResponseSchema)` to create a new message.
  */
 export const GetTeamQuotaResponseSchema: GenMessage<GetTeamQuotaResponse> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 26);
+  messageDesc(file_duetime_jobs_v1_job_service, 27);
+
+/**
+ * Request of BatchPauseJobs.
+ *
+ * @generated from message duetime.jobs.v1.BatchPauseJobsRequest
+ */
+export type BatchPauseJobsRequest = Message<"duetime.jobs.v1.BatchPauseJobsRequest"> & {
+  /**
+   * Optional. `teams/{team}`: the calling team's own; empty means the calling team.
+   *
+   * @generated from field: string parent = 1;
+   */
+  parent: string;
+
+  /**
+   * The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of `names` and
+   * `filter`.
+   *
+   * @generated from field: repeated string names = 2;
+   */
+  names: string[];
+
+  /**
+   * A ListJobs filter: every job of the team it matches, at most 1,000 (more is
+   * FAILED_PRECONDITION, reason BATCH_TOO_LARGE: narrow the filter).
+   *
+   * @generated from field: string filter = 3;
+   */
+  filter: string;
+
+  /**
+   * Optional. Count the jobs (`matched`) and change nothing.
+   *
+   * @generated from field: bool validate_only = 4;
+   */
+  validateOnly: boolean;
+};
+
+/**
+ * Describes the message duetime.jobs.v1.BatchPauseJobsRequest.
+ * Use `create(BatchPauseJobsRequestSchema)` to create a new message.
+ */
+export const BatchPauseJobsRequestSchema: GenMessage<BatchPauseJobsRequest> = /*@__PURE__*/
+  messageDesc(file_duetime_jobs_v1_job_service, 28);
+
+/**
+ * Response of BatchPauseJobs.
+ *
+ * @generated from message duetime.jobs.v1.BatchPauseJobsResponse
+ */
+export type BatchPauseJobsResponse = Message<"duetime.jobs.v1.BatchPauseJobsResponse"> & {
+  /**
+   * How many jobs the request named or its filter matched.
+   *
+   * @generated from field: int32 matched = 1;
+   */
+  matched: number;
+
+  /**
+   * Each job's outcome, in the order of `names` (or of ListJobs for a filter); empty with
+   * `validate_only`.
+   *
+   * @generated from field: repeated duetime.jobs.v1.BatchResult results = 2;
+   */
+  results: BatchResult[];
+};
+
+/**
+ * Describes the message duetime.jobs.v1.BatchPauseJobsResponse.
+ * Use `create(BatchPauseJobsResponseSchema)` to create a new message.
+ */
+export const BatchPauseJobsResponseSchema: GenMessage<BatchPauseJobsResponse> = /*@__PURE__*/
+  messageDesc(file_duetime_jobs_v1_job_service, 29);
+
+/**
+ * Request of BatchResumeJobs.
+ *
+ * @generated from message duetime.jobs.v1.BatchResumeJobsRequest
+ */
+export type BatchResumeJobsRequest = Message<"duetime.jobs.v1.BatchResumeJobsRequest"> & {
+  /**
+   * Optional. `teams/{team}`: the calling team's own; empty means the calling team.
+   *
+   * @generated from field: string parent = 1;
+   */
+  parent: string;
+
+  /**
+   * The jobs, at most 1,000. Set exactly one of `names` and `filter`.
+   *
+   * @generated from field: repeated string names = 2;
+   */
+  names: string[];
+
+  /**
+   * A ListJobs filter, as in BatchPauseJobsRequest.
+   *
+   * @generated from field: string filter = 3;
+   */
+  filter: string;
+
+  /**
+   * Optional. Count the jobs (`matched`) and change nothing.
+   *
+   * @generated from field: bool validate_only = 4;
+   */
+  validateOnly: boolean;
+};
+
+/**
+ * Describes the message duetime.jobs.v1.BatchResumeJobsRequest.
+ * Use `create(BatchResumeJobsRequestSchema)` to create a new message.
+ */
+export const BatchResumeJobsRequestSchema: GenMessage<BatchResumeJobsRequest> = /*@__PURE__*/
+  messageDesc(file_duetime_jobs_v1_job_service, 30);
+
+/**
+ * Response of BatchResumeJobs.
+ *
+ * @generated from message duetime.jobs.v1.BatchResumeJobsResponse
+ */
+export type BatchResumeJobsResponse = Message<"duetime.jobs.v1.BatchResumeJobsResponse"> & {
+  /**
+   * How many jobs the request named or its filter matched.
+   *
+   * @generated from field: int32 matched = 1;
+   */
+  matched: number;
+
+  /**
+   * Each job's outcome; empty with `validate_only`.
+   *
+   * @generated from field: repeated duetime.jobs.v1.BatchResult results = 2;
+   */
+  results: BatchResult[];
+};
+
+/**
+ * Describes the message duetime.jobs.v1.BatchResumeJobsResponse.
+ * Use `create(BatchResumeJobsResponseSchema)` to create a new message.
+ */
+export const BatchResumeJobsResponseSchema: GenMessage<BatchResumeJobsResponse> = /*@__PURE__*/
+  messageDesc(file_duetime_jobs_v1_job_service, 31);
+
+/**
+ * Request of BatchRedriveRuns.
+ *
+ * @generated from message duetime.jobs.v1.BatchRedriveRunsRequest
+ */
+export type BatchRedriveRunsRequest = Message<"duetime.jobs.v1.BatchRedriveRunsRequest"> & {
+  /**
+   * Required with `filter`. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-`
+   * for every job of the team.
+   *
+   * @generated from field: string parent = 1;
+   */
+  parent: string;
+
+  /**
+   * The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}`, at most 1,000. Set exactly one of
+   * `names` and `filter`.
+   *
+   * @generated from field: repeated string names = 2;
+   */
+  names: string[];
+
+  /**
+   * A ListRuns filter under `parent`; only DEAD_LETTERED runs are redriven, at most 1,000
+   * (more is FAILED_PRECONDITION, reason BATCH_TOO_LARGE).
+   *
+   * @generated from field: string filter = 3;
+   */
+  filter: string;
+
+  /**
+   * Optional. Count the runs (`matched`) and change nothing.
+   *
+   * @generated from field: bool validate_only = 4;
+   */
+  validateOnly: boolean;
+
+  /**
+   * Required unless `validate_only`. A client-chosen id, at most 100 characters: a retried
+   * call with the same id redrives no run twice (each run's redrive is idempotent by it).
+   *
+   * @generated from field: string request_id = 5;
+   */
+  requestId: string;
+};
+
+/**
+ * Describes the message duetime.jobs.v1.BatchRedriveRunsRequest.
+ * Use `create(BatchRedriveRunsRequestSchema)` to create a new message.
+ */
+export const BatchRedriveRunsRequestSchema: GenMessage<BatchRedriveRunsRequest> = /*@__PURE__*/
+  messageDesc(file_duetime_jobs_v1_job_service, 32);
+
+/**
+ * Response of BatchRedriveRuns.
+ *
+ * @generated from message duetime.jobs.v1.BatchRedriveRunsResponse
+ */
+export type BatchRedriveRunsResponse = Message<"duetime.jobs.v1.BatchRedriveRunsResponse"> & {
+  /**
+   * How many DEAD_LETTERED runs the request named or its filter matched.
+   *
+   * @generated from field: int32 matched = 1;
+   */
+  matched: number;
+
+  /**
+   * Each run's outcome; empty with `validate_only`.
+   *
+   * @generated from field: repeated duetime.jobs.v1.BatchResult results = 2;
+   */
+  results: BatchResult[];
+};
+
+/**
+ * Describes the message duetime.jobs.v1.BatchRedriveRunsResponse.
+ * Use `create(BatchRedriveRunsResponseSchema)` to create a new message.
+ */
+export const BatchRedriveRunsResponseSchema: GenMessage<BatchRedriveRunsResponse> = /*@__PURE__*/
+  messageDesc(file_duetime_jobs_v1_job_service, 33);
+
+/**
+ * One item's outcome in a batch.
+ *
+ * @generated from message duetime.jobs.v1.BatchResult
+ */
+export type BatchResult = Message<"duetime.jobs.v1.BatchResult"> & {
+  /**
+   * The job or run.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * OK, or why this item was not changed: the error its single call would have given
+   * (e.g. FAILED_PRECONDITION, reason JOB_NOT_ACTIVE), with the same details.
+   *
+   * @generated from field: google.rpc.Status status = 2;
+   */
+  status?: Status | undefined;
+};
+
+/**
+ * Describes the message duetime.jobs.v1.BatchResult.
+ * Use `create(BatchResultSchema)` to create a new message.
+ */
+export const BatchResultSchema: GenMessage<BatchResult> = /*@__PURE__*/
+  messageDesc(file_duetime_jobs_v1_job_service, 34);
 
 /**
  * What DST did to an occurrence.
@@ -972,6 +1307,39 @@ export const JobService: GenService<{
     methodKind: "unary";
     input: typeof GetTeamQuotaRequestSchema;
     output: typeof GetTeamQuotaResponseSchema;
+  },
+  /**
+   * Pauses many jobs at once, named or matched by a filter, as PauseJob does each. With
+   * `validate_only`, only counts them. Each job's outcome is reported; one job's failure does
+   * not stop the others.
+   *
+   * @generated from rpc duetime.jobs.v1.JobService.BatchPauseJobs
+   */
+  batchPauseJobs: {
+    methodKind: "unary";
+    input: typeof BatchPauseJobsRequestSchema;
+    output: typeof BatchPauseJobsResponseSchema;
+  },
+  /**
+   * Resumes many jobs at once, as ResumeJob does each; like BatchPauseJobs.
+   *
+   * @generated from rpc duetime.jobs.v1.JobService.BatchResumeJobs
+   */
+  batchResumeJobs: {
+    methodKind: "unary";
+    input: typeof BatchResumeJobsRequestSchema;
+    output: typeof BatchResumeJobsResponseSchema;
+  },
+  /**
+   * Redrives many DEAD_LETTERED runs at once, named or matched by a filter, as RedriveRun does
+   * each. With `validate_only`, only counts them. Idempotent by `request_id`.
+   *
+   * @generated from rpc duetime.jobs.v1.JobService.BatchRedriveRuns
+   */
+  batchRedriveRuns: {
+    methodKind: "unary";
+    input: typeof BatchRedriveRunsRequestSchema;
+    output: typeof BatchRedriveRunsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_duetime_jobs_v1_job_service, 0);

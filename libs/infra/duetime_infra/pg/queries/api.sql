@@ -42,12 +42,23 @@ SELECT * FROM jobs WHERE job_id = $1 AND team_id = $2 AND state <> 'DELETED' FOR
 SELECT 1 FROM jobs WHERE job_id = $1 AND team_id = $2;
 
 -- name: job_list
+-- A page of the team's jobs, newest first; a ListJobs filter (duetime_infra.pg.filters) takes
+-- the marked line's place.
 SELECT * FROM jobs
 WHERE team_id = $1 AND state <> 'DELETED'
   AND ($2::text IS NULL OR state = $2)
   AND ($3::timestamptz IS NULL OR (create_time, job_id) < ($3, $4::uuid))
+  AND /* filter */ TRUE
 ORDER BY create_time DESC, job_id DESC
 LIMIT $5;
+
+-- name: job_ids_matching
+-- The ids of the team's jobs a filter matches, newest first (a batch's, at most $2).
+SELECT job_id FROM jobs
+WHERE team_id = $1 AND state <> 'DELETED'
+  AND /* filter */ TRUE
+ORDER BY create_time DESC, job_id DESC
+LIMIT $2;
 
 -- name: job_write
 -- Every version gets its job_versions row, so runs can always refer to the one they ran with.
@@ -85,14 +96,48 @@ WHERE r.run_id = $1 AND r.job_id = $2 AND r.team_id = $3
 FOR UPDATE OF r;
 
 -- name: run_list
+-- A page of one job's runs, latest first; a ListRuns filter takes the marked line's place.
 SELECT r.*, duetime_shown_state(r.state, r.run_id, r.nominal_time) AS shown_state
 FROM runs r
-WHERE job_id = $1
-  AND ($2::text IS NULL OR state = $2 OR ($2 = 'QUEUED' AND state = 'RUNNING'))
+WHERE r.job_id = $1
+  AND ($2::text IS NULL OR r.state = $2 OR ($2 = 'QUEUED' AND r.state = 'RUNNING'))
   AND ($2::text IS NULL OR duetime_shown_state(r.state, r.run_id, r.nominal_time) = $2)
-  AND ($3::timestamptz IS NULL OR (nominal_time, run_id) < ($3, $4::uuid))
-ORDER BY nominal_time DESC, run_id DESC
+  AND ($3::timestamptz IS NULL OR (r.nominal_time, r.run_id) < ($3, $4::uuid))
+  AND /* filter */ TRUE
+ORDER BY r.nominal_time DESC, r.run_id DESC
 LIMIT $5;
+
+-- name: run_list_team
+-- run_list over every job of the team ($1), through runs_team_history_idx.
+SELECT r.*, duetime_shown_state(r.state, r.run_id, r.nominal_time) AS shown_state
+FROM runs r
+WHERE r.team_id = $1
+  AND ($2::text IS NULL OR r.state = $2 OR ($2 = 'QUEUED' AND r.state = 'RUNNING'))
+  AND ($2::text IS NULL OR duetime_shown_state(r.state, r.run_id, r.nominal_time) = $2)
+  AND ($3::timestamptz IS NULL OR (r.nominal_time, r.run_id) < ($3, $4::uuid))
+  AND /* filter */ TRUE
+ORDER BY r.nominal_time DESC, r.run_id DESC
+LIMIT $5;
+
+-- name: run_dead_letters_matching
+-- The team's DEAD_LETTERED runs a filter matches, of one job ($2) or of all ($2 NULL), latest
+-- first (a batch redrive's, at most $3).
+SELECT r.job_id, r.run_id FROM runs r
+WHERE r.team_id = $1 AND r.state = 'DEAD_LETTERED'
+  AND ($2::uuid IS NULL OR r.job_id = $2)
+  AND /* filter */ TRUE
+ORDER BY r.nominal_time DESC, r.run_id DESC
+LIMIT $3;
+
+-- name: runs_recent_of_jobs
+-- Each job's latest $2 runs (the jobs of a listed page).
+SELECT r.*, duetime_shown_state(r.state, r.run_id, r.nominal_time) AS shown_state
+FROM unnest($1::uuid[]) AS j(job_id)
+CROSS JOIN LATERAL (
+    SELECT * FROM runs x WHERE x.job_id = j.job_id
+    ORDER BY x.nominal_time DESC, x.run_id DESC
+    LIMIT $2
+) r;
 
 -- name: attempts_of_runs
 SELECT a.* FROM attempts a

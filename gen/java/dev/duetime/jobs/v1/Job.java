@@ -55,6 +55,18 @@ private static final long serialVersionUID = 0L;
     return dev.duetime.jobs.v1.JobProto.internal_static_duetime_jobs_v1_Job_descriptor;
   }
 
+  @SuppressWarnings({"rawtypes"})
+  @java.lang.Override
+  protected com.google.protobuf.MapFieldReflectionAccessor internalGetMapFieldReflection(
+      int number) {
+    switch (number) {
+      case 20:
+        return internalGetLabels();
+      default:
+        throw new RuntimeException(
+            "Invalid map field number: " + number);
+    }
+  }
   @java.lang.Override
   protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internalGetFieldAccessorTable() {
@@ -830,6 +842,109 @@ private static final long serialVersionUID = 0L;
     return result == null ? dev.duetime.jobs.v1.Delivery.UNRECOGNIZED : result;
   }
 
+  public static final int LABELS_FIELD_NUMBER = 20;
+  private static final class LabelsDefaultEntryHolder {
+    static final com.google.protobuf.MapEntry<
+        java.lang.String, java.lang.String> defaultEntry =
+            com.google.protobuf.MapEntry
+            .<java.lang.String, java.lang.String>newDefaultInstance(
+                dev.duetime.jobs.v1.JobProto.internal_static_duetime_jobs_v1_Job_LabelsEntry_descriptor, 
+                com.google.protobuf.WireFormat.FieldType.STRING,
+                "",
+                com.google.protobuf.WireFormat.FieldType.STRING,
+                "");
+  }
+  @SuppressWarnings("serial")
+  private com.google.protobuf.MapField<
+      java.lang.String, java.lang.String> labels_;
+  private com.google.protobuf.MapField<java.lang.String, java.lang.String>
+  internalGetLabels() {
+    if (labels_ == null) {
+      return com.google.protobuf.MapField.emptyMapField(
+          LabelsDefaultEntryHolder.defaultEntry);
+    }
+    return labels_;
+  }
+  public int getLabelsCount() {
+    return internalGetLabels().getMap().size();
+  }
+  /**
+   * <pre>
+   * Optional. Labels to find and group jobs by (ListJobs' `filter`: `labels.env = prod`). At
+   * most 64; a key is 1 to 63 characters of lowercase letters, digits, `_` and `-`, starting
+   * with a letter; a value is up to 63 of the same characters. UpdateJob replaces them whole.
+   * </pre>
+   *
+   * <code>map&lt;string, string&gt; labels = 20;</code>
+   */
+  @java.lang.Override
+  public boolean containsLabels(
+      java.lang.String key) {
+    if (key == null) { throw new NullPointerException("map key"); }
+    return internalGetLabels().getMap().containsKey(key);
+  }
+  /**
+   * Use {@link #getLabelsMap()} instead.
+   */
+  @java.lang.Override
+  @java.lang.Deprecated
+  public java.util.Map<java.lang.String, java.lang.String> getLabels() {
+    return getLabelsMap();
+  }
+  /**
+   * <pre>
+   * Optional. Labels to find and group jobs by (ListJobs' `filter`: `labels.env = prod`). At
+   * most 64; a key is 1 to 63 characters of lowercase letters, digits, `_` and `-`, starting
+   * with a letter; a value is up to 63 of the same characters. UpdateJob replaces them whole.
+   * </pre>
+   *
+   * <code>map&lt;string, string&gt; labels = 20;</code>
+   */
+  @java.lang.Override
+  public java.util.Map<java.lang.String, java.lang.String> getLabelsMap() {
+    return internalGetLabels().getMap();
+  }
+  /**
+   * <pre>
+   * Optional. Labels to find and group jobs by (ListJobs' `filter`: `labels.env = prod`). At
+   * most 64; a key is 1 to 63 characters of lowercase letters, digits, `_` and `-`, starting
+   * with a letter; a value is up to 63 of the same characters. UpdateJob replaces them whole.
+   * </pre>
+   *
+   * <code>map&lt;string, string&gt; labels = 20;</code>
+   */
+  @java.lang.Override
+  public /* nullable */
+java.lang.String getLabelsOrDefault(
+      java.lang.String key,
+      /* nullable */
+java.lang.String defaultValue) {
+    if (key == null) { throw new NullPointerException("map key"); }
+    java.util.Map<java.lang.String, java.lang.String> map =
+        internalGetLabels().getMap();
+    return map.containsKey(key) ? map.get(key) : defaultValue;
+  }
+  /**
+   * <pre>
+   * Optional. Labels to find and group jobs by (ListJobs' `filter`: `labels.env = prod`). At
+   * most 64; a key is 1 to 63 characters of lowercase letters, digits, `_` and `-`, starting
+   * with a letter; a value is up to 63 of the same characters. UpdateJob replaces them whole.
+   * </pre>
+   *
+   * <code>map&lt;string, string&gt; labels = 20;</code>
+   */
+  @java.lang.Override
+  public java.lang.String getLabelsOrThrow(
+      java.lang.String key) {
+    if (key == null) { throw new NullPointerException("map key"); }
+    java.util.Map<java.lang.String, java.lang.String> map =
+        internalGetLabels().getMap();
+    if (!map.containsKey(key)) {
+      throw new java.lang.IllegalArgumentException();
+    }
+    return map.get(key);
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -901,6 +1016,12 @@ private static final long serialVersionUID = 0L;
     if (delivery_ != dev.duetime.jobs.v1.Delivery.DELIVERY_UNSPECIFIED.getNumber()) {
       output.writeEnum(19, delivery_);
     }
+    com.google.protobuf.GeneratedMessage
+      .serializeStringMapTo(
+        output,
+        internalGetLabels(),
+        LabelsDefaultEntryHolder.defaultEntry,
+        20);
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -974,6 +1095,16 @@ private static final long serialVersionUID = 0L;
     if (delivery_ != dev.duetime.jobs.v1.Delivery.DELIVERY_UNSPECIFIED.getNumber()) {
       size += com.google.protobuf.CodedOutputStream
         .computeEnumSize(19, delivery_);
+    }
+    for (java.util.Map.Entry<java.lang.String, java.lang.String> entry
+         : internalGetLabels().getMap().entrySet()) {
+      com.google.protobuf.MapEntry<java.lang.String, java.lang.String>
+      labels__ = LabelsDefaultEntryHolder.defaultEntry.newBuilderForType()
+          .setKey(entry.getKey())
+          .setValue(entry.getValue())
+          .buildPartial();
+      size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(20, labels__);
     }
     return size;
   }
@@ -1060,6 +1191,8 @@ private static final long serialVersionUID = 0L;
     if (!getEtag()
         .equals(other.getEtag())) return false;
     if (delivery_ != other.delivery_) return false;
+    if (!internalGetLabels().equals(
+        other.internalGetLabels())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -1127,6 +1260,10 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getEtag().hashCode();
     hash = (37 * hash) + DELIVERY_FIELD_NUMBER;
     hash = (53 * hash) + delivery_;
+    if (!internalGetLabels().getMap().isEmpty()) {
+      hash = (37 * hash) + LABELS_FIELD_NUMBER;
+      hash = (53 * hash) + internalGetLabels().hashCode();
+    }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -1241,6 +1378,28 @@ private static final long serialVersionUID = 0L;
       return dev.duetime.jobs.v1.JobProto.internal_static_duetime_jobs_v1_Job_descriptor;
     }
 
+    @SuppressWarnings({"rawtypes"})
+    protected com.google.protobuf.MapFieldReflectionAccessor internalGetMapFieldReflection(
+        int number) {
+      switch (number) {
+        case 20:
+          return internalGetLabels();
+        default:
+          throw new RuntimeException(
+              "Invalid map field number: " + number);
+      }
+    }
+    @SuppressWarnings({"rawtypes"})
+    protected com.google.protobuf.MapFieldReflectionAccessor internalGetMutableMapFieldReflection(
+        int number) {
+      switch (number) {
+        case 20:
+          return internalGetMutableLabels();
+        default:
+          throw new RuntimeException(
+              "Invalid map field number: " + number);
+      }
+    }
     @java.lang.Override
     protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
         internalGetFieldAccessorTable() {
@@ -1332,6 +1491,7 @@ private static final long serialVersionUID = 0L;
       }
       etag_ = "";
       delivery_ = 0;
+      internalGetMutableLabels().clear();
       return this;
     }
 
@@ -1450,6 +1610,10 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00040000) != 0)) {
         result.delivery_ = delivery_;
       }
+      if (((from_bitField0_ & 0x00080000) != 0)) {
+        result.labels_ = internalGetLabels();
+        result.labels_.makeImmutable();
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1534,6 +1698,9 @@ private static final long serialVersionUID = 0L;
       if (other.delivery_ != 0) {
         setDeliveryValue(other.getDeliveryValue());
       }
+      internalGetMutableLabels().mergeFrom(
+          other.internalGetLabels());
+      bitField0_ |= 0x00080000;
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
       return this;
@@ -1673,6 +1840,15 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00040000;
               break;
             } // case 152
+            case 162: {
+              com.google.protobuf.MapEntry<java.lang.String, java.lang.String>
+              labels__ = input.readMessage(
+                  LabelsDefaultEntryHolder.defaultEntry.getParserForType(), extensionRegistry);
+              internalGetMutableLabels().getMutableMap().put(
+                  labels__.getKey(), labels__.getValue());
+              bitField0_ |= 0x00080000;
+              break;
+            } // case 162
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -4047,6 +4223,175 @@ private static final long serialVersionUID = 0L;
       bitField0_ = (bitField0_ & ~0x00040000);
       delivery_ = 0;
       onChanged();
+      return this;
+    }
+
+    private com.google.protobuf.MapField<
+        java.lang.String, java.lang.String> labels_;
+    private com.google.protobuf.MapField<java.lang.String, java.lang.String>
+        internalGetLabels() {
+      if (labels_ == null) {
+        return com.google.protobuf.MapField.emptyMapField(
+            LabelsDefaultEntryHolder.defaultEntry);
+      }
+      return labels_;
+    }
+    private com.google.protobuf.MapField<java.lang.String, java.lang.String>
+        internalGetMutableLabels() {
+      if (labels_ == null) {
+        labels_ = com.google.protobuf.MapField.newMapField(
+            LabelsDefaultEntryHolder.defaultEntry);
+      }
+      if (!labels_.isMutable()) {
+        labels_ = labels_.copy();
+      }
+      bitField0_ |= 0x00080000;
+      onChanged();
+      return labels_;
+    }
+    public int getLabelsCount() {
+      return internalGetLabels().getMap().size();
+    }
+    /**
+     * <pre>
+     * Optional. Labels to find and group jobs by (ListJobs' `filter`: `labels.env = prod`). At
+     * most 64; a key is 1 to 63 characters of lowercase letters, digits, `_` and `-`, starting
+     * with a letter; a value is up to 63 of the same characters. UpdateJob replaces them whole.
+     * </pre>
+     *
+     * <code>map&lt;string, string&gt; labels = 20;</code>
+     */
+    @java.lang.Override
+    public boolean containsLabels(
+        java.lang.String key) {
+      if (key == null) { throw new NullPointerException("map key"); }
+      return internalGetLabels().getMap().containsKey(key);
+    }
+    /**
+     * Use {@link #getLabelsMap()} instead.
+     */
+    @java.lang.Override
+    @java.lang.Deprecated
+    public java.util.Map<java.lang.String, java.lang.String> getLabels() {
+      return getLabelsMap();
+    }
+    /**
+     * <pre>
+     * Optional. Labels to find and group jobs by (ListJobs' `filter`: `labels.env = prod`). At
+     * most 64; a key is 1 to 63 characters of lowercase letters, digits, `_` and `-`, starting
+     * with a letter; a value is up to 63 of the same characters. UpdateJob replaces them whole.
+     * </pre>
+     *
+     * <code>map&lt;string, string&gt; labels = 20;</code>
+     */
+    @java.lang.Override
+    public java.util.Map<java.lang.String, java.lang.String> getLabelsMap() {
+      return internalGetLabels().getMap();
+    }
+    /**
+     * <pre>
+     * Optional. Labels to find and group jobs by (ListJobs' `filter`: `labels.env = prod`). At
+     * most 64; a key is 1 to 63 characters of lowercase letters, digits, `_` and `-`, starting
+     * with a letter; a value is up to 63 of the same characters. UpdateJob replaces them whole.
+     * </pre>
+     *
+     * <code>map&lt;string, string&gt; labels = 20;</code>
+     */
+    @java.lang.Override
+    public /* nullable */
+java.lang.String getLabelsOrDefault(
+        java.lang.String key,
+        /* nullable */
+java.lang.String defaultValue) {
+      if (key == null) { throw new NullPointerException("map key"); }
+      java.util.Map<java.lang.String, java.lang.String> map =
+          internalGetLabels().getMap();
+      return map.containsKey(key) ? map.get(key) : defaultValue;
+    }
+    /**
+     * <pre>
+     * Optional. Labels to find and group jobs by (ListJobs' `filter`: `labels.env = prod`). At
+     * most 64; a key is 1 to 63 characters of lowercase letters, digits, `_` and `-`, starting
+     * with a letter; a value is up to 63 of the same characters. UpdateJob replaces them whole.
+     * </pre>
+     *
+     * <code>map&lt;string, string&gt; labels = 20;</code>
+     */
+    @java.lang.Override
+    public java.lang.String getLabelsOrThrow(
+        java.lang.String key) {
+      if (key == null) { throw new NullPointerException("map key"); }
+      java.util.Map<java.lang.String, java.lang.String> map =
+          internalGetLabels().getMap();
+      if (!map.containsKey(key)) {
+        throw new java.lang.IllegalArgumentException();
+      }
+      return map.get(key);
+    }
+    public Builder clearLabels() {
+      bitField0_ = (bitField0_ & ~0x00080000);
+      internalGetMutableLabels().getMutableMap()
+          .clear();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. Labels to find and group jobs by (ListJobs' `filter`: `labels.env = prod`). At
+     * most 64; a key is 1 to 63 characters of lowercase letters, digits, `_` and `-`, starting
+     * with a letter; a value is up to 63 of the same characters. UpdateJob replaces them whole.
+     * </pre>
+     *
+     * <code>map&lt;string, string&gt; labels = 20;</code>
+     */
+    public Builder removeLabels(
+        java.lang.String key) {
+      if (key == null) { throw new NullPointerException("map key"); }
+      internalGetMutableLabels().getMutableMap()
+          .remove(key);
+      return this;
+    }
+    /**
+     * Use alternate mutation accessors instead.
+     */
+    @java.lang.Deprecated
+    public java.util.Map<java.lang.String, java.lang.String>
+        getMutableLabels() {
+      bitField0_ |= 0x00080000;
+      return internalGetMutableLabels().getMutableMap();
+    }
+    /**
+     * <pre>
+     * Optional. Labels to find and group jobs by (ListJobs' `filter`: `labels.env = prod`). At
+     * most 64; a key is 1 to 63 characters of lowercase letters, digits, `_` and `-`, starting
+     * with a letter; a value is up to 63 of the same characters. UpdateJob replaces them whole.
+     * </pre>
+     *
+     * <code>map&lt;string, string&gt; labels = 20;</code>
+     */
+    public Builder putLabels(
+        java.lang.String key,
+        java.lang.String value) {
+      if (key == null) { throw new NullPointerException("map key"); }
+      if (value == null) { throw new NullPointerException("map value"); }
+      internalGetMutableLabels().getMutableMap()
+          .put(key, value);
+      bitField0_ |= 0x00080000;
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. Labels to find and group jobs by (ListJobs' `filter`: `labels.env = prod`). At
+     * most 64; a key is 1 to 63 characters of lowercase letters, digits, `_` and `-`, starting
+     * with a letter; a value is up to 63 of the same characters. UpdateJob replaces them whole.
+     * </pre>
+     *
+     * <code>map&lt;string, string&gt; labels = 20;</code>
+     */
+    public Builder putAllLabels(
+        java.util.Map<java.lang.String, java.lang.String> values) {
+      internalGetMutableLabels().getMutableMap()
+          .putAll(values);
+      bitField0_ |= 0x00080000;
       return this;
     }
 

@@ -486,4 +486,68 @@ public interface JobOrBuilder extends
    * @return The delivery.
    */
   dev.duetime.jobs.v1.Delivery getDelivery();
+
+  /**
+   * <pre>
+   * Optional. Labels to find and group jobs by (ListJobs' `filter`: `labels.env = prod`). At
+   * most 64; a key is 1 to 63 characters of lowercase letters, digits, `_` and `-`, starting
+   * with a letter; a value is up to 63 of the same characters. UpdateJob replaces them whole.
+   * </pre>
+   *
+   * <code>map&lt;string, string&gt; labels = 20;</code>
+   */
+  int getLabelsCount();
+  /**
+   * <pre>
+   * Optional. Labels to find and group jobs by (ListJobs' `filter`: `labels.env = prod`). At
+   * most 64; a key is 1 to 63 characters of lowercase letters, digits, `_` and `-`, starting
+   * with a letter; a value is up to 63 of the same characters. UpdateJob replaces them whole.
+   * </pre>
+   *
+   * <code>map&lt;string, string&gt; labels = 20;</code>
+   */
+  boolean containsLabels(
+      java.lang.String key);
+  /**
+   * Use {@link #getLabelsMap()} instead.
+   */
+  @java.lang.Deprecated
+  java.util.Map<java.lang.String, java.lang.String>
+  getLabels();
+  /**
+   * <pre>
+   * Optional. Labels to find and group jobs by (ListJobs' `filter`: `labels.env = prod`). At
+   * most 64; a key is 1 to 63 characters of lowercase letters, digits, `_` and `-`, starting
+   * with a letter; a value is up to 63 of the same characters. UpdateJob replaces them whole.
+   * </pre>
+   *
+   * <code>map&lt;string, string&gt; labels = 20;</code>
+   */
+  java.util.Map<java.lang.String, java.lang.String>
+  getLabelsMap();
+  /**
+   * <pre>
+   * Optional. Labels to find and group jobs by (ListJobs' `filter`: `labels.env = prod`). At
+   * most 64; a key is 1 to 63 characters of lowercase letters, digits, `_` and `-`, starting
+   * with a letter; a value is up to 63 of the same characters. UpdateJob replaces them whole.
+   * </pre>
+   *
+   * <code>map&lt;string, string&gt; labels = 20;</code>
+   */
+  /* nullable */
+java.lang.String getLabelsOrDefault(
+      java.lang.String key,
+      /* nullable */
+java.lang.String defaultValue);
+  /**
+   * <pre>
+   * Optional. Labels to find and group jobs by (ListJobs' `filter`: `labels.env = prod`). At
+   * most 64; a key is 1 to 63 characters of lowercase letters, digits, `_` and `-`, starting
+   * with a letter; a value is up to 63 of the same characters. UpdateJob replaces them whole.
+   * </pre>
+   *
+   * <code>map&lt;string, string&gt; labels = 20;</code>
+   */
+  java.lang.String getLabelsOrThrow(
+      java.lang.String key);
 }

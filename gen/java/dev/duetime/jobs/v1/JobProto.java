@@ -32,6 +32,11 @@ public final class JobProto extends com.google.protobuf.GeneratedFile {
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_duetime_jobs_v1_Job_fieldAccessorTable;
   static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_duetime_jobs_v1_Job_LabelsEntry_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_duetime_jobs_v1_Job_LabelsEntry_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
     internal_static_duetime_jobs_v1_Schedule_descriptor;
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
@@ -102,7 +107,7 @@ public final class JobProto extends com.google.protobuf.GeneratedFile {
     java.lang.String[] descriptorData = {
       "\n\031duetime/jobs/v1/job.proto\022\017duetime.job" +
       "s.v1\032\036google/protobuf/duration.proto\032\037go" +
-      "ogle/protobuf/timestamp.proto\"\337\005\n\003Job\022\014\n" +
+      "ogle/protobuf/timestamp.proto\"\300\006\n\003Job\022\014\n" +
       "\004name\030\001 \001(\t\022\016\n\006job_id\030\002 \001(\t\022\014\n\004team\030\003 \001(" +
       "\t\022\024\n\014display_name\030\004 \001(\t\022+\n\010schedule\030\005 \001(" +
       "\0132\031.duetime.jobs.v1.Schedule\022\'\n\006target\030\006" +
@@ -121,76 +126,79 @@ public final class JobProto extends com.google.protobuf.GeneratedFile {
       ".protobuf.Timestamp\022/\n\013update_time\030\021 \001(\013" +
       "2\032.google.protobuf.Timestamp\022\014\n\004etag\030\022 \001" +
       "(\t\022+\n\010delivery\030\023 \001(\0162\031.duetime.jobs.v1.D" +
-      "elivery\"\324\001\n\010Schedule\022)\n\002at\030\001 \001(\0132\033.dueti" +
-      "me.jobs.v1.AtScheduleH\000\022/\n\005delay\030\002 \001(\0132\036" +
-      ".duetime.jobs.v1.DelayScheduleH\000\0225\n\010inte" +
-      "rval\030\003 \001(\0132!.duetime.jobs.v1.IntervalSch" +
-      "eduleH\000\022-\n\004cron\030\004 \001(\0132\035.duetime.jobs.v1." +
-      "CronScheduleH\000B\006\n\004kind\"\311\001\n\nAtSchedule\022,\n" +
-      "\010run_time\030\001 \001(\0132\032.google.protobuf.Timest" +
-      "amp\022\022\n\nlocal_time\030\002 \001(\t\022\021\n\ttime_zone\030\003 \001" +
-      "(\t\0221\n\ngap_policy\030\004 \001(\0162\035.duetime.jobs.v1" +
-      ".DstGapPolicy\0223\n\013fold_policy\030\005 \001(\0162\036.due" +
-      "time.jobs.v1.DstFoldPolicy\"g\n\rDelaySched" +
-      "ule\022(\n\005delay\030\001 \001(\0132\031.google.protobuf.Dur" +
-      "ation\022,\n\010run_time\030\002 \001(\0132\032.google.protobu" +
-      "f.Timestamp\"\240\001\n\020IntervalSchedule\022+\n\010inte" +
-      "rval\030\001 \001(\0132\031.google.protobuf.Duration\022.\n" +
-      "\nstart_time\030\002 \001(\0132\032.google.protobuf.Time" +
-      "stamp\022/\n\013anchor_time\030\003 \001(\0132\032.google.prot" +
-      "obuf.Timestamp\"\235\001\n\014CronSchedule\022\022\n\nexpre" +
-      "ssion\030\001 \001(\t\022\021\n\ttime_zone\030\002 \001(\t\0221\n\ngap_po" +
-      "licy\030\003 \001(\0162\035.duetime.jobs.v1.DstGapPolic" +
-      "y\0223\n\013fold_policy\030\004 \001(\0162\036.duetime.jobs.v1" +
-      ".DstFoldPolicy\"t\n\006Target\022+\n\004http\030\001 \001(\0132\033" +
-      ".duetime.jobs.v1.HttpTargetH\000\0225\n\tcontain" +
-      "er\030\002 \001(\0132 .duetime.jobs.v1.ContainerTarg" +
-      "etH\000B\006\n\004kind\"\277\001\n\nHttpTarget\022+\n\006method\030\001 " +
-      "\001(\0162\033.duetime.jobs.v1.HttpMethod\022\013\n\003url\030" +
-      "\002 \001(\t\0229\n\007headers\030\003 \003(\0132(.duetime.jobs.v1" +
-      ".HttpTarget.HeadersEntry\022\014\n\004body\030\004 \001(\014\032." +
-      "\n\014HeadersEntry\022\013\n\003key\030\001 \001(\t\022\r\n\005value\030\002 \001" +
-      "(\t:\0028\001\"\243\001\n\017ContainerTarget\022\r\n\005image\030\001 \001(" +
-      "\t\022\017\n\007command\030\002 \003(\t\022\014\n\004args\030\003 \003(\t\0226\n\003env\030" +
-      "\004 \003(\0132).duetime.jobs.v1.ContainerTarget." +
-      "EnvEntry\032*\n\010EnvEntry\022\013\n\003key\030\001 \001(\t\022\r\n\005val" +
-      "ue\030\002 \001(\t:\0028\001\"\233\001\n\013RetryPolicy\022\024\n\014max_atte" +
-      "mpts\030\001 \001(\005\0222\n\017initial_backoff\030\002 \001(\0132\031.go" +
-      "ogle.protobuf.Duration\022.\n\013max_backoff\030\003 " +
-      "\001(\0132\031.google.protobuf.Duration\022\022\n\nmultip" +
-      "lier\030\004 \001(\001\"\277\001\n\017MisfireSettings\022.\n\006policy" +
-      "\030\001 \001(\0162\036.duetime.jobs.v1.MisfirePolicy\022," +
-      "\n\tthreshold\030\002 \001(\0132\031.google.protobuf.Dura" +
-      "tion\022\031\n\021max_catch_up_runs\030\003 \001(\005\0223\n\020max_c" +
-      "atch_up_age\030\004 \001(\0132\031.google.protobuf.Dura" +
-      "tion*[\n\010Delivery\022\030\n\024DELIVERY_UNSPECIFIED" +
-      "\020\000\022\032\n\026DELIVERY_AT_LEAST_ONCE\020\001\022\031\n\025DELIVE" +
-      "RY_AT_MOST_ONCE\020\002*a\n\014DstGapPolicy\022\036\n\032DST" +
-      "_GAP_POLICY_UNSPECIFIED\020\000\022\030\n\024DST_GAP_POL" +
-      "ICY_SHIFT\020\001\022\027\n\023DST_GAP_POLICY_SKIP\020\002*\177\n\r" +
-      "DstFoldPolicy\022\037\n\033DST_FOLD_POLICY_UNSPECI" +
-      "FIED\020\000\022\031\n\025DST_FOLD_POLICY_FIRST\020\001\022\030\n\024DST" +
-      "_FOLD_POLICY_LAST\020\002\022\030\n\024DST_FOLD_POLICY_B" +
-      "OTH\020\003*\230\001\n\nHttpMethod\022\033\n\027HTTP_METHOD_UNSP" +
-      "ECIFIED\020\000\022\023\n\017HTTP_METHOD_GET\020\001\022\024\n\020HTTP_M" +
-      "ETHOD_POST\020\002\022\023\n\017HTTP_METHOD_PUT\020\003\022\025\n\021HTT" +
-      "P_METHOD_PATCH\020\004\022\026\n\022HTTP_METHOD_DELETE\020\005" +
-      "*\201\001\n\rMisfirePolicy\022\036\n\032MISFIRE_POLICY_UNS" +
-      "PECIFIED\020\000\022\033\n\027MISFIRE_POLICY_RUN_ONCE\020\001\022" +
-      "\032\n\026MISFIRE_POLICY_RUN_ALL\020\002\022\027\n\023MISFIRE_P" +
-      "OLICY_SKIP\020\003*\245\001\n\rOverlapPolicy\022\036\n\032OVERLA" +
-      "P_POLICY_UNSPECIFIED\020\000\022\030\n\024OVERLAP_POLICY" +
-      "_ALLOW\020\001\022\027\n\023OVERLAP_POLICY_SKIP\020\002\022\035\n\031OVE" +
-      "RLAP_POLICY_BUFFER_ONE\020\003\022\"\n\036OVERLAP_POLI" +
-      "CY_CANCEL_PREVIOUS\020\004*^\n\010Priority\022\030\n\024PRIO" +
-      "RITY_UNSPECIFIED\020\000\022\021\n\rPRIORITY_HIGH\020\001\022\023\n" +
-      "\017PRIORITY_NORMAL\020\002\022\020\n\014PRIORITY_LOW\020\003*\177\n\010" +
-      "JobState\022\031\n\025JOB_STATE_UNSPECIFIED\020\000\022\024\n\020J" +
-      "OB_STATE_ACTIVE\020\001\022\024\n\020JOB_STATE_PAUSED\020\002\022" +
-      "\027\n\023JOB_STATE_COMPLETED\020\003\022\023\n\017JOB_STATE_ER" +
-      "ROR\020\004B^\n\023dev.duetime.jobs.v1B\010JobProtoP\001" +
-      "Z)duetime.dev/gen/go/duetime/jobs/v1;job" +
-      "sv1\252\002\017Duetime.Jobs.V1b\006proto3"
+      "elivery\0220\n\006labels\030\024 \003(\0132 .duetime.jobs.v" +
+      "1.Job.LabelsEntry\032-\n\013LabelsEntry\022\013\n\003key\030" +
+      "\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028\001\"\324\001\n\010Schedule\022)\n" +
+      "\002at\030\001 \001(\0132\033.duetime.jobs.v1.AtScheduleH\000" +
+      "\022/\n\005delay\030\002 \001(\0132\036.duetime.jobs.v1.DelayS" +
+      "cheduleH\000\0225\n\010interval\030\003 \001(\0132!.duetime.jo" +
+      "bs.v1.IntervalScheduleH\000\022-\n\004cron\030\004 \001(\0132\035" +
+      ".duetime.jobs.v1.CronScheduleH\000B\006\n\004kind\"" +
+      "\311\001\n\nAtSchedule\022,\n\010run_time\030\001 \001(\0132\032.googl" +
+      "e.protobuf.Timestamp\022\022\n\nlocal_time\030\002 \001(\t" +
+      "\022\021\n\ttime_zone\030\003 \001(\t\0221\n\ngap_policy\030\004 \001(\0162" +
+      "\035.duetime.jobs.v1.DstGapPolicy\0223\n\013fold_p" +
+      "olicy\030\005 \001(\0162\036.duetime.jobs.v1.DstFoldPol" +
+      "icy\"g\n\rDelaySchedule\022(\n\005delay\030\001 \001(\0132\031.go" +
+      "ogle.protobuf.Duration\022,\n\010run_time\030\002 \001(\013" +
+      "2\032.google.protobuf.Timestamp\"\240\001\n\020Interva" +
+      "lSchedule\022+\n\010interval\030\001 \001(\0132\031.google.pro" +
+      "tobuf.Duration\022.\n\nstart_time\030\002 \001(\0132\032.goo" +
+      "gle.protobuf.Timestamp\022/\n\013anchor_time\030\003 " +
+      "\001(\0132\032.google.protobuf.Timestamp\"\235\001\n\014Cron" +
+      "Schedule\022\022\n\nexpression\030\001 \001(\t\022\021\n\ttime_zon" +
+      "e\030\002 \001(\t\0221\n\ngap_policy\030\003 \001(\0162\035.duetime.jo" +
+      "bs.v1.DstGapPolicy\0223\n\013fold_policy\030\004 \001(\0162" +
+      "\036.duetime.jobs.v1.DstFoldPolicy\"t\n\006Targe" +
+      "t\022+\n\004http\030\001 \001(\0132\033.duetime.jobs.v1.HttpTa" +
+      "rgetH\000\0225\n\tcontainer\030\002 \001(\0132 .duetime.jobs" +
+      ".v1.ContainerTargetH\000B\006\n\004kind\"\277\001\n\nHttpTa" +
+      "rget\022+\n\006method\030\001 \001(\0162\033.duetime.jobs.v1.H" +
+      "ttpMethod\022\013\n\003url\030\002 \001(\t\0229\n\007headers\030\003 \003(\0132" +
+      "(.duetime.jobs.v1.HttpTarget.HeadersEntr" +
+      "y\022\014\n\004body\030\004 \001(\014\032.\n\014HeadersEntry\022\013\n\003key\030\001" +
+      " \001(\t\022\r\n\005value\030\002 \001(\t:\0028\001\"\243\001\n\017ContainerTar" +
+      "get\022\r\n\005image\030\001 \001(\t\022\017\n\007command\030\002 \003(\t\022\014\n\004a" +
+      "rgs\030\003 \003(\t\0226\n\003env\030\004 \003(\0132).duetime.jobs.v1" +
+      ".ContainerTarget.EnvEntry\032*\n\010EnvEntry\022\013\n" +
+      "\003key\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028\001\"\233\001\n\013RetryP" +
+      "olicy\022\024\n\014max_attempts\030\001 \001(\005\0222\n\017initial_b" +
+      "ackoff\030\002 \001(\0132\031.google.protobuf.Duration\022" +
+      ".\n\013max_backoff\030\003 \001(\0132\031.google.protobuf.D" +
+      "uration\022\022\n\nmultiplier\030\004 \001(\001\"\277\001\n\017MisfireS" +
+      "ettings\022.\n\006policy\030\001 \001(\0162\036.duetime.jobs.v" +
+      "1.MisfirePolicy\022,\n\tthreshold\030\002 \001(\0132\031.goo" +
+      "gle.protobuf.Duration\022\031\n\021max_catch_up_ru" +
+      "ns\030\003 \001(\005\0223\n\020max_catch_up_age\030\004 \001(\0132\031.goo" +
+      "gle.protobuf.Duration*[\n\010Delivery\022\030\n\024DEL" +
+      "IVERY_UNSPECIFIED\020\000\022\032\n\026DELIVERY_AT_LEAST" +
+      "_ONCE\020\001\022\031\n\025DELIVERY_AT_MOST_ONCE\020\002*a\n\014Ds" +
+      "tGapPolicy\022\036\n\032DST_GAP_POLICY_UNSPECIFIED" +
+      "\020\000\022\030\n\024DST_GAP_POLICY_SHIFT\020\001\022\027\n\023DST_GAP_" +
+      "POLICY_SKIP\020\002*\177\n\rDstFoldPolicy\022\037\n\033DST_FO" +
+      "LD_POLICY_UNSPECIFIED\020\000\022\031\n\025DST_FOLD_POLI" +
+      "CY_FIRST\020\001\022\030\n\024DST_FOLD_POLICY_LAST\020\002\022\030\n\024" +
+      "DST_FOLD_POLICY_BOTH\020\003*\230\001\n\nHttpMethod\022\033\n" +
+      "\027HTTP_METHOD_UNSPECIFIED\020\000\022\023\n\017HTTP_METHO" +
+      "D_GET\020\001\022\024\n\020HTTP_METHOD_POST\020\002\022\023\n\017HTTP_ME" +
+      "THOD_PUT\020\003\022\025\n\021HTTP_METHOD_PATCH\020\004\022\026\n\022HTT" +
+      "P_METHOD_DELETE\020\005*\201\001\n\rMisfirePolicy\022\036\n\032M" +
+      "ISFIRE_POLICY_UNSPECIFIED\020\000\022\033\n\027MISFIRE_P" +
+      "OLICY_RUN_ONCE\020\001\022\032\n\026MISFIRE_POLICY_RUN_A" +
+      "LL\020\002\022\027\n\023MISFIRE_POLICY_SKIP\020\003*\245\001\n\rOverla" +
+      "pPolicy\022\036\n\032OVERLAP_POLICY_UNSPECIFIED\020\000\022" +
+      "\030\n\024OVERLAP_POLICY_ALLOW\020\001\022\027\n\023OVERLAP_POL" +
+      "ICY_SKIP\020\002\022\035\n\031OVERLAP_POLICY_BUFFER_ONE\020" +
+      "\003\022\"\n\036OVERLAP_POLICY_CANCEL_PREVIOUS\020\004*^\n" +
+      "\010Priority\022\030\n\024PRIORITY_UNSPECIFIED\020\000\022\021\n\rP" +
+      "RIORITY_HIGH\020\001\022\023\n\017PRIORITY_NORMAL\020\002\022\020\n\014P" +
+      "RIORITY_LOW\020\003*\177\n\010JobState\022\031\n\025JOB_STATE_U" +
+      "NSPECIFIED\020\000\022\024\n\020JOB_STATE_ACTIVE\020\001\022\024\n\020JO" +
+      "B_STATE_PAUSED\020\002\022\027\n\023JOB_STATE_COMPLETED\020" +
+      "\003\022\023\n\017JOB_STATE_ERROR\020\004B^\n\023dev.duetime.jo" +
+      "bs.v1B\010JobProtoP\001Z)duetime.dev/gen/go/du" +
+      "etime/jobs/v1;jobsv1\252\002\017Duetime.Jobs.V1b\006" +
+      "proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -203,7 +211,13 @@ public final class JobProto extends com.google.protobuf.GeneratedFile {
     internal_static_duetime_jobs_v1_Job_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_Job_descriptor,
-        new java.lang.String[] { "Name", "JobId", "Team", "DisplayName", "Schedule", "Target", "AttemptTimeout", "RetryPolicy", "Misfire", "OverlapPolicy", "JitterWindow", "Priority", "State", "StateReason", "NextRunTime", "CreateTime", "UpdateTime", "Etag", "Delivery", });
+        new java.lang.String[] { "Name", "JobId", "Team", "DisplayName", "Schedule", "Target", "AttemptTimeout", "RetryPolicy", "Misfire", "OverlapPolicy", "JitterWindow", "Priority", "State", "StateReason", "NextRunTime", "CreateTime", "UpdateTime", "Etag", "Delivery", "Labels", });
+    internal_static_duetime_jobs_v1_Job_LabelsEntry_descriptor =
+      internal_static_duetime_jobs_v1_Job_descriptor.getNestedType(0);
+    internal_static_duetime_jobs_v1_Job_LabelsEntry_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_duetime_jobs_v1_Job_LabelsEntry_descriptor,
+        new java.lang.String[] { "Key", "Value", });
     internal_static_duetime_jobs_v1_Schedule_descriptor =
       getDescriptor().getMessageType(1);
     internal_static_duetime_jobs_v1_Schedule_fieldAccessorTable = new

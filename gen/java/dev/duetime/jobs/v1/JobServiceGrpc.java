@@ -422,6 +422,99 @@ public final class JobServiceGrpc {
     return getGetTeamQuotaMethod;
   }
 
+  private static volatile io.grpc.MethodDescriptor<dev.duetime.jobs.v1.BatchPauseJobsRequest,
+      dev.duetime.jobs.v1.BatchPauseJobsResponse> getBatchPauseJobsMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "BatchPauseJobs",
+      requestType = dev.duetime.jobs.v1.BatchPauseJobsRequest.class,
+      responseType = dev.duetime.jobs.v1.BatchPauseJobsResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<dev.duetime.jobs.v1.BatchPauseJobsRequest,
+      dev.duetime.jobs.v1.BatchPauseJobsResponse> getBatchPauseJobsMethod() {
+    io.grpc.MethodDescriptor<dev.duetime.jobs.v1.BatchPauseJobsRequest, dev.duetime.jobs.v1.BatchPauseJobsResponse> getBatchPauseJobsMethod;
+    if ((getBatchPauseJobsMethod = JobServiceGrpc.getBatchPauseJobsMethod) == null) {
+      synchronized (JobServiceGrpc.class) {
+        if ((getBatchPauseJobsMethod = JobServiceGrpc.getBatchPauseJobsMethod) == null) {
+          JobServiceGrpc.getBatchPauseJobsMethod = getBatchPauseJobsMethod =
+              io.grpc.MethodDescriptor.<dev.duetime.jobs.v1.BatchPauseJobsRequest, dev.duetime.jobs.v1.BatchPauseJobsResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "BatchPauseJobs"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.duetime.jobs.v1.BatchPauseJobsRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.duetime.jobs.v1.BatchPauseJobsResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new JobServiceMethodDescriptorSupplier("BatchPauseJobs"))
+              .build();
+        }
+      }
+    }
+    return getBatchPauseJobsMethod;
+  }
+
+  private static volatile io.grpc.MethodDescriptor<dev.duetime.jobs.v1.BatchResumeJobsRequest,
+      dev.duetime.jobs.v1.BatchResumeJobsResponse> getBatchResumeJobsMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "BatchResumeJobs",
+      requestType = dev.duetime.jobs.v1.BatchResumeJobsRequest.class,
+      responseType = dev.duetime.jobs.v1.BatchResumeJobsResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<dev.duetime.jobs.v1.BatchResumeJobsRequest,
+      dev.duetime.jobs.v1.BatchResumeJobsResponse> getBatchResumeJobsMethod() {
+    io.grpc.MethodDescriptor<dev.duetime.jobs.v1.BatchResumeJobsRequest, dev.duetime.jobs.v1.BatchResumeJobsResponse> getBatchResumeJobsMethod;
+    if ((getBatchResumeJobsMethod = JobServiceGrpc.getBatchResumeJobsMethod) == null) {
+      synchronized (JobServiceGrpc.class) {
+        if ((getBatchResumeJobsMethod = JobServiceGrpc.getBatchResumeJobsMethod) == null) {
+          JobServiceGrpc.getBatchResumeJobsMethod = getBatchResumeJobsMethod =
+              io.grpc.MethodDescriptor.<dev.duetime.jobs.v1.BatchResumeJobsRequest, dev.duetime.jobs.v1.BatchResumeJobsResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "BatchResumeJobs"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.duetime.jobs.v1.BatchResumeJobsRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.duetime.jobs.v1.BatchResumeJobsResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new JobServiceMethodDescriptorSupplier("BatchResumeJobs"))
+              .build();
+        }
+      }
+    }
+    return getBatchResumeJobsMethod;
+  }
+
+  private static volatile io.grpc.MethodDescriptor<dev.duetime.jobs.v1.BatchRedriveRunsRequest,
+      dev.duetime.jobs.v1.BatchRedriveRunsResponse> getBatchRedriveRunsMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "BatchRedriveRuns",
+      requestType = dev.duetime.jobs.v1.BatchRedriveRunsRequest.class,
+      responseType = dev.duetime.jobs.v1.BatchRedriveRunsResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<dev.duetime.jobs.v1.BatchRedriveRunsRequest,
+      dev.duetime.jobs.v1.BatchRedriveRunsResponse> getBatchRedriveRunsMethod() {
+    io.grpc.MethodDescriptor<dev.duetime.jobs.v1.BatchRedriveRunsRequest, dev.duetime.jobs.v1.BatchRedriveRunsResponse> getBatchRedriveRunsMethod;
+    if ((getBatchRedriveRunsMethod = JobServiceGrpc.getBatchRedriveRunsMethod) == null) {
+      synchronized (JobServiceGrpc.class) {
+        if ((getBatchRedriveRunsMethod = JobServiceGrpc.getBatchRedriveRunsMethod) == null) {
+          JobServiceGrpc.getBatchRedriveRunsMethod = getBatchRedriveRunsMethod =
+              io.grpc.MethodDescriptor.<dev.duetime.jobs.v1.BatchRedriveRunsRequest, dev.duetime.jobs.v1.BatchRedriveRunsResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "BatchRedriveRuns"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.duetime.jobs.v1.BatchRedriveRunsRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.duetime.jobs.v1.BatchRedriveRunsResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new JobServiceMethodDescriptorSupplier("BatchRedriveRuns"))
+              .build();
+        }
+      }
+    }
+    return getBatchRedriveRunsMethod;
+  }
+
   /**
    * Creates a new async stub that supports all call types for the service
    */
@@ -632,6 +725,39 @@ public final class JobServiceGrpc {
         io.grpc.stub.StreamObserver<dev.duetime.jobs.v1.GetTeamQuotaResponse> responseObserver) {
       io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getGetTeamQuotaMethod(), responseObserver);
     }
+
+    /**
+     * <pre>
+     * Pauses many jobs at once, named or matched by a filter, as PauseJob does each. With
+     * `validate_only`, only counts them. Each job's outcome is reported; one job's failure does
+     * not stop the others.
+     * </pre>
+     */
+    default void batchPauseJobs(dev.duetime.jobs.v1.BatchPauseJobsRequest request,
+        io.grpc.stub.StreamObserver<dev.duetime.jobs.v1.BatchPauseJobsResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getBatchPauseJobsMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Resumes many jobs at once, as ResumeJob does each; like BatchPauseJobs.
+     * </pre>
+     */
+    default void batchResumeJobs(dev.duetime.jobs.v1.BatchResumeJobsRequest request,
+        io.grpc.stub.StreamObserver<dev.duetime.jobs.v1.BatchResumeJobsResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getBatchResumeJobsMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Redrives many DEAD_LETTERED runs at once, named or matched by a filter, as RedriveRun does
+     * each. With `validate_only`, only counts them. Idempotent by `request_id`.
+     * </pre>
+     */
+    default void batchRedriveRuns(dev.duetime.jobs.v1.BatchRedriveRunsRequest request,
+        io.grpc.stub.StreamObserver<dev.duetime.jobs.v1.BatchRedriveRunsResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getBatchRedriveRunsMethod(), responseObserver);
+    }
   }
 
   /**
@@ -828,6 +954,42 @@ public final class JobServiceGrpc {
       io.grpc.stub.ClientCalls.asyncUnaryCall(
           getChannel().newCall(getGetTeamQuotaMethod(), getCallOptions()), request, responseObserver);
     }
+
+    /**
+     * <pre>
+     * Pauses many jobs at once, named or matched by a filter, as PauseJob does each. With
+     * `validate_only`, only counts them. Each job's outcome is reported; one job's failure does
+     * not stop the others.
+     * </pre>
+     */
+    public void batchPauseJobs(dev.duetime.jobs.v1.BatchPauseJobsRequest request,
+        io.grpc.stub.StreamObserver<dev.duetime.jobs.v1.BatchPauseJobsResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getBatchPauseJobsMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Resumes many jobs at once, as ResumeJob does each; like BatchPauseJobs.
+     * </pre>
+     */
+    public void batchResumeJobs(dev.duetime.jobs.v1.BatchResumeJobsRequest request,
+        io.grpc.stub.StreamObserver<dev.duetime.jobs.v1.BatchResumeJobsResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getBatchResumeJobsMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Redrives many DEAD_LETTERED runs at once, named or matched by a filter, as RedriveRun does
+     * each. With `validate_only`, only counts them. Idempotent by `request_id`.
+     * </pre>
+     */
+    public void batchRedriveRuns(dev.duetime.jobs.v1.BatchRedriveRunsRequest request,
+        io.grpc.stub.StreamObserver<dev.duetime.jobs.v1.BatchRedriveRunsResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getBatchRedriveRunsMethod(), getCallOptions()), request, responseObserver);
+    }
   }
 
   /**
@@ -993,6 +1155,39 @@ public final class JobServiceGrpc {
       return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
           getChannel(), getGetTeamQuotaMethod(), getCallOptions(), request);
     }
+
+    /**
+     * <pre>
+     * Pauses many jobs at once, named or matched by a filter, as PauseJob does each. With
+     * `validate_only`, only counts them. Each job's outcome is reported; one job's failure does
+     * not stop the others.
+     * </pre>
+     */
+    public dev.duetime.jobs.v1.BatchPauseJobsResponse batchPauseJobs(dev.duetime.jobs.v1.BatchPauseJobsRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getBatchPauseJobsMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Resumes many jobs at once, as ResumeJob does each; like BatchPauseJobs.
+     * </pre>
+     */
+    public dev.duetime.jobs.v1.BatchResumeJobsResponse batchResumeJobs(dev.duetime.jobs.v1.BatchResumeJobsRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getBatchResumeJobsMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Redrives many DEAD_LETTERED runs at once, named or matched by a filter, as RedriveRun does
+     * each. With `validate_only`, only counts them. Idempotent by `request_id`.
+     * </pre>
+     */
+    public dev.duetime.jobs.v1.BatchRedriveRunsResponse batchRedriveRuns(dev.duetime.jobs.v1.BatchRedriveRunsRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getBatchRedriveRunsMethod(), getCallOptions(), request);
+    }
   }
 
   /**
@@ -1157,6 +1352,39 @@ public final class JobServiceGrpc {
     public dev.duetime.jobs.v1.GetTeamQuotaResponse getTeamQuota(dev.duetime.jobs.v1.GetTeamQuotaRequest request) {
       return io.grpc.stub.ClientCalls.blockingUnaryCall(
           getChannel(), getGetTeamQuotaMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Pauses many jobs at once, named or matched by a filter, as PauseJob does each. With
+     * `validate_only`, only counts them. Each job's outcome is reported; one job's failure does
+     * not stop the others.
+     * </pre>
+     */
+    public dev.duetime.jobs.v1.BatchPauseJobsResponse batchPauseJobs(dev.duetime.jobs.v1.BatchPauseJobsRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getBatchPauseJobsMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Resumes many jobs at once, as ResumeJob does each; like BatchPauseJobs.
+     * </pre>
+     */
+    public dev.duetime.jobs.v1.BatchResumeJobsResponse batchResumeJobs(dev.duetime.jobs.v1.BatchResumeJobsRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getBatchResumeJobsMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Redrives many DEAD_LETTERED runs at once, named or matched by a filter, as RedriveRun does
+     * each. With `validate_only`, only counts them. Idempotent by `request_id`.
+     * </pre>
+     */
+    public dev.duetime.jobs.v1.BatchRedriveRunsResponse batchRedriveRuns(dev.duetime.jobs.v1.BatchRedriveRunsRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getBatchRedriveRunsMethod(), getCallOptions(), request);
     }
   }
 
@@ -1336,6 +1564,42 @@ public final class JobServiceGrpc {
       return io.grpc.stub.ClientCalls.futureUnaryCall(
           getChannel().newCall(getGetTeamQuotaMethod(), getCallOptions()), request);
     }
+
+    /**
+     * <pre>
+     * Pauses many jobs at once, named or matched by a filter, as PauseJob does each. With
+     * `validate_only`, only counts them. Each job's outcome is reported; one job's failure does
+     * not stop the others.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<dev.duetime.jobs.v1.BatchPauseJobsResponse> batchPauseJobs(
+        dev.duetime.jobs.v1.BatchPauseJobsRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getBatchPauseJobsMethod(), getCallOptions()), request);
+    }
+
+    /**
+     * <pre>
+     * Resumes many jobs at once, as ResumeJob does each; like BatchPauseJobs.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<dev.duetime.jobs.v1.BatchResumeJobsResponse> batchResumeJobs(
+        dev.duetime.jobs.v1.BatchResumeJobsRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getBatchResumeJobsMethod(), getCallOptions()), request);
+    }
+
+    /**
+     * <pre>
+     * Redrives many DEAD_LETTERED runs at once, named or matched by a filter, as RedriveRun does
+     * each. With `validate_only`, only counts them. Idempotent by `request_id`.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<dev.duetime.jobs.v1.BatchRedriveRunsResponse> batchRedriveRuns(
+        dev.duetime.jobs.v1.BatchRedriveRunsRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getBatchRedriveRunsMethod(), getCallOptions()), request);
+    }
   }
 
   private static final int METHODID_CREATE_JOB = 0;
@@ -1351,6 +1615,9 @@ public final class JobServiceGrpc {
   private static final int METHODID_REDRIVE_RUN = 10;
   private static final int METHODID_PREVIEW_SCHEDULE = 11;
   private static final int METHODID_GET_TEAM_QUOTA = 12;
+  private static final int METHODID_BATCH_PAUSE_JOBS = 13;
+  private static final int METHODID_BATCH_RESUME_JOBS = 14;
+  private static final int METHODID_BATCH_REDRIVE_RUNS = 15;
 
   private static final class MethodHandlers<Req, Resp> implements
       io.grpc.stub.ServerCalls.UnaryMethod<Req, Resp>,
@@ -1420,6 +1687,18 @@ public final class JobServiceGrpc {
         case METHODID_GET_TEAM_QUOTA:
           serviceImpl.getTeamQuota((dev.duetime.jobs.v1.GetTeamQuotaRequest) request,
               (io.grpc.stub.StreamObserver<dev.duetime.jobs.v1.GetTeamQuotaResponse>) responseObserver);
+          break;
+        case METHODID_BATCH_PAUSE_JOBS:
+          serviceImpl.batchPauseJobs((dev.duetime.jobs.v1.BatchPauseJobsRequest) request,
+              (io.grpc.stub.StreamObserver<dev.duetime.jobs.v1.BatchPauseJobsResponse>) responseObserver);
+          break;
+        case METHODID_BATCH_RESUME_JOBS:
+          serviceImpl.batchResumeJobs((dev.duetime.jobs.v1.BatchResumeJobsRequest) request,
+              (io.grpc.stub.StreamObserver<dev.duetime.jobs.v1.BatchResumeJobsResponse>) responseObserver);
+          break;
+        case METHODID_BATCH_REDRIVE_RUNS:
+          serviceImpl.batchRedriveRuns((dev.duetime.jobs.v1.BatchRedriveRunsRequest) request,
+              (io.grpc.stub.StreamObserver<dev.duetime.jobs.v1.BatchRedriveRunsResponse>) responseObserver);
           break;
         default:
           throw new AssertionError();
@@ -1530,6 +1809,27 @@ public final class JobServiceGrpc {
               dev.duetime.jobs.v1.GetTeamQuotaRequest,
               dev.duetime.jobs.v1.GetTeamQuotaResponse>(
                 service, METHODID_GET_TEAM_QUOTA)))
+        .addMethod(
+          getBatchPauseJobsMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              dev.duetime.jobs.v1.BatchPauseJobsRequest,
+              dev.duetime.jobs.v1.BatchPauseJobsResponse>(
+                service, METHODID_BATCH_PAUSE_JOBS)))
+        .addMethod(
+          getBatchResumeJobsMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              dev.duetime.jobs.v1.BatchResumeJobsRequest,
+              dev.duetime.jobs.v1.BatchResumeJobsResponse>(
+                service, METHODID_BATCH_RESUME_JOBS)))
+        .addMethod(
+          getBatchRedriveRunsMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              dev.duetime.jobs.v1.BatchRedriveRunsRequest,
+              dev.duetime.jobs.v1.BatchRedriveRunsResponse>(
+                service, METHODID_BATCH_REDRIVE_RUNS)))
         .build();
   }
 
@@ -1591,6 +1891,9 @@ public final class JobServiceGrpc {
               .addMethod(getRedriveRunMethod())
               .addMethod(getPreviewScheduleMethod())
               .addMethod(getGetTeamQuotaMethod())
+              .addMethod(getBatchPauseJobsMethod())
+              .addMethod(getBatchResumeJobsMethod())
+              .addMethod(getBatchRedriveRunsMethod())
               .build();
         }
       }

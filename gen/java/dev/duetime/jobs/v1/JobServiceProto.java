@@ -57,6 +57,16 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_duetime_jobs_v1_ListJobsResponse_fieldAccessorTable;
   static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_duetime_jobs_v1_ListJobsResponse_ActivitiesEntry_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_duetime_jobs_v1_ListJobsResponse_ActivitiesEntry_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_duetime_jobs_v1_JobActivity_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_duetime_jobs_v1_JobActivity_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
     internal_static_duetime_jobs_v1_UpdateJobRequest_descriptor;
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
@@ -161,6 +171,41 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_duetime_jobs_v1_GetTeamQuotaResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_duetime_jobs_v1_BatchPauseJobsRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_duetime_jobs_v1_BatchPauseJobsRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_duetime_jobs_v1_BatchPauseJobsResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_duetime_jobs_v1_BatchPauseJobsResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_duetime_jobs_v1_BatchResumeJobsRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_duetime_jobs_v1_BatchResumeJobsRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_duetime_jobs_v1_BatchResumeJobsResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_duetime_jobs_v1_BatchResumeJobsResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_duetime_jobs_v1_BatchRedriveRunsRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_duetime_jobs_v1_BatchRedriveRunsRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_duetime_jobs_v1_BatchRedriveRunsResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_duetime_jobs_v1_BatchRedriveRunsResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_duetime_jobs_v1_BatchResult_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_duetime_jobs_v1_BatchResult_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -175,94 +220,127 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
       "\033duetime/jobs/v1/quota.proto\032\031duetime/jo" +
       "bs/v1/run.proto\032\036google/protobuf/duratio" +
       "n.proto\032 google/protobuf/field_mask.prot" +
-      "o\032\037google/protobuf/timestamp.proto\"I\n\020Cr" +
-      "eateJobRequest\022!\n\003job\030\001 \001(\0132\024.duetime.jo" +
-      "bs.v1.Job\022\022\n\nrequest_id\030\002 \001(\t\"6\n\021CreateJ" +
-      "obResponse\022!\n\003job\030\001 \001(\0132\024.duetime.jobs.v" +
-      "1.Job\"\035\n\rGetJobRequest\022\014\n\004name\030\001 \001(\t\"3\n\016" +
-      "GetJobResponse\022!\n\003job\030\001 \001(\0132\024.duetime.jo" +
-      "bs.v1.Job\"b\n\017ListJobsRequest\022\021\n\tpage_siz" +
-      "e\030\001 \001(\005\022\022\n\npage_token\030\002 \001(\t\022(\n\005state\030\003 \001" +
-      "(\0162\031.duetime.jobs.v1.JobState\"O\n\020ListJob" +
-      "sResponse\022\"\n\004jobs\030\001 \003(\0132\024.duetime.jobs.v" +
-      "1.Job\022\027\n\017next_page_token\030\002 \001(\t\"f\n\020Update" +
-      "JobRequest\022!\n\003job\030\001 \001(\0132\024.duetime.jobs.v" +
-      "1.Job\022/\n\013update_mask\030\002 \001(\0132\032.google.prot" +
-      "obuf.FieldMask\"\214\001\n\021UpdateJobResponse\022!\n\003" +
-      "job\030\001 \001(\0132\024.duetime.jobs.v1.Job\022\030\n\020sched" +
-      "ule_changed\030\002 \001(\010\022:\n\026previous_next_run_t" +
-      "ime\030\003 \001(\0132\032.google.protobuf.Timestamp\".\n" +
-      "\020DeleteJobRequest\022\014\n\004name\030\001 \001(\t\022\014\n\004etag\030" +
-      "\002 \001(\t\"\023\n\021DeleteJobResponse\"-\n\017PauseJobRe" +
-      "quest\022\014\n\004name\030\001 \001(\t\022\014\n\004etag\030\002 \001(\t\"5\n\020Pau" +
-      "seJobResponse\022!\n\003job\030\001 \001(\0132\024.duetime.job" +
-      "s.v1.Job\".\n\020ResumeJobRequest\022\014\n\004name\030\001 \001" +
-      "(\t\022\014\n\004etag\030\002 \001(\t\"6\n\021ResumeJobResponse\022!\n" +
-      "\003job\030\001 \001(\0132\024.duetime.jobs.v1.Job\"5\n\021Trig" +
-      "gerJobRequest\022\014\n\004name\030\001 \001(\t\022\022\n\nrequest_i" +
-      "d\030\002 \001(\t\"7\n\022TriggerJobResponse\022!\n\003run\030\001 \001" +
-      "(\0132\024.duetime.jobs.v1.Run\"r\n\017ListRunsRequ" +
-      "est\022\016\n\006parent\030\001 \001(\t\022\021\n\tpage_size\030\002 \001(\005\022\022" +
-      "\n\npage_token\030\003 \001(\t\022(\n\005state\030\004 \001(\0162\031.duet" +
-      "ime.jobs.v1.RunState\"O\n\020ListRunsResponse" +
-      "\022\"\n\004runs\030\001 \003(\0132\024.duetime.jobs.v1.Run\022\027\n\017" +
-      "next_page_token\030\002 \001(\t\"\035\n\rGetRunRequest\022\014" +
-      "\n\004name\030\001 \001(\t\"3\n\016GetRunResponse\022!\n\003run\030\001 " +
-      "\001(\0132\024.duetime.jobs.v1.Run\"5\n\021RedriveRunR" +
-      "equest\022\014\n\004name\030\001 \001(\t\022\022\n\nrequest_id\030\002 \001(\t" +
-      "\"7\n\022RedriveRunResponse\022!\n\003run\030\001 \001(\0132\024.du" +
-      "etime.jobs.v1.Run\"\321\001\n\026PreviewScheduleReq" +
-      "uest\022-\n\010schedule\030\001 \001(\0132\031.duetime.jobs.v1" +
-      ".ScheduleH\000\022\r\n\003job\030\002 \001(\tH\000\022.\n\nstart_time" +
-      "\030\003 \001(\0132\032.google.protobuf.Timestamp\022\r\n\005co" +
-      "unt\030\004 \001(\005\0220\n\rjitter_window\030\005 \001(\0132\031.googl" +
-      "e.protobuf.DurationB\010\n\006source\"T\n\027Preview" +
-      "ScheduleResponse\0229\n\013occurrences\030\001 \003(\0132$." +
-      "duetime.jobs.v1.ScheduledOccurrence\"\307\001\n\023" +
-      "ScheduledOccurrence\0220\n\014nominal_time\030\001 \001(" +
-      "\0132\032.google.protobuf.Timestamp\0222\n\016effecti" +
-      "ve_time\030\002 \001(\0132\032.google.protobuf.Timestam" +
-      "p\022\022\n\nlocal_time\030\003 \001(\t\0226\n\016dst_adjustment\030" +
-      "\004 \001(\0162\036.duetime.jobs.v1.DstAdjustment\"#\n" +
-      "\023GetTeamQuotaRequest\022\014\n\004name\030\001 \001(\t\"z\n\024Ge" +
-      "tTeamQuotaResponse\022\014\n\004name\030\001 \001(\t\022)\n\005quot" +
-      "a\030\002 \001(\0132\032.duetime.jobs.v1.TeamQuota\022)\n\005u" +
-      "sage\030\003 \001(\0132\032.duetime.jobs.v1.TeamUsage*\224" +
-      "\001\n\rDstAdjustment\022\036\n\032DST_ADJUSTMENT_UNSPE" +
-      "CIFIED\020\000\022\032\n\026DST_ADJUSTMENT_SHIFTED\020\001\022\"\n\036" +
-      "DST_ADJUSTMENT_FOLD_FIRST_PASS\020\002\022#\n\037DST_" +
-      "ADJUSTMENT_FOLD_SECOND_PASS\020\0032\326\010\n\nJobSer" +
-      "vice\022R\n\tCreateJob\022!.duetime.jobs.v1.Crea" +
-      "teJobRequest\032\".duetime.jobs.v1.CreateJob" +
-      "Response\022I\n\006GetJob\022\036.duetime.jobs.v1.Get" +
-      "JobRequest\032\037.duetime.jobs.v1.GetJobRespo" +
-      "nse\022O\n\010ListJobs\022 .duetime.jobs.v1.ListJo" +
-      "bsRequest\032!.duetime.jobs.v1.ListJobsResp" +
-      "onse\022R\n\tUpdateJob\022!.duetime.jobs.v1.Upda" +
-      "teJobRequest\032\".duetime.jobs.v1.UpdateJob" +
-      "Response\022R\n\tDeleteJob\022!.duetime.jobs.v1." +
-      "DeleteJobRequest\032\".duetime.jobs.v1.Delet" +
-      "eJobResponse\022O\n\010PauseJob\022 .duetime.jobs." +
-      "v1.PauseJobRequest\032!.duetime.jobs.v1.Pau" +
-      "seJobResponse\022R\n\tResumeJob\022!.duetime.job" +
-      "s.v1.ResumeJobRequest\032\".duetime.jobs.v1." +
-      "ResumeJobResponse\022U\n\nTriggerJob\022\".duetim" +
-      "e.jobs.v1.TriggerJobRequest\032#.duetime.jo" +
-      "bs.v1.TriggerJobResponse\022O\n\010ListRuns\022 .d" +
-      "uetime.jobs.v1.ListRunsRequest\032!.duetime" +
-      ".jobs.v1.ListRunsResponse\022I\n\006GetRun\022\036.du" +
-      "etime.jobs.v1.GetRunRequest\032\037.duetime.jo" +
-      "bs.v1.GetRunResponse\022U\n\nRedriveRun\022\".due" +
-      "time.jobs.v1.RedriveRunRequest\032#.duetime" +
-      ".jobs.v1.RedriveRunResponse\022d\n\017PreviewSc" +
-      "hedule\022\'.duetime.jobs.v1.PreviewSchedule" +
-      "Request\032(.duetime.jobs.v1.PreviewSchedul" +
-      "eResponse\022[\n\014GetTeamQuota\022$.duetime.jobs" +
-      ".v1.GetTeamQuotaRequest\032%.duetime.jobs.v" +
-      "1.GetTeamQuotaResponseBe\n\023dev.duetime.jo" +
-      "bs.v1B\017JobServiceProtoP\001Z)duetime.dev/ge" +
-      "n/go/duetime/jobs/v1;jobsv1\252\002\017Duetime.Jo" +
-      "bs.V1b\006proto3"
+      "o\032\037google/protobuf/timestamp.proto\032\027goog" +
+      "le/rpc/status.proto\"I\n\020CreateJobRequest\022" +
+      "!\n\003job\030\001 \001(\0132\024.duetime.jobs.v1.Job\022\022\n\nre" +
+      "quest_id\030\002 \001(\t\"6\n\021CreateJobResponse\022!\n\003j" +
+      "ob\030\001 \001(\0132\024.duetime.jobs.v1.Job\"\035\n\rGetJob" +
+      "Request\022\014\n\004name\030\001 \001(\t\"3\n\016GetJobResponse\022" +
+      "!\n\003job\030\001 \001(\0132\024.duetime.jobs.v1.Job\"\236\001\n\017L" +
+      "istJobsRequest\022\021\n\tpage_size\030\001 \001(\005\022\022\n\npag" +
+      "e_token\030\002 \001(\t\022(\n\005state\030\003 \001(\0162\031.duetime.j" +
+      "obs.v1.JobState\022\016\n\006filter\030\005 \001(\t\022\023\n\013recen" +
+      "t_runs\030\006 \001(\005\022\025\n\rupcoming_runs\030\007 \001(\005\"\347\001\n\020" +
+      "ListJobsResponse\022\"\n\004jobs\030\001 \003(\0132\024.duetime" +
+      ".jobs.v1.Job\022\027\n\017next_page_token\030\002 \001(\t\022E\n" +
+      "\nactivities\030\003 \003(\01321.duetime.jobs.v1.List" +
+      "JobsResponse.ActivitiesEntry\032O\n\017Activiti" +
+      "esEntry\022\013\n\003key\030\001 \001(\t\022+\n\005value\030\002 \001(\0132\034.du" +
+      "etime.jobs.v1.JobActivity:\0028\001\"u\n\013JobActi" +
+      "vity\022)\n\013recent_runs\030\001 \003(\0132\024.duetime.jobs" +
+      ".v1.Run\022;\n\rupcoming_runs\030\002 \003(\0132$.duetime" +
+      ".jobs.v1.ScheduledOccurrence\"f\n\020UpdateJo" +
+      "bRequest\022!\n\003job\030\001 \001(\0132\024.duetime.jobs.v1." +
+      "Job\022/\n\013update_mask\030\002 \001(\0132\032.google.protob" +
+      "uf.FieldMask\"\214\001\n\021UpdateJobResponse\022!\n\003jo" +
+      "b\030\001 \001(\0132\024.duetime.jobs.v1.Job\022\030\n\020schedul" +
+      "e_changed\030\002 \001(\010\022:\n\026previous_next_run_tim" +
+      "e\030\003 \001(\0132\032.google.protobuf.Timestamp\".\n\020D" +
+      "eleteJobRequest\022\014\n\004name\030\001 \001(\t\022\014\n\004etag\030\002 " +
+      "\001(\t\"\023\n\021DeleteJobResponse\"-\n\017PauseJobRequ" +
+      "est\022\014\n\004name\030\001 \001(\t\022\014\n\004etag\030\002 \001(\t\"5\n\020Pause" +
+      "JobResponse\022!\n\003job\030\001 \001(\0132\024.duetime.jobs." +
+      "v1.Job\".\n\020ResumeJobRequest\022\014\n\004name\030\001 \001(\t" +
+      "\022\014\n\004etag\030\002 \001(\t\"6\n\021ResumeJobResponse\022!\n\003j" +
+      "ob\030\001 \001(\0132\024.duetime.jobs.v1.Job\"5\n\021Trigge" +
+      "rJobRequest\022\014\n\004name\030\001 \001(\t\022\022\n\nrequest_id\030" +
+      "\002 \001(\t\"7\n\022TriggerJobResponse\022!\n\003run\030\001 \001(\013" +
+      "2\024.duetime.jobs.v1.Run\"\202\001\n\017ListRunsReque" +
+      "st\022\016\n\006parent\030\001 \001(\t\022\021\n\tpage_size\030\002 \001(\005\022\022\n" +
+      "\npage_token\030\003 \001(\t\022(\n\005state\030\004 \001(\0162\031.dueti" +
+      "me.jobs.v1.RunState\022\016\n\006filter\030\006 \001(\t\"O\n\020L" +
+      "istRunsResponse\022\"\n\004runs\030\001 \003(\0132\024.duetime." +
+      "jobs.v1.Run\022\027\n\017next_page_token\030\002 \001(\t\"\035\n\r" +
+      "GetRunRequest\022\014\n\004name\030\001 \001(\t\"3\n\016GetRunRes" +
+      "ponse\022!\n\003run\030\001 \001(\0132\024.duetime.jobs.v1.Run" +
+      "\"5\n\021RedriveRunRequest\022\014\n\004name\030\001 \001(\t\022\022\n\nr" +
+      "equest_id\030\002 \001(\t\"7\n\022RedriveRunResponse\022!\n" +
+      "\003run\030\001 \001(\0132\024.duetime.jobs.v1.Run\"\321\001\n\026Pre" +
+      "viewScheduleRequest\022-\n\010schedule\030\001 \001(\0132\031." +
+      "duetime.jobs.v1.ScheduleH\000\022\r\n\003job\030\002 \001(\tH" +
+      "\000\022.\n\nstart_time\030\003 \001(\0132\032.google.protobuf." +
+      "Timestamp\022\r\n\005count\030\004 \001(\005\0220\n\rjitter_windo" +
+      "w\030\005 \001(\0132\031.google.protobuf.DurationB\010\n\006so" +
+      "urce\"T\n\027PreviewScheduleResponse\0229\n\013occur" +
+      "rences\030\001 \003(\0132$.duetime.jobs.v1.Scheduled" +
+      "Occurrence\"\307\001\n\023ScheduledOccurrence\0220\n\014no" +
+      "minal_time\030\001 \001(\0132\032.google.protobuf.Times" +
+      "tamp\0222\n\016effective_time\030\002 \001(\0132\032.google.pr" +
+      "otobuf.Timestamp\022\022\n\nlocal_time\030\003 \001(\t\0226\n\016" +
+      "dst_adjustment\030\004 \001(\0162\036.duetime.jobs.v1.D" +
+      "stAdjustment\"#\n\023GetTeamQuotaRequest\022\014\n\004n" +
+      "ame\030\001 \001(\t\"z\n\024GetTeamQuotaResponse\022\014\n\004nam" +
+      "e\030\001 \001(\t\022)\n\005quota\030\002 \001(\0132\032.duetime.jobs.v1" +
+      ".TeamQuota\022)\n\005usage\030\003 \001(\0132\032.duetime.jobs" +
+      ".v1.TeamUsage\"]\n\025BatchPauseJobsRequest\022\016" +
+      "\n\006parent\030\001 \001(\t\022\r\n\005names\030\002 \003(\t\022\016\n\006filter\030" +
+      "\003 \001(\t\022\025\n\rvalidate_only\030\004 \001(\010\"X\n\026BatchPau" +
+      "seJobsResponse\022\017\n\007matched\030\001 \001(\005\022-\n\007resul" +
+      "ts\030\002 \003(\0132\034.duetime.jobs.v1.BatchResult\"^" +
+      "\n\026BatchResumeJobsRequest\022\016\n\006parent\030\001 \001(\t" +
+      "\022\r\n\005names\030\002 \003(\t\022\016\n\006filter\030\003 \001(\t\022\025\n\rvalid" +
+      "ate_only\030\004 \001(\010\"Y\n\027BatchResumeJobsRespons" +
+      "e\022\017\n\007matched\030\001 \001(\005\022-\n\007results\030\002 \003(\0132\034.du" +
+      "etime.jobs.v1.BatchResult\"s\n\027BatchRedriv" +
+      "eRunsRequest\022\016\n\006parent\030\001 \001(\t\022\r\n\005names\030\002 " +
+      "\003(\t\022\016\n\006filter\030\003 \001(\t\022\025\n\rvalidate_only\030\004 \001" +
+      "(\010\022\022\n\nrequest_id\030\005 \001(\t\"Z\n\030BatchRedriveRu" +
+      "nsResponse\022\017\n\007matched\030\001 \001(\005\022-\n\007results\030\002" +
+      " \003(\0132\034.duetime.jobs.v1.BatchResult\"?\n\013Ba" +
+      "tchResult\022\014\n\004name\030\001 \001(\t\022\"\n\006status\030\002 \001(\0132" +
+      "\022.google.rpc.Status*\224\001\n\rDstAdjustment\022\036\n" +
+      "\032DST_ADJUSTMENT_UNSPECIFIED\020\000\022\032\n\026DST_ADJ" +
+      "USTMENT_SHIFTED\020\001\022\"\n\036DST_ADJUSTMENT_FOLD" +
+      "_FIRST_PASS\020\002\022#\n\037DST_ADJUSTMENT_FOLD_SEC" +
+      "OND_PASS\020\0032\210\013\n\nJobService\022R\n\tCreateJob\022!" +
+      ".duetime.jobs.v1.CreateJobRequest\032\".duet" +
+      "ime.jobs.v1.CreateJobResponse\022I\n\006GetJob\022" +
+      "\036.duetime.jobs.v1.GetJobRequest\032\037.duetim" +
+      "e.jobs.v1.GetJobResponse\022O\n\010ListJobs\022 .d" +
+      "uetime.jobs.v1.ListJobsRequest\032!.duetime" +
+      ".jobs.v1.ListJobsResponse\022R\n\tUpdateJob\022!" +
+      ".duetime.jobs.v1.UpdateJobRequest\032\".duet" +
+      "ime.jobs.v1.UpdateJobResponse\022R\n\tDeleteJ" +
+      "ob\022!.duetime.jobs.v1.DeleteJobRequest\032\"." +
+      "duetime.jobs.v1.DeleteJobResponse\022O\n\010Pau" +
+      "seJob\022 .duetime.jobs.v1.PauseJobRequest\032" +
+      "!.duetime.jobs.v1.PauseJobResponse\022R\n\tRe" +
+      "sumeJob\022!.duetime.jobs.v1.ResumeJobReque" +
+      "st\032\".duetime.jobs.v1.ResumeJobResponse\022U" +
+      "\n\nTriggerJob\022\".duetime.jobs.v1.TriggerJo" +
+      "bRequest\032#.duetime.jobs.v1.TriggerJobRes" +
+      "ponse\022O\n\010ListRuns\022 .duetime.jobs.v1.List" +
+      "RunsRequest\032!.duetime.jobs.v1.ListRunsRe" +
+      "sponse\022I\n\006GetRun\022\036.duetime.jobs.v1.GetRu" +
+      "nRequest\032\037.duetime.jobs.v1.GetRunRespons" +
+      "e\022U\n\nRedriveRun\022\".duetime.jobs.v1.Redriv" +
+      "eRunRequest\032#.duetime.jobs.v1.RedriveRun" +
+      "Response\022d\n\017PreviewSchedule\022\'.duetime.jo" +
+      "bs.v1.PreviewScheduleRequest\032(.duetime.j" +
+      "obs.v1.PreviewScheduleResponse\022[\n\014GetTea" +
+      "mQuota\022$.duetime.jobs.v1.GetTeamQuotaReq" +
+      "uest\032%.duetime.jobs.v1.GetTeamQuotaRespo" +
+      "nse\022a\n\016BatchPauseJobs\022&.duetime.jobs.v1." +
+      "BatchPauseJobsRequest\032\'.duetime.jobs.v1." +
+      "BatchPauseJobsResponse\022d\n\017BatchResumeJob" +
+      "s\022\'.duetime.jobs.v1.BatchResumeJobsReque" +
+      "st\032(.duetime.jobs.v1.BatchResumeJobsResp" +
+      "onse\022g\n\020BatchRedriveRuns\022(.duetime.jobs." +
+      "v1.BatchRedriveRunsRequest\032).duetime.job" +
+      "s.v1.BatchRedriveRunsResponseBe\n\023dev.due" +
+      "time.jobs.v1B\017JobServiceProtoP\001Z)duetime" +
+      ".dev/gen/go/duetime/jobs/v1;jobsv1\252\002\017Due" +
+      "time.Jobs.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -273,6 +351,7 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
           com.google.protobuf.DurationProto.getDescriptor(),
           com.google.protobuf.FieldMaskProto.getDescriptor(),
           com.google.protobuf.TimestampProto.getDescriptor(),
+          com.google.rpc.StatusProto.getDescriptor(),
         });
     internal_static_duetime_jobs_v1_CreateJobRequest_descriptor =
       getDescriptor().getMessageType(0);
@@ -303,139 +382,193 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
     internal_static_duetime_jobs_v1_ListJobsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_ListJobsRequest_descriptor,
-        new java.lang.String[] { "PageSize", "PageToken", "State", });
+        new java.lang.String[] { "PageSize", "PageToken", "State", "Filter", "RecentRuns", "UpcomingRuns", });
     internal_static_duetime_jobs_v1_ListJobsResponse_descriptor =
       getDescriptor().getMessageType(5);
     internal_static_duetime_jobs_v1_ListJobsResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_ListJobsResponse_descriptor,
-        new java.lang.String[] { "Jobs", "NextPageToken", });
-    internal_static_duetime_jobs_v1_UpdateJobRequest_descriptor =
+        new java.lang.String[] { "Jobs", "NextPageToken", "Activities", });
+    internal_static_duetime_jobs_v1_ListJobsResponse_ActivitiesEntry_descriptor =
+      internal_static_duetime_jobs_v1_ListJobsResponse_descriptor.getNestedType(0);
+    internal_static_duetime_jobs_v1_ListJobsResponse_ActivitiesEntry_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_duetime_jobs_v1_ListJobsResponse_ActivitiesEntry_descriptor,
+        new java.lang.String[] { "Key", "Value", });
+    internal_static_duetime_jobs_v1_JobActivity_descriptor =
       getDescriptor().getMessageType(6);
+    internal_static_duetime_jobs_v1_JobActivity_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_duetime_jobs_v1_JobActivity_descriptor,
+        new java.lang.String[] { "RecentRuns", "UpcomingRuns", });
+    internal_static_duetime_jobs_v1_UpdateJobRequest_descriptor =
+      getDescriptor().getMessageType(7);
     internal_static_duetime_jobs_v1_UpdateJobRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_UpdateJobRequest_descriptor,
         new java.lang.String[] { "Job", "UpdateMask", });
     internal_static_duetime_jobs_v1_UpdateJobResponse_descriptor =
-      getDescriptor().getMessageType(7);
+      getDescriptor().getMessageType(8);
     internal_static_duetime_jobs_v1_UpdateJobResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_UpdateJobResponse_descriptor,
         new java.lang.String[] { "Job", "ScheduleChanged", "PreviousNextRunTime", });
     internal_static_duetime_jobs_v1_DeleteJobRequest_descriptor =
-      getDescriptor().getMessageType(8);
+      getDescriptor().getMessageType(9);
     internal_static_duetime_jobs_v1_DeleteJobRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_DeleteJobRequest_descriptor,
         new java.lang.String[] { "Name", "Etag", });
     internal_static_duetime_jobs_v1_DeleteJobResponse_descriptor =
-      getDescriptor().getMessageType(9);
+      getDescriptor().getMessageType(10);
     internal_static_duetime_jobs_v1_DeleteJobResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_DeleteJobResponse_descriptor,
         new java.lang.String[] { });
     internal_static_duetime_jobs_v1_PauseJobRequest_descriptor =
-      getDescriptor().getMessageType(10);
+      getDescriptor().getMessageType(11);
     internal_static_duetime_jobs_v1_PauseJobRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_PauseJobRequest_descriptor,
         new java.lang.String[] { "Name", "Etag", });
     internal_static_duetime_jobs_v1_PauseJobResponse_descriptor =
-      getDescriptor().getMessageType(11);
+      getDescriptor().getMessageType(12);
     internal_static_duetime_jobs_v1_PauseJobResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_PauseJobResponse_descriptor,
         new java.lang.String[] { "Job", });
     internal_static_duetime_jobs_v1_ResumeJobRequest_descriptor =
-      getDescriptor().getMessageType(12);
+      getDescriptor().getMessageType(13);
     internal_static_duetime_jobs_v1_ResumeJobRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_ResumeJobRequest_descriptor,
         new java.lang.String[] { "Name", "Etag", });
     internal_static_duetime_jobs_v1_ResumeJobResponse_descriptor =
-      getDescriptor().getMessageType(13);
+      getDescriptor().getMessageType(14);
     internal_static_duetime_jobs_v1_ResumeJobResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_ResumeJobResponse_descriptor,
         new java.lang.String[] { "Job", });
     internal_static_duetime_jobs_v1_TriggerJobRequest_descriptor =
-      getDescriptor().getMessageType(14);
+      getDescriptor().getMessageType(15);
     internal_static_duetime_jobs_v1_TriggerJobRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_TriggerJobRequest_descriptor,
         new java.lang.String[] { "Name", "RequestId", });
     internal_static_duetime_jobs_v1_TriggerJobResponse_descriptor =
-      getDescriptor().getMessageType(15);
+      getDescriptor().getMessageType(16);
     internal_static_duetime_jobs_v1_TriggerJobResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_TriggerJobResponse_descriptor,
         new java.lang.String[] { "Run", });
     internal_static_duetime_jobs_v1_ListRunsRequest_descriptor =
-      getDescriptor().getMessageType(16);
+      getDescriptor().getMessageType(17);
     internal_static_duetime_jobs_v1_ListRunsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_ListRunsRequest_descriptor,
-        new java.lang.String[] { "Parent", "PageSize", "PageToken", "State", });
+        new java.lang.String[] { "Parent", "PageSize", "PageToken", "State", "Filter", });
     internal_static_duetime_jobs_v1_ListRunsResponse_descriptor =
-      getDescriptor().getMessageType(17);
+      getDescriptor().getMessageType(18);
     internal_static_duetime_jobs_v1_ListRunsResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_ListRunsResponse_descriptor,
         new java.lang.String[] { "Runs", "NextPageToken", });
     internal_static_duetime_jobs_v1_GetRunRequest_descriptor =
-      getDescriptor().getMessageType(18);
+      getDescriptor().getMessageType(19);
     internal_static_duetime_jobs_v1_GetRunRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_GetRunRequest_descriptor,
         new java.lang.String[] { "Name", });
     internal_static_duetime_jobs_v1_GetRunResponse_descriptor =
-      getDescriptor().getMessageType(19);
+      getDescriptor().getMessageType(20);
     internal_static_duetime_jobs_v1_GetRunResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_GetRunResponse_descriptor,
         new java.lang.String[] { "Run", });
     internal_static_duetime_jobs_v1_RedriveRunRequest_descriptor =
-      getDescriptor().getMessageType(20);
+      getDescriptor().getMessageType(21);
     internal_static_duetime_jobs_v1_RedriveRunRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_RedriveRunRequest_descriptor,
         new java.lang.String[] { "Name", "RequestId", });
     internal_static_duetime_jobs_v1_RedriveRunResponse_descriptor =
-      getDescriptor().getMessageType(21);
+      getDescriptor().getMessageType(22);
     internal_static_duetime_jobs_v1_RedriveRunResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_RedriveRunResponse_descriptor,
         new java.lang.String[] { "Run", });
     internal_static_duetime_jobs_v1_PreviewScheduleRequest_descriptor =
-      getDescriptor().getMessageType(22);
+      getDescriptor().getMessageType(23);
     internal_static_duetime_jobs_v1_PreviewScheduleRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_PreviewScheduleRequest_descriptor,
         new java.lang.String[] { "Schedule", "Job", "StartTime", "Count", "JitterWindow", "Source", });
     internal_static_duetime_jobs_v1_PreviewScheduleResponse_descriptor =
-      getDescriptor().getMessageType(23);
+      getDescriptor().getMessageType(24);
     internal_static_duetime_jobs_v1_PreviewScheduleResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_PreviewScheduleResponse_descriptor,
         new java.lang.String[] { "Occurrences", });
     internal_static_duetime_jobs_v1_ScheduledOccurrence_descriptor =
-      getDescriptor().getMessageType(24);
+      getDescriptor().getMessageType(25);
     internal_static_duetime_jobs_v1_ScheduledOccurrence_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_ScheduledOccurrence_descriptor,
         new java.lang.String[] { "NominalTime", "EffectiveTime", "LocalTime", "DstAdjustment", });
     internal_static_duetime_jobs_v1_GetTeamQuotaRequest_descriptor =
-      getDescriptor().getMessageType(25);
+      getDescriptor().getMessageType(26);
     internal_static_duetime_jobs_v1_GetTeamQuotaRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_GetTeamQuotaRequest_descriptor,
         new java.lang.String[] { "Name", });
     internal_static_duetime_jobs_v1_GetTeamQuotaResponse_descriptor =
-      getDescriptor().getMessageType(26);
+      getDescriptor().getMessageType(27);
     internal_static_duetime_jobs_v1_GetTeamQuotaResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_GetTeamQuotaResponse_descriptor,
         new java.lang.String[] { "Name", "Quota", "Usage", });
+    internal_static_duetime_jobs_v1_BatchPauseJobsRequest_descriptor =
+      getDescriptor().getMessageType(28);
+    internal_static_duetime_jobs_v1_BatchPauseJobsRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_duetime_jobs_v1_BatchPauseJobsRequest_descriptor,
+        new java.lang.String[] { "Parent", "Names", "Filter", "ValidateOnly", });
+    internal_static_duetime_jobs_v1_BatchPauseJobsResponse_descriptor =
+      getDescriptor().getMessageType(29);
+    internal_static_duetime_jobs_v1_BatchPauseJobsResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_duetime_jobs_v1_BatchPauseJobsResponse_descriptor,
+        new java.lang.String[] { "Matched", "Results", });
+    internal_static_duetime_jobs_v1_BatchResumeJobsRequest_descriptor =
+      getDescriptor().getMessageType(30);
+    internal_static_duetime_jobs_v1_BatchResumeJobsRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_duetime_jobs_v1_BatchResumeJobsRequest_descriptor,
+        new java.lang.String[] { "Parent", "Names", "Filter", "ValidateOnly", });
+    internal_static_duetime_jobs_v1_BatchResumeJobsResponse_descriptor =
+      getDescriptor().getMessageType(31);
+    internal_static_duetime_jobs_v1_BatchResumeJobsResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_duetime_jobs_v1_BatchResumeJobsResponse_descriptor,
+        new java.lang.String[] { "Matched", "Results", });
+    internal_static_duetime_jobs_v1_BatchRedriveRunsRequest_descriptor =
+      getDescriptor().getMessageType(32);
+    internal_static_duetime_jobs_v1_BatchRedriveRunsRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_duetime_jobs_v1_BatchRedriveRunsRequest_descriptor,
+        new java.lang.String[] { "Parent", "Names", "Filter", "ValidateOnly", "RequestId", });
+    internal_static_duetime_jobs_v1_BatchRedriveRunsResponse_descriptor =
+      getDescriptor().getMessageType(33);
+    internal_static_duetime_jobs_v1_BatchRedriveRunsResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_duetime_jobs_v1_BatchRedriveRunsResponse_descriptor,
+        new java.lang.String[] { "Matched", "Results", });
+    internal_static_duetime_jobs_v1_BatchResult_descriptor =
+      getDescriptor().getMessageType(34);
+    internal_static_duetime_jobs_v1_BatchResult_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_duetime_jobs_v1_BatchResult_descriptor,
+        new java.lang.String[] { "Name", "Status", });
     descriptor.resolveAllFeaturesImmutable();
     dev.duetime.jobs.v1.JobProto.getDescriptor();
     dev.duetime.jobs.v1.QuotaProto.getDescriptor();
@@ -443,6 +576,7 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
     com.google.protobuf.DurationProto.getDescriptor();
     com.google.protobuf.FieldMaskProto.getDescriptor();
     com.google.protobuf.TimestampProto.getDescriptor();
+    com.google.rpc.StatusProto.getDescriptor();
   }
 
   // @@protoc_insertion_point(outer_class_scope)

@@ -34,6 +34,7 @@ private static final long serialVersionUID = 0L;
   private ListJobsRequest() {
     pageToken_ = "";
     state_ = 0;
+    filter_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -142,6 +143,99 @@ private static final long serialVersionUID = 0L;
     return result == null ? dev.duetime.jobs.v1.JobState.UNRECOGNIZED : result;
   }
 
+  public static final int FILTER_FIELD_NUMBER = 5;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object filter_ = "";
+  /**
+   * <pre>
+   * Optional. Only jobs that match this filter, in the syntax of Google's AIP-160 (at most
+   * 1,000 characters). Fields: `display_name` (`=`, `!=`, `:` contains, case-insensitive),
+   * `state` (`=`, `!=`: `ACTIVE`, `PAUSED`, `COMPLETED`, `ERROR`), `labels.KEY` (`=`, `!=`,
+   * `:*` has the label), `schedule` (`=`, `!=`: `AT`, `DELAY`, `INTERVAL`, `CRON`),
+   * `target.host` (`=`, `:` contains, case-insensitive; HTTP targets). Restrictions combine with
+   * `AND`, `OR`, `NOT` (or `-`) and parentheses; `OR` binds tighter than `AND`, and
+   * restrictions side by side are ANDed. A bare word or quoted text matches display names that
+   * contain it. Examples: `state = PAUSED AND labels.env = prod`, `target.host:"billing"`.
+   * A bad filter is INVALID_ARGUMENT naming the token at fault.
+   * </pre>
+   *
+   * <code>string filter = 5;</code>
+   * @return The filter.
+   */
+  @java.lang.Override
+  public java.lang.String getFilter() {
+    java.lang.Object ref = filter_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      filter_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * Optional. Only jobs that match this filter, in the syntax of Google's AIP-160 (at most
+   * 1,000 characters). Fields: `display_name` (`=`, `!=`, `:` contains, case-insensitive),
+   * `state` (`=`, `!=`: `ACTIVE`, `PAUSED`, `COMPLETED`, `ERROR`), `labels.KEY` (`=`, `!=`,
+   * `:*` has the label), `schedule` (`=`, `!=`: `AT`, `DELAY`, `INTERVAL`, `CRON`),
+   * `target.host` (`=`, `:` contains, case-insensitive; HTTP targets). Restrictions combine with
+   * `AND`, `OR`, `NOT` (or `-`) and parentheses; `OR` binds tighter than `AND`, and
+   * restrictions side by side are ANDed. A bare word or quoted text matches display names that
+   * contain it. Examples: `state = PAUSED AND labels.env = prod`, `target.host:"billing"`.
+   * A bad filter is INVALID_ARGUMENT naming the token at fault.
+   * </pre>
+   *
+   * <code>string filter = 5;</code>
+   * @return The bytes for filter.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getFilterBytes() {
+    java.lang.Object ref = filter_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      filter_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
+  public static final int RECENT_RUNS_FIELD_NUMBER = 6;
+  private int recentRuns_ = 0;
+  /**
+   * <pre>
+   * Optional. 0 to 10: each listed job's latest runs, in `activities`.
+   * </pre>
+   *
+   * <code>int32 recent_runs = 6;</code>
+   * @return The recentRuns.
+   */
+  @java.lang.Override
+  public int getRecentRuns() {
+    return recentRuns_;
+  }
+
+  public static final int UPCOMING_RUNS_FIELD_NUMBER = 7;
+  private int upcomingRuns_ = 0;
+  /**
+   * <pre>
+   * Optional. 0 to 10: each listed job's next occurrences, in `activities`.
+   * </pre>
+   *
+   * <code>int32 upcoming_runs = 7;</code>
+   * @return The upcomingRuns.
+   */
+  @java.lang.Override
+  public int getUpcomingRuns() {
+    return upcomingRuns_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -165,6 +259,15 @@ private static final long serialVersionUID = 0L;
     if (state_ != dev.duetime.jobs.v1.JobState.JOB_STATE_UNSPECIFIED.getNumber()) {
       output.writeEnum(3, state_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(filter_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 5, filter_);
+    }
+    if (recentRuns_ != 0) {
+      output.writeInt32(6, recentRuns_);
+    }
+    if (upcomingRuns_ != 0) {
+      output.writeInt32(7, upcomingRuns_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -179,6 +282,17 @@ private static final long serialVersionUID = 0L;
     if (state_ != dev.duetime.jobs.v1.JobState.JOB_STATE_UNSPECIFIED.getNumber()) {
       size += com.google.protobuf.CodedOutputStream
         .computeEnumSize(3, state_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(filter_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(5, filter_);
+    }
+    if (recentRuns_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(6, recentRuns_);
+    }
+    if (upcomingRuns_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(7, upcomingRuns_);
     }
     return size;
   }
@@ -209,6 +323,12 @@ private static final long serialVersionUID = 0L;
     if (!getPageToken()
         .equals(other.getPageToken())) return false;
     if (state_ != other.state_) return false;
+    if (!getFilter()
+        .equals(other.getFilter())) return false;
+    if (getRecentRuns()
+        != other.getRecentRuns()) return false;
+    if (getUpcomingRuns()
+        != other.getUpcomingRuns()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -226,6 +346,12 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getPageToken().hashCode();
     hash = (37 * hash) + STATE_FIELD_NUMBER;
     hash = (53 * hash) + state_;
+    hash = (37 * hash) + FILTER_FIELD_NUMBER;
+    hash = (53 * hash) + getFilter().hashCode();
+    hash = (37 * hash) + RECENT_RUNS_FIELD_NUMBER;
+    hash = (53 * hash) + getRecentRuns();
+    hash = (37 * hash) + UPCOMING_RUNS_FIELD_NUMBER;
+    hash = (53 * hash) + getUpcomingRuns();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -364,6 +490,9 @@ private static final long serialVersionUID = 0L;
       pageSize_ = 0;
       pageToken_ = "";
       state_ = 0;
+      filter_ = "";
+      recentRuns_ = 0;
+      upcomingRuns_ = 0;
       return this;
     }
 
@@ -406,6 +535,15 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000004) != 0)) {
         result.state_ = state_;
       }
+      if (((from_bitField0_ & 0x00000008) != 0)) {
+        result.filter_ = filter_;
+      }
+      if (((from_bitField0_ & 0x00000010) != 0)) {
+        result.recentRuns_ = recentRuns_;
+      }
+      if (((from_bitField0_ & 0x00000020) != 0)) {
+        result.upcomingRuns_ = upcomingRuns_;
+      }
     }
 
     @java.lang.Override
@@ -430,6 +568,17 @@ private static final long serialVersionUID = 0L;
       }
       if (other.state_ != 0) {
         setStateValue(other.getStateValue());
+      }
+      if (!other.getFilter().isEmpty()) {
+        filter_ = other.filter_;
+        bitField0_ |= 0x00000008;
+        onChanged();
+      }
+      if (other.getRecentRuns() != 0) {
+        setRecentRuns(other.getRecentRuns());
+      }
+      if (other.getUpcomingRuns() != 0) {
+        setUpcomingRuns(other.getUpcomingRuns());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -472,6 +621,21 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000004;
               break;
             } // case 24
+            case 42: {
+              filter_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000008;
+              break;
+            } // case 42
+            case 48: {
+              recentRuns_ = input.readInt32();
+              bitField0_ |= 0x00000010;
+              break;
+            } // case 48
+            case 56: {
+              upcomingRuns_ = input.readInt32();
+              bitField0_ |= 0x00000020;
+              break;
+            } // case 56
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -693,6 +857,226 @@ private static final long serialVersionUID = 0L;
     public Builder clearState() {
       bitField0_ = (bitField0_ & ~0x00000004);
       state_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object filter_ = "";
+    /**
+     * <pre>
+     * Optional. Only jobs that match this filter, in the syntax of Google's AIP-160 (at most
+     * 1,000 characters). Fields: `display_name` (`=`, `!=`, `:` contains, case-insensitive),
+     * `state` (`=`, `!=`: `ACTIVE`, `PAUSED`, `COMPLETED`, `ERROR`), `labels.KEY` (`=`, `!=`,
+     * `:*` has the label), `schedule` (`=`, `!=`: `AT`, `DELAY`, `INTERVAL`, `CRON`),
+     * `target.host` (`=`, `:` contains, case-insensitive; HTTP targets). Restrictions combine with
+     * `AND`, `OR`, `NOT` (or `-`) and parentheses; `OR` binds tighter than `AND`, and
+     * restrictions side by side are ANDed. A bare word or quoted text matches display names that
+     * contain it. Examples: `state = PAUSED AND labels.env = prod`, `target.host:"billing"`.
+     * A bad filter is INVALID_ARGUMENT naming the token at fault.
+     * </pre>
+     *
+     * <code>string filter = 5;</code>
+     * @return The filter.
+     */
+    public java.lang.String getFilter() {
+      java.lang.Object ref = filter_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        filter_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. Only jobs that match this filter, in the syntax of Google's AIP-160 (at most
+     * 1,000 characters). Fields: `display_name` (`=`, `!=`, `:` contains, case-insensitive),
+     * `state` (`=`, `!=`: `ACTIVE`, `PAUSED`, `COMPLETED`, `ERROR`), `labels.KEY` (`=`, `!=`,
+     * `:*` has the label), `schedule` (`=`, `!=`: `AT`, `DELAY`, `INTERVAL`, `CRON`),
+     * `target.host` (`=`, `:` contains, case-insensitive; HTTP targets). Restrictions combine with
+     * `AND`, `OR`, `NOT` (or `-`) and parentheses; `OR` binds tighter than `AND`, and
+     * restrictions side by side are ANDed. A bare word or quoted text matches display names that
+     * contain it. Examples: `state = PAUSED AND labels.env = prod`, `target.host:"billing"`.
+     * A bad filter is INVALID_ARGUMENT naming the token at fault.
+     * </pre>
+     *
+     * <code>string filter = 5;</code>
+     * @return The bytes for filter.
+     */
+    public com.google.protobuf.ByteString
+        getFilterBytes() {
+      java.lang.Object ref = filter_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        filter_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. Only jobs that match this filter, in the syntax of Google's AIP-160 (at most
+     * 1,000 characters). Fields: `display_name` (`=`, `!=`, `:` contains, case-insensitive),
+     * `state` (`=`, `!=`: `ACTIVE`, `PAUSED`, `COMPLETED`, `ERROR`), `labels.KEY` (`=`, `!=`,
+     * `:*` has the label), `schedule` (`=`, `!=`: `AT`, `DELAY`, `INTERVAL`, `CRON`),
+     * `target.host` (`=`, `:` contains, case-insensitive; HTTP targets). Restrictions combine with
+     * `AND`, `OR`, `NOT` (or `-`) and parentheses; `OR` binds tighter than `AND`, and
+     * restrictions side by side are ANDed. A bare word or quoted text matches display names that
+     * contain it. Examples: `state = PAUSED AND labels.env = prod`, `target.host:"billing"`.
+     * A bad filter is INVALID_ARGUMENT naming the token at fault.
+     * </pre>
+     *
+     * <code>string filter = 5;</code>
+     * @param value The filter to set.
+     * @return This builder for chaining.
+     */
+    public Builder setFilter(
+        java.lang.String value) {
+      if (value == null) { throw new NullPointerException(); }
+      filter_ = value;
+      bitField0_ |= 0x00000008;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. Only jobs that match this filter, in the syntax of Google's AIP-160 (at most
+     * 1,000 characters). Fields: `display_name` (`=`, `!=`, `:` contains, case-insensitive),
+     * `state` (`=`, `!=`: `ACTIVE`, `PAUSED`, `COMPLETED`, `ERROR`), `labels.KEY` (`=`, `!=`,
+     * `:*` has the label), `schedule` (`=`, `!=`: `AT`, `DELAY`, `INTERVAL`, `CRON`),
+     * `target.host` (`=`, `:` contains, case-insensitive; HTTP targets). Restrictions combine with
+     * `AND`, `OR`, `NOT` (or `-`) and parentheses; `OR` binds tighter than `AND`, and
+     * restrictions side by side are ANDed. A bare word or quoted text matches display names that
+     * contain it. Examples: `state = PAUSED AND labels.env = prod`, `target.host:"billing"`.
+     * A bad filter is INVALID_ARGUMENT naming the token at fault.
+     * </pre>
+     *
+     * <code>string filter = 5;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearFilter() {
+      filter_ = getDefaultInstance().getFilter();
+      bitField0_ = (bitField0_ & ~0x00000008);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. Only jobs that match this filter, in the syntax of Google's AIP-160 (at most
+     * 1,000 characters). Fields: `display_name` (`=`, `!=`, `:` contains, case-insensitive),
+     * `state` (`=`, `!=`: `ACTIVE`, `PAUSED`, `COMPLETED`, `ERROR`), `labels.KEY` (`=`, `!=`,
+     * `:*` has the label), `schedule` (`=`, `!=`: `AT`, `DELAY`, `INTERVAL`, `CRON`),
+     * `target.host` (`=`, `:` contains, case-insensitive; HTTP targets). Restrictions combine with
+     * `AND`, `OR`, `NOT` (or `-`) and parentheses; `OR` binds tighter than `AND`, and
+     * restrictions side by side are ANDed. A bare word or quoted text matches display names that
+     * contain it. Examples: `state = PAUSED AND labels.env = prod`, `target.host:"billing"`.
+     * A bad filter is INVALID_ARGUMENT naming the token at fault.
+     * </pre>
+     *
+     * <code>string filter = 5;</code>
+     * @param value The bytes for filter to set.
+     * @return This builder for chaining.
+     */
+    public Builder setFilterBytes(
+        com.google.protobuf.ByteString value) {
+      if (value == null) { throw new NullPointerException(); }
+      checkByteStringIsUtf8(value);
+      filter_ = value;
+      bitField0_ |= 0x00000008;
+      onChanged();
+      return this;
+    }
+
+    private int recentRuns_ ;
+    /**
+     * <pre>
+     * Optional. 0 to 10: each listed job's latest runs, in `activities`.
+     * </pre>
+     *
+     * <code>int32 recent_runs = 6;</code>
+     * @return The recentRuns.
+     */
+    @java.lang.Override
+    public int getRecentRuns() {
+      return recentRuns_;
+    }
+    /**
+     * <pre>
+     * Optional. 0 to 10: each listed job's latest runs, in `activities`.
+     * </pre>
+     *
+     * <code>int32 recent_runs = 6;</code>
+     * @param value The recentRuns to set.
+     * @return This builder for chaining.
+     */
+    public Builder setRecentRuns(int value) {
+
+      recentRuns_ = value;
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. 0 to 10: each listed job's latest runs, in `activities`.
+     * </pre>
+     *
+     * <code>int32 recent_runs = 6;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearRecentRuns() {
+      bitField0_ = (bitField0_ & ~0x00000010);
+      recentRuns_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private int upcomingRuns_ ;
+    /**
+     * <pre>
+     * Optional. 0 to 10: each listed job's next occurrences, in `activities`.
+     * </pre>
+     *
+     * <code>int32 upcoming_runs = 7;</code>
+     * @return The upcomingRuns.
+     */
+    @java.lang.Override
+    public int getUpcomingRuns() {
+      return upcomingRuns_;
+    }
+    /**
+     * <pre>
+     * Optional. 0 to 10: each listed job's next occurrences, in `activities`.
+     * </pre>
+     *
+     * <code>int32 upcoming_runs = 7;</code>
+     * @param value The upcomingRuns to set.
+     * @return This builder for chaining.
+     */
+    public Builder setUpcomingRuns(int value) {
+
+      upcomingRuns_ = value;
+      bitField0_ |= 0x00000020;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. 0 to 10: each listed job's next occurrences, in `activities`.
+     * </pre>
+     *
+     * <code>int32 upcoming_runs = 7;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearUpcomingRuns() {
+      bitField0_ = (bitField0_ & ~0x00000020);
+      upcomingRuns_ = 0;
       onChanged();
       return this;
     }

@@ -58,4 +58,60 @@ public interface ListJobsRequestOrBuilder extends
    * @return The state.
    */
   dev.duetime.jobs.v1.JobState getState();
+
+  /**
+   * <pre>
+   * Optional. Only jobs that match this filter, in the syntax of Google's AIP-160 (at most
+   * 1,000 characters). Fields: `display_name` (`=`, `!=`, `:` contains, case-insensitive),
+   * `state` (`=`, `!=`: `ACTIVE`, `PAUSED`, `COMPLETED`, `ERROR`), `labels.KEY` (`=`, `!=`,
+   * `:*` has the label), `schedule` (`=`, `!=`: `AT`, `DELAY`, `INTERVAL`, `CRON`),
+   * `target.host` (`=`, `:` contains, case-insensitive; HTTP targets). Restrictions combine with
+   * `AND`, `OR`, `NOT` (or `-`) and parentheses; `OR` binds tighter than `AND`, and
+   * restrictions side by side are ANDed. A bare word or quoted text matches display names that
+   * contain it. Examples: `state = PAUSED AND labels.env = prod`, `target.host:"billing"`.
+   * A bad filter is INVALID_ARGUMENT naming the token at fault.
+   * </pre>
+   *
+   * <code>string filter = 5;</code>
+   * @return The filter.
+   */
+  java.lang.String getFilter();
+  /**
+   * <pre>
+   * Optional. Only jobs that match this filter, in the syntax of Google's AIP-160 (at most
+   * 1,000 characters). Fields: `display_name` (`=`, `!=`, `:` contains, case-insensitive),
+   * `state` (`=`, `!=`: `ACTIVE`, `PAUSED`, `COMPLETED`, `ERROR`), `labels.KEY` (`=`, `!=`,
+   * `:*` has the label), `schedule` (`=`, `!=`: `AT`, `DELAY`, `INTERVAL`, `CRON`),
+   * `target.host` (`=`, `:` contains, case-insensitive; HTTP targets). Restrictions combine with
+   * `AND`, `OR`, `NOT` (or `-`) and parentheses; `OR` binds tighter than `AND`, and
+   * restrictions side by side are ANDed. A bare word or quoted text matches display names that
+   * contain it. Examples: `state = PAUSED AND labels.env = prod`, `target.host:"billing"`.
+   * A bad filter is INVALID_ARGUMENT naming the token at fault.
+   * </pre>
+   *
+   * <code>string filter = 5;</code>
+   * @return The bytes for filter.
+   */
+  com.google.protobuf.ByteString
+      getFilterBytes();
+
+  /**
+   * <pre>
+   * Optional. 0 to 10: each listed job's latest runs, in `activities`.
+   * </pre>
+   *
+   * <code>int32 recent_runs = 6;</code>
+   * @return The recentRuns.
+   */
+  int getRecentRuns();
+
+  /**
+   * <pre>
+   * Optional. 0 to 10: each listed job's next occurrences, in `activities`.
+   * </pre>
+   *
+   * <code>int32 upcoming_runs = 7;</code>
+   * @return The upcomingRuns.
+   */
+  int getUpcomingRuns();
 }

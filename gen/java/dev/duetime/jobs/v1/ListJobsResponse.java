@@ -46,6 +46,18 @@ private static final long serialVersionUID = 0L;
     return dev.duetime.jobs.v1.JobServiceProto.internal_static_duetime_jobs_v1_ListJobsResponse_descriptor;
   }
 
+  @SuppressWarnings({"rawtypes"})
+  @java.lang.Override
+  protected com.google.protobuf.MapFieldReflectionAccessor internalGetMapFieldReflection(
+      int number) {
+    switch (number) {
+      case 3:
+        return internalGetActivities();
+      default:
+        throw new RuntimeException(
+            "Invalid map field number: " + number);
+    }
+  }
   @java.lang.Override
   protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internalGetFieldAccessorTable() {
@@ -162,6 +174,101 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int ACTIVITIES_FIELD_NUMBER = 3;
+  private static final class ActivitiesDefaultEntryHolder {
+    static final com.google.protobuf.MapEntry<
+        java.lang.String, dev.duetime.jobs.v1.JobActivity> defaultEntry =
+            com.google.protobuf.MapEntry
+            .<java.lang.String, dev.duetime.jobs.v1.JobActivity>newDefaultInstance(
+                dev.duetime.jobs.v1.JobServiceProto.internal_static_duetime_jobs_v1_ListJobsResponse_ActivitiesEntry_descriptor, 
+                com.google.protobuf.WireFormat.FieldType.STRING,
+                "",
+                com.google.protobuf.WireFormat.FieldType.MESSAGE,
+                dev.duetime.jobs.v1.JobActivity.getDefaultInstance());
+  }
+  @SuppressWarnings("serial")
+  private com.google.protobuf.MapField<
+      java.lang.String, dev.duetime.jobs.v1.JobActivity> activities_;
+  private com.google.protobuf.MapField<java.lang.String, dev.duetime.jobs.v1.JobActivity>
+  internalGetActivities() {
+    if (activities_ == null) {
+      return com.google.protobuf.MapField.emptyMapField(
+          ActivitiesDefaultEntryHolder.defaultEntry);
+    }
+    return activities_;
+  }
+  public int getActivitiesCount() {
+    return internalGetActivities().getMap().size();
+  }
+  /**
+   * <pre>
+   * With `recent_runs` or `upcoming_runs`: each listed job's activity, by job name.
+   * </pre>
+   *
+   * <code>map&lt;string, .duetime.jobs.v1.JobActivity&gt; activities = 3;</code>
+   */
+  @java.lang.Override
+  public boolean containsActivities(
+      java.lang.String key) {
+    if (key == null) { throw new NullPointerException("map key"); }
+    return internalGetActivities().getMap().containsKey(key);
+  }
+  /**
+   * Use {@link #getActivitiesMap()} instead.
+   */
+  @java.lang.Override
+  @java.lang.Deprecated
+  public java.util.Map<java.lang.String, dev.duetime.jobs.v1.JobActivity> getActivities() {
+    return getActivitiesMap();
+  }
+  /**
+   * <pre>
+   * With `recent_runs` or `upcoming_runs`: each listed job's activity, by job name.
+   * </pre>
+   *
+   * <code>map&lt;string, .duetime.jobs.v1.JobActivity&gt; activities = 3;</code>
+   */
+  @java.lang.Override
+  public java.util.Map<java.lang.String, dev.duetime.jobs.v1.JobActivity> getActivitiesMap() {
+    return internalGetActivities().getMap();
+  }
+  /**
+   * <pre>
+   * With `recent_runs` or `upcoming_runs`: each listed job's activity, by job name.
+   * </pre>
+   *
+   * <code>map&lt;string, .duetime.jobs.v1.JobActivity&gt; activities = 3;</code>
+   */
+  @java.lang.Override
+  public /* nullable */
+dev.duetime.jobs.v1.JobActivity getActivitiesOrDefault(
+      java.lang.String key,
+      /* nullable */
+dev.duetime.jobs.v1.JobActivity defaultValue) {
+    if (key == null) { throw new NullPointerException("map key"); }
+    java.util.Map<java.lang.String, dev.duetime.jobs.v1.JobActivity> map =
+        internalGetActivities().getMap();
+    return map.containsKey(key) ? map.get(key) : defaultValue;
+  }
+  /**
+   * <pre>
+   * With `recent_runs` or `upcoming_runs`: each listed job's activity, by job name.
+   * </pre>
+   *
+   * <code>map&lt;string, .duetime.jobs.v1.JobActivity&gt; activities = 3;</code>
+   */
+  @java.lang.Override
+  public dev.duetime.jobs.v1.JobActivity getActivitiesOrThrow(
+      java.lang.String key) {
+    if (key == null) { throw new NullPointerException("map key"); }
+    java.util.Map<java.lang.String, dev.duetime.jobs.v1.JobActivity> map =
+        internalGetActivities().getMap();
+    if (!map.containsKey(key)) {
+      throw new java.lang.IllegalArgumentException();
+    }
+    return map.get(key);
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -182,6 +289,12 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(nextPageToken_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 2, nextPageToken_);
     }
+    com.google.protobuf.GeneratedMessage
+      .serializeStringMapTo(
+        output,
+        internalGetActivities(),
+        ActivitiesDefaultEntryHolder.defaultEntry,
+        3);
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -197,6 +310,16 @@ private static final long serialVersionUID = 0L;
         }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(nextPageToken_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(2, nextPageToken_);
+    }
+    for (java.util.Map.Entry<java.lang.String, dev.duetime.jobs.v1.JobActivity> entry
+         : internalGetActivities().getMap().entrySet()) {
+      com.google.protobuf.MapEntry<java.lang.String, dev.duetime.jobs.v1.JobActivity>
+      activities__ = ActivitiesDefaultEntryHolder.defaultEntry.newBuilderForType()
+          .setKey(entry.getKey())
+          .setValue(entry.getValue())
+          .buildPartial();
+      size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(3, activities__);
     }
     return size;
   }
@@ -226,6 +349,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getJobsList())) return false;
     if (!getNextPageToken()
         .equals(other.getNextPageToken())) return false;
+    if (!internalGetActivities().equals(
+        other.internalGetActivities())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -243,6 +368,10 @@ private static final long serialVersionUID = 0L;
     }
     hash = (37 * hash) + NEXT_PAGE_TOKEN_FIELD_NUMBER;
     hash = (53 * hash) + getNextPageToken().hashCode();
+    if (!internalGetActivities().getMap().isEmpty()) {
+      hash = (37 * hash) + ACTIVITIES_FIELD_NUMBER;
+      hash = (53 * hash) + internalGetActivities().hashCode();
+    }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -356,6 +485,28 @@ private static final long serialVersionUID = 0L;
       return dev.duetime.jobs.v1.JobServiceProto.internal_static_duetime_jobs_v1_ListJobsResponse_descriptor;
     }
 
+    @SuppressWarnings({"rawtypes"})
+    protected com.google.protobuf.MapFieldReflectionAccessor internalGetMapFieldReflection(
+        int number) {
+      switch (number) {
+        case 3:
+          return internalGetActivities();
+        default:
+          throw new RuntimeException(
+              "Invalid map field number: " + number);
+      }
+    }
+    @SuppressWarnings({"rawtypes"})
+    protected com.google.protobuf.MapFieldReflectionAccessor internalGetMutableMapFieldReflection(
+        int number) {
+      switch (number) {
+        case 3:
+          return internalGetMutableActivities();
+        default:
+          throw new RuntimeException(
+              "Invalid map field number: " + number);
+      }
+    }
     @java.lang.Override
     protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
         internalGetFieldAccessorTable() {
@@ -386,6 +537,7 @@ private static final long serialVersionUID = 0L;
       }
       bitField0_ = (bitField0_ & ~0x00000001);
       nextPageToken_ = "";
+      internalGetMutableActivities().clear();
       return this;
     }
 
@@ -435,6 +587,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000002) != 0)) {
         result.nextPageToken_ = nextPageToken_;
       }
+      if (((from_bitField0_ & 0x00000004) != 0)) {
+        result.activities_ = internalGetActivities().build(ActivitiesDefaultEntryHolder.defaultEntry);
+      }
     }
 
     @java.lang.Override
@@ -480,6 +635,9 @@ private static final long serialVersionUID = 0L;
         bitField0_ |= 0x00000002;
         onChanged();
       }
+      internalGetMutableActivities().mergeFrom(
+          other.internalGetActivities());
+      bitField0_ |= 0x00000004;
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
       return this;
@@ -524,6 +682,15 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000002;
               break;
             } // case 18
+            case 26: {
+              com.google.protobuf.MapEntry<java.lang.String, dev.duetime.jobs.v1.JobActivity>
+              activities__ = input.readMessage(
+                  ActivitiesDefaultEntryHolder.defaultEntry.getParserForType(), extensionRegistry);
+              internalGetMutableActivities().ensureBuilderMap().put(
+                  activities__.getKey(), activities__.getValue());
+              bitField0_ |= 0x00000004;
+              break;
+            } // case 26
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -943,6 +1110,193 @@ private static final long serialVersionUID = 0L;
       bitField0_ |= 0x00000002;
       onChanged();
       return this;
+    }
+
+    private static final class ActivitiesConverter implements com.google.protobuf.MapFieldBuilder.Converter<java.lang.String, dev.duetime.jobs.v1.JobActivityOrBuilder, dev.duetime.jobs.v1.JobActivity> {
+      @java.lang.Override
+      public dev.duetime.jobs.v1.JobActivity build(dev.duetime.jobs.v1.JobActivityOrBuilder val) {
+        if (val instanceof dev.duetime.jobs.v1.JobActivity) { return (dev.duetime.jobs.v1.JobActivity) val; }
+        return ((dev.duetime.jobs.v1.JobActivity.Builder) val).build();
+      }
+
+      @java.lang.Override
+      public com.google.protobuf.MapEntry<java.lang.String, dev.duetime.jobs.v1.JobActivity> defaultEntry() {
+        return ActivitiesDefaultEntryHolder.defaultEntry;
+      }
+    };
+    private static final ActivitiesConverter activitiesConverter = new ActivitiesConverter();
+
+    private com.google.protobuf.MapFieldBuilder<
+        java.lang.String, dev.duetime.jobs.v1.JobActivityOrBuilder, dev.duetime.jobs.v1.JobActivity, dev.duetime.jobs.v1.JobActivity.Builder> activities_;
+    private com.google.protobuf.MapFieldBuilder<java.lang.String, dev.duetime.jobs.v1.JobActivityOrBuilder, dev.duetime.jobs.v1.JobActivity, dev.duetime.jobs.v1.JobActivity.Builder>
+        internalGetActivities() {
+      if (activities_ == null) {
+        return new com.google.protobuf.MapFieldBuilder<>(activitiesConverter);
+      }
+      return activities_;
+    }
+    private com.google.protobuf.MapFieldBuilder<java.lang.String, dev.duetime.jobs.v1.JobActivityOrBuilder, dev.duetime.jobs.v1.JobActivity, dev.duetime.jobs.v1.JobActivity.Builder>
+        internalGetMutableActivities() {
+      if (activities_ == null) {
+        activities_ = new com.google.protobuf.MapFieldBuilder<>(activitiesConverter);
+      }
+      bitField0_ |= 0x00000004;
+      onChanged();
+      return activities_;
+    }
+    public int getActivitiesCount() {
+      return internalGetActivities().ensureBuilderMap().size();
+    }
+    /**
+     * <pre>
+     * With `recent_runs` or `upcoming_runs`: each listed job's activity, by job name.
+     * </pre>
+     *
+     * <code>map&lt;string, .duetime.jobs.v1.JobActivity&gt; activities = 3;</code>
+     */
+    @java.lang.Override
+    public boolean containsActivities(
+        java.lang.String key) {
+      if (key == null) { throw new NullPointerException("map key"); }
+      return internalGetActivities().ensureBuilderMap().containsKey(key);
+    }
+    /**
+     * Use {@link #getActivitiesMap()} instead.
+     */
+    @java.lang.Override
+    @java.lang.Deprecated
+    public java.util.Map<java.lang.String, dev.duetime.jobs.v1.JobActivity> getActivities() {
+      return getActivitiesMap();
+    }
+    /**
+     * <pre>
+     * With `recent_runs` or `upcoming_runs`: each listed job's activity, by job name.
+     * </pre>
+     *
+     * <code>map&lt;string, .duetime.jobs.v1.JobActivity&gt; activities = 3;</code>
+     */
+    @java.lang.Override
+    public java.util.Map<java.lang.String, dev.duetime.jobs.v1.JobActivity> getActivitiesMap() {
+      return internalGetActivities().getImmutableMap();
+    }
+    /**
+     * <pre>
+     * With `recent_runs` or `upcoming_runs`: each listed job's activity, by job name.
+     * </pre>
+     *
+     * <code>map&lt;string, .duetime.jobs.v1.JobActivity&gt; activities = 3;</code>
+     */
+    @java.lang.Override
+    public /* nullable */
+dev.duetime.jobs.v1.JobActivity getActivitiesOrDefault(
+        java.lang.String key,
+        /* nullable */
+dev.duetime.jobs.v1.JobActivity defaultValue) {
+      if (key == null) { throw new NullPointerException("map key"); }
+      java.util.Map<java.lang.String, dev.duetime.jobs.v1.JobActivityOrBuilder> map = internalGetMutableActivities().ensureBuilderMap();
+      return map.containsKey(key) ? activitiesConverter.build(map.get(key)) : defaultValue;
+    }
+    /**
+     * <pre>
+     * With `recent_runs` or `upcoming_runs`: each listed job's activity, by job name.
+     * </pre>
+     *
+     * <code>map&lt;string, .duetime.jobs.v1.JobActivity&gt; activities = 3;</code>
+     */
+    @java.lang.Override
+    public dev.duetime.jobs.v1.JobActivity getActivitiesOrThrow(
+        java.lang.String key) {
+      if (key == null) { throw new NullPointerException("map key"); }
+      java.util.Map<java.lang.String, dev.duetime.jobs.v1.JobActivityOrBuilder> map = internalGetMutableActivities().ensureBuilderMap();
+      if (!map.containsKey(key)) {
+        throw new java.lang.IllegalArgumentException();
+      }
+      return activitiesConverter.build(map.get(key));
+    }
+    public Builder clearActivities() {
+      bitField0_ = (bitField0_ & ~0x00000004);
+      internalGetMutableActivities().clear();
+      return this;
+    }
+    /**
+     * <pre>
+     * With `recent_runs` or `upcoming_runs`: each listed job's activity, by job name.
+     * </pre>
+     *
+     * <code>map&lt;string, .duetime.jobs.v1.JobActivity&gt; activities = 3;</code>
+     */
+    public Builder removeActivities(
+        java.lang.String key) {
+      if (key == null) { throw new NullPointerException("map key"); }
+      internalGetMutableActivities().ensureBuilderMap()
+          .remove(key);
+      return this;
+    }
+    /**
+     * Use alternate mutation accessors instead.
+     */
+    @java.lang.Deprecated
+    public java.util.Map<java.lang.String, dev.duetime.jobs.v1.JobActivity>
+        getMutableActivities() {
+      bitField0_ |= 0x00000004;
+      return internalGetMutableActivities().ensureMessageMap();
+    }
+    /**
+     * <pre>
+     * With `recent_runs` or `upcoming_runs`: each listed job's activity, by job name.
+     * </pre>
+     *
+     * <code>map&lt;string, .duetime.jobs.v1.JobActivity&gt; activities = 3;</code>
+     */
+    public Builder putActivities(
+        java.lang.String key,
+        dev.duetime.jobs.v1.JobActivity value) {
+      if (key == null) { throw new NullPointerException("map key"); }
+      if (value == null) { throw new NullPointerException("map value"); }
+      internalGetMutableActivities().ensureBuilderMap()
+          .put(key, value);
+      bitField0_ |= 0x00000004;
+      return this;
+    }
+    /**
+     * <pre>
+     * With `recent_runs` or `upcoming_runs`: each listed job's activity, by job name.
+     * </pre>
+     *
+     * <code>map&lt;string, .duetime.jobs.v1.JobActivity&gt; activities = 3;</code>
+     */
+    public Builder putAllActivities(
+        java.util.Map<java.lang.String, dev.duetime.jobs.v1.JobActivity> values) {
+      for (java.util.Map.Entry<java.lang.String, dev.duetime.jobs.v1.JobActivity> e : values.entrySet()) {
+        if (e.getKey() == null || e.getValue() == null) {
+          throw new NullPointerException();
+        }
+      }
+      internalGetMutableActivities().ensureBuilderMap()
+          .putAll(values);
+      bitField0_ |= 0x00000004;
+      return this;
+    }
+    /**
+     * <pre>
+     * With `recent_runs` or `upcoming_runs`: each listed job's activity, by job name.
+     * </pre>
+     *
+     * <code>map&lt;string, .duetime.jobs.v1.JobActivity&gt; activities = 3;</code>
+     */
+    public dev.duetime.jobs.v1.JobActivity.Builder putActivitiesBuilderIfAbsent(
+        java.lang.String key) {
+      java.util.Map<java.lang.String, dev.duetime.jobs.v1.JobActivityOrBuilder> builderMap = internalGetMutableActivities().ensureBuilderMap();
+      dev.duetime.jobs.v1.JobActivityOrBuilder entry = builderMap.get(key);
+      if (entry == null) {
+        entry = dev.duetime.jobs.v1.JobActivity.newBuilder();
+        builderMap.put(key, entry);
+      }
+      if (entry instanceof dev.duetime.jobs.v1.JobActivity) {
+        entry = ((dev.duetime.jobs.v1.JobActivity) entry).toBuilder();
+        builderMap.put(key, entry);
+      }
+      return (dev.duetime.jobs.v1.JobActivity.Builder) entry;
     }
 
     // @@protoc_insertion_point(builder_scope:duetime.jobs.v1.ListJobsResponse)

@@ -73,4 +73,58 @@ public interface ListJobsResponseOrBuilder extends
    */
   com.google.protobuf.ByteString
       getNextPageTokenBytes();
+
+  /**
+   * <pre>
+   * With `recent_runs` or `upcoming_runs`: each listed job's activity, by job name.
+   * </pre>
+   *
+   * <code>map&lt;string, .duetime.jobs.v1.JobActivity&gt; activities = 3;</code>
+   */
+  int getActivitiesCount();
+  /**
+   * <pre>
+   * With `recent_runs` or `upcoming_runs`: each listed job's activity, by job name.
+   * </pre>
+   *
+   * <code>map&lt;string, .duetime.jobs.v1.JobActivity&gt; activities = 3;</code>
+   */
+  boolean containsActivities(
+      java.lang.String key);
+  /**
+   * Use {@link #getActivitiesMap()} instead.
+   */
+  @java.lang.Deprecated
+  java.util.Map<java.lang.String, dev.duetime.jobs.v1.JobActivity>
+  getActivities();
+  /**
+   * <pre>
+   * With `recent_runs` or `upcoming_runs`: each listed job's activity, by job name.
+   * </pre>
+   *
+   * <code>map&lt;string, .duetime.jobs.v1.JobActivity&gt; activities = 3;</code>
+   */
+  java.util.Map<java.lang.String, dev.duetime.jobs.v1.JobActivity>
+  getActivitiesMap();
+  /**
+   * <pre>
+   * With `recent_runs` or `upcoming_runs`: each listed job's activity, by job name.
+   * </pre>
+   *
+   * <code>map&lt;string, .duetime.jobs.v1.JobActivity&gt; activities = 3;</code>
+   */
+  /* nullable */
+dev.duetime.jobs.v1.JobActivity getActivitiesOrDefault(
+      java.lang.String key,
+      /* nullable */
+dev.duetime.jobs.v1.JobActivity defaultValue);
+  /**
+   * <pre>
+   * With `recent_runs` or `upcoming_runs`: each listed job's activity, by job name.
+   * </pre>
+   *
+   * <code>map&lt;string, .duetime.jobs.v1.JobActivity&gt; activities = 3;</code>
+   */
+  dev.duetime.jobs.v1.JobActivity getActivitiesOrThrow(
+      java.lang.String key);
 }

@@ -35,6 +35,7 @@ private static final long serialVersionUID = 0L;
     parent_ = "";
     pageToken_ = "";
     state_ = 0;
+    filter_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -60,7 +61,8 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object parent_ = "";
   /**
    * <pre>
-   * Required. The job, `teams/{team}/jobs/{job_id}`.
+   * Required. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of
+   * every job of the team (deleted jobs' too), latest nominal time first.
    * </pre>
    *
    * <code>string parent = 1;</code>
@@ -81,7 +83,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Required. The job, `teams/{team}/jobs/{job_id}`.
+   * Required. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of
+   * every job of the team (deleted jobs' too), latest nominal time first.
    * </pre>
    *
    * <code>string parent = 1;</code>
@@ -190,6 +193,65 @@ private static final long serialVersionUID = 0L;
     return result == null ? dev.duetime.jobs.v1.RunState.UNRECOGNIZED : result;
   }
 
+  public static final int FILTER_FIELD_NUMBER = 6;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object filter_ = "";
+  /**
+   * <pre>
+   * Optional. Only runs that match this filter, in the syntax of Google's AIP-160 (at most
+   * 1,000 characters). Fields: `state` (`=`, `!=`: a RunState without its prefix, e.g.
+   * `DEAD_LETTERED`), `origin` (`=`, `!=`: `SCHEDULE`, `TRIGGER`), `reason` (`=`, `!=`: a
+   * RunReason without its prefix, e.g. `MISFIRE`), `nominal_time` and `start_time` (`&lt;`, `&lt;=`,
+   * `&gt;`, `&gt;=`, `=`, `!=` with an RFC 3339 time in quotes; `start_time` is when the first
+   * attempt started), `job_id` (`=`, `!=`). Combined as in ListJobs' filter. Example:
+   * `(state = DEAD_LETTERED OR state = MISSED) AND nominal_time &gt;= "2026-12-06T09:00:00Z"`.
+   * </pre>
+   *
+   * <code>string filter = 6;</code>
+   * @return The filter.
+   */
+  @java.lang.Override
+  public java.lang.String getFilter() {
+    java.lang.Object ref = filter_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      filter_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * Optional. Only runs that match this filter, in the syntax of Google's AIP-160 (at most
+   * 1,000 characters). Fields: `state` (`=`, `!=`: a RunState without its prefix, e.g.
+   * `DEAD_LETTERED`), `origin` (`=`, `!=`: `SCHEDULE`, `TRIGGER`), `reason` (`=`, `!=`: a
+   * RunReason without its prefix, e.g. `MISFIRE`), `nominal_time` and `start_time` (`&lt;`, `&lt;=`,
+   * `&gt;`, `&gt;=`, `=`, `!=` with an RFC 3339 time in quotes; `start_time` is when the first
+   * attempt started), `job_id` (`=`, `!=`). Combined as in ListJobs' filter. Example:
+   * `(state = DEAD_LETTERED OR state = MISSED) AND nominal_time &gt;= "2026-12-06T09:00:00Z"`.
+   * </pre>
+   *
+   * <code>string filter = 6;</code>
+   * @return The bytes for filter.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getFilterBytes() {
+    java.lang.Object ref = filter_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      filter_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -216,6 +278,9 @@ private static final long serialVersionUID = 0L;
     if (state_ != dev.duetime.jobs.v1.RunState.RUN_STATE_UNSPECIFIED.getNumber()) {
       output.writeEnum(4, state_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(filter_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 6, filter_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -233,6 +298,9 @@ private static final long serialVersionUID = 0L;
     if (state_ != dev.duetime.jobs.v1.RunState.RUN_STATE_UNSPECIFIED.getNumber()) {
       size += com.google.protobuf.CodedOutputStream
         .computeEnumSize(4, state_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(filter_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(6, filter_);
     }
     return size;
   }
@@ -265,6 +333,8 @@ private static final long serialVersionUID = 0L;
     if (!getPageToken()
         .equals(other.getPageToken())) return false;
     if (state_ != other.state_) return false;
+    if (!getFilter()
+        .equals(other.getFilter())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -284,6 +354,8 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getPageToken().hashCode();
     hash = (37 * hash) + STATE_FIELD_NUMBER;
     hash = (53 * hash) + state_;
+    hash = (37 * hash) + FILTER_FIELD_NUMBER;
+    hash = (53 * hash) + getFilter().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -423,6 +495,7 @@ private static final long serialVersionUID = 0L;
       pageSize_ = 0;
       pageToken_ = "";
       state_ = 0;
+      filter_ = "";
       return this;
     }
 
@@ -468,6 +541,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000008) != 0)) {
         result.state_ = state_;
       }
+      if (((from_bitField0_ & 0x00000010) != 0)) {
+        result.filter_ = filter_;
+      }
     }
 
     @java.lang.Override
@@ -497,6 +573,11 @@ private static final long serialVersionUID = 0L;
       }
       if (other.state_ != 0) {
         setStateValue(other.getStateValue());
+      }
+      if (!other.getFilter().isEmpty()) {
+        filter_ = other.filter_;
+        bitField0_ |= 0x00000010;
+        onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -544,6 +625,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000008;
               break;
             } // case 32
+            case 50: {
+              filter_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000010;
+              break;
+            } // case 50
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -564,7 +650,8 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object parent_ = "";
     /**
      * <pre>
-     * Required. The job, `teams/{team}/jobs/{job_id}`.
+     * Required. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of
+     * every job of the team (deleted jobs' too), latest nominal time first.
      * </pre>
      *
      * <code>string parent = 1;</code>
@@ -584,7 +671,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Required. The job, `teams/{team}/jobs/{job_id}`.
+     * Required. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of
+     * every job of the team (deleted jobs' too), latest nominal time first.
      * </pre>
      *
      * <code>string parent = 1;</code>
@@ -605,7 +693,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Required. The job, `teams/{team}/jobs/{job_id}`.
+     * Required. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of
+     * every job of the team (deleted jobs' too), latest nominal time first.
      * </pre>
      *
      * <code>string parent = 1;</code>
@@ -622,7 +711,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Required. The job, `teams/{team}/jobs/{job_id}`.
+     * Required. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of
+     * every job of the team (deleted jobs' too), latest nominal time first.
      * </pre>
      *
      * <code>string parent = 1;</code>
@@ -636,7 +726,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Required. The job, `teams/{team}/jobs/{job_id}`.
+     * Required. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of
+     * every job of the team (deleted jobs' too), latest nominal time first.
      * </pre>
      *
      * <code>string parent = 1;</code>
@@ -857,6 +948,128 @@ private static final long serialVersionUID = 0L;
     public Builder clearState() {
       bitField0_ = (bitField0_ & ~0x00000008);
       state_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object filter_ = "";
+    /**
+     * <pre>
+     * Optional. Only runs that match this filter, in the syntax of Google's AIP-160 (at most
+     * 1,000 characters). Fields: `state` (`=`, `!=`: a RunState without its prefix, e.g.
+     * `DEAD_LETTERED`), `origin` (`=`, `!=`: `SCHEDULE`, `TRIGGER`), `reason` (`=`, `!=`: a
+     * RunReason without its prefix, e.g. `MISFIRE`), `nominal_time` and `start_time` (`&lt;`, `&lt;=`,
+     * `&gt;`, `&gt;=`, `=`, `!=` with an RFC 3339 time in quotes; `start_time` is when the first
+     * attempt started), `job_id` (`=`, `!=`). Combined as in ListJobs' filter. Example:
+     * `(state = DEAD_LETTERED OR state = MISSED) AND nominal_time &gt;= "2026-12-06T09:00:00Z"`.
+     * </pre>
+     *
+     * <code>string filter = 6;</code>
+     * @return The filter.
+     */
+    public java.lang.String getFilter() {
+      java.lang.Object ref = filter_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        filter_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. Only runs that match this filter, in the syntax of Google's AIP-160 (at most
+     * 1,000 characters). Fields: `state` (`=`, `!=`: a RunState without its prefix, e.g.
+     * `DEAD_LETTERED`), `origin` (`=`, `!=`: `SCHEDULE`, `TRIGGER`), `reason` (`=`, `!=`: a
+     * RunReason without its prefix, e.g. `MISFIRE`), `nominal_time` and `start_time` (`&lt;`, `&lt;=`,
+     * `&gt;`, `&gt;=`, `=`, `!=` with an RFC 3339 time in quotes; `start_time` is when the first
+     * attempt started), `job_id` (`=`, `!=`). Combined as in ListJobs' filter. Example:
+     * `(state = DEAD_LETTERED OR state = MISSED) AND nominal_time &gt;= "2026-12-06T09:00:00Z"`.
+     * </pre>
+     *
+     * <code>string filter = 6;</code>
+     * @return The bytes for filter.
+     */
+    public com.google.protobuf.ByteString
+        getFilterBytes() {
+      java.lang.Object ref = filter_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        filter_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. Only runs that match this filter, in the syntax of Google's AIP-160 (at most
+     * 1,000 characters). Fields: `state` (`=`, `!=`: a RunState without its prefix, e.g.
+     * `DEAD_LETTERED`), `origin` (`=`, `!=`: `SCHEDULE`, `TRIGGER`), `reason` (`=`, `!=`: a
+     * RunReason without its prefix, e.g. `MISFIRE`), `nominal_time` and `start_time` (`&lt;`, `&lt;=`,
+     * `&gt;`, `&gt;=`, `=`, `!=` with an RFC 3339 time in quotes; `start_time` is when the first
+     * attempt started), `job_id` (`=`, `!=`). Combined as in ListJobs' filter. Example:
+     * `(state = DEAD_LETTERED OR state = MISSED) AND nominal_time &gt;= "2026-12-06T09:00:00Z"`.
+     * </pre>
+     *
+     * <code>string filter = 6;</code>
+     * @param value The filter to set.
+     * @return This builder for chaining.
+     */
+    public Builder setFilter(
+        java.lang.String value) {
+      if (value == null) { throw new NullPointerException(); }
+      filter_ = value;
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. Only runs that match this filter, in the syntax of Google's AIP-160 (at most
+     * 1,000 characters). Fields: `state` (`=`, `!=`: a RunState without its prefix, e.g.
+     * `DEAD_LETTERED`), `origin` (`=`, `!=`: `SCHEDULE`, `TRIGGER`), `reason` (`=`, `!=`: a
+     * RunReason without its prefix, e.g. `MISFIRE`), `nominal_time` and `start_time` (`&lt;`, `&lt;=`,
+     * `&gt;`, `&gt;=`, `=`, `!=` with an RFC 3339 time in quotes; `start_time` is when the first
+     * attempt started), `job_id` (`=`, `!=`). Combined as in ListJobs' filter. Example:
+     * `(state = DEAD_LETTERED OR state = MISSED) AND nominal_time &gt;= "2026-12-06T09:00:00Z"`.
+     * </pre>
+     *
+     * <code>string filter = 6;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearFilter() {
+      filter_ = getDefaultInstance().getFilter();
+      bitField0_ = (bitField0_ & ~0x00000010);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. Only runs that match this filter, in the syntax of Google's AIP-160 (at most
+     * 1,000 characters). Fields: `state` (`=`, `!=`: a RunState without its prefix, e.g.
+     * `DEAD_LETTERED`), `origin` (`=`, `!=`: `SCHEDULE`, `TRIGGER`), `reason` (`=`, `!=`: a
+     * RunReason without its prefix, e.g. `MISFIRE`), `nominal_time` and `start_time` (`&lt;`, `&lt;=`,
+     * `&gt;`, `&gt;=`, `=`, `!=` with an RFC 3339 time in quotes; `start_time` is when the first
+     * attempt started), `job_id` (`=`, `!=`). Combined as in ListJobs' filter. Example:
+     * `(state = DEAD_LETTERED OR state = MISSED) AND nominal_time &gt;= "2026-12-06T09:00:00Z"`.
+     * </pre>
+     *
+     * <code>string filter = 6;</code>
+     * @param value The bytes for filter to set.
+     * @return This builder for chaining.
+     */
+    public Builder setFilterBytes(
+        com.google.protobuf.ByteString value) {
+      if (value == null) { throw new NullPointerException(); }
+      checkByteStringIsUtf8(value);
+      filter_ = value;
+      bitField0_ |= 0x00000010;
       onChanged();
       return this;
     }

@@ -12,7 +12,8 @@ public interface ListRunsRequestOrBuilder extends
 
   /**
    * <pre>
-   * Required. The job, `teams/{team}/jobs/{job_id}`.
+   * Required. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of
+   * every job of the team (deleted jobs' too), latest nominal time first.
    * </pre>
    *
    * <code>string parent = 1;</code>
@@ -21,7 +22,8 @@ public interface ListRunsRequestOrBuilder extends
   java.lang.String getParent();
   /**
    * <pre>
-   * Required. The job, `teams/{team}/jobs/{job_id}`.
+   * Required. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of
+   * every job of the team (deleted jobs' too), latest nominal time first.
    * </pre>
    *
    * <code>string parent = 1;</code>
@@ -78,4 +80,36 @@ public interface ListRunsRequestOrBuilder extends
    * @return The state.
    */
   dev.duetime.jobs.v1.RunState getState();
+
+  /**
+   * <pre>
+   * Optional. Only runs that match this filter, in the syntax of Google's AIP-160 (at most
+   * 1,000 characters). Fields: `state` (`=`, `!=`: a RunState without its prefix, e.g.
+   * `DEAD_LETTERED`), `origin` (`=`, `!=`: `SCHEDULE`, `TRIGGER`), `reason` (`=`, `!=`: a
+   * RunReason without its prefix, e.g. `MISFIRE`), `nominal_time` and `start_time` (`&lt;`, `&lt;=`,
+   * `&gt;`, `&gt;=`, `=`, `!=` with an RFC 3339 time in quotes; `start_time` is when the first
+   * attempt started), `job_id` (`=`, `!=`). Combined as in ListJobs' filter. Example:
+   * `(state = DEAD_LETTERED OR state = MISSED) AND nominal_time &gt;= "2026-12-06T09:00:00Z"`.
+   * </pre>
+   *
+   * <code>string filter = 6;</code>
+   * @return The filter.
+   */
+  java.lang.String getFilter();
+  /**
+   * <pre>
+   * Optional. Only runs that match this filter, in the syntax of Google's AIP-160 (at most
+   * 1,000 characters). Fields: `state` (`=`, `!=`: a RunState without its prefix, e.g.
+   * `DEAD_LETTERED`), `origin` (`=`, `!=`: `SCHEDULE`, `TRIGGER`), `reason` (`=`, `!=`: a
+   * RunReason without its prefix, e.g. `MISFIRE`), `nominal_time` and `start_time` (`&lt;`, `&lt;=`,
+   * `&gt;`, `&gt;=`, `=`, `!=` with an RFC 3339 time in quotes; `start_time` is when the first
+   * attempt started), `job_id` (`=`, `!=`). Combined as in ListJobs' filter. Example:
+   * `(state = DEAD_LETTERED OR state = MISSED) AND nominal_time &gt;= "2026-12-06T09:00:00Z"`.
+   * </pre>
+   *
+   * <code>string filter = 6;</code>
+   * @return The bytes for filter.
+   */
+  com.google.protobuf.ByteString
+      getFilterBytes();
 }

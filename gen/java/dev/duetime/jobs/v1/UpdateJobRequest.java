@@ -100,7 +100,8 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * Required. The fields to change, among `display_name`, `schedule`, `target`,
    * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-   * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
+   * `priority`, `delivery`, `labels`. Sub-paths are not supported: a named field is replaced
+   * whole.
    * </pre>
    *
    * <code>.google.protobuf.FieldMask update_mask = 2;</code>
@@ -114,7 +115,8 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * Required. The fields to change, among `display_name`, `schedule`, `target`,
    * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-   * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
+   * `priority`, `delivery`, `labels`. Sub-paths are not supported: a named field is replaced
+   * whole.
    * </pre>
    *
    * <code>.google.protobuf.FieldMask update_mask = 2;</code>
@@ -128,7 +130,8 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * Required. The fields to change, among `display_name`, `schedule`, `target`,
    * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-   * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
+   * `priority`, `delivery`, `labels`. Sub-paths are not supported: a named field is replaced
+   * whole.
    * </pre>
    *
    * <code>.google.protobuf.FieldMask update_mask = 2;</code>
@@ -672,7 +675,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Required. The fields to change, among `display_name`, `schedule`, `target`,
      * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-     * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
+     * `priority`, `delivery`, `labels`. Sub-paths are not supported: a named field is replaced
+     * whole.
      * </pre>
      *
      * <code>.google.protobuf.FieldMask update_mask = 2;</code>
@@ -685,7 +689,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Required. The fields to change, among `display_name`, `schedule`, `target`,
      * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-     * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
+     * `priority`, `delivery`, `labels`. Sub-paths are not supported: a named field is replaced
+     * whole.
      * </pre>
      *
      * <code>.google.protobuf.FieldMask update_mask = 2;</code>
@@ -702,7 +707,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Required. The fields to change, among `display_name`, `schedule`, `target`,
      * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-     * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
+     * `priority`, `delivery`, `labels`. Sub-paths are not supported: a named field is replaced
+     * whole.
      * </pre>
      *
      * <code>.google.protobuf.FieldMask update_mask = 2;</code>
@@ -724,7 +730,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Required. The fields to change, among `display_name`, `schedule`, `target`,
      * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-     * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
+     * `priority`, `delivery`, `labels`. Sub-paths are not supported: a named field is replaced
+     * whole.
      * </pre>
      *
      * <code>.google.protobuf.FieldMask update_mask = 2;</code>
@@ -744,7 +751,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Required. The fields to change, among `display_name`, `schedule`, `target`,
      * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-     * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
+     * `priority`, `delivery`, `labels`. Sub-paths are not supported: a named field is replaced
+     * whole.
      * </pre>
      *
      * <code>.google.protobuf.FieldMask update_mask = 2;</code>
@@ -771,7 +779,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Required. The fields to change, among `display_name`, `schedule`, `target`,
      * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-     * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
+     * `priority`, `delivery`, `labels`. Sub-paths are not supported: a named field is replaced
+     * whole.
      * </pre>
      *
      * <code>.google.protobuf.FieldMask update_mask = 2;</code>
@@ -790,7 +799,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Required. The fields to change, among `display_name`, `schedule`, `target`,
      * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-     * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
+     * `priority`, `delivery`, `labels`. Sub-paths are not supported: a named field is replaced
+     * whole.
      * </pre>
      *
      * <code>.google.protobuf.FieldMask update_mask = 2;</code>
@@ -804,7 +814,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Required. The fields to change, among `display_name`, `schedule`, `target`,
      * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-     * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
+     * `priority`, `delivery`, `labels`. Sub-paths are not supported: a named field is replaced
+     * whole.
      * </pre>
      *
      * <code>.google.protobuf.FieldMask update_mask = 2;</code>
@@ -821,7 +832,8 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Required. The fields to change, among `display_name`, `schedule`, `target`,
      * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-     * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
+     * `priority`, `delivery`, `labels`. Sub-paths are not supported: a named field is replaced
+     * whole.
      * </pre>
      *
      * <code>.google.protobuf.FieldMask update_mask = 2;</code>

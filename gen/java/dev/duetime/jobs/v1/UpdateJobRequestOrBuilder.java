@@ -44,7 +44,8 @@ public interface UpdateJobRequestOrBuilder extends
    * <pre>
    * Required. The fields to change, among `display_name`, `schedule`, `target`,
    * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-   * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
+   * `priority`, `delivery`, `labels`. Sub-paths are not supported: a named field is replaced
+   * whole.
    * </pre>
    *
    * <code>.google.protobuf.FieldMask update_mask = 2;</code>
@@ -55,7 +56,8 @@ public interface UpdateJobRequestOrBuilder extends
    * <pre>
    * Required. The fields to change, among `display_name`, `schedule`, `target`,
    * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-   * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
+   * `priority`, `delivery`, `labels`. Sub-paths are not supported: a named field is replaced
+   * whole.
    * </pre>
    *
    * <code>.google.protobuf.FieldMask update_mask = 2;</code>
@@ -66,7 +68,8 @@ public interface UpdateJobRequestOrBuilder extends
    * <pre>
    * Required. The fields to change, among `display_name`, `schedule`, `target`,
    * `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
-   * `priority`, `delivery`. Sub-paths are not supported: a named field is replaced whole.
+   * `priority`, `delivery`, `labels`. Sub-paths are not supported: a named field is replaced
+   * whole.
    * </pre>
    *
    * <code>.google.protobuf.FieldMask update_mask = 2;</code>

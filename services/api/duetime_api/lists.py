@@ -1,0 +1,68 @@
+"""What ListJobs and ListRuns decide: a page of jobs (with each one's latest runs and next
+occurrences, for list pages) or of runs, in a job or across the team, narrowed by a filter."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from duetime_core.errors import InvalidArgument
+from duetime_core.jobspec import JobState
+from duetime_core.preview import PreviewItem, preview
+from duetime_core.records import JobRecord, RunRecord, RunState
+from duetime_infra.pg.job_reads import JobReads, Page
+from duetime_infra.pg.job_store import JobStore
+
+MAX_ACTIVITY = 10
+
+
+@dataclass
+class JobActivity:
+    recent: list[RunRecord] = field(default_factory=list)
+    upcoming: list[PreviewItem] = field(default_factory=list)
+
+
+def activity_count(value: int, name: str) -> int:
+    if not 0 <= value <= MAX_ACTIVITY:
+        raise InvalidArgument.field(name, f"must be between 0 and {MAX_ACTIVITY}")
+    return value
+
+
+class Lists:
+    def __init__(self, store: JobStore) -> None:
+        self._store = store
+        self._reads: JobReads = store.reads
+
+    async def jobs(
+        self, team_id: str, state: JobState | None, where: str, page: Page
+    ) -> list[JobRecord]:
+        return await self._reads.list_jobs(team_id, state, page, where)
+
+    async def activity(
+        self, jobs: list[JobRecord], recent: int, upcoming: int
+    ) -> dict[uuid.UUID, JobActivity]:
+        """Each job's latest ``recent`` runs and its next ``upcoming`` occurrences (for an
+        ACTIVE job: from its pending one on, as the scheduler will claim them)."""
+        found = {job.job_id: JobActivity() for job in jobs}
+        if recent:
+            runs = await self._reads.recent_runs([j.job_id for j in jobs], recent)
+            for job_id, latest in runs.items():
+                found[job_id].recent = latest
+        if upcoming:
+            for job in jobs:
+                if job.state is JobState.ACTIVE and job.next_run_time is not None:
+                    start = job.next_run_time - timedelta(microseconds=1)
+                    items = preview(job.spec.schedule, start, upcoming, job=(job.job_id, job.spec))
+                    found[job.job_id].upcoming = items
+        return found
+
+    async def runs(
+        self,
+        team_id: str,
+        job_id: uuid.UUID | None,
+        state: RunState | None,
+        where: str,
+        page: Page,
+    ) -> list[RunRecord]:
+        return await self._reads.list_runs(team_id, job_id, state, page, where)
