@@ -25,12 +25,13 @@ _sym_db = _symbol_database.Default()
 from duetime.jobs.v1 import job_pb2 as duetime_dot_jobs_dot_v1_dot_job__pb2
 from duetime.jobs.v1 import quota_pb2 as duetime_dot_jobs_dot_v1_dot_quota__pb2
 from duetime.jobs.v1 import run_pb2 as duetime_dot_jobs_dot_v1_dot_run__pb2
+from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import field_mask_pb2 as google_dot_protobuf_dot_field__mask__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!duetime/jobs/v1/job_service.proto\x12\x0f\x64uetime.jobs.v1\x1a\x19\x64uetime/jobs/v1/job.proto\x1a\x1b\x64uetime/jobs/v1/quota.proto\x1a\x19\x64uetime/jobs/v1/run.proto\x1a\x1egoogle/protobuf/duration.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"I\n\x10\x43reateJobRequest\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\x12\x12\n\nrequest_id\x18\x02 \x01(\t\"6\n\x11\x43reateJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\"\x1d\n\rGetJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"3\n\x0eGetJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\"b\n\x0fListJobsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12(\n\x05state\x18\x03 \x01(\x0e\x32\x19.duetime.jobs.v1.JobState\"O\n\x10ListJobsResponse\x12\"\n\x04jobs\x18\x01 \x03(\x0b\x32\x14.duetime.jobs.v1.Job\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"f\n\x10UpdateJobRequest\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\"6\n\x11UpdateJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\".\n\x10\x44\x65leteJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x65tag\x18\x02 \x01(\t\"\x13\n\x11\x44\x65leteJobResponse\"-\n\x0fPauseJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x65tag\x18\x02 \x01(\t\"5\n\x10PauseJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\".\n\x10ResumeJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x65tag\x18\x02 \x01(\t\"6\n\x11ResumeJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\"5\n\x11TriggerJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\"7\n\x12TriggerJobResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Run\"r\n\x0fListRunsRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\x12(\n\x05state\x18\x04 \x01(\x0e\x32\x19.duetime.jobs.v1.RunState\"O\n\x10ListRunsResponse\x12\"\n\x04runs\x18\x01 \x03(\x0b\x32\x14.duetime.jobs.v1.Run\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x1d\n\rGetRunRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"3\n\x0eGetRunResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Run\"5\n\x11RedriveRunRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\"7\n\x12RedriveRunResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Run\"\xd1\x01\n\x16PreviewScheduleRequest\x12-\n\x08schedule\x18\x01 \x01(\x0b\x32\x19.duetime.jobs.v1.ScheduleH\x00\x12\r\n\x03job\x18\x02 \x01(\tH\x00\x12.\n\nstart_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05\x63ount\x18\x04 \x01(\x05\x12\x30\n\rjitter_window\x18\x05 \x01(\x0b\x32\x19.google.protobuf.DurationB\x08\n\x06source\"T\n\x17PreviewScheduleResponse\x12\x39\n\x0boccurrences\x18\x01 \x03(\x0b\x32$.duetime.jobs.v1.ScheduledOccurrence\"\xc7\x01\n\x13ScheduledOccurrence\x12\x30\n\x0cnominal_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x65\x66\x66\x65\x63tive_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nlocal_time\x18\x03 \x01(\t\x12\x36\n\x0e\x64st_adjustment\x18\x04 \x01(\x0e\x32\x1e.duetime.jobs.v1.DstAdjustment\"#\n\x13GetTeamQuotaRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"z\n\x14GetTeamQuotaResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12)\n\x05quota\x18\x02 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamQuota\x12)\n\x05usage\x18\x03 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamUsage*\x94\x01\n\rDstAdjustment\x12\x1e\n\x1a\x44ST_ADJUSTMENT_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x44ST_ADJUSTMENT_SHIFTED\x10\x01\x12\"\n\x1e\x44ST_ADJUSTMENT_FOLD_FIRST_PASS\x10\x02\x12#\n\x1f\x44ST_ADJUSTMENT_FOLD_SECOND_PASS\x10\x03\x32\xd6\x08\n\nJobService\x12R\n\tCreateJob\x12!.duetime.jobs.v1.CreateJobRequest\x1a\".duetime.jobs.v1.CreateJobResponse\x12I\n\x06GetJob\x12\x1e.duetime.jobs.v1.GetJobRequest\x1a\x1f.duetime.jobs.v1.GetJobResponse\x12O\n\x08ListJobs\x12 .duetime.jobs.v1.ListJobsRequest\x1a!.duetime.jobs.v1.ListJobsResponse\x12R\n\tUpdateJob\x12!.duetime.jobs.v1.UpdateJobRequest\x1a\".duetime.jobs.v1.UpdateJobResponse\x12R\n\tDeleteJob\x12!.duetime.jobs.v1.DeleteJobRequest\x1a\".duetime.jobs.v1.DeleteJobResponse\x12O\n\x08PauseJob\x12 .duetime.jobs.v1.PauseJobRequest\x1a!.duetime.jobs.v1.PauseJobResponse\x12R\n\tResumeJob\x12!.duetime.jobs.v1.ResumeJobRequest\x1a\".duetime.jobs.v1.ResumeJobResponse\x12U\n\nTriggerJob\x12\".duetime.jobs.v1.TriggerJobRequest\x1a#.duetime.jobs.v1.TriggerJobResponse\x12O\n\x08ListRuns\x12 .duetime.jobs.v1.ListRunsRequest\x1a!.duetime.jobs.v1.ListRunsResponse\x12I\n\x06GetRun\x12\x1e.duetime.jobs.v1.GetRunRequest\x1a\x1f.duetime.jobs.v1.GetRunResponse\x12U\n\nRedriveRun\x12\".duetime.jobs.v1.RedriveRunRequest\x1a#.duetime.jobs.v1.RedriveRunResponse\x12\x64\n\x0fPreviewSchedule\x12\'.duetime.jobs.v1.PreviewScheduleRequest\x1a(.duetime.jobs.v1.PreviewScheduleResponse\x12[\n\x0cGetTeamQuota\x12$.duetime.jobs.v1.GetTeamQuotaRequest\x1a%.duetime.jobs.v1.GetTeamQuotaResponseBe\n\x13\x64\x65v.duetime.jobs.v1B\x0fJobServiceProtoP\x01Z)duetime.dev/gen/go/duetime/jobs/v1;jobsv1\xaa\x02\x0f\x44uetime.Jobs.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!duetime/jobs/v1/job_service.proto\x12\x0f\x64uetime.jobs.v1\x1a\x19\x64uetime/jobs/v1/job.proto\x1a\x1b\x64uetime/jobs/v1/quota.proto\x1a\x19\x64uetime/jobs/v1/run.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"Y\n\x10\x43reateJobRequest\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x0e\n\x06parent\x18\x03 \x01(\t\"6\n\x11\x43reateJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\"-\n\rGetJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\"3\n\x0eGetJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\"r\n\x0fListJobsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12(\n\x05state\x18\x03 \x01(\x0e\x32\x19.duetime.jobs.v1.JobState\x12\x0e\n\x06parent\x18\x04 \x01(\t\"O\n\x10ListJobsResponse\x12\"\n\x04jobs\x18\x01 \x03(\x0b\x32\x14.duetime.jobs.v1.Job\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"f\n\x10UpdateJobRequest\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\"6\n\x11UpdateJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\">\n\x10\x44\x65leteJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x65tag\x18\x02 \x01(\t\x12\x0e\n\x06job_id\x18\x03 \x01(\t\"\x13\n\x11\x44\x65leteJobResponse\"=\n\x0fPauseJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x65tag\x18\x02 \x01(\t\x12\x0e\n\x06job_id\x18\x03 \x01(\t\"5\n\x10PauseJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\">\n\x10ResumeJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x65tag\x18\x02 \x01(\t\x12\x0e\n\x06job_id\x18\x03 \x01(\t\"6\n\x11ResumeJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\"5\n\x11TriggerJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\"7\n\x12TriggerJobResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Run\"\x82\x01\n\x0fListRunsRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\x12(\n\x05state\x18\x04 \x01(\x0e\x32\x19.duetime.jobs.v1.RunState\x12\x0e\n\x06job_id\x18\x05 \x01(\t\"O\n\x10ListRunsResponse\x12\"\n\x04runs\x18\x01 \x03(\x0b\x32\x14.duetime.jobs.v1.Run\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x1d\n\rGetRunRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"3\n\x0eGetRunResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Run\"5\n\x11RedriveRunRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\"7\n\x12RedriveRunResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Run\"\xd1\x01\n\x16PreviewScheduleRequest\x12-\n\x08schedule\x18\x01 \x01(\x0b\x32\x19.duetime.jobs.v1.ScheduleH\x00\x12\r\n\x03job\x18\x02 \x01(\tH\x00\x12.\n\nstart_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05\x63ount\x18\x04 \x01(\x05\x12\x30\n\rjitter_window\x18\x05 \x01(\x0b\x32\x19.google.protobuf.DurationB\x08\n\x06source\"T\n\x17PreviewScheduleResponse\x12\x39\n\x0boccurrences\x18\x01 \x03(\x0b\x32$.duetime.jobs.v1.ScheduledOccurrence\"\xc7\x01\n\x13ScheduledOccurrence\x12\x30\n\x0cnominal_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x65\x66\x66\x65\x63tive_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nlocal_time\x18\x03 \x01(\t\x12\x36\n\x0e\x64st_adjustment\x18\x04 \x01(\x0e\x32\x1e.duetime.jobs.v1.DstAdjustment\"#\n\x13GetTeamQuotaRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"z\n\x14GetTeamQuotaResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12)\n\x05quota\x18\x02 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamQuota\x12)\n\x05usage\x18\x03 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamUsage*\x94\x01\n\rDstAdjustment\x12\x1e\n\x1a\x44ST_ADJUSTMENT_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x44ST_ADJUSTMENT_SHIFTED\x10\x01\x12\"\n\x1e\x44ST_ADJUSTMENT_FOLD_FIRST_PASS\x10\x02\x12#\n\x1f\x44ST_ADJUSTMENT_FOLD_SECOND_PASS\x10\x03\x32\x9f\x0e\n\nJobService\x12\x8b\x01\n\tCreateJob\x12!.duetime.jobs.v1.CreateJobRequest\x1a\".duetime.jobs.v1.CreateJobResponse\"7\x82\xd3\xe4\x93\x02\x31\"\x19/v1/{parent=teams/*}/jobs:\x03jobZ\x0f\"\x08/v1/jobs:\x03job\x12\x81\x01\n\x06GetJob\x12\x1e.duetime.jobs.v1.GetJobRequest\x1a\x1f.duetime.jobs.v1.GetJobResponse\"6\x82\xd3\xe4\x93\x02\x30\x12\x19/v1/{name=teams/*/jobs/*}Z\x13\x12\x11/v1/jobs/{job_id}\x12~\n\x08ListJobs\x12 .duetime.jobs.v1.ListJobsRequest\x1a!.duetime.jobs.v1.ListJobsResponse\"-\x82\xd3\xe4\x93\x02\'\x12\x19/v1/{parent=teams/*}/jobsZ\n\x12\x08/v1/jobs\x12~\n\tUpdateJob\x12!.duetime.jobs.v1.UpdateJobRequest\x1a\".duetime.jobs.v1.UpdateJobResponse\"*\x82\xd3\xe4\x93\x02$2\x1d/v1/{job.name=teams/*/jobs/*}:\x03job\x12\x8a\x01\n\tDeleteJob\x12!.duetime.jobs.v1.DeleteJobRequest\x1a\".duetime.jobs.v1.DeleteJobResponse\"6\x82\xd3\xe4\x93\x02\x30*\x19/v1/{name=teams/*/jobs/*}Z\x13*\x11/v1/jobs/{job_id}\x12\x99\x01\n\x08PauseJob\x12 .duetime.jobs.v1.PauseJobRequest\x1a!.duetime.jobs.v1.PauseJobResponse\"H\x82\xd3\xe4\x93\x02\x42\"\x1f/v1/{name=teams/*/jobs/*}:pause:\x01*Z\x1c\"\x17/v1/jobs/{job_id}/pause:\x01*\x12\x9e\x01\n\tResumeJob\x12!.duetime.jobs.v1.ResumeJobRequest\x1a\".duetime.jobs.v1.ResumeJobResponse\"J\x82\xd3\xe4\x93\x02\x44\" /v1/{name=teams/*/jobs/*}:resume:\x01*Z\x1d\"\x18/v1/jobs/{job_id}/resume:\x01*\x12\x83\x01\n\nTriggerJob\x12\".duetime.jobs.v1.TriggerJobRequest\x1a#.duetime.jobs.v1.TriggerJobResponse\",\x82\xd3\xe4\x93\x02&\"!/v1/{name=teams/*/jobs/*}:trigger:\x01*\x12\x93\x01\n\x08ListRuns\x12 .duetime.jobs.v1.ListRunsRequest\x1a!.duetime.jobs.v1.ListRunsResponse\"B\x82\xd3\xe4\x93\x02<\x12 /v1/{parent=teams/*/jobs/*}/runsZ\x18\x12\x16/v1/jobs/{job_id}/runs\x12s\n\x06GetRun\x12\x1e.duetime.jobs.v1.GetRunRequest\x1a\x1f.duetime.jobs.v1.GetRunResponse\"(\x82\xd3\xe4\x93\x02\"\x12 /v1/{name=teams/*/jobs/*/runs/*}\x12\x8a\x01\n\nRedriveRun\x12\".duetime.jobs.v1.RedriveRunRequest\x1a#.duetime.jobs.v1.RedriveRunResponse\"3\x82\xd3\xe4\x93\x02-\"(/v1/{name=teams/*/jobs/*/runs/*}:redrive:\x01*\x12\x89\x01\n\x0fPreviewSchedule\x12\'.duetime.jobs.v1.PreviewScheduleRequest\x1a(.duetime.jobs.v1.PreviewScheduleResponse\"#\x82\xd3\xe4\x93\x02\x1d\"\x18/v1/jobs:previewSchedule:\x01*\x12\x8a\x01\n\x0cGetTeamQuota\x12$.duetime.jobs.v1.GetTeamQuotaRequest\x1a%.duetime.jobs.v1.GetTeamQuotaResponse\"-\x82\xd3\xe4\x93\x02\'\x12\x18/v1/{name=teams/*}/quotaZ\x0b\x12\t/v1/quotaBe\n\x13\x64\x65v.duetime.jobs.v1B\x0fJobServiceProtoP\x01Z)duetime.dev/gen/go/duetime/jobs/v1;jobsv1\xaa\x02\x0f\x44uetime.Jobs.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,62 +39,88 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'duetime.jobs.v1.job_service
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\023dev.duetime.jobs.v1B\017JobServiceProtoP\001Z)duetime.dev/gen/go/duetime/jobs/v1;jobsv1\252\002\017Duetime.Jobs.V1'
-  _globals['_DSTADJUSTMENT']._serialized_start=2234
-  _globals['_DSTADJUSTMENT']._serialized_end=2382
-  _globals['_CREATEJOBREQUEST']._serialized_start=236
-  _globals['_CREATEJOBREQUEST']._serialized_end=309
-  _globals['_CREATEJOBRESPONSE']._serialized_start=311
-  _globals['_CREATEJOBRESPONSE']._serialized_end=365
-  _globals['_GETJOBREQUEST']._serialized_start=367
-  _globals['_GETJOBREQUEST']._serialized_end=396
-  _globals['_GETJOBRESPONSE']._serialized_start=398
-  _globals['_GETJOBRESPONSE']._serialized_end=449
-  _globals['_LISTJOBSREQUEST']._serialized_start=451
-  _globals['_LISTJOBSREQUEST']._serialized_end=549
-  _globals['_LISTJOBSRESPONSE']._serialized_start=551
-  _globals['_LISTJOBSRESPONSE']._serialized_end=630
-  _globals['_UPDATEJOBREQUEST']._serialized_start=632
-  _globals['_UPDATEJOBREQUEST']._serialized_end=734
-  _globals['_UPDATEJOBRESPONSE']._serialized_start=736
-  _globals['_UPDATEJOBRESPONSE']._serialized_end=790
-  _globals['_DELETEJOBREQUEST']._serialized_start=792
-  _globals['_DELETEJOBREQUEST']._serialized_end=838
-  _globals['_DELETEJOBRESPONSE']._serialized_start=840
-  _globals['_DELETEJOBRESPONSE']._serialized_end=859
-  _globals['_PAUSEJOBREQUEST']._serialized_start=861
-  _globals['_PAUSEJOBREQUEST']._serialized_end=906
-  _globals['_PAUSEJOBRESPONSE']._serialized_start=908
-  _globals['_PAUSEJOBRESPONSE']._serialized_end=961
-  _globals['_RESUMEJOBREQUEST']._serialized_start=963
-  _globals['_RESUMEJOBREQUEST']._serialized_end=1009
-  _globals['_RESUMEJOBRESPONSE']._serialized_start=1011
-  _globals['_RESUMEJOBRESPONSE']._serialized_end=1065
-  _globals['_TRIGGERJOBREQUEST']._serialized_start=1067
-  _globals['_TRIGGERJOBREQUEST']._serialized_end=1120
-  _globals['_TRIGGERJOBRESPONSE']._serialized_start=1122
-  _globals['_TRIGGERJOBRESPONSE']._serialized_end=1177
-  _globals['_LISTRUNSREQUEST']._serialized_start=1179
-  _globals['_LISTRUNSREQUEST']._serialized_end=1293
-  _globals['_LISTRUNSRESPONSE']._serialized_start=1295
-  _globals['_LISTRUNSRESPONSE']._serialized_end=1374
-  _globals['_GETRUNREQUEST']._serialized_start=1376
-  _globals['_GETRUNREQUEST']._serialized_end=1405
-  _globals['_GETRUNRESPONSE']._serialized_start=1407
-  _globals['_GETRUNRESPONSE']._serialized_end=1458
-  _globals['_REDRIVERUNREQUEST']._serialized_start=1460
-  _globals['_REDRIVERUNREQUEST']._serialized_end=1513
-  _globals['_REDRIVERUNRESPONSE']._serialized_start=1515
-  _globals['_REDRIVERUNRESPONSE']._serialized_end=1570
-  _globals['_PREVIEWSCHEDULEREQUEST']._serialized_start=1573
-  _globals['_PREVIEWSCHEDULEREQUEST']._serialized_end=1782
-  _globals['_PREVIEWSCHEDULERESPONSE']._serialized_start=1784
-  _globals['_PREVIEWSCHEDULERESPONSE']._serialized_end=1868
-  _globals['_SCHEDULEDOCCURRENCE']._serialized_start=1871
-  _globals['_SCHEDULEDOCCURRENCE']._serialized_end=2070
-  _globals['_GETTEAMQUOTAREQUEST']._serialized_start=2072
-  _globals['_GETTEAMQUOTAREQUEST']._serialized_end=2107
-  _globals['_GETTEAMQUOTARESPONSE']._serialized_start=2109
-  _globals['_GETTEAMQUOTARESPONSE']._serialized_end=2231
-  _globals['_JOBSERVICE']._serialized_start=2385
-  _globals['_JOBSERVICE']._serialized_end=3495
+  _globals['_JOBSERVICE'].methods_by_name['CreateJob']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['CreateJob']._serialized_options = b'\202\323\344\223\0021\"\031/v1/{parent=teams/*}/jobs:\003jobZ\017\"\010/v1/jobs:\003job'
+  _globals['_JOBSERVICE'].methods_by_name['GetJob']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['GetJob']._serialized_options = b'\202\323\344\223\0020\022\031/v1/{name=teams/*/jobs/*}Z\023\022\021/v1/jobs/{job_id}'
+  _globals['_JOBSERVICE'].methods_by_name['ListJobs']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['ListJobs']._serialized_options = b'\202\323\344\223\002\'\022\031/v1/{parent=teams/*}/jobsZ\n\022\010/v1/jobs'
+  _globals['_JOBSERVICE'].methods_by_name['UpdateJob']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['UpdateJob']._serialized_options = b'\202\323\344\223\002$2\035/v1/{job.name=teams/*/jobs/*}:\003job'
+  _globals['_JOBSERVICE'].methods_by_name['DeleteJob']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['DeleteJob']._serialized_options = b'\202\323\344\223\0020*\031/v1/{name=teams/*/jobs/*}Z\023*\021/v1/jobs/{job_id}'
+  _globals['_JOBSERVICE'].methods_by_name['PauseJob']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['PauseJob']._serialized_options = b'\202\323\344\223\002B\"\037/v1/{name=teams/*/jobs/*}:pause:\001*Z\034\"\027/v1/jobs/{job_id}/pause:\001*'
+  _globals['_JOBSERVICE'].methods_by_name['ResumeJob']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['ResumeJob']._serialized_options = b'\202\323\344\223\002D\" /v1/{name=teams/*/jobs/*}:resume:\001*Z\035\"\030/v1/jobs/{job_id}/resume:\001*'
+  _globals['_JOBSERVICE'].methods_by_name['TriggerJob']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['TriggerJob']._serialized_options = b'\202\323\344\223\002&\"!/v1/{name=teams/*/jobs/*}:trigger:\001*'
+  _globals['_JOBSERVICE'].methods_by_name['ListRuns']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['ListRuns']._serialized_options = b'\202\323\344\223\002<\022 /v1/{parent=teams/*/jobs/*}/runsZ\030\022\026/v1/jobs/{job_id}/runs'
+  _globals['_JOBSERVICE'].methods_by_name['GetRun']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['GetRun']._serialized_options = b'\202\323\344\223\002\"\022 /v1/{name=teams/*/jobs/*/runs/*}'
+  _globals['_JOBSERVICE'].methods_by_name['RedriveRun']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['RedriveRun']._serialized_options = b'\202\323\344\223\002-\"(/v1/{name=teams/*/jobs/*/runs/*}:redrive:\001*'
+  _globals['_JOBSERVICE'].methods_by_name['PreviewSchedule']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['PreviewSchedule']._serialized_options = b'\202\323\344\223\002\035\"\030/v1/jobs:previewSchedule:\001*'
+  _globals['_JOBSERVICE'].methods_by_name['GetTeamQuota']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['GetTeamQuota']._serialized_options = b'\202\323\344\223\002\'\022\030/v1/{name=teams/*}/quotaZ\013\022\t/v1/quota'
+  _globals['_DSTADJUSTMENT']._serialized_start=2377
+  _globals['_DSTADJUSTMENT']._serialized_end=2525
+  _globals['_CREATEJOBREQUEST']._serialized_start=266
+  _globals['_CREATEJOBREQUEST']._serialized_end=355
+  _globals['_CREATEJOBRESPONSE']._serialized_start=357
+  _globals['_CREATEJOBRESPONSE']._serialized_end=411
+  _globals['_GETJOBREQUEST']._serialized_start=413
+  _globals['_GETJOBREQUEST']._serialized_end=458
+  _globals['_GETJOBRESPONSE']._serialized_start=460
+  _globals['_GETJOBRESPONSE']._serialized_end=511
+  _globals['_LISTJOBSREQUEST']._serialized_start=513
+  _globals['_LISTJOBSREQUEST']._serialized_end=627
+  _globals['_LISTJOBSRESPONSE']._serialized_start=629
+  _globals['_LISTJOBSRESPONSE']._serialized_end=708
+  _globals['_UPDATEJOBREQUEST']._serialized_start=710
+  _globals['_UPDATEJOBREQUEST']._serialized_end=812
+  _globals['_UPDATEJOBRESPONSE']._serialized_start=814
+  _globals['_UPDATEJOBRESPONSE']._serialized_end=868
+  _globals['_DELETEJOBREQUEST']._serialized_start=870
+  _globals['_DELETEJOBREQUEST']._serialized_end=932
+  _globals['_DELETEJOBRESPONSE']._serialized_start=934
+  _globals['_DELETEJOBRESPONSE']._serialized_end=953
+  _globals['_PAUSEJOBREQUEST']._serialized_start=955
+  _globals['_PAUSEJOBREQUEST']._serialized_end=1016
+  _globals['_PAUSEJOBRESPONSE']._serialized_start=1018
+  _globals['_PAUSEJOBRESPONSE']._serialized_end=1071
+  _globals['_RESUMEJOBREQUEST']._serialized_start=1073
+  _globals['_RESUMEJOBREQUEST']._serialized_end=1135
+  _globals['_RESUMEJOBRESPONSE']._serialized_start=1137
+  _globals['_RESUMEJOBRESPONSE']._serialized_end=1191
+  _globals['_TRIGGERJOBREQUEST']._serialized_start=1193
+  _globals['_TRIGGERJOBREQUEST']._serialized_end=1246
+  _globals['_TRIGGERJOBRESPONSE']._serialized_start=1248
+  _globals['_TRIGGERJOBRESPONSE']._serialized_end=1303
+  _globals['_LISTRUNSREQUEST']._serialized_start=1306
+  _globals['_LISTRUNSREQUEST']._serialized_end=1436
+  _globals['_LISTRUNSRESPONSE']._serialized_start=1438
+  _globals['_LISTRUNSRESPONSE']._serialized_end=1517
+  _globals['_GETRUNREQUEST']._serialized_start=1519
+  _globals['_GETRUNREQUEST']._serialized_end=1548
+  _globals['_GETRUNRESPONSE']._serialized_start=1550
+  _globals['_GETRUNRESPONSE']._serialized_end=1601
+  _globals['_REDRIVERUNREQUEST']._serialized_start=1603
+  _globals['_REDRIVERUNREQUEST']._serialized_end=1656
+  _globals['_REDRIVERUNRESPONSE']._serialized_start=1658
+  _globals['_REDRIVERUNRESPONSE']._serialized_end=1713
+  _globals['_PREVIEWSCHEDULEREQUEST']._serialized_start=1716
+  _globals['_PREVIEWSCHEDULEREQUEST']._serialized_end=1925
+  _globals['_PREVIEWSCHEDULERESPONSE']._serialized_start=1927
+  _globals['_PREVIEWSCHEDULERESPONSE']._serialized_end=2011
+  _globals['_SCHEDULEDOCCURRENCE']._serialized_start=2014
+  _globals['_SCHEDULEDOCCURRENCE']._serialized_end=2213
+  _globals['_GETTEAMQUOTAREQUEST']._serialized_start=2215
+  _globals['_GETTEAMQUOTAREQUEST']._serialized_end=2250
+  _globals['_GETTEAMQUOTARESPONSE']._serialized_start=2252
+  _globals['_GETTEAMQUOTARESPONSE']._serialized_end=2374
+  _globals['_JOBSERVICE']._serialized_start=2528
+  _globals['_JOBSERVICE']._serialized_end=4351
 # @@protoc_insertion_point(module_scope)

@@ -65,11 +65,16 @@ class CreateJobRequest(_message.Message):
 
     JOB_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
+    PARENT_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     """Optional but recommended. A client-chosen id (at most 128 characters) that makes the call
     idempotent for 24 hours: a retry with the same id returns the job created the first time.
     Reusing an id for a different job fails with ALREADY_EXISTS (header and env values are
     not compared: Duetime keeps nothing of them but their sealed form).
+    """
+    parent: _builtins.str
+    """Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+    Another team is NOT_FOUND.
     """
     @_builtins.property
     def job(self) -> _job_pb2.Job:
@@ -80,10 +85,11 @@ class CreateJobRequest(_message.Message):
         *,
         job: _job_pb2.Job | None = ...,
         request_id: _builtins.str = ...,
+        parent: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["job", b"job"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["job", b"job", "request_id", b"request_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["job", b"job", "parent", b"parent", "request_id", b"request_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -120,16 +126,20 @@ class GetJobRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     NAME_FIELD_NUMBER: _builtins.int
+    JOB_ID_FIELD_NUMBER: _builtins.int
     name: _builtins.str
-    """Required. `teams/{team}/jobs/{job_id}`."""
+    """`teams/{team}/jobs/{job_id}`. Required unless `job_id` is set."""
+    job_id: _builtins.str
+    """The job's id alone, in the calling team: instead of `name` (set exactly one of the two)."""
     def __init__(
         self,
         *,
         name: _builtins.str = ...,
+        job_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["job_id", b"job_id", "name", b"name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -168,22 +178,28 @@ class ListJobsRequest(_message.Message):
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     STATE_FIELD_NUMBER: _builtins.int
+    PARENT_FIELD_NUMBER: _builtins.int
     page_size: _builtins.int
     """Optional. At most this many jobs, 1 to 1,000; defaults to 100."""
     page_token: _builtins.str
     """Optional. `next_page_token` of the previous page. Only valid with the same filter."""
     state: _job_pb2.JobState.ValueType
     """Optional. Only jobs in this state."""
+    parent: _builtins.str
+    """Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+    Another team is NOT_FOUND.
+    """
     def __init__(
         self,
         *,
         page_size: _builtins.int = ...,
         page_token: _builtins.str = ...,
         state: _job_pb2.JobState.ValueType = ...,
+        parent: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token", "state", b"state"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token", "parent", b"parent", "state", b"state"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -284,19 +300,23 @@ class DeleteJobRequest(_message.Message):
 
     NAME_FIELD_NUMBER: _builtins.int
     ETAG_FIELD_NUMBER: _builtins.int
+    JOB_ID_FIELD_NUMBER: _builtins.int
     name: _builtins.str
-    """Required. `teams/{team}/jobs/{job_id}`."""
+    """`teams/{team}/jobs/{job_id}`. Required unless `job_id` is set."""
     etag: _builtins.str
     """Optional. If set, must match the job's current etag."""
+    job_id: _builtins.str
+    """The job's id alone, in the calling team: instead of `name` (set exactly one of the two)."""
     def __init__(
         self,
         *,
         name: _builtins.str = ...,
         etag: _builtins.str = ...,
+        job_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["etag", b"etag", "name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["etag", b"etag", "job_id", b"job_id", "name", b"name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -327,19 +347,23 @@ class PauseJobRequest(_message.Message):
 
     NAME_FIELD_NUMBER: _builtins.int
     ETAG_FIELD_NUMBER: _builtins.int
+    JOB_ID_FIELD_NUMBER: _builtins.int
     name: _builtins.str
-    """Required. `teams/{team}/jobs/{job_id}`."""
+    """`teams/{team}/jobs/{job_id}`. Required unless `job_id` is set."""
     etag: _builtins.str
     """Optional. If set, must match the job's current etag."""
+    job_id: _builtins.str
+    """The job's id alone, in the calling team: instead of `name` (set exactly one of the two)."""
     def __init__(
         self,
         *,
         name: _builtins.str = ...,
         etag: _builtins.str = ...,
+        job_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["etag", b"etag", "name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["etag", b"etag", "job_id", b"job_id", "name", b"name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -377,19 +401,23 @@ class ResumeJobRequest(_message.Message):
 
     NAME_FIELD_NUMBER: _builtins.int
     ETAG_FIELD_NUMBER: _builtins.int
+    JOB_ID_FIELD_NUMBER: _builtins.int
     name: _builtins.str
-    """Required. `teams/{team}/jobs/{job_id}`."""
+    """`teams/{team}/jobs/{job_id}`. Required unless `job_id` is set."""
     etag: _builtins.str
     """Optional. If set, must match the job's current etag."""
+    job_id: _builtins.str
+    """The job's id alone, in the calling team: instead of `name` (set exactly one of the two)."""
     def __init__(
         self,
         *,
         name: _builtins.str = ...,
         etag: _builtins.str = ...,
+        job_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["etag", b"etag", "name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["etag", b"etag", "job_id", b"job_id", "name", b"name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -481,14 +509,17 @@ class ListRunsRequest(_message.Message):
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     STATE_FIELD_NUMBER: _builtins.int
+    JOB_ID_FIELD_NUMBER: _builtins.int
     parent: _builtins.str
-    """Required. The job, `teams/{team}/jobs/{job_id}`."""
+    """The job, `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set."""
     page_size: _builtins.int
     """Optional. At most this many runs, 1 to 1,000; defaults to 100."""
     page_token: _builtins.str
     """Optional. `next_page_token` of the previous page. Only valid with the same filter."""
     state: _run_pb2.RunState.ValueType
     """Optional. Only runs in this state."""
+    job_id: _builtins.str
+    """The job's id alone, in the calling team: instead of `parent` (set exactly one of the two)."""
     def __init__(
         self,
         *,
@@ -496,10 +527,11 @@ class ListRunsRequest(_message.Message):
         page_size: _builtins.int = ...,
         page_token: _builtins.str = ...,
         state: _run_pb2.RunState.ValueType = ...,
+        job_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token", "parent", b"parent", "state", b"state"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["job_id", b"job_id", "page_size", b"page_size", "page_token", b"page_token", "parent", b"parent", "state", b"state"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

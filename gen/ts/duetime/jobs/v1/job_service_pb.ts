@@ -10,6 +10,7 @@ import type { TeamQuota, TeamUsage } from "./quota_pb.js";
 import { file_duetime_jobs_v1_quota } from "./quota_pb.js";
 import type { Run, RunState } from "./run_pb.js";
 import { file_duetime_jobs_v1_run } from "./run_pb.js";
+import { file_google_api_annotations } from "../../../google/api/annotations_pb.js";
 import type { Duration, FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_duration, file_google_protobuf_field_mask, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
@@ -18,7 +19,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file duetime/jobs/v1/job_service.proto.
  */
 export const file_duetime_jobs_v1_job_service: GenFile = /*@__PURE__*/
-  fileDesc("CiFkdWV0aW1lL2pvYnMvdjEvam9iX3NlcnZpY2UucHJvdG8SD2R1ZXRpbWUuam9icy52MSJJChBDcmVhdGVKb2JSZXF1ZXN0EiEKA2pvYhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5Kb2ISEgoKcmVxdWVzdF9pZBgCIAEoCSI2ChFDcmVhdGVKb2JSZXNwb25zZRIhCgNqb2IYASABKAsyFC5kdWV0aW1lLmpvYnMudjEuSm9iIh0KDUdldEpvYlJlcXVlc3QSDAoEbmFtZRgBIAEoCSIzCg5HZXRKb2JSZXNwb25zZRIhCgNqb2IYASABKAsyFC5kdWV0aW1lLmpvYnMudjEuSm9iImIKD0xpc3RKb2JzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIoCgVzdGF0ZRgDIAEoDjIZLmR1ZXRpbWUuam9icy52MS5Kb2JTdGF0ZSJPChBMaXN0Sm9ic1Jlc3BvbnNlEiIKBGpvYnMYASADKAsyFC5kdWV0aW1lLmpvYnMudjEuSm9iEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJmChBVcGRhdGVKb2JSZXF1ZXN0EiEKA2pvYhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5Kb2ISLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIjYKEVVwZGF0ZUpvYlJlc3BvbnNlEiEKA2pvYhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5Kb2IiLgoQRGVsZXRlSm9iUmVxdWVzdBIMCgRuYW1lGAEgASgJEgwKBGV0YWcYAiABKAkiEwoRRGVsZXRlSm9iUmVzcG9uc2UiLQoPUGF1c2VKb2JSZXF1ZXN0EgwKBG5hbWUYASABKAkSDAoEZXRhZxgCIAEoCSI1ChBQYXVzZUpvYlJlc3BvbnNlEiEKA2pvYhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5Kb2IiLgoQUmVzdW1lSm9iUmVxdWVzdBIMCgRuYW1lGAEgASgJEgwKBGV0YWcYAiABKAkiNgoRUmVzdW1lSm9iUmVzcG9uc2USIQoDam9iGAEgASgLMhQuZHVldGltZS5qb2JzLnYxLkpvYiI1ChFUcmlnZ2VySm9iUmVxdWVzdBIMCgRuYW1lGAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkiNwoSVHJpZ2dlckpvYlJlc3BvbnNlEiEKA3J1bhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5SdW4icgoPTGlzdFJ1bnNSZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCRIoCgVzdGF0ZRgEIAEoDjIZLmR1ZXRpbWUuam9icy52MS5SdW5TdGF0ZSJPChBMaXN0UnVuc1Jlc3BvbnNlEiIKBHJ1bnMYASADKAsyFC5kdWV0aW1lLmpvYnMudjEuUnVuEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIdCg1HZXRSdW5SZXF1ZXN0EgwKBG5hbWUYASABKAkiMwoOR2V0UnVuUmVzcG9uc2USIQoDcnVuGAEgASgLMhQuZHVldGltZS5qb2JzLnYxLlJ1biI1ChFSZWRyaXZlUnVuUmVxdWVzdBIMCgRuYW1lGAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkiNwoSUmVkcml2ZVJ1blJlc3BvbnNlEiEKA3J1bhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5SdW4i0QEKFlByZXZpZXdTY2hlZHVsZVJlcXVlc3QSLQoIc2NoZWR1bGUYASABKAsyGS5kdWV0aW1lLmpvYnMudjEuU2NoZWR1bGVIABINCgNqb2IYAiABKAlIABIuCgpzdGFydF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgVjb3VudBgEIAEoBRIwCg1qaXR0ZXJfd2luZG93GAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uQggKBnNvdXJjZSJUChdQcmV2aWV3U2NoZWR1bGVSZXNwb25zZRI5CgtvY2N1cnJlbmNlcxgBIAMoCzIkLmR1ZXRpbWUuam9icy52MS5TY2hlZHVsZWRPY2N1cnJlbmNlIscBChNTY2hlZHVsZWRPY2N1cnJlbmNlEjAKDG5vbWluYWxfdGltZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMgoOZWZmZWN0aXZlX3RpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmxvY2FsX3RpbWUYAyABKAkSNgoOZHN0X2FkanVzdG1lbnQYBCABKA4yHi5kdWV0aW1lLmpvYnMudjEuRHN0QWRqdXN0bWVudCIjChNHZXRUZWFtUXVvdGFSZXF1ZXN0EgwKBG5hbWUYASABKAkiegoUR2V0VGVhbVF1b3RhUmVzcG9uc2USDAoEbmFtZRgBIAEoCRIpCgVxdW90YRgCIAEoCzIaLmR1ZXRpbWUuam9icy52MS5UZWFtUXVvdGESKQoFdXNhZ2UYAyABKAsyGi5kdWV0aW1lLmpvYnMudjEuVGVhbVVzYWdlKpQBCg1Ec3RBZGp1c3RtZW50Eh4KGkRTVF9BREpVU1RNRU5UX1VOU1BFQ0lGSUVEEAASGgoWRFNUX0FESlVTVE1FTlRfU0hJRlRFRBABEiIKHkRTVF9BREpVU1RNRU5UX0ZPTERfRklSU1RfUEFTUxACEiMKH0RTVF9BREpVU1RNRU5UX0ZPTERfU0VDT05EX1BBU1MQAzLWCAoKSm9iU2VydmljZRJSCglDcmVhdGVKb2ISIS5kdWV0aW1lLmpvYnMudjEuQ3JlYXRlSm9iUmVxdWVzdBoiLmR1ZXRpbWUuam9icy52MS5DcmVhdGVKb2JSZXNwb25zZRJJCgZHZXRKb2ISHi5kdWV0aW1lLmpvYnMudjEuR2V0Sm9iUmVxdWVzdBofLmR1ZXRpbWUuam9icy52MS5HZXRKb2JSZXNwb25zZRJPCghMaXN0Sm9icxIgLmR1ZXRpbWUuam9icy52MS5MaXN0Sm9ic1JlcXVlc3QaIS5kdWV0aW1lLmpvYnMudjEuTGlzdEpvYnNSZXNwb25zZRJSCglVcGRhdGVKb2ISIS5kdWV0aW1lLmpvYnMudjEuVXBkYXRlSm9iUmVxdWVzdBoiLmR1ZXRpbWUuam9icy52MS5VcGRhdGVKb2JSZXNwb25zZRJSCglEZWxldGVKb2ISIS5kdWV0aW1lLmpvYnMudjEuRGVsZXRlSm9iUmVxdWVzdBoiLmR1ZXRpbWUuam9icy52MS5EZWxldGVKb2JSZXNwb25zZRJPCghQYXVzZUpvYhIgLmR1ZXRpbWUuam9icy52MS5QYXVzZUpvYlJlcXVlc3QaIS5kdWV0aW1lLmpvYnMudjEuUGF1c2VKb2JSZXNwb25zZRJSCglSZXN1bWVKb2ISIS5kdWV0aW1lLmpvYnMudjEuUmVzdW1lSm9iUmVxdWVzdBoiLmR1ZXRpbWUuam9icy52MS5SZXN1bWVKb2JSZXNwb25zZRJVCgpUcmlnZ2VySm9iEiIuZHVldGltZS5qb2JzLnYxLlRyaWdnZXJKb2JSZXF1ZXN0GiMuZHVldGltZS5qb2JzLnYxLlRyaWdnZXJKb2JSZXNwb25zZRJPCghMaXN0UnVucxIgLmR1ZXRpbWUuam9icy52MS5MaXN0UnVuc1JlcXVlc3QaIS5kdWV0aW1lLmpvYnMudjEuTGlzdFJ1bnNSZXNwb25zZRJJCgZHZXRSdW4SHi5kdWV0aW1lLmpvYnMudjEuR2V0UnVuUmVxdWVzdBofLmR1ZXRpbWUuam9icy52MS5HZXRSdW5SZXNwb25zZRJVCgpSZWRyaXZlUnVuEiIuZHVldGltZS5qb2JzLnYxLlJlZHJpdmVSdW5SZXF1ZXN0GiMuZHVldGltZS5qb2JzLnYxLlJlZHJpdmVSdW5SZXNwb25zZRJkCg9QcmV2aWV3U2NoZWR1bGUSJy5kdWV0aW1lLmpvYnMudjEuUHJldmlld1NjaGVkdWxlUmVxdWVzdBooLmR1ZXRpbWUuam9icy52MS5QcmV2aWV3U2NoZWR1bGVSZXNwb25zZRJbCgxHZXRUZWFtUXVvdGESJC5kdWV0aW1lLmpvYnMudjEuR2V0VGVhbVF1b3RhUmVxdWVzdBolLmR1ZXRpbWUuam9icy52MS5HZXRUZWFtUXVvdGFSZXNwb25zZUJlChNkZXYuZHVldGltZS5qb2JzLnYxQg9Kb2JTZXJ2aWNlUHJvdG9QAVopZHVldGltZS5kZXYvZ2VuL2dvL2R1ZXRpbWUvam9icy92MTtqb2JzdjGqAg9EdWV0aW1lLkpvYnMuVjFiBnByb3RvMw", [file_duetime_jobs_v1_job, file_duetime_jobs_v1_quota, file_duetime_jobs_v1_run, file_google_protobuf_duration, file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
+  fileDesc("CiFkdWV0aW1lL2pvYnMvdjEvam9iX3NlcnZpY2UucHJvdG8SD2R1ZXRpbWUuam9icy52MSJZChBDcmVhdGVKb2JSZXF1ZXN0EiEKA2pvYhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5Kb2ISEgoKcmVxdWVzdF9pZBgCIAEoCRIOCgZwYXJlbnQYAyABKAkiNgoRQ3JlYXRlSm9iUmVzcG9uc2USIQoDam9iGAEgASgLMhQuZHVldGltZS5qb2JzLnYxLkpvYiItCg1HZXRKb2JSZXF1ZXN0EgwKBG5hbWUYASABKAkSDgoGam9iX2lkGAIgASgJIjMKDkdldEpvYlJlc3BvbnNlEiEKA2pvYhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5Kb2IicgoPTGlzdEpvYnNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJEigKBXN0YXRlGAMgASgOMhkuZHVldGltZS5qb2JzLnYxLkpvYlN0YXRlEg4KBnBhcmVudBgEIAEoCSJPChBMaXN0Sm9ic1Jlc3BvbnNlEiIKBGpvYnMYASADKAsyFC5kdWV0aW1lLmpvYnMudjEuSm9iEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJmChBVcGRhdGVKb2JSZXF1ZXN0EiEKA2pvYhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5Kb2ISLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIjYKEVVwZGF0ZUpvYlJlc3BvbnNlEiEKA2pvYhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5Kb2IiPgoQRGVsZXRlSm9iUmVxdWVzdBIMCgRuYW1lGAEgASgJEgwKBGV0YWcYAiABKAkSDgoGam9iX2lkGAMgASgJIhMKEURlbGV0ZUpvYlJlc3BvbnNlIj0KD1BhdXNlSm9iUmVxdWVzdBIMCgRuYW1lGAEgASgJEgwKBGV0YWcYAiABKAkSDgoGam9iX2lkGAMgASgJIjUKEFBhdXNlSm9iUmVzcG9uc2USIQoDam9iGAEgASgLMhQuZHVldGltZS5qb2JzLnYxLkpvYiI+ChBSZXN1bWVKb2JSZXF1ZXN0EgwKBG5hbWUYASABKAkSDAoEZXRhZxgCIAEoCRIOCgZqb2JfaWQYAyABKAkiNgoRUmVzdW1lSm9iUmVzcG9uc2USIQoDam9iGAEgASgLMhQuZHVldGltZS5qb2JzLnYxLkpvYiI1ChFUcmlnZ2VySm9iUmVxdWVzdBIMCgRuYW1lGAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkiNwoSVHJpZ2dlckpvYlJlc3BvbnNlEiEKA3J1bhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5SdW4iggEKD0xpc3RSdW5zUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkSKAoFc3RhdGUYBCABKA4yGS5kdWV0aW1lLmpvYnMudjEuUnVuU3RhdGUSDgoGam9iX2lkGAUgASgJIk8KEExpc3RSdW5zUmVzcG9uc2USIgoEcnVucxgBIAMoCzIULmR1ZXRpbWUuam9icy52MS5SdW4SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIh0KDUdldFJ1blJlcXVlc3QSDAoEbmFtZRgBIAEoCSIzCg5HZXRSdW5SZXNwb25zZRIhCgNydW4YASABKAsyFC5kdWV0aW1lLmpvYnMudjEuUnVuIjUKEVJlZHJpdmVSdW5SZXF1ZXN0EgwKBG5hbWUYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCSI3ChJSZWRyaXZlUnVuUmVzcG9uc2USIQoDcnVuGAEgASgLMhQuZHVldGltZS5qb2JzLnYxLlJ1biLRAQoWUHJldmlld1NjaGVkdWxlUmVxdWVzdBItCghzY2hlZHVsZRgBIAEoCzIZLmR1ZXRpbWUuam9icy52MS5TY2hlZHVsZUgAEg0KA2pvYhgCIAEoCUgAEi4KCnN0YXJ0X3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBWNvdW50GAQgASgFEjAKDWppdHRlcl93aW5kb3cYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb25CCAoGc291cmNlIlQKF1ByZXZpZXdTY2hlZHVsZVJlc3BvbnNlEjkKC29jY3VycmVuY2VzGAEgAygLMiQuZHVldGltZS5qb2JzLnYxLlNjaGVkdWxlZE9jY3VycmVuY2UixwEKE1NjaGVkdWxlZE9jY3VycmVuY2USMAoMbm9taW5hbF90aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyCg5lZmZlY3RpdmVfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKbG9jYWxfdGltZRgDIAEoCRI2Cg5kc3RfYWRqdXN0bWVudBgEIAEoDjIeLmR1ZXRpbWUuam9icy52MS5Ec3RBZGp1c3RtZW50IiMKE0dldFRlYW1RdW90YVJlcXVlc3QSDAoEbmFtZRgBIAEoCSJ6ChRHZXRUZWFtUXVvdGFSZXNwb25zZRIMCgRuYW1lGAEgASgJEikKBXF1b3RhGAIgASgLMhouZHVldGltZS5qb2JzLnYxLlRlYW1RdW90YRIpCgV1c2FnZRgDIAEoCzIaLmR1ZXRpbWUuam9icy52MS5UZWFtVXNhZ2UqlAEKDURzdEFkanVzdG1lbnQSHgoaRFNUX0FESlVTVE1FTlRfVU5TUEVDSUZJRUQQABIaChZEU1RfQURKVVNUTUVOVF9TSElGVEVEEAESIgoeRFNUX0FESlVTVE1FTlRfRk9MRF9GSVJTVF9QQVNTEAISIwofRFNUX0FESlVTVE1FTlRfRk9MRF9TRUNPTkRfUEFTUxADMp8OCgpKb2JTZXJ2aWNlEosBCglDcmVhdGVKb2ISIS5kdWV0aW1lLmpvYnMudjEuQ3JlYXRlSm9iUmVxdWVzdBoiLmR1ZXRpbWUuam9icy52MS5DcmVhdGVKb2JSZXNwb25zZSI3gtPkkwIxIhkvdjEve3BhcmVudD10ZWFtcy8qfS9qb2JzOgNqb2JaDyIIL3YxL2pvYnM6A2pvYhKBAQoGR2V0Sm9iEh4uZHVldGltZS5qb2JzLnYxLkdldEpvYlJlcXVlc3QaHy5kdWV0aW1lLmpvYnMudjEuR2V0Sm9iUmVzcG9uc2UiNoLT5JMCMBIZL3YxL3tuYW1lPXRlYW1zLyovam9icy8qfVoTEhEvdjEvam9icy97am9iX2lkfRJ+CghMaXN0Sm9icxIgLmR1ZXRpbWUuam9icy52MS5MaXN0Sm9ic1JlcXVlc3QaIS5kdWV0aW1lLmpvYnMudjEuTGlzdEpvYnNSZXNwb25zZSItgtPkkwInEhkvdjEve3BhcmVudD10ZWFtcy8qfS9qb2JzWgoSCC92MS9qb2JzEn4KCVVwZGF0ZUpvYhIhLmR1ZXRpbWUuam9icy52MS5VcGRhdGVKb2JSZXF1ZXN0GiIuZHVldGltZS5qb2JzLnYxLlVwZGF0ZUpvYlJlc3BvbnNlIiqC0+STAiQyHS92MS97am9iLm5hbWU9dGVhbXMvKi9qb2JzLyp9OgNqb2ISigEKCURlbGV0ZUpvYhIhLmR1ZXRpbWUuam9icy52MS5EZWxldGVKb2JSZXF1ZXN0GiIuZHVldGltZS5qb2JzLnYxLkRlbGV0ZUpvYlJlc3BvbnNlIjaC0+STAjAqGS92MS97bmFtZT10ZWFtcy8qL2pvYnMvKn1aEyoRL3YxL2pvYnMve2pvYl9pZH0SmQEKCFBhdXNlSm9iEiAuZHVldGltZS5qb2JzLnYxLlBhdXNlSm9iUmVxdWVzdBohLmR1ZXRpbWUuam9icy52MS5QYXVzZUpvYlJlc3BvbnNlIkiC0+STAkIiHy92MS97bmFtZT10ZWFtcy8qL2pvYnMvKn06cGF1c2U6ASpaHCIXL3YxL2pvYnMve2pvYl9pZH0vcGF1c2U6ASoSngEKCVJlc3VtZUpvYhIhLmR1ZXRpbWUuam9icy52MS5SZXN1bWVKb2JSZXF1ZXN0GiIuZHVldGltZS5qb2JzLnYxLlJlc3VtZUpvYlJlc3BvbnNlIkqC0+STAkQiIC92MS97bmFtZT10ZWFtcy8qL2pvYnMvKn06cmVzdW1lOgEqWh0iGC92MS9qb2JzL3tqb2JfaWR9L3Jlc3VtZToBKhKDAQoKVHJpZ2dlckpvYhIiLmR1ZXRpbWUuam9icy52MS5UcmlnZ2VySm9iUmVxdWVzdBojLmR1ZXRpbWUuam9icy52MS5UcmlnZ2VySm9iUmVzcG9uc2UiLILT5JMCJiIhL3YxL3tuYW1lPXRlYW1zLyovam9icy8qfTp0cmlnZ2VyOgEqEpMBCghMaXN0UnVucxIgLmR1ZXRpbWUuam9icy52MS5MaXN0UnVuc1JlcXVlc3QaIS5kdWV0aW1lLmpvYnMudjEuTGlzdFJ1bnNSZXNwb25zZSJCgtPkkwI8EiAvdjEve3BhcmVudD10ZWFtcy8qL2pvYnMvKn0vcnVuc1oYEhYvdjEvam9icy97am9iX2lkfS9ydW5zEnMKBkdldFJ1bhIeLmR1ZXRpbWUuam9icy52MS5HZXRSdW5SZXF1ZXN0Gh8uZHVldGltZS5qb2JzLnYxLkdldFJ1blJlc3BvbnNlIiiC0+STAiISIC92MS97bmFtZT10ZWFtcy8qL2pvYnMvKi9ydW5zLyp9EooBCgpSZWRyaXZlUnVuEiIuZHVldGltZS5qb2JzLnYxLlJlZHJpdmVSdW5SZXF1ZXN0GiMuZHVldGltZS5qb2JzLnYxLlJlZHJpdmVSdW5SZXNwb25zZSIzgtPkkwItIigvdjEve25hbWU9dGVhbXMvKi9qb2JzLyovcnVucy8qfTpyZWRyaXZlOgEqEokBCg9QcmV2aWV3U2NoZWR1bGUSJy5kdWV0aW1lLmpvYnMudjEuUHJldmlld1NjaGVkdWxlUmVxdWVzdBooLmR1ZXRpbWUuam9icy52MS5QcmV2aWV3U2NoZWR1bGVSZXNwb25zZSIjgtPkkwIdIhgvdjEvam9iczpwcmV2aWV3U2NoZWR1bGU6ASoSigEKDEdldFRlYW1RdW90YRIkLmR1ZXRpbWUuam9icy52MS5HZXRUZWFtUXVvdGFSZXF1ZXN0GiUuZHVldGltZS5qb2JzLnYxLkdldFRlYW1RdW90YVJlc3BvbnNlIi2C0+STAicSGC92MS97bmFtZT10ZWFtcy8qfS9xdW90YVoLEgkvdjEvcXVvdGFCZQoTZGV2LmR1ZXRpbWUuam9icy52MUIPSm9iU2VydmljZVByb3RvUAFaKWR1ZXRpbWUuZGV2L2dlbi9nby9kdWV0aW1lL2pvYnMvdjE7am9ic3YxqgIPRHVldGltZS5Kb2JzLlYxYgZwcm90bzM", [file_duetime_jobs_v1_job, file_duetime_jobs_v1_quota, file_duetime_jobs_v1_run, file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
 
 /**
  * Request of CreateJob.
@@ -42,6 +43,14 @@ export type CreateJobRequest = Message<"duetime.jobs.v1.CreateJobRequest"> & {
    * @generated from field: string request_id = 2;
    */
   requestId: string;
+
+  /**
+   * Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+   * Another team is NOT_FOUND.
+   *
+   * @generated from field: string parent = 3;
+   */
+  parent: string;
 };
 
 /**
@@ -79,11 +88,18 @@ export const CreateJobResponseSchema: GenMessage<CreateJobResponse> = /*@__PURE_
  */
 export type GetJobRequest = Message<"duetime.jobs.v1.GetJobRequest"> & {
   /**
-   * Required. `teams/{team}/jobs/{job_id}`.
+   * `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
    *
    * @generated from field: string name = 1;
    */
   name: string;
+
+  /**
+   * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+   *
+   * @generated from field: string job_id = 2;
+   */
+  jobId: string;
 };
 
 /**
@@ -140,6 +156,14 @@ export type ListJobsRequest = Message<"duetime.jobs.v1.ListJobsRequest"> & {
    * @generated from field: duetime.jobs.v1.JobState state = 3;
    */
   state: JobState;
+
+  /**
+   * Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+   * Another team is NOT_FOUND.
+   *
+   * @generated from field: string parent = 4;
+   */
+  parent: string;
 };
 
 /**
@@ -236,7 +260,7 @@ export const UpdateJobResponseSchema: GenMessage<UpdateJobResponse> = /*@__PURE_
  */
 export type DeleteJobRequest = Message<"duetime.jobs.v1.DeleteJobRequest"> & {
   /**
-   * Required. `teams/{team}/jobs/{job_id}`.
+   * `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
    *
    * @generated from field: string name = 1;
    */
@@ -248,6 +272,13 @@ export type DeleteJobRequest = Message<"duetime.jobs.v1.DeleteJobRequest"> & {
    * @generated from field: string etag = 2;
    */
   etag: string;
+
+  /**
+   * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+   *
+   * @generated from field: string job_id = 3;
+   */
+  jobId: string;
 };
 
 /**
@@ -279,7 +310,7 @@ export const DeleteJobResponseSchema: GenMessage<DeleteJobResponse> = /*@__PURE_
  */
 export type PauseJobRequest = Message<"duetime.jobs.v1.PauseJobRequest"> & {
   /**
-   * Required. `teams/{team}/jobs/{job_id}`.
+   * `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
    *
    * @generated from field: string name = 1;
    */
@@ -291,6 +322,13 @@ export type PauseJobRequest = Message<"duetime.jobs.v1.PauseJobRequest"> & {
    * @generated from field: string etag = 2;
    */
   etag: string;
+
+  /**
+   * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+   *
+   * @generated from field: string job_id = 3;
+   */
+  jobId: string;
 };
 
 /**
@@ -328,7 +366,7 @@ export const PauseJobResponseSchema: GenMessage<PauseJobResponse> = /*@__PURE__*
  */
 export type ResumeJobRequest = Message<"duetime.jobs.v1.ResumeJobRequest"> & {
   /**
-   * Required. `teams/{team}/jobs/{job_id}`.
+   * `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
    *
    * @generated from field: string name = 1;
    */
@@ -340,6 +378,13 @@ export type ResumeJobRequest = Message<"duetime.jobs.v1.ResumeJobRequest"> & {
    * @generated from field: string etag = 2;
    */
   etag: string;
+
+  /**
+   * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+   *
+   * @generated from field: string job_id = 3;
+   */
+  jobId: string;
 };
 
 /**
@@ -427,7 +472,7 @@ export const TriggerJobResponseSchema: GenMessage<TriggerJobResponse> = /*@__PUR
  */
 export type ListRunsRequest = Message<"duetime.jobs.v1.ListRunsRequest"> & {
   /**
-   * Required. The job, `teams/{team}/jobs/{job_id}`.
+   * The job, `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
    *
    * @generated from field: string parent = 1;
    */
@@ -453,6 +498,13 @@ export type ListRunsRequest = Message<"duetime.jobs.v1.ListRunsRequest"> & {
    * @generated from field: duetime.jobs.v1.RunState state = 4;
    */
   state: RunState;
+
+  /**
+   * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+   *
+   * @generated from field: string job_id = 5;
+   */
+  jobId: string;
 };
 
 /**

@@ -173,94 +173,115 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
       "\n!duetime/jobs/v1/job_service.proto\022\017due" +
       "time.jobs.v1\032\031duetime/jobs/v1/job.proto\032" +
       "\033duetime/jobs/v1/quota.proto\032\031duetime/jo" +
-      "bs/v1/run.proto\032\036google/protobuf/duratio" +
-      "n.proto\032 google/protobuf/field_mask.prot" +
-      "o\032\037google/protobuf/timestamp.proto\"I\n\020Cr" +
-      "eateJobRequest\022!\n\003job\030\001 \001(\0132\024.duetime.jo" +
-      "bs.v1.Job\022\022\n\nrequest_id\030\002 \001(\t\"6\n\021CreateJ" +
-      "obResponse\022!\n\003job\030\001 \001(\0132\024.duetime.jobs.v" +
-      "1.Job\"\035\n\rGetJobRequest\022\014\n\004name\030\001 \001(\t\"3\n\016" +
-      "GetJobResponse\022!\n\003job\030\001 \001(\0132\024.duetime.jo" +
-      "bs.v1.Job\"b\n\017ListJobsRequest\022\021\n\tpage_siz" +
-      "e\030\001 \001(\005\022\022\n\npage_token\030\002 \001(\t\022(\n\005state\030\003 \001" +
-      "(\0162\031.duetime.jobs.v1.JobState\"O\n\020ListJob" +
-      "sResponse\022\"\n\004jobs\030\001 \003(\0132\024.duetime.jobs.v" +
-      "1.Job\022\027\n\017next_page_token\030\002 \001(\t\"f\n\020Update" +
-      "JobRequest\022!\n\003job\030\001 \001(\0132\024.duetime.jobs.v" +
-      "1.Job\022/\n\013update_mask\030\002 \001(\0132\032.google.prot" +
-      "obuf.FieldMask\"6\n\021UpdateJobResponse\022!\n\003j" +
-      "ob\030\001 \001(\0132\024.duetime.jobs.v1.Job\".\n\020Delete" +
-      "JobRequest\022\014\n\004name\030\001 \001(\t\022\014\n\004etag\030\002 \001(\t\"\023" +
-      "\n\021DeleteJobResponse\"-\n\017PauseJobRequest\022\014" +
-      "\n\004name\030\001 \001(\t\022\014\n\004etag\030\002 \001(\t\"5\n\020PauseJobRe" +
-      "sponse\022!\n\003job\030\001 \001(\0132\024.duetime.jobs.v1.Jo" +
-      "b\".\n\020ResumeJobRequest\022\014\n\004name\030\001 \001(\t\022\014\n\004e" +
-      "tag\030\002 \001(\t\"6\n\021ResumeJobResponse\022!\n\003job\030\001 " +
-      "\001(\0132\024.duetime.jobs.v1.Job\"5\n\021TriggerJobR" +
-      "equest\022\014\n\004name\030\001 \001(\t\022\022\n\nrequest_id\030\002 \001(\t" +
-      "\"7\n\022TriggerJobResponse\022!\n\003run\030\001 \001(\0132\024.du" +
-      "etime.jobs.v1.Run\"r\n\017ListRunsRequest\022\016\n\006" +
-      "parent\030\001 \001(\t\022\021\n\tpage_size\030\002 \001(\005\022\022\n\npage_" +
-      "token\030\003 \001(\t\022(\n\005state\030\004 \001(\0162\031.duetime.job" +
-      "s.v1.RunState\"O\n\020ListRunsResponse\022\"\n\004run" +
-      "s\030\001 \003(\0132\024.duetime.jobs.v1.Run\022\027\n\017next_pa" +
-      "ge_token\030\002 \001(\t\"\035\n\rGetRunRequest\022\014\n\004name\030" +
-      "\001 \001(\t\"3\n\016GetRunResponse\022!\n\003run\030\001 \001(\0132\024.d" +
-      "uetime.jobs.v1.Run\"5\n\021RedriveRunRequest\022" +
-      "\014\n\004name\030\001 \001(\t\022\022\n\nrequest_id\030\002 \001(\t\"7\n\022Red" +
-      "riveRunResponse\022!\n\003run\030\001 \001(\0132\024.duetime.j" +
-      "obs.v1.Run\"\321\001\n\026PreviewScheduleRequest\022-\n" +
-      "\010schedule\030\001 \001(\0132\031.duetime.jobs.v1.Schedu" +
-      "leH\000\022\r\n\003job\030\002 \001(\tH\000\022.\n\nstart_time\030\003 \001(\0132" +
-      "\032.google.protobuf.Timestamp\022\r\n\005count\030\004 \001" +
-      "(\005\0220\n\rjitter_window\030\005 \001(\0132\031.google.proto" +
-      "buf.DurationB\010\n\006source\"T\n\027PreviewSchedul" +
-      "eResponse\0229\n\013occurrences\030\001 \003(\0132$.duetime" +
-      ".jobs.v1.ScheduledOccurrence\"\307\001\n\023Schedul" +
-      "edOccurrence\0220\n\014nominal_time\030\001 \001(\0132\032.goo" +
-      "gle.protobuf.Timestamp\0222\n\016effective_time" +
-      "\030\002 \001(\0132\032.google.protobuf.Timestamp\022\022\n\nlo" +
-      "cal_time\030\003 \001(\t\0226\n\016dst_adjustment\030\004 \001(\0162\036" +
-      ".duetime.jobs.v1.DstAdjustment\"#\n\023GetTea" +
-      "mQuotaRequest\022\014\n\004name\030\001 \001(\t\"z\n\024GetTeamQu" +
-      "otaResponse\022\014\n\004name\030\001 \001(\t\022)\n\005quota\030\002 \001(\013" +
-      "2\032.duetime.jobs.v1.TeamQuota\022)\n\005usage\030\003 " +
-      "\001(\0132\032.duetime.jobs.v1.TeamUsage*\224\001\n\rDstA" +
-      "djustment\022\036\n\032DST_ADJUSTMENT_UNSPECIFIED\020" +
-      "\000\022\032\n\026DST_ADJUSTMENT_SHIFTED\020\001\022\"\n\036DST_ADJ" +
-      "USTMENT_FOLD_FIRST_PASS\020\002\022#\n\037DST_ADJUSTM" +
-      "ENT_FOLD_SECOND_PASS\020\0032\326\010\n\nJobService\022R\n" +
-      "\tCreateJob\022!.duetime.jobs.v1.CreateJobRe" +
-      "quest\032\".duetime.jobs.v1.CreateJobRespons" +
-      "e\022I\n\006GetJob\022\036.duetime.jobs.v1.GetJobRequ" +
-      "est\032\037.duetime.jobs.v1.GetJobResponse\022O\n\010" +
-      "ListJobs\022 .duetime.jobs.v1.ListJobsReque" +
-      "st\032!.duetime.jobs.v1.ListJobsResponse\022R\n" +
-      "\tUpdateJob\022!.duetime.jobs.v1.UpdateJobRe" +
-      "quest\032\".duetime.jobs.v1.UpdateJobRespons" +
-      "e\022R\n\tDeleteJob\022!.duetime.jobs.v1.DeleteJ" +
-      "obRequest\032\".duetime.jobs.v1.DeleteJobRes" +
-      "ponse\022O\n\010PauseJob\022 .duetime.jobs.v1.Paus" +
-      "eJobRequest\032!.duetime.jobs.v1.PauseJobRe" +
-      "sponse\022R\n\tResumeJob\022!.duetime.jobs.v1.Re" +
-      "sumeJobRequest\032\".duetime.jobs.v1.ResumeJ" +
-      "obResponse\022U\n\nTriggerJob\022\".duetime.jobs." +
-      "v1.TriggerJobRequest\032#.duetime.jobs.v1.T" +
-      "riggerJobResponse\022O\n\010ListRuns\022 .duetime." +
-      "jobs.v1.ListRunsRequest\032!.duetime.jobs.v" +
-      "1.ListRunsResponse\022I\n\006GetRun\022\036.duetime.j" +
-      "obs.v1.GetRunRequest\032\037.duetime.jobs.v1.G" +
-      "etRunResponse\022U\n\nRedriveRun\022\".duetime.jo" +
-      "bs.v1.RedriveRunRequest\032#.duetime.jobs.v" +
-      "1.RedriveRunResponse\022d\n\017PreviewSchedule\022" +
-      "\'.duetime.jobs.v1.PreviewScheduleRequest" +
-      "\032(.duetime.jobs.v1.PreviewScheduleRespon" +
-      "se\022[\n\014GetTeamQuota\022$.duetime.jobs.v1.Get" +
-      "TeamQuotaRequest\032%.duetime.jobs.v1.GetTe" +
-      "amQuotaResponseBe\n\023dev.duetime.jobs.v1B\017" +
-      "JobServiceProtoP\001Z)duetime.dev/gen/go/du" +
-      "etime/jobs/v1;jobsv1\252\002\017Duetime.Jobs.V1b\006" +
-      "proto3"
+      "bs/v1/run.proto\032\034google/api/annotations." +
+      "proto\032\036google/protobuf/duration.proto\032 g" +
+      "oogle/protobuf/field_mask.proto\032\037google/" +
+      "protobuf/timestamp.proto\"Y\n\020CreateJobReq" +
+      "uest\022!\n\003job\030\001 \001(\0132\024.duetime.jobs.v1.Job\022" +
+      "\022\n\nrequest_id\030\002 \001(\t\022\016\n\006parent\030\003 \001(\t\"6\n\021C" +
+      "reateJobResponse\022!\n\003job\030\001 \001(\0132\024.duetime." +
+      "jobs.v1.Job\"-\n\rGetJobRequest\022\014\n\004name\030\001 \001" +
+      "(\t\022\016\n\006job_id\030\002 \001(\t\"3\n\016GetJobResponse\022!\n\003" +
+      "job\030\001 \001(\0132\024.duetime.jobs.v1.Job\"r\n\017ListJ" +
+      "obsRequest\022\021\n\tpage_size\030\001 \001(\005\022\022\n\npage_to" +
+      "ken\030\002 \001(\t\022(\n\005state\030\003 \001(\0162\031.duetime.jobs." +
+      "v1.JobState\022\016\n\006parent\030\004 \001(\t\"O\n\020ListJobsR" +
+      "esponse\022\"\n\004jobs\030\001 \003(\0132\024.duetime.jobs.v1." +
+      "Job\022\027\n\017next_page_token\030\002 \001(\t\"f\n\020UpdateJo" +
+      "bRequest\022!\n\003job\030\001 \001(\0132\024.duetime.jobs.v1." +
+      "Job\022/\n\013update_mask\030\002 \001(\0132\032.google.protob" +
+      "uf.FieldMask\"6\n\021UpdateJobResponse\022!\n\003job" +
+      "\030\001 \001(\0132\024.duetime.jobs.v1.Job\">\n\020DeleteJo" +
+      "bRequest\022\014\n\004name\030\001 \001(\t\022\014\n\004etag\030\002 \001(\t\022\016\n\006" +
+      "job_id\030\003 \001(\t\"\023\n\021DeleteJobResponse\"=\n\017Pau" +
+      "seJobRequest\022\014\n\004name\030\001 \001(\t\022\014\n\004etag\030\002 \001(\t" +
+      "\022\016\n\006job_id\030\003 \001(\t\"5\n\020PauseJobResponse\022!\n\003" +
+      "job\030\001 \001(\0132\024.duetime.jobs.v1.Job\">\n\020Resum" +
+      "eJobRequest\022\014\n\004name\030\001 \001(\t\022\014\n\004etag\030\002 \001(\t\022" +
+      "\016\n\006job_id\030\003 \001(\t\"6\n\021ResumeJobResponse\022!\n\003" +
+      "job\030\001 \001(\0132\024.duetime.jobs.v1.Job\"5\n\021Trigg" +
+      "erJobRequest\022\014\n\004name\030\001 \001(\t\022\022\n\nrequest_id" +
+      "\030\002 \001(\t\"7\n\022TriggerJobResponse\022!\n\003run\030\001 \001(" +
+      "\0132\024.duetime.jobs.v1.Run\"\202\001\n\017ListRunsRequ" +
+      "est\022\016\n\006parent\030\001 \001(\t\022\021\n\tpage_size\030\002 \001(\005\022\022" +
+      "\n\npage_token\030\003 \001(\t\022(\n\005state\030\004 \001(\0162\031.duet" +
+      "ime.jobs.v1.RunState\022\016\n\006job_id\030\005 \001(\t\"O\n\020" +
+      "ListRunsResponse\022\"\n\004runs\030\001 \003(\0132\024.duetime" +
+      ".jobs.v1.Run\022\027\n\017next_page_token\030\002 \001(\t\"\035\n" +
+      "\rGetRunRequest\022\014\n\004name\030\001 \001(\t\"3\n\016GetRunRe" +
+      "sponse\022!\n\003run\030\001 \001(\0132\024.duetime.jobs.v1.Ru" +
+      "n\"5\n\021RedriveRunRequest\022\014\n\004name\030\001 \001(\t\022\022\n\n" +
+      "request_id\030\002 \001(\t\"7\n\022RedriveRunResponse\022!" +
+      "\n\003run\030\001 \001(\0132\024.duetime.jobs.v1.Run\"\321\001\n\026Pr" +
+      "eviewScheduleRequest\022-\n\010schedule\030\001 \001(\0132\031" +
+      ".duetime.jobs.v1.ScheduleH\000\022\r\n\003job\030\002 \001(\t" +
+      "H\000\022.\n\nstart_time\030\003 \001(\0132\032.google.protobuf" +
+      ".Timestamp\022\r\n\005count\030\004 \001(\005\0220\n\rjitter_wind" +
+      "ow\030\005 \001(\0132\031.google.protobuf.DurationB\010\n\006s" +
+      "ource\"T\n\027PreviewScheduleResponse\0229\n\013occu" +
+      "rrences\030\001 \003(\0132$.duetime.jobs.v1.Schedule" +
+      "dOccurrence\"\307\001\n\023ScheduledOccurrence\0220\n\014n" +
+      "ominal_time\030\001 \001(\0132\032.google.protobuf.Time" +
+      "stamp\0222\n\016effective_time\030\002 \001(\0132\032.google.p" +
+      "rotobuf.Timestamp\022\022\n\nlocal_time\030\003 \001(\t\0226\n" +
+      "\016dst_adjustment\030\004 \001(\0162\036.duetime.jobs.v1." +
+      "DstAdjustment\"#\n\023GetTeamQuotaRequest\022\014\n\004" +
+      "name\030\001 \001(\t\"z\n\024GetTeamQuotaResponse\022\014\n\004na" +
+      "me\030\001 \001(\t\022)\n\005quota\030\002 \001(\0132\032.duetime.jobs.v" +
+      "1.TeamQuota\022)\n\005usage\030\003 \001(\0132\032.duetime.job" +
+      "s.v1.TeamUsage*\224\001\n\rDstAdjustment\022\036\n\032DST_" +
+      "ADJUSTMENT_UNSPECIFIED\020\000\022\032\n\026DST_ADJUSTME" +
+      "NT_SHIFTED\020\001\022\"\n\036DST_ADJUSTMENT_FOLD_FIRS" +
+      "T_PASS\020\002\022#\n\037DST_ADJUSTMENT_FOLD_SECOND_P" +
+      "ASS\020\0032\237\016\n\nJobService\022\213\001\n\tCreateJob\022!.due" +
+      "time.jobs.v1.CreateJobRequest\032\".duetime." +
+      "jobs.v1.CreateJobResponse\"7\202\323\344\223\0021\"\031/v1/{" +
+      "parent=teams/*}/jobs:\003jobZ\017\"\010/v1/jobs:\003j" +
+      "ob\022\201\001\n\006GetJob\022\036.duetime.jobs.v1.GetJobRe" +
+      "quest\032\037.duetime.jobs.v1.GetJobResponse\"6" +
+      "\202\323\344\223\0020\022\031/v1/{name=teams/*/jobs/*}Z\023\022\021/v1" +
+      "/jobs/{job_id}\022~\n\010ListJobs\022 .duetime.job" +
+      "s.v1.ListJobsRequest\032!.duetime.jobs.v1.L" +
+      "istJobsResponse\"-\202\323\344\223\002\'\022\031/v1/{parent=tea" +
+      "ms/*}/jobsZ\n\022\010/v1/jobs\022~\n\tUpdateJob\022!.du" +
+      "etime.jobs.v1.UpdateJobRequest\032\".duetime" +
+      ".jobs.v1.UpdateJobResponse\"*\202\323\344\223\002$2\035/v1/" +
+      "{job.name=teams/*/jobs/*}:\003job\022\212\001\n\tDelet" +
+      "eJob\022!.duetime.jobs.v1.DeleteJobRequest\032" +
+      "\".duetime.jobs.v1.DeleteJobResponse\"6\202\323\344" +
+      "\223\0020*\031/v1/{name=teams/*/jobs/*}Z\023*\021/v1/jo" +
+      "bs/{job_id}\022\231\001\n\010PauseJob\022 .duetime.jobs." +
+      "v1.PauseJobRequest\032!.duetime.jobs.v1.Pau" +
+      "seJobResponse\"H\202\323\344\223\002B\"\037/v1/{name=teams/*" +
+      "/jobs/*}:pause:\001*Z\034\"\027/v1/jobs/{job_id}/p" +
+      "ause:\001*\022\236\001\n\tResumeJob\022!.duetime.jobs.v1." +
+      "ResumeJobRequest\032\".duetime.jobs.v1.Resum" +
+      "eJobResponse\"J\202\323\344\223\002D\" /v1/{name=teams/*/" +
+      "jobs/*}:resume:\001*Z\035\"\030/v1/jobs/{job_id}/r" +
+      "esume:\001*\022\203\001\n\nTriggerJob\022\".duetime.jobs.v" +
+      "1.TriggerJobRequest\032#.duetime.jobs.v1.Tr" +
+      "iggerJobResponse\",\202\323\344\223\002&\"!/v1/{name=team" +
+      "s/*/jobs/*}:trigger:\001*\022\223\001\n\010ListRuns\022 .du" +
+      "etime.jobs.v1.ListRunsRequest\032!.duetime." +
+      "jobs.v1.ListRunsResponse\"B\202\323\344\223\002<\022 /v1/{p" +
+      "arent=teams/*/jobs/*}/runsZ\030\022\026/v1/jobs/{" +
+      "job_id}/runs\022s\n\006GetRun\022\036.duetime.jobs.v1" +
+      ".GetRunRequest\032\037.duetime.jobs.v1.GetRunR" +
+      "esponse\"(\202\323\344\223\002\"\022 /v1/{name=teams/*/jobs/" +
+      "*/runs/*}\022\212\001\n\nRedriveRun\022\".duetime.jobs." +
+      "v1.RedriveRunRequest\032#.duetime.jobs.v1.R" +
+      "edriveRunResponse\"3\202\323\344\223\002-\"(/v1/{name=tea" +
+      "ms/*/jobs/*/runs/*}:redrive:\001*\022\211\001\n\017Previ" +
+      "ewSchedule\022\'.duetime.jobs.v1.PreviewSche" +
+      "duleRequest\032(.duetime.jobs.v1.PreviewSch" +
+      "eduleResponse\"#\202\323\344\223\002\035\"\030/v1/jobs:previewS" +
+      "chedule:\001*\022\212\001\n\014GetTeamQuota\022$.duetime.jo" +
+      "bs.v1.GetTeamQuotaRequest\032%.duetime.jobs" +
+      ".v1.GetTeamQuotaResponse\"-\202\323\344\223\002\'\022\030/v1/{n" +
+      "ame=teams/*}/quotaZ\013\022\t/v1/quotaBe\n\023dev.d" +
+      "uetime.jobs.v1B\017JobServiceProtoP\001Z)dueti" +
+      "me.dev/gen/go/duetime/jobs/v1;jobsv1\252\002\017D" +
+      "uetime.Jobs.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -268,6 +289,7 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
           dev.duetime.jobs.v1.JobProto.getDescriptor(),
           dev.duetime.jobs.v1.QuotaProto.getDescriptor(),
           dev.duetime.jobs.v1.RunProto.getDescriptor(),
+          com.google.api.AnnotationsProto.getDescriptor(),
           com.google.protobuf.DurationProto.getDescriptor(),
           com.google.protobuf.FieldMaskProto.getDescriptor(),
           com.google.protobuf.TimestampProto.getDescriptor(),
@@ -277,7 +299,7 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
     internal_static_duetime_jobs_v1_CreateJobRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_CreateJobRequest_descriptor,
-        new java.lang.String[] { "Job", "RequestId", });
+        new java.lang.String[] { "Job", "RequestId", "Parent", });
     internal_static_duetime_jobs_v1_CreateJobResponse_descriptor =
       getDescriptor().getMessageType(1);
     internal_static_duetime_jobs_v1_CreateJobResponse_fieldAccessorTable = new
@@ -289,7 +311,7 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
     internal_static_duetime_jobs_v1_GetJobRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_GetJobRequest_descriptor,
-        new java.lang.String[] { "Name", });
+        new java.lang.String[] { "Name", "JobId", });
     internal_static_duetime_jobs_v1_GetJobResponse_descriptor =
       getDescriptor().getMessageType(3);
     internal_static_duetime_jobs_v1_GetJobResponse_fieldAccessorTable = new
@@ -301,7 +323,7 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
     internal_static_duetime_jobs_v1_ListJobsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_ListJobsRequest_descriptor,
-        new java.lang.String[] { "PageSize", "PageToken", "State", });
+        new java.lang.String[] { "PageSize", "PageToken", "State", "Parent", });
     internal_static_duetime_jobs_v1_ListJobsResponse_descriptor =
       getDescriptor().getMessageType(5);
     internal_static_duetime_jobs_v1_ListJobsResponse_fieldAccessorTable = new
@@ -325,7 +347,7 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
     internal_static_duetime_jobs_v1_DeleteJobRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_DeleteJobRequest_descriptor,
-        new java.lang.String[] { "Name", "Etag", });
+        new java.lang.String[] { "Name", "Etag", "JobId", });
     internal_static_duetime_jobs_v1_DeleteJobResponse_descriptor =
       getDescriptor().getMessageType(9);
     internal_static_duetime_jobs_v1_DeleteJobResponse_fieldAccessorTable = new
@@ -337,7 +359,7 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
     internal_static_duetime_jobs_v1_PauseJobRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_PauseJobRequest_descriptor,
-        new java.lang.String[] { "Name", "Etag", });
+        new java.lang.String[] { "Name", "Etag", "JobId", });
     internal_static_duetime_jobs_v1_PauseJobResponse_descriptor =
       getDescriptor().getMessageType(11);
     internal_static_duetime_jobs_v1_PauseJobResponse_fieldAccessorTable = new
@@ -349,7 +371,7 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
     internal_static_duetime_jobs_v1_ResumeJobRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_ResumeJobRequest_descriptor,
-        new java.lang.String[] { "Name", "Etag", });
+        new java.lang.String[] { "Name", "Etag", "JobId", });
     internal_static_duetime_jobs_v1_ResumeJobResponse_descriptor =
       getDescriptor().getMessageType(13);
     internal_static_duetime_jobs_v1_ResumeJobResponse_fieldAccessorTable = new
@@ -373,7 +395,7 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
     internal_static_duetime_jobs_v1_ListRunsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_ListRunsRequest_descriptor,
-        new java.lang.String[] { "Parent", "PageSize", "PageToken", "State", });
+        new java.lang.String[] { "Parent", "PageSize", "PageToken", "State", "JobId", });
     internal_static_duetime_jobs_v1_ListRunsResponse_descriptor =
       getDescriptor().getMessageType(17);
     internal_static_duetime_jobs_v1_ListRunsResponse_fieldAccessorTable = new
@@ -438,9 +460,15 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
     dev.duetime.jobs.v1.JobProto.getDescriptor();
     dev.duetime.jobs.v1.QuotaProto.getDescriptor();
     dev.duetime.jobs.v1.RunProto.getDescriptor();
+    com.google.api.AnnotationsProto.getDescriptor();
     com.google.protobuf.DurationProto.getDescriptor();
     com.google.protobuf.FieldMaskProto.getDescriptor();
     com.google.protobuf.TimestampProto.getDescriptor();
+    com.google.protobuf.ExtensionRegistry registry =
+        com.google.protobuf.ExtensionRegistry.newInstance();
+    registry.add(com.google.api.AnnotationsProto.http);
+    com.google.protobuf.Descriptors.FileDescriptor
+        .internalUpdateFileDescriptor(descriptor, registry);
   }
 
   // @@protoc_insertion_point(outer_class_scope)

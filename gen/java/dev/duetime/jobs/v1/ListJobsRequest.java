@@ -34,6 +34,7 @@ private static final long serialVersionUID = 0L;
   private ListJobsRequest() {
     pageToken_ = "";
     state_ = 0;
+    parent_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -142,6 +143,55 @@ private static final long serialVersionUID = 0L;
     return result == null ? dev.duetime.jobs.v1.JobState.UNRECOGNIZED : result;
   }
 
+  public static final int PARENT_FIELD_NUMBER = 4;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object parent_ = "";
+  /**
+   * <pre>
+   * Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+   * Another team is NOT_FOUND.
+   * </pre>
+   *
+   * <code>string parent = 4;</code>
+   * @return The parent.
+   */
+  @java.lang.Override
+  public java.lang.String getParent() {
+    java.lang.Object ref = parent_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      parent_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+   * Another team is NOT_FOUND.
+   * </pre>
+   *
+   * <code>string parent = 4;</code>
+   * @return The bytes for parent.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getParentBytes() {
+    java.lang.Object ref = parent_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      parent_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -165,6 +215,9 @@ private static final long serialVersionUID = 0L;
     if (state_ != dev.duetime.jobs.v1.JobState.JOB_STATE_UNSPECIFIED.getNumber()) {
       output.writeEnum(3, state_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(parent_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 4, parent_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -179,6 +232,9 @@ private static final long serialVersionUID = 0L;
     if (state_ != dev.duetime.jobs.v1.JobState.JOB_STATE_UNSPECIFIED.getNumber()) {
       size += com.google.protobuf.CodedOutputStream
         .computeEnumSize(3, state_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(parent_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(4, parent_);
     }
     return size;
   }
@@ -209,6 +265,8 @@ private static final long serialVersionUID = 0L;
     if (!getPageToken()
         .equals(other.getPageToken())) return false;
     if (state_ != other.state_) return false;
+    if (!getParent()
+        .equals(other.getParent())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -226,6 +284,8 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getPageToken().hashCode();
     hash = (37 * hash) + STATE_FIELD_NUMBER;
     hash = (53 * hash) + state_;
+    hash = (37 * hash) + PARENT_FIELD_NUMBER;
+    hash = (53 * hash) + getParent().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -364,6 +424,7 @@ private static final long serialVersionUID = 0L;
       pageSize_ = 0;
       pageToken_ = "";
       state_ = 0;
+      parent_ = "";
       return this;
     }
 
@@ -406,6 +467,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000004) != 0)) {
         result.state_ = state_;
       }
+      if (((from_bitField0_ & 0x00000008) != 0)) {
+        result.parent_ = parent_;
+      }
     }
 
     @java.lang.Override
@@ -430,6 +494,11 @@ private static final long serialVersionUID = 0L;
       }
       if (other.state_ != 0) {
         setStateValue(other.getStateValue());
+      }
+      if (!other.getParent().isEmpty()) {
+        parent_ = other.parent_;
+        bitField0_ |= 0x00000008;
+        onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -472,6 +541,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000004;
               break;
             } // case 24
+            case 34: {
+              parent_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000008;
+              break;
+            } // case 34
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -693,6 +767,103 @@ private static final long serialVersionUID = 0L;
     public Builder clearState() {
       bitField0_ = (bitField0_ & ~0x00000004);
       state_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object parent_ = "";
+    /**
+     * <pre>
+     * Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+     * Another team is NOT_FOUND.
+     * </pre>
+     *
+     * <code>string parent = 4;</code>
+     * @return The parent.
+     */
+    public java.lang.String getParent() {
+      java.lang.Object ref = parent_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        parent_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+     * Another team is NOT_FOUND.
+     * </pre>
+     *
+     * <code>string parent = 4;</code>
+     * @return The bytes for parent.
+     */
+    public com.google.protobuf.ByteString
+        getParentBytes() {
+      java.lang.Object ref = parent_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        parent_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+     * Another team is NOT_FOUND.
+     * </pre>
+     *
+     * <code>string parent = 4;</code>
+     * @param value The parent to set.
+     * @return This builder for chaining.
+     */
+    public Builder setParent(
+        java.lang.String value) {
+      if (value == null) { throw new NullPointerException(); }
+      parent_ = value;
+      bitField0_ |= 0x00000008;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+     * Another team is NOT_FOUND.
+     * </pre>
+     *
+     * <code>string parent = 4;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearParent() {
+      parent_ = getDefaultInstance().getParent();
+      bitField0_ = (bitField0_ & ~0x00000008);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+     * Another team is NOT_FOUND.
+     * </pre>
+     *
+     * <code>string parent = 4;</code>
+     * @param value The bytes for parent to set.
+     * @return This builder for chaining.
+     */
+    public Builder setParentBytes(
+        com.google.protobuf.ByteString value) {
+      if (value == null) { throw new NullPointerException(); }
+      checkByteStringIsUtf8(value);
+      parent_ = value;
+      bitField0_ |= 0x00000008;
       onChanged();
       return this;
     }

@@ -35,6 +35,7 @@ private static final long serialVersionUID = 0L;
     parent_ = "";
     pageToken_ = "";
     state_ = 0;
+    jobId_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -60,7 +61,7 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object parent_ = "";
   /**
    * <pre>
-   * Required. The job, `teams/{team}/jobs/{job_id}`.
+   * The job, `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
    * </pre>
    *
    * <code>string parent = 1;</code>
@@ -81,7 +82,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Required. The job, `teams/{team}/jobs/{job_id}`.
+   * The job, `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
    * </pre>
    *
    * <code>string parent = 1;</code>
@@ -190,6 +191,53 @@ private static final long serialVersionUID = 0L;
     return result == null ? dev.duetime.jobs.v1.RunState.UNRECOGNIZED : result;
   }
 
+  public static final int JOB_ID_FIELD_NUMBER = 5;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object jobId_ = "";
+  /**
+   * <pre>
+   * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+   * </pre>
+   *
+   * <code>string job_id = 5;</code>
+   * @return The jobId.
+   */
+  @java.lang.Override
+  public java.lang.String getJobId() {
+    java.lang.Object ref = jobId_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      jobId_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+   * </pre>
+   *
+   * <code>string job_id = 5;</code>
+   * @return The bytes for jobId.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getJobIdBytes() {
+    java.lang.Object ref = jobId_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      jobId_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -216,6 +264,9 @@ private static final long serialVersionUID = 0L;
     if (state_ != dev.duetime.jobs.v1.RunState.RUN_STATE_UNSPECIFIED.getNumber()) {
       output.writeEnum(4, state_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(jobId_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 5, jobId_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -233,6 +284,9 @@ private static final long serialVersionUID = 0L;
     if (state_ != dev.duetime.jobs.v1.RunState.RUN_STATE_UNSPECIFIED.getNumber()) {
       size += com.google.protobuf.CodedOutputStream
         .computeEnumSize(4, state_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(jobId_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(5, jobId_);
     }
     return size;
   }
@@ -265,6 +319,8 @@ private static final long serialVersionUID = 0L;
     if (!getPageToken()
         .equals(other.getPageToken())) return false;
     if (state_ != other.state_) return false;
+    if (!getJobId()
+        .equals(other.getJobId())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -284,6 +340,8 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getPageToken().hashCode();
     hash = (37 * hash) + STATE_FIELD_NUMBER;
     hash = (53 * hash) + state_;
+    hash = (37 * hash) + JOB_ID_FIELD_NUMBER;
+    hash = (53 * hash) + getJobId().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -423,6 +481,7 @@ private static final long serialVersionUID = 0L;
       pageSize_ = 0;
       pageToken_ = "";
       state_ = 0;
+      jobId_ = "";
       return this;
     }
 
@@ -468,6 +527,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000008) != 0)) {
         result.state_ = state_;
       }
+      if (((from_bitField0_ & 0x00000010) != 0)) {
+        result.jobId_ = jobId_;
+      }
     }
 
     @java.lang.Override
@@ -497,6 +559,11 @@ private static final long serialVersionUID = 0L;
       }
       if (other.state_ != 0) {
         setStateValue(other.getStateValue());
+      }
+      if (!other.getJobId().isEmpty()) {
+        jobId_ = other.jobId_;
+        bitField0_ |= 0x00000010;
+        onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -544,6 +611,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000008;
               break;
             } // case 32
+            case 42: {
+              jobId_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000010;
+              break;
+            } // case 42
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -564,7 +636,7 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object parent_ = "";
     /**
      * <pre>
-     * Required. The job, `teams/{team}/jobs/{job_id}`.
+     * The job, `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
      * </pre>
      *
      * <code>string parent = 1;</code>
@@ -584,7 +656,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Required. The job, `teams/{team}/jobs/{job_id}`.
+     * The job, `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
      * </pre>
      *
      * <code>string parent = 1;</code>
@@ -605,7 +677,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Required. The job, `teams/{team}/jobs/{job_id}`.
+     * The job, `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
      * </pre>
      *
      * <code>string parent = 1;</code>
@@ -622,7 +694,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Required. The job, `teams/{team}/jobs/{job_id}`.
+     * The job, `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
      * </pre>
      *
      * <code>string parent = 1;</code>
@@ -636,7 +708,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Required. The job, `teams/{team}/jobs/{job_id}`.
+     * The job, `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
      * </pre>
      *
      * <code>string parent = 1;</code>
@@ -857,6 +929,98 @@ private static final long serialVersionUID = 0L;
     public Builder clearState() {
       bitField0_ = (bitField0_ & ~0x00000008);
       state_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object jobId_ = "";
+    /**
+     * <pre>
+     * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+     * </pre>
+     *
+     * <code>string job_id = 5;</code>
+     * @return The jobId.
+     */
+    public java.lang.String getJobId() {
+      java.lang.Object ref = jobId_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        jobId_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+     * </pre>
+     *
+     * <code>string job_id = 5;</code>
+     * @return The bytes for jobId.
+     */
+    public com.google.protobuf.ByteString
+        getJobIdBytes() {
+      java.lang.Object ref = jobId_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        jobId_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+     * </pre>
+     *
+     * <code>string job_id = 5;</code>
+     * @param value The jobId to set.
+     * @return This builder for chaining.
+     */
+    public Builder setJobId(
+        java.lang.String value) {
+      if (value == null) { throw new NullPointerException(); }
+      jobId_ = value;
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+     * </pre>
+     *
+     * <code>string job_id = 5;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearJobId() {
+      jobId_ = getDefaultInstance().getJobId();
+      bitField0_ = (bitField0_ & ~0x00000010);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+     * </pre>
+     *
+     * <code>string job_id = 5;</code>
+     * @param value The bytes for jobId to set.
+     * @return This builder for chaining.
+     */
+    public Builder setJobIdBytes(
+        com.google.protobuf.ByteString value) {
+      if (value == null) { throw new NullPointerException(); }
+      checkByteStringIsUtf8(value);
+      jobId_ = value;
+      bitField0_ |= 0x00000010;
       onChanged();
       return this;
     }

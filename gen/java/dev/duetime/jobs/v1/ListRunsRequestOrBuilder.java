@@ -12,7 +12,7 @@ public interface ListRunsRequestOrBuilder extends
 
   /**
    * <pre>
-   * Required. The job, `teams/{team}/jobs/{job_id}`.
+   * The job, `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
    * </pre>
    *
    * <code>string parent = 1;</code>
@@ -21,7 +21,7 @@ public interface ListRunsRequestOrBuilder extends
   java.lang.String getParent();
   /**
    * <pre>
-   * Required. The job, `teams/{team}/jobs/{job_id}`.
+   * The job, `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
    * </pre>
    *
    * <code>string parent = 1;</code>
@@ -78,4 +78,24 @@ public interface ListRunsRequestOrBuilder extends
    * @return The state.
    */
   dev.duetime.jobs.v1.RunState getState();
+
+  /**
+   * <pre>
+   * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+   * </pre>
+   *
+   * <code>string job_id = 5;</code>
+   * @return The jobId.
+   */
+  java.lang.String getJobId();
+  /**
+   * <pre>
+   * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+   * </pre>
+   *
+   * <code>string job_id = 5;</code>
+   * @return The bytes for jobId.
+   */
+  com.google.protobuf.ByteString
+      getJobIdBytes();
 }
