@@ -1,4 +1,4 @@
-"""Resource names (`teams/{team}/jobs/{job}[/runs/{run}]`) to ids, with field-named errors."""
+"""Resource names (`teams/{team}[/jobs/{job}[/runs/{run}]]`) to ids, with field-named errors."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ import re
 import uuid
 
 from duetime_core.errors import InvalidArgument, NotFound
+from duetime_core.teams import team_id_problem
 
+_TEAM = re.compile(r"^teams/([^/]+)$")
 _JOB = re.compile(r"^teams/([^/]+)/jobs/([^/]+)$")
 _RUN = re.compile(r"^teams/([^/]+)/jobs/([^/]+)/runs/([^/]+)$")
 
@@ -22,6 +24,30 @@ def _team_matches(name_team: str, team_id: str) -> None:
     # Another team's job is NOT_FOUND, exactly like a missing one: never a hint that it exists.
     if name_team != team_id:
         raise NotFound("job not found", reason="JOB_NOT_FOUND")
+
+
+def parse_team_name(name: str, field: str = "name") -> str:
+    match = _TEAM.match(name)
+    if match is None or team_id_problem(match[1]) is not None:
+        raise InvalidArgument.field(field, "must be teams/{team_id}")
+    return match[1]
+
+
+def check_own_team(name: str, team_id: str, field: str) -> None:
+    """An optional `teams/{team}` in a team's request (a parent): empty or the caller's own.
+    Another team is NOT_FOUND, like another team's job."""
+    if name and parse_team_name(name, field) != team_id:
+        raise NotFound("team not found", reason="TEAM_NOT_FOUND")
+
+
+def resolve_job(team_id: str, name: str, job_id: str, name_field: str = "name") -> uuid.UUID:
+    """The job a request names: by its name, or by ``job_id`` alone in the caller's team (as
+    the HTTP short forms such as `/v1/jobs/{job_id}` bind it); exactly one of the two."""
+    if name and job_id:
+        raise InvalidArgument.field("job_id", f"set either {name_field} or job_id, not both")
+    if job_id:
+        return _uuid(job_id, "job_id", "job")
+    return parse_job_name(name, team_id, field=name_field)
 
 
 def parse_job_name(name: str, team_id: str, field: str = "name") -> uuid.UUID:
