@@ -1,0 +1,108 @@
+"""The gateway as a process on its own (no api behind it, or one it cannot reach): Envoy's own
+errors are JSON statuses for HTTP callers and gRPC statuses for gRPC-web ones, it serves renewed
+certificate files to new connections, it stops cleanly on SIGTERM, and Envoy failing to start
+fails the gateway with a clear line."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import struct
+import sys
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from tests.support.gateway import running_gateway
+from tests.support.polling import eventually
+from tests.support.tls import Certs, certificate_in, certificate_served, make_certs
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def closed_port() -> int:
+    """A port of 127.0.0.1 nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_an_unreachable_api_is_unavailable_in_each_callers_terms(tmp_path: Path) -> None:
+    certs = await make_certs(tmp_path / "certs")
+    api = f"127.0.0.1:{closed_port()}"
+    async with (
+        running_gateway(api, certs.env()) as gateway,
+        aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(ssl=certs.client().ssl_context())
+        ) as http,
+    ):
+        base = f"https://{gateway.address}"
+        async with http.get(f"{base}/healthz") as health:
+            assert health.status == 200
+        async with http.get(f"{base}/v1/jobs/some-job") as response:
+            assert response.status == 503
+            assert response.content_type == "application/json"
+            status = await response.json()
+        assert status["code"] == 14  # UNAVAILABLE
+        assert "upstream connect error" in status["message"]
+        async with http.post(
+            f"{base}/duetime.jobs.v1.JobService/GetJob",
+            data=struct.pack(">BI", 0, 0),
+            headers={"Content-Type": "application/grpc-web+proto"},
+        ) as web:
+            assert web.headers["grpc-status"] == "14"
+            assert web.headers["grpc-message"].startswith("upstream connect error")
+    assert gateway.process.returncode == 0, "\n".join(gateway.output)
+
+
+async def test_the_gateway_serves_renewed_certificate_files(tmp_path: Path) -> None:
+    certs = await make_certs(tmp_path / "certs")
+    files = tmp_path / "served"
+    files.mkdir()
+    for name in ("cert.pem", "key.pem"):
+        shutil.copy(certs.directory / name, files / name)
+    served = {**certs.env(), **Certs(files).env(), "DUETIME_TLS_CA_FILE": certs.ca}
+    async with running_gateway(f"127.0.0.1:{closed_port()}", served) as gateway:
+        assert await certificate_served(gateway.port, certs.ca) == certificate_in(
+            files / "cert.pem"
+        )
+        # A renewal lands as deployments write it: each file moved into place.
+        await make_certs(certs.directory, renew=True)
+        for name in ("key.pem", "cert.pem"):
+            shutil.copy(certs.directory / name, files / f"{name}.new")
+            os.replace(files / f"{name}.new", files / name)
+        renewed = certificate_in(files / "cert.pem")
+
+        async def serves_renewal() -> bool:
+            return await certificate_served(gateway.port, certs.ca) == renewed
+
+        await eventually(serves_renewal, 10, "the renewed certificate is served")
+
+
+async def test_envoy_failing_to_start_fails_the_gateway(tmp_path: Path) -> None:
+    certs = await make_certs(tmp_path / "certs")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "duetime_gateway",
+            env={
+                **os.environ,
+                **certs.env(),
+                "DUETIME_GATEWAY_ADDRESS": address,
+                "DUETIME_API_TARGET": f"127.0.0.1:{closed_port()}",
+            },
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        output, _ = await asyncio.wait_for(process.communicate(), 30)
+    text = output.decode(errors="replace")
+    assert process.returncode == 1, text
+    assert "envoy exited with code 1" in text
+    assert "DUETIME_GATEWAY_PORT" not in text
