@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
 import shutil
 import socket
 import struct
@@ -16,7 +17,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.support.gateway import running_gateway
+from tests.support.gateway import OPENAPI_FILE, running_gateway
 from tests.support.polling import eventually
 from tests.support.tls import Certs, certificate_in, certificate_served, make_certs
 
@@ -33,8 +34,9 @@ def closed_port() -> int:
 async def test_an_unreachable_api_is_unavailable_in_each_callers_terms(tmp_path: Path) -> None:
     certs = await make_certs(tmp_path / "certs")
     api = f"127.0.0.1:{closed_port()}"
+    metrics = f"127.0.0.1:{closed_port()}"
     async with (
-        running_gateway(api, certs.env()) as gateway,
+        running_gateway(api, {**certs.env(), "DUETIME_METRICS_ADDRESS": metrics}) as gateway,
         aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(ssl=certs.client().ssl_context())
         ) as http,
@@ -55,6 +57,10 @@ async def test_an_unreachable_api_is_unavailable_in_each_callers_terms(tmp_path:
         ) as web:
             assert web.headers["grpc-status"] == "14"
             assert web.headers["grpc-message"].startswith("upstream connect error")
+        # Envoy's statistics for Prometheus, plain HTTP like every service's metrics.
+        async with http.get(f"http://{metrics}/metrics") as scraped:
+            text = await scraped.text()
+        assert 'envoy_http_downstream_rq_xx{envoy_response_code_class="5"' in text
     assert gateway.process.returncode == 0, "\n".join(gateway.output)
 
 
@@ -106,3 +112,30 @@ async def test_envoy_failing_to_start_fails_the_gateway(tmp_path: Path) -> None:
     assert process.returncode == 1, text
     assert "envoy exited with code 1" in text
     assert "DUETIME_GATEWAY_PORT" not in text
+
+
+async def test_a_rendered_configuration_is_one_envoy_accepts(tmp_path: Path) -> None:
+    certs = await make_certs(tmp_path / "certs")
+    env = {**os.environ, **certs.env(), "DUETIME_METRICS_ADDRESS": "127.0.0.1:9464"}
+    rendered = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "duetime_gateway",
+        "render",
+        str(tmp_path / "run"),
+        env={**env, "DUETIME_GATEWAY_OPENAPI_FILE": str(OPENAPI_FILE)},
+        stdout=asyncio.subprocess.PIPE,
+    )
+    command, _ = await rendered.communicate()
+    assert rendered.returncode == 0
+    # The printed command, in Envoy's mode that checks a configuration without serving it.
+    check = await asyncio.create_subprocess_exec(
+        *shlex.split(command.decode()),
+        "--mode",
+        "validate",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    output, _ = await check.communicate()
+    assert check.returncode == 0, output.decode()
+    assert output.decode().rstrip().endswith(f"configuration '{tmp_path}/run/envoy.json' OK")

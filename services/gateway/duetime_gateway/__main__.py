@@ -23,6 +23,7 @@ from duetime_gateway.config import Settings
 from duetime_gateway.descriptors import descriptor_set
 from duetime_gateway.envoy import RunFiles, write_config
 from duetime_gateway.proxy import Envoy, EnvoyExited, envoy_binary
+from duetime_infra.config import ConfigError
 from duetime_infra.logs import configure_logging
 from duetime_infra.startup import announce_serving, run_service
 from duetime_infra.tls import warn_plaintext
@@ -73,7 +74,10 @@ async def _run(proxy: Envoy, settings: Settings) -> None:
 def main() -> None:
     configure_logging()
     if sys.argv[1:2] == ["render"] and len(sys.argv) == 3:
-        files = render(Settings.from_env(), Path(sys.argv[2]))
+        try:
+            files = render(Settings.from_env(), Path(sys.argv[2]))
+        except ConfigError as error:
+            sys.exit(f"duetime_gateway: {error}")
         print(shlex.join([envoy_binary(), "--config-path", str(files.config)]))
         return
     if sys.argv[1:]:

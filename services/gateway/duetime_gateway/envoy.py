@@ -150,7 +150,11 @@ def _local_replies() -> Json:
                     }
                 },
                 # A transcoded call (its content-type is gRPC's by now) keeps its HTTP path here.
-                {"header_filter": {"header": {"name": "x-envoy-original-path", "present_match": True}}},
+                {
+                    "header_filter": {
+                        "header": {"name": "x-envoy-original-path", "present_match": True}
+                    }
+                },
             ]
         }
     }
