@@ -34,9 +34,8 @@ def closed_port() -> int:
 async def test_an_unreachable_api_is_unavailable_in_each_callers_terms(tmp_path: Path) -> None:
     certs = await make_certs(tmp_path / "certs")
     api = f"127.0.0.1:{closed_port()}"
-    metrics = f"127.0.0.1:{closed_port()}"
     async with (
-        running_gateway(api, {**certs.env(), "DUETIME_METRICS_ADDRESS": metrics}) as gateway,
+        running_gateway(api, {**certs.env(), "DUETIME_METRICS_ADDRESS": "127.0.0.1:0"}) as gateway,
         aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(ssl=certs.client().ssl_context())
         ) as http,
@@ -58,7 +57,8 @@ async def test_an_unreachable_api_is_unavailable_in_each_callers_terms(tmp_path:
             assert web.headers["grpc-status"] == "14"
             assert web.headers["grpc-message"].startswith("upstream connect error")
         # Envoy's statistics for Prometheus, plain HTTP like every service's metrics.
-        async with http.get(f"http://{metrics}/metrics") as scraped:
+        metrics = next(line for line in gateway.output if line.startswith("DUETIME_METRICS_PORT="))
+        async with http.get(f"http://127.0.0.1:{metrics.partition('=')[2]}/metrics") as scraped:
             text = await scraped.text()
         assert 'envoy_http_downstream_rq_xx{envoy_response_code_class="5"' in text
     assert gateway.process.returncode == 0, "\n".join(gateway.output)

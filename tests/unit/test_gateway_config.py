@@ -56,6 +56,18 @@ def test_tls_on_both_sides_with_the_api_name_checked(certs: Certs) -> None:
     assert validation["match_typed_subject_alt_names"] == [
         {"san_type": "DNS", "matcher": {"exact": "duetime-api"}}
     ]
+    # A headless Service's name reaches every pod; their certificate names the api's Service.
+    pods = config(
+        {
+            **certs.env(),
+            "DUETIME_API_TARGET": "duetime-api-pods:50051",
+            "DUETIME_API_SERVER_NAME": "duetime-api",
+        }
+    )
+    api = next(c for c in pods["static_resources"]["clusters"] if c["name"] == "api")
+    endpoint = api["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]
+    assert endpoint["address"]["socket_address"]["address"] == "duetime-api-pods"
+    assert api["transport_socket"]["typed_config"]["sni"] == "duetime-api"
     by_address = config({**certs.env(), "DUETIME_API_TARGET": "127.0.0.1:50051"})
     api = next(c for c in by_address["static_resources"]["clusters"] if c["name"] == "api")
     upstream = api["transport_socket"]["typed_config"]

@@ -26,6 +26,7 @@ from duetime_gateway.proxy import Envoy, EnvoyExited, envoy_binary
 from duetime_infra.config import ConfigError
 from duetime_infra.logs import configure_logging
 from duetime_infra.startup import announce_serving, run_service
+from duetime_infra.telemetry.metrics import PORT_MARKER as METRICS_PORT_MARKER
 from duetime_infra.tls import warn_plaintext
 
 log = logging.getLogger("duetime_gateway")
@@ -59,6 +60,9 @@ async def _run(proxy: Envoy, settings: Settings) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stopping.set)
     port = await proxy.ready(START_TIMEOUT)
+    if settings.metrics_address:
+        # As every service does: a launcher that asked for port 0 learns the real one.
+        print(f"{METRICS_PORT_MARKER}={await proxy.listener_port('metrics')}", flush=True)
     announce_serving(log, "gateway", "DUETIME_GATEWAY_PORT", port, api=settings.api_target)
     stop = asyncio.create_task(stopping.wait())
     exited = asyncio.create_task(proxy.process.wait())

@@ -23,6 +23,9 @@ class Settings:
     listen_address: str
     # host:port of the api (a name resolves to every address it has, balanced per request).
     api_target: str
+    # The name the api's certificate must carry (and the TLS server name sent): the target's
+    # host unless set, e.g. a headless Service's name, whose pods serve the api Service's name.
+    api_server_name: str
     # host:port of the Prometheus scrape endpoint (Envoy's statistics); "": none.
     metrics_address: str
     # The OpenAPI document served at /v1/openapi.yaml (gen/openapi); "": not served.
@@ -35,9 +38,12 @@ class Settings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         env = EnvReader(environ)
+        api_target = env.address("DUETIME_API_TARGET", "127.0.0.1:50051")
         settings = cls(
             listen_address=env.address("DUETIME_GATEWAY_ADDRESS", "127.0.0.1:8443"),
-            api_target=env.address("DUETIME_API_TARGET", "127.0.0.1:50051"),
+            api_target=api_target,
+            api_server_name=env.text("DUETIME_API_SERVER_NAME", "").strip()
+            or api_target.rpartition(":")[0].strip("[]"),
             metrics_address=env.optional_address("DUETIME_METRICS_ADDRESS"),
             openapi_file=readable_file(env, OPENAPI_FILE),
             concurrency=env.integer("DUETIME_GATEWAY_CONCURRENCY", 2, low=1, high=64),

@@ -286,7 +286,6 @@ def _downstream_tls(files: RunFiles) -> Json:
 
 
 def _api_cluster(settings: Settings) -> Json:
-    host = settings.api_target.rpartition(":")[0].strip("[]")
     cluster: Json = {
         "name": "api",
         # Every address of the name, re-resolved: a headless Service's pods, each balanced.
@@ -320,16 +319,16 @@ def _api_cluster(settings: Settings) -> Json:
     }
     client = settings.tls.client(Link.GRPC)
     if client is not None:
-        cluster["transport_socket"] = _upstream_tls(host, client)
+        cluster["transport_socket"] = _upstream_tls(settings.api_server_name, client)
     return cluster
 
 
-def _upstream_tls(host: str, client: ClientTls) -> Json:
+def _upstream_tls(name: str, client: ClientTls) -> Json:
     try:
-        ipaddress.ip_address(host)
+        ipaddress.ip_address(name)
         san, sni = "IP_ADDRESS", {}
     except ValueError:
-        san, sni = "DNS", {"sni": host}
+        san, sni = "DNS", {"sni": name}
     return {
         "name": "envoy.transport_sockets.tls",
         "typed_config": {
@@ -341,7 +340,7 @@ def _upstream_tls(host: str, client: ClientTls) -> Json:
                 "validation_context": {
                     "trusted_ca": {"filename": client.ca_file},
                     "match_typed_subject_alt_names": [
-                        {"san_type": san, "matcher": {"exact": host}}
+                        {"san_type": san, "matcher": {"exact": name}}
                     ],
                 },
             },

@@ -127,9 +127,9 @@ class Envoy:
                 raise EnvoyExited(f"envoy exited with code {self.process.returncode}")
             if time.monotonic() > deadline:
                 raise EnvoyExited(f"envoy was not ready within {within:.0f} s")
-        return await self._listener_port("gateway")
+        return await self.listener_port("gateway")
 
-    async def _listener_port(self, name: str) -> int:
+    async def listener_port(self, name: str) -> int:
         _, body = await self.admin("GET", "/listeners?format=json")
         for listener in json.loads(body)["listener_statuses"]:
             if listener["name"] == name:
