@@ -5,6 +5,7 @@ module duetime.dev/gen/go
 go 1.26.0
 
 require (
+	google.golang.org/genproto/googleapis/api v0.0.0-20260817212433-ac3dfec99bb1
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
 )

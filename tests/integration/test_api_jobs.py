@@ -493,3 +493,71 @@ async def test_reapplying_a_delay_or_a_cron_keeps_the_next_run(api: ApiClient) -
         assert not answer.schedule_changed
         assert answer.job.next_run_time == created.next_run_time
         assert answer.job.schedule == created.schedule
+
+
+async def test_a_parent_names_the_callers_own_team_only(api: ApiClient) -> None:
+    mine = f"teams/{api.team}"
+    created = (
+        await api.stub.CreateJob(
+            svc.CreateJobRequest(parent=mine, job=cron_job()), metadata=api.auth()
+        )
+    ).job
+    listed = (await api.stub.ListJobs(svc.ListJobsRequest(parent=mine), metadata=api.auth())).jobs
+    assert [job.name for job in listed] == [created.name]
+    other = f"teams/{api.other_team}"
+    for call in (
+        api.stub.CreateJob(svc.CreateJobRequest(parent=other, job=cron_job()), metadata=api.auth()),
+        api.stub.ListJobs(svc.ListJobsRequest(parent=other), metadata=api.auth()),
+    ):
+        hidden = await failure(call)
+        assert (hidden.code, hidden.reason) == (grpc.StatusCode.NOT_FOUND, "TEAM_NOT_FOUND")
+    for call in (
+        api.stub.CreateJob(
+            svc.CreateJobRequest(parent="team-a", job=cron_job()), metadata=api.auth()
+        ),
+        api.stub.ListJobs(svc.ListJobsRequest(parent="teams/a/jobs"), metadata=api.auth()),
+    ):
+        bad = await failure(call)
+        assert bad.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert bad.fields == {"parent": "must be teams/{team_id}"}
+    # Nothing was created in either team by the refused calls.
+    assert await count(api.dsn, "jobs") == 1
+
+
+async def test_a_job_id_alone_names_a_job_of_the_callers_team(api: ApiClient) -> None:
+    job = (await api.stub.CreateJob(svc.CreateJobRequest(job=cron_job()), metadata=api.auth())).job
+    by_id = svc.GetJobRequest(job_id=job.job_id)
+    assert (await api.stub.GetJob(by_id, metadata=api.auth())).job == job
+    paused = await api.stub.PauseJob(svc.PauseJobRequest(job_id=job.job_id), metadata=api.auth())
+    assert paused.job.state == job_pb2.JOB_STATE_PAUSED
+    resumed = await api.stub.ResumeJob(
+        svc.ResumeJobRequest(job_id=job.job_id, etag=paused.job.etag), metadata=api.auth()
+    )
+    assert resumed.job.state == job_pb2.JOB_STATE_ACTIVE
+    runs = await api.stub.ListRuns(svc.ListRunsRequest(job_id=job.job_id), metadata=api.auth())
+    assert list(runs.runs) == []
+    # Another team's token finds no job of that id in its own team.
+    hidden = await failure(api.stub.GetJob(by_id, metadata=api.auth(api.other_token)))
+    assert (hidden.code, hidden.reason) == (grpc.StatusCode.NOT_FOUND, "JOB_NOT_FOUND")
+
+    both = await failure(
+        api.stub.GetJob(svc.GetJobRequest(name=job.name, job_id=job.job_id), metadata=api.auth())
+    )
+    assert both.fields == {"job_id": "set either name or job_id, not both"}
+    both = await failure(
+        api.stub.ListRuns(
+            svc.ListRunsRequest(parent=job.name, job_id=job.job_id), metadata=api.auth()
+        )
+    )
+    assert both.fields == {"job_id": "set either parent or job_id, not both"}
+    not_uuid = await failure(
+        api.stub.DeleteJob(svc.DeleteJobRequest(job_id="nightly"), metadata=api.auth())
+    )
+    assert not_uuid.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert not_uuid.fields == {"job_id": "job id 'nightly' is not a UUID"}
+    neither = await failure(api.stub.DeleteJob(svc.DeleteJobRequest(), metadata=api.auth()))
+    assert set(neither.fields) == {"name"}
+
+    await api.stub.DeleteJob(svc.DeleteJobRequest(job_id=job.job_id), metadata=api.auth())
+    gone = await failure(api.stub.GetJob(by_id, metadata=api.auth()))
+    assert (gone.code, gone.reason) == (grpc.StatusCode.NOT_FOUND, "JOB_NOT_FOUND")

@@ -5,11 +5,8 @@ while refusing callers without one."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
 import shutil
-import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +22,7 @@ from duetime_infra.grpc.server import GrpcServer
 from duetime_infra.grpc.tls import channel_credentials, server_credentials
 from duetime_infra.tls import ClientTls
 from tests.support.api import failure
-from tests.support.tls import Certs, make_certs
+from tests.support.tls import Certs, certificate_in, certificate_served, make_certs
 from tests.support.worker_api import WorkerClient, running_worker_api
 
 pytestmark = pytest.mark.timeout(60)
@@ -45,25 +42,6 @@ async def served(tmp_path: Path) -> AsyncIterator[tuple[Certs, Path, GrpcServer]
         yield certs, files, server
     finally:
         await server.stop(0)
-
-
-async def certificate_served(port: int, ca: str) -> bytes:
-    """The certificate (DER) a fresh TLS handshake gets, verified with ``ca``."""
-    context = ssl.create_default_context(cafile=ca)
-    context.set_alpn_protocols(["h2"])
-    _, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context)
-    try:
-        der: bytes = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
-        return der
-    finally:
-        writer.close()
-        # The server's HTTP/2 preface may follow our close_notify: not this test's business.
-        with contextlib.suppress(ssl.SSLError, OSError):
-            await writer.wait_closed()
-
-
-def certificate_in(path: Path) -> bytes:
-    return ssl.PEM_cert_to_DER_cert(path.read_text())
 
 
 def health_stub(channel: aio.Channel) -> Any:

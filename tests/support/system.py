@@ -29,6 +29,7 @@ from duetime_infra.admin import create_team, create_worker_token
 from duetime_infra.kafka.groups import group_to_end
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
 from tests.support.fleet import new_prefix, scheduler_env
+from tests.support.gateway import running_gateway
 from tests.support.kafka import shared_bootstrap
 from tests.support.processes import Service, service
 from tests.support.tls import service_channel, service_client_tls, with_stack_tls
@@ -140,6 +141,8 @@ class System:
     # Every worker's settings before its own (TLS, the test's common ones).
     common_env: Mapping[str, str] = field(default_factory=dict)
     workers: dict[str, Service] = field(default_factory=dict)
+    # The HTTP/JSON gateway in front of the api, when asked for (``gateway=True``).
+    gateway: Service | None = None
     _stack: AsyncExitStack = field(default_factory=AsyncExitStack)
 
     def worker_env(self, worker_id: str, extra: Mapping[str, str] = {}) -> dict[str, str]:
@@ -177,8 +180,10 @@ async def running_system(
     scheduler_extra: Mapping[str, str] = {},
     relay_extra: Mapping[str, str] = {},
     worker_extra: Mapping[str, str] = {},
+    gateway: bool = False,
 ) -> AsyncIterator[System]:
-    """The four services as processes; workers are named ``w1``, ``w2``, …"""
+    """The four services as processes, and the gateway in front of the api with ``gateway``;
+    workers are named ``w1``, ``w2``, …"""
     conn = await asyncpg.connect(db_dsn)
     try:
         team_token = await create_team(conn, TEAM, notification_url)
@@ -225,6 +230,10 @@ async def running_system(
         system = System(
             db_dsn, api, api_service, scheduler, relay, team_token, worker_token, group, mtls, base
         )
+        if gateway:
+            system.gateway = await stack.enter_async_context(
+                running_gateway(api_service.address, with_stack_tls(base))
+            )
         # Workers stop first (their own stack), while the scheduler still answers them.
         async with system._stack:
             for n in range(1, workers + 1):

@@ -1,11 +1,14 @@
 """TLS for tests: throwaway certificates (``scripts/certs``, as the stack makes them), gRPC
-channels that reach the services the way a worker does (from the same settings), and the
-service settings that put every connection on TLS where the stack serves it."""
+channels that reach the services the way a worker does (from the same settings), the service
+settings that put every connection on TLS where the stack serves it, and the certificate a
+server hands a new connection."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,3 +141,22 @@ def with_stack_tls(env: Mapping[str, str]) -> dict[str, str]:
             plaintext.add(link)
     result["DUETIME_PLAINTEXT"] = ",".join(sorted(plaintext))
     return result
+
+
+async def certificate_served(port: int, ca: str) -> bytes:
+    """The certificate (DER) a fresh TLS handshake gets, verified with ``ca``."""
+    context = ssl.create_default_context(cafile=ca)
+    context.set_alpn_protocols(["h2"])
+    _, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context)
+    try:
+        der: bytes = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+        return der
+    finally:
+        writer.close()
+        # The server's HTTP/2 preface may follow our close_notify: not this test's business.
+        with contextlib.suppress(ssl.SSLError, OSError):
+            await writer.wait_closed()
+
+
+def certificate_in(path: Path) -> bytes:
+    return ssl.PEM_cert_to_DER_cert(path.read_text())

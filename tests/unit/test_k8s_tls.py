@@ -2,7 +2,8 @@
 "Certificates"): each workload mounts its certificate Secret where the ConfigMap's
 DUETIME_TLS_* paths point, readable by the image's user; the schedulers require the client
 certificates the workers mount; and the ports that serve TLS are probed by the image's
-duetime-health, since the kubelet's gRPC probe speaks no TLS. (tests/e2e/test_kube_demo.py
+duetime-health, since the kubelet's gRPC probe speaks no TLS, and the gateway's HTTPS port by
+the kubelet's HTTPS probe. (tests/e2e/test_kube_demo.py
 runs the manifests.)"""
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def env(container: dict[str, Any]) -> dict[str, str]:
 def test_every_pod_mounts_its_certificates_where_the_settings_point() -> None:
     paths = [PurePosixPath(config()[name]) for name in TLS_FILES]
     (directory,) = {path.parent for path in paths}
-    assert len(pods()) == 5
+    assert len(pods()) == 6
     for name, pod in pods().items():
         (volume,) = [v for v in pod["volumes"] if "secret" in v]
         secret = volume["secret"]
@@ -92,3 +93,23 @@ def test_tls_ports_are_probed_over_tls(service: str) -> None:
     assert probes[0]["tcpSocket"]["port"] == port
     for probe in probes[1:]:
         assert probe["exec"]["command"] == [installed[1], str(port)]
+
+
+def test_the_gateway_is_probed_over_https_and_verifies_the_api_by_its_name() -> None:
+    (container,) = pods()["duetime-gateway"]["containers"]
+    port = int(env(container)["DUETIME_GATEWAY_ADDRESS"].rpartition(":")[2])
+    for kind in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert container[kind]["httpGet"] == {"path": "/healthz", "port": port, "scheme": "HTTPS"}
+    # It reaches the api pods through a headless Service, and checks their certificate for the
+    # name the api's Service has (the one the certificate carries).
+    target = env(container)["DUETIME_API_TARGET"].rpartition(":")[0]
+    services = {d["metadata"]["name"]: d for d in documents() if d["kind"] == "Service"}
+    assert services[target]["spec"]["clusterIP"] == "None"
+    assert services[target]["spec"]["selector"] == services["duetime-api"]["spec"]["selector"]
+    assert env(container)["DUETIME_API_SERVER_NAME"] == "duetime-api"
+    # The OpenAPI document it serves is where the image puts it.
+    copied = re.search(r"^COPY gen/openapi (\S+)$", CONTAINERFILE.read_text(), re.M)
+    assert copied is not None
+    served = PurePosixPath(env(container)["DUETIME_GATEWAY_OPENAPI_FILE"])
+    assert served.parent == PurePosixPath(copied[1])
+    assert (REPO / "gen" / "openapi" / served.name).is_file()

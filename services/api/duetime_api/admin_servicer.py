@@ -12,6 +12,7 @@ from grpc import aio
 
 from duetime.admin.v1 import admin_service_pb2 as pb
 from duetime.admin.v1 import admin_service_pb2_grpc
+from duetime_api.names import parse_team_name
 from duetime_api.pagination import make_key_token, make_token, read_key_page, read_page
 from duetime_core.errors import InvalidArgument
 from duetime_core.identity import Role
@@ -31,17 +32,9 @@ from duetime_infra.pg import team_store
 Context = aio.ServicerContext[Any, Any]
 Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
 
-_TEAM = re.compile(r"^teams/([^/]+)$")
 _TOKEN = re.compile(r"^tokens/([^/]+)$")
 _TEAM_FIELDS = ("display_name", "notification_url")
 MAX_URL = 2048
-
-
-def _team_id(name: str, field: str = "name") -> str:
-    match = _TEAM.match(name)
-    if match is None or team_id_problem(match[1]) is not None:
-        raise InvalidArgument.field(field, "must be teams/{team_id}")
-    return match[1]
 
 
 def _check_url(v: Violations, field: str, url: str) -> None:
@@ -85,7 +78,7 @@ class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
         return pb.CreateTeamResponse(team=encode_team(record))
 
     async def GetTeam(self, request: pb.GetTeamRequest, context: Context) -> pb.GetTeamResponse:
-        record = await team_store.get_team(self._pool, _team_id(request.name))
+        record = await team_store.get_team(self._pool, parse_team_name(request.name))
         return pb.GetTeamResponse(team=encode_team(record))
 
     async def ListTeams(
@@ -99,7 +92,7 @@ class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
     async def UpdateTeam(
         self, request: pb.UpdateTeamRequest, context: Context
     ) -> pb.UpdateTeamResponse:
-        team_id = _team_id(request.team.name, "team.name")
+        team_id = parse_team_name(request.team.name, "team.name")
         paths = list(request.update_mask.paths)
         v = Violations()
         if not paths or any(p not in _TEAM_FIELDS for p in paths):
@@ -123,7 +116,7 @@ class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
     async def UpdateTeamQuota(
         self, request: pb.UpdateTeamQuotaRequest, context: Context
     ) -> pb.UpdateTeamQuotaResponse:
-        team_id = _team_id(request.name)
+        team_id = parse_team_name(request.name)
         v = Violations()
         change = read_overrides(request.quota, list(request.update_mask.paths), v)
         v.raise_if_any()

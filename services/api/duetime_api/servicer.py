@@ -10,9 +10,16 @@ from duetime.jobs.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, run_
 from duetime_api.batches import Batches, encode_outcomes
 from duetime_api.jobs import JobOperations
 from duetime_api.lists import Lists, activity_count
-from duetime_api.names import parse_job_name, parse_job_parent, parse_run_name, team_of_parent
+from duetime_api.names import (
+    check_own_team,
+    parse_job_name,
+    parse_job_parent,
+    parse_run_name,
+    resolve_job,
+    resolve_parent,
+)
 from duetime_api.pagination import make_token, read_page
-from duetime_core.errors import InvalidArgument, NotFound
+from duetime_core.errors import InvalidArgument
 from duetime_core.jobspec import JobState
 from duetime_core.preview import preview
 from duetime_core.records import RunState
@@ -53,22 +60,26 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
     async def CreateJob(
         self, request: job_service_pb2.CreateJobRequest, context: Context
     ) -> job_service_pb2.CreateJobResponse:
+        team = current_team()
+        check_own_team(request.parent, team, "parent")
         if not request.HasField("job"):
             raise InvalidArgument.field("job", "required")
-        record = await self._jobs.create(current_team(), request.job, request.request_id)
+        record = await self._jobs.create(team, request.job, request.request_id)
         return job_service_pb2.CreateJobResponse(job=encode_job(record))
 
     async def GetJob(
         self, request: job_service_pb2.GetJobRequest, context: Context
     ) -> job_service_pb2.GetJobResponse:
         team = current_team()
-        record = await self._jobs.store.get_job(team, parse_job_name(request.name, team))
+        job_id = resolve_job(team, request.name, request.job_id)
+        record = await self._jobs.store.get_job(team, job_id)
         return job_service_pb2.GetJobResponse(job=encode_job(record))
 
     async def ListJobs(
         self, request: job_service_pb2.ListJobsRequest, context: Context
     ) -> job_service_pb2.ListJobsResponse:
         team = current_team()
+        check_own_team(request.parent, team, "parent")
         state = _job_state(request.state, "state")
         recent = activity_count(request.recent_runs, "recent_runs")
         upcoming = activity_count(request.upcoming_runs, "upcoming_runs")
@@ -109,21 +120,24 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
         self, request: job_service_pb2.DeleteJobRequest, context: Context
     ) -> job_service_pb2.DeleteJobResponse:
         team = current_team()
-        await self._jobs.delete(team, parse_job_name(request.name, team), request.etag)
+        job_id = resolve_job(team, request.name, request.job_id)
+        await self._jobs.delete(team, job_id, request.etag)
         return job_service_pb2.DeleteJobResponse()
 
     async def PauseJob(
         self, request: job_service_pb2.PauseJobRequest, context: Context
     ) -> job_service_pb2.PauseJobResponse:
         team = current_team()
-        record = await self._jobs.pause(team, parse_job_name(request.name, team), request.etag)
+        job_id = resolve_job(team, request.name, request.job_id)
+        record = await self._jobs.pause(team, job_id, request.etag)
         return job_service_pb2.PauseJobResponse(job=encode_job(record))
 
     async def ResumeJob(
         self, request: job_service_pb2.ResumeJobRequest, context: Context
     ) -> job_service_pb2.ResumeJobResponse:
         team = current_team()
-        record = await self._jobs.resume(team, parse_job_name(request.name, team), request.etag)
+        job_id = resolve_job(team, request.name, request.job_id)
+        record = await self._jobs.resume(team, job_id, request.etag)
         return job_service_pb2.ResumeJobResponse(job=encode_job(record))
 
     async def TriggerJob(
@@ -137,7 +151,7 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
         self, request: job_service_pb2.ListRunsRequest, context: Context
     ) -> job_service_pb2.ListRunsResponse:
         team = current_team()
-        job_id = parse_job_parent(request.parent, team, field="parent")
+        job_id = resolve_parent(team, request.parent, request.job_id)
         state = _run_state(request.state, "state")
         scope = f"runs/{team}/{job_id}/{state}/{request.filter}"
         page = read_page(scope, request.page_size, request.page_token)
@@ -199,9 +213,7 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
         self, request: job_service_pb2.GetTeamQuotaRequest, context: Context
     ) -> job_service_pb2.GetTeamQuotaResponse:
         team = current_team()
-        if request.name and request.name != team_name(team):
-            # Another team's quota is not found, like another team's job.
-            raise NotFound("team not found", reason="TEAM_NOT_FOUND")
+        check_own_team(request.name, team, "name")
         state, now = await self._jobs.store.team_quota(team)
         return job_service_pb2.GetTeamQuotaResponse(
             name=team_name(team), quota=encode_quota(state.quota), usage=encode_usage(state, now)
@@ -210,7 +222,8 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
     async def BatchPauseJobs(
         self, request: job_service_pb2.BatchPauseJobsRequest, context: Context
     ) -> job_service_pb2.BatchPauseJobsResponse:
-        team = team_of_parent(request.parent)
+        team = current_team()
+        check_own_team(request.parent, team, "parent")
         batch = await self._batches.pause(
             team, request.names, request.filter, request.validate_only
         )
@@ -221,7 +234,8 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
     async def BatchResumeJobs(
         self, request: job_service_pb2.BatchResumeJobsRequest, context: Context
     ) -> job_service_pb2.BatchResumeJobsResponse:
-        team = team_of_parent(request.parent)
+        team = current_team()
+        check_own_team(request.parent, team, "parent")
         batch = await self._batches.resume(
             team, request.names, request.filter, request.validate_only
         )

@@ -8,6 +8,7 @@ package adminv1
 
 import (
 	v1 "duetime.dev/gen/go/duetime/jobs/v1"
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	fieldmaskpb "google.golang.org/protobuf/types/known/fieldmaskpb"
@@ -1401,7 +1402,7 @@ var File_duetime_admin_v1_admin_service_proto protoreflect.FileDescriptor
 
 const file_duetime_admin_v1_admin_service_proto_rawDesc = "" +
 	"\n" +
-	"$duetime/admin/v1/admin_service.proto\x12\x10duetime.admin.v1\x1a\x19duetime/jobs/v1/job.proto\x1a\x1bduetime/jobs/v1/quota.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xed\x02\n" +
+	"$duetime/admin/v1/admin_service.proto\x12\x10duetime.admin.v1\x1a\x19duetime/jobs/v1/job.proto\x1a\x1bduetime/jobs/v1/quota.proto\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xed\x02\n" +
 	"\x04Team\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x17\n" +
 	"\ateam_id\x18\x02 \x01(\tR\x06teamId\x12!\n" +
@@ -1496,21 +1497,22 @@ const file_duetime_admin_v1_admin_service_proto_rawDesc = "" +
 	"\x16TOKEN_ROLE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fTOKEN_ROLE_TEAM\x10\x01\x12\x15\n" +
 	"\x11TOKEN_ROLE_WORKER\x10\x02\x12\x17\n" +
-	"\x13TOKEN_ROLE_OPERATOR\x10\x032\xbe\a\n" +
-	"\fAdminService\x12W\n" +
+	"\x13TOKEN_ROLE_OPERATOR\x10\x032\xaa\n" +
 	"\n" +
-	"CreateTeam\x12#.duetime.admin.v1.CreateTeamRequest\x1a$.duetime.admin.v1.CreateTeamResponse\x12N\n" +
-	"\aGetTeam\x12 .duetime.admin.v1.GetTeamRequest\x1a!.duetime.admin.v1.GetTeamResponse\x12T\n" +
-	"\tListTeams\x12\".duetime.admin.v1.ListTeamsRequest\x1a#.duetime.admin.v1.ListTeamsResponse\x12W\n" +
+	"\fAdminService\x12v\n" +
 	"\n" +
-	"UpdateTeam\x12#.duetime.admin.v1.UpdateTeamRequest\x1a$.duetime.admin.v1.UpdateTeamResponse\x12f\n" +
-	"\x0fUpdateTeamQuota\x12(.duetime.admin.v1.UpdateTeamQuotaRequest\x1a).duetime.admin.v1.UpdateTeamQuotaResponse\x12i\n" +
-	"\x10GetQuotaDefaults\x12).duetime.admin.v1.GetQuotaDefaultsRequest\x1a*.duetime.admin.v1.GetQuotaDefaultsResponse\x12r\n" +
-	"\x13UpdateQuotaDefaults\x12,.duetime.admin.v1.UpdateQuotaDefaultsRequest\x1a-.duetime.admin.v1.UpdateQuotaDefaultsResponse\x12Z\n" +
-	"\vCreateToken\x12$.duetime.admin.v1.CreateTokenRequest\x1a%.duetime.admin.v1.CreateTokenResponse\x12W\n" +
+	"CreateTeam\x12#.duetime.admin.v1.CreateTeamRequest\x1a$.duetime.admin.v1.CreateTeamResponse\"\x1d\x82\xd3\xe4\x93\x02\x17:\x04team\"\x0f/v1/admin/teams\x12p\n" +
+	"\aGetTeam\x12 .duetime.admin.v1.GetTeamRequest\x1a!.duetime.admin.v1.GetTeamResponse\" \x82\xd3\xe4\x93\x02\x1a\x12\x18/v1/admin/{name=teams/*}\x12m\n" +
+	"\tListTeams\x12\".duetime.admin.v1.ListTeamsRequest\x1a#.duetime.admin.v1.ListTeamsResponse\"\x17\x82\xd3\xe4\x93\x02\x11\x12\x0f/v1/admin/teams\x12\x84\x01\n" +
 	"\n" +
-	"ListTokens\x12#.duetime.admin.v1.ListTokensRequest\x1a$.duetime.admin.v1.ListTokensResponse\x12Z\n" +
-	"\vRevokeToken\x12$.duetime.admin.v1.RevokeTokenRequest\x1a%.duetime.admin.v1.RevokeTokenResponseBk\n" +
+	"UpdateTeam\x12#.duetime.admin.v1.UpdateTeamRequest\x1a$.duetime.admin.v1.UpdateTeamResponse\"+\x82\xd3\xe4\x93\x02%:\x04team2\x1d/v1/admin/{team.name=teams/*}\x12\x95\x01\n" +
+	"\x0fUpdateTeamQuota\x12(.duetime.admin.v1.UpdateTeamQuotaRequest\x1a).duetime.admin.v1.UpdateTeamQuotaResponse\"-\x82\xd3\xe4\x93\x02':\x05quota2\x1e/v1/admin/{name=teams/*}/quota\x12\x8a\x01\n" +
+	"\x10GetQuotaDefaults\x12).duetime.admin.v1.GetQuotaDefaultsRequest\x1a*.duetime.admin.v1.GetQuotaDefaultsResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\x12\x17/v1/admin/quotaDefaults\x12\x9a\x01\n" +
+	"\x13UpdateQuotaDefaults\x12,.duetime.admin.v1.UpdateQuotaDefaultsRequest\x1a-.duetime.admin.v1.UpdateQuotaDefaultsResponse\"&\x82\xd3\xe4\x93\x02 :\x05quota2\x17/v1/admin/quotaDefaults\x12{\n" +
+	"\vCreateToken\x12$.duetime.admin.v1.CreateTokenRequest\x1a%.duetime.admin.v1.CreateTokenResponse\"\x1f\x82\xd3\xe4\x93\x02\x19:\x05token\"\x10/v1/admin/tokens\x12q\n" +
+	"\n" +
+	"ListTokens\x12#.duetime.admin.v1.ListTokensRequest\x1a$.duetime.admin.v1.ListTokensResponse\"\x18\x82\xd3\xe4\x93\x02\x12\x12\x10/v1/admin/tokens\x12\x87\x01\n" +
+	"\vRevokeToken\x12$.duetime.admin.v1.RevokeTokenRequest\x1a%.duetime.admin.v1.RevokeTokenResponse\"+\x82\xd3\xe4\x93\x02%:\x01*\" /v1/admin/{name=tokens/*}:revokeBk\n" +
 	"\x14dev.duetime.admin.v1B\x11AdminServiceProtoP\x01Z+duetime.dev/gen/go/duetime/admin/v1;adminv1\xaa\x02\x10Duetime.Admin.V1b\x06proto3"
 
 var (

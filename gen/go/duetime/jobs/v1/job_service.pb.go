@@ -7,6 +7,7 @@
 package jobsv1
 
 import (
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	status "google.golang.org/genproto/googleapis/rpc/status"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -92,7 +93,10 @@ type CreateJobRequest struct {
 	// idempotent for 24 hours: a retry with the same id returns the job created the first time.
 	// Reusing an id for a different job fails with ALREADY_EXISTS (header and env values are
 	// not compared: Duetime keeps nothing of them but their sealed form).
-	RequestId     string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	RequestId string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+	// Another team is NOT_FOUND.
+	Parent        string `protobuf:"bytes,3,opt,name=parent,proto3" json:"parent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -137,6 +141,13 @@ func (x *CreateJobRequest) GetJob() *Job {
 func (x *CreateJobRequest) GetRequestId() string {
 	if x != nil {
 		return x.RequestId
+	}
+	return ""
+}
+
+func (x *CreateJobRequest) GetParent() string {
+	if x != nil {
+		return x.Parent
 	}
 	return ""
 }
@@ -190,8 +201,10 @@ func (x *CreateJobResponse) GetJob() *Job {
 // Request of GetJob.
 type GetJobRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Required. `teams/{team}/jobs/{job_id}`.
-	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+	JobId         string `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -229,6 +242,13 @@ func (*GetJobRequest) Descriptor() ([]byte, []int) {
 func (x *GetJobRequest) GetName() string {
 	if x != nil {
 		return x.Name
+	}
+	return ""
+}
+
+func (x *GetJobRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
 	}
 	return ""
 }
@@ -301,7 +321,10 @@ type ListJobsRequest struct {
 	// Optional. 0 to 10: each listed job's latest runs, in `activities`.
 	RecentRuns int32 `protobuf:"varint,6,opt,name=recent_runs,json=recentRuns,proto3" json:"recent_runs,omitempty"`
 	// Optional. 0 to 10: each listed job's next occurrences, in `activities`.
-	UpcomingRuns  int32 `protobuf:"varint,7,opt,name=upcoming_runs,json=upcomingRuns,proto3" json:"upcoming_runs,omitempty"`
+	UpcomingRuns int32 `protobuf:"varint,7,opt,name=upcoming_runs,json=upcomingRuns,proto3" json:"upcoming_runs,omitempty"`
+	// Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+	// Another team is NOT_FOUND.
+	Parent        string `protobuf:"bytes,4,opt,name=parent,proto3" json:"parent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -376,6 +399,13 @@ func (x *ListJobsRequest) GetUpcomingRuns() int32 {
 		return x.UpcomingRuns
 	}
 	return 0
+}
+
+func (x *ListJobsRequest) GetParent() string {
+	if x != nil {
+		return x.Parent
+	}
+	return ""
 }
 
 // Response of ListJobs.
@@ -628,10 +658,12 @@ func (x *UpdateJobResponse) GetPreviousNextRunTime() *timestamppb.Timestamp {
 // Request of DeleteJob.
 type DeleteJobRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Required. `teams/{team}/jobs/{job_id}`.
+	// `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Optional. If set, must match the job's current etag.
-	Etag          string `protobuf:"bytes,2,opt,name=etag,proto3" json:"etag,omitempty"`
+	Etag string `protobuf:"bytes,2,opt,name=etag,proto3" json:"etag,omitempty"`
+	// The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+	JobId         string `protobuf:"bytes,3,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -680,6 +712,13 @@ func (x *DeleteJobRequest) GetEtag() string {
 	return ""
 }
 
+func (x *DeleteJobRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
 // Response of DeleteJob.
 type DeleteJobResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -720,10 +759,12 @@ func (*DeleteJobResponse) Descriptor() ([]byte, []int) {
 // Request of PauseJob.
 type PauseJobRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Required. `teams/{team}/jobs/{job_id}`.
+	// `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Optional. If set, must match the job's current etag.
-	Etag          string `protobuf:"bytes,2,opt,name=etag,proto3" json:"etag,omitempty"`
+	Etag string `protobuf:"bytes,2,opt,name=etag,proto3" json:"etag,omitempty"`
+	// The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+	JobId         string `protobuf:"bytes,3,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -768,6 +809,13 @@ func (x *PauseJobRequest) GetName() string {
 func (x *PauseJobRequest) GetEtag() string {
 	if x != nil {
 		return x.Etag
+	}
+	return ""
+}
+
+func (x *PauseJobRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
 	}
 	return ""
 }
@@ -821,10 +869,12 @@ func (x *PauseJobResponse) GetJob() *Job {
 // Request of ResumeJob.
 type ResumeJobRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Required. `teams/{team}/jobs/{job_id}`.
+	// `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Optional. If set, must match the job's current etag.
-	Etag          string `protobuf:"bytes,2,opt,name=etag,proto3" json:"etag,omitempty"`
+	Etag string `protobuf:"bytes,2,opt,name=etag,proto3" json:"etag,omitempty"`
+	// The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+	JobId         string `protobuf:"bytes,3,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -869,6 +919,13 @@ func (x *ResumeJobRequest) GetName() string {
 func (x *ResumeJobRequest) GetEtag() string {
 	if x != nil {
 		return x.Etag
+	}
+	return ""
+}
+
+func (x *ResumeJobRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
 	}
 	return ""
 }
@@ -1024,8 +1081,9 @@ func (x *TriggerJobResponse) GetRun() *Run {
 // Request of ListRuns.
 type ListRunsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Required. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of
-	// every job of the team (deleted jobs' too), latest nominal time first.
+	// The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of every job
+	// of the team (deleted jobs' too), latest nominal time first. Required unless `job_id` is
+	// set.
 	Parent string `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
 	// Optional. At most this many runs, 1 to 1,000; defaults to 100.
 	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
@@ -1033,6 +1091,8 @@ type ListRunsRequest struct {
 	PageToken string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	// Optional. Only runs in this state.
 	State RunState `protobuf:"varint,4,opt,name=state,proto3,enum=duetime.jobs.v1.RunState" json:"state,omitempty"`
+	// The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+	JobId string `protobuf:"bytes,5,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	// Optional. Only runs that match this filter, in the syntax of Google's AIP-160 (at most
 	// 1,000 characters). Fields: `state` (`=`, `!=`: a RunState without its prefix, e.g.
 	// `DEAD_LETTERED`), `origin` (`=`, `!=`: `SCHEDULE`, `TRIGGER`), `reason` (`=`, `!=`: a
@@ -1101,6 +1161,13 @@ func (x *ListRunsRequest) GetState() RunState {
 		return x.State
 	}
 	return RunState_RUN_STATE_UNSPECIFIED
+}
+
+func (x *ListRunsRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
 }
 
 func (x *ListRunsRequest) GetFilter() string {
@@ -2164,17 +2231,19 @@ var File_duetime_jobs_v1_job_service_proto protoreflect.FileDescriptor
 
 const file_duetime_jobs_v1_job_service_proto_rawDesc = "" +
 	"\n" +
-	"!duetime/jobs/v1/job_service.proto\x12\x0fduetime.jobs.v1\x1a\x19duetime/jobs/v1/job.proto\x1a\x1bduetime/jobs/v1/quota.proto\x1a\x19duetime/jobs/v1/run.proto\x1a\x1egoogle/protobuf/duration.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"Y\n" +
+	"!duetime/jobs/v1/job_service.proto\x12\x0fduetime.jobs.v1\x1a\x19duetime/jobs/v1/job.proto\x1a\x1bduetime/jobs/v1/quota.proto\x1a\x19duetime/jobs/v1/run.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"q\n" +
 	"\x10CreateJobRequest\x12&\n" +
 	"\x03job\x18\x01 \x01(\v2\x14.duetime.jobs.v1.JobR\x03job\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x02 \x01(\tR\trequestId\";\n" +
+	"request_id\x18\x02 \x01(\tR\trequestId\x12\x16\n" +
+	"\x06parent\x18\x03 \x01(\tR\x06parent\";\n" +
 	"\x11CreateJobResponse\x12&\n" +
-	"\x03job\x18\x01 \x01(\v2\x14.duetime.jobs.v1.JobR\x03job\"#\n" +
+	"\x03job\x18\x01 \x01(\v2\x14.duetime.jobs.v1.JobR\x03job\":\n" +
 	"\rGetJobRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"8\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\tR\x05jobId\"8\n" +
 	"\x0eGetJobResponse\x12&\n" +
-	"\x03job\x18\x01 \x01(\v2\x14.duetime.jobs.v1.JobR\x03job\"\xdc\x01\n" +
+	"\x03job\x18\x01 \x01(\v2\x14.duetime.jobs.v1.JobR\x03job\"\xf4\x01\n" +
 	"\x0fListJobsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
@@ -2183,7 +2252,8 @@ const file_duetime_jobs_v1_job_service_proto_rawDesc = "" +
 	"\x06filter\x18\x05 \x01(\tR\x06filter\x12\x1f\n" +
 	"\vrecent_runs\x18\x06 \x01(\x05R\n" +
 	"recentRuns\x12#\n" +
-	"\rupcoming_runs\x18\a \x01(\x05R\fupcomingRuns\"\x94\x02\n" +
+	"\rupcoming_runs\x18\a \x01(\x05R\fupcomingRuns\x12\x16\n" +
+	"\x06parent\x18\x04 \x01(\tR\x06parent\"\x94\x02\n" +
 	"\x10ListJobsResponse\x12(\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x14.duetime.jobs.v1.JobR\x04jobs\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12Q\n" +
@@ -2204,19 +2274,22 @@ const file_duetime_jobs_v1_job_service_proto_rawDesc = "" +
 	"\x11UpdateJobResponse\x12&\n" +
 	"\x03job\x18\x01 \x01(\v2\x14.duetime.jobs.v1.JobR\x03job\x12)\n" +
 	"\x10schedule_changed\x18\x02 \x01(\bR\x0fscheduleChanged\x12O\n" +
-	"\x16previous_next_run_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x13previousNextRunTime\":\n" +
+	"\x16previous_next_run_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x13previousNextRunTime\"Q\n" +
 	"\x10DeleteJobRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
-	"\x04etag\x18\x02 \x01(\tR\x04etag\"\x13\n" +
-	"\x11DeleteJobResponse\"9\n" +
+	"\x04etag\x18\x02 \x01(\tR\x04etag\x12\x15\n" +
+	"\x06job_id\x18\x03 \x01(\tR\x05jobId\"\x13\n" +
+	"\x11DeleteJobResponse\"P\n" +
 	"\x0fPauseJobRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
-	"\x04etag\x18\x02 \x01(\tR\x04etag\":\n" +
+	"\x04etag\x18\x02 \x01(\tR\x04etag\x12\x15\n" +
+	"\x06job_id\x18\x03 \x01(\tR\x05jobId\":\n" +
 	"\x10PauseJobResponse\x12&\n" +
-	"\x03job\x18\x01 \x01(\v2\x14.duetime.jobs.v1.JobR\x03job\":\n" +
+	"\x03job\x18\x01 \x01(\v2\x14.duetime.jobs.v1.JobR\x03job\"Q\n" +
 	"\x10ResumeJobRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
-	"\x04etag\x18\x02 \x01(\tR\x04etag\";\n" +
+	"\x04etag\x18\x02 \x01(\tR\x04etag\x12\x15\n" +
+	"\x06job_id\x18\x03 \x01(\tR\x05jobId\";\n" +
 	"\x11ResumeJobResponse\x12&\n" +
 	"\x03job\x18\x01 \x01(\v2\x14.duetime.jobs.v1.JobR\x03job\"F\n" +
 	"\x11TriggerJobRequest\x12\x12\n" +
@@ -2224,13 +2297,14 @@ const file_duetime_jobs_v1_job_service_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x02 \x01(\tR\trequestId\"<\n" +
 	"\x12TriggerJobResponse\x12&\n" +
-	"\x03run\x18\x01 \x01(\v2\x14.duetime.jobs.v1.RunR\x03run\"\xae\x01\n" +
+	"\x03run\x18\x01 \x01(\v2\x14.duetime.jobs.v1.RunR\x03run\"\xc5\x01\n" +
 	"\x0fListRunsRequest\x12\x16\n" +
 	"\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x03 \x01(\tR\tpageToken\x12/\n" +
-	"\x05state\x18\x04 \x01(\x0e2\x19.duetime.jobs.v1.RunStateR\x05state\x12\x16\n" +
+	"\x05state\x18\x04 \x01(\x0e2\x19.duetime.jobs.v1.RunStateR\x05state\x12\x15\n" +
+	"\x06job_id\x18\x05 \x01(\tR\x05jobId\x12\x16\n" +
 	"\x06filter\x18\x06 \x01(\tR\x06filter\"d\n" +
 	"\x10ListRunsResponse\x12(\n" +
 	"\x04runs\x18\x01 \x03(\v2\x14.duetime.jobs.v1.RunR\x04runs\x12&\n" +
@@ -2300,27 +2374,28 @@ const file_duetime_jobs_v1_job_service_proto_rawDesc = "" +
 	"\x1aDST_ADJUSTMENT_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16DST_ADJUSTMENT_SHIFTED\x10\x01\x12\"\n" +
 	"\x1eDST_ADJUSTMENT_FOLD_FIRST_PASS\x10\x02\x12#\n" +
-	"\x1fDST_ADJUSTMENT_FOLD_SECOND_PASS\x10\x032\x88\v\n" +
+	"\x1fDST_ADJUSTMENT_FOLD_SECOND_PASS\x10\x032\xa6\x12\n" +
 	"\n" +
-	"JobService\x12R\n" +
-	"\tCreateJob\x12!.duetime.jobs.v1.CreateJobRequest\x1a\".duetime.jobs.v1.CreateJobResponse\x12I\n" +
-	"\x06GetJob\x12\x1e.duetime.jobs.v1.GetJobRequest\x1a\x1f.duetime.jobs.v1.GetJobResponse\x12O\n" +
-	"\bListJobs\x12 .duetime.jobs.v1.ListJobsRequest\x1a!.duetime.jobs.v1.ListJobsResponse\x12R\n" +
-	"\tUpdateJob\x12!.duetime.jobs.v1.UpdateJobRequest\x1a\".duetime.jobs.v1.UpdateJobResponse\x12R\n" +
-	"\tDeleteJob\x12!.duetime.jobs.v1.DeleteJobRequest\x1a\".duetime.jobs.v1.DeleteJobResponse\x12O\n" +
-	"\bPauseJob\x12 .duetime.jobs.v1.PauseJobRequest\x1a!.duetime.jobs.v1.PauseJobResponse\x12R\n" +
-	"\tResumeJob\x12!.duetime.jobs.v1.ResumeJobRequest\x1a\".duetime.jobs.v1.ResumeJobResponse\x12U\n" +
+	"JobService\x12\x8b\x01\n" +
+	"\tCreateJob\x12!.duetime.jobs.v1.CreateJobRequest\x1a\".duetime.jobs.v1.CreateJobResponse\"7\x82\xd3\xe4\x93\x021:\x03jobZ\x0f:\x03job\"\b/v1/jobs\"\x19/v1/{parent=teams/*}/jobs\x12\x81\x01\n" +
+	"\x06GetJob\x12\x1e.duetime.jobs.v1.GetJobRequest\x1a\x1f.duetime.jobs.v1.GetJobResponse\"6\x82\xd3\xe4\x93\x020Z\x13\x12\x11/v1/jobs/{job_id}\x12\x19/v1/{name=teams/*/jobs/*}\x12~\n" +
+	"\bListJobs\x12 .duetime.jobs.v1.ListJobsRequest\x1a!.duetime.jobs.v1.ListJobsResponse\"-\x82\xd3\xe4\x93\x02'Z\n" +
+	"\x12\b/v1/jobs\x12\x19/v1/{parent=teams/*}/jobs\x12~\n" +
+	"\tUpdateJob\x12!.duetime.jobs.v1.UpdateJobRequest\x1a\".duetime.jobs.v1.UpdateJobResponse\"*\x82\xd3\xe4\x93\x02$:\x03job2\x1d/v1/{job.name=teams/*/jobs/*}\x12\x8a\x01\n" +
+	"\tDeleteJob\x12!.duetime.jobs.v1.DeleteJobRequest\x1a\".duetime.jobs.v1.DeleteJobResponse\"6\x82\xd3\xe4\x93\x020Z\x13*\x11/v1/jobs/{job_id}*\x19/v1/{name=teams/*/jobs/*}\x12\x99\x01\n" +
+	"\bPauseJob\x12 .duetime.jobs.v1.PauseJobRequest\x1a!.duetime.jobs.v1.PauseJobResponse\"H\x82\xd3\xe4\x93\x02B:\x01*Z\x1c:\x01*\"\x17/v1/jobs/{job_id}/pause\"\x1f/v1/{name=teams/*/jobs/*}:pause\x12\x9e\x01\n" +
+	"\tResumeJob\x12!.duetime.jobs.v1.ResumeJobRequest\x1a\".duetime.jobs.v1.ResumeJobResponse\"J\x82\xd3\xe4\x93\x02D:\x01*Z\x1d:\x01*\"\x18/v1/jobs/{job_id}/resume\" /v1/{name=teams/*/jobs/*}:resume\x12\x83\x01\n" +
 	"\n" +
-	"TriggerJob\x12\".duetime.jobs.v1.TriggerJobRequest\x1a#.duetime.jobs.v1.TriggerJobResponse\x12O\n" +
-	"\bListRuns\x12 .duetime.jobs.v1.ListRunsRequest\x1a!.duetime.jobs.v1.ListRunsResponse\x12I\n" +
-	"\x06GetRun\x12\x1e.duetime.jobs.v1.GetRunRequest\x1a\x1f.duetime.jobs.v1.GetRunResponse\x12U\n" +
+	"TriggerJob\x12\".duetime.jobs.v1.TriggerJobRequest\x1a#.duetime.jobs.v1.TriggerJobResponse\",\x82\xd3\xe4\x93\x02&:\x01*\"!/v1/{name=teams/*/jobs/*}:trigger\x12\x93\x01\n" +
+	"\bListRuns\x12 .duetime.jobs.v1.ListRunsRequest\x1a!.duetime.jobs.v1.ListRunsResponse\"B\x82\xd3\xe4\x93\x02<Z\x18\x12\x16/v1/jobs/{job_id}/runs\x12 /v1/{parent=teams/*/jobs/*}/runs\x12s\n" +
+	"\x06GetRun\x12\x1e.duetime.jobs.v1.GetRunRequest\x1a\x1f.duetime.jobs.v1.GetRunResponse\"(\x82\xd3\xe4\x93\x02\"\x12 /v1/{name=teams/*/jobs/*/runs/*}\x12\x8a\x01\n" +
 	"\n" +
-	"RedriveRun\x12\".duetime.jobs.v1.RedriveRunRequest\x1a#.duetime.jobs.v1.RedriveRunResponse\x12d\n" +
-	"\x0fPreviewSchedule\x12'.duetime.jobs.v1.PreviewScheduleRequest\x1a(.duetime.jobs.v1.PreviewScheduleResponse\x12[\n" +
-	"\fGetTeamQuota\x12$.duetime.jobs.v1.GetTeamQuotaRequest\x1a%.duetime.jobs.v1.GetTeamQuotaResponse\x12a\n" +
-	"\x0eBatchPauseJobs\x12&.duetime.jobs.v1.BatchPauseJobsRequest\x1a'.duetime.jobs.v1.BatchPauseJobsResponse\x12d\n" +
-	"\x0fBatchResumeJobs\x12'.duetime.jobs.v1.BatchResumeJobsRequest\x1a(.duetime.jobs.v1.BatchResumeJobsResponse\x12g\n" +
-	"\x10BatchRedriveRuns\x12(.duetime.jobs.v1.BatchRedriveRunsRequest\x1a).duetime.jobs.v1.BatchRedriveRunsResponseBe\n" +
+	"RedriveRun\x12\".duetime.jobs.v1.RedriveRunRequest\x1a#.duetime.jobs.v1.RedriveRunResponse\"3\x82\xd3\xe4\x93\x02-:\x01*\"(/v1/{name=teams/*/jobs/*/runs/*}:redrive\x12\x89\x01\n" +
+	"\x0fPreviewSchedule\x12'.duetime.jobs.v1.PreviewScheduleRequest\x1a(.duetime.jobs.v1.PreviewScheduleResponse\"#\x82\xd3\xe4\x93\x02\x1d:\x01*\"\x18/v1/jobs:previewSchedule\x12\x8a\x01\n" +
+	"\fGetTeamQuota\x12$.duetime.jobs.v1.GetTeamQuotaRequest\x1a%.duetime.jobs.v1.GetTeamQuotaResponse\"-\x82\xd3\xe4\x93\x02'Z\v\x12\t/v1/quota\x12\x18/v1/{name=teams/*}/quota\x12\xac\x01\n" +
+	"\x0eBatchPauseJobs\x12&.duetime.jobs.v1.BatchPauseJobsRequest\x1a'.duetime.jobs.v1.BatchPauseJobsResponse\"I\x82\xd3\xe4\x93\x02C:\x01*Z\x18:\x01*\"\x13/v1/jobs:batchPause\"$/v1/{parent=teams/*}/jobs:batchPause\x12\xb1\x01\n" +
+	"\x0fBatchResumeJobs\x12'.duetime.jobs.v1.BatchResumeJobsRequest\x1a(.duetime.jobs.v1.BatchResumeJobsResponse\"K\x82\xd3\xe4\x93\x02E:\x01*Z\x19:\x01*\"\x14/v1/jobs:batchResume\"%/v1/{parent=teams/*}/jobs:batchResume\x12\xa1\x01\n" +
+	"\x10BatchRedriveRuns\x12(.duetime.jobs.v1.BatchRedriveRunsRequest\x1a).duetime.jobs.v1.BatchRedriveRunsResponse\"8\x82\xd3\xe4\x93\x022:\x01*\"-/v1/{parent=teams/*/jobs/*}/runs:batchRedriveBe\n" +
 	"\x13dev.duetime.jobs.v1B\x0fJobServiceProtoP\x01Z)duetime.dev/gen/go/duetime/jobs/v1;jobsv1\xaa\x02\x0fDuetime.Jobs.V1b\x06proto3"
 
 var (

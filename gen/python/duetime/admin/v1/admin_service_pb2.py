@@ -24,11 +24,12 @@ _sym_db = _symbol_database.Default()
 
 from duetime.jobs.v1 import job_pb2 as duetime_dot_jobs_dot_v1_dot_job__pb2
 from duetime.jobs.v1 import quota_pb2 as duetime_dot_jobs_dot_v1_dot_quota__pb2
+from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 from google.protobuf import field_mask_pb2 as google_dot_protobuf_dot_field__mask__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$duetime/admin/v1/admin_service.proto\x12\x10\x64uetime.admin.v1\x1a\x19\x64uetime/jobs/v1/job.proto\x1a\x1b\x64uetime/jobs/v1/quota.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x97\x02\n\x04Team\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07team_id\x18\x02 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x03 \x01(\t\x12\x18\n\x10notification_url\x18\x04 \x01(\t\x12)\n\x05quota\x18\x05 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamQuota\x12\x39\n\x0fquota_overrides\x18\x06 \x01(\x0b\x32 .duetime.admin.v1.QuotaOverrides\x12)\n\x05usage\x18\x07 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamUsage\x12/\n\x0b\x63reate_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xad\x02\n\x0eQuotaOverrides\x12\x1c\n\x0fmax_stored_jobs\x18\x01 \x01(\x03H\x00\x88\x01\x01\x12\x1c\n\x0fruns_per_minute\x18\x02 \x01(\x03H\x01\x88\x01\x01\x12\x17\n\nrate_burst\x18\x03 \x01(\x03H\x02\x88\x01\x01\x12\x18\n\x0bmax_running\x18\x04 \x01(\x03H\x03\x88\x01\x01\x12\x34\n\x0cmax_priority\x18\x05 \x01(\x0e\x32\x19.duetime.jobs.v1.PriorityH\x04\x88\x01\x01\x12\x13\n\x06weight\x18\x06 \x01(\x05H\x05\x88\x01\x01\x42\x12\n\x10_max_stored_jobsB\x12\n\x10_runs_per_minuteB\r\n\x0b_rate_burstB\x0e\n\x0c_max_runningB\x0f\n\r_max_priorityB\t\n\x07_weight\"9\n\x11\x43reateTeamRequest\x12$\n\x04team\x18\x01 \x01(\x0b\x32\x16.duetime.admin.v1.Team\":\n\x12\x43reateTeamResponse\x12$\n\x04team\x18\x01 \x01(\x0b\x32\x16.duetime.admin.v1.Team\"\x1e\n\x0eGetTeamRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"7\n\x0fGetTeamResponse\x12$\n\x04team\x18\x01 \x01(\x0b\x32\x16.duetime.admin.v1.Team\"9\n\x10ListTeamsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"S\n\x11ListTeamsResponse\x12%\n\x05teams\x18\x01 \x03(\x0b\x32\x16.duetime.admin.v1.Team\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"j\n\x11UpdateTeamRequest\x12$\n\x04team\x18\x01 \x01(\x0b\x32\x16.duetime.admin.v1.Team\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\":\n\x12UpdateTeamResponse\x12$\n\x04team\x18\x01 \x01(\x0b\x32\x16.duetime.admin.v1.Team\"\x88\x01\n\x16UpdateTeamQuotaRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12/\n\x05quota\x18\x02 \x01(\x0b\x32 .duetime.admin.v1.QuotaOverrides\x12/\n\x0bupdate_mask\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\"?\n\x17UpdateTeamQuotaResponse\x12$\n\x04team\x18\x01 \x01(\x0b\x32\x16.duetime.admin.v1.Team\"\x19\n\x17GetQuotaDefaultsRequest\"E\n\x18GetQuotaDefaultsResponse\x12)\n\x05quota\x18\x01 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamQuota\"x\n\x1aUpdateQuotaDefaultsRequest\x12)\n\x05quota\x18\x01 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamQuota\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\"H\n\x1bUpdateQuotaDefaultsResponse\x12)\n\x05quota\x18\x01 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamQuota\"\xda\x01\n\x05Token\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08token_id\x18\x02 \x01(\t\x12)\n\x04role\x18\x03 \x01(\x0e\x32\x1b.duetime.admin.v1.TokenRole\x12\x0f\n\x07team_id\x18\x04 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x05 \x01(\t\x12/\n\x0b\x63reate_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0brevoke_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"<\n\x12\x43reateTokenRequest\x12&\n\x05token\x18\x01 \x01(\x0b\x32\x17.duetime.admin.v1.Token\"M\n\x13\x43reateTokenResponse\x12&\n\x05token\x18\x01 \x01(\x0b\x32\x17.duetime.admin.v1.Token\x12\x0e\n\x06secret\x18\x02 \x01(\t\"d\n\x11ListTokensRequest\x12\x0f\n\x07team_id\x18\x01 \x01(\t\x12\x17\n\x0finclude_revoked\x18\x02 \x01(\x08\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"V\n\x12ListTokensResponse\x12\'\n\x06tokens\x18\x01 \x03(\x0b\x32\x17.duetime.admin.v1.Token\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\"\n\x12RevokeTokenRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"=\n\x13RevokeTokenResponse\x12&\n\x05token\x18\x01 \x01(\x0b\x32\x17.duetime.admin.v1.Token*l\n\tTokenRole\x12\x1a\n\x16TOKEN_ROLE_UNSPECIFIED\x10\x00\x12\x13\n\x0fTOKEN_ROLE_TEAM\x10\x01\x12\x15\n\x11TOKEN_ROLE_WORKER\x10\x02\x12\x17\n\x13TOKEN_ROLE_OPERATOR\x10\x03\x32\xbe\x07\n\x0c\x41\x64minService\x12W\n\nCreateTeam\x12#.duetime.admin.v1.CreateTeamRequest\x1a$.duetime.admin.v1.CreateTeamResponse\x12N\n\x07GetTeam\x12 .duetime.admin.v1.GetTeamRequest\x1a!.duetime.admin.v1.GetTeamResponse\x12T\n\tListTeams\x12\".duetime.admin.v1.ListTeamsRequest\x1a#.duetime.admin.v1.ListTeamsResponse\x12W\n\nUpdateTeam\x12#.duetime.admin.v1.UpdateTeamRequest\x1a$.duetime.admin.v1.UpdateTeamResponse\x12\x66\n\x0fUpdateTeamQuota\x12(.duetime.admin.v1.UpdateTeamQuotaRequest\x1a).duetime.admin.v1.UpdateTeamQuotaResponse\x12i\n\x10GetQuotaDefaults\x12).duetime.admin.v1.GetQuotaDefaultsRequest\x1a*.duetime.admin.v1.GetQuotaDefaultsResponse\x12r\n\x13UpdateQuotaDefaults\x12,.duetime.admin.v1.UpdateQuotaDefaultsRequest\x1a-.duetime.admin.v1.UpdateQuotaDefaultsResponse\x12Z\n\x0b\x43reateToken\x12$.duetime.admin.v1.CreateTokenRequest\x1a%.duetime.admin.v1.CreateTokenResponse\x12W\n\nListTokens\x12#.duetime.admin.v1.ListTokensRequest\x1a$.duetime.admin.v1.ListTokensResponse\x12Z\n\x0bRevokeToken\x12$.duetime.admin.v1.RevokeTokenRequest\x1a%.duetime.admin.v1.RevokeTokenResponseBk\n\x14\x64\x65v.duetime.admin.v1B\x11\x41\x64minServiceProtoP\x01Z+duetime.dev/gen/go/duetime/admin/v1;adminv1\xaa\x02\x10\x44uetime.Admin.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$duetime/admin/v1/admin_service.proto\x12\x10\x64uetime.admin.v1\x1a\x19\x64uetime/jobs/v1/job.proto\x1a\x1b\x64uetime/jobs/v1/quota.proto\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x97\x02\n\x04Team\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07team_id\x18\x02 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x03 \x01(\t\x12\x18\n\x10notification_url\x18\x04 \x01(\t\x12)\n\x05quota\x18\x05 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamQuota\x12\x39\n\x0fquota_overrides\x18\x06 \x01(\x0b\x32 .duetime.admin.v1.QuotaOverrides\x12)\n\x05usage\x18\x07 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamUsage\x12/\n\x0b\x63reate_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xad\x02\n\x0eQuotaOverrides\x12\x1c\n\x0fmax_stored_jobs\x18\x01 \x01(\x03H\x00\x88\x01\x01\x12\x1c\n\x0fruns_per_minute\x18\x02 \x01(\x03H\x01\x88\x01\x01\x12\x17\n\nrate_burst\x18\x03 \x01(\x03H\x02\x88\x01\x01\x12\x18\n\x0bmax_running\x18\x04 \x01(\x03H\x03\x88\x01\x01\x12\x34\n\x0cmax_priority\x18\x05 \x01(\x0e\x32\x19.duetime.jobs.v1.PriorityH\x04\x88\x01\x01\x12\x13\n\x06weight\x18\x06 \x01(\x05H\x05\x88\x01\x01\x42\x12\n\x10_max_stored_jobsB\x12\n\x10_runs_per_minuteB\r\n\x0b_rate_burstB\x0e\n\x0c_max_runningB\x0f\n\r_max_priorityB\t\n\x07_weight\"9\n\x11\x43reateTeamRequest\x12$\n\x04team\x18\x01 \x01(\x0b\x32\x16.duetime.admin.v1.Team\":\n\x12\x43reateTeamResponse\x12$\n\x04team\x18\x01 \x01(\x0b\x32\x16.duetime.admin.v1.Team\"\x1e\n\x0eGetTeamRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"7\n\x0fGetTeamResponse\x12$\n\x04team\x18\x01 \x01(\x0b\x32\x16.duetime.admin.v1.Team\"9\n\x10ListTeamsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"S\n\x11ListTeamsResponse\x12%\n\x05teams\x18\x01 \x03(\x0b\x32\x16.duetime.admin.v1.Team\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"j\n\x11UpdateTeamRequest\x12$\n\x04team\x18\x01 \x01(\x0b\x32\x16.duetime.admin.v1.Team\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\":\n\x12UpdateTeamResponse\x12$\n\x04team\x18\x01 \x01(\x0b\x32\x16.duetime.admin.v1.Team\"\x88\x01\n\x16UpdateTeamQuotaRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12/\n\x05quota\x18\x02 \x01(\x0b\x32 .duetime.admin.v1.QuotaOverrides\x12/\n\x0bupdate_mask\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\"?\n\x17UpdateTeamQuotaResponse\x12$\n\x04team\x18\x01 \x01(\x0b\x32\x16.duetime.admin.v1.Team\"\x19\n\x17GetQuotaDefaultsRequest\"E\n\x18GetQuotaDefaultsResponse\x12)\n\x05quota\x18\x01 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamQuota\"x\n\x1aUpdateQuotaDefaultsRequest\x12)\n\x05quota\x18\x01 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamQuota\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\"H\n\x1bUpdateQuotaDefaultsResponse\x12)\n\x05quota\x18\x01 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamQuota\"\xda\x01\n\x05Token\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08token_id\x18\x02 \x01(\t\x12)\n\x04role\x18\x03 \x01(\x0e\x32\x1b.duetime.admin.v1.TokenRole\x12\x0f\n\x07team_id\x18\x04 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x05 \x01(\t\x12/\n\x0b\x63reate_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0brevoke_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"<\n\x12\x43reateTokenRequest\x12&\n\x05token\x18\x01 \x01(\x0b\x32\x17.duetime.admin.v1.Token\"M\n\x13\x43reateTokenResponse\x12&\n\x05token\x18\x01 \x01(\x0b\x32\x17.duetime.admin.v1.Token\x12\x0e\n\x06secret\x18\x02 \x01(\t\"d\n\x11ListTokensRequest\x12\x0f\n\x07team_id\x18\x01 \x01(\t\x12\x17\n\x0finclude_revoked\x18\x02 \x01(\x08\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"V\n\x12ListTokensResponse\x12\'\n\x06tokens\x18\x01 \x03(\x0b\x32\x17.duetime.admin.v1.Token\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\"\n\x12RevokeTokenRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"=\n\x13RevokeTokenResponse\x12&\n\x05token\x18\x01 \x01(\x0b\x32\x17.duetime.admin.v1.Token*l\n\tTokenRole\x12\x1a\n\x16TOKEN_ROLE_UNSPECIFIED\x10\x00\x12\x13\n\x0fTOKEN_ROLE_TEAM\x10\x01\x12\x15\n\x11TOKEN_ROLE_WORKER\x10\x02\x12\x17\n\x13TOKEN_ROLE_OPERATOR\x10\x03\x32\xaa\n\n\x0c\x41\x64minService\x12v\n\nCreateTeam\x12#.duetime.admin.v1.CreateTeamRequest\x1a$.duetime.admin.v1.CreateTeamResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\"\x0f/v1/admin/teams:\x04team\x12p\n\x07GetTeam\x12 .duetime.admin.v1.GetTeamRequest\x1a!.duetime.admin.v1.GetTeamResponse\" \x82\xd3\xe4\x93\x02\x1a\x12\x18/v1/admin/{name=teams/*}\x12m\n\tListTeams\x12\".duetime.admin.v1.ListTeamsRequest\x1a#.duetime.admin.v1.ListTeamsResponse\"\x17\x82\xd3\xe4\x93\x02\x11\x12\x0f/v1/admin/teams\x12\x84\x01\n\nUpdateTeam\x12#.duetime.admin.v1.UpdateTeamRequest\x1a$.duetime.admin.v1.UpdateTeamResponse\"+\x82\xd3\xe4\x93\x02%2\x1d/v1/admin/{team.name=teams/*}:\x04team\x12\x95\x01\n\x0fUpdateTeamQuota\x12(.duetime.admin.v1.UpdateTeamQuotaRequest\x1a).duetime.admin.v1.UpdateTeamQuotaResponse\"-\x82\xd3\xe4\x93\x02\'2\x1e/v1/admin/{name=teams/*}/quota:\x05quota\x12\x8a\x01\n\x10GetQuotaDefaults\x12).duetime.admin.v1.GetQuotaDefaultsRequest\x1a*.duetime.admin.v1.GetQuotaDefaultsResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\x12\x17/v1/admin/quotaDefaults\x12\x9a\x01\n\x13UpdateQuotaDefaults\x12,.duetime.admin.v1.UpdateQuotaDefaultsRequest\x1a-.duetime.admin.v1.UpdateQuotaDefaultsResponse\"&\x82\xd3\xe4\x93\x02 2\x17/v1/admin/quotaDefaults:\x05quota\x12{\n\x0b\x43reateToken\x12$.duetime.admin.v1.CreateTokenRequest\x1a%.duetime.admin.v1.CreateTokenResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\"\x10/v1/admin/tokens:\x05token\x12q\n\nListTokens\x12#.duetime.admin.v1.ListTokensRequest\x1a$.duetime.admin.v1.ListTokensResponse\"\x18\x82\xd3\xe4\x93\x02\x12\x12\x10/v1/admin/tokens\x12\x87\x01\n\x0bRevokeToken\x12$.duetime.admin.v1.RevokeTokenRequest\x1a%.duetime.admin.v1.RevokeTokenResponse\"+\x82\xd3\xe4\x93\x02%\" /v1/admin/{name=tokens/*}:revoke:\x01*Bk\n\x14\x64\x65v.duetime.admin.v1B\x11\x41\x64minServiceProtoP\x01Z+duetime.dev/gen/go/duetime/admin/v1;adminv1\xaa\x02\x10\x44uetime.Admin.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,54 +37,74 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'duetime.admin.v1.admin_serv
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\024dev.duetime.admin.v1B\021AdminServiceProtoP\001Z+duetime.dev/gen/go/duetime/admin/v1;adminv1\252\002\020Duetime.Admin.V1'
-  _globals['_TOKENROLE']._serialized_start=2436
-  _globals['_TOKENROLE']._serialized_end=2544
-  _globals['_TEAM']._serialized_start=182
-  _globals['_TEAM']._serialized_end=461
-  _globals['_QUOTAOVERRIDES']._serialized_start=464
-  _globals['_QUOTAOVERRIDES']._serialized_end=765
-  _globals['_CREATETEAMREQUEST']._serialized_start=767
-  _globals['_CREATETEAMREQUEST']._serialized_end=824
-  _globals['_CREATETEAMRESPONSE']._serialized_start=826
-  _globals['_CREATETEAMRESPONSE']._serialized_end=884
-  _globals['_GETTEAMREQUEST']._serialized_start=886
-  _globals['_GETTEAMREQUEST']._serialized_end=916
-  _globals['_GETTEAMRESPONSE']._serialized_start=918
-  _globals['_GETTEAMRESPONSE']._serialized_end=973
-  _globals['_LISTTEAMSREQUEST']._serialized_start=975
-  _globals['_LISTTEAMSREQUEST']._serialized_end=1032
-  _globals['_LISTTEAMSRESPONSE']._serialized_start=1034
-  _globals['_LISTTEAMSRESPONSE']._serialized_end=1117
-  _globals['_UPDATETEAMREQUEST']._serialized_start=1119
-  _globals['_UPDATETEAMREQUEST']._serialized_end=1225
-  _globals['_UPDATETEAMRESPONSE']._serialized_start=1227
-  _globals['_UPDATETEAMRESPONSE']._serialized_end=1285
-  _globals['_UPDATETEAMQUOTAREQUEST']._serialized_start=1288
-  _globals['_UPDATETEAMQUOTAREQUEST']._serialized_end=1424
-  _globals['_UPDATETEAMQUOTARESPONSE']._serialized_start=1426
-  _globals['_UPDATETEAMQUOTARESPONSE']._serialized_end=1489
-  _globals['_GETQUOTADEFAULTSREQUEST']._serialized_start=1491
-  _globals['_GETQUOTADEFAULTSREQUEST']._serialized_end=1516
-  _globals['_GETQUOTADEFAULTSRESPONSE']._serialized_start=1518
-  _globals['_GETQUOTADEFAULTSRESPONSE']._serialized_end=1587
-  _globals['_UPDATEQUOTADEFAULTSREQUEST']._serialized_start=1589
-  _globals['_UPDATEQUOTADEFAULTSREQUEST']._serialized_end=1709
-  _globals['_UPDATEQUOTADEFAULTSRESPONSE']._serialized_start=1711
-  _globals['_UPDATEQUOTADEFAULTSRESPONSE']._serialized_end=1783
-  _globals['_TOKEN']._serialized_start=1786
-  _globals['_TOKEN']._serialized_end=2004
-  _globals['_CREATETOKENREQUEST']._serialized_start=2006
-  _globals['_CREATETOKENREQUEST']._serialized_end=2066
-  _globals['_CREATETOKENRESPONSE']._serialized_start=2068
-  _globals['_CREATETOKENRESPONSE']._serialized_end=2145
-  _globals['_LISTTOKENSREQUEST']._serialized_start=2147
-  _globals['_LISTTOKENSREQUEST']._serialized_end=2247
-  _globals['_LISTTOKENSRESPONSE']._serialized_start=2249
-  _globals['_LISTTOKENSRESPONSE']._serialized_end=2335
-  _globals['_REVOKETOKENREQUEST']._serialized_start=2337
-  _globals['_REVOKETOKENREQUEST']._serialized_end=2371
-  _globals['_REVOKETOKENRESPONSE']._serialized_start=2373
-  _globals['_REVOKETOKENRESPONSE']._serialized_end=2434
-  _globals['_ADMINSERVICE']._serialized_start=2547
-  _globals['_ADMINSERVICE']._serialized_end=3505
+  _globals['_ADMINSERVICE'].methods_by_name['CreateTeam']._loaded_options = None
+  _globals['_ADMINSERVICE'].methods_by_name['CreateTeam']._serialized_options = b'\202\323\344\223\002\027\"\017/v1/admin/teams:\004team'
+  _globals['_ADMINSERVICE'].methods_by_name['GetTeam']._loaded_options = None
+  _globals['_ADMINSERVICE'].methods_by_name['GetTeam']._serialized_options = b'\202\323\344\223\002\032\022\030/v1/admin/{name=teams/*}'
+  _globals['_ADMINSERVICE'].methods_by_name['ListTeams']._loaded_options = None
+  _globals['_ADMINSERVICE'].methods_by_name['ListTeams']._serialized_options = b'\202\323\344\223\002\021\022\017/v1/admin/teams'
+  _globals['_ADMINSERVICE'].methods_by_name['UpdateTeam']._loaded_options = None
+  _globals['_ADMINSERVICE'].methods_by_name['UpdateTeam']._serialized_options = b'\202\323\344\223\002%2\035/v1/admin/{team.name=teams/*}:\004team'
+  _globals['_ADMINSERVICE'].methods_by_name['UpdateTeamQuota']._loaded_options = None
+  _globals['_ADMINSERVICE'].methods_by_name['UpdateTeamQuota']._serialized_options = b'\202\323\344\223\002\'2\036/v1/admin/{name=teams/*}/quota:\005quota'
+  _globals['_ADMINSERVICE'].methods_by_name['GetQuotaDefaults']._loaded_options = None
+  _globals['_ADMINSERVICE'].methods_by_name['GetQuotaDefaults']._serialized_options = b'\202\323\344\223\002\031\022\027/v1/admin/quotaDefaults'
+  _globals['_ADMINSERVICE'].methods_by_name['UpdateQuotaDefaults']._loaded_options = None
+  _globals['_ADMINSERVICE'].methods_by_name['UpdateQuotaDefaults']._serialized_options = b'\202\323\344\223\002 2\027/v1/admin/quotaDefaults:\005quota'
+  _globals['_ADMINSERVICE'].methods_by_name['CreateToken']._loaded_options = None
+  _globals['_ADMINSERVICE'].methods_by_name['CreateToken']._serialized_options = b'\202\323\344\223\002\031\"\020/v1/admin/tokens:\005token'
+  _globals['_ADMINSERVICE'].methods_by_name['ListTokens']._loaded_options = None
+  _globals['_ADMINSERVICE'].methods_by_name['ListTokens']._serialized_options = b'\202\323\344\223\002\022\022\020/v1/admin/tokens'
+  _globals['_ADMINSERVICE'].methods_by_name['RevokeToken']._loaded_options = None
+  _globals['_ADMINSERVICE'].methods_by_name['RevokeToken']._serialized_options = b'\202\323\344\223\002%\" /v1/admin/{name=tokens/*}:revoke:\001*'
+  _globals['_TOKENROLE']._serialized_start=2466
+  _globals['_TOKENROLE']._serialized_end=2574
+  _globals['_TEAM']._serialized_start=212
+  _globals['_TEAM']._serialized_end=491
+  _globals['_QUOTAOVERRIDES']._serialized_start=494
+  _globals['_QUOTAOVERRIDES']._serialized_end=795
+  _globals['_CREATETEAMREQUEST']._serialized_start=797
+  _globals['_CREATETEAMREQUEST']._serialized_end=854
+  _globals['_CREATETEAMRESPONSE']._serialized_start=856
+  _globals['_CREATETEAMRESPONSE']._serialized_end=914
+  _globals['_GETTEAMREQUEST']._serialized_start=916
+  _globals['_GETTEAMREQUEST']._serialized_end=946
+  _globals['_GETTEAMRESPONSE']._serialized_start=948
+  _globals['_GETTEAMRESPONSE']._serialized_end=1003
+  _globals['_LISTTEAMSREQUEST']._serialized_start=1005
+  _globals['_LISTTEAMSREQUEST']._serialized_end=1062
+  _globals['_LISTTEAMSRESPONSE']._serialized_start=1064
+  _globals['_LISTTEAMSRESPONSE']._serialized_end=1147
+  _globals['_UPDATETEAMREQUEST']._serialized_start=1149
+  _globals['_UPDATETEAMREQUEST']._serialized_end=1255
+  _globals['_UPDATETEAMRESPONSE']._serialized_start=1257
+  _globals['_UPDATETEAMRESPONSE']._serialized_end=1315
+  _globals['_UPDATETEAMQUOTAREQUEST']._serialized_start=1318
+  _globals['_UPDATETEAMQUOTAREQUEST']._serialized_end=1454
+  _globals['_UPDATETEAMQUOTARESPONSE']._serialized_start=1456
+  _globals['_UPDATETEAMQUOTARESPONSE']._serialized_end=1519
+  _globals['_GETQUOTADEFAULTSREQUEST']._serialized_start=1521
+  _globals['_GETQUOTADEFAULTSREQUEST']._serialized_end=1546
+  _globals['_GETQUOTADEFAULTSRESPONSE']._serialized_start=1548
+  _globals['_GETQUOTADEFAULTSRESPONSE']._serialized_end=1617
+  _globals['_UPDATEQUOTADEFAULTSREQUEST']._serialized_start=1619
+  _globals['_UPDATEQUOTADEFAULTSREQUEST']._serialized_end=1739
+  _globals['_UPDATEQUOTADEFAULTSRESPONSE']._serialized_start=1741
+  _globals['_UPDATEQUOTADEFAULTSRESPONSE']._serialized_end=1813
+  _globals['_TOKEN']._serialized_start=1816
+  _globals['_TOKEN']._serialized_end=2034
+  _globals['_CREATETOKENREQUEST']._serialized_start=2036
+  _globals['_CREATETOKENREQUEST']._serialized_end=2096
+  _globals['_CREATETOKENRESPONSE']._serialized_start=2098
+  _globals['_CREATETOKENRESPONSE']._serialized_end=2175
+  _globals['_LISTTOKENSREQUEST']._serialized_start=2177
+  _globals['_LISTTOKENSREQUEST']._serialized_end=2277
+  _globals['_LISTTOKENSRESPONSE']._serialized_start=2279
+  _globals['_LISTTOKENSRESPONSE']._serialized_end=2365
+  _globals['_REVOKETOKENREQUEST']._serialized_start=2367
+  _globals['_REVOKETOKENREQUEST']._serialized_end=2401
+  _globals['_REVOKETOKENRESPONSE']._serialized_start=2403
+  _globals['_REVOKETOKENRESPONSE']._serialized_end=2464
+  _globals['_ADMINSERVICE']._serialized_start=2577
+  _globals['_ADMINSERVICE']._serialized_end=3899
 # @@protoc_insertion_point(module_scope)

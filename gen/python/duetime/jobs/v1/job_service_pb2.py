@@ -25,13 +25,14 @@ _sym_db = _symbol_database.Default()
 from duetime.jobs.v1 import job_pb2 as duetime_dot_jobs_dot_v1_dot_job__pb2
 from duetime.jobs.v1 import quota_pb2 as duetime_dot_jobs_dot_v1_dot_quota__pb2
 from duetime.jobs.v1 import run_pb2 as duetime_dot_jobs_dot_v1_dot_run__pb2
+from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import field_mask_pb2 as google_dot_protobuf_dot_field__mask__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from google.rpc import status_pb2 as google_dot_rpc_dot_status__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!duetime/jobs/v1/job_service.proto\x12\x0f\x64uetime.jobs.v1\x1a\x19\x64uetime/jobs/v1/job.proto\x1a\x1b\x64uetime/jobs/v1/quota.proto\x1a\x19\x64uetime/jobs/v1/run.proto\x1a\x1egoogle/protobuf/duration.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"I\n\x10\x43reateJobRequest\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\x12\x12\n\nrequest_id\x18\x02 \x01(\t\"6\n\x11\x43reateJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\"\x1d\n\rGetJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"3\n\x0eGetJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\"\x9e\x01\n\x0fListJobsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12(\n\x05state\x18\x03 \x01(\x0e\x32\x19.duetime.jobs.v1.JobState\x12\x0e\n\x06\x66ilter\x18\x05 \x01(\t\x12\x13\n\x0brecent_runs\x18\x06 \x01(\x05\x12\x15\n\rupcoming_runs\x18\x07 \x01(\x05\"\xe7\x01\n\x10ListJobsResponse\x12\"\n\x04jobs\x18\x01 \x03(\x0b\x32\x14.duetime.jobs.v1.Job\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x45\n\nactivities\x18\x03 \x03(\x0b\x32\x31.duetime.jobs.v1.ListJobsResponse.ActivitiesEntry\x1aO\n\x0f\x41\x63tivitiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12+\n\x05value\x18\x02 \x01(\x0b\x32\x1c.duetime.jobs.v1.JobActivity:\x02\x38\x01\"u\n\x0bJobActivity\x12)\n\x0brecent_runs\x18\x01 \x03(\x0b\x32\x14.duetime.jobs.v1.Run\x12;\n\rupcoming_runs\x18\x02 \x03(\x0b\x32$.duetime.jobs.v1.ScheduledOccurrence\"f\n\x10UpdateJobRequest\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\"\x8c\x01\n\x11UpdateJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\x12\x18\n\x10schedule_changed\x18\x02 \x01(\x08\x12:\n\x16previous_next_run_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\".\n\x10\x44\x65leteJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x65tag\x18\x02 \x01(\t\"\x13\n\x11\x44\x65leteJobResponse\"-\n\x0fPauseJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x65tag\x18\x02 \x01(\t\"5\n\x10PauseJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\".\n\x10ResumeJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x65tag\x18\x02 \x01(\t\"6\n\x11ResumeJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\"5\n\x11TriggerJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\"7\n\x12TriggerJobResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Run\"\x82\x01\n\x0fListRunsRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\x12(\n\x05state\x18\x04 \x01(\x0e\x32\x19.duetime.jobs.v1.RunState\x12\x0e\n\x06\x66ilter\x18\x06 \x01(\t\"O\n\x10ListRunsResponse\x12\"\n\x04runs\x18\x01 \x03(\x0b\x32\x14.duetime.jobs.v1.Run\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x1d\n\rGetRunRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"3\n\x0eGetRunResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Run\"5\n\x11RedriveRunRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\"7\n\x12RedriveRunResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Run\"\xd1\x01\n\x16PreviewScheduleRequest\x12-\n\x08schedule\x18\x01 \x01(\x0b\x32\x19.duetime.jobs.v1.ScheduleH\x00\x12\r\n\x03job\x18\x02 \x01(\tH\x00\x12.\n\nstart_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05\x63ount\x18\x04 \x01(\x05\x12\x30\n\rjitter_window\x18\x05 \x01(\x0b\x32\x19.google.protobuf.DurationB\x08\n\x06source\"T\n\x17PreviewScheduleResponse\x12\x39\n\x0boccurrences\x18\x01 \x03(\x0b\x32$.duetime.jobs.v1.ScheduledOccurrence\"\xc7\x01\n\x13ScheduledOccurrence\x12\x30\n\x0cnominal_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x65\x66\x66\x65\x63tive_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nlocal_time\x18\x03 \x01(\t\x12\x36\n\x0e\x64st_adjustment\x18\x04 \x01(\x0e\x32\x1e.duetime.jobs.v1.DstAdjustment\"#\n\x13GetTeamQuotaRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"z\n\x14GetTeamQuotaResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12)\n\x05quota\x18\x02 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamQuota\x12)\n\x05usage\x18\x03 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamUsage\"]\n\x15\x42\x61tchPauseJobsRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12\r\n\x05names\x18\x02 \x03(\t\x12\x0e\n\x06\x66ilter\x18\x03 \x01(\t\x12\x15\n\rvalidate_only\x18\x04 \x01(\x08\"X\n\x16\x42\x61tchPauseJobsResponse\x12\x0f\n\x07matched\x18\x01 \x01(\x05\x12-\n\x07results\x18\x02 \x03(\x0b\x32\x1c.duetime.jobs.v1.BatchResult\"^\n\x16\x42\x61tchResumeJobsRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12\r\n\x05names\x18\x02 \x03(\t\x12\x0e\n\x06\x66ilter\x18\x03 \x01(\t\x12\x15\n\rvalidate_only\x18\x04 \x01(\x08\"Y\n\x17\x42\x61tchResumeJobsResponse\x12\x0f\n\x07matched\x18\x01 \x01(\x05\x12-\n\x07results\x18\x02 \x03(\x0b\x32\x1c.duetime.jobs.v1.BatchResult\"s\n\x17\x42\x61tchRedriveRunsRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12\r\n\x05names\x18\x02 \x03(\t\x12\x0e\n\x06\x66ilter\x18\x03 \x01(\t\x12\x15\n\rvalidate_only\x18\x04 \x01(\x08\x12\x12\n\nrequest_id\x18\x05 \x01(\t\"Z\n\x18\x42\x61tchRedriveRunsResponse\x12\x0f\n\x07matched\x18\x01 \x01(\x05\x12-\n\x07results\x18\x02 \x03(\x0b\x32\x1c.duetime.jobs.v1.BatchResult\"?\n\x0b\x42\x61tchResult\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\"\n\x06status\x18\x02 \x01(\x0b\x32\x12.google.rpc.Status*\x94\x01\n\rDstAdjustment\x12\x1e\n\x1a\x44ST_ADJUSTMENT_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x44ST_ADJUSTMENT_SHIFTED\x10\x01\x12\"\n\x1e\x44ST_ADJUSTMENT_FOLD_FIRST_PASS\x10\x02\x12#\n\x1f\x44ST_ADJUSTMENT_FOLD_SECOND_PASS\x10\x03\x32\x88\x0b\n\nJobService\x12R\n\tCreateJob\x12!.duetime.jobs.v1.CreateJobRequest\x1a\".duetime.jobs.v1.CreateJobResponse\x12I\n\x06GetJob\x12\x1e.duetime.jobs.v1.GetJobRequest\x1a\x1f.duetime.jobs.v1.GetJobResponse\x12O\n\x08ListJobs\x12 .duetime.jobs.v1.ListJobsRequest\x1a!.duetime.jobs.v1.ListJobsResponse\x12R\n\tUpdateJob\x12!.duetime.jobs.v1.UpdateJobRequest\x1a\".duetime.jobs.v1.UpdateJobResponse\x12R\n\tDeleteJob\x12!.duetime.jobs.v1.DeleteJobRequest\x1a\".duetime.jobs.v1.DeleteJobResponse\x12O\n\x08PauseJob\x12 .duetime.jobs.v1.PauseJobRequest\x1a!.duetime.jobs.v1.PauseJobResponse\x12R\n\tResumeJob\x12!.duetime.jobs.v1.ResumeJobRequest\x1a\".duetime.jobs.v1.ResumeJobResponse\x12U\n\nTriggerJob\x12\".duetime.jobs.v1.TriggerJobRequest\x1a#.duetime.jobs.v1.TriggerJobResponse\x12O\n\x08ListRuns\x12 .duetime.jobs.v1.ListRunsRequest\x1a!.duetime.jobs.v1.ListRunsResponse\x12I\n\x06GetRun\x12\x1e.duetime.jobs.v1.GetRunRequest\x1a\x1f.duetime.jobs.v1.GetRunResponse\x12U\n\nRedriveRun\x12\".duetime.jobs.v1.RedriveRunRequest\x1a#.duetime.jobs.v1.RedriveRunResponse\x12\x64\n\x0fPreviewSchedule\x12\'.duetime.jobs.v1.PreviewScheduleRequest\x1a(.duetime.jobs.v1.PreviewScheduleResponse\x12[\n\x0cGetTeamQuota\x12$.duetime.jobs.v1.GetTeamQuotaRequest\x1a%.duetime.jobs.v1.GetTeamQuotaResponse\x12\x61\n\x0e\x42\x61tchPauseJobs\x12&.duetime.jobs.v1.BatchPauseJobsRequest\x1a\'.duetime.jobs.v1.BatchPauseJobsResponse\x12\x64\n\x0f\x42\x61tchResumeJobs\x12\'.duetime.jobs.v1.BatchResumeJobsRequest\x1a(.duetime.jobs.v1.BatchResumeJobsResponse\x12g\n\x10\x42\x61tchRedriveRuns\x12(.duetime.jobs.v1.BatchRedriveRunsRequest\x1a).duetime.jobs.v1.BatchRedriveRunsResponseBe\n\x13\x64\x65v.duetime.jobs.v1B\x0fJobServiceProtoP\x01Z)duetime.dev/gen/go/duetime/jobs/v1;jobsv1\xaa\x02\x0f\x44uetime.Jobs.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!duetime/jobs/v1/job_service.proto\x12\x0f\x64uetime.jobs.v1\x1a\x19\x64uetime/jobs/v1/job.proto\x1a\x1b\x64uetime/jobs/v1/quota.proto\x1a\x19\x64uetime/jobs/v1/run.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"Y\n\x10\x43reateJobRequest\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x0e\n\x06parent\x18\x03 \x01(\t\"6\n\x11\x43reateJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\"-\n\rGetJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\"3\n\x0eGetJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\"\xae\x01\n\x0fListJobsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12(\n\x05state\x18\x03 \x01(\x0e\x32\x19.duetime.jobs.v1.JobState\x12\x0e\n\x06\x66ilter\x18\x05 \x01(\t\x12\x13\n\x0brecent_runs\x18\x06 \x01(\x05\x12\x15\n\rupcoming_runs\x18\x07 \x01(\x05\x12\x0e\n\x06parent\x18\x04 \x01(\t\"\xe7\x01\n\x10ListJobsResponse\x12\"\n\x04jobs\x18\x01 \x03(\x0b\x32\x14.duetime.jobs.v1.Job\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x45\n\nactivities\x18\x03 \x03(\x0b\x32\x31.duetime.jobs.v1.ListJobsResponse.ActivitiesEntry\x1aO\n\x0f\x41\x63tivitiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12+\n\x05value\x18\x02 \x01(\x0b\x32\x1c.duetime.jobs.v1.JobActivity:\x02\x38\x01\"u\n\x0bJobActivity\x12)\n\x0brecent_runs\x18\x01 \x03(\x0b\x32\x14.duetime.jobs.v1.Run\x12;\n\rupcoming_runs\x18\x02 \x03(\x0b\x32$.duetime.jobs.v1.ScheduledOccurrence\"f\n\x10UpdateJobRequest\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\"\x8c\x01\n\x11UpdateJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\x12\x18\n\x10schedule_changed\x18\x02 \x01(\x08\x12:\n\x16previous_next_run_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\">\n\x10\x44\x65leteJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x65tag\x18\x02 \x01(\t\x12\x0e\n\x06job_id\x18\x03 \x01(\t\"\x13\n\x11\x44\x65leteJobResponse\"=\n\x0fPauseJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x65tag\x18\x02 \x01(\t\x12\x0e\n\x06job_id\x18\x03 \x01(\t\"5\n\x10PauseJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\">\n\x10ResumeJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x65tag\x18\x02 \x01(\t\x12\x0e\n\x06job_id\x18\x03 \x01(\t\"6\n\x11ResumeJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Job\"5\n\x11TriggerJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\"7\n\x12TriggerJobResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Run\"\x92\x01\n\x0fListRunsRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\x12(\n\x05state\x18\x04 \x01(\x0e\x32\x19.duetime.jobs.v1.RunState\x12\x0e\n\x06job_id\x18\x05 \x01(\t\x12\x0e\n\x06\x66ilter\x18\x06 \x01(\t\"O\n\x10ListRunsResponse\x12\"\n\x04runs\x18\x01 \x03(\x0b\x32\x14.duetime.jobs.v1.Run\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x1d\n\rGetRunRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"3\n\x0eGetRunResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Run\"5\n\x11RedriveRunRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\"7\n\x12RedriveRunResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x14.duetime.jobs.v1.Run\"\xd1\x01\n\x16PreviewScheduleRequest\x12-\n\x08schedule\x18\x01 \x01(\x0b\x32\x19.duetime.jobs.v1.ScheduleH\x00\x12\r\n\x03job\x18\x02 \x01(\tH\x00\x12.\n\nstart_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05\x63ount\x18\x04 \x01(\x05\x12\x30\n\rjitter_window\x18\x05 \x01(\x0b\x32\x19.google.protobuf.DurationB\x08\n\x06source\"T\n\x17PreviewScheduleResponse\x12\x39\n\x0boccurrences\x18\x01 \x03(\x0b\x32$.duetime.jobs.v1.ScheduledOccurrence\"\xc7\x01\n\x13ScheduledOccurrence\x12\x30\n\x0cnominal_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x65\x66\x66\x65\x63tive_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nlocal_time\x18\x03 \x01(\t\x12\x36\n\x0e\x64st_adjustment\x18\x04 \x01(\x0e\x32\x1e.duetime.jobs.v1.DstAdjustment\"#\n\x13GetTeamQuotaRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"z\n\x14GetTeamQuotaResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12)\n\x05quota\x18\x02 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamQuota\x12)\n\x05usage\x18\x03 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamUsage\"]\n\x15\x42\x61tchPauseJobsRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12\r\n\x05names\x18\x02 \x03(\t\x12\x0e\n\x06\x66ilter\x18\x03 \x01(\t\x12\x15\n\rvalidate_only\x18\x04 \x01(\x08\"X\n\x16\x42\x61tchPauseJobsResponse\x12\x0f\n\x07matched\x18\x01 \x01(\x05\x12-\n\x07results\x18\x02 \x03(\x0b\x32\x1c.duetime.jobs.v1.BatchResult\"^\n\x16\x42\x61tchResumeJobsRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12\r\n\x05names\x18\x02 \x03(\t\x12\x0e\n\x06\x66ilter\x18\x03 \x01(\t\x12\x15\n\rvalidate_only\x18\x04 \x01(\x08\"Y\n\x17\x42\x61tchResumeJobsResponse\x12\x0f\n\x07matched\x18\x01 \x01(\x05\x12-\n\x07results\x18\x02 \x03(\x0b\x32\x1c.duetime.jobs.v1.BatchResult\"s\n\x17\x42\x61tchRedriveRunsRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12\r\n\x05names\x18\x02 \x03(\t\x12\x0e\n\x06\x66ilter\x18\x03 \x01(\t\x12\x15\n\rvalidate_only\x18\x04 \x01(\x08\x12\x12\n\nrequest_id\x18\x05 \x01(\t\"Z\n\x18\x42\x61tchRedriveRunsResponse\x12\x0f\n\x07matched\x18\x01 \x01(\x05\x12-\n\x07results\x18\x02 \x03(\x0b\x32\x1c.duetime.jobs.v1.BatchResult\"?\n\x0b\x42\x61tchResult\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\"\n\x06status\x18\x02 \x01(\x0b\x32\x12.google.rpc.Status*\x94\x01\n\rDstAdjustment\x12\x1e\n\x1a\x44ST_ADJUSTMENT_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x44ST_ADJUSTMENT_SHIFTED\x10\x01\x12\"\n\x1e\x44ST_ADJUSTMENT_FOLD_FIRST_PASS\x10\x02\x12#\n\x1f\x44ST_ADJUSTMENT_FOLD_SECOND_PASS\x10\x03\x32\xa6\x12\n\nJobService\x12\x8b\x01\n\tCreateJob\x12!.duetime.jobs.v1.CreateJobRequest\x1a\".duetime.jobs.v1.CreateJobResponse\"7\x82\xd3\xe4\x93\x02\x31\"\x19/v1/{parent=teams/*}/jobs:\x03jobZ\x0f\"\x08/v1/jobs:\x03job\x12\x81\x01\n\x06GetJob\x12\x1e.duetime.jobs.v1.GetJobRequest\x1a\x1f.duetime.jobs.v1.GetJobResponse\"6\x82\xd3\xe4\x93\x02\x30\x12\x19/v1/{name=teams/*/jobs/*}Z\x13\x12\x11/v1/jobs/{job_id}\x12~\n\x08ListJobs\x12 .duetime.jobs.v1.ListJobsRequest\x1a!.duetime.jobs.v1.ListJobsResponse\"-\x82\xd3\xe4\x93\x02\'\x12\x19/v1/{parent=teams/*}/jobsZ\n\x12\x08/v1/jobs\x12~\n\tUpdateJob\x12!.duetime.jobs.v1.UpdateJobRequest\x1a\".duetime.jobs.v1.UpdateJobResponse\"*\x82\xd3\xe4\x93\x02$2\x1d/v1/{job.name=teams/*/jobs/*}:\x03job\x12\x8a\x01\n\tDeleteJob\x12!.duetime.jobs.v1.DeleteJobRequest\x1a\".duetime.jobs.v1.DeleteJobResponse\"6\x82\xd3\xe4\x93\x02\x30*\x19/v1/{name=teams/*/jobs/*}Z\x13*\x11/v1/jobs/{job_id}\x12\x99\x01\n\x08PauseJob\x12 .duetime.jobs.v1.PauseJobRequest\x1a!.duetime.jobs.v1.PauseJobResponse\"H\x82\xd3\xe4\x93\x02\x42\"\x1f/v1/{name=teams/*/jobs/*}:pause:\x01*Z\x1c\"\x17/v1/jobs/{job_id}/pause:\x01*\x12\x9e\x01\n\tResumeJob\x12!.duetime.jobs.v1.ResumeJobRequest\x1a\".duetime.jobs.v1.ResumeJobResponse\"J\x82\xd3\xe4\x93\x02\x44\" /v1/{name=teams/*/jobs/*}:resume:\x01*Z\x1d\"\x18/v1/jobs/{job_id}/resume:\x01*\x12\x83\x01\n\nTriggerJob\x12\".duetime.jobs.v1.TriggerJobRequest\x1a#.duetime.jobs.v1.TriggerJobResponse\",\x82\xd3\xe4\x93\x02&\"!/v1/{name=teams/*/jobs/*}:trigger:\x01*\x12\x93\x01\n\x08ListRuns\x12 .duetime.jobs.v1.ListRunsRequest\x1a!.duetime.jobs.v1.ListRunsResponse\"B\x82\xd3\xe4\x93\x02<\x12 /v1/{parent=teams/*/jobs/*}/runsZ\x18\x12\x16/v1/jobs/{job_id}/runs\x12s\n\x06GetRun\x12\x1e.duetime.jobs.v1.GetRunRequest\x1a\x1f.duetime.jobs.v1.GetRunResponse\"(\x82\xd3\xe4\x93\x02\"\x12 /v1/{name=teams/*/jobs/*/runs/*}\x12\x8a\x01\n\nRedriveRun\x12\".duetime.jobs.v1.RedriveRunRequest\x1a#.duetime.jobs.v1.RedriveRunResponse\"3\x82\xd3\xe4\x93\x02-\"(/v1/{name=teams/*/jobs/*/runs/*}:redrive:\x01*\x12\x89\x01\n\x0fPreviewSchedule\x12\'.duetime.jobs.v1.PreviewScheduleRequest\x1a(.duetime.jobs.v1.PreviewScheduleResponse\"#\x82\xd3\xe4\x93\x02\x1d\"\x18/v1/jobs:previewSchedule:\x01*\x12\x8a\x01\n\x0cGetTeamQuota\x12$.duetime.jobs.v1.GetTeamQuotaRequest\x1a%.duetime.jobs.v1.GetTeamQuotaResponse\"-\x82\xd3\xe4\x93\x02\'\x12\x18/v1/{name=teams/*}/quotaZ\x0b\x12\t/v1/quota\x12\xac\x01\n\x0e\x42\x61tchPauseJobs\x12&.duetime.jobs.v1.BatchPauseJobsRequest\x1a\'.duetime.jobs.v1.BatchPauseJobsResponse\"I\x82\xd3\xe4\x93\x02\x43\"$/v1/{parent=teams/*}/jobs:batchPause:\x01*Z\x18\"\x13/v1/jobs:batchPause:\x01*\x12\xb1\x01\n\x0f\x42\x61tchResumeJobs\x12\'.duetime.jobs.v1.BatchResumeJobsRequest\x1a(.duetime.jobs.v1.BatchResumeJobsResponse\"K\x82\xd3\xe4\x93\x02\x45\"%/v1/{parent=teams/*}/jobs:batchResume:\x01*Z\x19\"\x14/v1/jobs:batchResume:\x01*\x12\xa1\x01\n\x10\x42\x61tchRedriveRuns\x12(.duetime.jobs.v1.BatchRedriveRunsRequest\x1a).duetime.jobs.v1.BatchRedriveRunsResponse\"8\x82\xd3\xe4\x93\x02\x32\"-/v1/{parent=teams/*/jobs/*}/runs:batchRedrive:\x01*Be\n\x13\x64\x65v.duetime.jobs.v1B\x0fJobServiceProtoP\x01Z)duetime.dev/gen/go/duetime/jobs/v1;jobsv1\xaa\x02\x0f\x44uetime.Jobs.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -41,80 +42,112 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._serialized_options = b'\n\023dev.duetime.jobs.v1B\017JobServiceProtoP\001Z)duetime.dev/gen/go/duetime/jobs/v1;jobsv1\252\002\017Duetime.Jobs.V1'
   _globals['_LISTJOBSRESPONSE_ACTIVITIESENTRY']._loaded_options = None
   _globals['_LISTJOBSRESPONSE_ACTIVITIESENTRY']._serialized_options = b'8\001'
-  _globals['_DSTADJUSTMENT']._serialized_start=3342
-  _globals['_DSTADJUSTMENT']._serialized_end=3490
-  _globals['_CREATEJOBREQUEST']._serialized_start=261
-  _globals['_CREATEJOBREQUEST']._serialized_end=334
-  _globals['_CREATEJOBRESPONSE']._serialized_start=336
-  _globals['_CREATEJOBRESPONSE']._serialized_end=390
-  _globals['_GETJOBREQUEST']._serialized_start=392
-  _globals['_GETJOBREQUEST']._serialized_end=421
-  _globals['_GETJOBRESPONSE']._serialized_start=423
-  _globals['_GETJOBRESPONSE']._serialized_end=474
-  _globals['_LISTJOBSREQUEST']._serialized_start=477
-  _globals['_LISTJOBSREQUEST']._serialized_end=635
-  _globals['_LISTJOBSRESPONSE']._serialized_start=638
-  _globals['_LISTJOBSRESPONSE']._serialized_end=869
-  _globals['_LISTJOBSRESPONSE_ACTIVITIESENTRY']._serialized_start=790
-  _globals['_LISTJOBSRESPONSE_ACTIVITIESENTRY']._serialized_end=869
-  _globals['_JOBACTIVITY']._serialized_start=871
-  _globals['_JOBACTIVITY']._serialized_end=988
-  _globals['_UPDATEJOBREQUEST']._serialized_start=990
-  _globals['_UPDATEJOBREQUEST']._serialized_end=1092
-  _globals['_UPDATEJOBRESPONSE']._serialized_start=1095
-  _globals['_UPDATEJOBRESPONSE']._serialized_end=1235
-  _globals['_DELETEJOBREQUEST']._serialized_start=1237
-  _globals['_DELETEJOBREQUEST']._serialized_end=1283
-  _globals['_DELETEJOBRESPONSE']._serialized_start=1285
-  _globals['_DELETEJOBRESPONSE']._serialized_end=1304
-  _globals['_PAUSEJOBREQUEST']._serialized_start=1306
-  _globals['_PAUSEJOBREQUEST']._serialized_end=1351
-  _globals['_PAUSEJOBRESPONSE']._serialized_start=1353
-  _globals['_PAUSEJOBRESPONSE']._serialized_end=1406
-  _globals['_RESUMEJOBREQUEST']._serialized_start=1408
-  _globals['_RESUMEJOBREQUEST']._serialized_end=1454
-  _globals['_RESUMEJOBRESPONSE']._serialized_start=1456
-  _globals['_RESUMEJOBRESPONSE']._serialized_end=1510
-  _globals['_TRIGGERJOBREQUEST']._serialized_start=1512
-  _globals['_TRIGGERJOBREQUEST']._serialized_end=1565
-  _globals['_TRIGGERJOBRESPONSE']._serialized_start=1567
-  _globals['_TRIGGERJOBRESPONSE']._serialized_end=1622
-  _globals['_LISTRUNSREQUEST']._serialized_start=1625
-  _globals['_LISTRUNSREQUEST']._serialized_end=1755
-  _globals['_LISTRUNSRESPONSE']._serialized_start=1757
-  _globals['_LISTRUNSRESPONSE']._serialized_end=1836
-  _globals['_GETRUNREQUEST']._serialized_start=1838
-  _globals['_GETRUNREQUEST']._serialized_end=1867
-  _globals['_GETRUNRESPONSE']._serialized_start=1869
-  _globals['_GETRUNRESPONSE']._serialized_end=1920
-  _globals['_REDRIVERUNREQUEST']._serialized_start=1922
-  _globals['_REDRIVERUNREQUEST']._serialized_end=1975
-  _globals['_REDRIVERUNRESPONSE']._serialized_start=1977
-  _globals['_REDRIVERUNRESPONSE']._serialized_end=2032
-  _globals['_PREVIEWSCHEDULEREQUEST']._serialized_start=2035
-  _globals['_PREVIEWSCHEDULEREQUEST']._serialized_end=2244
-  _globals['_PREVIEWSCHEDULERESPONSE']._serialized_start=2246
-  _globals['_PREVIEWSCHEDULERESPONSE']._serialized_end=2330
-  _globals['_SCHEDULEDOCCURRENCE']._serialized_start=2333
-  _globals['_SCHEDULEDOCCURRENCE']._serialized_end=2532
-  _globals['_GETTEAMQUOTAREQUEST']._serialized_start=2534
-  _globals['_GETTEAMQUOTAREQUEST']._serialized_end=2569
-  _globals['_GETTEAMQUOTARESPONSE']._serialized_start=2571
-  _globals['_GETTEAMQUOTARESPONSE']._serialized_end=2693
-  _globals['_BATCHPAUSEJOBSREQUEST']._serialized_start=2695
-  _globals['_BATCHPAUSEJOBSREQUEST']._serialized_end=2788
-  _globals['_BATCHPAUSEJOBSRESPONSE']._serialized_start=2790
-  _globals['_BATCHPAUSEJOBSRESPONSE']._serialized_end=2878
-  _globals['_BATCHRESUMEJOBSREQUEST']._serialized_start=2880
-  _globals['_BATCHRESUMEJOBSREQUEST']._serialized_end=2974
-  _globals['_BATCHRESUMEJOBSRESPONSE']._serialized_start=2976
-  _globals['_BATCHRESUMEJOBSRESPONSE']._serialized_end=3065
-  _globals['_BATCHREDRIVERUNSREQUEST']._serialized_start=3067
-  _globals['_BATCHREDRIVERUNSREQUEST']._serialized_end=3182
-  _globals['_BATCHREDRIVERUNSRESPONSE']._serialized_start=3184
-  _globals['_BATCHREDRIVERUNSRESPONSE']._serialized_end=3274
-  _globals['_BATCHRESULT']._serialized_start=3276
-  _globals['_BATCHRESULT']._serialized_end=3339
-  _globals['_JOBSERVICE']._serialized_start=3493
-  _globals['_JOBSERVICE']._serialized_end=4909
+  _globals['_JOBSERVICE'].methods_by_name['CreateJob']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['CreateJob']._serialized_options = b'\202\323\344\223\0021\"\031/v1/{parent=teams/*}/jobs:\003jobZ\017\"\010/v1/jobs:\003job'
+  _globals['_JOBSERVICE'].methods_by_name['GetJob']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['GetJob']._serialized_options = b'\202\323\344\223\0020\022\031/v1/{name=teams/*/jobs/*}Z\023\022\021/v1/jobs/{job_id}'
+  _globals['_JOBSERVICE'].methods_by_name['ListJobs']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['ListJobs']._serialized_options = b'\202\323\344\223\002\'\022\031/v1/{parent=teams/*}/jobsZ\n\022\010/v1/jobs'
+  _globals['_JOBSERVICE'].methods_by_name['UpdateJob']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['UpdateJob']._serialized_options = b'\202\323\344\223\002$2\035/v1/{job.name=teams/*/jobs/*}:\003job'
+  _globals['_JOBSERVICE'].methods_by_name['DeleteJob']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['DeleteJob']._serialized_options = b'\202\323\344\223\0020*\031/v1/{name=teams/*/jobs/*}Z\023*\021/v1/jobs/{job_id}'
+  _globals['_JOBSERVICE'].methods_by_name['PauseJob']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['PauseJob']._serialized_options = b'\202\323\344\223\002B\"\037/v1/{name=teams/*/jobs/*}:pause:\001*Z\034\"\027/v1/jobs/{job_id}/pause:\001*'
+  _globals['_JOBSERVICE'].methods_by_name['ResumeJob']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['ResumeJob']._serialized_options = b'\202\323\344\223\002D\" /v1/{name=teams/*/jobs/*}:resume:\001*Z\035\"\030/v1/jobs/{job_id}/resume:\001*'
+  _globals['_JOBSERVICE'].methods_by_name['TriggerJob']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['TriggerJob']._serialized_options = b'\202\323\344\223\002&\"!/v1/{name=teams/*/jobs/*}:trigger:\001*'
+  _globals['_JOBSERVICE'].methods_by_name['ListRuns']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['ListRuns']._serialized_options = b'\202\323\344\223\002<\022 /v1/{parent=teams/*/jobs/*}/runsZ\030\022\026/v1/jobs/{job_id}/runs'
+  _globals['_JOBSERVICE'].methods_by_name['GetRun']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['GetRun']._serialized_options = b'\202\323\344\223\002\"\022 /v1/{name=teams/*/jobs/*/runs/*}'
+  _globals['_JOBSERVICE'].methods_by_name['RedriveRun']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['RedriveRun']._serialized_options = b'\202\323\344\223\002-\"(/v1/{name=teams/*/jobs/*/runs/*}:redrive:\001*'
+  _globals['_JOBSERVICE'].methods_by_name['PreviewSchedule']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['PreviewSchedule']._serialized_options = b'\202\323\344\223\002\035\"\030/v1/jobs:previewSchedule:\001*'
+  _globals['_JOBSERVICE'].methods_by_name['GetTeamQuota']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['GetTeamQuota']._serialized_options = b'\202\323\344\223\002\'\022\030/v1/{name=teams/*}/quotaZ\013\022\t/v1/quota'
+  _globals['_JOBSERVICE'].methods_by_name['BatchPauseJobs']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['BatchPauseJobs']._serialized_options = b'\202\323\344\223\002C\"$/v1/{parent=teams/*}/jobs:batchPause:\001*Z\030\"\023/v1/jobs:batchPause:\001*'
+  _globals['_JOBSERVICE'].methods_by_name['BatchResumeJobs']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['BatchResumeJobs']._serialized_options = b'\202\323\344\223\002E\"%/v1/{parent=teams/*}/jobs:batchResume:\001*Z\031\"\024/v1/jobs:batchResume:\001*'
+  _globals['_JOBSERVICE'].methods_by_name['BatchRedriveRuns']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['BatchRedriveRuns']._serialized_options = b'\202\323\344\223\0022\"-/v1/{parent=teams/*/jobs/*}/runs:batchRedrive:\001*'
+  _globals['_DSTADJUSTMENT']._serialized_start=3484
+  _globals['_DSTADJUSTMENT']._serialized_end=3632
+  _globals['_CREATEJOBREQUEST']._serialized_start=291
+  _globals['_CREATEJOBREQUEST']._serialized_end=380
+  _globals['_CREATEJOBRESPONSE']._serialized_start=382
+  _globals['_CREATEJOBRESPONSE']._serialized_end=436
+  _globals['_GETJOBREQUEST']._serialized_start=438
+  _globals['_GETJOBREQUEST']._serialized_end=483
+  _globals['_GETJOBRESPONSE']._serialized_start=485
+  _globals['_GETJOBRESPONSE']._serialized_end=536
+  _globals['_LISTJOBSREQUEST']._serialized_start=539
+  _globals['_LISTJOBSREQUEST']._serialized_end=713
+  _globals['_LISTJOBSRESPONSE']._serialized_start=716
+  _globals['_LISTJOBSRESPONSE']._serialized_end=947
+  _globals['_LISTJOBSRESPONSE_ACTIVITIESENTRY']._serialized_start=868
+  _globals['_LISTJOBSRESPONSE_ACTIVITIESENTRY']._serialized_end=947
+  _globals['_JOBACTIVITY']._serialized_start=949
+  _globals['_JOBACTIVITY']._serialized_end=1066
+  _globals['_UPDATEJOBREQUEST']._serialized_start=1068
+  _globals['_UPDATEJOBREQUEST']._serialized_end=1170
+  _globals['_UPDATEJOBRESPONSE']._serialized_start=1173
+  _globals['_UPDATEJOBRESPONSE']._serialized_end=1313
+  _globals['_DELETEJOBREQUEST']._serialized_start=1315
+  _globals['_DELETEJOBREQUEST']._serialized_end=1377
+  _globals['_DELETEJOBRESPONSE']._serialized_start=1379
+  _globals['_DELETEJOBRESPONSE']._serialized_end=1398
+  _globals['_PAUSEJOBREQUEST']._serialized_start=1400
+  _globals['_PAUSEJOBREQUEST']._serialized_end=1461
+  _globals['_PAUSEJOBRESPONSE']._serialized_start=1463
+  _globals['_PAUSEJOBRESPONSE']._serialized_end=1516
+  _globals['_RESUMEJOBREQUEST']._serialized_start=1518
+  _globals['_RESUMEJOBREQUEST']._serialized_end=1580
+  _globals['_RESUMEJOBRESPONSE']._serialized_start=1582
+  _globals['_RESUMEJOBRESPONSE']._serialized_end=1636
+  _globals['_TRIGGERJOBREQUEST']._serialized_start=1638
+  _globals['_TRIGGERJOBREQUEST']._serialized_end=1691
+  _globals['_TRIGGERJOBRESPONSE']._serialized_start=1693
+  _globals['_TRIGGERJOBRESPONSE']._serialized_end=1748
+  _globals['_LISTRUNSREQUEST']._serialized_start=1751
+  _globals['_LISTRUNSREQUEST']._serialized_end=1897
+  _globals['_LISTRUNSRESPONSE']._serialized_start=1899
+  _globals['_LISTRUNSRESPONSE']._serialized_end=1978
+  _globals['_GETRUNREQUEST']._serialized_start=1980
+  _globals['_GETRUNREQUEST']._serialized_end=2009
+  _globals['_GETRUNRESPONSE']._serialized_start=2011
+  _globals['_GETRUNRESPONSE']._serialized_end=2062
+  _globals['_REDRIVERUNREQUEST']._serialized_start=2064
+  _globals['_REDRIVERUNREQUEST']._serialized_end=2117
+  _globals['_REDRIVERUNRESPONSE']._serialized_start=2119
+  _globals['_REDRIVERUNRESPONSE']._serialized_end=2174
+  _globals['_PREVIEWSCHEDULEREQUEST']._serialized_start=2177
+  _globals['_PREVIEWSCHEDULEREQUEST']._serialized_end=2386
+  _globals['_PREVIEWSCHEDULERESPONSE']._serialized_start=2388
+  _globals['_PREVIEWSCHEDULERESPONSE']._serialized_end=2472
+  _globals['_SCHEDULEDOCCURRENCE']._serialized_start=2475
+  _globals['_SCHEDULEDOCCURRENCE']._serialized_end=2674
+  _globals['_GETTEAMQUOTAREQUEST']._serialized_start=2676
+  _globals['_GETTEAMQUOTAREQUEST']._serialized_end=2711
+  _globals['_GETTEAMQUOTARESPONSE']._serialized_start=2713
+  _globals['_GETTEAMQUOTARESPONSE']._serialized_end=2835
+  _globals['_BATCHPAUSEJOBSREQUEST']._serialized_start=2837
+  _globals['_BATCHPAUSEJOBSREQUEST']._serialized_end=2930
+  _globals['_BATCHPAUSEJOBSRESPONSE']._serialized_start=2932
+  _globals['_BATCHPAUSEJOBSRESPONSE']._serialized_end=3020
+  _globals['_BATCHRESUMEJOBSREQUEST']._serialized_start=3022
+  _globals['_BATCHRESUMEJOBSREQUEST']._serialized_end=3116
+  _globals['_BATCHRESUMEJOBSRESPONSE']._serialized_start=3118
+  _globals['_BATCHRESUMEJOBSRESPONSE']._serialized_end=3207
+  _globals['_BATCHREDRIVERUNSREQUEST']._serialized_start=3209
+  _globals['_BATCHREDRIVERUNSREQUEST']._serialized_end=3324
+  _globals['_BATCHREDRIVERUNSRESPONSE']._serialized_start=3326
+  _globals['_BATCHREDRIVERUNSRESPONSE']._serialized_end=3416
+  _globals['_BATCHRESULT']._serialized_start=3418
+  _globals['_BATCHRESULT']._serialized_end=3481
+  _globals['_JOBSERVICE']._serialized_start=3635
+  _globals['_JOBSERVICE']._serialized_end=5977
 # @@protoc_insertion_point(module_scope)

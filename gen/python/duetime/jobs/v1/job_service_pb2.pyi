@@ -66,11 +66,16 @@ class CreateJobRequest(_message.Message):
 
     JOB_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
+    PARENT_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     """Optional but recommended. A client-chosen id (at most 128 characters) that makes the call
     idempotent for 24 hours: a retry with the same id returns the job created the first time.
     Reusing an id for a different job fails with ALREADY_EXISTS (header and env values are
     not compared: Duetime keeps nothing of them but their sealed form).
+    """
+    parent: _builtins.str
+    """Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+    Another team is NOT_FOUND.
     """
     @_builtins.property
     def job(self) -> _job_pb2.Job:
@@ -81,10 +86,11 @@ class CreateJobRequest(_message.Message):
         *,
         job: _job_pb2.Job | None = ...,
         request_id: _builtins.str = ...,
+        parent: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["job", b"job"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["job", b"job", "request_id", b"request_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["job", b"job", "parent", b"parent", "request_id", b"request_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -121,16 +127,20 @@ class GetJobRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     NAME_FIELD_NUMBER: _builtins.int
+    JOB_ID_FIELD_NUMBER: _builtins.int
     name: _builtins.str
-    """Required. `teams/{team}/jobs/{job_id}`."""
+    """`teams/{team}/jobs/{job_id}`. Required unless `job_id` is set."""
+    job_id: _builtins.str
+    """The job's id alone, in the calling team: instead of `name` (set exactly one of the two)."""
     def __init__(
         self,
         *,
         name: _builtins.str = ...,
+        job_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["job_id", b"job_id", "name", b"name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -172,6 +182,7 @@ class ListJobsRequest(_message.Message):
     FILTER_FIELD_NUMBER: _builtins.int
     RECENT_RUNS_FIELD_NUMBER: _builtins.int
     UPCOMING_RUNS_FIELD_NUMBER: _builtins.int
+    PARENT_FIELD_NUMBER: _builtins.int
     page_size: _builtins.int
     """Optional. At most this many jobs, 1 to 1,000; defaults to 100."""
     page_token: _builtins.str
@@ -193,6 +204,10 @@ class ListJobsRequest(_message.Message):
     """Optional. 0 to 10: each listed job's latest runs, in `activities`."""
     upcoming_runs: _builtins.int
     """Optional. 0 to 10: each listed job's next occurrences, in `activities`."""
+    parent: _builtins.str
+    """Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+    Another team is NOT_FOUND.
+    """
     def __init__(
         self,
         *,
@@ -202,10 +217,11 @@ class ListJobsRequest(_message.Message):
         filter: _builtins.str = ...,
         recent_runs: _builtins.int = ...,
         upcoming_runs: _builtins.int = ...,
+        parent: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "page_size", b"page_size", "page_token", b"page_token", "recent_runs", b"recent_runs", "state", b"state", "upcoming_runs", b"upcoming_runs"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "page_size", b"page_size", "page_token", b"page_token", "parent", b"parent", "recent_runs", b"recent_runs", "state", b"state", "upcoming_runs", b"upcoming_runs"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -382,19 +398,23 @@ class DeleteJobRequest(_message.Message):
 
     NAME_FIELD_NUMBER: _builtins.int
     ETAG_FIELD_NUMBER: _builtins.int
+    JOB_ID_FIELD_NUMBER: _builtins.int
     name: _builtins.str
-    """Required. `teams/{team}/jobs/{job_id}`."""
+    """`teams/{team}/jobs/{job_id}`. Required unless `job_id` is set."""
     etag: _builtins.str
     """Optional. If set, must match the job's current etag."""
+    job_id: _builtins.str
+    """The job's id alone, in the calling team: instead of `name` (set exactly one of the two)."""
     def __init__(
         self,
         *,
         name: _builtins.str = ...,
         etag: _builtins.str = ...,
+        job_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["etag", b"etag", "name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["etag", b"etag", "job_id", b"job_id", "name", b"name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -425,19 +445,23 @@ class PauseJobRequest(_message.Message):
 
     NAME_FIELD_NUMBER: _builtins.int
     ETAG_FIELD_NUMBER: _builtins.int
+    JOB_ID_FIELD_NUMBER: _builtins.int
     name: _builtins.str
-    """Required. `teams/{team}/jobs/{job_id}`."""
+    """`teams/{team}/jobs/{job_id}`. Required unless `job_id` is set."""
     etag: _builtins.str
     """Optional. If set, must match the job's current etag."""
+    job_id: _builtins.str
+    """The job's id alone, in the calling team: instead of `name` (set exactly one of the two)."""
     def __init__(
         self,
         *,
         name: _builtins.str = ...,
         etag: _builtins.str = ...,
+        job_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["etag", b"etag", "name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["etag", b"etag", "job_id", b"job_id", "name", b"name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -475,19 +499,23 @@ class ResumeJobRequest(_message.Message):
 
     NAME_FIELD_NUMBER: _builtins.int
     ETAG_FIELD_NUMBER: _builtins.int
+    JOB_ID_FIELD_NUMBER: _builtins.int
     name: _builtins.str
-    """Required. `teams/{team}/jobs/{job_id}`."""
+    """`teams/{team}/jobs/{job_id}`. Required unless `job_id` is set."""
     etag: _builtins.str
     """Optional. If set, must match the job's current etag."""
+    job_id: _builtins.str
+    """The job's id alone, in the calling team: instead of `name` (set exactly one of the two)."""
     def __init__(
         self,
         *,
         name: _builtins.str = ...,
         etag: _builtins.str = ...,
+        job_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["etag", b"etag", "name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["etag", b"etag", "job_id", b"job_id", "name", b"name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -579,10 +607,12 @@ class ListRunsRequest(_message.Message):
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     STATE_FIELD_NUMBER: _builtins.int
+    JOB_ID_FIELD_NUMBER: _builtins.int
     FILTER_FIELD_NUMBER: _builtins.int
     parent: _builtins.str
-    """Required. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of
-    every job of the team (deleted jobs' too), latest nominal time first.
+    """The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of every job
+    of the team (deleted jobs' too), latest nominal time first. Required unless `job_id` is
+    set.
     """
     page_size: _builtins.int
     """Optional. At most this many runs, 1 to 1,000; defaults to 100."""
@@ -590,6 +620,8 @@ class ListRunsRequest(_message.Message):
     """Optional. `next_page_token` of the previous page. Only valid with the same filter."""
     state: _run_pb2.RunState.ValueType
     """Optional. Only runs in this state."""
+    job_id: _builtins.str
+    """The job's id alone, in the calling team: instead of `parent` (set exactly one of the two)."""
     filter: _builtins.str
     """Optional. Only runs that match this filter, in the syntax of Google's AIP-160 (at most
     1,000 characters). Fields: `state` (`=`, `!=`: a RunState without its prefix, e.g.
@@ -606,11 +638,12 @@ class ListRunsRequest(_message.Message):
         page_size: _builtins.int = ...,
         page_token: _builtins.str = ...,
         state: _run_pb2.RunState.ValueType = ...,
+        job_id: _builtins.str = ...,
         filter: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "page_size", b"page_size", "page_token", b"page_token", "parent", b"parent", "state", b"state"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "job_id", b"job_id", "page_size", b"page_size", "page_token", b"page_token", "parent", b"parent", "state", b"state"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

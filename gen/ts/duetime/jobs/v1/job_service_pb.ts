@@ -10,6 +10,7 @@ import type { TeamQuota, TeamUsage } from "./quota_pb.js";
 import { file_duetime_jobs_v1_quota } from "./quota_pb.js";
 import type { Run, RunState } from "./run_pb.js";
 import { file_duetime_jobs_v1_run } from "./run_pb.js";
+import { file_google_api_annotations } from "../../../google/api/annotations_pb.js";
 import type { Duration, FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_duration, file_google_protobuf_field_mask, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Status } from "../../../google/rpc/status_pb.js";
@@ -20,7 +21,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file duetime/jobs/v1/job_service.proto.
  */
 export const file_duetime_jobs_v1_job_service: GenFile = /*@__PURE__*/
-  fileDesc("CiFkdWV0aW1lL2pvYnMvdjEvam9iX3NlcnZpY2UucHJvdG8SD2R1ZXRpbWUuam9icy52MSJJChBDcmVhdGVKb2JSZXF1ZXN0EiEKA2pvYhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5Kb2ISEgoKcmVxdWVzdF9pZBgCIAEoCSI2ChFDcmVhdGVKb2JSZXNwb25zZRIhCgNqb2IYASABKAsyFC5kdWV0aW1lLmpvYnMudjEuSm9iIh0KDUdldEpvYlJlcXVlc3QSDAoEbmFtZRgBIAEoCSIzCg5HZXRKb2JSZXNwb25zZRIhCgNqb2IYASABKAsyFC5kdWV0aW1lLmpvYnMudjEuSm9iIp4BCg9MaXN0Sm9ic1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkSKAoFc3RhdGUYAyABKA4yGS5kdWV0aW1lLmpvYnMudjEuSm9iU3RhdGUSDgoGZmlsdGVyGAUgASgJEhMKC3JlY2VudF9ydW5zGAYgASgFEhUKDXVwY29taW5nX3J1bnMYByABKAUi5wEKEExpc3RKb2JzUmVzcG9uc2USIgoEam9icxgBIAMoCzIULmR1ZXRpbWUuam9icy52MS5Kb2ISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEkUKCmFjdGl2aXRpZXMYAyADKAsyMS5kdWV0aW1lLmpvYnMudjEuTGlzdEpvYnNSZXNwb25zZS5BY3Rpdml0aWVzRW50cnkaTwoPQWN0aXZpdGllc0VudHJ5EgsKA2tleRgBIAEoCRIrCgV2YWx1ZRgCIAEoCzIcLmR1ZXRpbWUuam9icy52MS5Kb2JBY3Rpdml0eToCOAEidQoLSm9iQWN0aXZpdHkSKQoLcmVjZW50X3J1bnMYASADKAsyFC5kdWV0aW1lLmpvYnMudjEuUnVuEjsKDXVwY29taW5nX3J1bnMYAiADKAsyJC5kdWV0aW1lLmpvYnMudjEuU2NoZWR1bGVkT2NjdXJyZW5jZSJmChBVcGRhdGVKb2JSZXF1ZXN0EiEKA2pvYhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5Kb2ISLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIowBChFVcGRhdGVKb2JSZXNwb25zZRIhCgNqb2IYASABKAsyFC5kdWV0aW1lLmpvYnMudjEuSm9iEhgKEHNjaGVkdWxlX2NoYW5nZWQYAiABKAgSOgoWcHJldmlvdXNfbmV4dF9ydW5fdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiLgoQRGVsZXRlSm9iUmVxdWVzdBIMCgRuYW1lGAEgASgJEgwKBGV0YWcYAiABKAkiEwoRRGVsZXRlSm9iUmVzcG9uc2UiLQoPUGF1c2VKb2JSZXF1ZXN0EgwKBG5hbWUYASABKAkSDAoEZXRhZxgCIAEoCSI1ChBQYXVzZUpvYlJlc3BvbnNlEiEKA2pvYhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5Kb2IiLgoQUmVzdW1lSm9iUmVxdWVzdBIMCgRuYW1lGAEgASgJEgwKBGV0YWcYAiABKAkiNgoRUmVzdW1lSm9iUmVzcG9uc2USIQoDam9iGAEgASgLMhQuZHVldGltZS5qb2JzLnYxLkpvYiI1ChFUcmlnZ2VySm9iUmVxdWVzdBIMCgRuYW1lGAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkiNwoSVHJpZ2dlckpvYlJlc3BvbnNlEiEKA3J1bhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5SdW4iggEKD0xpc3RSdW5zUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkSKAoFc3RhdGUYBCABKA4yGS5kdWV0aW1lLmpvYnMudjEuUnVuU3RhdGUSDgoGZmlsdGVyGAYgASgJIk8KEExpc3RSdW5zUmVzcG9uc2USIgoEcnVucxgBIAMoCzIULmR1ZXRpbWUuam9icy52MS5SdW4SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIh0KDUdldFJ1blJlcXVlc3QSDAoEbmFtZRgBIAEoCSIzCg5HZXRSdW5SZXNwb25zZRIhCgNydW4YASABKAsyFC5kdWV0aW1lLmpvYnMudjEuUnVuIjUKEVJlZHJpdmVSdW5SZXF1ZXN0EgwKBG5hbWUYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCSI3ChJSZWRyaXZlUnVuUmVzcG9uc2USIQoDcnVuGAEgASgLMhQuZHVldGltZS5qb2JzLnYxLlJ1biLRAQoWUHJldmlld1NjaGVkdWxlUmVxdWVzdBItCghzY2hlZHVsZRgBIAEoCzIZLmR1ZXRpbWUuam9icy52MS5TY2hlZHVsZUgAEg0KA2pvYhgCIAEoCUgAEi4KCnN0YXJ0X3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBWNvdW50GAQgASgFEjAKDWppdHRlcl93aW5kb3cYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb25CCAoGc291cmNlIlQKF1ByZXZpZXdTY2hlZHVsZVJlc3BvbnNlEjkKC29jY3VycmVuY2VzGAEgAygLMiQuZHVldGltZS5qb2JzLnYxLlNjaGVkdWxlZE9jY3VycmVuY2UixwEKE1NjaGVkdWxlZE9jY3VycmVuY2USMAoMbm9taW5hbF90aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyCg5lZmZlY3RpdmVfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKbG9jYWxfdGltZRgDIAEoCRI2Cg5kc3RfYWRqdXN0bWVudBgEIAEoDjIeLmR1ZXRpbWUuam9icy52MS5Ec3RBZGp1c3RtZW50IiMKE0dldFRlYW1RdW90YVJlcXVlc3QSDAoEbmFtZRgBIAEoCSJ6ChRHZXRUZWFtUXVvdGFSZXNwb25zZRIMCgRuYW1lGAEgASgJEikKBXF1b3RhGAIgASgLMhouZHVldGltZS5qb2JzLnYxLlRlYW1RdW90YRIpCgV1c2FnZRgDIAEoCzIaLmR1ZXRpbWUuam9icy52MS5UZWFtVXNhZ2UiXQoVQmF0Y2hQYXVzZUpvYnNSZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRINCgVuYW1lcxgCIAMoCRIOCgZmaWx0ZXIYAyABKAkSFQoNdmFsaWRhdGVfb25seRgEIAEoCCJYChZCYXRjaFBhdXNlSm9ic1Jlc3BvbnNlEg8KB21hdGNoZWQYASABKAUSLQoHcmVzdWx0cxgCIAMoCzIcLmR1ZXRpbWUuam9icy52MS5CYXRjaFJlc3VsdCJeChZCYXRjaFJlc3VtZUpvYnNSZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRINCgVuYW1lcxgCIAMoCRIOCgZmaWx0ZXIYAyABKAkSFQoNdmFsaWRhdGVfb25seRgEIAEoCCJZChdCYXRjaFJlc3VtZUpvYnNSZXNwb25zZRIPCgdtYXRjaGVkGAEgASgFEi0KB3Jlc3VsdHMYAiADKAsyHC5kdWV0aW1lLmpvYnMudjEuQmF0Y2hSZXN1bHQicwoXQmF0Y2hSZWRyaXZlUnVuc1JlcXVlc3QSDgoGcGFyZW50GAEgASgJEg0KBW5hbWVzGAIgAygJEg4KBmZpbHRlchgDIAEoCRIVCg12YWxpZGF0ZV9vbmx5GAQgASgIEhIKCnJlcXVlc3RfaWQYBSABKAkiWgoYQmF0Y2hSZWRyaXZlUnVuc1Jlc3BvbnNlEg8KB21hdGNoZWQYASABKAUSLQoHcmVzdWx0cxgCIAMoCzIcLmR1ZXRpbWUuam9icy52MS5CYXRjaFJlc3VsdCI/CgtCYXRjaFJlc3VsdBIMCgRuYW1lGAEgASgJEiIKBnN0YXR1cxgCIAEoCzISLmdvb2dsZS5ycGMuU3RhdHVzKpQBCg1Ec3RBZGp1c3RtZW50Eh4KGkRTVF9BREpVU1RNRU5UX1VOU1BFQ0lGSUVEEAASGgoWRFNUX0FESlVTVE1FTlRfU0hJRlRFRBABEiIKHkRTVF9BREpVU1RNRU5UX0ZPTERfRklSU1RfUEFTUxACEiMKH0RTVF9BREpVU1RNRU5UX0ZPTERfU0VDT05EX1BBU1MQAzKICwoKSm9iU2VydmljZRJSCglDcmVhdGVKb2ISIS5kdWV0aW1lLmpvYnMudjEuQ3JlYXRlSm9iUmVxdWVzdBoiLmR1ZXRpbWUuam9icy52MS5DcmVhdGVKb2JSZXNwb25zZRJJCgZHZXRKb2ISHi5kdWV0aW1lLmpvYnMudjEuR2V0Sm9iUmVxdWVzdBofLmR1ZXRpbWUuam9icy52MS5HZXRKb2JSZXNwb25zZRJPCghMaXN0Sm9icxIgLmR1ZXRpbWUuam9icy52MS5MaXN0Sm9ic1JlcXVlc3QaIS5kdWV0aW1lLmpvYnMudjEuTGlzdEpvYnNSZXNwb25zZRJSCglVcGRhdGVKb2ISIS5kdWV0aW1lLmpvYnMudjEuVXBkYXRlSm9iUmVxdWVzdBoiLmR1ZXRpbWUuam9icy52MS5VcGRhdGVKb2JSZXNwb25zZRJSCglEZWxldGVKb2ISIS5kdWV0aW1lLmpvYnMudjEuRGVsZXRlSm9iUmVxdWVzdBoiLmR1ZXRpbWUuam9icy52MS5EZWxldGVKb2JSZXNwb25zZRJPCghQYXVzZUpvYhIgLmR1ZXRpbWUuam9icy52MS5QYXVzZUpvYlJlcXVlc3QaIS5kdWV0aW1lLmpvYnMudjEuUGF1c2VKb2JSZXNwb25zZRJSCglSZXN1bWVKb2ISIS5kdWV0aW1lLmpvYnMudjEuUmVzdW1lSm9iUmVxdWVzdBoiLmR1ZXRpbWUuam9icy52MS5SZXN1bWVKb2JSZXNwb25zZRJVCgpUcmlnZ2VySm9iEiIuZHVldGltZS5qb2JzLnYxLlRyaWdnZXJKb2JSZXF1ZXN0GiMuZHVldGltZS5qb2JzLnYxLlRyaWdnZXJKb2JSZXNwb25zZRJPCghMaXN0UnVucxIgLmR1ZXRpbWUuam9icy52MS5MaXN0UnVuc1JlcXVlc3QaIS5kdWV0aW1lLmpvYnMudjEuTGlzdFJ1bnNSZXNwb25zZRJJCgZHZXRSdW4SHi5kdWV0aW1lLmpvYnMudjEuR2V0UnVuUmVxdWVzdBofLmR1ZXRpbWUuam9icy52MS5HZXRSdW5SZXNwb25zZRJVCgpSZWRyaXZlUnVuEiIuZHVldGltZS5qb2JzLnYxLlJlZHJpdmVSdW5SZXF1ZXN0GiMuZHVldGltZS5qb2JzLnYxLlJlZHJpdmVSdW5SZXNwb25zZRJkCg9QcmV2aWV3U2NoZWR1bGUSJy5kdWV0aW1lLmpvYnMudjEuUHJldmlld1NjaGVkdWxlUmVxdWVzdBooLmR1ZXRpbWUuam9icy52MS5QcmV2aWV3U2NoZWR1bGVSZXNwb25zZRJbCgxHZXRUZWFtUXVvdGESJC5kdWV0aW1lLmpvYnMudjEuR2V0VGVhbVF1b3RhUmVxdWVzdBolLmR1ZXRpbWUuam9icy52MS5HZXRUZWFtUXVvdGFSZXNwb25zZRJhCg5CYXRjaFBhdXNlSm9icxImLmR1ZXRpbWUuam9icy52MS5CYXRjaFBhdXNlSm9ic1JlcXVlc3QaJy5kdWV0aW1lLmpvYnMudjEuQmF0Y2hQYXVzZUpvYnNSZXNwb25zZRJkCg9CYXRjaFJlc3VtZUpvYnMSJy5kdWV0aW1lLmpvYnMudjEuQmF0Y2hSZXN1bWVKb2JzUmVxdWVzdBooLmR1ZXRpbWUuam9icy52MS5CYXRjaFJlc3VtZUpvYnNSZXNwb25zZRJnChBCYXRjaFJlZHJpdmVSdW5zEiguZHVldGltZS5qb2JzLnYxLkJhdGNoUmVkcml2ZVJ1bnNSZXF1ZXN0GikuZHVldGltZS5qb2JzLnYxLkJhdGNoUmVkcml2ZVJ1bnNSZXNwb25zZUJlChNkZXYuZHVldGltZS5qb2JzLnYxQg9Kb2JTZXJ2aWNlUHJvdG9QAVopZHVldGltZS5kZXYvZ2VuL2dvL2R1ZXRpbWUvam9icy92MTtqb2JzdjGqAg9EdWV0aW1lLkpvYnMuVjFiBnByb3RvMw", [file_duetime_jobs_v1_job, file_duetime_jobs_v1_quota, file_duetime_jobs_v1_run, file_google_protobuf_duration, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_google_rpc_status]);
+  fileDesc("CiFkdWV0aW1lL2pvYnMvdjEvam9iX3NlcnZpY2UucHJvdG8SD2R1ZXRpbWUuam9icy52MSJZChBDcmVhdGVKb2JSZXF1ZXN0EiEKA2pvYhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5Kb2ISEgoKcmVxdWVzdF9pZBgCIAEoCRIOCgZwYXJlbnQYAyABKAkiNgoRQ3JlYXRlSm9iUmVzcG9uc2USIQoDam9iGAEgASgLMhQuZHVldGltZS5qb2JzLnYxLkpvYiItCg1HZXRKb2JSZXF1ZXN0EgwKBG5hbWUYASABKAkSDgoGam9iX2lkGAIgASgJIjMKDkdldEpvYlJlc3BvbnNlEiEKA2pvYhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5Kb2IirgEKD0xpc3RKb2JzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIoCgVzdGF0ZRgDIAEoDjIZLmR1ZXRpbWUuam9icy52MS5Kb2JTdGF0ZRIOCgZmaWx0ZXIYBSABKAkSEwoLcmVjZW50X3J1bnMYBiABKAUSFQoNdXBjb21pbmdfcnVucxgHIAEoBRIOCgZwYXJlbnQYBCABKAki5wEKEExpc3RKb2JzUmVzcG9uc2USIgoEam9icxgBIAMoCzIULmR1ZXRpbWUuam9icy52MS5Kb2ISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEkUKCmFjdGl2aXRpZXMYAyADKAsyMS5kdWV0aW1lLmpvYnMudjEuTGlzdEpvYnNSZXNwb25zZS5BY3Rpdml0aWVzRW50cnkaTwoPQWN0aXZpdGllc0VudHJ5EgsKA2tleRgBIAEoCRIrCgV2YWx1ZRgCIAEoCzIcLmR1ZXRpbWUuam9icy52MS5Kb2JBY3Rpdml0eToCOAEidQoLSm9iQWN0aXZpdHkSKQoLcmVjZW50X3J1bnMYASADKAsyFC5kdWV0aW1lLmpvYnMudjEuUnVuEjsKDXVwY29taW5nX3J1bnMYAiADKAsyJC5kdWV0aW1lLmpvYnMudjEuU2NoZWR1bGVkT2NjdXJyZW5jZSJmChBVcGRhdGVKb2JSZXF1ZXN0EiEKA2pvYhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5Kb2ISLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIowBChFVcGRhdGVKb2JSZXNwb25zZRIhCgNqb2IYASABKAsyFC5kdWV0aW1lLmpvYnMudjEuSm9iEhgKEHNjaGVkdWxlX2NoYW5nZWQYAiABKAgSOgoWcHJldmlvdXNfbmV4dF9ydW5fdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiPgoQRGVsZXRlSm9iUmVxdWVzdBIMCgRuYW1lGAEgASgJEgwKBGV0YWcYAiABKAkSDgoGam9iX2lkGAMgASgJIhMKEURlbGV0ZUpvYlJlc3BvbnNlIj0KD1BhdXNlSm9iUmVxdWVzdBIMCgRuYW1lGAEgASgJEgwKBGV0YWcYAiABKAkSDgoGam9iX2lkGAMgASgJIjUKEFBhdXNlSm9iUmVzcG9uc2USIQoDam9iGAEgASgLMhQuZHVldGltZS5qb2JzLnYxLkpvYiI+ChBSZXN1bWVKb2JSZXF1ZXN0EgwKBG5hbWUYASABKAkSDAoEZXRhZxgCIAEoCRIOCgZqb2JfaWQYAyABKAkiNgoRUmVzdW1lSm9iUmVzcG9uc2USIQoDam9iGAEgASgLMhQuZHVldGltZS5qb2JzLnYxLkpvYiI1ChFUcmlnZ2VySm9iUmVxdWVzdBIMCgRuYW1lGAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkiNwoSVHJpZ2dlckpvYlJlc3BvbnNlEiEKA3J1bhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5SdW4ikgEKD0xpc3RSdW5zUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkSKAoFc3RhdGUYBCABKA4yGS5kdWV0aW1lLmpvYnMudjEuUnVuU3RhdGUSDgoGam9iX2lkGAUgASgJEg4KBmZpbHRlchgGIAEoCSJPChBMaXN0UnVuc1Jlc3BvbnNlEiIKBHJ1bnMYASADKAsyFC5kdWV0aW1lLmpvYnMudjEuUnVuEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIdCg1HZXRSdW5SZXF1ZXN0EgwKBG5hbWUYASABKAkiMwoOR2V0UnVuUmVzcG9uc2USIQoDcnVuGAEgASgLMhQuZHVldGltZS5qb2JzLnYxLlJ1biI1ChFSZWRyaXZlUnVuUmVxdWVzdBIMCgRuYW1lGAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkiNwoSUmVkcml2ZVJ1blJlc3BvbnNlEiEKA3J1bhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5SdW4i0QEKFlByZXZpZXdTY2hlZHVsZVJlcXVlc3QSLQoIc2NoZWR1bGUYASABKAsyGS5kdWV0aW1lLmpvYnMudjEuU2NoZWR1bGVIABINCgNqb2IYAiABKAlIABIuCgpzdGFydF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgVjb3VudBgEIAEoBRIwCg1qaXR0ZXJfd2luZG93GAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uQggKBnNvdXJjZSJUChdQcmV2aWV3U2NoZWR1bGVSZXNwb25zZRI5CgtvY2N1cnJlbmNlcxgBIAMoCzIkLmR1ZXRpbWUuam9icy52MS5TY2hlZHVsZWRPY2N1cnJlbmNlIscBChNTY2hlZHVsZWRPY2N1cnJlbmNlEjAKDG5vbWluYWxfdGltZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMgoOZWZmZWN0aXZlX3RpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmxvY2FsX3RpbWUYAyABKAkSNgoOZHN0X2FkanVzdG1lbnQYBCABKA4yHi5kdWV0aW1lLmpvYnMudjEuRHN0QWRqdXN0bWVudCIjChNHZXRUZWFtUXVvdGFSZXF1ZXN0EgwKBG5hbWUYASABKAkiegoUR2V0VGVhbVF1b3RhUmVzcG9uc2USDAoEbmFtZRgBIAEoCRIpCgVxdW90YRgCIAEoCzIaLmR1ZXRpbWUuam9icy52MS5UZWFtUXVvdGESKQoFdXNhZ2UYAyABKAsyGi5kdWV0aW1lLmpvYnMudjEuVGVhbVVzYWdlIl0KFUJhdGNoUGF1c2VKb2JzUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSDQoFbmFtZXMYAiADKAkSDgoGZmlsdGVyGAMgASgJEhUKDXZhbGlkYXRlX29ubHkYBCABKAgiWAoWQmF0Y2hQYXVzZUpvYnNSZXNwb25zZRIPCgdtYXRjaGVkGAEgASgFEi0KB3Jlc3VsdHMYAiADKAsyHC5kdWV0aW1lLmpvYnMudjEuQmF0Y2hSZXN1bHQiXgoWQmF0Y2hSZXN1bWVKb2JzUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSDQoFbmFtZXMYAiADKAkSDgoGZmlsdGVyGAMgASgJEhUKDXZhbGlkYXRlX29ubHkYBCABKAgiWQoXQmF0Y2hSZXN1bWVKb2JzUmVzcG9uc2USDwoHbWF0Y2hlZBgBIAEoBRItCgdyZXN1bHRzGAIgAygLMhwuZHVldGltZS5qb2JzLnYxLkJhdGNoUmVzdWx0InMKF0JhdGNoUmVkcml2ZVJ1bnNSZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRINCgVuYW1lcxgCIAMoCRIOCgZmaWx0ZXIYAyABKAkSFQoNdmFsaWRhdGVfb25seRgEIAEoCBISCgpyZXF1ZXN0X2lkGAUgASgJIloKGEJhdGNoUmVkcml2ZVJ1bnNSZXNwb25zZRIPCgdtYXRjaGVkGAEgASgFEi0KB3Jlc3VsdHMYAiADKAsyHC5kdWV0aW1lLmpvYnMudjEuQmF0Y2hSZXN1bHQiPwoLQmF0Y2hSZXN1bHQSDAoEbmFtZRgBIAEoCRIiCgZzdGF0dXMYAiABKAsyEi5nb29nbGUucnBjLlN0YXR1cyqUAQoNRHN0QWRqdXN0bWVudBIeChpEU1RfQURKVVNUTUVOVF9VTlNQRUNJRklFRBAAEhoKFkRTVF9BREpVU1RNRU5UX1NISUZURUQQARIiCh5EU1RfQURKVVNUTUVOVF9GT0xEX0ZJUlNUX1BBU1MQAhIjCh9EU1RfQURKVVNUTUVOVF9GT0xEX1NFQ09ORF9QQVNTEAMyphIKCkpvYlNlcnZpY2USiwEKCUNyZWF0ZUpvYhIhLmR1ZXRpbWUuam9icy52MS5DcmVhdGVKb2JSZXF1ZXN0GiIuZHVldGltZS5qb2JzLnYxLkNyZWF0ZUpvYlJlc3BvbnNlIjeC0+STAjEiGS92MS97cGFyZW50PXRlYW1zLyp9L2pvYnM6A2pvYloPIggvdjEvam9iczoDam9iEoEBCgZHZXRKb2ISHi5kdWV0aW1lLmpvYnMudjEuR2V0Sm9iUmVxdWVzdBofLmR1ZXRpbWUuam9icy52MS5HZXRKb2JSZXNwb25zZSI2gtPkkwIwEhkvdjEve25hbWU9dGVhbXMvKi9qb2JzLyp9WhMSES92MS9qb2JzL3tqb2JfaWR9En4KCExpc3RKb2JzEiAuZHVldGltZS5qb2JzLnYxLkxpc3RKb2JzUmVxdWVzdBohLmR1ZXRpbWUuam9icy52MS5MaXN0Sm9ic1Jlc3BvbnNlIi2C0+STAicSGS92MS97cGFyZW50PXRlYW1zLyp9L2pvYnNaChIIL3YxL2pvYnMSfgoJVXBkYXRlSm9iEiEuZHVldGltZS5qb2JzLnYxLlVwZGF0ZUpvYlJlcXVlc3QaIi5kdWV0aW1lLmpvYnMudjEuVXBkYXRlSm9iUmVzcG9uc2UiKoLT5JMCJDIdL3YxL3tqb2IubmFtZT10ZWFtcy8qL2pvYnMvKn06A2pvYhKKAQoJRGVsZXRlSm9iEiEuZHVldGltZS5qb2JzLnYxLkRlbGV0ZUpvYlJlcXVlc3QaIi5kdWV0aW1lLmpvYnMudjEuRGVsZXRlSm9iUmVzcG9uc2UiNoLT5JMCMCoZL3YxL3tuYW1lPXRlYW1zLyovam9icy8qfVoTKhEvdjEvam9icy97am9iX2lkfRKZAQoIUGF1c2VKb2ISIC5kdWV0aW1lLmpvYnMudjEuUGF1c2VKb2JSZXF1ZXN0GiEuZHVldGltZS5qb2JzLnYxLlBhdXNlSm9iUmVzcG9uc2UiSILT5JMCQiIfL3YxL3tuYW1lPXRlYW1zLyovam9icy8qfTpwYXVzZToBKlocIhcvdjEvam9icy97am9iX2lkfS9wYXVzZToBKhKeAQoJUmVzdW1lSm9iEiEuZHVldGltZS5qb2JzLnYxLlJlc3VtZUpvYlJlcXVlc3QaIi5kdWV0aW1lLmpvYnMudjEuUmVzdW1lSm9iUmVzcG9uc2UiSoLT5JMCRCIgL3YxL3tuYW1lPXRlYW1zLyovam9icy8qfTpyZXN1bWU6ASpaHSIYL3YxL2pvYnMve2pvYl9pZH0vcmVzdW1lOgEqEoMBCgpUcmlnZ2VySm9iEiIuZHVldGltZS5qb2JzLnYxLlRyaWdnZXJKb2JSZXF1ZXN0GiMuZHVldGltZS5qb2JzLnYxLlRyaWdnZXJKb2JSZXNwb25zZSIsgtPkkwImIiEvdjEve25hbWU9dGVhbXMvKi9qb2JzLyp9OnRyaWdnZXI6ASoSkwEKCExpc3RSdW5zEiAuZHVldGltZS5qb2JzLnYxLkxpc3RSdW5zUmVxdWVzdBohLmR1ZXRpbWUuam9icy52MS5MaXN0UnVuc1Jlc3BvbnNlIkKC0+STAjwSIC92MS97cGFyZW50PXRlYW1zLyovam9icy8qfS9ydW5zWhgSFi92MS9qb2JzL3tqb2JfaWR9L3J1bnMScwoGR2V0UnVuEh4uZHVldGltZS5qb2JzLnYxLkdldFJ1blJlcXVlc3QaHy5kdWV0aW1lLmpvYnMudjEuR2V0UnVuUmVzcG9uc2UiKILT5JMCIhIgL3YxL3tuYW1lPXRlYW1zLyovam9icy8qL3J1bnMvKn0SigEKClJlZHJpdmVSdW4SIi5kdWV0aW1lLmpvYnMudjEuUmVkcml2ZVJ1blJlcXVlc3QaIy5kdWV0aW1lLmpvYnMudjEuUmVkcml2ZVJ1blJlc3BvbnNlIjOC0+STAi0iKC92MS97bmFtZT10ZWFtcy8qL2pvYnMvKi9ydW5zLyp9OnJlZHJpdmU6ASoSiQEKD1ByZXZpZXdTY2hlZHVsZRInLmR1ZXRpbWUuam9icy52MS5QcmV2aWV3U2NoZWR1bGVSZXF1ZXN0GiguZHVldGltZS5qb2JzLnYxLlByZXZpZXdTY2hlZHVsZVJlc3BvbnNlIiOC0+STAh0iGC92MS9qb2JzOnByZXZpZXdTY2hlZHVsZToBKhKKAQoMR2V0VGVhbVF1b3RhEiQuZHVldGltZS5qb2JzLnYxLkdldFRlYW1RdW90YVJlcXVlc3QaJS5kdWV0aW1lLmpvYnMudjEuR2V0VGVhbVF1b3RhUmVzcG9uc2UiLYLT5JMCJxIYL3YxL3tuYW1lPXRlYW1zLyp9L3F1b3RhWgsSCS92MS9xdW90YRKsAQoOQmF0Y2hQYXVzZUpvYnMSJi5kdWV0aW1lLmpvYnMudjEuQmF0Y2hQYXVzZUpvYnNSZXF1ZXN0GicuZHVldGltZS5qb2JzLnYxLkJhdGNoUGF1c2VKb2JzUmVzcG9uc2UiSYLT5JMCQyIkL3YxL3twYXJlbnQ9dGVhbXMvKn0vam9iczpiYXRjaFBhdXNlOgEqWhgiEy92MS9qb2JzOmJhdGNoUGF1c2U6ASoSsQEKD0JhdGNoUmVzdW1lSm9icxInLmR1ZXRpbWUuam9icy52MS5CYXRjaFJlc3VtZUpvYnNSZXF1ZXN0GiguZHVldGltZS5qb2JzLnYxLkJhdGNoUmVzdW1lSm9ic1Jlc3BvbnNlIkuC0+STAkUiJS92MS97cGFyZW50PXRlYW1zLyp9L2pvYnM6YmF0Y2hSZXN1bWU6ASpaGSIUL3YxL2pvYnM6YmF0Y2hSZXN1bWU6ASoSoQEKEEJhdGNoUmVkcml2ZVJ1bnMSKC5kdWV0aW1lLmpvYnMudjEuQmF0Y2hSZWRyaXZlUnVuc1JlcXVlc3QaKS5kdWV0aW1lLmpvYnMudjEuQmF0Y2hSZWRyaXZlUnVuc1Jlc3BvbnNlIjiC0+STAjIiLS92MS97cGFyZW50PXRlYW1zLyovam9icy8qfS9ydW5zOmJhdGNoUmVkcml2ZToBKkJlChNkZXYuZHVldGltZS5qb2JzLnYxQg9Kb2JTZXJ2aWNlUHJvdG9QAVopZHVldGltZS5kZXYvZ2VuL2dvL2R1ZXRpbWUvam9icy92MTtqb2JzdjGqAg9EdWV0aW1lLkpvYnMuVjFiBnByb3RvMw", [file_duetime_jobs_v1_job, file_duetime_jobs_v1_quota, file_duetime_jobs_v1_run, file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_google_rpc_status]);
 
 /**
  * Request of CreateJob.
@@ -44,6 +45,14 @@ export type CreateJobRequest = Message<"duetime.jobs.v1.CreateJobRequest"> & {
    * @generated from field: string request_id = 2;
    */
   requestId: string;
+
+  /**
+   * Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+   * Another team is NOT_FOUND.
+   *
+   * @generated from field: string parent = 3;
+   */
+  parent: string;
 };
 
 /**
@@ -81,11 +90,18 @@ export const CreateJobResponseSchema: GenMessage<CreateJobResponse> = /*@__PURE_
  */
 export type GetJobRequest = Message<"duetime.jobs.v1.GetJobRequest"> & {
   /**
-   * Required. `teams/{team}/jobs/{job_id}`.
+   * `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
    *
    * @generated from field: string name = 1;
    */
   name: string;
+
+  /**
+   * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+   *
+   * @generated from field: string job_id = 2;
+   */
+  jobId: string;
 };
 
 /**
@@ -171,6 +187,14 @@ export type ListJobsRequest = Message<"duetime.jobs.v1.ListJobsRequest"> & {
    * @generated from field: int32 upcoming_runs = 7;
    */
   upcomingRuns: number;
+
+  /**
+   * Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+   * Another team is NOT_FOUND.
+   *
+   * @generated from field: string parent = 4;
+   */
+  parent: string;
 };
 
 /**
@@ -322,7 +346,7 @@ export const UpdateJobResponseSchema: GenMessage<UpdateJobResponse> = /*@__PURE_
  */
 export type DeleteJobRequest = Message<"duetime.jobs.v1.DeleteJobRequest"> & {
   /**
-   * Required. `teams/{team}/jobs/{job_id}`.
+   * `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
    *
    * @generated from field: string name = 1;
    */
@@ -334,6 +358,13 @@ export type DeleteJobRequest = Message<"duetime.jobs.v1.DeleteJobRequest"> & {
    * @generated from field: string etag = 2;
    */
   etag: string;
+
+  /**
+   * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+   *
+   * @generated from field: string job_id = 3;
+   */
+  jobId: string;
 };
 
 /**
@@ -365,7 +396,7 @@ export const DeleteJobResponseSchema: GenMessage<DeleteJobResponse> = /*@__PURE_
  */
 export type PauseJobRequest = Message<"duetime.jobs.v1.PauseJobRequest"> & {
   /**
-   * Required. `teams/{team}/jobs/{job_id}`.
+   * `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
    *
    * @generated from field: string name = 1;
    */
@@ -377,6 +408,13 @@ export type PauseJobRequest = Message<"duetime.jobs.v1.PauseJobRequest"> & {
    * @generated from field: string etag = 2;
    */
   etag: string;
+
+  /**
+   * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+   *
+   * @generated from field: string job_id = 3;
+   */
+  jobId: string;
 };
 
 /**
@@ -414,7 +452,7 @@ export const PauseJobResponseSchema: GenMessage<PauseJobResponse> = /*@__PURE__*
  */
 export type ResumeJobRequest = Message<"duetime.jobs.v1.ResumeJobRequest"> & {
   /**
-   * Required. `teams/{team}/jobs/{job_id}`.
+   * `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
    *
    * @generated from field: string name = 1;
    */
@@ -426,6 +464,13 @@ export type ResumeJobRequest = Message<"duetime.jobs.v1.ResumeJobRequest"> & {
    * @generated from field: string etag = 2;
    */
   etag: string;
+
+  /**
+   * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+   *
+   * @generated from field: string job_id = 3;
+   */
+  jobId: string;
 };
 
 /**
@@ -513,8 +558,9 @@ export const TriggerJobResponseSchema: GenMessage<TriggerJobResponse> = /*@__PUR
  */
 export type ListRunsRequest = Message<"duetime.jobs.v1.ListRunsRequest"> & {
   /**
-   * Required. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of
-   * every job of the team (deleted jobs' too), latest nominal time first.
+   * The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of every job
+   * of the team (deleted jobs' too), latest nominal time first. Required unless `job_id` is
+   * set.
    *
    * @generated from field: string parent = 1;
    */
@@ -540,6 +586,13 @@ export type ListRunsRequest = Message<"duetime.jobs.v1.ListRunsRequest"> & {
    * @generated from field: duetime.jobs.v1.RunState state = 4;
    */
   state: RunState;
+
+  /**
+   * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+   *
+   * @generated from field: string job_id = 5;
+   */
+  jobId: string;
 
   /**
    * Optional. Only runs that match this filter, in the syntax of Google's AIP-160 (at most

@@ -152,101 +152,112 @@ public final class AdminServiceProto extends com.google.protobuf.GeneratedFile {
     java.lang.String[] descriptorData = {
       "\n$duetime/admin/v1/admin_service.proto\022\020" +
       "duetime.admin.v1\032\031duetime/jobs/v1/job.pr" +
-      "oto\032\033duetime/jobs/v1/quota.proto\032 google" +
-      "/protobuf/field_mask.proto\032\037google/proto" +
-      "buf/timestamp.proto\"\227\002\n\004Team\022\014\n\004name\030\001 \001" +
-      "(\t\022\017\n\007team_id\030\002 \001(\t\022\024\n\014display_name\030\003 \001(" +
-      "\t\022\030\n\020notification_url\030\004 \001(\t\022)\n\005quota\030\005 \001" +
-      "(\0132\032.duetime.jobs.v1.TeamQuota\0229\n\017quota_" +
-      "overrides\030\006 \001(\0132 .duetime.admin.v1.Quota" +
-      "Overrides\022)\n\005usage\030\007 \001(\0132\032.duetime.jobs." +
-      "v1.TeamUsage\022/\n\013create_time\030\010 \001(\0132\032.goog" +
-      "le.protobuf.Timestamp\"\255\002\n\016QuotaOverrides" +
-      "\022\034\n\017max_stored_jobs\030\001 \001(\003H\000\210\001\001\022\034\n\017runs_p" +
-      "er_minute\030\002 \001(\003H\001\210\001\001\022\027\n\nrate_burst\030\003 \001(\003" +
-      "H\002\210\001\001\022\030\n\013max_running\030\004 \001(\003H\003\210\001\001\0224\n\014max_p" +
-      "riority\030\005 \001(\0162\031.duetime.jobs.v1.Priority" +
-      "H\004\210\001\001\022\023\n\006weight\030\006 \001(\005H\005\210\001\001B\022\n\020_max_store" +
-      "d_jobsB\022\n\020_runs_per_minuteB\r\n\013_rate_burs" +
-      "tB\016\n\014_max_runningB\017\n\r_max_priorityB\t\n\007_w" +
-      "eight\"9\n\021CreateTeamRequest\022$\n\004team\030\001 \001(\013" +
-      "2\026.duetime.admin.v1.Team\":\n\022CreateTeamRe" +
-      "sponse\022$\n\004team\030\001 \001(\0132\026.duetime.admin.v1." +
-      "Team\"\036\n\016GetTeamRequest\022\014\n\004name\030\001 \001(\t\"7\n\017" +
-      "GetTeamResponse\022$\n\004team\030\001 \001(\0132\026.duetime." +
-      "admin.v1.Team\"9\n\020ListTeamsRequest\022\021\n\tpag" +
-      "e_size\030\001 \001(\005\022\022\n\npage_token\030\002 \001(\t\"S\n\021List" +
-      "TeamsResponse\022%\n\005teams\030\001 \003(\0132\026.duetime.a" +
-      "dmin.v1.Team\022\027\n\017next_page_token\030\002 \001(\t\"j\n" +
-      "\021UpdateTeamRequest\022$\n\004team\030\001 \001(\0132\026.dueti" +
-      "me.admin.v1.Team\022/\n\013update_mask\030\002 \001(\0132\032." +
-      "google.protobuf.FieldMask\":\n\022UpdateTeamR" +
-      "esponse\022$\n\004team\030\001 \001(\0132\026.duetime.admin.v1" +
-      ".Team\"\210\001\n\026UpdateTeamQuotaRequest\022\014\n\004name" +
-      "\030\001 \001(\t\022/\n\005quota\030\002 \001(\0132 .duetime.admin.v1" +
-      ".QuotaOverrides\022/\n\013update_mask\030\003 \001(\0132\032.g" +
-      "oogle.protobuf.FieldMask\"?\n\027UpdateTeamQu" +
-      "otaResponse\022$\n\004team\030\001 \001(\0132\026.duetime.admi" +
-      "n.v1.Team\"\031\n\027GetQuotaDefaultsRequest\"E\n\030" +
-      "GetQuotaDefaultsResponse\022)\n\005quota\030\001 \001(\0132" +
-      "\032.duetime.jobs.v1.TeamQuota\"x\n\032UpdateQuo" +
-      "taDefaultsRequest\022)\n\005quota\030\001 \001(\0132\032.dueti" +
-      "me.jobs.v1.TeamQuota\022/\n\013update_mask\030\002 \001(" +
-      "\0132\032.google.protobuf.FieldMask\"H\n\033UpdateQ" +
-      "uotaDefaultsResponse\022)\n\005quota\030\001 \001(\0132\032.du" +
-      "etime.jobs.v1.TeamQuota\"\332\001\n\005Token\022\014\n\004nam" +
-      "e\030\001 \001(\t\022\020\n\010token_id\030\002 \001(\t\022)\n\004role\030\003 \001(\0162" +
-      "\033.duetime.admin.v1.TokenRole\022\017\n\007team_id\030" +
-      "\004 \001(\t\022\023\n\013description\030\005 \001(\t\022/\n\013create_tim" +
-      "e\030\006 \001(\0132\032.google.protobuf.Timestamp\022/\n\013r" +
-      "evoke_time\030\007 \001(\0132\032.google.protobuf.Times" +
-      "tamp\"<\n\022CreateTokenRequest\022&\n\005token\030\001 \001(" +
-      "\0132\027.duetime.admin.v1.Token\"M\n\023CreateToke" +
-      "nResponse\022&\n\005token\030\001 \001(\0132\027.duetime.admin" +
-      ".v1.Token\022\016\n\006secret\030\002 \001(\t\"d\n\021ListTokensR" +
-      "equest\022\017\n\007team_id\030\001 \001(\t\022\027\n\017include_revok" +
-      "ed\030\002 \001(\010\022\021\n\tpage_size\030\003 \001(\005\022\022\n\npage_toke" +
-      "n\030\004 \001(\t\"V\n\022ListTokensResponse\022\'\n\006tokens\030" +
-      "\001 \003(\0132\027.duetime.admin.v1.Token\022\027\n\017next_p" +
-      "age_token\030\002 \001(\t\"\"\n\022RevokeTokenRequest\022\014\n" +
-      "\004name\030\001 \001(\t\"=\n\023RevokeTokenResponse\022&\n\005to" +
-      "ken\030\001 \001(\0132\027.duetime.admin.v1.Token*l\n\tTo" +
-      "kenRole\022\032\n\026TOKEN_ROLE_UNSPECIFIED\020\000\022\023\n\017T" +
-      "OKEN_ROLE_TEAM\020\001\022\025\n\021TOKEN_ROLE_WORKER\020\002\022" +
-      "\027\n\023TOKEN_ROLE_OPERATOR\020\0032\276\007\n\014AdminServic" +
-      "e\022W\n\nCreateTeam\022#.duetime.admin.v1.Creat" +
-      "eTeamRequest\032$.duetime.admin.v1.CreateTe" +
-      "amResponse\022N\n\007GetTeam\022 .duetime.admin.v1" +
-      ".GetTeamRequest\032!.duetime.admin.v1.GetTe" +
-      "amResponse\022T\n\tListTeams\022\".duetime.admin." +
-      "v1.ListTeamsRequest\032#.duetime.admin.v1.L" +
-      "istTeamsResponse\022W\n\nUpdateTeam\022#.duetime" +
-      ".admin.v1.UpdateTeamRequest\032$.duetime.ad" +
-      "min.v1.UpdateTeamResponse\022f\n\017UpdateTeamQ" +
-      "uota\022(.duetime.admin.v1.UpdateTeamQuotaR" +
-      "equest\032).duetime.admin.v1.UpdateTeamQuot" +
-      "aResponse\022i\n\020GetQuotaDefaults\022).duetime." +
-      "admin.v1.GetQuotaDefaultsRequest\032*.dueti" +
-      "me.admin.v1.GetQuotaDefaultsResponse\022r\n\023" +
-      "UpdateQuotaDefaults\022,.duetime.admin.v1.U" +
-      "pdateQuotaDefaultsRequest\032-.duetime.admi" +
-      "n.v1.UpdateQuotaDefaultsResponse\022Z\n\013Crea" +
-      "teToken\022$.duetime.admin.v1.CreateTokenRe" +
-      "quest\032%.duetime.admin.v1.CreateTokenResp" +
-      "onse\022W\n\nListTokens\022#.duetime.admin.v1.Li" +
-      "stTokensRequest\032$.duetime.admin.v1.ListT" +
-      "okensResponse\022Z\n\013RevokeToken\022$.duetime.a" +
-      "dmin.v1.RevokeTokenRequest\032%.duetime.adm" +
-      "in.v1.RevokeTokenResponseBk\n\024dev.duetime" +
-      ".admin.v1B\021AdminServiceProtoP\001Z+duetime." +
-      "dev/gen/go/duetime/admin/v1;adminv1\252\002\020Du" +
-      "etime.Admin.V1b\006proto3"
+      "oto\032\033duetime/jobs/v1/quota.proto\032\034google" +
+      "/api/annotations.proto\032 google/protobuf/" +
+      "field_mask.proto\032\037google/protobuf/timest" +
+      "amp.proto\"\227\002\n\004Team\022\014\n\004name\030\001 \001(\t\022\017\n\007team" +
+      "_id\030\002 \001(\t\022\024\n\014display_name\030\003 \001(\t\022\030\n\020notif" +
+      "ication_url\030\004 \001(\t\022)\n\005quota\030\005 \001(\0132\032.dueti" +
+      "me.jobs.v1.TeamQuota\0229\n\017quota_overrides\030" +
+      "\006 \001(\0132 .duetime.admin.v1.QuotaOverrides\022" +
+      ")\n\005usage\030\007 \001(\0132\032.duetime.jobs.v1.TeamUsa" +
+      "ge\022/\n\013create_time\030\010 \001(\0132\032.google.protobu" +
+      "f.Timestamp\"\255\002\n\016QuotaOverrides\022\034\n\017max_st" +
+      "ored_jobs\030\001 \001(\003H\000\210\001\001\022\034\n\017runs_per_minute\030" +
+      "\002 \001(\003H\001\210\001\001\022\027\n\nrate_burst\030\003 \001(\003H\002\210\001\001\022\030\n\013m" +
+      "ax_running\030\004 \001(\003H\003\210\001\001\0224\n\014max_priority\030\005 " +
+      "\001(\0162\031.duetime.jobs.v1.PriorityH\004\210\001\001\022\023\n\006w" +
+      "eight\030\006 \001(\005H\005\210\001\001B\022\n\020_max_stored_jobsB\022\n\020" +
+      "_runs_per_minuteB\r\n\013_rate_burstB\016\n\014_max_" +
+      "runningB\017\n\r_max_priorityB\t\n\007_weight\"9\n\021C" +
+      "reateTeamRequest\022$\n\004team\030\001 \001(\0132\026.duetime" +
+      ".admin.v1.Team\":\n\022CreateTeamResponse\022$\n\004" +
+      "team\030\001 \001(\0132\026.duetime.admin.v1.Team\"\036\n\016Ge" +
+      "tTeamRequest\022\014\n\004name\030\001 \001(\t\"7\n\017GetTeamRes" +
+      "ponse\022$\n\004team\030\001 \001(\0132\026.duetime.admin.v1.T" +
+      "eam\"9\n\020ListTeamsRequest\022\021\n\tpage_size\030\001 \001" +
+      "(\005\022\022\n\npage_token\030\002 \001(\t\"S\n\021ListTeamsRespo" +
+      "nse\022%\n\005teams\030\001 \003(\0132\026.duetime.admin.v1.Te" +
+      "am\022\027\n\017next_page_token\030\002 \001(\t\"j\n\021UpdateTea" +
+      "mRequest\022$\n\004team\030\001 \001(\0132\026.duetime.admin.v" +
+      "1.Team\022/\n\013update_mask\030\002 \001(\0132\032.google.pro" +
+      "tobuf.FieldMask\":\n\022UpdateTeamResponse\022$\n" +
+      "\004team\030\001 \001(\0132\026.duetime.admin.v1.Team\"\210\001\n\026" +
+      "UpdateTeamQuotaRequest\022\014\n\004name\030\001 \001(\t\022/\n\005" +
+      "quota\030\002 \001(\0132 .duetime.admin.v1.QuotaOver" +
+      "rides\022/\n\013update_mask\030\003 \001(\0132\032.google.prot" +
+      "obuf.FieldMask\"?\n\027UpdateTeamQuotaRespons" +
+      "e\022$\n\004team\030\001 \001(\0132\026.duetime.admin.v1.Team\"" +
+      "\031\n\027GetQuotaDefaultsRequest\"E\n\030GetQuotaDe" +
+      "faultsResponse\022)\n\005quota\030\001 \001(\0132\032.duetime." +
+      "jobs.v1.TeamQuota\"x\n\032UpdateQuotaDefaults" +
+      "Request\022)\n\005quota\030\001 \001(\0132\032.duetime.jobs.v1" +
+      ".TeamQuota\022/\n\013update_mask\030\002 \001(\0132\032.google" +
+      ".protobuf.FieldMask\"H\n\033UpdateQuotaDefaul" +
+      "tsResponse\022)\n\005quota\030\001 \001(\0132\032.duetime.jobs" +
+      ".v1.TeamQuota\"\332\001\n\005Token\022\014\n\004name\030\001 \001(\t\022\020\n" +
+      "\010token_id\030\002 \001(\t\022)\n\004role\030\003 \001(\0162\033.duetime." +
+      "admin.v1.TokenRole\022\017\n\007team_id\030\004 \001(\t\022\023\n\013d" +
+      "escription\030\005 \001(\t\022/\n\013create_time\030\006 \001(\0132\032." +
+      "google.protobuf.Timestamp\022/\n\013revoke_time" +
+      "\030\007 \001(\0132\032.google.protobuf.Timestamp\"<\n\022Cr" +
+      "eateTokenRequest\022&\n\005token\030\001 \001(\0132\027.duetim" +
+      "e.admin.v1.Token\"M\n\023CreateTokenResponse\022" +
+      "&\n\005token\030\001 \001(\0132\027.duetime.admin.v1.Token\022" +
+      "\016\n\006secret\030\002 \001(\t\"d\n\021ListTokensRequest\022\017\n\007" +
+      "team_id\030\001 \001(\t\022\027\n\017include_revoked\030\002 \001(\010\022\021" +
+      "\n\tpage_size\030\003 \001(\005\022\022\n\npage_token\030\004 \001(\t\"V\n" +
+      "\022ListTokensResponse\022\'\n\006tokens\030\001 \003(\0132\027.du" +
+      "etime.admin.v1.Token\022\027\n\017next_page_token\030" +
+      "\002 \001(\t\"\"\n\022RevokeTokenRequest\022\014\n\004name\030\001 \001(" +
+      "\t\"=\n\023RevokeTokenResponse\022&\n\005token\030\001 \001(\0132" +
+      "\027.duetime.admin.v1.Token*l\n\tTokenRole\022\032\n" +
+      "\026TOKEN_ROLE_UNSPECIFIED\020\000\022\023\n\017TOKEN_ROLE_" +
+      "TEAM\020\001\022\025\n\021TOKEN_ROLE_WORKER\020\002\022\027\n\023TOKEN_R" +
+      "OLE_OPERATOR\020\0032\252\n\n\014AdminService\022v\n\nCreat" +
+      "eTeam\022#.duetime.admin.v1.CreateTeamReque" +
+      "st\032$.duetime.admin.v1.CreateTeamResponse" +
+      "\"\035\202\323\344\223\002\027\"\017/v1/admin/teams:\004team\022p\n\007GetTe" +
+      "am\022 .duetime.admin.v1.GetTeamRequest\032!.d" +
+      "uetime.admin.v1.GetTeamResponse\" \202\323\344\223\002\032\022" +
+      "\030/v1/admin/{name=teams/*}\022m\n\tListTeams\022\"" +
+      ".duetime.admin.v1.ListTeamsRequest\032#.due" +
+      "time.admin.v1.ListTeamsResponse\"\027\202\323\344\223\002\021\022" +
+      "\017/v1/admin/teams\022\204\001\n\nUpdateTeam\022#.duetim" +
+      "e.admin.v1.UpdateTeamRequest\032$.duetime.a" +
+      "dmin.v1.UpdateTeamResponse\"+\202\323\344\223\002%2\035/v1/" +
+      "admin/{team.name=teams/*}:\004team\022\225\001\n\017Upda" +
+      "teTeamQuota\022(.duetime.admin.v1.UpdateTea" +
+      "mQuotaRequest\032).duetime.admin.v1.UpdateT" +
+      "eamQuotaResponse\"-\202\323\344\223\002\'2\036/v1/admin/{nam" +
+      "e=teams/*}/quota:\005quota\022\212\001\n\020GetQuotaDefa" +
+      "ults\022).duetime.admin.v1.GetQuotaDefaults" +
+      "Request\032*.duetime.admin.v1.GetQuotaDefau" +
+      "ltsResponse\"\037\202\323\344\223\002\031\022\027/v1/admin/quotaDefa" +
+      "ults\022\232\001\n\023UpdateQuotaDefaults\022,.duetime.a" +
+      "dmin.v1.UpdateQuotaDefaultsRequest\032-.due" +
+      "time.admin.v1.UpdateQuotaDefaultsRespons" +
+      "e\"&\202\323\344\223\002 2\027/v1/admin/quotaDefaults:\005quot" +
+      "a\022{\n\013CreateToken\022$.duetime.admin.v1.Crea" +
+      "teTokenRequest\032%.duetime.admin.v1.Create" +
+      "TokenResponse\"\037\202\323\344\223\002\031\"\020/v1/admin/tokens:" +
+      "\005token\022q\n\nListTokens\022#.duetime.admin.v1." +
+      "ListTokensRequest\032$.duetime.admin.v1.Lis" +
+      "tTokensResponse\"\030\202\323\344\223\002\022\022\020/v1/admin/token" +
+      "s\022\207\001\n\013RevokeToken\022$.duetime.admin.v1.Rev" +
+      "okeTokenRequest\032%.duetime.admin.v1.Revok" +
+      "eTokenResponse\"+\202\323\344\223\002%\" /v1/admin/{name=" +
+      "tokens/*}:revoke:\001*Bk\n\024dev.duetime.admin" +
+      ".v1B\021AdminServiceProtoP\001Z+duetime.dev/ge" +
+      "n/go/duetime/admin/v1;adminv1\252\002\020Duetime." +
+      "Admin.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
         new com.google.protobuf.Descriptors.FileDescriptor[] {
           dev.duetime.jobs.v1.JobProto.getDescriptor(),
           dev.duetime.jobs.v1.QuotaProto.getDescriptor(),
+          com.google.api.AnnotationsProto.getDescriptor(),
           com.google.protobuf.FieldMaskProto.getDescriptor(),
           com.google.protobuf.TimestampProto.getDescriptor(),
         });
@@ -391,8 +402,14 @@ public final class AdminServiceProto extends com.google.protobuf.GeneratedFile {
     descriptor.resolveAllFeaturesImmutable();
     dev.duetime.jobs.v1.JobProto.getDescriptor();
     dev.duetime.jobs.v1.QuotaProto.getDescriptor();
+    com.google.api.AnnotationsProto.getDescriptor();
     com.google.protobuf.FieldMaskProto.getDescriptor();
     com.google.protobuf.TimestampProto.getDescriptor();
+    com.google.protobuf.ExtensionRegistry registry =
+        com.google.protobuf.ExtensionRegistry.newInstance();
+    registry.add(com.google.api.AnnotationsProto.http);
+    com.google.protobuf.Descriptors.FileDescriptor
+        .internalUpdateFileDescriptor(descriptor, registry);
   }
 
   // @@protoc_insertion_point(outer_class_scope)

@@ -33,6 +33,7 @@ private static final long serialVersionUID = 0L;
   }
   private CreateJobRequest() {
     requestId_ = "";
+    parent_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -145,6 +146,55 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int PARENT_FIELD_NUMBER = 3;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object parent_ = "";
+  /**
+   * <pre>
+   * Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+   * Another team is NOT_FOUND.
+   * </pre>
+   *
+   * <code>string parent = 3;</code>
+   * @return The parent.
+   */
+  @java.lang.Override
+  public java.lang.String getParent() {
+    java.lang.Object ref = parent_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      parent_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+   * Another team is NOT_FOUND.
+   * </pre>
+   *
+   * <code>string parent = 3;</code>
+   * @return The bytes for parent.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getParentBytes() {
+    java.lang.Object ref = parent_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      parent_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -165,6 +215,9 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(requestId_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 2, requestId_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(parent_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 3, parent_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -175,6 +228,9 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(requestId_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(2, requestId_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(parent_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(3, parent_);
     }
     return size;
   }
@@ -207,6 +263,8 @@ private static final long serialVersionUID = 0L;
     }
     if (!getRequestId()
         .equals(other.getRequestId())) return false;
+    if (!getParent()
+        .equals(other.getParent())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -224,6 +282,8 @@ private static final long serialVersionUID = 0L;
     }
     hash = (37 * hash) + REQUEST_ID_FIELD_NUMBER;
     hash = (53 * hash) + getRequestId().hashCode();
+    hash = (37 * hash) + PARENT_FIELD_NUMBER;
+    hash = (53 * hash) + getParent().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -371,6 +431,7 @@ private static final long serialVersionUID = 0L;
         jobBuilder_ = null;
       }
       requestId_ = "";
+      parent_ = "";
       return this;
     }
 
@@ -414,6 +475,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000002) != 0)) {
         result.requestId_ = requestId_;
       }
+      if (((from_bitField0_ & 0x00000004) != 0)) {
+        result.parent_ = parent_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -435,6 +499,11 @@ private static final long serialVersionUID = 0L;
       if (!other.getRequestId().isEmpty()) {
         requestId_ = other.requestId_;
         bitField0_ |= 0x00000002;
+        onChanged();
+      }
+      if (!other.getParent().isEmpty()) {
+        parent_ = other.parent_;
+        bitField0_ |= 0x00000004;
         onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
@@ -475,6 +544,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000002;
               break;
             } // case 18
+            case 26: {
+              parent_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000004;
+              break;
+            } // case 26
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -752,6 +826,103 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       requestId_ = value;
       bitField0_ |= 0x00000002;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object parent_ = "";
+    /**
+     * <pre>
+     * Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+     * Another team is NOT_FOUND.
+     * </pre>
+     *
+     * <code>string parent = 3;</code>
+     * @return The parent.
+     */
+    public java.lang.String getParent() {
+      java.lang.Object ref = parent_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        parent_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+     * Another team is NOT_FOUND.
+     * </pre>
+     *
+     * <code>string parent = 3;</code>
+     * @return The bytes for parent.
+     */
+    public com.google.protobuf.ByteString
+        getParentBytes() {
+      java.lang.Object ref = parent_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        parent_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+     * Another team is NOT_FOUND.
+     * </pre>
+     *
+     * <code>string parent = 3;</code>
+     * @param value The parent to set.
+     * @return This builder for chaining.
+     */
+    public Builder setParent(
+        java.lang.String value) {
+      if (value == null) { throw new NullPointerException(); }
+      parent_ = value;
+      bitField0_ |= 0x00000004;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+     * Another team is NOT_FOUND.
+     * </pre>
+     *
+     * <code>string parent = 3;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearParent() {
+      parent_ = getDefaultInstance().getParent();
+      bitField0_ = (bitField0_ & ~0x00000004);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+     * Another team is NOT_FOUND.
+     * </pre>
+     *
+     * <code>string parent = 3;</code>
+     * @param value The bytes for parent to set.
+     * @return This builder for chaining.
+     */
+    public Builder setParentBytes(
+        com.google.protobuf.ByteString value) {
+      if (value == null) { throw new NullPointerException(); }
+      checkByteStringIsUtf8(value);
+      parent_ = value;
+      bitField0_ |= 0x00000004;
       onChanged();
       return this;
     }

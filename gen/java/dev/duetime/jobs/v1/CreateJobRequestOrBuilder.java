@@ -62,4 +62,26 @@ public interface CreateJobRequestOrBuilder extends
    */
   com.google.protobuf.ByteString
       getRequestIdBytes();
+
+  /**
+   * <pre>
+   * Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+   * Another team is NOT_FOUND.
+   * </pre>
+   *
+   * <code>string parent = 3;</code>
+   * @return The parent.
+   */
+  java.lang.String getParent();
+  /**
+   * <pre>
+   * Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+   * Another team is NOT_FOUND.
+   * </pre>
+   *
+   * <code>string parent = 3;</code>
+   * @return The bytes for parent.
+   */
+  com.google.protobuf.ByteString
+      getParentBytes();
 }

@@ -33,6 +33,7 @@ private static final long serialVersionUID = 0L;
   }
   private GetJobRequest() {
     name_ = "";
+    jobId_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -58,7 +59,7 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object name_ = "";
   /**
    * <pre>
-   * Required. `teams/{team}/jobs/{job_id}`.
+   * `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
    * </pre>
    *
    * <code>string name = 1;</code>
@@ -79,7 +80,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Required. `teams/{team}/jobs/{job_id}`.
+   * `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
    * </pre>
    *
    * <code>string name = 1;</code>
@@ -94,6 +95,53 @@ private static final long serialVersionUID = 0L;
           com.google.protobuf.ByteString.copyFromUtf8(
               (java.lang.String) ref);
       name_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
+  public static final int JOB_ID_FIELD_NUMBER = 2;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object jobId_ = "";
+  /**
+   * <pre>
+   * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+   * </pre>
+   *
+   * <code>string job_id = 2;</code>
+   * @return The jobId.
+   */
+  @java.lang.Override
+  public java.lang.String getJobId() {
+    java.lang.Object ref = jobId_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      jobId_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+   * </pre>
+   *
+   * <code>string job_id = 2;</code>
+   * @return The bytes for jobId.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getJobIdBytes() {
+    java.lang.Object ref = jobId_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      jobId_ = b;
       return b;
     } else {
       return (com.google.protobuf.ByteString) ref;
@@ -117,12 +165,18 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(name_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 1, name_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(jobId_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 2, jobId_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
     int size = 0;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(name_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(1, name_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(jobId_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(2, jobId_);
     }
     return size;
   }
@@ -150,6 +204,8 @@ private static final long serialVersionUID = 0L;
 
     if (!getName()
         .equals(other.getName())) return false;
+    if (!getJobId()
+        .equals(other.getJobId())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -163,6 +219,8 @@ private static final long serialVersionUID = 0L;
     hash = (19 * hash) + getDescriptor().hashCode();
     hash = (37 * hash) + NAME_FIELD_NUMBER;
     hash = (53 * hash) + getName().hashCode();
+    hash = (37 * hash) + JOB_ID_FIELD_NUMBER;
+    hash = (53 * hash) + getJobId().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -299,6 +357,7 @@ private static final long serialVersionUID = 0L;
       super.clear();
       bitField0_ = 0;
       name_ = "";
+      jobId_ = "";
       return this;
     }
 
@@ -335,6 +394,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000001) != 0)) {
         result.name_ = name_;
       }
+      if (((from_bitField0_ & 0x00000002) != 0)) {
+        result.jobId_ = jobId_;
+      }
     }
 
     @java.lang.Override
@@ -352,6 +414,11 @@ private static final long serialVersionUID = 0L;
       if (!other.getName().isEmpty()) {
         name_ = other.name_;
         bitField0_ |= 0x00000001;
+        onChanged();
+      }
+      if (!other.getJobId().isEmpty()) {
+        jobId_ = other.jobId_;
+        bitField0_ |= 0x00000002;
         onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
@@ -385,6 +452,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000001;
               break;
             } // case 10
+            case 18: {
+              jobId_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000002;
+              break;
+            } // case 18
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -405,7 +477,7 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object name_ = "";
     /**
      * <pre>
-     * Required. `teams/{team}/jobs/{job_id}`.
+     * `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
      * </pre>
      *
      * <code>string name = 1;</code>
@@ -425,7 +497,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Required. `teams/{team}/jobs/{job_id}`.
+     * `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
      * </pre>
      *
      * <code>string name = 1;</code>
@@ -446,7 +518,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Required. `teams/{team}/jobs/{job_id}`.
+     * `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
      * </pre>
      *
      * <code>string name = 1;</code>
@@ -463,7 +535,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Required. `teams/{team}/jobs/{job_id}`.
+     * `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
      * </pre>
      *
      * <code>string name = 1;</code>
@@ -477,7 +549,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Required. `teams/{team}/jobs/{job_id}`.
+     * `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
      * </pre>
      *
      * <code>string name = 1;</code>
@@ -490,6 +562,98 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       name_ = value;
       bitField0_ |= 0x00000001;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object jobId_ = "";
+    /**
+     * <pre>
+     * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+     * </pre>
+     *
+     * <code>string job_id = 2;</code>
+     * @return The jobId.
+     */
+    public java.lang.String getJobId() {
+      java.lang.Object ref = jobId_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        jobId_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+     * </pre>
+     *
+     * <code>string job_id = 2;</code>
+     * @return The bytes for jobId.
+     */
+    public com.google.protobuf.ByteString
+        getJobIdBytes() {
+      java.lang.Object ref = jobId_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        jobId_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+     * </pre>
+     *
+     * <code>string job_id = 2;</code>
+     * @param value The jobId to set.
+     * @return This builder for chaining.
+     */
+    public Builder setJobId(
+        java.lang.String value) {
+      if (value == null) { throw new NullPointerException(); }
+      jobId_ = value;
+      bitField0_ |= 0x00000002;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+     * </pre>
+     *
+     * <code>string job_id = 2;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearJobId() {
+      jobId_ = getDefaultInstance().getJobId();
+      bitField0_ = (bitField0_ & ~0x00000002);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+     * </pre>
+     *
+     * <code>string job_id = 2;</code>
+     * @param value The bytes for jobId to set.
+     * @return This builder for chaining.
+     */
+    public Builder setJobIdBytes(
+        com.google.protobuf.ByteString value) {
+      if (value == null) { throw new NullPointerException(); }
+      checkByteStringIsUtf8(value);
+      jobId_ = value;
+      bitField0_ |= 0x00000002;
       onChanged();
       return this;
     }

@@ -218,129 +218,156 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
       "\n!duetime/jobs/v1/job_service.proto\022\017due" +
       "time.jobs.v1\032\031duetime/jobs/v1/job.proto\032" +
       "\033duetime/jobs/v1/quota.proto\032\031duetime/jo" +
-      "bs/v1/run.proto\032\036google/protobuf/duratio" +
-      "n.proto\032 google/protobuf/field_mask.prot" +
-      "o\032\037google/protobuf/timestamp.proto\032\027goog" +
-      "le/rpc/status.proto\"I\n\020CreateJobRequest\022" +
-      "!\n\003job\030\001 \001(\0132\024.duetime.jobs.v1.Job\022\022\n\nre" +
-      "quest_id\030\002 \001(\t\"6\n\021CreateJobResponse\022!\n\003j" +
-      "ob\030\001 \001(\0132\024.duetime.jobs.v1.Job\"\035\n\rGetJob" +
-      "Request\022\014\n\004name\030\001 \001(\t\"3\n\016GetJobResponse\022" +
-      "!\n\003job\030\001 \001(\0132\024.duetime.jobs.v1.Job\"\236\001\n\017L" +
-      "istJobsRequest\022\021\n\tpage_size\030\001 \001(\005\022\022\n\npag" +
-      "e_token\030\002 \001(\t\022(\n\005state\030\003 \001(\0162\031.duetime.j" +
-      "obs.v1.JobState\022\016\n\006filter\030\005 \001(\t\022\023\n\013recen" +
-      "t_runs\030\006 \001(\005\022\025\n\rupcoming_runs\030\007 \001(\005\"\347\001\n\020" +
-      "ListJobsResponse\022\"\n\004jobs\030\001 \003(\0132\024.duetime" +
-      ".jobs.v1.Job\022\027\n\017next_page_token\030\002 \001(\t\022E\n" +
-      "\nactivities\030\003 \003(\01321.duetime.jobs.v1.List" +
-      "JobsResponse.ActivitiesEntry\032O\n\017Activiti" +
-      "esEntry\022\013\n\003key\030\001 \001(\t\022+\n\005value\030\002 \001(\0132\034.du" +
-      "etime.jobs.v1.JobActivity:\0028\001\"u\n\013JobActi" +
-      "vity\022)\n\013recent_runs\030\001 \003(\0132\024.duetime.jobs" +
-      ".v1.Run\022;\n\rupcoming_runs\030\002 \003(\0132$.duetime" +
-      ".jobs.v1.ScheduledOccurrence\"f\n\020UpdateJo" +
-      "bRequest\022!\n\003job\030\001 \001(\0132\024.duetime.jobs.v1." +
-      "Job\022/\n\013update_mask\030\002 \001(\0132\032.google.protob" +
-      "uf.FieldMask\"\214\001\n\021UpdateJobResponse\022!\n\003jo" +
-      "b\030\001 \001(\0132\024.duetime.jobs.v1.Job\022\030\n\020schedul" +
-      "e_changed\030\002 \001(\010\022:\n\026previous_next_run_tim" +
-      "e\030\003 \001(\0132\032.google.protobuf.Timestamp\".\n\020D" +
-      "eleteJobRequest\022\014\n\004name\030\001 \001(\t\022\014\n\004etag\030\002 " +
-      "\001(\t\"\023\n\021DeleteJobResponse\"-\n\017PauseJobRequ" +
-      "est\022\014\n\004name\030\001 \001(\t\022\014\n\004etag\030\002 \001(\t\"5\n\020Pause" +
-      "JobResponse\022!\n\003job\030\001 \001(\0132\024.duetime.jobs." +
-      "v1.Job\".\n\020ResumeJobRequest\022\014\n\004name\030\001 \001(\t" +
-      "\022\014\n\004etag\030\002 \001(\t\"6\n\021ResumeJobResponse\022!\n\003j" +
-      "ob\030\001 \001(\0132\024.duetime.jobs.v1.Job\"5\n\021Trigge" +
-      "rJobRequest\022\014\n\004name\030\001 \001(\t\022\022\n\nrequest_id\030" +
-      "\002 \001(\t\"7\n\022TriggerJobResponse\022!\n\003run\030\001 \001(\013" +
-      "2\024.duetime.jobs.v1.Run\"\202\001\n\017ListRunsReque" +
-      "st\022\016\n\006parent\030\001 \001(\t\022\021\n\tpage_size\030\002 \001(\005\022\022\n" +
-      "\npage_token\030\003 \001(\t\022(\n\005state\030\004 \001(\0162\031.dueti" +
-      "me.jobs.v1.RunState\022\016\n\006filter\030\006 \001(\t\"O\n\020L" +
-      "istRunsResponse\022\"\n\004runs\030\001 \003(\0132\024.duetime." +
-      "jobs.v1.Run\022\027\n\017next_page_token\030\002 \001(\t\"\035\n\r" +
-      "GetRunRequest\022\014\n\004name\030\001 \001(\t\"3\n\016GetRunRes" +
-      "ponse\022!\n\003run\030\001 \001(\0132\024.duetime.jobs.v1.Run" +
-      "\"5\n\021RedriveRunRequest\022\014\n\004name\030\001 \001(\t\022\022\n\nr" +
-      "equest_id\030\002 \001(\t\"7\n\022RedriveRunResponse\022!\n" +
-      "\003run\030\001 \001(\0132\024.duetime.jobs.v1.Run\"\321\001\n\026Pre" +
-      "viewScheduleRequest\022-\n\010schedule\030\001 \001(\0132\031." +
-      "duetime.jobs.v1.ScheduleH\000\022\r\n\003job\030\002 \001(\tH" +
-      "\000\022.\n\nstart_time\030\003 \001(\0132\032.google.protobuf." +
-      "Timestamp\022\r\n\005count\030\004 \001(\005\0220\n\rjitter_windo" +
-      "w\030\005 \001(\0132\031.google.protobuf.DurationB\010\n\006so" +
-      "urce\"T\n\027PreviewScheduleResponse\0229\n\013occur" +
-      "rences\030\001 \003(\0132$.duetime.jobs.v1.Scheduled" +
-      "Occurrence\"\307\001\n\023ScheduledOccurrence\0220\n\014no" +
-      "minal_time\030\001 \001(\0132\032.google.protobuf.Times" +
-      "tamp\0222\n\016effective_time\030\002 \001(\0132\032.google.pr" +
-      "otobuf.Timestamp\022\022\n\nlocal_time\030\003 \001(\t\0226\n\016" +
-      "dst_adjustment\030\004 \001(\0162\036.duetime.jobs.v1.D" +
-      "stAdjustment\"#\n\023GetTeamQuotaRequest\022\014\n\004n" +
-      "ame\030\001 \001(\t\"z\n\024GetTeamQuotaResponse\022\014\n\004nam" +
-      "e\030\001 \001(\t\022)\n\005quota\030\002 \001(\0132\032.duetime.jobs.v1" +
-      ".TeamQuota\022)\n\005usage\030\003 \001(\0132\032.duetime.jobs" +
-      ".v1.TeamUsage\"]\n\025BatchPauseJobsRequest\022\016" +
-      "\n\006parent\030\001 \001(\t\022\r\n\005names\030\002 \003(\t\022\016\n\006filter\030" +
-      "\003 \001(\t\022\025\n\rvalidate_only\030\004 \001(\010\"X\n\026BatchPau" +
-      "seJobsResponse\022\017\n\007matched\030\001 \001(\005\022-\n\007resul" +
-      "ts\030\002 \003(\0132\034.duetime.jobs.v1.BatchResult\"^" +
-      "\n\026BatchResumeJobsRequest\022\016\n\006parent\030\001 \001(\t" +
-      "\022\r\n\005names\030\002 \003(\t\022\016\n\006filter\030\003 \001(\t\022\025\n\rvalid" +
-      "ate_only\030\004 \001(\010\"Y\n\027BatchResumeJobsRespons" +
-      "e\022\017\n\007matched\030\001 \001(\005\022-\n\007results\030\002 \003(\0132\034.du" +
-      "etime.jobs.v1.BatchResult\"s\n\027BatchRedriv" +
-      "eRunsRequest\022\016\n\006parent\030\001 \001(\t\022\r\n\005names\030\002 " +
-      "\003(\t\022\016\n\006filter\030\003 \001(\t\022\025\n\rvalidate_only\030\004 \001" +
-      "(\010\022\022\n\nrequest_id\030\005 \001(\t\"Z\n\030BatchRedriveRu" +
-      "nsResponse\022\017\n\007matched\030\001 \001(\005\022-\n\007results\030\002" +
-      " \003(\0132\034.duetime.jobs.v1.BatchResult\"?\n\013Ba" +
-      "tchResult\022\014\n\004name\030\001 \001(\t\022\"\n\006status\030\002 \001(\0132" +
-      "\022.google.rpc.Status*\224\001\n\rDstAdjustment\022\036\n" +
-      "\032DST_ADJUSTMENT_UNSPECIFIED\020\000\022\032\n\026DST_ADJ" +
-      "USTMENT_SHIFTED\020\001\022\"\n\036DST_ADJUSTMENT_FOLD" +
-      "_FIRST_PASS\020\002\022#\n\037DST_ADJUSTMENT_FOLD_SEC" +
-      "OND_PASS\020\0032\210\013\n\nJobService\022R\n\tCreateJob\022!" +
-      ".duetime.jobs.v1.CreateJobRequest\032\".duet" +
-      "ime.jobs.v1.CreateJobResponse\022I\n\006GetJob\022" +
-      "\036.duetime.jobs.v1.GetJobRequest\032\037.duetim" +
-      "e.jobs.v1.GetJobResponse\022O\n\010ListJobs\022 .d" +
-      "uetime.jobs.v1.ListJobsRequest\032!.duetime" +
-      ".jobs.v1.ListJobsResponse\022R\n\tUpdateJob\022!" +
-      ".duetime.jobs.v1.UpdateJobRequest\032\".duet" +
-      "ime.jobs.v1.UpdateJobResponse\022R\n\tDeleteJ" +
-      "ob\022!.duetime.jobs.v1.DeleteJobRequest\032\"." +
-      "duetime.jobs.v1.DeleteJobResponse\022O\n\010Pau" +
-      "seJob\022 .duetime.jobs.v1.PauseJobRequest\032" +
-      "!.duetime.jobs.v1.PauseJobResponse\022R\n\tRe" +
-      "sumeJob\022!.duetime.jobs.v1.ResumeJobReque" +
-      "st\032\".duetime.jobs.v1.ResumeJobResponse\022U" +
-      "\n\nTriggerJob\022\".duetime.jobs.v1.TriggerJo" +
-      "bRequest\032#.duetime.jobs.v1.TriggerJobRes" +
-      "ponse\022O\n\010ListRuns\022 .duetime.jobs.v1.List" +
-      "RunsRequest\032!.duetime.jobs.v1.ListRunsRe" +
-      "sponse\022I\n\006GetRun\022\036.duetime.jobs.v1.GetRu" +
-      "nRequest\032\037.duetime.jobs.v1.GetRunRespons" +
-      "e\022U\n\nRedriveRun\022\".duetime.jobs.v1.Redriv" +
-      "eRunRequest\032#.duetime.jobs.v1.RedriveRun" +
-      "Response\022d\n\017PreviewSchedule\022\'.duetime.jo" +
-      "bs.v1.PreviewScheduleRequest\032(.duetime.j" +
-      "obs.v1.PreviewScheduleResponse\022[\n\014GetTea" +
-      "mQuota\022$.duetime.jobs.v1.GetTeamQuotaReq" +
-      "uest\032%.duetime.jobs.v1.GetTeamQuotaRespo" +
-      "nse\022a\n\016BatchPauseJobs\022&.duetime.jobs.v1." +
-      "BatchPauseJobsRequest\032\'.duetime.jobs.v1." +
-      "BatchPauseJobsResponse\022d\n\017BatchResumeJob" +
-      "s\022\'.duetime.jobs.v1.BatchResumeJobsReque" +
-      "st\032(.duetime.jobs.v1.BatchResumeJobsResp" +
-      "onse\022g\n\020BatchRedriveRuns\022(.duetime.jobs." +
-      "v1.BatchRedriveRunsRequest\032).duetime.job" +
-      "s.v1.BatchRedriveRunsResponseBe\n\023dev.due" +
-      "time.jobs.v1B\017JobServiceProtoP\001Z)duetime" +
-      ".dev/gen/go/duetime/jobs/v1;jobsv1\252\002\017Due" +
-      "time.Jobs.V1b\006proto3"
+      "bs/v1/run.proto\032\034google/api/annotations." +
+      "proto\032\036google/protobuf/duration.proto\032 g" +
+      "oogle/protobuf/field_mask.proto\032\037google/" +
+      "protobuf/timestamp.proto\032\027google/rpc/sta" +
+      "tus.proto\"Y\n\020CreateJobRequest\022!\n\003job\030\001 \001" +
+      "(\0132\024.duetime.jobs.v1.Job\022\022\n\nrequest_id\030\002" +
+      " \001(\t\022\016\n\006parent\030\003 \001(\t\"6\n\021CreateJobRespons" +
+      "e\022!\n\003job\030\001 \001(\0132\024.duetime.jobs.v1.Job\"-\n\r" +
+      "GetJobRequest\022\014\n\004name\030\001 \001(\t\022\016\n\006job_id\030\002 " +
+      "\001(\t\"3\n\016GetJobResponse\022!\n\003job\030\001 \001(\0132\024.due" +
+      "time.jobs.v1.Job\"\256\001\n\017ListJobsRequest\022\021\n\t" +
+      "page_size\030\001 \001(\005\022\022\n\npage_token\030\002 \001(\t\022(\n\005s" +
+      "tate\030\003 \001(\0162\031.duetime.jobs.v1.JobState\022\016\n" +
+      "\006filter\030\005 \001(\t\022\023\n\013recent_runs\030\006 \001(\005\022\025\n\rup" +
+      "coming_runs\030\007 \001(\005\022\016\n\006parent\030\004 \001(\t\"\347\001\n\020Li" +
+      "stJobsResponse\022\"\n\004jobs\030\001 \003(\0132\024.duetime.j" +
+      "obs.v1.Job\022\027\n\017next_page_token\030\002 \001(\t\022E\n\na" +
+      "ctivities\030\003 \003(\01321.duetime.jobs.v1.ListJo" +
+      "bsResponse.ActivitiesEntry\032O\n\017Activities" +
+      "Entry\022\013\n\003key\030\001 \001(\t\022+\n\005value\030\002 \001(\0132\034.duet" +
+      "ime.jobs.v1.JobActivity:\0028\001\"u\n\013JobActivi" +
+      "ty\022)\n\013recent_runs\030\001 \003(\0132\024.duetime.jobs.v" +
+      "1.Run\022;\n\rupcoming_runs\030\002 \003(\0132$.duetime.j" +
+      "obs.v1.ScheduledOccurrence\"f\n\020UpdateJobR" +
+      "equest\022!\n\003job\030\001 \001(\0132\024.duetime.jobs.v1.Jo" +
+      "b\022/\n\013update_mask\030\002 \001(\0132\032.google.protobuf" +
+      ".FieldMask\"\214\001\n\021UpdateJobResponse\022!\n\003job\030" +
+      "\001 \001(\0132\024.duetime.jobs.v1.Job\022\030\n\020schedule_" +
+      "changed\030\002 \001(\010\022:\n\026previous_next_run_time\030" +
+      "\003 \001(\0132\032.google.protobuf.Timestamp\">\n\020Del" +
+      "eteJobRequest\022\014\n\004name\030\001 \001(\t\022\014\n\004etag\030\002 \001(" +
+      "\t\022\016\n\006job_id\030\003 \001(\t\"\023\n\021DeleteJobResponse\"=" +
+      "\n\017PauseJobRequest\022\014\n\004name\030\001 \001(\t\022\014\n\004etag\030" +
+      "\002 \001(\t\022\016\n\006job_id\030\003 \001(\t\"5\n\020PauseJobRespons" +
+      "e\022!\n\003job\030\001 \001(\0132\024.duetime.jobs.v1.Job\">\n\020" +
+      "ResumeJobRequest\022\014\n\004name\030\001 \001(\t\022\014\n\004etag\030\002" +
+      " \001(\t\022\016\n\006job_id\030\003 \001(\t\"6\n\021ResumeJobRespons" +
+      "e\022!\n\003job\030\001 \001(\0132\024.duetime.jobs.v1.Job\"5\n\021" +
+      "TriggerJobRequest\022\014\n\004name\030\001 \001(\t\022\022\n\nreque" +
+      "st_id\030\002 \001(\t\"7\n\022TriggerJobResponse\022!\n\003run" +
+      "\030\001 \001(\0132\024.duetime.jobs.v1.Run\"\222\001\n\017ListRun" +
+      "sRequest\022\016\n\006parent\030\001 \001(\t\022\021\n\tpage_size\030\002 " +
+      "\001(\005\022\022\n\npage_token\030\003 \001(\t\022(\n\005state\030\004 \001(\0162\031" +
+      ".duetime.jobs.v1.RunState\022\016\n\006job_id\030\005 \001(" +
+      "\t\022\016\n\006filter\030\006 \001(\t\"O\n\020ListRunsResponse\022\"\n" +
+      "\004runs\030\001 \003(\0132\024.duetime.jobs.v1.Run\022\027\n\017nex" +
+      "t_page_token\030\002 \001(\t\"\035\n\rGetRunRequest\022\014\n\004n" +
+      "ame\030\001 \001(\t\"3\n\016GetRunResponse\022!\n\003run\030\001 \001(\013" +
+      "2\024.duetime.jobs.v1.Run\"5\n\021RedriveRunRequ" +
+      "est\022\014\n\004name\030\001 \001(\t\022\022\n\nrequest_id\030\002 \001(\t\"7\n" +
+      "\022RedriveRunResponse\022!\n\003run\030\001 \001(\0132\024.dueti" +
+      "me.jobs.v1.Run\"\321\001\n\026PreviewScheduleReques" +
+      "t\022-\n\010schedule\030\001 \001(\0132\031.duetime.jobs.v1.Sc" +
+      "heduleH\000\022\r\n\003job\030\002 \001(\tH\000\022.\n\nstart_time\030\003 " +
+      "\001(\0132\032.google.protobuf.Timestamp\022\r\n\005count" +
+      "\030\004 \001(\005\0220\n\rjitter_window\030\005 \001(\0132\031.google.p" +
+      "rotobuf.DurationB\010\n\006source\"T\n\027PreviewSch" +
+      "eduleResponse\0229\n\013occurrences\030\001 \003(\0132$.due" +
+      "time.jobs.v1.ScheduledOccurrence\"\307\001\n\023Sch" +
+      "eduledOccurrence\0220\n\014nominal_time\030\001 \001(\0132\032" +
+      ".google.protobuf.Timestamp\0222\n\016effective_" +
+      "time\030\002 \001(\0132\032.google.protobuf.Timestamp\022\022" +
+      "\n\nlocal_time\030\003 \001(\t\0226\n\016dst_adjustment\030\004 \001" +
+      "(\0162\036.duetime.jobs.v1.DstAdjustment\"#\n\023Ge" +
+      "tTeamQuotaRequest\022\014\n\004name\030\001 \001(\t\"z\n\024GetTe" +
+      "amQuotaResponse\022\014\n\004name\030\001 \001(\t\022)\n\005quota\030\002" +
+      " \001(\0132\032.duetime.jobs.v1.TeamQuota\022)\n\005usag" +
+      "e\030\003 \001(\0132\032.duetime.jobs.v1.TeamUsage\"]\n\025B" +
+      "atchPauseJobsRequest\022\016\n\006parent\030\001 \001(\t\022\r\n\005" +
+      "names\030\002 \003(\t\022\016\n\006filter\030\003 \001(\t\022\025\n\rvalidate_" +
+      "only\030\004 \001(\010\"X\n\026BatchPauseJobsResponse\022\017\n\007" +
+      "matched\030\001 \001(\005\022-\n\007results\030\002 \003(\0132\034.duetime" +
+      ".jobs.v1.BatchResult\"^\n\026BatchResumeJobsR" +
+      "equest\022\016\n\006parent\030\001 \001(\t\022\r\n\005names\030\002 \003(\t\022\016\n" +
+      "\006filter\030\003 \001(\t\022\025\n\rvalidate_only\030\004 \001(\010\"Y\n\027" +
+      "BatchResumeJobsResponse\022\017\n\007matched\030\001 \001(\005" +
+      "\022-\n\007results\030\002 \003(\0132\034.duetime.jobs.v1.Batc" +
+      "hResult\"s\n\027BatchRedriveRunsRequest\022\016\n\006pa" +
+      "rent\030\001 \001(\t\022\r\n\005names\030\002 \003(\t\022\016\n\006filter\030\003 \001(" +
+      "\t\022\025\n\rvalidate_only\030\004 \001(\010\022\022\n\nrequest_id\030\005" +
+      " \001(\t\"Z\n\030BatchRedriveRunsResponse\022\017\n\007matc" +
+      "hed\030\001 \001(\005\022-\n\007results\030\002 \003(\0132\034.duetime.job" +
+      "s.v1.BatchResult\"?\n\013BatchResult\022\014\n\004name\030" +
+      "\001 \001(\t\022\"\n\006status\030\002 \001(\0132\022.google.rpc.Statu" +
+      "s*\224\001\n\rDstAdjustment\022\036\n\032DST_ADJUSTMENT_UN" +
+      "SPECIFIED\020\000\022\032\n\026DST_ADJUSTMENT_SHIFTED\020\001\022" +
+      "\"\n\036DST_ADJUSTMENT_FOLD_FIRST_PASS\020\002\022#\n\037D" +
+      "ST_ADJUSTMENT_FOLD_SECOND_PASS\020\0032\246\022\n\nJob" +
+      "Service\022\213\001\n\tCreateJob\022!.duetime.jobs.v1." +
+      "CreateJobRequest\032\".duetime.jobs.v1.Creat" +
+      "eJobResponse\"7\202\323\344\223\0021\"\031/v1/{parent=teams/" +
+      "*}/jobs:\003jobZ\017\"\010/v1/jobs:\003job\022\201\001\n\006GetJob" +
+      "\022\036.duetime.jobs.v1.GetJobRequest\032\037.dueti" +
+      "me.jobs.v1.GetJobResponse\"6\202\323\344\223\0020\022\031/v1/{" +
+      "name=teams/*/jobs/*}Z\023\022\021/v1/jobs/{job_id" +
+      "}\022~\n\010ListJobs\022 .duetime.jobs.v1.ListJobs" +
+      "Request\032!.duetime.jobs.v1.ListJobsRespon" +
+      "se\"-\202\323\344\223\002\'\022\031/v1/{parent=teams/*}/jobsZ\n\022" +
+      "\010/v1/jobs\022~\n\tUpdateJob\022!.duetime.jobs.v1" +
+      ".UpdateJobRequest\032\".duetime.jobs.v1.Upda" +
+      "teJobResponse\"*\202\323\344\223\002$2\035/v1/{job.name=tea" +
+      "ms/*/jobs/*}:\003job\022\212\001\n\tDeleteJob\022!.duetim" +
+      "e.jobs.v1.DeleteJobRequest\032\".duetime.job" +
+      "s.v1.DeleteJobResponse\"6\202\323\344\223\0020*\031/v1/{nam" +
+      "e=teams/*/jobs/*}Z\023*\021/v1/jobs/{job_id}\022\231" +
+      "\001\n\010PauseJob\022 .duetime.jobs.v1.PauseJobRe" +
+      "quest\032!.duetime.jobs.v1.PauseJobResponse" +
+      "\"H\202\323\344\223\002B\"\037/v1/{name=teams/*/jobs/*}:paus" +
+      "e:\001*Z\034\"\027/v1/jobs/{job_id}/pause:\001*\022\236\001\n\tR" +
+      "esumeJob\022!.duetime.jobs.v1.ResumeJobRequ" +
+      "est\032\".duetime.jobs.v1.ResumeJobResponse\"" +
+      "J\202\323\344\223\002D\" /v1/{name=teams/*/jobs/*}:resum" +
+      "e:\001*Z\035\"\030/v1/jobs/{job_id}/resume:\001*\022\203\001\n\n" +
+      "TriggerJob\022\".duetime.jobs.v1.TriggerJobR" +
+      "equest\032#.duetime.jobs.v1.TriggerJobRespo" +
+      "nse\",\202\323\344\223\002&\"!/v1/{name=teams/*/jobs/*}:t" +
+      "rigger:\001*\022\223\001\n\010ListRuns\022 .duetime.jobs.v1" +
+      ".ListRunsRequest\032!.duetime.jobs.v1.ListR" +
+      "unsResponse\"B\202\323\344\223\002<\022 /v1/{parent=teams/*" +
+      "/jobs/*}/runsZ\030\022\026/v1/jobs/{job_id}/runs\022" +
+      "s\n\006GetRun\022\036.duetime.jobs.v1.GetRunReques" +
+      "t\032\037.duetime.jobs.v1.GetRunResponse\"(\202\323\344\223" +
+      "\002\"\022 /v1/{name=teams/*/jobs/*/runs/*}\022\212\001\n" +
+      "\nRedriveRun\022\".duetime.jobs.v1.RedriveRun" +
+      "Request\032#.duetime.jobs.v1.RedriveRunResp" +
+      "onse\"3\202\323\344\223\002-\"(/v1/{name=teams/*/jobs/*/r" +
+      "uns/*}:redrive:\001*\022\211\001\n\017PreviewSchedule\022\'." +
+      "duetime.jobs.v1.PreviewScheduleRequest\032(" +
+      ".duetime.jobs.v1.PreviewScheduleResponse" +
+      "\"#\202\323\344\223\002\035\"\030/v1/jobs:previewSchedule:\001*\022\212\001" +
+      "\n\014GetTeamQuota\022$.duetime.jobs.v1.GetTeam" +
+      "QuotaRequest\032%.duetime.jobs.v1.GetTeamQu" +
+      "otaResponse\"-\202\323\344\223\002\'\022\030/v1/{name=teams/*}/" +
+      "quotaZ\013\022\t/v1/quota\022\254\001\n\016BatchPauseJobs\022&." +
+      "duetime.jobs.v1.BatchPauseJobsRequest\032\'." +
+      "duetime.jobs.v1.BatchPauseJobsResponse\"I" +
+      "\202\323\344\223\002C\"$/v1/{parent=teams/*}/jobs:batchP" +
+      "ause:\001*Z\030\"\023/v1/jobs:batchPause:\001*\022\261\001\n\017Ba" +
+      "tchResumeJobs\022\'.duetime.jobs.v1.BatchRes" +
+      "umeJobsRequest\032(.duetime.jobs.v1.BatchRe" +
+      "sumeJobsResponse\"K\202\323\344\223\002E\"%/v1/{parent=te" +
+      "ams/*}/jobs:batchResume:\001*Z\031\"\024/v1/jobs:b" +
+      "atchResume:\001*\022\241\001\n\020BatchRedriveRuns\022(.due" +
+      "time.jobs.v1.BatchRedriveRunsRequest\032).d" +
+      "uetime.jobs.v1.BatchRedriveRunsResponse\"" +
+      "8\202\323\344\223\0022\"-/v1/{parent=teams/*/jobs/*}/run" +
+      "s:batchRedrive:\001*Be\n\023dev.duetime.jobs.v1" +
+      "B\017JobServiceProtoP\001Z)duetime.dev/gen/go/" +
+      "duetime/jobs/v1;jobsv1\252\002\017Duetime.Jobs.V1" +
+      "b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -348,6 +375,7 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
           dev.duetime.jobs.v1.JobProto.getDescriptor(),
           dev.duetime.jobs.v1.QuotaProto.getDescriptor(),
           dev.duetime.jobs.v1.RunProto.getDescriptor(),
+          com.google.api.AnnotationsProto.getDescriptor(),
           com.google.protobuf.DurationProto.getDescriptor(),
           com.google.protobuf.FieldMaskProto.getDescriptor(),
           com.google.protobuf.TimestampProto.getDescriptor(),
@@ -358,7 +386,7 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
     internal_static_duetime_jobs_v1_CreateJobRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_CreateJobRequest_descriptor,
-        new java.lang.String[] { "Job", "RequestId", });
+        new java.lang.String[] { "Job", "RequestId", "Parent", });
     internal_static_duetime_jobs_v1_CreateJobResponse_descriptor =
       getDescriptor().getMessageType(1);
     internal_static_duetime_jobs_v1_CreateJobResponse_fieldAccessorTable = new
@@ -370,7 +398,7 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
     internal_static_duetime_jobs_v1_GetJobRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_GetJobRequest_descriptor,
-        new java.lang.String[] { "Name", });
+        new java.lang.String[] { "Name", "JobId", });
     internal_static_duetime_jobs_v1_GetJobResponse_descriptor =
       getDescriptor().getMessageType(3);
     internal_static_duetime_jobs_v1_GetJobResponse_fieldAccessorTable = new
@@ -382,7 +410,7 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
     internal_static_duetime_jobs_v1_ListJobsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_ListJobsRequest_descriptor,
-        new java.lang.String[] { "PageSize", "PageToken", "State", "Filter", "RecentRuns", "UpcomingRuns", });
+        new java.lang.String[] { "PageSize", "PageToken", "State", "Filter", "RecentRuns", "UpcomingRuns", "Parent", });
     internal_static_duetime_jobs_v1_ListJobsResponse_descriptor =
       getDescriptor().getMessageType(5);
     internal_static_duetime_jobs_v1_ListJobsResponse_fieldAccessorTable = new
@@ -418,7 +446,7 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
     internal_static_duetime_jobs_v1_DeleteJobRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_DeleteJobRequest_descriptor,
-        new java.lang.String[] { "Name", "Etag", });
+        new java.lang.String[] { "Name", "Etag", "JobId", });
     internal_static_duetime_jobs_v1_DeleteJobResponse_descriptor =
       getDescriptor().getMessageType(10);
     internal_static_duetime_jobs_v1_DeleteJobResponse_fieldAccessorTable = new
@@ -430,7 +458,7 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
     internal_static_duetime_jobs_v1_PauseJobRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_PauseJobRequest_descriptor,
-        new java.lang.String[] { "Name", "Etag", });
+        new java.lang.String[] { "Name", "Etag", "JobId", });
     internal_static_duetime_jobs_v1_PauseJobResponse_descriptor =
       getDescriptor().getMessageType(12);
     internal_static_duetime_jobs_v1_PauseJobResponse_fieldAccessorTable = new
@@ -442,7 +470,7 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
     internal_static_duetime_jobs_v1_ResumeJobRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_ResumeJobRequest_descriptor,
-        new java.lang.String[] { "Name", "Etag", });
+        new java.lang.String[] { "Name", "Etag", "JobId", });
     internal_static_duetime_jobs_v1_ResumeJobResponse_descriptor =
       getDescriptor().getMessageType(14);
     internal_static_duetime_jobs_v1_ResumeJobResponse_fieldAccessorTable = new
@@ -466,7 +494,7 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
     internal_static_duetime_jobs_v1_ListRunsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_ListRunsRequest_descriptor,
-        new java.lang.String[] { "Parent", "PageSize", "PageToken", "State", "Filter", });
+        new java.lang.String[] { "Parent", "PageSize", "PageToken", "State", "JobId", "Filter", });
     internal_static_duetime_jobs_v1_ListRunsResponse_descriptor =
       getDescriptor().getMessageType(18);
     internal_static_duetime_jobs_v1_ListRunsResponse_fieldAccessorTable = new
@@ -573,10 +601,16 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
     dev.duetime.jobs.v1.JobProto.getDescriptor();
     dev.duetime.jobs.v1.QuotaProto.getDescriptor();
     dev.duetime.jobs.v1.RunProto.getDescriptor();
+    com.google.api.AnnotationsProto.getDescriptor();
     com.google.protobuf.DurationProto.getDescriptor();
     com.google.protobuf.FieldMaskProto.getDescriptor();
     com.google.protobuf.TimestampProto.getDescriptor();
     com.google.rpc.StatusProto.getDescriptor();
+    com.google.protobuf.ExtensionRegistry registry =
+        com.google.protobuf.ExtensionRegistry.newInstance();
+    registry.add(com.google.api.AnnotationsProto.http);
+    com.google.protobuf.Descriptors.FileDescriptor
+        .internalUpdateFileDescriptor(descriptor, registry);
   }
 
   // @@protoc_insertion_point(outer_class_scope)

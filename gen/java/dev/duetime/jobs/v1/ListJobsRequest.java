@@ -35,6 +35,7 @@ private static final long serialVersionUID = 0L;
     pageToken_ = "";
     state_ = 0;
     filter_ = "";
+    parent_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -236,6 +237,55 @@ private static final long serialVersionUID = 0L;
     return upcomingRuns_;
   }
 
+  public static final int PARENT_FIELD_NUMBER = 4;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object parent_ = "";
+  /**
+   * <pre>
+   * Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+   * Another team is NOT_FOUND.
+   * </pre>
+   *
+   * <code>string parent = 4;</code>
+   * @return The parent.
+   */
+  @java.lang.Override
+  public java.lang.String getParent() {
+    java.lang.Object ref = parent_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      parent_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+   * Another team is NOT_FOUND.
+   * </pre>
+   *
+   * <code>string parent = 4;</code>
+   * @return The bytes for parent.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getParentBytes() {
+    java.lang.Object ref = parent_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      parent_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -258,6 +308,9 @@ private static final long serialVersionUID = 0L;
     }
     if (state_ != dev.duetime.jobs.v1.JobState.JOB_STATE_UNSPECIFIED.getNumber()) {
       output.writeEnum(3, state_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(parent_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 4, parent_);
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(filter_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 5, filter_);
@@ -282,6 +335,9 @@ private static final long serialVersionUID = 0L;
     if (state_ != dev.duetime.jobs.v1.JobState.JOB_STATE_UNSPECIFIED.getNumber()) {
       size += com.google.protobuf.CodedOutputStream
         .computeEnumSize(3, state_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(parent_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(4, parent_);
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(filter_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(5, filter_);
@@ -329,6 +385,8 @@ private static final long serialVersionUID = 0L;
         != other.getRecentRuns()) return false;
     if (getUpcomingRuns()
         != other.getUpcomingRuns()) return false;
+    if (!getParent()
+        .equals(other.getParent())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -352,6 +410,8 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getRecentRuns();
     hash = (37 * hash) + UPCOMING_RUNS_FIELD_NUMBER;
     hash = (53 * hash) + getUpcomingRuns();
+    hash = (37 * hash) + PARENT_FIELD_NUMBER;
+    hash = (53 * hash) + getParent().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -493,6 +553,7 @@ private static final long serialVersionUID = 0L;
       filter_ = "";
       recentRuns_ = 0;
       upcomingRuns_ = 0;
+      parent_ = "";
       return this;
     }
 
@@ -544,6 +605,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000020) != 0)) {
         result.upcomingRuns_ = upcomingRuns_;
       }
+      if (((from_bitField0_ & 0x00000040) != 0)) {
+        result.parent_ = parent_;
+      }
     }
 
     @java.lang.Override
@@ -579,6 +643,11 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getUpcomingRuns() != 0) {
         setUpcomingRuns(other.getUpcomingRuns());
+      }
+      if (!other.getParent().isEmpty()) {
+        parent_ = other.parent_;
+        bitField0_ |= 0x00000040;
+        onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -621,6 +690,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000004;
               break;
             } // case 24
+            case 34: {
+              parent_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000040;
+              break;
+            } // case 34
             case 42: {
               filter_ = input.readStringRequireUtf8();
               bitField0_ |= 0x00000008;
@@ -1077,6 +1151,103 @@ private static final long serialVersionUID = 0L;
     public Builder clearUpcomingRuns() {
       bitField0_ = (bitField0_ & ~0x00000020);
       upcomingRuns_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object parent_ = "";
+    /**
+     * <pre>
+     * Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+     * Another team is NOT_FOUND.
+     * </pre>
+     *
+     * <code>string parent = 4;</code>
+     * @return The parent.
+     */
+    public java.lang.String getParent() {
+      java.lang.Object ref = parent_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        parent_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+     * Another team is NOT_FOUND.
+     * </pre>
+     *
+     * <code>string parent = 4;</code>
+     * @return The bytes for parent.
+     */
+    public com.google.protobuf.ByteString
+        getParentBytes() {
+      java.lang.Object ref = parent_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        parent_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+     * Another team is NOT_FOUND.
+     * </pre>
+     *
+     * <code>string parent = 4;</code>
+     * @param value The parent to set.
+     * @return This builder for chaining.
+     */
+    public Builder setParent(
+        java.lang.String value) {
+      if (value == null) { throw new NullPointerException(); }
+      parent_ = value;
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+     * Another team is NOT_FOUND.
+     * </pre>
+     *
+     * <code>string parent = 4;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearParent() {
+      parent_ = getDefaultInstance().getParent();
+      bitField0_ = (bitField0_ & ~0x00000040);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+     * Another team is NOT_FOUND.
+     * </pre>
+     *
+     * <code>string parent = 4;</code>
+     * @param value The bytes for parent to set.
+     * @return This builder for chaining.
+     */
+    public Builder setParentBytes(
+        com.google.protobuf.ByteString value) {
+      if (value == null) { throw new NullPointerException(); }
+      checkByteStringIsUtf8(value);
+      parent_ = value;
+      bitField0_ |= 0x00000040;
       onChanged();
       return this;
     }

@@ -114,4 +114,26 @@ public interface ListJobsRequestOrBuilder extends
    * @return The upcomingRuns.
    */
   int getUpcomingRuns();
+
+  /**
+   * <pre>
+   * Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+   * Another team is NOT_FOUND.
+   * </pre>
+   *
+   * <code>string parent = 4;</code>
+   * @return The parent.
+   */
+  java.lang.String getParent();
+  /**
+   * <pre>
+   * Optional. `teams/{team}`, the calling team (the token's); empty means the calling team.
+   * Another team is NOT_FOUND.
+   * </pre>
+   *
+   * <code>string parent = 4;</code>
+   * @return The bytes for parent.
+   */
+  com.google.protobuf.ByteString
+      getParentBytes();
 }

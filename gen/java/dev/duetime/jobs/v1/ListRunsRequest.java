@@ -35,6 +35,7 @@ private static final long serialVersionUID = 0L;
     parent_ = "";
     pageToken_ = "";
     state_ = 0;
+    jobId_ = "";
     filter_ = "";
   }
 
@@ -61,8 +62,9 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object parent_ = "";
   /**
    * <pre>
-   * Required. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of
-   * every job of the team (deleted jobs' too), latest nominal time first.
+   * The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of every job
+   * of the team (deleted jobs' too), latest nominal time first. Required unless `job_id` is
+   * set.
    * </pre>
    *
    * <code>string parent = 1;</code>
@@ -83,8 +85,9 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Required. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of
-   * every job of the team (deleted jobs' too), latest nominal time first.
+   * The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of every job
+   * of the team (deleted jobs' too), latest nominal time first. Required unless `job_id` is
+   * set.
    * </pre>
    *
    * <code>string parent = 1;</code>
@@ -193,6 +196,53 @@ private static final long serialVersionUID = 0L;
     return result == null ? dev.duetime.jobs.v1.RunState.UNRECOGNIZED : result;
   }
 
+  public static final int JOB_ID_FIELD_NUMBER = 5;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object jobId_ = "";
+  /**
+   * <pre>
+   * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+   * </pre>
+   *
+   * <code>string job_id = 5;</code>
+   * @return The jobId.
+   */
+  @java.lang.Override
+  public java.lang.String getJobId() {
+    java.lang.Object ref = jobId_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      jobId_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+   * </pre>
+   *
+   * <code>string job_id = 5;</code>
+   * @return The bytes for jobId.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getJobIdBytes() {
+    java.lang.Object ref = jobId_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      jobId_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   public static final int FILTER_FIELD_NUMBER = 6;
   @SuppressWarnings("serial")
   private volatile java.lang.Object filter_ = "";
@@ -278,6 +328,9 @@ private static final long serialVersionUID = 0L;
     if (state_ != dev.duetime.jobs.v1.RunState.RUN_STATE_UNSPECIFIED.getNumber()) {
       output.writeEnum(4, state_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(jobId_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 5, jobId_);
+    }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(filter_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 6, filter_);
     }
@@ -298,6 +351,9 @@ private static final long serialVersionUID = 0L;
     if (state_ != dev.duetime.jobs.v1.RunState.RUN_STATE_UNSPECIFIED.getNumber()) {
       size += com.google.protobuf.CodedOutputStream
         .computeEnumSize(4, state_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(jobId_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(5, jobId_);
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(filter_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(6, filter_);
@@ -333,6 +389,8 @@ private static final long serialVersionUID = 0L;
     if (!getPageToken()
         .equals(other.getPageToken())) return false;
     if (state_ != other.state_) return false;
+    if (!getJobId()
+        .equals(other.getJobId())) return false;
     if (!getFilter()
         .equals(other.getFilter())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
@@ -354,6 +412,8 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getPageToken().hashCode();
     hash = (37 * hash) + STATE_FIELD_NUMBER;
     hash = (53 * hash) + state_;
+    hash = (37 * hash) + JOB_ID_FIELD_NUMBER;
+    hash = (53 * hash) + getJobId().hashCode();
     hash = (37 * hash) + FILTER_FIELD_NUMBER;
     hash = (53 * hash) + getFilter().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
@@ -495,6 +555,7 @@ private static final long serialVersionUID = 0L;
       pageSize_ = 0;
       pageToken_ = "";
       state_ = 0;
+      jobId_ = "";
       filter_ = "";
       return this;
     }
@@ -542,6 +603,9 @@ private static final long serialVersionUID = 0L;
         result.state_ = state_;
       }
       if (((from_bitField0_ & 0x00000010) != 0)) {
+        result.jobId_ = jobId_;
+      }
+      if (((from_bitField0_ & 0x00000020) != 0)) {
         result.filter_ = filter_;
       }
     }
@@ -574,9 +638,14 @@ private static final long serialVersionUID = 0L;
       if (other.state_ != 0) {
         setStateValue(other.getStateValue());
       }
+      if (!other.getJobId().isEmpty()) {
+        jobId_ = other.jobId_;
+        bitField0_ |= 0x00000010;
+        onChanged();
+      }
       if (!other.getFilter().isEmpty()) {
         filter_ = other.filter_;
-        bitField0_ |= 0x00000010;
+        bitField0_ |= 0x00000020;
         onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
@@ -625,9 +694,14 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000008;
               break;
             } // case 32
+            case 42: {
+              jobId_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000010;
+              break;
+            } // case 42
             case 50: {
               filter_ = input.readStringRequireUtf8();
-              bitField0_ |= 0x00000010;
+              bitField0_ |= 0x00000020;
               break;
             } // case 50
             default: {
@@ -650,8 +724,9 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object parent_ = "";
     /**
      * <pre>
-     * Required. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of
-     * every job of the team (deleted jobs' too), latest nominal time first.
+     * The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of every job
+     * of the team (deleted jobs' too), latest nominal time first. Required unless `job_id` is
+     * set.
      * </pre>
      *
      * <code>string parent = 1;</code>
@@ -671,8 +746,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Required. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of
-     * every job of the team (deleted jobs' too), latest nominal time first.
+     * The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of every job
+     * of the team (deleted jobs' too), latest nominal time first. Required unless `job_id` is
+     * set.
      * </pre>
      *
      * <code>string parent = 1;</code>
@@ -693,8 +769,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Required. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of
-     * every job of the team (deleted jobs' too), latest nominal time first.
+     * The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of every job
+     * of the team (deleted jobs' too), latest nominal time first. Required unless `job_id` is
+     * set.
      * </pre>
      *
      * <code>string parent = 1;</code>
@@ -711,8 +788,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Required. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of
-     * every job of the team (deleted jobs' too), latest nominal time first.
+     * The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of every job
+     * of the team (deleted jobs' too), latest nominal time first. Required unless `job_id` is
+     * set.
      * </pre>
      *
      * <code>string parent = 1;</code>
@@ -726,8 +804,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Required. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of
-     * every job of the team (deleted jobs' too), latest nominal time first.
+     * The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of every job
+     * of the team (deleted jobs' too), latest nominal time first. Required unless `job_id` is
+     * set.
      * </pre>
      *
      * <code>string parent = 1;</code>
@@ -952,6 +1031,98 @@ private static final long serialVersionUID = 0L;
       return this;
     }
 
+    private java.lang.Object jobId_ = "";
+    /**
+     * <pre>
+     * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+     * </pre>
+     *
+     * <code>string job_id = 5;</code>
+     * @return The jobId.
+     */
+    public java.lang.String getJobId() {
+      java.lang.Object ref = jobId_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        jobId_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+     * </pre>
+     *
+     * <code>string job_id = 5;</code>
+     * @return The bytes for jobId.
+     */
+    public com.google.protobuf.ByteString
+        getJobIdBytes() {
+      java.lang.Object ref = jobId_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        jobId_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+     * </pre>
+     *
+     * <code>string job_id = 5;</code>
+     * @param value The jobId to set.
+     * @return This builder for chaining.
+     */
+    public Builder setJobId(
+        java.lang.String value) {
+      if (value == null) { throw new NullPointerException(); }
+      jobId_ = value;
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+     * </pre>
+     *
+     * <code>string job_id = 5;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearJobId() {
+      jobId_ = getDefaultInstance().getJobId();
+      bitField0_ = (bitField0_ & ~0x00000010);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+     * </pre>
+     *
+     * <code>string job_id = 5;</code>
+     * @param value The bytes for jobId to set.
+     * @return This builder for chaining.
+     */
+    public Builder setJobIdBytes(
+        com.google.protobuf.ByteString value) {
+      if (value == null) { throw new NullPointerException(); }
+      checkByteStringIsUtf8(value);
+      jobId_ = value;
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+
     private java.lang.Object filter_ = "";
     /**
      * <pre>
@@ -1025,7 +1196,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       if (value == null) { throw new NullPointerException(); }
       filter_ = value;
-      bitField0_ |= 0x00000010;
+      bitField0_ |= 0x00000020;
       onChanged();
       return this;
     }
@@ -1045,7 +1216,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearFilter() {
       filter_ = getDefaultInstance().getFilter();
-      bitField0_ = (bitField0_ & ~0x00000010);
+      bitField0_ = (bitField0_ & ~0x00000020);
       onChanged();
       return this;
     }
@@ -1069,7 +1240,7 @@ private static final long serialVersionUID = 0L;
       if (value == null) { throw new NullPointerException(); }
       checkByteStringIsUtf8(value);
       filter_ = value;
-      bitField0_ |= 0x00000010;
+      bitField0_ |= 0x00000020;
       onChanged();
       return this;
     }

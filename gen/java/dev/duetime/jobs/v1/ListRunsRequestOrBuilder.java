@@ -12,8 +12,9 @@ public interface ListRunsRequestOrBuilder extends
 
   /**
    * <pre>
-   * Required. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of
-   * every job of the team (deleted jobs' too), latest nominal time first.
+   * The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of every job
+   * of the team (deleted jobs' too), latest nominal time first. Required unless `job_id` is
+   * set.
    * </pre>
    *
    * <code>string parent = 1;</code>
@@ -22,8 +23,9 @@ public interface ListRunsRequestOrBuilder extends
   java.lang.String getParent();
   /**
    * <pre>
-   * Required. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of
-   * every job of the team (deleted jobs' too), latest nominal time first.
+   * The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-` for the runs of every job
+   * of the team (deleted jobs' too), latest nominal time first. Required unless `job_id` is
+   * set.
    * </pre>
    *
    * <code>string parent = 1;</code>
@@ -80,6 +82,26 @@ public interface ListRunsRequestOrBuilder extends
    * @return The state.
    */
   dev.duetime.jobs.v1.RunState getState();
+
+  /**
+   * <pre>
+   * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+   * </pre>
+   *
+   * <code>string job_id = 5;</code>
+   * @return The jobId.
+   */
+  java.lang.String getJobId();
+  /**
+   * <pre>
+   * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+   * </pre>
+   *
+   * <code>string job_id = 5;</code>
+   * @return The bytes for jobId.
+   */
+  com.google.protobuf.ByteString
+      getJobIdBytes();
 
   /**
    * <pre>

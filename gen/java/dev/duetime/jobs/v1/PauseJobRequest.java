@@ -34,6 +34,7 @@ private static final long serialVersionUID = 0L;
   private PauseJobRequest() {
     name_ = "";
     etag_ = "";
+    jobId_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -59,7 +60,7 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object name_ = "";
   /**
    * <pre>
-   * Required. `teams/{team}/jobs/{job_id}`.
+   * `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
    * </pre>
    *
    * <code>string name = 1;</code>
@@ -80,7 +81,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Required. `teams/{team}/jobs/{job_id}`.
+   * `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
    * </pre>
    *
    * <code>string name = 1;</code>
@@ -148,6 +149,53 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int JOB_ID_FIELD_NUMBER = 3;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object jobId_ = "";
+  /**
+   * <pre>
+   * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+   * </pre>
+   *
+   * <code>string job_id = 3;</code>
+   * @return The jobId.
+   */
+  @java.lang.Override
+  public java.lang.String getJobId() {
+    java.lang.Object ref = jobId_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      jobId_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+   * </pre>
+   *
+   * <code>string job_id = 3;</code>
+   * @return The bytes for jobId.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getJobIdBytes() {
+    java.lang.Object ref = jobId_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      jobId_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -168,6 +216,9 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(etag_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 2, etag_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(jobId_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 3, jobId_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -177,6 +228,9 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(etag_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(2, etag_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(jobId_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(3, jobId_);
     }
     return size;
   }
@@ -206,6 +260,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getName())) return false;
     if (!getEtag()
         .equals(other.getEtag())) return false;
+    if (!getJobId()
+        .equals(other.getJobId())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -221,6 +277,8 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getName().hashCode();
     hash = (37 * hash) + ETAG_FIELD_NUMBER;
     hash = (53 * hash) + getEtag().hashCode();
+    hash = (37 * hash) + JOB_ID_FIELD_NUMBER;
+    hash = (53 * hash) + getJobId().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -358,6 +416,7 @@ private static final long serialVersionUID = 0L;
       bitField0_ = 0;
       name_ = "";
       etag_ = "";
+      jobId_ = "";
       return this;
     }
 
@@ -397,6 +456,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000002) != 0)) {
         result.etag_ = etag_;
       }
+      if (((from_bitField0_ & 0x00000004) != 0)) {
+        result.jobId_ = jobId_;
+      }
     }
 
     @java.lang.Override
@@ -419,6 +481,11 @@ private static final long serialVersionUID = 0L;
       if (!other.getEtag().isEmpty()) {
         etag_ = other.etag_;
         bitField0_ |= 0x00000002;
+        onChanged();
+      }
+      if (!other.getJobId().isEmpty()) {
+        jobId_ = other.jobId_;
+        bitField0_ |= 0x00000004;
         onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
@@ -457,6 +524,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000002;
               break;
             } // case 18
+            case 26: {
+              jobId_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000004;
+              break;
+            } // case 26
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -477,7 +549,7 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object name_ = "";
     /**
      * <pre>
-     * Required. `teams/{team}/jobs/{job_id}`.
+     * `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
      * </pre>
      *
      * <code>string name = 1;</code>
@@ -497,7 +569,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Required. `teams/{team}/jobs/{job_id}`.
+     * `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
      * </pre>
      *
      * <code>string name = 1;</code>
@@ -518,7 +590,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Required. `teams/{team}/jobs/{job_id}`.
+     * `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
      * </pre>
      *
      * <code>string name = 1;</code>
@@ -535,7 +607,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Required. `teams/{team}/jobs/{job_id}`.
+     * `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
      * </pre>
      *
      * <code>string name = 1;</code>
@@ -549,7 +621,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Required. `teams/{team}/jobs/{job_id}`.
+     * `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
      * </pre>
      *
      * <code>string name = 1;</code>
@@ -654,6 +726,98 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       etag_ = value;
       bitField0_ |= 0x00000002;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object jobId_ = "";
+    /**
+     * <pre>
+     * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+     * </pre>
+     *
+     * <code>string job_id = 3;</code>
+     * @return The jobId.
+     */
+    public java.lang.String getJobId() {
+      java.lang.Object ref = jobId_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        jobId_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+     * </pre>
+     *
+     * <code>string job_id = 3;</code>
+     * @return The bytes for jobId.
+     */
+    public com.google.protobuf.ByteString
+        getJobIdBytes() {
+      java.lang.Object ref = jobId_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        jobId_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+     * </pre>
+     *
+     * <code>string job_id = 3;</code>
+     * @param value The jobId to set.
+     * @return This builder for chaining.
+     */
+    public Builder setJobId(
+        java.lang.String value) {
+      if (value == null) { throw new NullPointerException(); }
+      jobId_ = value;
+      bitField0_ |= 0x00000004;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+     * </pre>
+     *
+     * <code>string job_id = 3;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearJobId() {
+      jobId_ = getDefaultInstance().getJobId();
+      bitField0_ = (bitField0_ & ~0x00000004);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+     * </pre>
+     *
+     * <code>string job_id = 3;</code>
+     * @param value The bytes for jobId to set.
+     * @return This builder for chaining.
+     */
+    public Builder setJobIdBytes(
+        com.google.protobuf.ByteString value) {
+      if (value == null) { throw new NullPointerException(); }
+      checkByteStringIsUtf8(value);
+      jobId_ = value;
+      bitField0_ |= 0x00000004;
       onChanged();
       return this;
     }

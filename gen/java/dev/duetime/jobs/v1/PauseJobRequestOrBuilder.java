@@ -12,7 +12,7 @@ public interface PauseJobRequestOrBuilder extends
 
   /**
    * <pre>
-   * Required. `teams/{team}/jobs/{job_id}`.
+   * `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
    * </pre>
    *
    * <code>string name = 1;</code>
@@ -21,7 +21,7 @@ public interface PauseJobRequestOrBuilder extends
   java.lang.String getName();
   /**
    * <pre>
-   * Required. `teams/{team}/jobs/{job_id}`.
+   * `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
    * </pre>
    *
    * <code>string name = 1;</code>
@@ -49,4 +49,24 @@ public interface PauseJobRequestOrBuilder extends
    */
   com.google.protobuf.ByteString
       getEtagBytes();
+
+  /**
+   * <pre>
+   * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+   * </pre>
+   *
+   * <code>string job_id = 3;</code>
+   * @return The jobId.
+   */
+  java.lang.String getJobId();
+  /**
+   * <pre>
+   * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+   * </pre>
+   *
+   * <code>string job_id = 3;</code>
+   * @return The bytes for jobId.
+   */
+  com.google.protobuf.ByteString
+      getJobIdBytes();
 }

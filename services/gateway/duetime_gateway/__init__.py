@@ -1,0 +1,1 @@
+"""The HTTP/JSON and gRPC-web gateway: Envoy in front of the api."""
