@@ -1,0 +1,177 @@
+"""bench/listing: the job API's lists at a big team's size, as a console or a script reads them.
+
+A team with 10,000 jobs (labelled, hourly crons and intervals) and 1,000,000 runs spread over
+the last 28 days (0.5 % dead-lettered, 2 % missed or skipped, 2 % triggered), seeded with SQL
+in a fresh database, read through the real JobService over gRPC in this process: a page of the
+team's runs, filtered by state, scheduled time and origin; a page of jobs with each one's
+latest runs and next occurrences; one job's runs; the count of a batch redrive. Prints p50 and
+p95 of each, in milliseconds, with the machine. Targets: ListRuns across the team with a
+filter p95 <= 100 ms; a page's reads <= 300 ms. Results belong in bench/RESULTS.md.
+
+    uv run --frozen python -m bench.listing [--jobs 10000] [--runs 1000000] [--repeat 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+
+import asyncpg
+
+from bench.harness import cpu_model, load
+from duetime.jobs.v1 import job_service_pb2 as svc
+from duetime_core.jobspec import Every, HttpMethod, HttpTarget, JobSpec
+from duetime_core.schedule.model import Cron
+from duetime_infra.codec.spec_json import spec_to_json
+from tests.support.api import ApiClient, running_api
+from tests.support.databases import create_database, drop_database, migrated_template
+
+_JOBS = """
+INSERT INTO jobs (job_id, team_id, partition, state, spec, next_run_time, next_effective_time)
+SELECT id, $1, (abs(hashtext(id::text)) % 1024),
+       CASE WHEN i % 20 = 0 THEN 'PAUSED' ELSE 'ACTIVE' END,
+       jsonb_set(jsonb_set(CASE WHEN i % 2 = 0 THEN $2::jsonb ELSE $3::jsonb END,
+                           '{display_name}', to_jsonb('job-' || lpad(i::text, 5, '0'))),
+                 '{labels}', jsonb_build_object('env', CASE WHEN i % 3 = 0 THEN 'prod' ELSE 'dev'
+                                                 END, 'shard', (i % 10)::text)),
+       date_trunc('hour', duetime_now()) + interval '1 hour',
+       date_trunc('hour', duetime_now()) + interval '1 hour'
+FROM (SELECT i, gen_random_uuid() AS id FROM generate_series(0, $4 - 1) AS i) g
+"""
+
+_RUNS = """
+WITH j AS (SELECT job_id, partition, (row_number() OVER (ORDER BY job_id) - 1) AS n FROM jobs
+           WHERE team_id = $1),
+     s AS (SELECT i, duetime_now() - make_interval(secs => (i::float8 * $3)) AS nominal,
+                  CASE WHEN i % 1000 < 5 THEN 'DEAD_LETTERED' WHEN i % 1000 < 15 THEN 'MISSED'
+                       WHEN i % 1000 < 25 THEN 'SKIPPED' ELSE 'SUCCEEDED' END AS state
+           FROM generate_series(1, $2) AS i)
+INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time, origin,
+                  state, reason, attempt, attempt_limit, first_start_time, job_version,
+                  create_time, update_time)
+SELECT gen_random_uuid(), j.job_id, $1, j.partition, s.nominal, s.nominal,
+       CASE WHEN s.i % 50 = 0 THEN 'TRIGGER:bench-' || s.i ELSE 'SCHEDULE' END,
+       s.state,
+       CASE s.state WHEN 'DEAD_LETTERED' THEN 'ATTEMPTS_EXHAUSTED' WHEN 'MISSED' THEN 'MISFIRE'
+                    WHEN 'SKIPPED' THEN 'JOB_PAUSED' ELSE '' END,
+       CASE WHEN s.state IN ('SUCCEEDED', 'DEAD_LETTERED') THEN 1 ELSE 0 END, 3,
+       CASE WHEN s.state IN ('SUCCEEDED', 'DEAD_LETTERED')
+            THEN s.nominal + interval '40 milliseconds' END,
+       1, s.nominal, s.nominal
+FROM s JOIN j ON j.n = s.i % $4
+"""
+
+_ATTEMPTS = """
+INSERT INTO attempts (run_id, nominal_time, number, partition, worker_id, start_time,
+                      lease_expire_time, deadline, end_time, outcome, error)
+SELECT run_id, nominal_time, 1, partition, 'w-1', first_start_time,
+       first_start_time + interval '1 minute', first_start_time + interval '5 minutes',
+       first_start_time + interval '90 milliseconds',
+       CASE state WHEN 'SUCCEEDED' THEN 'SUCCEEDED' ELSE 'FAILED' END,
+       CASE state WHEN 'SUCCEEDED' THEN '' ELSE 'HTTP 503' END
+FROM runs WHERE team_id = $1 AND attempt = 1
+"""
+
+
+def _spec_documents() -> tuple[str, str]:
+    target = HttpTarget(HttpMethod.POST, "https://billing.internal/run")
+    hourly = JobSpec("", Cron("0 * * * *", "Europe/Paris", None, None), target)
+    every = JobSpec("", Every(timedelta(minutes=30), None, datetime.now(UTC)), target)
+    return json.dumps(spec_to_json(hourly)), json.dumps(spec_to_json(every))
+
+
+async def seed(dsn: str, team: str, jobs: int, runs: int) -> None:
+    conn = await asyncpg.connect(dsn)
+    try:
+        started = time.monotonic()
+        hourly, every = _spec_documents()
+        await conn.execute(_JOBS, team, hourly, every, jobs)
+        await conn.execute(
+            "INSERT INTO job_versions (job_id, version, spec) SELECT job_id, 1, spec FROM jobs"
+        )
+        step = timedelta(days=28).total_seconds() / runs
+        await conn.execute(_RUNS, team, runs, step, jobs)
+        await conn.execute(_ATTEMPTS, team)
+        await conn.execute("ANALYZE")
+        print(f"seeded {jobs:,} jobs and {runs:,} runs in {time.monotonic() - started:.0f} s")
+    finally:
+        await conn.close()
+
+
+async def timed(repeat: int, call: Callable[[], Awaitable[object]]) -> tuple[float, float]:
+    """p50 and p95 of ``call``, in milliseconds, after one unmeasured call."""
+    await call()
+    took = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        await call()
+        took.append((time.perf_counter() - started) * 1000)
+    cuts = statistics.quantiles(took, n=20)
+    return statistics.median(took), cuts[18]
+
+
+def cases(api: ApiClient, job_name: str, day: str) -> dict[str, Callable[[], Awaitable[object]]]:
+    team_runs = f"teams/{api.team}/jobs/-"
+
+    def runs(where: str, parent: str = team_runs) -> Callable[[], Awaitable[object]]:
+        request = svc.ListRunsRequest(parent=parent, filter=where, page_size=50)
+        return lambda: api.stub.ListRuns(request, metadata=api.auth())
+
+    def jobs(**fields: object) -> Callable[[], Awaitable[object]]:
+        request = svc.ListJobsRequest(page_size=50, **fields)  # type: ignore[arg-type]
+        return lambda: api.stub.ListJobs(request, metadata=api.auth())
+
+    count = svc.BatchRedriveRunsRequest(
+        parent=team_runs, filter=f'nominal_time >= "{day}"', validate_only=True
+    )
+    return {
+        "ListRuns team, no filter": runs(""),
+        "ListRuns team, state = DEAD_LETTERED": runs("state = DEAD_LETTERED"),
+        "ListRuns team, MISSED or SKIPPED": runs("state = MISSED OR state = SKIPPED"),
+        "ListRuns team, since a day ago": runs(f'nominal_time >= "{day}"'),
+        "ListRuns team, triggered, failed": runs("origin = TRIGGER AND state = DEAD_LETTERED"),
+        "ListRuns one job": runs("", parent=job_name),
+        "ListJobs page, 5 recent + 5 upcoming": jobs(recent_runs=5, upcoming_runs=5),
+        "ListJobs labels.env = prod": jobs(filter="labels.env = prod"),
+        'ListJobs name contains "0042"': jobs(filter='display_name:"0042"'),
+        "BatchRedriveRuns count, a day": lambda: api.stub.BatchRedriveRuns(
+            count, metadata=api.auth()
+        ),
+    }
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=40)
+    args = parser.parse_args()
+    template = await migrated_template()
+    name = f"duetime_bench_listing_{uuid.uuid4().hex[:8]}"
+    dsn = await create_database(name, template)
+    try:
+        async with running_api(dsn) as api:
+            await seed(dsn, api.team, args.jobs, args.runs)
+            page = await api.stub.ListJobs(svc.ListJobsRequest(page_size=1), metadata=api.auth())
+            conn = await asyncpg.connect(dsn)
+            now: datetime = await conn.fetchval("SELECT duetime_now()")
+            await conn.close()
+            day = (now - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            print(f"{cpu_model()}; {load()}")
+            print(f"{'case':45} {'p50 ms':>8} {'p95 ms':>8}")
+            for label, call in cases(api, page.jobs[0].name, day).items():
+                p50, p95 = await timed(args.repeat, call)
+                print(f"{label:45} {p50:8.1f} {p95:8.1f}")
+    finally:
+        await drop_database(name)
+        await drop_database(template)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
