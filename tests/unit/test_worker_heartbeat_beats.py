@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import math
 from typing import Any, cast
 
@@ -258,3 +259,58 @@ async def test_a_full_beat_waits_while_the_worker_is_busy_and_the_leases_allow()
         stopping.set()
         await running
         held.cancel()
+
+
+class BrokenStream:
+    """A stream whose server went away: a write fails, and a read that is cancelled fails
+    with an error of its own (as grpc's can) rather than CancelledError."""
+
+    async def write(self, request: pb.HeartbeatRequest) -> None:
+        await asyncio.sleep(0.01)
+        raise ConnectionError("write on a broken stream")
+
+    async def read(self) -> pb.HeartbeatResponse:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            raise ConnectionError("read on a cancelled stream") from None
+        raise AssertionError("unreachable")
+
+    def cancel(self) -> None:
+        pass
+
+
+class BrokenStub:
+    def __init__(self) -> None:
+        self.streams = 0
+
+    def Heartbeat(self, metadata: object) -> BrokenStream:  # noqa: N802 (the gRPC method's name)
+        self.streams += 1
+        return BrokenStream()
+
+
+async def test_a_broken_streams_reader_error_is_collected_not_left_to_the_loop() -> None:
+    # Both halves of the stream fail (a scheduler or its database restarting): the reader's
+    # error must be collected with the stream, never reported as "Task exception was never
+    # retrieved" when its task is garbage-collected.
+    loop = asyncio.get_running_loop()
+    unretrieved: list[dict[str, Any]] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _, context: unretrieved.append(context))
+    try:
+        stub = BrokenStub()
+        beats = Heartbeats(cast(Any, stub), "w-1", (), interval=0.05, max_backoff=0.1)
+        held = cast("asyncio.Task[Outcome]", asyncio.create_task(asyncio.sleep(math.inf)))
+        beats.add(ActiveAttempt("run-0", 1, held, lease_deadline=math.inf))
+        stopping = asyncio.Event()
+        running = asyncio.create_task(beats.run(stopping))
+        async with asyncio.timeout(5):
+            while stub.streams < 3:  # reconnected twice after breaks
+                await asyncio.sleep(0.01)
+        stopping.set()
+        await running
+        held.cancel()
+        gc.collect()
+        assert [c["message"] for c in unretrieved] == []
+    finally:
+        loop.set_exception_handler(previous)

@@ -409,5 +409,9 @@ class Heartbeats:
                 reader.cancel()
                 call.cancel()
                 await asyncio.wait([reader])
+                # Taken up here: a read that ends in an error of its own (grpc's, as the stream
+                # breaks) would otherwise be reported when its task is collected.
+                if not reader.cancelled():
+                    reader.exception()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stopping.wait(), pause)
