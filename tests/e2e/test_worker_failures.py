@@ -33,15 +33,23 @@ from typing import Any
 import asyncpg
 import grpc
 import pytest
+from aiokafka.partitioner import murmur2
 
 from duetime.jobs.v1 import job_pb2, run_pb2
 from duetime.worker.v1 import worker_service_pb2 as wpb
 from duetime.worker.v1 import worker_service_pb2_grpc
+from duetime_core.jobspec import Priority
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
 from tests.support.api import failure
 from tests.support.http_target import Behaviour, HttpTarget, http_target
 from tests.support.jobs import shift_clock
-from tests.support.kafka import PrivateKafka, create_topics, free_port
+from tests.support.kafka import (
+    PrivateKafka,
+    create_topics,
+    end_offsets,
+    free_port,
+    shared_bootstrap,
+)
 from tests.support.polling import eventually
 from tests.support.processes import Service, service
 from tests.support.system import System, http_job, running_system
@@ -175,6 +183,88 @@ async def test_a_worker_killed_mid_attempt_is_replaced_by_a_higher_attempt(
         ]
         assert_one_key_rising_attempts(target, "/killed", run)
         assert_never_two_open(await attempt_rows(db, run.run_id))
+
+
+async def kafka_partition(job: job_pb2.Job) -> int:
+    """The dispatch topic's partition the job's runs are published to (keyed by job id)."""
+    topic = DISPATCH_TOPICS[Priority.NORMAL]
+    count = len(await end_offsets(shared_bootstrap(), [topic]))
+    index: int = murmur2(job.job_id.encode()) & 0x7FFFFFFF
+    return index % count
+
+
+async def beside(
+    system: System, holder: job_pb2.Job, make: Callable[[], job_pb2.Job]
+) -> job_pb2.Job:
+    """A job made by ``make`` whose runs share the holder's Kafka partition (the others made
+    on the way are deleted)."""
+    wanted = await kafka_partition(holder)
+    while True:
+        job = await system.api.create(make())
+        if await kafka_partition(job) == wanted:
+            return job
+        await system.api.delete(job)
+
+
+@pytest.mark.parametrize("moment", ["between the call and the report", "before the call"])
+async def test_a_worker_restarted_under_its_id_never_calls_an_attempt_again(
+    db_dsn: str, db: asyncpg.Pool[asyncpg.Record], target: HttpTarget, moment: str
+) -> None:
+    # Killed with -9 and restarted under the same id (a pod's container restarting), a worker
+    # gets its started run's message again: its offset was not committed, because an earlier
+    # message of the partition (a run held until its time) was still unanswered. The attempt
+    # may have reached the target: the new process is refused it, the attempt ends (at its
+    # lease, or unbegun: no beat came before its call), and a higher one runs.
+    # A lease the restart fits in: the new process asks while the attempt is still open.
+    lease = {"DUETIME_ATTEMPT_LEASE": "15"}
+    async with running_system(
+        db_dsn, workers=1, scheduler_extra=lease, worker_extra=FAST_BEATS
+    ) as system:
+        held = target.on("/held", Behaviour())
+        at = datetime.now(UTC) + timedelta(seconds=25)
+        holder = http_job("held", held, at=at)
+        holder.overlap_policy = job_pb2.OVERLAP_POLICY_SKIP  # never started ahead: held
+        holder = await system.api.create(holder)
+        await eventually(lambda: run_exists(db, holder), 30, "the held run claimed")
+        if moment == "before the call":
+            url = target.on("/restarted", Behaviour())
+            ahead = datetime.now(UTC) + timedelta(seconds=8)
+            job = await beside(system, holder, lambda: http_job("restarted", url, at=ahead))
+            # Started ahead of its time (early), held until then, killed meanwhile.
+            await eventually(lambda: open_attempt(db, job), 3, "the attempt started ahead")
+        else:
+            url = target.on("/restarted", Behaviour(delay=120, slow_first=1))
+            job = await beside(system, holder, lambda: http_job("restarted", url, at=soon()))
+            await eventually(calls_to(target, "/restarted", 1), 30, "the first call")
+        system.workers["w1"].process.kill()
+        await system.workers["w1"].process.wait()
+        await system.start_worker("w1")
+        await eventually(run_in(system, job, run_pb2.RUN_STATE_SUCCEEDED), 60, "run SUCCEEDED")
+        run = await only_run(system, job)
+        calls = [c.headers["Duetime-Attempt"] for c in target.calls_to("/restarted")]
+        assert len(calls) == len(set(calls)), f"an attempt number called twice: {calls}"
+        if moment == "before the call":
+            # No beat came before its call time: the scheduler knows it was never called.
+            assert [a.outcome for a in run.attempts] == [HANDED_BACK, SUCCEEDED]
+            assert calls == ["2"]
+        else:
+            assert [a.outcome for a in run.attempts] == [LEASE_EXPIRED, SUCCEEDED]
+            assert calls == ["1", "2"]
+        assert_never_two_open(await attempt_rows(db, run.run_id))
+
+
+async def run_exists(db: asyncpg.Pool[asyncpg.Record], job: job_pb2.Job) -> bool:
+    found = await db.fetchval("SELECT count(*) FROM runs WHERE job_id = $1", uuid.UUID(job.job_id))
+    return bool(found)
+
+
+async def open_attempt(db: asyncpg.Pool[asyncpg.Record], job: job_pb2.Job) -> bool:
+    found = await db.fetchval(
+        "SELECT count(*) FROM attempts a JOIN runs r USING (run_id, nominal_time) "
+        "WHERE r.job_id = $1 AND a.end_time IS NULL",
+        uuid.UUID(job.job_id),
+    )
+    return bool(found)
 
 
 async def test_a_frozen_worker_cannot_record_its_stale_outcome_and_keeps_working(

@@ -72,6 +72,10 @@ class Api:
         )
         return response.job
 
+    async def delete(self, job: job_pb2.Job) -> None:
+        request = job_service_pb2.DeleteJobRequest(name=job.name)
+        await self.stub.DeleteJob(request, metadata=self.metadata)
+
     async def runs(self, job: job_pb2.Job) -> list[run_pb2.Run]:
         runs: list[run_pb2.Run] = []
         page_token = ""

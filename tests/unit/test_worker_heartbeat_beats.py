@@ -12,7 +12,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_worker.heartbeat import ActiveAttempt, Heartbeats
 from duetime_worker.outcome import Outcome
-from tests.support.polling import throughout
+from tests.support.polling import eventually, throughout
 
 
 class Stream:
@@ -304,9 +304,11 @@ async def test_a_broken_streams_reader_error_is_collected_not_left_to_the_loop()
         beats.add(ActiveAttempt("run-0", 1, held, lease_deadline=math.inf))
         stopping = asyncio.Event()
         running = asyncio.create_task(beats.run(stopping))
-        async with asyncio.timeout(5):
-            while stub.streams < 3:  # reconnected twice after breaks
-                await asyncio.sleep(0.01)
+
+        async def reconnected_twice() -> bool:
+            return stub.streams >= 3
+
+        await eventually(reconnected_twice, 5, "two reconnections after breaks")
         stopping.set()
         await running
         held.cancel()

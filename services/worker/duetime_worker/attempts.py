@@ -37,6 +37,7 @@ import enum
 import logging
 import math
 import time
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
@@ -255,6 +256,10 @@ class Executor:
         self._clock = ServerClock()
         self._executed = RecentKeys(EXECUTED_MEMORY)
         self._worker_id = worker_id
+        # This process's own: a delivery asked again by it is replayed its attempt, while a
+        # worker restarted under the same id (a pod's container) is refused the attempts of
+        # its predecessor, whose calls may have begun; they end at their leases and retry.
+        self._incarnation = uuid.uuid4().hex[:12]
         self._metadata = tuple(metadata)
         self._heartbeats = heartbeats
         heartbeats.hold_full_beats(self._busy)
@@ -449,7 +454,7 @@ class Executor:
         call)."""
         request = pb.StartAttemptRequest(
             run_id=run_id,
-            delivery_id=delivery_id,
+            delivery_id=f"{delivery_id}@{self._incarnation}",
             worker_id=self._worker_id,
             early=ahead_of is not None,
         )

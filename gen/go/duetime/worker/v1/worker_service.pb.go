@@ -698,8 +698,11 @@ type StartAttemptRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Required. The run named by the dispatch message.
 	RunId string `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
-	// Required. Identifies this delivery of the message (e.g. `topic/partition/offset` or the
-	// dispatch id): the same delivery asking twice gets the same attempt.
+	// Required. Identifies this delivery of the message to this worker process (e.g.
+	// `topic/partition/offset` or the dispatch id, with the process's own incarnation): the same
+	// delivery asking twice gets the same attempt. A process that restarts (under the same
+	// `worker_id` too) must send new ids: an attempt started for its predecessor, whose call may
+	// have begun, is refused ALREADY_STARTED and ends at its lease.
 	DeliveryId string `protobuf:"bytes,2,opt,name=delivery_id,json=deliveryId,proto3" json:"delivery_id,omitempty"`
 	// Required. The worker's stable identity, at most 200 characters.
 	WorkerId string `protobuf:"bytes,3,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`

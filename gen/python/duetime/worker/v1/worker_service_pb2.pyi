@@ -410,8 +410,11 @@ class StartAttemptRequest(_message.Message):
     run_id: _builtins.str
     """Required. The run named by the dispatch message."""
     delivery_id: _builtins.str
-    """Required. Identifies this delivery of the message (e.g. `topic/partition/offset` or the
-    dispatch id): the same delivery asking twice gets the same attempt.
+    """Required. Identifies this delivery of the message to this worker process (e.g.
+    `topic/partition/offset` or the dispatch id, with the process's own incarnation): the same
+    delivery asking twice gets the same attempt. A process that restarts (under the same
+    `worker_id` too) must send new ids: an attempt started for its predecessor, whose call may
+    have begun, is refused ALREADY_STARTED and ends at its lease.
     """
     worker_id: _builtins.str
     """Required. The worker's stable identity, at most 200 characters."""

@@ -108,8 +108,11 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object deliveryId_ = "";
   /**
    * <pre>
-   * Required. Identifies this delivery of the message (e.g. `topic/partition/offset` or the
-   * dispatch id): the same delivery asking twice gets the same attempt.
+   * Required. Identifies this delivery of the message to this worker process (e.g.
+   * `topic/partition/offset` or the dispatch id, with the process's own incarnation): the same
+   * delivery asking twice gets the same attempt. A process that restarts (under the same
+   * `worker_id` too) must send new ids: an attempt started for its predecessor, whose call may
+   * have begun, is refused ALREADY_STARTED and ends at its lease.
    * </pre>
    *
    * <code>string delivery_id = 2;</code>
@@ -130,8 +133,11 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Required. Identifies this delivery of the message (e.g. `topic/partition/offset` or the
-   * dispatch id): the same delivery asking twice gets the same attempt.
+   * Required. Identifies this delivery of the message to this worker process (e.g.
+   * `topic/partition/offset` or the dispatch id, with the process's own incarnation): the same
+   * delivery asking twice gets the same attempt. A process that restarts (under the same
+   * `worker_id` too) must send new ids: an attempt started for its predecessor, whose call may
+   * have begun, is refused ALREADY_STARTED and ends at its lease.
    * </pre>
    *
    * <code>string delivery_id = 2;</code>
@@ -767,8 +773,11 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object deliveryId_ = "";
     /**
      * <pre>
-     * Required. Identifies this delivery of the message (e.g. `topic/partition/offset` or the
-     * dispatch id): the same delivery asking twice gets the same attempt.
+     * Required. Identifies this delivery of the message to this worker process (e.g.
+     * `topic/partition/offset` or the dispatch id, with the process's own incarnation): the same
+     * delivery asking twice gets the same attempt. A process that restarts (under the same
+     * `worker_id` too) must send new ids: an attempt started for its predecessor, whose call may
+     * have begun, is refused ALREADY_STARTED and ends at its lease.
      * </pre>
      *
      * <code>string delivery_id = 2;</code>
@@ -788,8 +797,11 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Required. Identifies this delivery of the message (e.g. `topic/partition/offset` or the
-     * dispatch id): the same delivery asking twice gets the same attempt.
+     * Required. Identifies this delivery of the message to this worker process (e.g.
+     * `topic/partition/offset` or the dispatch id, with the process's own incarnation): the same
+     * delivery asking twice gets the same attempt. A process that restarts (under the same
+     * `worker_id` too) must send new ids: an attempt started for its predecessor, whose call may
+     * have begun, is refused ALREADY_STARTED and ends at its lease.
      * </pre>
      *
      * <code>string delivery_id = 2;</code>
@@ -810,8 +822,11 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Required. Identifies this delivery of the message (e.g. `topic/partition/offset` or the
-     * dispatch id): the same delivery asking twice gets the same attempt.
+     * Required. Identifies this delivery of the message to this worker process (e.g.
+     * `topic/partition/offset` or the dispatch id, with the process's own incarnation): the same
+     * delivery asking twice gets the same attempt. A process that restarts (under the same
+     * `worker_id` too) must send new ids: an attempt started for its predecessor, whose call may
+     * have begun, is refused ALREADY_STARTED and ends at its lease.
      * </pre>
      *
      * <code>string delivery_id = 2;</code>
@@ -828,8 +843,11 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Required. Identifies this delivery of the message (e.g. `topic/partition/offset` or the
-     * dispatch id): the same delivery asking twice gets the same attempt.
+     * Required. Identifies this delivery of the message to this worker process (e.g.
+     * `topic/partition/offset` or the dispatch id, with the process's own incarnation): the same
+     * delivery asking twice gets the same attempt. A process that restarts (under the same
+     * `worker_id` too) must send new ids: an attempt started for its predecessor, whose call may
+     * have begun, is refused ALREADY_STARTED and ends at its lease.
      * </pre>
      *
      * <code>string delivery_id = 2;</code>
@@ -843,8 +861,11 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Required. Identifies this delivery of the message (e.g. `topic/partition/offset` or the
-     * dispatch id): the same delivery asking twice gets the same attempt.
+     * Required. Identifies this delivery of the message to this worker process (e.g.
+     * `topic/partition/offset` or the dispatch id, with the process's own incarnation): the same
+     * delivery asking twice gets the same attempt. A process that restarts (under the same
+     * `worker_id` too) must send new ids: an attempt started for its predecessor, whose call may
+     * have begun, is refused ALREADY_STARTED and ends at its lease.
      * </pre>
      *
      * <code>string delivery_id = 2;</code>

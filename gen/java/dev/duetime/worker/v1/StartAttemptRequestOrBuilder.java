@@ -32,8 +32,11 @@ public interface StartAttemptRequestOrBuilder extends
 
   /**
    * <pre>
-   * Required. Identifies this delivery of the message (e.g. `topic/partition/offset` or the
-   * dispatch id): the same delivery asking twice gets the same attempt.
+   * Required. Identifies this delivery of the message to this worker process (e.g.
+   * `topic/partition/offset` or the dispatch id, with the process's own incarnation): the same
+   * delivery asking twice gets the same attempt. A process that restarts (under the same
+   * `worker_id` too) must send new ids: an attempt started for its predecessor, whose call may
+   * have begun, is refused ALREADY_STARTED and ends at its lease.
    * </pre>
    *
    * <code>string delivery_id = 2;</code>
@@ -42,8 +45,11 @@ public interface StartAttemptRequestOrBuilder extends
   java.lang.String getDeliveryId();
   /**
    * <pre>
-   * Required. Identifies this delivery of the message (e.g. `topic/partition/offset` or the
-   * dispatch id): the same delivery asking twice gets the same attempt.
+   * Required. Identifies this delivery of the message to this worker process (e.g.
+   * `topic/partition/offset` or the dispatch id, with the process's own incarnation): the same
+   * delivery asking twice gets the same attempt. A process that restarts (under the same
+   * `worker_id` too) must send new ids: an attempt started for its predecessor, whose call may
+   * have begun, is refused ALREADY_STARTED and ends at its lease.
    * </pre>
    *
    * <code>string delivery_id = 2;</code>
