@@ -11,11 +11,13 @@ import re
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import timedelta
 
 import asyncpg
 import pytest
-from playwright.async_api import Browser, Page, expect
+from playwright.async_api import Browser, Locator, Page, expect
 
+from duetime.jobs.v1 import job_service_pb2, job_service_pb2_grpc
 from duetime_infra.admin import create_operator_token, create_team
 from tests.support.console import (
     Console,
@@ -26,8 +28,10 @@ from tests.support.console import (
     screenshot,
 )
 from tests.support.databases import create_database, drop_database
-from tests.support.http_target import HttpTarget, http_target
-from tests.support.system import System, running_system
+from tests.support.http_target import Behaviour, HttpTarget, http_target
+from tests.support.polling import eventually
+from tests.support.system import System, http_job, running_system
+from tests.support.tls import service_channel
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -160,3 +164,123 @@ async def test_an_operator_token_opens_the_operators_pages_not_a_teams(
         await expect(page.locator("header .who")).to_contain_text("operator")
         await page.goto(live.console.url + "/jobs")
         await expect(page.locator("h1")).to_have_text("Not for this token")
+
+
+async def refresh_until(page: Page, locator: Locator, within: float = 30) -> None:
+    """Clicks the page's Refresh (htmx swaps its table in place) until ``locator`` shows."""
+
+    async def shown() -> bool:
+        if await locator.count() > 0:
+            return True
+        await page.get_by_role("link", name="Refresh").click()
+        await page.wait_for_load_state("networkidle")
+        return await locator.count() > 0
+
+    await eventually(shown, within, f"{locator} on {page.url}", interval=0.5)
+
+
+async def test_a_team_runs_its_jobs_from_the_browser(live: Live, browser: Browser) -> None:
+    """Sign in, create a job from the form and watch its run succeed, filter the runs, redrive
+    a dead letter, pause a filtered set in bulk, sign out."""
+    system, target = live.system, live.target
+    ok_url = target.on("/console-ok", Behaviour(status=200))
+    async with browser_page(browser) as page:
+        await sign_in(page, live.console, system.team_token)
+        await expect(page).to_have_url(live.console.url + "/jobs")
+
+        # A job from the form: once, a second after it is made.
+        await page.get_by_role("link", name="New job").click()
+        await page.get_by_label("Name", exact=True).fill("console once")
+        await page.get_by_label("Once, after a delay").check()
+        await page.get_by_label("Delay", exact=True).fill("1s")
+        await page.get_by_label("URL").fill(ok_url)
+        await page.get_by_label("Method").select_option("GET")
+        await page.get_by_label("Labels").fill("env=console, owner=tests")
+        await screenshot(page, "job-new")
+        await page.get_by_role("button", name="Create").click()
+        await expect(page.get_by_role("status")).to_have_text("Created job console once.")
+        await expect(page.locator("h1")).to_contain_text("console once")
+        job_id = page.url.rsplit("/", 1)[1]
+        succeeded = page.locator("#table .state", has_text="SUCCEEDED")
+        await refresh_until(page, succeeded)
+        assert target.calls_to("/console-ok")
+        await screenshot(page, "job")
+
+        # Its run's page: the attempt on the timeline, with the worker and the trace id.
+        await page.locator("#table a").first.click()
+        await expect(page.locator(".timeline")).to_contain_text("Attempt 1 SUCCEEDED")
+        await expect(page.locator(".timeline")).to_contain_text("on w1")
+        await expect(page.locator("dl.detail")).to_contain_text(re.compile(r"[0-9a-f]{32}"))
+        await screenshot(page, "run")
+
+        # A job that dead-letters (the target refuses with 400), redriven from the dead letters
+        # once the target answers again.
+        target.on("/console-bad", Behaviour(status=400))
+        bad = http_job("console bad", target.url("/console-bad"), after=timedelta(0))
+        bad = await system.api.create(bad)
+        await page.get_by_role("link", name="Dead letters").click()
+        dead = page.locator("#table tbody a", has_text="console bad")
+        await refresh_until(page, dead)
+        await screenshot(page, "dead-letters")
+        target.on("/console-bad", Behaviour(status=200))
+        await page.get_by_role("link", name="Redrive all that match…").click()
+        await expect(page.locator("h1")).to_have_text("Redrive 1 dead-lettered run?")
+        await page.get_by_role("button", name="Redrive 1 run").click()
+        await expect(page.get_by_role("status")).to_have_text("Redrove 1 of 1 runs.")
+
+        # The runs across the team, filtered by state.
+        await page.get_by_role("link", name="Runs", exact=True).click()
+        await page.get_by_label("State").select_option("SUCCEEDED")
+        await page.get_by_role("button", name="Search").click()
+        await expect(page).to_have_url(re.compile(r"/runs\?state=SUCCEEDED"))
+        rows = page.locator("#table tbody tr")
+        await refresh_until(page, rows.filter(has_text="console bad"))
+        states = await page.locator("#table tbody .state").all_inner_texts()
+        assert states
+        assert set(states) == {"SUCCEEDED"}
+        await screenshot(page, "runs")
+
+        # Three jobs labelled for a bulk pause; the search finds them, the count comes first.
+        for n in range(3):
+            job = http_job(f"bulk {n}", ok_url, every=timedelta(hours=1))
+            job.labels["batch"] = "nightly"
+            await system.api.create(job)
+        await page.get_by_role("link", name="Jobs").click()
+        await page.get_by_label("Label").fill("batch=nightly")
+        await page.get_by_role("button", name="Search").click()
+        await expect(page.locator("#table tbody tr")).to_have_count(3)
+        await screenshot(page, "jobs")
+        await page.get_by_role("link", name="Pause all").click()
+        await expect(page.locator("h1")).to_have_text("Pause 3 jobs?")
+        await page.get_by_role("button", name="Pause 3 jobs").click()
+        await expect(page.get_by_role("status")).to_have_text("Paused 3 of 3 jobs.")
+        await expect(page.locator("#table tbody .state")).to_have_text(["PAUSED"] * 3)
+        assert job_id  # the first job is untouched by the label's search
+
+        await page.get_by_role("link", name="Quota").click()
+        await expect(page.locator(".cards")).to_contain_text("Stored jobs")
+        await screenshot(page, "quota")
+
+        await page.get_by_role("button", name="Sign out").click()
+        await expect(page).to_have_url(live.console.url + "/signin")
+
+
+async def test_another_teams_job_is_not_found(live: Live, browser: Browser) -> None:
+    _, theirs = await live.team("theirs")
+    _, mine = await live.team("mine")
+    async with service_channel(live.system.api_service.address) as channel:
+        stub = job_service_pb2_grpc.JobServiceStub(channel)
+        job = http_job("theirs", live.target.url("/x"), every=timedelta(hours=1))
+        created = await stub.CreateJob(
+            job_service_pb2.CreateJobRequest(job=job),
+            metadata=(("authorization", f"Bearer {theirs}"),),
+        )
+    job_id = created.job.job_id
+    async with browser_page(browser) as page:
+        await sign_in(page, live.console, mine)
+        for path in (f"/jobs/{job_id}", f"/jobs/{job_id}/edit", f"/runs?job={job_id}"):
+            response = await page.goto(live.console.url + path)
+            assert response is not None
+            assert response.status == 404, path
+            await expect(page.locator("h1")).to_have_text("Not found")
+        assert "theirs" not in await page.content()

@@ -17,7 +17,7 @@ from starlette.staticfiles import StaticFiles
 
 from duetime_console.api import Api, ApiError
 from duetime_console.middleware import HeadersAndLogMiddleware, SessionMiddleware
-from duetime_console.pages import auth, jobs
+from duetime_console.pages import auth, jobs, runs
 from duetime_console.session import Session, SessionSealer
 from duetime_console.web import Refused, api_refusal, render
 
@@ -59,6 +59,7 @@ def routes() -> list[BaseRoute]:
     return [
         *auth.routes,
         *jobs.routes,
+        *runs.routes,
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
 
