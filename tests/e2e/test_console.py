@@ -29,6 +29,7 @@ from tests.support.console import (
 )
 from tests.support.databases import create_database, drop_database
 from tests.support.http_target import Behaviour, HttpTarget, http_target
+from tests.support.metrics import metrics_port
 from tests.support.polling import eventually
 from tests.support.system import System, http_job, running_system
 from tests.support.tls import service_channel
@@ -59,6 +60,18 @@ class Live:
             await conn.close()
 
 
+def fleet_metrics(system: System) -> dict[str, str]:
+    """The console's fleet page reads every service's metrics endpoint."""
+    services = [
+        ("api", system.api_service),
+        ("scheduler", system.scheduler),
+        ("relay", system.relay),
+        *(("worker", worker) for worker in system.workers.values()),
+    ]
+    targets = [f"{name}=http://127.0.0.1:{metrics_port(s)}/metrics" for name, s in services]
+    return {"DUETIME_CONSOLE_METRICS": ",".join(targets)}
+
+
 @pytest.fixture(scope="module")
 async def live(template_db: str) -> AsyncIterator[Live]:
     """One system, target and console for the module; each test signs in as a team of its
@@ -68,8 +81,8 @@ async def live(template_db: str) -> AsyncIterator[Live]:
     try:
         async with (
             http_target() as target,
-            running_system(dsn) as system,
-            running_console(system.api_service.address) as console,
+            running_system(dsn, common_env={"DUETIME_METRICS_ADDRESS": "127.0.0.1:0"}) as system,
+            running_console(system.api_service.address, fleet_metrics(system)) as console,
         ):
             yield Live(system, console, target)
     finally:
@@ -154,16 +167,50 @@ async def test_a_form_without_its_csrf_token_is_refused(live: Live) -> None:
             assert response.status == 403
 
 
-async def test_an_operator_token_opens_the_operators_pages_not_a_teams(
+async def test_an_operator_sees_teams_quotas_tokens_and_the_fleet(
     live: Live, browser: Browser
 ) -> None:
     token = await live.operator()
+    team, _ = await live.team("ops")
     async with browser_page(browser) as page:
         await sign_in(page, live.console, token)
         await expect(page).to_have_url(live.console.url + "/operator/teams")
         await expect(page.locator("header .who")).to_contain_text("operator")
+        await expect(page.locator("#table")).to_contain_text(team)
+        await screenshot(page, "operator-teams")
+
+        # A team's quota: one limit of its own, the rest the platform's defaults.
+        await page.get_by_role("link", name=team).click()
+        await page.get_by_label("max_stored_jobs").fill("50")
+        await page.get_by_role("button", name="Save the quota").click()
+        await expect(page.get_by_role("status")).to_contain_text("Quota saved")
+        row = page.locator("tr", has=page.locator("code", has_text="max_stored_jobs"))
+        await expect(row).to_contain_text("team")
+        await expect(page.get_by_label("max_stored_jobs")).to_have_value("50")
+
+        # A token for the team: its secret shown once, and it signs in as the team.
+        await page.get_by_label("Description").fill("console test")
+        await page.get_by_role("button", name="Create token").click()
+        secret = await page.get_by_label(re.compile("Secret of token")).input_value()
+        assert secret
+        await page.get_by_role("link", name="Done").click()
+        await expect(page.locator("main")).to_contain_text("console test")
+        assert secret not in await page.content()
+
+        # The fleet: every partition owned by the one scheduler, the endpoints up.
+        await page.get_by_role("link", name="Fleet").click()
+        await refresh_until(page, page.locator(".card", has_text="1024 / 1024"))
+        await expect(page.locator("#table tbody .state")).to_have_text(["UP"] * 4)
+        await screenshot(page, "fleet")
+
+        # An operator's token opens no team's pages.
         await page.goto(live.console.url + "/jobs")
         await expect(page.locator("h1")).to_have_text("Not for this token")
+
+    async with browser_page(browser) as page:
+        await sign_in(page, live.console, secret)
+        await expect(page.locator("header .who")).to_contain_text(f"team {team}")
+    assert secret not in live.console.log()
 
 
 async def refresh_until(page: Page, locator: Locator, within: float = 30) -> None:

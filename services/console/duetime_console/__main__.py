@@ -54,7 +54,7 @@ async def serve(settings: Settings) -> None:
     warn_plaintext(settings.tls)
     api = Api(settings.api_address, settings.tls.client(Link.GRPC))
     sealer = SessionSealer(settings.session_keys, settings.session_lifetime.total_seconds())
-    app = build_app(api, sealer)
+    app = build_app(api, sealer, settings.metrics_targets)
     listener = _listen(settings.listen_address)
     config = uvicorn.Config(
         app,

@@ -3,7 +3,7 @@ the middleware around every request, and how errors read."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -16,8 +16,9 @@ from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 
 from duetime_console.api import Api, ApiError
+from duetime_console.config import MetricsTarget
 from duetime_console.middleware import HeadersAndLogMiddleware, SessionMiddleware
-from duetime_console.pages import auth, jobs, runs
+from duetime_console.pages import auth, jobs, operator, runs
 from duetime_console.session import Session, SessionSealer
 from duetime_console.web import Refused, api_refusal, render
 
@@ -60,11 +61,14 @@ def routes() -> list[BaseRoute]:
         *auth.routes,
         *jobs.routes,
         *runs.routes,
+        *operator.routes,
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
 
 
-def build_app(api: Api, sealer: SessionSealer) -> Starlette:
+def build_app(
+    api: Api, sealer: SessionSealer, metrics_targets: Sequence[MetricsTarget] = ()
+) -> Starlette:
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
@@ -84,4 +88,5 @@ def build_app(api: Api, sealer: SessionSealer) -> Starlette:
         lifespan=lifespan,
     )
     app.state.api = api
+    app.state.metrics_targets = tuple(metrics_targets)
     return app

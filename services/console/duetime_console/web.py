@@ -32,11 +32,13 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from duetime.admin.v1 import admin_service_pb2
 from duetime_client import describe
 from duetime_console import session as sessions
 from duetime_console import text, times
 from duetime_console.api import Api, ApiError
 from duetime_console.session import Session
+from duetime_core.jobspec import PARTITIONS
 
 Handler = Callable[[Request, "Viewer"], Awaitable[Response]]
 Reply = TypeVar("Reply", bound=Message)
@@ -78,6 +80,9 @@ environment.globals.update(
     outcome=text.outcome,
     reason=text.reason,
     dst_notes=text.DST_NOTES,
+    getattr_=getattr,
+    roles_enum=admin_service_pb2.TokenRole,
+    partitions=PARTITIONS,
 )
 
 
