@@ -11,8 +11,8 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
-from starlette.routing import BaseRoute, Mount
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from duetime_console.api import Api, ApiError
@@ -56,8 +56,14 @@ async def on_http_error(request: Request, error: Exception) -> Response:
     return _refused(request, Refused(error.status_code, "Refused", str(error.detail)))
 
 
+async def healthz(request: Request) -> Response:
+    """The probes' page: 200 while the console serves (it does not call the API)."""
+    return PlainTextResponse("ok\n")
+
+
 def routes() -> list[BaseRoute]:
     return [
+        Route("/healthz", healthz, methods=["GET"]),
         *auth.routes,
         *jobs.routes,
         *runs.routes,

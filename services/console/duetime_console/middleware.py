@@ -29,6 +29,10 @@ SECURITY_HEADERS = {
 }
 
 
+# Paths that never need a session (and get no cookie): the probes' page.
+SESSIONLESS = frozenset({"/healthz"})
+
+
 class SessionMiddleware:
     """Opens the session cookie into ``request.state.session`` (a new anonymous session with a
     CSRF token of its own when there is none), and sets the cookie again when a handler
@@ -39,7 +43,11 @@ class SessionMiddleware:
         self.sealer = sealer
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if (
+            scope["type"] != "http"
+            or scope["path"] in SESSIONLESS
+            or scope["path"].startswith("/static/")
+        ):
             await self.app(scope, receive, send)
             return
         opened = self._open(scope)
