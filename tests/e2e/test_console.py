@@ -331,3 +331,119 @@ async def test_another_teams_job_is_not_found(live: Live, browser: Browser) -> N
             assert response.status == 404, path
             await expect(page.locator("h1")).to_have_text("Not found")
         assert "theirs" not in await page.content()
+
+
+def post_paths() -> list[str]:
+    """Every POST route of the console, with ids filled in."""
+    from starlette.routing import Route
+
+    from duetime_console.app import routes
+
+    ids = {"job_id": str(uuid.uuid4()), "run_id": str(uuid.uuid4()), "token_id": str(uuid.uuid4())}
+    paths = []
+    for route in routes():
+        if isinstance(route, Route) and route.methods and "POST" in route.methods:
+            filled = route.path.format(action="pause", team_id="team-e2e", **ids)
+            paths.append(filled)
+    return paths
+
+
+async def test_every_form_without_its_csrf_token_is_refused_signed_in(live: Live) -> None:
+    paths = post_paths()
+    assert len(paths) >= 12
+    for token in (live.system.team_token, await live.operator()):
+        async with http_client() as client:
+            async with client.get(live.console.url + "/signin") as response:
+                csrf = re.search(r'name="csrf" value="([^"]+)"', await response.text())
+            assert csrf is not None
+            form = {"token": token, "csrf": csrf[1]}
+            async with client.post(live.console.url + "/signin", data=form) as response:
+                assert response.status == 200
+                page = await response.text()
+            signed_in = re.search(r'name="csrf" value="([^"]+)"', page)
+            assert signed_in is not None
+            for path in paths:
+                for sent in ({}, {"csrf": "forged"}, {"csrf": csrf[1]}):
+                    async with client.post(
+                        live.console.url + path, data=sent, allow_redirects=False
+                    ) as response:
+                        assert response.status == 403, (path, sent)
+            # The header htmx sends is checked the same way.
+            async with client.post(
+                live.console.url + "/signout",
+                headers={"X-CSRF-Token": signed_in[1]},
+                allow_redirects=False,
+            ) as response:
+                assert response.status == 303
+
+
+async def test_a_stale_edit_is_answered_clearly_and_kept(live: Live, browser: Browser) -> None:
+    team, token = await live.team("edit")
+    async with browser_page(browser) as page:
+        await sign_in(page, live.console, token)
+        await page.get_by_role("link", name="New job").click()
+        await page.get_by_role("link", name="YAML or JSON").click()
+        await page.get_by_label(re.compile("The job as YAML")).fill(
+            "displayName: nightly report\n"
+            "labels: {env: prod}\n"
+            "schedule: {cron: {expression: '30 2 * * *', timeZone: America/New_York}}\n"
+            "target: {http: {url: 'https://reports.internal/run',"
+            " headers: {Authorization: Bearer s3cret}}}\n"
+            "attemptTimeout: 90s\n"
+        )
+        await page.get_by_role("button", name="Create").click()
+        await expect(page.get_by_role("status")).to_have_text("Created job nightly report.")
+        job_id = page.url.rsplit("/", 1)[1]
+        # The schedule in words with its zone; the secret header never shown.
+        await expect(page.locator("dl.detail")).to_contain_text("At 02:30 (America/New_York)")
+        assert "s3cret" not in await page.content()
+
+        await page.get_by_role("link", name="Edit").click()
+        await page.get_by_label("Name", exact=True).fill("nightly report v2")
+        # Meanwhile someone else changes the job.
+        async with service_channel(live.system.api_service.address) as channel:
+            stub = job_service_pb2_grpc.JobServiceStub(channel)
+            await stub.PauseJob(
+                job_service_pb2.PauseJobRequest(name=f"teams/{team}/jobs/{job_id}"),
+                metadata=(("authorization", f"Bearer {token}"),),
+            )
+        await page.get_by_role("button", name="Save").click()
+        alert = page.get_by_role("alert")
+        await expect(alert).to_contain_text("Not saved: this job changed since you opened it.")
+        await expect(page.get_by_label("Name", exact=True)).to_have_value("nightly report v2")
+
+        # From the current version, the edit is saved; the stored header keeps its value.
+        await page.get_by_role("link", name="open the current version").click()
+        await page.get_by_label("Name", exact=True).fill("nightly report v2")
+        await page.get_by_role("button", name="Save").click()
+        await expect(page.get_by_role("status")).to_contain_text("Saved. Schedule unchanged")
+        await expect(page.locator("h1")).to_contain_text("nightly report v2")
+        await expect(page.locator("h1")).to_contain_text("PAUSED")
+
+
+async def test_the_pages_work_without_javascript(live: Live, browser: Browser) -> None:
+    _, token = await live.team("nojs")
+    context = await browser.new_context(ignore_https_errors=True, java_script_enabled=False)
+    try:
+        page = await context.new_page()
+        await sign_in(page, live.console, token)
+        await page.get_by_role("link", name="New job").click()
+        await page.get_by_label("Name", exact=True).fill("plain forms")
+        await page.get_by_label("Every interval").check()
+        await page.get_by_label("Interval", exact=True).fill("1h")
+        await page.get_by_label("URL").fill(live.target.url("/nojs"))
+        await page.get_by_role("button", name="Create").click()
+        await expect(page.get_by_role("status")).to_have_text("Created job plain forms.")
+        await page.get_by_role("link", name="Trigger").click()
+        await expect(page.locator("h1")).to_have_text("Trigger “plain forms”?")
+        await page.get_by_role("button", name="Trigger").click()
+        await expect(page.get_by_role("status")).to_have_text("Triggered: this run is new.")
+        await expect(page.locator("h1")).to_contain_text("Run of plain forms")
+        # The search is a plain GET form; Refresh a plain link to the same page.
+        await page.get_by_role("link", name="Jobs").click()
+        await page.get_by_label("Name contains").fill("plain")
+        await page.get_by_role("button", name="Search").click()
+        await expect(page).to_have_url(re.compile(r"/jobs\?q=plain"))
+        await expect(page.locator("#table tbody tr")).to_have_count(1)
+    finally:
+        await context.close()
