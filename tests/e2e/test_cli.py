@@ -18,7 +18,7 @@ import yaml
 from google.protobuf import json_format
 
 from duetime.jobs.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc
-from duetime_cli.describe import when
+from duetime_client.describe import when
 from tests.support.cli import Cli, api_on_own_database, cli_env, duetime_command, team_cli
 from tests.support.polling import eventually
 from tests.support.terminal import screen_table, terminal

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from duetime.jobs.v1 import job_pb2, run_pb2
-from duetime_cli.describe import parse_duration
+from duetime_client.describe import parse_duration
 from tests.support.cli import Cli, Result, cli_env, duetime_command, operator_token
 from tests.support.databases import create_database, drop_database
 from tests.support.http_target import Behaviour, HttpTarget, http_target

@@ -19,12 +19,13 @@ from hypothesis import strategies as st
 
 from duetime.admin.v1 import admin_service_pb2
 from duetime.jobs.v1 import job_pb2, run_pb2
-from duetime_cli.describe import parse_duration, span
 from duetime_cli.exits import EXIT_CODE_MEANINGS, ExitCode
-from duetime_cli.failures import Failure, QuotaViolation, exit_code_for
+from duetime_cli.failures import Failure, exit_code_for
 from duetime_cli.jobfile import parse_job
 from duetime_cli.limits import LIMITS, fill, parse_assignments
 from duetime_cli.wait import milestones, waiting
+from duetime_client.describe import parse_duration, span
+from duetime_client.status import QuotaViolation
 
 # Every duration protobuf can hold (+-10,000 years), to the microsecond the CLI prints.
 LONGEST = timedelta(seconds=315_576_000_000)

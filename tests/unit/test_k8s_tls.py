@@ -50,7 +50,7 @@ def env(container: dict[str, Any]) -> dict[str, str]:
 def test_every_pod_mounts_its_certificates_where_the_settings_point() -> None:
     paths = [PurePosixPath(config()[name]) for name in TLS_FILES]
     (directory,) = {path.parent for path in paths}
-    assert len(pods()) == 6
+    assert len(pods()) == 7
     for name, pod in pods().items():
         (volume,) = [v for v in pod["volumes"] if "secret" in v]
         secret = volume["secret"]

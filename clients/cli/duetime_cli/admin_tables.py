@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from rich.console import RenderableType
 
 from duetime.admin.v1 import admin_service_pb2 as admin_pb2
-from duetime_cli.describe import NONE, enum_name, when
 from duetime_cli.limits import held_text, own_limits, quota_table
 from duetime_cli.tables import DetailGrid, ListTable, detail_grid, list_table, state_text
+from duetime_client.describe import NONE, enum_name, when
 
 
 def teams_table(teams: Sequence[admin_pb2.Team]) -> ListTable:

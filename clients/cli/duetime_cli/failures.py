@@ -9,10 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 
 from duetime_cli.exits import ExitCode
+from duetime_client.status import ErrorDetails, QuotaViolation, Violation
 
 _BY_STATUS: dict[grpc.StatusCode, ExitCode] = {
     grpc.StatusCode.INVALID_ARGUMENT: ExitCode.INVALID,
@@ -32,34 +31,6 @@ _BY_STATUS: dict[grpc.StatusCode, ExitCode] = {
 
 def exit_code_for(status: grpc.StatusCode) -> ExitCode:
     return _BY_STATUS.get(status, ExitCode.ERROR)
-
-
-@dataclass(frozen=True)
-class Violation:
-    field: str
-    description: str
-
-
-@dataclass(frozen=True)
-class QuotaViolation:
-    """A quota the request would exceed: its name as in the contract (``max_stored_jobs``),
-    its limit and the usage now (the server's ``quota_dimensions``)."""
-
-    quota: str
-    limit: str
-    usage: str
-    description: str
-
-    @classmethod
-    def decode(cls, violation: error_details_pb2.QuotaFailure.Violation) -> QuotaViolation:
-        dimensions = violation.quota_dimensions
-        limit = dimensions.get("limit") or str(violation.quota_value)
-        quota = violation.quota_id or violation.subject.removeprefix("quota:")
-        return cls(quota, limit, dimensions.get("usage", ""), violation.description)
-
-    def human(self) -> str:
-        usage = f", usage {self.usage}" if self.usage else ""
-        return f"  quota {self.quota}: limit {self.limit}{usage}"
 
 
 @dataclass
@@ -85,28 +56,17 @@ class Failure(Exception):
 
     @classmethod
     def from_rpc_error(cls, error: grpc.RpcError) -> Failure:
-        """Decodes ``google.rpc.ErrorInfo``, ``BadRequest`` and ``QuotaFailure`` from the status
-        details."""
-        call: Any = error
-        status_code: grpc.StatusCode = call.code()
-        failure = cls(exit_code_for(status_code), status_code.name, call.details() or "")
-        status = rpc_status.from_call(call)
-        for detail in status.details if status is not None else []:
-            if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-                info = error_details_pb2.ErrorInfo()
-                detail.Unpack(info)
-                failure.reason, failure.metadata = info.reason, dict(info.metadata)
-            elif detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
-                bad = error_details_pb2.BadRequest()
-                detail.Unpack(bad)
-                failure.violations += [
-                    Violation(v.field, v.description) for v in bad.field_violations
-                ]
-            elif detail.Is(error_details_pb2.QuotaFailure.DESCRIPTOR):
-                quota = error_details_pb2.QuotaFailure()
-                detail.Unpack(quota)
-                failure.quotas += [QuotaViolation.decode(v) for v in quota.violations]
-        return failure
+        """The failure the status details tell (``duetime_client.status``)."""
+        found = ErrorDetails.from_rpc_error(error)
+        return cls(
+            exit_code_for(getattr(grpc.StatusCode, found.code)),
+            found.code,
+            found.message,
+            found.reason,
+            found.metadata,
+            found.violations,
+            found.quotas,
+        )
 
     def as_dict(self) -> dict[str, Any]:
         """The failure for scripts (``-o json|yaml``), in proto3 JSON's camelCase."""
@@ -129,11 +89,7 @@ class Failure(Exception):
     def human_lines(self) -> list[str]:
         """The failure for people: the code and reason, then one line per bad field, or the
         message and one line per quota exceeded."""
-        head = (
-            self.code
-            if not self.reason or self.reason == self.code
-            else (f"{self.code} ({self.reason})")
-        )
+        head = ErrorDetails(self.code, self.message, self.reason).head
         if self.violations:
             return [head] + [f"  {v.field}: {v.description}" for v in self.violations]
         return [f"{head}: {self.message}"] + [q.human() for q in self.quotas]

@@ -19,7 +19,6 @@ from duetime_cli.commands import (
     enum_option,
     enum_value,
 )
-from duetime_cli.describe import next_run_moved
 from duetime_cli.exits import ExitCode
 from duetime_cli.failures import Failure
 from duetime_cli.jobfile import parse_job, read_mapping
@@ -27,6 +26,8 @@ from duetime_cli.names import job_name
 from duetime_cli.output import Format, OutputOption, emit
 from duetime_cli.tables import attempts_table, job_detail, jobs_table, run_detail
 from duetime_cli.wait import follow
+from duetime_client.describe import next_run_moved
+from duetime_client.jobtext import update_paths
 
 app = typer.Typer(help="Create, read, change and trigger jobs.", no_args_is_help=True)
 
@@ -39,13 +40,6 @@ FileOption = Annotated[
         help="A job as proto3 JSON or YAML (duetime.jobs.v1.Job); - reads stdin.",
     ),
 ]
-# Fields the server sets; a job file saved from `jobs get` carries them, `update` skips them.
-OUTPUT_ONLY = frozenset(
-    {"name", "job_id", "team", "state", "state_reason", "next_run_time", "create_time",
-     "update_time", "etag"}
-)  # fmt: skip
-
-
 StateOption = Annotated[
     str | None, enum_option(job_pb2.JobState, "JOB_STATE_", "Only jobs in this state")
 ]
@@ -145,11 +139,7 @@ def _changes(file: str | None, display_name: str | None) -> tuple[job_pb2.Job, l
         source = Path(file)
         data: dict[str, Any] = read_mapping(source)
         changes = parse_job(data, source)
-        fields = job_pb2.Job.DESCRIPTOR.fields_by_camelcase_name
-        for key in data:
-            name = fields[key].name if key in fields else key
-            if name not in OUTPUT_ONLY:
-                paths.append(name)
+        paths += update_paths(data)
     if display_name is not None:
         changes.display_name = display_name
         paths.append("display_name")

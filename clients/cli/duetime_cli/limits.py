@@ -15,8 +15,8 @@ from google.protobuf.message import Message
 from duetime.admin.v1 import admin_service_pb2
 from duetime.jobs.v1 import job_pb2, quota_pb2
 from duetime_cli.commands import enum_choices
-from duetime_cli.describe import NONE, enum_name, when
 from duetime_cli.tables import ListTable, list_table
+from duetime_client.describe import NONE, enum_name, when
 
 LIMITS: tuple[str, ...] = tuple(f.name for f in quota_pb2.TeamQuota.DESCRIPTOR.fields)
 PRIORITY = "max_priority"

@@ -11,10 +11,10 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from duetime.jobs.v1 import job_pb2, job_service_pb2
 from duetime_cli.commands import command, enum_option, enum_value
-from duetime_cli.describe import parse_duration
 from duetime_cli.names import job_name
 from duetime_cli.output import Format, OutputOption, emit
 from duetime_cli.tables import preview_table
+from duetime_client.describe import parse_duration
 
 SOURCES = ("--cron", "--every", "--at", "--at-local", "--delay", "--job")
 

@@ -20,8 +20,8 @@ from rich.table import Table
 from rich.text import Text
 
 from duetime.jobs.v1 import job_pb2, job_service_pb2, run_pb2
-from duetime_cli import describe
-from duetime_cli.describe import NONE, duration, enum_name, when
+from duetime_client import describe
+from duetime_client.describe import NONE, duration, enum_name, when
 
 _STYLES = {
     "ACTIVE": "green",

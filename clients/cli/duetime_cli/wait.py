@@ -13,11 +13,11 @@ import time
 from rich.status import Status
 
 from duetime.jobs.v1 import job_service_pb2, run_pb2
-from duetime_cli.describe import NONE, enum_name, reason
 from duetime_cli.exits import ExitCode, Interrupted
 from duetime_cli.failures import Failure
 from duetime_cli.output import stderr
 from duetime_cli.session import Session
+from duetime_client.describe import NONE, enum_name, reason
 
 POLL_SECONDS = 0.3
 FINAL = frozenset(

@@ -91,20 +91,23 @@ def parse_keyring(text: str) -> Keyring:
 _UNUSABLE = Keyring("unusable", {"unusable": bytes(KEY_BYTES)})
 
 
-def read_keyring(env: EnvReader) -> Keyring:
-    """The keyring from ``DUETIME_SECRET_KEYS_FILE`` or ``DUETIME_SECRET_KEYS`` (exactly one).
-    A missing or bad one is recorded in ``env``, whose ``finish()`` then raises."""
-    inline = env.text(KEYS_VARIABLE, "")
-    path = env.text(KEYS_FILE_VARIABLE, "")
+def read_keyring(
+    env: EnvReader, variable: str = KEYS_VARIABLE, file_variable: str = KEYS_FILE_VARIABLE
+) -> Keyring:
+    """The keyring from ``file_variable`` or ``variable`` (exactly one): by default the one
+    that seals secrets at rest, ``DUETIME_SECRET_KEYS_FILE`` or ``DUETIME_SECRET_KEYS``. A
+    missing or bad one is recorded in ``env``, whose ``finish()`` then raises."""
+    inline = env.text(variable, "")
+    path = env.text(file_variable, "")
     if bool(inline) == bool(path):
         env.problem(
-            f"{KEYS_FILE_VARIABLE} or {KEYS_VARIABLE}: set exactly one (the keyring that seals "
-            "secrets at rest; `python -m duetime_infra.secrets new-keyring` makes one)"
+            f"{file_variable} or {variable}: set exactly one (a keyring; "
+            "`python -m duetime_infra.secrets new-keyring` makes one)"
         )
         return _UNUSABLE
-    source = KEYS_VARIABLE
+    source = variable
     if path:
-        source = f"{KEYS_FILE_VARIABLE}={path}"
+        source = f"{file_variable}={path}"
         try:
             inline = Path(path).read_text(encoding="utf-8")
         except OSError as error:

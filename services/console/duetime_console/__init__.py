@@ -1,0 +1,1 @@
+"""Duetime's web console."""

@@ -1,0 +1,136 @@
+"""The list pages' search fields turned into the API's AIP-160 filters (ListJobs, ListRuns,
+the batch calls), every value quoted; and the fields read back from a query string.
+
+A time typed in a search field is on the viewer's clock (their zone) and becomes a UTC
+instant in the filter."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime
+
+from duetime_console.times import zone_of
+
+JOB_STATES = ("ACTIVE", "PAUSED", "COMPLETED", "ERROR")
+SCHEDULE_KINDS = ("CRON", "INTERVAL", "AT", "DELAY")
+RUN_STATES = (
+    "QUEUED", "WAITING", "RUNNING", "RETRY_WAIT", "SUCCEEDED", "DEAD_LETTERED", "MISSED",
+    "SKIPPED", "CANCELLED",
+)  # fmt: skip
+ORIGINS = ("SCHEDULE", "TRIGGER")
+
+
+class BadSearch(ValueError):
+    """A search field that cannot be turned into a filter: its name and why."""
+
+    def __init__(self, field: str, why: str) -> None:
+        super().__init__(f"{field}: {why}")
+        self.field, self.why = field, why
+
+
+def quoted(text: str) -> str:
+    """``text`` as an AIP-160 string, whatever it holds."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _all(parts: list[str]) -> str:
+    return " AND ".join(f"({p})" if " OR " in p else p for p in parts if p)
+
+
+@dataclass(frozen=True)
+class JobSearch:
+    """The jobs page's search fields."""
+
+    q: str = ""
+    state: str = ""
+    label: str = ""
+    schedule: str = ""
+    host: str = ""
+    # Written by the viewer in the filter syntax itself, ANDed with the rest.
+    filter: str = ""
+
+    @classmethod
+    def of(cls, query: Mapping[str, str]) -> JobSearch:
+        return cls(**{f.name: query.get(f.name, "").strip() for f in fields(cls)})
+
+    def query(self) -> dict[str, str]:
+        """The non-empty fields, for links that keep the search."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name)}
+
+    def to_filter(self) -> str:
+        parts = []
+        if self.q:
+            parts.append(f"display_name:{quoted(self.q)}")
+        if self.state in JOB_STATES:
+            parts.append(f"state = {self.state}")
+        if self.label:
+            key, sep, value = self.label.partition("=")
+            if not key.strip() or not key.replace("-", "").replace("_", "").isalnum():
+                raise BadSearch("label", "key=value, or a key alone: it has the label")
+            parts.append(
+                f"labels.{key.strip()} = {quoted(value.strip())}"
+                if sep
+                else f"labels.{key.strip()}:*"
+            )
+        if self.schedule in SCHEDULE_KINDS:
+            parts.append(f"schedule = {self.schedule}")
+        if self.host:
+            parts.append(f"target.host:{quoted(self.host)}")
+        if self.filter:
+            parts.append(f"({self.filter})")
+        return _all(parts)
+
+
+@dataclass(frozen=True)
+class RunSearch:
+    """The runs pages' search fields; ``after`` and ``before`` bound the scheduled (nominal)
+    time, typed on the viewer's clock."""
+
+    state: str = ""
+    origin: str = ""
+    reason: str = ""
+    after: str = ""
+    before: str = ""
+    job: str = ""
+    filter: str = ""
+
+    @classmethod
+    def of(cls, query: Mapping[str, str]) -> RunSearch:
+        return cls(**{f.name: query.get(f.name, "").strip() for f in fields(cls)})
+
+    def query(self) -> dict[str, str]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name)}
+
+    def to_filter(self, zone: str, *, state: str = "") -> str:
+        parts = []
+        wanted = state or self.state
+        if wanted == "NOT_RUN":
+            parts.append("state = MISSED OR state = SKIPPED")
+        elif wanted in RUN_STATES:
+            parts.append(f"state = {wanted}")
+        if self.origin in ORIGINS:
+            parts.append(f"origin = {self.origin}")
+        if self.reason:
+            if not self.reason.replace("_", "").isalnum():
+                raise BadSearch("reason", "a run reason such as MISFIRE")
+            parts.append(f"reason = {self.reason.upper()}")
+        for name, op in (("after", ">="), ("before", "<")):
+            text = getattr(self, name)
+            if text:
+                parts.append(f"nominal_time {op} {quoted(utc_instant(text, zone, name))}")
+        if self.filter:
+            parts.append(f"({self.filter})")
+        return _all(parts)
+
+
+def utc_instant(text: str, zone: str, field: str) -> str:
+    """``2026-12-06T10:30`` on ``zone``'s clock (or an instant with its offset) as RFC 3339
+    UTC."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise BadSearch(field, "a date and time such as 2026-12-06T10:30") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=zone_of(zone))
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
