@@ -1,16 +1,18 @@
 """Duetime's own image and Kubernetes manifests, run for real: scripts/kube-demo builds the
 image with podman, renders the podman-demo overlay with kustomize, migrates a database of its
 own with the migration Pod (after the Secret, made out of band, and the config step, which holds
-no Secret: docs/deploy.md's order), plays the four Deployments with `podman kube play` next to the
+no Secret: docs/deploy.md's order), plays the Deployments with `podman kube play` next to the
 local stack, over TLS with the stack's certificates (the api's and the scheduler's exec probes
-pass; the worker authenticates with its client certificate, which the scheduler requires), and
-an HTTP job's runs succeed through the containerised services; `down` leaves no pod behind. A
-cold machine builds the image's base first (a few minutes: mmdebstrap)."""
+pass; the worker authenticates with its client certificate, which the scheduler requires), an
+HTTP job's runs succeed through the containerised services, and the gateway's pod serves the
+job over HTTP/JSON; `down` leaves no pod behind. A cold machine builds the image's base first
+(a few minutes: mmdebstrap)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 
 import pytest
@@ -61,6 +63,11 @@ async def test_the_demo_job_succeeds_through_the_services_played_from_the_manife
         succeeded = [line for line in output.splitlines() if "RUN_STATE_SUCCEEDED" in line]
         assert len(succeeded) >= 3, output[-3000:]
         assert all("worker duetime-worker-pod-0" in line for line in succeeded), succeeded
+        # The gateway's pod reaches the api's and answers GetJob over HTTP/JSON with the job.
+        created = re.search(r"^created (teams/\S+/jobs/\S+)$", output, re.M)
+        assert created is not None, output[-3000:]
+        http = output.split("the job over HTTP/JSON, through the gateway", 1)[-1]
+        assert f"{created[1]} 'kube demo' JOB_STATE_ACTIVE\n" in http, output[-3000:]
         # The migration Pod stays, ended, as a Job's pod does.
         assert sorted(await demo_pods()) == [
             "duetime-api-pod-0",

@@ -2,25 +2,25 @@
 (scripts/kustomize): each `kubectl apply -k $O -l ...` step selects what it says, no step
 carries a Secret the docs make out of band (an apply would replace the real one with
 placeholders), the overlay leaves no placeholder endpoint of the base, and the documented
-`kubectl create secret` gives every key the pods read. (tests/e2e/test_kube_demo.py runs the
-same order with podman.)"""
+`kubectl create secret` commands, like the overlay's certificates, give every key the pods read.
+(tests/e2e/test_kube_demo.py runs the same order with podman.)"""
 
 from __future__ import annotations
 
 import shlex
-import subprocess
-from functools import cache
 from typing import Any
 
 import yaml
 
 from tests.support.docs import shell_commands
-from tests.support.processes import REPO
+from tests.support.k8s import CERTIFICATE_FILES, certificate_files, rendered
 
 # What the base and the docs use for values an operator must replace.
 PLACEHOLDERS = ("example.internal", "CHANGE-ME")
 # A key of `kubectl create secret generic`: --from-literal=KEY=VALUE, --from-file=KEY=PATH.
 FROM = ("--from-literal=", "--from-file=")
+# The keys of `kubectl create secret tls`.
+TLS_KEYS = {"tls.crt", "tls.key"}
 
 
 def install_steps() -> tuple[str, list[str]]:
@@ -36,8 +36,8 @@ def install_steps() -> tuple[str, list[str]]:
 
 
 def created_secrets() -> dict[str, set[str]]:
-    """The Secrets the docs create out of band (kubectl create secret generic), with their
-    keys."""
+    """The Secrets the docs create out of band (kubectl create secret generic or tls), with
+    their keys."""
     made: dict[str, set[str]] = {}
     for command in shell_commands("deploy.md"):
         words = shlex.split(command)
@@ -47,18 +47,9 @@ def created_secrets() -> dict[str, set[str]]:
         if words[at + 1 : at + 3] == ["secret", "generic"]:
             sources = [w.split("=", 2)[1] for w in words if w.startswith(FROM)]
             made[words[at + 3]] = set(sources)
+        elif words[at + 1 : at + 3] == ["secret", "tls"]:
+            made[words[at + 3]] = set(TLS_KEYS)
     return made
-
-
-@cache
-def rendered(overlay: str) -> tuple[dict[str, Any], ...]:
-    out = subprocess.run(
-        [str(REPO / "scripts" / "kustomize"), str(REPO / overlay)],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return tuple(doc for doc in yaml.safe_load_all(out) if doc)
 
 
 def selected(docs: tuple[dict[str, Any], ...], selector: str) -> list[tuple[str, str]]:
@@ -85,7 +76,13 @@ def test_the_install_order_applies_what_it_says_and_never_a_secret_made_out_of_b
     assert {kind for kind, _ in config} <= {"ConfigMap", "Issuer", "Certificate"}, config
     assert selected(docs, steps[1]) == [("Job", "duetime-migrate")]
     made = created_secrets()
-    assert {"duetime-secrets", "duetime-tls", "duetime-worker-tls"} <= made.keys()
+    assert {
+        "duetime-secrets",
+        "duetime-tls",
+        "duetime-worker-tls",
+        "duetime-gateway-tls",
+        "duetime-console-tls",
+    } <= made.keys()
     for step in steps:
         clobbered = [
             name for kind, name in selected(docs, step) if kind == "Secret" and name in made
@@ -117,3 +114,26 @@ def test_the_documented_secret_holds_every_key_the_pods_read() -> None:
     assert read.keys() == {"duetime-secrets"}
     made = created_secrets()
     assert read["duetime-secrets"] <= made["duetime-secrets"], "docs/deploy.md leaves keys out"
+
+
+def test_the_certificates_made_by_hand_or_by_the_overlay_hold_every_file_the_pods_mount() -> None:
+    overlay, _ = install_steps()
+    mounted: dict[str, set[str]] = {}
+    for doc in rendered(overlay):
+        if doc["kind"] in ("Deployment", "Job"):
+            for file, secret in certificate_files(doc["spec"]["template"]["spec"])[1].items():
+                mounted.setdefault(secret, set()).add(file)
+    assert mounted.keys() == {
+        "duetime-tls",
+        "duetime-worker-tls",
+        "duetime-gateway-tls",
+        "duetime-console-tls",
+    }
+    made = created_secrets()
+    issued = {d["spec"]["secretName"] for d in rendered(overlay) if d["kind"] == "Certificate"}
+    for secret, files in mounted.items():
+        lacks = files - made.get(secret, set())
+        assert not lacks, f"docs/deploy.md's {secret} lacks {lacks}"
+        # cert-manager writes ca.crt, tls.crt and tls.key into each Certificate's Secret.
+        assert secret in issued, f"the overlay issues no {secret}"
+        assert files <= set(CERTIFICATE_FILES), secret

@@ -1,10 +1,10 @@
 """The Kubernetes base wires TLS into every pod (deploy/k8s/base, docs/deploy.md
-"Certificates"): each workload mounts its certificate Secret where the ConfigMap's
+"Certificates"): each workload mounts its certificate Secrets where the ConfigMap's
 DUETIME_TLS_* paths point, readable by the image's user; the schedulers require the client
-certificates the workers mount; and the ports that serve TLS are probed by the image's
+certificates the workers mount; the ports that serve TLS are probed by the image's
 duetime-health, since the kubelet's gRPC probe speaks no TLS, and the gateway's HTTPS port by
-the kubelet's HTTPS probe. (tests/e2e/test_kube_demo.py
-runs the manifests.)"""
+the kubelet's HTTPS probe; and the example overlay's certificates carry every name their clients
+check. (tests/e2e/test_kube_demo.py runs the manifests.)"""
 
 from __future__ import annotations
 
@@ -15,12 +15,31 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support.k8s import CERTIFICATE_FILES, certificate_files, rendered
+
 REPO = Path(__file__).resolve().parents[2]
 BASE = REPO / "deploy" / "k8s" / "base"
 CONTAINERFILE = REPO / "deploy" / "image" / "Containerfile"
 TLS_FILES = ("DUETIME_TLS_CA_FILE", "DUETIME_TLS_CERT_FILE", "DUETIME_TLS_KEY_FILE")
 # The variable naming the address each TLS-serving container listens on.
 SERVES_TLS = {"api": "DUETIME_API_ADDRESS", "scheduler": "DUETIME_SCHEDULER_ADDRESS"}
+# The Secret each certificate file of a workload comes from (others: all from duetime-tls). The
+# workers present a client certificate of their own; the gateway and the console serve one of
+# their own and verify the api with the services' CA.
+CERTIFICATES = {
+    "duetime-worker": dict.fromkeys(CERTIFICATE_FILES, "duetime-worker-tls"),
+    "duetime-gateway": {
+        "ca.crt": "duetime-tls",
+        "tls.crt": "duetime-gateway-tls",
+        "tls.key": "duetime-gateway-tls",
+    },
+    "duetime-console": {
+        "ca.crt": "duetime-tls",
+        "tls.crt": "duetime-console-tls",
+        "tls.key": "duetime-console-tls",
+    },
+}
+EXAMPLE = "deploy/k8s/overlays/example"
 
 
 def documents() -> list[dict[str, Any]]:
@@ -50,16 +69,16 @@ def env(container: dict[str, Any]) -> dict[str, str]:
 def test_every_pod_mounts_its_certificates_where_the_settings_point() -> None:
     paths = [PurePosixPath(config()[name]) for name in TLS_FILES]
     (directory,) = {path.parent for path in paths}
+    # The Secrets' keys, as cert-manager and `kubectl create secret tls` name them.
+    assert tuple(p.name for p in paths) == CERTIFICATE_FILES
     assert len(pods()) == 7
     for name, pod in pods().items():
-        (volume,) = [v for v in pod["volumes"] if "secret" in v]
-        secret = volume["secret"]
-        wanted = "duetime-worker-tls" if name == "duetime-worker" else "duetime-tls"
-        assert secret["secretName"] == wanted, name
-        # The Secret's keys, as cert-manager and `kubectl create secret tls` name them.
-        assert [p.name for p in paths] == ["ca.crt", "tls.crt", "tls.key"]
+        volume, files = certificate_files(pod)
+        assert files == CERTIFICATES.get(name, dict.fromkeys(CERTIFICATE_FILES, "duetime-tls")), (
+            name
+        )
         # Root-owned files of mode 0440: readable through the pod's group only.
-        assert secret["defaultMode"] == 0o440, name
+        assert (volume.get("secret") or volume["projected"])["defaultMode"] == 0o440, name
         context = pod["securityContext"]
         assert context["fsGroup"] == context["runAsGroup"] == context["runAsUser"], name
         for container in pod["containers"]:
@@ -113,3 +132,56 @@ def test_the_gateway_is_probed_over_https_and_verifies_the_api_by_its_name() -> 
     served = PurePosixPath(env(container)["DUETIME_GATEWAY_OPENAPI_FILE"])
     assert served.parent == PurePosixPath(copied[1])
     assert (REPO / "gen" / "openapi" / served.name).is_file()
+
+
+def test_each_certificate_carries_the_names_its_clients_check() -> None:
+    """The example overlay's certificates: each Service's names are in the certificate its pods
+    serve, and so is each name a Duetime client verifies (the workers the schedulers' target,
+    the gateway the api's server name, the probes localhost)."""
+    docs = rendered(EXAMPLE)
+    certificates = {d["spec"]["secretName"]: d["spec"] for d in docs if d["kind"] == "Certificate"}
+    templates = [d["spec"]["template"] for d in docs if d["kind"] == "Deployment"]
+    services = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Service"}
+
+    def served(service: str) -> set[str]:
+        """The names in the certificate the pods behind ``service`` serve."""
+        selector = services[service]["spec"]["selector"].items()
+        (pod,) = [t["spec"] for t in templates if selector <= t["metadata"]["labels"].items()]
+        certificate = certificates[certificate_files(pod)[1]["tls.crt"]]
+        assert "server auth" in certificate["usages"], service
+        return set(certificate["dnsNames"])
+
+    for name, service in services.items():
+        if service["spec"].get("clusterIP") == "None":
+            continue  # headless: its clients check another name (below)
+        namespace = service["metadata"]["namespace"]
+        names = {name, f"{name}.{namespace}.svc", f"{name}.{namespace}.svc.cluster.local"}
+        assert names <= served(name), name
+    (settings,) = [d["data"] for d in docs if d["kind"] == "ConfigMap"]
+    scheduler = settings["DUETIME_SCHEDULER_TARGET"].rpartition(":")[0]
+    assert scheduler in served(scheduler)
+    (gateway,) = [
+        t["spec"]["containers"][0]
+        for t in templates
+        if t["metadata"]["labels"]["app.kubernetes.io/name"] == "duetime-gateway"
+    ]
+    api_pods = env(gateway)["DUETIME_API_TARGET"].rpartition(":")[0]
+    assert env(gateway)["DUETIME_API_SERVER_NAME"] in served(api_pods)
+    for workload in SERVES_TLS:
+        assert "localhost" in served(f"duetime-{workload}"), workload
+
+
+@pytest.mark.parametrize("workload", ["duetime-gateway", "duetime-console"])
+def test_what_faces_clients_serves_a_server_certificate_of_its_own(workload: str) -> None:
+    """What the gateway and the console serve names them as clients outside reach them too,
+    and is for server auth only: the pod that faces the clients holds no certificate that the
+    schedulers (which take any client certificate the CA verifies as a worker's), PostgreSQL,
+    etcd or Kafka would accept."""
+    (certificate,) = [
+        d["spec"]
+        for d in rendered(EXAMPLE)
+        if d["kind"] == "Certificate" and d["spec"]["secretName"] == f"{workload}-tls"
+    ]
+    assert certificate["usages"] == ["server auth"]
+    outside = [n for n in certificate["dnsNames"] if not n.startswith(workload)]
+    assert outside, "no name for clients outside the cluster"
