@@ -183,22 +183,6 @@ async def test_the_rate_quota_paces_dispatches_and_a_change_applies_without_rest
     assert len(await env.dispatched()) == 4
 
 
-async def test_a_claim_ahead_leaves_the_rest_of_the_burst_to_triggers_now(env: Env) -> None:
-    # Claimed 8 s ahead, one run spends one dispatch of the burst (at its time), not the 8 s
-    # of rate before it: triggers now get the other nine, and the team's quota reads nine free.
-    await env.quota(env.api.team, runs_per_minute=60, rate_burst=10, max_running=0)
-    now = await env.w.now()
-    await env.one_off(now + 8 * S)
-    assert await env.claim(lookahead=10) == 1
-    quota = await env.api.stub.GetTeamQuota(svc.GetTeamQuotaRequest(), metadata=env.api.auth())
-    assert quota.usage.rate_available == 9
-    job_id = await env.one_off(now + timedelta(days=1))
-    job = job_pb2.Job(name=f"teams/{env.api.team}/jobs/{job_id}")
-    triggered = [await trigger(env.api, job, f"r-{n}") for n in range(10)]
-    held = [(await env.w.run_row(run_id))["state"] for run_id in triggered]
-    assert held == ["QUEUED"] * 9 + ["WAITING"]
-
-
 async def test_a_small_team_starts_ahead_of_the_tail_of_a_big_teams_backlog(env: Env) -> None:
     credit = DispatchCredit(5)
     now = await env.w.now()

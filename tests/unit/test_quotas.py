@@ -120,22 +120,19 @@ def test_a_run_dispatched_ahead_of_its_time_spends_the_rate_at_that_time() -> No
     assert past["a2"].dispatched
 
 
-def test_a_claim_ahead_spends_one_dispatch_of_the_burst_not_its_lead() -> None:
-    # One run claimed 8 s ahead, then triggers now: they count from the claimed run's time,
-    # so together they get the whole burst, and "free now" reads the same before and after
-    # the claim ages.
+def test_a_claim_ahead_never_lets_more_than_the_burst_through_at_once() -> None:
+    # The burst spent now, then a run claimed 8 s ahead: a dispatch now is judged as if the
+    # claimed run had gone (never counted from its later time, which would let the claim's
+    # lead through again at once), and "free now" says so.
     t = team(runs_per_minute=60, rate_burst=10, max_running=0)
+    assert [admit(t, T0) for _ in range(10)] == [QuotaLimit.NONE] * 10
     assert admit(t, T0 + 8 * S) is QuotaLimit.NONE
-    assert t.rate_available(T0) == 9
-    assert t.rate_available(T0 + 4 * S) == 9
-    assert [admit(t, T0) for _ in range(10)] == [QuotaLimit.NONE] * 9 + [QuotaLimit.RATE]
-    assert t.rate_eligible_time(T0) == T0 + 9 * S
-    # An idle team's claims ahead at the default rate leave "free now" at the burst less what
-    # they charged, however far ahead they were.
-    idle = team()
-    for lead in (1, 8, 3):
-        admit(idle, T0 + lead * S)
-        assert idle.rate_available(T0) >= idle.quota.rate_burst - 3
+    assert t.rate_available(T0) == 0
+    assert admit(t, T0) is QuotaLimit.RATE
+    # An idle team's claim ahead holds back its lead's worth of the burst until its time.
+    idle = team(runs_per_minute=60, rate_burst=10, max_running=0)
+    assert admit(idle, T0 + 8 * S) is QuotaLimit.NONE
+    assert [idle.rate_available(T0 + n * S) for n in (0, 4, 8)] == [1, 5, 9]
 
 
 def test_short_credit_goes_to_teams_in_fair_order_and_the_rest_waits_its_turn() -> None:

@@ -7,13 +7,6 @@ the dispatch through; otherwise it is held (WAITING, reason QUOTA) and released 
 order, as soon as the team is under its limits. The rate limit is a GCRA: a burst of
 ``rate_burst`` dispatches at once, then one every ``60 s / runs_per_minute``.
 
-A dispatch counts from its run's effective time (a run claimed ahead spends the rate when it
-comes due, so the look-ahead adds nothing to a team's rate). GCRA needs its arrivals in
-order, and a trigger or a release now may follow a claim of runs due seconds ahead: such an
-arrival counts from the latest one charged (``rate_time``). Judged at now instead, the claim
-ahead would read as its whole lead spent, and "free now" would swing by the look-ahead's
-worth of rate from one claim to the next.
-
 Pure: the store loads the team's row under its lock, asks these functions, and writes back.
 """
 
@@ -74,24 +67,17 @@ class TeamState:
     in_flight: int = 0
     held: int = 0
     rate_tat: datetime | None = None
-    # The latest arrival the rate limit charged: later arrivals count from it at the earliest.
-    rate_time: datetime | None = None
     # Set when ``rate_tat`` changed and must be written back.
     dirty: bool = field(default=False, compare=False)
-
-    def rate_arrival(self, arrival: datetime) -> datetime:
-        """When a dispatch at ``arrival`` counts: never before the latest one charged."""
-        return arrival if self.rate_time is None else max(arrival, self.rate_time)
 
     def rate_available(self, now: datetime) -> int:
         """How many dispatches the rate limit lets through at ``now`` (the burst at most)."""
         interval = self.quota.emission_interval
         if interval is None:
             return self.quota.rate_burst
-        arrival = self.rate_arrival(now)
         tolerance = interval * (self.quota.rate_burst - 1)
-        base = self.rate_tat if self.rate_tat is not None and self.rate_tat > arrival else arrival
-        spare = arrival + tolerance - base
+        base = self.rate_tat if self.rate_tat is not None and self.rate_tat > now else now
+        spare = now + tolerance - base
         if spare < timedelta(0):
             return 0
         return min(self.quota.rate_burst, int(spare / interval) + 1)
@@ -99,9 +85,9 @@ class TeamState:
     def rate_eligible_time(self, now: datetime) -> datetime:
         """When the rate limit next lets a dispatch through (``now`` if it does now)."""
         interval = self.quota.emission_interval
-        if interval is None or self.rate_tat is None or self.rate_available(now) > 0:
+        if interval is None or self.rate_tat is None:
             return now
-        return self.rate_tat - interval * (self.quota.rate_burst - 1)
+        return max(now, self.rate_tat - interval * (self.quota.rate_burst - 1))
 
 
 def _take_rate(team: TeamState, arrival: datetime) -> bool:
@@ -110,12 +96,10 @@ def _take_rate(team: TeamState, arrival: datetime) -> bool:
     interval = team.quota.emission_interval
     if interval is None:
         return True
-    arrival = team.rate_arrival(arrival)
     base = team.rate_tat if team.rate_tat is not None and team.rate_tat > arrival else arrival
     if base - arrival > interval * (team.quota.rate_burst - 1):
         return False
     team.rate_tat = base + interval
-    team.rate_time = arrival
     team.dirty = True
     return True
 

@@ -6,7 +6,7 @@
 -- statement that changes usage takes them in, so none deadlocks against another). The runs
 -- that finished are read without a lock: one finishing meanwhile is counted in flight still,
 -- which admits less, never more.
-SELECT u.team_id, u.stored_jobs, u.dispatched - f.finished AS in_flight, u.held, u.rate_tat, u.rate_time,
+SELECT u.team_id, u.stored_jobs, u.dispatched - f.finished AS in_flight, u.held, u.rate_tat,
        coalesce(t.max_stored_jobs, d.max_stored_jobs) AS max_stored_jobs,
        coalesce(t.runs_per_minute, d.runs_per_minute) AS runs_per_minute,
        coalesce(t.rate_burst, d.rate_burst) AS rate_burst,
@@ -23,7 +23,7 @@ FOR UPDATE OF u;
 
 -- name: quota_read_team
 -- quota_lock_teams for one team, without a lock (a team reading its own quota).
-SELECT u.team_id, u.stored_jobs, u.dispatched - f.finished AS in_flight, u.held, u.rate_tat, u.rate_time,
+SELECT u.team_id, u.stored_jobs, u.dispatched - f.finished AS in_flight, u.held, u.rate_tat,
        coalesce(t.max_stored_jobs, d.max_stored_jobs) AS max_stored_jobs,
        coalesce(t.runs_per_minute, d.runs_per_minute) AS runs_per_minute,
        coalesce(t.rate_burst, d.rate_burst) AS rate_burst,
@@ -39,8 +39,8 @@ WHERE u.team_id = $1;
 
 -- name: quota_save_rates
 -- The GCRA state of teams whose rate limit admitted runs (their rows already locked).
-UPDATE team_usage u SET rate_tat = s.rate_tat, rate_time = s.rate_time
-FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) AS s(team_id, rate_tat, rate_time)
+UPDATE team_usage u SET rate_tat = s.rate_tat
+FROM unnest($1::text[], $2::timestamptz[]) AS s(team_id, rate_tat)
 WHERE u.team_id = s.team_id;
 
 -- name: quota_teams_holding
