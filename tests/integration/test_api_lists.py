@@ -126,6 +126,8 @@ async def test_list_jobs_by_filter(api: ApiClient) -> None:
         ("labels.Env = x", '"labels.Env": not a valid key'),
         ("labels.env:prod", "is not *"),
         ("display_name = = x", 'unexpected "=" at column 16'),
+        ("(" * 40 + "a" + ")" * 40, "nested deeper than 32"),
+        ('display_name = "\u0000"', "control characters"),
     ],
 )
 async def test_a_bad_filter_names_the_token_at_fault(api: ApiClient, where: str, says: str) -> None:
@@ -199,6 +201,10 @@ async def test_a_teams_runs_across_its_jobs_latest_first_by_filter(api: ApiClien
     assert (await failure(api.stub.ListRuns(foreign, metadata=api.auth()))).code == (
         grpc.StatusCode.NOT_FOUND
     )
+    early = 'nominal_time < "0001-01-01T00:00:00+01:00"'
+    before_year_one = svc.ListRunsRequest(parent=f"teams/{api.team}/jobs/-", filter=early)
+    refused = await failure(api.stub.ListRuns(before_year_one, metadata=api.auth()))
+    assert "before year 1" in refused.fields["filter"]
     bad = svc.ListRunsRequest(parent=f"teams/{api.team}/jobs/-", filter='nominal_time > "May"')
     assert (
         "not an RFC 3339 time"
@@ -247,6 +253,10 @@ async def test_batch_pause_and_resume_count_first_and_report_each_job(api: ApiCl
     await api.stub.PauseJob(svc.PauseJobRequest(name=prod[0].name), metadata=api.auth())
 
     count = svc.BatchPauseJobsRequest(filter="labels.env = prod", validate_only=True)
+    assert (await api.stub.BatchPauseJobs(count, metadata=api.auth())).matched == 2
+    # The filter is the caller's, as ListJobs reads it, up to its length limit.
+    longest = "labels.env = prod".ljust(1000)
+    count = svc.BatchPauseJobsRequest(filter=longest, validate_only=True)
     assert (await api.stub.BatchPauseJobs(count, metadata=api.auth())).matched == 2
     assert await listed(api, "", state=job_pb2.JOB_STATE_PAUSED) == ["p0"]  # nothing changed
     done = await api.stub.BatchPauseJobs(

@@ -11,9 +11,10 @@ strings; a time, with its colons, must be quoted. Every refusal names the token 
 from __future__ import annotations
 
 import enum
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import cache
 
 from lark import Lark, Token, Transformer, UnexpectedInput, UnexpectedToken, v_args
@@ -21,6 +22,7 @@ from lark import Lark, Token, Transformer, UnexpectedInput, UnexpectedToken, v_a
 from duetime_core.errors import InvalidArgument
 
 MAX_FILTER_LENGTH = 1000
+MAX_DEPTH = 32
 
 _GRAMMAR = r"""
 ?start: expression?
@@ -152,6 +154,9 @@ def parse_filter(text: str, field: str = "filter") -> Node | None:
     the token at fault."""
     if len(text) > MAX_FILTER_LENGTH:
         raise InvalidArgument.field(field, f"at most {MAX_FILTER_LENGTH} characters")
+    problem = _text_problem(text)
+    if problem is not None:
+        raise InvalidArgument.field(field, problem)
     if not text.strip():
         return None
     try:
@@ -166,6 +171,29 @@ def parse_filter(text: str, field: str = "filter") -> Node | None:
         if isinstance(cause, _Refused):
             raise InvalidArgument.field(field, str(cause)) from None
         raise
+
+
+def _text_problem(text: str) -> str | None:
+    """What no filter may hold: control characters other than whitespace (PostgreSQL refuses
+    NUL in text), or parentheses nested deeper than ``MAX_DEPTH`` (the tree is walked
+    recursively)."""
+    if any(unicodedata.category(c) == "Cc" and not c.isspace() for c in text):
+        return "must not contain control characters (NUL, ...)"
+    depth = deepest = 0
+    quote = ""
+    for char in text:
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "\"'":
+            quote = char
+        elif char == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char == ")":
+            depth -= 1
+    if deepest > MAX_DEPTH:
+        return f"parentheses nested deeper than {MAX_DEPTH}"
+    return None
 
 
 def _where(text: str, error: UnexpectedInput) -> str:
@@ -274,7 +302,12 @@ class FilterFields:
                 raise InvalidArgument.field(
                     field, f'{name}: "{r.value}" is not an RFC 3339 time with an offset, quoted'
                 )
-            return moment
+            try:
+                return moment.astimezone(UTC)
+            except OverflowError:
+                raise InvalidArgument.field(
+                    field, f'{name}: "{r.value}" is before year 1 or after 9999 in UTC'
+                ) from None
         if rule.kind is Kind.KEYED and r.op is Op.HAS and r.value != "*":
             raise InvalidArgument.field(
                 field, f'{name}.KEY:* asks for the key; "{r.value}" is not *'

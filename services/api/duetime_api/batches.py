@@ -17,6 +17,7 @@ from duetime.jobs.v1 import job_service_pb2
 from duetime_api.jobs import JobOperations, check_request_id
 from duetime_api.names import parse_job_name, parse_run_name
 from duetime_core.errors import DuetimeError, FailedPrecondition, InvalidArgument, NotFound
+from duetime_core.jobspec import JobState
 from duetime_infra.grpc.status import to_rpc_status
 
 MAX_BATCH = 1000
@@ -77,7 +78,7 @@ class Batches:
     ) -> Batch:
         """Pauses the named jobs, or the ACTIVE ones the filter matches."""
         return await self._jobs_batch(
-            team_id, names, where, "ACTIVE", validate_only, self._jobs.pause
+            team_id, names, where, JobState.ACTIVE, validate_only, self._jobs.pause
         )
 
     async def resume(
@@ -85,7 +86,7 @@ class Batches:
     ) -> Batch:
         """Resumes the named jobs, or the PAUSED ones the filter matches."""
         return await self._jobs_batch(
-            team_id, names, where, "PAUSED", validate_only, self._jobs.resume
+            team_id, names, where, JobState.PAUSED, validate_only, self._jobs.resume
         )
 
     async def _jobs_batch(
@@ -93,7 +94,7 @@ class Batches:
         team_id: str,
         names: Sequence[str],
         where: str,
-        state: str,
+        state: JobState,
         validate_only: bool,
         change: Callable[[str, uuid.UUID, str], Awaitable[object]],
     ) -> Batch:
@@ -102,9 +103,7 @@ class Batches:
             targets = _named(names, lambda name, field: parse_job_name(name, team_id, field))
         else:
             reads = self._jobs.store.reads
-            found = await reads.matching_jobs(
-                team_id, f"({where}) AND state = {state}", MAX_BATCH + 1
-            )
+            found = await reads.matching_jobs(team_id, where, MAX_BATCH + 1, state)
             _too_many(len(found))
             targets = [(_job_name(team_id, job_id), job_id) for job_id in found]
         if validate_only:

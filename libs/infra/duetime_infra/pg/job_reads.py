@@ -104,11 +104,18 @@ class JobReads:
             runs.sort(key=lambda r: (r.key.nominal_time, r.run_id), reverse=True)
         return found
 
-    async def matching_jobs(self, team_id: str, where: str, limit: int) -> list[uuid.UUID]:
-        """The team's jobs (not deleted) a ListJobs filter matches, at most ``limit``."""
-        fragment, params = JOBS.where(where, first=3)
+    async def matching_jobs(
+        self, team_id: str, where: str, limit: int, state: JobState | None = None
+    ) -> list[uuid.UUID]:
+        """The team's jobs (not deleted; in ``state``, if given) a ListJobs filter matches, at
+        most ``limit``."""
+        fragment, params = JOBS.where(where, first=4)
         rows = await self._pool.fetch(
-            with_filter(q("job_ids_matching"), fragment), team_id, limit, *params
+            with_filter(q("job_ids_matching"), fragment),
+            team_id,
+            limit,
+            state.value if state else None,
+            *params,
         )
         return [r["job_id"] for r in rows]
 

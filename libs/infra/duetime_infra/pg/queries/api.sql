@@ -53,9 +53,11 @@ ORDER BY create_time DESC, job_id DESC
 LIMIT $5;
 
 -- name: job_ids_matching
--- The ids of the team's jobs a filter matches, newest first (a batch's, at most $2).
+-- The ids of the team's jobs (in state $3, or any) a filter matches, newest first (a batch's,
+-- at most $2).
 SELECT job_id FROM jobs
 WHERE team_id = $1 AND state <> 'DELETED'
+  AND ($3::text IS NULL OR state = $3)
   AND /* filter */ TRUE
 ORDER BY create_time DESC, job_id DESC
 LIMIT $2;
