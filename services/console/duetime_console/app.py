@@ -26,6 +26,8 @@ STATIC = Path(__file__).parent / "static"
 
 
 def _refused(request: Request, refused: Refused) -> Response:
+    if not hasattr(request.state, "session"):  # a path served without one (static files)
+        return PlainTextResponse(f"{refused.title}: {refused.message}\n", refused.status)
     return render(
         request,
         "error.html",

@@ -133,4 +133,7 @@ def utc_instant(text: str, zone: str, field: str) -> str:
         raise BadSearch(field, "a date and time such as 2026-12-06T10:30") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=zone_of(zone))
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except OverflowError:  # the first or last hours of year 1 or 9999, moved into UTC
+        raise BadSearch(field, "a date and time between the years 1 and 9999") from None

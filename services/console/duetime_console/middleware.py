@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import logging
 import time
-from http.cookies import SimpleCookie
 
 from starlette.datastructures import MutableHeaders
+from starlette.requests import cookie_parser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from duetime_console.session import COOKIE, Session, SessionSealer
@@ -66,15 +66,13 @@ class SessionMiddleware:
         await self.app(scope, receive, sealing_send)
 
     def _open(self, scope: Scope) -> Session | None:
+        # Starlette's lenient parser: another application's cookie that the standard library's
+        # strict one cannot read (a quote, a space, JSON) must not hide the session's.
         for name, value in scope["headers"]:
             if name == b"cookie":
-                jar: SimpleCookie = SimpleCookie()
-                try:
-                    jar.load(value.decode("latin-1"))
-                except Exception:  # a malformed Cookie header is no session
-                    continue
-                if COOKIE in jar:
-                    return self.sealer.open(jar[COOKIE].value)
+                sealed = cookie_parser(value.decode("latin-1")).get(COOKIE)
+                if sealed:
+                    return self.sealer.open(sealed)
         return None
 
     def _cookie(self, session: Session) -> str:
