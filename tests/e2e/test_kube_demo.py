@@ -71,6 +71,7 @@ async def test_the_demo_job_succeeds_through_the_services_played_from_the_manife
         # The migration Pod stays, ended, as a Job's pod does.
         assert sorted(await demo_pods()) == [
             "duetime-api-pod-0",
+            "duetime-console-pod-0",
             "duetime-gateway-pod-0",
             "duetime-migrate",
             "duetime-relay-pod-0",
