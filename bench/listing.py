@@ -2,11 +2,13 @@
 
 A team with 10,000 jobs (labelled, hourly crons and intervals) and 1,000,000 runs spread over
 the last 28 days (0.5 % dead-lettered, 2 % missed or skipped, 2 % triggered), seeded with SQL
-in a fresh database, read through the real JobService over gRPC in this process: a page of the
-team's runs, filtered by state, scheduled time and origin; a page of jobs with each one's
-latest runs and next occurrences; one job's runs; the count of a batch redrive. Prints p50 and
-p95 of each, in milliseconds, with the machine. Targets: ListRuns across the team with a
-filter p95 <= 100 ms; a page's reads <= 300 ms. Results belong in bench/RESULTS.md.
+in a fresh database, read through the API's process over gRPC (TLS): a page of the team's runs
+filtered by state, scheduled time and origin; a page of jobs with each one's latest runs and
+next occurrences; one job's runs; the count of a batch redrive; then the console's pages,
+signed in as the team, over HTTPS (the time to the whole page, an upper bound of the server's).
+Prints p50 and p95 of each, in milliseconds, with the machine. Targets: ListRuns across the
+team with a filter p95 <= 100 ms; every console page p95 <= 300 ms. Results belong in
+bench/RESULTS.md.
 
     uv run --frozen python -m bench.listing [--jobs 10000] [--runs 1000000] [--repeat 40]
 """
@@ -15,22 +17,28 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
+import re
 import statistics
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
+import aiohttp
 import asyncpg
 
 from bench.harness import cpu_model, load
 from duetime.jobs.v1 import job_service_pb2 as svc
+from duetime.jobs.v1 import job_service_pb2_grpc
 from duetime_core.jobspec import Every, HttpMethod, HttpTarget, JobSpec
 from duetime_core.schedule.model import Cron
+from duetime_infra.admin import create_team
 from duetime_infra.codec.spec_json import spec_to_json
-from tests.support.api import ApiClient, running_api
-from tests.support.databases import create_database, drop_database, migrated_template
+from tests.support.cli import api_on_own_database
+from tests.support.console import http_client, running_console
+from tests.support.databases import drop_database, migrated_template
+from tests.support.tls import service_channel
 
 _JOBS = """
 INSERT INTO jobs (job_id, team_id, partition, state, spec, next_run_time, next_effective_time)
@@ -116,8 +124,22 @@ async def timed(repeat: int, call: Callable[[], Awaitable[object]]) -> tuple[flo
     return statistics.median(took), cuts[18]
 
 
-def cases(api: ApiClient, job_name: str, day: str) -> dict[str, Callable[[], Awaitable[object]]]:
-    team_runs = f"teams/{api.team}/jobs/-"
+class Client:
+    """JobService as one team sees it, over TLS to the API's process."""
+
+    def __init__(self, address: str, token: str) -> None:
+        self.channel = service_channel(address)
+        self.stub = job_service_pb2_grpc.JobServiceStub(self.channel)
+        self.token = token
+
+    def auth(self) -> tuple[tuple[str, str], ...]:
+        return (("authorization", f"Bearer {self.token}"),)
+
+
+def cases(
+    api: Client, team: str, job_name: str, day: str
+) -> dict[str, Callable[[], Awaitable[object]]]:
+    team_runs = f"teams/{team}/jobs/-"
 
     def runs(where: str, parent: str = team_runs) -> Callable[[], Awaitable[object]]:
         request = svc.ListRunsRequest(parent=parent, filter=where, page_size=50)
@@ -146,6 +168,41 @@ def cases(api: ApiClient, job_name: str, day: str) -> dict[str, Callable[[], Awa
     }
 
 
+async def signed_in(client: aiohttp.ClientSession, console: str, token: str) -> None:
+    async with client.get(f"{console}/signin") as response:
+        csrf = re.search(r'name="csrf" value="([^"]+)"', await response.text())
+    assert csrf is not None, "no sign-in form"
+    form = {"token": token, "csrf": csrf[1]}
+    async with client.post(f"{console}/signin", data=form) as response:
+        assert response.status == 200, await response.text()
+
+
+def pages(
+    client: aiohttp.ClientSession, console: str, job_id: str, run: str
+) -> dict[str, Callable[[], Awaitable[object]]]:
+    async def get(path: str) -> None:
+        async with client.get(console + path) as response:
+            assert response.status == 200, (path, response.status, await response.text())
+            await response.read()
+
+    paths = {
+        "console /jobs": "/jobs",
+        "console /jobs, label env=prod": "/jobs?label=env%3Dprod",
+        "console a job": f"/jobs/{job_id}",
+        "console /runs": "/runs",
+        "console /runs, DEAD_LETTERED": "/runs?state=DEAD_LETTERED",
+        "console a run": f"/runs/{run}",
+        "console /dead-letters": "/dead-letters",
+        "console /quota": "/quota",
+    }
+    return {label: functools.partial(get, path) for label, path in paths.items()}
+
+
+async def report(label: str, repeat: int, call: Callable[[], Awaitable[object]]) -> None:
+    p50, p95 = await timed(repeat, call)
+    print(f"{label:45} {p50:8.1f} {p95:8.1f}", flush=True)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=10_000)
@@ -153,23 +210,34 @@ async def main() -> None:
     parser.add_argument("--repeat", type=int, default=40)
     args = parser.parse_args()
     template = await migrated_template()
-    name = f"duetime_bench_listing_{uuid.uuid4().hex[:8]}"
-    dsn = await create_database(name, template)
     try:
-        async with running_api(dsn) as api:
-            await seed(dsn, api.team, args.jobs, args.runs)
-            page = await api.stub.ListJobs(svc.ListJobsRequest(page_size=1), metadata=api.auth())
+        async with api_on_own_database(template) as (address, dsn):
             conn = await asyncpg.connect(dsn)
-            now: datetime = await conn.fetchval("SELECT duetime_now()")
-            await conn.close()
+            try:
+                token = await create_team(conn, "bench")
+                now: datetime = await conn.fetchval("SELECT duetime_now()")
+            finally:
+                await conn.close()
+            await seed(dsn, "bench", args.jobs, args.runs)
+            api = Client(address, token)
+            listed = await api.stub.ListRuns(
+                svc.ListRunsRequest(parent="teams/bench/jobs/-", page_size=1),
+                metadata=api.auth(),
+            )
+            run = listed.runs[0]
             day = (now - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
             print(f"{cpu_model()}; {load()}")
             print(f"{'case':45} {'p50 ms':>8} {'p95 ms':>8}")
-            for label, call in cases(api, page.jobs[0].name, day).items():
-                p50, p95 = await timed(args.repeat, call)
-                print(f"{label:45} {p50:8.1f} {p95:8.1f}")
+            for label, call in cases(api, "bench", f"teams/bench/jobs/{run.job_id}", day).items():
+                await report(label, args.repeat, call)
+            async with running_console(address) as console, http_client() as client:
+                await signed_in(client, console.url, token)
+                for label, call in pages(
+                    client, console.url, run.job_id, f"{run.job_id}/{run.run_id}"
+                ).items():
+                    await report(label, args.repeat, call)
+            await api.channel.close()
     finally:
-        await drop_database(name)
         await drop_database(template)
 
 
