@@ -3,6 +3,7 @@ read among other applications' cookies, and errors on paths served without a ses
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from typing import Any
 
 from duetime_console.api import Api
@@ -31,12 +32,12 @@ async def request(
         "client": ("127.0.0.1", 5000),
         "root_path": "",
     }
-    sent: list[dict[str, Any]] = []
+    sent: list[MutableMapping[str, Any]] = []
 
-    async def receive() -> dict[str, Any]:
+    async def receive() -> MutableMapping[str, Any]:
         return {"type": "http.request", "body": b"", "more_body": False}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         sent.append(message)
 
     await app(scope, receive, send)
