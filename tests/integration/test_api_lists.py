@@ -94,6 +94,7 @@ async def test_list_jobs_by_filter(api: ApiClient) -> None:
     assert await listed(api, "labels.tier:* AND NOT state = ACTIVE") == ["Weekly report"]
     assert await listed(api, "-labels.env = prod") == ["hourly sync"]
     assert await listed(api, 'target.host = "sync.example.com"') == ["hourly sync"]
+    assert await listed(api, 'target.host = "Sync.Example.COM"') == ["hourly sync"]
     assert await listed(api, "target.host:billing labels.env = prod") == [
         "Weekly report",
         "nightly invoices",
@@ -232,6 +233,9 @@ async def test_listed_jobs_carry_their_latest_runs_and_next_occurrences(api: Api
         api.stub.ListJobs(svc.ListJobsRequest(recent_runs=11), metadata=api.auth())
     )
     assert set(refused.fields) == {"recent_runs"}
+    too_long = svc.ListJobsRequest(upcoming_runs=1, page_size=101)
+    refused = await failure(api.stub.ListJobs(too_long, metadata=api.auth()))
+    assert set(refused.fields) == {"page_size"}
 
 
 def outcomes(results: list[svc.BatchResult]) -> dict[str, tuple[int, str]]:

@@ -154,6 +154,64 @@ def _secrets(spec: JobSpec) -> tuple[dict[str, SecretValue], dict[str, SecretVal
             return {}, dict(env)
 
 
+def _check_mask(paths: list[str]) -> None:
+    if not paths:
+        raise InvalidArgument.field("update_mask", "required: name the fields to change")
+    unknown = [p for p in paths if p not in _MASKABLE]
+    if unknown:
+        raise InvalidArgument.field(
+            "update_mask",
+            f"cannot update {', '.join(unknown)}; updatable: {', '.join(_MASKABLE)}",
+        )
+
+
+def _decoded(record: JobRecord, job: job_pb2.Job, paths: list[str], now: datetime) -> JobSpec:
+    """The job as it will be (stored fields plus the masked ones), validated, with redacted
+    secrets resolved against the stored ones."""
+    merged = job_pb2.Job()
+    encode_job_spec(record.spec, merged)
+    for path in paths:
+        merged.ClearField(path)  # type: ignore[arg-type]
+        if path == "labels":
+            merged.labels.update(job.labels)
+        elif path in _MESSAGE_FIELDS:
+            if job.HasField(path):  # type: ignore[arg-type]
+                getattr(merged, path).CopyFrom(getattr(job, path))
+        else:
+            setattr(merged, path, getattr(job, path))
+    headers, env = _secrets(record.spec)
+    return decode_job_spec(merged, now=now, existing_headers=headers, existing_env=env)
+
+
+def _rewritten(record: JobRecord, spec: JobSpec, schedule_changed: bool, now: datetime) -> JobWrite:
+    """The job's state and next occurrence under its updated ``spec``."""
+    if record.state is JobState.PAUSED:
+        return JobWrite(JobState.PAUSED, spec, None, pause_time=record.pause_time)
+    if record.state is JobState.COMPLETED and not schedule_changed:
+        return JobWrite(JobState.COMPLETED, spec, None)
+    pending = record.next_run_time
+    if record.state is JobState.ACTIVE and pending is not None:
+        if not schedule_changed:
+            # The pending occurrence stays, whatever else changed (a new jitter window only
+            # moves its effective time): an update never drops an occurrence.
+            key = RunKey.scheduled(record.job_id, pending)
+            return JobWrite(JobState.ACTIVE, spec, Occurrence(pending, effective_time(spec, key)))
+        # A new schedule starts from now; the old one's occurrences that were already due and
+        # not yet claimed are recorded, not dropped.
+        skipped = skip_records(
+            JobVersion.of(record),
+            _skipped_before_update(record, pending, now),
+            RunReason.JOB_UPDATED,
+            "before the schedule changed",
+        )
+        state, occurrence, reason = plan(record.job_id, spec, now)
+        updated = dataclasses.replace(JobVersion.of(record), version=record.version + 1)
+        skipped += gap_records(dataclasses.replace(updated, spec=spec), now, occurrence)
+        return JobWrite(state, spec, occurrence, state_reason=reason, runs=skipped)
+    state, occurrence, reason = plan(record.job_id, spec, now)
+    return JobWrite(state, spec, occurrence, state_reason=reason)
+
+
 class JobOperations:
     def __init__(self, store: JobStore) -> None:
         self.store = store
@@ -181,43 +239,12 @@ class JobOperations:
     async def update(
         self, team_id: str, job_id: uuid.UUID, job: job_pb2.Job, paths: list[str]
     ) -> Update:
-        if not paths:
-            raise InvalidArgument.field("update_mask", "required: name the fields to change")
-        unknown = [p for p in paths if p not in _MASKABLE]
-        if unknown:
-            raise InvalidArgument.field(
-                "update_mask",
-                f"cannot update {', '.join(unknown)}; updatable: {', '.join(_MASKABLE)}",
-            )
+        _check_mask(paths)
+        outcome = Update()
 
         def decide(record: JobRecord, now: datetime, team: TeamState) -> JobWrite:
-            write = rewrite(record, now)
-            check_job_quota(
-                team,
-                priority=write.spec.priority if "priority" in paths else None,
-                adding=1
-                if write.state in STORED_STATES and record.state not in STORED_STATES
-                else None,
-            )
-            return write
-
-        def rewrite(record: JobRecord, now: datetime) -> JobWrite:
             check_etag(record, job.etag)
-            # Validate the job as it will be (stored fields plus the masked ones), with redacted
-            # secrets resolved against the stored ones.
-            merged = job_pb2.Job()
-            encode_job_spec(record.spec, merged)
-            for path in paths:
-                merged.ClearField(path)  # type: ignore[arg-type]
-                if path == "labels":
-                    merged.labels.update(job.labels)
-                elif path in _MESSAGE_FIELDS:
-                    if job.HasField(path):  # type: ignore[arg-type]
-                        getattr(merged, path).CopyFrom(getattr(job, path))
-                else:
-                    setattr(merged, path, getattr(job, path))
-            headers, env = _secrets(record.spec)
-            decoded = decode_job_spec(merged, now=now, existing_headers=headers, existing_env=env)
+            decoded = _decoded(record, job, paths, now)
             # A schedule sent as it is stored (a job file applied again) is no change: the
             # series keeps its anchor and the pending occurrence stays.
             changed = [
@@ -230,35 +257,16 @@ class JobOperations:
             spec = dataclasses.replace(
                 record.spec, **{_MASKABLE[p]: getattr(decoded, _MASKABLE[p]) for p in changed}
             )
-            if record.state is JobState.PAUSED:
-                return JobWrite(JobState.PAUSED, spec, None, pause_time=record.pause_time)
-            if record.state is JobState.COMPLETED and not outcome.schedule_changed:
-                return JobWrite(JobState.COMPLETED, spec, None)
-            pending = record.next_run_time
-            if record.state is JobState.ACTIVE and pending is not None:
-                if not outcome.schedule_changed:
-                    # The pending occurrence stays, whatever else changed (a new jitter window
-                    # only moves its effective time): an update never drops an occurrence.
-                    key = RunKey.scheduled(record.job_id, pending)
-                    return JobWrite(
-                        JobState.ACTIVE, spec, Occurrence(pending, effective_time(spec, key))
-                    )
-                # A new schedule starts from now; the old one's occurrences that were already
-                # due and not yet claimed are recorded, not dropped.
-                skipped = skip_records(
-                    JobVersion.of(record),
-                    _skipped_before_update(record, pending, now),
-                    RunReason.JOB_UPDATED,
-                    "before the schedule changed",
-                )
-                state, occurrence, reason = plan(record.job_id, spec, now)
-                updated = dataclasses.replace(JobVersion.of(record), version=record.version + 1)
-                skipped += gap_records(dataclasses.replace(updated, spec=spec), now, occurrence)
-                return JobWrite(state, spec, occurrence, state_reason=reason, runs=skipped)
-            state, occurrence, reason = plan(record.job_id, spec, now)
-            return JobWrite(state, spec, occurrence, state_reason=reason)
+            write = _rewritten(record, spec, outcome.schedule_changed, now)
+            check_job_quota(
+                team,
+                priority=write.spec.priority if "priority" in paths else None,
+                adding=1
+                if write.state in STORED_STATES and record.state not in STORED_STATES
+                else None,
+            )
+            return write
 
-        outcome = Update()
         outcome.record = await self.store.modify_job(team_id, job_id, decide)
         return outcome
 

@@ -23,10 +23,21 @@ class JobActivity:
     upcoming: list[PreviewItem] = field(default_factory=list)
 
 
+# A page whose jobs' activity is asked for: each job's previews are computed here.
+MAX_ACTIVITY_PAGE = 100
+
+
 def activity_count(value: int, name: str) -> int:
     if not 0 <= value <= MAX_ACTIVITY:
         raise InvalidArgument.field(name, f"must be between 0 and {MAX_ACTIVITY}")
     return value
+
+
+def check_activity_page(page_size: int, recent: int, upcoming: int) -> None:
+    if (recent or upcoming) and page_size > MAX_ACTIVITY_PAGE:
+        raise InvalidArgument.field(
+            "page_size", f"at most {MAX_ACTIVITY_PAGE} with recent_runs or upcoming_runs"
+        )
 
 
 class Lists:

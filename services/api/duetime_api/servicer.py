@@ -9,7 +9,7 @@ from grpc import aio
 from duetime.jobs.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, run_pb2
 from duetime_api.batches import Batches, encode_outcomes
 from duetime_api.jobs import JobOperations
-from duetime_api.lists import Lists, activity_count
+from duetime_api.lists import Lists, activity_count, check_activity_page
 from duetime_api.names import (
     check_own_team,
     parse_job_name,
@@ -83,6 +83,7 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
         state = _job_state(request.state, "state")
         recent = activity_count(request.recent_runs, "recent_runs")
         upcoming = activity_count(request.upcoming_runs, "upcoming_runs")
+        check_activity_page(request.page_size, recent, upcoming)
         scope = f"jobs/{team}/{state}/{request.filter}"
         page = read_page(scope, request.page_size, request.page_token)
         records = await self._lists.jobs(team, state, request.filter, page)

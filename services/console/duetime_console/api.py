@@ -20,8 +20,11 @@ from duetime_client.status import ErrorDetails
 from duetime_infra.grpc.tls import channel_credentials
 from duetime_infra.tls import ClientTls
 
-# A page waits at most this long for one call: a person is looking at the page.
+# A page waits at most this long for one call: a person is looking at the page. A batch (up to
+# 1,000 jobs or runs, each in a transaction of its own) is given longer, so it is not cut off
+# half-way while its answer is on its way.
 CALL_TIMEOUT_SECONDS = 10.0
+BATCH_TIMEOUT_SECONDS = 120.0
 
 Response = TypeVar("Response", bound=Message)
 
@@ -55,11 +58,15 @@ class Api:
         self.admin = admin_service_pb2_grpc.AdminServiceStub(self.channel)
 
     async def call(
-        self, rpc: Callable[..., Awaitable[Response]], request: Message, token: str
+        self,
+        rpc: Callable[..., Awaitable[Response]],
+        request: Message,
+        token: str,
+        deadline_seconds: float = CALL_TIMEOUT_SECONDS,
     ) -> Response:
         metadata = (("authorization", f"Bearer {token}"),)
         try:
-            return await rpc(request, metadata=metadata, timeout=CALL_TIMEOUT_SECONDS)
+            return await rpc(request, metadata=metadata, timeout=deadline_seconds)
         except grpc.RpcError as error:
             raise ApiError(ErrorDetails.from_rpc_error(error)) from None
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from duetime_console.times import zone_of
 
@@ -38,8 +39,24 @@ def _all(parts: list[str]) -> str:
     return " AND ".join(f"({p})" if " OR " in p else p for p in parts if p)
 
 
+S = TypeVar("S", bound="Search")
+
+
 @dataclass(frozen=True)
-class JobSearch:
+class Search:
+    """A page's search fields, read from its query string and written back into links."""
+
+    @classmethod
+    def of(cls: type[S], query: Mapping[str, str]) -> S:
+        return cls(**{f.name: query.get(f.name, "").strip() for f in fields(cls)})
+
+    def query(self) -> dict[str, str]:
+        """The non-empty fields, for links that keep the search."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name)}
+
+
+@dataclass(frozen=True)
+class JobSearch(Search):
     """The jobs page's search fields."""
 
     q: str = ""
@@ -49,14 +66,6 @@ class JobSearch:
     host: str = ""
     # Written by the viewer in the filter syntax itself, ANDed with the rest.
     filter: str = ""
-
-    @classmethod
-    def of(cls, query: Mapping[str, str]) -> JobSearch:
-        return cls(**{f.name: query.get(f.name, "").strip() for f in fields(cls)})
-
-    def query(self) -> dict[str, str]:
-        """The non-empty fields, for links that keep the search."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name)}
 
     def to_filter(self) -> str:
         parts = []
@@ -83,7 +92,7 @@ class JobSearch:
 
 
 @dataclass(frozen=True)
-class RunSearch:
+class RunSearch(Search):
     """The runs pages' search fields; ``after`` and ``before`` bound the scheduled (nominal)
     time, typed on the viewer's clock."""
 
@@ -94,13 +103,6 @@ class RunSearch:
     before: str = ""
     job: str = ""
     filter: str = ""
-
-    @classmethod
-    def of(cls, query: Mapping[str, str]) -> RunSearch:
-        return cls(**{f.name: query.get(f.name, "").strip() for f in fields(cls)})
-
-    def query(self) -> dict[str, str]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name)}
 
     def to_filter(self, zone: str, *, state: str = "") -> str:
         parts = []

@@ -36,7 +36,7 @@ from duetime.admin.v1 import admin_service_pb2
 from duetime_client import describe
 from duetime_console import session as sessions
 from duetime_console import text, times
-from duetime_console.api import Api, ApiError
+from duetime_console.api import CALL_TIMEOUT_SECONDS, Api, ApiError
 from duetime_console.session import Session
 from duetime_core.jobspec import PARTITIONS
 
@@ -114,8 +114,13 @@ class Viewer:
     def zone(self) -> str:
         return self.session.zone
 
-    async def call(self, rpc: Callable[..., Awaitable[Reply]], request: Message) -> Reply:
-        return await self.api.call(rpc, request, self.session.token)
+    async def call(
+        self,
+        rpc: Callable[..., Awaitable[Reply]],
+        request: Message,
+        deadline_seconds: float = CALL_TIMEOUT_SECONDS,
+    ) -> Reply:
+        return await self.api.call(rpc, request, self.session.token, deadline_seconds)
 
     def job_name(self, job_id: str) -> str:
         """The team's job ``job_id``: never another team's, whatever the URL says."""
@@ -223,6 +228,11 @@ async def check_csrf(request: Request, session: Session) -> None:
             "This form was not sent from a page of this session (its CSRF token is missing "
             "or stale). Go back, reload the page and send it again.",
         )
+
+
+def form_text(value: object) -> str:
+    """A form field's text, trimmed ("" for a missing field or a file)."""
+    return value.strip() if isinstance(value, str) else ""
 
 
 def uuid_or_404(text: str, what: str) -> str:

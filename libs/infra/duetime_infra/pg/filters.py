@@ -77,6 +77,11 @@ def _compare(expression: str) -> Column:
     return sql
 
 
+def _host(c: Checked, s: Sql) -> str:
+    """The host read lower case, as DNS names compare."""
+    return _compare(_URL_HOST)(Checked(c.field, c.key, c.op, str(c.value).lower()), s)
+
+
 def _labels(c: Checked, s: Sql) -> str:
     key = s.bind(c.key)
     if c.op is Op.HAS:
@@ -184,7 +189,7 @@ JOBS = Resource(
         "state": _compare("state"),
         "labels": _labels,
         "schedule": _schedule,
-        "target.host": _compare(_URL_HOST),
+        "target.host": _host,
     },
 )
 

@@ -32,6 +32,11 @@ class Page:
     limit: int
 
 
+def not_found(what: str) -> NotFound:
+    """A job or run that is missing or another team's: the same answer either way."""
+    return NotFound(f"{what} not found", reason=f"{what.upper()}_NOT_FOUND")
+
+
 async def with_attempts(conn: Conn | Pool, rows: Sequence[asyncpg.Record]) -> list[RunRecord]:
     """The runs of ``rows`` with their attempts, in one more statement."""
     if not rows:
@@ -138,4 +143,4 @@ class JobReads:
 
     async def _require_owned(self, team_id: str, job_id: uuid.UUID) -> None:
         if await self._pool.fetchval(q("job_owned"), job_id, team_id) is None:
-            raise NotFound("job not found", reason="JOB_NOT_FOUND")
+            raise not_found("job")

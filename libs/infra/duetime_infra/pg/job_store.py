@@ -27,7 +27,7 @@ from duetime_core.runkey import RunKey
 from duetime_infra.codec.spec_json import spec_from_json, spec_to_json
 from duetime_infra.dispatch import OutboxRow
 from duetime_infra.pg.admission import admit_runs, hold_detail
-from duetime_infra.pg.job_reads import JobReads, with_attempts
+from duetime_infra.pg.job_reads import JobReads, not_found, with_attempts
 from duetime_infra.pg.outbox_writer import insert_outbox
 from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.quota_store import lock_teams, read_team, save_rates
@@ -85,10 +85,6 @@ def _one(row: asyncpg.Record | None) -> asyncpg.Record:
     # INSERT/UPDATE ... RETURNING on a row this transaction holds always answers.
     assert row is not None
     return row
-
-
-def _not_found(what: str) -> NotFound:
-    return NotFound(f"{what} not found", reason=f"{what.upper()}_NOT_FOUND")
 
 
 def _count_records(runs: list[NewRun]) -> None:
@@ -190,7 +186,7 @@ class JobStore:
     async def get_job(self, team_id: str, job_id: uuid.UUID) -> JobRecord:
         row = await self._pool.fetchrow(q("job_get"), job_id, team_id)
         if row is None:
-            raise _not_found("job")
+            raise not_found("job")
         return job_from_row(row)
 
     async def modify_job(self, team_id: str, job_id: uuid.UUID, decide: Decide) -> JobRecord:
@@ -198,7 +194,7 @@ class JobStore:
         async with self._pool.acquire() as conn, conn.transaction():
             row = await conn.fetchrow(q("job_get_for_update"), job_id, team_id)
             if row is None:
-                raise _not_found("job")
+                raise not_found("job")
             now: datetime = await conn.fetchval(q("db_now"))
             write = decide(job_from_row(row), now, await self._team(conn, team_id))
             nxt = write.next
@@ -264,7 +260,7 @@ class JobStore:
                 return await self._run_with_attempts(conn, team_id, job_id, earlier)
             row = await conn.fetchrow(q("job_get"), job_id, team_id)
             if row is None:
-                raise _not_found("job")
+                raise not_found("job")
             now: datetime = await conn.fetchval(q("db_now"))
             job = job_from_row(row)
             admitted = await admit_runs(conn, [Candidate(0, team_id, job.spec.priority)], now)
@@ -292,7 +288,7 @@ class JobStore:
             q("run_by_key"), key.job_id, key.nominal_time, key.origin, team_id
         )
         if row is None:
-            raise _not_found("run")
+            raise not_found("run")
         return (await with_attempts(conn, [row]))[0]
 
     async def _run_with_attempts(
@@ -300,7 +296,7 @@ class JobStore:
     ) -> RunRecord:
         row = await conn.fetchrow(q("run_get"), run_id, job_id, team_id)
         if row is None:
-            raise _not_found("run")
+            raise not_found("run")
         return (await with_attempts(conn, [row]))[0]
 
     async def get_run(self, team_id: str, job_id: uuid.UUID, run_id: uuid.UUID) -> RunRecord:
@@ -324,7 +320,7 @@ class JobStore:
                 return await self._run_with_attempts(conn, team_id, job_id, earlier)
             row = await conn.fetchrow(q("run_get_for_update"), run_id, job_id, team_id)
             if row is None:
-                raise _not_found("run")
+                raise not_found("run")
             if row["state"] != RunState.DEAD_LETTERED.value:
                 raise FailedPrecondition(
                     f"only a DEAD_LETTERED run can be redriven; this one is {row['state']}",

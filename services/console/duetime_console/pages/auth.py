@@ -18,11 +18,7 @@ from duetime.jobs.v1 import job_service_pb2
 from duetime_console.api import ApiError
 from duetime_console.session import OPERATOR, TEAM, Session
 from duetime_console.times import known_zone, zone_names
-from duetime_console.web import Viewer, api_refusal, home_of, local_path, page
-
-
-def _text(value: object) -> str:
-    return value.strip() if isinstance(value, str) else ""
+from duetime_console.web import Viewer, api_refusal, form_text, home_of, local_path, page
 
 
 @page(None)
@@ -56,8 +52,8 @@ async def _role_of(viewer: Viewer, token: str) -> tuple[str, str]:
 @page(None)
 async def signin(request: Request, viewer: Viewer) -> Response:
     form = await viewer.form()
-    token, zone = _text(form.get("token")), _text(form.get("zone")) or "UTC"
-    target = local_path(_text(form.get("next")) or "/")
+    token, zone = form_text(form.get("token")), form_text(form.get("zone")) or "UTC"
+    target = local_path(form_text(form.get("next")) or "/")
     zone = zone if known_zone(zone) else "UTC"
     error = ""
     if not token:
@@ -96,10 +92,10 @@ async def zone_form(request: Request, viewer: Viewer) -> Response:
 async def set_zone(request: Request, viewer: Viewer) -> Response:
     """The zone the viewer reads times in (the page header's picker)."""
     form = await viewer.form()
-    zone = _text(form.get("zone"))
+    zone = form_text(form.get("zone"))
     if known_zone(zone):
         viewer.session = replace(viewer.session, zone=zone)
-    return RedirectResponse(local_path(_text(form.get("next")) or "/"), 303)
+    return RedirectResponse(local_path(form_text(form.get("next")) or "/"), 303)
 
 
 @page(None)

@@ -20,12 +20,12 @@ from duetime_client import jobtext
 from duetime_client.describe import next_run_moved
 from duetime_client.status import Violation
 from duetime_console import jobform
-from duetime_console.api import ApiError
+from duetime_console.api import BATCH_TIMEOUT_SECONDS, ApiError
 from duetime_console.filters import JOB_STATES, SCHEDULE_KINDS, BadSearch, JobSearch
 from duetime_console.jobform import JobForm
 from duetime_console.session import TEAM
 from duetime_console.times import zone_names
-from duetime_console.web import Refused, Viewer, local_path, page
+from duetime_console.web import Refused, Viewer, form_text, local_path, page
 
 PAGE_SIZE = 50
 RECENT_RUNS = 5
@@ -35,10 +35,6 @@ ACTIONS = {
     "trigger": ("Trigger", "One run starts now, outside the schedule."),
     "delete": ("Delete", "It stops for good; its runs stay readable."),
 }
-
-
-def _text(value: object) -> str:
-    return value.strip() if isinstance(value, str) else ""
 
 
 def _search(request: Request) -> JobSearch:
@@ -97,9 +93,9 @@ async def _batch(
         pause = job_service_pb2.BatchPauseJobsRequest(
             filter=filter_text, validate_only=validate_only
         )
-        return await viewer.call(api.BatchPauseJobs, pause)
+        return await viewer.call(api.BatchPauseJobs, pause, BATCH_TIMEOUT_SECONDS)
     resume = job_service_pb2.BatchResumeJobsRequest(filter=filter_text, validate_only=validate_only)
-    return await viewer.call(api.BatchResumeJobs, resume)
+    return await viewer.call(api.BatchResumeJobs, resume, BATCH_TIMEOUT_SECONDS)
 
 
 def _bulk_action(request: Request) -> str:
@@ -134,7 +130,7 @@ async def bulk_confirm(request: Request, viewer: Viewer) -> Response:
 async def bulk_act(request: Request, viewer: Viewer) -> Response:
     action = _bulk_action(request)
     fields = await viewer.form()
-    filter_text, back = _text(fields.get("filter")), local_path(_text(fields.get("back")))
+    filter_text, back = form_text(fields.get("filter")), local_path(form_text(fields.get("back")))
     try:
         done = await _batch(viewer, action, filter_text, validate_only=False)
     except ApiError as error:
@@ -240,7 +236,7 @@ def _from_yaml(text: str) -> tuple[job_pb2.Job, list[str]]:
 @page(TEAM)
 async def job_create(request: Request, viewer: Viewer) -> Response:
     fields = await viewer.form()
-    mode, request_id = _text(fields.get("mode")), _text(fields.get("request_id"))
+    mode, request_id = form_text(fields.get("mode")), form_text(fields.get("request_id"))
     form, yaml_text = JobForm.from_fields(fields), str(fields.get("yaml", ""))
     if mode == "form" and fields.get("action") == "preview":
         preview = await _preview(viewer, form)
@@ -288,7 +284,7 @@ async def job_update(request: Request, viewer: Viewer) -> Response:
     nothing is saved and the page says so, keeping the edit."""
     job_id = request.path_params["job_id"]
     fields = await viewer.form()
-    mode, etag = _text(fields.get("mode")), _text(fields.get("etag"))
+    mode, etag = form_text(fields.get("mode")), form_text(fields.get("etag"))
     form, yaml_text = JobForm.from_fields(fields), str(fields.get("yaml", ""))
     stored = await _job(viewer, job_id)
     shown = job_pb2.Job()
@@ -354,7 +350,7 @@ async def job_act(request: Request, viewer: Viewer) -> Response:
         raise Refused(404, "Not found", "There is no such page.")
     name = viewer.job_name(job_id)
     fields = await viewer.form()
-    etag, request_id = _text(fields.get("etag")), _text(fields.get("request_id"))
+    etag, request_id = form_text(fields.get("etag")), form_text(fields.get("request_id"))
     api = viewer.api.jobs
     try:
         if action == "pause":

@@ -16,17 +16,13 @@ from duetime.jobs.v1 import job_pb2, quota_pb2
 from duetime_console import fleet
 from duetime_console.api import ApiError
 from duetime_console.session import OPERATOR
-from duetime_console.web import Refused, Viewer, page
+from duetime_console.web import Refused, Viewer, form_text, page
 
 LIMITS: tuple[str, ...] = tuple(f.name for f in quota_pb2.TeamQuota.DESCRIPTOR.fields)
 PRIORITIES = ("LOW", "NORMAL", "HIGH")
 ROLES = ("TEAM", "OPERATOR", "WORKER")
 # A limit's field in the quota form left as this goes back to the platform's default.
 DEFAULT = ""
-
-
-def _text(value: object) -> str:
-    return value.strip() if isinstance(value, str) else ""
 
 
 def limit_text(quota: object, name: str) -> str:
@@ -65,7 +61,7 @@ async def teams(request: Request, viewer: Viewer) -> Response:
 async def team_create(request: Request, viewer: Viewer) -> Response:
     fields = await viewer.form()
     team = admin_pb2.Team(
-        team_id=_text(fields.get("team_id")), display_name=_text(fields.get("display_name"))
+        team_id=form_text(fields.get("team_id")), display_name=form_text(fields.get("display_name"))
     )
     try:
         await viewer.call(viewer.api.admin.CreateTeam, admin_pb2.CreateTeamRequest(team=team))
@@ -167,13 +163,13 @@ async def tokens(request: Request, viewer: Viewer) -> Response:
 async def token_create(request: Request, viewer: Viewer) -> Response:
     """A new token; its secret is shown on this page once, never again (nor logged)."""
     fields = await viewer.form()
-    role, team_id = _text(fields.get("role")), _text(fields.get("team_id"))
+    role, team_id = form_text(fields.get("role")), form_text(fields.get("team_id"))
     if role not in ROLES:
         raise Refused(400, "Not created", f"role: one of {', '.join(ROLES)}")
     token = admin_pb2.Token(
         role=admin_pb2.TokenRole.Value("TOKEN_ROLE_" + role),
         team_id=team_id if role == "TEAM" else "",
-        description=_text(fields.get("description")),
+        description=form_text(fields.get("description")),
     )
     try:
         created = await viewer.call(

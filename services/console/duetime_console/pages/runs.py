@@ -16,19 +16,15 @@ from starlette.routing import Route
 
 from duetime.jobs.v1 import job_pb2, job_service_pb2, run_pb2
 from duetime_console import timeline
-from duetime_console.api import ApiError
+from duetime_console.api import BATCH_TIMEOUT_SECONDS, ApiError
 from duetime_console.filters import ORIGINS, RUN_STATES, BadSearch, RunSearch
 from duetime_console.session import TEAM
-from duetime_console.web import Refused, Viewer, local_path, page, uuid_or_404
+from duetime_console.web import Refused, Viewer, form_text, local_path, page, uuid_or_404
 
 PAGE_SIZE = 50
 # Names looked up at once for one page of runs (a page names at most PAGE_SIZE jobs).
 _FAN_OUT = 10
 HELD = "state = WAITING AND (reason = QUOTA OR reason = FAIR_SHARE)"
-
-
-def _text(value: object) -> str:
-    return value.strip() if isinstance(value, str) else ""
 
 
 def _parent(viewer: Viewer, job_id: str) -> str:
@@ -153,7 +149,7 @@ async def run_redrive(request: Request, viewer: Viewer) -> Response:
     fields = await viewer.form()
     redrive = job_service_pb2.RedriveRunRequest(
         name=viewer.run_name(job_id, run_id),
-        request_id=_text(fields.get("request_id")) or str(uuid.uuid4()),
+        request_id=form_text(fields.get("request_id")) or str(uuid.uuid4()),
     )
     try:
         await viewer.call(viewer.api.jobs.RedriveRun, redrive)
@@ -198,12 +194,12 @@ async def redrive_confirm(request: Request, viewer: Viewer) -> Response:
 async def redrive_all(request: Request, viewer: Viewer) -> Response:
     fields = await viewer.form()
     search = RunSearch.of({k: v for k, v in fields.items() if isinstance(v, str)})
-    back = local_path(_text(fields.get("back")) or "/dead-letters")
+    back = local_path(form_text(fields.get("back")) or "/dead-letters")
     batch = _redrive_request(
-        viewer, search, validate_only=False, request_id=_text(fields.get("request_id"))
+        viewer, search, validate_only=False, request_id=form_text(fields.get("request_id"))
     )
     try:
-        done = await viewer.call(viewer.api.jobs.BatchRedriveRuns, batch)
+        done = await viewer.call(viewer.api.jobs.BatchRedriveRuns, batch, BATCH_TIMEOUT_SECONDS)
     except ApiError as error:
         if error.code not in ("FAILED_PRECONDITION", "INVALID_ARGUMENT"):
             raise

@@ -203,7 +203,8 @@ type GetJobRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// `teams/{team}/jobs/{job_id}`. Required unless `job_id` is set.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+	// Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+	// the two).
 	JobId         string `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -312,13 +313,14 @@ type ListJobsRequest struct {
 	// 1,000 characters). Fields: `display_name` (`=`, `!=`, `:` contains, case-insensitive),
 	// `state` (`=`, `!=`: `ACTIVE`, `PAUSED`, `COMPLETED`, `ERROR`), `labels.KEY` (`=`, `!=`,
 	// `:*` has the label), `schedule` (`=`, `!=`: `AT`, `DELAY`, `INTERVAL`, `CRON`),
-	// `target.host` (`=`, `:` contains, case-insensitive; HTTP targets). Restrictions combine with
-	// `AND`, `OR`, `NOT` (or `-`) and parentheses; `OR` binds tighter than `AND`, and
-	// restrictions side by side are ANDed. A bare word or quoted text matches display names that
-	// contain it. Examples: `state = PAUSED AND labels.env = prod`, `target.host:"billing"`.
-	// A bad filter is INVALID_ARGUMENT naming the token at fault.
+	// `target.host` (`=`, `!=`, `:` contains, case-insensitive; HTTP targets). Restrictions
+	// combine with `AND`, `OR`, `NOT` (or `-`) and parentheses (at most 32 deep); `OR` binds
+	// tighter than `AND`, and restrictions side by side are ANDed. A bare word or quoted text
+	// matches display names that contain it. Examples: `state = PAUSED AND labels.env = prod`,
+	// `target.host:"billing"`. A bad filter is INVALID_ARGUMENT naming the token at fault.
 	Filter string `protobuf:"bytes,5,opt,name=filter,proto3" json:"filter,omitempty"`
-	// Optional. 0 to 10: each listed job's latest runs, in `activities`.
+	// Optional. 0 to 10: each listed job's latest runs, in `activities`. With it (or
+	// `upcoming_runs`), `page_size` is at most 100.
 	RecentRuns int32 `protobuf:"varint,6,opt,name=recent_runs,json=recentRuns,proto3" json:"recent_runs,omitempty"`
 	// Optional. 0 to 10: each listed job's next occurrences, in `activities`.
 	UpcomingRuns int32 `protobuf:"varint,7,opt,name=upcoming_runs,json=upcomingRuns,proto3" json:"upcoming_runs,omitempty"`
@@ -662,7 +664,8 @@ type DeleteJobRequest struct {
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Optional. If set, must match the job's current etag.
 	Etag string `protobuf:"bytes,2,opt,name=etag,proto3" json:"etag,omitempty"`
-	// The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+	// Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+	// the two).
 	JobId         string `protobuf:"bytes,3,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -763,7 +766,8 @@ type PauseJobRequest struct {
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Optional. If set, must match the job's current etag.
 	Etag string `protobuf:"bytes,2,opt,name=etag,proto3" json:"etag,omitempty"`
-	// The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+	// Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+	// the two).
 	JobId         string `protobuf:"bytes,3,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -873,7 +877,8 @@ type ResumeJobRequest struct {
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Optional. If set, must match the job's current etag.
 	Etag string `protobuf:"bytes,2,opt,name=etag,proto3" json:"etag,omitempty"`
-	// The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+	// Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+	// the two).
 	JobId         string `protobuf:"bytes,3,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1091,7 +1096,8 @@ type ListRunsRequest struct {
 	PageToken string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	// Optional. Only runs in this state.
 	State RunState `protobuf:"varint,4,opt,name=state,proto3,enum=duetime.jobs.v1.RunState" json:"state,omitempty"`
-	// The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+	// Optional. The job's id alone, in the calling team: instead of `parent` (set exactly one
+	// of the two).
 	JobId string `protobuf:"bytes,5,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	// Optional. Only runs that match this filter, in the syntax of Google's AIP-160 (at most
 	// 1,000 characters). Fields: `state` (`=`, `!=`: a RunState without its prefix, e.g.
@@ -1776,11 +1782,11 @@ type BatchPauseJobsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Optional. `teams/{team}`: the calling team's own; empty means the calling team.
 	Parent string `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
-	// The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of `names` and
-	// `filter`.
+	// Optional. The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of
+	// `names` and `filter`.
 	Names []string `protobuf:"bytes,2,rep,name=names,proto3" json:"names,omitempty"`
-	// A ListJobs filter: every job of the team it matches, at most 1,000 (more is
-	// FAILED_PRECONDITION, reason BATCH_TOO_LARGE: narrow the filter).
+	// Optional. A ListJobs filter: every ACTIVE job of the team it matches, at most 1,000 (more
+	// is FAILED_PRECONDITION, reason BATCH_TOO_LARGE: narrow the filter).
 	Filter string `protobuf:"bytes,3,opt,name=filter,proto3" json:"filter,omitempty"`
 	// Optional. Count the jobs (`matched`) and change nothing.
 	ValidateOnly  bool `protobuf:"varint,4,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
@@ -1907,9 +1913,10 @@ type BatchResumeJobsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Optional. `teams/{team}`: the calling team's own; empty means the calling team.
 	Parent string `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
-	// The jobs, at most 1,000. Set exactly one of `names` and `filter`.
+	// Optional. The jobs, at most 1,000. Set exactly one of `names` and `filter`.
 	Names []string `protobuf:"bytes,2,rep,name=names,proto3" json:"names,omitempty"`
-	// A ListJobs filter, as in BatchPauseJobsRequest.
+	// Optional. A ListJobs filter: every PAUSED job of the team it matches, as in
+	// BatchPauseJobsRequest.
 	Filter string `protobuf:"bytes,3,opt,name=filter,proto3" json:"filter,omitempty"`
 	// Optional. Count the jobs (`matched`) and change nothing.
 	ValidateOnly  bool `protobuf:"varint,4,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
@@ -2033,14 +2040,14 @@ func (x *BatchResumeJobsResponse) GetResults() []*BatchResult {
 // Request of BatchRedriveRuns.
 type BatchRedriveRunsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Required with `filter`. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-`
-	// for every job of the team.
+	// Required with `filter`: where it looks. The job, `teams/{team}/jobs/{job_id}`, or
+	// `teams/{team}/jobs/-` for every job of the team. Not read with `names`.
 	Parent string `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
-	// The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}`, at most 1,000. Set exactly one of
-	// `names` and `filter`.
+	// Optional. The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}` of any of the team's jobs,
+	// at most 1,000. Set exactly one of `names` and `filter`.
 	Names []string `protobuf:"bytes,2,rep,name=names,proto3" json:"names,omitempty"`
-	// A ListRuns filter under `parent`; only DEAD_LETTERED runs are redriven, at most 1,000
-	// (more is FAILED_PRECONDITION, reason BATCH_TOO_LARGE).
+	// Optional. A ListRuns filter under `parent`: the DEAD_LETTERED runs it matches, at most
+	// 1,000 (more is FAILED_PRECONDITION, reason BATCH_TOO_LARGE).
 	Filter string `protobuf:"bytes,3,opt,name=filter,proto3" json:"filter,omitempty"`
 	// Optional. Count the runs (`matched`) and change nothing.
 	ValidateOnly bool `protobuf:"varint,4,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
@@ -2119,7 +2126,7 @@ func (x *BatchRedriveRunsRequest) GetRequestId() string {
 // Response of BatchRedriveRuns.
 type BatchRedriveRunsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// How many DEAD_LETTERED runs the request named or its filter matched.
+	// How many runs the request named, or how many DEAD_LETTERED runs its filter matched.
 	Matched int32 `protobuf:"varint,1,opt,name=matched,proto3" json:"matched,omitempty"`
 	// Each run's outcome; empty with `validate_only`.
 	Results       []*BatchResult `protobuf:"bytes,2,rep,name=results,proto3" json:"results,omitempty"`

@@ -131,7 +131,9 @@ class GetJobRequest(_message.Message):
     name: _builtins.str
     """`teams/{team}/jobs/{job_id}`. Required unless `job_id` is set."""
     job_id: _builtins.str
-    """The job's id alone, in the calling team: instead of `name` (set exactly one of the two)."""
+    """Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+    the two).
+    """
     def __init__(
         self,
         *,
@@ -194,14 +196,16 @@ class ListJobsRequest(_message.Message):
     1,000 characters). Fields: `display_name` (`=`, `!=`, `:` contains, case-insensitive),
     `state` (`=`, `!=`: `ACTIVE`, `PAUSED`, `COMPLETED`, `ERROR`), `labels.KEY` (`=`, `!=`,
     `:*` has the label), `schedule` (`=`, `!=`: `AT`, `DELAY`, `INTERVAL`, `CRON`),
-    `target.host` (`=`, `:` contains, case-insensitive; HTTP targets). Restrictions combine with
-    `AND`, `OR`, `NOT` (or `-`) and parentheses; `OR` binds tighter than `AND`, and
-    restrictions side by side are ANDed. A bare word or quoted text matches display names that
-    contain it. Examples: `state = PAUSED AND labels.env = prod`, `target.host:"billing"`.
-    A bad filter is INVALID_ARGUMENT naming the token at fault.
+    `target.host` (`=`, `!=`, `:` contains, case-insensitive; HTTP targets). Restrictions
+    combine with `AND`, `OR`, `NOT` (or `-`) and parentheses (at most 32 deep); `OR` binds
+    tighter than `AND`, and restrictions side by side are ANDed. A bare word or quoted text
+    matches display names that contain it. Examples: `state = PAUSED AND labels.env = prod`,
+    `target.host:"billing"`. A bad filter is INVALID_ARGUMENT naming the token at fault.
     """
     recent_runs: _builtins.int
-    """Optional. 0 to 10: each listed job's latest runs, in `activities`."""
+    """Optional. 0 to 10: each listed job's latest runs, in `activities`. With it (or
+    `upcoming_runs`), `page_size` is at most 100.
+    """
     upcoming_runs: _builtins.int
     """Optional. 0 to 10: each listed job's next occurrences, in `activities`."""
     parent: _builtins.str
@@ -404,7 +408,9 @@ class DeleteJobRequest(_message.Message):
     etag: _builtins.str
     """Optional. If set, must match the job's current etag."""
     job_id: _builtins.str
-    """The job's id alone, in the calling team: instead of `name` (set exactly one of the two)."""
+    """Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+    the two).
+    """
     def __init__(
         self,
         *,
@@ -451,7 +457,9 @@ class PauseJobRequest(_message.Message):
     etag: _builtins.str
     """Optional. If set, must match the job's current etag."""
     job_id: _builtins.str
-    """The job's id alone, in the calling team: instead of `name` (set exactly one of the two)."""
+    """Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+    the two).
+    """
     def __init__(
         self,
         *,
@@ -505,7 +513,9 @@ class ResumeJobRequest(_message.Message):
     etag: _builtins.str
     """Optional. If set, must match the job's current etag."""
     job_id: _builtins.str
-    """The job's id alone, in the calling team: instead of `name` (set exactly one of the two)."""
+    """Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+    the two).
+    """
     def __init__(
         self,
         *,
@@ -621,7 +631,9 @@ class ListRunsRequest(_message.Message):
     state: _run_pb2.RunState.ValueType
     """Optional. Only runs in this state."""
     job_id: _builtins.str
-    """The job's id alone, in the calling team: instead of `parent` (set exactly one of the two)."""
+    """Optional. The job's id alone, in the calling team: instead of `parent` (set exactly one
+    of the two).
+    """
     filter: _builtins.str
     """Optional. Only runs that match this filter, in the syntax of Google's AIP-160 (at most
     1,000 characters). Fields: `state` (`=`, `!=`: a RunState without its prefix, e.g.
@@ -956,15 +968,15 @@ class BatchPauseJobsRequest(_message.Message):
     parent: _builtins.str
     """Optional. `teams/{team}`: the calling team's own; empty means the calling team."""
     filter: _builtins.str
-    """A ListJobs filter: every job of the team it matches, at most 1,000 (more is
-    FAILED_PRECONDITION, reason BATCH_TOO_LARGE: narrow the filter).
+    """Optional. A ListJobs filter: every ACTIVE job of the team it matches, at most 1,000 (more
+    is FAILED_PRECONDITION, reason BATCH_TOO_LARGE: narrow the filter).
     """
     validate_only: _builtins.bool
     """Optional. Count the jobs (`matched`) and change nothing."""
     @_builtins.property
     def names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of `names` and
-        `filter`.
+        """Optional. The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of
+        `names` and `filter`.
         """
 
     def __init__(
@@ -1026,12 +1038,14 @@ class BatchResumeJobsRequest(_message.Message):
     parent: _builtins.str
     """Optional. `teams/{team}`: the calling team's own; empty means the calling team."""
     filter: _builtins.str
-    """A ListJobs filter, as in BatchPauseJobsRequest."""
+    """Optional. A ListJobs filter: every PAUSED job of the team it matches, as in
+    BatchPauseJobsRequest.
+    """
     validate_only: _builtins.bool
     """Optional. Count the jobs (`matched`) and change nothing."""
     @_builtins.property
     def names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """The jobs, at most 1,000. Set exactly one of `names` and `filter`."""
+        """Optional. The jobs, at most 1,000. Set exactly one of `names` and `filter`."""
 
     def __init__(
         self,
@@ -1089,12 +1103,12 @@ class BatchRedriveRunsRequest(_message.Message):
     VALIDATE_ONLY_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     parent: _builtins.str
-    """Required with `filter`. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-`
-    for every job of the team.
+    """Required with `filter`: where it looks. The job, `teams/{team}/jobs/{job_id}`, or
+    `teams/{team}/jobs/-` for every job of the team. Not read with `names`.
     """
     filter: _builtins.str
-    """A ListRuns filter under `parent`; only DEAD_LETTERED runs are redriven, at most 1,000
-    (more is FAILED_PRECONDITION, reason BATCH_TOO_LARGE).
+    """Optional. A ListRuns filter under `parent`: the DEAD_LETTERED runs it matches, at most
+    1,000 (more is FAILED_PRECONDITION, reason BATCH_TOO_LARGE).
     """
     validate_only: _builtins.bool
     """Optional. Count the runs (`matched`) and change nothing."""
@@ -1104,8 +1118,8 @@ class BatchRedriveRunsRequest(_message.Message):
     """
     @_builtins.property
     def names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}`, at most 1,000. Set exactly one of
-        `names` and `filter`.
+        """Optional. The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}` of any of the team's jobs,
+        at most 1,000. Set exactly one of `names` and `filter`.
         """
 
     def __init__(
@@ -1134,7 +1148,7 @@ class BatchRedriveRunsResponse(_message.Message):
     MATCHED_FIELD_NUMBER: _builtins.int
     RESULTS_FIELD_NUMBER: _builtins.int
     matched: _builtins.int
-    """How many DEAD_LETTERED runs the request named or its filter matched."""
+    """How many runs the request named, or how many DEAD_LETTERED runs its filter matched."""
     @_builtins.property
     def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___BatchResult]:
         """Each run's outcome; empty with `validate_only`."""

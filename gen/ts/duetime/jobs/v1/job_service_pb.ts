@@ -97,7 +97,8 @@ export type GetJobRequest = Message<"duetime.jobs.v1.GetJobRequest"> & {
   name: string;
 
   /**
-   * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+   * Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+   * the two).
    *
    * @generated from field: string job_id = 2;
    */
@@ -164,18 +165,19 @@ export type ListJobsRequest = Message<"duetime.jobs.v1.ListJobsRequest"> & {
    * 1,000 characters). Fields: `display_name` (`=`, `!=`, `:` contains, case-insensitive),
    * `state` (`=`, `!=`: `ACTIVE`, `PAUSED`, `COMPLETED`, `ERROR`), `labels.KEY` (`=`, `!=`,
    * `:*` has the label), `schedule` (`=`, `!=`: `AT`, `DELAY`, `INTERVAL`, `CRON`),
-   * `target.host` (`=`, `:` contains, case-insensitive; HTTP targets). Restrictions combine with
-   * `AND`, `OR`, `NOT` (or `-`) and parentheses; `OR` binds tighter than `AND`, and
-   * restrictions side by side are ANDed. A bare word or quoted text matches display names that
-   * contain it. Examples: `state = PAUSED AND labels.env = prod`, `target.host:"billing"`.
-   * A bad filter is INVALID_ARGUMENT naming the token at fault.
+   * `target.host` (`=`, `!=`, `:` contains, case-insensitive; HTTP targets). Restrictions
+   * combine with `AND`, `OR`, `NOT` (or `-`) and parentheses (at most 32 deep); `OR` binds
+   * tighter than `AND`, and restrictions side by side are ANDed. A bare word or quoted text
+   * matches display names that contain it. Examples: `state = PAUSED AND labels.env = prod`,
+   * `target.host:"billing"`. A bad filter is INVALID_ARGUMENT naming the token at fault.
    *
    * @generated from field: string filter = 5;
    */
   filter: string;
 
   /**
-   * Optional. 0 to 10: each listed job's latest runs, in `activities`.
+   * Optional. 0 to 10: each listed job's latest runs, in `activities`. With it (or
+   * `upcoming_runs`), `page_size` is at most 100.
    *
    * @generated from field: int32 recent_runs = 6;
    */
@@ -360,7 +362,8 @@ export type DeleteJobRequest = Message<"duetime.jobs.v1.DeleteJobRequest"> & {
   etag: string;
 
   /**
-   * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+   * Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+   * the two).
    *
    * @generated from field: string job_id = 3;
    */
@@ -410,7 +413,8 @@ export type PauseJobRequest = Message<"duetime.jobs.v1.PauseJobRequest"> & {
   etag: string;
 
   /**
-   * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+   * Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+   * the two).
    *
    * @generated from field: string job_id = 3;
    */
@@ -466,7 +470,8 @@ export type ResumeJobRequest = Message<"duetime.jobs.v1.ResumeJobRequest"> & {
   etag: string;
 
   /**
-   * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+   * Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+   * the two).
    *
    * @generated from field: string job_id = 3;
    */
@@ -588,7 +593,8 @@ export type ListRunsRequest = Message<"duetime.jobs.v1.ListRunsRequest"> & {
   state: RunState;
 
   /**
-   * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+   * Optional. The job's id alone, in the calling team: instead of `parent` (set exactly one
+   * of the two).
    *
    * @generated from field: string job_id = 5;
    */
@@ -928,16 +934,16 @@ export type BatchPauseJobsRequest = Message<"duetime.jobs.v1.BatchPauseJobsReque
   parent: string;
 
   /**
-   * The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of `names` and
-   * `filter`.
+   * Optional. The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of
+   * `names` and `filter`.
    *
    * @generated from field: repeated string names = 2;
    */
   names: string[];
 
   /**
-   * A ListJobs filter: every job of the team it matches, at most 1,000 (more is
-   * FAILED_PRECONDITION, reason BATCH_TOO_LARGE: narrow the filter).
+   * Optional. A ListJobs filter: every ACTIVE job of the team it matches, at most 1,000 (more
+   * is FAILED_PRECONDITION, reason BATCH_TOO_LARGE: narrow the filter).
    *
    * @generated from field: string filter = 3;
    */
@@ -1001,14 +1007,15 @@ export type BatchResumeJobsRequest = Message<"duetime.jobs.v1.BatchResumeJobsReq
   parent: string;
 
   /**
-   * The jobs, at most 1,000. Set exactly one of `names` and `filter`.
+   * Optional. The jobs, at most 1,000. Set exactly one of `names` and `filter`.
    *
    * @generated from field: repeated string names = 2;
    */
   names: string[];
 
   /**
-   * A ListJobs filter, as in BatchPauseJobsRequest.
+   * Optional. A ListJobs filter: every PAUSED job of the team it matches, as in
+   * BatchPauseJobsRequest.
    *
    * @generated from field: string filter = 3;
    */
@@ -1064,24 +1071,24 @@ export const BatchResumeJobsResponseSchema: GenMessage<BatchResumeJobsResponse> 
  */
 export type BatchRedriveRunsRequest = Message<"duetime.jobs.v1.BatchRedriveRunsRequest"> & {
   /**
-   * Required with `filter`. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-`
-   * for every job of the team.
+   * Required with `filter`: where it looks. The job, `teams/{team}/jobs/{job_id}`, or
+   * `teams/{team}/jobs/-` for every job of the team. Not read with `names`.
    *
    * @generated from field: string parent = 1;
    */
   parent: string;
 
   /**
-   * The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}`, at most 1,000. Set exactly one of
-   * `names` and `filter`.
+   * Optional. The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}` of any of the team's jobs,
+   * at most 1,000. Set exactly one of `names` and `filter`.
    *
    * @generated from field: repeated string names = 2;
    */
   names: string[];
 
   /**
-   * A ListRuns filter under `parent`; only DEAD_LETTERED runs are redriven, at most 1,000
-   * (more is FAILED_PRECONDITION, reason BATCH_TOO_LARGE).
+   * Optional. A ListRuns filter under `parent`: the DEAD_LETTERED runs it matches, at most
+   * 1,000 (more is FAILED_PRECONDITION, reason BATCH_TOO_LARGE).
    *
    * @generated from field: string filter = 3;
    */
@@ -1117,7 +1124,7 @@ export const BatchRedriveRunsRequestSchema: GenMessage<BatchRedriveRunsRequest> 
  */
 export type BatchRedriveRunsResponse = Message<"duetime.jobs.v1.BatchRedriveRunsResponse"> & {
   /**
-   * How many DEAD_LETTERED runs the request named or its filter matched.
+   * How many runs the request named, or how many DEAD_LETTERED runs its filter matched.
    *
    * @generated from field: int32 matched = 1;
    */

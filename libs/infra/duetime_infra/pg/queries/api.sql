@@ -166,4 +166,5 @@ RETURNING *;
 SELECT * FROM jobs WHERE job_id = $1 AND team_id = $2;
 
 -- name: run_by_key
-SELECT * FROM runs WHERE job_id = $1 AND nominal_time = $2 AND origin = $3 AND team_id = $4;
+SELECT r.*, duetime_shown_state(r.state, r.run_id, r.nominal_time) AS shown_state
+FROM runs r WHERE r.job_id = $1 AND r.nominal_time = $2 AND r.origin = $3 AND r.team_id = $4;

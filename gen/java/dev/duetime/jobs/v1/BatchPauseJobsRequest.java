@@ -109,8 +109,8 @@ private static final long serialVersionUID = 0L;
       com.google.protobuf.LazyStringArrayList.emptyList();
   /**
    * <pre>
-   * The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of `names` and
-   * `filter`.
+   * Optional. The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of
+   * `names` and `filter`.
    * </pre>
    *
    * <code>repeated string names = 2;</code>
@@ -122,8 +122,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of `names` and
-   * `filter`.
+   * Optional. The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of
+   * `names` and `filter`.
    * </pre>
    *
    * <code>repeated string names = 2;</code>
@@ -134,8 +134,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of `names` and
-   * `filter`.
+   * Optional. The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of
+   * `names` and `filter`.
    * </pre>
    *
    * <code>repeated string names = 2;</code>
@@ -147,8 +147,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of `names` and
-   * `filter`.
+   * Optional. The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of
+   * `names` and `filter`.
    * </pre>
    *
    * <code>repeated string names = 2;</code>
@@ -165,8 +165,8 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object filter_ = "";
   /**
    * <pre>
-   * A ListJobs filter: every job of the team it matches, at most 1,000 (more is
-   * FAILED_PRECONDITION, reason BATCH_TOO_LARGE: narrow the filter).
+   * Optional. A ListJobs filter: every ACTIVE job of the team it matches, at most 1,000 (more
+   * is FAILED_PRECONDITION, reason BATCH_TOO_LARGE: narrow the filter).
    * </pre>
    *
    * <code>string filter = 3;</code>
@@ -187,8 +187,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * A ListJobs filter: every job of the team it matches, at most 1,000 (more is
-   * FAILED_PRECONDITION, reason BATCH_TOO_LARGE: narrow the filter).
+   * Optional. A ListJobs filter: every ACTIVE job of the team it matches, at most 1,000 (more
+   * is FAILED_PRECONDITION, reason BATCH_TOO_LARGE: narrow the filter).
    * </pre>
    *
    * <code>string filter = 3;</code>
@@ -714,8 +714,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of `names` and
-     * `filter`.
+     * Optional. The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of
+     * `names` and `filter`.
      * </pre>
      *
      * <code>repeated string names = 2;</code>
@@ -728,8 +728,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of `names` and
-     * `filter`.
+     * Optional. The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of
+     * `names` and `filter`.
      * </pre>
      *
      * <code>repeated string names = 2;</code>
@@ -740,8 +740,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of `names` and
-     * `filter`.
+     * Optional. The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of
+     * `names` and `filter`.
      * </pre>
      *
      * <code>repeated string names = 2;</code>
@@ -753,8 +753,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of `names` and
-     * `filter`.
+     * Optional. The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of
+     * `names` and `filter`.
      * </pre>
      *
      * <code>repeated string names = 2;</code>
@@ -767,8 +767,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of `names` and
-     * `filter`.
+     * Optional. The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of
+     * `names` and `filter`.
      * </pre>
      *
      * <code>repeated string names = 2;</code>
@@ -787,8 +787,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of `names` and
-     * `filter`.
+     * Optional. The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of
+     * `names` and `filter`.
      * </pre>
      *
      * <code>repeated string names = 2;</code>
@@ -806,8 +806,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of `names` and
-     * `filter`.
+     * Optional. The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of
+     * `names` and `filter`.
      * </pre>
      *
      * <code>repeated string names = 2;</code>
@@ -825,8 +825,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of `names` and
-     * `filter`.
+     * Optional. The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of
+     * `names` and `filter`.
      * </pre>
      *
      * <code>repeated string names = 2;</code>
@@ -841,8 +841,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of `names` and
-     * `filter`.
+     * Optional. The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of
+     * `names` and `filter`.
      * </pre>
      *
      * <code>repeated string names = 2;</code>
@@ -863,8 +863,8 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object filter_ = "";
     /**
      * <pre>
-     * A ListJobs filter: every job of the team it matches, at most 1,000 (more is
-     * FAILED_PRECONDITION, reason BATCH_TOO_LARGE: narrow the filter).
+     * Optional. A ListJobs filter: every ACTIVE job of the team it matches, at most 1,000 (more
+     * is FAILED_PRECONDITION, reason BATCH_TOO_LARGE: narrow the filter).
      * </pre>
      *
      * <code>string filter = 3;</code>
@@ -884,8 +884,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * A ListJobs filter: every job of the team it matches, at most 1,000 (more is
-     * FAILED_PRECONDITION, reason BATCH_TOO_LARGE: narrow the filter).
+     * Optional. A ListJobs filter: every ACTIVE job of the team it matches, at most 1,000 (more
+     * is FAILED_PRECONDITION, reason BATCH_TOO_LARGE: narrow the filter).
      * </pre>
      *
      * <code>string filter = 3;</code>
@@ -906,8 +906,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * A ListJobs filter: every job of the team it matches, at most 1,000 (more is
-     * FAILED_PRECONDITION, reason BATCH_TOO_LARGE: narrow the filter).
+     * Optional. A ListJobs filter: every ACTIVE job of the team it matches, at most 1,000 (more
+     * is FAILED_PRECONDITION, reason BATCH_TOO_LARGE: narrow the filter).
      * </pre>
      *
      * <code>string filter = 3;</code>
@@ -924,8 +924,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * A ListJobs filter: every job of the team it matches, at most 1,000 (more is
-     * FAILED_PRECONDITION, reason BATCH_TOO_LARGE: narrow the filter).
+     * Optional. A ListJobs filter: every ACTIVE job of the team it matches, at most 1,000 (more
+     * is FAILED_PRECONDITION, reason BATCH_TOO_LARGE: narrow the filter).
      * </pre>
      *
      * <code>string filter = 3;</code>
@@ -939,8 +939,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * A ListJobs filter: every job of the team it matches, at most 1,000 (more is
-     * FAILED_PRECONDITION, reason BATCH_TOO_LARGE: narrow the filter).
+     * Optional. A ListJobs filter: every ACTIVE job of the team it matches, at most 1,000 (more
+     * is FAILED_PRECONDITION, reason BATCH_TOO_LARGE: narrow the filter).
      * </pre>
      *
      * <code>string filter = 3;</code>

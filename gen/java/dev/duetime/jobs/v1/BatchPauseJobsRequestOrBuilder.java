@@ -32,8 +32,8 @@ public interface BatchPauseJobsRequestOrBuilder extends
 
   /**
    * <pre>
-   * The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of `names` and
-   * `filter`.
+   * Optional. The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of
+   * `names` and `filter`.
    * </pre>
    *
    * <code>repeated string names = 2;</code>
@@ -43,8 +43,8 @@ public interface BatchPauseJobsRequestOrBuilder extends
       getNamesList();
   /**
    * <pre>
-   * The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of `names` and
-   * `filter`.
+   * Optional. The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of
+   * `names` and `filter`.
    * </pre>
    *
    * <code>repeated string names = 2;</code>
@@ -53,8 +53,8 @@ public interface BatchPauseJobsRequestOrBuilder extends
   int getNamesCount();
   /**
    * <pre>
-   * The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of `names` and
-   * `filter`.
+   * Optional. The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of
+   * `names` and `filter`.
    * </pre>
    *
    * <code>repeated string names = 2;</code>
@@ -64,8 +64,8 @@ public interface BatchPauseJobsRequestOrBuilder extends
   java.lang.String getNames(int index);
   /**
    * <pre>
-   * The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of `names` and
-   * `filter`.
+   * Optional. The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of
+   * `names` and `filter`.
    * </pre>
    *
    * <code>repeated string names = 2;</code>
@@ -77,8 +77,8 @@ public interface BatchPauseJobsRequestOrBuilder extends
 
   /**
    * <pre>
-   * A ListJobs filter: every job of the team it matches, at most 1,000 (more is
-   * FAILED_PRECONDITION, reason BATCH_TOO_LARGE: narrow the filter).
+   * Optional. A ListJobs filter: every ACTIVE job of the team it matches, at most 1,000 (more
+   * is FAILED_PRECONDITION, reason BATCH_TOO_LARGE: narrow the filter).
    * </pre>
    *
    * <code>string filter = 3;</code>
@@ -87,8 +87,8 @@ public interface BatchPauseJobsRequestOrBuilder extends
   java.lang.String getFilter();
   /**
    * <pre>
-   * A ListJobs filter: every job of the team it matches, at most 1,000 (more is
-   * FAILED_PRECONDITION, reason BATCH_TOO_LARGE: narrow the filter).
+   * Optional. A ListJobs filter: every ACTIVE job of the team it matches, at most 1,000 (more
+   * is FAILED_PRECONDITION, reason BATCH_TOO_LARGE: narrow the filter).
    * </pre>
    *
    * <code>string filter = 3;</code>

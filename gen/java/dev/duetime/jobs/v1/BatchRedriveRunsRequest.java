@@ -62,8 +62,8 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object parent_ = "";
   /**
    * <pre>
-   * Required with `filter`. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-`
-   * for every job of the team.
+   * Required with `filter`: where it looks. The job, `teams/{team}/jobs/{job_id}`, or
+   * `teams/{team}/jobs/-` for every job of the team. Not read with `names`.
    * </pre>
    *
    * <code>string parent = 1;</code>
@@ -84,8 +84,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Required with `filter`. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-`
-   * for every job of the team.
+   * Required with `filter`: where it looks. The job, `teams/{team}/jobs/{job_id}`, or
+   * `teams/{team}/jobs/-` for every job of the team. Not read with `names`.
    * </pre>
    *
    * <code>string parent = 1;</code>
@@ -112,8 +112,8 @@ private static final long serialVersionUID = 0L;
       com.google.protobuf.LazyStringArrayList.emptyList();
   /**
    * <pre>
-   * The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}`, at most 1,000. Set exactly one of
-   * `names` and `filter`.
+   * Optional. The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}` of any of the team's jobs,
+   * at most 1,000. Set exactly one of `names` and `filter`.
    * </pre>
    *
    * <code>repeated string names = 2;</code>
@@ -125,8 +125,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}`, at most 1,000. Set exactly one of
-   * `names` and `filter`.
+   * Optional. The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}` of any of the team's jobs,
+   * at most 1,000. Set exactly one of `names` and `filter`.
    * </pre>
    *
    * <code>repeated string names = 2;</code>
@@ -137,8 +137,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}`, at most 1,000. Set exactly one of
-   * `names` and `filter`.
+   * Optional. The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}` of any of the team's jobs,
+   * at most 1,000. Set exactly one of `names` and `filter`.
    * </pre>
    *
    * <code>repeated string names = 2;</code>
@@ -150,8 +150,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}`, at most 1,000. Set exactly one of
-   * `names` and `filter`.
+   * Optional. The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}` of any of the team's jobs,
+   * at most 1,000. Set exactly one of `names` and `filter`.
    * </pre>
    *
    * <code>repeated string names = 2;</code>
@@ -168,8 +168,8 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object filter_ = "";
   /**
    * <pre>
-   * A ListRuns filter under `parent`; only DEAD_LETTERED runs are redriven, at most 1,000
-   * (more is FAILED_PRECONDITION, reason BATCH_TOO_LARGE).
+   * Optional. A ListRuns filter under `parent`: the DEAD_LETTERED runs it matches, at most
+   * 1,000 (more is FAILED_PRECONDITION, reason BATCH_TOO_LARGE).
    * </pre>
    *
    * <code>string filter = 3;</code>
@@ -190,8 +190,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * A ListRuns filter under `parent`; only DEAD_LETTERED runs are redriven, at most 1,000
-   * (more is FAILED_PRECONDITION, reason BATCH_TOO_LARGE).
+   * Optional. A ListRuns filter under `parent`: the DEAD_LETTERED runs it matches, at most
+   * 1,000 (more is FAILED_PRECONDITION, reason BATCH_TOO_LARGE).
    * </pre>
    *
    * <code>string filter = 3;</code>
@@ -691,8 +691,8 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object parent_ = "";
     /**
      * <pre>
-     * Required with `filter`. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-`
-     * for every job of the team.
+     * Required with `filter`: where it looks. The job, `teams/{team}/jobs/{job_id}`, or
+     * `teams/{team}/jobs/-` for every job of the team. Not read with `names`.
      * </pre>
      *
      * <code>string parent = 1;</code>
@@ -712,8 +712,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Required with `filter`. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-`
-     * for every job of the team.
+     * Required with `filter`: where it looks. The job, `teams/{team}/jobs/{job_id}`, or
+     * `teams/{team}/jobs/-` for every job of the team. Not read with `names`.
      * </pre>
      *
      * <code>string parent = 1;</code>
@@ -734,8 +734,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Required with `filter`. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-`
-     * for every job of the team.
+     * Required with `filter`: where it looks. The job, `teams/{team}/jobs/{job_id}`, or
+     * `teams/{team}/jobs/-` for every job of the team. Not read with `names`.
      * </pre>
      *
      * <code>string parent = 1;</code>
@@ -752,8 +752,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Required with `filter`. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-`
-     * for every job of the team.
+     * Required with `filter`: where it looks. The job, `teams/{team}/jobs/{job_id}`, or
+     * `teams/{team}/jobs/-` for every job of the team. Not read with `names`.
      * </pre>
      *
      * <code>string parent = 1;</code>
@@ -767,8 +767,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Required with `filter`. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-`
-     * for every job of the team.
+     * Required with `filter`: where it looks. The job, `teams/{team}/jobs/{job_id}`, or
+     * `teams/{team}/jobs/-` for every job of the team. Not read with `names`.
      * </pre>
      *
      * <code>string parent = 1;</code>
@@ -795,8 +795,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}`, at most 1,000. Set exactly one of
-     * `names` and `filter`.
+     * Optional. The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}` of any of the team's jobs,
+     * at most 1,000. Set exactly one of `names` and `filter`.
      * </pre>
      *
      * <code>repeated string names = 2;</code>
@@ -809,8 +809,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}`, at most 1,000. Set exactly one of
-     * `names` and `filter`.
+     * Optional. The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}` of any of the team's jobs,
+     * at most 1,000. Set exactly one of `names` and `filter`.
      * </pre>
      *
      * <code>repeated string names = 2;</code>
@@ -821,8 +821,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}`, at most 1,000. Set exactly one of
-     * `names` and `filter`.
+     * Optional. The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}` of any of the team's jobs,
+     * at most 1,000. Set exactly one of `names` and `filter`.
      * </pre>
      *
      * <code>repeated string names = 2;</code>
@@ -834,8 +834,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}`, at most 1,000. Set exactly one of
-     * `names` and `filter`.
+     * Optional. The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}` of any of the team's jobs,
+     * at most 1,000. Set exactly one of `names` and `filter`.
      * </pre>
      *
      * <code>repeated string names = 2;</code>
@@ -848,8 +848,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}`, at most 1,000. Set exactly one of
-     * `names` and `filter`.
+     * Optional. The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}` of any of the team's jobs,
+     * at most 1,000. Set exactly one of `names` and `filter`.
      * </pre>
      *
      * <code>repeated string names = 2;</code>
@@ -868,8 +868,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}`, at most 1,000. Set exactly one of
-     * `names` and `filter`.
+     * Optional. The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}` of any of the team's jobs,
+     * at most 1,000. Set exactly one of `names` and `filter`.
      * </pre>
      *
      * <code>repeated string names = 2;</code>
@@ -887,8 +887,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}`, at most 1,000. Set exactly one of
-     * `names` and `filter`.
+     * Optional. The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}` of any of the team's jobs,
+     * at most 1,000. Set exactly one of `names` and `filter`.
      * </pre>
      *
      * <code>repeated string names = 2;</code>
@@ -906,8 +906,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}`, at most 1,000. Set exactly one of
-     * `names` and `filter`.
+     * Optional. The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}` of any of the team's jobs,
+     * at most 1,000. Set exactly one of `names` and `filter`.
      * </pre>
      *
      * <code>repeated string names = 2;</code>
@@ -922,8 +922,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}`, at most 1,000. Set exactly one of
-     * `names` and `filter`.
+     * Optional. The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}` of any of the team's jobs,
+     * at most 1,000. Set exactly one of `names` and `filter`.
      * </pre>
      *
      * <code>repeated string names = 2;</code>
@@ -944,8 +944,8 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object filter_ = "";
     /**
      * <pre>
-     * A ListRuns filter under `parent`; only DEAD_LETTERED runs are redriven, at most 1,000
-     * (more is FAILED_PRECONDITION, reason BATCH_TOO_LARGE).
+     * Optional. A ListRuns filter under `parent`: the DEAD_LETTERED runs it matches, at most
+     * 1,000 (more is FAILED_PRECONDITION, reason BATCH_TOO_LARGE).
      * </pre>
      *
      * <code>string filter = 3;</code>
@@ -965,8 +965,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * A ListRuns filter under `parent`; only DEAD_LETTERED runs are redriven, at most 1,000
-     * (more is FAILED_PRECONDITION, reason BATCH_TOO_LARGE).
+     * Optional. A ListRuns filter under `parent`: the DEAD_LETTERED runs it matches, at most
+     * 1,000 (more is FAILED_PRECONDITION, reason BATCH_TOO_LARGE).
      * </pre>
      *
      * <code>string filter = 3;</code>
@@ -987,8 +987,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * A ListRuns filter under `parent`; only DEAD_LETTERED runs are redriven, at most 1,000
-     * (more is FAILED_PRECONDITION, reason BATCH_TOO_LARGE).
+     * Optional. A ListRuns filter under `parent`: the DEAD_LETTERED runs it matches, at most
+     * 1,000 (more is FAILED_PRECONDITION, reason BATCH_TOO_LARGE).
      * </pre>
      *
      * <code>string filter = 3;</code>
@@ -1005,8 +1005,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * A ListRuns filter under `parent`; only DEAD_LETTERED runs are redriven, at most 1,000
-     * (more is FAILED_PRECONDITION, reason BATCH_TOO_LARGE).
+     * Optional. A ListRuns filter under `parent`: the DEAD_LETTERED runs it matches, at most
+     * 1,000 (more is FAILED_PRECONDITION, reason BATCH_TOO_LARGE).
      * </pre>
      *
      * <code>string filter = 3;</code>
@@ -1020,8 +1020,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * A ListRuns filter under `parent`; only DEAD_LETTERED runs are redriven, at most 1,000
-     * (more is FAILED_PRECONDITION, reason BATCH_TOO_LARGE).
+     * Optional. A ListRuns filter under `parent`: the DEAD_LETTERED runs it matches, at most
+     * 1,000 (more is FAILED_PRECONDITION, reason BATCH_TOO_LARGE).
      * </pre>
      *
      * <code>string filter = 3;</code>

@@ -12,8 +12,8 @@ public interface BatchRedriveRunsRequestOrBuilder extends
 
   /**
    * <pre>
-   * Required with `filter`. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-`
-   * for every job of the team.
+   * Required with `filter`: where it looks. The job, `teams/{team}/jobs/{job_id}`, or
+   * `teams/{team}/jobs/-` for every job of the team. Not read with `names`.
    * </pre>
    *
    * <code>string parent = 1;</code>
@@ -22,8 +22,8 @@ public interface BatchRedriveRunsRequestOrBuilder extends
   java.lang.String getParent();
   /**
    * <pre>
-   * Required with `filter`. The job, `teams/{team}/jobs/{job_id}`, or `teams/{team}/jobs/-`
-   * for every job of the team.
+   * Required with `filter`: where it looks. The job, `teams/{team}/jobs/{job_id}`, or
+   * `teams/{team}/jobs/-` for every job of the team. Not read with `names`.
    * </pre>
    *
    * <code>string parent = 1;</code>
@@ -34,8 +34,8 @@ public interface BatchRedriveRunsRequestOrBuilder extends
 
   /**
    * <pre>
-   * The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}`, at most 1,000. Set exactly one of
-   * `names` and `filter`.
+   * Optional. The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}` of any of the team's jobs,
+   * at most 1,000. Set exactly one of `names` and `filter`.
    * </pre>
    *
    * <code>repeated string names = 2;</code>
@@ -45,8 +45,8 @@ public interface BatchRedriveRunsRequestOrBuilder extends
       getNamesList();
   /**
    * <pre>
-   * The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}`, at most 1,000. Set exactly one of
-   * `names` and `filter`.
+   * Optional. The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}` of any of the team's jobs,
+   * at most 1,000. Set exactly one of `names` and `filter`.
    * </pre>
    *
    * <code>repeated string names = 2;</code>
@@ -55,8 +55,8 @@ public interface BatchRedriveRunsRequestOrBuilder extends
   int getNamesCount();
   /**
    * <pre>
-   * The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}`, at most 1,000. Set exactly one of
-   * `names` and `filter`.
+   * Optional. The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}` of any of the team's jobs,
+   * at most 1,000. Set exactly one of `names` and `filter`.
    * </pre>
    *
    * <code>repeated string names = 2;</code>
@@ -66,8 +66,8 @@ public interface BatchRedriveRunsRequestOrBuilder extends
   java.lang.String getNames(int index);
   /**
    * <pre>
-   * The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}`, at most 1,000. Set exactly one of
-   * `names` and `filter`.
+   * Optional. The runs, `teams/{team}/jobs/{job_id}/runs/{run_id}` of any of the team's jobs,
+   * at most 1,000. Set exactly one of `names` and `filter`.
    * </pre>
    *
    * <code>repeated string names = 2;</code>
@@ -79,8 +79,8 @@ public interface BatchRedriveRunsRequestOrBuilder extends
 
   /**
    * <pre>
-   * A ListRuns filter under `parent`; only DEAD_LETTERED runs are redriven, at most 1,000
-   * (more is FAILED_PRECONDITION, reason BATCH_TOO_LARGE).
+   * Optional. A ListRuns filter under `parent`: the DEAD_LETTERED runs it matches, at most
+   * 1,000 (more is FAILED_PRECONDITION, reason BATCH_TOO_LARGE).
    * </pre>
    *
    * <code>string filter = 3;</code>
@@ -89,8 +89,8 @@ public interface BatchRedriveRunsRequestOrBuilder extends
   java.lang.String getFilter();
   /**
    * <pre>
-   * A ListRuns filter under `parent`; only DEAD_LETTERED runs are redriven, at most 1,000
-   * (more is FAILED_PRECONDITION, reason BATCH_TOO_LARGE).
+   * Optional. A ListRuns filter under `parent`: the DEAD_LETTERED runs it matches, at most
+   * 1,000 (more is FAILED_PRECONDITION, reason BATCH_TOO_LARGE).
    * </pre>
    *
    * <code>string filter = 3;</code>

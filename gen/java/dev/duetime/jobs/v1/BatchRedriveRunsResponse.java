@@ -57,7 +57,7 @@ private static final long serialVersionUID = 0L;
   private int matched_ = 0;
   /**
    * <pre>
-   * How many DEAD_LETTERED runs the request named or its filter matched.
+   * How many runs the request named, or how many DEAD_LETTERED runs its filter matched.
    * </pre>
    *
    * <code>int32 matched = 1;</code>
@@ -510,7 +510,7 @@ private static final long serialVersionUID = 0L;
     private int matched_ ;
     /**
      * <pre>
-     * How many DEAD_LETTERED runs the request named or its filter matched.
+     * How many runs the request named, or how many DEAD_LETTERED runs its filter matched.
      * </pre>
      *
      * <code>int32 matched = 1;</code>
@@ -522,7 +522,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How many DEAD_LETTERED runs the request named or its filter matched.
+     * How many runs the request named, or how many DEAD_LETTERED runs its filter matched.
      * </pre>
      *
      * <code>int32 matched = 1;</code>
@@ -538,7 +538,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How many DEAD_LETTERED runs the request named or its filter matched.
+     * How many runs the request named, or how many DEAD_LETTERED runs its filter matched.
      * </pre>
      *
      * <code>int32 matched = 1;</code>

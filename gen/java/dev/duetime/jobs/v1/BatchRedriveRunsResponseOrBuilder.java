@@ -12,7 +12,7 @@ public interface BatchRedriveRunsResponseOrBuilder extends
 
   /**
    * <pre>
-   * How many DEAD_LETTERED runs the request named or its filter matched.
+   * How many runs the request named, or how many DEAD_LETTERED runs its filter matched.
    * </pre>
    *
    * <code>int32 matched = 1;</code>

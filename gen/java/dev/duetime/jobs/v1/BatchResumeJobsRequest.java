@@ -109,7 +109,7 @@ private static final long serialVersionUID = 0L;
       com.google.protobuf.LazyStringArrayList.emptyList();
   /**
    * <pre>
-   * The jobs, at most 1,000. Set exactly one of `names` and `filter`.
+   * Optional. The jobs, at most 1,000. Set exactly one of `names` and `filter`.
    * </pre>
    *
    * <code>repeated string names = 2;</code>
@@ -121,7 +121,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * The jobs, at most 1,000. Set exactly one of `names` and `filter`.
+   * Optional. The jobs, at most 1,000. Set exactly one of `names` and `filter`.
    * </pre>
    *
    * <code>repeated string names = 2;</code>
@@ -132,7 +132,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * The jobs, at most 1,000. Set exactly one of `names` and `filter`.
+   * Optional. The jobs, at most 1,000. Set exactly one of `names` and `filter`.
    * </pre>
    *
    * <code>repeated string names = 2;</code>
@@ -144,7 +144,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * The jobs, at most 1,000. Set exactly one of `names` and `filter`.
+   * Optional. The jobs, at most 1,000. Set exactly one of `names` and `filter`.
    * </pre>
    *
    * <code>repeated string names = 2;</code>
@@ -161,7 +161,8 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object filter_ = "";
   /**
    * <pre>
-   * A ListJobs filter, as in BatchPauseJobsRequest.
+   * Optional. A ListJobs filter: every PAUSED job of the team it matches, as in
+   * BatchPauseJobsRequest.
    * </pre>
    *
    * <code>string filter = 3;</code>
@@ -182,7 +183,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * A ListJobs filter, as in BatchPauseJobsRequest.
+   * Optional. A ListJobs filter: every PAUSED job of the team it matches, as in
+   * BatchPauseJobsRequest.
    * </pre>
    *
    * <code>string filter = 3;</code>
@@ -708,7 +710,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The jobs, at most 1,000. Set exactly one of `names` and `filter`.
+     * Optional. The jobs, at most 1,000. Set exactly one of `names` and `filter`.
      * </pre>
      *
      * <code>repeated string names = 2;</code>
@@ -721,7 +723,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The jobs, at most 1,000. Set exactly one of `names` and `filter`.
+     * Optional. The jobs, at most 1,000. Set exactly one of `names` and `filter`.
      * </pre>
      *
      * <code>repeated string names = 2;</code>
@@ -732,7 +734,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The jobs, at most 1,000. Set exactly one of `names` and `filter`.
+     * Optional. The jobs, at most 1,000. Set exactly one of `names` and `filter`.
      * </pre>
      *
      * <code>repeated string names = 2;</code>
@@ -744,7 +746,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The jobs, at most 1,000. Set exactly one of `names` and `filter`.
+     * Optional. The jobs, at most 1,000. Set exactly one of `names` and `filter`.
      * </pre>
      *
      * <code>repeated string names = 2;</code>
@@ -757,7 +759,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The jobs, at most 1,000. Set exactly one of `names` and `filter`.
+     * Optional. The jobs, at most 1,000. Set exactly one of `names` and `filter`.
      * </pre>
      *
      * <code>repeated string names = 2;</code>
@@ -776,7 +778,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The jobs, at most 1,000. Set exactly one of `names` and `filter`.
+     * Optional. The jobs, at most 1,000. Set exactly one of `names` and `filter`.
      * </pre>
      *
      * <code>repeated string names = 2;</code>
@@ -794,7 +796,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The jobs, at most 1,000. Set exactly one of `names` and `filter`.
+     * Optional. The jobs, at most 1,000. Set exactly one of `names` and `filter`.
      * </pre>
      *
      * <code>repeated string names = 2;</code>
@@ -812,7 +814,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The jobs, at most 1,000. Set exactly one of `names` and `filter`.
+     * Optional. The jobs, at most 1,000. Set exactly one of `names` and `filter`.
      * </pre>
      *
      * <code>repeated string names = 2;</code>
@@ -827,7 +829,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The jobs, at most 1,000. Set exactly one of `names` and `filter`.
+     * Optional. The jobs, at most 1,000. Set exactly one of `names` and `filter`.
      * </pre>
      *
      * <code>repeated string names = 2;</code>
@@ -848,7 +850,8 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object filter_ = "";
     /**
      * <pre>
-     * A ListJobs filter, as in BatchPauseJobsRequest.
+     * Optional. A ListJobs filter: every PAUSED job of the team it matches, as in
+     * BatchPauseJobsRequest.
      * </pre>
      *
      * <code>string filter = 3;</code>
@@ -868,7 +871,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * A ListJobs filter, as in BatchPauseJobsRequest.
+     * Optional. A ListJobs filter: every PAUSED job of the team it matches, as in
+     * BatchPauseJobsRequest.
      * </pre>
      *
      * <code>string filter = 3;</code>
@@ -889,7 +893,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * A ListJobs filter, as in BatchPauseJobsRequest.
+     * Optional. A ListJobs filter: every PAUSED job of the team it matches, as in
+     * BatchPauseJobsRequest.
      * </pre>
      *
      * <code>string filter = 3;</code>
@@ -906,7 +911,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * A ListJobs filter, as in BatchPauseJobsRequest.
+     * Optional. A ListJobs filter: every PAUSED job of the team it matches, as in
+     * BatchPauseJobsRequest.
      * </pre>
      *
      * <code>string filter = 3;</code>
@@ -920,7 +926,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * A ListJobs filter, as in BatchPauseJobsRequest.
+     * Optional. A ListJobs filter: every PAUSED job of the team it matches, as in
+     * BatchPauseJobsRequest.
      * </pre>
      *
      * <code>string filter = 3;</code>

@@ -32,7 +32,7 @@ public interface BatchResumeJobsRequestOrBuilder extends
 
   /**
    * <pre>
-   * The jobs, at most 1,000. Set exactly one of `names` and `filter`.
+   * Optional. The jobs, at most 1,000. Set exactly one of `names` and `filter`.
    * </pre>
    *
    * <code>repeated string names = 2;</code>
@@ -42,7 +42,7 @@ public interface BatchResumeJobsRequestOrBuilder extends
       getNamesList();
   /**
    * <pre>
-   * The jobs, at most 1,000. Set exactly one of `names` and `filter`.
+   * Optional. The jobs, at most 1,000. Set exactly one of `names` and `filter`.
    * </pre>
    *
    * <code>repeated string names = 2;</code>
@@ -51,7 +51,7 @@ public interface BatchResumeJobsRequestOrBuilder extends
   int getNamesCount();
   /**
    * <pre>
-   * The jobs, at most 1,000. Set exactly one of `names` and `filter`.
+   * Optional. The jobs, at most 1,000. Set exactly one of `names` and `filter`.
    * </pre>
    *
    * <code>repeated string names = 2;</code>
@@ -61,7 +61,7 @@ public interface BatchResumeJobsRequestOrBuilder extends
   java.lang.String getNames(int index);
   /**
    * <pre>
-   * The jobs, at most 1,000. Set exactly one of `names` and `filter`.
+   * Optional. The jobs, at most 1,000. Set exactly one of `names` and `filter`.
    * </pre>
    *
    * <code>repeated string names = 2;</code>
@@ -73,7 +73,8 @@ public interface BatchResumeJobsRequestOrBuilder extends
 
   /**
    * <pre>
-   * A ListJobs filter, as in BatchPauseJobsRequest.
+   * Optional. A ListJobs filter: every PAUSED job of the team it matches, as in
+   * BatchPauseJobsRequest.
    * </pre>
    *
    * <code>string filter = 3;</code>
@@ -82,7 +83,8 @@ public interface BatchResumeJobsRequestOrBuilder extends
   java.lang.String getFilter();
   /**
    * <pre>
-   * A ListJobs filter, as in BatchPauseJobsRequest.
+   * Optional. A ListJobs filter: every PAUSED job of the team it matches, as in
+   * BatchPauseJobsRequest.
    * </pre>
    *
    * <code>string filter = 3;</code>

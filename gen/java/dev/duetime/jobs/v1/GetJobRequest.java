@@ -106,7 +106,8 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object jobId_ = "";
   /**
    * <pre>
-   * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+   * Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+   * the two).
    * </pre>
    *
    * <code>string job_id = 2;</code>
@@ -127,7 +128,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+   * Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+   * the two).
    * </pre>
    *
    * <code>string job_id = 2;</code>
@@ -569,7 +571,8 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object jobId_ = "";
     /**
      * <pre>
-     * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+     * Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+     * the two).
      * </pre>
      *
      * <code>string job_id = 2;</code>
@@ -589,7 +592,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+     * Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+     * the two).
      * </pre>
      *
      * <code>string job_id = 2;</code>
@@ -610,7 +614,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+     * Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+     * the two).
      * </pre>
      *
      * <code>string job_id = 2;</code>
@@ -627,7 +632,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+     * Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+     * the two).
      * </pre>
      *
      * <code>string job_id = 2;</code>
@@ -641,7 +647,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+     * Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+     * the two).
      * </pre>
      *
      * <code>string job_id = 2;</code>

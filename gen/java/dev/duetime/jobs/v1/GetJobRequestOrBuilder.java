@@ -32,7 +32,8 @@ public interface GetJobRequestOrBuilder extends
 
   /**
    * <pre>
-   * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+   * Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+   * the two).
    * </pre>
    *
    * <code>string job_id = 2;</code>
@@ -41,7 +42,8 @@ public interface GetJobRequestOrBuilder extends
   java.lang.String getJobId();
   /**
    * <pre>
-   * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+   * Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+   * the two).
    * </pre>
    *
    * <code>string job_id = 2;</code>

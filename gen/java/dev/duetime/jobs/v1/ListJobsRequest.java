@@ -153,11 +153,11 @@ private static final long serialVersionUID = 0L;
    * 1,000 characters). Fields: `display_name` (`=`, `!=`, `:` contains, case-insensitive),
    * `state` (`=`, `!=`: `ACTIVE`, `PAUSED`, `COMPLETED`, `ERROR`), `labels.KEY` (`=`, `!=`,
    * `:*` has the label), `schedule` (`=`, `!=`: `AT`, `DELAY`, `INTERVAL`, `CRON`),
-   * `target.host` (`=`, `:` contains, case-insensitive; HTTP targets). Restrictions combine with
-   * `AND`, `OR`, `NOT` (or `-`) and parentheses; `OR` binds tighter than `AND`, and
-   * restrictions side by side are ANDed. A bare word or quoted text matches display names that
-   * contain it. Examples: `state = PAUSED AND labels.env = prod`, `target.host:"billing"`.
-   * A bad filter is INVALID_ARGUMENT naming the token at fault.
+   * `target.host` (`=`, `!=`, `:` contains, case-insensitive; HTTP targets). Restrictions
+   * combine with `AND`, `OR`, `NOT` (or `-`) and parentheses (at most 32 deep); `OR` binds
+   * tighter than `AND`, and restrictions side by side are ANDed. A bare word or quoted text
+   * matches display names that contain it. Examples: `state = PAUSED AND labels.env = prod`,
+   * `target.host:"billing"`. A bad filter is INVALID_ARGUMENT naming the token at fault.
    * </pre>
    *
    * <code>string filter = 5;</code>
@@ -182,11 +182,11 @@ private static final long serialVersionUID = 0L;
    * 1,000 characters). Fields: `display_name` (`=`, `!=`, `:` contains, case-insensitive),
    * `state` (`=`, `!=`: `ACTIVE`, `PAUSED`, `COMPLETED`, `ERROR`), `labels.KEY` (`=`, `!=`,
    * `:*` has the label), `schedule` (`=`, `!=`: `AT`, `DELAY`, `INTERVAL`, `CRON`),
-   * `target.host` (`=`, `:` contains, case-insensitive; HTTP targets). Restrictions combine with
-   * `AND`, `OR`, `NOT` (or `-`) and parentheses; `OR` binds tighter than `AND`, and
-   * restrictions side by side are ANDed. A bare word or quoted text matches display names that
-   * contain it. Examples: `state = PAUSED AND labels.env = prod`, `target.host:"billing"`.
-   * A bad filter is INVALID_ARGUMENT naming the token at fault.
+   * `target.host` (`=`, `!=`, `:` contains, case-insensitive; HTTP targets). Restrictions
+   * combine with `AND`, `OR`, `NOT` (or `-`) and parentheses (at most 32 deep); `OR` binds
+   * tighter than `AND`, and restrictions side by side are ANDed. A bare word or quoted text
+   * matches display names that contain it. Examples: `state = PAUSED AND labels.env = prod`,
+   * `target.host:"billing"`. A bad filter is INVALID_ARGUMENT naming the token at fault.
    * </pre>
    *
    * <code>string filter = 5;</code>
@@ -211,7 +211,8 @@ private static final long serialVersionUID = 0L;
   private int recentRuns_ = 0;
   /**
    * <pre>
-   * Optional. 0 to 10: each listed job's latest runs, in `activities`.
+   * Optional. 0 to 10: each listed job's latest runs, in `activities`. With it (or
+   * `upcoming_runs`), `page_size` is at most 100.
    * </pre>
    *
    * <code>int32 recent_runs = 6;</code>
@@ -942,11 +943,11 @@ private static final long serialVersionUID = 0L;
      * 1,000 characters). Fields: `display_name` (`=`, `!=`, `:` contains, case-insensitive),
      * `state` (`=`, `!=`: `ACTIVE`, `PAUSED`, `COMPLETED`, `ERROR`), `labels.KEY` (`=`, `!=`,
      * `:*` has the label), `schedule` (`=`, `!=`: `AT`, `DELAY`, `INTERVAL`, `CRON`),
-     * `target.host` (`=`, `:` contains, case-insensitive; HTTP targets). Restrictions combine with
-     * `AND`, `OR`, `NOT` (or `-`) and parentheses; `OR` binds tighter than `AND`, and
-     * restrictions side by side are ANDed. A bare word or quoted text matches display names that
-     * contain it. Examples: `state = PAUSED AND labels.env = prod`, `target.host:"billing"`.
-     * A bad filter is INVALID_ARGUMENT naming the token at fault.
+     * `target.host` (`=`, `!=`, `:` contains, case-insensitive; HTTP targets). Restrictions
+     * combine with `AND`, `OR`, `NOT` (or `-`) and parentheses (at most 32 deep); `OR` binds
+     * tighter than `AND`, and restrictions side by side are ANDed. A bare word or quoted text
+     * matches display names that contain it. Examples: `state = PAUSED AND labels.env = prod`,
+     * `target.host:"billing"`. A bad filter is INVALID_ARGUMENT naming the token at fault.
      * </pre>
      *
      * <code>string filter = 5;</code>
@@ -970,11 +971,11 @@ private static final long serialVersionUID = 0L;
      * 1,000 characters). Fields: `display_name` (`=`, `!=`, `:` contains, case-insensitive),
      * `state` (`=`, `!=`: `ACTIVE`, `PAUSED`, `COMPLETED`, `ERROR`), `labels.KEY` (`=`, `!=`,
      * `:*` has the label), `schedule` (`=`, `!=`: `AT`, `DELAY`, `INTERVAL`, `CRON`),
-     * `target.host` (`=`, `:` contains, case-insensitive; HTTP targets). Restrictions combine with
-     * `AND`, `OR`, `NOT` (or `-`) and parentheses; `OR` binds tighter than `AND`, and
-     * restrictions side by side are ANDed. A bare word or quoted text matches display names that
-     * contain it. Examples: `state = PAUSED AND labels.env = prod`, `target.host:"billing"`.
-     * A bad filter is INVALID_ARGUMENT naming the token at fault.
+     * `target.host` (`=`, `!=`, `:` contains, case-insensitive; HTTP targets). Restrictions
+     * combine with `AND`, `OR`, `NOT` (or `-`) and parentheses (at most 32 deep); `OR` binds
+     * tighter than `AND`, and restrictions side by side are ANDed. A bare word or quoted text
+     * matches display names that contain it. Examples: `state = PAUSED AND labels.env = prod`,
+     * `target.host:"billing"`. A bad filter is INVALID_ARGUMENT naming the token at fault.
      * </pre>
      *
      * <code>string filter = 5;</code>
@@ -999,11 +1000,11 @@ private static final long serialVersionUID = 0L;
      * 1,000 characters). Fields: `display_name` (`=`, `!=`, `:` contains, case-insensitive),
      * `state` (`=`, `!=`: `ACTIVE`, `PAUSED`, `COMPLETED`, `ERROR`), `labels.KEY` (`=`, `!=`,
      * `:*` has the label), `schedule` (`=`, `!=`: `AT`, `DELAY`, `INTERVAL`, `CRON`),
-     * `target.host` (`=`, `:` contains, case-insensitive; HTTP targets). Restrictions combine with
-     * `AND`, `OR`, `NOT` (or `-`) and parentheses; `OR` binds tighter than `AND`, and
-     * restrictions side by side are ANDed. A bare word or quoted text matches display names that
-     * contain it. Examples: `state = PAUSED AND labels.env = prod`, `target.host:"billing"`.
-     * A bad filter is INVALID_ARGUMENT naming the token at fault.
+     * `target.host` (`=`, `!=`, `:` contains, case-insensitive; HTTP targets). Restrictions
+     * combine with `AND`, `OR`, `NOT` (or `-`) and parentheses (at most 32 deep); `OR` binds
+     * tighter than `AND`, and restrictions side by side are ANDed. A bare word or quoted text
+     * matches display names that contain it. Examples: `state = PAUSED AND labels.env = prod`,
+     * `target.host:"billing"`. A bad filter is INVALID_ARGUMENT naming the token at fault.
      * </pre>
      *
      * <code>string filter = 5;</code>
@@ -1024,11 +1025,11 @@ private static final long serialVersionUID = 0L;
      * 1,000 characters). Fields: `display_name` (`=`, `!=`, `:` contains, case-insensitive),
      * `state` (`=`, `!=`: `ACTIVE`, `PAUSED`, `COMPLETED`, `ERROR`), `labels.KEY` (`=`, `!=`,
      * `:*` has the label), `schedule` (`=`, `!=`: `AT`, `DELAY`, `INTERVAL`, `CRON`),
-     * `target.host` (`=`, `:` contains, case-insensitive; HTTP targets). Restrictions combine with
-     * `AND`, `OR`, `NOT` (or `-`) and parentheses; `OR` binds tighter than `AND`, and
-     * restrictions side by side are ANDed. A bare word or quoted text matches display names that
-     * contain it. Examples: `state = PAUSED AND labels.env = prod`, `target.host:"billing"`.
-     * A bad filter is INVALID_ARGUMENT naming the token at fault.
+     * `target.host` (`=`, `!=`, `:` contains, case-insensitive; HTTP targets). Restrictions
+     * combine with `AND`, `OR`, `NOT` (or `-`) and parentheses (at most 32 deep); `OR` binds
+     * tighter than `AND`, and restrictions side by side are ANDed. A bare word or quoted text
+     * matches display names that contain it. Examples: `state = PAUSED AND labels.env = prod`,
+     * `target.host:"billing"`. A bad filter is INVALID_ARGUMENT naming the token at fault.
      * </pre>
      *
      * <code>string filter = 5;</code>
@@ -1046,11 +1047,11 @@ private static final long serialVersionUID = 0L;
      * 1,000 characters). Fields: `display_name` (`=`, `!=`, `:` contains, case-insensitive),
      * `state` (`=`, `!=`: `ACTIVE`, `PAUSED`, `COMPLETED`, `ERROR`), `labels.KEY` (`=`, `!=`,
      * `:*` has the label), `schedule` (`=`, `!=`: `AT`, `DELAY`, `INTERVAL`, `CRON`),
-     * `target.host` (`=`, `:` contains, case-insensitive; HTTP targets). Restrictions combine with
-     * `AND`, `OR`, `NOT` (or `-`) and parentheses; `OR` binds tighter than `AND`, and
-     * restrictions side by side are ANDed. A bare word or quoted text matches display names that
-     * contain it. Examples: `state = PAUSED AND labels.env = prod`, `target.host:"billing"`.
-     * A bad filter is INVALID_ARGUMENT naming the token at fault.
+     * `target.host` (`=`, `!=`, `:` contains, case-insensitive; HTTP targets). Restrictions
+     * combine with `AND`, `OR`, `NOT` (or `-`) and parentheses (at most 32 deep); `OR` binds
+     * tighter than `AND`, and restrictions side by side are ANDed. A bare word or quoted text
+     * matches display names that contain it. Examples: `state = PAUSED AND labels.env = prod`,
+     * `target.host:"billing"`. A bad filter is INVALID_ARGUMENT naming the token at fault.
      * </pre>
      *
      * <code>string filter = 5;</code>
@@ -1070,7 +1071,8 @@ private static final long serialVersionUID = 0L;
     private int recentRuns_ ;
     /**
      * <pre>
-     * Optional. 0 to 10: each listed job's latest runs, in `activities`.
+     * Optional. 0 to 10: each listed job's latest runs, in `activities`. With it (or
+     * `upcoming_runs`), `page_size` is at most 100.
      * </pre>
      *
      * <code>int32 recent_runs = 6;</code>
@@ -1082,7 +1084,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Optional. 0 to 10: each listed job's latest runs, in `activities`.
+     * Optional. 0 to 10: each listed job's latest runs, in `activities`. With it (or
+     * `upcoming_runs`), `page_size` is at most 100.
      * </pre>
      *
      * <code>int32 recent_runs = 6;</code>
@@ -1098,7 +1101,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Optional. 0 to 10: each listed job's latest runs, in `activities`.
+     * Optional. 0 to 10: each listed job's latest runs, in `activities`. With it (or
+     * `upcoming_runs`), `page_size` is at most 100.
      * </pre>
      *
      * <code>int32 recent_runs = 6;</code>

@@ -65,11 +65,11 @@ public interface ListJobsRequestOrBuilder extends
    * 1,000 characters). Fields: `display_name` (`=`, `!=`, `:` contains, case-insensitive),
    * `state` (`=`, `!=`: `ACTIVE`, `PAUSED`, `COMPLETED`, `ERROR`), `labels.KEY` (`=`, `!=`,
    * `:*` has the label), `schedule` (`=`, `!=`: `AT`, `DELAY`, `INTERVAL`, `CRON`),
-   * `target.host` (`=`, `:` contains, case-insensitive; HTTP targets). Restrictions combine with
-   * `AND`, `OR`, `NOT` (or `-`) and parentheses; `OR` binds tighter than `AND`, and
-   * restrictions side by side are ANDed. A bare word or quoted text matches display names that
-   * contain it. Examples: `state = PAUSED AND labels.env = prod`, `target.host:"billing"`.
-   * A bad filter is INVALID_ARGUMENT naming the token at fault.
+   * `target.host` (`=`, `!=`, `:` contains, case-insensitive; HTTP targets). Restrictions
+   * combine with `AND`, `OR`, `NOT` (or `-`) and parentheses (at most 32 deep); `OR` binds
+   * tighter than `AND`, and restrictions side by side are ANDed. A bare word or quoted text
+   * matches display names that contain it. Examples: `state = PAUSED AND labels.env = prod`,
+   * `target.host:"billing"`. A bad filter is INVALID_ARGUMENT naming the token at fault.
    * </pre>
    *
    * <code>string filter = 5;</code>
@@ -82,11 +82,11 @@ public interface ListJobsRequestOrBuilder extends
    * 1,000 characters). Fields: `display_name` (`=`, `!=`, `:` contains, case-insensitive),
    * `state` (`=`, `!=`: `ACTIVE`, `PAUSED`, `COMPLETED`, `ERROR`), `labels.KEY` (`=`, `!=`,
    * `:*` has the label), `schedule` (`=`, `!=`: `AT`, `DELAY`, `INTERVAL`, `CRON`),
-   * `target.host` (`=`, `:` contains, case-insensitive; HTTP targets). Restrictions combine with
-   * `AND`, `OR`, `NOT` (or `-`) and parentheses; `OR` binds tighter than `AND`, and
-   * restrictions side by side are ANDed. A bare word or quoted text matches display names that
-   * contain it. Examples: `state = PAUSED AND labels.env = prod`, `target.host:"billing"`.
-   * A bad filter is INVALID_ARGUMENT naming the token at fault.
+   * `target.host` (`=`, `!=`, `:` contains, case-insensitive; HTTP targets). Restrictions
+   * combine with `AND`, `OR`, `NOT` (or `-`) and parentheses (at most 32 deep); `OR` binds
+   * tighter than `AND`, and restrictions side by side are ANDed. A bare word or quoted text
+   * matches display names that contain it. Examples: `state = PAUSED AND labels.env = prod`,
+   * `target.host:"billing"`. A bad filter is INVALID_ARGUMENT naming the token at fault.
    * </pre>
    *
    * <code>string filter = 5;</code>
@@ -97,7 +97,8 @@ public interface ListJobsRequestOrBuilder extends
 
   /**
    * <pre>
-   * Optional. 0 to 10: each listed job's latest runs, in `activities`.
+   * Optional. 0 to 10: each listed job's latest runs, in `activities`. With it (or
+   * `upcoming_runs`), `page_size` is at most 100.
    * </pre>
    *
    * <code>int32 recent_runs = 6;</code>

@@ -201,7 +201,8 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object jobId_ = "";
   /**
    * <pre>
-   * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+   * Optional. The job's id alone, in the calling team: instead of `parent` (set exactly one
+   * of the two).
    * </pre>
    *
    * <code>string job_id = 5;</code>
@@ -222,7 +223,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+   * Optional. The job's id alone, in the calling team: instead of `parent` (set exactly one
+   * of the two).
    * </pre>
    *
    * <code>string job_id = 5;</code>
@@ -1034,7 +1036,8 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object jobId_ = "";
     /**
      * <pre>
-     * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+     * Optional. The job's id alone, in the calling team: instead of `parent` (set exactly one
+     * of the two).
      * </pre>
      *
      * <code>string job_id = 5;</code>
@@ -1054,7 +1057,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+     * Optional. The job's id alone, in the calling team: instead of `parent` (set exactly one
+     * of the two).
      * </pre>
      *
      * <code>string job_id = 5;</code>
@@ -1075,7 +1079,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+     * Optional. The job's id alone, in the calling team: instead of `parent` (set exactly one
+     * of the two).
      * </pre>
      *
      * <code>string job_id = 5;</code>
@@ -1092,7 +1097,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+     * Optional. The job's id alone, in the calling team: instead of `parent` (set exactly one
+     * of the two).
      * </pre>
      *
      * <code>string job_id = 5;</code>
@@ -1106,7 +1112,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+     * Optional. The job's id alone, in the calling team: instead of `parent` (set exactly one
+     * of the two).
      * </pre>
      *
      * <code>string job_id = 5;</code>

@@ -85,7 +85,8 @@ public interface ListRunsRequestOrBuilder extends
 
   /**
    * <pre>
-   * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+   * Optional. The job's id alone, in the calling team: instead of `parent` (set exactly one
+   * of the two).
    * </pre>
    *
    * <code>string job_id = 5;</code>
@@ -94,7 +95,8 @@ public interface ListRunsRequestOrBuilder extends
   java.lang.String getJobId();
   /**
    * <pre>
-   * The job's id alone, in the calling team: instead of `parent` (set exactly one of the two).
+   * Optional. The job's id alone, in the calling team: instead of `parent` (set exactly one
+   * of the two).
    * </pre>
    *
    * <code>string job_id = 5;</code>

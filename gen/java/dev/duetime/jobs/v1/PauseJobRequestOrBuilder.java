@@ -52,7 +52,8 @@ public interface PauseJobRequestOrBuilder extends
 
   /**
    * <pre>
-   * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+   * Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+   * the two).
    * </pre>
    *
    * <code>string job_id = 3;</code>
@@ -61,7 +62,8 @@ public interface PauseJobRequestOrBuilder extends
   java.lang.String getJobId();
   /**
    * <pre>
-   * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+   * Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+   * the two).
    * </pre>
    *
    * <code>string job_id = 3;</code>

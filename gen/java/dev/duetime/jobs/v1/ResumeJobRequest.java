@@ -154,7 +154,8 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object jobId_ = "";
   /**
    * <pre>
-   * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+   * Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+   * the two).
    * </pre>
    *
    * <code>string job_id = 3;</code>
@@ -175,7 +176,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+   * Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+   * the two).
    * </pre>
    *
    * <code>string job_id = 3;</code>
@@ -733,7 +735,8 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object jobId_ = "";
     /**
      * <pre>
-     * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+     * Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+     * the two).
      * </pre>
      *
      * <code>string job_id = 3;</code>
@@ -753,7 +756,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+     * Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+     * the two).
      * </pre>
      *
      * <code>string job_id = 3;</code>
@@ -774,7 +778,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+     * Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+     * the two).
      * </pre>
      *
      * <code>string job_id = 3;</code>
@@ -791,7 +796,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+     * Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+     * the two).
      * </pre>
      *
      * <code>string job_id = 3;</code>
@@ -805,7 +811,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The job's id alone, in the calling team: instead of `name` (set exactly one of the two).
+     * Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
+     * the two).
      * </pre>
      *
      * <code>string job_id = 3;</code>
