@@ -55,7 +55,8 @@ pg_ours() {
 pg_port_open() { port_open 127.0.0.1 "$PG_PORT"; }
 
 pg_psql_admin() {
-  PGCONNECT_TIMEOUT=5 psql -X -q -w -v ON_ERROR_STOP=1 \
+  # client_min_messages: a repeated GRANT's NOTICE ("is already a member") is no news.
+  PGCONNECT_TIMEOUT=5 PGOPTIONS="-c client_min_messages=warning" psql -X -q -w -v ON_ERROR_STOP=1 \
     -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres "$@"
 }
 

@@ -127,12 +127,14 @@ async def test_a_run_started_ahead_reads_queued_until_its_call_time(env: Env) ->
     # Its call has not begun: readers see it queued, with the attempt that calls at its time.
     assert got.state == run_pb2.RUN_STATE_QUEUED
     assert as_datetime(got.attempts[0].start_time) == now + 5 * S
+    assert not got.HasField("start_lateness")  # it has not started
     assert await shown() == [(str(run_id), run_pb2.RUN_STATE_QUEUED)]
     assert await shown(run_pb2.RUN_STATE_QUEUED) == [(str(run_id), run_pb2.RUN_STATE_QUEUED)]
     assert await shown(run_pb2.RUN_STATE_RUNNING) == []
     await w.shift_clock(5 * S)
     got = (await api.stub.GetRun(svc.GetRunRequest(name=name), metadata=api.auth())).run
     assert got.state == run_pb2.RUN_STATE_RUNNING
+    assert got.start_lateness.ToTimedelta() == timedelta(0)
     assert await shown(run_pb2.RUN_STATE_RUNNING) == [(str(run_id), run_pb2.RUN_STATE_RUNNING)]
     assert await shown(run_pb2.RUN_STATE_QUEUED) == []
 

@@ -51,18 +51,21 @@ def attempt_from_row(row: Row) -> AttemptRecord:
 
 
 def run_from_row(row: Row, attempts: Iterable[Row] = ()) -> RunRecord:
-    """The run as stored, or as readers see it where the query says (``shown_state``)."""
+    """The run as stored, or as readers see it where the query says (``shown_state``): one
+    started ahead and not called yet is QUEUED, and its first start has not happened."""
+    shown = row.get("shown_state")
+    waiting_for_its_call = shown == RunState.QUEUED and row["state"] == RunState.RUNNING
     return RunRecord(
         run_id=row["run_id"],
         key=RunKey(row["job_id"], row["nominal_time"], row["origin"]),
         team_id=row["team_id"],
         effective_time=row["effective_time"],
-        state=RunState(row.get("shown_state") or row["state"]),
+        state=RunState(shown or row["state"]),
         reason=RunReason(row["reason"]),
         reason_detail=row["reason_detail"],
         attempt=row["attempt"],
         next_attempt_time=row["next_attempt_time"],
-        first_start_time=row["first_start_time"],
+        first_start_time=None if waiting_for_its_call else row["first_start_time"],
         range_end_time=row["range_end_time"],
         occurrence_count=row["occurrence_count"],
         trace_id=row["trace_id"],
