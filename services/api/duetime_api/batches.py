@@ -10,7 +10,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 from google.rpc import code_pb2
 
 from duetime.jobs.v1 import job_service_pb2
@@ -184,12 +183,21 @@ def _bind(
     return call
 
 
-def encode_outcomes(
-    batch: Batch, out: RepeatedCompositeFieldContainer[job_service_pb2.BatchResult]
-) -> None:
+BatchResponse = TypeVar(
+    "BatchResponse",
+    job_service_pb2.BatchPauseJobsResponse,
+    job_service_pb2.BatchResumeJobsResponse,
+    job_service_pb2.BatchRedriveRunsResponse,
+)
+
+
+def encode_batch(batch: Batch, out: BatchResponse) -> BatchResponse:
+    """``out`` filled with how many items the batch matched and each one's status."""
+    out.matched = batch.matched
     for outcome in batch.outcomes:
-        result = out.add(name=outcome.name)
+        result = out.results.add(name=outcome.name)
         if outcome.error is None:
             result.status.code = code_pb2.OK
         else:
             result.status.CopyFrom(to_rpc_status(outcome.error))
+    return out

@@ -7,7 +7,7 @@ from typing import Any
 from grpc import aio
 
 from duetime.jobs.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, run_pb2
-from duetime_api.batches import Batches, encode_outcomes
+from duetime_api.batches import Batches, encode_batch
 from duetime_api.jobs import JobOperations
 from duetime_api.lists import Lists, activity_count, check_activity_page
 from duetime_api.names import (
@@ -228,9 +228,7 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
         batch = await self._batches.pause(
             team, request.names, request.filter, request.validate_only
         )
-        response = job_service_pb2.BatchPauseJobsResponse(matched=batch.matched)
-        encode_outcomes(batch, response.results)
-        return response
+        return encode_batch(batch, job_service_pb2.BatchPauseJobsResponse())
 
     async def BatchResumeJobs(
         self, request: job_service_pb2.BatchResumeJobsRequest, context: Context
@@ -240,9 +238,7 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
         batch = await self._batches.resume(
             team, request.names, request.filter, request.validate_only
         )
-        response = job_service_pb2.BatchResumeJobsResponse(matched=batch.matched)
-        encode_outcomes(batch, response.results)
-        return response
+        return encode_batch(batch, job_service_pb2.BatchResumeJobsResponse())
 
     async def BatchRedriveRuns(
         self, request: job_service_pb2.BatchRedriveRunsRequest, context: Context
@@ -259,6 +255,4 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
             request.validate_only,
             request.request_id,
         )
-        response = job_service_pb2.BatchRedriveRunsResponse(matched=batch.matched)
-        encode_outcomes(batch, response.results)
-        return response
+        return encode_batch(batch, job_service_pb2.BatchRedriveRunsResponse())

@@ -33,6 +33,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from duetime.admin.v1 import admin_service_pb2
+from duetime.jobs.v1 import job_service_pb2
 from duetime_client import describe
 from duetime_console import session as sessions
 from duetime_console import text, times
@@ -41,6 +42,11 @@ from duetime_console.session import Session
 from duetime_core.jobspec import PARTITIONS
 
 Handler = Callable[[Request, "Viewer"], Awaitable[Response]]
+BatchAnswer = (
+    job_service_pb2.BatchPauseJobsResponse
+    | job_service_pb2.BatchResumeJobsResponse
+    | job_service_pb2.BatchRedriveRunsResponse
+)
 Reply = TypeVar("Reply", bound=Message)
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -228,6 +234,18 @@ async def check_csrf(request: Request, session: Session) -> None:
             "This form was not sent from a page of this session (its CSRF token is missing "
             "or stale). Go back, reload the page and send it again.",
         )
+
+
+def batch_outcome(done: BatchAnswer, done_verb: str, not_done: str, what: str) -> str:
+    """What a batch did, for its flash message: how many of those it matched were changed, and
+    why the first few were not."""
+    failed = [r for r in done.results if r.status.code != 0]
+    message = f"{done_verb} {len(done.results) - len(failed)} of {done.matched} {what}."
+    if failed:
+        message += f" {not_done}: " + "; ".join(
+            f"{r.name.rsplit('/', 1)[-1]}: {r.status.message}" for r in failed[:5]
+        )
+    return message
 
 
 def form_text(value: object) -> str:

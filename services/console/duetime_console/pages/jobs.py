@@ -25,7 +25,7 @@ from duetime_console.filters import JOB_STATES, SCHEDULE_KINDS, BadSearch, JobSe
 from duetime_console.jobform import JobForm
 from duetime_console.session import TEAM
 from duetime_console.times import zone_names
-from duetime_console.web import Refused, Viewer, form_text, local_path, page
+from duetime_console.web import Refused, Viewer, batch_outcome, form_text, local_path, page
 
 PAGE_SIZE = 50
 RECENT_RUNS = 5
@@ -137,14 +137,8 @@ async def bulk_act(request: Request, viewer: Viewer) -> Response:
         if error.code not in ("FAILED_PRECONDITION", "INVALID_ARGUMENT"):
             raise
         return viewer.redirect(back, f"Nothing changed: {error.details.message}")
-    failed = [r for r in done.results if r.status.code != 0]
     verb = "Paused" if action == "pause" else "Resumed"
-    message = f"{verb} {len(done.results) - len(failed)} of {done.matched} jobs."
-    if failed:
-        message += " Not changed: " + "; ".join(
-            f"{r.name.rsplit('/', 1)[-1]}: {r.status.message}" for r in failed[:5]
-        )
-    return viewer.redirect(back, message)
+    return viewer.redirect(back, batch_outcome(done, verb, "Not changed", "jobs"))
 
 
 @page(TEAM)

@@ -19,7 +19,15 @@ from duetime_console import timeline
 from duetime_console.api import BATCH_TIMEOUT_SECONDS, ApiError
 from duetime_console.filters import ORIGINS, RUN_STATES, BadSearch, RunSearch
 from duetime_console.session import TEAM
-from duetime_console.web import Refused, Viewer, form_text, local_path, page, uuid_or_404
+from duetime_console.web import (
+    Refused,
+    Viewer,
+    batch_outcome,
+    form_text,
+    local_path,
+    page,
+    uuid_or_404,
+)
 
 PAGE_SIZE = 50
 # Names looked up at once for one page of runs (a page names at most PAGE_SIZE jobs).
@@ -204,13 +212,7 @@ async def redrive_all(request: Request, viewer: Viewer) -> Response:
         if error.code not in ("FAILED_PRECONDITION", "INVALID_ARGUMENT"):
             raise
         return viewer.redirect(back, f"Nothing redriven: {error.details.message}")
-    failed = [r for r in done.results if r.status.code != 0]
-    message = f"Redrove {len(done.results) - len(failed)} of {done.matched} runs."
-    if failed:
-        message += " Not redriven: " + "; ".join(
-            f"{r.name.rsplit('/', 1)[-1]}: {r.status.message}" for r in failed[:5]
-        )
-    return viewer.redirect(back, message)
+    return viewer.redirect(back, batch_outcome(done, "Redrove", "Not redriven", "runs"))
 
 
 @page(TEAM)
