@@ -1,7 +1,8 @@
 """Schedules and the one time function of Duetime.
 
 ``next_fire_time`` is the only source of fire times; everything else (previews, the
-scheduler's advance, misfire catch-up) iterates it. See DESIGN.md, "Time".
+scheduler's advance, misfire catch-up) iterates it. Its DST rules: docs/architecture.md, "DST",
+and CronSchedule's comment in proto/duetime/jobs/v1/job.proto.
 """
 
 from duetime_core.schedule.dst import load_zone

@@ -1424,8 +1424,9 @@ func (x *ContainerTarget) GetEnv() map[string]string {
 	return nil
 }
 
-// How failed attempts are retried: exponential backoff with jitter, the delay before attempt n+1
-// drawn from [0, min(max_backoff, initial_backoff * multiplier^(n-1))].
+// How failed attempts are retried: exponential backoff with "equal jitter". After attempt n
+// fails, the cap is min(max_backoff, initial_backoff * multiplier^(n-1)), and the delay before
+// attempt n+1 is drawn uniformly from [cap / 2, cap].
 type RetryPolicy struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Optional. Total attempts including the first, 1 to 100. Defaults to 3. After the last

@@ -870,8 +870,9 @@ Global___ContainerTarget: _TypeAlias = ContainerTarget  # noqa: Y015
 
 @_typing.final
 class RetryPolicy(_message.Message):
-    """How failed attempts are retried: exponential backoff with jitter, the delay before attempt n+1
-    drawn from [0, min(max_backoff, initial_backoff * multiplier^(n-1))].
+    """How failed attempts are retried: exponential backoff with "equal jitter". After attempt n
+    fails, the cap is min(max_backoff, initial_backoff * multiplier^(n-1)), and the delay before
+    attempt n+1 is drawn uniformly from [cap / 2, cap].
     """
 
     DESCRIPTOR: _descriptor.Descriptor

@@ -570,8 +570,9 @@ export const ContainerTargetSchema: GenMessage<ContainerTarget> = /*@__PURE__*/
   messageDesc(file_duetime_jobs_v1_job, 8);
 
 /**
- * How failed attempts are retried: exponential backoff with jitter, the delay before attempt n+1
- * drawn from [0, min(max_backoff, initial_backoff * multiplier^(n-1))].
+ * How failed attempts are retried: exponential backoff with "equal jitter". After attempt n
+ * fails, the cap is min(max_backoff, initial_backoff * multiplier^(n-1)), and the delay before
+ * attempt n+1 is drawn uniformly from [cap / 2, cap].
  *
  * @generated from message duetime.jobs.v1.RetryPolicy
  */

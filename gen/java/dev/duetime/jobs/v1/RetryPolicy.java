@@ -7,8 +7,9 @@ package dev.duetime.jobs.v1;
 
 /**
  * <pre>
- * How failed attempts are retried: exponential backoff with jitter, the delay before attempt n+1
- * drawn from [0, min(max_backoff, initial_backoff * multiplier^(n-1))].
+ * How failed attempts are retried: exponential backoff with "equal jitter". After attempt n
+ * fails, the cap is min(max_backoff, initial_backoff * multiplier^(n-1)), and the delay before
+ * attempt n+1 is drawn uniformly from [cap / 2, cap].
  * </pre>
  *
  * Protobuf type {@code duetime.jobs.v1.RetryPolicy}
@@ -372,8 +373,9 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * How failed attempts are retried: exponential backoff with jitter, the delay before attempt n+1
-   * drawn from [0, min(max_backoff, initial_backoff * multiplier^(n-1))].
+   * How failed attempts are retried: exponential backoff with "equal jitter". After attempt n
+   * fails, the cap is min(max_backoff, initial_backoff * multiplier^(n-1)), and the delay before
+   * attempt n+1 is drawn uniformly from [cap / 2, cap].
    * </pre>
    *
    * Protobuf type {@code duetime.jobs.v1.RetryPolicy}
