@@ -4,6 +4,8 @@ delete and trigger jobs."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,7 +13,7 @@ import typer
 from google.protobuf import field_mask_pb2
 
 from duetime.jobs.v1 import job_pb2, job_service_pb2, run_pb2
-from duetime_cli.batch import Batch, YesOption, run_batch
+from duetime_cli.batch import Batch, BatchResponse, YesOption, run_batch
 from duetime_cli.commands import (
     EtagOption,
     JobArg,
@@ -23,7 +25,7 @@ from duetime_cli.commands import (
     usage_error,
 )
 from duetime_cli.exits import ExitCode
-from duetime_cli.filters import Filter, FilterOption, LabelOption, job_filter
+from duetime_cli.filters import FilterOption, LabelOption, job_filter
 from duetime_cli.jobfile import parse_job, read_mapping
 from duetime_cli.names import job_name
 from duetime_cli.output import Format, OutputOption, emit
@@ -167,6 +169,37 @@ JobsArg = Annotated[
 ]
 
 
+_Changed = job_service_pb2.PauseJobResponse | job_service_pb2.ResumeJobResponse
+
+
+@dataclass(frozen=True)
+class _Change:
+    """Pause or resume: the call for one job and the batch's, and the state a filter picks
+    jobs in."""
+
+    verb: str
+    done: str
+    state: str
+    one: Callable[[Session], Callable[..., _Changed]]
+    one_request: type[job_service_pb2.PauseJobRequest | job_service_pb2.ResumeJobRequest]
+    many: Callable[[Session], Callable[..., BatchResponse]]
+    many_request: type[
+        job_service_pb2.BatchPauseJobsRequest | job_service_pb2.BatchResumeJobsRequest
+    ]
+
+
+_PAUSE = _Change(
+    "pause", "paused", "ACTIVE",
+    lambda session: session.jobs.PauseJob, job_service_pb2.PauseJobRequest,
+    lambda session: session.jobs.BatchPauseJobs, job_service_pb2.BatchPauseJobsRequest,
+)  # fmt: skip
+_RESUME = _Change(
+    "resume", "resumed", "PAUSED",
+    lambda session: session.jobs.ResumeJob, job_service_pb2.ResumeJobRequest,
+    lambda session: session.jobs.BatchResumeJobs, job_service_pb2.BatchResumeJobsRequest,
+)  # fmt: skip
+
+
 @app.command()
 def pause(
     ctx: typer.Context,
@@ -179,19 +212,7 @@ def pause(
 ) -> None:
     """Pause jobs: their occurrences are SKIPPED until they are resumed. Many at once: the
     ACTIVE jobs --filter and --label match, or several JOBs."""
-    with command(ctx, output) as session:
-        one = _single(jobs, filter, label, etag)
-        if one is not None:
-            request = job_service_pb2.PauseJobRequest(name=job_name(session, one), etag=etag)
-            response = session.call(session.jobs.PauseJob, request)
-            emit(response, output, lambda: [job_detail(response.job)])
-            return
-        names, where = _targets(session, jobs, filter, label)
-        many = job_service_pb2.BatchPauseJobsRequest(names=names, filter=where.text)
-        scope = _scope("ACTIVE", names, where)
-        batch = Batch(session.jobs.BatchPauseJobs, many, "pause", "paused", "job", scope)
-        with where.sent():
-            run_batch(session, batch, yes, output)
+    _change(ctx, _PAUSE, jobs, filter, label, etag, yes, output)
 
 
 @app.command()
@@ -206,17 +227,31 @@ def resume(
 ) -> None:
     """Resume paused jobs from now (missed occurrences are not caught up). Many at once: the
     PAUSED jobs --filter and --label match, or several JOBs."""
+    _change(ctx, _RESUME, jobs, filter, label, etag, yes, output)
+
+
+def _change(
+    ctx: typer.Context,
+    change: _Change,
+    jobs: list[str] | None,
+    filter: str,
+    labels: list[str] | None,
+    etag: str,
+    yes: bool,
+    output: Format,
+) -> None:
+    """One job changed at once (its detail shown), or many as a batch."""
     with command(ctx, output) as session:
-        one = _single(jobs, filter, label, etag)
+        one = _single(jobs, filter, labels, etag)
         if one is not None:
-            request = job_service_pb2.ResumeJobRequest(name=job_name(session, one), etag=etag)
-            response = session.call(session.jobs.ResumeJob, request)
+            request = change.one_request(name=job_name(session, one), etag=etag)
+            response = session.call(change.one(session), request)
             emit(response, output, lambda: [job_detail(response.job)])
             return
-        names, where = _targets(session, jobs, filter, label)
-        many = job_service_pb2.BatchResumeJobsRequest(names=names, filter=where.text)
-        scope = _scope("PAUSED", names, where)
-        batch = Batch(session.jobs.BatchResumeJobs, many, "resume", "resumed", "job", scope)
+        names, where = [job_name(session, job) for job in jobs or ()], job_filter(filter, labels)
+        many = change.many_request(names=names, filter=where.text)
+        scope = "as named" if names else f"{change.state}, matching: {where.text}"
+        batch = Batch(change.many(session), many, change.verb, change.done, "job", scope)
         with where.sent():
             run_batch(session, batch, yes, output)
 
@@ -234,16 +269,6 @@ def _single(jobs: list[str] | None, filter: str, labels: list[str] | None, etag:
     if etag:
         raise usage_error("--etag goes with one JOB")
     return None
-
-
-def _targets(
-    session: Session, jobs: list[str] | None, filter: str, labels: list[str] | None
-) -> tuple[list[str], Filter]:
-    return [job_name(session, job) for job in jobs or ()], job_filter(filter, labels)
-
-
-def _scope(state: str, names: list[str], where: Filter) -> str:
-    return "as named" if names else f"{state}, matching: {where.text}"
 
 
 @app.command()
