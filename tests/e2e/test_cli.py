@@ -11,18 +11,24 @@ import uuid
 from collections.abc import AsyncIterator
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 from google.protobuf import json_format
 
-from duetime.jobs.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc
+from duetime.jobs.v1 import job_pb2, job_service_pb2
 from duetime_client.describe import when
-from tests.support.cli import Cli, api_on_own_database, cli_env, duetime_command, team_cli
+from tests.support.cli import (
+    Cli,
+    api_on_own_database,
+    api_response,
+    cli_env,
+    duetime_command,
+    team_cli,
+)
 from tests.support.polling import eventually
 from tests.support.terminal import screen_table, terminal
-from tests.support.tls import make_certs, service_channel, stack_certs
+from tests.support.tls import make_certs, stack_certs
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -83,15 +89,6 @@ async def api(template_db: str) -> AsyncIterator[tuple[str, str]]:
 async def cli(api: tuple[str, str]) -> Cli:
     address, dsn = api
     return await team_cli(dsn, address, f"team-{uuid.uuid4().hex[:8]}")
-
-
-async def api_response(cli: Cli, rpc: str, request: Any) -> dict[str, Any]:
-    """What the API itself answers, in proto3 JSON: what ``-o json`` must print."""
-    async with service_channel(cli.api) as channel:
-        stub = job_service_pb2_grpc.JobServiceStub(channel)
-        metadata = (("authorization", f"Bearer {cli.token}"),)
-        response = await getattr(stub, rpc)(request, metadata=metadata)
-    return json_format.MessageToDict(response)
 
 
 async def test_create_from_yaml_and_json_then_list_and_get(cli: Cli, tmp_path: Path) -> None:

@@ -15,10 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
+from google.protobuf import json_format
+from google.protobuf.message import Message
 
+from duetime.jobs.v1 import job_service_pb2_grpc
 from duetime_infra.admin import create_operator_token, create_team
 from tests.support.databases import create_database, drop_database
 from tests.support.processes import service
+from tests.support.tls import service_channel
 
 # Variables of the person running the tests that would change what the command prints or
 # where it connects (GRPC_VERBOSITY: gRPC's own log lines); and PYTHONDONTWRITEBYTECODE, so the
@@ -118,6 +122,16 @@ class Cli:
         result = await self(*args, env=env)
         assert result.code == 0, f"duetime {' '.join(args)} exited {result.code}:\n{result}"
         return result
+
+
+async def api_response(cli: Cli, rpc: str, request: Message) -> dict[str, Any]:
+    """What the API itself answers ``cli``'s team, in proto3 JSON: what ``-o json`` must
+    print."""
+    async with service_channel(cli.api) as channel:
+        stub = job_service_pb2_grpc.JobServiceStub(channel)
+        metadata = (("authorization", f"Bearer {cli.token}"),)
+        response = await getattr(stub, rpc)(request, metadata=metadata)
+    return json_format.MessageToDict(response)
 
 
 async def team_cli(dsn: str, api: str, team: str) -> Cli:

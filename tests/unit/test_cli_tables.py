@@ -7,10 +7,19 @@ from __future__ import annotations
 import io
 
 import pytest
+from google.rpc import code_pb2, error_details_pb2, status_pb2
 from rich.console import Console
 
 from duetime.jobs.v1 import job_pb2, run_pb2
-from duetime_cli.tables import ListTable, attempts_table, jobs_table, run_detail, runs_table
+from duetime.jobs.v1.job_service_pb2 import BatchResult
+from duetime_cli.tables import (
+    ListTable,
+    attempts_table,
+    batch_table,
+    jobs_table,
+    run_detail,
+    runs_table,
+)
 from tests.support.terminal import screen_detail, screen_table
 
 RUN_ID = "0f3c9a41-1f2b-4c3d-9e8f-7a6b5c4d3e2f"
@@ -22,6 +31,7 @@ def dead_lettered() -> run_pb2.Run:
     run = run_pb2.Run(
         name=f"teams/payments/jobs/{JOB_ID}/runs/{RUN_ID}",
         run_id=RUN_ID,
+        job_id=JOB_ID,
         state=run_pb2.RUN_STATE_DEAD_LETTERED,
         origin=run_pb2.RUN_ORIGIN_TRIGGER,
         attempt=2,
@@ -81,6 +91,41 @@ def test_lists_fit_the_width_dropping_columns_in_their_order(width: int) -> None
 
     for row in check_list(attempts_table(run), width, "ATTEMPT"):
         assert (row["OUTCOME"], row["ERROR"]) == ("FAILED", ERROR)
+
+
+@pytest.mark.parametrize("width", range(80, 201, 4))
+def test_the_columns_of_many_fit_the_width_in_their_order(width: int) -> None:
+    """Labels in a list of jobs, a run's job across jobs, each item of a batch."""
+    labelled = job()
+    labelled.labels.update({"env": "prod", "tier": "gold"})
+    (row,) = check_list(jobs_table([labelled]), width, "JOB ID")
+    assert (row["JOB ID"], row["STATE"]) == (JOB_ID, "ACTIVE")
+    assert row.get("LABELS", "env=prod, tier=gold") == "env=prod, tier=gold"
+
+    table = runs_table([dead_lettered()], across_jobs=True)
+    (row,) = check_list(table, width, "JOB ID" if "JOB ID" in shown(table, width)[0] else "RUN ID")
+    assert (row["RUN ID"], row["STATE"], row.get("JOB ID", JOB_ID)) == (
+        RUN_ID,
+        "DEAD_LETTERED",
+        JOB_ID,
+    )
+
+    refused = status_pb2.Status(code=code_pb2.FAILED_PRECONDITION, message=ERROR)
+    refused.details.add().Pack(error_details_pb2.ErrorInfo(reason="RUN_NOT_DEAD_LETTERED"))
+    name = f"teams/payments/jobs/{JOB_ID}/runs/{RUN_ID}"
+    results = [
+        BatchResult(name=name, status=status_pb2.Status()),
+        BatchResult(name=name, status=refused),
+    ]
+    table = batch_table(results)
+    rows = check_list(table, width, "JOB ID" if "JOB ID" in shown(table, width)[0] else "RUN ID")
+    assert [(row["RUN ID"], row.get("JOB ID", JOB_ID), row["RESULT"]) for row in rows] == [
+        (RUN_ID, JOB_ID, "OK"),
+        (RUN_ID, JOB_ID, f"FAILED_PRECONDITION (RUN_NOT_DEAD_LETTERED): {ERROR}"),
+    ]
+    jobs = [BatchResult(name=f"teams/payments/jobs/{JOB_ID}", status=status_pb2.Status())]
+    (row,) = check_list(batch_table(jobs), width, "JOB ID")
+    assert row == {"JOB ID": JOB_ID, "RESULT": "OK"}
 
 
 @pytest.mark.parametrize("width", [80, 120])

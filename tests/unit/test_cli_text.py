@@ -1,10 +1,10 @@
 """The CLI's pure pieces: durations as people write them, the paths of bad job-file fields,
-exit codes by gRPC status, quota limits as NAME=VALUE, quota failures, and held runs' progress
-lines."""
+exit codes by gRPC status, quota limits as NAME=VALUE, quota failures, held runs' progress
+lines, filters put together from options, and a batch item's outcome."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -13,19 +13,22 @@ import pytest
 import typer
 from google.protobuf.duration_pb2 import Duration
 from google.protobuf.message import Message
-from google.rpc import error_details_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
 from hypothesis import given
 from hypothesis import strategies as st
 
 from duetime.admin.v1 import admin_service_pb2
 from duetime.jobs.v1 import job_pb2, run_pb2
+from duetime_cli.commands import moment_value
 from duetime_cli.exits import EXIT_CODE_MEANINGS, ExitCode
 from duetime_cli.failures import Failure, exit_code_for
+from duetime_cli.filters import Filter, job_filter, run_filter
 from duetime_cli.jobfile import parse_job
 from duetime_cli.limits import LIMITS, fill, parse_assignments
 from duetime_cli.wait import milestones, waiting
 from duetime_client.describe import parse_duration, span
-from duetime_client.status import QuotaViolation
+from duetime_client.filters import label_restriction
+from duetime_client.status import ErrorDetails, QuotaViolation
 
 # Every duration protobuf can hold (+-10,000 years), to the microsecond the CLI prints.
 LONGEST = timedelta(seconds=315_576_000_000)
@@ -244,3 +247,66 @@ def test_a_run_held_before_its_first_dispatch_is_waiting_not_queued() -> None:
     )
     assert milestones(released) == ["QUEUED"]
     assert waiting(released) == ""
+
+
+@pytest.mark.parametrize(
+    ("label", "restriction"),
+    [
+        ("env=prod", 'labels.env = "prod"'),
+        (" env = prod ", 'labels.env = "prod"'),
+        ('env=a" OR "b', 'labels.env = "a\\" OR \\"b"'),
+        ("team-x", "labels.team-x:*"),
+        ("team_x=", 'labels.team_x = ""'),
+    ],
+)
+def test_a_label_becomes_one_restriction(label: str, restriction: str) -> None:
+    assert label_restriction(label) == restriction
+
+
+@pytest.mark.parametrize("label", ["", "=prod", "a b=c", "env.x=1", "labels.env:*"])
+def test_a_label_that_would_change_the_filter_is_refused(label: str) -> None:
+    with pytest.raises(ValueError, match="key=value, or a key alone"):
+        label_restriction(label)
+
+
+def test_options_are_anded_before_the_typed_filter() -> None:
+    assert job_filter("", None) == Filter("")
+    # A filter typed alone is sent as typed: the column of an error is the person's.
+    assert job_filter("state = PAUSED OR x ", []) == Filter("state = PAUSED OR x")
+    assert job_filter("state = PAUSED OR x", ["env=prod", "tier"]) == Filter(
+        'labels.env = "prod" AND labels.tier:* AND (state = PAUSED OR x)', composed=True
+    )
+    with pytest.raises(typer.BadParameter) as bad:
+        job_filter("", ["a b"])
+    assert bad.value.param_hint == "--label"
+    both = run_filter("state = DEAD_LETTERED", "2026-12-06T10:00:00+01:00", "2026-12-07T09:00:00Z")
+    assert both == Filter(
+        'nominal_time >= "2026-12-06T09:00:00Z" AND nominal_time < "2026-12-07T09:00:00Z" '
+        "AND (state = DEAD_LETTERED)",
+        composed=True,
+    )
+
+
+def test_since_takes_an_instant_or_a_duration_ago() -> None:
+    now = datetime(2026, 12, 6, 12, 0, tzinfo=UTC)
+    assert moment_value("90m", "--since", now).ToDatetime(UTC) == now - timedelta(minutes=90)
+    assert moment_value("2d", "--since", now).ToDatetime(UTC) == now - timedelta(days=2)
+    assert moment_value("2026-12-06T09:00:00Z", "--since", now).ToJsonString() == (
+        "2026-12-06T09:00:00Z"
+    )
+    with pytest.raises(typer.BadParameter) as bad:
+        moment_value("2026-12-06 09:00", "--until", now)
+    assert bad.value.param_hint == "--until"
+
+
+def test_a_batch_items_status_reads_as_a_failed_calls() -> None:
+    status = status_pb2.Status(code=code_pb2.FAILED_PRECONDITION, message="not paused")
+    status.details.add().Pack(error_details_pb2.ErrorInfo(reason="JOB_NOT_PAUSED"))
+    failure = Failure.from_details(ErrorDetails.from_status(status))
+    assert (failure.exit_code, failure.human_lines()) == (
+        ExitCode.PRECONDITION,
+        ["FAILED_PRECONDITION (JOB_NOT_PAUSED): not paused"],
+    )
+    failure.hint = "the filter sent: x"
+    assert failure.human_lines()[-1] == "  (the filter sent: x)"
+    assert "hint" not in failure.as_dict()["error"]

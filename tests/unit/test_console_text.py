@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from duetime.jobs.v1 import job_pb2
-from duetime_console.filters import BadSearch, JobSearch, RunSearch, quoted
+from duetime_client.filters import quoted
+from duetime_console.filters import BadSearch, JobSearch, RunSearch
 from duetime_console.jobform import JobForm
 from duetime_console.text import schedule_words
 from duetime_core.filtering import All, Op, Restriction, parse_filter

@@ -5,14 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import grpc
 import typer
+from google.protobuf.duration_pb2 import Duration
+from google.protobuf.timestamp_pb2 import Timestamp
 
+from duetime_cli.exits import ExitCode
 from duetime_cli.failures import Failure
 from duetime_cli.output import Format, emit_failure
 from duetime_cli.session import Session
+from duetime_client.describe import parse_duration
 
 if TYPE_CHECKING:
     # The generic form mypy-protobuf's enum wrappers derive from; typing only.
@@ -52,6 +57,11 @@ def command(ctx: typer.Context, fmt: Format) -> Iterator[Session]:
         raise typer.Exit(failure.exit_code) from None
     finally:
         session.close()
+
+
+def usage_error(message: str) -> Failure:
+    """A command line whose arguments do not go together (exit 2)."""
+    return Failure.local(ExitCode.USAGE, "INVALID_ARGUMENT", message)
 
 
 def collect(
@@ -97,3 +107,44 @@ def enum_value(enum_type: _EnumTypeWrapper[V], prefix: str, text: str | None, op
     if text.upper() not in choices:
         raise typer.BadParameter(f"expected one of {', '.join(choices)}", param_hint=option)
     return enum_type.Value(prefix + text.upper())
+
+
+def duration_value(text: str, option: str) -> Duration:
+    """A duration as the CLI prints them (``describe.parse_duration``); a usage error
+    otherwise."""
+    try:
+        return parse_duration(text)
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint=option) from None
+
+
+def instant_value(text: str, option: str) -> Timestamp:
+    """An RFC 3339 instant with its offset; a usage error otherwise."""
+    stamp = Timestamp()
+    try:
+        stamp.FromJsonString(text)
+    except ValueError:
+        raise typer.BadParameter(
+            f"{text!r} is not an RFC 3339 instant like 2026-11-01T05:30:00Z", param_hint=option
+        ) from None
+    return stamp
+
+
+def moment_value(text: str, option: str, now: datetime) -> Timestamp:
+    """An RFC 3339 instant, or a duration before ``now`` (``90m``, ``2d``: that long ago); a
+    usage error naming both forms otherwise."""
+    try:
+        return instant_value(text, option)
+    except typer.BadParameter:
+        pass
+    try:
+        ago = parse_duration(text)
+    except ValueError:
+        raise typer.BadParameter(
+            f"{text!r} is neither an RFC 3339 instant like 2026-12-06T09:00:00Z nor a "
+            "duration ago like 90m or 2d",
+            param_hint=option,
+        ) from None
+    stamp = Timestamp()
+    stamp.FromDatetime(now - ago.ToTimedelta())
+    return stamp

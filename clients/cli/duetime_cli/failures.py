@@ -44,6 +44,8 @@ class Failure(Exception):
     metadata: dict[str, str] = field(default_factory=dict)
     violations: list[Violation] = field(default_factory=list)
     quotas: list[QuotaViolation] = field(default_factory=list)
+    # What the command adds for people, on a line of its own (the filter it sent).
+    hint: str = ""
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
@@ -57,7 +59,10 @@ class Failure(Exception):
     @classmethod
     def from_rpc_error(cls, error: grpc.RpcError) -> Failure:
         """The failure the status details tell (``duetime_client.status``)."""
-        found = ErrorDetails.from_rpc_error(error)
+        return cls.from_details(ErrorDetails.from_rpc_error(error))
+
+    @classmethod
+    def from_details(cls, found: ErrorDetails) -> Failure:
         return cls(
             exit_code_for(getattr(grpc.StatusCode, found.code)),
             found.code,
@@ -88,8 +93,9 @@ class Failure(Exception):
 
     def human_lines(self) -> list[str]:
         """The failure for people: the code and reason, then one line per bad field, or the
-        message and one line per quota exceeded."""
+        message and one line per quota exceeded; then the hint."""
         head = ErrorDetails(self.code, self.message, self.reason).head
+        hint = [f"  ({self.hint})"] if self.hint else []
         if self.violations:
-            return [head] + [f"  {v.field}: {v.description}" for v in self.violations]
-        return [f"{head}: {self.message}"] + [q.human() for q in self.quotas]
+            return [head] + [f"  {v.field}: {v.description}" for v in self.violations] + hint
+        return [f"{head}: {self.message}"] + [q.human() for q in self.quotas] + hint

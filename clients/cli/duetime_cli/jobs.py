@@ -1,8 +1,11 @@
-"""``duetime jobs ...``: create, read, change, pause, resume, delete and trigger jobs."""
+"""``duetime jobs ...``: create, read, find, change, pause, resume (one or many at once),
+delete and trigger jobs."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -10,6 +13,7 @@ import typer
 from google.protobuf import field_mask_pb2
 
 from duetime.jobs.v1 import job_pb2, job_service_pb2, run_pb2
+from duetime_cli.batch import Batch, BatchResponse, YesOption, run_batch
 from duetime_cli.commands import (
     EtagOption,
     JobArg,
@@ -18,12 +22,14 @@ from duetime_cli.commands import (
     command,
     enum_option,
     enum_value,
+    usage_error,
 )
 from duetime_cli.exits import ExitCode
-from duetime_cli.failures import Failure
+from duetime_cli.filters import FilterOption, LabelOption, job_filter
 from duetime_cli.jobfile import parse_job, read_mapping
 from duetime_cli.names import job_name
 from duetime_cli.output import Format, OutputOption, emit
+from duetime_cli.session import Session
 from duetime_cli.tables import attempts_table, job_detail, jobs_table, run_detail
 from duetime_cli.wait import follow
 from duetime_client.describe import next_run_moved
@@ -67,21 +73,25 @@ def create(
 def list_jobs(
     ctx: typer.Context,
     state: StateOption = None,
+    filter: FilterOption = "",
+    label: LabelOption = None,
     limit: LimitOption = 100,
     output: OutputOption = Format.TABLE,
 ) -> None:
     """List the team's jobs, newest first."""
     with command(ctx, output) as session:
         wanted = enum_value(job_pb2.JobState, "JOB_STATE_", state, "--state")
+        where = job_filter(filter, label)
 
         def page(token: str, size: int) -> tuple[list[job_pb2.Job], str]:
             request = job_service_pb2.ListJobsRequest(
-                page_size=size, page_token=token, state=wanted
+                page_size=size, page_token=token, state=wanted, filter=where.text
             )
             response = session.call(session.jobs.ListJobs, request)
             return list(response.jobs), response.next_page_token
 
-        jobs, token = collect(page, limit)
+        with where.sent():
+            jobs, token = collect(page, limit)
         response = job_service_pb2.ListJobsResponse(jobs=jobs, next_page_token=token)
         emit(response, output, lambda: [jobs_table(jobs)])
 
@@ -121,7 +131,7 @@ def update(
         changes, paths = _changes(file, display_name)
         ref = job or changes.name
         if not ref:
-            raise Failure.local(ExitCode.USAGE, "INVALID_ARGUMENT", "name the job to update")
+            raise usage_error("name the job to update")
         changes.name = job_name(session, ref)
         changes.etag = etag or changes.etag
         request = job_service_pb2.UpdateJobRequest(
@@ -144,32 +154,121 @@ def _changes(file: str | None, display_name: str | None) -> tuple[job_pb2.Job, l
         changes.display_name = display_name
         paths.append("display_name")
     if not paths:
-        raise Failure.local(
-            ExitCode.USAGE, "INVALID_ARGUMENT", "nothing to change: give --file or an option"
-        )
+        raise usage_error("nothing to change: give --file or an option")
     return changes, list(dict.fromkeys(paths))
+
+
+JobsArg = Annotated[
+    list[str] | None,
+    typer.Argument(
+        metavar="JOB",
+        help="The jobs: ids, or names teams/{team}/jobs/{job_id}. Several, or --filter or "
+        "--label instead, are counted first and asked about.",
+        show_default=False,
+    ),
+]
+
+
+_Changed = job_service_pb2.PauseJobResponse | job_service_pb2.ResumeJobResponse
+
+
+@dataclass(frozen=True)
+class _Change:
+    """Pause or resume: the call for one job and the batch's, and the state a filter picks
+    jobs in."""
+
+    verb: str
+    done: str
+    state: str
+    one: Callable[[Session], Callable[..., _Changed]]
+    one_request: type[job_service_pb2.PauseJobRequest | job_service_pb2.ResumeJobRequest]
+    many: Callable[[Session], Callable[..., BatchResponse]]
+    many_request: type[
+        job_service_pb2.BatchPauseJobsRequest | job_service_pb2.BatchResumeJobsRequest
+    ]
+
+
+_PAUSE = _Change(
+    "pause", "paused", "ACTIVE",
+    lambda session: session.jobs.PauseJob, job_service_pb2.PauseJobRequest,
+    lambda session: session.jobs.BatchPauseJobs, job_service_pb2.BatchPauseJobsRequest,
+)  # fmt: skip
+_RESUME = _Change(
+    "resume", "resumed", "PAUSED",
+    lambda session: session.jobs.ResumeJob, job_service_pb2.ResumeJobRequest,
+    lambda session: session.jobs.BatchResumeJobs, job_service_pb2.BatchResumeJobsRequest,
+)  # fmt: skip
 
 
 @app.command()
 def pause(
-    ctx: typer.Context, job: JobArg, etag: EtagOption = "", output: OutputOption = Format.TABLE
+    ctx: typer.Context,
+    jobs: JobsArg = None,
+    filter: FilterOption = "",
+    label: LabelOption = None,
+    etag: EtagOption = "",
+    yes: YesOption = False,
+    output: OutputOption = Format.TABLE,
 ) -> None:
-    """Pause a job: its occurrences are SKIPPED until it is resumed."""
-    with command(ctx, output) as session:
-        request = job_service_pb2.PauseJobRequest(name=job_name(session, job), etag=etag)
-        response = session.call(session.jobs.PauseJob, request)
-        emit(response, output, lambda: [job_detail(response.job)])
+    """Pause jobs: their occurrences are SKIPPED until they are resumed. Many at once: the
+    ACTIVE jobs --filter and --label match, or several JOBs."""
+    _change(ctx, _PAUSE, jobs, filter, label, etag, yes, output)
 
 
 @app.command()
 def resume(
-    ctx: typer.Context, job: JobArg, etag: EtagOption = "", output: OutputOption = Format.TABLE
+    ctx: typer.Context,
+    jobs: JobsArg = None,
+    filter: FilterOption = "",
+    label: LabelOption = None,
+    etag: EtagOption = "",
+    yes: YesOption = False,
+    output: OutputOption = Format.TABLE,
 ) -> None:
-    """Resume a paused job from now (missed occurrences are not caught up)."""
+    """Resume paused jobs from now (missed occurrences are not caught up). Many at once: the
+    PAUSED jobs --filter and --label match, or several JOBs."""
+    _change(ctx, _RESUME, jobs, filter, label, etag, yes, output)
+
+
+def _change(
+    ctx: typer.Context,
+    change: _Change,
+    jobs: list[str] | None,
+    filter: str,
+    labels: list[str] | None,
+    etag: str,
+    yes: bool,
+    output: Format,
+) -> None:
+    """One job changed at once (its detail shown), or many as a batch."""
     with command(ctx, output) as session:
-        request = job_service_pb2.ResumeJobRequest(name=job_name(session, job), etag=etag)
-        response = session.call(session.jobs.ResumeJob, request)
-        emit(response, output, lambda: [job_detail(response.job)])
+        one = _single(jobs, filter, labels, etag)
+        if one is not None:
+            request = change.one_request(name=job_name(session, one), etag=etag)
+            response = session.call(change.one(session), request)
+            emit(response, output, lambda: [job_detail(response.job)])
+            return
+        names, where = [job_name(session, job) for job in jobs or ()], job_filter(filter, labels)
+        many = change.many_request(names=names, filter=where.text)
+        scope = "as named" if names else f"{change.state}, matching: {where.text}"
+        batch = Batch(change.many(session), many, change.verb, change.done, "job", scope)
+        with where.sent():
+            run_batch(session, batch, yes, output)
+
+
+def _single(jobs: list[str] | None, filter: str, labels: list[str] | None, etag: str) -> str | None:
+    """The one JOB a pause or resume names, or None for many (a batch); a usage error for
+    options that do not go together."""
+    matching = bool(filter.strip() or labels)
+    if not jobs and not matching:
+        raise usage_error("name a JOB, or give --filter or --label for many")
+    if jobs and matching:
+        raise usage_error("give JOBs or --filter and --label, not both")
+    if jobs and len(jobs) == 1:
+        return jobs[0]
+    if etag:
+        raise usage_error("--etag goes with one JOB")
+    return None
 
 
 @app.command()

@@ -6,35 +6,20 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from google.protobuf.duration_pb2 import Duration
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from duetime.jobs.v1 import job_pb2, job_service_pb2
-from duetime_cli.commands import command, enum_option, enum_value
+from duetime_cli.commands import (
+    command,
+    duration_value,
+    enum_option,
+    enum_value,
+    instant_value,
+)
 from duetime_cli.names import job_name
 from duetime_cli.output import Format, OutputOption, emit
 from duetime_cli.tables import preview_table
-from duetime_client.describe import parse_duration
 
 SOURCES = ("--cron", "--every", "--at", "--at-local", "--delay", "--job")
-
-
-def _duration(text: str, option: str) -> Duration:
-    try:
-        return parse_duration(text)
-    except ValueError as error:
-        raise typer.BadParameter(str(error), param_hint=option) from None
-
-
-def _instant(text: str, option: str) -> Timestamp:
-    stamp = Timestamp()
-    try:
-        stamp.FromJsonString(text)
-    except ValueError:
-        raise typer.BadParameter(
-            f"{text!r} is not an RFC 3339 instant like 2026-11-01T05:30:00Z", param_hint=option
-        ) from None
-    return stamp
 
 
 def _policies(
@@ -63,19 +48,19 @@ def _schedule(
         )
         return job_pb2.Schedule(cron=cron_schedule)
     if every is not None:
-        interval = job_pb2.IntervalSchedule(interval=_duration(every, "--every"))
+        interval = job_pb2.IntervalSchedule(interval=duration_value(every, "--every"))
         if start is not None:
-            interval.start_time.CopyFrom(_instant(start, "--start"))
+            interval.start_time.CopyFrom(instant_value(start, "--start"))
         return job_pb2.Schedule(interval=interval)
     if at is not None:
-        return job_pb2.Schedule(at=job_pb2.AtSchedule(run_time=_instant(at, "--at")))
+        return job_pb2.Schedule(at=job_pb2.AtSchedule(run_time=instant_value(at, "--at")))
     if at_local is not None:
         local = job_pb2.AtSchedule(
             local_time=at_local, time_zone=tz, gap_policy=gap, fold_policy=fold
         )
         return job_pb2.Schedule(at=local)
     assert delay is not None
-    return job_pb2.Schedule(delay=job_pb2.DelaySchedule(delay=_duration(delay, "--delay")))
+    return job_pb2.Schedule(delay=job_pb2.DelaySchedule(delay=duration_value(delay, "--delay")))
 
 
 def preview(
@@ -135,7 +120,7 @@ def preview(
     with command(ctx, output) as session:
         request = job_service_pb2.PreviewScheduleRequest(count=count)
         if after is not None:
-            request.start_time.CopyFrom(_instant(after, "--after"))
+            request.start_time.CopyFrom(instant_value(after, "--after"))
         if job is not None:
             request.job = job_name(session, job)
         else:

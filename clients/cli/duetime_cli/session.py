@@ -33,6 +33,8 @@ _PEM_CERTIFICATE = b"-----BEGIN CERTIFICATE-----"
 _UNVERIFIED = re.compile(r"CERTIFICATE_VERIFY_FAILED: ([^:]+)")
 # Per call: long enough for a loaded server, short enough that a person is not left hanging.
 CALL_TIMEOUT_SECONDS = 30.0
+# A batch changes up to 1,000 jobs or runs, each in a transaction of its own.
+BATCH_TIMEOUT_SECONDS = 120.0
 
 Response = TypeVar("Response", bound=Message)
 
@@ -104,7 +106,12 @@ class Session:
         return admin_service_pb2_grpc.AdminServiceStub(self.channel)
 
     def call(
-        self, rpc: Callable[..., Response], request: Message, *, operator: bool = False
+        self,
+        rpc: Callable[..., Response],
+        request: Message,
+        *,
+        operator: bool = False,
+        timeout: float = CALL_TIMEOUT_SECONDS,
     ) -> Response:
         """Calls ``rpc`` with the bearer token (the operator's for ``operator``) and the
         per-call deadline."""
@@ -119,7 +126,7 @@ class Session:
             )
         metadata = (("authorization", f"Bearer {token}"),)
         try:
-            return rpc(request, metadata=metadata, timeout=CALL_TIMEOUT_SECONDS)
+            return rpc(request, metadata=metadata, timeout=timeout)
         except grpc.RpcError as error:
             failure = untrusted(error, self.address, self.ca_file)
             if failure is None:

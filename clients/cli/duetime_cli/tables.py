@@ -10,9 +10,10 @@ longer than a narrow terminal) is printed whole, for the terminal to wrap.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from google.rpc import status_pb2
 from rich import box
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
@@ -22,6 +23,7 @@ from rich.text import Text
 from duetime.jobs.v1 import job_pb2, job_service_pb2, run_pb2
 from duetime_client import describe
 from duetime_client.describe import NONE, duration, enum_name, when
+from duetime_client.status import ErrorDetails
 
 _STYLES = {
     "ACTIVE": "green",
@@ -43,12 +45,13 @@ _STYLES = {
     "HANDED_BACK": "yellow",
     "VALID": "green",
     "REVOKED": "dim",
+    "OK": "green",
 }
 
 # Free-text columns: they wrap at word boundaries. Every other column is shown whole or not.
 _WRAPPING = frozenset(
     {"NAME", "SCHEDULE", "TARGET", "REASON", "ERROR", "WORKER", "DST", "DISPLAY NAME",
-     "DESCRIPTION", "OWN LIMITS", "USAGE"}
+     "DESCRIPTION", "OWN LIMITS", "USAGE", "LABELS", "RESULT"}
 )  # fmt: skip
 # A free-text column gets at least its header's width and this many cells (fewer if all its
 # text is shorter), or it is not shown: a word up to this long never breaks, a longer one (a
@@ -81,11 +84,14 @@ def run_state(run: run_pb2.Run) -> Text:
 @dataclass
 class ListTable:
     """A list whose columns are fitted to the terminal when it is printed: ``drop`` names the
-    columns that may go, least important first; the others always show, whole."""
+    columns that may go, least important first; the others always show, whole. ``least``
+    widens a free-text column's least width past ``_LEAST_TEXT`` (a code that must not
+    fold)."""
 
     columns: Sequence[str]
     drop: Sequence[str] = ()
     rows: list[Sequence[str | Text]] = field(default_factory=list)
+    least: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         assert set(self.drop) <= set(self.columns), self.drop
@@ -134,7 +140,7 @@ class ListTable:
         natural = max([len(header), *cells])
         if header not in _WRAPPING:
             return natural, natural
-        return max(len(header), min(natural, _LEAST_TEXT)), natural
+        return max(len(header), min(natural, self.least.get(header, _LEAST_TEXT))), natural
 
 
 def _across(widths: Iterable[int]) -> int:
@@ -143,9 +149,11 @@ def _across(widths: Iterable[int]) -> int:
     return sum(widths) + _GAP * (len(widths) - 1)
 
 
-def list_table(*columns: str, drop: Sequence[str] = ()) -> ListTable:
+def list_table(
+    *columns: str, drop: Sequence[str] = (), least: Mapping[str, int] | None = None
+) -> ListTable:
     """A list of ``columns``; on a narrow terminal those in ``drop`` go, first named first."""
-    return ListTable(columns, drop)
+    return ListTable(columns, drop, least=least or {})
 
 
 @dataclass
@@ -174,9 +182,12 @@ def detail_grid(rows: Iterable[tuple[str, str | Text]]) -> DetailGrid:
 
 
 def jobs_table(jobs: Sequence[job_pb2.Job]) -> ListTable:
+    """The jobs; LABELS only when one of them has labels."""
+    labelled = any(job.labels for job in jobs)
     table = list_table(
-        "JOB ID", "NAME", "SCHEDULE", "TARGET", "STATE", "NEXT RUN (UTC)",
-        drop=("TARGET", "SCHEDULE", "NEXT RUN (UTC)", "NAME"),
+        "JOB ID", "NAME", "SCHEDULE", "TARGET", *(["LABELS"] if labelled else []), "STATE",
+        "NEXT RUN (UTC)",
+        drop=("TARGET", *(["LABELS"] if labelled else []), "SCHEDULE", "NEXT RUN (UTC)", "NAME"),
     )  # fmt: skip
     for job in jobs:
         table.add_row(
@@ -184,6 +195,7 @@ def jobs_table(jobs: Sequence[job_pb2.Job]) -> ListTable:
             job.display_name or NONE,
             describe.schedule(job.schedule),
             describe.target(job.target),
+            *([describe.labels(job)] if labelled else []),
             job_state(job),
             when(job, "next_run_time"),
         )
@@ -202,6 +214,7 @@ def job_detail(job: job_pb2.Job) -> DetailGrid:
             ("Schedule", describe.schedule(job.schedule)),
             ("Next run", when(job, "next_run_time")),
             ("Target", describe.target(job.target)),
+            ("Labels", describe.labels(job)),
             ("Attempt timeout", duration(job, "attempt_timeout")),
             ("Retry", describe.retry(job)),
             ("Misfire", describe.misfire(job)),
@@ -219,13 +232,17 @@ def _held(run: run_pb2.Run) -> bool:
     return run.state == run_pb2.RUN_STATE_WAITING and run.reason == run_pb2.RUN_REASON_QUOTA
 
 
-def runs_table(runs: Sequence[run_pb2.Run]) -> ListTable:
+def runs_table(runs: Sequence[run_pb2.Run], *, across_jobs: bool = False) -> ListTable:
+    """Runs; ``across_jobs``, of several jobs: each with its job's id first (the order
+    ``runs get JOB RUN_ID`` takes them in), which goes before the nominal time."""
+    job = ["JOB ID"] if across_jobs else []
     table = list_table(
-        "RUN ID", "NOMINAL (UTC)", "ORIGIN", "STATE", "ATTEMPT", "LATE", "REASON",
-        drop=("LATE", "ORIGIN", "ATTEMPT", "REASON", "NOMINAL (UTC)"),
+        *job, "RUN ID", "NOMINAL (UTC)", "ORIGIN", "STATE", "ATTEMPT", "LATE", "REASON",
+        drop=("LATE", "ORIGIN", "ATTEMPT", "REASON", *job, "NOMINAL (UTC)"),
     )  # fmt: skip
     for run in runs:
         table.add_row(
+            *([run.job_id] if across_jobs else []),
             run.run_id,
             when(run, "nominal_time"),
             enum_name(run_pb2.RunOrigin, run.origin, "RUN_ORIGIN_"),
@@ -292,3 +309,28 @@ def preview_table(occurrences: Sequence[job_service_pb2.ScheduledOccurrence]) ->
         cells.append(Text(note, style="yellow"))
         table.add_row(*cells)
     return table
+
+
+def batch_table(results: Sequence[job_service_pb2.BatchResult]) -> ListTable:
+    """Each item of a batch and how it went: ``OK``, or its error as a single call would
+    give it, its code and reason never folded. Runs with their job's id first, which goes on
+    a narrow terminal."""
+    texts = [_result(result.status) for result in results]
+    least = {"RESULT": max([_LEAST_TEXT, *(len(word) for text, head in texts for word in head)])}
+    if any("/runs/" in result.name for result in results):
+        table = list_table("JOB ID", "RUN ID", "RESULT", drop=("JOB ID",), least=least)
+    else:
+        table = list_table("JOB ID", "RESULT", least=least)
+    for result, (text, _) in zip(results, texts, strict=True):
+        ids = result.name.split("/")[3::2]  # teams/T/jobs/J[/runs/R]: J[, R]
+        table.add_row(*ids, text)
+    return table
+
+
+def _result(status: status_pb2.Status) -> tuple[Text, list[str]]:
+    """The outcome's text, and the words of its code and reason."""
+    if status.code == 0:
+        return state_text("OK"), []
+    found = ErrorDetails.from_status(status)
+    head = f"{found.head}:"
+    return Text(f"{head} {found.message}", style=_STYLES["FAILED"]), head.split()

@@ -164,6 +164,11 @@ def target(value: job_pb2.Target) -> str:
     return NONE
 
 
+def labels(job: job_pb2.Job) -> str:
+    """``env=prod, tier=gold``, by key; ``-`` none."""
+    return ", ".join(f"{key}={value}" for key, value in sorted(job.labels.items())) or NONE
+
+
 def retry(job: job_pb2.Job) -> str:
     if not job.HasField("retry_policy"):
         return NONE

@@ -1,7 +1,8 @@
 """An error status as the API sends it, read into fields: the code and message, and the
 google.rpc details Duetime attaches (AIP-193): ``ErrorInfo`` (a reason such as
 ``ETAG_MISMATCH`` and its metadata), ``BadRequest`` (each bad field and why) and
-``QuotaFailure`` (the quota hit, its limit and the usage)."""
+``QuotaFailure`` (the quota hit, its limit and the usage); from a failed call, or from a
+``google.rpc.Status`` as a batch reports each item's outcome."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
-from google.rpc import error_details_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 
@@ -61,22 +62,31 @@ class ErrorDetails:
         status_code: grpc.StatusCode = call.code()
         found = cls(status_code.name, call.details() or "")
         status = rpc_status.from_call(call)
-        for detail in status.details if status is not None else []:
+        if status is not None:
+            found._decode(status)
+        return found
+
+    @classmethod
+    def from_status(cls, status: status_pb2.Status) -> ErrorDetails:
+        """The same from a ``google.rpc.Status`` itself: a batch item's outcome."""
+        found = cls(code_pb2.Code.Name(status.code), status.message)
+        found._decode(status)
+        return found
+
+    def _decode(self, status: status_pb2.Status) -> None:
+        for detail in status.details:
             if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
                 info = error_details_pb2.ErrorInfo()
                 detail.Unpack(info)
-                found.reason, found.metadata = info.reason, dict(info.metadata)
+                self.reason, self.metadata = info.reason, dict(info.metadata)
             elif detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
                 bad = error_details_pb2.BadRequest()
                 detail.Unpack(bad)
-                found.violations += [
-                    Violation(v.field, v.description) for v in bad.field_violations
-                ]
+                self.violations += [Violation(v.field, v.description) for v in bad.field_violations]
             elif detail.Is(error_details_pb2.QuotaFailure.DESCRIPTOR):
                 quota = error_details_pb2.QuotaFailure()
                 detail.Unpack(quota)
-                found.quotas += [QuotaViolation.decode(v) for v in quota.violations]
-        return found
+                self.quotas += [QuotaViolation.decode(v) for v in quota.violations]
 
     @property
     def head(self) -> str:

@@ -1,5 +1,6 @@
 """The list pages' search fields turned into the API's AIP-160 filters (ListJobs, ListRuns,
-the batch calls), every value quoted; and the fields read back from a query string.
+the batch calls), every value quoted (``duetime_client.filters``, as the CLI's options); and
+the fields read back from a query string.
 
 A time typed in a search field is on the viewer's clock (their zone) and becomes a UTC
 instant in the filter."""
@@ -11,6 +12,7 @@ from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import TypeVar
 
+from duetime_client.filters import all_of, label_restriction, quoted
 from duetime_console.times import zone_of
 
 JOB_STATES = ("ACTIVE", "PAUSED", "COMPLETED", "ERROR")
@@ -28,15 +30,6 @@ class BadSearch(ValueError):
     def __init__(self, field: str, why: str) -> None:
         super().__init__(f"{field}: {why}")
         self.field, self.why = field, why
-
-
-def quoted(text: str) -> str:
-    """``text`` as an AIP-160 string, whatever it holds."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _all(parts: list[str]) -> str:
-    return " AND ".join(f"({p})" if " OR " in p else p for p in parts if p)
 
 
 S = TypeVar("S", bound="Search")
@@ -74,21 +67,17 @@ class JobSearch(Search):
         if self.state in JOB_STATES:
             parts.append(f"state = {self.state}")
         if self.label:
-            key, sep, value = self.label.partition("=")
-            if not key.strip() or not key.replace("-", "").replace("_", "").isalnum():
-                raise BadSearch("label", "key=value, or a key alone: it has the label")
-            parts.append(
-                f"labels.{key.strip()} = {quoted(value.strip())}"
-                if sep
-                else f"labels.{key.strip()}:*"
-            )
+            try:
+                parts.append(label_restriction(self.label))
+            except ValueError as error:
+                raise BadSearch("label", str(error)) from None
         if self.schedule in SCHEDULE_KINDS:
             parts.append(f"schedule = {self.schedule}")
         if self.host:
             parts.append(f"target.host:{quoted(self.host)}")
         if self.filter:
             parts.append(f"({self.filter})")
-        return _all(parts)
+        return all_of(parts)
 
 
 @dataclass(frozen=True)
@@ -123,7 +112,7 @@ class RunSearch(Search):
                 parts.append(f"nominal_time {op} {quoted(utc_instant(text, zone, name))}")
         if self.filter:
             parts.append(f"({self.filter})")
-        return _all(parts)
+        return all_of(parts)
 
 
 def utc_instant(text: str, zone: str, field: str) -> str:
