@@ -6,9 +6,10 @@ or a pause. Jobs are created through the API's own code (``JobOperations``), aft
 put where the story starts, since a job's first run time is computed from the clock at creation.
 
 The expected run lists are written by hand, as UTC instants, from the rules the contract states
-(job.proto's CronSchedule, MisfireSettings and RunState comments); America/New_York is UTC-5 (EST) and UTC-4 (EDT). In 2026 the clocks jump
-02:00 EST -> 03:00 EDT at 07:00Z on 8 March, and fall back 02:00 EDT -> 01:00 EST at 06:00Z
-on 1 November (01:00-02:00 local happens twice: 05:00Z-06:00Z, then 06:00Z-07:00Z).
+(job.proto's CronSchedule, MisfireSettings and RunState comments); America/New_York is UTC-5
+(EST) and UTC-4 (EDT). In 2026 the clocks jump 02:00 EST -> 03:00 EDT at 07:00Z on 8 March, and
+fall back 02:00 EDT -> 01:00 EST at 06:00Z on 1 November (01:00-02:00 local happens twice:
+05:00Z-06:00Z, then 06:00Z-07:00Z).
 """
 
 from __future__ import annotations

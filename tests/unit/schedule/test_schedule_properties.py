@@ -1,9 +1,9 @@
 """Properties of next_fire_time that must hold from any start, in any zone.
 
-The strongest check is a brute-force oracle: walk every UTC minute of a window, read the
-zone's wall clock, and apply the DST rules (CronSchedule's comment in job.proto) literally (cronsim, an independent
-implementation, decides whether a wall-clock minute matches). The fast search must produce
-exactly the same instants. Starts are drawn uniformly over 2020-2035 and, half the time,
+The strongest check is a brute-force oracle: walk every UTC minute of a window, read the zone's
+wall clock, and apply the DST rules (CronSchedule's comment in job.proto) literally (cronsim, an
+independent implementation, decides whether a wall-clock minute matches). The fast search must
+produce exactly the same instants. Starts are drawn uniformly over 2020-2035 and, half the time,
 within two days of a DST transition, where the rules actually bite.
 """
 
