@@ -235,10 +235,11 @@ def retry(job: job_pb2.Job) -> str:
     return f"{attempts} attempts, backoff {backoff} {multiplier}"
 
 
-def misfire(job: job_pb2.Job) -> str:
-    if not job.HasField("misfire"):
+def misfire(message: job_pb2.Job | job_service_pb2.ExplainOccurrenceResponse) -> str:
+    """A job's misfire settings (or those an explained occurrence was judged by)."""
+    if not message.HasField("misfire"):
         return NONE
-    settings = job.misfire
+    settings = message.misfire
     policy = enum_name(job_pb2.MisfirePolicy, settings.policy, "MISFIRE_POLICY_")
     return f"{policy}, threshold {duration(settings, 'threshold')}"
 
