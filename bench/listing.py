@@ -4,13 +4,17 @@ A team with 10,000 jobs (labelled, hourly crons and intervals) and 1,000,000 run
 the last 28 days (0.5 % dead-lettered, 2 % missed or skipped, 2 % triggered), seeded with SQL
 in a fresh database, read through the API's process over gRPC (TLS): a page of the team's runs
 filtered by state, scheduled time and origin; a page of jobs with each one's latest runs and
-next occurrences; one job's runs; the count of a batch redrive; then the console's pages,
-signed in as the team, over HTTPS (the time to the whole page, an upper bound of the server's).
-Prints p50 and p95 of each, in milliseconds, with the machine. Targets: ListRuns across the
-team with a filter p95 <= 100 ms; every console page p95 <= 300 ms. Results belong in
+next occurrences; one job's runs; the count of a batch redrive; ExplainOccurrence on one more
+job of its own with 1,000,000 runs (every 2 s, each with its attempt, paused stretches of 1,000
+occurrences as one SKIPPED range record each) for a run, an occurrence in a range and a time
+that is no occurrence; then the console's pages, signed in as the team, over HTTPS (the time to
+the whole page, an upper bound of the server's). Prints p50 and p95 of each, in milliseconds,
+with the machine. Targets: ListRuns across the team with a filter p95 <= 100 ms;
+ExplainOccurrence p95 <= 50 ms; every console page p95 <= 300 ms. Results belong in
 bench/RESULTS.md.
 
-    uv run --frozen python -m bench.listing [--jobs 10000] [--runs 1000000] [--repeat 40]
+    uv run --frozen python -m bench.listing [--jobs 10000] [--runs 1000000]
+        [--explained-runs 1000000] [--repeat 40]
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import json
 import re
 import statistics
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
@@ -85,6 +90,81 @@ SELECT run_id, nominal_time, 1, partition, 'w-1', first_start_time,
        CASE state WHEN 'SUCCEEDED' THEN '' ELSE 'HTTP 503' END
 FROM runs WHERE team_id = $1 AND attempt = 1
 """
+
+
+# One job's runs, every $4 seconds from $3: a SKIPPED range record stands for each stretch of
+# 1,000 occurrences starting at a multiple of 100,000 (a pause), the rest ran.
+_ONE_JOB_RUNS = """
+INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time, origin,
+                  state, reason, attempt, attempt_limit, first_start_time, job_version,
+                  range_end_time, occurrence_count, create_time, update_time)
+SELECT gen_random_uuid(), $2, $1, $6, s.nominal, s.nominal, 'SCHEDULE',
+       CASE WHEN s.ranged THEN 'SKIPPED' ELSE 'SUCCEEDED' END,
+       CASE WHEN s.ranged THEN 'JOB_PAUSED' ELSE '' END,
+       CASE WHEN s.ranged THEN 0 ELSE 1 END, 3,
+       CASE WHEN s.ranged THEN NULL ELSE s.nominal + interval '40 milliseconds' END, 1,
+       CASE WHEN s.ranged THEN s.nominal + make_interval(secs => 999 * $4) END,
+       CASE WHEN s.ranged THEN 1000 ELSE 1 END, s.nominal, s.nominal
+FROM (SELECT i, $3::timestamptz + make_interval(secs => i * $4) AS nominal,
+             i % 100000 = 0 AS ranged
+      FROM generate_series(0, $5 - 1) AS i
+      WHERE i % 100000 = 0 OR i % 100000 >= 1000) s
+"""
+EXPLAINED_EVERY = timedelta(seconds=2)
+
+
+async def seed_explained(dsn: str, team: str, runs: int) -> tuple[str, datetime]:
+    """The job ExplainOccurrence is timed on, with its ``runs`` (and their attempts): its id and
+    its first occurrence."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        started = time.monotonic()
+        now: datetime = await conn.fetchval("SELECT duetime_now()")
+        first = (now - EXPLAINED_EVERY * runs).replace(microsecond=0)
+        target = HttpTarget(HttpMethod.POST, "https://billing.internal/tick")
+        spec = JobSpec("explained", Every(EXPLAINED_EVERY, first, first), target)
+        job_id: str = await conn.fetchval(
+            "INSERT INTO jobs (job_id, team_id, partition, state, spec, next_run_time, "
+            "next_effective_time, create_time) "
+            "VALUES (gen_random_uuid(), $1, 7, 'ACTIVE', $2, $3, $3, $4) RETURNING job_id::text",
+            team,
+            json.dumps(spec_to_json(spec)),
+            first + EXPLAINED_EVERY * runs,
+            first,
+        )
+        await conn.execute(
+            "INSERT INTO job_versions (job_id, version, spec, create_time) "
+            "SELECT job_id, 1, spec, create_time FROM jobs WHERE job_id = $1",
+            uuid.UUID(job_id),
+        )
+        step = EXPLAINED_EVERY.total_seconds()
+        await conn.execute(_ONE_JOB_RUNS, team, uuid.UUID(job_id), first, step, runs, 7)
+        await conn.execute(_ATTEMPTS.replace("team_id = $1", "job_id = $1"), uuid.UUID(job_id))
+        await conn.execute("ANALYZE")
+        took = time.monotonic() - started
+        print(f"seeded one job's {runs:,} runs in {took:.0f} s")
+        return job_id, first
+    finally:
+        await conn.close()
+
+
+def explained(
+    api: Client, job_name: str, first: datetime, runs: int
+) -> dict[str, Callable[[], Awaitable[object]]]:
+    """ExplainOccurrence on the job of ``seed_explained``, at three kinds of time."""
+
+    def at(moment: datetime) -> Callable[[], Awaitable[object]]:
+        request = svc.ExplainOccurrenceRequest(job=job_name)
+        request.time.FromDatetime(moment)
+        return lambda: api.stub.ExplainOccurrence(request, metadata=api.auth())
+
+    middle = first + EXPLAINED_EVERY * (runs // 2 + 7)
+    in_range = first + EXPLAINED_EVERY * (100_000 * (runs // 200_000) + 500)
+    return {
+        "ExplainOccurrence, a run (1M runs)": at(middle),
+        "ExplainOccurrence, in a range record": at(in_range),
+        "ExplainOccurrence, no occurrence": at(middle + timedelta(seconds=1)),
+    }
 
 
 def _spec_documents() -> tuple[str, str]:
@@ -207,6 +287,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=1_000_000)
+    parser.add_argument("--explained-runs", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=40)
     args = parser.parse_args()
     template = await migrated_template()
@@ -236,6 +317,11 @@ async def main() -> None:
                     client, console.url, run.job_id, f"{run.job_id}/{run.run_id}"
                 ).items():
                     await report(label, args.repeat, call)
+            # Seeded last, so the team's lists above read the same runs as before.
+            job_id, first = await seed_explained(dsn, "bench", args.explained_runs)
+            name = f"teams/bench/jobs/{job_id}"
+            for label, call in explained(api, name, first, args.explained_runs).items():
+                await report(label, args.repeat, call)
             await api.channel.close()
     finally:
         await drop_database(template)

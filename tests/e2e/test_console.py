@@ -312,6 +312,92 @@ async def test_a_team_runs_its_jobs_from_the_browser(live: Live, browser: Browse
         await expect(page).to_have_url(live.console.url + "/signin")
 
 
+async def test_a_pause_with_a_note_then_why_an_occurrence_was_skipped_and_the_history(
+    live: Live, browser: Browser
+) -> None:
+    """Pause a job with a note and see it on its pages; resume it, told first what becomes of
+    the paused occurrences; ask why one of them did not run; read who changed what; preview an
+    edit without saving it."""
+    system, target = live.system, live.target
+    job = http_job("ticker", target.url("/console-tick"), cron=("*/2 * * * * *", "UTC"))
+    job = await system.api.create(job)
+    async with browser_page(browser) as page:
+        await sign_in(page, live.console, system.team_token)
+        await page.goto(f"{live.console.url}/jobs/{job.job_id}")
+        await page.get_by_role("link", name="Pause", exact=True).click()
+        await page.get_by_label(re.compile("^Note")).fill("warehouse migration")
+        await page.get_by_role("button", name="Pause").click()
+        await expect(page.get_by_role("status")).to_have_text("Paused.")
+        await expect(page.locator("#pause")).to_contain_text("“warehouse migration”")
+        paused = (
+            await system.api.stub.GetJob(
+                job_service_pb2.GetJobRequest(name=job.name), metadata=system.api.metadata
+            )
+        ).job
+        await page.get_by_role("link", name="Jobs").click()
+        await expect(page.locator("#table")).to_contain_text("“warehouse migration”")
+
+        # Occurrences go by while it is paused, past those claimed ahead before the pause (the
+        # workers skip those): one is answered SKIPPED with no record yet, to be recorded.
+        later = paused.pause.pause_time.ToDatetime() + timedelta(seconds=14)
+        ask = job_service_pb2.ExplainOccurrenceRequest(job=job.name)
+        ask.time.FromDatetime(later.replace(microsecond=0) + timedelta(seconds=later.second % 2))
+
+        async def skipped_by_now() -> bool:
+            answer = await system.api.stub.ExplainOccurrence(ask, metadata=system.api.metadata)
+            skipped = answer.fate == job_service_pb2.OCCURRENCE_FATE_SKIPPED
+            return skipped and not answer.HasField("run")
+
+        await eventually(skipped_by_now, 30, "an occurrence skipped while paused")
+
+        await page.goto(f"{live.console.url}/jobs/{job.job_id}")
+        await page.get_by_role("link", name="Resume", exact=True).click()
+        await expect(page.locator(".forecast")).to_contain_text("covered by the pause")
+        await page.get_by_role("button", name="Resume").click()
+        await expect(page.get_by_role("status")).to_contain_text("recorded SKIPPED")
+        await expect(page.locator("#pause")).to_have_count(0)
+
+        # The paused stretch is one SKIPPED record; from its page, why.
+        await page.locator("#table tr", has_text="SKIPPED").get_by_role("link").first.click()
+        await page.get_by_role("link", name="Why?").click()
+        answer = page.locator(".answer")
+        await expect(answer.locator("h2 .state")).to_have_text("SKIPPED")
+        await expect(answer).to_contain_text("the job was paused")
+        # The same question typed on the schedule's clock.
+        await page.get_by_label(re.compile("A time on the clock")).fill(
+            ask.time.ToDatetime().strftime("%Y-%m-%dT%H:%M:%S")
+        )
+        await page.get_by_role("button", name="Why?").click()
+        await expect(answer.locator("h2 .state")).to_have_text("SKIPPED")
+        await screenshot(page, "why")
+
+        await page.goto(f"{live.console.url}/jobs/{job.job_id}/history")
+        rows = page.locator("tbody tr")
+        await expect(rows).to_have_count(3)
+        await expect(rows.nth(0)).to_contain_text("RESUME")
+        await expect(rows.nth(1)).to_contain_text("PAUSE")
+        await expect(rows.nth(1)).to_contain_text("“warehouse migration”")
+        await expect(rows.nth(2)).to_contain_text("CREATE")
+        await expect(rows.nth(2)).to_contain_text("tokens/")
+        await screenshot(page, "history")
+
+        # An edit previewed: the next runs before and after, nothing saved.
+        await page.goto(f"{live.console.url}/jobs/{job.job_id}/edit?mode=yaml")
+        await page.get_by_label(re.compile("The job as YAML")).fill(
+            "schedule: {cron: {expression: '0 3 * * *', timeZone: America/New_York}}\n"
+        )
+        await page.get_by_role("button", name="Preview the change").click()
+        preview = page.locator(".preview")
+        await expect(preview).to_contain_text("nothing is saved yet")
+        await expect(preview.locator("section", has_text="After the change")).to_contain_text(
+            "T03:00:00-0"
+        )
+        stored = await system.api.stub.GetJob(
+            job_service_pb2.GetJobRequest(name=job.name), metadata=system.api.metadata
+        )
+        assert stored.job.schedule.cron.expression == "*/2 * * * * *"
+
+
 async def test_another_teams_job_is_not_found(live: Live, browser: Browser) -> None:
     _, theirs = await live.team("theirs")
     _, mine = await live.team("mine")

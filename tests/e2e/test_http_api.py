@@ -86,8 +86,9 @@ async def test_every_job_method_over_http(live: Live) -> None:
         params={"updateMask": "displayName"},
     )
     assert updated["job"]["displayName"] == "renamed"
-    paused = await api.ok("POST", f"/v1/{name}:pause", {})
+    paused = await api.ok("POST", f"/v1/{name}:pause", {"note": "over http"})
     assert paused["job"]["state"] == "JOB_STATE_PAUSED"
+    assert paused["job"]["pause"]["note"] == "over http"
     resumed = await api.ok("POST", f"/v1/{name}:resume", {"etag": paused["job"]["etag"]})
     assert resumed["job"]["state"] == "JOB_STATE_ACTIVE"
 
@@ -113,6 +114,21 @@ async def test_every_job_method_over_http(live: Live) -> None:
         "DST_ADJUSTMENT_SHIFTED",
         None,
     ]
+    # Why: a wall-clock time (02:30 did not exist that night) or an instant, in the query.
+    why = await api.ok("GET", f"/v1/{name}:explain", params={"localTime": "2026-03-08T02:30"})
+    assert why["time"] == "2026-03-08T07:00:00Z"
+    assert why["dstTransition"]["kind"] == "DST_TRANSITION_KIND_GAP"
+    assert why["fate"] == "OCCURRENCE_FATE_UNRECORDED"  # before the job was created
+    at = await api.ok("GET", f"/v1/{name}:explain", params={"time": "2026-03-07T07:30:00Z"})
+    assert at["occurrence"]["localTime"] == "2026-03-07T02:30:00-05:00"
+    versions = await api.ok("GET", f"/v1/{name}/versions", params={"pageSize": "10"})
+    assert [v["change"] for v in versions["versions"]] == [
+        "JOB_CHANGE_RESUME",
+        "JOB_CHANGE_PAUSE",
+        "JOB_CHANGE_UPDATE",
+        "JOB_CHANGE_CREATE",
+    ]
+    assert versions["versions"][2]["changedFields"] == ["display_name"]
     quota = await api.ok("GET", f"/v1/{team}/quota")
     assert quota["name"] == team
     assert int(quota["usage"]["storedJobs"]) >= 1

@@ -583,7 +583,7 @@ async def test_one_off_completes_and_paused_job_is_not_claimed_until_resumed(
             utc("2026-06-15T09:00")
         ]
 
-        resumed = await service.resume(TEAM, paused_r.job_id, "")
+        resumed = (await service.resume(TEAM, paused_r.job_id, "")).record
         assert resumed.next_run_time == utc("2026-06-15T09:11")
         await advance_through(pool, [utc("2026-06-15T09:11:20")])
 

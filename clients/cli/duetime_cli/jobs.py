@@ -30,8 +30,16 @@ from duetime_cli.jobfile import parse_job, read_mapping
 from duetime_cli.names import job_name
 from duetime_cli.output import Format, OutputOption, emit
 from duetime_cli.session import Session
-from duetime_cli.tables import attempts_table, job_detail, jobs_table, run_detail
+from duetime_cli.tables import (
+    attempts_table,
+    job_detail,
+    jobs_table,
+    preview_table,
+    run_detail,
+    versions_table,
+)
 from duetime_cli.wait import follow
+from duetime_client import describe
 from duetime_client.describe import next_run_moved
 from duetime_client.jobtext import update_paths
 
@@ -124,9 +132,17 @@ def update(
     ] = None,
     display_name: Annotated[str | None, typer.Option(help="A new display name.")] = None,
     etag: EtagOption = "",
+    dry_run: DryRunOption = False,
+    count: Annotated[
+        int,
+        typer.Option(
+            min=1, max=100, metavar="N", help="With --dry-run: how many next runs to show."
+        ),
+    ] = 10,
     output: OutputOption = Format.TABLE,
 ) -> None:
-    """Change the fields given in the file or by options; the others keep their values."""
+    """Change the fields given in the file or by options; the others keep their values. With
+    --dry-run, change nothing: show the job as it would be and its next runs before and after."""
     with command(ctx, output) as session:
         changes, paths = _changes(file, display_name)
         ref = job or changes.name
@@ -135,10 +151,26 @@ def update(
         changes.name = job_name(session, ref)
         changes.etag = etag or changes.etag
         request = job_service_pb2.UpdateJobRequest(
-            job=changes, update_mask=field_mask_pb2.FieldMask(paths=paths)
+            job=changes,
+            update_mask=field_mask_pb2.FieldMask(paths=paths),
+            validate_only=dry_run,
+            preview_count=count if dry_run else 0,
         )
         response = session.call(session.jobs.UpdateJob, request)
-        emit(response, output, lambda: [job_detail(response.job), "", next_run_moved(response)])
+        emit(response, output, lambda: _updated(response, dry_run))
+
+
+def _updated(response: job_service_pb2.UpdateJobResponse, dry_run: bool) -> list[Any]:
+    shown: list[Any] = [job_detail(response.job), "", next_run_moved(response)]
+    if dry_run:
+        shown += [
+            "",
+            "Nothing changed (--dry-run). The next runs now:",
+            preview_table(response.current_occurrences),
+            "After the change:",
+            preview_table(response.updated_occurrences),
+        ]
+    return shown
 
 
 def _changes(file: str | None, display_name: str | None) -> tuple[job_pb2.Job, list[str]]:
@@ -170,6 +202,11 @@ JobsArg = Annotated[
 
 
 _Changed = job_service_pb2.PauseJobResponse | job_service_pb2.ResumeJobResponse
+
+
+DryRunOption = Annotated[
+    bool, typer.Option("--dry-run", help="Change nothing: show what the call would do.")
+]
 
 
 @dataclass(frozen=True)
@@ -206,13 +243,20 @@ def pause(
     jobs: JobsArg = None,
     filter: FilterOption = "",
     label: LabelOption = None,
+    note: Annotated[
+        str,
+        typer.Option(
+            metavar="TEXT",
+            help="Why: kept with each job (shown by jobs get and list) until it is resumed.",
+        ),
+    ] = "",
     etag: EtagOption = "",
     yes: YesOption = False,
     output: OutputOption = Format.TABLE,
 ) -> None:
     """Pause jobs: their occurrences are SKIPPED until they are resumed. Many at once: the
     ACTIVE jobs --filter and --label match, or several JOBs."""
-    _change(ctx, _PAUSE, jobs, filter, label, etag, yes, output)
+    _change(ctx, _PAUSE, jobs, filter, label, etag, yes, output, {"note": note})
 
 
 @app.command()
@@ -221,13 +265,24 @@ def resume(
     jobs: JobsArg = None,
     filter: FilterOption = "",
     label: LabelOption = None,
+    catch_up: Annotated[
+        bool,
+        typer.Option(
+            "--catch-up",
+            help="One JOB: let its misfire policy decide the paused occurrences (run late or "
+            "MISSED) instead of skipping them.",
+        ),
+    ] = False,
+    dry_run: DryRunOption = False,
     etag: EtagOption = "",
     yes: YesOption = False,
     output: OutputOption = Format.TABLE,
 ) -> None:
-    """Resume paused jobs from now (missed occurrences are not caught up). Many at once: the
-    PAUSED jobs --filter and --label match, or several JOBs."""
-    _change(ctx, _RESUME, jobs, filter, label, etag, yes, output)
+    """Resume paused jobs from now (missed occurrences are not caught up, unless --catch-up);
+    what becomes of the paused occurrences is shown, with --dry-run before anything changes.
+    Many at once: the PAUSED jobs --filter and --label match, or several JOBs."""
+    alone = {"catch_up": catch_up, "validate_only": dry_run}
+    _change(ctx, _RESUME, jobs, filter, label, etag, yes, output, {}, alone)
 
 
 def _change(
@@ -239,21 +294,61 @@ def _change(
     etag: str,
     yes: bool,
     output: Format,
+    fields: dict[str, Any],
+    alone: dict[str, Any] | None = None,
 ) -> None:
-    """One job changed at once (its detail shown), or many as a batch."""
+    """One job changed at once (its detail shown), or many as a batch; ``fields`` go in both
+    requests, ``alone`` (flags by field) only with one JOB."""
     with command(ctx, output) as session:
         one = _single(jobs, filter, labels, etag)
         if one is not None:
-            request = change.one_request(name=job_name(session, one), etag=etag)
+            request = change.one_request(
+                name=job_name(session, one), etag=etag, **fields, **(alone or {})
+            )
             response = session.call(change.one(session), request)
-            emit(response, output, lambda: [job_detail(response.job)])
+            dry_run = bool((alone or {}).get("validate_only"))
+            emit(response, output, lambda: _changed(response, dry_run))
             return
+        if any((alone or {}).values()):
+            raise usage_error("--catch-up and --dry-run go with one JOB")
         names, where = [job_name(session, job) for job in jobs or ()], job_filter(filter, labels)
-        many = change.many_request(names=names, filter=where.text)
+        many = change.many_request(names=names, filter=where.text, **fields)
         scope = "as named" if names else f"{change.state}, matching: {where.text}"
         batch = Batch(change.many(session), many, change.verb, change.done, "job", scope)
         with where.sent():
             run_batch(session, batch, yes, output)
+
+
+def _changed(response: _Changed, dry_run: bool) -> list[Any]:
+    """A job paused or resumed (or as it would be), and for a resume what became (or would
+    become) of the paused occurrences."""
+    shown: list[Any] = [job_detail(response.job)]
+    if isinstance(response, job_service_pb2.ResumeJobResponse):
+        told = response.paused_occurrences
+        shown += ["", *describe.paused_occurrences(told)]
+    if dry_run:
+        shown += ["", "Nothing changed (--dry-run)."]
+    return shown
+
+
+@app.command()
+def history(
+    ctx: typer.Context, job: JobArg, limit: LimitOption = 100, output: OutputOption = Format.TABLE
+) -> None:
+    """A job's versions, newest first: when, by which token, the call, the fields it set."""
+    with command(ctx, output) as session:
+        name = job_name(session, job)
+
+        def page(token: str, size: int) -> tuple[list[job_service_pb2.JobVersion], str]:
+            request = job_service_pb2.ListJobVersionsRequest(
+                parent=name, page_size=size, page_token=token
+            )
+            response = session.call(session.jobs.ListJobVersions, request)
+            return list(response.versions), response.next_page_token
+
+        versions, token = collect(page, limit)
+        response = job_service_pb2.ListJobVersionsResponse(versions=versions, next_page_token=token)
+        emit(response, output, lambda: [versions_table(versions)])
 
 
 def _single(jobs: list[str] | None, filter: str, labels: list[str] | None, etag: str) -> str | None:

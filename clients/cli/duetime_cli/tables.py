@@ -51,7 +51,8 @@ _STYLES = {
 # Free-text columns: they wrap at word boundaries. Every other column is shown whole or not.
 _WRAPPING = frozenset(
     {"NAME", "SCHEDULE", "TARGET", "REASON", "ERROR", "WORKER", "DST", "DISPLAY NAME",
-     "DESCRIPTION", "OWN LIMITS", "USAGE", "LABELS", "RESULT"}
+     "DESCRIPTION", "OWN LIMITS", "USAGE", "LABELS", "RESULT", "PAUSE NOTE", "BY", "FIELDS",
+     "NOTE"}
 )  # fmt: skip
 # A free-text column gets at least its header's width and this many cells (fewer if all its
 # text is shorter), or it is not shown: a word up to this long never breaks, a longer one (a
@@ -182,12 +183,14 @@ def detail_grid(rows: Iterable[tuple[str, str | Text]]) -> DetailGrid:
 
 
 def jobs_table(jobs: Sequence[job_pb2.Job]) -> ListTable:
-    """The jobs; LABELS only when one of them has labels."""
+    """The jobs; LABELS only when one of them has labels, PAUSE NOTE when one is paused with
+    a note."""
     labelled = any(job.labels for job in jobs)
+    noted = any(job.pause.note for job in jobs)
+    labels, notes = ["LABELS"] if labelled else [], ["PAUSE NOTE"] if noted else []
     table = list_table(
-        "JOB ID", "NAME", "SCHEDULE", "TARGET", *(["LABELS"] if labelled else []), "STATE",
-        "NEXT RUN (UTC)",
-        drop=("TARGET", *(["LABELS"] if labelled else []), "SCHEDULE", "NEXT RUN (UTC)", "NAME"),
+        "JOB ID", "NAME", "SCHEDULE", "TARGET", *labels, "STATE", *notes, "NEXT RUN (UTC)",
+        drop=("TARGET", *labels, "SCHEDULE", *notes, "NEXT RUN (UTC)", "NAME"),
     )  # fmt: skip
     for job in jobs:
         table.add_row(
@@ -197,6 +200,7 @@ def jobs_table(jobs: Sequence[job_pb2.Job]) -> ListTable:
             describe.target(job.target),
             *([describe.labels(job)] if labelled else []),
             job_state(job),
+            *([job.pause.note or NONE] if noted else []),
             when(job, "next_run_time"),
         )
     return table
@@ -211,6 +215,7 @@ def job_detail(job: job_pb2.Job) -> DetailGrid:
             ("Name", job.name),
             ("Display name", job.display_name or NONE),
             ("State", state),
+            *([("Paused", describe.pause(job))] if job.HasField("pause") else []),
             ("Schedule", describe.schedule(job.schedule)),
             ("Next run", when(job, "next_run_time")),
             ("Target", describe.target(job.target)),
@@ -309,6 +314,61 @@ def preview_table(occurrences: Sequence[job_service_pb2.ScheduledOccurrence]) ->
         cells.append(Text(note, style="yellow"))
         table.add_row(*cells)
     return table
+
+
+def versions_table(versions: Sequence[job_service_pb2.JobVersion]) -> ListTable:
+    """A job's versions, newest first: when, by whom, the call and the fields it set."""
+    table = list_table(
+        "VERSION", "TIME (UTC)", "BY", "CHANGE", "FIELDS", "NOTE",
+        drop=("NOTE", "FIELDS", "BY"),
+    )  # fmt: skip
+    for version in versions:
+        table.add_row(
+            str(version.version),
+            when(version, "create_time"),
+            describe.principal(version),
+            describe.change(version),
+            ", ".join(version.changed_fields) or NONE,
+            version.note or NONE,
+        )
+    return table
+
+
+def _occurrence(occurrence: job_service_pb2.ScheduledOccurrence) -> str:
+    note = DST_NOTES.get(occurrence.dst_adjustment)
+    text = f"{occurrence.local_time} ({when(occurrence, 'nominal_time')})"
+    return f"{text}; {note}" if note else text
+
+
+def explanation_detail(answer: job_service_pb2.ExplainOccurrenceResponse) -> DetailGrid:
+    """What became of an occurrence: its fate, the answer's sentences, and what they rest on."""
+    rows: list[tuple[str, str | Text]] = [
+        ("Fate", state_text(describe.fate(answer))),
+        ("Why", answer.explanation),
+        ("Asked", when(answer, "time")),
+    ]
+    if answer.HasField("occurrence"):
+        rows.append(("Occurrence", _occurrence(answer.occurrence)))
+    if answer.HasField("run"):
+        run = answer.run
+        rows += [("Run", run.name), ("Run state", run_state(run))]
+        if run.reason:
+            rows.append(("Reason", describe.reason(run)))
+        if run.occurrence_count > 1:
+            rows.append(("Stands for", f"{run.occurrence_count} occurrences, {_range(run)}"))
+    if answer.HasField("lateness"):
+        rows.append(("Late by", duration(answer, "lateness")))
+        rows.append(("Misfire", describe.misfire(answer)))
+    if answer.HasField("previous_occurrence"):
+        rows.append(("Before", _occurrence(answer.previous_occurrence)))
+    if answer.HasField("next_occurrence"):
+        rows.append(("After", _occurrence(answer.next_occurrence)))
+    rows.append(("Job version", str(answer.job_version)))
+    return detail_grid(rows)
+
+
+def _range(run: run_pb2.Run) -> str:
+    return f"{when(run, 'nominal_time')} to {when(run, 'range_end_time')}"
 
 
 def batch_table(results: Sequence[job_service_pb2.BatchResult]) -> ListTable:

@@ -109,6 +109,62 @@ def reason(run: run_pb2.Run, *, brief: bool = False) -> str:
     return name if not run.reason_detail else f"{name}: {run.reason_detail}"
 
 
+def principal(message: Message, field: str = "principal") -> str:
+    """Who made a change: its token's description (``deploy pipeline``), else the token's name
+    (``tokens/…``); ``unknown`` when it was not recorded."""
+    if not message.HasField(field):
+        return "unknown"
+    value: job_pb2.Principal = getattr(message, field)
+    return value.description or value.token
+
+
+def pause(job: job_pb2.Job) -> str:
+    """A paused job's pause in one line: ``by deploy pipeline at 2026-12-06 10:00:00Z: "why"``;
+    ``-`` for a job that is not paused."""
+    if not job.HasField("pause"):
+        return NONE
+    text = f"by {principal(job.pause)} at {when(job.pause, 'pause_time')}"
+    return text + (f': "{job.pause.note}"' if job.pause.note else "")
+
+
+def change(version: job_service_pb2.JobVersion) -> str:
+    """The call that made a version (``UPDATE``), ``unknown`` when not recorded."""
+    name = enum_name(job_service_pb2.JobChange, version.change, "JOB_CHANGE_")
+    return "unknown" if name == NONE else name
+
+
+def fate(answer: job_service_pb2.ExplainOccurrenceResponse) -> str:
+    return enum_name(job_service_pb2.OccurrenceFate, answer.fate, "OCCURRENCE_FATE_")
+
+
+def occurrences(span: job_service_pb2.OccurrenceSpan) -> str:
+    """``60, 2026-06-01 12:01:00Z to 2026-06-01 13:00:00Z``; ``none``."""
+    if not span.count:
+        return "none"
+    first, last = when(span, "first_time"), when(span, "last_time")
+    return f"{span.count}, {first}" if span.count == 1 else f"{span.count}, {first} to {last}"
+
+
+def paused_occurrences(told: job_service_pb2.PausedOccurrences) -> list[str]:
+    """What a resume does with the occurrences its pause covered, a line each."""
+    lines = [f"covered by the pause: {occurrences(told.covered)}"]
+    if told.skipped.count:
+        lines.append(f"recorded SKIPPED: {occurrences(told.skipped)}")
+    if told.catch_up_runs:
+        times = ", ".join(when(o, "nominal_time") for o in told.catch_up_runs[:5])
+        more = f" and {len(told.catch_up_runs) - 5} more" if len(told.catch_up_runs) > 5 else ""
+        lines.append(f"run late (catch-up): {len(told.catch_up_runs)}: {times}{more}")
+    if told.on_time_runs:
+        lines.append(f"run as on time: {len(told.on_time_runs)}")
+    if told.too_old.count:
+        lines.append(f"MISSED as too old: {occurrences(told.too_old)}")
+    if told.missed.count:
+        lines.append(f"MISSED by the misfire policy: {occurrences(told.missed)}")
+    if told.truncated:
+        lines.append("more than 100,000 occurrences: the counts are lower bounds")
+    return lines
+
+
 def next_run_moved(response: job_service_pb2.UpdateJobResponse) -> str:
     """What an update did to the job's next run, in one line."""
     before, after = when(response, "previous_next_run_time"), when(response.job, "next_run_time")
@@ -179,10 +235,11 @@ def retry(job: job_pb2.Job) -> str:
     return f"{attempts} attempts, backoff {backoff} {multiplier}"
 
 
-def misfire(job: job_pb2.Job) -> str:
-    if not job.HasField("misfire"):
+def misfire(message: job_pb2.Job | job_service_pb2.ExplainOccurrenceResponse) -> str:
+    """A job's misfire settings (or those an explained occurrence was judged by)."""
+    if not message.HasField("misfire"):
         return NONE
-    settings = job.misfire
+    settings = message.misfire
     policy = enum_name(job_pb2.MisfirePolicy, settings.policy, "MISFIRE_POLICY_")
     return f"{policy}, threshold {duration(settings, 'threshold')}"
 

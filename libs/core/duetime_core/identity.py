@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import uuid
 from dataclasses import dataclass
 
 
@@ -15,8 +16,14 @@ class Role(enum.StrEnum):
 
 @dataclass(frozen=True)
 class Principal:
+    """Who a call runs as. A token's principal also names the token (its id and the
+    description operators gave it), which job changes record as their author; a worker's
+    certificate names none."""
+
     role: Role
     team_id: str | None
+    token_id: uuid.UUID | None = None
+    description: str = ""
 
 
 def token_digest(token: str) -> bytes:

@@ -37,7 +37,8 @@ class PreviewItem:
     dst_adjustment: DstAdjustment
 
 
-def _zone_of(spec: ScheduleSpec) -> str:
+def zone_of(spec: ScheduleSpec) -> str:
+    """The zone a schedule's wall clock is read in (UTC for one without)."""
     match spec:
         case Cron(time_zone=zone) | AtLocal(time_zone=zone):
             return zone
@@ -45,7 +46,8 @@ def _zone_of(spec: ScheduleSpec) -> str:
             return "UTC"
 
 
-def _adjustment(spec: ScheduleSpec, local: datetime) -> DstAdjustment:
+def dst_adjustment(spec: ScheduleSpec, local: datetime) -> DstAdjustment:
+    """What DST did to an occurrence of ``spec`` at ``local`` (aware, in the schedule's zone)."""
     other = local.replace(fold=1 - local.fold)
     if other.utcoffset() != local.utcoffset():
         return DstAdjustment.FOLD_SECOND_PASS if local.fold else DstAdjustment.FOLD_FIRST_PASS
@@ -58,6 +60,22 @@ def _adjustment(spec: ScheduleSpec, local: datetime) -> DstAdjustment:
     return DstAdjustment.NONE
 
 
+def preview_item(
+    spec: ScheduleSpec, nominal: datetime, job: tuple[uuid.UUID, JobSpec] | None = None
+) -> PreviewItem:
+    """An occurrence at ``nominal`` as a preview shows it; with a job, its effective time."""
+    effective = None
+    if job is not None:
+        effective = effective_time(job[1], RunKey.scheduled(job[0], nominal))
+    local = nominal.astimezone(ZoneInfo(zone_of(spec)))
+    return PreviewItem(
+        nominal_time=nominal.astimezone(UTC),
+        effective_time=effective,
+        local_time=local.isoformat(),
+        dst_adjustment=dst_adjustment(spec, local),
+    )
+
+
 def preview(
     spec: ScheduleSpec,
     after: datetime,
@@ -67,7 +85,6 @@ def preview(
 ) -> list[PreviewItem]:
     """Up to ``count`` occurrences strictly after ``after``; with a job, their effective times."""
     schedule = to_schedule(spec)
-    zone = ZoneInfo(_zone_of(spec))
     items: list[PreviewItem] = []
     cursor = after
     if isinstance(schedule, OneOff):
@@ -77,17 +94,6 @@ def preview(
         nominal = next_fire_time(schedule, cursor)
         if nominal is None:
             break
-        effective = None
-        if job is not None:
-            effective = effective_time(job[1], RunKey.scheduled(job[0], nominal))
-        local = nominal.astimezone(zone)
-        items.append(
-            PreviewItem(
-                nominal_time=nominal.astimezone(UTC),
-                effective_time=effective,
-                local_time=local.isoformat(),
-                dst_adjustment=_adjustment(spec, local),
-            )
-        )
+        items.append(preview_item(spec, nominal, job))
         cursor = nominal
     return items

@@ -7,6 +7,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from duetime_core.history import JobPause
 from duetime_core.jobspec import JobSpec, JobState
 from duetime_core.runkey import RunKey
 
@@ -62,7 +63,10 @@ class JobRecord:
     create_time: datetime
     update_time: datetime
     version: int
+    # Where a paused stretch began: the pending occurrence when it was paused.
     pause_time: datetime | None = None
+    # A paused job's note, author and pause call time.
+    pause: JobPause | None = None
 
     @property
     def etag(self) -> str:

@@ -13,9 +13,10 @@ from typing import TypeVar
 from google.rpc import code_pb2
 
 from duetime.jobs.v1 import job_service_pb2
-from duetime_api.jobs import JobOperations, check_request_id
+from duetime_api.jobs import JobOperations, check_note, check_request_id
 from duetime_api.names import parse_job_name, parse_run_name
 from duetime_core.errors import DuetimeError, FailedPrecondition, InvalidArgument, NotFound
+from duetime_core.identity import Principal
 from duetime_core.jobspec import JobState
 from duetime_infra.grpc.status import to_rpc_status
 
@@ -73,20 +74,36 @@ class Batches:
         self._jobs = jobs
 
     async def pause(
-        self, team_id: str, names: Sequence[str], where: str, validate_only: bool
+        self,
+        team_id: str,
+        names: Sequence[str],
+        where: str,
+        validate_only: bool,
+        by: Principal | None = None,
+        note: str = "",
     ) -> Batch:
-        """Pauses the named jobs, or the ACTIVE ones the filter matches."""
-        return await self._jobs_batch(
-            team_id, names, where, JobState.ACTIVE, validate_only, self._jobs.pause
-        )
+        """Pauses the named jobs, or the ACTIVE ones the filter matches, each with ``note``."""
+        check_note(note)
+
+        async def pause(job_id: uuid.UUID) -> object:
+            return await self._jobs.pause(team_id, job_id, "", by, note)
+
+        return await self._jobs_batch(team_id, names, where, JobState.ACTIVE, validate_only, pause)
 
     async def resume(
-        self, team_id: str, names: Sequence[str], where: str, validate_only: bool
+        self,
+        team_id: str,
+        names: Sequence[str],
+        where: str,
+        validate_only: bool,
+        by: Principal | None = None,
     ) -> Batch:
         """Resumes the named jobs, or the PAUSED ones the filter matches."""
-        return await self._jobs_batch(
-            team_id, names, where, JobState.PAUSED, validate_only, self._jobs.resume
-        )
+
+        async def resume(job_id: uuid.UUID) -> object:
+            return await self._jobs.resume(team_id, job_id, "", by)
+
+        return await self._jobs_batch(team_id, names, where, JobState.PAUSED, validate_only, resume)
 
     async def _jobs_batch(
         self,
@@ -95,7 +112,7 @@ class Batches:
         where: str,
         state: JobState,
         validate_only: bool,
-        change: Callable[[str, uuid.UUID, str], Awaitable[object]],
+        change: Callable[[uuid.UUID], Awaitable[object]],
     ) -> Batch:
         _one_of(names, where)
         if names:
@@ -108,7 +125,7 @@ class Batches:
         if validate_only:
             return Batch(len(targets), [])
         items = [
-            (name, _bind(change, team_id, job_id, "") if isinstance(job_id, uuid.UUID) else job_id)
+            (name, _bind(change, job_id) if isinstance(job_id, uuid.UUID) else job_id)
             for name, job_id in targets
         ]
         return Batch(len(targets), await _each(items))

@@ -7,11 +7,20 @@ import dataclasses
 import hashlib
 import logging
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from duetime.jobs.v1 import job_pb2
 from duetime_api.skipped import JobVersion, gap_records, skip_records
 from duetime_core.errors import Aborted, FailedPrecondition, InvalidArgument
+from duetime_core.history import (
+    FIELD_PATHS,
+    MAX_PAUSE_NOTE,
+    ChangeKind,
+    JobPause,
+    VersionChange,
+    spec_changes,
+)
+from duetime_core.identity import Principal
 from duetime_core.jobspec import (
     ContainerTarget,
     HttpTarget,
@@ -29,10 +38,13 @@ from duetime_core.planning import (
     first_occurrence,
     next_occurrence,
 )
+from duetime_core.preview import PreviewItem, preview
 from duetime_core.quotas import STORED_STATES, TeamState, check_job_quota
 from duetime_core.records import JobRecord, RunReason, RunRecord, RunState
+from duetime_core.resume import ResumeForecast, catch_up_forecast, skip_forecast
 from duetime_core.runkey import RunKey, partition_of
 from duetime_core.skipped import SkippedSpan, skipped_between
+from duetime_core.text import text_problem
 from duetime_infra.codec.job_codec import decode_job_spec, encode_job_spec
 from duetime_infra.codec.target_codec import REDACTED
 from duetime_infra.dispatch import OutboxRow, dispatch_row
@@ -43,33 +55,53 @@ log = logging.getLogger(__name__)
 
 MAX_REQUEST_ID = 128
 
-# update_mask path -> JobSpec field.
 _MESSAGE_FIELDS = frozenset(
     {"schedule", "target", "attempt_timeout", "retry_policy", "misfire", "jitter_window"}
 )
-_MASKABLE = {
-    "display_name": "display_name",
-    "schedule": "schedule",
-    "target": "target",
-    "attempt_timeout": "attempt_timeout",
-    "retry_policy": "retry",
-    "misfire": "misfire",
-    "overlap_policy": "overlap",
-    "jitter_window": "jitter_window",
-    "priority": "priority",
-    "delivery": "delivery",
-    "labels": "labels",
-}
+DEFAULT_PREVIEW_COUNT = 10
+MAX_UPDATE_PREVIEW = 100
+_BEFORE = timedelta(microseconds=1)
 
 
 @dataclasses.dataclass
 class Update:
-    """What an update did: the job as stored now, whether its schedule changed (a schedule
-    sent as it is stored is no change), and its next run time before."""
+    """What an update did (or, validated only, would do): the job as stored now, whether its
+    schedule changed (a schedule sent as it is stored is no change), its next run time before,
+    and, validated only, its next occurrences before and after."""
 
     record: JobRecord = dataclasses.field(init=False)
     schedule_changed: bool = False
     previous_next: datetime | None = None
+    current: list[PreviewItem] = dataclasses.field(default_factory=list)
+    updated: list[PreviewItem] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class Resume:
+    """What a resume did (or, validated only, would do) with the paused occurrences."""
+
+    record: JobRecord = dataclasses.field(init=False)
+    forecast: ResumeForecast = dataclasses.field(default_factory=ResumeForecast)
+
+
+def upcoming(
+    job_id: uuid.UUID,
+    spec: JobSpec,
+    state: JobState,
+    pending: datetime | None,
+    now: datetime,
+    count: int,
+) -> list[PreviewItem]:
+    """A job's next ``count`` occurrences: from its pending one when ACTIVE, otherwise its
+    schedule's from ``now``."""
+    start = pending - _BEFORE if state is JobState.ACTIVE and pending is not None else now
+    return preview(spec.schedule, start, count, job=(job_id, spec))
+
+
+def check_note(note: str) -> None:
+    problem = text_problem(note, MAX_PAUSE_NOTE)
+    if problem is not None:
+        raise InvalidArgument.field("note", problem)
 
 
 def check_request_id(request_id: str, *, required: bool) -> None:
@@ -157,12 +189,20 @@ def _secrets(spec: JobSpec) -> tuple[dict[str, SecretValue], dict[str, SecretVal
 def _check_mask(paths: list[str]) -> None:
     if not paths:
         raise InvalidArgument.field("update_mask", "required: name the fields to change")
-    unknown = [p for p in paths if p not in _MASKABLE]
+    unknown = [p for p in paths if p not in FIELD_PATHS]
     if unknown:
         raise InvalidArgument.field(
             "update_mask",
-            f"cannot update {', '.join(unknown)}; updatable: {', '.join(_MASKABLE)}",
+            f"cannot update {', '.join(unknown)}; updatable: {', '.join(FIELD_PATHS)}",
         )
+
+
+def _check_preview_count(count: int, validate_only: bool) -> int:
+    if count and not validate_only:
+        raise InvalidArgument.field("preview_count", "only with validate_only")
+    if not 0 <= count <= MAX_UPDATE_PREVIEW:
+        raise InvalidArgument.field("preview_count", f"must be between 1 and {MAX_UPDATE_PREVIEW}")
+    return count or DEFAULT_PREVIEW_COUNT
 
 
 def _decoded(record: JobRecord, job: job_pb2.Job, paths: list[str], now: datetime) -> JobSpec:
@@ -186,7 +226,9 @@ def _decoded(record: JobRecord, job: job_pb2.Job, paths: list[str], now: datetim
 def _rewritten(record: JobRecord, spec: JobSpec, schedule_changed: bool, now: datetime) -> JobWrite:
     """The job's state and next occurrence under its updated ``spec``."""
     if record.state is JobState.PAUSED:
-        return JobWrite(JobState.PAUSED, spec, None, pause_time=record.pause_time)
+        return JobWrite(
+            JobState.PAUSED, spec, None, pause_time=record.pause_time, pause=record.pause
+        )
     if record.state is JobState.COMPLETED and not schedule_changed:
         return JobWrite(JobState.COMPLETED, spec, None)
     pending = record.next_run_time
@@ -212,11 +254,54 @@ def _rewritten(record: JobRecord, spec: JobSpec, schedule_changed: bool, now: da
     return JobWrite(state, spec, occurrence, state_reason=reason)
 
 
+def _skipping(record: JobRecord, start: datetime, now: datetime) -> tuple[JobWrite, ResumeForecast]:
+    """A resume from now: the paused stretch's occurrences are recorded SKIPPED."""
+    try:
+        span = skipped_between(to_schedule(record.spec.schedule), start, now)
+    except ScheduleError as error:
+        write = JobWrite(JobState.ERROR, record.spec, None, state_reason=str(error))
+        return write, ResumeForecast()
+    forecast = skip_forecast(span)
+    runs = skip_records(
+        JobVersion.of(record), span, RunReason.JOB_PAUSED, "while the job was paused"
+    )
+    if is_one_off(record.spec.schedule) and runs:
+        return JobWrite(JobState.COMPLETED, record.spec, None, runs=runs), forecast
+    try:
+        occurrence = next_occurrence(record.job_id, record.spec, now)
+    except ScheduleError as error:
+        write = JobWrite(JobState.ERROR, record.spec, None, state_reason=str(error), runs=runs)
+        return write, forecast
+    if occurrence is None:
+        return JobWrite(JobState.COMPLETED, record.spec, None, runs=runs), forecast
+    resumed = dataclasses.replace(JobVersion.of(record), version=record.version + 1)
+    runs += gap_records(resumed, now, occurrence)
+    return JobWrite(JobState.ACTIVE, record.spec, occurrence, runs=runs), forecast
+
+
+def _caught_up(
+    record: JobRecord, start: datetime, now: datetime
+) -> tuple[JobWrite, ResumeForecast]:
+    """A resume at the paused stretch's first occurrence: the scheduler's next claim applies
+    the misfire policy to the stretch, as to any late occurrences."""
+    try:
+        first = next_occurrence(record.job_id, record.spec, start - _BEFORE)
+    except ScheduleError as error:
+        write = JobWrite(JobState.ERROR, record.spec, None, state_reason=str(error))
+        return write, ResumeForecast()
+    if first is None:
+        return JobWrite(JobState.COMPLETED, record.spec, None), ResumeForecast()
+    forecast = catch_up_forecast(record.job_id, record.spec, first, now)
+    return JobWrite(JobState.ACTIVE, record.spec, first), forecast
+
+
 class JobOperations:
     def __init__(self, store: JobStore) -> None:
         self.store = store
 
-    async def create(self, team_id: str, job: job_pb2.Job, request_id: str) -> JobRecord:
+    async def create(
+        self, team_id: str, job: job_pb2.Job, request_id: str, by: Principal | None = None
+    ) -> JobRecord:
         check_request_id(request_id, required=False)
         now = await self.store.now()
         spec = decode_job_spec(job, now=now)
@@ -226,20 +311,37 @@ class JobOperations:
         gaps = gap_records(JobVersion(job_id, team_id, partition, 1, spec), now, occurrence)
         idem = Idempotency("CreateJob", request_id, fingerprint(job)) if request_id else None
         adding = 1 if state in STORED_STATES else None
+        write = JobWrite(
+            state=state,
+            spec=spec,
+            next=occurrence,
+            state_reason=reason,
+            runs=gaps,
+            change=VersionChange(ChangeKind.CREATE, by),
+        )
         return await self.store.create_job(
             team_id,
             job_id,
             partition,
-            JobWrite(state=state, spec=spec, next=occurrence, state_reason=reason, runs=gaps),
+            write,
             idem,
             now,
             lambda team: check_job_quota(team, priority=spec.priority, adding=adding),
         )
 
     async def update(
-        self, team_id: str, job_id: uuid.UUID, job: job_pb2.Job, paths: list[str]
+        self,
+        team_id: str,
+        job_id: uuid.UUID,
+        job: job_pb2.Job,
+        paths: list[str],
+        by: Principal | None = None,
+        *,
+        validate_only: bool = False,
+        preview_count: int = 0,
     ) -> Update:
         _check_mask(paths)
+        count = _check_preview_count(preview_count, validate_only)
         outcome = Update()
 
         def decide(record: JobRecord, now: datetime, team: TeamState) -> JobWrite:
@@ -255,7 +357,7 @@ class JobOperations:
             outcome.previous_next = record.next_run_time
             outcome.schedule_changed = "schedule" in changed
             spec = dataclasses.replace(
-                record.spec, **{_MASKABLE[p]: getattr(decoded, _MASKABLE[p]) for p in changed}
+                record.spec, **{FIELD_PATHS[p]: getattr(decoded, FIELD_PATHS[p]) for p in changed}
             )
             write = _rewritten(record, spec, outcome.schedule_changed, now)
             check_job_quota(
@@ -265,29 +367,68 @@ class JobOperations:
                 if write.state in STORED_STATES and record.state not in STORED_STATES
                 else None,
             )
-            return write
+            if validate_only:
+                outcome.current = upcoming(
+                    job_id, record.spec, record.state, record.next_run_time, now, count
+                )
+                pending = write.next.nominal_time if write.next else None
+                outcome.updated = upcoming(job_id, write.spec, write.state, pending, now, count)
+            fields = tuple(spec_changes(record.spec, spec))
+            return dataclasses.replace(write, change=VersionChange(ChangeKind.UPDATE, by, fields))
 
-        outcome.record = await self.store.modify_job(team_id, job_id, decide)
+        outcome.record = await self.store.modify_job(
+            team_id, job_id, decide, validate_only=validate_only
+        )
         return outcome
 
-    async def delete(self, team_id: str, job_id: uuid.UUID, etag: str) -> None:
+    async def delete(
+        self, team_id: str, job_id: uuid.UUID, etag: str, by: Principal | None = None
+    ) -> None:
         def decide(record: JobRecord, now: datetime, team: TeamState) -> JobWrite:
             check_etag(record, etag)
-            return JobWrite(JobState.DELETED, record.spec, None)
+            change = VersionChange(ChangeKind.DELETE, by)
+            return JobWrite(JobState.DELETED, record.spec, None, change=change)
 
         await self.store.modify_job(team_id, job_id, decide)
 
-    async def pause(self, team_id: str, job_id: uuid.UUID, etag: str) -> JobRecord:
+    async def pause(
+        self,
+        team_id: str,
+        job_id: uuid.UUID,
+        etag: str,
+        by: Principal | None = None,
+        note: str = "",
+    ) -> JobRecord:
+        check_note(note)
+
         def decide(record: JobRecord, now: datetime, team: TeamState) -> JobWrite:
             check_etag(record, etag)
             require_state(record, JobState.ACTIVE, "paused", "JOB_NOT_ACTIVE")
             # The skipped stretch starts at the pending occurrence, so none slips between.
             pause_start = record.next_run_time or now
-            return JobWrite(JobState.PAUSED, record.spec, None, pause_time=pause_start)
+            return JobWrite(
+                JobState.PAUSED,
+                record.spec,
+                None,
+                pause_time=pause_start,
+                pause=JobPause(note, by),
+                change=VersionChange(ChangeKind.PAUSE, by, note=note),
+            )
 
         return await self.store.modify_job(team_id, job_id, decide)
 
-    async def resume(self, team_id: str, job_id: uuid.UUID, etag: str) -> JobRecord:
+    async def resume(
+        self,
+        team_id: str,
+        job_id: uuid.UUID,
+        etag: str,
+        by: Principal | None = None,
+        *,
+        catch_up: bool = False,
+        validate_only: bool = False,
+    ) -> Resume:
+        outcome = Resume()
+
         def decide(record: JobRecord, now: datetime, team: TeamState) -> JobWrite:
             check_etag(record, etag)
             require_state(record, JobState.PAUSED, "resumed", "JOB_NOT_PAUSED")
@@ -295,28 +436,14 @@ class JobOperations:
             # lowered quota, or its priority is no longer granted.
             check_job_quota(team, priority=record.spec.priority, adding=0)
             start = record.pause_time or record.update_time
-            try:
-                span = skipped_between(to_schedule(record.spec.schedule), start, now)
-            except ScheduleError as error:
-                return JobWrite(JobState.ERROR, record.spec, None, state_reason=str(error))
-            runs = skip_records(
-                JobVersion.of(record), span, RunReason.JOB_PAUSED, "while the job was paused"
-            )
-            if is_one_off(record.spec.schedule) and runs:
-                return JobWrite(JobState.COMPLETED, record.spec, None, runs=runs)
-            try:
-                occurrence = next_occurrence(record.job_id, record.spec, now)
-            except ScheduleError as error:
-                return JobWrite(
-                    JobState.ERROR, record.spec, None, state_reason=str(error), runs=runs
-                )
-            if occurrence is None:
-                return JobWrite(JobState.COMPLETED, record.spec, None, runs=runs)
-            resumed = dataclasses.replace(JobVersion.of(record), version=record.version + 1)
-            runs += gap_records(resumed, now, occurrence)
-            return JobWrite(JobState.ACTIVE, record.spec, occurrence, runs=runs)
+            resumed = _caught_up if catch_up else _skipping
+            write, outcome.forecast = resumed(record, start, now)
+            return dataclasses.replace(write, change=VersionChange(ChangeKind.RESUME, by))
 
-        return await self.store.modify_job(team_id, job_id, decide)
+        outcome.record = await self.store.modify_job(
+            team_id, job_id, decide, validate_only=validate_only
+        )
+        return outcome
 
     async def trigger(self, team_id: str, job_id: uuid.UUID, request_id: str) -> RunRecord:
         check_request_id(request_id, required=True)

@@ -8,6 +8,7 @@ from grpc import aio
 
 from duetime.jobs.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, run_pb2
 from duetime_api.batches import Batches, encode_batch
+from duetime_api.history import History
 from duetime_api.jobs import JobOperations
 from duetime_api.lists import Lists, activity_count, check_activity_page
 from duetime_api.names import (
@@ -18,17 +19,19 @@ from duetime_api.names import (
     resolve_job,
     resolve_parent,
 )
-from duetime_api.pagination import make_token, read_page
+from duetime_api.pagination import make_key_token, make_token, read_key_page, read_page
 from duetime_core.errors import InvalidArgument
 from duetime_core.jobspec import JobState
-from duetime_core.preview import preview
+from duetime_core.preview import preview, preview_item
 from duetime_core.records import RunState
+from duetime_infra.codec.explain_codec import encode_explanation, encode_forecast, read_asked
+from duetime_infra.codec.history_codec import encode_version
 from duetime_infra.codec.preview_codec import decode_preview_schedule, encode_occurrences
 from duetime_infra.codec.quota_codec import encode_quota, encode_usage, team_name
 from duetime_infra.codec.records_codec import encode_job, encode_run
 from duetime_infra.codec.timeconv import datetime_to_timestamp
 from duetime_infra.codec.violations import Violations, read_timestamp
-from duetime_infra.grpc.auth import current_team
+from duetime_infra.grpc.auth import current_principal, current_team
 
 Context = aio.ServicerContext[Any, Any]
 
@@ -51,11 +54,20 @@ def _run_state(value: int, field: str) -> RunState | None:
     return RunState(run_pb2.RunState.Name(value).removeprefix("RUN_STATE_"))  # type: ignore[arg-type]
 
 
+def _version_number(token_key: str | None) -> int | None:
+    if token_key is None:
+        return None
+    if not token_key.isdigit():
+        raise InvalidArgument.field("page_token", "not a page token issued by this API")
+    return int(token_key)
+
+
 class JobServicer(job_service_pb2_grpc.JobServiceServicer):
     def __init__(self, jobs: JobOperations) -> None:
         self._jobs = jobs
         self._lists = Lists(jobs.store)
         self._batches = Batches(jobs)
+        self._history = History(jobs.store)
 
     async def CreateJob(
         self, request: job_service_pb2.CreateJobRequest, context: Context
@@ -64,7 +76,7 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
         check_own_team(request.parent, team, "parent")
         if not request.HasField("job"):
             raise InvalidArgument.field("job", "required")
-        record = await self._jobs.create(team, request.job, request.request_id)
+        record = await self._jobs.create(team, request.job, request.request_id, current_principal())
         return job_service_pb2.CreateJobResponse(job=encode_job(record))
 
     async def GetJob(
@@ -109,12 +121,22 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
         if not request.HasField("job"):
             raise InvalidArgument.field("job", "required")
         job_id = parse_job_name(request.job.name, team, field="job.name")
-        update = await self._jobs.update(team, job_id, request.job, list(request.update_mask.paths))
+        update = await self._jobs.update(
+            team,
+            job_id,
+            request.job,
+            list(request.update_mask.paths),
+            current_principal(),
+            validate_only=request.validate_only,
+            preview_count=request.preview_count,
+        )
         response = job_service_pb2.UpdateJobResponse(
             job=encode_job(update.record), schedule_changed=update.schedule_changed
         )
         if update.previous_next is not None:
             datetime_to_timestamp(update.previous_next, response.previous_next_run_time)
+        encode_occurrences(update.current, response.current_occurrences)
+        encode_occurrences(update.updated, response.updated_occurrences)
         return response
 
     async def DeleteJob(
@@ -122,7 +144,7 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
     ) -> job_service_pb2.DeleteJobResponse:
         team = current_team()
         job_id = resolve_job(team, request.name, request.job_id)
-        await self._jobs.delete(team, job_id, request.etag)
+        await self._jobs.delete(team, job_id, request.etag, current_principal())
         return job_service_pb2.DeleteJobResponse()
 
     async def PauseJob(
@@ -130,7 +152,9 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
     ) -> job_service_pb2.PauseJobResponse:
         team = current_team()
         job_id = resolve_job(team, request.name, request.job_id)
-        record = await self._jobs.pause(team, job_id, request.etag)
+        record = await self._jobs.pause(
+            team, job_id, request.etag, current_principal(), request.note
+        )
         return job_service_pb2.PauseJobResponse(job=encode_job(record))
 
     async def ResumeJob(
@@ -138,8 +162,22 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
     ) -> job_service_pb2.ResumeJobResponse:
         team = current_team()
         job_id = resolve_job(team, request.name, request.job_id)
-        record = await self._jobs.resume(team, job_id, request.etag)
-        return job_service_pb2.ResumeJobResponse(job=encode_job(record))
+        resumed = await self._jobs.resume(
+            team,
+            job_id,
+            request.etag,
+            current_principal(),
+            catch_up=request.catch_up,
+            validate_only=request.validate_only,
+        )
+        record = resumed.record
+        response = job_service_pb2.ResumeJobResponse(job=encode_job(record))
+        encode_forecast(
+            resumed.forecast,
+            response.paused_occurrences,
+            lambda o: preview_item(record.spec.schedule, o.nominal_time, (job_id, record.spec)),
+        )
+        return response
 
     async def TriggerJob(
         self, request: job_service_pb2.TriggerJobRequest, context: Context
@@ -210,6 +248,28 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
         encode_occurrences(items, response.occurrences)
         return response
 
+    async def ExplainOccurrence(
+        self, request: job_service_pb2.ExplainOccurrenceRequest, context: Context
+    ) -> job_service_pb2.ExplainOccurrenceResponse:
+        team = current_team()
+        job_id = parse_job_name(request.job, team, field="job")
+        found = await self._history.explain(team, job_id, read_asked(request))
+        return encode_explanation(found, encode_run)
+
+    async def ListJobVersions(
+        self, request: job_service_pb2.ListJobVersionsRequest, context: Context
+    ) -> job_service_pb2.ListJobVersionsResponse:
+        team = current_team()
+        job_id = parse_job_name(request.parent, team, field="parent")
+        scope = f"versions/{team}/{job_id}"
+        after, limit = read_key_page(scope, request.page_size, request.page_token)
+        before = _version_number(after)
+        versions, next_before = await self._history.versions(team, job_id, before, limit)
+        return job_service_pb2.ListJobVersionsResponse(
+            versions=[encode_version(team, v, changed) for v, changed in versions],
+            next_page_token=make_key_token(scope, str(next_before)) if next_before else "",
+        )
+
     async def GetTeamQuota(
         self, request: job_service_pb2.GetTeamQuotaRequest, context: Context
     ) -> job_service_pb2.GetTeamQuotaResponse:
@@ -226,7 +286,12 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
         team = current_team()
         check_own_team(request.parent, team, "parent")
         batch = await self._batches.pause(
-            team, request.names, request.filter, request.validate_only
+            team,
+            request.names,
+            request.filter,
+            request.validate_only,
+            current_principal(),
+            request.note,
         )
         return encode_batch(batch, job_service_pb2.BatchPauseJobsResponse())
 
@@ -236,7 +301,7 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
         team = current_team()
         check_own_team(request.parent, team, "parent")
         batch = await self._batches.resume(
-            team, request.names, request.filter, request.validate_only
+            team, request.names, request.filter, request.validate_only, current_principal()
         )
         return encode_batch(batch, job_service_pb2.BatchResumeJobsResponse())
 

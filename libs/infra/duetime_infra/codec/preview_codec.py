@@ -29,16 +29,20 @@ def decode_preview_schedule(
     return spec
 
 
+def encode_occurrence(item: PreviewItem, out: job_service_pb2.ScheduledOccurrence) -> None:
+    out.local_time = item.local_time
+    datetime_to_timestamp(item.nominal_time, out.nominal_time)
+    if item.effective_time is not None:
+        datetime_to_timestamp(item.effective_time, out.effective_time)
+    if item.dst_adjustment is not DstAdjustment.NONE:
+        out.dst_adjustment = job_service_pb2.DstAdjustment.Value(
+            f"DST_ADJUSTMENT_{item.dst_adjustment.value}"
+        )
+
+
 def encode_occurrences(
     items: Iterable[PreviewItem],
     out: RepeatedCompositeFieldContainer[job_service_pb2.ScheduledOccurrence],
 ) -> None:
     for item in items:
-        occurrence = out.add(local_time=item.local_time)
-        datetime_to_timestamp(item.nominal_time, occurrence.nominal_time)
-        if item.effective_time is not None:
-            datetime_to_timestamp(item.effective_time, occurrence.effective_time)
-        if item.dst_adjustment is not DstAdjustment.NONE:
-            occurrence.dst_adjustment = job_service_pb2.DstAdjustment.Value(
-                f"DST_ADJUSTMENT_{item.dst_adjustment.value}"
-            )
+        encode_occurrence(item, out.add())

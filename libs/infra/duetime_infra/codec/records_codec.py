@@ -1,8 +1,11 @@
-"""Stored records to their public messages (Job, Run, Attempt), secrets redacted."""
+"""Stored records to their public messages (Job with its pause, Run, Attempt), secrets
+redacted."""
 
 from __future__ import annotations
 
 from duetime.jobs.v1 import job_pb2, run_pb2
+from duetime_core.history import JobPause
+from duetime_core.identity import Principal
 from duetime_core.records import AttemptRecord, JobRecord, RunReason, RunRecord
 from duetime_infra.codec.job_codec import encode_job_spec
 from duetime_infra.codec.timeconv import datetime_to_timestamp, timedelta_to_duration
@@ -14,6 +17,19 @@ def job_name(team_id: str, job_id: object) -> str:
 
 def run_name(team_id: str, job_id: object, run_id: object) -> str:
     return f"{job_name(team_id, job_id)}/runs/{run_id}"
+
+
+def encode_principal(by: Principal, out: job_pb2.Principal) -> None:
+    out.token = f"tokens/{by.token_id}"
+    out.description = by.description
+
+
+def _encode_pause(pause: JobPause, out: job_pb2.JobPause) -> None:
+    out.note = pause.note
+    if pause.by is not None:
+        encode_principal(pause.by, out.principal)
+    if pause.time is not None:
+        datetime_to_timestamp(pause.time, out.pause_time)
 
 
 def encode_job(record: JobRecord) -> job_pb2.Job:
@@ -30,6 +46,8 @@ def encode_job(record: JobRecord) -> job_pb2.Job:
         datetime_to_timestamp(record.next_run_time, out.next_run_time)
     datetime_to_timestamp(record.create_time, out.create_time)
     datetime_to_timestamp(record.update_time, out.update_time)
+    if record.pause is not None:
+        _encode_pause(record.pause, out.pause)
     return out
 
 

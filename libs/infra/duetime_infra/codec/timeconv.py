@@ -104,11 +104,11 @@ _OFFSET_SUFFIX = re.compile(r"[Zz]|[+-][0-9]{2}(?::?[0-9]{2})?")
 LOCAL_TIME_FORMAT = "YYYY-MM-DDTHH:MM[:SS[.ffffff]]"
 
 
-def parse_local_time(text: str) -> datetime:
+def parse_local_time(text: str, instant_field: str = "run_time") -> datetime:
     """A naive wall-clock time from ``2026-12-24T09:00[:00[.000000]]``; ValueError otherwise.
 
-    An offset or ``Z`` is refused rather than ignored: it means the caller has an instant, and
-    silently dropping the offset would run the job at another time than they meant.
+    An offset or ``Z`` is refused rather than ignored: it means the caller has an instant (for
+    ``instant_field``), and silently dropping the offset would mean another time than theirs.
     """
     m = _LOCAL_TIME.fullmatch(text)
     if m is None:
@@ -116,7 +116,7 @@ def parse_local_time(text: str) -> datetime:
         if head is not None and _OFFSET_SUFFIX.fullmatch(text[head.end() :]):
             raise ValueError(
                 "must not carry a UTC offset or Z: it is a wall-clock time read in time_zone; "
-                "set run_time for an instant"
+                f"set {instant_field} for an instant"
             )
         raise ValueError(f"expected {LOCAL_TIME_FORMAT}")
     year, month, day, hour, minute = (int(g) for g in m.group(1, 2, 3, 4, 5))

@@ -13,11 +13,14 @@ from typing import Any, TypeAlias
 import asyncpg
 
 from duetime_core.errors import NotFound
+from duetime_core.explain import Facts, VersionAt
+from duetime_core.history import VersionRecord
 from duetime_core.jobspec import JobState
 from duetime_core.records import JobRecord, RunRecord, RunState
+from duetime_infra.codec.spec_json import spec_from_json
 from duetime_infra.pg.filters import JOBS, RUNS, with_filter
 from duetime_infra.pg.pool import Conn
-from duetime_infra.pg.rows import job_from_row, run_from_row
+from duetime_infra.pg.rows import job_from_row, run_from_row, version_from_row
 from duetime_infra.pg.sql import q
 
 Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
@@ -30,6 +33,12 @@ class Page:
     after_time: datetime | None
     after_id: uuid.UUID | None
     limit: int
+
+
+def _one(row: asyncpg.Record | None) -> asyncpg.Record:
+    # Every job has its first version from its creation on.
+    assert row is not None
+    return row
 
 
 def not_found(what: str) -> NotFound:
@@ -50,6 +59,10 @@ async def with_attempts(conn: Conn | Pool, rows: Sequence[asyncpg.Record]) -> li
     for a in attempt_rows:
         by_run[a["run_id"]].append(a)
     return [run_from_row(r, by_run[r["run_id"]]) for r in rows]
+
+
+def _version_at(row: asyncpg.Record) -> VersionAt:
+    return VersionAt(row["version"], spec_from_json(row["spec"]), row["create_time"])
 
 
 class JobReads:
@@ -140,6 +153,34 @@ class JobReads:
             *params,
         )
         return [(r["job_id"], r["run_id"]) for r in rows]
+
+    async def occurrence_facts(self, job_id: uuid.UUID, instant: datetime) -> Facts:
+        """The record at ``instant`` (or the latest range record reaching it), with its
+        attempts and its version, and the version in force at ``instant``: at most four index
+        lookups, however many runs the job has."""
+        async with self._pool.acquire() as conn:
+            row = await conn.fetchrow(q("run_scheduled_at"), job_id, instant)
+            if row is None:
+                row = await conn.fetchrow(q("run_range_reaching"), job_id, instant)
+            version = _version_at(_one(await conn.fetchrow(q("version_at"), job_id, instant)))
+            if row is None:
+                return Facts(instant, None, None, version)
+            record = (await with_attempts(conn, [row]))[0]
+            record_version = version
+            if row["job_version"] != version.version:
+                found = await conn.fetchrow(q("version_get"), job_id, row["job_version"])
+                record_version = _version_at(found) if found is not None else version
+            return Facts(instant, record, record_version, version)
+
+    async def list_versions(
+        self, team_id: str, job_id: uuid.UUID, before: int | None, limit: int
+    ) -> list[VersionRecord]:
+        """The job's versions older than ``before`` (None: from the newest), newest first,
+        ``limit`` of them and the one after (the page's next, or the last one's predecessor).
+        A deleted job's too."""
+        await self._require_owned(team_id, job_id)
+        rows = await self._pool.fetch(q("version_list"), job_id, before, limit)
+        return [version_from_row(job_id, team_id, r) for r in rows]
 
     async def _require_owned(self, team_id: str, job_id: uuid.UUID) -> None:
         if await self._pool.fetchval(q("job_owned"), job_id, team_id) is None:

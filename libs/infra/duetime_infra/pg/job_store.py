@@ -19,6 +19,7 @@ import asyncpg
 
 from duetime_core.attempts import FINAL_STATES
 from duetime_core.errors import AlreadyExists, FailedPrecondition, NotFound
+from duetime_core.history import JobPause, VersionChange
 from duetime_core.jobspec import JobSpec, JobState, Priority
 from duetime_core.planning import Occurrence
 from duetime_core.quotas import Candidate, TeamState
@@ -68,6 +69,10 @@ class JobWrite:
     state_reason: str = ""
     pause_time: datetime | None = None
     runs: Sequence[NewRun] = field(default_factory=tuple)
+    # A paused job's note and author, kept until it is resumed.
+    pause: JobPause | None = None
+    # The call that made the new version, recorded with it (None: unknown).
+    change: VersionChange | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,43 @@ def _one(row: asyncpg.Record | None) -> asyncpg.Record:
     # INSERT/UPDATE ... RETURNING on a row this transaction holds always answers.
     assert row is not None
     return row
+
+
+def _change_args(change: VersionChange | None) -> list[object]:
+    """job_versions' change, token id, token description, changed fields and note."""
+    if change is None:
+        return [None, None, None, None, None]
+    by = change.by
+    return [
+        change.kind.value,
+        by.token_id if by else None,
+        by.description if by else None,
+        list(change.fields),
+        change.note,
+    ]
+
+
+def _pause_args(pause: JobPause | None) -> list[object]:
+    """jobs' pause note, token id, token description and pause call time."""
+    if pause is None:
+        return ["", None, None, None]
+    by = pause.by
+    return [pause.note, by.token_id if by else None, by.description if by else None, pause.time]
+
+
+def _as_written(record: JobRecord, write: JobWrite) -> JobRecord:
+    """The job as ``write`` would leave it, at its current version (nothing was written)."""
+    nxt = write.next
+    return dataclasses.replace(
+        record,
+        state=write.state,
+        state_reason=write.state_reason,
+        spec=write.spec,
+        next_run_time=nxt.nominal_time if nxt else None,
+        next_effective_time=nxt.effective_time if nxt else None,
+        pause_time=write.pause_time,
+        pause=write.pause if write.state is JobState.PAUSED else None,
+    )
 
 
 def _count_records(runs: list[NewRun]) -> None:
@@ -175,6 +217,7 @@ class JobStore:
                 nxt.nominal_time if nxt else None,
                 nxt.effective_time if nxt else None,
                 now,
+                *_change_args(write.change),
             )
             inserted = [r for r in write.runs if await self._insert_run(conn, r) is not None]
             if idem is not None:
@@ -189,14 +232,21 @@ class JobStore:
             raise not_found("job")
         return job_from_row(row)
 
-    async def modify_job(self, team_id: str, job_id: uuid.UUID, decide: Decide) -> JobRecord:
-        """Locks the job, lets ``decide`` choose its new state, writes it and any runs."""
+    async def modify_job(
+        self, team_id: str, job_id: uuid.UUID, decide: Decide, *, validate_only: bool = False
+    ) -> JobRecord:
+        """Locks the job, lets ``decide`` choose its new state, writes it and any runs. With
+        ``validate_only`` nothing is written: the job as the write would leave it is returned,
+        at its current version."""
         async with self._pool.acquire() as conn, conn.transaction():
             row = await conn.fetchrow(q("job_get_for_update"), job_id, team_id)
             if row is None:
                 raise not_found("job")
             now: datetime = await conn.fetchval(q("db_now"))
-            write = decide(job_from_row(row), now, await self._team(conn, team_id))
+            stored = job_from_row(row)
+            write = decide(stored, now, await self._team(conn, team_id))
+            if validate_only:
+                return _as_written(stored, write)
             nxt = write.next
             row = await conn.fetchrow(
                 q("job_write"),
@@ -207,6 +257,8 @@ class JobStore:
                 nxt.nominal_time if nxt else None,
                 nxt.effective_time if nxt else None,
                 write.pause_time,
+                *_pause_args(write.pause),
+                *_change_args(write.change),
             )
             inserted = [r for r in write.runs if await self._insert_run(conn, r) is not None]
             record = job_from_row(_one(row))

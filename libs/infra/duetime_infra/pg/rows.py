@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 
 import asyncpg
 
+from duetime_core.history import ChangeKind, JobPause, VersionChange, VersionRecord
+from duetime_core.identity import Principal, Role
 from duetime_core.jobspec import JobState
 from duetime_core.records import (
     AttemptOutcome,
@@ -19,6 +22,41 @@ from duetime_core.runkey import RunKey
 from duetime_infra.codec.spec_json import spec_from_json
 
 Row = asyncpg.Record
+
+
+def _author(row: Row, prefix: str, team_id: str | None) -> Principal | None:
+    """The token a change was made with, from ``{prefix}token_id`` and its description."""
+    token_id = row[f"{prefix}token_id"]
+    if token_id is None:
+        return None
+    return Principal(Role.TEAM, team_id, token_id, row[f"{prefix}token_description"] or "")
+
+
+def _pause(row: Row) -> JobPause | None:
+    """A paused job's note, author and call time (None for a job in another state, or one
+    paused by a build that kept none of them)."""
+    if row["state"] != JobState.PAUSED or row["pause_request_time"] is None:
+        return None
+    by = _author(row, "pause_", row["team_id"])
+    return JobPause(row["pause_note"], by, row["pause_request_time"])
+
+
+def version_from_row(job_id: uuid.UUID, team_id: str, row: Row) -> VersionRecord:
+    change = None
+    if row["change"] is not None:
+        change = VersionChange(
+            ChangeKind(row["change"]),
+            _author(row, "", team_id),
+            tuple(row["changed_fields"] or ()),
+            row["note"] or "",
+        )
+    return VersionRecord(
+        job_id=job_id,
+        version=row["version"],
+        spec=spec_from_json(row["spec"]),
+        create_time=row["create_time"],
+        change=change,
+    )
 
 
 def job_from_row(row: Row) -> JobRecord:
@@ -35,6 +73,7 @@ def job_from_row(row: Row) -> JobRecord:
         update_time=row["update_time"],
         version=row["version"],
         pause_time=row["pause_time"],
+        pause=_pause(row),
     )
 
 

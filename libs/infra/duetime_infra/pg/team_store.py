@@ -75,7 +75,7 @@ async def principal_for(conn: Conn | Pool, digest: bytes) -> Principal | None:
     row = await conn.fetchrow(q("token_lookup"), digest)
     if row is None:
         return None
-    return Principal(Role(row["role"]), row["team_id"])
+    return Principal(Role(row["role"]), row["team_id"], row["token_id"], row["description"])
 
 
 async def create_team(

@@ -16,7 +16,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from duetime.jobs.v1 import job_pb2, job_service_pb2
-from duetime_client import jobtext
+from duetime_client import describe, jobtext
 from duetime_client.describe import next_run_moved
 from duetime_client.status import Violation
 from duetime_console import jobform
@@ -31,7 +31,11 @@ PAGE_SIZE = 50
 RECENT_RUNS = 5
 ACTIONS = {
     "pause": ("Pause", "Its occurrences are skipped (recorded SKIPPED) until it is resumed."),
-    "resume": ("Resume", "It runs again from now; occurrences during the pause are not caught up."),
+    "resume": (
+        "Resume",
+        "It runs again from now; occurrences during the pause are not caught up, unless you "
+        "ask its misfire policy to decide.",
+    ),
     "trigger": ("Trigger", "One run starts now, outside the schedule."),
     "delete": ("Delete", "It stops for good; its runs stay readable."),
 }
@@ -86,12 +90,12 @@ def _bulk_filter(action: str, search: JobSearch) -> str:
 
 
 async def _batch(
-    viewer: Viewer, action: str, filter_text: str, *, validate_only: bool
+    viewer: Viewer, action: str, filter_text: str, *, validate_only: bool, note: str = ""
 ) -> job_service_pb2.BatchPauseJobsResponse | job_service_pb2.BatchResumeJobsResponse:
     api = viewer.api.jobs
     if action == "pause":
         pause = job_service_pb2.BatchPauseJobsRequest(
-            filter=filter_text, validate_only=validate_only
+            filter=filter_text, validate_only=validate_only, note=note
         )
         return await viewer.call(api.BatchPauseJobs, pause, BATCH_TIMEOUT_SECONDS)
     resume = job_service_pb2.BatchResumeJobsRequest(filter=filter_text, validate_only=validate_only)
@@ -131,8 +135,9 @@ async def bulk_act(request: Request, viewer: Viewer) -> Response:
     action = _bulk_action(request)
     fields = await viewer.form()
     filter_text, back = form_text(fields.get("filter")), local_path(form_text(fields.get("back")))
+    note = form_text(fields.get("note"))
     try:
-        done = await _batch(viewer, action, filter_text, validate_only=False)
+        done = await _batch(viewer, action, filter_text, validate_only=False, note=note)
     except ApiError as error:
         if error.code not in ("FAILED_PRECONDITION", "INVALID_ARGUMENT"):
             raise
@@ -173,6 +178,7 @@ def _form_page(
     status: int = 200,
     preview: Sequence[job_service_pb2.ScheduledOccurrence] = (),
     stale: job_pb2.Job | None = None,
+    change_preview: job_service_pb2.UpdateJobResponse | None = None,
 ) -> Response:
     return viewer.render(
         "job_form.html",
@@ -189,6 +195,7 @@ def _form_page(
             "fits_form": job is None or jobform.fits_form(job),
             "preview": preview,
             "stale": stale,
+            "change_preview": change_preview,
         },
         status,
     )
@@ -272,10 +279,44 @@ async def job_edit(request: Request, viewer: Viewer) -> Response:
     )
 
 
+def _edit(
+    form: JobForm, shown: job_pb2.Job, mode: str, yaml_text: str
+) -> tuple[job_pb2.Job, list[str]]:
+    """The fields an edit changes and their mask paths; a problem on ``form`` if none."""
+    try:
+        if mode == "yaml":
+            changes, paths = _from_yaml(yaml_text)
+        else:
+            changes, paths = form.apply(shown), list(jobform.FORM_PATHS)
+    except jobtext.JobTextError as error:
+        form.problem(error.field, error.description)
+        return job_pb2.Job(), []
+    if not paths:
+        form.problem("job", "nothing to change: give at least one field")
+    return changes, paths
+
+
+async def _send_update(
+    viewer: Viewer, form: JobForm, update: job_service_pb2.UpdateJobRequest
+) -> tuple[job_service_pb2.UpdateJobResponse | None, bool]:
+    """The update's answer, or None with the reason on ``form``; and whether it was refused as
+    stale (its etag no longer the job's)."""
+    try:
+        return await viewer.call(viewer.api.jobs.UpdateJob, update), False
+    except ApiError as error:
+        if error.reason == "ETAG_MISMATCH":
+            return None, True
+        if error.code not in ("INVALID_ARGUMENT", "RESOURCE_EXHAUSTED", "PERMISSION_DENIED"):
+            raise
+        form.problems += _problems_of(error)
+        return None, False
+
+
 @page(TEAM)
 async def job_update(request: Request, viewer: Viewer) -> Response:
     """An edit sent with the etag of the version it started from: if the job changed since,
-    nothing is saved and the page says so, keeping the edit."""
+    nothing is saved and the page says so, keeping the edit. Previewed, it is sent with
+    ``validate_only``: the page shows the next runs before and after, nothing saved."""
     job_id = request.path_params["job_id"]
     fields = await viewer.form()
     mode, etag = form_text(fields.get("mode")), form_text(fields.get("etag"))
@@ -284,47 +325,61 @@ async def job_update(request: Request, viewer: Viewer) -> Response:
     shown = job_pb2.Job()
     shown.CopyFrom(stored)
     shown.etag = etag
-    try:
-        if mode == "yaml":
-            changes, paths = _from_yaml(yaml_text)
-        else:
-            changes, paths = form.apply(shown), list(jobform.FORM_PATHS)
-    except jobtext.JobTextError as error:
-        form.problem(error.field, error.description)
-        changes, paths = job_pb2.Job(), []
-    if not form.problems and not paths:
-        form.problem("job", "nothing to change: give at least one field")
-    stale = None
+    changes, paths = _edit(form, shown, mode, yaml_text)
+    previewing, stale = fields.get("action") == "preview", False
     if not form.problems:
         changes.name, changes.etag = stored.name, etag
         update = job_service_pb2.UpdateJobRequest(
-            job=changes, update_mask=field_mask_pb2.FieldMask(paths=paths)
+            job=changes,
+            update_mask=field_mask_pb2.FieldMask(paths=paths),
+            validate_only=previewing,
         )
-        try:
-            updated = await viewer.call(viewer.api.jobs.UpdateJob, update)
-        except ApiError as error:
-            if error.reason == "ETAG_MISMATCH":
-                stale = stored
-            elif error.code not in ("INVALID_ARGUMENT", "RESOURCE_EXHAUSTED", "PERMISSION_DENIED"):
-                raise
-            else:
-                form.problems += _problems_of(error)
-        else:
+        updated, stale = await _send_update(viewer, form, update)
+        if updated is not None and previewing:
+            return _form_page(
+                viewer, form, job=shown, mode=mode, yaml_text=yaml_text, change_preview=updated
+            )
+        if updated is not None:
             return viewer.redirect(f"/jobs/{job_id}", f"Saved. {next_run_moved(updated)}")
-    status = 409 if stale is not None else 422
     return _form_page(
-        viewer, form, job=shown, mode=mode, yaml_text=yaml_text, stale=stale, status=status
+        viewer,
+        form,
+        job=shown,
+        mode=mode,
+        yaml_text=yaml_text,
+        stale=stored if stale else None,
+        status=409 if stale else 422,
     )
+
+
+async def _resume_told(
+    viewer: Viewer, job: job_pb2.Job, catch_up: bool
+) -> job_service_pb2.PausedOccurrences | None:
+    """What resuming ``job`` now would do with its pause's occurrences (None: it cannot be
+    resumed; the action's own call says why)."""
+    told = job_service_pb2.ResumeJobRequest(name=job.name, validate_only=True, catch_up=catch_up)
+    try:
+        return (await viewer.call(viewer.api.jobs.ResumeJob, told)).paused_occurrences
+    except ApiError as error:
+        if error.code not in ("FAILED_PRECONDITION", "RESOURCE_EXHAUSTED"):
+            raise
+        return None
 
 
 @page(TEAM)
 async def job_confirm(request: Request, viewer: Viewer) -> Response:
-    """What the action will do, and the button that does it (no script needed)."""
+    """What the action will do (for a resume, with the paused occurrences told), and the
+    button that does it (no script needed)."""
     action = request.path_params["action"]
     if action not in ACTIONS:
         raise Refused(404, "Not found", "There is no such page.")
     job = await _job(viewer, request.path_params["job_id"])
     verb, consequence = ACTIONS[action]
+    skipping = catching_up = None
+    if action == "resume":
+        skipping, catching_up = await asyncio.gather(
+            _resume_told(viewer, job, False), _resume_told(viewer, job, True)
+        )
     return viewer.render(
         "confirm.html",
         {
@@ -333,6 +388,8 @@ async def job_confirm(request: Request, viewer: Viewer) -> Response:
             "verb": verb,
             "consequence": consequence,
             "request_id": str(uuid.uuid4()),
+            "skipping": skipping,
+            "catching_up": catching_up,
         },
     )
 
@@ -348,12 +405,18 @@ async def job_act(request: Request, viewer: Viewer) -> Response:
     api = viewer.api.jobs
     try:
         if action == "pause":
-            await viewer.call(api.PauseJob, job_service_pb2.PauseJobRequest(name=name, etag=etag))
+            note = form_text(fields.get("note"))
+            pause = job_service_pb2.PauseJobRequest(name=name, etag=etag, note=note)
+            await viewer.call(api.PauseJob, pause)
             return viewer.redirect(f"/jobs/{job_id}", "Paused.")
         if action == "resume":
-            request_resume = job_service_pb2.ResumeJobRequest(name=name, etag=etag)
-            await viewer.call(api.ResumeJob, request_resume)
-            return viewer.redirect(f"/jobs/{job_id}", "Resumed.")
+            catch_up = fields.get("catch_up") == "on"
+            request_resume = job_service_pb2.ResumeJobRequest(
+                name=name, etag=etag, catch_up=catch_up
+            )
+            resumed = await viewer.call(api.ResumeJob, request_resume)
+            told = describe.paused_occurrences(resumed.paused_occurrences)
+            return viewer.redirect(f"/jobs/{job_id}", "Resumed: " + "; ".join(told) + ".")
         if action == "trigger":
             trigger = job_service_pb2.TriggerJobRequest(
                 name=name, request_id=request_id or str(uuid.uuid4())
@@ -363,7 +426,12 @@ async def job_act(request: Request, viewer: Viewer) -> Response:
         await viewer.call(api.DeleteJob, job_service_pb2.DeleteJobRequest(name=name, etag=etag))
         return viewer.redirect("/jobs", "Deleted.")
     except ApiError as error:
-        if error.code not in ("ABORTED", "FAILED_PRECONDITION", "RESOURCE_EXHAUSTED"):
+        if error.code not in (
+            "ABORTED",
+            "FAILED_PRECONDITION",
+            "RESOURCE_EXHAUSTED",
+            "INVALID_ARGUMENT",
+        ):
             raise
         message = error.details.message
         if error.reason == "ETAG_MISMATCH":

@@ -566,7 +566,10 @@ type Job struct {
 	// Optional. Labels to find and group jobs by (ListJobs' `filter`: `labels.env = prod`). At
 	// most 64; a key is 1 to 63 characters of lowercase letters, digits, `_` and `-`, starting
 	// with a letter; a value is up to 63 of the same characters. UpdateJob replaces them whole.
-	Labels        map[string]string `protobuf:"bytes,20,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Labels map[string]string `protobuf:"bytes,20,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Output only. For a JOB_STATE_PAUSED job: why, by whom and when it was paused; unset for a
+	// job in any other state. Kept until the job is resumed.
+	Pause         *JobPause `protobuf:"bytes,21,opt,name=pause,proto3" json:"pause,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -741,6 +744,135 @@ func (x *Job) GetLabels() map[string]string {
 	return nil
 }
 
+func (x *Job) GetPause() *JobPause {
+	if x != nil {
+		return x.Pause
+	}
+	return nil
+}
+
+// Why, by whom and when a job was paused.
+type JobPause struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Output only. The note given to PauseJob (or BatchPauseJobs); empty if none was.
+	Note string `protobuf:"bytes,1,opt,name=note,proto3" json:"note,omitempty"`
+	// Output only. Who paused the job; unset when unknown (paused by a build of Duetime that did
+	// not record it).
+	Principal *Principal `protobuf:"bytes,2,opt,name=principal,proto3" json:"principal,omitempty"`
+	// Output only. When the job was paused.
+	PauseTime     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=pause_time,json=pauseTime,proto3" json:"pause_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobPause) Reset() {
+	*x = JobPause{}
+	mi := &file_duetime_jobs_v1_job_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobPause) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobPause) ProtoMessage() {}
+
+func (x *JobPause) ProtoReflect() protoreflect.Message {
+	mi := &file_duetime_jobs_v1_job_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobPause.ProtoReflect.Descriptor instead.
+func (*JobPause) Descriptor() ([]byte, []int) {
+	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *JobPause) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+func (x *JobPause) GetPrincipal() *Principal {
+	if x != nil {
+		return x.Principal
+	}
+	return nil
+}
+
+func (x *JobPause) GetPauseTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PauseTime
+	}
+	return nil
+}
+
+// Who made a change: the API token the call carried (a team token; the console acts with the
+// token its user signed in with).
+type Principal struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Output only. The token, `tokens/{token_id}`, as AdminService names it.
+	Token string `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	// Output only. The token's description, as the operator who made it wrote it (e.g.
+	// `deploy pipeline`); empty if none was given.
+	Description   string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Principal) Reset() {
+	*x = Principal{}
+	mi := &file_duetime_jobs_v1_job_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Principal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Principal) ProtoMessage() {}
+
+func (x *Principal) ProtoReflect() protoreflect.Message {
+	mi := &file_duetime_jobs_v1_job_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Principal.ProtoReflect.Descriptor instead.
+func (*Principal) Descriptor() ([]byte, []int) {
+	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Principal) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *Principal) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
 // When a job runs. Exactly one kind must be set.
 type Schedule struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -759,7 +891,7 @@ type Schedule struct {
 
 func (x *Schedule) Reset() {
 	*x = Schedule{}
-	mi := &file_duetime_jobs_v1_job_proto_msgTypes[1]
+	mi := &file_duetime_jobs_v1_job_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -771,7 +903,7 @@ func (x *Schedule) String() string {
 func (*Schedule) ProtoMessage() {}
 
 func (x *Schedule) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_proto_msgTypes[1]
+	mi := &file_duetime_jobs_v1_job_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -784,7 +916,7 @@ func (x *Schedule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Schedule.ProtoReflect.Descriptor instead.
 func (*Schedule) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{1}
+	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Schedule) GetKind() isSchedule_Kind {
@@ -887,7 +1019,7 @@ type AtSchedule struct {
 
 func (x *AtSchedule) Reset() {
 	*x = AtSchedule{}
-	mi := &file_duetime_jobs_v1_job_proto_msgTypes[2]
+	mi := &file_duetime_jobs_v1_job_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -899,7 +1031,7 @@ func (x *AtSchedule) String() string {
 func (*AtSchedule) ProtoMessage() {}
 
 func (x *AtSchedule) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_proto_msgTypes[2]
+	mi := &file_duetime_jobs_v1_job_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -912,7 +1044,7 @@ func (x *AtSchedule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AtSchedule.ProtoReflect.Descriptor instead.
 func (*AtSchedule) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{2}
+	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *AtSchedule) GetRunTime() *timestamppb.Timestamp {
@@ -963,7 +1095,7 @@ type DelaySchedule struct {
 
 func (x *DelaySchedule) Reset() {
 	*x = DelaySchedule{}
-	mi := &file_duetime_jobs_v1_job_proto_msgTypes[3]
+	mi := &file_duetime_jobs_v1_job_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -975,7 +1107,7 @@ func (x *DelaySchedule) String() string {
 func (*DelaySchedule) ProtoMessage() {}
 
 func (x *DelaySchedule) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_proto_msgTypes[3]
+	mi := &file_duetime_jobs_v1_job_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -988,7 +1120,7 @@ func (x *DelaySchedule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DelaySchedule.ProtoReflect.Descriptor instead.
 func (*DelaySchedule) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{3}
+	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *DelaySchedule) GetDelay() *durationpb.Duration {
@@ -1026,7 +1158,7 @@ type IntervalSchedule struct {
 
 func (x *IntervalSchedule) Reset() {
 	*x = IntervalSchedule{}
-	mi := &file_duetime_jobs_v1_job_proto_msgTypes[4]
+	mi := &file_duetime_jobs_v1_job_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1038,7 +1170,7 @@ func (x *IntervalSchedule) String() string {
 func (*IntervalSchedule) ProtoMessage() {}
 
 func (x *IntervalSchedule) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_proto_msgTypes[4]
+	mi := &file_duetime_jobs_v1_job_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1051,7 +1183,7 @@ func (x *IntervalSchedule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IntervalSchedule.ProtoReflect.Descriptor instead.
 func (*IntervalSchedule) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{4}
+	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *IntervalSchedule) GetInterval() *durationpb.Duration {
@@ -1106,7 +1238,7 @@ type CronSchedule struct {
 
 func (x *CronSchedule) Reset() {
 	*x = CronSchedule{}
-	mi := &file_duetime_jobs_v1_job_proto_msgTypes[5]
+	mi := &file_duetime_jobs_v1_job_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1118,7 +1250,7 @@ func (x *CronSchedule) String() string {
 func (*CronSchedule) ProtoMessage() {}
 
 func (x *CronSchedule) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_proto_msgTypes[5]
+	mi := &file_duetime_jobs_v1_job_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1131,7 +1263,7 @@ func (x *CronSchedule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CronSchedule.ProtoReflect.Descriptor instead.
 func (*CronSchedule) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{5}
+	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CronSchedule) GetExpression() string {
@@ -1178,7 +1310,7 @@ type Target struct {
 
 func (x *Target) Reset() {
 	*x = Target{}
-	mi := &file_duetime_jobs_v1_job_proto_msgTypes[6]
+	mi := &file_duetime_jobs_v1_job_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1190,7 +1322,7 @@ func (x *Target) String() string {
 func (*Target) ProtoMessage() {}
 
 func (x *Target) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_proto_msgTypes[6]
+	mi := &file_duetime_jobs_v1_job_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1203,7 +1335,7 @@ func (x *Target) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Target.ProtoReflect.Descriptor instead.
 func (*Target) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{6}
+	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Target) GetKind() isTarget_Kind {
@@ -1282,7 +1414,7 @@ type HttpTarget struct {
 
 func (x *HttpTarget) Reset() {
 	*x = HttpTarget{}
-	mi := &file_duetime_jobs_v1_job_proto_msgTypes[7]
+	mi := &file_duetime_jobs_v1_job_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1294,7 +1426,7 @@ func (x *HttpTarget) String() string {
 func (*HttpTarget) ProtoMessage() {}
 
 func (x *HttpTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_proto_msgTypes[7]
+	mi := &file_duetime_jobs_v1_job_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1307,7 +1439,7 @@ func (x *HttpTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HttpTarget.ProtoReflect.Descriptor instead.
 func (*HttpTarget) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{7}
+	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *HttpTarget) GetMethod() HttpMethod {
@@ -1368,7 +1500,7 @@ type ContainerTarget struct {
 
 func (x *ContainerTarget) Reset() {
 	*x = ContainerTarget{}
-	mi := &file_duetime_jobs_v1_job_proto_msgTypes[8]
+	mi := &file_duetime_jobs_v1_job_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1380,7 +1512,7 @@ func (x *ContainerTarget) String() string {
 func (*ContainerTarget) ProtoMessage() {}
 
 func (x *ContainerTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_proto_msgTypes[8]
+	mi := &file_duetime_jobs_v1_job_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1393,7 +1525,7 @@ func (x *ContainerTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerTarget.ProtoReflect.Descriptor instead.
 func (*ContainerTarget) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{8}
+	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ContainerTarget) GetImage() string {
@@ -1445,7 +1577,7 @@ type RetryPolicy struct {
 
 func (x *RetryPolicy) Reset() {
 	*x = RetryPolicy{}
-	mi := &file_duetime_jobs_v1_job_proto_msgTypes[9]
+	mi := &file_duetime_jobs_v1_job_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1457,7 +1589,7 @@ func (x *RetryPolicy) String() string {
 func (*RetryPolicy) ProtoMessage() {}
 
 func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_proto_msgTypes[9]
+	mi := &file_duetime_jobs_v1_job_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1470,7 +1602,7 @@ func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryPolicy.ProtoReflect.Descriptor instead.
 func (*RetryPolicy) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{9}
+	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RetryPolicy) GetMaxAttempts() int32 {
@@ -1521,7 +1653,7 @@ type MisfireSettings struct {
 
 func (x *MisfireSettings) Reset() {
 	*x = MisfireSettings{}
-	mi := &file_duetime_jobs_v1_job_proto_msgTypes[10]
+	mi := &file_duetime_jobs_v1_job_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1533,7 +1665,7 @@ func (x *MisfireSettings) String() string {
 func (*MisfireSettings) ProtoMessage() {}
 
 func (x *MisfireSettings) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_proto_msgTypes[10]
+	mi := &file_duetime_jobs_v1_job_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1546,7 +1678,7 @@ func (x *MisfireSettings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MisfireSettings.ProtoReflect.Descriptor instead.
 func (*MisfireSettings) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{10}
+	return file_duetime_jobs_v1_job_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *MisfireSettings) GetPolicy() MisfirePolicy {
@@ -1581,7 +1713,7 @@ var File_duetime_jobs_v1_job_proto protoreflect.FileDescriptor
 
 const file_duetime_jobs_v1_job_proto_rawDesc = "" +
 	"\n" +
-	"\x19duetime/jobs/v1/job.proto\x12\x0fduetime.jobs.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9c\b\n" +
+	"\x19duetime/jobs/v1/job.proto\x12\x0fduetime.jobs.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcd\b\n" +
 	"\x03Job\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x12\n" +
@@ -1605,10 +1737,19 @@ const file_duetime_jobs_v1_job_proto_rawDesc = "" +
 	"updateTime\x12\x12\n" +
 	"\x04etag\x18\x12 \x01(\tR\x04etag\x125\n" +
 	"\bdelivery\x18\x13 \x01(\x0e2\x19.duetime.jobs.v1.DeliveryR\bdelivery\x128\n" +
-	"\x06labels\x18\x14 \x03(\v2 .duetime.jobs.v1.Job.LabelsEntryR\x06labels\x1a9\n" +
+	"\x06labels\x18\x14 \x03(\v2 .duetime.jobs.v1.Job.LabelsEntryR\x06labels\x12/\n" +
+	"\x05pause\x18\x15 \x01(\v2\x19.duetime.jobs.v1.JobPauseR\x05pause\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xef\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x93\x01\n" +
+	"\bJobPause\x12\x12\n" +
+	"\x04note\x18\x01 \x01(\tR\x04note\x128\n" +
+	"\tprincipal\x18\x02 \x01(\v2\x1a.duetime.jobs.v1.PrincipalR\tprincipal\x129\n" +
+	"\n" +
+	"pause_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tpauseTime\"C\n" +
+	"\tPrincipal\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\"\xef\x01\n" +
 	"\bSchedule\x12-\n" +
 	"\x02at\x18\x01 \x01(\v2\x1b.duetime.jobs.v1.AtScheduleH\x00R\x02at\x126\n" +
 	"\x05delay\x18\x02 \x01(\v2\x1e.duetime.jobs.v1.DelayScheduleH\x00R\x05delay\x12?\n" +
@@ -1735,7 +1876,7 @@ func file_duetime_jobs_v1_job_proto_rawDescGZIP() []byte {
 }
 
 var file_duetime_jobs_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_duetime_jobs_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_duetime_jobs_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_duetime_jobs_v1_job_proto_goTypes = []any{
 	(Delivery)(0),                 // 0: duetime.jobs.v1.Delivery
 	(DstGapPolicy)(0),             // 1: duetime.jobs.v1.DstGapPolicy
@@ -1746,66 +1887,71 @@ var file_duetime_jobs_v1_job_proto_goTypes = []any{
 	(Priority)(0),                 // 6: duetime.jobs.v1.Priority
 	(JobState)(0),                 // 7: duetime.jobs.v1.JobState
 	(*Job)(nil),                   // 8: duetime.jobs.v1.Job
-	(*Schedule)(nil),              // 9: duetime.jobs.v1.Schedule
-	(*AtSchedule)(nil),            // 10: duetime.jobs.v1.AtSchedule
-	(*DelaySchedule)(nil),         // 11: duetime.jobs.v1.DelaySchedule
-	(*IntervalSchedule)(nil),      // 12: duetime.jobs.v1.IntervalSchedule
-	(*CronSchedule)(nil),          // 13: duetime.jobs.v1.CronSchedule
-	(*Target)(nil),                // 14: duetime.jobs.v1.Target
-	(*HttpTarget)(nil),            // 15: duetime.jobs.v1.HttpTarget
-	(*ContainerTarget)(nil),       // 16: duetime.jobs.v1.ContainerTarget
-	(*RetryPolicy)(nil),           // 17: duetime.jobs.v1.RetryPolicy
-	(*MisfireSettings)(nil),       // 18: duetime.jobs.v1.MisfireSettings
-	nil,                           // 19: duetime.jobs.v1.Job.LabelsEntry
-	nil,                           // 20: duetime.jobs.v1.HttpTarget.HeadersEntry
-	nil,                           // 21: duetime.jobs.v1.ContainerTarget.EnvEntry
-	(*durationpb.Duration)(nil),   // 22: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
+	(*JobPause)(nil),              // 9: duetime.jobs.v1.JobPause
+	(*Principal)(nil),             // 10: duetime.jobs.v1.Principal
+	(*Schedule)(nil),              // 11: duetime.jobs.v1.Schedule
+	(*AtSchedule)(nil),            // 12: duetime.jobs.v1.AtSchedule
+	(*DelaySchedule)(nil),         // 13: duetime.jobs.v1.DelaySchedule
+	(*IntervalSchedule)(nil),      // 14: duetime.jobs.v1.IntervalSchedule
+	(*CronSchedule)(nil),          // 15: duetime.jobs.v1.CronSchedule
+	(*Target)(nil),                // 16: duetime.jobs.v1.Target
+	(*HttpTarget)(nil),            // 17: duetime.jobs.v1.HttpTarget
+	(*ContainerTarget)(nil),       // 18: duetime.jobs.v1.ContainerTarget
+	(*RetryPolicy)(nil),           // 19: duetime.jobs.v1.RetryPolicy
+	(*MisfireSettings)(nil),       // 20: duetime.jobs.v1.MisfireSettings
+	nil,                           // 21: duetime.jobs.v1.Job.LabelsEntry
+	nil,                           // 22: duetime.jobs.v1.HttpTarget.HeadersEntry
+	nil,                           // 23: duetime.jobs.v1.ContainerTarget.EnvEntry
+	(*durationpb.Duration)(nil),   // 24: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 25: google.protobuf.Timestamp
 }
 var file_duetime_jobs_v1_job_proto_depIdxs = []int32{
-	9,  // 0: duetime.jobs.v1.Job.schedule:type_name -> duetime.jobs.v1.Schedule
-	14, // 1: duetime.jobs.v1.Job.target:type_name -> duetime.jobs.v1.Target
-	22, // 2: duetime.jobs.v1.Job.attempt_timeout:type_name -> google.protobuf.Duration
-	17, // 3: duetime.jobs.v1.Job.retry_policy:type_name -> duetime.jobs.v1.RetryPolicy
-	18, // 4: duetime.jobs.v1.Job.misfire:type_name -> duetime.jobs.v1.MisfireSettings
+	11, // 0: duetime.jobs.v1.Job.schedule:type_name -> duetime.jobs.v1.Schedule
+	16, // 1: duetime.jobs.v1.Job.target:type_name -> duetime.jobs.v1.Target
+	24, // 2: duetime.jobs.v1.Job.attempt_timeout:type_name -> google.protobuf.Duration
+	19, // 3: duetime.jobs.v1.Job.retry_policy:type_name -> duetime.jobs.v1.RetryPolicy
+	20, // 4: duetime.jobs.v1.Job.misfire:type_name -> duetime.jobs.v1.MisfireSettings
 	5,  // 5: duetime.jobs.v1.Job.overlap_policy:type_name -> duetime.jobs.v1.OverlapPolicy
-	22, // 6: duetime.jobs.v1.Job.jitter_window:type_name -> google.protobuf.Duration
+	24, // 6: duetime.jobs.v1.Job.jitter_window:type_name -> google.protobuf.Duration
 	6,  // 7: duetime.jobs.v1.Job.priority:type_name -> duetime.jobs.v1.Priority
 	7,  // 8: duetime.jobs.v1.Job.state:type_name -> duetime.jobs.v1.JobState
-	23, // 9: duetime.jobs.v1.Job.next_run_time:type_name -> google.protobuf.Timestamp
-	23, // 10: duetime.jobs.v1.Job.create_time:type_name -> google.protobuf.Timestamp
-	23, // 11: duetime.jobs.v1.Job.update_time:type_name -> google.protobuf.Timestamp
+	25, // 9: duetime.jobs.v1.Job.next_run_time:type_name -> google.protobuf.Timestamp
+	25, // 10: duetime.jobs.v1.Job.create_time:type_name -> google.protobuf.Timestamp
+	25, // 11: duetime.jobs.v1.Job.update_time:type_name -> google.protobuf.Timestamp
 	0,  // 12: duetime.jobs.v1.Job.delivery:type_name -> duetime.jobs.v1.Delivery
-	19, // 13: duetime.jobs.v1.Job.labels:type_name -> duetime.jobs.v1.Job.LabelsEntry
-	10, // 14: duetime.jobs.v1.Schedule.at:type_name -> duetime.jobs.v1.AtSchedule
-	11, // 15: duetime.jobs.v1.Schedule.delay:type_name -> duetime.jobs.v1.DelaySchedule
-	12, // 16: duetime.jobs.v1.Schedule.interval:type_name -> duetime.jobs.v1.IntervalSchedule
-	13, // 17: duetime.jobs.v1.Schedule.cron:type_name -> duetime.jobs.v1.CronSchedule
-	23, // 18: duetime.jobs.v1.AtSchedule.run_time:type_name -> google.protobuf.Timestamp
-	1,  // 19: duetime.jobs.v1.AtSchedule.gap_policy:type_name -> duetime.jobs.v1.DstGapPolicy
-	2,  // 20: duetime.jobs.v1.AtSchedule.fold_policy:type_name -> duetime.jobs.v1.DstFoldPolicy
-	22, // 21: duetime.jobs.v1.DelaySchedule.delay:type_name -> google.protobuf.Duration
-	23, // 22: duetime.jobs.v1.DelaySchedule.run_time:type_name -> google.protobuf.Timestamp
-	22, // 23: duetime.jobs.v1.IntervalSchedule.interval:type_name -> google.protobuf.Duration
-	23, // 24: duetime.jobs.v1.IntervalSchedule.start_time:type_name -> google.protobuf.Timestamp
-	23, // 25: duetime.jobs.v1.IntervalSchedule.anchor_time:type_name -> google.protobuf.Timestamp
-	1,  // 26: duetime.jobs.v1.CronSchedule.gap_policy:type_name -> duetime.jobs.v1.DstGapPolicy
-	2,  // 27: duetime.jobs.v1.CronSchedule.fold_policy:type_name -> duetime.jobs.v1.DstFoldPolicy
-	15, // 28: duetime.jobs.v1.Target.http:type_name -> duetime.jobs.v1.HttpTarget
-	16, // 29: duetime.jobs.v1.Target.container:type_name -> duetime.jobs.v1.ContainerTarget
-	3,  // 30: duetime.jobs.v1.HttpTarget.method:type_name -> duetime.jobs.v1.HttpMethod
-	20, // 31: duetime.jobs.v1.HttpTarget.headers:type_name -> duetime.jobs.v1.HttpTarget.HeadersEntry
-	21, // 32: duetime.jobs.v1.ContainerTarget.env:type_name -> duetime.jobs.v1.ContainerTarget.EnvEntry
-	22, // 33: duetime.jobs.v1.RetryPolicy.initial_backoff:type_name -> google.protobuf.Duration
-	22, // 34: duetime.jobs.v1.RetryPolicy.max_backoff:type_name -> google.protobuf.Duration
-	4,  // 35: duetime.jobs.v1.MisfireSettings.policy:type_name -> duetime.jobs.v1.MisfirePolicy
-	22, // 36: duetime.jobs.v1.MisfireSettings.threshold:type_name -> google.protobuf.Duration
-	22, // 37: duetime.jobs.v1.MisfireSettings.max_catch_up_age:type_name -> google.protobuf.Duration
-	38, // [38:38] is the sub-list for method output_type
-	38, // [38:38] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	21, // 13: duetime.jobs.v1.Job.labels:type_name -> duetime.jobs.v1.Job.LabelsEntry
+	9,  // 14: duetime.jobs.v1.Job.pause:type_name -> duetime.jobs.v1.JobPause
+	10, // 15: duetime.jobs.v1.JobPause.principal:type_name -> duetime.jobs.v1.Principal
+	25, // 16: duetime.jobs.v1.JobPause.pause_time:type_name -> google.protobuf.Timestamp
+	12, // 17: duetime.jobs.v1.Schedule.at:type_name -> duetime.jobs.v1.AtSchedule
+	13, // 18: duetime.jobs.v1.Schedule.delay:type_name -> duetime.jobs.v1.DelaySchedule
+	14, // 19: duetime.jobs.v1.Schedule.interval:type_name -> duetime.jobs.v1.IntervalSchedule
+	15, // 20: duetime.jobs.v1.Schedule.cron:type_name -> duetime.jobs.v1.CronSchedule
+	25, // 21: duetime.jobs.v1.AtSchedule.run_time:type_name -> google.protobuf.Timestamp
+	1,  // 22: duetime.jobs.v1.AtSchedule.gap_policy:type_name -> duetime.jobs.v1.DstGapPolicy
+	2,  // 23: duetime.jobs.v1.AtSchedule.fold_policy:type_name -> duetime.jobs.v1.DstFoldPolicy
+	24, // 24: duetime.jobs.v1.DelaySchedule.delay:type_name -> google.protobuf.Duration
+	25, // 25: duetime.jobs.v1.DelaySchedule.run_time:type_name -> google.protobuf.Timestamp
+	24, // 26: duetime.jobs.v1.IntervalSchedule.interval:type_name -> google.protobuf.Duration
+	25, // 27: duetime.jobs.v1.IntervalSchedule.start_time:type_name -> google.protobuf.Timestamp
+	25, // 28: duetime.jobs.v1.IntervalSchedule.anchor_time:type_name -> google.protobuf.Timestamp
+	1,  // 29: duetime.jobs.v1.CronSchedule.gap_policy:type_name -> duetime.jobs.v1.DstGapPolicy
+	2,  // 30: duetime.jobs.v1.CronSchedule.fold_policy:type_name -> duetime.jobs.v1.DstFoldPolicy
+	17, // 31: duetime.jobs.v1.Target.http:type_name -> duetime.jobs.v1.HttpTarget
+	18, // 32: duetime.jobs.v1.Target.container:type_name -> duetime.jobs.v1.ContainerTarget
+	3,  // 33: duetime.jobs.v1.HttpTarget.method:type_name -> duetime.jobs.v1.HttpMethod
+	22, // 34: duetime.jobs.v1.HttpTarget.headers:type_name -> duetime.jobs.v1.HttpTarget.HeadersEntry
+	23, // 35: duetime.jobs.v1.ContainerTarget.env:type_name -> duetime.jobs.v1.ContainerTarget.EnvEntry
+	24, // 36: duetime.jobs.v1.RetryPolicy.initial_backoff:type_name -> google.protobuf.Duration
+	24, // 37: duetime.jobs.v1.RetryPolicy.max_backoff:type_name -> google.protobuf.Duration
+	4,  // 38: duetime.jobs.v1.MisfireSettings.policy:type_name -> duetime.jobs.v1.MisfirePolicy
+	24, // 39: duetime.jobs.v1.MisfireSettings.threshold:type_name -> google.protobuf.Duration
+	24, // 40: duetime.jobs.v1.MisfireSettings.max_catch_up_age:type_name -> google.protobuf.Duration
+	41, // [41:41] is the sub-list for method output_type
+	41, // [41:41] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_duetime_jobs_v1_job_proto_init() }
@@ -1813,13 +1959,13 @@ func file_duetime_jobs_v1_job_proto_init() {
 	if File_duetime_jobs_v1_job_proto != nil {
 		return
 	}
-	file_duetime_jobs_v1_job_proto_msgTypes[1].OneofWrappers = []any{
+	file_duetime_jobs_v1_job_proto_msgTypes[3].OneofWrappers = []any{
 		(*Schedule_At)(nil),
 		(*Schedule_Delay)(nil),
 		(*Schedule_Interval)(nil),
 		(*Schedule_Cron)(nil),
 	}
-	file_duetime_jobs_v1_job_proto_msgTypes[6].OneofWrappers = []any{
+	file_duetime_jobs_v1_job_proto_msgTypes[8].OneofWrappers = []any{
 		(*Target_Http)(nil),
 		(*Target_Container)(nil),
 	}
@@ -1829,7 +1975,7 @@ func file_duetime_jobs_v1_job_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_duetime_jobs_v1_job_proto_rawDesc), len(file_duetime_jobs_v1_job_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -84,6 +84,211 @@ func (DstAdjustment) EnumDescriptor() ([]byte, []int) {
 	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{0}
 }
 
+// What became of an occurrence. Values may be added (e.g. an occurrence after the schedule's
+// end); a client that does not know one shows `explanation`.
+type OccurrenceFate int32
+
+const (
+	// Never used.
+	OccurrenceFate_OCCURRENCE_FATE_UNSPECIFIED OccurrenceFate = 0
+	// A run was made for it: `run.state` says where it is or how it ended (QUEUED, RUNNING,
+	// RETRY_WAIT, SUCCEEDED, DEAD_LETTERED), with its attempts.
+	OccurrenceFate_OCCURRENCE_FATE_RAN OccurrenceFate = 1
+	// Its run is held back before dispatch (WAITING): by the team's quota, for its turn of
+	// dispatch capacity, or by OVERLAP_POLICY_BUFFER_ONE; `run.reason` says which.
+	OccurrenceFate_OCCURRENCE_FATE_HELD OccurrenceFate = 2
+	// Its run was cancelled: superseded under OVERLAP_POLICY_CANCEL_PREVIOUS, or the job was
+	// deleted.
+	OccurrenceFate_OCCURRENCE_FATE_CANCELLED OccurrenceFate = 3
+	// Not run by the misfire policy: `lateness` and `misfire` say how late and under which rule.
+	OccurrenceFate_OCCURRENCE_FATE_MISSED OccurrenceFate = 4
+	// Not run: `run.reason` says why (JOB_PAUSED, OVERLAP, DST_GAP, JOB_UPDATED, and any reason
+	// added later, such as a calendar's exclusion). `run` is unset for an occurrence skipped while
+	// the job is still paused (recorded when it is resumed) or dropped by a DST gap not reached
+	// yet.
+	OccurrenceFate_OCCURRENCE_FATE_SKIPPED OccurrenceFate = 5
+	// The time asked is no occurrence of the schedule in force then: see
+	// `previous_occurrence`, `next_occurrence` and `dst_transition`.
+	OccurrenceFate_OCCURRENCE_FATE_NOT_AN_OCCURRENCE OccurrenceFate = 6
+	// Not claimed yet: it is the job's next run or later (or the job is paused and it is to
+	// come).
+	OccurrenceFate_OCCURRENCE_FATE_NOT_YET_DUE OccurrenceFate = 7
+	// An occurrence of which no record is kept: before the job was created, while the job was in
+	// ERROR, or older than the run history's retention.
+	OccurrenceFate_OCCURRENCE_FATE_UNRECORDED OccurrenceFate = 8
+)
+
+// Enum value maps for OccurrenceFate.
+var (
+	OccurrenceFate_name = map[int32]string{
+		0: "OCCURRENCE_FATE_UNSPECIFIED",
+		1: "OCCURRENCE_FATE_RAN",
+		2: "OCCURRENCE_FATE_HELD",
+		3: "OCCURRENCE_FATE_CANCELLED",
+		4: "OCCURRENCE_FATE_MISSED",
+		5: "OCCURRENCE_FATE_SKIPPED",
+		6: "OCCURRENCE_FATE_NOT_AN_OCCURRENCE",
+		7: "OCCURRENCE_FATE_NOT_YET_DUE",
+		8: "OCCURRENCE_FATE_UNRECORDED",
+	}
+	OccurrenceFate_value = map[string]int32{
+		"OCCURRENCE_FATE_UNSPECIFIED":       0,
+		"OCCURRENCE_FATE_RAN":               1,
+		"OCCURRENCE_FATE_HELD":              2,
+		"OCCURRENCE_FATE_CANCELLED":         3,
+		"OCCURRENCE_FATE_MISSED":            4,
+		"OCCURRENCE_FATE_SKIPPED":           5,
+		"OCCURRENCE_FATE_NOT_AN_OCCURRENCE": 6,
+		"OCCURRENCE_FATE_NOT_YET_DUE":       7,
+		"OCCURRENCE_FATE_UNRECORDED":        8,
+	}
+)
+
+func (x OccurrenceFate) Enum() *OccurrenceFate {
+	p := new(OccurrenceFate)
+	*p = x
+	return p
+}
+
+func (x OccurrenceFate) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (OccurrenceFate) Descriptor() protoreflect.EnumDescriptor {
+	return file_duetime_jobs_v1_job_service_proto_enumTypes[1].Descriptor()
+}
+
+func (OccurrenceFate) Type() protoreflect.EnumType {
+	return &file_duetime_jobs_v1_job_service_proto_enumTypes[1]
+}
+
+func (x OccurrenceFate) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use OccurrenceFate.Descriptor instead.
+func (OccurrenceFate) EnumDescriptor() ([]byte, []int) {
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{1}
+}
+
+// The two kinds of offset change.
+type DstTransitionKind int32
+
+const (
+	// Never used.
+	DstTransitionKind_DST_TRANSITION_KIND_UNSPECIFIED DstTransitionKind = 0
+	// Clocks went forward: the wall-clock times in between never happened.
+	DstTransitionKind_DST_TRANSITION_KIND_GAP DstTransitionKind = 1
+	// Clocks went back: the wall-clock times in between happened twice.
+	DstTransitionKind_DST_TRANSITION_KIND_FOLD DstTransitionKind = 2
+)
+
+// Enum value maps for DstTransitionKind.
+var (
+	DstTransitionKind_name = map[int32]string{
+		0: "DST_TRANSITION_KIND_UNSPECIFIED",
+		1: "DST_TRANSITION_KIND_GAP",
+		2: "DST_TRANSITION_KIND_FOLD",
+	}
+	DstTransitionKind_value = map[string]int32{
+		"DST_TRANSITION_KIND_UNSPECIFIED": 0,
+		"DST_TRANSITION_KIND_GAP":         1,
+		"DST_TRANSITION_KIND_FOLD":        2,
+	}
+)
+
+func (x DstTransitionKind) Enum() *DstTransitionKind {
+	p := new(DstTransitionKind)
+	*p = x
+	return p
+}
+
+func (x DstTransitionKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DstTransitionKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_duetime_jobs_v1_job_service_proto_enumTypes[2].Descriptor()
+}
+
+func (DstTransitionKind) Type() protoreflect.EnumType {
+	return &file_duetime_jobs_v1_job_service_proto_enumTypes[2]
+}
+
+func (x DstTransitionKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DstTransitionKind.Descriptor instead.
+func (DstTransitionKind) EnumDescriptor() ([]byte, []int) {
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{2}
+}
+
+// The call that made a job version.
+type JobChange int32
+
+const (
+	// Unknown: a version made before Duetime recorded its call.
+	JobChange_JOB_CHANGE_UNSPECIFIED JobChange = 0
+	// CreateJob.
+	JobChange_JOB_CHANGE_CREATE JobChange = 1
+	// UpdateJob.
+	JobChange_JOB_CHANGE_UPDATE JobChange = 2
+	// PauseJob or BatchPauseJobs.
+	JobChange_JOB_CHANGE_PAUSE JobChange = 3
+	// ResumeJob or BatchResumeJobs.
+	JobChange_JOB_CHANGE_RESUME JobChange = 4
+	// DeleteJob.
+	JobChange_JOB_CHANGE_DELETE JobChange = 5
+)
+
+// Enum value maps for JobChange.
+var (
+	JobChange_name = map[int32]string{
+		0: "JOB_CHANGE_UNSPECIFIED",
+		1: "JOB_CHANGE_CREATE",
+		2: "JOB_CHANGE_UPDATE",
+		3: "JOB_CHANGE_PAUSE",
+		4: "JOB_CHANGE_RESUME",
+		5: "JOB_CHANGE_DELETE",
+	}
+	JobChange_value = map[string]int32{
+		"JOB_CHANGE_UNSPECIFIED": 0,
+		"JOB_CHANGE_CREATE":      1,
+		"JOB_CHANGE_UPDATE":      2,
+		"JOB_CHANGE_PAUSE":       3,
+		"JOB_CHANGE_RESUME":      4,
+		"JOB_CHANGE_DELETE":      5,
+	}
+)
+
+func (x JobChange) Enum() *JobChange {
+	p := new(JobChange)
+	*p = x
+	return p
+}
+
+func (x JobChange) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (JobChange) Descriptor() protoreflect.EnumDescriptor {
+	return file_duetime_jobs_v1_job_service_proto_enumTypes[3].Descriptor()
+}
+
+func (JobChange) Type() protoreflect.EnumType {
+	return &file_duetime_jobs_v1_job_service_proto_enumTypes[3]
+}
+
+func (x JobChange) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use JobChange.Descriptor instead.
+func (JobChange) EnumDescriptor() ([]byte, []int) {
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{3}
+}
+
 // Request of CreateJob.
 type CreateJobRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -540,7 +745,13 @@ type UpdateJobRequest struct {
 	// `attempt_timeout`, `retry_policy`, `misfire`, `overlap_policy`, `jitter_window`,
 	// `priority`, `delivery`, `labels`. Sub-paths are not supported: a named field is replaced
 	// whole.
-	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,2,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
+	UpdateMask *fieldmaskpb.FieldMask `protobuf:"bytes,2,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
+	// Optional. Check the update and answer what it would do, changing nothing: the job as it
+	// would be (its etag unchanged), and its next occurrences before and after the change.
+	ValidateOnly bool `protobuf:"varint,3,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
+	// Optional, with `validate_only`. How many occurrences to show before and after, 1 to 100;
+	// defaults to 10.
+	PreviewCount  int32 `protobuf:"varint,4,opt,name=preview_count,json=previewCount,proto3" json:"preview_count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -589,6 +800,20 @@ func (x *UpdateJobRequest) GetUpdateMask() *fieldmaskpb.FieldMask {
 	return nil
 }
 
+func (x *UpdateJobRequest) GetValidateOnly() bool {
+	if x != nil {
+		return x.ValidateOnly
+	}
+	return false
+}
+
+func (x *UpdateJobRequest) GetPreviewCount() int32 {
+	if x != nil {
+		return x.PreviewCount
+	}
+	return 0
+}
+
 // Response of UpdateJob.
 type UpdateJobResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -602,8 +827,14 @@ type UpdateJobResponse struct {
 	// The job's `next_run_time` before the update; unset if it had none. With
 	// `job.next_run_time`, how the update moved the next run.
 	PreviousNextRunTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=previous_next_run_time,json=previousNextRunTime,proto3" json:"previous_next_run_time,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+	// job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+	CurrentOccurrences []*ScheduledOccurrence `protobuf:"bytes,4,rep,name=current_occurrences,json=currentOccurrences,proto3" json:"current_occurrences,omitempty"`
+	// With `validate_only`: the next occurrences as the update would leave the job: from its new
+	// pending one (for a job that would not be ACTIVE, the new schedule's from now).
+	UpdatedOccurrences []*ScheduledOccurrence `protobuf:"bytes,5,rep,name=updated_occurrences,json=updatedOccurrences,proto3" json:"updated_occurrences,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *UpdateJobResponse) Reset() {
@@ -653,6 +884,20 @@ func (x *UpdateJobResponse) GetScheduleChanged() bool {
 func (x *UpdateJobResponse) GetPreviousNextRunTime() *timestamppb.Timestamp {
 	if x != nil {
 		return x.PreviousNextRunTime
+	}
+	return nil
+}
+
+func (x *UpdateJobResponse) GetCurrentOccurrences() []*ScheduledOccurrence {
+	if x != nil {
+		return x.CurrentOccurrences
+	}
+	return nil
+}
+
+func (x *UpdateJobResponse) GetUpdatedOccurrences() []*ScheduledOccurrence {
+	if x != nil {
+		return x.UpdatedOccurrences
 	}
 	return nil
 }
@@ -768,7 +1013,10 @@ type PauseJobRequest struct {
 	Etag string `protobuf:"bytes,2,opt,name=etag,proto3" json:"etag,omitempty"`
 	// Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
 	// the two).
-	JobId         string `protobuf:"bytes,3,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	JobId string `protobuf:"bytes,3,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// Optional. Why the job is paused (at most 1,000 characters, no control characters), kept
+	// with the job in `Job.pause` until it is resumed, and in its version history.
+	Note          string `protobuf:"bytes,4,opt,name=note,proto3" json:"note,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -820,6 +1068,13 @@ func (x *PauseJobRequest) GetEtag() string {
 func (x *PauseJobRequest) GetJobId() string {
 	if x != nil {
 		return x.JobId
+	}
+	return ""
+}
+
+func (x *PauseJobRequest) GetNote() string {
+	if x != nil {
+		return x.Note
 	}
 	return ""
 }
@@ -879,7 +1134,16 @@ type ResumeJobRequest struct {
 	Etag string `protobuf:"bytes,2,opt,name=etag,proto3" json:"etag,omitempty"`
 	// Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
 	// the two).
-	JobId         string `protobuf:"bytes,3,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	JobId string `protobuf:"bytes,3,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// Optional. Check the resume and answer what it would do with the occurrences the pause
+	// covered, changing nothing.
+	ValidateOnly bool `protobuf:"varint,4,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
+	// Optional. Let the job's misfire policy decide the occurrences the pause covered, as if the
+	// scheduler had been down meanwhile, instead of skipping them: the job resumes at the first
+	// of them, and the scheduler's next claim runs late ones per `Job.misfire` (RUN_ONCE: the
+	// latest; RUN_ALL: those within `max_catch_up_runs` and `max_catch_up_age`; SKIP: none) and
+	// records the rest MISSED (MISFIRE). Those still within the misfire threshold run as on time.
+	CatchUp       bool `protobuf:"varint,5,opt,name=catch_up,json=catchUp,proto3" json:"catch_up,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -935,13 +1199,32 @@ func (x *ResumeJobRequest) GetJobId() string {
 	return ""
 }
 
+func (x *ResumeJobRequest) GetValidateOnly() bool {
+	if x != nil {
+		return x.ValidateOnly
+	}
+	return false
+}
+
+func (x *ResumeJobRequest) GetCatchUp() bool {
+	if x != nil {
+		return x.CatchUp
+	}
+	return false
+}
+
 // Response of ResumeJob.
 type ResumeJobResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The resumed job.
-	Job           *Job `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The resumed job (with `validate_only`: as the resume would leave it).
+	Job *Job `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	// What the resume did (with `validate_only`: would do) with the occurrences the pause
+	// covered, as of the resume. With `catch_up` it is a forecast of the scheduler's next claim,
+	// made by its own rules: a few seconds later an occurrence on the edge of the misfire
+	// threshold may turn from on time to late.
+	PausedOccurrences *PausedOccurrences `protobuf:"bytes,2,opt,name=paused_occurrences,json=pausedOccurrences,proto3" json:"paused_occurrences,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ResumeJobResponse) Reset() {
@@ -981,6 +1264,183 @@ func (x *ResumeJobResponse) GetJob() *Job {
 	return nil
 }
 
+func (x *ResumeJobResponse) GetPausedOccurrences() *PausedOccurrences {
+	if x != nil {
+		return x.PausedOccurrences
+	}
+	return nil
+}
+
+// The occurrences a pause covered, from its start to its resume, and what becomes of them.
+type PausedOccurrences struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// All of them; unset when there are none.
+	Covered *OccurrenceSpan `protobuf:"bytes,1,opt,name=covered,proto3" json:"covered,omitempty"`
+	// Recorded SKIPPED: without `catch_up` all of them (JOB_PAUSED, one range record); with it,
+	// those a DST gap drops under DST_GAP_POLICY_SKIP (DST_GAP).
+	Skipped *OccurrenceSpan `protobuf:"bytes,2,opt,name=skipped,proto3" json:"skipped,omitempty"`
+	// With `catch_up`: the late occurrences the misfire policy runs, oldest first.
+	CatchUpRuns []*ScheduledOccurrence `protobuf:"bytes,3,rep,name=catch_up_runs,json=catchUpRuns,proto3" json:"catch_up_runs,omitempty"`
+	// With `catch_up`: the occurrences still within the misfire threshold, which run as on
+	// time.
+	OnTimeRuns []*ScheduledOccurrence `protobuf:"bytes,4,rep,name=on_time_runs,json=onTimeRuns,proto3" json:"on_time_runs,omitempty"`
+	// With `catch_up` under MISFIRE_POLICY_RUN_ALL: those recorded MISSED because they are older
+	// than `max_catch_up_age`.
+	TooOld *OccurrenceSpan `protobuf:"bytes,5,opt,name=too_old,json=tooOld,proto3" json:"too_old,omitempty"`
+	// With `catch_up`: those recorded MISSED for another reason of the policy (beyond
+	// `max_catch_up_runs`; all but the latest under RUN_ONCE, all of them if one is on time;
+	// all under SKIP).
+	Missed *OccurrenceSpan `protobuf:"bytes,6,opt,name=missed,proto3" json:"missed,omitempty"`
+	// More occurrences than one call enumerates (100,000): the counts are lower bounds and the
+	// lists may end early; the scheduler still works through all of them.
+	Truncated     bool `protobuf:"varint,7,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PausedOccurrences) Reset() {
+	*x = PausedOccurrences{}
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PausedOccurrences) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PausedOccurrences) ProtoMessage() {}
+
+func (x *PausedOccurrences) ProtoReflect() protoreflect.Message {
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PausedOccurrences.ProtoReflect.Descriptor instead.
+func (*PausedOccurrences) Descriptor() ([]byte, []int) {
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *PausedOccurrences) GetCovered() *OccurrenceSpan {
+	if x != nil {
+		return x.Covered
+	}
+	return nil
+}
+
+func (x *PausedOccurrences) GetSkipped() *OccurrenceSpan {
+	if x != nil {
+		return x.Skipped
+	}
+	return nil
+}
+
+func (x *PausedOccurrences) GetCatchUpRuns() []*ScheduledOccurrence {
+	if x != nil {
+		return x.CatchUpRuns
+	}
+	return nil
+}
+
+func (x *PausedOccurrences) GetOnTimeRuns() []*ScheduledOccurrence {
+	if x != nil {
+		return x.OnTimeRuns
+	}
+	return nil
+}
+
+func (x *PausedOccurrences) GetTooOld() *OccurrenceSpan {
+	if x != nil {
+		return x.TooOld
+	}
+	return nil
+}
+
+func (x *PausedOccurrences) GetMissed() *OccurrenceSpan {
+	if x != nil {
+		return x.Missed
+	}
+	return nil
+}
+
+func (x *PausedOccurrences) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+// Occurrences of a job between two instants.
+type OccurrenceSpan struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The first one's nominal time.
+	FirstTime *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=first_time,json=firstTime,proto3" json:"first_time,omitempty"`
+	// The last one's nominal time.
+	LastTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=last_time,json=lastTime,proto3" json:"last_time,omitempty"`
+	// How many there are.
+	Count         int64 `protobuf:"varint,3,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OccurrenceSpan) Reset() {
+	*x = OccurrenceSpan{}
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OccurrenceSpan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OccurrenceSpan) ProtoMessage() {}
+
+func (x *OccurrenceSpan) ProtoReflect() protoreflect.Message {
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OccurrenceSpan.ProtoReflect.Descriptor instead.
+func (*OccurrenceSpan) Descriptor() ([]byte, []int) {
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *OccurrenceSpan) GetFirstTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FirstTime
+	}
+	return nil
+}
+
+func (x *OccurrenceSpan) GetLastTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastTime
+	}
+	return nil
+}
+
+func (x *OccurrenceSpan) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
 // Request of TriggerJob.
 type TriggerJobRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -995,7 +1455,7 @@ type TriggerJobRequest struct {
 
 func (x *TriggerJobRequest) Reset() {
 	*x = TriggerJobRequest{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[15]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1007,7 +1467,7 @@ func (x *TriggerJobRequest) String() string {
 func (*TriggerJobRequest) ProtoMessage() {}
 
 func (x *TriggerJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[15]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1020,7 +1480,7 @@ func (x *TriggerJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerJobRequest.ProtoReflect.Descriptor instead.
 func (*TriggerJobRequest) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{15}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *TriggerJobRequest) GetName() string {
@@ -1048,7 +1508,7 @@ type TriggerJobResponse struct {
 
 func (x *TriggerJobResponse) Reset() {
 	*x = TriggerJobResponse{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[16]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1060,7 +1520,7 @@ func (x *TriggerJobResponse) String() string {
 func (*TriggerJobResponse) ProtoMessage() {}
 
 func (x *TriggerJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[16]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1073,7 +1533,7 @@ func (x *TriggerJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerJobResponse.ProtoReflect.Descriptor instead.
 func (*TriggerJobResponse) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{16}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TriggerJobResponse) GetRun() *Run {
@@ -1113,7 +1573,7 @@ type ListRunsRequest struct {
 
 func (x *ListRunsRequest) Reset() {
 	*x = ListRunsRequest{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[17]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1125,7 +1585,7 @@ func (x *ListRunsRequest) String() string {
 func (*ListRunsRequest) ProtoMessage() {}
 
 func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[17]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1138,7 +1598,7 @@ func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRunsRequest.ProtoReflect.Descriptor instead.
 func (*ListRunsRequest) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{17}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListRunsRequest) GetParent() string {
@@ -1196,7 +1656,7 @@ type ListRunsResponse struct {
 
 func (x *ListRunsResponse) Reset() {
 	*x = ListRunsResponse{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[18]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1208,7 +1668,7 @@ func (x *ListRunsResponse) String() string {
 func (*ListRunsResponse) ProtoMessage() {}
 
 func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[18]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1221,7 +1681,7 @@ func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRunsResponse.ProtoReflect.Descriptor instead.
 func (*ListRunsResponse) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{18}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListRunsResponse) GetRuns() []*Run {
@@ -1249,7 +1709,7 @@ type GetRunRequest struct {
 
 func (x *GetRunRequest) Reset() {
 	*x = GetRunRequest{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[19]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1261,7 +1721,7 @@ func (x *GetRunRequest) String() string {
 func (*GetRunRequest) ProtoMessage() {}
 
 func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[19]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1274,7 +1734,7 @@ func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRunRequest.ProtoReflect.Descriptor instead.
 func (*GetRunRequest) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{19}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetRunRequest) GetName() string {
@@ -1295,7 +1755,7 @@ type GetRunResponse struct {
 
 func (x *GetRunResponse) Reset() {
 	*x = GetRunResponse{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[20]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1307,7 +1767,7 @@ func (x *GetRunResponse) String() string {
 func (*GetRunResponse) ProtoMessage() {}
 
 func (x *GetRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[20]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1320,7 +1780,7 @@ func (x *GetRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRunResponse.ProtoReflect.Descriptor instead.
 func (*GetRunResponse) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{20}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetRunResponse) GetRun() *Run {
@@ -1344,7 +1804,7 @@ type RedriveRunRequest struct {
 
 func (x *RedriveRunRequest) Reset() {
 	*x = RedriveRunRequest{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[21]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1356,7 +1816,7 @@ func (x *RedriveRunRequest) String() string {
 func (*RedriveRunRequest) ProtoMessage() {}
 
 func (x *RedriveRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[21]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1369,7 +1829,7 @@ func (x *RedriveRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveRunRequest.ProtoReflect.Descriptor instead.
 func (*RedriveRunRequest) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{21}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RedriveRunRequest) GetName() string {
@@ -1397,7 +1857,7 @@ type RedriveRunResponse struct {
 
 func (x *RedriveRunResponse) Reset() {
 	*x = RedriveRunResponse{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[22]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1409,7 +1869,7 @@ func (x *RedriveRunResponse) String() string {
 func (*RedriveRunResponse) ProtoMessage() {}
 
 func (x *RedriveRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[22]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1422,7 +1882,7 @@ func (x *RedriveRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveRunResponse.ProtoReflect.Descriptor instead.
 func (*RedriveRunResponse) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{22}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RedriveRunResponse) GetRun() *Run {
@@ -1454,7 +1914,7 @@ type PreviewScheduleRequest struct {
 
 func (x *PreviewScheduleRequest) Reset() {
 	*x = PreviewScheduleRequest{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[23]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1466,7 +1926,7 @@ func (x *PreviewScheduleRequest) String() string {
 func (*PreviewScheduleRequest) ProtoMessage() {}
 
 func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[23]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1479,7 +1939,7 @@ func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleRequest.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{23}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PreviewScheduleRequest) GetSource() isPreviewScheduleRequest_Source {
@@ -1558,7 +2018,7 @@ type PreviewScheduleResponse struct {
 
 func (x *PreviewScheduleResponse) Reset() {
 	*x = PreviewScheduleResponse{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[24]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1570,7 +2030,7 @@ func (x *PreviewScheduleResponse) String() string {
 func (*PreviewScheduleResponse) ProtoMessage() {}
 
 func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[24]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1583,7 +2043,7 @@ func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleResponse.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{24}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PreviewScheduleResponse) GetOccurrences() []*ScheduledOccurrence {
@@ -1611,7 +2071,7 @@ type ScheduledOccurrence struct {
 
 func (x *ScheduledOccurrence) Reset() {
 	*x = ScheduledOccurrence{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[25]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1623,7 +2083,7 @@ func (x *ScheduledOccurrence) String() string {
 func (*ScheduledOccurrence) ProtoMessage() {}
 
 func (x *ScheduledOccurrence) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[25]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1636,7 +2096,7 @@ func (x *ScheduledOccurrence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduledOccurrence.ProtoReflect.Descriptor instead.
 func (*ScheduledOccurrence) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{25}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ScheduledOccurrence) GetNominalTime() *timestamppb.Timestamp {
@@ -1678,7 +2138,7 @@ type GetTeamQuotaRequest struct {
 
 func (x *GetTeamQuotaRequest) Reset() {
 	*x = GetTeamQuotaRequest{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[26]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1690,7 +2150,7 @@ func (x *GetTeamQuotaRequest) String() string {
 func (*GetTeamQuotaRequest) ProtoMessage() {}
 
 func (x *GetTeamQuotaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[26]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1703,7 +2163,7 @@ func (x *GetTeamQuotaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTeamQuotaRequest.ProtoReflect.Descriptor instead.
 func (*GetTeamQuotaRequest) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{26}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetTeamQuotaRequest) GetName() string {
@@ -1728,7 +2188,7 @@ type GetTeamQuotaResponse struct {
 
 func (x *GetTeamQuotaResponse) Reset() {
 	*x = GetTeamQuotaResponse{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[27]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1740,7 +2200,7 @@ func (x *GetTeamQuotaResponse) String() string {
 func (*GetTeamQuotaResponse) ProtoMessage() {}
 
 func (x *GetTeamQuotaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[27]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1753,7 +2213,7 @@ func (x *GetTeamQuotaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTeamQuotaResponse.ProtoReflect.Descriptor instead.
 func (*GetTeamQuotaResponse) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{27}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetTeamQuotaResponse) GetName() string {
@@ -1789,14 +2249,16 @@ type BatchPauseJobsRequest struct {
 	// is FAILED_PRECONDITION, reason BATCH_TOO_LARGE: narrow the filter).
 	Filter string `protobuf:"bytes,3,opt,name=filter,proto3" json:"filter,omitempty"`
 	// Optional. Count the jobs (`matched`) and change nothing.
-	ValidateOnly  bool `protobuf:"varint,4,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
+	ValidateOnly bool `protobuf:"varint,4,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
+	// Optional. Why the jobs are paused, as PauseJobRequest's `note`: kept with each.
+	Note          string `protobuf:"bytes,5,opt,name=note,proto3" json:"note,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BatchPauseJobsRequest) Reset() {
 	*x = BatchPauseJobsRequest{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[28]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1808,7 +2270,7 @@ func (x *BatchPauseJobsRequest) String() string {
 func (*BatchPauseJobsRequest) ProtoMessage() {}
 
 func (x *BatchPauseJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[28]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1821,7 +2283,7 @@ func (x *BatchPauseJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchPauseJobsRequest.ProtoReflect.Descriptor instead.
 func (*BatchPauseJobsRequest) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{28}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *BatchPauseJobsRequest) GetParent() string {
@@ -1852,6 +2314,13 @@ func (x *BatchPauseJobsRequest) GetValidateOnly() bool {
 	return false
 }
 
+func (x *BatchPauseJobsRequest) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
 // Response of BatchPauseJobs.
 type BatchPauseJobsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1866,7 +2335,7 @@ type BatchPauseJobsResponse struct {
 
 func (x *BatchPauseJobsResponse) Reset() {
 	*x = BatchPauseJobsResponse{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[29]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1878,7 +2347,7 @@ func (x *BatchPauseJobsResponse) String() string {
 func (*BatchPauseJobsResponse) ProtoMessage() {}
 
 func (x *BatchPauseJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[29]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1891,7 +2360,7 @@ func (x *BatchPauseJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchPauseJobsResponse.ProtoReflect.Descriptor instead.
 func (*BatchPauseJobsResponse) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{29}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *BatchPauseJobsResponse) GetMatched() int32 {
@@ -1926,7 +2395,7 @@ type BatchResumeJobsRequest struct {
 
 func (x *BatchResumeJobsRequest) Reset() {
 	*x = BatchResumeJobsRequest{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[30]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1938,7 +2407,7 @@ func (x *BatchResumeJobsRequest) String() string {
 func (*BatchResumeJobsRequest) ProtoMessage() {}
 
 func (x *BatchResumeJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[30]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1951,7 +2420,7 @@ func (x *BatchResumeJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchResumeJobsRequest.ProtoReflect.Descriptor instead.
 func (*BatchResumeJobsRequest) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{30}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *BatchResumeJobsRequest) GetParent() string {
@@ -1995,7 +2464,7 @@ type BatchResumeJobsResponse struct {
 
 func (x *BatchResumeJobsResponse) Reset() {
 	*x = BatchResumeJobsResponse{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[31]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2007,7 +2476,7 @@ func (x *BatchResumeJobsResponse) String() string {
 func (*BatchResumeJobsResponse) ProtoMessage() {}
 
 func (x *BatchResumeJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[31]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2020,7 +2489,7 @@ func (x *BatchResumeJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchResumeJobsResponse.ProtoReflect.Descriptor instead.
 func (*BatchResumeJobsResponse) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{31}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *BatchResumeJobsResponse) GetMatched() int32 {
@@ -2060,7 +2529,7 @@ type BatchRedriveRunsRequest struct {
 
 func (x *BatchRedriveRunsRequest) Reset() {
 	*x = BatchRedriveRunsRequest{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[32]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2072,7 +2541,7 @@ func (x *BatchRedriveRunsRequest) String() string {
 func (*BatchRedriveRunsRequest) ProtoMessage() {}
 
 func (x *BatchRedriveRunsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[32]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2085,7 +2554,7 @@ func (x *BatchRedriveRunsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchRedriveRunsRequest.ProtoReflect.Descriptor instead.
 func (*BatchRedriveRunsRequest) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{32}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *BatchRedriveRunsRequest) GetParent() string {
@@ -2136,7 +2605,7 @@ type BatchRedriveRunsResponse struct {
 
 func (x *BatchRedriveRunsResponse) Reset() {
 	*x = BatchRedriveRunsResponse{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[33]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2148,7 +2617,7 @@ func (x *BatchRedriveRunsResponse) String() string {
 func (*BatchRedriveRunsResponse) ProtoMessage() {}
 
 func (x *BatchRedriveRunsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[33]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2161,7 +2630,7 @@ func (x *BatchRedriveRunsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchRedriveRunsResponse.ProtoReflect.Descriptor instead.
 func (*BatchRedriveRunsResponse) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{33}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *BatchRedriveRunsResponse) GetMatched() int32 {
@@ -2192,7 +2661,7 @@ type BatchResult struct {
 
 func (x *BatchResult) Reset() {
 	*x = BatchResult{}
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[34]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2204,7 +2673,7 @@ func (x *BatchResult) String() string {
 func (*BatchResult) ProtoMessage() {}
 
 func (x *BatchResult) ProtoReflect() protoreflect.Message {
-	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[34]
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2217,7 +2686,7 @@ func (x *BatchResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchResult.ProtoReflect.Descriptor instead.
 func (*BatchResult) Descriptor() ([]byte, []int) {
-	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{34}
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *BatchResult) GetName() string {
@@ -2232,6 +2701,545 @@ func (x *BatchResult) GetStatus() *status.Status {
 		return x.Status
 	}
 	return nil
+}
+
+// Request of ExplainOccurrence. Set exactly one of `time` and `local_time`.
+type ExplainOccurrenceRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The job, `teams/{team}/jobs/{job_id}`.
+	Job string `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	// The instant asked about.
+	Time *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=time,proto3" json:"time,omitempty"`
+	// A wall-clock time asked about, without offset, RFC 3339 style (`2026-03-08T02:30:00`;
+	// seconds and fractions optional), read in `time_zone`. One that does not exist (a
+	// spring-forward gap) is answered at the instant the gap ends, where a shifted occurrence
+	// runs; one that exists twice (a fall-back fold), for the first pass that is an occurrence.
+	LocalTime string `protobuf:"bytes,3,opt,name=local_time,json=localTime,proto3" json:"local_time,omitempty"`
+	// Optional, with `local_time`. The IANA zone to read it in; defaults to the zone of the job's
+	// schedule (UTC for a schedule without one).
+	TimeZone      string `protobuf:"bytes,4,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExplainOccurrenceRequest) Reset() {
+	*x = ExplainOccurrenceRequest{}
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExplainOccurrenceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExplainOccurrenceRequest) ProtoMessage() {}
+
+func (x *ExplainOccurrenceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExplainOccurrenceRequest.ProtoReflect.Descriptor instead.
+func (*ExplainOccurrenceRequest) Descriptor() ([]byte, []int) {
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ExplainOccurrenceRequest) GetJob() string {
+	if x != nil {
+		return x.Job
+	}
+	return ""
+}
+
+func (x *ExplainOccurrenceRequest) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *ExplainOccurrenceRequest) GetLocalTime() string {
+	if x != nil {
+		return x.LocalTime
+	}
+	return ""
+}
+
+func (x *ExplainOccurrenceRequest) GetTimeZone() string {
+	if x != nil {
+		return x.TimeZone
+	}
+	return ""
+}
+
+// Response of ExplainOccurrence.
+type ExplainOccurrenceResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What became of the occurrence.
+	Fate OccurrenceFate `protobuf:"varint,1,opt,name=fate,proto3,enum=duetime.jobs.v1.OccurrenceFate" json:"fate,omitempty"`
+	// The answer in a few sentences (English), e.g. `2026-03-08 02:30:00 did not exist: on
+	// 2026-03-08 in America/New_York the clocks went forward from 02:00 to 03:00 (UTC-05:00 to
+	// UTC-04:00). Under the gap policy SHIFT the occurrence moved to 2026-03-08 03:00:00 EDT
+	// (07:00:00Z). It ran: attempt 1 succeeded at ...`.
+	Explanation string `protobuf:"bytes,2,opt,name=explanation,proto3" json:"explanation,omitempty"`
+	// The time asked, as an instant (for a wall-clock time in a gap, the gap's end).
+	Time *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=time,proto3" json:"time,omitempty"`
+	// The occurrence explained, with its effective time, local time and DST adjustment; unset
+	// for OCCURRENCE_FATE_NOT_AN_OCCURRENCE.
+	Occurrence *ScheduledOccurrence `protobuf:"bytes,4,opt,name=occurrence,proto3" json:"occurrence,omitempty"`
+	// The record that accounts for it, with its attempts: its run, or the range record that
+	// stands for it among others (`nominal_time` to `range_end_time`). Unset when there is none.
+	Run *Run `protobuf:"bytes,5,opt,name=run,proto3" json:"run,omitempty"`
+	// For OCCURRENCE_FATE_NOT_AN_OCCURRENCE: the nearest occurrence before the time asked, of
+	// the schedule in force then; unset if there is none.
+	PreviousOccurrence *ScheduledOccurrence `protobuf:"bytes,6,opt,name=previous_occurrence,json=previousOccurrence,proto3" json:"previous_occurrence,omitempty"`
+	// For OCCURRENCE_FATE_NOT_AN_OCCURRENCE: the nearest occurrence after the time asked; unset
+	// if there is none.
+	NextOccurrence *ScheduledOccurrence `protobuf:"bytes,7,opt,name=next_occurrence,json=nextOccurrence,proto3" json:"next_occurrence,omitempty"`
+	// The DST transition the time asked met (its wall-clock time fell in a gap or a fold), or
+	// the explained occurrence met (shifted out of a gap, or in a fold); unset otherwise.
+	DstTransition *DstTransition `protobuf:"bytes,8,opt,name=dst_transition,json=dstTransition,proto3" json:"dst_transition,omitempty"`
+	// The job version whose schedule decided: the record's, or the version in force then.
+	JobVersion int64 `protobuf:"varint,9,opt,name=job_version,json=jobVersion,proto3" json:"job_version,omitempty"`
+	// For OCCURRENCE_FATE_MISSED: how late the occurrence was when the misfire policy judged it
+	// (when its record was written, less its effective time).
+	Lateness *durationpb.Duration `protobuf:"bytes,10,opt,name=lateness,proto3" json:"lateness,omitempty"`
+	// For OCCURRENCE_FATE_MISSED: the misfire settings that judged it (its job version's).
+	Misfire       *MisfireSettings `protobuf:"bytes,11,opt,name=misfire,proto3" json:"misfire,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExplainOccurrenceResponse) Reset() {
+	*x = ExplainOccurrenceResponse{}
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExplainOccurrenceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExplainOccurrenceResponse) ProtoMessage() {}
+
+func (x *ExplainOccurrenceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExplainOccurrenceResponse.ProtoReflect.Descriptor instead.
+func (*ExplainOccurrenceResponse) Descriptor() ([]byte, []int) {
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ExplainOccurrenceResponse) GetFate() OccurrenceFate {
+	if x != nil {
+		return x.Fate
+	}
+	return OccurrenceFate_OCCURRENCE_FATE_UNSPECIFIED
+}
+
+func (x *ExplainOccurrenceResponse) GetExplanation() string {
+	if x != nil {
+		return x.Explanation
+	}
+	return ""
+}
+
+func (x *ExplainOccurrenceResponse) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *ExplainOccurrenceResponse) GetOccurrence() *ScheduledOccurrence {
+	if x != nil {
+		return x.Occurrence
+	}
+	return nil
+}
+
+func (x *ExplainOccurrenceResponse) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *ExplainOccurrenceResponse) GetPreviousOccurrence() *ScheduledOccurrence {
+	if x != nil {
+		return x.PreviousOccurrence
+	}
+	return nil
+}
+
+func (x *ExplainOccurrenceResponse) GetNextOccurrence() *ScheduledOccurrence {
+	if x != nil {
+		return x.NextOccurrence
+	}
+	return nil
+}
+
+func (x *ExplainOccurrenceResponse) GetDstTransition() *DstTransition {
+	if x != nil {
+		return x.DstTransition
+	}
+	return nil
+}
+
+func (x *ExplainOccurrenceResponse) GetJobVersion() int64 {
+	if x != nil {
+		return x.JobVersion
+	}
+	return 0
+}
+
+func (x *ExplainOccurrenceResponse) GetLateness() *durationpb.Duration {
+	if x != nil {
+		return x.Lateness
+	}
+	return nil
+}
+
+func (x *ExplainOccurrenceResponse) GetMisfire() *MisfireSettings {
+	if x != nil {
+		return x.Misfire
+	}
+	return nil
+}
+
+// A time zone's change of UTC offset.
+type DstTransition struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A gap (clocks went forward) or a fold (back).
+	Kind DstTransitionKind `protobuf:"varint,1,opt,name=kind,proto3,enum=duetime.jobs.v1.DstTransitionKind" json:"kind,omitempty"`
+	// The first instant on the new offset.
+	Time *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=time,proto3" json:"time,omitempty"`
+	// The zone's offset from UTC before it.
+	UtcOffsetBefore *durationpb.Duration `protobuf:"bytes,3,opt,name=utc_offset_before,json=utcOffsetBefore,proto3" json:"utc_offset_before,omitempty"`
+	// The zone's offset from UTC from it on.
+	UtcOffsetAfter *durationpb.Duration `protobuf:"bytes,4,opt,name=utc_offset_after,json=utcOffsetAfter,proto3" json:"utc_offset_after,omitempty"`
+	// The IANA zone.
+	TimeZone      string `protobuf:"bytes,5,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DstTransition) Reset() {
+	*x = DstTransition{}
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DstTransition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DstTransition) ProtoMessage() {}
+
+func (x *DstTransition) ProtoReflect() protoreflect.Message {
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DstTransition.ProtoReflect.Descriptor instead.
+func (*DstTransition) Descriptor() ([]byte, []int) {
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *DstTransition) GetKind() DstTransitionKind {
+	if x != nil {
+		return x.Kind
+	}
+	return DstTransitionKind_DST_TRANSITION_KIND_UNSPECIFIED
+}
+
+func (x *DstTransition) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *DstTransition) GetUtcOffsetBefore() *durationpb.Duration {
+	if x != nil {
+		return x.UtcOffsetBefore
+	}
+	return nil
+}
+
+func (x *DstTransition) GetUtcOffsetAfter() *durationpb.Duration {
+	if x != nil {
+		return x.UtcOffsetAfter
+	}
+	return nil
+}
+
+func (x *DstTransition) GetTimeZone() string {
+	if x != nil {
+		return x.TimeZone
+	}
+	return ""
+}
+
+// Request of ListJobVersions.
+type ListJobVersionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The job, `teams/{team}/jobs/{job_id}` (a deleted one's too).
+	Parent string `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
+	// Optional. At most this many versions, 1 to 1,000; defaults to 100.
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// Optional. `next_page_token` of the previous page.
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListJobVersionsRequest) Reset() {
+	*x = ListJobVersionsRequest{}
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListJobVersionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListJobVersionsRequest) ProtoMessage() {}
+
+func (x *ListJobVersionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListJobVersionsRequest.ProtoReflect.Descriptor instead.
+func (*ListJobVersionsRequest) Descriptor() ([]byte, []int) {
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *ListJobVersionsRequest) GetParent() string {
+	if x != nil {
+		return x.Parent
+	}
+	return ""
+}
+
+func (x *ListJobVersionsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListJobVersionsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// Response of ListJobVersions.
+type ListJobVersionsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The page of versions, newest first.
+	Versions []*JobVersion `protobuf:"bytes,1,rep,name=versions,proto3" json:"versions,omitempty"`
+	// Opaque token for the next page; empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListJobVersionsResponse) Reset() {
+	*x = ListJobVersionsResponse{}
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListJobVersionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListJobVersionsResponse) ProtoMessage() {}
+
+func (x *ListJobVersionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListJobVersionsResponse.ProtoReflect.Descriptor instead.
+func (*ListJobVersionsResponse) Descriptor() ([]byte, []int) {
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *ListJobVersionsResponse) GetVersions() []*JobVersion {
+	if x != nil {
+		return x.Versions
+	}
+	return nil
+}
+
+func (x *ListJobVersionsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// One version of a job: the change that made it, and the definition it left.
+type JobVersion struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Output only. `teams/{team}/jobs/{job_id}/versions/{version}`.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Output only. The version number: 1 at creation, one more with every change (the etag
+	// `W/"{version}"` names it).
+	Version int64 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	// Output only. When the change was made.
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	// Output only. Who made it; unset when unknown (made by a build of Duetime that did not
+	// record it).
+	Principal *Principal `protobuf:"bytes,4,opt,name=principal,proto3" json:"principal,omitempty"`
+	// Output only. The call that made it; JOB_CHANGE_UNSPECIFIED when unknown (as `principal`).
+	Change JobChange `protobuf:"varint,5,opt,name=change,proto3,enum=duetime.jobs.v1.JobChange" json:"change,omitempty"`
+	// Output only. The fields whose value the change set anew, as UpdateJob's `update_mask`
+	// names them (`schedule`, `target`, ...), in that list's order; empty for creation and for
+	// calls that change only the state. A secret value sent again (not `[REDACTED]`) counts as a
+	// change, whatever it is; for versions whose change is unknown, the fields are found by
+	// comparing definitions, where a secret value's change cannot be seen.
+	ChangedFields []string `protobuf:"bytes,6,rep,name=changed_fields,json=changedFields,proto3" json:"changed_fields,omitempty"`
+	// Output only. The definition at this version: the fields UpdateJob can change, with secret
+	// values as `[REDACTED]`, and `name` and `job_id`.
+	Job *Job `protobuf:"bytes,7,opt,name=job,proto3" json:"job,omitempty"`
+	// Output only. For JOB_CHANGE_PAUSE, the pause's note.
+	Note          string `protobuf:"bytes,8,opt,name=note,proto3" json:"note,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobVersion) Reset() {
+	*x = JobVersion{}
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobVersion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobVersion) ProtoMessage() {}
+
+func (x *JobVersion) ProtoReflect() protoreflect.Message {
+	mi := &file_duetime_jobs_v1_job_service_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobVersion.ProtoReflect.Descriptor instead.
+func (*JobVersion) Descriptor() ([]byte, []int) {
+	return file_duetime_jobs_v1_job_service_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *JobVersion) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *JobVersion) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *JobVersion) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+func (x *JobVersion) GetPrincipal() *Principal {
+	if x != nil {
+		return x.Principal
+	}
+	return nil
+}
+
+func (x *JobVersion) GetChange() JobChange {
+	if x != nil {
+		return x.Change
+	}
+	return JobChange_JOB_CHANGE_UNSPECIFIED
+}
+
+func (x *JobVersion) GetChangedFields() []string {
+	if x != nil {
+		return x.ChangedFields
+	}
+	return nil
+}
+
+func (x *JobVersion) GetJob() *Job {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+func (x *JobVersion) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
 }
 
 var File_duetime_jobs_v1_job_service_proto protoreflect.FileDescriptor
@@ -2273,32 +3281,54 @@ const file_duetime_jobs_v1_job_service_proto_rawDesc = "" +
 	"\vJobActivity\x125\n" +
 	"\vrecent_runs\x18\x01 \x03(\v2\x14.duetime.jobs.v1.RunR\n" +
 	"recentRuns\x12I\n" +
-	"\rupcoming_runs\x18\x02 \x03(\v2$.duetime.jobs.v1.ScheduledOccurrenceR\fupcomingRuns\"w\n" +
+	"\rupcoming_runs\x18\x02 \x03(\v2$.duetime.jobs.v1.ScheduledOccurrenceR\fupcomingRuns\"\xc1\x01\n" +
 	"\x10UpdateJobRequest\x12&\n" +
 	"\x03job\x18\x01 \x01(\v2\x14.duetime.jobs.v1.JobR\x03job\x12;\n" +
 	"\vupdate_mask\x18\x02 \x01(\v2\x1a.google.protobuf.FieldMaskR\n" +
-	"updateMask\"\xb7\x01\n" +
+	"updateMask\x12#\n" +
+	"\rvalidate_only\x18\x03 \x01(\bR\fvalidateOnly\x12#\n" +
+	"\rpreview_count\x18\x04 \x01(\x05R\fpreviewCount\"\xe5\x02\n" +
 	"\x11UpdateJobResponse\x12&\n" +
 	"\x03job\x18\x01 \x01(\v2\x14.duetime.jobs.v1.JobR\x03job\x12)\n" +
 	"\x10schedule_changed\x18\x02 \x01(\bR\x0fscheduleChanged\x12O\n" +
-	"\x16previous_next_run_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x13previousNextRunTime\"Q\n" +
+	"\x16previous_next_run_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x13previousNextRunTime\x12U\n" +
+	"\x13current_occurrences\x18\x04 \x03(\v2$.duetime.jobs.v1.ScheduledOccurrenceR\x12currentOccurrences\x12U\n" +
+	"\x13updated_occurrences\x18\x05 \x03(\v2$.duetime.jobs.v1.ScheduledOccurrenceR\x12updatedOccurrences\"Q\n" +
 	"\x10DeleteJobRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04etag\x18\x02 \x01(\tR\x04etag\x12\x15\n" +
 	"\x06job_id\x18\x03 \x01(\tR\x05jobId\"\x13\n" +
-	"\x11DeleteJobResponse\"P\n" +
+	"\x11DeleteJobResponse\"d\n" +
 	"\x0fPauseJobRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04etag\x18\x02 \x01(\tR\x04etag\x12\x15\n" +
-	"\x06job_id\x18\x03 \x01(\tR\x05jobId\":\n" +
+	"\x06job_id\x18\x03 \x01(\tR\x05jobId\x12\x12\n" +
+	"\x04note\x18\x04 \x01(\tR\x04note\":\n" +
 	"\x10PauseJobResponse\x12&\n" +
-	"\x03job\x18\x01 \x01(\v2\x14.duetime.jobs.v1.JobR\x03job\"Q\n" +
+	"\x03job\x18\x01 \x01(\v2\x14.duetime.jobs.v1.JobR\x03job\"\x91\x01\n" +
 	"\x10ResumeJobRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04etag\x18\x02 \x01(\tR\x04etag\x12\x15\n" +
-	"\x06job_id\x18\x03 \x01(\tR\x05jobId\";\n" +
+	"\x06job_id\x18\x03 \x01(\tR\x05jobId\x12#\n" +
+	"\rvalidate_only\x18\x04 \x01(\bR\fvalidateOnly\x12\x19\n" +
+	"\bcatch_up\x18\x05 \x01(\bR\acatchUp\"\x8e\x01\n" +
 	"\x11ResumeJobResponse\x12&\n" +
-	"\x03job\x18\x01 \x01(\v2\x14.duetime.jobs.v1.JobR\x03job\"F\n" +
+	"\x03job\x18\x01 \x01(\v2\x14.duetime.jobs.v1.JobR\x03job\x12Q\n" +
+	"\x12paused_occurrences\x18\x02 \x01(\v2\".duetime.jobs.v1.PausedOccurrencesR\x11pausedOccurrences\"\xac\x03\n" +
+	"\x11PausedOccurrences\x129\n" +
+	"\acovered\x18\x01 \x01(\v2\x1f.duetime.jobs.v1.OccurrenceSpanR\acovered\x129\n" +
+	"\askipped\x18\x02 \x01(\v2\x1f.duetime.jobs.v1.OccurrenceSpanR\askipped\x12H\n" +
+	"\rcatch_up_runs\x18\x03 \x03(\v2$.duetime.jobs.v1.ScheduledOccurrenceR\vcatchUpRuns\x12F\n" +
+	"\fon_time_runs\x18\x04 \x03(\v2$.duetime.jobs.v1.ScheduledOccurrenceR\n" +
+	"onTimeRuns\x128\n" +
+	"\atoo_old\x18\x05 \x01(\v2\x1f.duetime.jobs.v1.OccurrenceSpanR\x06tooOld\x127\n" +
+	"\x06missed\x18\x06 \x01(\v2\x1f.duetime.jobs.v1.OccurrenceSpanR\x06missed\x12\x1c\n" +
+	"\ttruncated\x18\a \x01(\bR\ttruncated\"\x9a\x01\n" +
+	"\x0eOccurrenceSpan\x129\n" +
+	"\n" +
+	"first_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\tfirstTime\x127\n" +
+	"\tlast_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\blastTime\x12\x14\n" +
+	"\x05count\x18\x03 \x01(\x03R\x05count\"F\n" +
 	"\x11TriggerJobRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
@@ -2347,12 +3377,13 @@ const file_duetime_jobs_v1_job_service_proto_rawDesc = "" +
 	"\x14GetTeamQuotaResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x120\n" +
 	"\x05quota\x18\x02 \x01(\v2\x1a.duetime.jobs.v1.TeamQuotaR\x05quota\x120\n" +
-	"\x05usage\x18\x03 \x01(\v2\x1a.duetime.jobs.v1.TeamUsageR\x05usage\"\x82\x01\n" +
+	"\x05usage\x18\x03 \x01(\v2\x1a.duetime.jobs.v1.TeamUsageR\x05usage\"\x96\x01\n" +
 	"\x15BatchPauseJobsRequest\x12\x16\n" +
 	"\x06parent\x18\x01 \x01(\tR\x06parent\x12\x14\n" +
 	"\x05names\x18\x02 \x03(\tR\x05names\x12\x16\n" +
 	"\x06filter\x18\x03 \x01(\tR\x06filter\x12#\n" +
-	"\rvalidate_only\x18\x04 \x01(\bR\fvalidateOnly\"j\n" +
+	"\rvalidate_only\x18\x04 \x01(\bR\fvalidateOnly\x12\x12\n" +
+	"\x04note\x18\x05 \x01(\tR\x04note\"j\n" +
 	"\x16BatchPauseJobsResponse\x12\x18\n" +
 	"\amatched\x18\x01 \x01(\x05R\amatched\x126\n" +
 	"\aresults\x18\x02 \x03(\v2\x1c.duetime.jobs.v1.BatchResultR\aresults\"\x83\x01\n" +
@@ -2376,12 +3407,80 @@ const file_duetime_jobs_v1_job_service_proto_rawDesc = "" +
 	"\aresults\x18\x02 \x03(\v2\x1c.duetime.jobs.v1.BatchResultR\aresults\"M\n" +
 	"\vBatchResult\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12*\n" +
-	"\x06status\x18\x02 \x01(\v2\x12.google.rpc.StatusR\x06status*\x94\x01\n" +
+	"\x06status\x18\x02 \x01(\v2\x12.google.rpc.StatusR\x06status\"\x98\x01\n" +
+	"\x18ExplainOccurrenceRequest\x12\x10\n" +
+	"\x03job\x18\x01 \x01(\tR\x03job\x12.\n" +
+	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x1d\n" +
+	"\n" +
+	"local_time\x18\x03 \x01(\tR\tlocalTime\x12\x1b\n" +
+	"\ttime_zone\x18\x04 \x01(\tR\btimeZone\"\x91\x05\n" +
+	"\x19ExplainOccurrenceResponse\x123\n" +
+	"\x04fate\x18\x01 \x01(\x0e2\x1f.duetime.jobs.v1.OccurrenceFateR\x04fate\x12 \n" +
+	"\vexplanation\x18\x02 \x01(\tR\vexplanation\x12.\n" +
+	"\x04time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12D\n" +
+	"\n" +
+	"occurrence\x18\x04 \x01(\v2$.duetime.jobs.v1.ScheduledOccurrenceR\n" +
+	"occurrence\x12&\n" +
+	"\x03run\x18\x05 \x01(\v2\x14.duetime.jobs.v1.RunR\x03run\x12U\n" +
+	"\x13previous_occurrence\x18\x06 \x01(\v2$.duetime.jobs.v1.ScheduledOccurrenceR\x12previousOccurrence\x12M\n" +
+	"\x0fnext_occurrence\x18\a \x01(\v2$.duetime.jobs.v1.ScheduledOccurrenceR\x0enextOccurrence\x12E\n" +
+	"\x0edst_transition\x18\b \x01(\v2\x1e.duetime.jobs.v1.DstTransitionR\rdstTransition\x12\x1f\n" +
+	"\vjob_version\x18\t \x01(\x03R\n" +
+	"jobVersion\x125\n" +
+	"\blateness\x18\n" +
+	" \x01(\v2\x19.google.protobuf.DurationR\blateness\x12:\n" +
+	"\amisfire\x18\v \x01(\v2 .duetime.jobs.v1.MisfireSettingsR\amisfire\"\xa0\x02\n" +
+	"\rDstTransition\x126\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\".duetime.jobs.v1.DstTransitionKindR\x04kind\x12.\n" +
+	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12E\n" +
+	"\x11utc_offset_before\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x0futcOffsetBefore\x12C\n" +
+	"\x10utc_offset_after\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x0eutcOffsetAfter\x12\x1b\n" +
+	"\ttime_zone\x18\x05 \x01(\tR\btimeZone\"l\n" +
+	"\x16ListJobVersionsRequest\x12\x16\n" +
+	"\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"z\n" +
+	"\x17ListJobVersionsResponse\x127\n" +
+	"\bversions\x18\x01 \x03(\v2\x1b.duetime.jobs.v1.JobVersionR\bversions\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xc8\x02\n" +
+	"\n" +
+	"JobVersion\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x03R\aversion\x12;\n" +
+	"\vcreate_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTime\x128\n" +
+	"\tprincipal\x18\x04 \x01(\v2\x1a.duetime.jobs.v1.PrincipalR\tprincipal\x122\n" +
+	"\x06change\x18\x05 \x01(\x0e2\x1a.duetime.jobs.v1.JobChangeR\x06change\x12%\n" +
+	"\x0echanged_fields\x18\x06 \x03(\tR\rchangedFields\x12&\n" +
+	"\x03job\x18\a \x01(\v2\x14.duetime.jobs.v1.JobR\x03job\x12\x12\n" +
+	"\x04note\x18\b \x01(\tR\x04note*\x94\x01\n" +
 	"\rDstAdjustment\x12\x1e\n" +
 	"\x1aDST_ADJUSTMENT_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16DST_ADJUSTMENT_SHIFTED\x10\x01\x12\"\n" +
 	"\x1eDST_ADJUSTMENT_FOLD_FIRST_PASS\x10\x02\x12#\n" +
-	"\x1fDST_ADJUSTMENT_FOLD_SECOND_PASS\x10\x032\xa6\x12\n" +
+	"\x1fDST_ADJUSTMENT_FOLD_SECOND_PASS\x10\x03*\xa4\x02\n" +
+	"\x0eOccurrenceFate\x12\x1f\n" +
+	"\x1bOCCURRENCE_FATE_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13OCCURRENCE_FATE_RAN\x10\x01\x12\x18\n" +
+	"\x14OCCURRENCE_FATE_HELD\x10\x02\x12\x1d\n" +
+	"\x19OCCURRENCE_FATE_CANCELLED\x10\x03\x12\x1a\n" +
+	"\x16OCCURRENCE_FATE_MISSED\x10\x04\x12\x1b\n" +
+	"\x17OCCURRENCE_FATE_SKIPPED\x10\x05\x12%\n" +
+	"!OCCURRENCE_FATE_NOT_AN_OCCURRENCE\x10\x06\x12\x1f\n" +
+	"\x1bOCCURRENCE_FATE_NOT_YET_DUE\x10\a\x12\x1e\n" +
+	"\x1aOCCURRENCE_FATE_UNRECORDED\x10\b*s\n" +
+	"\x11DstTransitionKind\x12#\n" +
+	"\x1fDST_TRANSITION_KIND_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17DST_TRANSITION_KIND_GAP\x10\x01\x12\x1c\n" +
+	"\x18DST_TRANSITION_KIND_FOLD\x10\x02*\x99\x01\n" +
+	"\tJobChange\x12\x1a\n" +
+	"\x16JOB_CHANGE_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11JOB_CHANGE_CREATE\x10\x01\x12\x15\n" +
+	"\x11JOB_CHANGE_UPDATE\x10\x02\x12\x14\n" +
+	"\x10JOB_CHANGE_PAUSE\x10\x03\x12\x15\n" +
+	"\x11JOB_CHANGE_RESUME\x10\x04\x12\x15\n" +
+	"\x11JOB_CHANGE_DELETE\x10\x052\xd2\x14\n" +
 	"\n" +
 	"JobService\x12\x8b\x01\n" +
 	"\tCreateJob\x12!.duetime.jobs.v1.CreateJobRequest\x1a\".duetime.jobs.v1.CreateJobResponse\"7\x82\xd3\xe4\x93\x021:\x03jobZ\x0f:\x03job\"\b/v1/jobs\"\x19/v1/{parent=teams/*}/jobs\x12\x81\x01\n" +
@@ -2401,7 +3500,9 @@ const file_duetime_jobs_v1_job_service_proto_rawDesc = "" +
 	"\x0fPreviewSchedule\x12'.duetime.jobs.v1.PreviewScheduleRequest\x1a(.duetime.jobs.v1.PreviewScheduleResponse\"#\x82\xd3\xe4\x93\x02\x1d:\x01*\"\x18/v1/jobs:previewSchedule\x12\x8a\x01\n" +
 	"\fGetTeamQuota\x12$.duetime.jobs.v1.GetTeamQuotaRequest\x1a%.duetime.jobs.v1.GetTeamQuotaResponse\"-\x82\xd3\xe4\x93\x02'Z\v\x12\t/v1/quota\x12\x18/v1/{name=teams/*}/quota\x12\xac\x01\n" +
 	"\x0eBatchPauseJobs\x12&.duetime.jobs.v1.BatchPauseJobsRequest\x1a'.duetime.jobs.v1.BatchPauseJobsResponse\"I\x82\xd3\xe4\x93\x02C:\x01*Z\x18:\x01*\"\x13/v1/jobs:batchPause\"$/v1/{parent=teams/*}/jobs:batchPause\x12\xb1\x01\n" +
-	"\x0fBatchResumeJobs\x12'.duetime.jobs.v1.BatchResumeJobsRequest\x1a(.duetime.jobs.v1.BatchResumeJobsResponse\"K\x82\xd3\xe4\x93\x02E:\x01*Z\x19:\x01*\"\x14/v1/jobs:batchResume\"%/v1/{parent=teams/*}/jobs:batchResume\x12\xa1\x01\n" +
+	"\x0fBatchResumeJobs\x12'.duetime.jobs.v1.BatchResumeJobsRequest\x1a(.duetime.jobs.v1.BatchResumeJobsResponse\"K\x82\xd3\xe4\x93\x02E:\x01*Z\x19:\x01*\"\x14/v1/jobs:batchResume\"%/v1/{parent=teams/*}/jobs:batchResume\x12\x94\x01\n" +
+	"\x11ExplainOccurrence\x12).duetime.jobs.v1.ExplainOccurrenceRequest\x1a*.duetime.jobs.v1.ExplainOccurrenceResponse\"(\x82\xd3\xe4\x93\x02\"\x12 /v1/{job=teams/*/jobs/*}:explain\x12\x92\x01\n" +
+	"\x0fListJobVersions\x12'.duetime.jobs.v1.ListJobVersionsRequest\x1a(.duetime.jobs.v1.ListJobVersionsResponse\",\x82\xd3\xe4\x93\x02&\x12$/v1/{parent=teams/*/jobs/*}/versions\x12\xa1\x01\n" +
 	"\x10BatchRedriveRuns\x12(.duetime.jobs.v1.BatchRedriveRunsRequest\x1a).duetime.jobs.v1.BatchRedriveRunsResponse\"8\x82\xd3\xe4\x93\x022:\x01*\"-/v1/{parent=teams/*/jobs/*}/runs:batchRedriveBe\n" +
 	"\x13dev.duetime.jobs.v1B\x0fJobServiceProtoP\x01Z)duetime.dev/gen/go/duetime/jobs/v1;jobsv1\xaa\x02\x0fDuetime.Jobs.V1b\x06proto3"
 
@@ -2417,129 +3518,176 @@ func file_duetime_jobs_v1_job_service_proto_rawDescGZIP() []byte {
 	return file_duetime_jobs_v1_job_service_proto_rawDescData
 }
 
-var file_duetime_jobs_v1_job_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_duetime_jobs_v1_job_service_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_duetime_jobs_v1_job_service_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_duetime_jobs_v1_job_service_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_duetime_jobs_v1_job_service_proto_goTypes = []any{
-	(DstAdjustment)(0),               // 0: duetime.jobs.v1.DstAdjustment
-	(*CreateJobRequest)(nil),         // 1: duetime.jobs.v1.CreateJobRequest
-	(*CreateJobResponse)(nil),        // 2: duetime.jobs.v1.CreateJobResponse
-	(*GetJobRequest)(nil),            // 3: duetime.jobs.v1.GetJobRequest
-	(*GetJobResponse)(nil),           // 4: duetime.jobs.v1.GetJobResponse
-	(*ListJobsRequest)(nil),          // 5: duetime.jobs.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),         // 6: duetime.jobs.v1.ListJobsResponse
-	(*JobActivity)(nil),              // 7: duetime.jobs.v1.JobActivity
-	(*UpdateJobRequest)(nil),         // 8: duetime.jobs.v1.UpdateJobRequest
-	(*UpdateJobResponse)(nil),        // 9: duetime.jobs.v1.UpdateJobResponse
-	(*DeleteJobRequest)(nil),         // 10: duetime.jobs.v1.DeleteJobRequest
-	(*DeleteJobResponse)(nil),        // 11: duetime.jobs.v1.DeleteJobResponse
-	(*PauseJobRequest)(nil),          // 12: duetime.jobs.v1.PauseJobRequest
-	(*PauseJobResponse)(nil),         // 13: duetime.jobs.v1.PauseJobResponse
-	(*ResumeJobRequest)(nil),         // 14: duetime.jobs.v1.ResumeJobRequest
-	(*ResumeJobResponse)(nil),        // 15: duetime.jobs.v1.ResumeJobResponse
-	(*TriggerJobRequest)(nil),        // 16: duetime.jobs.v1.TriggerJobRequest
-	(*TriggerJobResponse)(nil),       // 17: duetime.jobs.v1.TriggerJobResponse
-	(*ListRunsRequest)(nil),          // 18: duetime.jobs.v1.ListRunsRequest
-	(*ListRunsResponse)(nil),         // 19: duetime.jobs.v1.ListRunsResponse
-	(*GetRunRequest)(nil),            // 20: duetime.jobs.v1.GetRunRequest
-	(*GetRunResponse)(nil),           // 21: duetime.jobs.v1.GetRunResponse
-	(*RedriveRunRequest)(nil),        // 22: duetime.jobs.v1.RedriveRunRequest
-	(*RedriveRunResponse)(nil),       // 23: duetime.jobs.v1.RedriveRunResponse
-	(*PreviewScheduleRequest)(nil),   // 24: duetime.jobs.v1.PreviewScheduleRequest
-	(*PreviewScheduleResponse)(nil),  // 25: duetime.jobs.v1.PreviewScheduleResponse
-	(*ScheduledOccurrence)(nil),      // 26: duetime.jobs.v1.ScheduledOccurrence
-	(*GetTeamQuotaRequest)(nil),      // 27: duetime.jobs.v1.GetTeamQuotaRequest
-	(*GetTeamQuotaResponse)(nil),     // 28: duetime.jobs.v1.GetTeamQuotaResponse
-	(*BatchPauseJobsRequest)(nil),    // 29: duetime.jobs.v1.BatchPauseJobsRequest
-	(*BatchPauseJobsResponse)(nil),   // 30: duetime.jobs.v1.BatchPauseJobsResponse
-	(*BatchResumeJobsRequest)(nil),   // 31: duetime.jobs.v1.BatchResumeJobsRequest
-	(*BatchResumeJobsResponse)(nil),  // 32: duetime.jobs.v1.BatchResumeJobsResponse
-	(*BatchRedriveRunsRequest)(nil),  // 33: duetime.jobs.v1.BatchRedriveRunsRequest
-	(*BatchRedriveRunsResponse)(nil), // 34: duetime.jobs.v1.BatchRedriveRunsResponse
-	(*BatchResult)(nil),              // 35: duetime.jobs.v1.BatchResult
-	nil,                              // 36: duetime.jobs.v1.ListJobsResponse.ActivitiesEntry
-	(*Job)(nil),                      // 37: duetime.jobs.v1.Job
-	(JobState)(0),                    // 38: duetime.jobs.v1.JobState
-	(*Run)(nil),                      // 39: duetime.jobs.v1.Run
-	(*fieldmaskpb.FieldMask)(nil),    // 40: google.protobuf.FieldMask
-	(*timestamppb.Timestamp)(nil),    // 41: google.protobuf.Timestamp
-	(RunState)(0),                    // 42: duetime.jobs.v1.RunState
-	(*Schedule)(nil),                 // 43: duetime.jobs.v1.Schedule
-	(*durationpb.Duration)(nil),      // 44: google.protobuf.Duration
-	(*TeamQuota)(nil),                // 45: duetime.jobs.v1.TeamQuota
-	(*TeamUsage)(nil),                // 46: duetime.jobs.v1.TeamUsage
-	(*status.Status)(nil),            // 47: google.rpc.Status
+	(DstAdjustment)(0),                // 0: duetime.jobs.v1.DstAdjustment
+	(OccurrenceFate)(0),               // 1: duetime.jobs.v1.OccurrenceFate
+	(DstTransitionKind)(0),            // 2: duetime.jobs.v1.DstTransitionKind
+	(JobChange)(0),                    // 3: duetime.jobs.v1.JobChange
+	(*CreateJobRequest)(nil),          // 4: duetime.jobs.v1.CreateJobRequest
+	(*CreateJobResponse)(nil),         // 5: duetime.jobs.v1.CreateJobResponse
+	(*GetJobRequest)(nil),             // 6: duetime.jobs.v1.GetJobRequest
+	(*GetJobResponse)(nil),            // 7: duetime.jobs.v1.GetJobResponse
+	(*ListJobsRequest)(nil),           // 8: duetime.jobs.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),          // 9: duetime.jobs.v1.ListJobsResponse
+	(*JobActivity)(nil),               // 10: duetime.jobs.v1.JobActivity
+	(*UpdateJobRequest)(nil),          // 11: duetime.jobs.v1.UpdateJobRequest
+	(*UpdateJobResponse)(nil),         // 12: duetime.jobs.v1.UpdateJobResponse
+	(*DeleteJobRequest)(nil),          // 13: duetime.jobs.v1.DeleteJobRequest
+	(*DeleteJobResponse)(nil),         // 14: duetime.jobs.v1.DeleteJobResponse
+	(*PauseJobRequest)(nil),           // 15: duetime.jobs.v1.PauseJobRequest
+	(*PauseJobResponse)(nil),          // 16: duetime.jobs.v1.PauseJobResponse
+	(*ResumeJobRequest)(nil),          // 17: duetime.jobs.v1.ResumeJobRequest
+	(*ResumeJobResponse)(nil),         // 18: duetime.jobs.v1.ResumeJobResponse
+	(*PausedOccurrences)(nil),         // 19: duetime.jobs.v1.PausedOccurrences
+	(*OccurrenceSpan)(nil),            // 20: duetime.jobs.v1.OccurrenceSpan
+	(*TriggerJobRequest)(nil),         // 21: duetime.jobs.v1.TriggerJobRequest
+	(*TriggerJobResponse)(nil),        // 22: duetime.jobs.v1.TriggerJobResponse
+	(*ListRunsRequest)(nil),           // 23: duetime.jobs.v1.ListRunsRequest
+	(*ListRunsResponse)(nil),          // 24: duetime.jobs.v1.ListRunsResponse
+	(*GetRunRequest)(nil),             // 25: duetime.jobs.v1.GetRunRequest
+	(*GetRunResponse)(nil),            // 26: duetime.jobs.v1.GetRunResponse
+	(*RedriveRunRequest)(nil),         // 27: duetime.jobs.v1.RedriveRunRequest
+	(*RedriveRunResponse)(nil),        // 28: duetime.jobs.v1.RedriveRunResponse
+	(*PreviewScheduleRequest)(nil),    // 29: duetime.jobs.v1.PreviewScheduleRequest
+	(*PreviewScheduleResponse)(nil),   // 30: duetime.jobs.v1.PreviewScheduleResponse
+	(*ScheduledOccurrence)(nil),       // 31: duetime.jobs.v1.ScheduledOccurrence
+	(*GetTeamQuotaRequest)(nil),       // 32: duetime.jobs.v1.GetTeamQuotaRequest
+	(*GetTeamQuotaResponse)(nil),      // 33: duetime.jobs.v1.GetTeamQuotaResponse
+	(*BatchPauseJobsRequest)(nil),     // 34: duetime.jobs.v1.BatchPauseJobsRequest
+	(*BatchPauseJobsResponse)(nil),    // 35: duetime.jobs.v1.BatchPauseJobsResponse
+	(*BatchResumeJobsRequest)(nil),    // 36: duetime.jobs.v1.BatchResumeJobsRequest
+	(*BatchResumeJobsResponse)(nil),   // 37: duetime.jobs.v1.BatchResumeJobsResponse
+	(*BatchRedriveRunsRequest)(nil),   // 38: duetime.jobs.v1.BatchRedriveRunsRequest
+	(*BatchRedriveRunsResponse)(nil),  // 39: duetime.jobs.v1.BatchRedriveRunsResponse
+	(*BatchResult)(nil),               // 40: duetime.jobs.v1.BatchResult
+	(*ExplainOccurrenceRequest)(nil),  // 41: duetime.jobs.v1.ExplainOccurrenceRequest
+	(*ExplainOccurrenceResponse)(nil), // 42: duetime.jobs.v1.ExplainOccurrenceResponse
+	(*DstTransition)(nil),             // 43: duetime.jobs.v1.DstTransition
+	(*ListJobVersionsRequest)(nil),    // 44: duetime.jobs.v1.ListJobVersionsRequest
+	(*ListJobVersionsResponse)(nil),   // 45: duetime.jobs.v1.ListJobVersionsResponse
+	(*JobVersion)(nil),                // 46: duetime.jobs.v1.JobVersion
+	nil,                               // 47: duetime.jobs.v1.ListJobsResponse.ActivitiesEntry
+	(*Job)(nil),                       // 48: duetime.jobs.v1.Job
+	(JobState)(0),                     // 49: duetime.jobs.v1.JobState
+	(*Run)(nil),                       // 50: duetime.jobs.v1.Run
+	(*fieldmaskpb.FieldMask)(nil),     // 51: google.protobuf.FieldMask
+	(*timestamppb.Timestamp)(nil),     // 52: google.protobuf.Timestamp
+	(RunState)(0),                     // 53: duetime.jobs.v1.RunState
+	(*Schedule)(nil),                  // 54: duetime.jobs.v1.Schedule
+	(*durationpb.Duration)(nil),       // 55: google.protobuf.Duration
+	(*TeamQuota)(nil),                 // 56: duetime.jobs.v1.TeamQuota
+	(*TeamUsage)(nil),                 // 57: duetime.jobs.v1.TeamUsage
+	(*status.Status)(nil),             // 58: google.rpc.Status
+	(*MisfireSettings)(nil),           // 59: duetime.jobs.v1.MisfireSettings
+	(*Principal)(nil),                 // 60: duetime.jobs.v1.Principal
 }
 var file_duetime_jobs_v1_job_service_proto_depIdxs = []int32{
-	37, // 0: duetime.jobs.v1.CreateJobRequest.job:type_name -> duetime.jobs.v1.Job
-	37, // 1: duetime.jobs.v1.CreateJobResponse.job:type_name -> duetime.jobs.v1.Job
-	37, // 2: duetime.jobs.v1.GetJobResponse.job:type_name -> duetime.jobs.v1.Job
-	38, // 3: duetime.jobs.v1.ListJobsRequest.state:type_name -> duetime.jobs.v1.JobState
-	37, // 4: duetime.jobs.v1.ListJobsResponse.jobs:type_name -> duetime.jobs.v1.Job
-	36, // 5: duetime.jobs.v1.ListJobsResponse.activities:type_name -> duetime.jobs.v1.ListJobsResponse.ActivitiesEntry
-	39, // 6: duetime.jobs.v1.JobActivity.recent_runs:type_name -> duetime.jobs.v1.Run
-	26, // 7: duetime.jobs.v1.JobActivity.upcoming_runs:type_name -> duetime.jobs.v1.ScheduledOccurrence
-	37, // 8: duetime.jobs.v1.UpdateJobRequest.job:type_name -> duetime.jobs.v1.Job
-	40, // 9: duetime.jobs.v1.UpdateJobRequest.update_mask:type_name -> google.protobuf.FieldMask
-	37, // 10: duetime.jobs.v1.UpdateJobResponse.job:type_name -> duetime.jobs.v1.Job
-	41, // 11: duetime.jobs.v1.UpdateJobResponse.previous_next_run_time:type_name -> google.protobuf.Timestamp
-	37, // 12: duetime.jobs.v1.PauseJobResponse.job:type_name -> duetime.jobs.v1.Job
-	37, // 13: duetime.jobs.v1.ResumeJobResponse.job:type_name -> duetime.jobs.v1.Job
-	39, // 14: duetime.jobs.v1.TriggerJobResponse.run:type_name -> duetime.jobs.v1.Run
-	42, // 15: duetime.jobs.v1.ListRunsRequest.state:type_name -> duetime.jobs.v1.RunState
-	39, // 16: duetime.jobs.v1.ListRunsResponse.runs:type_name -> duetime.jobs.v1.Run
-	39, // 17: duetime.jobs.v1.GetRunResponse.run:type_name -> duetime.jobs.v1.Run
-	39, // 18: duetime.jobs.v1.RedriveRunResponse.run:type_name -> duetime.jobs.v1.Run
-	43, // 19: duetime.jobs.v1.PreviewScheduleRequest.schedule:type_name -> duetime.jobs.v1.Schedule
-	41, // 20: duetime.jobs.v1.PreviewScheduleRequest.start_time:type_name -> google.protobuf.Timestamp
-	44, // 21: duetime.jobs.v1.PreviewScheduleRequest.jitter_window:type_name -> google.protobuf.Duration
-	26, // 22: duetime.jobs.v1.PreviewScheduleResponse.occurrences:type_name -> duetime.jobs.v1.ScheduledOccurrence
-	41, // 23: duetime.jobs.v1.ScheduledOccurrence.nominal_time:type_name -> google.protobuf.Timestamp
-	41, // 24: duetime.jobs.v1.ScheduledOccurrence.effective_time:type_name -> google.protobuf.Timestamp
-	0,  // 25: duetime.jobs.v1.ScheduledOccurrence.dst_adjustment:type_name -> duetime.jobs.v1.DstAdjustment
-	45, // 26: duetime.jobs.v1.GetTeamQuotaResponse.quota:type_name -> duetime.jobs.v1.TeamQuota
-	46, // 27: duetime.jobs.v1.GetTeamQuotaResponse.usage:type_name -> duetime.jobs.v1.TeamUsage
-	35, // 28: duetime.jobs.v1.BatchPauseJobsResponse.results:type_name -> duetime.jobs.v1.BatchResult
-	35, // 29: duetime.jobs.v1.BatchResumeJobsResponse.results:type_name -> duetime.jobs.v1.BatchResult
-	35, // 30: duetime.jobs.v1.BatchRedriveRunsResponse.results:type_name -> duetime.jobs.v1.BatchResult
-	47, // 31: duetime.jobs.v1.BatchResult.status:type_name -> google.rpc.Status
-	7,  // 32: duetime.jobs.v1.ListJobsResponse.ActivitiesEntry.value:type_name -> duetime.jobs.v1.JobActivity
-	1,  // 33: duetime.jobs.v1.JobService.CreateJob:input_type -> duetime.jobs.v1.CreateJobRequest
-	3,  // 34: duetime.jobs.v1.JobService.GetJob:input_type -> duetime.jobs.v1.GetJobRequest
-	5,  // 35: duetime.jobs.v1.JobService.ListJobs:input_type -> duetime.jobs.v1.ListJobsRequest
-	8,  // 36: duetime.jobs.v1.JobService.UpdateJob:input_type -> duetime.jobs.v1.UpdateJobRequest
-	10, // 37: duetime.jobs.v1.JobService.DeleteJob:input_type -> duetime.jobs.v1.DeleteJobRequest
-	12, // 38: duetime.jobs.v1.JobService.PauseJob:input_type -> duetime.jobs.v1.PauseJobRequest
-	14, // 39: duetime.jobs.v1.JobService.ResumeJob:input_type -> duetime.jobs.v1.ResumeJobRequest
-	16, // 40: duetime.jobs.v1.JobService.TriggerJob:input_type -> duetime.jobs.v1.TriggerJobRequest
-	18, // 41: duetime.jobs.v1.JobService.ListRuns:input_type -> duetime.jobs.v1.ListRunsRequest
-	20, // 42: duetime.jobs.v1.JobService.GetRun:input_type -> duetime.jobs.v1.GetRunRequest
-	22, // 43: duetime.jobs.v1.JobService.RedriveRun:input_type -> duetime.jobs.v1.RedriveRunRequest
-	24, // 44: duetime.jobs.v1.JobService.PreviewSchedule:input_type -> duetime.jobs.v1.PreviewScheduleRequest
-	27, // 45: duetime.jobs.v1.JobService.GetTeamQuota:input_type -> duetime.jobs.v1.GetTeamQuotaRequest
-	29, // 46: duetime.jobs.v1.JobService.BatchPauseJobs:input_type -> duetime.jobs.v1.BatchPauseJobsRequest
-	31, // 47: duetime.jobs.v1.JobService.BatchResumeJobs:input_type -> duetime.jobs.v1.BatchResumeJobsRequest
-	33, // 48: duetime.jobs.v1.JobService.BatchRedriveRuns:input_type -> duetime.jobs.v1.BatchRedriveRunsRequest
-	2,  // 49: duetime.jobs.v1.JobService.CreateJob:output_type -> duetime.jobs.v1.CreateJobResponse
-	4,  // 50: duetime.jobs.v1.JobService.GetJob:output_type -> duetime.jobs.v1.GetJobResponse
-	6,  // 51: duetime.jobs.v1.JobService.ListJobs:output_type -> duetime.jobs.v1.ListJobsResponse
-	9,  // 52: duetime.jobs.v1.JobService.UpdateJob:output_type -> duetime.jobs.v1.UpdateJobResponse
-	11, // 53: duetime.jobs.v1.JobService.DeleteJob:output_type -> duetime.jobs.v1.DeleteJobResponse
-	13, // 54: duetime.jobs.v1.JobService.PauseJob:output_type -> duetime.jobs.v1.PauseJobResponse
-	15, // 55: duetime.jobs.v1.JobService.ResumeJob:output_type -> duetime.jobs.v1.ResumeJobResponse
-	17, // 56: duetime.jobs.v1.JobService.TriggerJob:output_type -> duetime.jobs.v1.TriggerJobResponse
-	19, // 57: duetime.jobs.v1.JobService.ListRuns:output_type -> duetime.jobs.v1.ListRunsResponse
-	21, // 58: duetime.jobs.v1.JobService.GetRun:output_type -> duetime.jobs.v1.GetRunResponse
-	23, // 59: duetime.jobs.v1.JobService.RedriveRun:output_type -> duetime.jobs.v1.RedriveRunResponse
-	25, // 60: duetime.jobs.v1.JobService.PreviewSchedule:output_type -> duetime.jobs.v1.PreviewScheduleResponse
-	28, // 61: duetime.jobs.v1.JobService.GetTeamQuota:output_type -> duetime.jobs.v1.GetTeamQuotaResponse
-	30, // 62: duetime.jobs.v1.JobService.BatchPauseJobs:output_type -> duetime.jobs.v1.BatchPauseJobsResponse
-	32, // 63: duetime.jobs.v1.JobService.BatchResumeJobs:output_type -> duetime.jobs.v1.BatchResumeJobsResponse
-	34, // 64: duetime.jobs.v1.JobService.BatchRedriveRuns:output_type -> duetime.jobs.v1.BatchRedriveRunsResponse
-	49, // [49:65] is the sub-list for method output_type
-	33, // [33:49] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	48, // 0: duetime.jobs.v1.CreateJobRequest.job:type_name -> duetime.jobs.v1.Job
+	48, // 1: duetime.jobs.v1.CreateJobResponse.job:type_name -> duetime.jobs.v1.Job
+	48, // 2: duetime.jobs.v1.GetJobResponse.job:type_name -> duetime.jobs.v1.Job
+	49, // 3: duetime.jobs.v1.ListJobsRequest.state:type_name -> duetime.jobs.v1.JobState
+	48, // 4: duetime.jobs.v1.ListJobsResponse.jobs:type_name -> duetime.jobs.v1.Job
+	47, // 5: duetime.jobs.v1.ListJobsResponse.activities:type_name -> duetime.jobs.v1.ListJobsResponse.ActivitiesEntry
+	50, // 6: duetime.jobs.v1.JobActivity.recent_runs:type_name -> duetime.jobs.v1.Run
+	31, // 7: duetime.jobs.v1.JobActivity.upcoming_runs:type_name -> duetime.jobs.v1.ScheduledOccurrence
+	48, // 8: duetime.jobs.v1.UpdateJobRequest.job:type_name -> duetime.jobs.v1.Job
+	51, // 9: duetime.jobs.v1.UpdateJobRequest.update_mask:type_name -> google.protobuf.FieldMask
+	48, // 10: duetime.jobs.v1.UpdateJobResponse.job:type_name -> duetime.jobs.v1.Job
+	52, // 11: duetime.jobs.v1.UpdateJobResponse.previous_next_run_time:type_name -> google.protobuf.Timestamp
+	31, // 12: duetime.jobs.v1.UpdateJobResponse.current_occurrences:type_name -> duetime.jobs.v1.ScheduledOccurrence
+	31, // 13: duetime.jobs.v1.UpdateJobResponse.updated_occurrences:type_name -> duetime.jobs.v1.ScheduledOccurrence
+	48, // 14: duetime.jobs.v1.PauseJobResponse.job:type_name -> duetime.jobs.v1.Job
+	48, // 15: duetime.jobs.v1.ResumeJobResponse.job:type_name -> duetime.jobs.v1.Job
+	19, // 16: duetime.jobs.v1.ResumeJobResponse.paused_occurrences:type_name -> duetime.jobs.v1.PausedOccurrences
+	20, // 17: duetime.jobs.v1.PausedOccurrences.covered:type_name -> duetime.jobs.v1.OccurrenceSpan
+	20, // 18: duetime.jobs.v1.PausedOccurrences.skipped:type_name -> duetime.jobs.v1.OccurrenceSpan
+	31, // 19: duetime.jobs.v1.PausedOccurrences.catch_up_runs:type_name -> duetime.jobs.v1.ScheduledOccurrence
+	31, // 20: duetime.jobs.v1.PausedOccurrences.on_time_runs:type_name -> duetime.jobs.v1.ScheduledOccurrence
+	20, // 21: duetime.jobs.v1.PausedOccurrences.too_old:type_name -> duetime.jobs.v1.OccurrenceSpan
+	20, // 22: duetime.jobs.v1.PausedOccurrences.missed:type_name -> duetime.jobs.v1.OccurrenceSpan
+	52, // 23: duetime.jobs.v1.OccurrenceSpan.first_time:type_name -> google.protobuf.Timestamp
+	52, // 24: duetime.jobs.v1.OccurrenceSpan.last_time:type_name -> google.protobuf.Timestamp
+	50, // 25: duetime.jobs.v1.TriggerJobResponse.run:type_name -> duetime.jobs.v1.Run
+	53, // 26: duetime.jobs.v1.ListRunsRequest.state:type_name -> duetime.jobs.v1.RunState
+	50, // 27: duetime.jobs.v1.ListRunsResponse.runs:type_name -> duetime.jobs.v1.Run
+	50, // 28: duetime.jobs.v1.GetRunResponse.run:type_name -> duetime.jobs.v1.Run
+	50, // 29: duetime.jobs.v1.RedriveRunResponse.run:type_name -> duetime.jobs.v1.Run
+	54, // 30: duetime.jobs.v1.PreviewScheduleRequest.schedule:type_name -> duetime.jobs.v1.Schedule
+	52, // 31: duetime.jobs.v1.PreviewScheduleRequest.start_time:type_name -> google.protobuf.Timestamp
+	55, // 32: duetime.jobs.v1.PreviewScheduleRequest.jitter_window:type_name -> google.protobuf.Duration
+	31, // 33: duetime.jobs.v1.PreviewScheduleResponse.occurrences:type_name -> duetime.jobs.v1.ScheduledOccurrence
+	52, // 34: duetime.jobs.v1.ScheduledOccurrence.nominal_time:type_name -> google.protobuf.Timestamp
+	52, // 35: duetime.jobs.v1.ScheduledOccurrence.effective_time:type_name -> google.protobuf.Timestamp
+	0,  // 36: duetime.jobs.v1.ScheduledOccurrence.dst_adjustment:type_name -> duetime.jobs.v1.DstAdjustment
+	56, // 37: duetime.jobs.v1.GetTeamQuotaResponse.quota:type_name -> duetime.jobs.v1.TeamQuota
+	57, // 38: duetime.jobs.v1.GetTeamQuotaResponse.usage:type_name -> duetime.jobs.v1.TeamUsage
+	40, // 39: duetime.jobs.v1.BatchPauseJobsResponse.results:type_name -> duetime.jobs.v1.BatchResult
+	40, // 40: duetime.jobs.v1.BatchResumeJobsResponse.results:type_name -> duetime.jobs.v1.BatchResult
+	40, // 41: duetime.jobs.v1.BatchRedriveRunsResponse.results:type_name -> duetime.jobs.v1.BatchResult
+	58, // 42: duetime.jobs.v1.BatchResult.status:type_name -> google.rpc.Status
+	52, // 43: duetime.jobs.v1.ExplainOccurrenceRequest.time:type_name -> google.protobuf.Timestamp
+	1,  // 44: duetime.jobs.v1.ExplainOccurrenceResponse.fate:type_name -> duetime.jobs.v1.OccurrenceFate
+	52, // 45: duetime.jobs.v1.ExplainOccurrenceResponse.time:type_name -> google.protobuf.Timestamp
+	31, // 46: duetime.jobs.v1.ExplainOccurrenceResponse.occurrence:type_name -> duetime.jobs.v1.ScheduledOccurrence
+	50, // 47: duetime.jobs.v1.ExplainOccurrenceResponse.run:type_name -> duetime.jobs.v1.Run
+	31, // 48: duetime.jobs.v1.ExplainOccurrenceResponse.previous_occurrence:type_name -> duetime.jobs.v1.ScheduledOccurrence
+	31, // 49: duetime.jobs.v1.ExplainOccurrenceResponse.next_occurrence:type_name -> duetime.jobs.v1.ScheduledOccurrence
+	43, // 50: duetime.jobs.v1.ExplainOccurrenceResponse.dst_transition:type_name -> duetime.jobs.v1.DstTransition
+	55, // 51: duetime.jobs.v1.ExplainOccurrenceResponse.lateness:type_name -> google.protobuf.Duration
+	59, // 52: duetime.jobs.v1.ExplainOccurrenceResponse.misfire:type_name -> duetime.jobs.v1.MisfireSettings
+	2,  // 53: duetime.jobs.v1.DstTransition.kind:type_name -> duetime.jobs.v1.DstTransitionKind
+	52, // 54: duetime.jobs.v1.DstTransition.time:type_name -> google.protobuf.Timestamp
+	55, // 55: duetime.jobs.v1.DstTransition.utc_offset_before:type_name -> google.protobuf.Duration
+	55, // 56: duetime.jobs.v1.DstTransition.utc_offset_after:type_name -> google.protobuf.Duration
+	46, // 57: duetime.jobs.v1.ListJobVersionsResponse.versions:type_name -> duetime.jobs.v1.JobVersion
+	52, // 58: duetime.jobs.v1.JobVersion.create_time:type_name -> google.protobuf.Timestamp
+	60, // 59: duetime.jobs.v1.JobVersion.principal:type_name -> duetime.jobs.v1.Principal
+	3,  // 60: duetime.jobs.v1.JobVersion.change:type_name -> duetime.jobs.v1.JobChange
+	48, // 61: duetime.jobs.v1.JobVersion.job:type_name -> duetime.jobs.v1.Job
+	10, // 62: duetime.jobs.v1.ListJobsResponse.ActivitiesEntry.value:type_name -> duetime.jobs.v1.JobActivity
+	4,  // 63: duetime.jobs.v1.JobService.CreateJob:input_type -> duetime.jobs.v1.CreateJobRequest
+	6,  // 64: duetime.jobs.v1.JobService.GetJob:input_type -> duetime.jobs.v1.GetJobRequest
+	8,  // 65: duetime.jobs.v1.JobService.ListJobs:input_type -> duetime.jobs.v1.ListJobsRequest
+	11, // 66: duetime.jobs.v1.JobService.UpdateJob:input_type -> duetime.jobs.v1.UpdateJobRequest
+	13, // 67: duetime.jobs.v1.JobService.DeleteJob:input_type -> duetime.jobs.v1.DeleteJobRequest
+	15, // 68: duetime.jobs.v1.JobService.PauseJob:input_type -> duetime.jobs.v1.PauseJobRequest
+	17, // 69: duetime.jobs.v1.JobService.ResumeJob:input_type -> duetime.jobs.v1.ResumeJobRequest
+	21, // 70: duetime.jobs.v1.JobService.TriggerJob:input_type -> duetime.jobs.v1.TriggerJobRequest
+	23, // 71: duetime.jobs.v1.JobService.ListRuns:input_type -> duetime.jobs.v1.ListRunsRequest
+	25, // 72: duetime.jobs.v1.JobService.GetRun:input_type -> duetime.jobs.v1.GetRunRequest
+	27, // 73: duetime.jobs.v1.JobService.RedriveRun:input_type -> duetime.jobs.v1.RedriveRunRequest
+	29, // 74: duetime.jobs.v1.JobService.PreviewSchedule:input_type -> duetime.jobs.v1.PreviewScheduleRequest
+	32, // 75: duetime.jobs.v1.JobService.GetTeamQuota:input_type -> duetime.jobs.v1.GetTeamQuotaRequest
+	34, // 76: duetime.jobs.v1.JobService.BatchPauseJobs:input_type -> duetime.jobs.v1.BatchPauseJobsRequest
+	36, // 77: duetime.jobs.v1.JobService.BatchResumeJobs:input_type -> duetime.jobs.v1.BatchResumeJobsRequest
+	41, // 78: duetime.jobs.v1.JobService.ExplainOccurrence:input_type -> duetime.jobs.v1.ExplainOccurrenceRequest
+	44, // 79: duetime.jobs.v1.JobService.ListJobVersions:input_type -> duetime.jobs.v1.ListJobVersionsRequest
+	38, // 80: duetime.jobs.v1.JobService.BatchRedriveRuns:input_type -> duetime.jobs.v1.BatchRedriveRunsRequest
+	5,  // 81: duetime.jobs.v1.JobService.CreateJob:output_type -> duetime.jobs.v1.CreateJobResponse
+	7,  // 82: duetime.jobs.v1.JobService.GetJob:output_type -> duetime.jobs.v1.GetJobResponse
+	9,  // 83: duetime.jobs.v1.JobService.ListJobs:output_type -> duetime.jobs.v1.ListJobsResponse
+	12, // 84: duetime.jobs.v1.JobService.UpdateJob:output_type -> duetime.jobs.v1.UpdateJobResponse
+	14, // 85: duetime.jobs.v1.JobService.DeleteJob:output_type -> duetime.jobs.v1.DeleteJobResponse
+	16, // 86: duetime.jobs.v1.JobService.PauseJob:output_type -> duetime.jobs.v1.PauseJobResponse
+	18, // 87: duetime.jobs.v1.JobService.ResumeJob:output_type -> duetime.jobs.v1.ResumeJobResponse
+	22, // 88: duetime.jobs.v1.JobService.TriggerJob:output_type -> duetime.jobs.v1.TriggerJobResponse
+	24, // 89: duetime.jobs.v1.JobService.ListRuns:output_type -> duetime.jobs.v1.ListRunsResponse
+	26, // 90: duetime.jobs.v1.JobService.GetRun:output_type -> duetime.jobs.v1.GetRunResponse
+	28, // 91: duetime.jobs.v1.JobService.RedriveRun:output_type -> duetime.jobs.v1.RedriveRunResponse
+	30, // 92: duetime.jobs.v1.JobService.PreviewSchedule:output_type -> duetime.jobs.v1.PreviewScheduleResponse
+	33, // 93: duetime.jobs.v1.JobService.GetTeamQuota:output_type -> duetime.jobs.v1.GetTeamQuotaResponse
+	35, // 94: duetime.jobs.v1.JobService.BatchPauseJobs:output_type -> duetime.jobs.v1.BatchPauseJobsResponse
+	37, // 95: duetime.jobs.v1.JobService.BatchResumeJobs:output_type -> duetime.jobs.v1.BatchResumeJobsResponse
+	42, // 96: duetime.jobs.v1.JobService.ExplainOccurrence:output_type -> duetime.jobs.v1.ExplainOccurrenceResponse
+	45, // 97: duetime.jobs.v1.JobService.ListJobVersions:output_type -> duetime.jobs.v1.ListJobVersionsResponse
+	39, // 98: duetime.jobs.v1.JobService.BatchRedriveRuns:output_type -> duetime.jobs.v1.BatchRedriveRunsResponse
+	81, // [81:99] is the sub-list for method output_type
+	63, // [63:81] is the sub-list for method input_type
+	63, // [63:63] is the sub-list for extension type_name
+	63, // [63:63] is the sub-list for extension extendee
+	0,  // [0:63] is the sub-list for field type_name
 }
 
 func init() { file_duetime_jobs_v1_job_service_proto_init() }
@@ -2550,7 +3698,7 @@ func file_duetime_jobs_v1_job_service_proto_init() {
 	file_duetime_jobs_v1_job_proto_init()
 	file_duetime_jobs_v1_quota_proto_init()
 	file_duetime_jobs_v1_run_proto_init()
-	file_duetime_jobs_v1_job_service_proto_msgTypes[23].OneofWrappers = []any{
+	file_duetime_jobs_v1_job_service_proto_msgTypes[25].OneofWrappers = []any{
 		(*PreviewScheduleRequest_Schedule)(nil),
 		(*PreviewScheduleRequest_Job)(nil),
 	}
@@ -2559,8 +3707,8 @@ func file_duetime_jobs_v1_job_service_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_duetime_jobs_v1_job_service_proto_rawDesc), len(file_duetime_jobs_v1_job_service_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   36,
+			NumEnums:      4,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

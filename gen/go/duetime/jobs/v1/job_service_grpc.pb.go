@@ -19,22 +19,24 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	JobService_CreateJob_FullMethodName        = "/duetime.jobs.v1.JobService/CreateJob"
-	JobService_GetJob_FullMethodName           = "/duetime.jobs.v1.JobService/GetJob"
-	JobService_ListJobs_FullMethodName         = "/duetime.jobs.v1.JobService/ListJobs"
-	JobService_UpdateJob_FullMethodName        = "/duetime.jobs.v1.JobService/UpdateJob"
-	JobService_DeleteJob_FullMethodName        = "/duetime.jobs.v1.JobService/DeleteJob"
-	JobService_PauseJob_FullMethodName         = "/duetime.jobs.v1.JobService/PauseJob"
-	JobService_ResumeJob_FullMethodName        = "/duetime.jobs.v1.JobService/ResumeJob"
-	JobService_TriggerJob_FullMethodName       = "/duetime.jobs.v1.JobService/TriggerJob"
-	JobService_ListRuns_FullMethodName         = "/duetime.jobs.v1.JobService/ListRuns"
-	JobService_GetRun_FullMethodName           = "/duetime.jobs.v1.JobService/GetRun"
-	JobService_RedriveRun_FullMethodName       = "/duetime.jobs.v1.JobService/RedriveRun"
-	JobService_PreviewSchedule_FullMethodName  = "/duetime.jobs.v1.JobService/PreviewSchedule"
-	JobService_GetTeamQuota_FullMethodName     = "/duetime.jobs.v1.JobService/GetTeamQuota"
-	JobService_BatchPauseJobs_FullMethodName   = "/duetime.jobs.v1.JobService/BatchPauseJobs"
-	JobService_BatchResumeJobs_FullMethodName  = "/duetime.jobs.v1.JobService/BatchResumeJobs"
-	JobService_BatchRedriveRuns_FullMethodName = "/duetime.jobs.v1.JobService/BatchRedriveRuns"
+	JobService_CreateJob_FullMethodName         = "/duetime.jobs.v1.JobService/CreateJob"
+	JobService_GetJob_FullMethodName            = "/duetime.jobs.v1.JobService/GetJob"
+	JobService_ListJobs_FullMethodName          = "/duetime.jobs.v1.JobService/ListJobs"
+	JobService_UpdateJob_FullMethodName         = "/duetime.jobs.v1.JobService/UpdateJob"
+	JobService_DeleteJob_FullMethodName         = "/duetime.jobs.v1.JobService/DeleteJob"
+	JobService_PauseJob_FullMethodName          = "/duetime.jobs.v1.JobService/PauseJob"
+	JobService_ResumeJob_FullMethodName         = "/duetime.jobs.v1.JobService/ResumeJob"
+	JobService_TriggerJob_FullMethodName        = "/duetime.jobs.v1.JobService/TriggerJob"
+	JobService_ListRuns_FullMethodName          = "/duetime.jobs.v1.JobService/ListRuns"
+	JobService_GetRun_FullMethodName            = "/duetime.jobs.v1.JobService/GetRun"
+	JobService_RedriveRun_FullMethodName        = "/duetime.jobs.v1.JobService/RedriveRun"
+	JobService_PreviewSchedule_FullMethodName   = "/duetime.jobs.v1.JobService/PreviewSchedule"
+	JobService_GetTeamQuota_FullMethodName      = "/duetime.jobs.v1.JobService/GetTeamQuota"
+	JobService_BatchPauseJobs_FullMethodName    = "/duetime.jobs.v1.JobService/BatchPauseJobs"
+	JobService_BatchResumeJobs_FullMethodName   = "/duetime.jobs.v1.JobService/BatchResumeJobs"
+	JobService_ExplainOccurrence_FullMethodName = "/duetime.jobs.v1.JobService/ExplainOccurrence"
+	JobService_ListJobVersions_FullMethodName   = "/duetime.jobs.v1.JobService/ListJobVersions"
+	JobService_BatchRedriveRuns_FullMethodName  = "/duetime.jobs.v1.JobService/BatchRedriveRuns"
 )
 
 // JobServiceClient is the client API for JobService service.
@@ -58,14 +60,19 @@ type JobServiceClient interface {
 	// Changes the fields named in `update_mask`. A schedule change recomputes the next run time
 	// from now (a schedule equal to the stored one is no change); runs already claimed keep the
 	// definition they were claimed with. The answer says whether and how the next run moved.
+	// With `validate_only`, nothing changes: the answer is the job as the update would leave it,
+	// with its next occurrences before and after the change.
 	UpdateJob(ctx context.Context, in *UpdateJobRequest, opts ...grpc.CallOption) (*UpdateJobResponse, error)
 	// Deletes a job. Queued runs are cancelled when a worker picks them up; a running attempt is
 	// told to cancel. The run history stays readable through ListRuns/GetRun until retention.
 	DeleteJob(ctx context.Context, in *DeleteJobRequest, opts ...grpc.CallOption) (*DeleteJobResponse, error)
 	// Pauses an active job: nothing runs; occurrences during the pause are recorded as SKIPPED
-	// (JOB_PAUSED). FAILED_PRECONDITION unless the job is ACTIVE.
+	// (JOB_PAUSED). The job keeps the pause's note and author (`Job.pause`) until it is resumed.
+	// FAILED_PRECONDITION unless the job is ACTIVE.
 	PauseJob(ctx context.Context, in *PauseJobRequest, opts ...grpc.CallOption) (*PauseJobResponse, error)
-	// Resumes a paused job from now; occurrences during the pause are not caught up.
+	// Resumes a paused job from now; occurrences during the pause are not caught up, unless
+	// `catch_up` asks the job's misfire policy to decide. The answer says what became of the
+	// occurrences the pause covered; with `validate_only`, what would, and nothing changes.
 	// FAILED_PRECONDITION unless the job is PAUSED.
 	ResumeJob(ctx context.Context, in *ResumeJobRequest, opts ...grpc.CallOption) (*ResumeJobResponse, error)
 	// Starts one run now, outside the schedule, whatever the job's state except deleted.
@@ -91,6 +98,16 @@ type JobServiceClient interface {
 	BatchPauseJobs(ctx context.Context, in *BatchPauseJobsRequest, opts ...grpc.CallOption) (*BatchPauseJobsResponse, error)
 	// Resumes many jobs at once, as ResumeJob does each; like BatchPauseJobs.
 	BatchResumeJobs(ctx context.Context, in *BatchResumeJobsRequest, opts ...grpc.CallOption) (*BatchResumeJobsResponse, error)
+	// Answers why an occurrence of a job ran or did not: the fate of the occurrence at the time
+	// asked, from the runs table's records (a range record stands for many occurrences) and the
+	// schedule in force at that time (the job's version then, not today's). A time that is no
+	// occurrence is answered with the nearest ones before and after; a wall-clock time in a DST
+	// gap or fold is explained.
+	ExplainOccurrence(ctx context.Context, in *ExplainOccurrenceRequest, opts ...grpc.CallOption) (*ExplainOccurrenceResponse, error)
+	// Lists a job's versions, newest first: each change's time, author, call and the fields it
+	// changed, with the definition it left (secret values redacted). A deleted job's history
+	// stays readable.
+	ListJobVersions(ctx context.Context, in *ListJobVersionsRequest, opts ...grpc.CallOption) (*ListJobVersionsResponse, error)
 	// Redrives many DEAD_LETTERED runs at once, named or matched by a filter, as RedriveRun does
 	// each. With `validate_only`, only counts them. Idempotent by `request_id`.
 	BatchRedriveRuns(ctx context.Context, in *BatchRedriveRunsRequest, opts ...grpc.CallOption) (*BatchRedriveRunsResponse, error)
@@ -254,6 +271,26 @@ func (c *jobServiceClient) BatchResumeJobs(ctx context.Context, in *BatchResumeJ
 	return out, nil
 }
 
+func (c *jobServiceClient) ExplainOccurrence(ctx context.Context, in *ExplainOccurrenceRequest, opts ...grpc.CallOption) (*ExplainOccurrenceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExplainOccurrenceResponse)
+	err := c.cc.Invoke(ctx, JobService_ExplainOccurrence_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobServiceClient) ListJobVersions(ctx context.Context, in *ListJobVersionsRequest, opts ...grpc.CallOption) (*ListJobVersionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListJobVersionsResponse)
+	err := c.cc.Invoke(ctx, JobService_ListJobVersions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *jobServiceClient) BatchRedriveRuns(ctx context.Context, in *BatchRedriveRunsRequest, opts ...grpc.CallOption) (*BatchRedriveRunsResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(BatchRedriveRunsResponse)
@@ -285,14 +322,19 @@ type JobServiceServer interface {
 	// Changes the fields named in `update_mask`. A schedule change recomputes the next run time
 	// from now (a schedule equal to the stored one is no change); runs already claimed keep the
 	// definition they were claimed with. The answer says whether and how the next run moved.
+	// With `validate_only`, nothing changes: the answer is the job as the update would leave it,
+	// with its next occurrences before and after the change.
 	UpdateJob(context.Context, *UpdateJobRequest) (*UpdateJobResponse, error)
 	// Deletes a job. Queued runs are cancelled when a worker picks them up; a running attempt is
 	// told to cancel. The run history stays readable through ListRuns/GetRun until retention.
 	DeleteJob(context.Context, *DeleteJobRequest) (*DeleteJobResponse, error)
 	// Pauses an active job: nothing runs; occurrences during the pause are recorded as SKIPPED
-	// (JOB_PAUSED). FAILED_PRECONDITION unless the job is ACTIVE.
+	// (JOB_PAUSED). The job keeps the pause's note and author (`Job.pause`) until it is resumed.
+	// FAILED_PRECONDITION unless the job is ACTIVE.
 	PauseJob(context.Context, *PauseJobRequest) (*PauseJobResponse, error)
-	// Resumes a paused job from now; occurrences during the pause are not caught up.
+	// Resumes a paused job from now; occurrences during the pause are not caught up, unless
+	// `catch_up` asks the job's misfire policy to decide. The answer says what became of the
+	// occurrences the pause covered; with `validate_only`, what would, and nothing changes.
 	// FAILED_PRECONDITION unless the job is PAUSED.
 	ResumeJob(context.Context, *ResumeJobRequest) (*ResumeJobResponse, error)
 	// Starts one run now, outside the schedule, whatever the job's state except deleted.
@@ -318,6 +360,16 @@ type JobServiceServer interface {
 	BatchPauseJobs(context.Context, *BatchPauseJobsRequest) (*BatchPauseJobsResponse, error)
 	// Resumes many jobs at once, as ResumeJob does each; like BatchPauseJobs.
 	BatchResumeJobs(context.Context, *BatchResumeJobsRequest) (*BatchResumeJobsResponse, error)
+	// Answers why an occurrence of a job ran or did not: the fate of the occurrence at the time
+	// asked, from the runs table's records (a range record stands for many occurrences) and the
+	// schedule in force at that time (the job's version then, not today's). A time that is no
+	// occurrence is answered with the nearest ones before and after; a wall-clock time in a DST
+	// gap or fold is explained.
+	ExplainOccurrence(context.Context, *ExplainOccurrenceRequest) (*ExplainOccurrenceResponse, error)
+	// Lists a job's versions, newest first: each change's time, author, call and the fields it
+	// changed, with the definition it left (secret values redacted). A deleted job's history
+	// stays readable.
+	ListJobVersions(context.Context, *ListJobVersionsRequest) (*ListJobVersionsResponse, error)
 	// Redrives many DEAD_LETTERED runs at once, named or matched by a filter, as RedriveRun does
 	// each. With `validate_only`, only counts them. Idempotent by `request_id`.
 	BatchRedriveRuns(context.Context, *BatchRedriveRunsRequest) (*BatchRedriveRunsResponse, error)
@@ -375,6 +427,12 @@ func (UnimplementedJobServiceServer) BatchPauseJobs(context.Context, *BatchPause
 }
 func (UnimplementedJobServiceServer) BatchResumeJobs(context.Context, *BatchResumeJobsRequest) (*BatchResumeJobsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method BatchResumeJobs not implemented")
+}
+func (UnimplementedJobServiceServer) ExplainOccurrence(context.Context, *ExplainOccurrenceRequest) (*ExplainOccurrenceResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ExplainOccurrence not implemented")
+}
+func (UnimplementedJobServiceServer) ListJobVersions(context.Context, *ListJobVersionsRequest) (*ListJobVersionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListJobVersions not implemented")
 }
 func (UnimplementedJobServiceServer) BatchRedriveRuns(context.Context, *BatchRedriveRunsRequest) (*BatchRedriveRunsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method BatchRedriveRuns not implemented")
@@ -670,6 +728,42 @@ func _JobService_BatchResumeJobs_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _JobService_ExplainOccurrence_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExplainOccurrenceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).ExplainOccurrence(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_ExplainOccurrence_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).ExplainOccurrence(ctx, req.(*ExplainOccurrenceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobService_ListJobVersions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListJobVersionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).ListJobVersions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_ListJobVersions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).ListJobVersions(ctx, req.(*ListJobVersionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _JobService_BatchRedriveRuns_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(BatchRedriveRunsRequest)
 	if err := dec(in); err != nil {
@@ -754,6 +848,14 @@ var JobService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "BatchResumeJobs",
 			Handler:    _JobService_BatchResumeJobs_Handler,
+		},
+		{
+			MethodName: "ExplainOccurrence",
+			Handler:    _JobService_ExplainOccurrence_Handler,
+		},
+		{
+			MethodName: "ListJobVersions",
+			Handler:    _JobService_ListJobVersions_Handler,
 		},
 		{
 			MethodName: "BatchRedriveRuns",

@@ -343,6 +343,7 @@ class Job(_message.Message):
     ETAG_FIELD_NUMBER: _builtins.int
     DELIVERY_FIELD_NUMBER: _builtins.int
     LABELS_FIELD_NUMBER: _builtins.int
+    PAUSE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Output only. Resource name, `teams/{team}/jobs/{job_id}`. Use it in every call that takes
     a job `name`.
@@ -431,6 +432,12 @@ class Job(_message.Message):
         with a letter; a value is up to 63 of the same characters. UpdateJob replaces them whole.
         """
 
+    @_builtins.property
+    def pause(self) -> Global___JobPause:
+        """Output only. For a JOB_STATE_PAUSED job: why, by whom and when it was paused; unset for a
+        job in any other state. Kept until the job is resumed.
+        """
+
     def __init__(
         self,
         *,
@@ -454,14 +461,81 @@ class Job(_message.Message):
         etag: _builtins.str = ...,
         delivery: Global___Delivery.ValueType = ...,
         labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        pause: Global___JobPause | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["attempt_timeout", b"attempt_timeout", "create_time", b"create_time", "jitter_window", b"jitter_window", "misfire", b"misfire", "next_run_time", b"next_run_time", "retry_policy", b"retry_policy", "schedule", b"schedule", "target", b"target", "update_time", b"update_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["attempt_timeout", b"attempt_timeout", "create_time", b"create_time", "jitter_window", b"jitter_window", "misfire", b"misfire", "next_run_time", b"next_run_time", "pause", b"pause", "retry_policy", b"retry_policy", "schedule", b"schedule", "target", b"target", "update_time", b"update_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt_timeout", b"attempt_timeout", "create_time", b"create_time", "delivery", b"delivery", "display_name", b"display_name", "etag", b"etag", "jitter_window", b"jitter_window", "job_id", b"job_id", "labels", b"labels", "misfire", b"misfire", "name", b"name", "next_run_time", b"next_run_time", "overlap_policy", b"overlap_policy", "priority", b"priority", "retry_policy", b"retry_policy", "schedule", b"schedule", "state", b"state", "state_reason", b"state_reason", "target", b"target", "team", b"team", "update_time", b"update_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt_timeout", b"attempt_timeout", "create_time", b"create_time", "delivery", b"delivery", "display_name", b"display_name", "etag", b"etag", "jitter_window", b"jitter_window", "job_id", b"job_id", "labels", b"labels", "misfire", b"misfire", "name", b"name", "next_run_time", b"next_run_time", "overlap_policy", b"overlap_policy", "pause", b"pause", "priority", b"priority", "retry_policy", b"retry_policy", "schedule", b"schedule", "state", b"state", "state_reason", b"state_reason", "target", b"target", "team", b"team", "update_time", b"update_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Job: _TypeAlias = Job  # noqa: Y015
+
+@_typing.final
+class JobPause(_message.Message):
+    """Why, by whom and when a job was paused."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NOTE_FIELD_NUMBER: _builtins.int
+    PRINCIPAL_FIELD_NUMBER: _builtins.int
+    PAUSE_TIME_FIELD_NUMBER: _builtins.int
+    note: _builtins.str
+    """Output only. The note given to PauseJob (or BatchPauseJobs); empty if none was."""
+    @_builtins.property
+    def principal(self) -> Global___Principal:
+        """Output only. Who paused the job; unset when unknown (paused by a build of Duetime that did
+        not record it).
+        """
+
+    @_builtins.property
+    def pause_time(self) -> _timestamp_pb2.Timestamp:
+        """Output only. When the job was paused."""
+
+    def __init__(
+        self,
+        *,
+        note: _builtins.str = ...,
+        principal: Global___Principal | None = ...,
+        pause_time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["pause_time", b"pause_time", "principal", b"principal"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["note", b"note", "pause_time", b"pause_time", "principal", b"principal"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___JobPause: _TypeAlias = JobPause  # noqa: Y015
+
+@_typing.final
+class Principal(_message.Message):
+    """Who made a change: the API token the call carried (a team token; the console acts with the
+    token its user signed in with).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOKEN_FIELD_NUMBER: _builtins.int
+    DESCRIPTION_FIELD_NUMBER: _builtins.int
+    token: _builtins.str
+    """Output only. The token, `tokens/{token_id}`, as AdminService names it."""
+    description: _builtins.str
+    """Output only. The token's description, as the operator who made it wrote it (e.g.
+    `deploy pipeline`); empty if none was given.
+    """
+    def __init__(
+        self,
+        *,
+        token: _builtins.str = ...,
+        description: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "token", b"token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Principal: _TypeAlias = Principal  # noqa: Y015
 
 @_typing.final
 class Schedule(_message.Message):

@@ -58,6 +58,148 @@ DST_ADJUSTMENT_FOLD_SECOND_PASS: DstAdjustment.ValueType  # 3
 """The wall-clock time happens twice (fall-back fold); this is the second pass."""
 Global___DstAdjustment: _TypeAlias = DstAdjustment  # noqa: Y015
 
+class _OccurrenceFate:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _OccurrenceFateEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_OccurrenceFate.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    OCCURRENCE_FATE_UNSPECIFIED: _OccurrenceFate.ValueType  # 0
+    """Never used."""
+    OCCURRENCE_FATE_RAN: _OccurrenceFate.ValueType  # 1
+    """A run was made for it: `run.state` says where it is or how it ended (QUEUED, RUNNING,
+    RETRY_WAIT, SUCCEEDED, DEAD_LETTERED), with its attempts.
+    """
+    OCCURRENCE_FATE_HELD: _OccurrenceFate.ValueType  # 2
+    """Its run is held back before dispatch (WAITING): by the team's quota, for its turn of
+    dispatch capacity, or by OVERLAP_POLICY_BUFFER_ONE; `run.reason` says which.
+    """
+    OCCURRENCE_FATE_CANCELLED: _OccurrenceFate.ValueType  # 3
+    """Its run was cancelled: superseded under OVERLAP_POLICY_CANCEL_PREVIOUS, or the job was
+    deleted.
+    """
+    OCCURRENCE_FATE_MISSED: _OccurrenceFate.ValueType  # 4
+    """Not run by the misfire policy: `lateness` and `misfire` say how late and under which rule."""
+    OCCURRENCE_FATE_SKIPPED: _OccurrenceFate.ValueType  # 5
+    """Not run: `run.reason` says why (JOB_PAUSED, OVERLAP, DST_GAP, JOB_UPDATED, and any reason
+    added later, such as a calendar's exclusion). `run` is unset for an occurrence skipped while
+    the job is still paused (recorded when it is resumed) or dropped by a DST gap not reached
+    yet.
+    """
+    OCCURRENCE_FATE_NOT_AN_OCCURRENCE: _OccurrenceFate.ValueType  # 6
+    """The time asked is no occurrence of the schedule in force then: see
+    `previous_occurrence`, `next_occurrence` and `dst_transition`.
+    """
+    OCCURRENCE_FATE_NOT_YET_DUE: _OccurrenceFate.ValueType  # 7
+    """Not claimed yet: it is the job's next run or later (or the job is paused and it is to
+    come).
+    """
+    OCCURRENCE_FATE_UNRECORDED: _OccurrenceFate.ValueType  # 8
+    """An occurrence of which no record is kept: before the job was created, while the job was in
+    ERROR, or older than the run history's retention.
+    """
+
+class OccurrenceFate(_OccurrenceFate, metaclass=_OccurrenceFateEnumTypeWrapper):
+    """What became of an occurrence. Values may be added (e.g. an occurrence after the schedule's
+    end); a client that does not know one shows `explanation`.
+    """
+
+OCCURRENCE_FATE_UNSPECIFIED: OccurrenceFate.ValueType  # 0
+"""Never used."""
+OCCURRENCE_FATE_RAN: OccurrenceFate.ValueType  # 1
+"""A run was made for it: `run.state` says where it is or how it ended (QUEUED, RUNNING,
+RETRY_WAIT, SUCCEEDED, DEAD_LETTERED), with its attempts.
+"""
+OCCURRENCE_FATE_HELD: OccurrenceFate.ValueType  # 2
+"""Its run is held back before dispatch (WAITING): by the team's quota, for its turn of
+dispatch capacity, or by OVERLAP_POLICY_BUFFER_ONE; `run.reason` says which.
+"""
+OCCURRENCE_FATE_CANCELLED: OccurrenceFate.ValueType  # 3
+"""Its run was cancelled: superseded under OVERLAP_POLICY_CANCEL_PREVIOUS, or the job was
+deleted.
+"""
+OCCURRENCE_FATE_MISSED: OccurrenceFate.ValueType  # 4
+"""Not run by the misfire policy: `lateness` and `misfire` say how late and under which rule."""
+OCCURRENCE_FATE_SKIPPED: OccurrenceFate.ValueType  # 5
+"""Not run: `run.reason` says why (JOB_PAUSED, OVERLAP, DST_GAP, JOB_UPDATED, and any reason
+added later, such as a calendar's exclusion). `run` is unset for an occurrence skipped while
+the job is still paused (recorded when it is resumed) or dropped by a DST gap not reached
+yet.
+"""
+OCCURRENCE_FATE_NOT_AN_OCCURRENCE: OccurrenceFate.ValueType  # 6
+"""The time asked is no occurrence of the schedule in force then: see
+`previous_occurrence`, `next_occurrence` and `dst_transition`.
+"""
+OCCURRENCE_FATE_NOT_YET_DUE: OccurrenceFate.ValueType  # 7
+"""Not claimed yet: it is the job's next run or later (or the job is paused and it is to
+come).
+"""
+OCCURRENCE_FATE_UNRECORDED: OccurrenceFate.ValueType  # 8
+"""An occurrence of which no record is kept: before the job was created, while the job was in
+ERROR, or older than the run history's retention.
+"""
+Global___OccurrenceFate: _TypeAlias = OccurrenceFate  # noqa: Y015
+
+class _DstTransitionKind:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _DstTransitionKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_DstTransitionKind.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    DST_TRANSITION_KIND_UNSPECIFIED: _DstTransitionKind.ValueType  # 0
+    """Never used."""
+    DST_TRANSITION_KIND_GAP: _DstTransitionKind.ValueType  # 1
+    """Clocks went forward: the wall-clock times in between never happened."""
+    DST_TRANSITION_KIND_FOLD: _DstTransitionKind.ValueType  # 2
+    """Clocks went back: the wall-clock times in between happened twice."""
+
+class DstTransitionKind(_DstTransitionKind, metaclass=_DstTransitionKindEnumTypeWrapper):
+    """The two kinds of offset change."""
+
+DST_TRANSITION_KIND_UNSPECIFIED: DstTransitionKind.ValueType  # 0
+"""Never used."""
+DST_TRANSITION_KIND_GAP: DstTransitionKind.ValueType  # 1
+"""Clocks went forward: the wall-clock times in between never happened."""
+DST_TRANSITION_KIND_FOLD: DstTransitionKind.ValueType  # 2
+"""Clocks went back: the wall-clock times in between happened twice."""
+Global___DstTransitionKind: _TypeAlias = DstTransitionKind  # noqa: Y015
+
+class _JobChange:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _JobChangeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_JobChange.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    JOB_CHANGE_UNSPECIFIED: _JobChange.ValueType  # 0
+    """Unknown: a version made before Duetime recorded its call."""
+    JOB_CHANGE_CREATE: _JobChange.ValueType  # 1
+    """CreateJob."""
+    JOB_CHANGE_UPDATE: _JobChange.ValueType  # 2
+    """UpdateJob."""
+    JOB_CHANGE_PAUSE: _JobChange.ValueType  # 3
+    """PauseJob or BatchPauseJobs."""
+    JOB_CHANGE_RESUME: _JobChange.ValueType  # 4
+    """ResumeJob or BatchResumeJobs."""
+    JOB_CHANGE_DELETE: _JobChange.ValueType  # 5
+    """DeleteJob."""
+
+class JobChange(_JobChange, metaclass=_JobChangeEnumTypeWrapper):
+    """The call that made a job version."""
+
+JOB_CHANGE_UNSPECIFIED: JobChange.ValueType  # 0
+"""Unknown: a version made before Duetime recorded its call."""
+JOB_CHANGE_CREATE: JobChange.ValueType  # 1
+"""CreateJob."""
+JOB_CHANGE_UPDATE: JobChange.ValueType  # 2
+"""UpdateJob."""
+JOB_CHANGE_PAUSE: JobChange.ValueType  # 3
+"""PauseJob or BatchPauseJobs."""
+JOB_CHANGE_RESUME: JobChange.ValueType  # 4
+"""ResumeJob or BatchResumeJobs."""
+JOB_CHANGE_DELETE: JobChange.ValueType  # 5
+"""DeleteJob."""
+Global___JobChange: _TypeAlias = JobChange  # noqa: Y015
+
 @_typing.final
 class CreateJobRequest(_message.Message):
     """Request of CreateJob."""
@@ -326,6 +468,16 @@ class UpdateJobRequest(_message.Message):
 
     JOB_FIELD_NUMBER: _builtins.int
     UPDATE_MASK_FIELD_NUMBER: _builtins.int
+    VALIDATE_ONLY_FIELD_NUMBER: _builtins.int
+    PREVIEW_COUNT_FIELD_NUMBER: _builtins.int
+    validate_only: _builtins.bool
+    """Optional. Check the update and answer what it would do, changing nothing: the job as it
+    would be (its etag unchanged), and its next occurrences before and after the change.
+    """
+    preview_count: _builtins.int
+    """Optional, with `validate_only`. How many occurrences to show before and after, 1 to 100;
+    defaults to 10.
+    """
     @_builtins.property
     def job(self) -> _job_pb2.Job:
         """Required. The job with `name` set and the new values of the fields in `update_mask`. Its
@@ -345,10 +497,12 @@ class UpdateJobRequest(_message.Message):
         *,
         job: _job_pb2.Job | None = ...,
         update_mask: _field_mask_pb2.FieldMask | None = ...,
+        validate_only: _builtins.bool = ...,
+        preview_count: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["job", b"job", "update_mask", b"update_mask"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["job", b"job", "update_mask", b"update_mask"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["job", b"job", "preview_count", b"preview_count", "update_mask", b"update_mask", "validate_only", b"validate_only"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -363,6 +517,8 @@ class UpdateJobResponse(_message.Message):
     JOB_FIELD_NUMBER: _builtins.int
     SCHEDULE_CHANGED_FIELD_NUMBER: _builtins.int
     PREVIOUS_NEXT_RUN_TIME_FIELD_NUMBER: _builtins.int
+    CURRENT_OCCURRENCES_FIELD_NUMBER: _builtins.int
+    UPDATED_OCCURRENCES_FIELD_NUMBER: _builtins.int
     schedule_changed: _builtins.bool
     """Whether the update changed when the job runs. False when the mask names `schedule` but
     the schedule sent equals the stored one (an interval without `start_time` keeps its
@@ -379,16 +535,30 @@ class UpdateJobResponse(_message.Message):
         `job.next_run_time`, how the update moved the next run.
         """
 
+    @_builtins.property
+    def current_occurrences(self) -> _containers.RepeatedCompositeFieldContainer[Global___ScheduledOccurrence]:
+        """With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+        job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+        """
+
+    @_builtins.property
+    def updated_occurrences(self) -> _containers.RepeatedCompositeFieldContainer[Global___ScheduledOccurrence]:
+        """With `validate_only`: the next occurrences as the update would leave the job: from its new
+        pending one (for a job that would not be ACTIVE, the new schedule's from now).
+        """
+
     def __init__(
         self,
         *,
         job: _job_pb2.Job | None = ...,
         schedule_changed: _builtins.bool = ...,
         previous_next_run_time: _timestamp_pb2.Timestamp | None = ...,
+        current_occurrences: _abc.Iterable[Global___ScheduledOccurrence] | None = ...,
+        updated_occurrences: _abc.Iterable[Global___ScheduledOccurrence] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["job", b"job", "previous_next_run_time", b"previous_next_run_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["job", b"job", "previous_next_run_time", b"previous_next_run_time", "schedule_changed", b"schedule_changed"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["current_occurrences", b"current_occurrences", "job", b"job", "previous_next_run_time", b"previous_next_run_time", "schedule_changed", b"schedule_changed", "updated_occurrences", b"updated_occurrences"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -452,6 +622,7 @@ class PauseJobRequest(_message.Message):
     NAME_FIELD_NUMBER: _builtins.int
     ETAG_FIELD_NUMBER: _builtins.int
     JOB_ID_FIELD_NUMBER: _builtins.int
+    NOTE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """`teams/{team}/jobs/{job_id}`. Required unless `job_id` is set."""
     etag: _builtins.str
@@ -460,16 +631,21 @@ class PauseJobRequest(_message.Message):
     """Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
     the two).
     """
+    note: _builtins.str
+    """Optional. Why the job is paused (at most 1,000 characters, no control characters), kept
+    with the job in `Job.pause` until it is resumed, and in its version history.
+    """
     def __init__(
         self,
         *,
         name: _builtins.str = ...,
         etag: _builtins.str = ...,
         job_id: _builtins.str = ...,
+        note: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["etag", b"etag", "job_id", b"job_id", "name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["etag", b"etag", "job_id", b"job_id", "name", b"name", "note", b"note"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -508,6 +684,8 @@ class ResumeJobRequest(_message.Message):
     NAME_FIELD_NUMBER: _builtins.int
     ETAG_FIELD_NUMBER: _builtins.int
     JOB_ID_FIELD_NUMBER: _builtins.int
+    VALIDATE_ONLY_FIELD_NUMBER: _builtins.int
+    CATCH_UP_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """`teams/{team}/jobs/{job_id}`. Required unless `job_id` is set."""
     etag: _builtins.str
@@ -516,16 +694,29 @@ class ResumeJobRequest(_message.Message):
     """Optional. The job's id alone, in the calling team: instead of `name` (set exactly one of
     the two).
     """
+    validate_only: _builtins.bool
+    """Optional. Check the resume and answer what it would do with the occurrences the pause
+    covered, changing nothing.
+    """
+    catch_up: _builtins.bool
+    """Optional. Let the job's misfire policy decide the occurrences the pause covered, as if the
+    scheduler had been down meanwhile, instead of skipping them: the job resumes at the first
+    of them, and the scheduler's next claim runs late ones per `Job.misfire` (RUN_ONCE: the
+    latest; RUN_ALL: those within `max_catch_up_runs` and `max_catch_up_age`; SKIP: none) and
+    records the rest MISSED (MISFIRE). Those still within the misfire threshold run as on time.
+    """
     def __init__(
         self,
         *,
         name: _builtins.str = ...,
         etag: _builtins.str = ...,
         job_id: _builtins.str = ...,
+        validate_only: _builtins.bool = ...,
+        catch_up: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["etag", b"etag", "job_id", b"job_id", "name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["catch_up", b"catch_up", "etag", b"etag", "job_id", b"job_id", "name", b"name", "validate_only", b"validate_only"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -538,22 +729,135 @@ class ResumeJobResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     JOB_FIELD_NUMBER: _builtins.int
+    PAUSED_OCCURRENCES_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def job(self) -> _job_pb2.Job:
-        """The resumed job."""
+        """The resumed job (with `validate_only`: as the resume would leave it)."""
+
+    @_builtins.property
+    def paused_occurrences(self) -> Global___PausedOccurrences:
+        """What the resume did (with `validate_only`: would do) with the occurrences the pause
+        covered, as of the resume. With `catch_up` it is a forecast of the scheduler's next claim,
+        made by its own rules: a few seconds later an occurrence on the edge of the misfire
+        threshold may turn from on time to late.
+        """
 
     def __init__(
         self,
         *,
         job: _job_pb2.Job | None = ...,
+        paused_occurrences: Global___PausedOccurrences | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["job", b"job"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["job", b"job", "paused_occurrences", b"paused_occurrences"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["job", b"job"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["job", b"job", "paused_occurrences", b"paused_occurrences"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ResumeJobResponse: _TypeAlias = ResumeJobResponse  # noqa: Y015
+
+@_typing.final
+class PausedOccurrences(_message.Message):
+    """The occurrences a pause covered, from its start to its resume, and what becomes of them."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    COVERED_FIELD_NUMBER: _builtins.int
+    SKIPPED_FIELD_NUMBER: _builtins.int
+    CATCH_UP_RUNS_FIELD_NUMBER: _builtins.int
+    ON_TIME_RUNS_FIELD_NUMBER: _builtins.int
+    TOO_OLD_FIELD_NUMBER: _builtins.int
+    MISSED_FIELD_NUMBER: _builtins.int
+    TRUNCATED_FIELD_NUMBER: _builtins.int
+    truncated: _builtins.bool
+    """More occurrences than one call enumerates (100,000): the counts are lower bounds and the
+    lists may end early; the scheduler still works through all of them.
+    """
+    @_builtins.property
+    def covered(self) -> Global___OccurrenceSpan:
+        """All of them; unset when there are none."""
+
+    @_builtins.property
+    def skipped(self) -> Global___OccurrenceSpan:
+        """Recorded SKIPPED: without `catch_up` all of them (JOB_PAUSED, one range record); with it,
+        those a DST gap drops under DST_GAP_POLICY_SKIP (DST_GAP).
+        """
+
+    @_builtins.property
+    def catch_up_runs(self) -> _containers.RepeatedCompositeFieldContainer[Global___ScheduledOccurrence]:
+        """With `catch_up`: the late occurrences the misfire policy runs, oldest first."""
+
+    @_builtins.property
+    def on_time_runs(self) -> _containers.RepeatedCompositeFieldContainer[Global___ScheduledOccurrence]:
+        """With `catch_up`: the occurrences still within the misfire threshold, which run as on
+        time.
+        """
+
+    @_builtins.property
+    def too_old(self) -> Global___OccurrenceSpan:
+        """With `catch_up` under MISFIRE_POLICY_RUN_ALL: those recorded MISSED because they are older
+        than `max_catch_up_age`.
+        """
+
+    @_builtins.property
+    def missed(self) -> Global___OccurrenceSpan:
+        """With `catch_up`: those recorded MISSED for another reason of the policy (beyond
+        `max_catch_up_runs`; all but the latest under RUN_ONCE, all of them if one is on time;
+        all under SKIP).
+        """
+
+    def __init__(
+        self,
+        *,
+        covered: Global___OccurrenceSpan | None = ...,
+        skipped: Global___OccurrenceSpan | None = ...,
+        catch_up_runs: _abc.Iterable[Global___ScheduledOccurrence] | None = ...,
+        on_time_runs: _abc.Iterable[Global___ScheduledOccurrence] | None = ...,
+        too_old: Global___OccurrenceSpan | None = ...,
+        missed: Global___OccurrenceSpan | None = ...,
+        truncated: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["covered", b"covered", "missed", b"missed", "skipped", b"skipped", "too_old", b"too_old"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["catch_up_runs", b"catch_up_runs", "covered", b"covered", "missed", b"missed", "on_time_runs", b"on_time_runs", "skipped", b"skipped", "too_old", b"too_old", "truncated", b"truncated"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PausedOccurrences: _TypeAlias = PausedOccurrences  # noqa: Y015
+
+@_typing.final
+class OccurrenceSpan(_message.Message):
+    """Occurrences of a job between two instants."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FIRST_TIME_FIELD_NUMBER: _builtins.int
+    LAST_TIME_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    count: _builtins.int
+    """How many there are."""
+    @_builtins.property
+    def first_time(self) -> _timestamp_pb2.Timestamp:
+        """The first one's nominal time."""
+
+    @_builtins.property
+    def last_time(self) -> _timestamp_pb2.Timestamp:
+        """The last one's nominal time."""
+
+    def __init__(
+        self,
+        *,
+        first_time: _timestamp_pb2.Timestamp | None = ...,
+        last_time: _timestamp_pb2.Timestamp | None = ...,
+        count: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["first_time", b"first_time", "last_time", b"last_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "first_time", b"first_time", "last_time", b"last_time"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___OccurrenceSpan: _TypeAlias = OccurrenceSpan  # noqa: Y015
 
 @_typing.final
 class TriggerJobRequest(_message.Message):
@@ -965,6 +1269,7 @@ class BatchPauseJobsRequest(_message.Message):
     NAMES_FIELD_NUMBER: _builtins.int
     FILTER_FIELD_NUMBER: _builtins.int
     VALIDATE_ONLY_FIELD_NUMBER: _builtins.int
+    NOTE_FIELD_NUMBER: _builtins.int
     parent: _builtins.str
     """Optional. `teams/{team}`: the calling team's own; empty means the calling team."""
     filter: _builtins.str
@@ -973,6 +1278,8 @@ class BatchPauseJobsRequest(_message.Message):
     """
     validate_only: _builtins.bool
     """Optional. Count the jobs (`matched`) and change nothing."""
+    note: _builtins.str
+    """Optional. Why the jobs are paused, as PauseJobRequest's `note`: kept with each."""
     @_builtins.property
     def names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Optional. The jobs, `teams/{team}/jobs/{job_id}`, at most 1,000. Set exactly one of
@@ -986,10 +1293,11 @@ class BatchPauseJobsRequest(_message.Message):
         names: _abc.Iterable[_builtins.str] | None = ...,
         filter: _builtins.str = ...,
         validate_only: _builtins.bool = ...,
+        note: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "names", b"names", "parent", b"parent", "validate_only", b"validate_only"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "names", b"names", "note", b"note", "parent", b"parent", "validate_only", b"validate_only"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1196,3 +1504,310 @@ class BatchResult(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___BatchResult: _TypeAlias = BatchResult  # noqa: Y015
+
+@_typing.final
+class ExplainOccurrenceRequest(_message.Message):
+    """Request of ExplainOccurrence. Set exactly one of `time` and `local_time`."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    JOB_FIELD_NUMBER: _builtins.int
+    TIME_FIELD_NUMBER: _builtins.int
+    LOCAL_TIME_FIELD_NUMBER: _builtins.int
+    TIME_ZONE_FIELD_NUMBER: _builtins.int
+    job: _builtins.str
+    """Required. The job, `teams/{team}/jobs/{job_id}`."""
+    local_time: _builtins.str
+    """A wall-clock time asked about, without offset, RFC 3339 style (`2026-03-08T02:30:00`;
+    seconds and fractions optional), read in `time_zone`. One that does not exist (a
+    spring-forward gap) is answered at the instant the gap ends, where a shifted occurrence
+    runs; one that exists twice (a fall-back fold), for the first pass that is an occurrence.
+    """
+    time_zone: _builtins.str
+    """Optional, with `local_time`. The IANA zone to read it in; defaults to the zone of the job's
+    schedule (UTC for a schedule without one).
+    """
+    @_builtins.property
+    def time(self) -> _timestamp_pb2.Timestamp:
+        """The instant asked about."""
+
+    def __init__(
+        self,
+        *,
+        job: _builtins.str = ...,
+        time: _timestamp_pb2.Timestamp | None = ...,
+        local_time: _builtins.str = ...,
+        time_zone: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["time", b"time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["job", b"job", "local_time", b"local_time", "time", b"time", "time_zone", b"time_zone"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExplainOccurrenceRequest: _TypeAlias = ExplainOccurrenceRequest  # noqa: Y015
+
+@_typing.final
+class ExplainOccurrenceResponse(_message.Message):
+    """Response of ExplainOccurrence."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FATE_FIELD_NUMBER: _builtins.int
+    EXPLANATION_FIELD_NUMBER: _builtins.int
+    TIME_FIELD_NUMBER: _builtins.int
+    OCCURRENCE_FIELD_NUMBER: _builtins.int
+    RUN_FIELD_NUMBER: _builtins.int
+    PREVIOUS_OCCURRENCE_FIELD_NUMBER: _builtins.int
+    NEXT_OCCURRENCE_FIELD_NUMBER: _builtins.int
+    DST_TRANSITION_FIELD_NUMBER: _builtins.int
+    JOB_VERSION_FIELD_NUMBER: _builtins.int
+    LATENESS_FIELD_NUMBER: _builtins.int
+    MISFIRE_FIELD_NUMBER: _builtins.int
+    fate: Global___OccurrenceFate.ValueType
+    """What became of the occurrence."""
+    explanation: _builtins.str
+    """The answer in a few sentences (English), e.g. `2026-03-08 02:30:00 did not exist: on
+    2026-03-08 in America/New_York the clocks went forward from 02:00 to 03:00 (UTC-05:00 to
+    UTC-04:00). Under the gap policy SHIFT the occurrence moved to 2026-03-08 03:00:00 EDT
+    (07:00:00Z). It ran: attempt 1 succeeded at ...`.
+    """
+    job_version: _builtins.int
+    """The job version whose schedule decided: the record's, or the version in force then."""
+    @_builtins.property
+    def time(self) -> _timestamp_pb2.Timestamp:
+        """The time asked, as an instant (for a wall-clock time in a gap, the gap's end)."""
+
+    @_builtins.property
+    def occurrence(self) -> Global___ScheduledOccurrence:
+        """The occurrence explained, with its effective time, local time and DST adjustment; unset
+        for OCCURRENCE_FATE_NOT_AN_OCCURRENCE.
+        """
+
+    @_builtins.property
+    def run(self) -> _run_pb2.Run:
+        """The record that accounts for it, with its attempts: its run, or the range record that
+        stands for it among others (`nominal_time` to `range_end_time`). Unset when there is none.
+        """
+
+    @_builtins.property
+    def previous_occurrence(self) -> Global___ScheduledOccurrence:
+        """For OCCURRENCE_FATE_NOT_AN_OCCURRENCE: the nearest occurrence before the time asked, of
+        the schedule in force then; unset if there is none.
+        """
+
+    @_builtins.property
+    def next_occurrence(self) -> Global___ScheduledOccurrence:
+        """For OCCURRENCE_FATE_NOT_AN_OCCURRENCE: the nearest occurrence after the time asked; unset
+        if there is none.
+        """
+
+    @_builtins.property
+    def dst_transition(self) -> Global___DstTransition:
+        """The DST transition the time asked met (its wall-clock time fell in a gap or a fold), or
+        the explained occurrence met (shifted out of a gap, or in a fold); unset otherwise.
+        """
+
+    @_builtins.property
+    def lateness(self) -> _duration_pb2.Duration:
+        """For OCCURRENCE_FATE_MISSED: how late the occurrence was when the misfire policy judged it
+        (when its record was written, less its effective time).
+        """
+
+    @_builtins.property
+    def misfire(self) -> _job_pb2.MisfireSettings:
+        """For OCCURRENCE_FATE_MISSED: the misfire settings that judged it (its job version's)."""
+
+    def __init__(
+        self,
+        *,
+        fate: Global___OccurrenceFate.ValueType = ...,
+        explanation: _builtins.str = ...,
+        time: _timestamp_pb2.Timestamp | None = ...,
+        occurrence: Global___ScheduledOccurrence | None = ...,
+        run: _run_pb2.Run | None = ...,
+        previous_occurrence: Global___ScheduledOccurrence | None = ...,
+        next_occurrence: Global___ScheduledOccurrence | None = ...,
+        dst_transition: Global___DstTransition | None = ...,
+        job_version: _builtins.int = ...,
+        lateness: _duration_pb2.Duration | None = ...,
+        misfire: _job_pb2.MisfireSettings | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["dst_transition", b"dst_transition", "lateness", b"lateness", "misfire", b"misfire", "next_occurrence", b"next_occurrence", "occurrence", b"occurrence", "previous_occurrence", b"previous_occurrence", "run", b"run", "time", b"time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dst_transition", b"dst_transition", "explanation", b"explanation", "fate", b"fate", "job_version", b"job_version", "lateness", b"lateness", "misfire", b"misfire", "next_occurrence", b"next_occurrence", "occurrence", b"occurrence", "previous_occurrence", b"previous_occurrence", "run", b"run", "time", b"time"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExplainOccurrenceResponse: _TypeAlias = ExplainOccurrenceResponse  # noqa: Y015
+
+@_typing.final
+class DstTransition(_message.Message):
+    """A time zone's change of UTC offset."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KIND_FIELD_NUMBER: _builtins.int
+    TIME_FIELD_NUMBER: _builtins.int
+    UTC_OFFSET_BEFORE_FIELD_NUMBER: _builtins.int
+    UTC_OFFSET_AFTER_FIELD_NUMBER: _builtins.int
+    TIME_ZONE_FIELD_NUMBER: _builtins.int
+    kind: Global___DstTransitionKind.ValueType
+    """A gap (clocks went forward) or a fold (back)."""
+    time_zone: _builtins.str
+    """The IANA zone."""
+    @_builtins.property
+    def time(self) -> _timestamp_pb2.Timestamp:
+        """The first instant on the new offset."""
+
+    @_builtins.property
+    def utc_offset_before(self) -> _duration_pb2.Duration:
+        """The zone's offset from UTC before it."""
+
+    @_builtins.property
+    def utc_offset_after(self) -> _duration_pb2.Duration:
+        """The zone's offset from UTC from it on."""
+
+    def __init__(
+        self,
+        *,
+        kind: Global___DstTransitionKind.ValueType = ...,
+        time: _timestamp_pb2.Timestamp | None = ...,
+        utc_offset_before: _duration_pb2.Duration | None = ...,
+        utc_offset_after: _duration_pb2.Duration | None = ...,
+        time_zone: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["time", b"time", "utc_offset_after", b"utc_offset_after", "utc_offset_before", b"utc_offset_before"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["kind", b"kind", "time", b"time", "time_zone", b"time_zone", "utc_offset_after", b"utc_offset_after", "utc_offset_before", b"utc_offset_before"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DstTransition: _TypeAlias = DstTransition  # noqa: Y015
+
+@_typing.final
+class ListJobVersionsRequest(_message.Message):
+    """Request of ListJobVersions."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PARENT_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    parent: _builtins.str
+    """Required. The job, `teams/{team}/jobs/{job_id}` (a deleted one's too)."""
+    page_size: _builtins.int
+    """Optional. At most this many versions, 1 to 1,000; defaults to 100."""
+    page_token: _builtins.str
+    """Optional. `next_page_token` of the previous page."""
+    def __init__(
+        self,
+        *,
+        parent: _builtins.str = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token", "parent", b"parent"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListJobVersionsRequest: _TypeAlias = ListJobVersionsRequest  # noqa: Y015
+
+@_typing.final
+class ListJobVersionsResponse(_message.Message):
+    """Response of ListJobVersions."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VERSIONS_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """Opaque token for the next page; empty on the last page."""
+    @_builtins.property
+    def versions(self) -> _containers.RepeatedCompositeFieldContainer[Global___JobVersion]:
+        """The page of versions, newest first."""
+
+    def __init__(
+        self,
+        *,
+        versions: _abc.Iterable[Global___JobVersion] | None = ...,
+        next_page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["next_page_token", b"next_page_token", "versions", b"versions"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListJobVersionsResponse: _TypeAlias = ListJobVersionsResponse  # noqa: Y015
+
+@_typing.final
+class JobVersion(_message.Message):
+    """One version of a job: the change that made it, and the definition it left."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    VERSION_FIELD_NUMBER: _builtins.int
+    CREATE_TIME_FIELD_NUMBER: _builtins.int
+    PRINCIPAL_FIELD_NUMBER: _builtins.int
+    CHANGE_FIELD_NUMBER: _builtins.int
+    CHANGED_FIELDS_FIELD_NUMBER: _builtins.int
+    JOB_FIELD_NUMBER: _builtins.int
+    NOTE_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Output only. `teams/{team}/jobs/{job_id}/versions/{version}`."""
+    version: _builtins.int
+    """Output only. The version number: 1 at creation, one more with every change (the etag
+    `W/"{version}"` names it).
+    """
+    change: Global___JobChange.ValueType
+    """Output only. The call that made it; JOB_CHANGE_UNSPECIFIED when unknown (as `principal`)."""
+    note: _builtins.str
+    """Output only. For JOB_CHANGE_PAUSE, the pause's note."""
+    @_builtins.property
+    def create_time(self) -> _timestamp_pb2.Timestamp:
+        """Output only. When the change was made."""
+
+    @_builtins.property
+    def principal(self) -> _job_pb2.Principal:
+        """Output only. Who made it; unset when unknown (made by a build of Duetime that did not
+        record it).
+        """
+
+    @_builtins.property
+    def changed_fields(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Output only. The fields whose value the change set anew, as UpdateJob's `update_mask`
+        names them (`schedule`, `target`, ...), in that list's order; empty for creation and for
+        calls that change only the state. A secret value sent again (not `[REDACTED]`) counts as a
+        change, whatever it is; for versions whose change is unknown, the fields are found by
+        comparing definitions, where a secret value's change cannot be seen.
+        """
+
+    @_builtins.property
+    def job(self) -> _job_pb2.Job:
+        """Output only. The definition at this version: the fields UpdateJob can change, with secret
+        values as `[REDACTED]`, and `name` and `job_id`.
+        """
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        version: _builtins.int = ...,
+        create_time: _timestamp_pb2.Timestamp | None = ...,
+        principal: _job_pb2.Principal | None = ...,
+        change: Global___JobChange.ValueType = ...,
+        changed_fields: _abc.Iterable[_builtins.str] | None = ...,
+        job: _job_pb2.Job | None = ...,
+        note: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "job", b"job", "principal", b"principal"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["change", b"change", "changed_fields", b"changed_fields", "create_time", b"create_time", "job", b"job", "name", b"name", "note", b"note", "principal", b"principal", "version", b"version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___JobVersion: _TypeAlias = JobVersion  # noqa: Y015

@@ -115,6 +115,16 @@ class JobServiceStub:
                 request_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchResumeJobsRequest.SerializeToString,
                 response_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchResumeJobsResponse.FromString,
                 _registered_method=True)
+        self.ExplainOccurrence = channel.unary_unary(
+                '/duetime.jobs.v1.JobService/ExplainOccurrence',
+                request_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.ExplainOccurrenceRequest.SerializeToString,
+                response_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.ExplainOccurrenceResponse.FromString,
+                _registered_method=True)
+        self.ListJobVersions = channel.unary_unary(
+                '/duetime.jobs.v1.JobService/ListJobVersions',
+                request_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.ListJobVersionsRequest.SerializeToString,
+                response_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.ListJobVersionsResponse.FromString,
+                _registered_method=True)
         self.BatchRedriveRuns = channel.unary_unary(
                 '/duetime.jobs.v1.JobService/BatchRedriveRuns',
                 request_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchRedriveRunsRequest.SerializeToString,
@@ -157,6 +167,8 @@ class JobServiceServicer:
         """Changes the fields named in `update_mask`. A schedule change recomputes the next run time
         from now (a schedule equal to the stored one is no change); runs already claimed keep the
         definition they were claimed with. The answer says whether and how the next run moved.
+        With `validate_only`, nothing changes: the answer is the job as the update would leave it,
+        with its next occurrences before and after the change.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -172,14 +184,17 @@ class JobServiceServicer:
 
     def PauseJob(self, request, context):
         """Pauses an active job: nothing runs; occurrences during the pause are recorded as SKIPPED
-        (JOB_PAUSED). FAILED_PRECONDITION unless the job is ACTIVE.
+        (JOB_PAUSED). The job keeps the pause's note and author (`Job.pause`) until it is resumed.
+        FAILED_PRECONDITION unless the job is ACTIVE.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ResumeJob(self, request, context):
-        """Resumes a paused job from now; occurrences during the pause are not caught up.
+        """Resumes a paused job from now; occurrences during the pause are not caught up, unless
+        `catch_up` asks the job's misfire policy to decide. The answer says what became of the
+        occurrences the pause covered; with `validate_only`, what would, and nothing changes.
         FAILED_PRECONDITION unless the job is PAUSED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -244,6 +259,26 @@ class JobServiceServicer:
 
     def BatchResumeJobs(self, request, context):
         """Resumes many jobs at once, as ResumeJob does each; like BatchPauseJobs.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExplainOccurrence(self, request, context):
+        """Answers why an occurrence of a job ran or did not: the fate of the occurrence at the time
+        asked, from the runs table's records (a range record stands for many occurrences) and the
+        schedule in force at that time (the job's version then, not today's). A time that is no
+        occurrence is answered with the nearest ones before and after; a wall-clock time in a DST
+        gap or fold is explained.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListJobVersions(self, request, context):
+        """Lists a job's versions, newest first: each change's time, author, call and the fields it
+        changed, with the definition it left (secret values redacted). A deleted job's history
+        stays readable.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -334,6 +369,16 @@ def add_JobServiceServicer_to_server(servicer, server):
                     servicer.BatchResumeJobs,
                     request_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchResumeJobsRequest.FromString,
                     response_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchResumeJobsResponse.SerializeToString,
+            ),
+            'ExplainOccurrence': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExplainOccurrence,
+                    request_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.ExplainOccurrenceRequest.FromString,
+                    response_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.ExplainOccurrenceResponse.SerializeToString,
+            ),
+            'ListJobVersions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListJobVersions,
+                    request_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.ListJobVersionsRequest.FromString,
+                    response_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.ListJobVersionsResponse.SerializeToString,
             ),
             'BatchRedriveRuns': grpc.unary_unary_rpc_method_handler(
                     servicer.BatchRedriveRuns,
@@ -752,6 +797,60 @@ class JobService:
             '/duetime.jobs.v1.JobService/BatchResumeJobs',
             duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchResumeJobsRequest.SerializeToString,
             duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchResumeJobsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExplainOccurrence(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/duetime.jobs.v1.JobService/ExplainOccurrence',
+            duetime_dot_jobs_dot_v1_dot_job__service__pb2.ExplainOccurrenceRequest.SerializeToString,
+            duetime_dot_jobs_dot_v1_dot_job__service__pb2.ExplainOccurrenceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListJobVersions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/duetime.jobs.v1.JobService/ListJobVersions',
+            duetime_dot_jobs_dot_v1_dot_job__service__pb2.ListJobVersionsRequest.SerializeToString,
+            duetime_dot_jobs_dot_v1_dot_job__service__pb2.ListJobVersionsResponse.FromString,
             options,
             channel_credentials,
             insecure,

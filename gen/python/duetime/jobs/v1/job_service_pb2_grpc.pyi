@@ -51,6 +51,8 @@ class JobServiceStub:
     """Changes the fields named in `update_mask`. A schedule change recomputes the next run time
     from now (a schedule equal to the stored one is no change); runs already claimed keep the
     definition they were claimed with. The answer says whether and how the next run moved.
+    With `validate_only`, nothing changes: the answer is the job as the update would leave it,
+    with its next occurrences before and after the change.
     """
     DeleteJob: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.DeleteJobRequest, _job_service_pb2.DeleteJobResponse]
     """Deletes a job. Queued runs are cancelled when a worker picks them up; a running attempt is
@@ -58,10 +60,13 @@ class JobServiceStub:
     """
     PauseJob: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.PauseJobRequest, _job_service_pb2.PauseJobResponse]
     """Pauses an active job: nothing runs; occurrences during the pause are recorded as SKIPPED
-    (JOB_PAUSED). FAILED_PRECONDITION unless the job is ACTIVE.
+    (JOB_PAUSED). The job keeps the pause's note and author (`Job.pause`) until it is resumed.
+    FAILED_PRECONDITION unless the job is ACTIVE.
     """
     ResumeJob: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.ResumeJobRequest, _job_service_pb2.ResumeJobResponse]
-    """Resumes a paused job from now; occurrences during the pause are not caught up.
+    """Resumes a paused job from now; occurrences during the pause are not caught up, unless
+    `catch_up` asks the job's misfire policy to decide. The answer says what became of the
+    occurrences the pause covered; with `validate_only`, what would, and nothing changes.
     FAILED_PRECONDITION unless the job is PAUSED.
     """
     TriggerJob: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.TriggerJobRequest, _job_service_pb2.TriggerJobResponse]
@@ -92,6 +97,18 @@ class JobServiceStub:
     """
     BatchResumeJobs: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.BatchResumeJobsRequest, _job_service_pb2.BatchResumeJobsResponse]
     """Resumes many jobs at once, as ResumeJob does each; like BatchPauseJobs."""
+    ExplainOccurrence: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.ExplainOccurrenceRequest, _job_service_pb2.ExplainOccurrenceResponse]
+    """Answers why an occurrence of a job ran or did not: the fate of the occurrence at the time
+    asked, from the runs table's records (a range record stands for many occurrences) and the
+    schedule in force at that time (the job's version then, not today's). A time that is no
+    occurrence is answered with the nearest ones before and after; a wall-clock time in a DST
+    gap or fold is explained.
+    """
+    ListJobVersions: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.ListJobVersionsRequest, _job_service_pb2.ListJobVersionsResponse]
+    """Lists a job's versions, newest first: each change's time, author, call and the fields it
+    changed, with the definition it left (secret values redacted). A deleted job's history
+    stays readable.
+    """
     BatchRedriveRuns: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.BatchRedriveRunsRequest, _job_service_pb2.BatchRedriveRunsResponse]
     """Redrives many DEAD_LETTERED runs at once, named or matched by a filter, as RedriveRun does
     each. With `validate_only`, only counts them. Idempotent by `request_id`.
@@ -120,6 +137,8 @@ class JobServiceAsyncStub(JobServiceStub):
     """Changes the fields named in `update_mask`. A schedule change recomputes the next run time
     from now (a schedule equal to the stored one is no change); runs already claimed keep the
     definition they were claimed with. The answer says whether and how the next run moved.
+    With `validate_only`, nothing changes: the answer is the job as the update would leave it,
+    with its next occurrences before and after the change.
     """
     DeleteJob: _aio.UnaryUnaryMultiCallable[_job_service_pb2.DeleteJobRequest, _job_service_pb2.DeleteJobResponse]  # type: ignore[assignment]
     """Deletes a job. Queued runs are cancelled when a worker picks them up; a running attempt is
@@ -127,10 +146,13 @@ class JobServiceAsyncStub(JobServiceStub):
     """
     PauseJob: _aio.UnaryUnaryMultiCallable[_job_service_pb2.PauseJobRequest, _job_service_pb2.PauseJobResponse]  # type: ignore[assignment]
     """Pauses an active job: nothing runs; occurrences during the pause are recorded as SKIPPED
-    (JOB_PAUSED). FAILED_PRECONDITION unless the job is ACTIVE.
+    (JOB_PAUSED). The job keeps the pause's note and author (`Job.pause`) until it is resumed.
+    FAILED_PRECONDITION unless the job is ACTIVE.
     """
     ResumeJob: _aio.UnaryUnaryMultiCallable[_job_service_pb2.ResumeJobRequest, _job_service_pb2.ResumeJobResponse]  # type: ignore[assignment]
-    """Resumes a paused job from now; occurrences during the pause are not caught up.
+    """Resumes a paused job from now; occurrences during the pause are not caught up, unless
+    `catch_up` asks the job's misfire policy to decide. The answer says what became of the
+    occurrences the pause covered; with `validate_only`, what would, and nothing changes.
     FAILED_PRECONDITION unless the job is PAUSED.
     """
     TriggerJob: _aio.UnaryUnaryMultiCallable[_job_service_pb2.TriggerJobRequest, _job_service_pb2.TriggerJobResponse]  # type: ignore[assignment]
@@ -161,6 +183,18 @@ class JobServiceAsyncStub(JobServiceStub):
     """
     BatchResumeJobs: _aio.UnaryUnaryMultiCallable[_job_service_pb2.BatchResumeJobsRequest, _job_service_pb2.BatchResumeJobsResponse]  # type: ignore[assignment]
     """Resumes many jobs at once, as ResumeJob does each; like BatchPauseJobs."""
+    ExplainOccurrence: _aio.UnaryUnaryMultiCallable[_job_service_pb2.ExplainOccurrenceRequest, _job_service_pb2.ExplainOccurrenceResponse]  # type: ignore[assignment]
+    """Answers why an occurrence of a job ran or did not: the fate of the occurrence at the time
+    asked, from the runs table's records (a range record stands for many occurrences) and the
+    schedule in force at that time (the job's version then, not today's). A time that is no
+    occurrence is answered with the nearest ones before and after; a wall-clock time in a DST
+    gap or fold is explained.
+    """
+    ListJobVersions: _aio.UnaryUnaryMultiCallable[_job_service_pb2.ListJobVersionsRequest, _job_service_pb2.ListJobVersionsResponse]  # type: ignore[assignment]
+    """Lists a job's versions, newest first: each change's time, author, call and the fields it
+    changed, with the definition it left (secret values redacted). A deleted job's history
+    stays readable.
+    """
     BatchRedriveRuns: _aio.UnaryUnaryMultiCallable[_job_service_pb2.BatchRedriveRunsRequest, _job_service_pb2.BatchRedriveRunsResponse]  # type: ignore[assignment]
     """Redrives many DEAD_LETTERED runs at once, named or matched by a filter, as RedriveRun does
     each. With `validate_only`, only counts them. Idempotent by `request_id`.
@@ -210,6 +244,8 @@ class JobServiceServicer(metaclass=_abc_1.ABCMeta):
         """Changes the fields named in `update_mask`. A schedule change recomputes the next run time
         from now (a schedule equal to the stored one is no change); runs already claimed keep the
         definition they were claimed with. The answer says whether and how the next run moved.
+        With `validate_only`, nothing changes: the answer is the job as the update would leave it,
+        with its next occurrences before and after the change.
         """
 
     @_abc_1.abstractmethod
@@ -229,7 +265,8 @@ class JobServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_job_service_pb2.PauseJobResponse, _abc.Awaitable[_job_service_pb2.PauseJobResponse]]:
         """Pauses an active job: nothing runs; occurrences during the pause are recorded as SKIPPED
-        (JOB_PAUSED). FAILED_PRECONDITION unless the job is ACTIVE.
+        (JOB_PAUSED). The job keeps the pause's note and author (`Job.pause`) until it is resumed.
+        FAILED_PRECONDITION unless the job is ACTIVE.
         """
 
     @_abc_1.abstractmethod
@@ -238,7 +275,9 @@ class JobServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _job_service_pb2.ResumeJobRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_job_service_pb2.ResumeJobResponse, _abc.Awaitable[_job_service_pb2.ResumeJobResponse]]:
-        """Resumes a paused job from now; occurrences during the pause are not caught up.
+        """Resumes a paused job from now; occurrences during the pause are not caught up, unless
+        `catch_up` asks the job's misfire policy to decide. The answer says what became of the
+        occurrences the pause covered; with `validate_only`, what would, and nothing changes.
         FAILED_PRECONDITION unless the job is PAUSED.
         """
 
@@ -317,6 +356,30 @@ class JobServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_job_service_pb2.BatchResumeJobsResponse, _abc.Awaitable[_job_service_pb2.BatchResumeJobsResponse]]:
         """Resumes many jobs at once, as ResumeJob does each; like BatchPauseJobs."""
+
+    @_abc_1.abstractmethod
+    def ExplainOccurrence(
+        self,
+        request: _job_service_pb2.ExplainOccurrenceRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_job_service_pb2.ExplainOccurrenceResponse, _abc.Awaitable[_job_service_pb2.ExplainOccurrenceResponse]]:
+        """Answers why an occurrence of a job ran or did not: the fate of the occurrence at the time
+        asked, from the runs table's records (a range record stands for many occurrences) and the
+        schedule in force at that time (the job's version then, not today's). A time that is no
+        occurrence is answered with the nearest ones before and after; a wall-clock time in a DST
+        gap or fold is explained.
+        """
+
+    @_abc_1.abstractmethod
+    def ListJobVersions(
+        self,
+        request: _job_service_pb2.ListJobVersionsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_job_service_pb2.ListJobVersionsResponse, _abc.Awaitable[_job_service_pb2.ListJobVersionsResponse]]:
+        """Lists a job's versions, newest first: each change's time, author, call and the fields it
+        changed, with the definition it left (secret values redacted). A deleted job's history
+        stays readable.
+        """
 
     @_abc_1.abstractmethod
     def BatchRedriveRuns(

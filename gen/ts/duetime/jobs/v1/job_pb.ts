@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file duetime/jobs/v1/job.proto.
  */
 export const file_duetime_jobs_v1_job: GenFile = /*@__PURE__*/
-  fileDesc("ChlkdWV0aW1lL2pvYnMvdjEvam9iLnByb3RvEg9kdWV0aW1lLmpvYnMudjEiwAYKA0pvYhIMCgRuYW1lGAEgASgJEg4KBmpvYl9pZBgCIAEoCRIMCgR0ZWFtGAMgASgJEhQKDGRpc3BsYXlfbmFtZRgEIAEoCRIrCghzY2hlZHVsZRgFIAEoCzIZLmR1ZXRpbWUuam9icy52MS5TY2hlZHVsZRInCgZ0YXJnZXQYBiABKAsyFy5kdWV0aW1lLmpvYnMudjEuVGFyZ2V0EjIKD2F0dGVtcHRfdGltZW91dBgHIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIyCgxyZXRyeV9wb2xpY3kYCCABKAsyHC5kdWV0aW1lLmpvYnMudjEuUmV0cnlQb2xpY3kSMQoHbWlzZmlyZRgJIAEoCzIgLmR1ZXRpbWUuam9icy52MS5NaXNmaXJlU2V0dGluZ3MSNgoOb3ZlcmxhcF9wb2xpY3kYCiABKA4yHi5kdWV0aW1lLmpvYnMudjEuT3ZlcmxhcFBvbGljeRIwCg1qaXR0ZXJfd2luZG93GAsgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEisKCHByaW9yaXR5GAwgASgOMhkuZHVldGltZS5qb2JzLnYxLlByaW9yaXR5EigKBXN0YXRlGA0gASgOMhkuZHVldGltZS5qb2JzLnYxLkpvYlN0YXRlEhQKDHN0YXRlX3JlYXNvbhgOIAEoCRIxCg1uZXh0X3J1bl90aW1lGA8gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtjcmVhdGVfdGltZRgQIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYESABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBGV0YWcYEiABKAkSKwoIZGVsaXZlcnkYEyABKA4yGS5kdWV0aW1lLmpvYnMudjEuRGVsaXZlcnkSMAoGbGFiZWxzGBQgAygLMiAuZHVldGltZS5qb2JzLnYxLkpvYi5MYWJlbHNFbnRyeRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBItQBCghTY2hlZHVsZRIpCgJhdBgBIAEoCzIbLmR1ZXRpbWUuam9icy52MS5BdFNjaGVkdWxlSAASLwoFZGVsYXkYAiABKAsyHi5kdWV0aW1lLmpvYnMudjEuRGVsYXlTY2hlZHVsZUgAEjUKCGludGVydmFsGAMgASgLMiEuZHVldGltZS5qb2JzLnYxLkludGVydmFsU2NoZWR1bGVIABItCgRjcm9uGAQgASgLMh0uZHVldGltZS5qb2JzLnYxLkNyb25TY2hlZHVsZUgAQgYKBGtpbmQiyQEKCkF0U2NoZWR1bGUSLAoIcnVuX3RpbWUYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmxvY2FsX3RpbWUYAiABKAkSEQoJdGltZV96b25lGAMgASgJEjEKCmdhcF9wb2xpY3kYBCABKA4yHS5kdWV0aW1lLmpvYnMudjEuRHN0R2FwUG9saWN5EjMKC2ZvbGRfcG9saWN5GAUgASgOMh4uZHVldGltZS5qb2JzLnYxLkRzdEZvbGRQb2xpY3kiZwoNRGVsYXlTY2hlZHVsZRIoCgVkZWxheRgBIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIsCghydW5fdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAioAEKEEludGVydmFsU2NoZWR1bGUSKwoIaW50ZXJ2YWwYASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SLgoKc3RhcnRfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLYW5jaG9yX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIp0BCgxDcm9uU2NoZWR1bGUSEgoKZXhwcmVzc2lvbhgBIAEoCRIRCgl0aW1lX3pvbmUYAiABKAkSMQoKZ2FwX3BvbGljeRgDIAEoDjIdLmR1ZXRpbWUuam9icy52MS5Ec3RHYXBQb2xpY3kSMwoLZm9sZF9wb2xpY3kYBCABKA4yHi5kdWV0aW1lLmpvYnMudjEuRHN0Rm9sZFBvbGljeSJ0CgZUYXJnZXQSKwoEaHR0cBgBIAEoCzIbLmR1ZXRpbWUuam9icy52MS5IdHRwVGFyZ2V0SAASNQoJY29udGFpbmVyGAIgASgLMiAuZHVldGltZS5qb2JzLnYxLkNvbnRhaW5lclRhcmdldEgAQgYKBGtpbmQivwEKCkh0dHBUYXJnZXQSKwoGbWV0aG9kGAEgASgOMhsuZHVldGltZS5qb2JzLnYxLkh0dHBNZXRob2QSCwoDdXJsGAIgASgJEjkKB2hlYWRlcnMYAyADKAsyKC5kdWV0aW1lLmpvYnMudjEuSHR0cFRhcmdldC5IZWFkZXJzRW50cnkSDAoEYm9keRgEIAEoDBouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKjAQoPQ29udGFpbmVyVGFyZ2V0Eg0KBWltYWdlGAEgASgJEg8KB2NvbW1hbmQYAiADKAkSDAoEYXJncxgDIAMoCRI2CgNlbnYYBCADKAsyKS5kdWV0aW1lLmpvYnMudjEuQ29udGFpbmVyVGFyZ2V0LkVudkVudHJ5GioKCEVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEimwEKC1JldHJ5UG9saWN5EhQKDG1heF9hdHRlbXB0cxgBIAEoBRIyCg9pbml0aWFsX2JhY2tvZmYYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SLgoLbWF4X2JhY2tvZmYYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEgoKbXVsdGlwbGllchgEIAEoASK/AQoPTWlzZmlyZVNldHRpbmdzEi4KBnBvbGljeRgBIAEoDjIeLmR1ZXRpbWUuam9icy52MS5NaXNmaXJlUG9saWN5EiwKCXRocmVzaG9sZBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIZChFtYXhfY2F0Y2hfdXBfcnVucxgDIAEoBRIzChBtYXhfY2F0Y2hfdXBfYWdlGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uKlsKCERlbGl2ZXJ5EhgKFERFTElWRVJZX1VOU1BFQ0lGSUVEEAASGgoWREVMSVZFUllfQVRfTEVBU1RfT05DRRABEhkKFURFTElWRVJZX0FUX01PU1RfT05DRRACKmEKDERzdEdhcFBvbGljeRIeChpEU1RfR0FQX1BPTElDWV9VTlNQRUNJRklFRBAAEhgKFERTVF9HQVBfUE9MSUNZX1NISUZUEAESFwoTRFNUX0dBUF9QT0xJQ1lfU0tJUBACKn8KDURzdEZvbGRQb2xpY3kSHwobRFNUX0ZPTERfUE9MSUNZX1VOU1BFQ0lGSUVEEAASGQoVRFNUX0ZPTERfUE9MSUNZX0ZJUlNUEAESGAoURFNUX0ZPTERfUE9MSUNZX0xBU1QQAhIYChREU1RfRk9MRF9QT0xJQ1lfQk9USBADKpgBCgpIdHRwTWV0aG9kEhsKF0hUVFBfTUVUSE9EX1VOU1BFQ0lGSUVEEAASEwoPSFRUUF9NRVRIT0RfR0VUEAESFAoQSFRUUF9NRVRIT0RfUE9TVBACEhMKD0hUVFBfTUVUSE9EX1BVVBADEhUKEUhUVFBfTUVUSE9EX1BBVENIEAQSFgoSSFRUUF9NRVRIT0RfREVMRVRFEAUqgQEKDU1pc2ZpcmVQb2xpY3kSHgoaTUlTRklSRV9QT0xJQ1lfVU5TUEVDSUZJRUQQABIbChdNSVNGSVJFX1BPTElDWV9SVU5fT05DRRABEhoKFk1JU0ZJUkVfUE9MSUNZX1JVTl9BTEwQAhIXChNNSVNGSVJFX1BPTElDWV9TS0lQEAMqpQEKDU92ZXJsYXBQb2xpY3kSHgoaT1ZFUkxBUF9QT0xJQ1lfVU5TUEVDSUZJRUQQABIYChRPVkVSTEFQX1BPTElDWV9BTExPVxABEhcKE09WRVJMQVBfUE9MSUNZX1NLSVAQAhIdChlPVkVSTEFQX1BPTElDWV9CVUZGRVJfT05FEAMSIgoeT1ZFUkxBUF9QT0xJQ1lfQ0FOQ0VMX1BSRVZJT1VTEAQqXgoIUHJpb3JpdHkSGAoUUFJJT1JJVFlfVU5TUEVDSUZJRUQQABIRCg1QUklPUklUWV9ISUdIEAESEwoPUFJJT1JJVFlfTk9STUFMEAISEAoMUFJJT1JJVFlfTE9XEAMqfwoISm9iU3RhdGUSGQoVSk9CX1NUQVRFX1VOU1BFQ0lGSUVEEAASFAoQSk9CX1NUQVRFX0FDVElWRRABEhQKEEpPQl9TVEFURV9QQVVTRUQQAhIXChNKT0JfU1RBVEVfQ09NUExFVEVEEAMSEwoPSk9CX1NUQVRFX0VSUk9SEARCXgoTZGV2LmR1ZXRpbWUuam9icy52MUIISm9iUHJvdG9QAVopZHVldGltZS5kZXYvZ2VuL2dvL2R1ZXRpbWUvam9icy92MTtqb2JzdjGqAg9EdWV0aW1lLkpvYnMuVjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("ChlkdWV0aW1lL2pvYnMvdjEvam9iLnByb3RvEg9kdWV0aW1lLmpvYnMudjEi6gYKA0pvYhIMCgRuYW1lGAEgASgJEg4KBmpvYl9pZBgCIAEoCRIMCgR0ZWFtGAMgASgJEhQKDGRpc3BsYXlfbmFtZRgEIAEoCRIrCghzY2hlZHVsZRgFIAEoCzIZLmR1ZXRpbWUuam9icy52MS5TY2hlZHVsZRInCgZ0YXJnZXQYBiABKAsyFy5kdWV0aW1lLmpvYnMudjEuVGFyZ2V0EjIKD2F0dGVtcHRfdGltZW91dBgHIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIyCgxyZXRyeV9wb2xpY3kYCCABKAsyHC5kdWV0aW1lLmpvYnMudjEuUmV0cnlQb2xpY3kSMQoHbWlzZmlyZRgJIAEoCzIgLmR1ZXRpbWUuam9icy52MS5NaXNmaXJlU2V0dGluZ3MSNgoOb3ZlcmxhcF9wb2xpY3kYCiABKA4yHi5kdWV0aW1lLmpvYnMudjEuT3ZlcmxhcFBvbGljeRIwCg1qaXR0ZXJfd2luZG93GAsgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEisKCHByaW9yaXR5GAwgASgOMhkuZHVldGltZS5qb2JzLnYxLlByaW9yaXR5EigKBXN0YXRlGA0gASgOMhkuZHVldGltZS5qb2JzLnYxLkpvYlN0YXRlEhQKDHN0YXRlX3JlYXNvbhgOIAEoCRIxCg1uZXh0X3J1bl90aW1lGA8gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtjcmVhdGVfdGltZRgQIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYESABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBGV0YWcYEiABKAkSKwoIZGVsaXZlcnkYEyABKA4yGS5kdWV0aW1lLmpvYnMudjEuRGVsaXZlcnkSMAoGbGFiZWxzGBQgAygLMiAuZHVldGltZS5qb2JzLnYxLkpvYi5MYWJlbHNFbnRyeRIoCgVwYXVzZRgVIAEoCzIZLmR1ZXRpbWUuam9icy52MS5Kb2JQYXVzZRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIncKCEpvYlBhdXNlEgwKBG5vdGUYASABKAkSLQoJcHJpbmNpcGFsGAIgASgLMhouZHVldGltZS5qb2JzLnYxLlByaW5jaXBhbBIuCgpwYXVzZV90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIvCglQcmluY2lwYWwSDQoFdG9rZW4YASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAki1AEKCFNjaGVkdWxlEikKAmF0GAEgASgLMhsuZHVldGltZS5qb2JzLnYxLkF0U2NoZWR1bGVIABIvCgVkZWxheRgCIAEoCzIeLmR1ZXRpbWUuam9icy52MS5EZWxheVNjaGVkdWxlSAASNQoIaW50ZXJ2YWwYAyABKAsyIS5kdWV0aW1lLmpvYnMudjEuSW50ZXJ2YWxTY2hlZHVsZUgAEi0KBGNyb24YBCABKAsyHS5kdWV0aW1lLmpvYnMudjEuQ3JvblNjaGVkdWxlSABCBgoEa2luZCLJAQoKQXRTY2hlZHVsZRIsCghydW5fdGltZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKbG9jYWxfdGltZRgCIAEoCRIRCgl0aW1lX3pvbmUYAyABKAkSMQoKZ2FwX3BvbGljeRgEIAEoDjIdLmR1ZXRpbWUuam9icy52MS5Ec3RHYXBQb2xpY3kSMwoLZm9sZF9wb2xpY3kYBSABKA4yHi5kdWV0aW1lLmpvYnMudjEuRHN0Rm9sZFBvbGljeSJnCg1EZWxheVNjaGVkdWxlEigKBWRlbGF5GAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiwKCHJ1bl90aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKgAQoQSW50ZXJ2YWxTY2hlZHVsZRIrCghpbnRlcnZhbBgBIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIuCgpzdGFydF90aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgthbmNob3JfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAinQEKDENyb25TY2hlZHVsZRISCgpleHByZXNzaW9uGAEgASgJEhEKCXRpbWVfem9uZRgCIAEoCRIxCgpnYXBfcG9saWN5GAMgASgOMh0uZHVldGltZS5qb2JzLnYxLkRzdEdhcFBvbGljeRIzCgtmb2xkX3BvbGljeRgEIAEoDjIeLmR1ZXRpbWUuam9icy52MS5Ec3RGb2xkUG9saWN5InQKBlRhcmdldBIrCgRodHRwGAEgASgLMhsuZHVldGltZS5qb2JzLnYxLkh0dHBUYXJnZXRIABI1Cgljb250YWluZXIYAiABKAsyIC5kdWV0aW1lLmpvYnMudjEuQ29udGFpbmVyVGFyZ2V0SABCBgoEa2luZCK/AQoKSHR0cFRhcmdldBIrCgZtZXRob2QYASABKA4yGy5kdWV0aW1lLmpvYnMudjEuSHR0cE1ldGhvZBILCgN1cmwYAiABKAkSOQoHaGVhZGVycxgDIAMoCzIoLmR1ZXRpbWUuam9icy52MS5IdHRwVGFyZ2V0LkhlYWRlcnNFbnRyeRIMCgRib2R5GAQgASgMGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIqMBCg9Db250YWluZXJUYXJnZXQSDQoFaW1hZ2UYASABKAkSDwoHY29tbWFuZBgCIAMoCRIMCgRhcmdzGAMgAygJEjYKA2VudhgEIAMoCzIpLmR1ZXRpbWUuam9icy52MS5Db250YWluZXJUYXJnZXQuRW52RW50cnkaKgoIRW52RW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKbAQoLUmV0cnlQb2xpY3kSFAoMbWF4X2F0dGVtcHRzGAEgASgFEjIKD2luaXRpYWxfYmFja29mZhgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIuCgttYXhfYmFja29mZhgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhISCgptdWx0aXBsaWVyGAQgASgBIr8BCg9NaXNmaXJlU2V0dGluZ3MSLgoGcG9saWN5GAEgASgOMh4uZHVldGltZS5qb2JzLnYxLk1pc2ZpcmVQb2xpY3kSLAoJdGhyZXNob2xkGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhkKEW1heF9jYXRjaF91cF9ydW5zGAMgASgFEjMKEG1heF9jYXRjaF91cF9hZ2UYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24qWwoIRGVsaXZlcnkSGAoUREVMSVZFUllfVU5TUEVDSUZJRUQQABIaChZERUxJVkVSWV9BVF9MRUFTVF9PTkNFEAESGQoVREVMSVZFUllfQVRfTU9TVF9PTkNFEAIqYQoMRHN0R2FwUG9saWN5Eh4KGkRTVF9HQVBfUE9MSUNZX1VOU1BFQ0lGSUVEEAASGAoURFNUX0dBUF9QT0xJQ1lfU0hJRlQQARIXChNEU1RfR0FQX1BPTElDWV9TS0lQEAIqfwoNRHN0Rm9sZFBvbGljeRIfChtEU1RfRk9MRF9QT0xJQ1lfVU5TUEVDSUZJRUQQABIZChVEU1RfRk9MRF9QT0xJQ1lfRklSU1QQARIYChREU1RfRk9MRF9QT0xJQ1lfTEFTVBACEhgKFERTVF9GT0xEX1BPTElDWV9CT1RIEAMqmAEKCkh0dHBNZXRob2QSGwoXSFRUUF9NRVRIT0RfVU5TUEVDSUZJRUQQABITCg9IVFRQX01FVEhPRF9HRVQQARIUChBIVFRQX01FVEhPRF9QT1NUEAISEwoPSFRUUF9NRVRIT0RfUFVUEAMSFQoRSFRUUF9NRVRIT0RfUEFUQ0gQBBIWChJIVFRQX01FVEhPRF9ERUxFVEUQBSqBAQoNTWlzZmlyZVBvbGljeRIeChpNSVNGSVJFX1BPTElDWV9VTlNQRUNJRklFRBAAEhsKF01JU0ZJUkVfUE9MSUNZX1JVTl9PTkNFEAESGgoWTUlTRklSRV9QT0xJQ1lfUlVOX0FMTBACEhcKE01JU0ZJUkVfUE9MSUNZX1NLSVAQAyqlAQoNT3ZlcmxhcFBvbGljeRIeChpPVkVSTEFQX1BPTElDWV9VTlNQRUNJRklFRBAAEhgKFE9WRVJMQVBfUE9MSUNZX0FMTE9XEAESFwoTT1ZFUkxBUF9QT0xJQ1lfU0tJUBACEh0KGU9WRVJMQVBfUE9MSUNZX0JVRkZFUl9PTkUQAxIiCh5PVkVSTEFQX1BPTElDWV9DQU5DRUxfUFJFVklPVVMQBCpeCghQcmlvcml0eRIYChRQUklPUklUWV9VTlNQRUNJRklFRBAAEhEKDVBSSU9SSVRZX0hJR0gQARITCg9QUklPUklUWV9OT1JNQUwQAhIQCgxQUklPUklUWV9MT1cQAyp/CghKb2JTdGF0ZRIZChVKT0JfU1RBVEVfVU5TUEVDSUZJRUQQABIUChBKT0JfU1RBVEVfQUNUSVZFEAESFAoQSk9CX1NUQVRFX1BBVVNFRBACEhcKE0pPQl9TVEFURV9DT01QTEVURUQQAxITCg9KT0JfU1RBVEVfRVJST1IQBEJeChNkZXYuZHVldGltZS5qb2JzLnYxQghKb2JQcm90b1ABWilkdWV0aW1lLmRldi9nZW4vZ28vZHVldGltZS9qb2JzL3YxO2pvYnN2MaoCD0R1ZXRpbWUuSm9icy5WMWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * A job: what to run (its target), when (its schedule), and how to handle trouble (timeouts,
@@ -177,6 +177,14 @@ export type Job = Message<"duetime.jobs.v1.Job"> & {
    * @generated from field: map<string, string> labels = 20;
    */
   labels: { [key: string]: string };
+
+  /**
+   * Output only. For a JOB_STATE_PAUSED job: why, by whom and when it was paused; unset for a
+   * job in any other state. Kept until the job is resumed.
+   *
+   * @generated from field: duetime.jobs.v1.JobPause pause = 21;
+   */
+  pause?: JobPause | undefined;
 };
 
 /**
@@ -185,6 +193,72 @@ export type Job = Message<"duetime.jobs.v1.Job"> & {
  */
 export const JobSchema: GenMessage<Job> = /*@__PURE__*/
   messageDesc(file_duetime_jobs_v1_job, 0);
+
+/**
+ * Why, by whom and when a job was paused.
+ *
+ * @generated from message duetime.jobs.v1.JobPause
+ */
+export type JobPause = Message<"duetime.jobs.v1.JobPause"> & {
+  /**
+   * Output only. The note given to PauseJob (or BatchPauseJobs); empty if none was.
+   *
+   * @generated from field: string note = 1;
+   */
+  note: string;
+
+  /**
+   * Output only. Who paused the job; unset when unknown (paused by a build of Duetime that did
+   * not record it).
+   *
+   * @generated from field: duetime.jobs.v1.Principal principal = 2;
+   */
+  principal?: Principal | undefined;
+
+  /**
+   * Output only. When the job was paused.
+   *
+   * @generated from field: google.protobuf.Timestamp pause_time = 3;
+   */
+  pauseTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message duetime.jobs.v1.JobPause.
+ * Use `create(JobPauseSchema)` to create a new message.
+ */
+export const JobPauseSchema: GenMessage<JobPause> = /*@__PURE__*/
+  messageDesc(file_duetime_jobs_v1_job, 1);
+
+/**
+ * Who made a change: the API token the call carried (a team token; the console acts with the
+ * token its user signed in with).
+ *
+ * @generated from message duetime.jobs.v1.Principal
+ */
+export type Principal = Message<"duetime.jobs.v1.Principal"> & {
+  /**
+   * Output only. The token, `tokens/{token_id}`, as AdminService names it.
+   *
+   * @generated from field: string token = 1;
+   */
+  token: string;
+
+  /**
+   * Output only. The token's description, as the operator who made it wrote it (e.g.
+   * `deploy pipeline`); empty if none was given.
+   *
+   * @generated from field: string description = 2;
+   */
+  description: string;
+};
+
+/**
+ * Describes the message duetime.jobs.v1.Principal.
+ * Use `create(PrincipalSchema)` to create a new message.
+ */
+export const PrincipalSchema: GenMessage<Principal> = /*@__PURE__*/
+  messageDesc(file_duetime_jobs_v1_job, 2);
 
 /**
  * When a job runs. Exactly one kind must be set.
@@ -237,7 +311,7 @@ export type Schedule = Message<"duetime.jobs.v1.Schedule"> & {
  * Use `create(ScheduleSchema)` to create a new message.
  */
 export const ScheduleSchema: GenMessage<Schedule> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job, 1);
+  messageDesc(file_duetime_jobs_v1_job, 3);
 
 /**
  * Run once. Set exactly one of `run_time` (an instant) or `local_time` with `time_zone` (a wall
@@ -292,7 +366,7 @@ export type AtSchedule = Message<"duetime.jobs.v1.AtSchedule"> & {
  * Use `create(AtScheduleSchema)` to create a new message.
  */
 export const AtScheduleSchema: GenMessage<AtSchedule> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job, 2);
+  messageDesc(file_duetime_jobs_v1_job, 4);
 
 /**
  * Run once, after a delay from creation.
@@ -320,7 +394,7 @@ export type DelaySchedule = Message<"duetime.jobs.v1.DelaySchedule"> & {
  * Use `create(DelayScheduleSchema)` to create a new message.
  */
 export const DelayScheduleSchema: GenMessage<DelaySchedule> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job, 3);
+  messageDesc(file_duetime_jobs_v1_job, 5);
 
 /**
  * Run every `interval` of real elapsed time (DST does not affect it): at `start_time`,
@@ -361,7 +435,7 @@ export type IntervalSchedule = Message<"duetime.jobs.v1.IntervalSchedule"> & {
  * Use `create(IntervalScheduleSchema)` to create a new message.
  */
 export const IntervalScheduleSchema: GenMessage<IntervalSchedule> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job, 4);
+  messageDesc(file_duetime_jobs_v1_job, 6);
 
 /**
  * Run at the wall-clock times a cron expression matches in a time zone.
@@ -417,7 +491,7 @@ export type CronSchedule = Message<"duetime.jobs.v1.CronSchedule"> & {
  * Use `create(CronScheduleSchema)` to create a new message.
  */
 export const CronScheduleSchema: GenMessage<CronSchedule> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job, 5);
+  messageDesc(file_duetime_jobs_v1_job, 7);
 
 /**
  * What a run calls. Exactly one kind must be set.
@@ -454,7 +528,7 @@ export type Target = Message<"duetime.jobs.v1.Target"> & {
  * Use `create(TargetSchema)` to create a new message.
  */
 export const TargetSchema: GenMessage<Target> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job, 6);
+  messageDesc(file_duetime_jobs_v1_job, 8);
 
 /**
  * An HTTP call. Every call carries the headers `Idempotency-Key` (the run key's canonical
@@ -512,7 +586,7 @@ export type HttpTarget = Message<"duetime.jobs.v1.HttpTarget"> & {
  * Use `create(HttpTargetSchema)` to create a new message.
  */
 export const HttpTargetSchema: GenMessage<HttpTarget> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job, 7);
+  messageDesc(file_duetime_jobs_v1_job, 9);
 
 /**
  * A container task, run by the launcher the operator enables on the workers (podman: the image
@@ -567,7 +641,7 @@ export type ContainerTarget = Message<"duetime.jobs.v1.ContainerTarget"> & {
  * Use `create(ContainerTargetSchema)` to create a new message.
  */
 export const ContainerTargetSchema: GenMessage<ContainerTarget> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job, 8);
+  messageDesc(file_duetime_jobs_v1_job, 10);
 
 /**
  * How failed attempts are retried: exponential backoff with "equal jitter". After attempt n
@@ -613,7 +687,7 @@ export type RetryPolicy = Message<"duetime.jobs.v1.RetryPolicy"> & {
  * Use `create(RetryPolicySchema)` to create a new message.
  */
 export const RetryPolicySchema: GenMessage<RetryPolicy> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job, 9);
+  messageDesc(file_duetime_jobs_v1_job, 11);
 
 /**
  * What happens to an occurrence that could not start within `threshold` of its time.
@@ -658,7 +732,7 @@ export type MisfireSettings = Message<"duetime.jobs.v1.MisfireSettings"> & {
  * Use `create(MisfireSettingsSchema)` to create a new message.
  */
 export const MisfireSettingsSchema: GenMessage<MisfireSettings> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job, 10);
+  messageDesc(file_duetime_jobs_v1_job, 12);
 
 /**
  * Delivery guarantees: what Duetime does with an attempt whose outcome it cannot know.

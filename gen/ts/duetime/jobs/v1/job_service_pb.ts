@@ -4,7 +4,7 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Job, JobState, Schedule } from "./job_pb.js";
+import type { Job, JobState, MisfireSettings, Principal, Schedule } from "./job_pb.js";
 import { file_duetime_jobs_v1_job } from "./job_pb.js";
 import type { TeamQuota, TeamUsage } from "./quota_pb.js";
 import { file_duetime_jobs_v1_quota } from "./quota_pb.js";
@@ -21,7 +21,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file duetime/jobs/v1/job_service.proto.
  */
 export const file_duetime_jobs_v1_job_service: GenFile = /*@__PURE__*/
-  fileDesc("CiFkdWV0aW1lL2pvYnMvdjEvam9iX3NlcnZpY2UucHJvdG8SD2R1ZXRpbWUuam9icy52MSJZChBDcmVhdGVKb2JSZXF1ZXN0EiEKA2pvYhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5Kb2ISEgoKcmVxdWVzdF9pZBgCIAEoCRIOCgZwYXJlbnQYAyABKAkiNgoRQ3JlYXRlSm9iUmVzcG9uc2USIQoDam9iGAEgASgLMhQuZHVldGltZS5qb2JzLnYxLkpvYiItCg1HZXRKb2JSZXF1ZXN0EgwKBG5hbWUYASABKAkSDgoGam9iX2lkGAIgASgJIjMKDkdldEpvYlJlc3BvbnNlEiEKA2pvYhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5Kb2IirgEKD0xpc3RKb2JzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIoCgVzdGF0ZRgDIAEoDjIZLmR1ZXRpbWUuam9icy52MS5Kb2JTdGF0ZRIOCgZmaWx0ZXIYBSABKAkSEwoLcmVjZW50X3J1bnMYBiABKAUSFQoNdXBjb21pbmdfcnVucxgHIAEoBRIOCgZwYXJlbnQYBCABKAki5wEKEExpc3RKb2JzUmVzcG9uc2USIgoEam9icxgBIAMoCzIULmR1ZXRpbWUuam9icy52MS5Kb2ISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEkUKCmFjdGl2aXRpZXMYAyADKAsyMS5kdWV0aW1lLmpvYnMudjEuTGlzdEpvYnNSZXNwb25zZS5BY3Rpdml0aWVzRW50cnkaTwoPQWN0aXZpdGllc0VudHJ5EgsKA2tleRgBIAEoCRIrCgV2YWx1ZRgCIAEoCzIcLmR1ZXRpbWUuam9icy52MS5Kb2JBY3Rpdml0eToCOAEidQoLSm9iQWN0aXZpdHkSKQoLcmVjZW50X3J1bnMYASADKAsyFC5kdWV0aW1lLmpvYnMudjEuUnVuEjsKDXVwY29taW5nX3J1bnMYAiADKAsyJC5kdWV0aW1lLmpvYnMudjEuU2NoZWR1bGVkT2NjdXJyZW5jZSJmChBVcGRhdGVKb2JSZXF1ZXN0EiEKA2pvYhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5Kb2ISLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIowBChFVcGRhdGVKb2JSZXNwb25zZRIhCgNqb2IYASABKAsyFC5kdWV0aW1lLmpvYnMudjEuSm9iEhgKEHNjaGVkdWxlX2NoYW5nZWQYAiABKAgSOgoWcHJldmlvdXNfbmV4dF9ydW5fdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiPgoQRGVsZXRlSm9iUmVxdWVzdBIMCgRuYW1lGAEgASgJEgwKBGV0YWcYAiABKAkSDgoGam9iX2lkGAMgASgJIhMKEURlbGV0ZUpvYlJlc3BvbnNlIj0KD1BhdXNlSm9iUmVxdWVzdBIMCgRuYW1lGAEgASgJEgwKBGV0YWcYAiABKAkSDgoGam9iX2lkGAMgASgJIjUKEFBhdXNlSm9iUmVzcG9uc2USIQoDam9iGAEgASgLMhQuZHVldGltZS5qb2JzLnYxLkpvYiI+ChBSZXN1bWVKb2JSZXF1ZXN0EgwKBG5hbWUYASABKAkSDAoEZXRhZxgCIAEoCRIOCgZqb2JfaWQYAyABKAkiNgoRUmVzdW1lSm9iUmVzcG9uc2USIQoDam9iGAEgASgLMhQuZHVldGltZS5qb2JzLnYxLkpvYiI1ChFUcmlnZ2VySm9iUmVxdWVzdBIMCgRuYW1lGAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkiNwoSVHJpZ2dlckpvYlJlc3BvbnNlEiEKA3J1bhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5SdW4ikgEKD0xpc3RSdW5zUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkSKAoFc3RhdGUYBCABKA4yGS5kdWV0aW1lLmpvYnMudjEuUnVuU3RhdGUSDgoGam9iX2lkGAUgASgJEg4KBmZpbHRlchgGIAEoCSJPChBMaXN0UnVuc1Jlc3BvbnNlEiIKBHJ1bnMYASADKAsyFC5kdWV0aW1lLmpvYnMudjEuUnVuEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIdCg1HZXRSdW5SZXF1ZXN0EgwKBG5hbWUYASABKAkiMwoOR2V0UnVuUmVzcG9uc2USIQoDcnVuGAEgASgLMhQuZHVldGltZS5qb2JzLnYxLlJ1biI1ChFSZWRyaXZlUnVuUmVxdWVzdBIMCgRuYW1lGAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkiNwoSUmVkcml2ZVJ1blJlc3BvbnNlEiEKA3J1bhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5SdW4i0QEKFlByZXZpZXdTY2hlZHVsZVJlcXVlc3QSLQoIc2NoZWR1bGUYASABKAsyGS5kdWV0aW1lLmpvYnMudjEuU2NoZWR1bGVIABINCgNqb2IYAiABKAlIABIuCgpzdGFydF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgVjb3VudBgEIAEoBRIwCg1qaXR0ZXJfd2luZG93GAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uQggKBnNvdXJjZSJUChdQcmV2aWV3U2NoZWR1bGVSZXNwb25zZRI5CgtvY2N1cnJlbmNlcxgBIAMoCzIkLmR1ZXRpbWUuam9icy52MS5TY2hlZHVsZWRPY2N1cnJlbmNlIscBChNTY2hlZHVsZWRPY2N1cnJlbmNlEjAKDG5vbWluYWxfdGltZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMgoOZWZmZWN0aXZlX3RpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmxvY2FsX3RpbWUYAyABKAkSNgoOZHN0X2FkanVzdG1lbnQYBCABKA4yHi5kdWV0aW1lLmpvYnMudjEuRHN0QWRqdXN0bWVudCIjChNHZXRUZWFtUXVvdGFSZXF1ZXN0EgwKBG5hbWUYASABKAkiegoUR2V0VGVhbVF1b3RhUmVzcG9uc2USDAoEbmFtZRgBIAEoCRIpCgVxdW90YRgCIAEoCzIaLmR1ZXRpbWUuam9icy52MS5UZWFtUXVvdGESKQoFdXNhZ2UYAyABKAsyGi5kdWV0aW1lLmpvYnMudjEuVGVhbVVzYWdlIl0KFUJhdGNoUGF1c2VKb2JzUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSDQoFbmFtZXMYAiADKAkSDgoGZmlsdGVyGAMgASgJEhUKDXZhbGlkYXRlX29ubHkYBCABKAgiWAoWQmF0Y2hQYXVzZUpvYnNSZXNwb25zZRIPCgdtYXRjaGVkGAEgASgFEi0KB3Jlc3VsdHMYAiADKAsyHC5kdWV0aW1lLmpvYnMudjEuQmF0Y2hSZXN1bHQiXgoWQmF0Y2hSZXN1bWVKb2JzUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSDQoFbmFtZXMYAiADKAkSDgoGZmlsdGVyGAMgASgJEhUKDXZhbGlkYXRlX29ubHkYBCABKAgiWQoXQmF0Y2hSZXN1bWVKb2JzUmVzcG9uc2USDwoHbWF0Y2hlZBgBIAEoBRItCgdyZXN1bHRzGAIgAygLMhwuZHVldGltZS5qb2JzLnYxLkJhdGNoUmVzdWx0InMKF0JhdGNoUmVkcml2ZVJ1bnNSZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRINCgVuYW1lcxgCIAMoCRIOCgZmaWx0ZXIYAyABKAkSFQoNdmFsaWRhdGVfb25seRgEIAEoCBISCgpyZXF1ZXN0X2lkGAUgASgJIloKGEJhdGNoUmVkcml2ZVJ1bnNSZXNwb25zZRIPCgdtYXRjaGVkGAEgASgFEi0KB3Jlc3VsdHMYAiADKAsyHC5kdWV0aW1lLmpvYnMudjEuQmF0Y2hSZXN1bHQiPwoLQmF0Y2hSZXN1bHQSDAoEbmFtZRgBIAEoCRIiCgZzdGF0dXMYAiABKAsyEi5nb29nbGUucnBjLlN0YXR1cyqUAQoNRHN0QWRqdXN0bWVudBIeChpEU1RfQURKVVNUTUVOVF9VTlNQRUNJRklFRBAAEhoKFkRTVF9BREpVU1RNRU5UX1NISUZURUQQARIiCh5EU1RfQURKVVNUTUVOVF9GT0xEX0ZJUlNUX1BBU1MQAhIjCh9EU1RfQURKVVNUTUVOVF9GT0xEX1NFQ09ORF9QQVNTEAMyphIKCkpvYlNlcnZpY2USiwEKCUNyZWF0ZUpvYhIhLmR1ZXRpbWUuam9icy52MS5DcmVhdGVKb2JSZXF1ZXN0GiIuZHVldGltZS5qb2JzLnYxLkNyZWF0ZUpvYlJlc3BvbnNlIjeC0+STAjEiGS92MS97cGFyZW50PXRlYW1zLyp9L2pvYnM6A2pvYloPIggvdjEvam9iczoDam9iEoEBCgZHZXRKb2ISHi5kdWV0aW1lLmpvYnMudjEuR2V0Sm9iUmVxdWVzdBofLmR1ZXRpbWUuam9icy52MS5HZXRKb2JSZXNwb25zZSI2gtPkkwIwEhkvdjEve25hbWU9dGVhbXMvKi9qb2JzLyp9WhMSES92MS9qb2JzL3tqb2JfaWR9En4KCExpc3RKb2JzEiAuZHVldGltZS5qb2JzLnYxLkxpc3RKb2JzUmVxdWVzdBohLmR1ZXRpbWUuam9icy52MS5MaXN0Sm9ic1Jlc3BvbnNlIi2C0+STAicSGS92MS97cGFyZW50PXRlYW1zLyp9L2pvYnNaChIIL3YxL2pvYnMSfgoJVXBkYXRlSm9iEiEuZHVldGltZS5qb2JzLnYxLlVwZGF0ZUpvYlJlcXVlc3QaIi5kdWV0aW1lLmpvYnMudjEuVXBkYXRlSm9iUmVzcG9uc2UiKoLT5JMCJDIdL3YxL3tqb2IubmFtZT10ZWFtcy8qL2pvYnMvKn06A2pvYhKKAQoJRGVsZXRlSm9iEiEuZHVldGltZS5qb2JzLnYxLkRlbGV0ZUpvYlJlcXVlc3QaIi5kdWV0aW1lLmpvYnMudjEuRGVsZXRlSm9iUmVzcG9uc2UiNoLT5JMCMCoZL3YxL3tuYW1lPXRlYW1zLyovam9icy8qfVoTKhEvdjEvam9icy97am9iX2lkfRKZAQoIUGF1c2VKb2ISIC5kdWV0aW1lLmpvYnMudjEuUGF1c2VKb2JSZXF1ZXN0GiEuZHVldGltZS5qb2JzLnYxLlBhdXNlSm9iUmVzcG9uc2UiSILT5JMCQiIfL3YxL3tuYW1lPXRlYW1zLyovam9icy8qfTpwYXVzZToBKlocIhcvdjEvam9icy97am9iX2lkfS9wYXVzZToBKhKeAQoJUmVzdW1lSm9iEiEuZHVldGltZS5qb2JzLnYxLlJlc3VtZUpvYlJlcXVlc3QaIi5kdWV0aW1lLmpvYnMudjEuUmVzdW1lSm9iUmVzcG9uc2UiSoLT5JMCRCIgL3YxL3tuYW1lPXRlYW1zLyovam9icy8qfTpyZXN1bWU6ASpaHSIYL3YxL2pvYnMve2pvYl9pZH0vcmVzdW1lOgEqEoMBCgpUcmlnZ2VySm9iEiIuZHVldGltZS5qb2JzLnYxLlRyaWdnZXJKb2JSZXF1ZXN0GiMuZHVldGltZS5qb2JzLnYxLlRyaWdnZXJKb2JSZXNwb25zZSIsgtPkkwImIiEvdjEve25hbWU9dGVhbXMvKi9qb2JzLyp9OnRyaWdnZXI6ASoSkwEKCExpc3RSdW5zEiAuZHVldGltZS5qb2JzLnYxLkxpc3RSdW5zUmVxdWVzdBohLmR1ZXRpbWUuam9icy52MS5MaXN0UnVuc1Jlc3BvbnNlIkKC0+STAjwSIC92MS97cGFyZW50PXRlYW1zLyovam9icy8qfS9ydW5zWhgSFi92MS9qb2JzL3tqb2JfaWR9L3J1bnMScwoGR2V0UnVuEh4uZHVldGltZS5qb2JzLnYxLkdldFJ1blJlcXVlc3QaHy5kdWV0aW1lLmpvYnMudjEuR2V0UnVuUmVzcG9uc2UiKILT5JMCIhIgL3YxL3tuYW1lPXRlYW1zLyovam9icy8qL3J1bnMvKn0SigEKClJlZHJpdmVSdW4SIi5kdWV0aW1lLmpvYnMudjEuUmVkcml2ZVJ1blJlcXVlc3QaIy5kdWV0aW1lLmpvYnMudjEuUmVkcml2ZVJ1blJlc3BvbnNlIjOC0+STAi0iKC92MS97bmFtZT10ZWFtcy8qL2pvYnMvKi9ydW5zLyp9OnJlZHJpdmU6ASoSiQEKD1ByZXZpZXdTY2hlZHVsZRInLmR1ZXRpbWUuam9icy52MS5QcmV2aWV3U2NoZWR1bGVSZXF1ZXN0GiguZHVldGltZS5qb2JzLnYxLlByZXZpZXdTY2hlZHVsZVJlc3BvbnNlIiOC0+STAh0iGC92MS9qb2JzOnByZXZpZXdTY2hlZHVsZToBKhKKAQoMR2V0VGVhbVF1b3RhEiQuZHVldGltZS5qb2JzLnYxLkdldFRlYW1RdW90YVJlcXVlc3QaJS5kdWV0aW1lLmpvYnMudjEuR2V0VGVhbVF1b3RhUmVzcG9uc2UiLYLT5JMCJxIYL3YxL3tuYW1lPXRlYW1zLyp9L3F1b3RhWgsSCS92MS9xdW90YRKsAQoOQmF0Y2hQYXVzZUpvYnMSJi5kdWV0aW1lLmpvYnMudjEuQmF0Y2hQYXVzZUpvYnNSZXF1ZXN0GicuZHVldGltZS5qb2JzLnYxLkJhdGNoUGF1c2VKb2JzUmVzcG9uc2UiSYLT5JMCQyIkL3YxL3twYXJlbnQ9dGVhbXMvKn0vam9iczpiYXRjaFBhdXNlOgEqWhgiEy92MS9qb2JzOmJhdGNoUGF1c2U6ASoSsQEKD0JhdGNoUmVzdW1lSm9icxInLmR1ZXRpbWUuam9icy52MS5CYXRjaFJlc3VtZUpvYnNSZXF1ZXN0GiguZHVldGltZS5qb2JzLnYxLkJhdGNoUmVzdW1lSm9ic1Jlc3BvbnNlIkuC0+STAkUiJS92MS97cGFyZW50PXRlYW1zLyp9L2pvYnM6YmF0Y2hSZXN1bWU6ASpaGSIUL3YxL2pvYnM6YmF0Y2hSZXN1bWU6ASoSoQEKEEJhdGNoUmVkcml2ZVJ1bnMSKC5kdWV0aW1lLmpvYnMudjEuQmF0Y2hSZWRyaXZlUnVuc1JlcXVlc3QaKS5kdWV0aW1lLmpvYnMudjEuQmF0Y2hSZWRyaXZlUnVuc1Jlc3BvbnNlIjiC0+STAjIiLS92MS97cGFyZW50PXRlYW1zLyovam9icy8qfS9ydW5zOmJhdGNoUmVkcml2ZToBKkJlChNkZXYuZHVldGltZS5qb2JzLnYxQg9Kb2JTZXJ2aWNlUHJvdG9QAVopZHVldGltZS5kZXYvZ2VuL2dvL2R1ZXRpbWUvam9icy92MTtqb2JzdjGqAg9EdWV0aW1lLkpvYnMuVjFiBnByb3RvMw", [file_duetime_jobs_v1_job, file_duetime_jobs_v1_quota, file_duetime_jobs_v1_run, file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_google_rpc_status]);
+  fileDesc("CiFkdWV0aW1lL2pvYnMvdjEvam9iX3NlcnZpY2UucHJvdG8SD2R1ZXRpbWUuam9icy52MSJZChBDcmVhdGVKb2JSZXF1ZXN0EiEKA2pvYhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5Kb2ISEgoKcmVxdWVzdF9pZBgCIAEoCRIOCgZwYXJlbnQYAyABKAkiNgoRQ3JlYXRlSm9iUmVzcG9uc2USIQoDam9iGAEgASgLMhQuZHVldGltZS5qb2JzLnYxLkpvYiItCg1HZXRKb2JSZXF1ZXN0EgwKBG5hbWUYASABKAkSDgoGam9iX2lkGAIgASgJIjMKDkdldEpvYlJlc3BvbnNlEiEKA2pvYhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5Kb2IirgEKD0xpc3RKb2JzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIoCgVzdGF0ZRgDIAEoDjIZLmR1ZXRpbWUuam9icy52MS5Kb2JTdGF0ZRIOCgZmaWx0ZXIYBSABKAkSEwoLcmVjZW50X3J1bnMYBiABKAUSFQoNdXBjb21pbmdfcnVucxgHIAEoBRIOCgZwYXJlbnQYBCABKAki5wEKEExpc3RKb2JzUmVzcG9uc2USIgoEam9icxgBIAMoCzIULmR1ZXRpbWUuam9icy52MS5Kb2ISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEkUKCmFjdGl2aXRpZXMYAyADKAsyMS5kdWV0aW1lLmpvYnMudjEuTGlzdEpvYnNSZXNwb25zZS5BY3Rpdml0aWVzRW50cnkaTwoPQWN0aXZpdGllc0VudHJ5EgsKA2tleRgBIAEoCRIrCgV2YWx1ZRgCIAEoCzIcLmR1ZXRpbWUuam9icy52MS5Kb2JBY3Rpdml0eToCOAEidQoLSm9iQWN0aXZpdHkSKQoLcmVjZW50X3J1bnMYASADKAsyFC5kdWV0aW1lLmpvYnMudjEuUnVuEjsKDXVwY29taW5nX3J1bnMYAiADKAsyJC5kdWV0aW1lLmpvYnMudjEuU2NoZWR1bGVkT2NjdXJyZW5jZSKUAQoQVXBkYXRlSm9iUmVxdWVzdBIhCgNqb2IYASABKAsyFC5kdWV0aW1lLmpvYnMudjEuSm9iEi8KC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzaxIVCg12YWxpZGF0ZV9vbmx5GAMgASgIEhUKDXByZXZpZXdfY291bnQYBCABKAUikgIKEVVwZGF0ZUpvYlJlc3BvbnNlEiEKA2pvYhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5Kb2ISGAoQc2NoZWR1bGVfY2hhbmdlZBgCIAEoCBI6ChZwcmV2aW91c19uZXh0X3J1bl90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBJBChNjdXJyZW50X29jY3VycmVuY2VzGAQgAygLMiQuZHVldGltZS5qb2JzLnYxLlNjaGVkdWxlZE9jY3VycmVuY2USQQoTdXBkYXRlZF9vY2N1cnJlbmNlcxgFIAMoCzIkLmR1ZXRpbWUuam9icy52MS5TY2hlZHVsZWRPY2N1cnJlbmNlIj4KEERlbGV0ZUpvYlJlcXVlc3QSDAoEbmFtZRgBIAEoCRIMCgRldGFnGAIgASgJEg4KBmpvYl9pZBgDIAEoCSITChFEZWxldGVKb2JSZXNwb25zZSJLCg9QYXVzZUpvYlJlcXVlc3QSDAoEbmFtZRgBIAEoCRIMCgRldGFnGAIgASgJEg4KBmpvYl9pZBgDIAEoCRIMCgRub3RlGAQgASgJIjUKEFBhdXNlSm9iUmVzcG9uc2USIQoDam9iGAEgASgLMhQuZHVldGltZS5qb2JzLnYxLkpvYiJnChBSZXN1bWVKb2JSZXF1ZXN0EgwKBG5hbWUYASABKAkSDAoEZXRhZxgCIAEoCRIOCgZqb2JfaWQYAyABKAkSFQoNdmFsaWRhdGVfb25seRgEIAEoCBIQCghjYXRjaF91cBgFIAEoCCJ2ChFSZXN1bWVKb2JSZXNwb25zZRIhCgNqb2IYASABKAsyFC5kdWV0aW1lLmpvYnMudjEuSm9iEj4KEnBhdXNlZF9vY2N1cnJlbmNlcxgCIAEoCzIiLmR1ZXRpbWUuam9icy52MS5QYXVzZWRPY2N1cnJlbmNlcyLmAgoRUGF1c2VkT2NjdXJyZW5jZXMSMAoHY292ZXJlZBgBIAEoCzIfLmR1ZXRpbWUuam9icy52MS5PY2N1cnJlbmNlU3BhbhIwCgdza2lwcGVkGAIgASgLMh8uZHVldGltZS5qb2JzLnYxLk9jY3VycmVuY2VTcGFuEjsKDWNhdGNoX3VwX3J1bnMYAyADKAsyJC5kdWV0aW1lLmpvYnMudjEuU2NoZWR1bGVkT2NjdXJyZW5jZRI6Cgxvbl90aW1lX3J1bnMYBCADKAsyJC5kdWV0aW1lLmpvYnMudjEuU2NoZWR1bGVkT2NjdXJyZW5jZRIwCgd0b29fb2xkGAUgASgLMh8uZHVldGltZS5qb2JzLnYxLk9jY3VycmVuY2VTcGFuEi8KBm1pc3NlZBgGIAEoCzIfLmR1ZXRpbWUuam9icy52MS5PY2N1cnJlbmNlU3BhbhIRCgl0cnVuY2F0ZWQYByABKAgifgoOT2NjdXJyZW5jZVNwYW4SLgoKZmlyc3RfdGltZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLQoJbGFzdF90aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgVjb3VudBgDIAEoAyI1ChFUcmlnZ2VySm9iUmVxdWVzdBIMCgRuYW1lGAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkiNwoSVHJpZ2dlckpvYlJlc3BvbnNlEiEKA3J1bhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5SdW4ikgEKD0xpc3RSdW5zUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkSKAoFc3RhdGUYBCABKA4yGS5kdWV0aW1lLmpvYnMudjEuUnVuU3RhdGUSDgoGam9iX2lkGAUgASgJEg4KBmZpbHRlchgGIAEoCSJPChBMaXN0UnVuc1Jlc3BvbnNlEiIKBHJ1bnMYASADKAsyFC5kdWV0aW1lLmpvYnMudjEuUnVuEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIdCg1HZXRSdW5SZXF1ZXN0EgwKBG5hbWUYASABKAkiMwoOR2V0UnVuUmVzcG9uc2USIQoDcnVuGAEgASgLMhQuZHVldGltZS5qb2JzLnYxLlJ1biI1ChFSZWRyaXZlUnVuUmVxdWVzdBIMCgRuYW1lGAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkiNwoSUmVkcml2ZVJ1blJlc3BvbnNlEiEKA3J1bhgBIAEoCzIULmR1ZXRpbWUuam9icy52MS5SdW4i0QEKFlByZXZpZXdTY2hlZHVsZVJlcXVlc3QSLQoIc2NoZWR1bGUYASABKAsyGS5kdWV0aW1lLmpvYnMudjEuU2NoZWR1bGVIABINCgNqb2IYAiABKAlIABIuCgpzdGFydF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgVjb3VudBgEIAEoBRIwCg1qaXR0ZXJfd2luZG93GAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uQggKBnNvdXJjZSJUChdQcmV2aWV3U2NoZWR1bGVSZXNwb25zZRI5CgtvY2N1cnJlbmNlcxgBIAMoCzIkLmR1ZXRpbWUuam9icy52MS5TY2hlZHVsZWRPY2N1cnJlbmNlIscBChNTY2hlZHVsZWRPY2N1cnJlbmNlEjAKDG5vbWluYWxfdGltZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMgoOZWZmZWN0aXZlX3RpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmxvY2FsX3RpbWUYAyABKAkSNgoOZHN0X2FkanVzdG1lbnQYBCABKA4yHi5kdWV0aW1lLmpvYnMudjEuRHN0QWRqdXN0bWVudCIjChNHZXRUZWFtUXVvdGFSZXF1ZXN0EgwKBG5hbWUYASABKAkiegoUR2V0VGVhbVF1b3RhUmVzcG9uc2USDAoEbmFtZRgBIAEoCRIpCgVxdW90YRgCIAEoCzIaLmR1ZXRpbWUuam9icy52MS5UZWFtUXVvdGESKQoFdXNhZ2UYAyABKAsyGi5kdWV0aW1lLmpvYnMudjEuVGVhbVVzYWdlImsKFUJhdGNoUGF1c2VKb2JzUmVxdWVzdBIOCgZwYXJlbnQYASABKAkSDQoFbmFtZXMYAiADKAkSDgoGZmlsdGVyGAMgASgJEhUKDXZhbGlkYXRlX29ubHkYBCABKAgSDAoEbm90ZRgFIAEoCSJYChZCYXRjaFBhdXNlSm9ic1Jlc3BvbnNlEg8KB21hdGNoZWQYASABKAUSLQoHcmVzdWx0cxgCIAMoCzIcLmR1ZXRpbWUuam9icy52MS5CYXRjaFJlc3VsdCJeChZCYXRjaFJlc3VtZUpvYnNSZXF1ZXN0Eg4KBnBhcmVudBgBIAEoCRINCgVuYW1lcxgCIAMoCRIOCgZmaWx0ZXIYAyABKAkSFQoNdmFsaWRhdGVfb25seRgEIAEoCCJZChdCYXRjaFJlc3VtZUpvYnNSZXNwb25zZRIPCgdtYXRjaGVkGAEgASgFEi0KB3Jlc3VsdHMYAiADKAsyHC5kdWV0aW1lLmpvYnMudjEuQmF0Y2hSZXN1bHQicwoXQmF0Y2hSZWRyaXZlUnVuc1JlcXVlc3QSDgoGcGFyZW50GAEgASgJEg0KBW5hbWVzGAIgAygJEg4KBmZpbHRlchgDIAEoCRIVCg12YWxpZGF0ZV9vbmx5GAQgASgIEhIKCnJlcXVlc3RfaWQYBSABKAkiWgoYQmF0Y2hSZWRyaXZlUnVuc1Jlc3BvbnNlEg8KB21hdGNoZWQYASABKAUSLQoHcmVzdWx0cxgCIAMoCzIcLmR1ZXRpbWUuam9icy52MS5CYXRjaFJlc3VsdCI/CgtCYXRjaFJlc3VsdBIMCgRuYW1lGAEgASgJEiIKBnN0YXR1cxgCIAEoCzISLmdvb2dsZS5ycGMuU3RhdHVzIngKGEV4cGxhaW5PY2N1cnJlbmNlUmVxdWVzdBILCgNqb2IYASABKAkSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKbG9jYWxfdGltZRgDIAEoCRIRCgl0aW1lX3pvbmUYBCABKAkilQQKGUV4cGxhaW5PY2N1cnJlbmNlUmVzcG9uc2USLQoEZmF0ZRgBIAEoDjIfLmR1ZXRpbWUuam9icy52MS5PY2N1cnJlbmNlRmF0ZRITCgtleHBsYW5hdGlvbhgCIAEoCRIoCgR0aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI4CgpvY2N1cnJlbmNlGAQgASgLMiQuZHVldGltZS5qb2JzLnYxLlNjaGVkdWxlZE9jY3VycmVuY2USIQoDcnVuGAUgASgLMhQuZHVldGltZS5qb2JzLnYxLlJ1bhJBChNwcmV2aW91c19vY2N1cnJlbmNlGAYgASgLMiQuZHVldGltZS5qb2JzLnYxLlNjaGVkdWxlZE9jY3VycmVuY2USPQoPbmV4dF9vY2N1cnJlbmNlGAcgASgLMiQuZHVldGltZS5qb2JzLnYxLlNjaGVkdWxlZE9jY3VycmVuY2USNgoOZHN0X3RyYW5zaXRpb24YCCABKAsyHi5kdWV0aW1lLmpvYnMudjEuRHN0VHJhbnNpdGlvbhITCgtqb2JfdmVyc2lvbhgJIAEoAxIrCghsYXRlbmVzcxgKIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIxCgdtaXNmaXJlGAsgASgLMiAuZHVldGltZS5qb2JzLnYxLk1pc2ZpcmVTZXR0aW5ncyLpAQoNRHN0VHJhbnNpdGlvbhIwCgRraW5kGAEgASgOMiIuZHVldGltZS5qb2JzLnYxLkRzdFRyYW5zaXRpb25LaW5kEigKBHRpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjQKEXV0Y19vZmZzZXRfYmVmb3JlGAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjMKEHV0Y19vZmZzZXRfYWZ0ZXIYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEQoJdGltZV96b25lGAUgASgJIk8KFkxpc3RKb2JWZXJzaW9uc1JlcXVlc3QSDgoGcGFyZW50GAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImEKF0xpc3RKb2JWZXJzaW9uc1Jlc3BvbnNlEi0KCHZlcnNpb25zGAEgAygLMhsuZHVldGltZS5qb2JzLnYxLkpvYlZlcnNpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIoACCgpKb2JWZXJzaW9uEgwKBG5hbWUYASABKAkSDwoHdmVyc2lvbhgCIAEoAxIvCgtjcmVhdGVfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLQoJcHJpbmNpcGFsGAQgASgLMhouZHVldGltZS5qb2JzLnYxLlByaW5jaXBhbBIqCgZjaGFuZ2UYBSABKA4yGi5kdWV0aW1lLmpvYnMudjEuSm9iQ2hhbmdlEhYKDmNoYW5nZWRfZmllbGRzGAYgAygJEiEKA2pvYhgHIAEoCzIULmR1ZXRpbWUuam9icy52MS5Kb2ISDAoEbm90ZRgIIAEoCSqUAQoNRHN0QWRqdXN0bWVudBIeChpEU1RfQURKVVNUTUVOVF9VTlNQRUNJRklFRBAAEhoKFkRTVF9BREpVU1RNRU5UX1NISUZURUQQARIiCh5EU1RfQURKVVNUTUVOVF9GT0xEX0ZJUlNUX1BBU1MQAhIjCh9EU1RfQURKVVNUTUVOVF9GT0xEX1NFQ09ORF9QQVNTEAMqpAIKDk9jY3VycmVuY2VGYXRlEh8KG09DQ1VSUkVOQ0VfRkFURV9VTlNQRUNJRklFRBAAEhcKE09DQ1VSUkVOQ0VfRkFURV9SQU4QARIYChRPQ0NVUlJFTkNFX0ZBVEVfSEVMRBACEh0KGU9DQ1VSUkVOQ0VfRkFURV9DQU5DRUxMRUQQAxIaChZPQ0NVUlJFTkNFX0ZBVEVfTUlTU0VEEAQSGwoXT0NDVVJSRU5DRV9GQVRFX1NLSVBQRUQQBRIlCiFPQ0NVUlJFTkNFX0ZBVEVfTk9UX0FOX09DQ1VSUkVOQ0UQBhIfChtPQ0NVUlJFTkNFX0ZBVEVfTk9UX1lFVF9EVUUQBxIeChpPQ0NVUlJFTkNFX0ZBVEVfVU5SRUNPUkRFRBAIKnMKEURzdFRyYW5zaXRpb25LaW5kEiMKH0RTVF9UUkFOU0lUSU9OX0tJTkRfVU5TUEVDSUZJRUQQABIbChdEU1RfVFJBTlNJVElPTl9LSU5EX0dBUBABEhwKGERTVF9UUkFOU0lUSU9OX0tJTkRfRk9MRBACKpkBCglKb2JDaGFuZ2USGgoWSk9CX0NIQU5HRV9VTlNQRUNJRklFRBAAEhUKEUpPQl9DSEFOR0VfQ1JFQVRFEAESFQoRSk9CX0NIQU5HRV9VUERBVEUQAhIUChBKT0JfQ0hBTkdFX1BBVVNFEAMSFQoRSk9CX0NIQU5HRV9SRVNVTUUQBBIVChFKT0JfQ0hBTkdFX0RFTEVURRAFMtIUCgpKb2JTZXJ2aWNlEosBCglDcmVhdGVKb2ISIS5kdWV0aW1lLmpvYnMudjEuQ3JlYXRlSm9iUmVxdWVzdBoiLmR1ZXRpbWUuam9icy52MS5DcmVhdGVKb2JSZXNwb25zZSI3gtPkkwIxIhkvdjEve3BhcmVudD10ZWFtcy8qfS9qb2JzOgNqb2JaDyIIL3YxL2pvYnM6A2pvYhKBAQoGR2V0Sm9iEh4uZHVldGltZS5qb2JzLnYxLkdldEpvYlJlcXVlc3QaHy5kdWV0aW1lLmpvYnMudjEuR2V0Sm9iUmVzcG9uc2UiNoLT5JMCMBIZL3YxL3tuYW1lPXRlYW1zLyovam9icy8qfVoTEhEvdjEvam9icy97am9iX2lkfRJ+CghMaXN0Sm9icxIgLmR1ZXRpbWUuam9icy52MS5MaXN0Sm9ic1JlcXVlc3QaIS5kdWV0aW1lLmpvYnMudjEuTGlzdEpvYnNSZXNwb25zZSItgtPkkwInEhkvdjEve3BhcmVudD10ZWFtcy8qfS9qb2JzWgoSCC92MS9qb2JzEn4KCVVwZGF0ZUpvYhIhLmR1ZXRpbWUuam9icy52MS5VcGRhdGVKb2JSZXF1ZXN0GiIuZHVldGltZS5qb2JzLnYxLlVwZGF0ZUpvYlJlc3BvbnNlIiqC0+STAiQyHS92MS97am9iLm5hbWU9dGVhbXMvKi9qb2JzLyp9OgNqb2ISigEKCURlbGV0ZUpvYhIhLmR1ZXRpbWUuam9icy52MS5EZWxldGVKb2JSZXF1ZXN0GiIuZHVldGltZS5qb2JzLnYxLkRlbGV0ZUpvYlJlc3BvbnNlIjaC0+STAjAqGS92MS97bmFtZT10ZWFtcy8qL2pvYnMvKn1aEyoRL3YxL2pvYnMve2pvYl9pZH0SmQEKCFBhdXNlSm9iEiAuZHVldGltZS5qb2JzLnYxLlBhdXNlSm9iUmVxdWVzdBohLmR1ZXRpbWUuam9icy52MS5QYXVzZUpvYlJlc3BvbnNlIkiC0+STAkIiHy92MS97bmFtZT10ZWFtcy8qL2pvYnMvKn06cGF1c2U6ASpaHCIXL3YxL2pvYnMve2pvYl9pZH0vcGF1c2U6ASoSngEKCVJlc3VtZUpvYhIhLmR1ZXRpbWUuam9icy52MS5SZXN1bWVKb2JSZXF1ZXN0GiIuZHVldGltZS5qb2JzLnYxLlJlc3VtZUpvYlJlc3BvbnNlIkqC0+STAkQiIC92MS97bmFtZT10ZWFtcy8qL2pvYnMvKn06cmVzdW1lOgEqWh0iGC92MS9qb2JzL3tqb2JfaWR9L3Jlc3VtZToBKhKDAQoKVHJpZ2dlckpvYhIiLmR1ZXRpbWUuam9icy52MS5UcmlnZ2VySm9iUmVxdWVzdBojLmR1ZXRpbWUuam9icy52MS5UcmlnZ2VySm9iUmVzcG9uc2UiLILT5JMCJiIhL3YxL3tuYW1lPXRlYW1zLyovam9icy8qfTp0cmlnZ2VyOgEqEpMBCghMaXN0UnVucxIgLmR1ZXRpbWUuam9icy52MS5MaXN0UnVuc1JlcXVlc3QaIS5kdWV0aW1lLmpvYnMudjEuTGlzdFJ1bnNSZXNwb25zZSJCgtPkkwI8EiAvdjEve3BhcmVudD10ZWFtcy8qL2pvYnMvKn0vcnVuc1oYEhYvdjEvam9icy97am9iX2lkfS9ydW5zEnMKBkdldFJ1bhIeLmR1ZXRpbWUuam9icy52MS5HZXRSdW5SZXF1ZXN0Gh8uZHVldGltZS5qb2JzLnYxLkdldFJ1blJlc3BvbnNlIiiC0+STAiISIC92MS97bmFtZT10ZWFtcy8qL2pvYnMvKi9ydW5zLyp9EooBCgpSZWRyaXZlUnVuEiIuZHVldGltZS5qb2JzLnYxLlJlZHJpdmVSdW5SZXF1ZXN0GiMuZHVldGltZS5qb2JzLnYxLlJlZHJpdmVSdW5SZXNwb25zZSIzgtPkkwItIigvdjEve25hbWU9dGVhbXMvKi9qb2JzLyovcnVucy8qfTpyZWRyaXZlOgEqEokBCg9QcmV2aWV3U2NoZWR1bGUSJy5kdWV0aW1lLmpvYnMudjEuUHJldmlld1NjaGVkdWxlUmVxdWVzdBooLmR1ZXRpbWUuam9icy52MS5QcmV2aWV3U2NoZWR1bGVSZXNwb25zZSIjgtPkkwIdIhgvdjEvam9iczpwcmV2aWV3U2NoZWR1bGU6ASoSigEKDEdldFRlYW1RdW90YRIkLmR1ZXRpbWUuam9icy52MS5HZXRUZWFtUXVvdGFSZXF1ZXN0GiUuZHVldGltZS5qb2JzLnYxLkdldFRlYW1RdW90YVJlc3BvbnNlIi2C0+STAicSGC92MS97bmFtZT10ZWFtcy8qfS9xdW90YVoLEgkvdjEvcXVvdGESrAEKDkJhdGNoUGF1c2VKb2JzEiYuZHVldGltZS5qb2JzLnYxLkJhdGNoUGF1c2VKb2JzUmVxdWVzdBonLmR1ZXRpbWUuam9icy52MS5CYXRjaFBhdXNlSm9ic1Jlc3BvbnNlIkmC0+STAkMiJC92MS97cGFyZW50PXRlYW1zLyp9L2pvYnM6YmF0Y2hQYXVzZToBKloYIhMvdjEvam9iczpiYXRjaFBhdXNlOgEqErEBCg9CYXRjaFJlc3VtZUpvYnMSJy5kdWV0aW1lLmpvYnMudjEuQmF0Y2hSZXN1bWVKb2JzUmVxdWVzdBooLmR1ZXRpbWUuam9icy52MS5CYXRjaFJlc3VtZUpvYnNSZXNwb25zZSJLgtPkkwJFIiUvdjEve3BhcmVudD10ZWFtcy8qfS9qb2JzOmJhdGNoUmVzdW1lOgEqWhkiFC92MS9qb2JzOmJhdGNoUmVzdW1lOgEqEpQBChFFeHBsYWluT2NjdXJyZW5jZRIpLmR1ZXRpbWUuam9icy52MS5FeHBsYWluT2NjdXJyZW5jZVJlcXVlc3QaKi5kdWV0aW1lLmpvYnMudjEuRXhwbGFpbk9jY3VycmVuY2VSZXNwb25zZSIogtPkkwIiEiAvdjEve2pvYj10ZWFtcy8qL2pvYnMvKn06ZXhwbGFpbhKSAQoPTGlzdEpvYlZlcnNpb25zEicuZHVldGltZS5qb2JzLnYxLkxpc3RKb2JWZXJzaW9uc1JlcXVlc3QaKC5kdWV0aW1lLmpvYnMudjEuTGlzdEpvYlZlcnNpb25zUmVzcG9uc2UiLILT5JMCJhIkL3YxL3twYXJlbnQ9dGVhbXMvKi9qb2JzLyp9L3ZlcnNpb25zEqEBChBCYXRjaFJlZHJpdmVSdW5zEiguZHVldGltZS5qb2JzLnYxLkJhdGNoUmVkcml2ZVJ1bnNSZXF1ZXN0GikuZHVldGltZS5qb2JzLnYxLkJhdGNoUmVkcml2ZVJ1bnNSZXNwb25zZSI4gtPkkwIyIi0vdjEve3BhcmVudD10ZWFtcy8qL2pvYnMvKn0vcnVuczpiYXRjaFJlZHJpdmU6ASpCZQoTZGV2LmR1ZXRpbWUuam9icy52MUIPSm9iU2VydmljZVByb3RvUAFaKWR1ZXRpbWUuZGV2L2dlbi9nby9kdWV0aW1lL2pvYnMvdjE7am9ic3YxqgIPRHVldGltZS5Kb2JzLlYxYgZwcm90bzM", [file_duetime_jobs_v1_job, file_duetime_jobs_v1_quota, file_duetime_jobs_v1_run, file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_google_rpc_status]);
 
 /**
  * Request of CreateJob.
@@ -293,6 +293,22 @@ export type UpdateJobRequest = Message<"duetime.jobs.v1.UpdateJobRequest"> & {
    * @generated from field: google.protobuf.FieldMask update_mask = 2;
    */
   updateMask?: FieldMask | undefined;
+
+  /**
+   * Optional. Check the update and answer what it would do, changing nothing: the job as it
+   * would be (its etag unchanged), and its next occurrences before and after the change.
+   *
+   * @generated from field: bool validate_only = 3;
+   */
+  validateOnly: boolean;
+
+  /**
+   * Optional, with `validate_only`. How many occurrences to show before and after, 1 to 100;
+   * defaults to 10.
+   *
+   * @generated from field: int32 preview_count = 4;
+   */
+  previewCount: number;
 };
 
 /**
@@ -332,6 +348,22 @@ export type UpdateJobResponse = Message<"duetime.jobs.v1.UpdateJobResponse"> & {
    * @generated from field: google.protobuf.Timestamp previous_next_run_time = 3;
    */
   previousNextRunTime?: Timestamp | undefined;
+
+  /**
+   * With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+   * job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+   *
+   * @generated from field: repeated duetime.jobs.v1.ScheduledOccurrence current_occurrences = 4;
+   */
+  currentOccurrences: ScheduledOccurrence[];
+
+  /**
+   * With `validate_only`: the next occurrences as the update would leave the job: from its new
+   * pending one (for a job that would not be ACTIVE, the new schedule's from now).
+   *
+   * @generated from field: repeated duetime.jobs.v1.ScheduledOccurrence updated_occurrences = 5;
+   */
+  updatedOccurrences: ScheduledOccurrence[];
 };
 
 /**
@@ -419,6 +451,14 @@ export type PauseJobRequest = Message<"duetime.jobs.v1.PauseJobRequest"> & {
    * @generated from field: string job_id = 3;
    */
   jobId: string;
+
+  /**
+   * Optional. Why the job is paused (at most 1,000 characters, no control characters), kept
+   * with the job in `Job.pause` until it is resumed, and in its version history.
+   *
+   * @generated from field: string note = 4;
+   */
+  note: string;
 };
 
 /**
@@ -476,6 +516,25 @@ export type ResumeJobRequest = Message<"duetime.jobs.v1.ResumeJobRequest"> & {
    * @generated from field: string job_id = 3;
    */
   jobId: string;
+
+  /**
+   * Optional. Check the resume and answer what it would do with the occurrences the pause
+   * covered, changing nothing.
+   *
+   * @generated from field: bool validate_only = 4;
+   */
+  validateOnly: boolean;
+
+  /**
+   * Optional. Let the job's misfire policy decide the occurrences the pause covered, as if the
+   * scheduler had been down meanwhile, instead of skipping them: the job resumes at the first
+   * of them, and the scheduler's next claim runs late ones per `Job.misfire` (RUN_ONCE: the
+   * latest; RUN_ALL: those within `max_catch_up_runs` and `max_catch_up_age`; SKIP: none) and
+   * records the rest MISSED (MISFIRE). Those still within the misfire threshold run as on time.
+   *
+   * @generated from field: bool catch_up = 5;
+   */
+  catchUp: boolean;
 };
 
 /**
@@ -492,11 +551,21 @@ export const ResumeJobRequestSchema: GenMessage<ResumeJobRequest> = /*@__PURE__*
  */
 export type ResumeJobResponse = Message<"duetime.jobs.v1.ResumeJobResponse"> & {
   /**
-   * The resumed job.
+   * The resumed job (with `validate_only`: as the resume would leave it).
    *
    * @generated from field: duetime.jobs.v1.Job job = 1;
    */
   job?: Job | undefined;
+
+  /**
+   * What the resume did (with `validate_only`: would do) with the occurrences the pause
+   * covered, as of the resume. With `catch_up` it is a forecast of the scheduler's next claim,
+   * made by its own rules: a few seconds later an occurrence on the edge of the misfire
+   * threshold may turn from on time to late.
+   *
+   * @generated from field: duetime.jobs.v1.PausedOccurrences paused_occurrences = 2;
+   */
+  pausedOccurrences?: PausedOccurrences | undefined;
 };
 
 /**
@@ -505,6 +574,110 @@ export type ResumeJobResponse = Message<"duetime.jobs.v1.ResumeJobResponse"> & {
  */
 export const ResumeJobResponseSchema: GenMessage<ResumeJobResponse> = /*@__PURE__*/
   messageDesc(file_duetime_jobs_v1_job_service, 14);
+
+/**
+ * The occurrences a pause covered, from its start to its resume, and what becomes of them.
+ *
+ * @generated from message duetime.jobs.v1.PausedOccurrences
+ */
+export type PausedOccurrences = Message<"duetime.jobs.v1.PausedOccurrences"> & {
+  /**
+   * All of them; unset when there are none.
+   *
+   * @generated from field: duetime.jobs.v1.OccurrenceSpan covered = 1;
+   */
+  covered?: OccurrenceSpan | undefined;
+
+  /**
+   * Recorded SKIPPED: without `catch_up` all of them (JOB_PAUSED, one range record); with it,
+   * those a DST gap drops under DST_GAP_POLICY_SKIP (DST_GAP).
+   *
+   * @generated from field: duetime.jobs.v1.OccurrenceSpan skipped = 2;
+   */
+  skipped?: OccurrenceSpan | undefined;
+
+  /**
+   * With `catch_up`: the late occurrences the misfire policy runs, oldest first.
+   *
+   * @generated from field: repeated duetime.jobs.v1.ScheduledOccurrence catch_up_runs = 3;
+   */
+  catchUpRuns: ScheduledOccurrence[];
+
+  /**
+   * With `catch_up`: the occurrences still within the misfire threshold, which run as on
+   * time.
+   *
+   * @generated from field: repeated duetime.jobs.v1.ScheduledOccurrence on_time_runs = 4;
+   */
+  onTimeRuns: ScheduledOccurrence[];
+
+  /**
+   * With `catch_up` under MISFIRE_POLICY_RUN_ALL: those recorded MISSED because they are older
+   * than `max_catch_up_age`.
+   *
+   * @generated from field: duetime.jobs.v1.OccurrenceSpan too_old = 5;
+   */
+  tooOld?: OccurrenceSpan | undefined;
+
+  /**
+   * With `catch_up`: those recorded MISSED for another reason of the policy (beyond
+   * `max_catch_up_runs`; all but the latest under RUN_ONCE, all of them if one is on time;
+   * all under SKIP).
+   *
+   * @generated from field: duetime.jobs.v1.OccurrenceSpan missed = 6;
+   */
+  missed?: OccurrenceSpan | undefined;
+
+  /**
+   * More occurrences than one call enumerates (100,000): the counts are lower bounds and the
+   * lists may end early; the scheduler still works through all of them.
+   *
+   * @generated from field: bool truncated = 7;
+   */
+  truncated: boolean;
+};
+
+/**
+ * Describes the message duetime.jobs.v1.PausedOccurrences.
+ * Use `create(PausedOccurrencesSchema)` to create a new message.
+ */
+export const PausedOccurrencesSchema: GenMessage<PausedOccurrences> = /*@__PURE__*/
+  messageDesc(file_duetime_jobs_v1_job_service, 15);
+
+/**
+ * Occurrences of a job between two instants.
+ *
+ * @generated from message duetime.jobs.v1.OccurrenceSpan
+ */
+export type OccurrenceSpan = Message<"duetime.jobs.v1.OccurrenceSpan"> & {
+  /**
+   * The first one's nominal time.
+   *
+   * @generated from field: google.protobuf.Timestamp first_time = 1;
+   */
+  firstTime?: Timestamp | undefined;
+
+  /**
+   * The last one's nominal time.
+   *
+   * @generated from field: google.protobuf.Timestamp last_time = 2;
+   */
+  lastTime?: Timestamp | undefined;
+
+  /**
+   * How many there are.
+   *
+   * @generated from field: int64 count = 3;
+   */
+  count: bigint;
+};
+
+/**
+ * Describes the message duetime.jobs.v1.OccurrenceSpan.
+ * Use `create(OccurrenceSpanSchema)` to create a new message.
+ */
+export const OccurrenceSpanSchema: GenMessage<OccurrenceSpan> = /*@__PURE__*/
+  messageDesc(file_duetime_jobs_v1_job_service, 16);
 
 /**
  * Request of TriggerJob.
@@ -533,7 +706,7 @@ export type TriggerJobRequest = Message<"duetime.jobs.v1.TriggerJobRequest"> & {
  * Use `create(TriggerJobRequestSchema)` to create a new message.
  */
 export const TriggerJobRequestSchema: GenMessage<TriggerJobRequest> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 15);
+  messageDesc(file_duetime_jobs_v1_job_service, 17);
 
 /**
  * Response of TriggerJob.
@@ -554,7 +727,7 @@ export type TriggerJobResponse = Message<"duetime.jobs.v1.TriggerJobResponse"> &
  * Use `create(TriggerJobResponseSchema)` to create a new message.
  */
 export const TriggerJobResponseSchema: GenMessage<TriggerJobResponse> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 16);
+  messageDesc(file_duetime_jobs_v1_job_service, 18);
 
 /**
  * Request of ListRuns.
@@ -619,7 +792,7 @@ export type ListRunsRequest = Message<"duetime.jobs.v1.ListRunsRequest"> & {
  * Use `create(ListRunsRequestSchema)` to create a new message.
  */
 export const ListRunsRequestSchema: GenMessage<ListRunsRequest> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 17);
+  messageDesc(file_duetime_jobs_v1_job_service, 19);
 
 /**
  * Response of ListRuns.
@@ -647,7 +820,7 @@ export type ListRunsResponse = Message<"duetime.jobs.v1.ListRunsResponse"> & {
  * Use `create(ListRunsResponseSchema)` to create a new message.
  */
 export const ListRunsResponseSchema: GenMessage<ListRunsResponse> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 18);
+  messageDesc(file_duetime_jobs_v1_job_service, 20);
 
 /**
  * Request of GetRun.
@@ -668,7 +841,7 @@ export type GetRunRequest = Message<"duetime.jobs.v1.GetRunRequest"> & {
  * Use `create(GetRunRequestSchema)` to create a new message.
  */
 export const GetRunRequestSchema: GenMessage<GetRunRequest> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 19);
+  messageDesc(file_duetime_jobs_v1_job_service, 21);
 
 /**
  * Response of GetRun.
@@ -689,7 +862,7 @@ export type GetRunResponse = Message<"duetime.jobs.v1.GetRunResponse"> & {
  * Use `create(GetRunResponseSchema)` to create a new message.
  */
 export const GetRunResponseSchema: GenMessage<GetRunResponse> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 20);
+  messageDesc(file_duetime_jobs_v1_job_service, 22);
 
 /**
  * Request of RedriveRun.
@@ -718,7 +891,7 @@ export type RedriveRunRequest = Message<"duetime.jobs.v1.RedriveRunRequest"> & {
  * Use `create(RedriveRunRequestSchema)` to create a new message.
  */
 export const RedriveRunRequestSchema: GenMessage<RedriveRunRequest> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 21);
+  messageDesc(file_duetime_jobs_v1_job_service, 23);
 
 /**
  * Response of RedriveRun.
@@ -739,7 +912,7 @@ export type RedriveRunResponse = Message<"duetime.jobs.v1.RedriveRunResponse"> &
  * Use `create(RedriveRunResponseSchema)` to create a new message.
  */
 export const RedriveRunResponseSchema: GenMessage<RedriveRunResponse> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 22);
+  messageDesc(file_duetime_jobs_v1_job_service, 24);
 
 /**
  * Request of PreviewSchedule. Set exactly one of `schedule` or `job`.
@@ -798,7 +971,7 @@ export type PreviewScheduleRequest = Message<"duetime.jobs.v1.PreviewScheduleReq
  * Use `create(PreviewScheduleRequestSchema)` to create a new message.
  */
 export const PreviewScheduleRequestSchema: GenMessage<PreviewScheduleRequest> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 23);
+  messageDesc(file_duetime_jobs_v1_job_service, 25);
 
 /**
  * Response of PreviewSchedule.
@@ -819,7 +992,7 @@ export type PreviewScheduleResponse = Message<"duetime.jobs.v1.PreviewScheduleRe
  * Use `create(PreviewScheduleResponseSchema)` to create a new message.
  */
 export const PreviewScheduleResponseSchema: GenMessage<PreviewScheduleResponse> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 24);
+  messageDesc(file_duetime_jobs_v1_job_service, 26);
 
 /**
  * One future occurrence.
@@ -862,7 +1035,7 @@ export type ScheduledOccurrence = Message<"duetime.jobs.v1.ScheduledOccurrence">
  * Use `create(ScheduledOccurrenceSchema)` to create a new message.
  */
 export const ScheduledOccurrenceSchema: GenMessage<ScheduledOccurrence> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 25);
+  messageDesc(file_duetime_jobs_v1_job_service, 27);
 
 /**
  * Request of GetTeamQuota.
@@ -883,7 +1056,7 @@ export type GetTeamQuotaRequest = Message<"duetime.jobs.v1.GetTeamQuotaRequest">
  * Use `create(GetTeamQuotaRequestSchema)` to create a new message.
  */
 export const GetTeamQuotaRequestSchema: GenMessage<GetTeamQuotaRequest> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 26);
+  messageDesc(file_duetime_jobs_v1_job_service, 28);
 
 /**
  * Response of GetTeamQuota.
@@ -918,7 +1091,7 @@ export type GetTeamQuotaResponse = Message<"duetime.jobs.v1.GetTeamQuotaResponse
  * Use `create(GetTeamQuotaResponseSchema)` to create a new message.
  */
 export const GetTeamQuotaResponseSchema: GenMessage<GetTeamQuotaResponse> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 27);
+  messageDesc(file_duetime_jobs_v1_job_service, 29);
 
 /**
  * Request of BatchPauseJobs.
@@ -955,6 +1128,13 @@ export type BatchPauseJobsRequest = Message<"duetime.jobs.v1.BatchPauseJobsReque
    * @generated from field: bool validate_only = 4;
    */
   validateOnly: boolean;
+
+  /**
+   * Optional. Why the jobs are paused, as PauseJobRequest's `note`: kept with each.
+   *
+   * @generated from field: string note = 5;
+   */
+  note: string;
 };
 
 /**
@@ -962,7 +1142,7 @@ export type BatchPauseJobsRequest = Message<"duetime.jobs.v1.BatchPauseJobsReque
  * Use `create(BatchPauseJobsRequestSchema)` to create a new message.
  */
 export const BatchPauseJobsRequestSchema: GenMessage<BatchPauseJobsRequest> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 28);
+  messageDesc(file_duetime_jobs_v1_job_service, 30);
 
 /**
  * Response of BatchPauseJobs.
@@ -991,7 +1171,7 @@ export type BatchPauseJobsResponse = Message<"duetime.jobs.v1.BatchPauseJobsResp
  * Use `create(BatchPauseJobsResponseSchema)` to create a new message.
  */
 export const BatchPauseJobsResponseSchema: GenMessage<BatchPauseJobsResponse> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 29);
+  messageDesc(file_duetime_jobs_v1_job_service, 31);
 
 /**
  * Request of BatchResumeJobs.
@@ -1034,7 +1214,7 @@ export type BatchResumeJobsRequest = Message<"duetime.jobs.v1.BatchResumeJobsReq
  * Use `create(BatchResumeJobsRequestSchema)` to create a new message.
  */
 export const BatchResumeJobsRequestSchema: GenMessage<BatchResumeJobsRequest> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 30);
+  messageDesc(file_duetime_jobs_v1_job_service, 32);
 
 /**
  * Response of BatchResumeJobs.
@@ -1062,7 +1242,7 @@ export type BatchResumeJobsResponse = Message<"duetime.jobs.v1.BatchResumeJobsRe
  * Use `create(BatchResumeJobsResponseSchema)` to create a new message.
  */
 export const BatchResumeJobsResponseSchema: GenMessage<BatchResumeJobsResponse> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 31);
+  messageDesc(file_duetime_jobs_v1_job_service, 33);
 
 /**
  * Request of BatchRedriveRuns.
@@ -1115,7 +1295,7 @@ export type BatchRedriveRunsRequest = Message<"duetime.jobs.v1.BatchRedriveRunsR
  * Use `create(BatchRedriveRunsRequestSchema)` to create a new message.
  */
 export const BatchRedriveRunsRequestSchema: GenMessage<BatchRedriveRunsRequest> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 32);
+  messageDesc(file_duetime_jobs_v1_job_service, 34);
 
 /**
  * Response of BatchRedriveRuns.
@@ -1143,7 +1323,7 @@ export type BatchRedriveRunsResponse = Message<"duetime.jobs.v1.BatchRedriveRuns
  * Use `create(BatchRedriveRunsResponseSchema)` to create a new message.
  */
 export const BatchRedriveRunsResponseSchema: GenMessage<BatchRedriveRunsResponse> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 33);
+  messageDesc(file_duetime_jobs_v1_job_service, 35);
 
 /**
  * One item's outcome in a batch.
@@ -1172,7 +1352,342 @@ export type BatchResult = Message<"duetime.jobs.v1.BatchResult"> & {
  * Use `create(BatchResultSchema)` to create a new message.
  */
 export const BatchResultSchema: GenMessage<BatchResult> = /*@__PURE__*/
-  messageDesc(file_duetime_jobs_v1_job_service, 34);
+  messageDesc(file_duetime_jobs_v1_job_service, 36);
+
+/**
+ * Request of ExplainOccurrence. Set exactly one of `time` and `local_time`.
+ *
+ * @generated from message duetime.jobs.v1.ExplainOccurrenceRequest
+ */
+export type ExplainOccurrenceRequest = Message<"duetime.jobs.v1.ExplainOccurrenceRequest"> & {
+  /**
+   * Required. The job, `teams/{team}/jobs/{job_id}`.
+   *
+   * @generated from field: string job = 1;
+   */
+  job: string;
+
+  /**
+   * The instant asked about.
+   *
+   * @generated from field: google.protobuf.Timestamp time = 2;
+   */
+  time?: Timestamp | undefined;
+
+  /**
+   * A wall-clock time asked about, without offset, RFC 3339 style (`2026-03-08T02:30:00`;
+   * seconds and fractions optional), read in `time_zone`. One that does not exist (a
+   * spring-forward gap) is answered at the instant the gap ends, where a shifted occurrence
+   * runs; one that exists twice (a fall-back fold), for the first pass that is an occurrence.
+   *
+   * @generated from field: string local_time = 3;
+   */
+  localTime: string;
+
+  /**
+   * Optional, with `local_time`. The IANA zone to read it in; defaults to the zone of the job's
+   * schedule (UTC for a schedule without one).
+   *
+   * @generated from field: string time_zone = 4;
+   */
+  timeZone: string;
+};
+
+/**
+ * Describes the message duetime.jobs.v1.ExplainOccurrenceRequest.
+ * Use `create(ExplainOccurrenceRequestSchema)` to create a new message.
+ */
+export const ExplainOccurrenceRequestSchema: GenMessage<ExplainOccurrenceRequest> = /*@__PURE__*/
+  messageDesc(file_duetime_jobs_v1_job_service, 37);
+
+/**
+ * Response of ExplainOccurrence.
+ *
+ * @generated from message duetime.jobs.v1.ExplainOccurrenceResponse
+ */
+export type ExplainOccurrenceResponse = Message<"duetime.jobs.v1.ExplainOccurrenceResponse"> & {
+  /**
+   * What became of the occurrence.
+   *
+   * @generated from field: duetime.jobs.v1.OccurrenceFate fate = 1;
+   */
+  fate: OccurrenceFate;
+
+  /**
+   * The answer in a few sentences (English), e.g. `2026-03-08 02:30:00 did not exist: on
+   * 2026-03-08 in America/New_York the clocks went forward from 02:00 to 03:00 (UTC-05:00 to
+   * UTC-04:00). Under the gap policy SHIFT the occurrence moved to 2026-03-08 03:00:00 EDT
+   * (07:00:00Z). It ran: attempt 1 succeeded at ...`.
+   *
+   * @generated from field: string explanation = 2;
+   */
+  explanation: string;
+
+  /**
+   * The time asked, as an instant (for a wall-clock time in a gap, the gap's end).
+   *
+   * @generated from field: google.protobuf.Timestamp time = 3;
+   */
+  time?: Timestamp | undefined;
+
+  /**
+   * The occurrence explained, with its effective time, local time and DST adjustment; unset
+   * for OCCURRENCE_FATE_NOT_AN_OCCURRENCE.
+   *
+   * @generated from field: duetime.jobs.v1.ScheduledOccurrence occurrence = 4;
+   */
+  occurrence?: ScheduledOccurrence | undefined;
+
+  /**
+   * The record that accounts for it, with its attempts: its run, or the range record that
+   * stands for it among others (`nominal_time` to `range_end_time`). Unset when there is none.
+   *
+   * @generated from field: duetime.jobs.v1.Run run = 5;
+   */
+  run?: Run | undefined;
+
+  /**
+   * For OCCURRENCE_FATE_NOT_AN_OCCURRENCE: the nearest occurrence before the time asked, of
+   * the schedule in force then; unset if there is none.
+   *
+   * @generated from field: duetime.jobs.v1.ScheduledOccurrence previous_occurrence = 6;
+   */
+  previousOccurrence?: ScheduledOccurrence | undefined;
+
+  /**
+   * For OCCURRENCE_FATE_NOT_AN_OCCURRENCE: the nearest occurrence after the time asked; unset
+   * if there is none.
+   *
+   * @generated from field: duetime.jobs.v1.ScheduledOccurrence next_occurrence = 7;
+   */
+  nextOccurrence?: ScheduledOccurrence | undefined;
+
+  /**
+   * The DST transition the time asked met (its wall-clock time fell in a gap or a fold), or
+   * the explained occurrence met (shifted out of a gap, or in a fold); unset otherwise.
+   *
+   * @generated from field: duetime.jobs.v1.DstTransition dst_transition = 8;
+   */
+  dstTransition?: DstTransition | undefined;
+
+  /**
+   * The job version whose schedule decided: the record's, or the version in force then.
+   *
+   * @generated from field: int64 job_version = 9;
+   */
+  jobVersion: bigint;
+
+  /**
+   * For OCCURRENCE_FATE_MISSED: how late the occurrence was when the misfire policy judged it
+   * (when its record was written, less its effective time).
+   *
+   * @generated from field: google.protobuf.Duration lateness = 10;
+   */
+  lateness?: Duration | undefined;
+
+  /**
+   * For OCCURRENCE_FATE_MISSED: the misfire settings that judged it (its job version's).
+   *
+   * @generated from field: duetime.jobs.v1.MisfireSettings misfire = 11;
+   */
+  misfire?: MisfireSettings | undefined;
+};
+
+/**
+ * Describes the message duetime.jobs.v1.ExplainOccurrenceResponse.
+ * Use `create(ExplainOccurrenceResponseSchema)` to create a new message.
+ */
+export const ExplainOccurrenceResponseSchema: GenMessage<ExplainOccurrenceResponse> = /*@__PURE__*/
+  messageDesc(file_duetime_jobs_v1_job_service, 38);
+
+/**
+ * A time zone's change of UTC offset.
+ *
+ * @generated from message duetime.jobs.v1.DstTransition
+ */
+export type DstTransition = Message<"duetime.jobs.v1.DstTransition"> & {
+  /**
+   * A gap (clocks went forward) or a fold (back).
+   *
+   * @generated from field: duetime.jobs.v1.DstTransitionKind kind = 1;
+   */
+  kind: DstTransitionKind;
+
+  /**
+   * The first instant on the new offset.
+   *
+   * @generated from field: google.protobuf.Timestamp time = 2;
+   */
+  time?: Timestamp | undefined;
+
+  /**
+   * The zone's offset from UTC before it.
+   *
+   * @generated from field: google.protobuf.Duration utc_offset_before = 3;
+   */
+  utcOffsetBefore?: Duration | undefined;
+
+  /**
+   * The zone's offset from UTC from it on.
+   *
+   * @generated from field: google.protobuf.Duration utc_offset_after = 4;
+   */
+  utcOffsetAfter?: Duration | undefined;
+
+  /**
+   * The IANA zone.
+   *
+   * @generated from field: string time_zone = 5;
+   */
+  timeZone: string;
+};
+
+/**
+ * Describes the message duetime.jobs.v1.DstTransition.
+ * Use `create(DstTransitionSchema)` to create a new message.
+ */
+export const DstTransitionSchema: GenMessage<DstTransition> = /*@__PURE__*/
+  messageDesc(file_duetime_jobs_v1_job_service, 39);
+
+/**
+ * Request of ListJobVersions.
+ *
+ * @generated from message duetime.jobs.v1.ListJobVersionsRequest
+ */
+export type ListJobVersionsRequest = Message<"duetime.jobs.v1.ListJobVersionsRequest"> & {
+  /**
+   * Required. The job, `teams/{team}/jobs/{job_id}` (a deleted one's too).
+   *
+   * @generated from field: string parent = 1;
+   */
+  parent: string;
+
+  /**
+   * Optional. At most this many versions, 1 to 1,000; defaults to 100.
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * Optional. `next_page_token` of the previous page.
+   *
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message duetime.jobs.v1.ListJobVersionsRequest.
+ * Use `create(ListJobVersionsRequestSchema)` to create a new message.
+ */
+export const ListJobVersionsRequestSchema: GenMessage<ListJobVersionsRequest> = /*@__PURE__*/
+  messageDesc(file_duetime_jobs_v1_job_service, 40);
+
+/**
+ * Response of ListJobVersions.
+ *
+ * @generated from message duetime.jobs.v1.ListJobVersionsResponse
+ */
+export type ListJobVersionsResponse = Message<"duetime.jobs.v1.ListJobVersionsResponse"> & {
+  /**
+   * The page of versions, newest first.
+   *
+   * @generated from field: repeated duetime.jobs.v1.JobVersion versions = 1;
+   */
+  versions: JobVersion[];
+
+  /**
+   * Opaque token for the next page; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message duetime.jobs.v1.ListJobVersionsResponse.
+ * Use `create(ListJobVersionsResponseSchema)` to create a new message.
+ */
+export const ListJobVersionsResponseSchema: GenMessage<ListJobVersionsResponse> = /*@__PURE__*/
+  messageDesc(file_duetime_jobs_v1_job_service, 41);
+
+/**
+ * One version of a job: the change that made it, and the definition it left.
+ *
+ * @generated from message duetime.jobs.v1.JobVersion
+ */
+export type JobVersion = Message<"duetime.jobs.v1.JobVersion"> & {
+  /**
+   * Output only. `teams/{team}/jobs/{job_id}/versions/{version}`.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Output only. The version number: 1 at creation, one more with every change (the etag
+   * `W/"{version}"` names it).
+   *
+   * @generated from field: int64 version = 2;
+   */
+  version: bigint;
+
+  /**
+   * Output only. When the change was made.
+   *
+   * @generated from field: google.protobuf.Timestamp create_time = 3;
+   */
+  createTime?: Timestamp | undefined;
+
+  /**
+   * Output only. Who made it; unset when unknown (made by a build of Duetime that did not
+   * record it).
+   *
+   * @generated from field: duetime.jobs.v1.Principal principal = 4;
+   */
+  principal?: Principal | undefined;
+
+  /**
+   * Output only. The call that made it; JOB_CHANGE_UNSPECIFIED when unknown (as `principal`).
+   *
+   * @generated from field: duetime.jobs.v1.JobChange change = 5;
+   */
+  change: JobChange;
+
+  /**
+   * Output only. The fields whose value the change set anew, as UpdateJob's `update_mask`
+   * names them (`schedule`, `target`, ...), in that list's order; empty for creation and for
+   * calls that change only the state. A secret value sent again (not `[REDACTED]`) counts as a
+   * change, whatever it is; for versions whose change is unknown, the fields are found by
+   * comparing definitions, where a secret value's change cannot be seen.
+   *
+   * @generated from field: repeated string changed_fields = 6;
+   */
+  changedFields: string[];
+
+  /**
+   * Output only. The definition at this version: the fields UpdateJob can change, with secret
+   * values as `[REDACTED]`, and `name` and `job_id`.
+   *
+   * @generated from field: duetime.jobs.v1.Job job = 7;
+   */
+  job?: Job | undefined;
+
+  /**
+   * Output only. For JOB_CHANGE_PAUSE, the pause's note.
+   *
+   * @generated from field: string note = 8;
+   */
+  note: string;
+};
+
+/**
+ * Describes the message duetime.jobs.v1.JobVersion.
+ * Use `create(JobVersionSchema)` to create a new message.
+ */
+export const JobVersionSchema: GenMessage<JobVersion> = /*@__PURE__*/
+  messageDesc(file_duetime_jobs_v1_job_service, 42);
 
 /**
  * What DST did to an occurrence.
@@ -1215,6 +1730,181 @@ export enum DstAdjustment {
  */
 export const DstAdjustmentSchema: GenEnum<DstAdjustment> = /*@__PURE__*/
   enumDesc(file_duetime_jobs_v1_job_service, 0);
+
+/**
+ * What became of an occurrence. Values may be added (e.g. an occurrence after the schedule's
+ * end); a client that does not know one shows `explanation`.
+ *
+ * @generated from enum duetime.jobs.v1.OccurrenceFate
+ */
+export enum OccurrenceFate {
+  /**
+   * Never used.
+   *
+   * @generated from enum value: OCCURRENCE_FATE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * A run was made for it: `run.state` says where it is or how it ended (QUEUED, RUNNING,
+   * RETRY_WAIT, SUCCEEDED, DEAD_LETTERED), with its attempts.
+   *
+   * @generated from enum value: OCCURRENCE_FATE_RAN = 1;
+   */
+  RAN = 1,
+
+  /**
+   * Its run is held back before dispatch (WAITING): by the team's quota, for its turn of
+   * dispatch capacity, or by OVERLAP_POLICY_BUFFER_ONE; `run.reason` says which.
+   *
+   * @generated from enum value: OCCURRENCE_FATE_HELD = 2;
+   */
+  HELD = 2,
+
+  /**
+   * Its run was cancelled: superseded under OVERLAP_POLICY_CANCEL_PREVIOUS, or the job was
+   * deleted.
+   *
+   * @generated from enum value: OCCURRENCE_FATE_CANCELLED = 3;
+   */
+  CANCELLED = 3,
+
+  /**
+   * Not run by the misfire policy: `lateness` and `misfire` say how late and under which rule.
+   *
+   * @generated from enum value: OCCURRENCE_FATE_MISSED = 4;
+   */
+  MISSED = 4,
+
+  /**
+   * Not run: `run.reason` says why (JOB_PAUSED, OVERLAP, DST_GAP, JOB_UPDATED, and any reason
+   * added later, such as a calendar's exclusion). `run` is unset for an occurrence skipped while
+   * the job is still paused (recorded when it is resumed) or dropped by a DST gap not reached
+   * yet.
+   *
+   * @generated from enum value: OCCURRENCE_FATE_SKIPPED = 5;
+   */
+  SKIPPED = 5,
+
+  /**
+   * The time asked is no occurrence of the schedule in force then: see
+   * `previous_occurrence`, `next_occurrence` and `dst_transition`.
+   *
+   * @generated from enum value: OCCURRENCE_FATE_NOT_AN_OCCURRENCE = 6;
+   */
+  NOT_AN_OCCURRENCE = 6,
+
+  /**
+   * Not claimed yet: it is the job's next run or later (or the job is paused and it is to
+   * come).
+   *
+   * @generated from enum value: OCCURRENCE_FATE_NOT_YET_DUE = 7;
+   */
+  NOT_YET_DUE = 7,
+
+  /**
+   * An occurrence of which no record is kept: before the job was created, while the job was in
+   * ERROR, or older than the run history's retention.
+   *
+   * @generated from enum value: OCCURRENCE_FATE_UNRECORDED = 8;
+   */
+  UNRECORDED = 8,
+}
+
+/**
+ * Describes the enum duetime.jobs.v1.OccurrenceFate.
+ */
+export const OccurrenceFateSchema: GenEnum<OccurrenceFate> = /*@__PURE__*/
+  enumDesc(file_duetime_jobs_v1_job_service, 1);
+
+/**
+ * The two kinds of offset change.
+ *
+ * @generated from enum duetime.jobs.v1.DstTransitionKind
+ */
+export enum DstTransitionKind {
+  /**
+   * Never used.
+   *
+   * @generated from enum value: DST_TRANSITION_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Clocks went forward: the wall-clock times in between never happened.
+   *
+   * @generated from enum value: DST_TRANSITION_KIND_GAP = 1;
+   */
+  GAP = 1,
+
+  /**
+   * Clocks went back: the wall-clock times in between happened twice.
+   *
+   * @generated from enum value: DST_TRANSITION_KIND_FOLD = 2;
+   */
+  FOLD = 2,
+}
+
+/**
+ * Describes the enum duetime.jobs.v1.DstTransitionKind.
+ */
+export const DstTransitionKindSchema: GenEnum<DstTransitionKind> = /*@__PURE__*/
+  enumDesc(file_duetime_jobs_v1_job_service, 2);
+
+/**
+ * The call that made a job version.
+ *
+ * @generated from enum duetime.jobs.v1.JobChange
+ */
+export enum JobChange {
+  /**
+   * Unknown: a version made before Duetime recorded its call.
+   *
+   * @generated from enum value: JOB_CHANGE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * CreateJob.
+   *
+   * @generated from enum value: JOB_CHANGE_CREATE = 1;
+   */
+  CREATE = 1,
+
+  /**
+   * UpdateJob.
+   *
+   * @generated from enum value: JOB_CHANGE_UPDATE = 2;
+   */
+  UPDATE = 2,
+
+  /**
+   * PauseJob or BatchPauseJobs.
+   *
+   * @generated from enum value: JOB_CHANGE_PAUSE = 3;
+   */
+  PAUSE = 3,
+
+  /**
+   * ResumeJob or BatchResumeJobs.
+   *
+   * @generated from enum value: JOB_CHANGE_RESUME = 4;
+   */
+  RESUME = 4,
+
+  /**
+   * DeleteJob.
+   *
+   * @generated from enum value: JOB_CHANGE_DELETE = 5;
+   */
+  DELETE = 5,
+}
+
+/**
+ * Describes the enum duetime.jobs.v1.JobChange.
+ */
+export const JobChangeSchema: GenEnum<JobChange> = /*@__PURE__*/
+  enumDesc(file_duetime_jobs_v1_job_service, 3);
 
 /**
  * Create, read, change and inspect jobs and their runs.
@@ -1262,6 +1952,8 @@ export const JobService: GenService<{
    * Changes the fields named in `update_mask`. A schedule change recomputes the next run time
    * from now (a schedule equal to the stored one is no change); runs already claimed keep the
    * definition they were claimed with. The answer says whether and how the next run moved.
+   * With `validate_only`, nothing changes: the answer is the job as the update would leave it,
+   * with its next occurrences before and after the change.
    *
    * @generated from rpc duetime.jobs.v1.JobService.UpdateJob
    */
@@ -1283,7 +1975,8 @@ export const JobService: GenService<{
   },
   /**
    * Pauses an active job: nothing runs; occurrences during the pause are recorded as SKIPPED
-   * (JOB_PAUSED). FAILED_PRECONDITION unless the job is ACTIVE.
+   * (JOB_PAUSED). The job keeps the pause's note and author (`Job.pause`) until it is resumed.
+   * FAILED_PRECONDITION unless the job is ACTIVE.
    *
    * @generated from rpc duetime.jobs.v1.JobService.PauseJob
    */
@@ -1293,7 +1986,9 @@ export const JobService: GenService<{
     output: typeof PauseJobResponseSchema;
   },
   /**
-   * Resumes a paused job from now; occurrences during the pause are not caught up.
+   * Resumes a paused job from now; occurrences during the pause are not caught up, unless
+   * `catch_up` asks the job's misfire policy to decide. The answer says what became of the
+   * occurrences the pause covered; with `validate_only`, what would, and nothing changes.
    * FAILED_PRECONDITION unless the job is PAUSED.
    *
    * @generated from rpc duetime.jobs.v1.JobService.ResumeJob
@@ -1389,6 +2084,32 @@ export const JobService: GenService<{
     methodKind: "unary";
     input: typeof BatchResumeJobsRequestSchema;
     output: typeof BatchResumeJobsResponseSchema;
+  },
+  /**
+   * Answers why an occurrence of a job ran or did not: the fate of the occurrence at the time
+   * asked, from the runs table's records (a range record stands for many occurrences) and the
+   * schedule in force at that time (the job's version then, not today's). A time that is no
+   * occurrence is answered with the nearest ones before and after; a wall-clock time in a DST
+   * gap or fold is explained.
+   *
+   * @generated from rpc duetime.jobs.v1.JobService.ExplainOccurrence
+   */
+  explainOccurrence: {
+    methodKind: "unary";
+    input: typeof ExplainOccurrenceRequestSchema;
+    output: typeof ExplainOccurrenceResponseSchema;
+  },
+  /**
+   * Lists a job's versions, newest first: each change's time, author, call and the fields it
+   * changed, with the definition it left (secret values redacted). A deleted job's history
+   * stays readable.
+   *
+   * @generated from rpc duetime.jobs.v1.JobService.ListJobVersions
+   */
+  listJobVersions: {
+    methodKind: "unary";
+    input: typeof ListJobVersionsRequestSchema;
+    output: typeof ListJobVersionsResponseSchema;
   },
   /**
    * Redrives many DEAD_LETTERED runs at once, named or matched by a filter, as RedriveRun does

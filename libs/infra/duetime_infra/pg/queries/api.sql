@@ -20,14 +20,16 @@ ON CONFLICT (team_id, operation, request_id) DO UPDATE
         create_time = (SELECT duetime_now());
 
 -- name: job_insert
+-- $10..$14: the version's change, author (token id, description), fields and note.
 WITH job AS (
     INSERT INTO jobs (job_id, team_id, partition, state, state_reason, spec, next_run_time,
                       next_effective_time, create_time, update_time)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
     RETURNING *
 ), version AS (
-    INSERT INTO job_versions (job_id, version, spec, create_time)
-    SELECT job_id, version, spec, create_time FROM job
+    INSERT INTO job_versions (job_id, version, spec, create_time, change, token_id,
+                              token_description, changed_fields, note)
+    SELECT job_id, version, spec, create_time, $10, $11, $12, $13, $14 FROM job
 )
 SELECT * FROM job;
 
@@ -63,17 +65,23 @@ ORDER BY create_time DESC, job_id DESC
 LIMIT $2;
 
 -- name: job_write
--- Every version gets its job_versions row, so runs can always refer to the one they ran with.
+-- Every version gets its job_versions row, so runs can always refer to the one they ran with,
+-- with the change that made it ($12..$16: as job_insert's $10..$14). $8..$11: a paused job's
+-- note, author and pause call time ($11 NULL: this call's), cleared for any other state.
 WITH job AS (
     UPDATE jobs
     SET state = $2, state_reason = $3, spec = $4, next_run_time = $5, next_effective_time = $6,
-        pause_time = $7, version = version + 1, update_time = (SELECT duetime_now()),
+        pause_time = $7, pause_note = $8, pause_token_id = $9, pause_token_description = $10,
+        pause_request_time = CASE WHEN $2 = 'PAUSED'
+                                  THEN coalesce($11::timestamptz, (SELECT duetime_now())) END,
+        version = version + 1, update_time = (SELECT duetime_now()),
         delete_time = CASE WHEN $2 = 'DELETED' THEN (SELECT duetime_now()) END
     WHERE job_id = $1
     RETURNING *
 ), version AS (
-    INSERT INTO job_versions (job_id, version, spec, create_time)
-    SELECT job_id, version, spec, update_time FROM job
+    INSERT INTO job_versions (job_id, version, spec, create_time, change, token_id,
+                              token_description, changed_fields, note)
+    SELECT job_id, version, spec, update_time, $12, $13, $14, $15, $16 FROM job
 )
 SELECT * FROM job;
 
@@ -168,3 +176,37 @@ SELECT * FROM jobs WHERE job_id = $1 AND team_id = $2;
 -- name: run_by_key
 SELECT r.*, duetime_shown_state(r.state, r.run_id, r.nominal_time) AS shown_state
 FROM runs r WHERE r.job_id = $1 AND r.nominal_time = $2 AND r.origin = $3 AND r.team_id = $4;
+
+-- name: version_at
+-- The job's version in force at $2: the latest made at or before it, else its first.
+SELECT version, spec, create_time FROM job_versions
+WHERE job_id = $1
+ORDER BY create_time <= $2 DESC, CASE WHEN create_time <= $2 THEN -version ELSE version END
+LIMIT 1;
+
+-- name: version_get
+SELECT version, spec, create_time FROM job_versions WHERE job_id = $1 AND version = $2;
+
+-- name: run_scheduled_at
+-- The scheduled run record at $2 exactly (the run key), as readers see it.
+SELECT r.*, duetime_shown_state(r.state, r.run_id, r.nominal_time) AS shown_state
+FROM runs r WHERE r.job_id = $1 AND r.nominal_time = $2 AND r.origin = 'SCHEDULE';
+
+-- name: run_range_reaching
+-- The latest range record (MISSED or SKIPPED, many occurrences) of the job that starts before
+-- $2 and reaches it, through runs_job_ranges_idx: it may stand for the occurrence at $2.
+SELECT r.*, duetime_shown_state(r.state, r.run_id, r.nominal_time) AS shown_state
+FROM runs r
+WHERE r.job_id = $1 AND r.range_end_time IS NOT NULL
+  AND r.nominal_time < $2 AND r.range_end_time >= $2 AND r.origin = 'SCHEDULE'
+ORDER BY r.nominal_time DESC
+LIMIT 1;
+
+-- name: version_list
+-- A page of the job's versions, newest first, with the one before the page's last (to compare
+-- definitions when its change is unknown): $3 + 1 rows after version $2.
+SELECT version, spec, create_time, change, token_id, token_description, changed_fields, note
+FROM job_versions
+WHERE job_id = $1 AND ($2::bigint IS NULL OR version < $2)
+ORDER BY version DESC
+LIMIT $3 + 1;

@@ -2,7 +2,8 @@
 -- every service's authentication read them.
 
 -- name: token_lookup
-SELECT role, team_id FROM api_tokens WHERE token_sha256 = $1 AND revoke_time IS NULL;
+SELECT role, team_id, token_id, description FROM api_tokens
+WHERE token_sha256 = $1 AND revoke_time IS NULL;
 
 -- name: team_insert
 -- A new team (its usage row comes from the teams_usage_row trigger); no row if it exists.

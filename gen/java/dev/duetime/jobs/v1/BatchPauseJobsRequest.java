@@ -36,6 +36,7 @@ private static final long serialVersionUID = 0L;
     names_ =
         com.google.protobuf.LazyStringArrayList.emptyList();
     filter_ = "";
+    note_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -224,6 +225,53 @@ private static final long serialVersionUID = 0L;
     return validateOnly_;
   }
 
+  public static final int NOTE_FIELD_NUMBER = 5;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object note_ = "";
+  /**
+   * <pre>
+   * Optional. Why the jobs are paused, as PauseJobRequest's `note`: kept with each.
+   * </pre>
+   *
+   * <code>string note = 5;</code>
+   * @return The note.
+   */
+  @java.lang.Override
+  public java.lang.String getNote() {
+    java.lang.Object ref = note_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      note_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * Optional. Why the jobs are paused, as PauseJobRequest's `note`: kept with each.
+   * </pre>
+   *
+   * <code>string note = 5;</code>
+   * @return The bytes for note.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getNoteBytes() {
+    java.lang.Object ref = note_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      note_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -250,6 +298,9 @@ private static final long serialVersionUID = 0L;
     if (validateOnly_ != false) {
       output.writeBool(4, validateOnly_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(note_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 5, note_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -271,6 +322,9 @@ private static final long serialVersionUID = 0L;
     if (validateOnly_ != false) {
       size += com.google.protobuf.CodedOutputStream
         .computeBoolSize(4, validateOnly_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(note_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(5, note_);
     }
     return size;
   }
@@ -304,6 +358,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getFilter())) return false;
     if (getValidateOnly()
         != other.getValidateOnly()) return false;
+    if (!getNote()
+        .equals(other.getNote())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -326,6 +382,8 @@ private static final long serialVersionUID = 0L;
     hash = (37 * hash) + VALIDATE_ONLY_FIELD_NUMBER;
     hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
         getValidateOnly());
+    hash = (37 * hash) + NOTE_FIELD_NUMBER;
+    hash = (53 * hash) + getNote().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -466,6 +524,7 @@ private static final long serialVersionUID = 0L;
           com.google.protobuf.LazyStringArrayList.emptyList();
       filter_ = "";
       validateOnly_ = false;
+      note_ = "";
       return this;
     }
 
@@ -512,6 +571,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000008) != 0)) {
         result.validateOnly_ = validateOnly_;
       }
+      if (((from_bitField0_ & 0x00000010) != 0)) {
+        result.note_ = note_;
+      }
     }
 
     @java.lang.Override
@@ -548,6 +610,11 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getValidateOnly() != false) {
         setValidateOnly(other.getValidateOnly());
+      }
+      if (!other.getNote().isEmpty()) {
+        note_ = other.note_;
+        bitField0_ |= 0x00000010;
+        onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -595,6 +662,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000008;
               break;
             } // case 32
+            case 42: {
+              note_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000010;
+              break;
+            } // case 42
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -997,6 +1069,98 @@ private static final long serialVersionUID = 0L;
     public Builder clearValidateOnly() {
       bitField0_ = (bitField0_ & ~0x00000008);
       validateOnly_ = false;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object note_ = "";
+    /**
+     * <pre>
+     * Optional. Why the jobs are paused, as PauseJobRequest's `note`: kept with each.
+     * </pre>
+     *
+     * <code>string note = 5;</code>
+     * @return The note.
+     */
+    public java.lang.String getNote() {
+      java.lang.Object ref = note_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        note_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. Why the jobs are paused, as PauseJobRequest's `note`: kept with each.
+     * </pre>
+     *
+     * <code>string note = 5;</code>
+     * @return The bytes for note.
+     */
+    public com.google.protobuf.ByteString
+        getNoteBytes() {
+      java.lang.Object ref = note_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        note_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. Why the jobs are paused, as PauseJobRequest's `note`: kept with each.
+     * </pre>
+     *
+     * <code>string note = 5;</code>
+     * @param value The note to set.
+     * @return This builder for chaining.
+     */
+    public Builder setNote(
+        java.lang.String value) {
+      if (value == null) { throw new NullPointerException(); }
+      note_ = value;
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. Why the jobs are paused, as PauseJobRequest's `note`: kept with each.
+     * </pre>
+     *
+     * <code>string note = 5;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearNote() {
+      note_ = getDefaultInstance().getNote();
+      bitField0_ = (bitField0_ & ~0x00000010);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. Why the jobs are paused, as PauseJobRequest's `note`: kept with each.
+     * </pre>
+     *
+     * <code>string note = 5;</code>
+     * @param value The bytes for note to set.
+     * @return This builder for chaining.
+     */
+    public Builder setNoteBytes(
+        com.google.protobuf.ByteString value) {
+      if (value == null) { throw new NullPointerException(); }
+      checkByteStringIsUtf8(value);
+      note_ = value;
+      bitField0_ |= 0x00000010;
       onChanged();
       return this;
     }

@@ -106,4 +106,24 @@ public interface BatchPauseJobsRequestOrBuilder extends
    * @return The validateOnly.
    */
   boolean getValidateOnly();
+
+  /**
+   * <pre>
+   * Optional. Why the jobs are paused, as PauseJobRequest's `note`: kept with each.
+   * </pre>
+   *
+   * <code>string note = 5;</code>
+   * @return The note.
+   */
+  java.lang.String getNote();
+  /**
+   * <pre>
+   * Optional. Why the jobs are paused, as PauseJobRequest's `note`: kept with each.
+   * </pre>
+   *
+   * <code>string note = 5;</code>
+   * @return The bytes for note.
+   */
+  com.google.protobuf.ByteString
+      getNoteBytes();
 }

@@ -945,6 +945,47 @@ java.lang.String defaultValue) {
     return map.get(key);
   }
 
+  public static final int PAUSE_FIELD_NUMBER = 21;
+  private dev.duetime.jobs.v1.JobPause pause_;
+  /**
+   * <pre>
+   * Output only. For a JOB_STATE_PAUSED job: why, by whom and when it was paused; unset for a
+   * job in any other state. Kept until the job is resumed.
+   * </pre>
+   *
+   * <code>.duetime.jobs.v1.JobPause pause = 21;</code>
+   * @return Whether the pause field is set.
+   */
+  @java.lang.Override
+  public boolean hasPause() {
+    return ((bitField0_ & 0x00000200) != 0);
+  }
+  /**
+   * <pre>
+   * Output only. For a JOB_STATE_PAUSED job: why, by whom and when it was paused; unset for a
+   * job in any other state. Kept until the job is resumed.
+   * </pre>
+   *
+   * <code>.duetime.jobs.v1.JobPause pause = 21;</code>
+   * @return The pause.
+   */
+  @java.lang.Override
+  public dev.duetime.jobs.v1.JobPause getPause() {
+    return pause_ == null ? dev.duetime.jobs.v1.JobPause.getDefaultInstance() : pause_;
+  }
+  /**
+   * <pre>
+   * Output only. For a JOB_STATE_PAUSED job: why, by whom and when it was paused; unset for a
+   * job in any other state. Kept until the job is resumed.
+   * </pre>
+   *
+   * <code>.duetime.jobs.v1.JobPause pause = 21;</code>
+   */
+  @java.lang.Override
+  public dev.duetime.jobs.v1.JobPauseOrBuilder getPauseOrBuilder() {
+    return pause_ == null ? dev.duetime.jobs.v1.JobPause.getDefaultInstance() : pause_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -1022,6 +1063,9 @@ java.lang.String defaultValue) {
         internalGetLabels(),
         LabelsDefaultEntryHolder.defaultEntry,
         20);
+    if (((bitField0_ & 0x00000200) != 0)) {
+      output.writeMessage(21, getPause());
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -1105,6 +1149,10 @@ java.lang.String defaultValue) {
           .buildPartial();
       size += com.google.protobuf.CodedOutputStream
           .computeMessageSize(20, labels__);
+    }
+    if (((bitField0_ & 0x00000200) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(21, getPause());
     }
     return size;
   }
@@ -1193,6 +1241,11 @@ java.lang.String defaultValue) {
     if (delivery_ != other.delivery_) return false;
     if (!internalGetLabels().equals(
         other.internalGetLabels())) return false;
+    if (hasPause() != other.hasPause()) return false;
+    if (hasPause()) {
+      if (!getPause()
+          .equals(other.getPause())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -1263,6 +1316,10 @@ java.lang.String defaultValue) {
     if (!internalGetLabels().getMap().isEmpty()) {
       hash = (37 * hash) + LABELS_FIELD_NUMBER;
       hash = (53 * hash) + internalGetLabels().hashCode();
+    }
+    if (hasPause()) {
+      hash = (37 * hash) + PAUSE_FIELD_NUMBER;
+      hash = (53 * hash) + getPause().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -1430,6 +1487,7 @@ java.lang.String defaultValue) {
         internalGetNextRunTimeFieldBuilder();
         internalGetCreateTimeFieldBuilder();
         internalGetUpdateTimeFieldBuilder();
+        internalGetPauseFieldBuilder();
       }
     }
     @java.lang.Override
@@ -1492,6 +1550,11 @@ java.lang.String defaultValue) {
       etag_ = "";
       delivery_ = 0;
       internalGetMutableLabels().clear();
+      pause_ = null;
+      if (pauseBuilder_ != null) {
+        pauseBuilder_.dispose();
+        pauseBuilder_ = null;
+      }
       return this;
     }
 
@@ -1614,6 +1677,12 @@ java.lang.String defaultValue) {
         result.labels_ = internalGetLabels();
         result.labels_.makeImmutable();
       }
+      if (((from_bitField0_ & 0x00100000) != 0)) {
+        result.pause_ = pauseBuilder_ == null
+            ? pause_
+            : pauseBuilder_.build();
+        to_bitField0_ |= 0x00000200;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1701,6 +1770,9 @@ java.lang.String defaultValue) {
       internalGetMutableLabels().mergeFrom(
           other.internalGetLabels());
       bitField0_ |= 0x00080000;
+      if (other.hasPause()) {
+        mergePause(other.getPause());
+      }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
       return this;
@@ -1849,6 +1921,13 @@ java.lang.String defaultValue) {
               bitField0_ |= 0x00080000;
               break;
             } // case 162
+            case 170: {
+              input.readMessage(
+                  internalGetPauseFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00100000;
+              break;
+            } // case 170
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -4393,6 +4472,172 @@ java.lang.String defaultValue) {
           .putAll(values);
       bitField0_ |= 0x00080000;
       return this;
+    }
+
+    private dev.duetime.jobs.v1.JobPause pause_;
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.duetime.jobs.v1.JobPause, dev.duetime.jobs.v1.JobPause.Builder, dev.duetime.jobs.v1.JobPauseOrBuilder> pauseBuilder_;
+    /**
+     * <pre>
+     * Output only. For a JOB_STATE_PAUSED job: why, by whom and when it was paused; unset for a
+     * job in any other state. Kept until the job is resumed.
+     * </pre>
+     *
+     * <code>.duetime.jobs.v1.JobPause pause = 21;</code>
+     * @return Whether the pause field is set.
+     */
+    public boolean hasPause() {
+      return ((bitField0_ & 0x00100000) != 0);
+    }
+    /**
+     * <pre>
+     * Output only. For a JOB_STATE_PAUSED job: why, by whom and when it was paused; unset for a
+     * job in any other state. Kept until the job is resumed.
+     * </pre>
+     *
+     * <code>.duetime.jobs.v1.JobPause pause = 21;</code>
+     * @return The pause.
+     */
+    public dev.duetime.jobs.v1.JobPause getPause() {
+      if (pauseBuilder_ == null) {
+        return pause_ == null ? dev.duetime.jobs.v1.JobPause.getDefaultInstance() : pause_;
+      } else {
+        return pauseBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * Output only. For a JOB_STATE_PAUSED job: why, by whom and when it was paused; unset for a
+     * job in any other state. Kept until the job is resumed.
+     * </pre>
+     *
+     * <code>.duetime.jobs.v1.JobPause pause = 21;</code>
+     */
+    public Builder setPause(dev.duetime.jobs.v1.JobPause value) {
+      if (pauseBuilder_ == null) {
+        if (value == null) {
+          throw new NullPointerException();
+        }
+        pause_ = value;
+      } else {
+        pauseBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00100000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. For a JOB_STATE_PAUSED job: why, by whom and when it was paused; unset for a
+     * job in any other state. Kept until the job is resumed.
+     * </pre>
+     *
+     * <code>.duetime.jobs.v1.JobPause pause = 21;</code>
+     */
+    public Builder setPause(
+        dev.duetime.jobs.v1.JobPause.Builder builderForValue) {
+      if (pauseBuilder_ == null) {
+        pause_ = builderForValue.build();
+      } else {
+        pauseBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00100000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. For a JOB_STATE_PAUSED job: why, by whom and when it was paused; unset for a
+     * job in any other state. Kept until the job is resumed.
+     * </pre>
+     *
+     * <code>.duetime.jobs.v1.JobPause pause = 21;</code>
+     */
+    public Builder mergePause(dev.duetime.jobs.v1.JobPause value) {
+      if (pauseBuilder_ == null) {
+        if (((bitField0_ & 0x00100000) != 0) &&
+          pause_ != null &&
+          pause_ != dev.duetime.jobs.v1.JobPause.getDefaultInstance()) {
+          getPauseBuilder().mergeFrom(value);
+        } else {
+          pause_ = value;
+        }
+      } else {
+        pauseBuilder_.mergeFrom(value);
+      }
+      if (pause_ != null) {
+        bitField0_ |= 0x00100000;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. For a JOB_STATE_PAUSED job: why, by whom and when it was paused; unset for a
+     * job in any other state. Kept until the job is resumed.
+     * </pre>
+     *
+     * <code>.duetime.jobs.v1.JobPause pause = 21;</code>
+     */
+    public Builder clearPause() {
+      bitField0_ = (bitField0_ & ~0x00100000);
+      pause_ = null;
+      if (pauseBuilder_ != null) {
+        pauseBuilder_.dispose();
+        pauseBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. For a JOB_STATE_PAUSED job: why, by whom and when it was paused; unset for a
+     * job in any other state. Kept until the job is resumed.
+     * </pre>
+     *
+     * <code>.duetime.jobs.v1.JobPause pause = 21;</code>
+     */
+    public dev.duetime.jobs.v1.JobPause.Builder getPauseBuilder() {
+      bitField0_ |= 0x00100000;
+      onChanged();
+      return internalGetPauseFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Output only. For a JOB_STATE_PAUSED job: why, by whom and when it was paused; unset for a
+     * job in any other state. Kept until the job is resumed.
+     * </pre>
+     *
+     * <code>.duetime.jobs.v1.JobPause pause = 21;</code>
+     */
+    public dev.duetime.jobs.v1.JobPauseOrBuilder getPauseOrBuilder() {
+      if (pauseBuilder_ != null) {
+        return pauseBuilder_.getMessageOrBuilder();
+      } else {
+        return pause_ == null ?
+            dev.duetime.jobs.v1.JobPause.getDefaultInstance() : pause_;
+      }
+    }
+    /**
+     * <pre>
+     * Output only. For a JOB_STATE_PAUSED job: why, by whom and when it was paused; unset for a
+     * job in any other state. Kept until the job is resumed.
+     * </pre>
+     *
+     * <code>.duetime.jobs.v1.JobPause pause = 21;</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.duetime.jobs.v1.JobPause, dev.duetime.jobs.v1.JobPause.Builder, dev.duetime.jobs.v1.JobPauseOrBuilder> 
+        internalGetPauseFieldBuilder() {
+      if (pauseBuilder_ == null) {
+        pauseBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            dev.duetime.jobs.v1.JobPause, dev.duetime.jobs.v1.JobPause.Builder, dev.duetime.jobs.v1.JobPauseOrBuilder>(
+                getPause(),
+                getParentForChildren(),
+                isClean());
+        pause_ = null;
+      }
+      return pauseBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:duetime.jobs.v1.Job)

@@ -550,4 +550,34 @@ java.lang.String defaultValue);
    */
   java.lang.String getLabelsOrThrow(
       java.lang.String key);
+
+  /**
+   * <pre>
+   * Output only. For a JOB_STATE_PAUSED job: why, by whom and when it was paused; unset for a
+   * job in any other state. Kept until the job is resumed.
+   * </pre>
+   *
+   * <code>.duetime.jobs.v1.JobPause pause = 21;</code>
+   * @return Whether the pause field is set.
+   */
+  boolean hasPause();
+  /**
+   * <pre>
+   * Output only. For a JOB_STATE_PAUSED job: why, by whom and when it was paused; unset for a
+   * job in any other state. Kept until the job is resumed.
+   * </pre>
+   *
+   * <code>.duetime.jobs.v1.JobPause pause = 21;</code>
+   * @return The pause.
+   */
+  dev.duetime.jobs.v1.JobPause getPause();
+  /**
+   * <pre>
+   * Output only. For a JOB_STATE_PAUSED job: why, by whom and when it was paused; unset for a
+   * job in any other state. Kept until the job is resumed.
+   * </pre>
+   *
+   * <code>.duetime.jobs.v1.JobPause pause = 21;</code>
+   */
+  dev.duetime.jobs.v1.JobPauseOrBuilder getPauseOrBuilder();
 }

@@ -37,6 +37,16 @@ public final class JobProto extends com.google.protobuf.GeneratedFile {
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_duetime_jobs_v1_Job_LabelsEntry_fieldAccessorTable;
   static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_duetime_jobs_v1_JobPause_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_duetime_jobs_v1_JobPause_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_duetime_jobs_v1_Principal_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_duetime_jobs_v1_Principal_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
     internal_static_duetime_jobs_v1_Schedule_descriptor;
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
@@ -107,7 +117,7 @@ public final class JobProto extends com.google.protobuf.GeneratedFile {
     java.lang.String[] descriptorData = {
       "\n\031duetime/jobs/v1/job.proto\022\017duetime.job" +
       "s.v1\032\036google/protobuf/duration.proto\032\037go" +
-      "ogle/protobuf/timestamp.proto\"\300\006\n\003Job\022\014\n" +
+      "ogle/protobuf/timestamp.proto\"\352\006\n\003Job\022\014\n" +
       "\004name\030\001 \001(\t\022\016\n\006job_id\030\002 \001(\t\022\014\n\004team\030\003 \001(" +
       "\t\022\024\n\014display_name\030\004 \001(\t\022+\n\010schedule\030\005 \001(" +
       "\0132\031.duetime.jobs.v1.Schedule\022\'\n\006target\030\006" +
@@ -127,78 +137,83 @@ public final class JobProto extends com.google.protobuf.GeneratedFile {
       "2\032.google.protobuf.Timestamp\022\014\n\004etag\030\022 \001" +
       "(\t\022+\n\010delivery\030\023 \001(\0162\031.duetime.jobs.v1.D" +
       "elivery\0220\n\006labels\030\024 \003(\0132 .duetime.jobs.v" +
-      "1.Job.LabelsEntry\032-\n\013LabelsEntry\022\013\n\003key\030" +
-      "\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028\001\"\324\001\n\010Schedule\022)\n" +
-      "\002at\030\001 \001(\0132\033.duetime.jobs.v1.AtScheduleH\000" +
-      "\022/\n\005delay\030\002 \001(\0132\036.duetime.jobs.v1.DelayS" +
-      "cheduleH\000\0225\n\010interval\030\003 \001(\0132!.duetime.jo" +
-      "bs.v1.IntervalScheduleH\000\022-\n\004cron\030\004 \001(\0132\035" +
-      ".duetime.jobs.v1.CronScheduleH\000B\006\n\004kind\"" +
-      "\311\001\n\nAtSchedule\022,\n\010run_time\030\001 \001(\0132\032.googl" +
-      "e.protobuf.Timestamp\022\022\n\nlocal_time\030\002 \001(\t" +
-      "\022\021\n\ttime_zone\030\003 \001(\t\0221\n\ngap_policy\030\004 \001(\0162" +
+      "1.Job.LabelsEntry\022(\n\005pause\030\025 \001(\0132\031.dueti" +
+      "me.jobs.v1.JobPause\032-\n\013LabelsEntry\022\013\n\003ke" +
+      "y\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028\001\"w\n\010JobPause\022\014" +
+      "\n\004note\030\001 \001(\t\022-\n\tprincipal\030\002 \001(\0132\032.duetim" +
+      "e.jobs.v1.Principal\022.\n\npause_time\030\003 \001(\0132" +
+      "\032.google.protobuf.Timestamp\"/\n\tPrincipal" +
+      "\022\r\n\005token\030\001 \001(\t\022\023\n\013description\030\002 \001(\t\"\324\001\n" +
+      "\010Schedule\022)\n\002at\030\001 \001(\0132\033.duetime.jobs.v1." +
+      "AtScheduleH\000\022/\n\005delay\030\002 \001(\0132\036.duetime.jo" +
+      "bs.v1.DelayScheduleH\000\0225\n\010interval\030\003 \001(\0132" +
+      "!.duetime.jobs.v1.IntervalScheduleH\000\022-\n\004" +
+      "cron\030\004 \001(\0132\035.duetime.jobs.v1.CronSchedul" +
+      "eH\000B\006\n\004kind\"\311\001\n\nAtSchedule\022,\n\010run_time\030\001" +
+      " \001(\0132\032.google.protobuf.Timestamp\022\022\n\nloca" +
+      "l_time\030\002 \001(\t\022\021\n\ttime_zone\030\003 \001(\t\0221\n\ngap_p" +
+      "olicy\030\004 \001(\0162\035.duetime.jobs.v1.DstGapPoli" +
+      "cy\0223\n\013fold_policy\030\005 \001(\0162\036.duetime.jobs.v" +
+      "1.DstFoldPolicy\"g\n\rDelaySchedule\022(\n\005dela" +
+      "y\030\001 \001(\0132\031.google.protobuf.Duration\022,\n\010ru" +
+      "n_time\030\002 \001(\0132\032.google.protobuf.Timestamp" +
+      "\"\240\001\n\020IntervalSchedule\022+\n\010interval\030\001 \001(\0132" +
+      "\031.google.protobuf.Duration\022.\n\nstart_time" +
+      "\030\002 \001(\0132\032.google.protobuf.Timestamp\022/\n\013an" +
+      "chor_time\030\003 \001(\0132\032.google.protobuf.Timest" +
+      "amp\"\235\001\n\014CronSchedule\022\022\n\nexpression\030\001 \001(\t" +
+      "\022\021\n\ttime_zone\030\002 \001(\t\0221\n\ngap_policy\030\003 \001(\0162" +
       "\035.duetime.jobs.v1.DstGapPolicy\0223\n\013fold_p" +
-      "olicy\030\005 \001(\0162\036.duetime.jobs.v1.DstFoldPol" +
-      "icy\"g\n\rDelaySchedule\022(\n\005delay\030\001 \001(\0132\031.go" +
-      "ogle.protobuf.Duration\022,\n\010run_time\030\002 \001(\013" +
-      "2\032.google.protobuf.Timestamp\"\240\001\n\020Interva" +
-      "lSchedule\022+\n\010interval\030\001 \001(\0132\031.google.pro" +
-      "tobuf.Duration\022.\n\nstart_time\030\002 \001(\0132\032.goo" +
-      "gle.protobuf.Timestamp\022/\n\013anchor_time\030\003 " +
-      "\001(\0132\032.google.protobuf.Timestamp\"\235\001\n\014Cron" +
-      "Schedule\022\022\n\nexpression\030\001 \001(\t\022\021\n\ttime_zon" +
-      "e\030\002 \001(\t\0221\n\ngap_policy\030\003 \001(\0162\035.duetime.jo" +
-      "bs.v1.DstGapPolicy\0223\n\013fold_policy\030\004 \001(\0162" +
-      "\036.duetime.jobs.v1.DstFoldPolicy\"t\n\006Targe" +
-      "t\022+\n\004http\030\001 \001(\0132\033.duetime.jobs.v1.HttpTa" +
-      "rgetH\000\0225\n\tcontainer\030\002 \001(\0132 .duetime.jobs" +
-      ".v1.ContainerTargetH\000B\006\n\004kind\"\277\001\n\nHttpTa" +
-      "rget\022+\n\006method\030\001 \001(\0162\033.duetime.jobs.v1.H" +
-      "ttpMethod\022\013\n\003url\030\002 \001(\t\0229\n\007headers\030\003 \003(\0132" +
-      "(.duetime.jobs.v1.HttpTarget.HeadersEntr" +
-      "y\022\014\n\004body\030\004 \001(\014\032.\n\014HeadersEntry\022\013\n\003key\030\001" +
-      " \001(\t\022\r\n\005value\030\002 \001(\t:\0028\001\"\243\001\n\017ContainerTar" +
-      "get\022\r\n\005image\030\001 \001(\t\022\017\n\007command\030\002 \003(\t\022\014\n\004a" +
-      "rgs\030\003 \003(\t\0226\n\003env\030\004 \003(\0132).duetime.jobs.v1" +
-      ".ContainerTarget.EnvEntry\032*\n\010EnvEntry\022\013\n" +
-      "\003key\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028\001\"\233\001\n\013RetryP" +
-      "olicy\022\024\n\014max_attempts\030\001 \001(\005\0222\n\017initial_b" +
-      "ackoff\030\002 \001(\0132\031.google.protobuf.Duration\022" +
-      ".\n\013max_backoff\030\003 \001(\0132\031.google.protobuf.D" +
-      "uration\022\022\n\nmultiplier\030\004 \001(\001\"\277\001\n\017MisfireS" +
-      "ettings\022.\n\006policy\030\001 \001(\0162\036.duetime.jobs.v" +
-      "1.MisfirePolicy\022,\n\tthreshold\030\002 \001(\0132\031.goo" +
-      "gle.protobuf.Duration\022\031\n\021max_catch_up_ru" +
-      "ns\030\003 \001(\005\0223\n\020max_catch_up_age\030\004 \001(\0132\031.goo" +
-      "gle.protobuf.Duration*[\n\010Delivery\022\030\n\024DEL" +
-      "IVERY_UNSPECIFIED\020\000\022\032\n\026DELIVERY_AT_LEAST" +
-      "_ONCE\020\001\022\031\n\025DELIVERY_AT_MOST_ONCE\020\002*a\n\014Ds" +
-      "tGapPolicy\022\036\n\032DST_GAP_POLICY_UNSPECIFIED" +
-      "\020\000\022\030\n\024DST_GAP_POLICY_SHIFT\020\001\022\027\n\023DST_GAP_" +
-      "POLICY_SKIP\020\002*\177\n\rDstFoldPolicy\022\037\n\033DST_FO" +
-      "LD_POLICY_UNSPECIFIED\020\000\022\031\n\025DST_FOLD_POLI" +
-      "CY_FIRST\020\001\022\030\n\024DST_FOLD_POLICY_LAST\020\002\022\030\n\024" +
-      "DST_FOLD_POLICY_BOTH\020\003*\230\001\n\nHttpMethod\022\033\n" +
-      "\027HTTP_METHOD_UNSPECIFIED\020\000\022\023\n\017HTTP_METHO" +
-      "D_GET\020\001\022\024\n\020HTTP_METHOD_POST\020\002\022\023\n\017HTTP_ME" +
-      "THOD_PUT\020\003\022\025\n\021HTTP_METHOD_PATCH\020\004\022\026\n\022HTT" +
-      "P_METHOD_DELETE\020\005*\201\001\n\rMisfirePolicy\022\036\n\032M" +
-      "ISFIRE_POLICY_UNSPECIFIED\020\000\022\033\n\027MISFIRE_P" +
-      "OLICY_RUN_ONCE\020\001\022\032\n\026MISFIRE_POLICY_RUN_A" +
-      "LL\020\002\022\027\n\023MISFIRE_POLICY_SKIP\020\003*\245\001\n\rOverla" +
-      "pPolicy\022\036\n\032OVERLAP_POLICY_UNSPECIFIED\020\000\022" +
-      "\030\n\024OVERLAP_POLICY_ALLOW\020\001\022\027\n\023OVERLAP_POL" +
-      "ICY_SKIP\020\002\022\035\n\031OVERLAP_POLICY_BUFFER_ONE\020" +
-      "\003\022\"\n\036OVERLAP_POLICY_CANCEL_PREVIOUS\020\004*^\n" +
-      "\010Priority\022\030\n\024PRIORITY_UNSPECIFIED\020\000\022\021\n\rP" +
-      "RIORITY_HIGH\020\001\022\023\n\017PRIORITY_NORMAL\020\002\022\020\n\014P" +
-      "RIORITY_LOW\020\003*\177\n\010JobState\022\031\n\025JOB_STATE_U" +
-      "NSPECIFIED\020\000\022\024\n\020JOB_STATE_ACTIVE\020\001\022\024\n\020JO" +
-      "B_STATE_PAUSED\020\002\022\027\n\023JOB_STATE_COMPLETED\020" +
-      "\003\022\023\n\017JOB_STATE_ERROR\020\004B^\n\023dev.duetime.jo" +
-      "bs.v1B\010JobProtoP\001Z)duetime.dev/gen/go/du" +
-      "etime/jobs/v1;jobsv1\252\002\017Duetime.Jobs.V1b\006" +
-      "proto3"
+      "olicy\030\004 \001(\0162\036.duetime.jobs.v1.DstFoldPol" +
+      "icy\"t\n\006Target\022+\n\004http\030\001 \001(\0132\033.duetime.jo" +
+      "bs.v1.HttpTargetH\000\0225\n\tcontainer\030\002 \001(\0132 ." +
+      "duetime.jobs.v1.ContainerTargetH\000B\006\n\004kin" +
+      "d\"\277\001\n\nHttpTarget\022+\n\006method\030\001 \001(\0162\033.dueti" +
+      "me.jobs.v1.HttpMethod\022\013\n\003url\030\002 \001(\t\0229\n\007he" +
+      "aders\030\003 \003(\0132(.duetime.jobs.v1.HttpTarget" +
+      ".HeadersEntry\022\014\n\004body\030\004 \001(\014\032.\n\014HeadersEn" +
+      "try\022\013\n\003key\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028\001\"\243\001\n\017" +
+      "ContainerTarget\022\r\n\005image\030\001 \001(\t\022\017\n\007comman" +
+      "d\030\002 \003(\t\022\014\n\004args\030\003 \003(\t\0226\n\003env\030\004 \003(\0132).due" +
+      "time.jobs.v1.ContainerTarget.EnvEntry\032*\n" +
+      "\010EnvEntry\022\013\n\003key\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028" +
+      "\001\"\233\001\n\013RetryPolicy\022\024\n\014max_attempts\030\001 \001(\005\022" +
+      "2\n\017initial_backoff\030\002 \001(\0132\031.google.protob" +
+      "uf.Duration\022.\n\013max_backoff\030\003 \001(\0132\031.googl" +
+      "e.protobuf.Duration\022\022\n\nmultiplier\030\004 \001(\001\"" +
+      "\277\001\n\017MisfireSettings\022.\n\006policy\030\001 \001(\0162\036.du" +
+      "etime.jobs.v1.MisfirePolicy\022,\n\tthreshold" +
+      "\030\002 \001(\0132\031.google.protobuf.Duration\022\031\n\021max" +
+      "_catch_up_runs\030\003 \001(\005\0223\n\020max_catch_up_age" +
+      "\030\004 \001(\0132\031.google.protobuf.Duration*[\n\010Del" +
+      "ivery\022\030\n\024DELIVERY_UNSPECIFIED\020\000\022\032\n\026DELIV" +
+      "ERY_AT_LEAST_ONCE\020\001\022\031\n\025DELIVERY_AT_MOST_" +
+      "ONCE\020\002*a\n\014DstGapPolicy\022\036\n\032DST_GAP_POLICY" +
+      "_UNSPECIFIED\020\000\022\030\n\024DST_GAP_POLICY_SHIFT\020\001" +
+      "\022\027\n\023DST_GAP_POLICY_SKIP\020\002*\177\n\rDstFoldPoli" +
+      "cy\022\037\n\033DST_FOLD_POLICY_UNSPECIFIED\020\000\022\031\n\025D" +
+      "ST_FOLD_POLICY_FIRST\020\001\022\030\n\024DST_FOLD_POLIC" +
+      "Y_LAST\020\002\022\030\n\024DST_FOLD_POLICY_BOTH\020\003*\230\001\n\nH" +
+      "ttpMethod\022\033\n\027HTTP_METHOD_UNSPECIFIED\020\000\022\023" +
+      "\n\017HTTP_METHOD_GET\020\001\022\024\n\020HTTP_METHOD_POST\020" +
+      "\002\022\023\n\017HTTP_METHOD_PUT\020\003\022\025\n\021HTTP_METHOD_PA" +
+      "TCH\020\004\022\026\n\022HTTP_METHOD_DELETE\020\005*\201\001\n\rMisfir" +
+      "ePolicy\022\036\n\032MISFIRE_POLICY_UNSPECIFIED\020\000\022" +
+      "\033\n\027MISFIRE_POLICY_RUN_ONCE\020\001\022\032\n\026MISFIRE_" +
+      "POLICY_RUN_ALL\020\002\022\027\n\023MISFIRE_POLICY_SKIP\020" +
+      "\003*\245\001\n\rOverlapPolicy\022\036\n\032OVERLAP_POLICY_UN" +
+      "SPECIFIED\020\000\022\030\n\024OVERLAP_POLICY_ALLOW\020\001\022\027\n" +
+      "\023OVERLAP_POLICY_SKIP\020\002\022\035\n\031OVERLAP_POLICY" +
+      "_BUFFER_ONE\020\003\022\"\n\036OVERLAP_POLICY_CANCEL_P" +
+      "REVIOUS\020\004*^\n\010Priority\022\030\n\024PRIORITY_UNSPEC" +
+      "IFIED\020\000\022\021\n\rPRIORITY_HIGH\020\001\022\023\n\017PRIORITY_N" +
+      "ORMAL\020\002\022\020\n\014PRIORITY_LOW\020\003*\177\n\010JobState\022\031\n" +
+      "\025JOB_STATE_UNSPECIFIED\020\000\022\024\n\020JOB_STATE_AC" +
+      "TIVE\020\001\022\024\n\020JOB_STATE_PAUSED\020\002\022\027\n\023JOB_STAT" +
+      "E_COMPLETED\020\003\022\023\n\017JOB_STATE_ERROR\020\004B^\n\023de" +
+      "v.duetime.jobs.v1B\010JobProtoP\001Z)duetime.d" +
+      "ev/gen/go/duetime/jobs/v1;jobsv1\252\002\017Dueti" +
+      "me.Jobs.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -211,51 +226,63 @@ public final class JobProto extends com.google.protobuf.GeneratedFile {
     internal_static_duetime_jobs_v1_Job_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_Job_descriptor,
-        new java.lang.String[] { "Name", "JobId", "Team", "DisplayName", "Schedule", "Target", "AttemptTimeout", "RetryPolicy", "Misfire", "OverlapPolicy", "JitterWindow", "Priority", "State", "StateReason", "NextRunTime", "CreateTime", "UpdateTime", "Etag", "Delivery", "Labels", });
+        new java.lang.String[] { "Name", "JobId", "Team", "DisplayName", "Schedule", "Target", "AttemptTimeout", "RetryPolicy", "Misfire", "OverlapPolicy", "JitterWindow", "Priority", "State", "StateReason", "NextRunTime", "CreateTime", "UpdateTime", "Etag", "Delivery", "Labels", "Pause", });
     internal_static_duetime_jobs_v1_Job_LabelsEntry_descriptor =
       internal_static_duetime_jobs_v1_Job_descriptor.getNestedType(0);
     internal_static_duetime_jobs_v1_Job_LabelsEntry_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_Job_LabelsEntry_descriptor,
         new java.lang.String[] { "Key", "Value", });
-    internal_static_duetime_jobs_v1_Schedule_descriptor =
+    internal_static_duetime_jobs_v1_JobPause_descriptor =
       getDescriptor().getMessageType(1);
+    internal_static_duetime_jobs_v1_JobPause_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_duetime_jobs_v1_JobPause_descriptor,
+        new java.lang.String[] { "Note", "Principal", "PauseTime", });
+    internal_static_duetime_jobs_v1_Principal_descriptor =
+      getDescriptor().getMessageType(2);
+    internal_static_duetime_jobs_v1_Principal_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_duetime_jobs_v1_Principal_descriptor,
+        new java.lang.String[] { "Token", "Description", });
+    internal_static_duetime_jobs_v1_Schedule_descriptor =
+      getDescriptor().getMessageType(3);
     internal_static_duetime_jobs_v1_Schedule_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_Schedule_descriptor,
         new java.lang.String[] { "At", "Delay", "Interval", "Cron", "Kind", });
     internal_static_duetime_jobs_v1_AtSchedule_descriptor =
-      getDescriptor().getMessageType(2);
+      getDescriptor().getMessageType(4);
     internal_static_duetime_jobs_v1_AtSchedule_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_AtSchedule_descriptor,
         new java.lang.String[] { "RunTime", "LocalTime", "TimeZone", "GapPolicy", "FoldPolicy", });
     internal_static_duetime_jobs_v1_DelaySchedule_descriptor =
-      getDescriptor().getMessageType(3);
+      getDescriptor().getMessageType(5);
     internal_static_duetime_jobs_v1_DelaySchedule_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_DelaySchedule_descriptor,
         new java.lang.String[] { "Delay", "RunTime", });
     internal_static_duetime_jobs_v1_IntervalSchedule_descriptor =
-      getDescriptor().getMessageType(4);
+      getDescriptor().getMessageType(6);
     internal_static_duetime_jobs_v1_IntervalSchedule_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_IntervalSchedule_descriptor,
         new java.lang.String[] { "Interval", "StartTime", "AnchorTime", });
     internal_static_duetime_jobs_v1_CronSchedule_descriptor =
-      getDescriptor().getMessageType(5);
+      getDescriptor().getMessageType(7);
     internal_static_duetime_jobs_v1_CronSchedule_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_CronSchedule_descriptor,
         new java.lang.String[] { "Expression", "TimeZone", "GapPolicy", "FoldPolicy", });
     internal_static_duetime_jobs_v1_Target_descriptor =
-      getDescriptor().getMessageType(6);
+      getDescriptor().getMessageType(8);
     internal_static_duetime_jobs_v1_Target_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_Target_descriptor,
         new java.lang.String[] { "Http", "Container", "Kind", });
     internal_static_duetime_jobs_v1_HttpTarget_descriptor =
-      getDescriptor().getMessageType(7);
+      getDescriptor().getMessageType(9);
     internal_static_duetime_jobs_v1_HttpTarget_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_HttpTarget_descriptor,
@@ -267,7 +294,7 @@ public final class JobProto extends com.google.protobuf.GeneratedFile {
         internal_static_duetime_jobs_v1_HttpTarget_HeadersEntry_descriptor,
         new java.lang.String[] { "Key", "Value", });
     internal_static_duetime_jobs_v1_ContainerTarget_descriptor =
-      getDescriptor().getMessageType(8);
+      getDescriptor().getMessageType(10);
     internal_static_duetime_jobs_v1_ContainerTarget_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_ContainerTarget_descriptor,
@@ -279,13 +306,13 @@ public final class JobProto extends com.google.protobuf.GeneratedFile {
         internal_static_duetime_jobs_v1_ContainerTarget_EnvEntry_descriptor,
         new java.lang.String[] { "Key", "Value", });
     internal_static_duetime_jobs_v1_RetryPolicy_descriptor =
-      getDescriptor().getMessageType(9);
+      getDescriptor().getMessageType(11);
     internal_static_duetime_jobs_v1_RetryPolicy_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_RetryPolicy_descriptor,
         new java.lang.String[] { "MaxAttempts", "InitialBackoff", "MaxBackoff", "Multiplier", });
     internal_static_duetime_jobs_v1_MisfireSettings_descriptor =
-      getDescriptor().getMessageType(10);
+      getDescriptor().getMessageType(12);
     internal_static_duetime_jobs_v1_MisfireSettings_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_MisfireSettings_descriptor,

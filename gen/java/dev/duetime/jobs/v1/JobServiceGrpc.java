@@ -484,6 +484,68 @@ public final class JobServiceGrpc {
     return getBatchResumeJobsMethod;
   }
 
+  private static volatile io.grpc.MethodDescriptor<dev.duetime.jobs.v1.ExplainOccurrenceRequest,
+      dev.duetime.jobs.v1.ExplainOccurrenceResponse> getExplainOccurrenceMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "ExplainOccurrence",
+      requestType = dev.duetime.jobs.v1.ExplainOccurrenceRequest.class,
+      responseType = dev.duetime.jobs.v1.ExplainOccurrenceResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<dev.duetime.jobs.v1.ExplainOccurrenceRequest,
+      dev.duetime.jobs.v1.ExplainOccurrenceResponse> getExplainOccurrenceMethod() {
+    io.grpc.MethodDescriptor<dev.duetime.jobs.v1.ExplainOccurrenceRequest, dev.duetime.jobs.v1.ExplainOccurrenceResponse> getExplainOccurrenceMethod;
+    if ((getExplainOccurrenceMethod = JobServiceGrpc.getExplainOccurrenceMethod) == null) {
+      synchronized (JobServiceGrpc.class) {
+        if ((getExplainOccurrenceMethod = JobServiceGrpc.getExplainOccurrenceMethod) == null) {
+          JobServiceGrpc.getExplainOccurrenceMethod = getExplainOccurrenceMethod =
+              io.grpc.MethodDescriptor.<dev.duetime.jobs.v1.ExplainOccurrenceRequest, dev.duetime.jobs.v1.ExplainOccurrenceResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "ExplainOccurrence"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.duetime.jobs.v1.ExplainOccurrenceRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.duetime.jobs.v1.ExplainOccurrenceResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new JobServiceMethodDescriptorSupplier("ExplainOccurrence"))
+              .build();
+        }
+      }
+    }
+    return getExplainOccurrenceMethod;
+  }
+
+  private static volatile io.grpc.MethodDescriptor<dev.duetime.jobs.v1.ListJobVersionsRequest,
+      dev.duetime.jobs.v1.ListJobVersionsResponse> getListJobVersionsMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "ListJobVersions",
+      requestType = dev.duetime.jobs.v1.ListJobVersionsRequest.class,
+      responseType = dev.duetime.jobs.v1.ListJobVersionsResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<dev.duetime.jobs.v1.ListJobVersionsRequest,
+      dev.duetime.jobs.v1.ListJobVersionsResponse> getListJobVersionsMethod() {
+    io.grpc.MethodDescriptor<dev.duetime.jobs.v1.ListJobVersionsRequest, dev.duetime.jobs.v1.ListJobVersionsResponse> getListJobVersionsMethod;
+    if ((getListJobVersionsMethod = JobServiceGrpc.getListJobVersionsMethod) == null) {
+      synchronized (JobServiceGrpc.class) {
+        if ((getListJobVersionsMethod = JobServiceGrpc.getListJobVersionsMethod) == null) {
+          JobServiceGrpc.getListJobVersionsMethod = getListJobVersionsMethod =
+              io.grpc.MethodDescriptor.<dev.duetime.jobs.v1.ListJobVersionsRequest, dev.duetime.jobs.v1.ListJobVersionsResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "ListJobVersions"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.duetime.jobs.v1.ListJobVersionsRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.duetime.jobs.v1.ListJobVersionsResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new JobServiceMethodDescriptorSupplier("ListJobVersions"))
+              .build();
+        }
+      }
+    }
+    return getListJobVersionsMethod;
+  }
+
   private static volatile io.grpc.MethodDescriptor<dev.duetime.jobs.v1.BatchRedriveRunsRequest,
       dev.duetime.jobs.v1.BatchRedriveRunsResponse> getBatchRedriveRunsMethod;
 
@@ -621,6 +683,8 @@ public final class JobServiceGrpc {
      * Changes the fields named in `update_mask`. A schedule change recomputes the next run time
      * from now (a schedule equal to the stored one is no change); runs already claimed keep the
      * definition they were claimed with. The answer says whether and how the next run moved.
+     * With `validate_only`, nothing changes: the answer is the job as the update would leave it,
+     * with its next occurrences before and after the change.
      * </pre>
      */
     default void updateJob(dev.duetime.jobs.v1.UpdateJobRequest request,
@@ -642,7 +706,8 @@ public final class JobServiceGrpc {
     /**
      * <pre>
      * Pauses an active job: nothing runs; occurrences during the pause are recorded as SKIPPED
-     * (JOB_PAUSED). FAILED_PRECONDITION unless the job is ACTIVE.
+     * (JOB_PAUSED). The job keeps the pause's note and author (`Job.pause`) until it is resumed.
+     * FAILED_PRECONDITION unless the job is ACTIVE.
      * </pre>
      */
     default void pauseJob(dev.duetime.jobs.v1.PauseJobRequest request,
@@ -652,7 +717,9 @@ public final class JobServiceGrpc {
 
     /**
      * <pre>
-     * Resumes a paused job from now; occurrences during the pause are not caught up.
+     * Resumes a paused job from now; occurrences during the pause are not caught up, unless
+     * `catch_up` asks the job's misfire policy to decide. The answer says what became of the
+     * occurrences the pause covered; with `validate_only`, what would, and nothing changes.
      * FAILED_PRECONDITION unless the job is PAUSED.
      * </pre>
      */
@@ -750,6 +817,32 @@ public final class JobServiceGrpc {
 
     /**
      * <pre>
+     * Answers why an occurrence of a job ran or did not: the fate of the occurrence at the time
+     * asked, from the runs table's records (a range record stands for many occurrences) and the
+     * schedule in force at that time (the job's version then, not today's). A time that is no
+     * occurrence is answered with the nearest ones before and after; a wall-clock time in a DST
+     * gap or fold is explained.
+     * </pre>
+     */
+    default void explainOccurrence(dev.duetime.jobs.v1.ExplainOccurrenceRequest request,
+        io.grpc.stub.StreamObserver<dev.duetime.jobs.v1.ExplainOccurrenceResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getExplainOccurrenceMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Lists a job's versions, newest first: each change's time, author, call and the fields it
+     * changed, with the definition it left (secret values redacted). A deleted job's history
+     * stays readable.
+     * </pre>
+     */
+    default void listJobVersions(dev.duetime.jobs.v1.ListJobVersionsRequest request,
+        io.grpc.stub.StreamObserver<dev.duetime.jobs.v1.ListJobVersionsResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getListJobVersionsMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
      * Redrives many DEAD_LETTERED runs at once, named or matched by a filter, as RedriveRun does
      * each. With `validate_only`, only counts them. Idempotent by `request_id`.
      * </pre>
@@ -840,6 +933,8 @@ public final class JobServiceGrpc {
      * Changes the fields named in `update_mask`. A schedule change recomputes the next run time
      * from now (a schedule equal to the stored one is no change); runs already claimed keep the
      * definition they were claimed with. The answer says whether and how the next run moved.
+     * With `validate_only`, nothing changes: the answer is the job as the update would leave it,
+     * with its next occurrences before and after the change.
      * </pre>
      */
     public void updateJob(dev.duetime.jobs.v1.UpdateJobRequest request,
@@ -863,7 +958,8 @@ public final class JobServiceGrpc {
     /**
      * <pre>
      * Pauses an active job: nothing runs; occurrences during the pause are recorded as SKIPPED
-     * (JOB_PAUSED). FAILED_PRECONDITION unless the job is ACTIVE.
+     * (JOB_PAUSED). The job keeps the pause's note and author (`Job.pause`) until it is resumed.
+     * FAILED_PRECONDITION unless the job is ACTIVE.
      * </pre>
      */
     public void pauseJob(dev.duetime.jobs.v1.PauseJobRequest request,
@@ -874,7 +970,9 @@ public final class JobServiceGrpc {
 
     /**
      * <pre>
-     * Resumes a paused job from now; occurrences during the pause are not caught up.
+     * Resumes a paused job from now; occurrences during the pause are not caught up, unless
+     * `catch_up` asks the job's misfire policy to decide. The answer says what became of the
+     * occurrences the pause covered; with `validate_only`, what would, and nothing changes.
      * FAILED_PRECONDITION unless the job is PAUSED.
      * </pre>
      */
@@ -981,6 +1079,34 @@ public final class JobServiceGrpc {
 
     /**
      * <pre>
+     * Answers why an occurrence of a job ran or did not: the fate of the occurrence at the time
+     * asked, from the runs table's records (a range record stands for many occurrences) and the
+     * schedule in force at that time (the job's version then, not today's). A time that is no
+     * occurrence is answered with the nearest ones before and after; a wall-clock time in a DST
+     * gap or fold is explained.
+     * </pre>
+     */
+    public void explainOccurrence(dev.duetime.jobs.v1.ExplainOccurrenceRequest request,
+        io.grpc.stub.StreamObserver<dev.duetime.jobs.v1.ExplainOccurrenceResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getExplainOccurrenceMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Lists a job's versions, newest first: each change's time, author, call and the fields it
+     * changed, with the definition it left (secret values redacted). A deleted job's history
+     * stays readable.
+     * </pre>
+     */
+    public void listJobVersions(dev.duetime.jobs.v1.ListJobVersionsRequest request,
+        io.grpc.stub.StreamObserver<dev.duetime.jobs.v1.ListJobVersionsResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getListJobVersionsMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
      * Redrives many DEAD_LETTERED runs at once, named or matched by a filter, as RedriveRun does
      * each. With `validate_only`, only counts them. Idempotent by `request_id`.
      * </pre>
@@ -1051,6 +1177,8 @@ public final class JobServiceGrpc {
      * Changes the fields named in `update_mask`. A schedule change recomputes the next run time
      * from now (a schedule equal to the stored one is no change); runs already claimed keep the
      * definition they were claimed with. The answer says whether and how the next run moved.
+     * With `validate_only`, nothing changes: the answer is the job as the update would leave it,
+     * with its next occurrences before and after the change.
      * </pre>
      */
     public dev.duetime.jobs.v1.UpdateJobResponse updateJob(dev.duetime.jobs.v1.UpdateJobRequest request) throws io.grpc.StatusException {
@@ -1072,7 +1200,8 @@ public final class JobServiceGrpc {
     /**
      * <pre>
      * Pauses an active job: nothing runs; occurrences during the pause are recorded as SKIPPED
-     * (JOB_PAUSED). FAILED_PRECONDITION unless the job is ACTIVE.
+     * (JOB_PAUSED). The job keeps the pause's note and author (`Job.pause`) until it is resumed.
+     * FAILED_PRECONDITION unless the job is ACTIVE.
      * </pre>
      */
     public dev.duetime.jobs.v1.PauseJobResponse pauseJob(dev.duetime.jobs.v1.PauseJobRequest request) throws io.grpc.StatusException {
@@ -1082,7 +1211,9 @@ public final class JobServiceGrpc {
 
     /**
      * <pre>
-     * Resumes a paused job from now; occurrences during the pause are not caught up.
+     * Resumes a paused job from now; occurrences during the pause are not caught up, unless
+     * `catch_up` asks the job's misfire policy to decide. The answer says what became of the
+     * occurrences the pause covered; with `validate_only`, what would, and nothing changes.
      * FAILED_PRECONDITION unless the job is PAUSED.
      * </pre>
      */
@@ -1180,6 +1311,32 @@ public final class JobServiceGrpc {
 
     /**
      * <pre>
+     * Answers why an occurrence of a job ran or did not: the fate of the occurrence at the time
+     * asked, from the runs table's records (a range record stands for many occurrences) and the
+     * schedule in force at that time (the job's version then, not today's). A time that is no
+     * occurrence is answered with the nearest ones before and after; a wall-clock time in a DST
+     * gap or fold is explained.
+     * </pre>
+     */
+    public dev.duetime.jobs.v1.ExplainOccurrenceResponse explainOccurrence(dev.duetime.jobs.v1.ExplainOccurrenceRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getExplainOccurrenceMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Lists a job's versions, newest first: each change's time, author, call and the fields it
+     * changed, with the definition it left (secret values redacted). A deleted job's history
+     * stays readable.
+     * </pre>
+     */
+    public dev.duetime.jobs.v1.ListJobVersionsResponse listJobVersions(dev.duetime.jobs.v1.ListJobVersionsRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getListJobVersionsMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
      * Redrives many DEAD_LETTERED runs at once, named or matched by a filter, as RedriveRun does
      * each. With `validate_only`, only counts them. Idempotent by `request_id`.
      * </pre>
@@ -1249,6 +1406,8 @@ public final class JobServiceGrpc {
      * Changes the fields named in `update_mask`. A schedule change recomputes the next run time
      * from now (a schedule equal to the stored one is no change); runs already claimed keep the
      * definition they were claimed with. The answer says whether and how the next run moved.
+     * With `validate_only`, nothing changes: the answer is the job as the update would leave it,
+     * with its next occurrences before and after the change.
      * </pre>
      */
     public dev.duetime.jobs.v1.UpdateJobResponse updateJob(dev.duetime.jobs.v1.UpdateJobRequest request) {
@@ -1270,7 +1429,8 @@ public final class JobServiceGrpc {
     /**
      * <pre>
      * Pauses an active job: nothing runs; occurrences during the pause are recorded as SKIPPED
-     * (JOB_PAUSED). FAILED_PRECONDITION unless the job is ACTIVE.
+     * (JOB_PAUSED). The job keeps the pause's note and author (`Job.pause`) until it is resumed.
+     * FAILED_PRECONDITION unless the job is ACTIVE.
      * </pre>
      */
     public dev.duetime.jobs.v1.PauseJobResponse pauseJob(dev.duetime.jobs.v1.PauseJobRequest request) {
@@ -1280,7 +1440,9 @@ public final class JobServiceGrpc {
 
     /**
      * <pre>
-     * Resumes a paused job from now; occurrences during the pause are not caught up.
+     * Resumes a paused job from now; occurrences during the pause are not caught up, unless
+     * `catch_up` asks the job's misfire policy to decide. The answer says what became of the
+     * occurrences the pause covered; with `validate_only`, what would, and nothing changes.
      * FAILED_PRECONDITION unless the job is PAUSED.
      * </pre>
      */
@@ -1378,6 +1540,32 @@ public final class JobServiceGrpc {
 
     /**
      * <pre>
+     * Answers why an occurrence of a job ran or did not: the fate of the occurrence at the time
+     * asked, from the runs table's records (a range record stands for many occurrences) and the
+     * schedule in force at that time (the job's version then, not today's). A time that is no
+     * occurrence is answered with the nearest ones before and after; a wall-clock time in a DST
+     * gap or fold is explained.
+     * </pre>
+     */
+    public dev.duetime.jobs.v1.ExplainOccurrenceResponse explainOccurrence(dev.duetime.jobs.v1.ExplainOccurrenceRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getExplainOccurrenceMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Lists a job's versions, newest first: each change's time, author, call and the fields it
+     * changed, with the definition it left (secret values redacted). A deleted job's history
+     * stays readable.
+     * </pre>
+     */
+    public dev.duetime.jobs.v1.ListJobVersionsResponse listJobVersions(dev.duetime.jobs.v1.ListJobVersionsRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getListJobVersionsMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
      * Redrives many DEAD_LETTERED runs at once, named or matched by a filter, as RedriveRun does
      * each. With `validate_only`, only counts them. Idempotent by `request_id`.
      * </pre>
@@ -1450,6 +1638,8 @@ public final class JobServiceGrpc {
      * Changes the fields named in `update_mask`. A schedule change recomputes the next run time
      * from now (a schedule equal to the stored one is no change); runs already claimed keep the
      * definition they were claimed with. The answer says whether and how the next run moved.
+     * With `validate_only`, nothing changes: the answer is the job as the update would leave it,
+     * with its next occurrences before and after the change.
      * </pre>
      */
     public com.google.common.util.concurrent.ListenableFuture<dev.duetime.jobs.v1.UpdateJobResponse> updateJob(
@@ -1473,7 +1663,8 @@ public final class JobServiceGrpc {
     /**
      * <pre>
      * Pauses an active job: nothing runs; occurrences during the pause are recorded as SKIPPED
-     * (JOB_PAUSED). FAILED_PRECONDITION unless the job is ACTIVE.
+     * (JOB_PAUSED). The job keeps the pause's note and author (`Job.pause`) until it is resumed.
+     * FAILED_PRECONDITION unless the job is ACTIVE.
      * </pre>
      */
     public com.google.common.util.concurrent.ListenableFuture<dev.duetime.jobs.v1.PauseJobResponse> pauseJob(
@@ -1484,7 +1675,9 @@ public final class JobServiceGrpc {
 
     /**
      * <pre>
-     * Resumes a paused job from now; occurrences during the pause are not caught up.
+     * Resumes a paused job from now; occurrences during the pause are not caught up, unless
+     * `catch_up` asks the job's misfire policy to decide. The answer says what became of the
+     * occurrences the pause covered; with `validate_only`, what would, and nothing changes.
      * FAILED_PRECONDITION unless the job is PAUSED.
      * </pre>
      */
@@ -1591,6 +1784,34 @@ public final class JobServiceGrpc {
 
     /**
      * <pre>
+     * Answers why an occurrence of a job ran or did not: the fate of the occurrence at the time
+     * asked, from the runs table's records (a range record stands for many occurrences) and the
+     * schedule in force at that time (the job's version then, not today's). A time that is no
+     * occurrence is answered with the nearest ones before and after; a wall-clock time in a DST
+     * gap or fold is explained.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<dev.duetime.jobs.v1.ExplainOccurrenceResponse> explainOccurrence(
+        dev.duetime.jobs.v1.ExplainOccurrenceRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getExplainOccurrenceMethod(), getCallOptions()), request);
+    }
+
+    /**
+     * <pre>
+     * Lists a job's versions, newest first: each change's time, author, call and the fields it
+     * changed, with the definition it left (secret values redacted). A deleted job's history
+     * stays readable.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<dev.duetime.jobs.v1.ListJobVersionsResponse> listJobVersions(
+        dev.duetime.jobs.v1.ListJobVersionsRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getListJobVersionsMethod(), getCallOptions()), request);
+    }
+
+    /**
+     * <pre>
      * Redrives many DEAD_LETTERED runs at once, named or matched by a filter, as RedriveRun does
      * each. With `validate_only`, only counts them. Idempotent by `request_id`.
      * </pre>
@@ -1617,7 +1838,9 @@ public final class JobServiceGrpc {
   private static final int METHODID_GET_TEAM_QUOTA = 12;
   private static final int METHODID_BATCH_PAUSE_JOBS = 13;
   private static final int METHODID_BATCH_RESUME_JOBS = 14;
-  private static final int METHODID_BATCH_REDRIVE_RUNS = 15;
+  private static final int METHODID_EXPLAIN_OCCURRENCE = 15;
+  private static final int METHODID_LIST_JOB_VERSIONS = 16;
+  private static final int METHODID_BATCH_REDRIVE_RUNS = 17;
 
   private static final class MethodHandlers<Req, Resp> implements
       io.grpc.stub.ServerCalls.UnaryMethod<Req, Resp>,
@@ -1695,6 +1918,14 @@ public final class JobServiceGrpc {
         case METHODID_BATCH_RESUME_JOBS:
           serviceImpl.batchResumeJobs((dev.duetime.jobs.v1.BatchResumeJobsRequest) request,
               (io.grpc.stub.StreamObserver<dev.duetime.jobs.v1.BatchResumeJobsResponse>) responseObserver);
+          break;
+        case METHODID_EXPLAIN_OCCURRENCE:
+          serviceImpl.explainOccurrence((dev.duetime.jobs.v1.ExplainOccurrenceRequest) request,
+              (io.grpc.stub.StreamObserver<dev.duetime.jobs.v1.ExplainOccurrenceResponse>) responseObserver);
+          break;
+        case METHODID_LIST_JOB_VERSIONS:
+          serviceImpl.listJobVersions((dev.duetime.jobs.v1.ListJobVersionsRequest) request,
+              (io.grpc.stub.StreamObserver<dev.duetime.jobs.v1.ListJobVersionsResponse>) responseObserver);
           break;
         case METHODID_BATCH_REDRIVE_RUNS:
           serviceImpl.batchRedriveRuns((dev.duetime.jobs.v1.BatchRedriveRunsRequest) request,
@@ -1824,6 +2055,20 @@ public final class JobServiceGrpc {
               dev.duetime.jobs.v1.BatchResumeJobsResponse>(
                 service, METHODID_BATCH_RESUME_JOBS)))
         .addMethod(
+          getExplainOccurrenceMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              dev.duetime.jobs.v1.ExplainOccurrenceRequest,
+              dev.duetime.jobs.v1.ExplainOccurrenceResponse>(
+                service, METHODID_EXPLAIN_OCCURRENCE)))
+        .addMethod(
+          getListJobVersionsMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              dev.duetime.jobs.v1.ListJobVersionsRequest,
+              dev.duetime.jobs.v1.ListJobVersionsResponse>(
+                service, METHODID_LIST_JOB_VERSIONS)))
+        .addMethod(
           getBatchRedriveRunsMethod(),
           io.grpc.stub.ServerCalls.asyncUnaryCall(
             new MethodHandlers<
@@ -1893,6 +2138,8 @@ public final class JobServiceGrpc {
               .addMethod(getGetTeamQuotaMethod())
               .addMethod(getBatchPauseJobsMethod())
               .addMethod(getBatchResumeJobsMethod())
+              .addMethod(getExplainOccurrenceMethod())
+              .addMethod(getListJobVersionsMethod())
               .addMethod(getBatchRedriveRunsMethod())
               .build();
         }

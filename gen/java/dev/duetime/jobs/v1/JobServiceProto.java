@@ -107,6 +107,16 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_duetime_jobs_v1_ResumeJobResponse_fieldAccessorTable;
   static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_duetime_jobs_v1_PausedOccurrences_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_duetime_jobs_v1_PausedOccurrences_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_duetime_jobs_v1_OccurrenceSpan_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_duetime_jobs_v1_OccurrenceSpan_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
     internal_static_duetime_jobs_v1_TriggerJobRequest_descriptor;
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
@@ -206,6 +216,36 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_duetime_jobs_v1_BatchResult_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_duetime_jobs_v1_ExplainOccurrenceRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_duetime_jobs_v1_ExplainOccurrenceRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_duetime_jobs_v1_ExplainOccurrenceResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_duetime_jobs_v1_ExplainOccurrenceResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_duetime_jobs_v1_DstTransition_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_duetime_jobs_v1_DstTransition_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_duetime_jobs_v1_ListJobVersionsRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_duetime_jobs_v1_ListJobVersionsRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_duetime_jobs_v1_ListJobVersionsResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_duetime_jobs_v1_ListJobVersionsResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_duetime_jobs_v1_JobVersion_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_duetime_jobs_v1_JobVersion_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -241,133 +281,208 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
       "ime.jobs.v1.JobActivity:\0028\001\"u\n\013JobActivi" +
       "ty\022)\n\013recent_runs\030\001 \003(\0132\024.duetime.jobs.v" +
       "1.Run\022;\n\rupcoming_runs\030\002 \003(\0132$.duetime.j" +
-      "obs.v1.ScheduledOccurrence\"f\n\020UpdateJobR" +
-      "equest\022!\n\003job\030\001 \001(\0132\024.duetime.jobs.v1.Jo" +
-      "b\022/\n\013update_mask\030\002 \001(\0132\032.google.protobuf" +
-      ".FieldMask\"\214\001\n\021UpdateJobResponse\022!\n\003job\030" +
-      "\001 \001(\0132\024.duetime.jobs.v1.Job\022\030\n\020schedule_" +
-      "changed\030\002 \001(\010\022:\n\026previous_next_run_time\030" +
-      "\003 \001(\0132\032.google.protobuf.Timestamp\">\n\020Del" +
-      "eteJobRequest\022\014\n\004name\030\001 \001(\t\022\014\n\004etag\030\002 \001(" +
-      "\t\022\016\n\006job_id\030\003 \001(\t\"\023\n\021DeleteJobResponse\"=" +
-      "\n\017PauseJobRequest\022\014\n\004name\030\001 \001(\t\022\014\n\004etag\030" +
-      "\002 \001(\t\022\016\n\006job_id\030\003 \001(\t\"5\n\020PauseJobRespons" +
-      "e\022!\n\003job\030\001 \001(\0132\024.duetime.jobs.v1.Job\">\n\020" +
-      "ResumeJobRequest\022\014\n\004name\030\001 \001(\t\022\014\n\004etag\030\002" +
-      " \001(\t\022\016\n\006job_id\030\003 \001(\t\"6\n\021ResumeJobRespons" +
-      "e\022!\n\003job\030\001 \001(\0132\024.duetime.jobs.v1.Job\"5\n\021" +
-      "TriggerJobRequest\022\014\n\004name\030\001 \001(\t\022\022\n\nreque" +
-      "st_id\030\002 \001(\t\"7\n\022TriggerJobResponse\022!\n\003run" +
-      "\030\001 \001(\0132\024.duetime.jobs.v1.Run\"\222\001\n\017ListRun" +
-      "sRequest\022\016\n\006parent\030\001 \001(\t\022\021\n\tpage_size\030\002 " +
-      "\001(\005\022\022\n\npage_token\030\003 \001(\t\022(\n\005state\030\004 \001(\0162\031" +
-      ".duetime.jobs.v1.RunState\022\016\n\006job_id\030\005 \001(" +
-      "\t\022\016\n\006filter\030\006 \001(\t\"O\n\020ListRunsResponse\022\"\n" +
-      "\004runs\030\001 \003(\0132\024.duetime.jobs.v1.Run\022\027\n\017nex" +
-      "t_page_token\030\002 \001(\t\"\035\n\rGetRunRequest\022\014\n\004n" +
-      "ame\030\001 \001(\t\"3\n\016GetRunResponse\022!\n\003run\030\001 \001(\013" +
-      "2\024.duetime.jobs.v1.Run\"5\n\021RedriveRunRequ" +
-      "est\022\014\n\004name\030\001 \001(\t\022\022\n\nrequest_id\030\002 \001(\t\"7\n" +
-      "\022RedriveRunResponse\022!\n\003run\030\001 \001(\0132\024.dueti" +
-      "me.jobs.v1.Run\"\321\001\n\026PreviewScheduleReques" +
-      "t\022-\n\010schedule\030\001 \001(\0132\031.duetime.jobs.v1.Sc" +
-      "heduleH\000\022\r\n\003job\030\002 \001(\tH\000\022.\n\nstart_time\030\003 " +
-      "\001(\0132\032.google.protobuf.Timestamp\022\r\n\005count" +
-      "\030\004 \001(\005\0220\n\rjitter_window\030\005 \001(\0132\031.google.p" +
-      "rotobuf.DurationB\010\n\006source\"T\n\027PreviewSch" +
-      "eduleResponse\0229\n\013occurrences\030\001 \003(\0132$.due" +
-      "time.jobs.v1.ScheduledOccurrence\"\307\001\n\023Sch" +
-      "eduledOccurrence\0220\n\014nominal_time\030\001 \001(\0132\032" +
-      ".google.protobuf.Timestamp\0222\n\016effective_" +
-      "time\030\002 \001(\0132\032.google.protobuf.Timestamp\022\022" +
-      "\n\nlocal_time\030\003 \001(\t\0226\n\016dst_adjustment\030\004 \001" +
-      "(\0162\036.duetime.jobs.v1.DstAdjustment\"#\n\023Ge" +
-      "tTeamQuotaRequest\022\014\n\004name\030\001 \001(\t\"z\n\024GetTe" +
-      "amQuotaResponse\022\014\n\004name\030\001 \001(\t\022)\n\005quota\030\002" +
-      " \001(\0132\032.duetime.jobs.v1.TeamQuota\022)\n\005usag" +
-      "e\030\003 \001(\0132\032.duetime.jobs.v1.TeamUsage\"]\n\025B" +
-      "atchPauseJobsRequest\022\016\n\006parent\030\001 \001(\t\022\r\n\005" +
-      "names\030\002 \003(\t\022\016\n\006filter\030\003 \001(\t\022\025\n\rvalidate_" +
-      "only\030\004 \001(\010\"X\n\026BatchPauseJobsResponse\022\017\n\007" +
-      "matched\030\001 \001(\005\022-\n\007results\030\002 \003(\0132\034.duetime" +
-      ".jobs.v1.BatchResult\"^\n\026BatchResumeJobsR" +
-      "equest\022\016\n\006parent\030\001 \001(\t\022\r\n\005names\030\002 \003(\t\022\016\n" +
-      "\006filter\030\003 \001(\t\022\025\n\rvalidate_only\030\004 \001(\010\"Y\n\027" +
-      "BatchResumeJobsResponse\022\017\n\007matched\030\001 \001(\005" +
-      "\022-\n\007results\030\002 \003(\0132\034.duetime.jobs.v1.Batc" +
-      "hResult\"s\n\027BatchRedriveRunsRequest\022\016\n\006pa" +
-      "rent\030\001 \001(\t\022\r\n\005names\030\002 \003(\t\022\016\n\006filter\030\003 \001(" +
-      "\t\022\025\n\rvalidate_only\030\004 \001(\010\022\022\n\nrequest_id\030\005" +
-      " \001(\t\"Z\n\030BatchRedriveRunsResponse\022\017\n\007matc" +
-      "hed\030\001 \001(\005\022-\n\007results\030\002 \003(\0132\034.duetime.job" +
-      "s.v1.BatchResult\"?\n\013BatchResult\022\014\n\004name\030" +
-      "\001 \001(\t\022\"\n\006status\030\002 \001(\0132\022.google.rpc.Statu" +
-      "s*\224\001\n\rDstAdjustment\022\036\n\032DST_ADJUSTMENT_UN" +
-      "SPECIFIED\020\000\022\032\n\026DST_ADJUSTMENT_SHIFTED\020\001\022" +
-      "\"\n\036DST_ADJUSTMENT_FOLD_FIRST_PASS\020\002\022#\n\037D" +
-      "ST_ADJUSTMENT_FOLD_SECOND_PASS\020\0032\246\022\n\nJob" +
-      "Service\022\213\001\n\tCreateJob\022!.duetime.jobs.v1." +
-      "CreateJobRequest\032\".duetime.jobs.v1.Creat" +
-      "eJobResponse\"7\202\323\344\223\0021\"\031/v1/{parent=teams/" +
-      "*}/jobs:\003jobZ\017\"\010/v1/jobs:\003job\022\201\001\n\006GetJob" +
-      "\022\036.duetime.jobs.v1.GetJobRequest\032\037.dueti" +
-      "me.jobs.v1.GetJobResponse\"6\202\323\344\223\0020\022\031/v1/{" +
-      "name=teams/*/jobs/*}Z\023\022\021/v1/jobs/{job_id" +
-      "}\022~\n\010ListJobs\022 .duetime.jobs.v1.ListJobs" +
-      "Request\032!.duetime.jobs.v1.ListJobsRespon" +
-      "se\"-\202\323\344\223\002\'\022\031/v1/{parent=teams/*}/jobsZ\n\022" +
-      "\010/v1/jobs\022~\n\tUpdateJob\022!.duetime.jobs.v1" +
-      ".UpdateJobRequest\032\".duetime.jobs.v1.Upda" +
-      "teJobResponse\"*\202\323\344\223\002$2\035/v1/{job.name=tea" +
-      "ms/*/jobs/*}:\003job\022\212\001\n\tDeleteJob\022!.duetim" +
-      "e.jobs.v1.DeleteJobRequest\032\".duetime.job" +
-      "s.v1.DeleteJobResponse\"6\202\323\344\223\0020*\031/v1/{nam" +
-      "e=teams/*/jobs/*}Z\023*\021/v1/jobs/{job_id}\022\231" +
-      "\001\n\010PauseJob\022 .duetime.jobs.v1.PauseJobRe" +
-      "quest\032!.duetime.jobs.v1.PauseJobResponse" +
-      "\"H\202\323\344\223\002B\"\037/v1/{name=teams/*/jobs/*}:paus" +
-      "e:\001*Z\034\"\027/v1/jobs/{job_id}/pause:\001*\022\236\001\n\tR" +
-      "esumeJob\022!.duetime.jobs.v1.ResumeJobRequ" +
-      "est\032\".duetime.jobs.v1.ResumeJobResponse\"" +
-      "J\202\323\344\223\002D\" /v1/{name=teams/*/jobs/*}:resum" +
-      "e:\001*Z\035\"\030/v1/jobs/{job_id}/resume:\001*\022\203\001\n\n" +
-      "TriggerJob\022\".duetime.jobs.v1.TriggerJobR" +
-      "equest\032#.duetime.jobs.v1.TriggerJobRespo" +
-      "nse\",\202\323\344\223\002&\"!/v1/{name=teams/*/jobs/*}:t" +
-      "rigger:\001*\022\223\001\n\010ListRuns\022 .duetime.jobs.v1" +
-      ".ListRunsRequest\032!.duetime.jobs.v1.ListR" +
-      "unsResponse\"B\202\323\344\223\002<\022 /v1/{parent=teams/*" +
-      "/jobs/*}/runsZ\030\022\026/v1/jobs/{job_id}/runs\022" +
-      "s\n\006GetRun\022\036.duetime.jobs.v1.GetRunReques" +
-      "t\032\037.duetime.jobs.v1.GetRunResponse\"(\202\323\344\223" +
-      "\002\"\022 /v1/{name=teams/*/jobs/*/runs/*}\022\212\001\n" +
-      "\nRedriveRun\022\".duetime.jobs.v1.RedriveRun" +
-      "Request\032#.duetime.jobs.v1.RedriveRunResp" +
-      "onse\"3\202\323\344\223\002-\"(/v1/{name=teams/*/jobs/*/r" +
-      "uns/*}:redrive:\001*\022\211\001\n\017PreviewSchedule\022\'." +
-      "duetime.jobs.v1.PreviewScheduleRequest\032(" +
-      ".duetime.jobs.v1.PreviewScheduleResponse" +
-      "\"#\202\323\344\223\002\035\"\030/v1/jobs:previewSchedule:\001*\022\212\001" +
-      "\n\014GetTeamQuota\022$.duetime.jobs.v1.GetTeam" +
-      "QuotaRequest\032%.duetime.jobs.v1.GetTeamQu" +
-      "otaResponse\"-\202\323\344\223\002\'\022\030/v1/{name=teams/*}/" +
-      "quotaZ\013\022\t/v1/quota\022\254\001\n\016BatchPauseJobs\022&." +
-      "duetime.jobs.v1.BatchPauseJobsRequest\032\'." +
-      "duetime.jobs.v1.BatchPauseJobsResponse\"I" +
-      "\202\323\344\223\002C\"$/v1/{parent=teams/*}/jobs:batchP" +
-      "ause:\001*Z\030\"\023/v1/jobs:batchPause:\001*\022\261\001\n\017Ba" +
-      "tchResumeJobs\022\'.duetime.jobs.v1.BatchRes" +
-      "umeJobsRequest\032(.duetime.jobs.v1.BatchRe" +
-      "sumeJobsResponse\"K\202\323\344\223\002E\"%/v1/{parent=te" +
-      "ams/*}/jobs:batchResume:\001*Z\031\"\024/v1/jobs:b" +
-      "atchResume:\001*\022\241\001\n\020BatchRedriveRuns\022(.due" +
-      "time.jobs.v1.BatchRedriveRunsRequest\032).d" +
-      "uetime.jobs.v1.BatchRedriveRunsResponse\"" +
-      "8\202\323\344\223\0022\"-/v1/{parent=teams/*/jobs/*}/run" +
-      "s:batchRedrive:\001*Be\n\023dev.duetime.jobs.v1" +
-      "B\017JobServiceProtoP\001Z)duetime.dev/gen/go/" +
-      "duetime/jobs/v1;jobsv1\252\002\017Duetime.Jobs.V1" +
-      "b\006proto3"
+      "obs.v1.ScheduledOccurrence\"\224\001\n\020UpdateJob" +
+      "Request\022!\n\003job\030\001 \001(\0132\024.duetime.jobs.v1.J" +
+      "ob\022/\n\013update_mask\030\002 \001(\0132\032.google.protobu" +
+      "f.FieldMask\022\025\n\rvalidate_only\030\003 \001(\010\022\025\n\rpr" +
+      "eview_count\030\004 \001(\005\"\222\002\n\021UpdateJobResponse\022" +
+      "!\n\003job\030\001 \001(\0132\024.duetime.jobs.v1.Job\022\030\n\020sc" +
+      "hedule_changed\030\002 \001(\010\022:\n\026previous_next_ru" +
+      "n_time\030\003 \001(\0132\032.google.protobuf.Timestamp" +
+      "\022A\n\023current_occurrences\030\004 \003(\0132$.duetime." +
+      "jobs.v1.ScheduledOccurrence\022A\n\023updated_o" +
+      "ccurrences\030\005 \003(\0132$.duetime.jobs.v1.Sched" +
+      "uledOccurrence\">\n\020DeleteJobRequest\022\014\n\004na" +
+      "me\030\001 \001(\t\022\014\n\004etag\030\002 \001(\t\022\016\n\006job_id\030\003 \001(\t\"\023" +
+      "\n\021DeleteJobResponse\"K\n\017PauseJobRequest\022\014" +
+      "\n\004name\030\001 \001(\t\022\014\n\004etag\030\002 \001(\t\022\016\n\006job_id\030\003 \001" +
+      "(\t\022\014\n\004note\030\004 \001(\t\"5\n\020PauseJobResponse\022!\n\003" +
+      "job\030\001 \001(\0132\024.duetime.jobs.v1.Job\"g\n\020Resum" +
+      "eJobRequest\022\014\n\004name\030\001 \001(\t\022\014\n\004etag\030\002 \001(\t\022" +
+      "\016\n\006job_id\030\003 \001(\t\022\025\n\rvalidate_only\030\004 \001(\010\022\020" +
+      "\n\010catch_up\030\005 \001(\010\"v\n\021ResumeJobResponse\022!\n" +
+      "\003job\030\001 \001(\0132\024.duetime.jobs.v1.Job\022>\n\022paus" +
+      "ed_occurrences\030\002 \001(\0132\".duetime.jobs.v1.P" +
+      "ausedOccurrences\"\346\002\n\021PausedOccurrences\0220" +
+      "\n\007covered\030\001 \001(\0132\037.duetime.jobs.v1.Occurr" +
+      "enceSpan\0220\n\007skipped\030\002 \001(\0132\037.duetime.jobs" +
+      ".v1.OccurrenceSpan\022;\n\rcatch_up_runs\030\003 \003(" +
+      "\0132$.duetime.jobs.v1.ScheduledOccurrence\022" +
+      ":\n\014on_time_runs\030\004 \003(\0132$.duetime.jobs.v1." +
+      "ScheduledOccurrence\0220\n\007too_old\030\005 \001(\0132\037.d" +
+      "uetime.jobs.v1.OccurrenceSpan\022/\n\006missed\030" +
+      "\006 \001(\0132\037.duetime.jobs.v1.OccurrenceSpan\022\021" +
+      "\n\ttruncated\030\007 \001(\010\"~\n\016OccurrenceSpan\022.\n\nf" +
+      "irst_time\030\001 \001(\0132\032.google.protobuf.Timest" +
+      "amp\022-\n\tlast_time\030\002 \001(\0132\032.google.protobuf" +
+      ".Timestamp\022\r\n\005count\030\003 \001(\003\"5\n\021TriggerJobR" +
+      "equest\022\014\n\004name\030\001 \001(\t\022\022\n\nrequest_id\030\002 \001(\t" +
+      "\"7\n\022TriggerJobResponse\022!\n\003run\030\001 \001(\0132\024.du" +
+      "etime.jobs.v1.Run\"\222\001\n\017ListRunsRequest\022\016\n" +
+      "\006parent\030\001 \001(\t\022\021\n\tpage_size\030\002 \001(\005\022\022\n\npage" +
+      "_token\030\003 \001(\t\022(\n\005state\030\004 \001(\0162\031.duetime.jo" +
+      "bs.v1.RunState\022\016\n\006job_id\030\005 \001(\t\022\016\n\006filter" +
+      "\030\006 \001(\t\"O\n\020ListRunsResponse\022\"\n\004runs\030\001 \003(\013" +
+      "2\024.duetime.jobs.v1.Run\022\027\n\017next_page_toke" +
+      "n\030\002 \001(\t\"\035\n\rGetRunRequest\022\014\n\004name\030\001 \001(\t\"3" +
+      "\n\016GetRunResponse\022!\n\003run\030\001 \001(\0132\024.duetime." +
+      "jobs.v1.Run\"5\n\021RedriveRunRequest\022\014\n\004name" +
+      "\030\001 \001(\t\022\022\n\nrequest_id\030\002 \001(\t\"7\n\022RedriveRun" +
+      "Response\022!\n\003run\030\001 \001(\0132\024.duetime.jobs.v1." +
+      "Run\"\321\001\n\026PreviewScheduleRequest\022-\n\010schedu" +
+      "le\030\001 \001(\0132\031.duetime.jobs.v1.ScheduleH\000\022\r\n" +
+      "\003job\030\002 \001(\tH\000\022.\n\nstart_time\030\003 \001(\0132\032.googl" +
+      "e.protobuf.Timestamp\022\r\n\005count\030\004 \001(\005\0220\n\rj" +
+      "itter_window\030\005 \001(\0132\031.google.protobuf.Dur" +
+      "ationB\010\n\006source\"T\n\027PreviewScheduleRespon" +
+      "se\0229\n\013occurrences\030\001 \003(\0132$.duetime.jobs.v" +
+      "1.ScheduledOccurrence\"\307\001\n\023ScheduledOccur" +
+      "rence\0220\n\014nominal_time\030\001 \001(\0132\032.google.pro" +
+      "tobuf.Timestamp\0222\n\016effective_time\030\002 \001(\0132" +
+      "\032.google.protobuf.Timestamp\022\022\n\nlocal_tim" +
+      "e\030\003 \001(\t\0226\n\016dst_adjustment\030\004 \001(\0162\036.duetim" +
+      "e.jobs.v1.DstAdjustment\"#\n\023GetTeamQuotaR" +
+      "equest\022\014\n\004name\030\001 \001(\t\"z\n\024GetTeamQuotaResp" +
+      "onse\022\014\n\004name\030\001 \001(\t\022)\n\005quota\030\002 \001(\0132\032.duet" +
+      "ime.jobs.v1.TeamQuota\022)\n\005usage\030\003 \001(\0132\032.d" +
+      "uetime.jobs.v1.TeamUsage\"k\n\025BatchPauseJo" +
+      "bsRequest\022\016\n\006parent\030\001 \001(\t\022\r\n\005names\030\002 \003(\t" +
+      "\022\016\n\006filter\030\003 \001(\t\022\025\n\rvalidate_only\030\004 \001(\010\022" +
+      "\014\n\004note\030\005 \001(\t\"X\n\026BatchPauseJobsResponse\022" +
+      "\017\n\007matched\030\001 \001(\005\022-\n\007results\030\002 \003(\0132\034.duet" +
+      "ime.jobs.v1.BatchResult\"^\n\026BatchResumeJo" +
+      "bsRequest\022\016\n\006parent\030\001 \001(\t\022\r\n\005names\030\002 \003(\t" +
+      "\022\016\n\006filter\030\003 \001(\t\022\025\n\rvalidate_only\030\004 \001(\010\"" +
+      "Y\n\027BatchResumeJobsResponse\022\017\n\007matched\030\001 " +
+      "\001(\005\022-\n\007results\030\002 \003(\0132\034.duetime.jobs.v1.B" +
+      "atchResult\"s\n\027BatchRedriveRunsRequest\022\016\n" +
+      "\006parent\030\001 \001(\t\022\r\n\005names\030\002 \003(\t\022\016\n\006filter\030\003" +
+      " \001(\t\022\025\n\rvalidate_only\030\004 \001(\010\022\022\n\nrequest_i" +
+      "d\030\005 \001(\t\"Z\n\030BatchRedriveRunsResponse\022\017\n\007m" +
+      "atched\030\001 \001(\005\022-\n\007results\030\002 \003(\0132\034.duetime." +
+      "jobs.v1.BatchResult\"?\n\013BatchResult\022\014\n\004na" +
+      "me\030\001 \001(\t\022\"\n\006status\030\002 \001(\0132\022.google.rpc.St" +
+      "atus\"x\n\030ExplainOccurrenceRequest\022\013\n\003job\030" +
+      "\001 \001(\t\022(\n\004time\030\002 \001(\0132\032.google.protobuf.Ti" +
+      "mestamp\022\022\n\nlocal_time\030\003 \001(\t\022\021\n\ttime_zone" +
+      "\030\004 \001(\t\"\225\004\n\031ExplainOccurrenceResponse\022-\n\004" +
+      "fate\030\001 \001(\0162\037.duetime.jobs.v1.OccurrenceF" +
+      "ate\022\023\n\013explanation\030\002 \001(\t\022(\n\004time\030\003 \001(\0132\032" +
+      ".google.protobuf.Timestamp\0228\n\noccurrence" +
+      "\030\004 \001(\0132$.duetime.jobs.v1.ScheduledOccurr" +
+      "ence\022!\n\003run\030\005 \001(\0132\024.duetime.jobs.v1.Run\022" +
+      "A\n\023previous_occurrence\030\006 \001(\0132$.duetime.j" +
+      "obs.v1.ScheduledOccurrence\022=\n\017next_occur" +
+      "rence\030\007 \001(\0132$.duetime.jobs.v1.ScheduledO" +
+      "ccurrence\0226\n\016dst_transition\030\010 \001(\0132\036.duet" +
+      "ime.jobs.v1.DstTransition\022\023\n\013job_version" +
+      "\030\t \001(\003\022+\n\010lateness\030\n \001(\0132\031.google.protob" +
+      "uf.Duration\0221\n\007misfire\030\013 \001(\0132 .duetime.j" +
+      "obs.v1.MisfireSettings\"\351\001\n\rDstTransition" +
+      "\0220\n\004kind\030\001 \001(\0162\".duetime.jobs.v1.DstTran" +
+      "sitionKind\022(\n\004time\030\002 \001(\0132\032.google.protob" +
+      "uf.Timestamp\0224\n\021utc_offset_before\030\003 \001(\0132" +
+      "\031.google.protobuf.Duration\0223\n\020utc_offset" +
+      "_after\030\004 \001(\0132\031.google.protobuf.Duration\022" +
+      "\021\n\ttime_zone\030\005 \001(\t\"O\n\026ListJobVersionsReq" +
+      "uest\022\016\n\006parent\030\001 \001(\t\022\021\n\tpage_size\030\002 \001(\005\022" +
+      "\022\n\npage_token\030\003 \001(\t\"a\n\027ListJobVersionsRe" +
+      "sponse\022-\n\010versions\030\001 \003(\0132\033.duetime.jobs." +
+      "v1.JobVersion\022\027\n\017next_page_token\030\002 \001(\t\"\200" +
+      "\002\n\nJobVersion\022\014\n\004name\030\001 \001(\t\022\017\n\007version\030\002" +
+      " \001(\003\022/\n\013create_time\030\003 \001(\0132\032.google.proto" +
+      "buf.Timestamp\022-\n\tprincipal\030\004 \001(\0132\032.dueti" +
+      "me.jobs.v1.Principal\022*\n\006change\030\005 \001(\0162\032.d" +
+      "uetime.jobs.v1.JobChange\022\026\n\016changed_fiel" +
+      "ds\030\006 \003(\t\022!\n\003job\030\007 \001(\0132\024.duetime.jobs.v1." +
+      "Job\022\014\n\004note\030\010 \001(\t*\224\001\n\rDstAdjustment\022\036\n\032D" +
+      "ST_ADJUSTMENT_UNSPECIFIED\020\000\022\032\n\026DST_ADJUS" +
+      "TMENT_SHIFTED\020\001\022\"\n\036DST_ADJUSTMENT_FOLD_F" +
+      "IRST_PASS\020\002\022#\n\037DST_ADJUSTMENT_FOLD_SECON" +
+      "D_PASS\020\003*\244\002\n\016OccurrenceFate\022\037\n\033OCCURRENC" +
+      "E_FATE_UNSPECIFIED\020\000\022\027\n\023OCCURRENCE_FATE_" +
+      "RAN\020\001\022\030\n\024OCCURRENCE_FATE_HELD\020\002\022\035\n\031OCCUR" +
+      "RENCE_FATE_CANCELLED\020\003\022\032\n\026OCCURRENCE_FAT" +
+      "E_MISSED\020\004\022\033\n\027OCCURRENCE_FATE_SKIPPED\020\005\022" +
+      "%\n!OCCURRENCE_FATE_NOT_AN_OCCURRENCE\020\006\022\037" +
+      "\n\033OCCURRENCE_FATE_NOT_YET_DUE\020\007\022\036\n\032OCCUR" +
+      "RENCE_FATE_UNRECORDED\020\010*s\n\021DstTransition" +
+      "Kind\022#\n\037DST_TRANSITION_KIND_UNSPECIFIED\020" +
+      "\000\022\033\n\027DST_TRANSITION_KIND_GAP\020\001\022\034\n\030DST_TR" +
+      "ANSITION_KIND_FOLD\020\002*\231\001\n\tJobChange\022\032\n\026JO" +
+      "B_CHANGE_UNSPECIFIED\020\000\022\025\n\021JOB_CHANGE_CRE" +
+      "ATE\020\001\022\025\n\021JOB_CHANGE_UPDATE\020\002\022\024\n\020JOB_CHAN" +
+      "GE_PAUSE\020\003\022\025\n\021JOB_CHANGE_RESUME\020\004\022\025\n\021JOB" +
+      "_CHANGE_DELETE\020\0052\322\024\n\nJobService\022\213\001\n\tCrea" +
+      "teJob\022!.duetime.jobs.v1.CreateJobRequest" +
+      "\032\".duetime.jobs.v1.CreateJobResponse\"7\202\323" +
+      "\344\223\0021\"\031/v1/{parent=teams/*}/jobs:\003jobZ\017\"\010" +
+      "/v1/jobs:\003job\022\201\001\n\006GetJob\022\036.duetime.jobs." +
+      "v1.GetJobRequest\032\037.duetime.jobs.v1.GetJo" +
+      "bResponse\"6\202\323\344\223\0020\022\031/v1/{name=teams/*/job" +
+      "s/*}Z\023\022\021/v1/jobs/{job_id}\022~\n\010ListJobs\022 ." +
+      "duetime.jobs.v1.ListJobsRequest\032!.duetim" +
+      "e.jobs.v1.ListJobsResponse\"-\202\323\344\223\002\'\022\031/v1/" +
+      "{parent=teams/*}/jobsZ\n\022\010/v1/jobs\022~\n\tUpd" +
+      "ateJob\022!.duetime.jobs.v1.UpdateJobReques" +
+      "t\032\".duetime.jobs.v1.UpdateJobResponse\"*\202" +
+      "\323\344\223\002$2\035/v1/{job.name=teams/*/jobs/*}:\003jo" +
+      "b\022\212\001\n\tDeleteJob\022!.duetime.jobs.v1.Delete" +
+      "JobRequest\032\".duetime.jobs.v1.DeleteJobRe" +
+      "sponse\"6\202\323\344\223\0020*\031/v1/{name=teams/*/jobs/*" +
+      "}Z\023*\021/v1/jobs/{job_id}\022\231\001\n\010PauseJob\022 .du" +
+      "etime.jobs.v1.PauseJobRequest\032!.duetime." +
+      "jobs.v1.PauseJobResponse\"H\202\323\344\223\002B\"\037/v1/{n" +
+      "ame=teams/*/jobs/*}:pause:\001*Z\034\"\027/v1/jobs" +
+      "/{job_id}/pause:\001*\022\236\001\n\tResumeJob\022!.dueti" +
+      "me.jobs.v1.ResumeJobRequest\032\".duetime.jo" +
+      "bs.v1.ResumeJobResponse\"J\202\323\344\223\002D\" /v1/{na" +
+      "me=teams/*/jobs/*}:resume:\001*Z\035\"\030/v1/jobs" +
+      "/{job_id}/resume:\001*\022\203\001\n\nTriggerJob\022\".due" +
+      "time.jobs.v1.TriggerJobRequest\032#.duetime" +
+      ".jobs.v1.TriggerJobResponse\",\202\323\344\223\002&\"!/v1" +
+      "/{name=teams/*/jobs/*}:trigger:\001*\022\223\001\n\010Li" +
+      "stRuns\022 .duetime.jobs.v1.ListRunsRequest" +
+      "\032!.duetime.jobs.v1.ListRunsResponse\"B\202\323\344" +
+      "\223\002<\022 /v1/{parent=teams/*/jobs/*}/runsZ\030\022" +
+      "\026/v1/jobs/{job_id}/runs\022s\n\006GetRun\022\036.duet" +
+      "ime.jobs.v1.GetRunRequest\032\037.duetime.jobs" +
+      ".v1.GetRunResponse\"(\202\323\344\223\002\"\022 /v1/{name=te" +
+      "ams/*/jobs/*/runs/*}\022\212\001\n\nRedriveRun\022\".du" +
+      "etime.jobs.v1.RedriveRunRequest\032#.duetim" +
+      "e.jobs.v1.RedriveRunResponse\"3\202\323\344\223\002-\"(/v" +
+      "1/{name=teams/*/jobs/*/runs/*}:redrive:\001" +
+      "*\022\211\001\n\017PreviewSchedule\022\'.duetime.jobs.v1." +
+      "PreviewScheduleRequest\032(.duetime.jobs.v1" +
+      ".PreviewScheduleResponse\"#\202\323\344\223\002\035\"\030/v1/jo" +
+      "bs:previewSchedule:\001*\022\212\001\n\014GetTeamQuota\022$" +
+      ".duetime.jobs.v1.GetTeamQuotaRequest\032%.d" +
+      "uetime.jobs.v1.GetTeamQuotaResponse\"-\202\323\344" +
+      "\223\002\'\022\030/v1/{name=teams/*}/quotaZ\013\022\t/v1/quo" +
+      "ta\022\254\001\n\016BatchPauseJobs\022&.duetime.jobs.v1." +
+      "BatchPauseJobsRequest\032\'.duetime.jobs.v1." +
+      "BatchPauseJobsResponse\"I\202\323\344\223\002C\"$/v1/{par" +
+      "ent=teams/*}/jobs:batchPause:\001*Z\030\"\023/v1/j" +
+      "obs:batchPause:\001*\022\261\001\n\017BatchResumeJobs\022\'." +
+      "duetime.jobs.v1.BatchResumeJobsRequest\032(" +
+      ".duetime.jobs.v1.BatchResumeJobsResponse" +
+      "\"K\202\323\344\223\002E\"%/v1/{parent=teams/*}/jobs:batc" +
+      "hResume:\001*Z\031\"\024/v1/jobs:batchResume:\001*\022\224\001" +
+      "\n\021ExplainOccurrence\022).duetime.jobs.v1.Ex" +
+      "plainOccurrenceRequest\032*.duetime.jobs.v1" +
+      ".ExplainOccurrenceResponse\"(\202\323\344\223\002\"\022 /v1/" +
+      "{job=teams/*/jobs/*}:explain\022\222\001\n\017ListJob" +
+      "Versions\022\'.duetime.jobs.v1.ListJobVersio" +
+      "nsRequest\032(.duetime.jobs.v1.ListJobVersi" +
+      "onsResponse\",\202\323\344\223\002&\022$/v1/{parent=teams/*" +
+      "/jobs/*}/versions\022\241\001\n\020BatchRedriveRuns\022(" +
+      ".duetime.jobs.v1.BatchRedriveRunsRequest" +
+      "\032).duetime.jobs.v1.BatchRedriveRunsRespo" +
+      "nse\"8\202\323\344\223\0022\"-/v1/{parent=teams/*/jobs/*}" +
+      "/runs:batchRedrive:\001*Be\n\023dev.duetime.job" +
+      "s.v1B\017JobServiceProtoP\001Z)duetime.dev/gen" +
+      "/go/duetime/jobs/v1;jobsv1\252\002\017Duetime.Job" +
+      "s.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -434,13 +549,13 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
     internal_static_duetime_jobs_v1_UpdateJobRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_UpdateJobRequest_descriptor,
-        new java.lang.String[] { "Job", "UpdateMask", });
+        new java.lang.String[] { "Job", "UpdateMask", "ValidateOnly", "PreviewCount", });
     internal_static_duetime_jobs_v1_UpdateJobResponse_descriptor =
       getDescriptor().getMessageType(8);
     internal_static_duetime_jobs_v1_UpdateJobResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_UpdateJobResponse_descriptor,
-        new java.lang.String[] { "Job", "ScheduleChanged", "PreviousNextRunTime", });
+        new java.lang.String[] { "Job", "ScheduleChanged", "PreviousNextRunTime", "CurrentOccurrences", "UpdatedOccurrences", });
     internal_static_duetime_jobs_v1_DeleteJobRequest_descriptor =
       getDescriptor().getMessageType(9);
     internal_static_duetime_jobs_v1_DeleteJobRequest_fieldAccessorTable = new
@@ -458,7 +573,7 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
     internal_static_duetime_jobs_v1_PauseJobRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_PauseJobRequest_descriptor,
-        new java.lang.String[] { "Name", "Etag", "JobId", });
+        new java.lang.String[] { "Name", "Etag", "JobId", "Note", });
     internal_static_duetime_jobs_v1_PauseJobResponse_descriptor =
       getDescriptor().getMessageType(12);
     internal_static_duetime_jobs_v1_PauseJobResponse_fieldAccessorTable = new
@@ -470,133 +585,181 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
     internal_static_duetime_jobs_v1_ResumeJobRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_ResumeJobRequest_descriptor,
-        new java.lang.String[] { "Name", "Etag", "JobId", });
+        new java.lang.String[] { "Name", "Etag", "JobId", "ValidateOnly", "CatchUp", });
     internal_static_duetime_jobs_v1_ResumeJobResponse_descriptor =
       getDescriptor().getMessageType(14);
     internal_static_duetime_jobs_v1_ResumeJobResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_ResumeJobResponse_descriptor,
-        new java.lang.String[] { "Job", });
-    internal_static_duetime_jobs_v1_TriggerJobRequest_descriptor =
+        new java.lang.String[] { "Job", "PausedOccurrences", });
+    internal_static_duetime_jobs_v1_PausedOccurrences_descriptor =
       getDescriptor().getMessageType(15);
+    internal_static_duetime_jobs_v1_PausedOccurrences_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_duetime_jobs_v1_PausedOccurrences_descriptor,
+        new java.lang.String[] { "Covered", "Skipped", "CatchUpRuns", "OnTimeRuns", "TooOld", "Missed", "Truncated", });
+    internal_static_duetime_jobs_v1_OccurrenceSpan_descriptor =
+      getDescriptor().getMessageType(16);
+    internal_static_duetime_jobs_v1_OccurrenceSpan_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_duetime_jobs_v1_OccurrenceSpan_descriptor,
+        new java.lang.String[] { "FirstTime", "LastTime", "Count", });
+    internal_static_duetime_jobs_v1_TriggerJobRequest_descriptor =
+      getDescriptor().getMessageType(17);
     internal_static_duetime_jobs_v1_TriggerJobRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_TriggerJobRequest_descriptor,
         new java.lang.String[] { "Name", "RequestId", });
     internal_static_duetime_jobs_v1_TriggerJobResponse_descriptor =
-      getDescriptor().getMessageType(16);
+      getDescriptor().getMessageType(18);
     internal_static_duetime_jobs_v1_TriggerJobResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_TriggerJobResponse_descriptor,
         new java.lang.String[] { "Run", });
     internal_static_duetime_jobs_v1_ListRunsRequest_descriptor =
-      getDescriptor().getMessageType(17);
+      getDescriptor().getMessageType(19);
     internal_static_duetime_jobs_v1_ListRunsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_ListRunsRequest_descriptor,
         new java.lang.String[] { "Parent", "PageSize", "PageToken", "State", "JobId", "Filter", });
     internal_static_duetime_jobs_v1_ListRunsResponse_descriptor =
-      getDescriptor().getMessageType(18);
+      getDescriptor().getMessageType(20);
     internal_static_duetime_jobs_v1_ListRunsResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_ListRunsResponse_descriptor,
         new java.lang.String[] { "Runs", "NextPageToken", });
     internal_static_duetime_jobs_v1_GetRunRequest_descriptor =
-      getDescriptor().getMessageType(19);
+      getDescriptor().getMessageType(21);
     internal_static_duetime_jobs_v1_GetRunRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_GetRunRequest_descriptor,
         new java.lang.String[] { "Name", });
     internal_static_duetime_jobs_v1_GetRunResponse_descriptor =
-      getDescriptor().getMessageType(20);
+      getDescriptor().getMessageType(22);
     internal_static_duetime_jobs_v1_GetRunResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_GetRunResponse_descriptor,
         new java.lang.String[] { "Run", });
     internal_static_duetime_jobs_v1_RedriveRunRequest_descriptor =
-      getDescriptor().getMessageType(21);
+      getDescriptor().getMessageType(23);
     internal_static_duetime_jobs_v1_RedriveRunRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_RedriveRunRequest_descriptor,
         new java.lang.String[] { "Name", "RequestId", });
     internal_static_duetime_jobs_v1_RedriveRunResponse_descriptor =
-      getDescriptor().getMessageType(22);
+      getDescriptor().getMessageType(24);
     internal_static_duetime_jobs_v1_RedriveRunResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_RedriveRunResponse_descriptor,
         new java.lang.String[] { "Run", });
     internal_static_duetime_jobs_v1_PreviewScheduleRequest_descriptor =
-      getDescriptor().getMessageType(23);
+      getDescriptor().getMessageType(25);
     internal_static_duetime_jobs_v1_PreviewScheduleRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_PreviewScheduleRequest_descriptor,
         new java.lang.String[] { "Schedule", "Job", "StartTime", "Count", "JitterWindow", "Source", });
     internal_static_duetime_jobs_v1_PreviewScheduleResponse_descriptor =
-      getDescriptor().getMessageType(24);
+      getDescriptor().getMessageType(26);
     internal_static_duetime_jobs_v1_PreviewScheduleResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_PreviewScheduleResponse_descriptor,
         new java.lang.String[] { "Occurrences", });
     internal_static_duetime_jobs_v1_ScheduledOccurrence_descriptor =
-      getDescriptor().getMessageType(25);
+      getDescriptor().getMessageType(27);
     internal_static_duetime_jobs_v1_ScheduledOccurrence_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_ScheduledOccurrence_descriptor,
         new java.lang.String[] { "NominalTime", "EffectiveTime", "LocalTime", "DstAdjustment", });
     internal_static_duetime_jobs_v1_GetTeamQuotaRequest_descriptor =
-      getDescriptor().getMessageType(26);
+      getDescriptor().getMessageType(28);
     internal_static_duetime_jobs_v1_GetTeamQuotaRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_GetTeamQuotaRequest_descriptor,
         new java.lang.String[] { "Name", });
     internal_static_duetime_jobs_v1_GetTeamQuotaResponse_descriptor =
-      getDescriptor().getMessageType(27);
+      getDescriptor().getMessageType(29);
     internal_static_duetime_jobs_v1_GetTeamQuotaResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_GetTeamQuotaResponse_descriptor,
         new java.lang.String[] { "Name", "Quota", "Usage", });
     internal_static_duetime_jobs_v1_BatchPauseJobsRequest_descriptor =
-      getDescriptor().getMessageType(28);
+      getDescriptor().getMessageType(30);
     internal_static_duetime_jobs_v1_BatchPauseJobsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_BatchPauseJobsRequest_descriptor,
-        new java.lang.String[] { "Parent", "Names", "Filter", "ValidateOnly", });
+        new java.lang.String[] { "Parent", "Names", "Filter", "ValidateOnly", "Note", });
     internal_static_duetime_jobs_v1_BatchPauseJobsResponse_descriptor =
-      getDescriptor().getMessageType(29);
+      getDescriptor().getMessageType(31);
     internal_static_duetime_jobs_v1_BatchPauseJobsResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_BatchPauseJobsResponse_descriptor,
         new java.lang.String[] { "Matched", "Results", });
     internal_static_duetime_jobs_v1_BatchResumeJobsRequest_descriptor =
-      getDescriptor().getMessageType(30);
+      getDescriptor().getMessageType(32);
     internal_static_duetime_jobs_v1_BatchResumeJobsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_BatchResumeJobsRequest_descriptor,
         new java.lang.String[] { "Parent", "Names", "Filter", "ValidateOnly", });
     internal_static_duetime_jobs_v1_BatchResumeJobsResponse_descriptor =
-      getDescriptor().getMessageType(31);
+      getDescriptor().getMessageType(33);
     internal_static_duetime_jobs_v1_BatchResumeJobsResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_BatchResumeJobsResponse_descriptor,
         new java.lang.String[] { "Matched", "Results", });
     internal_static_duetime_jobs_v1_BatchRedriveRunsRequest_descriptor =
-      getDescriptor().getMessageType(32);
+      getDescriptor().getMessageType(34);
     internal_static_duetime_jobs_v1_BatchRedriveRunsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_BatchRedriveRunsRequest_descriptor,
         new java.lang.String[] { "Parent", "Names", "Filter", "ValidateOnly", "RequestId", });
     internal_static_duetime_jobs_v1_BatchRedriveRunsResponse_descriptor =
-      getDescriptor().getMessageType(33);
+      getDescriptor().getMessageType(35);
     internal_static_duetime_jobs_v1_BatchRedriveRunsResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_BatchRedriveRunsResponse_descriptor,
         new java.lang.String[] { "Matched", "Results", });
     internal_static_duetime_jobs_v1_BatchResult_descriptor =
-      getDescriptor().getMessageType(34);
+      getDescriptor().getMessageType(36);
     internal_static_duetime_jobs_v1_BatchResult_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_duetime_jobs_v1_BatchResult_descriptor,
         new java.lang.String[] { "Name", "Status", });
+    internal_static_duetime_jobs_v1_ExplainOccurrenceRequest_descriptor =
+      getDescriptor().getMessageType(37);
+    internal_static_duetime_jobs_v1_ExplainOccurrenceRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_duetime_jobs_v1_ExplainOccurrenceRequest_descriptor,
+        new java.lang.String[] { "Job", "Time", "LocalTime", "TimeZone", });
+    internal_static_duetime_jobs_v1_ExplainOccurrenceResponse_descriptor =
+      getDescriptor().getMessageType(38);
+    internal_static_duetime_jobs_v1_ExplainOccurrenceResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_duetime_jobs_v1_ExplainOccurrenceResponse_descriptor,
+        new java.lang.String[] { "Fate", "Explanation", "Time", "Occurrence", "Run", "PreviousOccurrence", "NextOccurrence", "DstTransition", "JobVersion", "Lateness", "Misfire", });
+    internal_static_duetime_jobs_v1_DstTransition_descriptor =
+      getDescriptor().getMessageType(39);
+    internal_static_duetime_jobs_v1_DstTransition_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_duetime_jobs_v1_DstTransition_descriptor,
+        new java.lang.String[] { "Kind", "Time", "UtcOffsetBefore", "UtcOffsetAfter", "TimeZone", });
+    internal_static_duetime_jobs_v1_ListJobVersionsRequest_descriptor =
+      getDescriptor().getMessageType(40);
+    internal_static_duetime_jobs_v1_ListJobVersionsRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_duetime_jobs_v1_ListJobVersionsRequest_descriptor,
+        new java.lang.String[] { "Parent", "PageSize", "PageToken", });
+    internal_static_duetime_jobs_v1_ListJobVersionsResponse_descriptor =
+      getDescriptor().getMessageType(41);
+    internal_static_duetime_jobs_v1_ListJobVersionsResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_duetime_jobs_v1_ListJobVersionsResponse_descriptor,
+        new java.lang.String[] { "Versions", "NextPageToken", });
+    internal_static_duetime_jobs_v1_JobVersion_descriptor =
+      getDescriptor().getMessageType(42);
+    internal_static_duetime_jobs_v1_JobVersion_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_duetime_jobs_v1_JobVersion_descriptor,
+        new java.lang.String[] { "Name", "Version", "CreateTime", "Principal", "Change", "ChangedFields", "Job", "Note", });
     descriptor.resolveAllFeaturesImmutable();
     dev.duetime.jobs.v1.JobProto.getDescriptor();
     dev.duetime.jobs.v1.QuotaProto.getDescriptor();

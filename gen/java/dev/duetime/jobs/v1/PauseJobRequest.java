@@ -35,6 +35,7 @@ private static final long serialVersionUID = 0L;
     name_ = "";
     etag_ = "";
     jobId_ = "";
+    note_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -198,6 +199,55 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int NOTE_FIELD_NUMBER = 4;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object note_ = "";
+  /**
+   * <pre>
+   * Optional. Why the job is paused (at most 1,000 characters, no control characters), kept
+   * with the job in `Job.pause` until it is resumed, and in its version history.
+   * </pre>
+   *
+   * <code>string note = 4;</code>
+   * @return The note.
+   */
+  @java.lang.Override
+  public java.lang.String getNote() {
+    java.lang.Object ref = note_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      note_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * Optional. Why the job is paused (at most 1,000 characters, no control characters), kept
+   * with the job in `Job.pause` until it is resumed, and in its version history.
+   * </pre>
+   *
+   * <code>string note = 4;</code>
+   * @return The bytes for note.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getNoteBytes() {
+    java.lang.Object ref = note_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      note_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -221,6 +271,9 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(jobId_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 3, jobId_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(note_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 4, note_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -233,6 +286,9 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(jobId_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(3, jobId_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(note_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(4, note_);
     }
     return size;
   }
@@ -264,6 +320,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getEtag())) return false;
     if (!getJobId()
         .equals(other.getJobId())) return false;
+    if (!getNote()
+        .equals(other.getNote())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -281,6 +339,8 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getEtag().hashCode();
     hash = (37 * hash) + JOB_ID_FIELD_NUMBER;
     hash = (53 * hash) + getJobId().hashCode();
+    hash = (37 * hash) + NOTE_FIELD_NUMBER;
+    hash = (53 * hash) + getNote().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -419,6 +479,7 @@ private static final long serialVersionUID = 0L;
       name_ = "";
       etag_ = "";
       jobId_ = "";
+      note_ = "";
       return this;
     }
 
@@ -461,6 +522,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000004) != 0)) {
         result.jobId_ = jobId_;
       }
+      if (((from_bitField0_ & 0x00000008) != 0)) {
+        result.note_ = note_;
+      }
     }
 
     @java.lang.Override
@@ -488,6 +552,11 @@ private static final long serialVersionUID = 0L;
       if (!other.getJobId().isEmpty()) {
         jobId_ = other.jobId_;
         bitField0_ |= 0x00000004;
+        onChanged();
+      }
+      if (!other.getNote().isEmpty()) {
+        note_ = other.note_;
+        bitField0_ |= 0x00000008;
         onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
@@ -531,6 +600,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000004;
               break;
             } // case 26
+            case 34: {
+              note_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000008;
+              break;
+            } // case 34
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -825,6 +899,103 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       jobId_ = value;
       bitField0_ |= 0x00000004;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object note_ = "";
+    /**
+     * <pre>
+     * Optional. Why the job is paused (at most 1,000 characters, no control characters), kept
+     * with the job in `Job.pause` until it is resumed, and in its version history.
+     * </pre>
+     *
+     * <code>string note = 4;</code>
+     * @return The note.
+     */
+    public java.lang.String getNote() {
+      java.lang.Object ref = note_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        note_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. Why the job is paused (at most 1,000 characters, no control characters), kept
+     * with the job in `Job.pause` until it is resumed, and in its version history.
+     * </pre>
+     *
+     * <code>string note = 4;</code>
+     * @return The bytes for note.
+     */
+    public com.google.protobuf.ByteString
+        getNoteBytes() {
+      java.lang.Object ref = note_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        note_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. Why the job is paused (at most 1,000 characters, no control characters), kept
+     * with the job in `Job.pause` until it is resumed, and in its version history.
+     * </pre>
+     *
+     * <code>string note = 4;</code>
+     * @param value The note to set.
+     * @return This builder for chaining.
+     */
+    public Builder setNote(
+        java.lang.String value) {
+      if (value == null) { throw new NullPointerException(); }
+      note_ = value;
+      bitField0_ |= 0x00000008;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. Why the job is paused (at most 1,000 characters, no control characters), kept
+     * with the job in `Job.pause` until it is resumed, and in its version history.
+     * </pre>
+     *
+     * <code>string note = 4;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearNote() {
+      note_ = getDefaultInstance().getNote();
+      bitField0_ = (bitField0_ & ~0x00000008);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. Why the job is paused (at most 1,000 characters, no control characters), kept
+     * with the job in `Job.pause` until it is resumed, and in its version history.
+     * </pre>
+     *
+     * <code>string note = 4;</code>
+     * @param value The bytes for note to set.
+     * @return This builder for chaining.
+     */
+    public Builder setNoteBytes(
+        com.google.protobuf.ByteString value) {
+      if (value == null) { throw new NullPointerException(); }
+      checkByteStringIsUtf8(value);
+      note_ = value;
+      bitField0_ |= 0x00000008;
       onChanged();
       return this;
     }

@@ -71,4 +71,26 @@ public interface PauseJobRequestOrBuilder extends
    */
   com.google.protobuf.ByteString
       getJobIdBytes();
+
+  /**
+   * <pre>
+   * Optional. Why the job is paused (at most 1,000 characters, no control characters), kept
+   * with the job in `Job.pause` until it is resumed, and in its version history.
+   * </pre>
+   *
+   * <code>string note = 4;</code>
+   * @return The note.
+   */
+  java.lang.String getNote();
+  /**
+   * <pre>
+   * Optional. Why the job is paused (at most 1,000 characters, no control characters), kept
+   * with the job in `Job.pause` until it is resumed, and in its version history.
+   * </pre>
+   *
+   * <code>string note = 4;</code>
+   * @return The bytes for note.
+   */
+  com.google.protobuf.ByteString
+      getNoteBytes();
 }

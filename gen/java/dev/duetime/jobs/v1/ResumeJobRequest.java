@@ -198,6 +198,41 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int VALIDATE_ONLY_FIELD_NUMBER = 4;
+  private boolean validateOnly_ = false;
+  /**
+   * <pre>
+   * Optional. Check the resume and answer what it would do with the occurrences the pause
+   * covered, changing nothing.
+   * </pre>
+   *
+   * <code>bool validate_only = 4;</code>
+   * @return The validateOnly.
+   */
+  @java.lang.Override
+  public boolean getValidateOnly() {
+    return validateOnly_;
+  }
+
+  public static final int CATCH_UP_FIELD_NUMBER = 5;
+  private boolean catchUp_ = false;
+  /**
+   * <pre>
+   * Optional. Let the job's misfire policy decide the occurrences the pause covered, as if the
+   * scheduler had been down meanwhile, instead of skipping them: the job resumes at the first
+   * of them, and the scheduler's next claim runs late ones per `Job.misfire` (RUN_ONCE: the
+   * latest; RUN_ALL: those within `max_catch_up_runs` and `max_catch_up_age`; SKIP: none) and
+   * records the rest MISSED (MISFIRE). Those still within the misfire threshold run as on time.
+   * </pre>
+   *
+   * <code>bool catch_up = 5;</code>
+   * @return The catchUp.
+   */
+  @java.lang.Override
+  public boolean getCatchUp() {
+    return catchUp_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -221,6 +256,12 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(jobId_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 3, jobId_);
     }
+    if (validateOnly_ != false) {
+      output.writeBool(4, validateOnly_);
+    }
+    if (catchUp_ != false) {
+      output.writeBool(5, catchUp_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -233,6 +274,14 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(jobId_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(3, jobId_);
+    }
+    if (validateOnly_ != false) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(4, validateOnly_);
+    }
+    if (catchUp_ != false) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(5, catchUp_);
     }
     return size;
   }
@@ -264,6 +313,10 @@ private static final long serialVersionUID = 0L;
         .equals(other.getEtag())) return false;
     if (!getJobId()
         .equals(other.getJobId())) return false;
+    if (getValidateOnly()
+        != other.getValidateOnly()) return false;
+    if (getCatchUp()
+        != other.getCatchUp()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -281,6 +334,12 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getEtag().hashCode();
     hash = (37 * hash) + JOB_ID_FIELD_NUMBER;
     hash = (53 * hash) + getJobId().hashCode();
+    hash = (37 * hash) + VALIDATE_ONLY_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+        getValidateOnly());
+    hash = (37 * hash) + CATCH_UP_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+        getCatchUp());
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -419,6 +478,8 @@ private static final long serialVersionUID = 0L;
       name_ = "";
       etag_ = "";
       jobId_ = "";
+      validateOnly_ = false;
+      catchUp_ = false;
       return this;
     }
 
@@ -461,6 +522,12 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000004) != 0)) {
         result.jobId_ = jobId_;
       }
+      if (((from_bitField0_ & 0x00000008) != 0)) {
+        result.validateOnly_ = validateOnly_;
+      }
+      if (((from_bitField0_ & 0x00000010) != 0)) {
+        result.catchUp_ = catchUp_;
+      }
     }
 
     @java.lang.Override
@@ -489,6 +556,12 @@ private static final long serialVersionUID = 0L;
         jobId_ = other.jobId_;
         bitField0_ |= 0x00000004;
         onChanged();
+      }
+      if (other.getValidateOnly() != false) {
+        setValidateOnly(other.getValidateOnly());
+      }
+      if (other.getCatchUp() != false) {
+        setCatchUp(other.getCatchUp());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -531,6 +604,16 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000004;
               break;
             } // case 26
+            case 32: {
+              validateOnly_ = input.readBool();
+              bitField0_ |= 0x00000008;
+              break;
+            } // case 32
+            case 40: {
+              catchUp_ = input.readBool();
+              bitField0_ |= 0x00000010;
+              break;
+            } // case 40
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -825,6 +908,109 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       jobId_ = value;
       bitField0_ |= 0x00000004;
+      onChanged();
+      return this;
+    }
+
+    private boolean validateOnly_ ;
+    /**
+     * <pre>
+     * Optional. Check the resume and answer what it would do with the occurrences the pause
+     * covered, changing nothing.
+     * </pre>
+     *
+     * <code>bool validate_only = 4;</code>
+     * @return The validateOnly.
+     */
+    @java.lang.Override
+    public boolean getValidateOnly() {
+      return validateOnly_;
+    }
+    /**
+     * <pre>
+     * Optional. Check the resume and answer what it would do with the occurrences the pause
+     * covered, changing nothing.
+     * </pre>
+     *
+     * <code>bool validate_only = 4;</code>
+     * @param value The validateOnly to set.
+     * @return This builder for chaining.
+     */
+    public Builder setValidateOnly(boolean value) {
+
+      validateOnly_ = value;
+      bitField0_ |= 0x00000008;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. Check the resume and answer what it would do with the occurrences the pause
+     * covered, changing nothing.
+     * </pre>
+     *
+     * <code>bool validate_only = 4;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearValidateOnly() {
+      bitField0_ = (bitField0_ & ~0x00000008);
+      validateOnly_ = false;
+      onChanged();
+      return this;
+    }
+
+    private boolean catchUp_ ;
+    /**
+     * <pre>
+     * Optional. Let the job's misfire policy decide the occurrences the pause covered, as if the
+     * scheduler had been down meanwhile, instead of skipping them: the job resumes at the first
+     * of them, and the scheduler's next claim runs late ones per `Job.misfire` (RUN_ONCE: the
+     * latest; RUN_ALL: those within `max_catch_up_runs` and `max_catch_up_age`; SKIP: none) and
+     * records the rest MISSED (MISFIRE). Those still within the misfire threshold run as on time.
+     * </pre>
+     *
+     * <code>bool catch_up = 5;</code>
+     * @return The catchUp.
+     */
+    @java.lang.Override
+    public boolean getCatchUp() {
+      return catchUp_;
+    }
+    /**
+     * <pre>
+     * Optional. Let the job's misfire policy decide the occurrences the pause covered, as if the
+     * scheduler had been down meanwhile, instead of skipping them: the job resumes at the first
+     * of them, and the scheduler's next claim runs late ones per `Job.misfire` (RUN_ONCE: the
+     * latest; RUN_ALL: those within `max_catch_up_runs` and `max_catch_up_age`; SKIP: none) and
+     * records the rest MISSED (MISFIRE). Those still within the misfire threshold run as on time.
+     * </pre>
+     *
+     * <code>bool catch_up = 5;</code>
+     * @param value The catchUp to set.
+     * @return This builder for chaining.
+     */
+    public Builder setCatchUp(boolean value) {
+
+      catchUp_ = value;
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. Let the job's misfire policy decide the occurrences the pause covered, as if the
+     * scheduler had been down meanwhile, instead of skipping them: the job resumes at the first
+     * of them, and the scheduler's next claim runs late ones per `Job.misfire` (RUN_ONCE: the
+     * latest; RUN_ALL: those within `max_catch_up_runs` and `max_catch_up_age`; SKIP: none) and
+     * records the rest MISSED (MISFIRE). Those still within the misfire threshold run as on time.
+     * </pre>
+     *
+     * <code>bool catch_up = 5;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearCatchUp() {
+      bitField0_ = (bitField0_ & ~0x00000010);
+      catchUp_ = false;
       onChanged();
       return this;
     }

@@ -71,4 +71,29 @@ public interface ResumeJobRequestOrBuilder extends
    */
   com.google.protobuf.ByteString
       getJobIdBytes();
+
+  /**
+   * <pre>
+   * Optional. Check the resume and answer what it would do with the occurrences the pause
+   * covered, changing nothing.
+   * </pre>
+   *
+   * <code>bool validate_only = 4;</code>
+   * @return The validateOnly.
+   */
+  boolean getValidateOnly();
+
+  /**
+   * <pre>
+   * Optional. Let the job's misfire policy decide the occurrences the pause covered, as if the
+   * scheduler had been down meanwhile, instead of skipping them: the job resumes at the first
+   * of them, and the scheduler's next claim runs late ones per `Job.misfire` (RUN_ONCE: the
+   * latest; RUN_ALL: those within `max_catch_up_runs` and `max_catch_up_age`; SKIP: none) and
+   * records the rest MISSED (MISFIRE). Those still within the misfire threshold run as on time.
+   * </pre>
+   *
+   * <code>bool catch_up = 5;</code>
+   * @return The catchUp.
+   */
+  boolean getCatchUp();
 }

@@ -57,7 +57,7 @@ private static final long serialVersionUID = 0L;
   private dev.duetime.jobs.v1.Job job_;
   /**
    * <pre>
-   * The resumed job.
+   * The resumed job (with `validate_only`: as the resume would leave it).
    * </pre>
    *
    * <code>.duetime.jobs.v1.Job job = 1;</code>
@@ -69,7 +69,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * The resumed job.
+   * The resumed job (with `validate_only`: as the resume would leave it).
    * </pre>
    *
    * <code>.duetime.jobs.v1.Job job = 1;</code>
@@ -81,7 +81,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * The resumed job.
+   * The resumed job (with `validate_only`: as the resume would leave it).
    * </pre>
    *
    * <code>.duetime.jobs.v1.Job job = 1;</code>
@@ -89,6 +89,53 @@ private static final long serialVersionUID = 0L;
   @java.lang.Override
   public dev.duetime.jobs.v1.JobOrBuilder getJobOrBuilder() {
     return job_ == null ? dev.duetime.jobs.v1.Job.getDefaultInstance() : job_;
+  }
+
+  public static final int PAUSED_OCCURRENCES_FIELD_NUMBER = 2;
+  private dev.duetime.jobs.v1.PausedOccurrences pausedOccurrences_;
+  /**
+   * <pre>
+   * What the resume did (with `validate_only`: would do) with the occurrences the pause
+   * covered, as of the resume. With `catch_up` it is a forecast of the scheduler's next claim,
+   * made by its own rules: a few seconds later an occurrence on the edge of the misfire
+   * threshold may turn from on time to late.
+   * </pre>
+   *
+   * <code>.duetime.jobs.v1.PausedOccurrences paused_occurrences = 2;</code>
+   * @return Whether the pausedOccurrences field is set.
+   */
+  @java.lang.Override
+  public boolean hasPausedOccurrences() {
+    return ((bitField0_ & 0x00000002) != 0);
+  }
+  /**
+   * <pre>
+   * What the resume did (with `validate_only`: would do) with the occurrences the pause
+   * covered, as of the resume. With `catch_up` it is a forecast of the scheduler's next claim,
+   * made by its own rules: a few seconds later an occurrence on the edge of the misfire
+   * threshold may turn from on time to late.
+   * </pre>
+   *
+   * <code>.duetime.jobs.v1.PausedOccurrences paused_occurrences = 2;</code>
+   * @return The pausedOccurrences.
+   */
+  @java.lang.Override
+  public dev.duetime.jobs.v1.PausedOccurrences getPausedOccurrences() {
+    return pausedOccurrences_ == null ? dev.duetime.jobs.v1.PausedOccurrences.getDefaultInstance() : pausedOccurrences_;
+  }
+  /**
+   * <pre>
+   * What the resume did (with `validate_only`: would do) with the occurrences the pause
+   * covered, as of the resume. With `catch_up` it is a forecast of the scheduler's next claim,
+   * made by its own rules: a few seconds later an occurrence on the edge of the misfire
+   * threshold may turn from on time to late.
+   * </pre>
+   *
+   * <code>.duetime.jobs.v1.PausedOccurrences paused_occurrences = 2;</code>
+   */
+  @java.lang.Override
+  public dev.duetime.jobs.v1.PausedOccurrencesOrBuilder getPausedOccurrencesOrBuilder() {
+    return pausedOccurrences_ == null ? dev.duetime.jobs.v1.PausedOccurrences.getDefaultInstance() : pausedOccurrences_;
   }
 
   private byte memoizedIsInitialized = -1;
@@ -108,6 +155,9 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000001) != 0)) {
       output.writeMessage(1, getJob());
     }
+    if (((bitField0_ & 0x00000002) != 0)) {
+      output.writeMessage(2, getPausedOccurrences());
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -115,6 +165,10 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000001) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(1, getJob());
+    }
+    if (((bitField0_ & 0x00000002) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(2, getPausedOccurrences());
     }
     return size;
   }
@@ -145,6 +199,11 @@ private static final long serialVersionUID = 0L;
       if (!getJob()
           .equals(other.getJob())) return false;
     }
+    if (hasPausedOccurrences() != other.hasPausedOccurrences()) return false;
+    if (hasPausedOccurrences()) {
+      if (!getPausedOccurrences()
+          .equals(other.getPausedOccurrences())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -159,6 +218,10 @@ private static final long serialVersionUID = 0L;
     if (hasJob()) {
       hash = (37 * hash) + JOB_FIELD_NUMBER;
       hash = (53 * hash) + getJob().hashCode();
+    }
+    if (hasPausedOccurrences()) {
+      hash = (37 * hash) + PAUSED_OCCURRENCES_FIELD_NUMBER;
+      hash = (53 * hash) + getPausedOccurrences().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -295,6 +358,7 @@ private static final long serialVersionUID = 0L;
       if (com.google.protobuf.GeneratedMessage
               .alwaysUseFieldBuilders) {
         internalGetJobFieldBuilder();
+        internalGetPausedOccurrencesFieldBuilder();
       }
     }
     @java.lang.Override
@@ -305,6 +369,11 @@ private static final long serialVersionUID = 0L;
       if (jobBuilder_ != null) {
         jobBuilder_.dispose();
         jobBuilder_ = null;
+      }
+      pausedOccurrences_ = null;
+      if (pausedOccurrencesBuilder_ != null) {
+        pausedOccurrencesBuilder_.dispose();
+        pausedOccurrencesBuilder_ = null;
       }
       return this;
     }
@@ -346,6 +415,12 @@ private static final long serialVersionUID = 0L;
             : jobBuilder_.build();
         to_bitField0_ |= 0x00000001;
       }
+      if (((from_bitField0_ & 0x00000002) != 0)) {
+        result.pausedOccurrences_ = pausedOccurrencesBuilder_ == null
+            ? pausedOccurrences_
+            : pausedOccurrencesBuilder_.build();
+        to_bitField0_ |= 0x00000002;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -363,6 +438,9 @@ private static final long serialVersionUID = 0L;
       if (other == dev.duetime.jobs.v1.ResumeJobResponse.getDefaultInstance()) return this;
       if (other.hasJob()) {
         mergeJob(other.getJob());
+      }
+      if (other.hasPausedOccurrences()) {
+        mergePausedOccurrences(other.getPausedOccurrences());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -397,6 +475,13 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000001;
               break;
             } // case 10
+            case 18: {
+              input.readMessage(
+                  internalGetPausedOccurrencesFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00000002;
+              break;
+            } // case 18
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -419,7 +504,7 @@ private static final long serialVersionUID = 0L;
         dev.duetime.jobs.v1.Job, dev.duetime.jobs.v1.Job.Builder, dev.duetime.jobs.v1.JobOrBuilder> jobBuilder_;
     /**
      * <pre>
-     * The resumed job.
+     * The resumed job (with `validate_only`: as the resume would leave it).
      * </pre>
      *
      * <code>.duetime.jobs.v1.Job job = 1;</code>
@@ -430,7 +515,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The resumed job.
+     * The resumed job (with `validate_only`: as the resume would leave it).
      * </pre>
      *
      * <code>.duetime.jobs.v1.Job job = 1;</code>
@@ -445,7 +530,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The resumed job.
+     * The resumed job (with `validate_only`: as the resume would leave it).
      * </pre>
      *
      * <code>.duetime.jobs.v1.Job job = 1;</code>
@@ -465,7 +550,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The resumed job.
+     * The resumed job (with `validate_only`: as the resume would leave it).
      * </pre>
      *
      * <code>.duetime.jobs.v1.Job job = 1;</code>
@@ -483,7 +568,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The resumed job.
+     * The resumed job (with `validate_only`: as the resume would leave it).
      * </pre>
      *
      * <code>.duetime.jobs.v1.Job job = 1;</code>
@@ -508,7 +593,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The resumed job.
+     * The resumed job (with `validate_only`: as the resume would leave it).
      * </pre>
      *
      * <code>.duetime.jobs.v1.Job job = 1;</code>
@@ -525,7 +610,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The resumed job.
+     * The resumed job (with `validate_only`: as the resume would leave it).
      * </pre>
      *
      * <code>.duetime.jobs.v1.Job job = 1;</code>
@@ -537,7 +622,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The resumed job.
+     * The resumed job (with `validate_only`: as the resume would leave it).
      * </pre>
      *
      * <code>.duetime.jobs.v1.Job job = 1;</code>
@@ -552,7 +637,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The resumed job.
+     * The resumed job (with `validate_only`: as the resume would leave it).
      * </pre>
      *
      * <code>.duetime.jobs.v1.Job job = 1;</code>
@@ -569,6 +654,190 @@ private static final long serialVersionUID = 0L;
         job_ = null;
       }
       return jobBuilder_;
+    }
+
+    private dev.duetime.jobs.v1.PausedOccurrences pausedOccurrences_;
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.duetime.jobs.v1.PausedOccurrences, dev.duetime.jobs.v1.PausedOccurrences.Builder, dev.duetime.jobs.v1.PausedOccurrencesOrBuilder> pausedOccurrencesBuilder_;
+    /**
+     * <pre>
+     * What the resume did (with `validate_only`: would do) with the occurrences the pause
+     * covered, as of the resume. With `catch_up` it is a forecast of the scheduler's next claim,
+     * made by its own rules: a few seconds later an occurrence on the edge of the misfire
+     * threshold may turn from on time to late.
+     * </pre>
+     *
+     * <code>.duetime.jobs.v1.PausedOccurrences paused_occurrences = 2;</code>
+     * @return Whether the pausedOccurrences field is set.
+     */
+    public boolean hasPausedOccurrences() {
+      return ((bitField0_ & 0x00000002) != 0);
+    }
+    /**
+     * <pre>
+     * What the resume did (with `validate_only`: would do) with the occurrences the pause
+     * covered, as of the resume. With `catch_up` it is a forecast of the scheduler's next claim,
+     * made by its own rules: a few seconds later an occurrence on the edge of the misfire
+     * threshold may turn from on time to late.
+     * </pre>
+     *
+     * <code>.duetime.jobs.v1.PausedOccurrences paused_occurrences = 2;</code>
+     * @return The pausedOccurrences.
+     */
+    public dev.duetime.jobs.v1.PausedOccurrences getPausedOccurrences() {
+      if (pausedOccurrencesBuilder_ == null) {
+        return pausedOccurrences_ == null ? dev.duetime.jobs.v1.PausedOccurrences.getDefaultInstance() : pausedOccurrences_;
+      } else {
+        return pausedOccurrencesBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * What the resume did (with `validate_only`: would do) with the occurrences the pause
+     * covered, as of the resume. With `catch_up` it is a forecast of the scheduler's next claim,
+     * made by its own rules: a few seconds later an occurrence on the edge of the misfire
+     * threshold may turn from on time to late.
+     * </pre>
+     *
+     * <code>.duetime.jobs.v1.PausedOccurrences paused_occurrences = 2;</code>
+     */
+    public Builder setPausedOccurrences(dev.duetime.jobs.v1.PausedOccurrences value) {
+      if (pausedOccurrencesBuilder_ == null) {
+        if (value == null) {
+          throw new NullPointerException();
+        }
+        pausedOccurrences_ = value;
+      } else {
+        pausedOccurrencesBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00000002;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * What the resume did (with `validate_only`: would do) with the occurrences the pause
+     * covered, as of the resume. With `catch_up` it is a forecast of the scheduler's next claim,
+     * made by its own rules: a few seconds later an occurrence on the edge of the misfire
+     * threshold may turn from on time to late.
+     * </pre>
+     *
+     * <code>.duetime.jobs.v1.PausedOccurrences paused_occurrences = 2;</code>
+     */
+    public Builder setPausedOccurrences(
+        dev.duetime.jobs.v1.PausedOccurrences.Builder builderForValue) {
+      if (pausedOccurrencesBuilder_ == null) {
+        pausedOccurrences_ = builderForValue.build();
+      } else {
+        pausedOccurrencesBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00000002;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * What the resume did (with `validate_only`: would do) with the occurrences the pause
+     * covered, as of the resume. With `catch_up` it is a forecast of the scheduler's next claim,
+     * made by its own rules: a few seconds later an occurrence on the edge of the misfire
+     * threshold may turn from on time to late.
+     * </pre>
+     *
+     * <code>.duetime.jobs.v1.PausedOccurrences paused_occurrences = 2;</code>
+     */
+    public Builder mergePausedOccurrences(dev.duetime.jobs.v1.PausedOccurrences value) {
+      if (pausedOccurrencesBuilder_ == null) {
+        if (((bitField0_ & 0x00000002) != 0) &&
+          pausedOccurrences_ != null &&
+          pausedOccurrences_ != dev.duetime.jobs.v1.PausedOccurrences.getDefaultInstance()) {
+          getPausedOccurrencesBuilder().mergeFrom(value);
+        } else {
+          pausedOccurrences_ = value;
+        }
+      } else {
+        pausedOccurrencesBuilder_.mergeFrom(value);
+      }
+      if (pausedOccurrences_ != null) {
+        bitField0_ |= 0x00000002;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * What the resume did (with `validate_only`: would do) with the occurrences the pause
+     * covered, as of the resume. With `catch_up` it is a forecast of the scheduler's next claim,
+     * made by its own rules: a few seconds later an occurrence on the edge of the misfire
+     * threshold may turn from on time to late.
+     * </pre>
+     *
+     * <code>.duetime.jobs.v1.PausedOccurrences paused_occurrences = 2;</code>
+     */
+    public Builder clearPausedOccurrences() {
+      bitField0_ = (bitField0_ & ~0x00000002);
+      pausedOccurrences_ = null;
+      if (pausedOccurrencesBuilder_ != null) {
+        pausedOccurrencesBuilder_.dispose();
+        pausedOccurrencesBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * What the resume did (with `validate_only`: would do) with the occurrences the pause
+     * covered, as of the resume. With `catch_up` it is a forecast of the scheduler's next claim,
+     * made by its own rules: a few seconds later an occurrence on the edge of the misfire
+     * threshold may turn from on time to late.
+     * </pre>
+     *
+     * <code>.duetime.jobs.v1.PausedOccurrences paused_occurrences = 2;</code>
+     */
+    public dev.duetime.jobs.v1.PausedOccurrences.Builder getPausedOccurrencesBuilder() {
+      bitField0_ |= 0x00000002;
+      onChanged();
+      return internalGetPausedOccurrencesFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * What the resume did (with `validate_only`: would do) with the occurrences the pause
+     * covered, as of the resume. With `catch_up` it is a forecast of the scheduler's next claim,
+     * made by its own rules: a few seconds later an occurrence on the edge of the misfire
+     * threshold may turn from on time to late.
+     * </pre>
+     *
+     * <code>.duetime.jobs.v1.PausedOccurrences paused_occurrences = 2;</code>
+     */
+    public dev.duetime.jobs.v1.PausedOccurrencesOrBuilder getPausedOccurrencesOrBuilder() {
+      if (pausedOccurrencesBuilder_ != null) {
+        return pausedOccurrencesBuilder_.getMessageOrBuilder();
+      } else {
+        return pausedOccurrences_ == null ?
+            dev.duetime.jobs.v1.PausedOccurrences.getDefaultInstance() : pausedOccurrences_;
+      }
+    }
+    /**
+     * <pre>
+     * What the resume did (with `validate_only`: would do) with the occurrences the pause
+     * covered, as of the resume. With `catch_up` it is a forecast of the scheduler's next claim,
+     * made by its own rules: a few seconds later an occurrence on the edge of the misfire
+     * threshold may turn from on time to late.
+     * </pre>
+     *
+     * <code>.duetime.jobs.v1.PausedOccurrences paused_occurrences = 2;</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.duetime.jobs.v1.PausedOccurrences, dev.duetime.jobs.v1.PausedOccurrences.Builder, dev.duetime.jobs.v1.PausedOccurrencesOrBuilder> 
+        internalGetPausedOccurrencesFieldBuilder() {
+      if (pausedOccurrencesBuilder_ == null) {
+        pausedOccurrencesBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            dev.duetime.jobs.v1.PausedOccurrences, dev.duetime.jobs.v1.PausedOccurrences.Builder, dev.duetime.jobs.v1.PausedOccurrencesOrBuilder>(
+                getPausedOccurrences(),
+                getParentForChildren(),
+                isClean());
+        pausedOccurrences_ = null;
+      }
+      return pausedOccurrencesBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:duetime.jobs.v1.ResumeJobResponse)

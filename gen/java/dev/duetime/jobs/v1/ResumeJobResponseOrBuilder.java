@@ -12,7 +12,7 @@ public interface ResumeJobResponseOrBuilder extends
 
   /**
    * <pre>
-   * The resumed job.
+   * The resumed job (with `validate_only`: as the resume would leave it).
    * </pre>
    *
    * <code>.duetime.jobs.v1.Job job = 1;</code>
@@ -21,7 +21,7 @@ public interface ResumeJobResponseOrBuilder extends
   boolean hasJob();
   /**
    * <pre>
-   * The resumed job.
+   * The resumed job (with `validate_only`: as the resume would leave it).
    * </pre>
    *
    * <code>.duetime.jobs.v1.Job job = 1;</code>
@@ -30,10 +30,46 @@ public interface ResumeJobResponseOrBuilder extends
   dev.duetime.jobs.v1.Job getJob();
   /**
    * <pre>
-   * The resumed job.
+   * The resumed job (with `validate_only`: as the resume would leave it).
    * </pre>
    *
    * <code>.duetime.jobs.v1.Job job = 1;</code>
    */
   dev.duetime.jobs.v1.JobOrBuilder getJobOrBuilder();
+
+  /**
+   * <pre>
+   * What the resume did (with `validate_only`: would do) with the occurrences the pause
+   * covered, as of the resume. With `catch_up` it is a forecast of the scheduler's next claim,
+   * made by its own rules: a few seconds later an occurrence on the edge of the misfire
+   * threshold may turn from on time to late.
+   * </pre>
+   *
+   * <code>.duetime.jobs.v1.PausedOccurrences paused_occurrences = 2;</code>
+   * @return Whether the pausedOccurrences field is set.
+   */
+  boolean hasPausedOccurrences();
+  /**
+   * <pre>
+   * What the resume did (with `validate_only`: would do) with the occurrences the pause
+   * covered, as of the resume. With `catch_up` it is a forecast of the scheduler's next claim,
+   * made by its own rules: a few seconds later an occurrence on the edge of the misfire
+   * threshold may turn from on time to late.
+   * </pre>
+   *
+   * <code>.duetime.jobs.v1.PausedOccurrences paused_occurrences = 2;</code>
+   * @return The pausedOccurrences.
+   */
+  dev.duetime.jobs.v1.PausedOccurrences getPausedOccurrences();
+  /**
+   * <pre>
+   * What the resume did (with `validate_only`: would do) with the occurrences the pause
+   * covered, as of the resume. With `catch_up` it is a forecast of the scheduler's next claim,
+   * made by its own rules: a few seconds later an occurrence on the edge of the misfire
+   * threshold may turn from on time to late.
+   * </pre>
+   *
+   * <code>.duetime.jobs.v1.PausedOccurrences paused_occurrences = 2;</code>
+   */
+  dev.duetime.jobs.v1.PausedOccurrencesOrBuilder getPausedOccurrencesOrBuilder();
 }

@@ -141,6 +141,38 @@ private static final long serialVersionUID = 0L;
     return updateMask_ == null ? com.google.protobuf.FieldMask.getDefaultInstance() : updateMask_;
   }
 
+  public static final int VALIDATE_ONLY_FIELD_NUMBER = 3;
+  private boolean validateOnly_ = false;
+  /**
+   * <pre>
+   * Optional. Check the update and answer what it would do, changing nothing: the job as it
+   * would be (its etag unchanged), and its next occurrences before and after the change.
+   * </pre>
+   *
+   * <code>bool validate_only = 3;</code>
+   * @return The validateOnly.
+   */
+  @java.lang.Override
+  public boolean getValidateOnly() {
+    return validateOnly_;
+  }
+
+  public static final int PREVIEW_COUNT_FIELD_NUMBER = 4;
+  private int previewCount_ = 0;
+  /**
+   * <pre>
+   * Optional, with `validate_only`. How many occurrences to show before and after, 1 to 100;
+   * defaults to 10.
+   * </pre>
+   *
+   * <code>int32 preview_count = 4;</code>
+   * @return The previewCount.
+   */
+  @java.lang.Override
+  public int getPreviewCount() {
+    return previewCount_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -161,6 +193,12 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000002) != 0)) {
       output.writeMessage(2, getUpdateMask());
     }
+    if (validateOnly_ != false) {
+      output.writeBool(3, validateOnly_);
+    }
+    if (previewCount_ != 0) {
+      output.writeInt32(4, previewCount_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -172,6 +210,14 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000002) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(2, getUpdateMask());
+    }
+    if (validateOnly_ != false) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(3, validateOnly_);
+    }
+    if (previewCount_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(4, previewCount_);
     }
     return size;
   }
@@ -207,6 +253,10 @@ private static final long serialVersionUID = 0L;
       if (!getUpdateMask()
           .equals(other.getUpdateMask())) return false;
     }
+    if (getValidateOnly()
+        != other.getValidateOnly()) return false;
+    if (getPreviewCount()
+        != other.getPreviewCount()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -226,6 +276,11 @@ private static final long serialVersionUID = 0L;
       hash = (37 * hash) + UPDATE_MASK_FIELD_NUMBER;
       hash = (53 * hash) + getUpdateMask().hashCode();
     }
+    hash = (37 * hash) + VALIDATE_ONLY_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+        getValidateOnly());
+    hash = (37 * hash) + PREVIEW_COUNT_FIELD_NUMBER;
+    hash = (53 * hash) + getPreviewCount();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -378,6 +433,8 @@ private static final long serialVersionUID = 0L;
         updateMaskBuilder_.dispose();
         updateMaskBuilder_ = null;
       }
+      validateOnly_ = false;
+      previewCount_ = 0;
       return this;
     }
 
@@ -424,6 +481,12 @@ private static final long serialVersionUID = 0L;
             : updateMaskBuilder_.build();
         to_bitField0_ |= 0x00000002;
       }
+      if (((from_bitField0_ & 0x00000004) != 0)) {
+        result.validateOnly_ = validateOnly_;
+      }
+      if (((from_bitField0_ & 0x00000008) != 0)) {
+        result.previewCount_ = previewCount_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -444,6 +507,12 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasUpdateMask()) {
         mergeUpdateMask(other.getUpdateMask());
+      }
+      if (other.getValidateOnly() != false) {
+        setValidateOnly(other.getValidateOnly());
+      }
+      if (other.getPreviewCount() != 0) {
+        setPreviewCount(other.getPreviewCount());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -485,6 +554,16 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000002;
               break;
             } // case 18
+            case 24: {
+              validateOnly_ = input.readBool();
+              bitField0_ |= 0x00000004;
+              break;
+            } // case 24
+            case 32: {
+              previewCount_ = input.readInt32();
+              bitField0_ |= 0x00000008;
+              break;
+            } // case 32
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -850,6 +929,100 @@ private static final long serialVersionUID = 0L;
         updateMask_ = null;
       }
       return updateMaskBuilder_;
+    }
+
+    private boolean validateOnly_ ;
+    /**
+     * <pre>
+     * Optional. Check the update and answer what it would do, changing nothing: the job as it
+     * would be (its etag unchanged), and its next occurrences before and after the change.
+     * </pre>
+     *
+     * <code>bool validate_only = 3;</code>
+     * @return The validateOnly.
+     */
+    @java.lang.Override
+    public boolean getValidateOnly() {
+      return validateOnly_;
+    }
+    /**
+     * <pre>
+     * Optional. Check the update and answer what it would do, changing nothing: the job as it
+     * would be (its etag unchanged), and its next occurrences before and after the change.
+     * </pre>
+     *
+     * <code>bool validate_only = 3;</code>
+     * @param value The validateOnly to set.
+     * @return This builder for chaining.
+     */
+    public Builder setValidateOnly(boolean value) {
+
+      validateOnly_ = value;
+      bitField0_ |= 0x00000004;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. Check the update and answer what it would do, changing nothing: the job as it
+     * would be (its etag unchanged), and its next occurrences before and after the change.
+     * </pre>
+     *
+     * <code>bool validate_only = 3;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearValidateOnly() {
+      bitField0_ = (bitField0_ & ~0x00000004);
+      validateOnly_ = false;
+      onChanged();
+      return this;
+    }
+
+    private int previewCount_ ;
+    /**
+     * <pre>
+     * Optional, with `validate_only`. How many occurrences to show before and after, 1 to 100;
+     * defaults to 10.
+     * </pre>
+     *
+     * <code>int32 preview_count = 4;</code>
+     * @return The previewCount.
+     */
+    @java.lang.Override
+    public int getPreviewCount() {
+      return previewCount_;
+    }
+    /**
+     * <pre>
+     * Optional, with `validate_only`. How many occurrences to show before and after, 1 to 100;
+     * defaults to 10.
+     * </pre>
+     *
+     * <code>int32 preview_count = 4;</code>
+     * @param value The previewCount to set.
+     * @return This builder for chaining.
+     */
+    public Builder setPreviewCount(int value) {
+
+      previewCount_ = value;
+      bitField0_ |= 0x00000008;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional, with `validate_only`. How many occurrences to show before and after, 1 to 100;
+     * defaults to 10.
+     * </pre>
+     *
+     * <code>int32 preview_count = 4;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearPreviewCount() {
+      bitField0_ = (bitField0_ & ~0x00000008);
+      previewCount_ = 0;
+      onChanged();
+      return this;
     }
 
     // @@protoc_insertion_point(builder_scope:duetime.jobs.v1.UpdateJobRequest)

@@ -75,4 +75,26 @@ public interface UpdateJobRequestOrBuilder extends
    * <code>.google.protobuf.FieldMask update_mask = 2;</code>
    */
   com.google.protobuf.FieldMaskOrBuilder getUpdateMaskOrBuilder();
+
+  /**
+   * <pre>
+   * Optional. Check the update and answer what it would do, changing nothing: the job as it
+   * would be (its etag unchanged), and its next occurrences before and after the change.
+   * </pre>
+   *
+   * <code>bool validate_only = 3;</code>
+   * @return The validateOnly.
+   */
+  boolean getValidateOnly();
+
+  /**
+   * <pre>
+   * Optional, with `validate_only`. How many occurrences to show before and after, 1 to 100;
+   * defaults to 10.
+   * </pre>
+   *
+   * <code>int32 preview_count = 4;</code>
+   * @return The previewCount.
+   */
+  int getPreviewCount();
 }

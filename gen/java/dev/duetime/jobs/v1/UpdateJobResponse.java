@@ -32,6 +32,8 @@ private static final long serialVersionUID = 0L;
     super(builder);
   }
   private UpdateJobResponse() {
+    currentOccurrences_ = java.util.Collections.emptyList();
+    updatedOccurrences_ = java.util.Collections.emptyList();
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -150,6 +152,138 @@ private static final long serialVersionUID = 0L;
     return previousNextRunTime_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : previousNextRunTime_;
   }
 
+  public static final int CURRENT_OCCURRENCES_FIELD_NUMBER = 4;
+  @SuppressWarnings("serial")
+  private java.util.List<dev.duetime.jobs.v1.ScheduledOccurrence> currentOccurrences_;
+  /**
+   * <pre>
+   * With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+   * job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+   * </pre>
+   *
+   * <code>repeated .duetime.jobs.v1.ScheduledOccurrence current_occurrences = 4;</code>
+   */
+  @java.lang.Override
+  public java.util.List<dev.duetime.jobs.v1.ScheduledOccurrence> getCurrentOccurrencesList() {
+    return currentOccurrences_;
+  }
+  /**
+   * <pre>
+   * With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+   * job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+   * </pre>
+   *
+   * <code>repeated .duetime.jobs.v1.ScheduledOccurrence current_occurrences = 4;</code>
+   */
+  @java.lang.Override
+  public java.util.List<? extends dev.duetime.jobs.v1.ScheduledOccurrenceOrBuilder> 
+      getCurrentOccurrencesOrBuilderList() {
+    return currentOccurrences_;
+  }
+  /**
+   * <pre>
+   * With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+   * job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+   * </pre>
+   *
+   * <code>repeated .duetime.jobs.v1.ScheduledOccurrence current_occurrences = 4;</code>
+   */
+  @java.lang.Override
+  public int getCurrentOccurrencesCount() {
+    return currentOccurrences_.size();
+  }
+  /**
+   * <pre>
+   * With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+   * job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+   * </pre>
+   *
+   * <code>repeated .duetime.jobs.v1.ScheduledOccurrence current_occurrences = 4;</code>
+   */
+  @java.lang.Override
+  public dev.duetime.jobs.v1.ScheduledOccurrence getCurrentOccurrences(int index) {
+    return currentOccurrences_.get(index);
+  }
+  /**
+   * <pre>
+   * With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+   * job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+   * </pre>
+   *
+   * <code>repeated .duetime.jobs.v1.ScheduledOccurrence current_occurrences = 4;</code>
+   */
+  @java.lang.Override
+  public dev.duetime.jobs.v1.ScheduledOccurrenceOrBuilder getCurrentOccurrencesOrBuilder(
+      int index) {
+    return currentOccurrences_.get(index);
+  }
+
+  public static final int UPDATED_OCCURRENCES_FIELD_NUMBER = 5;
+  @SuppressWarnings("serial")
+  private java.util.List<dev.duetime.jobs.v1.ScheduledOccurrence> updatedOccurrences_;
+  /**
+   * <pre>
+   * With `validate_only`: the next occurrences as the update would leave the job: from its new
+   * pending one (for a job that would not be ACTIVE, the new schedule's from now).
+   * </pre>
+   *
+   * <code>repeated .duetime.jobs.v1.ScheduledOccurrence updated_occurrences = 5;</code>
+   */
+  @java.lang.Override
+  public java.util.List<dev.duetime.jobs.v1.ScheduledOccurrence> getUpdatedOccurrencesList() {
+    return updatedOccurrences_;
+  }
+  /**
+   * <pre>
+   * With `validate_only`: the next occurrences as the update would leave the job: from its new
+   * pending one (for a job that would not be ACTIVE, the new schedule's from now).
+   * </pre>
+   *
+   * <code>repeated .duetime.jobs.v1.ScheduledOccurrence updated_occurrences = 5;</code>
+   */
+  @java.lang.Override
+  public java.util.List<? extends dev.duetime.jobs.v1.ScheduledOccurrenceOrBuilder> 
+      getUpdatedOccurrencesOrBuilderList() {
+    return updatedOccurrences_;
+  }
+  /**
+   * <pre>
+   * With `validate_only`: the next occurrences as the update would leave the job: from its new
+   * pending one (for a job that would not be ACTIVE, the new schedule's from now).
+   * </pre>
+   *
+   * <code>repeated .duetime.jobs.v1.ScheduledOccurrence updated_occurrences = 5;</code>
+   */
+  @java.lang.Override
+  public int getUpdatedOccurrencesCount() {
+    return updatedOccurrences_.size();
+  }
+  /**
+   * <pre>
+   * With `validate_only`: the next occurrences as the update would leave the job: from its new
+   * pending one (for a job that would not be ACTIVE, the new schedule's from now).
+   * </pre>
+   *
+   * <code>repeated .duetime.jobs.v1.ScheduledOccurrence updated_occurrences = 5;</code>
+   */
+  @java.lang.Override
+  public dev.duetime.jobs.v1.ScheduledOccurrence getUpdatedOccurrences(int index) {
+    return updatedOccurrences_.get(index);
+  }
+  /**
+   * <pre>
+   * With `validate_only`: the next occurrences as the update would leave the job: from its new
+   * pending one (for a job that would not be ACTIVE, the new schedule's from now).
+   * </pre>
+   *
+   * <code>repeated .duetime.jobs.v1.ScheduledOccurrence updated_occurrences = 5;</code>
+   */
+  @java.lang.Override
+  public dev.duetime.jobs.v1.ScheduledOccurrenceOrBuilder getUpdatedOccurrencesOrBuilder(
+      int index) {
+    return updatedOccurrences_.get(index);
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -173,6 +307,12 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000002) != 0)) {
       output.writeMessage(3, getPreviousNextRunTime());
     }
+    for (int i = 0; i < currentOccurrences_.size(); i++) {
+      output.writeMessage(4, currentOccurrences_.get(i));
+    }
+    for (int i = 0; i < updatedOccurrences_.size(); i++) {
+      output.writeMessage(5, updatedOccurrences_.get(i));
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -189,6 +329,24 @@ private static final long serialVersionUID = 0L;
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(3, getPreviousNextRunTime());
     }
+
+        {
+          final int count = currentOccurrences_.size();
+          for (int i = 0; i < count; i++) {
+            size += com.google.protobuf.CodedOutputStream
+              .computeMessageSizeNoTag(currentOccurrences_.get(i));
+          }
+          size += 1 * count;
+        }
+
+        {
+          final int count = updatedOccurrences_.size();
+          for (int i = 0; i < count; i++) {
+            size += com.google.protobuf.CodedOutputStream
+              .computeMessageSizeNoTag(updatedOccurrences_.get(i));
+          }
+          size += 1 * count;
+        }
     return size;
   }
   @java.lang.Override
@@ -225,6 +383,10 @@ private static final long serialVersionUID = 0L;
       if (!getPreviousNextRunTime()
           .equals(other.getPreviousNextRunTime())) return false;
     }
+    if (!getCurrentOccurrencesList()
+        .equals(other.getCurrentOccurrencesList())) return false;
+    if (!getUpdatedOccurrencesList()
+        .equals(other.getUpdatedOccurrencesList())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -246,6 +408,14 @@ private static final long serialVersionUID = 0L;
     if (hasPreviousNextRunTime()) {
       hash = (37 * hash) + PREVIOUS_NEXT_RUN_TIME_FIELD_NUMBER;
       hash = (53 * hash) + getPreviousNextRunTime().hashCode();
+    }
+    if (getCurrentOccurrencesCount() > 0) {
+      hash = (37 * hash) + CURRENT_OCCURRENCES_FIELD_NUMBER;
+      hash = (53 * hash) + getCurrentOccurrencesList().hashCode();
+    }
+    if (getUpdatedOccurrencesCount() > 0) {
+      hash = (37 * hash) + UPDATED_OCCURRENCES_FIELD_NUMBER;
+      hash = (53 * hash) + getUpdatedOccurrencesList().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -383,6 +553,8 @@ private static final long serialVersionUID = 0L;
               .alwaysUseFieldBuilders) {
         internalGetJobFieldBuilder();
         internalGetPreviousNextRunTimeFieldBuilder();
+        internalGetCurrentOccurrencesFieldBuilder();
+        internalGetUpdatedOccurrencesFieldBuilder();
       }
     }
     @java.lang.Override
@@ -400,6 +572,20 @@ private static final long serialVersionUID = 0L;
         previousNextRunTimeBuilder_.dispose();
         previousNextRunTimeBuilder_ = null;
       }
+      if (currentOccurrencesBuilder_ == null) {
+        currentOccurrences_ = java.util.Collections.emptyList();
+      } else {
+        currentOccurrences_ = null;
+        currentOccurrencesBuilder_.clear();
+      }
+      bitField0_ = (bitField0_ & ~0x00000008);
+      if (updatedOccurrencesBuilder_ == null) {
+        updatedOccurrences_ = java.util.Collections.emptyList();
+      } else {
+        updatedOccurrences_ = null;
+        updatedOccurrencesBuilder_.clear();
+      }
+      bitField0_ = (bitField0_ & ~0x00000010);
       return this;
     }
 
@@ -426,9 +612,31 @@ private static final long serialVersionUID = 0L;
     @java.lang.Override
     public dev.duetime.jobs.v1.UpdateJobResponse buildPartial() {
       dev.duetime.jobs.v1.UpdateJobResponse result = new dev.duetime.jobs.v1.UpdateJobResponse(this);
+      buildPartialRepeatedFields(result);
       if (bitField0_ != 0) { buildPartial0(result); }
       onBuilt();
       return result;
+    }
+
+    private void buildPartialRepeatedFields(dev.duetime.jobs.v1.UpdateJobResponse result) {
+      if (currentOccurrencesBuilder_ == null) {
+        if (((bitField0_ & 0x00000008) != 0)) {
+          currentOccurrences_ = java.util.Collections.unmodifiableList(currentOccurrences_);
+          bitField0_ = (bitField0_ & ~0x00000008);
+        }
+        result.currentOccurrences_ = currentOccurrences_;
+      } else {
+        result.currentOccurrences_ = currentOccurrencesBuilder_.build();
+      }
+      if (updatedOccurrencesBuilder_ == null) {
+        if (((bitField0_ & 0x00000010) != 0)) {
+          updatedOccurrences_ = java.util.Collections.unmodifiableList(updatedOccurrences_);
+          bitField0_ = (bitField0_ & ~0x00000010);
+        }
+        result.updatedOccurrences_ = updatedOccurrences_;
+      } else {
+        result.updatedOccurrences_ = updatedOccurrencesBuilder_.build();
+      }
     }
 
     private void buildPartial0(dev.duetime.jobs.v1.UpdateJobResponse result) {
@@ -472,6 +680,58 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasPreviousNextRunTime()) {
         mergePreviousNextRunTime(other.getPreviousNextRunTime());
+      }
+      if (currentOccurrencesBuilder_ == null) {
+        if (!other.currentOccurrences_.isEmpty()) {
+          if (currentOccurrences_.isEmpty()) {
+            currentOccurrences_ = other.currentOccurrences_;
+            bitField0_ = (bitField0_ & ~0x00000008);
+          } else {
+            ensureCurrentOccurrencesIsMutable();
+            currentOccurrences_.addAll(other.currentOccurrences_);
+          }
+          onChanged();
+        }
+      } else {
+        if (!other.currentOccurrences_.isEmpty()) {
+          if (currentOccurrencesBuilder_.isEmpty()) {
+            currentOccurrencesBuilder_.dispose();
+            currentOccurrencesBuilder_ = null;
+            currentOccurrences_ = other.currentOccurrences_;
+            bitField0_ = (bitField0_ & ~0x00000008);
+            currentOccurrencesBuilder_ = 
+              com.google.protobuf.GeneratedMessage.alwaysUseFieldBuilders ?
+                 internalGetCurrentOccurrencesFieldBuilder() : null;
+          } else {
+            currentOccurrencesBuilder_.addAllMessages(other.currentOccurrences_);
+          }
+        }
+      }
+      if (updatedOccurrencesBuilder_ == null) {
+        if (!other.updatedOccurrences_.isEmpty()) {
+          if (updatedOccurrences_.isEmpty()) {
+            updatedOccurrences_ = other.updatedOccurrences_;
+            bitField0_ = (bitField0_ & ~0x00000010);
+          } else {
+            ensureUpdatedOccurrencesIsMutable();
+            updatedOccurrences_.addAll(other.updatedOccurrences_);
+          }
+          onChanged();
+        }
+      } else {
+        if (!other.updatedOccurrences_.isEmpty()) {
+          if (updatedOccurrencesBuilder_.isEmpty()) {
+            updatedOccurrencesBuilder_.dispose();
+            updatedOccurrencesBuilder_ = null;
+            updatedOccurrences_ = other.updatedOccurrences_;
+            bitField0_ = (bitField0_ & ~0x00000010);
+            updatedOccurrencesBuilder_ = 
+              com.google.protobuf.GeneratedMessage.alwaysUseFieldBuilders ?
+                 internalGetUpdatedOccurrencesFieldBuilder() : null;
+          } else {
+            updatedOccurrencesBuilder_.addAllMessages(other.updatedOccurrences_);
+          }
+        }
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -518,6 +778,32 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000004;
               break;
             } // case 26
+            case 34: {
+              dev.duetime.jobs.v1.ScheduledOccurrence m =
+                  input.readMessage(
+                      dev.duetime.jobs.v1.ScheduledOccurrence.parser(),
+                      extensionRegistry);
+              if (currentOccurrencesBuilder_ == null) {
+                ensureCurrentOccurrencesIsMutable();
+                currentOccurrences_.add(m);
+              } else {
+                currentOccurrencesBuilder_.addMessage(m);
+              }
+              break;
+            } // case 34
+            case 42: {
+              dev.duetime.jobs.v1.ScheduledOccurrence m =
+                  input.readMessage(
+                      dev.duetime.jobs.v1.ScheduledOccurrence.parser(),
+                      extensionRegistry);
+              if (updatedOccurrencesBuilder_ == null) {
+                ensureUpdatedOccurrencesIsMutable();
+                updatedOccurrences_.add(m);
+              } else {
+                updatedOccurrencesBuilder_.addMessage(m);
+              }
+              break;
+            } // case 42
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -909,6 +1195,666 @@ private static final long serialVersionUID = 0L;
         previousNextRunTime_ = null;
       }
       return previousNextRunTimeBuilder_;
+    }
+
+    private java.util.List<dev.duetime.jobs.v1.ScheduledOccurrence> currentOccurrences_ =
+      java.util.Collections.emptyList();
+    private void ensureCurrentOccurrencesIsMutable() {
+      if (!((bitField0_ & 0x00000008) != 0)) {
+        currentOccurrences_ = new java.util.ArrayList<dev.duetime.jobs.v1.ScheduledOccurrence>(currentOccurrences_);
+        bitField0_ |= 0x00000008;
+       }
+    }
+
+    private com.google.protobuf.RepeatedFieldBuilder<
+        dev.duetime.jobs.v1.ScheduledOccurrence, dev.duetime.jobs.v1.ScheduledOccurrence.Builder, dev.duetime.jobs.v1.ScheduledOccurrenceOrBuilder> currentOccurrencesBuilder_;
+
+    /**
+     * <pre>
+     * With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+     * job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence current_occurrences = 4;</code>
+     */
+    public java.util.List<dev.duetime.jobs.v1.ScheduledOccurrence> getCurrentOccurrencesList() {
+      if (currentOccurrencesBuilder_ == null) {
+        return java.util.Collections.unmodifiableList(currentOccurrences_);
+      } else {
+        return currentOccurrencesBuilder_.getMessageList();
+      }
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+     * job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence current_occurrences = 4;</code>
+     */
+    public int getCurrentOccurrencesCount() {
+      if (currentOccurrencesBuilder_ == null) {
+        return currentOccurrences_.size();
+      } else {
+        return currentOccurrencesBuilder_.getCount();
+      }
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+     * job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence current_occurrences = 4;</code>
+     */
+    public dev.duetime.jobs.v1.ScheduledOccurrence getCurrentOccurrences(int index) {
+      if (currentOccurrencesBuilder_ == null) {
+        return currentOccurrences_.get(index);
+      } else {
+        return currentOccurrencesBuilder_.getMessage(index);
+      }
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+     * job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence current_occurrences = 4;</code>
+     */
+    public Builder setCurrentOccurrences(
+        int index, dev.duetime.jobs.v1.ScheduledOccurrence value) {
+      if (currentOccurrencesBuilder_ == null) {
+        if (value == null) {
+          throw new NullPointerException();
+        }
+        ensureCurrentOccurrencesIsMutable();
+        currentOccurrences_.set(index, value);
+        onChanged();
+      } else {
+        currentOccurrencesBuilder_.setMessage(index, value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+     * job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence current_occurrences = 4;</code>
+     */
+    public Builder setCurrentOccurrences(
+        int index, dev.duetime.jobs.v1.ScheduledOccurrence.Builder builderForValue) {
+      if (currentOccurrencesBuilder_ == null) {
+        ensureCurrentOccurrencesIsMutable();
+        currentOccurrences_.set(index, builderForValue.build());
+        onChanged();
+      } else {
+        currentOccurrencesBuilder_.setMessage(index, builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+     * job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence current_occurrences = 4;</code>
+     */
+    public Builder addCurrentOccurrences(dev.duetime.jobs.v1.ScheduledOccurrence value) {
+      if (currentOccurrencesBuilder_ == null) {
+        if (value == null) {
+          throw new NullPointerException();
+        }
+        ensureCurrentOccurrencesIsMutable();
+        currentOccurrences_.add(value);
+        onChanged();
+      } else {
+        currentOccurrencesBuilder_.addMessage(value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+     * job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence current_occurrences = 4;</code>
+     */
+    public Builder addCurrentOccurrences(
+        int index, dev.duetime.jobs.v1.ScheduledOccurrence value) {
+      if (currentOccurrencesBuilder_ == null) {
+        if (value == null) {
+          throw new NullPointerException();
+        }
+        ensureCurrentOccurrencesIsMutable();
+        currentOccurrences_.add(index, value);
+        onChanged();
+      } else {
+        currentOccurrencesBuilder_.addMessage(index, value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+     * job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence current_occurrences = 4;</code>
+     */
+    public Builder addCurrentOccurrences(
+        dev.duetime.jobs.v1.ScheduledOccurrence.Builder builderForValue) {
+      if (currentOccurrencesBuilder_ == null) {
+        ensureCurrentOccurrencesIsMutable();
+        currentOccurrences_.add(builderForValue.build());
+        onChanged();
+      } else {
+        currentOccurrencesBuilder_.addMessage(builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+     * job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence current_occurrences = 4;</code>
+     */
+    public Builder addCurrentOccurrences(
+        int index, dev.duetime.jobs.v1.ScheduledOccurrence.Builder builderForValue) {
+      if (currentOccurrencesBuilder_ == null) {
+        ensureCurrentOccurrencesIsMutable();
+        currentOccurrences_.add(index, builderForValue.build());
+        onChanged();
+      } else {
+        currentOccurrencesBuilder_.addMessage(index, builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+     * job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence current_occurrences = 4;</code>
+     */
+    public Builder addAllCurrentOccurrences(
+        java.lang.Iterable<? extends dev.duetime.jobs.v1.ScheduledOccurrence> values) {
+      if (currentOccurrencesBuilder_ == null) {
+        ensureCurrentOccurrencesIsMutable();
+        com.google.protobuf.AbstractMessageLite.Builder.addAll(
+            values, currentOccurrences_);
+        onChanged();
+      } else {
+        currentOccurrencesBuilder_.addAllMessages(values);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+     * job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence current_occurrences = 4;</code>
+     */
+    public Builder clearCurrentOccurrences() {
+      if (currentOccurrencesBuilder_ == null) {
+        currentOccurrences_ = java.util.Collections.emptyList();
+        bitField0_ = (bitField0_ & ~0x00000008);
+        onChanged();
+      } else {
+        currentOccurrencesBuilder_.clear();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+     * job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence current_occurrences = 4;</code>
+     */
+    public Builder removeCurrentOccurrences(int index) {
+      if (currentOccurrencesBuilder_ == null) {
+        ensureCurrentOccurrencesIsMutable();
+        currentOccurrences_.remove(index);
+        onChanged();
+      } else {
+        currentOccurrencesBuilder_.remove(index);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+     * job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence current_occurrences = 4;</code>
+     */
+    public dev.duetime.jobs.v1.ScheduledOccurrence.Builder getCurrentOccurrencesBuilder(
+        int index) {
+      return internalGetCurrentOccurrencesFieldBuilder().getBuilder(index);
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+     * job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence current_occurrences = 4;</code>
+     */
+    public dev.duetime.jobs.v1.ScheduledOccurrenceOrBuilder getCurrentOccurrencesOrBuilder(
+        int index) {
+      if (currentOccurrencesBuilder_ == null) {
+        return currentOccurrences_.get(index);  } else {
+        return currentOccurrencesBuilder_.getMessageOrBuilder(index);
+      }
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+     * job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence current_occurrences = 4;</code>
+     */
+    public java.util.List<? extends dev.duetime.jobs.v1.ScheduledOccurrenceOrBuilder> 
+         getCurrentOccurrencesOrBuilderList() {
+      if (currentOccurrencesBuilder_ != null) {
+        return currentOccurrencesBuilder_.getMessageOrBuilderList();
+      } else {
+        return java.util.Collections.unmodifiableList(currentOccurrences_);
+      }
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+     * job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence current_occurrences = 4;</code>
+     */
+    public dev.duetime.jobs.v1.ScheduledOccurrence.Builder addCurrentOccurrencesBuilder() {
+      return internalGetCurrentOccurrencesFieldBuilder().addBuilder(
+          dev.duetime.jobs.v1.ScheduledOccurrence.getDefaultInstance());
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+     * job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence current_occurrences = 4;</code>
+     */
+    public dev.duetime.jobs.v1.ScheduledOccurrence.Builder addCurrentOccurrencesBuilder(
+        int index) {
+      return internalGetCurrentOccurrencesFieldBuilder().addBuilder(
+          index, dev.duetime.jobs.v1.ScheduledOccurrence.getDefaultInstance());
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+     * job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence current_occurrences = 4;</code>
+     */
+    public java.util.List<dev.duetime.jobs.v1.ScheduledOccurrence.Builder> 
+         getCurrentOccurrencesBuilderList() {
+      return internalGetCurrentOccurrencesFieldBuilder().getBuilderList();
+    }
+    private com.google.protobuf.RepeatedFieldBuilder<
+        dev.duetime.jobs.v1.ScheduledOccurrence, dev.duetime.jobs.v1.ScheduledOccurrence.Builder, dev.duetime.jobs.v1.ScheduledOccurrenceOrBuilder> 
+        internalGetCurrentOccurrencesFieldBuilder() {
+      if (currentOccurrencesBuilder_ == null) {
+        currentOccurrencesBuilder_ = new com.google.protobuf.RepeatedFieldBuilder<
+            dev.duetime.jobs.v1.ScheduledOccurrence, dev.duetime.jobs.v1.ScheduledOccurrence.Builder, dev.duetime.jobs.v1.ScheduledOccurrenceOrBuilder>(
+                currentOccurrences_,
+                ((bitField0_ & 0x00000008) != 0),
+                getParentForChildren(),
+                isClean());
+        currentOccurrences_ = null;
+      }
+      return currentOccurrencesBuilder_;
+    }
+
+    private java.util.List<dev.duetime.jobs.v1.ScheduledOccurrence> updatedOccurrences_ =
+      java.util.Collections.emptyList();
+    private void ensureUpdatedOccurrencesIsMutable() {
+      if (!((bitField0_ & 0x00000010) != 0)) {
+        updatedOccurrences_ = new java.util.ArrayList<dev.duetime.jobs.v1.ScheduledOccurrence>(updatedOccurrences_);
+        bitField0_ |= 0x00000010;
+       }
+    }
+
+    private com.google.protobuf.RepeatedFieldBuilder<
+        dev.duetime.jobs.v1.ScheduledOccurrence, dev.duetime.jobs.v1.ScheduledOccurrence.Builder, dev.duetime.jobs.v1.ScheduledOccurrenceOrBuilder> updatedOccurrencesBuilder_;
+
+    /**
+     * <pre>
+     * With `validate_only`: the next occurrences as the update would leave the job: from its new
+     * pending one (for a job that would not be ACTIVE, the new schedule's from now).
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence updated_occurrences = 5;</code>
+     */
+    public java.util.List<dev.duetime.jobs.v1.ScheduledOccurrence> getUpdatedOccurrencesList() {
+      if (updatedOccurrencesBuilder_ == null) {
+        return java.util.Collections.unmodifiableList(updatedOccurrences_);
+      } else {
+        return updatedOccurrencesBuilder_.getMessageList();
+      }
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the next occurrences as the update would leave the job: from its new
+     * pending one (for a job that would not be ACTIVE, the new schedule's from now).
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence updated_occurrences = 5;</code>
+     */
+    public int getUpdatedOccurrencesCount() {
+      if (updatedOccurrencesBuilder_ == null) {
+        return updatedOccurrences_.size();
+      } else {
+        return updatedOccurrencesBuilder_.getCount();
+      }
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the next occurrences as the update would leave the job: from its new
+     * pending one (for a job that would not be ACTIVE, the new schedule's from now).
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence updated_occurrences = 5;</code>
+     */
+    public dev.duetime.jobs.v1.ScheduledOccurrence getUpdatedOccurrences(int index) {
+      if (updatedOccurrencesBuilder_ == null) {
+        return updatedOccurrences_.get(index);
+      } else {
+        return updatedOccurrencesBuilder_.getMessage(index);
+      }
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the next occurrences as the update would leave the job: from its new
+     * pending one (for a job that would not be ACTIVE, the new schedule's from now).
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence updated_occurrences = 5;</code>
+     */
+    public Builder setUpdatedOccurrences(
+        int index, dev.duetime.jobs.v1.ScheduledOccurrence value) {
+      if (updatedOccurrencesBuilder_ == null) {
+        if (value == null) {
+          throw new NullPointerException();
+        }
+        ensureUpdatedOccurrencesIsMutable();
+        updatedOccurrences_.set(index, value);
+        onChanged();
+      } else {
+        updatedOccurrencesBuilder_.setMessage(index, value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the next occurrences as the update would leave the job: from its new
+     * pending one (for a job that would not be ACTIVE, the new schedule's from now).
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence updated_occurrences = 5;</code>
+     */
+    public Builder setUpdatedOccurrences(
+        int index, dev.duetime.jobs.v1.ScheduledOccurrence.Builder builderForValue) {
+      if (updatedOccurrencesBuilder_ == null) {
+        ensureUpdatedOccurrencesIsMutable();
+        updatedOccurrences_.set(index, builderForValue.build());
+        onChanged();
+      } else {
+        updatedOccurrencesBuilder_.setMessage(index, builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the next occurrences as the update would leave the job: from its new
+     * pending one (for a job that would not be ACTIVE, the new schedule's from now).
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence updated_occurrences = 5;</code>
+     */
+    public Builder addUpdatedOccurrences(dev.duetime.jobs.v1.ScheduledOccurrence value) {
+      if (updatedOccurrencesBuilder_ == null) {
+        if (value == null) {
+          throw new NullPointerException();
+        }
+        ensureUpdatedOccurrencesIsMutable();
+        updatedOccurrences_.add(value);
+        onChanged();
+      } else {
+        updatedOccurrencesBuilder_.addMessage(value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the next occurrences as the update would leave the job: from its new
+     * pending one (for a job that would not be ACTIVE, the new schedule's from now).
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence updated_occurrences = 5;</code>
+     */
+    public Builder addUpdatedOccurrences(
+        int index, dev.duetime.jobs.v1.ScheduledOccurrence value) {
+      if (updatedOccurrencesBuilder_ == null) {
+        if (value == null) {
+          throw new NullPointerException();
+        }
+        ensureUpdatedOccurrencesIsMutable();
+        updatedOccurrences_.add(index, value);
+        onChanged();
+      } else {
+        updatedOccurrencesBuilder_.addMessage(index, value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the next occurrences as the update would leave the job: from its new
+     * pending one (for a job that would not be ACTIVE, the new schedule's from now).
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence updated_occurrences = 5;</code>
+     */
+    public Builder addUpdatedOccurrences(
+        dev.duetime.jobs.v1.ScheduledOccurrence.Builder builderForValue) {
+      if (updatedOccurrencesBuilder_ == null) {
+        ensureUpdatedOccurrencesIsMutable();
+        updatedOccurrences_.add(builderForValue.build());
+        onChanged();
+      } else {
+        updatedOccurrencesBuilder_.addMessage(builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the next occurrences as the update would leave the job: from its new
+     * pending one (for a job that would not be ACTIVE, the new schedule's from now).
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence updated_occurrences = 5;</code>
+     */
+    public Builder addUpdatedOccurrences(
+        int index, dev.duetime.jobs.v1.ScheduledOccurrence.Builder builderForValue) {
+      if (updatedOccurrencesBuilder_ == null) {
+        ensureUpdatedOccurrencesIsMutable();
+        updatedOccurrences_.add(index, builderForValue.build());
+        onChanged();
+      } else {
+        updatedOccurrencesBuilder_.addMessage(index, builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the next occurrences as the update would leave the job: from its new
+     * pending one (for a job that would not be ACTIVE, the new schedule's from now).
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence updated_occurrences = 5;</code>
+     */
+    public Builder addAllUpdatedOccurrences(
+        java.lang.Iterable<? extends dev.duetime.jobs.v1.ScheduledOccurrence> values) {
+      if (updatedOccurrencesBuilder_ == null) {
+        ensureUpdatedOccurrencesIsMutable();
+        com.google.protobuf.AbstractMessageLite.Builder.addAll(
+            values, updatedOccurrences_);
+        onChanged();
+      } else {
+        updatedOccurrencesBuilder_.addAllMessages(values);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the next occurrences as the update would leave the job: from its new
+     * pending one (for a job that would not be ACTIVE, the new schedule's from now).
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence updated_occurrences = 5;</code>
+     */
+    public Builder clearUpdatedOccurrences() {
+      if (updatedOccurrencesBuilder_ == null) {
+        updatedOccurrences_ = java.util.Collections.emptyList();
+        bitField0_ = (bitField0_ & ~0x00000010);
+        onChanged();
+      } else {
+        updatedOccurrencesBuilder_.clear();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the next occurrences as the update would leave the job: from its new
+     * pending one (for a job that would not be ACTIVE, the new schedule's from now).
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence updated_occurrences = 5;</code>
+     */
+    public Builder removeUpdatedOccurrences(int index) {
+      if (updatedOccurrencesBuilder_ == null) {
+        ensureUpdatedOccurrencesIsMutable();
+        updatedOccurrences_.remove(index);
+        onChanged();
+      } else {
+        updatedOccurrencesBuilder_.remove(index);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the next occurrences as the update would leave the job: from its new
+     * pending one (for a job that would not be ACTIVE, the new schedule's from now).
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence updated_occurrences = 5;</code>
+     */
+    public dev.duetime.jobs.v1.ScheduledOccurrence.Builder getUpdatedOccurrencesBuilder(
+        int index) {
+      return internalGetUpdatedOccurrencesFieldBuilder().getBuilder(index);
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the next occurrences as the update would leave the job: from its new
+     * pending one (for a job that would not be ACTIVE, the new schedule's from now).
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence updated_occurrences = 5;</code>
+     */
+    public dev.duetime.jobs.v1.ScheduledOccurrenceOrBuilder getUpdatedOccurrencesOrBuilder(
+        int index) {
+      if (updatedOccurrencesBuilder_ == null) {
+        return updatedOccurrences_.get(index);  } else {
+        return updatedOccurrencesBuilder_.getMessageOrBuilder(index);
+      }
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the next occurrences as the update would leave the job: from its new
+     * pending one (for a job that would not be ACTIVE, the new schedule's from now).
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence updated_occurrences = 5;</code>
+     */
+    public java.util.List<? extends dev.duetime.jobs.v1.ScheduledOccurrenceOrBuilder> 
+         getUpdatedOccurrencesOrBuilderList() {
+      if (updatedOccurrencesBuilder_ != null) {
+        return updatedOccurrencesBuilder_.getMessageOrBuilderList();
+      } else {
+        return java.util.Collections.unmodifiableList(updatedOccurrences_);
+      }
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the next occurrences as the update would leave the job: from its new
+     * pending one (for a job that would not be ACTIVE, the new schedule's from now).
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence updated_occurrences = 5;</code>
+     */
+    public dev.duetime.jobs.v1.ScheduledOccurrence.Builder addUpdatedOccurrencesBuilder() {
+      return internalGetUpdatedOccurrencesFieldBuilder().addBuilder(
+          dev.duetime.jobs.v1.ScheduledOccurrence.getDefaultInstance());
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the next occurrences as the update would leave the job: from its new
+     * pending one (for a job that would not be ACTIVE, the new schedule's from now).
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence updated_occurrences = 5;</code>
+     */
+    public dev.duetime.jobs.v1.ScheduledOccurrence.Builder addUpdatedOccurrencesBuilder(
+        int index) {
+      return internalGetUpdatedOccurrencesFieldBuilder().addBuilder(
+          index, dev.duetime.jobs.v1.ScheduledOccurrence.getDefaultInstance());
+    }
+    /**
+     * <pre>
+     * With `validate_only`: the next occurrences as the update would leave the job: from its new
+     * pending one (for a job that would not be ACTIVE, the new schedule's from now).
+     * </pre>
+     *
+     * <code>repeated .duetime.jobs.v1.ScheduledOccurrence updated_occurrences = 5;</code>
+     */
+    public java.util.List<dev.duetime.jobs.v1.ScheduledOccurrence.Builder> 
+         getUpdatedOccurrencesBuilderList() {
+      return internalGetUpdatedOccurrencesFieldBuilder().getBuilderList();
+    }
+    private com.google.protobuf.RepeatedFieldBuilder<
+        dev.duetime.jobs.v1.ScheduledOccurrence, dev.duetime.jobs.v1.ScheduledOccurrence.Builder, dev.duetime.jobs.v1.ScheduledOccurrenceOrBuilder> 
+        internalGetUpdatedOccurrencesFieldBuilder() {
+      if (updatedOccurrencesBuilder_ == null) {
+        updatedOccurrencesBuilder_ = new com.google.protobuf.RepeatedFieldBuilder<
+            dev.duetime.jobs.v1.ScheduledOccurrence, dev.duetime.jobs.v1.ScheduledOccurrence.Builder, dev.duetime.jobs.v1.ScheduledOccurrenceOrBuilder>(
+                updatedOccurrences_,
+                ((bitField0_ & 0x00000010) != 0),
+                getParentForChildren(),
+                isClean());
+        updatedOccurrences_ = null;
+      }
+      return updatedOccurrencesBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:duetime.jobs.v1.UpdateJobResponse)

@@ -79,4 +79,102 @@ public interface UpdateJobResponseOrBuilder extends
    * <code>.google.protobuf.Timestamp previous_next_run_time = 3;</code>
    */
   com.google.protobuf.TimestampOrBuilder getPreviousNextRunTimeOrBuilder();
+
+  /**
+   * <pre>
+   * With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+   * job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+   * </pre>
+   *
+   * <code>repeated .duetime.jobs.v1.ScheduledOccurrence current_occurrences = 4;</code>
+   */
+  java.util.List<dev.duetime.jobs.v1.ScheduledOccurrence> 
+      getCurrentOccurrencesList();
+  /**
+   * <pre>
+   * With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+   * job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+   * </pre>
+   *
+   * <code>repeated .duetime.jobs.v1.ScheduledOccurrence current_occurrences = 4;</code>
+   */
+  dev.duetime.jobs.v1.ScheduledOccurrence getCurrentOccurrences(int index);
+  /**
+   * <pre>
+   * With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+   * job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+   * </pre>
+   *
+   * <code>repeated .duetime.jobs.v1.ScheduledOccurrence current_occurrences = 4;</code>
+   */
+  int getCurrentOccurrencesCount();
+  /**
+   * <pre>
+   * With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+   * job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+   * </pre>
+   *
+   * <code>repeated .duetime.jobs.v1.ScheduledOccurrence current_occurrences = 4;</code>
+   */
+  java.util.List<? extends dev.duetime.jobs.v1.ScheduledOccurrenceOrBuilder> 
+      getCurrentOccurrencesOrBuilderList();
+  /**
+   * <pre>
+   * With `validate_only`: the job's next occurrences as stored, from its pending one (for a
+   * job that is not ACTIVE, the schedule's from now), as PreviewSchedule gives them.
+   * </pre>
+   *
+   * <code>repeated .duetime.jobs.v1.ScheduledOccurrence current_occurrences = 4;</code>
+   */
+  dev.duetime.jobs.v1.ScheduledOccurrenceOrBuilder getCurrentOccurrencesOrBuilder(
+      int index);
+
+  /**
+   * <pre>
+   * With `validate_only`: the next occurrences as the update would leave the job: from its new
+   * pending one (for a job that would not be ACTIVE, the new schedule's from now).
+   * </pre>
+   *
+   * <code>repeated .duetime.jobs.v1.ScheduledOccurrence updated_occurrences = 5;</code>
+   */
+  java.util.List<dev.duetime.jobs.v1.ScheduledOccurrence> 
+      getUpdatedOccurrencesList();
+  /**
+   * <pre>
+   * With `validate_only`: the next occurrences as the update would leave the job: from its new
+   * pending one (for a job that would not be ACTIVE, the new schedule's from now).
+   * </pre>
+   *
+   * <code>repeated .duetime.jobs.v1.ScheduledOccurrence updated_occurrences = 5;</code>
+   */
+  dev.duetime.jobs.v1.ScheduledOccurrence getUpdatedOccurrences(int index);
+  /**
+   * <pre>
+   * With `validate_only`: the next occurrences as the update would leave the job: from its new
+   * pending one (for a job that would not be ACTIVE, the new schedule's from now).
+   * </pre>
+   *
+   * <code>repeated .duetime.jobs.v1.ScheduledOccurrence updated_occurrences = 5;</code>
+   */
+  int getUpdatedOccurrencesCount();
+  /**
+   * <pre>
+   * With `validate_only`: the next occurrences as the update would leave the job: from its new
+   * pending one (for a job that would not be ACTIVE, the new schedule's from now).
+   * </pre>
+   *
+   * <code>repeated .duetime.jobs.v1.ScheduledOccurrence updated_occurrences = 5;</code>
+   */
+  java.util.List<? extends dev.duetime.jobs.v1.ScheduledOccurrenceOrBuilder> 
+      getUpdatedOccurrencesOrBuilderList();
+  /**
+   * <pre>
+   * With `validate_only`: the next occurrences as the update would leave the job: from its new
+   * pending one (for a job that would not be ACTIVE, the new schedule's from now).
+   * </pre>
+   *
+   * <code>repeated .duetime.jobs.v1.ScheduledOccurrence updated_occurrences = 5;</code>
+   */
+  dev.duetime.jobs.v1.ScheduledOccurrenceOrBuilder getUpdatedOccurrencesOrBuilder(
+      int index);
 }
