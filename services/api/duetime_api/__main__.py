@@ -12,6 +12,7 @@ from duetime_api.admin_servicer import AdminServicer
 from duetime_api.config import Settings
 from duetime_api.jobs import JobOperations
 from duetime_api.servicer import JobServicer
+from duetime_infra.archive.reader import ArchiveReader
 from duetime_infra.grpc.auth import Role, TokenCache
 from duetime_infra.grpc.interceptors import DuetimeInterceptor
 from duetime_infra.grpc.server import GrpcServer, run_until_terminated
@@ -51,8 +52,9 @@ async def serve(settings: Settings) -> None:
             ],
             credentials=server_credentials(settings.tls.server()),
         )
+        archive = None if settings.archive is None else ArchiveReader(pool, settings.archive)
         job_service_pb2_grpc.add_JobServiceServicer_to_server(
-            JobServicer(JobOperations(store)), server.server
+            JobServicer(JobOperations(store), archive), server.server
         )
         admin_service_pb2_grpc.add_AdminServiceServicer_to_server(
             AdminServicer(pool), server.server

@@ -23,6 +23,7 @@ from duetime_core.errors import InvalidArgument
 from duetime_core.jobspec import JobState
 from duetime_core.preview import preview
 from duetime_core.records import RunState
+from duetime_infra.archive.reader import ArchiveReader
 from duetime_infra.codec.preview_codec import decode_preview_schedule, encode_occurrences
 from duetime_infra.codec.quota_codec import encode_quota, encode_usage, team_name
 from duetime_infra.codec.records_codec import encode_job, encode_run
@@ -52,9 +53,9 @@ def _run_state(value: int, field: str) -> RunState | None:
 
 
 class JobServicer(job_service_pb2_grpc.JobServiceServicer):
-    def __init__(self, jobs: JobOperations) -> None:
+    def __init__(self, jobs: JobOperations, archive: ArchiveReader | None = None) -> None:
         self._jobs = jobs
-        self._lists = Lists(jobs.store)
+        self._lists = Lists(jobs.store, archive)
         self._batches = Batches(jobs)
 
     async def CreateJob(
@@ -169,7 +170,7 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
     ) -> job_service_pb2.GetRunResponse:
         team = current_team()
         job_id, run_id = parse_run_name(request.name, team)
-        run = await self._jobs.store.get_run(team, job_id, run_id)
+        run = await self._lists.run(team, job_id, run_id)
         return job_service_pb2.GetRunResponse(run=encode_run(run))
 
     async def RedriveRun(

@@ -25,7 +25,7 @@ import json
 import logging
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,11 +56,11 @@ _ARCHIVE_LOCK = 0x6475_6574_6172_6368  # "duetarch"
 DROP_LOCK_TIMEOUT = "2s"
 
 # Steps a test may interrupt (a crash) or act between: after the object is uploaded, after
-# its manifest is written.
-Checkpoint = Callable[[str, str], None]
+# its manifest is written; called with the step and the object's key.
+Checkpoint = Callable[[str, str], Awaitable[None]]
 
 
-def _no_checkpoint(step: str, key: str) -> None:
+async def _no_checkpoint(step: str, key: str) -> None:
     return None
 
 
@@ -298,7 +298,7 @@ async def _write(
     data_key = settings.key(object_key(week.start))
     written = objects.file_digest(parquet)
     objects.upload(s3, parquet, data_key)
-    checkpoint("uploaded", data_key)
+    await checkpoint("uploaded", data_key)
     objects.verify_object(s3, data_key, written, snapshot.runs, snapshot.attempts)
     low, high = _nominal_range(parquet)
     manifest = Manifest(
@@ -316,7 +316,7 @@ async def _write(
         write_time=datetime.now(UTC).isoformat(),
     )
     objects.write_manifest(s3, settings.key(manifest_key(week.start)), manifest)
-    checkpoint("manifest", data_key)
+    await checkpoint("manifest", data_key)
     return manifest
 
 
