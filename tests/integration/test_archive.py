@@ -21,7 +21,7 @@ from duetime_infra.archive.archiver import Outcome, PassResult, archive_pass
 from duetime_infra.archive.layout import SCHEMA_VERSION, Manifest, manifest_key, object_key
 from duetime_infra.archive.settings import ArchiveSettings
 from duetime_infra.pg.fencing import FencingToken
-from duetime_infra.pg.pool import create_pool
+from duetime_infra.pg.pool import Conn, create_pool
 from duetime_scheduler.maintenance import ArchivePasses, PartitionMaintenance, record_pass
 from tests.support.api import ApiClient, failure, running_api
 from tests.support.history import seed_runs
@@ -66,8 +66,8 @@ def partition(week: datetime) -> str:
     return f"runs_{week.strftime('%Y%m%d')}"
 
 
-async def exists(conn: asyncpg.Connection[asyncpg.Record], table: str) -> bool:
-    return await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", table)
+async def exists(conn: Conn, table: str) -> bool:
+    return bool(await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", table))
 
 
 def week_of(result: PassResult, week: datetime) -> str:
@@ -108,6 +108,7 @@ async def test_a_week_past_hot_retention_is_archived_verified_and_dropped(
         # The hot week stays, and so does every partition from now on.
         assert await conn.fetchval("SELECT count(*) FROM runs") == HOT_RUNS
         row = await conn.fetchrow("SELECT * FROM archive_weeks WHERE week_start = $1", week)
+        assert row is not None
         assert row["archive_time"] is not None
         assert (row["runs"], row["attempts"]) == (runs, attempts)
         # Maintenance now drops nothing itself and does not make the archived week again.
@@ -274,7 +275,11 @@ async def test_a_write_to_the_week_during_its_export_keeps_it_until_the_next_pas
 
 
 async def every_page(
-    api: ApiClient, parent: str, where: str, state: int = 0, size: int = 37
+    api: ApiClient,
+    parent: str,
+    where: str,
+    state: run_pb2.RunState.ValueType = run_pb2.RUN_STATE_UNSPECIFIED,
+    size: int = 37,
 ) -> list[tuple[list[run_pb2.Run], str]]:
     """Each page of ListRuns (its runs and next page token) to the end."""
     pages: list[tuple[list[run_pb2.Run], str]] = []
@@ -290,22 +295,25 @@ async def every_page(
             return pages
 
 
-def listings(jobs: list[uuid.UUID], week: datetime) -> list[tuple[str, str, int]]:
+def listings(
+    jobs: list[uuid.UUID], week: datetime
+) -> list[tuple[str, str, run_pb2.RunState.ValueType]]:
     """(parent, filter, state) of the listings compared: every filter field, NOT and OR,
     missing start times, a range across the archived week's end."""
     team = "teams/team-a/jobs/-"
     job = f"teams/team-a/jobs/{jobs[0]}"
     inside = (week + timedelta(days=2)).isoformat()
+    every = run_pb2.RUN_STATE_UNSPECIFIED
     return [
-        (team, "", 0),
-        (job, "", 0),
-        (team, "state = DEAD_LETTERED OR origin = TRIGGER", 0),
-        (team, f'nominal_time >= "{inside}" AND state != SUCCEEDED', 0),
-        (team, f'NOT start_time > "{inside}"', 0),
-        (team, f'start_time != "{inside}" AND reason = MISFIRE', 0),
-        (team, f"job_id = {jobs[1]}", 0),
+        (team, "", every),
+        (job, "", every),
+        (team, "state = DEAD_LETTERED OR origin = TRIGGER", every),
+        (team, f'nominal_time >= "{inside}" AND state != SUCCEEDED', every),
+        (team, f'NOT start_time > "{inside}"', every),
+        (team, f'start_time != "{inside}" AND reason = MISFIRE', every),
+        (team, f"job_id = {jobs[1]}", every),
         (job, "", run_pb2.RUN_STATE_DEAD_LETTERED),
-        (team, f'nominal_time < "{inside}" AND -(origin = SCHEDULE)', 0),
+        (team, f'nominal_time < "{inside}" AND -(origin = SCHEDULE)', every),
     ]
 
 
