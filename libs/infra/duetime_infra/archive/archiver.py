@@ -84,6 +84,8 @@ class WeekOutcome:
     attempts: int = 0
     resumed: bool = False
     seconds: float = 0.0
+    # Seconds each step took (export, parquet, upload, verify, drop), for logs and the bench.
+    steps: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -106,6 +108,19 @@ class PassResult:
     @property
     def failures(self) -> list[WeekOutcome]:
         return [w for w in self.weeks if w.outcome == Outcome.FAILED]
+
+
+class Laps:
+    """Seconds between successive steps."""
+
+    def __init__(self) -> None:
+        self.steps: dict[str, float] = {}
+        self._last = time.monotonic()
+
+    def lap(self, step: str) -> None:
+        now = time.monotonic()
+        self.steps[step] = round(self.steps.get(step, 0.0) + now - self._last, 3)
+        self._last = now
 
 
 @dataclass(frozen=True)
@@ -191,6 +206,7 @@ async def _archive_week(
     checkpoint: Checkpoint,
 ) -> WeekOutcome:
     label = week.start.astimezone(UTC).isoformat()
+    laps = Laps()
     await _watch(conn, week)
     data_key = settings.key(object_key(week.start))
 
@@ -201,22 +217,27 @@ async def _archive_week(
         return manifest
 
     with tempfile.TemporaryDirectory(prefix="duetime-archive-") as folder:
-        export = await _export(conn, week, Path(folder), earlier)
+        export = await _export(conn, week, Path(folder), earlier, laps)
         snapshot, manifest = export.snapshot, export.manifest
         if snapshot.in_flight:
             return WeekOutcome(label, Outcome.IN_FLIGHT, detail="runs still in flight")
         resumed = manifest is not None
         if manifest is None:
             assert export.parquet is not None
-            manifest = await _write(s3, settings, week, snapshot, export.parquet, checkpoint)
-    if not await _drop(conn, week, snapshot, manifest):
-        return WeekOutcome(label, Outcome.CHANGED, detail="written to since the export")
+            manifest = await _write(s3, settings, week, snapshot, export.parquet, checkpoint, laps)
+    dropped = await _drop(conn, week, snapshot, manifest)
+    laps.lap("drop")
+    if not dropped:
+        return WeekOutcome(
+            label, Outcome.CHANGED, detail="written to since the export", steps=laps.steps
+        )
     return WeekOutcome(
         label,
         Outcome.ARCHIVED,
         runs=snapshot.runs,
         attempts=snapshot.attempts,
         resumed=resumed,
+        steps=laps.steps,
     )
 
 
@@ -252,6 +273,7 @@ async def _export(
     week: Week,
     folder: Path,
     earlier: Callable[[Snapshot], Manifest | None],
+    laps: Laps,
 ) -> Export:
     """The week's counts as of one snapshot and, unless ``earlier`` finds them archived
     already, its rows as of the same snapshot, as a Parquet file in ``folder``."""
@@ -279,11 +301,13 @@ async def _export(
             await copy_out(conn, attempts_query(week.attempts_table), attempts_csv)
         else:
             attempts_csv.write_bytes(b"")
+    laps.lap("export")
     table = read_week(runs_csv, attempts_csv)
     runs_csv.unlink()
     attempts_csv.unlink()
     parquet = folder / "runs.parquet"
     objects.write_parquet(table, parquet)
+    laps.lap("parquet")
     return Export(snapshot, parquet=parquet)
 
 
@@ -294,12 +318,15 @@ async def _write(
     snapshot: Snapshot,
     parquet: Path,
     checkpoint: Checkpoint,
+    laps: Laps,
 ) -> Manifest:
     data_key = settings.key(object_key(week.start))
     written = objects.file_digest(parquet)
     objects.upload(s3, parquet, data_key)
+    laps.lap("upload")
     await checkpoint("uploaded", data_key)
     objects.verify_object(s3, data_key, written, snapshot.runs, snapshot.attempts)
+    laps.lap("verify")
     low, high = _nominal_range(parquet)
     manifest = Manifest(
         schema_version=SCHEMA_VERSION,
