@@ -24,13 +24,9 @@ from duetime_infra.pg.fencing import FencingToken
 from duetime_infra.pg.pool import Conn, create_pool
 from duetime_scheduler.maintenance import ArchivePasses, PartitionMaintenance, record_pass
 from tests.support.api import ApiClient, failure, running_api
-from tests.support.history import seed_runs
-from tests.support.jobs import create_jobs, interval_job
+from tests.support.history import HOT_RUNS, RUNS_A_WEEK, seed_history
 from tests.support.metrics import recorded_metrics
 from tests.support.s3 import MotoServer, filesystem, private_s3
-
-RUNS_A_WEEK = 600
-HOT_RUNS = 60
 
 
 class Crash(BaseException):
@@ -39,27 +35,6 @@ class Crash(BaseException):
 
 async def connect(dsn: str) -> asyncpg.Connection[asyncpg.Record]:
     return await asyncpg.connect(dsn)
-
-
-async def seed(dsn: str, jobs: int = 3) -> tuple[list[uuid.UUID], datetime]:
-    """Finished runs of ``jobs`` jobs of team-a in the week that began 3 weeks ago (past a
-    7-day hot retention) and in the last day (hot); returns the jobs and the old week."""
-    pool = await create_pool(dsn, max_size=2)
-    try:
-        made = await create_jobs(pool, [interval_job(60) for _ in range(jobs)])
-        ids = [j.job_id for j in made]
-        async with pool.acquire() as conn:
-            week = await conn.fetchval(
-                "SELECT date_trunc('week', duetime_now() - interval '21 days')"
-            )
-            await seed_runs(
-                conn, ids, week + timedelta(hours=1), RUNS_A_WEEK, timedelta(minutes=15)
-            )
-            recent = await conn.fetchval("SELECT duetime_now() - interval '1 day'")
-            await seed_runs(conn, ids, recent, HOT_RUNS, timedelta(minutes=10))
-        return ids, week
-    finally:
-        await pool.close()
 
 
 def partition(week: datetime) -> str:
@@ -87,7 +62,7 @@ def objects_of(server: MotoServer, settings: ArchiveSettings, week: datetime) ->
 async def history(db_dsn: str) -> tuple[list[uuid.UUID], datetime]:
     async with running_api(db_dsn):  # makes team-a
         pass
-    return await seed(db_dsn)
+    return await seed_history(db_dsn)
 
 
 async def test_a_week_past_hot_retention_is_archived_verified_and_dropped(

@@ -7,7 +7,11 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timedelta
 
-from duetime_infra.pg.pool import Conn
+from duetime_infra.pg.pool import Conn, create_pool
+from tests.support.jobs import create_jobs, interval_job
+
+RUNS_A_WEEK = 600
+HOT_RUNS = 60
 
 _RUNS = """
 WITH j AS (SELECT job_id, team_id, partition, (row_number() OVER (ORDER BY job_id) - 1) AS n
@@ -58,3 +62,25 @@ async def seed_runs(
     their attempts."""
     await conn.execute(_RUNS, jobs, start, step.total_seconds(), count)
     await conn.execute(_ATTEMPTS, jobs, start, start + step * count)
+
+
+async def seed_history(dsn: str, jobs: int = 3) -> tuple[list[uuid.UUID], datetime]:
+    """Finished runs of ``jobs`` new jobs of team-a (which must exist): ``RUNS_A_WEEK`` in the
+    week that began three weeks ago (past a 7-day hot retention), one every 15 minutes from an
+    hour into it, and ``HOT_RUNS`` in the last day; returns the jobs and the old week."""
+    pool = await create_pool(dsn, max_size=2)
+    try:
+        made = await create_jobs(pool, [interval_job(60) for _ in range(jobs)])
+        ids = [j.job_id for j in made]
+        async with pool.acquire() as conn:
+            week = await conn.fetchval(
+                "SELECT date_trunc('week', duetime_now() - interval '21 days')"
+            )
+            await seed_runs(
+                conn, ids, week + timedelta(hours=1), RUNS_A_WEEK, timedelta(minutes=15)
+            )
+            recent = await conn.fetchval("SELECT duetime_now() - interval '1 day'")
+            await seed_runs(conn, ids, recent, HOT_RUNS, timedelta(minutes=10))
+        return ids, week
+    finally:
+        await pool.close()
