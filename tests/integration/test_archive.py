@@ -334,3 +334,30 @@ async def test_archived_runs_list_and_read_as_they_did_from_postgresql(
         other_team.code == grpc.StatusCode.NOT_FOUND
         or other_team.code == grpc.StatusCode.PERMISSION_DENIED
     )
+
+
+async def test_an_archive_out_of_reach_answers_unavailable_and_live_pages_still_read(
+    db_dsn: str, history: tuple[list[uuid.UUID], datetime]
+) -> None:
+    _, week = history
+    async with private_s3() as server:
+        settings = server.settings(server.new_bucket())
+        conn = await connect(db_dsn)
+        try:
+            assert week_of(await archive_pass(conn, settings), week) == Outcome.ARCHIVED
+        finally:
+            await conn.close()
+    async with running_api(db_dsn, archive=settings) as api:
+        parent = "teams/team-a/jobs/-"
+        # A page the live weeks fill needs no archived week.
+        live = await api.stub.ListRuns(
+            svc.ListRunsRequest(parent=parent, page_size=HOT_RUNS), metadata=api.auth()
+        )
+        assert len(live.runs) == HOT_RUNS
+        gone = await failure(
+            api.stub.ListRuns(
+                svc.ListRunsRequest(parent=parent, page_size=HOT_RUNS + 1), metadata=api.auth()
+            )
+        )
+    assert gone.code == grpc.StatusCode.UNAVAILABLE
+    assert gone.reason == "ARCHIVE_UNAVAILABLE"

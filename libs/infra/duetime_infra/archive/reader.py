@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 
+from duetime_core.errors import FailedPrecondition, Unavailable
 from duetime_core.records import AttemptOutcome, AttemptRecord, RunReason, RunRecord, RunState
 from duetime_core.runkey import RunKey
 from duetime_infra.archive import objects
@@ -56,9 +57,10 @@ class ArchiveReader:
         rows = await self._pool.fetch(q("archive_weeks_archived"))
         for r in rows:
             if r["schema_version"] != SCHEMA_VERSION:
-                raise RuntimeError(
+                raise FailedPrecondition(
                     f"archived week {r['week_start']} has schema version {r['schema_version']}; "
-                    f"this build reads {SCHEMA_VERSION}"
+                    f"this build reads {SCHEMA_VERSION}",
+                    reason="ARCHIVE_SCHEMA_VERSION",
                 )
         return [
             ArchivedWeek(r["week_start"], r["week_end"], self._settings.key(r["object_key"]))
@@ -87,7 +89,7 @@ class ArchiveReader:
         wanted = _scope(team_id, job_id, state, where)
         if page.after_time is not None and page.after_id is not None:
             wanted &= _after(page.after_time, page.after_id)
-        table = await asyncio.to_thread(self._latest, weeks, wanted, page.limit)
+        table = await self._read(weeks, wanted, page.limit)
         return [run_from_archive(row) for row in table.to_pylist()]
 
     async def get_run(self, team_id: str, job_id: uuid.UUID, run_id: uuid.UUID) -> RunRecord | None:
@@ -95,9 +97,18 @@ class ArchiveReader:
         if not weeks:
             return None
         wanted = _scope(team_id, job_id, None, "") & (pc.field("run_id") == str(run_id))
-        table = await asyncio.to_thread(self._latest, weeks, wanted, 1)
+        table = await self._read(weeks, wanted, 1)
         rows = table.to_pylist()
         return run_from_archive(rows[0]) if rows else None
+
+    async def _read(self, weeks: list[ArchivedWeek], wanted: Expression, limit: int) -> pa.Table:
+        try:
+            return await asyncio.to_thread(self._latest, weeks, wanted, limit)
+        except OSError as error:
+            # The object store unreachable or refusing: the caller may try again.
+            raise Unavailable(
+                f"archived run history cannot be read now: {error}", reason="ARCHIVE_UNAVAILABLE"
+            ) from error
 
     def _latest(self, weeks: list[ArchivedWeek], wanted: Expression, limit: int) -> pa.Table:
         """The ``limit`` latest rows ``wanted`` matches, reading weeks latest first until
