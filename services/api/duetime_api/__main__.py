@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 
@@ -23,13 +24,15 @@ from duetime_infra.pg.pool import create_pool
 from duetime_infra.pg.team_store import principal_for
 from duetime_infra.secrets.sealing import SecretBox
 from duetime_infra.startup import announce_serving, require_schema, run_service
-from duetime_infra.telemetry.metrics import start_metrics
+from duetime_infra.telemetry.metrics import sample_periodically, start_metrics
 from duetime_infra.telemetry.tracing import setup_tracing
 from duetime_infra.tls import Link, warn_plaintext
 
 log = logging.getLogger("duetime_api")
 
 SERVICE_NAME = job_service_pb2.DESCRIPTOR.services_by_name["JobService"].full_name
+# How often the archive's new weeks are looked for (one a week appears).
+WARM_SECONDS = 600.0
 ADMIN_SERVICE_NAME = admin_service_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
 
 
@@ -60,11 +63,24 @@ async def serve(settings: Settings) -> None:
             AdminServicer(pool), server.server
         )
 
+        stopping = asyncio.Event()
+        warming: list[asyncio.Task[None]] = []
+
         async def start() -> None:
             await server.start()
+            if archive is not None:
+                # Archived weeks' footers read ahead of the requests that need them.
+                warming.append(
+                    asyncio.create_task(sample_periodically(WARM_SECONDS, archive.warm, stopping))
+                )
             announce_serving(log, "api", "DUETIME_API_PORT", server.port, schema_version=version)
 
-        await run_until_terminated(start, lambda: server.stop(settings.shutdown_grace_seconds))
+        async def stop() -> None:
+            stopping.set()
+            await asyncio.gather(*warming)
+            await server.stop(settings.shutdown_grace_seconds)
+
+        await run_until_terminated(start, stop)
     finally:
         await pool.close()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 
 from duetime_infra.archive.archiver import archive_pass
@@ -40,6 +41,8 @@ async def run(settings: Settings) -> int:
 
 def main() -> None:
     configure_logging()
+    # Below the scheduler it runs beside: its work is hours from due, the claim loop's is not.
+    os.nice(10)
     sys.exit(asyncio.run(run(Settings.from_env())))
 
 

@@ -42,16 +42,29 @@ async def copy_out(conn: Conn, query: str, path: Path) -> None:
     await conn.copy_from_query(query, output=path, format="csv")
 
 
+# Texts of a few values each, read as dictionaries (a tenth of the memory while the week is
+# sorted and nested) and written as plain text, which Parquet dictionary-encodes anyway.
+_FEW_VALUES = frozenset(
+    {"origin", "state", "reason", "priority", "claimed_by", "quota_limit", "worker_id",
+     "outcome", "call_progress", "cancel_reason"}
+)  # fmt: skip
+_WORDS = pa.dictionary(pa.int32(), pa.string())
+
+
+def _read_type(f: pa.Field) -> pa.DataType:
+    return _WORDS if f.name in _FEW_VALUES else f.type
+
+
 def _read_csv(path: Path, fields: tuple[pa.Field, ...]) -> pa.Table:
     if path.stat().st_size == 0:
-        return pa.schema(fields).empty_table()
-    return pacsv.read_csv(
+        return pa.schema([f.with_type(_read_type(f)) for f in fields]).empty_table()
+    table = pacsv.read_csv(
         path,
         read_options=pacsv.ReadOptions(column_names=[f.name for f in fields], block_size=16 << 20),
         # Error texts may hold line breaks (quoted by COPY).
         parse_options=pacsv.ParseOptions(newlines_in_values=True),
         convert_options=pacsv.ConvertOptions(
-            column_types={f.name: f.type for f in fields},
+            column_types={f.name: _read_type(f) for f in fields},
             # COPY writes NULL as nothing and an empty text as "".
             strings_can_be_null=True,
             quoted_strings_can_be_null=False,
@@ -59,6 +72,8 @@ def _read_csv(path: Path, fields: tuple[pa.Field, ...]) -> pa.Table:
             false_values=["f"],
         ),
     )
+    # Each block read in parallel has its own dictionaries; joins and sorts want one.
+    return table.unify_dictionaries()
 
 
 def _row_numbers(count: int) -> pa.Array:
@@ -66,9 +81,14 @@ def _row_numbers(count: int) -> pa.Array:
     return pc.subtract(pc.cumulative_sum(ones), 1)
 
 
+def _plain(column: pa.ChunkedArray, kind: pa.DataType) -> pa.ChunkedArray:
+    return column if column.type == kind else column.cast(kind)
+
+
 def nest(runs: pa.Table, attempts: pa.Table) -> pa.Table:
     """The runs sorted by team, job, nominal time and run id, each with its attempts (by
-    number) as a list; an attempt without its run is an error, never dropped."""
+    number) as a list; an attempt without its run is an error, never dropped. Each
+    intermediate table is let go as soon as the next is made: a week is gigabytes."""
     runs = runs.sort_by([(key, "ascending") for key in SORT_KEYS])
     count = runs.num_rows
     keys = runs.select(list(_RUN_KEY)).append_column("_row", _row_numbers(count))
@@ -77,6 +97,7 @@ def nest(runs: pa.Table, attempts: pa.Table) -> pa.Table:
         raise ValueError(
             f"{attempts.num_rows - placed.num_rows} attempts have no run in the week's runs"
         )
+    del attempts
     placed = placed.sort_by([("_row", "ascending"), ("number", "ascending")])
     per_run = placed.group_by("_row").aggregate([("number", "count")])
     # Runs without attempts count 0: every row number once more, with 0, then summed.
@@ -93,12 +114,15 @@ def nest(runs: pa.Table, attempts: pa.Table) -> pa.Table:
             pc.cumulative_sum(counts["number_count_sum"]).combine_chunks().cast(pa.int32()),
         ]
     )
+    del keys, per_run, every_run, counts
     values = pa.StructArray.from_arrays(
-        [placed[f.name].combine_chunks() for f in ATTEMPT_FIELDS], fields=list(ATTEMPT_FIELDS)
+        [_plain(placed[f.name], f.type).combine_chunks() for f in ATTEMPT_FIELDS],
+        fields=list(ATTEMPT_FIELDS),
     )
+    del placed
     nested = pa.ListArray.from_arrays(offsets, values, type=SCHEMA.field("attempts").type)
-    columns = [runs[f.name].combine_chunks() for f in RUN_FIELDS]
-    return pa.Table.from_arrays([*columns, nested], schema=SCHEMA)
+    columns = [_plain(runs[f.name], f.type) for f in RUN_FIELDS]
+    return pa.Table.from_arrays([*columns, pa.chunked_array([nested])], schema=SCHEMA)
 
 
 def read_week(runs_csv: Path, attempts_csv: Path) -> pa.Table:

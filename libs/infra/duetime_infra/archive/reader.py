@@ -67,6 +67,13 @@ class ArchiveReader:
             for r in rows
         ]
 
+    async def warm(self) -> None:
+        """Reads the footer of every archived week not read yet, so that a request does not
+        wait for it (the API calls this periodically)."""
+        fresh = [w.key for w in await self.weeks() if w.key not in self._datasets]
+        for key in fresh:
+            await asyncio.to_thread(self._dataset, key)
+
     async def list_runs(
         self,
         team_id: str,
