@@ -3,7 +3,7 @@
 -- retention).
 INSERT INTO archive_policy (hot_retention) VALUES ($1)
 ON CONFLICT (singleton) DO UPDATE
-SET hot_retention = EXCLUDED.hot_retention, update_time = duetime_now();
+SET hot_retention = EXCLUDED.hot_retention, update_time = (SELECT duetime_now());
 
 -- name: archive_due_weeks
 -- The weeks of runs whose range ended at least the hot retention ($1) ago, oldest first, with
@@ -17,7 +17,7 @@ CROSS JOIN LATERAL (
            substring(pg_get_expr(c.relpartbound, c.oid) FROM 'TO \(''([^'']+)''\)')::timestamptz AS hi
 ) b
 WHERE i.inhparent = 'runs'::regclass AND c.relname <> 'runs_default'
-  AND b.hi <= duetime_now() - $1::interval
+  AND b.hi <= (SELECT duetime_now()) - $1::interval
 ORDER BY b.lo;
 
 -- name: archive_week_begin
@@ -37,7 +37,7 @@ SELECT changes FROM archive_weeks WHERE week_start = $1 FOR UPDATE;
 
 -- name: archive_week_done
 UPDATE archive_weeks
-SET archive_time = duetime_now(), object_key = $2, manifest_key = $3, runs = $4, attempts = $5,
+SET archive_time = (SELECT duetime_now()), object_key = $2, manifest_key = $3, runs = $4, attempts = $5,
     sha256 = $6, schema_version = $7
 WHERE week_start = $1;
 
