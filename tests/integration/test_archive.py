@@ -6,6 +6,7 @@ crashed resumes without writing twice; and the API reads archived weeks like liv
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -361,3 +362,21 @@ async def test_an_archive_out_of_reach_answers_unavailable_and_live_pages_still_
         )
     assert gone.code == grpc.StatusCode.UNAVAILABLE
     assert gone.reason == "ARCHIVE_UNAVAILABLE"
+
+
+async def test_a_pass_ended_by_its_scheduler_stopping_raises_no_alert() -> None:
+    """A scheduler that stops ends its pass (the next resumes it): not a crash to alert on;
+    a pass that dies by itself is one."""
+    # A pass that lasts until it is ended: a child that sleeps instead of archiving.
+    passes = ArchivePasses((sys.executable, "-c", "import time; time.sleep(60)"))
+    with recorded_metrics() as metrics:
+        assert passes.start()
+        assert not passes.start(), "one pass at a time"
+        await passes.close()
+        assert await passes.wait() is None
+        assert metrics.value("duetime.archive.failures") == 0
+    crashing = ArchivePasses((sys.executable, "-c", "raise SystemExit(3)"))
+    with recorded_metrics() as metrics:
+        crashing.start()
+        assert await crashing.wait() is None
+        assert metrics.value("duetime.archive.failures", reason="crashed") == 1

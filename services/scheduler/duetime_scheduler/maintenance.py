@@ -43,6 +43,7 @@ class ArchivePasses:
         self._environ = dict(os.environ if environ is None else environ)
         self._task: asyncio.Task[PassResult | None] | None = None
         self._process: asyncio.subprocess.Process | None = None
+        self._closing = False
 
     def start(self) -> bool:
         """Starts a pass; False if the last one is still running."""
@@ -57,6 +58,7 @@ class ArchivePasses:
 
     async def close(self) -> None:
         """Ends a running pass (it resumes where it was, at the next pass)."""
+        self._closing = True
         if self._process is not None and self._process.returncode is None:
             self._process.terminate()
         if self._task is not None:
@@ -70,8 +72,13 @@ class ArchivePasses:
             stdout=asyncio.subprocess.PIPE,
             stdin=asyncio.subprocess.DEVNULL,
         )
+        if self._closing:  # closed while the process was being started
+            self._process.terminate()
         out, _ = await self._process.communicate()
         result = _result(out.decode(errors="replace"))
+        if result is None and self._closing:
+            log.info("archiving pass ended with the scheduler", extra={"action": "archive_ended"})
+            return None
         if result is None:
             log.error(
                 "archiving pass ended without a result (exit %s)",
