@@ -18,7 +18,7 @@ from tests.support.secrets import ensure_test_keyring
 # Before any service starts, in process or as a process (which inherits the environment).
 ensure_test_keyring()
 
-pytest_plugins = ["tests.support.environments"]
+pytest_plugins = ["tests.support.environments", "tests.support.s3"]
 
 # Each test is marked by its folder: `-m unit` runs only tests that need no server.
 FOLDER_MARKERS = {"unit": "unit", "integration": "integration", "e2e": "e2e"}

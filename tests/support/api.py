@@ -22,6 +22,8 @@ from duetime_api.admin_servicer import AdminServicer
 from duetime_api.jobs import JobOperations
 from duetime_api.servicer import JobServicer
 from duetime_infra.admin import create_operator_token, create_team
+from duetime_infra.archive.reader import ArchiveReader
+from duetime_infra.archive.settings import ArchiveSettings
 from duetime_infra.grpc.auth import Role, TokenCache
 from duetime_infra.grpc.interceptors import DuetimeInterceptor
 from duetime_infra.grpc.server import GrpcServer
@@ -52,8 +54,11 @@ class ApiClient:
 
 
 @asynccontextmanager
-async def running_api(dsn: str, secrets: SecretBox | None = None) -> AsyncIterator[ApiClient]:
-    """The API on ``dsn``, sealing with ``secrets`` (default: the tests' keyring)."""
+async def running_api(
+    dsn: str, secrets: SecretBox | None = None, archive: ArchiveSettings | None = None
+) -> AsyncIterator[ApiClient]:
+    """The API on ``dsn``, sealing with ``secrets`` (default: the tests' keyring), reading
+    archived runs from ``archive``."""
     conn = await asyncpg.connect(dsn)
     try:
         token = await create_team(conn, "team-a")
@@ -73,8 +78,9 @@ async def running_api(dsn: str, secrets: SecretBox | None = None) -> AsyncIterat
             )
         ],
     )
+    reader = None if archive is None else ArchiveReader(pool, archive)
     job_service_pb2_grpc.add_JobServiceServicer_to_server(
-        JobServicer(JobOperations(store)), server.server
+        JobServicer(JobOperations(store), reader), server.server
     )
     admin_service_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(pool), server.server)
     await server.start()

@@ -4,6 +4,8 @@ redriving dead letters, one or many at once."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -11,6 +13,7 @@ import typer
 from duetime.jobs.v1 import job_service_pb2, run_pb2
 from duetime_cli.batch import Batch, YesOption, run_batch
 from duetime_cli.commands import (
+    PAGE_SIZE,
     LimitOption,
     collect,
     command,
@@ -18,6 +21,7 @@ from duetime_cli.commands import (
     enum_value,
     usage_error,
 )
+from duetime_cli.export import ExportFormat, write_runs
 from duetime_cli.filters import Filter, FilterOption, SinceOption, UntilOption, run_filter
 from duetime_cli.names import job_name, run_name
 from duetime_cli.output import Format, OutputOption, emit
@@ -89,6 +93,69 @@ def list_runs(
 def _parent(session: Session, job: str | None) -> str:
     """The job's name, or every job of the team's (``teams/{team}/jobs/-``)."""
     return job_name(session, job if job is not None else ALL_JOBS)
+
+
+@app.command()
+def export(
+    ctx: typer.Context,
+    out: Annotated[
+        Path,
+        typer.Argument(
+            metavar="FILE", help="Where to write (replaced if it exists).", dir_okay=False
+        ),
+    ],
+    job: Annotated[
+        str | None,
+        typer.Option(metavar="JOB", help="Only this job's runs (else every job's)."),
+    ] = None,
+    state: StateOption = None,
+    filter: FilterOption = "",
+    since: SinceOption = None,
+    until: UntilOption = None,
+    format: Annotated[
+        ExportFormat | None,
+        typer.Option(
+            "--format",
+            help="csv (one line a run) or parquet (the attempts nested); by default from "
+            "FILE's suffix.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Write runs to FILE for analysis: every run --job, --state, --filter, --since and
+    --until match, latest first, archived weeks included."""
+    with command(ctx, Format.TABLE) as session:
+        fmt = format or _format_of(out)
+        parent = _parent(session, job)
+        wanted = enum_value(run_pb2.RunState, "RUN_STATE_", state, "--state")
+        where = run_filter(filter, since, until)
+
+        def pages() -> Iterator[list[run_pb2.Run]]:
+            token = ""
+            while True:
+                request = job_service_pb2.ListRunsRequest(
+                    parent=parent, page_size=PAGE_SIZE, page_token=token, state=wanted,
+                    filter=where.text,
+                )  # fmt: skip
+                response = session.call(session.jobs.ListRuns, request)
+                yield list(response.runs)
+                token = response.next_page_token
+                if not token:
+                    return
+
+        with where.sent():
+            count = write_runs(pages(), out, fmt)
+        typer.echo(f"{count} runs written to {out} ({fmt.value})", err=True)
+
+
+def _format_of(path: Path) -> ExportFormat:
+    suffix = path.suffix.lower().lstrip(".")
+    try:
+        return ExportFormat(suffix)
+    except ValueError:
+        raise usage_error(
+            f"{path}: say --format csv or parquet (or name it .csv or .parquet)"
+        ) from None
 
 
 @app.command()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 
@@ -12,6 +13,7 @@ from duetime_api.admin_servicer import AdminServicer
 from duetime_api.config import Settings
 from duetime_api.jobs import JobOperations
 from duetime_api.servicer import JobServicer
+from duetime_infra.archive.reader import ArchiveReader
 from duetime_infra.grpc.auth import Role, TokenCache
 from duetime_infra.grpc.interceptors import DuetimeInterceptor
 from duetime_infra.grpc.server import GrpcServer, run_until_terminated
@@ -22,13 +24,15 @@ from duetime_infra.pg.pool import create_pool
 from duetime_infra.pg.team_store import principal_for
 from duetime_infra.secrets.sealing import SecretBox
 from duetime_infra.startup import announce_serving, require_schema, run_service
-from duetime_infra.telemetry.metrics import start_metrics
+from duetime_infra.telemetry.metrics import sample_periodically, start_metrics
 from duetime_infra.telemetry.tracing import setup_tracing
 from duetime_infra.tls import Link, warn_plaintext
 
 log = logging.getLogger("duetime_api")
 
 SERVICE_NAME = job_service_pb2.DESCRIPTOR.services_by_name["JobService"].full_name
+# How often the archive's new weeks are looked for (one a week appears).
+WARM_SECONDS = 600.0
 ADMIN_SERVICE_NAME = admin_service_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
 
 
@@ -51,18 +55,32 @@ async def serve(settings: Settings) -> None:
             ],
             credentials=server_credentials(settings.tls.server()),
         )
+        archive = None if settings.archive is None else ArchiveReader(pool, settings.archive)
         job_service_pb2_grpc.add_JobServiceServicer_to_server(
-            JobServicer(JobOperations(store)), server.server
+            JobServicer(JobOperations(store), archive), server.server
         )
         admin_service_pb2_grpc.add_AdminServiceServicer_to_server(
             AdminServicer(pool), server.server
         )
 
+        stopping = asyncio.Event()
+        warming: list[asyncio.Task[None]] = []
+
         async def start() -> None:
             await server.start()
+            if archive is not None:
+                # Archived weeks' footers read ahead of the requests that need them.
+                warming.append(
+                    asyncio.create_task(sample_periodically(WARM_SECONDS, archive.warm, stopping))
+                )
             announce_serving(log, "api", "DUETIME_API_PORT", server.port, schema_version=version)
 
-        await run_until_terminated(start, lambda: server.stop(settings.shutdown_grace_seconds))
+        async def stop() -> None:
+            stopping.set()
+            await asyncio.gather(*warming)
+            await server.stop(settings.shutdown_grace_seconds)
+
+        await run_until_terminated(start, stop)
     finally:
         await pool.close()
 

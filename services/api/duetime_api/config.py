@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from duetime_infra.archive.settings import ArchiveSettings, read_archive
 from duetime_infra.config import EnvReader, env_dsn
 from duetime_infra.secrets.keyring import Keyring, read_keyring
 from duetime_infra.tls import Link, TlsSettings, read_tls
@@ -21,6 +22,8 @@ class Settings:
     tls: TlsSettings
     # Seals header and env values before they are stored (the API never opens them).
     secret_keys: Keyring
+    # Where archived run history is read from (None: no archive).
+    archive: ArchiveSettings | None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -35,6 +38,7 @@ class Settings:
             metrics_address=env.optional_address("DUETIME_METRICS_ADDRESS"),
             tls=read_tls(env, serves=True, connects=[Link.POSTGRES]),
             secret_keys=read_keyring(env),
+            archive=read_archive(env),
         )
         env.finish()
         return settings

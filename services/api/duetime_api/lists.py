@@ -7,10 +7,11 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from duetime_core.errors import InvalidArgument
+from duetime_core.errors import InvalidArgument, NotFound
 from duetime_core.jobspec import JobState
 from duetime_core.preview import PreviewItem, preview
 from duetime_core.records import JobRecord, RunRecord, RunState
+from duetime_infra.archive.reader import ArchiveReader
 from duetime_infra.pg.job_reads import JobReads, Page
 from duetime_infra.pg.job_store import JobStore
 
@@ -41,9 +42,13 @@ def check_activity_page(page_size: int, recent: int, upcoming: int) -> None:
 
 
 class Lists:
-    def __init__(self, store: JobStore) -> None:
+    """With an archive, runs of the weeks it holds are read from it, merged with PostgreSQL's
+    in the same order, so a page or a run reads the same wherever it lives."""
+
+    def __init__(self, store: JobStore, archive: ArchiveReader | None = None) -> None:
         self._store = store
         self._reads: JobReads = store.reads
+        self._archive = archive
 
     async def jobs(
         self, team_id: str, state: JobState | None, where: str, page: Page
@@ -76,4 +81,26 @@ class Lists:
         where: str,
         page: Page,
     ) -> list[RunRecord]:
-        return await self._reads.list_runs(team_id, job_id, state, page, where)
+        runs = await self._reads.list_runs(team_id, job_id, state, page, where)
+        if self._archive is None:
+            return runs
+        # A full page from PostgreSQL: only archived runs at or before its last can displace.
+        older_than = runs[-1].key.nominal_time if len(runs) == page.limit else None
+        archived = await self._archive.list_runs(team_id, job_id, state, where, page, older_than)
+        if not archived:
+            return runs
+        merged = sorted(
+            [*runs, *archived], key=lambda r: (r.key.nominal_time, r.run_id.bytes), reverse=True
+        )
+        return merged[: page.limit]
+
+    async def run(self, team_id: str, job_id: uuid.UUID, run_id: uuid.UUID) -> RunRecord:
+        try:
+            return await self._store.get_run(team_id, job_id, run_id)
+        except NotFound:
+            if self._archive is None:
+                raise
+            archived = await self._archive.get_run(team_id, job_id, run_id)
+            if archived is None:
+                raise
+            return archived

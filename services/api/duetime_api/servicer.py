@@ -24,6 +24,7 @@ from duetime_core.errors import InvalidArgument
 from duetime_core.jobspec import JobState
 from duetime_core.preview import preview, preview_item
 from duetime_core.records import RunState
+from duetime_infra.archive.reader import ArchiveReader
 from duetime_infra.codec.explain_codec import encode_explanation, encode_forecast, read_asked
 from duetime_infra.codec.history_codec import encode_version
 from duetime_infra.codec.preview_codec import decode_preview_schedule, encode_occurrences
@@ -63,9 +64,9 @@ def _version_number(token_key: str | None) -> int | None:
 
 
 class JobServicer(job_service_pb2_grpc.JobServiceServicer):
-    def __init__(self, jobs: JobOperations) -> None:
+    def __init__(self, jobs: JobOperations, archive: ArchiveReader | None = None) -> None:
         self._jobs = jobs
-        self._lists = Lists(jobs.store)
+        self._lists = Lists(jobs.store, archive)
         self._batches = Batches(jobs)
         self._history = History(jobs.store)
 
@@ -207,7 +208,7 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
     ) -> job_service_pb2.GetRunResponse:
         team = current_team()
         job_id, run_id = parse_run_name(request.name, team)
-        run = await self._jobs.store.get_run(team, job_id, run_id)
+        run = await self._lists.run(team, job_id, run_id)
         return job_service_pb2.GetRunResponse(run=encode_run(run))
 
     async def RedriveRun(

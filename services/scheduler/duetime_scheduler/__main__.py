@@ -46,11 +46,11 @@ SERVICE_NAME = worker_service_pb2.DESCRIPTOR.services_by_name["WorkerService"].f
 OWNER_BATCH = 500
 
 
-def owner_tasks() -> list[OwnerTask]:
+def owner_tasks(maintenance: PartitionMaintenance) -> list[OwnerTask]:
     async def expiries(pool: asyncpg.Pool[asyncpg.Record], tokens: Sequence[FencingToken]) -> int:
         return await reap_expired_attempts(pool, tokens, OWNER_BATCH)
 
-    return [expiries, PartitionMaintenance()]
+    return [expiries, maintenance]
 
 
 async def serve(settings: Settings) -> None:
@@ -93,7 +93,8 @@ async def serve(settings: Settings) -> None:
     worker_service_pb2_grpc.add_WorkerServiceServicer_to_server(
         WorkerServicer(attempts, SecretBox(settings.secret_keys), specs), server.server
     )
-    claimer = Claimer(pool, leases, settings, owner_tasks(), specs)
+    maintenance = PartitionMaintenance(archive=settings.archive)
+    claimer = Claimer(pool, leases, settings, owner_tasks(maintenance), specs)
     stopping = asyncio.Event()
     claiming: asyncio.Task[None] | None = None
 
@@ -117,6 +118,7 @@ async def serve(settings: Settings) -> None:
         if claiming is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.wait_for(claiming, timeout=settings.shutdown_grace_seconds)
+        await maintenance.close()
         await leases.stop()
         await server.stop(settings.shutdown_grace_seconds)
         await pool.close()

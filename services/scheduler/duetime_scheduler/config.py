@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
+from duetime_infra.archive.settings import ArchiveSettings, read_archive
 from duetime_infra.config import EnvReader, env_dsn
 from duetime_infra.pg.pool import TCP_KEEPALIVES
 from duetime_infra.secrets.keyring import Keyring, read_keyring
@@ -44,6 +45,9 @@ class Settings:
     worker_client_ca_file: str
     # Opens the header and env values of a run's target when its attempt starts.
     secret_keys: Keyring
+    # Where run history is archived before it is dropped (None: no archive; history is
+    # dropped after 30 days).
+    archive: ArchiveSettings | None
 
     @property
     def session_settings(self) -> dict[str, str]:
@@ -92,6 +96,7 @@ class Settings:
             tls=read_tls(env, serves=True, connects=[Link.POSTGRES, Link.ETCD]),
             worker_client_ca_file=readable_file(env, WORKER_CLIENT_CA_FILE),
             secret_keys=read_keyring(env),
+            archive=read_archive(env),
         )
         if settings.worker_client_ca_file:
             check_ca_file(env, WORKER_CLIENT_CA_FILE, settings.worker_client_ca_file)

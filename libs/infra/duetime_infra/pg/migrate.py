@@ -45,8 +45,9 @@ _COMPATIBLE_FROM = re.compile(r"^-- compatible-from: (\d+)$", re.MULTILINE)
 # duetime_shown_state (10) and the job history's columns (12), so the database must be
 # migrated before this build is deployed; 6 (the reaper's indexes by time), 7 (no second index
 # on run_id), 8 (retries by time), 9 (finished runs counted on eight rows a team) and 11 (a
-# team's runs by time) only make them faster.
-BUILD_SCHEMA_VERSION = 12
+# team's runs by time) only make them faster; 13 (the archive's tables) is needed only with an
+# archive configured.
+BUILD_SCHEMA_VERSION = 13
 MIN_SUPPORTED_VERSION = 12
 
 

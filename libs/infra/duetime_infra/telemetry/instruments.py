@@ -172,6 +172,42 @@ class Instruments:
                 "time, waiting for an execution slot, or being started), by topic"
             ),
         )
+        self.archive_failures = _Tally(
+            meter,
+            "duetime.archive.failures",
+            unit="{week}",
+            description=(
+                "Weeks of run history an archiving pass could not archive, kept in PostgreSQL, "
+                "by reason: store (the object store failed), unverified (what was read back is "
+                "not what the partitions hold), lock (the drop's locks were not granted in "
+                "time), error, crashed (the pass's process ended without a result). Alert on "
+                "any increase"
+            ),
+        )
+        self.archive_weeks = _Tally(
+            meter,
+            "duetime.archive.weeks",
+            unit="{week}",
+            description=(
+                "Weeks an archiving pass handled, by outcome: archived (written, verified, "
+                "dropped), in_flight and changed (left for the next pass), failed"
+            ),
+        )
+        self.archive_runs = _Tally(
+            meter,
+            "duetime.archive.runs",
+            unit="{run}",
+            description="Runs archived (and dropped from PostgreSQL)",
+        )
+        self.archive_pending = meter.create_gauge(
+            "duetime.archive.pending",
+            unit="{week}",
+            description=(
+                "Weeks past the archive's hot retention still in PostgreSQL after the last "
+                "pass (a week with runs in flight waits; more than one or two: see the "
+                "failures)"
+            ),
+        )
 
 
 _current = Instruments(NoOpMeter(METER_NAME))
@@ -256,3 +292,16 @@ def consumer_lag_sampled(lag_by_topic: Mapping[str, int]) -> None:
 def worker_pending_sampled(pending_by_topic: Mapping[str, int]) -> None:
     for topic, pending in pending_by_topic.items():
         _current.worker_pending.set(pending, {"topic": topic})
+
+
+def archive_week(outcome: str, reason: str, runs: int) -> None:
+    """A week an archiving pass handled; ``reason`` for a failure ("" otherwise)."""
+    _current.archive_weeks.add(1, (("outcome", outcome),))
+    if reason:
+        _current.archive_failures.add(1, (("reason", reason),))
+    if runs:
+        _current.archive_runs.add(runs, ())
+
+
+def archive_pending(weeks: int) -> None:
+    _current.archive_pending.set(weeks)

@@ -1,0 +1,382 @@
+"""Run history archived before it is dropped (duetime_infra.archive), against PostgreSQL and a
+real S3 server (moto's server mode): a week past the hot retention is written, verified and
+then dropped; an outage, a bad read-back or a write during the export keeps it; a pass that
+crashed resumes without writing twice; and the API reads archived weeks like live ones."""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import asyncpg
+import grpc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+import pytest
+
+from duetime.jobs.v1 import job_service_pb2 as svc
+from duetime.jobs.v1 import run_pb2
+from duetime_infra.archive.archiver import Outcome, PassResult, archive_pass
+from duetime_infra.archive.layout import SCHEMA_VERSION, Manifest, manifest_key, object_key
+from duetime_infra.archive.settings import ArchiveSettings
+from duetime_infra.pg.fencing import FencingToken
+from duetime_infra.pg.pool import Conn, create_pool
+from duetime_scheduler.maintenance import ArchivePasses, PartitionMaintenance, record_pass
+from tests.support.api import ApiClient, failure, running_api
+from tests.support.history import HOT_RUNS, RUNS_A_WEEK, seed_history
+from tests.support.metrics import recorded_metrics
+from tests.support.s3 import MotoServer, filesystem, private_s3
+
+
+class Crash(BaseException):
+    """A pass's process dying at a step (not an error the pass could handle)."""
+
+
+async def connect(dsn: str) -> asyncpg.Connection[asyncpg.Record]:
+    return await asyncpg.connect(dsn)
+
+
+def partition(week: datetime) -> str:
+    return f"runs_{week.strftime('%Y%m%d')}"
+
+
+async def exists(conn: Conn, table: str) -> bool:
+    return bool(await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", table))
+
+
+def week_of(result: PassResult, week: datetime) -> str:
+    found = [w for w in result.weeks if w.week_start == week.isoformat()]
+    assert len(found) == 1, result
+    return found[0].outcome
+
+
+def objects_of(server: MotoServer, settings: ArchiveSettings, week: datetime) -> dict[str, float]:
+    """The week's objects in the bucket, with their modification times."""
+    folder = settings.key(object_key(week)).rsplit("/", 1)[0]
+    infos = filesystem(server).get_file_info(pafs.FileSelector(folder, allow_not_found=True))
+    return {i.base_name: i.mtime.timestamp() for i in infos if i.type == pafs.FileType.File}
+
+
+@pytest.fixture
+async def history(db_dsn: str) -> tuple[list[uuid.UUID], datetime]:
+    async with running_api(db_dsn):  # makes team-a
+        pass
+    return await seed_history(db_dsn)
+
+
+async def test_a_week_past_hot_retention_is_archived_verified_and_dropped(
+    db_dsn: str, s3: MotoServer, history: tuple[list[uuid.UUID], datetime]
+) -> None:
+    jobs, week = history
+    settings = s3.settings(s3.new_bucket())
+    conn = await connect(db_dsn)
+    try:
+        runs = await conn.fetchval(f'SELECT count(*) FROM "{partition(week)}"')
+        attempts = await conn.fetchval(f'SELECT count(*) FROM "attempts_{week:%Y%m%d}"')
+        result = await archive_pass(conn, settings)
+        assert week_of(result, week) == Outcome.ARCHIVED
+        assert not result.failures
+        assert result.pending == 0
+        assert not await exists(conn, partition(week))
+        assert not await exists(conn, f"attempts_{week:%Y%m%d}")
+        # The hot week stays, and so does every partition from now on.
+        assert await conn.fetchval("SELECT count(*) FROM runs") == HOT_RUNS
+        row = await conn.fetchrow("SELECT * FROM archive_weeks WHERE week_start = $1", week)
+        assert row is not None
+        assert row["archive_time"] is not None
+        assert (row["runs"], row["attempts"]) == (runs, attempts)
+        # Maintenance now drops nothing itself and does not make the archived week again.
+        await conn.execute("SELECT duetime_maintain_partitions(interval '1 day')")
+        assert not await exists(conn, partition(week))
+        assert await conn.fetchval("SELECT count(*) FROM runs") == HOT_RUNS
+    finally:
+        await conn.close()
+
+    store = filesystem(s3)
+    with store.open_input_stream(settings.key(manifest_key(week))) as stream:
+        manifest = Manifest.from_json(stream.read())
+    assert (manifest.runs, manifest.attempts, manifest.schema_version) == (
+        runs,
+        attempts,
+        SCHEMA_VERSION,
+    )
+    table = pq.read_table(settings.key(object_key(week)), filesystem=store)
+    assert table.num_rows == runs
+    assert sum(len(a or ()) for a in table["attempts"].to_pylist()) == attempts
+    keys = list(
+        zip(*(table[c].to_pylist() for c in ("team_id", "job_id", "nominal_time")), strict=True)
+    )
+    assert keys == sorted(keys)
+    assert set(table["job_id"].to_pylist()) == {str(j) for j in jobs}
+
+
+async def test_a_store_outage_keeps_the_week_and_counts_the_alert(
+    db_dsn: str, history: tuple[list[uuid.UUID], datetime]
+) -> None:
+    """The scheduler's own pass (a child process) against a store that went away."""
+    _, week = history
+    async with private_s3() as server:
+        bucket = server.new_bucket()
+    environ = {"DUETIME_PG_DSN": db_dsn, **server.environ(bucket)}
+    maintenance = PartitionMaintenance(
+        archive=server.settings(bucket), passes=ArchivePasses(environ={**os.environ, **environ})
+    )
+    pool = await create_pool(db_dsn, max_size=2)
+    try:
+        with recorded_metrics() as metrics:
+            assert await maintenance(pool, [FencingToken(0, 1, 1)]) == 1
+            result = await maintenance.passes.wait()
+            assert result is not None
+            assert week_of(result, week) == Outcome.FAILED
+            assert {w.reason for w in result.failures} == {"store"}
+            assert metrics.value("duetime.archive.failures", reason="store") == len(result.weeks)
+            assert metrics.value("duetime.archive.pending") == len(result.weeks)
+        async with pool.acquire() as conn:
+            assert await exists(conn, partition(week))
+            assert await conn.fetchval(f'SELECT count(*) FROM "{partition(week)}"') == RUNS_A_WEEK
+    finally:
+        await maintenance.close()
+        await pool.close()
+
+
+async def test_an_object_read_back_wrong_keeps_the_week_and_counts_the_alert(
+    db_dsn: str, s3: MotoServer, history: tuple[list[uuid.UUID], datetime]
+) -> None:
+    """The object is replaced between upload and read-back by one with a run fewer."""
+    _, week = history
+    settings = s3.settings(s3.new_bucket())
+    store = filesystem(s3)
+
+    async def replaced(step: str, key: str) -> None:
+        if step == "uploaded" and key == settings.key(object_key(week)):
+            table = pq.read_table(key, filesystem=store)
+            pq.write_table(table.slice(1), key, filesystem=store)
+
+    conn = await connect(db_dsn)
+    try:
+        with recorded_metrics() as metrics:
+            result = await archive_pass(conn, settings, checkpoint=replaced)
+            record_pass(result)
+            assert week_of(result, week) == Outcome.FAILED
+            assert metrics.value("duetime.archive.failures", reason="unverified") == 1
+        assert await exists(conn, partition(week))
+        assert "manifest.json" not in objects_of(s3, settings, week)
+        # The next pass writes it again, and it verifies.
+        again = await archive_pass(conn, settings)
+        assert week_of(again, week) == Outcome.ARCHIVED
+        assert not await exists(conn, partition(week))
+    finally:
+        await conn.close()
+
+
+@pytest.mark.parametrize("step", ["uploaded", "manifest"])
+async def test_a_pass_that_crashed_resumes_without_writing_twice(
+    db_dsn: str, s3: MotoServer, history: tuple[list[uuid.UUID], datetime], step: str
+) -> None:
+    _, week = history
+    settings = s3.settings(s3.new_bucket())
+
+    async def crash(at: str, key: str) -> None:
+        if at == step and key == settings.key(object_key(week)):
+            raise Crash(at)
+
+    conn = await connect(db_dsn)
+    try:
+        with pytest.raises(Crash):
+            await archive_pass(conn, settings, checkpoint=crash)
+    finally:
+        await conn.close()  # a crashed process's session ends (its lock with it)
+    left = objects_of(s3, settings, week)
+    assert set(left) == (
+        {"runs.parquet", "manifest.json"} if step == "manifest" else {"runs.parquet"}
+    )
+
+    conn = await connect(db_dsn)
+    try:
+        assert await exists(conn, partition(week))
+        result = await archive_pass(conn, settings)
+        assert week_of(result, week) == Outcome.ARCHIVED
+        resumed = next(w for w in result.weeks if w.week_start == week.isoformat()).resumed
+        assert resumed == (step == "manifest")
+        assert not await exists(conn, partition(week))
+        assert (
+            await conn.fetchval("SELECT runs FROM archive_weeks WHERE week_start = $1", week)
+            == RUNS_A_WEEK
+        )
+    finally:
+        await conn.close()
+    after = objects_of(s3, settings, week)
+    assert set(after) == {"runs.parquet", "manifest.json"}
+    if step == "manifest":
+        assert after == left, "a verified archive was written again"
+
+
+async def test_a_write_to_the_week_during_its_export_keeps_it_until_the_next_pass(
+    db_dsn: str, s3: MotoServer, history: tuple[list[uuid.UUID], datetime]
+) -> None:
+    """A run of the week changes (as a redrive would) after its rows were exported: the drop
+    sees the change and leaves the week; the next pass archives it with the change."""
+    _, week = history
+    settings = s3.settings(s3.new_bucket())
+    writer = await connect(db_dsn)
+    changed = await writer.fetchval(
+        f"SELECT run_id FROM \"{partition(week)}\" WHERE state = 'DEAD_LETTERED' LIMIT 1"
+    )
+
+    async def change(step: str, key: str) -> None:
+        if step == "uploaded" and key == settings.key(object_key(week)):
+            await writer.execute(
+                "UPDATE runs SET reason_detail = 'changed during the export' WHERE run_id = $1",
+                changed,
+            )
+
+    conn = await connect(db_dsn)
+    try:
+        first = await archive_pass(conn, settings, checkpoint=change)
+        assert week_of(first, week) == Outcome.CHANGED
+        assert await exists(conn, partition(week))
+        second = await archive_pass(conn, settings)
+        assert week_of(second, week) == Outcome.ARCHIVED
+        assert not await exists(conn, partition(week))
+    finally:
+        await conn.close()
+        await writer.close()
+    table = pq.read_table(settings.key(object_key(week)), filesystem=filesystem(s3))
+    details = dict(
+        zip(table["run_id"].to_pylist(), table["reason_detail"].to_pylist(), strict=True)
+    )
+    assert details[str(changed)] == "changed during the export"
+
+
+async def every_page(
+    api: ApiClient,
+    parent: str,
+    where: str,
+    state: run_pb2.RunState.ValueType = run_pb2.RUN_STATE_UNSPECIFIED,
+    size: int = 37,
+) -> list[tuple[list[run_pb2.Run], str]]:
+    """Each page of ListRuns (its runs and next page token) to the end."""
+    pages: list[tuple[list[run_pb2.Run], str]] = []
+    token = ""
+    while True:
+        request = svc.ListRunsRequest(
+            parent=parent, filter=where, state=state, page_size=size, page_token=token
+        )
+        response = await api.stub.ListRuns(request, metadata=api.auth())
+        pages.append((list(response.runs), response.next_page_token))
+        token = response.next_page_token
+        if not token:
+            return pages
+
+
+def listings(
+    jobs: list[uuid.UUID], week: datetime
+) -> list[tuple[str, str, run_pb2.RunState.ValueType]]:
+    """(parent, filter, state) of the listings compared: every filter field, NOT and OR,
+    missing start times, a range across the archived week's end."""
+    team = "teams/team-a/jobs/-"
+    job = f"teams/team-a/jobs/{jobs[0]}"
+    inside = (week + timedelta(days=2)).isoformat()
+    every = run_pb2.RUN_STATE_UNSPECIFIED
+    return [
+        (team, "", every),
+        (job, "", every),
+        (team, "state = DEAD_LETTERED OR origin = TRIGGER", every),
+        (team, f'nominal_time >= "{inside}" AND state != SUCCEEDED', every),
+        (team, f'NOT start_time > "{inside}"', every),
+        (team, f'start_time != "{inside}" AND reason = MISFIRE', every),
+        (team, f"job_id = {jobs[1]}", every),
+        (job, "", run_pb2.RUN_STATE_DEAD_LETTERED),
+        (team, f'nominal_time < "{inside}" AND -(origin = SCHEDULE)', every),
+    ]
+
+
+async def test_archived_runs_list_and_read_as_they_did_from_postgresql(
+    db_dsn: str, s3: MotoServer, history: tuple[list[uuid.UUID], datetime]
+) -> None:
+    """Every page (runs and tokens) of each listing, and each run, the same before and after
+    the week moved to the archive."""
+    jobs, week = history
+    settings = s3.settings(s3.new_bucket())
+    async with running_api(db_dsn, archive=settings) as api:
+        before = [await every_page(api, *listing) for listing in listings(jobs, week)]
+        sample = [p[0][0] for p in before[0][-3:] if p[0]] + [before[0][-1][0][-1]]
+        runs_before = [
+            (await api.stub.GetRun(svc.GetRunRequest(name=r.name), metadata=api.auth())).run
+            for r in sample
+        ]
+        conn = await connect(db_dsn)
+        try:
+            result = await archive_pass(conn, settings)
+            assert week_of(result, week) == Outcome.ARCHIVED
+        finally:
+            await conn.close()
+        after = [await every_page(api, *listing) for listing in listings(jobs, week)]
+        runs_after = [
+            (await api.stub.GetRun(svc.GetRunRequest(name=r.name), metadata=api.auth())).run
+            for r in sample
+        ]
+        other_team = await failure(
+            api.stub.GetRun(
+                svc.GetRunRequest(name=sample[-1].name), metadata=api.auth(api.other_token)
+            )
+        )
+    for listing, old, new in zip(listings(jobs, week), before, after, strict=True):
+        assert new == old, listing
+    archived = {
+        r.run_id for r in sample if r.nominal_time.ToDatetime(UTC) < week + timedelta(days=7)
+    }
+    assert archived, "the sample reads archived runs"
+    assert runs_after == runs_before
+    assert sum(len(p[0]) for p in before[0]) == RUNS_A_WEEK + HOT_RUNS
+    assert (
+        other_team.code == grpc.StatusCode.NOT_FOUND
+        or other_team.code == grpc.StatusCode.PERMISSION_DENIED
+    )
+
+
+async def test_an_archive_out_of_reach_answers_unavailable_and_live_pages_still_read(
+    db_dsn: str, history: tuple[list[uuid.UUID], datetime]
+) -> None:
+    _, week = history
+    async with private_s3() as server:
+        settings = server.settings(server.new_bucket())
+        conn = await connect(db_dsn)
+        try:
+            assert week_of(await archive_pass(conn, settings), week) == Outcome.ARCHIVED
+        finally:
+            await conn.close()
+    async with running_api(db_dsn, archive=settings) as api:
+        parent = "teams/team-a/jobs/-"
+        # A page the live weeks fill needs no archived week.
+        live = await api.stub.ListRuns(
+            svc.ListRunsRequest(parent=parent, page_size=HOT_RUNS), metadata=api.auth()
+        )
+        assert len(live.runs) == HOT_RUNS
+        gone = await failure(
+            api.stub.ListRuns(
+                svc.ListRunsRequest(parent=parent, page_size=HOT_RUNS + 1), metadata=api.auth()
+            )
+        )
+    assert gone.code == grpc.StatusCode.UNAVAILABLE
+    assert gone.reason == "ARCHIVE_UNAVAILABLE"
+
+
+async def test_a_pass_ended_by_its_scheduler_stopping_raises_no_alert() -> None:
+    """A scheduler that stops ends its pass (the next resumes it): not a crash to alert on;
+    a pass that dies by itself is one."""
+    # A pass that lasts until it is ended: a child that sleeps instead of archiving.
+    passes = ArchivePasses((sys.executable, "-c", "import time; time.sleep(60)"))
+    with recorded_metrics() as metrics:
+        assert passes.start()
+        assert not passes.start(), "one pass at a time"
+        await passes.close()
+        assert await passes.wait() is None
+        assert metrics.value("duetime.archive.failures") == 0
+    crashing = ArchivePasses((sys.executable, "-c", "raise SystemExit(3)"))
+    with recorded_metrics() as metrics:
+        crashing.start()
+        assert await crashing.wait() is None
+        assert metrics.value("duetime.archive.failures", reason="crashed") == 1

@@ -1,0 +1,86 @@
+"""Run history made with SQL (generate_series), as much as a bench needs: runs of given jobs
+in a stretch of time, finished (succeeded, dead-lettered, missed, some triggered), each
+started one with its attempts."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+
+from duetime_infra.pg.pool import Conn, create_pool
+from tests.support.jobs import create_jobs, interval_job
+
+RUNS_A_WEEK = 600
+HOT_RUNS = 60
+
+_RUNS = """
+WITH j AS (SELECT job_id, team_id, partition, (row_number() OVER (ORDER BY job_id) - 1) AS n
+           FROM jobs WHERE job_id = ANY($1::uuid[])),
+     s AS (SELECT i, $2::timestamptz + make_interval(secs => i::float8 * $3) AS nominal,
+                  CASE WHEN i % 200 = 7 THEN 'DEAD_LETTERED' WHEN i % 100 = 3 THEN 'MISSED'
+                       ELSE 'SUCCEEDED' END AS state
+           FROM generate_series(0, $4 - 1) AS i)
+INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time, origin,
+                  state, reason, reason_detail, attempt, attempt_limit, first_start_time,
+                  trace_id, traceparent, job_version, claimed_by, claim_epoch, claim_revision,
+                  create_time, update_time)
+SELECT gen_random_uuid(), j.job_id, j.team_id, j.partition, s.nominal, s.nominal,
+       CASE WHEN s.i % 50 = 0 THEN 'TRIGGER:seed-' || s.i ELSE 'SCHEDULE' END,
+       s.state,
+       CASE s.state WHEN 'DEAD_LETTERED' THEN 'ATTEMPTS_EXHAUSTED' WHEN 'MISSED' THEN 'MISFIRE'
+                    ELSE '' END,
+       CASE s.state WHEN 'DEAD_LETTERED' THEN 'HTTP 503 three times' ELSE '' END,
+       CASE s.state WHEN 'SUCCEEDED' THEN 1 WHEN 'DEAD_LETTERED' THEN 3 ELSE 0 END, 3,
+       CASE WHEN s.state <> 'MISSED' THEN s.nominal + interval '40 milliseconds' END,
+       replace(gen_random_uuid()::text, '-', ''), '', 1, 'scheduler-1', 1, 42,
+       s.nominal - interval '10 seconds',
+       s.nominal + interval '130 milliseconds'
+FROM s JOIN j ON j.n = s.i % cardinality($1::uuid[])
+"""
+
+_ATTEMPTS = """
+INSERT INTO attempts (run_id, nominal_time, number, partition, worker_id, delivery_id,
+                      start_time, lease_expire_time, deadline, end_time, outcome, error,
+                      call_progress)
+SELECT r.run_id, r.nominal_time, k, r.partition, 'worker-' || (k % 4), '',
+       r.first_start_time + (k - 1) * interval '5 seconds',
+       r.first_start_time + (k - 1) * interval '5 seconds' + interval '1 minute',
+       r.first_start_time + (k - 1) * interval '5 seconds' + interval '5 minutes',
+       r.first_start_time + (k - 1) * interval '5 seconds' + interval '90 milliseconds',
+       CASE r.state WHEN 'SUCCEEDED' THEN 'SUCCEEDED' ELSE 'FAILED' END,
+       CASE r.state WHEN 'SUCCEEDED' THEN '' ELSE 'HTTP 503' END,
+       'ANSWERED'
+FROM runs r CROSS JOIN LATERAL generate_series(1, r.attempt) AS k
+WHERE r.job_id = ANY($1::uuid[]) AND r.nominal_time >= $2 AND r.nominal_time < $3
+"""
+
+
+async def seed_runs(
+    conn: Conn, jobs: list[uuid.UUID], start: datetime, count: int, step: timedelta
+) -> None:
+    """``count`` finished runs of ``jobs`` (in turn), one every ``step`` from ``start``, and
+    their attempts."""
+    await conn.execute(_RUNS, jobs, start, step.total_seconds(), count)
+    await conn.execute(_ATTEMPTS, jobs, start, start + step * count)
+
+
+async def seed_history(dsn: str, jobs: int = 3) -> tuple[list[uuid.UUID], datetime]:
+    """Finished runs of ``jobs`` new jobs of team-a (which must exist): ``RUNS_A_WEEK`` in the
+    week that began three weeks ago (past a 7-day hot retention), one every 15 minutes from an
+    hour into it, and ``HOT_RUNS`` in the last day; returns the jobs and the old week."""
+    pool = await create_pool(dsn, max_size=2)
+    try:
+        made = await create_jobs(pool, [interval_job(60) for _ in range(jobs)])
+        ids = [j.job_id for j in made]
+        async with pool.acquire() as conn:
+            week = await conn.fetchval(
+                "SELECT date_trunc('week', duetime_now() - interval '21 days')"
+            )
+            await seed_runs(
+                conn, ids, week + timedelta(hours=1), RUNS_A_WEEK, timedelta(minutes=15)
+            )
+            recent = await conn.fetchval("SELECT duetime_now() - interval '1 day'")
+            await seed_runs(conn, ids, recent, HOT_RUNS, timedelta(minutes=10))
+        return ids, week
+    finally:
+        await pool.close()
