@@ -82,8 +82,8 @@ class AttemptSettings:
     # CANCEL_PREVIOUS: how soon the new run's worker asks again while the old attempt stops.
     supersede_retry_after: timedelta = timedelta(seconds=1)
     # How long before a run's time its attempt may be started for a worker that asked early
-    # (it then calls the target at the run's time): the look-ahead's runs, with room.
-    max_early_start: timedelta = timedelta(seconds=10)
+    # (it then calls the target at the run's time): what workers ask (20 s), with room.
+    max_early_start: timedelta = timedelta(seconds=30)
     # Such an attempt's lease from its call time (``ahead_lease``), until a beat renews it for a
     # whole lease: a worker gone before its call gives the run back this soon after its time.
     early_lease: timedelta = timedelta(seconds=10)
