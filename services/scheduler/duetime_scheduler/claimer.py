@@ -13,6 +13,7 @@ dispatch credit), then claims, then the owner's other duties (expired leases, ma
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -20,9 +21,9 @@ from typing import TypeAlias
 
 import asyncpg
 
+from duetime_core.lookahead import herd_lookahead
 from duetime_infra.etcd.partitions import PartitionLeases
 from duetime_infra.pg.admission import DispatchCredit
-from duetime_core.lookahead import herd_lookahead
 from duetime_infra.pg.claim_store import ClaimAbandoned, claim_batch, due_by_second
 from duetime_infra.pg.dispatcher import release_held_runs, requeue_due_retries
 from duetime_infra.pg.fencing import FencingLost, FencingToken, fence
@@ -211,3 +212,21 @@ class Claimer:
             finally:
                 for w in waits:
                     w.cancel()
+
+
+async def hand_over(
+    leases: PartitionLeases,
+    stopping: asyncio.Event,
+    claiming: asyncio.Task[None] | None,
+    grace: float,
+) -> None:
+    """A graceful stop: claiming ends and the partitions go back at once, the lease revoked so
+    the other schedulers (watching the keys) take them now rather than at its expiry; then the
+    pass in flight is waited for, ``grace`` seconds at most. Handing back first is safe: a claim
+    still in flight finds itself no longer owner before COMMIT and rolls back, and the new
+    owners' fencing tokens refuse whatever got past that check."""
+    stopping.set()
+    await leases.stop()
+    if claiming is not None:
+        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+            await asyncio.wait_for(claiming, timeout=grace)
