@@ -25,6 +25,9 @@ from duetime_core.jobspec import (
 from duetime_core.records import AttemptOutcome, RunReason, RunState
 
 MAX_ERROR_BYTES = 4096
+# Attempts one Heartbeat message may list: the scheduler refuses more (INVALID_ARGUMENT), and a
+# worker holding more sends its full beat in parts of this size.
+MAX_ATTEMPTS_PER_BEAT = 10_000
 
 # Hand-backs of one run that are free (queued again outside the retry budget). A deploy or a
 # drained worker hands a run back now and then; a run handed back more often than this is one

@@ -23,9 +23,11 @@ DEFAULT_CONCURRENCY = 2000
 # waits behind at most a fraction of a second of another team's flood (the fair queue in front
 # of them orders the rest).
 DEFAULT_START_CONCURRENCY = 256
-# Messages taken from Kafka and not done, each at most one active attempt: a full heartbeat
-# lists them all, and the scheduler takes at most 10,000 a beat (MAX_ATTEMPTS_PER_BEAT).
-DEFAULT_MAX_PENDING = 10_000
+# Messages taken from Kafka and not done. A herd claimed ahead is held here, without slots, and
+# started ahead: a worker holding its share of a 50,000-run herd needs no start at its instant,
+# and nothing of it waits in Kafka behind the others' runs. (A full heartbeat listing more
+# attempts than one message may goes in parts.)
+DEFAULT_MAX_PENDING = 25_000
 # Local processes and containers are not cheap: a launcher runs at most this many at once,
 # whatever the slots allow (a container attempt waits for its permit before it is started).
 DEFAULT_LAUNCHER_CONCURRENCY = 16
