@@ -1,8 +1,10 @@
 """bench/herd: the :00 herd — N runs due at the same instant, end to end, beside a peer.
 
 Each case seeds N one-off HTTP jobs straight into a fresh database (COPY), all due at one
-instant ``--lead`` seconds later, so the scheduler's look-ahead, the relay and the workers are
-in their steady state when it comes. The four services run as processes (api, scheduler,
+instant ``--lead`` seconds later (70: past the claim's one-minute horizon, as a herd of crons
+stored long before its instant is; ``--lead 15`` is a herd created at the last moment, whose
+claim and starts must fit in 15 s), so the scheduler's look-ahead, the relay and the workers
+are in their steady state when it comes. The four services run as processes (api, scheduler,
 relay, ``--workers`` workers) on a Kafka broker of the bench's own and call ``bench.target``, an
 HTTP target in a process of its own that records when each call arrives. With ``--peer
 pgqueuer`` every case is also given to PgQueuer (``bench/herd_pgqueuer.py``: one consumer
@@ -18,7 +20,7 @@ lateness by the scheduler's clock (the attempt's start) and the hops (claimed, p
 Results belong in bench/RESULTS.md.
 
     uv run --frozen python -m bench.herd [--runs 1000 10000] [--repeat 1] [--workers 2]
-        [--lead 15] [--lookahead 10] [--concurrency N] [--profile DIR]
+        [--lead 70] [--lookahead 10] [--credit N] [--concurrency N] [--profile DIR]
     uv run --frozen --group bench python -m bench.herd --peer pgqueuer [--pgq-batch 100]
     uv run --frozen --group bench python -m bench.herd --peer pgqueuer floor floor-pyreqwest
 """
@@ -310,6 +312,7 @@ def print_ratios(runs: int, peer: str, pairs: list[tuple[HerdOutcome, HerdOutcom
 
 async def main() -> None:
     parser = bench_parser(__doc__, pg_sample=True)
+    parser.set_defaults(lead=70.0)
     parser.add_argument("--runs", type=int, nargs="+", default=[1_000, 10_000])
     parser.add_argument("--repeat", type=int, default=1, help="cases of each size, interleaved")
     parser.add_argument(
