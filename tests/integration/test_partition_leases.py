@@ -447,7 +447,11 @@ async def test_a_graceful_stop_hands_over_before_the_claim_in_flight_ends(
         await soon(lambda: even_split([leaving, staying]), 10, "an even split of two")
         # A claim pass that would run on through the whole grace.
         pass_ends = asyncio.Event()
-        claiming = asyncio.create_task(pass_ends.wait())
+
+        async def claim_pass() -> None:
+            await pass_ends.wait()
+
+        claiming = asyncio.create_task(claim_pass())
         stopping = asyncio.Event()
         began = time.monotonic()
         stop = asyncio.create_task(hand_over(leaving, stopping, claiming, grace=30))

@@ -12,7 +12,7 @@ def reach(counts: dict[int, int], rate: float = 1000) -> float:
 def test_steady_load_below_the_rate_keeps_the_base_look_ahead() -> None:
     assert reach({}) == 10
     # What is due within the base look-ahead is claimed already: only the rest is counted.
-    assert reach({s: 900 for s in range(11, 61)}) == 10
+    assert reach(dict.fromkeys(range(11, 61), 900)) == 10
 
 
 def test_a_herd_is_claimed_as_far_ahead_as_its_size_needs() -> None:

@@ -8,8 +8,8 @@ the credit keeps the backlog a newcomer's run waits behind short and the rest wa
 PostgreSQL (WAITING, FAIR_SHARE), where the order can still change: when credit frees, held
 runs go in weighted fair order across teams. Runs claimed ahead for a later instant do not
 count until their time comes: workers hold them without an execution slot and start them
-ahead, so a herd claimed early goes to Kafka whole instead of at the credit's pace. Hand-backs and the reconciler's re-enqueues do not pass through here: their run
-was admitted already.
+ahead, so a herd claimed early goes to Kafka whole instead of at the credit's pace. Hand-backs
+and the reconciler's re-enqueues do not pass through here: their run was admitted already.
 """
 
 from __future__ import annotations
