@@ -1,4 +1,4 @@
-"""`python -m bench.failover [--repeat N]`: one scheduler killed under steady load.
+"""`python -m bench.failover [--repeat N] [--herd N]`: one scheduler killed under load.
 
 The soak's fleet (``bench.chaos_fleet``: two schedulers, two workers given both addresses) runs
 interval jobs against the soak's target, some calls taking seconds so attempts are in flight;
@@ -7,6 +7,13 @@ start lateness of the runs due in the 30 s after the kill (goal: within 5 s plus
 TTL) beside those due before it, the time until every partition s1 held is held by s2 again,
 and the attempt leases that expired (every worker stays healthy: goal 0). The invariants of the
 soak are checked too.
+
+The herd case (``--herd 30000``): that many one-off runs due at one instant ``--herd-lead``
+seconds after they are seeded, called at ``bench.target``; three fleets in turn: no fault,
+s1 killed (kill -9) once a quarter of the herd is claimed, and s1 frozen (SIGSTOP) then,
+thawed ``--freeze`` seconds later (past its partition lease). Measured by the target's clock:
+the herd's lateness (p50 / p99 / max) and each fault's p99 against the fault-free one (goal:
+at most 1.3x).
 """
 
 from __future__ import annotations
@@ -14,17 +21,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import statistics
 import sys
+import tempfile
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import asyncpg
 
 from bench.chaos import create, job, quiesce
 from bench.chaos_check import verdict
 from bench.chaos_faults import Fault
-from bench.chaos_fleet import PARTITION_TTL, Fleet, chaos_fleet
+from bench.chaos_fleet import PARTITION_TTL, TEAM, Fleet, chaos_fleet
 from bench.chaos_target import ChaosTarget, chaos_target
-from bench.harness import cpu_model, load, quantiles
+from bench.harness import SeedJob, cpu_model, load, quantiles, seed_jobs, target_process
 from duetime_core.runkey import RunKey
+from duetime_infra.pg.team_store import update_team_quota
 from tests.support.fleet import owners
 
 WINDOW = timedelta(seconds=30)
@@ -109,6 +122,73 @@ async def once(jobs: int, every: int, warm_up: float, seed: int) -> bool:
     return a[2] <= GOAL and figures.leases_expired == 0 and not figures.violations
 
 
+HERD_FAULTS = ("none", "kill", "freeze")
+
+
+async def herd_once(runs: int, fault: str, lead: float, freeze: float) -> list[float]:
+    """One herd on a fleet of its own, with ``fault`` done to s1 once a quarter of the herd is
+    claimed; each run's lateness at the target (its first call), seconds."""
+    with tempfile.TemporaryDirectory(prefix="duetime-failover-herd-") as tmp:
+        async with target_process(Path(tmp)) as target, chaos_fleet() as fleet:
+            conn = await fleet.connect()
+            try:
+                # A team with a herd this size is let through: no rate or in-flight limit.
+                await update_team_quota(conn, TEAM, {"runs_per_minute": 0, "max_running": 0})
+                now: datetime = await conn.fetchval("SELECT duetime_now()")
+                at = (now + timedelta(seconds=lead)).replace(microsecond=0)
+                await seed_jobs(fleet.dsn, [SeedJob(TEAM, at, target.url("/herd"))] * runs)
+                s1 = fleet.services["s1"]
+                if fault != "none":
+                    await eventually_count(conn, "SELECT count(*) FROM runs", runs // 4, lead)
+                    done_at = datetime.now(UTC)
+                    if fault == "kill":
+                        await s1.kill()
+                    else:
+                        s1.freeze()
+                    print(f"  {fault} s1 {(at - done_at).total_seconds():.1f} s before the instant")
+                if fault == "freeze":
+                    await asyncio.sleep(freeze)
+                    s1.thaw()
+                done = "SELECT count(*) FROM runs WHERE state IN ('SUCCEEDED', 'DEAD_LETTERED')"
+                await eventually_count(conn, done, runs, lead + 180)
+            finally:
+                await conn.close()
+            calls = [c for c in await target.stop() if c.path == "/herd"]
+    first: dict[str, datetime] = {}
+    for call in calls:
+        key = call.idempotency_key
+        first[key] = min(call.time, first.get(key, call.time))
+    early = sum(1 for t in first.values() if t < at)
+    if early or len(first) != runs:
+        print(f"  PROBLEM: {early} calls early, {len(first)} keys called of {runs}")
+    return [(t - at).total_seconds() for t in first.values()]
+
+
+async def eventually_count(
+    conn: asyncpg.Connection[asyncpg.Record], query: str, wanted: int, within: float
+) -> None:
+    began = time.monotonic()
+    while int(await conn.fetchval(query)) < wanted:
+        if time.monotonic() - began > within:
+            raise AssertionError(f"not {wanted} within {within} s: {query}")
+        await asyncio.sleep(0.05)
+
+
+def herd(runs: int, repeat: int, lead: float, freeze: float) -> None:
+    p99: dict[str, list[float]] = {f: [] for f in HERD_FAULTS}
+    for n in range(repeat):
+        for fault in HERD_FAULTS:
+            print(f"herd of {runs:,}, round {n + 1}, fault {fault} ({load()})", flush=True)
+            late = asyncio.run(herd_once(runs, fault, lead, freeze))
+            print(f"  lateness {seconds(late)}; over 5 s {sum(x > 5 for x in late):,}")
+            p99[fault].append(quantiles(late)[1])
+    base = statistics.median(p99["none"])
+    for fault in HERD_FAULTS[1:]:
+        ratio = statistics.median(p99[fault]) / base
+        print(f"  herd p99 with s1 {fault}: {ratio:.2f}x the fault-free p99 (goal <= 1.3x)")
+    print(f"  {cpu_model()}, {load()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=1)
@@ -116,7 +196,13 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=2, help="each job's interval, seconds")
     parser.add_argument("--warm-up", type=float, default=30)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--herd", type=int, default=0, help="the herd case: runs at one instant")
+    parser.add_argument("--herd-lead", type=float, default=45, help="seconds from seed to instant")
+    parser.add_argument("--freeze", type=float, default=15, help="seconds s1 stays frozen")
     args = parser.parse_args()
+    if args.herd:
+        herd(args.herd, args.repeat, args.herd_lead, args.freeze)
+        return
     print(f"fail-over: {args.jobs} jobs every {args.every} s, {cpu_model()}, {load()}")
     ok = True
     for n in range(args.repeat):

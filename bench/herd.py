@@ -1,8 +1,10 @@
 """bench/herd: the :00 herd — N runs due at the same instant, end to end, beside a peer.
 
 Each case seeds N one-off HTTP jobs straight into a fresh database (COPY), all due at one
-instant ``--lead`` seconds later, so the scheduler's look-ahead, the relay and the workers are
-in their steady state when it comes. The four services run as processes (api, scheduler,
+instant ``--lead`` seconds later (70: past the claim's one-minute horizon, as a herd of crons
+stored long before its instant is; ``--lead 15`` is a herd created at the last moment, whose
+claim and starts must fit in 15 s), so the scheduler's look-ahead, the relay and the workers
+are in their steady state when it comes. The four services run as processes (api, scheduler,
 relay, ``--workers`` workers) on a Kafka broker of the bench's own and call ``bench.target``, an
 HTTP target in a process of its own that records when each call arrives. With ``--peer
 pgqueuer`` every case is also given to PgQueuer (``bench/herd_pgqueuer.py``: one consumer
@@ -18,7 +20,7 @@ lateness by the scheduler's clock (the attempt's start) and the hops (claimed, p
 Results belong in bench/RESULTS.md.
 
     uv run --frozen python -m bench.herd [--runs 1000 10000] [--repeat 1] [--workers 2]
-        [--lead 15] [--lookahead 10] [--concurrency N] [--profile DIR]
+        [--lead 70] [--lookahead 10] [--credit N] [--concurrency N] [--profile DIR]
     uv run --frozen --group bench python -m bench.herd --peer pgqueuer [--pgq-batch 100]
     uv run --frozen --group bench python -m bench.herd --peer pgqueuer floor floor-pyreqwest
 """
@@ -68,6 +70,7 @@ from bench.harness import (
 from bench.herd_floor import FLOOR_PEERS, floor_case
 from duetime_core.runkey import RunKey
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
+from duetime_infra.pg.team_store import update_team_quota
 from tests.support.databases import create_database, drop_database
 from tests.support.fleet import eventually
 from tests.support.kafka import Offsets, end_offsets, read_between, shared_bootstrap
@@ -81,6 +84,8 @@ class Setup:
     # Execution slots a worker; None: the worker's own default (DUETIME_WORKER_CONCURRENCY).
     concurrency: int | None
     lookahead: float
+    # The scheduler's DUETIME_DISPATCH_CREDIT; None: its default.
+    credit: int | None = None
     profile: Path | None = None
     # Write each service's output (its JSON log lines) in this folder.
     logs: Path | None = None
@@ -102,6 +107,11 @@ async def duetime_case(template: str, runs: int, setup: Setup, tmp: Path) -> Her
                 workers=setup.workers,
                 scheduler_extra={
                     "DUETIME_CLAIM_LOOKAHEAD": str(setup.lookahead),
+                    **(
+                        {}
+                        if setup.credit is None
+                        else {"DUETIME_DISPATCH_CREDIT": f"{setup.credit}"}
+                    ),
                     **profiled(setup, f"{runs}-scheduler"),
                 },
                 relay_extra=profiled(setup, f"{runs}-relay"),
@@ -148,14 +158,17 @@ async def measure(
         at = (now + timedelta(seconds=setup.lead)).replace(microsecond=0) + timedelta(seconds=1)
         start = await end_offsets(shared_bootstrap(), sorted(DISPATCH_TOPICS.values()))
         t0 = time.perf_counter()
+        # One team's herd, as a team with that many jobs due at once would be let: no rate or
+        # in-flight limit of its own (the defaults hold a herd past 20,000 at 1,000 a second).
+        async with pool.acquire() as conn:
+            await update_team_quota(conn, TEAM, {"runs_per_minute": 0, "max_running": 0})
         await seed_jobs(system.db_dsn, [SeedJob(TEAM, at, target.url("/herd"))] * runs)
         seeded = time.perf_counter() - t0
         print(
             f"  seeded {runs:,} jobs in {seeded:.1f} s; due in {(at - now).total_seconds():.1f} s"
         )
-        # CPU is counted from a second before the claim can begin (the look-ahead before the
-        # instant) to the last outcome, so that it is the herd's rather than the idle system's.
-        await sleep_until(at - timedelta(seconds=setup.lookahead + 1))
+        # CPU is counted from the seed (a herd's look-ahead grows to claim it at once) to the
+        # last outcome.
         meter.start()
         counts = [await database_counts_of(pool)]
         statements = StatementStats(system.db_dsn) if setup.pg_sample else None
@@ -299,12 +312,14 @@ def print_ratios(runs: int, peer: str, pairs: list[tuple[HerdOutcome, HerdOutcom
 
 async def main() -> None:
     parser = bench_parser(__doc__, pg_sample=True)
+    parser.set_defaults(lead=70.0)
     parser.add_argument("--runs", type=int, nargs="+", default=[1_000, 10_000])
     parser.add_argument("--repeat", type=int, default=1, help="cases of each size, interleaved")
     parser.add_argument(
         "--concurrency", type=int, help="execution slots a worker (default: the worker's own)"
     )
     parser.add_argument("--lookahead", type=float, default=10.0, help="the scheduler's, seconds")
+    parser.add_argument("--credit", type=int, help="the scheduler's dispatch credit")
     parser.add_argument(
         "--profile", type=Path, help="write each service's cProfile statistics in this folder"
     )

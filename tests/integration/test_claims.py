@@ -10,7 +10,8 @@ import asyncpg
 import pytest
 
 from duetime.events.v1 import events_pb2
-from duetime_infra.pg.claim_store import ClaimAbandoned, claim_batch
+from duetime_core.lookahead import herd_lookahead
+from duetime_infra.pg.claim_store import ClaimAbandoned, claim_batch, due_by_second
 from duetime_infra.pg.fencing import FencingLost, FencingToken, fence
 from duetime_infra.pg.pool import create_pool
 from tests.support.jobs import create_jobs, cron_job, interval_job, shift_clock
@@ -141,3 +142,43 @@ async def test_an_unplannable_job_goes_to_error_without_failing_the_batch(
     assert by_id[lost_zone.job_id]["runs"] == 1
     assert by_id[unreadable.job_id]["state"] == "ERROR"
     assert by_id[unreadable.job_id]["runs"] == 0
+
+
+async def test_a_herd_grows_the_look_ahead_as_far_as_its_size_needs(
+    pool: asyncpg.Pool[asyncpg.Record],
+) -> None:
+    jobs = await create_jobs(pool, [interval_job(60) for _ in range(300)])
+    await shift_clock(pool, timedelta(seconds=25))  # the herd is due in about 35 s
+    partitions = sorted(ALL)
+
+    async def reach(rate: int) -> timedelta:
+        async with pool.acquire() as conn:
+            _now, counts = await due_by_second(conn, partitions, timedelta(seconds=60))
+        assert sum(n for _, n in counts) == 300
+        return herd_lookahead(counts, base=LOOKAHEAD, horizon=timedelta(seconds=60), rate=rate)
+
+    # 300 jobs at 100 a second need 3 s: the base look-ahead will do, nothing is claimed yet.
+    assert await reach(100) == LOOKAHEAD
+    # At 10 a second they need 30 s: claimed now, 35 s ahead, one run each.
+    ahead = await reach(10)
+    assert timedelta(seconds=34) <= ahead <= timedelta(seconds=36)
+    async with pool.acquire() as conn:
+        claimed = 0
+        while True:
+            result = await claim_batch(
+                conn,
+                ALL,
+                lookahead=LOOKAHEAD,
+                batch_size=100,
+                still_owner=lambda: True,
+                ahead=ahead,
+            )
+            claimed += result.runs
+            if not result.full:
+                break
+    assert claimed == 300
+    assert await pool.fetchval("SELECT count(DISTINCT job_id) FROM runs") == 300
+    advanced = {r["job_id"]: r["next_run_time"] for r in await pool.fetch("SELECT * FROM jobs")}
+    for job in jobs:
+        assert job.next_run_time is not None
+        assert advanced[job.job_id] == job.next_run_time + timedelta(seconds=60)

@@ -218,6 +218,38 @@ async def test_a_small_team_starts_ahead_of_the_tail_of_a_big_teams_backlog(env:
     assert all(d.team_weight == 1 for d in small_dispatch)
 
 
+async def test_a_herd_claimed_ahead_is_not_held_by_the_credit_nor_a_newcomer_behind_it(
+    env: Env,
+) -> None:
+    credit = DispatchCredit(5)
+    await env.quota(env.api.team, runs_per_minute=0)  # the herd spends no rate at its instant
+    now = await env.w.now()
+    for _ in range(40):
+        await env.one_off(now + 30 * S)
+    # Claimed 30 s ahead: not due, so none of it counts against the credit, and all of it goes.
+    assert await env.claim(credit, lookahead=40) == 40
+    herd = await env.runs(env.api.team)
+    assert states(herd) == [("QUEUED", "", "")] * 40
+    # A backlog due now: the big team's ten and a newcomer's two. The credit bounds what is
+    # due and not started (none yet): five go, in fair order, so the newcomer's two are among
+    # them, behind at most the credit.
+    backlog = [await env.one_off(now + S) for _ in range(10)]
+    newcomer = [await env.one_off(now + S, team=env.api.other_team) for _ in range(2)]
+    await env.w.shift_clock(S)
+    assert await env.claim(credit) == 12
+    assert states(await env.runs(env.api.other_team)) == [("QUEUED", "", "")] * 2
+    by_job = {str(r["job_id"]): r for r in await env.runs(env.api.team)}
+    assert sorted(by_job[j]["state"] for j in backlog) == ["QUEUED"] * 3 + ["WAITING"] * 7
+    due_queued = await env.pool.fetchval(
+        "SELECT count(*) FROM runs WHERE state = 'QUEUED' AND effective_time <= duetime_now()"
+    )
+    assert due_queued == 5
+    assert len(newcomer) == 2
+    # Once the herd's time comes it counts: nothing more goes until the due backlog shrinks.
+    await env.w.shift_clock(30 * S)
+    assert await env.release(credit) == 0
+
+
 async def test_a_held_run_past_its_misfire_threshold_follows_its_policy(env: Env) -> None:
     await env.quota(env.api.team, max_running=1)
     now = await env.w.now()

@@ -144,10 +144,10 @@ async def test_runs_not_started_ahead_are_too_early_as_before(env: Env) -> None:
     now = await w.now()
     allow = await create_job(env.api)
     skip = await create_job(env.api, job_message(overlap=job_pb2.OVERLAP_POLICY_SKIP))
-    far = await w.queue_scheduled_run(allow.job_id, now + 30 * S)
+    far = await w.queue_scheduled_run(allow.job_id, now + 31 * S)
     overlap = await w.queue_scheduled_run(skip.job_id, now + 2 * S)
     plain = await w.queue_scheduled_run(allow.job_id, now + 3 * S)
-    assert (await env.start(far)).decision == TOO_EARLY  # more than 10 s ahead
+    assert (await env.start(far)).decision == TOO_EARLY  # more than 30 s ahead
     assert (await env.start(overlap)).decision == TOO_EARLY  # overlap decided at its time
     assert (await env.start(plain, early=False)).decision == TOO_EARLY  # not asked for
     for run_id in (far, overlap, plain):

@@ -26,6 +26,7 @@ import pytest
 
 from duetime_infra.etcd import OwnershipChange, PartitionLeases, PartitionToken
 from duetime_infra.etcd.gateway import EtcdGateway
+from duetime_scheduler.claimer import hand_over
 from tests.support.polling import eventually
 
 PARTITIONS = 1024
@@ -393,3 +394,72 @@ async def test_a_release_never_deletes_a_successors_key(prefix: str, etcd: Any) 
         assert await gateway.get(key) is None
     finally:
         await gateway.close()
+
+
+# Survivors that would not look again on their own for a minute: what they do sooner, they
+# do because their watch saw the keys go.
+NO_POLL = 60.0
+
+
+async def test_a_revoked_owner_is_taken_over_at_once_by_the_watch_not_the_poll(
+    prefix: str, etcd: Any
+) -> None:
+    pair = [manager(prefix, f"sched-{n}", recheck_interval=NO_POLL) for n in ("a", "b")]
+    async with running(pair), member_process(prefix, "victim") as victim:
+        await soon(
+            lambda: three_way(etcd, prefix, pair, victim, "victim"), 10, "three share evenly"
+        )
+        lease = await member_lease(etcd, prefix, "victim")
+        assert lease is not None
+        victim.process.send_signal(signal.SIGSTOP)  # it cannot hand anything back itself
+        revoked_at = time.monotonic()
+        await etcd.revoke_lease(lease)
+        took = await soon(lambda: even_split(pair), 5, "the two own everything")
+        measured("takeover after the owner's lease was revoked (watch)", took)
+        assert time.monotonic() - revoked_at < 2
+
+
+async def test_an_expired_owner_is_taken_over_as_its_lease_ends_not_at_the_next_poll(
+    prefix: str, etcd: Any
+) -> None:
+    pair = [manager(prefix, f"sched-{n}", recheck_interval=NO_POLL) for n in ("a", "b")]
+    async with running(pair), member_process(prefix, "victim") as victim:
+        await soon(
+            lambda: three_way(etcd, prefix, pair, victim, "victim"), 10, "three share evenly"
+        )
+        victim.process.kill()
+        killed_at = time.monotonic()
+        await soon(lambda: even_split(pair), TTL + 5, "the two own everything")
+        took = time.monotonic() - killed_at
+        measured("takeover after kill -9, no poll (TTL 3 s)", took)
+        assert took <= TTL + 1.5
+
+
+async def test_a_graceful_stop_hands_over_before_the_claim_in_flight_ends(
+    prefix: str, etcd: Any
+) -> None:
+    leaving, staying = (
+        manager(prefix, "sched-a"),
+        manager(prefix, "sched-b", recheck_interval=NO_POLL),
+    )
+    async with running([staying]):
+        await leaving.start()
+        await soon(lambda: even_split([leaving, staying]), 10, "an even split of two")
+        # A claim pass that would run on through the whole grace.
+        pass_ends = asyncio.Event()
+
+        async def claim_pass() -> None:
+            await pass_ends.wait()
+
+        claiming = asyncio.create_task(claim_pass())
+        stopping = asyncio.Event()
+        began = time.monotonic()
+        stop = asyncio.create_task(hand_over(leaving, stopping, claiming, grace=30))
+        took = await soon(lambda: len(staying.owned()) == PARTITIONS, 5, "the other owns all")
+        measured("takeover on SIGTERM while a claim pass runs", took)
+        assert stopping.is_set()
+        assert not stop.done()
+        assert not any(kv.value == b"sched-a" for kv in (await holders(etcd, prefix)).values())
+        pass_ends.set()
+        await stop
+        assert time.monotonic() - began < 10

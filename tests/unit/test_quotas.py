@@ -155,3 +155,14 @@ def test_a_heavier_team_gets_more_of_short_credit() -> None:
     decided = plan_dispatch(wanted, teams, T0, 40, PriorityFairQueue())
     got = {t: sum(1 for k, d in decided.items() if d.dispatched and k.startswith(t)) for t in "ab"}
     assert got == {"a": 30, "b": 10}
+
+
+def test_credit_bounds_only_runs_due_now_and_a_herd_claimed_ahead_takes_none() -> None:
+    teams = {"big": team("big", runs_per_minute=0, max_running=0), "small": team("small")}
+    herd = [Candidate(f"herd{i}", "big", Priority.NORMAL, T0 + 30 * S) for i in range(100)]
+    due = candidates("big", 10) + candidates("small", 2)
+    decided = plan_dispatch(due + herd, teams, T0, 4, PriorityFairQueue())
+    assert all(decided[c.key].dispatched for c in herd)
+    dispatched = sorted(c.key for c in due if decided[c.key].dispatched)
+    assert dispatched == ["big0", "big1", "small0", "small1"]
+    assert decided["big2"] == FAIR_SHARE

@@ -10,6 +10,7 @@ from typing import Any, cast
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_core.attempts import MAX_ATTEMPTS_PER_BEAT
 from duetime_worker.heartbeat import ActiveAttempt, Heartbeats
 from duetime_worker.outcome import Outcome
 from tests.support.polling import eventually, throughout
@@ -316,3 +317,28 @@ async def test_a_broken_streams_reader_error_is_collected_not_left_to_the_loop()
         assert [c["message"] for c in unretrieved] == []
     finally:
         loop.set_exception_handler(previous)
+
+
+async def test_more_attempts_than_a_beat_may_list_go_in_parts_and_a_caller_waits_for_all() -> None:
+    stream = Stream()
+    beats = Heartbeats(cast(Any, Stub(stream)), "w-1", (), interval=60)
+    held = cast("asyncio.Task[Outcome]", asyncio.create_task(asyncio.sleep(math.inf)))
+    count = 2 * MAX_ATTEMPTS_PER_BEAT + 5
+    attempts = [ActiveAttempt(f"run-{i}", 1, held, lease_deadline=0.0) for i in range(count)]
+    for attempt in attempts:
+        beats.add(attempt)
+    stopping = asyncio.Event()
+    running = asyncio.create_task(beats.run(stopping))
+    try:
+        async with asyncio.timeout(10):
+            # A call about to begin for the last attempt: its caller returns once every part
+            # of the beat listing it was answered.
+            await beats.fresh((f"run-{count - 1}", 1))
+            sizes = [len(stream.beats.get_nowait().attempts) for _ in range(3)]
+            assert sizes == [MAX_ATTEMPTS_PER_BEAT, MAX_ATTEMPTS_PER_BEAT, 5]
+            loop = asyncio.get_running_loop()
+            assert all(a.lease_deadline > loop.time() + 50 for a in attempts)
+    finally:
+        stopping.set()
+        await running
+        held.cancel()

@@ -19,7 +19,8 @@ BASE = {
 def test_defaults_give_a_herd_its_slots_and_local_processes_fewer() -> None:
     settings = Settings.from_env(BASE)
     assert settings.concurrency == 2000
-    assert settings.max_pending == 10_000
+    assert settings.max_pending == 25_000
+    assert settings.early_starts == 25_000
     assert settings.local_launcher_concurrency == 16
 
 

@@ -25,6 +25,9 @@ from duetime_core.jobspec import (
 from duetime_core.records import AttemptOutcome, RunReason, RunState
 
 MAX_ERROR_BYTES = 4096
+# Attempts one Heartbeat message may list: the scheduler refuses more (INVALID_ARGUMENT), and a
+# worker holding more sends its full beat in parts of this size.
+MAX_ATTEMPTS_PER_BEAT = 10_000
 
 # Hand-backs of one run that are free (queued again outside the retry budget). A deploy or a
 # drained worker hands a run back now and then; a run handed back more often than this is one
@@ -82,8 +85,8 @@ class AttemptSettings:
     # CANCEL_PREVIOUS: how soon the new run's worker asks again while the old attempt stops.
     supersede_retry_after: timedelta = timedelta(seconds=1)
     # How long before a run's time its attempt may be started for a worker that asked early
-    # (it then calls the target at the run's time): the look-ahead's runs, with room.
-    max_early_start: timedelta = timedelta(seconds=10)
+    # (it then calls the target at the run's time): what workers ask (20 s), with room.
+    max_early_start: timedelta = timedelta(seconds=30)
     # Such an attempt's lease from its call time (``ahead_lease``), until a beat renews it for a
     # whole lease: a worker gone before its call gives the run back this soon after its time.
     early_lease: timedelta = timedelta(seconds=10)

@@ -205,10 +205,12 @@ def plan_dispatch(
     fair: PriorityFairQueue[str, Candidate[K]],
 ) -> dict[K, Admission]:
     """Decides every candidate (given in due order): each team's quota is applied in due
-    order; when ``credit`` (how many more runs may be dispatched; None: no bound) is short,
-    it goes to the candidates in weighted fair order across teams (``fair`` keeps the teams'
-    turns from one call to the next), and the rest wait for their turn (FAIR_SHARE). A team
-    whose run is held by its quota holds its later runs too, so they go in due order."""
+    order; when ``credit`` (how many more runs due by ``now`` may be dispatched; None: no
+    bound) is short, it goes to the candidates due by ``now`` in weighted fair order across
+    teams (``fair`` keeps the teams' turns from one call to the next), and the rest of them
+    wait for their turn (FAIR_SHARE). Candidates due later (claimed ahead) take no credit:
+    they are only the backlog of a later instant. A team whose run is held by its quota holds
+    its later runs too, so they go in due order."""
     decided: dict[K, Admission] = {}
     blocked: dict[str, QuotaLimit] = {}
 
@@ -223,12 +225,13 @@ def plan_dispatch(
         blocked[candidate.team_id] = limit
         return Admission(RunReason.QUOTA, limit)
 
-    if credit is None or credit >= len(candidates):
+    due = [c for c in candidates if c.due is None or c.due <= now]
+    if credit is None or credit >= len(due):
         for candidate in candidates:
             decided[candidate.key] = decide(candidate)
         return decided
     fair.clear()
-    for candidate in candidates:
+    for candidate in due:
         team = teams.get(candidate.team_id)
         fair.push(
             candidate.priority, candidate.team_id, team.quota.weight if team else 1, candidate
@@ -240,8 +243,11 @@ def plan_dispatch(
         if admission.dispatched:
             credit -= 1
     fair.clear()
-    for candidate in candidates:
+    for candidate in due:
         if candidate.key not in decided:
             limit = blocked.get(candidate.team_id)
             decided[candidate.key] = Admission(RunReason.QUOTA, limit) if limit else FAIR_SHARE
+    for candidate in candidates:  # the later ones, after the due ones as in due order
+        if candidate.key not in decided:
+            decided[candidate.key] = decide(candidate)
     return decided

@@ -8,7 +8,6 @@ deadline passed. It also serves WorkerService, the attempt leases workers hold, 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 from collections.abc import Sequence
@@ -34,7 +33,7 @@ from duetime_infra.startup import announce_serving, require_schema, run_service
 from duetime_infra.telemetry.metrics import start_metrics
 from duetime_infra.telemetry.tracing import setup_tracing
 from duetime_infra.tls import Link, warn_plaintext
-from duetime_scheduler.claimer import Claimer, OwnerTask
+from duetime_scheduler.claimer import Claimer, OwnerTask, hand_over
 from duetime_scheduler.config import Settings
 from duetime_scheduler.maintenance import PartitionMaintenance
 from duetime_scheduler.worker_servicer import WorkerServicer
@@ -113,13 +112,10 @@ async def serve(settings: Settings) -> None:
         )
 
     async def stop() -> None:
-        # Stop claiming first, then hand the partitions back so others take them at once.
-        stopping.set()
-        if claiming is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.wait_for(claiming, timeout=settings.shutdown_grace_seconds)
+        # The partitions go back at once; WorkerService serves the workers' attempts (for any
+        # partition's runs) through the grace. The archive's child process ends with the pass.
+        await hand_over(leases, stopping, claiming, settings.shutdown_grace_seconds)
         await maintenance.close()
-        await leases.stop()
         await server.stop(settings.shutdown_grace_seconds)
         await pool.close()
 

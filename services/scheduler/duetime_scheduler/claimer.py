@@ -2,7 +2,9 @@
 jobs as they come due.
 
 Polls every ``claim_poll_interval`` with a look-ahead (default 10 s) so the runs of the :00 spike
-are queued before their second arrives, and wakes at once when partitions are gained. A newly
+are queued before their second arrives, grown for a herd as far as its size needs (up to
+``claim_horizon``: ``duetime_core.lookahead``, measured once a second), and wakes at once when
+partitions are gained. A newly
 owned partition's fencing token is raised in the store before its first claim. Each pass first
 releases held runs and due retries (older work first, within the teams' quotas and the
 dispatch credit), then claims, then the owner's other duties (expired leases, maintenance).
@@ -11,6 +13,7 @@ dispatch credit), then claims, then the owner's other duties (expired leases, ma
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -18,11 +21,13 @@ from typing import TypeAlias
 
 import asyncpg
 
+from duetime_core.lookahead import herd_lookahead
 from duetime_infra.etcd.partitions import PartitionLeases
 from duetime_infra.pg.admission import DispatchCredit
-from duetime_infra.pg.claim_store import ClaimAbandoned, claim_batch
+from duetime_infra.pg.claim_store import ClaimAbandoned, claim_batch, due_by_second
 from duetime_infra.pg.dispatcher import release_held_runs, requeue_due_retries
 from duetime_infra.pg.fencing import FencingLost, FencingToken, fence
+from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.spec_cache import SpecCache
 from duetime_scheduler.config import Settings
 
@@ -33,6 +38,8 @@ MAX_BATCHES_PER_PASS = 20
 # Runs per release or requeue transaction, and such transactions per pass.
 DISPATCH_BATCH = 500
 MAX_DISPATCH_BATCHES = 10
+# How often the jobs due within the horizon are counted again to size the look-ahead.
+LOOKAHEAD_EVERY = 1.0
 
 # Work the partition owner does besides claiming (retries due, expired leases), given the
 # fenced tokens of the partitions it owns.
@@ -62,6 +69,9 @@ class Claimer:
         self._specs = specs or SpecCache()
         self.credit = DispatchCredit(settings.dispatch_credit)
         self.claimed_runs = 0
+        # The look-ahead in force (grown for a herd), and when to size it again.
+        self.lookahead = settings.claim_lookahead
+        self._sized_at = -LOOKAHEAD_EVERY
 
     def _still_owner(self, tokens: Mapping[int, FencingToken]) -> Callable[[], bool]:
         def check() -> bool:
@@ -109,6 +119,7 @@ class Claimer:
         more = False
         still_owner = self._still_owner(tokens)
         async with self._pool.acquire() as conn:
+            await self._size_lookahead(conn, list(tokens))
             for _ in range(MAX_BATCHES_PER_PASS):
                 result = await claim_batch(
                     conn,
@@ -119,6 +130,7 @@ class Claimer:
                     claimed_by=self._settings.scheduler_id,
                     specs=self._specs,
                     credit=self.credit,
+                    ahead=self.lookahead,
                 )
                 claimed += result.runs
                 more = result.full
@@ -128,6 +140,33 @@ class Claimer:
             await task(self._pool, list(tokens.values()))
         self.claimed_runs += claimed
         return claimed, more
+
+    async def _size_lookahead(self, conn: Conn, partitions: list[int]) -> None:
+        """Grows the look-ahead past its base as far as what is due needs (at most once per
+        ``LOOKAHEAD_EVERY``), or lets it shrink back."""
+        settings = self._settings
+        if settings.claim_horizon <= settings.claim_lookahead:
+            return
+        if time.monotonic() - self._sized_at < LOOKAHEAD_EVERY:
+            return
+        self._sized_at = time.monotonic()
+        _now, counts = await due_by_second(conn, partitions, settings.claim_horizon)
+        sized = herd_lookahead(
+            counts,
+            base=settings.claim_lookahead,
+            horizon=settings.claim_horizon,
+            rate=settings.claim_rate,
+        )
+        if sized != self.lookahead:
+            log.info(
+                "claim look-ahead changed",
+                extra={
+                    "action": "claim_lookahead",
+                    "seconds": sized.total_seconds(),
+                    "due": sum(n for _, n in counts),
+                },
+            )
+        self.lookahead = sized
 
     async def _dispatch_waiting(self, tokens: list[FencingToken]) -> None:
         """Held runs released and due retries queued again, ahead of new claims."""
@@ -173,3 +212,21 @@ class Claimer:
             finally:
                 for w in waits:
                     w.cancel()
+
+
+async def hand_over(
+    leases: PartitionLeases,
+    stopping: asyncio.Event,
+    claiming: asyncio.Task[None] | None,
+    grace: float,
+) -> None:
+    """A graceful stop: claiming ends and the partitions go back at once, the lease revoked so
+    the other schedulers (watching the keys) take them now rather than at its expiry; then the
+    pass in flight is waited for, ``grace`` seconds at most. Handing back first is safe: a claim
+    still in flight finds itself no longer owner before COMMIT and rolls back, and the new
+    owners' fencing tokens refuse whatever got past that check."""
+    stopping.set()
+    await leases.stop()
+    if claiming is not None:
+        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+            await asyncio.wait_for(claiming, timeout=grace)

@@ -29,6 +29,10 @@ class Settings:
     partition_lease_ttl: timedelta
     partition_safety_margin: timedelta
     claim_lookahead: timedelta
+    # How far the look-ahead may grow for a herd, and the claim rate (runs a second) it is
+    # grown by: duetime_core.lookahead.
+    claim_horizon: timedelta
+    claim_rate: int
     claim_batch_size: int
     claim_poll_interval: timedelta
     # The most runs of this scheduler's partitions dispatched and not yet started (None: no
@@ -83,6 +87,8 @@ class Settings:
                 "DUETIME_PARTITION_SAFETY_MARGIN", 2, low=0.1, high=60
             ),
             claim_lookahead=env.seconds("DUETIME_CLAIM_LOOKAHEAD", 10, low=0, high=60),
+            claim_horizon=env.seconds("DUETIME_CLAIM_HORIZON", 60, low=0, high=600),
+            claim_rate=env.integer("DUETIME_CLAIM_RATE", 1_000, low=1, high=1_000_000),
             claim_batch_size=env.integer("DUETIME_CLAIM_BATCH_SIZE", 500, low=1, high=10_000),
             claim_poll_interval=env.seconds("DUETIME_CLAIM_POLL_INTERVAL", 0.2, low=0.01, high=10),
             dispatch_credit=env.integer("DUETIME_DISPATCH_CREDIT", 10_000, low=0, high=10_000_000)

@@ -18,7 +18,7 @@ from opentelemetry.trace import Span, Status, StatusCode
 
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
-from duetime_core.attempts import CallProgress
+from duetime_core.attempts import MAX_ATTEMPTS_PER_BEAT, CallProgress
 from duetime_core.errors import DuetimeError, FieldViolation, InvalidArgument
 from duetime_core.records import AttemptOutcome
 from duetime_infra.codec.policy_codec import DELIVERY_NUMBERS
@@ -44,7 +44,6 @@ Context = aio.ServicerContext[Any, Any]
 
 ATTEMPT_METADATA_KEY = "duetime-attempt"
 MAX_ID_LENGTH = 200
-MAX_ATTEMPTS_PER_BEAT = 10_000
 _MAX_ATTEMPT_NUMBER = 2**31 - 1
 
 _DECISIONS = {

@@ -74,9 +74,10 @@ RPC_TIMEOUT = 10.0
 # Used when a run carries no attempt timeout.
 DEFAULT_ATTEMPT_TIMEOUT = 3600.0
 # How long before a run's time its attempt is asked for ahead (the scheduler allows up to
-# 10 s, for runs of jobs whose overlap policy is ALLOW): the call then needs no start of its
-# own at the run's time.
-EARLY_AHEAD = 8.0
+# 30 s, for runs of jobs whose overlap policy is ALLOW): the call then needs no start of its
+# own at the run's time. A herd claimed ahead (its look-ahead grown up to a minute) has its
+# starts spread over this stretch instead of crowding the seconds before its instant.
+EARLY_AHEAD = 20.0
 # An attempt started ahead sends a heartbeat this long before its call, and calls only once
 # that beat is answered: a job paused or deleted meanwhile is a CANCEL then. The scheduler takes
 # a beat from 2 s before the call on as the sign that the call may have begun; a second ahead

@@ -23,10 +23,11 @@ DEFAULT_CONCURRENCY = 2000
 # waits behind at most a fraction of a second of another team's flood (the fair queue in front
 # of them orders the rest).
 DEFAULT_START_CONCURRENCY = 256
-# Attempts held started ahead of their time: a top-of-the-hour herd's share of a worker, so its
-# calls need no start of their own at the instant. They are held apart from the execution
-# slots, which stay free for runs whose time has come.
-DEFAULT_EARLY_STARTS = 5000
+# Messages taken from Kafka and not done. A herd claimed ahead is held here, without slots, and
+# started ahead: a worker holding its share of a 50,000-run herd needs no start at its instant,
+# and nothing of it waits in Kafka behind the others' runs. (A full heartbeat listing more
+# attempts than one message may goes in parts.)
+DEFAULT_MAX_PENDING = 25_000
 # Local processes and containers are not cheap: a launcher runs at most this many at once,
 # whatever the slots allow (a container attempt waits for its permit before it is started).
 DEFAULT_LAUNCHER_CONCURRENCY = 16
@@ -94,7 +95,9 @@ class Settings:
         env = EnvReader(environ)
         source = os.environ if environ is None else environ
         token = env.text("DUETIME_WORKER_TOKEN", "")
-        max_pending = env.integer("DUETIME_WORKER_MAX_PENDING", 10_000, low=1, high=100_000)
+        max_pending = env.integer(
+            "DUETIME_WORKER_MAX_PENDING", DEFAULT_MAX_PENDING, low=1, high=100_000
+        )
         settings = cls(
             worker_id=env.text("DUETIME_WORKER_ID", f"{socket.gethostname()}-{os.getpid()}"),
             worker_token=token,
@@ -111,8 +114,11 @@ class Settings:
             start_concurrency=env.integer(
                 "DUETIME_WORKER_START_CONCURRENCY", DEFAULT_START_CONCURRENCY, low=1, high=10_000
             ),
+            # Unset, every message held may be started ahead of its time: its calls then need
+            # no start of their own at the instant (they are held apart from the slots, which
+            # stay free for runs whose time has come).
             early_starts=env.integer(
-                "DUETIME_WORKER_EARLY_STARTS", DEFAULT_EARLY_STARTS, low=0, high=100_000
+                "DUETIME_WORKER_EARLY_STARTS", max_pending, low=0, high=100_000
             ),
             connections_per_host=env.integer(
                 "DUETIME_HTTP_CONNECTIONS_PER_HOST",

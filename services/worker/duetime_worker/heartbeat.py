@@ -41,7 +41,7 @@ from grpc import aio
 
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
-from duetime_core.attempts import JOB_PAUSED
+from duetime_core.attempts import JOB_PAUSED, MAX_ATTEMPTS_PER_BEAT
 from duetime_core.backoff import DoublingBackoff
 from duetime_worker.outcome import BEGUN, UNSAID, Call, LeaseLapsed, Outcome
 
@@ -289,11 +289,25 @@ class Heartbeats:
             self._answered(callers)  # nothing to beat for: nothing to hear
             return
         self._last_sent = now
+        # More attempts than a message may list go in parts, each a beat of its own, answered
+        # in order; the callers wait for the last part's answer.
+        refs = list(request.attempts)
+        parts = [
+            refs[i : i + MAX_ATTEMPTS_PER_BEAT] for i in range(0, len(refs), MAX_ATTEMPTS_PER_BEAT)
+        ]
+        for caller in callers:
+            caller.beat = self.beats + len(parts) - 1
         # Numbered and built at once: an announcement made while it is being written counts
         # from the next beat, which carries it.
-        self._unanswered.append((now, self.beats))
-        self.beats += 1
-        await call.write(request)
+        for _ in parts:
+            self._unanswered.append((now, self.beats))
+            self.beats += 1
+        for part in parts:
+            await call.write(
+                request
+                if len(parts) == 1
+                else pb.HeartbeatRequest(worker_id=request.worker_id, attempts=part)
+            )
 
     def _apply(self, response: pb.HeartbeatResponse) -> None:
         sent_at, number = self._unanswered.popleft() if self._unanswered else (-math.inf, -1)

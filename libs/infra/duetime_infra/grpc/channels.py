@@ -37,6 +37,10 @@ CLIENT_OPTIONS: tuple[tuple[str, int | str], ...] = (
 )
 # A server accepts those pings instead of answering them with GOAWAY (too many pings).
 SERVER_OPTIONS: tuple[tuple[str, int | str], ...] = (
+    # gRPC binds with SO_REUSEPORT unless told not to: a second process given the same port
+    # (a stale one, a test's port picked while free) would silently take a share of the
+    # connections, and a worker's starts would reach a scheduler of another database.
+    ("grpc.so_reuseport", 0),
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.min_ping_interval_without_data_ms", int(KEEPALIVE_SECONDS * 1000) // 2),
     ("grpc.http2.max_ping_strikes", 0),

@@ -3,11 +3,13 @@
 Every run that is to be dispatched for an attempt (a claimed occurrence, a due retry, a held
 run's release, a trigger, a redrive) passes through ``admit_runs``: its team's quota (runs in
 flight, the rate limit) and, in the scheduler, the dispatch credit — the most runs of its
-partitions dispatched and not yet started. Kafka's partitions are first-in first-out, so the
-credit keeps the backlog there short and the rest waits in PostgreSQL (WAITING, FAIR_SHARE),
-where the order can still change: when credit frees, held runs go in weighted fair order
-across teams. Hand-backs and the reconciler's re-enqueues do not pass through here: their run
-was admitted already.
+partitions dispatched, due and not yet started. Kafka's partitions are first-in first-out, so
+the credit keeps the backlog a newcomer's run waits behind short and the rest waits in
+PostgreSQL (WAITING, FAIR_SHARE), where the order can still change: when credit frees, held
+runs go in weighted fair order across teams. Runs claimed ahead for a later instant do not
+count until their time comes: workers hold them without an execution slot and start them
+ahead, so a herd claimed early goes to Kafka whole instead of at the credit's pace. Hand-backs
+and the reconciler's re-enqueues do not pass through here: their run was admitted already.
 """
 
 from __future__ import annotations
@@ -38,8 +40,8 @@ class DispatchCredit:
     """One scheduler's dispatch credit and the teams' fair turns, kept from pass to pass.
 
     ``limit`` bounds the runs of the scheduler's partitions that are QUEUED (dispatched, not
-    started); None: no bound. The count is read once per claim pass (``new_pass``) and then
-    kept up to date by what the pass dispatches.
+    started) and due; None: no bound. The count is read once per claim pass (``new_pass``)
+    and then kept up to date by what the pass dispatches of what is due.
     """
 
     def __init__(self, limit: int | None) -> None:
@@ -50,12 +52,14 @@ class DispatchCredit:
     def new_pass(self) -> None:
         self._free = None
 
-    async def free(self, conn: Conn, partitions: Collection[int]) -> int | None:
+    async def free(self, conn: Conn, partitions: Collection[int], now: datetime) -> int | None:
+        """How many more runs may be dispatched this pass: the limit less the runs of
+        ``partitions`` QUEUED and due by ``now``."""
         if self.limit is None:
             return None
         if self._free is None:
             queued: int = await conn.fetchval(
-                q("admission_queued_count"), sorted(partitions), self.limit
+                q("admission_queued_count"), sorted(partitions), self.limit, now
             )
             self._free = max(0, self.limit - queued)
         return self._free
@@ -88,11 +92,12 @@ async def admit_runs(
 ) -> Admitted:
     """Decides each candidate (in due order) under its team's usage row lock."""
     teams = await lock_teams(conn, {c.team_id for c in candidates})
-    free = await credit.free(conn, partitions) if credit is not None else None
+    free = await credit.free(conn, partitions, now) if credit is not None else None
     fair: PriorityFairQueue[str, Any] = credit.fair if credit is not None else PriorityFairQueue()
     decisions = plan_dispatch(candidates, teams, now, free, fair)
     if credit is not None:
-        credit.took(sum(1 for d in decisions.values() if d.dispatched))
+        due = {c.key for c in candidates if c.due is None or c.due <= now}
+        credit.took(sum(1 for k, d in decisions.items() if d.dispatched and k in due))
     return Admitted(dict(decisions), teams)
 
 

@@ -113,11 +113,14 @@ def _plan_job(
     lookahead: timedelta,
     batch: _Batch,
 ) -> None:
+    """Plans the job's runs due within ``lookahead``, or its pending one alone when a grown
+    look-ahead reached it from further away (a herd claimed early claims no more than that)."""
     job_id: uuid.UUID = row["job_id"]
     try:
         spec = specs.get(job_id, row["version"], row["spec_text"])
         pending = Occurrence(row["next_run_time"], row["next_effective_time"])
-        plan: ClaimPlan = plan_claim(job_id, spec, pending, now, lookahead)
+        reach = max(lookahead, pending.effective_time - now)
+        plan: ClaimPlan = plan_claim(job_id, spec, pending, now, reach)
     except Exception as failure:
         # Whatever makes one job unplannable (a zone tzdata no longer has, a document this
         # build cannot read) sends that job to ERROR; it never fails the batch for the others.
@@ -179,6 +182,16 @@ def _new_run(
     )
 
 
+async def due_by_second(
+    conn: Conn, partitions: list[int], horizon: timedelta
+) -> tuple[datetime, list[tuple[int, int]]]:
+    """The database's now, and the jobs of ``partitions`` due within ``horizon`` of it, counted
+    per whole second (``claim_due_by_second``)."""
+    now: datetime = await conn.fetchval(q("claim_now"))
+    rows = await conn.fetch(q("claim_due_by_second"), partitions, now, horizon)
+    return now, [(r["second"], r["jobs"]) for r in rows]
+
+
 async def _insert_runs(conn: Conn, runs: list[NewRun], claimed_by: str) -> set[uuid.UUID]:
     inserted = await conn.fetch(
         q("claim_insert_runs"),
@@ -227,15 +240,19 @@ async def claim_batch(
     claimed_by: str = "",
     specs: SpecCache | None = None,
     credit: DispatchCredit | None = None,
+    ahead: timedelta | None = None,
 ) -> ClaimResult:
     """Claims up to ``batch_size`` due jobs of the partitions in ``tokens``, in one transaction.
-    ``credit`` is the scheduler's dispatch credit (None: no bound; quotas still apply)."""
+    ``credit`` is the scheduler's dispatch credit (None: no bound; quotas still apply).
+    ``ahead``: a look-ahead grown past ``lookahead`` for a herd (``duetime_core.lookahead``):
+    jobs due within it are claimed too, each for its pending run alone."""
     if not tokens:
         return ClaimResult(0, 0, 0, False)
     specs = specs or SpecCache(capacity=0)
+    reach = lookahead if ahead is None else max(lookahead, ahead)
     async with conn.transaction():
         now: datetime = await conn.fetchval(q("claim_now"))
-        rows = await conn.fetch(q("claim_due_jobs"), list(tokens), now + lookahead, batch_size)
+        rows = await conn.fetch(q("claim_due_jobs"), list(tokens), now + reach, batch_size)
         if not rows:
             return ClaimResult(0, 0, 0, False)
         batch = _Batch()

@@ -102,7 +102,7 @@ async def release_held_runs(
             return 0
         now: datetime = await conn.fetchval(q("db_now"))
         teams = await lock_teams(conn, holding)
-        free = await credit.free(conn, partitions) if credit is not None else None
+        free = await credit.free(conn, partitions, now) if credit is not None else None
         cap = limit if free is None else min(limit, free)
         allowances = {t: _allowance(s, now, cap) for t, s in teams.items()}
         rows, runnable = await _candidates(

@@ -16,6 +16,18 @@ WHERE partition = ANY($1::integer[])
 LIMIT $3
 FOR UPDATE SKIP LOCKED;
 
+-- name: claim_due_by_second
+-- Jobs of the partitions $1 due within $3 of $2, counted per whole second from $2 (what the
+-- look-ahead grows by: duetime_core.lookahead). A walk of jobs_due_idx over that slice.
+SELECT greatest(1, ceil(extract(epoch FROM next_effective_time - $2::timestamptz)))::integer
+           AS second,
+       count(*)::integer AS jobs
+FROM jobs
+WHERE partition = ANY($1::integer[])
+  AND state = 'ACTIVE'
+  AND next_effective_time <= $2::timestamptz + $3::interval
+GROUP BY 1;
+
 -- name: claim_insert_runs
 -- Queued runs, the WAITING runs their quota or the dispatch credit held back, and records of
 -- occurrences that will not run (MISSED, SKIPPED).
