@@ -405,7 +405,7 @@ def compare(outcomes: dict[str, Outcome], options: Options) -> None:
             f"  small teams' p99 from effective, alone and beside each flood (target: <= alone "
             f"+ {MARGIN:.0f} s)"
         )
-        print(f"    {'group':<26} {'alone':>8}" + "".join(f" {c:>22}" for c in floods))
+        print(f"    {'group':<26} {'alone':>8}" + "".join(f" {c:>23}" for c in floods))
         for group in [*GROUPS, None]:
             teams = set(small_teams(options, group))
             alone = p99(outcomes["small"].of(teams))
@@ -415,7 +415,7 @@ def compare(outcomes: dict[str, Outcome], options: Options) -> None:
                 mark = "ok" if beside <= alone + MARGIN else "MISSED"
                 cells.append(f"{beside:7.2f} s {beside - alone:+6.2f} {mark:>6}")
             label = group.label if group is not None else "all small teams"
-            print(f"    {label:<26} {alone:6.2f} s" + "".join(f" {c:>22}" for c in cells))
+            print(f"    {label:<26} {alone:6.2f} s" + "".join(f" {c:>23}" for c in cells))
     for case in floods:
         fifo = f"fifo {flood_of(case)}"
         if fifo in outcomes:
