@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from duetime_core.jobspec import Priority
-from duetime_worker.slots import ANYONE, Flow, SlotsClosed, WeightedSlots
+from duetime_worker.slots import ANYONE, Flow, Permits, SlotsClosed, WeightedSlots
 
 NORMAL = Priority.NORMAL
 
@@ -193,6 +193,33 @@ async def test_closed_slots_refuse_those_waiting_and_those_to_come() -> None:
     slots.release()  # the running attempt ends: its slot goes to no one
     with pytest.raises(SlotsClosed):
         await slots.take()
+
+
+def test_past_a_herds_early_permits_a_reserve_is_left_for_the_teams_holding_few() -> None:
+    permits = Permits(100)
+    assert all(permits.take("herd") for _ in range(100))
+    assert not permits.take("herd")  # the herd has the limit: the reserve is not its
+    # Each other team gets up to a tenth of the reserve (10 permits: 1 each).
+    assert permits.take("small-a")
+    assert not permits.take("small-a")
+    assert all(permits.take(f"small-{n}") for n in range(9))
+    assert not permits.take("small-x")  # the reserve is spent
+    permits.release("small-a")
+    assert permits.take("small-x")
+    for _ in range(100):
+        permits.release("herd")
+    permits.release("herd")  # given back once only: nothing more is freed
+    assert sum(permits.take("herd") for _ in range(200)) == 100 - 10
+
+
+def test_without_a_reserve_a_small_limit_serves_first_come() -> None:
+    permits = Permits(5)
+    assert [permits.take("a") for _ in range(6)] == [True] * 5 + [False]
+    assert not permits.take("b")
+    permits.release("b")  # never held one: frees nothing
+    assert not permits.take("b")
+    permits.release("a")
+    assert permits.take("b")
 
 
 # --- any sequence of takes, releases, cancellations and deadlines ----------------------------

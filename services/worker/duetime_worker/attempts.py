@@ -40,6 +40,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -63,7 +64,7 @@ from duetime_worker.http_target import HttpCaller
 from duetime_worker.outcome import LEASE_LAPSED, NOT_BEGUN, UNSAID, LeaseLapsed, Outcome, SendCheck
 from duetime_worker.server_clock import ServerClock
 from duetime_worker.shielding import despite_cancellation
-from duetime_worker.slots import ANYONE, Flow, SlotsClosed, WeightedSlots
+from duetime_worker.slots import ANYONE, Flow, Permits, SlotsClosed, WeightedSlots
 from duetime_worker.tally import AttemptTally
 
 log = logging.getLogger(__name__)
@@ -174,23 +175,6 @@ def _once(action: Callable[[], None]) -> Callable[[], None]:
     return once
 
 
-class Permits:
-    """A count of permits taken without waiting (``take``), each given back once."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._taken = 0
-
-    def take(self) -> bool:
-        if self._taken >= self.limit:
-            return False
-        self._taken += 1
-        return True
-
-    def release(self) -> None:
-        self._taken = max(0, self._taken - 1)
-
-
 class Slot:
     """One execution slot, given back once: when the target call ends, or at the latest when
     the message is done with."""
@@ -238,7 +222,8 @@ class Executor:
         # goes first.
         self._starting = WeightedSlots(starting)
         # Attempts started ahead of their runs' time, held until then: bounded apart from the
-        # execution slots, which go to runs whose time has come.
+        # execution slots, which go to runs whose time has come, with a reserve for the teams
+        # holding few.
         self._early = Permits(early)
         self._backlog = CallBacklog()
         # The lease watches' deadlines (``_run_within_lease``), under one timer.
@@ -305,7 +290,11 @@ class Executor:
                 wait = max(self._clock.seconds_until(not_before) - ahead, least)
                 if not await self._hold(min(wait, MAX_EARLY_WAIT)):
                     return  # stopping: unanswered, so the message goes to another worker
-                if early and self._clock.seconds_until(not_before) > 0 and self._early.take():
+                if (
+                    early
+                    and self._clock.seconds_until(not_before) > 0
+                    and self._early.take(dispatch.team)
+                ):
                     again = await self._run_early(dispatch, delivery_id, answered)
                     early = False  # answered TOO_EARLY: this run is started at its time
                 else:
@@ -361,15 +350,15 @@ class Executor:
                     dispatch.run_id, delivery_id, ahead_of=dispatch.effective_time
                 )
         except SlotsClosed:
-            self._early.release()
+            self._early.release(dispatch.team)
             return None
         if isinstance(started, Timestamp) or started is None or isinstance(started, Unanswered):
-            self._early.release()
+            self._early.release(dispatch.team)
             if not isinstance(started, Timestamp | Unanswered):
                 answered()
             return started if isinstance(started, Timestamp) else None
         answered()
-        release = _once(self._early.release)
+        release = _once(partial(self._early.release, dispatch.team))
         try:
             if self._stopping.is_set():
                 await self._hand_back_unrun(*started)

@@ -25,7 +25,8 @@ DEFAULT_CONCURRENCY = 2000
 DEFAULT_START_CONCURRENCY = 256
 # Attempts held started ahead of their time: a top-of-the-hour herd's share of a worker, so its
 # calls need no start of their own at the instant. They are held apart from the execution
-# slots, which stay free for runs whose time has come.
+# slots, which stay free for runs whose time has come; a tenth more is kept for the teams
+# holding few (``slots.Permits``).
 DEFAULT_EARLY_STARTS = 5000
 # Local processes and containers are not cheap: a launcher runs at most this many at once,
 # whatever the slots allow (a container attempt waits for its permit before it is started).

@@ -34,7 +34,7 @@ _PRIORITIES = {
     job_pb2.PRIORITY_LOW: Priority.LOW,
 }
 
-__all__ = ["ANYONE", "WEIGHTS", "Flow", "SlotsClosed", "TurnOrder", "WeightedSlots"]
+__all__ = ["ANYONE", "WEIGHTS", "Flow", "Permits", "SlotsClosed", "TurnOrder", "WeightedSlots"]
 
 
 class SlotsClosed(Exception):
@@ -141,3 +141,38 @@ class WeightedSlots:
     def _gone(self) -> None:
         self._waiters -= 1
         self._left += 1
+
+
+class Permits:
+    """Places taken without waiting (``take``), each given back once: attempts started ahead
+    of their time. Up to ``limit`` go to whoever asks first; past it, a reserve of a tenth more
+    goes to the teams holding few (each up to a tenth of the reserve). One team's herd, holding
+    the limit, then still leaves another team's runs due inside it to start ahead too, rather
+    than at the herd's instant behind its starts."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._reserve = limit // 10
+        self._share = max(1, self._reserve // 10)
+        self._taken = 0
+        self._held: dict[str, int] = {}
+
+    def take(self, team: str) -> bool:
+        held = self._held.get(team, 0)
+        if self._taken >= self.limit and (
+            held >= self._share or self._taken >= self.limit + self._reserve
+        ):
+            return False
+        self._taken += 1
+        self._held[team] = held + 1
+        return True
+
+    def release(self, team: str) -> None:
+        held = self._held.get(team, 0)
+        if held <= 0:
+            return
+        self._taken -= 1
+        if held == 1:
+            del self._held[team]
+        else:
+            self._held[team] = held - 1
