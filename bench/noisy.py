@@ -38,7 +38,7 @@ import asyncio
 import random
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -60,9 +60,11 @@ from bench.harness import (
     target_process,
 )
 from duetime_core.runkey import RunKey
+from duetime_infra.kafka.topics import DISPATCH_TOPICS
 from duetime_infra.pg import team_store
 from tests.support.databases import create_database, drop_database
 from tests.support.fleet import eventually
+from tests.support.kafka import Offsets, end_offsets, read_between, shared_bootstrap
 
 FLOOD_TEAM = "flood"
 RATED_TEAM = "rated"
@@ -119,8 +121,11 @@ class Start:
     team: str
     effective: datetime
     eligible: datetime
+    claimed: datetime  # the run's row written, by the database clock
+    published: datetime | None  # its first dispatch's Kafka timestamp
     started: datetime  # the first attempt's start, by the database clock
     arrival: datetime
+    early: bool  # its first attempt started ahead of its time
 
     @property
     def late(self) -> float:
@@ -200,6 +205,7 @@ async def run_case(case: str, options: Options, template: str, tmp: Path) -> Out
                 jobs += [SeedJob(RATED_TEAM, at, rated_url)] * (
                     options.rate * options.rate_minutes + options.burst
                 )
+            offsets = await end_offsets(shared_bootstrap(), sorted(DISPATCH_TOPICS.values()))
             await seed_jobs(dsn, jobs)
             if kind == "rate":
                 conn = await asyncpg.connect(dsn)
@@ -217,7 +223,8 @@ async def run_case(case: str, options: Options, template: str, tmp: Path) -> Out
             meter.stop()
             await target.stop()
             meter.report(len(jobs))
-            await account(dsn, outcome, target.calls, len(jobs))
+            published = await publish_times(offsets)
+            await account(dsn, outcome, target.calls, published, len(jobs))
             return outcome
     finally:
         await drop_database(name)
@@ -261,14 +268,32 @@ async def watch(dsn: str, case: str, at: datetime, runs: int, options: Options) 
     return Outcome(case, at)
 
 
-async def account(dsn: str, outcome: Outcome, calls: Sequence[Call], runs: int) -> None:
+async def publish_times(start: Offsets) -> dict[str, datetime]:
+    """When each run's first dispatch from ``start`` on reached Kafka (its record's timestamp)."""
+    bootstrap = shared_bootstrap()
+    ends = await end_offsets(bootstrap, sorted(DISPATCH_TOPICS.values()))
+    first: dict[str, datetime] = {}
+    for record in await read_between(bootstrap, start, ends):
+        run_id = record.dispatch.run_id
+        at = datetime.fromtimestamp(record.timestamp_ms / 1000, UTC)
+        first[run_id] = min(at, first.get(run_id, at))
+    return first
+
+
+async def account(
+    dsn: str,
+    outcome: Outcome,
+    calls: Sequence[Call],
+    published: Mapping[str, datetime],
+    runs: int,
+) -> None:
     """Matches the target's calls with the runs: lateness, and what went wrong."""
     conn = await asyncpg.connect(dsn)
     try:
         rows = await conn.fetch(
-            "SELECT r.job_id, r.nominal_time, r.team_id, r.state, r.effective_time, "
+            "SELECT r.run_id, r.job_id, r.nominal_time, r.team_id, r.state, r.effective_time, "
             "coalesce(greatest(r.eligible_time, r.effective_time), r.effective_time) AS eligible, "
-            "a.start_time FROM runs r "
+            "r.create_time, a.start_time, a.early FROM runs r "
             "LEFT JOIN attempts a ON a.run_id = r.run_id AND a.nominal_time = r.nominal_time "
             "AND a.number = 1"
         )
@@ -299,8 +324,11 @@ async def account(dsn: str, outcome: Outcome, calls: Sequence[Call], runs: int) 
                 row["team_id"],
                 row["effective_time"],
                 row["eligible"],
+                row["create_time"],
+                published.get(str(row["run_id"])),
                 row["start_time"],
                 found.time,
+                bool(row["early"]),
             )
         )
     early = sum(s.late < 0 for s in outcome.starts)
@@ -345,11 +373,16 @@ def jain_by_window(outcome: Outcome) -> list[tuple[float, float, int]]:
 def report_lateness(label: str, starts: list[Start]) -> None:
     late = [s.late for s in starts]
     eligible = [s.late_eligible for s in starts]
+    claimed = [(s.claimed - s.effective).total_seconds() for s in starts]
+    published = [(s.published - s.effective).total_seconds() for s in starts if s.published]
     started = [(s.started - s.effective).total_seconds() for s in starts]
     called = [(s.arrival - s.started).total_seconds() for s in starts]
     print(f"    {label:<26} from effective {ms(late)}")
-    print(f"    {'':<26} from eligible  {ms(eligible)}  (runs {len(starts):,})")
-    print(f"    {'':<26} hops: to the attempt's start {ms(started)}")
+    ahead = sum(s.early for s in starts)
+    print(f"    {'':<26} from eligible  {ms(eligible)}  (runs {len(starts):,}, {ahead:,} ahead)")
+    print(f"    {'':<26} hops from effective: claimed {ms(claimed)}")
+    print(f"    {'':<26}                      published {ms(published)}")
+    print(f"    {'':<26}          attempt's start {ms(started)}")
     print(f"    {'':<26}       start to the call      {ms(called)}")
 
 
