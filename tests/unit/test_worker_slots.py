@@ -170,6 +170,26 @@ async def test_a_cancelled_waiter_is_skipped_and_no_longer_contends() -> None:
     assert await _taken_at_once(slots)
 
 
+async def test_a_place_freed_as_its_only_waiter_is_cancelled_is_not_lost() -> None:
+    slots = WeightedSlots(1)
+    await slots.take()
+    left = asyncio.create_task(slots.take(flow("a")))
+    await asyncio.sleep(0)
+    left.cancel()
+    slots.release()  # in the same turn: the waiter is cancelled, its task has not run yet
+    with pytest.raises(asyncio.CancelledError):
+        await left
+    assert not slots.contended
+    assert await _taken_at_once(slots)
+    closing = asyncio.create_task(slots.take(flow("b")))
+    await slots.take(ANYONE)
+    await asyncio.sleep(0)
+    closing.cancel()
+    slots.close()  # likewise: nothing left to refuse
+    with pytest.raises(asyncio.CancelledError):
+        await closing
+
+
 async def test_waits_that_ended_are_pruned_from_the_queue() -> None:
     loop = asyncio.get_running_loop()
     slots = WeightedSlots(1)
@@ -231,6 +251,7 @@ class Waiter:
     n: int  # arrival order
     task: asyncio.Task[None] = field(init=False)
     held: bool = False
+    queued: bool = False  # no slot was free as it came: it waited in the queue
 
 
 _steps = st.lists(
@@ -238,6 +259,7 @@ _steps = st.lists(
         st.tuples(st.just("take"), st.sampled_from("abc"), st.integers(1, 3), st.booleans()),
         st.tuples(st.just("release")),
         st.tuples(st.just("cancel"), st.integers(0, 200)),
+        st.tuples(st.just("turn")),
         st.tuples(st.just("tick")),
     ),
     max_size=60,
@@ -258,7 +280,9 @@ async def _play(limit: int, steps: list[tuple[object, ...]]) -> None:
     granted: list[Waiter] = []
 
     async def take(w: Waiter, weight: int, deadline: float) -> None:
-        await slots.take(flow(w.team, weight), deadline)
+        w.queued = not slots.take_now()
+        if w.queued:
+            await slots.take(flow(w.team, weight), deadline)
         w.held = True
         granted.append(w)
 
@@ -276,12 +300,12 @@ async def _play(limit: int, steps: list[tuple[object, ...]]) -> None:
             holder = holders()[0]
             holder.held = False
             slots.release()
-        elif step[0] == "cancel" and waiters:
-            waiters[int(step[1]) % len(waiters)].task.cancel()  # type: ignore[call-overload]
+        elif step[0] == "cancel" and (pending := [w for w in waiters if not w.task.done()]):
+            pending[int(step[1]) % len(pending)].task.cancel()  # type: ignore[call-overload]
+        elif step[0] == "turn":  # the tasks run; without it, the next step comes in this turn
+            await asyncio.sleep(0)
         elif step[0] == "tick":
             await asyncio.sleep(0.003)
-        await asyncio.sleep(0)
-        await asyncio.sleep(0)
         assert len(holders()) <= limit
     # Every place comes back; every waiter still waiting gets one in the end.
     while any(not w.task.done() for w in waiters) or holders():
@@ -291,8 +315,8 @@ async def _play(limit: int, steps: list[tuple[object, ...]]) -> None:
         await asyncio.sleep(0.001)
     served = Counter(id(w) for w in granted)
     assert all(count == 1 for count in served.values())
-    for team in "abc":
-        order = [w.n for w in granted if w.team == team]
+    for team in "abc":  # those that queued got their slots in their order of arrival
+        order = [w.n for w in granted if w.team == team and w.queued]
         assert order == sorted(order)
     for w in waiters:
         assert w in granted or w.task.cancelled() or isinstance(w.task.exception(), TimeoutError)

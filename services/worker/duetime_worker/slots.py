@@ -87,9 +87,8 @@ class WeightedSlots:
     def close(self) -> None:
         """From now on ``take`` raises ``SlotsClosed``, in those waiting too."""
         self._closed = True
-        while self._waiters > 0:
-            self._waiters -= 1
-            self._queue.pop().set_exception(SlotsClosed())
+        while (waiter := self._next()) is not None:
+            waiter.set_exception(SlotsClosed())
         self._queue.clear()
         self._left = 0
 
@@ -128,11 +127,23 @@ class WeightedSlots:
 
     def release(self) -> None:
         """Gives a slot back: to the next waiter in fair order, if any."""
-        if self._waiters > 0:
-            self._waiters -= 1
-            self._queue.pop().set_result(None)
+        waiter = self._next()
+        if waiter is not None:
+            waiter.set_result(None)
         else:
             self._free += 1
+
+    def _next(self) -> asyncio.Future[None] | None:
+        """The next waiter in fair order, no longer counted as waiting; None when nobody waits
+        (a waiter cancelled counts until its task has run, but is never given a slot)."""
+        if self._waiters <= 0:
+            return None
+        try:
+            waiter = self._queue.pop()
+        except IndexError:
+            return None
+        self._waiters -= 1
+        return waiter
 
     def _time_out(self, waiter: asyncio.Future[None]) -> None:
         waiter.set_exception(TimeoutError())
