@@ -1,28 +1,35 @@
-"""bench/noisy: one team's flood beside fifty small teams, and a team held to its rate quota.
+"""bench/noisy: one team's flood beside small teams, and a team held to its rate quota.
 
 The four services run as processes (two workers) on a Kafka broker of the bench's own and call
-an HTTP target in a process of its own; jobs are seeded straight into the database (one-off
-HTTP jobs, the target path naming the team). Cases, each on a fresh database, in one
-invocation so they compare within one machine's day:
+an HTTP target in a process of its own, which listens on two hosts (127.0.0.1, the flood's, and
+127.0.0.2); jobs are seeded straight into the database (one-off HTTP jobs, the target path
+naming the team). The small teams come in four groups of ``--teams`` teams with ``--per-team``
+runs each: due at random over the minute after the flood's instant (``spread``) or over its
+first ``--inside`` seconds, inside the flood's drain (``inside``); calling a host of their own
+(``own host``) or the flood's (``flood's host``, where they share its connection limits).
+Cases, each on a fresh database, in one invocation so they compare within one machine's day:
 
-- ``small``: fifty teams with five runs each, due at random over a minute (the baseline);
-- ``flood``: the same small teams, plus one team's ``--flood`` runs due at the minute's start;
-- ``fifo``: the flood alone with no dispatch credit (as before fairness: every run claimed goes
+- ``small``: the small teams alone (the baseline);
+- ``flood``: the same small teams, plus one team's runs due at the instant, once for each size
+  of ``--flood``;
+- ``fifo``: each flood alone with no dispatch credit (as before fairness: every run claimed goes
   to Kafka in due order) — the reference drain time;
 - ``rate``: one team with ``--rate`` runs per minute (burst ``--burst``) and enough runs due
   at once to keep it busy for ``--rate-minutes`` minutes.
 
 Reported: start lateness by the target's clock from each run's effective time and from its
-eligible time (when its own team's quota let it go), p50 / p99 / max, for the small teams and
-the flooding team; the flood's drain against the ``fifo`` drain; Jain's fairness index per
-10 s window of the flood (each team's starts against its max-min fair share of that window's
-starts, its demand being its runs due at least 1 s before the window ends and not started
-before it began: 1.0 means every team got its fair share); the rated team's starts per
+eligible time (when its own team's quota let it go), p50 / p99 / max, for each group of small
+teams and the flooding team; each group's p99 beside each flood against its p99 alone (the
+target: at most 1 s more), and how many of the ``inside`` runs were due before the flood's last
+call; each flood's drain against its ``fifo`` drain (the target: within 10 %); Jain's fairness
+index per 10 s window of the flood (each team's starts against its max-min fair share of that
+window's starts, its demand being its runs due at least 1 s before the window ends and not
+started before it began: 1.0 means every team got its fair share); the rated team's starts per
 minute; and correctness: runs lost, started early, called twice.
 
-    uv run python -m bench.noisy [--flood 10000] [--teams 50] [--per-team 5] [--window 60]
-                                 [--rate 600] [--burst 10] [--rate-minutes 5]
-                                 [--cases small flood fifo rate] [--workers 2]
+    uv run python -m bench.noisy [--flood 10000 ...] [--teams 50] [--per-team 5] [--window 60]
+                                 [--inside 5] [--rate 600] [--burst 10] [--rate-minutes 5]
+                                 [--cases small flood fifo rate] [--workers 2] [--credit N]
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ import asyncio
 import random
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -53,23 +60,51 @@ from bench.harness import (
     target_process,
 )
 from duetime_core.runkey import RunKey
+from duetime_infra.kafka.topics import DISPATCH_TOPICS
 from duetime_infra.pg import team_store
 from tests.support.databases import create_database, drop_database
 from tests.support.fleet import eventually
+from tests.support.kafka import Offsets, end_offsets, read_between, shared_bootstrap
 
 FLOOD_TEAM = "flood"
 RATED_TEAM = "rated"
 PROMISE = 5.0
 WINDOW = 10.0
 GRACE = 1.0
+# The small teams' p99 beside a flood may exceed their p99 alone by this much at most.
+MARGIN = 1.0
+# The flood's drain beside the small teams may exceed its FIFO drain by this share at most.
+DRAIN_SHARE = 1.10
+# The target's two hosts: the flood calls the first.
+FLOOD_HOST, OTHER_HOST = "127.0.0.1", "127.0.0.2"
+
+
+@dataclass(frozen=True)
+class Group:
+    """Small teams due the same way, calling the same host."""
+
+    timing: str  # "spread" over the window, or "inside" the flood's first seconds
+    shared: bool  # calling the flood's host
+
+    @property
+    def label(self) -> str:
+        host = "flood's host" if self.shared else "own host"
+        return f"{self.timing}, {host}"
+
+    def team(self, i: int) -> str:
+        return f"{self.timing}-{'shared' if self.shared else 'own'}-{i:02d}"
+
+
+GROUPS = [Group(t, shared) for t in ("spread", "inside") for shared in (False, True)]
 
 
 @dataclass(frozen=True)
 class Options:
-    flood: int
+    flood: list[int]
     teams: int
     per_team: int
     window: float
+    inside: float
     rate: int
     burst: int
     rate_minutes: int
@@ -86,8 +121,11 @@ class Start:
     team: str
     effective: datetime
     eligible: datetime
+    claimed: datetime  # the run's row written, by the database clock
+    published: datetime | None  # its first dispatch's Kafka timestamp
     started: datetime  # the first attempt's start, by the database clock
     arrival: datetime
+    early: bool  # its first attempt started ahead of its time
 
     @property
     def late(self) -> float:
@@ -111,48 +149,65 @@ class Outcome:
     def drain(self, team: str) -> float:
         return max((s.arrival - self.at).total_seconds() for s in self.of({team}))
 
+    def last_call(self, team: str) -> datetime:
+        return max(s.arrival for s in self.of({team}))
 
-def small_teams(options: Options) -> list[str]:
-    return [f"small-{i:02d}" for i in range(options.teams)]
+
+def small_teams(options: Options, group: Group | None = None) -> list[str]:
+    """The small teams of ``group`` (None: of every group)."""
+    groups = GROUPS if group is None else [group]
+    return [g.team(i) for g in groups for i in range(options.teams)]
 
 
 def small_jobs(options: Options, at: datetime, url: str) -> list[SeedJob]:
-    """The small teams' runs, at the same offsets in every case (a seeded draw)."""
+    """The small teams' runs, at the same offsets in every case (a seeded draw); ``url`` has
+    ``{host}`` and ``{team}`` to fill."""
     rng = random.Random(7)
     jobs = []
-    for team in small_teams(options):
-        for _ in range(options.per_team):
-            offset = timedelta(seconds=round(rng.uniform(0, options.window), 3))
-            jobs.append(SeedJob(team, at + offset, url.format(team=team)))
+    for group in GROUPS:
+        host = FLOOD_HOST if group.shared else OTHER_HOST
+        within = options.window if group.timing == "spread" else options.inside
+        for team in small_teams(options, group):
+            for _ in range(options.per_team):
+                offset = timedelta(seconds=round(rng.uniform(0, within), 3))
+                jobs.append(SeedJob(team, at + offset, url.format(host=host, team=team)))
     return jobs
+
+
+def flood_of(case: str) -> int:
+    """The flood's size in a case named ``flood N`` or ``fifo N``; 0 for the others."""
+    kind, _, size = case.partition(" ")
+    return int(size) if kind in ("flood", "fifo") else 0
 
 
 async def run_case(case: str, options: Options, template: str, tmp: Path) -> Outcome:
     name = f"duetime_bench_{uuid.uuid4().hex[:12]}"
     dsn = await create_database(name, template=template)
+    kind = case.split()[0]
     try:
         async with (
             target_process(tmp) as target,
             bench_system(
-                dsn, workers=options.workers, scheduler_extra=credit_env(case, options)
+                dsn, workers=options.workers, scheduler_extra=credit_env(kind, options)
             ) as s,
         ):
-            # The small teams' calls go to a host of their own, as another team's service is.
-            url = target.url("/noisy/{team}")
-            small_url = target.url("/noisy/{team}", host="127.0.0.2")
+            url = f"http://{{host}}:{target.port}/noisy/{{team}}"
             now: datetime = await asyncpg_now(dsn)
             at = (now + timedelta(seconds=options.lead)).replace(microsecond=0)
             jobs: list[SeedJob] = []
-            if case in ("small", "flood"):
-                jobs += small_jobs(options, at, small_url)
-            if case in ("flood", "fifo"):
-                jobs += [SeedJob(FLOOD_TEAM, at, url.format(team=FLOOD_TEAM))] * options.flood
-            if case == "rate":
-                jobs += [SeedJob(RATED_TEAM, at, url.format(team=RATED_TEAM))] * (
+            if kind in ("small", "flood"):
+                jobs += small_jobs(options, at, url)
+            if kind in ("flood", "fifo"):
+                flood_url = url.format(host=FLOOD_HOST, team=FLOOD_TEAM)
+                jobs += [SeedJob(FLOOD_TEAM, at, flood_url)] * flood_of(case)
+            if kind == "rate":
+                rated_url = url.format(host=FLOOD_HOST, team=RATED_TEAM)
+                jobs += [SeedJob(RATED_TEAM, at, rated_url)] * (
                     options.rate * options.rate_minutes + options.burst
                 )
+            offsets = await end_offsets(shared_bootstrap(), sorted(DISPATCH_TOPICS.values()))
             await seed_jobs(dsn, jobs)
-            if case == "rate":
+            if kind == "rate":
                 conn = await asyncpg.connect(dsn)
                 try:
                     await team_store.update_team_quota(
@@ -168,16 +223,17 @@ async def run_case(case: str, options: Options, template: str, tmp: Path) -> Out
             meter.stop()
             await target.stop()
             meter.report(len(jobs))
-            await account(dsn, outcome, target.calls, len(jobs))
+            published = await publish_times(offsets)
+            await account(dsn, outcome, target.calls, published, len(jobs))
             return outcome
     finally:
         await drop_database(name)
 
 
-def credit_env(case: str, options: Options) -> dict[str, str]:
+def credit_env(kind: str, options: Options) -> dict[str, str]:
     """The reference (``fifo``) runs with no dispatch credit, as before fairness: every run
     claimed goes to Kafka in due order."""
-    if case == "fifo":
+    if kind == "fifo":
         return {"DUETIME_DISPATCH_CREDIT": "0"}
     if options.credit is not None:
         return {"DUETIME_DISPATCH_CREDIT": str(options.credit)}
@@ -212,14 +268,32 @@ async def watch(dsn: str, case: str, at: datetime, runs: int, options: Options) 
     return Outcome(case, at)
 
 
-async def account(dsn: str, outcome: Outcome, calls: Sequence[Call], runs: int) -> None:
+async def publish_times(start: Offsets) -> dict[str, datetime]:
+    """When each run's first dispatch from ``start`` on reached Kafka (its record's timestamp)."""
+    bootstrap = shared_bootstrap()
+    ends = await end_offsets(bootstrap, sorted(DISPATCH_TOPICS.values()))
+    first: dict[str, datetime] = {}
+    for record in await read_between(bootstrap, start, ends):
+        run_id = record.dispatch.run_id
+        at = datetime.fromtimestamp(record.timestamp_ms / 1000, UTC)
+        first[run_id] = min(at, first.get(run_id, at))
+    return first
+
+
+async def account(
+    dsn: str,
+    outcome: Outcome,
+    calls: Sequence[Call],
+    published: Mapping[str, datetime],
+    runs: int,
+) -> None:
     """Matches the target's calls with the runs: lateness, and what went wrong."""
     conn = await asyncpg.connect(dsn)
     try:
         rows = await conn.fetch(
-            "SELECT r.job_id, r.nominal_time, r.team_id, r.state, r.effective_time, "
+            "SELECT r.run_id, r.job_id, r.nominal_time, r.team_id, r.state, r.effective_time, "
             "coalesce(greatest(r.eligible_time, r.effective_time), r.effective_time) AS eligible, "
-            "a.start_time FROM runs r "
+            "r.create_time, a.start_time, a.early FROM runs r "
             "LEFT JOIN attempts a ON a.run_id = r.run_id AND a.nominal_time = r.nominal_time "
             "AND a.number = 1"
         )
@@ -250,8 +324,11 @@ async def account(dsn: str, outcome: Outcome, calls: Sequence[Call], runs: int) 
                 row["team_id"],
                 row["effective_time"],
                 row["eligible"],
+                row["create_time"],
+                published.get(str(row["run_id"])),
                 row["start_time"],
                 found.time,
+                bool(row["early"]),
             )
         )
     early = sum(s.late < 0 for s in outcome.starts)
@@ -293,16 +370,20 @@ def jain_by_window(outcome: Outcome) -> list[tuple[float, float, int]]:
     return found
 
 
-def report_lateness(label: str, starts: list[Start]) -> tuple[float, float]:
+def report_lateness(label: str, starts: list[Start]) -> None:
     late = [s.late for s in starts]
     eligible = [s.late_eligible for s in starts]
+    claimed = [(s.claimed - s.effective).total_seconds() for s in starts]
+    published = [(s.published - s.effective).total_seconds() for s in starts if s.published]
     started = [(s.started - s.effective).total_seconds() for s in starts]
     called = [(s.arrival - s.started).total_seconds() for s in starts]
     print(f"    {label:<26} from effective {ms(late)}")
-    print(f"    {'':<26} from eligible  {ms(eligible)}  (runs {len(starts):,})")
-    print(f"    {'':<26} hops: to the attempt's start {ms(started)}")
+    ahead = sum(s.early for s in starts)
+    print(f"    {'':<26} from eligible  {ms(eligible)}  (runs {len(starts):,}, {ahead:,} ahead)")
+    print(f"    {'':<26} hops from effective: claimed {ms(claimed)}")
+    print(f"    {'':<26}                      published {ms(published)}")
+    print(f"    {'':<26}          attempt's start {ms(started)}")
     print(f"    {'':<26}       start to the call      {ms(called)}")
-    return quantiles(late)[1], quantiles(eligible)[1]
 
 
 def per_minute(outcome: Outcome, team: str, minutes: int) -> list[int]:
@@ -313,38 +394,32 @@ def per_minute(outcome: Outcome, team: str, minutes: int) -> list[int]:
 
 
 def summarise(outcomes: dict[str, Outcome], options: Options) -> None:
-    small = set(small_teams(options))
     print("\nsummary")
     for outcome in outcomes.values():
         print(f"  {outcome.case}: {'ok' if not outcome.problems else outcome.problems[:5]}")
-    p99 = {}
-    for case in ("small", "flood"):
-        if case in outcomes:
+    for case, outcome in outcomes.items():
+        if case == "small" or case.startswith("flood"):
             print(f"  {case}:")
-            p99[case] = report_lateness("small teams", outcomes[case].of(small))
-            if case == "flood":
-                report_lateness("flood team", outcomes[case].of({FLOOD_TEAM}))
-                worst = max((max(s.late for s in outcomes[case].of({t})), t) for t in small)
-                print(f"    worst small team: {worst[1]} max {worst[0]:.2f} s")
-    if "fifo" in outcomes:
-        print("  fifo (no dispatch credit):")
-        report_lateness("flood team", outcomes["fifo"].of({FLOOD_TEAM}))
-    if "small" in p99 and "flood" in p99:
-        delta = p99["flood"][0] - p99["small"][0]
-        print(
-            f"  small teams' p99 during the flood {p99['flood'][0]:.2f} s vs alone "
-            f"{p99['small'][0]:.2f} s: {delta:+.2f} s (target: <= {PROMISE:.0f} s and <= +1 s)"
-        )
-    if "flood" in outcomes and "fifo" in outcomes:
-        fair, fifo = outcomes["flood"].drain(FLOOD_TEAM), outcomes["fifo"].drain(FLOOD_TEAM)
-        print(
-            f"  flood drain {fair:.2f} s beside the small teams vs {fifo:.2f} s alone (FIFO): "
-            f"{fair / fifo:.3f}x (target <= 1.10x)"
-        )
-    if "flood" in outcomes:
-        windows = jain_by_window(outcomes["flood"])
-        shown = " ".join(f"{a:.0f}s:{j:.3f}({n})" for a, j, n in windows)
-        print(f"  Jain's index per 10 s window (start:index(teams)): {shown}")
+            for group in GROUPS:
+                report_lateness(group.label, outcome.of(set(small_teams(options, group))))
+        if case.startswith("flood"):
+            report_lateness("flood team", outcome.of({FLOOD_TEAM}))
+            small = small_teams(options)
+            worst = max((max(s.late for s in outcome.of({t})), t) for t in small)
+            print(f"    worst small team: {worst[1]} max {worst[0]:.2f} s")
+            inside = [s for s in outcome.of(set(small)) if s.team.startswith("inside")]
+            last = outcome.last_call(FLOOD_TEAM)
+            due_inside = sum(s.effective < last for s in inside)
+            print(
+                f"    inside runs due before the flood's last call: {due_inside} of {len(inside)}"
+            )
+            windows = jain_by_window(outcome)
+            shown = " ".join(f"{a:.0f}s:{j:.3f}({n})" for a, j, n in windows)
+            print(f"    Jain's index per 10 s window (start:index(teams)): {shown}")
+        if case.startswith("fifo"):
+            print(f"  {case} (no dispatch credit):")
+            report_lateness("flood team", outcome.of({FLOOD_TEAM}))
+    compare(outcomes, options)
     if "rate" in outcomes:
         counts = per_minute(outcomes["rate"], RATED_TEAM, options.rate_minutes)
         print(
@@ -354,12 +429,50 @@ def summarise(outcomes: dict[str, Outcome], options: Options) -> None:
         report_lateness("rated team", outcomes["rate"].of({RATED_TEAM}))
 
 
+def compare(outcomes: dict[str, Outcome], options: Options) -> None:
+    """Each group's p99 beside each flood against its p99 alone, and each flood's drain
+    against its FIFO drain, with the targets."""
+    floods = [c for c in outcomes if c.startswith("flood")]
+    if "small" in outcomes and floods:
+        print(
+            f"  small teams' p99 from effective, alone and beside each flood (target: <= alone "
+            f"+ {MARGIN:.0f} s)"
+        )
+        print(f"    {'group':<26} {'alone':>8}" + "".join(f" {c:>23}" for c in floods))
+        for group in [*GROUPS, None]:
+            teams = set(small_teams(options, group))
+            alone = p99(outcomes["small"].of(teams))
+            cells = []
+            for case in floods:
+                beside = p99(outcomes[case].of(teams))
+                mark = "ok" if beside <= alone + MARGIN else "MISSED"
+                cells.append(f"{beside:7.2f} s {beside - alone:+6.2f} {mark:>6}")
+            label = group.label if group is not None else "all small teams"
+            print(f"    {label:<26} {alone:6.2f} s" + "".join(f" {c:>23}" for c in cells))
+    for case in floods:
+        fifo = f"fifo {flood_of(case)}"
+        if fifo in outcomes:
+            fair, alone = outcomes[case].drain(FLOOD_TEAM), outcomes[fifo].drain(FLOOD_TEAM)
+            mark = "ok" if fair <= alone * DRAIN_SHARE else "MISSED"
+            print(
+                f"  {case}: drain {fair:.2f} s beside the small teams vs {alone:.2f} s alone "
+                f"(FIFO): {fair / alone:.3f}x (target <= {DRAIN_SHARE:.2f}x) {mark}"
+            )
+
+
+def p99(starts: list[Start]) -> float:
+    return quantiles([s.late for s in starts])[1]
+
+
 async def main() -> None:
     parser = bench_parser(__doc__)
-    parser.add_argument("--flood", type=int, default=10_000)
+    parser.add_argument("--flood", type=int, nargs="+", default=[10_000])
     parser.add_argument("--teams", type=int, default=50)
     parser.add_argument("--per-team", type=int, default=5)
     parser.add_argument("--window", type=float, default=60.0)
+    parser.add_argument(
+        "--inside", type=float, default=5.0, help="seconds after the flood's instant"
+    )
     parser.add_argument("--rate", type=int, default=600)
     parser.add_argument("--burst", type=int, default=10)
     parser.add_argument("--rate-minutes", type=int, default=5)
@@ -375,8 +488,11 @@ async def main() -> None:
     print(f"bench/noisy {options} at {datetime.now(UTC):%Y-%m-%d %H:%M} UTC", flush=True)
     outcomes: dict[str, Outcome] = {}
     async with bench_workspace("duetime-noisy-") as (template, tmp):
-        for case in args.cases:
-            outcomes[case] = await run_case(case, options, template, tmp)
+        for kind in args.cases:
+            sizes = options.flood if kind in ("flood", "fifo") else [0]
+            for size in sizes:
+                case = f"{kind} {size}" if size else kind
+                outcomes[case] = await run_case(case, options, template, tmp)
     summarise(outcomes, options)
 
 

@@ -369,7 +369,7 @@ async def test_a_start_ahead_waits_for_company_unless_other_starts_wait_for_perm
         for i, r in enumerate(runs[1:], 1)
     ]
     # The permit's queue is the executor's own: seen through its private slots.
-    await eventually(lambda: len(executor._starting._waiting) == 2, 10, "two wait for it")
+    await eventually(lambda: executor._starting.waiting == 2, 10, "two wait for it")
     calls.deliver.set()
     await asyncio.wait_for(asyncio.gather(*processing), 30)
     first, hurried, last = calls.slacks

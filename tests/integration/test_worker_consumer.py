@@ -85,6 +85,35 @@ async def test_offsets_wait_for_the_start_answer(topics: dict[Priority, str]) ->
         await consumer.drain(0.1, finish.set)
 
 
+async def test_attempts_started_and_held_leave_room_for_the_messages_behind_them(
+    topics: dict[Priority, str],
+) -> None:
+    # A herd's attempts started ahead of their time wait for it: they must not stop the
+    # consumer, or another team's runs wait behind them in the partition's order.
+    await publish_dispatches(topics[Priority.NORMAL], 5)
+    group = f"duetime-test-{uuid.uuid4().hex[:12]}"
+    started = 0
+    held = asyncio.Event()
+
+    async def handler(dispatch: RunDispatch, delivery: str, answered: Callable[[], None]) -> None:
+        nonlocal started
+        started += 1
+        answered()  # started: it waits for its call time from here on
+        await held.wait()
+
+    consumer = DispatchConsumer(shared_bootstrap(), group, "test", 1, handler, topics)
+    await consumer.start()
+    stopping = asyncio.Event()
+    running = asyncio.create_task(consumer.run(stopping))
+    try:
+        await eventually(lambda: started == 5, 20, "every message taken, one pending at a time")
+    finally:
+        held.set()
+        stopping.set()
+        await running
+        await consumer.drain(1, lambda: None)
+
+
 async def test_high_priority_gets_the_larger_share_and_low_still_moves(
     topics: dict[Priority, str],
 ) -> None:

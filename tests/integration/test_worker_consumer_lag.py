@@ -31,8 +31,8 @@ async def test_lag_counts_what_a_busy_worker_has_not_taken(topics: dict[Priority
     release = asyncio.Event()
 
     async def handler(dispatch: RunDispatch, delivery: str, answered: Callable[[], None]) -> None:
+        await release.wait()  # one message pending, held: the other four wait on the topic
         answered()
-        await release.wait()  # one slot, held: the other four wait on the topic
 
     group = f"duetime-test-{uuid.uuid4().hex[:12]}"
     consumer = DispatchConsumer(shared_bootstrap(), group, "test", 1, handler, topics)

@@ -88,3 +88,23 @@ def test_priorities_take_turns_by_weight_and_teams_share_within_a_priority() -> 
     assert by_priority == {Priority.HIGH: 40, Priority.NORMAL: 20, Priority.LOW: 10}
     for priority in Priority:
         assert served[(priority, "a")] == served[(priority, "b")]
+
+
+def test_items_no_longer_live_are_dropped_without_spending_their_flows_turn() -> None:
+    gone: set[str] = set()
+    fair: PriorityFairQueue[str, str] = PriorityFairQueue(lambda item: item not in gone)
+    for i in range(4):
+        fair.push(Priority.NORMAL, "a", 1, f"a{i}")
+        fair.push(Priority.NORMAL, "b", 1, f"b{i}")
+    gone |= {"a0", "a1", "a2"}
+    # a's dead head is skipped and a keeps its turn: a3 goes next, not after b's next item.
+    assert [fair.pop() for _ in range(3)] == ["a3", "b0", "b1"]
+    gone |= {"b2"}
+    fair.prune()
+    assert len(fair) == 1
+    assert fair.pop() == "b3"
+    gone.add("x")
+    fair.push(Priority.LOW, "c", 1, "x")
+    with pytest.raises(IndexError):
+        fair.pop()  # only a dead item left
+    assert len(fair) == 0

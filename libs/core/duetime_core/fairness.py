@@ -1,17 +1,23 @@
 """Weighted fair order: priorities by weight, and teams within a priority by weight.
 
-Used wherever a backlog can still be reordered: the scheduler's dispatch of held runs and the
-worker's execution slots. Priorities take turns by smooth weighted round-robin (high 4, normal
-2, low 1), so low still moves; within a priority each team (a flow) gets turns in proportion to
-its weight by stride scheduling, first come first served inside a team. A flow that was idle
-starts at the current virtual time: it cannot save up turns while it has nothing waiting.
+Used wherever a backlog can still be reordered: the scheduler's dispatch of held runs and
+every queue of runs in the worker (execution slots, start permits, connections). Priorities take
+turns by smooth weighted round-robin (high 4, normal 2, low 1), so low still moves; within a
+priority each team (a flow) gets turns in proportion to its weight by stride scheduling, first
+come first served inside a team. A flow that was idle starts at the current virtual time: it
+cannot save up turns while it has nothing waiting.
+
+Items that can leave while queued (a waiter gone at its deadline) are told by ``live``: one no
+longer live is dropped when it comes up, without spending its flow's turn, and ``prune`` drops
+them all at once.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 from collections import deque
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from typing import Generic, TypeVar
 
 from duetime_core.jobspec import Priority
@@ -28,21 +34,35 @@ class TurnOrder:
 
     def __init__(self) -> None:
         self._credit = dict.fromkeys(PRIORITY_WEIGHTS, 0)
+        self._total = sum(PRIORITY_WEIGHTS.values())
+        # For each priority that goes first, the order of the rest after it.
+        self._orders = {
+            first: (first, *(p for p in PRIORITY_WEIGHTS if p != first))
+            for first in PRIORITY_WEIGHTS
+        }
 
-    def next(self) -> list[Priority]:
-        total = sum(PRIORITY_WEIGHTS.values())
+    def next(self) -> tuple[Priority, ...]:
+        credit = self._credit
+        first, most = Priority.NORMAL, -math.inf
         for priority, weight in PRIORITY_WEIGHTS.items():
-            self._credit[priority] += weight
-        first = max(PRIORITY_WEIGHTS, key=lambda p: self._credit[p])
-        self._credit[first] -= total
-        return [first, *(p for p in PRIORITY_WEIGHTS if p != first)]
+            credit[priority] += weight
+            if credit[priority] > most:
+                first, most = priority, credit[priority]
+        credit[first] -= self._total
+        return self._orders[first]
+
+
+def _always(_: object) -> bool:
+    return True
 
 
 class FairQueue(Generic[F, T]):
     """Items queued per flow; ``pop`` takes the head of the flow with the smallest pass, and
-    advances that flow's pass by ``1 / weight``."""
+    advances that flow's pass by ``1 / weight``. Its length counts the items not yet popped,
+    discarded or dropped, live or not."""
 
-    def __init__(self) -> None:
+    def __init__(self, live: Callable[[T], bool] = _always) -> None:
+        self._live = live
         self._items: dict[F, deque[T]] = {}
         self._weights: dict[F, float] = {}
         self._pass: dict[F, float] = {}
@@ -71,12 +91,18 @@ class FairQueue(Generic[F, T]):
         heapq.heappush(self._heap, (self._pass[flow], self._seq, flow))
 
     def pop(self) -> T:
-        """The next item in fair order; IndexError when empty."""
+        """The next live item in fair order; IndexError when there is none."""
         while self._heap:
             passed, _, flow = heapq.heappop(self._heap)
             queue = self._items.get(flow)
             if not queue or self._pass.get(flow) != passed:
                 continue  # emptied by discard, or a stale entry
+            while queue and not self._live(queue[0]):
+                queue.popleft()  # gone meanwhile: dropped, the flow's turn unspent
+                self._size -= 1
+            if not queue:
+                del self._items[flow]
+                continue
             item = queue.popleft()
             self._size -= 1
             self._vtime = passed
@@ -102,6 +128,16 @@ class FairQueue(Generic[F, T]):
             del self._items[flow]
         return True
 
+    def prune(self) -> None:
+        """Drops the items no longer live; the flows' turns are kept."""
+        for flow, queue in list(self._items.items()):
+            kept = deque(item for item in queue if self._live(item))
+            self._size -= len(queue) - len(kept)
+            if kept:
+                self._items[flow] = kept
+            else:
+                del self._items[flow]
+
     def clear(self) -> None:
         """Drops every item; the flows' passes stay, so fairness carries over."""
         self._items.clear()
@@ -120,8 +156,10 @@ class FairQueue(Generic[F, T]):
 class PriorityFairQueue(Generic[F, T]):
     """Priorities by turn (``TurnOrder``), then flows within the priority by ``FairQueue``."""
 
-    def __init__(self) -> None:
-        self._queues: dict[Priority, FairQueue[F, T]] = {p: FairQueue() for p in PRIORITY_WEIGHTS}
+    def __init__(self, live: Callable[[T], bool] = _always) -> None:
+        self._queues: dict[Priority, FairQueue[F, T]] = {
+            p: FairQueue(live) for p in PRIORITY_WEIGHTS
+        }
         self._turns = TurnOrder()
 
     def __len__(self) -> int:
@@ -134,8 +172,15 @@ class PriorityFairQueue(Generic[F, T]):
         for priority in self._turns.next():
             queue = self._queues[priority]
             if queue:
-                return queue.pop()
+                try:
+                    return queue.pop()
+                except IndexError:
+                    continue  # none of its items was live
         raise IndexError("pop from an empty PriorityFairQueue")
+
+    def prune(self) -> None:
+        for queue in self._queues.values():
+            queue.prune()
 
     def discard(self, priority: Priority, flow: F, item: T) -> bool:
         return self._queues[priority].discard(flow, item)

@@ -40,6 +40,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -52,7 +53,6 @@ from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_core.attempts import ATTEMPT_CLOSED
 from duetime_core.backoff import DoublingBackoff
-from duetime_core.jobspec import Priority
 from duetime_infra.tracecontext import ATTEMPT, RUN_ID, TRACER
 from duetime_worker import tally
 from duetime_worker.backlog import CallBacklog
@@ -64,7 +64,7 @@ from duetime_worker.http_target import HttpCaller
 from duetime_worker.outcome import LEASE_LAPSED, NOT_BEGUN, UNSAID, LeaseLapsed, Outcome, SendCheck
 from duetime_worker.server_clock import ServerClock
 from duetime_worker.shielding import despite_cancellation
-from duetime_worker.slots import SlotsClosed, WeightedSlots
+from duetime_worker.slots import ANYONE, Flow, Permits, SlotsClosed, WeightedSlots
 from duetime_worker.tally import AttemptTally
 
 log = logging.getLogger(__name__)
@@ -127,11 +127,6 @@ _FINISHED_LEVELS = {
     pb.ATTEMPT_RESULT_FAILED: logging.WARNING,
     pb.ATTEMPT_RESULT_TIMED_OUT: logging.WARNING,
 }
-_PRIORITIES = {
-    job_pb2.PRIORITY_HIGH: Priority.HIGH,
-    job_pb2.PRIORITY_NORMAL: Priority.NORMAL,
-    job_pb2.PRIORITY_LOW: Priority.LOW,
-}
 # Attempts remembered as executed here, to drop a second delivery of one.
 EXECUTED_MEMORY = 100_000
 # A stopping worker retries a failed start this long at most (a retry of a start that took
@@ -181,36 +176,17 @@ def _once(action: Callable[[], None]) -> Callable[[], None]:
     return once
 
 
-class Permits:
-    """A count of permits taken without waiting (``take``), each given back once."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._taken = 0
-
-    def take(self) -> bool:
-        if self._taken >= self.limit:
-            return False
-        self._taken += 1
-        return True
-
-    def release(self) -> None:
-        self._taken = max(0, self._taken - 1)
-
-
 class Slot:
     """One execution slot, given back once: when the target call ends, or at the latest when
     the message is done with."""
 
     def __init__(self, slots: WeightedSlots, dispatch: RunDispatch) -> None:
         self._slots = slots
-        self._priority = _PRIORITIES.get(dispatch.priority, Priority.NORMAL)
-        self._team = dispatch.team
-        self._weight = dispatch.team_weight or 1
+        self._flow = Flow.of(dispatch)
         self._held = False
 
     async def __aenter__(self) -> Slot:
-        await self._slots.acquire(self._priority, self._team, self._weight)
+        await self._slots.take(self._flow)
         self._held = True
         return self
 
@@ -247,7 +223,8 @@ class Executor:
         # goes first.
         self._starting = WeightedSlots(starting)
         # Attempts started ahead of their runs' time, held until then: bounded apart from the
-        # execution slots, which go to runs whose time has come.
+        # execution slots, which go to runs whose time has come, with a reserve for the teams
+        # holding few.
         self._early = Permits(early)
         self._backlog = CallBacklog()
         # The lease watches' deadlines (``_run_within_lease``), under one timer.
@@ -314,7 +291,11 @@ class Executor:
                 wait = max(self._clock.seconds_until(not_before) - ahead, least)
                 if not await self._hold(min(wait, MAX_EARLY_WAIT)):
                     return  # stopping: unanswered, so the message goes to another worker
-                if early and self._clock.seconds_until(not_before) > 0 and self._early.take():
+                if (
+                    early
+                    and self._clock.seconds_until(not_before) > 0
+                    and self._early.take(dispatch.team)
+                ):
                     again = await self._run_early(dispatch, delivery_id, answered)
                     early = False  # answered TOO_EARLY: this run is started at its time
                 else:
@@ -345,7 +326,12 @@ class Executor:
                 if self._stopping.is_set():
                     await self._hand_back_unrun(*started)
                     return None
-                await self._execute(*started, call_ended=slot.release, reservation=reservation)
+                await self._execute(
+                    *started,
+                    call_ended=slot.release,
+                    reservation=reservation,
+                    flow=Flow.of(dispatch),
+                )
                 return None
         except SlotsClosed:
             return None  # stopping while waiting for a slot: unanswered, as when held
@@ -365,20 +351,20 @@ class Executor:
                     dispatch.run_id, delivery_id, ahead_of=dispatch.effective_time
                 )
         except SlotsClosed:
-            self._early.release()
+            self._early.release(dispatch.team)
             return None
         if isinstance(started, Timestamp) or started is None or isinstance(started, Unanswered):
-            self._early.release()
+            self._early.release(dispatch.team)
             if not isinstance(started, Timestamp | Unanswered):
                 answered()
             return started if isinstance(started, Timestamp) else None
         answered()
-        release = _once(self._early.release)
+        release = _once(partial(self._early.release, dispatch.team))
         try:
             if self._stopping.is_set():
                 await self._hand_back_unrun(*started)
                 return None
-            await self._execute(*started, call_ended=release)
+            await self._execute(*started, call_ended=release, flow=Flow.of(dispatch))
             return None
         finally:
             release()
@@ -391,7 +377,7 @@ class Executor:
         ``Unanswered.STOPPING`` when stopping meanwhile."""
         if dispatch.target_kind != TARGET_KIND_CONTAINER:
             return None
-        reserving = asyncio.ensure_future(self._launcher.reserve())
+        reserving = asyncio.ensure_future(self._launcher.reserve(Flow.of(dispatch)))
         stopping = asyncio.ensure_future(self._stopping.wait())
         try:
             await asyncio.wait({reserving, stopping}, return_when=asyncio.FIRST_COMPLETED)
@@ -519,9 +505,10 @@ class Executor:
         sent_at: float,
         call_ended: Callable[[], None] = lambda: None,
         reservation: Reservation | None = None,
+        flow: Flow = ANYONE,
     ) -> None:
         """Runs the attempt; ``call_ended`` once the target call is over (the report that
-        follows needs no execution slot)."""
+        follows needs no execution slot). Its call waits for connections as ``flow``."""
         run = response.run
         number = response.attempt
         if not self._first_execution(run.run_id, number):
@@ -548,10 +535,10 @@ class Executor:
 
         if response.HasField("call_time"):
             call = self._call_at(
-                run, number, timeout, response.call_time, begun, check, at_most_once
+                run, number, timeout, response.call_time, begun, check, at_most_once, flow
             )
         else:
-            call = self._call(run, number, timeout, reservation, check, at_most_once)
+            call = self._call(run, number, timeout, reservation, check, at_most_once, flow=flow)
         task = asyncio.create_task(call)
         active = ActiveAttempt(
             run.run_id,
@@ -637,11 +624,12 @@ class Executor:
         check: SendCheck,
         announce: bool = False,
         sent: Callable[[], None] = _nothing,
+        flow: Flow = ANYONE,
     ) -> Outcome:
         """The target call, in a client span whose context is the ``traceparent`` it sends;
         ``check`` runs before anything of it is sent or launched, ``sent`` once an HTTP
         request goes out; with ``announce`` (at most once), only once the scheduler
-        acknowledged it."""
+        acknowledged it. An HTTP call waits for its connection as ``flow``."""
         if announce and not await self._announced(run.run_id, attempt, limit):
             return Outcome.handed_back(
                 f"not called: the call's announcement was not acknowledged within {limit:g} s",
@@ -653,7 +641,9 @@ class Executor:
             kind=SpanKind.CLIENT,
             attributes={RUN_ID: run.run_id, ATTEMPT: attempt, "duetime.target.kind": str(kind)},
         ) as span:
-            outcome = await self._call_target(run, kind, attempt, limit, reservation, check, sent)
+            outcome = await self._call_target(
+                run, kind, attempt, limit, reservation, check, sent, flow
+            )
             if outcome.result != pb.ATTEMPT_RESULT_SUCCEEDED:
                 span.set_status(Status(StatusCode.ERROR, outcome.error))
             return outcome
@@ -674,6 +664,7 @@ class Executor:
         reservation: Reservation | None,
         check: SendCheck,
         sent: Callable[[], None],
+        flow: Flow,
     ) -> Outcome:
         # An HTTP call is bounded by its own deadlines (its turn, and reqwest's total timeout
         # from connect to the body's last byte); a launch by its timeout and the launcher's
@@ -681,7 +672,7 @@ class Executor:
         # and grace in any case.
         try:
             if kind == "http":
-                return await self._http.call(run, attempt, limit, check, sent)
+                return await self._http.call(run, attempt, limit, check, sent, flow)
             if kind == "container":
                 async with asyncio.timeout(limit + 1 + self._launcher.stop_seconds):
                     return await self._launcher.launch(run, attempt, limit, reservation, check)
@@ -700,6 +691,7 @@ class Executor:
         begun: Callable[[], None],
         check: SendCheck,
         announce: bool = False,
+        flow: Flow = ANYONE,
     ) -> Outcome:
         """An attempt started ahead of its time: a heartbeat answered shortly before the call
         (a job paused or deleted since the start cancels it then), then the call at its time
@@ -714,7 +706,7 @@ class Executor:
         sent = self._backlog.due()
         begun()
         try:
-            return await self._call(run, attempt, limit, None, check, announce, sent)
+            return await self._call(run, attempt, limit, None, check, announce, sent, flow)
         finally:
             sent()
 

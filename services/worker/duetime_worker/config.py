@@ -23,10 +23,12 @@ DEFAULT_CONCURRENCY = 2000
 # waits behind at most a fraction of a second of another team's flood (the fair queue in front
 # of them orders the rest).
 DEFAULT_START_CONCURRENCY = 256
-# Messages taken from Kafka and not done. A herd claimed ahead is held here, without slots, and
-# started ahead: a worker holding its share of a 50,000-run herd needs no start at its instant,
-# and nothing of it waits in Kafka behind the others' runs. (A full heartbeat listing more
-# attempts than one message may goes in parts.)
+# Messages taken from Kafka and not yet answered. A herd claimed ahead is held here, without
+# slots, and (unset ``DUETIME_WORKER_EARLY_STARTS``) may all be started ahead: a worker holding
+# its share of a 50,000-run herd needs no start at its instant, and nothing of it waits in Kafka
+# behind the others' runs. A tenth more early starts is kept for the teams holding few
+# (``slots.Permits``). (A full heartbeat listing more attempts than one message may goes in
+# parts.)
 DEFAULT_MAX_PENDING = 25_000
 # Local processes and containers are not cheap: a launcher runs at most this many at once,
 # whatever the slots allow (a container attempt waits for its permit before it is started).
@@ -61,8 +63,9 @@ class Settings:
     # The longest an HTTP target's connection (TCP and TLS) may take; the attempt's lease must
     # outlast it when its call is handed to the client.
     connect_timeout: float
-    # Messages taken from Kafka and not yet done: those held until their effective time (which
-    # take no slot) and those executing.
+    # Messages taken from Kafka and not yet answered: those held until their effective time
+    # (which take no slot), waiting for a slot or being started. Attempts started are bounded
+    # by the slots and the early starts instead.
     max_pending: int
     group: str
     heartbeat_interval: float
@@ -103,8 +106,8 @@ class Settings:
             worker_token=token,
             kafka_bootstrap=env.text("DUETIME_KAFKA_BOOTSTRAP", DEFAULT_KAFKA_BOOTSTRAP),
             scheduler_addresses=env.addresses("DUETIME_SCHEDULER_TARGET", "127.0.0.1:50052"),
-            # Unset, the slots stay within a MAX_PENDING chosen when the default was lower:
-            # such a deployment keeps starting; only an explicit conflict is refused.
+            # Unset, the slots stay within a MAX_PENDING set below their default, as they were
+            # when it bounded the attempts running too.
             concurrency=env.integer(
                 "DUETIME_WORKER_CONCURRENCY",
                 min(DEFAULT_CONCURRENCY, max_pending),
@@ -178,12 +181,6 @@ def _problems(settings: Settings, token: str) -> list[str]:
         )
     if not settings.worker_id or len(settings.worker_id) > 200:
         problems.append("DUETIME_WORKER_ID: 1 to 200 characters")
-    if settings.max_pending < settings.concurrency:
-        # Slots beyond the messages a worker may take could never be used.
-        problems.append(
-            f"DUETIME_WORKER_MAX_PENDING={settings.max_pending}: must be at least "
-            f"DUETIME_WORKER_CONCURRENCY ({settings.concurrency})"
-        )
     if not settings.group:
         problems.append("DUETIME_WORKER_GROUP: must not be empty")
     try:

@@ -1,11 +1,18 @@
-"""The dispatch consumer: the three priority topics in one consumer group, bounded concurrency,
-weighted priorities, and offsets committed only once a message's start was answered.
+"""The dispatch consumer: the three priority topics in one consumer group, a bounded number of
+messages waiting in the worker, weighted priorities, and offsets committed only once a
+message's start was answered.
 
-Each fetch round shares the free slots between the priorities by weight (high 4, normal 2,
-low 1, at least one each), from records already fetched, and the priority that picks first
-rotates by the same weights; what a priority leaves unused goes to the others, and an idle
-round waits on all of them. So when several topics have messages, high gets most of the slots
-and low still moves.
+At most ``max_pending`` messages are taken and not yet answered (held until their time, waiting
+for a slot, being started): there the worker's fair queues order them across teams. An attempt
+once started no longer counts (its execution slot or early-start permit bounds it), so a herd's
+attempts held until their time do not stop the consumer, leaving another team's runs behind
+them in Kafka's first-in first-out partitions.
+
+Each fetch round shares that room between the priorities by weight (high 4, normal 2, low 1,
+at least one each), from records already fetched, and the priority that picks first rotates by
+the same weights; what a priority leaves unused goes to the others, and an idle round waits on
+all of them. So when several topics have messages, high gets most of the room and low still
+moves.
 
 A message's offset becomes committable once StartAttempt answered (started or refused), and a
 partition's commit never passes a message still waiting for its answer, so a crash redelivers
@@ -47,7 +54,7 @@ COMMIT_INTERVAL = 0.2
 # Consumer lag is sampled this often (seconds), each sample given at most the timeout.
 LAG_SAMPLE_INTERVAL = 5.0
 LAG_SAMPLE_TIMEOUT = 3.0
-# While every slot is busy, the consumer still polls this often to stay in its group.
+# While it may take no more messages, the consumer still polls this often to stay in its group.
 SATURATED_POLL_SECONDS = 30.0
 # On drain, how long the running attempts told to hand back may take to stop and report.
 HAND_BACK_WAIT = 15.0
@@ -64,7 +71,7 @@ class DispatchConsumer:
         bootstrap: str,
         group: str,
         client_id: str,
-        concurrency: int,
+        max_pending: int,
         handler: Handler,
         topics: Mapping[Priority, str] = DISPATCH_TOPICS,
         tls: ClientTls | None = None,
@@ -74,14 +81,14 @@ class DispatchConsumer:
         )
         self._topics = dict(topics)
         self._priority_of_topic = {topic: priority for priority, topic in topics.items()}
-        self._concurrency = concurrency
+        self._max_pending = max_pending
         self._handler = handler
         self._commits = TrackedCommits(self._consumer)
         self.offsets = self._commits.offsets
         self._tasks: set[asyncio.Task[None]] = set()
         # Tasks of messages not yet answered, with their partitions.
         self._starting: dict[asyncio.Task[None], TopicPartition] = {}
-        self._slot_freed = asyncio.Event()
+        self._room_freed = asyncio.Event()
         self._commit_wanted = asyncio.Event()
         self.consumed = 0
         self._turns = TurnOrder()
@@ -156,6 +163,7 @@ class DispatchConsumer:
                 return
             self.offsets.done(tp, offset)
             self._commit_wanted.set()
+            self._room_freed.set()
 
         async def handle() -> None:
             try:
@@ -179,7 +187,7 @@ class DispatchConsumer:
         def finished(t: asyncio.Task[None]) -> None:
             self._tasks.discard(t)
             self._starting.pop(t, None)
-            self._slot_freed.set()
+            self._room_freed.set()
 
         task.add_done_callback(finished)
 
@@ -199,23 +207,24 @@ class DispatchConsumer:
                 counts[tp.topic] += 1
         return counts
 
-    async def _wait_for_a_slot(self, stop_wait: asyncio.Task[bool]) -> None:
-        """Waits for a free slot while still polling: a consumer that stops calling getmany
-        for max_poll_interval leaves its group (long attempts on every slot would do that), so
-        the partitions are paused and polled, delivering nothing, until a slot frees."""
-        self._slot_freed.clear()
+    async def _wait_for_room(self, stop_wait: asyncio.Task[bool]) -> None:
+        """Waits for a message to be answered or done while still polling: a consumer that
+        stops calling getmany for max_poll_interval leaves its group (messages held until their
+        time far ahead would do that), so the partitions are paused and polled, delivering
+        nothing, until there is room."""
+        self._room_freed.clear()
         paused = list(self._consumer.assignment())
         self._consumer.pause(*paused)
         try:
-            while not self._slot_freed.is_set() and not stop_wait.done():
-                freed = asyncio.create_task(self._slot_freed.wait())
+            while not self._room_freed.is_set() and not stop_wait.done():
+                freed = asyncio.create_task(self._room_freed.wait())
                 await asyncio.wait(
                     {freed, stop_wait},
                     timeout=SATURATED_POLL_SECONDS,
                     return_when=asyncio.FIRST_COMPLETED,
                 )
                 freed.cancel()
-                if not self._slot_freed.is_set():
+                if not self._room_freed.is_set():
                     with contextlib.suppress(KafkaError):
                         await self._consumer.getmany(timeout_ms=0)
         finally:
@@ -229,9 +238,9 @@ class DispatchConsumer:
         stop_wait = asyncio.create_task(stopping.wait())
         try:
             while not stopping.is_set():
-                free = self._concurrency - len(self._tasks)
+                free = self._max_pending - len(self._starting)
                 if free <= 0:
-                    await self._wait_for_a_slot(stop_wait)
+                    await self._wait_for_room(stop_wait)
                     continue
                 try:
                     records = await self._fetch(free)

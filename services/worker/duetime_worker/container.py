@@ -7,10 +7,11 @@ the W3C ``TRACEPARENT`` of the target call (so the task can join the run's trace
 attempt's deadline: ``DUETIME_DEADLINE`` (RFC 3339, UTC) and ``DUETIME_DEADLINE_SECONDS`` (left
 when the task starts). Exit status 0 is success, anything else a retryable failure.
 
-A worker reserves a permit (``reserve``) before it starts an attempt of a container target, so
-no started attempt waits for one with its lease and timeout running; an attempt launched
-without a reservation (its dispatch message did not say the target's kind) while every permit is
-taken is handed back unrun, "launcher busy".
+A worker reserves a permit (``reserve``, waited for in weighted fair order across teams:
+``slots``) before it starts an attempt of a container target, so no started attempt waits for
+one with its lease and timeout running; an attempt launched without a reservation (its
+dispatch message did not say the target's kind) while every permit is taken is handed back
+unrun, "launcher busy".
 
 The local launcher runs ``command + args`` (the image is not used) of a list of permitted
 executables, kills it at the attempt timeout, and is for operators who have no container runtime.
@@ -31,6 +32,7 @@ from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_infra.tracecontext import current_traceparent
 from duetime_worker.deadline import Deadline
 from duetime_worker.outcome import ANSWERED, BEGUN, NOT_BEGUN, Outcome, SendCheck, no_check
+from duetime_worker.slots import ANYONE, Flow, WeightedSlots
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +43,7 @@ LAUNCHER_BUSY = "launcher busy: every container permit was taken"
 class Reservation:
     """A launcher's permit for one process, given back once (``release``)."""
 
-    def __init__(self, permits: asyncio.Semaphore | None) -> None:
+    def __init__(self, permits: WeightedSlots | None) -> None:
         self._permits = permits
 
     def release(self) -> None:
@@ -52,12 +54,13 @@ class Reservation:
 
 class PermittedLauncher:
     """A launcher whose tasks run under its permits (see the module doc), at most
-    ``concurrency`` at once; an implementation defines ``_launch``."""
+    ``concurrency`` at once, waited for in weighted fair order across teams; an implementation
+    defines ``_launch``."""
 
     stop_seconds = 0.0
 
     def __init__(self, concurrency: int) -> None:
-        self._running = asyncio.Semaphore(concurrency)
+        self._running = WeightedSlots(concurrency)
 
     async def start(self) -> None:
         pass
@@ -65,8 +68,8 @@ class PermittedLauncher:
     async def close(self) -> None:
         pass
 
-    async def reserve(self) -> Reservation:
-        await self._running.acquire()
+    async def reserve(self, flow: Flow = ANYONE) -> Reservation:
+        await self._running.take(flow)
         return Reservation(self._running)
 
     async def launch(
@@ -79,9 +82,9 @@ class PermittedLauncher:
     ) -> Outcome:
         if reservation is None:
             # No waiting here: the attempt is started, and the wait would count as its timeout.
-            if self._running.locked():
+            if not self._running.take_now():
                 return Outcome.handed_back(LAUNCHER_BUSY, call=NOT_BEGUN)
-            reservation = await self.reserve()
+            reservation = Reservation(self._running)
         try:
             return await self._launch(run, attempt, limit, check)
         finally:
@@ -121,8 +124,8 @@ class Launcher(Protocol):
         """Called once after the last launch has ended."""
         ...
 
-    async def reserve(self) -> Reservation:
-        """Waits for a permit to run one task."""
+    async def reserve(self, flow: Flow = ANYONE) -> Reservation:
+        """Waits for a permit to run one task, its turn among the waiting as ``flow``."""
         ...
 
     async def launch(
@@ -148,7 +151,7 @@ class DisabledLauncher:
     async def close(self) -> None:
         pass
 
-    async def reserve(self) -> Reservation:
+    async def reserve(self, flow: Flow = ANYONE) -> Reservation:
         return Reservation(None)  # nothing runs here: the launch fails at once
 
     async def launch(

@@ -1,14 +1,14 @@
 """Waits that end by a deadline, thousands at once, under one timer of the event loop.
 
-A herd's calls wait at once: for their turn at a connection limit, for the call backlog to
-clear. A loop timer each (``asyncio.timeout``, ``wait_for``) is a handle made, started and
-cancelled for every wait; here a wait is a future in a heap, and one timer serves the soonest.
+A herd's calls wait at once: for their turn at a connection limit (``slots``), for the call
+backlog to clear. A loop timer each (``asyncio.timeout``, ``wait_for``) is a handle made,
+started and cancelled for every wait; here a wait is a future in a heap, and one timer serves
+the soonest.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import heapq
 import math
 from collections.abc import Callable
@@ -16,9 +16,9 @@ from collections.abc import Callable
 # uvloop's clock and timers count whole milliseconds: a wait ends up to a millisecond early
 # rather than have its timer come back again and again within the millisecond.
 RESOLUTION = 0.001
-# A heap or queue is cleared of the waits already ended once it holds this many entries, and
-# then again each time it has doubled since.
-_FIRST_PRUNE = 1024
+# A heap or queue is cleared of the waits already ended once it holds this many entries (or
+# ended waits), and then again each time it has doubled since (or they are as many as the rest).
+FIRST_PRUNE = 1024
 
 Expire = Callable[["asyncio.Future[None]"], None]
 
@@ -42,13 +42,13 @@ class Deadlines:
         self._heap: list[tuple[float, int, asyncio.Future[None]]] = []
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = math.inf
-        self._prune_at = _FIRST_PRUNE
+        self._prune_at = FIRST_PRUNE
 
     def add(self, waiter: asyncio.Future[None], when: float) -> None:
         if len(self._heap) >= self._prune_at:
             self._heap = [entry for entry in self._heap if not entry[2].done()]
             heapq.heapify(self._heap)
-            self._prune_at = max(_FIRST_PRUNE, 2 * len(self._heap))
+            self._prune_at = max(FIRST_PRUNE, 2 * len(self._heap))
         heapq.heappush(self._heap, (when, id(waiter), waiter))
         if when < self._timer_at:
             self._wake_at(when)
@@ -80,42 +80,3 @@ class Deadlines:
                 self._expire_one(waiter)
         if heap:
             self._wake_at(heap[0][0])
-
-
-class Gate:
-    """At most ``limit`` holders at once; the others wait in arrival order, each until its own
-    deadline. A freed place goes straight to the first caller still waiting."""
-
-    def __init__(self, limit: int) -> None:
-        self._free = limit
-        self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()
-        self._deadlines = Deadlines(time_out)
-        self._prune_at = _FIRST_PRUNE
-
-    async def take(self, deadline: float) -> None:
-        """Takes a place, waiting until ``deadline`` (the loop's clock) at most: TimeoutError
-        then, with nothing taken."""
-        if self._free > 0:
-            self._free -= 1
-            return
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        if len(self._waiting) >= self._prune_at:
-            self._waiting = collections.deque(w for w in self._waiting if not w.done())
-            self._prune_at = max(_FIRST_PRUNE, 2 * len(self._waiting))
-        self._waiting.append(waiter)
-        self._deadlines.add(waiter, deadline)
-        try:
-            await waiter
-        except asyncio.CancelledError:
-            if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
-                self.release()  # given a place as its caller was cancelled: pass it on
-            raise
-
-    def release(self) -> None:
-        waiting = self._waiting
-        while waiting:
-            waiter = waiting.popleft()
-            if not waiter.done():
-                waiter.set_result(None)
-                return
-        self._free += 1

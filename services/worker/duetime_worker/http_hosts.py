@@ -21,8 +21,8 @@ from datetime import timedelta
 
 from pyreqwest.client import Client, ClientBuilder
 
-from duetime_worker.deadlines import Gate
 from duetime_worker.policy import TargetPolicy
+from duetime_worker.slots import WeightedSlots
 
 # The longest a connection (TCP and TLS) may take by default (DUETIME_HTTP_CONNECT_TIMEOUT):
 # the send check asks the lease to outlast it, since from the hand-off to reqwest the first byte
@@ -69,7 +69,7 @@ class Hosts:
     literals: dict[str, tuple[bool, str | None]] = field(default_factory=dict)
     pins: dict[str, _Pin] = field(default_factory=dict)
     resolving: dict[str, asyncio.Future[_Pin]] = field(default_factory=dict)
-    gates: dict[str, Gate] = field(default_factory=dict)
+    gates: dict[str, WeightedSlots] = field(default_factory=dict)
     shared: Client | None = None  # for IP literals, which reqwest never resolves
 
     def open(self) -> None:
@@ -96,13 +96,14 @@ class Hosts:
             self.literals[host] = known
         return known[1]
 
-    def gate(self, origin: str, limit: int) -> Gate:
-        """The gate of the calls in flight to a scheme, host and port, ``limit`` at once."""
+    def gate(self, origin: str, limit: int) -> WeightedSlots:
+        """The gate of the calls in flight to a scheme, host and port, ``limit`` at once,
+        shared by the teams that call it in weighted fair order."""
         gate = self.gates.get(origin)
         if gate is None:
             if len(self.gates) >= _HOST_MEMORY:
                 self.gates.clear()  # their calls in flight keep theirs
-            gate = self.gates[origin] = Gate(limit)
+            gate = self.gates[origin] = WeightedSlots(limit)
         return gate
 
     def pinned(self, host: str) -> Client | None:

@@ -27,7 +27,6 @@ from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_infra.tracecontext import current_traceparent, tracing_active
 from duetime_worker.deadline import Deadline
-from duetime_worker.deadlines import Gate
 from duetime_worker.http_hosts import CONNECT_TIMEOUT, Hosts, Resolve, TargetRefused, system_resolve
 from duetime_worker.outcome import (
     ANSWERED,
@@ -38,6 +37,7 @@ from duetime_worker.outcome import (
     no_check,
 )
 from duetime_worker.policy import TargetPolicy
+from duetime_worker.slots import ANYONE, Flow, WeightedSlots
 
 _METHODS = {
     job_pb2.HTTP_METHOD_UNSPECIFIED: "POST",
@@ -78,7 +78,7 @@ class HttpCaller:
     ) -> None:
         self._policy = policy
         self._per_host = connections_per_host
-        self._gate = Gate(connection_limit)
+        self._gate = WeightedSlots(connection_limit)
         self._connect = connect_timeout
         self._hosts = Hosts(policy, resolve, connect_timeout)
         self._urls: dict[str, tuple[Url, SplitResult] | Outcome] = {}
@@ -96,7 +96,9 @@ class HttpCaller:
         limit: float,
         check: SendCheck = no_check,
         sent: Callable[[], None] = no_check,
+        flow: Flow = ANYONE,
     ) -> Outcome:
+        """The run's request (see ``send``), waiting for its connections as ``flow``."""
         http = run.target.http
         headers = dict(http.headers)
         headers["Idempotency-Key"] = run.idempotency_key
@@ -108,7 +110,7 @@ class HttpCaller:
         if traceparent:
             headers["traceparent"] = traceparent
         method = _METHODS.get(http.method, "POST")
-        return await self.send(method, http.url, headers, http.body, limit, check, sent)
+        return await self.send(method, http.url, headers, http.body, limit, check, sent, flow)
 
     async def send(
         self,
@@ -119,11 +121,14 @@ class HttpCaller:
         limit: float,
         check: SendCheck = no_check,
         sent: Callable[[], None] = no_check,
+        flow: Flow = ANYONE,
     ) -> Outcome:
         """One request under the allow-list, classified as a target's answer is. ``check``
         runs before the call waits for its turn and again as it is handed to reqwest (asking
         the lease to outlast the connect), so a LeaseLapsed it raises means nothing was sent;
-        ``sent`` runs once the request is handed over."""
+        ``sent`` runs once the request is handed over. Its turn at the connection limits comes
+        in weighted fair order as ``flow``: another team's calls to the same host do not make
+        it wait behind all of theirs."""
         target = self._parsed(url)
         if isinstance(target, Outcome):
             return target
@@ -134,16 +139,16 @@ class HttpCaller:
             return Outcome.failed(f"target refused: {reason}", retryable=False, call=NOT_BEGUN)
         check()  # before the call waits for its turn
         deadline = asyncio.get_running_loop().time() + limit
-        gates: tuple[Gate, ...] = (self._gate,)
+        gates: tuple[WeightedSlots, ...] = (self._gate,)
         if self._per_host > 0:
             # The host's own limit first: a call waiting for a busy host holds no slot that a
             # call to another host could use.
             origin = f"{parsed.scheme}://{host}:{parsed.port_or_known_default}"
             gates = (self._hosts.gate(origin, self._per_host), self._gate)
-        taken: list[Gate] = []
+        taken: list[WeightedSlots] = []
         try:
             try:
-                client = await self._turn(gates, taken, host, deadline)
+                client = await self._turn(gates, taken, host, deadline, flow)
             except TimeoutError:
                 # The timeout counts from before the wait for the call's turn (the limits of
                 # DUETIME_HTTP_CONNECTIONS_PER_HOST and the slots) and the host's resolution:
@@ -179,12 +184,17 @@ class HttpCaller:
             _release(taken)
 
     async def _turn(
-        self, gates: tuple[Gate, ...], taken: list[Gate], host: str, deadline: float
+        self,
+        gates: tuple[WeightedSlots, ...],
+        taken: list[WeightedSlots],
+        host: str,
+        deadline: float,
+        flow: Flow,
     ) -> Client:
         """The host's client once the call's turn came (each gate taken is added to
         ``taken``), waiting until ``deadline`` (the loop's clock) at most."""
         for gate in gates:
-            await gate.take(deadline)
+            await gate.take(flow, deadline)
             taken.append(gate)
         client = self._hosts.pinned(host)
         if client is not None:
@@ -203,7 +213,7 @@ class HttpCaller:
         return known
 
 
-def _release(gates: list[Gate]) -> None:
+def _release(gates: list[WeightedSlots]) -> None:
     for gate in gates:
         gate.release()
 

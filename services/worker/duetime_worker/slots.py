@@ -1,73 +1,189 @@
-"""The worker's execution slots, shared between priorities and teams by weight.
+"""The worker's one shape of concurrency limit: places shared between priorities and teams by
+weight, each wait ending at its deadline.
 
-Messages are taken from Kafka ahead of their time and wait for a slot once due, so the order in
-which waiting runs get slots decides who goes first: a freed slot goes to a waiting run of the
-priority whose turn it is (high 4, normal 2, low 1), and within it to the team whose turn it is
-by its weight (``duetime_core.fairness``), first come first served within a team. A backlog of
-one team's runs cannot hold back another team's, a low-priority backlog cannot hold back a
-high-priority run, and low still moves. A stopping worker closes its slots: nothing waiting
-gets one.
+Runs wait in the worker for an execution slot, for a start permit and for HTTP connections (all
+in all, and to one host). Each of these is a ``WeightedSlots``: at most ``limit`` holders, and
+a freed place goes straight to the next waiter in weighted fair order (``duetime_core.fairness``:
+the priority whose turn it is, high 4, normal 2, low 1; within it the team whose turn it is by
+its weight; first come first served within a team). So one team's backlog cannot hold back
+another team's run wherever runs wait, a low-priority backlog cannot hold back a high-priority
+run, and low still moves. A wait with a deadline ends there (TimeoutError), under one timer for
+all of them (``deadlines``); waits that ended are dropped from the queue when they come up, or
+all at once as they pile up, so a wait costs O(log n) however large the herd. A stopping worker
+closes its slots: nothing waiting gets one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
+from dataclasses import dataclass
 
+from duetime.events.v1.events_pb2 import RunDispatch
+from duetime.jobs.v1 import job_pb2
 from duetime_core.fairness import PRIORITY_WEIGHTS, PriorityFairQueue, TurnOrder
 from duetime_core.jobspec import Priority
+from duetime_worker.deadlines import FIRST_PRUNE, Deadlines
 
 # Offered here too: the consumer shares fetches between the priority topics by them.
 WEIGHTS = PRIORITY_WEIGHTS
 
-__all__ = ["WEIGHTS", "SlotsClosed", "TurnOrder", "WeightedSlots"]
+_PRIORITIES = {
+    job_pb2.PRIORITY_HIGH: Priority.HIGH,
+    job_pb2.PRIORITY_NORMAL: Priority.NORMAL,
+    job_pb2.PRIORITY_LOW: Priority.LOW,
+}
+
+__all__ = ["ANYONE", "WEIGHTS", "Flow", "Permits", "SlotsClosed", "TurnOrder", "WeightedSlots"]
 
 
 class SlotsClosed(Exception):
     """No slot is granted any more: the worker is stopping."""
 
 
+@dataclass(frozen=True, slots=True)
+class Flow:
+    """Whose turn a wait is: its run's priority, team and the team's weight."""
+
+    priority: Priority = Priority.NORMAL
+    team: str = ""
+    weight: float = 1.0
+
+    @classmethod
+    def of(cls, dispatch: RunDispatch) -> Flow:
+        """A dispatched run's (weight 1 from older writers, which do not say it)."""
+        priority = _PRIORITIES.get(dispatch.priority, Priority.NORMAL)
+        return cls(priority, dispatch.team, dispatch.team_weight or 1)
+
+
+# A wait on behalf of no team in particular.
+ANYONE = Flow()
+
+
+def _waiting(waiter: asyncio.Future[None]) -> bool:
+    return not waiter.done()
+
+
 class WeightedSlots:
-    def __init__(self, total: int) -> None:
-        self._free = total
-        self._waiting: PriorityFairQueue[str, asyncio.Future[None]] = PriorityFairQueue()
+    def __init__(self, limit: int) -> None:
+        self._free = limit
+        # Waiters that left (cancelled, timed out) stay queued until they come up or are pruned.
+        self._queue: PriorityFairQueue[str, asyncio.Future[None]] = PriorityFairQueue(_waiting)
+        self._waiters = 0  # still waiting
+        self._left = 0  # queued, no longer waiting
+        self._deadlines = Deadlines(self._time_out)
         self._closed = False
+
+    @property
+    def waiting(self) -> int:
+        """Callers waiting for a slot now."""
+        return self._waiters
 
     @property
     def contended(self) -> bool:
         """Some caller is waiting for a slot."""
-        return bool(self._waiting)
+        return self._waiters > 0
 
     def close(self) -> None:
-        """From now on ``acquire`` raises ``SlotsClosed``, in those waiting too."""
+        """From now on ``take`` raises ``SlotsClosed``, in those waiting too."""
         self._closed = True
-        while self._waiting:
-            waiter = self._waiting.pop()
-            if not waiter.done():
-                waiter.set_exception(SlotsClosed())
+        while (waiter := self._next()) is not None:
+            waiter.set_exception(SlotsClosed())
+        self._queue.clear()
+        self._left = 0
 
-    async def acquire(self, priority: Priority, team: str = "", weight: float = 1.0) -> None:
-        """Waits for a slot: ``team``'s turn among the teams waiting at ``priority`` comes in
-        proportion to ``weight``."""
+    async def take(self, flow: Flow = ANYONE, deadline: float = math.inf) -> None:
+        """Waits for a slot: ``flow``'s turn among those waiting comes by its priority and its
+        team's weight. With a ``deadline`` (the loop's clock), TimeoutError then, with nothing
+        taken."""
         if self._closed:
             raise SlotsClosed
-        if self._free > 0 and not self._waiting:
+        if self._free > 0:  # nobody waits while a slot is free
             self._free -= 1
             return
-        granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiting.push(priority, team, weight, granted)
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self._left >= max(FIRST_PRUNE, self._waiters):
+            self._queue.prune()
+            self._left = 0
+        self._queue.push(flow.priority, flow.team, flow.weight, waiter)
+        self._waiters += 1
+        if deadline < math.inf:
+            self._deadlines.add(waiter, deadline)
         try:
-            await granted
+            await waiter
         except asyncio.CancelledError:
-            if granted.done() and not granted.cancelled() and granted.exception() is None:
+            if waiter.cancelled():  # it left while waiting
+                self._gone()
+            elif waiter.exception() is None:
                 self.release()  # granted as the caller was cancelled: pass it on
-            else:
-                self._waiting.discard(priority, team, granted)
             raise
 
+    def take_now(self) -> bool:
+        """Takes a slot that is free now, without waiting; False when none is (or closed)."""
+        if self._closed or self._free <= 0:
+            return False
+        self._free -= 1
+        return True
+
     def release(self) -> None:
-        while self._waiting:
-            waiter = self._waiting.pop()
-            if not waiter.done():
-                waiter.set_result(None)
-                return
-        self._free += 1
+        """Gives a slot back: to the next waiter in fair order, if any."""
+        waiter = self._next()
+        if waiter is not None:
+            waiter.set_result(None)
+        else:
+            self._free += 1
+
+    def _next(self) -> asyncio.Future[None] | None:
+        """The next waiter in fair order, no longer counted as waiting; None when nobody waits
+        (a waiter cancelled counts until its task has run, but is never given a slot)."""
+        if self._waiters <= 0:
+            return None
+        try:
+            waiter = self._queue.pop()
+        except IndexError:
+            return None
+        self._waiters -= 1
+        return waiter
+
+    def _time_out(self, waiter: asyncio.Future[None]) -> None:
+        waiter.set_exception(TimeoutError())
+        self._gone()
+
+    def _gone(self) -> None:
+        self._waiters -= 1
+        self._left += 1
+
+
+class Permits:
+    """Places taken without waiting (``take``), each given back once: attempts started ahead
+    of their time. Up to ``limit`` go to whoever asks first; past it, a reserve of a tenth more
+    goes to the teams holding few (each up to a tenth of the reserve). One team's herd, holding
+    the limit, then still leaves another team's runs due inside it to start ahead too, rather
+    than at the herd's instant behind its starts."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._reserve = limit // 10
+        self._share = max(1, self._reserve // 10)
+        self._taken = 0
+        self._held: dict[str, int] = {}
+
+    def take(self, team: str) -> bool:
+        held = self._held.get(team, 0)
+        if self._taken >= self.limit and (
+            held >= self._share or self._taken >= self.limit + self._reserve
+        ):
+            return False
+        self._taken += 1
+        self._held[team] = held + 1
+        return True
+
+    def release(self, team: str) -> None:
+        held = self._held.get(team, 0)
+        if held <= 0:
+            return
+        self._taken -= 1
+        if held == 1:
+            del self._held[team]
+        else:
+            self._held[team] = held - 1
