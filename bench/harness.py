@@ -212,14 +212,19 @@ async def seed_jobs(dsn: str, jobs: Sequence[SeedJob], *, seed: int = 11) -> lis
                 text = specs[(job.at, job.url, job.every)] = json.dumps(spec_to_json(spec))
             job_id = uuid.UUID(int=rng.getrandbits(128), version=4)
             records.append((job_id, job.team, partition_of(job_id), "ACTIVE", text, job.at, job.at))
-        for i in range(0, len(records), 100_000):
-            await conn.copy_records_to_table(
-                "jobs", records=records[i : i + 100_000], columns=JOB_COLUMNS
+        # One transaction, as the API writes a job with its version: a scheduler already
+        # running (its look-ahead grown to a minute) must not claim a job whose version row is
+        # not there yet (its start would find no run: RUN_NOT_FOUND).
+        async with conn.transaction():
+            for i in range(0, len(records), 100_000):
+                await conn.copy_records_to_table(
+                    "jobs", records=records[i : i + 100_000], columns=JOB_COLUMNS
+                )
+            await conn.execute(
+                "INSERT INTO job_versions (job_id, version, spec) "
+                "SELECT job_id, version, spec FROM jobs "
+                "ON CONFLICT (job_id, version) DO NOTHING"
             )
-        await conn.execute(
-            "INSERT INTO job_versions (job_id, version, spec) "
-            "SELECT job_id, version, spec FROM jobs"
-        )
         await conn.execute("ANALYZE jobs")
         return [r[0] for r in records]
     finally:

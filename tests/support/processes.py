@@ -108,6 +108,10 @@ async def service(
                 process.kill()
                 await process.wait()
         await pumped
+        if keep := os.environ.get("DUETIME_KEEP_LOGS"):
+            # A bench's or a test's service logs kept for a look afterwards.
+            path = Path(keep) / f"{module}-{process.pid}.log"
+            path.write_text("\n".join(lines) + "\n")
     # An unexpected exception in one of its handlers (answered INTERNAL) fails the test.
     failed = [line for line in lines if '"action": "rpc_failed"' in line]
     assert not failed, f"{module}: a handler failed unexpectedly:\n" + "\n".join(failed)[:4000]
