@@ -237,8 +237,8 @@ async def test_a_graceful_stop_hands_everything_to_the_others(prefix: str, etcd:
         assert not any(kv.value == leaving.scheduler_id.encode() for kv in in_etcd.values())
 
 
-async def test_a_killed_member_is_taken_over_within_its_ttl(prefix: str, etcd: Any) -> None:
-    pair = [manager(prefix, "sched-a"), manager(prefix, "sched-b")]
+async def taken_over_after_a_kill(prefix: str, etcd: Any, pair: list[PartitionLeases]) -> float:
+    """Seconds from a third member's kill -9 until ``pair`` owns every partition evenly."""
     async with running(pair), member_process(prefix, "victim") as victim:
         await soon(
             lambda: three_way(etcd, prefix, pair, victim, "victim"), 10, "three share evenly"
@@ -246,12 +246,17 @@ async def test_a_killed_member_is_taken_over_within_its_ttl(prefix: str, etcd: A
         victim.process.kill()
         killed_at = time.monotonic()
         await soon(lambda: even_split(pair), TTL + 5, "the two own everything")
-        took = time.monotonic() - killed_at
-        measured("takeover after kill -9 (TTL 3 s)", took)
-        assert took <= TTL + 2.5
-        # Its keys went with its lease, not earlier: nobody stole a live member's partition.
-        assert took > TTL - 1.5
-        assert await member_lease(etcd, prefix, "victim") is None
+        return time.monotonic() - killed_at
+
+
+async def test_a_killed_member_is_taken_over_within_its_ttl(prefix: str, etcd: Any) -> None:
+    pair = [manager(prefix, "sched-a"), manager(prefix, "sched-b")]
+    took = await taken_over_after_a_kill(prefix, etcd, pair)
+    measured("takeover after kill -9 (TTL 3 s)", took)
+    assert took <= TTL + 2.5
+    # Its keys went with its lease, not earlier: nobody stole a live member's partition.
+    assert took > TTL - 1.5
+    assert await member_lease(etcd, prefix, "victim") is None
 
 
 async def test_a_frozen_member_drops_everything_before_reacquiring(prefix: str, etcd: Any) -> None:
@@ -423,16 +428,9 @@ async def test_an_expired_owner_is_taken_over_as_its_lease_ends_not_at_the_next_
     prefix: str, etcd: Any
 ) -> None:
     pair = [manager(prefix, f"sched-{n}", recheck_interval=NO_POLL) for n in ("a", "b")]
-    async with running(pair), member_process(prefix, "victim") as victim:
-        await soon(
-            lambda: three_way(etcd, prefix, pair, victim, "victim"), 10, "three share evenly"
-        )
-        victim.process.kill()
-        killed_at = time.monotonic()
-        await soon(lambda: even_split(pair), TTL + 5, "the two own everything")
-        took = time.monotonic() - killed_at
-        measured("takeover after kill -9, no poll (TTL 3 s)", took)
-        assert took <= TTL + 1.5
+    took = await taken_over_after_a_kill(prefix, etcd, pair)
+    measured("takeover after kill -9, no poll (TTL 3 s)", took)
+    assert took <= TTL + 1.5
 
 
 async def test_a_graceful_stop_hands_over_before_the_claim_in_flight_ends(
