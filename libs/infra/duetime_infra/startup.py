@@ -33,7 +33,7 @@ async def require_schema(dsn: str, tls: ssl.SSLContext | None = None) -> int:
 # still alive when a young collection comes: each collection scans them, and each tenth (of the
 # middle generation too) scans again all that survived the nine before. In a worker, runs in
 # flight by the thousand made those scans a sixth of its CPU at a herd's instant
-# (bench/RESULTS.md, 2026-12-05). Collecting rarely lets most of those objects die of their
+# (measured with `bench/herd --profile`). Collecting rarely lets most of those objects die of their
 # reference counts first; a young collection then stalls the loop for tens of milliseconds (a
 # tenth one, with the middle generation, longer), and a few tens of MB more wait meanwhile.
 GC_FIRST_GENERATION = 200_000

@@ -2,7 +2,7 @@
 
 A young collection scans every object still alive since the last one, and at a herd's instant
 that is every attempt in flight: a pause of tens of milliseconds a worker, measured at 70-125
-(bench/RESULTS.md, 2026-12-05), that makes every call still to go out later. Where it falls
+(`bench/herd`), that makes every call still to go out later. Where it falls
 depends on the allocations before the instant. So the collector is paused from the first call
 due until the calls due have gone out (``CallBacklog``), for ``PAUSE_LONGEST`` at most: then it
 runs again and pauses no more until the calls have gone out. Reference counting frees most

@@ -1,6 +1,6 @@
 """HTTP targets: the run's headers, the attempt timeout, the send check and how far a call got,
 through Rust's reqwest (pyreqwest: less CPU a call than aiohttp, which the herd's :00 spike
-spends most of a worker's time in; bench/RESULTS.md, 2026-12-04) under the operators'
+spends most of a worker's time in, as `bench/herd` measures) under the operators'
 allow-list, checked on the address actually connected to (``http_hosts``). A call the worker
 stops waiting for (its attempt cancelled) is not aborted by pyreqwest: the request runs on until
 its own timeout, the call's, and its answer is dropped.

@@ -37,7 +37,7 @@ async def generic_plans(conn: Conn) -> None:
     """For the rest of the transaction, prepared statements run their generic plan: for the
     batches and polls whose arrays name hundreds of runs or partitions, whose custom plans
     (each element estimated against each partition's statistics) cost as much to make as to
-    run (bench/RESULTS.md, 2026-12-04 night). Single-run statements keep custom plans, which
+    run (measured with `bench/herd --pg-sample`). Single-run statements keep custom plans, which
     prune partitions by their nominal time as they are made."""
     await conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
 
