@@ -353,6 +353,11 @@ class Executor:
         except SlotsClosed:
             self._early.release(dispatch.team)
             return None
+        except BaseException:
+            # Cancelled waiting for a start permit, or with no attempt started (a rebalance
+            # gives up every message not yet answered): the permit goes back.
+            self._early.release(dispatch.team)
+            raise
         if isinstance(started, Timestamp) or started is None or isinstance(started, Unanswered):
             self._early.release(dispatch.team)
             if not isinstance(started, Timestamp | Unanswered):
