@@ -144,6 +144,30 @@ async def test_an_unplannable_job_goes_to_error_without_failing_the_batch(
     assert by_id[unreadable.job_id]["runs"] == 0
 
 
+async def test_a_job_due_now_is_claimed_before_a_herd_only_a_grown_look_ahead_reaches(
+    pool: asyncpg.Pool[asyncpg.Record],
+) -> None:
+    # The herd's rows first (stored before it, wherever the scan starts), then a job due sooner.
+    await create_jobs(pool, [interval_job(120) for _ in range(100)])
+    await shift_clock(pool, timedelta(seconds=57))  # the herd is due in about 63 s
+    [due] = await create_jobs(pool, [interval_job(3)])  # due in about 3 s
+    async with pool.acquire() as conn:
+        result = await claim_batch(
+            conn,
+            ALL,
+            lookahead=LOOKAHEAD,
+            batch_size=10,
+            still_owner=lambda: True,
+            ahead=timedelta(seconds=70),
+        )
+    assert result.full
+    # Whatever partition it is in, the job due within the base look-ahead is in the first
+    # batch; the herd's rows only fill the room it left.
+    claimed = {r["job_id"] for r in await pool.fetch("SELECT job_id FROM runs")}
+    assert len(claimed) == 10
+    assert due.job_id in claimed
+
+
 async def test_a_herd_grows_the_look_ahead_as_far_as_its_size_needs(
     pool: asyncpg.Pool[asyncpg.Record],
 ) -> None:

@@ -249,10 +249,9 @@ async def claim_batch(
     if not tokens:
         return ClaimResult(0, 0, 0, False)
     specs = specs or SpecCache(capacity=0)
-    reach = lookahead if ahead is None else max(lookahead, ahead)
     async with conn.transaction():
         now: datetime = await conn.fetchval(q("claim_now"))
-        rows = await conn.fetch(q("claim_due_jobs"), list(tokens), now + reach, batch_size)
+        rows = await _due_jobs(conn, list(tokens), now, lookahead, ahead, batch_size)
         if not rows:
             return ClaimResult(0, 0, 0, False)
         batch = _Batch()
@@ -289,6 +288,28 @@ async def claim_batch(
     if len(outbox) < len(inserted_ids):
         _count_records(batch.runs, inserted_ids)
     return ClaimResult(len(rows), len(inserted_ids), len(outbox), len(rows) == batch_size)
+
+
+async def _due_jobs(
+    conn: Conn,
+    partitions: list[int],
+    now: datetime,
+    lookahead: timedelta,
+    ahead: timedelta | None,
+    batch_size: int,
+) -> list[asyncpg.Record]:
+    """The batch's jobs: those due within the base ``lookahead`` first, then, in the room
+    left, those only a look-ahead grown to ``ahead`` reaches."""
+    rows = list(await conn.fetch(q("claim_due_jobs"), partitions, now + lookahead, batch_size))
+    if ahead is not None and ahead > lookahead and len(rows) < batch_size:
+        rows += await conn.fetch(
+            q("claim_jobs_ahead"),
+            partitions,
+            now + lookahead,
+            now + ahead,
+            batch_size - len(rows),
+        )
+    return rows
 
 
 async def _admit(

@@ -16,6 +16,20 @@ WHERE partition = ANY($1::integer[])
 LIMIT $3
 FOR UPDATE SKIP LOCKED;
 
+-- name: claim_jobs_ahead
+-- claim_due_jobs for the slice a look-ahead grown for a herd adds, after $2 up to $3: read
+-- only once the base look-ahead's slice left room in the batch, so a job due now is never
+-- claimed behind a herd's rows in partitions walked before its own.
+SELECT job_id, team_id, partition, version, spec::text AS spec_text, next_run_time,
+       next_effective_time
+FROM jobs
+WHERE partition = ANY($1::integer[])
+  AND state = 'ACTIVE'
+  AND next_effective_time > $2::timestamptz
+  AND next_effective_time <= $3::timestamptz
+LIMIT $4
+FOR UPDATE SKIP LOCKED;
+
 -- name: claim_due_by_second
 -- Jobs of the partitions $1 due within $3 of $2, counted per whole second from $2 (what the
 -- look-ahead grows by: duetime_core.lookahead). A walk of jobs_due_idx over that slice.
