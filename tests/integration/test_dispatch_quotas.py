@@ -49,7 +49,10 @@ class Env(ApiAndWorkers):
         )
         return created.job.job_id
 
-    async def claim(self, credit: DispatchCredit | None = None, lookahead: float = 0) -> int:
+    async def claim(
+        self, credit: DispatchCredit | None = None, lookahead: float = 0, ahead: float = 0
+    ) -> int:
+        """Claims every due job; ``ahead``: a look-ahead grown for a herd (0: none)."""
         if credit is not None:
             credit.new_pass()
         total = 0
@@ -62,6 +65,7 @@ class Env(ApiAndWorkers):
                     batch_size=500,
                     still_owner=lambda: True,
                     credit=credit,
+                    ahead=ahead * S if ahead else None,
                 )
                 total += result.runs
                 if not result.full:
@@ -248,6 +252,33 @@ async def test_a_herd_claimed_ahead_is_not_held_by_the_credit_nor_a_newcomer_beh
     # Once the herd's time comes it counts: nothing more goes until the due backlog shrinks.
     await env.w.shift_clock(30 * S)
     assert await env.release(credit) == 0
+
+
+async def test_runs_claimed_within_the_base_look_ahead_take_credit_a_herd_beyond_it_none(
+    env: Env,
+) -> None:
+    # Workers that start nothing: the runs claimed within the base look-ahead (10 s) are the
+    # backlog a newcomer's run would wait behind in Kafka, so they take credit though not yet
+    # due; a herd reached only by a look-ahead grown for it takes none until it comes closer.
+    credit = DispatchCredit(5, timedelta(seconds=10))
+    await env.quota(env.api.team, runs_per_minute=0)
+    now = await env.w.now()
+    soon = [await env.one_off(now + 5 * S) for _ in range(8)]
+    assert await env.claim(credit, lookahead=10) == 8
+    by_job = {str(r["job_id"]): r for r in await env.runs(env.api.team)}
+    assert sorted(by_job[j]["state"] for j in soon) == ["QUEUED"] * 5 + ["WAITING"] * 3
+    assert {by_job[j]["reason"] for j in soon if by_job[j]["state"] == "WAITING"} == {"FAIR_SHARE"}
+    herd = [await env.one_off(now + 40 * S) for _ in range(20)]
+    assert await env.claim(credit, lookahead=10, ahead=50) == 20
+    by_job = {str(r["job_id"]): r for r in await env.runs(env.api.team)}
+    assert [by_job[j]["state"] for j in herd] == ["QUEUED"] * 20
+    # The herd counts once it is within the base look-ahead.
+    counting = DispatchCredit(30, timedelta(seconds=10))
+    async with env.pool.acquire() as conn:
+        assert await counting.free(conn, ALL, await env.w.now()) == 30 - 5
+        await env.w.shift_clock(31 * S)
+        counting.new_pass()
+        assert await counting.free(conn, ALL, await env.w.now()) == 30 - 5 - 20
 
 
 async def test_a_held_run_past_its_misfire_threshold_follows_its_policy(env: Env) -> None:

@@ -166,3 +166,13 @@ def test_credit_bounds_only_runs_due_now_and_a_herd_claimed_ahead_takes_none() -
     dispatched = sorted(c.key for c in due if decided[c.key].dispatched)
     assert dispatched == ["big0", "big1", "small0", "small1"]
     assert decided["big2"] == FAIR_SHARE
+
+
+def test_credit_by_a_later_instant_bounds_the_runs_due_by_then() -> None:
+    teams = {"big": team("big", runs_per_minute=0, max_running=0)}
+    soon = [Candidate(f"soon{i}", "big", Priority.NORMAL, T0 + 5 * S) for i in range(6)]
+    herd = [Candidate(f"herd{i}", "big", Priority.NORMAL, T0 + 30 * S) for i in range(50)]
+    decided = plan_dispatch(soon + herd, teams, T0, 4, PriorityFairQueue(), T0 + 10 * S)
+    assert [decided[c.key].dispatched for c in soon] == [True] * 4 + [False] * 2
+    assert decided["soon5"] == FAIR_SHARE
+    assert all(decided[c.key].dispatched for c in herd)

@@ -13,7 +13,7 @@ Pure: the store loads the team's row under its lock, asks these functions, and w
 from __future__ import annotations
 
 import enum
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Generic, TypeVar
@@ -203,14 +203,15 @@ def plan_dispatch(
     now: datetime,
     credit: int | None,
     fair: PriorityFairQueue[str, Candidate[K]],
+    credit_by: datetime | None = None,
 ) -> dict[K, Admission]:
     """Decides every candidate (given in due order): each team's quota is applied in due
-    order; when ``credit`` (how many more runs due by ``now`` may be dispatched; None: no
-    bound) is short, it goes to the candidates due by ``now`` in weighted fair order across
-    teams (``fair`` keeps the teams' turns from one call to the next), and the rest of them
-    wait for their turn (FAIR_SHARE). Candidates due later (claimed ahead) take no credit:
-    they are only the backlog of a later instant. A team whose run is held by its quota holds
-    its later runs too, so they go in due order."""
+    order; when ``credit`` (how many more runs due by ``credit_by``, default ``now``, may be
+    dispatched; None: no bound) is short, it goes to the candidates due by then in weighted
+    fair order across teams (``fair`` keeps the teams' turns from one call to the next), and
+    the rest of them wait for their turn (FAIR_SHARE). Candidates due later (claimed further
+    ahead for a herd) take no credit: they are only the backlog of a later instant. A team
+    whose run is held by its quota holds its later runs too, so they go in due order."""
     decided: dict[K, Admission] = {}
     blocked: dict[str, QuotaLimit] = {}
 
@@ -225,11 +226,34 @@ def plan_dispatch(
         blocked[candidate.team_id] = limit
         return Admission(RunReason.QUOTA, limit)
 
-    due = [c for c in candidates if c.due is None or c.due <= now]
+    by = now if credit_by is None else credit_by
+    due = [c for c in candidates if c.due is None or c.due <= by]
     if credit is None or credit >= len(due):
         for candidate in candidates:
             decided[candidate.key] = decide(candidate)
         return decided
+
+    _share_credit(due, teams, credit, fair, decide, decided)
+    for candidate in due:
+        if candidate.key not in decided:
+            limit = blocked.get(candidate.team_id)
+            decided[candidate.key] = Admission(RunReason.QUOTA, limit) if limit else FAIR_SHARE
+    for candidate in candidates:  # the later ones, after the due ones as in due order
+        if candidate.key not in decided:
+            decided[candidate.key] = decide(candidate)
+    return decided
+
+
+def _share_credit(
+    due: Sequence[Candidate[K]],
+    teams: Mapping[str, TeamState],
+    credit: int,
+    fair: PriorityFairQueue[str, Candidate[K]],
+    decide: Callable[[Candidate[K]], Admission],
+    decided: dict[K, Admission],
+) -> None:
+    """Gives ``credit`` to the ``due`` candidates in weighted fair order across teams, each
+    decided by its quota as it comes; what the credit did not reach is left undecided."""
     fair.clear()
     for candidate in due:
         team = teams.get(candidate.team_id)
@@ -243,11 +267,3 @@ def plan_dispatch(
         if admission.dispatched:
             credit -= 1
     fair.clear()
-    for candidate in due:
-        if candidate.key not in decided:
-            limit = blocked.get(candidate.team_id)
-            decided[candidate.key] = Admission(RunReason.QUOTA, limit) if limit else FAIR_SHARE
-    for candidate in candidates:  # the later ones, after the due ones as in due order
-        if candidate.key not in decided:
-            decided[candidate.key] = decide(candidate)
-    return decided

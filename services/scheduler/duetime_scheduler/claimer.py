@@ -67,7 +67,7 @@ class Claimer:
         self._owner_tasks = list(owner_tasks)
         self._fenced: dict[int, FencingToken] = {}
         self._specs = specs or SpecCache()
-        self.credit = DispatchCredit(settings.dispatch_credit)
+        self.credit = DispatchCredit(settings.dispatch_credit, settings.claim_lookahead)
         self.claimed_runs = 0
         # The look-ahead in force (grown for a herd), and when to size it again.
         self.lookahead = settings.claim_lookahead

@@ -40,26 +40,33 @@ class DispatchCredit:
     """One scheduler's dispatch credit and the teams' fair turns, kept from pass to pass.
 
     ``limit`` bounds the runs of the scheduler's partitions that are QUEUED (dispatched, not
-    started) and due; None: no bound. The count is read once per claim pass (``new_pass``)
-    and then kept up to date by what the pass dispatches of what is due.
+    started) and due within ``window`` (the claim's base look-ahead): the backlog a run
+    dispatched now waits behind. Runs claimed further ahead by a look-ahead grown for a herd
+    take none until they come that close. None: no bound. The count is read once per claim
+    pass (``new_pass``) and then kept up to date by what the pass dispatches.
     """
 
-    def __init__(self, limit: int | None) -> None:
+    def __init__(self, limit: int | None, window: timedelta = timedelta(0)) -> None:
         self.limit = limit
+        self.window = window
         self.fair: PriorityFairQueue[str, Any] = PriorityFairQueue()
         self._free: int | None = None
 
     def new_pass(self) -> None:
         self._free = None
 
+    def horizon(self, now: datetime) -> datetime:
+        """Runs due by this instant take credit."""
+        return now + self.window
+
     async def free(self, conn: Conn, partitions: Collection[int], now: datetime) -> int | None:
         """How many more runs may be dispatched this pass: the limit less the runs of
-        ``partitions`` QUEUED and due by ``now``."""
+        ``partitions`` QUEUED and due by ``horizon(now)``."""
         if self.limit is None:
             return None
         if self._free is None:
             queued: int = await conn.fetchval(
-                q("admission_queued_count"), sorted(partitions), self.limit, now
+                q("admission_queued_count"), sorted(partitions), self.limit, self.horizon(now)
             )
             self._free = max(0, self.limit - queued)
         return self._free
@@ -92,13 +99,14 @@ async def admit_runs(
 ) -> Admitted:
     """Decides each candidate (in due order) under its team's usage row lock."""
     teams = await lock_teams(conn, {c.team_id for c in candidates})
-    free = await credit.free(conn, partitions, now) if credit is not None else None
-    fair: PriorityFairQueue[str, Any] = credit.fair if credit is not None else PriorityFairQueue()
-    decisions = plan_dispatch(candidates, teams, now, free, fair)
-    if credit is not None:
-        due = {c.key for c in candidates if c.due is None or c.due <= now}
-        credit.took(sum(1 for k, d in decisions.items() if d.dispatched and k in due))
-    return Admitted(dict(decisions), teams)
+    if credit is None:
+        return Admitted(plan_dispatch(candidates, teams, now, None, PriorityFairQueue()), teams)
+    free = await credit.free(conn, partitions, now)
+    by = credit.horizon(now)
+    decisions = plan_dispatch(candidates, teams, now, free, credit.fair, credit_by=by)
+    due = {c.key for c in candidates if c.due is None or c.due <= by}
+    credit.took(sum(1 for k, d in decisions.items() if d.dispatched and k in due))
+    return Admitted(decisions, teams)
 
 
 @dataclass(frozen=True)

@@ -48,10 +48,10 @@ WHERE u.team_id = s.team_id;
 SELECT team_id FROM team_usage WHERE held > 0 ORDER BY team_id;
 
 -- name: admission_queued_count
--- The runs of the partitions $1 that are QUEUED (dispatched, not started) and due by $3: the
--- backlog a run dispatched now waits behind. Runs claimed ahead for a later instant are not
--- counted: workers hold those without a slot (and start them ahead). Counted up to $2, a walk
--- of runs_queued_idx up to $3.
+-- The runs of the partitions $1 that are QUEUED (dispatched, not started) and due by $3 (now
+-- and the claim's base look-ahead): the backlog a run dispatched now waits behind. Runs
+-- claimed further ahead for a herd are not counted until then: workers hold those without a
+-- slot (and start them ahead). Counted up to $2, a walk of runs_queued_idx up to $3.
 SELECT count(*) FROM (
     SELECT 1 FROM runs
     WHERE state = 'QUEUED' AND effective_time <= $3::timestamptz
