@@ -32,7 +32,7 @@ from duetime_core.planning import Occurrence
 from duetime_core.quotas import Candidate
 from duetime_core.records import RunReason, RunState
 from duetime_core.runkey import RunKey
-from duetime_infra.dispatch import dispatch_row
+from duetime_infra.dispatch import OutboxRow, dispatch_row
 from duetime_infra.pg.admission import DispatchCredit, admit_runs, hold_detail
 from duetime_infra.pg.fencing import FencingToken, fence
 from duetime_infra.pg.outbox_writer import insert_outbox
@@ -260,21 +260,7 @@ async def claim_batch(
         weights = await _admit(conn, batch.runs, now, credit, list(tokens))
         inserted_ids = await _insert_runs(conn, batch.runs, claimed_by)
         await _advance_jobs(conn, batch.advances)
-        outbox = [
-            dispatch_row(
-                run_id=run.run_id,
-                key=RunKey.scheduled(run.job_id, run.nominal_time),
-                team_id=run.team_id,
-                effective_time=run.effective_time,
-                priority=run.priority,
-                traceparent=run.traceparent,
-                now=now,
-                target=run.spec.target,
-                team_weight=weights.get(run.team_id, 1),
-            )
-            for run in batch.runs
-            if run.state is RunState.QUEUED and run.run_id in inserted_ids
-        ]
+        outbox = _dispatches(batch.runs, inserted_ids, now, weights)
         await insert_outbox(conn, outbox)
         await fence(conn, (tokens[p] for p in {r["partition"] for r in rows}))
         if not still_owner():
@@ -310,6 +296,28 @@ async def _due_jobs(
             batch_size - len(rows),
         )
     return rows
+
+
+def _dispatches(
+    runs: list[NewRun], inserted: set[uuid.UUID], now: datetime, weights: Mapping[str, int]
+) -> list[OutboxRow]:
+    """The outbox rows of the runs inserted QUEUED (a run another pass inserted first is not
+    dispatched again)."""
+    return [
+        dispatch_row(
+            run_id=run.run_id,
+            key=RunKey.scheduled(run.job_id, run.nominal_time),
+            team_id=run.team_id,
+            effective_time=run.effective_time,
+            priority=run.priority,
+            traceparent=run.traceparent,
+            now=now,
+            target=run.spec.target,
+            team_weight=weights.get(run.team_id, 1),
+        )
+        for run in runs
+        if run.state is RunState.QUEUED and run.run_id in inserted
+    ]
 
 
 async def _admit(
