@@ -35,9 +35,9 @@ from duetime_infra.archive.settings import ArchiveSettings
 from duetime_infra.pg.job_reads import Page
 from duetime_infra.pg.pool import create_pool
 from duetime_scheduler.maintenance import ArchivePasses
-from tests.support.databases import create_database, drop_database, migrated_template
-from tests.support.history import seed_runs
-from tests.support.s3 import filesystem, private_s3
+from testkit.databases import create_database, drop_database, migrated_template
+from testkit.history import seed_runs
+from testkit.s3 import filesystem, private_s3
 
 TEAMS = 20
 

@@ -31,9 +31,9 @@ from bench.chaos_fleet import TEAM, Fleet, chaos_fleet
 from bench.chaos_target import ChaosTarget, chaos_target
 from bench.harness import cpu_model, load
 from duetime.jobs.v1 import job_pb2, job_service_pb2
-from tests.support.fleet import eventually
-from tests.support.invariants import UNSETTLED
-from tests.support.system import http_job
+from testkit.fleet import eventually
+from testkit.invariants import UNSETTLED
+from testkit.system import http_job
 
 log = logging.getLogger("bench.chaos")
 RUN_ID = re.compile(r"run ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")

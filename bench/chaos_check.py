@@ -13,8 +13,8 @@ import asyncpg
 from bench.chaos_faults import Fault
 from bench.chaos_target import ChaosTarget, Recorded
 from bench.harness import quantiles
-from tests.support.fleet import assert_every_occurrence_accounted_once
-from tests.support.invariants import Records, attempt_violations, call_violations, read_records
+from testkit.fleet import assert_every_occurrence_accounted_once
+from testkit.invariants import Records, attempt_violations, call_violations, read_records
 
 # Attempts that may end without a call: given back, or lost to a fault before the send.
 UNCALLED_OK = ("HANDED_BACK", "LEASE_EXPIRED", "TIMED_OUT", "CANCELLED")

@@ -21,13 +21,13 @@ import asyncpg
 from bench.harness import TOPIC_PARTITIONS
 from duetime_infra.admin import create_team, create_worker_token
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
-from tests.support.etcd import PrivateEtcd, private_etcd
-from tests.support.fleet import new_prefix, scheduler_env
-from tests.support.kafka import PrivateKafka, create_topics, free_port, private_kafka
-from tests.support.postgres import PrivatePostgres, private_postgres
-from tests.support.processes import Service, service
-from tests.support.system import Api, notify_group
-from tests.support.tls import also_plaintext, service_client_tls
+from testkit.etcd import PrivateEtcd, private_etcd
+from testkit.fleet import new_prefix, scheduler_env
+from testkit.kafka import PrivateKafka, create_topics, free_port, private_kafka
+from testkit.postgres import PrivatePostgres, private_postgres
+from testkit.processes import Service, service
+from testkit.system import Api, notify_group
+from testkit.tls import also_plaintext, service_client_tls
 
 TEAM = "team-chaos"
 SCHEDULERS = ("s1", "s2")

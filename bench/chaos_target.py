@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 
 from aiohttp import web
 
-from tests.support.invariants import TargetCall
+from testkit.invariants import TargetCall
 
 
 @dataclass

@@ -39,7 +39,7 @@ from duetime_infra.pg.fencing import FencingToken
 from duetime_infra.pg.pool import create_pool
 from duetime_infra.pg.spec_cache import SpecCache
 from duetime_infra.telemetry.tracing import setup_tracing
-from tests.support.databases import create_database, drop_database, migrated_template
+from testkit.databases import create_database, drop_database, migrated_template
 
 TOKENS = {p: FencingToken(p, 0, 1) for p in range(1024)}
 

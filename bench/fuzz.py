@@ -1,5 +1,5 @@
 """bench/fuzz: type-aware random requests to every RPC of JobService, AdminService and
-WorkerService, built from the proto descriptors (tests/support/fuzz.py), against the real
+WorkerService, built from the proto descriptors (testkit/fuzz.py), against the real
 servers in process on a fresh database of the local stack. Every answer is counted by status
 code; an INTERNAL or UNKNOWN answer, or a refused call that changed the database, is a failure
 (listed, and the exit status is 1). Each request's RPC is drawn among all of them.
@@ -16,8 +16,8 @@ import time
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-from tests.support.fuzz import FuzzTarget, every_rpc, requests
-from tests.support.secrets import ensure_test_keyring
+from testkit.fuzz import FuzzTarget, every_rpc, requests
+from testkit.secrets import ensure_test_keyring
 
 TOKENS = st.sampled_from(["1", "2", "0", "-1", "2147483648", "x", ""])
 

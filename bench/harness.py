@@ -32,8 +32,8 @@ from duetime_core.runkey import partition_of
 from duetime_infra.codec.spec_json import spec_to_json
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
 from duetime_infra.pg import team_store
-from tests.support.databases import drop_database, migrated_template, with_database
-from tests.support.kafka import (
+from testkit.databases import drop_database, migrated_template, with_database
+from testkit.kafka import (
     Offsets,
     PrivateKafka,
     create_topics,
@@ -41,7 +41,7 @@ from tests.support.kafka import (
     private_kafka,
     shared_bootstrap,
 )
-from tests.support.system import System, running_system
+from testkit.system import System, running_system
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance

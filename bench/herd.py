@@ -71,10 +71,10 @@ from bench.herd_floor import FLOOR_PEERS, floor_case
 from duetime_core.runkey import RunKey
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
 from duetime_infra.pg.team_store import update_team_quota
-from tests.support.databases import create_database, drop_database
-from tests.support.fleet import eventually
-from tests.support.kafka import Offsets, end_offsets, read_between, shared_bootstrap
-from tests.support.system import TEAM, System
+from testkit.databases import create_database, drop_database
+from testkit.fleet import eventually
+from testkit.kafka import Offsets, end_offsets, read_between, shared_bootstrap
+from testkit.system import TEAM, System
 
 
 @dataclass(frozen=True)

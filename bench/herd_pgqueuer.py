@@ -37,8 +37,8 @@ from bench.harness import (
     target_process,
 )
 from bench.pgqueuer_consumer import ENTRYPOINT, READY
-from tests.support.databases import create_database, drop_database
-from tests.support.fleet import eventually
+from testkit.databases import create_database, drop_database
+from testkit.fleet import eventually
 
 
 @dataclass(frozen=True)

@@ -25,11 +25,11 @@ import asyncpg
 from bench.harness import cpu_model, load, quantiles
 from duetime.jobs.v1 import job_service_pb2, job_service_pb2_grpc
 from duetime_infra.admin import create_team
-from tests.support.databases import create_database, drop_database, migrated_template
-from tests.support.gateway import gateway_tls, running_gateway
-from tests.support.processes import service
-from tests.support.system import http_job
-from tests.support.tls import service_channel
+from testkit.databases import create_database, drop_database, migrated_template
+from testkit.gateway import gateway_tls, running_gateway
+from testkit.processes import service
+from testkit.system import http_job
+from testkit.tls import service_channel
 
 GOAL_MS = 2.0
 

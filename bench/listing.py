@@ -40,10 +40,10 @@ from duetime_core.jobspec import Every, HttpMethod, HttpTarget, JobSpec
 from duetime_core.schedule.model import Cron
 from duetime_infra.admin import create_team
 from duetime_infra.codec.spec_json import spec_to_json
-from tests.support.cli import api_on_own_database
-from tests.support.console import http_client, running_console
-from tests.support.databases import drop_database, migrated_template
-from tests.support.tls import service_channel
+from testkit.cli import api_on_own_database
+from testkit.console import http_client, running_console
+from testkit.databases import drop_database, migrated_template
+from testkit.tls import service_channel
 
 _JOBS = """
 INSERT INTO jobs (job_id, team_id, partition, state, spec, next_run_time, next_effective_time)

@@ -62,9 +62,9 @@ from bench.harness import (
 from duetime_core.runkey import RunKey
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
 from duetime_infra.pg import team_store
-from tests.support.databases import create_database, drop_database
-from tests.support.fleet import eventually
-from tests.support.kafka import Offsets, end_offsets, read_between, shared_bootstrap
+from testkit.databases import create_database, drop_database
+from testkit.fleet import eventually
+from testkit.kafka import Offsets, end_offsets, read_between, shared_bootstrap
 
 FLOOD_TEAM = "flood"
 RATED_TEAM = "rated"

@@ -26,8 +26,8 @@ from duetime_infra.pg.outbox_writer import insert_outbox
 from duetime_infra.pg.pool import create_pool
 from duetime_infra.tracecontext import new_run_trace
 from duetime_relay.relay import Relay
-from tests.support.databases import create_database, drop_database, migrated_template
-from tests.support.kafka import (
+from testkit.databases import create_database, drop_database, migrated_template
+from testkit.kafka import (
     end_offsets,
     own_topics,
     read_between,

@@ -62,8 +62,8 @@ from bench.harness import (
 )
 from duetime_core.runkey import RunKey
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
-from tests.support.databases import create_database, drop_database
-from tests.support.system import TEAM
+from testkit.databases import create_database, drop_database
+from testkit.system import TEAM
 
 
 @dataclass(frozen=True)

@@ -12,19 +12,19 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from tests.support.databases import create_database, drop_database, migrated_template
-from tests.support.secrets import ensure_test_keyring
+from testkit.databases import create_database, drop_database, migrated_template
+from testkit.secrets import ensure_test_keyring
 
 # Before any service starts, in process or as a process (which inherits the environment).
 ensure_test_keyring()
 
-pytest_plugins = ["tests.support.environments", "tests.support.s3"]
+pytest_plugins = ["testkit.environments", "testkit.s3"]
 
 # Each test is marked by its folder: `-m unit` runs only tests that need no server.
 FOLDER_MARKERS = {"unit": "unit", "integration": "integration", "e2e": "e2e"}
 
 # `--hypothesis-profile=dev` (scripts/test-unit) runs a fifth of each property test's
-# examples (tests.support.properties.examples scales the explicit counts); CI runs them all.
+# examples (testkit.properties.examples scales the explicit counts); CI runs them all.
 settings.register_profile("dev", max_examples=20)
 
 
@@ -66,7 +66,7 @@ class _Unexpected(logging.Handler):
 @pytest.fixture(autouse=True)
 def no_unexpected_errors_in_handlers() -> Iterator[None]:
     """An unexpected exception in a handler of a server running in the test's process fails
-    the test, whatever the test itself checks (processes: tests/support/processes.py)."""
+    the test, whatever the test itself checks (processes: testkit/processes.py)."""
     seen = _Unexpected()
     logger = logging.getLogger("duetime_infra.grpc.interceptors")
     logger.addHandler(seen)

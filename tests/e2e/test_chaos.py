@@ -12,7 +12,7 @@ import pytest
 
 from bench.chaos import Workload, soak
 from bench.chaos_faults import KINDS
-from tests.support.invariants import assert_none
+from testkit.invariants import assert_none
 
 pytestmark = pytest.mark.timeout(360)
 

@@ -18,7 +18,7 @@ from google.protobuf import json_format
 
 from duetime.jobs.v1 import job_pb2, job_service_pb2
 from duetime_client.describe import when
-from tests.support.cli import (
+from testkit.cli import (
     Cli,
     api_on_own_database,
     api_response,
@@ -26,9 +26,9 @@ from tests.support.cli import (
     duetime_command,
     team_cli,
 )
-from tests.support.polling import eventually
-from tests.support.terminal import screen_table, terminal
-from tests.support.tls import make_certs, stack_certs
+from testkit.polling import eventually
+from testkit.terminal import screen_table, terminal
+from testkit.tls import make_certs, stack_certs
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -16,8 +16,8 @@ from google.protobuf.message import Message
 
 from duetime.admin.v1 import admin_service_pb2, admin_service_pb2_grpc
 from duetime.jobs.v1 import job_service_pb2, job_service_pb2_grpc
-from tests.support.cli import Cli, api_on_own_database, operator_token
-from tests.support.tls import service_channel
+from testkit.cli import Cli, api_on_own_database, operator_token
+from testkit.tls import service_channel
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -15,11 +15,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from duetime_infra.archive.archiver import Outcome, archive_pass
-from tests.support.cli import Cli, team_cli
-from tests.support.databases import create_database, drop_database
-from tests.support.history import HOT_RUNS, RUNS_A_WEEK, seed_history, seed_runs
-from tests.support.processes import service
-from tests.support.s3 import MotoServer
+from testkit.cli import Cli, team_cli
+from testkit.databases import create_database, drop_database
+from testkit.history import HOT_RUNS, RUNS_A_WEEK, seed_history, seed_runs
+from testkit.processes import service
+from testkit.s3 import MotoServer
 
 pytestmark = pytest.mark.timeout(120)
 

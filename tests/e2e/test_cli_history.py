@@ -15,8 +15,8 @@ import asyncpg
 import pytest
 
 from duetime.jobs.v1 import job_service_pb2
-from tests.support.cli import Cli, api_on_own_database, api_response, team_cli
-from tests.support.time_travel import utc
+from testkit.cli import Cli, api_on_own_database, api_response, team_cli
+from testkit.time_travel import utc
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -17,7 +17,7 @@ import asyncpg
 import pytest
 
 from duetime.jobs.v1 import job_service_pb2
-from tests.support.cli import (
+from testkit.cli import (
     Cli,
     Result,
     api_on_own_database,
@@ -26,8 +26,8 @@ from tests.support.cli import (
     duetime_command,
     team_cli,
 )
-from tests.support.polling import eventually
-from tests.support.terminal import screen_table, terminal
+from testkit.polling import eventually
+from testkit.terminal import screen_table, terminal
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -16,12 +16,12 @@ import pytest
 
 from duetime.jobs.v1 import job_pb2, run_pb2
 from duetime_client.describe import parse_duration
-from tests.support.cli import Cli, Result, cli_env, duetime_command, operator_token
-from tests.support.databases import create_database, drop_database
-from tests.support.http_target import Behaviour, HttpTarget, http_target
-from tests.support.polling import eventually
-from tests.support.system import TEAM, System, running_system
-from tests.support.terminal import screen_detail, screen_table, terminal
+from testkit.cli import Cli, Result, cli_env, duetime_command, operator_token
+from testkit.databases import create_database, drop_database
+from testkit.http_target import Behaviour, HttpTarget, http_target
+from testkit.polling import eventually
+from testkit.system import TEAM, System, running_system
+from testkit.terminal import screen_detail, screen_table, terminal
 
 pytestmark = pytest.mark.timeout(180)
 

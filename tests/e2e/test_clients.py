@@ -32,11 +32,11 @@ from google.api import annotations_pb2  # noqa: F401 (parses google.api.http opt
 from google.protobuf import descriptor_pb2
 from google.rpc import error_details_pb2
 
-from tests.support.databases import create_database, drop_database
-from tests.support.http_target import Behaviour, HttpTarget, http_target
-from tests.support.processes import REPO, tool
-from tests.support.system import System, running_system
-from tests.support.tls import service_client_tls
+from testkit.databases import create_database, drop_database
+from testkit.http_target import Behaviour, HttpTarget, http_target
+from testkit.processes import REPO, tool
+from testkit.system import System, running_system
+from testkit.tls import service_client_tls
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -19,7 +19,7 @@ from playwright.async_api import Browser, Locator, Page, expect
 
 from duetime.jobs.v1 import job_service_pb2, job_service_pb2_grpc
 from duetime_infra.admin import create_operator_token, create_team
-from tests.support.console import (
+from testkit.console import (
     Console,
     browser_page,
     chromium,
@@ -27,12 +27,12 @@ from tests.support.console import (
     running_console,
     screenshot,
 )
-from tests.support.databases import create_database, drop_database
-from tests.support.http_target import Behaviour, HttpTarget, http_target
-from tests.support.metrics import metrics_port
-from tests.support.polling import eventually
-from tests.support.system import System, http_job, running_system
-from tests.support.tls import service_channel
+from testkit.databases import create_database, drop_database
+from testkit.http_target import Behaviour, HttpTarget, http_target
+from testkit.metrics import metrics_port
+from testkit.polling import eventually
+from testkit.system import System, http_job, running_system
+from testkit.tls import service_channel
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -27,10 +27,10 @@ from typing import Any
 import pytest
 
 from duetime.jobs.v1 import job_pb2, run_pb2
-from tests.support.http_target import Behaviour, HttpTarget, http_target
-from tests.support.podman import containers_of_run, task_image
-from tests.support.polling import eventually
-from tests.support.system import System, http_job, running_system
+from testkit.http_target import Behaviour, HttpTarget, http_target
+from testkit.podman import containers_of_run, task_image
+from testkit.polling import eventually
+from testkit.system import System, http_job, running_system
 
 pytestmark = pytest.mark.timeout(150)
 

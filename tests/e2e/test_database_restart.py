@@ -22,12 +22,12 @@ from duetime.jobs.v1 import job_service_pb2 as svc
 from duetime.worker.v1 import worker_service_pb2 as wpb
 from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_infra.admin import create_team, create_worker_token
-from tests.support.fleet import new_prefix, scheduler_env
-from tests.support.polling import eventually
-from tests.support.postgres import PrivatePostgres, private_postgres
-from tests.support.processes import Service, service
-from tests.support.system import Api
-from tests.support.tls import service_channel, stack_certs, with_stack_tls
+from testkit.fleet import new_prefix, scheduler_env
+from testkit.polling import eventually
+from testkit.postgres import PrivatePostgres, private_postgres
+from testkit.processes import Service, service
+from testkit.system import Api
+from testkit.tls import service_channel, stack_certs, with_stack_tls
 
 pytestmark = pytest.mark.timeout(120)
 

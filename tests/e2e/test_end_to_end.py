@@ -24,10 +24,10 @@ from duetime_core.backoff import backoff_bounds
 from duetime_core.jobspec import RetryPolicy
 from duetime_core.runkey import rfc3339_utc
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC
-from tests.support.http_target import Behaviour, HttpTarget, http_target
-from tests.support.kafka import Offsets, end_offsets, read_between, shared_bootstrap
-from tests.support.polling import eventually
-from tests.support.system import TEAM, Api, http_job, running_system
+from testkit.http_target import Behaviour, HttpTarget, http_target
+from testkit.kafka import Offsets, end_offsets, read_between, shared_bootstrap
+from testkit.polling import eventually
+from testkit.system import TEAM, Api, http_job, running_system
 
 pytestmark = pytest.mark.timeout(120)
 

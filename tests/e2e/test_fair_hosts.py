@@ -11,9 +11,9 @@ import asyncpg
 import pytest
 
 from duetime_infra.admin import create_team
-from tests.support.http_target import Behaviour, http_target
-from tests.support.polling import eventually
-from tests.support.system import Api, http_job, running_system
+from testkit.http_target import Behaviour, http_target
+from testkit.polling import eventually
+from testkit.system import Api, http_job, running_system
 
 pytestmark = pytest.mark.timeout(120)
 

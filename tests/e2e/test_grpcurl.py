@@ -15,9 +15,9 @@ import asyncpg
 import pytest
 
 from duetime_infra.admin import create_operator_token, create_team
-from tests.support.databases import create_database, drop_database
-from tests.support.processes import Service, service, tool
-from tests.support.tls import grpcurl_tls_args
+from testkit.databases import create_database, drop_database
+from testkit.processes import Service, service, tool
+from testkit.tls import grpcurl_tls_args
 
 
 @pytest.fixture

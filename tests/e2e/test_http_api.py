@@ -18,12 +18,12 @@ import pytest
 
 from duetime.jobs.v1 import job_service_pb2
 from duetime_infra.admin import create_operator_token
-from tests.support.databases import create_database, drop_database
-from tests.support.gateway import OPENAPI_FILE, HttpApi, http_api
-from tests.support.http_target import Behaviour, HttpTarget, http_target
-from tests.support.polling import eventually
-from tests.support.processes import Service
-from tests.support.system import TEAM, System, running_system
+from testkit.databases import create_database, drop_database
+from testkit.gateway import OPENAPI_FILE, HttpApi, http_api
+from testkit.http_target import Behaviour, HttpTarget, http_target
+from testkit.polling import eventually
+from testkit.processes import Service
+from testkit.system import TEAM, System, running_system
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -12,9 +12,9 @@ import subprocess
 
 import pytest
 
-from tests.support.docs import shell_commands
-from tests.support.podman import require_podman
-from tests.support.processes import REPO
+from testkit.docs import shell_commands
+from testkit.podman import require_podman
+from testkit.processes import REPO
 
 pytestmark = pytest.mark.timeout(1200)
 

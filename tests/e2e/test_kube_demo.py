@@ -17,8 +17,8 @@ import time
 
 import pytest
 
-from tests.support.podman import require_podman
-from tests.support.processes import REPO
+from testkit.podman import require_podman
+from testkit.processes import REPO
 
 pytestmark = pytest.mark.timeout(1200)
 

@@ -24,9 +24,9 @@ import pytest
 
 from duetime.jobs.v1 import job_service_pb2
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
-from tests.support.fleet import assert_every_occurrence_accounted_once
-from tests.support.http_target import HttpTarget, http_target
-from tests.support.invariants import (
+from testkit.fleet import assert_every_occurrence_accounted_once
+from testkit.http_target import HttpTarget, http_target
+from testkit.invariants import (
     UNSETTLED,
     TargetCall,
     assert_none,
@@ -34,9 +34,9 @@ from tests.support.invariants import (
     call_violations,
     read_records,
 )
-from tests.support.kafka import PrivateKafka, create_topics
-from tests.support.polling import eventually
-from tests.support.system import Api, System, http_job, running_system
+from testkit.kafka import PrivateKafka, create_topics
+from testkit.polling import eventually
+from testkit.system import Api, System, http_job, running_system
 
 pytestmark = pytest.mark.timeout(240)
 

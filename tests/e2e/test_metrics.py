@@ -16,11 +16,11 @@ from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_core.jobspec import PARTITIONS
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
 from duetime_scheduler.worker_servicer import ATTEMPT_METADATA_KEY
-from tests.support.http_target import Behaviour, http_target
-from tests.support.metrics import Scrape, metrics_port, scrape
-from tests.support.polling import eventually
-from tests.support.system import System, http_job, running_system
-from tests.support.tls import service_channel
+from testkit.http_target import Behaviour, http_target
+from testkit.metrics import Scrape, metrics_port, scrape
+from testkit.polling import eventually
+from testkit.system import System, http_job, running_system
+from testkit.tls import service_channel
 
 pytestmark = pytest.mark.timeout(90)
 

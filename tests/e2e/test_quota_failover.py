@@ -19,12 +19,12 @@ from duetime_infra.pg.job_store import JobStore
 from duetime_infra.pg.pool import create_pool
 from duetime_infra.pg.team_store import update_team_quota
 from duetime_worker.attempts import ATTEMPT_METADATA_KEY
-from tests.support.fleet import TTL_SECONDS, new_prefix, schedulers
-from tests.support.jobs import TEAM, ensure_team
-from tests.support.polling import eventually
-from tests.support.secrets import secret_box
-from tests.support.tls import service_channel
-from tests.support.worker_api import job_message
+from testkit.fleet import TTL_SECONDS, new_prefix, schedulers
+from testkit.jobs import TEAM, ensure_team
+from testkit.polling import eventually
+from testkit.secrets import secret_box
+from testkit.tls import service_channel
+from testkit.worker_api import job_message
 
 RUNS = 6
 LIMIT = 2

@@ -23,10 +23,10 @@ from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
 from duetime_infra.pg.claim_store import claim_batch
 from duetime_infra.pg.fencing import FencingToken
 from duetime_infra.pg.pool import create_pool
-from tests.support.jobs import create_jobs, interval_job, shift_clock
-from tests.support.kafka import PrivateKafka, create_topics, end_offsets, read_between
-from tests.support.polling import eventually
-from tests.support.processes import Service, service
+from testkit.jobs import create_jobs, interval_job, shift_clock
+from testkit.kafka import PrivateKafka, create_topics, end_offsets, read_between
+from testkit.polling import eventually
+from testkit.processes import Service, service
 
 pytestmark = pytest.mark.timeout(150)
 

@@ -14,12 +14,12 @@ import pytest
 
 from duetime_infra.admin import create_worker_token
 from duetime_infra.pg.pool import create_pool
-from tests.support.fleet import new_prefix, scheduler_env
-from tests.support.http_target import Behaviour, http_target
-from tests.support.jobs import TEAM, create_jobs, ensure_team
-from tests.support.polling import eventually
-from tests.support.processes import Service, service
-from tests.support.system import http_job, notify_group, start_worker_groups_at_end
+from testkit.fleet import new_prefix, scheduler_env
+from testkit.http_target import Behaviour, http_target
+from testkit.jobs import TEAM, create_jobs, ensure_team
+from testkit.polling import eventually
+from testkit.processes import Service, service
+from testkit.system import http_job, notify_group, start_worker_groups_at_end
 
 # Shorter than the call, so the call outlives several renewals and the gap the fault makes.
 LEASE_SECONDS = 10

@@ -10,15 +10,15 @@ import asyncpg
 import pytest
 
 from duetime_infra.pg.pool import create_pool
-from tests.support.fleet import (
+from testkit.fleet import (
     TTL_SECONDS,
     assert_every_occurrence_accounted_once,
     new_prefix,
     owners,
     schedulers,
 )
-from tests.support.jobs import create_jobs, interval_job
-from tests.support.polling import eventually
+from testkit.jobs import create_jobs, interval_job
+from testkit.polling import eventually
 
 
 @pytest.fixture

@@ -32,15 +32,15 @@ from duetime_core.attempts import AttemptSettings
 from duetime_infra.pg.attempt_store import AttemptStore, StartAnswer, StartResult
 from duetime_infra.pg.job_store import JobStore
 from duetime_infra.pg.pool import create_pool
-from tests.support.fleet import (
+from testkit.fleet import (
     assert_every_occurrence_accounted_once,
     new_prefix,
     schedulers,
 )
-from tests.support.jobs import TEAM, create_jobs, cron_job, interval_job
-from tests.support.polling import eventually
-from tests.support.secrets import secret_box
-from tests.support.time_travel import (
+from testkit.jobs import TEAM, create_jobs, cron_job, interval_job
+from testkit.polling import eventually
+from testkit.secrets import secret_box
+from testkit.time_travel import (
     RunRow,
     advance_through,
     all_next_after,

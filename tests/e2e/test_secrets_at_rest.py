@@ -18,13 +18,13 @@ import pytest
 
 from duetime.jobs.v1 import job_pb2, run_pb2
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
-from tests.support.http_target import Behaviour, HttpTarget, http_target
-from tests.support.kafka import end_offsets, read_between, shared_bootstrap
-from tests.support.metrics import metrics_port, scrape
-from tests.support.otlp import TraceReceiver, otlp_receiver
-from tests.support.podman import task_image
-from tests.support.polling import eventually
-from tests.support.system import System, http_job, running_system
+from testkit.http_target import Behaviour, HttpTarget, http_target
+from testkit.kafka import end_offsets, read_between, shared_bootstrap
+from testkit.metrics import metrics_port, scrape
+from testkit.otlp import TraceReceiver, otlp_receiver
+from testkit.podman import task_image
+from testkit.polling import eventually
+from testkit.system import System, http_job, running_system
 
 pytestmark = pytest.mark.timeout(120)
 

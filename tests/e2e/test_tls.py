@@ -13,10 +13,10 @@ import asyncpg
 import pytest
 
 from duetime.jobs.v1 import run_pb2
-from tests.support.http_target import Behaviour, http_target
-from tests.support.polling import eventually
-from tests.support.system import http_job, running_system
-from tests.support.tls import service_client_tls, with_stack_tls
+from testkit.http_target import Behaviour, http_target
+from testkit.polling import eventually
+from testkit.system import http_job, running_system
+from testkit.tls import service_client_tls, with_stack_tls
 
 pytestmark = pytest.mark.timeout(90)
 

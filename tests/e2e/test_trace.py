@@ -17,12 +17,12 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from duetime.jobs.v1 import job_service_pb2, run_pb2
-from tests.support.http_target import Behaviour, Call, HttpTarget, http_target
-from tests.support.otlp import ReceivedSpan, TraceReceiver, otlp_receiver
-from tests.support.polling import eventually
-from tests.support.processes import service
-from tests.support.system import http_job, running_system
-from tests.support.tls import service_channel
+from testkit.http_target import Behaviour, Call, HttpTarget, http_target
+from testkit.otlp import ReceivedSpan, TraceReceiver, otlp_receiver
+from testkit.polling import eventually
+from testkit.processes import service
+from testkit.system import http_job, running_system
+from testkit.tls import service_channel
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -40,20 +40,20 @@ from duetime.worker.v1 import worker_service_pb2 as wpb
 from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_core.jobspec import Priority
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
-from tests.support.api import failure
-from tests.support.http_target import Behaviour, HttpTarget, http_target
-from tests.support.jobs import shift_clock
-from tests.support.kafka import (
+from testkit.api import failure
+from testkit.http_target import Behaviour, HttpTarget, http_target
+from testkit.jobs import shift_clock
+from testkit.kafka import (
     PrivateKafka,
     create_topics,
     end_offsets,
     free_port,
     shared_bootstrap,
 )
-from tests.support.polling import eventually
-from tests.support.processes import Service, service
-from tests.support.system import System, http_job, running_system
-from tests.support.tls import service_channel
+from testkit.polling import eventually
+from testkit.processes import Service, service
+from testkit.system import System, http_job, running_system
+from testkit.tls import service_channel
 
 pytestmark = pytest.mark.timeout(150)
 

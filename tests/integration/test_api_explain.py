@@ -16,10 +16,10 @@ from google.protobuf import field_mask_pb2, timestamp_pb2
 from duetime.jobs.v1 import job_pb2, run_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
 from duetime_infra.pg.pool import create_pool
+from testkit.api import ApiClient, failure, running_api
+from testkit.jobs import cron_job
+from testkit.time_travel import set_clock, utc
 from tests.integration.test_claims import claim_all
-from tests.support.api import ApiClient, failure, running_api
-from tests.support.jobs import cron_job
-from tests.support.time_travel import set_clock, utc
 
 NEW_YORK = "America/New_York"
 HOUR = timedelta(hours=1)

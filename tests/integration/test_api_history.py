@@ -13,9 +13,9 @@ from google.protobuf import field_mask_pb2
 from duetime.admin.v1 import admin_service_pb2 as admin
 from duetime.jobs.v1 import job_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
+from testkit.api import ApiClient, failure, running_api
 from tests.integration.test_api_jobs import cron_job
 from tests.integration.test_api_runs import sql
-from tests.support.api import ApiClient, failure, running_api
 
 
 @pytest.fixture

@@ -19,8 +19,8 @@ from duetime_core.schedule import next_fire_time
 from duetime_core.schedule.model import Cron
 from duetime_infra.admin import create_worker_token
 from duetime_infra.codec.spec_json import spec_from_json
-from tests.support.api import ApiClient, failure, running_api
-from tests.support.secrets import secret_box
+from testkit.api import ApiClient, failure, running_api
+from testkit.secrets import secret_box
 
 
 @pytest.fixture

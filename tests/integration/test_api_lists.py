@@ -17,7 +17,7 @@ from google.rpc import code_pb2, error_details_pb2
 
 from duetime.jobs.v1 import job_pb2, run_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
-from tests.support.api import ApiClient, failure, running_api
+from testkit.api import ApiClient, failure, running_api
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ from duetime.admin.v1 import admin_service_pb2 as admin
 from duetime.jobs.v1 import job_pb2, quota_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
 from duetime_infra.admin import create_worker_token
-from tests.support.api import ApiClient, failure, running_api
-from tests.support.jobs import interval_job
+from testkit.api import ApiClient, failure, running_api
+from testkit.jobs import interval_job
 
 
 @pytest.fixture

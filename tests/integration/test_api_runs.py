@@ -15,8 +15,8 @@ from google.protobuf import duration_pb2, timestamp_pb2
 from duetime.events.v1 import events_pb2
 from duetime.jobs.v1 import job_pb2, run_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
+from testkit.api import ApiClient, failure, running_api
 from tests.integration.test_api_jobs import cron_job
-from tests.support.api import ApiClient, failure, running_api
 
 
 @pytest.fixture

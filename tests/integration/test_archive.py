@@ -24,10 +24,10 @@ from duetime_infra.archive.settings import ArchiveSettings
 from duetime_infra.pg.fencing import FencingToken
 from duetime_infra.pg.pool import Conn, create_pool
 from duetime_scheduler.maintenance import ArchivePasses, PartitionMaintenance, record_pass
-from tests.support.api import ApiClient, failure, running_api
-from tests.support.history import HOT_RUNS, RUNS_A_WEEK, seed_history
-from tests.support.metrics import recorded_metrics
-from tests.support.s3 import MotoServer, filesystem, private_s3
+from testkit.api import ApiClient, failure, running_api
+from testkit.history import HOT_RUNS, RUNS_A_WEEK, seed_history
+from testkit.metrics import recorded_metrics
+from testkit.s3 import MotoServer, filesystem, private_s3
 
 
 class Crash(BaseException):

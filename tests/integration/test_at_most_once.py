@@ -18,8 +18,8 @@ from duetime.jobs.v1 import job_service_pb2 as svc
 from duetime.worker.v1 import worker_service_pb2 as wpb
 from duetime_infra.pg.fencing import FencingToken
 from duetime_infra.pg.reaper import reap_expired_attempts
-from tests.support.api import ApiClient, failure, running_api
-from tests.support.worker_api import (
+from testkit.api import ApiClient, failure, running_api
+from testkit.worker_api import (
     WorkerClient,
     create_job,
     exchange,

@@ -7,8 +7,8 @@ import asyncpg
 import pytest
 
 from bench.harness import QuerySampler, cpu_seconds, postgres_cpu
-from tests.support.databases import admin_dsn
-from tests.support.polling import eventually
+from testkit.databases import admin_dsn
+from testkit.polling import eventually
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -14,7 +14,7 @@ from duetime_core.lookahead import herd_lookahead
 from duetime_infra.pg.claim_store import ClaimAbandoned, claim_batch, due_by_second
 from duetime_infra.pg.fencing import FencingLost, FencingToken, fence
 from duetime_infra.pg.pool import create_pool
-from tests.support.jobs import create_jobs, cron_job, interval_job, shift_clock
+from testkit.jobs import create_jobs, cron_job, interval_job, shift_clock
 
 ALL = {p: FencingToken(p, 0, 10) for p in range(1024)}
 LOOKAHEAD = timedelta(seconds=5)

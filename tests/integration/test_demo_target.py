@@ -13,7 +13,7 @@ import aiohttp
 import pytest
 
 from duetime.jobs.v1 import job_pb2
-from tests.support.processes import REPO
+from testkit.processes import REPO
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -21,8 +21,8 @@ from duetime_infra.pg.claim_store import claim_batch
 from duetime_infra.pg.dispatcher import release_held_runs, requeue_due_retries
 from duetime_infra.pg.fencing import FencingToken
 from duetime_infra.pg.team_store import update_team_quota
-from tests.support.environments import ApiAndWorkers, api_and_workers
-from tests.support.worker_api import job_message, trigger
+from testkit.environments import ApiAndWorkers, api_and_workers
+from testkit.worker_api import job_message, trigger
 
 ALL = {p: FencingToken(p, 0, 10) for p in range(1024)}
 TOKENS = list(ALL.values())

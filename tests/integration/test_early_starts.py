@@ -17,8 +17,8 @@ from duetime_core.attempts import NEVER_CALLED, AttemptSettings
 from duetime_infra.codec.timeconv import datetime_to_timestamp
 from duetime_infra.pg.fencing import FencingToken
 from duetime_infra.pg.reaper import reap_expired_attempts
-from tests.support.environments import ApiAndWorkers, api_and_workers
-from tests.support.worker_api import (
+from testkit.environments import ApiAndWorkers, api_and_workers
+from testkit.worker_api import (
     as_datetime,
     create_job,
     exchange,

@@ -12,9 +12,9 @@ from duetime.admin.v1 import admin_service_pb2 as admin
 from duetime.jobs.v1 import job_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
 from duetime.worker.v1 import worker_service_pb2 as wpb
-from tests.support.api import failure, running_api
-from tests.support.fuzz import MAX_SECONDS, MIN_SECONDS, fingerprint
-from tests.support.worker_api import create_job, job_message, running_worker_api, trigger
+from testkit.api import failure, running_api
+from testkit.fuzz import MAX_SECONDS, MIN_SECONDS, fingerprint
+from testkit.worker_api import create_job, job_message, running_worker_api, trigger
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -1,5 +1,5 @@
 """Every RPC of JobService, AdminService and WorkerService, fed type-aware random requests built
-from the proto descriptors (tests/support/fuzz.py), against the real servers in process on real
+from the proto descriptors (testkit/fuzz.py), against the real servers in process on real
 PostgreSQL: no answer is INTERNAL or UNKNOWN (an unexpected exception in a handler), and a
 refused call leaves the database as it was; 15 requests per RPC (about half a minute).
 ``bench/fuzz`` runs the same at 10,000+ requests."""
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support.fuzz import FuzzTarget, Rpc, every_rpc, requests
+from testkit.fuzz import FuzzTarget, Rpc, every_rpc, requests
 
 pytestmark = pytest.mark.timeout(300)
 

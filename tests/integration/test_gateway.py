@@ -17,9 +17,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.support.gateway import OPENAPI_FILE, running_gateway
-from tests.support.polling import eventually
-from tests.support.tls import Certs, certificate_in, certificate_served, make_certs
+from testkit.gateway import OPENAPI_FILE, running_gateway
+from testkit.polling import eventually
+from testkit.tls import Certs, certificate_in, certificate_served, make_certs
 
 pytestmark = pytest.mark.timeout(60)
 

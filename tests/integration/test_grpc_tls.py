@@ -21,9 +21,9 @@ from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_infra.grpc.server import GrpcServer
 from duetime_infra.grpc.tls import channel_credentials, server_credentials
 from duetime_infra.tls import ClientTls
-from tests.support.api import failure
-from tests.support.tls import Certs, certificate_in, certificate_served, make_certs
-from tests.support.worker_api import WorkerClient, running_worker_api
+from testkit.api import failure
+from testkit.tls import Certs, certificate_in, certificate_served, make_certs
+from testkit.worker_api import WorkerClient, running_worker_api
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 
 from duetime_infra.pg.index_build import IndexBuild, build_index, index_builds
-from tests.support.polling import eventually
+from testkit.polling import eventually
 
 BUILD = IndexBuild("runs_probe_time_idx", "runs", "(update_time) WHERE state = 'QUEUED'")
 

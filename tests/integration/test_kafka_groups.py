@@ -12,7 +12,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from duetime_infra.kafka.groups import GroupInUse, group_to_end
-from tests.support.kafka import own_topics, shared_bootstrap, unique_topic
+from testkit.kafka import own_topics, shared_bootstrap, unique_topic
 
 
 async def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:

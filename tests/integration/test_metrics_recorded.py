@@ -23,11 +23,11 @@ from duetime_infra.pg.fencing import FencingLost, FencingToken, fence
 from duetime_infra.pg.outbox_store import outbox_backlog
 from duetime_infra.pg.pool import create_pool
 from duetime_infra.pg.reaper import reap_expired_attempts
-from tests.support.api import failure, running_api
-from tests.support.jobs import create_jobs, interval_job, shift_clock
-from tests.support.metrics import recorded_metrics
-from tests.support.polling import eventually
-from tests.support.worker_api import create_job, exchange, running_worker_api, trigger
+from testkit.api import failure, running_api
+from testkit.jobs import create_jobs, interval_job, shift_clock
+from testkit.metrics import recorded_metrics
+from testkit.polling import eventually
+from testkit.worker_api import create_job, exchange, running_worker_api, trigger
 
 pytestmark = pytest.mark.timeout(60)
 

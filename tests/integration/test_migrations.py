@@ -21,8 +21,8 @@ from duetime_infra.pg.migrate import (
     check_schema,
     load_migrations,
 )
-from tests.support.databases import create_database, drop_database
-from tests.support.polling import eventually
+from testkit.databases import create_database, drop_database
+from testkit.polling import eventually
 
 
 @pytest.fixture

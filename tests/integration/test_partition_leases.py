@@ -27,13 +27,13 @@ import pytest
 from duetime_infra.etcd import OwnershipChange, PartitionLeases, PartitionToken
 from duetime_infra.etcd.gateway import EtcdGateway
 from duetime_scheduler.claimer import hand_over
-from tests.support.polling import eventually
+from testkit.polling import eventually
 
 PARTITIONS = 1024
 TTL = 3.0
 MARGIN = 1.0
 ALL = set(range(PARTITIONS))
-MEMBER_SCRIPT = Path(__file__).resolve().parents[1] / "support" / "partition_member.py"
+MEMBER_SCRIPT = Path(__file__).resolve().parents[2] / "testkit" / "partition_member.py"
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -117,7 +117,7 @@ async def three_way(
 
 @dataclass
 class MemberProcess:
-    """``tests/support/partition_member.py`` running as a process of its own."""
+    """``testkit/partition_member.py`` running as a process of its own."""
 
     process: asyncio.subprocess.Process
     lines: list[dict[str, Any]] = field(default_factory=list)

@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 
 from duetime_infra.pg.pool import DatabaseUnavailable, create_pool
-from tests.support.kafka import free_port
+from testkit.kafka import free_port
 
 pytestmark = pytest.mark.timeout(30)
 

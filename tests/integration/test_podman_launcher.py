@@ -24,9 +24,9 @@ from duetime_worker import orphans
 from duetime_worker.images import ImagePolicy
 from duetime_worker.outcome import LeaseLapsed
 from duetime_worker.podman import Podman, PodmanLauncher, PodmanSettings
-from tests.support.http_target import Behaviour, HttpTarget, http_target
-from tests.support.podman import containers, containers_of_run, task_image
-from tests.support.polling import eventually
+from testkit.http_target import Behaviour, HttpTarget, http_target
+from testkit.podman import containers, containers_of_run, task_image
+from testkit.polling import eventually
 
 pytestmark = pytest.mark.timeout(60)
 

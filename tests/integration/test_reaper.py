@@ -19,9 +19,9 @@ from duetime_core.jobspec import RetryPolicy
 from duetime_infra.pg.dispatcher import requeue_due_retries
 from duetime_infra.pg.fencing import FencingLost, FencingToken, fence
 from duetime_infra.pg.reaper import reap_expired_attempts
-from tests.support.api import failure
-from tests.support.environments import ApiAndWorkers
-from tests.support.worker_api import (
+from testkit.api import failure
+from testkit.environments import ApiAndWorkers
+from testkit.worker_api import (
     WorkerClient,
     create_job,
     exchange,

@@ -30,8 +30,8 @@ from duetime_infra.pg.pool import create_pool
 from duetime_infra.tracecontext import new_run_trace
 from duetime_relay.reconciler import Reconciler
 from duetime_relay.relay import Relay
-from tests.support.jobs import TEAM, create_jobs, grant_priority, interval_job, shift_clock
-from tests.support.kafka import (
+from testkit.jobs import TEAM, create_jobs, grant_priority, interval_job, shift_clock
+from testkit.kafka import (
     Record,
     end_offsets,
     free_port,
@@ -40,8 +40,8 @@ from tests.support.kafka import (
     shared_bootstrap,
     unique_topic,
 )
-from tests.support.polling import eventually
-from tests.support.secrets import secret_box
+from testkit.polling import eventually
+from testkit.secrets import secret_box
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -21,11 +21,11 @@ from duetime_worker.container import DisabledLauncher
 from duetime_worker.heartbeat import Heartbeats
 from duetime_worker.http_target import HttpCaller
 from duetime_worker.policy import TargetPolicy
+from testkit.api import ApiClient, running_api
+from testkit.http_target import Behaviour, HttpTarget, http_target
+from testkit.polling import eventually, throughout
+from testkit.worker_api import WorkerClient, create_job, job_message, running_worker_api
 from tests.integration.test_worker_attempts import Answer, due_at
-from tests.support.api import ApiClient, running_api
-from tests.support.http_target import Behaviour, HttpTarget, http_target
-from tests.support.polling import eventually, throughout
-from tests.support.worker_api import WorkerClient, create_job, job_message, running_worker_api
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -22,8 +22,8 @@ from duetime_infra.pg.pool import create_pool
 from duetime_infra.secrets.keyring import new_keyring
 from duetime_infra.secrets.rotate import rotate
 from duetime_infra.secrets.sealing import SecretBox
-from tests.support.api import ApiClient, failure, running_api
-from tests.support.worker_api import WorkerClient, create_job, running_worker_api
+from testkit.api import ApiClient, failure, running_api
+from testkit.worker_api import WorkerClient, create_job, running_worker_api
 
 pytestmark = pytest.mark.timeout(120)
 

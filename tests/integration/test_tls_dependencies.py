@@ -19,16 +19,16 @@ from duetime_infra.kafka.connect import security_options
 from duetime_infra.kafka.producer import BatchProducer, Message
 from duetime_infra.pg.pool import create_pool
 from duetime_infra.tls import ClientTls
-from tests.support.etcd import private_tls_etcd
-from tests.support.kafka import (
+from testkit.etcd import private_tls_etcd
+from testkit.kafka import (
     create_topics,
     delete_topics,
     private_kafka,
     shared_bootstrap,
     unique_topic,
 )
-from tests.support.postgres import private_postgres
-from tests.support.tls import Certs, make_certs, stack_certs
+from testkit.postgres import private_postgres
+from testkit.tls import Certs, make_certs, stack_certs
 
 pytestmark = pytest.mark.timeout(120)
 

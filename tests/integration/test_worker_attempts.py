@@ -26,12 +26,12 @@ from duetime_worker.batching import AttemptCalls
 from duetime_worker.container import DisabledLauncher
 from duetime_worker.heartbeat import Heartbeats
 from duetime_worker.http_target import HttpCaller
-from tests.support.api import ApiClient, running_api
-from tests.support.executor import worker_machinery
-from tests.support.http_target import Behaviour, HttpTarget, http_target
-from tests.support.kafka import free_port
-from tests.support.polling import eventually, throughout
-from tests.support.worker_api import WorkerClient, create_job, job_message, running_worker_api
+from testkit.api import ApiClient, running_api
+from testkit.executor import worker_machinery
+from testkit.http_target import Behaviour, HttpTarget, http_target
+from testkit.kafka import free_port
+from testkit.polling import eventually, throughout
+from testkit.worker_api import WorkerClient, create_job, job_message, running_worker_api
 
 pytestmark = pytest.mark.timeout(60)
 

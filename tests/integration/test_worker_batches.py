@@ -15,10 +15,10 @@ import pytest
 from duetime.jobs.v1 import job_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
 from duetime.worker.v1 import worker_service_pb2 as wpb
-from tests.support.api import failure
-from tests.support.environments import ApiAndWorkers, api_and_workers
-from tests.support.polling import eventually
-from tests.support.worker_api import (
+from testkit.api import failure
+from testkit.environments import ApiAndWorkers, api_and_workers
+from testkit.polling import eventually
+from testkit.worker_api import (
     WorkerClient,
     as_datetime,
     create_job,

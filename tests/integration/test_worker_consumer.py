@@ -18,13 +18,13 @@ from duetime_core.jobspec import Priority
 from duetime_worker import consumer as consumer_module
 from duetime_worker.consumer import DispatchConsumer
 from duetime_worker.offsets import OffsetTracker
-from tests.support.kafka import (
+from testkit.kafka import (
     committed_offset,
     dispatch_topics,
     publish_dispatches,
     shared_bootstrap,
 )
-from tests.support.polling import eventually
+from testkit.polling import eventually
 
 pytestmark = pytest.mark.timeout(60)
 

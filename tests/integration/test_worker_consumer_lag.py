@@ -13,9 +13,9 @@ import pytest
 from duetime.events.v1.events_pb2 import RunDispatch
 from duetime_core.jobspec import Priority
 from duetime_worker.consumer import DispatchConsumer
-from tests.support.kafka import dispatch_topics, publish_dispatches, shared_bootstrap
-from tests.support.metrics import recorded_metrics
-from tests.support.polling import eventually
+from testkit.kafka import dispatch_topics, publish_dispatches, shared_bootstrap
+from testkit.metrics import recorded_metrics
+from testkit.polling import eventually
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -19,10 +19,10 @@ from duetime_worker.http_hosts import CONNECT_TIMEOUT, Resolve, system_resolve
 from duetime_worker.http_target import HttpCaller
 from duetime_worker.outcome import LeaseLapsed, Outcome, SendCheck
 from duetime_worker.policy import TargetPolicy
-from tests.support.http_target import Behaviour, HttpTarget, http_target
-from tests.support.kafka import free_port
-from tests.support.polling import eventually, throughout
-from tests.support.tls import make_certs
+from testkit.http_target import Behaviour, HttpTarget, http_target
+from testkit.kafka import free_port
+from testkit.polling import eventually, throughout
+from testkit.tls import make_certs
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -16,9 +16,9 @@ from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_infra.codec.target_codec import MAX_BODY_BYTES
 from duetime_worker.batching import CHANNEL_OPTIONS, START_BATCH, AttemptCalls
-from tests.support.api import ApiClient
-from tests.support.environments import ApiAndWorkers
-from tests.support.worker_api import WorkerClient, create_job, job_message
+from testkit.api import ApiClient
+from testkit.environments import ApiAndWorkers
+from testkit.worker_api import WorkerClient, create_job, job_message
 
 pytestmark = pytest.mark.timeout(90)
 

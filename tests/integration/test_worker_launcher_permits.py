@@ -16,9 +16,9 @@ from duetime.events.v1.events_pb2 import TARGET_KIND_CONTAINER, RunDispatch
 from duetime.jobs.v1 import job_pb2
 from duetime_worker.attempts import Executor
 from duetime_worker.container import LocalProcessLauncher
-from tests.support.api import ApiClient, running_api
-from tests.support.executor import worker_machinery
-from tests.support.worker_api import WorkerClient, create_job, job_message, running_worker_api
+from testkit.api import ApiClient, running_api
+from testkit.executor import worker_machinery
+from testkit.worker_api import WorkerClient, create_job, job_message, running_worker_api
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -24,15 +24,15 @@ from duetime_worker.http_target import HttpCaller
 from duetime_worker.notifier import Delivery, Notifier, NotifySettings
 from duetime_worker.notify_consumer import DeadLetterConsumer
 from duetime_worker.policy import TargetPolicy
-from tests.support.http_target import Behaviour, HttpTarget, http_target
-from tests.support.kafka import (
+from testkit.http_target import Behaviour, HttpTarget, http_target
+from testkit.kafka import (
     committed_offset,
     free_port,
     own_topics,
     shared_bootstrap,
     unique_topic,
 )
-from tests.support.polling import eventually
+from testkit.polling import eventually
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -21,13 +21,13 @@ from duetime.events.v1.events_pb2 import RunDispatch
 from duetime.jobs.v1 import job_pb2
 from duetime_core.jobspec import Priority
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
-from tests.support.api import ApiClient, running_api
-from tests.support.http_target import Behaviour, HttpTarget, http_target
-from tests.support.kafka import shared_bootstrap
-from tests.support.polling import eventually
-from tests.support.processes import service
-from tests.support.system import notify_group, start_worker_groups_at_end
-from tests.support.worker_api import WorkerClient, create_job, job_message, running_worker_api
+from testkit.api import ApiClient, running_api
+from testkit.http_target import Behaviour, HttpTarget, http_target
+from testkit.kafka import shared_bootstrap
+from testkit.polling import eventually
+from testkit.processes import service
+from testkit.system import notify_group, start_worker_groups_at_end
+from testkit.worker_api import WorkerClient, create_job, job_message, running_worker_api
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -21,9 +21,9 @@ from duetime_core.jobspec import RetryPolicy
 from duetime_core.runkey import RunKey, rfc3339_utc
 from duetime_infra.pg.dispatcher import requeue_due_retries
 from duetime_infra.pg.fencing import FencingToken
-from tests.support.api import failure, running_api
-from tests.support.environments import ApiAndWorkers
-from tests.support.worker_api import (
+from testkit.api import failure, running_api
+from testkit.environments import ApiAndWorkers
+from testkit.worker_api import (
     WorkerClient,
     as_datetime,
     create_job,

@@ -20,7 +20,7 @@ from duetime_cli.tables import (
     run_detail,
     runs_table,
 )
-from tests.support.terminal import screen_detail, screen_table
+from testkit.terminal import screen_detail, screen_table
 
 RUN_ID = "0f3c9a41-1f2b-4c3d-9e8f-7a6b5c4d3e2f"
 JOB_ID = "1eb75594-3046-461b-ab91-ae9f9d14fc7b"

@@ -15,7 +15,7 @@ from duetime_gateway.config import Settings
 from duetime_gateway.descriptors import SERVICES, descriptor_set
 from duetime_gateway.envoy import RunFiles, bootstrap
 from duetime_infra.config import ConfigError
-from tests.support.tls import Certs, make_certs
+from testkit.tls import Certs, make_certs
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-from tests.support.docs import shell_commands
-from tests.support.k8s import CERTIFICATE_FILES, certificate_files, rendered
+from testkit.docs import shell_commands
+from testkit.k8s import CERTIFICATE_FILES, certificate_files, rendered
 
 # What the base and the docs use for values an operator must replace.
 PLACEHOLDERS = ("example.internal", "CHANGE-ME")

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support.k8s import CERTIFICATE_FILES, certificate_files, rendered
+from testkit.k8s import CERTIFICATE_FILES, certificate_files, rendered
 
 REPO = Path(__file__).resolve().parents[2]
 BASE = REPO / "deploy" / "k8s" / "base"

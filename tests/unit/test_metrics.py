@@ -14,7 +14,7 @@ import pytest
 from duetime_infra.config import ConfigError, EnvReader
 from duetime_infra.telemetry import instruments
 from duetime_infra.telemetry.metrics import MetricsEndpoint, sample_periodically, start_metrics
-from tests.support.metrics import scrape
+from testkit.metrics import scrape
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from duetime_infra.tls import ClientTls, Link, ServerTls, read_tls, warn_plainte
 from duetime_relay.config import Settings as RelaySettings
 from duetime_scheduler.config import Settings as SchedulerSettings
 from duetime_worker.config import Settings as WorkerSettings
-from tests.support.tls import Certs, make_certs
+from testkit.tls import Certs, make_certs
 
 # The api and the scheduler also need a keyring (secrets at rest); these tests are about TLS.
 KEYS = {"DUETIME_SECRET_KEYS": new_keyring().to_json()}

@@ -28,7 +28,7 @@ from duetime_infra.telemetry.tracing import (
     tracing_settings,
 )
 from duetime_infra.tracecontext import TRACER, start_run_span, tracing_active
-from tests.support.otlp import otlp_receiver
+from testkit.otlp import otlp_receiver
 
 TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
 ENDPOINT = "http://127.0.0.1:4317"

@@ -10,7 +10,7 @@ import time
 
 from duetime_worker.backlog import CallBacklog
 from duetime_worker.collection import CollectorPause
-from tests.support.polling import eventually
+from testkit.polling import eventually
 
 
 async def test_a_wait_ends_when_the_last_call_goes_out() -> None:

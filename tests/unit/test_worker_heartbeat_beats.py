@@ -13,7 +13,7 @@ from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.attempts import MAX_ATTEMPTS_PER_BEAT
 from duetime_worker.heartbeat import ActiveAttempt, Heartbeats
 from duetime_worker.outcome import Outcome
-from tests.support.polling import eventually, throughout
+from testkit.polling import eventually, throughout
 
 
 class Stream:

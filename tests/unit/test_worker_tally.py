@@ -8,7 +8,7 @@ import pytest
 
 from duetime_worker import tally
 from duetime_worker.tally import AttemptTally
-from tests.support.polling import eventually
+from testkit.polling import eventually
 
 
 def summaries(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:

@@ -31,7 +31,7 @@ from duetime_infra.codec import (
 )
 from duetime_infra.secrets.keyring import new_keyring
 from duetime_infra.secrets.sealing import SecretBox
-from tests.support.properties import examples
+from testkit.properties import examples
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, 654321, tzinfo=UTC)
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from duetime_core.schedule import Cron, Interval, OneOff, next_fire_time
 from duetime_core.schedule.previous import previous_fire_time
-from tests.support.properties import examples
+from testkit.properties import examples
 from tests.unit.schedule.test_schedule_properties import ALL_EXPRESSIONS, schedules, starts
 
 TINY = timedelta(microseconds=1)

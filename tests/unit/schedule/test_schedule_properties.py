@@ -28,7 +28,7 @@ from duetime_core.schedule import (
 )
 from duetime_core.schedule.cron_match import compile_cron
 from duetime_core.schedule.dst import transitions_between
-from tests.support.properties import examples
+from testkit.properties import examples
 
 TRICKY_ZONES = [
     "America/New_York",

@@ -28,11 +28,11 @@ from duetime.jobs.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, run_
 from duetime_infra.admin import create_team, create_worker_token
 from duetime_infra.kafka.groups import group_to_end
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
-from tests.support.fleet import new_prefix, scheduler_env
-from tests.support.gateway import running_gateway
-from tests.support.kafka import shared_bootstrap
-from tests.support.processes import Service, service
-from tests.support.tls import service_channel, service_client_tls, with_stack_tls
+from testkit.fleet import new_prefix, scheduler_env
+from testkit.gateway import running_gateway
+from testkit.kafka import shared_bootstrap
+from testkit.processes import Service, service
+from testkit.tls import service_channel, service_client_tls, with_stack_tls
 
 TEAM = "team-e2e"
 

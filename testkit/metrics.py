@@ -20,7 +20,7 @@ from prometheus_client.samples import Sample
 
 from duetime_infra.telemetry import instruments
 from duetime_infra.telemetry.metrics import PORT_MARKER
-from tests.support.processes import Service
+from testkit.processes import Service
 
 _PORT_LINE = re.compile(rf"^{PORT_MARKER}=(\d+)$")
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from tests.support.processes import REPO
+from testkit.processes import REPO
 
 # The files of a certificate Secret, as cert-manager and the documented commands name them.
 CERTIFICATE_FILES = ("ca.crt", "tls.crt", "tls.key")

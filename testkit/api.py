@@ -31,7 +31,7 @@ from duetime_infra.pg.job_store import JobStore
 from duetime_infra.pg.pool import create_pool
 from duetime_infra.pg.team_store import principal_for
 from duetime_infra.secrets.sealing import SecretBox
-from tests.support.secrets import secret_box
+from testkit.secrets import secret_box
 
 
 @dataclass

@@ -21,8 +21,8 @@ import pytest
 from playwright.async_api import Browser, Page, async_playwright
 
 from duetime_infra.secrets.keyring import new_keyring
-from tests.support.processes import REPO, Service, service
-from tests.support.tls import service_client_tls
+from testkit.processes import REPO, Service, service
+from testkit.tls import service_client_tls
 
 SCREENSHOTS = REPO / "docs" / "console"
 # A headless Chromium on these machines: without the networking flags its connections are

@@ -8,7 +8,7 @@ import uuid
 from datetime import datetime, timedelta
 
 from duetime_infra.pg.pool import Conn, create_pool
-from tests.support.jobs import create_jobs, interval_job
+from testkit.jobs import create_jobs, interval_job
 
 RUNS_A_WEEK = 600
 HOT_RUNS = 60

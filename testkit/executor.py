@@ -14,7 +14,7 @@ from duetime_worker.container import Launcher
 from duetime_worker.heartbeat import Heartbeats
 from duetime_worker.http_target import HttpCaller
 from duetime_worker.policy import TargetPolicy
-from tests.support.worker_api import WorkerClient
+from testkit.worker_api import WorkerClient
 
 WORKER = "w-test"
 

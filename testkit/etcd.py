@@ -12,8 +12,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from tests.support.kafka import free_port
-from tests.support.tls import Certs
+from testkit.kafka import free_port
+from testkit.tls import Certs
 
 ETCD = "/usr/bin/etcd"
 READY = b"ready to serve client requests"

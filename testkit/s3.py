@@ -21,7 +21,7 @@ import pyarrow.fs as pafs
 import pytest
 
 from duetime_infra.archive.settings import ArchiveSettings
-from tests.support.kafka import free_port
+from testkit.kafka import free_port
 
 # moto accepts any key pair.
 KEY_ID, SECRET = "duetime-test", "duetime-test-secret"

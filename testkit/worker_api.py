@@ -38,8 +38,8 @@ from duetime_infra.secrets.sealing import SecretBox
 from duetime_infra.tls import ClientTls, ServerTls
 from duetime_infra.tracecontext import new_run_trace
 from duetime_scheduler.worker_servicer import ATTEMPT_METADATA_KEY, WorkerServicer
-from tests.support.api import ApiClient
-from tests.support.secrets import secret_box
+from testkit.api import ApiClient
+from testkit.secrets import secret_box
 
 SERVICE_NAME = wpb.DESCRIPTOR.services_by_name["WorkerService"].full_name
 

@@ -17,8 +17,8 @@ from duetime_core.jobspec import to_schedule
 from duetime_core.schedule import next_fire_time
 from duetime_infra.codec.spec_json import spec_from_json
 from duetime_infra.pg.pool import Conn
-from tests.support.polling import eventually as eventually  # bench/ imports it from here
-from tests.support.processes import Service, service
+from testkit.polling import eventually as eventually  # bench/ imports it from here
+from testkit.processes import Service, service
 
 TTL_SECONDS = 3
 

@@ -13,7 +13,7 @@ from duetime_core.records import JobRecord
 from duetime_infra.admin import create_team
 from duetime_infra.pg.job_store import JobStore
 from duetime_infra.pg.team_store import update_team_quota
-from tests.support.secrets import secret_box
+from testkit.secrets import secret_box
 
 TEAM = "team-a"
 

@@ -8,7 +8,7 @@ integers at the int32/int64 limits, floats at NaN and infinity, enums out of ran
 timestamps at 0001-01-01 and 9999-12-31 and past them, durations negative and huge, field
 masks with junk paths, nested messages, repeated fields and maps, oneofs with one member set.
 
-``FuzzTarget`` runs JobService, AdminService and WorkerService (tests/support/api.py,
+``FuzzTarget`` runs JobService, AdminService and WorkerService (testkit/api.py,
 worker_api.py) on a fresh database seeded with a job, runs and an open attempt, in an event
 loop of its own thread, so that a synchronous hypothesis test can call them; after every
 refused call it checks that the database did not change (row counts and a hash of every
@@ -38,9 +38,9 @@ from hypothesis import strategies as st
 from duetime.admin.v1 import admin_service_pb2
 from duetime.jobs.v1 import job_pb2, job_service_pb2
 from duetime.worker.v1 import worker_service_pb2
-from tests.support.api import ApiClient, running_api
-from tests.support.databases import create_database, drop_database, migrated_template
-from tests.support.worker_api import WorkerClient, create_job, running_worker_api, trigger
+from testkit.api import ApiClient, running_api
+from testkit.databases import create_database, drop_database, migrated_template
+from testkit.worker_api import WorkerClient, create_job, running_worker_api, trigger
 
 T = TypeVar("T")
 F = d.FieldDescriptor

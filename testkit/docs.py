@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from tests.support.processes import REPO
+from testkit.processes import REPO
 
 
 def shell_commands(page: str) -> list[str]:

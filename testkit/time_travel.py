@@ -18,8 +18,8 @@ from typing import Any, TypeAlias
 import asyncpg
 
 from duetime_infra.pg.pool import Conn
-from tests.support.fleet import owners
-from tests.support.polling import eventually
+from testkit.fleet import owners
+from testkit.polling import eventually
 
 Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
 

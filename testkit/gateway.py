@@ -13,8 +13,8 @@ from typing import Any
 
 import aiohttp
 
-from tests.support.processes import REPO, Service, service
-from tests.support.tls import service_client_tls
+from testkit.processes import REPO, Service, service
+from testkit.tls import service_client_tls
 
 OPENAPI_FILE = REPO / "gen" / "openapi" / "duetime.swagger.yaml"
 

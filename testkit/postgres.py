@@ -16,8 +16,8 @@ from pathlib import Path
 import asyncpg
 
 from duetime_infra.pg.migrate import apply_migrations
-from tests.support.kafka import free_port
-from tests.support.tls import Certs
+from testkit.kafka import free_port
+from testkit.tls import Certs
 
 
 def _bindir() -> str:

@@ -20,9 +20,9 @@ from google.protobuf.message import Message
 
 from duetime.jobs.v1 import job_service_pb2_grpc
 from duetime_infra.admin import create_operator_token, create_team
-from tests.support.databases import create_database, drop_database
-from tests.support.processes import service
-from tests.support.tls import service_channel
+from testkit.databases import create_database, drop_database
+from testkit.processes import service
+from testkit.tls import service_channel
 
 # Variables of the person running the tests that would change what the command prints or
 # where it connects (GRPC_VERBOSITY: gRPC's own log lines); and PYTHONDONTWRITEBYTECODE, so the

@@ -24,11 +24,11 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from duetime.events.v1.events_pb2 import RunDispatch
 from duetime_core.jobspec import Priority
 from duetime_infra.kafka import groups
-from tests.support.polling import eventually
-from tests.support.processes import REPO
+from testkit.polling import eventually
+from testkit.processes import REPO
 
 if TYPE_CHECKING:
-    from tests.support.tls import Certs
+    from testkit.tls import Certs
 
 
 def shared_bootstrap() -> str:

@@ -18,7 +18,7 @@ from grpc import aio
 from duetime_infra.config import EnvReader
 from duetime_infra.grpc.tls import channel_credentials
 from duetime_infra.tls import ClientTls, Link, ServerTls, read_tls
-from tests.support.processes import REPO
+from testkit.processes import REPO
 
 
 @dataclass(frozen=True)

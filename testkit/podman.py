@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from duetime_worker import orphans
-from tests.support.processes import REPO
+from testkit.processes import REPO
 
 CONTAINERS_CONF = REPO / "deploy" / "podman" / "containers.conf"
 TASK_IMAGE = "localhost/duetime-test-task:1"

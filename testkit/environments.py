@@ -9,8 +9,8 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from tests.support.api import ApiClient, running_api
-from tests.support.worker_api import WorkerClient, running_worker_api
+from testkit.api import ApiClient, running_api
+from testkit.worker_api import WorkerClient, running_worker_api
 
 
 class ApiAndWorkers(NamedTuple):

@@ -1,6 +1,6 @@
 """One scheduler's partition leases alone in a process, for tests that kill or freeze it.
 
-    python tests/support/partition_member.py ENDPOINT SCHEDULER_ID PREFIX --ttl 3 --margin 1
+    python testkit/partition_member.py ENDPOINT SCHEDULER_ID PREFIX --ttl 3 --margin 1
 
 Prints one JSON object per line on stdout: ``{"event": "started", ...}`` once the first
 session is open, then on every ownership change ``{"event": "changed", "t": <monotonic>,
