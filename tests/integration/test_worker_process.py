@@ -134,8 +134,9 @@ async def test_sigterm_gives_up_held_messages_at_once_and_waits_only_for_running
     marker_job = await job_at("/marker", Behaviour())
     group = f"duetime-test-{uuid.uuid4().hex[:12]}"
     await start_worker_groups_at_end(group)
-    # A grace far longer than the test: only the running attempt may be waited for.
-    env = worker_env(w, group, grace=60)
+    # A grace far longer than the test: only the running attempt may be waited for. No early
+    # starts: the message due later is held, not started (see the next test for those).
+    env = worker_env(w, group, grace=60) | {"DUETIME_WORKER_EARLY_STARTS": "0"}
     producer = AIOKafkaProducer(bootstrap_servers=shared_bootstrap())
     await producer.start()
     try:
@@ -178,5 +179,42 @@ async def test_sigterm_gives_up_held_messages_at_once_and_waits_only_for_running
         # Nothing was left open for the reaper.
         for run_id in (running, held, marker):
             assert all(a["end_time"] is not None for a in await w.attempts(run_id))
+    finally:
+        await producer.stop()
+
+
+async def test_sigterm_hands_back_an_attempt_started_ahead_before_its_call(
+    stack: tuple[ApiClient, WorkerClient, HttpTarget],
+) -> None:
+    api, w, target = stack
+    job = job_message(attempt_timeout=timedelta(seconds=60), max_attempts=1)
+    job.target.http.url = target.on("/ahead", Behaviour())
+    created = await create_job(api, job)
+    group = f"duetime-test-{uuid.uuid4().hex[:12]}"
+    await start_worker_groups_at_end(group)
+    producer = AIOKafkaProducer(bootstrap_servers=shared_bootstrap())
+    await producer.start()
+    try:
+        async with service(
+            "duetime_worker", worker_env(w, group, grace=60), "DUETIME_WORKER_PORT"
+        ) as worker:
+            due = await w.now() + timedelta(seconds=10)
+            run = await w.queue_scheduled_run(created.job_id, due)
+            await publish(producer, run, due)
+
+            async def started_ahead() -> bool:
+                return len(await w.attempts(run)) == 1
+
+            await eventually(started_ahead, 30, "attempt started ahead of its time")
+            stopped = time.monotonic()
+            worker.process.send_signal(signal.SIGTERM)
+            assert await asyncio.wait_for(worker.process.wait(), 30) == 0
+            took = time.monotonic() - stopped
+        # Not held to its call time within the grace: handed back unrun, for another worker.
+        assert took < 6, took
+        assert target.calls_to("/ahead") == []
+        (attempt,) = await w.attempts(run)
+        assert attempt["outcome"] == "HANDED_BACK"
+        assert attempt["call_progress"] == "NOT_BEGUN"
     finally:
         await producer.stop()

@@ -229,6 +229,9 @@ class Executor:
         self._backlog = CallBacklog()
         # The lease watches' deadlines (``_run_within_lease``), under one timer.
         self._leases = Deadlines()
+        # The waits of attempts started ahead until shortly before their call, under one
+        # timer; all ended at once when stopping, to hand those attempts back unrun.
+        self._held_ahead = Deadlines()
         # Attempts whose call is over and whose report is not yet done.
         self._reporting = 0
         self._clock = ServerClock()
@@ -256,6 +259,7 @@ class Executor:
         """Nothing starts from now on (see the module's doc); running attempts go on, for the
         consumer's drain to wait for or hand back."""
         self._stopping.set()
+        self._held_ahead.end_all()
         self._backlog.close()
         self._slots.close()
         self._starting.close()
@@ -700,10 +704,17 @@ class Executor:
     ) -> Outcome:
         """An attempt started ahead of its time: a heartbeat answered shortly before the call
         (a job paused or deleted since the start cancels it then), then the call at its time
-        by the server's clock, never before (and, at most once, once announced)."""
+        by the server's clock, never before (and, at most once, once announced). Stopping
+        before the beat hands it back unrun, for another worker, rather than holding the
+        shutdown until its time."""
         before = self._clock.seconds_until(call_time) - PRE_CALL_BEAT
-        if before > 0:
-            await asyncio.sleep(before)
+        if before > 0 and not self._stopping.is_set():
+            loop = asyncio.get_running_loop()
+            waiter = loop.create_future()
+            self._held_ahead.add(waiter, loop.time() + before)
+            await waiter
+        if self._stopping.is_set():
+            return Outcome.handed_back(SHUTTING_DOWN, call=NOT_BEGUN)
         await self._heartbeats.fresh((run.run_id, attempt))
         # Asked again after each wait: the estimate of the server's clock may move meanwhile.
         while (left := self._clock.seconds_until(call_time)) > 0:  # noqa: ASYNC110
