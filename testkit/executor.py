@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from duetime_worker.attempts import Executor
 from duetime_worker.container import Launcher
@@ -48,3 +48,19 @@ async def worker_machinery(w: WorkerClient, worker: str = WORKER) -> AsyncIterat
         stopping.set()
         await beating
         await http.close()
+
+
+def offline_executor(calls: object, **options: Any) -> Executor:
+    """An Executor whose scheduler is ``calls`` (``AttemptCalls``' shape: ``start``,
+    ``complete``), with nothing else to reach: for unit tests of its own logic."""
+    stub = cast(Any, None)
+    return Executor(
+        stub,
+        "w-1",
+        (),
+        Heartbeats(stub, "w-1", (), interval=1),
+        HttpCaller(TargetPolicy.parse([])),
+        cast(Any, None),
+        calls=cast(Any, calls),
+        **options,
+    )

@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, cast
+from typing import Any
 
 from duetime.events.v1.events_pb2 import RunDispatch
 from duetime.worker.v1 import worker_service_pb2 as pb
-from duetime_worker.attempts import Executor
-from duetime_worker.heartbeat import Heartbeats
-from duetime_worker.http_target import HttpCaller
-from duetime_worker.policy import TargetPolicy
+from testkit.executor import offline_executor
 
 
 class _Scheduler:
@@ -41,18 +38,7 @@ def _due_in(seconds: float, team: str) -> RunDispatch:
 
 async def test_starts_cancelled_ahead_or_waiting_for_their_turn_give_early_permits_back() -> None:
     scheduler = _Scheduler()
-    stub = cast(Any, None)
-    executor = Executor(
-        stub,
-        "w-1",
-        (),
-        Heartbeats(stub, "w-1", (), interval=1),
-        HttpCaller(TargetPolicy.parse([])),
-        cast(Any, None),
-        calls=cast(Any, scheduler),
-        starting=1,
-        early=2,
-    )
+    executor = offline_executor(scheduler, starting=1, early=2)
     executor._clock.observe(_due_in(0, "clock").effective_time)  # the server's time known
     # One start asked ahead (its answer not yet come), one waiting for the start permit it
     # holds: both early permits are taken.

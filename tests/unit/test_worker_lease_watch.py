@@ -7,18 +7,16 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from typing import Any, cast
 
 import pytest
 
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.attempts import SUPERSEDED
-from duetime_worker.attempts import LEASE_LOST, Executor, _run_within_lease
+from duetime_worker.attempts import LEASE_LOST, _run_within_lease
 from duetime_worker.deadlines import RESOLUTION, Deadlines
-from duetime_worker.heartbeat import ActiveAttempt, Heartbeats
-from duetime_worker.http_target import HttpCaller
+from duetime_worker.heartbeat import ActiveAttempt
 from duetime_worker.outcome import Outcome
-from duetime_worker.policy import TargetPolicy
+from testkit.executor import offline_executor
 
 
 async def _forever() -> Outcome:
@@ -79,19 +77,6 @@ class _Reports:
         self.sent.append(request)
 
 
-def _executor(reports: _Reports) -> Executor:
-    stub = cast(Any, None)  # nothing here reaches the scheduler but through ``reports``
-    return Executor(
-        stub,
-        "w-1",
-        (),
-        Heartbeats(stub, "w-1", (), interval=1),
-        HttpCaller(TargetPolicy.parse([])),
-        cast(Any, None),
-        calls=cast(Any, reports),
-    )
-
-
 @pytest.mark.parametrize("first", ["", SUPERSEDED])
 async def test_a_call_given_up_at_its_lease_is_never_reported(first: str) -> None:
     """The watch gives a lease up within ``RESOLUTION`` of its end, while the loop's clock may
@@ -99,7 +84,7 @@ async def test_a_call_given_up_at_its_lease_is_never_reported(first: str) -> Non
     reason kept): none of these lets the attempt be reported."""
     loop = asyncio.get_running_loop()
     reports = _Reports()
-    executor = _executor(reports)
+    executor = offline_executor(reports)
     active = _attempt("edge", RESOLUTION / 2)
     if first:
         active.cancel_reason = first  # told to cancel; its call had not ended yet
