@@ -579,8 +579,9 @@ async def eventually_open_attempt(db: asyncpg.Pool[asyncpg.Record], job: job_pb2
     async def open_attempt() -> bool:
         run_id = await db.fetchval(
             "SELECT a.run_id FROM attempts a JOIN runs r USING (run_id, nominal_time) "
-            "WHERE r.job_id = $1 AND a.number = 1 AND a.end_time IS NULL AND (NOT a.early "
-            "OR a.beat_time >= a.start_time - interval '2 seconds')",
+            "WHERE r.job_id = $1 AND a.number = 1 AND a.end_time IS NULL AND NOT "
+            "duetime_never_called(a.early, a.start_time, a.call_progress, a.beat_time, "
+            "a.worker_id)",
             uuid.UUID(job.job_id),
         )
         if run_id is not None:

@@ -17,6 +17,7 @@ from duetime_core.attempts import NEVER_CALLED, AttemptSettings
 from duetime_infra.codec.timeconv import datetime_to_timestamp
 from duetime_infra.pg.fencing import FencingToken
 from duetime_infra.pg.reaper import reap_expired_attempts
+from duetime_scheduler.maintenance import PartitionMaintenance
 from testkit.environments import ApiAndWorkers, api_and_workers
 from testkit.worker_api import (
     as_datetime,
@@ -33,10 +34,10 @@ REFUSED = wpb.START_DECISION_REFUSED
 
 class Env(ApiAndWorkers):
     async def start(
-        self, run_id: uuid.UUID, delivery: str = "d-1", early: bool = True
+        self, run_id: uuid.UUID, delivery: str = "d-1", early: bool = True, worker: str = "w-1"
     ) -> wpb.StartAttemptResponse:
         request = wpb.StartAttemptRequest(
-            run_id=str(run_id), delivery_id=delivery, worker_id="w-1", early=early
+            run_id=str(run_id), delivery_id=delivery, worker_id=worker, early=early
         )
         response: wpb.StartAttemptResponse = await self.w.stub.StartAttempt(
             request, metadata=self.w.auth()
@@ -61,9 +62,9 @@ async def env(db_dsn: str) -> AsyncIterator[Env]:
         yield Env(*both)
 
 
-def beat(*refs: tuple[uuid.UUID, int]) -> wpb.HeartbeatRequest:
+def beat(*refs: tuple[uuid.UUID, int], worker: str = "w-1") -> wpb.HeartbeatRequest:
     return wpb.HeartbeatRequest(
-        worker_id="w-1", attempts=[wpb.AttemptRef(run_id=str(r), attempt=n) for r, n in refs]
+        worker_id=worker, attempts=[wpb.AttemptRef(run_id=str(r), attempt=n) for r, n in refs]
     )
 
 
@@ -255,8 +256,9 @@ async def test_an_attempt_whose_worker_went_before_its_call_is_given_back_not_fa
     now = await w.now()
     gone = await w.queue_scheduled_run(job.job_id, now + 2 * S)
     beaten = await w.queue_scheduled_run(job.job_id, now + 2 * S + timedelta(milliseconds=1))
-    for run_id in (gone, beaten):
-        assert (await env.start(run_id, delivery=f"d-{run_id}")).decision == STARTED
+    for run_id, worker in ((gone, "w-gone"), (beaten, "w-1")):
+        started = await env.start(run_id, delivery=f"d-{run_id}", worker=worker)
+        assert started.decision == STARTED
     # The lease of an attempt started ahead runs 10 s from its call time until a beat renews it.
     (attempt,) = await w.attempts(gone)
     assert attempt["lease_expire_time"] == now + 2 * S + 10 * S
@@ -274,3 +276,58 @@ async def test_an_attempt_whose_worker_went_before_its_call_is_given_back_not_fa
     (expired,) = await w.attempts(beaten)
     assert expired["outcome"] == "LEASE_EXPIRED"  # its call may have begun
     assert (await w.run_row(beaten))["state"] == "DEAD_LETTERED"
+
+
+async def test_a_pre_call_beat_writes_one_worker_record_not_every_attempt(env: Env) -> None:
+    # A herd's pre-call beat lists every attempt its worker holds: their rows stay unwritten,
+    # the worker's one record is the reaper's proof that any of their calls may have begun.
+    w = env.w
+    job = await create_job(env.api, job_message(max_attempts=1))
+    now = await w.now()
+    first = await w.queue_scheduled_run(job.job_id, now + 4 * S)
+    later = await w.queue_scheduled_run(job.job_id, now + 9 * S)
+    for run_id in (first, later):
+        assert (await env.start(run_id, delivery=f"d-{run_id}")).decision == STARTED
+    record = "SELECT beat_time FROM worker_beats WHERE worker_id = 'w-1'"
+    stream = w.stub.Heartbeat(metadata=w.auth())
+    # The first beat renews their short early leases; neither call's window is open yet.
+    await exchange(stream, beat((first, 1), (later, 1)))
+    assert await w.pool.fetchval(record) is None
+    before = {r: (await w.attempts(r))[0]["xmin"] for r in (first, later)}
+    await w.shift_clock(2.5 * S)  # the first call's window opened 2 s before it
+    response = await exchange(stream, beat((first, 1), (later, 1)))
+    assert [d.directive for d in response.directives] == [wpb.DIRECTIVE_CONTINUE] * 2
+    assert await w.pool.fetchval(record) == as_datetime(response.server_time)
+    assert {r: (await w.attempts(r))[0]["xmin"] for r in (first, later)} == before
+    await w.shift_clock(0.5 * S)  # the window it already covers: nothing more is written
+    await exchange(stream, beat((first, 1), (later, 1)))
+    assert await w.pool.fetchval(record) == as_datetime(response.server_time)
+    stream.cancel()
+    # The worker then went: the first call may have begun, the later one's window never opened.
+    await w.shift_clock(timedelta(minutes=2))
+    tokens = [FencingToken(p, 0, 1) for p in range(1024)]
+    assert await reap_expired_attempts(w.pool, tokens, 100) == 2
+    assert (await w.attempts(first))[0]["outcome"] == "LEASE_EXPIRED"
+    assert [(a["outcome"], a["error"]) for a in await w.attempts(later)] == [
+        ("HANDED_BACK", NEVER_CALLED)
+    ]
+
+
+async def test_a_worker_record_is_kept_while_an_open_attempt_needs_it(env: Env) -> None:
+    w = env.w
+    job = await create_job(env.api)
+    now = await w.now()
+    run_id = await w.queue_scheduled_run(job.job_id, now + 2 * S)
+    assert (await env.start(run_id)).decision == STARTED
+    await w.shift_clock(1.5 * S)
+    stream = w.stub.Heartbeat(metadata=w.auth())
+    await exchange(stream, beat((run_id, 1)))
+    stream.cancel()
+    maintenance = PartitionMaintenance(interval_seconds=0)
+    owner = [FencingToken(0, 0, 1)]
+    records = "SELECT worker_id FROM worker_beats"
+    assert await maintenance(w.pool, owner) == 1
+    assert [r["worker_id"] for r in await w.pool.fetch(records)] == ["w-1"]
+    await w.complete(run_id, 1)
+    assert await maintenance(w.pool, owner) == 1
+    assert await w.pool.fetch(records) == []

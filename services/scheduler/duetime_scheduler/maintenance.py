@@ -1,5 +1,6 @@
 """Run-history partitions: created ahead and dropped past retention by the owner of partition 0;
 with an archive configured, archived first by a child process (``duetime_scheduler.archive``).
+The same hourly pass drops workers' beat records that no open attempt needs.
 
 Exactly one scheduler owns partition 0 at a time, so one runs the maintenance; it is idempotent,
 so an overlap during a handover costs a wasted call and nothing else (two archiving passes never
@@ -137,6 +138,7 @@ class PartitionMaintenance:
                 # Before maintenance runs: with the policy stored it drops no history.
                 await conn.execute(q("archive_policy_set"), self._archive.hot_retention)
             await conn.execute(q("maintain_partitions"))
+            await conn.execute(q("worker_beats_prune"))
         if self._archive is not None:
             self.passes.start()
         return 1

@@ -224,9 +224,12 @@ UPDATE runs SET first_start_time = $3 WHERE run_id = $1 AND nominal_time = $2;
 -- $5 is each attempt's call progress as the worker says it (NULL: not said); the renewal
 -- records it in the same statement, and it only moves forward (NOT_BEGUN, then BEGUN).
 -- Only what changes is written (and locked): a lease with more than two thirds of $4 left is
--- answered as it stands, unless the beat moves the call's progress or is the first within 2 s
--- of an early attempt's call (the reaper's proof that the call may have begun). A herd's beats
--- each list thousands of attempts; rewriting them all was most of its database time.
+-- answered as it stands, unless the beat moves the call's progress. A herd's beats each list
+-- thousands of attempts; rewriting them all was most of its database time. A beat listing an
+-- early attempt whose call window is open (duetime_pre_call_from) writes its worker's one
+-- worker_beats row instead, the reaper's proof that the call may have begun (schema 14); that
+-- write runs after the main query's row locks (an unreferenced data-modifying WITH runs last),
+-- so beats take their locks in one order.
 WITH req AS (
     SELECT k.run_id, k.number, k.ord, k.call
     FROM unnest($1::uuid[], $2::integer[], $5::text[])
@@ -243,9 +246,10 @@ WITH req AS (
                OR (req.call IS NOT NULL AND a.call_progress IS DISTINCT FROM
                    CASE WHEN req.call = 'BEGUN' THEN 'BEGUN'
                         ELSE coalesce(a.call_progress, req.call) END)
-               OR (a.early AND a.start_time <= (SELECT duetime_now()) + interval '2 seconds'
-                   AND (a.beat_time IS NULL OR a.beat_time < a.start_time - interval '2 seconds'))
-               AS to_write
+               AS to_write,
+           CASE WHEN a.early AND a.end_time IS NULL
+                     AND duetime_pre_call_from(a.start_time) <= (SELECT duetime_now())
+                THEN duetime_pre_call_from(a.start_time) END AS pre_call_from
     FROM req
     JOIN attempts a
       ON a.run_id = req.run_id AND a.number = req.number AND a.worker_id = $3
@@ -275,6 +279,12 @@ WITH req AS (
     WHERE a.run_id = locked.run_id AND a.nominal_time = locked.nominal_time
       AND a.number = locked.number AND a.end_time IS NULL
     RETURNING a.run_id, a.number, a.lease_expire_time
+), worker_beat AS (
+    -- Only when a listed early attempt's window opened after the worker's last record.
+    INSERT INTO worker_beats AS w (worker_id, beat_time)
+    SELECT $3, (SELECT duetime_now()) FROM held HAVING max(held.pre_call_from) IS NOT NULL
+    ON CONFLICT (worker_id) DO UPDATE SET beat_time = excluded.beat_time
+    WHERE w.beat_time < (SELECT max(held.pre_call_from) FROM held)
 )
 SELECT req.ord, req.run_id, req.number,
        cur.run_id IS NOT NULL AND cur.end_time IS NULL AS open,
@@ -343,10 +353,10 @@ SELECT job_id, state FROM jobs WHERE job_id = ANY($1::uuid[]) ORDER BY job_id FO
 
 -- name: reaper_attempt_lock
 -- Re-read at the row under its lock: a heartbeat that renewed the lease since the scan wins.
--- An attempt started ahead of its time that no beat renewed from 2 s before its call time on
--- never began its call (its worker calls only after such a beat).
+-- duetime_never_called: started ahead of its time, and no beat of its worker answered within
+-- its call's window (its worker calls only after such a beat).
 SELECT lease_expire_time, deadline, cancel_reason, call_progress, (SELECT duetime_now()) AS now,
-       early AND (beat_time IS NULL OR beat_time < start_time - interval '2 seconds')
+       duetime_never_called(early, start_time, call_progress, beat_time, worker_id)
            AS never_called
 FROM attempts
 WHERE run_id = $1 AND nominal_time = $2 AND number = $3 AND end_time IS NULL
