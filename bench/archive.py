@@ -32,7 +32,7 @@ from bench.harness import cpu_model, load
 from duetime_infra.archive.layout import object_key
 from duetime_infra.archive.reader import ArchiveReader
 from duetime_infra.archive.settings import ArchiveSettings
-from duetime_infra.pg.job_reads import Page
+from duetime_infra.pg.jobs.reads import Page
 from duetime_infra.pg.pool import create_pool
 from duetime_scheduler.maintenance import ArchivePasses
 from testkit.databases import create_database, drop_database, migrated_template

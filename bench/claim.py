@@ -34,10 +34,10 @@ from bench.harness import JOB_COLUMNS, cpu_model, load
 from duetime_core.jobspec import Every, HttpMethod, HttpTarget, JobSpec
 from duetime_core.runkey import partition_of
 from duetime_infra.codec.spec_json import spec_to_json
-from duetime_infra.pg.claim_store import claim_batch
+from duetime_infra.pg.dispatch.claims import claim_batch
+from duetime_infra.pg.dispatch.spec_cache import SpecCache
 from duetime_infra.pg.fencing import FencingToken
 from duetime_infra.pg.pool import create_pool
-from duetime_infra.pg.spec_cache import SpecCache
 from duetime_infra.telemetry.tracing import setup_tracing
 from testkit.databases import create_database, drop_database, migrated_template
 

@@ -37,7 +37,7 @@ from bench.chaos_fleet import PARTITION_TTL, TEAM, Fleet, chaos_fleet
 from bench.chaos_target import ChaosTarget, chaos_target
 from bench.harness import SeedJob, cpu_model, load, quantiles, seed_jobs, target_process
 from duetime_core.runkey import RunKey
-from duetime_infra.pg.team_store import update_team_quota
+from duetime_infra.pg.teams.store import update_team_quota
 from testkit.fleet import owners
 
 WINDOW = timedelta(seconds=30)

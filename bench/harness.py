@@ -31,7 +31,7 @@ from duetime_core import jobspec
 from duetime_core.runkey import partition_of
 from duetime_infra.codec.spec_json import spec_to_json
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
-from duetime_infra.pg import team_store
+from duetime_infra.pg.teams import store as team_store
 from testkit.databases import drop_database, migrated_template, with_database
 from testkit.kafka import (
     Offsets,

@@ -70,7 +70,7 @@ from bench.harness import (
 from bench.herd_floor import FLOOR_PEERS, floor_case
 from duetime_core.runkey import RunKey
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
-from duetime_infra.pg.team_store import update_team_quota
+from duetime_infra.pg.teams.store import update_team_quota
 from testkit.databases import create_database, drop_database
 from testkit.fleet import eventually
 from testkit.kafka import Offsets, end_offsets, read_between, shared_bootstrap

@@ -61,7 +61,7 @@ from bench.harness import (
 )
 from duetime_core.runkey import RunKey
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
-from duetime_infra.pg import team_store
+from duetime_infra.pg.teams import store as team_store
 from testkit.databases import create_database, drop_database
 from testkit.fleet import eventually
 from testkit.kafka import Offsets, end_offsets, read_between, shared_bootstrap

@@ -22,7 +22,7 @@ from duetime_core.jobspec import Priority
 from duetime_core.runkey import RunKey
 from duetime_infra.dispatch import dispatch_row
 from duetime_infra.kafka.producer import BatchProducer
-from duetime_infra.pg.outbox_writer import insert_outbox
+from duetime_infra.pg.dispatch.outbox_writer import insert_outbox
 from duetime_infra.pg.pool import create_pool
 from duetime_infra.tracecontext import new_run_trace
 from duetime_relay.relay import Relay

@@ -27,9 +27,9 @@ from duetime_infra.archive.settings import ArchiveSettings
 from duetime_infra.grpc.auth import Role, TokenCache
 from duetime_infra.grpc.interceptors import DuetimeInterceptor
 from duetime_infra.grpc.server import GrpcServer
-from duetime_infra.pg.job_store import JobStore
+from duetime_infra.pg.jobs.store import JobStore
 from duetime_infra.pg.pool import create_pool
-from duetime_infra.pg.team_store import principal_for
+from duetime_infra.pg.teams.store import principal_for
 from duetime_infra.secrets.sealing import SecretBox
 from testkit.secrets import secret_box
 

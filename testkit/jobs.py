@@ -11,8 +11,8 @@ from duetime_api.jobs import JobOperations
 from duetime_core.jobspec import Priority
 from duetime_core.records import JobRecord
 from duetime_infra.admin import create_team
-from duetime_infra.pg.job_store import JobStore
-from duetime_infra.pg.team_store import update_team_quota
+from duetime_infra.pg.jobs.store import JobStore
+from duetime_infra.pg.teams.store import update_team_quota
 from testkit.secrets import secret_box
 
 TEAM = "team-a"

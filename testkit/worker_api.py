@@ -31,9 +31,9 @@ from duetime_infra.grpc.auth import Role, TokenCache
 from duetime_infra.grpc.interceptors import DuetimeInterceptor
 from duetime_infra.grpc.server import GrpcServer
 from duetime_infra.grpc.tls import channel_credentials, server_credentials
-from duetime_infra.pg.attempt_store import AttemptStore
+from duetime_infra.pg.attempts.store import AttemptStore
 from duetime_infra.pg.pool import create_pool
-from duetime_infra.pg.team_store import principal_for
+from duetime_infra.pg.teams.store import principal_for
 from duetime_infra.secrets.sealing import SecretBox
 from duetime_infra.tls import ClientTls, ServerTls
 from duetime_infra.tracecontext import new_run_trace

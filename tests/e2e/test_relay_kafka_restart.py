@@ -20,7 +20,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from duetime.events.v1.events_pb2 import RunDispatch
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
-from duetime_infra.pg.claim_store import claim_batch
+from duetime_infra.pg.dispatch.claims import claim_batch
 from duetime_infra.pg.fencing import FencingToken
 from duetime_infra.pg.pool import create_pool
 from testkit.jobs import create_jobs, interval_job, shift_clock

@@ -29,8 +29,8 @@ from google.protobuf.duration_pb2 import Duration
 from duetime.jobs.v1 import job_pb2
 from duetime_api.jobs import JobOperations
 from duetime_core.attempts import AttemptSettings
-from duetime_infra.pg.attempt_store import AttemptStore, StartAnswer, StartResult
-from duetime_infra.pg.job_store import JobStore
+from duetime_infra.pg.attempts.store import AttemptStore, StartAnswer, StartResult
+from duetime_infra.pg.jobs.store import JobStore
 from duetime_infra.pg.pool import create_pool
 from testkit.fleet import (
     assert_every_occurrence_accounted_once,

@@ -16,8 +16,8 @@ from duetime.events.v1 import events_pb2
 from duetime.jobs.v1 import job_pb2, run_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
 from duetime.worker.v1 import worker_service_pb2 as wpb
+from duetime_infra.pg.attempts.reaper import reap_expired_attempts
 from duetime_infra.pg.fencing import FencingToken
-from duetime_infra.pg.reaper import reap_expired_attempts
 from testkit.api import ApiClient, failure, running_api
 from testkit.worker_api import (
     WorkerClient,

@@ -11,7 +11,7 @@ import pytest
 
 from duetime.events.v1 import events_pb2
 from duetime_core.lookahead import herd_lookahead
-from duetime_infra.pg.claim_store import ClaimAbandoned, claim_batch, due_by_second
+from duetime_infra.pg.dispatch.claims import ClaimAbandoned, claim_batch, due_by_second
 from duetime_infra.pg.fencing import FencingLost, FencingToken, fence
 from duetime_infra.pg.pool import create_pool
 from testkit.jobs import create_jobs, cron_job, interval_job, shift_clock

@@ -16,11 +16,11 @@ from duetime.jobs.v1 import job_pb2, run_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
 from duetime.worker.v1 import worker_service_pb2 as wpb
 from duetime_infra.codec.timeconv import datetime_to_timestamp
-from duetime_infra.pg.admission import DispatchCredit
-from duetime_infra.pg.claim_store import claim_batch
-from duetime_infra.pg.dispatcher import release_held_runs, requeue_due_retries
+from duetime_infra.pg.dispatch.admission import DispatchCredit
+from duetime_infra.pg.dispatch.claims import claim_batch
+from duetime_infra.pg.dispatch.dispatcher import release_held_runs, requeue_due_retries
 from duetime_infra.pg.fencing import FencingToken
-from duetime_infra.pg.team_store import update_team_quota
+from duetime_infra.pg.teams.store import update_team_quota
 from testkit.environments import ApiAndWorkers, api_and_workers
 from testkit.worker_api import job_message, trigger
 

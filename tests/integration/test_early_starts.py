@@ -15,8 +15,8 @@ from duetime.jobs.v1 import job_service_pb2 as svc
 from duetime.worker.v1 import worker_service_pb2 as wpb
 from duetime_core.attempts import NEVER_CALLED, AttemptSettings
 from duetime_infra.codec.timeconv import datetime_to_timestamp
+from duetime_infra.pg.attempts.reaper import reap_expired_attempts
 from duetime_infra.pg.fencing import FencingToken
-from duetime_infra.pg.reaper import reap_expired_attempts
 from duetime_scheduler.maintenance import PartitionMaintenance
 from testkit.environments import ApiAndWorkers, api_and_workers
 from testkit.worker_api import (

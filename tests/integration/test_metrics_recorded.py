@@ -17,12 +17,12 @@ import pytest
 from duetime.jobs.v1 import job_service_pb2 as svc
 from duetime.worker.v1 import worker_service_pb2 as wpb
 from duetime_infra.etcd import PartitionLeases
-from duetime_infra.pg.claim_store import ClaimAbandoned, claim_batch
-from duetime_infra.pg.dispatcher import requeue_due_retries
+from duetime_infra.pg.attempts.reaper import reap_expired_attempts
+from duetime_infra.pg.dispatch.claims import ClaimAbandoned, claim_batch
+from duetime_infra.pg.dispatch.dispatcher import requeue_due_retries
+from duetime_infra.pg.dispatch.outbox import outbox_backlog
 from duetime_infra.pg.fencing import FencingLost, FencingToken, fence
-from duetime_infra.pg.outbox_store import outbox_backlog
 from duetime_infra.pg.pool import create_pool
-from duetime_infra.pg.reaper import reap_expired_attempts
 from testkit.api import failure, running_api
 from testkit.jobs import create_jobs, interval_job, shift_clock
 from testkit.metrics import recorded_metrics

@@ -16,9 +16,9 @@ from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as wpb
 from duetime_core.backoff import backoff_bounds
 from duetime_core.jobspec import RetryPolicy
-from duetime_infra.pg.dispatcher import requeue_due_retries
+from duetime_infra.pg.attempts.reaper import reap_expired_attempts
+from duetime_infra.pg.dispatch.dispatcher import requeue_due_retries
 from duetime_infra.pg.fencing import FencingLost, FencingToken, fence
-from duetime_infra.pg.reaper import reap_expired_attempts
 from testkit.api import failure
 from testkit.environments import ApiAndWorkers
 from testkit.worker_api import (

@@ -22,10 +22,10 @@ from duetime_core.runkey import RunKey
 from duetime_infra.dispatch import OutboxRow, dispatch_row
 from duetime_infra.kafka.producer import BatchProducer
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
-from duetime_infra.pg.claim_store import claim_batch
+from duetime_infra.pg.dispatch.claims import claim_batch
+from duetime_infra.pg.dispatch.outbox_writer import insert_outbox
 from duetime_infra.pg.fencing import FencingToken
-from duetime_infra.pg.job_store import JobStore
-from duetime_infra.pg.outbox_writer import insert_outbox
+from duetime_infra.pg.jobs.store import JobStore
 from duetime_infra.pg.pool import create_pool
 from duetime_infra.tracecontext import new_run_trace
 from duetime_relay.reconciler import Reconciler

@@ -19,7 +19,7 @@ from duetime_core.attempts import MAX_HAND_BACKS
 from duetime_core.backoff import backoff_bounds
 from duetime_core.jobspec import RetryPolicy
 from duetime_core.runkey import RunKey, rfc3339_utc
-from duetime_infra.pg.dispatcher import requeue_due_retries
+from duetime_infra.pg.dispatch.dispatcher import requeue_due_retries
 from duetime_infra.pg.fencing import FencingToken
 from testkit.api import failure, running_api
 from testkit.environments import ApiAndWorkers

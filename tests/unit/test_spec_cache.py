@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from duetime_core.jobspec import Every, HttpMethod, HttpTarget, JobSpec
 from duetime_infra.codec.spec_json import spec_to_json
-from duetime_infra.pg.spec_cache import SpecCache
+from duetime_infra.pg.dispatch.spec_cache import SpecCache
 
 
 def document(name: str) -> str:

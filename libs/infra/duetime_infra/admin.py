@@ -14,8 +14,8 @@ from duetime_core.identity import Role
 from duetime_core.jobspec import Priority
 from duetime_core.teams import QUOTA_FIELDS, quota_value_problem
 from duetime_infra.config import env_dsn
-from duetime_infra.pg import team_store
 from duetime_infra.pg.pool import Conn, connect
+from duetime_infra.pg.teams import store as team_store
 from duetime_infra.tls import postgres_tls_from_env
 
 

@@ -19,9 +19,9 @@ from duetime_infra.grpc.interceptors import DuetimeInterceptor
 from duetime_infra.grpc.server import GrpcServer, run_until_terminated
 from duetime_infra.grpc.tls import server_credentials
 from duetime_infra.logs import configure_logging
-from duetime_infra.pg.job_store import JobStore
+from duetime_infra.pg.jobs.store import JobStore
 from duetime_infra.pg.pool import create_pool
-from duetime_infra.pg.team_store import principal_for
+from duetime_infra.pg.teams.store import principal_for
 from duetime_infra.secrets.sealing import SecretBox
 from duetime_infra.startup import announce_serving, require_schema, run_service
 from duetime_infra.telemetry.metrics import sample_periodically, start_metrics

@@ -27,7 +27,7 @@ from duetime_infra.codec.quota_codec import (
     read_overrides,
 )
 from duetime_infra.codec.violations import Violations
-from duetime_infra.pg import team_store
+from duetime_infra.pg.teams import store as team_store
 
 Context = aio.ServicerContext[Any, Any]
 Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"

@@ -11,7 +11,7 @@ from duetime_core.explain import Asked, Explanation, explain, read_asked
 from duetime_core.history import VersionRecord, spec_changes
 from duetime_core.jobspec import instant_problem
 from duetime_core.preview import zone_of
-from duetime_infra.pg.job_store import JobStore
+from duetime_infra.pg.jobs.store import JobStore
 
 
 class History:

@@ -48,7 +48,7 @@ from duetime_core.text import text_problem
 from duetime_infra.codec.job_codec import decode_job_spec, encode_job_spec
 from duetime_infra.codec.target_codec import REDACTED
 from duetime_infra.dispatch import OutboxRow, dispatch_row
-from duetime_infra.pg.job_store import Idempotency, JobStore, JobWrite, NewRun
+from duetime_infra.pg.jobs.store import Idempotency, JobStore, JobWrite, NewRun
 from duetime_infra.tracecontext import RUN_ID, continue_trace, start_run_span
 
 log = logging.getLogger(__name__)

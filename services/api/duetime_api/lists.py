@@ -12,8 +12,8 @@ from duetime_core.jobspec import JobState
 from duetime_core.preview import PreviewItem, preview
 from duetime_core.records import JobRecord, RunRecord, RunState
 from duetime_infra.archive.reader import ArchiveReader
-from duetime_infra.pg.job_reads import JobReads, Page
-from duetime_infra.pg.job_store import JobStore
+from duetime_infra.pg.jobs.reads import JobReads, Page
+from duetime_infra.pg.jobs.store import JobStore
 
 MAX_ACTIVITY = 10
 

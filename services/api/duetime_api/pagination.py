@@ -9,7 +9,7 @@ import uuid
 from datetime import datetime
 
 from duetime_core.errors import InvalidArgument
-from duetime_infra.pg.job_reads import Page
+from duetime_infra.pg.jobs.reads import Page
 
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000

@@ -12,7 +12,7 @@ from duetime_core.planning import Occurrence
 from duetime_core.records import JobRecord, RunReason, RunState
 from duetime_core.runkey import RunKey
 from duetime_core.skipped import SkippedSpan, dst_gap_span
-from duetime_infra.pg.job_store import NewRun
+from duetime_infra.pg.jobs.store import NewRun
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import TypeAlias
 
 import asyncpg
 
-from duetime_infra.pg.outbox_store import outbox_backlog
+from duetime_infra.pg.dispatch.outbox import outbox_backlog
 from duetime_infra.telemetry import instruments
 
 Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"

@@ -24,7 +24,7 @@ from typing import TypeAlias
 
 import asyncpg
 
-from duetime_infra.pg.outbox_store import oldest_dispatch_age, reenqueue_stuck_runs
+from duetime_infra.pg.dispatch.outbox import oldest_dispatch_age, reenqueue_stuck_runs
 
 log = logging.getLogger(__name__)
 

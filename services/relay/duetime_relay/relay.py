@@ -36,7 +36,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from duetime_core.backoff import DoublingBackoff
 from duetime_infra.kafka.producer import BatchProducer, Message
-from duetime_infra.pg.outbox_store import PendingRow, delete_rows, lock_batch
+from duetime_infra.pg.dispatch.outbox import PendingRow, delete_rows, lock_batch
 from duetime_infra.tracecontext import TRACER, context_of, tracing_active
 
 log = logging.getLogger(__name__)

@@ -22,12 +22,12 @@ from duetime_infra.grpc.interceptors import DuetimeInterceptor
 from duetime_infra.grpc.server import GrpcServer, run_until_terminated
 from duetime_infra.grpc.tls import server_credentials
 from duetime_infra.logs import configure_logging
-from duetime_infra.pg.attempt_store import AttemptStore
+from duetime_infra.pg.attempts.reaper import reap_expired_attempts
+from duetime_infra.pg.attempts.store import AttemptStore
+from duetime_infra.pg.dispatch.spec_cache import SpecCache
 from duetime_infra.pg.fencing import FencingToken
 from duetime_infra.pg.pool import create_pool
-from duetime_infra.pg.reaper import reap_expired_attempts
-from duetime_infra.pg.spec_cache import SpecCache
-from duetime_infra.pg.team_store import principal_for
+from duetime_infra.pg.teams.store import principal_for
 from duetime_infra.secrets.sealing import SecretBox
 from duetime_infra.startup import announce_serving, require_schema, run_service
 from duetime_infra.telemetry.metrics import start_metrics

@@ -23,12 +23,12 @@ import asyncpg
 
 from duetime_core.lookahead import herd_lookahead
 from duetime_infra.etcd.partitions import PartitionLeases
-from duetime_infra.pg.admission import DispatchCredit
-from duetime_infra.pg.claim_store import ClaimAbandoned, claim_batch, due_by_second
-from duetime_infra.pg.dispatcher import release_held_runs, requeue_due_retries
+from duetime_infra.pg.dispatch.admission import DispatchCredit
+from duetime_infra.pg.dispatch.claims import ClaimAbandoned, claim_batch, due_by_second
+from duetime_infra.pg.dispatch.dispatcher import release_held_runs, requeue_due_retries
+from duetime_infra.pg.dispatch.spec_cache import SpecCache
 from duetime_infra.pg.fencing import FencingLost, FencingToken, fence
 from duetime_infra.pg.pool import Conn
-from duetime_infra.pg.spec_cache import SpecCache
 from duetime_scheduler.config import Settings
 
 log = logging.getLogger(__name__)

@@ -28,15 +28,15 @@ from duetime_infra.codec.timeconv import (
     timedelta_to_duration,
     timestamp_to_datetime,
 )
-from duetime_infra.pg.attempt_batch import MAX_BATCH, BatchAttempts, Report, StartRequest
-from duetime_infra.pg.attempt_store import (
+from duetime_infra.pg.attempts.batch import MAX_BATCH, BatchAttempts, Report, StartRequest
+from duetime_infra.pg.attempts.store import (
     AttemptRef,
     AttemptStore,
     RunToExecute,
     StartAnswer,
     StartResult,
 )
-from duetime_infra.pg.spec_cache import SpecCache
+from duetime_infra.pg.dispatch.spec_cache import SpecCache
 from duetime_infra.secrets.sealing import SecretBox, SecretUnreadable
 from duetime_infra.tracecontext import ATTEMPT, RUN_ID, rpc_span, start_entry_span
 

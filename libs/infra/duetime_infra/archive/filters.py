@@ -1,5 +1,5 @@
 """ListRuns' filter (``duetime_core.filtering``, checked against the fields of
-``duetime_infra.pg.filters.RUNS``) as an Arrow expression over the archive's columns, with
+``duetime_infra.pg.jobs.filters.RUNS``) as an Arrow expression over the archive's columns, with
 the SQL's meaning: a comparison with a missing value (a run never started) is false, ``!=``
 is true of it, and NOT of anything unknown is true."""
 
@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from duetime_core.filtering import All, AnyOf, Checked, Negated, Node, Op, parse_filter
 from duetime_core.records import RunReason
-from duetime_infra.pg.filters import RUNS
+from duetime_infra.pg.jobs.filters import RUNS
 
 # pyarrow.compute.Expression (pyarrow is untyped).
 Expression: TypeAlias = Any

@@ -27,7 +27,7 @@ from duetime_infra.archive import objects
 from duetime_infra.archive.filters import Expression, run_filter
 from duetime_infra.archive.layout import SCHEMA, SCHEMA_VERSION
 from duetime_infra.archive.settings import ArchiveSettings
-from duetime_infra.pg.job_reads import Page
+from duetime_infra.pg.jobs.reads import Page
 from duetime_infra.pg.sql import q
 
 _TIME = pa.timestamp("us", tz="UTC")

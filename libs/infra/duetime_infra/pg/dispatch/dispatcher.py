@@ -22,13 +22,13 @@ from duetime_core.attempts import StartView, misfired
 from duetime_core.quotas import TeamState
 from duetime_core.records import RunReason, RunState
 from duetime_core.runkey import SCHEDULE_ORIGIN
-from duetime_infra.pg.admission import DispatchCredit, dispatch_runs
+from duetime_infra.pg.dispatch.admission import DispatchCredit, dispatch_runs
+from duetime_infra.pg.dispatch.outbox_writer import insert_outbox
+from duetime_infra.pg.dispatch.spec_cache import SpecCache
 from duetime_infra.pg.fencing import FencingToken, fence
-from duetime_infra.pg.outbox_writer import insert_outbox
 from duetime_infra.pg.pool import Conn
-from duetime_infra.pg.quota_store import lock_teams, teams_holding
-from duetime_infra.pg.spec_cache import SpecCache
 from duetime_infra.pg.sql import q
+from duetime_infra.pg.teams.quotas import lock_teams, teams_holding
 from duetime_infra.telemetry import instruments
 
 Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"

@@ -33,13 +33,13 @@ from duetime_core.quotas import Candidate
 from duetime_core.records import RunReason, RunState
 from duetime_core.runkey import RunKey
 from duetime_infra.dispatch import OutboxRow, dispatch_row
-from duetime_infra.pg.admission import DispatchCredit, admit_runs, hold_detail
+from duetime_infra.pg.dispatch.admission import DispatchCredit, admit_runs, hold_detail
+from duetime_infra.pg.dispatch.outbox_writer import insert_outbox
+from duetime_infra.pg.dispatch.spec_cache import SpecCache
 from duetime_infra.pg.fencing import FencingToken, fence
-from duetime_infra.pg.outbox_writer import insert_outbox
 from duetime_infra.pg.pool import Conn
-from duetime_infra.pg.quota_store import save_rates
-from duetime_infra.pg.spec_cache import SpecCache
 from duetime_infra.pg.sql import q
+from duetime_infra.pg.teams.quotas import save_rates
 from duetime_infra.telemetry import instruments
 from duetime_infra.tracecontext import JOB_ID, RUN_ID, start_run_span
 

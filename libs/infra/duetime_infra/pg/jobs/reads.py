@@ -1,5 +1,5 @@
 """Jobs and runs as lists read them: pages in a team or a job, narrowed by a filter
-(``duetime_infra.pg.filters``), each job's latest runs, and the sets a batch acts on."""
+(``duetime_infra.pg.jobs.filters``), each job's latest runs, and the sets a batch acts on."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from duetime_core.history import VersionRecord
 from duetime_core.jobspec import JobState
 from duetime_core.records import JobRecord, RunRecord, RunState
 from duetime_infra.codec.spec_json import spec_from_json
-from duetime_infra.pg.filters import JOBS, RUNS, with_filter
+from duetime_infra.pg.jobs.filters import JOBS, RUNS, with_filter
+from duetime_infra.pg.jobs.rows import job_from_row, run_from_row, version_from_row
 from duetime_infra.pg.pool import Conn
-from duetime_infra.pg.rows import job_from_row, run_from_row, version_from_row
 from duetime_infra.pg.sql import q
 
 Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"

@@ -18,9 +18,9 @@ from typing import Any, TypeAlias
 import asyncpg
 
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
-from duetime_infra.pg.outbox_writer import insert_outbox
+from duetime_infra.pg.dispatch.outbox_writer import insert_outbox
+from duetime_infra.pg.dispatch.redispatch import redispatch_row
 from duetime_infra.pg.pool import Conn
-from duetime_infra.pg.redispatch import redispatch_row
 from duetime_infra.pg.sql import q
 
 log = logging.getLogger(__name__)

@@ -26,10 +26,10 @@ from duetime_core.jobspec import Priority
 from duetime_core.quotas import Admission, Candidate, QuotaLimit, TeamState, plan_dispatch
 from duetime_core.records import RunReason, RunState
 from duetime_infra.dispatch import OutboxRow
+from duetime_infra.pg.dispatch.redispatch import redispatch_row
 from duetime_infra.pg.pool import Conn
-from duetime_infra.pg.quota_store import lock_teams, save_rates
-from duetime_infra.pg.redispatch import redispatch_row
 from duetime_infra.pg.sql import q
+from duetime_infra.pg.teams.quotas import lock_teams, save_rates
 from duetime_infra.telemetry import instruments
 
 K = TypeVar("K")

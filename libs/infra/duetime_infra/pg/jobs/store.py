@@ -27,13 +27,13 @@ from duetime_core.records import JobRecord, RunReason, RunRecord, RunState
 from duetime_core.runkey import RunKey
 from duetime_infra.codec.spec_json import spec_from_json, spec_to_json
 from duetime_infra.dispatch import OutboxRow
-from duetime_infra.pg.admission import admit_runs, hold_detail
-from duetime_infra.pg.job_reads import JobReads, not_found, with_attempts
-from duetime_infra.pg.outbox_writer import insert_outbox
+from duetime_infra.pg.dispatch.admission import admit_runs, hold_detail
+from duetime_infra.pg.dispatch.outbox_writer import insert_outbox
+from duetime_infra.pg.jobs.reads import JobReads, not_found, with_attempts
+from duetime_infra.pg.jobs.rows import job_from_row, run_from_row
 from duetime_infra.pg.pool import Conn
-from duetime_infra.pg.quota_store import lock_teams, read_team, save_rates
-from duetime_infra.pg.rows import job_from_row, run_from_row
 from duetime_infra.pg.sql import q
+from duetime_infra.pg.teams.quotas import lock_teams, read_team, save_rates
 from duetime_infra.secrets.sealing import SecretBox
 from duetime_infra.telemetry import instruments
 

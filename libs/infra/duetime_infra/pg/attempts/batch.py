@@ -36,7 +36,7 @@ from duetime_core.attempts import (
 from duetime_core.errors import DuetimeError, Unavailable
 from duetime_core.jobspec import JobSpec, JobState, OverlapPolicy
 from duetime_core.records import AttemptOutcome, RunState
-from duetime_infra.pg.attempt_store import (
+from duetime_infra.pg.attempts.store import (
     AttemptStore,
     CompleteResult,
     Row,
@@ -48,9 +48,9 @@ from duetime_infra.pg.attempt_store import (
     start_view,
     transaction,
 )
-from duetime_infra.pg.outbox_writer import insert_outbox
+from duetime_infra.pg.dispatch.outbox_writer import insert_outbox
+from duetime_infra.pg.dispatch.spec_cache import SpecCache
 from duetime_infra.pg.pool import Conn, generic_plans
-from duetime_infra.pg.spec_cache import SpecCache
 from duetime_infra.pg.sql import q
 from duetime_infra.telemetry import instruments
 

@@ -19,8 +19,8 @@ from duetime_core.identity import Principal, Role, token_digest
 from duetime_core.quotas import TeamQuota
 from duetime_core.teams import QUOTA_FIELDS, TeamRecord, TokenRecord
 from duetime_infra.pg.pool import Conn
-from duetime_infra.pg.quota_store import quota_from_row, state_from_row
 from duetime_infra.pg.sql import q
+from duetime_infra.pg.teams.quotas import quota_from_row, state_from_row
 
 Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
 # A quota change: limit name -> new value, or None to go back to the default.

@@ -50,10 +50,10 @@ from duetime_core.runkey import SCHEDULE_ORIGIN, RunKey
 from duetime_infra.codec.spec_json import spec_from_json
 from duetime_infra.deadletter import dead_letter_row
 from duetime_infra.dispatch import OutboxRow
-from duetime_infra.pg.admission import dispatch_runs
-from duetime_infra.pg.outbox_writer import insert_outbox
+from duetime_infra.pg.dispatch.admission import dispatch_runs
+from duetime_infra.pg.dispatch.outbox_writer import insert_outbox
+from duetime_infra.pg.dispatch.redispatch import key_of, redispatch_row
 from duetime_infra.pg.pool import Conn
-from duetime_infra.pg.redispatch import key_of, redispatch_row
 from duetime_infra.pg.sql import q
 from duetime_infra.telemetry import instruments
 

@@ -1,0 +1,1 @@
+"""Dispatch: claiming due runs, the outbox the relay drains, admission by quota, redispatch."""

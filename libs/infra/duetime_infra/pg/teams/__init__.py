@@ -1,0 +1,1 @@
+"""Teams: their records, tokens and quotas."""
