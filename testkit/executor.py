@@ -9,11 +9,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
-from duetime_worker.attempts import Executor
-from duetime_worker.container import Launcher
-from duetime_worker.heartbeat import Heartbeats
-from duetime_worker.http_target import HttpCaller
-from duetime_worker.policy import TargetPolicy
+from duetime_worker.attempt.executor import Executor
+from duetime_worker.attempt.heartbeats import Heartbeats
+from duetime_worker.targets.container.launcher import Launcher
+from duetime_worker.targets.http.allow_list import TargetPolicy
+from duetime_worker.targets.http.caller import HttpCaller
 from testkit.worker_api import WorkerClient
 
 WORKER = "w-test"

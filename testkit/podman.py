@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from duetime_worker import orphans
+from duetime_worker.targets.container import orphans
 from testkit.processes import REPO
 
 CONTAINERS_CONF = REPO / "deploy" / "podman" / "containers.conf"

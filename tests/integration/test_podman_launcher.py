@@ -20,10 +20,10 @@ import uvloop
 
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
-from duetime_worker import orphans
-from duetime_worker.images import ImagePolicy
-from duetime_worker.outcome import LeaseLapsed
-from duetime_worker.podman import Podman, PodmanLauncher, PodmanSettings
+from duetime_worker.targets.container import orphans
+from duetime_worker.targets.container.images import ImagePolicy
+from duetime_worker.targets.container.podman import Podman, PodmanLauncher, PodmanSettings
+from duetime_worker.targets.outcome import LeaseLapsed
 from testkit.http_target import Behaviour, HttpTarget, http_target
 from testkit.podman import containers, containers_of_run, task_image
 from testkit.polling import eventually
@@ -237,8 +237,8 @@ ORPHAN_MAKER = """
 import asyncio, sys
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
-from duetime_worker.images import ImagePolicy
-from duetime_worker.podman import PodmanLauncher, PodmanSettings
+from duetime_worker.targets.container.images import ImagePolicy
+from duetime_worker.targets.container.podman import PodmanLauncher, PodmanSettings
 
 run = pb.RunSpec(run_id=sys.argv[1], idempotency_key="k")
 run.target.container.CopyFrom(

@@ -15,12 +15,12 @@ from datetime import datetime, timedelta
 import pytest
 
 from duetime_core.attempts import AttemptSettings
-from duetime_worker import attempts
-from duetime_worker.attempts import Executor
-from duetime_worker.container import DisabledLauncher
-from duetime_worker.heartbeat import Heartbeats
-from duetime_worker.http_target import HttpCaller
-from duetime_worker.policy import TargetPolicy
+from duetime_worker.attempt import executor as executor_module
+from duetime_worker.attempt.executor import Executor
+from duetime_worker.attempt.heartbeats import Heartbeats
+from duetime_worker.targets.container.launcher import DisabledLauncher
+from duetime_worker.targets.http.allow_list import TargetPolicy
+from duetime_worker.targets.http.caller import HttpCaller
 from testkit.api import ApiClient, running_api
 from testkit.http_target import Behaviour, HttpTarget, http_target
 from testkit.polling import eventually, throughout
@@ -126,7 +126,7 @@ async def test_a_success_waits_until_the_calls_due_have_gone_out(env: Env) -> No
 async def test_a_success_waits_no_longer_than_the_longest_hold(
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(attempts, "REPORT_HOLD", 1.0)
+    monkeypatch.setattr(executor_module, "REPORT_HOLD", 1.0)
     h = await herd(env)
     answered = time.monotonic()
     try:

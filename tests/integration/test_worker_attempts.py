@@ -21,11 +21,11 @@ from duetime.jobs.v1 import job_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.attempts import AttemptSettings
-from duetime_worker.attempts import RPC_TIMEOUT, Executor
-from duetime_worker.batching import AttemptCalls
-from duetime_worker.container import DisabledLauncher
-from duetime_worker.heartbeat import Heartbeats
-from duetime_worker.http_target import HttpCaller
+from duetime_worker.attempt.executor import RPC_TIMEOUT, Executor
+from duetime_worker.attempt.heartbeats import Heartbeats
+from duetime_worker.attempt.scheduler_client import AttemptCalls
+from duetime_worker.targets.container.launcher import DisabledLauncher
+from duetime_worker.targets.http.caller import HttpCaller
 from testkit.api import ApiClient, running_api
 from testkit.executor import worker_machinery
 from testkit.http_target import Behaviour, HttpTarget, http_target

@@ -15,9 +15,9 @@ from aiokafka import AIOKafkaProducer, TopicPartition
 
 from duetime.events.v1.events_pb2 import RunDispatch
 from duetime_core.jobspec import Priority
-from duetime_worker import consumer as consumer_module
-from duetime_worker.consumer import DispatchConsumer
-from duetime_worker.offsets import OffsetTracker
+from duetime_worker.intake import consumer as consumer_module
+from duetime_worker.intake.consumer import DispatchConsumer
+from duetime_worker.intake.offsets import OffsetTracker
 from testkit.kafka import (
     committed_offset,
     dispatch_topics,

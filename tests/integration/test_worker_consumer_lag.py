@@ -12,7 +12,7 @@ import pytest
 
 from duetime.events.v1.events_pb2 import RunDispatch
 from duetime_core.jobspec import Priority
-from duetime_worker.consumer import DispatchConsumer
+from duetime_worker.intake.consumer import DispatchConsumer
 from testkit.kafka import dispatch_topics, publish_dispatches, shared_bootstrap
 from testkit.metrics import recorded_metrics
 from testkit.polling import eventually

@@ -14,11 +14,11 @@ import pytest
 
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
-from duetime_worker import http_hosts
-from duetime_worker.http_hosts import CONNECT_TIMEOUT, Resolve, system_resolve
-from duetime_worker.http_target import HttpCaller
-from duetime_worker.outcome import LeaseLapsed, Outcome, SendCheck
-from duetime_worker.policy import TargetPolicy
+from duetime_worker.targets.http import hosts
+from duetime_worker.targets.http.allow_list import TargetPolicy
+from duetime_worker.targets.http.caller import HttpCaller
+from duetime_worker.targets.http.hosts import CONNECT_TIMEOUT, Resolve, system_resolve
+from duetime_worker.targets.outcome import LeaseLapsed, Outcome, SendCheck
 from testkit.http_target import Behaviour, HttpTarget, http_target
 from testkit.kafka import free_port
 from testkit.polling import eventually, throughout
@@ -242,7 +242,7 @@ async def test_a_name_that_re_resolves_to_a_refused_address_is_not_called_again(
     target: HttpTarget, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # DNS rebinding: the pinned address is given up once the name resolves elsewhere.
-    monkeypatch.setattr(http_hosts, "RESOLVE_TTL", 0.0)
+    monkeypatch.setattr(hosts, "RESOLVE_TTL", 0.0)
     answers = iter([["127.0.0.1"], ["10.1.2.3"]])
 
     async def rebinding(host: str) -> list[str]:

@@ -14,10 +14,14 @@ import pytest
 
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_worker.__main__ import launcher_for
 from duetime_worker.config import Settings
-from duetime_worker.container import LAUNCHER_BUSY, DisabledLauncher, LocalProcessLauncher
-from duetime_worker.launchers import launcher_for
-from duetime_worker.outcome import LeaseLapsed
+from duetime_worker.targets.container.launcher import (
+    LAUNCHER_BUSY,
+    DisabledLauncher,
+    LocalProcessLauncher,
+)
+from duetime_worker.targets.outcome import LeaseLapsed
 
 pytestmark = pytest.mark.timeout(30)
 

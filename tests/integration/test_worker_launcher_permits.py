@@ -14,8 +14,8 @@ import pytest
 
 from duetime.events.v1.events_pb2 import TARGET_KIND_CONTAINER, RunDispatch
 from duetime.jobs.v1 import job_pb2
-from duetime_worker.attempts import Executor
-from duetime_worker.container import LocalProcessLauncher
+from duetime_worker.attempt.executor import Executor
+from duetime_worker.targets.container.launcher import LocalProcessLauncher
 from testkit.api import ApiClient, running_api
 from testkit.executor import worker_machinery
 from testkit.worker_api import WorkerClient, create_job, job_message, running_worker_api

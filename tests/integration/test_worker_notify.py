@@ -20,10 +20,10 @@ from aiokafka import AIOKafkaProducer, TopicPartition
 
 from duetime.events.v1.events_pb2 import DeadLetterEvent
 from duetime_core.jobspec import RetryPolicy
-from duetime_worker.http_target import HttpCaller
-from duetime_worker.notifier import Delivery, Notifier, NotifySettings
-from duetime_worker.notify_consumer import DeadLetterConsumer
-from duetime_worker.policy import TargetPolicy
+from duetime_worker.notify.consumer import DeadLetterConsumer
+from duetime_worker.notify.notifier import Delivery, Notifier, NotifySettings
+from duetime_worker.targets.http.allow_list import TargetPolicy
+from duetime_worker.targets.http.caller import HttpCaller
 from testkit.http_target import Behaviour, HttpTarget, http_target
 from testkit.kafka import (
     committed_offset,

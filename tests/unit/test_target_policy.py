@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from duetime_worker.policy import TargetPolicy
+from duetime_worker.targets.http.allow_list import TargetPolicy
 
 PUBLIC_ONLY = TargetPolicy.parse([])
 

@@ -9,10 +9,10 @@ import os
 import pytest
 
 from duetime_infra.config import ConfigError
-from duetime_worker import orphans
 from duetime_worker.config import Settings
-from duetime_worker.deadline import Deadline
-from duetime_worker.images import ImagePolicy, registry_of
+from duetime_worker.targets.container import orphans
+from duetime_worker.targets.container.images import ImagePolicy, registry_of
+from duetime_worker.targets.target_deadline import Deadline
 
 BASE = {"DUETIME_WORKER_TOKEN": "dtw_x", "DUETIME_PLAINTEXT": "all"}
 PODMAN = {**BASE, "DUETIME_CONTAINER_LAUNCHER": "podman"}

@@ -11,8 +11,8 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.attempts import MAX_ATTEMPTS_PER_BEAT
-from duetime_worker.heartbeat import ActiveAttempt, Heartbeats
-from duetime_worker.outcome import Outcome
+from duetime_worker.attempt.heartbeats import ActiveAttempt, Heartbeats
+from duetime_worker.targets.outcome import Outcome
 from testkit.polling import eventually, throughout
 
 

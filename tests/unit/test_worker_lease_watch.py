@@ -12,10 +12,10 @@ import pytest
 
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.attempts import SUPERSEDED
-from duetime_worker.attempts import LEASE_LOST, _run_within_lease
-from duetime_worker.deadlines import RESOLUTION, Deadlines
-from duetime_worker.heartbeat import ActiveAttempt
-from duetime_worker.outcome import Outcome
+from duetime_worker.attempt.executor import LEASE_LOST, _run_within_lease
+from duetime_worker.attempt.heartbeats import ActiveAttempt
+from duetime_worker.herd.timers import RESOLUTION, Deadlines
+from duetime_worker.targets.outcome import Outcome
 from testkit.executor import offline_executor
 
 

@@ -8,7 +8,7 @@ import time
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from duetime_worker.server_clock import ServerClock
+from duetime_worker.attempt.server_clock import ServerClock
 
 # The server's clock runs this far ahead of the worker's monotonic clock.
 OFFSET = 1_000_000.0

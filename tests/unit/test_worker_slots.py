@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from duetime_core.jobspec import Priority
-from duetime_worker.slots import ANYONE, Flow, Permits, SlotsClosed, WeightedSlots
+from duetime_worker.herd.slots import ANYONE, Flow, Permits, SlotsClosed, WeightedSlots
 
 NORMAL = Priority.NORMAL
 

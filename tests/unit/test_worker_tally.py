@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from duetime_worker import tally
-from duetime_worker.tally import AttemptTally
+from duetime_worker.attempt import tally
+from duetime_worker.attempt.tally import AttemptTally
 from testkit.polling import eventually
 
 

@@ -1,7 +1,8 @@
-"""The worker: consumes run dispatches (``consumer``), starts and reports attempts through
-the scheduler (``attempts``, ``batching``, ``heartbeat``), calls HTTP targets or launches
-containers and processes (``http_target``, ``launchers``), and delivers notifications
-(``notifier``)."""
+"""The worker, in rooms: it takes run dispatches (``intake``), starts, runs and reports each
+attempt through the scheduler (``attempt``), calls HTTP targets or launches containers and
+processes (``targets``), delivers dead-letter notifications (``notify``), and shapes its load
+in a herd (``herd``). ``config`` reads the settings and ``__main__`` wires the rooms together.
+Imports between rooms go one way (the map in ``docs/architecture.md``; import-linter checks it)."""
 
 import os
 

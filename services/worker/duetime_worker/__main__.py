@@ -12,7 +12,7 @@ back unrun if it started), lets running attempts finish within the grace period,
 back (HANDED_BACK: queued again at once, without spending their retry budget unless the run was
 handed back three times before), commits offsets and closes.
 
-It also delivers dead-letter notifications to the teams' webhooks (``notify_consumer``), from
+It also delivers dead-letter notifications to the teams' webhooks (``notify.consumer``), from
 ``duetime.deadletter`` in a consumer group of their own (``DUETIME_NOTIFY_GROUP``).
 """
 
@@ -35,17 +35,22 @@ from duetime_infra.startup import announce_serving, run_service
 from duetime_infra.telemetry.metrics import MetricsEndpoint, sample_periodically, start_metrics
 from duetime_infra.telemetry.tracing import setup_tracing
 from duetime_infra.tls import Link, warn_plaintext
-from duetime_worker.attempts import RPC_TIMEOUT, Executor
-from duetime_worker.batching import CHANNEL_OPTIONS, AttemptCalls
+from duetime_worker.attempt.executor import RPC_TIMEOUT, Executor
+from duetime_worker.attempt.heartbeats import Heartbeats
+from duetime_worker.attempt.scheduler_client import CHANNEL_OPTIONS, AttemptCalls
 from duetime_worker.config import Settings
-from duetime_worker.consumer import LAG_SAMPLE_INTERVAL, DispatchConsumer
-from duetime_worker.container import Launcher
-from duetime_worker.heartbeat import Heartbeats
-from duetime_worker.http_target import HttpCaller
-from duetime_worker.launchers import launcher_for
-from duetime_worker.notifier import Notifier, NotifySettings
-from duetime_worker.notify_consumer import DeadLetterConsumer
-from duetime_worker.policy import TargetPolicy
+from duetime_worker.intake.consumer import LAG_SAMPLE_INTERVAL, DispatchConsumer
+from duetime_worker.notify.consumer import DeadLetterConsumer
+from duetime_worker.notify.notifier import Notifier, NotifySettings
+from duetime_worker.targets.container.images import ImagePolicy
+from duetime_worker.targets.container.launcher import (
+    DisabledLauncher,
+    Launcher,
+    LocalProcessLauncher,
+)
+from duetime_worker.targets.container.podman import PodmanLauncher
+from duetime_worker.targets.http.allow_list import TargetPolicy
+from duetime_worker.targets.http.caller import HttpCaller
 
 log = logging.getLogger("duetime_worker")
 
@@ -165,6 +170,19 @@ def http_caller(settings: Settings) -> HttpCaller:
         connections_per_host=settings.connections_per_host,
         connect_timeout=settings.connect_timeout,
     )
+
+
+def launcher_for(settings: Settings) -> Launcher:
+    """The launcher for container targets that the operator chose
+    (``DUETIME_CONTAINER_LAUNCHER``)."""
+    if settings.container_launcher == "podman":
+        images = ImagePolicy.parse(settings.container_images)
+        return PodmanLauncher(settings.podman, images, settings.worker_id)
+    if settings.container_launcher == "local":
+        return LocalProcessLauncher(
+            settings.local_launcher_commands, settings.local_launcher_concurrency
+        )
+    return DisabledLauncher()
 
 
 def consumers(

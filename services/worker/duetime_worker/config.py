@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from duetime_infra.config import ConfigError, EnvReader
 from duetime_infra.grpc.channels import target_of
 from duetime_infra.tls import Link, TlsSettings, read_tls
-from duetime_worker.http_hosts import CONNECT_TIMEOUT
-from duetime_worker.images import ImagePolicy
-from duetime_worker.podman import PULL_POLICIES, PodmanSettings
-from duetime_worker.policy import TargetPolicy
+from duetime_worker.targets.container.images import ImagePolicy
+from duetime_worker.targets.container.podman import PULL_POLICIES, PodmanSettings
+from duetime_worker.targets.http.allow_list import TargetPolicy
+from duetime_worker.targets.http.hosts import CONNECT_TIMEOUT
 
 DEFAULT_KAFKA_BOOTSTRAP = "127.0.0.1:59092"
 # Execution slots: an HTTP call in flight is a coroutine and a socket, so a worker can hold

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import gc
 
-from duetime_worker.deadlines import RESOLUTION
+from duetime_worker.herd.timers import RESOLUTION
 
 # The longest pause; a longer backlog (a slow host's calls waiting for connections) runs with
 # the collector on.

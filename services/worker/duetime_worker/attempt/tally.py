@@ -13,7 +13,7 @@ import asyncio
 import logging
 from collections import Counter
 
-log = logging.getLogger("duetime_worker.attempts")
+log = logging.getLogger("duetime_worker.attempt.executor")
 
 # Seconds between summaries while attempts keep coming; none is logged for a quiet second.
 SUMMARY_INTERVAL = 1.0

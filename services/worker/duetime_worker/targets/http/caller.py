@@ -1,7 +1,7 @@
 """HTTP targets: the run's headers, the attempt timeout, the send check and how far a call got,
 through Rust's reqwest (pyreqwest: less CPU a call than aiohttp, which the herd's :00 spike
 spends most of a worker's time in, as `bench/herd` measures) under the operators'
-allow-list, checked on the address actually connected to (``http_hosts``). A call the worker
+allow-list, checked on the address actually connected to (``hosts``). A call the worker
 stops waiting for (its attempt cancelled) is not aborted by pyreqwest: the request runs on until
 its own timeout, the call's, and its answer is dropped.
 
@@ -26,9 +26,16 @@ from pyreqwest.http import Url
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_infra.tracecontext import current_traceparent, tracing_active
-from duetime_worker.deadline import Deadline
-from duetime_worker.http_hosts import CONNECT_TIMEOUT, Hosts, Resolve, TargetRefused, system_resolve
-from duetime_worker.outcome import (
+from duetime_worker.herd.slots import ANYONE, Flow, WeightedSlots
+from duetime_worker.targets.http.allow_list import TargetPolicy
+from duetime_worker.targets.http.hosts import (
+    CONNECT_TIMEOUT,
+    Hosts,
+    Resolve,
+    TargetRefused,
+    system_resolve,
+)
+from duetime_worker.targets.outcome import (
     ANSWERED,
     BEGUN,
     NOT_BEGUN,
@@ -36,8 +43,7 @@ from duetime_worker.outcome import (
     SendCheck,
     no_check,
 )
-from duetime_worker.policy import TargetPolicy
-from duetime_worker.slots import ANYONE, Flow, WeightedSlots
+from duetime_worker.targets.target_deadline import Deadline
 
 _METHODS = {
     job_pb2.HTTP_METHOD_UNSPECIFIED: "POST",

@@ -8,8 +8,8 @@ import asyncio
 import gc
 import time
 
-from duetime_worker.backlog import CallBacklog
-from duetime_worker.collection import CollectorPause
+from duetime_worker.herd.gc_pause import CollectorPause
+from duetime_worker.herd.state import CallBacklog
 from testkit.polling import eventually
 
 

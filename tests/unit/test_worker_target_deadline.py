@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from duetime_worker.deadline import Deadline
+from duetime_worker.targets.target_deadline import Deadline
 
 
 def test_the_headers_carry_the_deadline_and_the_seconds_left(

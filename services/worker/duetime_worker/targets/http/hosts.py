@@ -21,8 +21,8 @@ from datetime import timedelta
 
 from pyreqwest.client import Client, ClientBuilder
 
-from duetime_worker.policy import TargetPolicy
-from duetime_worker.slots import WeightedSlots
+from duetime_worker.herd.slots import WeightedSlots
+from duetime_worker.targets.http.allow_list import TargetPolicy
 
 # The longest a connection (TCP and TLS) may take by default (DUETIME_HTTP_CONNECT_TIMEOUT):
 # the send check asks the lease to outlast it, since from the hand-off to reqwest the first byte

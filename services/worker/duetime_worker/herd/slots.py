@@ -8,7 +8,7 @@ the priority whose turn it is, high 4, normal 2, low 1; within it the team whose
 its weight; first come first served within a team). So one team's backlog cannot hold back
 another team's run wherever runs wait, a low-priority backlog cannot hold back a high-priority
 run, and low still moves. A wait with a deadline ends there (TimeoutError), under one timer for
-all of them (``deadlines``); waits that ended are dropped from the queue when they come up, or
+all of them (``timers``); waits that ended are dropped from the queue when they come up, or
 all at once as they pile up, so a wait costs O(log n) however large the herd. A stopping worker
 closes its slots: nothing waiting gets one.
 """
@@ -23,7 +23,7 @@ from duetime.events.v1.events_pb2 import RunDispatch
 from duetime.jobs.v1 import job_pb2
 from duetime_core.fairness import PRIORITY_WEIGHTS, PriorityFairQueue, TurnOrder
 from duetime_core.jobspec import Priority
-from duetime_worker.deadlines import FIRST_PRUNE, Deadlines
+from duetime_worker.herd.timers import FIRST_PRUNE, Deadlines
 
 # Offered here too: the consumer shares fetches between the priority topics by them.
 WEIGHTS = PRIORITY_WEIGHTS

@@ -1,12 +1,13 @@
-"""The worker's call backlog: calls whose time has come and whose request has not gone out
-yet (waiting for the event loop, or for one of the host's pooled connections).
+"""Whether the worker is in a herd: its call backlog, the calls whose time has come and whose
+request has not gone out yet (waiting for the event loop, or for one of the host's pooled
+connections).
 
 While there is one, a herd's calls are still being made on this worker, and a report that
-may wait does (``passed``), as does a full heartbeat (``heartbeat``) and the garbage collector
-(``collection``): after the instant their RPCs, and the scheduler's and PostgreSQL's work for
-them, would take CPU from calls that are already late. Waiting reports go together once the
-backlog is gone, in fuller batches; each waits at most the time given (its run counts against
-its team's running limit meanwhile, as it did while its call ran).
+may wait does (``passed``), as does a full heartbeat (``attempt.heartbeats``) and the garbage
+collector (``gc_pause``): after the instant their RPCs, and the scheduler's and PostgreSQL's
+work for them, would take CPU from calls that are already late. Waiting reports go together
+once the backlog is gone, in fuller batches; each waits at most the time given (its run counts
+against its team's running limit meanwhile, as it did while its call ran).
 """
 
 from __future__ import annotations
@@ -14,15 +15,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from duetime_worker.collection import CollectorPause
-from duetime_worker.deadlines import Deadlines
+from duetime_worker.herd.gc_pause import CollectorPause
+from duetime_worker.herd.timers import Deadlines
 
 
 class CallBacklog:
     def __init__(self, collector: CollectorPause | None = None) -> None:
         self._waiting = 0
         self._closed = False
-        # The garbage collector waits too (see ``collection``).
+        # The garbage collector waits too (see ``gc_pause``).
         self._collector = collector or CollectorPause()
         # The waits in ``passed``: a herd holds thousands of them at once.
         self._waits = Deadlines()

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from duetime_worker.deadlines import Deadlines, time_out
+from duetime_worker.herd.timers import Deadlines, time_out
 
 
 def _future() -> asyncio.Future[None]:

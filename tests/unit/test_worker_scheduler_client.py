@@ -11,15 +11,15 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from grpc import aio
 
 from duetime.worker.v1 import worker_service_pb2 as pb
-from duetime_worker.attempts import RecentKeys
-from duetime_worker.batching import (
+from duetime_worker.attempt.executor import RecentKeys
+from duetime_worker.attempt.scheduler_client import (
     BATCH_RETRY_AFTER,
     EARLY_START_LINGER,
     AttemptCalls,
     Batcher,
     EntryFailed,
 )
-from duetime_worker.server_clock import ServerClock
+from duetime_worker.attempt.server_clock import ServerClock
 
 
 async def test_calls_made_together_go_in_batches_and_each_gets_its_own_answer() -> None:

@@ -45,8 +45,8 @@ from duetime_infra.kafka.topics import DISPATCH_TOPICS
 from duetime_infra.telemetry import instruments
 from duetime_infra.tls import ClientTls
 from duetime_infra.tracecontext import context_of_kafka, tracing_active
-from duetime_worker.offsets import CommitOnRevoke, TrackedCommits, decode_or_skip
-from duetime_worker.slots import WEIGHTS, TurnOrder
+from duetime_worker.herd.slots import WEIGHTS, TurnOrder
+from duetime_worker.intake.offsets import CommitOnRevoke, TrackedCommits, decode_or_skip
 
 log = logging.getLogger(__name__)
 

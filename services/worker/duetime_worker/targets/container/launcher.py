@@ -30,9 +30,9 @@ from typing import Protocol
 
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_infra.tracecontext import current_traceparent
-from duetime_worker.deadline import Deadline
-from duetime_worker.outcome import ANSWERED, BEGUN, NOT_BEGUN, Outcome, SendCheck, no_check
-from duetime_worker.slots import ANYONE, Flow, WeightedSlots
+from duetime_worker.herd.slots import ANYONE, Flow, WeightedSlots
+from duetime_worker.targets.outcome import ANSWERED, BEGUN, NOT_BEGUN, Outcome, SendCheck, no_check
+from duetime_worker.targets.target_deadline import Deadline
 
 log = logging.getLogger(__name__)
 

@@ -54,18 +54,25 @@ from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_core.attempts import ATTEMPT_CLOSED
 from duetime_core.backoff import DoublingBackoff
 from duetime_infra.tracecontext import ATTEMPT, RUN_ID, TRACER
-from duetime_worker import tally
-from duetime_worker.backlog import CallBacklog
-from duetime_worker.batching import AttemptCalls
-from duetime_worker.container import Launcher, Reservation
-from duetime_worker.deadlines import RESOLUTION, Deadlines
-from duetime_worker.heartbeat import ActiveAttempt, Heartbeats, lease_length
-from duetime_worker.http_target import HttpCaller
-from duetime_worker.outcome import LEASE_LAPSED, NOT_BEGUN, UNSAID, LeaseLapsed, Outcome, SendCheck
-from duetime_worker.server_clock import ServerClock
+from duetime_worker.attempt import tally
+from duetime_worker.attempt.heartbeats import ActiveAttempt, Heartbeats, lease_length
+from duetime_worker.attempt.scheduler_client import AttemptCalls
+from duetime_worker.attempt.server_clock import ServerClock
+from duetime_worker.attempt.tally import AttemptTally
+from duetime_worker.herd.slots import ANYONE, Flow, Permits, SlotsClosed, WeightedSlots
+from duetime_worker.herd.state import CallBacklog
+from duetime_worker.herd.timers import RESOLUTION, Deadlines
 from duetime_worker.shielding import despite_cancellation
-from duetime_worker.slots import ANYONE, Flow, Permits, SlotsClosed, WeightedSlots
-from duetime_worker.tally import AttemptTally
+from duetime_worker.targets.container.launcher import Launcher, Reservation
+from duetime_worker.targets.http.caller import HttpCaller
+from duetime_worker.targets.outcome import (
+    LEASE_LAPSED,
+    NOT_BEGUN,
+    UNSAID,
+    LeaseLapsed,
+    Outcome,
+    SendCheck,
+)
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +104,7 @@ MAX_RETRY = 5.0
 # How long a finished attempt's report is retried through scheduler outages.
 REPORT_PATIENCE = 60.0
 # How long at most the success of an attempt started ahead waits for the worker's call backlog
-# to clear (see ``backlog``), and at most this share of the lease it has left. Only those wait:
+# to clear (see ``herd.state``), and at most this share of the lease it has left. Only those wait:
 # their job's overlap policy is ALLOW, so no other run's start decides on their end.
 REPORT_HOLD = 5.0
 REPORT_HOLD_LEASE_SHARE = 0.25

@@ -40,7 +40,7 @@ from duetime.events.v1.events_pb2 import DeadLetterEvent
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.backoff import backoff_delay
 from duetime_core.jobspec import RetryPolicy
-from duetime_worker.http_target import HttpCaller
+from duetime_worker.targets.http.caller import HttpCaller
 
 log = logging.getLogger(__name__)
 

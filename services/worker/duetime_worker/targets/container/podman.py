@@ -33,12 +33,12 @@ from typing import IO
 
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
-from duetime_worker import orphans
-from duetime_worker.container import PermittedLauncher, task_env
-from duetime_worker.deadline import Deadline
-from duetime_worker.images import ImagePolicy
-from duetime_worker.outcome import ANSWERED, BEGUN, NOT_BEGUN, Outcome, SendCheck
 from duetime_worker.shielding import despite_cancellation
+from duetime_worker.targets.container import orphans
+from duetime_worker.targets.container.images import ImagePolicy
+from duetime_worker.targets.container.launcher import PermittedLauncher, task_env
+from duetime_worker.targets.outcome import ANSWERED, BEGUN, NOT_BEGUN, Outcome, SendCheck
+from duetime_worker.targets.target_deadline import Deadline
 
 log = logging.getLogger(__name__)
 

@@ -22,8 +22,8 @@ from duetime.events.v1.events_pb2 import DeadLetterEvent
 from duetime_infra.kafka.connect import group_consumer, subscribe_when_reachable
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC
 from duetime_infra.tls import ClientTls
-from duetime_worker.notifier import Notifier
-from duetime_worker.offsets import CommitOnRevoke, TrackedCommits, decode_or_skip
+from duetime_worker.intake.offsets import CommitOnRevoke, TrackedCommits, decode_or_skip
+from duetime_worker.notify.notifier import Notifier
 
 log = logging.getLogger(__name__)
 

@@ -43,7 +43,7 @@ from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_core.attempts import JOB_PAUSED, MAX_ATTEMPTS_PER_BEAT
 from duetime_core.backoff import DoublingBackoff
-from duetime_worker.outcome import BEGUN, UNSAID, Call, LeaseLapsed, Outcome
+from duetime_worker.targets.outcome import BEGUN, UNSAID, Call, LeaseLapsed, Outcome
 
 log = logging.getLogger(__name__)
 
