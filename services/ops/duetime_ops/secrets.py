@@ -1,4 +1,4 @@
-"""`python -m duetime_infra.secrets`: the operator's commands for secrets at rest.
+"""`duetime-ops secrets`: keyrings and re-sealing stored secrets (duetime_infra.secrets).
 
   new-keyring [--key-id ID]        print a fresh keyring (JSON) with one random key, current
   add-key FILE --key-id ID         add a random key to the keyring FILE and make it current
@@ -25,6 +25,20 @@ from duetime_infra.secrets.rotate import rotate
 from duetime_infra.secrets.sealing import SecretBox
 
 
+def register(areas: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = areas.add_parser("secrets", help="keyrings and re-sealing stored secrets")
+    parser.set_defaults(run=_run)
+    commands = parser.add_subparsers(dest="command", required=True)
+    new = commands.add_parser("new-keyring", help="print a fresh keyring with one random key")
+    new.add_argument("--key-id", default="k1")
+    for name in ("add-key", "remove-key"):
+        change = commands.add_parser(name, help=f"{name.replace('-', ' ')} in a keyring file")
+        change.add_argument("file", type=Path)
+        change.add_argument("--key-id", required=True)
+    rotating = commands.add_parser("rotate", help="re-seal stored secrets under the current key")
+    rotating.add_argument("--batch-size", type=int, default=200)
+
+
 def _write(path: Path, keyring: Keyring) -> None:
     """Replaces the keyring file at once (a reader sees the old or the new one), mode 0600."""
     temporary = path.with_name(f".{path.name}.tmp")
@@ -49,34 +63,23 @@ async def _rotate(batch_size: int) -> None:
     )
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m duetime_infra.secrets")
-    commands = parser.add_subparsers(dest="command", required=True)
-    new = commands.add_parser("new-keyring")
-    new.add_argument("--key-id", default="k1")
-    for name in ("add-key", "remove-key"):
-        change = commands.add_parser(name)
-        change.add_argument("file", type=Path)
-        change.add_argument("--key-id", required=True)
-    rotating = commands.add_parser("rotate")
-    rotating.add_argument("--batch-size", type=int, default=200)
-    args = parser.parse_args(argv)
+def _change(args: argparse.Namespace) -> None:
+    keyring = parse_keyring(args.file.read_text(encoding="utf-8"))
+    changed = (
+        keyring.with_new_key(args.key_id)
+        if args.command == "add-key"
+        else keyring.without(args.key_id)
+    )
+    _write(args.file, changed)
+
+
+def _run(args: argparse.Namespace) -> None:
     try:
         if args.command == "new-keyring":
             print(new_keyring(args.key_id).to_json())
         elif args.command in ("add-key", "remove-key"):
-            keyring = parse_keyring(args.file.read_text(encoding="utf-8"))
-            changed = (
-                keyring.with_new_key(args.key_id)
-                if args.command == "add-key"
-                else keyring.without(args.key_id)
-            )
-            _write(args.file, changed)
+            _change(args)
         else:
             asyncio.run(_rotate(args.batch_size))
     except (ValueError, OSError, ConfigError) as error:
-        sys.exit(f"duetime_infra.secrets {args.command}: {error}")
-
-
-if __name__ == "__main__":
-    main()
+        sys.exit(f"duetime-ops secrets {args.command}: {error}")
