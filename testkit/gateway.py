@@ -16,7 +16,7 @@ import aiohttp
 from testkit.processes import REPO, Service, service
 from testkit.tls import service_client_tls
 
-OPENAPI_FILE = REPO / "gen" / "openapi" / "duetime.swagger.yaml"
+OPENAPI_FILE = REPO / "openapi" / "duetime.swagger.yaml"
 
 
 @asynccontextmanager

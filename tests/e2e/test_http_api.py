@@ -2,11 +2,12 @@
 against the live system: every method of JobService and AdminService as curl would call it,
 the design's short forms where the team comes from the token, errors as JSON google.rpc.Status
 with their details under Google's HTTP status for each code, HTTPS only, gRPC-web, and the
-OpenAPI document (docs/http.md)."""
+OpenAPI document, served and in step with proto/ (docs/http.md)."""
 
 from __future__ import annotations
 
 import struct
+import subprocess
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from testkit.databases import create_database, drop_database
 from testkit.gateway import OPENAPI_FILE, HttpApi, http_api
 from testkit.http_target import Behaviour, HttpTarget, http_target
 from testkit.polling import eventually
-from testkit.processes import Service
+from testkit.processes import REPO, Service
 from testkit.system import TEAM, System, running_system
 
 pytestmark = pytest.mark.timeout(120)
@@ -319,3 +320,15 @@ async def test_the_openapi_document_is_served(live: Live) -> None:
     assert document.status == 200
     assert document.headers["Content-Type"] == "application/yaml"
     assert document.body == OPENAPI_FILE.read_text()
+
+
+def test_the_openapi_document_is_what_proto_gives() -> None:
+    """openapi/ is generated from proto/ by scripts/gen with protoc-gen-openapiv2, a Go program
+    that scripts/check does not need; its drift is caught here."""
+    checked = subprocess.run(
+        [str(REPO / "scripts" / "gen"), "--check", "openapi"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -1,4 +1,4 @@
-"""`python -m duetime_infra.kafka.groups to-end`: a group placed at its topics' ends reads only
+"""`duetime-ops groups to-end`: a group placed at its topics' ends reads only
 what is published afterwards, on the real broker."""
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ async def test_a_group_moved_to_the_end_reads_only_what_comes_after() -> None:
         command = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "duetime_infra.kafka.groups",
+            "duetime_ops",
+            "groups",
             "to-end",
             group,
             topic,

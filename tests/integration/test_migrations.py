@@ -334,11 +334,12 @@ async def test_runs_partitions_created_moved_and_retired_by_finality(db_dsn: str
 
 
 async def migrate_command(dsn: str) -> tuple[list[str], list[str]]:
-    """Runs ``python -m duetime_infra.pg.migrate``: the lines of its stdout and its stderr."""
+    """Runs ``duetime-ops migrate``: the lines of its stdout and its stderr."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "duetime_infra.pg.migrate",
+        "duetime_ops",
+        "migrate",
         "--dsn",
         dsn,
         stdout=asyncio.subprocess.PIPE,

@@ -127,11 +127,11 @@ def test_the_gateway_is_probed_over_https_and_verifies_the_api_by_its_name() -> 
     assert services[target]["spec"]["selector"] == services["duetime-api"]["spec"]["selector"]
     assert env(container)["DUETIME_API_SERVER_NAME"] == "duetime-api"
     # The OpenAPI document it serves is where the image puts it.
-    copied = re.search(r"^COPY gen/openapi (\S+)$", CONTAINERFILE.read_text(), re.M)
+    copied = re.search(r"^COPY openapi (\S+)$", CONTAINERFILE.read_text(), re.M)
     assert copied is not None
     served = PurePosixPath(env(container)["DUETIME_GATEWAY_OPENAPI_FILE"])
     assert served.parent == PurePosixPath(copied[1])
-    assert (REPO / "gen" / "openapi" / served.name).is_file()
+    assert (REPO / "openapi" / served.name).is_file()
 
 
 def test_each_certificate_carries_the_names_its_clients_check() -> None:

@@ -5,8 +5,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Code } from "@connectrpc/connect";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { JobState } from "../../../gen/ts/duetime/jobs/v1/job_pb.js";
-import { RunOrigin, RunState } from "../../../gen/ts/duetime/jobs/v1/run_pb.js";
+import { JobState } from "../gen/duetime/jobs/v1/job_pb.js";
+import { RunOrigin, RunState } from "../gen/duetime/jobs/v1/run_pb.js";
 import { code, connect, fieldViolations, reason, transportFromEnv, waitForRun } from "./client.js";
 
 function env(name: string): string {

@@ -1,13 +1,13 @@
-// How a TypeScript service calls Duetime's Job API with the code generated into gen/ts
-// (protoc-gen-es messages and service descriptors) over gRPC with Connect's Node transport:
+// How a TypeScript service calls Duetime's Job API with the code `npm run build` generates into
+// gen/ (protoc-gen-es messages and service descriptors) over gRPC with Connect's Node transport:
 // dialling over TLS with a team token, and reading the error details the API sends.
 // client.test.ts drives a live API with it (see docs/clients.md).
 import { readFileSync } from "node:fs";
 import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
-import { JobService } from "../../../gen/ts/duetime/jobs/v1/job_service_pb.js";
-import { RunState, type Run } from "../../../gen/ts/duetime/jobs/v1/run_pb.js";
-import { BadRequestSchema, ErrorInfoSchema } from "../../../gen/ts/google/rpc/error_details_pb.js";
+import { JobService } from "../gen/duetime/jobs/v1/job_service_pb.js";
+import { RunState, type Run } from "../gen/duetime/jobs/v1/run_pb.js";
+import { BadRequestSchema, ErrorInfoSchema } from "../gen/google/rpc/error_details_pb.js";
 
 // docs:begin ts-connect
 export interface Connection {

@@ -28,7 +28,7 @@ class Settings:
     api_server_name: str
     # host:port of the Prometheus scrape endpoint (Envoy's statistics); "": none.
     metrics_address: str
-    # The OpenAPI document served at /v1/openapi.yaml (gen/openapi); "": not served.
+    # The OpenAPI document served at /v1/openapi.yaml (openapi/); "": not served.
     openapi_file: str
     # Envoy's worker threads.
     concurrency: int

@@ -11,7 +11,7 @@ field out with a stable name, and never depends on Python reprs:
 
 Header and env values are stored sealed (``duetime_infra.secrets``), each as
 ``{"key_id": ..., "sealed_base64": ...}``; a plain string is a value written in clear by an
-older build, still read (``python -m duetime_infra.secrets rotate`` seals it). Writing a clear
+older build, still read (``duetime-ops secrets rotate`` seals it). Writing a clear
 value is refused. ``delivery`` is absent from older documents (at least once), ``labels`` too
 (none). The round trip
 is exact: ``spec_from_json(spec_to_json(s)) == s``.

@@ -14,7 +14,6 @@ migration names in ``-- build-concurrently:`` lines are built first, without blo
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import functools
 import logging
@@ -29,8 +28,7 @@ import asyncpg
 from duetime_core.backoff import DoublingBackoff
 from duetime_core.errors import FailedPrecondition
 from duetime_infra.pg.index_build import IndexBuild, build_index, index_builds
-from duetime_infra.pg.pool import Conn, connect
-from duetime_infra.tls import postgres_tls_from_env
+from duetime_infra.pg.pool import Conn
 
 log = logging.getLogger(__name__)
 
@@ -219,7 +217,7 @@ async def check_schema(conn: Conn) -> int:
     if version < MIN_SUPPORTED_VERSION:
         raise FailedPrecondition(
             f"database schema version {version} is older than this build needs "
-            f"({MIN_SUPPORTED_VERSION}); run `python -m duetime_infra.pg.migrate`",
+            f"({MIN_SUPPORTED_VERSION}); run `duetime-ops migrate`",
             reason="SCHEMA_VERSION_UNSUPPORTED",
         )
     if compatible_from > BUILD_SCHEMA_VERSION:
@@ -229,37 +227,3 @@ async def check_schema(conn: Conn) -> int:
             reason="SCHEMA_VERSION_UNSUPPORTED",
         )
     return version
-
-
-def summary(version: int, applied: list[int]) -> str:
-    """The command's last line: the schema's version and the migrations this run applied."""
-    if not applied:
-        return f"schema at version {version}; nothing to apply"
-    first, last = applied[0], applied[-1]
-    return f"schema at version {version}; applied {first:04d}" + (
-        f"..{last:04d}" if last != first else ""
-    )
-
-
-async def _main(dsn: str) -> None:
-    conn = await connect(dsn, postgres_tls_from_env())
-    try:
-        applied = await apply_migrations(conn)
-        print(summary(await schema_version(conn), applied))
-    finally:
-        await conn.close()
-
-
-def main() -> None:
-    from duetime_infra.config import env_dsn
-
-    parser = argparse.ArgumentParser(description="Apply Duetime's database migrations.")
-    parser.add_argument("--dsn", default=None, help="PostgreSQL DSN (default: $DUETIME_PG_DSN)")
-    args = parser.parse_args()
-    # One line a migration as it is applied ("migration 0004_team_quotas applied (0.2 s)").
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    asyncio.run(_main(args.dsn or env_dsn()))
-
-
-if __name__ == "__main__":
-    main()

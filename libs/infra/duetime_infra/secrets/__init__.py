@@ -1,2 +1,3 @@
 """Secrets at rest: the keyring (``keyring``), sealing and opening values (``sealing``), and
-the operator's command (``python -m duetime_infra.secrets``, ``rotate``)."""
+re-sealing every stored secret under the current key (``rotate``); the operator's commands
+are ``duetime-ops secrets``."""

@@ -7,7 +7,7 @@ Keys never live in the database. Operators give the keyring as JSON, in a file
 
 New values are sealed with the current key; any key of the ring opens what it sealed, so a
 new key can be made current everywhere, the stored values re-sealed with it
-(``python -m duetime_infra.secrets rotate``), and only then the old key removed.
+(``duetime-ops secrets rotate``), and only then the old key removed.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def read_keyring(
     if bool(inline) == bool(path):
         env.problem(
             f"{file_variable} or {variable}: set exactly one (a keyring; "
-            "`python -m duetime_infra.secrets new-keyring` makes one)"
+            "`duetime-ops secrets new-keyring` makes one)"
         )
         return _UNUSABLE
     source = variable

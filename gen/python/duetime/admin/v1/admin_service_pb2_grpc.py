@@ -30,7 +30,7 @@ class AdminServiceStub:
 
     Every call must carry `authorization: Bearer <operator token>` metadata; team and worker
     tokens are refused with PERMISSION_DENIED. The first operator token is made on the database
-    host with `python -m duetime_infra.admin create-operator-token`. Quota changes take effect
+    host with `duetime-ops admin create-operator-token`. Quota changes take effect
     within seconds on every service, without a restart. Errors are as in JobService.
     """
 
@@ -97,7 +97,7 @@ class AdminServiceServicer:
 
     Every call must carry `authorization: Bearer <operator token>` metadata; team and worker
     tokens are refused with PERMISSION_DENIED. The first operator token is made on the database
-    host with `python -m duetime_infra.admin create-operator-token`. Quota changes take effect
+    host with `duetime-ops admin create-operator-token`. Quota changes take effect
     within seconds on every service, without a restart. Errors are as in JobService.
     """
 
@@ -238,7 +238,7 @@ class AdminService:
 
     Every call must carry `authorization: Bearer <operator token>` metadata; team and worker
     tokens are refused with PERMISSION_DENIED. The first operator token is made on the database
-    host with `python -m duetime_infra.admin create-operator-token`. Quota changes take effect
+    host with `duetime-ops admin create-operator-token`. Quota changes take effect
     within seconds on every service, without a restart. Errors are as in JobService.
     """
 

@@ -31,7 +31,7 @@ class AdminServiceStub:
 
     Every call must carry `authorization: Bearer <operator token>` metadata; team and worker
     tokens are refused with PERMISSION_DENIED. The first operator token is made on the database
-    host with `python -m duetime_infra.admin create-operator-token`. Quota changes take effect
+    host with `duetime-ops admin create-operator-token`. Quota changes take effect
     within seconds on every service, without a restart. Errors are as in JobService.
     """
 
@@ -68,7 +68,7 @@ class AdminServiceAsyncStub(AdminServiceStub):
 
     Every call must carry `authorization: Bearer <operator token>` metadata; team and worker
     tokens are refused with PERMISSION_DENIED. The first operator token is made on the database
-    host with `python -m duetime_infra.admin create-operator-token`. Quota changes take effect
+    host with `duetime-ops admin create-operator-token`. Quota changes take effect
     within seconds on every service, without a restart. Errors are as in JobService.
     """
 
@@ -101,7 +101,7 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
 
     Every call must carry `authorization: Bearer <operator token>` metadata; team and worker
     tokens are refused with PERMISSION_DENIED. The first operator token is made on the database
-    host with `python -m duetime_infra.admin create-operator-token`. Quota changes take effect
+    host with `duetime-ops admin create-operator-token`. Quota changes take effect
     within seconds on every service, without a restart. Errors are as in JobService.
     """
 

@@ -1,4 +1,4 @@
--- Re-sealing stored secrets under the current key (python -m duetime_infra.secrets rotate).
+-- Re-sealing stored secrets under the current key (duetime-ops secrets rotate).
 -- Pages in primary-key order, each row changed by a compare-and-set on its document, so a
 -- concurrent write wins and is read again; no lock is held between statements.
 

@@ -27,9 +27,9 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * How a Java service calls Duetime's Job API with the code generated into gen/java: a TLS
- * channel that carries the team token, and reading the error details the API sends. JobApiTest
- * drives a live API with it (see docs/clients.md).
+ * How a Java service calls Duetime's Job API with the code the build generates from proto/
+ * (pom.xml): a TLS channel that carries the team token, and reading the error details the API
+ * sends. JobApiTest drives a live API with it (see docs/clients.md).
  */
 final class Duetime {
   private Duetime() {}

@@ -1,0 +1,3 @@
+from duetime_ops.main import main
+
+main()
