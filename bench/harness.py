@@ -46,6 +46,11 @@ from testkit.system import System, running_system
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
+    # A connection of its own or one of a pool's.
+    Connection = (
+        asyncpg.Connection[asyncpg.Record] | asyncpg.pool.PoolConnectionProxy[asyncpg.Record]
+    )
+
 # Dispatch topic partitions on the bench's broker: enough for two workers to share evenly.
 TOPIC_PARTITIONS = 6
 REPO = Path(__file__).resolve().parents[1]
@@ -53,10 +58,13 @@ REPO = Path(__file__).resolve().parents[1]
 Options = TypeVar("Options", bound="DataclassInstance")
 
 
-def bench_parser(description: str | None, *, pg_sample: bool = False) -> argparse.ArgumentParser:
+def bench_parser(
+    description: str | None, *, pg_sample: bool = False, pgqueuer: bool = False
+) -> argparse.ArgumentParser:
     """A bench's command line, with what every bench of the whole system asks: how many
     workers to start (``--workers``) and how many seconds after seeding its first runs are
-    due (``--lead``); with ``pg_sample``, also ``--pg-sample`` (QuerySampler)."""
+    due (``--lead``); with ``pg_sample``, also ``--pg-sample`` (QuerySampler); with
+    ``pgqueuer``, the PgQueuer peer's settings (``--pgq-batch``, ``--pgq-connections``)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--lead", type=float, default=15.0)
@@ -65,6 +73,11 @@ def bench_parser(description: str | None, *, pg_sample: bool = False) -> argpars
             "--pg-sample",
             action="store_true",
             help="sample the statements running in the database, and their time after the instant",
+        )
+    if pgqueuer:
+        parser.add_argument("--pgq-batch", type=int, default=100, help="PgQueuer's --batch-size")
+        parser.add_argument(
+            "--pgq-connections", type=int, default=256, help="the PgQueuer consumer's HTTP ones"
         )
     return parser
 
@@ -595,12 +608,18 @@ class Counts:
     kafka: Offsets
 
 
-async def database_counts(
-    conn: asyncpg.Connection[asyncpg.Record] | asyncpg.pool.PoolConnectionProxy[asyncpg.Record],
-) -> Counts:
-    """What the bench's database has done so far (PostgreSQL's statistics, which a backend
-    reports at most once a second: a window of tens of seconds is short by about one), and
-    the Kafka records written so far."""
+async def database_counts(conn: Connection) -> Counts:
+    """What the bench's database has done so far (``postgres_counts``), and the Kafka records
+    written so far."""
+    topics = [*sorted(DISPATCH_TOPICS.values()), OFFSETS_TOPIC]
+    counts = await postgres_counts(conn)
+    return dataclasses.replace(counts, kafka=await end_offsets(shared_bootstrap(), topics))
+
+
+async def postgres_counts(conn: Connection) -> Counts:
+    """What the database ``conn`` is in has done so far, and no Kafka records: PostgreSQL's
+    statistics, which a backend reports at most once a second (a window of tens of seconds is
+    short by about one)."""
     await conn.execute("SELECT pg_stat_clear_snapshot()")
     transactions = await conn.fetchval(
         "SELECT xact_commit + xact_rollback FROM pg_stat_database "
@@ -612,11 +631,10 @@ async def database_counts(
         "LEFT JOIN pg_inherits i ON i.inhrelid = t.relid "
         "LEFT JOIN pg_class parent ON parent.oid = i.inhparent GROUP BY 1"
     )
-    topics = [*sorted(DISPATCH_TOPICS.values()), OFFSETS_TOPIC]
     return Counts(
         int(transactions),
         {r["name"]: (int(r["ins"]), int(r["upd"]), int(r["del"])) for r in rows},
-        await end_offsets(shared_bootstrap(), topics),
+        {},
     )
 
 
@@ -710,6 +728,17 @@ WHERE d.datname = $1
 """
 
 
+@dataclass(frozen=True)
+class StatementCost:
+    """Top-level statements a run, and the µs a run spent executing them."""
+
+    statements: float
+    micros: float
+
+    def __str__(self) -> str:
+        return f"{self.statements:.2f} a run, {self.micros:,.0f} µs a run executing"
+
+
 class StatementStats:
     """Per-statement execution time in one database between ``start`` and ``stop``, from
     pg_stat_statements; ``available`` is False where the server has not loaded it."""
@@ -738,11 +767,13 @@ class StatementStats:
     async def start(self) -> None:
         self._before = await self._read()
 
-    async def report(self, runs: int, top: int = 12) -> None:
+    async def report(self, runs: int, top: int = 12) -> StatementCost | None:
+        """Prints the ``top`` statements by time since ``start``; returns the top-level
+        statements' cost a run (None where pg_stat_statements is not loaded)."""
         after = await self._read()
         if not self.available:
             print("  (pg_stat_statements not loaded: `scripts/stack down && scripts/stack up`)")
-            return
+            return None
         spent: list[tuple[float, int, int, str, bool]] = []
         for key, row in after.items():
             was = self._before.get(key)
@@ -754,9 +785,9 @@ class StatementStats:
         spent.sort(reverse=True)
         total = sum(entry[0] for entry in spent if entry[4])
         statements = sum(entry[1] for entry in spent if entry[4])
+        cost = StatementCost(statements / runs, total * 1000 / runs)
         print(
-            f"  statements in the bench's database: {statements / runs:.2f} a run, "
-            f"{total * 1000 / runs:,.0f} µs a run executing, top level (pg_stat_statements; "
+            f"  statements in the bench's database: {cost}, top level (pg_stat_statements; "
             "nested ones marked *):"
         )
         for ms, calls, rows, query, toplevel in spent[:top]:
@@ -765,3 +796,4 @@ class StatementStats:
                 f"   {mark}{ms * 1000 / runs:7,.0f} µs/run {calls / runs:6.2f} calls/run "
                 f"{rows / max(1, calls):7.1f} rows/call  {query}"
             )
+        return cost

@@ -7,7 +7,7 @@ claim and starts must fit in 15 s), so the scheduler's look-ahead, the relay and
 are in their steady state when it comes. The four services run as processes (api, scheduler,
 relay, ``--workers`` workers) on a Kafka broker of the bench's own and call ``bench.target``, an
 HTTP target in a process of its own that records when each call arrives. With ``--peer
-pgqueuer`` every case is also given to PgQueuer (``bench/herd_pgqueuer.py``: one consumer
+pgqueuer`` every case is also given to PgQueuer (``bench/pgqueuer_peer.py``: one consumer
 process, same server, same kind of target), the two interleaved, and the ratio printed; with
 ``--peer floor`` (aiohttp) and ``floor-pyreqwest`` (Duetime's worker's client) also to bare
 clients that only wait for the instant and call (``bench/herd_floor.py``): the least the target
@@ -311,7 +311,7 @@ def print_ratios(runs: int, peer: str, pairs: list[tuple[HerdOutcome, HerdOutcom
 
 
 async def main() -> None:
-    parser = bench_parser(__doc__, pg_sample=True)
+    parser = bench_parser(__doc__, pg_sample=True, pgqueuer=True)
     parser.set_defaults(lead=70.0)
     parser.add_argument("--runs", type=int, nargs="+", default=[1_000, 10_000])
     parser.add_argument("--repeat", type=int, default=1, help="cases of each size, interleaved")
@@ -331,8 +331,6 @@ async def main() -> None:
         choices=["pgqueuer", *FLOOR_PEERS],
         help="run each case on these too (floor: bare clients, bench/herd_floor.py)",
     )
-    parser.add_argument("--pgq-batch", type=int, default=100, help="PgQueuer's --batch-size")
-    parser.add_argument("--pgq-connections", type=int, default=256)
     args = parser.parse_args()
     setup = options_from(Setup, args)
     print(f"bench/herd at {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {cpu_model()}; {load()}")
@@ -357,9 +355,9 @@ async def main() -> None:
 
 async def peer_case(runs: int, args: argparse.Namespace, tmp: Path) -> HerdOutcome:
     # Imported here: PgQueuer is in the lock file's bench group only.
-    from bench.herd_pgqueuer import PgqSettings, pgqueuer_case
+    from bench.pgqueuer_peer import PgqSettings, pgqueuer_case
 
-    settings = PgqSettings(args.pgq_batch, args.pgq_connections)
+    settings = PgqSettings.from_args(args)
     print(f"  PgQueuer {settings}")
     return await pgqueuer_case(runs, args.lead, args.lookahead + 1, settings, tmp)
 

@@ -1,5 +1,5 @@
 """The benches' bookkeeping: a herd's calls matched with its runs, steady occurrences in a
-window, and the rate search."""
+window, due times spread at a rate, and the rate search."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 from bench.harness import Call, CpuFigures, herd_outcome
-from bench.steady import next_rate, occurrences
+from bench.steady import Search, next_rate, occurrences, spread
 from duetime_core.runkey import RunKey
 
 AT = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -53,3 +53,42 @@ def test_rate_search_doubles_then_bisects() -> None:
     assert next_rate(200, None, 200) == 400
     assert next_rate(200, 400, 400) == 300
     assert next_rate(None, 100, 100) == 50
+
+
+def test_spread_is_the_rate_evenly_until_the_end() -> None:
+    due = spread(AT, 4, AT + timedelta(seconds=2))
+    assert due == [AT + timedelta(milliseconds=250 * i) for i in range(8)]
+    # Whole milliseconds; none at or past the end, however the rate divides the second.
+    thirds = spread(AT, 3, AT + timedelta(seconds=1, microseconds=1))
+    assert thirds == [AT + timedelta(milliseconds=ms) for ms in (0, 333, 666, 1000)]
+    assert len(spread(AT, 7, AT + timedelta(seconds=10))) == 70
+    assert spread(AT, 100, AT) == []
+
+
+def test_search_runs_the_rates_given_in_turn() -> None:
+    search = Search([50, 200], start=100, precision=0.1, max_steps=10)
+    seen = []
+    while (rate := search.rate()) is not None:
+        seen.append(rate)
+        search.record(rate, passed=rate < 100)
+    assert seen == [50, 200]
+    assert search.passed == 50
+
+
+def test_search_doubles_then_bisects_to_its_precision() -> None:
+    search = Search(None, start=100, precision=0.1, max_steps=10)
+    seen = []
+    while (rate := search.rate()) is not None:
+        seen.append(rate)
+        search.record(rate, passed=rate <= 330)
+    assert seen == [100, 200, 400, 300, 350, 325]
+    assert search.passed == 325
+
+
+def test_search_stops_at_its_step_limit() -> None:
+    search = Search(None, start=100, precision=0.1, max_steps=3)
+    seen = []
+    while (rate := search.rate()) is not None:
+        seen.append(rate)
+        search.record(rate, passed=True)
+    assert seen == [100, 200, 400]
