@@ -105,8 +105,10 @@ MAX_RETRY = 5.0
 REPORT_PATIENCE = 60.0
 # How long at most the success of an attempt started ahead waits for the worker's call backlog
 # to clear (see ``herd.state``), and at most this share of the lease it has left. Only those wait:
-# their job's overlap policy is ALLOW, so no other run's start decides on their end.
-REPORT_HOLD = 5.0
+# their job's overlap policy is ALLOW, so no other run's start decides on their end. A big herd's
+# calls drain for longer than a few seconds on a small machine; its reports (their RPCs and the
+# database's writes) go once the calls have, within a quarter of the default 60 s lease.
+REPORT_HOLD = 15.0
 REPORT_HOLD_LEASE_SHARE = 0.25
 # How long a start that keeps failing (not TOO_EARLY) is retried before the message is dropped:
 # holding it longer would stop its partition's commits and a concurrency slot for good, and the
