@@ -35,7 +35,6 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-import math
 import time
 import uuid
 from collections import OrderedDict
@@ -48,30 +47,28 @@ from grpc import aio
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from duetime.events.v1.events_pb2 import TARGET_KIND_CONTAINER, RunDispatch
-from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
-from duetime_core.attempts import ATTEMPT_CLOSED
 from duetime_core.backoff import DoublingBackoff
 from duetime_infra.tracecontext import ATTEMPT, RUN_ID, TRACER
 from duetime_worker.attempt import tally
-from duetime_worker.attempt.heartbeats import ActiveAttempt, Heartbeats, lease_length
+from duetime_worker.attempt.heartbeats import Heartbeats
+from duetime_worker.attempt.lease import watch
+from duetime_worker.attempt.lifecycle import Attempt, Started
 from duetime_worker.attempt.scheduler_client import AttemptCalls
 from duetime_worker.attempt.server_clock import ServerClock
 from duetime_worker.attempt.tally import AttemptTally
 from duetime_worker.herd.slots import ANYONE, Flow, Permits, SlotsClosed, WeightedSlots
 from duetime_worker.herd.state import CallBacklog
-from duetime_worker.herd.timers import RESOLUTION, Deadlines
+from duetime_worker.herd.timers import Deadlines
 from duetime_worker.shielding import despite_cancellation
 from duetime_worker.targets.container.launcher import Launcher, Reservation
 from duetime_worker.targets.http.caller import HttpCaller
 from duetime_worker.targets.outcome import (
     LEASE_LAPSED,
     NOT_BEGUN,
-    UNSAID,
     LeaseLapsed,
     Outcome,
-    SendCheck,
 )
 
 log = logging.getLogger(__name__)
@@ -537,45 +534,24 @@ class Executor:
                 "attempt started",
                 extra={"action": "attempt_started", "run_id": run.run_id, "attempt": number},
             )
-        at_most_once = run.delivery == job_pb2.DELIVERY_AT_MOST_ONCE
-        active: ActiveAttempt | None = None
-
-        def begun() -> None:
-            if active is not None:
-                active.began = True
-                active.call_time = self._clock.now_ns()
-
-        def check(within: float = 0.0) -> None:  # the task runs only once ``active`` is set
-            if active is not None:
-                active.check_lease(within)
-
-        if response.HasField("call_time"):
-            call = self._call_at(
-                run, number, timeout, response.call_time, begun, check, at_most_once, flow
-            )
+        attempt = Attempt.of(Started(response, sent_at))
+        if attempt.began:
+            call = self._call(attempt, run, timeout, reservation, flow=flow)
         else:
-            call = self._call(run, number, timeout, reservation, check, at_most_once, flow=flow)
-        task = asyncio.create_task(call)
-        active = ActiveAttempt(
-            run.run_id,
-            number,
-            task,
-            lease_deadline=sent_at + lease_length(response.lease_expire_time, response.server_time),
-            began=not response.HasField("call_time"),
-            call=NOT_BEGUN if at_most_once else UNSAID,
-        )
-        self._heartbeats.add(active)
+            call = self._call_at(attempt, run, timeout, response.call_time, flow)
+        attempt.run(asyncio.create_task(call))
+        self._heartbeats.add(attempt)
         try:
-            await _run_within_lease(active, self._leases)
+            await watch(attempt, self._leases)
             call_ended()
             self._reporting += 1
             try:
-                await self._report(active, started)
+                await self._report(attempt, started)
             finally:
                 self._reporting -= 1
         finally:
-            task.cancel()
-            self._heartbeats.remove(active)
+            attempt.task.cancel()
+            self._heartbeats.remove(attempt)
 
     def _first_execution(self, run_id: str, number: int) -> bool:
         """False for the same delivery again (redelivered after a rebalance, or published
@@ -590,10 +566,10 @@ class Executor:
         )
         return False
 
-    async def _report(self, active: ActiveAttempt, started: float) -> None:
+    async def _report(self, active: Attempt, started: float) -> None:
         """Once the call is over: reports its outcome, counted and logged (``started``: when
         the attempt began, on the monotonic clock), unless the lease was lost meanwhile."""
-        if _unreportable(active):
+        if active.report_dropped():
             self.tally.count(tally.LEASE_LOST)
             log.warning(
                 "attempt abandoned without a report: its lease was lost",
@@ -606,7 +582,7 @@ class Executor:
                 },
             )
             return
-        outcome = _outcome_of(active)
+        outcome = active.outcome()
         if outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED and active.call_time is not None:
             left = active.lease_deadline - asyncio.get_running_loop().time()
             await self._backlog.passed(min(REPORT_HOLD, left * REPORT_HOLD_LEASE_SHARE))
@@ -633,20 +609,18 @@ class Executor:
 
     async def _call(
         self,
+        attempt: Attempt,
         run: pb.RunSpec,
-        attempt: int,
         limit: float,
         reservation: Reservation | None,
-        check: SendCheck,
-        announce: bool = False,
         sent: Callable[[], None] = _nothing,
         flow: Flow = ANYONE,
     ) -> Outcome:
         """The target call, in a client span whose context is the ``traceparent`` it sends;
-        ``check`` runs before anything of it is sent or launched, ``sent`` once an HTTP
-        request goes out; with ``announce`` (at most once), only once the scheduler
+        the attempt's lease is checked before anything of it is sent or launched, ``sent``
+        runs once an HTTP request goes out; at most once, only once the scheduler
         acknowledged it. An HTTP call waits for its connection as ``flow``."""
-        if announce and not await self._announced(run.run_id, attempt, limit):
+        if attempt.at_most_once and not await self._announced(attempt, limit):
             return Outcome.handed_back(
                 f"not called: the call's announcement was not acknowledged within {limit:g} s",
                 call=NOT_BEGUN,
@@ -655,30 +629,31 @@ class Executor:
         with TRACER.start_as_current_span(
             "call target",
             kind=SpanKind.CLIENT,
-            attributes={RUN_ID: run.run_id, ATTEMPT: attempt, "duetime.target.kind": str(kind)},
+            attributes={
+                RUN_ID: run.run_id,
+                ATTEMPT: attempt.attempt,
+                "duetime.target.kind": str(kind),
+            },
         ) as span:
-            outcome = await self._call_target(
-                run, kind, attempt, limit, reservation, check, sent, flow
-            )
+            outcome = await self._call_target(attempt, run, kind, limit, reservation, sent, flow)
             if outcome.result != pb.ATTEMPT_RESULT_SUCCEEDED:
                 span.set_status(Status(StatusCode.ERROR, outcome.error))
             return outcome
 
-    async def _announced(self, run_id: str, attempt: int, limit: float) -> bool:
+    async def _announced(self, attempt: Attempt, limit: float) -> bool:
         try:
             async with asyncio.timeout(limit):
-                return await self._heartbeats.announce_call((run_id, attempt))
+                return await self._heartbeats.announce_call(attempt.key)
         except TimeoutError:
             return False
 
     async def _call_target(
         self,
+        attempt: Attempt,
         run: pb.RunSpec,
         kind: str | None,
-        attempt: int,
         limit: float,
         reservation: Reservation | None,
-        check: SendCheck,
         sent: Callable[[], None],
         flow: Flow,
     ) -> Outcome:
@@ -686,12 +661,13 @@ class Executor:
         # from connect to the body's last byte); a launch by its timeout and the launcher's
         # stop, with a backstop here. The scheduler closes an attempt that outlives its timeout
         # and grace in any case.
+        number, check = attempt.attempt, attempt.check_lease
         try:
             if kind == "http":
-                return await self._http.call(run, attempt, limit, check, sent, flow)
+                return await self._http.call(run, number, limit, check, sent, flow)
             if kind == "container":
                 async with asyncio.timeout(limit + 1 + self._launcher.stop_seconds):
-                    return await self._launcher.launch(run, attempt, limit, reservation, check)
+                    return await self._launcher.launch(run, number, limit, reservation, check)
         except LeaseLapsed:
             return Outcome.handed_back(LEASE_LAPSED, call=NOT_BEGUN)
         except TimeoutError:
@@ -700,13 +676,10 @@ class Executor:
 
     async def _call_at(
         self,
+        attempt: Attempt,
         run: pb.RunSpec,
-        attempt: int,
         limit: float,
         call_time: Timestamp,
-        begun: Callable[[], None],
-        check: SendCheck,
-        announce: bool = False,
         flow: Flow = ANYONE,
     ) -> Outcome:
         """An attempt started ahead of its time: a heartbeat answered shortly before the call
@@ -722,14 +695,14 @@ class Executor:
             await waiter
         if self._stopping.is_set():
             return Outcome.handed_back(SHUTTING_DOWN, call=NOT_BEGUN)
-        await self._heartbeats.fresh((run.run_id, attempt))
+        await self._heartbeats.fresh(attempt.key)
         # Asked again after each wait: the estimate of the server's clock may move meanwhile.
         while (left := self._clock.seconds_until(call_time)) > 0:  # noqa: ASYNC110
             await asyncio.sleep(left)
         sent = self._backlog.due()
-        begun()
+        attempt.call_begins(self._clock.now_ns())
         try:
-            return await self._call(run, attempt, limit, None, check, announce, sent, flow)
+            return await self._call(attempt, run, limit, None, sent, flow)
         finally:
             sent()
 
@@ -775,74 +748,3 @@ class Executor:
                     )
                     return
                 await asyncio.sleep(backoff.next())
-
-
-LEASE_LOST = "the attempt's lease ran out without a renewal"
-
-
-def _unreportable(active: ActiveAttempt) -> bool:
-    """Whether an attempt whose call is over must go unreported: the scheduler closed it, or
-    its lease watch gave it up, or its lease lapsed meanwhile (a worker that froze past its
-    deadline may see the target's answer before its timer)."""
-    return active.given_up or active.cancel_reason == ATTEMPT_CLOSED or active.lapsed()
-
-
-async def _run_within_lease(active: ActiveAttempt, leases: Deadlines) -> None:
-    """Waits for the target task, cancelling it when the lease deadline passes unrenewed
-    (``leases``: the timer the worker's lease watches share, which wakes up to a millisecond
-    early: a lease that close to its end counts as lapsed, never later than it)."""
-    loop = asyncio.get_running_loop()
-    task = active.task
-    while not task.done():
-        left = active.lease_deadline - loop.time()
-        if left <= RESOLUTION:
-            active.given_up = True
-            active.cancel(LEASE_LOST)
-            break
-        await _ended(task, leases if left < math.inf else None, active.lease_deadline)
-    if not task.done():  # cancelled above: its outcome is awaited too
-        await _ended(task, None, math.inf)
-
-
-async def _ended(task: asyncio.Task[Outcome], leases: Deadlines | None, deadline: float) -> None:
-    """Returns when ``task`` is done or, given ``leases``, the loop's clock reaches
-    ``deadline`` (up to a millisecond early); a cancelled task is an outcome here, not our
-    cancellation. (``asyncio.wait`` does the same for about half again the cost, and a herd
-    waits on thousands of calls.)"""
-    woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-    def wake(_: object) -> None:
-        if not woken.done():
-            woken.set_result(None)
-
-    task.add_done_callback(wake)
-    if leases is not None:
-        leases.add(woken, deadline)
-    try:
-        await woken
-    finally:
-        task.remove_done_callback(wake)
-
-
-def _outcome_of(active: ActiveAttempt) -> Outcome:
-    task = active.task
-    # Stopped before its own outcome: the call got as far as the attempt's record says.
-    call = active.call
-    if task.cancelled():
-        reason = active.cancel_reason or "cancelled"
-        if active.handed_back or not active.began:
-            # Stopping, or cancelled before a call started ahead of its time began (its job
-            # was paused or deleted since): given back unrun, for the start to decide again.
-            if not active.began:
-                return Outcome.handed_back(f"not begun: {reason}", call=NOT_BEGUN)
-            return Outcome.handed_back(reason, call=call)
-        return Outcome.cancelled(reason, call=call)
-    error = task.exception()
-    if error is not None:
-        log.error(
-            "target call failed unexpectedly",
-            extra={"action": "target_error", "run_id": active.run_id},
-            exc_info=error,
-        )
-        return Outcome.failed(f"worker error: {type(error).__name__}", retryable=True, call=call)
-    return task.result()

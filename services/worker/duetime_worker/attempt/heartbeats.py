@@ -13,11 +13,8 @@ that list its earlier ones again. A broken stream, or one whose beat
 goes unanswered for ``ANSWER_TIMEOUT`` (a frozen scheduler), is opened again with backoff, on
 the channel's next reachable scheduler; the attempts stay registered meanwhile.
 
-Each renewal also moves the attempt's local lease deadline: the lease's length as the scheduler
-granted it (``lease_expire_time - server_time``, both on the database clock), counted on this
-process's monotonic clock from when the renewing beat was sent. Counting from the send, not the
-answer, keeps the local deadline at or before the scheduler's, so a worker that cannot renew
-stops its attempt before the run can be given to another worker.
+Each renewal also moves the attempt's local lease deadline, counted from when the renewing beat
+was sent (the lease rule is in ``lease``).
 
 An at-most-once attempt's beats also say how far its call got (NOT_BEGUN, then BEGUN), and its
 call begins only once a beat announcing BEGUN has been answered with a renewal
@@ -33,21 +30,20 @@ import contextlib
 import logging
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from google.protobuf.timestamp_pb2 import Timestamp
 from grpc import aio
 
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_core.attempts import JOB_PAUSED, MAX_ATTEMPTS_PER_BEAT
 from duetime_core.backoff import DoublingBackoff
-from duetime_worker.targets.outcome import BEGUN, UNSAID, Call, LeaseLapsed, Outcome
+from duetime_worker.attempt.lease import lease_length
+from duetime_worker.attempt.lifecycle import Attempt, Key
 
 log = logging.getLogger(__name__)
 
-Key = tuple[str, int]
 # The least time between two beats when a call about to begin asks for one (``fresh``): the
 # calls of a herd ask over some tens of milliseconds, and share a beat rather than each
 # sending one that lists every attempt.
@@ -65,15 +61,7 @@ def _idle() -> bool:
     return False
 
 
-def lease_length(lease_expire_time: Timestamp, server_time: Timestamp) -> float:
-    """Seconds of lease the scheduler granted, from two instants of its clock; infinite when
-    the answer carries no lease (nothing to enforce)."""
-    if not lease_expire_time.seconds and not lease_expire_time.nanos:
-        return math.inf
-    return (lease_expire_time.ToNanoseconds() - server_time.ToNanoseconds()) / 1e9
-
-
-def _stale_pause(directive: pb.AttemptDirective, attempt: ActiveAttempt) -> bool:
+def _stale_pause(directive: pb.AttemptDirective, attempt: Attempt) -> bool:
     """A pause cancels an attempt started ahead of its time only until its call begins: the
     scheduler decided before the call's time, and a call begun since then runs on (its next
     beat renews it), as any running attempt of a paused job does."""
@@ -88,57 +76,6 @@ class _FreshCaller:
     key: Key
     waiter: asyncio.Future[None]
     beat: int | None = None
-
-
-@dataclass
-class ActiveAttempt:
-    run_id: str
-    attempt: int
-    task: asyncio.Task[Outcome]
-    # Event-loop time at which the lease runs out unless a heartbeat renews it.
-    lease_deadline: float = math.inf
-    cancel_reason: str = ""
-    # Given back unfinished because the worker is stopping (not a cancel it was told to do).
-    handed_back: bool = False
-    # Given up by its lease watch (the lease counted as lapsed, up to a millisecond early):
-    # never reported, whatever another cancel said first or a late renewal says.
-    given_up: bool = False
-    # An attempt started ahead of its time has not begun its call until this is set, and when
-    # it did, by the server's clock as this worker estimates it (nanoseconds since the epoch).
-    began: bool = True
-    call_time: int | None = None
-    # How far its call got, said in every beat: tracked for at-most-once attempts only.
-    call: Call = UNSAID
-    # The first beat that carries the call's announcement, and what its renewal sets.
-    announced_from: int | None = None
-    announced: asyncio.Event = field(default_factory=asyncio.Event)
-
-    @property
-    def key(self) -> Key:
-        return (self.run_id, self.attempt)
-
-    def cancel(self, reason: str) -> None:
-        if not self.cancel_reason:
-            self.cancel_reason = reason
-        self.task.cancel()
-
-    def hand_back(self, reason: str) -> None:
-        self.handed_back = True
-        self.cancel(reason)
-
-    def renewed(self, sent_at: float, length: float) -> None:
-        self.lease_deadline = max(self.lease_deadline, sent_at + length)
-
-    def lapsed(self, within: float = 0.0) -> bool:
-        """Whether the lease may have run out (or will have, ``within`` seconds from now) by
-        this worker's clock (see the module)."""
-        return asyncio.get_running_loop().time() + within >= self.lease_deadline
-
-    def check_lease(self, within: float = 0.0) -> None:
-        """The attempt's send check: a timer stops the call when the lease runs out, but a
-        worker frozen past it may run its call's next step before that timer's."""
-        if self.lapsed(within):
-            raise LeaseLapsed(self.key)
 
 
 class Heartbeats:
@@ -163,7 +100,7 @@ class Heartbeats:
         self._full_beat_hold = full_beat_hold
         # The shortest lease a beat's answer granted so far (seconds).
         self._lease_seen = math.inf
-        self._active: dict[Key, ActiveAttempt] = {}
+        self._active: dict[Key, Attempt] = {}
         # Send times of the beats on the current stream still waiting for their answer: the
         # server answers each beat once, in order.
         self._unanswered: collections.deque[tuple[float, int]] = collections.deque()
@@ -178,14 +115,14 @@ class Heartbeats:
         self.streams_opened = 0
 
     @property
-    def active(self) -> list[ActiveAttempt]:
+    def active(self) -> list[Attempt]:
         return list(self._active.values())
 
     def hold_full_beats(self, busy: Callable[[], bool]) -> None:
         """Full beats wait while ``busy()`` says so (see the module)."""
         self._busy = busy
 
-    def add(self, attempt: ActiveAttempt) -> None:
+    def add(self, attempt: Attempt) -> None:
         self._active[attempt.key] = attempt
         self._added = True
         self._wake.set()
@@ -206,10 +143,9 @@ class Heartbeats:
         attempt = self._active.get(key)
         if attempt is None:
             return False
-        attempt.call = BEGUN
-        attempt.announced_from = self.beats
+        attempt.announce(self.beats)
         await self.fresh(key)
-        await attempt.announced.wait()
+        await attempt.acknowledged()
         return True
 
     def _fresh_wanted(self) -> bool:
@@ -232,7 +168,7 @@ class Heartbeats:
         # A waiter is shielded from its caller's cancellation: done means answered.
         self._fresh = [caller for caller in self._fresh if not caller.waiter.done()]
 
-    def remove(self, attempt: ActiveAttempt) -> None:
+    def remove(self, attempt: Attempt) -> None:
         if self._active.get(attempt.key) is attempt:
             del self._active[attempt.key]
 
@@ -326,8 +262,8 @@ class Heartbeats:
                         length = lengths[at] = lease_length(expiry, response.server_time)
                         self._lease_seen = min(self._lease_seen, length)
                     attempt.renewed(sent_at, length)
-                    if attempt.announced_from is not None and number >= attempt.announced_from:
-                        attempt.announced.set()
+                    if attempt.announced_from is not None:
+                        attempt.beat_answered(number)
                 continue
             key = (ref.run_id, ref.attempt)
             if directive.directive != pb.DIRECTIVE_CANCEL:
