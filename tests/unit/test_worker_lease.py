@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from typing import Any, cast
 
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -16,9 +17,11 @@ from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.attempts import ATTEMPT_CLOSED, SUPERSEDED
 from duetime_worker.attempt.lease import LEASE_LOST, Lease, lease_length, watch
 from duetime_worker.attempt.lifecycle import Attempt
+from duetime_worker.attempt.reporter import Reporter
+from duetime_worker.attempt.tally import AttemptTally
+from duetime_worker.herd.state import CallBacklog
 from duetime_worker.herd.timers import RESOLUTION, Deadlines
 from duetime_worker.targets.outcome import LeaseLapsed, Outcome
-from testkit.executor import offline_executor
 
 
 async def _forever() -> Outcome:
@@ -129,7 +132,8 @@ async def test_a_call_given_up_at_its_lease_is_never_reported(first: str) -> Non
     reason kept): none of these lets the attempt be reported."""
     loop = asyncio.get_running_loop()
     reports = _Reports()
-    executor = offline_executor(reports)
+    tally = AttemptTally()
+    reporter = Reporter(cast(Any, reports), "w-1", CallBacklog(), tally)
     active = _attempt("edge", RESOLUTION / 2)
     if first:
         active.cancel(first)  # told to cancel; its call has not ended yet
@@ -138,14 +142,14 @@ async def test_a_call_given_up_at_its_lease_is_never_reported(first: str) -> Non
     assert active.task.cancelled()
     active.renewed(loop.time(), 30)  # the answer to a beat sent before the deadline
     assert not active.lapsed()
-    await executor._report(active, time.monotonic())
+    await reporter.report(active, time.monotonic())
     assert reports.sent == []
     # A call that ended on its own within its lease is reported.
     answered = Attempt("answered", 1, loop.time() + 30)
     answered.run(await _finished(Outcome.succeeded(status=200)))
-    await executor._report(answered, time.monotonic())
+    await reporter.report(answered, time.monotonic())
     assert [r.run_id for r in reports.sent] == ["answered"]
-    executor.tally.flush()
+    tally.flush()
 
 
 async def _finished(outcome: Outcome) -> asyncio.Task[Outcome]:

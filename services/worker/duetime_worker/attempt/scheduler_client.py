@@ -42,6 +42,23 @@ Req = TypeVar("Req")
 Resp = TypeVar("Resp")
 
 
+# Each call's deadline.
+RPC_TIMEOUT = 10.0
+# A start or report that failed is sent again after FIRST_RETRY seconds, doubling up to
+# MAX_RETRY (exact delays, no jitter).
+FIRST_RETRY = 0.1
+MAX_RETRY = 5.0
+# Answers that will not change if asked again.
+PERMANENT = frozenset(
+    {
+        grpc.StatusCode.INVALID_ARGUMENT,
+        grpc.StatusCode.NOT_FOUND,
+        grpc.StatusCode.FAILED_PRECONDITION,
+        grpc.StatusCode.ALREADY_EXISTS,
+        grpc.StatusCode.OUT_OF_RANGE,
+        grpc.StatusCode.UNIMPLEMENTED,
+    }
+)
 MAX_BATCH = 500
 # Starts go in smaller batches than reports: the scheduler answers a batch only when all of it
 # is started, and at a herd's instant every batch in flight is worked on at once, so large start
