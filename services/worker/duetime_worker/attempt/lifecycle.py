@@ -8,8 +8,8 @@ and what its report says. Its state changes only through its named methods, in t
   (one not started ahead has begun from the start);
 - ``announce`` and ``beat_answered``: an at-most-once call is announced on the heartbeat
   stream and begins only once a beat carrying the announcement is answered;
-- ``renewed`` by each answered beat; ``cancel`` by the scheduler, ``hand_back`` by a stopping
-  worker, ``give_up`` by its lease watch;
+- ``renewed`` by each answered beat; ``told_to_cancel`` by the scheduler, ``hand_back`` by a
+  stopping worker, ``give_up`` by its lease watch;
 - ``outcome``: how its task ended, as its report says it.
 """
 
@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_core.attempts import JOB_PAUSED
 from duetime_worker.attempt.lease import Lease, lease_length
 from duetime_worker.targets.outcome import BEGUN, NOT_BEGUN, UNSAID, Call, Outcome
 
@@ -91,6 +92,16 @@ class Attempt(Lease):
     @property
     def key(self) -> Key:
         return (self.run_id, self.attempt)
+
+    def told_to_cancel(self, reason: str) -> bool:
+        """The scheduler's CANCEL; False when it comes too late to stop the call: a pause
+        cancels an attempt started ahead only until its call begins (the scheduler decided
+        before the call's time, and a call begun since runs on, as any running attempt of a
+        paused job does)."""
+        if reason == JOB_PAUSED and self.began:
+            return False
+        self.cancel(reason or "cancelled by the scheduler")
+        return True
 
     def hand_back(self, reason: str) -> None:
         """Stops the call because the worker is stopping: reported HANDED_BACK."""
