@@ -18,7 +18,7 @@ from duetime_infra.codec.timeconv import datetime_to_timestamp
 from duetime_infra.pg.jobs.store import JobStore
 from duetime_infra.pg.pool import create_pool
 from duetime_infra.pg.teams.store import update_team_quota
-from duetime_worker.attempt.executor import ATTEMPT_METADATA_KEY
+from duetime_worker.attempt.scheduler_client import ATTEMPT_METADATA_KEY
 from testkit.fleet import TTL_SECONDS, new_prefix, schedulers
 from testkit.jobs import TEAM, ensure_team
 from testkit.polling import eventually

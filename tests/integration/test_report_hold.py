@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from duetime_core.attempts import AttemptSettings
-from duetime_worker.attempt import executor as executor_module
+from duetime_worker.attempt import reporter
 from duetime_worker.attempt.executor import Executor
 from duetime_worker.attempt.heartbeats import Heartbeats
 from duetime_worker.targets.container.launcher import DisabledLauncher
@@ -126,7 +126,7 @@ async def test_a_success_waits_until_the_calls_due_have_gone_out(env: Env) -> No
 async def test_a_success_waits_no_longer_than_the_longest_hold(
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(executor_module, "REPORT_HOLD", 1.0)
+    monkeypatch.setattr(reporter, "REPORT_HOLD", 1.0)
     h = await herd(env)
     answered = time.monotonic()
     try:

@@ -21,9 +21,9 @@ from duetime.jobs.v1 import job_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.attempts import AttemptSettings
-from duetime_worker.attempt.executor import RPC_TIMEOUT, Executor
+from duetime_worker.attempt.executor import Executor
 from duetime_worker.attempt.heartbeats import Heartbeats
-from duetime_worker.attempt.scheduler_client import AttemptCalls
+from duetime_worker.attempt.scheduler_client import RPC_TIMEOUT, AttemptCalls
 from duetime_worker.targets.container.launcher import DisabledLauncher
 from duetime_worker.targets.http.caller import HttpCaller
 from testkit.api import ApiClient, running_api

@@ -11,7 +11,8 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.attempts import MAX_ATTEMPTS_PER_BEAT
-from duetime_worker.attempt.heartbeats import ActiveAttempt, Heartbeats
+from duetime_worker.attempt.heartbeats import Heartbeats
+from duetime_worker.attempt.lifecycle import Attempt
 from duetime_worker.targets.outcome import Outcome
 from testkit.polling import eventually, throughout
 
@@ -56,6 +57,15 @@ class Stub:
         return self._stream
 
 
+def attempt_of(
+    run_id: str, task: asyncio.Task[Outcome], lease_deadline: float, *, ahead: bool = False
+) -> Attempt:
+    """An attempt whose call runs as ``task``."""
+    attempt = Attempt(run_id, 1, lease_deadline, ahead=ahead)
+    attempt.run(task)
+    return attempt
+
+
 def listed(beat: pb.HeartbeatRequest) -> list[str]:
     return sorted(ref.run_id for ref in beat.attempts)
 
@@ -66,7 +76,7 @@ async def test_a_call_about_to_begin_gets_a_beat_of_its_own_and_full_beats_keep_
     stream = Stream()
     beats = Heartbeats(cast(Any, Stub(stream)), "w-1", (), interval=0.6)
     held = cast("asyncio.Task[Outcome]", asyncio.create_task(asyncio.sleep(math.inf)))
-    attempts = [ActiveAttempt(f"run-{i}", 1, held, lease_deadline=0.0) for i in range(3)]
+    attempts = [attempt_of(f"run-{i}", held, 0.0) for i in range(3)]
     for attempt in attempts:
         beats.add(attempt)
     stopping = asyncio.Event()
@@ -104,7 +114,7 @@ async def test_a_pause_cancels_an_early_attempt_until_its_call_begins_and_a_dele
         for name in ("waiting", "calling", "deleted")
     }
     attempts = {
-        name: ActiveAttempt(name, 1, task, lease_deadline=math.inf, began=name != "waiting")
+        name: attempt_of(name, task, math.inf, ahead=name == "waiting")
         for name, task in tasks.items()
     }
     for attempt in attempts.values():
@@ -158,7 +168,7 @@ async def test_callers_behind_a_beat_in_flight_get_a_beat_listing_only_them() ->
     beats = Heartbeats(cast(Any, Stub(stream)), "w-1", (), interval=60)
     held = cast("asyncio.Task[Outcome]", asyncio.create_task(asyncio.sleep(math.inf)))
     for i in range(6):
-        beats.add(ActiveAttempt(f"run-{i}", 1, held, lease_deadline=0.0))
+        beats.add(attempt_of(f"run-{i}", held, 0.0))
     stopping = asyncio.Event()
     running = asyncio.create_task(beats.run(stopping))
     try:
@@ -200,8 +210,8 @@ async def test_a_caller_listed_in_a_beat_a_broken_stream_lost_is_listed_again() 
     stub = Reopened()
     beats = Heartbeats(cast(Any, stub), "w-1", (), interval=60, answer_timeout=0.3)
     held = cast("asyncio.Task[Outcome]", asyncio.create_task(asyncio.sleep(math.inf)))
-    beats.add(ActiveAttempt("run-0", 1, held, lease_deadline=0.0))
-    beats.add(ActiveAttempt("run-1", 1, held, lease_deadline=0.0))
+    beats.add(attempt_of("run-0", held, 0.0))
+    beats.add(attempt_of("run-1", held, 0.0))
     stopping = asyncio.Event()
     running = asyncio.create_task(beats.run(stopping))
     try:
@@ -231,7 +241,7 @@ async def test_a_full_beat_waits_while_the_worker_is_busy_and_the_leases_allow()
     busy = False
     beats.hold_full_beats(lambda: busy)
     held = cast("asyncio.Task[Outcome]", asyncio.create_task(asyncio.sleep(math.inf)))
-    beats.add(ActiveAttempt("long", 1, held, lease_deadline=math.inf))
+    beats.add(attempt_of("long", held, math.inf))
     stopping = asyncio.Event()
     running = asyncio.create_task(beats.run(stopping))
     loop = asyncio.get_running_loop()
@@ -252,7 +262,7 @@ async def test_a_full_beat_waits_while_the_worker_is_busy_and_the_leases_allow()
             assert listed(await stream.beats.get()) == ["long"]
             assert 2.0 <= loop.time() - last < 2.6
             # A lease that would run out within two intervals is renewed on time.
-            beats.add(ActiveAttempt("short", 1, held, lease_deadline=loop.time() + 1.4))
+            beats.add(attempt_of("short", held, loop.time() + 1.4))
             added = loop.time()
             assert listed(await stream.beats.get()) == ["long", "short"]
             assert loop.time() - added < 0.5
@@ -302,7 +312,7 @@ async def test_a_broken_streams_reader_error_is_collected_not_left_to_the_loop()
         stub = BrokenStub()
         beats = Heartbeats(cast(Any, stub), "w-1", (), interval=0.05, max_backoff=0.1)
         held = cast("asyncio.Task[Outcome]", asyncio.create_task(asyncio.sleep(math.inf)))
-        beats.add(ActiveAttempt("run-0", 1, held, lease_deadline=math.inf))
+        beats.add(attempt_of("run-0", held, math.inf))
         stopping = asyncio.Event()
         running = asyncio.create_task(beats.run(stopping))
 
@@ -324,7 +334,7 @@ async def test_more_attempts_than_a_beat_may_list_go_in_parts_and_a_caller_waits
     beats = Heartbeats(cast(Any, Stub(stream)), "w-1", (), interval=60)
     held = cast("asyncio.Task[Outcome]", asyncio.create_task(asyncio.sleep(math.inf)))
     count = 2 * MAX_ATTEMPTS_PER_BEAT + 5
-    attempts = [ActiveAttempt(f"run-{i}", 1, held, lease_deadline=0.0) for i in range(count)]
+    attempts = [attempt_of(f"run-{i}", held, 0.0) for i in range(count)]
     for attempt in attempts:
         beats.add(attempt)
     stopping = asyncio.Event()

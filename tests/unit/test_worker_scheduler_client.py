@@ -11,13 +11,12 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from grpc import aio
 
 from duetime.worker.v1 import worker_service_pb2 as pb
-from duetime_worker.attempt.executor import RecentKeys
+from duetime_worker.attempt.batcher import Batcher, EntryFailed
+from duetime_worker.attempt.runner import RecentKeys
 from duetime_worker.attempt.scheduler_client import (
     BATCH_RETRY_AFTER,
     EARLY_START_LINGER,
     AttemptCalls,
-    Batcher,
-    EntryFailed,
 )
 from duetime_worker.attempt.server_clock import ServerClock
 

@@ -35,9 +35,9 @@ from duetime_infra.startup import announce_serving, run_service
 from duetime_infra.telemetry.metrics import MetricsEndpoint, sample_periodically, start_metrics
 from duetime_infra.telemetry.tracing import setup_tracing
 from duetime_infra.tls import Link, warn_plaintext
-from duetime_worker.attempt.executor import RPC_TIMEOUT, Executor
+from duetime_worker.attempt.executor import Executor
 from duetime_worker.attempt.heartbeats import Heartbeats
-from duetime_worker.attempt.scheduler_client import CHANNEL_OPTIONS, AttemptCalls
+from duetime_worker.attempt.scheduler_client import CHANNEL_OPTIONS, RPC_TIMEOUT, AttemptCalls
 from duetime_worker.config import Settings
 from duetime_worker.intake.consumer import LAG_SAMPLE_INTERVAL, DispatchConsumer
 from duetime_worker.notify.consumer import DeadLetterConsumer

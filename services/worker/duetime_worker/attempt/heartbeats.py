@@ -1,23 +1,16 @@
 """One bidirectional Heartbeat stream per worker, for the worker's life.
 
 Every interval (and half an interval after an attempt is added) it sends all the worker's active
-attempts, which renews their leases; a CANCEL directive cancels that attempt's task. While the
-worker is busy with a herd (``hold_full_beats``: calls due to go out, reports to send), a full
-beat waits, for ``FULL_BEAT_HOLD`` at most and only while every lease has more than two
-intervals left (a beat on time finds that much of the three intervals advised): it would take
-CPU from calls already late, and most of the attempts it lists end meanwhile. A call about to
-begin asks for a beat of its own (``fresh``): such a beat goes within ``URGENT_SPACING`` and
-lists only the attempts of callers no beat listed yet, so that a call beside thousands of held
-attempts does not wait for a beat that lists them all, nor a herd's later callers for beats
-that list its earlier ones again. A broken stream, or one whose beat
-goes unanswered for ``ANSWER_TIMEOUT`` (a frozen scheduler), is opened again with backoff, on
-the channel's next reachable scheduler; the attempts stay registered meanwhile.
+attempts, which renews their leases; a CANCEL directive cancels that attempt's task. A call about
+to begin asks for a beat of its own (``fresh``), which lists only the attempts of callers no beat
+listed yet, so that a call beside thousands of held attempts does not wait for a beat that lists
+them all, nor a herd's later callers for beats that list its earlier ones again; when each beat
+goes, and how a herd holds the full ones back, is the ``beat_schedule``. A broken stream, or one
+whose beat goes unanswered for ``ANSWER_TIMEOUT`` (a frozen scheduler), is opened again with
+backoff, on the channel's next reachable scheduler; the attempts stay registered meanwhile.
 
-Each renewal also moves the attempt's local lease deadline: the lease's length as the scheduler
-granted it (``lease_expire_time - server_time``, both on the database clock), counted on this
-process's monotonic clock from when the renewing beat was sent. Counting from the send, not the
-answer, keeps the local deadline at or before the scheduler's, so a worker that cannot renew
-stops its attempt before the run can be given to another worker.
+Each renewal also moves the attempt's local lease deadline, counted from when the renewing beat
+was sent (the lease rule is in ``lease``).
 
 An at-most-once attempt's beats also say how far its call got (NOT_BEGUN, then BEGUN), and its
 call begins only once a beat announcing BEGUN has been answered with a renewal
@@ -33,112 +26,26 @@ import contextlib
 import logging
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from google.protobuf.timestamp_pb2 import Timestamp
 from grpc import aio
 
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
-from duetime_core.attempts import JOB_PAUSED, MAX_ATTEMPTS_PER_BEAT
+from duetime_core.attempts import MAX_ATTEMPTS_PER_BEAT
 from duetime_core.backoff import DoublingBackoff
-from duetime_worker.targets.outcome import BEGUN, UNSAID, Call, LeaseLapsed, Outcome
+from duetime_worker.attempt.beat_schedule import FULL_BEAT_HOLD, BeatSchedule
+from duetime_worker.attempt.fresh_beats import FreshCaller, FreshCallers
+from duetime_worker.attempt.lease import lease_length
+from duetime_worker.attempt.lifecycle import Attempt, Key
 
 log = logging.getLogger(__name__)
 
-Key = tuple[str, int]
-# The least time between two beats when a call about to begin asks for one (``fresh``): the
-# calls of a herd ask over some tens of milliseconds, and share a beat rather than each
-# sending one that lists every attempt.
-URGENT_SPACING = 0.1
-# How long at most a full beat waits while the worker is busy with a herd (see the module).
-FULL_BEAT_HOLD = 5.0
 # A beat not answered within this long breaks the stream (see ``_check_answered``).
 ANSWER_TIMEOUT = 10.0
 # A broken stream is opened again after this long, doubling up to ``max_backoff`` while the
 # streams keep breaking before a beat is sent (exact delays, no jitter).
 FIRST_RECONNECT = 0.1
-
-
-def _idle() -> bool:
-    return False
-
-
-def lease_length(lease_expire_time: Timestamp, server_time: Timestamp) -> float:
-    """Seconds of lease the scheduler granted, from two instants of its clock; infinite when
-    the answer carries no lease (nothing to enforce)."""
-    if not lease_expire_time.seconds and not lease_expire_time.nanos:
-        return math.inf
-    return (lease_expire_time.ToNanoseconds() - server_time.ToNanoseconds()) / 1e9
-
-
-def _stale_pause(directive: pb.AttemptDirective, attempt: ActiveAttempt) -> bool:
-    """A pause cancels an attempt started ahead of its time only until its call begins: the
-    scheduler decided before the call's time, and a call begun since then runs on (its next
-    beat renews it), as any running attempt of a paused job does."""
-    return directive.reason == JOB_PAUSED and attempt.began
-
-
-@dataclass(eq=False)
-class _FreshCaller:
-    """A caller of ``Heartbeats.fresh``: its attempt, what it waits on, and the number of the
-    beat that listed it (None until one did)."""
-
-    key: Key
-    waiter: asyncio.Future[None]
-    beat: int | None = None
-
-
-@dataclass
-class ActiveAttempt:
-    run_id: str
-    attempt: int
-    task: asyncio.Task[Outcome]
-    # Event-loop time at which the lease runs out unless a heartbeat renews it.
-    lease_deadline: float = math.inf
-    cancel_reason: str = ""
-    # Given back unfinished because the worker is stopping (not a cancel it was told to do).
-    handed_back: bool = False
-    # Given up by its lease watch (the lease counted as lapsed, up to a millisecond early):
-    # never reported, whatever another cancel said first or a late renewal says.
-    given_up: bool = False
-    # An attempt started ahead of its time has not begun its call until this is set, and when
-    # it did, by the server's clock as this worker estimates it (nanoseconds since the epoch).
-    began: bool = True
-    call_time: int | None = None
-    # How far its call got, said in every beat: tracked for at-most-once attempts only.
-    call: Call = UNSAID
-    # The first beat that carries the call's announcement, and what its renewal sets.
-    announced_from: int | None = None
-    announced: asyncio.Event = field(default_factory=asyncio.Event)
-
-    @property
-    def key(self) -> Key:
-        return (self.run_id, self.attempt)
-
-    def cancel(self, reason: str) -> None:
-        if not self.cancel_reason:
-            self.cancel_reason = reason
-        self.task.cancel()
-
-    def hand_back(self, reason: str) -> None:
-        self.handed_back = True
-        self.cancel(reason)
-
-    def renewed(self, sent_at: float, length: float) -> None:
-        self.lease_deadline = max(self.lease_deadline, sent_at + length)
-
-    def lapsed(self, within: float = 0.0) -> bool:
-        """Whether the lease may have run out (or will have, ``within`` seconds from now) by
-        this worker's clock (see the module)."""
-        return asyncio.get_running_loop().time() + within >= self.lease_deadline
-
-    def check_lease(self, within: float = 0.0) -> None:
-        """The attempt's send check: a timer stops the call when the lease runs out, but a
-        worker frozen past it may run its call's next step before that timer's."""
-        if self.lapsed(within):
-            raise LeaseLapsed(self.key)
 
 
 class Heartbeats:
@@ -156,48 +63,41 @@ class Heartbeats:
         self._stub = stub
         self._worker_id = worker_id
         self._metadata = tuple(metadata)
-        self._interval = interval
         self._max_backoff = max_backoff
         self._answer_timeout = answer_timeout
-        self._busy: Callable[[], bool] = _idle
-        self._full_beat_hold = full_beat_hold
         # The shortest lease a beat's answer granted so far (seconds).
         self._lease_seen = math.inf
-        self._active: dict[Key, ActiveAttempt] = {}
+        self._active: dict[Key, Attempt] = {}
+        self._schedule = BeatSchedule(interval, self._active, full_beat_hold)
         # Send times of the beats on the current stream still waiting for their answer: the
         # server answers each beat once, in order.
         self._unanswered: collections.deque[tuple[float, int]] = collections.deque()
         # Set whenever the next beat's time may have moved (an attempt added, a ``fresh``).
         self._wake = asyncio.Event()
-        # An attempt was added since the last full beat: the next full one comes sooner.
-        self._added = False
-        # Callers of ``fresh``, each until the answer to the first beat that listed it.
-        self._fresh: list[_FreshCaller] = []
-        self._last_sent = -math.inf
+        self._fresh = FreshCallers()
         self.beats = 0
         self.streams_opened = 0
 
     @property
-    def active(self) -> list[ActiveAttempt]:
+    def active(self) -> list[Attempt]:
         return list(self._active.values())
 
     def hold_full_beats(self, busy: Callable[[], bool]) -> None:
-        """Full beats wait while ``busy()`` says so (see the module)."""
-        self._busy = busy
+        """Full beats wait while ``busy()`` says so (see ``beat_schedule``)."""
+        self._schedule.hold_full_beats(busy)
 
-    def add(self, attempt: ActiveAttempt) -> None:
+    def add(self, attempt: Attempt) -> None:
         self._active[attempt.key] = attempt
-        self._added = True
+        self._schedule.attempt_added()
         self._wake.set()
 
     async def fresh(self, key: Key) -> None:
         """Returns once a beat listing ``key``, sent after this call, was answered: the
         directive it carried (a cancel for an attempt whose job was paused or deleted) is
         applied by then. Callers at about the same time share one beat."""
-        caller = _FreshCaller(key, asyncio.get_running_loop().create_future())
-        self._fresh.append(caller)
+        waiter = self._fresh.ask(key)
         self._wake.set()
-        await asyncio.shield(caller.waiter)
+        await asyncio.shield(waiter)
 
     async def announce_call(self, key: Key) -> bool:
         """Announces that the attempt's call begins, beats at once, and waits until the beat
@@ -206,33 +106,12 @@ class Heartbeats:
         attempt = self._active.get(key)
         if attempt is None:
             return False
-        attempt.call = BEGUN
-        attempt.announced_from = self.beats
+        attempt.announce(self.beats)
         await self.fresh(key)
-        await attempt.announced.wait()
+        await attempt.acknowledged()
         return True
 
-    def _fresh_wanted(self) -> bool:
-        """A caller of ``fresh`` waits for a beat not yet sent."""
-        return any(caller.beat is None for caller in self._fresh)
-
-    def _list_fresh(self, number: int) -> list[_FreshCaller]:
-        """The callers no beat sent so far listed are listed in beat ``number``: a caller
-        waits for one beat, so a herd's later callers do not send its earlier ones again."""
-        listed = [caller for caller in self._fresh if caller.beat is None]
-        for caller in listed:
-            caller.beat = number
-        return listed
-
-    def _answered(self, callers: list[_FreshCaller]) -> None:
-        """These callers' beat was answered (or had nothing to hear): they return."""
-        for caller in callers:
-            if not caller.waiter.done():
-                caller.waiter.set_result(None)
-        # A waiter is shielded from its caller's cancellation: done means answered.
-        self._fresh = [caller for caller in self._fresh if not caller.waiter.done()]
-
-    def remove(self, attempt: ActiveAttempt) -> None:
+    def remove(self, attempt: Attempt) -> None:
         if self._active.get(attempt.key) is attempt:
             del self._active[attempt.key]
 
@@ -240,7 +119,7 @@ class Heartbeats:
         for attempt in list(self._active.values()):
             attempt.hand_back(reason)
 
-    def _request(self, full: bool, callers: list[_FreshCaller]) -> pb.HeartbeatRequest:
+    def _request(self, full: bool, callers: list[FreshCaller]) -> pb.HeartbeatRequest:
         """A full beat lists every active attempt; another, those its new ``fresh`` callers
         name."""
         if full:
@@ -256,47 +135,20 @@ class Heartbeats:
             ],
         )
 
-    def _next_beat(self, last_full: float, now: float) -> tuple[float, bool]:
-        """When the next beat goes (loop time) and whether it lists every attempt. A full beat
-        comes an interval after the last, or half an interval after it once an attempt was
-        added (a herd of starts must not become one beat per start, each listing every
-        attempt), later while the worker is busy (``_held``). A caller of ``fresh``
-        gets a beat of its own sooner, ``URGENT_SPACING`` after the last beat."""
-        full_at = last_full + (self._interval / 2 if self._added else self._interval)
-        if full_at <= now and self._held(full_at, now):
-            full_at = now + URGENT_SPACING  # asked again then
-        if self._fresh_wanted():
-            urgent_at = self._last_sent + URGENT_SPACING
-            if urgent_at < full_at:
-                return urgent_at, False
-        return full_at, True
-
-    def _held(self, due: float, now: float) -> bool:
-        """Whether a full beat due at ``due`` waits for the worker to be less busy: for
-        ``full_beat_hold`` at most, and only while every lease has more than two intervals
-        left."""
-        if not self._busy():
-            return False
-        if now - due >= self._full_beat_hold:
-            return False
-        soonest = min((a.lease_deadline for a in self._active.values()), default=math.inf)
-        return soonest - now > 2 * self._interval
-
     async def _send(self, call: Any, now: float, full: bool) -> None:
-        callers = self._list_fresh(self.beats)
+        callers = self._fresh.unlisted()
         request = self._request(full, callers)
         if not request.attempts:
-            self._answered(callers)  # nothing to beat for: nothing to hear
+            self._fresh.answered(callers)  # nothing to beat for: nothing to hear
             return
-        self._last_sent = now
+        self._schedule.sent(now)
         # More attempts than a message may list go in parts, each a beat of its own, answered
         # in order; the callers wait for the last part's answer.
         refs = list(request.attempts)
         parts = [
             refs[i : i + MAX_ATTEMPTS_PER_BEAT] for i in range(0, len(refs), MAX_ATTEMPTS_PER_BEAT)
         ]
-        for caller in callers:
-            caller.beat = self.beats + len(parts) - 1
+        self._fresh.listed(callers, self.beats + len(parts) - 1)
         # Numbered and built at once: an announcement made while it is being written counts
         # from the next beat, which carries it.
         for _ in parts:
@@ -326,24 +178,22 @@ class Heartbeats:
                         length = lengths[at] = lease_length(expiry, response.server_time)
                         self._lease_seen = min(self._lease_seen, length)
                     attempt.renewed(sent_at, length)
-                    if attempt.announced_from is not None and number >= attempt.announced_from:
-                        attempt.announced.set()
+                    if attempt.announced_from is not None:
+                        attempt.beat_answered(number)
                 continue
-            key = (ref.run_id, ref.attempt)
-            if directive.directive != pb.DIRECTIVE_CANCEL:
+            if directive.directive != pb.DIRECTIVE_CANCEL or attempt is None:
                 continue
-            if attempt is not None and not _stale_pause(directive, attempt):
+            if attempt.told_to_cancel(directive.reason):
                 log.info(
                     "attempt cancelled by the scheduler",
                     extra={
                         "action": "attempt_cancel_directive",
-                        "run_id": key[0],
-                        "attempt": key[1],
+                        "run_id": ref.run_id,
+                        "attempt": ref.attempt,
                         "reason": directive.reason,
                     },
                 )
-                attempt.cancel(directive.reason or "cancelled by the scheduler")
-        self._answered([c for c in self._fresh if c.beat is not None and c.beat <= number])
+        self._fresh.answered_through(number)
 
     @property
     def _patience(self) -> float:
@@ -367,46 +217,16 @@ class Heartbeats:
         """Keeps the stream up until ``stopping`` is set."""
         backoff = DoublingBackoff(FIRST_RECONNECT, self._max_backoff)
         pause = FIRST_RECONNECT
-        loop = asyncio.get_running_loop()
         while not stopping.is_set():
             call = self._stub.Heartbeat(metadata=self._metadata)
             self.streams_opened += 1
             self._unanswered.clear()
-            for caller in self._fresh:  # listed in beats the broken stream will not answer
-                caller.beat = None
+            self._fresh.relist()
             reader = asyncio.create_task(self._read(call))
             stop_wait = asyncio.create_task(stopping.wait())
             try:
-                last_full = -math.inf  # a full beat at once on a new stream
-                while True:
-                    send_at, full = self._next_beat(last_full, loop.time())
-                    wait = send_at - loop.time()
-                    if self._unanswered:  # an answer overdue breaks the stream, below
-                        wait = min(wait, self._unanswered[0][0] + self._patience - loop.time())
-                    if wait > 0:
-                        self._wake.clear()
-                        woken = asyncio.create_task(self._wake.wait())
-                        done, _ = await asyncio.wait(
-                            {woken, reader, stop_wait},
-                            timeout=wait,
-                            return_when=asyncio.FIRST_COMPLETED,
-                        )
-                        woken.cancel()
-                        if reader in done:
-                            reader.result()  # raises why the stream ended
-                        if stop_wait in done:
-                            return
-                    self._check_answered(loop.time())
-                    # Asked again: woken, the next beat's time may have moved (or a full beat
-                    # may be held longer).
-                    send_at, full = self._next_beat(last_full, loop.time())
-                    if loop.time() < send_at:
-                        continue
-                    now = loop.time()
-                    if full:
-                        last_full, self._added = now, False
-                    await self._send(call, now, full)
-                    backoff.reset()
+                await self._beat(call, reader, stop_wait, backoff)
+                return
             except Exception as error:  # any break of the stream: open a new one
                 pause = backoff.next()
                 detail = (
@@ -429,3 +249,46 @@ class Heartbeats:
                     reader.exception()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stopping.wait(), pause)
+
+    async def _beat(
+        self,
+        call: Any,
+        reader: asyncio.Task[None],
+        stop_wait: asyncio.Task[Any],
+        backoff: DoublingBackoff,
+    ) -> None:
+        """Beats on ``call`` until ``stop_wait`` is done; raises what breaks the stream."""
+        loop = asyncio.get_running_loop()
+        self._schedule.new_stream()
+        while True:
+            send_at, full = self._schedule.next_beat(loop.time(), self._fresh.wanted)
+            wait = send_at - loop.time()
+            if self._unanswered:  # an answer overdue breaks the stream, below
+                wait = min(wait, self._unanswered[0][0] + self._patience - loop.time())
+            if wait > 0 and await self._stopped_waiting(wait, reader, stop_wait):
+                return
+            self._check_answered(loop.time())
+            # Asked again: woken, the next beat's time may have moved (or a full beat may be
+            # held longer).
+            send_at, full = self._schedule.next_beat(loop.time(), self._fresh.wanted)
+            if loop.time() < send_at:
+                continue
+            now = loop.time()
+            self._schedule.going(now, full)
+            await self._send(call, now, full)
+            backoff.reset()
+
+    async def _stopped_waiting(
+        self, wait: float, reader: asyncio.Task[None], stop_wait: asyncio.Task[Any]
+    ) -> bool:
+        """Waits ``wait`` seconds, or until woken, the stream read to its end (its error
+        raised) or stopping; True when stopping."""
+        self._wake.clear()
+        woken = asyncio.create_task(self._wake.wait())
+        done, _ = await asyncio.wait(
+            {woken, reader, stop_wait}, timeout=wait, return_when=asyncio.FIRST_COMPLETED
+        )
+        woken.cancel()
+        if reader in done:
+            reader.result()  # raises why the stream ended
+        return stop_wait in done

@@ -4,7 +4,7 @@ In a :00 herd a worker starts and finishes thousands of attempts a second, and a
 for each start and each success would cost a noticeable share of its CPU. What an operator
 reads from those lines in bulk is how many started, succeeded, failed and were refused, so that
 is one INFO line per second with activity; a failure, a refusal or a dropped message is still
-logged on its own, with its run id (by the Executor), and the per-run lines stay at DEBUG.
+logged on its own, with its run id, and the per-run lines stay at DEBUG.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import asyncio
 import logging
 from collections import Counter
 
-log = logging.getLogger("duetime_worker.attempt.executor")
+log = logging.getLogger(__name__)
 
 # Seconds between summaries while attempts keep coming; none is logged for a quiet second.
 SUMMARY_INTERVAL = 1.0

@@ -1,0 +1,164 @@
+"""How an attempt ended, told to the scheduler (CompleteAttempt, batched), counted and logged;
+or, when the lease rule says so, not told at all (``Lease.report_dropped``).
+
+Every report says how far the call got, so the scheduler never retries an attempt that may
+have reached its target when its job asked for at most once. The success of an attempt started
+ahead of its run's time may wait a little while the worker's calls due are still going out (see
+``herd.state``): only those wait, since their job's overlap policy is ALLOW and no other run's
+start decides on their end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+import grpc
+from grpc import aio
+
+from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_core.backoff import DoublingBackoff
+from duetime_worker.attempt import tally
+from duetime_worker.attempt.lifecycle import Attempt
+from duetime_worker.attempt.scheduler_client import FIRST_RETRY, MAX_RETRY, PERMANENT, AttemptCalls
+from duetime_worker.attempt.tally import AttemptTally
+from duetime_worker.herd.state import CallBacklog
+from duetime_worker.targets.outcome import Outcome
+
+log = logging.getLogger(__name__)
+
+# How long a finished attempt's report is retried through scheduler outages.
+REPORT_PATIENCE = 60.0
+# How long at most the success of an attempt started ahead waits for the worker's call backlog
+# to clear (see ``herd.state``), and at most this share of the lease it has left. Only those wait:
+# their job's overlap policy is ALLOW, so no other run's start decides on their end. A big herd's
+# calls drain for longer than a few seconds on a small machine; its reports (their RPCs and the
+# database's writes) go once the calls have, within a quarter of the default 60 s lease.
+REPORT_HOLD = 15.0
+REPORT_HOLD_LEASE_SHARE = 0.25
+_RESULT_NAMES = {v: k for k, v in pb.AttemptResult.items()}
+_TALLIES = {
+    pb.ATTEMPT_RESULT_SUCCEEDED: tally.SUCCEEDED,
+    pb.ATTEMPT_RESULT_FAILED: tally.FAILED,
+    pb.ATTEMPT_RESULT_TIMED_OUT: tally.TIMED_OUT,
+    pb.ATTEMPT_RESULT_CANCELLED: tally.CANCELLED,
+    pb.ATTEMPT_RESULT_HANDED_BACK: tally.HANDED_BACK,
+}
+_FINISHED_LEVELS = {
+    pb.ATTEMPT_RESULT_SUCCEEDED: logging.DEBUG,
+    pb.ATTEMPT_RESULT_FAILED: logging.WARNING,
+    pb.ATTEMPT_RESULT_TIMED_OUT: logging.WARNING,
+}
+
+
+class Reporter:
+    def __init__(
+        self, calls: AttemptCalls, worker_id: str, backlog: CallBacklog, tally: AttemptTally
+    ) -> None:
+        self._calls = calls
+        self._worker_id = worker_id
+        self._backlog = backlog
+        self._tally = tally
+        # Attempts whose call is over and whose report is not yet done.
+        self.reporting = 0
+
+    async def report(self, attempt: Attempt, since: float) -> None:
+        """Once the attempt's call is over: reports its outcome, counted and logged (``since``:
+        when the attempt began, on the monotonic clock), unless the lease rule drops it."""
+        self.reporting += 1
+        try:
+            if attempt.report_dropped():
+                self._lease_lost(attempt, since)
+                return
+            outcome = attempt.outcome()
+            if outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED and attempt.call_time is not None:
+                left = attempt.lease_deadline - asyncio.get_running_loop().time()
+                await self._backlog.passed(min(REPORT_HOLD, left * REPORT_HOLD_LEASE_SHARE))
+            await self.complete(attempt.run_id, attempt.attempt, outcome, attempt.call_time)
+            self._finished(attempt, outcome, since)
+        finally:
+            self.reporting -= 1
+
+    def _lease_lost(self, attempt: Attempt, since: float) -> None:
+        self._tally.count(tally.LEASE_LOST)
+        log.warning(
+            "attempt abandoned without a report: its lease was lost",
+            extra={
+                "action": "lease_lost",
+                "run_id": attempt.run_id,
+                "attempt": attempt.attempt,
+                "reason": attempt.cancel_reason or "lease ran out without a renewal",
+                "seconds": round(time.monotonic() - since, 3),
+            },
+        )
+
+    def _finished(self, attempt: Attempt, outcome: Outcome, since: float) -> None:
+        self._tally.count(_TALLIES.get(outcome.result, tally.FAILED))
+        # A success is only counted (its line is DEBUG); anything else is logged with its
+        # run id, a failure as a WARNING.
+        level = _FINISHED_LEVELS.get(outcome.result, logging.INFO)
+        if not log.isEnabledFor(level):
+            return
+        log.log(
+            level,
+            "attempt finished",
+            extra={
+                "action": "attempt_finished",
+                "run_id": attempt.run_id,
+                "attempt": attempt.attempt,
+                "result": _RESULT_NAMES.get(outcome.result, outcome.result),
+                "retryable": outcome.retryable,
+                "error": outcome.error,
+                "seconds": round(time.monotonic() - since, 3),
+            },
+        )
+
+    async def complete(
+        self, run_id: str, attempt: int, outcome: Outcome, call_time: int | None = None
+    ) -> None:
+        """Reports the attempt's outcome (``call_time``: when an attempt started ahead began
+        its call, in nanoseconds by the server's clock), retried through outages."""
+        request = pb.CompleteAttemptRequest(
+            run_id=run_id,
+            result=outcome.result,
+            error=outcome.error,
+            retryable=outcome.retryable,
+            worker_id=self._worker_id,
+            call_progress=outcome.call,
+        )
+        if call_time is not None:
+            request.call_time.FromNanoseconds(call_time)
+        backoff = DoublingBackoff(FIRST_RETRY, MAX_RETRY)
+        deadline = time.monotonic() + REPORT_PATIENCE
+        while True:
+            try:
+                await self._calls.complete(request, attempt)
+                return
+            except aio.AioRpcError as error:
+                if not self._retried(error, run_id, attempt, deadline):
+                    return
+                await asyncio.sleep(backoff.next())
+
+    def _retried(self, error: aio.AioRpcError, run_id: str, attempt: int, deadline: float) -> bool:
+        """Whether a failed report is sent again: not once refused, nor past its patience."""
+        code = error.code()
+        if code == grpc.StatusCode.ABORTED or code in PERMANENT:
+            log.warning(
+                "attempt report refused; dropped",
+                extra={
+                    "action": "report_refused",
+                    "run_id": run_id,
+                    "attempt": attempt,
+                    "code": code.name,
+                    "error": error.details(),
+                },
+            )
+            return False
+        if time.monotonic() > deadline:
+            log.error(
+                "attempt report not delivered; the lease will expire",
+                extra={"action": "report_lost", "run_id": run_id, "attempt": attempt},
+            )
+            return False
+        return True
