@@ -225,6 +225,61 @@ async def test_a_job_file_applied_again_keeps_the_interval_anchor(cli: Cli, tmp_
     assert moved.json()["job"]["nextRunTime"] != job["nextRunTime"]
 
 
+ENDING_JOB_YAML = """\
+displayName: ends
+schedule:
+  interval:
+    interval: 30s
+    startTime: "2099-01-01T00:00:00Z"
+  endTime: "2099-01-02T00:00:00Z"
+  maxRuns: 3
+target:
+  http:
+    url: https://cache.internal/warm
+"""
+
+
+async def test_a_schedule_that_ends_in_a_job_file_the_tables_and_preview(
+    cli: Cli, tmp_path: Path
+) -> None:
+    (tmp_path / "ends.yaml").write_text(ENDING_JOB_YAML)
+    created = (await cli.ok("jobs", "create", "-f", str(tmp_path / "ends.yaml"))).detail()
+    assert created["Schedule"] == (
+        "every 30s from 2099-01-01 00:00:00Z until 2099-01-02 00:00:00Z, at most 3 runs"
+    )
+    assert created["Scheduled runs"] == "0 of at most 3"
+    job_id = created["Name"].rsplit("/", 1)[1]
+    # Saved and given back: the end reads back as written, and nothing changes.
+    saved = tmp_path / "saved.yaml"
+    saved.write_text((await cli.ok("jobs", "get", job_id, "-o", "yaml")).stdout)
+    schedule = yaml.safe_load(saved.read_text())["job"]["schedule"]
+    assert (schedule["endTime"], schedule["maxRuns"]) == ("2099-01-02T00:00:00Z", 3)
+    again = await cli.ok("jobs", "update", "-f", str(saved))
+    assert "Schedule unchanged" in again.stdout
+    # A preview stops at the end, a dry run of a lower max_runs shows fewer runs.
+    shown = await cli.ok(
+        "preview", "--every", "30s", "--start", "2099-01-01T00:00:00Z", "--max-runs", "2",
+        "--end", "2099-01-01T00:10:00Z", "--after", "2098-12-31T00:00:00Z", "-o", "json",
+    )  # fmt: skip
+    assert [o["nominalTime"] for o in shown.json()["occurrences"]] == [
+        "2099-01-01T00:00:00Z",
+        "2099-01-01T00:00:30Z",
+    ]
+    (tmp_path / "lower.yaml").write_text(ENDING_JOB_YAML.replace("maxRuns: 3", "maxRuns: 1"))
+    dry = await cli.ok(
+        "jobs", "update", job_id, "-f", str(tmp_path / "lower.yaml"), "--dry-run", "-o", "json"
+    )
+    assert [o["nominalTime"] for o in dry.json()["updatedOccurrences"]] == ["2099-01-01T00:00:00Z"]
+    assert len(dry.json()["currentOccurrences"]) == 3
+    # A bad end is the server's INVALID_ARGUMENT, naming the field.
+    (tmp_path / "bad.yaml").write_text(ENDING_JOB_YAML.replace("maxRuns: 3", "maxRuns: 0"))
+    bad = await cli("jobs", "create", "-f", str(tmp_path / "bad.yaml"))
+    assert bad.code == 3, bad
+    assert "  job.schedule.max_runs: must be between 1 and 1000000000, got 0" in bad.stderr
+    mixed = await cli("preview", "--job", job_id, "--max-runs", "2")
+    assert mixed.code == 2, mixed
+
+
 def _cli_time(rfc3339: str) -> str:
     """The CLI's table form of an API timestamp."""
     holder = job_pb2.IntervalSchedule()

@@ -398,6 +398,57 @@ async def test_a_pause_with_a_note_then_why_an_occurrence_was_skipped_and_the_hi
         assert stored.job.schedule.cron.expression == "*/2 * * * * *"
 
 
+async def test_a_job_made_to_end_from_the_form(live: Live, browser: Browser) -> None:
+    """An interval job of at most two runs, previewed then made from the form: it runs twice
+    and its page says it completed, and why; a cron job ending at a wall-clock time in its zone
+    shows that end as an instant, and the edit form gives it back."""
+    target = live.target
+    _, token = await live.team("ends")
+    url = target.on("/console-ends", Behaviour(status=200))
+    async with browser_page(browser) as page:
+        await sign_in(page, live.console, token)
+        await page.get_by_role("link", name="New job").click()
+        await page.get_by_label("Name", exact=True).fill("twice")
+        await page.get_by_label("Every interval").check()
+        await page.get_by_label("Interval", exact=True).fill("1s")
+        await page.get_by_label("At most this many runs").fill("2")
+        await page.get_by_label("URL").fill(url)
+        await page.get_by_role("button", name="Preview the next runs").click()
+        await expect(page.locator(".preview li")).to_have_count(2)
+        await page.get_by_role("button", name="Create").click()
+        await expect(page.get_by_role("status")).to_have_text("Created job twice.")
+        await expect(page.locator("dl.detail")).to_contain_text("at most 2 runs")
+
+        async def completed() -> bool:
+            await page.reload()
+            return await page.locator("#state-reason").count() > 0
+
+        await eventually(completed, 30, "the job completed", interval=0.5)
+        await expect(page.locator("h1 .state")).to_have_text("COMPLETED")
+        await expect(page.locator("#state-reason")).to_have_text(
+            "the schedule ended: it made 2 runs, max_runs is 2"
+        )
+        await expect(page.locator("#state-reason")).to_have_class("notice")
+        await expect(page.locator("dl.detail")).to_contain_text("2 of at most 2")
+        await eventually(lambda: len(target.calls_to("/console-ends")) >= 2, 30, "two calls")
+        assert len(target.calls_to("/console-ends")) == 2
+
+        # Noon in Paris on 2099-01-01 is 11:00Z; the edit form reads it back in the zone.
+        await page.get_by_role("link", name="Jobs").click()
+        await page.get_by_role("link", name="New job").click()
+        await page.get_by_label("Name", exact=True).fill("until new year")
+        await page.get_by_label("On a cron schedule").check()
+        await page.get_by_label("Cron expression").fill("0 9 * * *")
+        await page.get_by_label("Time zone").select_option("Europe/Paris")
+        await page.get_by_label("Ends after").fill("2099-01-01T12:00")
+        await page.get_by_label("URL").fill(url)
+        await page.get_by_role("button", name="Create").click()
+        await expect(page.get_by_role("status")).to_have_text("Created job until new year.")
+        await expect(page.locator("dl.detail")).to_contain_text("until 2099-01-01 11:00:00Z")
+        await page.get_by_role("link", name="Edit").click()
+        await expect(page.get_by_label("Ends after")).to_have_value("2099-01-01T12:00")
+
+
 async def test_another_teams_job_is_not_found(live: Live, browser: Browser) -> None:
     _, theirs = await live.team("theirs")
     _, mine = await live.team("mine")

@@ -100,6 +100,14 @@ def preview(
     start: Annotated[
         str | None, typer.Option(metavar="TIME", help="With --every: the series' anchor.")
     ] = None,
+    end: Annotated[
+        str | None,
+        typer.Option(metavar="TIME", help="With --cron or --every: the last instant it runs at."),
+    ] = None,
+    max_runs: Annotated[
+        int | None,
+        typer.Option(min=1, metavar="N", help="With --cron or --every: at most N runs."),
+    ] = None,
     after: Annotated[
         str | None,
         typer.Option(metavar="TIME", help="Occurrences strictly after this instant (default now)."),
@@ -117,6 +125,8 @@ def preview(
     ]
     if len(given) != 1:
         raise typer.BadParameter(f"give exactly one of {', '.join(SOURCES)}")
+    if job is not None and (end is not None or max_runs is not None):
+        raise typer.BadParameter("--end and --max-runs go with a schedule; a job has its own")
     with command(ctx, output) as session:
         request = job_service_pb2.PreviewScheduleRequest(count=count)
         if after is not None:
@@ -128,5 +138,9 @@ def preview(
             request.schedule.CopyFrom(
                 _schedule(cron, every, at, at_local, delay, tz, start, policies)
             )
+            if end is not None:
+                request.schedule.end_time.CopyFrom(instant_value(end, "--end"))
+            if max_runs is not None:
+                request.schedule.max_runs = max_runs
         response = session.call(session.jobs.PreviewSchedule, request)
         emit(response, output, lambda: [preview_table(response.occurrences)])

@@ -217,6 +217,7 @@ def job_detail(job: job_pb2.Job) -> DetailGrid:
             ("State", state),
             *([("Paused", describe.pause(job))] if job.HasField("pause") else []),
             ("Schedule", describe.schedule(job.schedule)),
+            ("Scheduled runs", describe.runs_made(job)),
             ("Next run", when(job, "next_run_time")),
             ("Target", describe.target(job.target)),
             ("Labels", describe.labels(job)),

@@ -176,6 +176,16 @@ def next_run_moved(response: job_service_pb2.UpdateJobResponse) -> str:
 
 
 def schedule(value: job_pb2.Schedule) -> str:
+    """``every 30s, anchored at … until 2026-12-31 00:00:00Z, at most 3 runs``."""
+    text = _series(value)
+    if value.HasField("end_time"):
+        text += f" until {when(value, 'end_time')}"
+    if value.HasField("max_runs"):
+        text += f", at most {value.max_runs} run{'' if value.max_runs == 1 else 's'}"
+    return text
+
+
+def _series(value: job_pb2.Schedule) -> str:
     kind = value.WhichOneof("kind")
     if kind == "cron":
         cron = value.cron
@@ -198,6 +208,14 @@ def schedule(value: job_pb2.Schedule) -> str:
     if kind == "delay":
         return f"once, {duration(value.delay, 'delay')} after creation"
     return NONE
+
+
+def runs_made(job: job_pb2.Job) -> str:
+    """How many runs the schedule made, of its max_runs: ``2 of at most 3``."""
+    made = str(job.scheduled_runs)
+    return made + (
+        f" of at most {job.schedule.max_runs}" if job.schedule.HasField("max_runs") else ""
+    )
 
 
 def _dst_policies(gap: int, fold: int) -> str:

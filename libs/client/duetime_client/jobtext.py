@@ -25,7 +25,7 @@ from duetime_client.describe import parse_duration
 # Fields the server sets: a job saved from a read carries them; an update leaves them out.
 OUTPUT_ONLY = frozenset(
     {"name", "job_id", "team", "state", "state_reason", "next_run_time", "create_time",
-     "update_time", "etag"}
+     "update_time", "etag", "pause", "scheduled_runs"}
 )  # fmt: skip
 
 

@@ -11,6 +11,10 @@ while its effective time is no more than the misfire threshold in the past; olde
 
 MISSED stretches become one record per range. Under DST_GAP_POLICY_SKIP, occurrences dropped by a
 spring-forward gap are recorded as SKIPPED (DST_GAP) at the instant the gap ends.
+
+A schedule that ends (``duetime_core.ending``) completes the job in the claim that plans its
+last run: the one at or before its end_time, or the one that makes max_runs runs. Nothing after
+that end is planned or recorded.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from collections.abc import Set
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from duetime_core.ending import end_reason, end_time_of, runs_left
 from duetime_core.jobspec import JobSpec, JobState, MisfirePolicy, to_schedule
 from duetime_core.planning import Occurrence, ScheduleError, effective_time
 from duetime_core.records import RunReason, RunState
@@ -33,6 +38,7 @@ from duetime_core.schedule.model import Cron, GapPolicy, Schedule
 MAX_EXAMINED = 10_000
 # On-time occurrences queued per job per claim, for jobs firing faster than the look-ahead.
 MAX_QUEUED_AHEAD = 20
+_JUST_AFTER = timedelta(microseconds=1)
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,14 @@ class ClaimPlan:
     next: Occurrence | None
     state: JobState
     state_reason: str = ""
+
+    @property
+    def made(self) -> list[PlannedRun]:
+        """The runs handed over to run, in time order: what max_runs counts."""
+        return sorted(
+            (run for run in self.runs if run.state is RunState.QUEUED),
+            key=lambda run: run.nominal_time,
+        )
 
 
 def _record(reason: RunReason, state: RunState, times: list[datetime]) -> PlannedRun:
@@ -97,8 +111,13 @@ def plan_claim(
     pending: Occurrence,
     now: datetime,
     lookahead: timedelta,
+    made: int = 0,
 ) -> ClaimPlan:
-    """Claims ``pending`` (due: effective <= now + lookahead) and what follows it up to ``now``."""
+    """Claims ``pending`` (due: effective <= now + lookahead) and what follows it up to ``now``;
+    ``made``: the runs the schedule made before (``duetime_core.ending``)."""
+    left = runs_left(spec, made)
+    if left == 0:
+        return ClaimPlan([], None, JobState.COMPLETED, end_reason(spec, made))
     schedule = to_schedule(spec.schedule)
     horizon = now + lookahead
     late_before = now - spec.misfire.threshold
@@ -126,18 +145,44 @@ def plan_claim(
     else:
         runs = _misfire_runs(spec, misfired, on_time, now)
         runs += [PlannedRun(o.nominal_time, o.effective_time, RunState.QUEUED) for o in on_time]
-    # Only the stretch this claim consumes, [pending, current): the next claim starts there.
-    gaps: list[datetime] = []
-    if current is not None:
-        consumed = {o.nominal_time for o in due if o.nominal_time < current.nominal_time}
-        gaps = dst_gap_skips(schedule, pending.nominal_time, current.nominal_time, consumed)
-    if gaps:
-        runs.append(_record(RunReason.DST_GAP, RunState.SKIPPED, gaps))
+    last = _last_run(runs, left)
+    if last is not None:
+        # The schedule's last run: nothing after it runs or is recorded.
+        runs, current, error = [r for r in runs if r.nominal_time <= last], None, ""
+    # Only the stretch this claim consumes, [pending, bound): the next claim starts there.
+    bound = _consumed_before(spec, current, last, error)
+    if bound is not None:
+        consumed = {o.nominal_time for o in due if o.nominal_time < bound}
+        gaps = dst_gap_skips(schedule, pending.nominal_time, bound, consumed)
+        if gaps:
+            runs.append(_record(RunReason.DST_GAP, RunState.SKIPPED, gaps))
     if error:
         return ClaimPlan(runs, None, JobState.ERROR, error)
     if current is None:
-        return ClaimPlan(runs, None, JobState.COMPLETED)
+        made += sum(run.state is RunState.QUEUED for run in runs)
+        return ClaimPlan(runs, None, JobState.COMPLETED, end_reason(spec, made))
     return ClaimPlan(runs, current, JobState.ACTIVE)
+
+
+def _last_run(runs: list[PlannedRun], left: int | None) -> datetime | None:
+    """The time of the run that makes the schedule's max_runs, if this claim plans it."""
+    if left is None:
+        return None
+    queued = sorted(run.nominal_time for run in runs if run.state is RunState.QUEUED)
+    return queued[left - 1] if len(queued) >= left else None
+
+
+def _consumed_before(
+    spec: JobSpec, current: Occurrence | None, last: datetime | None, error: str
+) -> datetime | None:
+    """Where the stretch a claim consumes ends (exclusive): at the next claim's occurrence, just
+    after the schedule's last run or end_time; None when unknown (an error, a one-off done)."""
+    if last is not None:
+        return last + _JUST_AFTER
+    if current is not None:
+        return current.nominal_time
+    end = end_time_of(spec.schedule)
+    return end + _JUST_AFTER if end is not None and not error else None
 
 
 def _following(

@@ -11,7 +11,8 @@ in force then; ``explain`` decides the fate:
 * a record stands for it: it ran (with the run's state and attempts), is held before dispatch,
   was cancelled, MISSED (the misfire policy, and how late it was), or SKIPPED (the reason);
 * no record: it is no occurrence of the schedule in force then (the nearest ones before and
-  after are given, DST explained), or it is not due yet, or skipped while the job is paused
+  after are given, DST explained), or comes after the schedule's end (its end_time, or the
+  run that makes its max_runs), or it is not due yet, or skipped while the job is paused
   (recorded at the resume), or no record is kept of it (before the job existed, history retired).
 """
 
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from duetime_core.ending import end_time_of, runs_left
 from duetime_core.history import JobPause
 from duetime_core.jobspec import (
     AtLocal,
@@ -36,7 +38,7 @@ from duetime_core.jobspec import (
     to_schedule,
 )
 from duetime_core.planning import effective_time
-from duetime_core.preview import DstAdjustment, PreviewItem, preview_item, zone_of
+from duetime_core.preview import MAX_PREVIEW, DstAdjustment, PreviewItem, preview_item, zone_of
 from duetime_core.records import JobRecord, RunReason, RunRecord, RunState
 from duetime_core.runkey import RunKey
 from duetime_core.schedule import is_fixed_time, load_zone, next_fire_time
@@ -382,6 +384,9 @@ def _neighbours(
     nearest = [words.at(t) for t in (before, after) if t is not None]
     text = f"{asked} is not an occurrence of the job's schedule"
     text += " as in force then." if version.spec.schedule != job.spec.schedule else "."
+    end = end_time_of(version.spec.schedule)
+    if end is not None and instant > end:
+        text += f" The schedule ended at its end_time, {words.at(end)}: nothing runs after it."
     if nearest:
         text += " The nearest: " + " and ".join(nearest) + "."
     return Explanation(
@@ -391,6 +396,46 @@ def _neighbours(
         version.version,
         previous=previous,
         next=following,
+    )
+
+
+def _last_run_before(job: JobRecord, instant: datetime) -> datetime | None:
+    """The schedule's last run, when max_runs ends it before ``instant`` (an occurrence of the
+    series that comes after its end); None otherwise. For a job still running, the last run
+    is counted on from its pending occurrence, up to MAX_PREVIEW occurrences ahead."""
+    left = runs_left(job.spec, job.scheduled_runs)
+    if left is None:
+        return None
+    if left == 0:
+        last = job.last_scheduled_time
+        return last if last is not None and last < instant else None
+    pending = job.next_run_time
+    if job.state is not JobState.ACTIVE or pending is None or left > MAX_PREVIEW:
+        return None
+    schedule = to_schedule(job.spec.schedule)
+    cursor = pending - _BEFORE
+    for _ in range(left):
+        found = next_fire_time(schedule, cursor)
+        if found is None or found >= instant:
+            return None
+        cursor = found
+    return cursor
+
+
+def _after_the_end(
+    job: JobRecord, instant: datetime, last: datetime, version: VersionAt, asked: str, words: _Words
+) -> Explanation:
+    ended = runs_left(job.spec, job.scheduled_runs) == 0
+    text = (
+        f"{asked} comes after the schedule's end: with max_runs {job.spec.max_runs}, its last "
+        f"run {'was' if ended else 'is'} the one at {words.at(last)}; nothing runs after it."
+    )
+    return Explanation(
+        Fate.NOT_AN_OCCURRENCE,
+        text,
+        instant,
+        version.version,
+        previous=_item(job.job_id, version.spec, last),
     )
 
 
@@ -464,6 +509,9 @@ def _one(job: JobRecord, reading: Reading, facts: Facts, now: datetime) -> Expla
         return _gap_skip(job, instant, version, words)
     if not _fires_at(schedule, instant):
         return _neighbours(job, version, instant, asked, words)
+    last = _last_run_before(job, instant)
+    if last is not None:
+        return _after_the_end(job, instant, last, version, asked, words)
     return _unrecorded(job, instant, version, now, words)
 
 

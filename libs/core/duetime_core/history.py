@@ -11,19 +11,20 @@ from datetime import datetime
 from duetime_core.identity import Principal
 from duetime_core.jobspec import ContainerTarget, HttpTarget, JobSpec, Sealed, Target
 
-# The fields a change can make, as UpdateJob's update_mask names them -> JobSpec's field.
-FIELD_PATHS = {
-    "display_name": "display_name",
-    "schedule": "schedule",
-    "target": "target",
-    "attempt_timeout": "attempt_timeout",
-    "retry_policy": "retry",
-    "misfire": "misfire",
-    "overlap_policy": "overlap",
-    "jitter_window": "jitter_window",
-    "priority": "priority",
-    "delivery": "delivery",
-    "labels": "labels",
+# The fields a change can make, as UpdateJob's update_mask names them -> JobSpec's fields
+# (the schedule message holds its max_runs too).
+FIELD_PATHS: dict[str, tuple[str, ...]] = {
+    "display_name": ("display_name",),
+    "schedule": ("schedule", "max_runs"),
+    "target": ("target",),
+    "attempt_timeout": ("attempt_timeout",),
+    "retry_policy": ("retry",),
+    "misfire": ("misfire",),
+    "overlap_policy": ("overlap",),
+    "jitter_window": ("jitter_window",),
+    "priority": ("priority",),
+    "delivery": ("delivery",),
+    "labels": ("labels",),
 }
 MAX_PAUSE_NOTE = 1000
 
@@ -104,11 +105,10 @@ def spec_changes(before: JobSpec, after: JobSpec, *, sealed_comparable: bool = T
     """The update_mask paths whose value differs between two definitions, in FIELD_PATHS
     order."""
     changed = []
-    for path, attribute in FIELD_PATHS.items():
-        old, new = getattr(before, attribute), getattr(after, attribute)
-        if attribute == "target":
-            if not _same_target(old, new, sealed_comparable=sealed_comparable):
+    for path, attributes in FIELD_PATHS.items():
+        if path == "target":
+            if not _same_target(before.target, after.target, sealed_comparable=sealed_comparable):
                 changed.append(path)
-        elif old != new:
+        elif any(getattr(before, name) != getattr(after, name) for name in attributes):
             changed.append(path)
     return changed

@@ -6,6 +6,7 @@ what was asked; ``to_schedule`` turns it into the pure ``Schedule`` the time cod
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -101,9 +102,12 @@ class Every:
     interval: timedelta
     start_time: datetime | None
     anchor: datetime  # start_time, or the creation time when none was given
+    end_time: datetime | None = None
 
 
 ScheduleSpec = AtInstant | AtLocal | AfterDelay | Every | Cron
+# The schedules that repeat, and so may end (``end_time``, ``JobSpec.max_runs``).
+Series = Every | Cron
 
 
 def to_schedule(spec: ScheduleSpec) -> Schedule:
@@ -113,8 +117,8 @@ def to_schedule(spec: ScheduleSpec) -> Schedule:
             return OneOff(at=at)
         case AtLocal(resolved=resolved) | AfterDelay(resolved=resolved):
             return OneOff(at=resolved)
-        case Every(interval=interval, anchor=anchor):
-            return Interval(every=interval, anchor=anchor)
+        case Every(interval=interval, anchor=anchor, end_time=end_time):
+            return Interval(every=interval, anchor=anchor, end_time=end_time)
         case Cron():
             return spec
 
@@ -123,17 +127,31 @@ def is_one_off(spec: ScheduleSpec) -> bool:
     return isinstance(spec, AtInstant | AtLocal | AfterDelay)
 
 
-def same_schedule(stored: ScheduleSpec, written: ScheduleSpec) -> bool:
+def same_series(stored: ScheduleSpec, written: ScheduleSpec) -> bool:
     """Whether ``written`` (just read, its defaults resolved at the update's "now") asks for
-    the ``stored`` schedule: an interval that names no start keeps the anchor it was given by
-    default, a delay the run time it resolved to."""
+    the ``stored`` series of occurrences, whatever its end: an interval that names no start
+    keeps the anchor it was given by default, a delay the run time it resolved to."""
     match stored, written:
         case Every(), Every(start_time=None):
             return stored.start_time is None and stored.interval == written.interval
         case AfterDelay(), AfterDelay():
             return stored.delay == written.delay
+        case ((Every() | Cron()), (Every() | Cron())):
+            return dataclasses.replace(stored, end_time=None) == dataclasses.replace(
+                written, end_time=None
+            )
         case _:
             return stored == written
+
+
+def updated_schedule(stored: ScheduleSpec, written: ScheduleSpec) -> ScheduleSpec:
+    """The schedule an update stores: ``written``; or, when it names the stored series again,
+    the stored one (its anchor kept) with ``written``'s end."""
+    if not same_series(stored, written):
+        return written
+    if isinstance(stored, Series) and isinstance(written, Series):
+        return dataclasses.replace(stored, end_time=written.end_time)
+    return stored
 
 
 # AES-GCM's nonce and tag, around the ciphertext of a sealed value.
@@ -216,6 +234,9 @@ class JobSpec:
     priority: Priority = Priority.NORMAL
     delivery: Delivery = Delivery.AT_LEAST_ONCE
     labels: dict[str, str] = field(default_factory=dict)
+    # At most this many runs of the schedule (a series only; None: no limit). With the
+    # schedule's end_time, where the job's schedule ends: ``duetime_core.ending``.
+    max_runs: int | None = None
 
 
 PARTITIONS = 1024

@@ -6,6 +6,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
+from duetime_core.ending import runs_left
 from duetime_core.jobspec import JobSpec, to_schedule
 from duetime_core.runkey import RunKey
 from duetime_core.schedule import jitter_offset, next_fire_time
@@ -34,19 +35,27 @@ def next_nominal(schedule: Schedule, after: datetime) -> datetime | None:
         raise ScheduleError(f"cannot compute the next fire time: {error}") from error
 
 
-def next_occurrence(job_id: uuid.UUID, spec: JobSpec, after: datetime) -> Occurrence | None:
-    """The first scheduled occurrence strictly after ``after``; None when the schedule is done."""
+def next_occurrence(
+    job_id: uuid.UUID, spec: JobSpec, after: datetime, made: int = 0
+) -> Occurrence | None:
+    """The first scheduled occurrence strictly after ``after``; None when the schedule is done
+    (a one-off past, a series past its end_time, or its max_runs reached by ``made`` runs)."""
+    if runs_left(spec, made) == 0:
+        return None
     nominal = next_nominal(to_schedule(spec.schedule), after)
     if nominal is None:
         return None
     return Occurrence(nominal, effective_time(spec, RunKey.scheduled(job_id, nominal)))
 
 
-def first_occurrence(job_id: uuid.UUID, spec: JobSpec, now: datetime) -> Occurrence | None:
-    """A new or rescheduled job's first occurrence. A one-off in the past still runs once (the
-    misfire policy then decides), so it is searched from just before its own time."""
+def first_occurrence(
+    job_id: uuid.UUID, spec: JobSpec, now: datetime, made: int = 0
+) -> Occurrence | None:
+    """A new or rescheduled job's first occurrence (``made``: the runs its schedule made so
+    far). A one-off in the past still runs once (the misfire policy then decides), so it is
+    searched from just before its own time."""
     schedule = to_schedule(spec.schedule)
     if isinstance(schedule, OneOff):
         nominal = schedule.at
         return Occurrence(nominal, effective_time(spec, RunKey.scheduled(job_id, nominal)))
-    return next_occurrence(job_id, spec, now)
+    return next_occurrence(job_id, spec, now, made)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from duetime_core.ending import runs_left
 from duetime_core.jobspec import AtLocal, JobSpec, ScheduleSpec, to_schedule
 from duetime_core.planning import effective_time
 from duetime_core.runkey import RunKey
@@ -82,18 +83,29 @@ def preview(
     count: int,
     *,
     job: tuple[uuid.UUID, JobSpec] | None = None,
+    left: int | None = None,
 ) -> list[PreviewItem]:
-    """Up to ``count`` occurrences strictly after ``after``; with a job, their effective times."""
+    """Up to ``count`` occurrences strictly after ``after``, and at most ``left`` (the runs
+    max_runs leaves the schedule, ``duetime_core.ending``); with a job, their effective times."""
     schedule = to_schedule(spec)
     items: list[PreviewItem] = []
     cursor = after
     if isinstance(schedule, OneOff):
         # A one-off not yet run still shows its time, even if that is in the past.
         cursor = min(after, schedule.at - timedelta(microseconds=1))
-    while len(items) < min(count, MAX_PREVIEW):
+    count = min(count, MAX_PREVIEW) if left is None else min(count, MAX_PREVIEW, left)
+    while len(items) < count:
         nominal = next_fire_time(schedule, cursor)
         if nominal is None:
             break
         items.append(preview_item(spec, nominal, job))
         cursor = nominal
     return items
+
+
+def job_preview(
+    job_id: uuid.UUID, spec: JobSpec, made: int, after: datetime, count: int
+) -> list[PreviewItem]:
+    """A job's next ``count`` occurrences strictly after ``after``, with their effective times,
+    within the runs its schedule has left after ``made`` (``duetime_core.ending``)."""
+    return preview(spec.schedule, after, count, job=(job_id, spec), left=runs_left(spec, made))

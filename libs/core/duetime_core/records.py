@@ -67,6 +67,10 @@ class JobRecord:
     pause_time: datetime | None = None
     # A paused job's note, author and pause call time.
     pause: JobPause | None = None
+    # The runs its schedule made, what max_runs counts (``duetime_core.ending``), and the time
+    # of the latest of them (None: none yet).
+    scheduled_runs: int = 0
+    last_scheduled_time: datetime | None = None
 
     @property
     def etag(self) -> str:

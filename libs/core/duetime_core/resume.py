@@ -77,17 +77,18 @@ def _split_at(
 
 
 def catch_up_forecast(
-    job_id: uuid.UUID, spec: JobSpec, first: Occurrence, now: datetime
+    job_id: uuid.UUID, spec: JobSpec, first: Occurrence, now: datetime, made: int = 0
 ) -> ResumeForecast:
     """What the claims at ``now`` make of the occurrences from ``first`` on (the job resumed
-    with catch-up)."""
+    with catch-up, its schedule having made ``made`` runs)."""
     planned: list[PlannedRun] = []
     pending: Occurrence | None = first
     examined = 0
     while pending is not None and pending.effective_time <= now:
         if examined >= MAX_SKIPPED_ENUMERATION:
             break
-        plan = plan_claim(job_id, spec, pending, now, timedelta(0))
+        plan = plan_claim(job_id, spec, pending, now, timedelta(0), made)
+        made += len(plan.made)
         planned += plan.runs
         examined += sum(run.occurrence_count for run in plan.runs)
         pending = plan.next if plan.state is JobState.ACTIVE else None

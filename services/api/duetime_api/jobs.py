@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 
 from duetime.jobs.v1 import job_pb2
 from duetime_api.skipped import JobVersion, gap_records, skip_records
+from duetime_core.ending import end_reason, has_end, past_the_end
 from duetime_core.errors import Aborted, FailedPrecondition, InvalidArgument
 from duetime_core.history import (
     FIELD_PATHS,
@@ -28,8 +29,9 @@ from duetime_core.jobspec import (
     JobState,
     SecretValue,
     is_one_off,
-    same_schedule,
+    same_series,
     to_schedule,
+    updated_schedule,
 )
 from duetime_core.planning import (
     Occurrence,
@@ -38,7 +40,7 @@ from duetime_core.planning import (
     first_occurrence,
     next_occurrence,
 )
-from duetime_core.preview import PreviewItem, preview
+from duetime_core.preview import PreviewItem, job_preview
 from duetime_core.quotas import STORED_STATES, TeamState, check_job_quota
 from duetime_core.records import JobRecord, RunReason, RunRecord, RunState
 from duetime_core.resume import ResumeForecast, catch_up_forecast, skip_forecast
@@ -91,11 +93,12 @@ def upcoming(
     pending: datetime | None,
     now: datetime,
     count: int,
+    made: int,
 ) -> list[PreviewItem]:
-    """A job's next ``count`` occurrences: from its pending one when ACTIVE, otherwise its
-    schedule's from ``now``."""
+    """A job's next ``count`` occurrences, within the runs its schedule has left after
+    ``made``: from its pending one when ACTIVE, otherwise its schedule's from ``now``."""
     start = pending - _BEFORE if state is JobState.ACTIVE and pending is not None else now
-    return preview(spec.schedule, start, count, job=(job_id, spec))
+    return job_preview(job_id, spec, made, start, count)
 
 
 def check_note(note: str) -> None:
@@ -140,13 +143,16 @@ def check_etag(record: JobRecord, etag: str) -> None:
 
 
 def plan(
-    job_id: uuid.UUID, spec: JobSpec, now: datetime
+    job_id: uuid.UUID, spec: JobSpec, now: datetime, made: int = 0
 ) -> tuple[JobState, Occurrence | None, str]:
-    """The state and first occurrence of a job (re)scheduled at ``now``."""
+    """The state and first occurrence of a job (re)scheduled at ``now``, its schedule having
+    made ``made`` runs: COMPLETED when it has nothing left to run before its end."""
     try:
-        occurrence = first_occurrence(job_id, spec, now)
+        occurrence = first_occurrence(job_id, spec, now, made)
     except ScheduleError as error:
         return JobState.ERROR, None, str(error)
+    if occurrence is None and has_end(spec):
+        return JobState.COMPLETED, None, end_reason(spec, made)
     if occurrence is None:
         return JobState.ERROR, None, "the schedule has no future occurrence"
     return JobState.ACTIVE, occurrence, ""
@@ -223,17 +229,23 @@ def _decoded(record: JobRecord, job: job_pb2.Job, paths: list[str], now: datetim
     return decode_job_spec(merged, now=now, existing_headers=headers, existing_env=env)
 
 
-def _rewritten(record: JobRecord, spec: JobSpec, schedule_changed: bool, now: datetime) -> JobWrite:
-    """The job's state and next occurrence under its updated ``spec``."""
+def _rewritten(record: JobRecord, spec: JobSpec, series_changed: bool, now: datetime) -> JobWrite:
+    """The job's state and next occurrence under its updated ``spec``. A new end alone keeps
+    the series: the pending occurrence stays unless it is past the end, and a job completed
+    by its end is planned again from now."""
+    made = record.scheduled_runs
     if record.state is JobState.PAUSED:
         return JobWrite(
             JobState.PAUSED, spec, None, pause_time=record.pause_time, pause=record.pause
         )
-    if record.state is JobState.COMPLETED and not schedule_changed:
-        return JobWrite(JobState.COMPLETED, spec, None)
+    same_end = (spec.schedule, spec.max_runs) == (record.spec.schedule, record.spec.max_runs)
+    if record.state is JobState.COMPLETED and not series_changed and same_end:
+        return JobWrite(JobState.COMPLETED, spec, None, state_reason=record.state_reason)
     pending = record.next_run_time
     if record.state is JobState.ACTIVE and pending is not None:
-        if not schedule_changed:
+        if not series_changed and past_the_end(spec, made, pending):
+            return JobWrite(JobState.COMPLETED, spec, None, state_reason=end_reason(spec, made))
+        if not series_changed:
             # The pending occurrence stays, whatever else changed (a new jitter window only
             # moves its effective time): an update never drops an occurrence.
             key = RunKey.scheduled(record.job_id, pending)
@@ -246,11 +258,11 @@ def _rewritten(record: JobRecord, spec: JobSpec, schedule_changed: bool, now: da
             RunReason.JOB_UPDATED,
             "before the schedule changed",
         )
-        state, occurrence, reason = plan(record.job_id, spec, now)
+        state, occurrence, reason = plan(record.job_id, spec, now, made)
         updated = dataclasses.replace(JobVersion.of(record), version=record.version + 1)
         skipped += gap_records(dataclasses.replace(updated, spec=spec), now, occurrence)
         return JobWrite(state, spec, occurrence, state_reason=reason, runs=skipped)
-    state, occurrence, reason = plan(record.job_id, spec, now)
+    state, occurrence, reason = plan(record.job_id, spec, now, made)
     return JobWrite(state, spec, occurrence, state_reason=reason)
 
 
@@ -267,13 +279,15 @@ def _skipping(record: JobRecord, start: datetime, now: datetime) -> tuple[JobWri
     )
     if is_one_off(record.spec.schedule) and runs:
         return JobWrite(JobState.COMPLETED, record.spec, None, runs=runs), forecast
+    made = record.scheduled_runs
     try:
-        occurrence = next_occurrence(record.job_id, record.spec, now)
+        occurrence = next_occurrence(record.job_id, record.spec, now, made)
     except ScheduleError as error:
         write = JobWrite(JobState.ERROR, record.spec, None, state_reason=str(error), runs=runs)
         return write, forecast
     if occurrence is None:
-        return JobWrite(JobState.COMPLETED, record.spec, None, runs=runs), forecast
+        reason = end_reason(record.spec, made)
+        return JobWrite(JobState.COMPLETED, record.spec, None, reason, runs=runs), forecast
     resumed = dataclasses.replace(JobVersion.of(record), version=record.version + 1)
     runs += gap_records(resumed, now, occurrence)
     return JobWrite(JobState.ACTIVE, record.spec, occurrence, runs=runs), forecast
@@ -284,14 +298,16 @@ def _caught_up(
 ) -> tuple[JobWrite, ResumeForecast]:
     """A resume at the paused stretch's first occurrence: the scheduler's next claim applies
     the misfire policy to the stretch, as to any late occurrences."""
+    made = record.scheduled_runs
     try:
-        first = next_occurrence(record.job_id, record.spec, start - _BEFORE)
+        first = next_occurrence(record.job_id, record.spec, start - _BEFORE, made)
     except ScheduleError as error:
         write = JobWrite(JobState.ERROR, record.spec, None, state_reason=str(error))
         return write, ResumeForecast()
     if first is None:
-        return JobWrite(JobState.COMPLETED, record.spec, None), ResumeForecast()
-    forecast = catch_up_forecast(record.job_id, record.spec, first, now)
+        reason = end_reason(record.spec, made)
+        return JobWrite(JobState.COMPLETED, record.spec, None, reason), ResumeForecast()
+    forecast = catch_up_forecast(record.job_id, record.spec, first, now, made)
     return JobWrite(JobState.ACTIVE, record.spec, first), forecast
 
 
@@ -308,6 +324,11 @@ class JobOperations:
         job_id = uuid.uuid4()
         partition = partition_of(job_id)
         state, occurrence, reason = plan(job_id, spec, now)
+        if state is JobState.COMPLETED:
+            raise InvalidArgument.field(
+                "job.schedule.end_time",
+                "the schedule has no occurrence left by its end_time: the job would never run",
+            )
         gaps = gap_records(JobVersion(job_id, team_id, partition, 1, spec), now, occurrence)
         idem = Idempotency("CreateJob", request_id, fingerprint(job)) if request_id else None
         adding = 1 if state in STORED_STATES else None
@@ -348,18 +369,25 @@ class JobOperations:
             check_etag(record, job.etag)
             decoded = _decoded(record, job, paths, now)
             # A schedule sent as it is stored (a job file applied again) is no change: the
-            # series keeps its anchor and the pending occurrence stays.
+            # series keeps its anchor and the pending occurrence stays; so does a new end alone.
+            stored = record.spec.schedule
+            decoded = dataclasses.replace(
+                decoded, schedule=updated_schedule(stored, decoded.schedule)
+            )
             changed = [
                 p
                 for p in paths
-                if p != "schedule" or not same_schedule(record.spec.schedule, decoded.schedule)
+                if p != "schedule"
+                or (decoded.schedule, decoded.max_runs) != (stored, record.spec.max_runs)
             ]
             outcome.previous_next = record.next_run_time
             outcome.schedule_changed = "schedule" in changed
+            series_changed = not same_series(stored, decoded.schedule)
             spec = dataclasses.replace(
-                record.spec, **{FIELD_PATHS[p]: getattr(decoded, FIELD_PATHS[p]) for p in changed}
+                record.spec,
+                **{name: getattr(decoded, name) for p in changed for name in FIELD_PATHS[p]},
             )
-            write = _rewritten(record, spec, outcome.schedule_changed, now)
+            write = _rewritten(record, spec, series_changed, now)
             check_job_quota(
                 team,
                 priority=write.spec.priority if "priority" in paths else None,
@@ -368,11 +396,14 @@ class JobOperations:
                 else None,
             )
             if validate_only:
+                made = record.scheduled_runs
                 outcome.current = upcoming(
-                    job_id, record.spec, record.state, record.next_run_time, now, count
+                    job_id, record.spec, record.state, record.next_run_time, now, count, made
                 )
                 pending = write.next.nominal_time if write.next else None
-                outcome.updated = upcoming(job_id, write.spec, write.state, pending, now, count)
+                outcome.updated = upcoming(
+                    job_id, write.spec, write.state, pending, now, count, made
+                )
             fields = tuple(spec_changes(record.spec, spec))
             return dataclasses.replace(write, change=VersionChange(ChangeKind.UPDATE, by, fields))
 

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from duetime_core.errors import InvalidArgument, NotFound
 from duetime_core.jobspec import JobState
-from duetime_core.preview import PreviewItem, preview
+from duetime_core.preview import PreviewItem, job_preview
 from duetime_core.records import JobRecord, RunRecord, RunState
 from duetime_infra.archive.reader import ArchiveReader
 from duetime_infra.pg.jobs.reads import JobReads, Page
@@ -69,7 +69,8 @@ class Lists:
             for job in jobs:
                 if job.state is JobState.ACTIVE and job.next_run_time is not None:
                     start = job.next_run_time - timedelta(microseconds=1)
-                    items = preview(job.spec.schedule, start, upcoming, job=(job.job_id, job.spec))
+                    made = job.scheduled_runs
+                    items = job_preview(job.job_id, job.spec, made, start, upcoming)
                     found[job.job_id].upcoming = items
         return found
 

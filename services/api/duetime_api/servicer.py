@@ -22,7 +22,7 @@ from duetime_api.names import (
 from duetime_api.pagination import make_key_token, make_token, read_key_page, read_page
 from duetime_core.errors import InvalidArgument
 from duetime_core.jobspec import JobState
-from duetime_core.preview import preview, preview_item
+from duetime_core.preview import job_preview, preview, preview_item
 from duetime_core.records import RunState
 from duetime_infra.archive.reader import ArchiveReader
 from duetime_infra.codec.explain_codec import encode_explanation, encode_forecast, read_asked
@@ -238,11 +238,11 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
         if source == "job":
             job_id = parse_job_name(request.job, team, field="job")
             record = await self._jobs.store.get_job(team, job_id)
-            items = preview(record.spec.schedule, start, count, job=(job_id, record.spec))
+            items = job_preview(job_id, record.spec, record.scheduled_runs, start, count)
         elif source == "schedule":
             window = request.jitter_window if request.HasField("jitter_window") else None
-            spec = decode_preview_schedule(request.schedule, window, now=now)
-            items = preview(spec, start, count)
+            spec, max_runs = decode_preview_schedule(request.schedule, window, now=now)
+            items = preview(spec, start, count, left=max_runs)
         else:
             raise InvalidArgument.field("source", "set exactly one of schedule or job")
         response = job_service_pb2.PreviewScheduleResponse()

@@ -1,8 +1,9 @@
 """The job form: the fields a person fills in for an HTTP job, read into a ``Job`` (each bad
 field named, as the API names its own), and a stored job read back into the form.
 
-The form covers the common case (a schedule of any kind, an HTTP target, attempts and
-timeout, labels); anything else is edited as YAML (``duetime_client.jobtext``). On an edit,
+The form covers the common case (a schedule of any kind and its end, an HTTP target, attempts
+and timeout, labels); anything else is edited as YAML (``duetime_client.jobtext``). A
+schedule's end time is written on the wall clock of the form's time zone. On an edit,
 the form's values go onto the stored job, so what the form does not show (backoff, misfire,
 overlap, priority) keeps its value.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import yaml
 from google.protobuf import json_format
@@ -20,6 +22,7 @@ from duetime.jobs.v1 import job_pb2
 from duetime_client.describe import parse_duration, span
 from duetime_client.jobtext import OUTPUT_ONLY
 from duetime_client.status import Violation
+from duetime_console.times import zone_of
 
 KINDS = ("cron", "interval", "at", "delay")
 METHODS = ("POST", "GET", "PUT", "PATCH", "DELETE")
@@ -34,6 +37,8 @@ DEFAULTS = {
     "interval": "",
     "at_local": "",
     "delay": "",
+    "end_local": "",
+    "max_runs": "",
     "url": "",
     "method": "POST",
     "headers": "",
@@ -81,7 +86,26 @@ class JobForm:
             schedule.delay.delay.CopyFrom(self._duration("delay", required=True))
         else:
             self.problem("kind", f"one of {', '.join(KINDS)}")
+        self._end(schedule)
         return schedule
+
+    def _end(self, schedule: job_pb2.Schedule) -> None:
+        """The schedule's end: its last instant (a wall-clock time in the form's zone) and at
+        most how many runs; the API says which kinds may have one."""
+        v = self.values
+        if v["end_local"]:
+            try:
+                local = datetime.fromisoformat(v["end_local"])
+            except ValueError:
+                self.problem("end_local", "a date and time such as 2026-12-31T18:00")
+            else:
+                end = local.replace(tzinfo=zone_of(v["time_zone"]))
+                schedule.end_time.FromDatetime(end.astimezone(UTC))
+        if v["max_runs"]:
+            if not v["max_runs"].isdigit():
+                self.problem("max_runs", "a whole number, at least 1")
+            else:
+                schedule.max_runs = int(v["max_runs"])
 
     def target(self, stored: job_pb2.Target | None = None) -> job_pb2.Target:
         v = self.values
@@ -168,6 +192,11 @@ class JobForm:
                 v["at_local"] = job.schedule.at.run_time.ToDatetime().strftime("%Y-%m-%dT%H:%M")
         elif kind == "delay":
             v["delay"] = span(job.schedule.delay.delay.ToTimedelta())
+        if job.schedule.HasField("end_time"):
+            end = job.schedule.end_time.ToDatetime(UTC).astimezone(zone_of(v["time_zone"]))
+            v["end_local"] = end.strftime("%Y-%m-%dT%H:%M:%S" if end.second else "%Y-%m-%dT%H:%M")
+        if job.schedule.HasField("max_runs"):
+            v["max_runs"] = str(job.schedule.max_runs)
         http = job.target.http
         v["url"] = http.url
         method = job_pb2.HttpMethod.Name(http.method).removeprefix("HTTP_METHOD_")

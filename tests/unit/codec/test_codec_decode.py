@@ -307,6 +307,57 @@ def test_interval_required_and_bad_start_time_both_reported() -> None:
     }
 
 
+# --- a schedule's end -------------------------------------------------------------------
+
+
+def test_a_series_ends_at_end_time_and_after_max_runs() -> None:
+    job = base_job()
+    job.schedule.end_time.FromDatetime(datetime(2026, 12, 31, 23, 0))
+    job.schedule.max_runs = 3
+    spec = decode(job)
+    assert spec.schedule == Cron(
+        "30 2 * * *", "America/New_York", end_time=datetime(2026, 12, 31, 23, 0, tzinfo=UTC)
+    )
+    assert spec.max_runs == 3
+    job.schedule.interval.interval.seconds = 60
+    job.schedule.interval.start_time.FromDatetime(datetime(2026, 12, 31, 23, 0))
+    assert decode(job).schedule == Every(
+        timedelta(minutes=1),
+        datetime(2026, 12, 31, 23, 0, tzinfo=UTC),
+        datetime(2026, 12, 31, 23, 0, tzinfo=UTC),
+        end_time=datetime(2026, 12, 31, 23, 0, tzinfo=UTC),
+    )
+
+
+def test_bad_ends_are_named() -> None:
+    job = base_job()
+    job.schedule.interval.interval.seconds = 60
+    job.schedule.interval.start_time.FromDatetime(datetime(2027, 1, 1))
+    job.schedule.end_time.FromDatetime(datetime(2026, 12, 31))
+    job.schedule.max_runs = 0
+    assert violations(job) == {
+        "job.schedule.end_time": "must not be before interval.start_time "
+        "(2027-01-01T00:00:00.000000Z), got 2026-12-31T00:00:00.000000Z",
+        "job.schedule.max_runs": "must be between 1 and 1000000000, got 0",
+    }
+    job.schedule.max_runs = -5
+    assert "job.schedule.max_runs" in violations(job)
+    job.schedule.end_time.seconds = 2**50
+    assert "job.schedule.end_time" in violations(job)
+
+
+def test_a_one_off_has_no_end() -> None:
+    job = base_job()
+    job.schedule.delay.delay.seconds = 60
+    job.schedule.end_time.FromDatetime(datetime(2026, 12, 31))
+    job.schedule.max_runs = 1
+    one_off = "only for interval and cron schedules: a one-off runs once"
+    assert violations(job) == {
+        "job.schedule.end_time": one_off,
+        "job.schedule.max_runs": one_off,
+    }
+
+
 # --- cron -------------------------------------------------------------------------------
 
 

@@ -82,24 +82,37 @@ def at_locals(draw: st.DrawFn) -> AtLocal:
     return AtLocal(local_time=local, time_zone=zone, gap=gap, fold=fold, resolved=resolved)
 
 
+# The instants a schedule may name (duetime_core.jobspec.instant_problem).
+schedulable = st.datetimes(min_value=datetime(1, 1, 4), max_value=datetime(9999, 12, 28)).map(
+    lambda d: d.replace(tzinfo=UTC)
+)
+
+
 @st.composite
 def everys(draw: st.DrawFn) -> Every:
     interval = draw(st.timedeltas(min_value=timedelta(seconds=1), max_value=timedelta(days=366)))
     start = draw(st.none() | instants)
-    return Every(interval=interval, start_time=start, anchor=NOW if start is None else start)
+    end = draw(st.none() | schedulable)
+    if start is not None and end is not None and end < start:
+        end = None
+    return Every(
+        interval=interval, start_time=start, anchor=NOW if start is None else start, end_time=end
+    )
 
 
 @st.composite
 def crons(draw: st.DrawFn) -> Cron:
     expression, fixed = draw(st.sampled_from(CRONS))
     zone = draw(st.sampled_from(ZONES))
+    end = draw(st.none() | schedulable)
     if not fixed:
-        return Cron(expression=expression, time_zone=zone)
+        return Cron(expression=expression, time_zone=zone, end_time=end)
     return Cron(
         expression=expression,
         time_zone=zone,
         gap=draw(st.sampled_from([None, *GapPolicy])),
         fold=draw(st.sampled_from([None, *FoldPolicy])),
+        end_time=end,
     )
 
 
@@ -194,6 +207,7 @@ def jitter_limit(schedule: ScheduleSpec) -> timedelta:
 @st.composite
 def job_specs(draw: st.DrawFn, *, secrets: bool = True) -> JobSpec:
     schedule = draw(schedules)
+    is_series = isinstance(schedule, Every | Cron)
     return JobSpec(
         display_name=draw(st.text(no_controls, max_size=200)),
         schedule=schedule,
@@ -207,6 +221,7 @@ def job_specs(draw: st.DrawFn, *, secrets: bool = True) -> JobSpec:
         jitter_window=draw(st.timedeltas(min_value=timedelta(0), max_value=jitter_limit(schedule))),
         priority=draw(st.sampled_from(Priority)),
         delivery=draw(st.sampled_from(Delivery)),
+        max_runs=draw(st.none() | st.integers(1, 1_000_000_000)) if is_series else None,
     )
 
 

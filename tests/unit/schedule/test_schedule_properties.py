@@ -9,6 +9,7 @@ within two days of a DST transition, where the rules actually bite.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 from datetime import UTC, datetime, timedelta
@@ -21,6 +22,7 @@ from duetime_core.schedule import (
     Cron,
     FoldPolicy,
     GapPolicy,
+    Interval,
     fire_times,
     is_fixed_time,
     load_zone,
@@ -276,3 +278,39 @@ def test_every_fire_shows_a_matching_local_time_unless_shifted(
 def test_wall_clock_matching_agrees_with_cronsim(expression: str, start: datetime) -> None:
     start = start.replace(microsecond=0)
     assert compile_cron(expression).first_after(start) == next(CronSim(expression, start))
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(data=st.data(), cron=schedules(ORACLE_EXPRESSIONS))
+def test_an_end_time_cuts_the_oracle_at_it(data: st.DataObject, cron: Cron) -> None:
+    """No occurrence after end_time, every one at or before it: the oracle's, cut there. The end
+    is drawn anywhere in the window (half the time on one of its occurrences, which still runs),
+    so across DST transitions too."""
+    start = data.draw(starts(cron.time_zone))
+    window = start + timedelta(days=3)
+    expected = oracle(cron, start, window)
+    on_an_occurrence: bool = data.draw(st.booleans())
+    if expected and on_an_occurrence:
+        end = data.draw(st.sampled_from(expected))
+    else:
+        end = start + timedelta(seconds=data.draw(st.integers(0, 3 * 86400)))
+    ending = dataclasses.replace(cron, end_time=end)
+    assert search(ending, start, window) == [t for t in expected if t <= end]
+    assert next_fire_time(ending, max(end, start)) is None
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    every=st.timedeltas(timedelta(seconds=1), timedelta(days=2)),
+    anchor=st.datetimes(datetime(2020, 1, 1), datetime(2035, 1, 1)),
+    steps=st.integers(0, 50),
+    extra=st.timedeltas(timedelta(0), timedelta(days=2)),
+)
+def test_an_interval_ends_at_its_last_step_within_end_time(
+    every: timedelta, anchor: datetime, steps: int, extra: timedelta
+) -> None:
+    anchor = anchor.replace(tzinfo=UTC)
+    end = anchor + steps * every + min(extra, every - timedelta(microseconds=1))
+    ending = Interval(every, anchor, end_time=end)
+    found = fire_times(ending, anchor - timedelta(microseconds=1), steps + 5)
+    assert found == [anchor + k * every for k in range(steps + 1)]

@@ -36,9 +36,10 @@ _MAX_GAPS_STEPPED = 10_000
 def next_fire_time(schedule: Schedule, after: datetime) -> datetime | None:
     """The first occurrence strictly after ``after`` (aware, any zone), as aware UTC.
 
-    None when there is none: a one-off already past, or a cron expression that never
-    matches again before year 10000. InvalidArgument for a schedule that cannot be evaluated
-    (bad expression or zone, non-positive interval, naive instant).
+    None when there is none: a one-off already past, a series past its ``end_time``, or a
+    cron expression that never matches again before year 10000. InvalidArgument for a
+    schedule that cannot be evaluated (bad expression or zone, non-positive interval, naive
+    instant).
     """
     if after.tzinfo is None or after.utcoffset() is None:
         raise ValueError("after must be an aware datetime")
@@ -48,13 +49,20 @@ def next_fire_time(schedule: Schedule, after: datetime) -> datetime | None:
             case OneOff():
                 return _next_one_off(schedule, after)
             case Interval():
-                return _next_interval(schedule, after)
+                found = _next_interval(schedule, after)
             case Cron():
-                return _next_cron(schedule, after)
+                found = None if _ended(schedule, after) else _next_cron(schedule, after)
             case _:
                 assert_never(schedule)
     except OverflowError:
         return None  # the next occurrence is past what datetime can hold
+    return None if found is None or _ended(schedule, found) else found
+
+
+def _ended(schedule: Interval | Cron, at: datetime) -> bool:
+    """Whether ``at`` is past the series' end (an occurrence at the end itself still runs)."""
+    end = schedule.end_time
+    return end is not None and at > _aware_utc(end, "end_time")
 
 
 def fire_times(schedule: Schedule, after: datetime, count: int) -> list[datetime]:

@@ -30,12 +30,12 @@ def schedule_violations(schedule: Schedule) -> list[FieldViolation]:
         case OneOff(at=at):
             return _aware("at", at)
         case Interval(every=every, anchor=anchor):
-            violations = _aware("anchor", anchor)
+            violations = _aware("anchor", anchor) + _end_violations(schedule)
             if every.total_seconds() <= 0:
                 violations.insert(0, FieldViolation("every", "must be longer than zero"))
             return violations
         case Cron():
-            return _cron_violations(schedule)
+            return _cron_violations(schedule) + _end_violations(schedule)
         case _:
             assert_never(schedule)
 
@@ -84,6 +84,10 @@ def _aware(field: str, value: datetime) -> list[FieldViolation]:
     if value.tzinfo is None or value.utcoffset() is None:
         return [FieldViolation(field, "must be an instant with a time zone or offset")]
     return []
+
+
+def _end_violations(schedule: Interval | Cron) -> list[FieldViolation]:
+    return [] if schedule.end_time is None else _aware("end_time", schedule.end_time)
 
 
 def _cron_violations(cron: Cron) -> list[FieldViolation]:

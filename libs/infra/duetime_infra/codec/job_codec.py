@@ -44,7 +44,7 @@ from duetime_infra.codec.policy_codec import (
     read_misfire,
     read_retry,
 )
-from duetime_infra.codec.schedule_codec import encode_schedule, read_schedule
+from duetime_infra.codec.schedule_codec import encode_schedule, read_max_runs, read_schedule
 from duetime_infra.codec.target_codec import encode_target, read_target
 from duetime_infra.codec.timeconv import timedelta_to_duration
 from duetime_infra.codec.violations import Violations, format_duration, read_duration, read_enum
@@ -106,6 +106,7 @@ def decode_job_spec(
     display_name = _read_display_name(v, f"{path}.display_name", job.display_name)
 
     schedule = _read_required_schedule(job, v, now=now, path=path)
+    max_runs = read_max_runs(job.schedule, v, path=f"{path}.schedule")
     target = _read_required_target(
         job, v, path=path, existing_headers=existing_headers, existing_env=existing_env
     )
@@ -152,6 +153,7 @@ def decode_job_spec(
         priority=priority,
         delivery=delivery,
         labels=dict(job.labels),
+        max_runs=max_runs,
     )
 
 
@@ -255,7 +257,7 @@ def encode_job_spec(spec: JobSpec, out: job_pb2.Job) -> None:
     for name in _USER_FIELDS:
         out.ClearField(name)
     out.display_name = spec.display_name
-    encode_schedule(spec.schedule, out.schedule)
+    encode_schedule(spec.schedule, spec.max_runs, out.schedule)
     encode_target(spec.target, out.target, redact=True)
     timedelta_to_duration(spec.attempt_timeout, out.attempt_timeout)
     encode_retry(spec.retry, out.retry_policy)

@@ -13,20 +13,22 @@ from duetime.jobs.v1 import job_pb2, job_service_pb2
 from duetime_core.jobspec import ScheduleSpec
 from duetime_core.preview import DstAdjustment, PreviewItem
 from duetime_infra.codec.job_codec import read_jitter_window
-from duetime_infra.codec.schedule_codec import read_schedule
+from duetime_infra.codec.schedule_codec import read_max_runs, read_schedule
 from duetime_infra.codec.timeconv import datetime_to_timestamp
 from duetime_infra.codec.violations import Violations
 
 
 def decode_preview_schedule(
     msg: job_pb2.Schedule, jitter_window: Duration | None, *, now: datetime
-) -> ScheduleSpec:
+) -> tuple[ScheduleSpec, int | None]:
+    """The schedule and its max_runs."""
     v = Violations()
     spec = read_schedule(msg, v, now=now, path="schedule")
+    max_runs = read_max_runs(msg, v, path="schedule")
     read_jitter_window(jitter_window, spec, v, now=now, path="jitter_window")
     v.raise_if_any()
     assert spec is not None  # read_schedule records a violation whenever it returns None
-    return spec
+    return spec, max_runs
 
 
 def encode_occurrence(item: PreviewItem, out: job_service_pb2.ScheduledOccurrence) -> None:

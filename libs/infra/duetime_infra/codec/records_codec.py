@@ -40,6 +40,7 @@ def encode_job(record: JobRecord) -> job_pb2.Job:
         state=job_pb2.JobState.Value(f"JOB_STATE_{record.state.value}"),
         state_reason=record.state_reason,
         etag=record.etag,
+        scheduled_runs=record.scheduled_runs,
     )
     encode_job_spec(record.spec, out)
     if record.next_run_time is not None:

@@ -7,11 +7,13 @@ is fixed here, at create or update time, with the database clock as "now".
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from datetime import datetime, timedelta
 
 from duetime.jobs.v1 import job_pb2
 from duetime_core import schedule as schedule_pkg
+from duetime_core.ending import end_time_of
 from duetime_core.errors import InvalidArgument
 from duetime_core.jobspec import (
     AfterDelay,
@@ -19,6 +21,7 @@ from duetime_core.jobspec import (
     AtLocal,
     Every,
     ScheduleSpec,
+    Series,
     instant_problem,
 )
 from duetime_core.schedule import load_zone
@@ -27,6 +30,7 @@ from duetime_core.schedule.model import Cron, FoldPolicy, GapPolicy
 from duetime_infra.codec.timeconv import (
     datetime_to_timestamp,
     format_local_time,
+    format_rfc3339_utc,
     parse_local_time,
     timedelta_to_duration,
 )
@@ -34,6 +38,7 @@ from duetime_infra.codec.violations import (
     Violations,
     read_duration,
     read_enum,
+    read_int,
     read_timestamp,
 )
 
@@ -42,6 +47,9 @@ logger = logging.getLogger(__name__)
 MAX_DELAY = timedelta(days=366)
 MIN_INTERVAL = timedelta(seconds=1)
 MAX_INTERVAL = timedelta(days=366)
+MAX_RUNS = 1_000_000_000
+_ONE_OFF_HAS_NO_END = "only for interval and cron schedules: a one-off runs once"
+_ONE_OFFS = ("at", "delay")
 
 _GAPS: dict[int, GapPolicy] = {
     job_pb2.DST_GAP_POLICY_SHIFT: GapPolicy.SHIFT,
@@ -85,7 +93,39 @@ def read_schedule(
         case _:
             v.add(path, "required: set one of at, delay, interval or cron")
             spec = None
+    if msg.HasField("end_time"):
+        spec = _with_end(msg, spec, v, path)
     return spec if len(v) == before else None
+
+
+def _with_end(
+    msg: job_pb2.Schedule, spec: ScheduleSpec | None, v: Violations, path: str
+) -> ScheduleSpec | None:
+    """``spec`` ending at the message's end_time (inclusive: an occurrence at it runs)."""
+    if msg.WhichOneof("kind") in _ONE_OFFS:
+        v.add(f"{path}.end_time", _ONE_OFF_HAS_NO_END)
+        return None
+    end = read_timestamp(v, f"{path}.end_time", msg.end_time)
+    if not isinstance(spec, Series) or end is None:
+        return None
+    if isinstance(spec, Every) and spec.start_time is not None and end < spec.start_time:
+        v.add(
+            f"{path}.end_time",
+            f"must not be before interval.start_time ({format_rfc3339_utc(spec.start_time)}), "
+            f"got {format_rfc3339_utc(end)}",
+        )
+        return None
+    return dataclasses.replace(spec, end_time=end)
+
+
+def read_max_runs(msg: job_pb2.Schedule, v: Violations, *, path: str) -> int | None:
+    """The schedule's max_runs (None: no limit)."""
+    if not msg.HasField("max_runs"):
+        return None
+    if msg.WhichOneof("kind") in _ONE_OFFS:
+        v.add(f"{path}.max_runs", _ONE_OFF_HAS_NO_END)
+        return None
+    return read_int(v, f"{path}.max_runs", msg.max_runs, low=1, high=MAX_RUNS)
 
 
 def _read_at(msg: job_pb2.AtSchedule, v: Violations, path: str) -> ScheduleSpec | None:
@@ -219,8 +259,9 @@ def _read_cron(msg: job_pb2.CronSchedule, v: Violations, path: str) -> Cron | No
     return cron
 
 
-def encode_schedule(spec: ScheduleSpec, out: job_pb2.Schedule) -> None:
-    """Fill ``out`` with the schedule as the user wrote it (plus output-only resolutions).
+def encode_schedule(spec: ScheduleSpec, max_runs: int | None, out: job_pb2.Schedule) -> None:
+    """Fill ``out`` with the schedule as the user wrote it (plus output-only resolutions), and
+    its end.
 
     Unset DST policies stay UNSPECIFIED rather than showing SHIFT/FIRST: for a cron
     expression that is not fixed-time the default is "follow elapsed time", which neither
@@ -248,6 +289,11 @@ def encode_schedule(spec: ScheduleSpec, out: job_pb2.Schedule) -> None:
             out.cron.time_zone = spec.time_zone
             out.cron.gap_policy = _gap_number(spec.gap)
             out.cron.fold_policy = _fold_number(spec.fold)
+    end = end_time_of(spec)
+    if end is not None:
+        datetime_to_timestamp(end, out.end_time)
+    if max_runs is not None:
+        out.max_runs = max_runs
 
 
 def _gap_number(gap: GapPolicy | None) -> job_pb2.DstGapPolicy.ValueType:

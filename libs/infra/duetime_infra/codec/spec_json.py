@@ -13,7 +13,7 @@ Header and env values are stored sealed (``duetime_infra.secrets``), each as
 ``{"key_id": ..., "sealed_base64": ...}``; a plain string is a value written in clear by an
 older build, still read (``duetime-ops secrets rotate`` seals it). Writing a clear
 value is refused. ``delivery`` is absent from older documents (at least once), ``labels`` too
-(none). The round trip
+(none), and so are a series' ``end_time`` and the job's ``max_runs`` (no end). The round trip
 is exact: ``spec_from_json(spec_to_json(s)) == s``.
 """
 
@@ -62,7 +62,7 @@ _E = TypeVar("_E", bound=StrEnum)
 
 def spec_to_json(spec: JobSpec) -> dict[str, Any]:
     """The stored document of ``spec`` (json.dumps-able as is)."""
-    return {
+    doc: dict[str, Any] = {
         "v": SPEC_JSON_VERSION,
         "display_name": spec.display_name,
         "schedule": _schedule_to_json(spec.schedule),
@@ -86,6 +86,9 @@ def spec_to_json(spec: JobSpec) -> dict[str, Any]:
         "delivery": spec.delivery.value,
         "labels": dict(spec.labels),
     }
+    if spec.max_runs is not None:
+        doc["max_runs"] = spec.max_runs
+    return doc
 
 
 def _schedule_to_json(spec: ScheduleSpec) -> dict[str, Any]:
@@ -108,20 +111,33 @@ def _schedule_to_json(spec: ScheduleSpec) -> dict[str, Any]:
                 "resolved": format_rfc3339_utc(resolved),
             }
         case Every(interval=interval, start_time=start_time, anchor=anchor):
-            return {
-                "kind": "every",
-                "interval_us": micros(interval),
-                "start_time": None if start_time is None else format_rfc3339_utc(start_time),
-                "anchor": format_rfc3339_utc(anchor),
-            }
+            return _ending(
+                spec.end_time,
+                {
+                    "kind": "every",
+                    "interval_us": micros(interval),
+                    "start_time": None if start_time is None else format_rfc3339_utc(start_time),
+                    "anchor": format_rfc3339_utc(anchor),
+                },
+            )
         case Cron():
-            return {
-                "kind": "cron",
-                "expression": spec.expression,
-                "time_zone": spec.time_zone,
-                "gap": None if spec.gap is None else spec.gap.value,
-                "fold": None if spec.fold is None else spec.fold.value,
-            }
+            return _ending(
+                spec.end_time,
+                {
+                    "kind": "cron",
+                    "expression": spec.expression,
+                    "time_zone": spec.time_zone,
+                    "gap": None if spec.gap is None else spec.gap.value,
+                    "fold": None if spec.fold is None else spec.fold.value,
+                },
+            )
+
+
+def _ending(end_time: datetime | None, doc: dict[str, Any]) -> dict[str, Any]:
+    """A series' document with its end_time, when it has one (absent otherwise, as before)."""
+    if end_time is not None:
+        doc["end_time"] = format_rfc3339_utc(end_time)
+    return doc
 
 
 def _target_to_json(target: Target) -> dict[str, Any]:
@@ -186,6 +202,7 @@ def spec_from_json(doc: Mapping[str, Any]) -> JobSpec:
             priority=_enum(doc, "priority", Priority),
             delivery=Delivery(doc.get("delivery", Delivery.AT_LEAST_ONCE.value)),
             labels=_labels(doc),
+            max_runs=None if doc.get("max_runs") is None else _int(doc, "max_runs"),
         )
     except (KeyError, TypeError, ValueError, binascii.Error) as exc:
         raise ValueError(f"malformed job spec document: {exc}") from exc
@@ -218,8 +235,9 @@ def _schedule_from_json(d: Mapping[str, Any]) -> ScheduleSpec:
     if kind == "every":
         return Every(
             interval=_us(d, "interval_us"),
-            start_time=None if d.get("start_time") is None else _instant(d, "start_time"),
+            start_time=_optional_instant_of(d, "start_time"),
             anchor=_instant(d, "anchor"),
+            end_time=_optional_instant_of(d, "end_time"),
         )
     if kind == "cron":
         return Cron(
@@ -227,6 +245,7 @@ def _schedule_from_json(d: Mapping[str, Any]) -> ScheduleSpec:
             time_zone=_str(d, "time_zone"),
             gap=_optional_enum(d, "gap", GapPolicy),
             fold=_optional_enum(d, "fold", FoldPolicy),
+            end_time=_optional_instant_of(d, "end_time"),
         )
     raise ValueError(f"unknown schedule kind {kind!r}")
 
@@ -287,6 +306,11 @@ def _us(d: Mapping[str, Any], key: str) -> timedelta:
 
 def _instant(d: Mapping[str, Any], key: str) -> datetime:
     return parse_rfc3339_utc(_str(d, key))
+
+
+def _optional_instant_of(d: Mapping[str, Any], key: str) -> datetime | None:
+    """Absent or null: none."""
+    return None if d.get(key) is None else _instant(d, key)
 
 
 def _enum(d: Mapping[str, Any], key: str, kind: type[_E]) -> _E:

@@ -272,7 +272,10 @@ class _JobStateEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_JobState.Val
     JOB_STATE_PAUSED: _JobState.ValueType  # 2
     """Paused: occurrences are recorded as SKIPPED (JOB_PAUSED) and not caught up on resume."""
     JOB_STATE_COMPLETED: _JobState.ValueType  # 3
-    """A one-off or delayed job whose run has been claimed; nothing more is scheduled."""
+    """A one-off or delayed job whose run has been claimed, or an interval or cron job past its
+    end (Schedule's `end_time` or `max_runs`; `state_reason` says which); nothing more is
+    scheduled.
+    """
     JOB_STATE_ERROR: _JobState.ValueType  # 4
     """The next fire time could not be computed; `state_reason` says why. Update the schedule to
     recover.
@@ -288,7 +291,10 @@ JOB_STATE_ACTIVE: JobState.ValueType  # 1
 JOB_STATE_PAUSED: JobState.ValueType  # 2
 """Paused: occurrences are recorded as SKIPPED (JOB_PAUSED) and not caught up on resume."""
 JOB_STATE_COMPLETED: JobState.ValueType  # 3
-"""A one-off or delayed job whose run has been claimed; nothing more is scheduled."""
+"""A one-off or delayed job whose run has been claimed, or an interval or cron job past its
+end (Schedule's `end_time` or `max_runs`; `state_reason` says which); nothing more is
+scheduled.
+"""
 JOB_STATE_ERROR: JobState.ValueType  # 4
 """The next fire time could not be computed; `state_reason` says why. Update the schedule to
 recover.
@@ -344,6 +350,7 @@ class Job(_message.Message):
     DELIVERY_FIELD_NUMBER: _builtins.int
     LABELS_FIELD_NUMBER: _builtins.int
     PAUSE_FIELD_NUMBER: _builtins.int
+    SCHEDULED_RUNS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Output only. Resource name, `teams/{team}/jobs/{job_id}`. Use it in every call that takes
     a job `name`.
@@ -366,7 +373,9 @@ class Job(_message.Message):
     """Output only. The job's lifecycle state."""
     state_reason: _builtins.str
     """Output only. Why the job is in its state, when that needs saying: for JOB_STATE_ERROR, why
-    its next fire time could not be computed.
+    its next fire time could not be computed; for a JOB_STATE_COMPLETED series, which end it
+    reached (`the schedule ended: it made 3 runs, max_runs is 3`, `the schedule ended: no
+    occurrence is left by its end_time, ...`).
     """
     etag: _builtins.str
     """Output only in responses; optional in UpdateJob, DeleteJob, PauseJob and ResumeJob
@@ -376,6 +385,11 @@ class Job(_message.Message):
     delivery: Global___Delivery.ValueType
     """Optional. How often a run may call the target when something goes wrong. Defaults to
     DELIVERY_AT_LEAST_ONCE. See Delivery for what each promises.
+    """
+    scheduled_runs: _builtins.int
+    """Output only. How many runs the schedule has made: what `schedule.max_runs` counts (see
+    there). Counted over the job's whole life and never reset; a job created before Duetime
+    kept this count counts from the upgrade on.
     """
     @_builtins.property
     def schedule(self) -> Global___Schedule:
@@ -413,8 +427,8 @@ class Job(_message.Message):
     @_builtins.property
     def next_run_time(self) -> _timestamp_pb2.Timestamp:
         """Output only. The nominal time of the next scheduled occurrence, in UTC, after DST
-        resolution and before jitter. Unset when nothing more is scheduled (a completed one-off, an
-        errored job).
+        resolution and before jitter. Unset when nothing more is scheduled (a completed one-off, a
+        series past its end, an errored job).
         """
 
     @_builtins.property
@@ -462,10 +476,11 @@ class Job(_message.Message):
         delivery: Global___Delivery.ValueType = ...,
         labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         pause: Global___JobPause | None = ...,
+        scheduled_runs: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["attempt_timeout", b"attempt_timeout", "create_time", b"create_time", "jitter_window", b"jitter_window", "misfire", b"misfire", "next_run_time", b"next_run_time", "pause", b"pause", "retry_policy", b"retry_policy", "schedule", b"schedule", "target", b"target", "update_time", b"update_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt_timeout", b"attempt_timeout", "create_time", b"create_time", "delivery", b"delivery", "display_name", b"display_name", "etag", b"etag", "jitter_window", b"jitter_window", "job_id", b"job_id", "labels", b"labels", "misfire", b"misfire", "name", b"name", "next_run_time", b"next_run_time", "overlap_policy", b"overlap_policy", "pause", b"pause", "priority", b"priority", "retry_policy", b"retry_policy", "schedule", b"schedule", "state", b"state", "state_reason", b"state_reason", "target", b"target", "team", b"team", "update_time", b"update_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt_timeout", b"attempt_timeout", "create_time", b"create_time", "delivery", b"delivery", "display_name", b"display_name", "etag", b"etag", "jitter_window", b"jitter_window", "job_id", b"job_id", "labels", b"labels", "misfire", b"misfire", "name", b"name", "next_run_time", b"next_run_time", "overlap_policy", b"overlap_policy", "pause", b"pause", "priority", b"priority", "retry_policy", b"retry_policy", "schedule", b"schedule", "scheduled_runs", b"scheduled_runs", "state", b"state", "state_reason", b"state_reason", "target", b"target", "team", b"team", "update_time", b"update_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -539,7 +554,14 @@ Global___Principal: _TypeAlias = Principal  # noqa: Y015
 
 @_typing.final
 class Schedule(_message.Message):
-    """When a job runs. Exactly one kind must be set."""
+    """When a job runs. Exactly one kind must be set. An interval or cron schedule may end, at
+    `end_time` or after `max_runs` runs, whichever comes first: the job is then
+    JOB_STATE_COMPLETED, its `state_reason` saying which end it reached, in the same claim that
+    made its last run (or, when nothing is left to run, in the call that finds so).
+    PreviewSchedule, `next_run_time` and ExplainOccurrence respect both. An UpdateJob that moves
+    the end so that something is left to run makes a completed job ACTIVE again, from the
+    update on (the occurrences after the old end are not caught up).
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -547,6 +569,19 @@ class Schedule(_message.Message):
     DELAY_FIELD_NUMBER: _builtins.int
     INTERVAL_FIELD_NUMBER: _builtins.int
     CRON_FIELD_NUMBER: _builtins.int
+    END_TIME_FIELD_NUMBER: _builtins.int
+    MAX_RUNS_FIELD_NUMBER: _builtins.int
+    max_runs: _builtins.int
+    """Optional, interval and cron schedules only. At most this many runs, 1 to 1,000,000,000.
+    What counts (`Job.scheduled_runs`): each occurrence the scheduler hands over to run, as
+    QUEUED or held WAITING by the team's quota, whatever then becomes of it (it may fail, be
+    dead-lettered, or be skipped by the overlap policy when it starts). Not counted: the
+    occurrences recorded MISSED or SKIPPED instead (misfire, DST gap, pause, a schedule
+    change), and runs of TriggerJob. Temporal's limited actions count the same way, the actions
+    taken, except that a Temporal schedule decides overlap before an action, so an action
+    skipped for overlap does not count there. The count covers the job's whole life: an update
+    never resets it, so to allow N more runs, raise max_runs by N.
+    """
     @_builtins.property
     def at(self) -> Global___AtSchedule:
         """Run once, at a given instant or local time."""
@@ -563,6 +598,15 @@ class Schedule(_message.Message):
     def cron(self) -> Global___CronSchedule:
         """Run at the times a cron expression matches, in a time zone."""
 
+    @_builtins.property
+    def end_time(self) -> _timestamp_pb2.Timestamp:
+        """Optional, interval and cron schedules only. The last instant an occurrence may fall at:
+        one whose scheduled time (after DST resolution, before jitter) is at or before it runs,
+        none after it does (jitter may start the last one up to `jitter_window` later). Not before
+        `interval.start_time`. CreateJob refuses a schedule with no occurrence left by its
+        end_time, since the job would never run; UpdateJob takes one (the job completes).
+        """
+
     def __init__(
         self,
         *,
@@ -570,13 +614,20 @@ class Schedule(_message.Message):
         delay: Global___DelaySchedule | None = ...,
         interval: Global___IntervalSchedule | None = ...,
         cron: Global___CronSchedule | None = ...,
+        end_time: _timestamp_pb2.Timestamp | None = ...,
+        max_runs: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["at", b"at", "cron", b"cron", "delay", b"delay", "interval", b"interval", "kind", b"kind"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_max_runs", b"_max_runs", "at", b"at", "cron", b"cron", "delay", b"delay", "end_time", b"end_time", "interval", b"interval", "kind", b"kind", "max_runs", b"max_runs"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["at", b"at", "cron", b"cron", "delay", b"delay", "interval", b"interval", "kind", b"kind"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_max_runs", b"_max_runs", "at", b"at", "cron", b"cron", "delay", b"delay", "end_time", b"end_time", "interval", b"interval", "kind", b"kind", "max_runs", b"max_runs"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__max_runs: _TypeAlias = _typing.Literal["max_runs"]  # noqa: Y015
+    _WhichOneofArgType__max_runs: _TypeAlias = _typing.Literal["_max_runs", b"_max_runs"]  # noqa: Y015
     _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["at", "delay", "interval", "cron"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__max_runs) -> _WhichOneofReturnType__max_runs | None: ...
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 
 Global___Schedule: _TypeAlias = Schedule  # noqa: Y015

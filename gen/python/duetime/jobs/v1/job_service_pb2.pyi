@@ -88,7 +88,9 @@ class _OccurrenceFateEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Occurr
     """
     OCCURRENCE_FATE_NOT_AN_OCCURRENCE: _OccurrenceFate.ValueType  # 6
     """The time asked is no occurrence of the schedule in force then: see
-    `previous_occurrence`, `next_occurrence` and `dst_transition`.
+    `previous_occurrence`, `next_occurrence` and `dst_transition`. Also an occurrence of the
+    series that comes after the schedule's end: after its `end_time`, or after the run that
+    makes its `max_runs` (`previous_occurrence` is that last run's); `explanation` says so.
     """
     OCCURRENCE_FATE_NOT_YET_DUE: _OccurrenceFate.ValueType  # 7
     """Not claimed yet: it is the job's next run or later (or the job is paused and it is to
@@ -100,8 +102,8 @@ class _OccurrenceFateEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Occurr
     """
 
 class OccurrenceFate(_OccurrenceFate, metaclass=_OccurrenceFateEnumTypeWrapper):
-    """What became of an occurrence. Values may be added (e.g. an occurrence after the schedule's
-    end); a client that does not know one shows `explanation`.
+    """What became of an occurrence. Values may be added; a client that does not know one shows
+    `explanation`.
     """
 
 OCCURRENCE_FATE_UNSPECIFIED: OccurrenceFate.ValueType  # 0
@@ -128,7 +130,9 @@ yet.
 """
 OCCURRENCE_FATE_NOT_AN_OCCURRENCE: OccurrenceFate.ValueType  # 6
 """The time asked is no occurrence of the schedule in force then: see
-`previous_occurrence`, `next_occurrence` and `dst_transition`.
+`previous_occurrence`, `next_occurrence` and `dst_transition`. Also an occurrence of the
+series that comes after the schedule's end: after its `end_time`, or after the run that
+makes its `max_runs` (`previous_occurrence` is that last run's); `explanation` says so.
 """
 OCCURRENCE_FATE_NOT_YET_DUE: OccurrenceFate.ValueType  # 7
 """Not claimed yet: it is the job's next run or later (or the job is paused and it is to
@@ -523,7 +527,9 @@ class UpdateJobResponse(_message.Message):
     """Whether the update changed when the job runs. False when the mask names `schedule` but
     the schedule sent equals the stored one (an interval without `start_time` keeps its
     stored anchor, a delay its resolved run time): the series and the next run stay as they
-    were.
+    were. A change of the end alone (`end_time`, `max_runs`) keeps the series too: the next
+    run stays unless it is past the new end (the job completes), and a job completed by its
+    end becomes ACTIVE again when the new end leaves something to run.
     """
     @_builtins.property
     def job(self) -> _job_pb2.Job:
@@ -1148,7 +1154,9 @@ class PreviewScheduleResponse(_message.Message):
     OCCURRENCES_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def occurrences(self) -> _containers.RepeatedCompositeFieldContainer[Global___ScheduledOccurrence]:
-        """The occurrences, in order. Fewer than asked when the schedule ends (a one-off)."""
+        """The occurrences, in order. Fewer than asked when the schedule ends: a one-off, a series'
+        `end_time`, its `max_runs` (for a stored job, the runs it has left).
+        """
 
     def __init__(
         self,

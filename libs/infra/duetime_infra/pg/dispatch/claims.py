@@ -86,13 +86,16 @@ class NewRun:
 
 @dataclass(frozen=True)
 class Advance:
-    """A job's new next occurrence and state: one row of ``claim_advance_jobs``."""
+    """A job's new next occurrence and state, and the runs its schedule made: one row of
+    ``claim_advance_jobs``."""
 
     job_id: uuid.UUID
     next_run_time: datetime | None
     next_effective_time: datetime | None
     state: JobState
     state_reason: str
+    made: int = 0
+    last_made: datetime | None = None
 
 
 @dataclass
@@ -120,7 +123,7 @@ def _plan_job(
         spec = specs.get(job_id, row["version"], row["spec_text"])
         pending = Occurrence(row["next_run_time"], row["next_effective_time"])
         reach = max(lookahead, pending.effective_time - now)
-        plan: ClaimPlan = plan_claim(job_id, spec, pending, now, reach)
+        plan: ClaimPlan = plan_claim(job_id, spec, pending, now, reach, row["scheduled_runs"])
     except Exception as failure:
         # Whatever makes one job unplannable (a zone tzdata no longer has, a document this
         # build cannot read) sends that job to ERROR; it never fails the batch for the others.
@@ -131,7 +134,7 @@ def _plan_job(
         return
     for planned in plan.runs:
         batch.runs.append(_new_run(row, spec, planned, token, batch))
-    nxt = plan.next
+    nxt, made = plan.next, plan.made
     batch.advances.append(
         Advance(
             job_id,
@@ -139,6 +142,8 @@ def _plan_job(
             nxt.effective_time if nxt else None,
             plan.state,
             plan.state_reason,
+            len(made),
+            made[-1].nominal_time if made else None,
         )
     )
 
@@ -227,6 +232,8 @@ async def _advance_jobs(conn: Conn, advances: list[Advance]) -> None:
         [a.next_effective_time for a in advances],
         [a.state.value for a in advances],
         [a.state_reason for a in advances],
+        [a.made for a in advances],
+        [a.last_made for a in advances],
     )
 
 

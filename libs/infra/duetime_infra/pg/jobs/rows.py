@@ -74,6 +74,8 @@ def job_from_row(row: Row) -> JobRecord:
         version=row["version"],
         pause_time=row["pause_time"],
         pause=_pause(row),
+        scheduled_runs=row["scheduled_runs"],
+        last_scheduled_time=row["last_scheduled_time"],
     )
 
 

@@ -8,7 +8,7 @@ SELECT duetime_now();
 -- are skipped, not waited for. No ORDER BY: sorting every due row for each batch made a pass
 -- quadratic in the backlog, and a pass claims everything due (look-ahead included) anyway.
 SELECT job_id, team_id, partition, version, spec::text AS spec_text, next_run_time,
-       next_effective_time
+       next_effective_time, scheduled_runs
 FROM jobs
 WHERE partition = ANY($1::integer[])
   AND state = 'ACTIVE'
@@ -21,7 +21,7 @@ FOR UPDATE SKIP LOCKED;
 -- only once the base look-ahead's slice left room in the batch, so a job due now is never
 -- claimed behind a herd's rows in partitions walked before its own.
 SELECT job_id, team_id, partition, version, spec::text AS spec_text, next_run_time,
-       next_effective_time
+       next_effective_time, scheduled_runs
 FROM jobs
 WHERE partition = ANY($1::integer[])
   AND state = 'ACTIVE'
@@ -65,10 +65,14 @@ RETURNING run_id;
 
 -- name: claim_advance_jobs
 -- Claims do not bump the version: a user's read-modify-write must not fail because the job
--- fired in between.
+-- fired in between. $6 runs made by this claim are added to the schedule's count ($7: the
+-- latest one's time, NULL when none).
 UPDATE jobs j
 SET next_run_time = u.next_run_time, next_effective_time = u.next_effective_time,
-    state = u.state, state_reason = u.state_reason
-FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::text[], $5::text[])
-     AS u(job_id, next_run_time, next_effective_time, state, state_reason)
+    state = u.state, state_reason = u.state_reason,
+    scheduled_runs = j.scheduled_runs + u.made,
+    last_scheduled_time = coalesce(u.last_made, j.last_scheduled_time)
+FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::text[], $5::text[],
+            $6::bigint[], $7::timestamptz[])
+     AS u(job_id, next_run_time, next_effective_time, state, state_reason, made, last_made)
 WHERE j.job_id = u.job_id;
