@@ -25,6 +25,7 @@ from duetime_core.attempts import AttemptSettings
 from duetime_core.jobspec import Priority
 from duetime_core.runkey import RunKey
 from duetime_infra.admin import create_worker_token
+from duetime_infra.codec.attempt_token import ATTEMPT_METADATA_KEY
 from duetime_infra.codec.timeconv import timestamp_to_datetime
 from duetime_infra.dispatch import dispatch_row
 from duetime_infra.grpc.auth import Role, TokenCache
@@ -37,7 +38,7 @@ from duetime_infra.pg.teams.store import principal_for
 from duetime_infra.secrets.sealing import SecretBox
 from duetime_infra.tls import ClientTls, ServerTls
 from duetime_infra.tracecontext import new_run_trace
-from duetime_scheduler.worker_servicer import ATTEMPT_METADATA_KEY, WorkerServicer
+from duetime_scheduler.worker_servicer import WorkerServicer
 from testkit.api import ApiClient
 from testkit.secrets import secret_box
 

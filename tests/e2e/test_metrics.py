@@ -14,8 +14,8 @@ from duetime.jobs.v1 import run_pb2
 from duetime.worker.v1 import worker_service_pb2 as wpb
 from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_core.jobspec import PARTITIONS
+from duetime_infra.codec.attempt_token import ATTEMPT_METADATA_KEY
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
-from duetime_scheduler.worker_servicer import ATTEMPT_METADATA_KEY
 from testkit.http_target import Behaviour, http_target
 from testkit.metrics import Scrape, metrics_port, scrape
 from testkit.polling import eventually

@@ -14,11 +14,11 @@ from duetime.worker.v1 import worker_service_pb2 as wpb
 from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_api.jobs import JobOperations
 from duetime_infra.admin import create_worker_token
+from duetime_infra.codec.attempt_token import ATTEMPT_METADATA_KEY
 from duetime_infra.codec.timeconv import datetime_to_timestamp
 from duetime_infra.pg.jobs.store import JobStore
 from duetime_infra.pg.pool import create_pool
 from duetime_infra.pg.teams.store import update_team_quota
-from duetime_worker.attempt.scheduler_client import ATTEMPT_METADATA_KEY
 from testkit.fleet import TTL_SECONDS, new_prefix, schedulers
 from testkit.jobs import TEAM, ensure_team
 from testkit.polling import eventually

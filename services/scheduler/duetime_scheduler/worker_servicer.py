@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
@@ -21,6 +21,7 @@ from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_core.attempts import MAX_ATTEMPTS_PER_BEAT, CallProgress
 from duetime_core.errors import DuetimeError, FieldViolation, InvalidArgument
 from duetime_core.records import AttemptOutcome
+from duetime_infra.codec.attempt_token import MAX_ATTEMPT_NUMBER, read_attempt_token
 from duetime_infra.codec.policy_codec import DELIVERY_NUMBERS
 from duetime_infra.codec.target_codec import encode_target_clear
 from duetime_infra.codec.timeconv import (
@@ -42,9 +43,7 @@ from duetime_infra.tracecontext import ATTEMPT, RUN_ID, rpc_span, start_entry_sp
 
 Context = aio.ServicerContext[Any, Any]
 
-ATTEMPT_METADATA_KEY = "duetime-attempt"
 MAX_ID_LENGTH = 200
-_MAX_ATTEMPT_NUMBER = 2**31 - 1
 
 _DECISIONS = {
     StartAnswer.STARTED: pb.START_DECISION_STARTED,
@@ -117,27 +116,6 @@ def _check_batch(field: str, size: int) -> None:
 
 def entry_error(error: DuetimeError) -> pb.EntryError:
     return pb.EntryError(code=error.code.value, reason=error.reason, message=error.message)
-
-
-def read_attempt_token(
-    violations: list[FieldViolation], metadata: Iterable[tuple[str, str | bytes]] | None
-) -> int:
-    """The fencing token: the attempt number as a decimal in ``duetime-attempt`` metadata."""
-    values = [v for k, v in metadata or () if k == ATTEMPT_METADATA_KEY]
-    if not values:
-        violations.append(FieldViolation(ATTEMPT_METADATA_KEY, "required metadata"))
-        return 0
-    raw = values[0]
-    text = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
-    number = int(text) if text.isascii() and text.isdigit() and len(text) <= 10 else 0
-    if len(values) > 1 or not 1 <= number <= _MAX_ATTEMPT_NUMBER:
-        violations.append(
-            FieldViolation(
-                ATTEMPT_METADATA_KEY,
-                f"must be one attempt number (a positive decimal integer), got {text[:32]!r}",
-            )
-        )
-    return number
 
 
 def _encode_run(run: RunToExecute, secrets: SecretBox) -> pb.RunSpec:
@@ -393,7 +371,7 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
         valid: list[tuple[int, Report]] = []
         for i, entry in enumerate(request.reports):
             violations: list[FieldViolation] = []
-            if not 1 <= entry.attempt <= _MAX_ATTEMPT_NUMBER:
+            if not 1 <= entry.attempt <= MAX_ATTEMPT_NUMBER:
                 violations.append(
                     FieldViolation(f"reports[{i}].attempt", "must be a positive attempt number")
                 )

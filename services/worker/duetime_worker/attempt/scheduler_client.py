@@ -24,6 +24,7 @@ from grpc import aio
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_infra.codec import target_codec as limits
+from duetime_infra.codec.attempt_token import ATTEMPT_METADATA_KEY
 from duetime_infra.tracecontext import (
     current_traceparent,
     in_trace,
@@ -69,7 +70,6 @@ REPORT_LINGER = 0.05
 # most this long: at a steady few hundred runs a second, each start would otherwise be a batch
 # and a scheduler transaction of its own.
 EARLY_START_LINGER = 0.5
-ATTEMPT_METADATA_KEY = "duetime-attempt"
 TRACEPARENT_METADATA_KEY = "traceparent"
 # After an UNIMPLEMENTED batch answer, how long calls go one by one before a batch is tried again.
 BATCH_RETRY_AFTER = 60.0
