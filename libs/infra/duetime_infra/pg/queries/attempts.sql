@@ -227,9 +227,10 @@ UPDATE runs SET first_start_time = $3 WHERE run_id = $1 AND nominal_time = $2;
 -- answered as it stands, unless the beat moves the call's progress. A herd's beats each list
 -- thousands of attempts; rewriting them all was most of its database time. A beat listing an
 -- early attempt whose call window is open (duetime_pre_call_from) writes its worker's one
--- worker_beats row instead, the reaper's proof that the call may have begun (schema 14); that
--- write runs after the main query's row locks (an unreferenced data-modifying WITH runs last),
--- so beats take their locks in one order.
+-- worker_beats row instead, the reaper's proof that the call may have begun (schema 14): it
+-- commits with the statement, before the answer lets the worker call. (Two beats of one worker
+-- at once, on two schedulers after a reconnect, could lock that row and the attempts in either
+-- order; PostgreSQL then aborts one, and its stream is opened again.)
 WITH req AS (
     SELECT k.run_id, k.number, k.ord, k.call
     FROM unnest($1::uuid[], $2::integer[], $5::text[])
