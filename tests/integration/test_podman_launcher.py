@@ -22,7 +22,8 @@ from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_worker.targets.container import orphans
 from duetime_worker.targets.container.images import ImagePolicy
-from duetime_worker.targets.container.podman import Podman, PodmanLauncher, PodmanSettings
+from duetime_worker.targets.container.podman import PodmanLauncher, PodmanSettings
+from duetime_worker.targets.container.podman_commands import Podman
 from duetime_worker.targets.outcome import LeaseLapsed
 from testkit.http_target import Behaviour, HttpTarget, http_target
 from testkit.podman import containers, containers_of_run, task_image

@@ -10,7 +10,7 @@ import aiohttp
 import pytest
 from yarl import URL
 
-from duetime_worker.targets.http.caller import described_error
+from duetime_worker.targets.http.request import described_error
 
 TARGET = "https://user:tok@Host/?k=v"
 

@@ -6,6 +6,7 @@ import os
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TypedDict
 
 from duetime_infra.config import ConfigError, EnvReader
 from duetime_infra.grpc.channels import target_of
@@ -106,68 +107,98 @@ class Settings:
             worker_token=token,
             kafka_bootstrap=env.text("DUETIME_KAFKA_BOOTSTRAP", DEFAULT_KAFKA_BOOTSTRAP),
             scheduler_addresses=env.addresses("DUETIME_SCHEDULER_TARGET", "127.0.0.1:50052"),
-            # Unset, the slots stay within a MAX_PENDING set below their default, as they were
-            # when it bounded the attempts running too.
-            concurrency=env.integer(
-                "DUETIME_WORKER_CONCURRENCY",
-                min(DEFAULT_CONCURRENCY, max_pending),
-                low=1,
-                high=10_000,
-            ),
-            start_concurrency=env.integer(
-                "DUETIME_WORKER_START_CONCURRENCY", DEFAULT_START_CONCURRENCY, low=1, high=10_000
-            ),
-            # Unset, every message held may be started ahead of its time: its calls then need
-            # no start of their own at the instant (they are held apart from the slots, which
-            # stay free for runs whose time has come).
-            early_starts=env.integer(
-                "DUETIME_WORKER_EARLY_STARTS", max_pending, low=0, high=100_000
-            ),
-            connections_per_host=env.integer(
-                "DUETIME_HTTP_CONNECTIONS_PER_HOST",
-                DEFAULT_CONNECTIONS_PER_HOST,
-                low=0,
-                high=100_000,
-            ),
-            connect_timeout=env.seconds(
-                "DUETIME_HTTP_CONNECT_TIMEOUT", CONNECT_TIMEOUT, low=0.05, high=60
-            ).total_seconds(),
-            max_pending=max_pending,
+            **_capacity(env, max_pending),
+            **_http(env, source),
             group=env.text("DUETIME_WORKER_GROUP", "duetime-workers"),
-            heartbeat_interval=env.seconds(
-                "DUETIME_HEARTBEAT_INTERVAL", 20, low=0.05, high=3600
-            ).total_seconds(),
-            target_allow=_items(source.get("DUETIME_TARGET_ALLOW", "")),
-            local_launcher_commands=_items(source.get("DUETIME_LOCAL_LAUNCHER_COMMANDS", "")),
-            local_launcher_concurrency=env.integer(
-                "DUETIME_LOCAL_LAUNCHER_CONCURRENCY",
-                DEFAULT_LAUNCHER_CONCURRENCY,
-                low=1,
-                high=1000,
-            ),
-            container_launcher=env.text(
-                "DUETIME_CONTAINER_LAUNCHER",
-                "local" if source.get("DUETIME_LOCAL_LAUNCHER_COMMANDS", "").strip() else "off",
-            ),
-            container_images=_items(source.get("DUETIME_CONTAINER_IMAGES", "")),
-            podman=_podman_settings(env),
+            heartbeat_interval=_seconds(env, "DUETIME_HEARTBEAT_INTERVAL", 20, 0.05, 3600),
+            **_launchers(env, source),
             health_address=env.address("DUETIME_WORKER_HEALTH_ADDRESS", "127.0.0.1:0"),
-            shutdown_grace_seconds=env.seconds(
-                "DUETIME_SHUTDOWN_GRACE_SECONDS", 10, low=0, high=600
-            ).total_seconds(),
+            shutdown_grace_seconds=_seconds(env, "DUETIME_SHUTDOWN_GRACE_SECONDS", 10, 0, 600),
             notify_group=env.text("DUETIME_NOTIFY_GROUP", "duetime-notifiers"),
             notify_concurrency=env.integer("DUETIME_NOTIFY_CONCURRENCY", 32, low=1, high=1000),
-            notify_timeout=env.seconds(
-                "DUETIME_NOTIFY_TIMEOUT_SECONDS", 10, low=0.1, high=300
-            ).total_seconds(),
-            notify_give_up_after=env.seconds(
-                "DUETIME_NOTIFY_GIVE_UP_SECONDS", 900, low=1, high=7 * 24 * 3600
-            ).total_seconds(),
+            notify_timeout=_seconds(env, "DUETIME_NOTIFY_TIMEOUT_SECONDS", 10, 0.1, 300),
+            notify_give_up_after=_seconds(
+                env, "DUETIME_NOTIFY_GIVE_UP_SECONDS", 900, 1, 7 * 24 * 3600
+            ),
             metrics_address=env.optional_address("DUETIME_METRICS_ADDRESS"),
             tls=read_tls(env, serves=False, connects=[Link.GRPC, Link.KAFKA]),
         )
         _report_all(env, _problems(settings, token))
         return settings
+
+
+# Groups of settings, each read by its helper (in from_env's order: the order problems are told).
+
+
+class _Capacity(TypedDict):
+    max_pending: int
+    concurrency: int
+    start_concurrency: int
+    early_starts: int
+
+
+class _Http(TypedDict):
+    connections_per_host: int
+    connect_timeout: float
+    target_allow: tuple[str, ...]
+
+
+class _Launchers(TypedDict):
+    local_launcher_commands: tuple[str, ...]
+    local_launcher_concurrency: int
+    container_launcher: str
+    container_images: tuple[str, ...]
+    podman: PodmanSettings
+
+
+def _capacity(env: EnvReader, max_pending: int) -> _Capacity:
+    """How much the worker takes on at once: messages held, slots, starts, early starts."""
+    return _Capacity(
+        max_pending=max_pending,
+        # Unset, the slots stay within a MAX_PENDING set below their default, as they were
+        # when it bounded the attempts running too.
+        concurrency=env.integer(
+            "DUETIME_WORKER_CONCURRENCY", min(DEFAULT_CONCURRENCY, max_pending), low=1, high=10_000
+        ),
+        start_concurrency=env.integer(
+            "DUETIME_WORKER_START_CONCURRENCY", DEFAULT_START_CONCURRENCY, low=1, high=10_000
+        ),
+        # Unset, every message held may be started ahead of its time: its calls then need
+        # no start of their own at the instant (they are held apart from the slots, which
+        # stay free for runs whose time has come).
+        early_starts=env.integer("DUETIME_WORKER_EARLY_STARTS", max_pending, low=0, high=100_000),
+    )
+
+
+def _http(env: EnvReader, source: Mapping[str, str]) -> _Http:
+    """HTTP targets: connections to one host, the connect timeout, the allow-list."""
+    return _Http(
+        connections_per_host=env.integer(
+            "DUETIME_HTTP_CONNECTIONS_PER_HOST", DEFAULT_CONNECTIONS_PER_HOST, low=0, high=100_000
+        ),
+        connect_timeout=_seconds(env, "DUETIME_HTTP_CONNECT_TIMEOUT", CONNECT_TIMEOUT, 0.05, 60),
+        target_allow=_items(source.get("DUETIME_TARGET_ALLOW", "")),
+    )
+
+
+def _launchers(env: EnvReader, source: Mapping[str, str]) -> _Launchers:
+    """Container targets: which launcher runs them, and its settings."""
+    commands = source.get("DUETIME_LOCAL_LAUNCHER_COMMANDS", "")
+    return _Launchers(
+        local_launcher_commands=_items(commands),
+        local_launcher_concurrency=env.integer(
+            "DUETIME_LOCAL_LAUNCHER_CONCURRENCY", DEFAULT_LAUNCHER_CONCURRENCY, low=1, high=1000
+        ),
+        container_launcher=env.text(
+            "DUETIME_CONTAINER_LAUNCHER", "local" if commands.strip() else "off"
+        ),
+        container_images=_items(source.get("DUETIME_CONTAINER_IMAGES", "")),
+        podman=_podman_settings(env),
+    )
+
+
+def _seconds(env: EnvReader, name: str, default: float, low: float, high: float) -> float:
+    return env.seconds(name, default, low=low, high=high).total_seconds()
 
 
 def _problems(settings: Settings, token: str) -> list[str]:

@@ -8,11 +8,7 @@ once started no longer counts (its execution slot or early-start permit bounds i
 attempts held until their time do not stop the consumer, leaving another team's runs behind
 them in Kafka's first-in first-out partitions.
 
-Each fetch round shares that room between the priorities by weight (high 4, normal 2, low 1,
-at least one each), from records already fetched, and the priority that picks first rotates by
-the same weights; what a priority leaves unused goes to the others, and an idle round waits on
-all of them. So when several topics have messages, high gets most of the room and low still
-moves.
+Each fetch round shares that room between the priorities by weight (``priorities``).
 
 A message's offset becomes committable once StartAttempt answered (started or refused), and a
 partition's commit never passes a message still waiting for its answer, so a crash redelivers
@@ -30,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -45,8 +40,8 @@ from duetime_infra.kafka.topics import DISPATCH_TOPICS
 from duetime_infra.telemetry import instruments
 from duetime_infra.tls import ClientTls
 from duetime_infra.tracecontext import context_of_kafka, tracing_active
-from duetime_worker.herd.slots import WEIGHTS, TurnOrder
 from duetime_worker.intake.offsets import CommitOnRevoke, TrackedCommits, decode_or_skip
+from duetime_worker.intake.priorities import PriorityFetch
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +75,6 @@ class DispatchConsumer:
             bootstrap, group, client_id, tls, max_poll_interval_ms=300_000
         )
         self._topics = dict(topics)
-        self._priority_of_topic = {topic: priority for priority, topic in topics.items()}
         self._max_pending = max_pending
         self._handler = handler
         self._commits = TrackedCommits(self._consumer)
@@ -91,7 +85,7 @@ class DispatchConsumer:
         self._room_freed = asyncio.Event()
         self._commit_wanted = asyncio.Event()
         self.consumed = 0
-        self._turns = TurnOrder()
+        self._fetch = PriorityFetch(self._consumer, topics)
         self._started = False
 
     async def start(self, stopping: asyncio.Event | None = None) -> bool:
@@ -117,32 +111,6 @@ class DispatchConsumer:
             await self.commit()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stopping.wait(), COMMIT_INTERVAL)
-
-    async def _fetch(self, free: int) -> list[Any]:
-        by_priority: dict[Priority, list[TopicPartition]] = {p: [] for p in WEIGHTS}
-        for tp in self._consumer.assignment():
-            priority = self._priority_of_topic.get(tp.topic)
-            if priority is not None:
-                by_priority[priority].append(tp)
-        total = sum(WEIGHTS.values())
-        records: list[Any] = []
-        order = self._turns.next()
-        # Weighted shares first, then what is left; prefetched records only.
-        for share_of in (lambda w: max(1, math.ceil(free * w / total)), lambda w: free):
-            for priority in order:
-                budget = min(share_of(WEIGHTS[priority]), free - len(records))
-                if budget <= 0 or not by_priority[priority]:
-                    continue
-                got = await self._consumer.getmany(
-                    *by_priority[priority], timeout_ms=0, max_records=budget
-                )
-                for batch in got.values():
-                    records.extend(batch)
-        if not records:
-            got = await self._consumer.getmany(timeout_ms=200, max_records=free)
-            for batch in got.values():
-                records.extend(batch)
-        return records
 
     def _spawn(self, record: Any) -> None:
         tp = TopicPartition(record.topic, record.partition)
@@ -243,7 +211,7 @@ class DispatchConsumer:
                     await self._wait_for_room(stop_wait)
                     continue
                 try:
-                    records = await self._fetch(free)
+                    records = await self._fetch.records(free)
                 except KafkaError as error:
                     log.warning(
                         "fetch failed",

@@ -41,6 +41,7 @@ from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.backoff import backoff_delay
 from duetime_core.jobspec import RetryPolicy
 from duetime_worker.targets.http.caller import HttpCaller
+from duetime_worker.targets.outcome import Outcome
 
 log = logging.getLogger(__name__)
 
@@ -160,17 +161,8 @@ class Notifier:
         started = self._clock()
         past_give_up = self._clock() >= self._deadline(webhook, started)
         if past_give_up and webhook in self._probing:
-            log.error(
-                "dead-letter notification abandoned: the team is NOT notified",
-                extra={
-                    "action": "notification_abandoned",
-                    "tries": 0,
-                    "error": "its webhook is failing past its give-up time and being probed",
-                    "give_up_after": self._settings.give_up_after,
-                    **facts,
-                },
-            )
-            return Delivery.ABANDONED
+            error = "its webhook is failing past its give-up time and being probed"
+            return self._abandoned(0, error, facts)
         if past_give_up:
             self._probing.add(webhook)
         try:
@@ -194,41 +186,14 @@ class Notifier:
             tries += 1
             limit = self._limit(webhook, started, tries)
             outcome = await self._http.send("POST", url, headers, body, limit)
-            if outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED:
-                self._failing.answered(webhook)
-                log.info(
-                    "dead-letter notification delivered",
-                    extra={"action": "notification_delivered", "tries": tries, **facts},
-                )
-                return Delivery.DELIVERED
-            if not outcome.retryable:
-                if outcome.status:  # a final 4xx: the server is reachable, the webhook is up
-                    self._failing.answered(webhook)
-                log.error(
-                    "dead-letter notification rejected: the team is NOT notified",
-                    extra={
-                        "action": "notification_rejected",
-                        "tries": tries,
-                        "error": outcome.error,
-                        **facts,
-                    },
-                )
-                return Delivery.REJECTED
+            final = self._answered(outcome, webhook, tries, facts)
+            if final is not None:
+                return final
             self._failing.failed(webhook, self._clock())
             deadline = self._deadline(webhook, started)
             delay = backoff_delay(self._settings.backoff, tries, self._rand()).total_seconds()
             if self._clock() + delay >= deadline:
-                log.error(
-                    "dead-letter notification abandoned: the team is NOT notified",
-                    extra={
-                        "action": "notification_abandoned",
-                        "tries": tries,
-                        "error": outcome.error,
-                        "give_up_after": self._settings.give_up_after,
-                        **facts,
-                    },
-                )
-                return Delivery.ABANDONED
+                return self._abandoned(tries, outcome.error, facts)
             log.warning(
                 "dead-letter notification failed; retrying",
                 extra={
@@ -240,6 +205,46 @@ class Notifier:
                 },
             )
             await self._sleep(delay)
+
+    def _answered(
+        self, outcome: Outcome, webhook: str, tries: int, facts: dict[str, Any]
+    ) -> Delivery | None:
+        """How a final answer ends the delivery (delivered, or rejected), logged; an answer
+        from the server ends its webhook's failing spell. None: the try is to be retried."""
+        if outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED:
+            self._failing.answered(webhook)
+            log.info(
+                "dead-letter notification delivered",
+                extra={"action": "notification_delivered", "tries": tries, **facts},
+            )
+            return Delivery.DELIVERED
+        if outcome.retryable:
+            return None
+        if outcome.status:  # a final 4xx: the server is reachable, the webhook is up
+            self._failing.answered(webhook)
+        log.error(
+            "dead-letter notification rejected: the team is NOT notified",
+            extra={
+                "action": "notification_rejected",
+                "tries": tries,
+                "error": outcome.error,
+                **facts,
+            },
+        )
+        return Delivery.REJECTED
+
+    def _abandoned(self, tries: int, error: str, facts: dict[str, Any]) -> Delivery:
+        log.error(
+            "dead-letter notification abandoned: the team is NOT notified",
+            extra={
+                "action": "notification_abandoned",
+                "tries": tries,
+                "error": error,
+                "give_up_after": self._settings.give_up_after,
+                **facts,
+            },
+        )
+        return Delivery.ABANDONED
 
 
 def _webhook(url: str) -> tuple[str, str]:

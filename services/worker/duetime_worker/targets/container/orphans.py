@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from duetime_worker.targets.container.podman import Podman
+    from duetime_worker.targets.container.podman_commands import Podman
 
 log = logging.getLogger(__name__)
 

@@ -23,13 +23,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 import math
 import os
 import secrets
-import tempfile
 from dataclasses import dataclass
-from typing import IO
 
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
@@ -37,14 +34,11 @@ from duetime_worker.shielding import despite_cancellation
 from duetime_worker.targets.container import orphans
 from duetime_worker.targets.container.images import ImagePolicy
 from duetime_worker.targets.container.launcher import PermittedLauncher, task_env
+from duetime_worker.targets.container.podman_commands import Finished, Podman
 from duetime_worker.targets.outcome import ANSWERED, BEGUN, NOT_BEGUN, Outcome, SendCheck
 from duetime_worker.targets.target_deadline import Deadline
 
-log = logging.getLogger(__name__)
-
 PULL_POLICIES = ("never", "missing", "always", "newer")
-# Seconds a podman command (other than waiting for a container) may take.
-COMMAND_TIMEOUT = 60.0
 # podman's --timeout for a container is its deadline plus the stop grace plus this: a backstop
 # for a container nobody removed, never reached while its worker lives.
 BACKSTOP_MARGIN = 10.0
@@ -68,71 +62,6 @@ class PodmanSettings:
     # Seconds between two sweeps for orphaned containers.
     sweep_interval: float = 30.0
     concurrency: int = 16
-
-
-@dataclass(frozen=True)
-class Finished:
-    code: int
-    out: str
-    err: str
-
-    @property
-    def detail(self) -> str:
-        lines = [line for line in self.err.splitlines() if line.strip()]
-        return (lines[-1] if lines else f"exit status {self.code}")[:500]
-
-
-def _read(file: IO[bytes]) -> str:
-    file.seek(0)
-    return file.read().decode("utf-8", "replace")
-
-
-class Podman:
-    """Runs podman commands without the worker's own DUETIME_* variables (its token)."""
-
-    def __init__(self, command: str) -> None:
-        self.command = command
-        self._env = {k: v for k, v in os.environ.items() if not k.startswith("DUETIME_")}
-
-    async def run(
-        self, *args: str, pass_fds: tuple[int, ...] = (), within: float | None = COMMAND_TIMEOUT
-    ) -> Finished:
-        # Output goes to files, and the command is done when it exits: a container's monitor
-        # (conmon) that a concurrent command's spawn let inherit a pipe would hold it open
-        # for the container's life, and a read to the pipe's end would wait that long.
-        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            process = await asyncio.create_subprocess_exec(
-                self.command,
-                *args,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                env=self._env,
-                pass_fds=pass_fds,
-            )
-            try:
-                async with asyncio.timeout(within):
-                    code = await process.wait()
-            except BaseException:  # timed out or cancelled: the command goes too
-                with contextlib.suppress(ProcessLookupError):
-                    process.kill()
-                await process.wait()
-                raise
-            return Finished(code, _read(out), _read(err))
-
-    async def remove(self, *names: str) -> None:
-        """Kills (at once) and removes the containers; absent ones are no error. A failure is
-        logged (the next sweep after this worker is gone removes them)."""
-        try:
-            done = await self.run("rm", "--force", "--ignore", "--time", "0", *names)
-            error = done.detail if done.code != 0 else ""
-        except (OSError, TimeoutError) as failure:
-            error = f"{type(failure).__name__}: {failure}"
-        if error:
-            log.error(
-                "containers not removed",
-                extra={"action": "container_remove_failed", "names": names, "error": error},
-            )
 
 
 class PodmanLauncher(PermittedLauncher):
@@ -216,20 +145,7 @@ class PodmanLauncher(PermittedLauncher):
     ) -> Outcome | None:
         """Creates the container (pulling its image as the policy says); None once it
         exists, else the outcome."""
-        backstop = math.ceil(limit + self._settings.stop_seconds + BACKSTOP_MARGIN)
-        args = ["create", "--name", name, "--pull", self._settings.pull]
-        args += ["--timeout", str(backstop)]
-        for key, value in labels.items():
-            args += ["--label", f"{key}={value}"]
-        for option, value in (
-            ("--network", self._settings.network),
-            ("--memory", self._settings.memory),
-            ("--cpus", self._settings.cpus),
-        ):
-            if value:
-                args += [option, value]
-        if target.command:
-            args += ["--entrypoint", json.dumps(list(target.command))]
+        args = _create_args(self._settings, name, labels, target, limit)
         env_file = os.memfd_create("duetime-env", os.MFD_CLOEXEC)
         try:
             os.write(env_file, "".join(f"{k}={v}\n" for k, v in env.items()).encode())
@@ -272,6 +188,32 @@ class PodmanLauncher(PermittedLauncher):
             )
         finally:
             waiting.cancel()
+
+
+def _create_args(
+    settings: PodmanSettings,
+    name: str,
+    labels: dict[str, str],
+    target: job_pb2.ContainerTarget,
+    limit: float,
+) -> list[str]:
+    """``podman create``'s arguments up to its env file: the name, pull policy, backstop
+    timeout, labels, limits and the target's entrypoint."""
+    backstop = math.ceil(limit + settings.stop_seconds + BACKSTOP_MARGIN)
+    args = ["create", "--name", name, "--pull", settings.pull]
+    args += ["--timeout", str(backstop)]
+    for key, value in labels.items():
+        args += ["--label", f"{key}={value}"]
+    for option, value in (
+        ("--network", settings.network),
+        ("--memory", settings.memory),
+        ("--cpus", settings.cpus),
+    ):
+        if value:
+            args += [option, value]
+    if target.command:
+        args += ["--entrypoint", json.dumps(list(target.command))]
+    return args
 
 
 def _exit_outcome(waited: Finished) -> Outcome:

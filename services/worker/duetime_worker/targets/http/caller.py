@@ -1,25 +1,21 @@
-"""HTTP targets: the run's headers, the attempt timeout, the send check and how far a call got,
-through Rust's reqwest (pyreqwest: less CPU a call than aiohttp, which the herd's :00 spike
-spends most of a worker's time in, as `bench/herd` measures) under the operators'
-allow-list, checked on the address actually connected to (``hosts``). A call the worker
-stops waiting for (its attempt cancelled) is not aborted by pyreqwest: the request runs on until
-its own timeout, the call's, and its answer is dropped.
+"""HTTP targets: the run's headers, the attempt timeout, the send check, and the call's turn at
+the connection limits, through Rust's reqwest (pyreqwest: less CPU a call than aiohttp, which the
+herd's :00 spike spends most of a worker's time in, as `bench/herd` measures) under the
+operators' allow-list, checked on the address actually connected to (``hosts``). The request
+itself and what came of it are ``request``'s. A call the worker stops waiting for (its attempt
+cancelled) is not aborted by pyreqwest: the request runs on until its own timeout, the call's,
+and its answer is dropped.
 
-Header values are never logged, and an outcome's error names the URL by scheme and host alone:
-its path, query and user info may hold a secret (a webhook's token), and the error is logged
-and stored on the run.
+Header values are never logged, and an outcome's error names the URL by scheme and host alone
+(``request.where``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import re
 from collections.abc import Callable
-from datetime import timedelta
-from urllib.parse import SplitResult, urlsplit
+from urllib.parse import SplitResult
 
-from pyreqwest import exceptions as rx
 from pyreqwest.client import Client
 from pyreqwest.http import Url
 
@@ -35,14 +31,8 @@ from duetime_worker.targets.http.hosts import (
     TargetRefused,
     system_resolve,
 )
-from duetime_worker.targets.outcome import (
-    ANSWERED,
-    BEGUN,
-    NOT_BEGUN,
-    Outcome,
-    SendCheck,
-    no_check,
-)
+from duetime_worker.targets.http.request import NOT_SENT, parse, request, where
+from duetime_worker.targets.outcome import NOT_BEGUN, Outcome, SendCheck, no_check
 from duetime_worker.targets.target_deadline import Deadline
 
 _METHODS = {
@@ -53,19 +43,8 @@ _METHODS = {
     job_pb2.HTTP_METHOD_PATCH: "PATCH",
     job_pb2.HTTP_METHOD_DELETE: "DELETE",
 }
-_RETRYABLE_STATUS = {408, 429}
-# What is read of an answer's body (and discarded), so its connection can be reused.
-_BODY_READ = 64 * 1024
-NOT_SENT = "not called: no connection to the target's host"
 # URLs whose parse is remembered; past this many the memory starts over.
 _URL_MEMORY = 4096
-
-
-def classify_status(status: int) -> Outcome:
-    if 200 <= status < 300:
-        return Outcome.succeeded(status=status)
-    retryable = status in _RETRYABLE_STATUS or status >= 500
-    return Outcome.failed(f"HTTP {status}", retryable=retryable, status=status, call=ANSWERED)
 
 
 class HttpCaller:
@@ -132,9 +111,7 @@ class HttpCaller:
         """One request under the allow-list, classified as a target's answer is. ``check``
         runs before the call waits for its turn and again as it is handed to reqwest (asking
         the lease to outlast the connect), so a LeaseLapsed it raises means nothing was sent;
-        ``sent`` runs once the request is handed over. Its turn at the connection limits comes
-        in weighted fair order as ``flow``: another team's calls to the same host do not make
-        it wait behind all of theirs."""
+        ``sent`` runs once the request is handed over. Its turn comes as ``flow`` (``_turn``)."""
         target = self._parsed(url)
         if isinstance(target, Outcome):
             return target
@@ -145,37 +122,19 @@ class HttpCaller:
             return Outcome.failed(f"target refused: {reason}", retryable=False, call=NOT_BEGUN)
         check()  # before the call waits for its turn
         deadline = asyncio.get_running_loop().time() + limit
-        gates: tuple[WeightedSlots, ...] = (self._gate,)
-        if self._per_host > 0:
-            # The host's own limit first: a call waiting for a busy host holds no slot that a
-            # call to another host could use.
-            origin = f"{parsed.scheme}://{host}:{parsed.port_or_known_default}"
-            gates = (self._hosts.gate(origin, self._per_host), self._gate)
+        gates = self._gates(parsed, host)
         taken: list[WeightedSlots] = []
         try:
             try:
                 client = await self._turn(gates, taken, host, deadline, flow)
-            except TimeoutError:
-                # The timeout counts from before the wait for the call's turn (the limits of
-                # DUETIME_HTTP_CONNECTIONS_PER_HOST and the slots) and the host's resolution:
-                # a request that never left was not a slow target, so it must not spend the
-                # run's budget.
-                return Outcome.handed_back(f"{NOT_SENT} within {limit:g} s", call=NOT_BEGUN)
-            except TargetRefused as error:
-                return Outcome.failed(f"target refused: {error}", retryable=False, call=NOT_BEGUN)
-            except (OSError, ValueError) as error:  # it did not resolve, or cannot be pinned
-                return Outcome.failed(
-                    f"cannot connect to {_where(parsed.scheme, host)}: {type(error).__name__}",
-                    retryable=isinstance(error, OSError),
-                    call=NOT_BEGUN,
-                )
+            except (TimeoutError, TargetRefused, OSError, ValueError) as error:
+                return _not_connected(error, limit, parsed.scheme, host)
             left = deadline - asyncio.get_running_loop().time()
             if left <= 0:
                 return Outcome.handed_back(f"{NOT_SENT} in time", call=NOT_BEGUN)
-            connect = self._connect
             try:
-                outcome = await _request(
-                    client, method, url, target, headers, body, left, check, sent, connect
+                outcome = await request(
+                    client, method, url, target, headers, body, left, check, sent, self._connect
                 )
                 if outcome.call == NOT_BEGUN and outcome.retryable:  # no connection was made
                     self._hosts.unreachable(host, client)
@@ -189,6 +148,14 @@ class HttpCaller:
         finally:
             _release(taken)
 
+    def _gates(self, parsed: Url, host: str) -> tuple[WeightedSlots, ...]:
+        """The limits the call takes its turn at, in order: its host's own limit first (a call
+        waiting for a busy host holds no slot that a call to another host could use)."""
+        if self._per_host > 0:
+            origin = f"{parsed.scheme}://{host}:{parsed.port_or_known_default}"
+            return (self._hosts.gate(origin, self._per_host), self._gate)
+        return (self._gate,)
+
     async def _turn(
         self,
         gates: tuple[WeightedSlots, ...],
@@ -198,7 +165,9 @@ class HttpCaller:
         flow: Flow,
     ) -> Client:
         """The host's client once the call's turn came (each gate taken is added to
-        ``taken``), waiting until ``deadline`` (the loop's clock) at most."""
+        ``taken``), waiting until ``deadline`` (the loop's clock) at most. The turn at each gate
+        comes in weighted fair order as ``flow``: another team's calls to the same host do not
+        make it wait behind all of theirs."""
         for gate in gates:
             await gate.take(flow, deadline)
             taken.append(gate)
@@ -209,10 +178,10 @@ class HttpCaller:
             return await self._hosts.client(host)
 
     def _parsed(self, url: str) -> tuple[Url, SplitResult] | Outcome:
-        """``_parse``, remembered: a herd calls the same few URLs thousands of times."""
+        """``request.parse``, remembered: a herd calls the same few URLs thousands of times."""
         known = self._urls.get(url)
         if known is None:
-            known = _parse(url)
+            known = parse(url)
             if len(self._urls) >= _URL_MEMORY:
                 self._urls.clear()
             self._urls[url] = known
@@ -224,127 +193,19 @@ def _release(gates: list[WeightedSlots]) -> None:
         gate.release()
 
 
-def _parse(url: str) -> tuple[Url, SplitResult] | Outcome:
-    """The URL as reqwest reads it, and split for the errors that may show it; or why the
-    call is refused before it begins."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-    except ValueError:  # e.g. an unclosed IPv6 bracket; its message is no secret
-        return Outcome.failed("invalid URL: cannot be parsed", retryable=False, call=NOT_BEGUN)
-    shown = _where(parts.scheme, host)
-    if parts.scheme not in ("http", "https") or not host:
-        host = _HOST_END.split(host, maxsplit=1)[0]
-        return Outcome.failed(
-            f"not an absolute http(s) URL: scheme {parts.scheme[:20]!r}, host {host[:200]!r}",
-            retryable=False,
-            call=NOT_BEGUN,
-        )
-    try:
-        parsed = Url(url)
-    except ValueError:  # its message is the URL
-        return Outcome.failed(f"invalid URL: {shown}", retryable=False, call=NOT_BEGUN)
-    if not parsed.host_str:
-        return Outcome.failed(f"invalid URL: {shown}", retryable=False, call=NOT_BEGUN)
-    return parsed, parts
-
-
-async def _request(
-    client: Client,
-    method: str,
-    url: str,
-    target: tuple[Url, SplitResult],
-    headers: dict[str, str],
-    body: bytes,
-    left: float,
-    check: SendCheck,
-    sent: Callable[[], None],
-    connect: float,
-) -> Outcome:
-    """The request handed to reqwest right after the last send check (asking the lease to
-    outlast ``connect``, the connect timeout), with no wait between; how far it got is told by
-    reqwest's error. NOT_BEGUN and retryable: no connection could be made (nothing sent)."""
-    parsed, parts = target
-    try:
-        builder = client.request(method, parsed).headers(headers).timeout(timedelta(seconds=left))
-        if body:
-            builder = builder.body_bytes(body)
-        request = builder.build_streamed()
-    except (rx.PyreqwestError, ValueError, TypeError) as error:  # a header it cannot send
-        # (the values stay unsaid: one may be a secret)
-        return Outcome.failed(
-            f"invalid request: {type(error).__name__}", retryable=False, call=NOT_BEGUN
-        )
-    check(connect)
-    sent()
-    try:
-        async with request as response:
-            # The status decides: a body that breaks off after a 2xx must not turn a call that
-            # succeeded into one that is retried. Read (and discard) a bounded body so the
-            # connection can be reused, ignoring how that ends.
-            with contextlib.suppress(rx.PyreqwestError):
-                await response.body_reader.read(_BODY_READ)
-            return classify_status(response.status)
-    except rx.PyreqwestError as error:
-        return _failure(error, url, parts, left, connect)
-
-
-# How hyper names a request that failed while its connection was being made (TCP, TLS):
-# nothing of it was sent. pyreqwest's own classes do not tell this (a request the target
-# dropped unanswered raises ConnectError, the total timeout ConnectTimeoutError), so any other
-# failure counts as begun.
-_CONNECTING = "client error (Connect)"
-
-
-def _failure(
-    error: rx.PyreqwestError, url: str, parts: SplitResult, left: float, connect: float
-) -> Outcome:
-    """A failed request's outcome, by how far it got."""
-    causes = _causes(error)
-    if _CONNECTING in causes:
-        if isinstance(error, rx.RequestTimeoutError):
-            return Outcome.handed_back(f"{NOT_SENT} within {connect:g} s", call=NOT_BEGUN)
-        return Outcome.failed(
-            f"cannot connect: {described_error(error, url, parts)}", retryable=True, call=NOT_BEGUN
-        )
-    if isinstance(error, rx.RequestTimeoutError):
-        return Outcome.timed_out(f"no answer within {left:g} s", call=BEGUN)
-    return Outcome.failed(described_error(error, url, parts), retryable=True, call=BEGUN)
-
-
-def _causes(error: BaseException) -> list[str]:
-    """The messages of a pyreqwest error's causes, outermost first."""
-    if not isinstance(error, rx.DetailedPyreqwestError):
-        return []
-    return [cause["message"] for cause in error.details.get("causes") or []]
-
-
-def _where(scheme: str, host: str) -> str:
-    """A URL as errors may show it: scheme and host, without port, path, query or user info.
-    The host is cut where another parser could read a path (``a.com\\token`` is host
-    ``a.com`` and path ``/token`` to reqwest)."""
-    host = _HOST_END.split(host, maxsplit=1)[0]
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    return f"{scheme}://{host}"
-
-
-_HOST_END = re.compile(r"[\\/?#@%\s]")
-
-
-def described_error(error: BaseException, url: str, parts: SplitResult) -> str:
-    """``Type: message``, unless the message could show the URL (it contains "://", "@" or
-    "?", or any part of the URL): then the type and where it was called. A library's message
-    may carry the URL normalised (host lowercased, query re-encoded), so matching the URL's
-    own text would miss it, and a password or query token would reach the run's error and
-    the logs. A pyreqwest error says its message and its innermost cause (e.g. the OS's)."""
-    text = str(error)
-    if isinstance(error, rx.PyreqwestError):
-        text = ": ".join([error.message, *_causes(error)[-1:]])
-    hidden = [url, parts.path if parts.path not in ("", "/") else "", parts.query, parts.fragment]
-    hidden += [parts.username or "", parts.password or ""]
-    if any(mark in text for mark in ("://", "@", "?")) or any(
-        part and part in text for part in hidden
-    ):
-        return f"{type(error).__name__} calling {_where(parts.scheme, parts.hostname or '')}"
-    return f"{type(error).__name__}: {text}"
+def _not_connected(error: Exception, limit: float, scheme: str, host: str) -> Outcome:
+    """The outcome of a call that got no connection to its host: its turn or the host's
+    resolution did not come within ``limit`` (TimeoutError), the allow-list refused every
+    address (TargetRefused), or it did not resolve or cannot be pinned (OSError, ValueError)."""
+    if isinstance(error, TimeoutError):
+        # The timeout counts from before the wait for the call's turn (the limits of
+        # DUETIME_HTTP_CONNECTIONS_PER_HOST and the slots) and the host's resolution: a request
+        # that never left was not a slow target, so it must not spend the run's budget.
+        return Outcome.handed_back(f"{NOT_SENT} within {limit:g} s", call=NOT_BEGUN)
+    if isinstance(error, TargetRefused):
+        return Outcome.failed(f"target refused: {error}", retryable=False, call=NOT_BEGUN)
+    return Outcome.failed(
+        f"cannot connect to {where(scheme, host)}: {type(error).__name__}",
+        retryable=isinstance(error, OSError),
+        call=NOT_BEGUN,
+    )
