@@ -63,9 +63,10 @@ CRONS = [
 ]
 
 ONE_US = timedelta(microseconds=1)
-instants = st.datetimes(
-    min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31, 23, 59, 59, 999999)
-).map(lambda d: d.replace(tzinfo=UTC))
+# The instants a schedule may name (duetime_core.jobspec.instant_problem).
+schedulable = st.datetimes(min_value=datetime(1, 1, 4), max_value=datetime(9999, 12, 28)).map(
+    lambda d: d.replace(tzinfo=UTC)
+)
 no_controls = st.characters(exclude_categories=["Cc", "Cs"])
 printable_ascii = st.characters(min_codepoint=0x20, max_codepoint=0x7E)
 
@@ -82,16 +83,10 @@ def at_locals(draw: st.DrawFn) -> AtLocal:
     return AtLocal(local_time=local, time_zone=zone, gap=gap, fold=fold, resolved=resolved)
 
 
-# The instants a schedule may name (duetime_core.jobspec.instant_problem).
-schedulable = st.datetimes(min_value=datetime(1, 1, 4), max_value=datetime(9999, 12, 28)).map(
-    lambda d: d.replace(tzinfo=UTC)
-)
-
-
 @st.composite
 def everys(draw: st.DrawFn) -> Every:
     interval = draw(st.timedeltas(min_value=timedelta(seconds=1), max_value=timedelta(days=366)))
-    start = draw(st.none() | instants)
+    start = draw(st.none() | schedulable)
     end = draw(st.none() | schedulable)
     if start is not None and end is not None and end < start:
         end = None
@@ -120,7 +115,7 @@ delays = st.timedeltas(min_value=timedelta(0), max_value=timedelta(days=366)).ma
     lambda d: AfterDelay(delay=d, resolved=NOW + d)
 )
 schedules: st.SearchStrategy[ScheduleSpec] = st.one_of(
-    instants.map(lambda at: AtInstant(at=at)), at_locals(), delays, everys(), crons()
+    schedulable.map(lambda at: AtInstant(at=at)), at_locals(), delays, everys(), crons()
 )
 
 
