@@ -1,6 +1,6 @@
 """The benches' PgQueuer peer on real processes: jobs enqueued with their due times are stored
 at them (read back from ``execute_after``), and the consumer calls the target once for each,
-none before its time. Needs the lock file's bench group (``uv run --group bench``)."""
+none before its time."""
 
 from __future__ import annotations
 
@@ -10,17 +10,14 @@ from pathlib import Path
 import pytest
 
 from bench.harness import CpuFigures, herd_outcome
+from bench.pgqueuer_peer import PgqSettings, enqueue, running_pgqueuer
 from bench.steady import spread
 from testkit.polling import eventually
-
-pytest.importorskip("pgqueuer")
 
 pytestmark = pytest.mark.timeout(60)
 
 
 async def test_each_job_is_stored_at_its_time_and_called_once_not_before(tmp_path: Path) -> None:
-    from bench.pgqueuer_peer import PgqSettings, enqueue, running_pgqueuer
-
     async with running_pgqueuer(PgqSettings(batch_size=10, connections=8), tmp_path) as peer:
         now: datetime = await peer.conn.fetchval("SELECT now()")
         first = now + timedelta(seconds=2)
