@@ -7,10 +7,12 @@ import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
 import grpc
+from google.protobuf import timestamp_pb2
 from google.rpc import error_details_pb2
 from grpc import aio
 from grpc_status import rpc_status
@@ -138,3 +140,8 @@ async def failure(call: Any) -> RpcFailure:
                     quotas = {v.quota_id: dict(v.quota_dimensions) for v in quota.violations}
         return RpcFailure(error.code(), reason, fields, error.details() or "", quotas)
     raise AssertionError("the call succeeded but was expected to fail")
+
+
+def at(timestamp: timestamp_pb2.Timestamp) -> datetime:
+    """A Timestamp the API answered, as an aware UTC datetime."""
+    return timestamp.ToDatetime(UTC)

@@ -5,37 +5,21 @@ as an answer, across New York's DST nights of 2026 (2026-03-08 02:00 -> 03:00, 2
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import asyncpg
 import grpc
-import pytest
-from google.protobuf import field_mask_pb2, timestamp_pb2
+from google.protobuf import field_mask_pb2
 
 from duetime.jobs.v1 import job_pb2, run_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
-from duetime_infra.pg.pool import create_pool
-from testkit.api import ApiClient, failure, running_api
+from testkit.api import ApiClient, at, failure
 from testkit.jobs import cron_job
 from testkit.time_travel import set_clock, utc
 from tests.integration.test_claims import claim_all
 
 NEW_YORK = "America/New_York"
 HOUR = timedelta(hours=1)
-
-
-@pytest.fixture
-async def api(db_dsn: str) -> AsyncIterator[ApiClient]:
-    async with running_api(db_dsn) as client:
-        yield client
-
-
-@pytest.fixture
-async def pool(db_dsn: str) -> AsyncIterator[asyncpg.Pool[asyncpg.Record]]:
-    pool = await create_pool(db_dsn, max_size=4)
-    yield pool
-    await pool.close()
 
 
 async def create(api: ApiClient, job: job_pb2.Job) -> job_pb2.Job:
@@ -77,10 +61,6 @@ async def explain(
     if time is not None:
         request.time.FromDatetime(time)
     return await api.stub.ExplainOccurrence(request, metadata=api.auth())
-
-
-def at(timestamp: timestamp_pb2.Timestamp) -> datetime:
-    return timestamp.ToDatetime(UTC)
 
 
 async def test_the_spring_forward_night_shifted_skipped_and_no_occurrence(

@@ -4,24 +4,16 @@ each change's author (the token), call and fields, secrets redacted."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 
 import grpc
-import pytest
 from google.protobuf import field_mask_pb2
 
 from duetime.admin.v1 import admin_service_pb2 as admin
 from duetime.jobs.v1 import job_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
-from testkit.api import ApiClient, failure, running_api
+from testkit.api import ApiClient, failure
 from tests.integration.test_api_jobs import cron_job
 from tests.integration.test_api_runs import sql
-
-
-@pytest.fixture
-async def api(db_dsn: str) -> AsyncIterator[ApiClient]:
-    async with running_api(db_dsn) as client:
-        yield client
 
 
 async def deploy_token(api: ApiClient) -> tuple[str, str]:

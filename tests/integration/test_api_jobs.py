@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
 import grpc
-import pytest
 from google.protobuf import duration_pb2, field_mask_pb2
 
 from duetime.jobs.v1 import job_pb2, run_pb2
@@ -19,14 +17,8 @@ from duetime_core.schedule import next_fire_time
 from duetime_core.schedule.model import Cron
 from duetime_infra.admin import create_worker_token
 from duetime_infra.codec.spec_json import spec_from_json
-from testkit.api import ApiClient, failure, running_api
+from testkit.api import ApiClient, failure
 from testkit.secrets import secret_box
-
-
-@pytest.fixture
-async def api(db_dsn: str) -> AsyncIterator[ApiClient]:
-    async with running_api(db_dsn) as client:
-        yield client
 
 
 def cron_job(expression: str = "30 2 * * *", zone: str = "America/New_York") -> job_pb2.Job:

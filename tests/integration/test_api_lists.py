@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import asyncpg
@@ -17,13 +16,7 @@ from google.rpc import code_pb2, error_details_pb2
 
 from duetime.jobs.v1 import job_pb2, run_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
-from testkit.api import ApiClient, failure, running_api
-
-
-@pytest.fixture
-async def api(db_dsn: str) -> AsyncIterator[ApiClient]:
-    async with running_api(db_dsn) as client:
-        yield client
+from testkit.api import ApiClient, failure
 
 
 def job(

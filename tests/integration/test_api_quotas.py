@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import asyncpg
 import grpc
-import pytest
 from google.protobuf import field_mask_pb2
 
 from duetime.admin.v1 import admin_service_pb2 as admin
 from duetime.jobs.v1 import job_pb2, quota_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
 from duetime_infra.admin import create_worker_token
-from testkit.api import ApiClient, failure, running_api
+from testkit.api import ApiClient, failure
 from testkit.jobs import interval_job
-
-
-@pytest.fixture
-async def api(db_dsn: str) -> AsyncIterator[ApiClient]:
-    async with running_api(db_dsn) as client:
-        yield client
 
 
 def op(api: ApiClient) -> tuple[tuple[str, str], ...]:

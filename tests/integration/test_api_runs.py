@@ -4,25 +4,17 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
 import grpc
-import pytest
 from google.protobuf import duration_pb2, timestamp_pb2
 
 from duetime.events.v1 import events_pb2
 from duetime.jobs.v1 import job_pb2, run_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
-from testkit.api import ApiClient, failure, running_api
+from testkit.api import ApiClient, failure
 from tests.integration.test_api_jobs import cron_job
-
-
-@pytest.fixture
-async def api(db_dsn: str) -> AsyncIterator[ApiClient]:
-    async with running_api(db_dsn) as client:
-        yield client
 
 
 async def sql(dsn: str, query: str, *args: object) -> list[asyncpg.Record]:

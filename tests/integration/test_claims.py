@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import asyncpg
@@ -13,18 +12,10 @@ from duetime.events.v1 import events_pb2
 from duetime_core.lookahead import herd_lookahead
 from duetime_infra.pg.dispatch.claims import ClaimAbandoned, claim_batch, due_by_second
 from duetime_infra.pg.fencing import FencingLost, FencingToken, fence
-from duetime_infra.pg.pool import create_pool
 from testkit.jobs import create_jobs, cron_job, interval_job, shift_clock
 
 ALL = {p: FencingToken(p, 0, 10) for p in range(1024)}
 LOOKAHEAD = timedelta(seconds=5)
-
-
-@pytest.fixture
-async def pool(db_dsn: str) -> AsyncIterator[asyncpg.Pool[asyncpg.Record]]:
-    pool = await create_pool(db_dsn, max_size=6)
-    yield pool
-    await pool.close()
 
 
 async def claim_all(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import aetcd
@@ -22,7 +21,6 @@ from duetime_infra.pg.dispatch.claims import ClaimAbandoned, claim_batch
 from duetime_infra.pg.dispatch.dispatcher import requeue_due_retries
 from duetime_infra.pg.dispatch.outbox import outbox_backlog
 from duetime_infra.pg.fencing import FencingLost, FencingToken, fence
-from duetime_infra.pg.pool import create_pool
 from testkit.api import failure, running_api
 from testkit.jobs import create_jobs, interval_job, shift_clock
 from testkit.metrics import recorded_metrics
@@ -33,13 +31,6 @@ pytestmark = pytest.mark.timeout(60)
 
 LOOKAHEAD = timedelta(seconds=5)
 REFUSALS = "duetime.fencing.refusals"
-
-
-@pytest.fixture
-async def pool(db_dsn: str) -> AsyncIterator[asyncpg.Pool[asyncpg.Record]]:
-    pool = await create_pool(db_dsn, max_size=4)
-    yield pool
-    await pool.close()
 
 
 async def claim(

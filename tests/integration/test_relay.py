@@ -26,7 +26,6 @@ from duetime_infra.pg.dispatch.claims import claim_batch
 from duetime_infra.pg.dispatch.outbox_writer import insert_outbox
 from duetime_infra.pg.fencing import FencingToken
 from duetime_infra.pg.jobs.store import JobStore
-from duetime_infra.pg.pool import create_pool
 from duetime_infra.tracecontext import new_run_trace
 from duetime_relay.reconciler import Reconciler
 from duetime_relay.relay import Relay
@@ -47,13 +46,6 @@ pytestmark = pytest.mark.timeout(90)
 
 ALL = {p: FencingToken(p, 0, 10) for p in range(1024)}
 Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
-
-
-@pytest.fixture
-async def pool(db_dsn: str) -> AsyncIterator[Pool]:
-    pool = await create_pool(db_dsn, max_size=6)
-    yield pool
-    await pool.close()
 
 
 @pytest.fixture
