@@ -12,6 +12,7 @@ from duetime.events.v1 import events_pb2
 from duetime_core.lookahead import herd_lookahead
 from duetime_infra.pg.dispatch.claims import ClaimAbandoned, claim_batch, due_by_second
 from duetime_infra.pg.fencing import FencingLost, FencingToken, fence
+from duetime_infra.pg.sql import q
 from testkit.jobs import create_jobs, cron_job, interval_job, shift_clock
 
 ALL = {p: FencingToken(p, 0, 10) for p in range(1024)}
@@ -197,3 +198,14 @@ async def test_a_herd_grows_the_look_ahead_as_far_as_its_size_needs(
     for job in jobs:
         assert job.next_run_time is not None
         assert advanced[job.job_id] == job.next_run_time + timedelta(seconds=60)
+
+
+async def test_a_claim_does_not_skip_a_job_whose_run_is_starting(
+    pool: asyncpg.Pool[asyncpg.Record],
+) -> None:
+    (job,) = await create_jobs(pool, [interval_job(60)])
+    await shift_clock(pool, timedelta(seconds=57))
+    async with pool.acquire() as conn, conn.transaction():
+        # The job's lock as a start or report of one of its runs holds it.
+        await conn.fetchrow(q("attempt_job_lock"), job.job_id)
+        assert await asyncio.wait_for(claim_all(pool), 10) == 1

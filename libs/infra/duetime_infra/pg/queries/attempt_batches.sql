@@ -35,11 +35,11 @@ WHERE r.run_id = ANY($1::uuid[])
 FOR UPDATE OF r SKIP LOCKED;
 
 -- name: attempt_batch_jobs_lock
--- The jobs of those runs that no other transaction holds (pause, delete and overlap are
--- decided under the job's row lock, as for one run).
+-- The jobs of those runs whose lock no other transaction holds (pause, delete and overlap are
+-- decided under the job's lock, as for one run: attempt_job_lock), taken without waiting.
 SELECT job_id, state, (SELECT duetime_now()) AS now FROM jobs
-WHERE job_id = ANY($1::uuid[])
-FOR UPDATE SKIP LOCKED;
+WHERE job_id = ANY($1::uuid[]) AND pg_try_advisory_xact_lock(duetime_job_lock_key(job_id))
+FOR KEY SHARE SKIP LOCKED;
 
 -- name: attempt_batch_overlap_runs
 -- attempt_overlap_runs for many jobs at once (each run's own row is left out by the caller).

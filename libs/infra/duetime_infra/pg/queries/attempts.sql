@@ -2,8 +2,8 @@
 -- reaper. Every "now" is duetime_now(), or a value a statement of the same transaction read
 -- from it, read as (SELECT duetime_now()): once a statement, where duetime_now() alone (a
 -- function PostgreSQL does not inline) runs for every row. Every query file does the same.
--- Lock order, everywhere: the run's row, then its job's row, then other runs of the job (SKIP
--- LOCKED when a start wants them), then attempt rows.
+-- Lock order, everywhere: the run's row, then its job (attempt_job_lock), then other runs of
+-- the job (SKIP LOCKED when a start wants them), then attempt rows.
 
 -- name: attempt_run_lock
 -- The run a worker names, locked, with its open attempt (if any) for a repeated start.
@@ -21,9 +21,14 @@ WHERE r.run_id = $1
 FOR UPDATE OF r;
 
 -- name: attempt_job_lock
--- Overlap, pause and deletion are decided under the job's row lock, and every run that ends
--- takes it too, so a WAITING run cannot miss its release.
-SELECT state, (SELECT duetime_now()) AS now FROM jobs WHERE job_id = $1 FOR UPDATE;
+-- Overlap, pause and deletion are decided under the job's lock, and every run that ends takes
+-- it too, so a WAITING run cannot miss its release: the job's advisory lock (one start or
+-- report of the job at a time) and its row's KEY SHARE lock (waits for the API and the
+-- reaper, not for a claim: migration 0016).
+WITH held AS MATERIALIZED (SELECT pg_advisory_xact_lock(duetime_job_lock_key($1)))
+SELECT j.state, (SELECT duetime_now()) AS now FROM jobs j, held
+WHERE j.job_id = $1
+FOR KEY SHARE OF j;
 
 -- name: attempt_overlap_runs
 -- The job's other runs that hold it (duetime_run_holds_job) or wait for it under BUFFER_ONE

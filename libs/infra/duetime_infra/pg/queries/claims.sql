@@ -5,7 +5,8 @@ SELECT duetime_now();
 
 -- name: claim_due_jobs
 -- Reads only the due slice through jobs_due_idx; rows another scheduler (or an API call) holds
--- are skipped, not waited for. No ORDER BY: sorting every due row for each batch made a pass
+-- are skipped, not waited for. NO KEY UPDATE: a start or report of the job (KEY SHARE, see
+-- attempt_job_lock) neither waits for the claim nor makes it skip the job. No ORDER BY: sorting every due row for each batch made a pass
 -- quadratic in the backlog, and a pass claims everything due (look-ahead included) anyway.
 SELECT job_id, team_id, partition, version, spec::text AS spec_text, next_run_time,
        next_effective_time, scheduled_runs
@@ -14,7 +15,7 @@ WHERE partition = ANY($1::integer[])
   AND state = 'ACTIVE'
   AND next_effective_time <= $2::timestamptz
 LIMIT $3
-FOR UPDATE SKIP LOCKED;
+FOR NO KEY UPDATE SKIP LOCKED;
 
 -- name: claim_jobs_ahead
 -- claim_due_jobs for the slice a look-ahead grown for a herd adds, after $2 up to $3: read
@@ -28,7 +29,7 @@ WHERE partition = ANY($1::integer[])
   AND next_effective_time > $2::timestamptz
   AND next_effective_time <= $3::timestamptz
 LIMIT $4
-FOR UPDATE SKIP LOCKED;
+FOR NO KEY UPDATE SKIP LOCKED;
 
 -- name: claim_due_by_second
 -- Jobs of the partitions $1 due within $3 of $2, counted per whole second from $2 (what the
