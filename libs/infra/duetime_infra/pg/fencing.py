@@ -31,19 +31,28 @@ async def fence(conn: Conn, tokens: Iterable[FencingToken], *, operation: str = 
     """Raises-or-matches each partition's stored token; raises FencingLost if any is newer.
 
     Call it inside the transaction, last before COMMIT. A new owner calls it once on its own
-    before its first claim, which is what "raise the token" means. ``operation`` names the
+    before its first claim, which is what "raise the token" means; afterwards its token is
+    only share-locked (``fence_held``), so a claim writes no row here. ``operation`` names the
     transaction in the fencing-refusal metric.
     """
     wanted = {t.partition: t for t in tokens}
     if not wanted:
         return
-    rows = await conn.fetch(
-        q("fence_partitions"),
-        [t.partition for t in wanted.values()],
-        [t.epoch for t in wanted.values()],
-        [t.revision for t in wanted.values()],
-    )
-    matched = {r["partition"] for r in rows}
-    if len(matched) != len(wanted):
+    held = await _fenced(conn, "fence_held", wanted.values())
+    raising = [t for p, t in wanted.items() if p not in held]
+    raised = await _fenced(conn, "fence_partitions", raising) if raising else set()
+    lost = sorted(set(wanted) - held - raised)
+    if lost:
         instruments.fencing_refused(operation, "token")
-        raise FencingLost(sorted(set(wanted) - matched))
+        raise FencingLost(lost)
+
+
+async def _fenced(conn: Conn, query: str, tokens: Iterable[FencingToken]) -> set[int]:
+    listed = list(tokens)
+    rows = await conn.fetch(
+        q(query),
+        [t.partition for t in listed],
+        [t.epoch for t in listed],
+        [t.revision for t in listed],
+    )
+    return {r["partition"] for r in rows}
