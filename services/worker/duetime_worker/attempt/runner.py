@@ -31,8 +31,8 @@ from duetime_worker.attempt.lifecycle import Attempt, Started
 from duetime_worker.attempt.reporter import Reporter
 from duetime_worker.attempt.server_clock import ServerClock
 from duetime_worker.attempt.tally import AttemptTally
+from duetime_worker.herd.governor import Herd
 from duetime_worker.herd.slots import ANYONE, Flow
-from duetime_worker.herd.state import CallBacklog
 from duetime_worker.herd.timers import Deadlines
 from duetime_worker.targets.container.launcher import Launcher, Reservation
 from duetime_worker.targets.http.caller import HttpCaller
@@ -83,7 +83,7 @@ class Runner:
         reporter: Reporter,
         *,
         clock: ServerClock,
-        backlog: CallBacklog,
+        herd: Herd,
         stopping: asyncio.Event,
         tally: AttemptTally,
     ) -> None:
@@ -92,11 +92,9 @@ class Runner:
         self._launcher = launcher
         self._reporter = reporter
         self._clock = clock
-        self._backlog = backlog
+        self._herd = herd
         self._stopping = stopping
         self._tally = tally
-        # The lease watches' deadlines, under one timer.
-        self._leases = Deadlines()
         # The waits of attempts started ahead until shortly before their call, under one
         # timer; all ended at once when stopping, to hand those attempts back unrun.
         self._held_ahead = Deadlines()
@@ -136,7 +134,7 @@ class Runner:
         attempt.run(asyncio.create_task(self._call(attempt, response, timeout, reservation, flow)))
         self._heartbeats.add(attempt)
         try:
-            await watch(attempt, self._leases)
+            await watch(attempt, self._herd.leases)
             call_ended()
             await self._reporter.report(attempt, since)
         finally:
@@ -183,7 +181,7 @@ class Runner:
         if not attempt.began:
             if not await self._call_time(attempt, response.call_time):
                 return Outcome.handed_back(SHUTTING_DOWN, call=NOT_BEGUN)
-            sent = self._backlog.due()
+            sent = self._herd.call_due()
             attempt.call_begins(self._clock.now_ns())
         try:
             if attempt.at_most_once and not await self._announced(attempt, limit):
