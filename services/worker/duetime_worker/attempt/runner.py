@@ -32,9 +32,9 @@ from duetime_worker.attempt.reporter import Reporter
 from duetime_worker.attempt.server_clock import ServerClock
 from duetime_worker.attempt.tally import AttemptTally
 from duetime_worker.herd.governor import Herd
-from duetime_worker.herd.slots import ANYONE, Flow
+from duetime_worker.herd.slots import ANYONE, Flow, Reservation
 from duetime_worker.herd.timers import Deadlines
-from duetime_worker.targets.container.launcher import Launcher, Reservation
+from duetime_worker.targets.container.launcher import Launcher
 from duetime_worker.targets.http.caller import HttpCaller
 from duetime_worker.targets.outcome import LEASE_LAPSED, NOT_BEGUN, LeaseLapsed, Outcome
 
