@@ -18,16 +18,13 @@ import grpc
 from grpc import aio
 
 from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_worker.herd.knobs import LINGER, MAX_BATCH, MAX_IN_FLIGHT
 from duetime_worker.herd.slots import WeightedSlots
 
 log = logging.getLogger(__name__)
 
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
-
-MAX_BATCH = 500
-LINGER = 0.005
-MAX_IN_FLIGHT = 4
 
 
 class EntryFailed(aio.AioRpcError):

@@ -19,8 +19,7 @@ from collections.abc import Mapping
 
 from duetime_worker.attempt.lifecycle import Attempt, Key
 from duetime_worker.herd.governor import Herd
-
-URGENT_SPACING = 0.1
+from duetime_worker.herd.knobs import URGENT_SPACING
 
 
 class BeatSchedule:

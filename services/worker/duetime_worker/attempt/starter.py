@@ -2,8 +2,10 @@
 asked for (``starts``) and handed to the ``runner``.
 
 A message waits for its run's time by the server's clock (``server_clock``) holding nothing. A
-run due within ``EARLY_AHEAD`` may have its attempt asked for ahead of that time: its start then
-happens before a herd's instant, not at it. Either way the message goes the same way
+run due within ``EARLY_AHEAD`` (``herd.knobs``) may have its attempt asked for ahead of that time
+(the scheduler allows it for runs of jobs whose overlap policy is ALLOW): its start then happens
+before a herd's instant, not at it, and a herd claimed ahead has its starts spread over the
+stretch. Either way the message goes the same way
 (``_start_and_run``): it holds a place until its call ends, asks for its attempt under a start
 permit, is answered, and its attempt is run. The place is an execution slot, waited for in fair
 order, or for a start ahead an early permit, taken without waiting (``Permits``: bounded apart
@@ -36,15 +38,11 @@ from duetime_worker.attempt.lifecycle import Started
 from duetime_worker.attempt.runner import Runner
 from duetime_worker.attempt.server_clock import ServerClock
 from duetime_worker.attempt.starts import StartCalls, StartRefused, TooEarly, Unanswered
+from duetime_worker.herd.knobs import EARLY_AHEAD
 from duetime_worker.herd.slots import Flow, Permits, Reservation, SlotsClosed, WeightedSlots
 from duetime_worker.shielding import despite_cancellation
 from duetime_worker.targets.container.launcher import Launcher
 
-# How long before a run's time its attempt is asked for ahead (the scheduler allows up to
-# 30 s, for runs of jobs whose overlap policy is ALLOW): the call then needs no start of its
-# own at the run's time. A herd claimed ahead (its look-ahead grown up to a minute) has its
-# starts spread over this stretch instead of crowding the seconds before its instant.
-EARLY_AHEAD = 20.0
 # Longest single wait on TOO_EARLY before asking again.
 MAX_EARLY_WAIT = 60.0
 # After a TOO_EARLY answer the message waits at least this long, doubling while the answers
