@@ -38,11 +38,6 @@ class Herd:
         """Calls wait to go out, or reports to be sent; never once stopping."""
         return not self._stopping and (self._backlog.holding or self._reporting > 0)
 
-    @property
-    def calls_waiting(self) -> int:
-        """Calls whose time has come and whose request has not gone out yet."""
-        return self._backlog.waiting
-
     def call_due(self) -> Callable[[], None]:
         """Counts one call whose time has come; the callable returned says it went out (or
         ended without going out), and counts only once."""
