@@ -15,9 +15,9 @@ from datetime import datetime, timedelta
 import pytest
 
 from duetime_core.attempts import AttemptSettings
-from duetime_worker.attempt import reporter
 from duetime_worker.attempt.executor import Executor
 from duetime_worker.attempt.heartbeats import Heartbeats
+from duetime_worker.herd import governor
 from duetime_worker.targets.container.launcher import DisabledLauncher
 from duetime_worker.targets.http.allow_list import TargetPolicy
 from duetime_worker.targets.http.caller import HttpCaller
@@ -50,13 +50,14 @@ async def env(db_dsn: str) -> AsyncIterator[Env]:
         http_target() as quick,
     ):
         metadata = (("authorization", f"Bearer {w.token}"),)
-        heartbeats = Heartbeats(w.stub, WORKER, metadata, interval=0.3)
+        herd = governor.Herd()
+        heartbeats = Heartbeats(w.stub, WORKER, metadata, interval=0.3, herd=herd)
         http = HttpCaller(TargetPolicy.parse(["127.0.0.1"]), connections_per_host=1)
         await http.start()
         stopping = asyncio.Event()
         beating = asyncio.create_task(heartbeats.run(stopping))
         executor = Executor(
-            w.stub, WORKER, metadata, heartbeats, http, DisabledLauncher(), early=10
+            w.stub, WORKER, metadata, heartbeats, http, DisabledLauncher(), herd=herd, early=10
         )
         try:
             yield Env(api, w, busy, quick, executor)
@@ -126,7 +127,7 @@ async def test_a_success_waits_until_the_calls_due_have_gone_out(env: Env) -> No
 async def test_a_success_waits_no_longer_than_the_longest_hold(
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(reporter, "REPORT_HOLD", 1.0)
+    monkeypatch.setattr(governor, "REPORT_HOLD", 1.0)
     h = await herd(env)
     answered = time.monotonic()
     try:

@@ -24,6 +24,7 @@ from duetime_core.attempts import AttemptSettings
 from duetime_worker.attempt.executor import Executor
 from duetime_worker.attempt.heartbeats import Heartbeats
 from duetime_worker.attempt.scheduler_client import RPC_TIMEOUT, AttemptCalls
+from duetime_worker.herd.governor import Herd
 from duetime_worker.targets.container.launcher import DisabledLauncher
 from duetime_worker.targets.http.caller import HttpCaller
 from testkit.api import ApiClient, running_api
@@ -47,6 +48,7 @@ class Env:
     executor: Executor
     heartbeats: Heartbeats
     http: HttpCaller
+    herd: Herd
 
 
 @pytest.fixture
@@ -58,7 +60,7 @@ async def env(db_dsn: str) -> AsyncIterator[Env]:
         worker_machinery(w) as machinery,
     ):
         executor = machinery.executor(DisabledLauncher())
-        yield Env(api, w, target, executor, machinery.heartbeats, machinery.http)
+        yield Env(api, w, target, executor, machinery.heartbeats, machinery.http, machinery.herd)
 
 
 async def job_calling(env: Env, path: str, behaviour: Behaviour) -> job_pb2.Job:
@@ -175,6 +177,7 @@ def executor_with(
         env.heartbeats,
         env.http,
         DisabledLauncher(),
+        herd=env.herd,
         calls=calls,
         **options,
     )
@@ -306,6 +309,7 @@ async def test_an_attempt_started_ahead_calls_at_its_time_and_reports_when(env: 
         env.heartbeats,
         env.http,
         DisabledLauncher(),
+        herd=env.herd,
         early=10,
     )
     answered = Answer()
@@ -390,6 +394,7 @@ async def test_a_job_paused_before_a_call_started_ahead_is_not_called(env: Env) 
         env.heartbeats,
         env.http,
         DisabledLauncher(),
+        herd=env.herd,
         early=10,
     )
     processing = asyncio.create_task(early.process(due_at(run_id, effective), "d-1", Answer()))

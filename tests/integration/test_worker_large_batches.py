@@ -15,7 +15,8 @@ from grpc import aio
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_infra.codec.target_codec import MAX_BODY_BYTES
-from duetime_worker.attempt.scheduler_client import CHANNEL_OPTIONS, START_BATCH, AttemptCalls
+from duetime_worker.attempt.scheduler_client import CHANNEL_OPTIONS, AttemptCalls
+from duetime_worker.herd.knobs import START_BATCH
 from testkit.api import ApiClient
 from testkit.environments import ApiAndWorkers
 from testkit.worker_api import WorkerClient, create_job, job_message

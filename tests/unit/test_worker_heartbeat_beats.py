@@ -13,6 +13,7 @@ from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.attempts import MAX_ATTEMPTS_PER_BEAT
 from duetime_worker.attempt.heartbeats import Heartbeats
 from duetime_worker.attempt.lifecycle import Attempt
+from duetime_worker.herd.governor import Herd
 from duetime_worker.targets.outcome import Outcome
 from testkit.polling import eventually, throughout
 
@@ -74,7 +75,7 @@ async def test_a_call_about_to_begin_gets_a_beat_of_its_own_and_full_beats_keep_
     None
 ):
     stream = Stream()
-    beats = Heartbeats(cast(Any, Stub(stream)), "w-1", (), interval=0.6)
+    beats = Heartbeats(cast(Any, Stub(stream)), "w-1", (), interval=0.6, herd=Herd())
     held = cast("asyncio.Task[Outcome]", asyncio.create_task(asyncio.sleep(math.inf)))
     attempts = [attempt_of(f"run-{i}", held, 0.0) for i in range(3)]
     for attempt in attempts:
@@ -108,7 +109,7 @@ async def test_a_pause_cancels_an_early_attempt_until_its_call_begins_and_a_dele
     # the worker after the call began is stale, and cancelling then would leave a call that
     # reached the target recorded as cancelled (the chaos soak's "applied ... run SKIPPED").
     stream = Stream({"waiting": "JOB_PAUSED", "calling": "JOB_PAUSED", "deleted": "JOB_DELETED"})
-    beats = Heartbeats(cast(Any, Stub(stream)), "w-1", (), interval=60)
+    beats = Heartbeats(cast(Any, Stub(stream)), "w-1", (), interval=60, herd=Herd())
     tasks = {
         name: cast("asyncio.Task[Outcome]", asyncio.create_task(asyncio.sleep(math.inf)))
         for name in ("waiting", "calling", "deleted")
@@ -165,7 +166,7 @@ async def test_callers_behind_a_beat_in_flight_get_a_beat_listing_only_them() ->
     # beat's callers again made each beat as long as the herd, and the answers piled up
     # seconds past the herd's instant.
     stream = HeldStream()
-    beats = Heartbeats(cast(Any, Stub(stream)), "w-1", (), interval=60)
+    beats = Heartbeats(cast(Any, Stub(stream)), "w-1", (), interval=60, herd=Herd())
     held = cast("asyncio.Task[Outcome]", asyncio.create_task(asyncio.sleep(math.inf)))
     for i in range(6):
         beats.add(attempt_of(f"run-{i}", held, 0.0))
@@ -208,7 +209,7 @@ class Reopened:
 
 async def test_a_caller_listed_in_a_beat_a_broken_stream_lost_is_listed_again() -> None:
     stub = Reopened()
-    beats = Heartbeats(cast(Any, stub), "w-1", (), interval=60, answer_timeout=0.3)
+    beats = Heartbeats(cast(Any, stub), "w-1", (), interval=60, herd=Herd(), answer_timeout=0.3)
     held = cast("asyncio.Task[Outcome]", asyncio.create_task(asyncio.sleep(math.inf)))
     beats.add(attempt_of("run-0", held, 0.0))
     beats.add(attempt_of("run-1", held, 0.0))
@@ -237,9 +238,8 @@ async def test_a_caller_listed_in_a_beat_a_broken_stream_lost_is_listed_again() 
 
 async def test_a_full_beat_waits_while_the_worker_is_busy_and_the_leases_allow() -> None:
     stream = Stream()
-    beats = Heartbeats(cast(Any, Stub(stream)), "w-1", (), interval=0.6, full_beat_hold=1.5)
-    busy = False
-    beats.hold_full_beats(lambda: busy)
+    herd = Herd(full_beat_hold=1.5)
+    beats = Heartbeats(cast(Any, Stub(stream)), "w-1", (), interval=0.6, herd=herd)
     held = cast("asyncio.Task[Outcome]", asyncio.create_task(asyncio.sleep(math.inf)))
     beats.add(attempt_of("long", held, math.inf))
     stopping = asyncio.Event()
@@ -249,16 +249,16 @@ async def test_a_full_beat_waits_while_the_worker_is_busy_and_the_leases_allow()
         async with asyncio.timeout(5):
             assert listed(await stream.beats.get()) == ["long"]  # a new stream's, at once
             first = loop.time()
-            busy = True  # e.g. a herd's calls wait to go out
+            herd.report_begins()  # busy: a herd's reports are being sent
             # The next full beat (0.6 s after the first) waits while the worker is busy...
             await throughout(stream.beats.empty, 0.9, "no full beat while busy")
             # ...and goes once it is not.
-            busy = False
+            herd.report_ends()
             assert listed(await stream.beats.get()) == ["long"]
             assert loop.time() - first < 1.5
             # Held for full_beat_hold at most (0.6 s + 1.5 s after the last one).
             last = loop.time()
-            busy = True
+            herd.call_due()  # busy: a herd's call waits to go out
             assert listed(await stream.beats.get()) == ["long"]
             assert 2.0 <= loop.time() - last < 2.6
             # A lease that would run out within two intervals is renewed on time.
@@ -267,6 +267,7 @@ async def test_a_full_beat_waits_while_the_worker_is_busy_and_the_leases_allow()
             assert listed(await stream.beats.get()) == ["long", "short"]
             assert loop.time() - added < 0.5
     finally:
+        herd.stop()  # the collector, paused for the call due, runs again
         stopping.set()
         await running
         held.cancel()
@@ -310,7 +311,7 @@ async def test_a_broken_streams_reader_error_is_collected_not_left_to_the_loop()
     loop.set_exception_handler(lambda _, context: unretrieved.append(context))
     try:
         stub = BrokenStub()
-        beats = Heartbeats(cast(Any, stub), "w-1", (), interval=0.05, max_backoff=0.1)
+        beats = Heartbeats(cast(Any, stub), "w-1", (), interval=0.05, herd=Herd(), max_backoff=0.1)
         held = cast("asyncio.Task[Outcome]", asyncio.create_task(asyncio.sleep(math.inf)))
         beats.add(attempt_of("run-0", held, math.inf))
         stopping = asyncio.Event()
@@ -331,7 +332,7 @@ async def test_a_broken_streams_reader_error_is_collected_not_left_to_the_loop()
 
 async def test_more_attempts_than_a_beat_may_list_go_in_parts_and_a_caller_waits_for_all() -> None:
     stream = Stream()
-    beats = Heartbeats(cast(Any, Stub(stream)), "w-1", (), interval=60)
+    beats = Heartbeats(cast(Any, Stub(stream)), "w-1", (), interval=60, herd=Herd())
     held = cast("asyncio.Task[Outcome]", asyncio.create_task(asyncio.sleep(math.inf)))
     count = 2 * MAX_ATTEMPTS_PER_BEAT + 5
     attempts = [attempt_of(f"run-{i}", held, 0.0) for i in range(count)]

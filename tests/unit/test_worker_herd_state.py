@@ -1,6 +1,7 @@
 """The worker's call backlog: counted once per call, waited on until it clears or for at most
 the time given, and never waited on once closed; the garbage collector paused meanwhile, for
-a bounded time."""
+a bounded time. The herd governor over it: busy while calls wait or reports go, holding full
+beats and success reports for bounded times, never once stopped."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import gc
 import time
 
 from duetime_worker.herd.gc_pause import CollectorPause
+from duetime_worker.herd.governor import Herd
+from duetime_worker.herd.knobs import FULL_BEAT_HOLD
 from duetime_worker.herd.state import CallBacklog
 from testkit.polling import eventually
 
@@ -113,3 +116,43 @@ async def test_a_collector_someone_else_turned_off_is_left_off() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+async def test_the_herd_is_busy_while_calls_wait_or_reports_go_and_never_once_stopped() -> None:
+    herd = Herd()
+    assert not herd.busy
+    assert not herd.holds_full_beat(0.0)
+    sent = herd.call_due()
+    assert herd.busy
+    assert not gc.isenabled()  # the collector waits for the calls due
+    sent()
+    assert not herd.busy
+    assert gc.isenabled()
+    herd.report_begins()
+    assert herd.busy
+    assert herd.holds_full_beat(FULL_BEAT_HOLD - 0.1)
+    assert not herd.holds_full_beat(FULL_BEAT_HOLD)  # held this long at most
+    herd.call_due()
+    herd.stop()
+    assert not herd.busy  # a stopping worker holds nothing back
+    assert not herd.holds_full_beat(0.0)
+    assert gc.isenabled()
+    herd.report_ends()
+
+
+async def test_a_success_report_waits_for_the_backlog_within_a_share_of_its_lease() -> None:
+    herd = Herd()
+    loop = asyncio.get_running_loop()
+    await asyncio.wait_for(herd.success_report_held(60), 1)  # no backlog: at once
+    sent = herd.call_due()
+    try:
+        started = loop.time()
+        await asyncio.wait_for(herd.success_report_held(0.4), 5)  # a quarter of 0.4 s left
+        assert 0.098 <= loop.time() - started < 0.35
+        waiting = asyncio.create_task(herd.success_report_held(60))
+        await asyncio.sleep(0)
+        assert not waiting.done()
+        sent()  # the calls went out: the held report goes
+        await asyncio.wait_for(waiting, 1)
+    finally:
+        herd.stop()

@@ -19,7 +19,7 @@ from duetime_worker.attempt.lease import LEASE_LOST, Lease, lease_length, watch
 from duetime_worker.attempt.lifecycle import Attempt
 from duetime_worker.attempt.reporter import Reporter
 from duetime_worker.attempt.tally import AttemptTally
-from duetime_worker.herd.state import CallBacklog
+from duetime_worker.herd.governor import Herd
 from duetime_worker.herd.timers import RESOLUTION, Deadlines
 from duetime_worker.targets.outcome import LeaseLapsed, Outcome
 
@@ -133,7 +133,7 @@ async def test_a_call_given_up_at_its_lease_is_never_reported(first: str) -> Non
     loop = asyncio.get_running_loop()
     reports = _Reports()
     tally = AttemptTally()
-    reporter = Reporter(cast(Any, reports), "w-1", CallBacklog(), tally)
+    reporter = Reporter(cast(Any, reports), "w-1", Herd(), tally)
     active = _attempt("edge", RESOLUTION / 2)
     if first:
         active.cancel(first)  # told to cancel; its call has not ended yet

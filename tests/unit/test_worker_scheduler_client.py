@@ -13,12 +13,9 @@ from grpc import aio
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_worker.attempt.batcher import Batcher, EntryFailed
 from duetime_worker.attempt.runner import RecentKeys
-from duetime_worker.attempt.scheduler_client import (
-    BATCH_RETRY_AFTER,
-    EARLY_START_LINGER,
-    AttemptCalls,
-)
+from duetime_worker.attempt.scheduler_client import BATCH_RETRY_AFTER, AttemptCalls
 from duetime_worker.attempt.server_clock import ServerClock
+from duetime_worker.herd.knobs import EARLY_START_LINGER
 
 
 async def test_calls_made_together_go_in_batches_and_each_gets_its_own_answer() -> None:

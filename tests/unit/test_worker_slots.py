@@ -25,7 +25,7 @@ def flow(team: str, weight: float = 1.0, priority: Priority = NORMAL) -> Flow:
 async def _taken_at_once(slots: WeightedSlots) -> bool:
     """Whether a place is free now (it is given back at once)."""
     try:
-        await slots.take(ANYONE, asyncio.get_running_loop().time())
+        await slots.reserve(ANYONE, asyncio.get_running_loop().time())
     except TimeoutError:
         return False
     slots.release()
@@ -43,11 +43,11 @@ async def _grants(slots: WeightedSlots, waiting: list[asyncio.Task[None]]) -> No
 
 async def test_freed_slots_go_to_waiting_runs_by_priority_weight_and_low_still_moves() -> None:
     slots = WeightedSlots(1)
-    await slots.take(flow("x", priority=Priority.LOW))  # the one slot is busy
+    await slots.reserve(flow("x", priority=Priority.LOW))  # the one slot is busy
     granted: list[Priority] = []
 
     async def run(priority: Priority) -> None:
-        await slots.take(flow("x", priority=priority))
+        await slots.reserve(flow("x", priority=priority))
         granted.append(priority)
 
     # A backlog of low-priority runs came first; high and normal ones after it.
@@ -62,11 +62,11 @@ async def test_freed_slots_go_to_waiting_runs_by_priority_weight_and_low_still_m
 
 async def test_freed_slots_go_to_teams_in_turn_so_a_small_team_passes_a_big_backlog() -> None:
     slots = WeightedSlots(1)
-    await slots.take(flow("big"))
+    await slots.reserve(flow("big"))
     granted: list[str] = []
 
     async def run(team: str) -> None:
-        await slots.take(flow(team))
+        await slots.reserve(flow(team))
         granted.append(team)
 
     waiting = [asyncio.create_task(run("big")) for _ in range(50)]
@@ -80,11 +80,11 @@ async def test_freed_slots_go_to_teams_in_turn_so_a_small_team_passes_a_big_back
 
 async def test_slots_go_to_teams_in_proportion_to_their_weights() -> None:
     slots = WeightedSlots(1)
-    await slots.take(flow("x"))
+    await slots.reserve(flow("x"))
     granted: list[str] = []
 
     async def run(team: str, weight: float) -> None:
-        await slots.take(flow(team, weight))
+        await slots.reserve(flow(team, weight))
         granted.append(team)
 
     waiting = [asyncio.create_task(run("heavy", 3)) for _ in range(40)]
@@ -96,11 +96,11 @@ async def test_slots_go_to_teams_in_proportion_to_their_weights() -> None:
 async def test_each_team_is_served_in_its_own_arrival_order() -> None:
     slots = WeightedSlots(2)
     for _ in range(2):
-        await slots.take(flow("x"))
+        await slots.reserve(flow("x"))
     granted: list[tuple[str, int]] = []
 
     async def run(team: str, n: int) -> None:
-        await slots.take(flow(team, 1 + n % 3))  # a team's weight may change between runs
+        await slots.reserve(flow(team, 1 + n % 3))  # a team's weight may change between runs
         granted.append((team, n))
 
     waiting = [asyncio.create_task(run(team, n)) for n in range(30) for team in ("a", "b", "c")]
@@ -112,17 +112,17 @@ async def test_each_team_is_served_in_its_own_arrival_order() -> None:
 async def test_a_wait_past_its_deadline_raises_takes_nothing_and_spends_no_turn() -> None:
     loop = asyncio.get_running_loop()
     slots = WeightedSlots(1)
-    await slots.take(flow("big"))
+    await slots.reserve(flow("big"))
     granted: list[str] = []
 
     async def run(team: str) -> None:
-        await slots.take(flow(team), loop.time() + 5)
+        await slots.reserve(flow(team), loop.time() + 5)
         granted.append(team)
 
     big = [asyncio.create_task(run("big")) for _ in range(10)]
     started = loop.time()
     with pytest.raises(TimeoutError):
-        await slots.take(flow("small"), started + 0.05)  # nobody frees a place meanwhile
+        await slots.reserve(flow("small"), started + 0.05)  # nobody frees a place meanwhile
     assert loop.time() >= started + 0.05 - 0.001
     small = asyncio.create_task(run("small"))
     await _grants(slots, [*big, small])
@@ -136,9 +136,9 @@ async def test_a_wait_past_its_deadline_raises_takes_nothing_and_spends_no_turn(
 async def test_a_place_given_to_a_cancelled_caller_goes_to_the_next() -> None:
     loop = asyncio.get_running_loop()
     slots = WeightedSlots(1)
-    await slots.take()
-    first = asyncio.create_task(slots.take(flow("a"), loop.time() + 5))
-    second = asyncio.create_task(slots.take(flow("b"), loop.time() + 5))
+    await slots.reserve()
+    first = asyncio.create_task(slots.reserve(flow("a"), loop.time() + 5))
+    second = asyncio.create_task(slots.reserve(flow("b"), loop.time() + 5))
     await asyncio.sleep(0)
     slots.release()  # the place goes to ``first``...
     first.cancel()  # ...which is cancelled before it runs: it passes the place on
@@ -151,17 +151,17 @@ async def test_a_place_given_to_a_cancelled_caller_goes_to_the_next() -> None:
 
 async def test_a_cancelled_waiter_is_skipped_and_no_longer_contends() -> None:
     slots = WeightedSlots(1)
-    await slots.take()
+    await slots.reserve()
     assert not slots.contended  # all taken, nobody waiting
-    left = asyncio.create_task(slots.take(flow("a")))
-    stays = asyncio.create_task(slots.take(flow("a")))
+    left = asyncio.create_task(slots.reserve(flow("a")))
+    stays = asyncio.create_task(slots.reserve(flow("a")))
     await asyncio.sleep(0)
     assert slots.contended
     left.cancel()
     stays.cancel()
     await asyncio.sleep(0)
     assert not slots.contended
-    again = asyncio.create_task(slots.take(flow("b")))
+    again = asyncio.create_task(slots.reserve(flow("b")))
     await asyncio.sleep(0)
     slots.release()
     await asyncio.wait_for(again, 5)
@@ -172,8 +172,8 @@ async def test_a_cancelled_waiter_is_skipped_and_no_longer_contends() -> None:
 
 async def test_a_place_freed_as_its_only_waiter_is_cancelled_is_not_lost() -> None:
     slots = WeightedSlots(1)
-    await slots.take()
-    left = asyncio.create_task(slots.take(flow("a")))
+    await slots.reserve()
+    left = asyncio.create_task(slots.reserve(flow("a")))
     await asyncio.sleep(0)
     left.cancel()
     slots.release()  # in the same turn: the waiter is cancelled, its task has not run yet
@@ -181,8 +181,8 @@ async def test_a_place_freed_as_its_only_waiter_is_cancelled_is_not_lost() -> No
         await left
     assert not slots.contended
     assert await _taken_at_once(slots)
-    closing = asyncio.create_task(slots.take(flow("b")))
-    await slots.take(ANYONE)
+    closing = asyncio.create_task(slots.reserve(flow("b")))
+    await slots.reserve(ANYONE)
     await asyncio.sleep(0)
     closing.cancel()
     slots.close()  # likewise: nothing left to refuse
@@ -193,10 +193,10 @@ async def test_a_place_freed_as_its_only_waiter_is_cancelled_is_not_lost() -> No
 async def test_waits_that_ended_are_pruned_from_the_queue() -> None:
     loop = asyncio.get_running_loop()
     slots = WeightedSlots(1)
-    await slots.take()
+    await slots.reserve()
     for n in range(5000):
         with pytest.raises(TimeoutError):
-            await slots.take(flow(f"team-{n % 7}"), loop.time())  # no place freed meanwhile
+            await slots.reserve(flow(f"team-{n % 7}"), loop.time())  # no place freed meanwhile
     assert len(slots._queue) < 2048
     slots.release()
     assert await _taken_at_once(slots)
@@ -204,42 +204,60 @@ async def test_waits_that_ended_are_pruned_from_the_queue() -> None:
 
 async def test_closed_slots_refuse_those_waiting_and_those_to_come() -> None:
     slots = WeightedSlots(1)
-    await slots.take()
-    waiting = asyncio.create_task(slots.take(flow("a", priority=Priority.HIGH)))
+    await slots.reserve()
+    waiting = asyncio.create_task(slots.reserve(flow("a", priority=Priority.HIGH)))
     await asyncio.sleep(0)
     slots.close()
     with pytest.raises(SlotsClosed):
         await waiting
     slots.release()  # the running attempt ends: its slot goes to no one
     with pytest.raises(SlotsClosed):
-        await slots.take()
+        await slots.reserve()
 
 
 def test_past_a_herds_early_permits_a_reserve_is_left_for_the_teams_holding_few() -> None:
     permits = Permits(100)
-    assert all(permits.take("herd") for _ in range(100))
-    assert not permits.take("herd")  # the herd has the limit: the reserve is not its
+    assert all(permits.try_reserve(Flow(team="herd")) for _ in range(100))
+    assert not permits.try_reserve(
+        Flow(team="herd")
+    )  # the herd has the limit: the reserve is not its
     # Each other team gets up to a tenth of the reserve (10 permits: 1 each).
-    assert permits.take("small-a")
-    assert not permits.take("small-a")
-    assert all(permits.take(f"small-{n}") for n in range(9))
-    assert not permits.take("small-x")  # the reserve is spent
-    permits.release("small-a")
-    assert permits.take("small-x")
+    assert permits.try_reserve(Flow(team="small-a"))
+    assert not permits.try_reserve(Flow(team="small-a"))
+    assert all(permits.try_reserve(Flow(team=f"small-{n}")) for n in range(9))
+    assert not permits.try_reserve(Flow(team="small-x"))  # the reserve is spent
+    permits.release(Flow(team="small-a"))
+    assert permits.try_reserve(Flow(team="small-x"))
     for _ in range(100):
-        permits.release("herd")
-    permits.release("herd")  # given back once only: nothing more is freed
-    assert sum(permits.take("herd") for _ in range(200)) == 100 - 10
+        permits.release(Flow(team="herd"))
+    permits.release(Flow(team="herd"))  # given back once only: nothing more is freed
+    assert sum(permits.try_reserve(Flow(team="herd")) for _ in range(200)) == 100 - 10
 
 
 def test_without_a_reserve_a_small_limit_serves_first_come() -> None:
     permits = Permits(5)
-    assert [permits.take("a") for _ in range(6)] == [True] * 5 + [False]
-    assert not permits.take("b")
-    permits.release("b")  # never held one: frees nothing
-    assert not permits.take("b")
-    permits.release("a")
-    assert permits.take("b")
+    assert [permits.try_reserve(Flow(team="a")) for _ in range(6)] == [True] * 5 + [False]
+    assert not permits.try_reserve(Flow(team="b"))
+    permits.release(Flow(team="b"))  # never held one: frees nothing
+    assert not permits.try_reserve(Flow(team="b"))
+    permits.release(Flow(team="a"))
+    assert permits.try_reserve(Flow(team="b"))
+
+
+async def test_a_reservation_gives_its_place_back_once_and_permits_are_never_waited_for() -> None:
+    slots = WeightedSlots(1)
+    with await slots.reserved(Flow(team="a")) as held:
+        assert not slots.try_reserve()
+        held.release()
+    # Released by the call and again on leaving the block: one place freed, not two.
+    assert slots.try_reserve()
+    assert not slots.try_reserve()
+    permits = Permits(1)
+    held = await permits.reserved(Flow(team="a"))
+    with pytest.raises(TimeoutError):  # none free: the wait ends at once
+        await permits.reserve(Flow(team="a"))
+    held.release()
+    assert permits.try_reserve(Flow(team="b"))
 
 
 # --- any sequence of takes, releases, cancellations and deadlines ----------------------------
@@ -280,9 +298,9 @@ async def _play(limit: int, steps: list[tuple[object, ...]]) -> None:
     granted: list[Waiter] = []
 
     async def take(w: Waiter, weight: int, deadline: float) -> None:
-        w.queued = not slots.take_now()
+        w.queued = not slots.try_reserve()
         if w.queued:
-            await slots.take(flow(w.team, weight), deadline)
+            await slots.reserve(flow(w.team, weight), deadline)
         w.held = True
         granted.append(w)
 
@@ -321,5 +339,5 @@ async def _play(limit: int, steps: list[tuple[object, ...]]) -> None:
     for w in waiters:
         assert w in granted or w.task.cancelled() or isinstance(w.task.exception(), TimeoutError)
     for _ in range(limit):
-        await slots.take(ANYONE, loop.time())  # all free again
+        await slots.reserve(ANYONE, loop.time())  # all free again
     assert not slots.contended

@@ -39,6 +39,7 @@ from duetime_worker.attempt.executor import Executor
 from duetime_worker.attempt.heartbeats import Heartbeats
 from duetime_worker.attempt.scheduler_client import CHANNEL_OPTIONS, RPC_TIMEOUT, AttemptCalls
 from duetime_worker.config import Settings
+from duetime_worker.herd.governor import Herd
 from duetime_worker.intake.consumer import LAG_SAMPLE_INTERVAL, DispatchConsumer
 from duetime_worker.notify.consumer import DeadLetterConsumer
 from duetime_worker.notify.notifier import Notifier, NotifySettings
@@ -216,8 +217,9 @@ def consumers(
 def build_worker(settings: Settings) -> WorkerService:
     metrics = start_metrics(settings.metrics_address, "worker")
     link = scheduler_link(settings)
+    herd = Herd()  # what a herd changes, asked by the executor and the heartbeats
     heartbeats = Heartbeats(
-        link.stub, settings.worker_id, link.metadata, settings.heartbeat_interval
+        link.stub, settings.worker_id, link.metadata, settings.heartbeat_interval, herd=herd
     )
     http = http_caller(settings)
     calls = AttemptCalls(link.stub, link.metadata, RPC_TIMEOUT)
@@ -229,6 +231,7 @@ def build_worker(settings: Settings) -> WorkerService:
         heartbeats,
         http,
         launcher,
+        herd=herd,
         calls=calls,
         slots=settings.concurrency,
         starting=settings.start_concurrency,

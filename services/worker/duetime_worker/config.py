@@ -11,36 +11,21 @@ from typing import TypedDict
 from duetime_infra.config import ConfigError, EnvReader
 from duetime_infra.grpc.channels import target_of
 from duetime_infra.tls import Link, TlsSettings, read_tls
+from duetime_worker.herd.knobs import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_CONNECTIONS_PER_HOST,
+    DEFAULT_LAUNCHER_CONCURRENCY,
+    DEFAULT_MAX_PENDING,
+    DEFAULT_START_CONCURRENCY,
+)
 from duetime_worker.targets.container.images import ImagePolicy
 from duetime_worker.targets.container.podman import PULL_POLICIES, PodmanSettings
 from duetime_worker.targets.http.allow_list import TargetPolicy
 from duetime_worker.targets.http.hosts import CONNECT_TIMEOUT
 
 DEFAULT_KAFKA_BOOTSTRAP = "127.0.0.1:59092"
-# Execution slots: an HTTP call in flight is a coroutine and a socket, so a worker can hold
-# thousands, and a top-of-the-hour herd needs about that many per worker to start on time.
-DEFAULT_CONCURRENCY = 2000
-# Starts asked for at once: a few start batches in flight, few enough that a small team's run
-# waits behind at most a fraction of a second of another team's flood (the fair queue in front
-# of them orders the rest).
-DEFAULT_START_CONCURRENCY = 256
-# Messages taken from Kafka and not yet answered. A herd claimed ahead is held here, without
-# slots, and (unset ``DUETIME_WORKER_EARLY_STARTS``) may all be started ahead: a worker holding
-# its share of a 50,000-run herd needs no start at its instant, and nothing of it waits in Kafka
-# behind the others' runs. A tenth more early starts is kept for the teams holding few
-# (``slots.Permits``). (A full heartbeat listing more attempts than one message may goes in
-# parts.)
-DEFAULT_MAX_PENDING = 25_000
-# Local processes and containers are not cheap: a launcher runs at most this many at once,
-# whatever the slots allow (a container attempt waits for its permit before it is started).
-DEFAULT_LAUNCHER_CONCURRENCY = 16
 # DUETIME_CONTAINER_LAUNCHER: what runs container targets.
 LAUNCHERS = ("off", "local", "podman")
-# Connections to one HTTP target host (scheme, host, port) at once, below the pool's total (one
-# a slot). A herd of calls to one host over reused keep-alive connections costs less CPU and
-# starts sooner than a fresh connection a slot; a call beyond it waits for a connection, within
-# its attempt timeout. 0: no limit but the total.
-DEFAULT_CONNECTIONS_PER_HOST = 256
 
 
 @dataclass(frozen=True)

@@ -18,15 +18,13 @@ import grpc
 from grpc import aio
 
 from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_worker.herd.knobs import LINGER, MAX_BATCH, MAX_IN_FLIGHT
+from duetime_worker.herd.slots import WeightedSlots
 
 log = logging.getLogger(__name__)
 
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
-
-MAX_BATCH = 500
-LINGER = 0.005
-MAX_IN_FLIGHT = 4
 
 
 class EntryFailed(aio.AioRpcError):
@@ -62,7 +60,7 @@ class Batcher(Generic[Req, Resp]):
         self._send = send
         self._max_size = max_size
         self._linger = linger
-        self._in_flight = asyncio.Semaphore(max_in_flight)
+        self._in_flight = WeightedSlots(max_in_flight)
         self._pending: list[tuple[Req, asyncio.Future[Resp]]] = []
         # The open batch's timer and when it fires (loop time): uvloop answers a ``call_at``
         # whose time has come with a plain Handle, which has no ``when()``.
@@ -105,7 +103,7 @@ class Batcher(Generic[Req, Resp]):
         if not live:
             return
         try:
-            async with self._in_flight:
+            with await self._in_flight.reserved():
                 answers = await self._send([r for r, _ in live])
         except BaseException as error:
             # Including CancelledError (grpc aio's answer for a call cancelled by the channel's

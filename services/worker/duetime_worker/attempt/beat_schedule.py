@@ -3,10 +3,10 @@ only those of calls about to begin (``fresh_beats``).
 
 A full beat comes an interval after the last, or half an interval after it once an attempt was
 added (a herd of starts must not become one beat per start, each listing every attempt). While
-the worker is busy with a herd (``hold_full_beats``: calls due to go out, reports to send), a
-full beat waits, for ``FULL_BEAT_HOLD`` at most and only while every lease has more than two
-intervals left (a beat on time finds that much of the three intervals advised): it would take
-CPU from calls already late, and most of the attempts it lists end meanwhile. A call about to
+the herd governor holds it (``Herd.holds_full_beat``: calls due to go out, reports to send), a
+full beat waits, and only while every lease has more than two intervals left (a beat on time
+finds that much of the three intervals advised): it would take CPU from calls already late,
+and most of the attempts it lists end meanwhile. A call about to
 begin gets a beat of its own sooner, ``URGENT_SPACING`` after the last beat: the calls of a
 herd ask over some tens of milliseconds, and share a beat rather than each sending one that
 lists every attempt.
@@ -15,36 +15,24 @@ lists every attempt.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from duetime_worker.attempt.lifecycle import Attempt, Key
-
-URGENT_SPACING = 0.1
-FULL_BEAT_HOLD = 5.0
-
-
-def _idle() -> bool:
-    return False
+from duetime_worker.herd.governor import Herd
+from duetime_worker.herd.knobs import URGENT_SPACING
 
 
 class BeatSchedule:
     """The beats of one stream (``active``: the attempts they list)."""
 
-    def __init__(
-        self, interval: float, active: Mapping[Key, Attempt], full_beat_hold: float = FULL_BEAT_HOLD
-    ) -> None:
+    def __init__(self, interval: float, active: Mapping[Key, Attempt], herd: Herd) -> None:
         self._interval = interval
         self._active = active
-        self._full_beat_hold = full_beat_hold
-        self._busy: Callable[[], bool] = _idle
+        self._herd = herd
         # An attempt was added since the last full beat: the next full one comes sooner.
         self._added = False
         self._last_full = -math.inf
         self._last_sent = -math.inf
-
-    def hold_full_beats(self, busy: Callable[[], bool]) -> None:
-        """Full beats wait while ``busy()`` says so."""
-        self._busy = busy
 
     def attempt_added(self) -> None:
         self._added = True
@@ -76,9 +64,7 @@ class BeatSchedule:
 
     def _held(self, due: float, now: float) -> bool:
         """Whether a full beat due at ``due`` waits for the worker to be less busy."""
-        if not self._busy():
-            return False
-        if now - due >= self._full_beat_hold:
+        if not self._herd.holds_full_beat(now - due):
             return False
         soonest = min((a.lease_deadline for a in self._active.values()), default=math.inf)
         return soonest - now > 2 * self._interval

@@ -24,8 +24,8 @@ from duetime_worker.attempt.server_clock import ServerClock
 from duetime_worker.attempt.starter import Starter
 from duetime_worker.attempt.starts import StartCalls
 from duetime_worker.attempt.tally import AttemptTally
+from duetime_worker.herd.governor import Herd
 from duetime_worker.herd.slots import Permits, WeightedSlots
-from duetime_worker.herd.state import CallBacklog
 from duetime_worker.targets.container.launcher import Launcher
 from duetime_worker.targets.http.caller import HttpCaller
 
@@ -47,6 +47,7 @@ class Executor:
         http: HttpCaller,
         launcher: Launcher,
         *,
+        herd: Herd,
         calls: AttemptCalls | None = None,
         slots: int = 64,
         starting: int = 256,
@@ -55,19 +56,19 @@ class Executor:
         calls = calls or AttemptCalls(stub, metadata, RPC_TIMEOUT)
         self._stopping = asyncio.Event()
         self._clock = ServerClock()
-        self._backlog = CallBacklog()
+        self._herd = herd
         self._slots = WeightedSlots(slots)
         self._starting = WeightedSlots(starting)
         self._early = Permits(early)
         self.tally = AttemptTally()
-        self._reporter = Reporter(calls, worker_id, self._backlog, self.tally)
+        self._reporter = Reporter(calls, worker_id, herd, self.tally)
         self._runner = Runner(
             heartbeats,
             http,
             launcher,
             self._reporter,
             clock=self._clock,
-            backlog=self._backlog,
+            herd=herd,
             stopping=self._stopping,
             tally=self.tally,
         )
@@ -86,20 +87,12 @@ class Executor:
         )
         # Handles one message (``Starter.process``).
         self.process = starter.process
-        heartbeats.hold_full_beats(self._busy)
-
-    def _busy(self) -> bool:
-        """Busy with a herd: calls wait to go out, or reports to be sent (full heartbeats wait
-        meanwhile); never once stopping."""
-        return not self._stopping.is_set() and (
-            self._backlog.holding or self._reporter.reporting > 0
-        )
 
     def stop(self) -> None:
         """Nothing starts from now on (see ``starter``); running attempts go on, for the
         consumer's drain to wait for or hand back."""
         self._stopping.set()
         self._runner.stop()
-        self._backlog.close()
+        self._herd.stop()
         self._slots.close()
         self._starting.close()

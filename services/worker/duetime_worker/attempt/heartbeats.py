@@ -5,9 +5,10 @@ attempts, which renews their leases; a CANCEL directive cancels that attempt's t
 to begin asks for a beat of its own (``fresh``), which lists only the attempts of callers no beat
 listed yet, so that a call beside thousands of held attempts does not wait for a beat that lists
 them all, nor a herd's later callers for beats that list its earlier ones again; when each beat
-goes, and how a herd holds the full ones back, is the ``beat_schedule``. A broken stream, or one
-whose beat goes unanswered for ``ANSWER_TIMEOUT`` (a frozen scheduler), is opened again with
-backoff, on the channel's next reachable scheduler; the attempts stay registered meanwhile.
+goes is the ``beat_schedule``, and whether a herd holds the full ones back the ``herd``'s. A
+broken stream, or one whose beat goes unanswered for ``ANSWER_TIMEOUT`` (a frozen scheduler), is
+opened again with backoff, on the channel's next reachable scheduler; the attempts stay
+registered meanwhile.
 
 Each renewal also moves the attempt's local lease deadline, counted from when the renewing beat
 was sent (the lease rule is in ``lease``).
@@ -25,7 +26,7 @@ import collections
 import contextlib
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from grpc import aio
@@ -34,10 +35,11 @@ from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_core.attempts import MAX_ATTEMPTS_PER_BEAT
 from duetime_core.backoff import DoublingBackoff
-from duetime_worker.attempt.beat_schedule import FULL_BEAT_HOLD, BeatSchedule
+from duetime_worker.attempt.beat_schedule import BeatSchedule
 from duetime_worker.attempt.fresh_beats import FreshCaller, FreshCallers
 from duetime_worker.attempt.lease import lease_length
 from duetime_worker.attempt.lifecycle import Attempt, Key
+from duetime_worker.herd.governor import Herd
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +58,9 @@ class Heartbeats:
         metadata: Sequence[tuple[str, str]],
         interval: float,
         *,
+        herd: Herd,
         max_backoff: float = 5.0,
         answer_timeout: float = ANSWER_TIMEOUT,
-        full_beat_hold: float = FULL_BEAT_HOLD,
     ) -> None:
         self._stub = stub
         self._worker_id = worker_id
@@ -68,7 +70,7 @@ class Heartbeats:
         # The shortest lease a beat's answer granted so far (seconds).
         self._lease_seen = math.inf
         self._active: dict[Key, Attempt] = {}
-        self._schedule = BeatSchedule(interval, self._active, full_beat_hold)
+        self._schedule = BeatSchedule(interval, self._active, herd)
         # Send times of the beats on the current stream still waiting for their answer: the
         # server answers each beat once, in order.
         self._unanswered: collections.deque[tuple[float, int]] = collections.deque()
@@ -81,10 +83,6 @@ class Heartbeats:
     @property
     def active(self) -> list[Attempt]:
         return list(self._active.values())
-
-    def hold_full_beats(self, busy: Callable[[], bool]) -> None:
-        """Full beats wait while ``busy()`` says so (see ``beat_schedule``)."""
-        self._schedule.hold_full_beats(busy)
 
     def add(self, attempt: Attempt) -> None:
         self._active[attempt.key] = attempt

@@ -3,9 +3,9 @@ or, when the lease rule says so, not told at all (``Lease.report_dropped``).
 
 Every report says how far the call got, so the scheduler never retries an attempt that may
 have reached its target when its job asked for at most once. The success of an attempt started
-ahead of its run's time may wait a little while the worker's calls due are still going out (see
-``herd.state``): only those wait, since their job's overlap policy is ALLOW and no other run's
-start decides on their end.
+ahead of its run's time may wait a little while the worker's calls due are still going out (the
+``herd`` governor says how long): only those wait, since their job's overlap policy is ALLOW and
+no other run's start decides on their end.
 """
 
 from __future__ import annotations
@@ -23,20 +23,13 @@ from duetime_worker.attempt import tally
 from duetime_worker.attempt.lifecycle import Attempt
 from duetime_worker.attempt.scheduler_client import FIRST_RETRY, MAX_RETRY, PERMANENT, AttemptCalls
 from duetime_worker.attempt.tally import AttemptTally
-from duetime_worker.herd.state import CallBacklog
+from duetime_worker.herd.governor import Herd
 from duetime_worker.targets.outcome import Outcome
 
 log = logging.getLogger(__name__)
 
 # How long a finished attempt's report is retried through scheduler outages.
 REPORT_PATIENCE = 60.0
-# How long at most the success of an attempt started ahead waits for the worker's call backlog
-# to clear (see ``herd.state``), and at most this share of the lease it has left. Only those wait:
-# their job's overlap policy is ALLOW, so no other run's start decides on their end. A big herd's
-# calls drain for longer than a few seconds on a small machine; its reports (their RPCs and the
-# database's writes) go once the calls have, within a quarter of the default 60 s lease.
-REPORT_HOLD = 15.0
-REPORT_HOLD_LEASE_SHARE = 0.25
 _RESULT_NAMES = {v: k for k, v in pb.AttemptResult.items()}
 _TALLIES = {
     pb.ATTEMPT_RESULT_SUCCEEDED: tally.SUCCEEDED,
@@ -54,19 +47,17 @@ _FINISHED_LEVELS = {
 
 class Reporter:
     def __init__(
-        self, calls: AttemptCalls, worker_id: str, backlog: CallBacklog, tally: AttemptTally
+        self, calls: AttemptCalls, worker_id: str, herd: Herd, tally: AttemptTally
     ) -> None:
         self._calls = calls
         self._worker_id = worker_id
-        self._backlog = backlog
+        self._herd = herd
         self._tally = tally
-        # Attempts whose call is over and whose report is not yet done.
-        self.reporting = 0
 
     async def report(self, attempt: Attempt, since: float) -> None:
         """Once the attempt's call is over: reports its outcome, counted and logged (``since``:
         when the attempt began, on the monotonic clock), unless the lease rule drops it."""
-        self.reporting += 1
+        self._herd.report_begins()
         try:
             if attempt.report_dropped():
                 self._lease_lost(attempt, since)
@@ -74,11 +65,11 @@ class Reporter:
             outcome = attempt.outcome()
             if outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED and attempt.call_time is not None:
                 left = attempt.lease_deadline - asyncio.get_running_loop().time()
-                await self._backlog.passed(min(REPORT_HOLD, left * REPORT_HOLD_LEASE_SHARE))
+                await self._herd.success_report_held(left)
             await self.complete(attempt.run_id, attempt.attempt, outcome, attempt.call_time)
             self._finished(attempt, outcome, since)
         finally:
-            self.reporting -= 1
+            self._herd.report_ends()
 
     def _lease_lost(self, attempt: Attempt, since: float) -> None:
         self._tally.count(tally.LEASE_LOST)

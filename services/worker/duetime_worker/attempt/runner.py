@@ -2,9 +2,11 @@
 renewing it, and its end handed to the ``reporter``.
 
 An attempt started ahead of its run's time (its answer says when to call) first waits: shortly
-before its call time a heartbeat is sent and answered (a job paused or deleted meanwhile
-cancels it: it is handed back unrun), and the call begins at its time by the server's clock,
-never before; the report carries when it began. Otherwise it is the same attempt.
+before its call time (``PRE_CALL_BEAT``; the scheduler takes a beat from 2 s before the call on
+as the sign that the call may have begun) a heartbeat is sent and answered (a job paused or
+deleted meanwhile cancels it: it is handed back unrun), and the call begins at its time by the
+server's clock, never before; the report carries when it began. Otherwise it is the same
+attempt.
 
 An at-most-once call begins only once the scheduler has acknowledged its announcement
 (``Heartbeats.announce_call``). A second delivery of an attempt this worker runs or ran is
@@ -31,10 +33,11 @@ from duetime_worker.attempt.lifecycle import Attempt, Started
 from duetime_worker.attempt.reporter import Reporter
 from duetime_worker.attempt.server_clock import ServerClock
 from duetime_worker.attempt.tally import AttemptTally
-from duetime_worker.herd.slots import ANYONE, Flow
-from duetime_worker.herd.state import CallBacklog
+from duetime_worker.herd.governor import Herd
+from duetime_worker.herd.knobs import PRE_CALL_BEAT
+from duetime_worker.herd.slots import ANYONE, Flow, Reservation
 from duetime_worker.herd.timers import Deadlines
-from duetime_worker.targets.container.launcher import Launcher, Reservation
+from duetime_worker.targets.container.launcher import Launcher
 from duetime_worker.targets.http.caller import HttpCaller
 from duetime_worker.targets.outcome import LEASE_LAPSED, NOT_BEGUN, LeaseLapsed, Outcome
 
@@ -42,12 +45,6 @@ log = logging.getLogger(__name__)
 
 # Used when a run carries no attempt timeout.
 DEFAULT_ATTEMPT_TIMEOUT = 3600.0
-# An attempt started ahead sends a heartbeat this long before its call, and calls only once
-# that beat is answered: a job paused or deleted meanwhile is a CANCEL then. The scheduler takes
-# a beat from 2 s before the call on as the sign that the call may have begun; a second ahead
-# leaves a herd's beats (each listing every attempt the worker holds) time to be answered
-# before the instant instead of holding its calls back.
-PRE_CALL_BEAT = 1.0
 # Attempts remembered as executed here, to drop a second delivery of one.
 EXECUTED_MEMORY = 100_000
 SHUTTING_DOWN = "the worker is shutting down"
@@ -83,7 +80,7 @@ class Runner:
         reporter: Reporter,
         *,
         clock: ServerClock,
-        backlog: CallBacklog,
+        herd: Herd,
         stopping: asyncio.Event,
         tally: AttemptTally,
     ) -> None:
@@ -92,11 +89,9 @@ class Runner:
         self._launcher = launcher
         self._reporter = reporter
         self._clock = clock
-        self._backlog = backlog
+        self._herd = herd
         self._stopping = stopping
         self._tally = tally
-        # The lease watches' deadlines, under one timer.
-        self._leases = Deadlines()
         # The waits of attempts started ahead until shortly before their call, under one
         # timer; all ended at once when stopping, to hand those attempts back unrun.
         self._held_ahead = Deadlines()
@@ -136,7 +131,7 @@ class Runner:
         attempt.run(asyncio.create_task(self._call(attempt, response, timeout, reservation, flow)))
         self._heartbeats.add(attempt)
         try:
-            await watch(attempt, self._leases)
+            await watch(attempt, self._herd.leases)
             call_ended()
             await self._reporter.report(attempt, since)
         finally:
@@ -183,7 +178,7 @@ class Runner:
         if not attempt.began:
             if not await self._call_time(attempt, response.call_time):
                 return Outcome.handed_back(SHUTTING_DOWN, call=NOT_BEGUN)
-            sent = self._backlog.due()
+            sent = self._herd.call_due()
             attempt.call_begins(self._clock.now_ns())
         try:
             if attempt.at_most_once and not await self._announced(attempt, limit):

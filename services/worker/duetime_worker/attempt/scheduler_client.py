@@ -31,7 +31,14 @@ from duetime_infra.tracecontext import (
     trace_metadata,
     tracing_active,
 )
-from duetime_worker.attempt.batcher import LINGER, MAX_BATCH, Batcher, entry_answer
+from duetime_worker.attempt.batcher import Batcher, entry_answer
+from duetime_worker.herd.knobs import (
+    EARLY_START_LINGER,
+    LINGER,
+    MAX_BATCH,
+    REPORT_LINGER,
+    START_BATCH,
+)
 
 log = logging.getLogger(__name__)
 
@@ -56,20 +63,6 @@ PERMANENT = frozenset(
         grpc.StatusCode.UNIMPLEMENTED,
     }
 )
-# Starts go in smaller batches than reports: the scheduler answers a batch only when all of it
-# is started, and at a herd's instant every batch in flight is worked on at once, so large start
-# batches would all be answered together, late, with no target called meanwhile. Small ones
-# come back early and the workers' calls overlap the scheduler's later starts, for a little
-# more scheduler and PostgreSQL CPU (more transactions).
-START_BATCH = 100
-# Reports wait longer for company: nothing waits on their answer but the attempt's record, and
-# at a herd's instant larger report batches cost the scheduler and PostgreSQL less a run
-# (fewer transactions), leaving more of the machine to the calls still to begin.
-REPORT_LINGER = 0.05
-# A start asked ahead of its run's time (seconds ahead) waits up to an eighth of that time, at
-# most this long: at a steady few hundred runs a second, each start would otherwise be a batch
-# and a scheduler transaction of its own.
-EARLY_START_LINGER = 0.5
 TRACEPARENT_METADATA_KEY = "traceparent"
 # After an UNIMPLEMENTED batch answer, how long calls go one by one before a batch is tried again.
 BATCH_RETRY_AFTER = 60.0

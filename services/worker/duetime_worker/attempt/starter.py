@@ -2,12 +2,15 @@
 asked for (``starts``) and handed to the ``runner``.
 
 A message waits for its run's time by the server's clock (``server_clock``) holding nothing. A
-run due within ``EARLY_AHEAD`` may have its attempt asked for ahead of that time: its start then
-happens before a herd's instant, not at it. Either way the message goes the same way
+run due within ``EARLY_AHEAD`` (``herd.knobs``) may have its attempt asked for ahead of that time
+(the scheduler allows it for runs of jobs whose overlap policy is ALLOW): its start then happens
+before a herd's instant, not at it, and a herd claimed ahead has its starts spread over the
+stretch. Either way the message goes the same way
 (``_start_and_run``): it holds a place until its call ends, asks for its attempt under a start
 permit, is answered, and its attempt is run. The place is an execution slot, waited for in fair
 order, or for a start ahead an early permit, taken without waiting (``Permits``: bounded apart
 from the slots, which go to runs whose time has come, with a reserve for the teams holding few).
+Each place is a ``Reservation`` at its limit (``herd.slots``), given back once.
 
 Stopping starts nothing more: messages held until their time or waiting for a slot end
 unanswered (their offsets stay uncommitted, so another worker gets them), and an attempt whose
@@ -24,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from functools import partial
 
 from google.protobuf.timestamp_pb2 import Timestamp
 from opentelemetry.trace import SpanKind
@@ -36,46 +38,17 @@ from duetime_worker.attempt.lifecycle import Started
 from duetime_worker.attempt.runner import Runner
 from duetime_worker.attempt.server_clock import ServerClock
 from duetime_worker.attempt.starts import StartCalls, StartRefused, TooEarly, Unanswered
-from duetime_worker.herd.slots import Flow, Permits, SlotsClosed, WeightedSlots
+from duetime_worker.herd.knobs import EARLY_AHEAD
+from duetime_worker.herd.slots import Flow, Permits, Reservation, SlotsClosed, WeightedSlots
 from duetime_worker.shielding import despite_cancellation
-from duetime_worker.targets.container.launcher import Launcher, Reservation
+from duetime_worker.targets.container.launcher import Launcher
 
-# How long before a run's time its attempt is asked for ahead (the scheduler allows up to
-# 30 s, for runs of jobs whose overlap policy is ALLOW): the call then needs no start of its
-# own at the run's time. A herd claimed ahead (its look-ahead grown up to a minute) has its
-# starts spread over this stretch instead of crowding the seconds before its instant.
-EARLY_AHEAD = 20.0
 # Longest single wait on TOO_EARLY before asking again.
 MAX_EARLY_WAIT = 60.0
 # After a TOO_EARLY answer the message waits at least this long, doubling while the answers
 # repeat (up to the cap): a clock estimate gone wrong costs a few round trips, not a flood.
 FIRST_EARLY_RETRY = 0.001
 MAX_EARLY_RETRY = 0.5
-
-
-def _nothing() -> None:
-    pass
-
-
-class Place:
-    """A place held (an execution slot, a start or early permit), given back once: by
-    ``release`` (for an execution slot, when the target call ends), or at the latest on
-    leaving the ``with`` block."""
-
-    __slots__ = ("_give_back",)
-
-    def __init__(self, give_back: Callable[[], None]) -> None:
-        self._give_back = give_back
-
-    def __enter__(self) -> Place:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.release()
-
-    def release(self) -> None:
-        give_back, self._give_back = self._give_back, _nothing
-        give_back()
 
 
 class Starter:
@@ -125,7 +98,7 @@ class Starter:
                 ahead = (
                     early
                     and self._clock.seconds_until(not_before) > 0
-                    and self._early.take(dispatch.team)
+                    and self._early.try_reserve(flow)
                 )
                 try:
                     if ahead:
@@ -161,8 +134,7 @@ class Starter:
         if dispatch.target_kind == TARGET_KIND_CONTAINER:
             reservation = await self._reserve(flow)
         try:
-            await self._slots.take(flow)
-            with Place(self._slots.release) as slot:
+            with await self._slots.reserved(flow) as slot:
                 await self._start_and_run(dispatch, delivery_id, answered, slot, flow, reservation)
         finally:
             if reservation is not None:
@@ -173,7 +145,7 @@ class Starter:
     ) -> None:
         """Starts the attempt ahead of its run's time under the early permit taken for it, and
         runs it at that time."""
-        with Place(partial(self._early.release, dispatch.team)) as permit:
+        with Reservation(self._early, flow) as permit:
             ahead_of = dispatch.effective_time
             await self._start_and_run(dispatch, delivery_id, answered, permit, flow, None, ahead_of)
 
@@ -182,7 +154,7 @@ class Starter:
         dispatch: RunDispatch,
         delivery_id: str,
         answered: Callable[[], None],
-        place: Place,
+        place: Reservation,
         flow: Flow,
         reservation: Reservation | None = None,
         ahead_of: Timestamp | None = None,
@@ -191,8 +163,7 @@ class Starter:
         under a start permit, the message answered, the attempt run (or handed back unrun when
         stopping). TooEarly and Unanswered go to the caller, the message unanswered."""
         try:
-            await self._starting.take(flow)
-            with Place(self._starting.release):
+            with await self._starting.reserved(flow):
                 started = await self._start_seen_through(dispatch.run_id, delivery_id, ahead_of)
         except StartRefused:
             answered()

@@ -1,12 +1,13 @@
 """The cyclic garbage collector waits while a herd's calls go out.
 
 A young collection scans every object still alive since the last one, and at a herd's instant
-that is every attempt in flight: a pause of tens of milliseconds a worker, measured at 70-125
-(`bench/herd`), that makes every call still to go out later. Where it falls
-depends on the allocations before the instant. So the collector is paused from the first call
-due until the calls due have gone out (``CallBacklog``), for ``PAUSE_LONGEST`` at most: then it
-runs again and pauses no more until the calls have gone out. Reference counting frees most
-objects meanwhile; only garbage in cycles waits for the collector's next run.
+that is every attempt in flight: a pause of tens of milliseconds that makes every call still to
+go out later, falling wherever the allocations before the instant put it. So the collector is
+paused from the first call due until the calls due have gone out (``CallBacklog``), for
+``PAUSE_LONGEST`` at most (``knobs``): then it runs again and pauses no more until the calls
+have gone out (a slow host's calls waiting for connections run with the collector on).
+Reference counting frees most objects meanwhile; only garbage in cycles waits for the
+collector's next run.
 """
 
 from __future__ import annotations
@@ -14,11 +15,8 @@ from __future__ import annotations
 import asyncio
 import gc
 
+from duetime_worker.herd.knobs import PAUSE_LONGEST
 from duetime_worker.herd.timers import RESOLUTION
-
-# The longest pause; a longer backlog (a slow host's calls waiting for connections) runs with
-# the collector on.
-PAUSE_LONGEST = 5.0
 
 
 class CollectorPause:

@@ -1,22 +1,28 @@
-"""The worker's one shape of concurrency limit: places shared between priorities and teams by
-weight, each wait ending at its deadline.
+"""The worker's one vocabulary of concurrency limit: a ``Limit`` is reserved (waiting in a fair
+queue until a deadline), tried (``try_reserve``: now or not at all) and released, each place by
+a ``Flow`` (its run's priority and team); a ``Reservation`` is one place held, given back once.
 
-Runs wait in the worker for an execution slot, for a start permit and for HTTP connections (all
-in all, and to one host). Each of these is a ``WeightedSlots``: at most ``limit`` holders, and
-a freed place goes straight to the next waiter in weighted fair order (``duetime_core.fairness``:
-the priority whose turn it is, high 4, normal 2, low 1; within it the team whose turn it is by
-its weight; first come first served within a team). So one team's backlog cannot hold back
-another team's run wherever runs wait, a low-priority backlog cannot hold back a high-priority
-run, and low still moves. A wait with a deadline ends there (TimeoutError), under one timer for
-all of them (``timers``); waits that ended are dropped from the queue when they come up, or
-all at once as they pile up, so a wait costs O(log n) however large the herd. A stopping worker
-closes its slots: nothing waiting gets one.
+Runs wait in the worker for an execution slot, a start permit, a container launcher's permit and
+HTTP connections (all in all, and to one host); start and report batches wait for their turn in
+flight. Each of these is a ``WeightedSlots``: at most ``limit`` holders, and a freed place goes
+straight to the next waiter in weighted fair order (``duetime_core.fairness``: the priority
+whose turn it is, high 4, normal 2, low 1; within it the team whose turn it is by its weight;
+first come first served within a team). So one team's backlog cannot hold back another team's
+run wherever runs wait, a low-priority backlog cannot hold back a high-priority run, and low
+still moves. A wait with a deadline ends there (TimeoutError), under one timer for all of them
+(``timers``); waits that ended are dropped from the queue when they come up, or all at once as
+they pile up, so a wait costs O(log n) however large the herd. A stopping worker closes its
+slots: nothing waiting gets one.
+
+Early starts are the one limit never waited for (``Permits``): taken now or not, with a reserve
+for the teams holding few.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 from duetime.events.v1.events_pb2 import RunDispatch
@@ -34,7 +40,17 @@ _PRIORITIES = {
     job_pb2.PRIORITY_LOW: Priority.LOW,
 }
 
-__all__ = ["ANYONE", "WEIGHTS", "Flow", "Permits", "SlotsClosed", "TurnOrder", "WeightedSlots"]
+__all__ = [
+    "ANYONE",
+    "WEIGHTS",
+    "Flow",
+    "Limit",
+    "Permits",
+    "Reservation",
+    "SlotsClosed",
+    "TurnOrder",
+    "WeightedSlots",
+]
 
 
 class SlotsClosed(Exception):
@@ -60,11 +76,55 @@ class Flow:
 ANYONE = Flow()
 
 
+class Limit(ABC):
+    """At most so many places held at once, each reserved and released by its ``Flow``."""
+
+    @abstractmethod
+    async def reserve(self, flow: Flow = ANYONE, deadline: float = math.inf) -> None:
+        """Takes a place, waiting for ``flow``'s turn until ``deadline`` (the loop's clock) at
+        most: TimeoutError then, with nothing taken."""
+
+    @abstractmethod
+    def try_reserve(self, flow: Flow = ANYONE) -> bool:
+        """Takes a place that is free now, without waiting; False when none is."""
+
+    @abstractmethod
+    def release(self, flow: Flow = ANYONE) -> None:
+        """Gives back a place ``flow`` holds."""
+
+    async def reserved(self, flow: Flow = ANYONE, deadline: float = math.inf) -> Reservation:
+        """``reserve``, the place held as a ``Reservation``."""
+        await self.reserve(flow, deadline)
+        return Reservation(self, flow)
+
+
+class Reservation:
+    """A place held at a limit, given back once: by ``release``, or at the latest on leaving
+    the ``with`` block. One at no limit (``None``) gives back nothing."""
+
+    __slots__ = ("_flow", "_limit")
+
+    def __init__(self, limit: Limit | None, flow: Flow = ANYONE) -> None:
+        self._limit = limit
+        self._flow = flow
+
+    def __enter__(self) -> Reservation:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.release()
+
+    def release(self) -> None:
+        limit, self._limit = self._limit, None
+        if limit is not None:
+            limit.release(self._flow)
+
+
 def _waiting(waiter: asyncio.Future[None]) -> bool:
     return not waiter.done()
 
 
-class WeightedSlots:
+class WeightedSlots(Limit):
     def __init__(self, limit: int) -> None:
         self._free = limit
         # Waiters that left (cancelled, timed out) stay queued until they come up or are pruned.
@@ -85,14 +145,14 @@ class WeightedSlots:
         return self._waiters > 0
 
     def close(self) -> None:
-        """From now on ``take`` raises ``SlotsClosed``, in those waiting too."""
+        """From now on ``reserve`` raises ``SlotsClosed``, in those waiting too."""
         self._closed = True
         while (waiter := self._next()) is not None:
             waiter.set_exception(SlotsClosed())
         self._queue.clear()
         self._left = 0
 
-    async def take(self, flow: Flow = ANYONE, deadline: float = math.inf) -> None:
+    async def reserve(self, flow: Flow = ANYONE, deadline: float = math.inf) -> None:
         """Waits for a slot: ``flow``'s turn among those waiting comes by its priority and its
         team's weight. With a ``deadline`` (the loop's clock), TimeoutError then, with nothing
         taken."""
@@ -118,14 +178,14 @@ class WeightedSlots:
                 self.release()  # granted as the caller was cancelled: pass it on
             raise
 
-    def take_now(self) -> bool:
+    def try_reserve(self, flow: Flow = ANYONE) -> bool:
         """Takes a slot that is free now, without waiting; False when none is (or closed)."""
         if self._closed or self._free <= 0:
             return False
         self._free -= 1
         return True
 
-    def release(self) -> None:
+    def release(self, flow: Flow = ANYONE) -> None:
         """Gives a slot back: to the next waiter in fair order, if any."""
         waiter = self._next()
         if waiter is not None:
@@ -154,12 +214,13 @@ class WeightedSlots:
         self._left += 1
 
 
-class Permits:
-    """Places taken without waiting (``take``), each given back once: attempts started ahead
-    of their time. Up to ``limit`` go to whoever asks first; past it, a reserve of a tenth more
-    goes to the teams holding few (each up to a tenth of the reserve). One team's herd, holding
-    the limit, then still leaves another team's runs due inside it to start ahead too, rather
-    than at the herd's instant behind its starts."""
+class Permits(Limit):
+    """Places never waited for (``try_reserve``; ``reserve`` is a wait whose deadline has
+    passed), each given back once: attempts started ahead of their time. Up to ``limit`` go to
+    whoever asks first; past it, a reserve of a tenth more goes to the teams holding few (each
+    up to a tenth of the reserve). One team's herd, holding the limit, then still leaves another
+    team's runs due inside it to start ahead too, rather than at the herd's instant behind its
+    starts."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -168,7 +229,12 @@ class Permits:
         self._taken = 0
         self._held: dict[str, int] = {}
 
-    def take(self, team: str) -> bool:
+    async def reserve(self, flow: Flow = ANYONE, deadline: float = math.inf) -> None:
+        if not self.try_reserve(flow):
+            raise TimeoutError
+
+    def try_reserve(self, flow: Flow = ANYONE) -> bool:
+        team = flow.team
         held = self._held.get(team, 0)
         if self._taken >= self.limit and (
             held >= self._share or self._taken >= self.limit + self._reserve
@@ -178,7 +244,8 @@ class Permits:
         self._held[team] = held + 1
         return True
 
-    def release(self, team: str) -> None:
+    def release(self, flow: Flow = ANYONE) -> None:
+        team = flow.team
         held = self._held.get(team, 0)
         if held <= 0:
             return

@@ -3,7 +3,7 @@ request has not gone out yet (waiting for the event loop, or for one of the host
 connections).
 
 While there is one, a herd's calls are still being made on this worker, and a report that
-may wait does (``passed``), as does a full heartbeat (``attempt.heartbeats``) and the garbage
+may wait does (``passed``), as does a full heartbeat (the ``governor`` says so) and the garbage
 collector (``gc_pause``): after the instant their RPCs, and the scheduler's and PostgreSQL's
 work for them, would take CPU from calls that are already late. Waiting reports go together
 once the backlog is gone, in fuller batches; each waits at most the time given (its run counts

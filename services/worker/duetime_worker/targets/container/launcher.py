@@ -30,7 +30,7 @@ from typing import Protocol
 
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_infra.tracecontext import current_traceparent
-from duetime_worker.herd.slots import ANYONE, Flow, WeightedSlots
+from duetime_worker.herd.slots import ANYONE, Flow, Reservation, WeightedSlots
 from duetime_worker.targets.outcome import ANSWERED, BEGUN, NOT_BEGUN, Outcome, SendCheck, no_check
 from duetime_worker.targets.target_deadline import Deadline
 
@@ -38,18 +38,6 @@ log = logging.getLogger(__name__)
 
 
 LAUNCHER_BUSY = "launcher busy: every container permit was taken"
-
-
-class Reservation:
-    """A launcher's permit for one process, given back once (``release``)."""
-
-    def __init__(self, permits: WeightedSlots | None) -> None:
-        self._permits = permits
-
-    def release(self) -> None:
-        if self._permits is not None:
-            self._permits.release()
-            self._permits = None
 
 
 class PermittedLauncher:
@@ -69,8 +57,7 @@ class PermittedLauncher:
         pass
 
     async def reserve(self, flow: Flow = ANYONE) -> Reservation:
-        await self._running.take(flow)
-        return Reservation(self._running)
+        return await self._running.reserved(flow)
 
     async def launch(
         self,
@@ -82,7 +69,7 @@ class PermittedLauncher:
     ) -> Outcome:
         if reservation is None:
             # No waiting here: the attempt is started, and the wait would count as its timeout.
-            if not self._running.take_now():
+            if not self._running.try_reserve():
                 return Outcome.handed_back(LAUNCHER_BUSY, call=NOT_BEGUN)
             reservation = Reservation(self._running)
         try:

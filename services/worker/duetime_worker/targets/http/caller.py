@@ -169,7 +169,7 @@ class HttpCaller:
         comes in weighted fair order as ``flow``: another team's calls to the same host do not
         make it wait behind all of theirs."""
         for gate in gates:
-            await gate.take(flow, deadline)
+            await gate.reserve(flow, deadline)
             taken.append(gate)
         client = self._hosts.pinned(host)
         if client is not None:
