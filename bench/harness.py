@@ -284,6 +284,17 @@ async def bench_workspace(prefix: str) -> AsyncIterator[tuple[str, Path]]:
         await drop_database(template)
 
 
+def profiled(folder: Path | None, name: str) -> dict[str, str]:
+    """The environment that makes a service write its cProfile statistics at exit to
+    ``folder``/``name``.prof (``--profile``; nothing when None)."""
+    if folder is None:
+        return {}
+    hook = Path(__file__).resolve().parent / "profile_hook"
+    path = os.pathsep.join(p for p in (str(hook), os.environ.get("PYTHONPATH", "")) if p)
+    # Each worker writes its own file: the pid is added when the hook starts.
+    return {"PYTHONPATH": path, "DUETIME_BENCH_PROFILE": str(folder / f"{name}.prof")}
+
+
 @asynccontextmanager
 async def bench_system(
     dsn: str,

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import statistics
 import time
 import uuid
@@ -59,6 +58,7 @@ from bench.harness import (
     ms,
     options_from,
     per_second,
+    profiled,
     quantiles,
     seed_jobs,
     shown,
@@ -112,10 +112,10 @@ async def duetime_case(template: str, runs: int, setup: Setup, tmp: Path) -> Her
                         if setup.credit is None
                         else {"DUETIME_DISPATCH_CREDIT": f"{setup.credit}"}
                     ),
-                    **profiled(setup, f"{runs}-scheduler"),
+                    **profiled(setup.profile, f"{runs}-scheduler"),
                 },
-                relay_extra=profiled(setup, f"{runs}-relay"),
-                worker_extra={**slots, **profiled(setup, f"{runs}-worker")},
+                relay_extra=profiled(setup.profile, f"{runs}-relay"),
+                worker_extra={**slots, **profiled(setup.profile, f"{runs}-worker")},
             ) as system,
         ):
             meter = CpuMeter(await system_processes(system, tmp / "kafka", target))
@@ -134,16 +134,6 @@ def write_logs(system: System, folder: Path) -> None:
     for label, service in services.items():
         (folder / f"{label}.log").write_text("\n".join(service.output) + "\n")
     print(f"  logs in {folder}")
-
-
-def profiled(setup: Setup, name: str) -> dict[str, str]:
-    """The environment that makes a service write its cProfile statistics at exit."""
-    if setup.profile is None:
-        return {}
-    hook = Path(__file__).resolve().parent / "profile_hook"
-    path = os.pathsep.join(p for p in (str(hook), os.environ.get("PYTHONPATH", "")) if p)
-    # Each worker writes its own file: the pid is added when the hook starts.
-    return {"PYTHONPATH": path, "DUETIME_BENCH_PROFILE": str(setup.profile / f"{name}.prof")}
 
 
 async def measure(

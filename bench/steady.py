@@ -69,6 +69,7 @@ from bench.harness import (
     load,
     options_from,
     postgres_counts,
+    profiled,
     quantiles,
     seed_jobs,
     shown,
@@ -93,6 +94,8 @@ class Options:
     workers: int
     p99: float
     pg_sample: bool = False
+    # Write each service's cProfile statistics in this folder, a file per step and service.
+    profile: Path | None = None
 
     def first_due(self, now: datetime) -> datetime:
         """The whole second the first runs fall due at, ``lead`` seconds after ``now``."""
@@ -140,7 +143,13 @@ async def duetime_step(template: str, rate: int, options: Options, tmp: Path) ->
     try:
         async with (
             target_process(tmp) as target,
-            bench_system(dsn, workers=options.workers) as system,
+            bench_system(
+                dsn,
+                workers=options.workers,
+                scheduler_extra=profiled(options.profile, f"{rate}-scheduler"),
+                relay_extra=profiled(options.profile, f"{rate}-relay"),
+                worker_extra=profiled(options.profile, f"{rate}-worker"),
+            ) as system,
         ):
             conn = await asyncpg.connect(dsn)
             try:
@@ -445,6 +454,9 @@ async def main() -> None:
     parser.add_argument("--p99", type=float, default=1.0)
     parser.add_argument(
         "--peer", nargs="+", default=[], choices=["pgqueuer"], help="run each step on these too"
+    )
+    parser.add_argument(
+        "--profile", type=Path, help="write each service's cProfile statistics in this folder"
     )
     args = parser.parse_args()
     options = options_from(Options, args)
