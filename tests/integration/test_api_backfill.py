@@ -293,3 +293,33 @@ async def test_a_backfill_is_paced_by_the_teams_rate_quota(env: Env) -> None:
         assert i + 1 <= allowed * 1.05 + 1, (i, at)
     started = await env.w.start(uuid.UUID(sent[0].run_id), delivery="d-0")
     assert started.decision == wpb.START_DECISION_STARTED
+
+
+async def test_an_occurrence_a_backfill_ran_explains_as_such(api: ApiClient) -> None:
+    name, job_id = await create(api)
+    await api.stub.BackfillJob(
+        backfill_request(name, FALL_START, FALL_START + timedelta(hours=2), "e1"),
+        metadata=api.auth(),
+    )
+    request = svc.ExplainOccurrenceRequest(job=name)
+    request.time.FromDatetime(FALL_START)
+    alone = await api.stub.ExplainOccurrence(request, metadata=api.auth())
+    assert alone.fate == svc.OCCURRENCE_FATE_RAN
+    assert alone.run.origin == run_pb2.RUN_ORIGIN_BACKFILL
+    assert "It was run by a backfill (request e1), not on schedule." in alone.explanation
+
+    # The schedule's own run of the instant stands for it; the backfill's is told beside it.
+    await sql(
+        api.dsn,
+        "INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time, "
+        "origin, state, attempt_limit, job_version) "
+        "SELECT gen_random_uuid(), job_id, team_id, partition, nominal_time, effective_time, "
+        "'SCHEDULE', 'MISSED', attempt_limit, job_version FROM runs "
+        "WHERE job_id = $1 AND nominal_time = $2",
+        uuid.UUID(job_id),
+        FALL_START,
+    )
+    both = await api.stub.ExplainOccurrence(request, metadata=api.auth())
+    assert both.fate == svc.OCCURRENCE_FATE_MISSED
+    assert both.run.origin == run_pb2.RUN_ORIGIN_SCHEDULE
+    assert "A backfill (request e1) ran it again: that run is QUEUED." in both.explanation

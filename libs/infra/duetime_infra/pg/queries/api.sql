@@ -192,6 +192,12 @@ SELECT version, spec, create_time FROM job_versions WHERE job_id = $1 AND versio
 SELECT r.*, duetime_shown_state(r.state, r.run_id, r.nominal_time) AS shown_state
 FROM runs r WHERE r.job_id = $1 AND r.nominal_time = $2 AND r.origin = 'SCHEDULE';
 
+-- name: run_backfilled_at
+-- The latest run a backfill made at $2 (one per request), through the run key's index.
+SELECT r.*, duetime_shown_state(r.state, r.run_id, r.nominal_time) AS shown_state
+FROM runs r WHERE r.job_id = $1 AND r.nominal_time = $2 AND r.origin LIKE 'BACKFILL:%'
+ORDER BY r.create_time DESC LIMIT 1;
+
 -- name: run_range_reaching
 -- The latest range record (MISSED or SKIPPED, many occurrences) of the job that starts before
 -- $2 and reaches it, through runs_job_ranges_idx: it may stand for the occurrence at $2.
