@@ -9,6 +9,7 @@ import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
+import asyncpg
 import grpc
 import pytest
 
@@ -20,6 +21,7 @@ from duetime_core.schedule import Cron, next_fire_time
 from duetime_infra.codec.timeconv import datetime_to_timestamp, timestamp_to_datetime
 from testkit.api import ApiClient, failure, running_api
 from testkit.environments import api_and_workers
+from testkit.polling import eventually
 from tests.integration.test_api_jobs import cron_job
 from tests.integration.test_api_runs import sql
 from tests.integration.test_dispatch_quotas import Env
@@ -149,21 +151,41 @@ async def test_skip_ran_leaves_out_only_occurrences_that_succeeded_or_are_active
         FALL_START + timedelta(hours=5),
     )
     skip = svc.BACKFILL_OVERLAP_SKIP_RAN
-    counted = await api.stub.BackfillJob(
-        backfill_request(name, FALL_START, FALL_END, validate_only=True, overlap=skip),
-        metadata=api.auth(),
-    )
+    counting = backfill_request(name, FALL_START, FALL_END, validate_only=True, overlap=skip)
+    counted = await api.stub.BackfillJob(counting, metadata=api.auth())
     assert (counted.occurrence_count, counted.run_count, counted.skipped_count) == (36, 27, 9)
 
-    # Two SKIP_RAN backfills of the same range at once: no occurrence gets a second run.
-    both = await asyncio.gather(
-        *(
-            api.stub.BackfillJob(
-                backfill_request(name, FALL_START, FALL_END, rid, overlap=skip), metadata=api.auth()
+    # Two SKIP_RAN backfills of the same range at once, held together on the team's usage row
+    # (their admission locks it) until both wait: no occurrence gets a second run.
+    # Connections for both in the API's pool first: a new one is slow on a busy server.
+    await asyncio.gather(*(api.stub.BackfillJob(counting, metadata=api.auth()) for _ in range(4)))
+    blocker = await asyncpg.connect(api.dsn)
+    try:
+        held = blocker.transaction()
+        await held.start()
+        await blocker.execute("SELECT 1 FROM team_usage WHERE team_id = $1 FOR UPDATE", api.team)
+        calls = [
+            asyncio.ensure_future(
+                api.stub.BackfillJob(
+                    backfill_request(name, FALL_START, FALL_END, rid, overlap=skip),
+                    metadata=api.auth(),
+                )
             )
             for rid in ("b", "c")
-        )
-    )
+        ]
+
+        async def both_wait() -> bool:
+            waiting = await blocker.fetchval(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            )
+            return int(waiting) == 2
+
+        await eventually(both_wait, 10, "both backfills waiting")
+        await held.rollback()
+        both = await asyncio.gather(*calls)
+    finally:
+        await blocker.close()
     assert sorted(r.run_count for r in both) == [0, 27]
     made = await backfill_runs(api, job_id)
     active_or_done = [t for t, _, s in made if s != "DEAD_LETTERED"]
