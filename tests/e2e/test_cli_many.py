@@ -447,3 +447,51 @@ async def test_a_batch_asks_on_a_terminal(team: Team) -> None:
             assert rows == [{"JOB ID": job_id, "RESULT": "OK"}], screen
         shown = await cli.ok("jobs", "get", job_id, "-o", "json")
         assert shown.json()["job"]["state"] == f"JOB_STATE_{state}"
+
+
+HOURLY_YAML = """\
+displayName: hourly
+schedule:
+  cron:
+    expression: "0 * * * *"
+    timeZone: America/New_York
+target:
+  http:
+    url: https://billing.internal/run
+"""
+
+
+async def test_backfill_counts_first_asks_then_makes_the_runs(team: Team) -> None:
+    cli = team.cli
+    path = team.tmp / "hourly.yaml"
+    path.write_text(HOURLY_YAML)
+    job_id = (await cli.ok("jobs", "create", "-f", str(path), "-o", "json")).json()["job"]["jobId"]
+    # Across the fall-back night in New York: 01:00 happens twice, both run.
+    window = ("--from", "2025-11-01T12:00:00Z", "--to", "2025-11-03T00:00:00Z")
+
+    dry = await cli.ok("backfill", job_id, *window, "--dry-run")
+    assert dry.stderr.startswith(
+        "To backfill: 36 occurrences from 2025-11-01 12:00:00Z to 2025-11-02 23:00:00Z: 36 runs."
+    ), dry.stderr
+    assert "Nothing changed (--dry-run)." in dry.stdout
+    unasked = await cli("backfill", job_id, *window)
+    assert unasked.code == 2, unasked
+    assert "give --yes to backfill them" in unasked.stderr
+
+    made = await cli.ok("backfill", job_id, *window, "--yes", "--request-id", "cli-1", "-o", "json")
+    assert made.json()["runCount"] == 36
+    listed = await cli.ok(
+        "runs", "list", job_id, "--filter", "origin = BACKFILL", "--limit", "0", "-o", "json"
+    )
+    assert len(listed.json()["runs"]) == 36
+    again = await cli.ok(
+        "backfill", job_id, *window, "--overlap", "skip_ran", "--dry-run", "-o", "json"
+    )
+    assert again.json()["skippedCount"] == 36
+    assert "runCount" not in again.json()
+
+    too_many = await cli(
+        "backfill", job_id, "--from", "2020-01-01T00:00:00Z", "--to", "2022-01-01T00:00:00Z"
+    )
+    assert too_many.code == 3, too_many
+    assert "end_time: the range holds 17544 occurrences; at most 10000" in too_many.stderr

@@ -17,7 +17,7 @@ import asyncpg
 import pytest
 from playwright.async_api import Browser, Locator, Page, expect
 
-from duetime.jobs.v1 import job_service_pb2, job_service_pb2_grpc
+from duetime.jobs.v1 import job_service_pb2, job_service_pb2_grpc, run_pb2
 from duetime_infra.admin import create_operator_token, create_team
 from testkit.console import (
     Console,
@@ -396,6 +396,58 @@ async def test_a_pause_with_a_note_then_why_an_occurrence_was_skipped_and_the_hi
             job_service_pb2.GetJobRequest(name=job.name), metadata=system.api.metadata
         )
         assert stored.job.schedule.cron.expression == "*/2 * * * * *"
+
+
+async def test_a_backfill_is_counted_then_made_from_the_job_page_and_runs(
+    live: Live, browser: Browser
+) -> None:
+    """On the job's page: a range typed on the schedule's clock, across New York's fall-back
+    night (01:00 happens twice), counted first, then made; every backfilled run reaches the
+    target once, with an idempotency key of its own."""
+    system, target = live.system, live.target
+    job = http_job(
+        "hourly backfill", target.url("/console-backfill"), cron=("0 * * * *", "America/New_York")
+    )
+    job = await system.api.create(job)
+    async with browser_page(browser) as page:
+        await sign_in(page, live.console, system.team_token)
+        await page.goto(f"{live.console.url}/jobs/{job.job_id}")
+        await page.get_by_role("link", name="Backfill", exact=True).click()
+        await expect(page.get_by_label("On the clock of")).to_have_value("America/New_York")
+        await page.get_by_label("From (at or after)").fill("2025-11-01T08:00:00")
+        await page.get_by_label("To (before)").fill("2025-11-02T19:00:00")
+        await page.get_by_role("button", name="Count").click()
+        count = page.locator("#count")
+        await expect(count).to_have_text(
+            "To backfill: 36 occurrences from 2025-11-01 12:00:00Z to 2025-11-02 23:00:00Z: 36 runs"
+        )
+        await screenshot(page, "backfill")
+        assert target.calls_to("/console-backfill") == []  # a count makes nothing
+        await page.get_by_role("button", name="Make 36 runs").click()
+        await expect(page.get_by_role("status")).to_contain_text("Backfilled: 36 runs made")
+        await expect(page.locator("#table")).to_contain_text("BACKFILL")
+
+        # Counted again with SKIP_RAN, every occurrence has a run now.
+        await page.goto(f"{live.console.url}/jobs/{job.job_id}/backfill")
+        await page.get_by_label("From (at or after)").fill("2025-11-01T08:00:00")
+        await page.get_by_label("To (before)").fill("2025-11-02T19:00:00")
+        await page.get_by_label("Overlap").select_option("SKIP_RAN")
+        await page.get_by_role("button", name="Count").click()
+        await expect(count).to_contain_text("36 of them already ran: 0 runs")
+        await expect(page.get_by_role("button", name=re.compile("^Make"))).to_have_count(0)
+
+        # A range the API refuses is told on the form, naming what is wrong.
+        await page.get_by_label("To (before)").fill("2025-10-01T00:00:00")
+        await page.get_by_role("button", name="Count").click()
+        await expect(page.get_by_role("alert")).to_contain_text("end_time")
+
+    async def all_ran() -> bool:
+        runs = [r for r in await system.api.runs(job) if r.backfill_request_id]
+        return len(runs) == 36 and all(r.state == run_pb2.RUN_STATE_SUCCEEDED for r in runs)
+
+    await eventually(all_ran, 60, "the 36 backfilled runs succeeded")
+    keys = [c.headers.get("Idempotency-Key") for c in target.calls_to("/console-backfill")]
+    assert len(keys) == len(set(keys)) == 36
 
 
 async def test_a_job_made_to_end_from_the_form(live: Live, browser: Browser) -> None:

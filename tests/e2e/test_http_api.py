@@ -130,6 +130,18 @@ async def test_every_job_method_over_http(live: Live) -> None:
         "JOB_CHANGE_CREATE",
     ]
     assert versions["versions"][2]["changedFields"] == ["display_name"]
+    # Backfill, counted: 02:30 daily across the spring-forward night (shifted to 03:00 EDT).
+    backfill = {"startTime": "2026-03-06T12:00:00Z", "endTime": "2026-03-10T12:00:00Z"}
+    counted = await api.ok("POST", f"/v1/{name}:backfill", {**backfill, "validateOnly": True})
+    assert (counted["occurrenceCount"], counted["runCount"]) == (4, 4)
+    assert counted["firstOccurrenceTime"] == "2026-03-07T07:30:00Z"
+    made = await api.ok("POST", f"/v1/{name}:backfill", {**backfill, "requestId": "http-1"})
+    assert made["runCount"] == 4
+    backfilled = await api.ok(
+        "GET", f"/v1/{name}/runs", params={"filter": "origin=BACKFILL", "pageSize": "10"}
+    )
+    assert {r["origin"] for r in backfilled["runs"]} == {"RUN_ORIGIN_BACKFILL"}
+    assert sorted(r["nominalTime"] for r in backfilled["runs"])[1] == "2026-03-08T07:00:00Z"
     quota = await api.ok("GET", f"/v1/{team}/quota")
     assert quota["name"] == team
     assert int(quota["usage"]["storedJobs"]) >= 1

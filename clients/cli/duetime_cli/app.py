@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from duetime_cli import admin, jobs, preview, quota, runs, why
+from duetime_cli import admin, backfill, jobs, preview, quota, runs, why
 from duetime_cli.exits import EXIT_CODE_MEANINGS
 from duetime_cli.session import DEFAULT_API, Session, plaintext_by_env
 
@@ -40,6 +40,7 @@ for name, group in GROUPS:
 app.command("preview")(preview.preview)
 app.command("quota")(quota.quota)
 app.command("why")(why.why)
+app.command("backfill")(backfill.backfill)
 
 
 def _show_version(wanted: bool) -> None:

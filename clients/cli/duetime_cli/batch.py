@@ -49,12 +49,13 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
-def _confirmed(batch: Batch, yes: bool) -> bool:
+def confirmed(verb: str, yes: bool) -> bool:
+    """A person's yes to ``verb`` what was counted: asked on a terminal, ``--yes`` otherwise."""
     if yes:
         return True
     if not sys.stdin.isatty():
-        raise usage_error(f"stdin is not a terminal to ask on: give --yes to {batch.verb} them")
-    return typer.confirm(f"{batch.verb.capitalize()} them?", default=False, err=True)
+        raise usage_error(f"stdin is not a terminal to ask on: give --yes to {verb} them")
+    return typer.confirm(f"{verb.capitalize()} them?", default=False, err=True)
 
 
 def run_batch(session: Session, batch: Batch, yes: bool, output: Format) -> None:
@@ -72,7 +73,7 @@ def run_batch(session: Session, batch: Batch, yes: bool, output: Format) -> None
         return
     if batch.note:
         stderr.print(batch.note, soft_wrap=True)
-    if not _confirmed(batch, yes):
+    if not confirmed(batch.verb, yes):
         stderr.print("Nothing changed.")
         return
     done = session.call(batch.rpc, batch.request, timeout=BATCH_TIMEOUT_SECONDS)

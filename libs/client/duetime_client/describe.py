@@ -145,6 +145,18 @@ def occurrences(span: job_service_pb2.OccurrenceSpan) -> str:
     return f"{span.count}, {first}" if span.count == 1 else f"{span.count}, {first} to {last}"
 
 
+def backfill_count(counted: job_service_pb2.BackfillJobResponse) -> str:
+    """A backfill's count: its occurrences, from when to when, how many already ran (left out
+    by SKIP_RAN) and how many runs it makes."""
+    if not counted.occurrence_count:
+        return "no occurrence of the schedule in the range"
+    first, last = when(counted, "first_occurrence_time"), when(counted, "last_occurrence_time")
+    text = f"{counted.occurrence_count} occurrences from {first} to {last}"
+    if counted.skipped_count:
+        text += f", {counted.skipped_count} of them already ran"
+    return f"{text}: {counted.run_count} runs"
+
+
 def paused_occurrences(told: job_service_pb2.PausedOccurrences) -> list[str]:
     """What a resume does with the occurrences its pause covered, a line each."""
     lines = [f"covered by the pause: {occurrences(told.covered)}"]

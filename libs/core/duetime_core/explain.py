@@ -10,6 +10,7 @@ in force then; ``explain`` decides the fate:
 
 * a record stands for it: it ran (with the run's state and attempts), is held before dispatch,
   was cancelled, MISSED (the misfire policy, and how late it was), or SKIPPED (the reason);
+  a run a backfill made of it is told too, and stands for it when the schedule made none;
 * no record: it is no occurrence of the schedule in force then (the nearest ones before and
   after are given, DST explained), or comes after the schedule's end (its end_time, or the
   run that makes its max_runs), or it is not due yet, or skipped while the job is paused
@@ -126,6 +127,8 @@ class Facts:
     record: RunRecord | None
     record_version: VersionAt | None
     version: VersionAt
+    # The latest run a backfill made of the occurrence (one per BackfillJob request).
+    backfill: RunRecord | None = None
 
 
 @dataclass(frozen=True)
@@ -373,6 +376,15 @@ def _from_record(
     return dataclasses.replace(found, text=text + _range(run, words))
 
 
+def _backfilled(
+    job: JobRecord, run: RunRecord, instant: datetime, version: VersionAt, words: _Words
+) -> Explanation:
+    """An occurrence with no record of the schedule's that a backfill ran."""
+    found = _from_record(job, run, instant, version, words)
+    told = f"It was run by a backfill (request {run.key.backfill_request_id}), not on schedule."
+    return dataclasses.replace(found, text=f"{told} {found.text}")
+
+
 def _neighbours(
     job: JobRecord, version: VersionAt, instant: datetime, asked: str, words: _Words
 ) -> Explanation:
@@ -503,7 +515,17 @@ def _one(job: JobRecord, reading: Reading, facts: Facts, now: datetime) -> Expla
         return _neighbours(job, version, instant, asked, words)
     covering = _covering(facts)
     if covering is not None:
-        return _from_record(job, covering, instant, facts.record_version or version, words)
+        found = _from_record(job, covering, instant, facts.record_version or version, words)
+        if facts.backfill is None:
+            return found
+        again = facts.backfill
+        text = (
+            f" A backfill (request {again.key.backfill_request_id}) ran it again: that run is "
+            f"{again.state.value}."
+        )
+        return dataclasses.replace(found, text=found.text + text)
+    if facts.backfill is not None:
+        return _backfilled(job, facts.backfill, instant, version, words)
     schedule = to_schedule(spec.schedule)
     if gap and _gap_skip_at(schedule, instant):
         return _gap_skip(job, instant, version, words)

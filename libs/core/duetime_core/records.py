@@ -38,6 +38,7 @@ class RunReason(enum.StrEnum):
     JOB_UPDATED = "JOB_UPDATED"
     FAIR_SHARE = "FAIR_SHARE"
     OUTCOME_UNKNOWN = "OUTCOME_UNKNOWN"
+    BACKFILL_TURN = "BACKFILL_TURN"
 
 
 class AttemptOutcome(enum.StrEnum):

@@ -11,6 +11,7 @@ from duetime_core.jobspec import PARTITIONS
 
 SCHEDULE_ORIGIN = "SCHEDULE"
 TRIGGER_PREFIX = "TRIGGER:"
+BACKFILL_PREFIX = "BACKFILL:"
 
 
 def rfc3339_utc(instant: datetime) -> str:
@@ -26,7 +27,7 @@ def rfc3339_utc(instant: datetime) -> str:
 class RunKey:
     job_id: uuid.UUID
     nominal_time: datetime
-    origin: str  # SCHEDULE or TRIGGER:<request_id>
+    origin: str  # SCHEDULE, TRIGGER:<request_id> or BACKFILL:<request_id>
 
     @classmethod
     def scheduled(cls, job_id: uuid.UUID, nominal_time: datetime) -> RunKey:
@@ -36,10 +37,22 @@ class RunKey:
     def triggered(cls, job_id: uuid.UUID, nominal_time: datetime, request_id: str) -> RunKey:
         return cls(job_id, nominal_time, TRIGGER_PREFIX + request_id)
 
+    @classmethod
+    def backfilled(cls, job_id: uuid.UUID, nominal_time: datetime, request_id: str) -> RunKey:
+        """An occurrence run again by a backfill: a run of its own beside the scheduled run of
+        the same instant, and one per occurrence per backfill request."""
+        return cls(job_id, nominal_time, backfill_origin(request_id))
+
     @property
     def trigger_request_id(self) -> str | None:
         if self.origin.startswith(TRIGGER_PREFIX):
             return self.origin[len(TRIGGER_PREFIX) :]
+        return None
+
+    @property
+    def backfill_request_id(self) -> str | None:
+        if self.origin.startswith(BACKFILL_PREFIX):
+            return self.origin[len(BACKFILL_PREFIX) :]
         return None
 
     def canonical(self) -> str:
@@ -47,7 +60,16 @@ class RunKey:
         request_id = self.trigger_request_id
         if request_id is not None:
             return f"{self.job_id}/trigger/{request_id}"
-        return f"{self.job_id}/{rfc3339_utc(self.nominal_time)}"
+        nominal = rfc3339_utc(self.nominal_time)
+        request_id = self.backfill_request_id
+        if request_id is not None:
+            return f"{self.job_id}/backfill/{request_id}/{nominal}"
+        return f"{self.job_id}/{nominal}"
+
+
+def backfill_origin(request_id: str) -> str:
+    """The origin of the runs one BackfillJob request makes."""
+    return BACKFILL_PREFIX + request_id
 
 
 def partition_of(job_id: uuid.UUID) -> int:

@@ -7,6 +7,7 @@ from typing import Any
 from grpc import aio
 
 from duetime.jobs.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, run_pb2
+from duetime_api.backfills import BackfillAsk, backfill
 from duetime_api.batches import Batches, encode_batch
 from duetime_api.history import History
 from duetime_api.jobs import JobOperations
@@ -20,6 +21,7 @@ from duetime_api.names import (
     resolve_parent,
 )
 from duetime_api.pagination import make_key_token, make_token, read_key_page, read_page
+from duetime_core.backfill import BackfillOverlap
 from duetime_core.errors import InvalidArgument
 from duetime_core.jobspec import JobState
 from duetime_core.preview import job_preview, preview, preview_item
@@ -53,6 +55,29 @@ def _run_state(value: int, field: str) -> RunState | None:
     if value not in run_pb2.RunState.values():
         raise InvalidArgument.field(field, f"unknown value {value}")
     return RunState(run_pb2.RunState.Name(value).removeprefix("RUN_STATE_"))  # type: ignore[arg-type]
+
+
+_OVERLAPS = {
+    job_service_pb2.BACKFILL_OVERLAP_UNSPECIFIED: BackfillOverlap.ALL,
+    job_service_pb2.BACKFILL_OVERLAP_ALL: BackfillOverlap.ALL,
+    job_service_pb2.BACKFILL_OVERLAP_SKIP_RAN: BackfillOverlap.SKIP_RAN,
+    job_service_pb2.BACKFILL_OVERLAP_ONE_AT_A_TIME: BackfillOverlap.ONE_AT_A_TIME,
+}
+
+
+def _backfill_ask(request: job_service_pb2.BackfillJobRequest) -> BackfillAsk:
+    v = Violations()
+    start = end = None
+    if request.HasField("start_time"):
+        start = read_timestamp(v, "start_time", request.start_time)
+    if request.HasField("end_time"):
+        end = read_timestamp(v, "end_time", request.end_time)
+    overlap = _OVERLAPS.get(request.overlap)
+    if overlap is None:
+        v.add("overlap", f"unknown value {request.overlap}")
+    v.raise_if_any()
+    assert overlap is not None
+    return BackfillAsk(start, end, overlap, request.validate_only, request.request_id)
 
 
 def _version_number(token_key: str | None) -> int | None:
@@ -186,6 +211,22 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
         team = current_team()
         run = await self._jobs.trigger(team, parse_job_name(request.name, team), request.request_id)
         return job_service_pb2.TriggerJobResponse(run=encode_run(run))
+
+    async def BackfillJob(
+        self, request: job_service_pb2.BackfillJobRequest, context: Context
+    ) -> job_service_pb2.BackfillJobResponse:
+        team = current_team()
+        job_id = parse_job_name(request.name, team)
+        done = await backfill(self._jobs.store, team, job_id, _backfill_ask(request))
+        response = job_service_pb2.BackfillJobResponse(
+            occurrence_count=len(done.plan.occurrences),
+            run_count=done.made,
+            skipped_count=done.plan.skipped,
+        )
+        if done.plan.occurrences:
+            datetime_to_timestamp(done.plan.occurrences[0], response.first_occurrence_time)
+            datetime_to_timestamp(done.plan.occurrences[-1], response.last_occurrence_time)
+        return response
 
     async def ListRuns(
         self, request: job_service_pb2.ListRunsRequest, context: Context

@@ -18,7 +18,7 @@ from starlette.staticfiles import StaticFiles
 from duetime_console.api import Api, ApiError
 from duetime_console.config import MetricsTarget
 from duetime_console.middleware import HeadersAndLogMiddleware, SessionMiddleware
-from duetime_console.pages import auth, history, jobs, operator, runs
+from duetime_console.pages import auth, backfill, history, jobs, operator, runs
 from duetime_console.session import Session, SessionSealer
 from duetime_console.web import Refused, api_refusal, render
 
@@ -68,6 +68,7 @@ def routes() -> list[BaseRoute]:
         Route("/healthz", healthz, methods=["GET"]),
         *auth.routes,
         *history.routes,
+        *backfill.routes,
         *jobs.routes,
         *runs.routes,
         *operator.routes,

@@ -57,7 +57,9 @@ def events(run: run_pb2.Run, now: datetime) -> list[Event]:
     nominal, effective = _time(run, "nominal_time"), _time(run, "effective_time")
     origin = text.run_origin(run)
     if nominal is not None:
-        title = "Triggered" if origin == "TRIGGER" else "Scheduled for"
+        title = {"TRIGGER": "Triggered", "BACKFILL": "Backfilled occurrence"}.get(
+            origin, "Scheduled for"
+        )
         found.append(Event(nominal, title, f"origin {origin}", "info"))
     if effective is not None and nominal is not None and effective > nominal:
         found.append(Event(effective, "May start", f"jitter {describe.span(effective - nominal)}"))

@@ -18,6 +18,7 @@ from cronsim import CronSim
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from duetime_core.backfill import BackfillRange, occurrences_in
 from duetime_core.schedule import (
     Cron,
     FoldPolicy,
@@ -314,3 +315,26 @@ def test_an_interval_ends_at_its_last_step_within_end_time(
     ending = Interval(every, anchor, end_time=end)
     found = fire_times(ending, anchor - timedelta(microseconds=1), steps + 5)
     assert found == [anchor + k * every for k in range(steps + 1)]
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(data=st.data(), cron=schedules(ORACLE_EXPRESSIONS))
+def test_a_backfill_runs_the_oracles_occurrences_in_its_range(
+    data: st.DataObject, cron: Cron
+) -> None:
+    """A backfill of ``[start, end)`` runs exactly the oracle's occurrences there, across DST
+    transitions, each once and in order; the schedule's own end_time does not cut it (a
+    backfill names its own range). The range's ends are drawn on occurrences half the time."""
+    start = data.draw(starts(cron.time_zone))
+    window = start + timedelta(days=3)
+    around = oracle(cron, start - timedelta(days=1), window)
+    on_starts: bool = data.draw(st.booleans())
+    if around and on_starts:
+        start = data.draw(st.sampled_from(around))
+    end = start + timedelta(seconds=data.draw(st.integers(1, 2 * 86400)))
+    on_ends: bool = data.draw(st.booleans())
+    if around and on_ends:
+        end = max(end, data.draw(st.sampled_from(around)) + timedelta(microseconds=1))
+    expected = oracle(cron, start - timedelta(microseconds=1), end - timedelta(microseconds=1))
+    ended = dataclasses.replace(cron, end_time=start)
+    assert list(occurrences_in(ended, BackfillRange(start, end))) == expected

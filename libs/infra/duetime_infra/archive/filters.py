@@ -48,8 +48,8 @@ def _compare(column: str, value: object, op: Op) -> Expression:
 
 def _origin(c: Checked) -> Expression:
     field = pc.field("origin")
-    scheduled = field == "SCHEDULE" if c.value == "SCHEDULE" else pc.starts_with(field, "TRIGGER:")
-    return ~scheduled if c.op is Op.NE else scheduled
+    match = field == "SCHEDULE" if c.value == "SCHEDULE" else pc.starts_with(field, f"{c.value}:")
+    return ~match if c.op is Op.NE else match
 
 
 def _reason(c: Checked) -> Expression:

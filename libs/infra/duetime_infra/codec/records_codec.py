@@ -7,6 +7,7 @@ from duetime.jobs.v1 import job_pb2, run_pb2
 from duetime_core.history import JobPause
 from duetime_core.identity import Principal
 from duetime_core.records import AttemptRecord, JobRecord, RunReason, RunRecord
+from duetime_core.runkey import RunKey
 from duetime_infra.codec.job_codec import encode_job_spec
 from duetime_infra.codec.timeconv import datetime_to_timestamp, timedelta_to_duration
 
@@ -64,17 +65,23 @@ def _encode_attempt(attempt: AttemptRecord) -> run_pb2.Attempt:
     return out
 
 
+def _origin(key: RunKey) -> run_pb2.RunOrigin.ValueType:
+    if key.trigger_request_id is not None:
+        return run_pb2.RUN_ORIGIN_TRIGGER
+    if key.backfill_request_id is not None:
+        return run_pb2.RUN_ORIGIN_BACKFILL
+    return run_pb2.RUN_ORIGIN_SCHEDULE
+
+
 def encode_run(record: RunRecord) -> run_pb2.Run:
     key = record.key
-    request_id = key.trigger_request_id
     out = run_pb2.Run(
         name=run_name(record.team_id, key.job_id, record.run_id),
         run_id=str(record.run_id),
         job_id=str(key.job_id),
-        origin=run_pb2.RUN_ORIGIN_TRIGGER
-        if request_id is not None
-        else run_pb2.RUN_ORIGIN_SCHEDULE,
-        trigger_request_id=request_id or "",
+        origin=_origin(key),
+        trigger_request_id=key.trigger_request_id or "",
+        backfill_request_id=key.backfill_request_id or "",
         idempotency_key=key.canonical(),
         state=run_pb2.RunState.Value(f"RUN_STATE_{record.state.value}"),
         reason_detail=record.reason_detail,

@@ -26,6 +26,40 @@ else:
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class _BackfillOverlap:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _BackfillOverlapEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_BackfillOverlap.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    BACKFILL_OVERLAP_UNSPECIFIED: _BackfillOverlap.ValueType  # 0
+    """BACKFILL_OVERLAP_ALL."""
+    BACKFILL_OVERLAP_ALL: _BackfillOverlap.ValueType  # 1
+    """Every occurrence at once: dispatched as the team's quota lets them go, oldest first."""
+    BACKFILL_OVERLAP_SKIP_RAN: _BackfillOverlap.ValueType  # 2
+    """As ALL, leaving out each occurrence that already has a run (of any origin) that
+    SUCCEEDED or is active (QUEUED, WAITING, RUNNING, RETRY_WAIT). Failed, missed, skipped
+    and cancelled occurrences are run again.
+    """
+    BACKFILL_OVERLAP_ONE_AT_A_TIME: _BackfillOverlap.ValueType  # 3
+    """In nominal order, each after the previous backfilled run reached a final state."""
+
+class BackfillOverlap(_BackfillOverlap, metaclass=_BackfillOverlapEnumTypeWrapper):
+    """How a backfill's runs run."""
+
+BACKFILL_OVERLAP_UNSPECIFIED: BackfillOverlap.ValueType  # 0
+"""BACKFILL_OVERLAP_ALL."""
+BACKFILL_OVERLAP_ALL: BackfillOverlap.ValueType  # 1
+"""Every occurrence at once: dispatched as the team's quota lets them go, oldest first."""
+BACKFILL_OVERLAP_SKIP_RAN: BackfillOverlap.ValueType  # 2
+"""As ALL, leaving out each occurrence that already has a run (of any origin) that
+SUCCEEDED or is active (QUEUED, WAITING, RUNNING, RETRY_WAIT). Failed, missed, skipped
+and cancelled occurrences are run again.
+"""
+BACKFILL_OVERLAP_ONE_AT_A_TIME: BackfillOverlap.ValueType  # 3
+"""In nominal order, each after the previous backfilled run reached a final state."""
+Global___BackfillOverlap: _TypeAlias = BackfillOverlap  # noqa: Y015
+
 class _DstAdjustment:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -916,6 +950,100 @@ class TriggerJobResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___TriggerJobResponse: _TypeAlias = TriggerJobResponse  # noqa: Y015
+
+@_typing.final
+class BackfillJobRequest(_message.Message):
+    """Request of BackfillJob."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    START_TIME_FIELD_NUMBER: _builtins.int
+    END_TIME_FIELD_NUMBER: _builtins.int
+    OVERLAP_FIELD_NUMBER: _builtins.int
+    VALIDATE_ONLY_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Required. `teams/{team}/jobs/{job_id}`."""
+    overlap: Global___BackfillOverlap.ValueType
+    """Optional. How the backfilled runs run; unspecified means BACKFILL_OVERLAP_ALL."""
+    validate_only: _builtins.bool
+    """Optional. Count the occurrences (and those SKIP_RAN leaves out) and write nothing."""
+    request_id: _builtins.str
+    """Required unless `validate_only`. A client-chosen id, at most 128 characters, without '/':
+    a retried call with the same id makes no run twice. It becomes part of each run's key.
+    """
+    @_builtins.property
+    def start_time(self) -> _timestamp_pb2.Timestamp:
+        """Required. The first instant of the range: occurrences at or after it."""
+
+    @_builtins.property
+    def end_time(self) -> _timestamp_pb2.Timestamp:
+        """Required. The end of the range, not in the future: occurrences before it. At most 3,660
+        days after `start_time`.
+        """
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        start_time: _timestamp_pb2.Timestamp | None = ...,
+        end_time: _timestamp_pb2.Timestamp | None = ...,
+        overlap: Global___BackfillOverlap.ValueType = ...,
+        validate_only: _builtins.bool = ...,
+        request_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["end_time", b"end_time", "start_time", b"start_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["end_time", b"end_time", "name", b"name", "overlap", b"overlap", "request_id", b"request_id", "start_time", b"start_time", "validate_only", b"validate_only"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BackfillJobRequest: _TypeAlias = BackfillJobRequest  # noqa: Y015
+
+@_typing.final
+class BackfillJobResponse(_message.Message):
+    """Response of BackfillJob."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    OCCURRENCE_COUNT_FIELD_NUMBER: _builtins.int
+    RUN_COUNT_FIELD_NUMBER: _builtins.int
+    SKIPPED_COUNT_FIELD_NUMBER: _builtins.int
+    FIRST_OCCURRENCE_TIME_FIELD_NUMBER: _builtins.int
+    LAST_OCCURRENCE_TIME_FIELD_NUMBER: _builtins.int
+    occurrence_count: _builtins.int
+    """The schedule's occurrences in the range."""
+    run_count: _builtins.int
+    """The runs made (with `validate_only`, that would be made): `occurrence_count` less
+    `skipped_count`.
+    """
+    skipped_count: _builtins.int
+    """Under BACKFILL_OVERLAP_SKIP_RAN, the occurrences left out because they already ran."""
+    @_builtins.property
+    def first_occurrence_time(self) -> _timestamp_pb2.Timestamp:
+        """The first occurrence's nominal time; unset when there is none."""
+
+    @_builtins.property
+    def last_occurrence_time(self) -> _timestamp_pb2.Timestamp:
+        """The last occurrence's nominal time; unset when there is none."""
+
+    def __init__(
+        self,
+        *,
+        occurrence_count: _builtins.int = ...,
+        run_count: _builtins.int = ...,
+        skipped_count: _builtins.int = ...,
+        first_occurrence_time: _timestamp_pb2.Timestamp | None = ...,
+        last_occurrence_time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["first_occurrence_time", b"first_occurrence_time", "last_occurrence_time", b"last_occurrence_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["first_occurrence_time", b"first_occurrence_time", "last_occurrence_time", b"last_occurrence_time", "occurrence_count", b"occurrence_count", "run_count", b"run_count", "skipped_count", b"skipped_count"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BackfillJobResponse: _TypeAlias = BackfillJobResponse  # noqa: Y015
 
 @_typing.final
 class ListRunsRequest(_message.Message):

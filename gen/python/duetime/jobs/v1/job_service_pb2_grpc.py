@@ -80,6 +80,11 @@ class JobServiceStub:
                 request_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.TriggerJobRequest.SerializeToString,
                 response_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.TriggerJobResponse.FromString,
                 _registered_method=True)
+        self.BackfillJob = channel.unary_unary(
+                '/duetime.jobs.v1.JobService/BackfillJob',
+                request_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.BackfillJobRequest.SerializeToString,
+                response_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.BackfillJobResponse.FromString,
+                _registered_method=True)
         self.ListRuns = channel.unary_unary(
                 '/duetime.jobs.v1.JobService/ListRuns',
                 request_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.ListRunsRequest.SerializeToString,
@@ -204,6 +209,18 @@ class JobServiceServicer:
     def TriggerJob(self, request, context):
         """Starts one run now, outside the schedule, whatever the job's state except deleted.
         Idempotent by `request_id`: a retried call returns the same run.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def BackfillJob(self, request, context):
+        """Runs the job's occurrences between two past instants, as its current schedule, zone and
+        DST policies give them, as runs of origin RUN_ORIGIN_BACKFILL paced by the team's quota
+        like any dispatch. At most 10,000 occurrences a request (more is INVALID_ARGUMENT naming
+        `end_time` and the count); `validate_only` answers the count and writes nothing. Allowed
+        on a paused job (as TriggerJob); the schedule's `end_time` and `max_runs` do not limit it.
+        Idempotent by `request_id`: a retried call makes no run twice.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -334,6 +351,11 @@ def add_JobServiceServicer_to_server(servicer, server):
                     servicer.TriggerJob,
                     request_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.TriggerJobRequest.FromString,
                     response_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.TriggerJobResponse.SerializeToString,
+            ),
+            'BackfillJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.BackfillJob,
+                    request_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.BackfillJobRequest.FromString,
+                    response_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.BackfillJobResponse.SerializeToString,
             ),
             'ListRuns': grpc.unary_unary_rpc_method_handler(
                     servicer.ListRuns,
@@ -608,6 +630,33 @@ class JobService:
             '/duetime.jobs.v1.JobService/TriggerJob',
             duetime_dot_jobs_dot_v1_dot_job__service__pb2.TriggerJobRequest.SerializeToString,
             duetime_dot_jobs_dot_v1_dot_job__service__pb2.TriggerJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BackfillJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/duetime.jobs.v1.JobService/BackfillJob',
+            duetime_dot_jobs_dot_v1_dot_job__service__pb2.BackfillJobRequest.SerializeToString,
+            duetime_dot_jobs_dot_v1_dot_job__service__pb2.BackfillJobResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -73,6 +73,14 @@ class JobServiceStub:
     """Starts one run now, outside the schedule, whatever the job's state except deleted.
     Idempotent by `request_id`: a retried call returns the same run.
     """
+    BackfillJob: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.BackfillJobRequest, _job_service_pb2.BackfillJobResponse]
+    """Runs the job's occurrences between two past instants, as its current schedule, zone and
+    DST policies give them, as runs of origin RUN_ORIGIN_BACKFILL paced by the team's quota
+    like any dispatch. At most 10,000 occurrences a request (more is INVALID_ARGUMENT naming
+    `end_time` and the count); `validate_only` answers the count and writes nothing. Allowed
+    on a paused job (as TriggerJob); the schedule's `end_time` and `max_runs` do not limit it.
+    Idempotent by `request_id`: a retried call makes no run twice.
+    """
     ListRuns: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.ListRunsRequest, _job_service_pb2.ListRunsResponse]
     """Lists a job's runs, latest nominal time first."""
     GetRun: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.GetRunRequest, _job_service_pb2.GetRunResponse]
@@ -158,6 +166,14 @@ class JobServiceAsyncStub(JobServiceStub):
     TriggerJob: _aio.UnaryUnaryMultiCallable[_job_service_pb2.TriggerJobRequest, _job_service_pb2.TriggerJobResponse]  # type: ignore[assignment]
     """Starts one run now, outside the schedule, whatever the job's state except deleted.
     Idempotent by `request_id`: a retried call returns the same run.
+    """
+    BackfillJob: _aio.UnaryUnaryMultiCallable[_job_service_pb2.BackfillJobRequest, _job_service_pb2.BackfillJobResponse]  # type: ignore[assignment]
+    """Runs the job's occurrences between two past instants, as its current schedule, zone and
+    DST policies give them, as runs of origin RUN_ORIGIN_BACKFILL paced by the team's quota
+    like any dispatch. At most 10,000 occurrences a request (more is INVALID_ARGUMENT naming
+    `end_time` and the count); `validate_only` answers the count and writes nothing. Allowed
+    on a paused job (as TriggerJob); the schedule's `end_time` and `max_runs` do not limit it.
+    Idempotent by `request_id`: a retried call makes no run twice.
     """
     ListRuns: _aio.UnaryUnaryMultiCallable[_job_service_pb2.ListRunsRequest, _job_service_pb2.ListRunsResponse]  # type: ignore[assignment]
     """Lists a job's runs, latest nominal time first."""
@@ -289,6 +305,20 @@ class JobServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_job_service_pb2.TriggerJobResponse, _abc.Awaitable[_job_service_pb2.TriggerJobResponse]]:
         """Starts one run now, outside the schedule, whatever the job's state except deleted.
         Idempotent by `request_id`: a retried call returns the same run.
+        """
+
+    @_abc_1.abstractmethod
+    def BackfillJob(
+        self,
+        request: _job_service_pb2.BackfillJobRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_job_service_pb2.BackfillJobResponse, _abc.Awaitable[_job_service_pb2.BackfillJobResponse]]:
+        """Runs the job's occurrences between two past instants, as its current schedule, zone and
+        DST policies give them, as runs of origin RUN_ORIGIN_BACKFILL paced by the team's quota
+        like any dispatch. At most 10,000 occurrences a request (more is INVALID_ARGUMENT naming
+        `end_time` and the count); `validate_only` answers the count and writes nothing. Allowed
+        on a paused job (as TriggerJob); the schedule's `end_time` and `max_runs` do not limit it.
+        Idempotent by `request_id`: a retried call makes no run twice.
         """
 
     @_abc_1.abstractmethod

@@ -57,6 +57,8 @@ class _RunOriginEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_RunOrigin.V
     """An occurrence of the job's schedule."""
     RUN_ORIGIN_TRIGGER: _RunOrigin.ValueType  # 2
     """A TriggerJob call, outside the schedule."""
+    RUN_ORIGIN_BACKFILL: _RunOrigin.ValueType  # 3
+    """A BackfillJob call: a past occurrence of the schedule, run again on request."""
 
 class RunOrigin(_RunOrigin, metaclass=_RunOriginEnumTypeWrapper):
     """Why a run exists."""
@@ -67,6 +69,8 @@ RUN_ORIGIN_SCHEDULE: RunOrigin.ValueType  # 1
 """An occurrence of the job's schedule."""
 RUN_ORIGIN_TRIGGER: RunOrigin.ValueType  # 2
 """A TriggerJob call, outside the schedule."""
+RUN_ORIGIN_BACKFILL: RunOrigin.ValueType  # 3
+"""A BackfillJob call: a past occurrence of the schedule, run again on request."""
 Global___RunOrigin: _TypeAlias = RunOrigin  # noqa: Y015
 
 class _RunState:
@@ -172,6 +176,10 @@ class _RunReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_RunReason.V
     without an answer (see Delivery), so it was not retried. `reason_detail` says what
     happened; check the target before a RedriveRun.
     """
+    RUN_REASON_BACKFILL_TURN: _RunReason.ValueType  # 13
+    """WAITING: a run of a BACKFILL_OVERLAP_ONE_AT_A_TIME backfill waits for the backfill's
+    previous run to end.
+    """
 
 class RunReason(_RunReason, metaclass=_RunReasonEnumTypeWrapper):
     """Why a run did not run, or stopped."""
@@ -208,6 +216,10 @@ RUN_REASON_OUTCOME_UNKNOWN: RunReason.ValueType  # 12
 """DEAD_LETTERED: a DELIVERY_AT_MOST_ONCE run whose last attempt may have reached the target
 without an answer (see Delivery), so it was not retried. `reason_detail` says what
 happened; check the target before a RedriveRun.
+"""
+RUN_REASON_BACKFILL_TURN: RunReason.ValueType  # 13
+"""WAITING: a run of a BACKFILL_OVERLAP_ONE_AT_A_TIME backfill waits for the backfill's
+previous run to end.
 """
 Global___RunReason: _TypeAlias = RunReason  # noqa: Y015
 
@@ -290,6 +302,7 @@ class Run(_message.Message):
     ELIGIBLE_TIME_FIELD_NUMBER: _builtins.int
     QUOTA_DELAY_FIELD_NUMBER: _builtins.int
     QUOTA_LIMIT_FIELD_NUMBER: _builtins.int
+    BACKFILL_REQUEST_ID_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Output only. Resource name, `teams/{team}/jobs/{job_id}/runs/{run_id}`."""
     run_id: _builtins.str
@@ -303,7 +316,8 @@ class Run(_message.Message):
     idempotency_key: _builtins.str
     """Output only. The run key's canonical string, sent to the target as `Idempotency-Key`:
     `<job_id>/<nominal time, RFC 3339 UTC with Z>` for scheduled runs,
-    `<job_id>/trigger/<request_id>` for triggered ones.
+    `<job_id>/trigger/<request_id>` for triggered ones,
+    `<job_id>/backfill/<request_id>/<nominal time>` for backfilled ones.
     """
     state: Global___RunState.ValueType
     """Output only. The run's state."""
@@ -323,6 +337,8 @@ class Run(_message.Message):
     """Output only. The quota limit that holds (or held) the run back; QUOTA_LIMIT_UNSPECIFIED
     when none did.
     """
+    backfill_request_id: _builtins.str
+    """Output only. For RUN_ORIGIN_BACKFILL, the `request_id` of the BackfillJob call."""
     @_builtins.property
     def nominal_time(self) -> _timestamp_pb2.Timestamp:
         """Output only. The occurrence's instant in UTC after DST resolution, before jitter. For a
@@ -402,10 +418,11 @@ class Run(_message.Message):
         eligible_time: _timestamp_pb2.Timestamp | None = ...,
         quota_delay: _duration_pb2.Duration | None = ...,
         quota_limit: Global___QuotaLimit.ValueType = ...,
+        backfill_request_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "effective_time", b"effective_time", "eligible_time", b"eligible_time", "next_attempt_time", b"next_attempt_time", "nominal_time", b"nominal_time", "quota_delay", b"quota_delay", "range_end_time", b"range_end_time", "start_lateness", b"start_lateness", "update_time", b"update_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "attempts", b"attempts", "create_time", b"create_time", "effective_time", b"effective_time", "eligible_time", b"eligible_time", "idempotency_key", b"idempotency_key", "job_id", b"job_id", "name", b"name", "next_attempt_time", b"next_attempt_time", "nominal_time", b"nominal_time", "occurrence_count", b"occurrence_count", "origin", b"origin", "quota_delay", b"quota_delay", "quota_limit", b"quota_limit", "range_end_time", b"range_end_time", "reason", b"reason", "reason_detail", b"reason_detail", "run_id", b"run_id", "start_lateness", b"start_lateness", "state", b"state", "trace_id", b"trace_id", "trigger_request_id", b"trigger_request_id", "update_time", b"update_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "attempts", b"attempts", "backfill_request_id", b"backfill_request_id", "create_time", b"create_time", "effective_time", b"effective_time", "eligible_time", b"eligible_time", "idempotency_key", b"idempotency_key", "job_id", b"job_id", "name", b"name", "next_attempt_time", b"next_attempt_time", "nominal_time", b"nominal_time", "occurrence_count", b"occurrence_count", "origin", b"origin", "quota_delay", b"quota_delay", "quota_limit", b"quota_limit", "range_end_time", b"range_end_time", "reason", b"reason", "reason_detail", b"reason_detail", "run_id", b"run_id", "start_lateness", b"start_lateness", "state", b"state", "trace_id", b"trace_id", "trigger_request_id", b"trigger_request_id", "update_time", b"update_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

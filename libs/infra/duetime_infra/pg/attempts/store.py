@@ -44,9 +44,9 @@ from duetime_core.attempts import (
     truncate_error,
 )
 from duetime_core.errors import Aborted, Unavailable
-from duetime_core.jobspec import JobSpec, JobState, MisfirePolicy
+from duetime_core.jobspec import JobSpec, JobState, MisfirePolicy, OverlapPolicy
 from duetime_core.records import AttemptOutcome, RunReason, RunState
-from duetime_core.runkey import SCHEDULE_ORIGIN, RunKey
+from duetime_core.runkey import BACKFILL_PREFIX, SCHEDULE_ORIGIN, RunKey
 from duetime_infra.codec.spec_json import spec_from_json
 from duetime_infra.deadletter import dead_letter_row
 from duetime_infra.dispatch import OutboxRow
@@ -159,14 +159,17 @@ async def transaction(pool: Pool) -> AsyncIterator[Conn]:
 
 
 async def release_waiting(conn: Conn, job_id: uuid.UUID) -> list[OutboxRow]:
-    """BUFFER_ONE: the job's WAITING run let go once nothing holds the job, admitted to
-    dispatch (queued, or held by its team's quota). Call it under the job's row lock, after a
-    run of the job reached a final state."""
+    """The job's WAITING runs let go, admitted to dispatch (queued, or held by its team's
+    quota): under BUFFER_ONE, once nothing holds the job; of each ONE_AT_A_TIME backfill, the
+    next once its previous run ended. Call it under the job's row lock, after a run of the job
+    reached a final state."""
     waiting = await conn.fetchrow(q("attempt_release_waiting"), job_id)
-    if waiting is None:
+    turns = await conn.fetch(q("attempt_backfill_turns"), job_id)
+    rows = [*turns, *([waiting] if waiting is not None else [])]
+    if not rows:
         return []
-    now: datetime = waiting["now"]
-    return (await dispatch_runs(conn, [waiting], now, not_before=now)).outbox
+    now: datetime = rows[0]["now"]
+    return (await dispatch_runs(conn, rows, now, not_before=now)).outbox
 
 
 async def _notification_url(conn: Conn, team_id: str) -> str:
@@ -231,7 +234,11 @@ def start_view(row: Row, snapshot: JobSpec) -> StartView:
         start_delivery_id=row["start_delivery_id"],
         open_attempt_worker=row["open_worker_id"],
         misfire=snapshot.misfire,
-        overlap=snapshot.overlap,
+        # A backfill's runs are ordered by the backfill's own overlap (BackfillOverlap), not
+        # the job's: held by their turns or by nothing.
+        overlap=OverlapPolicy.ALLOW
+        if row["origin"].startswith(BACKFILL_PREFIX)
+        else snapshot.overlap,
     )
 
 

@@ -119,8 +119,8 @@ def _run_state(c: Checked, s: Sql) -> str:
 
 
 def _origin(c: Checked, s: Sql) -> str:
-    scheduled = "r.origin = 'SCHEDULE'" if c.value == "SCHEDULE" else "r.origin LIKE 'TRIGGER:%'"
-    return f"NOT ({scheduled})" if c.op is Op.NE else scheduled
+    match = "r.origin = 'SCHEDULE'" if c.value == "SCHEDULE" else f"r.origin LIKE '{c.value}:%'"
+    return f"NOT ({match})" if c.op is Op.NE else match
 
 
 def _reason(c: Checked, s: Sql) -> str:
@@ -197,7 +197,7 @@ RUNS = Resource(
     FilterFields(
         {
             "state": FieldRule(Kind.WORD, _words(s.value for s in RunState)),
-            "origin": FieldRule(Kind.WORD, frozenset({"SCHEDULE", "TRIGGER"})),
+            "origin": FieldRule(Kind.WORD, frozenset({"SCHEDULE", "TRIGGER", "BACKFILL"})),
             "reason": FieldRule(Kind.WORD, _words(r.name for r in RunReason if r.value)),
             "nominal_time": FieldRule(Kind.TIME),
             "start_time": FieldRule(Kind.TIME),

@@ -156,21 +156,23 @@ class JobReads:
 
     async def occurrence_facts(self, job_id: uuid.UUID, instant: datetime) -> Facts:
         """The record at ``instant`` (or the latest range record reaching it), with its
-        attempts and its version, and the version in force at ``instant``: at most four index
-        lookups, however many runs the job has."""
+        attempts and its version, the latest backfilled run at it, and the version in force at
+        ``instant``: at most five index lookups, however many runs the job has."""
         async with self._pool.acquire() as conn:
             row = await conn.fetchrow(q("run_scheduled_at"), job_id, instant)
             if row is None:
                 row = await conn.fetchrow(q("run_range_reaching"), job_id, instant)
             version = _version_at(_one(await conn.fetchrow(q("version_at"), job_id, instant)))
+            again = await conn.fetchrow(q("run_backfilled_at"), job_id, instant)
+            backfill = (await with_attempts(conn, [again]))[0] if again is not None else None
             if row is None:
-                return Facts(instant, None, None, version)
+                return Facts(instant, None, None, version, backfill)
             record = (await with_attempts(conn, [row]))[0]
             record_version = version
             if row["job_version"] != version.version:
                 found = await conn.fetchrow(q("version_get"), job_id, row["job_version"])
                 record_version = _version_at(found) if found is not None else version
-            return Facts(instant, record, record_version, version)
+            return Facts(instant, record, record_version, version, backfill)
 
     async def list_versions(
         self, team_id: str, job_id: uuid.UUID, before: int | None, limit: int

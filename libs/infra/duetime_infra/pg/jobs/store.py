@@ -18,6 +18,7 @@ from typing import Any
 import asyncpg
 
 from duetime_core.attempts import FINAL_STATES
+from duetime_core.backfill import BackfillPlan
 from duetime_core.errors import AlreadyExists, FailedPrecondition, NotFound
 from duetime_core.history import JobPause, VersionChange
 from duetime_core.jobspec import JobSpec, JobState, Priority
@@ -29,6 +30,7 @@ from duetime_infra.codec.spec_json import spec_from_json, spec_to_json
 from duetime_infra.dispatch import OutboxRow
 from duetime_infra.pg.dispatch.admission import admit_runs, hold_detail
 from duetime_infra.pg.dispatch.outbox_writer import insert_outbox
+from duetime_infra.pg.jobs.backfill import insert_backfill, made_by, ran_at
 from duetime_infra.pg.jobs.reads import JobReads, not_found, with_attempts
 from duetime_infra.pg.jobs.rows import job_from_row, run_from_row
 from duetime_infra.pg.pool import Conn
@@ -334,6 +336,47 @@ class JobStore:
             await save_rates(conn, admitted.teams.values())
             await self._remember(conn, team_id, idem, new_run.run_id)
             return run_from_row(inserted)
+
+    async def backfill(
+        self,
+        team_id: str,
+        job_id: uuid.UUID,
+        idem: Idempotency,
+        origin: str,
+        plan: Callable[[JobRecord, set[datetime]], BackfillPlan],
+        *,
+        one_at_a_time: bool,
+    ) -> tuple[BackfillPlan, int]:
+        """A backfill's runs, once per request_id, under the job's row lock (so two backfills
+        of one job see each other's runs). ``plan`` gets the locked job and the nominal times
+        that ran (succeeded or active); occurrences the same request made runs for before are
+        not made again. Returns the plan and how many runs were made (a repeated request:
+        how many it made the first time)."""
+        async with self._pool.acquire() as conn, conn.transaction():
+            earlier = await self._remembered(conn, team_id, idem)
+            row = await conn.fetchrow(q("job_get_for_update"), job_id, team_id)
+            if row is None:
+                raise not_found("job")
+            job = job_from_row(row)
+            first = plan(job, set())
+            if earlier is not None:
+                before = sorted(await made_by(conn, job_id, origin, first.occurrences))
+                return BackfillPlan(first.occurrences, tuple(before)), len(before)
+            ran = await ran_at(conn, job_id, first.occurrences)
+            ran |= await made_by(conn, job_id, origin, first.occurrences)
+            chosen = plan(job, ran)
+            now: datetime = await conn.fetchval(q("db_now"))
+            made = await insert_backfill(
+                conn, job, origin, chosen, now, one_at_a_time=one_at_a_time
+            )
+            await self._remember(conn, team_id, idem, uuid.uuid5(job_id, origin))
+            return chosen, made
+
+    async def backfill_ran(self, job_id: uuid.UUID, times: Sequence[datetime]) -> set[datetime]:
+        """The nominal times among ``times`` that have a run that succeeded or is active (no
+        lock: for a count)."""
+        async with self._pool.acquire() as conn:
+            return await ran_at(conn, job_id, times)
 
     async def _run_by_key(self, conn: Conn, team_id: str, key: RunKey) -> RunRecord:
         row = await conn.fetchrow(

@@ -192,6 +192,12 @@ SELECT version, spec, create_time FROM job_versions WHERE job_id = $1 AND versio
 SELECT r.*, duetime_shown_state(r.state, r.run_id, r.nominal_time) AS shown_state
 FROM runs r WHERE r.job_id = $1 AND r.nominal_time = $2 AND r.origin = 'SCHEDULE';
 
+-- name: run_backfilled_at
+-- The latest run a backfill made at $2 (one per request), through the run key's index.
+SELECT r.*, duetime_shown_state(r.state, r.run_id, r.nominal_time) AS shown_state
+FROM runs r WHERE r.job_id = $1 AND r.nominal_time = $2 AND r.origin LIKE 'BACKFILL:%'
+ORDER BY r.create_time DESC LIMIT 1;
+
 -- name: run_range_reaching
 -- The latest range record (MISSED or SKIPPED, many occurrences) of the job that starts before
 -- $2 and reaches it, through runs_job_ranges_idx: it may stand for the occurrence at $2.
@@ -210,3 +216,30 @@ FROM job_versions
 WHERE job_id = $1 AND ($2::bigint IS NULL OR version < $2)
 ORDER BY version DESC
 LIMIT $3 + 1;
+
+-- name: backfill_ran
+-- Of the nominal times $2, those at which the job has a run (of any origin) that succeeded or
+-- is active: what a SKIP_RAN backfill leaves out. Through runs_job_history_idx.
+SELECT DISTINCT nominal_time FROM runs
+WHERE job_id = $1 AND nominal_time = ANY($2::timestamptz[])
+  AND state IN ('QUEUED', 'WAITING', 'RUNNING', 'RETRY_WAIT', 'SUCCEEDED');
+
+-- name: backfill_made
+-- The nominal times of the runs a backfill request ($2, its origin) made already, among $3.
+SELECT nominal_time FROM runs
+WHERE job_id = $1 AND origin = $2 AND nominal_time = ANY($3::timestamptz[]);
+
+-- name: backfill_insert
+-- A backfill's runs, one statement for all of them. The run key (job, nominal time, origin)
+-- keeps a request from making any of them twice.
+INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time, origin,
+                  state, reason, reason_detail, attempt_limit, trace_id, traceparent,
+                  job_version, priority, quota_limit)
+SELECT u.run_id, $1, $2, $3, u.nominal_time, u.effective_time, $4, u.state, u.reason,
+       u.reason_detail, $5, u.trace_id, u.traceparent, $6, $7, u.quota_limit
+FROM unnest($8::uuid[], $9::timestamptz[], $10::timestamptz[], $11::text[], $12::text[],
+            $13::text[], $14::text[], $15::text[], $16::text[])
+     AS u(run_id, nominal_time, effective_time, state, reason, reason_detail, trace_id,
+          traceparent, quota_limit)
+ON CONFLICT (job_id, nominal_time, origin) DO NOTHING
+RETURNING run_id;

@@ -120,7 +120,7 @@ WHERE r.run_id = closed.run_id AND r.nominal_time = closed.nominal_time
 RETURNING r.run_id, closed.first_early, closed.start_time;
 
 -- name: attempt_batch_jobs_waiting
--- Which of these jobs have a WAITING run (BUFFER_ONE: no reason), to be released once a run
--- of theirs ended.
+-- Which of these jobs have a WAITING run (BUFFER_ONE: no reason; a ONE_AT_A_TIME backfill's
+-- turn), to be released once a run of theirs ended.
 SELECT DISTINCT job_id FROM runs
-WHERE job_id = ANY($1::uuid[]) AND state = 'WAITING' AND reason = '';
+WHERE job_id = ANY($1::uuid[]) AND state = 'WAITING' AND reason IN ('', 'BACKFILL_TURN');

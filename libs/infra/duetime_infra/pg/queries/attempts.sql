@@ -165,6 +165,29 @@ ORDER BY r.nominal_time
 LIMIT 1
 FOR UPDATE;
 
+-- name: attempt_backfill_turns
+-- ONE_AT_A_TIME backfills of the job $1 with no run under way (every run of theirs ended or
+-- waiting its turn): the next run of each, its oldest occurrence, locked; the caller admits
+-- it to dispatch. Each origin is one backfill request.
+WITH turns AS (
+    SELECT origin, min(nominal_time) AS first FROM runs
+    WHERE job_id = $1 AND state = 'WAITING' AND reason = 'BACKFILL_TURN'
+    GROUP BY origin
+), free AS (
+    SELECT t.origin, t.first FROM turns t
+    WHERE NOT EXISTS (
+        SELECT 1 FROM runs o
+        WHERE o.job_id = $1 AND o.origin = t.origin AND o.reason <> 'BACKFILL_TURN'
+          AND o.state IN ('QUEUED', 'WAITING', 'RUNNING', 'RETRY_WAIT'))
+)
+SELECT r.*, (SELECT duetime_now()) AS now,
+       (SELECT v.spec->'target'->>'kind' FROM job_versions v
+        WHERE v.job_id = r.job_id AND v.version = r.job_version) AS target_kind
+FROM runs r
+JOIN free f ON r.origin = f.origin AND r.nominal_time = f.first
+WHERE r.job_id = $1 AND r.state = 'WAITING' AND r.reason = 'BACKFILL_TURN'
+FOR UPDATE OF r;
+
 -- name: attempt_run_release
 -- Runs let go to dispatch (a BUFFER_ONE release, a held run, a due retry): QUEUED, with the
 -- time they became eligible ($3, NULL: their effective time) and their not-before ($4, NULL:
