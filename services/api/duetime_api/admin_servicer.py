@@ -27,7 +27,10 @@ from duetime_infra.codec.quota_codec import (
     read_overrides,
 )
 from duetime_infra.codec.violations import Violations
+from duetime_infra.pg.teams import signing_keys
 from duetime_infra.pg.teams import store as team_store
+from duetime_infra.pg.teams.signing_keys import SigningKeyRecord
+from duetime_infra.secrets.sealing import SecretBox
 
 Context = aio.ServicerContext[Any, Any]
 Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
@@ -56,9 +59,23 @@ def _check_text(v: Violations, field: str, text: str) -> None:
         v.add(field, problem)
 
 
+_SIGNING_KEY = re.compile(r"^teams/([^/]+)/signingKeys/([^/]+)$")
+
+
+def _encode_signing_key(record: SigningKeyRecord) -> pb.SigningKey:
+    out = pb.SigningKey(
+        name=f"teams/{record.team_id}/signingKeys/{record.key_id}", key_id=record.key_id
+    )
+    out.create_time.FromDatetime(record.create_time)
+    if record.retire_time is not None:
+        out.retire_time.FromDatetime(record.retire_time)
+    return out
+
+
 class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
-    def __init__(self, pool: Pool) -> None:
+    def __init__(self, pool: Pool, secrets: SecretBox) -> None:
         self._pool = pool
+        self._secrets = secrets
 
     async def CreateTeam(
         self, request: pb.CreateTeamRequest, context: Context
@@ -197,3 +214,32 @@ class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
         async with self._pool.acquire() as conn, conn.transaction():
             record = await team_store.revoke_token(conn, token_id)
         return pb.RevokeTokenResponse(token=encode_token(record))
+
+    async def AddSigningKey(
+        self, request: pb.AddSigningKeyRequest, context: Context
+    ) -> pb.AddSigningKeyResponse:
+        team_id = parse_team_name(request.parent, "parent")
+        async with self._pool.acquire() as conn:
+            record, key = await signing_keys.add_signing_key(conn, self._secrets, team_id)
+        return pb.AddSigningKeyResponse(
+            signing_key=_encode_signing_key(record), webhook_secret=key.secret_text
+        )
+
+    async def ListSigningKeys(
+        self, request: pb.ListSigningKeysRequest, context: Context
+    ) -> pb.ListSigningKeysResponse:
+        team_id = parse_team_name(request.parent, "parent")
+        await team_store.get_team(self._pool, team_id)  # NOT_FOUND for an unknown team
+        keys = await signing_keys.published_keys(self._pool, team_id)
+        return pb.ListSigningKeysResponse(
+            signing_keys=[_encode_signing_key(record) for record, _ in keys]
+        )
+
+    async def RetireSigningKey(
+        self, request: pb.RetireSigningKeyRequest, context: Context
+    ) -> pb.RetireSigningKeyResponse:
+        match = _SIGNING_KEY.match(request.name)
+        if match is None or team_id_problem(match[1]) is not None:
+            raise InvalidArgument.field("name", "must be teams/{team_id}/signingKeys/{key_id}")
+        record = await signing_keys.retire_signing_key(self._pool, match[1], match[2])
+        return pb.RetireSigningKeyResponse(signing_key=_encode_signing_key(record))

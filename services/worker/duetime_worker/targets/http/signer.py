@@ -1,0 +1,181 @@
+"""Signing a team's calls (``duetime_infra.signing``): the headers that let a target check that
+a call came from Duetime, over the exact body sent.
+
+A team's keys come from the schedulers (WorkerService.GetSigningKeys, which opens them; never
+through Kafka) and are kept for ``KEEP_SECONDS``, so a herd of calls costs one fetch per team
+and each call only its signatures. The keys live in this process's memory only: never
+logged, never in a span or a metric.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import grpc
+from grpc import aio
+
+from duetime.jobs.v1 import job_pb2
+from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime.worker.v1 import worker_service_pb2_grpc
+from duetime_infra.signing import (
+    SigningKeys,
+    TokenClaims,
+    mint_id_token,
+    signing_key_from,
+    webhook_headers,
+)
+from duetime_worker.targets.outcome import NOT_BEGUN, Outcome
+
+log = logging.getLogger(__name__)
+
+# How long a team's keys are kept: a key added is used, and one retired dropped, within this.
+KEEP_SECONDS = 30.0
+# How long a fetch of a team's keys may take.
+FETCH_TIMEOUT = 5.0
+DEFAULT_ISSUER = "duetime"
+_WEBHOOK = (job_pb2.CALL_SIGNING_WEBHOOK, job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_TOKEN)
+_ID_TOKEN = (job_pb2.CALL_SIGNING_ID_TOKEN, job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_TOKEN)
+# The names a signed call sets, case-folded: the job's own headers of these names give way.
+_SIGNED_NAMES = frozenset(("webhook-id", "webhook-timestamp", "webhook-signature", "authorization"))
+
+Fetch = Callable[[str], Awaitable[pb.GetSigningKeysResponse]]
+
+
+@dataclass(frozen=True)
+class _Team:
+    keys: SigningKeys | None  # None: the team has no key
+    default: job_pb2.CallSigning.ValueType
+    until: float
+
+
+@dataclass(frozen=True)
+class SignedCall:
+    """What a call is about, as its signatures name it."""
+
+    team: str
+    signing: job_pb2.CallSigning.ValueType  # unspecified: the team's default
+    message_id: str  # webhook-id: the same on every attempt of the run
+    audience: str
+    subject: str
+    attempt: int
+
+
+def fetch_from(
+    stub: worker_service_pb2_grpc.WorkerServiceAsyncStub,
+    metadata: tuple[tuple[str, str], ...],
+    timeout: float = FETCH_TIMEOUT,
+) -> Fetch:
+    """A fetch of a team's keys from the schedulers through ``stub``."""
+
+    async def fetch(team: str) -> pb.GetSigningKeysResponse:
+        return await stub.GetSigningKeys(
+            pb.GetSigningKeysRequest(team=team), metadata=metadata, timeout=timeout
+        )
+
+    return fetch
+
+
+class CallSigner:
+    """Signs calls with their teams' keys, fetched through ``fetch`` and kept for ``keep``
+    seconds; ID tokens name ``issuer``."""
+
+    def __init__(
+        self,
+        fetch: Fetch,
+        issuer: str = DEFAULT_ISSUER,
+        *,
+        keep: float = KEEP_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self._fetch = fetch
+        self._issuer = issuer
+        self._keep = keep
+        self._clock = clock
+        self._wall = wall
+        self._teams: dict[str, _Team] = {}
+        self._fetching: dict[str, asyncio.Future[_Team]] = {}
+
+    async def sign(self, call: SignedCall, headers: dict[str, str], body: bytes) -> Outcome | None:
+        """Adds the call's signature headers to ``headers`` (replacing the job's own of the
+        same names); an outcome instead when the call cannot be signed (nothing is sent)."""
+        if call.signing == job_pb2.CALL_SIGNING_OFF:
+            return None
+        try:
+            team = await self._team(call.team)
+        except (aio.AioRpcError, TimeoutError) as error:
+            code = error.code().name if isinstance(error, aio.AioRpcError) else "DEADLINE_EXCEEDED"
+            retryable = not (
+                isinstance(error, aio.AioRpcError) and error.code() == grpc.StatusCode.NOT_FOUND
+            )
+            return Outcome.failed(
+                f"not signed: the team's signing keys could not be read ({code})",
+                retryable=retryable,
+                call=NOT_BEGUN,
+            )
+        signing = call.signing or team.default
+        if signing == job_pb2.CALL_SIGNING_OFF or signing == job_pb2.CALL_SIGNING_UNSPECIFIED:
+            return None
+        if team.keys is None:
+            return Outcome.failed(
+                "not signed: the job's calls are signed but its team has no signing key "
+                "(AdminService.AddSigningKey)",
+                retryable=False,
+                call=NOT_BEGUN,
+            )
+        _drop_signed_names(headers)
+        now = int(self._wall())
+        if signing in _WEBHOOK:
+            headers.update(webhook_headers(team.keys, call.message_id, now, body))
+        if signing in _ID_TOKEN:
+            claims = TokenClaims(
+                self._issuer, call.audience, call.subject, call.message_id, call.attempt
+            )
+            headers["Authorization"] = f"Bearer {mint_id_token(team.keys, claims, now)}"
+        return None
+
+    async def _team(self, team: str) -> _Team:
+        known = self._teams.get(team)
+        if known is not None and known.until > self._clock():
+            return known
+        pending = self._fetching.get(team)
+        if pending is None:
+            pending = asyncio.ensure_future(self._load(team))
+            self._fetching[team] = pending
+            pending.add_done_callback(lambda _: self._fetching.pop(team, None))
+        return await asyncio.shield(pending)
+
+    async def _load(self, team: str) -> _Team:
+        answer = await self._fetch(team)
+        keys = [
+            signing_key_from(k.key_id, k.webhook_secret, k.token_private_key) for k in answer.keys
+        ]
+        loaded = _Team(
+            SigningKeys(keys) if keys else None,
+            answer.default_call_signing,
+            self._clock() + self._keep,
+        )
+        self._teams[team] = loaded
+        return loaded
+
+
+def _drop_signed_names(headers: dict[str, str]) -> None:
+    for name in [n for n in headers if n.lower() in _SIGNED_NAMES]:
+        del headers[name]
+
+
+def signed_call(run: pb.RunSpec, attempt: int) -> SignedCall:
+    """What a run's call is, as its signatures name it."""
+    http = run.target.http
+    return SignedCall(
+        team=run.team,
+        signing=http.signing,
+        message_id=run.idempotency_key,
+        audience=http.token_audience or http.url,
+        subject=f"teams/{run.team}/jobs/{run.job_id}",
+        attempt=attempt,
+    )
