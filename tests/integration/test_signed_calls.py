@@ -249,3 +249,39 @@ async def test_no_secret_is_readable_in_the_database(
     assert added.webhook_secret.encode() not in stored
     assert key.token_private_key[-32:] not in stored  # the private scalar's bytes
     assert key.token_private_key not in stored
+
+
+async def test_the_team_default_signs_the_jobs_that_do_not_say(
+    servers: tuple[ApiClient, WorkerClient], target: HttpTarget
+) -> None:
+    api, worker = servers
+    added = await add_key(api, api.team)
+    team = admin_pb.Team(
+        name=f"teams/{api.team}", default_call_signing=job_pb2.CALL_SIGNING_WEBHOOK
+    )
+    updated = await api.admin.UpdateTeam(
+        admin_pb.UpdateTeamRequest(team=team, update_mask={"paths": ["default_call_signing"]}),
+        metadata=api.auth(api.operator_token),
+    )
+    assert updated.team.default_call_signing == job_pb2.CALL_SIGNING_WEBHOOK
+    unspecified = job_pb2.CALL_SIGNING_UNSPECIFIED
+    async with caller(worker) as http:
+        await http.call(run(target.url("/default"), api.team, signing=unspecified), 1, 5)
+        await http.call(run(target.url("/off"), api.team, signing=job_pb2.CALL_SIGNING_OFF), 1, 5)
+    signed, unsigned = target.calls
+    assert Webhook(added.webhook_secret).verify(signed.body, signed.headers)
+    assert "authorization" not in lower(signed.headers)
+    assert "webhook-signature" not in lower(unsigned.headers)
+    bad = await failure(
+        api.admin.UpdateTeam(
+            admin_pb.UpdateTeamRequest(
+                team=admin_pb.Team(name=f"teams/{api.team}", default_call_signing=42),  # type: ignore[arg-type]
+                update_mask={"paths": ["default_call_signing"]},
+            ),
+            metadata=api.auth(api.operator_token),
+        )
+    )
+    assert (bad.code, list(bad.fields)) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        ["team.default_call_signing"],
+    )

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from duetime_core.identity import Role
+from duetime_core.jobspec import CallSigning
 from duetime_core.quotas import TeamQuota, TeamState
 
 
@@ -24,6 +25,8 @@ class TeamRecord:
     overrides: dict[str, object]
     usage: TeamState
     now: datetime
+    # How its jobs sign their calls when a job does not say.
+    default_call_signing: CallSigning = CallSigning.OFF
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from duetime_api.names import parse_team_name
 from duetime_api.pagination import make_key_token, make_token, read_key_page, read_page
 from duetime_core.errors import InvalidArgument
 from duetime_core.identity import Role
+from duetime_core.jobspec import CallSigning
 from duetime_core.teams import MAX_DESCRIPTION, team_id_problem
 from duetime_core.text import text_problem
 from duetime_infra.codec.quota_codec import (
@@ -26,6 +27,7 @@ from duetime_infra.codec.quota_codec import (
     read_defaults,
     read_overrides,
 )
+from duetime_infra.codec.target_codec import read_signing
 from duetime_infra.codec.violations import Violations
 from duetime_infra.pg.teams import signing_keys
 from duetime_infra.pg.teams import store as team_store
@@ -36,7 +38,7 @@ Context = aio.ServicerContext[Any, Any]
 Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
 
 _TOKEN = re.compile(r"^tokens/([^/]+)$")
-_TEAM_FIELDS = ("display_name", "notification_url")
+_TEAM_FIELDS = ("display_name", "notification_url", "default_call_signing")
 MAX_URL = 2048
 
 
@@ -87,10 +89,15 @@ class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
             v.add("team.team_id", problem)
         _check_text(v, "team.display_name", team.display_name)
         _check_url(v, "team.notification_url", team.notification_url)
+        signing = read_signing(v, "team.default_call_signing", team.default_call_signing)
         v.raise_if_any()
         async with self._pool.acquire() as conn, conn.transaction():
             record = await team_store.create_team(
-                conn, team.team_id, team.display_name, team.notification_url
+                conn,
+                team.team_id,
+                team.display_name,
+                team.notification_url,
+                signing or CallSigning.OFF,
             )
         return pb.CreateTeamResponse(team=encode_team(record))
 
@@ -118,6 +125,10 @@ class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
             _check_text(v, "team.display_name", request.team.display_name)
         if "notification_url" in paths:
             _check_url(v, "team.notification_url", request.team.notification_url)
+        signing = None
+        if "default_call_signing" in paths:
+            raw = request.team.default_call_signing
+            signing = read_signing(v, "team.default_call_signing", raw) or CallSigning.OFF
         v.raise_if_any()
         async with self._pool.acquire() as conn, conn.transaction():
             record = await team_store.update_team(
@@ -127,6 +138,7 @@ class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
                 notification_url=request.team.notification_url
                 if "notification_url" in paths
                 else None,
+                default_call_signing=signing,
             )
         return pb.UpdateTeamResponse(team=encode_team(record))
 

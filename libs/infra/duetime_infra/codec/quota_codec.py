@@ -13,6 +13,7 @@ from duetime_core.jobspec import Priority
 from duetime_core.quotas import TeamQuota, TeamState
 from duetime_core.teams import QUOTA_FIELDS, TeamRecord, TokenRecord, quota_value_problem
 from duetime_infra.codec.policy_codec import PRIORITIES, PRIORITY_NUMBERS
+from duetime_infra.codec.target_codec import SIGNING_NUMBERS
 from duetime_infra.codec.timeconv import datetime_to_timestamp
 from duetime_infra.codec.violations import Violations
 
@@ -73,6 +74,7 @@ def encode_team(team: TeamRecord) -> admin_pb2.Team:
         quota=encode_quota(team.quota),
         quota_overrides=encode_overrides(team.overrides),
         usage=encode_usage(team.usage, team.now),
+        default_call_signing=SIGNING_NUMBERS[team.default_call_signing],
     )
     datetime_to_timestamp(team.create_time, out.create_time)
     return out
