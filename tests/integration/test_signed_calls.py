@@ -14,6 +14,7 @@ import asyncpg
 import grpc
 import jwt
 import pytest
+from google.protobuf.field_mask_pb2 import FieldMask
 from google.protobuf.json_format import MessageToDict
 from grpc import aio
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
@@ -260,7 +261,9 @@ async def test_the_team_default_signs_the_jobs_that_do_not_say(
         name=f"teams/{api.team}", default_call_signing=job_pb2.CALL_SIGNING_WEBHOOK
     )
     updated = await api.admin.UpdateTeam(
-        admin_pb.UpdateTeamRequest(team=team, update_mask={"paths": ["default_call_signing"]}),
+        admin_pb.UpdateTeamRequest(
+            team=team, update_mask=FieldMask(paths=["default_call_signing"])
+        ),
         metadata=api.auth(api.operator_token),
     )
     assert updated.team.default_call_signing == job_pb2.CALL_SIGNING_WEBHOOK
@@ -276,7 +279,7 @@ async def test_the_team_default_signs_the_jobs_that_do_not_say(
         api.admin.UpdateTeam(
             admin_pb.UpdateTeamRequest(
                 team=admin_pb.Team(name=f"teams/{api.team}", default_call_signing=42),  # type: ignore[arg-type]
-                update_mask={"paths": ["default_call_signing"]},
+                update_mask=FieldMask(paths=["default_call_signing"]),
             ),
             metadata=api.auth(api.operator_token),
         )
