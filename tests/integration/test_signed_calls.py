@@ -20,9 +20,11 @@ from grpc import aio
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from duetime.admin.v1 import admin_service_pb2 as admin_pb
+from duetime.events.v1.events_pb2 import DeadLetterEvent
 from duetime.jobs.v1 import job_pb2, public_key_service_pb2, public_key_service_pb2_grpc
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_infra.signing import ATTEMPT_CLAIM, RUN_KEY_CLAIM
+from duetime_worker.notify.notifier import Delivery, Notifier, NotifySettings
 from duetime_worker.targets.http.allow_list import TargetPolicy
 from duetime_worker.targets.http.caller import HttpCaller
 from duetime_worker.targets.http.signer import CallSigner, fetch_from
@@ -288,3 +290,34 @@ async def test_the_team_default_signs_the_jobs_that_do_not_say(
         grpc.StatusCode.INVALID_ARGUMENT,
         ["team.default_call_signing"],
     )
+
+
+async def test_a_dead_letter_notification_is_signed_as_the_team_default_says(
+    servers: tuple[ApiClient, WorkerClient], target: HttpTarget
+) -> None:
+    api, worker = servers
+    added = await add_key(api, api.team)
+    team = admin_pb.Team(name=f"teams/{api.team}", default_call_signing=BOTH)
+    await api.admin.UpdateTeam(
+        admin_pb.UpdateTeamRequest(
+            team=team, update_mask=FieldMask(paths=["default_call_signing"])
+        ),
+        metadata=api.auth(api.operator_token),
+    )
+    url = target.url("/dead-letters")
+    event = DeadLetterEvent(
+        run_id="00000000-0000-0000-0000-000000000007",
+        job_id=JOB_ID,
+        team=api.team,
+        job_name=f"teams/{api.team}/jobs/{JOB_ID}",
+        idempotency_key=RUN_KEY,
+        attempt=3,
+        notification_url=url,
+    )
+    async with caller(worker) as http:
+        assert await Notifier(http, NotifySettings()).deliver(event) == Delivery.DELIVERED
+    (call,) = target.calls
+    assert Webhook(added.webhook_secret).verify(call.body, call.headers)["runId"] == event.run_id
+    claims = verify_token(call.headers, await jwks(api, api.team), url)
+    assert claims["sub"] == event.job_name
+    assert claims[ATTEMPT_CLAIM] == 3
