@@ -37,3 +37,16 @@ FROM teams t
 LEFT JOIN team_signing_keys k ON k.team_id = t.team_id AND k.retire_time IS NULL
 WHERE t.team_id = $1
 ORDER BY k.create_time, k.key_id;
+
+-- name: signing_keys_to_reseal
+-- Active keys sealed under another keyring key than $1 (duetime-ops secrets rotate).
+SELECT team_id, key_id, sealed_key_id, webhook_secret, token_key FROM team_signing_keys
+WHERE sealed_key_id <> $1
+ORDER BY team_id, key_id
+LIMIT $2;
+
+-- name: signing_key_reseal
+-- A compare-and-set on the keyring key: a key retired meanwhile is left as it is.
+UPDATE team_signing_keys SET sealed_key_id = $4, webhook_secret = $5, token_key = $6
+WHERE team_id = $1 AND key_id = $2 AND sealed_key_id = $3
+RETURNING key_id;

@@ -113,3 +113,26 @@ def _opened(box: SecretBox, team_id: str, row: asyncpg.Record) -> SigningKey:
     )
     token = box.open_team_key(team_id, key_id, TOKEN_PART, Sealed(sealed_with, row["token_key"]))
     return signing_key_from(key_id, secret, token)
+
+
+async def reseal_signing_keys(pool: Conn | Pool, box: SecretBox, batch_size: int = 200) -> int:
+    """Seals every active key sealed under another keyring key under ``box``'s current one;
+    how many were sealed again (``duetime-ops secrets rotate``)."""
+    done = 0
+    while rows := await pool.fetch(q("signing_keys_to_reseal"), box.current_key_id, batch_size):
+        for row in rows:
+            team_id, key_id = row["team_id"], row["key_id"]
+            key = _opened(box, team_id, row)
+            secret = box.seal_team_key(team_id, key_id, SECRET_PART, key.secret)
+            token = box.seal_team_key(team_id, key_id, TOKEN_PART, key.private_der())
+            swapped = await pool.fetchval(
+                q("signing_key_reseal"),
+                team_id,
+                key_id,
+                row["sealed_key_id"],
+                secret.key_id,
+                secret.data,
+                token.data,
+            )
+            done += swapped is not None
+    return done
