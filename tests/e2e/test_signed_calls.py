@@ -4,7 +4,7 @@ real target, and the verification code docs/clients.md shows, in Python, Go and 
 (clients/python, clients/go, clients/ts), checks what the target received, fetching the team's
 JWKS from the gateway: Duetime's call is verified, and a changed body, a token checked after
 its expiry and a token for another audience are refused. The team's secret is nowhere in the
-database in clear, nor in the Kafka messages that carried the run."""
+database in clear, nor in the Kafka messages that carried the run, nor in the services' logs."""
 
 from __future__ import annotations
 
@@ -258,3 +258,9 @@ async def test_the_secret_is_neither_stored_nor_carried_in_clear(live: Live) -> 
         await conn.close()
     assert call.secret not in dump
     assert secret.hex() not in dump  # bytea shows as hex
+    system = live.system
+    services = [system.api_service, system.scheduler, system.relay, *system.workers.values()]
+    logged = "\n".join(line for service in services for line in service.output)
+    assert '"api serving"' in logged  # the services' output was captured
+    assert call.secret not in logged
+    assert call.secret.removeprefix("whsec_") not in logged
