@@ -12,7 +12,7 @@ from standardwebhooks.webhooks import Webhook
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_infra.signing import new_signing_key
-from duetime_worker.targets.http.signer import CallSigner, SignedCall
+from duetime_worker.targets.http.signer import STALE_SECONDS, CallSigner, SignedCall
 from duetime_worker.targets.outcome import NOT_BEGUN
 
 KEY = new_signing_key("k1")
@@ -77,3 +77,33 @@ async def test_an_unsigned_job_costs_no_fetch_and_signed_names_give_way() -> Non
     await signer.sign(call(job_pb2.CALL_SIGNING_ID_TOKEN), headers, BODY)
     assert headers["X-Other"] == "kept"
     assert headers["Authorization"].startswith("Bearer ey")
+
+
+async def test_an_older_scheduler_means_unsigned_and_asked_for_signing_waits() -> None:
+    signer = CallSigner(Fetches(grpc.StatusCode.UNIMPLEMENTED))
+    headers: dict[str, str] = {}
+    assert await signer.sign(call(job_pb2.CALL_SIGNING_UNSPECIFIED), headers, BODY) is None
+    assert headers == {}
+    asked = await signer.sign(call(), {}, BODY)
+    assert asked is not None
+    assert (asked.retryable, asked.call) == (True, NOT_BEGUN)
+    assert "older build" in asked.error
+
+
+async def test_keys_fetched_before_sign_while_a_fetch_fails_for_a_while() -> None:
+    now = [0.0]
+    fetches = Fetches()
+    signer = CallSigner(fetches, keep=30, clock=lambda: now[0])
+    assert await signer.sign(call(), {}, BODY) is None
+    fetches.error = grpc.StatusCode.UNAVAILABLE
+    now[0] = 31.0
+    headers: dict[str, str] = {}
+    assert await signer.sign(call(), headers, BODY) is None
+    assert Webhook(KEY.secret_text).verify(BODY, headers) == {"a": 1}
+    # Not asked again by every call meanwhile.
+    await signer.sign(call(), {}, BODY)
+    assert len(fetches.teams) == 2
+    now[0] = 30 + STALE_SECONDS + 1
+    late = await signer.sign(call(), {}, BODY)
+    assert late is not None
+    assert late.retryable

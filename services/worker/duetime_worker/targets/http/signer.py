@@ -10,6 +10,7 @@ logged, never in a span or a metric.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -36,6 +37,10 @@ log = logging.getLogger(__name__)
 KEEP_SECONDS = 30.0
 # How long a fetch of a team's keys may take.
 FETCH_TIMEOUT = 5.0
+# How long past their time a team's keys still sign while they cannot be fetched again.
+STALE_SECONDS = 300.0
+# How long after a failed fetch a team's keys are asked for again.
+RETRY_SECONDS = 5.0
 DEFAULT_ISSUER = "duetime"
 _WEBHOOK = (job_pb2.CALL_SIGNING_WEBHOOK, job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_TOKEN)
 _ID_TOKEN = (job_pb2.CALL_SIGNING_ID_TOKEN, job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_TOKEN)
@@ -47,9 +52,25 @@ Fetch = Callable[[str], Awaitable[pb.GetSigningKeysResponse]]
 
 @dataclass(frozen=True)
 class _Team:
-    keys: SigningKeys | None  # None: the team has no key
+    keys: SigningKeys | None  # None: none to sign with, for the reason below
     default: job_pb2.CallSigning.ValueType
-    until: float
+    until: float  # when to fetch them again
+    fetched: float
+    missing: str = "its team has no signing key (AdminService.AddSigningKey)"
+    retryable: bool = False
+
+
+# What a worker knows of a team from a scheduler older than signed calls: it signs nothing, and
+# a job that asks for signing waits (its call fails, retryably) until the schedulers are new.
+def _unserved(now: float, keep: float) -> _Team:
+    return _Team(
+        None,
+        job_pb2.CALL_SIGNING_OFF,
+        now + keep,
+        now,
+        "the schedulers do not serve signing keys (an older build)",
+        retryable=True,
+    )
 
 
 @dataclass(frozen=True)
@@ -108,23 +129,14 @@ class CallSigner:
         try:
             team = await self._team(call.team)
         except (aio.AioRpcError, TimeoutError) as error:
-            code = error.code().name if isinstance(error, aio.AioRpcError) else "DEADLINE_EXCEEDED"
-            retryable = not (
-                isinstance(error, aio.AioRpcError) and error.code() == grpc.StatusCode.NOT_FOUND
-            )
-            return Outcome.failed(
-                f"not signed: the team's signing keys could not be read ({code})",
-                retryable=retryable,
-                call=NOT_BEGUN,
-            )
+            return _unreadable(error)
         signing = call.signing or team.default
         if signing == job_pb2.CALL_SIGNING_OFF or signing == job_pb2.CALL_SIGNING_UNSPECIFIED:
             return None
         if team.keys is None:
             return Outcome.failed(
-                "not signed: the job's calls are signed but its team has no signing key "
-                "(AdminService.AddSigningKey)",
-                retryable=False,
+                f"not signed: the job's calls are signed but {team.missing}",
+                retryable=team.retryable,
                 call=NOT_BEGUN,
             )
         _drop_signed_names(headers)
@@ -150,17 +162,53 @@ class CallSigner:
         return await asyncio.shield(pending)
 
     async def _load(self, team: str) -> _Team:
-        answer = await self._fetch(team)
+        """The team's keys fetched; when the fetch fails, those fetched before (for at most
+        ``STALE_SECONDS`` past their time), so a scheduler's hiccup does not stop calls."""
+        try:
+            answer = await self._fetch(team)
+        except aio.AioRpcError as error:
+            if error.code() == grpc.StatusCode.UNIMPLEMENTED:
+                self._teams[team] = _unserved(self._clock(), self._keep)
+                return self._teams[team]
+            return self._stale(team, error)
+        except TimeoutError as error:
+            return self._stale(team, error)
         keys = [
             signing_key_from(k.key_id, k.webhook_secret, k.token_private_key) for k in answer.keys
         ]
+        now = self._clock()
         loaded = _Team(
-            SigningKeys(keys) if keys else None,
-            answer.default_call_signing,
-            self._clock() + self._keep,
+            SigningKeys(keys) if keys else None, answer.default_call_signing, now + self._keep, now
         )
         self._teams[team] = loaded
         return loaded
+
+    def _stale(self, team: str, error: aio.AioRpcError | TimeoutError) -> _Team:
+        known, now = self._teams.get(team), self._clock()
+        if known is None or now - known.fetched > STALE_SECONDS:
+            raise error
+        log.warning(
+            "a team's signing keys could not be fetched again; those fetched before sign",
+            extra={"action": "signing_keys_stale", "team": team, "why": _code(error)},
+        )
+        # Asked again after a while, not by every call meanwhile.
+        self._teams[team] = dataclasses.replace(known, until=now + RETRY_SECONDS)
+        return known
+
+
+def _code(error: aio.AioRpcError | TimeoutError) -> str:
+    return error.code().name if isinstance(error, aio.AioRpcError) else "DEADLINE_EXCEEDED"
+
+
+def _unreadable(error: aio.AioRpcError | TimeoutError) -> Outcome:
+    """A call not signed because its team's keys could not be read: retried, unless the
+    team is unknown."""
+    unknown = isinstance(error, aio.AioRpcError) and error.code() == grpc.StatusCode.NOT_FOUND
+    return Outcome.failed(
+        f"not signed: the team's signing keys could not be read ({_code(error)})",
+        retryable=not unknown,
+        call=NOT_BEGUN,
+    )
 
 
 def _drop_signed_names(headers: dict[str, str]) -> None:
