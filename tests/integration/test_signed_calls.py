@@ -321,3 +321,41 @@ async def test_a_dead_letter_notification_is_signed_as_the_team_default_says(
     claims = verify_token(call.headers, await jwks(api, api.team), url)
     assert claims["sub"] == event.job_name
     assert claims[ATTEMPT_CLAIM] == 3
+
+
+async def test_bad_names_are_refused_naming_the_field(
+    servers: tuple[ApiClient, WorkerClient],
+) -> None:
+    api, worker = servers
+    operator = api.auth(api.operator_token)
+    bad_parent = await failure(
+        api.admin.AddSigningKey(admin_pb.AddSigningKeyRequest(parent="team-a"), metadata=operator)
+    )
+    assert (bad_parent.code, list(bad_parent.fields)) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        ["parent"],
+    )
+    unknown = await failure(add_key(api, "no-such-team"))
+    assert (unknown.code, unknown.reason) == (grpc.StatusCode.NOT_FOUND, "TEAM_NOT_FOUND")
+    bad_name = await failure(
+        api.admin.RetireSigningKey(
+            admin_pb.RetireSigningKeyRequest(name=f"teams/{api.team}/keys/x"), metadata=operator
+        )
+    )
+    assert list(bad_name.fields) == ["name"]
+    missing = await failure(
+        api.admin.RetireSigningKey(
+            admin_pb.RetireSigningKeyRequest(name=f"teams/{api.team}/signingKeys/nope"),
+            metadata=operator,
+        )
+    )
+    assert (missing.code, missing.reason) == (grpc.StatusCode.NOT_FOUND, "SIGNING_KEY_NOT_FOUND")
+    async with aio.insecure_channel(api.address) as channel:
+        stub = public_key_service_pb2_grpc.PublicKeyServiceStub(channel)
+        bad_jwks = await failure(stub.GetJwks(public_key_service_pb2.GetJwksRequest(name="x")))
+    assert list(bad_jwks.fields) == ["name"]
+    assert await jwks(api, "no-such-team") == {}  # no keys: no hint whether the team exists
+    bad_team = await failure(
+        worker.stub.GetSigningKeys(pb.GetSigningKeysRequest(team="A!"), metadata=worker.auth())
+    )
+    assert list(bad_team.fields) == ["team"]
