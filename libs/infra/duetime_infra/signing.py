@@ -151,7 +151,7 @@ def mint_id_token(
         "sub": claims.subject,
         "iat": now,
         "exp": now + lifetime,
-        "jti": uuid.uuid4().hex,
+        "jti": os.urandom(16).hex(),
         RUN_KEY_CLAIM: claims.run_key,
         ATTEMPT_CLAIM: claims.attempt,
     }
