@@ -39,6 +39,16 @@ class TokenRecord:
     revoke_time: datetime | None
 
 
+@dataclass(frozen=True)
+class SigningKeyRecord:
+    """A generation of a team's keys for signed calls, without its secrets."""
+
+    team_id: str
+    key_id: str
+    create_time: datetime
+    retire_time: datetime | None
+
+
 # A team's id: what the teams table's CHECK accepts.
 TEAM_ID = re.compile(r"^[a-z][a-z0-9-]{1,62}$")
 MAX_DESCRIPTION = 1000

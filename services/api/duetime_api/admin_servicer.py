@@ -22,6 +22,7 @@ from duetime_core.text import text_problem
 from duetime_infra.codec.quota_codec import (
     ROLES,
     encode_quota,
+    encode_signing_key,
     encode_team,
     encode_token,
     read_defaults,
@@ -31,7 +32,6 @@ from duetime_infra.codec.target_codec import read_signing
 from duetime_infra.codec.violations import Violations
 from duetime_infra.pg.teams import signing_keys
 from duetime_infra.pg.teams import store as team_store
-from duetime_infra.pg.teams.signing_keys import SigningKeyRecord
 from duetime_infra.secrets.sealing import SecretBox
 
 Context = aio.ServicerContext[Any, Any]
@@ -62,16 +62,6 @@ def _check_text(v: Violations, field: str, text: str) -> None:
 
 
 _SIGNING_KEY = re.compile(r"^teams/([^/]+)/signingKeys/([^/]+)$")
-
-
-def _encode_signing_key(record: SigningKeyRecord) -> pb.SigningKey:
-    out = pb.SigningKey(
-        name=f"teams/{record.team_id}/signingKeys/{record.key_id}", key_id=record.key_id
-    )
-    out.create_time.FromDatetime(record.create_time)
-    if record.retire_time is not None:
-        out.retire_time.FromDatetime(record.retire_time)
-    return out
 
 
 class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
@@ -234,7 +224,7 @@ class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
         async with self._pool.acquire() as conn:
             record, key = await signing_keys.add_signing_key(conn, self._secrets, team_id)
         return pb.AddSigningKeyResponse(
-            signing_key=_encode_signing_key(record), webhook_secret=key.secret_text
+            signing_key=encode_signing_key(record), webhook_secret=key.secret_text
         )
 
     async def ListSigningKeys(
@@ -244,7 +234,7 @@ class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
         await team_store.get_team(self._pool, team_id)  # NOT_FOUND for an unknown team
         keys = await signing_keys.published_keys(self._pool, team_id)
         return pb.ListSigningKeysResponse(
-            signing_keys=[_encode_signing_key(record) for record, _ in keys]
+            signing_keys=[encode_signing_key(record) for record, _ in keys]
         )
 
     async def RetireSigningKey(
@@ -254,4 +244,4 @@ class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
         if match is None or team_id_problem(match[1]) is not None:
             raise InvalidArgument.field("name", "must be teams/{team_id}/signingKeys/{key_id}")
         record = await signing_keys.retire_signing_key(self._pool, match[1], match[2])
-        return pb.RetireSigningKeyResponse(signing_key=_encode_signing_key(record))
+        return pb.RetireSigningKeyResponse(signing_key=encode_signing_key(record))

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any, TypeAlias
 
 import asyncpg
 
 from duetime_core.errors import FailedPrecondition, NotFound
 from duetime_core.jobspec import CallSigning, Sealed
+from duetime_core.teams import SigningKeyRecord
 from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.sql import q
 from duetime_infra.secrets.sealing import SecretBox
@@ -29,14 +30,6 @@ MAX_ACTIVE_KEYS = 2
 RETIRED_PUBLISHED = timedelta(minutes=10)
 SECRET_PART = "webhook_secret"
 TOKEN_PART = "token_key"
-
-
-@dataclass(frozen=True)
-class SigningKeyRecord:
-    team_id: str
-    key_id: str
-    create_time: datetime
-    retire_time: datetime | None
 
 
 @dataclass(frozen=True)
