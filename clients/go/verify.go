@@ -28,7 +28,8 @@ type CallVerifier struct {
 
 // NewCallVerifier: secret is the team's `whsec_...` secret, jwksURL
 // https://<gateway>/v1/teams/<team>/jwks.json, issuer the `iss` Duetime's workers name
-// (DUETIME_SIGNING_ISSUER), audience the job's token_audience (by default its URL).
+// (DUETIME_SIGNING_ISSUER), audience the job's token_audience (by default its URL without
+// query).
 func NewCallVerifier(ctx context.Context, secret, jwksURL, issuer, audience string) (*CallVerifier, error) {
 	webhook, err := standardwebhooks.NewWebhook(secret)
 	if err != nil {

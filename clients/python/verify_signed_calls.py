@@ -38,8 +38,8 @@ class CallVerifier:
     def verify(self, headers: dict[str, str], body: bytes, audience: str) -> dict[str, Any]:
         """The ID token's claims (sub: the job, duetime_run_key: the run, duetime_attempt:
         the attempt) of a call with these headers (names in lower case) and this exact body,
-        for the job's audience (its token_audience, by default its URL); raises when either
-        check fails."""
+        for the job's audience (its token_audience, by default its URL without query);
+        raises when either check fails."""
         self.webhook.verify(body, headers)
         token = headers.get("authorization", "").removeprefix("Bearer ")
         key = self.keys.get_signing_key_from_jwt(token)

@@ -12,7 +12,12 @@ from standardwebhooks.webhooks import Webhook
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_infra.signing import new_signing_key
-from duetime_worker.targets.http.signer import STALE_SECONDS, CallSigner, SignedCall
+from duetime_worker.targets.http.signer import (
+    STALE_SECONDS,
+    CallSigner,
+    SignedCall,
+    default_audience,
+)
 from duetime_worker.targets.outcome import NOT_BEGUN
 
 KEY = new_signing_key("k1")
@@ -107,3 +112,10 @@ async def test_keys_fetched_before_sign_while_a_fetch_fails_for_a_while() -> Non
     late = await signer.sign(call(), {}, BODY)
     assert late is not None
     assert late.retryable
+
+
+def test_the_default_audience_is_the_url_without_what_may_hold_a_secret() -> None:
+    assert default_audience("https://a.example:8443/hook?token=s3cret#x") == (
+        "https://a.example:8443/hook"
+    )
+    assert default_audience("http://[::1]/p") == "http://[::1]/p"

@@ -10,8 +10,8 @@ export function callVerifier(secret: string, jwksUrl: string, issuer: string) {
   const webhook = new Webhook(secret);
   const keys = createRemoteJWKSet(new URL(jwksUrl));
   // Checks one call (its exact body; its headers with lower-case names, as node:http gives
-  // them) for the job's audience (its token_audience, by default its URL), as of
-  // currentDate; returns the ID token's claims (sub: the job, duetime_run_key: the run,
+  // them) for the job's audience (its token_audience, by default its URL without query), as
+  // of currentDate; returns the ID token's claims (sub: the job, duetime_run_key: the run,
   // duetime_attempt: the attempt). Throws when either check fails.
   return async (
     headers: Record<string, string>,

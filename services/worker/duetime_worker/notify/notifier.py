@@ -12,7 +12,7 @@ all, not for that time per event; after it, each of its events gets one try. A f
 ends when the webhook's server answers (2xx, or a final 4xx: it is reachable), or once nothing
 has failed for a whole give-up time, so an old outage never shortens a new event's retries.
 Each try is signed as the team's default says (``targets.http.signer``), its ID token's
-audience the notification URL and its subject the job's name.
+audience the notification URL without its query and its subject the job's name.
 
 Past its give-up time a webhook gets one probe at a time: the event that finds no probe out
 becomes it, and its one try gets the whole timeout (a webhook that recovered but is slow must
@@ -44,7 +44,7 @@ from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.backoff import backoff_delay
 from duetime_core.jobspec import RetryPolicy
 from duetime_worker.targets.http.caller import HttpCaller
-from duetime_worker.targets.http.signer import SignedCall
+from duetime_worker.targets.http.signer import SignedCall, default_audience
 from duetime_worker.targets.outcome import Outcome
 
 log = logging.getLogger(__name__)
@@ -173,7 +173,7 @@ class Notifier:
             team=event.team,
             signing=job_pb2.CALL_SIGNING_UNSPECIFIED,  # as the team's default says
             message_id=headers["Idempotency-Key"],
-            audience=url,
+            audience=default_audience(url),
             subject=event.job_name,
             attempt=event.attempt,
         )

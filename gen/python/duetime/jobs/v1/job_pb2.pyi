@@ -938,7 +938,9 @@ class HttpTarget(_message.Message):
     is sent) are then refused in `headers`.
     """
     token_audience: _builtins.str
-    """Optional. The `aud` claim of the ID token, at most 2,048 characters; empty: the `url`."""
+    """Optional. The `aud` claim of the ID token, at most 2,048 characters; empty: the `url`
+    without its query and fragment (which may hold a secret).
+    """
     @_builtins.property
     def headers(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """Optional. Request headers, at most 50, 16 KiB in all; names are RFC 7230 tokens, unique

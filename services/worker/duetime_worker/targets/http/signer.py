@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
 
 import grpc
 from grpc import aio
@@ -216,6 +217,19 @@ def _drop_signed_names(headers: dict[str, str]) -> None:
         del headers[name]
 
 
+def default_audience(url: str) -> str:
+    """The ID token's audience when the job names none: its URL without query, fragment or
+    user info, which may hold a secret (a webhook's token) that a token must not carry."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:  # a URL the call itself refuses
+        return ""
+    host = f"[{host}]" if ":" in host else host
+    return urlunsplit((parts.scheme, f"{host}{port}", parts.path, "", ""))
+
+
 def signed_call(run: pb.RunSpec, attempt: int) -> SignedCall:
     """What a run's call is, as its signatures name it."""
     http = run.target.http
@@ -223,7 +237,7 @@ def signed_call(run: pb.RunSpec, attempt: int) -> SignedCall:
         team=run.team,
         signing=http.signing,
         message_id=run.idempotency_key,
-        audience=http.token_audience or http.url,
+        audience=http.token_audience or default_audience(http.url),
         subject=f"teams/{run.team}/jobs/{run.job_id}",
         attempt=attempt,
     )
