@@ -129,7 +129,7 @@ class CallSigner:
             return None
         try:
             team = await self._team(call.team)
-        except (aio.AioRpcError, TimeoutError) as error:
+        except (aio.AioRpcError, TimeoutError, ValueError) as error:  # ValueError: a bad key
             return _unreadable(error)
         signing = call.signing or team.default
         if signing == job_pb2.CALL_SIGNING_OFF or signing == job_pb2.CALL_SIGNING_UNSPECIFIED:
@@ -197,11 +197,13 @@ class CallSigner:
         return known
 
 
-def _code(error: aio.AioRpcError | TimeoutError) -> str:
-    return error.code().name if isinstance(error, aio.AioRpcError) else "DEADLINE_EXCEEDED"
+def _code(error: Exception) -> str:
+    if isinstance(error, aio.AioRpcError):
+        return str(error.code().name)
+    return "DEADLINE_EXCEEDED" if isinstance(error, TimeoutError) else type(error).__name__
 
 
-def _unreadable(error: aio.AioRpcError | TimeoutError) -> Outcome:
+def _unreadable(error: Exception) -> Outcome:
     """A call not signed because its team's keys could not be read: retried, unless the
     team is unknown."""
     unknown = isinstance(error, aio.AioRpcError) and error.code() == grpc.StatusCode.NOT_FOUND
