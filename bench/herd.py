@@ -21,6 +21,7 @@ Results belong in bench/RESULTS.md.
 
     uv run --frozen python -m bench.herd [--runs 1000 10000] [--repeat 1] [--workers 2]
         [--lead 70] [--lookahead 10] [--credit N] [--concurrency N] [--profile DIR]
+        [--sign off|hmac|jwt]
     uv run --frozen --group bench python -m bench.herd --peer pgqueuer [--pgq-batch 100]
     uv run --frozen --group bench python -m bench.herd --peer pgqueuer floor floor-pyreqwest
 """
@@ -68,12 +69,16 @@ from bench.harness import (
     writes_per_run,
 )
 from bench.herd_floor import FLOOR_PEERS, floor_case
+from duetime_core.jobspec import CallSigning
 from duetime_core.runkey import RunKey
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
-from duetime_infra.pg.teams.store import update_team_quota
+from duetime_infra.pg.pool import Conn
+from duetime_infra.pg.teams.signing_keys import add_signing_key
+from duetime_infra.pg.teams.store import update_team, update_team_quota
 from testkit.databases import create_database, drop_database
 from testkit.fleet import eventually
 from testkit.kafka import Offsets, end_offsets, read_between, shared_bootstrap
+from testkit.secrets import secret_box
 from testkit.system import TEAM, System
 
 
@@ -91,6 +96,9 @@ class Setup:
     logs: Path | None = None
     # Sample the statements running in the database over the herd (QuerySampler).
     pg_sample: bool = False
+    # How the herd's calls are signed, as the team's default: off, hmac (Standard Webhooks)
+    # or jwt (an ES256 ID token per attempt).
+    sign: str = "off"
 
 
 async def duetime_case(template: str, runs: int, setup: Setup, tmp: Path) -> HerdOutcome:
@@ -152,6 +160,7 @@ async def measure(
         # in-flight limit of its own (the defaults hold a herd past 20,000 at 1,000 a second).
         async with pool.acquire() as conn:
             await update_team_quota(conn, TEAM, {"runs_per_minute": 0, "max_running": 0})
+            await sign_calls(conn, setup.sign)
         await seed_jobs(system.db_dsn, [SeedJob(TEAM, at, target.url("/herd"))] * runs)
         seeded = time.perf_counter() - t0
         print(
@@ -205,6 +214,17 @@ async def measure(
         return outcome
     finally:
         await pool.close()
+
+
+async def sign_calls(conn: Conn, sign: str) -> None:
+    """The team's calls signed as ``sign`` says: a key of its own and its default."""
+    if sign == "off":
+        return
+    await add_signing_key(conn, secret_box(), TEAM)
+    signing = CallSigning.WEBHOOK if sign == "hmac" else CallSigning.ID_TOKEN
+    await update_team(
+        conn, TEAM, display_name=None, notification_url=None, default_call_signing=signing
+    )
 
 
 async def mark_the_instant(
@@ -314,6 +334,12 @@ async def main() -> None:
         "--profile", type=Path, help="write each service's cProfile statistics in this folder"
     )
     parser.add_argument("--logs", type=Path, help="write each service's output in this folder")
+    parser.add_argument(
+        "--sign",
+        choices=["off", "hmac", "jwt"],
+        default="off",
+        help="sign the herd's calls: Standard Webhooks (hmac) or an ES256 ID token (jwt)",
+    )
     parser.add_argument(
         "--peer",
         nargs="+",

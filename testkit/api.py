@@ -18,10 +18,12 @@ from grpc import aio
 from grpc_status import rpc_status
 
 from duetime.admin.v1 import admin_service_pb2_grpc
-from duetime.jobs.v1 import job_service_pb2_grpc
+from duetime.jobs.v1 import job_service_pb2_grpc, public_key_service_pb2_grpc
 from duetime_api.__main__ import ADMIN_SERVICE_NAME, SERVICE_NAME
 from duetime_api.admin_servicer import AdminServicer
 from duetime_api.jobs import JobOperations
+from duetime_api.public_key_servicer import SERVICE_NAME as PUBLIC_KEY_SERVICE_NAME
+from duetime_api.public_key_servicer import PublicKeyServicer
 from duetime_api.servicer import JobServicer
 from duetime_infra.admin import create_operator_token, create_team
 from duetime_infra.archive.reader import ArchiveReader
@@ -69,14 +71,16 @@ async def running_api(
     finally:
         await conn.close()
     pool = await create_pool(dsn, max_size=5)
-    store = JobStore(pool, secrets or secret_box())
+    box = secrets or secret_box()
+    store = JobStore(pool, box)
     server = GrpcServer(
         "127.0.0.1:0",
-        [SERVICE_NAME, ADMIN_SERVICE_NAME],
+        [SERVICE_NAME, ADMIN_SERVICE_NAME, PUBLIC_KEY_SERVICE_NAME],
         interceptors=[
             DuetimeInterceptor(
                 TokenCache(functools.partial(principal_for, pool)),
                 {SERVICE_NAME: Role.TEAM, ADMIN_SERVICE_NAME: Role.OPERATOR},
+                open_services=[PUBLIC_KEY_SERVICE_NAME],
             )
         ],
     )
@@ -84,7 +88,12 @@ async def running_api(
     job_service_pb2_grpc.add_JobServiceServicer_to_server(
         JobServicer(JobOperations(store), reader), server.server
     )
-    admin_service_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(pool), server.server)
+    admin_service_pb2_grpc.add_AdminServiceServicer_to_server(
+        AdminServicer(pool, box), server.server
+    )
+    public_key_service_pb2_grpc.add_PublicKeyServiceServicer_to_server(
+        PublicKeyServicer(pool), server.server
+    )
     await server.start()
     address = f"127.0.0.1:{server.port}"
     channel = aio.insecure_channel(address)

@@ -312,3 +312,26 @@ async def test_teams_and_the_platform_defaults(operator: Cli) -> None:
         assert refused.code == 2, refused  # the defaults have no default of their own
     finally:
         await operator.ok("admin", "quotas", "defaults", "set", "max_running=20000")
+
+
+async def test_a_teams_signing_keys_are_rotated(operator: Cli) -> None:
+    team, _ = await new_team(operator)
+    added = await operator.ok("admin", "signing-keys", "add", team)
+    (secret,) = added.stdout.splitlines()
+    assert secret.startswith("whsec_")
+    assert "shown this once only" in added.stderr
+    new = (await operator.ok("admin", "signing-keys", "add", team, "-o", "json")).json()
+    full = await operator("admin", "signing-keys", "add", team)
+    assert full.code != 0
+    assert "SIGNING_KEYS_FULL" in full.stderr
+    listed = (await operator.ok("admin", "signing-keys", "list", team)).table("KEY ID")
+    assert [row["STATE"] for row in listed] == ["ACTIVE", "ACTIVE"]
+    old_id = listed[0]["KEY ID"]
+    assert listed[1]["KEY ID"] == new["signingKey"]["keyId"]
+    assert secret not in str(listed)
+    retired = await operator.ok("admin", "signing-keys", "retire", team, old_id, "-o", "json")
+    assert retired.json()["signingKey"]["retireTime"]
+    states = (await operator.ok("admin", "signing-keys", "list", team)).table("KEY ID")
+    assert [row["STATE"] for row in states] == ["RETIRED", "ACTIVE"]
+    updated = await operator.ok("admin", "teams", "update", team, "--default-signing", "webhook")
+    assert "Call signing      WEBHOOK" in updated.stdout

@@ -19,6 +19,7 @@ from duetime.jobs.v1 import job_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
 from duetime.worker.v1 import worker_service_pb2 as wpb
 from duetime_infra.pg.pool import create_pool
+from duetime_infra.pg.teams.signing_keys import add_signing_key, retire_signing_key, team_signing
 from duetime_infra.secrets.keyring import new_keyring
 from duetime_infra.secrets.rotate import rotate
 from duetime_infra.secrets.sealing import SecretBox
@@ -173,3 +174,30 @@ async def test_a_secret_whose_key_is_gone_refuses_the_start_and_dead_letters(
             assert "not in the keyring" in run["reason_detail"]
             (attempt,) = await worker.attempts(run_id)
             assert (attempt["outcome"], attempt["call_progress"]) == ("FAILED", "NOT_BEGUN")
+
+
+async def test_rotation_seals_the_teams_signing_keys_again(db_dsn: str) -> None:
+    async with running_api(db_dsn, SecretBox(OLD)) as api:
+        conn = await asyncpg.connect(db_dsn)
+        try:
+            kept, key = await add_signing_key(conn, SecretBox(OLD), api.team)
+            retired, _ = await add_signing_key(conn, SecretBox(OLD), api.other_team)
+            await retire_signing_key(conn, api.other_team, retired.key_id)
+        finally:
+            await conn.close()
+        pool = await create_pool(db_dsn, max_size=2)
+        try:
+            done = await rotate(pool, SecretBox(NEW))
+            assert done.signing_keys == 1
+            assert await pool.fetchval(
+                "SELECT array_agg(DISTINCT sealed_key_id) FROM team_signing_keys "
+                "WHERE retire_time IS NULL"
+            ) == ["new"]
+            # The old key can go: the keys open without it, as they were.
+            opened = await team_signing(pool, SecretBox(AFTER), api.team)
+            assert [k.key_id for k in opened.keys] == [kept.key_id]
+            assert opened.keys[0].secret == key.secret
+            assert opened.keys[0].public_jwk() == key.public_jwk()
+            assert (await rotate(pool, SecretBox(AFTER))).signing_keys == 0
+        finally:
+            await pool.close()

@@ -13,9 +13,9 @@ REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "clients.md"
 SNIPPET = re.compile(r"<!-- snippet: (\S+)#(\S+) -->\n```\w*\n(.*?)```\n", re.S)
 SKIP = {"node_modules", "dist", "target", "gen"}
-SOURCES = {".go", ".ts", ".java", ".yaml", ".xml"}
-# A region is marked by `// docs:begin NAME` (Go, TypeScript, Java), `# docs:begin NAME` (YAML)
-# or `<!-- docs:begin NAME -->` (XML) and the matching `docs:end` line.
+SOURCES = {".go", ".ts", ".java", ".yaml", ".xml", ".py"}
+# A region is marked by `// docs:begin NAME` (Go, TypeScript, Java), `# docs:begin NAME` (YAML,
+# Python) or `<!-- docs:begin NAME -->` (XML) and the matching `docs:end` line.
 REGION = re.compile(
     r"^[ \t]*(//|#|<!--) docs:begin (\S+)(?: -->)?\n(.*?)^[ \t]*\1 docs:end \2(?: -->)?\n",
     re.S | re.M,

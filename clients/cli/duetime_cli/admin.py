@@ -1,5 +1,5 @@
 """``duetime admin ...``: operator commands over AdminService: teams, their quotas and the
-platform's defaults, and bearer tokens.
+platform's defaults, bearer tokens, and teams' signing keys (``admin_signing``).
 
 They send the operator token (``--operator-token`` / ``DUETIME_OPERATOR_TOKEN``, else
 ``--token`` / ``DUETIME_TOKEN``); the service refuses team and worker tokens.
@@ -8,17 +8,16 @@ They send the operator token (``--operator-token`` / ``DUETIME_OPERATOR_TOKEN``,
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from typing import Annotated
 
-import grpc
 import typer
 from google.protobuf import field_mask_pb2
-from google.protobuf.message import Message
 from rich.text import Text
 
 from duetime.admin.v1 import admin_service_pb2 as admin_pb2
-from duetime.jobs.v1 import quota_pb2
+from duetime.jobs.v1 import job_pb2, quota_pb2
+from duetime_cli.admin_calls import admin_call
+from duetime_cli.admin_signing import keys as signing_keys
 from duetime_cli.admin_tables import (
     team_detail,
     team_quota,
@@ -32,10 +31,10 @@ from duetime_cli.failures import Failure
 from duetime_cli.limits import check_names, fill, parse_assignments, quota_table
 from duetime_cli.names import team_name, token_name
 from duetime_cli.output import Format, OutputOption, emit, stderr
-from duetime_cli.session import Response, Session
+from duetime_cli.session import Session
 
 app = typer.Typer(
-    help="Operator commands: teams, quotas and tokens (with an operator token).",
+    help="Operator commands: teams, quotas, tokens and signing keys (with an operator token).",
     no_args_is_help=True,
 )
 teams = typer.Typer(help="Create, list, read and change teams.", no_args_is_help=True)
@@ -45,6 +44,7 @@ tokens = typer.Typer(help="Create, list and revoke bearer tokens.", no_args_is_h
 app.add_typer(teams, name="teams")
 app.add_typer(quotas, name="quotas")
 app.add_typer(tokens, name="tokens")
+app.add_typer(signing_keys, name="signing-keys")
 quotas.add_typer(defaults, name="defaults")
 
 TeamArg = Annotated[
@@ -54,6 +54,15 @@ DisplayNameOption = Annotated[str | None, typer.Option(metavar="TEXT", help="A n
 UrlOption = Annotated[
     str | None,
     typer.Option(metavar="URL", help="An http(s) URL the team's dead-letter events are POSTed to."),
+]
+SigningOption = Annotated[
+    str | None,
+    enum_option(
+        job_pb2.CallSigning,
+        "CALL_SIGNING_",
+        "How the team's jobs sign their calls when a job does not say",
+        "SIGNING",
+    ),
 ]
 Assignments = Annotated[
     list[str],
@@ -72,21 +81,6 @@ SECRET_HOME = {
     admin_pb2.TOKEN_ROLE_OPERATOR: "duetime reads it from DUETIME_OPERATOR_TOKEN",
     admin_pb2.TOKEN_ROLE_WORKER: "a worker reads it from DUETIME_WORKER_TOKEN",
 }
-
-
-def _call(session: Session, rpc: Callable[..., Response], request: Message) -> Response:
-    """Calls AdminService with the operator token; a refusal of the team token it fell back
-    to says where an operator token goes."""
-    try:
-        return session.call(rpc, request, operator=True)
-    except grpc.RpcError as error:
-        failure = Failure.from_rpc_error(error)
-        if failure.code == "PERMISSION_DENIED" and not session.operator_token:
-            failure.message += (
-                " (no operator token was given, so the team token was sent: "
-                "pass --operator-token or set DUETIME_OPERATOR_TOKEN)"
-            )
-        raise failure from None
 
 
 @teams.command("create")
@@ -110,7 +104,8 @@ def create_team(
             display_name=display_name or "",
             notification_url=notification_url or "",
         )
-        response = _call(session, session.admin.CreateTeam, admin_pb2.CreateTeamRequest(team=team))
+        request = admin_pb2.CreateTeamRequest(team=team)
+        response = admin_call(session, session.admin.CreateTeam, request)
         emit(response, output, lambda: team_detail(response.team))
 
 
@@ -127,7 +122,7 @@ def list_teams(
 
         def page(token: str, size: int) -> tuple[list[admin_pb2.Team], str]:
             request = admin_pb2.ListTeamsRequest(page_size=size, page_token=token)
-            response = _call(session, session.admin.ListTeams, request)
+            response = admin_call(session, session.admin.ListTeams, request)
             return list(response.teams), response.next_page_token
 
         found, token = collect(page, limit)
@@ -140,7 +135,7 @@ def get_team(ctx: typer.Context, team: TeamArg, output: OutputOption = Format.TA
     """Show one team with its limits and usage (GetTeam)."""
     with command(ctx, output) as session:
         request = admin_pb2.GetTeamRequest(name=team_name(team))
-        response = _call(session, session.admin.GetTeam, request)
+        response = admin_call(session, session.admin.GetTeam, request)
         emit(response, output, lambda: team_detail(response.team))
 
 
@@ -150,17 +145,26 @@ def update_team(
     team: TeamArg,
     display_name: DisplayNameOption = None,
     notification_url: UrlOption = None,
+    default_signing: SigningOption = None,
     output: OutputOption = Format.TABLE,
 ) -> None:
-    """Change a team's display name or notification URL ("" clears one) (UpdateTeam)."""
+    """Change a team's display name, notification URL ("" clears one) or how its jobs sign
+    their calls when a job does not say (UpdateTeam)."""
     with command(ctx, output) as session:
-        changes = {"display_name": display_name, "notification_url": notification_url}
+        changes: dict[str, object] = {
+            "display_name": display_name,
+            "notification_url": notification_url,
+        }
+        if default_signing is not None:
+            changes["default_call_signing"] = enum_value(
+                job_pb2.CallSigning, "CALL_SIGNING_", default_signing, "--default-signing"
+            )
         given = {name: value for name, value in changes.items() if value is not None}
         if not given:
             raise Failure.local(
                 ExitCode.USAGE,
                 "INVALID_ARGUMENT",
-                "nothing to change: give --display-name or --notification-url",
+                "nothing to change: give --display-name, --notification-url or --default-signing",
             )
         changed = admin_pb2.Team(name=team_name(team))
         for name, value in given.items():
@@ -168,7 +172,7 @@ def update_team(
         request = admin_pb2.UpdateTeamRequest(
             team=changed, update_mask=field_mask_pb2.FieldMask(paths=list(given))
         )
-        response = _call(session, session.admin.UpdateTeam, request)
+        response = admin_call(session, session.admin.UpdateTeam, request)
         emit(response, output, lambda: team_detail(response.team))
 
 
@@ -177,7 +181,7 @@ def get_quota(ctx: typer.Context, team: TeamArg, output: OutputOption = Format.T
     """Show a team's limits in force, which are its own, and its usage (GetTeam)."""
     with command(ctx, output) as session:
         request = admin_pb2.GetTeamRequest(name=team_name(team))
-        response = _call(session, session.admin.GetTeam, request)
+        response = admin_call(session, session.admin.GetTeam, request)
         emit(response, output, lambda: team_quota(response.team))
 
 
@@ -189,7 +193,7 @@ def _update_quota(
     request = admin_pb2.UpdateTeamQuotaRequest(
         name=team_name(team), quota=overrides, update_mask=field_mask_pb2.FieldMask(paths=mask)
     )
-    return _call(session, session.admin.UpdateTeamQuota, request)
+    return admin_call(session, session.admin.UpdateTeamQuota, request)
 
 
 @quotas.command("set")
@@ -232,7 +236,7 @@ def show_defaults(ctx: typer.Context, output: OutputOption = Format.TABLE) -> No
         return
     with command(ctx, output) as session:
         request = admin_pb2.GetQuotaDefaultsRequest()
-        response = _call(session, session.admin.GetQuotaDefaults, request)
+        response = admin_call(session, session.admin.GetQuotaDefaults, request)
         emit(response, output, lambda: [quota_table(response.quota, heading="DEFAULT")])
 
 
@@ -247,7 +251,7 @@ def set_defaults(
         request = admin_pb2.UpdateQuotaDefaultsRequest(
             quota=quota, update_mask=field_mask_pb2.FieldMask(paths=mask)
         )
-        response = _call(session, session.admin.UpdateQuotaDefaults, request)
+        response = admin_call(session, session.admin.UpdateQuotaDefaults, request)
         emit(response, output, lambda: [quota_table(response.quota, heading="DEFAULT")])
 
 
@@ -273,7 +277,7 @@ def create_token(
             team_id=team.removeprefix("teams/"),
             description=description,
         )
-        response = _call(
+        response = admin_call(
             session, session.admin.CreateToken, admin_pb2.CreateTokenRequest(token=token)
         )
         if output is not Format.TABLE:
@@ -305,7 +309,7 @@ def list_tokens(
                 page_size=size,
                 page_token=page_token,
             )
-            response = _call(session, session.admin.ListTokens, request)
+            response = admin_call(session, session.admin.ListTokens, request)
             return list(response.tokens), response.next_page_token
 
         found, next_token = collect(page, limit)
@@ -324,5 +328,5 @@ def revoke_token(
     """Revoke a token; services refuse it within 10 seconds (RevokeToken)."""
     with command(ctx, output) as session:
         request = admin_pb2.RevokeTokenRequest(name=token_name(token))
-        response = _call(session, session.admin.RevokeToken, request)
+        response = admin_call(session, session.admin.RevokeToken, request)
         emit(response, output, lambda: [token_detail(response.token)])

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from rich.console import RenderableType
 
 from duetime.admin.v1 import admin_service_pb2 as admin_pb2
+from duetime.jobs.v1 import job_pb2
 from duetime_cli.limits import held_text, own_limits, quota_table
 from duetime_cli.tables import DetailGrid, ListTable, detail_grid, list_table, state_text
 from duetime_client.describe import NONE, enum_name, when
@@ -39,11 +40,17 @@ def team_detail(team: admin_pb2.Team) -> list[RenderableType]:
             ("Name", team.name),
             ("Display name", team.display_name or NONE),
             ("Notification URL", team.notification_url or NONE),
+            ("Call signing", signing(team)),
             ("Created", when(team, "create_time")),
             ("Held runs", held_text(team.usage)),
         ]
     )
     return [grid, "", quota_table(team.quota, team.usage, team.quota_overrides)]
+
+
+def signing(team: admin_pb2.Team) -> str:
+    """How the team's jobs sign their calls when a job does not say."""
+    return enum_name(job_pb2.CallSigning, team.default_call_signing, "CALL_SIGNING_")
 
 
 def team_quota(team: admin_pb2.Team) -> list[RenderableType]:

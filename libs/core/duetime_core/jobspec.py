@@ -181,12 +181,33 @@ def secret_size(value: SecretValue) -> int:
     return value.size if isinstance(value, Sealed) else len(value.encode())
 
 
+class CallSigning(enum.StrEnum):
+    """How a call proves it came from Duetime (``duetime_infra.signing``)."""
+
+    OFF = "OFF"
+    WEBHOOK = "WEBHOOK"
+    ID_TOKEN = "ID_TOKEN"
+    WEBHOOK_AND_ID_TOKEN = "WEBHOOK_AND_ID_TOKEN"
+
+    @property
+    def webhook(self) -> bool:
+        return self in (CallSigning.WEBHOOK, CallSigning.WEBHOOK_AND_ID_TOKEN)
+
+    @property
+    def id_token(self) -> bool:
+        return self in (CallSigning.ID_TOKEN, CallSigning.WEBHOOK_AND_ID_TOKEN)
+
+
 @dataclass(frozen=True)
 class HttpTarget:
     method: HttpMethod
     url: str
     headers: dict[str, SecretValue] = field(default_factory=dict)
     body: bytes = b""
+    # None: the team's default.
+    signing: CallSigning | None = None
+    # The ID token's audience; empty: the URL.
+    token_audience: str = ""
 
 
 @dataclass(frozen=True)

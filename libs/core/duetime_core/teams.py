@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from duetime_core.identity import Role
+from duetime_core.jobspec import CallSigning
 from duetime_core.quotas import TeamQuota, TeamState
 
 
@@ -24,6 +25,8 @@ class TeamRecord:
     overrides: dict[str, object]
     usage: TeamState
     now: datetime
+    # How its jobs sign their calls when a job does not say.
+    default_call_signing: CallSigning = CallSigning.OFF
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,16 @@ class TokenRecord:
     description: str
     create_time: datetime
     revoke_time: datetime | None
+
+
+@dataclass(frozen=True)
+class SigningKeyRecord:
+    """A generation of a team's keys for signed calls, without its secrets."""
+
+    team_id: str
+    key_id: str
+    create_time: datetime
+    retire_time: datetime | None
 
 
 # A team's id: what the teams table's CHECK accepts.

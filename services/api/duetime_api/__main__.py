@@ -8,10 +8,12 @@ import functools
 import logging
 
 from duetime.admin.v1 import admin_service_pb2, admin_service_pb2_grpc
-from duetime.jobs.v1 import job_service_pb2, job_service_pb2_grpc
+from duetime.jobs.v1 import job_service_pb2, job_service_pb2_grpc, public_key_service_pb2_grpc
 from duetime_api.admin_servicer import AdminServicer
 from duetime_api.config import Settings
 from duetime_api.jobs import JobOperations
+from duetime_api.public_key_servicer import SERVICE_NAME as PUBLIC_KEY_SERVICE_NAME
+from duetime_api.public_key_servicer import PublicKeyServicer
 from duetime_api.servicer import JobServicer
 from duetime_infra.archive.reader import ArchiveReader
 from duetime_infra.grpc.auth import Role, TokenCache
@@ -43,14 +45,17 @@ async def serve(settings: Settings) -> None:
     version = await require_schema(settings.pg_dsn, pg_tls)
     pool = await create_pool(settings.pg_dsn, max_size=settings.pg_pool_size, tls=pg_tls)
     try:
-        store = JobStore(pool, SecretBox(settings.secret_keys))
+        secrets = SecretBox(settings.secret_keys)
+        store = JobStore(pool, secrets)
         tokens = TokenCache(functools.partial(principal_for, pool))
         server = GrpcServer(
             settings.listen_address,
-            [SERVICE_NAME, ADMIN_SERVICE_NAME],
+            [SERVICE_NAME, ADMIN_SERVICE_NAME, PUBLIC_KEY_SERVICE_NAME],
             interceptors=[
                 DuetimeInterceptor(
-                    tokens, {SERVICE_NAME: Role.TEAM, ADMIN_SERVICE_NAME: Role.OPERATOR}
+                    tokens,
+                    {SERVICE_NAME: Role.TEAM, ADMIN_SERVICE_NAME: Role.OPERATOR},
+                    open_services=[PUBLIC_KEY_SERVICE_NAME],
                 )
             ],
             credentials=server_credentials(settings.tls.server()),
@@ -60,7 +65,10 @@ async def serve(settings: Settings) -> None:
             JobServicer(JobOperations(store), archive), server.server
         )
         admin_service_pb2_grpc.add_AdminServiceServicer_to_server(
-            AdminServicer(pool), server.server
+            AdminServicer(pool, secrets), server.server
+        )
+        public_key_service_pb2_grpc.add_PublicKeyServiceServicer_to_server(
+            PublicKeyServicer(pool), server.server
         )
 
         stopping = asyncio.Event()

@@ -16,24 +16,29 @@ from duetime_api.names import parse_team_name
 from duetime_api.pagination import make_key_token, make_token, read_key_page, read_page
 from duetime_core.errors import InvalidArgument
 from duetime_core.identity import Role
+from duetime_core.jobspec import CallSigning
 from duetime_core.teams import MAX_DESCRIPTION, team_id_problem
 from duetime_core.text import text_problem
 from duetime_infra.codec.quota_codec import (
     ROLES,
     encode_quota,
+    encode_signing_key,
     encode_team,
     encode_token,
     read_defaults,
     read_overrides,
 )
+from duetime_infra.codec.target_codec import read_signing
 from duetime_infra.codec.violations import Violations
+from duetime_infra.pg.teams import signing_keys
 from duetime_infra.pg.teams import store as team_store
+from duetime_infra.secrets.sealing import SecretBox
 
 Context = aio.ServicerContext[Any, Any]
 Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
 
 _TOKEN = re.compile(r"^tokens/([^/]+)$")
-_TEAM_FIELDS = ("display_name", "notification_url")
+_TEAM_FIELDS = ("display_name", "notification_url", "default_call_signing")
 MAX_URL = 2048
 
 
@@ -56,9 +61,13 @@ def _check_text(v: Violations, field: str, text: str) -> None:
         v.add(field, problem)
 
 
+_SIGNING_KEY = re.compile(r"^teams/([^/]+)/signingKeys/([^/]+)$")
+
+
 class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
-    def __init__(self, pool: Pool) -> None:
+    def __init__(self, pool: Pool, secrets: SecretBox) -> None:
         self._pool = pool
+        self._secrets = secrets
 
     async def CreateTeam(
         self, request: pb.CreateTeamRequest, context: Context
@@ -70,10 +79,15 @@ class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
             v.add("team.team_id", problem)
         _check_text(v, "team.display_name", team.display_name)
         _check_url(v, "team.notification_url", team.notification_url)
+        signing = read_signing(v, "team.default_call_signing", team.default_call_signing)
         v.raise_if_any()
         async with self._pool.acquire() as conn, conn.transaction():
             record = await team_store.create_team(
-                conn, team.team_id, team.display_name, team.notification_url
+                conn,
+                team.team_id,
+                team.display_name,
+                team.notification_url,
+                signing or CallSigning.OFF,
             )
         return pb.CreateTeamResponse(team=encode_team(record))
 
@@ -101,6 +115,10 @@ class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
             _check_text(v, "team.display_name", request.team.display_name)
         if "notification_url" in paths:
             _check_url(v, "team.notification_url", request.team.notification_url)
+        signing = None
+        if "default_call_signing" in paths:
+            raw = request.team.default_call_signing
+            signing = read_signing(v, "team.default_call_signing", raw) or CallSigning.OFF
         v.raise_if_any()
         async with self._pool.acquire() as conn, conn.transaction():
             record = await team_store.update_team(
@@ -110,6 +128,7 @@ class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
                 notification_url=request.team.notification_url
                 if "notification_url" in paths
                 else None,
+                default_call_signing=signing,
             )
         return pb.UpdateTeamResponse(team=encode_team(record))
 
@@ -197,3 +216,32 @@ class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
         async with self._pool.acquire() as conn, conn.transaction():
             record = await team_store.revoke_token(conn, token_id)
         return pb.RevokeTokenResponse(token=encode_token(record))
+
+    async def AddSigningKey(
+        self, request: pb.AddSigningKeyRequest, context: Context
+    ) -> pb.AddSigningKeyResponse:
+        team_id = parse_team_name(request.parent, "parent")
+        async with self._pool.acquire() as conn:
+            record, key = await signing_keys.add_signing_key(conn, self._secrets, team_id)
+        return pb.AddSigningKeyResponse(
+            signing_key=encode_signing_key(record), webhook_secret=key.secret_text
+        )
+
+    async def ListSigningKeys(
+        self, request: pb.ListSigningKeysRequest, context: Context
+    ) -> pb.ListSigningKeysResponse:
+        team_id = parse_team_name(request.parent, "parent")
+        await team_store.get_team(self._pool, team_id)  # NOT_FOUND for an unknown team
+        keys = await signing_keys.published_keys(self._pool, team_id)
+        return pb.ListSigningKeysResponse(
+            signing_keys=[encode_signing_key(record) for record, _ in keys]
+        )
+
+    async def RetireSigningKey(
+        self, request: pb.RetireSigningKeyRequest, context: Context
+    ) -> pb.RetireSigningKeyResponse:
+        match = _SIGNING_KEY.match(request.name)
+        if match is None or team_id_problem(match[1]) is not None:
+            raise InvalidArgument.field("name", "must be teams/{team_id}/signingKeys/{key_id}")
+        record = await signing_keys.retire_signing_key(self._pool, match[1], match[2])
+        return pb.RetireSigningKeyResponse(signing_key=encode_signing_key(record))

@@ -11,17 +11,21 @@ from google.protobuf import descriptor, descriptor_pb2
 from google.rpc import error_details_pb2, status_pb2
 
 from duetime.admin.v1 import admin_service_pb2
-from duetime.jobs.v1 import job_service_pb2
+from duetime.jobs.v1 import job_service_pb2, public_key_service_pb2
 
 JOB_SERVICE = job_service_pb2.DESCRIPTOR.services_by_name["JobService"].full_name
 ADMIN_SERVICE = admin_service_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
-SERVICES = (JOB_SERVICE, ADMIN_SERVICE)
+PUBLIC_KEY_SERVICE = public_key_service_pb2.DESCRIPTOR.services_by_name[
+    "PublicKeyService"
+].full_name
+SERVICES = (JOB_SERVICE, ADMIN_SERVICE, PUBLIC_KEY_SERVICE)
 
 # google.rpc.Status and its details: a JSON error body shows them decoded
 # (`convert_grpc_status`), which needs their types in the set.
 _ROOTS = (
     job_service_pb2.DESCRIPTOR,
     admin_service_pb2.DESCRIPTOR,
+    public_key_service_pb2.DESCRIPTOR,
     status_pb2.DESCRIPTOR,
     error_details_pb2.DESCRIPTOR,
 )

@@ -59,7 +59,8 @@ async def _rotate(batch_size: int) -> None:
         await pool.close()
     print(
         f"re-sealed {done.resealed} definitions under key {keyring.current!r} "
-        f"({done.passes} passes, {done.raced} read again after a concurrent update)"
+        f"({done.passes} passes, {done.raced} read again after a concurrent update), "
+        f"and {done.signing_keys} teams' signing keys"
     )
 
 

@@ -21,9 +21,10 @@ from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_core.attempts import MAX_ATTEMPTS_PER_BEAT, CallProgress
 from duetime_core.errors import DuetimeError, FieldViolation, InvalidArgument
 from duetime_core.records import AttemptOutcome
+from duetime_core.teams import team_id_problem
 from duetime_infra.codec.attempt_token import MAX_ATTEMPT_NUMBER, read_attempt_token
 from duetime_infra.codec.policy_codec import DELIVERY_NUMBERS
-from duetime_infra.codec.target_codec import encode_target_clear
+from duetime_infra.codec.target_codec import SIGNING_NUMBERS, encode_target_clear
 from duetime_infra.codec.timeconv import (
     datetime_to_timestamp,
     timedelta_to_duration,
@@ -38,6 +39,7 @@ from duetime_infra.pg.attempts.store import (
     StartResult,
 )
 from duetime_infra.pg.dispatch.spec_cache import SpecCache
+from duetime_infra.pg.teams.signing_keys import team_signing
 from duetime_infra.secrets.sealing import SecretBox, SecretUnreadable
 from duetime_infra.tracecontext import ATTEMPT, RUN_ID, rpc_span, start_entry_span
 
@@ -218,6 +220,26 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
         self._store = store
         self._secrets = secrets
         self._batch = BatchAttempts(store, specs)
+
+    async def GetSigningKeys(
+        self, request: pb.GetSigningKeysRequest, context: Context
+    ) -> pb.GetSigningKeysResponse:
+        """The team's signing keys, opened here, as job secrets are, for the worker that
+        signs its calls; never logged."""
+        if team_id_problem(request.team) is not None:
+            raise InvalidArgument.field("team", "must be a team id")
+        found = await team_signing(self._store.pool, self._secrets, request.team)
+        return pb.GetSigningKeysResponse(
+            keys=[
+                pb.SigningKeyMaterial(
+                    key_id=key.key_id,
+                    webhook_secret=key.secret,
+                    token_private_key=key.private_der(),
+                )
+                for key in found.keys
+            ],
+            default_call_signing=SIGNING_NUMBERS[found.default],
+        )
 
     async def StartAttempt(
         self, request: pb.StartAttemptRequest, context: Context

@@ -52,6 +52,7 @@ from duetime_worker.targets.container.launcher import (
 from duetime_worker.targets.container.podman import PodmanLauncher
 from duetime_worker.targets.http.allow_list import TargetPolicy
 from duetime_worker.targets.http.caller import HttpCaller
+from duetime_worker.targets.http.signer import CallSigner, fetch_from
 
 log = logging.getLogger("duetime_worker")
 
@@ -159,7 +160,7 @@ def scheduler_link(settings: Settings) -> SchedulerLink:
     return SchedulerLink(channel, stub, metadata)
 
 
-def http_caller(settings: Settings) -> HttpCaller:
+def http_caller(settings: Settings, link: SchedulerLink) -> HttpCaller:
     # A connection for every execution slot and notification in all, so calls to different
     # hosts never queue for the pool; to one host at most ``connections_per_host`` (reused
     # keep-alive connections: a fresh one for each of a herd's calls cost more than the wait).
@@ -170,6 +171,7 @@ def http_caller(settings: Settings) -> HttpCaller:
         connection_limit=connections,
         connections_per_host=settings.connections_per_host,
         connect_timeout=settings.connect_timeout,
+        signer=CallSigner(fetch_from(link.stub, link.metadata), settings.signing_issuer),
     )
 
 
@@ -221,7 +223,7 @@ def build_worker(settings: Settings) -> WorkerService:
     heartbeats = Heartbeats(
         link.stub, settings.worker_id, link.metadata, settings.heartbeat_interval, herd=herd
     )
-    http = http_caller(settings)
+    http = http_caller(settings, link)
     calls = AttemptCalls(link.stub, link.metadata, RPC_TIMEOUT)
     launcher = launcher_for(settings)
     executor = Executor(

@@ -22,6 +22,7 @@ from duetime_worker.targets.container.images import ImagePolicy
 from duetime_worker.targets.container.podman import PULL_POLICIES, PodmanSettings
 from duetime_worker.targets.http.allow_list import TargetPolicy
 from duetime_worker.targets.http.hosts import CONNECT_TIMEOUT
+from duetime_worker.targets.http.signer import DEFAULT_ISSUER
 
 DEFAULT_KAFKA_BOOTSTRAP = "127.0.0.1:59092"
 # DUETIME_CONTAINER_LAUNCHER: what runs container targets.
@@ -77,6 +78,8 @@ class Settings:
     notify_concurrency: int
     notify_timeout: float
     notify_give_up_after: float
+    # The `iss` of the ID tokens of signed calls: the API's public address, as targets know it.
+    signing_issuer: str
     tls: TlsSettings
 
     @classmethod
@@ -106,6 +109,7 @@ class Settings:
                 env, "DUETIME_NOTIFY_GIVE_UP_SECONDS", 900, 1, 7 * 24 * 3600
             ),
             metrics_address=env.optional_address("DUETIME_METRICS_ADDRESS"),
+            signing_issuer=env.text("DUETIME_SIGNING_ISSUER", DEFAULT_ISSUER),
             tls=read_tls(env, serves=False, connects=[Link.GRPC, Link.KAFKA]),
         )
         _report_all(env, _problems(settings, token))

@@ -18,6 +18,7 @@ from duetime_core.jobspec import (
     AfterDelay,
     AtInstant,
     AtLocal,
+    CallSigning,
     ContainerTarget,
     Delivery,
     Every,
@@ -131,6 +132,12 @@ env_names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,15}", fullmatch=True).filter
 no_nul = st.characters(exclude_characters="\x00", exclude_categories=["Cs"])
 
 
+def _signed_headers_free(target: HttpTarget) -> bool:
+    """A job that signs does not give the headers its signatures use (refused)."""
+    taken = {"authorization", "webhook-id", "webhook-timestamp", "webhook-signature"}
+    return target.signing is None or not any(name.lower() in taken for name in target.headers)
+
+
 def targets(*, secrets: bool) -> st.SearchStrategy[Target]:
     headers = (
         st.dictionaries(header_names, header_values, max_size=8).filter(case_unique)
@@ -154,7 +161,9 @@ def targets(*, secrets: bool) -> st.SearchStrategy[Target]:
         url=urls,
         headers=headers,
         body=st.binary(max_size=512),
-    )
+        signing=st.sampled_from([None, *CallSigning]),
+        token_audience=st.sampled_from(["", "https://target.example/"]),
+    ).filter(_signed_headers_free)
     argv = st.lists(st.text(no_nul, max_size=32), max_size=5).map(tuple)
     container = st.builds(
         ContainerTarget,

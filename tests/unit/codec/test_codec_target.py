@@ -8,8 +8,9 @@ import pytest
 
 from duetime.jobs.v1 import job_pb2
 from duetime_core.errors import InvalidArgument
-from duetime_core.jobspec import ContainerTarget, HttpMethod, HttpTarget, JobSpec
+from duetime_core.jobspec import CallSigning, ContainerTarget, HttpMethod, HttpTarget, JobSpec
 from duetime_infra.codec import REDACTED, decode_job_spec, encode_job_spec, encode_target_clear
+from duetime_infra.codec.spec_json import spec_from_json, spec_to_json
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
 
@@ -335,3 +336,34 @@ def test_env_size_limit() -> None:
     assert isinstance(decode(job).target, ContainerTarget)
     job.target.container.env["A"] = "v" * (64 * 1024)
     assert set(violations(job)) == {"job.target.container.env"}
+
+
+def test_signing_and_its_audience_round_trip_and_unspecified_means_the_team_default() -> None:
+    assert http_of(decode(http_job())).signing is None
+    job = http_job()
+    job.target.http.signing = job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_TOKEN
+    job.target.http.token_audience = "https://target.example/"
+    target = http_of(decode(job))
+    assert target.signing is CallSigning.WEBHOOK_AND_ID_TOKEN
+    assert target.token_audience == "https://target.example/"
+    assert spec_from_json(spec_to_json(decode(job))).target == target
+    out = encode_target_clear(target)
+    assert out.http.signing == job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_TOKEN
+    assert out.http.token_audience == "https://target.example/"
+
+
+def test_a_signed_job_cannot_give_the_headers_its_signatures_use() -> None:
+    job = http_job()
+    job.target.http.signing = job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_TOKEN
+    job.target.http.headers["Webhook-Signature"] = "v1,forged"
+    job.target.http.headers["Authorization"] = "Bearer mine"
+    assert set(violations(job)) == {
+        'job.target.http.headers["Webhook-Signature"]',
+        'job.target.http.headers["Authorization"]',
+    }
+    unsigned = http_job()
+    unsigned.target.http.signing = job_pb2.CALL_SIGNING_OFF
+    unsigned.target.http.headers["Authorization"] = "Bearer mine"
+    assert http_of(decode(unsigned)).signing is CallSigning.OFF
+    job.target.http.signing = 99  # type: ignore[assignment]
+    assert "job.target.http.signing" in violations(job)

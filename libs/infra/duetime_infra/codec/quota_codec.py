@@ -11,8 +11,15 @@ from duetime.jobs.v1 import quota_pb2
 from duetime_core.identity import Role
 from duetime_core.jobspec import Priority
 from duetime_core.quotas import TeamQuota, TeamState
-from duetime_core.teams import QUOTA_FIELDS, TeamRecord, TokenRecord, quota_value_problem
+from duetime_core.teams import (
+    QUOTA_FIELDS,
+    SigningKeyRecord,
+    TeamRecord,
+    TokenRecord,
+    quota_value_problem,
+)
 from duetime_infra.codec.policy_codec import PRIORITIES, PRIORITY_NUMBERS
+from duetime_infra.codec.target_codec import SIGNING_NUMBERS
 from duetime_infra.codec.timeconv import datetime_to_timestamp
 from duetime_infra.codec.violations import Violations
 
@@ -73,8 +80,19 @@ def encode_team(team: TeamRecord) -> admin_pb2.Team:
         quota=encode_quota(team.quota),
         quota_overrides=encode_overrides(team.overrides),
         usage=encode_usage(team.usage, team.now),
+        default_call_signing=SIGNING_NUMBERS[team.default_call_signing],
     )
     datetime_to_timestamp(team.create_time, out.create_time)
+    return out
+
+
+def encode_signing_key(key: SigningKeyRecord) -> admin_pb2.SigningKey:
+    out = admin_pb2.SigningKey(
+        name=f"{team_name(key.team_id)}/signingKeys/{key.key_id}", key_id=key.key_id
+    )
+    datetime_to_timestamp(key.create_time, out.create_time)
+    if key.retire_time is not None:
+        datetime_to_timestamp(key.retire_time, out.retire_time)
     return out
 
 

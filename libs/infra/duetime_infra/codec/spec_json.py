@@ -30,6 +30,7 @@ from duetime_core.jobspec import (
     AfterDelay,
     AtInstant,
     AtLocal,
+    CallSigning,
     ContainerTarget,
     Delivery,
     Every,
@@ -149,6 +150,7 @@ def _target_to_json(target: Target) -> dict[str, Any]:
                 "url": target.url,
                 "headers": _secrets_to_json(target.headers),
                 "body_base64": base64.b64encode(target.body).decode("ascii"),
+                **_signing_to_json(target),
             }
         case ContainerTarget():
             return {
@@ -158,6 +160,17 @@ def _target_to_json(target: Target) -> dict[str, Any]:
                 "args": list(target.args),
                 "env": _secrets_to_json(target.env),
             }
+
+
+def _signing_to_json(target: HttpTarget) -> dict[str, Any]:
+    """The signing keys, present only when set (documents of jobs that do not sign are as
+    before)."""
+    out: dict[str, Any] = {}
+    if target.signing is not None:
+        out["signing"] = target.signing.value
+    if target.token_audience:
+        out["token_audience"] = target.token_audience
+    return out
 
 
 def _secrets_to_json(values: Mapping[str, SecretValue]) -> dict[str, Any]:
@@ -258,6 +271,8 @@ def _target_from_json(d: Mapping[str, Any]) -> Target:
             url=_str(d, "url"),
             headers=_secret_map(d, "headers"),
             body=base64.b64decode(_str(d, "body_base64"), validate=True),
+            signing=_optional_enum(d, "signing", CallSigning),
+            token_audience=_str(d, "token_audience") if "token_audience" in d else "",
         )
     if kind == "container":
         return ContainerTarget(

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from duetime.jobs.v1 import job_pb2
 from duetime_core.jobspec import (
+    CallSigning,
     ContainerTarget,
     HttpMethod,
     HttpTarget,
@@ -54,6 +55,9 @@ RESERVED_HEADERS = frozenset(
     )
 )
 RESERVED_ENV_PREFIX = "DUETIME_"
+# Set by Duetime on a signed call: refused in the headers of a job that signs.
+WEBHOOK_HEADERS = frozenset(("webhook-id", "webhook-timestamp", "webhook-signature"))
+ID_TOKEN_HEADER = "authorization"
 
 _HTTP_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 7230 section 3.2.6
 # CR, LF and NUL split or end a header; other C0 controls and DEL are refused by HTTP clients
@@ -68,6 +72,25 @@ _METHODS: dict[int, HttpMethod] = {
     job_pb2.HTTP_METHOD_PATCH: HttpMethod.PATCH,
     job_pb2.HTTP_METHOD_DELETE: HttpMethod.DELETE,
 }
+_SIGNINGS: dict[int, CallSigning] = {
+    job_pb2.CALL_SIGNING_OFF: CallSigning.OFF,
+    job_pb2.CALL_SIGNING_WEBHOOK: CallSigning.WEBHOOK,
+    job_pb2.CALL_SIGNING_ID_TOKEN: CallSigning.ID_TOKEN,
+    job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_TOKEN: CallSigning.WEBHOOK_AND_ID_TOKEN,
+}
+SIGNING_NUMBERS: dict[CallSigning, job_pb2.CallSigning.ValueType] = {
+    CallSigning.OFF: job_pb2.CALL_SIGNING_OFF,
+    CallSigning.WEBHOOK: job_pb2.CALL_SIGNING_WEBHOOK,
+    CallSigning.ID_TOKEN: job_pb2.CALL_SIGNING_ID_TOKEN,
+    CallSigning.WEBHOOK_AND_ID_TOKEN: job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_TOKEN,
+}
+
+
+def read_signing(v: Violations, field: str, raw: int) -> CallSigning | None:
+    """A ``CallSigning`` number as the domain's (None: unspecified)."""
+    return read_enum(v, field, raw, _SIGNINGS, None)
+
+
 _METHOD_NUMBERS: dict[HttpMethod, job_pb2.HttpMethod.ValueType] = {
     HttpMethod.GET: job_pb2.HTTP_METHOD_GET,
     HttpMethod.POST: job_pb2.HTTP_METHOD_POST,
@@ -103,7 +126,32 @@ def _read_http(
     headers = _read_headers(v, f"{path}.headers", msg.headers, existing)
     if len(msg.body) > MAX_BODY_BYTES:
         v.add(f"{path}.body", f"at most {MAX_BODY_BYTES} bytes, got {len(msg.body)}")
-    return HttpTarget(method=method, url=msg.url, headers=headers, body=msg.body)
+    signing = read_signing(v, f"{path}.signing", msg.signing)
+    _check_signed_headers(v, f"{path}.headers", headers, signing)
+    if len(msg.token_audience) > MAX_URL_CHARS:
+        v.add(f"{path}.token_audience", f"at most {MAX_URL_CHARS} characters")
+    return HttpTarget(
+        method=method,
+        url=msg.url,
+        headers=headers,
+        body=msg.body,
+        signing=signing,
+        token_audience=msg.token_audience,
+    )
+
+
+def _check_signed_headers(
+    v: Violations, field: str, headers: Mapping[str, SecretValue], signing: CallSigning | None
+) -> None:
+    """A job that signs its calls cannot give the headers its signatures use."""
+    if signing is None:
+        return
+    taken = (WEBHOOK_HEADERS if signing.webhook else frozenset()) | (
+        {ID_TOKEN_HEADER} if signing.id_token else frozenset()
+    )
+    for name in headers:
+        if name.lower() in taken:
+            v.add(f"{field}[{quote_key(name)}]", f"{name} is set by Duetime on a signed call")
 
 
 def _check_url(v: Violations, field: str, url: str) -> None:
@@ -252,6 +300,9 @@ def encode_target(target: Target, out: job_pb2.Target, *, redact: bool) -> None:
             for name, value in target.headers.items():
                 http.headers[name] = _shown(value, redact)
             http.body = target.body
+            if target.signing is not None:
+                http.signing = SIGNING_NUMBERS[target.signing]
+            http.token_audience = target.token_audience
         case ContainerTarget():
             container = out.container
             container.SetInParent()

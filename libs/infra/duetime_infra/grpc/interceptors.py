@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from typing import Any
 
 import grpc
@@ -58,8 +58,11 @@ class DuetimeInterceptor(aio.ServerInterceptor):
         tokens: TokenCache,
         roles: Mapping[str, Role],
         certificate_role: Role | None = None,
+        open_services: Collection[str] = (),
     ) -> None:
         self._tokens = tokens
+        # Served to anyone, without a token (what a target needs to verify a signed call).
+        self._open = frozenset(open_services)
         # Fully qualified service name -> the role its callers must have.
         self._roles = dict(roles)
         # Only for a server whose TLS layer requires and verifies client certificates.
@@ -88,6 +91,8 @@ class DuetimeInterceptor(aio.ServerInterceptor):
         metadata = handler_call_details.invocation_metadata
 
         async def enter(context: aio.ServicerContext[Any, Any]) -> Any:
+            if service in self._open:
+                return None
             principal = await self._principal(metadata, context)
             if role is not None and principal.role is not role:
                 raise PermissionDenied(
@@ -104,7 +109,8 @@ class DuetimeInterceptor(aio.ServerInterceptor):
                     try:
                         return await inner_uu(request, context)
                     finally:
-                        reset_principal(token)
+                        if token is not None:
+                            reset_principal(token)
                 except aio.AbortError:
                     raise
                 except Exception as error:
@@ -130,8 +136,9 @@ class DuetimeInterceptor(aio.ServerInterceptor):
                         # Closed by asyncio's async-generator finalizer (its client went
                         # away), this runs in another context, where the principal was never
                         # set: nothing to reset there.
-                        with contextlib.suppress(ValueError):
-                            reset_principal(token)
+                        if token is not None:
+                            with contextlib.suppress(ValueError):
+                                reset_principal(token)
                 except aio.AbortError:
                     raise
                 except Exception as error:

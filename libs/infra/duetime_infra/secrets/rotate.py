@@ -1,6 +1,7 @@
 """Re-sealing every stored secret under the keyring's current key, while the system runs.
 
-Job definitions (``jobs`` and the immutable ``job_versions`` runs refer to) are read in
+Teams' signing keys are sealed again too (``reseal_signing_keys``). Job definitions (``jobs``
+and the immutable ``job_versions`` runs refer to) are read in
 primary-key pages of those that hold a value in clear (written by an older build) or sealed
 under another key, and each is rewritten by a compare-and-set on its document: a concurrent
 update by the API wins, and the row is read again and re-sealed. No lock is held between
@@ -20,6 +21,7 @@ import asyncpg
 
 from duetime_infra.codec.spec_json import spec_from_json, spec_to_json
 from duetime_infra.pg.sql import q
+from duetime_infra.pg.teams.signing_keys import reseal_signing_keys
 from duetime_infra.secrets.sealing import SecretBox
 
 Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
@@ -58,6 +60,7 @@ class Rotation:
     resealed: int = 0  # documents rewritten
     raced: int = 0  # compare-and-set misses: a concurrent write, read again
     passes: int = 0
+    signing_keys: int = 0  # teams' signing keys sealed again
 
 
 async def rotate(pool: Pool, box: SecretBox, *, batch_size: int = 200) -> Rotation:
@@ -69,6 +72,7 @@ async def rotate(pool: Pool, box: SecretBox, *, batch_size: int = 200) -> Rotati
         for table in _TABLES:
             await _table_pass(pool, box, table, batch_size, done)
         if done.resealed == before:
+            done.signing_keys = await reseal_signing_keys(pool, box, batch_size)
             return done
     raise RuntimeError(f"stored secrets were still being rewritten after {MAX_PASSES} passes")
 

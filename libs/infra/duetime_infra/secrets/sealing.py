@@ -35,20 +35,17 @@ _NONCE_BYTES = 12
 
 
 class SecretUnreadable(FailedPrecondition):
-    """A stored secret that this keyring cannot open (its key is missing, or it was altered)."""
+    """A stored secret that this keyring cannot open (its key is missing, or it was altered):
+    a job's (``owner`` its id) or a team's signing key (``owner`` ``team <id>``)."""
 
-    def __init__(self, job_id: uuid.UUID, key_id: str, why: str) -> None:
+    def __init__(self, owner: uuid.UUID | str, key_id: str, why: str) -> None:
+        whose = f"job {owner}" if isinstance(owner, uuid.UUID) else owner
         log.error(
             "a stored secret cannot be opened",
-            extra={
-                "action": "secret_unreadable",
-                "job_id": str(job_id),
-                "key_id": key_id,
-                "why": why,
-            },
+            extra={"action": "secret_unreadable", "owner": whose, "key_id": key_id, "why": why},
         )
         super().__init__(
-            f"a secret of job {job_id} cannot be opened: {why} (key id {key_id!r})",
+            f"a secret of {whose} cannot be opened: {why} (key id {key_id!r})",
             reason="SECRET_UNREADABLE",
         )
 
@@ -57,6 +54,10 @@ def _context(job_id: uuid.UUID, where: str, name: str) -> bytes:
     # Header names are case-insensitive: a header renamed only in case keeps its value.
     folded = name.lower() if where == "header" else name
     return f"duetime-secret/1\x00{job_id}\x00{where}\x00{folded}".encode()
+
+
+def _team_context(team_id: str, key_id: str, part: str) -> bytes:
+    return f"duetime-signing-key/1\x00{team_id}\x00{key_id}\x00{part}".encode()
 
 
 class SecretBox:
@@ -71,21 +72,36 @@ class SecretBox:
         return self._current
 
     def seal(self, job_id: uuid.UUID, where: str, name: str, value: str) -> Sealed:
-        nonce = os.urandom(_NONCE_BYTES)
-        data = self._ciphers[self._current].encrypt(
-            nonce, value.encode(), _context(job_id, where, name)
-        )
-        return Sealed(self._current, nonce + data)
+        return self._seal(value.encode(), _context(job_id, where, name))
 
     def open(self, job_id: uuid.UUID, where: str, name: str, sealed: Sealed) -> str:
+        try:
+            return self._open(job_id, sealed, _context(job_id, where, name)).decode()
+        except UnicodeDecodeError:
+            raise SecretUnreadable(job_id, sealed.key_id, "it does not authenticate") from None
+
+    def seal_team_key(self, team_id: str, key_id: str, part: str, value: bytes) -> Sealed:
+        """Seals part ``part`` of a team's signing key ``key_id`` (bound to all three)."""
+        return self._seal(value, _team_context(team_id, key_id, part))
+
+    def open_team_key(self, team_id: str, key_id: str, part: str, sealed: Sealed) -> bytes:
+        return self._open(f"team {team_id}", sealed, _team_context(team_id, key_id, part))
+
+    def _seal(self, value: bytes, context: bytes) -> Sealed:
+        nonce = os.urandom(_NONCE_BYTES)
+        return Sealed(
+            self._current, nonce + self._ciphers[self._current].encrypt(nonce, value, context)
+        )
+
+    def _open(self, owner: uuid.UUID | str, sealed: Sealed, context: bytes) -> bytes:
         cipher = self._ciphers.get(sealed.key_id)
         if cipher is None:
-            raise SecretUnreadable(job_id, sealed.key_id, "its key is not in the keyring")
+            raise SecretUnreadable(owner, sealed.key_id, "its key is not in the keyring")
         nonce, data = sealed.data[:_NONCE_BYTES], sealed.data[_NONCE_BYTES:]
         try:
-            return cipher.decrypt(nonce, data, _context(job_id, where, name)).decode()
-        except (InvalidTag, UnicodeDecodeError):
-            raise SecretUnreadable(job_id, sealed.key_id, "it does not authenticate") from None
+            return cipher.decrypt(nonce, data, context)
+        except InvalidTag:
+            raise SecretUnreadable(owner, sealed.key_id, "it does not authenticate") from None
 
     def _values(
         self, job_id: uuid.UUID, where: str, values: Mapping[str, SecretValue], *, reseal: bool

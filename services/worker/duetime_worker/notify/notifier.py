@@ -11,6 +11,8 @@ webhook, so a dead webhook with a thousand events waiting holds delivery slots f
 all, not for that time per event; after it, each of its events gets one try. A failing spell
 ends when the webhook's server answers (2xx, or a final 4xx: it is reachable), or once nothing
 has failed for a whole give-up time, so an old outage never shortens a new event's retries.
+Each try is signed as the team's default says (``targets.http.signer``), its ID token's
+audience the notification URL without its query and its subject the job's name.
 
 Past its give-up time a webhook gets one probe at a time: the event that finds no probe out
 becomes it, and its one try gets the whole timeout (a webhook that recovered but is slow must
@@ -37,10 +39,12 @@ from urllib.parse import urlsplit
 from google.protobuf import json_format
 
 from duetime.events.v1.events_pb2 import DeadLetterEvent
+from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.backoff import backoff_delay
 from duetime_core.jobspec import RetryPolicy
 from duetime_worker.targets.http.caller import HttpCaller
+from duetime_worker.targets.http.signer import SignedCall, default_audience
 from duetime_worker.targets.outcome import Outcome
 
 log = logging.getLogger(__name__)
@@ -165,8 +169,16 @@ class Notifier:
             return self._abandoned(0, error, facts)
         if past_give_up:
             self._probing.add(webhook)
+        signed = SignedCall(
+            team=event.team,
+            signing=job_pb2.CALL_SIGNING_UNSPECIFIED,  # as the team's default says
+            message_id=headers["Idempotency-Key"],
+            audience=default_audience(url),
+            subject=event.job_name,
+            attempt=event.attempt,
+        )
         try:
-            return await self._tries(url, webhook, headers, body, started, facts)
+            return await self._tries(url, webhook, (headers, signed), body, started, facts)
         finally:
             if past_give_up:
                 self._probing.discard(webhook)
@@ -175,17 +187,21 @@ class Notifier:
         self,
         url: str,
         webhook: str,
-        headers: dict[str, str],
+        request: tuple[dict[str, str], SignedCall],
         body: bytes,
         started: float,
         facts: dict[str, Any],
     ) -> Delivery:
-        """The event's tries until it is delivered, rejected or abandoned."""
+        """The event's tries until it is delivered, rejected or abandoned; each try signed
+        afresh (its timestamp, its token's expiry) as the team's calls are."""
         tries = 0
         while True:
             tries += 1
             limit = self._limit(webhook, started, tries)
-            outcome = await self._http.send("POST", url, headers, body, limit)
+            headers = dict(request[0])
+            outcome = await self._http.sign(request[1], headers, body) or await self._http.send(
+                "POST", url, headers, body, limit
+            )
             final = self._answered(outcome, webhook, tries, facts)
             if final is not None:
                 return final

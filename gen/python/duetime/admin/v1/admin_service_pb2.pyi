@@ -52,6 +52,188 @@ TOKEN_ROLE_OPERATOR: TokenRole.ValueType  # 3
 Global___TokenRole: _TypeAlias = TokenRole  # noqa: Y015
 
 @_typing.final
+class SigningKey(_message.Message):
+    """A generation of a team's signing keys, without its secrets."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    KEY_ID_FIELD_NUMBER: _builtins.int
+    CREATE_TIME_FIELD_NUMBER: _builtins.int
+    RETIRE_TIME_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Output only. `teams/{team_id}/signingKeys/{key_id}`."""
+    key_id: _builtins.str
+    """Output only. The key id: the ID token's `kid`."""
+    @_builtins.property
+    def create_time(self) -> _timestamp_pb2.Timestamp:
+        """Output only. When it was added."""
+
+    @_builtins.property
+    def retire_time(self) -> _timestamp_pb2.Timestamp:
+        """Output only. When it was retired; unset while it signs."""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        key_id: _builtins.str = ...,
+        create_time: _timestamp_pb2.Timestamp | None = ...,
+        retire_time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "retire_time", b"retire_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "key_id", b"key_id", "name", b"name", "retire_time", b"retire_time"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SigningKey: _TypeAlias = SigningKey  # noqa: Y015
+
+@_typing.final
+class AddSigningKeyRequest(_message.Message):
+    """Request of AddSigningKey."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PARENT_FIELD_NUMBER: _builtins.int
+    parent: _builtins.str
+    """Required. `teams/{team_id}`."""
+    def __init__(
+        self,
+        *,
+        parent: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["parent", b"parent"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AddSigningKeyRequest: _TypeAlias = AddSigningKeyRequest  # noqa: Y015
+
+@_typing.final
+class AddSigningKeyResponse(_message.Message):
+    """Response of AddSigningKey."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SIGNING_KEY_FIELD_NUMBER: _builtins.int
+    WEBHOOK_SECRET_FIELD_NUMBER: _builtins.int
+    webhook_secret: _builtins.str
+    """The webhook secret, `whsec_<base64>` as Standard Webhooks libraries take it. Shown only
+    here.
+    """
+    @_builtins.property
+    def signing_key(self) -> Global___SigningKey:
+        """The key added."""
+
+    def __init__(
+        self,
+        *,
+        signing_key: Global___SigningKey | None = ...,
+        webhook_secret: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["signing_key", b"signing_key"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["signing_key", b"signing_key", "webhook_secret", b"webhook_secret"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AddSigningKeyResponse: _TypeAlias = AddSigningKeyResponse  # noqa: Y015
+
+@_typing.final
+class ListSigningKeysRequest(_message.Message):
+    """Request of ListSigningKeys."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PARENT_FIELD_NUMBER: _builtins.int
+    parent: _builtins.str
+    """Required. `teams/{team_id}`."""
+    def __init__(
+        self,
+        *,
+        parent: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["parent", b"parent"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListSigningKeysRequest: _TypeAlias = ListSigningKeysRequest  # noqa: Y015
+
+@_typing.final
+class ListSigningKeysResponse(_message.Message):
+    """Response of ListSigningKeys."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SIGNING_KEYS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def signing_keys(self) -> _containers.RepeatedCompositeFieldContainer[Global___SigningKey]:
+        """The keys, oldest first."""
+
+    def __init__(
+        self,
+        *,
+        signing_keys: _abc.Iterable[Global___SigningKey] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["signing_keys", b"signing_keys"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListSigningKeysResponse: _TypeAlias = ListSigningKeysResponse  # noqa: Y015
+
+@_typing.final
+class RetireSigningKeyRequest(_message.Message):
+    """Request of RetireSigningKey."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Required. `teams/{team_id}/signingKeys/{key_id}`."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RetireSigningKeyRequest: _TypeAlias = RetireSigningKeyRequest  # noqa: Y015
+
+@_typing.final
+class RetireSigningKeyResponse(_message.Message):
+    """Response of RetireSigningKey."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SIGNING_KEY_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def signing_key(self) -> Global___SigningKey:
+        """The key, retired."""
+
+    def __init__(
+        self,
+        *,
+        signing_key: Global___SigningKey | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["signing_key", b"signing_key"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["signing_key", b"signing_key"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RetireSigningKeyResponse: _TypeAlias = RetireSigningKeyResponse  # noqa: Y015
+
+@_typing.final
 class Team(_message.Message):
     """A team: the owner of jobs and the unit of quotas."""
 
@@ -65,6 +247,7 @@ class Team(_message.Message):
     QUOTA_OVERRIDES_FIELD_NUMBER: _builtins.int
     USAGE_FIELD_NUMBER: _builtins.int
     CREATE_TIME_FIELD_NUMBER: _builtins.int
+    DEFAULT_CALL_SIGNING_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Output only. `teams/{team_id}`."""
     team_id: _builtins.str
@@ -75,6 +258,11 @@ class Team(_message.Message):
     """Optional. A name for people."""
     notification_url: _builtins.str
     """Optional. An http(s) URL the team's dead-letter events are POSTed to; empty: none."""
+    default_call_signing: _job_pb2.CallSigning.ValueType
+    """Optional. How the team's jobs sign their calls when a job does not say (its
+    `HttpTarget.signing` unspecified); unspecified: CALL_SIGNING_OFF. Signing needs a key
+    (AddSigningKey).
+    """
     @_builtins.property
     def quota(self) -> _quota_pb2.TeamQuota:
         """Output only. The limits in force: the team's own where set, else the defaults."""
@@ -102,10 +290,11 @@ class Team(_message.Message):
         quota_overrides: Global___QuotaOverrides | None = ...,
         usage: _quota_pb2.TeamUsage | None = ...,
         create_time: _timestamp_pb2.Timestamp | None = ...,
+        default_call_signing: _job_pb2.CallSigning.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "quota", b"quota", "quota_overrides", b"quota_overrides", "usage", b"usage"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "display_name", b"display_name", "name", b"name", "notification_url", b"notification_url", "quota", b"quota", "quota_overrides", b"quota_overrides", "team_id", b"team_id", "usage", b"usage"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "default_call_signing", b"default_call_signing", "display_name", b"display_name", "name", b"name", "notification_url", b"notification_url", "quota", b"quota", "quota_overrides", b"quota_overrides", "team_id", b"team_id", "usage", b"usage"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -340,7 +529,7 @@ class UpdateTeamRequest(_message.Message):
 
     @_builtins.property
     def update_mask(self) -> _field_mask_pb2.FieldMask:
-        """Required. Among `display_name` and `notification_url`."""
+        """Required. Among `display_name`, `notification_url` and `default_call_signing`."""
 
     def __init__(
         self,

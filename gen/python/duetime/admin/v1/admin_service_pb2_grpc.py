@@ -90,6 +90,21 @@ class AdminServiceStub:
                 request_serializer=duetime_dot_admin_dot_v1_dot_admin__service__pb2.RevokeTokenRequest.SerializeToString,
                 response_deserializer=duetime_dot_admin_dot_v1_dot_admin__service__pb2.RevokeTokenResponse.FromString,
                 _registered_method=True)
+        self.AddSigningKey = channel.unary_unary(
+                '/duetime.admin.v1.AdminService/AddSigningKey',
+                request_serializer=duetime_dot_admin_dot_v1_dot_admin__service__pb2.AddSigningKeyRequest.SerializeToString,
+                response_deserializer=duetime_dot_admin_dot_v1_dot_admin__service__pb2.AddSigningKeyResponse.FromString,
+                _registered_method=True)
+        self.ListSigningKeys = channel.unary_unary(
+                '/duetime.admin.v1.AdminService/ListSigningKeys',
+                request_serializer=duetime_dot_admin_dot_v1_dot_admin__service__pb2.ListSigningKeysRequest.SerializeToString,
+                response_deserializer=duetime_dot_admin_dot_v1_dot_admin__service__pb2.ListSigningKeysResponse.FromString,
+                _registered_method=True)
+        self.RetireSigningKey = channel.unary_unary(
+                '/duetime.admin.v1.AdminService/RetireSigningKey',
+                request_serializer=duetime_dot_admin_dot_v1_dot_admin__service__pb2.RetireSigningKeyRequest.SerializeToString,
+                response_deserializer=duetime_dot_admin_dot_v1_dot_admin__service__pb2.RetireSigningKeyResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -123,7 +138,7 @@ class AdminServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def UpdateTeam(self, request, context):
-        """Changes a team's `display_name` or `notification_url`.
+        """Changes a team's `display_name`, `notification_url` or `default_call_signing`.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -167,6 +182,34 @@ class AdminServiceServicer:
 
     def RevokeToken(self, request, context):
         """Revokes a token. Services stop accepting it within 10 seconds (they cache lookups).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AddSigningKey(self, request, context):
+        """Adds a generation of signing keys to a team: a webhook secret (in the answer only) and an
+        ES256 key (its public half in the team's JWKS at once). A team has at most two: rotating is
+        adding a new one, giving targets the new secret, then retiring the old one. Calls are
+        signed with every active secret, and ID tokens with the oldest active key.
+        FAILED_PRECONDITION (reason SIGNING_KEYS_FULL) when the team has two.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListSigningKeys(self, request, context):
+        """Lists a team's signing keys (never their secrets), oldest first, retired ones too while
+        their public key is still served.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RetireSigningKey(self, request, context):
+        """Retires a signing key: its secrets are erased at once; its public key stays in the JWKS
+        for 10 minutes, so tokens minted just before stay verifiable. Workers stop signing with it
+        within 30 seconds.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -224,6 +267,21 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.RevokeToken,
                     request_deserializer=duetime_dot_admin_dot_v1_dot_admin__service__pb2.RevokeTokenRequest.FromString,
                     response_serializer=duetime_dot_admin_dot_v1_dot_admin__service__pb2.RevokeTokenResponse.SerializeToString,
+            ),
+            'AddSigningKey': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddSigningKey,
+                    request_deserializer=duetime_dot_admin_dot_v1_dot_admin__service__pb2.AddSigningKeyRequest.FromString,
+                    response_serializer=duetime_dot_admin_dot_v1_dot_admin__service__pb2.AddSigningKeyResponse.SerializeToString,
+            ),
+            'ListSigningKeys': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSigningKeys,
+                    request_deserializer=duetime_dot_admin_dot_v1_dot_admin__service__pb2.ListSigningKeysRequest.FromString,
+                    response_serializer=duetime_dot_admin_dot_v1_dot_admin__service__pb2.ListSigningKeysResponse.SerializeToString,
+            ),
+            'RetireSigningKey': grpc.unary_unary_rpc_method_handler(
+                    servicer.RetireSigningKey,
+                    request_deserializer=duetime_dot_admin_dot_v1_dot_admin__service__pb2.RetireSigningKeyRequest.FromString,
+                    response_serializer=duetime_dot_admin_dot_v1_dot_admin__service__pb2.RetireSigningKeyResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -502,6 +560,87 @@ class AdminService:
             '/duetime.admin.v1.AdminService/RevokeToken',
             duetime_dot_admin_dot_v1_dot_admin__service__pb2.RevokeTokenRequest.SerializeToString,
             duetime_dot_admin_dot_v1_dot_admin__service__pb2.RevokeTokenResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddSigningKey(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/duetime.admin.v1.AdminService/AddSigningKey',
+            duetime_dot_admin_dot_v1_dot_admin__service__pb2.AddSigningKeyRequest.SerializeToString,
+            duetime_dot_admin_dot_v1_dot_admin__service__pb2.AddSigningKeyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSigningKeys(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/duetime.admin.v1.AdminService/ListSigningKeys',
+            duetime_dot_admin_dot_v1_dot_admin__service__pb2.ListSigningKeysRequest.SerializeToString,
+            duetime_dot_admin_dot_v1_dot_admin__service__pb2.ListSigningKeysResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RetireSigningKey(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/duetime.admin.v1.AdminService/RetireSigningKey',
+            duetime_dot_admin_dot_v1_dot_admin__service__pb2.RetireSigningKeyRequest.SerializeToString,
+            duetime_dot_admin_dot_v1_dot_admin__service__pb2.RetireSigningKeyResponse.FromString,
             options,
             channel_credentials,
             insecure,

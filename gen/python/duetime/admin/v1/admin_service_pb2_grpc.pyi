@@ -46,7 +46,7 @@ class AdminServiceStub:
     ListTeams: _grpc.UnaryUnaryMultiCallable[_admin_service_pb2.ListTeamsRequest, _admin_service_pb2.ListTeamsResponse]
     """Lists the teams in id order."""
     UpdateTeam: _grpc.UnaryUnaryMultiCallable[_admin_service_pb2.UpdateTeamRequest, _admin_service_pb2.UpdateTeamResponse]
-    """Changes a team's `display_name` or `notification_url`."""
+    """Changes a team's `display_name`, `notification_url` or `default_call_signing`."""
     UpdateTeamQuota: _grpc.UnaryUnaryMultiCallable[_admin_service_pb2.UpdateTeamQuotaRequest, _admin_service_pb2.UpdateTeamQuotaResponse]
     """Sets or resets the limits named in `update_mask` for one team."""
     GetQuotaDefaults: _grpc.UnaryUnaryMultiCallable[_admin_service_pb2.GetQuotaDefaultsRequest, _admin_service_pb2.GetQuotaDefaultsResponse]
@@ -61,6 +61,22 @@ class AdminServiceStub:
     """Lists tokens (never their secrets), newest first."""
     RevokeToken: _grpc.UnaryUnaryMultiCallable[_admin_service_pb2.RevokeTokenRequest, _admin_service_pb2.RevokeTokenResponse]
     """Revokes a token. Services stop accepting it within 10 seconds (they cache lookups)."""
+    AddSigningKey: _grpc.UnaryUnaryMultiCallable[_admin_service_pb2.AddSigningKeyRequest, _admin_service_pb2.AddSigningKeyResponse]
+    """Adds a generation of signing keys to a team: a webhook secret (in the answer only) and an
+    ES256 key (its public half in the team's JWKS at once). A team has at most two: rotating is
+    adding a new one, giving targets the new secret, then retiring the old one. Calls are
+    signed with every active secret, and ID tokens with the oldest active key.
+    FAILED_PRECONDITION (reason SIGNING_KEYS_FULL) when the team has two.
+    """
+    ListSigningKeys: _grpc.UnaryUnaryMultiCallable[_admin_service_pb2.ListSigningKeysRequest, _admin_service_pb2.ListSigningKeysResponse]
+    """Lists a team's signing keys (never their secrets), oldest first, retired ones too while
+    their public key is still served.
+    """
+    RetireSigningKey: _grpc.UnaryUnaryMultiCallable[_admin_service_pb2.RetireSigningKeyRequest, _admin_service_pb2.RetireSigningKeyResponse]
+    """Retires a signing key: its secrets are erased at once; its public key stays in the JWKS
+    for 10 minutes, so tokens minted just before stay verifiable. Workers stop signing with it
+    within 30 seconds.
+    """
 
 @_typing.type_check_only
 class AdminServiceAsyncStub(AdminServiceStub):
@@ -80,7 +96,7 @@ class AdminServiceAsyncStub(AdminServiceStub):
     ListTeams: _aio.UnaryUnaryMultiCallable[_admin_service_pb2.ListTeamsRequest, _admin_service_pb2.ListTeamsResponse]  # type: ignore[assignment]
     """Lists the teams in id order."""
     UpdateTeam: _aio.UnaryUnaryMultiCallable[_admin_service_pb2.UpdateTeamRequest, _admin_service_pb2.UpdateTeamResponse]  # type: ignore[assignment]
-    """Changes a team's `display_name` or `notification_url`."""
+    """Changes a team's `display_name`, `notification_url` or `default_call_signing`."""
     UpdateTeamQuota: _aio.UnaryUnaryMultiCallable[_admin_service_pb2.UpdateTeamQuotaRequest, _admin_service_pb2.UpdateTeamQuotaResponse]  # type: ignore[assignment]
     """Sets or resets the limits named in `update_mask` for one team."""
     GetQuotaDefaults: _aio.UnaryUnaryMultiCallable[_admin_service_pb2.GetQuotaDefaultsRequest, _admin_service_pb2.GetQuotaDefaultsResponse]  # type: ignore[assignment]
@@ -95,6 +111,22 @@ class AdminServiceAsyncStub(AdminServiceStub):
     """Lists tokens (never their secrets), newest first."""
     RevokeToken: _aio.UnaryUnaryMultiCallable[_admin_service_pb2.RevokeTokenRequest, _admin_service_pb2.RevokeTokenResponse]  # type: ignore[assignment]
     """Revokes a token. Services stop accepting it within 10 seconds (they cache lookups)."""
+    AddSigningKey: _aio.UnaryUnaryMultiCallable[_admin_service_pb2.AddSigningKeyRequest, _admin_service_pb2.AddSigningKeyResponse]  # type: ignore[assignment]
+    """Adds a generation of signing keys to a team: a webhook secret (in the answer only) and an
+    ES256 key (its public half in the team's JWKS at once). A team has at most two: rotating is
+    adding a new one, giving targets the new secret, then retiring the old one. Calls are
+    signed with every active secret, and ID tokens with the oldest active key.
+    FAILED_PRECONDITION (reason SIGNING_KEYS_FULL) when the team has two.
+    """
+    ListSigningKeys: _aio.UnaryUnaryMultiCallable[_admin_service_pb2.ListSigningKeysRequest, _admin_service_pb2.ListSigningKeysResponse]  # type: ignore[assignment]
+    """Lists a team's signing keys (never their secrets), oldest first, retired ones too while
+    their public key is still served.
+    """
+    RetireSigningKey: _aio.UnaryUnaryMultiCallable[_admin_service_pb2.RetireSigningKeyRequest, _admin_service_pb2.RetireSigningKeyResponse]  # type: ignore[assignment]
+    """Retires a signing key: its secrets are erased at once; its public key stays in the JWKS
+    for 10 minutes, so tokens minted just before stay verifiable. Workers stop signing with it
+    within 30 seconds.
+    """
 
 class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
     """Operator commands: teams, their tokens and their quotas.
@@ -135,7 +167,7 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _admin_service_pb2.UpdateTeamRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_admin_service_pb2.UpdateTeamResponse, _abc.Awaitable[_admin_service_pb2.UpdateTeamResponse]]:
-        """Changes a team's `display_name` or `notification_url`."""
+        """Changes a team's `display_name`, `notification_url` or `default_call_signing`."""
 
     @_abc_1.abstractmethod
     def UpdateTeamQuota(
@@ -186,5 +218,39 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_admin_service_pb2.RevokeTokenResponse, _abc.Awaitable[_admin_service_pb2.RevokeTokenResponse]]:
         """Revokes a token. Services stop accepting it within 10 seconds (they cache lookups)."""
+
+    @_abc_1.abstractmethod
+    def AddSigningKey(
+        self,
+        request: _admin_service_pb2.AddSigningKeyRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_service_pb2.AddSigningKeyResponse, _abc.Awaitable[_admin_service_pb2.AddSigningKeyResponse]]:
+        """Adds a generation of signing keys to a team: a webhook secret (in the answer only) and an
+        ES256 key (its public half in the team's JWKS at once). A team has at most two: rotating is
+        adding a new one, giving targets the new secret, then retiring the old one. Calls are
+        signed with every active secret, and ID tokens with the oldest active key.
+        FAILED_PRECONDITION (reason SIGNING_KEYS_FULL) when the team has two.
+        """
+
+    @_abc_1.abstractmethod
+    def ListSigningKeys(
+        self,
+        request: _admin_service_pb2.ListSigningKeysRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_service_pb2.ListSigningKeysResponse, _abc.Awaitable[_admin_service_pb2.ListSigningKeysResponse]]:
+        """Lists a team's signing keys (never their secrets), oldest first, retired ones too while
+        their public key is still served.
+        """
+
+    @_abc_1.abstractmethod
+    def RetireSigningKey(
+        self,
+        request: _admin_service_pb2.RetireSigningKeyRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_service_pb2.RetireSigningKeyResponse, _abc.Awaitable[_admin_service_pb2.RetireSigningKeyResponse]]:
+        """Retires a signing key: its secrets are erased at once; its public key stays in the JWKS
+        for 10 minutes, so tokens minted just before stay verifiable. Workers stop signing with it
+        within 30 seconds.
+        """
 
 def add_AdminServiceServicer_to_server(servicer: AdminServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

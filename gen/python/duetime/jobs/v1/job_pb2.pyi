@@ -127,6 +127,46 @@ DST_FOLD_POLICY_BOTH: DstFoldPolicy.ValueType  # 3
 """Run at both passes: two runs, an hour (or the shift) apart."""
 Global___DstFoldPolicy: _TypeAlias = DstFoldPolicy  # noqa: Y015
 
+class _CallSigning:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _CallSigningEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_CallSigning.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    CALL_SIGNING_UNSPECIFIED: _CallSigning.ValueType  # 0
+    """Not set: the team's default (a team's own default, when not set: CALL_SIGNING_OFF)."""
+    CALL_SIGNING_OFF: _CallSigning.ValueType  # 1
+    """Not signed."""
+    CALL_SIGNING_WEBHOOK: _CallSigning.ValueType  # 2
+    """Standard Webhooks headers: `webhook-id` (the run key), `webhook-timestamp` and
+    `webhook-signature`, HMAC-SHA256 with each of the team's active secrets.
+    """
+    CALL_SIGNING_ID_TOKEN: _CallSigning.ValueType  # 3
+    """`Authorization: Bearer <ID token>`: a JWT signed ES256, minted per attempt, whose public
+    key is in the team's JWKS (PublicKeyService.GetJwks).
+    """
+    CALL_SIGNING_WEBHOOK_AND_ID_TOKEN: _CallSigning.ValueType  # 4
+    """Both."""
+
+class CallSigning(_CallSigning, metaclass=_CallSigningEnumTypeWrapper):
+    """How a call to a target is signed, with the team's signing keys (AdminService.AddSigningKey)."""
+
+CALL_SIGNING_UNSPECIFIED: CallSigning.ValueType  # 0
+"""Not set: the team's default (a team's own default, when not set: CALL_SIGNING_OFF)."""
+CALL_SIGNING_OFF: CallSigning.ValueType  # 1
+"""Not signed."""
+CALL_SIGNING_WEBHOOK: CallSigning.ValueType  # 2
+"""Standard Webhooks headers: `webhook-id` (the run key), `webhook-timestamp` and
+`webhook-signature`, HMAC-SHA256 with each of the team's active secrets.
+"""
+CALL_SIGNING_ID_TOKEN: CallSigning.ValueType  # 3
+"""`Authorization: Bearer <ID token>`: a JWT signed ES256, minted per attempt, whose public
+key is in the team's JWKS (PublicKeyService.GetJwks).
+"""
+CALL_SIGNING_WEBHOOK_AND_ID_TOKEN: CallSigning.ValueType  # 4
+"""Both."""
+Global___CallSigning: _TypeAlias = CallSigning  # noqa: Y015
+
 class _HttpMethod:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -880,6 +920,8 @@ class HttpTarget(_message.Message):
     URL_FIELD_NUMBER: _builtins.int
     HEADERS_FIELD_NUMBER: _builtins.int
     BODY_FIELD_NUMBER: _builtins.int
+    SIGNING_FIELD_NUMBER: _builtins.int
+    TOKEN_AUDIENCE_FIELD_NUMBER: _builtins.int
     method: Global___HttpMethod.ValueType
     """Optional. Defaults to HTTP_METHOD_POST."""
     url: _builtins.str
@@ -889,6 +931,16 @@ class HttpTarget(_message.Message):
     """
     body: _builtins.bytes
     """Optional. Request body, at most 64 KiB."""
+    signing: Global___CallSigning.ValueType
+    """Optional. How the call proves it came from Duetime (docs/clients.md, "Signed calls");
+    unspecified: the team's `default_call_signing`. The names the signatures use
+    (`webhook-id`, `webhook-timestamp`, `webhook-signature`, `Authorization` when an ID token
+    is sent) are then refused in `headers`.
+    """
+    token_audience: _builtins.str
+    """Optional. The `aud` claim of the ID token, at most 2,048 characters; empty: the `url`
+    without its query and fragment (which may hold a secret).
+    """
     @_builtins.property
     def headers(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """Optional. Request headers, at most 50, 16 KiB in all; names are RFC 7230 tokens, unique
@@ -907,10 +959,12 @@ class HttpTarget(_message.Message):
         url: _builtins.str = ...,
         headers: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         body: _builtins.bytes = ...,
+        signing: Global___CallSigning.ValueType = ...,
+        token_audience: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "headers", b"headers", "method", b"method", "url", b"url"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "headers", b"headers", "method", b"method", "signing", b"signing", "token_audience", b"token_audience", "url", b"url"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

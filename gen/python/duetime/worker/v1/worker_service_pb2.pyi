@@ -172,6 +172,88 @@ a cancellation the scheduler asked for still ends the run CANCELLED.
 Global___AttemptResult: _TypeAlias = AttemptResult  # noqa: Y015
 
 @_typing.final
+class GetSigningKeysRequest(_message.Message):
+    """Request of GetSigningKeys."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TEAM_FIELD_NUMBER: _builtins.int
+    team: _builtins.str
+    """Required. The team id."""
+    def __init__(
+        self,
+        *,
+        team: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["team", b"team"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetSigningKeysRequest: _TypeAlias = GetSigningKeysRequest  # noqa: Y015
+
+@_typing.final
+class GetSigningKeysResponse(_message.Message):
+    """Response of GetSigningKeys."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEYS_FIELD_NUMBER: _builtins.int
+    DEFAULT_CALL_SIGNING_FIELD_NUMBER: _builtins.int
+    default_call_signing: _job_pb2.CallSigning.ValueType
+    """The team's default for jobs that do not say."""
+    @_builtins.property
+    def keys(self) -> _containers.RepeatedCompositeFieldContainer[Global___SigningKeyMaterial]:
+        """The team's active keys, oldest first; empty: the team has none (a call that should be
+        signed fails without a retry).
+        """
+
+    def __init__(
+        self,
+        *,
+        keys: _abc.Iterable[Global___SigningKeyMaterial] | None = ...,
+        default_call_signing: _job_pb2.CallSigning.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["default_call_signing", b"default_call_signing", "keys", b"keys"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetSigningKeysResponse: _TypeAlias = GetSigningKeysResponse  # noqa: Y015
+
+@_typing.final
+class SigningKeyMaterial(_message.Message):
+    """One generation of a team's signing keys, in clear."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_ID_FIELD_NUMBER: _builtins.int
+    WEBHOOK_SECRET_FIELD_NUMBER: _builtins.int
+    TOKEN_PRIVATE_KEY_FIELD_NUMBER: _builtins.int
+    key_id: _builtins.str
+    """The key id (the ID token's `kid`)."""
+    webhook_secret: _builtins.bytes
+    """The webhook secret's bytes."""
+    token_private_key: _builtins.bytes
+    """The ES256 private key, PKCS#8 DER."""
+    def __init__(
+        self,
+        *,
+        key_id: _builtins.str = ...,
+        webhook_secret: _builtins.bytes = ...,
+        token_private_key: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["key_id", b"key_id", "token_private_key", b"token_private_key", "webhook_secret", b"webhook_secret"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SigningKeyMaterial: _TypeAlias = SigningKeyMaterial  # noqa: Y015
+
+@_typing.final
 class StartAttemptsRequest(_message.Message):
     """Request of StartAttempts."""
 

@@ -65,6 +65,11 @@ class WorkerServiceStub:
                 request_serializer=duetime_dot_worker_dot_v1_dot_worker__service__pb2.CompleteAttemptsRequest.SerializeToString,
                 response_deserializer=duetime_dot_worker_dot_v1_dot_worker__service__pb2.CompleteAttemptsResponse.FromString,
                 _registered_method=True)
+        self.GetSigningKeys = channel.unary_unary(
+                '/duetime.worker.v1.WorkerService/GetSigningKeys',
+                request_serializer=duetime_dot_worker_dot_v1_dot_worker__service__pb2.GetSigningKeysRequest.SerializeToString,
+                response_deserializer=duetime_dot_worker_dot_v1_dot_worker__service__pb2.GetSigningKeysResponse.FromString,
+                _registered_method=True)
 
 
 class WorkerServiceServicer:
@@ -130,6 +135,14 @@ class WorkerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetSigningKeys(self, request, context):
+        """A team's signing keys in clear, to sign its calls and dead-letter notifications with
+        (jobs.v1.CallSigning), and its default. A worker may keep the answer for 30 seconds.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -157,6 +170,11 @@ def add_WorkerServiceServicer_to_server(servicer, server):
                     servicer.CompleteAttempts,
                     request_deserializer=duetime_dot_worker_dot_v1_dot_worker__service__pb2.CompleteAttemptsRequest.FromString,
                     response_serializer=duetime_dot_worker_dot_v1_dot_worker__service__pb2.CompleteAttemptsResponse.SerializeToString,
+            ),
+            'GetSigningKeys': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSigningKeys,
+                    request_deserializer=duetime_dot_worker_dot_v1_dot_worker__service__pb2.GetSigningKeysRequest.FromString,
+                    response_serializer=duetime_dot_worker_dot_v1_dot_worker__service__pb2.GetSigningKeysResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -300,6 +318,33 @@ class WorkerService:
             '/duetime.worker.v1.WorkerService/CompleteAttempts',
             duetime_dot_worker_dot_v1_dot_worker__service__pb2.CompleteAttemptsRequest.SerializeToString,
             duetime_dot_worker_dot_v1_dot_worker__service__pb2.CompleteAttemptsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetSigningKeys(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/duetime.worker.v1.WorkerService/GetSigningKeys',
+            duetime_dot_worker_dot_v1_dot_worker__service__pb2.GetSigningKeysRequest.SerializeToString,
+            duetime_dot_worker_dot_v1_dot_worker__service__pb2.GetSigningKeysResponse.FromString,
             options,
             channel_credentials,
             insecure,

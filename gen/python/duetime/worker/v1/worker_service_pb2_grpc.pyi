@@ -73,6 +73,10 @@ class WorkerServiceStub:
     metadata; each is the same compare-and-set, and a refused one (ABORTED STALE_ATTEMPT,
     INVALID_ARGUMENT) carries its status in `error` without affecting the others.
     """
+    GetSigningKeys: _grpc.UnaryUnaryMultiCallable[_worker_service_pb2.GetSigningKeysRequest, _worker_service_pb2.GetSigningKeysResponse]
+    """A team's signing keys in clear, to sign its calls and dead-letter notifications with
+    (jobs.v1.CallSigning), and its default. A worker may keep the answer for 30 seconds.
+    """
 
 @_typing.type_check_only
 class WorkerServiceAsyncStub(WorkerServiceStub):
@@ -118,6 +122,10 @@ class WorkerServiceAsyncStub(WorkerServiceStub):
     Each report carries its own fencing token (`attempt`) instead of `duetime-attempt`
     metadata; each is the same compare-and-set, and a refused one (ABORTED STALE_ATTEMPT,
     INVALID_ARGUMENT) carries its status in `error` without affecting the others.
+    """
+    GetSigningKeys: _aio.UnaryUnaryMultiCallable[_worker_service_pb2.GetSigningKeysRequest, _worker_service_pb2.GetSigningKeysResponse]  # type: ignore[assignment]
+    """A team's signing keys in clear, to sign its calls and dead-letter notifications with
+    (jobs.v1.CallSigning), and its default. A worker may keep the answer for 30 seconds.
     """
 
 class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -191,6 +199,16 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
         Each report carries its own fencing token (`attempt`) instead of `duetime-attempt`
         metadata; each is the same compare-and-set, and a refused one (ABORTED STALE_ATTEMPT,
         INVALID_ARGUMENT) carries its status in `error` without affecting the others.
+        """
+
+    @_abc_1.abstractmethod
+    def GetSigningKeys(
+        self,
+        request: _worker_service_pb2.GetSigningKeysRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_worker_service_pb2.GetSigningKeysResponse, _abc.Awaitable[_worker_service_pb2.GetSigningKeysResponse]]:
+        """A team's signing keys in clear, to sign its calls and dead-letter notifications with
+        (jobs.v1.CallSigning), and its default. A worker may keep the answer for 30 seconds.
         """
 
 def add_WorkerServiceServicer_to_server(servicer: WorkerServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -7,7 +7,8 @@ WHERE token_sha256 = $1 AND revoke_time IS NULL;
 
 -- name: team_insert
 -- A new team (its usage row comes from the teams_usage_row trigger); no row if it exists.
-INSERT INTO teams (team_id, display_name, notification_url) VALUES ($1, $2, $3)
+INSERT INTO teams (team_id, display_name, notification_url, default_call_signing)
+VALUES ($1, $2, $3, $4)
 ON CONFLICT (team_id) DO NOTHING
 RETURNING team_id;
 
@@ -18,7 +19,7 @@ ON CONFLICT (team_id) DO UPDATE SET notification_url = EXCLUDED.notification_url
 
 -- name: team_get
 -- A team with its own quota columns, the limits in force and its usage.
-SELECT t.team_id, t.display_name, t.notification_url, t.create_time,
+SELECT t.team_id, t.display_name, t.notification_url, t.create_time, t.default_call_signing,
        t.max_stored_jobs AS own_max_stored_jobs, t.runs_per_minute AS own_runs_per_minute,
        t.rate_burst AS own_rate_burst, t.max_running AS own_max_running,
        t.max_priority AS own_max_priority, t.weight AS own_weight,
@@ -41,10 +42,12 @@ ORDER BY t.team_id;
 SELECT team_id FROM teams WHERE ($1::text IS NULL OR team_id > $1) ORDER BY team_id LIMIT $2;
 
 -- name: team_update
--- $2/$4: whether to set display_name ($3) / notification_url ($5).
+-- $2/$4/$6: whether to set display_name ($3) / notification_url ($5) /
+-- default_call_signing ($7).
 UPDATE teams
 SET display_name = CASE WHEN $2 THEN $3 ELSE display_name END,
-    notification_url = CASE WHEN $4 THEN $5 ELSE notification_url END
+    notification_url = CASE WHEN $4 THEN $5 ELSE notification_url END,
+    default_call_signing = CASE WHEN $6 THEN $7 ELSE default_call_signing END
 WHERE team_id = $1
 RETURNING team_id;
 

@@ -16,6 +16,7 @@ import asyncpg
 
 from duetime_core.errors import AlreadyExists, NotFound
 from duetime_core.identity import Principal, Role, token_digest
+from duetime_core.jobspec import CallSigning
 from duetime_core.quotas import TeamQuota
 from duetime_core.teams import QUOTA_FIELDS, TeamRecord, TokenRecord
 from duetime_infra.pg.pool import Conn
@@ -48,6 +49,7 @@ def _team(row: asyncpg.Record) -> TeamRecord:
         overrides=own,
         usage=state_from_row(row),
         now=row["now"],
+        default_call_signing=CallSigning(row["default_call_signing"]),
     )
 
 
@@ -79,9 +81,16 @@ async def principal_for(conn: Conn | Pool, digest: bytes) -> Principal | None:
 
 
 async def create_team(
-    conn: Conn, team_id: str, display_name: str = "", notification_url: str = ""
+    conn: Conn,
+    team_id: str,
+    display_name: str = "",
+    notification_url: str = "",
+    default_call_signing: CallSigning = CallSigning.OFF,
 ) -> TeamRecord:
-    if await conn.fetchval(q("team_insert"), team_id, display_name, notification_url) is None:
+    inserted = await conn.fetchval(
+        q("team_insert"), team_id, display_name, notification_url, default_call_signing.value
+    )
+    if inserted is None:
         raise AlreadyExists(f"team {team_id!r} already exists", reason="TEAM_EXISTS")
     return await get_team(conn, team_id)
 
@@ -104,7 +113,12 @@ async def list_teams(conn: Conn | Pool, after: str | None, limit: int) -> list[T
 
 
 async def update_team(
-    conn: Conn, team_id: str, *, display_name: str | None, notification_url: str | None
+    conn: Conn,
+    team_id: str,
+    *,
+    display_name: str | None,
+    notification_url: str | None,
+    default_call_signing: CallSigning | None = None,
 ) -> TeamRecord:
     """Sets the fields given (None: unchanged)."""
     updated = await conn.fetchval(
@@ -114,6 +128,8 @@ async def update_team(
         display_name or "",
         notification_url is not None,
         notification_url or "",
+        default_call_signing is not None,
+        (default_call_signing or CallSigning.OFF).value,
     )
     if updated is None:
         raise _team_not_found(team_id)

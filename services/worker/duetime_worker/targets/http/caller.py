@@ -32,6 +32,7 @@ from duetime_worker.targets.http.hosts import (
     system_resolve,
 )
 from duetime_worker.targets.http.request import NOT_SENT, parse, request, where
+from duetime_worker.targets.http.signer import CallSigner, SignedCall, signed_call
 from duetime_worker.targets.outcome import NOT_BEGUN, Outcome, SendCheck, no_check
 from duetime_worker.targets.target_deadline import Deadline
 
@@ -60,8 +61,10 @@ class HttpCaller:
         connections_per_host: int = 0,
         connect_timeout: float = CONNECT_TIMEOUT,
         resolve: Resolve = system_resolve,
+        signer: CallSigner | None = None,
     ) -> None:
         self._policy = policy
+        self._signer = signer
         self._per_host = connections_per_host
         self._gate = WeightedSlots(connection_limit)
         self._connect = connect_timeout
@@ -94,8 +97,22 @@ class HttpCaller:
         traceparent = current_traceparent(run.traceparent) if tracing_active() else run.traceparent
         if traceparent:
             headers["traceparent"] = traceparent
+        refused = await self.sign(signed_call(run, attempt), headers, http.body)
+        if refused is not None:
+            return refused
         method = _METHODS.get(http.method, "POST")
         return await self.send(method, http.url, headers, http.body, limit, check, sent, flow)
+
+    async def sign(self, call: SignedCall, headers: dict[str, str], body: bytes) -> Outcome | None:
+        """Signs a call (``CallSigner.sign``). A worker without a signer sends a call whose
+        signing is the team's default unsigned, and refuses one whose job asks for it."""
+        if self._signer is not None:
+            return await self._signer.sign(call, headers, body)
+        if call.signing in (job_pb2.CALL_SIGNING_UNSPECIFIED, job_pb2.CALL_SIGNING_OFF):
+            return None
+        return Outcome.failed(
+            "not signed: this worker cannot sign calls", retryable=True, call=NOT_BEGUN
+        )
 
     async def send(
         self,

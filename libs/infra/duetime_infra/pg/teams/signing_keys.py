@@ -1,0 +1,131 @@
+"""Teams' signing keys on PostgreSQL (duetime_infra.signing): added, retired, published.
+
+A key's secrets are stored sealed under the secrets keyring (``SecretBox.seal_team_key``) and
+opened only by the scheduler that hands them to a worker; the webhook secret is shown once, in
+the answer that adds it. A team holds at most two active keys (a rotation's old and new).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, TypeAlias
+
+import asyncpg
+
+from duetime_core.errors import FailedPrecondition, NotFound
+from duetime_core.jobspec import CallSigning, Sealed
+from duetime_core.teams import SigningKeyRecord
+from duetime_infra.pg.pool import Conn
+from duetime_infra.pg.sql import q
+from duetime_infra.secrets.sealing import SecretBox
+from duetime_infra.signing import SigningKey, new_signing_key, signing_key_from
+
+Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
+
+MAX_ACTIVE_KEYS = 2
+# How long a retired key's public half stays in the JWKS: longer than an ID token lives, plus
+# the 30 s a worker may keep signing with keys it fetched before the retirement.
+RETIRED_PUBLISHED = timedelta(minutes=10)
+SECRET_PART = "webhook_secret"
+TOKEN_PART = "token_key"
+
+
+@dataclass(frozen=True)
+class TeamSigning:
+    """What a worker signs a team's calls with: its active keys (oldest first; none: it has
+    none) and its default for jobs that do not say."""
+
+    keys: tuple[SigningKey, ...]
+    default: CallSigning
+
+
+def _record(row: asyncpg.Record) -> SigningKeyRecord:
+    return SigningKeyRecord(row["team_id"], row["key_id"], row["create_time"], row["retire_time"])
+
+
+async def add_signing_key(
+    conn: Conn, box: SecretBox, team_id: str
+) -> tuple[SigningKeyRecord, SigningKey]:
+    """A new generation of keys for the team, stored sealed; the record and the keys."""
+    key = new_signing_key()
+    async with conn.transaction():
+        if await conn.fetchval(q("signing_team_lock"), team_id) is None:
+            raise NotFound(f"team {team_id!r} not found", reason="TEAM_NOT_FOUND")
+        if await conn.fetchval(q("signing_active_count"), team_id) >= MAX_ACTIVE_KEYS:
+            raise FailedPrecondition(
+                f"team {team_id!r} has {MAX_ACTIVE_KEYS} active signing keys: retire one first",
+                reason="SIGNING_KEYS_FULL",
+            )
+        secret = box.seal_team_key(team_id, key.key_id, SECRET_PART, key.secret)
+        token = box.seal_team_key(team_id, key.key_id, TOKEN_PART, key.private_der())
+        row = await conn.fetchrow(
+            q("signing_key_insert"),
+            team_id,
+            key.key_id,
+            secret.key_id,
+            secret.data,
+            token.data,
+            json.dumps(key.public_jwk()),
+        )
+    assert row is not None
+    return _record(row), key
+
+
+async def retire_signing_key(conn: Conn | Pool, team_id: str, key_id: str) -> SigningKeyRecord:
+    row = await conn.fetchrow(q("signing_key_retire"), team_id, key_id)
+    if row is None:
+        raise NotFound(
+            f"signing key {key_id!r} of team {team_id!r} not found", reason="SIGNING_KEY_NOT_FOUND"
+        )
+    return _record(row)
+
+
+async def published_keys(
+    conn: Conn | Pool, team_id: str
+) -> list[tuple[SigningKeyRecord, dict[str, Any]]]:
+    """The keys whose public half is served (active, or retired lately), with that half."""
+    rows = await conn.fetch(q("signing_keys_published"), team_id, RETIRED_PUBLISHED)
+    return [(_record(r), json.loads(r["public_jwk"])) for r in rows]
+
+
+async def team_signing(conn: Conn | Pool, box: SecretBox, team_id: str) -> TeamSigning:
+    """The team's active keys, opened, and its default; NotFound for an unknown team."""
+    rows = await conn.fetch(q("signing_keys_active"), team_id)
+    if not rows:
+        raise NotFound(f"team {team_id!r} not found", reason="TEAM_NOT_FOUND")
+    keys = tuple(_opened(box, team_id, r) for r in rows if r["key_id"] is not None)
+    return TeamSigning(keys, CallSigning(rows[0]["default_call_signing"]))
+
+
+def _opened(box: SecretBox, team_id: str, row: asyncpg.Record) -> SigningKey:
+    key_id, sealed_with = row["key_id"], row["sealed_key_id"]
+    secret = box.open_team_key(
+        team_id, key_id, SECRET_PART, Sealed(sealed_with, row["webhook_secret"])
+    )
+    token = box.open_team_key(team_id, key_id, TOKEN_PART, Sealed(sealed_with, row["token_key"]))
+    return signing_key_from(key_id, secret, token)
+
+
+async def reseal_signing_keys(pool: Conn | Pool, box: SecretBox, batch_size: int = 200) -> int:
+    """Seals every active key sealed under another keyring key under ``box``'s current one;
+    how many were sealed again (``duetime-ops secrets rotate``)."""
+    done = 0
+    while rows := await pool.fetch(q("signing_keys_to_reseal"), box.current_key_id, batch_size):
+        for row in rows:
+            team_id, key_id = row["team_id"], row["key_id"]
+            key = _opened(box, team_id, row)
+            secret = box.seal_team_key(team_id, key_id, SECRET_PART, key.secret)
+            token = box.seal_team_key(team_id, key_id, TOKEN_PART, key.private_der())
+            swapped = await pool.fetchval(
+                q("signing_key_reseal"),
+                team_id,
+                key_id,
+                row["sealed_key_id"],
+                secret.key_id,
+                secret.data,
+                token.data,
+            )
+            done += swapped is not None
+    return done

@@ -1,0 +1,245 @@
+"""Signing a team's calls (``duetime_infra.signing``): the headers that let a target check that
+a call came from Duetime, over the exact body sent.
+
+A team's keys come from the schedulers (WorkerService.GetSigningKeys, which opens them; never
+through Kafka) and are kept for ``KEEP_SECONDS``, so a herd of calls costs one fetch per team
+and each call only its signatures. The keys live in this process's memory only: never
+logged, never in a span or a metric.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+import grpc
+from grpc import aio
+
+from duetime.jobs.v1 import job_pb2
+from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime.worker.v1 import worker_service_pb2_grpc
+from duetime_infra.signing import (
+    SigningKeys,
+    TokenClaims,
+    mint_id_token,
+    signing_key_from,
+    webhook_headers,
+)
+from duetime_worker.targets.outcome import NOT_BEGUN, Outcome
+
+log = logging.getLogger(__name__)
+
+# How long a team's keys are kept: a key added is used, and one retired dropped, within this.
+KEEP_SECONDS = 30.0
+# How long a fetch of a team's keys may take.
+FETCH_TIMEOUT = 5.0
+# How long past their time a team's keys still sign while they cannot be fetched again.
+STALE_SECONDS = 300.0
+# How long after a failed fetch a team's keys are asked for again.
+RETRY_SECONDS = 5.0
+DEFAULT_ISSUER = "duetime"
+_WEBHOOK = (job_pb2.CALL_SIGNING_WEBHOOK, job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_TOKEN)
+_ID_TOKEN = (job_pb2.CALL_SIGNING_ID_TOKEN, job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_TOKEN)
+# The names a signed call sets, case-folded: the job's own headers of these names give way.
+_SIGNED_NAMES = frozenset(("webhook-id", "webhook-timestamp", "webhook-signature", "authorization"))
+
+Fetch = Callable[[str], Awaitable[pb.GetSigningKeysResponse]]
+
+
+@dataclass(frozen=True)
+class _Team:
+    keys: SigningKeys | None  # None: none to sign with, for the reason below
+    default: job_pb2.CallSigning.ValueType
+    until: float  # when to fetch them again
+    fetched: float
+    missing: str = "its team has no signing key (AdminService.AddSigningKey)"
+    retryable: bool = False
+
+
+# What a worker knows of a team from a scheduler older than signed calls: it signs nothing, and
+# a job that asks for signing waits (its call fails, retryably) until the schedulers are new.
+def _unserved(now: float, keep: float) -> _Team:
+    return _Team(
+        None,
+        job_pb2.CALL_SIGNING_OFF,
+        now + keep,
+        now,
+        "the schedulers do not serve signing keys (an older build)",
+        retryable=True,
+    )
+
+
+@dataclass(frozen=True)
+class SignedCall:
+    """What a call is about, as its signatures name it."""
+
+    team: str
+    signing: job_pb2.CallSigning.ValueType  # unspecified: the team's default
+    message_id: str  # webhook-id: the same on every attempt of the run
+    audience: str
+    subject: str
+    attempt: int
+
+
+def fetch_from(
+    stub: worker_service_pb2_grpc.WorkerServiceAsyncStub,
+    metadata: tuple[tuple[str, str], ...],
+    timeout: float = FETCH_TIMEOUT,
+) -> Fetch:
+    """A fetch of a team's keys from the schedulers through ``stub``."""
+
+    async def fetch(team: str) -> pb.GetSigningKeysResponse:
+        return await stub.GetSigningKeys(
+            pb.GetSigningKeysRequest(team=team), metadata=metadata, timeout=timeout
+        )
+
+    return fetch
+
+
+class CallSigner:
+    """Signs calls with their teams' keys, fetched through ``fetch`` and kept for ``keep``
+    seconds; ID tokens name ``issuer``."""
+
+    def __init__(
+        self,
+        fetch: Fetch,
+        issuer: str = DEFAULT_ISSUER,
+        *,
+        keep: float = KEEP_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self._fetch = fetch
+        self._issuer = issuer
+        self._keep = keep
+        self._clock = clock
+        self._wall = wall
+        self._teams: dict[str, _Team] = {}
+        self._fetching: dict[str, asyncio.Future[_Team]] = {}
+
+    async def sign(self, call: SignedCall, headers: dict[str, str], body: bytes) -> Outcome | None:
+        """Adds the call's signature headers to ``headers`` (replacing the job's own of the
+        same names); an outcome instead when the call cannot be signed (nothing is sent)."""
+        if call.signing == job_pb2.CALL_SIGNING_OFF:
+            return None
+        try:
+            team = await self._team(call.team)
+        except (aio.AioRpcError, TimeoutError, ValueError) as error:  # ValueError: a bad key
+            return _unreadable(error)
+        signing = call.signing or team.default
+        if signing == job_pb2.CALL_SIGNING_OFF or signing == job_pb2.CALL_SIGNING_UNSPECIFIED:
+            return None
+        if team.keys is None:
+            return Outcome.failed(
+                f"not signed: the job's calls are signed but {team.missing}",
+                retryable=team.retryable,
+                call=NOT_BEGUN,
+            )
+        _drop_signed_names(headers)
+        now = int(self._wall())
+        if signing in _WEBHOOK:
+            headers.update(webhook_headers(team.keys, call.message_id, now, body))
+        if signing in _ID_TOKEN:
+            claims = TokenClaims(
+                self._issuer, call.audience, call.subject, call.message_id, call.attempt
+            )
+            headers["Authorization"] = f"Bearer {mint_id_token(team.keys, claims, now)}"
+        return None
+
+    async def _team(self, team: str) -> _Team:
+        known = self._teams.get(team)
+        if known is not None and known.until > self._clock():
+            return known
+        pending = self._fetching.get(team)
+        if pending is None:
+            pending = asyncio.ensure_future(self._load(team))
+            self._fetching[team] = pending
+            pending.add_done_callback(lambda _: self._fetching.pop(team, None))
+        return await asyncio.shield(pending)
+
+    async def _load(self, team: str) -> _Team:
+        """The team's keys fetched; when the fetch fails, those fetched before (for at most
+        ``STALE_SECONDS`` past their time), so a scheduler's hiccup does not stop calls."""
+        try:
+            answer = await self._fetch(team)
+        except aio.AioRpcError as error:
+            if error.code() == grpc.StatusCode.UNIMPLEMENTED:
+                self._teams[team] = _unserved(self._clock(), self._keep)
+                return self._teams[team]
+            return self._stale(team, error)
+        except TimeoutError as error:
+            return self._stale(team, error)
+        keys = [
+            signing_key_from(k.key_id, k.webhook_secret, k.token_private_key) for k in answer.keys
+        ]
+        now = self._clock()
+        loaded = _Team(
+            SigningKeys(keys) if keys else None, answer.default_call_signing, now + self._keep, now
+        )
+        self._teams[team] = loaded
+        return loaded
+
+    def _stale(self, team: str, error: aio.AioRpcError | TimeoutError) -> _Team:
+        known, now = self._teams.get(team), self._clock()
+        if known is None or now - known.fetched > STALE_SECONDS:
+            raise error
+        log.warning(
+            "a team's signing keys could not be fetched again; those fetched before sign",
+            extra={"action": "signing_keys_stale", "team": team, "why": _code(error)},
+        )
+        # Asked again after a while, not by every call meanwhile.
+        self._teams[team] = dataclasses.replace(known, until=now + RETRY_SECONDS)
+        return known
+
+
+def _code(error: Exception) -> str:
+    if isinstance(error, aio.AioRpcError):
+        return str(error.code().name)
+    return "DEADLINE_EXCEEDED" if isinstance(error, TimeoutError) else type(error).__name__
+
+
+def _unreadable(error: Exception) -> Outcome:
+    """A call not signed because its team's keys could not be read: retried, unless the
+    team is unknown."""
+    unknown = isinstance(error, aio.AioRpcError) and error.code() == grpc.StatusCode.NOT_FOUND
+    return Outcome.failed(
+        f"not signed: the team's signing keys could not be read ({_code(error)})",
+        retryable=not unknown,
+        call=NOT_BEGUN,
+    )
+
+
+def _drop_signed_names(headers: dict[str, str]) -> None:
+    for name in [n for n in headers if n.lower() in _SIGNED_NAMES]:
+        del headers[name]
+
+
+def default_audience(url: str) -> str:
+    """The ID token's audience when the job names none: its URL without query, fragment or
+    user info, which may hold a secret (a webhook's token) that a token must not carry."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:  # a URL the call itself refuses
+        return ""
+    host = f"[{host}]" if ":" in host else host
+    return urlunsplit((parts.scheme, f"{host}{port}", parts.path, "", ""))
+
+
+def signed_call(run: pb.RunSpec, attempt: int) -> SignedCall:
+    """What a run's call is, as its signatures name it."""
+    http = run.target.http
+    return SignedCall(
+        team=run.team,
+        signing=http.signing,
+        message_id=run.idempotency_key,
+        audience=http.token_audience or default_audience(http.url),
+        subject=f"teams/{run.team}/jobs/{run.job_id}",
+        attempt=attempt,
+    )

@@ -1,0 +1,266 @@
+"""Signed calls end to end: an operator adds a team's signing key over HTTP, the team's job
+asks for both signatures, the live system (the four services and the gateway, over TLS) calls a
+real target, and the verification code docs/clients.md shows, in Python, Go and TypeScript
+(clients/python, clients/go, clients/ts), checks what the target received, fetching the team's
+JWKS from the gateway: Duetime's call is verified, and a changed body, a token checked after
+its expiry and a token for another audience are refused. The team's secret is nowhere in the
+database in clear, nor in the Kafka messages that carried the run, nor in the services' logs."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import sys
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+
+from duetime_infra.admin import create_operator_token
+from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
+from testkit.client_programs import (
+    BUILD_TIMEOUT,
+    CLIENTS,
+    GO_ENV,
+    RUN_TIMEOUT,
+    executable,
+    go,
+    outside_copy,
+    run,
+)
+from testkit.databases import create_database, drop_database
+from testkit.gateway import HttpApi, http_api
+from testkit.http_target import Behaviour, HttpTarget, http_target
+from testkit.kafka import end_offsets, read_between, shared_bootstrap
+from testkit.polling import eventually
+from testkit.processes import REPO
+from testkit.system import TEAM, System, running_system
+from testkit.tls import service_client_tls
+
+pytestmark = pytest.mark.timeout(300)
+
+ISSUER = "https://duetime.example"
+AUDIENCE = "https://payments.example/duetime"
+BODY = b'{"report": "daily", "currency": "EUR"}'
+TOPICS = sorted([*DISPATCH_TOPICS.values(), DEAD_LETTER_TOPIC])
+
+
+@dataclass
+class Live:
+    system: System
+    target: HttpTarget
+    api: HttpApi  # the team's token
+    operator_token: str
+
+
+@pytest.fixture(scope="module")
+async def live(template_db: str) -> AsyncIterator[Live]:
+    name = f"duetime_t_{uuid.uuid4().hex[:12]}"
+    dsn = await create_database(name, template=template_db)
+    try:
+        conn = await asyncpg.connect(dsn)
+        try:
+            operator = await create_operator_token(conn)
+        finally:
+            await conn.close()
+        async with (
+            http_target() as target,
+            running_system(
+                dsn, gateway=True, worker_extra={"DUETIME_SIGNING_ISSUER": ISSUER}
+            ) as system,
+        ):
+            assert system.gateway is not None
+            async with http_api(system.gateway, system.team_token, system.common_env) as api:
+                yield Live(system, target, api, operator)
+    finally:
+        await drop_database(name)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A call Duetime made, as the target received it, and the team's secret."""
+
+    secret: str
+    headers: dict[str, str]
+    body: bytes
+    jwks_url: str
+
+
+async def signed_call(live: Live, path: str) -> Recorded:
+    """A signing key added by the operator, a job that signs both ways triggered over HTTP,
+    and its call as the target received it."""
+    added = await live.api.ok(
+        "POST", f"/v1/admin/teams/{TEAM}/signingKeys", {}, token=live.operator_token
+    )
+    url = live.target.on(path, Behaviour())
+    job = {
+        "displayName": "signed",
+        "schedule": {"cron": {"expression": "0 0 1 1 *", "timeZone": "UTC"}},
+        "target": {
+            "http": {
+                "url": url,
+                "body": base64.b64encode(BODY).decode(),
+                "signing": "CALL_SIGNING_WEBHOOK_AND_ID_TOKEN",
+                "tokenAudience": AUDIENCE,
+            }
+        },
+    }
+    created = await live.api.ok(
+        "POST", f"/v1/teams/{TEAM}/jobs", job, params={"requestId": uuid.uuid4().hex}
+    )
+    name = created["job"]["name"]
+    await live.api.ok("POST", f"/v1/{name}:trigger", {"requestId": uuid.uuid4().hex})
+
+    async def called() -> bool:
+        return bool(live.target.calls_to(path))
+
+    await eventually(called, 60, "the signed job's call reached the target")
+    (call,) = live.target.calls_to(path)
+    return Recorded(
+        added["webhookSecret"],
+        call.headers,
+        call.body,
+        f"{live.api.base_url}/v1/teams/{TEAM}/jwks.json",
+    )
+
+
+def cases(call: Recorded) -> dict[str, Any]:
+    """What each verifier checks: Duetime's call as received, and three that must be refused."""
+
+    def case(name: str, body: bytes = call.body, audience: str = AUDIENCE, later: float = 0) -> Any:
+        return {
+            "name": name,
+            "headers": call.headers,
+            "body_base64": base64.b64encode(body).decode(),
+            "audience": audience,
+            "later_seconds": later,
+        }
+
+    return {
+        "secret": call.secret,
+        "jwks_url": call.jwks_url,
+        "issuer": ISSUER,
+        "cases": [
+            case("genuine"),
+            case("changed-body", body=call.body.replace(b"EUR", b"USD")),
+            case("expired", later=600),
+            case("other-audience", audience="https://elsewhere.example/"),
+        ],
+    }
+
+
+# Each case's outcome, and for a refusal what its reason must name (each library words it
+# its own way).
+EXPECTED = {
+    "genuine": ("verified", ""),
+    "changed-body": ("refused", "signature"),
+    "expired": ("refused", "exp"),
+    "other-audience": ("refused", "aud"),
+}
+
+
+def check_outcomes(output: str) -> None:
+    found = {name: (seen, why) for name, seen, why in OUTCOME.findall(output)}
+    assert set(found) == set(EXPECTED), output
+    for name, (seen, why) in found.items():
+        assert seen == EXPECTED[name][0], (name, output)
+        assert EXPECTED[name][1] in why.lower(), (name, output)
+
+
+OUTCOME = re.compile(r"CASE (\S+): (verified|refused)(?:: (.*))?")
+
+
+@dataclass(frozen=True)
+class Verifier:
+    # The commands that build it and the one that runs it, given a scratch directory; the
+    # directory they run in; the environment that makes it trust the stack's CA.
+    build: Callable[[Path], list[list[str]]]
+    command: Callable[[Path], list[str]]
+    directory: Callable[[Path], Path]
+    ca_variable: str
+
+
+VERIFIERS = {
+    "python": Verifier(
+        build=lambda _: [],
+        command=lambda _: [sys.executable, str(CLIENTS / "python" / "verify_signed_calls.py")],
+        directory=lambda _: REPO,
+        ca_variable="DUETIME_TLS_CA_FILE",
+    ),
+    # As tests/e2e/test_clients.py builds the Go program: from copies of proto/ and its files.
+    "go": Verifier(
+        build=lambda scratch: [
+            [go(), "generate", "."],
+            [go(), "test", "-c", "-o", str(scratch / "client.test"), "."],
+        ],
+        command=lambda scratch: [
+            str(scratch / "client.test"),
+            "-test.v",
+            "-test.count=1",
+            "-test.run=TestSignedCalls",
+        ],
+        directory=lambda scratch: outside_copy(scratch, "go"),
+        ca_variable="SSL_CERT_FILE",
+    ),
+    "ts": Verifier(
+        build=lambda _: [[executable("npm"), "run", "build"]],
+        command=lambda _: [executable("node"), "--test", "dist/src/verify.test.js"],
+        directory=lambda _: CLIENTS / "ts",
+        ca_variable="NODE_EXTRA_CA_CERTS",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+async def recorded(live: Live) -> Recorded:
+    return await signed_call(live, "/signed")
+
+
+@pytest.mark.parametrize("language", sorted(VERIFIERS))
+async def test_the_documented_verifiers_accept_duetimes_call_and_refuse_the_others(
+    language: str, recorded: Recorded, live: Live, tmp_path: Path
+) -> None:
+    verifier = VERIFIERS[language]
+    directory = verifier.directory(tmp_path)
+    env = dict(GO_ENV) if language == "go" else {}
+    for command in verifier.build(tmp_path):
+        await run(command, directory, env, BUILD_TIMEOUT)
+    calls = tmp_path / "calls.json"
+    calls.write_text(json.dumps(cases(recorded)))
+    tls = service_client_tls(live.system.common_env)
+    env |= {"DUETIME_SIGNED_CALLS": str(calls)}
+    if tls is not None:
+        env[verifier.ca_variable] = tls.ca_file
+    output = await run(verifier.command(tmp_path), directory, env, RUN_TIMEOUT)
+    print(output)
+    check_outcomes(output)
+
+
+async def test_the_secret_is_neither_stored_nor_carried_in_clear(live: Live) -> None:
+    start = await end_offsets(shared_bootstrap(), TOPICS)
+    call = await signed_call(live, "/signed-at-rest")
+    end = await end_offsets(shared_bootstrap(), TOPICS)
+    secret = base64.b64decode(call.secret.removeprefix("whsec_"))
+    messages = await read_between(shared_bootstrap(), start, end)
+    assert messages, "the run's dispatch was read from Kafka"
+    carried = b"".join(b"".join([m.key or b"", m.value, *m.headers.values()]) for m in messages)
+    assert secret not in carried
+    assert call.secret.encode() not in carried
+    conn = await asyncpg.connect(live.system.db_dsn)
+    try:
+        dump = await conn.fetchval("SELECT string_agg(t::text, '') FROM team_signing_keys t")
+    finally:
+        await conn.close()
+    assert call.secret not in dump
+    assert secret.hex() not in dump  # bytea shows as hex
+    system = live.system
+    services = [system.api_service, system.scheduler, system.relay, *system.workers.values()]
+    logged = "\n".join(line for service in services for line in service.output)
+    assert '"api serving"' in logged  # the services' output was captured
+    assert call.secret not in logged
+    assert call.secret.removeprefix("whsec_") not in logged

@@ -1,0 +1,361 @@
+"""Signed calls through real servers: keys added, rotated and retired through AdminService, the
+JWKS the API serves to anyone, the keys a worker fetches from WorkerService, and a real HTTP
+target that checks what it received with independent verifiers (the Standard Webhooks
+library, PyJWT)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import asyncpg
+import grpc
+import jwt
+import pytest
+from google.protobuf.field_mask_pb2 import FieldMask
+from google.protobuf.json_format import MessageToDict
+from grpc import aio
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+
+from duetime.admin.v1 import admin_service_pb2 as admin_pb
+from duetime.events.v1.events_pb2 import DeadLetterEvent
+from duetime.jobs.v1 import job_pb2, public_key_service_pb2, public_key_service_pb2_grpc
+from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_infra.signing import ATTEMPT_CLAIM, RUN_KEY_CLAIM
+from duetime_worker.notify.notifier import Delivery, Notifier, NotifySettings
+from duetime_worker.targets.http.allow_list import TargetPolicy
+from duetime_worker.targets.http.caller import HttpCaller
+from duetime_worker.targets.http.signer import CallSigner, fetch_from
+from testkit.api import ApiClient, failure, running_api
+from testkit.http_target import HttpTarget, http_target
+from testkit.worker_api import WorkerClient, running_worker_api
+
+pytestmark = pytest.mark.timeout(60)
+
+ISSUER = "https://duetime.test"
+JOB_ID = "0b7e6f0e-0000-4000-8000-000000000001"
+RUN_KEY = f"{JOB_ID}/2026-12-06T13:00:00Z"
+BODY = b'{"report": "daily"}'
+BOTH = job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_TOKEN
+
+
+@pytest.fixture
+async def servers(db_dsn: str) -> AsyncIterator[tuple[ApiClient, WorkerClient]]:
+    async with running_api(db_dsn) as api, running_worker_api(db_dsn) as worker:
+        yield api, worker
+
+
+@pytest.fixture
+async def target() -> AsyncIterator[HttpTarget]:
+    async with http_target() as server:
+        yield server
+
+
+def run(
+    url: str, team: str, signing: int = BOTH, audience: str = "", job_id: str = JOB_ID
+) -> pb.RunSpec:
+    http = job_pb2.HttpTarget(url=url, body=BODY, token_audience=audience)
+    http.signing = signing  # type: ignore[assignment]
+    return pb.RunSpec(
+        run_id="00000000-0000-0000-0000-000000000009",
+        job_id=job_id,
+        team=team,
+        idempotency_key=RUN_KEY,
+        target=job_pb2.Target(http=http),
+    )
+
+
+@asynccontextmanager
+async def caller(
+    worker: WorkerClient, wall: Callable[[], float] = time.time
+) -> AsyncIterator[HttpCaller]:
+    """An HTTP caller that signs with keys fetched from ``worker``'s WorkerService, kept for
+    no time at all (each call sees the keys as they are)."""
+    signer = CallSigner(fetch_from(worker.stub, worker.auth()), ISSUER, keep=0, wall=wall)
+    http = HttpCaller(TargetPolicy.parse(["127.0.0.1"]), signer=signer)
+    await http.start()
+    try:
+        yield http
+    finally:
+        await http.close()
+
+
+async def add_key(api: ApiClient, team: str) -> admin_pb.AddSigningKeyResponse:
+    return await api.admin.AddSigningKey(
+        admin_pb.AddSigningKeyRequest(parent=f"teams/{team}"), metadata=api.auth(api.operator_token)
+    )
+
+
+async def jwks(api: ApiClient, team: str) -> dict[str, Any]:
+    """The team's JWKS as anyone fetches it: no token."""
+    async with aio.insecure_channel(api.address) as channel:
+        stub = public_key_service_pb2_grpc.PublicKeyServiceStub(channel)
+        answer = await stub.GetJwks(public_key_service_pb2.GetJwksRequest(name=f"teams/{team}"))
+    return MessageToDict(answer, preserving_proto_field_name=True)
+
+
+def lower(headers: dict[str, str]) -> dict[str, str]:
+    return {name.lower(): value for name, value in headers.items()}
+
+
+def token_of(headers: dict[str, str]) -> str:
+    scheme, _, token = lower(headers)["authorization"].partition(" ")
+    assert scheme == "Bearer"
+    return token
+
+
+def verify_token(headers: dict[str, str], keys: dict[str, Any], audience: str) -> dict[str, Any]:
+    token = token_of(headers)
+    key = jwt.PyJWKSet.from_dict(keys)[jwt.get_unverified_header(token)["kid"]]
+    claims: dict[str, Any] = jwt.decode(
+        token,
+        key,
+        algorithms=["ES256"],
+        audience=audience,
+        issuer=ISSUER,
+        options={"require": ["exp", "iat", "iss", "aud", "sub"]},
+    )
+    return claims
+
+
+async def test_a_target_verifies_both_signatures_of_a_call(
+    servers: tuple[ApiClient, WorkerClient], target: HttpTarget
+) -> None:
+    api, worker = servers
+    added = await add_key(api, api.team)
+    url = target.url("/hook")
+    async with caller(worker) as http:
+        outcome = await http.call(run(url, api.team), 2, 5)
+    assert outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED
+    (call,) = target.calls
+    assert call.body == BODY
+    assert Webhook(added.webhook_secret).verify(call.body, call.headers) == {"report": "daily"}
+    assert lower(call.headers)["webhook-id"] == RUN_KEY
+    claims = verify_token(call.headers, await jwks(api, api.team), url)
+    assert claims["sub"] == f"teams/{api.team}/jobs/{JOB_ID}"
+    assert claims[RUN_KEY_CLAIM] == RUN_KEY
+    assert claims[ATTEMPT_CLAIM] == 2
+    assert 0 < claims["exp"] - time.time() <= 300
+    # Refused: a body changed on the way, a token meant for another audience, another team's
+    # keys.
+    with pytest.raises(WebhookVerificationError):
+        Webhook(added.webhook_secret).verify(call.body + b"!", call.headers)
+    with pytest.raises(jwt.InvalidAudienceError):
+        verify_token(call.headers, await jwks(api, api.team), "https://elsewhere.test/")
+    other = await add_key(api, api.other_team)
+    with pytest.raises(WebhookVerificationError):
+        Webhook(other.webhook_secret).verify(call.body, call.headers)
+    with pytest.raises(KeyError):
+        verify_token(call.headers, await jwks(api, api.other_team), url)
+
+
+async def test_an_expired_token_is_refused(
+    servers: tuple[ApiClient, WorkerClient], target: HttpTarget
+) -> None:
+    api, worker = servers
+    await add_key(api, api.team)
+    audience = "https://target.test/"
+    async with caller(worker, wall=lambda: time.time() - 600) as http:
+        await http.call(run(target.url("/late"), api.team, audience=audience), 1, 5)
+    (call,) = target.calls
+    with pytest.raises(jwt.ExpiredSignatureError):
+        verify_token(call.headers, await jwks(api, api.team), audience)
+
+
+async def test_a_rotation_keeps_every_call_verifiable(
+    servers: tuple[ApiClient, WorkerClient], target: HttpTarget
+) -> None:
+    api, worker = servers
+    old = await add_key(api, api.team)
+    new = await add_key(api, api.team)
+    third = await failure(add_key(api, api.team))
+    assert (third.code, third.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "SIGNING_KEYS_FULL")
+    url = target.url("/rotating")
+    async with caller(worker) as http:
+        await http.call(run(url, api.team), 1, 5)
+        during = target.calls[-1]
+        # Both secrets verify; the token is signed by the older key, and both are listed.
+        assert len(lower(during.headers)["webhook-signature"].split(" ")) == 2
+        for added in (old, new):
+            assert Webhook(added.webhook_secret).verify(during.body, during.headers)
+        keys = await jwks(api, api.team)
+        assert [k["kid"] for k in keys["keys"]] == [
+            old.signing_key.key_id,
+            new.signing_key.key_id,
+        ]
+        assert jwt.get_unverified_header(token_of(during.headers))["kid"] == (
+            old.signing_key.key_id
+        )
+        assert verify_token(during.headers, keys, url)["sub"]
+
+        await api.admin.RetireSigningKey(
+            admin_pb.RetireSigningKeyRequest(name=old.signing_key.name),
+            metadata=api.auth(api.operator_token),
+        )
+        await http.call(run(url, api.team), 2, 5)
+        after = target.calls[-1]
+    assert Webhook(new.webhook_secret).verify(after.body, after.headers)
+    with pytest.raises(WebhookVerificationError):
+        Webhook(old.webhook_secret).verify(after.body, after.headers)
+    keys = await jwks(api, api.team)
+    # The retired key's public half is still served, for tokens minted just before.
+    assert len(keys["keys"]) == 2
+    assert verify_token(during.headers, keys, url)["duetime_attempt"] == 1
+    assert jwt.get_unverified_header(token_of(after.headers))["kid"] == (new.signing_key.key_id)
+    assert verify_token(after.headers, keys, url)["duetime_attempt"] == 2
+    listed = await api.admin.ListSigningKeys(
+        admin_pb.ListSigningKeysRequest(parent=f"teams/{api.team}"),
+        metadata=api.auth(api.operator_token),
+    )
+    assert [k.HasField("retire_time") for k in listed.signing_keys] == [True, False]
+
+
+async def test_a_call_that_must_be_signed_without_a_key_is_not_sent(
+    servers: tuple[ApiClient, WorkerClient], target: HttpTarget
+) -> None:
+    api, worker = servers
+    async with caller(worker) as http:
+        refused = await http.call(run(target.url("/keyless"), api.team), 1, 5)
+        unsigned = await http.call(
+            run(target.url("/default"), api.team, signing=job_pb2.CALL_SIGNING_UNSPECIFIED), 1, 5
+        )
+    assert refused.result == pb.ATTEMPT_RESULT_FAILED
+    assert not refused.retryable
+    assert "no signing key" in refused.error
+    assert unsigned.result == pb.ATTEMPT_RESULT_SUCCEEDED
+    (call,) = target.calls
+    assert call.path == "/default"
+    assert "webhook-signature" not in lower(call.headers)
+
+
+async def test_no_secret_is_readable_in_the_database(
+    servers: tuple[ApiClient, WorkerClient],
+) -> None:
+    api, worker = servers
+    added = await add_key(api, api.team)
+    opened = await worker.stub.GetSigningKeys(
+        pb.GetSigningKeysRequest(team=api.team), metadata=worker.auth()
+    )
+    (key,) = opened.keys
+    assert Webhook(added.webhook_secret)  # the secret the team was given is the one stored
+    conn = await asyncpg.connect(api.dsn)
+    try:
+        rows = await conn.fetch("SELECT * FROM team_signing_keys")
+    finally:
+        await conn.close()
+    stored = b"".join(
+        v if isinstance(v, bytes) else str(v).encode() for row in rows for v in row.values()
+    )
+    assert key.webhook_secret not in stored
+    assert added.webhook_secret.encode() not in stored
+    assert key.token_private_key[-32:] not in stored  # the private scalar's bytes
+    assert key.token_private_key not in stored
+
+
+async def test_the_team_default_signs_the_jobs_that_do_not_say(
+    servers: tuple[ApiClient, WorkerClient], target: HttpTarget
+) -> None:
+    api, worker = servers
+    added = await add_key(api, api.team)
+    team = admin_pb.Team(
+        name=f"teams/{api.team}", default_call_signing=job_pb2.CALL_SIGNING_WEBHOOK
+    )
+    updated = await api.admin.UpdateTeam(
+        admin_pb.UpdateTeamRequest(
+            team=team, update_mask=FieldMask(paths=["default_call_signing"])
+        ),
+        metadata=api.auth(api.operator_token),
+    )
+    assert updated.team.default_call_signing == job_pb2.CALL_SIGNING_WEBHOOK
+    unspecified = job_pb2.CALL_SIGNING_UNSPECIFIED
+    async with caller(worker) as http:
+        await http.call(run(target.url("/default"), api.team, signing=unspecified), 1, 5)
+        await http.call(run(target.url("/off"), api.team, signing=job_pb2.CALL_SIGNING_OFF), 1, 5)
+    signed, unsigned = target.calls
+    assert Webhook(added.webhook_secret).verify(signed.body, signed.headers)
+    assert "authorization" not in lower(signed.headers)
+    assert "webhook-signature" not in lower(unsigned.headers)
+    bad = await failure(
+        api.admin.UpdateTeam(
+            admin_pb.UpdateTeamRequest(
+                team=admin_pb.Team(name=f"teams/{api.team}", default_call_signing=42),  # type: ignore[arg-type]
+                update_mask=FieldMask(paths=["default_call_signing"]),
+            ),
+            metadata=api.auth(api.operator_token),
+        )
+    )
+    assert (bad.code, list(bad.fields)) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        ["team.default_call_signing"],
+    )
+
+
+async def test_a_dead_letter_notification_is_signed_as_the_team_default_says(
+    servers: tuple[ApiClient, WorkerClient], target: HttpTarget
+) -> None:
+    api, worker = servers
+    added = await add_key(api, api.team)
+    team = admin_pb.Team(name=f"teams/{api.team}", default_call_signing=BOTH)
+    await api.admin.UpdateTeam(
+        admin_pb.UpdateTeamRequest(
+            team=team, update_mask=FieldMask(paths=["default_call_signing"])
+        ),
+        metadata=api.auth(api.operator_token),
+    )
+    url = target.url("/dead-letters")
+    event = DeadLetterEvent(
+        run_id="00000000-0000-0000-0000-000000000007",
+        job_id=JOB_ID,
+        team=api.team,
+        job_name=f"teams/{api.team}/jobs/{JOB_ID}",
+        idempotency_key=RUN_KEY,
+        attempt=3,
+        notification_url=url,
+    )
+    async with caller(worker) as http:
+        assert await Notifier(http, NotifySettings()).deliver(event) == Delivery.DELIVERED
+    (call,) = target.calls
+    assert Webhook(added.webhook_secret).verify(call.body, call.headers)["runId"] == event.run_id
+    claims = verify_token(call.headers, await jwks(api, api.team), url)
+    assert claims["sub"] == event.job_name
+    assert claims[ATTEMPT_CLAIM] == 3
+
+
+async def test_bad_names_are_refused_naming_the_field(
+    servers: tuple[ApiClient, WorkerClient],
+) -> None:
+    api, worker = servers
+    operator = api.auth(api.operator_token)
+    bad_parent = await failure(
+        api.admin.AddSigningKey(admin_pb.AddSigningKeyRequest(parent="team-a"), metadata=operator)
+    )
+    assert (bad_parent.code, list(bad_parent.fields)) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        ["parent"],
+    )
+    unknown = await failure(add_key(api, "no-such-team"))
+    assert (unknown.code, unknown.reason) == (grpc.StatusCode.NOT_FOUND, "TEAM_NOT_FOUND")
+    bad_name = await failure(
+        api.admin.RetireSigningKey(
+            admin_pb.RetireSigningKeyRequest(name=f"teams/{api.team}/keys/x"), metadata=operator
+        )
+    )
+    assert list(bad_name.fields) == ["name"]
+    missing = await failure(
+        api.admin.RetireSigningKey(
+            admin_pb.RetireSigningKeyRequest(name=f"teams/{api.team}/signingKeys/nope"),
+            metadata=operator,
+        )
+    )
+    assert (missing.code, missing.reason) == (grpc.StatusCode.NOT_FOUND, "SIGNING_KEY_NOT_FOUND")
+    async with aio.insecure_channel(api.address) as channel:
+        stub = public_key_service_pb2_grpc.PublicKeyServiceStub(channel)
+        bad_jwks = await failure(stub.GetJwks(public_key_service_pb2.GetJwksRequest(name="x")))
+    assert list(bad_jwks.fields) == ["name"]
+    assert await jwks(api, "no-such-team") == {}  # no keys: no hint whether the team exists
+    bad_team = await failure(
+        worker.stub.GetSigningKeys(pb.GetSigningKeysRequest(team="A!"), metadata=worker.auth())
+    )
+    assert list(bad_team.fields) == ["team"]

@@ -1,0 +1,121 @@
+"""The worker's CallSigner: a team's keys fetched once while they are kept, concurrent calls
+sharing one fetch, and a call that cannot be signed never sent."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+from grpc import aio
+from standardwebhooks.webhooks import Webhook
+
+from duetime.jobs.v1 import job_pb2
+from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_infra.signing import new_signing_key
+from duetime_worker.targets.http.signer import (
+    STALE_SECONDS,
+    CallSigner,
+    SignedCall,
+    default_audience,
+)
+from duetime_worker.targets.outcome import NOT_BEGUN
+
+KEY = new_signing_key("k1")
+BODY = b'{"a": 1}'
+
+
+def call(signing: int = job_pb2.CALL_SIGNING_WEBHOOK) -> SignedCall:
+    return SignedCall("team-a", signing, "run-key", "https://t.test/", "teams/team-a/jobs/j", 1)  # type: ignore[arg-type]
+
+
+class Fetches:
+    def __init__(self, error: grpc.StatusCode | None = None) -> None:
+        self.teams: list[str] = []
+        self.error = error
+
+    async def __call__(self, team: str) -> pb.GetSigningKeysResponse:
+        self.teams.append(team)
+        await asyncio.sleep(0)  # let concurrent callers find this fetch under way
+        if self.error is not None:
+            raise aio.AioRpcError(self.error, aio.Metadata(), aio.Metadata(), "no")
+        return pb.GetSigningKeysResponse(
+            keys=[
+                pb.SigningKeyMaterial(
+                    key_id=KEY.key_id,
+                    webhook_secret=KEY.secret,
+                    token_private_key=KEY.private_der(),
+                )
+            ]
+        )
+
+
+async def test_keys_are_fetched_once_while_kept_and_again_after() -> None:
+    now = [0.0]
+    fetches = Fetches()
+    signer = CallSigner(fetches, keep=30, clock=lambda: now[0])
+    headers: list[dict[str, str]] = [{} for _ in range(5)]
+    refused = await asyncio.gather(*(signer.sign(call(), h, BODY) for h in headers))
+    assert refused == [None] * 5
+    assert fetches.teams == ["team-a"]
+    for h in headers:
+        assert Webhook(KEY.secret_text).verify(BODY, h) == {"a": 1}
+    now[0] = 31.0
+    await signer.sign(call(), {}, BODY)
+    assert fetches.teams == ["team-a", "team-a"]
+
+
+async def test_a_call_whose_keys_cannot_be_read_is_not_sent() -> None:
+    down = await CallSigner(Fetches(grpc.StatusCode.UNAVAILABLE)).sign(call(), {}, BODY)
+    assert down is not None
+    assert (down.retryable, down.call) == (True, NOT_BEGUN)
+    unknown = await CallSigner(Fetches(grpc.StatusCode.NOT_FOUND)).sign(call(), {}, BODY)
+    assert unknown is not None
+    assert not unknown.retryable
+
+
+async def test_an_unsigned_job_costs_no_fetch_and_signed_names_give_way() -> None:
+    fetches = Fetches()
+    signer = CallSigner(fetches)
+    assert await signer.sign(call(job_pb2.CALL_SIGNING_OFF), {}, BODY) is None
+    assert fetches.teams == []
+    headers = {"Authorization": "Bearer the-team-s-own", "X-Other": "kept"}
+    await signer.sign(call(job_pb2.CALL_SIGNING_ID_TOKEN), headers, BODY)
+    assert headers["X-Other"] == "kept"
+    assert headers["Authorization"].startswith("Bearer ey")
+
+
+async def test_an_older_scheduler_means_unsigned_and_asked_for_signing_waits() -> None:
+    signer = CallSigner(Fetches(grpc.StatusCode.UNIMPLEMENTED))
+    headers: dict[str, str] = {}
+    assert await signer.sign(call(job_pb2.CALL_SIGNING_UNSPECIFIED), headers, BODY) is None
+    assert headers == {}
+    asked = await signer.sign(call(), {}, BODY)
+    assert asked is not None
+    assert (asked.retryable, asked.call) == (True, NOT_BEGUN)
+    assert "older build" in asked.error
+
+
+async def test_keys_fetched_before_sign_while_a_fetch_fails_for_a_while() -> None:
+    now = [0.0]
+    fetches = Fetches()
+    signer = CallSigner(fetches, keep=30, clock=lambda: now[0])
+    assert await signer.sign(call(), {}, BODY) is None
+    fetches.error = grpc.StatusCode.UNAVAILABLE
+    now[0] = 31.0
+    headers: dict[str, str] = {}
+    assert await signer.sign(call(), headers, BODY) is None
+    assert Webhook(KEY.secret_text).verify(BODY, headers) == {"a": 1}
+    # Not asked again by every call meanwhile.
+    await signer.sign(call(), {}, BODY)
+    assert len(fetches.teams) == 2
+    now[0] = 30 + STALE_SECONDS + 1
+    late = await signer.sign(call(), {}, BODY)
+    assert late is not None
+    assert late.retryable
+
+
+def test_the_default_audience_is_the_url_without_what_may_hold_a_secret() -> None:
+    assert default_audience("https://a.example:8443/hook?token=s3cret#x") == (
+        "https://a.example:8443/hook"
+    )
+    assert default_audience("http://[::1]/p") == "http://[::1]/p"
