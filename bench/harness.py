@@ -289,6 +289,7 @@ def profiled(folder: Path | None, name: str) -> dict[str, str]:
     ``folder``/``name``.prof (``--profile``; nothing when None)."""
     if folder is None:
         return {}
+    folder.mkdir(parents=True, exist_ok=True)
     hook = Path(__file__).resolve().parent / "profile_hook"
     path = os.pathsep.join(p for p in (str(hook), os.environ.get("PYTHONPATH", "")) if p)
     # Each worker writes its own file: the pid is added when the hook starts.
