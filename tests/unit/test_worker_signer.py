@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import grpc
+import jwt
 from grpc import aio
 from standardwebhooks.webhooks import Webhook
 
@@ -119,3 +120,59 @@ def test_the_default_audience_is_the_url_without_what_may_hold_a_secret() -> Non
         "https://a.example:8443/hook"
     )
     assert default_audience("http://[::1]/p") == "http://[::1]/p"
+
+
+async def test_a_token_without_an_audience_of_its_job_names_its_url_without_the_query() -> None:
+    unnamed = SignedCall(
+        "team-a",
+        job_pb2.CALL_SIGNING_ID_TOKEN,
+        "run-key",
+        "",
+        "teams/team-a/jobs/j",
+        1,
+        url="https://a.example/hook?token=s3cret",
+    )
+    headers: dict[str, str] = {}
+    assert await CallSigner(Fetches()).sign(unnamed, headers, BODY) is None
+    token = headers["Authorization"].removeprefix("Bearer ")
+    claims = jwt.decode(token, options={"verify_signature": False})
+    assert claims["aud"] == "https://a.example/hook"
+
+
+async def test_an_attempt_started_ahead_warms_its_teams_keys_for_its_call() -> None:
+    now = [0.0]
+    fetches = Fetches()
+    signer = CallSigner(fetches, keep=30, clock=lambda: now[0])
+    signer.warm("team-a", within=20)  # the call is 20 s away: fetched now, in the background
+    assert fetches.teams == []  # nothing awaited
+    await turns()
+    assert fetches.teams == ["team-a"]
+    signer.warm("team-a", within=20)  # kept past then (until 30): nothing more
+    now[0] = 20.0
+    headers: dict[str, str] = {}
+    assert await signer.sign(call(), headers, BODY) is None
+    assert Webhook(KEY.secret_text).verify(BODY, headers) == {"a": 1}
+    assert fetches.teams == ["team-a"]
+    signer.warm("team-a", within=15)  # kept until 30, not past 35: fetched again now
+    await turns()
+    assert fetches.teams == ["team-a", "team-a"]
+    now[0] = 45.0  # kept until 50 by that fetch: the call does not fetch
+    assert await signer.sign(call(), {}, BODY) is None
+    assert fetches.teams == ["team-a", "team-a"]
+
+
+async def turns() -> None:
+    """Lets the background fetches run to their end."""
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_a_failed_warm_up_leaves_the_call_to_fetch_again() -> None:
+    fetches = Fetches(grpc.StatusCode.UNAVAILABLE)
+    signer = CallSigner(fetches)
+    signer.warm("team-a", within=5)
+    await turns()
+    assert fetches.teams == ["team-a"]
+    fetches.error = None
+    assert await signer.sign(call(), {}, BODY) is None
+    assert fetches.teams == ["team-a", "team-a"]

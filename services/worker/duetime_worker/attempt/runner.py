@@ -176,6 +176,8 @@ class Runner:
         and at most once only once the scheduler acknowledged it."""
         sent = _nothing  # an HTTP call's request went out
         if not attempt.began:
+            if response.run.target.HasField("http"):
+                self._http.warm(response.run, self._clock.seconds_until(response.call_time))
             if not await self._call_time(attempt, response.call_time):
                 return Outcome.handed_back(SHUTTING_DOWN, call=NOT_BEGUN)
             sent = self._herd.call_due()

@@ -44,7 +44,7 @@ from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.backoff import backoff_delay
 from duetime_core.jobspec import RetryPolicy
 from duetime_worker.targets.http.caller import HttpCaller
-from duetime_worker.targets.http.signer import SignedCall, default_audience
+from duetime_worker.targets.http.signer import SignedCall
 from duetime_worker.targets.outcome import Outcome
 
 log = logging.getLogger(__name__)
@@ -173,9 +173,10 @@ class Notifier:
             team=event.team,
             signing=job_pb2.CALL_SIGNING_UNSPECIFIED,  # as the team's default says
             message_id=headers["Idempotency-Key"],
-            audience=default_audience(url),
+            audience="",
             subject=event.job_name,
             attempt=event.attempt,
+            url=url,
         )
         try:
             return await self._tries(url, webhook, (headers, signed), body, started, facts)

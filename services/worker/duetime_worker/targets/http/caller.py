@@ -103,6 +103,12 @@ class HttpCaller:
         method = _METHODS.get(http.method, "POST")
         return await self.send(method, http.url, headers, http.body, limit, check, sent, flow)
 
+    def warm(self, run: pb.RunSpec, within: float) -> None:
+        """Readies what the run's call needs ``within`` seconds from now: its team's signing
+        keys (``CallSigner.warm``)."""
+        if self._signer is not None and run.target.http.signing != job_pb2.CALL_SIGNING_OFF:
+            self._signer.warm(run.team, within)
+
     async def sign(self, call: SignedCall, headers: dict[str, str], body: bytes) -> Outcome | None:
         """Signs a call (``CallSigner.sign``). A worker without a signer sends a call whose
         signing is the team's default unsigned, and refuses one whose job asks for it."""

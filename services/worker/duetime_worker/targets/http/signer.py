@@ -81,9 +81,14 @@ class SignedCall:
     team: str
     signing: job_pb2.CallSigning.ValueType  # unspecified: the team's default
     message_id: str  # webhook-id: the same on every attempt of the run
-    audience: str
+    audience: str  # the job's; empty: the default from ``url``
     subject: str
     attempt: int
+    url: str = ""
+
+    def token_audience(self) -> str:
+        """The ID token's audience, worked out only for a call that carries one."""
+        return self.audience or default_audience(self.url)
 
 
 def fetch_from(
@@ -146,21 +151,38 @@ class CallSigner:
             headers.update(webhook_headers(team.keys, call.message_id, now, body))
         if signing in _ID_TOKEN:
             claims = TokenClaims(
-                self._issuer, call.audience, call.subject, call.message_id, call.attempt
+                self._issuer, call.token_audience(), call.subject, call.message_id, call.attempt
             )
             headers["Authorization"] = f"Bearer {mint_id_token(team.keys, claims, now)}"
         return None
+
+    def warm(self, team: str, within: float) -> None:
+        """Fetches a team's keys in the background unless those kept are still kept
+        ``within`` seconds from now: an attempt started ahead warms them for its call, so a
+        herd's calls at its instant do not all wait for one fetch."""
+        known = self._teams.get(team)
+        if known is None or known.until <= self._clock() + within:
+            self._fetch_of(team)
 
     async def _team(self, team: str) -> _Team:
         known = self._teams.get(team)
         if known is not None and known.until > self._clock():
             return known
+        return await asyncio.shield(self._fetch_of(team))
+
+    def _fetch_of(self, team: str) -> asyncio.Future[_Team]:
+        """The team's fetch under way, or one begun now."""
         pending = self._fetching.get(team)
         if pending is None:
             pending = asyncio.ensure_future(self._load(team))
             self._fetching[team] = pending
-            pending.add_done_callback(lambda _: self._fetching.pop(team, None))
-        return await asyncio.shield(pending)
+            pending.add_done_callback(lambda done: self._fetched(team, done))
+        return pending
+
+    def _fetched(self, team: str, done: asyncio.Future[_Team]) -> None:
+        self._fetching.pop(team, None)
+        if not done.cancelled():
+            done.exception()  # a warm-up's failure is the next call's to see (``_stale``)
 
     async def _load(self, team: str) -> _Team:
         """The team's keys fetched; when the fetch fails, those fetched before (for at most
@@ -239,7 +261,8 @@ def signed_call(run: pb.RunSpec, attempt: int) -> SignedCall:
         team=run.team,
         signing=http.signing,
         message_id=run.idempotency_key,
-        audience=http.token_audience or default_audience(http.url),
+        audience=http.token_audience,
         subject=f"teams/{run.team}/jobs/{run.job_id}",
         attempt=attempt,
+        url=http.url,
     )
