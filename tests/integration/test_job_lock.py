@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 from duetime.jobs.v1 import job_pb2
+from duetime.jobs.v1 import job_service_pb2 as svc
 from duetime.worker.v1 import worker_service_pb2 as wpb
+from duetime_infra.pg.sql import q
+from testkit.api import ApiClient
 from testkit.environments import ApiAndWorkers
 from testkit.polling import eventually
 from testkit.worker_api import WorkerClient, create_job, job_message, trigger
@@ -117,3 +121,50 @@ async def test_concurrent_starts_of_a_buffered_job_start_one_run(env: ApiAndWork
     # One runs, one waits for it (the buffer holds one), the rest are skipped.
     states = sorted([(await w.run_row(r))["state"] for r in runs])
     assert states == ["RUNNING"] + ["SKIPPED"] * 6 + ["WAITING"]
+
+
+async def test_a_pause_waiting_for_the_job_goes_before_the_next_start_of_it(
+    env: ApiAndWorkers,
+) -> None:
+    api, w = env
+    job = await create_job(api)
+    job_id = uuid.UUID(job.job_id)
+    run_id = await w.queue_scheduled_run(job.job_id, await w.now() - S)
+    async with w.pool.acquire() as starting, w.pool.acquire() as claiming:
+        first = starting.transaction()
+        await first.start()
+        # A start of another run of the job holds the job's lock; a pause waits for it.
+        await starting.fetchrow(q("attempt_job_lock"), job_id)
+        pause = asyncio.create_task(pause_job(api, job.name))
+        await waiting_for_a_lock(w, "job_get_for_update")
+        async with claiming.transaction():
+            # A claim advancing the job: it needs neither the job's lock nor to wait.
+            await claiming.execute(
+                "UPDATE jobs SET next_run_time = next_run_time WHERE job_id = $1", job_id
+            )
+            await first.commit()
+            await eventually(no_advisory_waits(w), 5, "the pause holds the job's lock")
+            # The next start must wait behind the pause, not slip in beside the claim.
+            start = asyncio.create_task(start_in_batch(w, run_id))
+            await waiting_for_a_lock(w, "attempt_job_lock")
+        await pause
+        answer = await start
+    assert (answer.decision, answer.refusal_reason) == (REFUSED, "RUN_SKIPPED")
+    assert (await w.run_row(run_id))["reason"] == "JOB_PAUSED"
+
+
+def no_advisory_waits(w: WorkerClient) -> Callable[[], Awaitable[bool]]:
+    async def none_waiting() -> bool:
+        waiting = await w.db.fetchval(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+        )
+        return int(waiting) == 0
+
+    return none_waiting
+
+
+async def pause_job(api: ApiClient, name: str) -> svc.PauseJobResponse:
+    response: svc.PauseJobResponse = await api.stub.PauseJob(
+        svc.PauseJobRequest(name=name), metadata=api.auth()
+    )
+    return response

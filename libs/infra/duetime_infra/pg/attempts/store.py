@@ -145,7 +145,8 @@ def stale_attempt(detail: str) -> Aborted:
 @asynccontextmanager
 async def transaction(pool: Pool) -> AsyncIterator[Conn]:
     """A transaction whose lock waits, deadlocks and statement timeouts (the scheduler's
-    sessions set short ones) surface as a retryable UNAVAILABLE."""
+    sessions set short ones), or a lock table that is full (a herd's batches hold a job lock
+    each: max_locks_per_transaction), surface as a retryable UNAVAILABLE."""
     try:
         async with pool.acquire() as conn, conn.transaction():
             yield conn
@@ -154,6 +155,7 @@ async def transaction(pool: Pool) -> AsyncIterator[Conn]:
         asyncpg.exceptions.DeadlockDetectedError,
         asyncpg.exceptions.SerializationError,
         asyncpg.exceptions.QueryCanceledError,
+        asyncpg.exceptions.OutOfMemoryError,
     ) as error:
         raise Unavailable("the run is busy; try again", reason="CONTENDED") from error
 

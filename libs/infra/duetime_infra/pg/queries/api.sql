@@ -37,7 +37,14 @@ SELECT * FROM job;
 SELECT * FROM jobs WHERE job_id = $1 AND team_id = $2 AND state <> 'DELETED';
 
 -- name: job_get_for_update
-SELECT * FROM jobs WHERE job_id = $1 AND team_id = $2 AND state <> 'DELETED' FOR UPDATE;
+-- The job's advisory lock first (attempt_job_lock): its waiters queue in order, so starts and
+-- reports of a busy job, whose KEY SHARE locks need not wait behind this FOR UPDATE, cannot
+-- keep a pause or a delete waiting. A change to state (PAUSED, DELETED) is made only under
+-- this lock, in the transaction that took it: the starts' KEY SHARE re-reads such a row.
+WITH held AS MATERIALIZED (SELECT pg_advisory_xact_lock(duetime_job_lock_key($1)))
+SELECT j.* FROM jobs j, held
+WHERE j.job_id = $1 AND j.team_id = $2 AND j.state <> 'DELETED'
+FOR UPDATE OF j;
 
 -- name: job_owned
 -- Deleted jobs count: their run history stays readable.

@@ -377,8 +377,16 @@ LIMIT $2
 FOR UPDATE OF r SKIP LOCKED;
 
 -- name: reaper_jobs_lock
--- In job_id order, so two transactions that lock several jobs cannot deadlock.
-SELECT job_id, state FROM jobs WHERE job_id = ANY($1::uuid[]) ORDER BY job_id FOR UPDATE;
+-- In job_id order, so two transactions that lock several jobs cannot deadlock; each job's
+-- advisory lock first, in the same order, as job_get_for_update takes it.
+WITH held AS MATERIALIZED (
+    SELECT count(pg_advisory_xact_lock(duetime_job_lock_key(k.job_id))) AS n
+    FROM (SELECT DISTINCT job_id FROM unnest($1::uuid[]) AS u(job_id) ORDER BY job_id) k
+)
+SELECT j.job_id, j.state FROM jobs j, held
+WHERE j.job_id = ANY($1::uuid[])
+ORDER BY j.job_id
+FOR UPDATE OF j;
 
 -- name: reaper_attempt_lock
 -- Re-read at the row under its lock: a heartbeat that renewed the lease since the scan wins.
