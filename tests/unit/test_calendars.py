@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from duetime_core.calendars import (
+    CalendarRecord,
     CalendarRules,
     DateRange,
     Weekday,
@@ -26,11 +30,18 @@ from duetime_core.planning import Occurrence
 from duetime_core.preview import job_preview
 from duetime_core.records import RunReason, RunState
 from duetime_core.schedule.model import Cron
+from duetime_infra.codec.calendar_codec import (
+    decode_calendar,
+    encode_calendar,
+    rules_from_json,
+    rules_to_json,
+)
 
 JOB = uuid.UUID("00000000-0000-0000-0000-000000000034")
 TARGET = HttpTarget(HttpMethod.POST, "https://x.test/")
 DAY = timedelta(days=1)
 LOOKAHEAD = timedelta(seconds=10)
+NOW = datetime(2026, 12, 6, 14, tzinfo=UTC)
 
 
 def daily(hour: int = 9, zone: str = "UTC", max_runs: int | None = None) -> JobSpec:
@@ -202,3 +213,32 @@ def test_an_interval_job_across_a_zones_midnight() -> None:
     assert excluded[0] == datetime(2026, 6, 30, 14, tzinfo=UTC)
     assert excluded[-1] == datetime(2026, 7, 1, 13, tzinfo=UTC)
     assert len(excluded) == 24
+
+
+@given(
+    zone=st.sampled_from(["UTC", "America/New_York", "Australia/Lord_Howe"]),
+    weekdays=st.frozensets(st.sampled_from(list(Weekday))),
+    dates=st.frozensets(st.dates(date(1, 1, 1), date(9999, 12, 31)), max_size=5),
+    spans=st.lists(st.tuples(st.dates(), st.integers(0, 30)), max_size=3),
+    yearly=st.frozensets(
+        st.sampled_from([YearlyDate(2, 29), YearlyDate(12, 25), YearlyDate(1, 1)])
+    ),
+    description=st.text(st.characters(blacklist_categories=("Cc", "Cs")), max_size=50),
+)
+def test_rules_round_trip_through_the_message_and_the_stored_document(
+    zone: str,
+    weekdays: frozenset[Weekday],
+    dates: frozenset[date],
+    spans: list[tuple[date, int]],
+    yearly: frozenset[YearlyDate],
+    description: str,
+) -> None:
+    ranges = tuple(
+        DateRange(first, first + timedelta(days=days))
+        for first, days in spans
+        if first <= date(9999, 12, 31) - timedelta(days=days)
+    )
+    rules = CalendarRules(zone, weekdays, dates, ranges, yearly, description)
+    record = CalendarRecord("team-a", "cal", rules, 1, NOW, NOW)
+    assert decode_calendar(encode_calendar(record)) == rules
+    assert rules_from_json(json.loads(json.dumps(rules_to_json(rules)))) == rules

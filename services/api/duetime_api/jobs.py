@@ -220,6 +220,8 @@ def _decoded(record: JobRecord, job: job_pb2.Job, paths: list[str], now: datetim
         merged.ClearField(path)  # type: ignore[arg-type]
         if path == "labels":
             merged.labels.update(job.labels)
+        elif path == "excluded_calendars":
+            merged.excluded_calendars.extend(job.excluded_calendars)
         elif path in _MESSAGE_FIELDS:
             if job.HasField(path):  # type: ignore[arg-type]
                 getattr(merged, path).CopyFrom(getattr(job, path))
