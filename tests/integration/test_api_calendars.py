@@ -5,6 +5,7 @@ and a backfill then show it (docs/calendars.md)."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import asyncpg
 import grpc
@@ -12,10 +13,11 @@ from google.protobuf import field_mask_pb2
 
 from duetime.jobs.v1 import calendar_pb2, job_pb2, run_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
+from duetime_infra.pg.dispatch.claims import claim_batch
 from testkit.api import ApiClient, at, failure
 from testkit.jobs import cron_job
 from testkit.time_travel import set_clock, utc
-from tests.integration.test_claims import claim_all
+from tests.integration.test_claims import ALL, LOOKAHEAD, claim_all
 
 NEW_YORK = "America/New_York"
 # 09:00 in New York in December (EST, UTC-05:00).
@@ -234,3 +236,43 @@ async def test_a_backfill_records_the_excluded_days_skipped_and_runs_the_rest(
         DEC_24,
         DEC_26,
     }
+
+
+async def claimed_with_statements(
+    pool: asyncpg.Pool[asyncpg.Record], at: datetime
+) -> tuple[int, list[str]]:
+    """One claim batch at ``at``: the runs it made and the statements it sent."""
+    await set_clock(pool, at)
+    sent: list[str] = []
+
+    def log(query: Any) -> None:
+        sent.append(query.query)
+
+    async with pool.acquire() as conn:
+        conn.add_query_logger(log)
+        try:
+            result = await claim_batch(
+                conn, ALL, lookahead=LOOKAHEAD, batch_size=20, still_owner=lambda: True
+            )
+        finally:
+            conn.remove_query_logger(log)
+    return result.runs, sent
+
+
+async def test_a_claim_reads_its_batchs_calendars_once_and_none_without_them(
+    api: ApiClient, pool: asyncpg.Pool[asyncpg.Record]
+) -> None:
+    await set_clock(pool, utc("2026-12-23T15:00"))
+    for _ in range(3):
+        await create_job(api)
+    runs, sent = await claimed_with_statements(pool, DEC_24)
+    assert runs == 3
+    assert not [s for s in sent if "claim_calendars" in s]
+
+    await create_calendar(api, holidays("2026-12-25"))
+    await create_calendar(api, holidays("2026-12-26", calendar_id="boxing"))
+    for _ in range(3):
+        await create_job(api, "holidays", "boxing")
+    runs, sent = await claimed_with_statements(pool, DEC_25)
+    assert runs == 6  # three runs, three SKIPPED records, in one batch
+    assert len([s for s in sent if "claim_calendars" in s]) == 1
