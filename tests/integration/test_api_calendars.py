@@ -136,9 +136,14 @@ async def test_a_job_names_only_calendars_its_team_has_and_they_cannot_go_while_
     assert (in_use.code, in_use.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "CALENDAR_IN_USE")
     assert job.name in in_use.message
 
-    # Taken out of the job, the calendar can go.
+    # Taken out of the job, the calendar can go; a dry run shows the day it would run again.
     job.ClearField("excluded_calendars")
     mask = field_mask_pb2.FieldMask(paths=["excluded_calendars"])
+    dry = svc.UpdateJobRequest(job=job, update_mask=mask, validate_only=True, preview_count=6)
+    told = await api.stub.UpdateJob(dry, metadata=api.auth())
+    before = {at(o.nominal_time).day: o.excluded_by_calendar for o in told.current_occurrences}
+    after = {at(o.nominal_time).day: o.excluded_by_calendar for o in told.updated_occurrences}
+    assert (before[25], after[25]) == ("holidays", "")
     await api.stub.UpdateJob(svc.UpdateJobRequest(job=job, update_mask=mask), metadata=api.auth())
     await api.stub.DeleteCalendar(
         svc.DeleteCalendarRequest(name=calendar.name), metadata=api.auth()
