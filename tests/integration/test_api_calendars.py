@@ -281,3 +281,33 @@ async def test_a_claim_reads_its_batchs_calendars_once_and_none_without_them(
     runs, sent = await claimed_with_statements(pool, DEC_25)
     assert runs == 6  # three runs, three SKIPPED records, in one batch
     assert len([s for s in sent if "claim_calendars" in s]) == 1
+
+
+async def test_a_late_claim_misses_around_an_excluded_day_and_explain_tells_them_apart(
+    api: ApiClient, pool: asyncpg.Pool[asyncpg.Record]
+) -> None:
+    await set_clock(pool, utc("2026-12-23T15:00"))
+    await create_calendar(api, holidays("2026-12-25"))
+    job = await create_job(api, "holidays")
+    await claim_at(pool, DEC_27)  # the fleet was down: the 24th to the 26th are late
+
+    runs = await runs_of(api, job)
+    missed = runs[DEC_24]
+    assert (missed.state, at(missed.range_end_time), missed.occurrence_count) == (
+        run_pb2.RUN_STATE_MISSED,
+        DEC_26,
+        2,
+    )
+    assert (runs[DEC_25].state, runs[DEC_25].reason) == (
+        run_pb2.RUN_STATE_SKIPPED,
+        run_pb2.RUN_REASON_CALENDAR,
+    )
+    assert runs[DEC_27].state == run_pb2.RUN_STATE_QUEUED
+
+    async def fate(instant: datetime) -> svc.ExplainOccurrenceResponse:
+        request = svc.ExplainOccurrenceRequest(job=job.name)
+        request.time.FromDatetime(instant)
+        return await api.stub.ExplainOccurrence(request, metadata=api.auth())
+
+    assert (await fate(DEC_25)).fate == svc.OCCURRENCE_FATE_SKIPPED
+    assert (await fate(DEC_26)).fate == svc.OCCURRENCE_FATE_MISSED
