@@ -146,6 +146,18 @@ async def test_every_job_method_over_http(live: Live) -> None:
     assert quota["name"] == team
     assert int(quota["usage"]["storedJobs"]) >= 1
 
+    # The team's calendars (docs/calendars.md).
+    days = {"calendarId": "http-days", "timeZone": "America/New_York", "dates": ["2026-03-09"]}
+    calendar = (await api.ok("POST", f"/v1/{team}/calendars", days))["calendar"]
+    assert calendar["name"] == f"{team}/calendars/http-days"
+    assert (await api.ok("GET", f"/v1/{calendar['name']}"))["calendar"]["dates"] == ["2026-03-09"]
+    calendars = (await api.ok("GET", f"/v1/{team}/calendars"))["calendars"]
+    assert [c["calendarId"] for c in calendars] == ["http-days"]
+    changed = {"timeZone": "UTC", "weekdays": ["CALENDAR_WEEKDAY_SUNDAY"], "etag": calendar["etag"]}
+    patched = (await api.ok("PATCH", f"/v1/{calendar['name']}", changed))["calendar"]
+    assert (patched["timeZone"], patched["weekdays"]) == ("UTC", ["CALENDAR_WEEKDAY_SUNDAY"])
+    assert await api.ok("DELETE", f"/v1/{calendar['name']}") == {}
+
     assert await api.ok("DELETE", f"/v1/{name}") == {}
     gone = await api.call("GET", f"/v1/{name}")
     assert (gone.status, gone.reason) == (404, "JOB_NOT_FOUND")

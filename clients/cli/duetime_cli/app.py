@@ -11,13 +11,14 @@ from typing import Annotated
 
 import typer
 
-from duetime_cli import admin, backfill, jobs, preview, quota, runs, why
+from duetime_cli import admin, backfill, calendars, jobs, preview, quota, runs, why
 from duetime_cli.exits import EXIT_CODE_MEANINGS
 from duetime_cli.session import DEFAULT_API, Session, plaintext_by_env
 
 GROUPS: list[tuple[str, typer.Typer]] = [
     ("jobs", jobs.app),
     ("runs", runs.app),
+    ("calendars", calendars.app),
     ("admin", admin.app),
 ]
 

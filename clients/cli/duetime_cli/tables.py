@@ -224,6 +224,11 @@ def job_detail(job: job_pb2.Job) -> DetailGrid:
             ("Attempt timeout", duration(job, "attempt_timeout")),
             ("Retry", describe.retry(job)),
             ("Misfire", describe.misfire(job)),
+            *(
+                [("Excluded calendars", ", ".join(job.excluded_calendars))]
+                if job.excluded_calendars
+                else []
+            ),
             ("Overlap", enum_name(job_pb2.OverlapPolicy, job.overlap_policy, "OVERLAP_POLICY_")),
             ("Jitter window", duration(job, "jitter_window")),
             ("Priority", enum_name(job_pb2.Priority, job.priority, "PRIORITY_")),
@@ -304,8 +309,9 @@ def attempts_table(run: run_pb2.Run) -> ListTable:
 
 def preview_table(occurrences: Sequence[job_service_pb2.ScheduledOccurrence]) -> ListTable:
     jitter = any(o.HasField("effective_time") for o in occurrences)
+    excluded = any(o.excluded_by_calendar for o in occurrences)
     columns = ["#", "LOCAL TIME", "UTC", *(["MAY START (UTC)"] if jitter else []), "DST"]
-    table = list_table(*columns, drop=("UTC",))
+    table = list_table(*columns, *(["SKIPPED BY CALENDAR"] if excluded else []), drop=("UTC",))
     for number, occurrence in enumerate(occurrences, start=1):
         note = DST_NOTES.get(occurrence.dst_adjustment, "")
         cells: list[str | Text] = [str(number), occurrence.local_time]
@@ -313,6 +319,8 @@ def preview_table(occurrences: Sequence[job_service_pb2.ScheduledOccurrence]) ->
         if jitter:
             cells.append(when(occurrence, "effective_time"))
         cells.append(Text(note, style="yellow"))
+        if excluded:
+            cells.append(Text(occurrence.excluded_by_calendar, style="yellow"))
         table.add_row(*cells)
     return table
 

@@ -154,6 +154,8 @@ def backfill_count(counted: job_service_pb2.BackfillJobResponse) -> str:
     text = f"{counted.occurrence_count} occurrences from {first} to {last}"
     if counted.skipped_count:
         text += f", {counted.skipped_count} of them already ran"
+    if counted.excluded_count:
+        text += f", {counted.excluded_count} on days the job's calendars exclude (recorded SKIPPED)"
     return f"{text}: {counted.run_count} runs"
 
 

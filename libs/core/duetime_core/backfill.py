@@ -4,17 +4,20 @@ values (the store writes them).
 The occurrences are the job's current schedule's (zone, DST gap and fold policies included)
 with a nominal time in ``[start, end)``, found with the same ``next_fire_time`` the scheduler
 uses. A backfill names its own range: the schedule's ``end_time`` and ``max_runs`` do not cut
-it, while an interval's anchor still begins the series.
+it, while an interval's anchor still begins the series. The job's calendars do apply: an
+occurrence on a day one of them excludes (as it is at the request) is not run but recorded
+SKIPPED (CALENDAR), as the claim records it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from duetime_core.calendars import CalendarRules, excluded_by
 from duetime_core.errors import InvalidArgument
 from duetime_core.jobspec import ScheduleSpec, instant_problem, to_schedule
 from duetime_core.planning import next_nominal
@@ -43,14 +46,17 @@ class BackfillRange:
 
 @dataclass(frozen=True)
 class BackfillPlan:
-    """The occurrences in the range, in nominal order, and those of them to run."""
+    """The occurrences in the range, in nominal order, those of them to run, and those a
+    calendar excludes (each with the calendar's id)."""
 
     occurrences: tuple[datetime, ...]
     runs: tuple[datetime, ...]
+    excluded: tuple[tuple[datetime, str], ...] = ()
 
     @property
     def skipped(self) -> int:
-        return len(self.occurrences) - len(self.runs)
+        """Left out because they ran (SKIP_RAN)."""
+        return len(self.occurrences) - len(self.runs) - len(self.excluded)
 
 
 def check_range(start: datetime | None, end: datetime | None, now: datetime) -> BackfillRange:
@@ -103,11 +109,21 @@ def occurrences_in(spec: ScheduleSpec, span: BackfillRange) -> tuple[datetime, .
 
 
 def plan_backfill(
-    occurrences: tuple[datetime, ...], overlap: BackfillOverlap, ran: Collection[datetime]
+    occurrences: tuple[datetime, ...],
+    overlap: BackfillOverlap,
+    ran: Collection[datetime],
+    calendars: Sequence[tuple[str, CalendarRules]] = (),
 ) -> BackfillPlan:
-    """The runs to make: every occurrence, or, under SKIP_RAN, those not in ``ran`` (the
-    nominal times that have a run that succeeded or is active)."""
-    if overlap is not BackfillOverlap.SKIP_RAN:
-        return BackfillPlan(occurrences, occurrences)
-    done = set(ran)
-    return BackfillPlan(occurrences, tuple(t for t in occurrences if t not in done))
+    """The runs to make: every occurrence no calendar of ``calendars`` excludes, or, under
+    SKIP_RAN, those of them not in ``ran`` (the nominal times that have a run that succeeded
+    or is active)."""
+    excluded: list[tuple[datetime, str]] = []
+    kept: list[datetime] = []
+    for moment in occurrences:
+        by = excluded_by(calendars, moment)
+        if by is None:
+            kept.append(moment)
+        else:
+            excluded.append((moment, by))
+    done = set(ran) if overlap is BackfillOverlap.SKIP_RAN else set()
+    return BackfillPlan(occurrences, tuple(t for t in kept if t not in done), tuple(excluded))

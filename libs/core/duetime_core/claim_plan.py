@@ -15,16 +15,22 @@ spring-forward gap are recorded as SKIPPED (DST_GAP) at the instant the gap ends
 A schedule that ends (``duetime_core.ending``) completes the job in the claim that plans its
 last run: the one at or before its end_time, or the one that makes max_runs runs. Nothing after
 that end is planned or recorded.
+
+An occurrence on a day one of the job's calendars excludes (``duetime_core.calendars``) is
+recorded SKIPPED (CALENDAR, the calendar's id as detail) before the misfire policy looks at the
+rest: it never runs, and it is neither missed nor counted toward max_runs. Each stretch of
+consecutive occurrences excluded by the same calendar is one record.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Set
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from duetime_core.calendars import CalendarRules, excluded_by
 from duetime_core.ending import end_reason, end_time_of, runs_left
 from duetime_core.jobspec import JobSpec, JobState, MisfirePolicy, to_schedule
 from duetime_core.planning import Occurrence, ScheduleError, effective_time
@@ -51,6 +57,8 @@ class PlannedRun:
     occurrence_count: int = 1
     # Misfired occurrences caught up under RUN_ALL are dispatched behind current work.
     catch_up: bool = False
+    # What the record's reason needs said: for CALENDAR, the calendar's id.
+    detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -69,7 +77,9 @@ class ClaimPlan:
         )
 
 
-def _record(reason: RunReason, state: RunState, times: list[datetime]) -> PlannedRun:
+def _record(
+    reason: RunReason, state: RunState, times: list[datetime], detail: str = ""
+) -> PlannedRun:
     return PlannedRun(
         nominal_time=times[0],
         effective_time=times[0],
@@ -77,7 +87,34 @@ def _record(reason: RunReason, state: RunState, times: list[datetime]) -> Planne
         reason=reason,
         range_end_time=times[-1] if len(times) > 1 else None,
         occurrence_count=len(times),
+        detail=detail,
     )
+
+
+def calendar_skips(
+    calendars: Sequence[tuple[str, CalendarRules]], due: list[Occurrence]
+) -> tuple[list[Occurrence], list[PlannedRun]]:
+    """``due`` split into the occurrences no calendar excludes and the SKIPPED (CALENDAR)
+    records of the rest: one per stretch of consecutive occurrences one calendar excludes."""
+    if not calendars:
+        return due, []
+    kept: list[Occurrence] = []
+    records: list[PlannedRun] = []
+    stretch: list[datetime] = []
+    stretch_by = ""
+    for occurrence in due:
+        by = excluded_by(calendars, occurrence.nominal_time)
+        if stretch and by != stretch_by:
+            records.append(_record(RunReason.CALENDAR, RunState.SKIPPED, stretch, stretch_by))
+            stretch = []
+        if by is None:
+            kept.append(occurrence)
+        else:
+            stretch.append(occurrence.nominal_time)
+            stretch_by = by
+    if stretch:
+        records.append(_record(RunReason.CALENDAR, RunState.SKIPPED, stretch, stretch_by))
+    return kept, records
 
 
 def dst_gap_skips(
@@ -112,9 +149,11 @@ def plan_claim(
     now: datetime,
     lookahead: timedelta,
     made: int = 0,
+    calendars: Sequence[tuple[str, CalendarRules]] = (),
 ) -> ClaimPlan:
     """Claims ``pending`` (due: effective <= now + lookahead) and what follows it up to ``now``;
-    ``made``: the runs the schedule made before (``duetime_core.ending``)."""
+    ``made``: the runs the schedule made before (``duetime_core.ending``); ``calendars``: the
+    job's excluded calendars as they are now, in its order."""
     left = runs_left(spec, made)
     if left == 0:
         return ClaimPlan([], None, JobState.COMPLETED, end_reason(spec, made))
@@ -138,10 +177,11 @@ def plan_claim(
         except ScheduleError as failure:
             current, error = None, str(failure)
     # `current` is now the first occurrence this claim does not consume.
-    misfired = [o for o in due if o.effective_time < late_before]
-    on_time = [o for o in due if o.effective_time >= late_before]
+    kept, excluded = calendar_skips(calendars, due)
+    misfired = [o for o in kept if o.effective_time < late_before]
+    on_time = [o for o in kept if o.effective_time >= late_before]
     if current is not None and current.effective_time < late_before:
-        runs, current = _backlog(spec, misfired, current)
+        runs, current = _backlog(spec, misfired, current) if misfired else ([], current)
     else:
         runs = _misfire_runs(spec, misfired, on_time, now)
         runs += [PlannedRun(o.nominal_time, o.effective_time, RunState.QUEUED) for o in on_time]
@@ -151,6 +191,7 @@ def plan_claim(
         runs, current, error = [r for r in runs if r.nominal_time <= last], None, ""
     # Only the stretch this claim consumes, [pending, bound): the next claim starts there.
     bound = _consumed_before(spec, current, last, error)
+    runs += [r for r in excluded if bound is None or r.nominal_time < bound]
     if bound is not None:
         consumed = {o.nominal_time for o in due if o.nominal_time < bound}
         gaps = dst_gap_skips(schedule, pending.nominal_time, bound, consumed)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from duetime_core.calendars import CalendarRules, excluded_by
 from duetime_core.ending import end_time_of, runs_left
 from duetime_core.history import JobPause
 from duetime_core.jobspec import (
@@ -337,6 +338,11 @@ def _skipped(run: RunRecord, spec: JobSpec) -> str:
                 "It was SKIPPED: the job's schedule was changed before it was claimed; the "
                 "new schedule applies from the change."
             )
+        case RunReason.CALENDAR:
+            return (
+                f"It was SKIPPED by calendar {run.reason_detail}: the calendar excluded its "
+                "day when it was claimed."
+            )
     detail = f": {run.reason_detail}" if run.reason_detail else ""
     return f"It was SKIPPED ({run.reason.value}{detail})."
 
@@ -592,11 +598,25 @@ def _occurrence_dst(found: Explanation, zone: str) -> DstNote | None:
     return _note(WallKind.FOLD, reading.earlier, reading.later, tz, zone)
 
 
-def explain(job: JobRecord, reading: Reading, facts: Sequence[Facts], now: datetime) -> Explanation:
+def explain(
+    job: JobRecord,
+    reading: Reading,
+    facts: Sequence[Facts],
+    now: datetime,
+    calendars: Sequence[tuple[str, CalendarRules]] = (),
+) -> Explanation:
     """The fate of the occurrence the time asked names: the first of its instants that is an
-    occurrence (or has a record), else the first instant, no occurrence."""
+    occurrence (or has a record), else the first instant, no occurrence. One not yet due on a
+    day one of the job's ``calendars`` (as they are now) excludes says so."""
     answers = [_one(job, reading, f, now) for f in facts]
     chosen = next((a for a in answers if a.fate is not Fate.NOT_AN_OCCURRENCE), answers[0])
+    by = excluded_by(calendars, chosen.instant) if chosen.fate is Fate.NOT_YET_DUE else None
+    if by is not None:
+        text = (
+            f" Calendar {by} excludes its day: unless that changes before it is claimed, it "
+            "will be recorded SKIPPED (CALENDAR), not run."
+        )
+        chosen = dataclasses.replace(chosen, text=chosen.text + text)
     its = next(f for f in facts if f.instant == chosen.instant)
     spec = (its.record_version or its.version).spec.schedule
     note = reading.dst or _occurrence_dst(chosen, zone_of(spec))

@@ -25,6 +25,7 @@ FIELD_PATHS: dict[str, tuple[str, ...]] = {
     "priority": ("priority",),
     "delivery": ("delivery",),
     "labels": ("labels",),
+    "excluded_calendars": ("excluded_calendars",),
 }
 MAX_PAUSE_NOTE = 1000
 

@@ -258,6 +258,9 @@ class JobSpec:
     # At most this many runs of the schedule (a series only; None: no limit). With the
     # schedule's end_time, where the job's schedule ends: ``duetime_core.ending``.
     max_runs: int | None = None
+    # The team's calendars (ids) whose days the schedule's occurrences skip, recorded SKIPPED
+    # (CALENDAR) by the claim: ``duetime_core.calendars``, docs/calendars.md.
+    excluded_calendars: tuple[str, ...] = ()
 
 
 PARTITIONS = 1024

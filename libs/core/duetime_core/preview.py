@@ -1,17 +1,20 @@
 """Schedule preview: the next occurrences with what DST did to each, for users to inspect.
 
 The times come from the same ``next_fire_time`` the scheduler uses; this module only explains
-them on the schedule's wall clock.
+them on the schedule's wall clock, and marks those a calendar of the job excludes as it is now
+(the claim will record them SKIPPED, CALENDAR, unless the calendar changes before).
 """
 
 from __future__ import annotations
 
 import enum
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from duetime_core.calendars import CalendarRules, excluded_by
 from duetime_core.ending import runs_left
 from duetime_core.jobspec import AtLocal, JobSpec, ScheduleSpec, to_schedule
 from duetime_core.planning import effective_time
@@ -36,6 +39,8 @@ class PreviewItem:
     effective_time: datetime | None
     local_time: str
     dst_adjustment: DstAdjustment
+    # The id of the job's calendar that excludes it ("": none does, it runs).
+    excluded_by: str = ""
 
 
 def zone_of(spec: ScheduleSpec) -> str:
@@ -62,9 +67,13 @@ def dst_adjustment(spec: ScheduleSpec, local: datetime) -> DstAdjustment:
 
 
 def preview_item(
-    spec: ScheduleSpec, nominal: datetime, job: tuple[uuid.UUID, JobSpec] | None = None
+    spec: ScheduleSpec,
+    nominal: datetime,
+    job: tuple[uuid.UUID, JobSpec] | None = None,
+    calendars: Sequence[tuple[str, CalendarRules]] = (),
 ) -> PreviewItem:
-    """An occurrence at ``nominal`` as a preview shows it; with a job, its effective time."""
+    """An occurrence at ``nominal`` as a preview shows it; with a job, its effective time;
+    which of ``calendars`` excludes it."""
     effective = None
     if job is not None:
         effective = effective_time(job[1], RunKey.scheduled(job[0], nominal))
@@ -74,6 +83,7 @@ def preview_item(
         effective_time=effective,
         local_time=local.isoformat(),
         dst_adjustment=dst_adjustment(spec, local),
+        excluded_by=excluded_by(calendars, nominal) or "",
     )
 
 
@@ -84,28 +94,47 @@ def preview(
     *,
     job: tuple[uuid.UUID, JobSpec] | None = None,
     left: int | None = None,
+    calendars: Sequence[tuple[str, CalendarRules]] = (),
 ) -> list[PreviewItem]:
     """Up to ``count`` occurrences strictly after ``after``, and at most ``left`` (the runs
-    max_runs leaves the schedule, ``duetime_core.ending``); with a job, their effective times."""
+    max_runs leaves the schedule, ``duetime_core.ending``: excluded occurrences are shown but
+    not counted there, as they make no run); with a job, their effective times; each marked
+    with the calendar of ``calendars`` that excludes it."""
     schedule = to_schedule(spec)
     items: list[PreviewItem] = []
     cursor = after
     if isinstance(schedule, OneOff):
         # A one-off not yet run still shows its time, even if that is in the past.
         cursor = min(after, schedule.at - timedelta(microseconds=1))
-    count = min(count, MAX_PREVIEW) if left is None else min(count, MAX_PREVIEW, left)
-    while len(items) < count:
+    count = min(count, MAX_PREVIEW)
+    while len(items) < count and (left is None or left > 0):
         nominal = next_fire_time(schedule, cursor)
         if nominal is None:
             break
-        items.append(preview_item(spec, nominal, job))
+        item = preview_item(spec, nominal, job, calendars)
+        items.append(item)
+        if left is not None and not item.excluded_by:
+            left -= 1
         cursor = nominal
     return items
 
 
 def job_preview(
-    job_id: uuid.UUID, spec: JobSpec, made: int, after: datetime, count: int
+    job_id: uuid.UUID,
+    spec: JobSpec,
+    made: int,
+    after: datetime,
+    count: int,
+    calendars: Sequence[tuple[str, CalendarRules]] = (),
 ) -> list[PreviewItem]:
     """A job's next ``count`` occurrences strictly after ``after``, with their effective times,
-    within the runs its schedule has left after ``made`` (``duetime_core.ending``)."""
-    return preview(spec.schedule, after, count, job=(job_id, spec), left=runs_left(spec, made))
+    within the runs its schedule has left after ``made`` (``duetime_core.ending``), marked
+    with the job's ``calendars`` that exclude them."""
+    return preview(
+        spec.schedule,
+        after,
+        count,
+        job=(job_id, spec),
+        left=runs_left(spec, made),
+        calendars=calendars,
+    )

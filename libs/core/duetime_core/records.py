@@ -39,6 +39,7 @@ class RunReason(enum.StrEnum):
     FAIR_SHARE = "FAIR_SHARE"
     OUTCOME_UNKNOWN = "OUTCOME_UNKNOWN"
     BACKFILL_TURN = "BACKFILL_TURN"
+    CALENDAR = "CALENDAR"
 
 
 class AttemptOutcome(enum.StrEnum):

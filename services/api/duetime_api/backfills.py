@@ -52,19 +52,23 @@ async def backfill(
     span = check_range(ask.start, ask.end, await store.now())
     record = await store.get_job(team_id, job_id)
     schedule = record.spec.schedule
+    calendars = await store.calendars_for(team_id, record.spec)
     # Counting 10,000 occurrences takes a moment: off the event loop.
     occurrences = await asyncio.to_thread(occurrences_in, schedule, span)
     if ask.validate_only:
         ran = set()
         if ask.overlap is BackfillOverlap.SKIP_RAN:
             ran = await store.backfill_ran(job_id, occurrences)
-        plan = plan_backfill(occurrences, ask.overlap, ran)
+        plan = plan_backfill(occurrences, ask.overlap, ran, calendars)
         return Backfilled(plan, len(plan.runs))
 
     def decide(job: JobRecord, ran: set[datetime]) -> BackfillPlan:
-        if job.spec.schedule != schedule:
+        if (job.spec.schedule, job.spec.excluded_calendars) != (
+            schedule,
+            record.spec.excluded_calendars,
+        ):
             raise Aborted("the job's schedule changed meanwhile; try again", reason="JOB_CHANGED")
-        return plan_backfill(occurrences, ask.overlap, ran)
+        return plan_backfill(occurrences, ask.overlap, ran, calendars)
 
     idem = Idempotency("BackfillJob", ask.request_id, ask.fingerprint(job_id))
     plan, made = await store.backfill(

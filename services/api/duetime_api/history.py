@@ -33,7 +33,8 @@ class History:
             if problem is not None:
                 raise InvalidArgument.field(field, problem)
         facts = [await self._reads.occurrence_facts(job_id, t) for t in reading.instants]
-        return explain(record, reading, facts, await self._store.now())
+        calendars = await self._store.calendars_for(team_id, record.spec)
+        return explain(record, reading, facts, await self._store.now(), calendars)
 
     async def versions(
         self, team_id: str, job_id: uuid.UUID, before: int | None, limit: int

@@ -7,10 +7,12 @@ import dataclasses
 import hashlib
 import logging
 import uuid
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 
 from duetime.jobs.v1 import job_pb2
 from duetime_api.skipped import JobVersion, gap_records, skip_records
+from duetime_core.calendars import CalendarRules, job_calendars
 from duetime_core.ending import end_reason, has_end, past_the_end
 from duetime_core.errors import Aborted, FailedPrecondition, InvalidArgument
 from duetime_core.history import (
@@ -94,11 +96,31 @@ def upcoming(
     now: datetime,
     count: int,
     made: int,
+    known: Mapping[str, CalendarRules] | None = None,
 ) -> list[PreviewItem]:
     """A job's next ``count`` occurrences, within the runs its schedule has left after
-    ``made``: from its pending one when ACTIVE, otherwise its schedule's from ``now``."""
+    ``made``: from its pending one when ACTIVE, otherwise its schedule's from ``now``; marked
+    where one of its calendars among ``known`` excludes them."""
     start = pending - _BEFORE if state is JobState.ACTIVE and pending is not None else now
-    return job_preview(job_id, spec, made, start, count)
+    calendars = job_calendars(spec.excluded_calendars, known or {})
+    return job_preview(job_id, spec, made, start, count, calendars)
+
+
+def _previews(
+    record: JobRecord,
+    write: JobWrite,
+    now: datetime,
+    count: int,
+    known: Mapping[str, CalendarRules],
+) -> tuple[list[PreviewItem], list[PreviewItem]]:
+    """The job's next occurrences before and after an update."""
+    made = record.scheduled_runs
+    before = upcoming(
+        record.job_id, record.spec, record.state, record.next_run_time, now, count, made, known
+    )
+    pending = write.next.nominal_time if write.next else None
+    after = upcoming(record.job_id, write.spec, write.state, pending, now, count, made, known)
+    return before, after
 
 
 def check_note(note: str) -> None:
@@ -220,6 +242,8 @@ def _decoded(record: JobRecord, job: job_pb2.Job, paths: list[str], now: datetim
         merged.ClearField(path)  # type: ignore[arg-type]
         if path == "labels":
             merged.labels.update(job.labels)
+        elif path == "excluded_calendars":
+            merged.excluded_calendars.extend(job.excluded_calendars)
         elif path in _MESSAGE_FIELDS:
             if job.HasField(path):  # type: ignore[arg-type]
                 getattr(merged, path).CopyFrom(getattr(job, path))
@@ -364,6 +388,7 @@ class JobOperations:
         _check_mask(paths)
         count = _check_preview_count(preview_count, validate_only)
         outcome = Update()
+        known = await self._preview_calendars(team_id, job_id, job, paths) if validate_only else {}
 
         def decide(record: JobRecord, now: datetime, team: TeamState) -> JobWrite:
             check_etag(record, job.etag)
@@ -396,14 +421,7 @@ class JobOperations:
                 else None,
             )
             if validate_only:
-                made = record.scheduled_runs
-                outcome.current = upcoming(
-                    job_id, record.spec, record.state, record.next_run_time, now, count, made
-                )
-                pending = write.next.nominal_time if write.next else None
-                outcome.updated = upcoming(
-                    job_id, write.spec, write.state, pending, now, count, made
-                )
+                outcome.current, outcome.updated = _previews(record, write, now, count, known)
             fields = tuple(spec_changes(record.spec, spec))
             return dataclasses.replace(write, change=VersionChange(ChangeKind.UPDATE, by, fields))
 
@@ -411,6 +429,16 @@ class JobOperations:
             team_id, job_id, decide, validate_only=validate_only
         )
         return outcome
+
+    async def _preview_calendars(
+        self, team_id: str, job_id: uuid.UUID, job: job_pb2.Job, paths: list[str]
+    ) -> dict[str, CalendarRules]:
+        """The calendars a validate_only update's previews may show: the stored job's and
+        those the update names."""
+        names = set((await self.store.get_job(team_id, job_id)).spec.excluded_calendars)
+        if "excluded_calendars" in paths:
+            names |= set(job.excluded_calendars)
+        return await self.store.calendars_named(team_id, names)
 
     async def delete(
         self, team_id: str, job_id: uuid.UUID, etag: str, by: Principal | None = None

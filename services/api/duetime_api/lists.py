@@ -1,5 +1,6 @@
 """What ListJobs and ListRuns decide: a page of jobs (with each one's latest runs and next
-occurrences, for list pages) or of runs, in a job or across the team, narrowed by a filter."""
+occurrences, marked where a calendar skips them, for list pages) or of runs, in a job or across
+the team, narrowed by a filter."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from duetime_core.calendars import job_calendars
 from duetime_core.errors import InvalidArgument, NotFound
 from duetime_core.jobspec import JobState
 from duetime_core.preview import PreviewItem, job_preview
@@ -66,11 +68,15 @@ class Lists:
             for job_id, latest in runs.items():
                 found[job_id].recent = latest
         if upcoming:
+            # The page's calendars in one read (a page is one team's).
+            names = {name for job in jobs for name in job.spec.excluded_calendars}
+            known = await self._store.calendars_named(jobs[0].team_id, names) if names else {}
             for job in jobs:
                 if job.state is JobState.ACTIVE and job.next_run_time is not None:
                     start = job.next_run_time - timedelta(microseconds=1)
                     made = job.scheduled_runs
-                    items = job_preview(job.job_id, job.spec, made, start, upcoming)
+                    calendars = job_calendars(job.spec.excluded_calendars, known)
+                    items = job_preview(job.job_id, job.spec, made, start, upcoming, calendars)
                     found[job.job_id].upcoming = items
         return found
 

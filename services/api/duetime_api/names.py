@@ -5,12 +5,14 @@ from __future__ import annotations
 import re
 import uuid
 
+from duetime_core.calendars import calendar_id_problem
 from duetime_core.errors import InvalidArgument, NotFound
 from duetime_core.teams import team_id_problem
 
 _TEAM = re.compile(r"^teams/([^/]+)$")
 _JOB = re.compile(r"^teams/([^/]+)/jobs/([^/]+)$")
 _RUN = re.compile(r"^teams/([^/]+)/jobs/([^/]+)/runs/([^/]+)$")
+_CALENDAR = re.compile(r"^teams/([^/]+)/calendars/([^/]+)$")
 
 
 def _uuid(text: str, field: str, what: str) -> uuid.UUID:
@@ -86,3 +88,16 @@ def resolve_parent(team_id: str, parent: str, job_id: str) -> uuid.UUID | None:
     if job_id:
         return _uuid(job_id, "job_id", "job")
     return parse_job_parent(parent, team_id)
+
+
+def parse_calendar_name(name: str, team_id: str, field: str = "name") -> str:
+    """The calendar id of `teams/{team}/calendars/{calendar_id}`; another team's is NOT_FOUND."""
+    match = _CALENDAR.match(name)
+    if match is None:
+        raise InvalidArgument.field(field, "expected teams/{team}/calendars/{calendar_id}")
+    problem = calendar_id_problem(match[2])
+    if problem is not None:
+        raise InvalidArgument.field(field, f"calendar id: {problem}")
+    if match[1] != team_id:
+        raise NotFound("calendar not found", reason="CALENDAR_NOT_FOUND")
+    return match[2]

@@ -9,6 +9,7 @@ from grpc import aio
 from duetime.jobs.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, run_pb2
 from duetime_api.backfills import BackfillAsk, backfill
 from duetime_api.batches import Batches, encode_batch
+from duetime_api.calendars import CalendarCalls
 from duetime_api.history import History
 from duetime_api.jobs import JobOperations
 from duetime_api.lists import Lists, activity_count, check_activity_page
@@ -94,6 +95,7 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
         self._lists = Lists(jobs.store, archive)
         self._batches = Batches(jobs)
         self._history = History(jobs.store)
+        self._calendars = CalendarCalls(jobs.store.calendars)
 
     async def CreateJob(
         self, request: job_service_pb2.CreateJobRequest, context: Context
@@ -222,6 +224,7 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
             occurrence_count=len(done.plan.occurrences),
             run_count=done.made,
             skipped_count=done.plan.skipped,
+            excluded_count=len(done.plan.excluded),
         )
         if done.plan.occurrences:
             datetime_to_timestamp(done.plan.occurrences[0], response.first_occurrence_time)
@@ -279,7 +282,8 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
         if source == "job":
             job_id = parse_job_name(request.job, team, field="job")
             record = await self._jobs.store.get_job(team, job_id)
-            items = job_preview(job_id, record.spec, record.scheduled_runs, start, count)
+            calendars = await self._jobs.store.calendars_for(team, record.spec)
+            items = job_preview(job_id, record.spec, record.scheduled_runs, start, count, calendars)
         elif source == "schedule":
             window = request.jitter_window if request.HasField("jitter_window") else None
             spec, max_runs = decode_preview_schedule(request.schedule, window, now=now)
@@ -363,3 +367,37 @@ class JobServicer(job_service_pb2_grpc.JobServiceServicer):
             request.request_id,
         )
         return encode_batch(batch, job_service_pb2.BatchRedriveRunsResponse())
+
+    async def CreateCalendar(
+        self, request: job_service_pb2.CreateCalendarRequest, context: Context
+    ) -> job_service_pb2.CreateCalendarResponse:
+        team = current_team()
+        check_own_team(request.parent, team, "parent")
+        calendar = await self._calendars.create(team, request)
+        return job_service_pb2.CreateCalendarResponse(calendar=calendar)
+
+    async def GetCalendar(
+        self, request: job_service_pb2.GetCalendarRequest, context: Context
+    ) -> job_service_pb2.GetCalendarResponse:
+        calendar = await self._calendars.get(current_team(), request.name)
+        return job_service_pb2.GetCalendarResponse(calendar=calendar)
+
+    async def ListCalendars(
+        self, request: job_service_pb2.ListCalendarsRequest, context: Context
+    ) -> job_service_pb2.ListCalendarsResponse:
+        team = current_team()
+        check_own_team(request.parent, team, "parent")
+        calendars = await self._calendars.list_calendars(team)
+        return job_service_pb2.ListCalendarsResponse(calendars=calendars)
+
+    async def UpdateCalendar(
+        self, request: job_service_pb2.UpdateCalendarRequest, context: Context
+    ) -> job_service_pb2.UpdateCalendarResponse:
+        calendar = await self._calendars.update(current_team(), request)
+        return job_service_pb2.UpdateCalendarResponse(calendar=calendar)
+
+    async def DeleteCalendar(
+        self, request: job_service_pb2.DeleteCalendarRequest, context: Context
+    ) -> job_service_pb2.DeleteCalendarResponse:
+        await self._calendars.delete(current_team(), request.name, request.etag)
+        return job_service_pb2.DeleteCalendarResponse()

@@ -18,7 +18,7 @@ from starlette.staticfiles import StaticFiles
 from duetime_console.api import Api, ApiError
 from duetime_console.config import MetricsTarget
 from duetime_console.middleware import HeadersAndLogMiddleware, SessionMiddleware
-from duetime_console.pages import auth, backfill, history, jobs, operator, runs
+from duetime_console.pages import auth, backfill, calendars, history, jobs, operator, runs
 from duetime_console.session import Session, SessionSealer
 from duetime_console.web import Refused, api_refusal, render
 
@@ -69,6 +69,7 @@ def routes() -> list[BaseRoute]:
         *auth.routes,
         *history.routes,
         *backfill.routes,
+        *calendars.routes,
         *jobs.routes,
         *runs.routes,
         *operator.routes,

@@ -226,6 +226,13 @@ def job_specs(draw: st.DrawFn, *, secrets: bool = True) -> JobSpec:
         priority=draw(st.sampled_from(Priority)),
         delivery=draw(st.sampled_from(Delivery)),
         max_runs=draw(st.none() | st.integers(1, 1_000_000_000)) if is_series else None,
+        excluded_calendars=tuple(
+            draw(
+                st.lists(
+                    st.from_regex(r"[a-z][a-z0-9-]{1,20}", fullmatch=True), unique=True, max_size=3
+                )
+            )
+        ),
     )
 
 

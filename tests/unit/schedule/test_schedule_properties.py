@@ -5,6 +5,11 @@ wall clock, and apply the DST rules (CronSchedule's comment in job.proto) litera
 independent implementation, decides whether a wall-clock minute matches). The fast search must
 produce exactly the same instants. Starts are drawn uniformly over 2020-2035 and, half the time,
 within two days of a DST transition, where the rules actually bite.
+
+Calendars are checked against the same oracle: the claims of a job with excluded calendars run
+exactly the oracle's occurrences whose local date in each calendar's own zone matches no rule
+(the rules checked here literally), and record every other one SKIPPED (CALENDAR) under the
+first calendar, in the job's order, that matches.
 """
 
 from __future__ import annotations
@@ -12,13 +17,19 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-from datetime import UTC, datetime, timedelta
+import uuid
+from datetime import UTC, date, datetime, timedelta
 
 from cronsim import CronSim
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from duetime_core.backfill import BackfillRange, occurrences_in
+from duetime_core.calendars import CalendarRules, DateRange, Weekday, YearlyDate
+from duetime_core.claim_plan import PlannedRun, plan_claim
+from duetime_core.jobspec import HttpMethod, HttpTarget, JobSpec
+from duetime_core.planning import Occurrence
+from duetime_core.records import RunReason, RunState
 from duetime_core.schedule import (
     Cron,
     FoldPolicy,
@@ -338,3 +349,91 @@ def test_a_backfill_runs_the_oracles_occurrences_in_its_range(
     expected = oracle(cron, start - timedelta(microseconds=1), end - timedelta(microseconds=1))
     ended = dataclasses.replace(cron, end_time=start)
     assert list(occurrences_in(ended, BackfillRange(start, end))) == expected
+
+
+JOB = uuid.UUID("00000000-0000-0000-0000-000000000340")
+WINDOW = timedelta(days=3)
+
+
+@st.composite
+def calendars(draw: st.DrawFn, around: datetime) -> CalendarRules:
+    """Rules in a zone of the battery, their dates drawn within days of ``around`` (so that they
+    bite), February 29 among the yearly ones now and then."""
+    zone = draw(st.sampled_from(TRICKY_ZONES))
+    near = around.astimezone(load_zone(zone)).date()
+    day = st.integers(-2, 4).map(lambda k: near + timedelta(days=k))
+    first = draw(day)
+    yearly_day = draw(day)
+    return CalendarRules(
+        zone,
+        weekdays=frozenset(draw(st.sets(st.sampled_from(list(Weekday)), max_size=2))),
+        dates=frozenset(draw(st.sets(day, max_size=2))),
+        ranges=(DateRange(first, first + timedelta(days=draw(st.integers(0, 2)))),)
+        if draw(st.booleans())
+        else (),
+        yearly=frozenset(
+            {YearlyDate(yearly_day.month, yearly_day.day)} if draw(st.booleans()) else set()
+        )
+        | ({YearlyDate(2, 29)} if draw(st.booleans()) else set()),
+    )
+
+
+def matches(rules: CalendarRules, instant: datetime) -> bool:
+    """The rules as written, on the calendar's wall-clock date at ``instant``."""
+    local: date = instant.astimezone(load_zone(rules.time_zone)).date()
+    return (
+        local.isoweekday() in {int(w) for w in rules.weekdays}
+        or local in rules.dates
+        or any(r.first <= local <= r.last for r in rules.ranges)
+        or (local.month, local.day) in {(y.month, y.day) for y in rules.yearly}
+    )
+
+
+def claimed(
+    cron: Cron, named: list[tuple[str, CalendarRules]], start: datetime
+) -> list[PlannedRun]:
+    """Every claim of the job from ``start`` on, the clock at ``start`` and the look-ahead
+    reaching the window's end (nothing misfires)."""
+    spec = JobSpec(
+        display_name="",
+        schedule=cron,
+        target=HttpTarget(HttpMethod.POST, "https://x.test/"),
+        excluded_calendars=tuple(name for name, _ in named),
+    )
+    first = next_fire_time(cron, start)
+    pending = Occurrence(first, first) if first is not None else None
+    runs: list[PlannedRun] = []
+    while pending is not None and pending.nominal_time <= start + WINDOW:
+        plan = plan_claim(JOB, spec, pending, start, WINDOW, 0, named)
+        runs += plan.runs
+        pending = plan.next
+    return runs
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(data=st.data(), cron=schedules(ORACLE_EXPRESSIONS))
+def test_claims_skip_exactly_the_oracles_occurrences_a_calendar_excludes(
+    data: st.DataObject, cron: Cron
+) -> None:
+    start = data.draw(starts(cron.time_zone))
+    count = data.draw(st.integers(1, 2))
+    named = [(f"cal-{i}", data.draw(calendars(start))) for i in range(count)]
+    expected = oracle(cron, start, start + WINDOW)
+
+    def first_excluding(instant: datetime) -> str | None:
+        return next((name for name, rules in named if matches(rules, instant)), None)
+
+    runs = claimed(cron, named, start)
+    queued = [r.nominal_time for r in runs if r.state is RunState.QUEUED]
+    assert queued == [t for t in expected if first_excluding(t) is None]
+    # Each CALENDAR record stands for the oracle's occurrences from its first to its last,
+    # all excluded by the calendar it names; together, every excluded occurrence, once.
+    covered: list[datetime] = []
+    for record in (r for r in runs if r.reason is RunReason.CALENDAR):
+        assert record.state is RunState.SKIPPED
+        last = record.range_end_time or record.nominal_time
+        stretch = [t for t in expected if record.nominal_time <= t <= last]
+        assert len(stretch) == record.occurrence_count
+        assert {first_excluding(t) for t in stretch} == {record.detail}
+        covered += stretch
+    assert sorted(covered) == [t for t in expected if first_excluding(t) is not None]

@@ -17,6 +17,7 @@ from google.protobuf.duration_pb2 import Duration
 
 from duetime.jobs.v1 import job_pb2
 from duetime_core import schedule as schedule_pkg
+from duetime_core.calendars import job_calendar_problems
 from duetime_core.jobspec import (
     DEFAULT_ATTEMPT_TIMEOUT,
     Delivery,
@@ -70,6 +71,7 @@ _USER_FIELDS: tuple[
         "priority",
         "delivery",
         "labels",
+        "excluded_calendars",
     ],
     ...,
 ] = (
@@ -84,6 +86,7 @@ _USER_FIELDS: tuple[
     "priority",
     "delivery",
     "labels",
+    "excluded_calendars",
 )
 
 
@@ -136,6 +139,8 @@ def decode_job_spec(
 
     for key, problem in label_problems(job.labels):
         v.add(f"{path}.labels" + (f"[{key!r}]" if key else ""), problem)
+    for violation in job_calendar_problems(list(job.excluded_calendars)):
+        v.add(f"{path}.{violation.field}", violation.description)
 
     v.raise_if_any()
     # Readers only return None after recording a violation.
@@ -154,6 +159,7 @@ def decode_job_spec(
         delivery=delivery,
         labels=dict(job.labels),
         max_runs=max_runs,
+        excluded_calendars=tuple(job.excluded_calendars),
     )
 
 
@@ -267,3 +273,4 @@ def encode_job_spec(spec: JobSpec, out: job_pb2.Job) -> None:
     out.priority = PRIORITY_NUMBERS[spec.priority]
     out.delivery = DELIVERY_NUMBERS[spec.delivery]
     out.labels.update(spec.labels)
+    out.excluded_calendars.extend(spec.excluded_calendars)

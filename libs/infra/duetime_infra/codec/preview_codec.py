@@ -36,6 +36,7 @@ def encode_occurrence(item: PreviewItem, out: job_service_pb2.ScheduledOccurrenc
     datetime_to_timestamp(item.nominal_time, out.nominal_time)
     if item.effective_time is not None:
         datetime_to_timestamp(item.effective_time, out.effective_time)
+    out.excluded_by_calendar = item.excluded_by
     if item.dst_adjustment is not DstAdjustment.NONE:
         out.dst_adjustment = job_service_pb2.DstAdjustment.Value(
             f"DST_ADJUSTMENT_{item.dst_adjustment.value}"

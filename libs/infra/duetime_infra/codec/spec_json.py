@@ -13,7 +13,8 @@ Header and env values are stored sealed (``duetime_infra.secrets``), each as
 ``{"key_id": ..., "sealed_base64": ...}``; a plain string is a value written in clear by an
 older build, still read (``duetime-ops secrets rotate`` seals it). Writing a clear
 value is refused. ``delivery`` is absent from older documents (at least once), ``labels`` too
-(none), and so are a series' ``end_time`` and the job's ``max_runs`` (no end). The round trip
+(none), and so are a series' ``end_time`` and the job's ``max_runs`` (no end), and
+``excluded_calendars`` (none; written only when there are some). The round trip
 is exact: ``spec_from_json(spec_to_json(s)) == s``.
 """
 
@@ -89,6 +90,8 @@ def spec_to_json(spec: JobSpec) -> dict[str, Any]:
     }
     if spec.max_runs is not None:
         doc["max_runs"] = spec.max_runs
+    if spec.excluded_calendars:
+        doc["excluded_calendars"] = list(spec.excluded_calendars)
     return doc
 
 
@@ -216,6 +219,7 @@ def spec_from_json(doc: Mapping[str, Any]) -> JobSpec:
             delivery=Delivery(doc.get("delivery", Delivery.AT_LEAST_ONCE.value)),
             labels=_labels(doc),
             max_runs=None if doc.get("max_runs") is None else _int(doc, "max_runs"),
+            excluded_calendars=_calendars(doc),
         )
     except (KeyError, TypeError, ValueError, binascii.Error) as exc:
         raise ValueError(f"malformed job spec document: {exc}") from exc
@@ -229,6 +233,14 @@ def _labels(doc: Mapping[str, Any]) -> dict[str, str]:
     ):
         raise ValueError("labels: expected an object of strings")
     return dict(labels)
+
+
+def _calendars(doc: Mapping[str, Any]) -> tuple[str, ...]:
+    """Absent from older documents and from jobs without calendars: none."""
+    names = doc.get("excluded_calendars", [])
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ValueError("excluded_calendars: expected an array of strings")
+    return tuple(names)
 
 
 def _schedule_from_json(d: Mapping[str, Any]) -> ScheduleSpec:

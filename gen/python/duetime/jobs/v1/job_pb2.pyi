@@ -391,6 +391,7 @@ class Job(_message.Message):
     LABELS_FIELD_NUMBER: _builtins.int
     PAUSE_FIELD_NUMBER: _builtins.int
     SCHEDULED_RUNS_FIELD_NUMBER: _builtins.int
+    EXCLUDED_CALENDARS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Output only. Resource name, `teams/{team}/jobs/{job_id}`. Use it in every call that takes
     a job `name`.
@@ -492,6 +493,15 @@ class Job(_message.Message):
         job in any other state. Kept until the job is resumed.
         """
 
+    @_builtins.property
+    def excluded_calendars(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Optional. The team's calendars (their `calendar_id`s, at most 20, each once) whose days the
+        schedule skips: an occurrence on a day one of them excludes is recorded SKIPPED (reason
+        RUN_REASON_CALENDAR, `reason_detail` the first such calendar in this order) instead of
+        running, and does not count toward `schedule.max_runs`. Each must exist when the job is
+        created or updated. TriggerJob ignores them; BackfillJob skips the days they exclude.
+        """
+
     def __init__(
         self,
         *,
@@ -517,10 +527,11 @@ class Job(_message.Message):
         labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         pause: Global___JobPause | None = ...,
         scheduled_runs: _builtins.int = ...,
+        excluded_calendars: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["attempt_timeout", b"attempt_timeout", "create_time", b"create_time", "jitter_window", b"jitter_window", "misfire", b"misfire", "next_run_time", b"next_run_time", "pause", b"pause", "retry_policy", b"retry_policy", "schedule", b"schedule", "target", b"target", "update_time", b"update_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt_timeout", b"attempt_timeout", "create_time", b"create_time", "delivery", b"delivery", "display_name", b"display_name", "etag", b"etag", "jitter_window", b"jitter_window", "job_id", b"job_id", "labels", b"labels", "misfire", b"misfire", "name", b"name", "next_run_time", b"next_run_time", "overlap_policy", b"overlap_policy", "pause", b"pause", "priority", b"priority", "retry_policy", b"retry_policy", "schedule", b"schedule", "scheduled_runs", b"scheduled_runs", "state", b"state", "state_reason", b"state_reason", "target", b"target", "team", b"team", "update_time", b"update_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt_timeout", b"attempt_timeout", "create_time", b"create_time", "delivery", b"delivery", "display_name", b"display_name", "etag", b"etag", "excluded_calendars", b"excluded_calendars", "jitter_window", b"jitter_window", "job_id", b"job_id", "labels", b"labels", "misfire", b"misfire", "name", b"name", "next_run_time", b"next_run_time", "overlap_policy", b"overlap_policy", "pause", b"pause", "priority", b"priority", "retry_policy", b"retry_policy", "schedule", b"schedule", "scheduled_runs", b"scheduled_runs", "state", b"state", "state_reason", b"state_reason", "target", b"target", "team", b"team", "update_time", b"update_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -4,6 +4,7 @@ isort:skip_file
 """
 
 from collections import abc as _abc
+from duetime.jobs.v1 import calendar_pb2 as _calendar_pb2
 from duetime.jobs.v1 import job_pb2 as _job_pb2
 from duetime.jobs.v1 import quota_pb2 as _quota_pb2
 from duetime.jobs.v1 import run_pb2 as _run_pb2
@@ -237,6 +238,243 @@ JOB_CHANGE_RESUME: JobChange.ValueType  # 4
 JOB_CHANGE_DELETE: JobChange.ValueType  # 5
 """DeleteJob."""
 Global___JobChange: _TypeAlias = JobChange  # noqa: Y015
+
+@_typing.final
+class CreateCalendarRequest(_message.Message):
+    """Request of CreateCalendar."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PARENT_FIELD_NUMBER: _builtins.int
+    CALENDAR_FIELD_NUMBER: _builtins.int
+    parent: _builtins.str
+    """Optional. `teams/{team}`, the calling team; empty means the calling team."""
+    @_builtins.property
+    def calendar(self) -> _calendar_pb2.Calendar:
+        """Required. The calendar, its `calendar_id` set. Output-only fields are ignored."""
+
+    def __init__(
+        self,
+        *,
+        parent: _builtins.str = ...,
+        calendar: _calendar_pb2.Calendar | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["calendar", b"calendar"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["calendar", b"calendar", "parent", b"parent"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreateCalendarRequest: _TypeAlias = CreateCalendarRequest  # noqa: Y015
+
+@_typing.final
+class CreateCalendarResponse(_message.Message):
+    """Response of CreateCalendar."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CALENDAR_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def calendar(self) -> _calendar_pb2.Calendar:
+        """The calendar created."""
+
+    def __init__(
+        self,
+        *,
+        calendar: _calendar_pb2.Calendar | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["calendar", b"calendar"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["calendar", b"calendar"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreateCalendarResponse: _TypeAlias = CreateCalendarResponse  # noqa: Y015
+
+@_typing.final
+class GetCalendarRequest(_message.Message):
+    """Request of GetCalendar."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Required. `teams/{team}/calendars/{calendar_id}`."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetCalendarRequest: _TypeAlias = GetCalendarRequest  # noqa: Y015
+
+@_typing.final
+class GetCalendarResponse(_message.Message):
+    """Response of GetCalendar."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CALENDAR_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def calendar(self) -> _calendar_pb2.Calendar:
+        """The calendar, with `jobs`."""
+
+    def __init__(
+        self,
+        *,
+        calendar: _calendar_pb2.Calendar | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["calendar", b"calendar"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["calendar", b"calendar"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetCalendarResponse: _TypeAlias = GetCalendarResponse  # noqa: Y015
+
+@_typing.final
+class ListCalendarsRequest(_message.Message):
+    """Request of ListCalendars."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PARENT_FIELD_NUMBER: _builtins.int
+    parent: _builtins.str
+    """Optional. `teams/{team}`, the calling team; empty means the calling team."""
+    def __init__(
+        self,
+        *,
+        parent: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["parent", b"parent"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListCalendarsRequest: _TypeAlias = ListCalendarsRequest  # noqa: Y015
+
+@_typing.final
+class ListCalendarsResponse(_message.Message):
+    """Response of ListCalendars."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CALENDARS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def calendars(self) -> _containers.RepeatedCompositeFieldContainer[_calendar_pb2.Calendar]:
+        """The team's calendars (at most 500: there is no paging), by id."""
+
+    def __init__(
+        self,
+        *,
+        calendars: _abc.Iterable[_calendar_pb2.Calendar] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["calendars", b"calendars"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListCalendarsResponse: _TypeAlias = ListCalendarsResponse  # noqa: Y015
+
+@_typing.final
+class UpdateCalendarRequest(_message.Message):
+    """Request of UpdateCalendar."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CALENDAR_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def calendar(self) -> _calendar_pb2.Calendar:
+        """Required. The calendar as it is to be: `name` says which; every rule and the description
+        are replaced; `etag`, if set, must be the current one.
+        """
+
+    def __init__(
+        self,
+        *,
+        calendar: _calendar_pb2.Calendar | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["calendar", b"calendar"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["calendar", b"calendar"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___UpdateCalendarRequest: _TypeAlias = UpdateCalendarRequest  # noqa: Y015
+
+@_typing.final
+class UpdateCalendarResponse(_message.Message):
+    """Response of UpdateCalendar."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CALENDAR_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def calendar(self) -> _calendar_pb2.Calendar:
+        """The calendar as it now is."""
+
+    def __init__(
+        self,
+        *,
+        calendar: _calendar_pb2.Calendar | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["calendar", b"calendar"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["calendar", b"calendar"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___UpdateCalendarResponse: _TypeAlias = UpdateCalendarResponse  # noqa: Y015
+
+@_typing.final
+class DeleteCalendarRequest(_message.Message):
+    """Request of DeleteCalendar."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    ETAG_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Required. `teams/{team}/calendars/{calendar_id}`."""
+    etag: _builtins.str
+    """Optional. If set, must match the calendar's current etag."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        etag: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["etag", b"etag", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteCalendarRequest: _TypeAlias = DeleteCalendarRequest  # noqa: Y015
+
+@_typing.final
+class DeleteCalendarResponse(_message.Message):
+    """Response of DeleteCalendar."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteCalendarResponse: _TypeAlias = DeleteCalendarResponse  # noqa: Y015
 
 @_typing.final
 class CreateJobRequest(_message.Message):
@@ -1012,14 +1250,20 @@ class BackfillJobResponse(_message.Message):
     SKIPPED_COUNT_FIELD_NUMBER: _builtins.int
     FIRST_OCCURRENCE_TIME_FIELD_NUMBER: _builtins.int
     LAST_OCCURRENCE_TIME_FIELD_NUMBER: _builtins.int
+    EXCLUDED_COUNT_FIELD_NUMBER: _builtins.int
     occurrence_count: _builtins.int
     """The schedule's occurrences in the range."""
     run_count: _builtins.int
     """The runs made (with `validate_only`, that would be made): `occurrence_count` less
-    `skipped_count`.
+    `skipped_count` and `excluded_count`.
     """
     skipped_count: _builtins.int
     """Under BACKFILL_OVERLAP_SKIP_RAN, the occurrences left out because they already ran."""
+    excluded_count: _builtins.int
+    """The occurrences on days the job's calendars exclude (`excluded_calendars`, as they are at
+    the request): not run, each recorded SKIPPED (RUN_REASON_CALENDAR) with the backfill's
+    origin.
+    """
     @_builtins.property
     def first_occurrence_time(self) -> _timestamp_pb2.Timestamp:
         """The first occurrence's nominal time; unset when there is none."""
@@ -1036,10 +1280,11 @@ class BackfillJobResponse(_message.Message):
         skipped_count: _builtins.int = ...,
         first_occurrence_time: _timestamp_pb2.Timestamp | None = ...,
         last_occurrence_time: _timestamp_pb2.Timestamp | None = ...,
+        excluded_count: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["first_occurrence_time", b"first_occurrence_time", "last_occurrence_time", b"last_occurrence_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["first_occurrence_time", b"first_occurrence_time", "last_occurrence_time", b"last_occurrence_time", "occurrence_count", b"occurrence_count", "run_count", b"run_count", "skipped_count", b"skipped_count"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["excluded_count", b"excluded_count", "first_occurrence_time", b"first_occurrence_time", "last_occurrence_time", b"last_occurrence_time", "occurrence_count", b"occurrence_count", "run_count", b"run_count", "skipped_count", b"skipped_count"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1283,7 +1528,8 @@ class PreviewScheduleResponse(_message.Message):
     @_builtins.property
     def occurrences(self) -> _containers.RepeatedCompositeFieldContainer[Global___ScheduledOccurrence]:
         """The occurrences, in order. Fewer than asked when the schedule ends: a one-off, a series'
-        `end_time`, its `max_runs` (for a stored job, the runs it has left).
+        `end_time`, its `max_runs` (for a stored job, the runs it has left; an occurrence a
+        calendar excludes is shown, marked `excluded_by_calendar`, and not counted there).
         """
 
     def __init__(
@@ -1309,12 +1555,18 @@ class ScheduledOccurrence(_message.Message):
     EFFECTIVE_TIME_FIELD_NUMBER: _builtins.int
     LOCAL_TIME_FIELD_NUMBER: _builtins.int
     DST_ADJUSTMENT_FIELD_NUMBER: _builtins.int
+    EXCLUDED_BY_CALENDAR_FIELD_NUMBER: _builtins.int
     local_time: _builtins.str
     """The nominal time on the schedule's wall clock with its UTC offset, RFC 3339
     (`2026-11-01T01:30:00-04:00`). For schedules without a zone, in UTC.
     """
     dst_adjustment: Global___DstAdjustment.ValueType
     """What DST did to this occurrence."""
+    excluded_by_calendar: _builtins.str
+    """For a stored job: the id of its calendar that excludes this occurrence's day now (the
+    first in `excluded_calendars` order), so that it will be recorded SKIPPED (reason
+    RUN_REASON_CALENDAR) unless the calendar changes before it is claimed; empty when it runs.
+    """
     @_builtins.property
     def nominal_time(self) -> _timestamp_pb2.Timestamp:
         """The occurrence's instant in UTC after DST resolution, before jitter."""
@@ -1330,10 +1582,11 @@ class ScheduledOccurrence(_message.Message):
         effective_time: _timestamp_pb2.Timestamp | None = ...,
         local_time: _builtins.str = ...,
         dst_adjustment: Global___DstAdjustment.ValueType = ...,
+        excluded_by_calendar: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["effective_time", b"effective_time", "nominal_time", b"nominal_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["dst_adjustment", b"dst_adjustment", "effective_time", b"effective_time", "local_time", b"local_time", "nominal_time", b"nominal_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dst_adjustment", b"dst_adjustment", "effective_time", b"effective_time", "excluded_by_calendar", b"excluded_by_calendar", "local_time", b"local_time", "nominal_time", b"nominal_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

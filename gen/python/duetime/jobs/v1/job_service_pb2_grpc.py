@@ -135,6 +135,31 @@ class JobServiceStub:
                 request_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchRedriveRunsRequest.SerializeToString,
                 response_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchRedriveRunsResponse.FromString,
                 _registered_method=True)
+        self.CreateCalendar = channel.unary_unary(
+                '/duetime.jobs.v1.JobService/CreateCalendar',
+                request_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.CreateCalendarRequest.SerializeToString,
+                response_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.CreateCalendarResponse.FromString,
+                _registered_method=True)
+        self.GetCalendar = channel.unary_unary(
+                '/duetime.jobs.v1.JobService/GetCalendar',
+                request_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.GetCalendarRequest.SerializeToString,
+                response_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.GetCalendarResponse.FromString,
+                _registered_method=True)
+        self.ListCalendars = channel.unary_unary(
+                '/duetime.jobs.v1.JobService/ListCalendars',
+                request_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.ListCalendarsRequest.SerializeToString,
+                response_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.ListCalendarsResponse.FromString,
+                _registered_method=True)
+        self.UpdateCalendar = channel.unary_unary(
+                '/duetime.jobs.v1.JobService/UpdateCalendar',
+                request_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.UpdateCalendarRequest.SerializeToString,
+                response_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.UpdateCalendarResponse.FromString,
+                _registered_method=True)
+        self.DeleteCalendar = channel.unary_unary(
+                '/duetime.jobs.v1.JobService/DeleteCalendar',
+                request_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.DeleteCalendarRequest.SerializeToString,
+                response_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.DeleteCalendarResponse.FromString,
+                _registered_method=True)
 
 
 class JobServiceServicer:
@@ -309,6 +334,44 @@ class JobServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateCalendar(self, request, context):
+        """Creates one of the team's calendars (see Calendar). ALREADY_EXISTS if the team has one of
+        that id; FAILED_PRECONDITION (reason CALENDARS_FULL) if it has 500 already.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetCalendar(self, request, context):
+        """Returns one calendar, with the jobs that exclude it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListCalendars(self, request, context):
+        """Lists the team's calendars, by id.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateCalendar(self, request, context):
+        """Replaces a calendar's rules and description (its id is fixed). Applies to the occurrences
+        claimed from then on: those already claimed, or recorded, keep their fate.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteCalendar(self, request, context):
+        """Deletes a calendar. FAILED_PRECONDITION (reason CALENDAR_IN_USE, naming them) while jobs
+        that are not deleted exclude it: take it out of their `excluded_calendars` first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_JobServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -406,6 +469,31 @@ def add_JobServiceServicer_to_server(servicer, server):
                     servicer.BatchRedriveRuns,
                     request_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchRedriveRunsRequest.FromString,
                     response_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchRedriveRunsResponse.SerializeToString,
+            ),
+            'CreateCalendar': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateCalendar,
+                    request_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.CreateCalendarRequest.FromString,
+                    response_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.CreateCalendarResponse.SerializeToString,
+            ),
+            'GetCalendar': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetCalendar,
+                    request_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.GetCalendarRequest.FromString,
+                    response_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.GetCalendarResponse.SerializeToString,
+            ),
+            'ListCalendars': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListCalendars,
+                    request_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.ListCalendarsRequest.FromString,
+                    response_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.ListCalendarsResponse.SerializeToString,
+            ),
+            'UpdateCalendar': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateCalendar,
+                    request_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.UpdateCalendarRequest.FromString,
+                    response_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.UpdateCalendarResponse.SerializeToString,
+            ),
+            'DeleteCalendar': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteCalendar,
+                    request_deserializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.DeleteCalendarRequest.FromString,
+                    response_serializer=duetime_dot_jobs_dot_v1_dot_job__service__pb2.DeleteCalendarResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -927,6 +1015,141 @@ class JobService:
             '/duetime.jobs.v1.JobService/BatchRedriveRuns',
             duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchRedriveRunsRequest.SerializeToString,
             duetime_dot_jobs_dot_v1_dot_job__service__pb2.BatchRedriveRunsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateCalendar(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/duetime.jobs.v1.JobService/CreateCalendar',
+            duetime_dot_jobs_dot_v1_dot_job__service__pb2.CreateCalendarRequest.SerializeToString,
+            duetime_dot_jobs_dot_v1_dot_job__service__pb2.CreateCalendarResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetCalendar(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/duetime.jobs.v1.JobService/GetCalendar',
+            duetime_dot_jobs_dot_v1_dot_job__service__pb2.GetCalendarRequest.SerializeToString,
+            duetime_dot_jobs_dot_v1_dot_job__service__pb2.GetCalendarResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListCalendars(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/duetime.jobs.v1.JobService/ListCalendars',
+            duetime_dot_jobs_dot_v1_dot_job__service__pb2.ListCalendarsRequest.SerializeToString,
+            duetime_dot_jobs_dot_v1_dot_job__service__pb2.ListCalendarsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateCalendar(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/duetime.jobs.v1.JobService/UpdateCalendar',
+            duetime_dot_jobs_dot_v1_dot_job__service__pb2.UpdateCalendarRequest.SerializeToString,
+            duetime_dot_jobs_dot_v1_dot_job__service__pb2.UpdateCalendarResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteCalendar(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/duetime.jobs.v1.JobService/DeleteCalendar',
+            duetime_dot_jobs_dot_v1_dot_job__service__pb2.DeleteCalendarRequest.SerializeToString,
+            duetime_dot_jobs_dot_v1_dot_job__service__pb2.DeleteCalendarResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -121,6 +121,22 @@ class JobServiceStub:
     """Redrives many DEAD_LETTERED runs at once, named or matched by a filter, as RedriveRun does
     each. With `validate_only`, only counts them. Idempotent by `request_id`.
     """
+    CreateCalendar: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.CreateCalendarRequest, _job_service_pb2.CreateCalendarResponse]
+    """Creates one of the team's calendars (see Calendar). ALREADY_EXISTS if the team has one of
+    that id; FAILED_PRECONDITION (reason CALENDARS_FULL) if it has 500 already.
+    """
+    GetCalendar: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.GetCalendarRequest, _job_service_pb2.GetCalendarResponse]
+    """Returns one calendar, with the jobs that exclude it."""
+    ListCalendars: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.ListCalendarsRequest, _job_service_pb2.ListCalendarsResponse]
+    """Lists the team's calendars, by id."""
+    UpdateCalendar: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.UpdateCalendarRequest, _job_service_pb2.UpdateCalendarResponse]
+    """Replaces a calendar's rules and description (its id is fixed). Applies to the occurrences
+    claimed from then on: those already claimed, or recorded, keep their fate.
+    """
+    DeleteCalendar: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.DeleteCalendarRequest, _job_service_pb2.DeleteCalendarResponse]
+    """Deletes a calendar. FAILED_PRECONDITION (reason CALENDAR_IN_USE, naming them) while jobs
+    that are not deleted exclude it: take it out of their `excluded_calendars` first.
+    """
 
 @_typing.type_check_only
 class JobServiceAsyncStub(JobServiceStub):
@@ -214,6 +230,22 @@ class JobServiceAsyncStub(JobServiceStub):
     BatchRedriveRuns: _aio.UnaryUnaryMultiCallable[_job_service_pb2.BatchRedriveRunsRequest, _job_service_pb2.BatchRedriveRunsResponse]  # type: ignore[assignment]
     """Redrives many DEAD_LETTERED runs at once, named or matched by a filter, as RedriveRun does
     each. With `validate_only`, only counts them. Idempotent by `request_id`.
+    """
+    CreateCalendar: _aio.UnaryUnaryMultiCallable[_job_service_pb2.CreateCalendarRequest, _job_service_pb2.CreateCalendarResponse]  # type: ignore[assignment]
+    """Creates one of the team's calendars (see Calendar). ALREADY_EXISTS if the team has one of
+    that id; FAILED_PRECONDITION (reason CALENDARS_FULL) if it has 500 already.
+    """
+    GetCalendar: _aio.UnaryUnaryMultiCallable[_job_service_pb2.GetCalendarRequest, _job_service_pb2.GetCalendarResponse]  # type: ignore[assignment]
+    """Returns one calendar, with the jobs that exclude it."""
+    ListCalendars: _aio.UnaryUnaryMultiCallable[_job_service_pb2.ListCalendarsRequest, _job_service_pb2.ListCalendarsResponse]  # type: ignore[assignment]
+    """Lists the team's calendars, by id."""
+    UpdateCalendar: _aio.UnaryUnaryMultiCallable[_job_service_pb2.UpdateCalendarRequest, _job_service_pb2.UpdateCalendarResponse]  # type: ignore[assignment]
+    """Replaces a calendar's rules and description (its id is fixed). Applies to the occurrences
+    claimed from then on: those already claimed, or recorded, keep their fate.
+    """
+    DeleteCalendar: _aio.UnaryUnaryMultiCallable[_job_service_pb2.DeleteCalendarRequest, _job_service_pb2.DeleteCalendarResponse]  # type: ignore[assignment]
+    """Deletes a calendar. FAILED_PRECONDITION (reason CALENDAR_IN_USE, naming them) while jobs
+    that are not deleted exclude it: take it out of their `excluded_calendars` first.
     """
 
 class JobServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -419,6 +451,52 @@ class JobServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_job_service_pb2.BatchRedriveRunsResponse, _abc.Awaitable[_job_service_pb2.BatchRedriveRunsResponse]]:
         """Redrives many DEAD_LETTERED runs at once, named or matched by a filter, as RedriveRun does
         each. With `validate_only`, only counts them. Idempotent by `request_id`.
+        """
+
+    @_abc_1.abstractmethod
+    def CreateCalendar(
+        self,
+        request: _job_service_pb2.CreateCalendarRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_job_service_pb2.CreateCalendarResponse, _abc.Awaitable[_job_service_pb2.CreateCalendarResponse]]:
+        """Creates one of the team's calendars (see Calendar). ALREADY_EXISTS if the team has one of
+        that id; FAILED_PRECONDITION (reason CALENDARS_FULL) if it has 500 already.
+        """
+
+    @_abc_1.abstractmethod
+    def GetCalendar(
+        self,
+        request: _job_service_pb2.GetCalendarRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_job_service_pb2.GetCalendarResponse, _abc.Awaitable[_job_service_pb2.GetCalendarResponse]]:
+        """Returns one calendar, with the jobs that exclude it."""
+
+    @_abc_1.abstractmethod
+    def ListCalendars(
+        self,
+        request: _job_service_pb2.ListCalendarsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_job_service_pb2.ListCalendarsResponse, _abc.Awaitable[_job_service_pb2.ListCalendarsResponse]]:
+        """Lists the team's calendars, by id."""
+
+    @_abc_1.abstractmethod
+    def UpdateCalendar(
+        self,
+        request: _job_service_pb2.UpdateCalendarRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_job_service_pb2.UpdateCalendarResponse, _abc.Awaitable[_job_service_pb2.UpdateCalendarResponse]]:
+        """Replaces a calendar's rules and description (its id is fixed). Applies to the occurrences
+        claimed from then on: those already claimed, or recorded, keep their fate.
+        """
+
+    @_abc_1.abstractmethod
+    def DeleteCalendar(
+        self,
+        request: _job_service_pb2.DeleteCalendarRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_job_service_pb2.DeleteCalendarResponse, _abc.Awaitable[_job_service_pb2.DeleteCalendarResponse]]:
+        """Deletes a calendar. FAILED_PRECONDITION (reason CALENDAR_IN_USE, naming them) while jobs
+        that are not deleted exclude it: take it out of their `excluded_calendars` first.
         """
 
 def add_JobServiceServicer_to_server(servicer: JobServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

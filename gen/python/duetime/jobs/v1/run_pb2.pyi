@@ -102,7 +102,7 @@ class _RunStateEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_RunState.Val
     RUN_STATE_MISSED: _RunState.ValueType  # 7
     """Final: the occurrence was not run because of the misfire policy."""
     RUN_STATE_SKIPPED: _RunState.ValueType  # 8
-    """Final: the occurrence was not run; `reason` says why (paused, overlap, DST gap)."""
+    """Final: the occurrence was not run; `reason` says why (paused, overlap, DST gap, calendar)."""
     RUN_STATE_CANCELLED: _RunState.ValueType  # 9
     """Final: the run was cancelled (its job was deleted, or a newer run replaced it)."""
 
@@ -132,7 +132,7 @@ RUN_STATE_DEAD_LETTERED: RunState.ValueType  # 6
 RUN_STATE_MISSED: RunState.ValueType  # 7
 """Final: the occurrence was not run because of the misfire policy."""
 RUN_STATE_SKIPPED: RunState.ValueType  # 8
-"""Final: the occurrence was not run; `reason` says why (paused, overlap, DST gap)."""
+"""Final: the occurrence was not run; `reason` says why (paused, overlap, DST gap, calendar)."""
 RUN_STATE_CANCELLED: RunState.ValueType  # 9
 """Final: the run was cancelled (its job was deleted, or a newer run replaced it)."""
 Global___RunState: _TypeAlias = RunState  # noqa: Y015
@@ -180,6 +180,10 @@ class _RunReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_RunReason.V
     """WAITING: a run of a BACKFILL_OVERLAP_ONE_AT_A_TIME backfill waits for the backfill's
     previous run to end.
     """
+    RUN_REASON_CALENDAR: _RunReason.ValueType  # 14
+    """SKIPPED: its day is excluded by one of the job's calendars (`excluded_calendars`) as that
+    calendar was when the occurrence was claimed; `reason_detail` names the calendar.
+    """
 
 class RunReason(_RunReason, metaclass=_RunReasonEnumTypeWrapper):
     """Why a run did not run, or stopped."""
@@ -220,6 +224,10 @@ happened; check the target before a RedriveRun.
 RUN_REASON_BACKFILL_TURN: RunReason.ValueType  # 13
 """WAITING: a run of a BACKFILL_OVERLAP_ONE_AT_A_TIME backfill waits for the backfill's
 previous run to end.
+"""
+RUN_REASON_CALENDAR: RunReason.ValueType  # 14
+"""SKIPPED: its day is excluded by one of the job's calendars (`excluded_calendars`) as that
+calendar was when the occurrence was claimed; `reason_detail` names the calendar.
 """
 Global___RunReason: _TypeAlias = RunReason  # noqa: Y015
 

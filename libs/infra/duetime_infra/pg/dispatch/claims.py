@@ -1,6 +1,7 @@
 """The claim-and-advance transaction: due jobs become runs, outbox rows and a new next time.
 
-One transaction per batch: lock the due jobs (SKIP LOCKED), plan their runs, admit the queued
+One transaction per batch: lock the due jobs (SKIP LOCKED), read the calendars they exclude
+(one statement for the batch, none when no job names one), plan their runs, admit the queued
 ones to dispatch (their teams' quotas and the scheduler's dispatch credit: ``admission``),
 insert the runs (ON CONFLICT DO NOTHING on the run key), advance each job, write an outbox row
 for every run actually inserted and admitted, and fence the partitions last. A run not
@@ -19,13 +20,14 @@ import logging
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 import asyncpg
 from opentelemetry.trace import Span
 
+from duetime_core.calendars import CalendarRules, job_calendars
 from duetime_core.claim_plan import ClaimPlan, PlannedRun, plan_claim
 from duetime_core.jobspec import JobSpec, JobState, Priority
 from duetime_core.planning import Occurrence
@@ -39,6 +41,7 @@ from duetime_infra.pg.dispatch.spec_cache import SpecCache
 from duetime_infra.pg.fencing import FencingToken, fence
 from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.sql import q
+from duetime_infra.pg.teams.calendars import calendars_of
 from duetime_infra.pg.teams.quotas import save_rates
 from duetime_infra.telemetry import instruments
 from duetime_infra.tracecontext import JOB_ID, RUN_ID, start_run_span
@@ -108,6 +111,37 @@ class _Batch:
     started: int = field(default_factory=time.time_ns)
 
 
+Calendars = Mapping[tuple[str, str], CalendarRules]
+
+
+async def _batch_calendars(
+    conn: Conn, rows: Sequence[asyncpg.Record], specs: SpecCache
+) -> Calendars:
+    """The calendars the batch's jobs exclude, by (team, id), in one statement; no statement
+    when none names one."""
+    wanted: set[tuple[str, str]] = set()
+    for row in rows:
+        try:
+            spec = specs.get(row["job_id"], row["version"], row["spec_text"])
+        except Exception:  # _plan_job sends such a job to ERROR
+            continue
+        wanted.update((row["team_id"], name) for name in spec.excluded_calendars)
+    return await calendars_of(conn, wanted)
+
+
+def _job_calendars(
+    team_id: str, spec: JobSpec, calendars: Calendars
+) -> tuple[tuple[str, CalendarRules], ...]:
+    if not spec.excluded_calendars:
+        return ()
+    known = {
+        name: calendars[team_id, name]
+        for name in spec.excluded_calendars
+        if (team_id, name) in calendars
+    }
+    return job_calendars(spec.excluded_calendars, known)
+
+
 def _plan_job(
     row: asyncpg.Record,
     specs: SpecCache,
@@ -115,6 +149,7 @@ def _plan_job(
     now: datetime,
     lookahead: timedelta,
     batch: _Batch,
+    calendars: Calendars,
 ) -> None:
     """Plans the job's runs due within ``lookahead``, or its pending one alone when a grown
     look-ahead reached it from further away (a herd claimed early claims no more than that)."""
@@ -123,7 +158,15 @@ def _plan_job(
         spec = specs.get(job_id, row["version"], row["spec_text"])
         pending = Occurrence(row["next_run_time"], row["next_effective_time"])
         reach = max(lookahead, pending.effective_time - now)
-        plan: ClaimPlan = plan_claim(job_id, spec, pending, now, reach, row["scheduled_runs"])
+        plan: ClaimPlan = plan_claim(
+            job_id,
+            spec,
+            pending,
+            now,
+            reach,
+            row["scheduled_runs"],
+            _job_calendars(row["team_id"], spec, calendars),
+        )
     except Exception as failure:
         # Whatever makes one job unplannable (a zone tzdata no longer has, a document this
         # build cannot read) sends that job to ERROR; it never fails the batch for the others.
@@ -184,6 +227,7 @@ def _new_run(
         priority=Priority.LOW if planned.catch_up else spec.priority,
         token=token,
         spec=spec,
+        reason_detail=planned.detail,
     )
 
 
@@ -262,8 +306,9 @@ async def claim_batch(
         if not rows:
             return ClaimResult(0, 0, 0, False)
         batch = _Batch()
+        calendars = await _batch_calendars(conn, rows, specs)
         for row in rows:
-            _plan_job(row, specs, tokens[row["partition"]], now, lookahead, batch)
+            _plan_job(row, specs, tokens[row["partition"]], now, lookahead, batch, calendars)
         weights = await _admit(conn, batch.runs, now, credit, list(tokens))
         inserted_ids = await _insert_runs(conn, batch.runs, claimed_by)
         await _advance_jobs(conn, batch.advances)

@@ -24,7 +24,7 @@ from duetime_infra.pg.dispatch.outbox_writer import insert_outbox
 from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.sql import q
 from duetime_infra.pg.teams.quotas import save_rates
-from duetime_infra.tracecontext import new_run_trace
+from duetime_infra.tracecontext import RunTrace, new_run_trace
 
 _STEP = timedelta(microseconds=1)
 TURN_DETAIL = "waiting for the backfill's previous run to end (ONE_AT_A_TIME)"
@@ -63,10 +63,11 @@ async def insert_backfill(
     one_at_a_time: bool,
 ) -> int:
     """Makes the plan's runs (under the job's row lock), admitted to dispatch as described
-    above; returns how many were made."""
-    if not plan.runs:
+    above, and its records of the occurrences a calendar excluded (SKIPPED, CALENDAR); returns
+    how many runs were made."""
+    if not plan.runs and not plan.excluded:
         return 0
-    count = 1 if one_at_a_time else len(plan.runs)
+    count = 1 if one_at_a_time and plan.runs else len(plan.runs)
     candidates = [Candidate(i, job.team_id, job.spec.priority) for i in range(count)]
     admitted = await admit_runs(conn, candidates, now)
     runs = [
@@ -79,6 +80,11 @@ async def insert_backfill(
         for i, nominal in enumerate(plan.runs)
     ]
     traces = [new_run_trace() for _ in runs]
+    rows = [_made_row(run, trace) for run, trace in zip(runs, traces, strict=True)]
+    skipped = [
+        _Row(uuid.uuid4(), t, t, RunState.SKIPPED, RunReason.CALENDAR, by)
+        for t, by in plan.excluded
+    ]
     made = await conn.fetch(
         q("backfill_insert"),
         job.job_id,
@@ -88,17 +94,9 @@ async def insert_backfill(
         job.spec.retry.max_attempts,
         job.version,
         job.spec.priority.value,
-        [r.run_id for r in runs],
-        [r.key.nominal_time for r in runs],
-        [r.effective_time for r in runs],
-        [(RunState.QUEUED if r.admission.dispatched else RunState.WAITING).value for r in runs],
-        [r.admission.reason.value for r in runs],
-        [_detail(r.admission) for r in runs],
-        [t.trace_id for t in traces],
-        [t.traceparent for t in traces],
-        [r.admission.limit.value for r in runs],
+        *_columns([*rows, *skipped]),
     )
-    inserted = {row["run_id"] for row in made}
+    inserted = {row["run_id"] for row in made} - {row.run_id for row in skipped}
     weight = admitted.weight(job.team_id)
     outbox = [
         _dispatch(job, run, trace.traceparent, now, weight)
@@ -108,6 +106,51 @@ async def insert_backfill(
     await insert_outbox(conn, outbox)
     await save_rates(conn, admitted.teams.values())
     return len(inserted)
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One row of ``backfill_insert``: a run, or the record of an occurrence not run."""
+
+    run_id: uuid.UUID
+    nominal_time: datetime
+    effective_time: datetime
+    state: RunState
+    reason: RunReason
+    detail: str = ""
+    trace_id: str = ""
+    traceparent: str = ""
+    quota_limit: str = ""
+
+
+def _made_row(run: _Run, trace: RunTrace) -> _Row:
+    dispatched = run.admission.dispatched
+    return _Row(
+        run.run_id,
+        run.key.nominal_time,
+        run.effective_time,
+        RunState.QUEUED if dispatched else RunState.WAITING,
+        run.admission.reason,
+        _detail(run.admission),
+        trace.trace_id,
+        trace.traceparent,
+        run.admission.limit.value,
+    )
+
+
+def _columns(rows: list[_Row]) -> list[list[object]]:
+    """``backfill_insert``'s arrays ($8 to $16), a column each."""
+    return [
+        [r.run_id for r in rows],
+        [r.nominal_time for r in rows],
+        [r.effective_time for r in rows],
+        [r.state.value for r in rows],
+        [r.reason.value for r in rows],
+        [r.detail for r in rows],
+        [r.trace_id for r in rows],
+        [r.traceparent for r in rows],
+        [r.quota_limit for r in rows],
+    ]
 
 
 def _detail(admission: Admission) -> str:

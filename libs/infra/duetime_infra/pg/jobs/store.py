@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -19,6 +19,7 @@ import asyncpg
 
 from duetime_core.attempts import FINAL_STATES
 from duetime_core.backfill import BackfillPlan
+from duetime_core.calendars import CalendarRules, job_calendars
 from duetime_core.errors import AlreadyExists, FailedPrecondition, NotFound
 from duetime_core.history import JobPause, VersionChange
 from duetime_core.jobspec import JobSpec, JobState, Priority
@@ -35,6 +36,7 @@ from duetime_infra.pg.jobs.reads import JobReads, not_found, with_attempts
 from duetime_infra.pg.jobs.rows import job_from_row, run_from_row
 from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.sql import q
+from duetime_infra.pg.teams.calendars import CalendarStore, calendars_of, check_calendars_exist
 from duetime_infra.pg.teams.quotas import lock_teams, read_team, save_rates
 from duetime_infra.secrets.sealing import SecretBox
 from duetime_infra.telemetry import instruments
@@ -145,6 +147,7 @@ class JobStore:
         self._secrets = secrets
         # Lists and the sets a batch acts on.
         self.reads = JobReads(pool)
+        self.calendars = CalendarStore(pool)
 
     def _document(self, job_id: uuid.UUID, spec: JobSpec) -> dict[str, Any]:
         return spec_to_json(self._secrets.seal_spec(job_id, spec))
@@ -155,6 +158,21 @@ class JobStore:
         if found is None:
             raise NotFound(f"team {team_id!r} not found", reason="TEAM_NOT_FOUND")
         return found
+
+    async def calendars_named(
+        self, team_id: str, names: Collection[str]
+    ) -> dict[str, CalendarRules]:
+        """The team's calendars of ``names`` that exist, as they are now (none named: no
+        query)."""
+        found = await calendars_of(self._pool, {(team_id, name) for name in names})
+        return {name: rules for (_, name), rules in found.items()}
+
+    async def calendars_for(
+        self, team_id: str, spec: JobSpec
+    ) -> tuple[tuple[str, CalendarRules], ...]:
+        """The calendars ``spec`` excludes, as they are now, in its order (none: no query)."""
+        known = await self.calendars_named(team_id, spec.excluded_calendars)
+        return job_calendars(spec.excluded_calendars, known)
 
     async def now(self) -> datetime:
         value: datetime = await self._pool.fetchval(q("db_now"))
@@ -207,6 +225,7 @@ class JobStore:
                     if row is not None:
                         return job_from_row(row)
             check(await self._team(conn, team_id))
+            await check_calendars_exist(conn, team_id, write.spec.excluded_calendars)
             nxt = write.next
             row = await conn.fetchrow(
                 q("job_insert"),
@@ -247,6 +266,8 @@ class JobStore:
             now: datetime = await conn.fetchval(q("db_now"))
             stored = job_from_row(row)
             write = decide(stored, now, await self._team(conn, team_id))
+            if write.state is not JobState.DELETED:
+                await check_calendars_exist(conn, team_id, write.spec.excluded_calendars)
             if validate_only:
                 return _as_written(stored, write)
             nxt = write.next
@@ -361,7 +382,7 @@ class JobStore:
             first = plan(job, set())
             if earlier is not None:
                 before = sorted(await made_by(conn, job_id, origin, first.occurrences))
-                return BackfillPlan(first.occurrences, tuple(before)), len(before)
+                return BackfillPlan(first.occurrences, tuple(before), first.excluded), len(before)
             ran = await ran_at(conn, job_id, first.occurrences)
             ran |= await made_by(conn, job_id, origin, first.occurrences)
             chosen = plan(job, ran)

@@ -232,9 +232,11 @@ WHERE job_id = $1 AND nominal_time = ANY($2::timestamptz[])
   AND state IN ('QUEUED', 'WAITING', 'RUNNING', 'RETRY_WAIT', 'SUCCEEDED');
 
 -- name: backfill_made
--- The nominal times of the runs a backfill request ($2, its origin) made already, among $3.
+-- The nominal times of the runs a backfill request ($2, its origin) made already, among $3
+-- (not its records of occurrences a calendar excluded).
 SELECT nominal_time FROM runs
-WHERE job_id = $1 AND origin = $2 AND nominal_time = ANY($3::timestamptz[]);
+WHERE job_id = $1 AND origin = $2 AND nominal_time = ANY($3::timestamptz[])
+  AND reason <> 'CALENDAR';
 
 -- name: backfill_insert
 -- A backfill's runs, one statement for all of them. The run key (job, nominal time, origin)
