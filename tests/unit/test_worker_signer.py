@@ -30,9 +30,14 @@ def call(signing: int = job_pb2.CALL_SIGNING_WEBHOOK) -> SignedCall:
 
 
 class Fetches:
-    def __init__(self, error: grpc.StatusCode | None = None) -> None:
+    def __init__(
+        self,
+        error: grpc.StatusCode | None = None,
+        default: int = job_pb2.CALL_SIGNING_UNSPECIFIED,
+    ) -> None:
         self.teams: list[str] = []
         self.error = error
+        self.default = default
 
     async def __call__(self, team: str) -> pb.GetSigningKeysResponse:
         self.teams.append(team)
@@ -46,7 +51,8 @@ class Fetches:
                     webhook_secret=KEY.secret,
                     token_private_key=KEY.private_der(),
                 )
-            ]
+            ],
+            default_call_signing=self.default,  # type: ignore[arg-type]
         )
 
 
@@ -83,6 +89,25 @@ async def test_an_unsigned_job_costs_no_fetch_and_signed_names_give_way() -> Non
     await signer.sign(call(job_pb2.CALL_SIGNING_ID_TOKEN), headers, BODY)
     assert headers["X-Other"] == "kept"
     assert headers["Authorization"].startswith("Bearer ey")
+
+
+async def test_only_the_names_of_the_kinds_added_give_way() -> None:
+    signer = CallSigner(Fetches(default=job_pb2.CALL_SIGNING_WEBHOOK))
+    headers = {"authorization": "ApiKey the-job-s-own", "Webhook-Id": "the-job-s"}
+    assert await signer.sign(call(job_pb2.CALL_SIGNING_UNSPECIFIED), headers, BODY) is None
+    assert headers["authorization"] == "ApiKey the-job-s-own"
+    assert "Webhook-Id" not in headers
+    assert Webhook(KEY.secret_text).verify(BODY, headers) == {"a": 1}
+
+
+async def test_a_team_default_id_token_does_not_replace_the_job_s_authorization() -> None:
+    signer = CallSigner(Fetches(default=job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_TOKEN))
+    headers = {"Authorization": "ApiKey the-job-s-own"}
+    refused = await signer.sign(call(job_pb2.CALL_SIGNING_UNSPECIFIED), headers, BODY)
+    assert refused is not None
+    assert (refused.retryable, refused.call) == (False, NOT_BEGUN)
+    assert "Authorization" in refused.error
+    assert headers == {"Authorization": "ApiKey the-job-s-own"}
 
 
 async def test_an_older_scheduler_means_unsigned_and_asked_for_signing_waits() -> None:

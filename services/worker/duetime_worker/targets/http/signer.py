@@ -45,8 +45,10 @@ RETRY_SECONDS = 5.0
 DEFAULT_ISSUER = "duetime"
 _WEBHOOK = (job_pb2.CALL_SIGNING_WEBHOOK, job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_TOKEN)
 _ID_TOKEN = (job_pb2.CALL_SIGNING_ID_TOKEN, job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_TOKEN)
-# The names a signed call sets, case-folded: the job's own headers of these names give way.
-_SIGNED_NAMES = frozenset(("webhook-id", "webhook-timestamp", "webhook-signature", "authorization"))
+# The names each kind of signature sets, case-folded: the job's own headers of the names of
+# the kinds added give way; those of a kind not added are sent as the job set them.
+_WEBHOOK_NAMES = frozenset(("webhook-id", "webhook-timestamp", "webhook-signature"))
+_ID_TOKEN_NAMES = frozenset(("authorization",))
 
 Fetch = Callable[[str], Awaitable[pb.GetSigningKeysResponse]]
 
@@ -145,14 +147,27 @@ class CallSigner:
                 retryable=team.retryable,
                 call=NOT_BEGUN,
             )
-        _drop_signed_names(headers)
+        if (
+            signing in _ID_TOKEN
+            and not call.signing
+            and any(n.lower() in _ID_TOKEN_NAMES for n in headers)
+        ):
+            return Outcome.failed(
+                "not signed: the team's default signing adds an ID token in the Authorization"
+                " header, which the job sets itself; set the job's signing (OFF or WEBHOOK to"
+                " keep its header, ID_TOKEN to replace it)",
+                retryable=False,
+                call=NOT_BEGUN,
+            )
         now = int(self._wall())
         if signing in _WEBHOOK:
+            _drop_names(headers, _WEBHOOK_NAMES)
             headers.update(webhook_headers(team.keys, call.message_id, now, body))
         if signing in _ID_TOKEN:
             claims = TokenClaims(
                 self._issuer, call.token_audience(), call.subject, call.message_id, call.attempt
             )
+            _drop_names(headers, _ID_TOKEN_NAMES)
             headers["Authorization"] = f"Bearer {mint_id_token(team.keys, claims, now)}"
         return None
 
@@ -236,8 +251,8 @@ def _unreadable(error: Exception) -> Outcome:
     )
 
 
-def _drop_signed_names(headers: dict[str, str]) -> None:
-    for name in [n for n in headers if n.lower() in _SIGNED_NAMES]:
+def _drop_names(headers: dict[str, str], names: frozenset[str]) -> None:
+    for name in [n for n in headers if n.lower() in names]:
         del headers[name]
 
 
