@@ -30,7 +30,7 @@ from duetime_worker.targets.http.caller import HttpCaller
 from duetime_worker.targets.http.signer import CallSigner, fetch_from
 from testkit.api import ApiClient, failure, running_api
 from testkit.http_target import HttpTarget, http_target
-from testkit.worker_api import WorkerClient, running_worker_api
+from testkit.worker_api import WorkerClient, create_job, running_worker_api, trigger
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -321,6 +321,57 @@ async def test_a_dead_letter_notification_is_signed_as_the_team_default_says(
     claims = verify_token(call.headers, await jwks(api, api.team), url)
     assert claims["sub"] == event.job_name
     assert claims[ATTEMPT_CLAIM] == 3
+
+
+async def set_default(api: ApiClient, signing: int) -> None:
+    team = admin_pb.Team(name=f"teams/{api.team}", default_call_signing=signing)  # type: ignore[arg-type]
+    await api.admin.UpdateTeam(
+        admin_pb.UpdateTeamRequest(
+            team=team, update_mask=FieldMask(paths=["default_call_signing"])
+        ),
+        metadata=api.auth(api.operator_token),
+    )
+
+
+async def test_a_run_that_follows_an_off_default_says_off_so_needs_no_key(
+    servers: tuple[ApiClient, WorkerClient],
+) -> None:
+    api, worker = servers
+    job = await create_job(api)
+    alone = await worker.start(await trigger(api, job, "r1"))
+    batch = await worker.stub.StartAttempts(
+        pb.StartAttemptsRequest(
+            starts=[
+                pb.StartAttemptRequest(
+                    run_id=str(await trigger(api, job, "r2")), delivery_id="d", worker_id="w"
+                )
+            ]
+        ),
+        metadata=worker.auth(),
+    )
+    assert alone.run.target.http.signing == job_pb2.CALL_SIGNING_OFF
+    assert batch.results[0].response.run.target.http.signing == job_pb2.CALL_SIGNING_OFF
+    await add_key(api, api.team)
+    await set_default(api, job_pb2.CALL_SIGNING_WEBHOOK)
+    signed = await worker.start(await trigger(api, job, "r3"))
+    # A default that signs is the worker's to read with the keys: the job did not ask.
+    assert signed.run.target.http.signing == job_pb2.CALL_SIGNING_UNSPECIFIED
+
+
+async def test_a_key_that_does_not_open_leaves_the_default_answered(
+    servers: tuple[ApiClient, WorkerClient],
+) -> None:
+    api, worker = servers
+    await add_key(api, api.team)
+    await set_default(api, job_pb2.CALL_SIGNING_WEBHOOK)
+    await worker.db.execute(
+        "UPDATE team_signing_keys SET webhook_secret = '\\x00'::bytea WHERE team_id = $1",
+        api.team,
+    )
+    answer = await worker.stub.GetSigningKeys(
+        pb.GetSigningKeysRequest(team=api.team), metadata=worker.auth()
+    )
+    assert (list(answer.keys), answer.default_call_signing) == ([], job_pb2.CALL_SIGNING_WEBHOOK)
 
 
 async def test_bad_names_are_refused_naming_the_field(

@@ -7,6 +7,7 @@ the answer that adds it. A team holds at most two active keys (a rotation's old 
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 from datetime import timedelta
@@ -19,7 +20,7 @@ from duetime_core.jobspec import CallSigning, Sealed
 from duetime_core.teams import SigningKeyRecord
 from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.sql import q
-from duetime_infra.secrets.sealing import SecretBox
+from duetime_infra.secrets.sealing import SecretBox, SecretUnreadable
 from duetime_infra.signing import SigningKey, new_signing_key, signing_key_from
 
 Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
@@ -91,12 +92,19 @@ async def published_keys(
 
 
 async def team_signing(conn: Conn | Pool, box: SecretBox, team_id: str) -> TeamSigning:
-    """The team's active keys, opened, and its default; NotFound for an unknown team."""
+    """The team's active keys that open, and its default; NotFound for an unknown team. A key
+    that does not open is left out (SecretUnreadable logs it): the default is still answered,
+    so calls that are not signed never wait for a key."""
     rows = await conn.fetch(q("signing_keys_active"), team_id)
     if not rows:
         raise NotFound(f"team {team_id!r} not found", reason="TEAM_NOT_FOUND")
-    keys = tuple(_opened(box, team_id, r) for r in rows if r["key_id"] is not None)
-    return TeamSigning(keys, CallSigning(rows[0]["default_call_signing"]))
+    keys: list[SigningKey] = []
+    for row in rows:
+        if row["key_id"] is None:
+            continue
+        with contextlib.suppress(SecretUnreadable):
+            keys.append(_opened(box, team_id, row))
+    return TeamSigning(tuple(keys), CallSigning(rows[0]["default_call_signing"]))
 
 
 def _opened(box: SecretBox, team_id: str, row: asyncpg.Record) -> SigningKey:
