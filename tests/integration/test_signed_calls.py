@@ -28,9 +28,15 @@ from duetime_worker.notify.notifier import Delivery, Notifier, NotifySettings
 from duetime_worker.targets.http.allow_list import TargetPolicy
 from duetime_worker.targets.http.caller import HttpCaller
 from duetime_worker.targets.http.signer import CallSigner, fetch_from
-from testkit.api import ApiClient, failure, running_api
+from testkit.api import ApiClient, RpcFailure, failure, running_api
 from testkit.http_target import HttpTarget, http_target
-from testkit.worker_api import WorkerClient, create_job, running_worker_api, trigger
+from testkit.worker_api import (
+    WorkerClient,
+    create_job,
+    job_message,
+    running_worker_api,
+    trigger,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -222,8 +228,8 @@ async def test_a_call_that_must_be_signed_without_a_key_is_not_sent(
             run(target.url("/default"), api.team, signing=job_pb2.CALL_SIGNING_UNSPECIFIED), 1, 5
         )
     assert refused.result == pb.ATTEMPT_RESULT_FAILED
-    assert not refused.retryable
-    assert "no signing key" in refused.error
+    assert refused.retryable  # a key added lets its next attempt through
+    assert "no active signing key" in refused.error
     assert unsigned.result == pb.ATTEMPT_RESULT_SUCCEEDED
     (call,) = target.calls
     assert call.path == "/default"
@@ -372,6 +378,41 @@ async def test_a_key_that_does_not_open_leaves_the_default_answered(
         pb.GetSigningKeysRequest(team=api.team), metadata=worker.auth()
     )
     assert (list(answer.keys), answer.default_call_signing) == ([], job_pb2.CALL_SIGNING_WEBHOOK)
+
+
+def no_key(bad: RpcFailure, field: str) -> bool:
+    return (bad.code, bad.reason) == (
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "NO_SIGNING_KEY",
+    ) and bad.message.startswith(f"{field}: ")
+
+
+async def test_no_change_leaves_calls_to_sign_without_a_key(
+    servers: tuple[ApiClient, WorkerClient],
+) -> None:
+    api, _ = servers
+    operator = api.auth(api.operator_token)
+    new_team = admin_pb.Team(team_id="signs-at-once", default_call_signing=BOTH)
+    created = await failure(
+        api.admin.CreateTeam(admin_pb.CreateTeamRequest(team=new_team), metadata=operator)
+    )
+    assert no_key(created, "team.default_call_signing")
+    assert no_key(await failure(set_default(api, BOTH)), "team.default_call_signing")
+    signing_job = job_message()
+    signing_job.target.http.ClearField("headers")
+    signing_job.target.http.signing = job_pb2.CALL_SIGNING_WEBHOOK
+    assert no_key(await failure(create_job(api, signing_job)), "job.target.http.signing")
+
+    key = (await add_key(api, api.team)).signing_key
+    await set_default(api, job_pb2.CALL_SIGNING_WEBHOOK)
+    retire = admin_pb.RetireSigningKeyRequest(name=key.name)
+    assert no_key(await failure(api.admin.RetireSigningKey(retire, metadata=operator)), "name")
+    await set_default(api, job_pb2.CALL_SIGNING_OFF)
+    await create_job(api, signing_job)
+    assert no_key(await failure(api.admin.RetireSigningKey(retire, metadata=operator)), "name")
+    second = (await add_key(api, api.team)).signing_key
+    await api.admin.RetireSigningKey(retire, metadata=operator)  # not the last
+    assert second.name != key.name
 
 
 async def test_bad_names_are_refused_naming_the_field(

@@ -38,6 +38,7 @@ class Fetches:
         self.teams: list[str] = []
         self.error = error
         self.default = default
+        self.keyless = False
 
     async def __call__(self, team: str) -> pb.GetSigningKeysResponse:
         self.teams.append(team)
@@ -51,7 +52,7 @@ class Fetches:
                     webhook_secret=KEY.secret,
                     token_private_key=KEY.private_der(),
                 )
-            ],
+            ][: 0 if self.keyless else 1],
             default_call_signing=self.default,  # type: ignore[arg-type]
         )
 
@@ -108,6 +109,21 @@ async def test_a_team_default_id_token_does_not_replace_the_job_s_authorization(
     assert (refused.retryable, refused.call) == (False, NOT_BEGUN)
     assert "Authorization" in refused.error
     assert headers == {"Authorization": "ApiKey the-job-s-own"}
+
+
+async def test_a_team_without_a_key_is_retried_and_asked_again_within_a_second() -> None:
+    now = [0.0]
+    fetches = Fetches()
+    fetches.keyless = True
+    signer = CallSigner(fetches, keep=30, clock=lambda: now[0])
+    refused = await signer.sign(call(), {}, BODY)
+    assert refused is not None
+    assert (refused.retryable, refused.call) == (True, NOT_BEGUN)
+    assert "AddSigningKey" in refused.error
+    fetches.keyless = False  # a key added
+    now[0] = 1.0
+    assert await signer.sign(call(), {}, BODY) is None
+    assert fetches.teams == ["team-a", "team-a"]
 
 
 async def test_an_older_scheduler_means_unsigned_and_asked_for_signing_waits() -> None:

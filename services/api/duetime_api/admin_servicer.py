@@ -81,6 +81,10 @@ class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
         _check_url(v, "team.notification_url", team.notification_url)
         signing = read_signing(v, "team.default_call_signing", team.default_call_signing)
         v.raise_if_any()
+        if signing not in (None, CallSigning.OFF):
+            raise signing_keys.no_key(
+                team.team_id, "team.default_call_signing", "a new team's default signs"
+            )
         async with self._pool.acquire() as conn, conn.transaction():
             record = await team_store.create_team(
                 conn,
@@ -121,6 +125,14 @@ class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
             signing = read_signing(v, "team.default_call_signing", raw) or CallSigning.OFF
         v.raise_if_any()
         async with self._pool.acquire() as conn, conn.transaction():
+            if signing not in (None, CallSigning.OFF):
+                await signing_keys.require_key(
+                    conn,
+                    team_id,
+                    "team.default_call_signing",
+                    "the default signs",
+                    exclusive=True,
+                )
             record = await team_store.update_team(
                 conn,
                 team_id,
@@ -243,5 +255,6 @@ class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
         match = _SIGNING_KEY.match(request.name)
         if match is None or team_id_problem(match[1]) is not None:
             raise InvalidArgument.field("name", "must be teams/{team_id}/signingKeys/{key_id}")
-        record = await signing_keys.retire_signing_key(self._pool, match[1], match[2])
+        async with self._pool.acquire() as conn:
+            record = await signing_keys.retire_signing_key(conn, match[1], match[2])
         return pb.RetireSigningKeyResponse(signing_key=encode_signing_key(record))

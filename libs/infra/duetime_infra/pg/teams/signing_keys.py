@@ -74,13 +74,51 @@ async def add_signing_key(
     return _record(row), key
 
 
-async def retire_signing_key(conn: Conn | Pool, team_id: str, key_id: str) -> SigningKeyRecord:
-    row = await conn.fetchrow(q("signing_key_retire"), team_id, key_id)
+def no_key(team_id: str, field: str, what: str) -> FailedPrecondition:
+    """The refusal of a change that would leave calls to sign without a key to sign them."""
+    return FailedPrecondition(
+        f"{field}: {what}, but team {team_id!r} would have no active signing key"
+        " (AdminService.AddSigningKey first)",
+        reason="NO_SIGNING_KEY",
+        metadata={"field": field},
+    )
+
+
+async def require_key(
+    conn: Conn, team_id: str, field: str, what: str, *, exclusive: bool = False
+) -> None:
+    """Refuses (``no_key``) unless the team holds an active key, its row locked (``exclusive``
+    for a change to the team's own row) so that retiring its last key waits for the change."""
+    lock = "signing_team_lock" if exclusive else "signing_team_share"
+    if await conn.fetchval(q(lock), team_id) is None:
+        raise NotFound(f"team {team_id!r} not found", reason="TEAM_NOT_FOUND")
+    if await conn.fetchval(q("signing_active_count"), team_id) == 0:
+        raise no_key(team_id, field, what)
+
+
+async def retire_signing_key(conn: Conn, team_id: str, key_id: str) -> SigningKeyRecord:
+    """Retires the key; refused while it is the team's last and its default or a job signs."""
+    async with conn.transaction():
+        if await conn.fetchval(q("signing_team_lock"), team_id) is not None:
+            await _check_not_last(conn, team_id, key_id)
+        row = await conn.fetchrow(q("signing_key_retire"), team_id, key_id)
     if row is None:
         raise NotFound(
             f"signing key {key_id!r} of team {team_id!r} not found", reason="SIGNING_KEY_NOT_FOUND"
         )
     return _record(row)
+
+
+async def _check_not_last(conn: Conn, team_id: str, key_id: str) -> None:
+    active = await conn.fetch(q("signing_keys_active"), team_id)
+    if [r["key_id"] for r in active] != [key_id]:
+        return  # not the last active key (or not active at all)
+    blockers = await conn.fetchrow(q("signing_retire_blockers"), team_id)
+    assert blockers is not None  # the team's row is locked
+    if blockers["default_call_signing"] != CallSigning.OFF.value:
+        raise no_key(team_id, "name", "the team's default_call_signing signs its calls")
+    if blockers["job_signs"]:
+        raise no_key(team_id, "name", "a job of the team asks for signing")
 
 
 async def published_keys(

@@ -42,6 +42,8 @@ FETCH_TIMEOUT = 5.0
 STALE_SECONDS = 300.0
 # How long after a failed fetch a team's keys are asked for again.
 RETRY_SECONDS = 5.0
+# How long a team without a key is kept so: a key added is used by the next call.
+NO_KEY_SECONDS = 1.0
 DEFAULT_ISSUER = "duetime"
 _WEBHOOK = (job_pb2.CALL_SIGNING_WEBHOOK, job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_TOKEN)
 _ID_TOKEN = (job_pb2.CALL_SIGNING_ID_TOKEN, job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_TOKEN)
@@ -59,8 +61,7 @@ class _Team:
     default: job_pb2.CallSigning.ValueType
     until: float  # when to fetch them again
     fetched: float
-    missing: str = "its team has no signing key (AdminService.AddSigningKey)"
-    retryable: bool = False
+    missing: str = "its team has no active signing key (AdminService.AddSigningKey)"
 
 
 # What a worker knows of a team from a scheduler older than signed calls: it signs nothing, and
@@ -72,7 +73,6 @@ def _unserved(now: float, keep: float) -> _Team:
         now + keep,
         now,
         "the schedulers do not serve signing keys (an older build)",
-        retryable=True,
     )
 
 
@@ -144,7 +144,7 @@ class CallSigner:
         if team.keys is None:
             return Outcome.failed(
                 f"not signed: the job's calls are signed but {team.missing}",
-                retryable=team.retryable,
+                retryable=True,  # a key added, or the schedulers upgraded, lets it through
                 call=NOT_BEGUN,
             )
         if (
@@ -215,8 +215,9 @@ class CallSigner:
             signing_key_from(k.key_id, k.webhook_secret, k.token_private_key) for k in answer.keys
         ]
         now = self._clock()
+        keep = self._keep if keys else min(self._keep, NO_KEY_SECONDS)
         loaded = _Team(
-            SigningKeys(keys) if keys else None, answer.default_call_signing, now + self._keep, now
+            SigningKeys(keys) if keys else None, answer.default_call_signing, now + keep, now
         )
         self._teams[team] = loaded
         return loaded
