@@ -5,6 +5,7 @@ library, PyJWT)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -29,7 +30,8 @@ from duetime_worker.targets.http.allow_list import TargetPolicy
 from duetime_worker.targets.http.caller import HttpCaller
 from duetime_worker.targets.http.signer import CallSigner, fetch_from
 from testkit.api import ApiClient, RpcFailure, failure, running_api
-from testkit.http_target import HttpTarget, http_target
+from testkit.http_target import Behaviour, HttpTarget, http_target
+from testkit.polling import eventually
 from testkit.worker_api import (
     WorkerClient,
     create_job,
@@ -75,12 +77,14 @@ def run(
 
 @asynccontextmanager
 async def caller(
-    worker: WorkerClient, wall: Callable[[], float] = time.time
+    worker: WorkerClient, wall: Callable[[], float] = time.time, per_host: int = 0
 ) -> AsyncIterator[HttpCaller]:
     """An HTTP caller that signs with keys fetched from ``worker``'s WorkerService, kept for
-    no time at all (each call sees the keys as they are)."""
+    no time at all (each call sees the keys as they are), ``per_host`` calls to a host at once
+    (0: no limit)."""
     signer = CallSigner(fetch_from(worker.stub, worker.auth()), ISSUER, keep=0, wall=wall)
-    http = HttpCaller(TargetPolicy.parse(["127.0.0.1"]), signer=signer)
+    policy = TargetPolicy.parse(["127.0.0.1"])
+    http = HttpCaller(policy, connections_per_host=per_host, signer=signer)
     await http.start()
     try:
         yield http
@@ -216,6 +220,28 @@ async def test_a_rotation_keeps_every_call_verifiable(
         metadata=api.auth(api.operator_token),
     )
     assert [k.HasField("retire_time") for k in listed.signing_keys] == [True, False]
+
+
+async def test_a_call_waiting_for_a_connection_is_signed_when_it_gets_one(
+    servers: tuple[ApiClient, WorkerClient], target: HttpTarget
+) -> None:
+    api, worker = servers
+    await add_key(api, api.team)
+    hold = asyncio.Event()
+    url = target.on("/one-at-a-time", Behaviour(slow_first=1, hold=hold))
+    spec = run(url, api.team, job_pb2.CALL_SIGNING_WEBHOOK)
+    # The wall clock moves on when the first call is answered, as the second gets its turn.
+    async with caller(worker, lambda: 2000.0 if hold.is_set() else 1000.0, per_host=1) as http:
+        first = asyncio.create_task(http.call(spec, 1, 5))
+        await eventually(lambda: len(target.calls) == 1, 10, "the first call holds the host")
+        second = asyncio.create_task(http.call(spec, 2, 5))
+        gates = http._hosts.gates.values()  # the per-host limits' gates
+        await eventually(lambda: any(g.waiting for g in gates), 10, "the second waits its turn")
+        hold.set()
+        outcomes = [await first, await second]
+    assert [o.result for o in outcomes] == [pb.ATTEMPT_RESULT_SUCCEEDED] * 2
+    stamps = [lower(c.headers)["webhook-timestamp"] for c in target.calls]
+    assert stamps == ["1000", "2000"]
 
 
 async def test_a_call_that_must_be_signed_without_a_key_is_not_sent(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -53,6 +54,9 @@ _WEBHOOK_NAMES = frozenset(("webhook-id", "webhook-timestamp", "webhook-signatur
 _ID_TOKEN_NAMES = frozenset(("authorization",))
 
 Fetch = Callable[[str], Awaitable[pb.GetSigningKeysResponse]]
+# Adds a call's signature headers to its headers, over its body, as of the moment it is called:
+# run just before the request is handed over, after any wait for a connection.
+Stamp = Callable[[dict[str, str], bytes], None]
 
 
 @dataclass(frozen=True)
@@ -130,8 +134,18 @@ class CallSigner:
         self._fetching: dict[str, asyncio.Future[_Team]] = {}
 
     async def sign(self, call: SignedCall, headers: dict[str, str], body: bytes) -> Outcome | None:
-        """Adds the call's signature headers to ``headers`` (replacing the job's own of the
-        same names); an outcome instead when the call cannot be signed (nothing is sent)."""
+        """Adds the call's signature headers to ``headers`` now (``prepare``, then its stamp);
+        an outcome instead when the call cannot be signed (nothing is sent)."""
+        ready = await self.prepare(call, headers)
+        if ready is None or isinstance(ready, Outcome):
+            return ready
+        ready(headers, body)
+        return None
+
+    async def prepare(self, call: SignedCall, headers: dict[str, str]) -> Stamp | Outcome | None:
+        """What signing the call takes, its team's keys in hand: None when it is not signed,
+        an outcome when it cannot be (nothing is sent), else the stamp that signs it (replacing
+        the job's own headers of the names of the kinds it adds) when it is sent."""
         if call.signing == job_pb2.CALL_SIGNING_OFF:
             return None
         try:
@@ -159,17 +173,26 @@ class CallSigner:
                 retryable=False,
                 call=NOT_BEGUN,
             )
+        return functools.partial(self._stamp, call, signing, team.keys)
+
+    def _stamp(
+        self,
+        call: SignedCall,
+        signing: job_pb2.CallSigning.ValueType,
+        keys: SigningKeys,
+        headers: dict[str, str],
+        body: bytes,
+    ) -> None:
         now = int(self._wall())
         if signing in _WEBHOOK:
             _drop_names(headers, _WEBHOOK_NAMES)
-            headers.update(webhook_headers(team.keys, call.message_id, now, body))
+            headers.update(webhook_headers(keys, call.message_id, now, body))
         if signing in _ID_TOKEN:
             claims = TokenClaims(
                 self._issuer, call.token_audience(), call.subject, call.message_id, call.attempt
             )
             _drop_names(headers, _ID_TOKEN_NAMES)
-            headers["Authorization"] = f"Bearer {mint_id_token(team.keys, claims, now)}"
-        return None
+            headers["Authorization"] = f"Bearer {mint_id_token(keys, claims, now)}"
 
     def warm(self, team: str, within: float) -> None:
         """Fetches a team's keys in the background unless those kept are still kept
