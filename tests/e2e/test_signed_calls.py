@@ -312,3 +312,15 @@ async def test_the_secret_is_neither_stored_nor_carried_in_clear(live: Live, sec
     assert '"api serving"' in logged  # the services' output was captured
     assert call.secret not in logged
     assert call.secret.removeprefix("whsec_") not in logged
+
+
+async def test_a_team_without_keys_serves_an_empty_jwks(live: Live, secret: str) -> None:
+    # RFC 7517: a JWK Set has its "keys" member, empty or not; the document is open to anyone.
+    assert secret  # the team has a key
+    empty = await live.api.ok("GET", "/v1/teams/no-such-team/jwks.json", token="")
+    assert empty == {"keys": []}
+    keyed = await live.api.ok("GET", f"/v1/teams/{TEAM}/jwks.json", token="")
+    assert keyed["keys"]
+    assert set(keyed["keys"][0]) == {"kty", "crv", "x", "y", "kid", "use", "alg"}
+    posted = await live.api.call("POST", f"/v1/teams/{TEAM}/jwks.json", {}, token="")
+    assert posted.status == 404
