@@ -468,6 +468,17 @@ async def test_bad_names_are_refused_naming_the_field(
         )
     )
     assert (missing.code, missing.reason) == (grpc.StatusCode.NOT_FOUND, "SIGNING_KEY_NOT_FOUND")
+    for key_id in ("k" * 33, "Upper", "a-b"):
+        bad_key = await failure(
+            api.admin.RetireSigningKey(
+                admin_pb.RetireSigningKeyRequest(name=f"teams/{api.team}/signingKeys/{key_id}"),
+                metadata=operator,
+            )
+        )
+        assert (bad_key.code, list(bad_key.fields)) == (
+            grpc.StatusCode.INVALID_ARGUMENT,
+            ["name"],
+        ), key_id
     async with aio.insecure_channel(api.address) as channel:
         stub = public_key_service_pb2_grpc.PublicKeyServiceStub(channel)
         bad_jwks = await failure(stub.GetJwks(public_key_service_pb2.GetJwksRequest(name="x")))

@@ -161,6 +161,11 @@ def test_the_default_audience_is_the_url_without_what_may_hold_a_secret() -> Non
         "https://a.example:8443/hook"
     )
     assert default_audience("http://[::1]/p") == "http://[::1]/p"
+    # docs/clients.md's example: user info dropped, host lower-cased, port and path as written.
+    assert default_audience("https://user:pw@API.example:8443/Hook?token=x#y") == (
+        "https://api.example:8443/Hook"
+    )
+    assert default_audience("https://a.example:443/x") == "https://a.example:443/x"
 
 
 async def test_a_token_without_an_audience_of_its_job_names_its_url_without_the_query() -> None:

@@ -17,7 +17,7 @@ from duetime_api.pagination import make_key_token, make_token, read_key_page, re
 from duetime_core.errors import InvalidArgument
 from duetime_core.identity import Role
 from duetime_core.jobspec import CallSigning
-from duetime_core.teams import MAX_DESCRIPTION, team_id_problem
+from duetime_core.teams import MAX_DESCRIPTION, SIGNING_KEY_ID, team_id_problem
 from duetime_core.text import text_problem
 from duetime_infra.codec.quota_codec import (
     ROLES,
@@ -255,6 +255,8 @@ class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
         match = _SIGNING_KEY.match(request.name)
         if match is None or team_id_problem(match[1]) is not None:
             raise InvalidArgument.field("name", "must be teams/{team_id}/signingKeys/{key_id}")
+        if not SIGNING_KEY_ID.match(match[2]):
+            raise InvalidArgument.field("name", "a key id is 1 to 32 lower-case letters and digits")
         async with self._pool.acquire() as conn:
             record = await signing_keys.retire_signing_key(conn, match[1], match[2])
         return pb.RetireSigningKeyResponse(signing_key=encode_signing_key(record))
