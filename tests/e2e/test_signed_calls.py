@@ -319,8 +319,11 @@ async def test_a_team_without_keys_serves_an_empty_jwks(live: Live, secret: str)
     assert secret  # the team has a key
     empty = await live.api.ok("GET", "/v1/teams/no-such-team/jwks.json", token="")
     assert empty == {"keys": []}
-    keyed = await live.api.ok("GET", f"/v1/teams/{TEAM}/jwks.json", token="")
+    answer = await live.api.call("GET", f"/v1/teams/{TEAM}/jwks.json", token="")
+    keyed = answer.body
     assert keyed["keys"]
+    headers = {name.lower(): value for name, value in answer.headers.items()}
+    assert headers["cache-control"] == "public, max-age=30"  # what the api keeps
     assert set(keyed["keys"][0]) == {"kty", "crv", "x", "y", "kid", "use", "alg"}
     posted = await live.api.call("POST", f"/v1/teams/{TEAM}/jwks.json", {}, token="")
     assert posted.status == 404

@@ -441,6 +441,27 @@ async def test_no_change_leaves_calls_to_sign_without_a_key(
     assert second.name != key.name
 
 
+async def test_a_teams_jwks_is_kept_and_forgotten_when_its_keys_change_here(
+    servers: tuple[ApiClient, WorkerClient],
+) -> None:
+    api, worker = servers
+
+    async def kids() -> list[str]:
+        return [key["kid"] for key in (await jwks(api, api.team)).get("keys", [])]
+
+    first = (await add_key(api, api.team)).signing_key.key_id
+    assert await kids() == [first]
+    # Retired long ago behind the api's back (another replica, say): the JWKS kept is served.
+    await worker.db.execute(
+        "UPDATE team_signing_keys SET retire_time = duetime_now() - interval '1 hour',"
+        " sealed_key_id = NULL, webhook_secret = NULL, token_key = NULL WHERE team_id = $1",
+        api.team,
+    )
+    assert await kids() == [first]
+    second = (await add_key(api, api.team)).signing_key.key_id  # through this api: seen at once
+    assert await kids() == [second]
+
+
 async def test_bad_names_are_refused_naming_the_field(
     servers: tuple[ApiClient, WorkerClient],
 ) -> None:

@@ -14,6 +14,7 @@ from duetime.admin.v1 import admin_service_pb2 as pb
 from duetime.admin.v1 import admin_service_pb2_grpc
 from duetime_api.names import parse_team_name
 from duetime_api.pagination import make_key_token, make_token, read_key_page, read_page
+from duetime_api.public_key_servicer import JwksCache
 from duetime_core.errors import InvalidArgument
 from duetime_core.identity import Role
 from duetime_core.jobspec import CallSigning
@@ -65,9 +66,10 @@ _SIGNING_KEY = re.compile(r"^teams/([^/]+)/signingKeys/([^/]+)$")
 
 
 class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
-    def __init__(self, pool: Pool, secrets: SecretBox) -> None:
+    def __init__(self, pool: Pool, secrets: SecretBox, jwks: JwksCache) -> None:
         self._pool = pool
         self._secrets = secrets
+        self._jwks = jwks  # forgets a team whose keys change here
 
     async def CreateTeam(
         self, request: pb.CreateTeamRequest, context: Context
@@ -235,6 +237,7 @@ class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
         team_id = parse_team_name(request.parent, "parent")
         async with self._pool.acquire() as conn:
             record, key = await signing_keys.add_signing_key(conn, self._secrets, team_id)
+        self._jwks.forget(team_id)
         return pb.AddSigningKeyResponse(
             signing_key=encode_signing_key(record), webhook_secret=key.secret_text
         )
@@ -259,4 +262,5 @@ class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
             raise InvalidArgument.field("name", "a key id is 1 to 32 lower-case letters and digits")
         async with self._pool.acquire() as conn:
             record = await signing_keys.retire_signing_key(conn, match[1], match[2])
+        self._jwks.forget(match[1])
         return pb.RetireSigningKeyResponse(signing_key=encode_signing_key(record))
