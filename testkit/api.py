@@ -23,7 +23,7 @@ from duetime_api.__main__ import ADMIN_SERVICE_NAME, SERVICE_NAME
 from duetime_api.admin_servicer import AdminServicer
 from duetime_api.jobs import JobOperations
 from duetime_api.public_key_servicer import SERVICE_NAME as PUBLIC_KEY_SERVICE_NAME
-from duetime_api.public_key_servicer import PublicKeyServicer
+from duetime_api.public_key_servicer import JwksCache, PublicKeyServicer
 from duetime_api.servicer import JobServicer
 from duetime_infra.admin import create_operator_token, create_team
 from duetime_infra.archive.reader import ArchiveReader
@@ -88,11 +88,12 @@ async def running_api(
     job_service_pb2_grpc.add_JobServiceServicer_to_server(
         JobServicer(JobOperations(store), reader), server.server
     )
+    jwks = JwksCache(pool)
     admin_service_pb2_grpc.add_AdminServiceServicer_to_server(
-        AdminServicer(pool, box), server.server
+        AdminServicer(pool, box, jwks), server.server
     )
     public_key_service_pb2_grpc.add_PublicKeyServiceServicer_to_server(
-        PublicKeyServicer(pool), server.server
+        PublicKeyServicer(jwks), server.server
     )
     await server.start()
     address = f"127.0.0.1:{server.port}"

@@ -59,6 +59,7 @@ func (v *CallVerifier) Verify(headers http.Header, body []byte, now time.Time) (
 		jwt.WithIssuer(v.issuer),
 		jwt.WithAudience(v.audience),
 		jwt.WithExpirationRequired(),
+		jwt.WithLeeway(30*time.Second), // how far the worker's clock and this one may disagree
 		jwt.WithTimeFunc(func() time.Time { return now }))
 	if err != nil {
 		return nil, fmt.Errorf("ID token: %w", err)

@@ -21,6 +21,9 @@ from typing import Any
 import jwt
 from standardwebhooks.webhooks import Webhook
 
+# How far the worker's clock and this one may disagree (the token's iat and exp).
+LEEWAY = 30
+
 
 class CallVerifier:
     """Checks one team's calls: ``secret`` is its ``whsec_...`` secret, ``jwks_url``
@@ -39,8 +42,9 @@ class CallVerifier:
         """The ID token's claims (sub: the job, duetime_run_key: the run, duetime_attempt:
         the attempt) of a call with these headers (names in lower case) and this exact body,
         for the job's audience (its token_audience, by default its URL without query);
-        raises when either check fails."""
-        self.webhook.verify(body, headers)
+        raises when either check fails. The body is not parsed (it may be empty, text, or
+        JSON); the token's times are checked with ``LEEWAY`` for the clocks' skew."""
+        self.webhook.verify(body, headers, json_parse=False)
         token = headers.get("authorization", "").removeprefix("Bearer ")
         key = self.keys.get_signing_key_from_jwt(token)
         claims: dict[str, Any] = jwt.decode(
@@ -50,6 +54,7 @@ class CallVerifier:
             audience=audience,
             issuer=self.issuer,
             options={"require": ["exp", "iss", "aud", "sub"]},
+            leeway=LEEWAY,
         )
         return claims
 

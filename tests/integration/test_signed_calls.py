@@ -5,6 +5,7 @@ library, PyJWT)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -28,9 +29,16 @@ from duetime_worker.notify.notifier import Delivery, Notifier, NotifySettings
 from duetime_worker.targets.http.allow_list import TargetPolicy
 from duetime_worker.targets.http.caller import HttpCaller
 from duetime_worker.targets.http.signer import CallSigner, fetch_from
-from testkit.api import ApiClient, failure, running_api
-from testkit.http_target import HttpTarget, http_target
-from testkit.worker_api import WorkerClient, running_worker_api
+from testkit.api import ApiClient, RpcFailure, failure, running_api
+from testkit.http_target import Behaviour, HttpTarget, http_target
+from testkit.polling import eventually
+from testkit.worker_api import (
+    WorkerClient,
+    create_job,
+    job_message,
+    running_worker_api,
+    trigger,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -69,12 +77,14 @@ def run(
 
 @asynccontextmanager
 async def caller(
-    worker: WorkerClient, wall: Callable[[], float] = time.time
+    worker: WorkerClient, wall: Callable[[], float] = time.time, per_host: int = 0
 ) -> AsyncIterator[HttpCaller]:
     """An HTTP caller that signs with keys fetched from ``worker``'s WorkerService, kept for
-    no time at all (each call sees the keys as they are)."""
+    no time at all (each call sees the keys as they are), ``per_host`` calls to a host at once
+    (0: no limit)."""
     signer = CallSigner(fetch_from(worker.stub, worker.auth()), ISSUER, keep=0, wall=wall)
-    http = HttpCaller(TargetPolicy.parse(["127.0.0.1"]), signer=signer)
+    policy = TargetPolicy.parse(["127.0.0.1"])
+    http = HttpCaller(policy, connections_per_host=per_host, signer=signer)
     await http.start()
     try:
         yield http
@@ -212,6 +222,28 @@ async def test_a_rotation_keeps_every_call_verifiable(
     assert [k.HasField("retire_time") for k in listed.signing_keys] == [True, False]
 
 
+async def test_a_call_waiting_for_a_connection_is_signed_when_it_gets_one(
+    servers: tuple[ApiClient, WorkerClient], target: HttpTarget
+) -> None:
+    api, worker = servers
+    await add_key(api, api.team)
+    hold = asyncio.Event()
+    url = target.on("/one-at-a-time", Behaviour(slow_first=1, hold=hold))
+    spec = run(url, api.team, job_pb2.CALL_SIGNING_WEBHOOK)
+    # The wall clock moves on when the first call is answered, as the second gets its turn.
+    async with caller(worker, lambda: 2000.0 if hold.is_set() else 1000.0, per_host=1) as http:
+        first = asyncio.create_task(http.call(spec, 1, 5))
+        await eventually(lambda: len(target.calls) == 1, 10, "the first call holds the host")
+        second = asyncio.create_task(http.call(spec, 2, 5))
+        gates = http._hosts.gates.values()  # the per-host limits' gates
+        await eventually(lambda: any(g.waiting for g in gates), 10, "the second waits its turn")
+        hold.set()
+        outcomes = [await first, await second]
+    assert [o.result for o in outcomes] == [pb.ATTEMPT_RESULT_SUCCEEDED] * 2
+    stamps = [lower(c.headers)["webhook-timestamp"] for c in target.calls]
+    assert stamps == ["1000", "2000"]
+
+
 async def test_a_call_that_must_be_signed_without_a_key_is_not_sent(
     servers: tuple[ApiClient, WorkerClient], target: HttpTarget
 ) -> None:
@@ -222,8 +254,8 @@ async def test_a_call_that_must_be_signed_without_a_key_is_not_sent(
             run(target.url("/default"), api.team, signing=job_pb2.CALL_SIGNING_UNSPECIFIED), 1, 5
         )
     assert refused.result == pb.ATTEMPT_RESULT_FAILED
-    assert not refused.retryable
-    assert "no signing key" in refused.error
+    assert refused.retryable  # a key added lets its next attempt through
+    assert "no active signing key" in refused.error
     assert unsigned.result == pb.ATTEMPT_RESULT_SUCCEEDED
     (call,) = target.calls
     assert call.path == "/default"
@@ -323,6 +355,113 @@ async def test_a_dead_letter_notification_is_signed_as_the_team_default_says(
     assert claims[ATTEMPT_CLAIM] == 3
 
 
+async def set_default(api: ApiClient, signing: int) -> None:
+    team = admin_pb.Team(name=f"teams/{api.team}", default_call_signing=signing)  # type: ignore[arg-type]
+    await api.admin.UpdateTeam(
+        admin_pb.UpdateTeamRequest(
+            team=team, update_mask=FieldMask(paths=["default_call_signing"])
+        ),
+        metadata=api.auth(api.operator_token),
+    )
+
+
+async def test_a_run_that_follows_an_off_default_says_off_so_needs_no_key(
+    servers: tuple[ApiClient, WorkerClient],
+) -> None:
+    api, worker = servers
+    job = await create_job(api)
+    alone = await worker.start(await trigger(api, job, "r1"))
+    batch = await worker.stub.StartAttempts(
+        pb.StartAttemptsRequest(
+            starts=[
+                pb.StartAttemptRequest(
+                    run_id=str(await trigger(api, job, "r2")), delivery_id="d", worker_id="w"
+                )
+            ]
+        ),
+        metadata=worker.auth(),
+    )
+    assert alone.run.target.http.signing == job_pb2.CALL_SIGNING_OFF
+    assert batch.results[0].response.run.target.http.signing == job_pb2.CALL_SIGNING_OFF
+    await add_key(api, api.team)
+    await set_default(api, job_pb2.CALL_SIGNING_WEBHOOK)
+    signed = await worker.start(await trigger(api, job, "r3"))
+    # A default that signs is the worker's to read with the keys: the job did not ask.
+    assert signed.run.target.http.signing == job_pb2.CALL_SIGNING_UNSPECIFIED
+
+
+async def test_a_key_that_does_not_open_leaves_the_default_answered(
+    servers: tuple[ApiClient, WorkerClient],
+) -> None:
+    api, worker = servers
+    await add_key(api, api.team)
+    await set_default(api, job_pb2.CALL_SIGNING_WEBHOOK)
+    await worker.db.execute(
+        "UPDATE team_signing_keys SET webhook_secret = '\\x00'::bytea WHERE team_id = $1",
+        api.team,
+    )
+    answer = await worker.stub.GetSigningKeys(
+        pb.GetSigningKeysRequest(team=api.team), metadata=worker.auth()
+    )
+    assert (list(answer.keys), answer.default_call_signing) == ([], job_pb2.CALL_SIGNING_WEBHOOK)
+
+
+def no_key(bad: RpcFailure, field: str) -> bool:
+    return (bad.code, bad.reason) == (
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "NO_SIGNING_KEY",
+    ) and bad.message.startswith(f"{field}: ")
+
+
+async def test_no_change_leaves_calls_to_sign_without_a_key(
+    servers: tuple[ApiClient, WorkerClient],
+) -> None:
+    api, _ = servers
+    operator = api.auth(api.operator_token)
+    new_team = admin_pb.Team(team_id="signs-at-once", default_call_signing=BOTH)
+    created = await failure(
+        api.admin.CreateTeam(admin_pb.CreateTeamRequest(team=new_team), metadata=operator)
+    )
+    assert no_key(created, "team.default_call_signing")
+    assert no_key(await failure(set_default(api, BOTH)), "team.default_call_signing")
+    signing_job = job_message()
+    signing_job.target.http.ClearField("headers")
+    signing_job.target.http.signing = job_pb2.CALL_SIGNING_WEBHOOK
+    assert no_key(await failure(create_job(api, signing_job)), "job.target.http.signing")
+
+    key = (await add_key(api, api.team)).signing_key
+    await set_default(api, job_pb2.CALL_SIGNING_WEBHOOK)
+    retire = admin_pb.RetireSigningKeyRequest(name=key.name)
+    assert no_key(await failure(api.admin.RetireSigningKey(retire, metadata=operator)), "name")
+    await set_default(api, job_pb2.CALL_SIGNING_OFF)
+    await create_job(api, signing_job)
+    assert no_key(await failure(api.admin.RetireSigningKey(retire, metadata=operator)), "name")
+    second = (await add_key(api, api.team)).signing_key
+    await api.admin.RetireSigningKey(retire, metadata=operator)  # not the last
+    assert second.name != key.name
+
+
+async def test_a_teams_jwks_is_kept_and_forgotten_when_its_keys_change_here(
+    servers: tuple[ApiClient, WorkerClient],
+) -> None:
+    api, worker = servers
+
+    async def kids() -> list[str]:
+        return [key["kid"] for key in (await jwks(api, api.team)).get("keys", [])]
+
+    first = (await add_key(api, api.team)).signing_key.key_id
+    assert await kids() == [first]
+    # Retired long ago behind the api's back (another replica, say): the JWKS kept is served.
+    await worker.db.execute(
+        "UPDATE team_signing_keys SET retire_time = duetime_now() - interval '1 hour',"
+        " sealed_key_id = NULL, webhook_secret = NULL, token_key = NULL WHERE team_id = $1",
+        api.team,
+    )
+    assert await kids() == [first]
+    second = (await add_key(api, api.team)).signing_key.key_id  # through this api: seen at once
+    assert await kids() == [second]
+
+
 async def test_bad_names_are_refused_naming_the_field(
     servers: tuple[ApiClient, WorkerClient],
 ) -> None:
@@ -350,6 +489,17 @@ async def test_bad_names_are_refused_naming_the_field(
         )
     )
     assert (missing.code, missing.reason) == (grpc.StatusCode.NOT_FOUND, "SIGNING_KEY_NOT_FOUND")
+    for key_id in ("k" * 33, "Upper", "a-b"):
+        bad_key = await failure(
+            api.admin.RetireSigningKey(
+                admin_pb.RetireSigningKeyRequest(name=f"teams/{api.team}/signingKeys/{key_id}"),
+                metadata=operator,
+            )
+        )
+        assert (bad_key.code, list(bad_key.fields)) == (
+            grpc.StatusCode.INVALID_ARGUMENT,
+            ["name"],
+        ), key_id
     async with aio.insecure_channel(api.address) as channel:
         stub = public_key_service_pb2_grpc.PublicKeyServiceStub(channel)
         bad_jwks = await failure(stub.GetJwks(public_key_service_pb2.GetJwksRequest(name="x")))

@@ -30,9 +30,15 @@ def call(signing: int = job_pb2.CALL_SIGNING_WEBHOOK) -> SignedCall:
 
 
 class Fetches:
-    def __init__(self, error: grpc.StatusCode | None = None) -> None:
+    def __init__(
+        self,
+        error: grpc.StatusCode | None = None,
+        default: int = job_pb2.CALL_SIGNING_UNSPECIFIED,
+    ) -> None:
         self.teams: list[str] = []
         self.error = error
+        self.default = default
+        self.keyless = False
 
     async def __call__(self, team: str) -> pb.GetSigningKeysResponse:
         self.teams.append(team)
@@ -46,7 +52,8 @@ class Fetches:
                     webhook_secret=KEY.secret,
                     token_private_key=KEY.private_der(),
                 )
-            ]
+            ][: 0 if self.keyless else 1],
+            default_call_signing=self.default,  # type: ignore[arg-type]
         )
 
 
@@ -85,6 +92,40 @@ async def test_an_unsigned_job_costs_no_fetch_and_signed_names_give_way() -> Non
     assert headers["Authorization"].startswith("Bearer ey")
 
 
+async def test_only_the_names_of_the_kinds_added_give_way() -> None:
+    signer = CallSigner(Fetches(default=job_pb2.CALL_SIGNING_WEBHOOK))
+    headers = {"authorization": "ApiKey the-job-s-own", "Webhook-Id": "the-job-s"}
+    assert await signer.sign(call(job_pb2.CALL_SIGNING_UNSPECIFIED), headers, BODY) is None
+    assert headers["authorization"] == "ApiKey the-job-s-own"
+    assert "Webhook-Id" not in headers
+    assert Webhook(KEY.secret_text).verify(BODY, headers) == {"a": 1}
+
+
+async def test_a_team_default_id_token_does_not_replace_the_job_s_authorization() -> None:
+    signer = CallSigner(Fetches(default=job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_TOKEN))
+    headers = {"Authorization": "ApiKey the-job-s-own"}
+    refused = await signer.sign(call(job_pb2.CALL_SIGNING_UNSPECIFIED), headers, BODY)
+    assert refused is not None
+    assert (refused.retryable, refused.call) == (False, NOT_BEGUN)
+    assert "Authorization" in refused.error
+    assert headers == {"Authorization": "ApiKey the-job-s-own"}
+
+
+async def test_a_team_without_a_key_is_retried_and_asked_again_within_a_second() -> None:
+    now = [0.0]
+    fetches = Fetches()
+    fetches.keyless = True
+    signer = CallSigner(fetches, keep=30, clock=lambda: now[0])
+    refused = await signer.sign(call(), {}, BODY)
+    assert refused is not None
+    assert (refused.retryable, refused.call) == (True, NOT_BEGUN)
+    assert "AddSigningKey" in refused.error
+    fetches.keyless = False  # a key added
+    now[0] = 1.0
+    assert await signer.sign(call(), {}, BODY) is None
+    assert fetches.teams == ["team-a", "team-a"]
+
+
 async def test_an_older_scheduler_means_unsigned_and_asked_for_signing_waits() -> None:
     signer = CallSigner(Fetches(grpc.StatusCode.UNIMPLEMENTED))
     headers: dict[str, str] = {}
@@ -120,6 +161,11 @@ def test_the_default_audience_is_the_url_without_what_may_hold_a_secret() -> Non
         "https://a.example:8443/hook"
     )
     assert default_audience("http://[::1]/p") == "http://[::1]/p"
+    # docs/clients.md's example: user info dropped, host lower-cased, port and path as written.
+    assert default_audience("https://user:pw@API.example:8443/Hook?token=x#y") == (
+        "https://api.example:8443/Hook"
+    )
+    assert default_audience("https://a.example:443/x") == "https://a.example:443/x"
 
 
 async def test_a_token_without_an_audience_of_its_job_names_its_url_without_the_query() -> None:

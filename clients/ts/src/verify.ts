@@ -19,7 +19,8 @@ export function callVerifier(secret: string, jwksUrl: string, issuer: string) {
     audience: string,
     currentDate: Date = new Date(),
   ): Promise<JWTPayload> => {
-    webhook.verify(body, headers);
+    // The body as it came, not parsed: it may be empty (a GET), text or JSON.
+    webhook.verify(body, headers, { jsonParse: false });
     const token = headers["authorization"]?.match(/^Bearer (.+)$/)?.[1];
     if (!token) throw new Error("no ID token");
     const { payload } = await jwtVerify(token, keys, {
@@ -27,6 +28,7 @@ export function callVerifier(secret: string, jwksUrl: string, issuer: string) {
       issuer,
       audience,
       currentDate,
+      clockTolerance: 30, // seconds the worker's clock and this one may disagree
       requiredClaims: ["exp", "sub"],
     });
     return payload;

@@ -52,6 +52,8 @@ class SigningKeyRecord:
 # A team's id: what the teams table's CHECK accepts.
 TEAM_ID = re.compile(r"^[a-z][a-z0-9-]{1,62}$")
 MAX_DESCRIPTION = 1000
+# A signing key's id: what the team_signing_keys table's CHECK accepts.
+SIGNING_KEY_ID = re.compile(r"^[a-z0-9]{1,32}$")
 
 # The quota's limits by name, with the range an operator may set (max_priority: any priority).
 QUOTA_BOUNDS: dict[str, tuple[int, int]] = {

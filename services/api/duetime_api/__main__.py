@@ -13,7 +13,7 @@ from duetime_api.admin_servicer import AdminServicer
 from duetime_api.config import Settings
 from duetime_api.jobs import JobOperations
 from duetime_api.public_key_servicer import SERVICE_NAME as PUBLIC_KEY_SERVICE_NAME
-from duetime_api.public_key_servicer import PublicKeyServicer
+from duetime_api.public_key_servicer import JwksCache, PublicKeyServicer
 from duetime_api.servicer import JobServicer
 from duetime_infra.archive.reader import ArchiveReader
 from duetime_infra.grpc.auth import Role, TokenCache
@@ -64,11 +64,12 @@ async def serve(settings: Settings) -> None:
         job_service_pb2_grpc.add_JobServiceServicer_to_server(
             JobServicer(JobOperations(store), archive), server.server
         )
+        jwks = JwksCache(pool)
         admin_service_pb2_grpc.add_AdminServiceServicer_to_server(
-            AdminServicer(pool, secrets), server.server
+            AdminServicer(pool, secrets, jwks), server.server
         )
         public_key_service_pb2_grpc.add_PublicKeyServiceServicer_to_server(
-            PublicKeyServicer(pool), server.server
+            PublicKeyServicer(jwks), server.server
         )
 
         stopping = asyncio.Event()

@@ -14,10 +14,11 @@ from duetime.admin.v1 import admin_service_pb2 as pb
 from duetime.admin.v1 import admin_service_pb2_grpc
 from duetime_api.names import parse_team_name
 from duetime_api.pagination import make_key_token, make_token, read_key_page, read_page
+from duetime_api.public_key_servicer import JwksCache
 from duetime_core.errors import InvalidArgument
 from duetime_core.identity import Role
 from duetime_core.jobspec import CallSigning
-from duetime_core.teams import MAX_DESCRIPTION, team_id_problem
+from duetime_core.teams import MAX_DESCRIPTION, SIGNING_KEY_ID, team_id_problem
 from duetime_core.text import text_problem
 from duetime_infra.codec.quota_codec import (
     ROLES,
@@ -65,9 +66,10 @@ _SIGNING_KEY = re.compile(r"^teams/([^/]+)/signingKeys/([^/]+)$")
 
 
 class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
-    def __init__(self, pool: Pool, secrets: SecretBox) -> None:
+    def __init__(self, pool: Pool, secrets: SecretBox, jwks: JwksCache) -> None:
         self._pool = pool
         self._secrets = secrets
+        self._jwks = jwks  # forgets a team whose keys change here
 
     async def CreateTeam(
         self, request: pb.CreateTeamRequest, context: Context
@@ -81,6 +83,10 @@ class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
         _check_url(v, "team.notification_url", team.notification_url)
         signing = read_signing(v, "team.default_call_signing", team.default_call_signing)
         v.raise_if_any()
+        if signing not in (None, CallSigning.OFF):
+            raise signing_keys.no_key(
+                team.team_id, "team.default_call_signing", "a new team's default signs"
+            )
         async with self._pool.acquire() as conn, conn.transaction():
             record = await team_store.create_team(
                 conn,
@@ -121,6 +127,14 @@ class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
             signing = read_signing(v, "team.default_call_signing", raw) or CallSigning.OFF
         v.raise_if_any()
         async with self._pool.acquire() as conn, conn.transaction():
+            if signing not in (None, CallSigning.OFF):
+                await signing_keys.require_key(
+                    conn,
+                    team_id,
+                    "team.default_call_signing",
+                    "the default signs",
+                    exclusive=True,
+                )
             record = await team_store.update_team(
                 conn,
                 team_id,
@@ -223,6 +237,7 @@ class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
         team_id = parse_team_name(request.parent, "parent")
         async with self._pool.acquire() as conn:
             record, key = await signing_keys.add_signing_key(conn, self._secrets, team_id)
+        self._jwks.forget(team_id)
         return pb.AddSigningKeyResponse(
             signing_key=encode_signing_key(record), webhook_secret=key.secret_text
         )
@@ -243,5 +258,9 @@ class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
         match = _SIGNING_KEY.match(request.name)
         if match is None or team_id_problem(match[1]) is not None:
             raise InvalidArgument.field("name", "must be teams/{team_id}/signingKeys/{key_id}")
-        record = await signing_keys.retire_signing_key(self._pool, match[1], match[2])
+        if not SIGNING_KEY_ID.match(match[2]):
+            raise InvalidArgument.field("name", "a key id is 1 to 32 lower-case letters and digits")
+        async with self._pool.acquire() as conn:
+            record = await signing_keys.retire_signing_key(conn, match[1], match[2])
+        self._jwks.forget(match[1])
         return pb.RetireSigningKeyResponse(signing_key=encode_signing_key(record))

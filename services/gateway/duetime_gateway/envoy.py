@@ -35,6 +35,9 @@ MAX_DIRECT_RESPONSE = 4 * 1024 * 1024
 MAX_CONNECTIONS = 10_000
 
 _TYPES = "type.googleapis.com/envoy.extensions"
+_TRANSCODER = "envoy.filters.http.grpc_json_transcoder"
+# PublicKeyService.GetJwks's HTTP path.
+JWKS_PATHS = r"/v1/teams/[^/]+/jwks\.json"
 _HCM = "envoy.filters.network.http_connection_manager"
 _ROUTER = {
     "name": "envoy.filters.http.router",
@@ -177,7 +180,7 @@ def _local_replies() -> Json:
 
 def _api_listener(settings: Settings, files: RunFiles, descriptors: bytes) -> Json:
     filters = [_health_check(), _grpc_web(), _transcoder(descriptors)]
-    chain: Json = {"filters": [_http_manager("gateway", _routes(settings), filters)]}
+    chain: Json = {"filters": [_http_manager("gateway", _routes(settings, descriptors), filters)]}
     if settings.tls.server() is not None:
         chain["transport_socket"] = _downstream_tls(files)
     return {
@@ -205,9 +208,10 @@ def _grpc_web() -> Json:
     }
 
 
-def _transcoder(descriptors: bytes) -> Json:
+def _transcoder(descriptors: bytes, *, print_empty: bool = False) -> Json:
+    """The HTTP/JSON transcoder; ``print_empty`` prints empty fields too (``[]``, ``""``)."""
     return {
-        "name": "envoy.filters.http.grpc_json_transcoder",
+        "name": _TRANSCODER,
         "typed_config": {
             "@type": f"{_TYPES}.filters.http.grpc_json_transcoder.v3.GrpcJsonTranscoder",
             "proto_descriptor_bin": base64.b64encode(descriptors).decode(),
@@ -215,7 +219,7 @@ def _transcoder(descriptors: bytes) -> Json:
             # Only the google.api.http bindings, never /package.Service/Method as JSON.
             "auto_mapping": False,
             "convert_grpc_status": True,
-            "print_options": {"add_whitespace": True},
+            "print_options": {"add_whitespace": True, "always_print_primitive_fields": print_empty},
             "request_validation_options": {
                 "reject_unknown_query_parameters": True,
                 "reject_binding_body_field_collisions": True,
@@ -224,8 +228,25 @@ def _transcoder(descriptors: bytes) -> Json:
     }
 
 
-def _routes(settings: Settings) -> Json:
-    routes: list[Json] = []
+def _api_route(match: Json) -> Json:
+    return {
+        "match": match,
+        "route": {
+            "cluster": "api",
+            "timeout": REQUEST_TIMEOUT,
+            "max_stream_duration": {"grpc_timeout_header_max": REQUEST_TIMEOUT},
+        },
+    }
+
+
+def _routes(settings: Settings, descriptors: bytes) -> Json:
+    # A JWKS is {"keys": []} when a team has no key (RFC 7517), not {}: that route's
+    # transcoder prints empty fields (a JWK's fields are never empty).
+    get = [{"name": ":method", "string_match": {"exact": "GET"}}]
+    jwks = _api_route({"safe_regex": {"regex": JWKS_PATHS}, "headers": get})
+    transcoder = _transcoder(descriptors, print_empty=True)
+    jwks["typed_per_filter_config"] = {_TRANSCODER: transcoder["typed_config"]}
+    routes: list[Json] = [jwks]
     if settings.openapi_file:
         routes.append(
             {
@@ -237,17 +258,7 @@ def _routes(settings: Settings) -> Json:
             }
         )
     # Transcoded and gRPC-web calls arrive here with their gRPC paths.
-    for service in SERVICES:
-        routes.append(
-            {
-                "match": {"prefix": f"/{service}/"},
-                "route": {
-                    "cluster": "api",
-                    "timeout": REQUEST_TIMEOUT,
-                    "max_stream_duration": {"grpc_timeout_header_max": REQUEST_TIMEOUT},
-                },
-            }
-        )
+    routes.extend(_api_route({"prefix": f"/{service}/"}) for service in SERVICES)
     routes.append(
         {
             "match": {"prefix": "/"},

@@ -16,10 +16,12 @@ from typing import Any
 from grpc import aio
 from opentelemetry.trace import Span, Status, StatusCode
 
+from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_core.attempts import MAX_ATTEMPTS_PER_BEAT, CallProgress
 from duetime_core.errors import DuetimeError, FieldViolation, InvalidArgument
+from duetime_core.jobspec import CallSigning
 from duetime_core.records import AttemptOutcome
 from duetime_core.teams import team_id_problem
 from duetime_infra.codec.attempt_token import MAX_ATTEMPT_NUMBER, read_attempt_token
@@ -133,9 +135,23 @@ def _encode_run(run: RunToExecute, secrets: SecretBox) -> pb.RunSpec:
     out.target.CopyFrom(
         encode_target_clear(secrets.open_target(run.key.job_id, run.snapshot.target))
     )
+    _resolve_signing(run, out.target)
     timedelta_to_duration(run.snapshot.attempt_timeout, out.attempt_timeout)
     out.delivery = DELIVERY_NUMBERS[run.snapshot.delivery]
     return out
+
+
+def _resolve_signing(run: RunToExecute, target: job_pb2.Target) -> None:
+    """A call that follows its team's default says OFF when that default is off, so the worker
+    neither fetches nor waits for keys it will not use. Under a default that signs, the call
+    still says unspecified: the worker, which needs the team's keys then anyway, reads the
+    default with them and knows the job did not ask (see ``CallSigner.sign``)."""
+    if (
+        target.HasField("http")
+        and target.http.signing == job_pb2.CALL_SIGNING_UNSPECIFIED
+        and run.team_signing is CallSigning.OFF
+    ):
+        target.http.signing = job_pb2.CALL_SIGNING_OFF
 
 
 def encode_start(result: StartResult, secrets: SecretBox) -> pb.StartAttemptResponse:

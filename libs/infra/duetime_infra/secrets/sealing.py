@@ -100,7 +100,7 @@ class SecretBox:
         nonce, data = sealed.data[:_NONCE_BYTES], sealed.data[_NONCE_BYTES:]
         try:
             return cipher.decrypt(nonce, data, context)
-        except InvalidTag:
+        except (InvalidTag, ValueError):  # ValueError: too short to hold its nonce
             raise SecretUnreadable(owner, sealed.key_id, "it does not authenticate") from None
 
     def _values(

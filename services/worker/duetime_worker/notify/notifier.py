@@ -200,8 +200,11 @@ class Notifier:
             tries += 1
             limit = self._limit(webhook, started, tries)
             headers = dict(request[0])
-            outcome = await self._http.sign(request[1], headers, body) or await self._http.send(
-                "POST", url, headers, body, limit
+            ready = await self._http.prepare(request[1], headers)
+            outcome = (
+                ready
+                if isinstance(ready, Outcome)
+                else await self._http.send("POST", url, headers, body, limit, stamp=ready)
             )
             final = self._answered(outcome, webhook, tries, facts)
             if final is not None:

@@ -44,7 +44,7 @@ from duetime_core.attempts import (
     truncate_error,
 )
 from duetime_core.errors import Aborted, Unavailable
-from duetime_core.jobspec import JobSpec, JobState, MisfirePolicy, OverlapPolicy
+from duetime_core.jobspec import CallSigning, JobSpec, JobState, MisfirePolicy, OverlapPolicy
 from duetime_core.records import AttemptOutcome, RunReason, RunState
 from duetime_core.runkey import BACKFILL_PREFIX, SCHEDULE_ORIGIN, RunKey
 from duetime_infra.codec.spec_json import spec_from_json
@@ -80,6 +80,8 @@ class RunToExecute:
     effective_time: datetime
     snapshot: JobSpec
     traceparent: str
+    # The team's default_call_signing as the run starts: what a job that does not say follows.
+    team_signing: CallSigning = CallSigning.OFF
 
 
 @dataclass(frozen=True)
@@ -518,6 +520,7 @@ class AttemptStore:
                 effective_time=row["effective_time"],
                 snapshot=snapshot,
                 traceparent=row["traceparent"],
+                team_signing=CallSigning(row["team_call_signing"] or CallSigning.OFF),
             ),
         )
 

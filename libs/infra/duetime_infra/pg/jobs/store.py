@@ -22,7 +22,7 @@ from duetime_core.backfill import BackfillPlan
 from duetime_core.calendars import CalendarRules, job_calendars
 from duetime_core.errors import AlreadyExists, FailedPrecondition, NotFound
 from duetime_core.history import JobPause, VersionChange
-from duetime_core.jobspec import JobSpec, JobState, Priority
+from duetime_core.jobspec import CallSigning, HttpTarget, JobSpec, JobState, Priority
 from duetime_core.planning import Occurrence
 from duetime_core.quotas import Candidate, TeamState
 from duetime_core.records import JobRecord, RunReason, RunRecord, RunState
@@ -38,6 +38,7 @@ from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.sql import q
 from duetime_infra.pg.teams.calendars import CalendarStore, calendars_of, check_calendars_exist
 from duetime_infra.pg.teams.quotas import lock_teams, read_team, save_rates
+from duetime_infra.pg.teams.signing_keys import require_key
 from duetime_infra.secrets.sealing import SecretBox
 from duetime_infra.telemetry import instruments
 
@@ -141,6 +142,22 @@ def _count_records(runs: list[NewRun]) -> None:
             instruments.runs_finished(run.state.value, run.reason.value)
 
 
+def _signing(spec: JobSpec | None) -> CallSigning | None:
+    target = spec.target if spec is not None else None
+    return target.signing if isinstance(target, HttpTarget) else None
+
+
+async def _check_signing(
+    conn: Conn, team_id: str, stored: JobSpec | None, written: JobSpec
+) -> None:
+    """Refuses a job that comes to ask for signing while its team has no key to sign with
+    (its calls would all fail); a write that leaves the job's signing as it was is not
+    checked."""
+    signing = _signing(written)
+    if signing not in (None, CallSigning.OFF) and signing != _signing(stored):
+        await require_key(conn, team_id, "job.target.http.signing", "the job asks for signing")
+
+
 class JobStore:
     def __init__(self, pool: asyncpg.Pool[asyncpg.Record], secrets: SecretBox) -> None:
         self._pool = pool
@@ -226,6 +243,7 @@ class JobStore:
                         return job_from_row(row)
             check(await self._team(conn, team_id))
             await check_calendars_exist(conn, team_id, write.spec.excluded_calendars)
+            await _check_signing(conn, team_id, None, write.spec)
             nxt = write.next
             row = await conn.fetchrow(
                 q("job_insert"),
@@ -268,6 +286,7 @@ class JobStore:
             write = decide(stored, now, await self._team(conn, team_id))
             if write.state is not JobState.DELETED:
                 await check_calendars_exist(conn, team_id, write.spec.excluded_calendars)
+            await _check_signing(conn, team_id, stored.spec, write.spec)
             if validate_only:
                 return _as_written(stored, write)
             nxt = write.next

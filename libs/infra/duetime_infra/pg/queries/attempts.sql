@@ -11,7 +11,9 @@ SELECT r.*, v.spec AS job_snapshot, v.spec->'target'->>'kind' AS target_kind,
        a.worker_id AS open_worker_id,
        a.lease_expire_time AS open_lease_expire_time, a.cancel_reason AS open_cancel_reason,
        CASE WHEN a.early THEN a.start_time END AS open_call_time,
-       (SELECT duetime_now()) AS now
+       (SELECT duetime_now()) AS now,
+       (SELECT t.default_call_signing FROM teams t WHERE t.team_id = r.team_id)
+           AS team_call_signing
 FROM runs r
 JOIN job_versions v ON v.job_id = r.job_id AND v.version = r.job_version
 LEFT JOIN attempts a

@@ -5,8 +5,22 @@
 -- The team's row, locked: adding keys is serialised per team, so it never holds three.
 SELECT team_id FROM teams WHERE team_id = $1 FOR UPDATE;
 
+-- name: signing_team_share
+-- The team's row, share-locked: a job that asks for signing is stored only while the team
+-- holds a key (signing_team_lock, which retiring the last one takes, waits for it).
+SELECT team_id FROM teams WHERE team_id = $1 FOR SHARE;
+
 -- name: signing_active_count
 SELECT count(*) FROM team_signing_keys WHERE team_id = $1 AND retire_time IS NULL;
+
+-- name: signing_retire_blockers
+-- What still signs a team's calls besides its keys: its default, and whether a job (not
+-- deleted) asks for signing itself.
+SELECT t.default_call_signing,
+       EXISTS (SELECT 1 FROM jobs j
+               WHERE j.team_id = t.team_id AND j.state <> 'DELETED'
+                 AND coalesce(j.spec->'target'->>'signing', 'OFF') <> 'OFF') AS job_signs
+FROM teams t WHERE t.team_id = $1;
 
 -- name: signing_key_insert
 INSERT INTO team_signing_keys

@@ -7,6 +7,7 @@ the answer that adds it. A team holds at most two active keys (a rotation's old 
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 from datetime import timedelta
@@ -19,7 +20,7 @@ from duetime_core.jobspec import CallSigning, Sealed
 from duetime_core.teams import SigningKeyRecord
 from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.sql import q
-from duetime_infra.secrets.sealing import SecretBox
+from duetime_infra.secrets.sealing import SecretBox, SecretUnreadable
 from duetime_infra.signing import SigningKey, new_signing_key, signing_key_from
 
 Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
@@ -73,13 +74,51 @@ async def add_signing_key(
     return _record(row), key
 
 
-async def retire_signing_key(conn: Conn | Pool, team_id: str, key_id: str) -> SigningKeyRecord:
-    row = await conn.fetchrow(q("signing_key_retire"), team_id, key_id)
+def no_key(team_id: str, field: str, what: str) -> FailedPrecondition:
+    """The refusal of a change that would leave calls to sign without a key to sign them."""
+    return FailedPrecondition(
+        f"{field}: {what}, but team {team_id!r} would have no active signing key"
+        " (AdminService.AddSigningKey first)",
+        reason="NO_SIGNING_KEY",
+        metadata={"field": field},
+    )
+
+
+async def require_key(
+    conn: Conn, team_id: str, field: str, what: str, *, exclusive: bool = False
+) -> None:
+    """Refuses (``no_key``) unless the team holds an active key, its row locked (``exclusive``
+    for a change to the team's own row) so that retiring its last key waits for the change."""
+    lock = "signing_team_lock" if exclusive else "signing_team_share"
+    if await conn.fetchval(q(lock), team_id) is None:
+        raise NotFound(f"team {team_id!r} not found", reason="TEAM_NOT_FOUND")
+    if await conn.fetchval(q("signing_active_count"), team_id) == 0:
+        raise no_key(team_id, field, what)
+
+
+async def retire_signing_key(conn: Conn, team_id: str, key_id: str) -> SigningKeyRecord:
+    """Retires the key; refused while it is the team's last and its default or a job signs."""
+    async with conn.transaction():
+        if await conn.fetchval(q("signing_team_lock"), team_id) is not None:
+            await _check_not_last(conn, team_id, key_id)
+        row = await conn.fetchrow(q("signing_key_retire"), team_id, key_id)
     if row is None:
         raise NotFound(
             f"signing key {key_id!r} of team {team_id!r} not found", reason="SIGNING_KEY_NOT_FOUND"
         )
     return _record(row)
+
+
+async def _check_not_last(conn: Conn, team_id: str, key_id: str) -> None:
+    active = await conn.fetch(q("signing_keys_active"), team_id)
+    if [r["key_id"] for r in active] != [key_id]:
+        return  # not the last active key (or not active at all)
+    blockers = await conn.fetchrow(q("signing_retire_blockers"), team_id)
+    assert blockers is not None  # the team's row is locked
+    if blockers["default_call_signing"] != CallSigning.OFF.value:
+        raise no_key(team_id, "name", "the team's default_call_signing signs its calls")
+    if blockers["job_signs"]:
+        raise no_key(team_id, "name", "a job of the team asks for signing")
 
 
 async def published_keys(
@@ -91,12 +130,19 @@ async def published_keys(
 
 
 async def team_signing(conn: Conn | Pool, box: SecretBox, team_id: str) -> TeamSigning:
-    """The team's active keys, opened, and its default; NotFound for an unknown team."""
+    """The team's active keys that open, and its default; NotFound for an unknown team. A key
+    that does not open is left out (SecretUnreadable logs it): the default is still answered,
+    so calls that are not signed never wait for a key."""
     rows = await conn.fetch(q("signing_keys_active"), team_id)
     if not rows:
         raise NotFound(f"team {team_id!r} not found", reason="TEAM_NOT_FOUND")
-    keys = tuple(_opened(box, team_id, r) for r in rows if r["key_id"] is not None)
-    return TeamSigning(keys, CallSigning(rows[0]["default_call_signing"]))
+    keys: list[SigningKey] = []
+    for row in rows:
+        if row["key_id"] is None:
+            continue
+        with contextlib.suppress(SecretUnreadable):
+            keys.append(_opened(box, team_id, row))
+    return TeamSigning(tuple(keys), CallSigning(rows[0]["default_call_signing"]))
 
 
 def _opened(box: SecretBox, team_id: str, row: asyncpg.Record) -> SigningKey:

@@ -32,7 +32,7 @@ from duetime_worker.targets.http.hosts import (
     system_resolve,
 )
 from duetime_worker.targets.http.request import NOT_SENT, parse, request, where
-from duetime_worker.targets.http.signer import CallSigner, SignedCall, signed_call
+from duetime_worker.targets.http.signer import CallSigner, SignedCall, Stamp, signed_call
 from duetime_worker.targets.outcome import NOT_BEGUN, Outcome, SendCheck, no_check
 from duetime_worker.targets.target_deadline import Deadline
 
@@ -97,11 +97,13 @@ class HttpCaller:
         traceparent = current_traceparent(run.traceparent) if tracing_active() else run.traceparent
         if traceparent:
             headers["traceparent"] = traceparent
-        refused = await self.sign(signed_call(run, attempt), headers, http.body)
-        if refused is not None:
-            return refused
+        stamp = await self.prepare(signed_call(run, attempt), headers)
+        if isinstance(stamp, Outcome):
+            return stamp
         method = _METHODS.get(http.method, "POST")
-        return await self.send(method, http.url, headers, http.body, limit, check, sent, flow)
+        return await self.send(
+            method, http.url, headers, http.body, limit, check, sent, flow, stamp=stamp
+        )
 
     def warm(self, run: pb.RunSpec, within: float) -> None:
         """Readies what the run's call needs ``within`` seconds from now: its team's signing
@@ -109,11 +111,12 @@ class HttpCaller:
         if self._signer is not None and run.target.http.signing != job_pb2.CALL_SIGNING_OFF:
             self._signer.warm(run.team, within)
 
-    async def sign(self, call: SignedCall, headers: dict[str, str], body: bytes) -> Outcome | None:
-        """Signs a call (``CallSigner.sign``). A worker without a signer sends a call whose
-        signing is the team's default unsigned, and refuses one whose job asks for it."""
+    async def prepare(self, call: SignedCall, headers: dict[str, str]) -> Stamp | Outcome | None:
+        """What signing a call takes (``CallSigner.prepare``); its stamp goes to ``send``. A
+        worker without a signer sends a call whose signing is the team's default unsigned, and
+        refuses one whose job asks for it."""
         if self._signer is not None:
-            return await self._signer.sign(call, headers, body)
+            return await self._signer.prepare(call, headers)
         if call.signing in (job_pb2.CALL_SIGNING_UNSPECIFIED, job_pb2.CALL_SIGNING_OFF):
             return None
         return Outcome.failed(
@@ -130,11 +133,14 @@ class HttpCaller:
         check: SendCheck = no_check,
         sent: Callable[[], None] = no_check,
         flow: Flow = ANYONE,
+        *,
+        stamp: Stamp | None = None,
     ) -> Outcome:
         """One request under the allow-list, classified as a target's answer is. ``check``
         runs before the call waits for its turn and again as it is handed to reqwest (asking
         the lease to outlast the connect), so a LeaseLapsed it raises means nothing was sent;
-        ``sent`` runs once the request is handed over. Its turn comes as ``flow`` (``_turn``)."""
+        ``sent`` runs once the request is handed over. Its turn comes as ``flow`` (``_turn``);
+        ``stamp`` signs it once its turn came, so its signatures are as fresh as it is."""
         target = self._parsed(url)
         if isinstance(target, Outcome):
             return target
@@ -155,6 +161,8 @@ class HttpCaller:
             left = deadline - asyncio.get_running_loop().time()
             if left <= 0:
                 return Outcome.handed_back(f"{NOT_SENT} in time", call=NOT_BEGUN)
+            if stamp is not None:
+                stamp(headers, body)
             try:
                 outcome = await request(
                     client, method, url, target, headers, body, left, check, sent, self._connect

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -42,13 +43,20 @@ FETCH_TIMEOUT = 5.0
 STALE_SECONDS = 300.0
 # How long after a failed fetch a team's keys are asked for again.
 RETRY_SECONDS = 5.0
+# How long a team without a key is kept so: a key added is used by the next call.
+NO_KEY_SECONDS = 1.0
 DEFAULT_ISSUER = "duetime"
 _WEBHOOK = (job_pb2.CALL_SIGNING_WEBHOOK, job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_TOKEN)
 _ID_TOKEN = (job_pb2.CALL_SIGNING_ID_TOKEN, job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_TOKEN)
-# The names a signed call sets, case-folded: the job's own headers of these names give way.
-_SIGNED_NAMES = frozenset(("webhook-id", "webhook-timestamp", "webhook-signature", "authorization"))
+# The names each kind of signature sets, case-folded: the job's own headers of the names of
+# the kinds added give way; those of a kind not added are sent as the job set them.
+_WEBHOOK_NAMES = frozenset(("webhook-id", "webhook-timestamp", "webhook-signature"))
+_ID_TOKEN_NAMES = frozenset(("authorization",))
 
 Fetch = Callable[[str], Awaitable[pb.GetSigningKeysResponse]]
+# Adds a call's signature headers to its headers, over its body, as of the moment it is called:
+# run just before the request is handed over, after any wait for a connection.
+Stamp = Callable[[dict[str, str], bytes], None]
 
 
 @dataclass(frozen=True)
@@ -57,8 +65,7 @@ class _Team:
     default: job_pb2.CallSigning.ValueType
     until: float  # when to fetch them again
     fetched: float
-    missing: str = "its team has no signing key (AdminService.AddSigningKey)"
-    retryable: bool = False
+    missing: str = "its team has no active signing key (AdminService.AddSigningKey)"
 
 
 # What a worker knows of a team from a scheduler older than signed calls: it signs nothing, and
@@ -70,7 +77,6 @@ def _unserved(now: float, keep: float) -> _Team:
         now + keep,
         now,
         "the schedulers do not serve signing keys (an older build)",
-        retryable=True,
     )
 
 
@@ -128,8 +134,18 @@ class CallSigner:
         self._fetching: dict[str, asyncio.Future[_Team]] = {}
 
     async def sign(self, call: SignedCall, headers: dict[str, str], body: bytes) -> Outcome | None:
-        """Adds the call's signature headers to ``headers`` (replacing the job's own of the
-        same names); an outcome instead when the call cannot be signed (nothing is sent)."""
+        """Adds the call's signature headers to ``headers`` now (``prepare``, then its stamp);
+        an outcome instead when the call cannot be signed (nothing is sent)."""
+        ready = await self.prepare(call, headers)
+        if ready is None or isinstance(ready, Outcome):
+            return ready
+        ready(headers, body)
+        return None
+
+    async def prepare(self, call: SignedCall, headers: dict[str, str]) -> Stamp | Outcome | None:
+        """What signing the call takes, its team's keys in hand: None when it is not signed,
+        an outcome when it cannot be (nothing is sent), else the stamp that signs it (replacing
+        the job's own headers of the names of the kinds it adds) when it is sent."""
         if call.signing == job_pb2.CALL_SIGNING_OFF:
             return None
         try:
@@ -142,19 +158,41 @@ class CallSigner:
         if team.keys is None:
             return Outcome.failed(
                 f"not signed: the job's calls are signed but {team.missing}",
-                retryable=team.retryable,
+                retryable=True,  # a key added, or the schedulers upgraded, lets it through
                 call=NOT_BEGUN,
             )
-        _drop_signed_names(headers)
+        if (
+            signing in _ID_TOKEN
+            and not call.signing
+            and any(n.lower() in _ID_TOKEN_NAMES for n in headers)
+        ):
+            return Outcome.failed(
+                "not signed: the team's default signing adds an ID token in the Authorization"
+                " header, which the job sets itself; set the job's signing (OFF or WEBHOOK to"
+                " keep its header, ID_TOKEN to replace it)",
+                retryable=False,
+                call=NOT_BEGUN,
+            )
+        return functools.partial(self._stamp, call, signing, team.keys)
+
+    def _stamp(
+        self,
+        call: SignedCall,
+        signing: job_pb2.CallSigning.ValueType,
+        keys: SigningKeys,
+        headers: dict[str, str],
+        body: bytes,
+    ) -> None:
         now = int(self._wall())
         if signing in _WEBHOOK:
-            headers.update(webhook_headers(team.keys, call.message_id, now, body))
+            _drop_names(headers, _WEBHOOK_NAMES)
+            headers.update(webhook_headers(keys, call.message_id, now, body))
         if signing in _ID_TOKEN:
             claims = TokenClaims(
                 self._issuer, call.token_audience(), call.subject, call.message_id, call.attempt
             )
-            headers["Authorization"] = f"Bearer {mint_id_token(team.keys, claims, now)}"
-        return None
+            _drop_names(headers, _ID_TOKEN_NAMES)
+            headers["Authorization"] = f"Bearer {mint_id_token(keys, claims, now)}"
 
     def warm(self, team: str, within: float) -> None:
         """Fetches a team's keys in the background unless those kept are still kept
@@ -200,8 +238,9 @@ class CallSigner:
             signing_key_from(k.key_id, k.webhook_secret, k.token_private_key) for k in answer.keys
         ]
         now = self._clock()
+        keep = self._keep if keys else min(self._keep, NO_KEY_SECONDS)
         loaded = _Team(
-            SigningKeys(keys) if keys else None, answer.default_call_signing, now + self._keep, now
+            SigningKeys(keys) if keys else None, answer.default_call_signing, now + keep, now
         )
         self._teams[team] = loaded
         return loaded
@@ -236,8 +275,8 @@ def _unreadable(error: Exception) -> Outcome:
     )
 
 
-def _drop_signed_names(headers: dict[str, str]) -> None:
-    for name in [n for n in headers if n.lower() in _SIGNED_NAMES]:
+def _drop_names(headers: dict[str, str], names: frozenset[str]) -> None:
+    for name in [n for n in headers if n.lower() in names]:
         del headers[name]
 
 
