@@ -40,6 +40,7 @@ from duetime_infra.tls import ClientTls, ServerTls
 from duetime_infra.tracecontext import new_run_trace
 from duetime_scheduler.worker_servicer import WorkerServicer
 from testkit.api import ApiClient
+from testkit.polling import eventually
 from testkit.secrets import secret_box
 
 SERVICE_NAME = wpb.DESCRIPTOR.services_by_name["WorkerService"].full_name
@@ -98,6 +99,19 @@ class WorkerClient:
     async def now(self) -> datetime:
         value: datetime = await self.db.fetchval("SELECT duetime_now()")
         return value
+
+    async def waiting_for_lock(self, name: str) -> None:
+        """Until a statement named ``name`` (its ``/* name */`` tag) waits for a lock."""
+
+        async def waiting() -> bool:
+            found = await self.db.fetchval(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE wait_event_type = 'Lock' AND query LIKE $1",
+                f"/* {name} */%",
+            )
+            return int(found) > 0
+
+        await eventually(waiting, 5, f"{name} waiting for a lock", interval=0.01)
 
     async def run_row(self, run_id: uuid.UUID | str) -> asyncpg.Record:
         row = await self.db.fetchrow("SELECT * FROM runs WHERE run_id = $1", uuid.UUID(str(run_id)))

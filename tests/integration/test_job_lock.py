@@ -42,20 +42,6 @@ async def report_in_batch(w: WorkerClient, run_id: uuid.UUID) -> wpb.CompleteAtt
     return response.results[0].response
 
 
-async def waiting_for_a_lock(w: WorkerClient, name: str) -> None:
-    """Until a statement named ``name`` waits for a lock."""
-
-    async def waiting() -> bool:
-        found = await w.db.fetchval(
-            "SELECT count(*) FROM pg_stat_activity "
-            "WHERE wait_event_type = 'Lock' AND query LIKE $1",
-            f"/* {name} */%",
-        )
-        return int(found) > 0
-
-    await eventually(waiting, 5, f"{name} waiting for a lock", interval=0.01)
-
-
 async def test_starts_and_reports_do_not_wait_for_a_claim_advancing_their_job(
     env: ApiAndWorkers,
 ) -> None:
@@ -93,7 +79,7 @@ async def test_a_start_waits_for_a_pause_holding_the_job_and_then_refuses(
                 "SELECT 1 FROM jobs WHERE job_id = $1 FOR UPDATE", uuid.UUID(job.job_id)
             )
             start = asyncio.create_task(start_in_batch(w, run_id))
-            await waiting_for_a_lock(w, "attempt_job_lock")
+            await w.waiting_for_lock("attempt_job_lock")
             assert not start.done()
             await conn.execute(
                 "UPDATE jobs SET state = 'PAUSED', pause_time = duetime_now() WHERE job_id = $1",
@@ -136,7 +122,7 @@ async def test_a_pause_waiting_for_the_job_goes_before_the_next_start_of_it(
         # A start of another run of the job holds the job's lock; a pause waits for it.
         await starting.fetchrow(q("attempt_job_lock"), job_id)
         pause = asyncio.create_task(pause_job(api, job.name))
-        await waiting_for_a_lock(w, "job_get_for_update")
+        await w.waiting_for_lock("job_get_for_update")
         async with claiming.transaction():
             # A claim advancing the job: it needs neither the job's lock nor to wait.
             await claiming.execute(
@@ -146,7 +132,7 @@ async def test_a_pause_waiting_for_the_job_goes_before_the_next_start_of_it(
             await eventually(no_advisory_waits(w), 5, "the pause holds the job's lock")
             # The next start must wait behind the pause, not slip in beside the claim.
             start = asyncio.create_task(start_in_batch(w, run_id))
-            await waiting_for_a_lock(w, "attempt_job_lock")
+            await w.waiting_for_lock("attempt_job_lock")
         await pause
         answer = await start
     assert (answer.decision, answer.refusal_reason) == (REFUSED, "RUN_SKIPPED")

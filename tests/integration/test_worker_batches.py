@@ -225,20 +225,6 @@ async def test_of_two_runs_of_a_job_in_one_batch_the_earlier_starts_first(
         assert attempt["cancel_reason"] == "SUPERSEDED"
 
 
-async def wait_for_waiting_query(w: WorkerClient, name: str) -> None:
-    """Until a statement named ``name`` waits for a lock."""
-
-    async def waiting() -> bool:
-        found = await w.db.fetchval(
-            "SELECT count(*) FROM pg_stat_activity "
-            "WHERE wait_event_type = 'Lock' AND query LIKE $1",
-            f"/* {name} */%",
-        )
-        return int(found) > 0
-
-    await eventually(waiting, 5, f"{name} waiting for a lock", interval=0.01)
-
-
 @pytest.fixture
 async def timed_out_env(db_dsn: str) -> AsyncIterator[ApiAndWorkers]:
     """The scheduler's sessions with a short statement timeout."""
@@ -265,7 +251,7 @@ async def test_a_failed_batch_transaction_answers_every_entry_one_by_one(
             else:
                 done = wpb.ATTEMPT_RESULT_SUCCEEDED
                 batch = asyncio.create_task(complete_many(w, [(r, 1, done) for r in runs]))
-            await wait_for_waiting_query(w, "attempt_run_lock")
+            await w.waiting_for_lock("attempt_run_lock")
         results = await batch
         if step == "start":
             assert [(r.response.decision, r.response.attempt) for r in results] == [
