@@ -12,7 +12,7 @@ import pytest
 from playwright.async_api import Browser, expect
 
 from testkit.cli import api_on_own_database, team_cli
-from testkit.console import browser_page, chromium, running_console
+from testkit.console import browser_page, chromium, running_console, screenshot
 from tests.e2e.test_cli_calendars import JOB_YAML
 
 pytestmark = pytest.mark.timeout(180)
@@ -50,6 +50,7 @@ async def test_the_calendars_page_and_a_jobs_skipped_occurrences(
             await expect(table).to_contain_text("work")
             await expect(table).to_contain_text("Saturday, Sunday")
             await expect(table).to_contain_text("2099-12-25")
+            await screenshot(page, "calendars")
 
             await page.get_by_role("link", name="work", exact=True).click()
             await expect(page.locator("#calendar-jobs")).to_contain_text(job["Name"])
