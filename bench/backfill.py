@@ -19,6 +19,7 @@ under 20 a second a burst of 5 (a quarter second) dispatches about 18 a second (
 100 occurrences); a burst of 20 holds the rate (19.97 a second, 300 occurrences).
 
     uv run python -m bench.backfill [--count 10000] [--rate 20] [--burst 20] [--workers 2]
+        [--profile DIR]
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from bench.harness import (
     bench_system,
     bench_workspace,
     options_from,
+    profiled,
     target_process,
 )
 from duetime.jobs.v1 import job_pb2
@@ -58,6 +60,7 @@ class Options:
     burst: int
     workers: int
     lead: float
+    profile: Path | None = None
 
 
 @dataclass
@@ -92,7 +95,11 @@ async def run(options: Options, template: str, tmp: Path) -> Outcome:
     try:
         async with (
             target_process(tmp) as target,
-            bench_system(dsn, workers=options.workers) as system,
+            bench_system(
+                dsn,
+                workers=options.workers,
+                scheduler_extra=profiled(options.profile, "scheduler"),
+            ) as system,
         ):
             conn = await asyncpg.connect(dsn)
             try:
@@ -196,6 +203,9 @@ async def main() -> None:
     parser.add_argument("--count", type=int, default=10_000)
     parser.add_argument("--rate", type=int, default=20, help="dispatches a second")
     parser.add_argument("--burst", type=int, default=20)
+    parser.add_argument(
+        "--profile", type=Path, help="write the scheduler's cProfile statistics in this folder"
+    )
     options = options_from(Options, parser.parse_args())
     print(f"bench/backfill {options} at {datetime.now(UTC):%Y-%m-%d %H:%M} UTC", flush=True)
     async with bench_workspace("duetime-backfill-") as (template, tmp):
