@@ -32,6 +32,14 @@ SELECT j.state, (SELECT duetime_now()) AS now FROM jobs j, held
 WHERE j.job_id = $1
 FOR KEY SHARE OF j;
 
+-- name: attempt_job_lock_shared
+-- attempt_job_lock for a start that shares the job's advisory lock with other such starts
+-- (duetime_core.attempts.shares_job_lock): it waits only for those that hold it alone.
+WITH held AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared(duetime_job_lock_key($1)))
+SELECT j.state, (SELECT duetime_now()) AS now FROM jobs j, held
+WHERE j.job_id = $1
+FOR KEY SHARE OF j;
+
 -- name: attempt_overlap_runs
 -- The job's other runs that hold it (duetime_run_holds_job) or wait for it under BUFFER_ONE
 -- (WAITING without a reason), through runs_job_active_idx: the cost grows with those runs,
@@ -150,22 +158,20 @@ RETURNING r.run_id;
 
 -- name: attempt_release_waiting
 -- BUFFER_ONE: once no run of the job holds it any more, its WAITING run (no reason: waiting
--- for the earlier run) is let go, locked here; the caller admits it to dispatch.
-WITH holder AS (
-    SELECT 1 FROM runs
-    WHERE job_id = $1 AND state IN ('QUEUED', 'WAITING', 'RUNNING', 'RETRY_WAIT')
-      AND duetime_run_holds_job(state, attempt)
-    LIMIT 1
-)
+-- for the earlier run) is let go, locked here; the caller admits it to dispatch. Found through
+-- runs_job_waiting_idx; the job's holders are looked for only when such a run waits.
 SELECT r.*, (SELECT duetime_now()) AS now,
        (SELECT v.spec->'target'->>'kind' FROM job_versions v
         WHERE v.job_id = r.job_id AND v.version = r.job_version) AS target_kind
 FROM runs r
 WHERE r.job_id = $1 AND r.state = 'WAITING' AND r.reason = ''
-  AND NOT EXISTS (SELECT 1 FROM holder)
+  AND NOT EXISTS (
+    SELECT 1 FROM runs h
+    WHERE h.job_id = r.job_id AND h.state IN ('QUEUED', 'WAITING', 'RUNNING', 'RETRY_WAIT')
+      AND duetime_run_holds_job(h.state, h.attempt))
 ORDER BY r.nominal_time
 LIMIT 1
-FOR UPDATE;
+FOR UPDATE OF r;
 
 -- name: attempt_backfill_turns
 -- ONE_AT_A_TIME backfills of the job $1 with no run under way (every run of theirs ended or
