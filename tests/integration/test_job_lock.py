@@ -79,7 +79,7 @@ async def test_a_start_waits_for_a_pause_holding_the_job_and_then_refuses(
                 "SELECT 1 FROM jobs WHERE job_id = $1 FOR UPDATE", uuid.UUID(job.job_id)
             )
             start = asyncio.create_task(start_in_batch(w, run_id))
-            await w.waiting_for_lock("attempt_job_lock")
+            await w.waiting_for_lock("attempt_job_lock_shared")
             assert not start.done()
             await conn.execute(
                 "UPDATE jobs SET state = 'PAUSED', pause_time = duetime_now() WHERE job_id = $1",
@@ -132,7 +132,7 @@ async def test_a_pause_waiting_for_the_job_goes_before_the_next_start_of_it(
             await eventually(no_advisory_waits(w), 5, "the pause holds the job's lock")
             # The next start must wait behind the pause, not slip in beside the claim.
             start = asyncio.create_task(start_in_batch(w, run_id))
-            await w.waiting_for_lock("attempt_job_lock")
+            await w.waiting_for_lock("attempt_job_lock_shared")
         await pause
         answer = await start
     assert (answer.decision, answer.refusal_reason) == (REFUSED, "RUN_SKIPPED")
@@ -154,3 +154,26 @@ async def pause_job(api: ApiClient, name: str) -> svc.PauseJobResponse:
         svc.PauseJobRequest(name=name), metadata=api.auth()
     )
     return response
+
+
+async def test_first_starts_of_a_job_that_allows_overlap_share_its_lock_and_a_report_waits(
+    env: ApiAndWorkers,
+) -> None:
+    api, w = env
+    job = await create_job(api)  # OVERLAP_POLICY_ALLOW
+    now = await w.now()
+    first, single, batched = [
+        await w.queue_scheduled_run(job.job_id, now - (i + 1) * S) for i in range(3)
+    ]
+    assert (await w.start(first, "d-f")).decision == STARTED
+    async with w.pool.acquire() as conn, conn.transaction():
+        # Another first start of the job in flight: it holds the job's lock shared.
+        await conn.fetchrow(q("attempt_job_lock_shared"), uuid.UUID(job.job_id))
+        one = await asyncio.wait_for(w.start(single, "d-s"), ANSWER)
+        many = await asyncio.wait_for(start_in_batch(w, batched), ANSWER)
+        assert (one.decision, many.decision) == (STARTED, STARTED)
+        # A report may release a WAITING run: it holds the job alone, so it waits.
+        report = asyncio.create_task(w.complete(first, 1))
+        await w.waiting_for_lock("attempt_job_lock")
+        assert not report.done()
+    assert (await report).run_state == "RUN_STATE_SUCCEEDED"

@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from google.protobuf import field_mask_pb2
 
 from duetime.jobs.v1 import job_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
@@ -260,3 +261,38 @@ async def test_a_failed_batch_transaction_answers_every_entry_one_by_one(
         else:
             assert [r.response.run_state for r in results] == ["RUN_STATE_SUCCEEDED"] * 3
             assert [(await w.run_row(r))["state"] for r in runs] == ["SUCCEEDED"] * 3
+
+
+async def test_a_batch_starts_every_run_of_a_job_that_allows_overlap_at_once(
+    env: ApiAndWorkers,
+) -> None:
+    api, w = env
+    job = await create_job(api)  # OVERLAP_POLICY_ALLOW
+    now = await w.now()
+    runs = [await w.queue_scheduled_run(job.job_id, now - (i + 1) * S) for i in range(5)]
+    results = await start_many(w, [(r, f"d-{i}") for i, r in enumerate(runs)])
+    assert [r.response.decision for r in results] == [STARTED] * 5
+    # Decided in the batch's one statement, not one by one after it.
+    starts = {(await w.attempts(r))[0]["start_time"] for r in runs}
+    assert len(starts) == 1
+
+
+async def test_a_run_of_a_changed_overlap_policy_sees_the_allowed_run_started_before_it(
+    env: ApiAndWorkers,
+) -> None:
+    api, w = env
+    job = await create_job(api)  # OVERLAP_POLICY_ALLOW
+    now = await w.now()
+    allowed = await w.queue_scheduled_run(job.job_id, now - 2 * S)
+    changed = job_pb2.Job(name=job.name, overlap_policy=job_pb2.OVERLAP_POLICY_SKIP)
+    await api.stub.UpdateJob(
+        svc.UpdateJobRequest(
+            job=changed, update_mask=field_mask_pb2.FieldMask(paths=["overlap_policy"])
+        ),
+        metadata=api.auth(),
+    )
+    skipping = await w.queue_scheduled_run(job.job_id, now - S)
+    results = await start_many(w, [(allowed, "d-a"), (skipping, "d-s")])
+    # One by one, the later run finds the earlier one running: so too in one batch.
+    assert [r.response.decision for r in results] == [STARTED, REFUSED]
+    assert (await w.run_row(skipping))["state"] == "SKIPPED"

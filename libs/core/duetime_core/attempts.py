@@ -238,6 +238,14 @@ def starts_early(run: StartView, now: datetime, early: timedelta) -> bool:
     return run.overlap is OverlapPolicy.ALLOW and now < run.not_before <= now + early
 
 
+def shares_job_lock(run: StartView) -> bool:
+    """The run's start may hold its job's lock shared with other such starts: under
+    OVERLAP_POLICY_ALLOW no other run of the job changes what it decides, and as a first
+    attempt it holds nothing whose end would release a WAITING run. Any other start, every
+    report and every change to the job hold it alone, so they still see these one by one."""
+    return run.overlap is OverlapPolicy.ALLOW and run.attempt == 0
+
+
 def misfire_check_needed(run: StartView, now: datetime) -> bool:
     """Only a scheduled run's first attempt is measured against the misfire threshold."""
     return run.scheduled and run.attempt == 0 and now - run.not_before > run.misfire.threshold

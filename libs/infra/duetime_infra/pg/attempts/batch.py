@@ -5,11 +5,12 @@ The top-of-the-hour herd makes thousands of runs due in one second; one transact
 same decisions as the one-run path (``duetime_core.attempts``), with one statement per step for
 all its runs. Its row locks are taken with SKIP LOCKED only, so it never waits and cannot
 deadlock; whatever it cannot decide alone — a run or job another transaction holds, two runs of
-one job in the batch, a misfire check, a refusal that changes the run, a CANCEL_PREVIOUS, a
-report other than success — goes through ``AttemptStore``'s one-run path after the batch
-commits, which gives exactly the answer a single call would. A batch transaction that fails as a
-whole (a statement timeout, a serialization failure) decides nothing: every entry then goes
-through the one-run path, so one slow statement does not fail hundreds of runs at once.
+one job in the batch (unless all are under OVERLAP_POLICY_ALLOW), a misfire check, a refusal
+that changes the run, a CANCEL_PREVIOUS, a report other than success — goes through
+``AttemptStore``'s one-run path after the batch commits, which gives exactly the answer a single
+call would. A batch transaction that fails as a whole (a statement timeout, a serialization
+failure) decides nothing: every entry then goes through the one-run path, so one slow statement
+does not fail hundreds of runs at once.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import asyncio
 import logging
 import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
@@ -32,6 +33,7 @@ from duetime_core.attempts import (
     check_admission,
     decide_start,
     misfire_check_needed,
+    shares_job_lock,
 )
 from duetime_core.errors import DuetimeError, Unavailable
 from duetime_core.jobspec import JobSpec, JobState, OverlapPolicy
@@ -92,18 +94,30 @@ _Admitted = tuple[int, Row, JobSpec, StartView]
 _Starting = tuple[int, Row, JobSpec, datetime | None]
 
 
-def _earliest_of_each_job(admitted: Sequence[_Admitted]) -> list[_Admitted]:
-    """One run per job is decided in the batch, the job's earliest: its later runs go through
-    the one-run path after commit and see it started, as they would have one by one (with
-    BUFFER_ONE or CANCEL_PREVIOUS a later run started first would hold back or supersede an
-    earlier one)."""
-    deciding: list[_Admitted] = []
-    jobs_taken: set[uuid.UUID] = set()
+def _decided_in_batch(admitted: Sequence[_Admitted]) -> list[_Admitted]:
+    """The admitted starts the batch decides: of a job whose runs here are all under
+    OVERLAP_POLICY_ALLOW, every one (no run of the job changes what another's start decides:
+    a herd's or a backfill's many runs of one job start together); of any other job, its
+    earliest. Its later runs go through the one-run path after commit and see it started, as
+    they would have one by one (with BUFFER_ONE or CANCEL_PREVIOUS a later run started first
+    would hold back or supersede an earlier one)."""
+    by_job: dict[uuid.UUID, list[_Admitted]] = {}
     for entry in sorted(admitted, key=lambda entry: entry[1]["nominal_time"]):
-        if entry[1]["job_id"] not in jobs_taken:
-            jobs_taken.add(entry[1]["job_id"])
-            deciding.append(entry)
+        by_job.setdefault(entry[1]["job_id"], []).append(entry)
+    deciding: list[_Admitted] = []
+    for entries in by_job.values():
+        if all(view.overlap is OverlapPolicy.ALLOW for _, _, _, view in entries):
+            deciding += entries
+        else:
+            deciding.append(entries[0])
     return deciding
+
+
+async def _lock_jobs(conn: Conn, shared: Mapping[uuid.UUID, bool]) -> dict[uuid.UUID, Row]:
+    """The jobs whose lock the batch took without waiting, shared or alone as ``shared``
+    says of each (``shares_job_lock``); the others are held elsewhere, or gone."""
+    rows = await conn.fetch(q("attempt_batch_jobs_lock"), list(shared), list(shared.values()))
+    return {row["job_id"]: row for row in rows}
 
 
 class BatchAttempts:
@@ -137,7 +151,7 @@ class BatchAttempts:
                 leases = await self._store.renew_replayed(conn, [row for _, row, _, _ in replays])
                 for i, row, spec, _ in replays:
                     answers[i] = self._store.replayed_result(row, spec, leases)
-            deciding = _earliest_of_each_job(admitted)
+            deciding = _decided_in_batch(admitted)
             if deciding:
                 starting = await self._decide(conn, requests, deciding, answers)
             if starting:
@@ -202,8 +216,10 @@ class BatchAttempts:
         check: refusals that leave the run as it is go into ``answers``; the runs to start are
         returned, each with its call time (None: now)."""
         settings = self._store.settings
-        job_ids = [row["job_id"] for _, row, _, _ in deciding]
-        jobs = {j["job_id"]: j for j in await conn.fetch(q("attempt_batch_jobs_lock"), job_ids)}
+        shared: dict[uuid.UUID, bool] = {}
+        for _, row, _, view in deciding:
+            shared[row["job_id"]] = shared.get(row["job_id"], True) and shares_job_lock(view)
+        jobs = await _lock_jobs(conn, shared)
         others: dict[uuid.UUID, list[Row]] = {}
         # Other runs of the job decide nothing under OVERLAP_POLICY_ALLOW.
         overlapping = [
@@ -317,12 +333,8 @@ class BatchAttempts:
                 closing.append((i, row))
             if not closing:
                 return answers
-            jobs = {
-                j["job_id"]: j
-                for j in await conn.fetch(
-                    q("attempt_batch_jobs_lock"), list({row["job_id"] for _, row in closing})
-                )
-            }
+            alone = dict.fromkeys((row["job_id"] for _, row in closing), False)
+            jobs = await _lock_jobs(conn, alone)
             # A success ends the run SUCCEEDED whatever else holds (a cancel asked for, the job
             # deleted); the job's lock orders it with the release of a WAITING run.
             closing = [(i, row) for i, row in closing if row["job_id"] in jobs]

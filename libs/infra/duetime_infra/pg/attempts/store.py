@@ -41,6 +41,7 @@ from duetime_core.attempts import (
     decide_completion,
     decide_start,
     misfire_check_needed,
+    shares_job_lock,
     truncate_error,
 )
 from duetime_core.errors import Aborted, Unavailable
@@ -399,11 +400,17 @@ class AttemptStore:
             now = row["now"]
             decision = check_admission(view, now, delivery_id, worker_id, early=window)
             if decision is None:
-                job = await conn.fetchrow(q("attempt_job_lock"), row["job_id"])
+                lock = "attempt_job_lock_shared" if shares_job_lock(view) else "attempt_job_lock"
+                job = await conn.fetchrow(q(lock), row["job_id"])
                 if job is not None:
                     now = job["now"]
-                others = await conn.fetch(
-                    q("attempt_overlap_runs"), row["job_id"], run_id, row["nominal_time"]
+                # Other runs of the job decide nothing under OVERLAP_POLICY_ALLOW.
+                others = (
+                    []
+                    if view.overlap is OverlapPolicy.ALLOW
+                    else await conn.fetch(
+                        q("attempt_overlap_runs"), row["job_id"], run_id, row["nominal_time"]
+                    )
                 )
                 newer = False
                 if (

@@ -37,11 +37,15 @@ WHERE r.run_id = ANY($1::uuid[])
 FOR UPDATE OF r SKIP LOCKED;
 
 -- name: attempt_batch_jobs_lock
--- The jobs of those runs whose lock no other transaction holds (pause, delete and overlap are
--- decided under the job's lock, as for one run: attempt_job_lock), taken without waiting.
-SELECT job_id, state, (SELECT duetime_now()) AS now FROM jobs
-WHERE job_id = ANY($1::uuid[]) AND pg_try_advisory_xact_lock(duetime_job_lock_key(job_id))
-FOR KEY SHARE SKIP LOCKED;
+-- The jobs $1 whose lock no other transaction holds (pause, delete and overlap are decided
+-- under the job's lock, as for one run: attempt_job_lock), taken without waiting: shared with
+-- other such starts where $2 says so (attempt_job_lock_shared), alone otherwise.
+SELECT j.job_id, j.state, (SELECT duetime_now()) AS now
+FROM unnest($1::uuid[], $2::boolean[]) AS u(job_id, shared)
+JOIN jobs j ON j.job_id = u.job_id
+WHERE CASE WHEN u.shared THEN pg_try_advisory_xact_lock_shared(duetime_job_lock_key(u.job_id))
+           ELSE pg_try_advisory_xact_lock(duetime_job_lock_key(u.job_id)) END
+FOR KEY SHARE OF j SKIP LOCKED;
 
 -- name: attempt_batch_overlap_runs
 -- attempt_overlap_runs for many jobs at once (each run's own row is left out by the caller).
