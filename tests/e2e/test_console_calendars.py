@@ -108,6 +108,8 @@ async def test_calendars_are_made_changed_and_deleted_in_the_console(
                 date_ranges="2099-08-10..2099-08-21",
                 yearly_dates="07-04",
             )
+            await page.get_by_label("Description").fill("trading days")
+            await screenshot(page, "calendar-new")
             await page.get_by_role("button", name="Create").click()
             await expect(page.get_by_role("status")).to_have_text("Created calendar work.")
             await page.get_by_role("link", name="Calendars").click()
