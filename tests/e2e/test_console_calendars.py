@@ -112,6 +112,7 @@ async def test_calendars_are_made_changed_and_deleted_in_the_console(
             await screenshot(page, "calendar-new")
             await page.get_by_role("button", name="Create").click()
             await expect(page.get_by_role("status")).to_have_text("Created calendar work.")
+            await expect(page).to_have_title("Calendar work · Duetime console")
             await page.get_by_role("link", name="Calendars").click()
             row = page.locator("#calendars tr", has_text="work")
             for shown in ("America/New_York", "Saturday, Sunday", "2099-12-25, 2099-12-31"):
@@ -159,6 +160,8 @@ async def test_calendars_are_made_changed_and_deleted_in_the_console(
 
             # Its delete is refused while the job excludes it, naming the job; detached, it goes.
             await page.goto(f"{console.url}/calendars/work")
+            await page.get_by_role("link", name="Delete").click()
+            await expect(page.locator("p.notice")).to_contain_text("1 job excludes it")
             await page.get_by_role("button", name="Delete").click()
             await expect(page.locator("#in-use")).to_contain_text("1 job excludes this calendar")
             await expect(page.locator("#in-use")).to_contain_text(job["Name"])
@@ -167,6 +170,7 @@ async def test_calendars_are_made_changed_and_deleted_in_the_console(
             await page.get_by_role("button", name="Save").click()
             await expect(page.locator("#calendars")).to_have_text("none")
             await page.goto(f"{console.url}/calendars/work")
+            await page.get_by_role("link", name="Delete").click()
             await page.get_by_role("button", name="Delete").click()
             await expect(page.get_by_role("status")).to_have_text("Deleted calendar work.")
             await expect(page.locator("#calendars")).to_contain_text("No calendars.")

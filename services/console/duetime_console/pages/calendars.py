@@ -148,6 +148,13 @@ async def calendar_update(request: Request, viewer: Viewer) -> Response:
 
 
 @page(TEAM)
+async def calendar_delete_confirm(request: Request, viewer: Viewer) -> Response:
+    """The delete's confirmation, saying whether jobs exclude the calendar."""
+    calendar = await _calendar(viewer, request.path_params["calendar_id"])
+    return viewer.render("calendar_delete.html", {"calendar": calendar})
+
+
+@page(TEAM)
 async def calendar_delete(request: Request, viewer: Viewer) -> Response:
     """Deletes the calendar; refused while jobs exclude it, the page then names them."""
     calendar_id = request.path_params["calendar_id"]
@@ -174,5 +181,6 @@ routes = [
     Route("/calendars/{calendar_id}", calendar_detail, methods=["GET"]),
     Route("/calendars/{calendar_id}/edit", calendar_edit, methods=["GET"]),
     Route("/calendars/{calendar_id}/edit", calendar_update, methods=["POST"]),
+    Route("/calendars/{calendar_id}/delete", calendar_delete_confirm, methods=["GET"]),
     Route("/calendars/{calendar_id}/delete", calendar_delete, methods=["POST"]),
 ]
