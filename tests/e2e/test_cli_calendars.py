@@ -82,3 +82,30 @@ async def test_business_days_from_the_command_line_skip_weekends_and_holidays(
     assert refused.code == 6  # FAILED_PRECONDITION
     assert "CALENDAR_IN_USE" in refused.stderr
     assert job["Name"] in refused.stderr
+
+
+async def test_an_update_replaces_the_kinds_of_rule_given_and_keeps_the_others(cli: Cli) -> None:
+    unzoned = await cli("calendars", "create", "work", "--date", "2099-12-25")
+    assert unzoned.code == 2
+    assert "--zone is required" in unzoned.stderr
+    await cli.ok(
+        "calendars", "create", "work", "--zone", "Asia/Tokyo", "--weekday", "sun",
+        "--date", "2099-12-25", "--range", "2099-08-10..2099-08-21",
+    )  # fmt: skip
+    changed = await cli.ok(
+        "calendars", "update", "work", "--date", "2099-12-31", "--yearly", "01-01",
+        "--description", "year end",
+    )  # fmt: skip
+    shown = changed.detail()
+    assert shown["Zone"] == "Asia/Tokyo"
+    assert shown["Weekdays"] == "Sunday"
+    assert shown["Dates"] == "2099-12-31"
+    assert shown["Ranges"] == "2099-08-10..2099-08-21"
+    assert shown["Yearly"] == "01-01"
+    assert shown["Description"] == "year end"
+    moved = (await cli.ok("calendars", "update", "work", "--zone", "UTC")).detail()
+    assert (moved["Zone"], moved["Dates"], moved["Description"]) == (
+        "UTC",
+        "2099-12-31",
+        "year end",
+    )

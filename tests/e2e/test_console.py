@@ -528,7 +528,12 @@ def post_paths() -> list[str]:
 
     from duetime_console.app import routes
 
-    ids = {"job_id": str(uuid.uuid4()), "run_id": str(uuid.uuid4()), "token_id": str(uuid.uuid4())}
+    ids = {
+        "job_id": str(uuid.uuid4()),
+        "run_id": str(uuid.uuid4()),
+        "token_id": str(uuid.uuid4()),
+        "calendar_id": "holidays",
+    }
     paths = []
     for route in routes():
         if isinstance(route, Route) and route.methods and "POST" in route.methods:

@@ -1,12 +1,16 @@
 """The console's search fields as the API's filters (every value quoted, times on the viewer's
-clock), the job form read into a job (each bad field named), and schedules in words."""
+clock), the job and calendar forms read into a job and a calendar (each bad field named), and
+schedules in words."""
 
 from __future__ import annotations
 
 import pytest
+from starlette.datastructures import FormData
 
-from duetime.jobs.v1 import job_pb2
+from duetime.jobs.v1 import calendar_pb2, job_pb2
 from duetime_client.filters import quoted
+from duetime_console import jobform
+from duetime_console.calendarform import CalendarForm, form_field
 from duetime_console.filters import BadSearch, JobSearch, RunSearch
 from duetime_console.jobform import JobForm
 from duetime_console.text import schedule_words
@@ -79,6 +83,56 @@ def test_the_form_reads_into_a_job_and_names_each_bad_field() -> None:
     )
     bad.apply(job_pb2.Job())
     assert [p.field for p in bad.problems] == ["interval", "url", "headers", "max_attempts"]
+
+
+def test_the_calendars_ticked_on_the_job_form_are_excluded_in_their_order() -> None:
+    fields = FormData(
+        [("excluded_calendars", "work"), ("excluded_calendars", "holidays"), ("kind", "cron")]
+    )
+    form = JobForm.from_fields(fields)
+    job = form.apply(job_pb2.Job(excluded_calendars=["old"]))
+    assert list(job.excluded_calendars) == ["work", "holidays"]
+    assert JobForm.of_job(job).values["excluded_calendars"] == "work, holidays"
+    # None ticked: the job excludes none (the edit's mask names the field).
+    assert not JobForm.from_fields(FormData([])).apply(job).excluded_calendars
+    assert "excluded_calendars" in jobform.FORM_PATHS
+
+
+def test_the_calendar_form_reads_each_rule_and_back() -> None:
+    fields = {
+        "calendar_id": "work",
+        "time_zone": "America/New_York",
+        "dates": "2099-12-25, 2099-12-31\n",
+        "date_ranges": "2099-08-10..2099-08-21\n\n2099-09-01 to 2099-09-02",
+        "yearly_dates": "07-04\n12-26",
+    }
+    form = CalendarForm.from_fields(fields, ["SATURDAY", "SUNDAY"])
+    calendar = form.calendar()
+    assert not form.problems
+    assert list(calendar.weekdays) == [
+        calendar_pb2.CALENDAR_WEEKDAY_SATURDAY,
+        calendar_pb2.CALENDAR_WEEKDAY_SUNDAY,
+    ]
+    assert list(calendar.dates) == ["2099-12-25", "2099-12-31"]
+    assert [(r.start_date, r.end_date) for r in calendar.date_ranges] == [
+        ("2099-08-10", "2099-08-21"),
+        ("2099-09-01", "2099-09-02"),
+    ]
+    assert list(calendar.yearly_dates) == ["07-04", "12-26"]
+    shown = CalendarForm.of_calendar(calendar)
+    assert shown.values["date_ranges"] == "2099-08-10..2099-08-21\n2099-09-01..2099-09-02"
+    assert shown.weekdays == ["SATURDAY", "SUNDAY"]
+
+
+def test_the_calendar_form_names_what_it_cannot_read_as_the_api_would() -> None:
+    form = CalendarForm.from_fields(
+        {"date_ranges": "\n2099-08-10..2099-08-21\n2099-08-30"}, ["MOONDAY"]
+    )
+    form.calendar()
+    assert [p.field for p in form.problems] == ["calendar.weekdays", "calendar.date_ranges[1]"]
+    assert form.invalid == {"weekdays", "date_ranges"}
+    assert form_field("calendar.date_ranges[0].end_date") == "date_ranges"
+    assert form_field("calendar.time_zone") == "time_zone"
 
 
 def test_a_schedule_reads_in_words_with_its_zone() -> None:

@@ -4,7 +4,7 @@ docs/calendars.md). Dates are checked by the API, which names the bad one."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Annotated
 
 import typer
@@ -146,37 +146,66 @@ def calendar_detail(calendar: calendar_pb2.Calendar) -> DetailGrid:
     )
 
 
-@app.command("create")
-def create(
-    ctx: typer.Context,
-    calendar_id: IdArg,
-    zone: ZoneOption = None,
-    weekday: WeekdayOption = None,
-    business_days: BusinessOption = False,
-    date: DateOption = None,
-    range_: RangeOption = None,
-    yearly: YearlyOption = None,
-    description: DescriptionOption = None,
-    output: OutputOption = Format.TABLE,
-) -> None:
-    """Create a calendar (--zone required): the days it excludes, read in its zone."""
-    with command(ctx, output) as session:
+def _starting_from(
+    session: Session, calendar_id: str, zone: str | None, creating: bool
+) -> calendar_pb2.Calendar:
+    """The calendar a create or an update starts from: a new one (its zone required), or the
+    stored one."""
+    if creating:
         if not zone:
             raise usage_error("--zone is required: the IANA zone the calendar's days are read in")
-        calendar = calendar_pb2.Calendar(
-            calendar_id=calendar_id, time_zone=zone, description=description or ""
-        )
-        _fill(
-            calendar,
-            weekdays=weekday,
-            business_days=business_days,
-            dates=date,
-            ranges=range_,
-            yearly=yearly,
-        )
-        request = svc.CreateCalendarRequest(calendar=calendar)
-        response = session.call(session.jobs.CreateCalendar, request)
-        emit(response, output, lambda: [calendar_detail(response.calendar)])
+        return calendar_pb2.Calendar(calendar_id=calendar_id)
+    request = svc.GetCalendarRequest(name=calendar_name(session, calendar_id))
+    calendar = session.call(session.jobs.GetCalendar, request).calendar
+    calendar.ClearField("jobs")
+    return calendar
+
+
+def _write_command(creating: bool) -> Callable[..., None]:
+    """``create`` or ``update``, which take the same options: create makes the calendar they
+    say; update replaces, on the calendar as it is, each kind of rule given."""
+
+    def write(
+        ctx: typer.Context,
+        calendar_id: IdArg,
+        zone: ZoneOption = None,
+        weekday: WeekdayOption = None,
+        business_days: BusinessOption = False,
+        date: DateOption = None,
+        range_: RangeOption = None,
+        yearly: YearlyOption = None,
+        description: DescriptionOption = None,
+        output: OutputOption = Format.TABLE,
+    ) -> None:
+        with command(ctx, output) as session:
+            calendar = _starting_from(session, calendar_id, zone, creating)
+            if zone:
+                calendar.time_zone = zone
+            if description is not None:
+                calendar.description = description
+            _fill(
+                calendar,
+                weekdays=weekday,
+                business_days=business_days,
+                dates=date,
+                ranges=range_,
+                yearly=yearly,
+            )
+            response: svc.CreateCalendarResponse | svc.UpdateCalendarResponse
+            if creating:
+                create = svc.CreateCalendarRequest(calendar=calendar)
+                response = session.call(session.jobs.CreateCalendar, create)
+            else:
+                update = svc.UpdateCalendarRequest(calendar=calendar)
+                response = session.call(session.jobs.UpdateCalendar, update)
+            emit(response, output, lambda: [calendar_detail(response.calendar)])
+
+    return write
+
+
+app.command(
+    "create", help="Create a calendar (--zone required): the days it excludes, read in its zone."
+)(_write_command(creating=True))
 
 
 @app.command("get")
@@ -196,42 +225,11 @@ def list_(ctx: typer.Context, output: OutputOption = Format.TABLE) -> None:
         emit(response, output, lambda: [calendars_table(response.calendars)])
 
 
-@app.command("update")
-def update(
-    ctx: typer.Context,
-    calendar_id: IdArg,
-    zone: ZoneOption = None,
-    weekday: WeekdayOption = None,
-    business_days: BusinessOption = False,
-    date: DateOption = None,
-    range_: RangeOption = None,
-    yearly: YearlyOption = None,
-    description: DescriptionOption = None,
-    output: OutputOption = Format.TABLE,
-) -> None:
-    """Change a calendar: each kind of rule given replaces that kind (the others stay). It
-    applies to occurrences claimed from now on; those already claimed keep their fate."""
-    with command(ctx, output) as session:
-        name = calendar_name(session, calendar_id)
-        current = session.call(session.jobs.GetCalendar, svc.GetCalendarRequest(name=name))
-        calendar = current.calendar
-        calendar.ClearField("jobs")
-        if zone:
-            calendar.time_zone = zone
-        if description is not None:
-            calendar.description = description
-        _fill(
-            calendar,
-            weekdays=weekday,
-            business_days=business_days,
-            dates=date,
-            ranges=range_,
-            yearly=yearly,
-        )
-        response = session.call(
-            session.jobs.UpdateCalendar, svc.UpdateCalendarRequest(calendar=calendar)
-        )
-        emit(response, output, lambda: [calendar_detail(response.calendar)])
+app.command(
+    "update",
+    help="Change a calendar: each kind of rule given replaces that kind (the others stay). It "
+    "applies to occurrences claimed from now on; those already claimed keep their fate.",
+)(_write_command(creating=False))
 
 
 @app.command("delete")

@@ -2,10 +2,10 @@
 field named, as the API names its own), and a stored job read back into the form.
 
 The form covers the common case (a schedule of any kind and its end, an HTTP target, attempts
-and timeout, labels); anything else is edited as YAML (``duetime_client.jobtext``). A
-schedule's end time is written on the wall clock of the form's time zone. On an edit,
-the form's values go onto the stored job, so what the form does not show (backoff, misfire,
-overlap, priority) keeps its value.
+and timeout, labels, the calendars it excludes); anything else is edited as YAML
+(``duetime_client.jobtext``). A schedule's end time is written on the wall clock of the form's
+time zone. On an edit, the form's values go onto the stored job, so what the form does not
+show (backoff, misfire, overlap, priority) keeps its value.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 import yaml
 from google.protobuf import json_format
 from google.protobuf.duration_pb2 import Duration
+from starlette.datastructures import FormData
 
 from duetime.jobs.v1 import job_pb2
 from duetime_client.describe import parse_duration, span
@@ -27,7 +28,15 @@ from duetime_console.times import zone_of
 KINDS = ("cron", "interval", "at", "delay")
 METHODS = ("POST", "GET", "PUT", "PATCH", "DELETE")
 # The job fields an edit from the form replaces.
-FORM_PATHS = ["display_name", "schedule", "target", "attempt_timeout", "retry_policy", "labels"]
+FORM_PATHS = [
+    "display_name",
+    "schedule",
+    "target",
+    "attempt_timeout",
+    "retry_policy",
+    "labels",
+    "excluded_calendars",
+]
 
 DEFAULTS = {
     "display_name": "",
@@ -46,6 +55,8 @@ DEFAULTS = {
     "max_attempts": "",
     "attempt_timeout": "",
     "labels": "",
+    # The calendars ticked, in the order sent (the first that excludes a day is recorded).
+    "excluded_calendars": "",
 }
 
 
@@ -62,7 +73,16 @@ class JobForm:
             k: (v.strip() if k not in ("body", "headers") else v) if isinstance(v, str) else ""
             for k, v in ((k, fields.get(k, DEFAULTS[k])) for k in DEFAULTS)
         }
+        if isinstance(fields, FormData):
+            # Each calendar ticked is a value of the one field, in the page's order.
+            ticked = [c.strip() for c in fields.getlist("excluded_calendars") if isinstance(c, str)]
+            values["excluded_calendars"] = ", ".join(ticked)
         return cls(values)
+
+    @property
+    def calendars(self) -> list[str]:
+        """The calendars the job excludes, in order."""
+        return [c.strip() for c in self.values["excluded_calendars"].split(",") if c.strip()]
 
     def problem(self, name: str, description: str) -> None:
         self.problems.append(Violation(name, description))
@@ -170,6 +190,8 @@ class JobForm:
             job.retry_policy.max_attempts = 0
         job.labels.clear()
         job.labels.update(self.labels())
+        del job.excluded_calendars[:]
+        job.excluded_calendars.extend(self.calendars)
         return job
 
     @classmethod
@@ -208,6 +230,7 @@ class JobForm:
         if job.retry_policy.max_attempts:
             v["max_attempts"] = str(job.retry_policy.max_attempts)
         v["labels"] = ", ".join(f"{k}={val}" for k, val in sorted(job.labels.items()))
+        v["excluded_calendars"] = ", ".join(job.excluded_calendars)
         return form
 
 

@@ -35,6 +35,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from duetime.admin.v1 import admin_service_pb2
 from duetime.jobs.v1 import job_service_pb2
 from duetime_client import describe
+from duetime_client.status import Violation
 from duetime_console import session as sessions
 from duetime_console import text, times
 from duetime_console.api import CALL_TIMEOUT_SECONDS, Api, ApiError
@@ -246,6 +247,16 @@ def batch_outcome(done: BatchAnswer, done_verb: str, not_done: str, what: str) -
             f"{r.name.rsplit('/', 1)[-1]}: {r.status.message}" for r in failed[:5]
         )
     return message
+
+
+def problems_of(error: ApiError) -> list[Violation]:
+    """A refused form's problems for the page: each bad field the API names, else each quota
+    it hit, else its code and message."""
+    details = error.details
+    if details.violations:
+        return details.violations
+    quotas = [Violation(f"quota {q.quota}", q.description or q.human()) for q in details.quotas]
+    return quotas or [Violation(details.head, details.message)]
 
 
 def form_text(value: object) -> str:

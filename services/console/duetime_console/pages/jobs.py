@@ -18,14 +18,21 @@ from starlette.routing import Route
 from duetime.jobs.v1 import job_pb2, job_service_pb2
 from duetime_client import describe, jobtext
 from duetime_client.describe import next_run_moved
-from duetime_client.status import Violation
 from duetime_console import jobform
 from duetime_console.api import BATCH_TIMEOUT_SECONDS, ApiError
 from duetime_console.filters import JOB_STATES, SCHEDULE_KINDS, BadSearch, JobSearch
 from duetime_console.jobform import JobForm
 from duetime_console.session import TEAM
 from duetime_console.times import zone_names
-from duetime_console.web import Refused, Viewer, batch_outcome, form_text, local_path, page
+from duetime_console.web import (
+    Refused,
+    Viewer,
+    batch_outcome,
+    form_text,
+    local_path,
+    page,
+    problems_of,
+)
 
 PAGE_SIZE = 50
 RECENT_RUNS = 5
@@ -167,7 +174,17 @@ async def job_detail(request: Request, viewer: Viewer) -> Response:
     )
 
 
-def _form_page(
+async def _calendar_choices(viewer: Viewer, form: JobForm) -> list[str]:
+    """The calendars the form offers: those the job names, in its order, then the team's
+    others."""
+    named = form.calendars
+    listed = await viewer.call(
+        viewer.api.jobs.ListCalendars, job_service_pb2.ListCalendarsRequest()
+    )
+    return named + [c.calendar_id for c in listed.calendars if c.calendar_id not in named]
+
+
+async def _form_page(
     viewer: Viewer,
     form: JobForm,
     *,
@@ -196,23 +213,17 @@ def _form_page(
             "preview": preview,
             "stale": stale,
             "change_preview": change_preview,
+            "calendars": await _calendar_choices(viewer, form) if mode == "form" else [],
+            "named_calendars": form.calendars,
         },
         status,
     )
 
 
-def _problems_of(error: ApiError) -> list[Violation]:
-    details = error.details
-    if details.violations:
-        return details.violations
-    quotas = [Violation(f"quota {q.quota}", q.description or q.human()) for q in details.quotas]
-    return quotas or [Violation(details.head, details.message)]
-
-
 @page(TEAM)
 async def job_new(request: Request, viewer: Viewer) -> Response:
     mode = "yaml" if request.query_params.get("mode") == "yaml" else "form"
-    return _form_page(viewer, JobForm(), mode=mode)
+    return await _form_page(viewer, JobForm(), mode=mode)
 
 
 async def _preview(viewer: Viewer, form: JobForm) -> list[job_service_pb2.ScheduledOccurrence]:
@@ -225,7 +236,7 @@ async def _preview(viewer: Viewer, form: JobForm) -> list[job_service_pb2.Schedu
     except ApiError as error:
         if error.code != "INVALID_ARGUMENT":
             raise
-        form.problems += _problems_of(error)
+        form.problems += problems_of(error)
         return []
 
 
@@ -241,7 +252,7 @@ async def job_create(request: Request, viewer: Viewer) -> Response:
     form, yaml_text = JobForm.from_fields(fields), str(fields.get("yaml", ""))
     if mode == "form" and fields.get("action") == "preview":
         preview = await _preview(viewer, form)
-        return _form_page(viewer, form, request_id=request_id, preview=preview)
+        return await _form_page(viewer, form, request_id=request_id, preview=preview)
     try:
         job = _from_yaml(yaml_text)[0] if mode == "yaml" else form.apply(job_pb2.Job())
     except jobtext.JobTextError as error:
@@ -254,11 +265,11 @@ async def job_create(request: Request, viewer: Viewer) -> Response:
         except ApiError as error:
             if error.code not in ("INVALID_ARGUMENT", "RESOURCE_EXHAUSTED", "ALREADY_EXISTS"):
                 raise
-            form.problems += _problems_of(error)
+            form.problems += problems_of(error)
         else:
             path = "/jobs/" + created.job_id
             return viewer.redirect(path, f"Created job {created.display_name or created.job_id}.")
-    return _form_page(
+    return await _form_page(
         viewer, form, mode=mode, yaml_text=yaml_text, request_id=request_id, status=422
     )
 
@@ -274,7 +285,7 @@ async def job_edit(request: Request, viewer: Viewer) -> Response:
     mode = "yaml" if request.query_params.get("mode") == "yaml" else "form"
     if not jobform.fits_form(job):
         mode = "yaml"
-    return _form_page(
+    return await _form_page(
         viewer, JobForm.of_job(job), job=job, mode=mode, yaml_text=jobform.as_yaml(job)
     )
 
@@ -308,7 +319,7 @@ async def _send_update(
             return None, True
         if error.code not in ("INVALID_ARGUMENT", "RESOURCE_EXHAUSTED", "PERMISSION_DENIED"):
             raise
-        form.problems += _problems_of(error)
+        form.problems += problems_of(error)
         return None, False
 
 
@@ -336,12 +347,12 @@ async def job_update(request: Request, viewer: Viewer) -> Response:
         )
         updated, stale = await _send_update(viewer, form, update)
         if updated is not None and previewing:
-            return _form_page(
+            return await _form_page(
                 viewer, form, job=shown, mode=mode, yaml_text=yaml_text, change_preview=updated
             )
         if updated is not None:
             return viewer.redirect(f"/jobs/{job_id}", f"Saved. {next_run_moved(updated)}")
-    return _form_page(
+    return await _form_page(
         viewer,
         form,
         job=shown,
