@@ -22,11 +22,14 @@ from duetime_worker.targets.http.signer import (
 from duetime_worker.targets.outcome import NOT_BEGUN
 
 KEY = new_signing_key("k1")
+RUN = "00000000-0000-4000-8000-000000000001"
 BODY = b'{"a": 1}'
 
 
-def call(signing: int = job_pb2.CALL_SIGNING_WEBHOOK) -> SignedCall:
-    return SignedCall("team-a", signing, "run-key", "https://t.test/", "teams/team-a/jobs/j", 1)  # type: ignore[arg-type]
+def call(signing: job_pb2.CallSigning.ValueType = job_pb2.CALL_SIGNING_WEBHOOK) -> SignedCall:
+    return SignedCall(
+        "team-a", RUN, signing, "run-key", "https://t.test/", "teams/team-a/jobs/j", 1
+    )
 
 
 class Fetches:
@@ -36,12 +39,14 @@ class Fetches:
         default: int = job_pb2.CALL_SIGNING_UNSPECIFIED,
     ) -> None:
         self.teams: list[str] = []
+        self.runs: list[str] = []
         self.error = error
         self.default = default
         self.keyless = False
 
-    async def __call__(self, team: str) -> pb.GetSigningKeysResponse:
+    async def __call__(self, team: str, run_id: str) -> pb.GetSigningKeysResponse:
         self.teams.append(team)
+        self.runs.append(run_id)
         await asyncio.sleep(0)  # let concurrent callers find this fetch under way
         if self.error is not None:
             raise aio.AioRpcError(self.error, aio.Metadata(), aio.Metadata(), "no")
@@ -156,6 +161,21 @@ async def test_keys_fetched_before_sign_while_a_fetch_fails_for_a_while() -> Non
     assert late.retryable
 
 
+async def test_a_refused_fetch_is_not_answered_by_keys_fetched_before() -> None:
+    now = [0.0]
+    fetches = Fetches()
+    signer = CallSigner(fetches, keep=30, clock=lambda: now[0])
+    assert await signer.sign(call(), {}, BODY) is None
+    assert fetches.runs == [RUN]  # the fetch names the run the call is for
+    fetches.error = grpc.StatusCode.PERMISSION_DENIED
+    now[0] = 31.0
+    headers: dict[str, str] = {}
+    refused = await signer.sign(call(), headers, BODY)
+    assert refused is not None
+    assert "PERMISSION_DENIED" in refused.error
+    assert headers == {}
+
+
 def test_the_default_audience_is_the_url_without_what_may_hold_a_secret() -> None:
     assert default_audience("https://a.example:8443/hook?token=s3cret#x") == (
         "https://a.example:8443/hook"
@@ -171,6 +191,7 @@ def test_the_default_audience_is_the_url_without_what_may_hold_a_secret() -> Non
 async def test_a_token_without_an_audience_of_its_job_names_its_url_without_the_query() -> None:
     unnamed = SignedCall(
         "team-a",
+        RUN,
         job_pb2.CALL_SIGNING_ID_TOKEN,
         "run-key",
         "",
@@ -189,17 +210,17 @@ async def test_an_attempt_started_ahead_warms_its_teams_keys_for_its_call() -> N
     now = [0.0]
     fetches = Fetches()
     signer = CallSigner(fetches, keep=30, clock=lambda: now[0])
-    signer.warm("team-a", within=20)  # the call is 20 s away: fetched now, in the background
+    signer.warm("team-a", RUN, within=20)  # the call is 20 s away: fetched now, in the background
     assert fetches.teams == []  # nothing awaited
     await turns()
     assert fetches.teams == ["team-a"]
-    signer.warm("team-a", within=20)  # kept past then (until 30): nothing more
+    signer.warm("team-a", RUN, within=20)  # kept past then (until 30): nothing more
     now[0] = 20.0
     headers: dict[str, str] = {}
     assert await signer.sign(call(), headers, BODY) is None
     assert Webhook(KEY.secret_text).verify(BODY, headers) == {"a": 1}
     assert fetches.teams == ["team-a"]
-    signer.warm("team-a", within=15)  # kept until 30, not past 35: fetched again now
+    signer.warm("team-a", RUN, within=15)  # kept until 30, not past 35: fetched again now
     await turns()
     assert fetches.teams == ["team-a", "team-a"]
     now[0] = 45.0  # kept until 50 by that fetch: the call does not fetch
@@ -216,7 +237,7 @@ async def turns() -> None:
 async def test_a_failed_warm_up_leaves_the_call_to_fetch_again() -> None:
     fetches = Fetches(grpc.StatusCode.UNAVAILABLE)
     signer = CallSigner(fetches)
-    signer.warm("team-a", within=5)
+    signer.warm("team-a", RUN, within=5)
     await turns()
     assert fetches.teams == ["team-a"]
     fetches.error = None

@@ -171,6 +171,7 @@ class Notifier:
             self._probing.add(webhook)
         signed = SignedCall(
             team=event.team,
+            run_id=event.run_id,
             signing=job_pb2.CALL_SIGNING_UNSPECIFIED,  # as the team's default says
             message_id=headers["Idempotency-Key"],
             audience="",

@@ -178,16 +178,24 @@ class GetSigningKeysRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     TEAM_FIELD_NUMBER: _builtins.int
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    WORKER_ID_FIELD_NUMBER: _builtins.int
     team: _builtins.str
     """Required. The team id."""
+    run_id: _builtins.str
+    """Required. The run of the team the keys are for: its call, or its dead-letter notification."""
+    worker_id: _builtins.str
+    """Required. The worker asking, as it names itself in StartAttempt."""
     def __init__(
         self,
         *,
         team: _builtins.str = ...,
+        run_id: _builtins.str = ...,
+        worker_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["team", b"team"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["run_id", b"run_id", "team", b"team", "worker_id", b"worker_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -64,3 +64,14 @@ LIMIT $2;
 UPDATE team_signing_keys SET sealed_key_id = $4, webhook_secret = $5, token_key = $6
 WHERE team_id = $1 AND key_id = $2 AND sealed_key_id = $3
 RETURNING key_id;
+
+-- name: signing_run_holder
+-- What entitles a worker to a team's keys through one of its runs (GetSigningKeys): the run's
+-- team and state, and the worker of its open attempt, if any. Found by run id through
+-- runs_pkey and attempts_pkey, as a start finds it. No row: no such run.
+SELECT r.team_id, r.state, a.worker_id AS open_worker_id
+FROM runs r
+LEFT JOIN attempts a
+       ON a.run_id = r.run_id AND a.nominal_time = r.nominal_time AND a.number = r.attempt
+      AND a.end_time IS NULL
+WHERE r.run_id = $1;

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeAlias
 
 import asyncpg
 
-from duetime_core.errors import FailedPrecondition, NotFound
+from duetime_core.errors import FailedPrecondition, NotFound, PermissionDenied
 from duetime_core.jobspec import CallSigning, Sealed
 from duetime_core.teams import SigningKeyRecord
 from duetime_infra.pg.pool import Conn
@@ -143,6 +144,37 @@ async def team_signing(conn: Conn | Pool, box: SecretBox, team_id: str) -> TeamS
         with contextlib.suppress(SecretUnreadable):
             keys.append(_opened(box, team_id, row))
     return TeamSigning(tuple(keys), CallSigning(rows[0]["default_call_signing"]))
+
+
+async def signing_for_run(
+    conn: Conn | Pool, box: SecretBox, team_id: str, run_id: uuid.UUID, worker_id: str
+) -> TeamSigning:
+    """The team's signing (``team_signing``) for a worker entitled to it through ``run_id``:
+    a run of the team whose open attempt is the worker's (started, or ahead of its time), or
+    that is dead-lettered (its notification is signed). PermissionDenied otherwise, saying
+    why: a worker's token alone does not open every team's keys."""
+    held = await conn.fetchrow(q("signing_run_holder"), run_id)
+    problem = _not_held(held, team_id, worker_id)
+    if problem is not None:
+        raise PermissionDenied(
+            f"team {team_id!r}'s signing keys are not served for run {run_id}: {problem}",
+            reason="KEYS_NOT_HELD",
+            metadata={"run_id": str(run_id)},
+        )
+    return await team_signing(conn, box, team_id)
+
+
+def _not_held(held: asyncpg.Record | None, team_id: str, worker_id: str) -> str | None:
+    """Why the run does not entitle the worker to the team's keys; None when it does."""
+    if held is None:
+        return "no such run"
+    if held["team_id"] != team_id:
+        return "the run is another team's"
+    if held["open_worker_id"] == worker_id or held["state"] == "DEAD_LETTERED":
+        return None
+    if held["open_worker_id"] is None:
+        return f"the run has no open attempt (it is {held['state']})"
+    return f"the run's open attempt is not worker {worker_id!r}'s"
 
 
 def _opened(box: SecretBox, team_id: str, row: asyncpg.Record) -> SigningKey:

@@ -2,8 +2,9 @@
 a call came from Duetime, over the exact body sent.
 
 A team's keys come from the schedulers (WorkerService.GetSigningKeys, which opens them; never
-through Kafka) and are kept for ``KEEP_SECONDS``, so a herd of calls costs one fetch per team
-and each call only its signatures. The keys live in this process's memory only: never
+through Kafka) for a run of the team this worker holds, named in the fetch, and are kept for
+``KEEP_SECONDS``, so a herd of calls costs one fetch per team and each call only its
+signatures. The keys live in this process's memory only: never
 logged, never in a span or a metric.
 """
 
@@ -52,8 +53,11 @@ _ID_TOKEN = (job_pb2.CALL_SIGNING_ID_TOKEN, job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_
 # the kinds added give way; those of a kind not added are sent as the job set them.
 _WEBHOOK_NAMES = frozenset(("webhook-id", "webhook-timestamp", "webhook-signature"))
 _ID_TOKEN_NAMES = frozenset(("authorization",))
+# Answers of a fetch that keys fetched before must not override.
+_REFUSALS = frozenset((grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.INVALID_ARGUMENT))
 
-Fetch = Callable[[str], Awaitable[pb.GetSigningKeysResponse]]
+# Fetches a team's keys (its first argument) for one of its runs this worker holds (the second).
+Fetch = Callable[[str, str], Awaitable[pb.GetSigningKeysResponse]]
 # Adds a call's signature headers to its headers, over its body, as of the moment it is called:
 # run just before the request is handed over, after any wait for a connection.
 Stamp = Callable[[dict[str, str], bytes], None]
@@ -85,6 +89,7 @@ class SignedCall:
     """What a call is about, as its signatures name it."""
 
     team: str
+    run_id: str  # the run the call is for: what entitles the worker to the team's keys
     signing: job_pb2.CallSigning.ValueType  # unspecified: the team's default
     message_id: str  # webhook-id: the same on every attempt of the run
     audience: str  # the job's; empty: the default from ``url``
@@ -100,14 +105,14 @@ class SignedCall:
 def fetch_from(
     stub: worker_service_pb2_grpc.WorkerServiceAsyncStub,
     metadata: tuple[tuple[str, str], ...],
+    worker_id: str,
     timeout: float = FETCH_TIMEOUT,
 ) -> Fetch:
-    """A fetch of a team's keys from the schedulers through ``stub``."""
+    """A fetch of a team's keys from the schedulers through ``stub``, by worker ``worker_id``."""
 
-    async def fetch(team: str) -> pb.GetSigningKeysResponse:
-        return await stub.GetSigningKeys(
-            pb.GetSigningKeysRequest(team=team), metadata=metadata, timeout=timeout
-        )
+    async def fetch(team: str, run_id: str) -> pb.GetSigningKeysResponse:
+        request = pb.GetSigningKeysRequest(team=team, run_id=run_id, worker_id=worker_id)
+        return await stub.GetSigningKeys(request, metadata=metadata, timeout=timeout)
 
     return fetch
 
@@ -149,7 +154,7 @@ class CallSigner:
         if call.signing == job_pb2.CALL_SIGNING_OFF:
             return None
         try:
-            team = await self._team(call.team)
+            team = await self._team(call.team, call.run_id)
         except (aio.AioRpcError, TimeoutError, ValueError) as error:  # ValueError: a bad key
             return _unreadable(error)
         signing = call.signing or team.default
@@ -194,25 +199,26 @@ class CallSigner:
             _drop_names(headers, _ID_TOKEN_NAMES)
             headers["Authorization"] = f"Bearer {mint_id_token(keys, claims, now)}"
 
-    def warm(self, team: str, within: float) -> None:
-        """Fetches a team's keys in the background unless those kept are still kept
-        ``within`` seconds from now: an attempt started ahead warms them for its call, so a
-        herd's calls at its instant do not all wait for one fetch."""
+    def warm(self, team: str, run_id: str, within: float) -> None:
+        """Fetches a team's keys (for ``run_id``) in the background unless those kept are still
+        kept ``within`` seconds from now: an attempt started ahead warms them for its call, so
+        a herd's calls at its instant do not all wait for one fetch."""
         known = self._teams.get(team)
         if known is None or known.until <= self._clock() + within:
-            self._fetch_of(team)
+            self._fetch_of(team, run_id)
 
-    async def _team(self, team: str) -> _Team:
+    async def _team(self, team: str, run_id: str) -> _Team:
         known = self._teams.get(team)
         if known is not None and known.until > self._clock():
             return known
-        return await asyncio.shield(self._fetch_of(team))
+        return await asyncio.shield(self._fetch_of(team, run_id))
 
-    def _fetch_of(self, team: str) -> asyncio.Future[_Team]:
-        """The team's fetch under way, or one begun now."""
+    def _fetch_of(self, team: str, run_id: str) -> asyncio.Future[_Team]:
+        """The team's fetch under way (for whichever of its runs began it), or one begun now
+        for ``run_id``."""
         pending = self._fetching.get(team)
         if pending is None:
-            pending = asyncio.ensure_future(self._load(team))
+            pending = asyncio.ensure_future(self._load(team, run_id))
             self._fetching[team] = pending
             pending.add_done_callback(lambda done: self._fetched(team, done))
         return pending
@@ -222,15 +228,18 @@ class CallSigner:
         if not done.cancelled():
             done.exception()  # a warm-up's failure is the next call's to see (``_stale``)
 
-    async def _load(self, team: str) -> _Team:
+    async def _load(self, team: str, run_id: str) -> _Team:
         """The team's keys fetched; when the fetch fails, those fetched before (for at most
-        ``STALE_SECONDS`` past their time), so a scheduler's hiccup does not stop calls."""
+        ``STALE_SECONDS`` past their time), so a scheduler's hiccup does not stop calls. A
+        refusal is not a hiccup: it is the call's to see."""
         try:
-            answer = await self._fetch(team)
+            answer = await self._fetch(team, run_id)
         except aio.AioRpcError as error:
             if error.code() == grpc.StatusCode.UNIMPLEMENTED:
                 self._teams[team] = _unserved(self._clock(), self._keep)
                 return self._teams[team]
+            if error.code() in _REFUSALS:
+                raise
             return self._stale(team, error)
         except TimeoutError as error:
             return self._stale(team, error)
@@ -298,6 +307,7 @@ def signed_call(run: pb.RunSpec, attempt: int) -> SignedCall:
     http = run.target.http
     return SignedCall(
         team=run.team,
+        run_id=run.run_id,
         signing=http.signing,
         message_id=run.idempotency_key,
         audience=http.token_audience,
