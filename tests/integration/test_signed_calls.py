@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -102,12 +103,22 @@ def run(
 
 @asynccontextmanager
 async def caller(
-    worker: WorkerClient, wall: Callable[[], float] = time.time, per_host: int = 0
+    worker: WorkerClient,
+    wall: Callable[[], float] = time.time,
+    per_host: int = 0,
+    fetched: list[str] | None = None,
 ) -> AsyncIterator[HttpCaller]:
     """An HTTP caller that signs with keys fetched from ``worker``'s WorkerService, kept for
     no time at all (each call sees the keys as they are), ``per_host`` calls to a host at once
-    (0: no limit)."""
-    signer = CallSigner(fetch_from(worker.stub, worker.auth(), WORKER), ISSUER, keep=0, wall=wall)
+    (0: no limit); each fetch's run id is appended to ``fetched``."""
+    fetch = fetch_from(worker.stub, worker.auth(), WORKER)
+
+    async def counted(team: str, run_id: str) -> pb.GetSigningKeysResponse:
+        if fetched is not None:
+            fetched.append(run_id)
+        return await fetch(team, run_id)
+
+    signer = CallSigner(counted, ISSUER, keep=0, wall=wall)
     policy = TargetPolicy.parse(["127.0.0.1"])
     http = HttpCaller(policy, connections_per_host=per_host, signer=signer)
     await http.start()
@@ -454,6 +465,44 @@ async def test_a_worker_gets_a_teams_keys_only_for_a_run_of_the_team_it_holds(
     refused_logs = [r for r in caplog.records if r.__dict__.get("action") == "signing_keys_refused"]
     assert len(refused_logs) == 6
     assert all("secret" not in r.getMessage() for r in caplog.records)
+
+
+async def dead_letter_event(worker: WorkerClient, dead: Held, url: str) -> DeadLetterEvent:
+    """The event the dead-lettering wrote to the outbox, sent to ``url``."""
+    payload = await worker.db.fetchval(
+        "SELECT payload FROM outbox WHERE run_id = $1 AND topic = 'duetime.deadletter'",
+        uuid.UUID(dead.run_id),
+    )
+    event = DeadLetterEvent.FromString(payload)
+    event.notification_url = url
+    return event
+
+
+async def test_a_notification_fetches_keys_only_when_its_team_signs(
+    servers: tuple[ApiClient, WorkerClient], target: HttpTarget
+) -> None:
+    api, worker = servers
+    added = await add_key(api, api.team)
+    fetched: list[str] = []
+    quiet = await dead_letter_event(
+        worker, await dead_letter(api, worker, "off"), target.url("/off")
+    )
+    assert quiet.notification_signing == job_pb2.CALL_SIGNING_OFF
+    await set_default(api, job_pb2.CALL_SIGNING_WEBHOOK)
+    signs = await dead_letter_event(worker, await dead_letter(api, worker, "on"), target.url("/on"))
+    assert signs.notification_signing == job_pb2.CALL_SIGNING_WEBHOOK
+    async with caller(worker, fetched=fetched) as http:
+        notifier = Notifier(http, NotifySettings())
+        assert await notifier.deliver(quiet) == Delivery.DELIVERED
+        assert fetched == []  # the team did not sign: no keys fetched
+        assert await notifier.deliver(signs) == Delivery.DELIVERED
+    assert fetched == [signs.run_id]
+    unsigned, signed = target.calls
+    assert "webhook-signature" not in lower(unsigned.headers)
+    assert b"notificationSigning" not in signed.body  # how it is signed is not the body's
+    assert Webhook(added.webhook_secret).verify(signed.body, signed.headers)["runId"] == (
+        signs.run_id
+    )
 
 
 async def set_default(api: ApiClient, signing: int) -> None:

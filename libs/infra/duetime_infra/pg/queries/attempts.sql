@@ -216,9 +216,10 @@ FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::text[],
      AS u(run_id, nominal_time, reason, quota_limit, reason_detail, not_before)
 WHERE r.run_id = u.run_id AND r.nominal_time = u.nominal_time;
 
--- name: attempt_team_notification_url
--- The dead-letter event carries where to alert the team, read only when a run is dead-lettered.
-SELECT notification_url FROM teams WHERE team_id = $1;
+-- name: attempt_team_notification
+-- The dead-letter event carries where to alert the team and how the alert is signed (the
+-- team's default), read only when a run is dead-lettered.
+SELECT notification_url, default_call_signing FROM teams WHERE team_id = $1;
 
 -- name: attempt_open_get
 -- The open attempt a report names (the run row is already locked by this transaction).
