@@ -12,6 +12,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import asyncpg
@@ -27,7 +28,10 @@ from duetime.admin.v1 import admin_service_pb2 as admin_pb
 from duetime.events.v1.events_pb2 import DeadLetterEvent
 from duetime.jobs.v1 import job_pb2, public_key_service_pb2, public_key_service_pb2_grpc
 from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_infra.pg.fencing import FencingToken
+from duetime_infra.pg.teams.signing_keys import RETIRED_PUBLISHED
 from duetime_infra.signing import ATTEMPT_CLAIM, RUN_KEY_CLAIM
+from duetime_scheduler.maintenance import PartitionMaintenance
 from duetime_worker.notify.notifier import Delivery, Notifier, NotifySettings
 from duetime_worker.targets.http.allow_list import TargetPolicy
 from duetime_worker.targets.http.caller import HttpCaller
@@ -668,3 +672,42 @@ async def test_bad_names_are_refused_naming_the_field(
         grpc.StatusCode.INVALID_ARGUMENT,
         ["run_id", "worker_id"],
     )
+
+
+async def test_the_retention_pass_deletes_only_keys_retired_long_enough_ago(
+    servers: tuple[ApiClient, WorkerClient],
+) -> None:
+    api, worker = servers
+    operator = api.auth(api.operator_token)
+    teams = {
+        "old": api.team,
+        "fresh": api.team,
+        "active": api.team,
+        "other_old": api.other_team,
+        "other_active": api.other_team,
+    }
+    keys = {}
+    for name, team in teams.items():
+        keys[name] = (await add_key(api, team)).signing_key
+        if "active" not in name:  # retired at once: a team holds at most two active keys
+            await api.admin.RetireSigningKey(
+                admin_pb.RetireSigningKeyRequest(name=keys[name].name), metadata=operator
+            )
+    await worker.db.execute(
+        "UPDATE team_signing_keys SET retire_time = duetime_now() - $2::interval"
+        " WHERE key_id = ANY($1)",
+        [keys["old"].key_id, keys["other_old"].key_id],
+        RETIRED_PUBLISHED + timedelta(seconds=1),
+    )
+    await worker.db.execute(
+        "UPDATE team_signing_keys SET retire_time = duetime_now() - $2::interval WHERE key_id = $1",
+        keys["fresh"].key_id,
+        RETIRED_PUBLISHED - timedelta(seconds=5),
+    )
+    maintenance = PartitionMaintenance(interval_seconds=0)
+    for _ in range(2):  # idempotent: the second pass finds nothing more
+        assert await maintenance(worker.pool, [FencingToken(0, 0, 1)]) == 1
+        left = await worker.db.fetch("SELECT key_id FROM team_signing_keys")
+        assert {r["key_id"] for r in left} == {
+            keys[name].key_id for name in ("active", "fresh", "other_active")
+        }

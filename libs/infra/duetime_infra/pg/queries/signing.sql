@@ -52,6 +52,16 @@ LEFT JOIN team_signing_keys k ON k.team_id = t.team_id AND k.retire_time IS NULL
 WHERE t.team_id = $1
 ORDER BY k.create_time, k.key_id;
 
+-- name: signing_keys_prune
+-- Retired keys no token they signed can still be verified by: retired longer ago than $1
+-- (their public half is no longer served). Their secrets were erased when they retired.
+WITH gone AS (
+    DELETE FROM team_signing_keys
+    WHERE retire_time < (SELECT duetime_now()) - $1::interval
+    RETURNING 1
+)
+SELECT count(*) FROM gone;
+
 -- name: signing_keys_to_reseal
 -- Active keys sealed under another keyring key than $1 (duetime-ops secrets rotate).
 SELECT team_id, key_id, sealed_key_id, webhook_secret, token_key FROM team_signing_keys

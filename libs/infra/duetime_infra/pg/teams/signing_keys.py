@@ -28,7 +28,8 @@ Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
 
 MAX_ACTIVE_KEYS = 2
 # How long a retired key's public half stays in the JWKS: longer than an ID token lives, plus
-# the 30 s a worker may keep signing with keys it fetched before the retirement.
+# the 30 s a worker may keep signing with keys it fetched before the retirement. Its row is
+# deleted after it (``prune_retired_keys``).
 RETIRED_PUBLISHED = timedelta(minutes=10)
 SECRET_PART = "webhook_secret"
 TOKEN_PART = "token_key"
@@ -128,6 +129,13 @@ async def published_keys(
     """The keys whose public half is served (active, or retired lately), with that half."""
     rows = await conn.fetch(q("signing_keys_published"), team_id, RETIRED_PUBLISHED)
     return [(_record(r), json.loads(r["public_jwk"])) for r in rows]
+
+
+async def prune_retired_keys(conn: Conn | Pool) -> int:
+    """Deletes the keys retired longer ago than ``RETIRED_PUBLISHED`` (no token they signed
+    still verifies); how many. Idempotent: the retention pass runs it hourly."""
+    pruned: int = await conn.fetchval(q("signing_keys_prune"), RETIRED_PUBLISHED)
+    return pruned
 
 
 async def team_signing(conn: Conn | Pool, box: SecretBox, team_id: str) -> TeamSigning:
