@@ -111,10 +111,12 @@ async def caller(
     wall: Callable[[], float] = time.time,
     per_host: int = 0,
     fetched: list[str] | None = None,
+    keep: float = 0,
 ) -> AsyncIterator[HttpCaller]:
     """An HTTP caller that signs with keys fetched from ``worker``'s WorkerService, kept for
-    no time at all (each call sees the keys as they are), ``per_host`` calls to a host at once
-    (0: no limit); each fetch's run id is appended to ``fetched``."""
+    ``keep`` seconds (by default no time at all: each call sees the keys as they are),
+    ``per_host`` calls to a host at once (0: no limit); each fetch's run id is appended to
+    ``fetched``."""
     fetch = fetch_from(worker.stub, worker.auth(), WORKER)
 
     async def counted(team: str, run_id: str) -> pb.GetSigningKeysResponse:
@@ -122,7 +124,7 @@ async def caller(
             fetched.append(run_id)
         return await fetch(team, run_id)
 
-    signer = CallSigner(counted, ISSUER, keep=0, wall=wall)
+    signer = CallSigner(counted, ISSUER, keep=keep, wall=wall)
     policy = TargetPolicy.parse(["127.0.0.1"])
     http = HttpCaller(policy, connections_per_host=per_host, signer=signer)
     await http.start()
@@ -711,3 +713,62 @@ async def test_the_retention_pass_deletes_only_keys_retired_long_enough_ago(
         assert {r["key_id"] for r in left} == {
             keys[name].key_id for name in ("active", "fresh", "other_active")
         }
+
+
+async def test_a_revoked_key_signs_no_call_started_after_even_from_a_workers_kept_keys(
+    servers: tuple[ApiClient, WorkerClient], target: HttpTarget
+) -> None:
+    api, worker = servers
+    operator = api.auth(api.operator_token)
+    old, new = await add_key(api, api.team), await add_key(api, api.team)
+    signing_job = job_message()
+    signing_job.target.http.signing = job_pb2.CALL_SIGNING_WEBHOOK
+    job = await create_job(api, signing_job)
+
+    async def started(request_id: str) -> pb.RunSpec:
+        """The call of a run started now, as the start answered it, to the test's target."""
+        answer = await worker.start(await trigger(api, job, request_id), worker=WORKER)
+        spec = run(target.url(f"/{request_id}"), Held(api.team, answer.run.run_id))
+        spec.target.http.signing = job_pb2.CALL_SIGNING_WEBHOOK
+        spec.signing_keys.CopyFrom(answer.run.signing_keys)
+        return spec
+
+    def signatures(call: int) -> int:
+        return len(lower(target.calls[call].headers)["webhook-signature"].split(" "))
+
+    async with caller(worker, keep=30) as http:  # keys kept 30 s, as a worker keeps them
+        before = await started("before")
+        assert list(before.signing_keys.key_ids) == [
+            old.signing_key.key_id,
+            new.signing_key.key_id,
+        ]
+        assert (await http.call(before, 1, 5)).result == pb.ATTEMPT_RESULT_SUCCEEDED
+        assert signatures(0) == 2
+        revoked = await api.admin.RevokeSigningKey(
+            admin_pb.RevokeSigningKeyRequest(name=old.signing_key.name), metadata=operator
+        )
+        assert revoked.signing_key.key_id == old.signing_key.key_id
+        after = await started("after")
+        assert (await http.call(after, 1, 5)).result == pb.ATTEMPT_RESULT_SUCCEEDED
+        call = target.calls[1]
+        assert signatures(1) == 1
+        assert Webhook(new.webhook_secret).verify(call.body, call.headers)
+        with pytest.raises(WebhookVerificationError):
+            Webhook(old.webhook_secret).verify(call.body, call.headers)
+        # Its public key is gone at once (from this API), and so is the key itself.
+        kids = [k["kid"] for k in (await jwks(api, api.team))["keys"]]
+        assert kids == [new.signing_key.key_id]
+        gone = await failure(
+            api.admin.RevokeSigningKey(
+                admin_pb.RevokeSigningKeyRequest(name=old.signing_key.name), metadata=operator
+            )
+        )
+        assert (gone.code, gone.reason) == (grpc.StatusCode.NOT_FOUND, "SIGNING_KEY_NOT_FOUND")
+        # The last key too: a call then waits for a new key rather than use the revoked one.
+        await api.admin.RevokeSigningKey(
+            admin_pb.RevokeSigningKeyRequest(name=new.signing_key.name), metadata=operator
+        )
+        keyless = await http.call(await started("keyless"), 1, 5)
+    assert (keyless.result, keyless.retryable) == (pb.ATTEMPT_RESULT_FAILED, True)
+    assert "none of its keys named at the call's start" in keyless.error
+    assert len(target.calls) == 2

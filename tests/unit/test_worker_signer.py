@@ -4,6 +4,7 @@ sharing one fetch, and a call that cannot be signed never sent."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import grpc
 import jwt
@@ -43,6 +44,7 @@ class Fetches:
         self.error = error
         self.default = default
         self.keyless = False
+        self.keys = [KEY]
 
     async def __call__(self, team: str, run_id: str) -> pb.GetSigningKeysResponse:
         self.teams.append(team)
@@ -53,11 +55,12 @@ class Fetches:
         return pb.GetSigningKeysResponse(
             keys=[
                 pb.SigningKeyMaterial(
-                    key_id=KEY.key_id,
-                    webhook_secret=KEY.secret,
-                    token_private_key=KEY.private_der(),
+                    key_id=key.key_id,
+                    webhook_secret=key.secret,
+                    token_private_key=key.private_der(),
                 )
-            ][: 0 if self.keyless else 1],
+                for key in ([] if self.keyless else self.keys)
+            ],
             default_call_signing=self.default,  # type: ignore[arg-type]
         )
 
@@ -243,3 +246,45 @@ async def test_a_failed_warm_up_leaves_the_call_to_fetch_again() -> None:
     fetches.error = None
     assert await signer.sign(call(), {}, BODY) is None
     assert fetches.teams == ["team-a", "team-a"]
+
+
+SECOND = new_signing_key("k2")
+
+
+def signatures(headers: dict[str, str]) -> int:
+    return len(headers["webhook-signature"].split(" "))
+
+
+async def test_a_call_is_signed_only_with_the_keys_its_start_named() -> None:
+    fetches = Fetches()
+    fetches.keys = [KEY, SECOND]
+    signer = CallSigner(fetches, keep=30, clock=lambda: 0.0)
+    both, one = {}, {}  # type: ignore[var-annotated]
+    assert await signer.sign(replace(call(), key_ids=("k1", "k2")), both, BODY) is None
+    # k1 revoked before this call's start: not used, though kept; no fetch for it.
+    assert await signer.sign(replace(call(), key_ids=("k2",)), one, BODY) is None
+    assert (signatures(both), signatures(one), len(fetches.teams)) == (2, 1, 1)
+    assert Webhook(SECOND.secret_text).verify(BODY, one)
+    # A key named that those kept lack (one added since) is fetched; none of those named
+    # active: not signed.
+    refused = await signer.sign(replace(call(), key_ids=("k3",)), {}, BODY)
+    assert len(fetches.teams) == 2
+    assert refused is not None
+    assert (refused.retryable, refused.call) == (True, NOT_BEGUN)
+    assert "none of its keys named" in refused.error
+
+
+async def test_a_fresh_call_never_signs_with_keys_kept() -> None:
+    now = [0.0]
+    fetches = Fetches()
+    signer = CallSigner(fetches, keep=30, clock=lambda: now[0])
+    fresh = replace(call(), fresh=True)
+    assert await signer.sign(fresh, {}, BODY) is None
+    assert await signer.sign(fresh, {}, BODY) is None
+    assert len(fetches.teams) == 2  # fetched for each, kept or not
+    fetches.error = grpc.StatusCode.UNAVAILABLE
+    now[0] = 1.0
+    failed = await signer.sign(fresh, {}, BODY)
+    assert failed is not None
+    assert "could not be fetched again" in failed.error
+    assert await signer.sign(call(), {}, BODY) is None  # a call that may use kept keys does

@@ -139,23 +139,26 @@ def _encode_run(run: RunToExecute, secrets: SecretBox) -> pb.RunSpec:
     out.target.CopyFrom(
         encode_target_clear(secrets.open_target(run.key.job_id, run.snapshot.target))
     )
-    _resolve_signing(run, out.target)
+    _resolve_signing(run, out)
     timedelta_to_duration(run.snapshot.attempt_timeout, out.attempt_timeout)
     out.delivery = DELIVERY_NUMBERS[run.snapshot.delivery]
     return out
 
 
-def _resolve_signing(run: RunToExecute, target: job_pb2.Target) -> None:
+def _resolve_signing(run: RunToExecute, out: pb.RunSpec) -> None:
     """A call that follows its team's default says OFF when that default is off, so the worker
     neither fetches nor waits for keys it will not use. Under a default that signs, the call
     still says unspecified: the worker, which needs the team's keys then anyway, reads the
-    default with them and knows the job did not ask (see ``CallSigner.sign``)."""
-    if (
-        target.HasField("http")
-        and target.http.signing == job_pb2.CALL_SIGNING_UNSPECIFIED
-        and run.team_signing is CallSigning.OFF
-    ):
-        target.http.signing = job_pb2.CALL_SIGNING_OFF
+    default with them and knows the job did not ask (see ``CallSigner.sign``). A call that may
+    be signed names the keys it may be signed with (``RunSpec.signing_keys``)."""
+    if not out.target.HasField("http"):
+        return
+    http = out.target.http
+    if http.signing == job_pb2.CALL_SIGNING_UNSPECIFIED and run.team_signing is CallSigning.OFF:
+        http.signing = job_pb2.CALL_SIGNING_OFF
+    if http.signing != job_pb2.CALL_SIGNING_OFF:
+        out.signing_keys.SetInParent()
+        out.signing_keys.key_ids.extend(run.team_key_ids)
 
 
 def encode_start(result: StartResult, secrets: SecretBox) -> pb.StartAttemptResponse:

@@ -182,6 +182,7 @@ class Notifier:
             subject=event.job_name,
             attempt=event.attempt,
             url=url,
+            fresh=True,  # no start names its keys: a key revoked since must not sign it
         )
         try:
             return await self._tries(url, webhook, (headers, signed), body, started, facts)

@@ -82,6 +82,9 @@ class RunToExecute:
     traceparent: str
     # The team's default_call_signing as the run starts: what a job that does not say follows.
     team_signing: CallSigning = CallSigning.OFF
+    # The team's active signing keys as the run starts: the only ones its call may be signed
+    # with (a key revoked before is never used, even from a worker's kept keys).
+    team_key_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -523,6 +526,7 @@ class AttemptStore:
                 snapshot=snapshot,
                 traceparent=row["traceparent"],
                 team_signing=CallSigning(row["team_call_signing"] or CallSigning.OFF),
+                team_key_ids=tuple(row["team_key_ids"]),
             ),
         )
 

@@ -36,6 +36,11 @@ SET retire_time = coalesce(retire_time, (SELECT duetime_now())),
 WHERE team_id = $1 AND key_id = $2
 RETURNING team_id, key_id, create_time, retire_time;
 
+-- name: signing_key_delete
+-- Revokes the key: its row, secrets and public half, is deleted.
+DELETE FROM team_signing_keys WHERE team_id = $1 AND key_id = $2
+RETURNING team_id, key_id, create_time, retire_time;
+
 -- name: signing_keys_published
 -- The keys whose public half is served: active ones, and those retired less than $2 ago;
 -- oldest first.

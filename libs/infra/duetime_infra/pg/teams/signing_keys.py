@@ -111,6 +111,18 @@ async def retire_signing_key(conn: Conn, team_id: str, key_id: str) -> SigningKe
     return _record(row)
 
 
+async def revoke_signing_key(conn: Conn, team_id: str, key_id: str) -> SigningKeyRecord:
+    """Deletes the key, active or retired, secrets and public half: tokens it signed stop
+    verifying, and no call started after this is signed with it (``RunSpec.signing_keys``).
+    Allowed for the team's last key: a key that leaked must stop at once."""
+    row = await conn.fetchrow(q("signing_key_delete"), team_id, key_id)
+    if row is None:
+        raise NotFound(
+            f"signing key {key_id!r} of team {team_id!r} not found", reason="SIGNING_KEY_NOT_FOUND"
+        )
+    return _record(row)
+
+
 async def _check_not_last(conn: Conn, team_id: str, key_id: str) -> None:
     active = await conn.fetch(q("signing_keys_active"), team_id)
     if [r["key_id"] for r in active] != [key_id]:

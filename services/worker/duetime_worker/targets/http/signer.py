@@ -96,6 +96,12 @@ class SignedCall:
     subject: str
     attempt: int
     url: str = ""
+    # The keys the call may be signed with, as its start answered them (None: not said, e.g.
+    # an older scheduler's start): a key not named here is never used, even from those kept.
+    key_ids: tuple[str, ...] | None = None
+    # Signed only with keys fetched for this call, never with those kept (a notification: no
+    # start names its keys, so a key revoked is not used again).
+    fresh: bool = False
 
     def token_audience(self) -> str:
         """The ID token's audience, worked out only for a call that carries one."""
@@ -153,10 +159,9 @@ class CallSigner:
         the job's own headers of the names of the kinds it adds) when it is sent."""
         if call.signing == job_pb2.CALL_SIGNING_OFF:
             return None
-        try:
-            team = await self._team(call.team, call.run_id)
-        except (aio.AioRpcError, TimeoutError, ValueError) as error:  # ValueError: a bad key
-            return _unreadable(error)
+        team = await self._keys_for(call)
+        if isinstance(team, Outcome):
+            return team
         signing = call.signing or team.default
         if signing == job_pb2.CALL_SIGNING_OFF or signing == job_pb2.CALL_SIGNING_UNSPECIFIED:
             return None
@@ -207,11 +212,43 @@ class CallSigner:
         if known is None or known.until <= self._clock() + within:
             self._fetch_of(team, run_id)
 
-    async def _team(self, team: str, run_id: str) -> _Team:
-        known = self._teams.get(team)
-        if known is not None and known.until > self._clock():
+    async def _keys_for(self, call: SignedCall) -> _Team | Outcome:
+        """The call's team as kept or fetched, its keys only those the call may be signed with;
+        an outcome when they cannot be read."""
+        asked = self._clock()
+        try:
+            team = await self._team(call)
+        except (aio.AioRpcError, TimeoutError, ValueError) as error:  # ValueError: a bad key
+            return _unreadable(error)
+        if call.fresh and team.fetched < asked:  # kept keys, answered while a fetch failed
+            return Outcome.failed(
+                "not signed: the team's signing keys could not be fetched again",
+                retryable=True,
+                call=NOT_BEGUN,
+            )
+        if call.key_ids is None or team.keys is None:
+            return team
+        named = [key for key in team.keys.active if key.key_id in call.key_ids]
+        if len(named) == len(team.keys.active):
+            return team
+        return dataclasses.replace(
+            team,
+            keys=SigningKeys(named) if named else None,
+            missing="none of its keys named at the call's start is active",
+        )
+
+    async def _team(self, call: SignedCall) -> _Team:
+        """The call's team: as kept, unless the call is ``fresh``, those kept have expired, or
+        its start named a key they lack (one added since: fetched again)."""
+        known = self._teams.get(call.team)
+        if (
+            known is not None
+            and not call.fresh
+            and known.until > self._clock()
+            and not _lacks(known, call.key_ids)
+        ):
             return known
-        return await asyncio.shield(self._fetch_of(team, run_id))
+        return await asyncio.shield(self._fetch_of(call.team, call.run_id))
 
     def _fetch_of(self, team: str, run_id: str) -> asyncio.Future[_Team]:
         """The team's fetch under way (for whichever of its runs began it), or one begun now
@@ -267,6 +304,14 @@ class CallSigner:
         return known
 
 
+def _lacks(team: _Team, key_ids: tuple[str, ...] | None) -> bool:
+    """Whether ``key_ids`` names a key the team's kept keys do not hold."""
+    if not key_ids:
+        return False
+    held = {key.key_id for key in team.keys.active} if team.keys is not None else set()
+    return not held.issuperset(key_ids)
+
+
 def _code(error: Exception) -> str:
     if isinstance(error, aio.AioRpcError):
         return str(error.code().name)
@@ -314,4 +359,5 @@ def signed_call(run: pb.RunSpec, attempt: int) -> SignedCall:
         subject=f"teams/{run.team}/jobs/{run.job_id}",
         attempt=attempt,
         url=http.url,
+        key_ids=tuple(run.signing_keys.key_ids) if run.HasField("signing_keys") else None,
     )
