@@ -465,6 +465,16 @@ async def test_a_worker_gets_a_teams_keys_only_for_a_run_of_the_team_it_holds(
     await worker.complete(held.run_id, 1, worker=WORKER)
     ended = await failure(keys_for(worker, held))
     assert "no open attempt (it is SUCCEEDED)" in ended.message
+    # A run started ahead of its time (its call waits for it) holds the keys for its warm-up.
+    job = await create_job(api)
+    ahead = await worker.queue_scheduled_run(job.job_id, await worker.now() + timedelta(seconds=20))
+    early = await worker.stub.StartAttempt(
+        pb.StartAttemptRequest(run_id=str(ahead), delivery_id="d-e", worker_id=WORKER, early=True),
+        metadata=worker.auth(),
+    )
+    assert (early.decision, early.HasField("call_time")) == (pb.START_DECISION_STARTED, True)
+    served_ahead = await keys_for(worker, Held(api.team, str(ahead)))
+    assert [k.key_id for k in served_ahead.keys] == [key_id]
     # A dead-lettered run's notification is signed by whichever worker delivers it.
     dead = await dead_letter(api, worker)
     assert [k.key_id for k in (await keys_for(worker, dead, worker_id="w-9")).keys] == [key_id]
