@@ -4,8 +4,8 @@ a call came from Duetime, over the exact body sent.
 A team's keys come from the schedulers (WorkerService.GetSigningKeys, which opens them; never
 through Kafka) for a run of the team this worker holds, named in the fetch, and are kept for
 ``KEEP_SECONDS``, so a herd of calls costs one fetch per team and each call only its
-signatures. The keys live in this process's memory only: never
-logged, never in a span or a metric.
+signatures; a call is signed only with the keys its start named (``SignedCall.key_ids``). The
+keys live in this process's memory only: never logged, never in a span or a metric.
 """
 
 from __future__ import annotations
