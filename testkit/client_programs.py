@@ -8,7 +8,8 @@ import asyncio
 import os
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,18 @@ CLIENTS = REPO / "clients"
 # A cold build (nothing compiled yet) of the Java or Go program takes a minute on two cores.
 BUILD_TIMEOUT = 240.0
 RUN_TIMEOUT = 180.0
+
+
+@dataclass(frozen=True)
+class Program:
+    """A client program as a test builds and runs it, each step given a scratch directory."""
+
+    prepare: Callable[[Path], Path]  # the directory it builds and runs in
+    build: Callable[[Path], list[list[str]]]  # the commands that build it
+    run: Callable[[Path], list[str]]  # the command that runs it
+    env: Mapping[str, str] = field(default_factory=dict)
+    # The variable that makes it trust the stack's CA.
+    ca_variable: str = "DUETIME_TLS_CA_FILE"
 
 
 def executable(name: str, *fallbacks: str) -> str:

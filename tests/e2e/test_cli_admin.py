@@ -335,3 +335,10 @@ async def test_a_teams_signing_keys_are_rotated(operator: Cli) -> None:
     assert [row["STATE"] for row in states] == ["RETIRED", "ACTIVE"]
     updated = await operator.ok("admin", "teams", "update", team, "--default-signing", "webhook")
     assert "Call signing      WEBHOOK" in updated.stdout
+    # A key that leaked is revoked at once, retired or not: it is no longer listed.
+    await operator.ok("admin", "signing-keys", "revoke", team, old_id)
+    listed = (await operator.ok("admin", "signing-keys", "list", team)).table("KEY ID")
+    assert [row["KEY ID"] for row in listed] == [new["signingKey"]["keyId"]]
+    again = await operator("admin", "signing-keys", "revoke", team, old_id)
+    assert again.code != 0
+    assert "SIGNING_KEY_NOT_FOUND" in again.stderr

@@ -17,9 +17,6 @@ protoc recipe for Go is run too.
 from __future__ import annotations
 
 import re
-import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
@@ -30,29 +27,20 @@ from testkit.client_programs import (
     CLIENTS,
     GO_ENV,
     RUN_TIMEOUT,
+    Program,
     executable,
     go,
     outside_copy,
     run,
 )
-from testkit.databases import create_database, drop_database
-from testkit.http_target import Behaviour, HttpTarget, http_target
+from testkit.http_target import Behaviour
+from testkit.live import Live
 from testkit.processes import REPO
-from testkit.system import System, running_system
 from testkit.tls import service_client_tls
 
 pytestmark = pytest.mark.timeout(300)
 
 DOC = REPO / "docs" / "clients.md"
-
-
-@dataclass(frozen=True)
-class Program:
-    # The directory the program builds and runs in, given a scratch directory.
-    prepare: Callable[[Path], Path]
-    build: Callable[[Path], list[list[str]]]  # commands, given the scratch directory
-    run: Callable[[Path], list[str]]
-    env: Mapping[str, str] = field(default_factory=dict)
 
 
 PROGRAMS = {
@@ -85,24 +73,11 @@ PROGRAMS = {
 }
 
 
-@pytest.fixture(scope="module")
-async def live(template_db: str) -> AsyncIterator[tuple[System, HttpTarget]]:
-    """One system and target for the three programs (starting the four services costs seconds);
-    each program works on jobs of its own and calls a path of its own."""
-    name = f"duetime_t_{uuid.uuid4().hex[:12]}"
-    dsn = await create_database(name, template=template_db)
-    try:
-        async with http_target() as target, running_system(dsn) as system:
-            yield system, target
-    finally:
-        await drop_database(name)
-
-
 @pytest.mark.parametrize("language", sorted(PROGRAMS))
 async def test_client_program_drives_the_live_system(
-    language: str, live: tuple[System, HttpTarget], tmp_path: Path
+    language: str, live: Live, tmp_path: Path
 ) -> None:
-    system, target = live
+    system, target = live.system, live.target
     program = PROGRAMS[language]
     directory = program.prepare(tmp_path)
     for command in program.build(tmp_path):

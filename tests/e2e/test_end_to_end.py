@@ -205,8 +205,10 @@ async def check_dead_letter_notified_and_redriven(
     assert (event.idempotency_key, event.attempt) == (run.idempotency_key, 2)
     assert (event.reason, event.last_error) == ("ATTEMPTS_EXHAUSTED", "HTTP 500")
     assert event.notification_url == hook
+    assert event.notification_signing == job_pb2.CALL_SIGNING_OFF  # the team does not sign
 
-    # The team's webhook got that event as JSON (the URL left out), keyed by run and attempt.
+    # The team's webhook got that event as JSON (the URL and signing left out), keyed by run
+    # and attempt.
     # Repeats are allowed by at-least-once delivery, but must be the same notification.
     async def notified() -> bool:
         return bool(target.calls_to("/team-hook"))
@@ -214,7 +216,7 @@ async def check_dead_letter_notified_and_redriven(
     took = await eventually(notified, 30, "the team notified")
     print(f"team notified {took:.1f} s after the event was read")
     expected = json_format.MessageToDict(event)
-    del expected["notificationUrl"]
+    del expected["notificationUrl"], expected["notificationSigning"]
     assert expected["lastError"] == "HTTP 500"
     notifications = target.calls_to("/team-hook")
     for call in notifications:

@@ -9,51 +9,20 @@ from __future__ import annotations
 import struct
 import subprocess
 import uuid
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
-import asyncpg
 import pytest
 
 from duetime.jobs.v1 import job_service_pb2
-from duetime_infra.admin import create_operator_token
-from testkit.databases import create_database, drop_database
-from testkit.gateway import OPENAPI_FILE, HttpApi, http_api
-from testkit.http_target import Behaviour, HttpTarget, http_target
+from testkit.gateway import OPENAPI_FILE, HttpApi
+from testkit.http_target import Behaviour
+from testkit.live import Live
 from testkit.polling import eventually
-from testkit.processes import REPO, Service
-from testkit.system import TEAM, System, running_system
+from testkit.processes import REPO
+from testkit.system import TEAM
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@dataclass
-class Live:
-    system: System
-    gateway: Service
-    target: HttpTarget
-    api: HttpApi  # with the team's token
-    operator_token: str
-
-
-@pytest.fixture(scope="module")
-async def live(template_db: str) -> AsyncIterator[Live]:
-    name = f"duetime_t_{uuid.uuid4().hex[:12]}"
-    dsn = await create_database(name, template=template_db)
-    try:
-        conn = await asyncpg.connect(dsn)
-        try:
-            operator = await create_operator_token(conn)
-        finally:
-            await conn.close()
-        async with http_target() as target, running_system(dsn, gateway=True) as system:
-            assert system.gateway is not None
-            async with http_api(system.gateway, system.team_token, system.common_env) as api:
-                yield Live(system, system.gateway, target, api, operator)
-    finally:
-        await drop_database(name)
 
 
 def job_body(url: str, name: str = "nightly", max_attempts: int = 3) -> dict[str, Any]:

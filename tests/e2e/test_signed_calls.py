@@ -15,7 +15,6 @@ import re
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,64 +23,31 @@ import asyncpg
 import jwt
 import pytest
 
-from duetime_infra.admin import create_operator_token
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
 from testkit.client_programs import (
     BUILD_TIMEOUT,
     CLIENTS,
     GO_ENV,
     RUN_TIMEOUT,
+    Program,
     executable,
     go,
     outside_copy,
     run,
 )
-from testkit.databases import create_database, drop_database
-from testkit.gateway import HttpApi, http_api
-from testkit.http_target import Behaviour, HttpTarget, http_target
+from testkit.http_target import Behaviour
 from testkit.kafka import end_offsets, read_between, shared_bootstrap
+from testkit.live import ISSUER, Live
 from testkit.polling import eventually
 from testkit.processes import REPO
-from testkit.system import TEAM, System, running_system
+from testkit.system import TEAM
 from testkit.tls import service_client_tls
 
 pytestmark = pytest.mark.timeout(300)
 
-ISSUER = "https://duetime.example"
 AUDIENCE = "https://payments.example/duetime"
 BODY = b'{"report": "daily", "currency": "EUR"}'
 TOPICS = sorted([*DISPATCH_TOPICS.values(), DEAD_LETTER_TOPIC])
-
-
-@dataclass
-class Live:
-    system: System
-    target: HttpTarget
-    api: HttpApi  # the team's token
-    operator_token: str
-
-
-@pytest.fixture(scope="module")
-async def live(template_db: str) -> AsyncIterator[Live]:
-    name = f"duetime_t_{uuid.uuid4().hex[:12]}"
-    dsn = await create_database(name, template=template_db)
-    try:
-        conn = await asyncpg.connect(dsn)
-        try:
-            operator = await create_operator_token(conn)
-        finally:
-            await conn.close()
-        async with (
-            http_target() as target,
-            running_system(
-                dsn, gateway=True, worker_extra={"DUETIME_SIGNING_ISSUER": ISSUER}
-            ) as system,
-        ):
-            assert system.gateway is not None
-            async with http_api(system.gateway, system.team_token, system.common_env) as api:
-                yield Live(system, target, api, operator)
-    finally:
-        await drop_database(name)
 
 
 @dataclass(frozen=True)
@@ -219,42 +185,32 @@ def check_outcomes(output: str) -> None:
 OUTCOME = re.compile(r"CASE (\S+): (verified|refused)(?:: (.*))?")
 
 
-@dataclass(frozen=True)
-class Verifier:
-    # The commands that build it and the one that runs it, given a scratch directory; the
-    # directory they run in; the environment that makes it trust the stack's CA.
-    build: Callable[[Path], list[list[str]]]
-    command: Callable[[Path], list[str]]
-    directory: Callable[[Path], Path]
-    ca_variable: str
-
-
 VERIFIERS = {
-    "python": Verifier(
+    "python": Program(
+        prepare=lambda _: REPO,
         build=lambda _: [],
-        command=lambda _: [sys.executable, str(CLIENTS / "python" / "verify_signed_calls.py")],
-        directory=lambda _: REPO,
-        ca_variable="DUETIME_TLS_CA_FILE",
+        run=lambda _: [sys.executable, str(CLIENTS / "python" / "verify_signed_calls.py")],
     ),
     # As tests/e2e/test_clients.py builds the Go program: from copies of proto/ and its files.
-    "go": Verifier(
+    "go": Program(
+        prepare=lambda scratch: outside_copy(scratch, "go"),
         build=lambda scratch: [
             [go(), "generate", "."],
             [go(), "test", "-c", "-o", str(scratch / "client.test"), "."],
         ],
-        command=lambda scratch: [
+        run=lambda scratch: [
             str(scratch / "client.test"),
             "-test.v",
             "-test.count=1",
             "-test.run=TestSignedCalls",
         ],
-        directory=lambda scratch: outside_copy(scratch, "go"),
+        env=GO_ENV,
         ca_variable="SSL_CERT_FILE",
     ),
-    "ts": Verifier(
+    "ts": Program(
+        prepare=lambda _: CLIENTS / "ts",
         build=lambda _: [[executable("npm"), "run", "build"]],
-        command=lambda _: [executable("node"), "--test", "dist/src/verify.test.js"],
-        directory=lambda _: CLIENTS / "ts",
+        run=lambda _: [executable("node"), "--test", "dist/src/verify.test.js"],
         ca_variable="NODE_EXTRA_CA_CERTS",
     ),
 }
@@ -274,8 +230,8 @@ async def test_the_documented_verifiers_accept_duetimes_call_and_refuse_the_othe
     language: str, recorded: dict[str, Any], live: Live, tmp_path: Path
 ) -> None:
     verifier = VERIFIERS[language]
-    directory = verifier.directory(tmp_path)
-    env = dict(GO_ENV) if language == "go" else {}
+    directory = verifier.prepare(tmp_path)
+    env = dict(verifier.env)
     for command in verifier.build(tmp_path):
         await run(command, directory, env, BUILD_TIMEOUT)
     calls = tmp_path / "calls.json"
@@ -284,7 +240,7 @@ async def test_the_documented_verifiers_accept_duetimes_call_and_refuse_the_othe
     env |= {"DUETIME_SIGNED_CALLS": str(calls)}
     if tls is not None:
         env[verifier.ca_variable] = tls.ca_file
-    output = await run(verifier.command(tmp_path), directory, env, RUN_TIMEOUT)
+    output = await run(verifier.run(tmp_path), directory, env, RUN_TIMEOUT)
     print(output)
     check_outcomes(output)
 

@@ -6,9 +6,13 @@ library, PyJWT)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import asyncpg
@@ -24,7 +28,10 @@ from duetime.admin.v1 import admin_service_pb2 as admin_pb
 from duetime.events.v1.events_pb2 import DeadLetterEvent
 from duetime.jobs.v1 import job_pb2, public_key_service_pb2, public_key_service_pb2_grpc
 from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_infra.pg.fencing import FencingToken
+from duetime_infra.pg.teams.signing_keys import RETIRED_PUBLISHED
 from duetime_infra.signing import ATTEMPT_CLAIM, RUN_KEY_CLAIM
+from duetime_scheduler.maintenance import PartitionMaintenance
 from duetime_worker.notify.notifier import Delivery, Notifier, NotifySettings
 from duetime_worker.targets.http.allow_list import TargetPolicy
 from duetime_worker.targets.http.caller import HttpCaller
@@ -47,6 +54,7 @@ JOB_ID = "0b7e6f0e-0000-4000-8000-000000000001"
 RUN_KEY = f"{JOB_ID}/2026-12-06T13:00:00Z"
 BODY = b'{"report": "daily"}'
 BOTH = job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_TOKEN
+WORKER = "w-1"
 
 
 @pytest.fixture
@@ -61,15 +69,37 @@ async def target() -> AsyncIterator[HttpTarget]:
         yield server
 
 
+@dataclass(frozen=True)
+class Held:
+    """A run of ``team`` whose open attempt is worker ``WORKER``'s: what entitles the worker to
+    the team's keys."""
+
+    team: str
+    run_id: str
+
+
+async def hold(api: ApiClient, worker: WorkerClient, request_id: str = "held") -> Held:
+    """A run of ``api.team`` triggered and started by ``WORKER``."""
+    run_id = await trigger(api, await create_job(api), request_id)
+    await worker.start(run_id, worker=WORKER)
+    return Held(api.team, str(run_id))
+
+
+@pytest.fixture
+async def held(servers: tuple[ApiClient, WorkerClient]) -> Held:
+    return await hold(*servers)
+
+
 def run(
-    url: str, team: str, signing: int = BOTH, audience: str = "", job_id: str = JOB_ID
+    url: str, held: Held, signing: int = BOTH, audience: str = "", job_id: str = JOB_ID
 ) -> pb.RunSpec:
+    """The spec of a call to ``url`` for the held run, signed as ``signing`` says."""
     http = job_pb2.HttpTarget(url=url, body=BODY, token_audience=audience)
     http.signing = signing  # type: ignore[assignment]
     return pb.RunSpec(
-        run_id="00000000-0000-0000-0000-000000000009",
+        run_id=held.run_id,
         job_id=job_id,
-        team=team,
+        team=held.team,
         idempotency_key=RUN_KEY,
         target=job_pb2.Target(http=http),
     )
@@ -77,12 +107,24 @@ def run(
 
 @asynccontextmanager
 async def caller(
-    worker: WorkerClient, wall: Callable[[], float] = time.time, per_host: int = 0
+    worker: WorkerClient,
+    wall: Callable[[], float] = time.time,
+    per_host: int = 0,
+    fetched: list[str] | None = None,
+    keep: float = 0,
 ) -> AsyncIterator[HttpCaller]:
     """An HTTP caller that signs with keys fetched from ``worker``'s WorkerService, kept for
-    no time at all (each call sees the keys as they are), ``per_host`` calls to a host at once
-    (0: no limit)."""
-    signer = CallSigner(fetch_from(worker.stub, worker.auth()), ISSUER, keep=0, wall=wall)
+    ``keep`` seconds (by default no time at all: each call sees the keys as they are),
+    ``per_host`` calls to a host at once (0: no limit); each fetch's run id is appended to
+    ``fetched``."""
+    fetch = fetch_from(worker.stub, worker.auth(), WORKER)
+
+    async def counted(team: str, run_id: str) -> pb.GetSigningKeysResponse:
+        if fetched is not None:
+            fetched.append(run_id)
+        return await fetch(team, run_id)
+
+    signer = CallSigner(counted, ISSUER, keep=keep, wall=wall)
     policy = TargetPolicy.parse(["127.0.0.1"])
     http = HttpCaller(policy, connections_per_host=per_host, signer=signer)
     await http.start()
@@ -104,6 +146,20 @@ async def jwks(api: ApiClient, team: str) -> dict[str, Any]:
         stub = public_key_service_pb2_grpc.PublicKeyServiceStub(channel)
         answer = await stub.GetJwks(public_key_service_pb2.GetJwksRequest(name=f"teams/{team}"))
     return MessageToDict(answer, preserving_proto_field_name=True)
+
+
+async def keys_for(
+    worker: WorkerClient, held: Held, worker_id: str = WORKER, team: str = ""
+) -> pb.GetSigningKeysResponse:
+    """The keys of ``team`` (by default the held run's) as ``worker_id`` asks for them, naming
+    the held run."""
+    request = pb.GetSigningKeysRequest(
+        team=team or held.team, run_id=held.run_id, worker_id=worker_id
+    )
+    answer: pb.GetSigningKeysResponse = await worker.stub.GetSigningKeys(
+        request, metadata=worker.auth()
+    )
+    return answer
 
 
 def lower(headers: dict[str, str]) -> dict[str, str]:
@@ -131,13 +187,15 @@ def verify_token(headers: dict[str, str], keys: dict[str, Any], audience: str) -
 
 
 async def test_a_target_verifies_both_signatures_of_a_call(
-    servers: tuple[ApiClient, WorkerClient], target: HttpTarget
+    servers: tuple[ApiClient, WorkerClient],
+    target: HttpTarget,
+    held: Held,
 ) -> None:
     api, worker = servers
     added = await add_key(api, api.team)
     url = target.url("/hook")
     async with caller(worker) as http:
-        outcome = await http.call(run(url, api.team), 2, 5)
+        outcome = await http.call(run(url, held), 2, 5)
     assert outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED
     (call,) = target.calls
     assert call.body == BODY
@@ -162,20 +220,24 @@ async def test_a_target_verifies_both_signatures_of_a_call(
 
 
 async def test_an_expired_token_is_refused(
-    servers: tuple[ApiClient, WorkerClient], target: HttpTarget
+    servers: tuple[ApiClient, WorkerClient],
+    target: HttpTarget,
+    held: Held,
 ) -> None:
     api, worker = servers
     await add_key(api, api.team)
     audience = "https://target.test/"
     async with caller(worker, wall=lambda: time.time() - 600) as http:
-        await http.call(run(target.url("/late"), api.team, audience=audience), 1, 5)
+        await http.call(run(target.url("/late"), held, audience=audience), 1, 5)
     (call,) = target.calls
     with pytest.raises(jwt.ExpiredSignatureError):
         verify_token(call.headers, await jwks(api, api.team), audience)
 
 
 async def test_a_rotation_keeps_every_call_verifiable(
-    servers: tuple[ApiClient, WorkerClient], target: HttpTarget
+    servers: tuple[ApiClient, WorkerClient],
+    target: HttpTarget,
+    held: Held,
 ) -> None:
     api, worker = servers
     old = await add_key(api, api.team)
@@ -184,7 +246,7 @@ async def test_a_rotation_keeps_every_call_verifiable(
     assert (third.code, third.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "SIGNING_KEYS_FULL")
     url = target.url("/rotating")
     async with caller(worker) as http:
-        await http.call(run(url, api.team), 1, 5)
+        await http.call(run(url, held), 1, 5)
         during = target.calls[-1]
         # Both secrets verify; the token is signed by the older key, and both are listed.
         assert len(lower(during.headers)["webhook-signature"].split(" ")) == 2
@@ -204,7 +266,7 @@ async def test_a_rotation_keeps_every_call_verifiable(
             admin_pb.RetireSigningKeyRequest(name=old.signing_key.name),
             metadata=api.auth(api.operator_token),
         )
-        await http.call(run(url, api.team), 2, 5)
+        await http.call(run(url, held), 2, 5)
         after = target.calls[-1]
     assert Webhook(new.webhook_secret).verify(after.body, after.headers)
     with pytest.raises(WebhookVerificationError):
@@ -223,13 +285,15 @@ async def test_a_rotation_keeps_every_call_verifiable(
 
 
 async def test_a_call_waiting_for_a_connection_is_signed_when_it_gets_one(
-    servers: tuple[ApiClient, WorkerClient], target: HttpTarget
+    servers: tuple[ApiClient, WorkerClient],
+    target: HttpTarget,
+    held: Held,
 ) -> None:
     api, worker = servers
     await add_key(api, api.team)
     hold = asyncio.Event()
     url = target.on("/one-at-a-time", Behaviour(slow_first=1, hold=hold))
-    spec = run(url, api.team, job_pb2.CALL_SIGNING_WEBHOOK)
+    spec = run(url, held, job_pb2.CALL_SIGNING_WEBHOOK)
     # The wall clock moves on when the first call is answered, as the second gets its turn.
     async with caller(worker, lambda: 2000.0 if hold.is_set() else 1000.0, per_host=1) as http:
         first = asyncio.create_task(http.call(spec, 1, 5))
@@ -245,13 +309,15 @@ async def test_a_call_waiting_for_a_connection_is_signed_when_it_gets_one(
 
 
 async def test_a_call_that_must_be_signed_without_a_key_is_not_sent(
-    servers: tuple[ApiClient, WorkerClient], target: HttpTarget
+    servers: tuple[ApiClient, WorkerClient],
+    target: HttpTarget,
+    held: Held,
 ) -> None:
-    api, worker = servers
+    _, worker = servers
     async with caller(worker) as http:
-        refused = await http.call(run(target.url("/keyless"), api.team), 1, 5)
+        refused = await http.call(run(target.url("/keyless"), held), 1, 5)
         unsigned = await http.call(
-            run(target.url("/default"), api.team, signing=job_pb2.CALL_SIGNING_UNSPECIFIED), 1, 5
+            run(target.url("/default"), held, signing=job_pb2.CALL_SIGNING_UNSPECIFIED), 1, 5
         )
     assert refused.result == pb.ATTEMPT_RESULT_FAILED
     assert refused.retryable  # a key added lets its next attempt through
@@ -267,9 +333,7 @@ async def test_no_secret_is_readable_in_the_database(
 ) -> None:
     api, worker = servers
     added = await add_key(api, api.team)
-    opened = await worker.stub.GetSigningKeys(
-        pb.GetSigningKeysRequest(team=api.team), metadata=worker.auth()
-    )
+    opened = await keys_for(worker, await hold(api, worker))
     (key,) = opened.keys
     assert Webhook(added.webhook_secret)  # the secret the team was given is the one stored
     conn = await asyncpg.connect(api.dsn)
@@ -287,7 +351,9 @@ async def test_no_secret_is_readable_in_the_database(
 
 
 async def test_the_team_default_signs_the_jobs_that_do_not_say(
-    servers: tuple[ApiClient, WorkerClient], target: HttpTarget
+    servers: tuple[ApiClient, WorkerClient],
+    target: HttpTarget,
+    held: Held,
 ) -> None:
     api, worker = servers
     added = await add_key(api, api.team)
@@ -303,8 +369,8 @@ async def test_the_team_default_signs_the_jobs_that_do_not_say(
     assert updated.team.default_call_signing == job_pb2.CALL_SIGNING_WEBHOOK
     unspecified = job_pb2.CALL_SIGNING_UNSPECIFIED
     async with caller(worker) as http:
-        await http.call(run(target.url("/default"), api.team, signing=unspecified), 1, 5)
-        await http.call(run(target.url("/off"), api.team, signing=job_pb2.CALL_SIGNING_OFF), 1, 5)
+        await http.call(run(target.url("/default"), held, signing=unspecified), 1, 5)
+        await http.call(run(target.url("/off"), held, signing=job_pb2.CALL_SIGNING_OFF), 1, 5)
     signed, unsigned = target.calls
     assert Webhook(added.webhook_secret).verify(signed.body, signed.headers)
     assert "authorization" not in lower(signed.headers)
@@ -337,8 +403,9 @@ async def test_a_dead_letter_notification_is_signed_as_the_team_default_says(
         metadata=api.auth(api.operator_token),
     )
     url = target.url("/dead-letters")
+    dead = await dead_letter(api, worker)
     event = DeadLetterEvent(
-        run_id="00000000-0000-0000-0000-000000000007",
+        run_id=dead.run_id,
         job_id=JOB_ID,
         team=api.team,
         job_name=f"teams/{api.team}/jobs/{JOB_ID}",
@@ -353,6 +420,105 @@ async def test_a_dead_letter_notification_is_signed_as_the_team_default_says(
     claims = verify_token(call.headers, await jwks(api, api.team), url)
     assert claims["sub"] == event.job_name
     assert claims[ATTEMPT_CLAIM] == 3
+
+
+async def dead_letter(api: ApiClient, worker: WorkerClient, request_id: str = "dead") -> Held:
+    """A run of ``api.team`` dead-lettered: its one attempt failed for good."""
+    dead = await hold(api, worker, request_id)
+    await worker.complete(dead.run_id, 1, pb.ATTEMPT_RESULT_FAILED, retryable=False, worker=WORKER)
+    assert (await worker.run_row(dead.run_id))["state"] == "DEAD_LETTERED"
+    return dead
+
+
+async def test_a_worker_gets_a_teams_keys_only_for_a_run_of_the_team_it_holds(
+    servers: tuple[ApiClient, WorkerClient], caplog: pytest.LogCaptureFixture
+) -> None:
+    api, worker = servers
+    key_id = (await add_key(api, api.team)).signing_key.key_id
+    await add_key(api, api.other_team)
+    held = await hold(api, worker)
+    caplog.set_level(logging.INFO, "duetime_scheduler.worker_servicer")
+    assert [k.key_id for k in (await keys_for(worker, held)).keys] == [key_id]
+    (served,) = [r for r in caplog.records if r.__dict__.get("action") == "signing_keys_served"]
+    facts = {k: served.__dict__[k] for k in ("worker_id", "team", "run_id", "key_ids")}
+    assert facts == {
+        "worker_id": WORKER,
+        "team": api.team,
+        "run_id": held.run_id,
+        "key_ids": [key_id],
+    }
+    queued = Held(api.team, str(await trigger(api, await create_job(api), "queued")))
+    unknown = Held(api.team, "00000000-0000-4000-8000-00000000dead")
+    refusals = {
+        "another worker": keys_for(worker, held, worker_id="w-2"),
+        "another team": keys_for(worker, held, team=api.other_team),
+        "no attempt": keys_for(worker, queued),
+        "no such run": keys_for(worker, unknown),
+    }
+    for case, asked in refusals.items():
+        refused = await failure(asked)
+        assert (refused.code, refused.reason) == (
+            grpc.StatusCode.PERMISSION_DENIED,
+            "KEYS_NOT_HELD",
+        ), case
+    assert "not worker 'w-2'" in (await failure(keys_for(worker, held, worker_id="w-2"))).message
+    await worker.complete(held.run_id, 1, worker=WORKER)
+    ended = await failure(keys_for(worker, held))
+    assert "no open attempt (it is SUCCEEDED)" in ended.message
+    # A run started ahead of its time (its call waits for it) holds the keys for its warm-up.
+    job = await create_job(api)
+    ahead = await worker.queue_scheduled_run(job.job_id, await worker.now() + timedelta(seconds=20))
+    early = await worker.stub.StartAttempt(
+        pb.StartAttemptRequest(run_id=str(ahead), delivery_id="d-e", worker_id=WORKER, early=True),
+        metadata=worker.auth(),
+    )
+    assert (early.decision, early.HasField("call_time")) == (pb.START_DECISION_STARTED, True)
+    served_ahead = await keys_for(worker, Held(api.team, str(ahead)))
+    assert [k.key_id for k in served_ahead.keys] == [key_id]
+    # A dead-lettered run's notification is signed by whichever worker delivers it.
+    dead = await dead_letter(api, worker)
+    assert [k.key_id for k in (await keys_for(worker, dead, worker_id="w-9")).keys] == [key_id]
+    refused_logs = [r for r in caplog.records if r.__dict__.get("action") == "signing_keys_refused"]
+    assert len(refused_logs) == 6
+    assert all("secret" not in r.getMessage() for r in caplog.records)
+
+
+async def dead_letter_event(worker: WorkerClient, dead: Held, url: str) -> DeadLetterEvent:
+    """The event the dead-lettering wrote to the outbox, sent to ``url``."""
+    payload = await worker.db.fetchval(
+        "SELECT payload FROM outbox WHERE run_id = $1 AND topic = 'duetime.deadletter'",
+        uuid.UUID(dead.run_id),
+    )
+    event = DeadLetterEvent.FromString(payload)
+    event.notification_url = url
+    return event
+
+
+async def test_a_notification_fetches_keys_only_when_its_team_signs(
+    servers: tuple[ApiClient, WorkerClient], target: HttpTarget
+) -> None:
+    api, worker = servers
+    added = await add_key(api, api.team)
+    fetched: list[str] = []
+    quiet = await dead_letter_event(
+        worker, await dead_letter(api, worker, "off"), target.url("/off")
+    )
+    assert quiet.notification_signing == job_pb2.CALL_SIGNING_OFF
+    await set_default(api, job_pb2.CALL_SIGNING_WEBHOOK)
+    signs = await dead_letter_event(worker, await dead_letter(api, worker, "on"), target.url("/on"))
+    assert signs.notification_signing == job_pb2.CALL_SIGNING_WEBHOOK
+    async with caller(worker, fetched=fetched) as http:
+        notifier = Notifier(http, NotifySettings())
+        assert await notifier.deliver(quiet) == Delivery.DELIVERED
+        assert fetched == []  # the team did not sign: no keys fetched
+        assert await notifier.deliver(signs) == Delivery.DELIVERED
+    assert fetched == [signs.run_id]
+    unsigned, signed = target.calls
+    assert "webhook-signature" not in lower(unsigned.headers)
+    assert b"notificationSigning" not in signed.body  # how it is signed is not the body's
+    assert Webhook(added.webhook_secret).verify(signed.body, signed.headers)["runId"] == (
+        signs.run_id
+    )
 
 
 async def set_default(api: ApiClient, signing: int) -> None:
@@ -400,9 +566,7 @@ async def test_a_key_that_does_not_open_leaves_the_default_answered(
         "UPDATE team_signing_keys SET webhook_secret = '\\x00'::bytea WHERE team_id = $1",
         api.team,
     )
-    answer = await worker.stub.GetSigningKeys(
-        pb.GetSigningKeysRequest(team=api.team), metadata=worker.auth()
-    )
+    answer = await keys_for(worker, await hold(api, worker))
     assert (list(answer.keys), answer.default_call_signing) == ([], job_pb2.CALL_SIGNING_WEBHOOK)
 
 
@@ -506,6 +670,115 @@ async def test_bad_names_are_refused_naming_the_field(
     assert list(bad_jwks.fields) == ["name"]
     assert await jwks(api, "no-such-team") == {}  # no keys: no hint whether the team exists
     bad_team = await failure(
-        worker.stub.GetSigningKeys(pb.GetSigningKeysRequest(team="A!"), metadata=worker.auth())
+        worker.stub.GetSigningKeys(
+            pb.GetSigningKeysRequest(team="A!", run_id="nope", worker_id=WORKER),
+            metadata=worker.auth(),
+        )
     )
-    assert list(bad_team.fields) == ["team"]
+    assert list(bad_team.fields) == ["team", "run_id"]
+    # A worker older than the rule that keys are served for a run it holds names no run.
+    unscoped = await failure(
+        worker.stub.GetSigningKeys(pb.GetSigningKeysRequest(team=api.team), metadata=worker.auth())
+    )
+    assert (unscoped.code, list(unscoped.fields)) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        ["run_id", "worker_id"],
+    )
+
+
+async def test_the_retention_pass_deletes_only_keys_retired_long_enough_ago(
+    servers: tuple[ApiClient, WorkerClient],
+) -> None:
+    api, worker = servers
+    operator = api.auth(api.operator_token)
+    teams = {
+        "old": api.team,
+        "fresh": api.team,
+        "active": api.team,
+        "other_old": api.other_team,
+        "other_active": api.other_team,
+    }
+    keys = {}
+    for name, team in teams.items():
+        keys[name] = (await add_key(api, team)).signing_key
+        if "active" not in name:  # retired at once: a team holds at most two active keys
+            await api.admin.RetireSigningKey(
+                admin_pb.RetireSigningKeyRequest(name=keys[name].name), metadata=operator
+            )
+    await worker.db.execute(
+        "UPDATE team_signing_keys SET retire_time = duetime_now() - $2::interval"
+        " WHERE key_id = ANY($1)",
+        [keys["old"].key_id, keys["other_old"].key_id],
+        RETIRED_PUBLISHED + timedelta(seconds=1),
+    )
+    await worker.db.execute(
+        "UPDATE team_signing_keys SET retire_time = duetime_now() - $2::interval WHERE key_id = $1",
+        keys["fresh"].key_id,
+        RETIRED_PUBLISHED - timedelta(seconds=5),
+    )
+    maintenance = PartitionMaintenance(interval_seconds=0)
+    for _ in range(2):  # idempotent: the second pass finds nothing more
+        assert await maintenance(worker.pool, [FencingToken(0, 0, 1)]) == 1
+        left = await worker.db.fetch("SELECT key_id FROM team_signing_keys")
+        assert {r["key_id"] for r in left} == {
+            keys[name].key_id for name in ("active", "fresh", "other_active")
+        }
+
+
+async def test_a_revoked_key_signs_no_call_started_after_even_from_a_workers_kept_keys(
+    servers: tuple[ApiClient, WorkerClient], target: HttpTarget
+) -> None:
+    api, worker = servers
+    operator = api.auth(api.operator_token)
+    old, new = await add_key(api, api.team), await add_key(api, api.team)
+    signing_job = job_message()
+    signing_job.target.http.signing = job_pb2.CALL_SIGNING_WEBHOOK
+    job = await create_job(api, signing_job)
+
+    async def started(request_id: str) -> pb.RunSpec:
+        """The call of a run started now, as the start answered it, to the test's target."""
+        answer = await worker.start(await trigger(api, job, request_id), worker=WORKER)
+        spec = run(target.url(f"/{request_id}"), Held(api.team, answer.run.run_id))
+        spec.target.http.signing = job_pb2.CALL_SIGNING_WEBHOOK
+        spec.signing_keys.CopyFrom(answer.run.signing_keys)
+        return spec
+
+    def signatures(call: int) -> int:
+        return len(lower(target.calls[call].headers)["webhook-signature"].split(" "))
+
+    async with caller(worker, keep=30) as http:  # keys kept 30 s, as a worker keeps them
+        before = await started("before")
+        assert list(before.signing_keys.key_ids) == [
+            old.signing_key.key_id,
+            new.signing_key.key_id,
+        ]
+        assert (await http.call(before, 1, 5)).result == pb.ATTEMPT_RESULT_SUCCEEDED
+        assert signatures(0) == 2
+        revoked = await api.admin.RevokeSigningKey(
+            admin_pb.RevokeSigningKeyRequest(name=old.signing_key.name), metadata=operator
+        )
+        assert revoked.signing_key.key_id == old.signing_key.key_id
+        after = await started("after")
+        assert (await http.call(after, 1, 5)).result == pb.ATTEMPT_RESULT_SUCCEEDED
+        call = target.calls[1]
+        assert signatures(1) == 1
+        assert Webhook(new.webhook_secret).verify(call.body, call.headers)
+        with pytest.raises(WebhookVerificationError):
+            Webhook(old.webhook_secret).verify(call.body, call.headers)
+        # Its public key is gone at once (from this API), and so is the key itself.
+        kids = [k["kid"] for k in (await jwks(api, api.team))["keys"]]
+        assert kids == [new.signing_key.key_id]
+        gone = await failure(
+            api.admin.RevokeSigningKey(
+                admin_pb.RevokeSigningKeyRequest(name=old.signing_key.name), metadata=operator
+            )
+        )
+        assert (gone.code, gone.reason) == (grpc.StatusCode.NOT_FOUND, "SIGNING_KEY_NOT_FOUND")
+        # The last key too: a call then waits for a new key rather than use the revoked one.
+        await api.admin.RevokeSigningKey(
+            admin_pb.RevokeSigningKeyRequest(name=new.signing_key.name), metadata=operator
+        )
+        keyless = await http.call(await started("keyless"), 1, 5)
+    assert (keyless.result, keyless.retryable) == (pb.ATTEMPT_RESULT_FAILED, True)
+    assert "none of its keys named at the call's start" in keyless.error
+    assert len(target.calls) == 2

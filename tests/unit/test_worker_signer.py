@@ -4,6 +4,7 @@ sharing one fetch, and a call that cannot be signed never sent."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import grpc
 import jwt
@@ -22,11 +23,14 @@ from duetime_worker.targets.http.signer import (
 from duetime_worker.targets.outcome import NOT_BEGUN
 
 KEY = new_signing_key("k1")
+RUN = "00000000-0000-4000-8000-000000000001"
 BODY = b'{"a": 1}'
 
 
-def call(signing: int = job_pb2.CALL_SIGNING_WEBHOOK) -> SignedCall:
-    return SignedCall("team-a", signing, "run-key", "https://t.test/", "teams/team-a/jobs/j", 1)  # type: ignore[arg-type]
+def call(signing: job_pb2.CallSigning.ValueType = job_pb2.CALL_SIGNING_WEBHOOK) -> SignedCall:
+    return SignedCall(
+        "team-a", RUN, signing, "run-key", "https://t.test/", "teams/team-a/jobs/j", 1
+    )
 
 
 class Fetches:
@@ -36,23 +40,27 @@ class Fetches:
         default: int = job_pb2.CALL_SIGNING_UNSPECIFIED,
     ) -> None:
         self.teams: list[str] = []
+        self.runs: list[str] = []
         self.error = error
         self.default = default
         self.keyless = False
+        self.keys = [KEY]
 
-    async def __call__(self, team: str) -> pb.GetSigningKeysResponse:
+    async def __call__(self, team: str, run_id: str) -> pb.GetSigningKeysResponse:
         self.teams.append(team)
+        self.runs.append(run_id)
         await asyncio.sleep(0)  # let concurrent callers find this fetch under way
         if self.error is not None:
             raise aio.AioRpcError(self.error, aio.Metadata(), aio.Metadata(), "no")
         return pb.GetSigningKeysResponse(
             keys=[
                 pb.SigningKeyMaterial(
-                    key_id=KEY.key_id,
-                    webhook_secret=KEY.secret,
-                    token_private_key=KEY.private_der(),
+                    key_id=key.key_id,
+                    webhook_secret=key.secret,
+                    token_private_key=key.private_der(),
                 )
-            ][: 0 if self.keyless else 1],
+                for key in ([] if self.keyless else self.keys)
+            ],
             default_call_signing=self.default,  # type: ignore[arg-type]
         )
 
@@ -156,6 +164,21 @@ async def test_keys_fetched_before_sign_while_a_fetch_fails_for_a_while() -> Non
     assert late.retryable
 
 
+async def test_a_refused_fetch_is_not_answered_by_keys_fetched_before() -> None:
+    now = [0.0]
+    fetches = Fetches()
+    signer = CallSigner(fetches, keep=30, clock=lambda: now[0])
+    assert await signer.sign(call(), {}, BODY) is None
+    assert fetches.runs == [RUN]  # the fetch names the run the call is for
+    fetches.error = grpc.StatusCode.PERMISSION_DENIED
+    now[0] = 31.0
+    headers: dict[str, str] = {}
+    refused = await signer.sign(call(), headers, BODY)
+    assert refused is not None
+    assert "PERMISSION_DENIED" in refused.error
+    assert headers == {}
+
+
 def test_the_default_audience_is_the_url_without_what_may_hold_a_secret() -> None:
     assert default_audience("https://a.example:8443/hook?token=s3cret#x") == (
         "https://a.example:8443/hook"
@@ -171,6 +194,7 @@ def test_the_default_audience_is_the_url_without_what_may_hold_a_secret() -> Non
 async def test_a_token_without_an_audience_of_its_job_names_its_url_without_the_query() -> None:
     unnamed = SignedCall(
         "team-a",
+        RUN,
         job_pb2.CALL_SIGNING_ID_TOKEN,
         "run-key",
         "",
@@ -189,17 +213,17 @@ async def test_an_attempt_started_ahead_warms_its_teams_keys_for_its_call() -> N
     now = [0.0]
     fetches = Fetches()
     signer = CallSigner(fetches, keep=30, clock=lambda: now[0])
-    signer.warm("team-a", within=20)  # the call is 20 s away: fetched now, in the background
+    signer.warm("team-a", RUN, within=20)  # the call is 20 s away: fetched now, in the background
     assert fetches.teams == []  # nothing awaited
     await turns()
     assert fetches.teams == ["team-a"]
-    signer.warm("team-a", within=20)  # kept past then (until 30): nothing more
+    signer.warm("team-a", RUN, within=20)  # kept past then (until 30): nothing more
     now[0] = 20.0
     headers: dict[str, str] = {}
     assert await signer.sign(call(), headers, BODY) is None
     assert Webhook(KEY.secret_text).verify(BODY, headers) == {"a": 1}
     assert fetches.teams == ["team-a"]
-    signer.warm("team-a", within=15)  # kept until 30, not past 35: fetched again now
+    signer.warm("team-a", RUN, within=15)  # kept until 30, not past 35: fetched again now
     await turns()
     assert fetches.teams == ["team-a", "team-a"]
     now[0] = 45.0  # kept until 50 by that fetch: the call does not fetch
@@ -216,9 +240,51 @@ async def turns() -> None:
 async def test_a_failed_warm_up_leaves_the_call_to_fetch_again() -> None:
     fetches = Fetches(grpc.StatusCode.UNAVAILABLE)
     signer = CallSigner(fetches)
-    signer.warm("team-a", within=5)
+    signer.warm("team-a", RUN, within=5)
     await turns()
     assert fetches.teams == ["team-a"]
     fetches.error = None
     assert await signer.sign(call(), {}, BODY) is None
     assert fetches.teams == ["team-a", "team-a"]
+
+
+SECOND = new_signing_key("k2")
+
+
+def signatures(headers: dict[str, str]) -> int:
+    return len(headers["webhook-signature"].split(" "))
+
+
+async def test_a_call_is_signed_only_with_the_keys_its_start_named() -> None:
+    fetches = Fetches()
+    fetches.keys = [KEY, SECOND]
+    signer = CallSigner(fetches, keep=30, clock=lambda: 0.0)
+    both, one = {}, {}  # type: ignore[var-annotated]
+    assert await signer.sign(replace(call(), key_ids=("k1", "k2")), both, BODY) is None
+    # k1 revoked before this call's start: not used, though kept; no fetch for it.
+    assert await signer.sign(replace(call(), key_ids=("k2",)), one, BODY) is None
+    assert (signatures(both), signatures(one), len(fetches.teams)) == (2, 1, 1)
+    assert Webhook(SECOND.secret_text).verify(BODY, one)
+    # A key named that those kept lack (one added since) is fetched; none of those named
+    # active: not signed.
+    refused = await signer.sign(replace(call(), key_ids=("k3",)), {}, BODY)
+    assert len(fetches.teams) == 2
+    assert refused is not None
+    assert (refused.retryable, refused.call) == (True, NOT_BEGUN)
+    assert "none of its keys named" in refused.error
+
+
+async def test_a_fresh_call_never_signs_with_keys_kept() -> None:
+    now = [0.0]
+    fetches = Fetches()
+    signer = CallSigner(fetches, keep=30, clock=lambda: now[0])
+    fresh = replace(call(), fresh=True)
+    assert await signer.sign(fresh, {}, BODY) is None
+    assert await signer.sign(fresh, {}, BODY) is None
+    assert len(fetches.teams) == 2  # fetched for each, kept or not
+    fetches.error = grpc.StatusCode.UNAVAILABLE
+    now[0] = 1.0
+    failed = await signer.sign(fresh, {}, BODY)
+    assert failed is not None
+    assert "could not be fetched again" in failed.error
+    assert await signer.sign(call(), {}, BODY) is None  # a call that may use kept keys does

@@ -1,6 +1,7 @@
 """``duetime admin signing-keys ...``: a team's keys for signed calls (AddSigningKey,
-ListSigningKeys, RetireSigningKey). Rotating without downtime: ``add`` (the team then signs
-with both), give the targets the new secret, ``retire`` the old key."""
+ListSigningKeys, RetireSigningKey, RevokeSigningKey). Rotating without downtime: ``add`` (the
+team then signs with both), give the targets the new secret, ``retire`` the old key; a key that
+leaked is ``revoke``d instead, at once."""
 
 from __future__ import annotations
 
@@ -20,7 +21,10 @@ from duetime_cli.tables import DetailGrid, ListTable, detail_grid, list_table, s
 from duetime_client.describe import when
 
 keys = typer.Typer(
-    help="A team's keys for signed calls: add, list, retire (rotate: add, then retire).",
+    help=(
+        "A team's keys for signed calls: add, list, retire (rotate: add, then retire), revoke"
+        " (a key that leaked)."
+    ),
     no_args_is_help=True,
 )
 
@@ -78,17 +82,33 @@ def list_keys(ctx: typer.Context, team: TeamArg, output: OutputOption = Format.T
         emit(response, output, lambda: [keys_table(response.signing_keys)])
 
 
+KeyIdArg = Annotated[str, typer.Argument(metavar="KEY_ID", help="The key's id.")]
+
+
 @keys.command("retire")
 def retire_key(
-    ctx: typer.Context,
-    team: TeamArg,
-    key_id: Annotated[str, typer.Argument(metavar="KEY_ID", help="The key's id.")],
-    output: OutputOption = Format.TABLE,
+    ctx: typer.Context, team: TeamArg, key_id: KeyIdArg, output: OutputOption = Format.TABLE
 ) -> None:
     """Retire a signing key: its secrets are erased, calls are signed without it within 30
     seconds, its public key stays in the JWKS for 10 minutes (RetireSigningKey)."""
     with command(ctx, output) as session:
-        name = f"{team_name(team)}/signingKeys/{key_id}"
-        request = admin_pb2.RetireSigningKeyRequest(name=name)
+        request = admin_pb2.RetireSigningKeyRequest(name=_key_name(team, key_id))
         response = admin_call(session, session.admin.RetireSigningKey, request)
         emit(response, output, lambda: [key_detail(response.signing_key)])
+
+
+@keys.command("revoke")
+def revoke_key(
+    ctx: typer.Context, team: TeamArg, key_id: KeyIdArg, output: OutputOption = Format.TABLE
+) -> None:
+    """Revoke a signing key that may have leaked: it is deleted at once, its public key too
+    (tokens it signed stop verifying), and no call started after is signed with it; allowed
+    for the team's last key, so add a new one first (RevokeSigningKey)."""
+    with command(ctx, output) as session:
+        request = admin_pb2.RevokeSigningKeyRequest(name=_key_name(team, key_id))
+        response = admin_call(session, session.admin.RevokeSigningKey, request)
+        emit(response, output, lambda: [key_detail(response.signing_key)])
+
+
+def _key_name(team: str, key_id: str) -> str:
+    return f"{team_name(team)}/signingKeys/{key_id}"

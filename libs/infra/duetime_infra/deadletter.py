@@ -1,18 +1,30 @@
 """The outbox row that announces a dead-lettered run: a DeadLetterEvent on the dead-letter
 topic, keyed by job id, carrying the run's trace context and the team's notification target
-(read when the run is dead-lettered, so no claim or start pays for it)."""
+and signing (read when the run is dead-lettered, so no claim or start pays for it)."""
 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
 
 from duetime.events.v1 import events_pb2
+from duetime_core.jobspec import CallSigning
 from duetime_core.runkey import RunKey
 from duetime_infra.codec.records_codec import job_name
+from duetime_infra.codec.target_codec import SIGNING_NUMBERS
 from duetime_infra.codec.timeconv import datetime_to_timestamp
 from duetime_infra.dispatch import OutboxRow
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC
+
+
+@dataclass(frozen=True)
+class Notification:
+    """Where a team is alerted of its dead-lettered runs (empty: nowhere), and how the alert is
+    signed (its default_call_signing: OFF lets the worker send it without fetching keys)."""
+
+    url: str
+    signing: CallSigning
 
 
 def dead_letter_row(
@@ -25,7 +37,7 @@ def dead_letter_row(
     last_error: str,
     traceparent: str,
     now: datetime,
-    notification_url: str,
+    notification: Notification,
 ) -> OutboxRow:
     message = events_pb2.DeadLetterEvent(
         run_id=str(run_id),
@@ -38,7 +50,8 @@ def dead_letter_row(
         reason=reason,
         last_error=last_error,
         dead_letter_time=datetime_to_timestamp(now),
-        notification_url=notification_url,
+        notification_url=notification.url,
+        notification_signing=SIGNING_NUMBERS[notification.signing],
     )
     headers = {"traceparent": traceparent} if traceparent else {}
     return OutboxRow(

@@ -3,6 +3,7 @@ convert the answer."""
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 from typing import Any, TypeAlias
@@ -41,6 +42,9 @@ Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
 _TOKEN = re.compile(r"^tokens/([^/]+)$")
 _TEAM_FIELDS = ("display_name", "notification_url", "default_call_signing")
 MAX_URL = 2048
+
+
+log = logging.getLogger(__name__)
 
 
 def _check_url(v: Violations, field: str, url: str) -> None:
@@ -255,12 +259,31 @@ class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
     async def RetireSigningKey(
         self, request: pb.RetireSigningKeyRequest, context: Context
     ) -> pb.RetireSigningKeyResponse:
-        match = _SIGNING_KEY.match(request.name)
-        if match is None or team_id_problem(match[1]) is not None:
-            raise InvalidArgument.field("name", "must be teams/{team_id}/signingKeys/{key_id}")
-        if not SIGNING_KEY_ID.match(match[2]):
-            raise InvalidArgument.field("name", "a key id is 1 to 32 lower-case letters and digits")
+        team_id, key_id = _signing_key_name(request.name)
         async with self._pool.acquire() as conn:
-            record = await signing_keys.retire_signing_key(conn, match[1], match[2])
-        self._jwks.forget(match[1])
+            record = await signing_keys.retire_signing_key(conn, team_id, key_id)
+        self._jwks.forget(team_id)
         return pb.RetireSigningKeyResponse(signing_key=encode_signing_key(record))
+
+    async def RevokeSigningKey(
+        self, request: pb.RevokeSigningKeyRequest, context: Context
+    ) -> pb.RevokeSigningKeyResponse:
+        team_id, key_id = _signing_key_name(request.name)
+        async with self._pool.acquire() as conn:
+            record = await signing_keys.revoke_signing_key(conn, team_id, key_id)
+        self._jwks.forget(team_id)
+        log.warning(
+            "signing key revoked",
+            extra={"action": "signing_key_revoked", "team": team_id, "key_id": key_id},
+        )
+        return pb.RevokeSigningKeyResponse(signing_key=encode_signing_key(record))
+
+
+def _signing_key_name(name: str) -> tuple[str, str]:
+    """The team and key ids of ``teams/{team_id}/signingKeys/{key_id}``."""
+    match = _SIGNING_KEY.match(name)
+    if match is None or team_id_problem(match[1]) is not None:
+        raise InvalidArgument.field("name", "must be teams/{team_id}/signingKeys/{key_id}")
+    if not SIGNING_KEY_ID.match(match[2]):
+        raise InvalidArgument.field("name", "a key id is 1 to 32 lower-case letters and digits")
+    return match[1], match[2]

@@ -1,6 +1,7 @@
 """Run-history partitions: created ahead and dropped past retention by the owner of partition 0;
 with an archive configured, archived first by a child process (``duetime_scheduler.archive``).
-The same hourly pass drops workers' beat records that no open attempt needs.
+The same hourly pass drops workers' beat records that no open attempt needs, and teams'
+signing keys retired long enough ago that no token they signed still verifies.
 
 Exactly one scheduler owns partition 0 at a time, so one runs the maintenance; it is idempotent,
 so an overlap during a handover costs a wasted call and nothing else (two archiving passes never
@@ -23,6 +24,7 @@ from duetime_infra.archive.archiver import Outcome, PassResult
 from duetime_infra.archive.settings import ArchiveSettings
 from duetime_infra.pg.fencing import FencingToken
 from duetime_infra.pg.sql import q
+from duetime_infra.pg.teams.signing_keys import prune_retired_keys
 from duetime_infra.telemetry import instruments
 
 log = logging.getLogger(__name__)
@@ -139,6 +141,12 @@ class PartitionMaintenance:
                 await conn.execute(q("archive_policy_set"), self._archive.hot_retention)
             await conn.execute(q("maintain_partitions"))
             await conn.execute(q("worker_beats_prune"))
+            pruned = await prune_retired_keys(conn)
+        if pruned:
+            log.info(
+                "retired signing keys deleted",
+                extra={"action": "signing_keys_pruned", "keys": pruned},
+            )
         if self._archive is not None:
             self.passes.start()
         return 1

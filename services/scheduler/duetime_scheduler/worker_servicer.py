@@ -8,6 +8,7 @@ answer that hands the run to its worker, and nowhere else.
 from __future__ import annotations
 
 import contextlib
+import logging
 import uuid
 from collections.abc import AsyncIterator
 from datetime import datetime
@@ -20,7 +21,7 @@ from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_core.attempts import MAX_ATTEMPTS_PER_BEAT, CallProgress
-from duetime_core.errors import DuetimeError, FieldViolation, InvalidArgument
+from duetime_core.errors import DuetimeError, FieldViolation, InvalidArgument, PermissionDenied
 from duetime_core.jobspec import CallSigning
 from duetime_core.records import AttemptOutcome
 from duetime_core.teams import team_id_problem
@@ -41,11 +42,14 @@ from duetime_infra.pg.attempts.store import (
     StartResult,
 )
 from duetime_infra.pg.dispatch.spec_cache import SpecCache
-from duetime_infra.pg.teams.signing_keys import team_signing
+from duetime_infra.pg.teams.signing_keys import signing_for_run
 from duetime_infra.secrets.sealing import SecretBox, SecretUnreadable
+from duetime_infra.telemetry import instruments
 from duetime_infra.tracecontext import ATTEMPT, RUN_ID, rpc_span, start_entry_span
 
 Context = aio.ServicerContext[Any, Any]
+
+log = logging.getLogger(__name__)
 
 MAX_ID_LENGTH = 200
 
@@ -135,23 +139,26 @@ def _encode_run(run: RunToExecute, secrets: SecretBox) -> pb.RunSpec:
     out.target.CopyFrom(
         encode_target_clear(secrets.open_target(run.key.job_id, run.snapshot.target))
     )
-    _resolve_signing(run, out.target)
+    _resolve_signing(run, out)
     timedelta_to_duration(run.snapshot.attempt_timeout, out.attempt_timeout)
     out.delivery = DELIVERY_NUMBERS[run.snapshot.delivery]
     return out
 
 
-def _resolve_signing(run: RunToExecute, target: job_pb2.Target) -> None:
+def _resolve_signing(run: RunToExecute, out: pb.RunSpec) -> None:
     """A call that follows its team's default says OFF when that default is off, so the worker
     neither fetches nor waits for keys it will not use. Under a default that signs, the call
     still says unspecified: the worker, which needs the team's keys then anyway, reads the
-    default with them and knows the job did not ask (see ``CallSigner.sign``)."""
-    if (
-        target.HasField("http")
-        and target.http.signing == job_pb2.CALL_SIGNING_UNSPECIFIED
-        and run.team_signing is CallSigning.OFF
-    ):
-        target.http.signing = job_pb2.CALL_SIGNING_OFF
+    default with them and knows the job did not ask (see ``CallSigner.sign``). A call that may
+    be signed names the keys it may be signed with (``RunSpec.signing_keys``)."""
+    if not out.target.HasField("http"):
+        return
+    http = out.target.http
+    if http.signing == job_pb2.CALL_SIGNING_UNSPECIFIED and run.team_signing is CallSigning.OFF:
+        http.signing = job_pb2.CALL_SIGNING_OFF
+    if http.signing != job_pb2.CALL_SIGNING_OFF:
+        out.signing_keys.SetInParent()
+        out.signing_keys.key_ids.extend(run.team_key_ids)
 
 
 def encode_start(result: StartResult, secrets: SecretBox) -> pb.StartAttemptResponse:
@@ -240,11 +247,37 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
     async def GetSigningKeys(
         self, request: pb.GetSigningKeysRequest, context: Context
     ) -> pb.GetSigningKeysResponse:
-        """The team's signing keys, opened here, as job secrets are, for the worker that
-        signs its calls; never logged."""
+        """The team's signing keys, opened here, as job secrets are, for a worker that holds a
+        run of the team (``signing_for_run``); each fetch is logged and counted, its secrets
+        never."""
+        violations: list[FieldViolation] = []
         if team_id_problem(request.team) is not None:
-            raise InvalidArgument.field("team", "must be a team id")
-        found = await team_signing(self._store.pool, self._secrets, request.team)
+            violations.append(FieldViolation("team", "must be a team id"))
+        # Required: a worker older than this rule, which names no run, is refused here.
+        run_id = _read_run_id(violations, "run_id", request.run_id)
+        worker_id = _read_id(violations, "worker_id", request.worker_id)
+        _check(violations)
+        facts = {"worker_id": worker_id, "team": request.team, "run_id": str(run_id)}
+        try:
+            found = await signing_for_run(
+                self._store.pool, self._secrets, request.team, run_id, worker_id
+            )
+        except PermissionDenied as error:
+            instruments.signing_keys_fetched("refused")
+            log.warning(
+                "signing keys refused",
+                extra={"action": "signing_keys_refused", "why": error.message, **facts},
+            )
+            raise
+        instruments.signing_keys_fetched("served")
+        log.info(
+            "signing keys served",
+            extra={
+                "action": "signing_keys_served",
+                "key_ids": [key.key_id for key in found.keys],
+                **facts,
+            },
+        )
         return pb.GetSigningKeysResponse(
             keys=[
                 pb.SigningKeyMaterial(

@@ -171,7 +171,9 @@ def http_caller(settings: Settings, link: SchedulerLink) -> HttpCaller:
         connection_limit=connections,
         connections_per_host=settings.connections_per_host,
         connect_timeout=settings.connect_timeout,
-        signer=CallSigner(fetch_from(link.stub, link.metadata), settings.signing_issuer),
+        signer=CallSigner(
+            fetch_from(link.stub, link.metadata, settings.worker_id), settings.signing_issuer
+        ),
     )
 
 

@@ -199,6 +199,15 @@ class Instruments:
             unit="{run}",
             description="Runs archived (and dropped from PostgreSQL)",
         )
+        self.signing_key_fetches = _Tally(
+            meter,
+            "duetime.signing.key.fetches",
+            unit="{fetch}",
+            description=(
+                "Teams' signing keys asked for by workers (GetSigningKeys), by outcome: served, "
+                "refused (the worker named no run of the team it holds: PERMISSION_DENIED)"
+            ),
+        )
         self.archive_pending = meter.create_gauge(
             "duetime.archive.pending",
             unit="{week}",
@@ -305,3 +314,8 @@ def archive_week(outcome: str, reason: str, runs: int) -> None:
 
 def archive_pending(weeks: int) -> None:
     _current.archive_pending.set(weeks)
+
+
+def signing_keys_fetched(outcome: str) -> None:
+    """A worker's GetSigningKeys answered: ``served`` or ``refused``."""
+    _current.signing_key_fetches.add(1, (("outcome", outcome),))

@@ -11,8 +11,10 @@ webhook, so a dead webhook with a thousand events waiting holds delivery slots f
 all, not for that time per event; after it, each of its events gets one try. A failing spell
 ends when the webhook's server answers (2xx, or a final 4xx: it is reachable), or once nothing
 has failed for a whole give-up time, so an old outage never shortens a new event's retries.
-Each try is signed as the team's default says (``targets.http.signer``), its ID token's
-audience the notification URL without its query and its subject the job's name.
+Each try is signed as the team's default said when the run was dead-lettered (the event
+carries it, so a team that does not sign costs no key fetch; an older scheduler's event does
+not, and the worker reads the default with the team's keys; ``targets.http.signer``), its ID
+token's audience the notification URL without its query and its subject the job's name.
 
 Past its give-up time a webhook gets one probe at a time: the event that finds no probe out
 becomes it, and its one try gets the whole timeout (a webhook that recovered but is slow must
@@ -39,7 +41,6 @@ from urllib.parse import urlsplit
 from google.protobuf import json_format
 
 from duetime.events.v1.events_pb2 import DeadLetterEvent
-from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.backoff import backoff_delay
 from duetime_core.jobspec import RetryPolicy
@@ -81,6 +82,7 @@ def notification_body(event: DeadLetterEvent) -> bytes:
     shown = DeadLetterEvent()
     shown.CopyFrom(event)
     shown.ClearField("notification_url")
+    shown.ClearField("notification_signing")
     return json_format.MessageToJson(shown, indent=None).encode()
 
 
@@ -171,12 +173,16 @@ class Notifier:
             self._probing.add(webhook)
         signed = SignedCall(
             team=event.team,
-            signing=job_pb2.CALL_SIGNING_UNSPECIFIED,  # as the team's default says
+            run_id=event.run_id,
+            # The team's default as the run was dead-lettered: OFF fetches no keys.
+            # Unspecified (an older scheduler's event): read with the team's keys.
+            signing=event.notification_signing,
             message_id=headers["Idempotency-Key"],
             audience="",
             subject=event.job_name,
             attempt=event.attempt,
             url=url,
+            fresh=True,  # no start names its keys: a key revoked since must not sign it
         )
         try:
             return await self._tries(url, webhook, (headers, signed), body, started, facts)

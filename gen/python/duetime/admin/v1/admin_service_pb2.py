@@ -29,7 +29,7 @@ from google.protobuf import field_mask_pb2 as google_dot_protobuf_dot_field__mas
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$duetime/admin/v1/admin_service.proto\x12\x10\x64uetime.admin.v1\x1a\x19\x64uetime/jobs/v1/job.proto\x1a\x1b\x64uetime/jobs/v1/quota.proto\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8c\x01\n\nSigningKey\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06key_id\x18\x02 \x01(\t\x12/\n\x0b\x63reate_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bretire_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"&\n\x14\x41\x64\x64SigningKeyRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\"b\n\x15\x41\x64\x64SigningKeyResponse\x12\x31\n\x0bsigning_key\x18\x01 \x01(\x0b\x32\x1c.duetime.admin.v1.SigningKey\x12\x16\n\x0ewebhook_secret\x18\x02 \x01(\t\"(\n\x16ListSigningKeysRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\"M\n\x17ListSigningKeysResponse\x12\x32\n\x0csigning_keys\x18\x01 \x03(\x0b\x32\x1c.duetime.admin.v1.SigningKey\"\'\n\x17RetireSigningKeyRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"M\n\x18RetireSigningKeyResponse\x12\x31\n\x0bsigning_key\x18\x01 \x01(\x0b\x32\x1c.duetime.admin.v1.SigningKey\"\xd3\x02\n\x04Team\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07team_id\x18\x02 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x03 \x01(\t\x12\x18\n\x10notification_url\x18\x04 \x01(\t\x12)\n\x05quota\x18\x05 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamQuota\x12\x39\n\x0fquota_overrides\x18\x06 \x01(\x0b\x32 .duetime.admin.v1.QuotaOverrides\x12)\n\x05usage\x18\x07 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamUsage\x12/\n\x0b\x63reate_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12:\n\x14\x64\x65\x66\x61ult_call_signing\x18\t \x01(\x0e\x32\x1c.duetime.jobs.v1.CallSigning\"\xad\x02\n\x0eQuotaOverrides\x12\x1c\n\x0fmax_stored_jobs\x18\x01 \x01(\x03H\x00\x88\x01\x01\x12\x1c\n\x0fruns_per_minute\x18\x02 \x01(\x03H\x01\x88\x01\x01\x12\x17\n\nrate_burst\x18\x03 \x01(\x03H\x02\x88\x01\x01\x12\x18\n\x0bmax_running\x18\x04 \x01(\x03H\x03\x88\x01\x01\x12\x34\n\x0cmax_priority\x18\x05 \x01(\x0e\x32\x19.duetime.jobs.v1.PriorityH\x04\x88\x01\x01\x12\x13\n\x06weight\x18\x06 \x01(\x05H\x05\x88\x01\x01\x42\x12\n\x10_max_stored_jobsB\x12\n\x10_runs_per_minuteB\r\n\x0b_rate_burstB\x0e\n\x0c_max_runningB\x0f\n\r_max_priorityB\t\n\x07_weight\"9\n\x11\x43reateTeamRequest\x12$\n\x04team\x18\x01 \x01(\x0b\x32\x16.duetime.admin.v1.Team\":\n\x12\x43reateTeamResponse\x12$\n\x04team\x18\x01 \x01(\x0b\x32\x16.duetime.admin.v1.Team\"\x1e\n\x0eGetTeamRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"7\n\x0fGetTeamResponse\x12$\n\x04team\x18\x01 \x01(\x0b\x32\x16.duetime.admin.v1.Team\"9\n\x10ListTeamsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"S\n\x11ListTeamsResponse\x12%\n\x05teams\x18\x01 \x03(\x0b\x32\x16.duetime.admin.v1.Team\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"j\n\x11UpdateTeamRequest\x12$\n\x04team\x18\x01 \x01(\x0b\x32\x16.duetime.admin.v1.Team\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\":\n\x12UpdateTeamResponse\x12$\n\x04team\x18\x01 \x01(\x0b\x32\x16.duetime.admin.v1.Team\"\x88\x01\n\x16UpdateTeamQuotaRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12/\n\x05quota\x18\x02 \x01(\x0b\x32 .duetime.admin.v1.QuotaOverrides\x12/\n\x0bupdate_mask\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\"?\n\x17UpdateTeamQuotaResponse\x12$\n\x04team\x18\x01 \x01(\x0b\x32\x16.duetime.admin.v1.Team\"\x19\n\x17GetQuotaDefaultsRequest\"E\n\x18GetQuotaDefaultsResponse\x12)\n\x05quota\x18\x01 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamQuota\"x\n\x1aUpdateQuotaDefaultsRequest\x12)\n\x05quota\x18\x01 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamQuota\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\"H\n\x1bUpdateQuotaDefaultsResponse\x12)\n\x05quota\x18\x01 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamQuota\"\xda\x01\n\x05Token\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08token_id\x18\x02 \x01(\t\x12)\n\x04role\x18\x03 \x01(\x0e\x32\x1b.duetime.admin.v1.TokenRole\x12\x0f\n\x07team_id\x18\x04 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x05 \x01(\t\x12/\n\x0b\x63reate_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0brevoke_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"<\n\x12\x43reateTokenRequest\x12&\n\x05token\x18\x01 \x01(\x0b\x32\x17.duetime.admin.v1.Token\"M\n\x13\x43reateTokenResponse\x12&\n\x05token\x18\x01 \x01(\x0b\x32\x17.duetime.admin.v1.Token\x12\x0e\n\x06secret\x18\x02 \x01(\t\"d\n\x11ListTokensRequest\x12\x0f\n\x07team_id\x18\x01 \x01(\t\x12\x17\n\x0finclude_revoked\x18\x02 \x01(\x08\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"V\n\x12ListTokensResponse\x12\'\n\x06tokens\x18\x01 \x03(\x0b\x32\x17.duetime.admin.v1.Token\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\"\n\x12RevokeTokenRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"=\n\x13RevokeTokenResponse\x12&\n\x05token\x18\x01 \x01(\x0b\x32\x17.duetime.admin.v1.Token*l\n\tTokenRole\x12\x1a\n\x16TOKEN_ROLE_UNSPECIFIED\x10\x00\x12\x13\n\x0fTOKEN_ROLE_TEAM\x10\x01\x12\x15\n\x11TOKEN_ROLE_WORKER\x10\x02\x12\x17\n\x13TOKEN_ROLE_OPERATOR\x10\x03\x32\xff\r\n\x0c\x41\x64minService\x12v\n\nCreateTeam\x12#.duetime.admin.v1.CreateTeamRequest\x1a$.duetime.admin.v1.CreateTeamResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\"\x0f/v1/admin/teams:\x04team\x12p\n\x07GetTeam\x12 .duetime.admin.v1.GetTeamRequest\x1a!.duetime.admin.v1.GetTeamResponse\" \x82\xd3\xe4\x93\x02\x1a\x12\x18/v1/admin/{name=teams/*}\x12m\n\tListTeams\x12\".duetime.admin.v1.ListTeamsRequest\x1a#.duetime.admin.v1.ListTeamsResponse\"\x17\x82\xd3\xe4\x93\x02\x11\x12\x0f/v1/admin/teams\x12\x84\x01\n\nUpdateTeam\x12#.duetime.admin.v1.UpdateTeamRequest\x1a$.duetime.admin.v1.UpdateTeamResponse\"+\x82\xd3\xe4\x93\x02%2\x1d/v1/admin/{team.name=teams/*}:\x04team\x12\x95\x01\n\x0fUpdateTeamQuota\x12(.duetime.admin.v1.UpdateTeamQuotaRequest\x1a).duetime.admin.v1.UpdateTeamQuotaResponse\"-\x82\xd3\xe4\x93\x02\'2\x1e/v1/admin/{name=teams/*}/quota:\x05quota\x12\x8a\x01\n\x10GetQuotaDefaults\x12).duetime.admin.v1.GetQuotaDefaultsRequest\x1a*.duetime.admin.v1.GetQuotaDefaultsResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\x12\x17/v1/admin/quotaDefaults\x12\x9a\x01\n\x13UpdateQuotaDefaults\x12,.duetime.admin.v1.UpdateQuotaDefaultsRequest\x1a-.duetime.admin.v1.UpdateQuotaDefaultsResponse\"&\x82\xd3\xe4\x93\x02 2\x17/v1/admin/quotaDefaults:\x05quota\x12{\n\x0b\x43reateToken\x12$.duetime.admin.v1.CreateTokenRequest\x1a%.duetime.admin.v1.CreateTokenResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\"\x10/v1/admin/tokens:\x05token\x12q\n\nListTokens\x12#.duetime.admin.v1.ListTokensRequest\x1a$.duetime.admin.v1.ListTokensResponse\"\x18\x82\xd3\xe4\x93\x02\x12\x12\x10/v1/admin/tokens\x12\x87\x01\n\x0bRevokeToken\x12$.duetime.admin.v1.RevokeTokenRequest\x1a%.duetime.admin.v1.RevokeTokenResponse\"+\x82\xd3\xe4\x93\x02%\" /v1/admin/{name=tokens/*}:revoke:\x01*\x12\x93\x01\n\rAddSigningKey\x12&.duetime.admin.v1.AddSigningKeyRequest\x1a\'.duetime.admin.v1.AddSigningKeyResponse\"1\x82\xd3\xe4\x93\x02+\"&/v1/admin/{parent=teams/*}/signingKeys:\x01*\x12\x96\x01\n\x0fListSigningKeys\x12(.duetime.admin.v1.ListSigningKeysRequest\x1a).duetime.admin.v1.ListSigningKeysResponse\".\x82\xd3\xe4\x93\x02(\x12&/v1/admin/{parent=teams/*}/signingKeys\x12\xa3\x01\n\x10RetireSigningKey\x12).duetime.admin.v1.RetireSigningKeyRequest\x1a*.duetime.admin.v1.RetireSigningKeyResponse\"8\x82\xd3\xe4\x93\x02\x32\"-/v1/admin/{name=teams/*/signingKeys/*}:retire:\x01*Bk\n\x14\x64\x65v.duetime.admin.v1B\x11\x41\x64minServiceProtoP\x01Z+duetime.dev/gen/go/duetime/admin/v1;adminv1\xaa\x02\x10\x44uetime.Admin.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$duetime/admin/v1/admin_service.proto\x12\x10\x64uetime.admin.v1\x1a\x19\x64uetime/jobs/v1/job.proto\x1a\x1b\x64uetime/jobs/v1/quota.proto\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8c\x01\n\nSigningKey\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06key_id\x18\x02 \x01(\t\x12/\n\x0b\x63reate_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bretire_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"&\n\x14\x41\x64\x64SigningKeyRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\"b\n\x15\x41\x64\x64SigningKeyResponse\x12\x31\n\x0bsigning_key\x18\x01 \x01(\x0b\x32\x1c.duetime.admin.v1.SigningKey\x12\x16\n\x0ewebhook_secret\x18\x02 \x01(\t\"(\n\x16ListSigningKeysRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\"M\n\x17ListSigningKeysResponse\x12\x32\n\x0csigning_keys\x18\x01 \x03(\x0b\x32\x1c.duetime.admin.v1.SigningKey\"\'\n\x17RetireSigningKeyRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"M\n\x18RetireSigningKeyResponse\x12\x31\n\x0bsigning_key\x18\x01 \x01(\x0b\x32\x1c.duetime.admin.v1.SigningKey\"\'\n\x17RevokeSigningKeyRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"M\n\x18RevokeSigningKeyResponse\x12\x31\n\x0bsigning_key\x18\x01 \x01(\x0b\x32\x1c.duetime.admin.v1.SigningKey\"\xd3\x02\n\x04Team\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07team_id\x18\x02 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x03 \x01(\t\x12\x18\n\x10notification_url\x18\x04 \x01(\t\x12)\n\x05quota\x18\x05 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamQuota\x12\x39\n\x0fquota_overrides\x18\x06 \x01(\x0b\x32 .duetime.admin.v1.QuotaOverrides\x12)\n\x05usage\x18\x07 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamUsage\x12/\n\x0b\x63reate_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12:\n\x14\x64\x65\x66\x61ult_call_signing\x18\t \x01(\x0e\x32\x1c.duetime.jobs.v1.CallSigning\"\xad\x02\n\x0eQuotaOverrides\x12\x1c\n\x0fmax_stored_jobs\x18\x01 \x01(\x03H\x00\x88\x01\x01\x12\x1c\n\x0fruns_per_minute\x18\x02 \x01(\x03H\x01\x88\x01\x01\x12\x17\n\nrate_burst\x18\x03 \x01(\x03H\x02\x88\x01\x01\x12\x18\n\x0bmax_running\x18\x04 \x01(\x03H\x03\x88\x01\x01\x12\x34\n\x0cmax_priority\x18\x05 \x01(\x0e\x32\x19.duetime.jobs.v1.PriorityH\x04\x88\x01\x01\x12\x13\n\x06weight\x18\x06 \x01(\x05H\x05\x88\x01\x01\x42\x12\n\x10_max_stored_jobsB\x12\n\x10_runs_per_minuteB\r\n\x0b_rate_burstB\x0e\n\x0c_max_runningB\x0f\n\r_max_priorityB\t\n\x07_weight\"9\n\x11\x43reateTeamRequest\x12$\n\x04team\x18\x01 \x01(\x0b\x32\x16.duetime.admin.v1.Team\":\n\x12\x43reateTeamResponse\x12$\n\x04team\x18\x01 \x01(\x0b\x32\x16.duetime.admin.v1.Team\"\x1e\n\x0eGetTeamRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"7\n\x0fGetTeamResponse\x12$\n\x04team\x18\x01 \x01(\x0b\x32\x16.duetime.admin.v1.Team\"9\n\x10ListTeamsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"S\n\x11ListTeamsResponse\x12%\n\x05teams\x18\x01 \x03(\x0b\x32\x16.duetime.admin.v1.Team\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"j\n\x11UpdateTeamRequest\x12$\n\x04team\x18\x01 \x01(\x0b\x32\x16.duetime.admin.v1.Team\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\":\n\x12UpdateTeamResponse\x12$\n\x04team\x18\x01 \x01(\x0b\x32\x16.duetime.admin.v1.Team\"\x88\x01\n\x16UpdateTeamQuotaRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12/\n\x05quota\x18\x02 \x01(\x0b\x32 .duetime.admin.v1.QuotaOverrides\x12/\n\x0bupdate_mask\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\"?\n\x17UpdateTeamQuotaResponse\x12$\n\x04team\x18\x01 \x01(\x0b\x32\x16.duetime.admin.v1.Team\"\x19\n\x17GetQuotaDefaultsRequest\"E\n\x18GetQuotaDefaultsResponse\x12)\n\x05quota\x18\x01 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamQuota\"x\n\x1aUpdateQuotaDefaultsRequest\x12)\n\x05quota\x18\x01 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamQuota\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\"H\n\x1bUpdateQuotaDefaultsResponse\x12)\n\x05quota\x18\x01 \x01(\x0b\x32\x1a.duetime.jobs.v1.TeamQuota\"\xda\x01\n\x05Token\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08token_id\x18\x02 \x01(\t\x12)\n\x04role\x18\x03 \x01(\x0e\x32\x1b.duetime.admin.v1.TokenRole\x12\x0f\n\x07team_id\x18\x04 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x05 \x01(\t\x12/\n\x0b\x63reate_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0brevoke_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"<\n\x12\x43reateTokenRequest\x12&\n\x05token\x18\x01 \x01(\x0b\x32\x17.duetime.admin.v1.Token\"M\n\x13\x43reateTokenResponse\x12&\n\x05token\x18\x01 \x01(\x0b\x32\x17.duetime.admin.v1.Token\x12\x0e\n\x06secret\x18\x02 \x01(\t\"d\n\x11ListTokensRequest\x12\x0f\n\x07team_id\x18\x01 \x01(\t\x12\x17\n\x0finclude_revoked\x18\x02 \x01(\x08\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"V\n\x12ListTokensResponse\x12\'\n\x06tokens\x18\x01 \x03(\x0b\x32\x17.duetime.admin.v1.Token\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\"\n\x12RevokeTokenRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"=\n\x13RevokeTokenResponse\x12&\n\x05token\x18\x01 \x01(\x0b\x32\x17.duetime.admin.v1.Token*l\n\tTokenRole\x12\x1a\n\x16TOKEN_ROLE_UNSPECIFIED\x10\x00\x12\x13\n\x0fTOKEN_ROLE_TEAM\x10\x01\x12\x15\n\x11TOKEN_ROLE_WORKER\x10\x02\x12\x17\n\x13TOKEN_ROLE_OPERATOR\x10\x03\x32\xa5\x0f\n\x0c\x41\x64minService\x12v\n\nCreateTeam\x12#.duetime.admin.v1.CreateTeamRequest\x1a$.duetime.admin.v1.CreateTeamResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\"\x0f/v1/admin/teams:\x04team\x12p\n\x07GetTeam\x12 .duetime.admin.v1.GetTeamRequest\x1a!.duetime.admin.v1.GetTeamResponse\" \x82\xd3\xe4\x93\x02\x1a\x12\x18/v1/admin/{name=teams/*}\x12m\n\tListTeams\x12\".duetime.admin.v1.ListTeamsRequest\x1a#.duetime.admin.v1.ListTeamsResponse\"\x17\x82\xd3\xe4\x93\x02\x11\x12\x0f/v1/admin/teams\x12\x84\x01\n\nUpdateTeam\x12#.duetime.admin.v1.UpdateTeamRequest\x1a$.duetime.admin.v1.UpdateTeamResponse\"+\x82\xd3\xe4\x93\x02%2\x1d/v1/admin/{team.name=teams/*}:\x04team\x12\x95\x01\n\x0fUpdateTeamQuota\x12(.duetime.admin.v1.UpdateTeamQuotaRequest\x1a).duetime.admin.v1.UpdateTeamQuotaResponse\"-\x82\xd3\xe4\x93\x02\'2\x1e/v1/admin/{name=teams/*}/quota:\x05quota\x12\x8a\x01\n\x10GetQuotaDefaults\x12).duetime.admin.v1.GetQuotaDefaultsRequest\x1a*.duetime.admin.v1.GetQuotaDefaultsResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\x12\x17/v1/admin/quotaDefaults\x12\x9a\x01\n\x13UpdateQuotaDefaults\x12,.duetime.admin.v1.UpdateQuotaDefaultsRequest\x1a-.duetime.admin.v1.UpdateQuotaDefaultsResponse\"&\x82\xd3\xe4\x93\x02 2\x17/v1/admin/quotaDefaults:\x05quota\x12{\n\x0b\x43reateToken\x12$.duetime.admin.v1.CreateTokenRequest\x1a%.duetime.admin.v1.CreateTokenResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\"\x10/v1/admin/tokens:\x05token\x12q\n\nListTokens\x12#.duetime.admin.v1.ListTokensRequest\x1a$.duetime.admin.v1.ListTokensResponse\"\x18\x82\xd3\xe4\x93\x02\x12\x12\x10/v1/admin/tokens\x12\x87\x01\n\x0bRevokeToken\x12$.duetime.admin.v1.RevokeTokenRequest\x1a%.duetime.admin.v1.RevokeTokenResponse\"+\x82\xd3\xe4\x93\x02%\" /v1/admin/{name=tokens/*}:revoke:\x01*\x12\x93\x01\n\rAddSigningKey\x12&.duetime.admin.v1.AddSigningKeyRequest\x1a\'.duetime.admin.v1.AddSigningKeyResponse\"1\x82\xd3\xe4\x93\x02+\"&/v1/admin/{parent=teams/*}/signingKeys:\x01*\x12\x96\x01\n\x0fListSigningKeys\x12(.duetime.admin.v1.ListSigningKeysRequest\x1a).duetime.admin.v1.ListSigningKeysResponse\".\x82\xd3\xe4\x93\x02(\x12&/v1/admin/{parent=teams/*}/signingKeys\x12\xa3\x01\n\x10RetireSigningKey\x12).duetime.admin.v1.RetireSigningKeyRequest\x1a*.duetime.admin.v1.RetireSigningKeyResponse\"8\x82\xd3\xe4\x93\x02\x32\"-/v1/admin/{name=teams/*/signingKeys/*}:retire:\x01*\x12\xa3\x01\n\x10RevokeSigningKey\x12).duetime.admin.v1.RevokeSigningKeyRequest\x1a*.duetime.admin.v1.RevokeSigningKeyResponse\"8\x82\xd3\xe4\x93\x02\x32\"-/v1/admin/{name=teams/*/signingKeys/*}:revoke:\x01*Bk\n\x14\x64\x65v.duetime.admin.v1B\x11\x41\x64minServiceProtoP\x01Z+duetime.dev/gen/go/duetime/admin/v1;adminv1\xaa\x02\x10\x44uetime.Admin.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -63,8 +63,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ADMINSERVICE'].methods_by_name['ListSigningKeys']._serialized_options = b'\202\323\344\223\002(\022&/v1/admin/{parent=teams/*}/signingKeys'
   _globals['_ADMINSERVICE'].methods_by_name['RetireSigningKey']._loaded_options = None
   _globals['_ADMINSERVICE'].methods_by_name['RetireSigningKey']._serialized_options = b'\202\323\344\223\0022\"-/v1/admin/{name=teams/*/signingKeys/*}:retire:\001*'
-  _globals['_TOKENROLE']._serialized_start=3050
-  _globals['_TOKENROLE']._serialized_end=3158
+  _globals['_ADMINSERVICE'].methods_by_name['RevokeSigningKey']._loaded_options = None
+  _globals['_ADMINSERVICE'].methods_by_name['RevokeSigningKey']._serialized_options = b'\202\323\344\223\0022\"-/v1/admin/{name=teams/*/signingKeys/*}:revoke:\001*'
+  _globals['_TOKENROLE']._serialized_start=3170
+  _globals['_TOKENROLE']._serialized_end=3278
   _globals['_SIGNINGKEY']._serialized_start=212
   _globals['_SIGNINGKEY']._serialized_end=352
   _globals['_ADDSIGNINGKEYREQUEST']._serialized_start=354
@@ -79,52 +81,56 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RETIRESIGNINGKEYREQUEST']._serialized_end=654
   _globals['_RETIRESIGNINGKEYRESPONSE']._serialized_start=656
   _globals['_RETIRESIGNINGKEYRESPONSE']._serialized_end=733
-  _globals['_TEAM']._serialized_start=736
-  _globals['_TEAM']._serialized_end=1075
-  _globals['_QUOTAOVERRIDES']._serialized_start=1078
-  _globals['_QUOTAOVERRIDES']._serialized_end=1379
-  _globals['_CREATETEAMREQUEST']._serialized_start=1381
-  _globals['_CREATETEAMREQUEST']._serialized_end=1438
-  _globals['_CREATETEAMRESPONSE']._serialized_start=1440
-  _globals['_CREATETEAMRESPONSE']._serialized_end=1498
-  _globals['_GETTEAMREQUEST']._serialized_start=1500
-  _globals['_GETTEAMREQUEST']._serialized_end=1530
-  _globals['_GETTEAMRESPONSE']._serialized_start=1532
-  _globals['_GETTEAMRESPONSE']._serialized_end=1587
-  _globals['_LISTTEAMSREQUEST']._serialized_start=1589
-  _globals['_LISTTEAMSREQUEST']._serialized_end=1646
-  _globals['_LISTTEAMSRESPONSE']._serialized_start=1648
-  _globals['_LISTTEAMSRESPONSE']._serialized_end=1731
-  _globals['_UPDATETEAMREQUEST']._serialized_start=1733
-  _globals['_UPDATETEAMREQUEST']._serialized_end=1839
-  _globals['_UPDATETEAMRESPONSE']._serialized_start=1841
-  _globals['_UPDATETEAMRESPONSE']._serialized_end=1899
-  _globals['_UPDATETEAMQUOTAREQUEST']._serialized_start=1902
-  _globals['_UPDATETEAMQUOTAREQUEST']._serialized_end=2038
-  _globals['_UPDATETEAMQUOTARESPONSE']._serialized_start=2040
-  _globals['_UPDATETEAMQUOTARESPONSE']._serialized_end=2103
-  _globals['_GETQUOTADEFAULTSREQUEST']._serialized_start=2105
-  _globals['_GETQUOTADEFAULTSREQUEST']._serialized_end=2130
-  _globals['_GETQUOTADEFAULTSRESPONSE']._serialized_start=2132
-  _globals['_GETQUOTADEFAULTSRESPONSE']._serialized_end=2201
-  _globals['_UPDATEQUOTADEFAULTSREQUEST']._serialized_start=2203
-  _globals['_UPDATEQUOTADEFAULTSREQUEST']._serialized_end=2323
-  _globals['_UPDATEQUOTADEFAULTSRESPONSE']._serialized_start=2325
-  _globals['_UPDATEQUOTADEFAULTSRESPONSE']._serialized_end=2397
-  _globals['_TOKEN']._serialized_start=2400
-  _globals['_TOKEN']._serialized_end=2618
-  _globals['_CREATETOKENREQUEST']._serialized_start=2620
-  _globals['_CREATETOKENREQUEST']._serialized_end=2680
-  _globals['_CREATETOKENRESPONSE']._serialized_start=2682
-  _globals['_CREATETOKENRESPONSE']._serialized_end=2759
-  _globals['_LISTTOKENSREQUEST']._serialized_start=2761
-  _globals['_LISTTOKENSREQUEST']._serialized_end=2861
-  _globals['_LISTTOKENSRESPONSE']._serialized_start=2863
-  _globals['_LISTTOKENSRESPONSE']._serialized_end=2949
-  _globals['_REVOKETOKENREQUEST']._serialized_start=2951
-  _globals['_REVOKETOKENREQUEST']._serialized_end=2985
-  _globals['_REVOKETOKENRESPONSE']._serialized_start=2987
-  _globals['_REVOKETOKENRESPONSE']._serialized_end=3048
-  _globals['_ADMINSERVICE']._serialized_start=3161
-  _globals['_ADMINSERVICE']._serialized_end=4952
+  _globals['_REVOKESIGNINGKEYREQUEST']._serialized_start=735
+  _globals['_REVOKESIGNINGKEYREQUEST']._serialized_end=774
+  _globals['_REVOKESIGNINGKEYRESPONSE']._serialized_start=776
+  _globals['_REVOKESIGNINGKEYRESPONSE']._serialized_end=853
+  _globals['_TEAM']._serialized_start=856
+  _globals['_TEAM']._serialized_end=1195
+  _globals['_QUOTAOVERRIDES']._serialized_start=1198
+  _globals['_QUOTAOVERRIDES']._serialized_end=1499
+  _globals['_CREATETEAMREQUEST']._serialized_start=1501
+  _globals['_CREATETEAMREQUEST']._serialized_end=1558
+  _globals['_CREATETEAMRESPONSE']._serialized_start=1560
+  _globals['_CREATETEAMRESPONSE']._serialized_end=1618
+  _globals['_GETTEAMREQUEST']._serialized_start=1620
+  _globals['_GETTEAMREQUEST']._serialized_end=1650
+  _globals['_GETTEAMRESPONSE']._serialized_start=1652
+  _globals['_GETTEAMRESPONSE']._serialized_end=1707
+  _globals['_LISTTEAMSREQUEST']._serialized_start=1709
+  _globals['_LISTTEAMSREQUEST']._serialized_end=1766
+  _globals['_LISTTEAMSRESPONSE']._serialized_start=1768
+  _globals['_LISTTEAMSRESPONSE']._serialized_end=1851
+  _globals['_UPDATETEAMREQUEST']._serialized_start=1853
+  _globals['_UPDATETEAMREQUEST']._serialized_end=1959
+  _globals['_UPDATETEAMRESPONSE']._serialized_start=1961
+  _globals['_UPDATETEAMRESPONSE']._serialized_end=2019
+  _globals['_UPDATETEAMQUOTAREQUEST']._serialized_start=2022
+  _globals['_UPDATETEAMQUOTAREQUEST']._serialized_end=2158
+  _globals['_UPDATETEAMQUOTARESPONSE']._serialized_start=2160
+  _globals['_UPDATETEAMQUOTARESPONSE']._serialized_end=2223
+  _globals['_GETQUOTADEFAULTSREQUEST']._serialized_start=2225
+  _globals['_GETQUOTADEFAULTSREQUEST']._serialized_end=2250
+  _globals['_GETQUOTADEFAULTSRESPONSE']._serialized_start=2252
+  _globals['_GETQUOTADEFAULTSRESPONSE']._serialized_end=2321
+  _globals['_UPDATEQUOTADEFAULTSREQUEST']._serialized_start=2323
+  _globals['_UPDATEQUOTADEFAULTSREQUEST']._serialized_end=2443
+  _globals['_UPDATEQUOTADEFAULTSRESPONSE']._serialized_start=2445
+  _globals['_UPDATEQUOTADEFAULTSRESPONSE']._serialized_end=2517
+  _globals['_TOKEN']._serialized_start=2520
+  _globals['_TOKEN']._serialized_end=2738
+  _globals['_CREATETOKENREQUEST']._serialized_start=2740
+  _globals['_CREATETOKENREQUEST']._serialized_end=2800
+  _globals['_CREATETOKENRESPONSE']._serialized_start=2802
+  _globals['_CREATETOKENRESPONSE']._serialized_end=2879
+  _globals['_LISTTOKENSREQUEST']._serialized_start=2881
+  _globals['_LISTTOKENSREQUEST']._serialized_end=2981
+  _globals['_LISTTOKENSRESPONSE']._serialized_start=2983
+  _globals['_LISTTOKENSRESPONSE']._serialized_end=3069
+  _globals['_REVOKETOKENREQUEST']._serialized_start=3071
+  _globals['_REVOKETOKENREQUEST']._serialized_end=3105
+  _globals['_REVOKETOKENRESPONSE']._serialized_start=3107
+  _globals['_REVOKETOKENRESPONSE']._serialized_end=3168
+  _globals['_ADMINSERVICE']._serialized_start=3281
+  _globals['_ADMINSERVICE']._serialized_end=5238
 # @@protoc_insertion_point(module_scope)

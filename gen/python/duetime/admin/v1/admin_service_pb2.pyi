@@ -234,6 +234,52 @@ class RetireSigningKeyResponse(_message.Message):
 Global___RetireSigningKeyResponse: _TypeAlias = RetireSigningKeyResponse  # noqa: Y015
 
 @_typing.final
+class RevokeSigningKeyRequest(_message.Message):
+    """Request of RevokeSigningKey."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Required. `teams/{team_id}/signingKeys/{key_id}`."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RevokeSigningKeyRequest: _TypeAlias = RevokeSigningKeyRequest  # noqa: Y015
+
+@_typing.final
+class RevokeSigningKeyResponse(_message.Message):
+    """Response of RevokeSigningKey."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SIGNING_KEY_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def signing_key(self) -> Global___SigningKey:
+        """The key as it was before it was deleted."""
+
+    def __init__(
+        self,
+        *,
+        signing_key: Global___SigningKey | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["signing_key", b"signing_key"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["signing_key", b"signing_key"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RevokeSigningKeyResponse: _TypeAlias = RevokeSigningKeyResponse  # noqa: Y015
+
+@_typing.final
 class Team(_message.Message):
     """A team: the owner of jobs and the unit of quotas."""
 

@@ -105,6 +105,11 @@ class AdminServiceStub:
                 request_serializer=duetime_dot_admin_dot_v1_dot_admin__service__pb2.RetireSigningKeyRequest.SerializeToString,
                 response_deserializer=duetime_dot_admin_dot_v1_dot_admin__service__pb2.RetireSigningKeyResponse.FromString,
                 _registered_method=True)
+        self.RevokeSigningKey = channel.unary_unary(
+                '/duetime.admin.v1.AdminService/RevokeSigningKey',
+                request_serializer=duetime_dot_admin_dot_v1_dot_admin__service__pb2.RevokeSigningKeyRequest.SerializeToString,
+                response_deserializer=duetime_dot_admin_dot_v1_dot_admin__service__pb2.RevokeSigningKeyResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -215,6 +220,18 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RevokeSigningKey(self, request, context):
+        """Revokes a signing key, active or retired, for a key that may have leaked: it is deleted at
+        once, secrets and public key, so tokens it signed stop verifying (within the 30 s a JWKS
+        is kept), and no call is signed with it again: a call started after the revoke is signed
+        only with the team's other keys, even by a worker that kept this one. Unlike retiring, it
+        is allowed for the team's last key (add a new key first: until then calls that must be
+        signed fail and are retried).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -282,6 +299,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.RetireSigningKey,
                     request_deserializer=duetime_dot_admin_dot_v1_dot_admin__service__pb2.RetireSigningKeyRequest.FromString,
                     response_serializer=duetime_dot_admin_dot_v1_dot_admin__service__pb2.RetireSigningKeyResponse.SerializeToString,
+            ),
+            'RevokeSigningKey': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevokeSigningKey,
+                    request_deserializer=duetime_dot_admin_dot_v1_dot_admin__service__pb2.RevokeSigningKeyRequest.FromString,
+                    response_serializer=duetime_dot_admin_dot_v1_dot_admin__service__pb2.RevokeSigningKeyResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -641,6 +663,33 @@ class AdminService:
             '/duetime.admin.v1.AdminService/RetireSigningKey',
             duetime_dot_admin_dot_v1_dot_admin__service__pb2.RetireSigningKeyRequest.SerializeToString,
             duetime_dot_admin_dot_v1_dot_admin__service__pb2.RetireSigningKeyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RevokeSigningKey(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/duetime.admin.v1.AdminService/RevokeSigningKey',
+            duetime_dot_admin_dot_v1_dot_admin__service__pb2.RevokeSigningKeyRequest.SerializeToString,
+            duetime_dot_admin_dot_v1_dot_admin__service__pb2.RevokeSigningKeyResponse.FromString,
             options,
             channel_credentials,
             insecure,

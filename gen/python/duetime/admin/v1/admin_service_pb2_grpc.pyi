@@ -77,6 +77,14 @@ class AdminServiceStub:
     for 10 minutes, so tokens minted just before stay verifiable. Workers stop signing with it
     within 30 seconds.
     """
+    RevokeSigningKey: _grpc.UnaryUnaryMultiCallable[_admin_service_pb2.RevokeSigningKeyRequest, _admin_service_pb2.RevokeSigningKeyResponse]
+    """Revokes a signing key, active or retired, for a key that may have leaked: it is deleted at
+    once, secrets and public key, so tokens it signed stop verifying (within the 30 s a JWKS
+    is kept), and no call is signed with it again: a call started after the revoke is signed
+    only with the team's other keys, even by a worker that kept this one. Unlike retiring, it
+    is allowed for the team's last key (add a new key first: until then calls that must be
+    signed fail and are retried).
+    """
 
 @_typing.type_check_only
 class AdminServiceAsyncStub(AdminServiceStub):
@@ -126,6 +134,14 @@ class AdminServiceAsyncStub(AdminServiceStub):
     """Retires a signing key: its secrets are erased at once; its public key stays in the JWKS
     for 10 minutes, so tokens minted just before stay verifiable. Workers stop signing with it
     within 30 seconds.
+    """
+    RevokeSigningKey: _aio.UnaryUnaryMultiCallable[_admin_service_pb2.RevokeSigningKeyRequest, _admin_service_pb2.RevokeSigningKeyResponse]  # type: ignore[assignment]
+    """Revokes a signing key, active or retired, for a key that may have leaked: it is deleted at
+    once, secrets and public key, so tokens it signed stop verifying (within the 30 s a JWKS
+    is kept), and no call is signed with it again: a call started after the revoke is signed
+    only with the team's other keys, even by a worker that kept this one. Unlike retiring, it
+    is allowed for the team's last key (add a new key first: until then calls that must be
+    signed fail and are retried).
     """
 
 class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -251,6 +267,20 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         """Retires a signing key: its secrets are erased at once; its public key stays in the JWKS
         for 10 minutes, so tokens minted just before stay verifiable. Workers stop signing with it
         within 30 seconds.
+        """
+
+    @_abc_1.abstractmethod
+    def RevokeSigningKey(
+        self,
+        request: _admin_service_pb2.RevokeSigningKeyRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_service_pb2.RevokeSigningKeyResponse, _abc.Awaitable[_admin_service_pb2.RevokeSigningKeyResponse]]:
+        """Revokes a signing key, active or retired, for a key that may have leaked: it is deleted at
+        once, secrets and public key, so tokens it signed stop verifying (within the 30 s a JWKS
+        is kept), and no call is signed with it again: a call started after the revoke is signed
+        only with the team's other keys, even by a worker that kept this one. Unlike retiring, it
+        is allowed for the team's last key (add a new key first: until then calls that must be
+        signed fail and are retried).
         """
 
 def add_AdminServiceServicer_to_server(servicer: AdminServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

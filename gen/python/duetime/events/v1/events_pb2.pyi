@@ -141,6 +141,7 @@ class DeadLetterEvent(_message.Message):
     LAST_ERROR_FIELD_NUMBER: _builtins.int
     DEAD_LETTER_TIME_FIELD_NUMBER: _builtins.int
     NOTIFICATION_URL_FIELD_NUMBER: _builtins.int
+    NOTIFICATION_SIGNING_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """The run."""
     job_id: _builtins.str
@@ -165,6 +166,11 @@ class DeadLetterEvent(_message.Message):
     with the `Idempotency-Key` header `dead-letter/{run_id}/{attempt}`: stable per event, so a
     repeated notification is recognisable. The URL may carry a secret: never log it whole.
     """
+    notification_signing: _job_pb2.CallSigning.ValueType
+    """How the notification is signed: the team's default_call_signing when the run was
+    dead-lettered. Unspecified (an event from an older build): the worker reads the default
+    with the team's keys. Not part of the notification's body.
+    """
     @_builtins.property
     def nominal_time(self) -> _timestamp_pb2.Timestamp:
         """The occurrence's nominal time."""
@@ -187,10 +193,11 @@ class DeadLetterEvent(_message.Message):
         last_error: _builtins.str = ...,
         dead_letter_time: _timestamp_pb2.Timestamp | None = ...,
         notification_url: _builtins.str = ...,
+        notification_signing: _job_pb2.CallSigning.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["dead_letter_time", b"dead_letter_time", "nominal_time", b"nominal_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "dead_letter_time", b"dead_letter_time", "idempotency_key", b"idempotency_key", "job_id", b"job_id", "job_name", b"job_name", "last_error", b"last_error", "nominal_time", b"nominal_time", "notification_url", b"notification_url", "reason", b"reason", "run_id", b"run_id", "team", b"team"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "dead_letter_time", b"dead_letter_time", "idempotency_key", b"idempotency_key", "job_id", b"job_id", "job_name", b"job_name", "last_error", b"last_error", "nominal_time", b"nominal_time", "notification_signing", b"notification_signing", "notification_url", b"notification_url", "reason", b"reason", "run_id", b"run_id", "team", b"team"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

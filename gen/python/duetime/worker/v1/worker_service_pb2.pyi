@@ -178,16 +178,24 @@ class GetSigningKeysRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     TEAM_FIELD_NUMBER: _builtins.int
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    WORKER_ID_FIELD_NUMBER: _builtins.int
     team: _builtins.str
     """Required. The team id."""
+    run_id: _builtins.str
+    """Required. The run of the team the keys are for: its call, or its dead-letter notification."""
+    worker_id: _builtins.str
+    """Required. The worker asking, as it names itself in StartAttempt."""
     def __init__(
         self,
         *,
         team: _builtins.str = ...,
+        run_id: _builtins.str = ...,
+        worker_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["team", b"team"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["run_id", b"run_id", "team", b"team", "worker_id", b"worker_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -618,6 +626,7 @@ class RunSpec(_message.Message):
     ATTEMPT_TIMEOUT_FIELD_NUMBER: _builtins.int
     TRACEPARENT_FIELD_NUMBER: _builtins.int
     DELIVERY_FIELD_NUMBER: _builtins.int
+    SIGNING_KEYS_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """The run."""
     job_id: _builtins.str
@@ -653,6 +662,14 @@ class RunSpec(_message.Message):
         UTC) and `Duetime-Deadline-Seconds` (seconds left), as documented on HttpTarget.
         """
 
+    @_builtins.property
+    def signing_keys(self) -> Global___SigningKeyIds:
+        """The team's active signing keys as the attempt started, for a call that may be signed
+        (unset for one whose signing is OFF, and from an older scheduler). The call is signed
+        only with keys named here: a key revoked or retired before the start is never used, even
+        from keys a worker kept; a key named here that the worker lacks makes it fetch them again.
+        """
+
     def __init__(
         self,
         *,
@@ -666,14 +683,39 @@ class RunSpec(_message.Message):
         attempt_timeout: _duration_pb2.Duration | None = ...,
         traceparent: _builtins.str = ...,
         delivery: _job_pb2.Delivery.ValueType = ...,
+        signing_keys: Global___SigningKeyIds | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["attempt_timeout", b"attempt_timeout", "effective_time", b"effective_time", "nominal_time", b"nominal_time", "target", b"target"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["attempt_timeout", b"attempt_timeout", "effective_time", b"effective_time", "nominal_time", b"nominal_time", "signing_keys", b"signing_keys", "target", b"target"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt_timeout", b"attempt_timeout", "delivery", b"delivery", "effective_time", b"effective_time", "idempotency_key", b"idempotency_key", "job_id", b"job_id", "nominal_time", b"nominal_time", "run_id", b"run_id", "target", b"target", "team", b"team", "traceparent", b"traceparent"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt_timeout", b"attempt_timeout", "delivery", b"delivery", "effective_time", b"effective_time", "idempotency_key", b"idempotency_key", "job_id", b"job_id", "nominal_time", b"nominal_time", "run_id", b"run_id", "signing_keys", b"signing_keys", "target", b"target", "team", b"team", "traceparent", b"traceparent"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RunSpec: _TypeAlias = RunSpec  # noqa: Y015
+
+@_typing.final
+class SigningKeyIds(_message.Message):
+    """The ids of a team's active signing keys, oldest first (none: the team has none)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_IDS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def key_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The key ids."""
+
+    def __init__(
+        self,
+        *,
+        key_ids: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["key_ids", b"key_ids"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SigningKeyIds: _TypeAlias = SigningKeyIds  # noqa: Y015
 
 @_typing.final
 class HeartbeatRequest(_message.Message):

@@ -138,6 +138,10 @@ class WorkerServiceServicer:
     def GetSigningKeys(self, request, context):
         """A team's signing keys in clear, to sign its calls and dead-letter notifications with
         (jobs.v1.CallSigning), and its default. A worker may keep the answer for 30 seconds.
+        Served only to a worker that names a run of the team it holds: the run's open attempt is
+        the worker's (started, or started ahead of its time), or the run is dead-lettered (its
+        notification is signed). Otherwise PERMISSION_DENIED (reason KEYS_NOT_HELD) saying why; a
+        request without `run_id` (a worker older than this rule) is INVALID_ARGUMENT.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

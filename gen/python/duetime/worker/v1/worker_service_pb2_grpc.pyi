@@ -76,6 +76,10 @@ class WorkerServiceStub:
     GetSigningKeys: _grpc.UnaryUnaryMultiCallable[_worker_service_pb2.GetSigningKeysRequest, _worker_service_pb2.GetSigningKeysResponse]
     """A team's signing keys in clear, to sign its calls and dead-letter notifications with
     (jobs.v1.CallSigning), and its default. A worker may keep the answer for 30 seconds.
+    Served only to a worker that names a run of the team it holds: the run's open attempt is
+    the worker's (started, or started ahead of its time), or the run is dead-lettered (its
+    notification is signed). Otherwise PERMISSION_DENIED (reason KEYS_NOT_HELD) saying why; a
+    request without `run_id` (a worker older than this rule) is INVALID_ARGUMENT.
     """
 
 @_typing.type_check_only
@@ -126,6 +130,10 @@ class WorkerServiceAsyncStub(WorkerServiceStub):
     GetSigningKeys: _aio.UnaryUnaryMultiCallable[_worker_service_pb2.GetSigningKeysRequest, _worker_service_pb2.GetSigningKeysResponse]  # type: ignore[assignment]
     """A team's signing keys in clear, to sign its calls and dead-letter notifications with
     (jobs.v1.CallSigning), and its default. A worker may keep the answer for 30 seconds.
+    Served only to a worker that names a run of the team it holds: the run's open attempt is
+    the worker's (started, or started ahead of its time), or the run is dead-lettered (its
+    notification is signed). Otherwise PERMISSION_DENIED (reason KEYS_NOT_HELD) saying why; a
+    request without `run_id` (a worker older than this rule) is INVALID_ARGUMENT.
     """
 
 class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -209,6 +217,10 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_worker_service_pb2.GetSigningKeysResponse, _abc.Awaitable[_worker_service_pb2.GetSigningKeysResponse]]:
         """A team's signing keys in clear, to sign its calls and dead-letter notifications with
         (jobs.v1.CallSigning), and its default. A worker may keep the answer for 30 seconds.
+        Served only to a worker that names a run of the team it holds: the run's open attempt is
+        the worker's (started, or started ahead of its time), or the run is dead-lettered (its
+        notification is signed). Otherwise PERMISSION_DENIED (reason KEYS_NOT_HELD) saying why; a
+        request without `run_id` (a worker older than this rule) is INVALID_ARGUMENT.
         """
 
 def add_WorkerServiceServicer_to_server(servicer: WorkerServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -49,7 +49,7 @@ from duetime_core.jobspec import CallSigning, JobSpec, JobState, MisfirePolicy, 
 from duetime_core.records import AttemptOutcome, RunReason, RunState
 from duetime_core.runkey import BACKFILL_PREFIX, SCHEDULE_ORIGIN, RunKey
 from duetime_infra.codec.spec_json import spec_from_json
-from duetime_infra.deadletter import dead_letter_row
+from duetime_infra.deadletter import Notification, dead_letter_row
 from duetime_infra.dispatch import OutboxRow
 from duetime_infra.pg.dispatch.admission import dispatch_runs
 from duetime_infra.pg.dispatch.outbox_writer import insert_outbox
@@ -83,6 +83,9 @@ class RunToExecute:
     traceparent: str
     # The team's default_call_signing as the run starts: what a job that does not say follows.
     team_signing: CallSigning = CallSigning.OFF
+    # The team's active signing keys as the run starts: the only ones its call may be signed
+    # with (a key revoked before is never used, even from a worker's kept keys).
+    team_key_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -177,9 +180,11 @@ async def release_waiting(conn: Conn, job_id: uuid.UUID) -> list[OutboxRow]:
     return (await dispatch_runs(conn, rows, now, not_before=now)).outbox
 
 
-async def _notification_url(conn: Conn, team_id: str) -> str:
-    url: str | None = await conn.fetchval(q("attempt_team_notification_url"), team_id)
-    return url or ""
+async def _notification(conn: Conn, team_id: str) -> Notification:
+    row = await conn.fetchrow(q("attempt_team_notification"), team_id)
+    if row is None:
+        return Notification("", CallSigning.OFF)
+    return Notification(row["notification_url"], CallSigning(row["default_call_signing"]))
 
 
 async def apply_run_outcome(
@@ -219,7 +224,7 @@ async def apply_run_outcome(
                 last_error=outcome.reason_detail,
                 traceparent=run["traceparent"],
                 now=now,
-                notification_url=await _notification_url(conn, run["team_id"]),
+                notification=await _notification(conn, run["team_id"]),
             )
         )
     if outcome.final:
@@ -528,6 +533,7 @@ class AttemptStore:
                 snapshot=snapshot,
                 traceparent=row["traceparent"],
                 team_signing=CallSigning(row["team_call_signing"] or CallSigning.OFF),
+                team_key_ids=tuple(row["team_key_ids"]),
             ),
         )
 

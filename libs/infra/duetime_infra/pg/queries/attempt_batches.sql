@@ -15,7 +15,10 @@ SELECT r.*, v.spec::text AS spec_text, a.worker_id AS open_worker_id,
        CASE WHEN a.early THEN a.start_time END AS open_call_time,
        (SELECT duetime_now()) AS now,
        (SELECT t.default_call_signing FROM teams t WHERE t.team_id = r.team_id)
-           AS team_call_signing
+           AS team_call_signing,
+       ARRAY(SELECT k.key_id FROM team_signing_keys k
+             WHERE k.team_id = r.team_id AND k.retire_time IS NULL
+             ORDER BY k.create_time, k.key_id) AS team_key_ids
 FROM runs r
 JOIN job_versions v ON v.job_id = r.job_id AND v.version = r.job_version
 LEFT JOIN attempts a

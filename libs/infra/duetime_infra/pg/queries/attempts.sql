@@ -6,14 +6,18 @@
 -- the job (SKIP LOCKED when a start wants them), then attempt rows.
 
 -- name: attempt_run_lock
--- The run a worker names, locked, with its open attempt (if any) for a repeated start.
+-- The run a worker names, locked, with its open attempt (if any) for a repeated start, and
+-- its team's signing default and active key ids (what its call may be signed with).
 SELECT r.*, v.spec AS job_snapshot, v.spec->'target'->>'kind' AS target_kind,
        a.worker_id AS open_worker_id,
        a.lease_expire_time AS open_lease_expire_time, a.cancel_reason AS open_cancel_reason,
        CASE WHEN a.early THEN a.start_time END AS open_call_time,
        (SELECT duetime_now()) AS now,
        (SELECT t.default_call_signing FROM teams t WHERE t.team_id = r.team_id)
-           AS team_call_signing
+           AS team_call_signing,
+       ARRAY(SELECT k.key_id FROM team_signing_keys k
+             WHERE k.team_id = r.team_id AND k.retire_time IS NULL
+             ORDER BY k.create_time, k.key_id) AS team_key_ids
 FROM runs r
 JOIN job_versions v ON v.job_id = r.job_id AND v.version = r.job_version
 LEFT JOIN attempts a
@@ -222,9 +226,10 @@ FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::text[],
      AS u(run_id, nominal_time, reason, quota_limit, reason_detail, not_before)
 WHERE r.run_id = u.run_id AND r.nominal_time = u.nominal_time;
 
--- name: attempt_team_notification_url
--- The dead-letter event carries where to alert the team, read only when a run is dead-lettered.
-SELECT notification_url FROM teams WHERE team_id = $1;
+-- name: attempt_team_notification
+-- The dead-letter event carries where to alert the team and how the alert is signed (the
+-- team's default), read only when a run is dead-lettered.
+SELECT notification_url, default_call_signing FROM teams WHERE team_id = $1;
 
 -- name: attempt_open_get
 -- The open attempt a report names (the run row is already locked by this transaction).

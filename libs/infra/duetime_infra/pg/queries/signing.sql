@@ -36,6 +36,11 @@ SET retire_time = coalesce(retire_time, (SELECT duetime_now())),
 WHERE team_id = $1 AND key_id = $2
 RETURNING team_id, key_id, create_time, retire_time;
 
+-- name: signing_key_delete
+-- Revokes the key: its row, secrets and public half, is deleted.
+DELETE FROM team_signing_keys WHERE team_id = $1 AND key_id = $2
+RETURNING team_id, key_id, create_time, retire_time;
+
 -- name: signing_keys_published
 -- The keys whose public half is served: active ones, and those retired less than $2 ago;
 -- oldest first.
@@ -52,6 +57,16 @@ LEFT JOIN team_signing_keys k ON k.team_id = t.team_id AND k.retire_time IS NULL
 WHERE t.team_id = $1
 ORDER BY k.create_time, k.key_id;
 
+-- name: signing_keys_prune
+-- Retired keys no token they signed can still be verified by: retired longer ago than $1
+-- (their public half is no longer served). Their secrets were erased when they retired.
+WITH gone AS (
+    DELETE FROM team_signing_keys
+    WHERE retire_time < (SELECT duetime_now()) - $1::interval
+    RETURNING 1
+)
+SELECT count(*) FROM gone;
+
 -- name: signing_keys_to_reseal
 -- Active keys sealed under another keyring key than $1 (duetime-ops secrets rotate).
 SELECT team_id, key_id, sealed_key_id, webhook_secret, token_key FROM team_signing_keys
@@ -64,3 +79,14 @@ LIMIT $2;
 UPDATE team_signing_keys SET sealed_key_id = $4, webhook_secret = $5, token_key = $6
 WHERE team_id = $1 AND key_id = $2 AND sealed_key_id = $3
 RETURNING key_id;
+
+-- name: signing_run_holder
+-- What entitles a worker to a team's keys through one of its runs (GetSigningKeys): the run's
+-- team and state, and the worker of its open attempt, if any. Found by run id through
+-- runs_pkey and attempts_pkey, as a start finds it. No row: no such run.
+SELECT r.team_id, r.state, a.worker_id AS open_worker_id
+FROM runs r
+LEFT JOIN attempts a
+       ON a.run_id = r.run_id AND a.nominal_time = r.nominal_time AND a.number = r.attempt
+      AND a.end_time IS NULL
+WHERE r.run_id = $1;

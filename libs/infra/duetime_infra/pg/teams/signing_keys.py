@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeAlias
 
 import asyncpg
 
-from duetime_core.errors import FailedPrecondition, NotFound
+from duetime_core.errors import FailedPrecondition, NotFound, PermissionDenied
 from duetime_core.jobspec import CallSigning, Sealed
 from duetime_core.teams import SigningKeyRecord
 from duetime_infra.pg.pool import Conn
@@ -27,7 +28,8 @@ Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
 
 MAX_ACTIVE_KEYS = 2
 # How long a retired key's public half stays in the JWKS: longer than an ID token lives, plus
-# the 30 s a worker may keep signing with keys it fetched before the retirement.
+# the 30 s a worker may keep signing with keys it fetched before the retirement. Its row is
+# deleted after it (``prune_retired_keys``).
 RETIRED_PUBLISHED = timedelta(minutes=10)
 SECRET_PART = "webhook_secret"
 TOKEN_PART = "token_key"
@@ -109,6 +111,18 @@ async def retire_signing_key(conn: Conn, team_id: str, key_id: str) -> SigningKe
     return _record(row)
 
 
+async def revoke_signing_key(conn: Conn, team_id: str, key_id: str) -> SigningKeyRecord:
+    """Deletes the key, active or retired, secrets and public half: tokens it signed stop
+    verifying, and no call started after this is signed with it (``RunSpec.signing_keys``).
+    Allowed for the team's last key: a key that leaked must stop at once."""
+    row = await conn.fetchrow(q("signing_key_delete"), team_id, key_id)
+    if row is None:
+        raise NotFound(
+            f"signing key {key_id!r} of team {team_id!r} not found", reason="SIGNING_KEY_NOT_FOUND"
+        )
+    return _record(row)
+
+
 async def _check_not_last(conn: Conn, team_id: str, key_id: str) -> None:
     active = await conn.fetch(q("signing_keys_active"), team_id)
     if [r["key_id"] for r in active] != [key_id]:
@@ -129,6 +143,13 @@ async def published_keys(
     return [(_record(r), json.loads(r["public_jwk"])) for r in rows]
 
 
+async def prune_retired_keys(conn: Conn | Pool) -> int:
+    """Deletes the keys retired longer ago than ``RETIRED_PUBLISHED`` (no token they signed
+    still verifies); how many. Idempotent: the retention pass runs it hourly."""
+    pruned: int = await conn.fetchval(q("signing_keys_prune"), RETIRED_PUBLISHED)
+    return pruned
+
+
 async def team_signing(conn: Conn | Pool, box: SecretBox, team_id: str) -> TeamSigning:
     """The team's active keys that open, and its default; NotFound for an unknown team. A key
     that does not open is left out (SecretUnreadable logs it): the default is still answered,
@@ -143,6 +164,37 @@ async def team_signing(conn: Conn | Pool, box: SecretBox, team_id: str) -> TeamS
         with contextlib.suppress(SecretUnreadable):
             keys.append(_opened(box, team_id, row))
     return TeamSigning(tuple(keys), CallSigning(rows[0]["default_call_signing"]))
+
+
+async def signing_for_run(
+    conn: Conn | Pool, box: SecretBox, team_id: str, run_id: uuid.UUID, worker_id: str
+) -> TeamSigning:
+    """The team's signing (``team_signing``) for a worker entitled to it through ``run_id``:
+    a run of the team whose open attempt is the worker's (started, or ahead of its time), or
+    that is dead-lettered (its notification is signed). PermissionDenied otherwise, saying
+    why: a worker's token alone does not open every team's keys."""
+    held = await conn.fetchrow(q("signing_run_holder"), run_id)
+    problem = _not_held(held, team_id, worker_id)
+    if problem is not None:
+        raise PermissionDenied(
+            f"team {team_id!r}'s signing keys are not served for run {run_id}: {problem}",
+            reason="KEYS_NOT_HELD",
+            metadata={"run_id": str(run_id)},
+        )
+    return await team_signing(conn, box, team_id)
+
+
+def _not_held(held: asyncpg.Record | None, team_id: str, worker_id: str) -> str | None:
+    """Why the run does not entitle the worker to the team's keys; None when it does."""
+    if held is None:
+        return "no such run"
+    if held["team_id"] != team_id:
+        return "the run is another team's"
+    if held["open_worker_id"] == worker_id or held["state"] == "DEAD_LETTERED":
+        return None
+    if held["open_worker_id"] is None:
+        return f"the run has no open attempt (it is {held['state']})"
+    return f"the run's open attempt is not worker {worker_id!r}'s"
 
 
 def _opened(box: SecretBox, team_id: str, row: asyncpg.Record) -> SigningKey:

@@ -109,7 +109,7 @@ class HttpCaller:
         """Readies what the run's call needs ``within`` seconds from now: its team's signing
         keys (``CallSigner.warm``)."""
         if self._signer is not None and run.target.http.signing != job_pb2.CALL_SIGNING_OFF:
-            self._signer.warm(run.team, within)
+            self._signer.warm(run.team, run.run_id, within)
 
     async def prepare(self, call: SignedCall, headers: dict[str, str]) -> Stamp | Outcome | None:
         """What signing a call takes (``CallSigner.prepare``); its stamp goes to ``send``. A

@@ -2,9 +2,10 @@
 a call came from Duetime, over the exact body sent.
 
 A team's keys come from the schedulers (WorkerService.GetSigningKeys, which opens them; never
-through Kafka) and are kept for ``KEEP_SECONDS``, so a herd of calls costs one fetch per team
-and each call only its signatures. The keys live in this process's memory only: never
-logged, never in a span or a metric.
+through Kafka) for a run of the team this worker holds, named in the fetch, and are kept for
+``KEEP_SECONDS``, so a herd of calls costs one fetch per team and each call only its
+signatures; a call is signed only with the keys its start named (``SignedCall.key_ids``). The
+keys live in this process's memory only: never logged, never in a span or a metric.
 """
 
 from __future__ import annotations
@@ -52,8 +53,11 @@ _ID_TOKEN = (job_pb2.CALL_SIGNING_ID_TOKEN, job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_
 # the kinds added give way; those of a kind not added are sent as the job set them.
 _WEBHOOK_NAMES = frozenset(("webhook-id", "webhook-timestamp", "webhook-signature"))
 _ID_TOKEN_NAMES = frozenset(("authorization",))
+# Answers of a fetch that keys fetched before must not override.
+_REFUSALS = frozenset((grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.INVALID_ARGUMENT))
 
-Fetch = Callable[[str], Awaitable[pb.GetSigningKeysResponse]]
+# Fetches a team's keys (its first argument) for one of its runs this worker holds (the second).
+Fetch = Callable[[str, str], Awaitable[pb.GetSigningKeysResponse]]
 # Adds a call's signature headers to its headers, over its body, as of the moment it is called:
 # run just before the request is handed over, after any wait for a connection.
 Stamp = Callable[[dict[str, str], bytes], None]
@@ -85,12 +89,19 @@ class SignedCall:
     """What a call is about, as its signatures name it."""
 
     team: str
+    run_id: str  # the run the call is for: what entitles the worker to the team's keys
     signing: job_pb2.CallSigning.ValueType  # unspecified: the team's default
     message_id: str  # webhook-id: the same on every attempt of the run
     audience: str  # the job's; empty: the default from ``url``
     subject: str
     attempt: int
     url: str = ""
+    # The keys the call may be signed with, as its start answered them (None: not said, e.g.
+    # an older scheduler's start): a key not named here is never used, even from those kept.
+    key_ids: tuple[str, ...] | None = None
+    # Signed only with keys fetched for this call, never with those kept (a notification: no
+    # start names its keys, so a key revoked is not used again).
+    fresh: bool = False
 
     def token_audience(self) -> str:
         """The ID token's audience, worked out only for a call that carries one."""
@@ -100,14 +111,14 @@ class SignedCall:
 def fetch_from(
     stub: worker_service_pb2_grpc.WorkerServiceAsyncStub,
     metadata: tuple[tuple[str, str], ...],
+    worker_id: str,
     timeout: float = FETCH_TIMEOUT,
 ) -> Fetch:
-    """A fetch of a team's keys from the schedulers through ``stub``."""
+    """A fetch of a team's keys from the schedulers through ``stub``, by worker ``worker_id``."""
 
-    async def fetch(team: str) -> pb.GetSigningKeysResponse:
-        return await stub.GetSigningKeys(
-            pb.GetSigningKeysRequest(team=team), metadata=metadata, timeout=timeout
-        )
+    async def fetch(team: str, run_id: str) -> pb.GetSigningKeysResponse:
+        request = pb.GetSigningKeysRequest(team=team, run_id=run_id, worker_id=worker_id)
+        return await stub.GetSigningKeys(request, metadata=metadata, timeout=timeout)
 
     return fetch
 
@@ -148,10 +159,9 @@ class CallSigner:
         the job's own headers of the names of the kinds it adds) when it is sent."""
         if call.signing == job_pb2.CALL_SIGNING_OFF:
             return None
-        try:
-            team = await self._team(call.team)
-        except (aio.AioRpcError, TimeoutError, ValueError) as error:  # ValueError: a bad key
-            return _unreadable(error)
+        team = await self._keys_for(call)
+        if isinstance(team, Outcome):
+            return team
         signing = call.signing or team.default
         if signing == job_pb2.CALL_SIGNING_OFF or signing == job_pb2.CALL_SIGNING_UNSPECIFIED:
             return None
@@ -194,25 +204,58 @@ class CallSigner:
             _drop_names(headers, _ID_TOKEN_NAMES)
             headers["Authorization"] = f"Bearer {mint_id_token(keys, claims, now)}"
 
-    def warm(self, team: str, within: float) -> None:
-        """Fetches a team's keys in the background unless those kept are still kept
-        ``within`` seconds from now: an attempt started ahead warms them for its call, so a
-        herd's calls at its instant do not all wait for one fetch."""
+    def warm(self, team: str, run_id: str, within: float) -> None:
+        """Fetches a team's keys (for ``run_id``) in the background unless those kept are still
+        kept ``within`` seconds from now: an attempt started ahead warms them for its call, so
+        a herd's calls at its instant do not all wait for one fetch."""
         known = self._teams.get(team)
         if known is None or known.until <= self._clock() + within:
-            self._fetch_of(team)
+            self._fetch_of(team, run_id)
 
-    async def _team(self, team: str) -> _Team:
-        known = self._teams.get(team)
-        if known is not None and known.until > self._clock():
+    async def _keys_for(self, call: SignedCall) -> _Team | Outcome:
+        """The call's team as kept or fetched, its keys only those the call may be signed with;
+        an outcome when they cannot be read."""
+        asked = self._clock()
+        try:
+            team = await self._team(call)
+        except (aio.AioRpcError, TimeoutError, ValueError) as error:  # ValueError: a bad key
+            return _unreadable(error)
+        if call.fresh and team.fetched < asked:  # kept keys, answered while a fetch failed
+            return Outcome.failed(
+                "not signed: the team's signing keys could not be fetched again",
+                retryable=True,
+                call=NOT_BEGUN,
+            )
+        if call.key_ids is None or team.keys is None:
+            return team
+        named = [key for key in team.keys.active if key.key_id in call.key_ids]
+        if len(named) == len(team.keys.active):
+            return team
+        return dataclasses.replace(
+            team,
+            keys=SigningKeys(named) if named else None,
+            missing="none of its keys named at the call's start is active",
+        )
+
+    async def _team(self, call: SignedCall) -> _Team:
+        """The call's team: as kept, unless the call is ``fresh``, those kept have expired, or
+        its start named a key they lack (one added since: fetched again)."""
+        known = self._teams.get(call.team)
+        if (
+            known is not None
+            and not call.fresh
+            and known.until > self._clock()
+            and not _lacks(known, call.key_ids)
+        ):
             return known
-        return await asyncio.shield(self._fetch_of(team))
+        return await asyncio.shield(self._fetch_of(call.team, call.run_id))
 
-    def _fetch_of(self, team: str) -> asyncio.Future[_Team]:
-        """The team's fetch under way, or one begun now."""
+    def _fetch_of(self, team: str, run_id: str) -> asyncio.Future[_Team]:
+        """The team's fetch under way (for whichever of its runs began it), or one begun now
+        for ``run_id``."""
         pending = self._fetching.get(team)
         if pending is None:
-            pending = asyncio.ensure_future(self._load(team))
+            pending = asyncio.ensure_future(self._load(team, run_id))
             self._fetching[team] = pending
             pending.add_done_callback(lambda done: self._fetched(team, done))
         return pending
@@ -222,15 +265,18 @@ class CallSigner:
         if not done.cancelled():
             done.exception()  # a warm-up's failure is the next call's to see (``_stale``)
 
-    async def _load(self, team: str) -> _Team:
+    async def _load(self, team: str, run_id: str) -> _Team:
         """The team's keys fetched; when the fetch fails, those fetched before (for at most
-        ``STALE_SECONDS`` past their time), so a scheduler's hiccup does not stop calls."""
+        ``STALE_SECONDS`` past their time), so a scheduler's hiccup does not stop calls. A
+        refusal is not a hiccup: it is the call's to see."""
         try:
-            answer = await self._fetch(team)
+            answer = await self._fetch(team, run_id)
         except aio.AioRpcError as error:
             if error.code() == grpc.StatusCode.UNIMPLEMENTED:
                 self._teams[team] = _unserved(self._clock(), self._keep)
                 return self._teams[team]
+            if error.code() in _REFUSALS:
+                raise
             return self._stale(team, error)
         except TimeoutError as error:
             return self._stale(team, error)
@@ -256,6 +302,14 @@ class CallSigner:
         # Asked again after a while, not by every call meanwhile.
         self._teams[team] = dataclasses.replace(known, until=now + RETRY_SECONDS)
         return known
+
+
+def _lacks(team: _Team, key_ids: tuple[str, ...] | None) -> bool:
+    """Whether ``key_ids`` names a key the team's kept keys do not hold."""
+    if not key_ids:
+        return False
+    held = {key.key_id for key in team.keys.active} if team.keys is not None else set()
+    return not held.issuperset(key_ids)
 
 
 def _code(error: Exception) -> str:
@@ -298,10 +352,12 @@ def signed_call(run: pb.RunSpec, attempt: int) -> SignedCall:
     http = run.target.http
     return SignedCall(
         team=run.team,
+        run_id=run.run_id,
         signing=http.signing,
         message_id=run.idempotency_key,
         audience=http.token_audience,
         subject=f"teams/{run.team}/jobs/{run.job_id}",
         attempt=attempt,
         url=http.url,
+        key_ids=tuple(run.signing_keys.key_ids) if run.HasField("signing_keys") else None,
     )
