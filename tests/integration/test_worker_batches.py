@@ -1,6 +1,6 @@
 """StartAttempts and CompleteAttempts on real PostgreSQL: each entry is answered as its own
-StartAttempt / CompleteAttempt would be, in order, whether the batch decided it or handed it to
-the one-run path (a run of a job already in the batch, a paused job, a held row, a failure)."""
+StartAttempt / CompleteAttempt would be, in order, whether the batch decided it or left it to a
+waiting pass (a run of a job already in the batch, a paused job, a held row, a failure)."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ async def test_a_batch_of_starts_answers_each_as_one_start_would(
     now = await w.now()
     jobs = [await create_job(api) for _ in range(4)]
     due = [await w.queue_scheduled_run(j.job_id, now - S) for j in jobs[:3]]
-    # A second due run of the first job: decided after the batch, by the one-run path.
+    # A second due run of the first job: decided after the batch, by a waiting pass.
     same_job = await w.queue_scheduled_run(jobs[0].job_id, now - 2 * S)
     early = await w.queue_scheduled_run(jobs[3].job_id, now + 30 * S, now + 40 * S)
     paused = await create_job(api)
@@ -140,7 +140,7 @@ async def test_a_run_held_by_another_transaction_is_started_once_it_is_free(
         batch = asyncio.create_task(start_many(w, [(run_id, "d-1")]))
 
         async def one_run_path_waits() -> bool:
-            # The batch skipped the locked row; its one-run path now waits for the lock.
+            # The batch skipped the locked row; a waiting pass now waits for the lock.
             waiting = await conn.fetchval(
                 "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = 'transactionid'"
             )
@@ -241,7 +241,7 @@ async def test_a_failed_batch_transaction_answers_every_entry_one_by_one(
         async with w.pool.acquire() as conn, conn.transaction():
             # Every statement that reads a run's definition (starts) or its attempts (reports)
             # waits: the batch's first statement times out (its transaction fails), then the
-            # one-run path waits until the commit.
+            # waiting pass waits until the commit.
             table = "job_versions" if step == "start" else "attempts"
             await conn.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
             if step == "start":
@@ -251,7 +251,10 @@ async def test_a_failed_batch_transaction_answers_every_entry_one_by_one(
             else:
                 done = wpb.ATTEMPT_RESULT_SUCCEEDED
                 batch = asyncio.create_task(complete_many(w, [(r, 1, done) for r in runs]))
-            await w.waiting_for_lock("attempt_run_lock")
+            # The waiting pass's read of the run (after the batch's timed out).
+            await w.waiting_for_lock(
+                "attempt_run_lock" if step == "start" else "attempt_report_lock"
+            )
         results = await batch
         if step == "start":
             assert [(r.response.decision, r.response.attempt) for r in results] == [

@@ -7,7 +7,6 @@ answer that hands the run to its worker, and nowhere else.
 
 from __future__ import annotations
 
-import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from datetime import datetime
@@ -32,15 +31,15 @@ from duetime_infra.codec.timeconv import (
     timedelta_to_duration,
     timestamp_to_datetime,
 )
-from duetime_infra.pg.attempts.batch import MAX_BATCH, BatchAttempts, Report, StartRequest
-from duetime_infra.pg.attempts.store import (
+from duetime_infra.pg.attempts.results import (
     AttemptRef,
-    AttemptStore,
+    Report,
     RunToExecute,
     StartAnswer,
+    StartRequest,
     StartResult,
 )
-from duetime_infra.pg.dispatch.spec_cache import SpecCache
+from duetime_infra.pg.attempts.store import MAX_BATCH, AttemptStore
 from duetime_infra.pg.teams.signing_keys import team_signing
 from duetime_infra.secrets.sealing import SecretBox, SecretUnreadable
 from duetime_infra.tracecontext import ATTEMPT, RUN_ID, rpc_span, start_entry_span
@@ -230,12 +229,9 @@ def _end_failed(span: Span | None, error: DuetimeError) -> None:
 
 
 class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
-    def __init__(
-        self, store: AttemptStore, secrets: SecretBox, specs: SpecCache | None = None
-    ) -> None:
+    def __init__(self, store: AttemptStore, secrets: SecretBox) -> None:
         self._store = store
         self._secrets = secrets
-        self._batch = BatchAttempts(store, specs)
 
     async def GetSigningKeys(
         self, request: pb.GetSigningKeysRequest, context: Context
@@ -266,9 +262,9 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
         # A span in the run's trace: the worker sends its context with the call.
         with rpc_span("start attempt", context.invocation_metadata()) as span:
             span.set_attribute(RUN_ID, request.run_id)
-            result = await self._store.start(
-                start.run_id, start.delivery_id, start.worker_id, start.early
-            )
+            (result,) = await self._store.start_many([start])
+            if isinstance(result, DuetimeError):
+                raise result
             span.set_attributes({ATTEMPT: result.attempt, "duetime.decision": result.answer.value})
         try:
             return encode_start(result, self._secrets)
@@ -284,16 +280,20 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
         instead of holding an attempt nobody runs until its lease expires."""
         if started.run is None:
             return
-        with contextlib.suppress(DuetimeError):  # another report or the reaper came first
-            await self._store.complete(
-                started.run.run_id,
-                started.attempt,
-                worker_id,
-                AttemptOutcome.FAILED,
-                False,
-                error.message,
-                call=CallProgress.NOT_BEGUN,
-            )
+        # Refused when another report or the reaper came first.
+        await self._store.complete_many(
+            [
+                Report(
+                    started.run.run_id,
+                    started.attempt,
+                    worker_id,
+                    AttemptOutcome.FAILED,
+                    False,
+                    error.message,
+                    call=CallProgress.NOT_BEGUN,
+                )
+            ]
+        )
 
     async def Heartbeat(
         self, request_iterator: AsyncIterator[pb.HeartbeatRequest], context: Context
@@ -342,16 +342,9 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
             span.set_attributes(
                 {RUN_ID: request.run_id, ATTEMPT: token, "duetime.result": report.outcome.value}
             )
-            result = await self._store.complete(
-                report.run_id,
-                report.attempt,
-                report.worker_id,
-                report.outcome,
-                report.retryable,
-                report.error,
-                report.call_time,
-                report.call,
-            )
+            (result,) = await self._store.complete_many([report])
+            if isinstance(result, DuetimeError):
+                raise result
             span.set_attribute("duetime.run_state", result.run_state.value)
         out = pb.CompleteAttemptResponse(run_state=f"RUN_STATE_{result.run_state.value}")
         if result.next_attempt_time is not None:
@@ -380,7 +373,7 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
             )
             for i, _ in valid
         ]
-        answers = await self._batch.start_many([r for _, r in valid])
+        answers = await self._store.start_many([r for _, r in valid])
         for (i, _), answer, span in zip(valid, answers, spans, strict=True):
             if isinstance(answer, DuetimeError):
                 results[i].error.CopyFrom(entry_error(answer))
@@ -426,7 +419,7 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
             )
             for i, r in valid
         ]
-        answers = await self._batch.complete_many([r for _, r in valid])
+        answers = await self._store.complete_many([r for _, r in valid])
         for (i, asked), answer, span in zip(valid, answers, spans, strict=True):
             if isinstance(answer, DuetimeError):
                 results[i].error.CopyFrom(entry_error(answer))

@@ -20,7 +20,8 @@ import asyncpg
 from duetime_core.attempts import CallProgress, EndFacts, RunOutcome, decide_expiry
 from duetime_core.jobspec import JobState
 from duetime_core.records import AttemptOutcome
-from duetime_infra.pg.attempts.store import Rand, apply_run_outcome, snapshot_of
+from duetime_infra.pg.attempts.outcome import apply_run_outcome, snapshot_of
+from duetime_infra.pg.attempts.results import Rand
 from duetime_infra.pg.fencing import FencingToken, fence
 from duetime_infra.pg.pool import generic_plans
 from duetime_infra.pg.sql import q
