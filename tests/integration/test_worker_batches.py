@@ -15,7 +15,18 @@ import pytest
 from duetime.jobs.v1 import job_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
 from duetime.worker.v1 import worker_service_pb2 as wpb
-from testkit.api import failure
+from duetime_core.attempts import AttemptSettings
+from duetime_core.records import AttemptOutcome, RunState
+from duetime_infra.pg.attempts.results import (
+    CompleteResult,
+    Report,
+    StartAnswer,
+    StartRequest,
+    StartResult,
+)
+from duetime_infra.pg.attempts.store import AttemptStore
+from duetime_infra.pg.pool import create_pool
+from testkit.api import ApiClient, failure
 from testkit.environments import ApiAndWorkers, api_and_workers
 from testkit.polling import eventually
 from testkit.worker_api import (
@@ -263,3 +274,91 @@ async def test_a_failed_batch_transaction_answers_every_entry_one_by_one(
         else:
             assert [r.response.run_state for r in results] == ["RUN_STATE_SUCCEEDED"] * 3
             assert [(await w.run_row(r))["state"] for r in runs] == ["SUCCEEDED"] * 3
+
+
+async def _statements_of_a_batch(
+    api: ApiClient, w: WorkerClient, store: AttemptStore, seen: list[str], size: int
+) -> tuple[list[str], list[str]]:
+    """The statements a batch of ``size`` new runs' starts, then their successes, sent."""
+    now = await w.now()
+    runs = [
+        await w.queue_scheduled_run((await create_job(api)).job_id, now - S) for _ in range(size)
+    ]
+    seen.clear()
+    started = await store.start_many([StartRequest(r, f"d-{i}", "w-1") for i, r in enumerate(runs)])
+    assert [s.answer for s in started if isinstance(s, StartResult)] == [StartAnswer.STARTED] * size
+    starts = list(seen)
+    seen.clear()
+    done = await store.complete_many(
+        [Report(r, 1, "w-1", AttemptOutcome.SUCCEEDED, False, "") for r in runs]
+    )
+    assert [d.run_state for d in done if isinstance(d, CompleteResult)] == [
+        RunState.SUCCEEDED
+    ] * size
+    return starts, list(seen)
+
+
+def _names(statements: list[str]) -> list[str]:
+    """Each statement by its query name (``/* name */``), else its text; the pool's reset of a
+    connection it takes back (sent after the answer, so seen or not yet) left out."""
+    return [
+        s.split("*/")[0].removeprefix("/* ").strip() if s.startswith("/*") else s
+        for s in statements
+        if not s.startswith("SELECT pg_advisory_unlock_all()")
+    ]
+
+
+async def test_a_batch_sends_as_many_statements_for_twenty_runs_as_for_one(
+    env: ApiAndWorkers,
+) -> None:
+    api, w = env
+    # One connection, every statement on it seen.
+    pool = await create_pool(w.dsn, min_size=1, max_size=1)
+    seen: list[str] = []
+    async with pool.acquire() as conn:
+        conn.add_query_logger(lambda logged: seen.append(logged.query))
+    try:
+        store = AttemptStore(pool, AttemptSettings())
+        await _statements_of_a_batch(api, w, store, seen, 1)  # the connection's types learnt
+        one = await _statements_of_a_batch(api, w, store, seen, 1)
+        twenty = await _statements_of_a_batch(api, w, store, seen, 20)
+    finally:
+        await pool.close()
+    assert [_names(s) for s in one] == [_names(s) for s in twenty]
+    assert [_names(s) for s in one] == [
+        [
+            "BEGIN;",
+            "SET LOCAL plan_cache_mode = force_generic_plan",
+            "attempt_batch_runs_lock",
+            "attempt_batch_jobs_lock",
+            "attempt_start",
+            "COMMIT;",
+        ],
+        [
+            "BEGIN;",
+            "SET LOCAL plan_cache_mode = force_generic_plan",
+            "attempt_batch_reports_lock",
+            "attempt_batch_jobs_lock",
+            "attempt_batch_close_succeeded",
+            "attempt_batch_jobs_waiting",
+            "COMMIT;",
+        ],
+    ]
+
+
+async def test_a_success_in_a_batch_records_how_far_its_call_got(env: ApiAndWorkers) -> None:
+    api, w = env
+    run_id = await w.queue_scheduled_run((await create_job(api)).job_id, await w.now() - S)
+    assert (await w.start(run_id)).decision == STARTED
+    report = wpb.CompleteAttemptRequest(
+        run_id=str(run_id),
+        result=wpb.ATTEMPT_RESULT_SUCCEEDED,
+        worker_id="w-1",
+        call_progress=wpb.CALL_PROGRESS_ANSWERED,
+    )
+    response: wpb.CompleteAttemptsResponse = await w.stub.CompleteAttempts(
+        wpb.CompleteAttemptsRequest(reports=[wpb.AttemptReport(report=report, attempt=1)]),
+        metadata=w.auth(),
+    )
+    assert response.results[0].response.run_state == "RUN_STATE_SUCCEEDED"
+    assert [a["call_progress"] for a in await w.attempts(run_id)] == ["ANSWERED"]
