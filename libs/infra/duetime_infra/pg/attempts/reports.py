@@ -63,7 +63,8 @@ def fence(report: Report, row: Row) -> DuetimeError | None:
 
 def _record(report: Report, closed: _Closed) -> None:
     """After COMMIT: a reported attempt's end, counted (and logged, unless a success: a
-    herd's successes are counted only)."""
+    herd's successes are counted only); the runs it finished are counted by the caller, once
+    a state and reason."""
     _, row, result, first_call = closed
     if report.outcome is not AttemptOutcome.SUCCEEDED:
         log.info(
@@ -78,8 +79,6 @@ def _record(report: Report, closed: _Closed) -> None:
             },
         )
     instruments.attempt_closed(report.outcome.value, "worker")
-    if result.final:
-        instruments.runs_finished(result.state.value, result.reason.value)
     if first_call is not None:
         count_first_start(row, first_call)
 
@@ -118,10 +117,15 @@ class Reports:
                         job = jobs.get(row["job_id"])
                         result, first_call = await self._end(conn, row, job, reports[i], now)
                         closed.append((i, row, result, first_call))
+        finished: Counter[tuple[str, str]] = Counter()
         for entry in closed:
             i, _, result, _ = entry
             answers[i] = CompleteResult(result.state, result.next_attempt_time)
             _record(reports[i], entry)
+            if result.final:
+                finished[result.state.value, result.reason.value] += 1
+        for (state, reason), count in finished.items():
+            instruments.runs_finished(state, reason, count)
         return answers
 
     async def _fenced(
@@ -148,9 +152,12 @@ class Reports:
             row = by_run.get(report.run_id)
             if named[report.run_id] > 1 or (row is None and not wait):
                 continue
-            refused = fence(report, row) if row is not None else stale_attempt("no such run")
-            if refused is not None or row is None:
-                answers[i] = refused or stale_attempt("no such run")
+            if row is None:  # a waiting pass's: the run is gone
+                answers[i] = stale_attempt("no such run")
+                continue
+            refused = fence(report, row)
+            if refused is not None:
+                answers[i] = refused
                 continue
             closing.append((i, row))
         return closing
