@@ -29,20 +29,23 @@ FOR UPDATE OF r SKIP LOCKED;
 -- name: attempt_batch_reports_lock
 -- attempt_batch_runs_lock for reports: the runs and their open attempt, and only for the runs
 -- $2 (reports other than a success: a retry, hand-back or dead-letter needs it) their
--- definition's text and target kind, so a herd's successes read what they decide on only.
+-- definition's text and target kind, so a herd's successes read what they decide on only
+-- (each a subquery under its CASE, run for those rows only: a join to job_versions would be
+-- planned as a scan of every version).
 SELECT r.run_id, r.nominal_time, r.job_id, r.job_version, r.origin, r.team_id, r.state,
        r.attempt, r.attempt_limit, r.budget_start_attempt, r.priority, r.effective_time,
-       r.eligible_time, r.traceparent, a.worker_id AS open_worker_id, v.spec_text,
-       v.target_kind, (SELECT duetime_now()) AS now
+       r.eligible_time, r.traceparent, a.worker_id AS open_worker_id,
+       CASE WHEN r.run_id = ANY($2::uuid[]) THEN
+           (SELECT v.spec::text FROM job_versions v
+            WHERE v.job_id = r.job_id AND v.version = r.job_version) END AS spec_text,
+       CASE WHEN r.run_id = ANY($2::uuid[]) THEN
+           (SELECT v.spec->'target'->>'kind' FROM job_versions v
+            WHERE v.job_id = r.job_id AND v.version = r.job_version) END AS target_kind,
+       (SELECT duetime_now()) AS now
 FROM runs r
 LEFT JOIN attempts a
        ON a.run_id = r.run_id AND a.nominal_time = r.nominal_time AND a.number = r.attempt
       AND a.end_time IS NULL AND a.run_id = ANY($1::uuid[])
-LEFT JOIN LATERAL (
-    SELECT s.spec::text AS spec_text, s.spec->'target'->>'kind' AS target_kind
-    FROM job_versions s
-    WHERE s.job_id = r.job_id AND s.version = r.job_version AND r.run_id = ANY($2::uuid[])
-) v ON true
 WHERE r.run_id = ANY($1::uuid[])
 FOR UPDATE OF r SKIP LOCKED;
 
@@ -66,17 +69,18 @@ FOR UPDATE OF r;
 -- attempt_batch_reports_lock waiting for the rows (no SKIP LOCKED): a waiting pass, one report.
 SELECT r.run_id, r.nominal_time, r.job_id, r.job_version, r.origin, r.team_id, r.state,
        r.attempt, r.attempt_limit, r.budget_start_attempt, r.priority, r.effective_time,
-       r.eligible_time, r.traceparent, a.worker_id AS open_worker_id, v.spec_text,
-       v.target_kind, (SELECT duetime_now()) AS now
+       r.eligible_time, r.traceparent, a.worker_id AS open_worker_id,
+       CASE WHEN r.run_id = ANY($2::uuid[]) THEN
+           (SELECT v.spec::text FROM job_versions v
+            WHERE v.job_id = r.job_id AND v.version = r.job_version) END AS spec_text,
+       CASE WHEN r.run_id = ANY($2::uuid[]) THEN
+           (SELECT v.spec->'target'->>'kind' FROM job_versions v
+            WHERE v.job_id = r.job_id AND v.version = r.job_version) END AS target_kind,
+       (SELECT duetime_now()) AS now
 FROM runs r
 LEFT JOIN attempts a
        ON a.run_id = r.run_id AND a.nominal_time = r.nominal_time AND a.number = r.attempt
       AND a.end_time IS NULL AND a.run_id = ANY($1::uuid[])
-LEFT JOIN LATERAL (
-    SELECT s.spec::text AS spec_text, s.spec->'target'->>'kind' AS target_kind
-    FROM job_versions s
-    WHERE s.job_id = r.job_id AND s.version = r.job_version AND r.run_id = ANY($2::uuid[])
-) v ON true
 WHERE r.run_id = ANY($1::uuid[])
 FOR UPDATE OF r;
 
