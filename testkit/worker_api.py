@@ -64,6 +64,8 @@ class WorkerClient:
     async def start(
         self, run_id: uuid.UUID | str, delivery: str = "d-1", worker: str = "w-1"
     ) -> wpb.StartAttemptResponse:
+        """A start through the deprecated single RPC: the scheduler answers it with the batch
+        code (a batch of one), so the tests that use it exercise the workers' path."""
         request = wpb.StartAttemptRequest(
             run_id=str(run_id), delivery_id=delivery, worker_id=worker
         )
@@ -82,6 +84,8 @@ class WorkerClient:
         retryable: bool = True,
         worker: str = "w-1",
     ) -> wpb.CompleteAttemptResponse:
+        """A report through the deprecated single RPC, its fencing token in metadata: a batch
+        of one to the scheduler, as ``start``."""
         request = wpb.CompleteAttemptRequest(
             run_id=str(run_id), result=result, error=error, retryable=retryable, worker_id=worker
         )

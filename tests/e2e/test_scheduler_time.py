@@ -29,7 +29,8 @@ from google.protobuf.duration_pb2 import Duration
 from duetime.jobs.v1 import job_pb2
 from duetime_api.jobs import JobOperations
 from duetime_core.attempts import AttemptSettings
-from duetime_infra.pg.attempts.store import AttemptStore, StartAnswer, StartResult
+from duetime_infra.pg.attempts.results import StartAnswer, StartRequest, StartResult
+from duetime_infra.pg.attempts.store import AttemptStore
 from duetime_infra.pg.jobs.store import JobStore
 from duetime_infra.pg.pool import create_pool
 from testkit.fleet import (
@@ -753,11 +754,11 @@ async def test_start_attempt_finds_a_run_while_maintenance_moves_it_out_of_runs_
         await moving.start()
         await mover.execute("SELECT duetime_maintain_partitions()")
         store = AttemptStore(starter_pool, AttemptSettings())
-        start = asyncio.create_task(store.start(claimed["run_id"], "d-1", "w-1"))
+        start = asyncio.create_task(_start_one(store, claimed["run_id"]))
         await eventually(lambda: _someone_waits_on_a_lock(pool), 10, "StartAttempt waiting")
         await moving.commit()
         result = await asyncio.wait_for(start, 10)
-        again = await store.start(claimed["run_id"], "d-1", "w-1")
+        again = await _start_one(store, claimed["run_id"])
     finally:
         if start is not None and not start.done():
             start.cancel()
@@ -770,6 +771,12 @@ async def test_start_attempt_finds_a_run_while_maintenance_moves_it_out_of_runs_
         f"the run, QUEUED in {where} all along, was not found; a second start just after: "
         f"{again.answer.value} {again.refusal}"
     )
+
+
+async def _start_one(store: AttemptStore, run_id: uuid.UUID) -> StartResult:
+    (result,) = await store.start_many([StartRequest(run_id, "d-1", "w-1")])
+    assert isinstance(result, StartResult), result
+    return result
 
 
 async def _someone_waits_on_a_lock(pool: Pool) -> bool:

@@ -1,6 +1,6 @@
 """StartAttempts and CompleteAttempts on real PostgreSQL: each entry is answered as its own
-StartAttempt / CompleteAttempt would be, in order, whether the batch decided it or handed it to
-the one-run path (a run of a job already in the batch, a paused job, a held row, a failure)."""
+StartAttempt / CompleteAttempt would be, in order, whether the batch decided it or left it to a
+waiting pass (a run of a job already in the batch, a paused job, a held row, a failure)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,18 @@ from google.protobuf import field_mask_pb2
 from duetime.jobs.v1 import job_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
 from duetime.worker.v1 import worker_service_pb2 as wpb
-from testkit.api import failure
+from duetime_core.attempts import AttemptSettings
+from duetime_core.records import AttemptOutcome, RunState
+from duetime_infra.pg.attempts.results import (
+    CompleteResult,
+    Report,
+    StartAnswer,
+    StartRequest,
+    StartResult,
+)
+from duetime_infra.pg.attempts.store import AttemptStore
+from duetime_infra.pg.pool import create_pool
+from testkit.api import ApiClient, failure
 from testkit.environments import ApiAndWorkers, api_and_workers
 from testkit.polling import eventually
 from testkit.worker_api import (
@@ -77,7 +88,7 @@ async def test_a_batch_of_starts_answers_each_as_one_start_would(
     now = await w.now()
     jobs = [await create_job(api) for _ in range(4)]
     due = [await w.queue_scheduled_run(j.job_id, now - S) for j in jobs[:3]]
-    # A second due run of the first job: decided after the batch, by the one-run path.
+    # A second due run of the first job: decided after the batch, by a waiting pass.
     same_job = await w.queue_scheduled_run(jobs[0].job_id, now - 2 * S)
     early = await w.queue_scheduled_run(jobs[3].job_id, now + 30 * S, now + 40 * S)
     paused = await create_job(api)
@@ -141,7 +152,7 @@ async def test_a_run_held_by_another_transaction_is_started_once_it_is_free(
         batch = asyncio.create_task(start_many(w, [(run_id, "d-1")]))
 
         async def one_run_path_waits() -> bool:
-            # The batch skipped the locked row; its one-run path now waits for the lock.
+            # The batch skipped the locked row; a waiting pass now waits for the lock.
             waiting = await conn.fetchval(
                 "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = 'transactionid'"
             )
@@ -242,7 +253,7 @@ async def test_a_failed_batch_transaction_answers_every_entry_one_by_one(
         async with w.pool.acquire() as conn, conn.transaction():
             # Every statement that reads a run's definition (starts) or its attempts (reports)
             # waits: the batch's first statement times out (its transaction fails), then the
-            # one-run path waits until the commit.
+            # waiting pass waits until the commit.
             table = "job_versions" if step == "start" else "attempts"
             await conn.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
             if step == "start":
@@ -252,7 +263,10 @@ async def test_a_failed_batch_transaction_answers_every_entry_one_by_one(
             else:
                 done = wpb.ATTEMPT_RESULT_SUCCEEDED
                 batch = asyncio.create_task(complete_many(w, [(r, 1, done) for r in runs]))
-            await w.waiting_for_lock("attempt_run_lock")
+            # The waiting pass's read of the run (after the batch's timed out).
+            await w.waiting_for_lock(
+                "attempt_run_lock" if step == "start" else "attempt_report_lock"
+            )
         results = await batch
         if step == "start":
             assert [(r.response.decision, r.response.attempt) for r in results] == [
@@ -296,3 +310,91 @@ async def test_a_run_of_a_changed_overlap_policy_sees_the_allowed_run_started_be
     # One by one, the later run finds the earlier one running: so too in one batch.
     assert [r.response.decision for r in results] == [STARTED, REFUSED]
     assert (await w.run_row(skipping))["state"] == "SKIPPED"
+
+
+async def _statements_of_a_batch(
+    api: ApiClient, w: WorkerClient, store: AttemptStore, seen: list[str], size: int
+) -> tuple[list[str], list[str]]:
+    """The statements a batch of ``size`` new runs' starts, then their successes, sent."""
+    now = await w.now()
+    runs = [
+        await w.queue_scheduled_run((await create_job(api)).job_id, now - S) for _ in range(size)
+    ]
+    seen.clear()
+    started = await store.start_many([StartRequest(r, f"d-{i}", "w-1") for i, r in enumerate(runs)])
+    assert [s.answer for s in started if isinstance(s, StartResult)] == [StartAnswer.STARTED] * size
+    starts = list(seen)
+    seen.clear()
+    done = await store.complete_many(
+        [Report(r, 1, "w-1", AttemptOutcome.SUCCEEDED, False, "") for r in runs]
+    )
+    assert [d.run_state for d in done if isinstance(d, CompleteResult)] == [
+        RunState.SUCCEEDED
+    ] * size
+    return starts, list(seen)
+
+
+def _names(statements: list[str]) -> list[str]:
+    """Each statement by its query name (``/* name */``), else its text; the pool's reset of a
+    connection it takes back (sent after the answer, so seen or not yet) left out."""
+    return [
+        s.split("*/")[0].removeprefix("/* ").strip() if s.startswith("/*") else s
+        for s in statements
+        if not s.startswith("SELECT pg_advisory_unlock_all()")
+    ]
+
+
+async def test_a_batch_sends_as_many_statements_for_twenty_runs_as_for_one(
+    env: ApiAndWorkers,
+) -> None:
+    api, w = env
+    # One connection, every statement on it seen.
+    pool = await create_pool(w.dsn, min_size=1, max_size=1)
+    seen: list[str] = []
+    async with pool.acquire() as conn:
+        conn.add_query_logger(lambda logged: seen.append(logged.query))
+    try:
+        store = AttemptStore(pool, AttemptSettings())
+        await _statements_of_a_batch(api, w, store, seen, 1)  # the connection's types learnt
+        one = await _statements_of_a_batch(api, w, store, seen, 1)
+        twenty = await _statements_of_a_batch(api, w, store, seen, 20)
+    finally:
+        await pool.close()
+    assert [_names(s) for s in one] == [_names(s) for s in twenty]
+    assert [_names(s) for s in one] == [
+        [
+            "BEGIN;",
+            "SET LOCAL plan_cache_mode = force_generic_plan",
+            "attempt_batch_runs_lock",
+            "attempt_batch_jobs_lock",
+            "attempt_start",
+            "COMMIT;",
+        ],
+        [
+            "BEGIN;",
+            "SET LOCAL plan_cache_mode = force_generic_plan",
+            "attempt_batch_reports_lock",
+            "attempt_batch_jobs_lock",
+            "attempt_batch_close_succeeded",
+            "attempt_batch_jobs_waiting",
+            "COMMIT;",
+        ],
+    ]
+
+
+async def test_a_success_in_a_batch_records_how_far_its_call_got(env: ApiAndWorkers) -> None:
+    api, w = env
+    run_id = await w.queue_scheduled_run((await create_job(api)).job_id, await w.now() - S)
+    assert (await w.start(run_id)).decision == STARTED
+    report = wpb.CompleteAttemptRequest(
+        run_id=str(run_id),
+        result=wpb.ATTEMPT_RESULT_SUCCEEDED,
+        worker_id="w-1",
+        call_progress=wpb.CALL_PROGRESS_ANSWERED,
+    )
+    response: wpb.CompleteAttemptsResponse = await w.stub.CompleteAttempts(
+        wpb.CompleteAttemptsRequest(reports=[wpb.AttemptReport(report=report, attempt=1)]),
+        metadata=w.auth(),
+    )
+    assert response.results[0].response.run_state == "RUN_STATE_SUCCEEDED"
+    assert [a["call_progress"] for a in await w.attempts(run_id)] == ["ANSWERED"]

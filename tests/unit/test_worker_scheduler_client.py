@@ -13,7 +13,7 @@ from grpc import aio
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_worker.attempt.batcher import Batcher, EntryFailed
 from duetime_worker.attempt.runner import RecentKeys
-from duetime_worker.attempt.scheduler_client import BATCH_RETRY_AFTER, AttemptCalls
+from duetime_worker.attempt.scheduler_client import AttemptCalls
 from duetime_worker.attempt.server_clock import ServerClock
 from duetime_worker.herd.knobs import EARLY_START_LINGER
 
@@ -140,34 +140,39 @@ def test_an_attempt_is_executed_once_however_often_it_is_delivered() -> None:
 
 
 class OldScheduler:
-    """A scheduler without the batch RPCs, as during a rolling upgrade."""
+    """A scheduler without the batch RPCs (older than any a rolling upgrade meets now)."""
 
     def __init__(self) -> None:
-        self.batch_calls = 0
+        self.single_calls = 0
 
     async def StartAttempts(self, *args: object, **kwargs: object) -> pb.StartAttemptsResponse:  # noqa: N802
-        self.batch_calls += 1
         raise aio.AioRpcError(grpc.StatusCode.UNIMPLEMENTED, aio.Metadata(), aio.Metadata())
 
-    async def StartAttempt(  # noqa: N802
-        self, request: pb.StartAttemptRequest, **kwargs: object
-    ) -> pb.StartAttemptResponse:
+    async def CompleteAttempts(  # noqa: N802
+        self, *args: object, **kwargs: object
+    ) -> pb.CompleteAttemptsResponse:
+        raise aio.AioRpcError(grpc.StatusCode.UNIMPLEMENTED, aio.Metadata(), aio.Metadata())
+
+    async def StartAttempt(self, *args: object, **kwargs: object) -> pb.StartAttemptResponse:  # noqa: N802
+        self.single_calls += 1
         return pb.StartAttemptResponse(decision=pb.START_DECISION_STARTED, attempt=1)
 
+    async def CompleteAttempt(  # noqa: N802
+        self, *args: object, **kwargs: object
+    ) -> pb.CompleteAttemptResponse:
+        self.single_calls += 1
+        return pb.CompleteAttemptResponse(run_state="RUN_STATE_SUCCEEDED")
 
-async def test_against_a_scheduler_without_batches_the_calls_go_one_by_one_for_a_while() -> None:
+
+async def test_starts_and_reports_go_as_batches_only() -> None:
     scheduler = OldScheduler()
-    now = [0.0]
-    calls = AttemptCalls(scheduler, (), 1.0, linger=0.001, clock=lambda: now[0])  # type: ignore[arg-type]
-    for run in ("a", "b"):
-        answer = await calls.start(pb.StartAttemptRequest(run_id=run))
-        assert (answer.decision, answer.attempt) == (pb.START_DECISION_STARTED, 1)
-    assert scheduler.batch_calls == 1
-    # Later (the old scheduler behind the load balancer may be gone) a batch is tried again.
-    now[0] = BATCH_RETRY_AFTER
-    answer = await calls.start(pb.StartAttemptRequest(run_id="c"))
-    assert answer.decision == pb.START_DECISION_STARTED
-    assert scheduler.batch_calls == 2
+    calls = AttemptCalls(scheduler, (), 1.0, linger=0.001)  # type: ignore[arg-type]
+    with pytest.raises(aio.AioRpcError) as started:
+        await calls.start(pb.StartAttemptRequest(run_id="a"))
+    with pytest.raises(aio.AioRpcError) as completed:
+        await calls.complete(pb.CompleteAttemptRequest(run_id="a"), 1)
+    assert [started.value.code(), completed.value.code()] == [grpc.StatusCode.UNIMPLEMENTED] * 2
+    assert scheduler.single_calls == 0
     await calls.close()
 
 

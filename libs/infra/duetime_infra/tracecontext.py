@@ -244,6 +244,18 @@ def start_entry_span(
     )
 
 
+def rpc_traceparent(metadata: Iterable[tuple[str, str | bytes]] | None) -> str:
+    """What a single RPC's entry span (``start_entry_span``) continues: nothing when the grpc
+    instrumentation made a server span (the entry's span is its child), else the caller's
+    ``traceparent`` from ``metadata``."""
+    if not tracing_active() or trace.get_current_span().get_span_context().is_valid:
+        return ""
+    for key, value in metadata or ():
+        if key == "traceparent":
+            return value.decode(errors="replace") if isinstance(value, bytes) else value
+    return ""
+
+
 @contextmanager
 def rpc_span(
     name: str, metadata: Iterable[tuple[str, str | bytes]] | None, tracer: Tracer = TRACER

@@ -73,9 +73,12 @@ async def serve(settings: Settings) -> None:
         prefix=settings.etcd_prefix,
         tls=settings.tls.client(Link.ETCD),
     )
+    # One cache of decoded job definitions: the claim decodes a run's, its start reads it again.
+    specs = SpecCache()
     attempts = AttemptStore(
         pool,
         AttemptSettings(lease=settings.attempt_lease, timeout_grace=settings.attempt_grace),
+        specs=specs,
     )
     tokens = TokenCache(functools.partial(principal_for, pool))
     # With a worker CA, the server requires client certificates and a verified one is a worker.
@@ -87,10 +90,8 @@ async def serve(settings: Settings) -> None:
         interceptors=[DuetimeInterceptor(tokens, {SERVICE_NAME: Role.WORKER}, certificate_role)],
         credentials=server_credentials(server_tls),
     )
-    # One cache of decoded job definitions: the claim decodes a run's, its start reads it again.
-    specs = SpecCache()
     worker_service_pb2_grpc.add_WorkerServiceServicer_to_server(
-        WorkerServicer(attempts, SecretBox(settings.secret_keys), specs), server.server
+        WorkerServicer(attempts, SecretBox(settings.secret_keys)), server.server
     )
     maintenance = PartitionMaintenance(archive=settings.archive)
     claimer = Claimer(pool, leases, settings, owner_tasks(maintenance), specs)

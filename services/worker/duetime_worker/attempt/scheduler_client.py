@@ -1,20 +1,17 @@
-"""StartAttempt and CompleteAttempt calls gathered into StartAttempts / CompleteAttempts.
+"""Starts and reports, sent as StartAttempts / CompleteAttempts only.
 
 When thousands of runs come due in the same second, one RPC (and one scheduler transaction)
-per run is what makes them late: each call joins a batch (``batcher``). While tracing is on,
-each entry carries its run's trace context (``traceparent``), so the scheduler's span for it
-joins the run's trace. Against a scheduler that does not serve the batch RPCs (UNIMPLEMENTED:
-an old one during a rolling upgrade) the calls go one by one, each with its trace context in
-metadata, and the batch RPC is tried again a while later (the load balancer may have sent that
-call to the one old scheduler left).
+per run is what makes them late: each start or report joins a batch (``batcher``), and a
+single one is a batch of one. A report's fencing token (its attempt number) travels in its
+entry (``AttemptReport.attempt``), never in metadata. While tracing is on, each entry carries
+its run's trace context (``traceparent``), so the scheduler's span for it joins the run's
+trace.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import math
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
@@ -24,13 +21,7 @@ from grpc import aio
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_infra.codec import target_codec as limits
-from duetime_infra.codec.attempt_token import ATTEMPT_METADATA_KEY
-from duetime_infra.tracecontext import (
-    current_traceparent,
-    in_trace,
-    trace_metadata,
-    tracing_active,
-)
+from duetime_infra.tracecontext import current_traceparent, tracing_active
 from duetime_worker.attempt.batcher import Batcher, entry_answer
 from duetime_worker.herd.knobs import (
     EARLY_START_LINGER,
@@ -63,9 +54,6 @@ PERMANENT = frozenset(
         grpc.StatusCode.UNIMPLEMENTED,
     }
 )
-TRACEPARENT_METADATA_KEY = "traceparent"
-# After an UNIMPLEMENTED batch answer, how long calls go one by one before a batch is tried again.
-BATCH_RETRY_AFTER = 60.0
 
 # Each StartAttempts entry carries its run's whole target, so a batch's answer can be far above
 # gRPC's default 4 MiB receive limit (about 65 HTTP targets with 64 KiB bodies): refused as
@@ -101,7 +89,7 @@ ReportEntry = tuple[pb.CompleteAttemptRequest, int, str]
 
 
 class AttemptCalls:
-    """StartAttempt and CompleteAttempt for one worker, batched."""
+    """Starts and reports for one worker, batched."""
 
     def __init__(
         self,
@@ -111,14 +99,10 @@ class AttemptCalls:
         *,
         linger: float = LINGER,
         report_linger: float = REPORT_LINGER,
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._stub = stub
         self._metadata = tuple(metadata)
         self._timeout = timeout
-        self._clock = clock
-        # Until then (``clock``'s seconds) calls go one by one: the scheduler did not serve a batch.
-        self._singles_until = -math.inf
         self.starts: Batcher[pb.StartAttemptRequest, pb.StartAttemptResponse] = Batcher(
             self._send_starts, max_size=START_BATCH, linger=linger
         )
@@ -164,14 +148,7 @@ class AttemptCalls:
                 for r in answer.results
             ]
 
-        async def single(request: pb.StartAttemptRequest) -> pb.StartAttemptResponse:
-            with in_trace(request.traceparent):
-                response: pb.StartAttemptResponse = await self._stub.StartAttempt(
-                    request, metadata=(*self._metadata, *trace_metadata()), timeout=self._timeout
-                )
-            return response
-
-        return await self._batch_or_singles(batch, requests, single)
+        return await _halving(batch, requests)
 
     async def _send_reports(
         self, reports: list[ReportEntry]
@@ -198,48 +175,7 @@ class AttemptCalls:
                 for r in answer.results
             ]
 
-        async def single(entry: ReportEntry) -> pb.CompleteAttemptResponse:
-            request, attempt, traceparent = entry
-            with in_trace(traceparent):
-                metadata = (
-                    *self._metadata,
-                    (ATTEMPT_METADATA_KEY, str(attempt)),
-                    *trace_metadata(),
-                )
-                response: pb.CompleteAttemptResponse = await self._stub.CompleteAttempt(
-                    request, metadata=metadata, timeout=self._timeout
-                )
-            return response
-
-        return await self._batch_or_singles(batch, reports, single)
-
-    async def _batch_or_singles(
-        self,
-        batch: Callable[[Sequence[Req]], Awaitable[Sequence[Resp | Exception]]],
-        requests: Sequence[Req],
-        single: Callable[[Req], Awaitable[Resp]],
-    ) -> Sequence[Resp | Exception]:
-        """The batch RPC's answers; one call per request for a while after the scheduler said
-        it does not serve the batch RPC."""
-        if self._clock() >= self._singles_until:
-            try:
-                return await _halving(batch, requests)
-            except aio.AioRpcError as error:
-                if error.code() != grpc.StatusCode.UNIMPLEMENTED:
-                    raise
-                self._singles_until = self._clock() + BATCH_RETRY_AFTER
-                log.warning(
-                    "the scheduler does not serve batch calls; calling one by one for a while",
-                    extra={"action": "batch_unimplemented", "seconds": BATCH_RETRY_AFTER},
-                )
-
-        async def one(request: Req) -> Resp | Exception:
-            try:
-                return await single(request)
-            except aio.AioRpcError as error:
-                return error
-
-        return await asyncio.gather(*(one(r) for r in requests))
+        return await _halving(batch, reports)
 
     async def close(self) -> None:
         await self.starts.close()
@@ -270,8 +206,6 @@ async def _halving(
         try:
             return await _halving(batch, part)
         except aio.AioRpcError as error:
-            if error.code() == grpc.StatusCode.UNIMPLEMENTED:
-                raise  # for the caller, to call one by one
             return [error] * len(part)
 
     first, second = await asyncio.gather(half(requests[:middle]), half(requests[middle:]))

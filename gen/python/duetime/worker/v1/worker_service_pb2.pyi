@@ -853,7 +853,10 @@ Global___AttemptDirective: _TypeAlias = AttemptDirective  # noqa: Y015
 
 @_typing.final
 class CompleteAttemptRequest(_message.Message):
-    """Request of CompleteAttempt. The fencing token travels in `duetime-attempt` metadata."""
+    """How an attempt ended: a CompleteAttempts entry's report (its fencing token in
+    AttemptReport.attempt), or the request of the deprecated CompleteAttempt (its fencing token
+    in `duetime-attempt` metadata).
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 

@@ -28,10 +28,12 @@ if _version_not_supported:
 class WorkerServiceStub:
     """The attempt-lease service workers use, served by the schedulers.
 
-    Every call carries `authorization: Bearer <worker token>` metadata. Calls about an open
-    attempt (CompleteAttempt) carry its fencing token, the attempt number, in the
-    `duetime-attempt` metadata key; a token that is not the run's open attempt is refused with
-    ABORTED (reason STALE_ATTEMPT) and changes nothing.
+    Every call carries `authorization: Bearer <worker token>` metadata. Starts and reports go as
+    batches (StartAttempts, CompleteAttempts); a report carries its fencing token, the attempt
+    number, in its entry (AttemptReport.attempt), since a batch's metadata belongs to no single
+    run. A token that is not the run's open attempt is refused with ABORTED (reason
+    STALE_ATTEMPT) and changes nothing. StartAttempt and CompleteAttempt are deprecated aliases,
+    answered as a batch of one.
     """
 
     def __init__(self, channel):
@@ -75,10 +77,12 @@ class WorkerServiceStub:
 class WorkerServiceServicer:
     """The attempt-lease service workers use, served by the schedulers.
 
-    Every call carries `authorization: Bearer <worker token>` metadata. Calls about an open
-    attempt (CompleteAttempt) carry its fencing token, the attempt number, in the
-    `duetime-attempt` metadata key; a token that is not the run's open attempt is refused with
-    ABORTED (reason STALE_ATTEMPT) and changes nothing.
+    Every call carries `authorization: Bearer <worker token>` metadata. Starts and reports go as
+    batches (StartAttempts, CompleteAttempts); a report carries its fencing token, the attempt
+    number, in its entry (AttemptReport.attempt), since a batch's metadata belongs to no single
+    run. A token that is not the run's open attempt is refused with ABORTED (reason
+    STALE_ATTEMPT) and changes nothing. StartAttempt and CompleteAttempt are deprecated aliases,
+    answered as a batch of one.
     """
 
     def StartAttempt(self, request, context):
@@ -87,7 +91,8 @@ class WorkerServiceServicer:
         the server's clock while the run's effective time has not come (wait on the server's
         clock, then ask again); or REFUSED (already started elsewhere, skipped, cancelled, missed):
         drop the message. The same delivery asking again gets the same attempt back, its lease
-        renewed, so a lost answer does not burn an attempt.
+        renewed, so a lost answer does not burn an attempt. Deprecated: StartAttempts with one entry
+        (this call is answered by it, an entry's error as the call's status).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -108,7 +113,9 @@ class WorkerServiceServicer:
 
     def CompleteAttempt(self, request, context):
         """Reports how an attempt ended, with its fencing token in `duetime-attempt` metadata. A
-        compare-and-set: only the run's open attempt with that number may write.
+        compare-and-set: only the run's open attempt with that number may write. Deprecated:
+        CompleteAttempts with one entry (this call is answered by it, the metadata's token read
+        as the entry's `attempt`, an entry's error as the call's status).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -191,10 +198,12 @@ def add_WorkerServiceServicer_to_server(servicer, server):
 class WorkerService:
     """The attempt-lease service workers use, served by the schedulers.
 
-    Every call carries `authorization: Bearer <worker token>` metadata. Calls about an open
-    attempt (CompleteAttempt) carry its fencing token, the attempt number, in the
-    `duetime-attempt` metadata key; a token that is not the run's open attempt is refused with
-    ABORTED (reason STALE_ATTEMPT) and changes nothing.
+    Every call carries `authorization: Bearer <worker token>` metadata. Starts and reports go as
+    batches (StartAttempts, CompleteAttempts); a report carries its fencing token, the attempt
+    number, in its entry (AttemptReport.attempt), since a batch's metadata belongs to no single
+    run. A token that is not the run's open attempt is refused with ABORTED (reason
+    STALE_ATTEMPT) and changes nothing. StartAttempt and CompleteAttempt are deprecated aliases,
+    answered as a batch of one.
     """
 
     @staticmethod

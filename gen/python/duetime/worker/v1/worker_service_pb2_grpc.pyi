@@ -7,6 +7,7 @@ from collections import abc as _abc
 from duetime.worker.v1 import worker_service_pb2 as _worker_service_pb2
 from grpc import aio as _aio
 import abc as _abc_1
+import builtins as _builtins
 import grpc as _grpc
 import sys
 import typing as _typing
@@ -15,6 +16,11 @@ if sys.version_info >= (3, 11):
     from typing import Self as _Self
 else:
     from typing_extensions import Self as _Self
+
+if sys.version_info >= (3, 13):
+    from warnings import deprecated as _deprecated
+else:
+    from typing_extensions import deprecated as _deprecated
 
 _T = _typing.TypeVar("_T")
 
@@ -29,24 +35,29 @@ GRPC_VERSION: str
 class WorkerServiceStub:
     """The attempt-lease service workers use, served by the schedulers.
 
-    Every call carries `authorization: Bearer <worker token>` metadata. Calls about an open
-    attempt (CompleteAttempt) carry its fencing token, the attempt number, in the
-    `duetime-attempt` metadata key; a token that is not the run's open attempt is refused with
-    ABORTED (reason STALE_ATTEMPT) and changes nothing.
+    Every call carries `authorization: Bearer <worker token>` metadata. Starts and reports go as
+    batches (StartAttempts, CompleteAttempts); a report carries its fencing token, the attempt
+    number, in its entry (AttemptReport.attempt), since a batch's metadata belongs to no single
+    run. A token that is not the run's open attempt is refused with ABORTED (reason
+    STALE_ATTEMPT) and changes nothing. StartAttempt and CompleteAttempt are deprecated aliases,
+    answered as a batch of one.
     """
 
     @_typing.overload
     def __new__(cls, channel: _grpc.Channel) -> _Self: ...
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> WorkerServiceAsyncStub: ...
-    StartAttempt: _grpc.UnaryUnaryMultiCallable[_worker_service_pb2.StartAttemptRequest, _worker_service_pb2.StartAttemptResponse]
-    """Asks to start an attempt of a QUEUED run that a dispatch message named. Answers STARTED
-    with the attempt number (the fencing token) and the run's frozen definition; TOO_EARLY with
-    the server's clock while the run's effective time has not come (wait on the server's
-    clock, then ask again); or REFUSED (already started elsewhere, skipped, cancelled, missed):
-    drop the message. The same delivery asking again gets the same attempt back, its lease
-    renewed, so a lost answer does not burn an attempt.
-    """
+    @_builtins.property
+    @_deprecated("""This method has been marked as deprecated using proto method options.""")
+    def StartAttempt(self) -> _grpc.UnaryUnaryMultiCallable[_worker_service_pb2.StartAttemptRequest, _worker_service_pb2.StartAttemptResponse]:
+        """Asks to start an attempt of a QUEUED run that a dispatch message named. Answers STARTED
+        with the attempt number (the fencing token) and the run's frozen definition; TOO_EARLY with
+        the server's clock while the run's effective time has not come (wait on the server's
+        clock, then ask again); or REFUSED (already started elsewhere, skipped, cancelled, missed):
+        drop the message. The same delivery asking again gets the same attempt back, its lease
+        renewed, so a lost answer does not burn an attempt. Deprecated: StartAttempts with one entry
+        (this call is answered by it, an entry's error as the call's status).
+        """
     Heartbeat: _grpc.StreamStreamMultiCallable[_worker_service_pb2.HeartbeatRequest, _worker_service_pb2.HeartbeatResponse]
     """One stream per worker for the worker's life. Each request lists all the worker's open
     attempts and extends their leases; each response answers with a directive per attempt
@@ -56,10 +67,14 @@ class WorkerServiceStub:
     that granted it, an attempt not renewed by then is stopped and not reported, because the
     scheduler closes it as LEASE_EXPIRED and may give the run to another worker.
     """
-    CompleteAttempt: _grpc.UnaryUnaryMultiCallable[_worker_service_pb2.CompleteAttemptRequest, _worker_service_pb2.CompleteAttemptResponse]
-    """Reports how an attempt ended, with its fencing token in `duetime-attempt` metadata. A
-    compare-and-set: only the run's open attempt with that number may write.
-    """
+    @_builtins.property
+    @_deprecated("""This method has been marked as deprecated using proto method options.""")
+    def CompleteAttempt(self) -> _grpc.UnaryUnaryMultiCallable[_worker_service_pb2.CompleteAttemptRequest, _worker_service_pb2.CompleteAttemptResponse]:
+        """Reports how an attempt ended, with its fencing token in `duetime-attempt` metadata. A
+        compare-and-set: only the run's open attempt with that number may write. Deprecated:
+        CompleteAttempts with one entry (this call is answered by it, the metadata's token read
+        as the entry's `attempt`, an entry's error as the call's status).
+        """
     StartAttempts: _grpc.UnaryUnaryMultiCallable[_worker_service_pb2.StartAttemptsRequest, _worker_service_pb2.StartAttemptsResponse]
     """StartAttempt for many runs in one call (at most 1,000), answered in the same order: each
     entry is decided exactly as its own StartAttempt would be (never before the run's effective
@@ -86,21 +101,26 @@ class WorkerServiceStub:
 class WorkerServiceAsyncStub(WorkerServiceStub):
     """The attempt-lease service workers use, served by the schedulers.
 
-    Every call carries `authorization: Bearer <worker token>` metadata. Calls about an open
-    attempt (CompleteAttempt) carry its fencing token, the attempt number, in the
-    `duetime-attempt` metadata key; a token that is not the run's open attempt is refused with
-    ABORTED (reason STALE_ATTEMPT) and changes nothing.
+    Every call carries `authorization: Bearer <worker token>` metadata. Starts and reports go as
+    batches (StartAttempts, CompleteAttempts); a report carries its fencing token, the attempt
+    number, in its entry (AttemptReport.attempt), since a batch's metadata belongs to no single
+    run. A token that is not the run's open attempt is refused with ABORTED (reason
+    STALE_ATTEMPT) and changes nothing. StartAttempt and CompleteAttempt are deprecated aliases,
+    answered as a batch of one.
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
-    StartAttempt: _aio.UnaryUnaryMultiCallable[_worker_service_pb2.StartAttemptRequest, _worker_service_pb2.StartAttemptResponse]  # type: ignore[assignment]
-    """Asks to start an attempt of a QUEUED run that a dispatch message named. Answers STARTED
-    with the attempt number (the fencing token) and the run's frozen definition; TOO_EARLY with
-    the server's clock while the run's effective time has not come (wait on the server's
-    clock, then ask again); or REFUSED (already started elsewhere, skipped, cancelled, missed):
-    drop the message. The same delivery asking again gets the same attempt back, its lease
-    renewed, so a lost answer does not burn an attempt.
-    """
+    @_builtins.property
+    @_deprecated("""This method has been marked as deprecated using proto method options.""")
+    def StartAttempt(self) -> _aio.UnaryUnaryMultiCallable[_worker_service_pb2.StartAttemptRequest, _worker_service_pb2.StartAttemptResponse]:  # type: ignore[override]
+        """Asks to start an attempt of a QUEUED run that a dispatch message named. Answers STARTED
+        with the attempt number (the fencing token) and the run's frozen definition; TOO_EARLY with
+        the server's clock while the run's effective time has not come (wait on the server's
+        clock, then ask again); or REFUSED (already started elsewhere, skipped, cancelled, missed):
+        drop the message. The same delivery asking again gets the same attempt back, its lease
+        renewed, so a lost answer does not burn an attempt. Deprecated: StartAttempts with one entry
+        (this call is answered by it, an entry's error as the call's status).
+        """
     Heartbeat: _aio.StreamStreamMultiCallable[_worker_service_pb2.HeartbeatRequest, _worker_service_pb2.HeartbeatResponse]  # type: ignore[assignment]
     """One stream per worker for the worker's life. Each request lists all the worker's open
     attempts and extends their leases; each response answers with a directive per attempt
@@ -110,10 +130,14 @@ class WorkerServiceAsyncStub(WorkerServiceStub):
     that granted it, an attempt not renewed by then is stopped and not reported, because the
     scheduler closes it as LEASE_EXPIRED and may give the run to another worker.
     """
-    CompleteAttempt: _aio.UnaryUnaryMultiCallable[_worker_service_pb2.CompleteAttemptRequest, _worker_service_pb2.CompleteAttemptResponse]  # type: ignore[assignment]
-    """Reports how an attempt ended, with its fencing token in `duetime-attempt` metadata. A
-    compare-and-set: only the run's open attempt with that number may write.
-    """
+    @_builtins.property
+    @_deprecated("""This method has been marked as deprecated using proto method options.""")
+    def CompleteAttempt(self) -> _aio.UnaryUnaryMultiCallable[_worker_service_pb2.CompleteAttemptRequest, _worker_service_pb2.CompleteAttemptResponse]:  # type: ignore[override]
+        """Reports how an attempt ended, with its fencing token in `duetime-attempt` metadata. A
+        compare-and-set: only the run's open attempt with that number may write. Deprecated:
+        CompleteAttempts with one entry (this call is answered by it, the metadata's token read
+        as the entry's `attempt`, an entry's error as the call's status).
+        """
     StartAttempts: _aio.UnaryUnaryMultiCallable[_worker_service_pb2.StartAttemptsRequest, _worker_service_pb2.StartAttemptsResponse]  # type: ignore[assignment]
     """StartAttempt for many runs in one call (at most 1,000), answered in the same order: each
     entry is decided exactly as its own StartAttempt would be (never before the run's effective
@@ -139,12 +163,15 @@ class WorkerServiceAsyncStub(WorkerServiceStub):
 class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
     """The attempt-lease service workers use, served by the schedulers.
 
-    Every call carries `authorization: Bearer <worker token>` metadata. Calls about an open
-    attempt (CompleteAttempt) carry its fencing token, the attempt number, in the
-    `duetime-attempt` metadata key; a token that is not the run's open attempt is refused with
-    ABORTED (reason STALE_ATTEMPT) and changes nothing.
+    Every call carries `authorization: Bearer <worker token>` metadata. Starts and reports go as
+    batches (StartAttempts, CompleteAttempts); a report carries its fencing token, the attempt
+    number, in its entry (AttemptReport.attempt), since a batch's metadata belongs to no single
+    run. A token that is not the run's open attempt is refused with ABORTED (reason
+    STALE_ATTEMPT) and changes nothing. StartAttempt and CompleteAttempt are deprecated aliases,
+    answered as a batch of one.
     """
 
+    @_deprecated("""Asks to start an attempt of a QUEUED run that a dispatch message named. Answers STARTED\nwith the attempt number (the fencing token) and the run's frozen definition; TOO_EARLY with\nthe server's clock while the run's effective time has not come (wait on the server's\nclock, then ask again); or REFUSED (already started elsewhere, skipped, cancelled, missed):\ndrop the message. The same delivery asking again gets the same attempt back, its lease\nrenewed, so a lost answer does not burn an attempt. Deprecated: StartAttempts with one entry\n(this call is answered by it, an entry's error as the call's status).""")
     @_abc_1.abstractmethod
     def StartAttempt(
         self,
@@ -156,7 +183,8 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
         the server's clock while the run's effective time has not come (wait on the server's
         clock, then ask again); or REFUSED (already started elsewhere, skipped, cancelled, missed):
         drop the message. The same delivery asking again gets the same attempt back, its lease
-        renewed, so a lost answer does not burn an attempt.
+        renewed, so a lost answer does not burn an attempt. Deprecated: StartAttempts with one entry
+        (this call is answered by it, an entry's error as the call's status).
         """
 
     @_abc_1.abstractmethod
@@ -174,6 +202,7 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
         scheduler closes it as LEASE_EXPIRED and may give the run to another worker.
         """
 
+    @_deprecated("""Reports how an attempt ended, with its fencing token in `duetime-attempt` metadata. A\ncompare-and-set: only the run's open attempt with that number may write. Deprecated:\nCompleteAttempts with one entry (this call is answered by it, the metadata's token read\nas the entry's `attempt`, an entry's error as the call's status).""")
     @_abc_1.abstractmethod
     def CompleteAttempt(
         self,
@@ -181,7 +210,9 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_worker_service_pb2.CompleteAttemptResponse, _abc.Awaitable[_worker_service_pb2.CompleteAttemptResponse]]:
         """Reports how an attempt ended, with its fencing token in `duetime-attempt` metadata. A
-        compare-and-set: only the run's open attempt with that number may write.
+        compare-and-set: only the run's open attempt with that number may write. Deprecated:
+        CompleteAttempts with one entry (this call is answered by it, the metadata's token read
+        as the entry's `attempt`, an entry's error as the call's status).
         """
 
     @_abc_1.abstractmethod

@@ -1,1 +1,2 @@
-"""The attempts aggregate: starts, heartbeats, reports (one and in batches) and the reaper."""
+"""The attempts aggregate: starts and reports (in batches: a single one is a batch of one),
+heartbeats and the reaper."""

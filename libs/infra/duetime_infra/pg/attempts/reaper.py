@@ -20,9 +20,10 @@ import asyncpg
 from duetime_core.attempts import CallProgress, EndFacts, RunOutcome, decide_expiry
 from duetime_core.jobspec import JobState
 from duetime_core.records import AttemptOutcome
-from duetime_infra.pg.attempts.store import Rand, apply_run_outcome, snapshot_of
+from duetime_infra.pg.attempts.outcome import apply_run_outcome, snapshot_of
+from duetime_infra.pg.attempts.results import Rand
 from duetime_infra.pg.fencing import FencingToken, fence
-from duetime_infra.pg.pool import generic_plans
+from duetime_infra.pg.pool import Conn, generic_plans
 from duetime_infra.pg.sql import q
 from duetime_infra.telemetry import instruments
 
@@ -65,63 +66,9 @@ async def reap_expired_attempts(
         jobs = {j["job_id"]: j["state"] for j in await conn.fetch(q("reaper_jobs_lock"), job_ids)}
         # Attempt rows are locked in run_id order, as heartbeats lock them: no deadlock.
         for run in sorted(runs, key=lambda r: r["run_id"]):
-            number: int = run["open_number"]
-            attempt = await conn.fetchrow(
-                q("reaper_attempt_lock"), run["run_id"], run["nominal_time"], number
-            )
-            if attempt is None:
-                continue
-            now: datetime = attempt["now"]
-            if attempt["lease_expire_time"] > now and attempt["deadline"] > now:
-                continue  # renewed since the scan
-            never_called: bool = attempt["never_called"]
-            hand_backs = 0
-            if never_called:  # rare: counted as a hand-back of the run's
-                hand_backs = await conn.fetchval(
-                    q("attempt_run_hand_backs"),
-                    run["run_id"],
-                    run["nominal_time"],
-                    number,
-                    run["budget_start_attempt"],
-                )
-            snapshot = snapshot_of(run)
-            said = attempt["call_progress"]
-            facts = EndFacts(
-                attempt=number,
-                attempt_limit=run["attempt_limit"],
-                retry=snapshot.retry,
-                cancel_reason=attempt["cancel_reason"],
-                job_deleted=jobs.get(run["job_id"], JobState.DELETED.value)
-                == JobState.DELETED.value,
-                hand_backs=hand_backs,
-                delivery=snapshot.delivery,
-                # Known not begun (started ahead, never called), else the worker's last word
-                # in its heartbeats: see duetime_core.attempts.
-                call=CallProgress.NOT_BEGUN
-                if never_called
-                else (CallProgress(said) if said is not None else None),
-            )
-            outcome, error, result = decide_expiry(
-                attempt["lease_expire_time"],
-                attempt["deadline"],
-                facts,
-                now,
-                rand(),
-                never_called=never_called,
-            )
-            await conn.execute(
-                q("attempt_close"),
-                run["run_id"],
-                run["nominal_time"],
-                number,
-                outcome.value,
-                error,
-                now,
-                None,  # no reported call time
-                None,  # nor progress: the heartbeats' record stands
-            )
-            await apply_run_outcome(conn, run, number, result, now)
-            ended.append((outcome, result))
+            reaped = await _reap(conn, run, jobs.get(run["job_id"]), rand)
+            if reaped is not None:
+                ended.append(reaped)
         await fence(conn, _touched(tokens, runs), operation="reap")
     for outcome, result in ended:
         instruments.attempt_lease_expired(outcome.value)
@@ -130,3 +77,74 @@ async def reap_expired_attempts(
     if ended:
         log.info("attempts reaped", extra={"action": "attempts_reaped", "count": len(ended)})
     return len(ended)
+
+
+async def _reap(
+    conn: Conn, run: asyncpg.Record, job_state: str | None, rand: Rand
+) -> tuple[AttemptOutcome, RunOutcome] | None:
+    """Closes the run's expired open attempt and moves the run on; None when a heartbeat
+    renewed it since the scan (or it closed meanwhile)."""
+    number: int = run["open_number"]
+    attempt = await conn.fetchrow(
+        q("reaper_attempt_lock"), run["run_id"], run["nominal_time"], number
+    )
+    if attempt is None:
+        return None
+    now: datetime = attempt["now"]
+    if attempt["lease_expire_time"] > now and attempt["deadline"] > now:
+        return None  # renewed since the scan
+    never_called: bool = attempt["never_called"]
+    outcome, error, result = decide_expiry(
+        attempt["lease_expire_time"],
+        attempt["deadline"],
+        await _expiry_facts(conn, run, attempt, job_state),
+        now,
+        rand(),
+        never_called=never_called,
+    )
+    await conn.execute(
+        q("attempt_close"),
+        run["run_id"],
+        run["nominal_time"],
+        number,
+        outcome.value,
+        error,
+        now,
+        None,  # no reported call time
+        None,  # nor progress: the heartbeats' record stands
+    )
+    await apply_run_outcome(conn, run, number, result, now)
+    return outcome, result
+
+
+async def _expiry_facts(
+    conn: Conn, run: asyncpg.Record, attempt: asyncpg.Record, job_state: str | None
+) -> EndFacts:
+    """What the end of an expired attempt is decided on (its job's state None: gone)."""
+    number: int = run["open_number"]
+    never_called: bool = attempt["never_called"]
+    hand_backs = 0
+    if never_called:  # rare: counted as a hand-back of the run's
+        hand_backs = await conn.fetchval(
+            q("attempt_run_hand_backs"),
+            run["run_id"],
+            run["nominal_time"],
+            number,
+            run["budget_start_attempt"],
+        )
+    snapshot = snapshot_of(run)
+    said = attempt["call_progress"]
+    return EndFacts(
+        attempt=number,
+        attempt_limit=run["attempt_limit"],
+        retry=snapshot.retry,
+        cancel_reason=attempt["cancel_reason"],
+        job_deleted=(job_state or JobState.DELETED.value) == JobState.DELETED.value,
+        hand_backs=hand_backs,
+        delivery=snapshot.delivery,
+        # Known not begun (started ahead, never called), else the worker's last word in its
+        # heartbeats: see duetime_core.attempts.
+        call=CallProgress.NOT_BEGUN
+        if never_called
+        else (CallProgress(said) if said is not None else None),
+    )

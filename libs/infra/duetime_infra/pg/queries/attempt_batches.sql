@@ -1,8 +1,10 @@
--- StartAttempts and CompleteAttempts: many runs per transaction, for the top-of-the-hour herd.
--- Row locks are taken with SKIP LOCKED only, so a batch never waits for another transaction and
--- cannot be part of a deadlock; a run (or job) that another transaction holds is left to the
--- one-run path, which waits for it in the usual lock order. Attempt rows are locked in run_id
--- order, as heartbeats and the reaper do. The clock is read once a statement (attempts.sql).
+-- Starts and reports, many runs per transaction (a single one is a batch of one): see
+-- duetime_infra.pg.attempts.starts. A trying pass takes its row locks with SKIP LOCKED only, so
+-- it never waits for another transaction and cannot be part of a deadlock; a run (or job) that
+-- another transaction holds is left to a waiting pass (one entry), whose variants of these
+-- statements wait for it in the usual lock order: the run's row, then its job
+-- (attempt_job_lock), then attempt rows. Attempt rows are locked in run_id order, as heartbeats
+-- and the reaper do. The clock is read once a statement (attempts.sql).
 -- A join to the runs or attempts named also names them by ``run_id = ANY($1)``: the planner
 -- would otherwise merge or hash the request with every open attempt (or QUEUED run) of the
 -- table, costing each batch a scan that grows with the herd.
@@ -28,16 +30,65 @@ WHERE r.run_id = ANY($1::uuid[])
 FOR UPDATE OF r SKIP LOCKED;
 
 -- name: attempt_batch_reports_lock
--- attempt_batch_runs_lock for reports: the runs and their open attempt, without their
--- definition (a success needs none), so a herd's report batch reads what it decides on only.
-SELECT r.run_id, r.nominal_time, r.job_id, r.state, r.attempt, r.priority,
-       r.effective_time, r.eligible_time, a.worker_id AS open_worker_id
+-- attempt_batch_runs_lock for reports: the runs and their open attempt, and only for the runs
+-- $2 (reports other than a success: a retry, hand-back or dead-letter needs it) their
+-- definition's text and target kind, so a herd's successes read what they decide on only
+-- (each a subquery under its CASE, run for those rows only: a join to job_versions would be
+-- planned as a scan of every version).
+SELECT r.run_id, r.nominal_time, r.job_id, r.job_version, r.origin, r.team_id, r.state,
+       r.attempt, r.attempt_limit, r.budget_start_attempt, r.priority, r.effective_time,
+       r.eligible_time, r.traceparent, a.worker_id AS open_worker_id,
+       CASE WHEN r.run_id = ANY($2::uuid[]) THEN
+           (SELECT v.spec::text FROM job_versions v
+            WHERE v.job_id = r.job_id AND v.version = r.job_version) END AS spec_text,
+       CASE WHEN r.run_id = ANY($2::uuid[]) THEN
+           (SELECT v.spec->'target'->>'kind' FROM job_versions v
+            WHERE v.job_id = r.job_id AND v.version = r.job_version) END AS target_kind,
+       (SELECT duetime_now()) AS now
 FROM runs r
 LEFT JOIN attempts a
        ON a.run_id = r.run_id AND a.nominal_time = r.nominal_time AND a.number = r.attempt
       AND a.end_time IS NULL AND a.run_id = ANY($1::uuid[])
 WHERE r.run_id = ANY($1::uuid[])
 FOR UPDATE OF r SKIP LOCKED;
+
+-- name: attempt_run_lock
+-- attempt_batch_runs_lock waiting for the rows (no SKIP LOCKED): a waiting pass, one start.
+SELECT r.*, v.spec::text AS spec_text, a.worker_id AS open_worker_id,
+       a.lease_expire_time AS open_lease_expire_time, a.cancel_reason AS open_cancel_reason,
+       CASE WHEN a.early THEN a.start_time END AS open_call_time,
+       (SELECT duetime_now()) AS now,
+       (SELECT t.default_call_signing FROM teams t WHERE t.team_id = r.team_id)
+           AS team_call_signing,
+       ARRAY(SELECT k.key_id FROM team_signing_keys k
+             WHERE k.team_id = r.team_id AND k.retire_time IS NULL
+             ORDER BY k.create_time, k.key_id) AS team_key_ids
+FROM runs r
+JOIN job_versions v ON v.job_id = r.job_id AND v.version = r.job_version
+LEFT JOIN attempts a
+       ON a.run_id = r.run_id AND a.nominal_time = r.nominal_time AND a.number = r.attempt
+      AND a.end_time IS NULL AND a.run_id = ANY($1::uuid[])
+WHERE r.run_id = ANY($1::uuid[])
+FOR UPDATE OF r;
+
+-- name: attempt_report_lock
+-- attempt_batch_reports_lock waiting for the rows (no SKIP LOCKED): a waiting pass, one report.
+SELECT r.run_id, r.nominal_time, r.job_id, r.job_version, r.origin, r.team_id, r.state,
+       r.attempt, r.attempt_limit, r.budget_start_attempt, r.priority, r.effective_time,
+       r.eligible_time, r.traceparent, a.worker_id AS open_worker_id,
+       CASE WHEN r.run_id = ANY($2::uuid[]) THEN
+           (SELECT v.spec::text FROM job_versions v
+            WHERE v.job_id = r.job_id AND v.version = r.job_version) END AS spec_text,
+       CASE WHEN r.run_id = ANY($2::uuid[]) THEN
+           (SELECT v.spec->'target'->>'kind' FROM job_versions v
+            WHERE v.job_id = r.job_id AND v.version = r.job_version) END AS target_kind,
+       (SELECT duetime_now()) AS now
+FROM runs r
+LEFT JOIN attempts a
+       ON a.run_id = r.run_id AND a.nominal_time = r.nominal_time AND a.number = r.attempt
+      AND a.end_time IS NULL AND a.run_id = ANY($1::uuid[])
+WHERE r.run_id = ANY($1::uuid[])
+FOR UPDATE OF r;
 
 -- name: attempt_batch_jobs_lock
 -- The jobs $1 whose lock no other transaction holds (pause, delete and overlap are decided
@@ -50,8 +101,10 @@ WHERE CASE WHEN u.shared THEN pg_try_advisory_xact_lock_shared(duetime_job_lock_
            ELSE pg_try_advisory_xact_lock(duetime_job_lock_key(u.job_id)) END
 FOR KEY SHARE OF j SKIP LOCKED;
 
--- name: attempt_batch_overlap_runs
--- attempt_overlap_runs for many jobs at once (each run's own row is left out by the caller).
+-- name: attempt_overlap_runs
+-- The open runs of the jobs $1 that hold their job (duetime_run_holds_job) or wait for it
+-- under BUFFER_ONE (WAITING without a reason), through runs_job_active_idx: the cost grows with
+-- those runs, not with the jobs' history. The caller leaves each start's own run out.
 SELECT r.job_id, r.run_id, r.nominal_time, r.state, r.attempt,
        a.number IS NOT NULL AS open_attempt, coalesce(a.cancel_reason, '') AS cancel_reason
 FROM runs r
@@ -62,8 +115,8 @@ WHERE r.job_id = ANY($1::uuid[])
   AND r.state IN ('QUEUED', 'WAITING', 'RUNNING', 'RETRY_WAIT')
   AND (duetime_run_holds_job(r.state, r.attempt) OR (r.state = 'WAITING' AND r.reason = ''));
 
--- name: attempt_batch_start
--- attempt_start for many locked QUEUED runs: each gets the next attempt number and an attempt
+-- name: attempt_start
+-- QUEUED -> RUNNING for the locked runs named: each gets the next attempt number and an attempt
 -- row under its lease; $5 is each run's attempt timeout plus the grace, $7 its call time when
 -- it starts ahead of its time (NULL: now), from which its start, lease ($8 for those) and
 -- deadline count.
@@ -96,12 +149,14 @@ RETURNING run_id, number, start_time, lease_expire_time, (SELECT duetime_now()) 
 -- Closes the named open attempts (their runs already locked by this transaction) as
 -- SUCCEEDED at $4, locking them in run_id order first, and marks their runs SUCCEEDED. $5,
 -- each call's reported start, becomes the start of an attempt started ahead of its time
--- (and of its run's first start, for a first attempt).
+-- (and of its run's first start, for a first attempt). $6: how far each call got, as its
+-- report says (NULL: as the heartbeats last said).
 WITH req AS (
-    SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::integer[], $5::timestamptz[])
-        AS u(run_id, nominal_time, number, call_time)
+    SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::integer[], $5::timestamptz[],
+                         $6::text[])
+        AS u(run_id, nominal_time, number, call_time, call)
 ), locked AS (
-    SELECT a.run_id, a.nominal_time, a.number, req.call_time
+    SELECT a.run_id, a.nominal_time, a.number, req.call_time, req.call
     FROM attempts a
     JOIN req ON a.run_id = req.run_id AND a.nominal_time = req.nominal_time
             AND a.number = req.number
@@ -111,6 +166,7 @@ WITH req AS (
 ), closed AS (
     UPDATE attempts a
     SET end_time = $4, outcome = 'SUCCEEDED', error = '',
+        call_progress = coalesce(locked.call, a.call_progress),
         start_time = CASE WHEN a.early AND locked.call_time IS NOT NULL
                           THEN least(greatest(a.start_time, locked.call_time), $4)
                           ELSE a.start_time END

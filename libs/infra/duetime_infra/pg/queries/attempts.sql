@@ -5,34 +5,13 @@
 -- Lock order, everywhere: the run's row, then its job (attempt_job_lock), then other runs of
 -- the job (SKIP LOCKED when a start wants them), then attempt rows.
 
--- name: attempt_run_lock
--- The run a worker names, locked, with its open attempt (if any) for a repeated start, and
--- its team's signing default and active key ids (what its call may be signed with).
-SELECT r.*, v.spec AS job_snapshot, v.spec->'target'->>'kind' AS target_kind,
-       a.worker_id AS open_worker_id,
-       a.lease_expire_time AS open_lease_expire_time, a.cancel_reason AS open_cancel_reason,
-       CASE WHEN a.early THEN a.start_time END AS open_call_time,
-       (SELECT duetime_now()) AS now,
-       (SELECT t.default_call_signing FROM teams t WHERE t.team_id = r.team_id)
-           AS team_call_signing,
-       ARRAY(SELECT k.key_id FROM team_signing_keys k
-             WHERE k.team_id = r.team_id AND k.retire_time IS NULL
-             ORDER BY k.create_time, k.key_id) AS team_key_ids
-FROM runs r
-JOIN job_versions v ON v.job_id = r.job_id AND v.version = r.job_version
-LEFT JOIN attempts a
-       ON a.run_id = r.run_id AND a.nominal_time = r.nominal_time AND a.number = r.attempt
-      AND a.end_time IS NULL
-WHERE r.run_id = $1
-FOR UPDATE OF r;
-
 -- name: attempt_job_lock
 -- Overlap, pause and deletion are decided under the job's lock, and every run that ends takes
 -- it too, so a WAITING run cannot miss its release: the job's advisory lock (one start or
 -- report of the job at a time) and its row's KEY SHARE lock (waits for the API and the
 -- reaper, not for a claim: migration 0016).
 WITH held AS MATERIALIZED (SELECT pg_advisory_xact_lock(duetime_job_lock_key($1)))
-SELECT j.state, (SELECT duetime_now()) AS now FROM jobs j, held
+SELECT j.job_id, j.state, (SELECT duetime_now()) AS now FROM jobs j, held
 WHERE j.job_id = $1
 FOR KEY SHARE OF j;
 
@@ -40,24 +19,9 @@ FOR KEY SHARE OF j;
 -- attempt_job_lock for a start that shares the job's advisory lock with other such starts
 -- (duetime_core.attempts.shares_job_lock): it waits only for those that hold it alone.
 WITH held AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared(duetime_job_lock_key($1)))
-SELECT j.state, (SELECT duetime_now()) AS now FROM jobs j, held
+SELECT j.job_id, j.state, (SELECT duetime_now()) AS now FROM jobs j, held
 WHERE j.job_id = $1
 FOR KEY SHARE OF j;
-
--- name: attempt_overlap_runs
--- The job's other runs that hold it (duetime_run_holds_job) or wait for it under BUFFER_ONE
--- (WAITING without a reason), through runs_job_active_idx: the cost grows with those runs,
--- not with the job's history.
-SELECT r.run_id, r.nominal_time, r.state, r.attempt,
-       a.number IS NOT NULL AS open_attempt, coalesce(a.cancel_reason, '') AS cancel_reason
-FROM runs r
-LEFT JOIN attempts a
-       ON a.run_id = r.run_id AND a.nominal_time = r.nominal_time AND a.number = r.attempt
-      AND a.end_time IS NULL
-WHERE r.job_id = $1
-  AND r.state IN ('QUEUED', 'WAITING', 'RUNNING', 'RETRY_WAIT')
-  AND (duetime_run_holds_job(r.state, r.attempt) OR (r.state = 'WAITING' AND r.reason = ''))
-  AND NOT (r.run_id = $2 AND r.nominal_time = $3);
 
 -- name: attempt_newer_scheduled_exists
 -- RUN_ONCE at start: is there a later scheduled occurrence that runs or ran?
@@ -66,27 +30,6 @@ SELECT EXISTS (
     WHERE job_id = $1 AND nominal_time > $2 AND origin = 'SCHEDULE'
       AND state IN ('QUEUED', 'WAITING', 'RUNNING', 'RETRY_WAIT', 'SUCCEEDED')
 );
-
--- name: attempt_start
--- QUEUED -> RUNNING with the next attempt number, and the attempt row under its lease. $7:
--- for an attempt started ahead of its time, when its call is to begin; its start, lease ($8,
--- short: the beat before its call renews it) and deadline count from there.
-WITH started AS (
-    UPDATE runs
-    SET state = 'RUNNING', attempt = attempt + 1, start_delivery_id = $3,
-        first_start_time = coalesce(first_start_time, $7::timestamptz, (SELECT duetime_now())),
-        next_attempt_time = NULL, reason = '', reason_detail = '',
-        update_time = (SELECT duetime_now())
-    WHERE run_id = $1 AND nominal_time = $2 AND state = 'QUEUED'
-    RETURNING run_id, nominal_time, attempt, partition
-)
-INSERT INTO attempts (run_id, nominal_time, number, partition, worker_id, delivery_id,
-                      start_time, lease_expire_time, deadline, early)
-SELECT s.run_id, s.nominal_time, s.attempt, s.partition, $4, $3, b.at,
-       b.at + CASE WHEN $7::timestamptz IS NULL THEN $5::interval ELSE $8::interval END,
-       b.at + $6::interval, $7::timestamptz IS NOT NULL
-FROM started s, (SELECT coalesce($7::timestamptz, (SELECT duetime_now())) AS at) b
-RETURNING number, start_time, lease_expire_time, (SELECT duetime_now()) AS now;
 
 -- name: attempt_renew_replayed
 -- Repeated starts (the same delivery from the same worker: the first answer was lost, or came
@@ -230,11 +173,6 @@ WHERE r.run_id = u.run_id AND r.nominal_time = u.nominal_time;
 -- The dead-letter event carries where to alert the team and how the alert is signed (the
 -- team's default), read only when a run is dead-lettered.
 SELECT notification_url, default_call_signing FROM teams WHERE team_id = $1;
-
--- name: attempt_open_get
--- The open attempt a report names (the run row is already locked by this transaction).
-SELECT * FROM attempts
-WHERE run_id = $1 AND nominal_time = $2 AND number = $3 AND end_time IS NULL;
 
 -- name: attempt_close
 -- $6 is the transaction's reading of duetime_now(), so the run's next attempt time and the
