@@ -114,18 +114,32 @@ class _Batch:
 Calendars = Mapping[tuple[str, str], CalendarRules]
 
 
+# A job's definition as the batch decoded it, or why it could not be read.
+Decoded = JobSpec | Exception
+
+
+def _decode(rows: Sequence[asyncpg.Record], specs: SpecCache) -> dict[uuid.UUID, Decoded]:
+    """Each job's definition, decoded once a batch (through the cache); one that cannot be
+    read is kept as its error, for ``_plan_job`` to send the job to ERROR."""
+    decoded: dict[uuid.UUID, Decoded] = {}
+    for row in rows:
+        try:
+            decoded[row["job_id"]] = specs.get(row["job_id"], row["version"], row["spec_text"])
+        except Exception as failure:
+            decoded[row["job_id"]] = failure
+    return decoded
+
+
 async def _batch_calendars(
-    conn: Conn, rows: Sequence[asyncpg.Record], specs: SpecCache
+    conn: Conn, rows: Sequence[asyncpg.Record], decoded: Mapping[uuid.UUID, Decoded]
 ) -> Calendars:
     """The calendars the batch's jobs exclude, by (team, id), in one statement; no statement
     when none names one."""
     wanted: set[tuple[str, str]] = set()
     for row in rows:
-        try:
-            spec = specs.get(row["job_id"], row["version"], row["spec_text"])
-        except Exception:  # _plan_job sends such a job to ERROR
-            continue
-        wanted.update((row["team_id"], name) for name in spec.excluded_calendars)
+        spec = decoded[row["job_id"]]
+        if isinstance(spec, JobSpec):
+            wanted.update((row["team_id"], name) for name in spec.excluded_calendars)
     return await calendars_of(conn, wanted)
 
 
@@ -144,7 +158,7 @@ def _job_calendars(
 
 def _plan_job(
     row: asyncpg.Record,
-    specs: SpecCache,
+    decoded: Decoded,
     token: FencingToken,
     now: datetime,
     lookahead: timedelta,
@@ -155,7 +169,9 @@ def _plan_job(
     look-ahead reached it from further away (a herd claimed early claims no more than that)."""
     job_id: uuid.UUID = row["job_id"]
     try:
-        spec = specs.get(job_id, row["version"], row["spec_text"])
+        if isinstance(decoded, Exception):
+            raise decoded
+        spec = decoded
         pending = Occurrence(row["next_run_time"], row["next_effective_time"])
         reach = max(lookahead, pending.effective_time - now)
         plan: ClaimPlan = plan_claim(
@@ -306,9 +322,11 @@ async def claim_batch(
         if not rows:
             return ClaimResult(0, 0, 0, False)
         batch = _Batch()
-        calendars = await _batch_calendars(conn, rows, specs)
+        decoded = _decode(rows, specs)
+        calendars = await _batch_calendars(conn, rows, decoded)
         for row in rows:
-            _plan_job(row, specs, tokens[row["partition"]], now, lookahead, batch, calendars)
+            job = decoded[row["job_id"]]
+            _plan_job(row, job, tokens[row["partition"]], now, lookahead, batch, calendars)
         weights = await _admit(conn, batch.runs, now, credit, list(tokens))
         inserted_ids = await _insert_runs(conn, batch.runs, claimed_by)
         await _advance_jobs(conn, batch.advances)
