@@ -157,3 +157,12 @@ def test_a_run_arriving_now_is_admitted_while_the_gap_before_a_claim_has_room(
 ) -> None:
     # As the scheduler does for a job's next occurrence: one run claimed ahead at a time.
     _run(runs_per_minute, burst, steps, one_ahead=True)
+
+
+def test_free_now_dips_only_by_the_runs_claimed_ahead_not_by_their_lead() -> None:
+    # An idle team at one a second with a burst of ten claims one run 8 s ahead: the other nine
+    # of the burst are free at once, before and after the claimed run's time.
+    t = rated(60, 10)
+    assert admit(t, T0 + 8 * S, T0) is QuotaLimit.NONE
+    assert [t.rate_available(T0 + n * S) for n in (0, 4, 8)] == [9, 9, 9]
+    assert [admit(t, T0, T0) for _ in range(10)] == [QuotaLimit.NONE] * 9 + [QuotaLimit.RATE]
