@@ -187,6 +187,32 @@ async def test_the_rate_quota_paces_dispatches_and_a_change_applies_without_rest
     assert len(await env.dispatched()) == 4
 
 
+async def test_held_runs_keep_their_rate_while_a_run_claimed_ahead_waits_for_its_time(
+    env: Env,
+) -> None:
+    # A run claimed ahead is charged at its due time; the held runs arriving now must still go
+    # at the rate in the meantime, not wait for it (issue 34).
+    await env.quota(env.api.team, runs_per_minute=60, rate_burst=1, max_running=0)
+    now = await env.w.now()
+    for _ in range(4):
+        await env.one_off(now + S)
+    ahead = await env.one_off(now + 10 * S)
+    await env.w.shift_clock(S)
+    assert await env.claim() == 4
+    assert (
+        sorted(states(await env.runs()))
+        == [("QUEUED", "", "")] + [("WAITING", "QUOTA", "RATE")] * 3
+    )
+    assert await env.claim(lookahead=10) == 1  # 9 s ahead of its time, and dispatched
+    (claimed,) = [r for r in await env.runs() if str(r["job_id"]) == ahead]
+    assert (claimed["state"], claimed["effective_time"]) == ("QUEUED", now + 10 * S)
+    for _ in range(3):  # one a second, as before the claim
+        await env.w.shift_clock(S)
+        assert await env.release() == 1
+    assert {r["state"] for r in await env.runs()} == {"QUEUED"}
+    assert len(await env.dispatched()) == 5
+
+
 async def test_a_small_team_starts_ahead_of_the_tail_of_a_big_teams_backlog(env: Env) -> None:
     credit = DispatchCredit(5)
     now = await env.w.now()

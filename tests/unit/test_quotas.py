@@ -111,8 +111,10 @@ def test_a_run_dispatched_ahead_of_its_time_spends_the_rate_at_that_time() -> No
         [Candidate("a1", "a", Priority.NORMAL, due)], teams, T0 + 2 * S, None, PriorityFairQueue()
     )
     assert later["a1"] == Admission(RunReason.QUOTA, QuotaLimit.RATE)
-    # Once due, one a second from the first's time on.
-    assert teams["a"].rate_eligible_time(T0 + 2 * S) == due + S
+    # Once due, one a second from the first's time on; before it, runs arriving now may still
+    # use the time up to it (the gap is tested below), but not within one interval of it.
+    assert teams["a"].rate_eligible_time(due - S / 2) == due + S
+    assert teams["a"].rate_eligible_time(T0 + 2 * S) == T0 + 2 * S
     # A run already past its time spends the rate now.
     past = plan_dispatch(
         [Candidate("a2", "a", Priority.NORMAL, T0)], teams, due + S, None, PriorityFairQueue()

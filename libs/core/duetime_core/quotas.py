@@ -5,7 +5,9 @@ the highest priority it may use, its weight among teams) and a usage that the st
 exact. A run is admitted when its team is under the in-flight limit and the rate limit lets
 the dispatch through; otherwise it is held (WAITING, reason QUOTA) and released later, in due
 order, as soon as the team is under its limits. The rate limit is a GCRA: a burst of
-``rate_burst`` dispatches at once, then one every ``60 s / runs_per_minute``.
+``rate_burst`` dispatches at once, then one every ``60 s / runs_per_minute``. A run claimed
+ahead of its time is charged at that time; runs arriving before it fill the gap up to it
+(``_take_rate``), so a claim ahead holds back no run that arrives now.
 
 Pure: the store loads the team's row under its lock, asks these functions, and writes back.
 """
@@ -67,51 +69,108 @@ class TeamState:
     in_flight: int = 0
     held: int = 0
     rate_tat: datetime | None = None
-    # Set when ``rate_tat`` changed and must be written back.
+    # A chain of charges made ahead of time (runs claimed before they are due): the due time
+    # it begins at (None: no chain), and the TAT of the arrivals that fill the gap before it.
+    rate_ahead_from: datetime | None = None
+    rate_gap_tat: datetime | None = None
+    # Set when the rate limit's state changed and must be written back.
     dirty: bool = field(default=False, compare=False)
 
     def rate_available(self, now: datetime) -> int:
-        """How many dispatches the rate limit lets through at ``now`` (the burst at most)."""
+        """How many dispatches the rate limit lets through at ``now`` (the burst at most):
+        those the gap before a chain takes, then those after the chain's end."""
         interval = self.quota.emission_interval
         if interval is None:
             return self.quota.rate_burst
-        tolerance = interval * (self.quota.rate_burst - 1)
-        base = self.rate_tat if self.rate_tat is not None and self.rate_tat > now else now
-        spare = now + tolerance - base
-        if spare < timedelta(0):
-            return 0
-        return min(self.quota.rate_burst, int(spare / interval) + 1)
+        tolerance = _tolerance(self.quota, interval)
+        ahead_from = self._gap_end(now)
+        in_gap = 0
+        if ahead_from is not None:
+            base = _later(self.rate_gap_tat, now)
+            if base - now <= tolerance and base + interval <= ahead_from:
+                in_gap = 1 + min(
+                    (now + tolerance - base) // interval, (ahead_from - base) // interval - 1
+                )
+        spare = now + tolerance - _later(self.rate_tat, now)
+        after = 0 if spare < timedelta(0) else spare // interval + 1
+        return min(self.quota.rate_burst, in_gap + after)
 
     def rate_eligible_time(self, now: datetime) -> datetime:
         """When the rate limit next lets a dispatch through (``now`` if it does now)."""
         interval = self.quota.emission_interval
-        if interval is None or self.rate_tat is None:
+        if interval is None:
             return now
-        return max(now, self.rate_tat - interval * (self.quota.rate_burst - 1))
+        tolerance = _tolerance(self.quota, interval)
+        after = now if self.rate_tat is None else max(now, self.rate_tat - tolerance)
+        ahead_from = self._gap_end(now)
+        if ahead_from is not None:
+            at = now if self.rate_gap_tat is None else max(now, self.rate_gap_tat - tolerance)
+            if _later(self.rate_gap_tat, at) + interval <= ahead_from:
+                return min(at, after)
+        return after
+
+    def _gap_end(self, now: datetime) -> datetime | None:
+        """Where the gap before a chain of charges made ahead of time ends, while it is open
+        at ``now``; None when there is none."""
+        ahead_from = self.rate_ahead_from
+        return ahead_from if ahead_from is not None and now < ahead_from else None
 
 
-def _take_rate(team: TeamState, arrival: datetime) -> bool:
+def _tolerance(quota: TeamQuota, interval: timedelta) -> timedelta:
+    """The GCRA's burst tolerance: how far ahead of an arrival its TAT may be."""
+    return interval * (quota.rate_burst - 1)
+
+
+def _later(tat: datetime | None, arrival: datetime) -> datetime:
+    return tat if tat is not None and tat > arrival else arrival
+
+
+def _take_rate(team: TeamState, arrival: datetime, now: datetime) -> bool:
     """GCRA: a dispatch at ``arrival`` conforms when the theoretical arrival time is at most
-    the burst tolerance ahead of it; the TAT then moves on by one emission interval."""
+    the burst tolerance ahead of it; the TAT then moves on by one emission interval.
+
+    GCRA assumes arrivals in time order, and a run claimed ahead arrives at its due time,
+    later than the runs arriving now. So the first charge past the TAT and ``now`` begins a
+    chain there (``rate_ahead_from``), and arrivals before it fill the gap on their own TAT
+    (``rate_gap_tat``) as long as that gap's work ends by the chain's start: the charges,
+    taken in time order, are then exactly a conforming GCRA sequence. Anything else (or what
+    the gap has no room for) is charged after the chain, on ``rate_tat``."""
     interval = team.quota.emission_interval
     if interval is None:
         return True
-    base = team.rate_tat if team.rate_tat is not None and team.rate_tat > arrival else arrival
-    if base - arrival > interval * (team.quota.rate_burst - 1):
+    tolerance = _tolerance(team.quota, interval)
+    if team.rate_ahead_from is not None and now >= team.rate_ahead_from:
+        team.rate_ahead_from = team.rate_gap_tat = None
+        team.dirty = True
+    ahead_from = team.rate_ahead_from
+    if ahead_from is None and arrival > now and arrival > _later(team.rate_tat, now):
+        team.rate_ahead_from, team.rate_gap_tat = arrival, team.rate_tat
+        team.rate_tat = arrival + interval
+        team.dirty = True
+        return True
+    if ahead_from is not None and arrival < ahead_from:
+        base = _later(team.rate_gap_tat, arrival)
+        if base - arrival <= tolerance and base + interval <= ahead_from:
+            team.rate_gap_tat = base + interval
+            team.dirty = True
+            return True
+    base = _later(team.rate_tat, arrival)
+    if base - arrival > tolerance:
         return False
     team.rate_tat = base + interval
     team.dirty = True
     return True
 
 
-def admit(team: TeamState, arrival: datetime) -> QuotaLimit:
-    """Admits one run whose dispatch counts from ``arrival`` (its effective time, or now when
-    that is later): ``QuotaLimit.NONE`` and the usage counted, or the limit that holds it.
-    The in-flight limit is checked first, so a run it holds spends no rate."""
+def admit(team: TeamState, arrival: datetime, now: datetime | None = None) -> QuotaLimit:
+    """Admits one run whose dispatch counts from ``arrival`` (its effective time, or ``now``
+    when that is later; ``now`` defaults to ``arrival``): ``QuotaLimit.NONE`` and the usage
+    counted, or the limit that holds it. The in-flight limit is checked first, so a run it
+    holds spends no rate."""
     limit = team.quota.max_running
     if limit > 0 and team.in_flight >= limit:
         return QuotaLimit.CONCURRENCY
-    if not _take_rate(team, arrival):
+    if not _take_rate(team, arrival, arrival if now is None else now):
         return QuotaLimit.RATE
     team.in_flight += 1
     return QuotaLimit.NONE
@@ -220,7 +279,8 @@ def plan_dispatch(
         if team is None:  # no usage row: nothing to enforce
             return DISPATCH
         due = candidate.due
-        limit = blocked.get(candidate.team_id) or admit(team, now if due is None else max(now, due))
+        arrival = now if due is None else max(now, due)
+        limit = blocked.get(candidate.team_id) or admit(team, arrival, now)
         if limit is QuotaLimit.NONE:
             return DISPATCH
         blocked[candidate.team_id] = limit

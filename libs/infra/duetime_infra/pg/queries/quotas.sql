@@ -7,6 +7,7 @@
 -- that finished are read without a lock: one finishing meanwhile is counted in flight still,
 -- which admits less, never more.
 SELECT u.team_id, u.stored_jobs, u.dispatched - f.finished AS in_flight, u.held, u.rate_tat,
+       u.rate_ahead_from, u.rate_gap_tat,
        coalesce(t.max_stored_jobs, d.max_stored_jobs) AS max_stored_jobs,
        coalesce(t.runs_per_minute, d.runs_per_minute) AS runs_per_minute,
        coalesce(t.rate_burst, d.rate_burst) AS rate_burst,
@@ -24,6 +25,7 @@ FOR UPDATE OF u;
 -- name: quota_read_team
 -- quota_lock_teams for one team, without a lock (a team reading its own quota).
 SELECT u.team_id, u.stored_jobs, u.dispatched - f.finished AS in_flight, u.held, u.rate_tat,
+       u.rate_ahead_from, u.rate_gap_tat,
        coalesce(t.max_stored_jobs, d.max_stored_jobs) AS max_stored_jobs,
        coalesce(t.runs_per_minute, d.runs_per_minute) AS runs_per_minute,
        coalesce(t.rate_burst, d.rate_burst) AS rate_burst,
@@ -39,8 +41,10 @@ WHERE u.team_id = $1;
 
 -- name: quota_save_rates
 -- The GCRA state of teams whose rate limit admitted runs (their rows already locked).
-UPDATE team_usage u SET rate_tat = s.rate_tat
-FROM unnest($1::text[], $2::timestamptz[]) AS s(team_id, rate_tat)
+UPDATE team_usage u
+SET rate_tat = s.rate_tat, rate_ahead_from = s.rate_ahead_from, rate_gap_tat = s.rate_gap_tat
+FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[], $4::timestamptz[])
+    AS s(team_id, rate_tat, rate_ahead_from, rate_gap_tat)
 WHERE u.team_id = s.team_id;
 
 -- name: quota_teams_holding

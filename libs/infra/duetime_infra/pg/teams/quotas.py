@@ -41,6 +41,8 @@ def state_from_row(row: asyncpg.Record) -> TeamState:
         in_flight=row["in_flight"],
         held=row["held"],
         rate_tat=row["rate_tat"],
+        rate_ahead_from=row["rate_ahead_from"],
+        rate_gap_tat=row["rate_gap_tat"],
     )
 
 
@@ -58,7 +60,11 @@ async def save_rates(conn: Conn, teams: Iterable[TeamState]) -> None:
     changed = [t for t in teams if t.dirty]
     if changed:
         await conn.execute(
-            q("quota_save_rates"), [t.team_id for t in changed], [t.rate_tat for t in changed]
+            q("quota_save_rates"),
+            [t.team_id for t in changed],
+            [t.rate_tat for t in changed],
+            [t.rate_ahead_from for t in changed],
+            [t.rate_gap_tat for t in changed],
         )
         for team in changed:
             team.dirty = False
