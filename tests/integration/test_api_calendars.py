@@ -283,31 +283,45 @@ async def test_a_claim_reads_its_batchs_calendars_once_and_none_without_them(
     assert len([s for s in sent if "claim_calendars" in s]) == 1
 
 
-async def test_a_late_claim_misses_around_an_excluded_day_and_explain_tells_them_apart(
+async def test_a_late_claim_misses_around_excluded_days_and_accounts_each_once(
     api: ApiClient, pool: asyncpg.Pool[asyncpg.Record]
 ) -> None:
-    await set_clock(pool, utc("2026-12-23T15:00"))
-    await create_calendar(api, holidays("2026-12-25"))
+    await set_clock(pool, utc("2026-12-22T15:00"))
+    await create_calendar(api, holidays("2026-12-25", "2026-12-26"))
     job = await create_job(api, "holidays")
-    await claim_at(pool, DEC_27)  # the fleet was down: the 24th to the 26th are late
+    dec_29 = utc("2026-12-29T14:00")
+    await claim_at(pool, dec_29)  # the fleet was down: the 23rd to the 28th are late
 
     runs = await runs_of(api, job)
-    missed = runs[DEC_24]
-    assert (missed.state, at(missed.range_end_time), missed.occurrence_count) == (
-        run_pb2.RUN_STATE_MISSED,
-        DEC_26,
-        2,
-    )
-    assert (runs[DEC_25].state, runs[DEC_25].reason) == (
-        run_pb2.RUN_STATE_SKIPPED,
-        run_pb2.RUN_REASON_CALENDAR,
-    )
-    assert runs[DEC_27].state == run_pb2.RUN_STATE_QUEUED
+    records = {
+        run.nominal_time.ToDatetime().day: (
+            run.state,
+            run.reason,
+            run.range_end_time.ToDatetime().day if run.HasField("range_end_time") else None,
+            run.occurrence_count,
+        )
+        for run in runs.values()
+    }
+    # One record per stretch; a MISSED range holds no excluded day (one a day: each record's
+    # range holds exactly the occurrences it counts).
+    missed, calendar = run_pb2.RUN_STATE_MISSED, run_pb2.RUN_STATE_SKIPPED
+    assert records == {
+        23: (missed, run_pb2.RUN_REASON_MISFIRE, 24, 2),
+        25: (calendar, run_pb2.RUN_REASON_CALENDAR, 26, 2),
+        27: (missed, run_pb2.RUN_REASON_MISFIRE, 28, 2),
+        29: (run_pb2.RUN_STATE_QUEUED, run_pb2.RUN_REASON_UNSPECIFIED, None, 1),
+    }
 
-    async def fate(instant: datetime) -> svc.ExplainOccurrenceResponse:
+    async def fate(day: int) -> svc.ExplainOccurrenceResponse:
         request = svc.ExplainOccurrenceRequest(job=job.name)
-        request.time.FromDatetime(instant)
+        request.time.FromDatetime(utc(f"2026-12-{day}T14:00"))
         return await api.stub.ExplainOccurrence(request, metadata=api.auth())
 
-    assert (await fate(DEC_25)).fate == svc.OCCURRENCE_FATE_SKIPPED
-    assert (await fate(DEC_26)).fate == svc.OCCURRENCE_FATE_MISSED
+    for day in (23, 24, 27, 28):
+        told = await fate(day)
+        assert told.fate == svc.OCCURRENCE_FATE_MISSED
+        assert "One record stands for the 2 occurrences" in told.explanation
+    for day in (25, 26):
+        told = await fate(day)
+        assert told.fate == svc.OCCURRENCE_FATE_SKIPPED
+        assert "SKIPPED by calendar holidays" in told.explanation

@@ -1,7 +1,8 @@
 """Run history archived before it is dropped (duetime_infra.archive), against PostgreSQL and a
 real S3 server (moto's server mode): a week past the hot retention is written, verified and
 then dropped; an outage, a bad read-back or a write during the export keeps it; a pass that
-crashed resumes without writing twice; and the API reads archived weeks like live ones."""
+crashed resumes without writing twice; runs written later to a week with no partition (a
+backfill) are archived too; and the API reads archived weeks like live ones."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ from duetime_infra.pg.fencing import FencingToken
 from duetime_infra.pg.pool import Conn, create_pool
 from duetime_scheduler.maintenance import ArchivePasses, PartitionMaintenance, record_pass
 from testkit.api import ApiClient, failure, running_api
-from testkit.history import HOT_RUNS, RUNS_A_WEEK, seed_history
+from testkit.history import HOT_RUNS, RUNS_A_WEEK, seed_history, seed_runs
+from testkit.jobs import cron_job
 from testkit.metrics import recorded_metrics
 from testkit.s3 import MotoServer, filesystem, private_s3
 
@@ -110,6 +112,162 @@ async def test_a_week_past_hot_retention_is_archived_verified_and_dropped(
     )
     assert keys == sorted(keys)
     assert set(table["job_id"].to_pylist()) == {str(j) for j in jobs}
+
+
+async def in_default(conn: Conn, week: datetime) -> tuple[int, int]:
+    """The runs and attempts of the week in the default partitions."""
+    counts = [
+        await conn.fetchval(
+            f"SELECT count(*) FROM {table} WHERE nominal_time >= $1 AND nominal_time < $2",
+            week,
+            week + timedelta(days=7),
+        )
+        for table in ("runs_default", "attempts_default")
+    ]
+    return counts[0], counts[1]
+
+
+async def archived_row(conn: Conn, week: datetime) -> asyncpg.Record:
+    row = await conn.fetchrow(
+        "SELECT object_key, runs, attempts, archive_time FROM archive_weeks WHERE week_start = $1",
+        week,
+    )
+    assert row is not None
+    assert row["archive_time"] is not None
+    return row
+
+
+async def test_runs_backfilled_into_an_archived_week_are_archived_with_it(
+    db_dsn: str, s3: MotoServer, history: tuple[list[uuid.UUID], datetime]
+) -> None:
+    jobs, week = history
+    settings = s3.settings(s3.new_bucket())
+    conn = await connect(db_dsn)
+    try:
+        assert week_of(await archive_pass(conn, settings), week) == Outcome.ARCHIVED
+        first = await archived_row(conn, week)
+        # Written after the week's partitions were dropped: they land in the default ones.
+        await seed_runs(conn, jobs, week + timedelta(hours=2, minutes=7), 30, timedelta(minutes=15))
+        added_runs, added_attempts = await in_default(conn, week)
+        assert added_runs == 30
+
+        result = await archive_pass(conn, settings)
+        assert week_of(result, week) == Outcome.ARCHIVED
+        assert not result.failures
+        assert await in_default(conn, week) == (0, 0)
+        assert not await exists(conn, partition(week))
+        again = await archived_row(conn, week)
+        assert (again["runs"], again["attempts"]) == (
+            first["runs"] + added_runs,
+            first["attempts"] + added_attempts,
+        )
+    finally:
+        await conn.close()
+    # One object holds the week's runs, old and new, sorted; the one it replaced is gone.
+    assert set(objects_of(s3, settings, week)) == {"manifest.json", "runs.1.parquet"}
+    table = pq.read_table(settings.key(again["object_key"]), filesystem=filesystem(s3))
+    assert table.num_rows == again["runs"]
+    assert sum(len(a or ()) for a in table["attempts"].to_pylist()) == again["attempts"]
+    keys = list(
+        zip(*(table[c].to_pylist() for c in ("team_id", "job_id", "nominal_time")), strict=True)
+    )
+    assert keys == sorted(keys)
+
+
+async def backfilled_runs(api: ApiClient, job: str) -> list[run_pb2.Run]:
+    return [r for page, _ in await every_page(api, job, "origin = BACKFILL") for r in page]
+
+
+async def test_a_backfill_into_an_archived_week_waits_in_flight_then_is_archived(
+    db_dsn: str, s3: MotoServer, history: tuple[list[uuid.UUID], datetime]
+) -> None:
+    """The real BackfillJob: its runs are read while in flight and after their week's archive."""
+    _, week = history
+    settings = s3.settings(s3.new_bucket())
+    async with running_api(db_dsn, archive=settings) as api:
+        created = svc.CreateJobRequest(job=cron_job("* * * * *", "UTC"))
+        job = (await api.stub.CreateJob(created, metadata=api.auth())).job.name
+        conn = await connect(db_dsn)
+        try:
+            assert week_of(await archive_pass(conn, settings), week) == Outcome.ARCHIVED
+            request = svc.BackfillJobRequest(name=job, request_id="late-fix")
+            request.start_time.FromDatetime(week + timedelta(days=2))
+            request.end_time.FromDatetime(week + timedelta(days=2, minutes=30))
+            done = await api.stub.BackfillJob(request, metadata=api.auth())
+            assert done.run_count == 30
+            assert (await in_default(conn, week))[0] == 30
+
+            # In flight: moved into the week's partitions again; the week waits for them.
+            assert week_of(await archive_pass(conn, settings), week) == Outcome.IN_FLIGHT
+            assert await in_default(conn, week) == (0, 0)
+            in_flight = await backfilled_runs(api, job)
+            assert len(in_flight) == 30
+
+            # What the workers would do: the runs succeed.
+            await conn.execute(
+                "UPDATE runs SET state = 'SUCCEEDED', update_time = duetime_now() "
+                "WHERE origin LIKE 'BACKFILL:%'"
+            )
+            assert week_of(await archive_pass(conn, settings), week) == Outcome.ARCHIVED
+            assert not await exists(conn, partition(week))
+            assert (await archived_row(conn, week))["runs"] == RUNS_A_WEEK + 30
+        finally:
+            await conn.close()
+        archived = await backfilled_runs(api, job)
+    assert [r.run_id for r in archived] == [r.run_id for r in in_flight]
+    assert {r.state for r in archived} == {run_pb2.RUN_STATE_SUCCEEDED}
+
+
+async def test_runs_backfilled_into_a_week_older_than_every_partition_are_archived(
+    db_dsn: str, s3: MotoServer, history: tuple[list[uuid.UUID], datetime]
+) -> None:
+    jobs, _ = history
+    settings = s3.settings(s3.new_bucket())
+    conn = await connect(db_dsn)
+    try:
+        old = await conn.fetchval("SELECT date_trunc('week', duetime_now() - interval '70 days')")
+        await seed_runs(conn, jobs, old + timedelta(hours=3), 20, timedelta(hours=1))
+        assert not await exists(conn, partition(old))
+        runs, attempts = await in_default(conn, old)
+        assert runs == 20
+
+        result = await archive_pass(conn, settings)
+        assert week_of(result, old) == Outcome.ARCHIVED
+        assert await in_default(conn, old) == (0, 0)
+        assert not await exists(conn, partition(old))
+        row = await archived_row(conn, old)
+        assert (row["object_key"], row["runs"], row["attempts"]) == (
+            object_key(old),
+            runs,
+            attempts,
+        )
+    finally:
+        await conn.close()
+    table = pq.read_table(settings.key(object_key(old)), filesystem=filesystem(s3))
+    assert table.num_rows == runs
+
+
+async def test_runs_in_the_default_partition_stay_there_while_the_tables_are_busy(
+    db_dsn: str, s3: MotoServer, history: tuple[list[uuid.UUID], datetime]
+) -> None:
+    jobs, _ = history
+    settings = s3.settings(s3.new_bucket())
+    conn, reader = await connect(db_dsn), await connect(db_dsn)
+    try:
+        old = await conn.fetchval("SELECT date_trunc('week', duetime_now() - interval '70 days')")
+        await seed_runs(conn, jobs, old + timedelta(hours=3), 20, timedelta(hours=1))
+        held = await in_default(conn, old)
+        async with reader.transaction():
+            await reader.execute("LOCK TABLE runs IN ACCESS SHARE MODE")  # a long read
+            result = await archive_pass(conn, settings)
+        assert week_of(result, old) == Outcome.FAILED
+        assert {w.reason for w in result.failures} == {"lock"}
+        assert await in_default(conn, old) == held
+        assert not await exists(conn, partition(old))
+        assert week_of(await archive_pass(conn, settings), old) == Outcome.ARCHIVED
+    finally:
+        await reader.close()
+        await conn.close()
 
 
 async def test_a_store_outage_keeps_the_week_and_counts_the_alert(

@@ -1,15 +1,16 @@
 """The archive's settings (``DUETIME_ARCHIVE_*``): off without a bucket, every bad variable
 reported with the service's others, credentials from the variables or a file and never in a
-repr or an error."""
+repr or an error; where a week's objects go."""
 
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from duetime_infra.archive.layout import object_key
 from duetime_infra.archive.settings import ArchiveSettings, read_archive
 from duetime_infra.config import ConfigError, EnvReader
 from duetime_infra.secrets.keyring import new_keyring
@@ -84,3 +85,14 @@ def test_every_bad_variable_reported_at_once_with_the_schedulers_others(tmp_path
 def test_half_a_key_pair_is_refused() -> None:
     with pytest.raises(ConfigError, match="set both or neither"):
         read({"DUETIME_ARCHIVE_BUCKET": "history", "DUETIME_ARCHIVE_ACCESS_KEY_ID": "AKID"})
+
+
+def test_a_week_archived_again_gets_the_key_after_its_objects() -> None:
+    week = datetime(2026, 11, 2, tzinfo=UTC)
+    first = object_key(week)
+    assert first == "weeks/2026-11-02/runs.parquet"
+    second = object_key(week, first)
+    assert second == "weeks/2026-11-02/runs.1.parquet"
+    assert object_key(week, second) == "weeks/2026-11-02/runs.2.parquet"
+    with pytest.raises(ValueError, match="not a week's object key"):
+        object_key(week, "weeks/2026-11-02/manifest.json")

@@ -9,8 +9,10 @@ while its effective time is no more than the misfire threshold in the past; olde
 * RUN_ALL: misfired occurrences within the catch-up age, at most the catch-up count (the most
   recent ones), run oldest first at catch-up priority; the rest MISSED.
 
-MISSED stretches become one record per range. Under DST_GAP_POLICY_SKIP, occurrences dropped by a
-spring-forward gap are recorded as SKIPPED (DST_GAP) at the instant the gap ends.
+MISSED stretches become one record per range: a range holds exactly the occurrences its record
+counts, so one is cut where a calendar's SKIPPED record lies inside it. Under
+DST_GAP_POLICY_SKIP, occurrences dropped by a spring-forward gap are recorded as SKIPPED
+(DST_GAP) at the instant the gap ends.
 
 A schedule that ends (``duetime_core.ending``) completes the job in the claim that plans its
 last run: the one at or before its end_time, or the one that makes max_runs runs. Nothing after
@@ -181,10 +183,12 @@ def plan_claim(
     misfired = [o for o in kept if o.effective_time < late_before]
     on_time = [o for o in kept if o.effective_time >= late_before]
     if current is not None and current.effective_time < late_before:
-        runs, current = _backlog(spec, misfired, current) if misfired else ([], current)
+        runs: list[PlannedRun] = []
+        missed, current = _backlog(spec, misfired, current) if misfired else ([], current)
     else:
-        runs = _misfire_runs(spec, misfired, on_time, now)
+        missed, runs = _misfire_runs(spec, misfired, on_time, now)
         runs += [PlannedRun(o.nominal_time, o.effective_time, RunState.QUEUED) for o in on_time]
+    runs = _missed(missed, excluded) + runs
     last = _last_run(runs, left)
     if last is not None:
         # The schedule's last run: nothing after it runs or is recorded.
@@ -238,12 +242,33 @@ def _following(
     return Occurrence(nominal, effective_time(spec, RunKey.scheduled(job_id, nominal)))
 
 
+def _missed(times: list[datetime], excluded: list[PlannedRun]) -> list[PlannedRun]:
+    """The MISSED records of the misfired ``times``: one per stretch between the ``excluded``
+    (calendar) records, so that no MISSED range spans an occurrence it does not stand for."""
+    cuts = sorted(record.nominal_time for record in excluded)
+    records: list[PlannedRun] = []
+    stretch: list[datetime] = []
+    passed = 0
+    for time in times:
+        before = passed
+        while passed < len(cuts) and cuts[passed] < time:
+            passed += 1
+        if stretch and passed > before:
+            records.append(_record(RunReason.MISFIRE, RunState.MISSED, stretch))
+            stretch = []
+        stretch.append(time)
+    if stretch:
+        records.append(_record(RunReason.MISFIRE, RunState.MISSED, stretch))
+    return records
+
+
 def _backlog(
     spec: JobSpec, misfired: list[Occurrence], following: Occurrence
-) -> tuple[list[PlannedRun], Occurrence]:
-    """More misfired occurrences follow this claim's: record all but those the policy might
-    still run (RUN_ONCE the latest, RUN_ALL the catch-up count) and resume the next claim at
-    the first kept one, so the policy is applied once the backlog's end is in view."""
+) -> tuple[list[datetime], Occurrence]:
+    """More misfired occurrences follow this claim's: the times to record MISSED, all but
+    those the policy might still run (RUN_ONCE the latest, RUN_ALL the catch-up count), and
+    the next claim resumed at the first kept one, so the policy is applied once the backlog's
+    end is in view."""
     keep = {
         MisfirePolicy.SKIP: 0,
         MisfirePolicy.RUN_ONCE: 1,
@@ -254,32 +279,31 @@ def _backlog(
     cut = len(misfired) - keep
     missed = [o.nominal_time for o in misfired[:cut]]
     resume = misfired[cut] if keep > 0 else following
-    return [_record(RunReason.MISFIRE, RunState.MISSED, missed)], resume
+    return missed, resume
 
 
 def _misfire_runs(
     spec: JobSpec, misfired: list[Occurrence], on_time: list[Occurrence], now: datetime
-) -> list[PlannedRun]:
-    """Applies the misfire policy to a claim's misfired occurrences, the backlog's end in view."""
+) -> tuple[list[datetime], list[PlannedRun]]:
+    """Applies the misfire policy to a claim's misfired occurrences, the backlog's end in view:
+    the times it misses, and the runs it makes."""
     if not misfired:
-        return []
+        return [], []
     policy = spec.misfire.policy
     times = [o.nominal_time for o in misfired]
     if policy is MisfirePolicy.SKIP or (policy is MisfirePolicy.RUN_ONCE and on_time):
-        return [_record(RunReason.MISFIRE, RunState.MISSED, times)]
+        return times, []
     if policy is MisfirePolicy.RUN_ONCE:
         latest = misfired[-1]
-        runs = [_record(RunReason.MISFIRE, RunState.MISSED, times[:-1])] if len(times) > 1 else []
-        return [*runs, PlannedRun(latest.nominal_time, latest.effective_time, RunState.QUEUED)]
+        return times[:-1], [PlannedRun(latest.nominal_time, latest.effective_time, RunState.QUEUED)]
     # RUN_ALL: the most recent occurrences within the age and count bounds run; the rest MISSED.
     oldest_allowed = now - spec.misfire.max_catch_up_age
     recent = [o for o in misfired if o.nominal_time >= oldest_allowed]
     eligible = recent[-spec.misfire.max_catch_up_runs :]
     first_kept = eligible[0].nominal_time if eligible else None
     dropped = [t for t in times if first_kept is None or t < first_kept]
-    runs = [_record(RunReason.MISFIRE, RunState.MISSED, dropped)] if dropped else []
-    runs += [
+    runs = [
         PlannedRun(o.nominal_time, o.effective_time, RunState.QUEUED, catch_up=True)
         for o in eligible
     ]
-    return runs
+    return dropped, runs

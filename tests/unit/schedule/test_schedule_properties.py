@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from duetime_core.backfill import BackfillRange, occurrences_in
 from duetime_core.calendars import CalendarRules, DateRange, Weekday, YearlyDate
 from duetime_core.claim_plan import PlannedRun, plan_claim
-from duetime_core.jobspec import HttpMethod, HttpTarget, JobSpec
+from duetime_core.jobspec import HttpMethod, HttpTarget, JobSpec, MisfirePolicy, MisfireSettings
 from duetime_core.planning import Occurrence
 from duetime_core.records import RunReason, RunState
 from duetime_core.schedule import (
@@ -390,21 +390,27 @@ def matches(rules: CalendarRules, instant: datetime) -> bool:
 
 
 def claimed(
-    cron: Cron, named: list[tuple[str, CalendarRules]], start: datetime
+    cron: Cron,
+    named: list[tuple[str, CalendarRules]],
+    start: datetime,
+    misfire: MisfireSettings | None = None,
 ) -> list[PlannedRun]:
-    """Every claim of the job from ``start`` on, the clock at ``start`` and the look-ahead
-    reaching the window's end (nothing misfires)."""
+    """Every claim of the job from ``start`` on: by default the clock at ``start`` and the
+    look-ahead reaching the window's end (nothing misfires); with ``misfire``, the clock at
+    the window's end and no look-ahead (the fleet was down for the window)."""
     spec = JobSpec(
         display_name="",
         schedule=cron,
         target=HttpTarget(HttpMethod.POST, "https://x.test/"),
         excluded_calendars=tuple(name for name, _ in named),
+        misfire=misfire or MisfireSettings(),
     )
+    now, lookahead = (start, WINDOW) if misfire is None else (start + WINDOW, timedelta(0))
     first = next_fire_time(cron, start)
     pending = Occurrence(first, first) if first is not None else None
     runs: list[PlannedRun] = []
     while pending is not None and pending.nominal_time <= start + WINDOW:
-        plan = plan_claim(JOB, spec, pending, start, WINDOW, 0, named)
+        plan = plan_claim(JOB, spec, pending, now, lookahead, 0, named)
         runs += plan.runs
         pending = plan.next
     return runs
@@ -437,3 +443,38 @@ def test_claims_skip_exactly_the_oracles_occurrences_a_calendar_excludes(
         assert {first_excluding(t) for t in stretch} == {record.detail}
         covered += stretch
     assert sorted(covered) == [t for t in expected if first_excluding(t) is not None]
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(data=st.data(), cron=schedules(ORACLE_EXPRESSIONS))
+def test_late_claims_account_for_every_occurrence_once_around_excluded_days(
+    data: st.DataObject, cron: Cron
+) -> None:
+    """Claimed late, under any misfire policy, every oracle occurrence is one record's: a run,
+    a CALENDAR record (excluded by its calendar) or a MISSED record (excluded by none), each
+    record's range holding exactly the occurrences it counts: a MISSED range never spans an
+    excluded day."""
+    start = data.draw(starts(cron.time_zone))
+    named = [(f"cal-{i}", data.draw(calendars(start))) for i in range(data.draw(st.integers(1, 2)))]
+    misfire = MisfireSettings(
+        policy=data.draw(st.sampled_from(list(MisfirePolicy))),
+        threshold=timedelta(minutes=data.draw(st.integers(1, 2 * 24 * 60))),
+        max_catch_up_runs=data.draw(st.integers(1, 5)),
+        max_catch_up_age=timedelta(hours=data.draw(st.integers(1, 72))),
+    )
+    expected = oracle(cron, start, start + WINDOW)
+
+    def first_excluding(instant: datetime) -> str | None:
+        return next((name for name, rules in named if matches(rules, instant)), None)
+
+    covered: list[datetime] = []
+    for record in claimed(cron, named, start, misfire):
+        if record.reason is RunReason.DST_GAP:
+            continue  # stands for instants that are no occurrence (the gap's ends)
+        last = record.range_end_time or record.nominal_time
+        stretch = [t for t in expected if record.nominal_time <= t <= last]
+        assert len(stretch) == record.occurrence_count
+        wanted = {record.detail} if record.reason is RunReason.CALENDAR else {None}
+        assert {first_excluding(t) for t in stretch} == wanted
+        covered += stretch
+    assert sorted(covered) == expected

@@ -17,6 +17,12 @@ Each step can be repeated, so a pass that crashed anywhere is resumed by the nex
 A pass that finds a manifest matching the partitions (same change count and counts) and an
 object that still verifies against it skips to the drop. Any failure leaves the partitions as
 they are and is reported (``WeekOutcome``): nothing is dropped that was not verified.
+
+Runs written to a week with no partition land in the default partition: a backfill of a week
+archived already, or older than every partition. A pass first gives each such week past the
+hot retention its partitions again, moving those runs in (``_adopt``); the week is then
+archived as any other, an archived one merged with its object into a new object (the next key)
+that replaces it in the same transaction as the drop.
 """
 
 from __future__ import annotations
@@ -27,10 +33,11 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
@@ -38,7 +45,9 @@ import pyarrow.parquet as pq
 from duetime_infra.archive import objects
 from duetime_infra.archive.export import attempts_query, copy_out, read_week, runs_query
 from duetime_infra.archive.layout import (
+    SCHEMA,
     SCHEMA_VERSION,
+    SORT_KEYS,
     Manifest,
     manifest_key,
     object_key,
@@ -129,6 +138,14 @@ class Week:
     attempts_table: str
     start: datetime
     end: datetime
+    # A week archived before: its object (relative key) and what that holds.
+    archived_key: str | None = None
+    archived_runs: int = 0
+    archived_attempts: int = 0
+
+    @property
+    def object_key(self) -> str:
+        return object_key(self.start, self.archived_key)
 
 
 @dataclass(frozen=True)
@@ -153,15 +170,68 @@ async def archive_pass(
         store = s3 if s3 is not None else objects.filesystem(settings)
         await conn.execute(q("archive_policy_set"), settings.hot_retention)
         result = PassResult()
+        for start in await conn.fetch(q("archive_default_weeks"), settings.hot_retention):
+            adopted = await _adopt(conn, start["week_start"])
+            if adopted is not None:
+                result.weeks.append(adopted)
         for row in await conn.fetch(q("archive_due_weeks"), settings.hot_retention):
             week = Week(
-                row["runs_table"], row["attempts_table"], row["week_start"], row["week_end"]
+                row["runs_table"],
+                row["attempts_table"],
+                row["week_start"],
+                row["week_end"],
+                row["archived_key"],
+                row["archived_runs"] or 0,
+                row["archived_attempts"] or 0,
             )
             result.weeks.append(await _one_week(conn, settings, store, week, checkpoint))
         result.pending = len(await conn.fetch(q("archive_due_weeks"), settings.hot_retention))
         return result
     finally:
         await conn.execute("SELECT pg_advisory_unlock($1)", _ARCHIVE_LOCK)
+
+
+async def _adopt(conn: asyncpg.Connection[asyncpg.Record], start: datetime) -> WeekOutcome | None:
+    """Makes the week's partitions again, moving its runs and attempts out of the default
+    partition into them (as partition maintenance does for the weeks it makes), under the
+    tables' locks so that no reader misses a moving row; a failure (the locks not granted in
+    time) leaves the runs where readers find them until the next pass."""
+    end = start + timedelta(days=7)
+    bounds = f"FROM ('{start.isoformat()}') TO ('{end.isoformat()}')"
+    try:
+        async with conn.transaction():
+            await conn.execute(f"SET LOCAL lock_timeout = '{DROP_LOCK_TIMEOUT}'")
+            await conn.execute("LOCK TABLE runs, attempts IN ACCESS EXCLUSIVE MODE")
+            for base in ("runs", "attempts"):
+                part = f"{base}_{start.astimezone(UTC):%Y%m%d}"
+                await conn.execute(
+                    f'CREATE TABLE "{part}" (LIKE {base} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)'
+                )
+                await conn.execute(
+                    f"WITH moved AS (DELETE FROM {base}_default WHERE nominal_time >= $1 "
+                    f'AND nominal_time < $2 RETURNING *) INSERT INTO "{part}" SELECT * FROM moved',
+                    start,
+                    end,
+                )
+                await conn.execute(
+                    f'ALTER TABLE {base} ATTACH PARTITION "{part}" FOR VALUES {bounds}'
+                )
+    except asyncpg.PostgresError as error:
+        label = start.astimezone(UTC).isoformat()
+        reason = "lock" if isinstance(error, asyncpg.LockNotAvailableError) else "error"
+        log.warning(
+            "archive week %s: its runs stay in the default partition: %s",
+            label,
+            error,
+            extra={"action": "archive_adopt_failed"},
+        )
+        return WeekOutcome(label, Outcome.FAILED, reason, f"moving its runs in: {error}")
+    log.info(
+        "archive week %s: runs moved out of the default partition",
+        start.astimezone(UTC).isoformat(),
+        extra={"action": "archive_adopt"},
+    )
+    return None
 
 
 async def _one_week(
@@ -208,7 +278,7 @@ async def _archive_week(
     label = week.start.astimezone(UTC).isoformat()
     laps = Laps()
     await _watch(conn, week)
-    data_key = settings.key(object_key(week.start))
+    data_key = settings.key(week.object_key)
 
     def earlier(snapshot: Snapshot) -> Manifest | None:
         manifest = objects.read_manifest(s3, settings.key(manifest_key(week.start)))
@@ -217,7 +287,7 @@ async def _archive_week(
         return manifest
 
     with tempfile.TemporaryDirectory(prefix="duetime-archive-") as folder:
-        export = await _export(conn, week, Path(folder), earlier, laps)
+        export = await _export(conn, s3, settings, week, Path(folder), earlier, laps)
         snapshot, manifest = export.snapshot, export.manifest
         if snapshot.in_flight:
             return WeekOutcome(label, Outcome.IN_FLIGHT, detail="runs still in flight")
@@ -231,6 +301,8 @@ async def _archive_week(
         return WeekOutcome(
             label, Outcome.CHANGED, detail="written to since the export", steps=laps.steps
         )
+    if week.archived_key is not None:
+        _delete_replaced(s3, settings.key(week.archived_key))
     return WeekOutcome(
         label,
         Outcome.ARCHIVED,
@@ -239,6 +311,17 @@ async def _archive_week(
         resumed=resumed,
         steps=laps.steps,
     )
+
+
+def _delete_replaced(s3: pafs.FileSystem, key: str) -> None:
+    """The object a week's new one replaced: readers read the new one from the drop's commit
+    on. One left behind (the store failed) holds nothing the new one does not."""
+    try:
+        s3.delete_file(key)
+    except OSError as error:
+        log.warning(
+            "a replaced archive object stays: %s", error, extra={"action": "archive_replaced"}
+        )
 
 
 async def _watch(conn: asyncpg.Connection[asyncpg.Record], week: Week) -> None:
@@ -270,13 +353,16 @@ class Export:
 
 async def _export(
     conn: asyncpg.Connection[asyncpg.Record],
+    s3: pafs.FileSystem,
+    settings: ArchiveSettings,
     week: Week,
     folder: Path,
     earlier: Callable[[Snapshot], Manifest | None],
     laps: Laps,
 ) -> Export:
     """The week's counts as of one snapshot and, unless ``earlier`` finds them archived
-    already, its rows as of the same snapshot, as a Parquet file in ``folder``."""
+    already, its rows as of the same snapshot, as a Parquet file in ``folder``; for a week
+    archived before, with the runs of its object (counted in the snapshot too)."""
     runs_csv, attempts_csv = folder / "runs.csv", folder / "attempts.csv"
     async with conn.transaction(isolation="repeatable_read", readonly=True):
         await conn.execute("SET LOCAL TimeZone = 'UTC'")
@@ -290,7 +376,9 @@ async def _export(
         attempts = 0
         if has_attempts is not None:
             attempts = await conn.fetchval(f'SELECT count(*) FROM "{week.attempts_table}"')
-        snapshot = Snapshot(changes, in_flight, runs, attempts)
+        snapshot = Snapshot(
+            changes, in_flight, runs + week.archived_runs, attempts + week.archived_attempts
+        )
         if in_flight:
             return Export(snapshot)
         manifest = earlier(snapshot)
@@ -305,6 +393,10 @@ async def _export(
     table = read_week(runs_csv, attempts_csv)
     runs_csv.unlink()
     attempts_csv.unlink()
+    if week.archived_key is not None:
+        archived = pq.read_table(settings.key(week.archived_key), filesystem=s3, schema=SCHEMA)
+        merged = pa.concat_tables([archived, table])
+        table = merged.sort_by([(key, "ascending") for key in SORT_KEYS])
     parquet = folder / "runs.parquet"
     objects.write_parquet(table, parquet)
     laps.lap("parquet")
@@ -320,7 +412,7 @@ async def _write(
     checkpoint: Checkpoint,
     laps: Laps,
 ) -> Manifest:
-    data_key = settings.key(object_key(week.start))
+    data_key = settings.key(week.object_key)
     written = objects.file_digest(parquet)
     objects.upload(s3, parquet, data_key)
     laps.lap("upload")
@@ -332,7 +424,7 @@ async def _write(
         schema_version=SCHEMA_VERSION,
         week_start=week.start.astimezone(UTC).isoformat(),
         week_end=week.end.astimezone(UTC).isoformat(),
-        object_key=object_key(week.start),
+        object_key=week.object_key,
         runs=snapshot.runs,
         attempts=snapshot.attempts,
         nominal_time_min=low,

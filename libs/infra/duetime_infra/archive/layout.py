@@ -15,6 +15,7 @@ delivery_id), which serve only runs in flight.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass
 from datetime import datetime
 
@@ -82,10 +83,17 @@ def week_folder(week_start: datetime) -> str:
     return f"weeks/{week_start.strftime('%Y-%m-%d')}"
 
 
-def object_key(week_start: datetime) -> str:
+def object_key(week_start: datetime, after: str | None = None) -> str:
     """The week's Parquet object, relative to the archive's prefix: the same on every try, so
-    a pass resumed after a crash replaces what the crashed one left, never adds to it."""
-    return f"{week_folder(week_start)}/runs.parquet"
+    a pass resumed after a crash replaces what the crashed one left, never adds to it. A week
+    archived again (runs written to it after its archive: a backfill) gets the key after the
+    one it has (``after``), so readers keep reading the old object until the new one is in."""
+    if after is None:
+        return f"{week_folder(week_start)}/runs.parquet"
+    generation = re.fullmatch(r".*/runs(?:\.(\d+))?\.parquet", after)
+    if generation is None:
+        raise ValueError(f"not a week's object key: {after!r}")
+    return f"{week_folder(week_start)}/runs.{int(generation.group(1) or 0) + 1}.parquet"
 
 
 def manifest_key(week_start: datetime) -> str:
