@@ -38,6 +38,7 @@ from hypothesis import strategies as st
 from duetime.admin.v1 import admin_service_pb2
 from duetime.jobs.v1 import job_pb2, job_service_pb2
 from duetime.worker.v1 import worker_service_pb2
+from duetime_infra.codec.attempt_token import ATTEMPT_METADATA_KEY
 from testkit.api import ApiClient, running_api
 from testkit.databases import create_database, drop_database, migrated_template
 from testkit.worker_api import WorkerClient, create_job, running_worker_api, trigger
@@ -502,7 +503,7 @@ class FuzzTarget:
         choices = self._metadata[rpc.service]
         metadata = list(choices[how % len(choices)])
         if rpc.method.name == "CompleteAttempt":
-            metadata.append(("duetime-attempt", token))
+            metadata.append((ATTEMPT_METADATA_KEY, token))
         stub = getattr(self._stubs[rpc.service], rpc.method.name)
         answered = False
         if rpc.method.client_streaming:

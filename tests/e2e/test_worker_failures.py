@@ -39,6 +39,7 @@ from duetime.jobs.v1 import job_pb2, run_pb2
 from duetime.worker.v1 import worker_service_pb2 as wpb
 from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_core.jobspec import Priority
+from duetime_infra.codec.attempt_token import ATTEMPT_METADATA_KEY
 from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
 from testkit.api import failure
 from testkit.http_target import Behaviour, HttpTarget, http_target
@@ -305,7 +306,7 @@ async def test_a_frozen_worker_cannot_record_its_stale_outcome_and_keeps_working
                     ),
                     metadata=(
                         ("authorization", f"Bearer {system.worker_token}"),
-                        ("duetime-attempt", "1"),
+                        (ATTEMPT_METADATA_KEY, "1"),
                     ),
                 )
             )

@@ -35,7 +35,8 @@ from duetime_scheduler.maintenance import PartitionMaintenance
 from duetime_worker.notify.notifier import Delivery, Notifier, NotifySettings
 from duetime_worker.targets.http.allow_list import TargetPolicy
 from duetime_worker.targets.http.caller import HttpCaller
-from duetime_worker.targets.http.signer import CallSigner, fetch_from
+from duetime_worker.targets.http.signer import CallSigner
+from duetime_worker.targets.http.team_keys import fetch_from
 from testkit.api import ApiClient, RpcFailure, failure, running_api
 from testkit.http_target import Behaviour, HttpTarget, http_target
 from testkit.polling import eventually

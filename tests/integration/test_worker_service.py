@@ -19,6 +19,7 @@ from duetime_core.attempts import MAX_HAND_BACKS
 from duetime_core.backoff import backoff_bounds
 from duetime_core.jobspec import RetryPolicy
 from duetime_core.runkey import RunKey, rfc3339_utc
+from duetime_infra.codec.attempt_token import ATTEMPT_METADATA_KEY
 from duetime_infra.pg.dispatch.dispatcher import requeue_due_retries
 from duetime_infra.pg.fencing import FencingToken
 from testkit.api import failure, running_api
@@ -455,9 +456,9 @@ async def test_reports_are_a_compare_and_set_on_the_fencing_token(env: ApiAndWor
 
     request = wpb.CompleteAttemptRequest(run_id=str(run_id), worker_id="w-1")
     for metadata, fields in [
-        ((("authorization", f"Bearer {w.token}"),), {"duetime-attempt", "result"}),
-        (w.auth("one"), {"duetime-attempt", "result"}),
-        (w.auth(0), {"duetime-attempt", "result"}),
+        ((("authorization", f"Bearer {w.token}"),), {ATTEMPT_METADATA_KEY, "result"}),
+        (w.auth("one"), {ATTEMPT_METADATA_KEY, "result"}),
+        (w.auth(0), {ATTEMPT_METADATA_KEY, "result"}),
     ]:
         bad = await failure(w.stub.CompleteAttempt(request, metadata=metadata))
         assert bad.code == grpc.StatusCode.INVALID_ARGUMENT

@@ -35,3 +35,9 @@ def test_anything_else_is_a_violation_naming_the_key(
     metadata: tuple[tuple[str, str], ...],
 ) -> None:
     assert read(*metadata)[1] == [ATTEMPT_METADATA_KEY]
+
+
+def test_the_key_is_the_wire_name_the_worker_contract_documents() -> None:
+    # A client in another language sends the name worker_service.proto documents; the one
+    # literal outside the definition, so a rename of the constant cannot pass unnoticed.
+    assert ATTEMPT_METADATA_KEY == "duetime-attempt"

@@ -14,12 +14,8 @@ from standardwebhooks.webhooks import Webhook
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_infra.signing import new_signing_key
-from duetime_worker.targets.http.signer import (
-    STALE_SECONDS,
-    CallSigner,
-    SignedCall,
-    default_audience,
-)
+from duetime_worker.targets.http.signer import CallSigner, SignedCall, default_audience
+from duetime_worker.targets.http.team_keys import STALE_SECONDS
 from duetime_worker.targets.outcome import NOT_BEGUN
 
 KEY = new_signing_key("k1")

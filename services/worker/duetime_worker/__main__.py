@@ -52,7 +52,8 @@ from duetime_worker.targets.container.launcher import (
 from duetime_worker.targets.container.podman import PodmanLauncher
 from duetime_worker.targets.http.allow_list import TargetPolicy
 from duetime_worker.targets.http.caller import HttpCaller
-from duetime_worker.targets.http.signer import CallSigner, fetch_from
+from duetime_worker.targets.http.signer import CallSigner
+from duetime_worker.targets.http.team_keys import fetch_from
 
 log = logging.getLogger("duetime_worker")
 

@@ -68,36 +68,3 @@ def add_PublicKeyServiceServicer_to_server(servicer, server):
             'duetime.jobs.v1.PublicKeyService', rpc_method_handlers)
     server.add_generic_rpc_handlers((generic_handler,))
     server.add_registered_method_handlers('duetime.jobs.v1.PublicKeyService', rpc_method_handlers)
-
-
- # This class is part of an EXPERIMENTAL API.
-class PublicKeyService:
-    """What a target needs to verify Duetime's calls, open to anyone: no token is asked for.
-    """
-
-    @staticmethod
-    def GetJwks(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/duetime.jobs.v1.PublicKeyService/GetJwks',
-            duetime_dot_jobs_dot_v1_dot_public__key__service__pb2.GetJwksRequest.SerializeToString,
-            duetime_dot_jobs_dot_v1_dot_public__key__service__pb2.GetJwksResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)

@@ -13,7 +13,7 @@ Header values are never logged, and an outcome's error names the URL by scheme a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from urllib.parse import SplitResult
 
 from pyreqwest.client import Client
@@ -141,21 +141,17 @@ class HttpCaller:
         the lease to outlast the connect), so a LeaseLapsed it raises means nothing was sent;
         ``sent`` runs once the request is handed over. Its turn comes as ``flow`` (``_turn``);
         ``stamp`` signs it once its turn came, so its signatures are as fresh as it is."""
-        target = self._parsed(url)
+        target = self._allowed(url)
         if isinstance(target, Outcome):
             return target
         parsed = target[0]
         host = parsed.host_str or ""
-        reason = self._hosts.literal_refusal(host)
-        if reason is not None:
-            return Outcome.failed(f"target refused: {reason}", retryable=False, call=NOT_BEGUN)
         check()  # before the call waits for its turn
         deadline = asyncio.get_running_loop().time() + limit
-        gates = self._gates(parsed, host)
         taken: list[WeightedSlots] = []
         try:
             try:
-                client = await self._turn(gates, taken, host, deadline, flow)
+                client = await self._turn(self._gates(parsed, host), taken, host, deadline, flow)
             except (TimeoutError, TargetRefused, OSError, ValueError) as error:
                 return _not_connected(error, limit, parsed.scheme, host)
             left = deadline - asyncio.get_running_loop().time()
@@ -163,21 +159,45 @@ class HttpCaller:
                 return Outcome.handed_back(f"{NOT_SENT} in time", call=NOT_BEGUN)
             if stamp is not None:
                 stamp(headers, body)
-            try:
-                outcome = await request(
-                    client, method, url, target, headers, body, left, check, sent, self._connect
-                )
-                if outcome.call == NOT_BEGUN and outcome.retryable:  # no connection was made
-                    self._hosts.unreachable(host, client)
-                return outcome
-            except asyncio.CancelledError:
-                # pyreqwest does not abort a request it was handed: it runs on until its own
-                # timeout, and keeps its turn until then.
-                asyncio.get_running_loop().call_at(deadline, _release, list(taken))
-                taken.clear()
-                raise
+            exchange = request(
+                client, method, url, target, headers, body, left, check, sent, self._connect
+            )
+            return await self._handed(exchange, client, host, taken, deadline)
         finally:
             _release(taken)
+
+    async def _handed(
+        self,
+        exchange: Awaitable[Outcome],
+        client: Client,
+        host: str,
+        taken: list[WeightedSlots],
+        deadline: float,
+    ) -> Outcome:
+        """What came of the request handed to ``client``; the host is marked unreachable when
+        no connection was made. pyreqwest does not abort a request it was handed: when the call
+        is cancelled, the request runs on until its own timeout, and keeps its turn (the gates
+        ``taken``) until ``deadline``."""
+        try:
+            outcome = await exchange
+        except asyncio.CancelledError:
+            asyncio.get_running_loop().call_at(deadline, _release, list(taken))
+            taken.clear()
+            raise
+        if outcome.call == NOT_BEGUN and outcome.retryable:
+            self._hosts.unreachable(host, client)
+        return outcome
+
+    def _allowed(self, url: str) -> tuple[Url, SplitResult] | Outcome:
+        """The URL parsed (``_parsed``), or the outcome of a call refused before it waits for
+        its turn: a URL that does not parse, or a host the allow-list refuses as written."""
+        target = self._parsed(url)
+        if isinstance(target, Outcome):
+            return target
+        reason = self._hosts.literal_refusal(target[0].host_str or "")
+        if reason is not None:
+            return Outcome.failed(f"target refused: {reason}", retryable=False, call=NOT_BEGUN)
+        return target
 
     def _gates(self, parsed: Url, host: str) -> tuple[WeightedSlots, ...]:
         """The limits the call takes its turn at, in order: its host's own limit first (a call

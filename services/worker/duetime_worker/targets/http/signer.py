@@ -1,21 +1,17 @@
 """Signing a team's calls (``duetime_infra.signing``): the headers that let a target check that
 a call came from Duetime, over the exact body sent.
 
-A team's keys come from the schedulers (WorkerService.GetSigningKeys, which opens them; never
-through Kafka) for a run of the team this worker holds, named in the fetch, and are kept for
-``KEEP_SECONDS``, so a herd of calls costs one fetch per team and each call only its
-signatures; a call is signed only with the keys its start named (``SignedCall.key_ids``). The
-keys live in this process's memory only: never logged, never in a span or a metric.
+A call is signed with its team's keys as ``team_keys`` keeps them, and only with the keys its
+start named (``SignedCall.key_ids``), so a herd of calls costs one fetch per team and each call
+only its signatures. The keys are never logged, never in a span or a metric.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import functools
-import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
@@ -24,28 +20,16 @@ from grpc import aio
 
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
-from duetime.worker.v1 import worker_service_pb2_grpc
-from duetime_infra.signing import (
-    SigningKeys,
-    TokenClaims,
-    mint_id_token,
-    signing_key_from,
-    webhook_headers,
+from duetime_infra.signing import SigningKeys, TokenClaims, mint_id_token, webhook_headers
+from duetime_worker.targets.http.team_keys import (
+    KEEP_SECONDS,
+    Fetch,
+    KeyCache,
+    TeamKeys,
+    error_code,
 )
 from duetime_worker.targets.outcome import NOT_BEGUN, Outcome
 
-log = logging.getLogger(__name__)
-
-# How long a team's keys are kept: a key added is used, and one retired dropped, within this.
-KEEP_SECONDS = 30.0
-# How long a fetch of a team's keys may take.
-FETCH_TIMEOUT = 5.0
-# How long past their time a team's keys still sign while they cannot be fetched again.
-STALE_SECONDS = 300.0
-# How long after a failed fetch a team's keys are asked for again.
-RETRY_SECONDS = 5.0
-# How long a team without a key is kept so: a key added is used by the next call.
-NO_KEY_SECONDS = 1.0
 DEFAULT_ISSUER = "duetime"
 _WEBHOOK = (job_pb2.CALL_SIGNING_WEBHOOK, job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_TOKEN)
 _ID_TOKEN = (job_pb2.CALL_SIGNING_ID_TOKEN, job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_TOKEN)
@@ -53,35 +37,9 @@ _ID_TOKEN = (job_pb2.CALL_SIGNING_ID_TOKEN, job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_
 # the kinds added give way; those of a kind not added are sent as the job set them.
 _WEBHOOK_NAMES = frozenset(("webhook-id", "webhook-timestamp", "webhook-signature"))
 _ID_TOKEN_NAMES = frozenset(("authorization",))
-# Answers of a fetch that keys fetched before must not override.
-_REFUSALS = frozenset((grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.INVALID_ARGUMENT))
-
-# Fetches a team's keys (its first argument) for one of its runs this worker holds (the second).
-Fetch = Callable[[str, str], Awaitable[pb.GetSigningKeysResponse]]
 # Adds a call's signature headers to its headers, over its body, as of the moment it is called:
 # run just before the request is handed over, after any wait for a connection.
 Stamp = Callable[[dict[str, str], bytes], None]
-
-
-@dataclass(frozen=True)
-class _Team:
-    keys: SigningKeys | None  # None: none to sign with, for the reason below
-    default: job_pb2.CallSigning.ValueType
-    until: float  # when to fetch them again
-    fetched: float
-    missing: str = "its team has no active signing key (AdminService.AddSigningKey)"
-
-
-# What a worker knows of a team from a scheduler older than signed calls: it signs nothing, and
-# a job that asks for signing waits (its call fails, retryably) until the schedulers are new.
-def _unserved(now: float, keep: float) -> _Team:
-    return _Team(
-        None,
-        job_pb2.CALL_SIGNING_OFF,
-        now + keep,
-        now,
-        "the schedulers do not serve signing keys (an older build)",
-    )
 
 
 @dataclass(frozen=True)
@@ -108,21 +66,6 @@ class SignedCall:
         return self.audience or default_audience(self.url)
 
 
-def fetch_from(
-    stub: worker_service_pb2_grpc.WorkerServiceAsyncStub,
-    metadata: tuple[tuple[str, str], ...],
-    worker_id: str,
-    timeout: float = FETCH_TIMEOUT,
-) -> Fetch:
-    """A fetch of a team's keys from the schedulers through ``stub``, by worker ``worker_id``."""
-
-    async def fetch(team: str, run_id: str) -> pb.GetSigningKeysResponse:
-        request = pb.GetSigningKeysRequest(team=team, run_id=run_id, worker_id=worker_id)
-        return await stub.GetSigningKeys(request, metadata=metadata, timeout=timeout)
-
-    return fetch
-
-
 class CallSigner:
     """Signs calls with their teams' keys, fetched through ``fetch`` and kept for ``keep``
     seconds; ID tokens name ``issuer``."""
@@ -136,13 +79,10 @@ class CallSigner:
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
     ) -> None:
-        self._fetch = fetch
+        self._keys = KeyCache(fetch, keep=keep, clock=clock)
         self._issuer = issuer
-        self._keep = keep
         self._clock = clock
         self._wall = wall
-        self._teams: dict[str, _Team] = {}
-        self._fetching: dict[str, asyncio.Future[_Team]] = {}
 
     async def sign(self, call: SignedCall, headers: dict[str, str], body: bytes) -> Outcome | None:
         """Adds the call's signature headers to ``headers`` now (``prepare``, then its stamp);
@@ -208,16 +148,16 @@ class CallSigner:
         """Fetches a team's keys (for ``run_id``) in the background unless those kept are still
         kept ``within`` seconds from now: an attempt started ahead warms them for its call, so
         a herd's calls at its instant do not all wait for one fetch."""
-        known = self._teams.get(team)
-        if known is None or known.until <= self._clock() + within:
-            self._fetch_of(team, run_id)
+        self._keys.warm(team, run_id, within)
 
-    async def _keys_for(self, call: SignedCall) -> _Team | Outcome:
+    async def _keys_for(self, call: SignedCall) -> TeamKeys | Outcome:
         """The call's team as kept or fetched, its keys only those the call may be signed with;
         an outcome when they cannot be read."""
         asked = self._clock()
         try:
-            team = await self._team(call)
+            team = await self._keys.get(
+                call.team, call.run_id, fresh=call.fresh, key_ids=call.key_ids
+            )
         except (aio.AioRpcError, TimeoutError, ValueError) as error:  # ValueError: a bad key
             return _unreadable(error)
         if call.fresh and team.fetched < asked:  # kept keys, answered while a fetch failed
@@ -237,93 +177,13 @@ class CallSigner:
             missing="none of its keys named at the call's start is active",
         )
 
-    async def _team(self, call: SignedCall) -> _Team:
-        """The call's team: as kept, unless the call is ``fresh``, those kept have expired, or
-        its start named a key they lack (one added since: fetched again)."""
-        known = self._teams.get(call.team)
-        if (
-            known is not None
-            and not call.fresh
-            and known.until > self._clock()
-            and not _lacks(known, call.key_ids)
-        ):
-            return known
-        return await asyncio.shield(self._fetch_of(call.team, call.run_id))
-
-    def _fetch_of(self, team: str, run_id: str) -> asyncio.Future[_Team]:
-        """The team's fetch under way (for whichever of its runs began it), or one begun now
-        for ``run_id``."""
-        pending = self._fetching.get(team)
-        if pending is None:
-            pending = asyncio.ensure_future(self._load(team, run_id))
-            self._fetching[team] = pending
-            pending.add_done_callback(lambda done: self._fetched(team, done))
-        return pending
-
-    def _fetched(self, team: str, done: asyncio.Future[_Team]) -> None:
-        self._fetching.pop(team, None)
-        if not done.cancelled():
-            done.exception()  # a warm-up's failure is the next call's to see (``_stale``)
-
-    async def _load(self, team: str, run_id: str) -> _Team:
-        """The team's keys fetched; when the fetch fails, those fetched before (for at most
-        ``STALE_SECONDS`` past their time), so a scheduler's hiccup does not stop calls. A
-        refusal is not a hiccup: it is the call's to see."""
-        try:
-            answer = await self._fetch(team, run_id)
-        except aio.AioRpcError as error:
-            if error.code() == grpc.StatusCode.UNIMPLEMENTED:
-                self._teams[team] = _unserved(self._clock(), self._keep)
-                return self._teams[team]
-            if error.code() in _REFUSALS:
-                raise
-            return self._stale(team, error)
-        except TimeoutError as error:
-            return self._stale(team, error)
-        keys = [
-            signing_key_from(k.key_id, k.webhook_secret, k.token_private_key) for k in answer.keys
-        ]
-        now = self._clock()
-        keep = self._keep if keys else min(self._keep, NO_KEY_SECONDS)
-        loaded = _Team(
-            SigningKeys(keys) if keys else None, answer.default_call_signing, now + keep, now
-        )
-        self._teams[team] = loaded
-        return loaded
-
-    def _stale(self, team: str, error: aio.AioRpcError | TimeoutError) -> _Team:
-        known, now = self._teams.get(team), self._clock()
-        if known is None or now - known.fetched > STALE_SECONDS:
-            raise error
-        log.warning(
-            "a team's signing keys could not be fetched again; those fetched before sign",
-            extra={"action": "signing_keys_stale", "team": team, "why": _code(error)},
-        )
-        # Asked again after a while, not by every call meanwhile.
-        self._teams[team] = dataclasses.replace(known, until=now + RETRY_SECONDS)
-        return known
-
-
-def _lacks(team: _Team, key_ids: tuple[str, ...] | None) -> bool:
-    """Whether ``key_ids`` names a key the team's kept keys do not hold."""
-    if not key_ids:
-        return False
-    held = {key.key_id for key in team.keys.active} if team.keys is not None else set()
-    return not held.issuperset(key_ids)
-
-
-def _code(error: Exception) -> str:
-    if isinstance(error, aio.AioRpcError):
-        return str(error.code().name)
-    return "DEADLINE_EXCEEDED" if isinstance(error, TimeoutError) else type(error).__name__
-
 
 def _unreadable(error: Exception) -> Outcome:
     """A call not signed because its team's keys could not be read: retried, unless the
     team is unknown."""
     unknown = isinstance(error, aio.AioRpcError) and error.code() == grpc.StatusCode.NOT_FOUND
     return Outcome.failed(
-        f"not signed: the team's signing keys could not be read ({_code(error)})",
+        f"not signed: the team's signing keys could not be read ({error_code(error)})",
         retryable=not unknown,
         call=NOT_BEGUN,
     )
