@@ -37,8 +37,8 @@ SELECT id, 'team-' || lpad((i % $2)::text, 2, '0'), abs(hashtext(id::text)) % 10
 FROM (SELECT i, gen_random_uuid() AS id FROM generate_series(0, $1 - 1) AS i) g
 """
 
-# A table's heap, TOAST (with its index) and each of its indexes, by name; every fork of each
-# (the free space and visibility maps too).
+# A table's heap, TOAST (with its index) and each of its indexes, a partition's by the name of
+# the table's index it belongs to; every fork of each (the free space and visibility maps too).
 _RELATIONS = """
 SELECT 'heap' AS kind, c.relname AS name,
        pg_table_size(c.oid) - coalesce(pg_total_relation_size(c.reltoastrelid), 0) AS bytes
@@ -47,8 +47,10 @@ UNION ALL
 SELECT 'toast', c.relname, coalesce(pg_total_relation_size(c.reltoastrelid), 0)
 FROM pg_class c WHERE c.oid = $1::regclass
 UNION ALL
-SELECT 'index', i.relname, pg_total_relation_size(i.oid)
-FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid WHERE x.indrelid = $1::regclass
+SELECT 'index', coalesce(p.relname, i.relname), pg_total_relation_size(i.oid)
+FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+LEFT JOIN pg_inherits h ON h.inhrelid = i.oid LEFT JOIN pg_class p ON p.oid = h.inhparent
+WHERE x.indrelid = $1::regclass
 ORDER BY 1, 2
 """
 
@@ -97,7 +99,7 @@ async def postgres_bytes(conn: asyncpg.Connection, week: datetime, detail: bool 
         if detail:
             for p in parts:
                 if p.kind == "index":
-                    print(f"    {p.name.removeprefix(table + '_'):40} {p.bytes / count:6.1f}")
+                    print(f"    {p.name:40} {p.bytes / count:6.1f}")
     print(f"  total     {total:6.1f} B a run")
     return total
 
