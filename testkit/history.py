@@ -32,10 +32,18 @@ SELECT gen_random_uuid(), j.job_id, j.team_id, j.partition, s.nominal, s.nominal
        CASE s.state WHEN 'DEAD_LETTERED' THEN 'HTTP 503 three times' ELSE '' END,
        CASE s.state WHEN 'SUCCEEDED' THEN 1 WHEN 'DEAD_LETTERED' THEN 3 ELSE 0 END, 3,
        CASE WHEN s.state <> 'MISSED' THEN s.nominal + interval '40 milliseconds' END,
-       replace(gen_random_uuid()::text, '-', ''), '', 1, 'scheduler-1', 1, 42,
+       t.trace_id, CASE WHEN t.trace_id <> '' THEN '00-' || t.trace_id || '-' || t.span || '-01'
+                        ELSE '' END,
+       1, 'scheduler-1', 1, 42,
        s.nominal - interval '10 seconds',
        s.nominal + interval '130 milliseconds'
 FROM s JOIN j ON j.n = s.i % cardinality($1::uuid[])
+CROSS JOIN LATERAL (
+    -- A run's trace begins when it is queued (a missed one has none), as the claims' do.
+    SELECT CASE WHEN s.state <> 'MISSED' THEN replace(gen_random_uuid()::text, '-', '')
+                ELSE '' END AS trace_id,
+           substr(md5(s.i::text || random()::text), 1, 16) AS span
+) t
 """
 
 _ATTEMPTS = """
