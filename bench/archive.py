@@ -28,6 +28,7 @@ from datetime import datetime, timedelta
 
 import asyncpg
 
+from bench import run_bytes
 from bench.harness import cpu_model, load
 from duetime_infra.archive.layout import object_key
 from duetime_infra.archive.reader import ArchiveReader
@@ -36,62 +37,13 @@ from duetime_infra.pg.jobs.reads import Page
 from duetime_infra.pg.pool import create_pool
 from duetime_scheduler.maintenance import ArchivePasses
 from testkit.databases import create_database, drop_database, migrated_template
-from testkit.history import seed_runs
 from testkit.s3 import filesystem, private_s3
 
-TEAMS = 20
 
-_JOBS = """
-INSERT INTO jobs (job_id, team_id, partition, state, spec, next_run_time, next_effective_time)
-SELECT id, 'team-' || lpad((i % $2)::text, 2, '0'), abs(hashtext(id::text)) % 1024, 'ACTIVE',
-       '{"display_name": "bench"}'::jsonb, NULL, NULL
-FROM (SELECT i, gen_random_uuid() AS id FROM generate_series(0, $1 - 1) AS i) g
-"""
-
-_SIZES = """
-SELECT sum(pg_relation_size(c.oid)) AS heap,
-       sum(pg_indexes_size(c.oid)) AS indexes,
-       sum(coalesce(pg_total_relation_size(c.reltoastrelid), 0)) AS toast
-FROM pg_class c WHERE c.relname = ANY($1::text[])
-"""
-
-
-async def seed(dsn: str, jobs: int, runs: int) -> tuple[datetime, str]:
-    """The week's start and its runs partition's name."""
+async def postgres_bytes(dsn: str, week: datetime) -> None:
     conn = await asyncpg.connect(dsn)
     try:
-        started = time.monotonic()
-        for t in range(TEAMS):
-            await conn.execute("INSERT INTO teams (team_id) VALUES ($1)", f"team-{t:02d}")
-        await conn.execute(_JOBS, jobs, TEAMS)
-        ids = [r["job_id"] for r in await conn.fetch("SELECT job_id FROM jobs ORDER BY job_id")]
-        week: datetime = await conn.fetchval(
-            "SELECT date_trunc('week', duetime_now() - interval '21 days')"
-        )
-        step = timedelta(days=7) / runs
-        await seed_runs(conn, ids, week, runs, step)
-        await conn.execute("VACUUM ANALYZE runs, attempts")
-        print(f"seeded {runs:,} runs of {jobs:,} jobs in {time.monotonic() - started:.0f} s")
-        return week, f"runs_{week:%Y%m%d}"
-    finally:
-        await conn.close()
-
-
-async def postgres_bytes(dsn: str, runs_table: str) -> None:
-    conn = await asyncpg.connect(dsn)
-    try:
-        attempts_table = "attempts_" + runs_table.removeprefix("runs_")
-        count = await conn.fetchval(f'SELECT count(*) FROM "{runs_table}"')
-        attempts = await conn.fetchval(f'SELECT count(*) FROM "{attempts_table}"')
-        print(f"PostgreSQL, {count:,} runs and {attempts:,} attempts (bytes a run):")
-        total = 0.0
-        for label, tables in (("runs", [runs_table]), ("attempts", [attempts_table])):
-            row = await conn.fetchrow(_SIZES, tables)
-            assert row is not None
-            heap, indexes, toast = (float(row[k]) / count for k in ("heap", "indexes", "toast"))
-            total += heap + indexes + toast
-            print(f"  {label:9} heap {heap:6.0f}  indexes {indexes:6.0f}  TOAST {toast:4.0f}")
-        print(f"  total     {total:6.0f} B a run")
+        await run_bytes.postgres_bytes(conn, week)
     finally:
         await conn.close()
 
@@ -116,8 +68,8 @@ async def main() -> None:
     name = f"duetime_bench_{uuid.uuid4().hex[:8]}"
     dsn = await create_database(name, template=template)
     try:
-        week, runs_table = await seed(dsn, args.jobs, args.runs)
-        await postgres_bytes(dsn, runs_table)
+        week = await run_bytes.seed(dsn, args.jobs, args.runs)
+        await postgres_bytes(dsn, week)
         async with private_s3() as server:
             bucket = server.new_bucket()
             env = {**os.environ, "DUETIME_PG_DSN": dsn, **server.environ(bucket)}

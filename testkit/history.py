@@ -24,7 +24,7 @@ INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_ti
                   state, reason, reason_detail, attempt, attempt_limit, first_start_time,
                   trace_id, traceparent, job_version, claimed_by, claim_epoch, claim_revision,
                   create_time, update_time)
-SELECT gen_random_uuid(), j.job_id, j.team_id, j.partition, s.nominal, s.nominal,
+SELECT t.run_id, j.job_id, j.team_id, j.partition, s.nominal, s.nominal,
        CASE WHEN s.i % 50 = 0 THEN 'TRIGGER:seed-' || s.i ELSE 'SCHEDULE' END,
        s.state,
        CASE s.state WHEN 'DEAD_LETTERED' THEN 'ATTEMPTS_EXHAUSTED' WHEN 'MISSED' THEN 'MISFIRE'
@@ -32,10 +32,22 @@ SELECT gen_random_uuid(), j.job_id, j.team_id, j.partition, s.nominal, s.nominal
        CASE s.state WHEN 'DEAD_LETTERED' THEN 'HTTP 503 three times' ELSE '' END,
        CASE s.state WHEN 'SUCCEEDED' THEN 1 WHEN 'DEAD_LETTERED' THEN 3 ELSE 0 END, 3,
        CASE WHEN s.state <> 'MISSED' THEN s.nominal + interval '40 milliseconds' END,
-       replace(gen_random_uuid()::text, '-', ''), '', 1, 'scheduler-1', 1, 42,
+       t.trace_id, CASE WHEN t.trace_id <> '' THEN '00-' || t.trace_id || '-' || t.span || '-01'
+                        ELSE '' END,
+       1, 'scheduler-1', 1, 42,
        s.nominal - interval '10 seconds',
        s.nominal + interval '130 milliseconds'
 FROM s JOIN j ON j.n = s.i % cardinality($1::uuid[])
+CROSS JOIN LATERAL (
+    -- A UUIDv7 made when the run was (duetime_core.runkey.new_run_id); a run's trace begins
+    -- when it is queued (a missed one has none), as the claims' do.
+    SELECT (lpad(to_hex(floor(extract(epoch FROM s.nominal) * 1000)::bigint - 10000), 12, '0')
+            || '7' || substr(r.h, 1, 3) || '8' || substr(r.h, 4, 15))::uuid AS run_id,
+           CASE WHEN s.state <> 'MISSED' THEN replace(gen_random_uuid()::text, '-', '')
+                ELSE '' END AS trace_id,
+           substr(r.h, 19, 14) || '01' AS span
+    FROM (SELECT md5(s.i::text || random()::text) AS h) r
+) t
 """
 
 _ATTEMPTS = """
@@ -52,6 +64,7 @@ SELECT r.run_id, r.nominal_time, k, r.partition, 'worker-' || (k % 4), '',
        'ANSWERED'
 FROM runs r CROSS JOIN LATERAL generate_series(1, r.attempt) AS k
 WHERE r.job_id = ANY($1::uuid[]) AND r.nominal_time >= $2 AND r.nominal_time < $3
+ORDER BY r.nominal_time, k  -- in the order they start, as workers start them
 """
 
 

@@ -27,7 +27,13 @@ from duetime_infra.telemetry.tracing import (
     build_provider,
     tracing_settings,
 )
-from duetime_infra.tracecontext import TRACER, start_run_span, tracing_active
+from duetime_infra.tracecontext import (
+    TRACER,
+    new_run_trace,
+    start_run_span,
+    trace_id_of,
+    tracing_active,
+)
 from testkit.otlp import otlp_receiver
 
 TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
@@ -219,3 +225,10 @@ def test_with_tracing_off_a_current_span_is_not_made() -> None:
             assert inner is INVALID_SPAN
             # Nothing was made current: the context is the one the caller had.
             assert otel_context.get_current() == {}
+
+
+def test_trace_id_of_a_traceparent() -> None:
+    run = new_run_trace()
+    assert trace_id_of(run.traceparent) == run.trace_id
+    assert trace_id_of("") == ""
+    assert trace_id_of("00-abc-def-01") == ""

@@ -122,6 +122,15 @@ def continue_trace(trace_id: str) -> RunTrace:
     return RunTrace(trace_id, f"00-{trace_id}-{secrets.token_hex(8)}-01")
 
 
+def trace_id_of(traceparent: str) -> str:
+    """The trace id (32 hex digits) a W3C traceparent names, '' if it names none: a run's trace
+    id is read from its traceparent, which holds it."""
+    parts = traceparent.split("-")
+    if len(parts) != 4 or len(parts[1]) != 32:
+        return ""
+    return parts[1]
+
+
 def traceparent_of(context: SpanContext) -> str:
     return f"00-{context.trace_id:032x}-{context.span_id:016x}-{context.trace_flags:02x}"
 

@@ -46,7 +46,7 @@ from duetime_core.preview import PreviewItem, job_preview
 from duetime_core.quotas import STORED_STATES, TeamState, check_job_quota
 from duetime_core.records import JobRecord, RunReason, RunRecord, RunState
 from duetime_core.resume import ResumeForecast, catch_up_forecast, skip_forecast
-from duetime_core.runkey import RunKey, partition_of
+from duetime_core.runkey import RunKey, new_run_id, partition_of
 from duetime_core.skipped import SkippedSpan, skipped_between
 from duetime_core.text import text_problem
 from duetime_infra.codec.job_codec import decode_job_spec, encode_job_spec
@@ -512,7 +512,7 @@ class JobOperations:
         def build(record: JobRecord, now: datetime, weight: int) -> tuple[NewRun, OutboxRow]:
             key = RunKey.triggered(record.job_id, now, request_id)
             run = NewRun(
-                run_id=uuid.uuid4(),
+                run_id=new_run_id(),
                 key=key,
                 team_id=record.team_id,
                 partition=record.partition,

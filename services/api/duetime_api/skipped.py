@@ -10,7 +10,7 @@ from datetime import datetime
 from duetime_core.jobspec import JobSpec, to_schedule
 from duetime_core.planning import Occurrence
 from duetime_core.records import JobRecord, RunReason, RunState
-from duetime_core.runkey import RunKey
+from duetime_core.runkey import RunKey, new_run_id
 from duetime_core.skipped import SkippedSpan, dst_gap_span
 from duetime_infra.pg.jobs.store import NewRun
 
@@ -38,7 +38,7 @@ def skip_records(
         return []
     return [
         NewRun(
-            run_id=uuid.uuid4(),
+            run_id=new_run_id(),
             key=RunKey.scheduled(job.job_id, span.first),
             team_id=job.team_id,
             partition=job.partition,

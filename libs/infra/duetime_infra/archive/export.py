@@ -27,8 +27,16 @@ def _table(name: str) -> str:
     return f'"{name}"'
 
 
+# Columns read from another: a run's trace id from its traceparent, which holds it
+# (tracecontext.trace_id_of).
+_DERIVED = {
+    "trace_id": "CASE WHEN traceparent ~ '^[0-9a-f]{2}-[0-9a-f]{32}-' "
+    "THEN substring(traceparent FROM 4 FOR 32) ELSE '' END AS trace_id"
+}
+
+
 def runs_query(runs_table: str) -> str:
-    columns = ", ".join(f.name for f in RUN_FIELDS)
+    columns = ", ".join(_DERIVED.get(f.name, f.name) for f in RUN_FIELDS)
     return f"SELECT {columns} FROM {_table(runs_table)}"
 
 

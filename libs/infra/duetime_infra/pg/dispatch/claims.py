@@ -33,7 +33,7 @@ from duetime_core.jobspec import JobSpec, JobState, Priority
 from duetime_core.planning import Occurrence
 from duetime_core.quotas import Candidate
 from duetime_core.records import RunReason, RunState
-from duetime_core.runkey import RunKey
+from duetime_core.runkey import RunKey, new_run_id
 from duetime_infra.dispatch import OutboxRow, dispatch_row
 from duetime_infra.pg.dispatch.admission import DispatchCredit, admit_runs, hold_detail
 from duetime_infra.pg.dispatch.outbox_writer import insert_outbox
@@ -216,7 +216,7 @@ def _new_run(
 ) -> NewRun:
     """The row of one planned run of the job in ``row``; a QUEUED run's trace begins here, in
     a "claim run" span kept in ``batch`` (ended once the run is inserted)."""
-    run_id = uuid.uuid4()
+    run_id = new_run_id()
     job_id: uuid.UUID = row["job_id"]
     trace_id, traceparent = "", ""
     if planned.state is RunState.QUEUED:

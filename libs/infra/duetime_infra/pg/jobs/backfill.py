@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from duetime_core.backfill import BackfillPlan
 from duetime_core.quotas import Admission, Candidate
 from duetime_core.records import JobRecord, RunReason, RunState
-from duetime_core.runkey import RunKey
+from duetime_core.runkey import RunKey, new_run_id
 from duetime_infra.dispatch import OutboxRow, dispatch_row
 from duetime_infra.pg.dispatch.admission import admit_runs, hold_detail
 from duetime_infra.pg.dispatch.outbox_writer import insert_outbox
@@ -72,7 +72,7 @@ async def insert_backfill(
     admitted = await admit_runs(conn, candidates, now)
     runs = [
         _Run(
-            uuid.uuid4(),
+            new_run_id(),
             RunKey(job.job_id, nominal, origin),
             now + i * _STEP,
             admitted.decisions.get(i, _TURN),
@@ -82,7 +82,7 @@ async def insert_backfill(
     traces = [new_run_trace() for _ in runs]
     rows = [_made_row(run, trace) for run, trace in zip(runs, traces, strict=True)]
     skipped = [
-        _Row(uuid.uuid4(), t, t, RunState.SKIPPED, RunReason.CALENDAR, by)
+        _Row(new_run_id(), t, t, RunState.SKIPPED, RunReason.CALENDAR, by)
         for t, by in plan.excluded
     ]
     made = await conn.fetch(

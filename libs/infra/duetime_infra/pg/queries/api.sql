@@ -125,7 +125,7 @@ ORDER BY r.nominal_time DESC, r.run_id DESC
 LIMIT $5;
 
 -- name: run_list_team
--- run_list over every job of the team ($1), through runs_team_history_idx.
+-- run_list over every job of the team ($1), through runs_team_time_idx read backwards.
 SELECT r.*, duetime_shown_state(r.state, r.run_id, r.nominal_time) AS shown_state
 FROM runs r
 WHERE r.team_id = $1
@@ -226,7 +226,7 @@ LIMIT $3 + 1;
 
 -- name: backfill_ran
 -- Of the nominal times $2, those at which the job has a run (of any origin) that succeeded or
--- is active: what a SKIP_RAN backfill leaves out. Through runs_job_history_idx.
+-- is active: what a SKIP_RAN backfill leaves out. Through the run key's index.
 SELECT DISTINCT nominal_time FROM runs
 WHERE job_id = $1 AND nominal_time = ANY($2::timestamptz[])
   AND state IN ('QUEUED', 'WAITING', 'RUNNING', 'RETRY_WAIT', 'SUCCEEDED');

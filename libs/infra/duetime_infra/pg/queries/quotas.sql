@@ -83,7 +83,7 @@ JOIN job_versions v ON v.job_id = r.job_id AND v.version = r.job_version;
 
 -- name: dispatch_latest_scheduled
 -- For each job $1, the nominal time of its latest scheduled run that runs or ran (RUN_ONCE:
--- a late run is then not "the latest"), walking runs_job_history_idx from the newest.
+-- a late run is then not "the latest"), walking the run key's index from the newest.
 SELECT j.job_id,
        (SELECT r.nominal_time FROM runs r
         WHERE r.job_id = j.job_id AND r.origin = 'SCHEDULE'
