@@ -171,3 +171,25 @@ def test_gap_skip_records_only_the_occurrences_a_gap_dropped() -> None:
     assert [(g.nominal_time, g.occurrence_count) for g in gaps] == [
         (datetime(2026, 3, 8, 7, 0, tzinfo=UTC), 1)
     ]
+
+
+def test_a_missed_range_is_cut_where_a_dst_gap_dropped_an_occurrence() -> None:
+    # Daily at 02:30 New York, late from 6 to 10 March 2026: 8 March's 02:30 does not exist.
+    spec = JobSpec(
+        display_name="",
+        schedule=Cron("30 2 * * *", "America/New_York", gap=GapPolicy.SKIP),
+        target=TARGET,
+        misfire=MisfireSettings(policy=MisfirePolicy.SKIP),
+    )
+    mar6 = datetime(2026, 3, 6, 7, 30, tzinfo=UTC)
+    plan = plan_claim(JOB, spec, at(mar6), mar6 + timedelta(days=4, hours=5), LOOKAHEAD)
+    records = [
+        (r.state, r.reason, r.nominal_time.day, r.range_end_time and r.range_end_time.day)
+        for r in sorted(plan.runs, key=lambda r: r.nominal_time)
+    ]
+    # Each record stands for exactly the occurrences in its range: none spans the gap's.
+    assert records == [
+        (RunState.MISSED, RunReason.MISFIRE, 6, 7),
+        (RunState.SKIPPED, RunReason.DST_GAP, 8, None),
+        (RunState.MISSED, RunReason.MISFIRE, 9, 10),
+    ]

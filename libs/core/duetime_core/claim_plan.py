@@ -188,19 +188,23 @@ def plan_claim(
     else:
         missed, runs = _misfire_runs(spec, misfired, on_time, now)
         runs += [PlannedRun(o.nominal_time, o.effective_time, RunState.QUEUED) for o in on_time]
-    runs = _missed(missed, excluded) + runs
     last = _last_run(runs, left)
     if last is not None:
         # The schedule's last run: nothing after it runs or is recorded.
-        runs, current, error = [r for r in runs if r.nominal_time <= last], None, ""
+        current, error = None, ""
     # Only the stretch this claim consumes, [pending, bound): the next claim starts there.
     bound = _consumed_before(spec, current, last, error)
-    runs += [r for r in excluded if bound is None or r.nominal_time < bound]
+    gaps: list[datetime] = []
     if bound is not None:
         consumed = {o.nominal_time for o in due if o.nominal_time < bound}
         gaps = dst_gap_skips(schedule, pending.nominal_time, bound, consumed)
-        if gaps:
-            runs.append(_record(RunReason.DST_GAP, RunState.SKIPPED, gaps))
+    cuts = [record.nominal_time for record in excluded] + gaps
+    runs = _missed(missed, cuts) + runs
+    if last is not None:
+        runs = [r for r in runs if r.nominal_time <= last]
+    runs += [r for r in excluded if bound is None or r.nominal_time < bound]
+    if gaps:
+        runs.append(_record(RunReason.DST_GAP, RunState.SKIPPED, gaps))
     if error:
         return ClaimPlan(runs, None, JobState.ERROR, error)
     if current is None:
@@ -242,10 +246,11 @@ def _following(
     return Occurrence(nominal, effective_time(spec, RunKey.scheduled(job_id, nominal)))
 
 
-def _missed(times: list[datetime], excluded: list[PlannedRun]) -> list[PlannedRun]:
-    """The MISSED records of the misfired ``times``: one per stretch between the ``excluded``
-    (calendar) records, so that no MISSED range spans an occurrence it does not stand for."""
-    cuts = sorted(record.nominal_time for record in excluded)
+def _missed(times: list[datetime], cut_at: list[datetime]) -> list[PlannedRun]:
+    """The MISSED records of the misfired ``times``: one per stretch between the instants
+    ``cut_at`` (calendar records, occurrences a DST gap dropped), so that no MISSED range spans
+    an occurrence it does not stand for."""
+    cuts = sorted(cut_at)
     records: list[PlannedRun] = []
     stretch: list[datetime] = []
     passed = 0

@@ -250,7 +250,10 @@ class Starts:
             None,
         )
         if decision.new_state is not RunState.WAITING:
-            # A requeued retry that will not run any more frees the job for a WAITING run.
+            # A requeued retry that will not run any more frees the job for a WAITING run; a
+            # ONE_AT_A_TIME backfill's run ending frees its next turn. Under the job's shared
+            # lock (a first attempt) no BUFFER_ONE run waits on this one, and a turn released
+            # twice is not: its row's lock makes the second see it no longer WAITING.
             await insert_outbox(conn, await release_waiting(conn, row["job_id"]))
 
     @staticmethod
