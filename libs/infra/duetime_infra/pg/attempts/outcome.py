@@ -25,7 +25,7 @@ from duetime_infra.pg.dispatch.admission import dispatch_runs
 from duetime_infra.pg.dispatch.outbox_writer import insert_outbox
 from duetime_infra.pg.dispatch.redispatch import key_of, redispatch_row
 from duetime_infra.pg.pool import Conn
-from duetime_infra.pg.sql import q
+from duetime_infra.pg.sql import q, waiting
 from duetime_infra.telemetry import instruments
 
 
@@ -60,11 +60,11 @@ async def transaction(pool: Pool) -> AsyncIterator[Conn]:
 
 
 async def lock_runs(
-    conn: Conn, queries: tuple[str, str], run_ids: list[uuid.UUID], wait: bool, *args: object
+    conn: Conn, query: str, run_ids: list[uuid.UUID], wait: bool, *args: object
 ) -> list[Row]:
-    """The named runs' rows, locked by the first of ``queries`` (SKIP LOCKED: the rows no other
-    transaction holds) or, for a waiting pass, by the second, which waits for them."""
-    return await conn.fetch(q(queries[wait]), run_ids, *args)
+    """The named runs' rows, locked by ``query`` (SKIP LOCKED: the rows no other transaction
+    holds) or, for a waiting pass, by its ``waiting`` form, which waits for them."""
+    return await conn.fetch(waiting(query) if wait else q(query), run_ids, *args)
 
 
 async def lock_jobs(

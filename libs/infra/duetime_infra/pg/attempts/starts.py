@@ -75,7 +75,7 @@ class Starts:
                 await generic_plans(conn)
             rows = await lock_runs(
                 conn,
-                ("attempt_batch_runs_lock", "attempt_run_lock"),
+                "attempt_batch_runs_lock",
                 [r.run_id for r in requests],
                 wait,
             )
