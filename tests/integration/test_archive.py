@@ -9,10 +9,13 @@ from __future__ import annotations
 import os
 import sys
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
 import grpc
+import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
@@ -36,8 +39,14 @@ class Crash(BaseException):
     """A pass's process dying at a step (not an error the pass could handle)."""
 
 
-async def connect(dsn: str) -> asyncpg.Connection[asyncpg.Record]:
-    return await asyncpg.connect(dsn)
+@asynccontextmanager
+async def connected(dsn: str) -> AsyncIterator[asyncpg.Connection[asyncpg.Record]]:
+    """A session of its own, closed at the end (a pass's advisory lock ends with it)."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        yield conn
+    finally:
+        await conn.close()
 
 
 def partition(week: datetime) -> str:
@@ -61,20 +70,64 @@ def objects_of(server: MotoServer, settings: ArchiveSettings, week: datetime) ->
     return {i.base_name: i.mtime.timestamp() for i in infos if i.type == pafs.FileType.File}
 
 
+def archived_table(
+    s3: MotoServer, settings: ArchiveSettings, key: str, runs: int, attempts: int
+) -> pa.Table:
+    """The archived object ``key``, checked to hold ``runs`` runs and ``attempts`` attempts,
+    sorted by team, job and nominal time."""
+    table = pq.read_table(settings.key(key), filesystem=filesystem(s3))
+    assert table.num_rows == runs
+    assert sum(len(a or ()) for a in table["attempts"].to_pylist()) == attempts
+    keys = list(
+        zip(*(table[c].to_pylist() for c in ("team_id", "job_id", "nominal_time")), strict=True)
+    )
+    assert keys == sorted(keys)
+    return table
+
+
+# The seeded jobs, and the week past the hot retention that holds RUNS_A_WEEK of their runs.
+History = tuple[list[uuid.UUID], datetime]
+
+
 @pytest.fixture
-async def history(db_dsn: str) -> tuple[list[uuid.UUID], datetime]:
+async def history(db_dsn: str) -> History:
     async with running_api(db_dsn):  # makes team-a
         pass
     return await seed_history(db_dsn)
 
 
+@pytest.fixture
+def settings(s3: MotoServer) -> ArchiveSettings:
+    """The archive in a bucket of its own."""
+    return s3.settings(s3.new_bucket())
+
+
+async def seed_old_week(conn: Conn, jobs: list[uuid.UUID]) -> datetime:
+    """20 runs, one an hour, in the week of 70 days ago: older than every partition, so they
+    land in the default ones; the week's start."""
+    old: datetime = await conn.fetchval(
+        "SELECT date_trunc('week', duetime_now() - interval '70 days')"
+    )
+    await seed_runs(conn, jobs, old + timedelta(hours=3), 20, timedelta(hours=1))
+    return old
+
+
+async def archived_row(conn: Conn, week: datetime) -> asyncpg.Record:
+    """The week's row in archive_weeks, checked to say it is archived."""
+    row = await conn.fetchrow(
+        "SELECT object_key, runs, attempts, archive_time FROM archive_weeks WHERE week_start = $1",
+        week,
+    )
+    assert row is not None
+    assert row["archive_time"] is not None
+    return row
+
+
 async def test_a_week_past_hot_retention_is_archived_verified_and_dropped(
-    db_dsn: str, s3: MotoServer, history: tuple[list[uuid.UUID], datetime]
+    db_dsn: str, s3: MotoServer, settings: ArchiveSettings, history: History
 ) -> None:
     jobs, week = history
-    settings = s3.settings(s3.new_bucket())
-    conn = await connect(db_dsn)
-    try:
+    async with connected(db_dsn) as conn:
         runs = await conn.fetchval(f'SELECT count(*) FROM "{partition(week)}"')
         attempts = await conn.fetchval(f'SELECT count(*) FROM "attempts_{week:%Y%m%d}"')
         result = await archive_pass(conn, settings)
@@ -85,32 +138,21 @@ async def test_a_week_past_hot_retention_is_archived_verified_and_dropped(
         assert not await exists(conn, f"attempts_{week:%Y%m%d}")
         # The hot week stays, and so does every partition from now on.
         assert await conn.fetchval("SELECT count(*) FROM runs") == HOT_RUNS
-        row = await conn.fetchrow("SELECT * FROM archive_weeks WHERE week_start = $1", week)
-        assert row is not None
-        assert row["archive_time"] is not None
+        row = await archived_row(conn, week)
         assert (row["runs"], row["attempts"]) == (runs, attempts)
         # Maintenance now drops nothing itself and does not make the archived week again.
         await conn.execute("SELECT duetime_maintain_partitions(interval '1 day')")
         assert not await exists(conn, partition(week))
         assert await conn.fetchval("SELECT count(*) FROM runs") == HOT_RUNS
-    finally:
-        await conn.close()
 
-    store = filesystem(s3)
-    with store.open_input_stream(settings.key(manifest_key(week))) as stream:
+    with filesystem(s3).open_input_stream(settings.key(manifest_key(week))) as stream:
         manifest = Manifest.from_json(stream.read())
     assert (manifest.runs, manifest.attempts, manifest.schema_version) == (
         runs,
         attempts,
         SCHEMA_VERSION,
     )
-    table = pq.read_table(settings.key(object_key(week)), filesystem=store)
-    assert table.num_rows == runs
-    assert sum(len(a or ()) for a in table["attempts"].to_pylist()) == attempts
-    keys = list(
-        zip(*(table[c].to_pylist() for c in ("team_id", "job_id", "nominal_time")), strict=True)
-    )
-    assert keys == sorted(keys)
+    table = archived_table(s3, settings, object_key(week), runs, attempts)
     assert set(table["job_id"].to_pylist()) == {str(j) for j in jobs}
 
 
@@ -127,23 +169,11 @@ async def in_default(conn: Conn, week: datetime) -> tuple[int, int]:
     return counts[0], counts[1]
 
 
-async def archived_row(conn: Conn, week: datetime) -> asyncpg.Record:
-    row = await conn.fetchrow(
-        "SELECT object_key, runs, attempts, archive_time FROM archive_weeks WHERE week_start = $1",
-        week,
-    )
-    assert row is not None
-    assert row["archive_time"] is not None
-    return row
-
-
 async def test_runs_backfilled_into_an_archived_week_are_archived_with_it(
-    db_dsn: str, s3: MotoServer, history: tuple[list[uuid.UUID], datetime]
+    db_dsn: str, s3: MotoServer, settings: ArchiveSettings, history: History
 ) -> None:
     jobs, week = history
-    settings = s3.settings(s3.new_bucket())
-    conn = await connect(db_dsn)
-    try:
+    async with connected(db_dsn) as conn:
         assert week_of(await archive_pass(conn, settings), week) == Outcome.ARCHIVED
         first = await archived_row(conn, week)
         # Written after the week's partitions were dropped: they land in the default ones.
@@ -161,17 +191,9 @@ async def test_runs_backfilled_into_an_archived_week_are_archived_with_it(
             first["runs"] + added_runs,
             first["attempts"] + added_attempts,
         )
-    finally:
-        await conn.close()
     # One object holds the week's runs, old and new, sorted; the one it replaced is gone.
     assert set(objects_of(s3, settings, week)) == {"manifest.json", "runs.1.parquet"}
-    table = pq.read_table(settings.key(again["object_key"]), filesystem=filesystem(s3))
-    assert table.num_rows == again["runs"]
-    assert sum(len(a or ()) for a in table["attempts"].to_pylist()) == again["attempts"]
-    keys = list(
-        zip(*(table[c].to_pylist() for c in ("team_id", "job_id", "nominal_time")), strict=True)
-    )
-    assert keys == sorted(keys)
+    archived_table(s3, settings, again["object_key"], again["runs"], again["attempts"])
 
 
 async def backfilled_runs(api: ApiClient, job: str) -> list[run_pb2.Run]:
@@ -179,16 +201,14 @@ async def backfilled_runs(api: ApiClient, job: str) -> list[run_pb2.Run]:
 
 
 async def test_a_backfill_into_an_archived_week_waits_in_flight_then_is_archived(
-    db_dsn: str, s3: MotoServer, history: tuple[list[uuid.UUID], datetime]
+    db_dsn: str, settings: ArchiveSettings, history: History
 ) -> None:
     """The real BackfillJob: its runs are read while in flight and after their week's archive."""
     _, week = history
-    settings = s3.settings(s3.new_bucket())
     async with running_api(db_dsn, archive=settings) as api:
         created = svc.CreateJobRequest(job=cron_job("* * * * *", "UTC"))
         job = (await api.stub.CreateJob(created, metadata=api.auth())).job.name
-        conn = await connect(db_dsn)
-        try:
+        async with connected(db_dsn) as conn:
             assert week_of(await archive_pass(conn, settings), week) == Outcome.ARCHIVED
             request = svc.BackfillJobRequest(name=job, request_id="late-fix")
             request.start_time.FromDatetime(week + timedelta(days=2))
@@ -211,22 +231,17 @@ async def test_a_backfill_into_an_archived_week_waits_in_flight_then_is_archived
             assert week_of(await archive_pass(conn, settings), week) == Outcome.ARCHIVED
             assert not await exists(conn, partition(week))
             assert (await archived_row(conn, week))["runs"] == RUNS_A_WEEK + 30
-        finally:
-            await conn.close()
         archived = await backfilled_runs(api, job)
     assert [r.run_id for r in archived] == [r.run_id for r in in_flight]
     assert {r.state for r in archived} == {run_pb2.RUN_STATE_SUCCEEDED}
 
 
 async def test_runs_backfilled_into_a_week_older_than_every_partition_are_archived(
-    db_dsn: str, s3: MotoServer, history: tuple[list[uuid.UUID], datetime]
+    db_dsn: str, s3: MotoServer, settings: ArchiveSettings, history: History
 ) -> None:
     jobs, _ = history
-    settings = s3.settings(s3.new_bucket())
-    conn = await connect(db_dsn)
-    try:
-        old = await conn.fetchval("SELECT date_trunc('week', duetime_now() - interval '70 days')")
-        await seed_runs(conn, jobs, old + timedelta(hours=3), 20, timedelta(hours=1))
+    async with connected(db_dsn) as conn:
+        old = await seed_old_week(conn, jobs)
         assert not await exists(conn, partition(old))
         runs, attempts = await in_default(conn, old)
         assert runs == 20
@@ -241,21 +256,16 @@ async def test_runs_backfilled_into_a_week_older_than_every_partition_are_archiv
             runs,
             attempts,
         )
-    finally:
-        await conn.close()
     table = pq.read_table(settings.key(object_key(old)), filesystem=filesystem(s3))
     assert table.num_rows == runs
 
 
 async def test_runs_in_the_default_partition_stay_there_while_the_tables_are_busy(
-    db_dsn: str, s3: MotoServer, history: tuple[list[uuid.UUID], datetime]
+    db_dsn: str, settings: ArchiveSettings, history: History
 ) -> None:
     jobs, _ = history
-    settings = s3.settings(s3.new_bucket())
-    conn, reader = await connect(db_dsn), await connect(db_dsn)
-    try:
-        old = await conn.fetchval("SELECT date_trunc('week', duetime_now() - interval '70 days')")
-        await seed_runs(conn, jobs, old + timedelta(hours=3), 20, timedelta(hours=1))
+    async with connected(db_dsn) as conn, connected(db_dsn) as reader:
+        old = await seed_old_week(conn, jobs)
         held = await in_default(conn, old)
         async with reader.transaction():
             await reader.execute("LOCK TABLE runs IN ACCESS SHARE MODE")  # a long read
@@ -265,13 +275,10 @@ async def test_runs_in_the_default_partition_stay_there_while_the_tables_are_bus
         assert await in_default(conn, old) == held
         assert not await exists(conn, partition(old))
         assert week_of(await archive_pass(conn, settings), old) == Outcome.ARCHIVED
-    finally:
-        await reader.close()
-        await conn.close()
 
 
 async def test_a_store_outage_keeps_the_week_and_counts_the_alert(
-    db_dsn: str, history: tuple[list[uuid.UUID], datetime]
+    db_dsn: str, history: History
 ) -> None:
     """The scheduler's own pass (a child process) against a store that went away."""
     _, week = history
@@ -300,11 +307,10 @@ async def test_a_store_outage_keeps_the_week_and_counts_the_alert(
 
 
 async def test_an_object_read_back_wrong_keeps_the_week_and_counts_the_alert(
-    db_dsn: str, s3: MotoServer, history: tuple[list[uuid.UUID], datetime]
+    db_dsn: str, s3: MotoServer, settings: ArchiveSettings, history: History
 ) -> None:
     """The object is replaced between upload and read-back by one with a run fewer."""
     _, week = history
-    settings = s3.settings(s3.new_bucket())
     store = filesystem(s3)
 
     async def replaced(step: str, key: str) -> None:
@@ -312,8 +318,7 @@ async def test_an_object_read_back_wrong_keeps_the_week_and_counts_the_alert(
             table = pq.read_table(key, filesystem=store)
             pq.write_table(table.slice(1), key, filesystem=store)
 
-    conn = await connect(db_dsn)
-    try:
+    async with connected(db_dsn) as conn:
         with recorded_metrics() as metrics:
             result = await archive_pass(conn, settings, checkpoint=replaced)
             record_pass(result)
@@ -325,34 +330,27 @@ async def test_an_object_read_back_wrong_keeps_the_week_and_counts_the_alert(
         again = await archive_pass(conn, settings)
         assert week_of(again, week) == Outcome.ARCHIVED
         assert not await exists(conn, partition(week))
-    finally:
-        await conn.close()
 
 
 @pytest.mark.parametrize("step", ["uploaded", "manifest"])
 async def test_a_pass_that_crashed_resumes_without_writing_twice(
-    db_dsn: str, s3: MotoServer, history: tuple[list[uuid.UUID], datetime], step: str
+    db_dsn: str, s3: MotoServer, settings: ArchiveSettings, history: History, step: str
 ) -> None:
     _, week = history
-    settings = s3.settings(s3.new_bucket())
 
     async def crash(at: str, key: str) -> None:
         if at == step and key == settings.key(object_key(week)):
             raise Crash(at)
 
-    conn = await connect(db_dsn)
-    try:
+    async with connected(db_dsn) as conn:  # a crashed process's session ends, its lock with it
         with pytest.raises(Crash):
             await archive_pass(conn, settings, checkpoint=crash)
-    finally:
-        await conn.close()  # a crashed process's session ends (its lock with it)
     left = objects_of(s3, settings, week)
     assert set(left) == (
         {"runs.parquet", "manifest.json"} if step == "manifest" else {"runs.parquet"}
     )
 
-    conn = await connect(db_dsn)
-    try:
+    async with connected(db_dsn) as conn:
         assert await exists(conn, partition(week))
         result = await archive_pass(conn, settings)
         assert week_of(result, week) == Outcome.ARCHIVED
@@ -363,8 +361,6 @@ async def test_a_pass_that_crashed_resumes_without_writing_twice(
             await conn.fetchval("SELECT runs FROM archive_weeks WHERE week_start = $1", week)
             == RUNS_A_WEEK
         )
-    finally:
-        await conn.close()
     after = objects_of(s3, settings, week)
     assert set(after) == {"runs.parquet", "manifest.json"}
     if step == "manifest":
@@ -372,35 +368,29 @@ async def test_a_pass_that_crashed_resumes_without_writing_twice(
 
 
 async def test_a_write_to_the_week_during_its_export_keeps_it_until_the_next_pass(
-    db_dsn: str, s3: MotoServer, history: tuple[list[uuid.UUID], datetime]
+    db_dsn: str, s3: MotoServer, settings: ArchiveSettings, history: History
 ) -> None:
     """A run of the week changes (as a redrive would) after its rows were exported: the drop
     sees the change and leaves the week; the next pass archives it with the change."""
     _, week = history
-    settings = s3.settings(s3.new_bucket())
-    writer = await connect(db_dsn)
-    changed = await writer.fetchval(
-        f"SELECT run_id FROM \"{partition(week)}\" WHERE state = 'DEAD_LETTERED' LIMIT 1"
-    )
+    async with connected(db_dsn) as writer, connected(db_dsn) as conn:
+        changed = await writer.fetchval(
+            f"SELECT run_id FROM \"{partition(week)}\" WHERE state = 'DEAD_LETTERED' LIMIT 1"
+        )
 
-    async def change(step: str, key: str) -> None:
-        if step == "uploaded" and key == settings.key(object_key(week)):
-            await writer.execute(
-                "UPDATE runs SET reason_detail = 'changed during the export' WHERE run_id = $1",
-                changed,
-            )
+        async def change(step: str, key: str) -> None:
+            if step == "uploaded" and key == settings.key(object_key(week)):
+                await writer.execute(
+                    "UPDATE runs SET reason_detail = 'changed during the export' WHERE run_id = $1",
+                    changed,
+                )
 
-    conn = await connect(db_dsn)
-    try:
         first = await archive_pass(conn, settings, checkpoint=change)
         assert week_of(first, week) == Outcome.CHANGED
         assert await exists(conn, partition(week))
         second = await archive_pass(conn, settings)
         assert week_of(second, week) == Outcome.ARCHIVED
         assert not await exists(conn, partition(week))
-    finally:
-        await conn.close()
-        await writer.close()
     table = pq.read_table(settings.key(object_key(week)), filesystem=filesystem(s3))
     details = dict(
         zip(table["run_id"].to_pylist(), table["reason_detail"].to_pylist(), strict=True)
@@ -452,12 +442,11 @@ def listings(
 
 
 async def test_archived_runs_list_and_read_as_they_did_from_postgresql(
-    db_dsn: str, s3: MotoServer, history: tuple[list[uuid.UUID], datetime]
+    db_dsn: str, settings: ArchiveSettings, history: History
 ) -> None:
     """Every page (runs and tokens) of each listing, and each run, the same before and after
     the week moved to the archive."""
     jobs, week = history
-    settings = s3.settings(s3.new_bucket())
     async with running_api(db_dsn, archive=settings) as api:
         before = [await every_page(api, *listing) for listing in listings(jobs, week)]
         sample = [p[0][0] for p in before[0][-3:] if p[0]] + [before[0][-1][0][-1]]
@@ -465,12 +454,9 @@ async def test_archived_runs_list_and_read_as_they_did_from_postgresql(
             (await api.stub.GetRun(svc.GetRunRequest(name=r.name), metadata=api.auth())).run
             for r in sample
         ]
-        conn = await connect(db_dsn)
-        try:
+        async with connected(db_dsn) as conn:
             result = await archive_pass(conn, settings)
             assert week_of(result, week) == Outcome.ARCHIVED
-        finally:
-            await conn.close()
         after = [await every_page(api, *listing) for listing in listings(jobs, week)]
         runs_after = [
             (await api.stub.GetRun(svc.GetRunRequest(name=r.name), metadata=api.auth())).run
@@ -496,16 +482,13 @@ async def test_archived_runs_list_and_read_as_they_did_from_postgresql(
 
 
 async def test_an_archive_out_of_reach_answers_unavailable_and_live_pages_still_read(
-    db_dsn: str, history: tuple[list[uuid.UUID], datetime]
+    db_dsn: str, history: History
 ) -> None:
     _, week = history
     async with private_s3() as server:
         settings = server.settings(server.new_bucket())
-        conn = await connect(db_dsn)
-        try:
+        async with connected(db_dsn) as conn:
             assert week_of(await archive_pass(conn, settings), week) == Outcome.ARCHIVED
-        finally:
-            await conn.close()
     async with running_api(db_dsn, archive=settings) as api:
         parent = "teams/team-a/jobs/-"
         # A page the live weeks fill needs no archived week.

@@ -117,6 +117,20 @@ def states(runs: list[asyncpg.Record]) -> list[tuple[str, str, str]]:
     return [(r["state"], r["reason"], r["quota_limit"]) for r in runs]
 
 
+# One dispatched, three held for the rate (four_due_at_one_a_second, claimed).
+RATE_HELD = [("QUEUED", "", "")] + [("WAITING", "QUOTA", "RATE")] * 3
+
+
+async def four_due_at_one_a_second(env: Env) -> datetime:
+    """Four one-off runs due a second from now (returned), under a quota of one dispatch a
+    second: a rate of 60 a minute, no burst, no concurrency limit."""
+    await env.quota(env.api.team, runs_per_minute=60, rate_burst=1, max_running=0)
+    now = await env.w.now()
+    for _ in range(4):
+        await env.one_off(now + S)
+    return now
+
+
 async def test_a_run_held_by_the_concurrency_quota_is_recorded_and_later_run_in_due_order(
     env: Env,
 ) -> None:
@@ -167,16 +181,10 @@ async def test_a_run_held_by_the_concurrency_quota_is_recorded_and_later_run_in_
 async def test_the_rate_quota_paces_dispatches_and_a_change_applies_without_restart(
     env: Env,
 ) -> None:
-    await env.quota(env.api.team, runs_per_minute=60, rate_burst=1, max_running=0)
-    now = await env.w.now()
-    for _ in range(4):
-        await env.one_off(now + S)
+    await four_due_at_one_a_second(env)
     await env.w.shift_clock(S)
     await env.claim()
-    assert (
-        sorted(states(await env.runs()))
-        == [("QUEUED", "", "")] + [("WAITING", "QUOTA", "RATE")] * 3
-    )
+    assert sorted(states(await env.runs())) == RATE_HELD
     assert await env.release() == 0
     await env.w.shift_clock(S)  # one more dispatch a second
     assert await env.release() == 1
@@ -192,17 +200,11 @@ async def test_held_runs_keep_their_rate_while_a_run_claimed_ahead_waits_for_its
 ) -> None:
     # A run claimed ahead is charged at its due time; the held runs arriving now must still go
     # at the rate in the meantime, not wait for it (issue 34).
-    await env.quota(env.api.team, runs_per_minute=60, rate_burst=1, max_running=0)
-    now = await env.w.now()
-    for _ in range(4):
-        await env.one_off(now + S)
+    now = await four_due_at_one_a_second(env)
     ahead = await env.one_off(now + 10 * S)
     await env.w.shift_clock(S)
     assert await env.claim() == 4
-    assert (
-        sorted(states(await env.runs()))
-        == [("QUEUED", "", "")] + [("WAITING", "QUOTA", "RATE")] * 3
-    )
+    assert sorted(states(await env.runs())) == RATE_HELD
     assert await env.claim(lookahead=10) == 1  # 9 s ahead of its time, and dispatched
     (claimed,) = [r for r in await env.runs() if str(r["job_id"]) == ahead]
     assert (claimed["state"], claimed["effective_time"]) == ("QUEUED", now + 10 * S)

@@ -265,7 +265,9 @@ async def test_a_failed_batch_transaction_answers_every_entry_one_by_one(
                 batch = asyncio.create_task(complete_many(w, [(r, 1, done) for r in runs]))
             # The waiting pass's read of the run (after the batch's timed out).
             await w.waiting_for_lock(
-                "attempt_run_lock" if step == "start" else "attempt_report_lock"
+                "attempt_batch_runs_lock_waiting"
+                if step == "start"
+                else "attempt_batch_reports_lock_waiting"
             )
         results = await batch
         if step == "start":

@@ -7,10 +7,11 @@ import json
 import logging
 import re
 
+import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
 from duetime_infra.logs import JsonFormatter
-from duetime_infra.pg.sql import queries
+from duetime_infra.pg.sql import q, queries, waiting
 
 
 def _line(message: str) -> dict[str, object]:
@@ -50,3 +51,13 @@ def test_every_query_reads_the_clock_once_a_statement() -> None:
         if code.strip() == f"/* {name} */ SELECT duetime_now();":
             continue
         assert "duetime_now()" not in code.replace("(SELECT duetime_now())", ""), name
+
+
+def test_a_waiting_form_is_its_query_without_skip_locked_under_a_name_of_its_own() -> None:
+    name = "attempt_batch_runs_lock"
+    text = waiting(name)
+    assert text.startswith(f"/* {name}_waiting */ SELECT ")
+    assert "SKIP LOCKED" not in text
+    assert text.split("*/", 1)[1] == q(name).split("*/", 1)[1].replace(" SKIP LOCKED;", ";")
+    with pytest.raises(ValueError, match="attempt_start"):
+        waiting("attempt_start")  # nothing to wait for in a statement that skips nothing

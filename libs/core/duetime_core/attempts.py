@@ -197,6 +197,13 @@ class StartDecision:
     def start_after_cancel(self) -> bool:
         return self.kind is StartKind.SUPERSEDE and not self.cancel_attempts
 
+    @property
+    def outcome(self) -> RunOutcome | None:
+        """REFUSE: the run's new state, written as an ended attempt's is (None: unchanged)."""
+        if self.kind is not StartKind.REFUSE or self.new_state is None:
+            return None
+        return RunOutcome(self.new_state, self.run_reason, self.reason_detail)
+
 
 def _refuse(
     refusal: str,
@@ -385,7 +392,7 @@ class EndFacts:
 
 @dataclass(frozen=True)
 class RunOutcome:
-    """The run's new state after an attempt ended."""
+    """The run's new state after an attempt ended, or a start refused it."""
 
     state: RunState
     reason: RunReason = RunReason.NONE

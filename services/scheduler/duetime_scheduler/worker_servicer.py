@@ -10,8 +10,8 @@ here, in the answer that hands the run to its worker, and nowhere else.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 from grpc import aio
 from opentelemetry.trace import Span, Status, StatusCode
@@ -112,9 +112,7 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
         """Deprecated alias of StartAttempts: a batch of one, its entry's error the status."""
         traceparent = rpc_traceparent(context.invocation_metadata())
         (answer,) = await self._starts([(request, "", traceparent)])
-        if isinstance(answer, DuetimeError):
-            raise answer
-        return answer
+        return _single(answer)
 
     async def StartAttempts(
         self, request: pb.StartAttemptsRequest, context: Context
@@ -123,14 +121,8 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
         answers = await self._starts(
             [(start, f"starts[{i}].", start.traceparent) for i, start in enumerate(request.starts)]
         )
-        # Filled in place: results given as a keyword are copied once more.
         out = pb.StartAttemptsResponse()
-        for answer in answers:
-            result = out.results.add()
-            if isinstance(answer, DuetimeError):
-                result.error.CopyFrom(entry_error(answer))
-            else:
-                result.response.CopyFrom(answer)
+        _fill_results(out.results.add, answers)
         return out
 
     async def _starts(
@@ -227,9 +219,7 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
         violations: list[FieldViolation] = []
         report = read_single_report(violations, request, metadata)
         (answer,) = await self._reports([(violations, report, rpc_traceparent(metadata))])
-        if isinstance(answer, DuetimeError):
-            raise answer
-        return answer
+        return _single(answer)
 
     async def CompleteAttempts(
         self, request: pb.CompleteAttemptsRequest, context: Context
@@ -240,13 +230,8 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
             violations: list[FieldViolation] = []
             read.append((violations, read_batch_report(violations, i, entry), entry.traceparent))
         answers = await self._reports(read)
-        out = pb.CompleteAttemptsResponse()  # filled in place, as StartAttempts'
-        for answer in answers:
-            result = out.results.add()
-            if isinstance(answer, DuetimeError):
-                result.error.CopyFrom(entry_error(answer))
-            else:
-                result.response.CopyFrom(answer)
+        out = pb.CompleteAttemptsResponse()
+        _fill_results(out.results.add, answers)
         return out
 
     async def _reports(
@@ -274,6 +259,40 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
             if span is not None:
                 _end_span(span, answers[i], _report_attributes(report, result))
         return answers
+
+
+_Answer = TypeVar("_Answer", pb.StartAttemptResponse, pb.CompleteAttemptResponse)
+_Answer_co = TypeVar("_Answer_co", covariant=True)
+
+
+class _Result(Protocol[_Answer_co]):
+    """An entry of a batch's results: its answer, or the error that answers it."""
+
+    @property
+    def response(self) -> _Answer_co: ...
+
+    @property
+    def error(self) -> pb.EntryError: ...
+
+
+def _fill_results(
+    add: Callable[[], _Result[_Answer]], answers: Sequence[_Answer | DuetimeError]
+) -> None:
+    """Adds an entry for each answer, in order, filled in place (results given to the response
+    as a keyword are copied once more)."""
+    for answer in answers:
+        result = add()
+        if isinstance(answer, DuetimeError):
+            result.error.CopyFrom(entry_error(answer))
+        else:
+            result.response.CopyFrom(answer)
+
+
+def _single(answer: _Answer | DuetimeError) -> _Answer:
+    """A deprecated single call's answer: its entry's error raised as the call's status."""
+    if isinstance(answer, DuetimeError):
+        raise answer
+    return answer
 
 
 def _start_attributes(result: StartResult | DuetimeError) -> dict[str, str | int]:

@@ -6,6 +6,10 @@ is the query. Names are unique across files.
 The query is sent as ``/* <query_name> */ <SQL>``, its leading ``--`` comments left out: the
 name shows in ``pg_stat_activity``, and the asyncpg instrumentation, which skips a leading
 ``/* */`` comment, names each span after the statement (SELECT, INSERT, ...) rather than "--".
+
+A query that locks its rows ``SKIP LOCKED`` (a pass that never waits) is also sent, by
+``waiting``, as the same text without it, named ``<query_name>_waiting``: one text for both, so
+their column lists cannot drift apart.
 """
 
 from __future__ import annotations
@@ -35,3 +39,17 @@ def queries() -> dict[str, str]:
 
 def q(name: str) -> str:
     return queries()[name]
+
+
+_SKIP_LOCKED = " SKIP LOCKED;"
+
+
+@cache
+def waiting(name: str) -> str:
+    """The query ``name``, which ends ``SKIP LOCKED``, waiting for the rows other transactions
+    hold instead of leaving them out."""
+    text = q(name)
+    if not text.endswith(_SKIP_LOCKED):
+        raise ValueError(f"query {name!r} does not end with{_SKIP_LOCKED}")
+    body = text.removeprefix(f"/* {name} */").removesuffix(_SKIP_LOCKED)
+    return f"/* {name}_waiting */{body};"

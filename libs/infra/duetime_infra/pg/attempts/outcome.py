@@ -25,7 +25,7 @@ from duetime_infra.pg.dispatch.admission import dispatch_runs
 from duetime_infra.pg.dispatch.outbox_writer import insert_outbox
 from duetime_infra.pg.dispatch.redispatch import key_of, redispatch_row
 from duetime_infra.pg.pool import Conn
-from duetime_infra.pg.sql import q
+from duetime_infra.pg.sql import q, waiting
 from duetime_infra.telemetry import instruments
 
 
@@ -60,11 +60,11 @@ async def transaction(pool: Pool) -> AsyncIterator[Conn]:
 
 
 async def lock_runs(
-    conn: Conn, queries: tuple[str, str], run_ids: list[uuid.UUID], wait: bool, *args: object
+    conn: Conn, query: str, run_ids: list[uuid.UUID], wait: bool, *args: object
 ) -> list[Row]:
-    """The named runs' rows, locked by the first of ``queries`` (SKIP LOCKED: the rows no other
-    transaction holds) or, for a waiting pass, by the second, which waits for them."""
-    return await conn.fetch(q(queries[wait]), run_ids, *args)
+    """The named runs' rows, locked by ``query`` (SKIP LOCKED: the rows no other transaction
+    holds) or, for a waiting pass, by its ``waiting`` form, which waits for them."""
+    return await conn.fetch(waiting(query) if wait else q(query), run_ids, *args)
 
 
 async def lock_jobs(
@@ -108,9 +108,9 @@ async def _notification(conn: Conn, team_id: str) -> Notification:
 async def apply_run_outcome(
     conn: Conn, run: Row, attempt: int, outcome: RunOutcome, now: datetime
 ) -> None:
-    """Writes the run's new state after its attempt ``attempt`` ended, with the dead-letter
-    event, the release of a WAITING run, or a hand-back's new dispatch in the same
-    transaction."""
+    """Writes the run's new state after its attempt ``attempt`` ended (or a start refused it:
+    ``attempt`` is then its last), with the dead-letter event, the release of a WAITING run,
+    or a hand-back's new dispatch in the same transaction."""
     if outcome.requeue:
         await conn.execute(
             q("attempt_run_hand_back"),
@@ -146,6 +146,10 @@ async def apply_run_outcome(
             )
         )
     if outcome.final:
+        # A run that ended (a requeued retry a start refused, too) frees its job for a WAITING
+        # run, and a ONE_AT_A_TIME backfill's run its next turn. A refused first attempt holds
+        # the job's lock only shared, but no BUFFER_ONE run waits on it, and a turn released
+        # twice is not: its row's lock makes the second see it no longer WAITING.
         rows.extend(await release_waiting(conn, run["job_id"]))
     await insert_outbox(conn, rows)
 

@@ -141,7 +141,7 @@ class Reports:
         passes; only a report other than a success reads its run's definition."""
         rows = await lock_runs(
             conn,
-            ("attempt_batch_reports_lock", "attempt_report_lock"),
+            "attempt_batch_reports_lock",
             [r.run_id for r in reports],
             wait,
             [r.run_id for r in reports if r.outcome is not AttemptOutcome.SUCCEEDED],

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Sequence
 from datetime import datetime
 
-from duetime_core.attempts import FINAL_STATES, OtherRun, StartDecision, StartKind, StartView
+from duetime_core.attempts import OtherRun, StartDecision, StartKind, StartView
 from duetime_core.jobspec import CallSigning, JobSpec, OverlapPolicy
 from duetime_core.records import RunState
 from duetime_core.runkey import BACKFILL_PREFIX, SCHEDULE_ORIGIN
@@ -104,9 +104,7 @@ def decided_in_batch(admitted: Sequence[Admitted]) -> list[Admitted]:
 
 def writes_beyond_the_batch(decision: StartDecision) -> bool:
     """A decision that changes rows the pass did not lock itself: left to a waiting pass."""
-    return decision.kind is StartKind.SUPERSEDE or (
-        decision.kind is StartKind.REFUSE and decision.new_state is not None
-    )
+    return decision.kind is StartKind.SUPERSEDE or decision.outcome is not None
 
 
 def count_start(row: Row, decision: StartDecision, result: StartResult) -> None:
@@ -115,5 +113,5 @@ def count_start(row: Row, decision: StartDecision, result: StartResult) -> None:
     if result.answer is StartAnswer.STARTED:
         if result.attempt == 1 and result.call_time is None:
             count_first_start(row, result.server_time)
-    elif decision.new_state is not None and decision.new_state in FINAL_STATES:
-        instruments.runs_finished(decision.new_state.value, decision.run_reason.value)
+    elif decision.outcome is not None and decision.outcome.final:
+        instruments.runs_finished(decision.outcome.state.value, decision.outcome.reason.value)

@@ -33,8 +33,13 @@ from duetime_core.attempts import (
     shares_job_lock,
 )
 from duetime_core.jobspec import JobSpec, JobState, MisfirePolicy, OverlapPolicy
-from duetime_core.records import RunReason, RunState
-from duetime_infra.pg.attempts.outcome import lock_jobs, lock_runs, release_waiting, transaction
+from duetime_core.records import RunReason
+from duetime_infra.pg.attempts.outcome import (
+    apply_run_outcome,
+    lock_jobs,
+    lock_runs,
+    transaction,
+)
 from duetime_infra.pg.attempts.results import Pool, Row, StartRequest, StartResult
 from duetime_infra.pg.attempts.start_view import (
     Admitted,
@@ -46,7 +51,6 @@ from duetime_infra.pg.attempts.start_view import (
     started_result,
     writes_beyond_the_batch,
 )
-from duetime_infra.pg.dispatch.outbox_writer import insert_outbox
 from duetime_infra.pg.dispatch.spec_cache import SpecCache
 from duetime_infra.pg.pool import Conn, generic_plans
 from duetime_infra.pg.sql import q
@@ -71,7 +75,7 @@ class Starts:
                 await generic_plans(conn)
             rows = await lock_runs(
                 conn,
-                ("attempt_batch_runs_lock", "attempt_run_lock"),
+                "attempt_batch_runs_lock",
                 [r.run_id for r in requests],
                 wait,
             )
@@ -91,7 +95,8 @@ class Starts:
                 ):
                     starting.append((i, row, spec, decision.call_time))
                 elif decision.kind is StartKind.REFUSE:
-                    await self._refuse(conn, row, decision)
+                    if decision.outcome is not None:  # a refusal that moves the run
+                        await apply_run_outcome(conn, row, row["attempt"], decision.outcome, now)
                     answers[i] = StartResult.refused(now, decision.refusal, row["effective_time"])
                 else:  # TOO_EARLY, or superseding with earlier attempts still to stop
                     answers[i] = StartResult.too_early(now, decision.until)
@@ -234,27 +239,6 @@ class Starts:
             q("attempt_newer_scheduled_exists"), row["job_id"], row["nominal_time"]
         )
         return newer
-
-    @staticmethod
-    async def _refuse(conn: Conn, row: Row, decision: StartDecision) -> None:
-        """A refusal that moves the run (skipped, missed, cancelled, waiting)."""
-        if decision.new_state is None:
-            return
-        await conn.execute(
-            q("attempt_run_set_state"),
-            row["run_id"],
-            row["nominal_time"],
-            decision.new_state.value,
-            decision.run_reason.value,
-            decision.reason_detail,
-            None,
-        )
-        if decision.new_state is not RunState.WAITING:
-            # A requeued retry that will not run any more frees the job for a WAITING run; a
-            # ONE_AT_A_TIME backfill's run ending frees its next turn. Under the job's shared
-            # lock (a first attempt) no BUFFER_ONE run waits on this one, and a turn released
-            # twice is not: its row's lock makes the second see it no longer WAITING.
-            await insert_outbox(conn, await release_waiting(conn, row["job_id"]))
 
     @staticmethod
     async def _supersede(conn: Conn, decision: StartDecision) -> bool:

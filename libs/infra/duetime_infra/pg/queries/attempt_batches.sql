@@ -1,10 +1,11 @@
 -- Starts and reports, many runs per transaction (a single one is a batch of one): see
 -- duetime_infra.pg.attempts.starts. A trying pass takes its row locks with SKIP LOCKED only, so
 -- it never waits for another transaction and cannot be part of a deadlock; a run (or job) that
--- another transaction holds is left to a waiting pass (one entry), whose variants of these
--- statements wait for it in the usual lock order: the run's row, then its job
--- (attempt_job_lock), then attempt rows. Attempt rows are locked in run_id order, as heartbeats
--- and the reaper do. The clock is read once a statement (attempts.sql).
+-- another transaction holds is left to a waiting pass (one entry), which sends the same
+-- statements without SKIP LOCKED (duetime_infra.pg.sql.waiting) and waits for it in the usual
+-- lock order: the run's row, then its job (attempt_job_lock), then attempt rows. Attempt rows
+-- are locked in run_id order, as heartbeats and the reaper do. The clock is read once a
+-- statement (attempts.sql).
 -- A join to the runs or attempts named also names them by ``run_id = ANY($1)``: the planner
 -- would otherwise merge or hash the request with every open attempt (or QUEUED run) of the
 -- table, costing each batch a scan that grows with the herd.
@@ -51,44 +52,6 @@ LEFT JOIN attempts a
       AND a.end_time IS NULL AND a.run_id = ANY($1::uuid[])
 WHERE r.run_id = ANY($1::uuid[])
 FOR UPDATE OF r SKIP LOCKED;
-
--- name: attempt_run_lock
--- attempt_batch_runs_lock waiting for the rows (no SKIP LOCKED): a waiting pass, one start.
-SELECT r.*, v.spec::text AS spec_text, a.worker_id AS open_worker_id,
-       a.lease_expire_time AS open_lease_expire_time, a.cancel_reason AS open_cancel_reason,
-       CASE WHEN a.early THEN a.start_time END AS open_call_time,
-       (SELECT duetime_now()) AS now,
-       (SELECT t.default_call_signing FROM teams t WHERE t.team_id = r.team_id)
-           AS team_call_signing,
-       ARRAY(SELECT k.key_id FROM team_signing_keys k
-             WHERE k.team_id = r.team_id AND k.retire_time IS NULL
-             ORDER BY k.create_time, k.key_id) AS team_key_ids
-FROM runs r
-JOIN job_versions v ON v.job_id = r.job_id AND v.version = r.job_version
-LEFT JOIN attempts a
-       ON a.run_id = r.run_id AND a.nominal_time = r.nominal_time AND a.number = r.attempt
-      AND a.end_time IS NULL AND a.run_id = ANY($1::uuid[])
-WHERE r.run_id = ANY($1::uuid[])
-FOR UPDATE OF r;
-
--- name: attempt_report_lock
--- attempt_batch_reports_lock waiting for the rows (no SKIP LOCKED): a waiting pass, one report.
-SELECT r.run_id, r.nominal_time, r.job_id, r.job_version, r.origin, r.team_id, r.state,
-       r.attempt, r.attempt_limit, r.budget_start_attempt, r.priority, r.effective_time,
-       r.eligible_time, r.traceparent, a.worker_id AS open_worker_id,
-       CASE WHEN r.run_id = ANY($2::uuid[]) THEN
-           (SELECT v.spec::text FROM job_versions v
-            WHERE v.job_id = r.job_id AND v.version = r.job_version) END AS spec_text,
-       CASE WHEN r.run_id = ANY($2::uuid[]) THEN
-           (SELECT v.spec->'target'->>'kind' FROM job_versions v
-            WHERE v.job_id = r.job_id AND v.version = r.job_version) END AS target_kind,
-       (SELECT duetime_now()) AS now
-FROM runs r
-LEFT JOIN attempts a
-       ON a.run_id = r.run_id AND a.nominal_time = r.nominal_time AND a.number = r.attempt
-      AND a.end_time IS NULL AND a.run_id = ANY($1::uuid[])
-WHERE r.run_id = ANY($1::uuid[])
-FOR UPDATE OF r;
 
 -- name: attempt_batch_jobs_lock
 -- The jobs $1 whose lock no other transaction holds (pause, delete and overlap are decided
