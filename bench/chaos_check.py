@@ -6,13 +6,15 @@ import uuid
 from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import asyncpg
 
 from bench.chaos_faults import Fault
 from bench.chaos_target import ChaosTarget, Recorded
 from bench.harness import quantiles
+from duetime_core.attempts import AttemptSettings
+from duetime_worker.attempt.scheduler_client import RPC_TIMEOUT
 from testkit.fleet import assert_every_occurrence_accounted_once
 from testkit.invariants import Records, attempt_violations, call_violations, read_records
 
@@ -75,12 +77,24 @@ def unhealthy_spans(faults: Sequence[Fault]) -> dict[str, list[tuple[datetime, d
     return spans
 
 
+def held_from(attempt: asyncpg.Record) -> datetime:
+    """The earliest its worker may have held the attempt. The worker counts its lease from when
+    it sent the start (``RPC_TIMEOUT`` at most before the scheduler recorded it: a worker frozen
+    with its start on the way finds the lease lapsed on waking); one started ahead of its time
+    (whose ``start_time`` is its call time) up to ``max_early_start`` before that. A worker
+    killed or frozen after asking loses the attempt; when exactly it asked, the record does not
+    say."""
+    start: datetime = attempt["start_time"]
+    ahead = AttemptSettings.max_early_start if attempt["early"] else timedelta(0)
+    return start - ahead - timedelta(seconds=RPC_TIMEOUT)
+
+
 def healthy_expiries(
     records: Records, faults: Sequence[Fault]
 ) -> tuple[int, list[str], Counter[str]]:
     """Attempts that ended LEASE_EXPIRED; those whose worker was neither killed nor frozen
-    while they were open (described); and for those, the faults that were under way while
-    they were open, by kind."""
+    while it may have held them (described); and for those, the faults that were under way
+    meanwhile, by kind."""
     spans = unhealthy_spans(faults)
     expired, healthy, during = 0, [], Counter[str]()
     for attempts in records.attempts.values():
@@ -88,12 +102,13 @@ def healthy_expiries(
             if a["outcome"] != "LEASE_EXPIRED":
                 continue
             expired += 1
-            start, end = a["start_time"], a["end_time"]
+            start, end = held_from(a), a["end_time"]
             if any(b <= end and start <= e for b, e in spans.get(a["worker_id"], [])):
                 continue
             healthy.append(
                 f"run {a['run_id']} attempt {a['number']} (worker {a['worker_id']}, "
-                f"{start:%H:%M:%S.%f} to {end:%H:%M:%S.%f})"
+                f"{a['start_time']:%H:%M:%S.%f} to {end:%H:%M:%S.%f}"
+                f"{', started ahead' if a['early'] else ''})"
             )
             kinds = sorted({f.kind for f in faults if f.began <= end and start <= f.ended})
             during[", ".join(kinds) or "no fault"] += 1

@@ -61,7 +61,8 @@ async def read_records(conn: Conn) -> Records:
         "SELECT run_id, job_id, nominal_time, state, reason, attempt FROM runs"
     )
     attempts = await conn.fetch(
-        "SELECT run_id, number, worker_id, start_time, end_time, lease_expire_time, outcome "
+        "SELECT run_id, number, worker_id, start_time, end_time, lease_expire_time, outcome, "
+        "early "
         "FROM attempts ORDER BY run_id, number"
     )
     by_run: dict[uuid.UUID, list[asyncpg.Record]] = defaultdict(list)
