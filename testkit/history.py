@@ -22,7 +22,7 @@ WITH j AS (SELECT job_id, team_id, partition, (row_number() OVER (ORDER BY job_i
            FROM generate_series(0, $4 - 1) AS i)
 INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time, origin,
                   state, reason, reason_detail, attempt, attempt_limit, first_start_time,
-                  trace_id, traceparent, job_version, claimed_by, claim_epoch, claim_revision,
+                  traceparent, job_version, claimed_by, claim_epoch, claim_revision,
                   create_time, update_time)
 SELECT t.run_id, j.job_id, j.team_id, j.partition, s.nominal, s.nominal,
        CASE WHEN s.i % 50 = 0 THEN 'TRIGGER:seed-' || s.i ELSE 'SCHEDULE' END,
@@ -32,8 +32,7 @@ SELECT t.run_id, j.job_id, j.team_id, j.partition, s.nominal, s.nominal,
        CASE s.state WHEN 'DEAD_LETTERED' THEN 'HTTP 503 three times' ELSE '' END,
        CASE s.state WHEN 'SUCCEEDED' THEN 1 WHEN 'DEAD_LETTERED' THEN 3 ELSE 0 END, 3,
        CASE WHEN s.state <> 'MISSED' THEN s.nominal + interval '40 milliseconds' END,
-       t.trace_id, CASE WHEN t.trace_id <> '' THEN '00-' || t.trace_id || '-' || t.span || '-01'
-                        ELSE '' END,
+       CASE WHEN t.trace_id <> '' THEN '00-' || t.trace_id || '-' || t.span || '-01' ELSE '' END,
        1, 'scheduler-1', 1, 42,
        s.nominal - interval '10 seconds',
        s.nominal + interval '130 milliseconds'

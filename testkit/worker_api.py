@@ -146,10 +146,10 @@ class WorkerClient:
         effective = effective_time or nominal_time
         row = await self.db.fetchrow(
             """INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time,
-                                 effective_time, origin, state, attempt_limit, trace_id,
-                                 traceparent, job_version, priority)
+                                 effective_time, origin, state, attempt_limit, traceparent,
+                                 job_version, priority)
                SELECT $1, j.job_id, j.team_id, j.partition, $3, $4, 'SCHEDULE', $5,
-                      (j.spec->'retry'->>'max_attempts')::integer, $6, $7, j.version,
+                      (j.spec->'retry'->>'max_attempts')::integer, $6, j.version,
                       j.spec->>'priority'
                FROM jobs j WHERE j.job_id = $2
                RETURNING team_id, priority""",
@@ -158,7 +158,6 @@ class WorkerClient:
             nominal_time,
             effective,
             state,
-            trace.trace_id,
             trace.traceparent,
         )
         assert row is not None

@@ -185,12 +185,16 @@ async def test_preview_shows_dst_and_jitter(api: ApiClient) -> None:
 
 
 async def test_a_runs_trace_id_is_read_from_its_traceparent(api: ApiClient) -> None:
-    """The trace id column repeats what the traceparent holds; readers no longer read it, so a
-    later build can stop writing it (a run made then keeps '' there)."""
+    """The trace id column repeated what the traceparent holds: a run is made without it (a
+    later schema drops the column), and readers take the id from the traceparent."""
     job = (await api.stub.CreateJob(svc.CreateJobRequest(job=cron_job()), metadata=api.auth())).job
     request = svc.TriggerJobRequest(name=job.name, request_id="trace-1")
     run = (await api.stub.TriggerJob(request, metadata=api.auth())).run
-    await sql(api.dsn, "UPDATE runs SET trace_id = '' WHERE run_id = $1", uuid.UUID(run.run_id))
+    (stored,) = await sql(
+        api.dsn, "SELECT trace_id, traceparent FROM runs WHERE run_id = $1", uuid.UUID(run.run_id)
+    )
+    assert stored["trace_id"] == ""
     got = (await api.stub.GetRun(svc.GetRunRequest(name=run.name), metadata=api.auth())).run
     assert len(got.trace_id) == 32
     assert got.trace_id == run.trace_id
+    assert stored["traceparent"].split("-")[1] == got.trace_id

@@ -41,10 +41,15 @@ async def test_due_jobs_become_runs_with_outbox_rows_and_advance(
     await shift_clock(pool, timedelta(seconds=57))  # within the look-ahead of the first runs
     assert await claim_all(pool) == 50
     assert await claim_all(pool) == 0
-    runs = await pool.fetch("SELECT run_id, job_id, nominal_time, state, trace_id FROM runs")
+    runs = await pool.fetch(
+        "SELECT run_id, job_id, nominal_time, state, trace_id, traceparent FROM runs"
+    )
     assert {r["job_id"] for r in runs} == {j.job_id for j in jobs}
     assert {r["run_id"].version for r in runs} == {7}  # time-ordered: the keys' pages fill
     assert {r["state"] for r in runs} == {"QUEUED"}
+    # A run's trace begins at its claim; its id is read from the traceparent alone.
+    assert {r["trace_id"] for r in runs} == {""}
+    assert all(len(r["traceparent"].split("-")[1]) == 32 for r in runs)
     by_job = {j.job_id: j for j in jobs}
     assert all(r["nominal_time"] == by_job[r["job_id"]].next_run_time for r in runs)
     outbox = await pool.fetch("SELECT payload, headers FROM outbox")

@@ -521,7 +521,6 @@ class JobOperations:
                 job_version=record.version,
                 attempt_limit=record.spec.retry.max_attempts,
                 priority=record.spec.priority,
-                trace_id=trace.trace_id,
                 traceparent=trace.traceparent,
             )
             outbox = dispatch_row(

@@ -77,7 +77,6 @@ class NewRun:
     attempt_limit: int
     range_end_time: datetime | None
     occurrence_count: int
-    trace_id: str
     traceparent: str
     job_version: int
     priority: Priority
@@ -218,10 +217,10 @@ def _new_run(
     a "claim run" span kept in ``batch`` (ended once the run is inserted)."""
     run_id = new_run_id()
     job_id: uuid.UUID = row["job_id"]
-    trace_id, traceparent = "", ""
+    traceparent = ""
     if planned.state is RunState.QUEUED:
         trace, span = start_run_span("claim run", start_time=batch.started)
-        trace_id, traceparent = trace.trace_id, trace.traceparent
+        traceparent = trace.traceparent
         if span.is_recording():
             span.set_attributes({RUN_ID: str(run_id), JOB_ID: str(job_id)})
         batch.spans[run_id] = span
@@ -237,7 +236,6 @@ def _new_run(
         attempt_limit=spec.retry.max_attempts,
         range_end_time=planned.range_end_time,
         occurrence_count=planned.occurrence_count,
-        trace_id=trace_id,
         traceparent=traceparent,
         job_version=row["version"],
         priority=Priority.LOW if planned.catch_up else spec.priority,
@@ -271,7 +269,6 @@ async def _insert_runs(conn: Conn, runs: list[NewRun], claimed_by: str) -> set[u
         [r.attempt_limit for r in runs],
         [r.range_end_time for r in runs],
         [r.occurrence_count for r in runs],
-        [r.trace_id for r in runs],
         [r.traceparent for r in runs],
         [r.job_version for r in runs],
         [r.priority.value for r in runs],

@@ -118,7 +118,6 @@ class _Row:
     state: RunState
     reason: RunReason
     detail: str = ""
-    trace_id: str = ""
     traceparent: str = ""
     quota_limit: str = ""
 
@@ -132,14 +131,13 @@ def _made_row(run: _Run, trace: RunTrace) -> _Row:
         RunState.QUEUED if dispatched else RunState.WAITING,
         run.admission.reason,
         _detail(run.admission),
-        trace.trace_id,
         trace.traceparent,
         run.admission.limit.value,
     )
 
 
 def _columns(rows: list[_Row]) -> list[list[object]]:
-    """``backfill_insert``'s arrays ($8 to $16), a column each."""
+    """``backfill_insert``'s arrays ($8 to $15), a column each."""
     return [
         [r.run_id for r in rows],
         [r.nominal_time for r in rows],
@@ -147,7 +145,6 @@ def _columns(rows: list[_Row]) -> list[list[object]]:
         [r.state.value for r in rows],
         [r.reason.value for r in rows],
         [r.detail for r in rows],
-        [r.trace_id for r in rows],
         [r.traceparent for r in rows],
         [r.quota_limit for r in rows],
     ]

@@ -55,7 +55,6 @@ class NewRun:
     job_version: int
     attempt_limit: int
     priority: Priority
-    trace_id: str = ""
     traceparent: str = ""
     reason: RunReason = RunReason.NONE
     reason_detail: str = ""
@@ -331,7 +330,6 @@ class JobStore:
             run.attempt_limit,
             run.range_end_time,
             run.occurrence_count,
-            run.trace_id,
             run.traceparent,
             run.job_version,
             run.priority.value,
