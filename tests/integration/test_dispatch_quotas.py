@@ -20,6 +20,7 @@ from duetime_infra.pg.dispatch.admission import DispatchCredit
 from duetime_infra.pg.dispatch.claims import claim_batch
 from duetime_infra.pg.dispatch.dispatcher import release_held_runs, requeue_due_retries
 from duetime_infra.pg.fencing import FencingToken
+from duetime_infra.pg.teams.quotas import read_team
 from duetime_infra.pg.teams.store import update_team_quota
 from testkit.environments import ApiAndWorkers, api_and_workers
 from testkit.worker_api import job_message, trigger
@@ -256,6 +257,34 @@ async def test_held_runs_take_the_time_between_runs_claimed_ahead_at_several_tim
     rate_tat, *ahead = await env.rate_state()
     assert rate_tat >= now + 10 * ten
     assert ahead == [None, None, None]  # both charges ahead behind the clock: none is kept
+
+
+async def test_a_rate_state_an_older_build_wrote_is_read_as_charged_by_its_tat(env: Env) -> None:
+    # During a roll an older build charges after rate_tat and may open its own chain: this
+    # build then takes everything as charged by rate_tat, never the stale charges ahead.
+    await env.quota(env.api.team, runs_per_minute=60, rate_burst=1)
+    now = await env.w.now()
+    await env.pool.execute(
+        "UPDATE team_usage SET rate_tat = $2, rate_gap_tat = $3, rate_ahead_from = $4, "
+        "rate_ahead_at = ARRAY[$5::timestamptz], rate_ahead_n = ARRAY[1] WHERE team_id = $1",
+        env.api.team,
+        now + 9 * S,
+        now + S,
+        now + 8 * S,
+        now + 2 * S,
+    )
+    read = await read_team(env.pool, env.api.team)
+    assert read is not None
+    assert (read[0].rate_tat, read[0].rate_ahead) == (now + 9 * S, [])
+    # As this build writes it (rate_tat one interval past the charge ahead), they are kept.
+    await env.pool.execute(
+        "UPDATE team_usage SET rate_tat = $2, rate_ahead_from = NULL WHERE team_id = $1",
+        env.api.team,
+        now + 3 * S,
+    )
+    read = await read_team(env.pool, env.api.team)
+    assert read is not None
+    assert (read[0].rate_tat, read[0].rate_ahead) == (now + S, [(now + 2 * S, 1)])
 
 
 async def test_a_small_team_starts_ahead_of_the_tail_of_a_big_teams_backlog(env: Env) -> None:
