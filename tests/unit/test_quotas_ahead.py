@@ -30,7 +30,7 @@ def test_runs_arriving_now_fill_the_time_before_a_run_claimed_ahead() -> None:
     # run arriving between :00 and :10 was refused until :10.
     t = rated(60, 1)
     assert admit(t, T0 + 10 * S, T0) is QuotaLimit.NONE
-    assert (t.rate_tat, t.rate_ahead, t.rate_end()) == (None, [(T0 + 10 * S, 1)], T0 + 11 * S)
+    assert (t.rate_tat, t.rate_ahead, t.rate_end) == (None, [(T0 + 10 * S, 1)], T0 + 11 * S)
     assert t.rate_available(T0) == 1
     admitted = [admit(t, T0 + n * S / 2, T0 + n * S / 2) for n in range(20)]
     # One a second from :00 to :09 (its slot ends by :10); the claimed run's at :10.
@@ -60,7 +60,7 @@ def test_a_run_claimed_at_a_time_already_charged_waits_its_turn_after_it() -> No
     assert admit(t, T0 + 10 * S, T0) is QuotaLimit.NONE
     assert admit(t, T0 + 10 * S, T0) is QuotaLimit.NONE  # second of the burst
     assert admit(t, T0 + 10 * S, T0) is QuotaLimit.RATE
-    assert (t.rate_ahead, t.rate_end()) == ([(T0 + 10 * S, 2)], T0 + 12 * S)
+    assert (t.rate_ahead, t.rate_end) == ([(T0 + 10 * S, 2)], T0 + 12 * S)
     # A run claimed ahead but due before them is charged at its own time, before them.
     assert admit(t, T0 + 5 * S, T0) is QuotaLimit.NONE
     assert t.rate_ahead == [(T0 + 5 * S, 1), (T0 + 10 * S, 2)]
@@ -105,7 +105,7 @@ def test_past_the_bound_the_earliest_charges_ahead_count_as_charged() -> None:
     assert len(t.rate_ahead) == quotas.MAX_RATE_AHEAD
     assert t.rate_ahead[0][0] == times[100 - quotas.MAX_RATE_AHEAD]
     assert t.rate_tat == times[99 - quotas.MAX_RATE_AHEAD] + 10 * MS
-    assert t.rate_end() == times[-1] + 10 * MS
+    assert t.rate_end == times[-1] + 10 * MS
     # Runs arriving now wait for those, as for every charge ahead before issue 34, and use
     # the room between those still kept.
     assert t.rate_available(T0) == 0
@@ -116,7 +116,7 @@ def test_past_the_bound_the_earliest_charges_ahead_count_as_charged() -> None:
 def test_a_state_an_older_build_changed_is_taken_as_charged_by_its_end() -> None:
     t = rated(60, 1)
     assert admit(t, T0 + 5 * S, T0) is QuotaLimit.NONE
-    end, tat, ahead = t.rate_end(), t.rate_tat, list(t.rate_ahead)
+    end, tat, ahead = t.rate_end, t.rate_tat, list(t.rate_ahead)
     same = rated(60, 1)
     same.restore_rate(end, tat, ahead, chained=False)
     assert (same.rate_tat, same.rate_ahead) == (None, [(T0 + 5 * S, 1)])
@@ -175,6 +175,25 @@ def _check_read_agrees(team: TeamState, now: datetime) -> None:
             assert admit(copy.deepcopy(team), before, before) is QuotaLimit.RATE
 
 
+def _end(times: list[datetime], quota: TeamQuota) -> datetime:
+    """The GCRA's TAT over ``times`` taken in time order (``T0`` for none)."""
+    interval = quota.emission_interval
+    assert interval is not None
+    tat = T0
+    for at in sorted(times):
+        tat = max(tat, at) + interval
+    return tat
+
+
+def _check_end(team: TeamState, times: list[datetime]) -> None:
+    """``rate_end`` agrees with the rest of the state (it is read back as stored) and is past
+    every charge taken in time order (an older build goes on from it)."""
+    assert (team.rate_end or T0) >= _end(times, team.quota)
+    stored = rated(team.quota.runs_per_minute, team.quota.rate_burst)
+    stored.restore_rate(team.rate_end, team.rate_tat, team.rate_ahead, chained=False)
+    assert (stored.rate_tat, stored.rate_ahead) == (team.rate_tat, team.rate_ahead)
+
+
 def _run(runs_per_minute: int, burst: int, steps: list[tuple[int, tuple[str, int]]]) -> None:
     """Every admission is exactly what the brute-force oracle says of the charges with it."""
     team = rated(runs_per_minute, burst)
@@ -190,6 +209,8 @@ def _run(runs_per_minute: int, burst: int, steps: list[tuple[int, tuple[str, int
             if not admitted:
                 break
             times.append(at)
+        _check_end(team, times)
+        assert (team.rate_end or T0) == _end(times, team.quota)  # exact below the bound
 
 
 @settings(max_examples=examples(500), deadline=None)
@@ -219,4 +240,5 @@ def test_past_the_bound_on_charges_ahead_the_limit_still_holds(
                     break
                 times.append(at)
             assert len(team.rate_ahead) <= 2
+            _check_end(team, times)
         assert _conforms(times, team.quota)

@@ -78,10 +78,12 @@ class TeamState:
     stored_jobs: int = 0
     in_flight: int = 0
     held: int = 0
-    # The rate limit: the TAT of the charges due by now, and the charges made ahead of time
-    # (runs claimed before they are due), kept apart until their time.
+    # The rate limit: the TAT of the charges due by now, the charges made ahead of time (runs
+    # claimed before they are due) kept apart until their time, and the TAT of both in turn:
+    # past every charge in time order, it is what a charge after all the others goes on from.
     rate_tat: datetime | None = None
     rate_ahead: Charges = field(default_factory=list)
+    rate_end: datetime | None = None
     # Set when the rate limit's state changed and must be written back.
     dirty: bool = field(default=False, compare=False)
 
@@ -113,27 +115,21 @@ class TeamState:
             begin, tat = at, _later(tat, at) + interval * count
         return max(begin, _later(tat, begin) - tolerance)
 
-    def rate_end(self) -> datetime | None:
-        """The TAT of every charge, those made ahead too, taken in time order: what a build
-        that charges each dispatch after all the others (an older one) goes on from."""
-        interval = self.quota.emission_interval
-        if interval is None or not self.rate_ahead:
-            return self.rate_tat
-        return _charged(self.rate_tat, self.rate_ahead, self.rate_ahead[-1][0], interval)[0]
-
     def restore_rate(
         self, end: datetime | None, tat: datetime | None, ahead: Charges, chained: bool
     ) -> None:
-        """Takes the rate limit's state as stored: ``end`` (``rate_end``), ``tat``, the charges
-        ahead, and whether an older build's chain of charges made ahead is open. When they do
-        not agree (such a build charged the team since, or the rate changed), everything is
-        taken as charged by the end: safe, as it is past every charge in time order, though
-        runs arriving before the charges ahead no longer use the time before them."""
+        """Takes the rate limit's state as stored: ``end`` (``rate_end``, which an older build
+        charges after), ``tat``, the charges ahead, and whether such a build's chain of charges
+        made ahead is open. When they do not agree (it charged the team since, or the rate
+        changed), everything is taken as charged by the end: safe, as it is past every charge
+        in time order, though runs arriving before the charges ahead lose the time before
+        them."""
         self.rate_tat, self.rate_ahead = tat, ahead
-        stored = self.rate_end()
-        if chained or stored != end:
-            self.rate_tat = end if stored is None else _later(end, stored)
-            self.rate_ahead = []
+        self.rate_end = _end(tat, ahead, self.quota.emission_interval)
+        if chained or self.rate_end != end:
+            if end is not None:
+                self.rate_end = _later(self.rate_end, end)
+            self.rate_tat, self.rate_ahead = self.rate_end, []
 
 
 def _tolerance(quota: TeamQuota, interval: timedelta) -> timedelta:
@@ -156,6 +152,13 @@ def _charged(
         tat = _later(tat, time) + interval * count
         due += 1
     return tat, ahead[due:]
+
+
+def _end(tat: datetime | None, ahead: Charges, interval: timedelta | None) -> datetime | None:
+    """The TAT of ``tat``'s charges and then ``ahead``, in time order."""
+    if interval is None or not ahead:
+        return tat
+    return _charged(tat, ahead, ahead[-1][0], interval)[0]
 
 
 def _starts(ahead: Charges, interval: timedelta) -> list[datetime]:
@@ -191,19 +194,28 @@ def _take_rate(team: TeamState, arrival: datetime, now: datetime) -> bool:
     interval = team.quota.emission_interval
     if interval is None:
         return True
+    tolerance = _tolerance(team.quota, interval)
     tat, ahead = _charged(team.rate_tat, team.rate_ahead, now, interval)
     team.rate_tat, team.rate_ahead = tat, ahead  # changes no decision: not to be written
     at = max(arrival, now)
-    before, after = _charged(tat, ahead, at, interval)
-    if _overlap(before, after, at, interval) > _tolerance(team.quota, interval):
+    last = not ahead or at >= ahead[-1][0]
+    if last:  # after every charge (a herd claimed in due order): the usual GCRA on their TAT
+        if _later(team.rate_end, at) - at > tolerance:
+            return False
+    elif _overlap(*_charged(tat, ahead, at, interval), at, interval) > tolerance:
         return False
+    end: datetime | None
     if at == now:
         tat = _later(tat, at) + interval
+        # The charges ahead, all later, now end one interval later at most.
+        end = max(team.rate_end or tat, tat + interval * sum(n for _, n in ahead))
     else:
+        end = _later(team.rate_end, at) + interval if last else None
         ahead = _charge_ahead(ahead, at)
         if len(ahead) > MAX_RATE_AHEAD:
             tat, ahead = _later(tat, ahead[0][0]) + interval * ahead[0][1], ahead[1:]
     team.rate_tat, team.rate_ahead, team.dirty = tat, ahead, True
+    team.rate_end = end if end is not None else _end(tat, ahead, interval)
     return True
 
 

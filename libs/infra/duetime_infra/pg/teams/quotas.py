@@ -64,7 +64,7 @@ async def save_rates(conn: Conn, teams: Iterable[TeamState]) -> None:
         await conn.execute(
             q("quota_save_rates"),
             [t.team_id for t in changed],
-            [t.rate_end() for t in changed],
+            [t.rate_end for t in changed],
             [t.rate_tat for t in changed],
             [_array([f'"{at.isoformat()}"' for at, _ in t.rate_ahead]) for t in changed],
             [_array([str(n) for _, n in t.rate_ahead]) for t in changed],
