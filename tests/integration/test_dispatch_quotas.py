@@ -20,6 +20,7 @@ from duetime_infra.pg.dispatch.admission import DispatchCredit
 from duetime_infra.pg.dispatch.claims import claim_batch
 from duetime_infra.pg.dispatch.dispatcher import release_held_runs, requeue_due_retries
 from duetime_infra.pg.fencing import FencingToken
+from duetime_infra.pg.teams.quotas import read_team
 from duetime_infra.pg.teams.store import update_team_quota
 from testkit.environments import ApiAndWorkers, api_and_workers
 from testkit.worker_api import job_message, trigger
@@ -96,6 +97,16 @@ class Env(ApiAndWorkers):
         started = await self.w.start(run_id, delivery=f"d-{run_id}")
         assert started.decision == wpb.START_DECISION_STARTED, started
         await self.w.complete(run_id, started.attempt)
+
+    async def rate_state(self) -> tuple[datetime, object, object, object]:
+        """The team's rate limit as stored: rate_tat, the charges ahead, an older build's chain."""
+        row = await self.pool.fetchrow(
+            "SELECT rate_tat, rate_ahead_at, rate_ahead_n, rate_ahead_from FROM team_usage "
+            "WHERE team_id = $1",
+            self.api.team,
+        )
+        assert row is not None
+        return row["rate_tat"], row["rate_ahead_at"], row["rate_ahead_n"], row["rate_ahead_from"]
 
     async def usage(self, team: str) -> asyncpg.Record:
         row = await self.pool.fetchrow(
@@ -213,6 +224,69 @@ async def test_held_runs_keep_their_rate_while_a_run_claimed_ahead_waits_for_its
         assert await env.release() == 1
     assert {r["state"] for r in await env.runs()} == {"QUEUED"}
     assert len(await env.dispatched()) == 5
+
+
+async def test_held_runs_take_the_time_between_runs_claimed_ahead_at_several_times(
+    env: Env,
+) -> None:
+    # One run every 10 s, no burst. Two runs claimed ahead, due at +45 s and +75 s, are
+    # charged at those times and kept until then; the held runs go in every 10 s the two
+    # leave room for (each takes the slot it falls in and the next), between them too: issue
+    # 34 offered only the time before the first (the release at +60 s waited for +90 s). The
+    # times are mid-slot so that the clock running on meanwhile changes nothing.
+    await env.quota(env.api.team, runs_per_minute=6, rate_burst=1, max_running=0)
+    ten = 10 * S
+    now = await env.w.now()
+    for _ in range(6):
+        await env.one_off(now + ten, threshold=timedelta(hours=1))
+    first, second = await env.one_off(now + 4.5 * ten), await env.one_off(now + 7.5 * ten)
+    await env.w.shift_clock(ten)
+    assert await env.claim() == 6
+    assert await env.claim(lookahead=70) == 2  # both ahead of their time, and dispatched
+    claimed = {str(r["job_id"]): r for r in await env.runs()}
+    assert [claimed[j]["state"] for j in (first, second)] == ["QUEUED", "QUEUED"]
+    assert await env.rate_state() == (
+        now + 8.5 * ten,  # the TAT of every charge in time order, for older builds
+        [now + 4.5 * ten, now + 7.5 * ten],
+        [1, 1],
+        None,
+    )
+    released = []
+    for _ in range(8):  # +20 s to +90 s
+        await env.w.shift_clock(ten)
+        released.append(await env.release())
+    assert released == [1, 1, 0, 0, 1, 0, 0, 1]
+    rate_tat, *ahead = await env.rate_state()
+    assert rate_tat >= now + 10 * ten
+    assert ahead == [None, None, None]  # both charges ahead behind the clock: none is kept
+
+
+async def test_a_rate_state_an_older_build_wrote_is_read_as_charged_by_its_tat(env: Env) -> None:
+    # During a roll an older build charges after rate_tat and may open its own chain: this
+    # build then takes everything as charged by rate_tat, never the stale charges ahead.
+    await env.quota(env.api.team, runs_per_minute=60, rate_burst=1)
+    now = await env.w.now()
+    await env.pool.execute(
+        "UPDATE team_usage SET rate_tat = $2, rate_gap_tat = $3, rate_ahead_from = $4, "
+        "rate_ahead_at = ARRAY[$5::timestamptz], rate_ahead_n = ARRAY[1] WHERE team_id = $1",
+        env.api.team,
+        now + 9 * S,
+        now + S,
+        now + 8 * S,
+        now + 2 * S,
+    )
+    read = await read_team(env.pool, env.api.team)
+    assert read is not None
+    assert (read[0].rate_tat, read[0].rate_ahead) == (now + 9 * S, [])
+    # As this build writes it (rate_tat one interval past the charge ahead), they are kept.
+    await env.pool.execute(
+        "UPDATE team_usage SET rate_tat = $2, rate_ahead_from = NULL WHERE team_id = $1",
+        env.api.team,
+        now + 3 * S,
+    )
+    read = await read_team(env.pool, env.api.team)
+    assert read is not None
+    assert (read[0].rate_tat, read[0].rate_ahead) == (now + S, [(now + 2 * S, 1)])
 
 
 async def test_a_small_team_starts_ahead_of_the_tail_of_a_big_teams_backlog(env: Env) -> None:

@@ -6,14 +6,16 @@ exact. A run is admitted when its team is under the in-flight limit and the rate
 the dispatch through; otherwise it is held (WAITING, reason QUOTA) and released later, in due
 order, as soon as the team is under its limits. The rate limit is a GCRA: a burst of
 ``rate_burst`` dispatches at once, then one every ``60 s / runs_per_minute``. A run claimed
-ahead of its time is charged at that time; runs arriving before it fill the gap up to it
-(``_take_rate``), so a claim ahead holds back no run that arrives now.
+ahead of its time is charged at that time and kept apart until then; a dispatch is admitted
+exactly when every charge, taken in time order, still conforms (``_take_rate``), so claims
+ahead hold back no run arriving now that the rate has room for.
 
 Pure: the store loads the team's row under its lock, asks these functions, and writes back.
 """
 
 from __future__ import annotations
 
+import bisect
 import enum
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +60,14 @@ class TeamQuota:
         return timedelta(minutes=1) / self.runs_per_minute
 
 
+# At most this many distinct times are kept for the charges made ahead (a herd due at one
+# instant is one of them); past it the earliest is taken as charged already (_take_rate).
+MAX_RATE_AHEAD = 64
+
+# Charges made ahead of time: each due time and how many, in time order.
+Charges = list[tuple[datetime, int]]
+
+
 @dataclass
 class TeamState:
     """A team's quota and usage, read under its usage row's lock and changed as runs are
@@ -68,52 +78,58 @@ class TeamState:
     stored_jobs: int = 0
     in_flight: int = 0
     held: int = 0
+    # The rate limit: the TAT of the charges due by now, the charges made ahead of time (runs
+    # claimed before they are due) kept apart until their time, and the TAT of both in turn:
+    # past every charge in time order, it is what a charge after all the others goes on from.
     rate_tat: datetime | None = None
-    # A chain of charges made ahead of time (runs claimed before they are due): the due time
-    # it begins at (None: no chain), and the TAT of the arrivals that fill the gap before it.
-    rate_ahead_from: datetime | None = None
-    rate_gap_tat: datetime | None = None
+    rate_ahead: Charges = field(default_factory=list)
+    rate_end: datetime | None = None
     # Set when the rate limit's state changed and must be written back.
     dirty: bool = field(default=False, compare=False)
 
     def rate_available(self, now: datetime) -> int:
-        """How many dispatches the rate limit lets through at ``now`` (the burst at most):
-        those the gap before a chain takes, then those after the chain's end."""
+        """How many dispatches the rate limit lets through at ``now`` (the burst at most): the
+        room the charges before and after ``now`` leave within the burst tolerance."""
         interval = self.quota.emission_interval
         if interval is None:
             return self.quota.rate_burst
-        tolerance = _tolerance(self.quota, interval)
-        ahead_from = self._gap_end(now)
-        in_gap = 0
-        if ahead_from is not None:
-            base = _later(self.rate_gap_tat, now)
-            if base - now <= tolerance and base + interval <= ahead_from:
-                in_gap = 1 + min(
-                    (now + tolerance - base) // interval, (ahead_from - base) // interval - 1
-                )
-        spare = now + tolerance - _later(self.rate_tat, now)
-        after = 0 if spare < timedelta(0) else spare // interval + 1
-        return min(self.quota.rate_burst, in_gap + after)
+        tat, ahead = _charged(self.rate_tat, self.rate_ahead, now, interval)
+        room = _tolerance(self.quota, interval) - _overlap(tat, ahead, now, interval)
+        return 0 if room < timedelta(0) else min(self.quota.rate_burst, room // interval + 1)
 
     def rate_eligible_time(self, now: datetime) -> datetime:
-        """When the rate limit next lets a dispatch through (``now`` if it does now)."""
+        """When the rate limit next lets a dispatch through (``now`` if it does now): the
+        earliest time, in the first span between charges ahead that has room."""
         interval = self.quota.emission_interval
         if interval is None:
             return now
         tolerance = _tolerance(self.quota, interval)
-        after = now if self.rate_tat is None else max(now, self.rate_tat - tolerance)
-        ahead_from = self._gap_end(now)
-        if ahead_from is not None:
-            at = now if self.rate_gap_tat is None else max(now, self.rate_gap_tat - tolerance)
-            if _later(self.rate_gap_tat, at) + interval <= ahead_from:
-                return min(at, after)
-        return after
+        tat, ahead = _charged(self.rate_tat, self.rate_ahead, now, interval)
+        begin = now
+        for (at, count), start in zip(ahead, _starts(ahead, interval), strict=True):
+            # In [begin, at) an arrival at t conforms when tat - t, t - start and tat - start
+            # are each within the tolerance (_overlap's two leads add up within it).
+            first = max(begin, _later(tat, begin) - tolerance)
+            if first < at and max(first, _later(tat, start)) - start <= tolerance:
+                return first
+            begin, tat = at, _later(tat, at) + interval * count
+        return max(begin, _later(tat, begin) - tolerance)
 
-    def _gap_end(self, now: datetime) -> datetime | None:
-        """Where the gap before a chain of charges made ahead of time ends, while it is open
-        at ``now``; None when there is none."""
-        ahead_from = self.rate_ahead_from
-        return ahead_from if ahead_from is not None and now < ahead_from else None
+    def restore_rate(
+        self, end: datetime | None, tat: datetime | None, ahead: Charges, chained: bool
+    ) -> None:
+        """Takes the rate limit's state as stored: ``end`` (``rate_end``, which an older build
+        charges after), ``tat``, the charges ahead, and whether such a build's chain of charges
+        made ahead is open. When they do not agree (it charged the team since, or the rate
+        changed), everything is taken as charged by the end: safe, as it is past every charge
+        in time order, though runs arriving before the charges ahead lose the time before
+        them."""
+        self.rate_tat, self.rate_ahead = tat, ahead
+        self.rate_end = _end(tat, ahead, self.quota.emission_interval)
+        if chained or self.rate_end != end:
+            if end is not None:
+                self.rate_end = _later(self.rate_end, end)
+            self.rate_tat, self.rate_ahead = self.rate_end, []
 
 
 def _tolerance(quota: TeamQuota, interval: timedelta) -> timedelta:
@@ -125,41 +141,90 @@ def _later(tat: datetime | None, arrival: datetime) -> datetime:
     return tat if tat is not None and tat > arrival else arrival
 
 
-def _take_rate(team: TeamState, arrival: datetime, now: datetime) -> bool:
-    """GCRA: a dispatch at ``arrival`` conforms when the theoretical arrival time is at most
-    the burst tolerance ahead of it; the TAT then moves on by one emission interval.
+def _charged(
+    tat: datetime | None, ahead: Charges, at: datetime, interval: timedelta
+) -> tuple[datetime | None, Charges]:
+    """The charges ahead due by ``at`` taken into the TAT, and those left ahead of it."""
+    due = 0
+    for time, count in ahead:
+        if time > at:
+            break
+        tat = _later(tat, time) + interval * count
+        due += 1
+    return tat, ahead[due:]
 
-    GCRA assumes arrivals in time order, and a run claimed ahead arrives at its due time,
-    later than the runs arriving now. So the first charge past the TAT and ``now`` begins a
-    chain there (``rate_ahead_from``), and arrivals before it fill the gap on their own TAT
-    (``rate_gap_tat``) as long as that gap's work ends by the chain's start: the charges,
-    taken in time order, are then exactly a conforming GCRA sequence. Anything else (or what
-    the gap has no room for) is charged after the chain, on ``rate_tat``."""
+
+def _end(tat: datetime | None, ahead: Charges, interval: timedelta | None) -> datetime | None:
+    """The TAT of ``tat``'s charges and then ``ahead``, in time order."""
+    if interval is None or not ahead:
+        return tat
+    return _charged(tat, ahead, ahead[-1][0], interval)[0]
+
+
+def _starts(ahead: Charges, interval: timedelta) -> list[datetime]:
+    """The GCRA taken backwards over each ``ahead[i:]``: the latest time by which their
+    charges, one interval each, must begin to end by their own times. An arrival before it
+    shares none of their windows beyond the rate; one later by ``d`` crowds them by ``d``."""
+    starts: list[datetime] = []
+    for time, count in reversed(ahead):
+        starts.append((time if not starts else min(time, starts[-1])) - interval * count)
+    return starts[::-1]
+
+
+def _overlap(tat: datetime | None, ahead: Charges, at: datetime, interval: timedelta) -> timedelta:
+    """How much of the burst tolerance an arrival at ``at`` finds taken (``ahead``: the
+    charges after it): its TAT's lead over it, plus its lead over the charges after it."""
+    early = timedelta(0) if not ahead else max(at - _starts(ahead, interval)[0], timedelta(0))
+    return _later(tat, at) - at + early
+
+
+def _take_rate(team: TeamState, arrival: datetime, now: datetime) -> bool:
+    """GCRA over every charge in time order, whatever order they are made in: a dispatch
+    counted at ``arrival`` (``now`` if earlier) conforms when, with it, no window of length
+    ``L`` holds more than ``burst + L / interval`` charges. It is exact: the charges before it
+    weigh through their TAT, those after it through their backward start (``_starts``), and
+    the window condition is that the two leads add up to at most the burst tolerance.
+
+    A run claimed ahead is charged at its due time, kept apart until ``now`` reaches it (one
+    entry per distinct time; ``MAX_RATE_AHEAD`` of them). A segment list (start, TAT) would
+    be shorter but not exact: it forgets where within a segment the charges fall, which
+    decides the room for an arrival inside it. Past the bound the earliest entry is taken
+    into the TAT as if already charged: the TAT then still bounds every charge it stands
+    for, which is what keeps later decisions safe; they only admit less."""
     interval = team.quota.emission_interval
     if interval is None:
         return True
     tolerance = _tolerance(team.quota, interval)
-    if team.rate_ahead_from is not None and now >= team.rate_ahead_from:
-        team.rate_ahead_from = team.rate_gap_tat = None
-        team.dirty = True
-    ahead_from = team.rate_ahead_from
-    if ahead_from is None and arrival > now and arrival > _later(team.rate_tat, now):
-        team.rate_ahead_from, team.rate_gap_tat = arrival, team.rate_tat
-        team.rate_tat = arrival + interval
-        team.dirty = True
-        return True
-    if ahead_from is not None and arrival < ahead_from:
-        base = _later(team.rate_gap_tat, arrival)
-        if base - arrival <= tolerance and base + interval <= ahead_from:
-            team.rate_gap_tat = base + interval
-            team.dirty = True
-            return True
-    base = _later(team.rate_tat, arrival)
-    if base - arrival > tolerance:
+    tat, ahead = _charged(team.rate_tat, team.rate_ahead, now, interval)
+    team.rate_tat, team.rate_ahead = tat, ahead  # changes no decision: not to be written
+    at = max(arrival, now)
+    last = not ahead or at >= ahead[-1][0]
+    if last:  # after every charge (a herd claimed in due order): the usual GCRA on their TAT
+        if _later(team.rate_end, at) - at > tolerance:
+            return False
+    elif _overlap(*_charged(tat, ahead, at, interval), at, interval) > tolerance:
         return False
-    team.rate_tat = base + interval
-    team.dirty = True
+    end: datetime | None
+    if at == now:
+        tat = _later(tat, at) + interval
+        # The charges ahead, all later, now end one interval later at most.
+        end = max(team.rate_end or tat, tat + interval * sum(n for _, n in ahead))
+    else:
+        end = _later(team.rate_end, at) + interval if last else None
+        ahead = _charge_ahead(ahead, at)
+        if len(ahead) > MAX_RATE_AHEAD:
+            tat, ahead = _later(tat, ahead[0][0]) + interval * ahead[0][1], ahead[1:]
+    team.rate_tat, team.rate_ahead, team.dirty = tat, ahead, True
+    team.rate_end = end if end is not None else _end(tat, ahead, interval)
     return True
+
+
+def _charge_ahead(ahead: Charges, at: datetime) -> Charges:
+    """``ahead`` with one more charge at ``at``, in time order."""
+    index = bisect.bisect_left(ahead, at, key=lambda charge: charge[0])
+    if index < len(ahead) and ahead[index][0] == at:
+        return [*ahead[:index], (at, ahead[index][1] + 1), *ahead[index + 1 :]]
+    return [*ahead[:index], (at, 1), *ahead[index:]]
 
 
 def admit(team: TeamState, arrival: datetime, now: datetime | None = None) -> QuotaLimit:

@@ -7,7 +7,7 @@
 -- that finished are read without a lock: one finishing meanwhile is counted in flight still,
 -- which admits less, never more.
 SELECT u.team_id, u.stored_jobs, u.dispatched - f.finished AS in_flight, u.held, u.rate_tat,
-       u.rate_ahead_from, u.rate_gap_tat,
+       u.rate_ahead_from, u.rate_gap_tat, u.rate_ahead_at, u.rate_ahead_n,
        coalesce(t.max_stored_jobs, d.max_stored_jobs) AS max_stored_jobs,
        coalesce(t.runs_per_minute, d.runs_per_minute) AS runs_per_minute,
        coalesce(t.rate_burst, d.rate_burst) AS rate_burst,
@@ -25,7 +25,7 @@ FOR UPDATE OF u;
 -- name: quota_read_team
 -- quota_lock_teams for one team, without a lock (a team reading its own quota).
 SELECT u.team_id, u.stored_jobs, u.dispatched - f.finished AS in_flight, u.held, u.rate_tat,
-       u.rate_ahead_from, u.rate_gap_tat,
+       u.rate_ahead_from, u.rate_gap_tat, u.rate_ahead_at, u.rate_ahead_n,
        coalesce(t.max_stored_jobs, d.max_stored_jobs) AS max_stored_jobs,
        coalesce(t.runs_per_minute, d.runs_per_minute) AS runs_per_minute,
        coalesce(t.rate_burst, d.rate_burst) AS rate_burst,
@@ -40,11 +40,15 @@ CROSS JOIN quota_defaults d
 WHERE u.team_id = $1;
 
 -- name: quota_save_rates
--- The GCRA state of teams whose rate limit admitted runs (their rows already locked).
+-- The GCRA state of teams whose rate limit admitted runs (their rows already locked): the
+-- TAT of every charge, that of those before the charges ahead, and those (each team's times
+-- and counts as array literals, one text a team: unnest takes no array of arrays). The
+-- chain an older build may have left is closed: this state covers it.
 UPDATE team_usage u
-SET rate_tat = s.rate_tat, rate_ahead_from = s.rate_ahead_from, rate_gap_tat = s.rate_gap_tat
-FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[], $4::timestamptz[])
-    AS s(team_id, rate_tat, rate_ahead_from, rate_gap_tat)
+SET rate_tat = s.rate_tat, rate_gap_tat = s.rate_gap_tat, rate_ahead_from = NULL,
+    rate_ahead_at = s.ahead_at::timestamptz[], rate_ahead_n = s.ahead_n::integer[]
+FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[], $4::text[], $5::text[])
+    AS s(team_id, rate_tat, rate_gap_tat, ahead_at, ahead_n)
 WHERE u.team_id = s.team_id;
 
 -- name: quota_teams_holding

@@ -30,7 +30,7 @@ SELECT t.team_id, t.display_name, t.notification_url, t.create_time, t.default_c
        coalesce(t.max_priority, d.max_priority) AS max_priority,
        coalesce(t.weight, d.weight) AS weight,
        u.stored_jobs, u.dispatched - f.finished AS in_flight, u.held, u.rate_tat,
-       u.rate_ahead_from, u.rate_gap_tat,
+       u.rate_ahead_from, u.rate_gap_tat, u.rate_ahead_at, u.rate_ahead_n,
        (SELECT duetime_now()) AS now
 FROM teams t
 CROSS JOIN quota_defaults d

@@ -34,16 +34,18 @@ def quota_from_row(row: asyncpg.Record) -> TeamQuota:
 
 
 def state_from_row(row: asyncpg.Record) -> TeamState:
-    return TeamState(
+    state = TeamState(
         team_id=row["team_id"],
         quota=quota_from_row(row),
         stored_jobs=row["stored_jobs"],
         in_flight=row["in_flight"],
         held=row["held"],
-        rate_tat=row["rate_tat"],
-        rate_ahead_from=row["rate_ahead_from"],
-        rate_gap_tat=row["rate_gap_tat"],
     )
+    ahead = list(zip(row["rate_ahead_at"] or [], row["rate_ahead_n"] or [], strict=True))
+    state.restore_rate(
+        row["rate_tat"], row["rate_gap_tat"], ahead, chained=row["rate_ahead_from"] is not None
+    )
+    return state
 
 
 async def lock_teams(conn: Conn, team_ids: Collection[str]) -> dict[str, TeamState]:
@@ -62,12 +64,19 @@ async def save_rates(conn: Conn, teams: Iterable[TeamState]) -> None:
         await conn.execute(
             q("quota_save_rates"),
             [t.team_id for t in changed],
+            [t.rate_end for t in changed],
             [t.rate_tat for t in changed],
-            [t.rate_ahead_from for t in changed],
-            [t.rate_gap_tat for t in changed],
+            [_array([f'"{at.isoformat()}"' for at, _ in t.rate_ahead]) for t in changed],
+            [_array([str(n) for _, n in t.rate_ahead]) for t in changed],
         )
         for team in changed:
             team.dirty = False
+
+
+def _array(items: list[str]) -> str | None:
+    """A PostgreSQL array literal of ``items`` (already quoted where they need it); None
+    (NULL) for none."""
+    return "{" + ",".join(items) + "}" if items else None
 
 
 async def teams_holding(conn: Conn) -> list[str]:
