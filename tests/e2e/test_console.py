@@ -197,6 +197,16 @@ async def test_an_operator_sees_teams_quotas_tokens_and_the_fleet(
         await expect(page.locator("main")).to_contain_text("console test")
         assert secret not in await page.content()
 
+        # A worker token bound to one fleet's worker ids.
+        await page.goto(live.console.url + "/operator/tokens")
+        await page.get_by_label("Role").select_option("WORKER")
+        await page.get_by_label("Worker ids begin with").fill("fleet-a-")
+        await page.get_by_role("button", name="Create token").click()
+        await expect(page.locator("main")).to_contain_text("begin with fleet-a-")
+        await page.get_by_role("link", name="Done").click()
+        row = page.locator("#table tr", has_text="fleet-a-*")
+        await expect(row).to_contain_text("WORKER")
+
         # The fleet: every partition owned by the one scheduler, the endpoints up.
         await page.get_by_role("link", name="Fleet").click()
         await refresh_until(page, page.locator(".card", has_text="1024 / 1024"))

@@ -250,3 +250,35 @@ async def test_operators_manage_teams_tokens_and_the_default_quota(api: ApiClien
             api.stub.CreateJob(svc.CreateJobRequest(job=interval_job(60)), metadata=api.auth())
         )
     ).code is grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+async def test_a_worker_token_is_bound_to_a_worker_id_prefix_and_no_other_token_is(
+    api: ApiClient,
+) -> None:
+    def create(role: admin.TokenRole.ValueType, prefix: str) -> admin.CreateTokenRequest:
+        return admin.CreateTokenRequest(
+            token=admin.Token(
+                role=role,
+                worker_id_prefix=prefix,
+                team_id=api.team if role == admin.TOKEN_ROLE_TEAM else "",
+            )
+        )
+
+    created = await api.admin.CreateToken(
+        create(admin.TOKEN_ROLE_WORKER, "fleet-a-"), metadata=op(api)
+    )
+    assert created.secret.startswith("dtw_")
+    assert created.token.worker_id_prefix == "fleet-a-"
+    listed = await api.admin.ListTokens(admin.ListTokensRequest(), metadata=op(api))
+    assert {t.token_id: t.worker_id_prefix for t in listed.tokens}[created.token.token_id] == (
+        "fleet-a-"
+    )
+    for role in (admin.TOKEN_ROLE_TEAM, admin.TOKEN_ROLE_OPERATOR):
+        bad = await failure(api.admin.CreateToken(create(role, "fleet-a-"), metadata=op(api)))
+        assert (bad.code, set(bad.fields)) == (
+            grpc.StatusCode.INVALID_ARGUMENT,
+            {"token.worker_id_prefix"},
+        )
+    control = create(admin.TOKEN_ROLE_WORKER, "a\nb")
+    bad = await failure(api.admin.CreateToken(control, metadata=op(api)))
+    assert set(bad.fields) == {"token.worker_id_prefix"}

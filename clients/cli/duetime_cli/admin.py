@@ -265,6 +265,13 @@ def create_token(
     description: Annotated[
         str, typer.Option(metavar="TEXT", help="A note for people: who holds it, what for.")
     ] = "",
+    worker_id_prefix: Annotated[
+        str,
+        typer.Option(
+            metavar="PREFIX",
+            help="For a worker token: the worker ids it may act for begin with this.",
+        ),
+    ] = "",
     output: OutputOption = Format.TABLE,
 ) -> None:
     """Create a token and print its secret, the only time it is shown (CreateToken).
@@ -276,6 +283,7 @@ def create_token(
             role=enum_value(admin_pb2.TokenRole, "TOKEN_ROLE_", role, "--role"),
             team_id=team.removeprefix("teams/"),
             description=description,
+            worker_id_prefix=worker_id_prefix,
         )
         response = admin_call(
             session, session.admin.CreateToken, admin_pb2.CreateTokenRequest(token=token)

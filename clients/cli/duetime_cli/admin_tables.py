@@ -87,6 +87,7 @@ def token_detail(token: admin_pb2.Token) -> DetailGrid:
             ("Name", token.name),
             ("Role", role(token)),
             ("Team", token.team_id or NONE),
+            *([("Worker ids", f"{token.worker_id_prefix}*")] if token.worker_id_prefix else []),
             ("Description", token.description or NONE),
             ("Created", when(token, "create_time")),
             ("State", state_text("REVOKED") if revoked else state_text("VALID")),

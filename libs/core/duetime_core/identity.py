@@ -18,12 +18,19 @@ class Role(enum.StrEnum):
 class Principal:
     """Who a call runs as. A token's principal also names the token (its id and the
     description operators gave it), which job changes record as their author; a worker's
-    certificate names none."""
+    certificate names none. A worker token may be bound to the worker ids that begin with
+    ``worker_id_prefix`` (a fleet's pod-name prefix, or one worker's whole id)."""
 
     role: Role
     team_id: str | None
     token_id: uuid.UUID | None = None
     description: str = ""
+    worker_id_prefix: str = ""
+
+    def acts_for_worker(self, worker_id: str) -> bool:
+        """Whether this principal may speak for ``worker_id``: an unbound worker token or a
+        certificate for any, a bound token only for the ids with its prefix."""
+        return worker_id.startswith(self.worker_id_prefix)
 
 
 def token_digest(token: str) -> bytes:

@@ -37,6 +37,8 @@ class TokenRecord:
     description: str
     create_time: datetime
     revoke_time: datetime | None
+    # A worker token's binding: the worker ids it acts for begin with it ('': any).
+    worker_id_prefix: str = ""
 
 
 @dataclass(frozen=True)

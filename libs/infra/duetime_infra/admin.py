@@ -21,8 +21,13 @@ async def create_team(
     return secret
 
 
-async def create_worker_token(conn: Conn, token: str | None = None) -> str:
-    _, secret = await team_store.create_token(conn, Role.WORKER, secret=token)
+async def create_worker_token(
+    conn: Conn, token: str | None = None, *, worker_id_prefix: str = ""
+) -> str:
+    """A new worker token, bound to the worker ids beginning with ``worker_id_prefix``."""
+    _, secret = await team_store.create_token(
+        conn, Role.WORKER, secret=token, worker_id_prefix=worker_id_prefix
+    )
     return secret
 
 

@@ -32,6 +32,7 @@ from duetime_infra.codec.quota_codec import (
 )
 from duetime_infra.codec.target_codec import read_signing
 from duetime_infra.codec.violations import Violations
+from duetime_infra.codec.worker_codec import MAX_ID_LENGTH
 from duetime_infra.pg.teams import signing_keys
 from duetime_infra.pg.teams import store as team_store
 from duetime_infra.secrets.sealing import SecretBox
@@ -193,11 +194,20 @@ class AdminServicer(admin_service_pb2_grpc.AdminServiceServicer):
         if role is not None and role is not Role.TEAM and token.team_id:
             v.add("token.team_id", "only a team token acts for a team")
         _check_text(v, "token.description", token.description)
+        if token.worker_id_prefix and role is not Role.WORKER:
+            v.add("token.worker_id_prefix", "only a worker token is bound to worker ids")
+        problem = text_problem(token.worker_id_prefix, MAX_ID_LENGTH)
+        if problem is not None:
+            v.add("token.worker_id_prefix", problem)
         v.raise_if_any()
         assert role is not None
         async with self._pool.acquire() as conn, conn.transaction():
             record, secret = await team_store.create_token(
-                conn, role, token.team_id or None, token.description
+                conn,
+                role,
+                token.team_id or None,
+                token.description,
+                worker_id_prefix=token.worker_id_prefix,
             )
         return pb.CreateTokenResponse(token=encode_token(record), secret=secret)
 

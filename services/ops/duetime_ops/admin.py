@@ -32,7 +32,12 @@ def register(areas: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     team = sub.add_parser("create-team", help="create a team (if missing) and print a new token")
     team.add_argument("team")
     team.add_argument("--notification-url", default="")
-    sub.add_parser("create-worker-token", help="print a new worker token")
+    worker = sub.add_parser("create-worker-token", help="print a new worker token")
+    worker.add_argument(
+        "--worker-id-prefix",
+        default="",
+        help="the worker ids the token may act for begin with this (default: any)",
+    )
     operator = sub.add_parser("create-operator-token", help="print a new operator token")
     operator.add_argument("--description", default="")
     revoke = sub.add_parser("revoke-token", help="revoke a token")
@@ -69,7 +74,7 @@ async def _command(conn: Conn, args: argparse.Namespace) -> str:
     if args.command == "create-team":
         return await create_team(conn, args.team, args.notification_url)
     if args.command == "create-worker-token":
-        return await create_worker_token(conn)
+        return await create_worker_token(conn, worker_id_prefix=args.worker_id_prefix)
     if args.command == "create-operator-token":
         return await create_operator_token(conn, args.description)
     if args.command == "revoke-token":

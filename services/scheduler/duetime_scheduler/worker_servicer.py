@@ -37,6 +37,7 @@ from duetime_infra.codec.worker_codec import (
     read_single_report,
     read_start,
 )
+from duetime_infra.grpc.auth import current_principal
 from duetime_infra.pg.attempts.results import (
     AttemptRef,
     CompleteResult,
@@ -73,6 +74,7 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
         run_id = read_run_id(violations, "run_id", request.run_id)
         worker_id = read_id(violations, "worker_id", request.worker_id)
         check(violations)
+        _raise_if_unbound(worker_id, "worker_id")
         facts = {"worker_id": worker_id, "team": request.team, "run_id": str(run_id)}
         try:
             found = await signing_for_run(
@@ -135,8 +137,11 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
         for i, (start, prefix, _) in enumerate(entries):
             violations: list[FieldViolation] = []
             read = read_start(violations, prefix, start)
-            answers.append(InvalidArgument(violations) if violations else pb.StartAttemptResponse())
-            if not violations:
+            refused: DuetimeError | None = (
+                InvalidArgument(violations) if violations else _unbound(read.worker_id, prefix)
+            )
+            answers.append(refused or pb.StartAttemptResponse())
+            if refused is None:
                 valid.append((i, read))
         spans = [
             start_entry_span("start attempt", entries[i][2], {RUN_ID: entries[i][0].run_id})
@@ -196,6 +201,7 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
                 )
                 refs.append(AttemptRef(run_id, ref.attempt, call))
             check(violations)
+            _raise_if_unbound(worker_id, "worker_id")
             result = await self._store.heartbeat(worker_id, refs)
             out = pb.HeartbeatResponse()
             datetime_to_timestamp(result.server_time, out.server_time)
@@ -218,32 +224,35 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
         metadata = context.invocation_metadata()
         violations: list[FieldViolation] = []
         report = read_single_report(violations, request, metadata)
-        (answer,) = await self._reports([(violations, report, rpc_traceparent(metadata))])
+        (answer,) = await self._reports([(violations, report, rpc_traceparent(metadata), "")])
         return _single(answer)
 
     async def CompleteAttempts(
         self, request: pb.CompleteAttemptsRequest, context: Context
     ) -> pb.CompleteAttemptsResponse:
         check_batch("reports", len(request.reports))
-        read: list[tuple[list[FieldViolation], Report | None, str]] = []
+        read: list[tuple[list[FieldViolation], Report | None, str, str]] = []
         for i, entry in enumerate(request.reports):
             violations: list[FieldViolation] = []
-            read.append((violations, read_batch_report(violations, i, entry), entry.traceparent))
+            report = read_batch_report(violations, i, entry)
+            read.append((violations, report, entry.traceparent, f"reports[{i}]."))
         answers = await self._reports(read)
         out = pb.CompleteAttemptsResponse()
         _fill_results(out.results.add, answers)
         return out
 
     async def _reports(
-        self, entries: Sequence[tuple[list[FieldViolation], Report | None, str]]
+        self, entries: Sequence[tuple[list[FieldViolation], Report | None, str, str]]
     ) -> list[pb.CompleteAttemptResponse | DuetimeError]:
-        """Each report (as read, with its violations and traceparent) answered in order, in the
-        span of its run's trace."""
+        """Each report (as read, with its violations, traceparent and field prefix) answered in
+        order, in the span of its run's trace."""
         answers: list[pb.CompleteAttemptResponse | DuetimeError] = []
         valid: list[tuple[int, Report]] = []
-        for i, (violations, report, _) in enumerate(entries):
+        for i, (violations, report, _, prefix) in enumerate(entries):
             if violations or report is None:
                 answers.append(InvalidArgument(violations))
+            elif (refused := _unbound(report.worker_id, prefix)) is not None:
+                answers.append(refused)
             else:
                 answers.append(pb.CompleteAttemptResponse())
                 valid.append((i, report))
@@ -259,6 +268,26 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
             if span is not None:
                 _end_span(span, answers[i], _report_attributes(report, result))
         return answers
+
+
+def _unbound(worker_id: str, prefix: str) -> PermissionDenied | None:
+    """The refusal of a worker id the caller's worker token is not bound to (None: it is)."""
+    principal = current_principal()
+    if principal.acts_for_worker(worker_id):
+        return None
+    field = f"{prefix}worker_id"
+    return PermissionDenied(
+        f"{field} {worker_id!r}: this worker token acts only for worker ids beginning with "
+        f"{principal.worker_id_prefix!r}",
+        reason="WORKER_ID_NOT_BOUND",
+        metadata={"field": field},
+    )
+
+
+def _raise_if_unbound(worker_id: str, field: str) -> None:
+    refused = _unbound(worker_id, field.removesuffix("worker_id"))
+    if refused is not None:
+        raise refused
 
 
 _Answer = TypeVar("_Answer", pb.StartAttemptResponse, pb.CompleteAttemptResponse)

@@ -103,6 +103,7 @@ def encode_token(token: TokenRecord) -> admin_pb2.Token:
         role=ROLE_NUMBERS[token.role],
         team_id=token.team_id or "",
         description=token.description,
+        worker_id_prefix=token.worker_id_prefix,
     )
     datetime_to_timestamp(token.create_time, out.create_time)
     if token.revoke_time is not None:

@@ -170,6 +170,7 @@ async def token_create(request: Request, viewer: Viewer) -> Response:
         role=admin_pb2.TokenRole.Value("TOKEN_ROLE_" + role),
         team_id=team_id if role == "TEAM" else "",
         description=form_text(fields.get("description")),
+        worker_id_prefix=form_text(fields.get("worker_id_prefix")) if role == "WORKER" else "",
     )
     try:
         created = await viewer.call(

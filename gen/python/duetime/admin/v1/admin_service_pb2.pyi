@@ -787,6 +787,7 @@ class Token(_message.Message):
     DESCRIPTION_FIELD_NUMBER: _builtins.int
     CREATE_TIME_FIELD_NUMBER: _builtins.int
     REVOKE_TIME_FIELD_NUMBER: _builtins.int
+    WORKER_ID_PREFIX_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Output only. `tokens/{token_id}`."""
     token_id: _builtins.str
@@ -797,6 +798,11 @@ class Token(_message.Message):
     """For TOKEN_ROLE_TEAM, the team it acts for."""
     description: _builtins.str
     """A note for people (who holds it, what for)."""
+    worker_id_prefix: _builtins.str
+    """Optional, for TOKEN_ROLE_WORKER only: the worker ids the token's calls may name begin with
+    it (a fleet's pod-name prefix, or one worker's whole id); a call naming another id is
+    refused with PERMISSION_DENIED. Empty: any worker id.
+    """
     @_builtins.property
     def create_time(self) -> _timestamp_pb2.Timestamp:
         """Output only. When it was created."""
@@ -815,10 +821,11 @@ class Token(_message.Message):
         description: _builtins.str = ...,
         create_time: _timestamp_pb2.Timestamp | None = ...,
         revoke_time: _timestamp_pb2.Timestamp | None = ...,
+        worker_id_prefix: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "revoke_time", b"revoke_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "description", b"description", "name", b"name", "revoke_time", b"revoke_time", "role", b"role", "team_id", b"team_id", "token_id", b"token_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "description", b"description", "name", b"name", "revoke_time", b"revoke_time", "role", b"role", "team_id", b"team_id", "token_id", b"token_id", "worker_id_prefix", b"worker_id_prefix"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

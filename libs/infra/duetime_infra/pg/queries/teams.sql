@@ -2,7 +2,7 @@
 -- every service's authentication read them.
 
 -- name: token_lookup
-SELECT role, team_id, token_id, description FROM api_tokens
+SELECT role, team_id, token_id, description, worker_id_prefix FROM api_tokens
 WHERE token_sha256 = $1 AND revoke_time IS NULL;
 
 -- name: team_insert
@@ -81,12 +81,14 @@ SET max_stored_jobs = CASE WHEN $1 THEN $2 ELSE max_stored_jobs END,
 RETURNING *;
 
 -- name: token_insert
-INSERT INTO api_tokens (token_sha256, role, team_id, description) VALUES ($1, $2, $3, $4)
-RETURNING token_id, role, team_id, description, create_time, revoke_time;
+INSERT INTO api_tokens (token_sha256, role, team_id, description, worker_id_prefix)
+VALUES ($1, $2, $3, $4, $5)
+RETURNING token_id, role, team_id, description, create_time, revoke_time, worker_id_prefix;
 
 -- name: token_list
 -- Newest first; $3/$4 the last token of the previous page.
-SELECT token_id, role, team_id, description, create_time, revoke_time FROM api_tokens
+SELECT token_id, role, team_id, description, create_time, revoke_time, worker_id_prefix
+FROM api_tokens
 WHERE ($1::text IS NULL OR team_id = $1)
   AND ($2 OR revoke_time IS NULL)
   AND ($3::timestamptz IS NULL OR (create_time, token_id) < ($3, $4::uuid))
@@ -97,7 +99,7 @@ LIMIT $5;
 -- Revokes by id; the token as it is (already revoked: unchanged).
 UPDATE api_tokens SET revoke_time = coalesce(revoke_time, (SELECT duetime_now()))
 WHERE token_id = $1
-RETURNING token_id, role, team_id, description, create_time, revoke_time;
+RETURNING token_id, role, team_id, description, create_time, revoke_time, worker_id_prefix;
 
 -- name: token_revoke_by_secret
 UPDATE api_tokens SET revoke_time = coalesce(revoke_time, (SELECT duetime_now()))

@@ -61,6 +61,7 @@ def _token(row: asyncpg.Record) -> TokenRecord:
         description=row["description"],
         create_time=row["create_time"],
         revoke_time=row["revoke_time"],
+        worker_id_prefix=row["worker_id_prefix"],
     )
 
 
@@ -77,7 +78,13 @@ async def principal_for(conn: Conn | Pool, digest: bytes) -> Principal | None:
     row = await conn.fetchrow(q("token_lookup"), digest)
     if row is None:
         return None
-    return Principal(Role(row["role"]), row["team_id"], row["token_id"], row["description"])
+    return Principal(
+        Role(row["role"]),
+        row["team_id"],
+        row["token_id"],
+        row["description"],
+        row["worker_id_prefix"],
+    )
 
 
 async def create_team(
@@ -163,12 +170,19 @@ async def create_token(
     team_id: str | None = None,
     description: str = "",
     secret: str | None = None,
+    worker_id_prefix: str = "",
 ) -> tuple[TokenRecord, str]:
-    """A new token and its secret (``secret``, or a random one)."""
+    """A new token and its secret (``secret``, or a random one); a worker token may be bound
+    to the worker ids beginning with ``worker_id_prefix``."""
     secret = secret or new_secret(role)
     try:
         row = await conn.fetchrow(
-            q("token_insert"), token_digest(secret), role.value, team_id, description
+            q("token_insert"),
+            token_digest(secret),
+            role.value,
+            team_id,
+            description,
+            worker_id_prefix,
         )
     except asyncpg.ForeignKeyViolationError:
         raise _team_not_found(team_id or "") from None
