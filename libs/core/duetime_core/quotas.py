@@ -81,9 +81,10 @@ class TeamState:
     # The rate limit: the TAT of the charges due by now, the charges made ahead of time (runs
     # claimed before they are due) kept apart until their time, and the TAT of both in turn:
     # past every charge in time order, it is what a charge after all the others goes on from.
-    rate_tat: datetime | None = None
-    rate_ahead: Charges = field(default_factory=list)
-    rate_end: datetime | None = None
+    # Set together (``restore_rate``, admissions), never one by one: they must agree.
+    rate_tat: datetime | None = field(default=None, init=False)
+    rate_ahead: Charges = field(default_factory=list, init=False)
+    rate_end: datetime | None = field(default=None, init=False)
     # Set when the rate limit's state changed and must be written back.
     dirty: bool = field(default=False, compare=False)
 

@@ -49,7 +49,7 @@ def waiting(name: str) -> str:
     """The query ``name``, which ends ``SKIP LOCKED``, waiting for the rows other transactions
     hold instead of leaving them out."""
     text = q(name)
-    if not text.endswith(_SKIP_LOCKED):
-        raise ValueError(f"query {name!r} does not end with{_SKIP_LOCKED}")
     body = text.removeprefix(f"/* {name} */").removesuffix(_SKIP_LOCKED)
+    if not text.endswith(_SKIP_LOCKED) or "SKIP LOCKED" in body:
+        raise ValueError(f"query {name!r} must say SKIP LOCKED once, at its end")
     return f"/* {name}_waiting */{body};"

@@ -89,9 +89,9 @@ async def release_waiting(conn: Conn, job_id: uuid.UUID) -> list[OutboxRow]:
     quota): under BUFFER_ONE, once nothing holds the job; of each ONE_AT_A_TIME backfill, the
     next once its previous run ended. Call it under the job's lock, after a run of the job
     reached a final state."""
-    waiting = await conn.fetchrow(q("attempt_release_waiting"), job_id)
+    buffered = await conn.fetchrow(q("attempt_release_waiting"), job_id)
     turns = await conn.fetch(q("attempt_backfill_turns"), job_id)
-    rows = [*turns, *([waiting] if waiting is not None else [])]
+    rows = [*turns, *([buffered] if buffered is not None else [])]
     if not rows:
         return []
     now: datetime = rows[0]["now"]

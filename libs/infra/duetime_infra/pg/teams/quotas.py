@@ -33,6 +33,11 @@ def quota_from_row(row: asyncpg.Record) -> TeamQuota:
     )
 
 
+# The rate limit's columns keep their names from before schema 22, which older builds still
+# read: rate_tat holds TeamState.rate_end (the TAT past every charge, what an older build
+# charges after), and rate_gap_tat TeamState.rate_tat (that of the charges due by now).
+
+
 def state_from_row(row: asyncpg.Record) -> TeamState:
     state = TeamState(
         team_id=row["team_id"],
