@@ -48,11 +48,28 @@ async def test_starts_and_reports_naming_another_fleets_worker_are_refused_entry
     reports = wpb.CompleteAttemptsRequest(reports=[report("fleet-b-1")])
     (answer,) = (await fleet.stub.CompleteAttempts(reports, metadata=fleet.auth())).results
     assert (answer.error.code, answer.error.reason) == ("PERMISSION_DENIED", NOT_BOUND)
-    assert "reports[0].worker_id" in answer.error.message
+    assert "reports[0].report.worker_id" in answer.error.message
     assert (await env.w.run_row(ours))["state"] == "RUNNING"
     reports = wpb.CompleteAttemptsRequest(reports=[report("fleet-a-1")])
     (answer,) = (await fleet.stub.CompleteAttempts(reports, metadata=fleet.auth())).results
     assert answer.response.run_state == "RUN_STATE_SUCCEEDED"
+
+
+async def test_the_single_calls_are_bound_too_and_a_prefix_is_only_a_prefix(
+    env: ApiAndWorkers,
+) -> None:
+    one = await bound_to(env.w, "w-1")
+    run_id = str(await trigger(env.api, await create_job(env.api), "r1"))
+    refused = await failure(one.start(run_id, worker="w-2"))
+    assert (refused.code, refused.reason) == (DENIED, NOT_BOUND)
+    # A prefix, not an id: "w-1" lets "w-10" through (bind "w-1-" for ids "w-1-...").
+    started = await one.start(run_id, worker="w-10")
+    assert started.decision == wpb.START_DECISION_STARTED
+    refused = await failure(one.complete(run_id, started.attempt, worker="w-2"))
+    assert (refused.code, refused.reason) == (DENIED, NOT_BOUND)
+    assert (await one.complete(run_id, started.attempt, worker="w-10")).run_state == (
+        "RUN_STATE_SUCCEEDED"
+    )
 
 
 async def test_a_heartbeat_or_a_key_fetch_naming_another_worker_is_refused(

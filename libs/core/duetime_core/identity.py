@@ -19,7 +19,7 @@ class Principal:
     """Who a call runs as. A token's principal also names the token (its id and the
     description operators gave it), which job changes record as their author; a worker's
     certificate names none. A worker token may be bound to the worker ids that begin with
-    ``worker_id_prefix`` (a fleet's pod-name prefix, or one worker's whole id)."""
+    ``worker_id_prefix`` (a fleet's pod-name prefix, ending with its separator)."""
 
     role: Role
     team_id: str | None

@@ -12,12 +12,14 @@ import asyncio
 
 from duetime_core.jobspec import Priority
 from duetime_core.teams import QUOTA_FIELDS, quota_value_problem
+from duetime_core.text import text_problem
 from duetime_infra.admin import (
     create_operator_token,
     create_team,
     create_worker_token,
     revoke_token,
 )
+from duetime_infra.codec.worker_codec import MAX_ID_LENGTH
 from duetime_infra.config import env_dsn
 from duetime_infra.pg.pool import Conn, connect
 from duetime_infra.pg.teams import store as team_store
@@ -74,6 +76,9 @@ async def _command(conn: Conn, args: argparse.Namespace) -> str:
     if args.command == "create-team":
         return await create_team(conn, args.team, args.notification_url)
     if args.command == "create-worker-token":
+        problem = text_problem(args.worker_id_prefix, MAX_ID_LENGTH)
+        if problem is not None:
+            raise SystemExit(f"--worker-id-prefix: {problem}")
         return await create_worker_token(conn, worker_id_prefix=args.worker_id_prefix)
     if args.command == "create-operator-token":
         return await create_operator_token(conn, args.description)

@@ -235,7 +235,7 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
         for i, entry in enumerate(request.reports):
             violations: list[FieldViolation] = []
             report = read_batch_report(violations, i, entry)
-            read.append((violations, report, entry.traceparent, f"reports[{i}]."))
+            read.append((violations, report, entry.traceparent, f"reports[{i}].report."))
         answers = await self._reports(read)
         out = pb.CompleteAttemptsResponse()
         _fill_results(out.results.add, answers)

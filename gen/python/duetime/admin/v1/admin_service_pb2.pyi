@@ -800,8 +800,10 @@ class Token(_message.Message):
     """A note for people (who holds it, what for)."""
     worker_id_prefix: _builtins.str
     """Optional, for TOKEN_ROLE_WORKER only: the worker ids the token's calls may name begin with
-    it (a fleet's pod-name prefix, or one worker's whole id); a call naming another id is
-    refused with PERMISSION_DENIED. Empty: any worker id.
+    it (a fleet's pod-name prefix, ending with the ids' separator: `w-1` would also let
+    through `w-10`); a call naming another id is refused with PERMISSION_DENIED. Empty: any
+    worker id. A build older than schema 23 ignores the field: create bound tokens once every
+    API and scheduler runs a newer one.
     """
     @_builtins.property
     def create_time(self) -> _timestamp_pb2.Timestamp:
