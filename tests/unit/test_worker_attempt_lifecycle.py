@@ -10,6 +10,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_core.records import AttemptOutcome
 from duetime_worker.attempt.lifecycle import Attempt, Started
 from duetime_worker.targets.outcome import BEGUN, NOT_BEGUN, UNSAID, Outcome
 
@@ -29,18 +30,18 @@ async def _stopped(attempt: Attempt, stop: str, reason: str) -> Outcome:
 
 async def test_the_outcome_says_how_the_task_ended_and_how_far_the_call_got() -> None:
     cancelled = await _stopped(Attempt("r", 1, at_most_once=True), "cancel", "SUPERSEDED")
-    assert (cancelled.result, cancelled.error) == (pb.ATTEMPT_RESULT_CANCELLED, "SUPERSEDED")
+    assert (cancelled.result, cancelled.error) == (AttemptOutcome.CANCELLED, "SUPERSEDED")
     assert cancelled.call == NOT_BEGUN
     stopping = await _stopped(Attempt("r", 1), "hand_back", "shutting down")
-    assert (stopping.result, stopping.error) == (pb.ATTEMPT_RESULT_HANDED_BACK, "shutting down")
+    assert (stopping.result, stopping.error) == (AttemptOutcome.HANDED_BACK, "shutting down")
     assert stopping.call == UNSAID
     # Started ahead and cancelled before its call began (its job paused): given back unrun.
     paused = await _stopped(Attempt("r", 1, ahead=True), "cancel", "JOB_PAUSED")
-    assert (paused.result, paused.error) == (pb.ATTEMPT_RESULT_HANDED_BACK, "not begun: JOB_PAUSED")
+    assert (paused.result, paused.error) == (AttemptOutcome.HANDED_BACK, "not begun: JOB_PAUSED")
     assert paused.call == NOT_BEGUN
     began = Attempt("r", 1, ahead=True)
     began.call_begins(123)
-    assert (await _stopped(began, "cancel", "X")).result == pb.ATTEMPT_RESULT_CANCELLED
+    assert (await _stopped(began, "cancel", "X")).result == AttemptOutcome.CANCELLED
     assert began.call_time == 123
 
     async def broken() -> Outcome:

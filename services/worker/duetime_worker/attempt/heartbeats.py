@@ -35,6 +35,7 @@ from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_core.attempts import MAX_ATTEMPTS_PER_BEAT
 from duetime_core.backoff import DoublingBackoff
+from duetime_infra.codec.outcome_codec import CALL_NUMBERS
 from duetime_worker.attempt.beat_schedule import BeatSchedule
 from duetime_worker.attempt.fresh_beats import FreshCaller, FreshCallers
 from duetime_worker.attempt.lease import lease_length
@@ -128,7 +129,7 @@ class Heartbeats:
         return pb.HeartbeatRequest(
             worker_id=self._worker_id,
             attempts=[
-                pb.AttemptRef(run_id=r, attempt=n, call_progress=a.call)
+                pb.AttemptRef(run_id=r, attempt=n, call_progress=CALL_NUMBERS[a.call])
                 for (r, n), a in listed.items()
             ],
         )

@@ -25,6 +25,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_core.records import AttemptOutcome
 from duetime_infra.tracecontext import ATTEMPT, RUN_ID, TRACER
 from duetime_worker.attempt import tally
 from duetime_worker.attempt.heartbeats import Heartbeats
@@ -33,6 +34,7 @@ from duetime_worker.attempt.lifecycle import Attempt, Started
 from duetime_worker.attempt.reporter import Reporter
 from duetime_worker.attempt.server_clock import ServerClock
 from duetime_worker.attempt.tally import AttemptTally
+from duetime_worker.attempt.wire import target_run
 from duetime_worker.herd.governor import Herd
 from duetime_worker.herd.knobs import PRE_CALL_BEAT
 from duetime_worker.herd.slots import ANYONE, Flow, Reservation
@@ -40,6 +42,7 @@ from duetime_worker.herd.timers import Deadlines
 from duetime_worker.targets.container.launcher import Launcher
 from duetime_worker.targets.http.caller import HttpCaller
 from duetime_worker.targets.outcome import LEASE_LAPSED, NOT_BEGUN, LeaseLapsed, Outcome
+from duetime_worker.targets.run import ContainerTask, HttpCall, TargetRun
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +51,8 @@ DEFAULT_ATTEMPT_TIMEOUT = 3600.0
 # Attempts remembered as executed here, to drop a second delivery of one.
 EXECUTED_MEMORY = 100_000
 SHUTTING_DOWN = "the worker is shutting down"
+# The kinds of target, as the call's span names them.
+_KINDS: dict[type, str] = {HttpCall: "http", ContainerTask: "container"}
 
 
 def _nothing() -> None:
@@ -128,7 +133,8 @@ class Runner:
                 },
             )
         attempt = Attempt.of(started)
-        attempt.run(asyncio.create_task(self._call(attempt, response, timeout, reservation, flow)))
+        call = self._call(attempt, response, target_run(run), timeout, reservation, flow)
+        attempt.run(asyncio.create_task(call))
         self._heartbeats.add(attempt)
         try:
             await watch(attempt, self._herd.leases)
@@ -167,6 +173,7 @@ class Runner:
         self,
         attempt: Attempt,
         response: pb.StartAttemptResponse,
+        run: TargetRun,
         limit: float,
         reservation: Reservation | None,
         flow: Flow,
@@ -176,8 +183,7 @@ class Runner:
         and at most once only once the scheduler acknowledged it."""
         sent = _nothing  # an HTTP call's request went out
         if not attempt.began:
-            if response.run.target.HasField("http"):
-                self._http.warm(response.run, self._clock.seconds_until(response.call_time))
+            self._http.warm(run, self._clock.seconds_until(response.call_time))
             if not await self._call_time(attempt, response.call_time):
                 return Outcome.handed_back(SHUTTING_DOWN, call=NOT_BEGUN)
             sent = self._herd.call_due()
@@ -188,8 +194,7 @@ class Runner:
                     f"not called: the call's announcement was not acknowledged within {limit:g} s",
                     call=NOT_BEGUN,
                 )
-            run = response.run
-            kind = run.target.WhichOneof("kind")
+            kind = _KINDS.get(type(run.target))
             with TRACER.start_as_current_span(
                 "call target",
                 kind=SpanKind.CLIENT,
@@ -199,10 +204,8 @@ class Runner:
                     "duetime.target.kind": str(kind),
                 },
             ) as span:
-                outcome = await self._call_target(
-                    attempt, run, kind, limit, reservation, sent, flow
-                )
-                if outcome.result != pb.ATTEMPT_RESULT_SUCCEEDED:
+                outcome = await self._call_target(attempt, run, limit, reservation, sent, flow)
+                if outcome.result is not AttemptOutcome.SUCCEEDED:
                     span.set_status(Status(StatusCode.ERROR, outcome.error))
                 return outcome
         finally:
@@ -238,8 +241,7 @@ class Runner:
     async def _call_target(
         self,
         attempt: Attempt,
-        run: pb.RunSpec,
-        kind: str | None,
+        run: TargetRun,
         limit: float,
         reservation: Reservation | None,
         sent: Callable[[], None],
@@ -252,13 +254,13 @@ class Runner:
         and grace in any case."""
         number, check = attempt.attempt, attempt.check_lease
         try:
-            if kind == "http":
+            if isinstance(run.target, HttpCall):
                 return await self._http.call(run, number, limit, check, sent, flow)
-            if kind == "container":
+            if isinstance(run.target, ContainerTask):
                 async with asyncio.timeout(limit + 1 + self._launcher.stop_seconds):
                     return await self._launcher.launch(run, number, limit, reservation, check)
         except LeaseLapsed:
             return Outcome.handed_back(LEASE_LAPSED, call=NOT_BEGUN)
         except TimeoutError:
             return Outcome.timed_out(f"no result within {limit:g} s")
-        return Outcome.failed(f"unknown target kind {kind!r}", retryable=False, call=NOT_BEGUN)
+        return Outcome.failed("unknown target kind None", retryable=False, call=NOT_BEGUN)
