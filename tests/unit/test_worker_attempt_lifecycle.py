@@ -11,7 +11,8 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.records import AttemptOutcome
-from duetime_worker.attempt.lifecycle import Attempt, Started
+from duetime_worker.attempt.lifecycle import Attempt
+from duetime_worker.attempt.starts import started_from
 from duetime_worker.targets.outcome import BEGUN, NOT_BEGUN, UNSAID, Outcome
 
 
@@ -74,8 +75,8 @@ def test_a_started_answer_is_an_attempt_whose_lease_counts_from_the_send() -> No
     )
     response.run.run_id = "r"
     response.run.delivery = job_pb2.DELIVERY_AT_MOST_ONCE
-    attempt = Attempt.of(Started(response, 50.0))
+    attempt = Attempt.of(started_from(response, 50.0))
     assert (attempt.key, attempt.lease_deadline, attempt.began) == (("r", 3), 110.0, True)
     assert (attempt.at_most_once, attempt.call) == (True, NOT_BEGUN)
     response.call_time.seconds = 1_005  # started ahead: its call has not begun
-    assert not Attempt.of(Started(response, 50.0)).began
+    assert not Attempt.of(started_from(response, 50.0)).began

@@ -21,10 +21,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
-from google.protobuf.timestamp_pb2 import Timestamp
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.records import AttemptOutcome
 from duetime_infra.tracecontext import ATTEMPT, RUN_ID, TRACER
 from duetime_worker.attempt import tally
@@ -34,7 +32,6 @@ from duetime_worker.attempt.lifecycle import Attempt, Started
 from duetime_worker.attempt.reporter import Reporter
 from duetime_worker.attempt.server_clock import ServerClock
 from duetime_worker.attempt.tally import AttemptTally
-from duetime_worker.attempt.wire import target_run
 from duetime_worker.herd.governor import Herd
 from duetime_worker.herd.knobs import PRE_CALL_BEAT
 from duetime_worker.herd.slots import ANYONE, Flow, Reservation
@@ -116,11 +113,10 @@ class Runner:
         """Runs the attempt and reports it; ``call_ended`` once the target call is over (the
         report that follows needs no execution slot). Its call waits for connections as
         ``flow``."""
-        response = started.response
-        run = response.run
-        if not self._first_execution(run.run_id, response.attempt):
+        run = started.run
+        if not self._first_execution(run.run_id, started.attempt):
             return
-        timeout = run.attempt_timeout.ToTimedelta().total_seconds() or DEFAULT_ATTEMPT_TIMEOUT
+        timeout = started.timeout or DEFAULT_ATTEMPT_TIMEOUT
         since = time.monotonic()
         self._tally.count(tally.STARTED)
         if log.isEnabledFor(logging.DEBUG):
@@ -129,11 +125,11 @@ class Runner:
                 extra={
                     "action": "attempt_started",
                     "run_id": run.run_id,
-                    "attempt": response.attempt,
+                    "attempt": started.attempt,
                 },
             )
         attempt = Attempt.of(started)
-        call = self._call(attempt, response, target_run(run), timeout, reservation, flow)
+        call = self._call(attempt, started, timeout, reservation, flow)
         attempt.run(asyncio.create_task(call))
         self._heartbeats.add(attempt)
         try:
@@ -146,7 +142,7 @@ class Runner:
 
     async def hand_back_unrun(self, started: Started) -> None:
         """Reports an attempt started for this worker as HANDED_BACK without running it."""
-        run_id, number = started.response.run.run_id, started.response.attempt
+        run_id, number = started.run.run_id, started.attempt
         if not self._executed.first((run_id, number)):
             return  # a replay of an attempt this worker runs or ran: that one reports it
         log.info(
@@ -172,8 +168,7 @@ class Runner:
     async def _call(
         self,
         attempt: Attempt,
-        response: pb.StartAttemptResponse,
-        run: TargetRun,
+        started: Started,
         limit: float,
         reservation: Reservation | None,
         flow: Flow,
@@ -182,9 +177,10 @@ class Runner:
         then the target call, in a client span whose context is the ``traceparent`` it sends,
         and at most once only once the scheduler acknowledged it."""
         sent = _nothing  # an HTTP call's request went out
-        if not attempt.began:
-            self._http.warm(run, self._clock.seconds_until(response.call_time))
-            if not await self._call_time(attempt, response.call_time):
+        run = started.run
+        if started.call_time is not None and not attempt.began:
+            self._http.warm(run, self._clock.seconds_until_ns(started.call_time))
+            if not await self._call_time(attempt, started.call_time):
                 return Outcome.handed_back(SHUTTING_DOWN, call=NOT_BEGUN)
             sent = self._herd.call_due()
             attempt.call_begins(self._clock.now_ns())
@@ -211,13 +207,13 @@ class Runner:
         finally:
             sent()
 
-    async def _call_time(self, attempt: Attempt, call_time: Timestamp) -> bool:
+    async def _call_time(self, attempt: Attempt, call_time: int) -> bool:
         """Waits for the call time of an attempt started ahead: a heartbeat answered shortly
         before it (a job paused or deleted since the start cancels the attempt then), then the
         time itself by the server's clock, never before. False when stopping before the beat:
         the attempt is handed back unrun, for another worker, rather than holding the shutdown
         until its time."""
-        before = self._clock.seconds_until(call_time) - PRE_CALL_BEAT
+        before = self._clock.seconds_until_ns(call_time) - PRE_CALL_BEAT
         if before > 0 and not self._stopping.is_set():
             loop = asyncio.get_running_loop()
             waiter = loop.create_future()
@@ -227,7 +223,7 @@ class Runner:
             return False
         await self._heartbeats.fresh(attempt.key)
         # Asked again after each wait: the estimate of the server's clock may move meanwhile.
-        while (left := self._clock.seconds_until(call_time)) > 0:  # noqa: ASYNC110
+        while (left := self._clock.seconds_until_ns(call_time)) > 0:  # noqa: ASYNC110
             await asyncio.sleep(left)
         return True
 
