@@ -165,6 +165,7 @@ class Heartbeats:
         # A beat in a herd renews thousands of attempts, nearly all to the same expiry: each
         # distinct expiry's lease length is worked out once per answer.
         lengths: dict[tuple[int, int], float] = {}
+        server_time = response.server_time.ToNanoseconds()
         for directive in response.directives:
             ref = directive.attempt
             attempt = self._active.get((ref.run_id, ref.attempt))
@@ -174,7 +175,7 @@ class Heartbeats:
                     at = (expiry.seconds, expiry.nanos)
                     length = lengths.get(at)
                     if length is None:
-                        length = lengths[at] = lease_length(expiry, response.server_time)
+                        length = lengths[at] = lease_length(expiry.ToNanoseconds(), server_time)
                         self._lease_seen = min(self._lease_seen, length)
                     attempt.renewed(sent_at, length)
                     if attempt.announced_from is not None:

@@ -167,10 +167,13 @@ def started_from(response: pb.StartAttemptResponse, sent_at: float) -> Started:
     """A STARTED answer read once, its lease counted from ``sent_at`` (the event loop's time
     its request was sent)."""
     run = response.run
+    lease = lease_length(
+        response.lease_expire_time.ToNanoseconds(), response.server_time.ToNanoseconds()
+    )
     return Started(
         run=target_run(run),
         attempt=response.attempt,
-        lease_deadline=sent_at + lease_length(response.lease_expire_time, response.server_time),
+        lease_deadline=sent_at + lease,
         timeout=run.attempt_timeout.ToTimedelta().total_seconds(),
         call_time=response.call_time.ToNanoseconds() if response.HasField("call_time") else None,
         at_most_once=run.delivery == job_pb2.DELIVERY_AT_MOST_ONCE,
