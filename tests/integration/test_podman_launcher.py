@@ -13,6 +13,7 @@ import signal
 import sys
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -20,11 +21,14 @@ import uvloop
 
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_core.records import AttemptOutcome
+from duetime_worker.attempt.wire import target_run
 from duetime_worker.targets.container import orphans
 from duetime_worker.targets.container.images import ImagePolicy
 from duetime_worker.targets.container.podman import PodmanLauncher, PodmanSettings
 from duetime_worker.targets.container.podman_commands import Podman
 from duetime_worker.targets.outcome import LeaseLapsed
+from duetime_worker.targets.run import ContainerTask, TargetRun
 from testkit.http_target import Behaviour, HttpTarget, http_target
 from testkit.podman import containers, containers_of_run, task_image
 from testkit.polling import eventually
@@ -60,17 +64,19 @@ def spec(
     *,
     args: tuple[str, ...] = (),
     env: dict[str, str] | None = None,
-) -> pb.RunSpec:
+) -> TargetRun:
     command = ("sh", "-c", script) if script is not None else ()
-    return pb.RunSpec(
-        run_id=f"{os.getpid()}-{time.monotonic_ns()}-{next(run_numbers)}",
-        idempotency_key="job-9/2026-03-01T00:00:00Z",
-        traceparent=TRACEPARENT,
-        target=job_pb2.Target(
-            container=job_pb2.ContainerTarget(
-                image=image, command=command, args=args, env=env or {}
-            )
-        ),
+    return target_run(
+        pb.RunSpec(
+            run_id=f"{os.getpid()}-{time.monotonic_ns()}-{next(run_numbers)}",
+            idempotency_key="job-9/2026-03-01T00:00:00Z",
+            traceparent=TRACEPARENT,
+            target=job_pb2.Target(
+                container=job_pb2.ContainerTarget(
+                    image=image, command=command, args=args, env=env or {}
+                )
+            ),
+        )
     )
 
 
@@ -93,7 +99,7 @@ async def test_the_task_sees_its_run_key_attempt_trace_deadline_and_env(
     run = spec(image, report(url), env={"GREETING": "hi", "AWKWARD": awkward})
     before = datetime.now(UTC)
     outcome = await launcher().launch(run, 4, 30)
-    assert (outcome.result, outcome.error) == (pb.ATTEMPT_RESULT_SUCCEEDED, "")
+    assert (outcome.result, outcome.error) == (AttemptOutcome.SUCCEEDED, "")
     env = seen_env(target, "/env")
     assert env["DUETIME_IDEMPOTENCY_KEY"] == "job-9/2026-03-01T00:00:00Z"
     assert env["DUETIME_ATTEMPT"] == "4"
@@ -113,18 +119,18 @@ async def test_command_replaces_the_entrypoint_and_args_the_cmd(
 ) -> None:
     # The image's CMD exits 4: it runs when the target gives neither command nor args.
     outcome = await launcher().launch(spec(image), 1, 30)
-    assert (outcome.result, outcome.error) == (pb.ATTEMPT_RESULT_FAILED, "exited with status 4")
+    assert (outcome.result, outcome.error) == (AttemptOutcome.FAILED, "exited with status 4")
     url = target.on("/args", Behaviour())
     run = spec(image, 'wget -q -O /dev/null --post-data "$0 $1" ' + url, args=("one", "two"))
     outcome = await launcher().launch(run, 1, 30)
-    assert outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED
+    assert outcome.result == AttemptOutcome.SUCCEEDED
     assert target.calls_to("/args")[0].body == b"one two"
 
 
 async def test_a_nonzero_exit_is_a_retryable_failure(image: str) -> None:
     run = spec(image, "exit 3")
     outcome = await launcher().launch(run, 1, 30)
-    assert (outcome.result, outcome.retryable) == (pb.ATTEMPT_RESULT_FAILED, True)
+    assert (outcome.result, outcome.retryable) == (AttemptOutcome.FAILED, True)
     assert outcome.error == "exited with status 3"
     assert await containers_of_run(run.run_id) == []
 
@@ -133,7 +139,7 @@ def test_a_long_task_starts_beside_others_under_uvloop(image: str) -> None:
     """The services run on uvloop, whose spawns can leave a concurrent command's pipe to a
     container's monitor: the long task's start must not wait for the others' lives."""
 
-    async def both() -> list[pb.AttemptResult.ValueType | str]:
+    async def both() -> list[AttemptOutcome | str]:
         beside = launcher().launch(spec(image, "sleep 6"), 1, 30)
         long = launcher().launch(spec(image, "exec sleep 300"), 1, 4)
         done = await asyncio.gather(beside, long)
@@ -141,7 +147,7 @@ def test_a_long_task_starts_beside_others_under_uvloop(image: str) -> None:
 
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         beside, long = runner.run(both())
-    assert beside == pb.ATTEMPT_RESULT_SUCCEEDED
+    assert beside == AttemptOutcome.SUCCEEDED
     assert "stopped at the 4 s timeout" in str(long), long
 
 
@@ -153,7 +159,7 @@ async def test_the_timeout_stops_the_task_then_kills_it(image: str, target: Http
     started = time.monotonic()
     outcome = await launcher().launch(run, 1, 1.5)
     took = time.monotonic() - started
-    assert outcome.result == pb.ATTEMPT_RESULT_TIMED_OUT, outcome
+    assert outcome.result == AttemptOutcome.TIMED_OUT, outcome
     assert "stopped at the 1.5 s timeout (killed" in outcome.error
     assert len(target.calls_to("/term")) == 1
     # The timeout, then the 2 s grace, then the removal.
@@ -165,7 +171,7 @@ async def test_a_task_that_stops_on_the_signal_is_not_killed(image: str) -> None
     run = spec(image, "trap 'exit 0' TERM; while true; do sleep 0.1; done")
     started = time.monotonic()
     outcome = await launcher().launch(run, 1, 1)
-    assert outcome.result == pb.ATTEMPT_RESULT_TIMED_OUT
+    assert outcome.result == AttemptOutcome.TIMED_OUT
     assert "(exited with status 0;" in outcome.error
     assert time.monotonic() - started < 1 + 2
     assert await containers_of_run(run.run_id) == []
@@ -184,16 +190,15 @@ async def test_images_that_cannot_run_are_non_retryable_failures(
 ) -> None:
     run = spec(refused, "exit 0")
     outcome = await launcher().launch(run, 1, 30)
-    assert (outcome.result, outcome.retryable) == (pb.ATTEMPT_RESULT_FAILED, False)
+    assert (outcome.result, outcome.retryable) == (AttemptOutcome.FAILED, False)
     assert reason in outcome.error, outcome.error
     assert await containers_of_run(run.run_id) == []
 
 
 async def test_a_command_missing_from_the_image_is_a_non_retryable_failure(image: str) -> None:
-    run = spec(image, None)
-    run.target.container.command.append("/no/such/program")
+    run = replace(spec(image, None), target=ContainerTask(image, ("/no/such/program",)))
     outcome = await launcher().launch(run, 1, 30)
-    assert (outcome.result, outcome.retryable) == (pb.ATTEMPT_RESULT_FAILED, False)
+    assert (outcome.result, outcome.retryable) == (AttemptOutcome.FAILED, False)
     assert "cannot run the command" in outcome.error, outcome.error
     assert await containers_of_run(run.run_id) == []
 
@@ -205,12 +210,12 @@ async def test_no_more_containers_run_at_once_than_the_bound(
     bounded = launcher(PodmanSettings(network="host", concurrency=1))
     script = f"wget -q -O /dev/null {start}; sleep 0.3; wget -q -O /dev/null {end}"
 
-    async def reserved() -> pb.AttemptResult.ValueType:
+    async def reserved() -> AttemptOutcome:
         outcome = await bounded.launch(spec(image, script), 1, 30, await bounded.reserve())
         return outcome.result
 
     outcomes = await asyncio.gather(*(reserved() for _ in range(3)))
-    assert outcomes == [pb.ATTEMPT_RESULT_SUCCEEDED] * 3
+    assert outcomes == [AttemptOutcome.SUCCEEDED] * 3
     # Never two started before one ended.
     marks = [call.path for call in target.calls]
     assert marks == ["/turn/start", "/turn/end"] * 3, marks
@@ -236,15 +241,12 @@ async def test_a_cancelled_launch_kills_its_container_at_once(image: str) -> Non
 
 ORPHAN_MAKER = """
 import asyncio, sys
-from duetime.jobs.v1 import job_pb2
-from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_worker.targets.container.images import ImagePolicy
 from duetime_worker.targets.container.podman import PodmanLauncher, PodmanSettings
+from duetime_worker.targets.run import ContainerTask, TargetRun
 
-run = pb.RunSpec(run_id=sys.argv[1], idempotency_key="k")
-run.target.container.CopyFrom(
-    job_pb2.ContainerTarget(image=sys.argv[2], command=["sleep", "300"])
-)
+task = ContainerTask(image=sys.argv[2], command=("sleep", "300"))
+run = TargetRun(run_id=sys.argv[1], target=task, idempotency_key="k")
 launcher = PodmanLauncher(PodmanSettings(), ImagePolicy(("localhost/*",)), sys.argv[3])
 asyncio.run(launcher.launch(run, 1, 300))
 """
@@ -315,7 +317,7 @@ async def test_a_registry_that_cannot_be_reached_is_a_retryable_failure() -> Non
     pulling = PodmanLauncher(PodmanSettings(pull="missing"), ImagePolicy(("localhost:1/*",)), "w")
     run = spec("localhost:1/duetime-test-task:1", "exit 0")
     outcome = await pulling.launch(run, 1, 30)
-    assert (outcome.result, outcome.retryable) == (pb.ATTEMPT_RESULT_FAILED, True)
+    assert (outcome.result, outcome.retryable) == (AttemptOutcome.FAILED, True)
     assert outcome.error.startswith("podman could not start the container: "), outcome.error
     assert "localhost:1" in outcome.error
     assert await containers_of_run(run.run_id) == []
@@ -326,7 +328,7 @@ async def test_a_podman_that_cannot_run_stops_the_start_and_fails_launches(image
     with pytest.raises(RuntimeError, match="DUETIME_PODMAN_COMMAND='/nonexistent/podman'"):
         await broken.start()
     outcome = await broken.launch(spec(image, "exit 0"), 1, 30)
-    assert (outcome.result, outcome.retryable) == (pb.ATTEMPT_RESULT_FAILED, True)
+    assert (outcome.result, outcome.retryable) == (AttemptOutcome.FAILED, True)
     assert outcome.error.startswith("cannot run podman: "), outcome.error
 
 
@@ -347,5 +349,5 @@ async def test_a_task_whose_lease_lapsed_before_its_start_never_runs(
     assert checked == [0]
     assert await containers_of_run(run.run_id) == []  # created, then removed unstarted
     outcome = await launcher().launch(run, 2, 30)
-    assert outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED
+    assert outcome.result == AttemptOutcome.SUCCEEDED
     assert len(target.calls_to("/ran")) == 1

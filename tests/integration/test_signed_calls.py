@@ -28,15 +28,19 @@ from duetime.admin.v1 import admin_service_pb2 as admin_pb
 from duetime.events.v1.events_pb2 import DeadLetterEvent
 from duetime.jobs.v1 import job_pb2, public_key_service_pb2, public_key_service_pb2_grpc
 from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_core.records import AttemptOutcome
 from duetime_infra.pg.fencing import FencingToken
 from duetime_infra.pg.teams.signing_keys import RETIRED_PUBLISHED
 from duetime_infra.signing import ATTEMPT_CLAIM, RUN_KEY_CLAIM
 from duetime_scheduler.maintenance import PartitionMaintenance
+from duetime_worker.attempt.scheduler_client import fetch_from
+from duetime_worker.attempt.wire import target_run
 from duetime_worker.notify.notifier import Delivery, Notifier, NotifySettings
 from duetime_worker.targets.http.allow_list import TargetPolicy
 from duetime_worker.targets.http.caller import HttpCaller
 from duetime_worker.targets.http.signer import CallSigner
-from duetime_worker.targets.http.team_keys import fetch_from
+from duetime_worker.targets.http.team_keys import FetchedKeys
+from duetime_worker.targets.run import TargetRun
 from testkit.api import ApiClient, RpcFailure, failure, running_api
 from testkit.http_target import Behaviour, HttpTarget, http_target
 from testkit.polling import eventually
@@ -91,10 +95,11 @@ async def held(servers: tuple[ApiClient, WorkerClient]) -> Held:
     return await hold(*servers)
 
 
-def run(
+def run_spec(
     url: str, held: Held, signing: int = BOTH, audience: str = "", job_id: str = JOB_ID
 ) -> pb.RunSpec:
-    """The spec of a call to ``url`` for the held run, signed as ``signing`` says."""
+    """The spec of a call to ``url`` for the held run, signed as ``signing`` says, as a start
+    answers it."""
     http = job_pb2.HttpTarget(url=url, body=BODY, token_audience=audience)
     http.signing = signing  # type: ignore[assignment]
     return pb.RunSpec(
@@ -104,6 +109,13 @@ def run(
         idempotency_key=RUN_KEY,
         target=job_pb2.Target(http=http),
     )
+
+
+def run(
+    url: str, held: Held, signing: int = BOTH, audience: str = "", job_id: str = JOB_ID
+) -> TargetRun:
+    """``run_spec``'s call, as the worker reads it from its start."""
+    return target_run(run_spec(url, held, signing, audience, job_id))
 
 
 @asynccontextmanager
@@ -120,7 +132,7 @@ async def caller(
     ``fetched``."""
     fetch = fetch_from(worker.stub, worker.auth(), WORKER)
 
-    async def counted(team: str, run_id: str) -> pb.GetSigningKeysResponse:
+    async def counted(team: str, run_id: str) -> FetchedKeys:
         if fetched is not None:
             fetched.append(run_id)
         return await fetch(team, run_id)
@@ -197,7 +209,7 @@ async def test_a_target_verifies_both_signatures_of_a_call(
     url = target.url("/hook")
     async with caller(worker) as http:
         outcome = await http.call(run(url, held), 2, 5)
-    assert outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED
+    assert outcome.result == AttemptOutcome.SUCCEEDED
     (call,) = target.calls
     assert call.body == BODY
     assert Webhook(added.webhook_secret).verify(call.body, call.headers) == {"report": "daily"}
@@ -304,7 +316,7 @@ async def test_a_call_waiting_for_a_connection_is_signed_when_it_gets_one(
         await eventually(lambda: any(g.waiting for g in gates), 10, "the second waits its turn")
         hold.set()
         outcomes = [await first, await second]
-    assert [o.result for o in outcomes] == [pb.ATTEMPT_RESULT_SUCCEEDED] * 2
+    assert [o.result for o in outcomes] == [AttemptOutcome.SUCCEEDED] * 2
     stamps = [lower(c.headers)["webhook-timestamp"] for c in target.calls]
     assert stamps == ["1000", "2000"]
 
@@ -320,10 +332,10 @@ async def test_a_call_that_must_be_signed_without_a_key_is_not_sent(
         unsigned = await http.call(
             run(target.url("/default"), held, signing=job_pb2.CALL_SIGNING_UNSPECIFIED), 1, 5
         )
-    assert refused.result == pb.ATTEMPT_RESULT_FAILED
+    assert refused.result == AttemptOutcome.FAILED
     assert refused.retryable  # a key added lets its next attempt through
     assert "no active signing key" in refused.error
-    assert unsigned.result == pb.ATTEMPT_RESULT_SUCCEEDED
+    assert unsigned.result == AttemptOutcome.SUCCEEDED
     (call,) = target.calls
     assert call.path == "/default"
     assert "webhook-signature" not in lower(call.headers)
@@ -736,31 +748,31 @@ async def test_a_revoked_key_signs_no_call_started_after_even_from_a_workers_kep
     signing_job.target.http.signing = job_pb2.CALL_SIGNING_WEBHOOK
     job = await create_job(api, signing_job)
 
-    async def started(request_id: str) -> pb.RunSpec:
+    async def started(request_id: str) -> TargetRun:
         """The call of a run started now, as the start answered it, to the test's target."""
         answer = await worker.start(await trigger(api, job, request_id), worker=WORKER)
-        spec = run(target.url(f"/{request_id}"), Held(api.team, answer.run.run_id))
+        spec = run_spec(target.url(f"/{request_id}"), Held(api.team, answer.run.run_id))
         spec.target.http.signing = job_pb2.CALL_SIGNING_WEBHOOK
         spec.signing_keys.CopyFrom(answer.run.signing_keys)
-        return spec
+        return target_run(spec)
 
     def signatures(call: int) -> int:
         return len(lower(target.calls[call].headers)["webhook-signature"].split(" "))
 
     async with caller(worker, keep=30) as http:  # keys kept 30 s, as a worker keeps them
         before = await started("before")
-        assert list(before.signing_keys.key_ids) == [
+        assert before.key_ids == (
             old.signing_key.key_id,
             new.signing_key.key_id,
-        ]
-        assert (await http.call(before, 1, 5)).result == pb.ATTEMPT_RESULT_SUCCEEDED
+        )
+        assert (await http.call(before, 1, 5)).result == AttemptOutcome.SUCCEEDED
         assert signatures(0) == 2
         revoked = await api.admin.RevokeSigningKey(
             admin_pb.RevokeSigningKeyRequest(name=old.signing_key.name), metadata=operator
         )
         assert revoked.signing_key.key_id == old.signing_key.key_id
         after = await started("after")
-        assert (await http.call(after, 1, 5)).result == pb.ATTEMPT_RESULT_SUCCEEDED
+        assert (await http.call(after, 1, 5)).result == AttemptOutcome.SUCCEEDED
         call = target.calls[1]
         assert signatures(1) == 1
         assert Webhook(new.webhook_secret).verify(call.body, call.headers)
@@ -780,6 +792,6 @@ async def test_a_revoked_key_signs_no_call_started_after_even_from_a_workers_kep
             admin_pb.RevokeSigningKeyRequest(name=new.signing_key.name), metadata=operator
         )
         keyless = await http.call(await started("keyless"), 1, 5)
-    assert (keyless.result, keyless.retryable) == (pb.ATTEMPT_RESULT_FAILED, True)
+    assert (keyless.result, keyless.retryable) == (AttemptOutcome.FAILED, True)
     assert "none of its keys named at the call's start" in keyless.error
     assert len(target.calls) == 2

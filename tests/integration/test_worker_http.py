@@ -14,11 +14,15 @@ import pytest
 
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_core.attempts import CallProgress
+from duetime_core.records import AttemptOutcome
+from duetime_worker.attempt.wire import target_run
 from duetime_worker.targets.http import hosts
 from duetime_worker.targets.http.allow_list import TargetPolicy
 from duetime_worker.targets.http.caller import HttpCaller
 from duetime_worker.targets.http.hosts import CONNECT_TIMEOUT, Resolve, system_resolve
 from duetime_worker.targets.outcome import LeaseLapsed, Outcome, SendCheck
+from duetime_worker.targets.run import TargetRun
 from testkit.http_target import Behaviour, HttpTarget, http_target
 from testkit.kafka import free_port
 from testkit.polling import eventually, throughout
@@ -30,12 +34,14 @@ LOOPBACK = TargetPolicy.parse(["127.0.0.1"])
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 
-def spec(url: str, **http: object) -> pb.RunSpec:
-    return pb.RunSpec(
-        run_id="00000000-0000-0000-0000-000000000001",
-        idempotency_key="job-1/2026-01-01T00:00:00Z",
-        traceparent=TRACEPARENT,
-        target=job_pb2.Target(http=job_pb2.HttpTarget(url=url, **http)),  # type: ignore[arg-type]
+def spec(url: str, **http: object) -> TargetRun:
+    return target_run(
+        pb.RunSpec(
+            run_id="00000000-0000-0000-0000-000000000001",
+            idempotency_key="job-1/2026-01-01T00:00:00Z",
+            traceparent=TRACEPARENT,
+            target=job_pb2.Target(http=job_pb2.HttpTarget(url=url, **http)),  # type: ignore[arg-type]
+        )
     )
 
 
@@ -72,18 +78,18 @@ async def call(
 @pytest.mark.parametrize(
     ("status", "result", "retryable"),
     [
-        (200, pb.ATTEMPT_RESULT_SUCCEEDED, False),
-        (204, pb.ATTEMPT_RESULT_SUCCEEDED, False),
-        (408, pb.ATTEMPT_RESULT_FAILED, True),
-        (429, pb.ATTEMPT_RESULT_FAILED, True),
-        (500, pb.ATTEMPT_RESULT_FAILED, True),
-        (503, pb.ATTEMPT_RESULT_FAILED, True),
-        (400, pb.ATTEMPT_RESULT_FAILED, False),
-        (404, pb.ATTEMPT_RESULT_FAILED, False),
+        (200, AttemptOutcome.SUCCEEDED, False),
+        (204, AttemptOutcome.SUCCEEDED, False),
+        (408, AttemptOutcome.FAILED, True),
+        (429, AttemptOutcome.FAILED, True),
+        (500, AttemptOutcome.FAILED, True),
+        (503, AttemptOutcome.FAILED, True),
+        (400, AttemptOutcome.FAILED, False),
+        (404, AttemptOutcome.FAILED, False),
     ],
 )
 async def test_status_codes_are_classified(
-    target: HttpTarget, status: int, result: int, retryable: bool
+    target: HttpTarget, status: int, result: AttemptOutcome, retryable: bool
 ) -> None:
     outcome = await call(target.on(f"/s{status}", Behaviour(status=status)))
     assert (outcome.result, outcome.retryable) == (result, retryable)
@@ -92,9 +98,9 @@ async def test_status_codes_are_classified(
 
 async def test_a_slow_target_times_out_retryably(target: HttpTarget) -> None:
     outcome = await call(target.on("/slow", Behaviour(delay=5)), limit=0.3)
-    assert outcome.result == pb.ATTEMPT_RESULT_TIMED_OUT
+    assert outcome.result == AttemptOutcome.TIMED_OUT
     assert outcome.retryable
-    assert outcome.call == pb.CALL_PROGRESS_BEGUN
+    assert outcome.call == CallProgress.BEGUN
 
 
 async def test_an_answer_whose_body_never_ends_times_out_within_the_limit() -> None:
@@ -115,15 +121,15 @@ async def test_an_answer_whose_body_never_ends_times_out_within_the_limit() -> N
         outcome = await call(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/", limit=0.5)
         took = loop.time() - started
     assert 0.45 <= took < 2.0, took
-    assert (outcome.result, outcome.call) == (pb.ATTEMPT_RESULT_TIMED_OUT, pb.CALL_PROGRESS_BEGUN)
+    assert (outcome.result, outcome.call) == (AttemptOutcome.TIMED_OUT, CallProgress.BEGUN)
 
 
 async def test_connection_refused_is_retryable() -> None:
     outcome = await call(f"http://127.0.0.1:{free_port()}/nobody")
-    assert outcome.result == pb.ATTEMPT_RESULT_FAILED
+    assert outcome.result == AttemptOutcome.FAILED
     assert outcome.retryable
     assert "cannot connect" in outcome.error
-    assert outcome.call == pb.CALL_PROGRESS_NOT_BEGUN
+    assert outcome.call == CallProgress.NOT_BEGUN
 
 
 SECRET = "s3cr3t-t0ken"
@@ -143,7 +149,7 @@ async def test_a_bad_url_is_reported_by_scheme_and_host_alone(url: str, shown: s
     # The error is logged and stored on the run: the URL's path, query or user info may hold
     # a secret.
     outcome = await call(url)
-    assert (outcome.result, outcome.retryable) == (pb.ATTEMPT_RESULT_FAILED, False)
+    assert (outcome.result, outcome.retryable) == (AttemptOutcome.FAILED, False)
     assert outcome.error.startswith(shown), outcome.error
     assert SECRET not in outcome.error
 
@@ -159,11 +165,11 @@ async def test_a_broken_answer_is_reported_without_the_url() -> None:
     port = server.sockets[0].getsockname()[1]
     async with server:
         outcome = await call(f"http://127.0.0.1:{port}/hooks/{SECRET}?key={SECRET}")
-    assert (outcome.result, outcome.retryable) == (pb.ATTEMPT_RESULT_FAILED, True)
+    assert (outcome.result, outcome.retryable) == (AttemptOutcome.FAILED, True)
     assert outcome.error.startswith("DecodeError"), outcome.error
     assert SECRET not in outcome.error
     assert "/hooks" not in outcome.error
-    assert outcome.call == pb.CALL_PROGRESS_BEGUN
+    assert outcome.call == CallProgress.BEGUN
 
 
 async def test_the_run_headers_method_and_body_are_sent(target: HttpTarget) -> None:
@@ -174,7 +180,7 @@ async def test_the_run_headers_method_and_body_are_sent(target: HttpTarget) -> N
         headers={"Authorization": "Bearer s3cret", "X-Team": "a"},
         body=b'{"x": 1}',
     )
-    assert outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED
+    assert outcome.result == AttemptOutcome.SUCCEEDED
     (seen,) = target.calls
     assert seen.method == "PUT"
     assert seen.body == b'{"x": 1}'
@@ -196,16 +202,16 @@ async def test_loopback_is_refused_unless_allowed(target: HttpTarget) -> None:
     by_name = await call(url.replace("127.0.0.1", "localhost"), policy=TargetPolicy.parse([]))
     other_net = await call(url, policy=TargetPolicy.parse(["10.0.0.0/8"]))
     for outcome in (by_ip, by_name, other_net):
-        assert outcome.result == pb.ATTEMPT_RESULT_FAILED
+        assert outcome.result == AttemptOutcome.FAILED
         assert not outcome.retryable
         assert "refused" in outcome.error
     assert target.calls == []
     listed = await call(url, policy=TargetPolicy.parse(["127.0.0.0/8"]))
-    assert listed.result == pb.ATTEMPT_RESULT_SUCCEEDED
+    assert listed.result == AttemptOutcome.SUCCEEDED
     named = await call(
         url.replace("127.0.0.1", "localhost"), policy=TargetPolicy.parse(["localhost"])
     )
-    assert named.result == pb.ATTEMPT_RESULT_SUCCEEDED
+    assert named.result == AttemptOutcome.SUCCEEDED
     assert len(target.calls) == 2
 
 
@@ -220,12 +226,12 @@ async def test_a_name_resolving_to_a_refused_address_is_never_connected(
 ) -> None:
     url = target.on("/hook", Behaviour()).replace("127.0.0.1", "public.example.com")
     refused = await call(url, policy=TargetPolicy.parse([]), resolve=lying_resolve)
-    assert refused.result == pb.ATTEMPT_RESULT_FAILED
+    assert refused.result == AttemptOutcome.FAILED
     assert not refused.retryable
     assert "non-public" in refused.error
     assert target.calls == []
     allowed = await call(url, policy=LOOPBACK, resolve=lying_resolve)
-    assert allowed.result == pb.ATTEMPT_RESULT_SUCCEEDED
+    assert allowed.result == AttemptOutcome.SUCCEEDED
 
 
 async def two_calls(url: str, policy: TargetPolicy, resolve: Resolve) -> tuple[Outcome, Outcome]:
@@ -250,8 +256,8 @@ async def test_a_name_that_re_resolves_to_a_refused_address_is_not_called_again(
 
     url = target.on("/hook", Behaviour()).replace("127.0.0.1", "rebind.example.com")
     first, second = await two_calls(url, LOOPBACK, rebinding)
-    assert first.result == pb.ATTEMPT_RESULT_SUCCEEDED, first.error
-    assert (second.result, second.retryable) == (pb.ATTEMPT_RESULT_FAILED, False)
+    assert first.result == AttemptOutcome.SUCCEEDED, first.error
+    assert (second.result, second.retryable) == (AttemptOutcome.FAILED, False)
     assert "not in the target allow-list" in second.error
     assert len(target.calls) == 1
 
@@ -266,8 +272,8 @@ async def test_a_name_whose_pinned_address_is_unreachable_moves_to_the_next(
 
     url = target.on("/hook", Behaviour()).replace("127.0.0.1", "two.example.com")
     first, second = await two_calls(url, TargetPolicy.parse(["127.0.0.0/8"]), two)
-    assert (first.result, first.call) == (pb.ATTEMPT_RESULT_FAILED, pb.CALL_PROGRESS_NOT_BEGUN)
-    assert second.result == pb.ATTEMPT_RESULT_SUCCEEDED, second.error
+    assert (first.result, first.call) == (AttemptOutcome.FAILED, CallProgress.NOT_BEGUN)
+    assert second.result == AttemptOutcome.SUCCEEDED, second.error
     assert len(target.calls) == 1
 
 
@@ -288,7 +294,7 @@ async def test_a_herd_to_one_name_resolves_it_once(target: HttpTarget) -> None:
         outcomes = await asyncio.gather(*(caller.call(spec(url), 1, 5) for _ in range(20)))
     finally:
         await caller.close()
-    assert [o.result for o in outcomes] == [pb.ATTEMPT_RESULT_SUCCEEDED] * 20
+    assert [o.result for o in outcomes] == [AttemptOutcome.SUCCEEDED] * 20
     assert resolved == ["herd.example.com"]
 
 
@@ -305,9 +311,9 @@ async def test_an_https_target_is_verified_against_the_system_roots(
         untrusted = await call(url)
         monkeypatch.setenv("SSL_CERT_FILE", certs.ca)
         trusted = await call(url)
-    assert (untrusted.result, untrusted.retryable) == (pb.ATTEMPT_RESULT_FAILED, True)
-    assert untrusted.call == pb.CALL_PROGRESS_NOT_BEGUN
-    assert trusted.result == pb.ATTEMPT_RESULT_SUCCEEDED, trusted.error
+    assert (untrusted.result, untrusted.retryable) == (AttemptOutcome.FAILED, True)
+    assert untrusted.call == CallProgress.NOT_BEGUN
+    assert trusted.result == AttemptOutcome.SUCCEEDED, trusted.error
     assert len(server.calls) == 1
 
 
@@ -339,7 +345,7 @@ async def test_a_cookie_one_call_was_given_never_goes_out_with_another(
         for path in ("/login", "/login", "/other"):
             url = f"http://localhost:{target.port}{path}"
             outcome = await caller.call(spec(url), 1, 5)
-            assert outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED, outcome.error
+            assert outcome.result == AttemptOutcome.SUCCEEDED, outcome.error
     finally:
         await caller.close()
     assert len(target.calls) == 3
@@ -366,7 +372,7 @@ async def test_calls_to_one_host_share_its_connections(target: HttpTarget) -> No
         outcomes = await asyncio.gather(*calls)
     finally:
         await caller.close()
-    assert [o.result for o in outcomes] == [pb.ATTEMPT_RESULT_SUCCEEDED] * 6
+    assert [o.result for o in outcomes] == [AttemptOutcome.SUCCEEDED] * 6
     assert len(target.calls) == 6
 
 
@@ -398,9 +404,9 @@ async def test_a_call_that_never_got_a_connection_is_handed_back_not_timed_out(
     async with one_held_connection(target, 1.0) as (caller, url, first):
         second = await caller.call(spec(url), 1, 0.3)
         held = await first
-    assert second.result == pb.ATTEMPT_RESULT_HANDED_BACK
+    assert second.result == AttemptOutcome.HANDED_BACK
     assert "not called" in second.error
-    assert held.result == pb.ATTEMPT_RESULT_TIMED_OUT
+    assert held.result == AttemptOutcome.TIMED_OUT
     assert len(target.calls) == 1
 
 
@@ -471,7 +477,7 @@ async def test_a_call_whose_lease_lapsed_sends_no_byte(lapsing: Callable[[], Sen
         try:
             with pytest.raises(LeaseLapsed):
                 await caller.call(spec(url, body=b'{"x": 1}'), 1, 5, lapsing())
-            assert (await caller.call(spec(url), 2, 5)).result == pb.ATTEMPT_RESULT_SUCCEEDED
+            assert (await caller.call(spec(url), 2, 5)).result == AttemptOutcome.SUCCEEDED
         finally:
             await caller.close()
     assert counter.received.count(b"HTTP/1.1\r\n") == 1  # the second call alone
@@ -489,7 +495,7 @@ async def test_a_cancelled_call_keeps_its_turn_while_its_request_runs_on(
         with pytest.raises(asyncio.CancelledError):
             await first
         second = await caller.call(spec(url), 2, 0.3)
-    assert second.result == pb.ATTEMPT_RESULT_HANDED_BACK, second.error
+    assert second.result == AttemptOutcome.HANDED_BACK, second.error
     assert len(target.calls) == 1
 
 
@@ -513,7 +519,7 @@ async def test_calls_waiting_for_a_busy_host_leave_the_slots_to_other_hosts(
     finally:
         hold.set()
         await caller.close()
-    assert quick.result == pb.ATTEMPT_RESULT_SUCCEEDED, quick.error
+    assert quick.result == AttemptOutcome.SUCCEEDED, quick.error
 
 
 async def test_a_header_the_client_cannot_send_fails_without_its_value(
@@ -521,8 +527,8 @@ async def test_a_header_the_client_cannot_send_fails_without_its_value(
 ) -> None:
     url = target.on("/hook", Behaviour())
     outcome = await call(url, headers={"X-Token": "s3cr3t\nvalue"})
-    assert (outcome.result, outcome.retryable) == (pb.ATTEMPT_RESULT_FAILED, False)
-    assert outcome.call == pb.CALL_PROGRESS_NOT_BEGUN
+    assert (outcome.result, outcome.retryable) == (AttemptOutcome.FAILED, False)
+    assert outcome.call == CallProgress.NOT_BEGUN
     assert "s3cr3t" not in outcome.error
     assert target.calls == []
 
@@ -533,7 +539,7 @@ async def test_a_reused_connection_sends_nothing_once_the_lease_lapsed() -> None
         caller = HttpCaller(LOOPBACK)
         await caller.start()
         try:
-            assert (await caller.call(spec(url), 1, 5)).result == pb.ATTEMPT_RESULT_SUCCEEDED
+            assert (await caller.call(spec(url), 1, 5)).result == AttemptOutcome.SUCCEEDED
             with pytest.raises(LeaseLapsed):
                 await caller.call(spec(url), 2, 5, lapsing_after(1))
         finally:
@@ -553,8 +559,8 @@ async def test_a_request_the_target_dropped_unanswered_counts_as_begun() -> None
     server = await asyncio.start_server(drop, "127.0.0.1", 0)
     async with server:
         outcome = await call(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/hook")
-    assert (outcome.result, outcome.retryable) == (pb.ATTEMPT_RESULT_FAILED, True)
-    assert outcome.call == pb.CALL_PROGRESS_BEGUN
+    assert (outcome.result, outcome.retryable) == (AttemptOutcome.FAILED, True)
+    assert outcome.call == CallProgress.BEGUN
 
 
 async def test_a_connect_that_times_out_is_handed_back_unsent() -> None:
@@ -573,5 +579,5 @@ async def test_a_connect_that_times_out_is_handed_back_unsent() -> None:
         finally:
             for filler in fillers:
                 filler.close()
-    assert outcome.result == pb.ATTEMPT_RESULT_HANDED_BACK, outcome.error
-    assert outcome.call == pb.CALL_PROGRESS_NOT_BEGUN
+    assert outcome.result == AttemptOutcome.HANDED_BACK, outcome.error
+    assert outcome.call == CallProgress.NOT_BEGUN

@@ -14,7 +14,9 @@ import pytest
 
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_core.records import AttemptOutcome
 from duetime_worker.__main__ import launcher_for
+from duetime_worker.attempt.wire import target_run
 from duetime_worker.config import Settings
 from duetime_worker.targets.container.launcher import (
     LAUNCHER_BUSY,
@@ -22,6 +24,7 @@ from duetime_worker.targets.container.launcher import (
     LocalProcessLauncher,
 )
 from duetime_worker.targets.outcome import LeaseLapsed
+from duetime_worker.targets.run import TargetRun
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -29,13 +32,15 @@ pytestmark = pytest.mark.timeout(30)
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 
-def spec(*command: str, env: dict[str, str] | None = None) -> pb.RunSpec:
-    return pb.RunSpec(
-        idempotency_key="job-9/2026-03-01T00:00:00Z",
-        traceparent=TRACEPARENT,
-        target=job_pb2.Target(
-            container=job_pb2.ContainerTarget(image="unused:1", command=command, env=env or {})
-        ),
+def spec(*command: str, env: dict[str, str] | None = None) -> TargetRun:
+    return target_run(
+        pb.RunSpec(
+            idempotency_key="job-9/2026-03-01T00:00:00Z",
+            traceparent=TRACEPARENT,
+            target=job_pb2.Target(
+                container=job_pb2.ContainerTarget(image="unused:1", command=command, env=env or {})
+            ),
+        )
     )
 
 
@@ -51,7 +56,7 @@ async def test_the_process_sees_the_run_key_attempt_deadline_and_target_env(
     outcome = await LocalProcessLauncher(["sh"]).launch(
         spec("sh", "-c", script, env={"GREETING": "hi"}), 4, 10
     )
-    assert outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED
+    assert outcome.result == AttemptOutcome.SUCCEEDED
     key, attempt, greeting, deadline, seconds = out.read_text().strip().split("|")
     assert (key, attempt, greeting) == ("job-9/2026-03-01T00:00:00Z", "4", "hi")
     assert (
@@ -67,7 +72,7 @@ async def test_the_process_gets_the_trace_context_to_join(tmp_path: Path) -> Non
     outcome = await LocalProcessLauncher(["sh"]).launch(
         spec("sh", "-c", f'echo "$TRACEPARENT" > {out}'), 1, 10
     )
-    assert outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED
+    assert outcome.result == AttemptOutcome.SUCCEEDED
     # Tracing is off here: the run's own context (with it on, the target call's span).
     assert out.read_text().strip() == TRACEPARENT
 
@@ -78,17 +83,17 @@ async def test_no_more_processes_run_at_once_than_the_bound(tmp_path: Path) -> N
     script = f"mkdir {lock} || exit 7; sleep 0.2; rmdir {lock}"
     launcher = LocalProcessLauncher(["sh"], concurrency=1)
 
-    async def reserved() -> pb.AttemptResult.ValueType:
+    async def reserved() -> AttemptOutcome:
         outcome = await launcher.launch(spec("sh", "-c", script), 1, 10, await launcher.reserve())
         return outcome.result
 
     outcomes = await asyncio.gather(*(reserved() for _ in range(3)))
-    assert outcomes == [pb.ATTEMPT_RESULT_SUCCEEDED] * 3
+    assert outcomes == [AttemptOutcome.SUCCEEDED] * 3
 
 
 async def test_a_nonzero_exit_is_a_retryable_failure() -> None:
     outcome = await LocalProcessLauncher(["sh"]).launch(spec("sh", "-c", "exit 3"), 1, 10)
-    assert outcome.result == pb.ATTEMPT_RESULT_FAILED
+    assert outcome.result == AttemptOutcome.FAILED
     assert outcome.retryable
     assert "status 3" in outcome.error
 
@@ -100,7 +105,7 @@ async def test_the_process_is_killed_at_the_timeout(tmp_path: Path) -> None:
         spec("sh", "-c", f"echo $$ > {pid_file}; exec sleep 30"), 1, 0.5
     )
     assert time.monotonic() - started < 5
-    assert outcome.result == pb.ATTEMPT_RESULT_TIMED_OUT
+    assert outcome.result == AttemptOutcome.TIMED_OUT
     pid = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
@@ -108,7 +113,7 @@ async def test_the_process_is_killed_at_the_timeout(tmp_path: Path) -> None:
 
 async def test_unlisted_commands_are_refused() -> None:
     outcome = await LocalProcessLauncher(["true"]).launch(spec("sh", "-c", "exit 0"), 1, 10)
-    assert outcome.result == pb.ATTEMPT_RESULT_FAILED
+    assert outcome.result == AttemptOutcome.FAILED
     assert not outcome.retryable
     assert "not permitted" in outcome.error
 
@@ -118,7 +123,7 @@ async def test_container_targets_are_off_by_default() -> None:
     launcher = launcher_for(Settings.from_env(env))
     assert isinstance(launcher, DisabledLauncher)
     outcome = await launcher.launch(spec("true"), 1, 10)
-    assert outcome.result == pb.ATTEMPT_RESULT_FAILED
+    assert outcome.result == AttemptOutcome.FAILED
     assert not outcome.retryable
     assert "DUETIME_CONTAINER_LAUNCHER is off" in outcome.error
 
@@ -136,12 +141,12 @@ async def test_a_launch_without_a_reservation_is_handed_back_while_every_permit_
     launcher = LocalProcessLauncher(["sh"], concurrency=1)
     reservation = await launcher.reserve()
     outcome = await launcher.launch(spec("sh", "-c", "exit 0"), 1, 10)
-    assert (outcome.result, outcome.error) == (pb.ATTEMPT_RESULT_HANDED_BACK, LAUNCHER_BUSY)
+    assert (outcome.result, outcome.error) == (AttemptOutcome.HANDED_BACK, LAUNCHER_BUSY)
     # A launch with the reservation runs, and gives the permit back.
     outcome = await launcher.launch(spec("sh", "-c", "exit 0"), 1, 10, reservation)
-    assert outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED
+    assert outcome.result == AttemptOutcome.SUCCEEDED
     outcome = await launcher.launch(spec("sh", "-c", "exit 0"), 1, 10)
-    assert outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED
+    assert outcome.result == AttemptOutcome.SUCCEEDED
 
 
 async def test_a_process_whose_lease_lapsed_is_never_started(tmp_path: Path) -> None:
@@ -155,6 +160,6 @@ async def test_a_process_whose_lease_lapsed_is_never_started(tmp_path: Path) -> 
         await launcher.launch(spec("touch", str(ran)), 1, 10, check=lapsed)
     assert not ran.exists()
     assert (await launcher.launch(spec("touch", str(ran)), 2, 10)).result == (
-        pb.ATTEMPT_RESULT_SUCCEEDED
+        AttemptOutcome.SUCCEEDED
     )
     assert ran.exists()

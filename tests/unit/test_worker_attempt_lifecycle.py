@@ -10,7 +10,9 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
-from duetime_worker.attempt.lifecycle import Attempt, Started
+from duetime_core.records import AttemptOutcome
+from duetime_worker.attempt.lifecycle import Attempt
+from duetime_worker.attempt.starts import started_from
 from duetime_worker.targets.outcome import BEGUN, NOT_BEGUN, UNSAID, Outcome
 
 
@@ -29,18 +31,18 @@ async def _stopped(attempt: Attempt, stop: str, reason: str) -> Outcome:
 
 async def test_the_outcome_says_how_the_task_ended_and_how_far_the_call_got() -> None:
     cancelled = await _stopped(Attempt("r", 1, at_most_once=True), "cancel", "SUPERSEDED")
-    assert (cancelled.result, cancelled.error) == (pb.ATTEMPT_RESULT_CANCELLED, "SUPERSEDED")
+    assert (cancelled.result, cancelled.error) == (AttemptOutcome.CANCELLED, "SUPERSEDED")
     assert cancelled.call == NOT_BEGUN
     stopping = await _stopped(Attempt("r", 1), "hand_back", "shutting down")
-    assert (stopping.result, stopping.error) == (pb.ATTEMPT_RESULT_HANDED_BACK, "shutting down")
+    assert (stopping.result, stopping.error) == (AttemptOutcome.HANDED_BACK, "shutting down")
     assert stopping.call == UNSAID
     # Started ahead and cancelled before its call began (its job paused): given back unrun.
     paused = await _stopped(Attempt("r", 1, ahead=True), "cancel", "JOB_PAUSED")
-    assert (paused.result, paused.error) == (pb.ATTEMPT_RESULT_HANDED_BACK, "not begun: JOB_PAUSED")
+    assert (paused.result, paused.error) == (AttemptOutcome.HANDED_BACK, "not begun: JOB_PAUSED")
     assert paused.call == NOT_BEGUN
     began = Attempt("r", 1, ahead=True)
     began.call_begins(123)
-    assert (await _stopped(began, "cancel", "X")).result == pb.ATTEMPT_RESULT_CANCELLED
+    assert (await _stopped(began, "cancel", "X")).result == AttemptOutcome.CANCELLED
     assert began.call_time == 123
 
     async def broken() -> Outcome:
@@ -73,8 +75,8 @@ def test_a_started_answer_is_an_attempt_whose_lease_counts_from_the_send() -> No
     )
     response.run.run_id = "r"
     response.run.delivery = job_pb2.DELIVERY_AT_MOST_ONCE
-    attempt = Attempt.of(Started(response, 50.0))
+    attempt = Attempt.of(started_from(response, 50.0))
     assert (attempt.key, attempt.lease_deadline, attempt.began) == (("r", 3), 110.0, True)
     assert (attempt.at_most_once, attempt.call) == (True, NOT_BEGUN)
     response.call_time.seconds = 1_005  # started ahead: its call has not begun
-    assert not Attempt.of(Started(response, 50.0)).began
+    assert not Attempt.of(started_from(response, 50.0)).began

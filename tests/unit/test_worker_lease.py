@@ -37,9 +37,9 @@ def _attempt(name: str, lease: float) -> Attempt:
 
 
 def test_the_lease_granted_is_counted_between_two_instants_of_the_schedulers_clock() -> None:
-    now = Timestamp(seconds=1_000)
-    assert lease_length(Timestamp(seconds=1_060, nanos=500_000_000), now) == 60.5
-    assert lease_length(Timestamp(), now) == math.inf  # no lease: nothing to enforce
+    now = Timestamp(seconds=1_000).ToNanoseconds()
+    assert lease_length(Timestamp(seconds=1_060, nanos=500_000_000).ToNanoseconds(), now) == 60.5
+    assert lease_length(Timestamp().ToNanoseconds(), now) == math.inf  # no lease
 
 
 async def test_a_call_may_send_only_while_its_lease_outlasts_the_step() -> None:

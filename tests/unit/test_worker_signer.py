@@ -13,9 +13,11 @@ from standardwebhooks.webhooks import Webhook
 
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_core.jobspec import CallSigning
 from duetime_infra.signing import new_signing_key
+from duetime_worker.attempt.wire import fetched_keys
 from duetime_worker.targets.http.signer import CallSigner, SignedCall, default_audience
-from duetime_worker.targets.http.team_keys import STALE_SECONDS
+from duetime_worker.targets.http.team_keys import STALE_SECONDS, FetchedKeys
 from duetime_worker.targets.outcome import NOT_BEGUN
 
 KEY = new_signing_key("k1")
@@ -23,7 +25,7 @@ RUN = "00000000-0000-4000-8000-000000000001"
 BODY = b'{"a": 1}'
 
 
-def call(signing: job_pb2.CallSigning.ValueType = job_pb2.CALL_SIGNING_WEBHOOK) -> SignedCall:
+def call(signing: CallSigning | None = CallSigning.WEBHOOK) -> SignedCall:
     return SignedCall(
         "team-a", RUN, signing, "run-key", "https://t.test/", "teams/team-a/jobs/j", 1
     )
@@ -42,22 +44,24 @@ class Fetches:
         self.keyless = False
         self.keys = [KEY]
 
-    async def __call__(self, team: str, run_id: str) -> pb.GetSigningKeysResponse:
+    async def __call__(self, team: str, run_id: str) -> FetchedKeys:
         self.teams.append(team)
         self.runs.append(run_id)
         await asyncio.sleep(0)  # let concurrent callers find this fetch under way
         if self.error is not None:
             raise aio.AioRpcError(self.error, aio.Metadata(), aio.Metadata(), "no")
-        return pb.GetSigningKeysResponse(
-            keys=[
-                pb.SigningKeyMaterial(
-                    key_id=key.key_id,
-                    webhook_secret=key.secret,
-                    token_private_key=key.private_der(),
-                )
-                for key in ([] if self.keyless else self.keys)
-            ],
-            default_call_signing=self.default,  # type: ignore[arg-type]
+        return fetched_keys(
+            pb.GetSigningKeysResponse(
+                keys=[
+                    pb.SigningKeyMaterial(
+                        key_id=key.key_id,
+                        webhook_secret=key.secret,
+                        token_private_key=key.private_der(),
+                    )
+                    for key in ([] if self.keyless else self.keys)
+                ],
+                default_call_signing=self.default,  # type: ignore[arg-type]
+            )
         )
 
 
@@ -88,10 +92,10 @@ async def test_a_call_whose_keys_cannot_be_read_is_not_sent() -> None:
 async def test_an_unsigned_job_costs_no_fetch_and_signed_names_give_way() -> None:
     fetches = Fetches()
     signer = CallSigner(fetches)
-    assert await signer.sign(call(job_pb2.CALL_SIGNING_OFF), {}, BODY) is None
+    assert await signer.sign(call(CallSigning.OFF), {}, BODY) is None
     assert fetches.teams == []
     headers = {"Authorization": "Bearer the-team-s-own", "X-Other": "kept"}
-    await signer.sign(call(job_pb2.CALL_SIGNING_ID_TOKEN), headers, BODY)
+    await signer.sign(call(CallSigning.ID_TOKEN), headers, BODY)
     assert headers["X-Other"] == "kept"
     assert headers["Authorization"].startswith("Bearer ey")
 
@@ -99,7 +103,7 @@ async def test_an_unsigned_job_costs_no_fetch_and_signed_names_give_way() -> Non
 async def test_only_the_names_of_the_kinds_added_give_way() -> None:
     signer = CallSigner(Fetches(default=job_pb2.CALL_SIGNING_WEBHOOK))
     headers = {"authorization": "ApiKey the-job-s-own", "Webhook-Id": "the-job-s"}
-    assert await signer.sign(call(job_pb2.CALL_SIGNING_UNSPECIFIED), headers, BODY) is None
+    assert await signer.sign(call(None), headers, BODY) is None
     assert headers["authorization"] == "ApiKey the-job-s-own"
     assert "Webhook-Id" not in headers
     assert Webhook(KEY.secret_text).verify(BODY, headers) == {"a": 1}
@@ -108,7 +112,7 @@ async def test_only_the_names_of_the_kinds_added_give_way() -> None:
 async def test_a_team_default_id_token_does_not_replace_the_job_s_authorization() -> None:
     signer = CallSigner(Fetches(default=job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_TOKEN))
     headers = {"Authorization": "ApiKey the-job-s-own"}
-    refused = await signer.sign(call(job_pb2.CALL_SIGNING_UNSPECIFIED), headers, BODY)
+    refused = await signer.sign(call(None), headers, BODY)
     assert refused is not None
     assert (refused.retryable, refused.call) == (False, NOT_BEGUN)
     assert "Authorization" in refused.error
@@ -133,7 +137,7 @@ async def test_a_team_without_a_key_is_retried_and_asked_again_within_a_second()
 async def test_an_older_scheduler_means_unsigned_and_asked_for_signing_waits() -> None:
     signer = CallSigner(Fetches(grpc.StatusCode.UNIMPLEMENTED))
     headers: dict[str, str] = {}
-    assert await signer.sign(call(job_pb2.CALL_SIGNING_UNSPECIFIED), headers, BODY) is None
+    assert await signer.sign(call(None), headers, BODY) is None
     assert headers == {}
     asked = await signer.sign(call(), {}, BODY)
     assert asked is not None
@@ -191,7 +195,7 @@ async def test_a_token_without_an_audience_of_its_job_names_its_url_without_the_
     unnamed = SignedCall(
         "team-a",
         RUN,
-        job_pb2.CALL_SIGNING_ID_TOKEN,
+        CallSigning.ID_TOKEN,
         "run-key",
         "",
         "teams/team-a/jobs/j",

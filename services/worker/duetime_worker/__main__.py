@@ -37,7 +37,12 @@ from duetime_infra.telemetry.tracing import setup_tracing
 from duetime_infra.tls import Link, warn_plaintext
 from duetime_worker.attempt.executor import Executor
 from duetime_worker.attempt.heartbeats import Heartbeats
-from duetime_worker.attempt.scheduler_client import CHANNEL_OPTIONS, RPC_TIMEOUT, AttemptCalls
+from duetime_worker.attempt.scheduler_client import (
+    CHANNEL_OPTIONS,
+    RPC_TIMEOUT,
+    AttemptCalls,
+    fetch_from,
+)
 from duetime_worker.config import Settings
 from duetime_worker.herd.governor import Herd
 from duetime_worker.intake.consumer import LAG_SAMPLE_INTERVAL, DispatchConsumer
@@ -53,7 +58,6 @@ from duetime_worker.targets.container.podman import PodmanLauncher
 from duetime_worker.targets.http.allow_list import TargetPolicy
 from duetime_worker.targets.http.caller import HttpCaller
 from duetime_worker.targets.http.signer import CallSigner
-from duetime_worker.targets.http.team_keys import fetch_from
 
 log = logging.getLogger("duetime_worker")
 

@@ -91,6 +91,18 @@ def read_signing(v: Violations, field: str, raw: int) -> CallSigning | None:
     return read_enum(v, field, raw, _SIGNINGS, None)
 
 
+def signing_of(raw: int) -> CallSigning | None:
+    """A ``CallSigning`` number the scheduler sent, as the domain's (None: unspecified, or a
+    number this build does not know: the team's default)."""
+    return _SIGNINGS.get(raw)
+
+
+def method_of(raw: int) -> HttpMethod:
+    """An ``HttpMethod`` number the scheduler sent, as the domain's (POST: unspecified, or a
+    number this build does not know)."""
+    return _METHODS.get(raw, HttpMethod.POST)
+
+
 _METHOD_NUMBERS: dict[HttpMethod, job_pb2.HttpMethod.ValueType] = {
     HttpMethod.GET: job_pb2.HTTP_METHOD_GET,
     HttpMethod.POST: job_pb2.HTTP_METHOD_POST,

@@ -13,8 +13,8 @@ from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.attempts import CallProgress
 from duetime_core.errors import DuetimeError, FieldViolation, InvalidArgument
 from duetime_core.jobspec import CallSigning
-from duetime_core.records import AttemptOutcome
 from duetime_infra.codec.attempt_token import MAX_ATTEMPT_NUMBER, read_attempt_token
+from duetime_infra.codec.outcome_codec import CALLS, RESULTS
 from duetime_infra.codec.policy_codec import DELIVERY_NUMBERS
 from duetime_infra.codec.target_codec import encode_target_clear
 from duetime_infra.codec.timeconv import (
@@ -43,20 +43,6 @@ _DECISIONS = {
     StartAnswer.TOO_EARLY: pb.START_DECISION_TOO_EARLY,
     StartAnswer.REFUSED: pb.START_DECISION_REFUSED,
 }
-_RESULTS = {
-    pb.ATTEMPT_RESULT_SUCCEEDED: AttemptOutcome.SUCCEEDED,
-    pb.ATTEMPT_RESULT_FAILED: AttemptOutcome.FAILED,
-    pb.ATTEMPT_RESULT_TIMED_OUT: AttemptOutcome.TIMED_OUT,
-    pb.ATTEMPT_RESULT_CANCELLED: AttemptOutcome.CANCELLED,
-    pb.ATTEMPT_RESULT_HANDED_BACK: AttemptOutcome.HANDED_BACK,
-}
-
-
-_CALLS: dict[int, CallProgress] = {
-    pb.CALL_PROGRESS_NOT_BEGUN: CallProgress.NOT_BEGUN,
-    pb.CALL_PROGRESS_BEGUN: CallProgress.BEGUN,
-    pb.CALL_PROGRESS_ANSWERED: CallProgress.ANSWERED,
-}
 
 
 def read_call(
@@ -66,7 +52,7 @@ def read_call(
     report says the rest)."""
     if value == pb.CALL_PROGRESS_UNSPECIFIED:
         return None
-    call = _CALLS.get(value)
+    call = CALLS.get(value)
     if call is None:
         violations.append(FieldViolation(field, f"unknown value {value}"))
     if beat and call is CallProgress.ANSWERED:
@@ -201,7 +187,7 @@ def read_report(
     or unknown (a violation says so). ``prefix`` places the field paths of a batch entry."""
     run_id = read_run_id(violations, f"{prefix}run_id", report.run_id)
     worker_id = read_id(violations, f"{prefix}worker_id", report.worker_id)
-    outcome = _RESULTS.get(report.result)
+    outcome = RESULTS.get(report.result)
     if outcome is None:
         problem = "required" if report.result == 0 else f"unknown value {report.result}"
         violations.append(FieldViolation(f"{prefix}result", problem))

@@ -35,6 +35,7 @@ from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_core.attempts import MAX_ATTEMPTS_PER_BEAT
 from duetime_core.backoff import DoublingBackoff
+from duetime_infra.codec.outcome_codec import CALL_NUMBERS
 from duetime_worker.attempt.beat_schedule import BeatSchedule
 from duetime_worker.attempt.fresh_beats import FreshCaller, FreshCallers
 from duetime_worker.attempt.lease import lease_length
@@ -128,7 +129,7 @@ class Heartbeats:
         return pb.HeartbeatRequest(
             worker_id=self._worker_id,
             attempts=[
-                pb.AttemptRef(run_id=r, attempt=n, call_progress=a.call)
+                pb.AttemptRef(run_id=r, attempt=n, call_progress=CALL_NUMBERS[a.call])
                 for (r, n), a in listed.items()
             ],
         )
@@ -164,6 +165,7 @@ class Heartbeats:
         # A beat in a herd renews thousands of attempts, nearly all to the same expiry: each
         # distinct expiry's lease length is worked out once per answer.
         lengths: dict[tuple[int, int], float] = {}
+        server_time = response.server_time.ToNanoseconds()
         for directive in response.directives:
             ref = directive.attempt
             attempt = self._active.get((ref.run_id, ref.attempt))
@@ -173,7 +175,7 @@ class Heartbeats:
                     at = (expiry.seconds, expiry.nanos)
                     length = lengths.get(at)
                     if length is None:
-                        length = lengths[at] = lease_length(expiry, response.server_time)
+                        length = lengths[at] = lease_length(expiry.ToNanoseconds(), server_time)
                         self._lease_seen = min(self._lease_seen, length)
                     attempt.renewed(sent_at, length)
                     if attempt.announced_from is not None:

@@ -22,8 +22,6 @@ from __future__ import annotations
 import asyncio
 import math
 
-from google.protobuf.timestamp_pb2 import Timestamp
-
 from duetime_core.attempts import ATTEMPT_CLOSED
 from duetime_worker.herd.timers import RESOLUTION, Deadlines
 from duetime_worker.targets.outcome import LeaseLapsed, Outcome
@@ -31,12 +29,12 @@ from duetime_worker.targets.outcome import LeaseLapsed, Outcome
 LEASE_LOST = "the attempt's lease ran out without a renewal"
 
 
-def lease_length(lease_expire_time: Timestamp, server_time: Timestamp) -> float:
-    """Seconds of lease the scheduler granted, from two instants of its clock; infinite when
-    the answer carries no lease (nothing to enforce)."""
-    if not lease_expire_time.seconds and not lease_expire_time.nanos:
+def lease_length(lease_expire_time: int, server_time: int) -> float:
+    """Seconds of lease the scheduler granted, from two instants of its clock (nanoseconds
+    since the epoch); infinite when the answer carries no lease (0: nothing to enforce)."""
+    if not lease_expire_time:
         return math.inf
-    return (lease_expire_time.ToNanoseconds() - server_time.ToNanoseconds()) / 1e9
+    return (lease_expire_time - server_time) / 1e9
 
 
 class Lease:

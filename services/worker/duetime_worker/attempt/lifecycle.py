@@ -18,25 +18,33 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from typing import NamedTuple
+from dataclasses import dataclass
 
-from duetime.jobs.v1 import job_pb2
-from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.attempts import JOB_PAUSED
-from duetime_worker.attempt.lease import Lease, lease_length
+from duetime_worker.attempt.lease import Lease
 from duetime_worker.targets.outcome import BEGUN, NOT_BEGUN, UNSAID, Call, Outcome
+from duetime_worker.targets.run import TargetRun
 
 log = logging.getLogger(__name__)
 
 Key = tuple[str, int]
 
 
-class Started(NamedTuple):
-    """The scheduler's STARTED answer, and the event loop's time its request was sent (the
-    lease counts from there)."""
+@dataclass(frozen=True, slots=True)
+class Started:
+    """The scheduler's STARTED answer, read once (``starts.started_from``): the run as its
+    target is called for it, and its attempt's facts."""
 
-    response: pb.StartAttemptResponse
-    sent_at: float
+    run: TargetRun
+    attempt: int
+    # The event loop's time past which the lease may have lapsed: counted from when the start
+    # was sent (infinite: the answer carries no lease).
+    lease_deadline: float = math.inf
+    timeout: float = 0.0  # the attempt timeout, seconds; 0: not said
+    # When an attempt started ahead of its run's time calls, in nanoseconds by the server's
+    # clock; None: not started ahead, its call begins at once.
+    call_time: int | None = None
+    at_most_once: bool = False
 
 
 class Attempt(Lease):
@@ -80,13 +88,12 @@ class Attempt(Lease):
     @classmethod
     def of(cls, started: Started) -> Attempt:
         """The attempt a STARTED answer gives this worker, its lease counted from the send."""
-        response, sent_at = started
         return cls(
-            response.run.run_id,
-            response.attempt,
-            sent_at + lease_length(response.lease_expire_time, response.server_time),
-            ahead=response.HasField("call_time"),
-            at_most_once=response.run.delivery == job_pb2.DELIVERY_AT_MOST_ONCE,
+            started.run.run_id,
+            started.attempt,
+            started.lease_deadline,
+            ahead=started.call_time is not None,
+            at_most_once=started.at_most_once,
         )
 
     @property

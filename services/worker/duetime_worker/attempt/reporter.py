@@ -17,12 +17,13 @@ import time
 import grpc
 from grpc import aio
 
-from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.backoff import DoublingBackoff
+from duetime_core.records import AttemptOutcome
 from duetime_worker.attempt import tally
 from duetime_worker.attempt.lifecycle import Attempt
 from duetime_worker.attempt.scheduler_client import FIRST_RETRY, MAX_RETRY, PERMANENT, AttemptCalls
 from duetime_worker.attempt.tally import AttemptTally
+from duetime_worker.attempt.wire import complete_request
 from duetime_worker.herd.governor import Herd
 from duetime_worker.targets.outcome import Outcome
 
@@ -30,18 +31,17 @@ log = logging.getLogger(__name__)
 
 # How long a finished attempt's report is retried through scheduler outages.
 REPORT_PATIENCE = 60.0
-_RESULT_NAMES = {v: k for k, v in pb.AttemptResult.items()}
 _TALLIES = {
-    pb.ATTEMPT_RESULT_SUCCEEDED: tally.SUCCEEDED,
-    pb.ATTEMPT_RESULT_FAILED: tally.FAILED,
-    pb.ATTEMPT_RESULT_TIMED_OUT: tally.TIMED_OUT,
-    pb.ATTEMPT_RESULT_CANCELLED: tally.CANCELLED,
-    pb.ATTEMPT_RESULT_HANDED_BACK: tally.HANDED_BACK,
+    AttemptOutcome.SUCCEEDED: tally.SUCCEEDED,
+    AttemptOutcome.FAILED: tally.FAILED,
+    AttemptOutcome.TIMED_OUT: tally.TIMED_OUT,
+    AttemptOutcome.CANCELLED: tally.CANCELLED,
+    AttemptOutcome.HANDED_BACK: tally.HANDED_BACK,
 }
 _FINISHED_LEVELS = {
-    pb.ATTEMPT_RESULT_SUCCEEDED: logging.DEBUG,
-    pb.ATTEMPT_RESULT_FAILED: logging.WARNING,
-    pb.ATTEMPT_RESULT_TIMED_OUT: logging.WARNING,
+    AttemptOutcome.SUCCEEDED: logging.DEBUG,
+    AttemptOutcome.FAILED: logging.WARNING,
+    AttemptOutcome.TIMED_OUT: logging.WARNING,
 }
 
 
@@ -63,7 +63,7 @@ class Reporter:
                 self._lease_lost(attempt, since)
                 return
             outcome = attempt.outcome()
-            if outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED and attempt.call_time is not None:
+            if outcome.result is AttemptOutcome.SUCCEEDED and attempt.call_time is not None:
                 left = attempt.lease_deadline - asyncio.get_running_loop().time()
                 await self._herd.success_report_held(left)
             await self.complete(attempt.run_id, attempt.attempt, outcome, attempt.call_time)
@@ -98,7 +98,7 @@ class Reporter:
                 "action": "attempt_finished",
                 "run_id": attempt.run_id,
                 "attempt": attempt.attempt,
-                "result": _RESULT_NAMES.get(outcome.result, outcome.result),
+                "result": f"ATTEMPT_RESULT_{outcome.result.value}",
                 "retryable": outcome.retryable,
                 "error": outcome.error,
                 "seconds": round(time.monotonic() - since, 3),
@@ -110,16 +110,7 @@ class Reporter:
     ) -> None:
         """Reports the attempt's outcome (``call_time``: when an attempt started ahead began
         its call, in nanoseconds by the server's clock), retried through outages."""
-        request = pb.CompleteAttemptRequest(
-            run_id=run_id,
-            result=outcome.result,
-            error=outcome.error,
-            retryable=outcome.retryable,
-            worker_id=self._worker_id,
-            call_progress=outcome.call,
-        )
-        if call_time is not None:
-            request.call_time.FromNanoseconds(call_time)
+        request = complete_request(run_id, outcome, self._worker_id, call_time)
         backoff = DoublingBackoff(FIRST_RETRY, MAX_RETRY)
         deadline = time.monotonic() + REPORT_PATIENCE
         while True:

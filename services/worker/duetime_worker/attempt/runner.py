@@ -21,10 +21,9 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
-from google.protobuf.timestamp_pb2 import Timestamp
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_core.records import AttemptOutcome
 from duetime_infra.tracecontext import ATTEMPT, RUN_ID, TRACER
 from duetime_worker.attempt import tally
 from duetime_worker.attempt.heartbeats import Heartbeats
@@ -40,6 +39,7 @@ from duetime_worker.herd.timers import Deadlines
 from duetime_worker.targets.container.launcher import Launcher
 from duetime_worker.targets.http.caller import HttpCaller
 from duetime_worker.targets.outcome import LEASE_LAPSED, NOT_BEGUN, LeaseLapsed, Outcome
+from duetime_worker.targets.run import ContainerTask, HttpCall, TargetRun
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +48,8 @@ DEFAULT_ATTEMPT_TIMEOUT = 3600.0
 # Attempts remembered as executed here, to drop a second delivery of one.
 EXECUTED_MEMORY = 100_000
 SHUTTING_DOWN = "the worker is shutting down"
+# The kinds of target, as the call's span names them.
+_KINDS: dict[type, str] = {HttpCall: "http", ContainerTask: "container"}
 
 
 def _nothing() -> None:
@@ -111,11 +113,10 @@ class Runner:
         """Runs the attempt and reports it; ``call_ended`` once the target call is over (the
         report that follows needs no execution slot). Its call waits for connections as
         ``flow``."""
-        response = started.response
-        run = response.run
-        if not self._first_execution(run.run_id, response.attempt):
+        run = started.run
+        if not self._first_execution(run.run_id, started.attempt):
             return
-        timeout = run.attempt_timeout.ToTimedelta().total_seconds() or DEFAULT_ATTEMPT_TIMEOUT
+        timeout = started.timeout or DEFAULT_ATTEMPT_TIMEOUT
         since = time.monotonic()
         self._tally.count(tally.STARTED)
         if log.isEnabledFor(logging.DEBUG):
@@ -124,11 +125,12 @@ class Runner:
                 extra={
                     "action": "attempt_started",
                     "run_id": run.run_id,
-                    "attempt": response.attempt,
+                    "attempt": started.attempt,
                 },
             )
         attempt = Attempt.of(started)
-        attempt.run(asyncio.create_task(self._call(attempt, response, timeout, reservation, flow)))
+        call = self._call(attempt, started, timeout, reservation, flow)
+        attempt.run(asyncio.create_task(call))
         self._heartbeats.add(attempt)
         try:
             await watch(attempt, self._herd.leases)
@@ -140,7 +142,7 @@ class Runner:
 
     async def hand_back_unrun(self, started: Started) -> None:
         """Reports an attempt started for this worker as HANDED_BACK without running it."""
-        run_id, number = started.response.run.run_id, started.response.attempt
+        run_id, number = started.run.run_id, started.attempt
         if not self._executed.first((run_id, number)):
             return  # a replay of an attempt this worker runs or ran: that one reports it
         log.info(
@@ -166,7 +168,7 @@ class Runner:
     async def _call(
         self,
         attempt: Attempt,
-        response: pb.StartAttemptResponse,
+        started: Started,
         limit: float,
         reservation: Reservation | None,
         flow: Flow,
@@ -175,10 +177,10 @@ class Runner:
         then the target call, in a client span whose context is the ``traceparent`` it sends,
         and at most once only once the scheduler acknowledged it."""
         sent = _nothing  # an HTTP call's request went out
-        if not attempt.began:
-            if response.run.target.HasField("http"):
-                self._http.warm(response.run, self._clock.seconds_until(response.call_time))
-            if not await self._call_time(attempt, response.call_time):
+        run = started.run
+        if started.call_time is not None and not attempt.began:
+            self._http.warm(run, self._clock.seconds_until_ns(started.call_time))
+            if not await self._call_time(attempt, started.call_time):
                 return Outcome.handed_back(SHUTTING_DOWN, call=NOT_BEGUN)
             sent = self._herd.call_due()
             attempt.call_begins(self._clock.now_ns())
@@ -188,8 +190,7 @@ class Runner:
                     f"not called: the call's announcement was not acknowledged within {limit:g} s",
                     call=NOT_BEGUN,
                 )
-            run = response.run
-            kind = run.target.WhichOneof("kind")
+            kind = _KINDS.get(type(run.target))
             with TRACER.start_as_current_span(
                 "call target",
                 kind=SpanKind.CLIENT,
@@ -199,22 +200,20 @@ class Runner:
                     "duetime.target.kind": str(kind),
                 },
             ) as span:
-                outcome = await self._call_target(
-                    attempt, run, kind, limit, reservation, sent, flow
-                )
-                if outcome.result != pb.ATTEMPT_RESULT_SUCCEEDED:
+                outcome = await self._call_target(attempt, run, limit, reservation, sent, flow)
+                if outcome.result is not AttemptOutcome.SUCCEEDED:
                     span.set_status(Status(StatusCode.ERROR, outcome.error))
                 return outcome
         finally:
             sent()
 
-    async def _call_time(self, attempt: Attempt, call_time: Timestamp) -> bool:
+    async def _call_time(self, attempt: Attempt, call_time: int) -> bool:
         """Waits for the call time of an attempt started ahead: a heartbeat answered shortly
         before it (a job paused or deleted since the start cancels the attempt then), then the
         time itself by the server's clock, never before. False when stopping before the beat:
         the attempt is handed back unrun, for another worker, rather than holding the shutdown
         until its time."""
-        before = self._clock.seconds_until(call_time) - PRE_CALL_BEAT
+        before = self._clock.seconds_until_ns(call_time) - PRE_CALL_BEAT
         if before > 0 and not self._stopping.is_set():
             loop = asyncio.get_running_loop()
             waiter = loop.create_future()
@@ -224,7 +223,7 @@ class Runner:
             return False
         await self._heartbeats.fresh(attempt.key)
         # Asked again after each wait: the estimate of the server's clock may move meanwhile.
-        while (left := self._clock.seconds_until(call_time)) > 0:  # noqa: ASYNC110
+        while (left := self._clock.seconds_until_ns(call_time)) > 0:  # noqa: ASYNC110
             await asyncio.sleep(left)
         return True
 
@@ -238,8 +237,7 @@ class Runner:
     async def _call_target(
         self,
         attempt: Attempt,
-        run: pb.RunSpec,
-        kind: str | None,
+        run: TargetRun,
         limit: float,
         reservation: Reservation | None,
         sent: Callable[[], None],
@@ -252,13 +250,13 @@ class Runner:
         and grace in any case."""
         number, check = attempt.attempt, attempt.check_lease
         try:
-            if kind == "http":
+            if isinstance(run.target, HttpCall):
                 return await self._http.call(run, number, limit, check, sent, flow)
-            if kind == "container":
+            if isinstance(run.target, ContainerTask):
                 async with asyncio.timeout(limit + 1 + self._launcher.stop_seconds):
                     return await self._launcher.launch(run, number, limit, reservation, check)
         except LeaseLapsed:
             return Outcome.handed_back(LEASE_LAPSED, call=NOT_BEGUN)
         except TimeoutError:
             return Outcome.timed_out(f"no result within {limit:g} s")
-        return Outcome.failed(f"unknown target kind {kind!r}", retryable=False, call=NOT_BEGUN)
+        return Outcome.failed("unknown target kind None", retryable=False, call=NOT_BEGUN)

@@ -1,4 +1,5 @@
-"""Starts and reports, sent as StartAttempts / CompleteAttempts only.
+"""Starts and reports, sent as StartAttempts / CompleteAttempts only; and the fetch of a
+team's signing keys (GetSigningKeys).
 
 When thousands of runs come due in the same second, one RPC (and one scheduler transaction)
 per run is what makes them late: each start or report joins a batch (``batcher``), and a
@@ -23,6 +24,7 @@ from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_infra.codec import target_codec as limits
 from duetime_infra.tracecontext import current_traceparent, tracing_active
 from duetime_worker.attempt.batcher import Batcher, entry_answer
+from duetime_worker.attempt.wire import fetched_keys
 from duetime_worker.herd.knobs import (
     EARLY_START_LINGER,
     LINGER,
@@ -30,6 +32,7 @@ from duetime_worker.herd.knobs import (
     REPORT_LINGER,
     START_BATCH,
 )
+from duetime_worker.targets.http.team_keys import Fetch, FetchedKeys
 
 log = logging.getLogger(__name__)
 
@@ -210,3 +213,24 @@ async def _halving(
 
     first, second = await asyncio.gather(half(requests[:middle]), half(requests[middle:]))
     return [*first, *second]
+
+
+# How long a fetch of a team's signing keys may take.
+FETCH_TIMEOUT = 5.0
+
+
+def fetch_from(
+    stub: worker_service_pb2_grpc.WorkerServiceAsyncStub,
+    metadata: tuple[tuple[str, str], ...],
+    worker_id: str,
+    timeout: float = FETCH_TIMEOUT,
+) -> Fetch:
+    """A fetch of a team's signing keys from the schedulers (GetSigningKeys) through ``stub``,
+    by worker ``worker_id``, for the HTTP caller's ``CallSigner``."""
+
+    async def fetch(team: str, run_id: str) -> FetchedKeys:
+        request = pb.GetSigningKeysRequest(team=team, run_id=run_id, worker_id=worker_id)
+        answer = await stub.GetSigningKeys(request, metadata=metadata, timeout=timeout)
+        return fetched_keys(answer)
+
+    return fetch

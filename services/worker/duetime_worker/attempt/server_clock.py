@@ -68,7 +68,11 @@ class ServerClock:
 
     def seconds_until(self, moment: Timestamp) -> float:
         """How long until ``moment`` on the server's clock; 0 when unknown or past."""
+        return self.seconds_until_ns(moment.ToNanoseconds())
+
+    def seconds_until_ns(self, moment: int) -> float:
+        """``seconds_until`` a moment in nanoseconds since the epoch."""
         offset = self.offset()
         if offset is None:
             return 0.0
-        return max(0.0, moment.ToNanoseconds() / 1e9 - (self._monotonic() + offset))
+        return max(0.0, moment / 1e9 - (self._monotonic() + offset))

@@ -38,6 +38,7 @@ from duetime_worker.attempt.lifecycle import Started
 from duetime_worker.attempt.runner import Runner
 from duetime_worker.attempt.server_clock import ServerClock
 from duetime_worker.attempt.starts import StartCalls, StartRefused, TooEarly, Unanswered
+from duetime_worker.attempt.wire import flow_of
 from duetime_worker.herd.knobs import EARLY_AHEAD
 from duetime_worker.herd.slots import Flow, Permits, Reservation, SlotsClosed, WeightedSlots
 from duetime_worker.shielding import despite_cancellation
@@ -84,7 +85,7 @@ class Starter:
             kind=SpanKind.CONSUMER,
             attributes={RUN_ID: dispatch.run_id, "duetime.delivery_id": delivery_id},
         ):
-            flow = Flow.of(dispatch)
+            flow = flow_of(dispatch)
             not_before, least = dispatch.effective_time, 0.0
             early_retries = DoublingBackoff(FIRST_EARLY_RETRY, MAX_EARLY_RETRY)
             early = self._early.limit > 0 and dispatch.target_kind != TARGET_KIND_CONTAINER

@@ -19,9 +19,11 @@ import uuid
 from google.protobuf.timestamp_pb2 import Timestamp
 from grpc import aio
 
+from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.backoff import DoublingBackoff
 from duetime_worker.attempt import tally
+from duetime_worker.attempt.lease import lease_length
 from duetime_worker.attempt.lifecycle import Started
 from duetime_worker.attempt.scheduler_client import (
     FIRST_RETRY,
@@ -32,6 +34,7 @@ from duetime_worker.attempt.scheduler_client import (
 )
 from duetime_worker.attempt.server_clock import ServerClock
 from duetime_worker.attempt.tally import AttemptTally
+from duetime_worker.attempt.wire import target_run
 from duetime_worker.herd.slots import WeightedSlots
 
 log = logging.getLogger(__name__)
@@ -149,7 +152,7 @@ class StartCalls:
 
     def _answer(self, response: pb.StartAttemptResponse, sent_at: float, run_id: str) -> Started:
         if response.decision == pb.START_DECISION_STARTED:
-            return Started(response, sent_at)
+            return started_from(response, sent_at)
         if response.decision == pb.START_DECISION_TOO_EARLY:
             raise TooEarly(response.effective_time)
         self._tally.count(tally.REFUSED)
@@ -158,3 +161,20 @@ class StartCalls:
             extra={"action": "start_refused", "run_id": run_id, "reason": response.refusal_reason},
         )
         raise StartRefused
+
+
+def started_from(response: pb.StartAttemptResponse, sent_at: float) -> Started:
+    """A STARTED answer read once, its lease counted from ``sent_at`` (the event loop's time
+    its request was sent)."""
+    run = response.run
+    lease = lease_length(
+        response.lease_expire_time.ToNanoseconds(), response.server_time.ToNanoseconds()
+    )
+    return Started(
+        run=target_run(run),
+        attempt=response.attempt,
+        lease_deadline=sent_at + lease,
+        timeout=run.attempt_timeout.ToTimedelta().total_seconds(),
+        call_time=response.call_time.ToNanoseconds() if response.HasField("call_time") else None,
+        at_most_once=run.delivery == job_pb2.DELIVERY_AT_MOST_ONCE,
+    )

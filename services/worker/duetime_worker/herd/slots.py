@@ -25,20 +25,12 @@ import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
-from duetime.events.v1.events_pb2 import RunDispatch
-from duetime.jobs.v1 import job_pb2
 from duetime_core.fairness import PRIORITY_WEIGHTS, PriorityFairQueue, TurnOrder
 from duetime_core.jobspec import Priority
 from duetime_worker.herd.timers import FIRST_PRUNE, Deadlines
 
 # Offered here too: the consumer shares fetches between the priority topics by them.
 WEIGHTS = PRIORITY_WEIGHTS
-
-_PRIORITIES = {
-    job_pb2.PRIORITY_HIGH: Priority.HIGH,
-    job_pb2.PRIORITY_NORMAL: Priority.NORMAL,
-    job_pb2.PRIORITY_LOW: Priority.LOW,
-}
 
 __all__ = [
     "ANYONE",
@@ -64,12 +56,6 @@ class Flow:
     priority: Priority = Priority.NORMAL
     team: str = ""
     weight: float = 1.0
-
-    @classmethod
-    def of(cls, dispatch: RunDispatch) -> Flow:
-        """A dispatched run's (weight 1 from older writers, which do not say it)."""
-        priority = _PRIORITIES.get(dispatch.priority, Priority.NORMAL)
-        return cls(priority, dispatch.team, dispatch.team_weight or 1)
 
 
 # A wait on behalf of no team in particular.

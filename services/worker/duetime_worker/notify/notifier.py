@@ -41,9 +41,10 @@ from urllib.parse import urlsplit
 from google.protobuf import json_format
 
 from duetime.events.v1.events_pb2 import DeadLetterEvent
-from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.backoff import backoff_delay
 from duetime_core.jobspec import RetryPolicy
+from duetime_core.records import AttemptOutcome
+from duetime_infra.codec.target_codec import signing_of
 from duetime_worker.targets.http.caller import HttpCaller
 from duetime_worker.targets.http.signer import SignedCall
 from duetime_worker.targets.outcome import Outcome
@@ -176,7 +177,7 @@ class Notifier:
             run_id=event.run_id,
             # The team's default as the run was dead-lettered: OFF fetches no keys.
             # Unspecified (an older scheduler's event): read with the team's keys.
-            signing=event.notification_signing,
+            signing=signing_of(event.notification_signing),
             message_id=headers["Idempotency-Key"],
             audience="",
             subject=event.job_name,
@@ -237,7 +238,7 @@ class Notifier:
     ) -> Delivery | None:
         """How a final answer ends the delivery (delivered, or rejected), logged; an answer
         from the server ends its webhook's failing spell. None: the try is to be retried."""
-        if outcome.result == pb.ATTEMPT_RESULT_SUCCEEDED:
+        if outcome.result is AttemptOutcome.SUCCEEDED:
             self._failing.answered(webhook)
             log.info(
                 "dead-letter notification delivered",

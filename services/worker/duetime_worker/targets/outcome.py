@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, TypeAlias
 
-from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_core.attempts import CallProgress
+from duetime_core.records import AttemptOutcome
 
 MAX_ERROR_BYTES = 4096
 LEASE_LAPSED = "not called: the attempt's lease may have lapsed by this worker's clock"
@@ -28,18 +29,18 @@ def no_check(within: float = 0.0) -> None:
     """The send check of a call that holds no lease (a notification)."""
 
 
-Call: TypeAlias = pb.CallProgress.ValueType
-# How far a call got (see CallProgress in the contract): nothing of it reached the target; it
-# began without an answer; the target answered; not known.
-NOT_BEGUN: Call = pb.CALL_PROGRESS_NOT_BEGUN
-BEGUN: Call = pb.CALL_PROGRESS_BEGUN
-ANSWERED: Call = pb.CALL_PROGRESS_ANSWERED
-UNSAID: Call = pb.CALL_PROGRESS_UNSPECIFIED
+Call: TypeAlias = CallProgress | None
+# How far a call got (``duetime_core.attempts.CallProgress``): nothing of it reached the
+# target; it began without an answer; the target answered; not known.
+NOT_BEGUN: Call = CallProgress.NOT_BEGUN
+BEGUN: Call = CallProgress.BEGUN
+ANSWERED: Call = CallProgress.ANSWERED
+UNSAID: Call = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Outcome:
-    result: pb.AttemptResult.ValueType
+    result: AttemptOutcome  # never LEASE_EXPIRED: the scheduler's to say
     retryable: bool = True
     error: str = ""
     status: int = 0  # the HTTP status a target answered with; 0 when none answered
@@ -47,25 +48,25 @@ class Outcome:
 
     @classmethod
     def succeeded(cls, *, status: int = 0) -> Outcome:
-        return cls(pb.ATTEMPT_RESULT_SUCCEEDED, retryable=False, status=status, call=ANSWERED)
+        return cls(AttemptOutcome.SUCCEEDED, retryable=False, status=status, call=ANSWERED)
 
     @classmethod
     def failed(
         cls, error: str, *, retryable: bool, status: int = 0, call: Call = UNSAID
     ) -> Outcome:
-        return cls(pb.ATTEMPT_RESULT_FAILED, retryable, _short(error), status, call)
+        return cls(AttemptOutcome.FAILED, retryable, _short(error), status, call)
 
     @classmethod
     def timed_out(cls, error: str, *, call: Call = UNSAID) -> Outcome:
-        return cls(pb.ATTEMPT_RESULT_TIMED_OUT, True, _short(error), call=call)
+        return cls(AttemptOutcome.TIMED_OUT, True, _short(error), call=call)
 
     @classmethod
     def cancelled(cls, error: str, *, call: Call = UNSAID) -> Outcome:
-        return cls(pb.ATTEMPT_RESULT_CANCELLED, True, _short(error), call=call)
+        return cls(AttemptOutcome.CANCELLED, True, _short(error), call=call)
 
     @classmethod
     def handed_back(cls, error: str, *, call: Call = UNSAID) -> Outcome:
-        return cls(pb.ATTEMPT_RESULT_HANDED_BACK, True, _short(error), call=call)
+        return cls(AttemptOutcome.HANDED_BACK, True, _short(error), call=call)
 
 
 def _short(text: str) -> str:

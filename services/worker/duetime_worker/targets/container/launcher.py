@@ -28,10 +28,10 @@ import signal
 from collections.abc import Sequence
 from typing import Protocol
 
-from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_infra.tracecontext import current_traceparent
 from duetime_worker.herd.slots import ANYONE, Flow, Reservation, WeightedSlots
 from duetime_worker.targets.outcome import ANSWERED, BEGUN, NOT_BEGUN, Outcome, SendCheck, no_check
+from duetime_worker.targets.run import ContainerTask, TargetRun
 from duetime_worker.targets.target_deadline import Deadline
 
 log = logging.getLogger(__name__)
@@ -61,29 +61,35 @@ class PermittedLauncher:
 
     async def launch(
         self,
-        run: pb.RunSpec,
+        run: TargetRun,
         attempt: int,
         limit: float,
         reservation: Reservation | None = None,
         check: SendCheck = no_check,
     ) -> Outcome:
+        task = run.target
+        if not isinstance(task, ContainerTask):
+            if reservation is not None:
+                reservation.release()
+            return Outcome.failed("not a container target", retryable=False, call=NOT_BEGUN)
         if reservation is None:
             # No waiting here: the attempt is started, and the wait would count as its timeout.
             if not self._running.try_reserve():
                 return Outcome.handed_back(LAUNCHER_BUSY, call=NOT_BEGUN)
             reservation = Reservation(self._running)
         try:
-            return await self._launch(run, attempt, limit, check)
+            return await self._launch(run, task, attempt, limit, check)
         finally:
             reservation.release()
 
     async def _launch(
-        self, run: pb.RunSpec, attempt: int, limit: float, check: SendCheck
+        self, run: TargetRun, task: ContainerTask, attempt: int, limit: float, check: SendCheck
     ) -> Outcome:
+        """Runs ``task``, the run's target, under a permit taken."""
         raise NotImplementedError
 
 
-def task_env(run: pb.RunSpec, attempt: int, deadline: Deadline) -> dict[str, str]:
+def task_env(run: TargetRun, attempt: int, deadline: Deadline) -> dict[str, str]:
     """What Duetime adds to a task's environment (the target's own names cannot start with
     ``DUETIME_``, so nothing here is overridden)."""
     env = {
@@ -117,7 +123,7 @@ class Launcher(Protocol):
 
     async def launch(
         self,
-        run: pb.RunSpec,
+        run: TargetRun,
         attempt: int,
         limit: float,
         reservation: Reservation | None = None,
@@ -143,7 +149,7 @@ class DisabledLauncher:
 
     async def launch(
         self,
-        run: pb.RunSpec,
+        run: TargetRun,
         attempt: int,
         limit: float,
         reservation: Reservation | None = None,
@@ -179,9 +185,8 @@ class LocalProcessLauncher(PermittedLauncher):
         return resolved is not None and resolved in self._resolved
 
     async def _launch(
-        self, run: pb.RunSpec, attempt: int, limit: float, check: SendCheck
+        self, run: TargetRun, target: ContainerTask, attempt: int, limit: float, check: SendCheck
     ) -> Outcome:
-        target = run.target.container
         argv = [*target.command, *target.args]
         if not target.command:
             return Outcome.failed(

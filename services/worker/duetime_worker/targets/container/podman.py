@@ -28,14 +28,13 @@ import os
 import secrets
 from dataclasses import dataclass
 
-from duetime.jobs.v1 import job_pb2
-from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_worker.shielding import despite_cancellation
 from duetime_worker.targets.container import orphans
 from duetime_worker.targets.container.images import ImagePolicy
 from duetime_worker.targets.container.launcher import PermittedLauncher, task_env
 from duetime_worker.targets.container.podman_commands import Finished, Podman
 from duetime_worker.targets.outcome import ANSWERED, BEGUN, NOT_BEGUN, Outcome, SendCheck
+from duetime_worker.targets.run import ContainerTask, TargetRun
 from duetime_worker.targets.target_deadline import Deadline
 
 PULL_POLICIES = ("never", "missing", "always", "newer")
@@ -94,9 +93,8 @@ class PodmanLauncher(PermittedLauncher):
                 await self._sweeping
 
     async def _launch(
-        self, run: pb.RunSpec, attempt: int, limit: float, check: SendCheck
+        self, run: TargetRun, target: ContainerTask, attempt: int, limit: float, check: SendCheck
     ) -> Outcome:
-        target = run.target.container
         refusal = self._images.refusal(target.image)
         if refusal is not None:
             return Outcome.failed(refusal, retryable=False, call=NOT_BEGUN)
@@ -140,7 +138,7 @@ class PodmanLauncher(PermittedLauncher):
         name: str,
         labels: dict[str, str],
         env: dict[str, str],
-        target: job_pb2.ContainerTarget,
+        target: ContainerTask,
         limit: float,
     ) -> Outcome | None:
         """Creates the container (pulling its image as the policy says); None once it
@@ -194,7 +192,7 @@ def _create_args(
     settings: PodmanSettings,
     name: str,
     labels: dict[str, str],
-    target: job_pb2.ContainerTarget,
+    target: ContainerTask,
     limit: float,
 ) -> list[str]:
     """``podman create``'s arguments up to its env file: the name, pull policy, backstop

@@ -19,8 +19,7 @@ from urllib.parse import SplitResult
 from pyreqwest.client import Client
 from pyreqwest.http import Url
 
-from duetime.jobs.v1 import job_pb2
-from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_core.jobspec import CallSigning
 from duetime_infra.tracecontext import current_traceparent, tracing_active
 from duetime_worker.herd.slots import ANYONE, Flow, WeightedSlots
 from duetime_worker.targets.http.allow_list import TargetPolicy
@@ -34,16 +33,9 @@ from duetime_worker.targets.http.hosts import (
 from duetime_worker.targets.http.request import NOT_SENT, parse, request, where
 from duetime_worker.targets.http.signer import CallSigner, SignedCall, Stamp, signed_call
 from duetime_worker.targets.outcome import NOT_BEGUN, Outcome, SendCheck, no_check
+from duetime_worker.targets.run import HttpCall, TargetRun
 from duetime_worker.targets.target_deadline import Deadline
 
-_METHODS = {
-    job_pb2.HTTP_METHOD_UNSPECIFIED: "POST",
-    job_pb2.HTTP_METHOD_GET: "GET",
-    job_pb2.HTTP_METHOD_POST: "POST",
-    job_pb2.HTTP_METHOD_PUT: "PUT",
-    job_pb2.HTTP_METHOD_PATCH: "PATCH",
-    job_pb2.HTTP_METHOD_DELETE: "DELETE",
-}
 # URLs whose parse is remembered; past this many the memory starts over.
 _URL_MEMORY = 4096
 
@@ -79,7 +71,7 @@ class HttpCaller:
 
     async def call(
         self,
-        run: pb.RunSpec,
+        run: TargetRun,
         attempt: int,
         limit: float,
         check: SendCheck = no_check,
@@ -87,7 +79,9 @@ class HttpCaller:
         flow: Flow = ANYONE,
     ) -> Outcome:
         """The run's request (see ``send``), waiting for its connections as ``flow``."""
-        http = run.target.http
+        http = run.target
+        if not isinstance(http, HttpCall):
+            return Outcome.failed("not an HTTP target", retryable=False, call=NOT_BEGUN)
         headers = dict(http.headers)
         headers["Idempotency-Key"] = run.idempotency_key
         headers["Duetime-Attempt"] = str(attempt)
@@ -97,18 +91,22 @@ class HttpCaller:
         traceparent = current_traceparent(run.traceparent) if tracing_active() else run.traceparent
         if traceparent:
             headers["traceparent"] = traceparent
-        stamp = await self.prepare(signed_call(run, attempt), headers)
+        stamp = await self.prepare(signed_call(run, http, attempt), headers)
         if isinstance(stamp, Outcome):
             return stamp
-        method = _METHODS.get(http.method, "POST")
         return await self.send(
-            method, http.url, headers, http.body, limit, check, sent, flow, stamp=stamp
+            http.method, http.url, headers, http.body, limit, check, sent, flow, stamp=stamp
         )
 
-    def warm(self, run: pb.RunSpec, within: float) -> None:
-        """Readies what the run's call needs ``within`` seconds from now: its team's signing
-        keys (``CallSigner.warm``)."""
-        if self._signer is not None and run.target.http.signing != job_pb2.CALL_SIGNING_OFF:
+    def warm(self, run: TargetRun, within: float) -> None:
+        """Readies what the run's HTTP call needs ``within`` seconds from now: its team's
+        signing keys (``CallSigner.warm``)."""
+        http = run.target
+        if (
+            self._signer is not None
+            and isinstance(http, HttpCall)
+            and http.signing is not CallSigning.OFF
+        ):
             self._signer.warm(run.team, run.run_id, within)
 
     async def prepare(self, call: SignedCall, headers: dict[str, str]) -> Stamp | Outcome | None:
@@ -117,7 +115,7 @@ class HttpCaller:
         refuses one whose job asks for it."""
         if self._signer is not None:
             return await self._signer.prepare(call, headers)
-        if call.signing in (job_pb2.CALL_SIGNING_UNSPECIFIED, job_pb2.CALL_SIGNING_OFF):
+        if call.signing is None or call.signing is CallSigning.OFF:
             return None
         return Outcome.failed(
             "not signed: this worker cannot sign calls", retryable=True, call=NOT_BEGUN

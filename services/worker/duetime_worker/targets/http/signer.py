@@ -18,8 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 import grpc
 from grpc import aio
 
-from duetime.jobs.v1 import job_pb2
-from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_core.jobspec import CallSigning
 from duetime_infra.signing import SigningKeys, TokenClaims, mint_id_token, webhook_headers
 from duetime_worker.targets.http.team_keys import (
     KEEP_SECONDS,
@@ -29,10 +28,9 @@ from duetime_worker.targets.http.team_keys import (
     error_code,
 )
 from duetime_worker.targets.outcome import NOT_BEGUN, Outcome
+from duetime_worker.targets.run import HttpCall, TargetRun
 
 DEFAULT_ISSUER = "duetime"
-_WEBHOOK = (job_pb2.CALL_SIGNING_WEBHOOK, job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_TOKEN)
-_ID_TOKEN = (job_pb2.CALL_SIGNING_ID_TOKEN, job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_TOKEN)
 # The names each kind of signature sets, case-folded: the job's own headers of the names of
 # the kinds added give way; those of a kind not added are sent as the job set them.
 _WEBHOOK_NAMES = frozenset(("webhook-id", "webhook-timestamp", "webhook-signature"))
@@ -48,7 +46,7 @@ class SignedCall:
 
     team: str
     run_id: str  # the run the call is for: what entitles the worker to the team's keys
-    signing: job_pb2.CallSigning.ValueType  # unspecified: the team's default
+    signing: CallSigning | None  # None: the team's default
     message_id: str  # webhook-id: the same on every attempt of the run
     audience: str  # the job's; empty: the default from ``url``
     subject: str
@@ -97,13 +95,13 @@ class CallSigner:
         """What signing the call takes, its team's keys in hand: None when it is not signed,
         an outcome when it cannot be (nothing is sent), else the stamp that signs it (replacing
         the job's own headers of the names of the kinds it adds) when it is sent."""
-        if call.signing == job_pb2.CALL_SIGNING_OFF:
+        if call.signing is CallSigning.OFF:
             return None
         team = await self._keys_for(call)
         if isinstance(team, Outcome):
             return team
         signing = call.signing or team.default
-        if signing == job_pb2.CALL_SIGNING_OFF or signing == job_pb2.CALL_SIGNING_UNSPECIFIED:
+        if signing is CallSigning.OFF:
             return None
         if team.keys is None:
             return Outcome.failed(
@@ -112,8 +110,8 @@ class CallSigner:
                 call=NOT_BEGUN,
             )
         if (
-            signing in _ID_TOKEN
-            and not call.signing
+            signing.id_token
+            and call.signing is None
             and any(n.lower() in _ID_TOKEN_NAMES for n in headers)
         ):
             return Outcome.failed(
@@ -128,16 +126,16 @@ class CallSigner:
     def _stamp(
         self,
         call: SignedCall,
-        signing: job_pb2.CallSigning.ValueType,
+        signing: CallSigning,
         keys: SigningKeys,
         headers: dict[str, str],
         body: bytes,
     ) -> None:
         now = int(self._wall())
-        if signing in _WEBHOOK:
+        if signing.webhook:
             _drop_names(headers, _WEBHOOK_NAMES)
             headers.update(webhook_headers(keys, call.message_id, now, body))
-        if signing in _ID_TOKEN:
+        if signing.id_token:
             claims = TokenClaims(
                 self._issuer, call.token_audience(), call.subject, call.message_id, call.attempt
             )
@@ -207,9 +205,8 @@ def default_audience(url: str) -> str:
     return urlunsplit((parts.scheme, f"{host}{port}", parts.path, "", ""))
 
 
-def signed_call(run: pb.RunSpec, attempt: int) -> SignedCall:
-    """What a run's call is, as its signatures name it."""
-    http = run.target.http
+def signed_call(run: TargetRun, http: HttpCall, attempt: int) -> SignedCall:
+    """What a run's call (``http``, its target) is, as its signatures name it."""
     return SignedCall(
         team=run.team,
         run_id=run.run_id,
@@ -219,5 +216,5 @@ def signed_call(run: pb.RunSpec, attempt: int) -> SignedCall:
         subject=f"teams/{run.team}/jobs/{run.job_id}",
         attempt=attempt,
         url=http.url,
-        key_ids=tuple(run.signing_keys.key_ids) if run.HasField("signing_keys") else None,
+        key_ids=run.key_ids,
     )

@@ -17,17 +17,13 @@ from dataclasses import dataclass
 import grpc
 from grpc import aio
 
-from duetime.jobs.v1 import job_pb2
-from duetime.worker.v1 import worker_service_pb2 as pb
-from duetime.worker.v1 import worker_service_pb2_grpc
-from duetime_infra.signing import SigningKeys, signing_key_from
+from duetime_core.jobspec import CallSigning
+from duetime_infra.signing import SigningKey, SigningKeys
 
 log = logging.getLogger(__name__)
 
 # How long a team's keys are kept: a key added is used, and one retired dropped, within this.
 KEEP_SECONDS = 30.0
-# How long a fetch of a team's keys may take.
-FETCH_TIMEOUT = 5.0
 # How long past their time a team's keys still sign while they cannot be fetched again.
 STALE_SECONDS = 300.0
 # How long after a failed fetch a team's keys are asked for again.
@@ -37,8 +33,19 @@ NO_KEY_SECONDS = 1.0
 # Answers of a fetch that keys fetched before must not override.
 _REFUSALS = frozenset((grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.INVALID_ARGUMENT))
 
-# Fetches a team's keys (its first argument) for one of its runs this worker holds (the second).
-Fetch = Callable[[str, str], Awaitable[pb.GetSigningKeysResponse]]
+
+@dataclass(frozen=True, slots=True)
+class FetchedKeys:
+    """A fetch's answer: the team's active keys, and how its jobs' calls are signed when a
+    job does not say."""
+
+    keys: tuple[SigningKey, ...]
+    default: CallSigning = CallSigning.OFF
+
+
+# Fetches a team's keys (its first argument) for one of its runs this worker holds (the second);
+# the worker's is ``duetime_worker.attempt.scheduler_client.fetch_from``.
+Fetch = Callable[[str, str], Awaitable[FetchedKeys]]
 
 
 @dataclass(frozen=True)
@@ -46,7 +53,7 @@ class TeamKeys:
     """What the worker knows of a team's signing: its keys and default, and until when."""
 
     keys: SigningKeys | None  # None: none to sign with, for the reason below
-    default: job_pb2.CallSigning.ValueType
+    default: CallSigning
     until: float  # when to fetch them again
     fetched: float
     missing: str = "its team has no active signing key (AdminService.AddSigningKey)"
@@ -57,26 +64,11 @@ class TeamKeys:
 def _unserved(now: float, keep: float) -> TeamKeys:
     return TeamKeys(
         None,
-        job_pb2.CALL_SIGNING_OFF,
+        CallSigning.OFF,
         now + keep,
         now,
         "the schedulers do not serve signing keys (an older build)",
     )
-
-
-def fetch_from(
-    stub: worker_service_pb2_grpc.WorkerServiceAsyncStub,
-    metadata: tuple[tuple[str, str], ...],
-    worker_id: str,
-    timeout: float = FETCH_TIMEOUT,
-) -> Fetch:
-    """A fetch of a team's keys from the schedulers through ``stub``, by worker ``worker_id``."""
-
-    async def fetch(team: str, run_id: str) -> pb.GetSigningKeysResponse:
-        request = pb.GetSigningKeysRequest(team=team, run_id=run_id, worker_id=worker_id)
-        return await stub.GetSigningKeys(request, metadata=metadata, timeout=timeout)
-
-    return fetch
 
 
 class KeyCache:
@@ -148,14 +140,10 @@ class KeyCache:
             return self._stale(team, error)
         except TimeoutError as error:
             return self._stale(team, error)
-        keys = [
-            signing_key_from(k.key_id, k.webhook_secret, k.token_private_key) for k in answer.keys
-        ]
+        keys = answer.keys
         now = self._clock()
         keep = self._keep if keys else min(self._keep, NO_KEY_SECONDS)
-        loaded = TeamKeys(
-            SigningKeys(keys) if keys else None, answer.default_call_signing, now + keep, now
-        )
+        loaded = TeamKeys(SigningKeys(keys) if keys else None, answer.default, now + keep, now)
         self._teams[team] = loaded
         return loaded
 

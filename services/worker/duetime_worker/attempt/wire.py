@@ -1,0 +1,89 @@
+"""The worker's edge with the worker contract (``duetime.worker.v1``) and the dispatch topics:
+a dispatched run's turn (``Flow``) and a started run read into what its target is called for
+(``targets.run``), once per attempt; a team's signing keys read from their fetch; an outcome
+written as its report. The targets and the herd never see a wire message."""
+
+from __future__ import annotations
+
+from duetime.events.v1.events_pb2 import RunDispatch
+from duetime.jobs.v1 import job_pb2
+from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_core.jobspec import CallSigning, Priority
+from duetime_infra.codec.outcome_codec import CALL_NUMBERS, RESULT_NUMBERS
+from duetime_infra.codec.policy_codec import PRIORITIES
+from duetime_infra.codec.target_codec import method_of, signing_of
+from duetime_infra.signing import signing_key_from
+from duetime_worker.herd.slots import Flow
+from duetime_worker.targets.http.team_keys import FetchedKeys
+from duetime_worker.targets.outcome import Outcome
+from duetime_worker.targets.run import ContainerTask, HttpCall, TargetRun
+
+
+def flow_of(dispatch: RunDispatch) -> Flow:
+    """Whose turn a dispatched run's waits are (weight 1 from older writers, which do not say
+    it)."""
+    priority = PRIORITIES.get(dispatch.priority, Priority.NORMAL)
+    return Flow(priority, dispatch.team, dispatch.team_weight or 1)
+
+
+def target_run(run: pb.RunSpec) -> TargetRun:
+    """The run as its target is called for it."""
+    return TargetRun(
+        run_id=run.run_id,
+        target=_target(run.target),
+        job_id=run.job_id,
+        team=run.team,
+        idempotency_key=run.idempotency_key,
+        traceparent=run.traceparent,
+        key_ids=tuple(run.signing_keys.key_ids) if run.HasField("signing_keys") else None,
+    )
+
+
+def _target(target: job_pb2.Target) -> HttpCall | ContainerTask | None:
+    kind = target.WhichOneof("kind")
+    if kind == "http":
+        http = target.http
+        return HttpCall(
+            url=http.url,
+            method=method_of(http.method),
+            headers=dict(http.headers),
+            body=http.body,
+            signing=signing_of(http.signing),
+            token_audience=http.token_audience,
+        )
+    if kind == "container":
+        task = target.container
+        return ContainerTask(
+            image=task.image,
+            command=tuple(task.command),
+            args=tuple(task.args),
+            env=dict(task.env),
+        )
+    return None
+
+
+def fetched_keys(answer: pb.GetSigningKeysResponse) -> FetchedKeys:
+    """A team's keys as a fetch answered them; ValueError for a key that cannot be read."""
+    keys = tuple(
+        signing_key_from(k.key_id, k.webhook_secret, k.token_private_key) for k in answer.keys
+    )
+    # Unspecified (or unknown to this build): the team signs nothing by default.
+    return FetchedKeys(keys, signing_of(answer.default_call_signing) or CallSigning.OFF)
+
+
+def complete_request(
+    run_id: str, outcome: Outcome, worker_id: str, call_time: int | None
+) -> pb.CompleteAttemptRequest:
+    """The report of an attempt that ended with ``outcome`` (``call_time``: when an attempt
+    started ahead began its call, in nanoseconds by the server's clock)."""
+    request = pb.CompleteAttemptRequest(
+        run_id=run_id,
+        result=RESULT_NUMBERS[outcome.result],
+        error=outcome.error,
+        retryable=outcome.retryable,
+        worker_id=worker_id,
+        call_progress=CALL_NUMBERS[outcome.call],
+    )
+    if call_time is not None:
+        request.call_time.FromNanoseconds(call_time)
+    return request

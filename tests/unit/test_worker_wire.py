@@ -1,0 +1,120 @@
+"""The worker's edge with its contract (``duetime_worker.attempt.wire``): a started run read
+into the targets' own types, a fetch's keys, an outcome written as its report."""
+
+from __future__ import annotations
+
+import pytest
+
+from duetime.events.v1.events_pb2 import RunDispatch
+from duetime.jobs.v1 import job_pb2
+from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_core.attempts import CallProgress
+from duetime_core.jobspec import CallSigning, HttpMethod, Priority
+from duetime_core.records import AttemptOutcome
+from duetime_infra.signing import new_signing_key
+from duetime_worker.attempt.wire import complete_request, fetched_keys, flow_of, target_run
+from duetime_worker.herd.slots import Flow
+from duetime_worker.targets.outcome import Outcome
+from duetime_worker.targets.run import ContainerTask, HttpCall, TargetRun
+
+
+def test_a_started_http_run_is_read_with_every_fact_its_call_needs() -> None:
+    http = job_pb2.HttpTarget(
+        url="https://t.test/hook",
+        method=job_pb2.HTTP_METHOD_PUT,
+        headers={"X-A": "1"},
+        body=b"{}",
+        signing=job_pb2.CALL_SIGNING_WEBHOOK,
+        token_audience="aud",
+    )
+    spec = pb.RunSpec(
+        run_id="r1",
+        job_id="j1",
+        team="team-a",
+        idempotency_key="j1/2026-01-01T00:00:00Z",
+        traceparent="00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        target=job_pb2.Target(http=http),
+        signing_keys=pb.SigningKeyIds(key_ids=["k1", "k2"]),
+    )
+    assert target_run(spec) == TargetRun(
+        run_id="r1",
+        target=HttpCall(
+            "https://t.test/hook", HttpMethod.PUT, {"X-A": "1"}, b"{}", CallSigning.WEBHOOK, "aud"
+        ),
+        job_id="j1",
+        team="team-a",
+        idempotency_key="j1/2026-01-01T00:00:00Z",
+        traceparent="00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        key_ids=("k1", "k2"),
+    )
+
+
+def test_what_a_start_leaves_unsaid_reads_as_the_defaults() -> None:
+    spec = pb.RunSpec(run_id="r1", target=job_pb2.Target(http=job_pb2.HttpTarget(url="u")))
+    run = target_run(spec)
+    assert run.target == HttpCall("u", HttpMethod.POST, {}, b"", None, "")
+    assert run.key_ids is None  # not said: an older scheduler's start
+    spec.signing_keys.SetInParent()
+    assert target_run(spec).key_ids == ()  # said: none
+    assert target_run(pb.RunSpec(run_id="r1")).target is None
+
+
+def test_a_started_container_run_is_read_as_its_task() -> None:
+    task = job_pb2.ContainerTarget(image="i:1", command=["sh"], args=["-c", "x"], env={"A": "b"})
+    run = target_run(pb.RunSpec(run_id="r1", target=job_pb2.Target(container=task)))
+    assert run.target == ContainerTask("i:1", ("sh",), ("-c", "x"), {"A": "b"})
+
+
+@pytest.mark.parametrize(
+    ("outcome", "result", "call"),
+    [
+        (Outcome.succeeded(status=200), pb.ATTEMPT_RESULT_SUCCEEDED, pb.CALL_PROGRESS_ANSWERED),
+        (
+            Outcome.failed("x", retryable=True, call=CallProgress.BEGUN),
+            pb.ATTEMPT_RESULT_FAILED,
+            pb.CALL_PROGRESS_BEGUN,
+        ),
+        (Outcome.timed_out("x"), pb.ATTEMPT_RESULT_TIMED_OUT, pb.CALL_PROGRESS_UNSPECIFIED),
+        (
+            Outcome.cancelled("x", call=CallProgress.NOT_BEGUN),
+            pb.ATTEMPT_RESULT_CANCELLED,
+            pb.CALL_PROGRESS_NOT_BEGUN,
+        ),
+        (Outcome.handed_back("x"), pb.ATTEMPT_RESULT_HANDED_BACK, pb.CALL_PROGRESS_UNSPECIFIED),
+    ],
+)
+def test_an_outcome_is_reported_with_its_result_and_how_far_its_call_got(
+    outcome: Outcome, result: int, call: int
+) -> None:
+    request = complete_request("r1", outcome, "w1", None)
+    assert (request.result, request.call_progress) == (result, call)
+    assert (request.run_id, request.worker_id, request.error) == ("r1", "w1", outcome.error)
+    assert request.retryable == outcome.retryable
+    assert not request.HasField("call_time")
+    assert complete_request("r1", outcome, "w1", 1_500_000_000).call_time.nanos == 500_000_000
+
+
+def test_every_result_a_worker_reports_has_its_number() -> None:
+    reported = set(AttemptOutcome) - {AttemptOutcome.LEASE_EXPIRED}  # the scheduler's word
+    for result in reported:
+        assert complete_request("r", Outcome(result), "w", None).result != 0
+
+
+def test_a_fetch_is_read_as_the_teams_keys_and_default() -> None:
+    key = new_signing_key("k1")
+    material = pb.SigningKeyMaterial(
+        key_id="k1", webhook_secret=key.secret, token_private_key=key.private_der()
+    )
+    answer = pb.GetSigningKeysResponse(
+        keys=[material], default_call_signing=job_pb2.CALL_SIGNING_ID_TOKEN
+    )
+    fetched = fetched_keys(answer)
+    assert [k.key_id for k in fetched.keys] == ["k1"]
+    assert fetched.default is CallSigning.ID_TOKEN
+    assert fetched_keys(pb.GetSigningKeysResponse()).default is CallSigning.OFF
+
+
+def test_a_dispatched_runs_turn_is_its_priority_team_and_weight() -> None:
+    dispatch = RunDispatch(team="a", priority=job_pb2.PRIORITY_HIGH, team_weight=3)
+    assert flow_of(dispatch) == Flow(Priority.HIGH, "a", 3)
+    assert flow_of(RunDispatch(team="b")) == Flow(Priority.NORMAL, "b", 1)
