@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import bisect
 import enum
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Generic, TypeVar
@@ -162,20 +163,28 @@ def _end(tat: datetime | None, ahead: Charges, interval: timedelta | None) -> da
     return _charged(tat, ahead, ahead[-1][0], interval)[0]
 
 
-def _starts(ahead: Charges, interval: timedelta) -> list[datetime]:
-    """The GCRA taken backwards over each ``ahead[i:]``: the latest time by which their
-    charges, one interval each, must begin to end by their own times. An arrival before it
-    shares none of their windows beyond the rate; one later by ``d`` crowds them by ``d``."""
-    starts: list[datetime] = []
+def _backward_starts(ahead: Charges, interval: timedelta) -> Iterator[datetime]:
+    """The GCRA taken backwards over each ``ahead[i:]``, last ``i`` first: the latest time by
+    which their charges, one interval each, must begin to end by their own times. An arrival
+    before it shares none of their windows beyond the rate; one later by ``d`` crowds them by
+    ``d``."""
+    start: datetime | None = None
     for time, count in reversed(ahead):
-        starts.append((time if not starts else min(time, starts[-1])) - interval * count)
-    return starts[::-1]
+        start = (time if start is None else min(time, start)) - interval * count
+        yield start
+
+
+def _starts(ahead: Charges, interval: timedelta) -> list[datetime]:
+    """The backward start of each ``ahead[i:]``, in ``ahead``'s order."""
+    return list(_backward_starts(ahead, interval))[::-1]
 
 
 def _overlap(tat: datetime | None, ahead: Charges, at: datetime, interval: timedelta) -> timedelta:
     """How much of the burst tolerance an arrival at ``at`` finds taken (``ahead``: the
     charges after it): its TAT's lead over it, plus its lead over the charges after it."""
-    early = timedelta(0) if not ahead else max(at - _starts(ahead, interval)[0], timedelta(0))
+    early = timedelta(0)
+    if ahead:
+        early = max(at - deque(_backward_starts(ahead, interval), maxlen=1)[0], early)
     return _later(tat, at) - at + early
 
 
@@ -203,20 +212,26 @@ def _take_rate(team: TeamState, arrival: datetime, now: datetime) -> bool:
     if last:  # after every charge (a herd claimed in due order): the usual GCRA on their TAT
         if _later(team.rate_end, at) - at > tolerance:
             return False
-    elif _overlap(*_charged(tat, ahead, at, interval), at, interval) > tolerance:
-        return False
+    else:
+        tat_at, after = _charged(tat, ahead, at, interval)
+        if _overlap(tat_at, after, at, interval) > tolerance:
+            return False
     end: datetime | None
     if at == now:
         tat = _later(tat, at) + interval
         # The charges ahead, all later, now end one interval later at most.
         end = max(team.rate_end or tat, tat + interval * sum(n for _, n in ahead))
     else:
-        end = _later(team.rate_end, at) + interval if last else None
+        # Those before ``at`` unchanged, the end goes on from this charge through the later.
+        end = (
+            _later(team.rate_end, at) + interval
+            if last
+            else _end(_later(tat_at, at) + interval, after, interval)
+        )
         ahead = _charge_ahead(ahead, at)
         if len(ahead) > MAX_RATE_AHEAD:
             tat, ahead = _later(tat, ahead[0][0]) + interval * ahead[0][1], ahead[1:]
-    team.rate_tat, team.rate_ahead, team.dirty = tat, ahead, True
-    team.rate_end = end if end is not None else _end(tat, ahead, interval)
+    team.rate_tat, team.rate_ahead, team.rate_end, team.dirty = tat, ahead, end, True
     return True
 
 

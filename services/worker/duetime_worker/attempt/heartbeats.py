@@ -37,7 +37,7 @@ from duetime_core.attempts import MAX_ATTEMPTS_PER_BEAT
 from duetime_core.backoff import DoublingBackoff
 from duetime_infra.codec.outcome_codec import CALL_NUMBERS
 from duetime_worker.attempt.beat_schedule import BeatSchedule
-from duetime_worker.attempt.fresh_beats import FreshCaller, FreshCallers
+from duetime_worker.attempt.fresh_beats import FreshCallers
 from duetime_worker.attempt.lease import lease_length
 from duetime_worker.attempt.lifecycle import Attempt, Key
 from duetime_worker.herd.governor import Herd
@@ -118,13 +118,13 @@ class Heartbeats:
         for attempt in list(self._active.values()):
             attempt.hand_back(reason)
 
-    def _request(self, full: bool, callers: list[FreshCaller]) -> pb.HeartbeatRequest:
+    def _request(self, full: bool) -> pb.HeartbeatRequest:
         """A full beat lists every active attempt; another, those its new ``fresh`` callers
         name."""
         if full:
             listed = self._active
         else:
-            keys = dict.fromkeys(caller.key for caller in callers)
+            keys = dict.fromkeys(self._fresh.unlisted_keys())
             listed = {k: self._active[k] for k in keys if k in self._active}
         return pb.HeartbeatRequest(
             worker_id=self._worker_id,
@@ -135,10 +135,9 @@ class Heartbeats:
         )
 
     async def _send(self, call: Any, now: float, full: bool) -> None:
-        callers = self._fresh.unlisted()
-        request = self._request(full, callers)
+        request = self._request(full)
         if not request.attempts:
-            self._fresh.answered(callers)  # nothing to beat for: nothing to hear
+            self._fresh.answer_unlisted()  # nothing to beat for: nothing to hear
             return
         self._schedule.sent(now)
         # More attempts than a message may list go in parts, each a beat of its own, answered
@@ -147,7 +146,7 @@ class Heartbeats:
         parts = [
             refs[i : i + MAX_ATTEMPTS_PER_BEAT] for i in range(0, len(refs), MAX_ATTEMPTS_PER_BEAT)
         ]
-        self._fresh.listed(callers, self.beats + len(parts) - 1)
+        self._fresh.listed(self.beats + len(parts) - 1)
         # Numbered and built at once: an announcement made while it is being written counts
         # from the next beat, which carries it.
         for _ in parts:
