@@ -28,6 +28,7 @@ from duetime.admin.v1 import admin_service_pb2 as admin_pb
 from duetime.events.v1.events_pb2 import DeadLetterEvent
 from duetime.jobs.v1 import job_pb2, public_key_service_pb2, public_key_service_pb2_grpc
 from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_core.notifications import DEAD_LETTER_KEYS_WINDOW
 from duetime_core.records import AttemptOutcome
 from duetime_infra.pg.fencing import FencingToken
 from duetime_infra.pg.teams.signing_keys import RETIRED_PUBLISHED
@@ -494,6 +495,45 @@ async def test_a_worker_gets_a_teams_keys_only_for_a_run_of_the_team_it_holds(
     refused_logs = [r for r in caplog.records if r.__dict__.get("action") == "signing_keys_refused"]
     assert len(refused_logs) == 6
     assert all("secret" not in r.getMessage() for r in caplog.records)
+
+
+async def dead_lettered_ago(api: ApiClient, worker: WorkerClient, ago: timedelta) -> Held:
+    """A run of ``api.team`` dead-lettered ``ago`` before now: its recorded time moved back,
+    rather than waited for."""
+    dead = await dead_letter(api, worker)
+    moved = await worker.db.execute(
+        "UPDATE runs SET update_time = update_time - $2::interval WHERE run_id = $1",
+        uuid.UUID(dead.run_id),
+        ago,
+    )
+    assert moved == "UPDATE 1"
+    return dead
+
+
+async def test_a_run_dead_lettered_within_the_window_serves_its_teams_keys(
+    servers: tuple[ApiClient, WorkerClient],
+) -> None:
+    api, worker = servers
+    key_id = (await add_key(api, api.team)).signing_key.key_id
+    dead = await dead_lettered_ago(api, worker, DEAD_LETTER_KEYS_WINDOW - timedelta(minutes=1))
+    # Any worker's notifier may send its notification, until the window ends.
+    assert [k.key_id for k in (await keys_for(worker, dead, worker_id="w-9")).keys] == [key_id]
+
+
+async def test_a_run_dead_lettered_past_the_window_serves_no_keys(
+    servers: tuple[ApiClient, WorkerClient], caplog: pytest.LogCaptureFixture
+) -> None:
+    api, worker = servers
+    await add_key(api, api.team)
+    dead = await dead_lettered_ago(api, worker, DEAD_LETTER_KEYS_WINDOW + timedelta(minutes=1))
+    caplog.set_level(logging.INFO, "duetime_scheduler.worker_servicer")
+    refused = await failure(keys_for(worker, dead, worker_id="w-9"))
+    assert (refused.code, refused.reason) == (grpc.StatusCode.PERMISSION_DENIED, "KEYS_NOT_HELD")
+    assert "dead-lettered too long ago" in refused.message
+    dead_at = (await worker.run_row(dead.run_id))["update_time"]
+    assert dead_at.isoformat() in refused.message
+    (logged,) = [r for r in caplog.records if r.__dict__.get("action") == "signing_keys_refused"]
+    assert logged.__dict__["run_id"] == dead.run_id
 
 
 async def dead_letter_event(worker: WorkerClient, dead: Held, url: str) -> DeadLetterEvent:

@@ -43,6 +43,7 @@ from google.protobuf import json_format
 from duetime.events.v1.events_pb2 import DeadLetterEvent
 from duetime_core.backoff import backoff_delay
 from duetime_core.jobspec import RetryPolicy
+from duetime_core.notifications import NOTIFY_GIVE_UP
 from duetime_core.records import AttemptOutcome
 from duetime_infra.codec.target_codec import signing_of
 from duetime_worker.targets.http.caller import HttpCaller
@@ -66,7 +67,7 @@ class Delivery(enum.Enum):
 class NotifySettings:
     timeout: float = 10.0  # seconds per request
     # Seconds from the first try, or from when its webhook began failing if that is earlier.
-    give_up_after: float = 900.0
+    give_up_after: float = NOTIFY_GIVE_UP.total_seconds()
     backoff: RetryPolicy = field(
         default_factory=lambda: RetryPolicy(
             initial_backoff=timedelta(seconds=1), max_backoff=timedelta(minutes=1)
