@@ -574,6 +574,31 @@ async def test_a_notification_fetches_keys_only_when_its_team_signs(
     )
 
 
+async def test_a_notification_whose_keys_are_refused_is_rejected_at_once_and_logged(
+    servers: tuple[ApiClient, WorkerClient],
+    target: HttpTarget,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    api, worker = servers
+    await add_key(api, api.team)
+    await set_default(api, job_pb2.CALL_SIGNING_WEBHOOK)
+    dead = await dead_lettered_ago(api, worker, DEAD_LETTER_KEYS_WINDOW + timedelta(minutes=1))
+    event = await dead_letter_event(worker, dead, target.url("/late"))
+    fetched: list[str] = []
+    caplog.set_level(logging.INFO, "duetime_worker.notify.notifier")
+    async with caller(worker, fetched=fetched) as http:
+        # Retried, the refusal would last the give-up time and end ABANDONED.
+        notifier = Notifier(http, NotifySettings(give_up_after=5))
+        assert await notifier.deliver(event) == Delivery.REJECTED
+    assert fetched == [event.run_id]  # refused once, not asked again
+    assert target.calls == []
+    logged = [r for r in caplog.records if r.__dict__.get("action") == "notification_rejected"]
+    (rejected,) = logged
+    assert rejected.levelno == logging.ERROR
+    assert "dead-lettered too long ago" in rejected.__dict__["error"]
+    assert rejected.__dict__["run_id"] == event.run_id
+
+
 async def set_default(api: ApiClient, signing: int) -> None:
     team = admin_pb.Team(name=f"teams/{api.team}", default_call_signing=signing)  # type: ignore[arg-type]
     await api.admin.UpdateTeam(

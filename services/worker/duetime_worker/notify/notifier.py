@@ -14,7 +14,10 @@ has failed for a whole give-up time, so an old outage never shortens a new event
 Each try is signed as the team's default said when the run was dead-lettered (the event
 carries it, so a team that does not sign costs no key fetch; an older scheduler's event does
 not, and the worker reads the default with the team's keys; ``targets.http.signer``), its ID
-token's audience the notification URL without its query and its subject the job's name.
+token's audience the notification URL without its query and its subject the job's name. Keys
+the scheduler refuses (the run was dead-lettered longer ago than
+``duetime_core.notifications.DEAD_LETTER_KEYS_WINDOW``) reject the notification at once, logged
+as an error like a final 4xx: retrying would be refused again.
 
 Past its give-up time a webhook gets one probe at a time: the event that finds no probe out
 becomes it, and its one try gets the whole timeout (a webhook that recovered but is slow must
@@ -185,6 +188,8 @@ class Notifier:
             attempt=event.attempt,
             url=url,
             fresh=True,  # no start names its keys: a key revoked since must not sign it
+            # Refused keys (dead-lettered too long ago) are not retried: rejected, logged.
+            refusal_final=True,
         )
         try:
             return await self._tries(url, webhook, (headers, signed), body, started, facts)
