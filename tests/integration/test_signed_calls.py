@@ -28,6 +28,7 @@ from duetime.admin.v1 import admin_service_pb2 as admin_pb
 from duetime.events.v1.events_pb2 import DeadLetterEvent
 from duetime.jobs.v1 import job_pb2, public_key_service_pb2, public_key_service_pb2_grpc
 from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_core.notifications import DEAD_LETTER_KEYS_WINDOW
 from duetime_core.records import AttemptOutcome
 from duetime_infra.pg.fencing import FencingToken
 from duetime_infra.pg.teams.signing_keys import RETIRED_PUBLISHED
@@ -496,6 +497,45 @@ async def test_a_worker_gets_a_teams_keys_only_for_a_run_of_the_team_it_holds(
     assert all("secret" not in r.getMessage() for r in caplog.records)
 
 
+async def dead_lettered_ago(api: ApiClient, worker: WorkerClient, ago: timedelta) -> Held:
+    """A run of ``api.team`` dead-lettered ``ago`` before now: its recorded time moved back,
+    rather than waited for."""
+    dead = await dead_letter(api, worker)
+    moved = await worker.db.execute(
+        "UPDATE runs SET update_time = update_time - $2::interval WHERE run_id = $1",
+        uuid.UUID(dead.run_id),
+        ago,
+    )
+    assert moved == "UPDATE 1"
+    return dead
+
+
+async def test_a_run_dead_lettered_within_the_window_serves_its_teams_keys(
+    servers: tuple[ApiClient, WorkerClient],
+) -> None:
+    api, worker = servers
+    key_id = (await add_key(api, api.team)).signing_key.key_id
+    dead = await dead_lettered_ago(api, worker, DEAD_LETTER_KEYS_WINDOW - timedelta(minutes=1))
+    # Any worker's notifier may send its notification, until the window ends.
+    assert [k.key_id for k in (await keys_for(worker, dead, worker_id="w-9")).keys] == [key_id]
+
+
+async def test_a_run_dead_lettered_past_the_window_serves_no_keys(
+    servers: tuple[ApiClient, WorkerClient], caplog: pytest.LogCaptureFixture
+) -> None:
+    api, worker = servers
+    await add_key(api, api.team)
+    dead = await dead_lettered_ago(api, worker, DEAD_LETTER_KEYS_WINDOW + timedelta(minutes=1))
+    caplog.set_level(logging.INFO, "duetime_scheduler.worker_servicer")
+    refused = await failure(keys_for(worker, dead, worker_id="w-9"))
+    assert (refused.code, refused.reason) == (grpc.StatusCode.PERMISSION_DENIED, "KEYS_NOT_HELD")
+    assert "dead-lettered too long ago" in refused.message
+    dead_at = (await worker.run_row(dead.run_id))["update_time"]
+    assert dead_at.isoformat() in refused.message
+    (logged,) = [r for r in caplog.records if r.__dict__.get("action") == "signing_keys_refused"]
+    assert logged.__dict__["run_id"] == dead.run_id
+
+
 async def dead_letter_event(worker: WorkerClient, dead: Held, url: str) -> DeadLetterEvent:
     """The event the dead-lettering wrote to the outbox, sent to ``url``."""
     payload = await worker.db.fetchval(
@@ -532,6 +572,31 @@ async def test_a_notification_fetches_keys_only_when_its_team_signs(
     assert Webhook(added.webhook_secret).verify(signed.body, signed.headers)["runId"] == (
         signs.run_id
     )
+
+
+async def test_a_notification_whose_keys_are_refused_is_rejected_at_once_and_logged(
+    servers: tuple[ApiClient, WorkerClient],
+    target: HttpTarget,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    api, worker = servers
+    await add_key(api, api.team)
+    await set_default(api, job_pb2.CALL_SIGNING_WEBHOOK)
+    dead = await dead_lettered_ago(api, worker, DEAD_LETTER_KEYS_WINDOW + timedelta(minutes=1))
+    event = await dead_letter_event(worker, dead, target.url("/late"))
+    fetched: list[str] = []
+    caplog.set_level(logging.INFO, "duetime_worker.notify.notifier")
+    async with caller(worker, fetched=fetched) as http:
+        # Retried, the refusal would last the give-up time and end ABANDONED.
+        notifier = Notifier(http, NotifySettings(give_up_after=5))
+        assert await notifier.deliver(event) == Delivery.REJECTED
+    assert fetched == [event.run_id]  # refused once, not asked again
+    assert target.calls == []
+    logged = [r for r in caplog.records if r.__dict__.get("action") == "notification_rejected"]
+    (rejected,) = logged
+    assert rejected.levelno == logging.ERROR
+    assert "dead-lettered too long ago" in rejected.__dict__["error"]
+    assert rejected.__dict__["run_id"] == event.run_id
 
 
 async def set_default(api: ApiClient, signing: int) -> None:

@@ -179,6 +179,22 @@ async def test_a_refused_fetch_is_not_answered_by_keys_fetched_before() -> None:
     assert headers == {}
 
 
+async def test_a_refusal_is_final_only_for_a_call_that_says_so() -> None:
+    fetches = Fetches(grpc.StatusCode.PERMISSION_DENIED)
+    signer = CallSigner(fetches, keep=0)
+    run_call = await signer.sign(call(), {}, BODY)
+    assert run_call is not None
+    assert run_call.retryable  # another attempt may hold the keys
+    notification = await signer.sign(replace(call(), fresh=True, refusal_final=True), {}, BODY)
+    assert notification is not None
+    assert (notification.retryable, notification.call) == (False, NOT_BEGUN)
+    assert "were refused: no" in notification.error  # the scheduler's why
+    fetches.error = grpc.StatusCode.UNAVAILABLE
+    hiccup = await signer.sign(replace(call(), fresh=True, refusal_final=True), {}, BODY)
+    assert hiccup is not None
+    assert hiccup.retryable  # only a refusal is final
+
+
 def test_the_default_audience_is_the_url_without_what_may_hold_a_secret() -> None:
     assert default_audience("https://a.example:8443/hook?token=s3cret#x") == (
         "https://a.example:8443/hook"

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TypedDict
 
+from duetime_core.notifications import NOTIFY_GIVE_UP
 from duetime_infra.config import ConfigError, EnvReader
 from duetime_infra.grpc.channels import target_of
 from duetime_infra.tls import Link, TlsSettings, read_tls
@@ -106,7 +107,11 @@ class Settings:
             notify_concurrency=env.integer("DUETIME_NOTIFY_CONCURRENCY", 32, low=1, high=1000),
             notify_timeout=_seconds(env, "DUETIME_NOTIFY_TIMEOUT_SECONDS", 10, 0.1, 300),
             notify_give_up_after=_seconds(
-                env, "DUETIME_NOTIFY_GIVE_UP_SECONDS", 900, 1, 7 * 24 * 3600
+                env,
+                "DUETIME_NOTIFY_GIVE_UP_SECONDS",
+                NOTIFY_GIVE_UP.total_seconds(),
+                1,
+                7 * 24 * 3600,
             ),
             metrics_address=env.optional_address("DUETIME_METRICS_ADDRESS"),
             signing_issuer=env.text("DUETIME_SIGNING_ISSUER", DEFAULT_ISSUER),

@@ -14,7 +14,10 @@ has failed for a whole give-up time, so an old outage never shortens a new event
 Each try is signed as the team's default said when the run was dead-lettered (the event
 carries it, so a team that does not sign costs no key fetch; an older scheduler's event does
 not, and the worker reads the default with the team's keys; ``targets.http.signer``), its ID
-token's audience the notification URL without its query and its subject the job's name.
+token's audience the notification URL without its query and its subject the job's name. Keys
+the scheduler refuses (the run was dead-lettered longer ago than
+``duetime_core.notifications.DEAD_LETTER_KEYS_WINDOW``) reject the notification at once, logged
+as an error like a final 4xx: retrying would be refused again.
 
 Past its give-up time a webhook gets one probe at a time: the event that finds no probe out
 becomes it, and its one try gets the whole timeout (a webhook that recovered but is slow must
@@ -43,6 +46,7 @@ from google.protobuf import json_format
 from duetime.events.v1.events_pb2 import DeadLetterEvent
 from duetime_core.backoff import backoff_delay
 from duetime_core.jobspec import RetryPolicy
+from duetime_core.notifications import NOTIFY_GIVE_UP
 from duetime_core.records import AttemptOutcome
 from duetime_infra.codec.target_codec import signing_of
 from duetime_worker.targets.http.caller import HttpCaller
@@ -66,7 +70,7 @@ class Delivery(enum.Enum):
 class NotifySettings:
     timeout: float = 10.0  # seconds per request
     # Seconds from the first try, or from when its webhook began failing if that is earlier.
-    give_up_after: float = 900.0
+    give_up_after: float = NOTIFY_GIVE_UP.total_seconds()
     backoff: RetryPolicy = field(
         default_factory=lambda: RetryPolicy(
             initial_backoff=timedelta(seconds=1), max_backoff=timedelta(minutes=1)
@@ -184,6 +188,8 @@ class Notifier:
             attempt=event.attempt,
             url=url,
             fresh=True,  # no start names its keys: a key revoked since must not sign it
+            # Refused keys (dead-lettered too long ago) are not retried: rejected, logged.
+            refusal_final=True,
         )
         try:
             return await self._tries(url, webhook, (headers, signed), body, started, facts)

@@ -18,6 +18,7 @@ import asyncpg
 
 from duetime_core.errors import FailedPrecondition, NotFound, PermissionDenied
 from duetime_core.jobspec import CallSigning, Sealed
+from duetime_core.notifications import DEAD_LETTER_KEYS_WINDOW
 from duetime_core.teams import SigningKeyRecord
 from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.sql import q
@@ -171,8 +172,9 @@ async def signing_for_run(
 ) -> TeamSigning:
     """The team's signing (``team_signing``) for a worker entitled to it through ``run_id``:
     a run of the team whose open attempt is the worker's (started, or ahead of its time), or
-    that is dead-lettered (its notification is signed). PermissionDenied otherwise, saying
-    why: a worker's token alone does not open every team's keys."""
+    that was dead-lettered within ``DEAD_LETTER_KEYS_WINDOW`` (its notification is signed, by
+    whichever worker delivers it). PermissionDenied otherwise, saying why: a worker's token
+    alone does not open every team's keys."""
     held = await conn.fetchrow(q("signing_run_holder"), run_id)
     problem = _not_held(held, team_id, worker_id)
     if problem is not None:
@@ -190,11 +192,25 @@ def _not_held(held: asyncpg.Record | None, team_id: str, worker_id: str) -> str 
         return "no such run"
     if held["team_id"] != team_id:
         return "the run is another team's"
-    if held["open_worker_id"] == worker_id or held["state"] == "DEAD_LETTERED":
+    if held["open_worker_id"] == worker_id:
         return None
+    if held["state"] == "DEAD_LETTERED":
+        return _dead_letter_problem(held)
     if held["open_worker_id"] is None:
         return f"the run has no open attempt (it is {held['state']})"
     return f"the run's open attempt is not worker {worker_id!r}'s"
+
+
+def _dead_letter_problem(held: asyncpg.Record) -> str | None:
+    """Why a dead-lettered run no longer entitles any worker to its team's keys: its
+    notification is no longer sent (``duetime_core.notifications``); None while it may be."""
+    if held["state_age"] <= DEAD_LETTER_KEYS_WINDOW:
+        return None
+    return (
+        f"the run was dead-lettered too long ago (at {held['update_time'].isoformat()}, more"
+        f" than {DEAD_LETTER_KEYS_WINDOW // timedelta(minutes=1)} minutes ago): its"
+        " notification is no longer sent"
+    )
 
 
 def _opened(box: SecretBox, team_id: str, row: asyncpg.Record) -> SigningKey:

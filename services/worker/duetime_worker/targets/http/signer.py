@@ -58,6 +58,10 @@ class SignedCall:
     # Signed only with keys fetched for this call, never with those kept (a notification: no
     # start names its keys, so a key revoked is not used again).
     fresh: bool = False
+    # A refusal of its keys (PERMISSION_DENIED) is final, not retried: a notification, whose
+    # run's entitlement never comes back (``signing_for_run``). A run's call is retried, as
+    # another attempt may hold the keys.
+    refusal_final: bool = False
 
     def token_audience(self) -> str:
         """The ID token's audience, worked out only for a call that carries one."""
@@ -156,7 +160,10 @@ class CallSigner:
             team = await self._keys.get(
                 call.team, call.run_id, fresh=call.fresh, key_ids=call.key_ids
             )
-        except (aio.AioRpcError, TimeoutError, ValueError) as error:  # ValueError: a bad key
+        except aio.AioRpcError as error:
+            refused = error.code() == grpc.StatusCode.PERMISSION_DENIED
+            return _refused(error) if refused and call.refusal_final else _unreadable(error)
+        except (TimeoutError, ValueError) as error:  # ValueError: a bad key
             return _unreadable(error)
         if call.fresh and team.fetched < asked:  # kept keys, answered while a fetch failed
             return Outcome.failed(
@@ -183,6 +190,16 @@ def _unreadable(error: Exception) -> Outcome:
     return Outcome.failed(
         f"not signed: the team's signing keys could not be read ({error_code(error)})",
         retryable=not unknown,
+        call=NOT_BEGUN,
+    )
+
+
+def _refused(error: aio.AioRpcError) -> Outcome:
+    """A call whose refusal is final not signed: the keys were refused, for the scheduler's
+    why (a run, a team and a time, never a secret)."""
+    return Outcome.failed(
+        f"not signed: the team's signing keys were refused: {error.details()}",
+        retryable=False,
         call=NOT_BEGUN,
     )
 
