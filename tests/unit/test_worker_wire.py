@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from duetime.events.v1.events_pb2 import RunDispatch
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.attempts import CallProgress
-from duetime_core.jobspec import CallSigning, HttpMethod, Priority
+from duetime_core.jobspec import CallSigning, HttpMethod
 from duetime_core.records import AttemptOutcome
 from duetime_infra.signing import new_signing_key
-from duetime_worker.attempt.wire import complete_request, fetched_keys, flow_of, target_run
-from duetime_worker.herd.slots import Flow
+from duetime_worker.attempt.wire import complete_request, fetched_keys, target_run
 from duetime_worker.targets.outcome import Outcome
 from duetime_worker.targets.run import ContainerTask, HttpCall, TargetRun
 
@@ -112,9 +110,3 @@ def test_a_fetch_is_read_as_the_teams_keys_and_default() -> None:
     assert [k.key_id for k in fetched.keys] == ["k1"]
     assert fetched.default is CallSigning.ID_TOKEN
     assert fetched_keys(pb.GetSigningKeysResponse()).default is CallSigning.OFF
-
-
-def test_a_dispatched_runs_turn_is_its_priority_team_and_weight() -> None:
-    dispatch = RunDispatch(team="a", priority=job_pb2.PRIORITY_HIGH, team_weight=3)
-    assert flow_of(dispatch) == Flow(Priority.HIGH, "a", 3)
-    assert flow_of(RunDispatch(team="b")) == Flow(Priority.NORMAL, "b", 1)

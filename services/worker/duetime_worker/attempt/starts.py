@@ -16,7 +16,6 @@ import logging
 import math
 import uuid
 
-from google.protobuf.timestamp_pb2 import Timestamp
 from grpc import aio
 
 from duetime.jobs.v1 import job_pb2
@@ -49,9 +48,10 @@ STOPPING_START_PATIENCE = RPC_TIMEOUT
 
 
 class TooEarly(Exception):
-    """The scheduler would not start the run yet: ask again at ``again`` (its clock)."""
+    """The scheduler would not start the run yet: ask again at ``again`` (its clock, in
+    nanoseconds since the epoch)."""
 
-    def __init__(self, again: Timestamp) -> None:
+    def __init__(self, again: int) -> None:
         super().__init__()
         self.again = again
 
@@ -87,11 +87,9 @@ class StartCalls:
         self._stopping = stopping
         self._tally = tally
 
-    async def start(
-        self, run_id: str, delivery_id: str, ahead_of: Timestamp | None = None
-    ) -> Started:
-        """The run's attempt (``ahead_of``: the run's time, ahead of which it may be started;
-        its answer then says when to call), or TooEarly, StartRefused, Unanswered."""
+    async def start(self, run_id: str, delivery_id: str, ahead_of: int | None = None) -> Started:
+        """The run's attempt (``ahead_of``: the run's time in nanoseconds, ahead of which it may
+        be started; its answer then says when to call), or TooEarly, StartRefused, Unanswered."""
         request = pb.StartAttemptRequest(
             run_id=run_id,
             delivery_id=f"{delivery_id}@{self._incarnation}",
@@ -113,12 +111,12 @@ class StartCalls:
             self._clock.observe(response.server_time)
             return self._answer(response, sent_at, run_id)
 
-    def _slack(self, ahead_of: Timestamp | None) -> float:
+    def _slack(self, ahead_of: int | None) -> float:
         """How long a start may wait for company: one asked ahead of its time, unless others
         wait for start permits (then batches fill by themselves, and waiting holds permits)."""
         if ahead_of is None or self._permits.contended:
             return 0.0
-        return self._clock.seconds_until(ahead_of)
+        return self._clock.seconds_until_ns(ahead_of)
 
     def _failed(
         self, error: aio.AioRpcError, run_id: str, give_up: float, stopping_give_up: float
@@ -154,7 +152,7 @@ class StartCalls:
         if response.decision == pb.START_DECISION_STARTED:
             return started_from(response, sent_at)
         if response.decision == pb.START_DECISION_TOO_EARLY:
-            raise TooEarly(response.effective_time)
+            raise TooEarly(response.effective_time.ToNanoseconds())
         self._tally.count(tally.REFUSED)
         log.info(
             "start refused; message dropped",

@@ -1,29 +1,19 @@
-"""The worker's edge with the worker contract (``duetime.worker.v1``) and the dispatch topics:
-a dispatched run's turn (``Flow``) and a started run read into what its target is called for
-(``targets.run``), once per attempt; a team's signing keys read from their fetch; an outcome
-written as its report. The targets and the herd never see a wire message."""
+"""The worker's edge with the worker contract (``duetime.worker.v1``): a started run read into
+what its target is called for (``targets.run``), once per attempt; a team's signing keys read
+from their fetch; an outcome written as its report. The targets and the herd never see a wire
+message (a dispatch message is read at the intake's edge, ``intake.wire``)."""
 
 from __future__ import annotations
 
-from duetime.events.v1.events_pb2 import RunDispatch
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
-from duetime_core.jobspec import CallSigning, Priority
+from duetime_core.jobspec import CallSigning
 from duetime_infra.codec.outcome_codec import CALL_NUMBERS, RESULT_NUMBERS
-from duetime_infra.codec.policy_codec import PRIORITIES
 from duetime_infra.codec.target_codec import method_of, signing_of
 from duetime_infra.signing import signing_key_from
-from duetime_worker.herd.slots import Flow
 from duetime_worker.targets.http.team_keys import FetchedKeys
 from duetime_worker.targets.outcome import Outcome
 from duetime_worker.targets.run import ContainerTask, HttpCall, TargetRun
-
-
-def flow_of(dispatch: RunDispatch) -> Flow:
-    """Whose turn a dispatched run's waits are (weight 1 from older writers, which do not say
-    it)."""
-    priority = PRIORITIES.get(dispatch.priority, Priority.NORMAL)
-    return Flow(priority, dispatch.team, dispatch.team_weight or 1)
 
 
 def target_run(run: pb.RunSpec) -> TargetRun:
