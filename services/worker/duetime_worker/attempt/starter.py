@@ -32,10 +32,10 @@ from opentelemetry.trace import SpanKind
 
 from duetime_core.backoff import DoublingBackoff
 from duetime_infra.tracecontext import RUN_ID, TRACER
-from duetime_worker.attempt.lifecycle import Started
+from duetime_worker.attempt.lifecycle import Started, StartRefused, TooEarly
 from duetime_worker.attempt.runner import Runner
 from duetime_worker.attempt.server_clock import ServerClock
-from duetime_worker.attempt.starts import StartCalls, StartRefused, TooEarly, Unanswered
+from duetime_worker.attempt.starts import StartCalls, Unanswered
 from duetime_worker.herd.knobs import EARLY_AHEAD
 from duetime_worker.herd.slots import Flow, Permits, Reservation, SlotsClosed, WeightedSlots
 from duetime_worker.intake.dispatch import Dispatch
