@@ -37,6 +37,7 @@ from duetime_scheduler.maintenance import PartitionMaintenance
 from duetime_worker.attempt.scheduler_client import fetch_from
 from duetime_worker.attempt.wire import target_run
 from duetime_worker.notify.notifier import Delivery, Notifier, NotifySettings
+from duetime_worker.notify.wire import dead_letter_of
 from duetime_worker.targets.http.allow_list import TargetPolicy
 from duetime_worker.targets.http.caller import HttpCaller
 from duetime_worker.targets.http.signer import CallSigner
@@ -428,7 +429,10 @@ async def test_a_dead_letter_notification_is_signed_as_the_team_default_says(
         notification_url=url,
     )
     async with caller(worker) as http:
-        assert await Notifier(http, NotifySettings()).deliver(event) == Delivery.DELIVERED
+        assert (
+            await Notifier(http, NotifySettings()).deliver(dead_letter_of(event))
+            == Delivery.DELIVERED
+        )
     (call,) = target.calls
     assert Webhook(added.webhook_secret).verify(call.body, call.headers)["runId"] == event.run_id
     claims = verify_token(call.headers, await jwks(api, api.team), url)
@@ -562,9 +566,9 @@ async def test_a_notification_fetches_keys_only_when_its_team_signs(
     assert signs.notification_signing == job_pb2.CALL_SIGNING_WEBHOOK
     async with caller(worker, fetched=fetched) as http:
         notifier = Notifier(http, NotifySettings())
-        assert await notifier.deliver(quiet) == Delivery.DELIVERED
+        assert await notifier.deliver(dead_letter_of(quiet)) == Delivery.DELIVERED
         assert fetched == []  # the team did not sign: no keys fetched
-        assert await notifier.deliver(signs) == Delivery.DELIVERED
+        assert await notifier.deliver(dead_letter_of(signs)) == Delivery.DELIVERED
     assert fetched == [signs.run_id]
     unsigned, signed = target.calls
     assert "webhook-signature" not in lower(unsigned.headers)

@@ -11,12 +11,11 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import pytest
 
-from duetime.events.v1.events_pb2 import RunDispatch
 from duetime.jobs.v1 import job_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
 from duetime.worker.v1 import worker_service_pb2 as pb
@@ -25,6 +24,7 @@ from duetime_worker.attempt.executor import Executor
 from duetime_worker.attempt.heartbeats import Heartbeats
 from duetime_worker.attempt.scheduler_client import RPC_TIMEOUT, AttemptCalls
 from duetime_worker.herd.governor import Herd
+from duetime_worker.intake.dispatch import Dispatch
 from duetime_worker.targets.container.launcher import DisabledLauncher
 from duetime_worker.targets.http.caller import HttpCaller
 from testkit.api import ApiClient, running_api
@@ -83,7 +83,7 @@ async def test_waits_for_the_effective_time_by_the_server_clock(env: Env) -> Non
     effective = await env.w.now() + timedelta(seconds=1.5)
     run_id = await env.w.queue_scheduled_run(job.job_id, effective)
     answered = Answer()
-    await env.executor.process(RunDispatch(run_id=str(run_id)), "d-1", answered)
+    await env.executor.process(Dispatch(run_id=str(run_id)), "d-1", answered)
     assert answered.at is not None
     (call,) = env.target.calls
     assert call.time >= effective - CLOCK_SLACK
@@ -96,7 +96,7 @@ async def test_waits_for_the_effective_time_by_the_server_clock(env: Env) -> Non
 async def test_the_target_is_told_the_attempt_deadline(env: Env) -> None:
     job = await job_calling(env, "/deadline", Behaviour())
     run_id = await env.w.queue_scheduled_run(job.job_id, await env.w.now())
-    await env.executor.process(RunDispatch(run_id=str(run_id)), "d-1", Answer())
+    await env.executor.process(Dispatch(run_id=str(run_id)), "d-1", Answer())
     (call,) = env.target.calls
     # The job's attempt timeout (20 s), from the call's start: the target saw the request
     # arrive just after the worker computed the deadline, on the same machine's clock.
@@ -109,7 +109,7 @@ async def test_the_target_is_told_the_attempt_deadline(env: Env) -> None:
 
 async def test_a_refused_start_is_dropped_without_calling_the_target(env: Env) -> None:
     answered = Answer()
-    await env.executor.process(RunDispatch(run_id=str(uuid.uuid4())), "d-1", answered)
+    await env.executor.process(Dispatch(run_id=str(uuid.uuid4())), "d-1", answered)
     assert answered.at is not None
     assert env.target.calls == []
 
@@ -118,7 +118,7 @@ async def test_heartbeats_keep_a_long_attempt_alive(env: Env) -> None:
     job = await job_calling(env, "/slow", Behaviour(delay=LEASE.total_seconds() * 2))
     run_id = await env.w.queue_scheduled_run(job.job_id, await env.w.now())
     processing = asyncio.create_task(
-        env.executor.process(RunDispatch(run_id=str(run_id)), "d-1", Answer())
+        env.executor.process(Dispatch(run_id=str(run_id)), "d-1", Answer())
     )
     await eventually(lambda: _has_attempt(env.w, run_id), 10, "attempt started")
     first = (await env.w.attempts(run_id))[0]["lease_expire_time"]
@@ -136,7 +136,7 @@ async def test_a_cancel_directive_stops_the_attempt(env: Env) -> None:
     job = await job_calling(env, "/stuck", Behaviour(delay=30))
     run_id = await env.w.queue_scheduled_run(job.job_id, await env.w.now())
     processing = asyncio.create_task(
-        env.executor.process(RunDispatch(run_id=str(run_id)), "d-1", Answer())
+        env.executor.process(Dispatch(run_id=str(run_id)), "d-1", Answer())
     )
     await eventually(lambda: len(env.target.calls) == 1, 10, "target called")
     await env.api.stub.DeleteJob(svc.DeleteJobRequest(name=job.name), metadata=env.api.auth())
@@ -190,7 +190,7 @@ async def test_a_start_sent_before_the_worker_stops_is_handed_back_unrun(env: En
     executor, calls = executor_with(env, AnswerHeldBack)
     answered = Answer()
     processing = asyncio.create_task(
-        executor.process(RunDispatch(run_id=str(run_id)), "d-1", answered)
+        executor.process(Dispatch(run_id=str(run_id)), "d-1", answered)
     )
     # The scheduler started the attempt; its answer is still on its way.
     await eventually(lambda: _has_attempt(env.w, run_id), 10, "attempt started")
@@ -216,7 +216,7 @@ async def test_a_start_in_flight_when_its_partition_is_revoked_is_run_not_handed
     run_id = await env.w.queue_scheduled_run(job.job_id, await env.w.now())
     executor, calls = executor_with(env, AnswerHeldBack)
     answered = Answer()
-    dispatch = RunDispatch(run_id=str(run_id))
+    dispatch = Dispatch(run_id=str(run_id))
     processing = asyncio.create_task(executor.process(dispatch, "d-1", answered))
     await eventually(lambda: _has_attempt(env.w, run_id), 10, "attempt started")
     processing.cancel()  # as the consumer gives up a revoked partition's unanswered messages
@@ -259,7 +259,7 @@ async def test_a_second_delivery_of_an_attempt_already_run_does_not_call_the_tar
     job = await job_calling(env, "/hook", Behaviour())
     run_id = await env.w.queue_scheduled_run(job.job_id, await env.w.now())
     executor, calls = executor_with(env, FirstStartRepeated)
-    dispatch = RunDispatch(run_id=str(run_id))
+    dispatch = Dispatch(run_id=str(run_id))
     await asyncio.wait_for(executor.process(dispatch, "d-1", Answer()), 10)
     assert len(env.target.calls) == 1
     again = Answer()
@@ -276,9 +276,7 @@ async def test_a_stopping_worker_starts_nothing_more(env: Env) -> None:
     run_id = await env.w.queue_scheduled_run(job.job_id, await env.w.now())
     answered = Answer()
     env.executor.stop()
-    await asyncio.wait_for(
-        env.executor.process(RunDispatch(run_id=str(run_id)), "d-1", answered), 5
-    )
+    await asyncio.wait_for(env.executor.process(Dispatch(run_id=str(run_id)), "d-1", answered), 5)
     assert answered.at is None
     assert await env.w.attempts(run_id) == []
 
@@ -292,10 +290,9 @@ async def _lease_beyond(w: WorkerClient, run_id: uuid.UUID, when: object) -> boo
     return bool(attempt["lease_expire_time"] > when)
 
 
-def due_at(run_id: uuid.UUID, effective: Any) -> RunDispatch:
-    message = RunDispatch(run_id=str(run_id))
-    message.effective_time.FromDatetime(effective)
-    return message
+def due_at(run_id: uuid.UUID, effective: datetime) -> Dispatch:
+    since_epoch = effective - datetime(1970, 1, 1, tzinfo=UTC)
+    return Dispatch(run_id=str(run_id), not_before=since_epoch // timedelta(microseconds=1) * 1000)
 
 
 async def test_an_attempt_started_ahead_calls_at_its_time_and_reports_when(env: Env) -> None:
@@ -423,7 +420,7 @@ async def test_an_at_most_once_call_is_announced_before_it_is_sent(env: Env) -> 
     job = await create_job(env.api, message)
     run_id = await env.w.queue_scheduled_run(job.job_id, await env.w.now())
     processing = asyncio.create_task(
-        env.executor.process(RunDispatch(run_id=str(run_id)), "d-1", Answer())
+        env.executor.process(Dispatch(run_id=str(run_id)), "d-1", Answer())
     )
 
     async def called() -> bool:
@@ -447,7 +444,7 @@ async def test_an_at_most_once_call_refused_before_sending_is_reported_not_begun
     message.delivery = job_pb2.DELIVERY_AT_MOST_ONCE
     job = await create_job(env.api, message)
     run_id = await env.w.queue_scheduled_run(job.job_id, await env.w.now())
-    await env.executor.process(RunDispatch(run_id=str(run_id)), "d-1", Answer())
+    await env.executor.process(Dispatch(run_id=str(run_id)), "d-1", Answer())
     (attempt,) = await env.w.attempts(run_id)
     assert (attempt["outcome"], attempt["call_progress"]) == ("FAILED", "NOT_BEGUN")
     assert (await env.w.run_row(run_id))["state"] == "RETRY_WAIT"

@@ -17,6 +17,7 @@ from duetime.events.v1.events_pb2 import RunDispatch
 from duetime_core.jobspec import Priority
 from duetime_worker.intake import consumer as consumer_module
 from duetime_worker.intake.consumer import DispatchConsumer
+from duetime_worker.intake.dispatch import Dispatch
 from duetime_worker.intake.offsets import OffsetTracker
 from testkit.kafka import (
     committed_offset,
@@ -63,7 +64,7 @@ async def test_offsets_wait_for_the_start_answer(topics: dict[Priority, str]) ->
     seen: dict[str, Callable[[], None]] = {}
     finish = asyncio.Event()
 
-    async def handler(dispatch: RunDispatch, delivery: str, answered: Callable[[], None]) -> None:
+    async def handler(dispatch: Dispatch, delivery: str, answered: Callable[[], None]) -> None:
         seen[dispatch.run_id] = answered
         if not dispatch.run_id.endswith("-2"):
             answered()
@@ -95,7 +96,7 @@ async def test_attempts_started_and_held_leave_room_for_the_messages_behind_them
     started = 0
     held = asyncio.Event()
 
-    async def handler(dispatch: RunDispatch, delivery: str, answered: Callable[[], None]) -> None:
+    async def handler(dispatch: Dispatch, delivery: str, answered: Callable[[], None]) -> None:
         nonlocal started
         started += 1
         answered()  # started: it waits for its call time from here on
@@ -124,7 +125,7 @@ async def test_high_priority_gets_the_larger_share_and_low_still_moves(
     of_topic = {topic: priority for priority, topic in topics.items()}
     gate = asyncio.Event()
 
-    async def handler(dispatch: RunDispatch, delivery: str, answered: Callable[[], None]) -> None:
+    async def handler(dispatch: Dispatch, delivery: str, answered: Callable[[], None]) -> None:
         await gate.wait()  # the first round fills every slot before anything finishes
         order.append(of_topic[dispatch.run_id.rsplit("-", 1)[0]])
         answered()
@@ -168,8 +169,8 @@ async def test_a_revoked_partitions_waiting_messages_go_to_its_new_owner_only() 
         # Per consumer, the messages it is holding now (held until their time: never answered).
         holding: dict[str, Counter[str]] = {"a": Counter(), "b": Counter()}
 
-        def holder(name: str) -> Callable[[RunDispatch, str, Callable[[], None]], Awaitable[None]]:
-            async def handler(dispatch: RunDispatch, _: str, answered: Callable[[], None]) -> None:
+        def holder(name: str) -> Callable[[Dispatch, str, Callable[[], None]], Awaitable[None]]:
+            async def handler(dispatch: Dispatch, _: str, answered: Callable[[], None]) -> None:
                 holding[name][dispatch.run_id] += 1
                 try:
                     await asyncio.Event().wait()
@@ -222,7 +223,7 @@ async def test_drain_waits_for_the_hand_backs_of_the_tasks_it_cancels(
         await asyncio.sleep(0.3)  # the hand-back's CompleteAttempt on its way
         reported.set()
 
-    async def handler(dispatch: RunDispatch, delivery: str, answered: Callable[[], None]) -> None:
+    async def handler(dispatch: Dispatch, delivery: str, answered: Callable[[], None]) -> None:
         answered()
         taken.set()
         try:

@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from duetime.events.v1.events_pb2 import RunDispatch
 from duetime_core.jobspec import Priority
 from duetime_worker.intake.consumer import DispatchConsumer
+from duetime_worker.intake.dispatch import Dispatch
 from testkit.kafka import dispatch_topics, publish_dispatches, shared_bootstrap
 from testkit.metrics import recorded_metrics
 from testkit.polling import eventually
@@ -30,7 +30,7 @@ async def test_lag_counts_what_a_busy_worker_has_not_taken(topics: dict[Priority
     await publish_dispatches(topics[Priority.NORMAL], 5)
     release = asyncio.Event()
 
-    async def handler(dispatch: RunDispatch, delivery: str, answered: Callable[[], None]) -> None:
+    async def handler(dispatch: Dispatch, delivery: str, answered: Callable[[], None]) -> None:
         await release.wait()  # one message pending, held: the other four wait on the topic
         answered()
 
@@ -71,7 +71,7 @@ async def test_pending_counts_messages_taken_and_not_yet_started(
     due = asyncio.Event()
     answers: list[Callable[[], None]] = []
 
-    async def handler(dispatch: RunDispatch, delivery: str, answered: Callable[[], None]) -> None:
+    async def handler(dispatch: Dispatch, delivery: str, answered: Callable[[], None]) -> None:
         answers.append(answered)
         await due.wait()  # held until its time: taken, not started
 

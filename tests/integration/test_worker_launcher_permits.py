@@ -12,9 +12,9 @@ from datetime import timedelta
 
 import pytest
 
-from duetime.events.v1.events_pb2 import TARGET_KIND_CONTAINER, RunDispatch
 from duetime.jobs.v1 import job_pb2
 from duetime_worker.attempt.executor import Executor
+from duetime_worker.intake.dispatch import Dispatch
 from duetime_worker.targets.container.launcher import LocalProcessLauncher
 from testkit.api import ApiClient, running_api
 from testkit.executor import worker_machinery
@@ -25,7 +25,6 @@ pytestmark = pytest.mark.timeout(60)
 RUN_SECONDS = 1.0
 # Longer than one process, shorter than waiting for two others before running.
 TIMEOUT = timedelta(seconds=1.5)
-CONTAINER = TARGET_KIND_CONTAINER
 
 
 def noop() -> None:
@@ -54,10 +53,7 @@ async def test_container_attempts_beyond_the_launcher_bound_start_in_turn(
     now = await w.now()
     runs = [await w.queue_scheduled_run(j.job_id, now) for j in jobs]
     await asyncio.gather(
-        *(
-            executor.process(RunDispatch(run_id=str(r), target_kind=CONTAINER), f"d-{r}", noop)
-            for r in runs
-        )
+        *(executor.process(Dispatch(run_id=str(r), container=True), f"d-{r}", noop) for r in runs)
     )
     assert [(await w.run_row(r))["state"] for r in runs] == ["SUCCEEDED"] * 3
     # Each started once its turn came: the attempts do not overlap.

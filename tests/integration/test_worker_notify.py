@@ -21,7 +21,9 @@ from aiokafka import AIOKafkaProducer, TopicPartition
 from duetime.events.v1.events_pb2 import DeadLetterEvent
 from duetime_core.jobspec import RetryPolicy
 from duetime_worker.notify.consumer import DeadLetterConsumer
+from duetime_worker.notify.event import DeadLetter
 from duetime_worker.notify.notifier import Delivery, Notifier, NotifySettings
+from duetime_worker.notify.wire import dead_letter_of
 from duetime_worker.targets.http.allow_list import TargetPolicy
 from duetime_worker.targets.http.caller import HttpCaller
 from testkit.http_target import Behaviour, HttpTarget, http_target
@@ -65,6 +67,11 @@ def event(url: str, run: int = 1, attempt: int = 3) -> DeadLetterEvent:
     return message
 
 
+def dead_letter(url: str, run: int = 1, attempt: int = 3) -> DeadLetter:
+    """``event`` as the consumer hands it to the notifier."""
+    return dead_letter_of(event(url, run, attempt))
+
+
 @pytest.fixture
 async def target() -> AsyncIterator[HttpTarget]:
     async with http_target() as server:
@@ -88,7 +95,7 @@ async def test_delivered_once_with_the_idempotency_key_and_the_event_as_json(
 ) -> None:
     url = target.on("/hook", Behaviour()) + "?token=secret"
     async with notifier() as n:
-        assert await n.deliver(event(url), TRACEPARENT) == Delivery.DELIVERED
+        assert await n.deliver(dead_letter(url), TRACEPARENT) == Delivery.DELIVERED
     (call,) = target.calls_to("/hook")
     assert call.method == "POST"
     assert call.headers["Idempotency-Key"] == f"dead-letter/{event(url).run_id}/3"
@@ -115,7 +122,7 @@ async def test_retried_after_a_retryable_answer_then_delivered_with_the_same_key
 ) -> None:
     url = target.on("/hook", Behaviour(fail_first=2, fail_status=status))
     async with notifier() as n:
-        assert await n.deliver(event(url)) == Delivery.DELIVERED
+        assert await n.deliver(dead_letter(url)) == Delivery.DELIVERED
     calls = target.calls_to("/hook")
     assert len(calls) == 3
     assert len({c.headers["Idempotency-Key"] for c in calls}) == 1
@@ -134,7 +141,7 @@ async def test_a_timeout_is_retried(target: HttpTarget) -> None:
         target.on("/slow", Behaviour())
 
     async with notifier(settings) as n:
-        delivered, _ = await asyncio.gather(n.deliver(event(url)), fast_again())
+        delivered, _ = await asyncio.gather(n.deliver(dead_letter(url)), fast_again())
     assert delivered == Delivery.DELIVERED
     assert len(target.calls_to("/slow")) >= 2
 
@@ -143,17 +150,17 @@ async def test_a_timeout_is_retried(target: HttpTarget) -> None:
 async def test_a_final_answer_is_not_retried(target: HttpTarget, status: int) -> None:
     url = target.on("/hook", Behaviour(status=status))
     async with notifier() as n:
-        assert await n.deliver(event(url)) == Delivery.REJECTED
+        assert await n.deliver(dead_letter(url)) == Delivery.REJECTED
     assert len(target.calls_to("/hook")) == 1
 
 
 async def test_an_address_outside_the_allow_list_is_never_called(target: HttpTarget) -> None:
     url = target.on("/hook", Behaviour())
     async with notifier(policy=TargetPolicy()) as n:  # public addresses only
-        assert await n.deliver(event(url)) == Delivery.REJECTED
+        assert await n.deliver(dead_letter(url)) == Delivery.REJECTED
         localhost = url.replace("127.0.0.1", "localhost")
-        assert await n.deliver(event(localhost)) == Delivery.REJECTED
-        assert await n.deliver(event("ftp://127.0.0.1/hook")) == Delivery.REJECTED
+        assert await n.deliver(dead_letter(localhost)) == Delivery.REJECTED
+        assert await n.deliver(dead_letter("ftp://127.0.0.1/hook")) == Delivery.REJECTED
     assert target.calls == []
 
 
@@ -162,7 +169,7 @@ async def test_an_unreachable_webhook_is_abandoned_after_the_give_up_time() -> N
     settings = NotifySettings(timeout=1, give_up_after=1.5, backoff=FAST.backoff)
     async with notifier(settings) as n:
         began = time.monotonic()
-        assert await n.deliver(event(url)) == Delivery.ABANDONED
+        assert await n.deliver(dead_letter(url)) == Delivery.ABANDONED
         took = time.monotonic() - began
     assert 1.0 <= took <= 3.0, took
 
@@ -191,7 +198,7 @@ async def test_a_dead_webhook_holds_its_events_for_one_give_up_time_in_all(
     await http.start()
     try:
         n = Notifier(http, settings, sleep=fake.sleep, clock=fake.clock)
-        first = [n.deliver(event(url, run)) for run in range(1, 6)]
+        first = [n.deliver(dead_letter(url, run)) for run in range(1, 6)]
         assert await asyncio.gather(*first) == [Delivery.ABANDONED] * 5
         assert 1000 + 5 - 0.2 <= fake.now <= 1000 + 5  # one give-up time, for all five
         tried = len(target.calls_to("/hook"))
@@ -199,18 +206,18 @@ async def test_a_dead_webhook_holds_its_events_for_one_give_up_time_in_all(
         # Still failing past its give-up time: later events get no waits; one of them probes
         # with a try, the others are abandoned without one while it is out.
         fake.now = waited = 1000 + 5
-        later = [n.deliver(event(url, run)) for run in range(6, 11)]
+        later = [n.deliver(dead_letter(url, run)) for run in range(6, 11)]
         assert await asyncio.gather(*later) == [Delivery.ABANDONED] * 5
         assert fake.now == waited
         assert len(target.calls_to("/hook")) == tried + 1
         # With no probe out, the next event probes again: one try.
-        assert await n.deliver(event(url, 99)) == Delivery.ABANDONED
+        assert await n.deliver(dead_letter(url, 99)) == Delivery.ABANDONED
         assert len(target.calls_to("/hook")) == tried + 2
         # Once it answers again, the next failing spell gets a whole give-up time again.
         target.on("/hook", Behaviour())
-        assert await n.deliver(event(url, 11)) == Delivery.DELIVERED
+        assert await n.deliver(dead_letter(url, 11)) == Delivery.DELIVERED
         target.on("/hook", Behaviour(fail_first=len(target.calls_to("/hook")) + 2))
-        assert await n.deliver(event(url, 12)) == Delivery.DELIVERED
+        assert await n.deliver(dead_letter(url, 12)) == Delivery.DELIVERED
     finally:
         await http.close()
 
@@ -232,7 +239,7 @@ OUTAGE = NotifySettings(timeout=3, give_up_after=5, backoff=FAST.backoff)
 async def abandoned_through_an_outage(n: Notifier, fake: FakeTime, target: HttpTarget) -> str:
     """A webhook answering 503 until its first event is abandoned, one give-up time later."""
     url = target.on("/hook", Behaviour(status=503))
-    assert await n.deliver(event(url, 1)) == Delivery.ABANDONED
+    assert await n.deliver(dead_letter(url, 1)) == Delivery.ABANDONED
     assert fake.now >= 1000 + 5 - 0.2
     return url
 
@@ -249,8 +256,8 @@ async def test_a_recovered_slow_webhook_gets_the_whole_timeout_after_an_outage(
         # Back, but slower than the shortest try: a first try still gets the whole timeout,
         # delivers, and ends the failing spell.
         target.on("/hook", Behaviour(delay=0.7))
-        assert await n.deliver(event(url, 2)) == Delivery.DELIVERED
-        assert await n.deliver(event(url, 3)) == Delivery.DELIVERED
+        assert await n.deliver(dead_letter(url, 2)) == Delivery.DELIVERED
+        assert await n.deliver(dead_letter(url, 3)) == Delivery.DELIVERED
     assert target.abandoned == []
 
 
@@ -264,18 +271,18 @@ async def test_past_its_give_up_time_a_webhook_gets_one_probe_at_a_time(
         # Blackholed: the probe's try hangs until released.
         answer = asyncio.Event()
         target.on("/hook", Behaviour(hold=answer))
-        probe = asyncio.create_task(n.deliver(event(url, 2)))
+        probe = asyncio.create_task(n.deliver(dead_letter(url, 2)))
         await eventually(lambda: len(target.calls_to("/hook")) == tried + 1, 10, "probe")
         # While it is out, the other events are abandoned at once, without a request (they
         # would each have waited a whole timeout otherwise).
-        others = asyncio.gather(*(n.deliver(event(url, run)) for run in range(3, 53)))
+        others = asyncio.gather(*(n.deliver(dead_letter(url, run)) for run in range(3, 53)))
         assert await asyncio.wait_for(others, 1) == [Delivery.ABANDONED] * 50
         assert len(target.calls_to("/hook")) == tried + 1
         # The probe is answered: the spell is over, and the next event is retried as usual.
         answer.set()
         assert await probe == Delivery.DELIVERED
         failing_once_more(target)
-        assert await n.deliver(event(url, 53)) == Delivery.DELIVERED
+        assert await n.deliver(dead_letter(url, 53)) == Delivery.DELIVERED
         assert len(target.calls_to("/hook")) == tried + 3
 
 
@@ -287,7 +294,7 @@ async def test_a_failure_long_ago_does_not_shorten_a_new_events_retries(
         fake.now += 7 * 24 * 3600  # a week without a failure: that spell is over
         failing_once_more(target)
         tried = len(target.calls_to("/hook"))
-        assert await n.deliver(event(url, 2)) == Delivery.DELIVERED
+        assert await n.deliver(dead_letter(url, 2)) == Delivery.DELIVERED
         assert len(target.calls_to("/hook")) == tried + 2  # retried after a transient 503
 
 
@@ -295,10 +302,10 @@ async def test_a_final_answer_ends_the_failing_spell(target: HttpTarget) -> None
     async with on_fake_time(OUTAGE) as (n, fake):
         url = await abandoned_through_an_outage(n, fake, target)
         target.on("/hook", Behaviour(status=404))  # reachable again, this event refused
-        assert await n.deliver(event(url, 2)) == Delivery.REJECTED
+        assert await n.deliver(dead_letter(url, 2)) == Delivery.REJECTED
         # No time passed, but the server answered: a transient 503 now is retried.
         failing_once_more(target)
-        assert await n.deliver(event(url, 3)) == Delivery.DELIVERED
+        assert await n.deliver(dead_letter(url, 3)) == Delivery.DELIVERED
 
 
 @pytest.mark.parametrize(
@@ -313,7 +320,7 @@ async def test_a_rejected_webhook_is_logged_by_host_alone(
     url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with notifier() as n:
-        assert await n.deliver(event(url)) == Delivery.REJECTED
+        assert await n.deliver(dead_letter(url)) == Delivery.REJECTED
     (logged,) = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert getattr(logged, "action", None) == "notification_rejected"
     assert SECRET not in json.dumps(logged.__dict__, default=str)
@@ -321,7 +328,7 @@ async def test_a_rejected_webhook_is_logged_by_host_alone(
 
 async def test_a_team_without_a_notification_url_gets_nothing(target: HttpTarget) -> None:
     async with notifier() as n:
-        assert await n.deliver(event("")) == Delivery.NO_TARGET
+        assert await n.deliver(dead_letter("")) == Delivery.NO_TARGET
     assert target.calls == []
 
 

@@ -12,7 +12,7 @@ from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.records import AttemptOutcome
 from duetime_worker.attempt.lifecycle import Attempt
-from duetime_worker.attempt.starts import started_from
+from duetime_worker.attempt.wire import started_from
 from duetime_worker.targets.outcome import BEGUN, NOT_BEGUN, UNSAID, Outcome
 
 

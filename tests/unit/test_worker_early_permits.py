@@ -9,8 +9,11 @@ import asyncio
 import time
 from typing import Any
 
-from duetime.events.v1.events_pb2 import RunDispatch
+from google.protobuf.timestamp_pb2 import Timestamp
+
 from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_worker.herd.slots import Flow
+from duetime_worker.intake.dispatch import Dispatch
 from testkit.executor import offline_executor
 
 
@@ -30,16 +33,17 @@ class _Scheduler:
         )
 
 
-def _due_in(seconds: float, team: str) -> RunDispatch:
-    dispatch = RunDispatch(run_id=f"run-{team}", team=team)
-    dispatch.effective_time.FromNanoseconds(int((time.time() + seconds) * 1e9))
-    return dispatch
+def _due_in(seconds: float, team: str) -> Dispatch:
+    due = int((time.time() + seconds) * 1e9)
+    return Dispatch(run_id=f"run-{team}", not_before=due, flow=Flow(team=team))
 
 
 async def test_starts_cancelled_ahead_or_waiting_for_their_turn_give_early_permits_back() -> None:
     scheduler = _Scheduler()
     executor = offline_executor(scheduler, starting=1, early=2)
-    executor._clock.observe(_due_in(0, "clock").effective_time)  # the server's time known
+    now = Timestamp()
+    now.GetCurrentTime()
+    executor._clock.observe(now)  # the server's time known
     # One start asked ahead (its answer not yet come), one waiting for the start permit it
     # holds: both early permits are taken.
     asked = asyncio.create_task(executor.process(_due_in(10, "a"), "d-1", lambda: None))

@@ -4,16 +4,24 @@ into the targets' own types, a fetch's keys, an outcome written as its report.""
 from __future__ import annotations
 
 import pytest
+from google.protobuf.duration_pb2 import Duration
+from google.protobuf.timestamp_pb2 import Timestamp
 
-from duetime.events.v1.events_pb2 import RunDispatch
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.attempts import CallProgress
-from duetime_core.jobspec import CallSigning, HttpMethod, Priority
+from duetime_core.jobspec import CallSigning, HttpMethod
 from duetime_core.records import AttemptOutcome
 from duetime_infra.signing import new_signing_key
-from duetime_worker.attempt.wire import complete_request, fetched_keys, flow_of, target_run
-from duetime_worker.herd.slots import Flow
+from duetime_worker.attempt.lifecycle import Started, StartRefused, TooEarly
+from duetime_worker.attempt.wire import (
+    complete_request,
+    fetched_keys,
+    server_time,
+    start_request,
+    started_from,
+    target_run,
+)
 from duetime_worker.targets.outcome import Outcome
 from duetime_worker.targets.run import ContainerTask, HttpCall, TargetRun
 
@@ -114,7 +122,50 @@ def test_a_fetch_is_read_as_the_teams_keys_and_default() -> None:
     assert fetched_keys(pb.GetSigningKeysResponse()).default is CallSigning.OFF
 
 
-def test_a_dispatched_runs_turn_is_its_priority_team_and_weight() -> None:
-    dispatch = RunDispatch(team="a", priority=job_pb2.PRIORITY_HIGH, team_weight=3)
-    assert flow_of(dispatch) == Flow(Priority.HIGH, "a", 3)
-    assert flow_of(RunDispatch(team="b")) == Flow(Priority.NORMAL, "b", 1)
+def test_a_start_is_written_with_its_delivery_worker_and_whether_it_is_ahead() -> None:
+    assert start_request("r", "d@i", "w", True) == pb.StartAttemptRequest(
+        run_id="r", delivery_id="d@i", worker_id="w", early=True
+    )
+    assert not start_request("r", "d@i", "w", False).early
+
+
+def test_a_started_answer_is_read_with_its_run_timeout_and_call_time() -> None:
+    answer = pb.StartAttemptResponse(
+        decision=pb.START_DECISION_STARTED,
+        attempt=2,
+        server_time=Timestamp(seconds=1_000),
+        lease_expire_time=Timestamp(seconds=1_030),
+        call_time=Timestamp(seconds=1_002, nanos=5),
+        run=pb.RunSpec(run_id="r", attempt_timeout=Duration(seconds=90)),
+    )
+    assert server_time(answer) == 1_000 * 10**9
+    assert started_from(answer, 10.0) == Started(
+        run=TargetRun(run_id="r", target=None),
+        attempt=2,
+        lease_deadline=40.0,
+        timeout=90.0,
+        call_time=1_002 * 10**9 + 5,
+        at_most_once=False,
+    )
+
+
+def test_a_started_answer_that_says_little_is_read_as_a_plain_attempt() -> None:
+    started = started_from(pb.StartAttemptResponse(decision=pb.START_DECISION_STARTED), 10.0)
+    assert started == Started(run=TargetRun(run_id="", target=None), attempt=0, timeout=0.0)
+    assert server_time(pb.StartAttemptResponse()) == 0
+
+
+def test_too_early_says_when_to_ask_again_and_any_other_answer_is_a_refusal() -> None:
+    early = pb.StartAttemptResponse(
+        decision=pb.START_DECISION_TOO_EARLY, effective_time=Timestamp(seconds=7, nanos=9)
+    )
+    with pytest.raises(TooEarly) as too_early:
+        started_from(early, 0.0)
+    assert too_early.value.again == 7 * 10**9 + 9
+    refused = pb.StartAttemptResponse(
+        decision=pb.START_DECISION_REFUSED, refusal_reason="JOB_PAUSED"
+    )
+    for answer in (refused, pb.StartAttemptResponse(), pb.StartAttemptResponse(decision=42)):  # type: ignore[arg-type]
+        with pytest.raises(StartRefused) as refusal:
+            started_from(answer, 0.0)
+        assert refusal.value.reason == answer.refusal_reason

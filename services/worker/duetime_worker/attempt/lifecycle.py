@@ -1,4 +1,5 @@
-"""One attempt on this worker, from the scheduler's STARTED answer (``Started``) to its outcome.
+"""One attempt on this worker, from the scheduler's STARTED answer (``Started``) to its outcome;
+or none, for a start answered ``TooEarly`` (ask again later) or ``StartRefused`` (never).
 
 An ``Attempt`` is its call under a lease (``lease.Lease``), plus what the heartbeats say of it
 and what its report says. Its state changes only through its named methods, in this order:
@@ -30,9 +31,28 @@ log = logging.getLogger(__name__)
 Key = tuple[str, int]
 
 
+class TooEarly(Exception):
+    """The scheduler would not start the run yet: ask again at ``again`` (its clock, in
+    nanoseconds since the epoch)."""
+
+    def __init__(self, again: int) -> None:
+        super().__init__()
+        self.again = again
+
+
+class StartRefused(Exception):
+    """No attempt, now or later: the start was refused (``reason``: the scheduler's), or kept
+    failing past its patience. The message is answered (its offset may be committed) and
+    dropped."""
+
+    def __init__(self, reason: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 @dataclass(frozen=True, slots=True)
 class Started:
-    """The scheduler's STARTED answer, read once (``starts.started_from``): the run as its
+    """The scheduler's STARTED answer, read once (``wire.started_from``): the run as its
     target is called for it, and its attempt's facts."""
 
     run: TargetRun

@@ -41,10 +41,14 @@ class ServerClock:
         self._samples: deque[tuple[float, float]] = deque()
 
     def observe(self, server_time: Timestamp) -> None:
-        if not server_time.seconds and not server_time.nanos:
+        self.observe_ns(server_time.ToNanoseconds())
+
+    def observe_ns(self, server_time: int) -> None:
+        """A sample from an answer's server time, in nanoseconds since the epoch."""
+        if not server_time:
             return  # an answer without a server time (an older scheduler): no sample
         now = self._monotonic()
-        offset = server_time.ToNanoseconds() / 1e9 - now
+        offset = server_time / 1e9 - now
         while self._samples and self._samples[-1][1] <= offset:
             self._samples.pop()
         self._samples.append((now, offset))

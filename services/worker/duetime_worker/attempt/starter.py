@@ -28,19 +28,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from google.protobuf.timestamp_pb2 import Timestamp
 from opentelemetry.trace import SpanKind
 
-from duetime.events.v1.events_pb2 import TARGET_KIND_CONTAINER, RunDispatch
 from duetime_core.backoff import DoublingBackoff
 from duetime_infra.tracecontext import RUN_ID, TRACER
-from duetime_worker.attempt.lifecycle import Started
+from duetime_worker.attempt.lifecycle import Started, StartRefused, TooEarly
 from duetime_worker.attempt.runner import Runner
 from duetime_worker.attempt.server_clock import ServerClock
-from duetime_worker.attempt.starts import StartCalls, StartRefused, TooEarly, Unanswered
-from duetime_worker.attempt.wire import flow_of
+from duetime_worker.attempt.starts import StartCalls, Unanswered
 from duetime_worker.herd.knobs import EARLY_AHEAD
 from duetime_worker.herd.slots import Flow, Permits, Reservation, SlotsClosed, WeightedSlots
+from duetime_worker.intake.dispatch import Dispatch
 from duetime_worker.shielding import despite_cancellation
 from duetime_worker.targets.container.launcher import Launcher
 
@@ -75,7 +73,7 @@ class Starter:
         self._early = early
 
     async def process(
-        self, dispatch: RunDispatch, delivery_id: str, answered: Callable[[], None]
+        self, dispatch: Dispatch, delivery_id: str, answered: Callable[[], None]
     ) -> None:
         """Handles one message. ``answered`` is called once StartAttempt gave its final answer
         (started or refused), after which the message's offset may be committed."""
@@ -85,27 +83,26 @@ class Starter:
             kind=SpanKind.CONSUMER,
             attributes={RUN_ID: dispatch.run_id, "duetime.delivery_id": delivery_id},
         ):
-            flow = flow_of(dispatch)
-            not_before, least = dispatch.effective_time, 0.0
+            not_before, least = dispatch.not_before, 0.0
             early_retries = DoublingBackoff(FIRST_EARLY_RETRY, MAX_EARLY_RETRY)
-            early = self._early.limit > 0 and dispatch.target_kind != TARGET_KIND_CONTAINER
+            early = self._early.limit > 0 and not dispatch.container
             while True:
                 # Held until its time (by the server's clock, as estimated) without a slot, or
                 # until a little before it to start its attempt ahead.
                 ahead_by = EARLY_AHEAD if early else 0.0
-                wait = max(self._clock.seconds_until(not_before) - ahead_by, least)
+                wait = max(self._clock.seconds_until_ns(not_before) - ahead_by, least)
                 if not await self._hold(min(wait, MAX_EARLY_WAIT)):
                     return  # stopping: unanswered, so the message goes to another worker
                 ahead = (
                     early
-                    and self._clock.seconds_until(not_before) > 0
-                    and self._early.try_reserve(flow)
+                    and self._clock.seconds_until_ns(not_before) > 0
+                    and self._early.try_reserve(dispatch.flow)
                 )
                 try:
                     if ahead:
-                        await self._run_ahead(dispatch, delivery_id, answered, flow)
+                        await self._run_ahead(dispatch, delivery_id, answered)
                     else:
-                        await self._run_when_due(dispatch, delivery_id, answered, flow)
+                        await self._run_when_due(dispatch, delivery_id, answered)
                     return
                 except TooEarly as answer:  # wait again, holding nothing
                     not_before, least = answer.again, early_retries.next()
@@ -124,7 +121,7 @@ class Starter:
         return not self._stopping.is_set()
 
     async def _run_when_due(
-        self, dispatch: RunDispatch, delivery_id: str, answered: Callable[[], None], flow: Flow
+        self, dispatch: Dispatch, delivery_id: str, answered: Callable[[], None]
     ) -> None:
         """Starts and runs the attempt once an execution slot is free. A container target's
         launcher permit is waited for first: waiting after the start would count against the
@@ -132,39 +129,38 @@ class Starter:
         without running). A message that does not say its target is a container (an HTTP
         target, an older writer) waits for none."""
         reservation: Reservation | None = None
-        if dispatch.target_kind == TARGET_KIND_CONTAINER:
-            reservation = await self._reserve(flow)
+        if dispatch.container:
+            reservation = await self._reserve(dispatch.flow)
         try:
-            with await self._slots.reserved(flow) as slot:
-                await self._start_and_run(dispatch, delivery_id, answered, slot, flow, reservation)
+            with await self._slots.reserved(dispatch.flow) as slot:
+                await self._start_and_run(dispatch, delivery_id, answered, slot, reservation)
         finally:
             if reservation is not None:
                 reservation.release()
 
     async def _run_ahead(
-        self, dispatch: RunDispatch, delivery_id: str, answered: Callable[[], None], flow: Flow
+        self, dispatch: Dispatch, delivery_id: str, answered: Callable[[], None]
     ) -> None:
         """Starts the attempt ahead of its run's time under the early permit taken for it, and
         runs it at that time."""
-        with Reservation(self._early, flow) as permit:
-            ahead_of = dispatch.effective_time
-            await self._start_and_run(dispatch, delivery_id, answered, permit, flow, None, ahead_of)
+        with Reservation(self._early, dispatch.flow) as permit:
+            ahead_of = dispatch.not_before
+            await self._start_and_run(dispatch, delivery_id, answered, permit, None, ahead_of)
 
     async def _start_and_run(
         self,
-        dispatch: RunDispatch,
+        dispatch: Dispatch,
         delivery_id: str,
         answered: Callable[[], None],
         place: Reservation,
-        flow: Flow,
         reservation: Reservation | None = None,
-        ahead_of: Timestamp | None = None,
+        ahead_of: int | None = None,
     ) -> None:
         """A message's one path, holding ``place`` until its call ends: its attempt asked for
         under a start permit, the message answered, the attempt run (or handed back unrun when
         stopping). TooEarly and Unanswered go to the caller, the message unanswered."""
         try:
-            with await self._starting.reserved(flow):
+            with await self._starting.reserved(dispatch.flow):
                 started = await self._start_seen_through(dispatch.run_id, delivery_id, ahead_of)
         except StartRefused:
             answered()
@@ -173,7 +169,7 @@ class Starter:
         if self._stopping.is_set():
             await self._runner.hand_back_unrun(started)
             return
-        await self._runner.run(started, place.release, reservation, flow)
+        await self._runner.run(started, place.release, reservation, dispatch.flow)
 
     async def _reserve(self, flow: Flow) -> Reservation:
         """The launcher's permit for a container target; Unanswered when stopping meanwhile."""
@@ -197,7 +193,7 @@ class Starter:
         return reserving.result()
 
     async def _start_seen_through(
-        self, run_id: str, delivery_id: str, ahead_of: Timestamp | None
+        self, run_id: str, delivery_id: str, ahead_of: int | None
     ) -> Started:
         """The start, seen through to its answer even when this task is cancelled meanwhile.
         Cancelled while stopping, an attempt it started is handed back before the cancellation

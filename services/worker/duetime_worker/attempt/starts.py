@@ -1,8 +1,9 @@
 """Asking the scheduler for a dispatch's attempt (StartAttempt), retried through failures, and
 what its answer means for the message: ``Started`` (the attempt is this worker's to run), or
 one of three exceptions, ``TooEarly`` (ask again later), ``StartRefused`` (the message is
-answered and dropped) and ``Unanswered`` (a stopping worker gave up: the message stays
-uncommitted, for another worker).
+answered and dropped; both in ``lifecycle``) and ``Unanswered`` (a stopping worker gave up: the
+message stays uncommitted, for another worker). The request is written and its answer read at
+the edge (``wire``).
 
 A delivery id carries this process's incarnation: a delivery asked again by it is replayed its
 attempt, while a worker restarted under the same id (a pod's container) is refused the
@@ -16,15 +17,11 @@ import logging
 import math
 import uuid
 
-from google.protobuf.timestamp_pb2 import Timestamp
 from grpc import aio
 
-from duetime.jobs.v1 import job_pb2
-from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.backoff import DoublingBackoff
 from duetime_worker.attempt import tally
-from duetime_worker.attempt.lease import lease_length
-from duetime_worker.attempt.lifecycle import Started
+from duetime_worker.attempt.lifecycle import Started, StartRefused
 from duetime_worker.attempt.scheduler_client import (
     FIRST_RETRY,
     MAX_RETRY,
@@ -34,7 +31,7 @@ from duetime_worker.attempt.scheduler_client import (
 )
 from duetime_worker.attempt.server_clock import ServerClock
 from duetime_worker.attempt.tally import AttemptTally
-from duetime_worker.attempt.wire import target_run
+from duetime_worker.attempt.wire import server_time, start_request, started_from
 from duetime_worker.herd.slots import WeightedSlots
 
 log = logging.getLogger(__name__)
@@ -46,19 +43,6 @@ START_PATIENCE = 120.0
 # A stopping worker retries a failed start this long at most (a retry of a start that took
 # effect gets the same attempt back, to hand back); then it leaves the message uncommitted.
 STOPPING_START_PATIENCE = RPC_TIMEOUT
-
-
-class TooEarly(Exception):
-    """The scheduler would not start the run yet: ask again at ``again`` (its clock)."""
-
-    def __init__(self, again: Timestamp) -> None:
-        super().__init__()
-        self.again = again
-
-
-class StartRefused(Exception):
-    """No attempt, now or later: the start was refused, or kept failing past its patience. The
-    message is answered (its offset may be committed) and dropped."""
 
 
 class Unanswered(Exception):
@@ -87,16 +71,11 @@ class StartCalls:
         self._stopping = stopping
         self._tally = tally
 
-    async def start(
-        self, run_id: str, delivery_id: str, ahead_of: Timestamp | None = None
-    ) -> Started:
-        """The run's attempt (``ahead_of``: the run's time, ahead of which it may be started;
-        its answer then says when to call), or TooEarly, StartRefused, Unanswered."""
-        request = pb.StartAttemptRequest(
-            run_id=run_id,
-            delivery_id=f"{delivery_id}@{self._incarnation}",
-            worker_id=self._worker_id,
-            early=ahead_of is not None,
+    async def start(self, run_id: str, delivery_id: str, ahead_of: int | None = None) -> Started:
+        """The run's attempt (``ahead_of``: the run's time in nanoseconds, ahead of which it may
+        be started; its answer then says when to call), or TooEarly, StartRefused, Unanswered."""
+        request = start_request(
+            run_id, f"{delivery_id}@{self._incarnation}", self._worker_id, ahead_of is not None
         )
         backoff = DoublingBackoff(FIRST_RETRY, MAX_RETRY)
         loop = asyncio.get_running_loop()
@@ -110,15 +89,19 @@ class StartCalls:
                 stopping_give_up = self._failed(error, run_id, give_up, stopping_give_up)
                 await asyncio.sleep(backoff.next())
                 continue
-            self._clock.observe(response.server_time)
-            return self._answer(response, sent_at, run_id)
+            self._clock.observe_ns(server_time(response))
+            try:
+                return started_from(response, sent_at)
+            except StartRefused as refused:
+                self._refused(run_id, refused.reason)
+                raise
 
-    def _slack(self, ahead_of: Timestamp | None) -> float:
+    def _slack(self, ahead_of: int | None) -> float:
         """How long a start may wait for company: one asked ahead of its time, unless others
         wait for start permits (then batches fill by themselves, and waiting holds permits)."""
         if ahead_of is None or self._permits.contended:
             return 0.0
-        return self._clock.seconds_until(ahead_of)
+        return self._clock.seconds_until_ns(ahead_of)
 
     def _failed(
         self, error: aio.AioRpcError, run_id: str, give_up: float, stopping_give_up: float
@@ -150,31 +133,9 @@ class StartCalls:
         )
         return stopping_give_up
 
-    def _answer(self, response: pb.StartAttemptResponse, sent_at: float, run_id: str) -> Started:
-        if response.decision == pb.START_DECISION_STARTED:
-            return started_from(response, sent_at)
-        if response.decision == pb.START_DECISION_TOO_EARLY:
-            raise TooEarly(response.effective_time)
+    def _refused(self, run_id: str, reason: str) -> None:
         self._tally.count(tally.REFUSED)
         log.info(
             "start refused; message dropped",
-            extra={"action": "start_refused", "run_id": run_id, "reason": response.refusal_reason},
+            extra={"action": "start_refused", "run_id": run_id, "reason": reason},
         )
-        raise StartRefused
-
-
-def started_from(response: pb.StartAttemptResponse, sent_at: float) -> Started:
-    """A STARTED answer read once, its lease counted from ``sent_at`` (the event loop's time
-    its request was sent)."""
-    run = response.run
-    lease = lease_length(
-        response.lease_expire_time.ToNanoseconds(), response.server_time.ToNanoseconds()
-    )
-    return Started(
-        run=target_run(run),
-        attempt=response.attempt,
-        lease_deadline=sent_at + lease,
-        timeout=run.attempt_timeout.ToTimedelta().total_seconds(),
-        call_time=response.call_time.ToNanoseconds() if response.HasField("call_time") else None,
-        at_most_once=run.delivery == job_pb2.DELIVERY_AT_MOST_ONCE,
-    )

@@ -1,29 +1,22 @@
-"""The worker's edge with the worker contract (``duetime.worker.v1``) and the dispatch topics:
-a dispatched run's turn (``Flow``) and a started run read into what its target is called for
-(``targets.run``), once per attempt; a team's signing keys read from their fetch; an outcome
-written as its report. The targets and the herd never see a wire message."""
+"""The worker's edge with the worker contract (``duetime.worker.v1``): a start written and its
+answer read (a started run into what its target is called for, ``targets.run``), once per
+attempt; a team's signing keys read from their fetch; an outcome written as its report. The
+attempt's path, the targets and the herd never see a wire message (a dispatch message is read
+at the intake's edge, ``intake.wire``)."""
 
 from __future__ import annotations
 
-from duetime.events.v1.events_pb2 import RunDispatch
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
-from duetime_core.jobspec import CallSigning, Priority
+from duetime_core.jobspec import CallSigning
 from duetime_infra.codec.outcome_codec import CALL_NUMBERS, RESULT_NUMBERS
-from duetime_infra.codec.policy_codec import PRIORITIES
 from duetime_infra.codec.target_codec import method_of, signing_of
 from duetime_infra.signing import signing_key_from
-from duetime_worker.herd.slots import Flow
+from duetime_worker.attempt.lease import lease_length
+from duetime_worker.attempt.lifecycle import Started, StartRefused, TooEarly
 from duetime_worker.targets.http.team_keys import FetchedKeys
 from duetime_worker.targets.outcome import Outcome
 from duetime_worker.targets.run import ContainerTask, HttpCall, TargetRun
-
-
-def flow_of(dispatch: RunDispatch) -> Flow:
-    """Whose turn a dispatched run's waits are (weight 1 from older writers, which do not say
-    it)."""
-    priority = PRIORITIES.get(dispatch.priority, Priority.NORMAL)
-    return Flow(priority, dispatch.team, dispatch.team_weight or 1)
 
 
 def target_run(run: pb.RunSpec) -> TargetRun:
@@ -60,6 +53,42 @@ def _target(target: job_pb2.Target) -> HttpCall | ContainerTask | None:
             env=dict(task.env),
         )
     return None
+
+
+def start_request(
+    run_id: str, delivery_id: str, worker_id: str, early: bool
+) -> pb.StartAttemptRequest:
+    """A start of ``run_id``'s attempt (``early``: asked ahead of the run's time)."""
+    return pb.StartAttemptRequest(
+        run_id=run_id, delivery_id=delivery_id, worker_id=worker_id, early=early
+    )
+
+
+def server_time(answer: pb.StartAttemptResponse) -> int:
+    """When the scheduler read its clock for a start's answer, in nanoseconds since the epoch;
+    0: not said (an older scheduler)."""
+    return answer.server_time.ToNanoseconds()
+
+
+def started_from(answer: pb.StartAttemptResponse, sent_at: float) -> Started:
+    """A STARTED answer read once, its lease counted from ``sent_at`` (the event loop's time its
+    request was sent); TooEarly for TOO_EARLY, StartRefused for any other decision."""
+    if answer.decision != pb.START_DECISION_STARTED:
+        if answer.decision == pb.START_DECISION_TOO_EARLY:
+            raise TooEarly(answer.effective_time.ToNanoseconds())
+        raise StartRefused(answer.refusal_reason)
+    run = answer.run
+    lease = lease_length(
+        answer.lease_expire_time.ToNanoseconds(), answer.server_time.ToNanoseconds()
+    )
+    return Started(
+        run=target_run(run),
+        attempt=answer.attempt,
+        lease_deadline=sent_at + lease,
+        timeout=run.attempt_timeout.ToTimedelta().total_seconds(),
+        call_time=answer.call_time.ToNanoseconds() if answer.HasField("call_time") else None,
+        at_most_once=run.delivery == job_pb2.DELIVERY_AT_MOST_ONCE,
+    )
 
 
 def fetched_keys(answer: pb.GetSigningKeysResponse) -> FetchedKeys:

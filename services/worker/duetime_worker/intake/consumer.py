@@ -40,8 +40,10 @@ from duetime_infra.kafka.topics import DISPATCH_TOPICS
 from duetime_infra.telemetry import instruments
 from duetime_infra.tls import ClientTls
 from duetime_infra.tracecontext import context_of_kafka, tracing_active
+from duetime_worker.intake.dispatch import Dispatch
 from duetime_worker.intake.offsets import CommitOnRevoke, TrackedCommits, decode_or_skip
 from duetime_worker.intake.priorities import PriorityFetch
+from duetime_worker.intake.wire import dispatch_of
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +59,7 @@ HAND_BACK_WAIT = 15.0
 # through and handed back despite the cancellation (its report within about one RPC timeout).
 CANCELLED_WAIT = 12.0
 
-Handler = Callable[[RunDispatch, str, Callable[[], None]], Awaitable[None]]
+Handler = Callable[[Dispatch, str, Callable[[], None]], Awaitable[None]]
 
 
 class DispatchConsumer:
@@ -115,10 +117,11 @@ class DispatchConsumer:
     def _spawn(self, record: Any) -> None:
         tp = TopicPartition(record.topic, record.partition)
         offset = record.offset
-        dispatch = decode_or_skip(record, RunDispatch, self.offsets)
-        if dispatch is None:
+        message = decode_or_skip(record, RunDispatch, self.offsets)
+        if message is None:
             return
-        delivery_id = dispatch.dispatch_id or f"{tp.topic}/{tp.partition}/{offset}"
+        dispatch = dispatch_of(message)
+        delivery_id = message.dispatch_id or f"{tp.topic}/{tp.partition}/{offset}"
         self.offsets.add(tp, offset)
         task: asyncio.Task[None]
 

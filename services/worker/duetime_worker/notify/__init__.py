@@ -1,2 +1,3 @@
-"""Dead-letter notifications: the ``consumer`` of ``duetime.deadletter`` and the ``notifier``
-that posts to the teams' webhooks. Imports ``intake`` (offsets) and ``targets.http``."""
+"""Dead-letter notifications: the ``consumer`` of ``duetime.deadletter``, which reads each event
+once into an ``event.DeadLetter`` (``wire``), and the ``notifier`` that posts it to the teams'
+webhooks. Imports ``intake`` (offsets) and ``targets.http``."""

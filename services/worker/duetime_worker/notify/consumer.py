@@ -24,6 +24,7 @@ from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC
 from duetime_infra.tls import ClientTls
 from duetime_worker.intake.offsets import CommitOnRevoke, TrackedCommits, decode_or_skip
 from duetime_worker.notify.notifier import Notifier
+from duetime_worker.notify.wire import dead_letter_of
 
 log = logging.getLogger(__name__)
 
@@ -68,9 +69,10 @@ class DeadLetterConsumer:
         await self._commits.commit(only)
 
     def _spawn(self, record: Any) -> None:
-        event = decode_or_skip(record, DeadLetterEvent, self.offsets)
-        if event is None:
+        message = decode_or_skip(record, DeadLetterEvent, self.offsets)
+        if message is None:
             return
+        event = dead_letter_of(message)
         tp = TopicPartition(record.topic, record.partition)
         offset = record.offset
         self.offsets.add(tp, offset)

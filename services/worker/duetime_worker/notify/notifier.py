@@ -1,4 +1,5 @@
-"""Dead-letter notifications: one DeadLetterEvent POSTed to its team's notification target.
+"""Dead-letter notifications: one dead-lettered run (``event.DeadLetter``, read from its
+DeadLetterEvent by ``wire``) POSTed to its team's notification target.
 
 The body is the event as proto3 JSON (without the target's URL, which may hold a secret), sent
 with ``Idempotency-Key: dead-letter/{run_id}/{attempt}`` — stable per event, so a notification
@@ -41,14 +42,11 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from google.protobuf import json_format
-
-from duetime.events.v1.events_pb2 import DeadLetterEvent
 from duetime_core.backoff import backoff_delay
 from duetime_core.jobspec import RetryPolicy
 from duetime_core.notifications import NOTIFY_GIVE_UP
 from duetime_core.records import AttemptOutcome
-from duetime_infra.codec.target_codec import signing_of
+from duetime_worker.notify.event import DeadLetter
 from duetime_worker.targets.http.caller import HttpCaller
 from duetime_worker.targets.http.signer import SignedCall
 from duetime_worker.targets.outcome import Outcome
@@ -78,17 +76,9 @@ class NotifySettings:
     )
 
 
-def notification_key(event: DeadLetterEvent) -> str:
+def notification_key(event: DeadLetter) -> str:
     """Stable per dead-lettering: a redriven run that dead-letters again has a higher attempt."""
     return f"dead-letter/{event.run_id}/{event.attempt}"
-
-
-def notification_body(event: DeadLetterEvent) -> bytes:
-    shown = DeadLetterEvent()
-    shown.CopyFrom(event)
-    shown.ClearField("notification_url")
-    shown.ClearField("notification_signing")
-    return json_format.MessageToJson(shown, indent=None).encode()
 
 
 class FailingWebhooks:
@@ -151,7 +141,7 @@ class Notifier:
         left = self._deadline(webhook, started) - self._clock()
         return max(_MIN_REQUEST_SECONDS, min(self._settings.timeout, left))
 
-    async def deliver(self, event: DeadLetterEvent, traceparent: str = "") -> Delivery:
+    async def deliver(self, event: DeadLetter, traceparent: str = "") -> Delivery:
         url = event.notification_url
         if not url:
             return Delivery.NO_TARGET
@@ -161,7 +151,6 @@ class Notifier:
         }
         if traceparent:
             headers["traceparent"] = traceparent
-        body = notification_body(event)
         webhook, host = _webhook(url)
         facts = {
             "team": event.team,
@@ -181,7 +170,7 @@ class Notifier:
             run_id=event.run_id,
             # The team's default as the run was dead-lettered: OFF fetches no keys.
             # Unspecified (an older scheduler's event): read with the team's keys.
-            signing=signing_of(event.notification_signing),
+            signing=event.signing,
             message_id=headers["Idempotency-Key"],
             audience="",
             subject=event.job_name,
@@ -192,7 +181,7 @@ class Notifier:
             refusal_final=True,
         )
         try:
-            return await self._tries(url, webhook, (headers, signed), body, started, facts)
+            return await self._tries(url, webhook, (headers, signed), event.body, started, facts)
         finally:
             if past_give_up:
                 self._probing.discard(webhook)
