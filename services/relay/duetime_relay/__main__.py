@@ -14,13 +14,15 @@ import contextlib
 import logging
 from dataclasses import dataclass, field
 
+import asyncpg
 from grpc_health.v1 import health_pb2
 
 from duetime_infra.grpc.server import GrpcServer, run_until_terminated
 from duetime_infra.kafka.aiokafka_logs import quiet_aiokafka
 from duetime_infra.kafka.producer import BatchProducer
 from duetime_infra.logs import configure_logging
-from duetime_infra.pg.pool import create_pool
+from duetime_infra.pg.migrate import OUTBOX_NOTIFY_VERSION
+from duetime_infra.pg.pool import connect, create_pool
 from duetime_infra.startup import announce_serving, require_schema, run_service
 from duetime_infra.telemetry.metrics import MetricsEndpoint, sample_periodically, start_metrics
 from duetime_infra.telemetry.tracing import setup_tracing
@@ -50,6 +52,9 @@ class RelayService:
 
     async def start(self) -> None:
         await self.server.start()
+        if self.schema_version >= OUTBOX_NOTIFY_VERSION:
+            listen = self.relay.wake.listen(self._listener_connection, self.stopping)
+            self.tasks.append(asyncio.create_task(listen))
         self.tasks.append(asyncio.create_task(self.relay.run(self.stopping)))
         self.tasks.append(asyncio.create_task(self.reconciler.run(self.stopping)))
         if self.metrics is not None:
@@ -65,6 +70,11 @@ class RelayService:
             relay_id=self.settings.relay_id,
             schema_version=self.schema_version,
         )
+
+    async def _listener_connection(self) -> asyncpg.Connection[asyncpg.Record]:
+        settings = self.settings
+        named = {**settings.session_settings, "application_name": settings.listener_name}
+        return await connect(settings.pg_dsn, settings.tls.context(Link.POSTGRES), named)
 
     async def stop(self) -> None:
         await self.server.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
@@ -120,6 +130,7 @@ async def build_relay(settings: Settings) -> RelayService:
         producer,
         batch_size=settings.batch_size,
         poll_interval=settings.poll_interval.total_seconds(),
+        idle_poll_interval=settings.idle_poll_interval.total_seconds(),
     )
     reconciler = Reconciler(
         pool,

@@ -27,6 +27,8 @@ class Settings:
     health_address: str
     batch_size: int
     poll_interval: timedelta
+    # The poll while the relay listens for new outbox rows (a safety net; see OutboxWake).
+    idle_poll_interval: timedelta
     produce_timeout: timedelta
     reconcile_after: timedelta
     reconcile_interval: timedelta
@@ -49,6 +51,11 @@ class Settings:
             **TCP_KEEPALIVES,
         }
 
+    @property
+    def listener_name(self) -> str:
+        """The outbox listener's connection, as ``pg_stat_activity`` shows it."""
+        return f"duetime-relay {self.relay_id} listen"[:63]
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         env = EnvReader(environ)
@@ -60,6 +67,9 @@ class Settings:
             health_address=env.address("DUETIME_RELAY_HEALTH_ADDRESS", "127.0.0.1:0"),
             batch_size=env.integer("DUETIME_RELAY_BATCH_SIZE", 500, low=1, high=20_000),
             poll_interval=env.seconds("DUETIME_RELAY_POLL_INTERVAL", 0.05, low=0.001, high=10),
+            idle_poll_interval=env.seconds(
+                "DUETIME_RELAY_IDLE_POLL_INTERVAL", 1, low=0.001, high=60
+            ),
             produce_timeout=env.seconds(
                 "DUETIME_RELAY_PRODUCE_TIMEOUT", 10, low=0.5, high=SESSION_TIMEOUT_SECONDS - 5
             ),

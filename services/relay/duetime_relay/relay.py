@@ -22,7 +22,6 @@ names, from send to the broker's answer, and the message carries that span's con
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 import time
@@ -38,6 +37,7 @@ from duetime_core.backoff import DoublingBackoff
 from duetime_infra.kafka.producer import BatchProducer, Message
 from duetime_infra.pg.dispatch.outbox import PendingRow, delete_rows, lock_batch
 from duetime_infra.tracecontext import TRACER, context_of, tracing_active
+from duetime_relay.outbox_wake import OutboxWake, first_set
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +108,8 @@ class Relay:
         *,
         batch_size: int,
         poll_interval: float,
+        idle_poll_interval: float | None = None,
+        wake: OutboxWake | None = None,
         rand: Callable[[], float] = random.random,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -115,6 +117,8 @@ class Relay:
         self._producer = producer
         self._batch_size = batch_size
         self._poll_interval = poll_interval
+        self._idle_poll_interval = idle_poll_interval or poll_interval
+        self.wake = wake or OutboxWake()
         self._rand = rand
         self._clock = clock
         # topic -> monotonic time until which its rows are left alone
@@ -177,8 +181,9 @@ class Relay:
     async def run(self, stopping: asyncio.Event) -> None:
         """Relays batches until ``stopping`` is set; the batch in flight is finished, never cut.
 
-        A full batch is followed by the next at once; otherwise the loop waits the poll
-        interval. A batch that published nothing (broker down, a database error) backs off.
+        A full batch is followed by the next at once; otherwise the loop waits for new rows
+        (``OutboxWake``), polling meanwhile. A batch that published nothing (broker down, a
+        database error) backs off.
         """
         backoff = DoublingBackoff(FIRST_BACKOFF, MAX_BACKOFF, self._rand)
         while not stopping.is_set():
@@ -190,14 +195,9 @@ class Relay:
                 log.exception("relay batch failed", extra={"action": "relay_batch_failed"})
                 result = BatchResult(1, 0, {"database": 1})
             if result.rows and not result.published:
-                await _wait(stopping, backoff.next())
+                await first_set(stopping, seconds=backoff.next())
                 continue
             backoff.reset()
             if result.rows == self._batch_size and not result.failed:
                 continue
-            await _wait(stopping, self._poll_interval)
-
-
-async def _wait(stopping: asyncio.Event, seconds: float) -> None:
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(stopping.wait(), seconds)
+            await self.wake.wait(stopping, self._poll_interval, self._idle_poll_interval)

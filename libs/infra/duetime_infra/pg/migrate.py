@@ -48,9 +48,11 @@ _COMPATIBLE_FROM = re.compile(r"^-- compatible-from: (\d+)$", re.MULTILINE)
 # time), 9 (finished runs counted on eight rows a team) and 11 (a team's runs by time) only
 # make them faster; 13 (the archive's tables) is needed only with an archive configured; 19 (a
 # job's waiting runs by their own index) only makes them faster, and 21 (fewer, narrower
-# indexes on runs) smaller.
-BUILD_SCHEMA_VERSION = 23
+# indexes on runs) smaller; a relay listens for 24's outbox notifications only on a schema
+# that has them (``OUTBOX_NOTIFY_VERSION``), and polls as before on an older one.
+BUILD_SCHEMA_VERSION = 24
 MIN_SUPPORTED_VERSION = 23
+OUTBOX_NOTIFY_VERSION = 24
 
 
 @dataclass(frozen=True)

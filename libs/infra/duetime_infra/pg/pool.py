@@ -140,12 +140,18 @@ async def _init_connection(conn: Conn) -> None:
 
 
 async def connect(
-    dsn: str, tls: ssl.SSLContext | None = None
+    dsn: str,
+    tls: ssl.SSLContext | None = None,
+    server_settings: Mapping[str, str] | None = None,
 ) -> asyncpg.Connection[asyncpg.Record]:
-    """One connection (start-up checks, operator commands); over TLS with ``tls``."""
-    if tls is None:
-        return await asyncpg.connect(dsn)
-    return await asyncpg.connect(dsn, ssl=tls)
+    """One connection (start-up checks, operator commands, a listener); over TLS with
+    ``tls``."""
+    kwargs: dict[str, Any] = {}
+    if server_settings is not None:
+        kwargs["server_settings"] = dict(server_settings)
+    if tls is not None:
+        kwargs["ssl"] = tls
+    return await asyncpg.connect(dsn, **kwargs)
 
 
 async def create_pool(

@@ -27,6 +27,9 @@ log = logging.getLogger(__name__)
 
 Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
 
+# The channel an insert into the outbox notifies when it commits (migration 24's trigger).
+OUTBOX_CHANNEL = "duetime_outbox"
+
 # The longest wait between two re-enqueues of a run that stays stuck; the wait starts at the
 # reconciler's threshold and doubles each time.
 MAX_REENQUEUE_SPACING = timedelta(hours=1)
