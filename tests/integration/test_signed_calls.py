@@ -593,7 +593,7 @@ async def test_a_notification_whose_keys_are_refused_is_rejected_at_once_and_log
     async with caller(worker, fetched=fetched) as http:
         # Retried, the refusal would last the give-up time and end ABANDONED.
         notifier = Notifier(http, NotifySettings(give_up_after=5))
-        assert await notifier.deliver(event) == Delivery.REJECTED
+        assert await notifier.deliver(dead_letter_of(event)) == Delivery.REJECTED
     assert fetched == [event.run_id]  # refused once, not asked again
     assert target.calls == []
     logged = [r for r in caplog.records if r.__dict__.get("action") == "notification_rejected"]
