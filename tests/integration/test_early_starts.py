@@ -262,7 +262,7 @@ async def test_an_attempt_whose_worker_went_before_its_call_is_given_back_not_fa
     # The lease of an attempt started ahead runs 10 s from its call time until a beat renews it.
     (attempt,) = await w.attempts(gone)
     assert attempt["lease_expire_time"] == now + 2 * S + 10 * S
-    await w.shift_clock(1.5 * S)  # within 2 s of the call time: the call may begin after this
+    await w.shift_clock(1.5 * S)  # within 4 s of the call time: the call may begin after this
     stream = w.stub.Heartbeat(metadata=w.auth())
     await exchange(stream, beat((beaten, 1)))
     stream.cancel()
@@ -284,8 +284,8 @@ async def test_a_pre_call_beat_writes_one_worker_record_not_every_attempt(env: E
     w = env.w
     job = await create_job(env.api, job_message(max_attempts=1))
     now = await w.now()
-    first = await w.queue_scheduled_run(job.job_id, now + 4 * S)
-    later = await w.queue_scheduled_run(job.job_id, now + 9 * S)
+    first = await w.queue_scheduled_run(job.job_id, now + 6 * S)
+    later = await w.queue_scheduled_run(job.job_id, now + 12 * S)
     for run_id in (first, later):
         assert (await env.start(run_id, delivery=f"d-{run_id}")).decision == STARTED
     record = "SELECT beat_time FROM worker_beats WHERE worker_id = 'w-1'"
@@ -294,7 +294,7 @@ async def test_a_pre_call_beat_writes_one_worker_record_not_every_attempt(env: E
     await exchange(stream, beat((first, 1), (later, 1)))
     assert await w.pool.fetchval(record) is None
     before = {r: (await w.attempts(r))[0]["xmin"] for r in (first, later)}
-    await w.shift_clock(2.5 * S)  # the first call's window opened 2 s before it
+    await w.shift_clock(2.5 * S)  # the first call's window opened 4 s before it
     response = await exchange(stream, beat((first, 1), (later, 1)))
     assert [d.directive for d in response.directives] == [wpb.DIRECTIVE_CONTINUE] * 2
     assert await w.pool.fetchval(record) == as_datetime(response.server_time)

@@ -21,7 +21,6 @@ from duetime_infra.grpc.server import GrpcServer, run_until_terminated
 from duetime_infra.kafka.aiokafka_logs import quiet_aiokafka
 from duetime_infra.kafka.producer import BatchProducer
 from duetime_infra.logs import configure_logging
-from duetime_infra.pg.migrate import OUTBOX_NOTIFY_VERSION
 from duetime_infra.pg.pool import connect, create_pool
 from duetime_infra.startup import announce_serving, require_schema, run_service
 from duetime_infra.telemetry.metrics import MetricsEndpoint, sample_periodically, start_metrics
@@ -52,9 +51,8 @@ class RelayService:
 
     async def start(self) -> None:
         await self.server.start()
-        if self.schema_version >= OUTBOX_NOTIFY_VERSION:
-            listen = self.relay.wake.listen(self._listener_connection, self.stopping)
-            self.tasks.append(asyncio.create_task(listen))
+        listen = self.relay.wake.listen(self._listener_connection, self.stopping)
+        self.tasks.append(asyncio.create_task(listen))
         self.tasks.append(asyncio.create_task(self.relay.run(self.stopping)))
         self.tasks.append(asyncio.create_task(self.reconciler.run(self.stopping)))
         if self.metrics is not None:

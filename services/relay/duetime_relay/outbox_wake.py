@@ -4,8 +4,8 @@ or, failing one, a poll.
 A connection of its own LISTENs on ``OUTBOX_CHANNEL``, which every insert into the outbox
 notifies when its transaction commits. While it listens, new rows are published at once and the
 relay polls only as a safety net (``idle``: rows a paused topic left, a notification lost with
-its connection). While it does not (connecting, the connection lost, a schema without the
-notifications), the relay polls at its short interval, as it did before listening.
+its connection). While it does not (connecting, or the connection lost), the relay polls at
+its short interval, as it did before listening.
 """
 
 from __future__ import annotations

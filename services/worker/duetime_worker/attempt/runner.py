@@ -2,7 +2,7 @@
 renewing it, and its end handed to the ``reporter``.
 
 An attempt started ahead of its run's time (its answer says when to call) first waits: shortly
-before its call time (``PRE_CALL_BEAT``; the scheduler takes a beat from 2 s before the call on
+before its call time (``PRE_CALL_BEAT``; the scheduler takes a beat from 4 s before the call on
 as the sign that the call may have begun) a heartbeat is sent and answered (a job paused or
 deleted meanwhile cancels it: it is handed back unrun), and the call begins at its time by the
 server's clock, never before; the report carries when it began. Otherwise it is the same

@@ -29,9 +29,10 @@ DEFAULT_CONNECTIONS_PER_HOST = 256
 # spread over the stretch before a herd's instant, against attempts held (and leased) longer.
 EARLY_AHEAD = 20.0
 # An attempt started ahead beats this long before its call, and calls once answered (a job
-# paused meanwhile is cancelled): time for a herd's beats to be answered, inside the
-# scheduler's 2 s window.
-PRE_CALL_BEAT = 1.0
+# paused meanwhile is cancelled): time for a herd's beats to be answered (they renew every
+# attempt's short early lease) before its instant, inside the scheduler's 4 s window
+# (``duetime_pre_call_from``) with room for the error of the server clock's estimate.
+PRE_CALL_BEAT = 2.5
 
 # --- held back while the calls due go out ----------------------------------------------------
 
