@@ -114,7 +114,7 @@ async def test_a_relay_that_cannot_listen_polls_at_its_short_interval(
     pool: Pool, producer: BatchProducer, topic: str
 ) -> None:
     async def refused() -> asyncpg.Connection[asyncpg.Record]:
-        raise OSError("connection refused")
+        raise asyncpg.InterfaceError("no listener today")
 
     relay = Relay(pool, producer, batch_size=100, poll_interval=0.05, idle_poll_interval=RARELY)
     async with running(relay, refused):

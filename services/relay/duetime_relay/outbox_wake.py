@@ -54,7 +54,7 @@ class OutboxWake:
         while not stopping.is_set():
             try:
                 conn = await connect()
-            except (OSError, asyncpg.PostgresError, TimeoutError) as error:
+            except Exception as error:  # whatever keeps it from listening, it polls meanwhile
                 log.warning(
                     "cannot listen for outbox rows; polling",
                     extra={"action": "outbox_listen_failed", "error": repr(error)},
@@ -82,7 +82,7 @@ class OutboxWake:
         conn.add_termination_listener(lambda _conn: lost.set())
         try:
             await conn.add_listener(OUTBOX_CHANNEL, self._notified)
-        except (OSError, asyncpg.PostgresError) as error:
+        except Exception as error:  # the connection's end, or a server refusing: polled
             log.warning(
                 "cannot listen for outbox rows; polling",
                 extra={"action": "outbox_listen_failed", "error": repr(error)},
