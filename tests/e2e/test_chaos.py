@@ -6,6 +6,7 @@ run finished, no two attempts of a run overlapping (in the database or at the ta
 after its attempt was closed, no key applied twice, SUCCEEDED exactly where the target applied
 the effect (or its report was lost).
 """
+
 from __future__ import annotations
 
 import pytest
