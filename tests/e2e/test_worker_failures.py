@@ -218,7 +218,7 @@ async def test_a_worker_restarted_under_its_id_never_calls_an_attempt_again(
     # lease, or unbegun: no beat came before its call), and a higher one runs.
     # A lease the restart fits in: the new process asks while the attempt is still open. A
     # look-ahead past the held run's time, so it is claimed (and held) at once.
-    scheduler = {"DUETIME_ATTEMPT_LEASE": "15", "DUETIME_CLAIM_LOOKAHEAD": "30"}
+    scheduler = {"DUETIME_ATTEMPT_LEASE": "10", "DUETIME_CLAIM_LOOKAHEAD": "30"}
     async with running_system(
         db_dsn, workers=1, scheduler_extra=scheduler, worker_extra=FAST_BEATS
     ) as system:
