@@ -149,7 +149,10 @@ async def quiesce(fleet: Fleet, recurring: list[uuid.UUID], within: float) -> fl
         await conn.close()
 
 
-async def soak(minutes: float, seed_value: int, work: Workload, fault_every: float) -> Figures:
+async def soak(
+    minutes: float, seed_value: int, work: Workload, fault_every: float, every_kind: bool = False
+) -> Figures:
+    """The soak; with ``every_kind``, faults go on past ``minutes`` until each kind ran."""
     rng = random.Random(seed_value)
     print(f"chaos soak: {minutes} min, seed {seed_value}, {cpu_model()}, {load()}", flush=True)
     async with chaos_target(random.Random(rng.random())) as target, chaos_fleet() as fleet:
@@ -160,7 +163,7 @@ async def soak(minutes: float, seed_value: int, work: Workload, fault_every: flo
         injector = Injector(fleet, random.Random(rng.random()))
         made, _ = await asyncio.gather(
             one_offs(fleet, target, work.one_off_every, until, random.Random(rng.random())),
-            injector.run(until, fault_every),
+            injector.run(until, fault_every, every_kind),
         )
         print(f"faults over after {time.monotonic() - began:.0f} s; {made} one-offs; {load()}")
         took = await quiesce(fleet, recurring, within=600)

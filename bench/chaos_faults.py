@@ -54,6 +54,7 @@ class Injector:
     crashes: Counter[str] = field(default_factory=Counter)
     _busy: set[str] = field(default_factory=set)
     _deck: list[tuple[str, str]] = field(default_factory=list)
+    _started: set[tuple[str, str]] = field(default_factory=set)
 
     def _eligible(self, target: str) -> bool:
         if target in self._busy:
@@ -72,21 +73,30 @@ class Injector:
                 return self._deck.pop(i)
         return None
 
-    async def run(self, until: float, every: float) -> None:
+    def _more(self, until: float, every_kind: bool) -> bool:
+        """Whether to start another fault: before the monotonic time ``until``; past it too,
+        with ``every_kind``, while some kind has not been started yet."""
+        if time.monotonic() < until:
+            return True
+        return every_kind and len(self._started) < len(KINDS)
+
+    async def run(self, until: float, every: float, every_kind: bool = False) -> None:
         """Starts a fault every ``every`` seconds or so (when a lane is free; never when
-        ``every`` is 0: a baseline) until the monotonic time ``until``; returns once every
-        fault has ended."""
+        ``every`` is 0: a baseline) until the monotonic time ``until`` (with ``every_kind``,
+        until every kind was started too: a short soak then covers each, however loaded the
+        machine); returns once every fault has ended."""
         running: set[asyncio.Task[None]] = set()
         supervisor = asyncio.create_task(self._supervise())
         try:
             if every <= 0:
                 await asyncio.sleep(until - time.monotonic())
-            while every > 0 and time.monotonic() < until:
+            while every > 0 and self._more(until, every_kind):
                 await asyncio.sleep(self.rng.uniform(0.5, 1.5) * every)
                 while len(running) >= self.lanes:
                     _, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                 drawn = self._draw()
-                if drawn is not None and time.monotonic() < until:
+                if drawn is not None and self._more(until, every_kind):
+                    self._started.add(drawn)
                     self._busy.add(drawn[1])
                     task = asyncio.create_task(self._inject(*drawn))
                     running.add(task)

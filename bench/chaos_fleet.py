@@ -25,7 +25,7 @@ from testkit.etcd import PrivateEtcd, private_etcd
 from testkit.fleet import new_prefix, scheduler_env
 from testkit.kafka import PrivateKafka, create_topics, free_port, private_kafka
 from testkit.postgres import PrivatePostgres, private_postgres
-from testkit.processes import Service, service
+from testkit.processes import Service, service, together
 from testkit.system import Api, notify_group
 from testkit.tls import also_plaintext, service_client_tls
 
@@ -188,15 +188,31 @@ def _service_env(fleet_env: dict[str, str], mtls: bool, worker_token: str) -> di
     return slots
 
 
+async def _stop_all(slots: list[Slot]) -> None:
+    """Stops every service at once (``Slot.stop`` stops one that never started, too)."""
+    await asyncio.gather(*(slot.stop() for slot in slots))
+
+
 @asynccontextmanager
 async def chaos_fleet(directory: Path | None = None) -> AsyncIterator[Fleet]:
     """Everything started, the team made; yields the fleet and stops it all afterwards."""
     directory = directory or Path(tempfile.mkdtemp(prefix="duetime-chaos-"))
+    (directory / "kafka").mkdir(parents=True, exist_ok=True)
     async with AsyncExitStack() as stack:
-        postgres = await stack.enter_async_context(private_postgres())
-        etcd = await stack.enter_async_context(private_etcd(directory / "etcd"))
-        (directory / "kafka").mkdir(parents=True, exist_ok=True)
-        kafka = await stack.enter_async_context(private_kafka(directory / "kafka"))
+        # The three servers start at once: each start is mostly waiting for its process.
+        async with asyncio.TaskGroup() as group:
+            starting_postgres = group.create_task(stack.enter_async_context(private_postgres()))
+            starting_etcd = group.create_task(
+                stack.enter_async_context(private_etcd(directory / "etcd"))
+            )
+            starting_kafka = group.create_task(
+                stack.enter_async_context(private_kafka(directory / "kafka"))
+            )
+        postgres, etcd, kafka = (
+            starting_postgres.result(),
+            starting_etcd.result(),
+            starting_kafka.result(),
+        )
         await create_topics(kafka.bootstrap, sorted(DISPATCH_TOPICS.values()), TOPIC_PARTITIONS)
         await create_topics(kafka.bootstrap, [DEAD_LETTER_TOPIC], partitions=1)
         conn = await asyncpg.connect(postgres.dsn, ssl=False)
@@ -216,9 +232,10 @@ async def chaos_fleet(directory: Path | None = None) -> AsyncIterator[Fleet]:
         client_tls = service_client_tls(env)
         mtls = client_tls is not None and bool(client_tls.cert_file)
         slots = _service_env(env, mtls, worker_token)
-        for slot in slots.values():
-            await slot.start()
-            stack.push_async_callback(slot.stop)
+        stack.push_async_callback(_stop_all, list(slots.values()))
+        # The services start at once, the workers once the schedulers they are given serve.
+        await together([slots[name].start() for name in ("api", "relay", *SCHEDULERS)])
+        await together([slots[name].start() for name in WORKERS])
         api = Api(slots["api"].env["DUETIME_API_ADDRESS"], team_token, env)
         stack.push_async_callback(api.close)
         yield Fleet(directory, postgres, etcd, kafka, env["PREFIX"], slots, api)

@@ -18,7 +18,7 @@ from duetime_core.schedule import next_fire_time
 from duetime_infra.codec.spec_json import spec_from_json
 from duetime_infra.pg.pool import Conn
 from testkit.polling import eventually as eventually  # bench/ imports it from here
-from testkit.processes import Service, service
+from testkit.processes import Service, enter_together, service
 
 TTL_SECONDS = 3
 
@@ -42,14 +42,15 @@ def scheduler_env(dsn: str, prefix: str, scheduler_id: str) -> dict[str, str]:
 
 @asynccontextmanager
 async def schedulers(dsn: str, prefix: str, ids: list[str]) -> AsyncIterator[dict[str, Service]]:
+    """Schedulers started at once (each then joins the fleet as it comes up), and stopped at
+    once."""
     async with AsyncExitStack() as stack:
-        started = {}
-        for scheduler_id in ids:
-            env = scheduler_env(dsn, prefix, scheduler_id)
-            started[scheduler_id] = await stack.enter_async_context(
-                service("duetime_scheduler", env, "DUETIME_SCHEDULER_PORT")
-            )
-        yield started
+        starts = [
+            service("duetime_scheduler", scheduler_env(dsn, prefix, i), "DUETIME_SCHEDULER_PORT")
+            for i in ids
+        ]
+        started = await enter_together(stack, starts)
+        yield dict(zip(ids, started, strict=True))
 
 
 def new_prefix() -> str:

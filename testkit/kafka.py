@@ -257,6 +257,10 @@ class PrivateKafka:
                     "transaction.state.log.num.partitions=3",
                     # Shut down quickly: one node has nobody to hand leadership to.
                     "controlled.shutdown.enable=false",
+                    # Started again, the broker waits for its previous registration's session
+                    # to expire (9 s by default) before it serves: short, so a restart is.
+                    "broker.session.timeout.ms=3000",
+                    "broker.heartbeat.interval.ms=500",
                     "",
                 ]
             )

@@ -8,11 +8,13 @@ import os
 import re
 import signal
 import sys
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -118,3 +120,36 @@ async def service(
     # Its log is JSON lines only: nothing else (gRPC's C core, a library) writes to stderr.
     text = _not_json(logged)
     assert not text, f"{module}: lines on stderr that are not JSON:\n" + "\n".join(text)[:4000]
+
+
+async def together(starts: Sequence[Awaitable[T]]) -> list[T]:
+    """Awaits the starts at once, their results in order: a service's start is mostly its
+    interpreter's imports, so several overlap well. On a failure the others are cancelled
+    (a service cancelled while starting is stopped) and the first failure is raised."""
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(_awaited(start)) for start in starts]
+    except ExceptionGroup as failed:
+        raise failed.exceptions[0] from None
+    return [task.result() for task in tasks]
+
+
+async def _awaited(start: Awaitable[T]) -> T:
+    return await start
+
+
+async def enter_together(
+    stack: AsyncExitStack, managers: Sequence[AbstractAsyncContextManager[T]]
+) -> list[T]:
+    """Enters the context managers (services) at once; ``stack`` exits them at once too."""
+    own = [AsyncExitStack() for _ in managers]
+    stack.push_async_callback(_close_together, own)
+    return await together([s.enter_async_context(m) for s, m in zip(own, managers, strict=True)])
+
+
+async def _close_together(stacks: list[AsyncExitStack]) -> None:
+    """Closes every stack, each to its end even when another fails; then the first failure."""
+    outcomes = await asyncio.gather(*(s.aclose() for s in stacks), return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome

@@ -31,7 +31,7 @@ from duetime_infra.kafka.topics import DEAD_LETTER_TOPIC, DISPATCH_TOPICS
 from testkit.fleet import new_prefix, scheduler_env
 from testkit.gateway import running_gateway
 from testkit.kafka import shared_bootstrap
-from testkit.processes import Service, service
+from testkit.processes import Service, enter_together, service
 from testkit.tls import service_channel, service_client_tls, with_stack_tls
 
 TEAM = "team-e2e"
@@ -173,6 +173,17 @@ class System:
         self.workers[worker_id] = started
         return started
 
+    async def start_workers(self, worker_ids: list[str], extra: Mapping[str, str] = {}) -> None:
+        """Starts several more workers at once; they are stopped at once too."""
+        started = await enter_together(
+            self._stack,
+            [
+                service("duetime_worker", self.worker_env(w, extra), "DUETIME_WORKER_PORT")
+                for w in worker_ids
+            ],
+        )
+        self.workers.update(zip(worker_ids, started, strict=True))
+
 
 @asynccontextmanager
 async def running_system(
@@ -205,29 +216,32 @@ async def running_system(
     mtls = client_tls is not None and bool(client_tls.cert_file)
     worker_ca = {"DUETIME_WORKER_CLIENT_CA_FILE": client_tls.ca_file} if mtls and client_tls else {}
     async with AsyncExitStack() as stack:
-        api_service = await stack.enter_async_context(
-            service(
-                "duetime_api",
-                with_stack_tls({**base, "DUETIME_API_ADDRESS": "127.0.0.1:0"}),
-                "DUETIME_API_PORT",
-            )
-        )
-        scheduler = await stack.enter_async_context(
-            service(
-                "duetime_scheduler",
-                with_stack_tls(
-                    {
-                        **base,
-                        **scheduler_env(db_dsn, new_prefix(), "s1"),
-                        **worker_ca,
-                        **scheduler_extra,
-                    }
+        api_service, scheduler, relay = await enter_together(
+            stack,
+            [
+                service(
+                    "duetime_api",
+                    with_stack_tls({**base, "DUETIME_API_ADDRESS": "127.0.0.1:0"}),
+                    "DUETIME_API_PORT",
                 ),
-                "DUETIME_SCHEDULER_PORT",
-            )
-        )
-        relay = await stack.enter_async_context(
-            service("duetime_relay", with_stack_tls({**base, **relay_extra}), "DUETIME_RELAY_PORT")
+                service(
+                    "duetime_scheduler",
+                    with_stack_tls(
+                        {
+                            **base,
+                            **scheduler_env(db_dsn, new_prefix(), "s1"),
+                            **worker_ca,
+                            **scheduler_extra,
+                        }
+                    ),
+                    "DUETIME_SCHEDULER_PORT",
+                ),
+                service(
+                    "duetime_relay",
+                    with_stack_tls({**base, **relay_extra}),
+                    "DUETIME_RELAY_PORT",
+                ),
+            ],
         )
         api = Api(api_service.address, team_token, base)
         stack.push_async_callback(api.close)
@@ -240,6 +254,5 @@ async def running_system(
             )
         # Workers stop first (their own stack), while the scheduler still answers them.
         async with system._stack:
-            for n in range(1, workers + 1):
-                await system.start_worker(f"w{n}", worker_extra)
+            await system.start_workers([f"w{n}" for n in range(1, workers + 1)], worker_extra)
             yield system

@@ -9,6 +9,13 @@ import pytest
 from testkit.live import Live, live_system
 
 
+@pytest.fixture(scope="session")
+def images_built() -> set[str]:
+    """The images a test of this session built from this tree (``scripts/image build``): a
+    later test that runs one needs no build of its own."""
+    return set()
+
+
 @pytest.fixture(scope="module")
 async def live(template_db: str) -> AsyncIterator[Live]:
     """One live system for a module's tests (starting the services costs seconds)."""

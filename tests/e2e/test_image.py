@@ -32,7 +32,9 @@ def image_id(reference: str) -> str | None:
     return found.stdout.strip() if found.returncode == 0 else None
 
 
-def test_a_build_leaves_no_image_but_its_own_and_the_documented_run_works() -> None:
+def test_a_build_leaves_no_image_but_its_own_and_the_documented_run_works(
+    images_built: set[str],
+) -> None:
     require_podman()
     image = f"localhost/duetime:{TAG}"
     replaced = image_id(image)
@@ -44,6 +46,7 @@ def test_a_build_leaves_no_image_but_its_own_and_the_documented_run_works() -> N
         timeout=1100,
     )
     assert build.returncode == 0, build.stderr[-3000:]
+    images_built.add(image)
     stage = podman("images", "--all", "--filter", f"label={BUILD_STAGE}", "--format", "{{.ID}}")
     assert stage.returncode == 0, stage.stderr
     assert stage.stdout.split() == [], "the build stage's images are left"

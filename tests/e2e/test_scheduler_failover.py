@@ -18,7 +18,7 @@ from testkit.fleet import new_prefix, scheduler_env
 from testkit.http_target import Behaviour, http_target
 from testkit.jobs import TEAM, create_jobs, ensure_team
 from testkit.polling import eventually
-from testkit.processes import Service, service
+from testkit.processes import enter_together, service
 from testkit.system import http_job, notify_group, start_worker_groups_at_end
 
 # Shorter than the call, so the call outlives several renewals and the gap the fault makes.
@@ -46,21 +46,17 @@ async def test_a_worker_keeps_its_lease_when_its_scheduler_dies_or_freezes(
     await start_worker_groups_at_end(group)
     async with AsyncExitStack() as stack, http_target() as target:
         url = target.on("/long", Behaviour(delay=CALL_SECONDS))
-        schedulers: list[Service] = []
-        for name in ("s1", "s2"):
-            env = {
-                **scheduler_env(db_dsn, prefix, name),
-                "DUETIME_ATTEMPT_LEASE": str(LEASE_SECONDS),
-            }
-            schedulers.append(
-                await stack.enter_async_context(
-                    service("duetime_scheduler", env, "DUETIME_SCHEDULER_PORT")
-                )
+        lease = {"DUETIME_ATTEMPT_LEASE": str(LEASE_SECONDS)}
+        schedulers = [
+            service(
+                "duetime_scheduler",
+                {**scheduler_env(db_dsn, prefix, name), **lease},
+                "DUETIME_SCHEDULER_PORT",
             )
-        await stack.enter_async_context(
-            service("duetime_relay", {"DUETIME_PG_DSN": db_dsn}, "DUETIME_RELAY_PORT")
-        )
-        first, second = schedulers
+            for name in ("s1", "s2")
+        ]
+        relay = service("duetime_relay", {"DUETIME_PG_DSN": db_dsn}, "DUETIME_RELAY_PORT")
+        first, second, _ = await enter_together(stack, [*schedulers, relay])
         await stack.enter_async_context(
             service(
                 "duetime_worker",

@@ -216,10 +216,11 @@ async def test_a_worker_restarted_under_its_id_never_calls_an_attempt_again(
     # message of the partition (a run held until its time) was still unanswered. The attempt
     # may have reached the target: the new process is refused it, the attempt ends (at its
     # lease, or unbegun: no beat came before its call), and a higher one runs.
-    # A lease the restart fits in: the new process asks while the attempt is still open.
-    lease = {"DUETIME_ATTEMPT_LEASE": "15"}
+    # A lease the restart fits in: the new process asks while the attempt is still open. A
+    # look-ahead past the held run's time, so it is claimed (and held) at once.
+    scheduler = {"DUETIME_ATTEMPT_LEASE": "10", "DUETIME_CLAIM_LOOKAHEAD": "30"}
     async with running_system(
-        db_dsn, workers=1, scheduler_extra=lease, worker_extra=FAST_BEATS
+        db_dsn, workers=1, scheduler_extra=scheduler, worker_extra=FAST_BEATS
     ) as system:
         held = target.on("/held", Behaviour())
         at = datetime.now(UTC) + timedelta(seconds=25)
