@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TypeAlias
+from typing import Any, NamedTuple, TypeAlias
 
 import asyncpg
 
@@ -44,6 +45,34 @@ class PendingRow:
     key: bytes
     payload: bytes
     headers: dict[str, str]
+
+
+class StuckRun(NamedTuple):
+    """A QUEUED run whose dispatch message was lost, as ``relay_reenqueue_stuck`` returns it."""
+
+    run_id: uuid.UUID
+    job_id: uuid.UUID
+    nominal_time: datetime
+    origin: str
+    team_id: str
+    effective_time: datetime
+    priority: str
+    traceparent: str
+    target_kind: str | None
+
+    @classmethod
+    def of(cls, row: asyncpg.Record) -> StuckRun:
+        return cls(
+            run_id=row["run_id"],
+            job_id=row["job_id"],
+            nominal_time=row["nominal_time"],
+            origin=row["origin"],
+            team_id=row["team_id"],
+            effective_time=row["effective_time"],
+            priority=row["priority"],
+            traceparent=row["traceparent"],
+            target_kind=row["target_kind"],
+        )
 
 
 def _headers(value: Any) -> dict[str, str]:
@@ -119,5 +148,5 @@ async def reenqueue_stuck_runs(pool: Pool, after: timedelta, limit: int) -> int:
         )
         if not rows:
             return 0
-        await insert_outbox(conn, [redispatch_row(r, r["now"]) for r in rows])
+        await insert_outbox(conn, [redispatch_row(StuckRun.of(r), r["now"]) for r in rows])
     return len(rows)
