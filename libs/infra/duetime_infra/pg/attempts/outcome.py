@@ -1,4 +1,5 @@
-"""What every attempt path shares: its transaction, the end of a run (dead-letter event,
+"""What every attempt path shares: its transaction, the locks on its runs' and jobs' rows (a
+run's row made the typed row of its path's query), the end of a run (dead-letter event,
 BUFFER_ONE release, hand-back) and the lateness count of a first start. The reaper ends runs
 through the same helpers."""
 
