@@ -6,10 +6,10 @@ through the same helpers."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import NamedTuple, Protocol, TypeVar
+from typing import NamedTuple, Protocol
 
 import asyncpg
 
@@ -25,9 +25,8 @@ from duetime_infra.pg.dispatch.outbox_writer import insert_outbox
 from duetime_infra.pg.dispatch.redispatch import Redispatchable, StoredRun, key_of, redispatch_row
 from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.sql import q, waiting
+from duetime_infra.pg.typed_row import RowT, typed_row
 from duetime_infra.telemetry import instruments
-
-RowT = TypeVar("RowT")
 
 
 class LockedJob(NamedTuple):
@@ -36,10 +35,6 @@ class LockedJob(NamedTuple):
     job_id: uuid.UUID
     state: str
     now: datetime
-
-    @classmethod
-    def of(cls, row: asyncpg.Record) -> LockedJob:
-        return cls(job_id=row["job_id"], state=row["state"], now=row["now"])
 
 
 class StartTimes(Protocol):
@@ -83,16 +78,16 @@ async def transaction(pool: Pool) -> AsyncIterator[Conn]:
 async def lock_runs(
     conn: Conn,
     query: str,
-    typed: Callable[[asyncpg.Record], RowT],
+    row_type: type[RowT],
     run_ids: list[uuid.UUID],
     wait: bool,
     *args: object,
 ) -> list[RowT]:
     """The named runs' rows, locked by ``query`` (SKIP LOCKED: the rows no other transaction
-    holds) or, for a waiting pass, by its ``waiting`` form, which waits for them; each made a
-    typed row by ``typed``."""
+    holds) or, for a waiting pass, by its ``waiting`` form, which waits for them; as typed
+    rows of ``row_type``."""
     rows = await conn.fetch(waiting(query) if wait else q(query), run_ids, *args)
-    return [typed(r) for r in rows]
+    return [typed_row(row_type, r) for r in rows]
 
 
 async def lock_jobs(
@@ -107,9 +102,9 @@ async def lock_jobs(
         ((job_id, together),) = shared.items()
         lock = "attempt_job_lock_shared" if together else "attempt_job_lock"
         job = await conn.fetchrow(q(lock), job_id)
-        return {} if job is None else {job_id: LockedJob.of(job)}
+        return {} if job is None else {job_id: typed_row(LockedJob, job)}
     rows = await conn.fetch(q("attempt_batch_jobs_lock"), list(shared), list(shared.values()))
-    return {j["job_id"]: LockedJob.of(j) for j in rows}
+    return {j["job_id"]: typed_row(LockedJob, j) for j in rows}
 
 
 async def release_waiting(conn: Conn, job_id: uuid.UUID) -> list[OutboxRow]:
@@ -123,7 +118,7 @@ async def release_waiting(conn: Conn, job_id: uuid.UUID) -> list[OutboxRow]:
     if not rows:
         return []
     now: datetime = rows[0]["now"]
-    runs = [RunToDispatch.of(r) for r in rows]
+    runs = [typed_row(RunToDispatch, r) for r in rows]
     return (await dispatch_runs(conn, runs, now, not_before=now)).outbox
 
 

@@ -28,6 +28,7 @@ from duetime_infra.pg.attempts.results import Rand
 from duetime_infra.pg.fencing import FencingToken, fence
 from duetime_infra.pg.pool import Conn, generic_plans
 from duetime_infra.pg.sql import q
+from duetime_infra.pg.typed_row import typed_row
 from duetime_infra.telemetry import instruments
 
 log = logging.getLogger(__name__)
@@ -53,25 +54,6 @@ class ExpiredRun(NamedTuple):
     budget_start_attempt: int
     job_snapshot: Any
     open_number: int
-
-    @classmethod
-    def of(cls, row: asyncpg.Record) -> ExpiredRun:
-        return cls(
-            run_id=row["run_id"],
-            job_id=row["job_id"],
-            nominal_time=row["nominal_time"],
-            origin=row["origin"],
-            team_id=row["team_id"],
-            partition=row["partition"],
-            effective_time=row["effective_time"],
-            priority=row["priority"],
-            traceparent=row["traceparent"],
-            target_kind=row["target_kind"],
-            attempt_limit=row["attempt_limit"],
-            budget_start_attempt=row["budget_start_attempt"],
-            job_snapshot=row["job_snapshot"],
-            open_number=row["open_number"],
-        )
 
     def snapshot(self) -> JobSpec:
         doc = self.job_snapshot
@@ -105,7 +87,8 @@ async def reap_expired_attempts(
     ended: list[tuple[AttemptOutcome, RunOutcome]] = []
     async with pool.acquire() as conn, conn.transaction():
         await generic_plans(conn)
-        runs = [ExpiredRun.of(r) for r in await conn.fetch(q("reaper_expired"), partitions, limit)]
+        expired = await conn.fetch(q("reaper_expired"), partitions, limit)
+        runs = [typed_row(ExpiredRun, r) for r in expired]
         if not runs:
             return 0
         job_ids = sorted({r.job_id for r in runs})

@@ -18,8 +18,6 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import NamedTuple
 
-import asyncpg
-
 from duetime_core.attempts import EndFacts, RunOutcome, decide_completion, truncate_error
 from duetime_core.errors import DuetimeError
 from duetime_core.jobspec import JobState
@@ -67,29 +65,6 @@ class ReportedRun(NamedTuple):
     spec_text: str | None
     target_kind: str | None
     now: datetime
-
-    @classmethod
-    def of(cls, row: asyncpg.Record) -> ReportedRun:
-        return cls(
-            run_id=row["run_id"],
-            nominal_time=row["nominal_time"],
-            job_id=row["job_id"],
-            job_version=row["job_version"],
-            origin=row["origin"],
-            team_id=row["team_id"],
-            state=row["state"],
-            attempt=row["attempt"],
-            attempt_limit=row["attempt_limit"],
-            budget_start_attempt=row["budget_start_attempt"],
-            priority=row["priority"],
-            effective_time=row["effective_time"],
-            eligible_time=row["eligible_time"],
-            traceparent=row["traceparent"],
-            open_worker_id=row["open_worker_id"],
-            spec_text=row["spec_text"],
-            target_kind=row["target_kind"],
-            now=row["now"],
-        )
 
 
 # A report that passed the compare-and-set: its index and its run's locked row.
@@ -194,7 +169,7 @@ class Reports:
         rows = await lock_runs(
             conn,
             "attempt_batch_reports_lock",
-            ReportedRun.of,
+            ReportedRun,
             [r.run_id for r in reports],
             wait,
             [r.run_id for r in reports if r.outcome is not AttemptOutcome.SUCCEEDED],

@@ -8,8 +8,6 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import NamedTuple
 
-import asyncpg
-
 from duetime_core.attempts import StartDecision, StartKind, StartView
 from duetime_core.jobspec import CallSigning, JobSpec, OverlapPolicy
 from duetime_core.records import RunState
@@ -46,32 +44,6 @@ class StartFacts(NamedTuple):
     team_call_signing: str | None
     team_key_ids: list[str]
     now: datetime
-
-    @classmethod
-    def of(cls, row: asyncpg.Record) -> StartFacts:
-        return cls(
-            run_id=row["run_id"],
-            job_id=row["job_id"],
-            job_version=row["job_version"],
-            nominal_time=row["nominal_time"],
-            origin=row["origin"],
-            team_id=row["team_id"],
-            state=row["state"],
-            attempt=row["attempt"],
-            effective_time=row["effective_time"],
-            next_attempt_time=row["next_attempt_time"],
-            eligible_time=row["eligible_time"],
-            priority=row["priority"],
-            traceparent=row["traceparent"],
-            start_delivery_id=row["start_delivery_id"],
-            spec_text=row["spec_text"],
-            open_worker_id=row["open_worker_id"],
-            open_lease_expire_time=row["open_lease_expire_time"],
-            open_call_time=row["open_call_time"],
-            team_call_signing=row["team_call_signing"],
-            team_key_ids=row["team_key_ids"],
-            now=row["now"],
-        )
 
 
 # A run the admission check let through: its request's index, locked row, definition, view.

@@ -78,7 +78,7 @@ class Starts:
             if not wait:  # a batch's arrays: see generic_plans
                 await generic_plans(conn)
             rows = await lock_runs(
-                conn, "attempt_batch_runs_lock", StartFacts.of, [r.run_id for r in requests], wait
+                conn, "attempt_batch_runs_lock", StartFacts, [r.run_id for r in requests], wait
             )
             if wait and not rows:
                 return {0: StartResult.refused(await conn.fetchval(q("db_now")), RUN_NOT_FOUND)}

@@ -20,8 +20,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple, TypeVar
 
-import asyncpg
-
 from duetime_core.fairness import PriorityFairQueue
 from duetime_core.jobspec import Priority
 from duetime_core.quotas import Admission, Candidate, QuotaLimit, TeamState, plan_dispatch
@@ -54,25 +52,6 @@ class RunToDispatch(NamedTuple):
     reason: str
     quota_limit: str
     attempt: int
-
-    @classmethod
-    def of(cls, row: asyncpg.Record) -> RunToDispatch:
-        return cls(
-            run_id=row["run_id"],
-            job_id=row["job_id"],
-            nominal_time=row["nominal_time"],
-            origin=row["origin"],
-            team_id=row["team_id"],
-            partition=row["partition"],
-            effective_time=row["effective_time"],
-            priority=row["priority"],
-            traceparent=row["traceparent"],
-            target_kind=row["target_kind"],
-            state=row["state"],
-            reason=row["reason"],
-            quota_limit=row["quota_limit"],
-            attempt=row["attempt"],
-        )
 
 
 class DispatchCredit:

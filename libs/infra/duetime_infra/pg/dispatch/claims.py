@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
-import asyncpg
 from opentelemetry.trace import Span
 
 from duetime_core.calendars import CalendarRules, job_calendars
@@ -44,6 +43,7 @@ from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.sql import q
 from duetime_infra.pg.teams.calendars import calendars_of
 from duetime_infra.pg.teams.quotas import save_rates
+from duetime_infra.pg.typed_row import typed_row
 from duetime_infra.telemetry import instruments
 from duetime_infra.tracecontext import JOB_ID, RUN_ID, start_run_span
 
@@ -75,19 +75,6 @@ class DueJob(NamedTuple):
     next_run_time: datetime
     next_effective_time: datetime
     scheduled_runs: int
-
-    @classmethod
-    def of(cls, row: asyncpg.Record) -> DueJob:
-        return cls(
-            job_id=row["job_id"],
-            team_id=row["team_id"],
-            partition=row["partition"],
-            version=row["version"],
-            spec_text=row["spec_text"],
-            next_run_time=row["next_run_time"],
-            next_effective_time=row["next_effective_time"],
-            scheduled_runs=row["scheduled_runs"],
-        )
 
 
 @dataclass
@@ -390,7 +377,7 @@ async def _due_jobs(
             now + ahead,
             batch_size - len(rows),
         )
-    return [DueJob.of(r) for r in rows]
+    return [typed_row(DueJob, r) for r in rows]
 
 
 def _dispatches(

@@ -29,6 +29,7 @@ from duetime_infra.pg.fencing import FencingToken, fence
 from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.sql import q
 from duetime_infra.pg.teams.quotas import lock_teams, teams_holding
+from duetime_infra.pg.typed_row import typed_row
 from duetime_infra.telemetry import instruments
 
 Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
@@ -62,7 +63,7 @@ async def requeue_due_retries(
         due = await conn.fetch(q("retry_requeue_due"), partitions, lookahead, limit)
         if not due:
             return 0
-        rows = [RunToDispatch.of(r) for r in due]
+        rows = [typed_row(RunToDispatch, r) for r in due]
         dispatched = await dispatch_runs(
             conn, rows, due[0]["now"], credit=credit, partitions=partitions
         )
@@ -149,7 +150,7 @@ async def _candidates(
             break
         held = sorted(held, key=lambda r: r["effective_time"])
         missed = await _apply_misfire(conn, held, now, specs)
-        rows = [RunToDispatch.of(r) for r in held]
+        rows = [typed_row(RunToDispatch, r) for r in held]
         fetched += rows
         kept = [r for r in rows if r.run_id not in missed]
         runnable += kept

@@ -23,6 +23,7 @@ from duetime_infra.pg.dispatch.outbox_writer import insert_outbox
 from duetime_infra.pg.dispatch.redispatch import redispatch_row
 from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.sql import q
+from duetime_infra.pg.typed_row import typed_row
 
 log = logging.getLogger(__name__)
 
@@ -59,20 +60,6 @@ class StuckRun(NamedTuple):
     priority: str
     traceparent: str
     target_kind: str | None
-
-    @classmethod
-    def of(cls, row: asyncpg.Record) -> StuckRun:
-        return cls(
-            run_id=row["run_id"],
-            job_id=row["job_id"],
-            nominal_time=row["nominal_time"],
-            origin=row["origin"],
-            team_id=row["team_id"],
-            effective_time=row["effective_time"],
-            priority=row["priority"],
-            traceparent=row["traceparent"],
-            target_kind=row["target_kind"],
-        )
 
 
 def _headers(value: Any) -> dict[str, str]:
@@ -148,5 +135,5 @@ async def reenqueue_stuck_runs(pool: Pool, after: timedelta, limit: int) -> int:
         )
         if not rows:
             return 0
-        await insert_outbox(conn, [redispatch_row(StuckRun.of(r), r["now"]) for r in rows])
+        await insert_outbox(conn, [redispatch_row(typed_row(StuckRun, r), r["now"]) for r in rows])
     return len(rows)
