@@ -9,22 +9,26 @@ caller loops while a call returns ``limit``.
 
 from __future__ import annotations
 
+import json
 import logging
 import random
+import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TypeAlias
+from typing import Any, NamedTuple, TypeAlias
 
 import asyncpg
 
 from duetime_core.attempts import CallProgress, EndFacts, RunOutcome, decide_expiry
-from duetime_core.jobspec import JobState
+from duetime_core.jobspec import JobSpec, JobState
 from duetime_core.records import AttemptOutcome
-from duetime_infra.pg.attempts.outcome import apply_run_outcome, snapshot_of
+from duetime_infra.codec.spec_json import spec_from_json
+from duetime_infra.pg.attempts.outcome import apply_run_outcome
 from duetime_infra.pg.attempts.results import Rand
 from duetime_infra.pg.fencing import FencingToken, fence
 from duetime_infra.pg.pool import Conn, generic_plans
 from duetime_infra.pg.sql import q
+from duetime_infra.pg.typed_row import typed_row
 from duetime_infra.telemetry import instruments
 
 log = logging.getLogger(__name__)
@@ -32,14 +36,38 @@ log = logging.getLogger(__name__)
 Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
 
 
+class ExpiredRun(NamedTuple):
+    """A run whose open attempt expired, as ``reaper_expired`` locks it: its row, its job
+    version's definition (``job_snapshot``) and target kind, and the attempt's number."""
+
+    run_id: uuid.UUID
+    job_id: uuid.UUID
+    nominal_time: datetime
+    origin: str
+    team_id: str
+    partition: int
+    effective_time: datetime
+    priority: str
+    traceparent: str
+    target_kind: str | None
+    attempt_limit: int
+    budget_start_attempt: int
+    job_snapshot: Any
+    open_number: int
+
+    def snapshot(self) -> JobSpec:
+        doc = self.job_snapshot
+        return spec_from_json(json.loads(doc) if isinstance(doc, str) else doc)
+
+
 def _partitions(tokens: Sequence[FencingToken]) -> list[int]:
     return sorted({t.partition for t in tokens})
 
 
-def _touched(tokens: Sequence[FencingToken], rows: Sequence[asyncpg.Record]) -> list[FencingToken]:
+def _touched(tokens: Sequence[FencingToken], rows: Sequence[ExpiredRun]) -> list[FencingToken]:
     """The tokens of the partitions a batch changed: only those need fencing, and fencing every
     owned partition on every pass would rewrite hundreds of token rows a second for nothing."""
-    partitions = {r["partition"] for r in rows}
+    partitions = {r.partition for r in rows}
     return [t for t in tokens if t.partition in partitions]
 
 
@@ -59,14 +87,15 @@ async def reap_expired_attempts(
     ended: list[tuple[AttemptOutcome, RunOutcome]] = []
     async with pool.acquire() as conn, conn.transaction():
         await generic_plans(conn)
-        runs = await conn.fetch(q("reaper_expired"), partitions, limit)
+        expired = await conn.fetch(q("reaper_expired"), partitions, limit)
+        runs = [typed_row(ExpiredRun, r) for r in expired]
         if not runs:
             return 0
-        job_ids = sorted({r["job_id"] for r in runs})
+        job_ids = sorted({r.job_id for r in runs})
         jobs = {j["job_id"]: j["state"] for j in await conn.fetch(q("reaper_jobs_lock"), job_ids)}
         # Attempt rows are locked in run_id order, as heartbeats lock them: no deadlock.
-        for run in sorted(runs, key=lambda r: r["run_id"]):
-            reaped = await _reap(conn, run, jobs.get(run["job_id"]), rand)
+        for run in sorted(runs, key=lambda r: r.run_id):
+            reaped = await _reap(conn, run, jobs.get(run.job_id), rand)
             if reaped is not None:
                 ended.append(reaped)
         await fence(conn, _touched(tokens, runs), operation="reap")
@@ -80,14 +109,12 @@ async def reap_expired_attempts(
 
 
 async def _reap(
-    conn: Conn, run: asyncpg.Record, job_state: str | None, rand: Rand
+    conn: Conn, run: ExpiredRun, job_state: str | None, rand: Rand
 ) -> tuple[AttemptOutcome, RunOutcome] | None:
     """Closes the run's expired open attempt and moves the run on; None when a heartbeat
     renewed it since the scan (or it closed meanwhile)."""
-    number: int = run["open_number"]
-    attempt = await conn.fetchrow(
-        q("reaper_attempt_lock"), run["run_id"], run["nominal_time"], number
-    )
+    number = run.open_number
+    attempt = await conn.fetchrow(q("reaper_attempt_lock"), run.run_id, run.nominal_time, number)
     if attempt is None:
         return None
     now: datetime = attempt["now"]
@@ -104,8 +131,8 @@ async def _reap(
     )
     await conn.execute(
         q("attempt_close"),
-        run["run_id"],
-        run["nominal_time"],
+        run.run_id,
+        run.nominal_time,
         number,
         outcome.value,
         error,
@@ -118,25 +145,25 @@ async def _reap(
 
 
 async def _expiry_facts(
-    conn: Conn, run: asyncpg.Record, attempt: asyncpg.Record, job_state: str | None
+    conn: Conn, run: ExpiredRun, attempt: asyncpg.Record, job_state: str | None
 ) -> EndFacts:
     """What the end of an expired attempt is decided on (its job's state None: gone)."""
-    number: int = run["open_number"]
+    number = run.open_number
     never_called: bool = attempt["never_called"]
     hand_backs = 0
     if never_called:  # rare: counted as a hand-back of the run's
         hand_backs = await conn.fetchval(
             q("attempt_run_hand_backs"),
-            run["run_id"],
-            run["nominal_time"],
+            run.run_id,
+            run.nominal_time,
             number,
-            run["budget_start_attempt"],
+            run.budget_start_attempt,
         )
-    snapshot = snapshot_of(run)
+    snapshot = run.snapshot()
     said = attempt["call_progress"]
     return EndFacts(
         attempt=number,
-        attempt_limit=run["attempt_limit"],
+        attempt_limit=run.attempt_limit,
         retry=snapshot.retry,
         cancel_reason=attempt["cancel_reason"],
         job_deleted=(job_state or JobState.DELETED.value) == JobState.DELETED.value,

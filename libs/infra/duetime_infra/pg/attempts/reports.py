@@ -12,15 +12,18 @@ dead-letter), with the job's lock the pass holds.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
+from typing import NamedTuple
 
 from duetime_core.attempts import EndFacts, RunOutcome, decide_completion, truncate_error
 from duetime_core.errors import DuetimeError
 from duetime_core.jobspec import JobState
 from duetime_core.records import AttemptOutcome, RunState
 from duetime_infra.pg.attempts.outcome import (
+    LockedJob,
     apply_run_outcome,
     count_first_start,
     lock_jobs,
@@ -29,7 +32,7 @@ from duetime_infra.pg.attempts.outcome import (
     stale_attempt,
     transaction,
 )
-from duetime_infra.pg.attempts.results import CompleteResult, Pool, Rand, Report, Row
+from duetime_infra.pg.attempts.results import CompleteResult, Pool, Rand, Report
 from duetime_infra.pg.dispatch.outbox_writer import insert_outbox
 from duetime_infra.pg.dispatch.spec_cache import SpecCache
 from duetime_infra.pg.pool import Conn, generic_plans
@@ -38,25 +41,51 @@ from duetime_infra.telemetry import instruments
 
 log = logging.getLogger(__name__)
 
+
+class ReportedRun(NamedTuple):
+    """The run of a report, as ``attempt_batch_reports_lock`` locks it: its row, its open
+    attempt's worker, the database's now and, for a report other than a success only, its
+    definition's text and target kind."""
+
+    run_id: uuid.UUID
+    nominal_time: datetime
+    job_id: uuid.UUID
+    job_version: int
+    origin: str
+    team_id: str
+    state: str
+    attempt: int
+    attempt_limit: int
+    budget_start_attempt: int
+    priority: str
+    effective_time: datetime
+    eligible_time: datetime | None
+    traceparent: str
+    open_worker_id: str | None
+    spec_text: str | None
+    target_kind: str | None
+    now: datetime
+
+
 # A report that passed the compare-and-set: its index and its run's locked row.
-_Closing = tuple[int, Row]
+_Closing = tuple[int, ReportedRun]
 # A closed report, for what is counted after COMMIT: its index, run row, outcome, and the
 # start of its call when it was a first attempt started ahead of its time.
-_Closed = tuple[int, Row, RunOutcome, datetime | None]
+_Closed = tuple[int, ReportedRun, RunOutcome, datetime | None]
 
 SUCCEEDED = RunOutcome(RunState.SUCCEEDED)
 
 
-def fence(report: Report, row: Row) -> DuetimeError | None:
+def fence(report: Report, row: ReportedRun) -> DuetimeError | None:
     """The compare-and-set's check on the run's locked row: None when attempt ``report.attempt``
     is its open attempt and the reporting worker holds it."""
     token = report.attempt
-    if row["state"] != RunState.RUNNING.value or row["attempt"] != token:
+    if row.state != RunState.RUNNING.value or row.attempt != token:
         return stale_attempt(
-            f"attempt {token} is not the run's open attempt (run {row['state']}, "
-            f"latest attempt {row['attempt']})"
+            f"attempt {token} is not the run's open attempt (run {row.state}, "
+            f"latest attempt {row.attempt})"
         )
-    if row["open_worker_id"] != report.worker_id:
+    if row.open_worker_id != report.worker_id:
         return stale_attempt(f"attempt {token} is not held by worker {report.worker_id!r}")
     return None
 
@@ -99,23 +128,21 @@ class Reports:
             if not wait:  # a batch's arrays: see generic_plans
                 await generic_plans(conn)
             closing = await self._fenced(conn, reports, answers, wait)
-            alone = dict.fromkeys((row["job_id"] for _, row in closing), False)
+            alone = dict.fromkeys((row.job_id for _, row in closing), False)
             jobs = await lock_jobs(conn, alone, wait)
             if not wait:  # a job held elsewhere: a waiting pass
-                closing = [(i, row) for i, row in closing if row["job_id"] in jobs]
+                closing = [(i, row) for i, row in closing if row.job_id in jobs]
             if closing:
                 # A success ends the run SUCCEEDED whatever else holds (a cancel asked for, the
                 # job deleted); the job's lock orders it with the release of a WAITING run.
-                now: datetime = (
-                    max(j["now"] for j in jobs.values()) if jobs else closing[0][1]["now"]
-                )
+                now = max(j.now for j in jobs.values()) if jobs else closing[0][1].now
                 succeeded = [
                     c for c in closing if reports[c[0]].outcome is AttemptOutcome.SUCCEEDED
                 ]
                 closed += await self._close_succeeded(conn, reports, succeeded, now)
                 for i, row in closing:
                     if reports[i].outcome is not AttemptOutcome.SUCCEEDED:
-                        job = jobs.get(row["job_id"])
+                        job = jobs.get(row.job_id)
                         result, first_call = await self._end(conn, row, job, reports[i], now)
                         closed.append((i, row, result, first_call))
         finished: Counter[tuple[str, str]] = Counter()
@@ -142,11 +169,12 @@ class Reports:
         rows = await lock_runs(
             conn,
             "attempt_batch_reports_lock",
+            ReportedRun,
             [r.run_id for r in reports],
             wait,
             [r.run_id for r in reports if r.outcome is not AttemptOutcome.SUCCEEDED],
         )
-        by_run = {row["run_id"]: row for row in rows}
+        by_run = {row.run_id: row for row in rows}
         named = Counter(r.run_id for r in reports)
         closing: list[_Closing] = []
         for i, report in enumerate(reports):
@@ -172,23 +200,23 @@ class Reports:
             return []
         done = await conn.fetch(
             q("attempt_batch_close_succeeded"),
-            [row["run_id"] for _, row in succeeded],
-            [row["nominal_time"] for _, row in succeeded],
-            [row["attempt"] for _, row in succeeded],
+            [row.run_id for _, row in succeeded],
+            [row.nominal_time for _, row in succeeded],
+            [row.attempt for _, row in succeeded],
             now,
             [reports[i].call_time for i, _ in succeeded],
             [call.value if (call := reports[i].call) is not None else None for i, _ in succeeded],
         )
         if len(done) != len(succeeded):  # the runs are locked and RUNNING: cannot happen
             raise RuntimeError("a locked running run did not close")
-        ended_jobs = list({row["job_id"] for _, row in succeeded})
+        ended_jobs = list({row.job_id for _, row in succeeded})
         for job in await conn.fetch(q("attempt_batch_jobs_waiting"), ended_jobs):
             await insert_outbox(conn, await release_waiting(conn, job["job_id"]))
         began = {d["run_id"]: d["start_time"] for d in done if d["first_early"]}
-        return [(i, row, SUCCEEDED, began.get(row["run_id"])) for i, row in succeeded]
+        return [(i, row, SUCCEEDED, began.get(row.run_id)) for i, row in succeeded]
 
     async def _end(
-        self, conn: Conn, row: Row, job: Row | None, report: Report, now: datetime
+        self, conn: Conn, row: ReportedRun, job: LockedJob | None, report: Report, now: datetime
     ) -> tuple[RunOutcome, datetime | None]:
         """Closes the attempt of a report other than a success and moves its run on: retried,
         handed back, dead-lettered or cancelled, as ``decide_completion`` says."""
@@ -196,8 +224,8 @@ class Reports:
         error = truncate_error(report.error)
         closed = await conn.fetchrow(
             q("attempt_close"),
-            row["run_id"],
-            row["nominal_time"],
+            row.run_id,
+            row.nominal_time,
             token,
             outcome.value,
             error,
@@ -206,41 +234,47 @@ class Reports:
             report.call.value if report.call is not None else None,
         )
         if closed is None:  # the run row is locked and RUNNING: this cannot happen
-            raise RuntimeError(f"attempt {token} of run {row['run_id']} did not close")
+            raise RuntimeError(f"attempt {token} of run {row.run_id} did not close")
         first_call: datetime | None = None
         # A first attempt started ahead of its time, and run: its run began with its call.
         if token == 1 and closed["early"] and outcome is not AttemptOutcome.HANDED_BACK:
             first_call = closed["start_time"]
             await conn.execute(
-                q("attempt_run_first_start"), row["run_id"], row["nominal_time"], first_call
+                q("attempt_run_first_start"), row.run_id, row.nominal_time, first_call
             )
-        facts = await self._end_facts(conn, row, job, closed, report)
+        facts = await self._end_facts(conn, row, job, closed["cancel_reason"], report)
         result = decide_completion(outcome, report.retryable, error, facts, now, self._rand())
         await apply_run_outcome(conn, row, token, result, now)
         return result, first_call
 
     async def _end_facts(
-        self, conn: Conn, row: Row, job: Row | None, closed: Row, report: Report
+        self,
+        conn: Conn,
+        row: ReportedRun,
+        job: LockedJob | None,
+        cancel_reason: str,
+        report: Report,
     ) -> EndFacts:
         """What the end of the attempt is decided on: its run's definition and budget, its job
-        (None: gone), the attempt row just closed and, for a hand-back, how many of the run's
-        attempts were handed back."""
+        (None: gone), the cancel asked of the attempt just closed and, for a hand-back, how
+        many of the run's attempts were handed back."""
         hand_backs = 0
         if report.outcome is AttemptOutcome.HANDED_BACK:  # rare: a worker stopping
             hand_backs = await conn.fetchval(
                 q("attempt_run_hand_backs"),
-                row["run_id"],
-                row["nominal_time"],
+                row.run_id,
+                row.nominal_time,
                 report.attempt,
-                row["budget_start_attempt"],
+                row.budget_start_attempt,
             )
-        snapshot = self._specs.get(row["job_id"], row["job_version"], row["spec_text"])
+        assert row.spec_text is not None  # read for every report other than a success
+        snapshot = self._specs.get(row.job_id, row.job_version, row.spec_text)
         return EndFacts(
             attempt=report.attempt,
-            attempt_limit=row["attempt_limit"],
+            attempt_limit=row.attempt_limit,
             retry=snapshot.retry,
-            cancel_reason=closed["cancel_reason"],
-            job_deleted=job is None or job["state"] == JobState.DELETED.value,
+            cancel_reason=cancel_reason,
+            job_deleted=job is None or job.state == JobState.DELETED.value,
             hand_backs=hand_backs,
             delivery=snapshot.delivery,
             call=report.call,

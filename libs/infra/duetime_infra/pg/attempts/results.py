@@ -16,7 +16,6 @@ from duetime_core.jobspec import CallSigning, JobSpec
 from duetime_core.records import AttemptOutcome, RunState
 from duetime_core.runkey import RunKey
 
-Row = asyncpg.Record
 Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
 Rand = Callable[[], float]
 

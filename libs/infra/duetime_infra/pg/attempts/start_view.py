@@ -1,4 +1,4 @@
-"""A start's facts and answers: the core's view of a locked run row, the other runs of its job,
+"""A start's facts and answers: a run's locked row as a start reads it, the core's view of it,
 the STARTED answer, and what is counted after COMMIT."""
 
 from __future__ import annotations
@@ -6,57 +6,73 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
+from typing import NamedTuple
 
-from duetime_core.attempts import OtherRun, StartDecision, StartKind, StartView
+from duetime_core.attempts import StartDecision, StartKind, StartView
 from duetime_core.jobspec import CallSigning, JobSpec, OverlapPolicy
 from duetime_core.records import RunState
 from duetime_core.runkey import BACKFILL_PREFIX, SCHEDULE_ORIGIN
 from duetime_infra.pg.attempts.outcome import count_first_start
-from duetime_infra.pg.attempts.results import Row, RunToExecute, StartAnswer, StartResult
+from duetime_infra.pg.attempts.results import RunToExecute, StartAnswer, StartResult
 from duetime_infra.pg.dispatch.redispatch import key_of
 from duetime_infra.telemetry import instruments
 
+
+class StartFacts(NamedTuple):
+    """A run to start, as ``attempt_batch_runs_lock`` locks it: its row, its open attempt's
+    worker, lease and call time (if any), its definition's text, its team's call signing and
+    active signing keys, and the database's now."""
+
+    run_id: uuid.UUID
+    job_id: uuid.UUID
+    job_version: int
+    nominal_time: datetime
+    origin: str
+    team_id: str
+    state: str
+    attempt: int
+    effective_time: datetime
+    next_attempt_time: datetime | None
+    eligible_time: datetime | None
+    priority: str
+    traceparent: str
+    start_delivery_id: str | None
+    spec_text: str
+    open_worker_id: str | None
+    open_lease_expire_time: datetime | None
+    open_call_time: datetime | None
+    team_call_signing: str | None
+    team_key_ids: list[str]
+    now: datetime
+
+
 # A run the admission check let through: its request's index, locked row, definition, view.
-Admitted = tuple[int, Row, JobSpec, StartView]
+Admitted = tuple[int, StartFacts, JobSpec, StartView]
 # A run decided on under its job's lock: its request's index, row, definition, the decision
 # and the job's reading of the clock.
-Decided = tuple[int, Row, JobSpec, StartDecision, datetime]
+Decided = tuple[int, StartFacts, JobSpec, StartDecision, datetime]
 
 
-def start_view(row: Row, snapshot: JobSpec) -> StartView:
+def start_view(row: StartFacts, snapshot: JobSpec) -> StartView:
     """What the start decision needs of a run, from its locked row."""
     return StartView(
-        state=RunState(row["state"]),
-        scheduled=row["origin"] == SCHEDULE_ORIGIN,
-        nominal_time=row["nominal_time"],
-        effective_time=row["effective_time"],
-        next_attempt_time=row["next_attempt_time"],
-        attempt=row["attempt"],
-        start_delivery_id=row["start_delivery_id"],
-        open_attempt_worker=row["open_worker_id"],
+        state=RunState(row.state),
+        scheduled=row.origin == SCHEDULE_ORIGIN,
+        nominal_time=row.nominal_time,
+        effective_time=row.effective_time,
+        next_attempt_time=row.next_attempt_time,
+        attempt=row.attempt,
+        start_delivery_id=row.start_delivery_id,
+        open_attempt_worker=row.open_worker_id,
         misfire=snapshot.misfire,
         # A backfill's runs are ordered by the backfill's own overlap (BackfillOverlap), not
         # the job's: held by their turns or by nothing.
-        overlap=OverlapPolicy.ALLOW
-        if row["origin"].startswith(BACKFILL_PREFIX)
-        else snapshot.overlap,
-    )
-
-
-def other_run(row: Row) -> OtherRun:
-    """Another open run of the same job, for the overlap check of a start."""
-    return OtherRun(
-        run_id=row["run_id"],
-        nominal_time=row["nominal_time"],
-        state=RunState(row["state"]),
-        attempt=row["attempt"],
-        open_attempt=row["open_attempt"],
-        cancel_reason=row["cancel_reason"],
+        overlap=OverlapPolicy.ALLOW if row.origin.startswith(BACKFILL_PREFIX) else snapshot.overlap,
     )
 
 
 def started_result(
-    row: Row,
+    row: StartFacts,
     snapshot: JobSpec,
     attempt: int,
     lease_expire_time: datetime,
@@ -66,19 +82,19 @@ def started_result(
     return StartResult(
         StartAnswer.STARTED,
         now,
-        effective_time=row["effective_time"],
+        effective_time=row.effective_time,
         attempt=attempt,
         lease_expire_time=lease_expire_time,
         call_time=call_time,
         run=RunToExecute(
-            run_id=row["run_id"],
+            run_id=row.run_id,
             key=key_of(row),
-            team_id=row["team_id"],
-            effective_time=row["effective_time"],
+            team_id=row.team_id,
+            effective_time=row.effective_time,
             snapshot=snapshot,
-            traceparent=row["traceparent"],
-            team_signing=CallSigning(row["team_call_signing"] or CallSigning.OFF),
-            team_key_ids=tuple(row["team_key_ids"]),
+            traceparent=row.traceparent,
+            team_signing=CallSigning(row.team_call_signing or CallSigning.OFF),
+            team_key_ids=tuple(row.team_key_ids),
         ),
     )
 
@@ -91,8 +107,8 @@ def decided_in_batch(admitted: Sequence[Admitted]) -> list[Admitted]:
     BUFFER_ONE or CANCEL_PREVIOUS a later run started first would hold back or supersede an
     earlier one)."""
     by_job: dict[uuid.UUID, list[Admitted]] = {}
-    for entry in sorted(admitted, key=lambda entry: entry[1]["nominal_time"]):
-        by_job.setdefault(entry[1]["job_id"], []).append(entry)
+    for entry in sorted(admitted, key=lambda entry: entry[1].nominal_time):
+        by_job.setdefault(entry[1].job_id, []).append(entry)
     deciding: list[Admitted] = []
     for entries in by_job.values():
         if all(view.overlap is OverlapPolicy.ALLOW for _, _, _, view in entries):
@@ -107,7 +123,7 @@ def writes_beyond_the_batch(decision: StartDecision) -> bool:
     return decision.kind is StartKind.SUPERSEDE or decision.outcome is not None
 
 
-def count_start(row: Row, decision: StartDecision, result: StartResult) -> None:
+def count_start(row: StartFacts, decision: StartDecision, result: StartResult) -> None:
     """After COMMIT: a first attempt's start lateness (an attempt started ahead of its time is
     counted when its call's start is reported), or the final state a refusal left the run in."""
     if result.answer is StartAnswer.STARTED:

@@ -19,10 +19,13 @@ from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+import asyncpg
+
 from duetime_core.attempts import (
     RUN_NOT_FOUND,
     AttemptSettings,
     JobView,
+    OtherRun,
     OverlapView,
     StartDecision,
     StartKind,
@@ -33,20 +36,21 @@ from duetime_core.attempts import (
     shares_job_lock,
 )
 from duetime_core.jobspec import JobSpec, JobState, MisfirePolicy, OverlapPolicy
-from duetime_core.records import RunReason
+from duetime_core.records import RunReason, RunState
 from duetime_infra.pg.attempts.outcome import (
-    apply_run_outcome,
+    LockedJob,
     lock_jobs,
     lock_runs,
+    set_run_state,
     transaction,
 )
-from duetime_infra.pg.attempts.results import Pool, Row, StartRequest, StartResult
+from duetime_infra.pg.attempts.results import Pool, StartRequest, StartResult
 from duetime_infra.pg.attempts.start_view import (
     Admitted,
     Decided,
+    StartFacts,
     count_start,
     decided_in_batch,
-    other_run,
     start_view,
     started_result,
     writes_beyond_the_batch,
@@ -69,15 +73,12 @@ class Starts:
     async def run(self, requests: Sequence[StartRequest], wait: bool) -> dict[int, StartResult]:
         """The answers of one pass by request index (see the module's doc for ``wait``)."""
         answers: dict[int, StartResult] = {}
-        counted: list[tuple[Row, StartDecision, int]] = []
+        counted: list[tuple[StartFacts, StartDecision, int]] = []
         async with transaction(self._pool) as conn:
             if not wait:  # a batch's arrays: see generic_plans
                 await generic_plans(conn)
             rows = await lock_runs(
-                conn,
-                "attempt_batch_runs_lock",
-                [r.run_id for r in requests],
-                wait,
+                conn, "attempt_batch_runs_lock", StartFacts, [r.run_id for r in requests], wait
             )
             if wait and not rows:
                 return {0: StartResult.refused(await conn.fetchval(q("db_now")), RUN_NOT_FOUND)}
@@ -85,7 +86,7 @@ class Starts:
             decided = await self._decide(
                 conn, requests, admitted if wait else decided_in_batch(admitted), wait
             )
-            starting: list[tuple[int, Row, JobSpec, datetime | None]] = []
+            starting: list[tuple[int, StartFacts, JobSpec, datetime | None]] = []
             for i, row, spec, decision, now in decided:
                 if not wait and writes_beyond_the_batch(decision):
                     continue
@@ -96,8 +97,8 @@ class Starts:
                     starting.append((i, row, spec, decision.call_time))
                 elif decision.kind is StartKind.REFUSE:
                     if decision.outcome is not None:  # a refusal that moves the run
-                        await apply_run_outcome(conn, row, row["attempt"], decision.outcome, now)
-                    answers[i] = StartResult.refused(now, decision.refusal, row["effective_time"])
+                        await set_run_state(conn, row, row.attempt, decision.outcome, now)
+                    answers[i] = StartResult.refused(now, decision.refusal, row.effective_time)
                 else:  # TOO_EARLY, or superseding with earlier attempts still to stop
                     answers[i] = StartResult.too_early(now, decision.until)
             if starting:
@@ -110,14 +111,14 @@ class Starts:
         self,
         conn: Conn,
         requests: Sequence[StartRequest],
-        rows: Sequence[Row],
+        rows: Sequence[StartFacts],
         answers: dict[int, StartResult],
     ) -> list[Admitted]:
         """The admission check of each start whose run row the pass locked: what it answers
         from the run alone (a repeated start, too early, a refusal that leaves the run as it
         is) goes into ``answers``; the starts it lets through are returned, each with its
         definition and view, built once. A run named twice is left to waiting passes."""
-        by_run = {row["run_id"]: row for row in rows}
+        by_run = {row.run_id: row for row in rows}
         named = Counter(r.run_id for r in requests)
         admitted: list[Admitted] = []
         replays: list[Admitted] = []
@@ -125,11 +126,11 @@ class Starts:
             row = by_run.get(request.run_id)
             if row is None or named[request.run_id] > 1:
                 continue
-            spec = self._specs.get(row["job_id"], row["job_version"], row["spec_text"])
+            spec = self._specs.get(row.job_id, row.job_version, row.spec_text)
             view = start_view(row, spec)
             answered = check_admission(
                 view,
-                row["now"],
+                row.now,
                 request.delivery_id,
                 request.worker_id,
                 early=self.early_window(request.early),
@@ -139,11 +140,9 @@ class Starts:
             elif answered.kind is StartKind.REPLAY:
                 replays.append((i, row, spec, view))
             elif answered.kind is StartKind.TOO_EARLY:
-                answers[i] = StartResult.too_early(row["now"], answered.until)
+                answers[i] = StartResult.too_early(row.now, answered.until)
             else:  # the admission check refuses without changing the run
-                answers[i] = StartResult.refused(
-                    row["now"], answered.refusal, row["effective_time"]
-                )
+                answers[i] = StartResult.refused(row.now, answered.refusal, row.effective_time)
         if replays:
             await self._replay(conn, replays, answers)
         return admitted
@@ -156,22 +155,24 @@ class Starts:
         attempt being cancelled keeps its lease."""
         renewed = await conn.fetch(
             q("attempt_renew_replayed"),
-            [row["run_id"] for _, row, _, _ in replays],
-            [row["nominal_time"] for _, row, _, _ in replays],
-            [row["attempt"] for _, row, _, _ in replays],
+            [row.run_id for _, row, _, _ in replays],
+            [row.nominal_time for _, row, _, _ in replays],
+            [row.attempt for _, row, _, _ in replays],
             self._settings.lease,
         )
         leases = {r["run_id"]: r["lease_expire_time"] for r in renewed}
         for i, row, spec, _ in replays:
             # A repeated start's call time: its attempt's, while that is ahead of now.
-            call_time: datetime | None = row["open_call_time"]
+            call_time = row.open_call_time
+            lease = leases.get(row.run_id, row.open_lease_expire_time)
+            assert lease is not None  # a repeated start's attempt is open: it has a lease
             answers[i] = started_result(
                 row,
                 spec,
-                row["attempt"],
-                leases.get(row["run_id"], row["open_lease_expire_time"]),
-                row["now"],
-                call_time if call_time is not None and call_time > row["now"] else None,
+                row.attempt,
+                lease,
+                row.now,
+                call_time if call_time is not None and call_time > row.now else None,
             )
 
     async def _decide(
@@ -183,25 +184,21 @@ class Starts:
             return []
         shared: dict[uuid.UUID, bool] = {}
         for _, row, _, view in deciding:
-            shared[row["job_id"]] = shared.get(row["job_id"], True) and shares_job_lock(view)
+            shared[row.job_id] = shared.get(row.job_id, True) and shares_job_lock(view)
         jobs = await lock_jobs(conn, shared, wait)
         others = await self._overlapping(conn, deciding, jobs)
         decided: list[Decided] = []
         for i, row, spec, view in deciding:
-            job = jobs.get(row["job_id"])
+            job = jobs.get(row.job_id)
             if job is None and not wait:  # held elsewhere (or gone): a waiting pass sees
                 continue
-            now: datetime = job["now"] if job is not None else row["now"]
+            now = job.now if job is not None else row.now
             request = requests[i]
             decision = decide_start(
                 view,
-                JobView(JobState(job["state"]) if job is not None else None),
+                JobView(JobState(job.state) if job is not None else None),
                 OverlapView(
-                    tuple(
-                        other_run(o)
-                        for o in others.get(row["job_id"], ())
-                        if o["run_id"] != row["run_id"]
-                    ),
+                    tuple(o for o in others.get(row.job_id, ()) if o.run_id != row.run_id),
                     await self._newer_scheduled(conn, row, view, now),
                 ),
                 now,
@@ -215,28 +212,37 @@ class Starts:
 
     @staticmethod
     async def _overlapping(
-        conn: Conn, deciding: Sequence[Admitted], jobs: dict[uuid.UUID, Row]
-    ) -> dict[uuid.UUID, list[Row]]:
+        conn: Conn, deciding: Sequence[Admitted], jobs: dict[uuid.UUID, LockedJob]
+    ) -> dict[uuid.UUID, list[OtherRun]]:
         """The open runs of the locked jobs whose overlap policy asks for them (other runs of
         the job decide nothing under OVERLAP_POLICY_ALLOW), by job."""
         wanted = [
-            row["job_id"]
+            row.job_id
             for _, row, _, view in deciding
-            if view.overlap is not OverlapPolicy.ALLOW and row["job_id"] in jobs
+            if view.overlap is not OverlapPolicy.ALLOW and row.job_id in jobs
         ]
-        others: dict[uuid.UUID, list[Row]] = {}
+        others: dict[uuid.UUID, list[OtherRun]] = {}
         if wanted:
-            for other in await conn.fetch(q("attempt_overlap_runs"), wanted):
-                others.setdefault(other["job_id"], []).append(other)
+            for o in await conn.fetch(q("attempt_overlap_runs"), wanted):
+                others.setdefault(o["job_id"], []).append(
+                    OtherRun(
+                        run_id=o["run_id"],
+                        nominal_time=o["nominal_time"],
+                        state=RunState(o["state"]),
+                        attempt=o["attempt"],
+                        open_attempt=o["open_attempt"],
+                        cancel_reason=o["cancel_reason"],
+                    )
+                )
         return others
 
     @staticmethod
-    async def _newer_scheduled(conn: Conn, row: Row, view: StartView, now: datetime) -> bool:
+    async def _newer_scheduled(conn: Conn, row: StartFacts, view: StartView, now: datetime) -> bool:
         """RUN_ONCE past its misfire threshold: does a later scheduled occurrence run or ran?"""
         if not misfire_check_needed(view, now) or view.misfire.policy is not MisfirePolicy.RUN_ONCE:
             return False
         newer: bool = await conn.fetchval(
-            q("attempt_newer_scheduled_exists"), row["job_id"], row["nominal_time"]
+            q("attempt_newer_scheduled_exists"), row.job_id, row.nominal_time
         )
         return newer
 
@@ -251,7 +257,7 @@ class Starts:
                 [o.attempt for o in decision.cancel_attempts],
                 RunReason.SUPERSEDED.value,
             )
-        cancelled: list[Row] = []
+        cancelled: list[asyncpg.Record] = []
         if decision.cancel_runs:
             cancelled = await conn.fetch(
                 q("attempt_cancel_idle_runs"),
@@ -266,15 +272,15 @@ class Starts:
         self,
         conn: Conn,
         requests: Sequence[StartRequest],
-        starting: Sequence[tuple[int, Row, JobSpec, datetime | None]],
+        starting: Sequence[tuple[int, StartFacts, JobSpec, datetime | None]],
         answers: dict[int, StartResult],
     ) -> None:
         """Starts the runs decided on, in one statement, and answers each STARTED."""
         settings = self._settings
         started = await conn.fetch(
             q("attempt_start"),
-            [row["run_id"] for _, row, _, _ in starting],
-            [row["nominal_time"] for _, row, _, _ in starting],
+            [row.run_id for _, row, _, _ in starting],
+            [row.nominal_time for _, row, _, _ in starting],
             [requests[i].delivery_id for i, _, _, _ in starting],
             [requests[i].worker_id for i, _, _, _ in starting],
             [spec.attempt_timeout + settings.timeout_grace for _, _, spec, _ in starting],
@@ -284,9 +290,9 @@ class Starts:
         )
         by_run = {s["run_id"]: s for s in started}
         for i, row, spec, call_time in starting:
-            s = by_run.get(row["run_id"])
+            s = by_run.get(row.run_id)
             if s is None:  # the run row is locked and QUEUED: this cannot happen
-                raise RuntimeError(f"run {row['run_id']} did not start")
+                raise RuntimeError(f"run {row.run_id} did not start")
             answers[i] = started_result(
                 row, spec, s["number"], s["lease_expire_time"], s["now"], call_time
             )

@@ -14,12 +14,11 @@ and the reconciler's re-enqueues do not pass through here: their run was admitte
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
-
-import asyncpg
+from typing import Any, NamedTuple, TypeVar
 
 from duetime_core.fairness import PriorityFairQueue
 from duetime_core.jobspec import Priority
@@ -33,7 +32,26 @@ from duetime_infra.pg.teams.quotas import lock_teams, save_rates
 from duetime_infra.telemetry import instruments
 
 K = TypeVar("K")
-Row = asyncpg.Record
+
+
+class RunToDispatch(NamedTuple):
+    """A locked run to admit to dispatch, from a query that reads ``r.*`` of its row and its job
+    version's target kind (a due retry, a held or a released run)."""
+
+    run_id: uuid.UUID
+    job_id: uuid.UUID
+    nominal_time: datetime
+    origin: str
+    team_id: str
+    partition: int
+    effective_time: datetime
+    priority: str
+    traceparent: str
+    target_kind: str | None
+    state: str
+    reason: str
+    quota_limit: str
+    attempt: int
 
 
 class DispatchCredit:
@@ -130,36 +148,36 @@ class Dispatched:
 
 async def dispatch_runs(
     conn: Conn,
-    rows: Sequence[Row],
+    rows: Sequence[RunToDispatch],
     now: datetime,
     *,
     credit: DispatchCredit | None = None,
     partitions: Collection[int] = (),
     not_before: datetime | None = None,
 ) -> Dispatched:
-    """Admits runs (rows of ``runs`` locked by the caller, with ``target_kind``) in the given
-    (due) order: each is QUEUED with a new dispatch row, or held WAITING. A run held before
-    by its quota becomes eligible now; ``not_before`` (a BUFFER_ONE release) moves the run's
-    next attempt time, so its misfire threshold counts from there."""
+    """Admits runs (their rows locked by the caller) in the given (due) order: each is QUEUED
+    with a new dispatch row, or held WAITING. A run held before by its quota becomes eligible
+    now; ``not_before`` (a BUFFER_ONE release) moves the run's next attempt time, so its
+    misfire threshold counts from there."""
     if not rows:
         return Dispatched([], 0)
     admitted = await admit_runs(
         conn,
         [
-            Candidate(i, row["team_id"], Priority(row["priority"]), row["effective_time"])
+            Candidate(i, row.team_id, Priority(row.priority), row.effective_time)
             for i, row in enumerate(rows)
         ],
         now,
         credit=credit,
         partitions=partitions,
     )
-    queued: list[tuple[Row, datetime | None]] = []
-    held: list[tuple[Row, Admission]] = []
+    queued: list[tuple[RunToDispatch, datetime | None]] = []
+    held: list[tuple[RunToDispatch, Admission]] = []
     for i, row in enumerate(rows):
         decision = admitted.decisions[i]
         if decision.dispatched:
             queued.append((row, _eligible_at_release(row, now)))
-        elif (row["state"], row["reason"], row["quota_limit"]) != (
+        elif (row.state, row.reason, row.quota_limit) != (
             RunState.WAITING.value,
             decision.reason.value,
             decision.limit.value,
@@ -169,53 +187,49 @@ async def dispatch_runs(
     await _write_held(conn, held, not_before)
     await save_rates(conn, admitted.teams.values())
     outbox = [
-        redispatch_row(row, now, team_weight=admitted.weight(row["team_id"])) for row, _ in queued
+        redispatch_row(row, now, team_weight=admitted.weight(row.team_id)) for row, _ in queued
     ]
     return Dispatched(
         outbox,
         len(rows) - len(queued),
         [d.reason.value for _, d in held],
         [
-            (row["quota_limit"], eligible - row["effective_time"])
+            (row.quota_limit, eligible - row.effective_time)
             for row, eligible in queued
             if eligible is not None
         ],
     )
 
 
-def _eligible_at_release(row: Row, now: datetime) -> datetime | None:
+def _eligible_at_release(row: RunToDispatch, now: datetime) -> datetime | None:
     """A first attempt its team's quota held: eligible from now (if it is due already)."""
-    if (
-        row["attempt"] == 0
-        and row["reason"] == RunReason.QUOTA.value
-        and now > row["effective_time"]
-    ):
+    if row.attempt == 0 and row.reason == RunReason.QUOTA.value and now > row.effective_time:
         return now
     return None
 
 
 async def _write_queued(
-    conn: Conn, queued: list[tuple[Row, datetime | None]], not_before: datetime | None
+    conn: Conn, queued: list[tuple[RunToDispatch, datetime | None]], not_before: datetime | None
 ) -> None:
     if queued:
         await conn.execute(
             q("attempt_run_release"),
-            [row["run_id"] for row, _ in queued],
-            [row["nominal_time"] for row, _ in queued],
+            [row.run_id for row, _ in queued],
+            [row.nominal_time for row, _ in queued],
             [eligible for _, eligible in queued],
             [not_before] * len(queued),
         )
 
 
 async def _write_held(
-    conn: Conn, held: list[tuple[Row, Admission]], not_before: datetime | None
+    conn: Conn, held: list[tuple[RunToDispatch, Admission]], not_before: datetime | None
 ) -> None:
     if not held:
         return
     await conn.execute(
         q("attempt_run_hold"),
-        [row["run_id"] for row, _ in held],
-        [row["nominal_time"] for row, _ in held],
+        [row.run_id for row, _ in held],
+        [row.nominal_time for row, _ in held],
         [d.reason.value for _, d in held],
         [d.limit.value for _, d in held],
         [hold_detail(d) for _, d in held],

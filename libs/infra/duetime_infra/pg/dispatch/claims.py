@@ -23,8 +23,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
-import asyncpg
 from opentelemetry.trace import Span
 
 from duetime_core.calendars import CalendarRules, job_calendars
@@ -43,6 +43,7 @@ from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.sql import q
 from duetime_infra.pg.teams.calendars import calendars_of
 from duetime_infra.pg.teams.quotas import save_rates
+from duetime_infra.pg.typed_row import typed_row
 from duetime_infra.telemetry import instruments
 from duetime_infra.tracecontext import JOB_ID, RUN_ID, start_run_span
 
@@ -60,6 +61,20 @@ class ClaimResult:
     queued: int
     # A full batch: more due jobs may be waiting.
     full: bool
+
+
+class DueJob(NamedTuple):
+    """A job the claim locked (``claim_due_jobs``, ``claim_jobs_ahead``): its pending
+    occurrence, the runs its schedule made so far, and its definition's text."""
+
+    job_id: uuid.UUID
+    team_id: str
+    partition: int
+    version: int
+    spec_text: str
+    next_run_time: datetime
+    next_effective_time: datetime
+    scheduled_runs: int
 
 
 @dataclass
@@ -117,28 +132,28 @@ Calendars = Mapping[tuple[str, str], CalendarRules]
 Decoded = JobSpec | Exception
 
 
-def _decode(rows: Sequence[asyncpg.Record], specs: SpecCache) -> dict[uuid.UUID, Decoded]:
+def _decode(rows: Sequence[DueJob], specs: SpecCache) -> dict[uuid.UUID, Decoded]:
     """Each job's definition, decoded once a batch (through the cache); one that cannot be
     read is kept as its error, for ``_plan_job`` to send the job to ERROR."""
     decoded: dict[uuid.UUID, Decoded] = {}
     for row in rows:
         try:
-            decoded[row["job_id"]] = specs.get(row["job_id"], row["version"], row["spec_text"])
+            decoded[row.job_id] = specs.get(row.job_id, row.version, row.spec_text)
         except Exception as failure:
-            decoded[row["job_id"]] = failure
+            decoded[row.job_id] = failure
     return decoded
 
 
 async def _batch_calendars(
-    conn: Conn, rows: Sequence[asyncpg.Record], decoded: Mapping[uuid.UUID, Decoded]
+    conn: Conn, rows: Sequence[DueJob], decoded: Mapping[uuid.UUID, Decoded]
 ) -> Calendars:
     """The calendars the batch's jobs exclude, by (team, id), in one statement; no statement
     when none names one."""
     wanted: set[tuple[str, str]] = set()
     for row in rows:
-        spec = decoded[row["job_id"]]
+        spec = decoded[row.job_id]
         if isinstance(spec, JobSpec):
-            wanted.update((row["team_id"], name) for name in spec.excluded_calendars)
+            wanted.update((row.team_id, name) for name in spec.excluded_calendars)
     return await calendars_of(conn, wanted)
 
 
@@ -156,7 +171,7 @@ def _job_calendars(
 
 
 def _plan_job(
-    row: asyncpg.Record,
+    row: DueJob,
     decoded: Decoded,
     token: FencingToken,
     now: datetime,
@@ -166,12 +181,12 @@ def _plan_job(
 ) -> None:
     """Plans the job's runs due within ``lookahead``, or its pending one alone when a grown
     look-ahead reached it from further away (a herd claimed early claims no more than that)."""
-    job_id: uuid.UUID = row["job_id"]
+    job_id = row.job_id
     try:
         if isinstance(decoded, Exception):
             raise decoded
         spec = decoded
-        pending = Occurrence(row["next_run_time"], row["next_effective_time"])
+        pending = Occurrence(row.next_run_time, row.next_effective_time)
         reach = max(lookahead, pending.effective_time - now)
         plan: ClaimPlan = plan_claim(
             job_id,
@@ -179,8 +194,8 @@ def _plan_job(
             pending,
             now,
             reach,
-            row["scheduled_runs"],
-            _job_calendars(row["team_id"], spec, calendars),
+            row.scheduled_runs,
+            _job_calendars(row.team_id, spec, calendars),
         )
     except Exception as failure:
         # Whatever makes one job unplannable (a zone tzdata no longer has, a document this
@@ -207,7 +222,7 @@ def _plan_job(
 
 
 def _new_run(
-    row: asyncpg.Record,
+    row: DueJob,
     spec: JobSpec,
     planned: PlannedRun,
     token: FencingToken,
@@ -216,7 +231,7 @@ def _new_run(
     """The row of one planned run of the job in ``row``; a QUEUED run's trace begins here, in
     a "claim run" span kept in ``batch`` (ended once the run is inserted)."""
     run_id = new_run_id()
-    job_id: uuid.UUID = row["job_id"]
+    job_id = row.job_id
     traceparent = ""
     if planned.state is RunState.QUEUED:
         trace, span = start_run_span("claim run", start_time=batch.started)
@@ -227,8 +242,8 @@ def _new_run(
     return NewRun(
         run_id=run_id,
         job_id=job_id,
-        team_id=row["team_id"],
-        partition=row["partition"],
+        team_id=row.team_id,
+        partition=row.partition,
         nominal_time=planned.nominal_time,
         effective_time=planned.effective_time,
         state=planned.state,
@@ -237,7 +252,7 @@ def _new_run(
         range_end_time=planned.range_end_time,
         occurrence_count=planned.occurrence_count,
         traceparent=traceparent,
-        job_version=row["version"],
+        job_version=row.version,
         priority=Priority.LOW if planned.catch_up else spec.priority,
         token=token,
         spec=spec,
@@ -322,14 +337,14 @@ async def claim_batch(
         decoded = _decode(rows, specs)
         calendars = await _batch_calendars(conn, rows, decoded)
         for row in rows:
-            job = decoded[row["job_id"]]
-            _plan_job(row, job, tokens[row["partition"]], now, lookahead, batch, calendars)
+            job = decoded[row.job_id]
+            _plan_job(row, job, tokens[row.partition], now, lookahead, batch, calendars)
         weights = await _admit(conn, batch.runs, now, credit, list(tokens))
         inserted_ids = await _insert_runs(conn, batch.runs, claimed_by)
         await _advance_jobs(conn, batch.advances)
         outbox = _dispatches(batch.runs, inserted_ids, now, weights)
         await insert_outbox(conn, outbox)
-        await fence(conn, (tokens[p] for p in {r["partition"] for r in rows}))
+        await fence(conn, (tokens[p] for p in {r.partition for r in rows}))
         if not still_owner():
             # Rolling back is always safe; committing after the lease may have lapsed is not.
             instruments.fencing_refused("claim", "lease")
@@ -350,7 +365,7 @@ async def _due_jobs(
     lookahead: timedelta,
     ahead: timedelta | None,
     batch_size: int,
-) -> list[asyncpg.Record]:
+) -> list[DueJob]:
     """The batch's jobs: those due within the base ``lookahead`` first, then, in the room
     left, those only a look-ahead grown to ``ahead`` reaches."""
     rows = list(await conn.fetch(q("claim_due_jobs"), partitions, now + lookahead, batch_size))
@@ -362,7 +377,7 @@ async def _due_jobs(
             now + ahead,
             batch_size - len(rows),
         )
-    return rows
+    return [typed_row(DueJob, r) for r in rows]
 
 
 def _dispatches(

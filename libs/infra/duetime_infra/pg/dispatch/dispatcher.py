@@ -22,26 +22,26 @@ from duetime_core.attempts import StartView, misfired
 from duetime_core.quotas import TeamState
 from duetime_core.records import RunReason, RunState
 from duetime_core.runkey import SCHEDULE_ORIGIN
-from duetime_infra.pg.dispatch.admission import DispatchCredit, dispatch_runs
+from duetime_infra.pg.dispatch.admission import DispatchCredit, RunToDispatch, dispatch_runs
 from duetime_infra.pg.dispatch.outbox_writer import insert_outbox
 from duetime_infra.pg.dispatch.spec_cache import SpecCache
 from duetime_infra.pg.fencing import FencingToken, fence
 from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.sql import q
 from duetime_infra.pg.teams.quotas import lock_teams, teams_holding
+from duetime_infra.pg.typed_row import typed_row
 from duetime_infra.telemetry import instruments
 
 Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
-Row = asyncpg.Record
 
 
 def _partitions(tokens: Sequence[FencingToken]) -> list[int]:
     return sorted({t.partition for t in tokens})
 
 
-def _touched(tokens: Sequence[FencingToken], rows: Sequence[Row]) -> list[FencingToken]:
+def _touched(tokens: Sequence[FencingToken], rows: Sequence[RunToDispatch]) -> list[FencingToken]:
     """The tokens of the partitions a batch changed: only those need fencing."""
-    partitions = {r["partition"] for r in rows}
+    partitions = {r.partition for r in rows}
     return [t for t in tokens if t.partition in partitions]
 
 
@@ -60,11 +60,12 @@ async def requeue_due_retries(
     if not partitions or limit <= 0:
         return 0
     async with pool.acquire() as conn, conn.transaction():
-        rows = await conn.fetch(q("retry_requeue_due"), partitions, lookahead, limit)
-        if not rows:
+        due = await conn.fetch(q("retry_requeue_due"), partitions, lookahead, limit)
+        if not due:
             return 0
+        rows = [typed_row(RunToDispatch, r) for r in due]
         dispatched = await dispatch_runs(
-            conn, rows, rows[0]["now"], credit=credit, partitions=partitions
+            conn, rows, due[0]["now"], credit=credit, partitions=partitions
         )
         await insert_outbox(conn, dispatched.outbox)
         await fence(conn, _touched(tokens, rows), operation="requeue")
@@ -133,38 +134,42 @@ async def _candidates(
     now: datetime,
     due_by: datetime,
     specs: SpecCache,
-) -> tuple[list[Row], list[Row]]:
+) -> tuple[list[RunToDispatch], list[RunToDispatch]]:
     """The held runs fetched (locked) up to each team's allowance, and those of them that may
     run (the others were recorded MISSED), both in due order."""
-    fetched: list[Row] = []
-    runnable: list[Row] = []
+    fetched: list[RunToDispatch] = []
+    runnable: list[RunToDispatch] = []
     for _ in range(MAX_FETCHES):
         wanted = {t: n for t, n in allowances.items() if n > 0}
         if not wanted:
             break
-        rows = await conn.fetch(
+        held = await conn.fetch(
             q("dispatch_held_runs"), list(wanted), list(wanted.values()), partitions, due_by
         )
-        if not rows:
+        if not held:
             break
-        rows = sorted(rows, key=lambda r: r["effective_time"])
+        held = sorted(held, key=lambda r: r["effective_time"])
+        missed = await _apply_misfire(conn, held, now, specs)
+        rows = [typed_row(RunToDispatch, r) for r in held]
         fetched += rows
-        kept = await _apply_misfire(conn, rows, now, specs)
+        kept = [r for r in rows if r.run_id not in missed]
         runnable += kept
         for row in kept:
-            allowances[row["team_id"]] -= 1
+            allowances[row.team_id] -= 1
         if len(kept) == len(rows):
             break
-    runnable.sort(key=lambda r: r["effective_time"])
+    runnable.sort(key=lambda r: r.effective_time)
     return fetched, runnable
 
 
-async def _apply_misfire(conn: Conn, rows: list[Row], now: datetime, specs: SpecCache) -> list[Row]:
+async def _apply_misfire(
+    conn: Conn, rows: Sequence[asyncpg.Record], now: datetime, specs: SpecCache
+) -> set[uuid.UUID]:
     """Records held first attempts that their misfire policy does not run as MISSED; returns
-    the others."""
+    their run ids."""
     late = [r for r in rows if r["attempt"] == 0 and r["origin"] == SCHEDULE_ORIGIN]
     if not late:
-        return rows
+        return set()
     latest = {
         r["job_id"]: r["latest"]
         for r in await conn.fetch(q("dispatch_latest_scheduled"), list({r["job_id"] for r in late}))
@@ -189,7 +194,7 @@ async def _apply_misfire(conn: Conn, rows: list[Row], now: datetime, specs: Spec
         if detail is not None:
             missed[row["run_id"]] = detail
     if not missed:
-        return rows
+        return set()
     gone = [r for r in rows if r["run_id"] in missed]
     await conn.execute(
         q("dispatch_missed"),
@@ -197,4 +202,4 @@ async def _apply_misfire(conn: Conn, rows: list[Row], now: datetime, specs: Spec
         [r["nominal_time"] for r in gone],
         [missed[r["run_id"]] for r in gone],
     )
-    return [r for r in rows if r["run_id"] not in missed]
+    return set(missed)

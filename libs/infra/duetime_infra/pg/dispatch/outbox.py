@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TypeAlias
+from typing import Any, NamedTuple, TypeAlias
 
 import asyncpg
 
@@ -22,6 +23,7 @@ from duetime_infra.pg.dispatch.outbox_writer import insert_outbox
 from duetime_infra.pg.dispatch.redispatch import redispatch_row
 from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.sql import q
+from duetime_infra.pg.typed_row import typed_row
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +46,20 @@ class PendingRow:
     key: bytes
     payload: bytes
     headers: dict[str, str]
+
+
+class StuckRun(NamedTuple):
+    """A QUEUED run whose dispatch message was lost, as ``relay_reenqueue_stuck`` returns it."""
+
+    run_id: uuid.UUID
+    job_id: uuid.UUID
+    nominal_time: datetime
+    origin: str
+    team_id: str
+    effective_time: datetime
+    priority: str
+    traceparent: str
+    target_kind: str | None
 
 
 def _headers(value: Any) -> dict[str, str]:
@@ -119,5 +135,5 @@ async def reenqueue_stuck_runs(pool: Pool, after: timedelta, limit: int) -> int:
         )
         if not rows:
             return 0
-        await insert_outbox(conn, [redispatch_row(r, r["now"]) for r in rows])
+        await insert_outbox(conn, [redispatch_row(typed_row(StuckRun, r), r["now"]) for r in rows])
     return len(rows)

@@ -1,33 +1,65 @@
-"""A new dispatch message for a stored run going (back) to QUEUED."""
+"""A new dispatch message for a stored run going (back) to QUEUED, and what it is made of.
+
+The queries that end or dispatch runs each turn their rows into a typed row of their own; these
+protocols say what of a run's row the key and a dispatch message read, whichever query it came
+from."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
-
-import asyncpg
+from typing import Protocol
 
 from duetime_core.jobspec import Priority
 from duetime_core.runkey import RunKey
 from duetime_infra.dispatch import OutboxRow, dispatch_row, target_kind_of_spec
 
 
-def key_of(row: asyncpg.Record) -> RunKey:
-    return RunKey(row["job_id"], row["nominal_time"], row["origin"])
+class StoredRun(Protocol):
+    """A run as its row in ``runs`` has it: its key, team, time, priority and trace context."""
+
+    @property
+    def run_id(self) -> uuid.UUID: ...
+    @property
+    def job_id(self) -> uuid.UUID: ...
+    @property
+    def nominal_time(self) -> datetime: ...
+    @property
+    def origin(self) -> str: ...
+    @property
+    def team_id(self) -> str: ...
+    @property
+    def effective_time(self) -> datetime: ...
+    @property
+    def priority(self) -> str: ...
+    @property
+    def traceparent(self) -> str: ...
 
 
-def redispatch_row(row: asyncpg.Record, now: datetime, *, team_weight: int = 1) -> OutboxRow:
+class Redispatchable(StoredRun, Protocol):
+    """A stored run with its job version's target kind (``spec->'target'->>'kind'``)."""
+
+    @property
+    def target_kind(self) -> str | None: ...
+
+
+def key_of(row: StoredRun) -> RunKey:
+    return RunKey(row.job_id, row.nominal_time, row.origin)
+
+
+def redispatch_row(row: Redispatchable, now: datetime, *, team_weight: int = 1) -> OutboxRow:
     """A new dispatch message for a run going back to QUEUED (retry, release, hand-back,
-    reconciler). ``row`` carries ``target_kind``, its job version's target kind: a container
-    dispatch without it would be started without the launcher's permit reserved, and handed
-    back 'launcher busy' (spending a free hand-back) when every permit is taken."""
+    reconciler). ``row.target_kind`` is needed: a container dispatch without it would be started
+    without the launcher's permit reserved, and handed back 'launcher busy' (spending a free
+    hand-back) when every permit is taken."""
     return dispatch_row(
-        run_id=row["run_id"],
+        run_id=row.run_id,
         key=key_of(row),
-        team_id=row["team_id"],
-        effective_time=row["effective_time"],
-        priority=Priority(row["priority"]),
-        traceparent=row["traceparent"],
+        team_id=row.team_id,
+        effective_time=row.effective_time,
+        priority=Priority(row.priority),
+        traceparent=row.traceparent,
         now=now,
-        kind=target_kind_of_spec(row["target_kind"]),
+        kind=target_kind_of_spec(row.target_kind),
         team_weight=team_weight,
     )
