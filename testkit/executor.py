@@ -15,6 +15,7 @@ from duetime_worker.herd.governor import Herd
 from duetime_worker.targets.container.launcher import Launcher
 from duetime_worker.targets.http.allow_list import TargetPolicy
 from duetime_worker.targets.http.caller import HttpCaller
+from duetime_worker.targets.http.signer import CallSigner
 from testkit.worker_api import WorkerClient
 
 WORKER = "w-test"
@@ -42,13 +43,16 @@ class Machinery:
 
 
 @asynccontextmanager
-async def worker_machinery(w: WorkerClient, worker: str = WORKER) -> AsyncIterator[Machinery]:
-    """Heartbeats every 0.3 s for ``worker`` and an HTTP client allowing 127.0.0.1."""
+async def worker_machinery(
+    w: WorkerClient, worker: str = WORKER, signer: CallSigner | None = None
+) -> AsyncIterator[Machinery]:
+    """Heartbeats every 0.3 s for ``worker`` and an HTTP client allowing 127.0.0.1, signing
+    calls with ``signer``."""
     metadata = (("authorization", f"Bearer {w.token}"),)
     herd = Herd()
     heartbeats = Heartbeats(w.stub, worker, metadata, interval=0.3, herd=herd)
     # Its tests' leases are short (2 s): a loopback connect needs far less than the default.
-    http = HttpCaller(TargetPolicy.parse(["127.0.0.1"]), connect_timeout=0.5)
+    http = HttpCaller(TargetPolicy.parse(["127.0.0.1"]), connect_timeout=0.5, signer=signer)
     await http.start()
     stopping = asyncio.Event()
     beating = asyncio.create_task(heartbeats.run(stopping))

@@ -7,7 +7,6 @@ import dataclasses
 import logging
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 from typing import TypeAlias
 
@@ -34,7 +33,6 @@ from testkit.kafka import (
     Record,
     end_offsets,
     free_port,
-    own_topics,
     read_between,
     shared_bootstrap,
     unique_topic,
@@ -46,21 +44,6 @@ pytestmark = pytest.mark.timeout(90)
 
 ALL = {p: FencingToken(p, 0, 10) for p in range(1024)}
 Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
-
-
-@pytest.fixture
-async def topic() -> AsyncIterator[str]:
-    """A topic of this test's own on the shared broker."""
-    name = unique_topic()
-    async with own_topics(shared_bootstrap(), [name]):
-        yield name
-
-
-@pytest.fixture
-async def producer() -> AsyncIterator[BatchProducer]:
-    producer = BatchProducer(shared_bootstrap(), client_id="test-relay", delivery_timeout=10)
-    yield producer
-    await producer.close()
 
 
 async def claim_due(pool: Pool) -> int:

@@ -16,7 +16,6 @@ from duetime_infra.kafka.producer import BatchProducer
 from duetime_infra.pg.pool import connect
 from duetime_relay.outbox_wake import OutboxWake
 from duetime_relay.relay import Relay
-from testkit.kafka import own_topics, shared_bootstrap, unique_topic
 from testkit.polling import eventually
 
 from .test_relay import read_topic, synthetic_rows
@@ -30,20 +29,6 @@ Connect = Callable[[], Awaitable["asyncpg.Connection[asyncpg.Record]"]]
 # the waits was found through its notification.
 RARELY = 60.0
 LISTENER = "test-relay-listen"
-
-
-@pytest.fixture
-async def topic() -> AsyncIterator[str]:
-    name = unique_topic()
-    async with own_topics(shared_bootstrap(), [name]):
-        yield name
-
-
-@pytest.fixture
-async def producer() -> AsyncIterator[BatchProducer]:
-    producer = BatchProducer(shared_bootstrap(), client_id="test-relay-wake", delivery_timeout=10)
-    yield producer
-    await producer.close()
 
 
 @asynccontextmanager

@@ -1,7 +1,7 @@
 """Signed calls through real servers: keys added, rotated and retired through AdminService, the
-JWKS the API serves to anyone, the keys a worker fetches from WorkerService, and a real HTTP
-target that checks what it received with independent verifiers (the Standard Webhooks
-library, PyJWT)."""
+JWKS the API serves to anyone, the keys a worker fetches from WorkerService, a call started
+ahead of its time signed ahead, and a real HTTP target that checks what it received with
+independent verifiers (the Standard Webhooks library, PyJWT)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
@@ -36,14 +36,17 @@ from duetime_infra.signing import ATTEMPT_CLAIM, RUN_KEY_CLAIM
 from duetime_scheduler.maintenance import PartitionMaintenance
 from duetime_worker.attempt.scheduler_client import fetch_from
 from duetime_worker.attempt.wire import target_run
+from duetime_worker.intake.dispatch import Dispatch
 from duetime_worker.notify.notifier import Delivery, Notifier, NotifySettings
 from duetime_worker.notify.wire import dead_letter_of
+from duetime_worker.targets.container.launcher import DisabledLauncher
 from duetime_worker.targets.http.allow_list import TargetPolicy
 from duetime_worker.targets.http.caller import HttpCaller
-from duetime_worker.targets.http.signer import CallSigner
+from duetime_worker.targets.http.signer import AHEAD_FRESH_SECONDS, CallSigner
 from duetime_worker.targets.http.team_keys import FetchedKeys
 from duetime_worker.targets.run import TargetRun
 from testkit.api import ApiClient, RpcFailure, failure, running_api
+from testkit.executor import worker_machinery
 from testkit.http_target import Behaviour, HttpTarget, http_target
 from testkit.polling import eventually
 from testkit.worker_api import (
@@ -321,6 +324,70 @@ async def test_a_call_waiting_for_a_connection_is_signed_when_it_gets_one(
     assert [o.result for o in outcomes] == [AttemptOutcome.SUCCEEDED] * 2
     stamps = [lower(c.headers)["webhook-timestamp"] for c in target.calls]
     assert stamps == ["1000", "2000"]
+
+
+def made_at(headers: dict[str, str]) -> int:
+    """When a call's signatures were made: its webhook timestamp, which its token's ``iat``
+    repeats."""
+    stamp = int(lower(headers)["webhook-timestamp"])
+    claims = jwt.decode(token_of(headers), options={"verify_signature": False})
+    assert claims["iat"] == stamp
+    return stamp
+
+
+async def call_started_ahead(
+    api: ApiClient, worker: WorkerClient, target: HttpTarget, wall: Callable[[], float]
+) -> tuple[str, float, dict[str, str]]:
+    """A run of a job signed both ways, due 4 s from now, started ahead by an executor that
+    signs with ``wall``'s clock: its target's URL, when its call came (the wall clock) and the
+    headers it came with."""
+    job = job_message()
+    http = job.target.http
+    http.url, http.body, http.signing = target.url("/ahead"), BODY, BOTH
+    http.headers.clear()
+    job_id = (await create_job(api, job)).job_id
+    effective = await worker.now() + timedelta(seconds=4)
+    run_id = await worker.queue_scheduled_run(job_id, effective)
+    signer = CallSigner(fetch_from(worker.stub, worker.auth(), WORKER), ISSUER, wall=wall)
+    async with worker_machinery(worker, WORKER, signer) as machinery:
+        executor = machinery.executor(DisabledLauncher(), WORKER, early=10)
+        due = (effective - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1) * 1000
+        dispatch = Dispatch(run_id=str(run_id), not_before=due)
+        await asyncio.wait_for(executor.process(dispatch, "d-1", lambda: None), 20)
+    (attempt,) = await worker.attempts(run_id)
+    assert (attempt["early"], attempt["outcome"]) == (True, "SUCCEEDED")
+    (call,) = target.calls
+    assert call.body == BODY
+    return http.url, call.time.timestamp(), call.headers
+
+
+async def test_a_call_started_ahead_is_signed_ahead_and_verifies_at_its_target(
+    servers: tuple[ApiClient, WorkerClient], target: HttpTarget
+) -> None:
+    api, worker = servers
+    added = await add_key(api, api.team)
+    url, called, headers = await call_started_ahead(api, worker, target, time.time)
+    # Signed as the attempt started, seconds before its call, not at its instant.
+    assert 3 <= called - made_at(headers) <= AHEAD_FRESH_SECONDS
+    assert Webhook(added.webhook_secret).verify(BODY, headers) == {"report": "daily"}
+    assert verify_token(headers, await jwks(api, api.team), url)[ATTEMPT_CLAIM] == 1
+
+
+async def test_a_call_whose_signatures_made_ahead_went_stale_is_signed_at_its_send(
+    servers: tuple[ApiClient, WorkerClient], target: HttpTarget
+) -> None:
+    api, worker = servers
+    added = await add_key(api, api.team)
+    walls = [time.time() - AHEAD_FRESH_SECONDS - 5]  # the first signatures: made "long ago"
+
+    def wall() -> float:
+        return walls.pop() if walls else time.time()
+
+    url, called, headers = await call_started_ahead(api, worker, target, wall)
+    assert walls == []  # signed ahead, with the stale time
+    assert abs(called - made_at(headers)) <= 1.5  # signed again at its send
+    assert Webhook(added.webhook_secret).verify(BODY, headers) == {"report": "daily"}
+    assert verify_token(headers, await jwks(api, api.team), url)[ATTEMPT_CLAIM] == 1
 
 
 async def test_a_call_that_must_be_signed_without_a_key_is_not_sent(

@@ -81,6 +81,16 @@ def test_an_id_token_verifies_against_the_jwks_with_its_claims() -> None:
     assert 0 < claims["exp"] - now <= 300  # type: ignore[operator]
 
 
+def test_an_id_token_says_what_a_jwt_does_and_each_has_its_own_id() -> None:
+    keys = SigningKeys([new_signing_key("k1")])
+    tokens = [mint_id_token(keys, CLAIMS, 1000) for _ in range(2)]
+    header = jwt.get_unverified_header(tokens[0])
+    assert header == {"typ": "JWT", "alg": "ES256", "kid": "k1"}
+    ids = [jwt.decode(t, options={"verify_signature": False})["jti"] for t in tokens]
+    assert ids[0] != ids[1]
+    assert all(len(bytes.fromhex(i)) == 16 for i in ids)
+
+
 def test_a_wrong_audience_or_an_expired_token_is_refused() -> None:
     keys = SigningKeys([new_signing_key("k1")])
     token = mint_id_token(keys, CLAIMS, int(time.time()))

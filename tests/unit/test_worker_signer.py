@@ -1,9 +1,11 @@
 """The worker's CallSigner: a team's keys fetched once while they are kept, concurrent calls
-sharing one fetch, and a call that cannot be signed never sent."""
+sharing one fetch, a call that cannot be signed never sent, and signatures made ahead of a call
+used at its send only while they fit it."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import replace
 
 import grpc
@@ -14,11 +16,17 @@ from standardwebhooks.webhooks import Webhook
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.jobspec import CallSigning
-from duetime_infra.signing import new_signing_key
+from duetime_infra.signing import SigningKeys, new_signing_key
 from duetime_worker.attempt.wire import fetched_keys
-from duetime_worker.targets.http.signer import CallSigner, SignedCall, default_audience
+from duetime_worker.targets.http.signer import (
+    AHEAD_FRESH_SECONDS,
+    CallSigner,
+    SignedAhead,
+    SignedCall,
+    default_audience,
+)
 from duetime_worker.targets.http.team_keys import STALE_SECONDS, FetchedKeys
-from duetime_worker.targets.outcome import NOT_BEGUN
+from duetime_worker.targets.outcome import NOT_BEGUN, Outcome
 
 KEY = new_signing_key("k1")
 RUN = "00000000-0000-4000-8000-000000000001"
@@ -304,3 +312,109 @@ async def test_a_fresh_call_never_signs_with_keys_kept() -> None:
     assert failed is not None
     assert "could not be fetched again" in failed.error
     assert await signer.sign(call(), {}, BODY) is None  # a call that may use kept keys does
+
+
+def both(attempt: int = 1) -> SignedCall:
+    return replace(call(CallSigning.WEBHOOK_AND_ID_TOKEN), attempt=attempt)
+
+
+def token_claims(headers: dict[str, str]) -> dict[str, object]:
+    token = headers["Authorization"].removeprefix("Bearer ")
+    public = KEY.private_key.public_key()
+    claims: dict[str, object] = jwt.decode(token, public, algorithms=["ES256"], audience=AUDIENCE)
+    return claims
+
+
+AUDIENCE = "https://t.test/"
+
+
+async def sent_at(
+    signer: CallSigner, wall: list[float], at: float, ahead: SignedAhead | None, **changes: object
+) -> dict[str, str]:
+    """The signature headers of ``both()`` (with ``changes``) sent at wall time ``at``, with
+    the signatures made ``ahead``."""
+    wall[0] = at
+    headers: dict[str, str] = {}
+    stamp = await signer.prepare(replace(both(), **changes), headers, ahead)  # type: ignore[arg-type]
+    assert callable(stamp)
+    stamp(headers, BODY)
+    return headers
+
+
+async def test_signatures_made_ahead_are_what_a_send_they_fit_carries() -> None:
+    now = float(int(time.time()))
+    wall = [now - 20]  # made 20 s before the send
+    fetches = Fetches()
+    signer = CallSigner(fetches, keep=60, clock=lambda: 0.0, wall=lambda: wall[0])
+    ahead = await signer.sign_ahead(both(), {}, BODY, within=20)
+    assert ahead is not None
+    headers = await sent_at(signer, wall, now, ahead)
+    assert headers == dict(ahead.headers)
+    assert headers["webhook-timestamp"] == str(int(now - 20))
+    assert Webhook(KEY.secret_text).verify(BODY, headers) == {"a": 1}
+    assert token_claims(headers)["iat"] == int(now - 20)
+    assert fetches.teams == ["team-a"]  # the send used the keys fetched ahead
+
+
+async def test_signatures_made_ahead_that_do_not_fit_the_send_are_made_again() -> None:
+    now = float(int(time.time()))
+    wall = [now - AHEAD_FRESH_SECONDS - 1]
+    fetches = Fetches()
+    signer = CallSigner(fetches, keep=60, clock=lambda: 0.0, wall=lambda: wall[0])
+    stale = await signer.sign_ahead(both(), {}, BODY, within=20)
+    headers = await sent_at(signer, wall, now, stale)
+    assert headers["webhook-timestamp"] == str(int(now))
+    assert Webhook(KEY.secret_text).verify(BODY, headers) == {"a": 1}
+    assert token_claims(headers)["iat"] == int(now)
+    wall[0] = now - 1
+    fresh = await signer.sign_ahead(both(), {}, BODY, within=20)
+    another = await sent_at(signer, wall, now, fresh, attempt=2)
+    assert token_claims(another)["duetime_attempt"] == 2
+    webhook_only = await sent_at(signer, wall, now, fresh, signing=CallSigning.WEBHOOK)
+    assert "Authorization" not in webhook_only
+    assert webhook_only["webhook-timestamp"] == str(int(now))
+
+
+def made_ahead(made: int = 1000, keys: tuple[str, ...] = ("k1",)) -> SignedAhead:
+    return SignedAhead(1, CallSigning.WEBHOOK, keys, BODY, made, {})
+
+
+def test_signatures_made_ahead_fit_only_their_send_while_fresh() -> None:
+    one, two = SigningKeys([KEY]), SigningKeys([KEY, SECOND])
+    ahead = made_ahead()
+    assert ahead.fits(1, CallSigning.WEBHOOK, one, BODY, 1000)
+    assert ahead.fits(1, CallSigning.WEBHOOK, one, bytes(BODY), 1000 + AHEAD_FRESH_SECONDS)
+    assert not ahead.fits(1, CallSigning.WEBHOOK, one, BODY, 1001 + AHEAD_FRESH_SECONDS)
+    assert not ahead.fits(1, CallSigning.WEBHOOK, one, BODY, 999)  # the wall clock went back
+    assert not ahead.fits(2, CallSigning.WEBHOOK, one, BODY, 1000)  # another attempt
+    assert not ahead.fits(1, CallSigning.WEBHOOK, one, BODY + b" ", 1000)  # another body
+    assert not ahead.fits(1, CallSigning.WEBHOOK_AND_ID_TOKEN, one, BODY, 1000)
+    assert not ahead.fits(1, CallSigning.WEBHOOK, two, BODY, 1000)  # a key added since
+    retired = made_ahead(keys=("k1", "k2"))
+    assert retired.fits(1, CallSigning.WEBHOOK, two, BODY, 1000)
+    assert not retired.fits(1, CallSigning.WEBHOOK, SigningKeys([SECOND]), BODY, 1000)
+
+
+async def test_signing_ahead_uses_only_the_keys_the_start_named_and_warms_them() -> None:
+    now = [0.0]
+    fetches = Fetches()
+    fetches.keys = [KEY, SECOND]
+    signer = CallSigner(fetches, keep=30, clock=lambda: now[0])
+    ahead = await signer.sign_ahead(replace(both(), key_ids=("k2",)), {}, BODY, within=20)
+    assert ahead is not None
+    assert ahead.key_ids == ("k2",)
+    assert Webhook(SECOND.secret_text).verify(BODY, dict(ahead.headers))
+    assert fetches.teams == ["team-a"]
+    await signer.sign_ahead(both(), {}, BODY, within=40)  # not kept until then: fetched again
+    await turns()
+    assert fetches.teams == ["team-a", "team-a"]
+
+
+async def test_a_call_that_cannot_be_signed_ahead_is_left_to_its_send() -> None:
+    assert await CallSigner(Fetches()).sign_ahead(call(CallSigning.OFF), {}, BODY, 5) is None
+    down = CallSigner(Fetches(grpc.StatusCode.UNAVAILABLE))
+    assert await down.sign_ahead(both(), {}, BODY, 5) is None
+    own = CallSigner(Fetches(default=job_pb2.CALL_SIGNING_WEBHOOK_AND_ID_TOKEN))
+    assert await own.sign_ahead(call(None), {"Authorization": "x"}, BODY, 5) is None
+    refused = await own.prepare(call(None), {"Authorization": "x"}, None)
+    assert isinstance(refused, Outcome)  # the send says why

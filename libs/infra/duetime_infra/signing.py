@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import json
 import os
 import uuid
 from collections.abc import Sequence
@@ -40,6 +41,11 @@ TOKEN_LIFETIME_SECONDS = 300
 # The claims that carry what Duetime adds to the standard ones.
 RUN_KEY_CLAIM = "duetime_run_key"
 ATTEMPT_CLAIM = "duetime_attempt"
+# An ID token is PyJWT's JWS over its claims, compact JSON as ``jwt.encode`` writes them: made
+# once, not per token, with only ES256 to look up (``jwt.encode`` checks and copies a claims
+# dict it is not given here, and builds its JSON encoder each call).
+_TOKENS = jwt.PyJWS(algorithms=["ES256"])
+_CLAIMS_JSON = json.JSONEncoder(separators=(",", ":"))
 
 
 @dataclass(frozen=True, eq=False)
@@ -145,15 +151,19 @@ def mint_id_token(
     lifetime: int = TOKEN_LIFETIME_SECONDS,
 ) -> str:
     """An ES256 JWT for one attempt, signed by the team's token key (``kid`` in its header)."""
-    payload = {
-        "iss": claims.issuer,
-        "aud": claims.audience,
-        "sub": claims.subject,
-        "iat": now,
-        "exp": now + lifetime,
-        "jti": os.urandom(16).hex(),
-        RUN_KEY_CLAIM: claims.run_key,
-        ATTEMPT_CLAIM: claims.attempt,
-    }
+    payload = _CLAIMS_JSON.encode(
+        {
+            "iss": claims.issuer,
+            "aud": claims.audience,
+            "sub": claims.subject,
+            "iat": now,
+            "exp": now + lifetime,
+            "jti": os.urandom(16).hex(),
+            RUN_KEY_CLAIM: claims.run_key,
+            ATTEMPT_CLAIM: claims.attempt,
+        }
+    )
     key = keys.token_key
-    return jwt.encode(payload, key.private_key, algorithm="ES256", headers={"kid": key.key_id})
+    return _TOKENS.encode(
+        payload.encode(), key.private_key, "ES256", {"kid": key.key_id}, sort_headers=False
+    )

@@ -1,12 +1,12 @@
 """A started attempt run: its target called under its lease (``lease``), with the heartbeats
 renewing it, and its end handed to the ``reporter``.
 
-An attempt started ahead of its run's time (its answer says when to call) first waits: shortly
-before its call time (``PRE_CALL_BEAT``; the scheduler takes a beat from 4 s before the call on
-as the sign that the call may have begun) a heartbeat is sent and answered (a job paused or
-deleted meanwhile cancels it: it is handed back unrun), and the call begins at its time by the
-server's clock, never before; the report carries when it began. Otherwise it is the same
-attempt.
+An attempt started ahead of its run's time (its answer says when to call) is signed then, not
+at a herd's instant (``HttpCaller.sign_ahead``), and waits: shortly before its call time
+(``PRE_CALL_BEAT``; the scheduler takes a beat from 4 s before the call on as the sign that the
+call may have begun) a heartbeat is sent and answered (a job paused or deleted meanwhile
+cancels it: it is handed back unrun), and the call begins at its time by the server's clock,
+never before; the report carries when it began. Otherwise it is the same attempt.
 
 An at-most-once call begins only once the scheduler has acknowledged its announcement
 (``Heartbeats.announce_call``). A second delivery of an attempt this worker runs or ran is
@@ -38,6 +38,7 @@ from duetime_worker.herd.slots import ANYONE, Flow, Reservation
 from duetime_worker.herd.timers import Deadlines
 from duetime_worker.targets.container.launcher import Launcher
 from duetime_worker.targets.http.caller import HttpCaller
+from duetime_worker.targets.http.signer import SignedAhead
 from duetime_worker.targets.outcome import LEASE_LAPSED, NOT_BEGUN, LeaseLapsed, Outcome
 from duetime_worker.targets.run import ContainerTask, HttpCall, TargetRun
 
@@ -173,13 +174,15 @@ class Runner:
         reservation: Reservation | None,
         flow: Flow,
     ) -> Outcome:
-        """The attempt's task: for one started ahead, its wait for its time (``_call_time``);
-        then the target call, in a client span whose context is the ``traceparent`` it sends,
-        and at most once only once the scheduler acknowledged it."""
+        """The attempt's task: for one started ahead, its signatures (``_sign_ahead``) and its
+        wait for its time (``_call_time``); then the target call, in a client span whose context
+        is the ``traceparent`` it sends, and at most once only once the scheduler acknowledged
+        it."""
         sent = _nothing  # an HTTP call's request went out
         run = started.run
+        ahead = None
         if started.call_time is not None and not attempt.began:
-            self._http.warm(run, self._clock.seconds_until_ns(started.call_time))
+            ahead = await self._sign_ahead(run, attempt.attempt, started.call_time)
             if not await self._call_time(attempt, started.call_time):
                 return Outcome.handed_back(SHUTTING_DOWN, call=NOT_BEGUN)
             sent = self._herd.call_due()
@@ -200,12 +203,24 @@ class Runner:
                     "duetime.target.kind": str(kind),
                 },
             ) as span:
-                outcome = await self._call_target(attempt, run, limit, reservation, sent, flow)
+                outcome = await self._call_target(
+                    attempt, run, limit, reservation, sent, flow, ahead
+                )
                 if outcome.result is not AttemptOutcome.SUCCEEDED:
                     span.set_status(Status(StatusCode.ERROR, outcome.error))
                 return outcome
         finally:
             sent()
+
+    async def _sign_ahead(self, run: TargetRun, attempt: int, call_time: int) -> SignedAhead | None:
+        """The call's signatures made now, ahead of its time, its team's keys warmed for then;
+        None (signed at its send) when the keys are not in hand by its beat before the call."""
+        within = self._clock.seconds_until_ns(call_time)
+        try:
+            async with asyncio.timeout(within - PRE_CALL_BEAT):
+                return await self._http.sign_ahead(run, attempt, within)
+        except TimeoutError:
+            return None
 
     async def _call_time(self, attempt: Attempt, call_time: int) -> bool:
         """Waits for the call time of an attempt started ahead: a heartbeat answered shortly
@@ -242,8 +257,10 @@ class Runner:
         reservation: Reservation | None,
         sent: Callable[[], None],
         flow: Flow,
+        ahead: SignedAhead | None,
     ) -> Outcome:
-        """The call, the attempt's lease checked before anything of it is sent or launched.
+        """The call, the attempt's lease checked before anything of it is sent or launched
+        (an HTTP call's signatures made ``ahead`` used if they still fit).
         An HTTP call is bounded by its own deadlines (its turn, and reqwest's total timeout
         from connect to the body's last byte); a launch by its timeout and the launcher's
         stop, with a backstop here. The scheduler closes an attempt that outlives its timeout
@@ -251,7 +268,7 @@ class Runner:
         number, check = attempt.attempt, attempt.check_lease
         try:
             if isinstance(run.target, HttpCall):
-                return await self._http.call(run, number, limit, check, sent, flow)
+                return await self._http.call(run, number, limit, check, sent, flow, ahead)
             if isinstance(run.target, ContainerTask):
                 async with asyncio.timeout(limit + 1 + self._launcher.stop_seconds):
                     return await self._launcher.launch(run, number, limit, reservation, check)

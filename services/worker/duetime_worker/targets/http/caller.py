@@ -31,7 +31,13 @@ from duetime_worker.targets.http.hosts import (
     system_resolve,
 )
 from duetime_worker.targets.http.request import NOT_SENT, parse, request, where
-from duetime_worker.targets.http.signer import CallSigner, SignedCall, Stamp, signed_call
+from duetime_worker.targets.http.signer import (
+    CallSigner,
+    SignedAhead,
+    SignedCall,
+    Stamp,
+    signed_call,
+)
 from duetime_worker.targets.outcome import NOT_BEGUN, Outcome, SendCheck, no_check
 from duetime_worker.targets.run import HttpCall, TargetRun
 from duetime_worker.targets.target_deadline import Deadline
@@ -77,8 +83,10 @@ class HttpCaller:
         check: SendCheck = no_check,
         sent: Callable[[], None] = no_check,
         flow: Flow = ANYONE,
+        ahead: SignedAhead | None = None,
     ) -> Outcome:
-        """The run's request (see ``send``), waiting for its connections as ``flow``."""
+        """The run's request (see ``send``), waiting for its connections as ``flow``, signed
+        with the signatures made ``ahead`` (``sign_ahead``) when they still fit it."""
         http = run.target
         if not isinstance(http, HttpCall):
             return Outcome.failed("not an HTTP target", retryable=False, call=NOT_BEGUN)
@@ -91,30 +99,34 @@ class HttpCaller:
         traceparent = current_traceparent(run.traceparent) if tracing_active() else run.traceparent
         if traceparent:
             headers["traceparent"] = traceparent
-        stamp = await self.prepare(signed_call(run, http, attempt), headers)
+        stamp = await self.prepare(signed_call(run, http, attempt), headers, ahead)
         if isinstance(stamp, Outcome):
             return stamp
         return await self.send(
             http.method, http.url, headers, http.body, limit, check, sent, flow, stamp=stamp
         )
 
-    def warm(self, run: TargetRun, within: float) -> None:
-        """Readies what the run's HTTP call needs ``within`` seconds from now: its team's
-        signing keys (``CallSigner.warm``)."""
+    async def sign_ahead(self, run: TargetRun, attempt: int, within: float) -> SignedAhead | None:
+        """The signatures of the run's HTTP call, sent ``within`` seconds from now, made now
+        (``CallSigner.sign_ahead``); None when it is not signed or cannot be yet."""
         http = run.target
         if (
-            self._signer is not None
-            and isinstance(http, HttpCall)
-            and http.signing is not CallSigning.OFF
+            self._signer is None
+            or not isinstance(http, HttpCall)
+            or http.signing is CallSigning.OFF
         ):
-            self._signer.warm(run.team, run.run_id, within)
+            return None
+        call = signed_call(run, http, attempt)
+        return await self._signer.sign_ahead(call, http.headers, http.body, within)
 
-    async def prepare(self, call: SignedCall, headers: dict[str, str]) -> Stamp | Outcome | None:
+    async def prepare(
+        self, call: SignedCall, headers: dict[str, str], ahead: SignedAhead | None = None
+    ) -> Stamp | Outcome | None:
         """What signing a call takes (``CallSigner.prepare``); its stamp goes to ``send``. A
         worker without a signer sends a call whose signing is the team's default unsigned, and
         refuses one whose job asks for it."""
         if self._signer is not None:
-            return await self._signer.prepare(call, headers)
+            return await self._signer.prepare(call, headers, ahead)
         if call.signing is None or call.signing is CallSigning.OFF:
             return None
         return Outcome.failed(

@@ -3,7 +3,10 @@ a call came from Duetime, over the exact body sent.
 
 A call is signed with its team's keys as ``team_keys`` keeps them, and only with the keys its
 start named (``SignedCall.key_ids``), so a herd of calls costs one fetch per team and each call
-only its signatures. The keys are never logged, never in a span or a metric.
+only its signatures. A call started ahead of its time is signed ahead (``sign_ahead``), in the
+wait before its call rather than at a herd's instant; its send uses those signatures while they
+fit it (``SignedAhead.fits``), else signs it then. The keys are never logged, never in a span or
+a metric.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
@@ -38,6 +41,12 @@ _ID_TOKEN_NAMES = frozenset(("authorization",))
 # Adds a call's signature headers to its headers, over its body, as of the moment it is called:
 # run just before the request is handed over, after any wait for a connection.
 Stamp = Callable[[dict[str, str], bytes], None]
+# How old signatures made ahead may be when their call is sent (seconds). An attempt is started
+# at most ``EARLY_AHEAD`` (20 s) before its call and signed then, so a call sent on time uses
+# them; one that waited longer for its turn is signed at its send. Well inside what a target
+# accepts (Standard Webhooks' five minutes, the token's ``TOKEN_LIFETIME_SECONDS``), and it
+# bounds how long before the request its timestamp and ``iat`` say it was made.
+AHEAD_FRESH_SECONDS = 30
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,34 @@ class SignedCall:
         return self.audience or default_audience(self.url)
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class SignedAhead:
+    """A call's signature headers made ahead of its send (``CallSigner.sign_ahead``): by the
+    keys named ``key_ids``, over ``body``, for ``attempt``, as ``signing`` says, at ``made``
+    (seconds since the epoch: their ``webhook-timestamp`` and ``iat``)."""
+
+    attempt: int
+    signing: CallSigning
+    key_ids: tuple[str, ...]
+    body: bytes
+    made: int
+    headers: Mapping[str, str]
+
+    def fits(
+        self, attempt: int, signing: CallSigning, keys: SigningKeys, body: bytes, now: int
+    ) -> bool:
+        """Whether these signatures sign a send at ``now`` of ``body`` for ``attempt`` as
+        ``signing`` says with ``keys`` (those it may use then): made at most
+        ``AHEAD_FRESH_SECONDS`` before, by exactly those keys, over the exact body sent."""
+        return (
+            0 <= now - self.made <= AHEAD_FRESH_SECONDS
+            and attempt == self.attempt
+            and signing is self.signing
+            and self.key_ids == _key_ids(keys)
+            and body == self.body
+        )
+
+
 class CallSigner:
     """Signs calls with their teams' keys, fetched through ``fetch`` and kept for ``keep``
     seconds; ID tokens name ``issuer``."""
@@ -95,10 +132,37 @@ class CallSigner:
         ready(headers, body)
         return None
 
-    async def prepare(self, call: SignedCall, headers: dict[str, str]) -> Stamp | Outcome | None:
+    async def prepare(
+        self, call: SignedCall, headers: Mapping[str, str], ahead: SignedAhead | None = None
+    ) -> Stamp | Outcome | None:
         """What signing the call takes, its team's keys in hand: None when it is not signed,
         an outcome when it cannot be (nothing is sent), else the stamp that signs it (replacing
-        the job's own headers of the names of the kinds it adds) when it is sent."""
+        the job's own headers of the names of the kinds it adds) when it is sent: with the
+        signatures made ``ahead`` when they fit the send, else made then."""
+        ready = await self._ready(call, headers)
+        if ready is None or isinstance(ready, Outcome):
+            return ready
+        return functools.partial(self._stamp, call, *ready, ahead)
+
+    async def sign_ahead(
+        self, call: SignedCall, headers: Mapping[str, str], body: bytes, within: float
+    ) -> SignedAhead | None:
+        """The call's signatures made now, for its send ``within`` seconds from now (its team's
+        keys warmed for then, ``warm``); None when it is not signed or cannot be now (its send
+        signs it, or says why not)."""
+        self.warm(call.team, call.run_id, within)
+        ready = await self._ready(call, headers)
+        if ready is None or isinstance(ready, Outcome):
+            return None
+        signing, keys = ready
+        now = int(self._wall())
+        signed = self._signatures(call, signing, keys, body, now)
+        return SignedAhead(call.attempt, signing, _key_ids(keys), body, now, signed)
+
+    async def _ready(
+        self, call: SignedCall, headers: Mapping[str, str]
+    ) -> tuple[CallSigning, SigningKeys] | Outcome | None:
+        """How the call is signed and with which keys (``prepare``)."""
         if call.signing is CallSigning.OFF:
             return None
         team = await self._keys_for(call)
@@ -125,26 +189,39 @@ class CallSigner:
                 retryable=False,
                 call=NOT_BEGUN,
             )
-        return functools.partial(self._stamp, call, signing, team.keys)
+        return signing, team.keys
 
     def _stamp(
         self,
         call: SignedCall,
         signing: CallSigning,
         keys: SigningKeys,
+        ahead: SignedAhead | None,
         headers: dict[str, str],
         body: bytes,
     ) -> None:
         now = int(self._wall())
+        if ahead is not None and ahead.fits(call.attempt, signing, keys, body, now):
+            signed = ahead.headers
+        else:
+            signed = self._signatures(call, signing, keys, body, now)
         if signing.webhook:
             _drop_names(headers, _WEBHOOK_NAMES)
-            headers.update(webhook_headers(keys, call.message_id, now, body))
+        if signing.id_token:
+            _drop_names(headers, _ID_TOKEN_NAMES)
+        headers.update(signed)
+
+    def _signatures(
+        self, call: SignedCall, signing: CallSigning, keys: SigningKeys, body: bytes, now: int
+    ) -> dict[str, str]:
+        """The call's signature headers, over ``body``, made at ``now``."""
+        signed = webhook_headers(keys, call.message_id, now, body) if signing.webhook else {}
         if signing.id_token:
             claims = TokenClaims(
                 self._issuer, call.token_audience(), call.subject, call.message_id, call.attempt
             )
-            _drop_names(headers, _ID_TOKEN_NAMES)
-            headers["Authorization"] = f"Bearer {mint_id_token(keys, claims, now)}"
+            signed["Authorization"] = f"Bearer {mint_id_token(keys, claims, now)}"
+        return signed
 
     def warm(self, team: str, run_id: str, within: float) -> None:
         """Fetches a team's keys (for ``run_id``) in the background unless those kept are still
@@ -202,6 +279,10 @@ def _refused(error: aio.AioRpcError) -> Outcome:
         retryable=False,
         call=NOT_BEGUN,
     )
+
+
+def _key_ids(keys: SigningKeys) -> tuple[str, ...]:
+    return tuple(key.key_id for key in keys.active)
 
 
 def _drop_names(headers: dict[str, str], names: frozenset[str]) -> None:
