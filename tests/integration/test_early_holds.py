@@ -88,7 +88,9 @@ async def test_a_pre_call_beat_holds_its_process_attempts_without_writing_them(
     beat_time = as_datetime(answer.server_time)
     # The first is held a lease from the process's record; the later one's window is shut.
     assert leases(answer) == [beat_time + LEASE, now + 22 * S]
-    assert tuple(await env.w.pool.fetchrow(RECORD, "p-1")) == (beat_time, LEASE)
+    record = await env.w.pool.fetchrow(RECORD, "p-1")
+    assert record is not None
+    assert tuple(record) == (beat_time, LEASE)
     assert await row_versions(env, first, later) == started
     await env.w.shift_clock(6 * S)  # the later window opens: the record moves on, rows stay
     answer = await exchange(stream, beat("p-1", first, later))
