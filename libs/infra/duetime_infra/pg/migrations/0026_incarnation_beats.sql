@@ -31,7 +31,7 @@ CREATE TABLE worker_incarnation_beats (
 -- for a start that names none (an older worker's, or a test's).
 CREATE FUNCTION duetime_incarnation(delivery_id text) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT substring(delivery_id FROM '@([^@]+)$')
+    SELECT CASE WHEN strpos(delivery_id, '@') > 0 THEN split_part(delivery_id, '@', -1) END
 $$;
 
 -- Until when an early attempt is held by its process's record (``beat``, ``lease``): a lease
