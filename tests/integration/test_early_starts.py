@@ -288,7 +288,7 @@ async def test_a_pre_call_beat_writes_one_worker_record_not_every_attempt(env: E
     later = await w.queue_scheduled_run(job.job_id, now + 12 * S)
     for run_id in (first, later):
         assert (await env.start(run_id, delivery=f"d-{run_id}")).decision == STARTED
-    record = "SELECT beat_time FROM worker_beats WHERE worker_id = 'w-1'"
+    record = "SELECT beat_time FROM worker_incarnation_beats WHERE worker_id = 'w-1'"
     stream = w.stub.Heartbeat(metadata=w.auth())
     # The first beat renews their short early leases; neither call's window is open yet.
     await exchange(stream, beat((first, 1), (later, 1)))
@@ -325,7 +325,7 @@ async def test_a_worker_record_is_kept_while_an_open_attempt_needs_it(env: Env) 
     stream.cancel()
     maintenance = PartitionMaintenance(interval_seconds=0)
     owner = [FencingToken(0, 0, 1)]
-    records = "SELECT worker_id FROM worker_beats"
+    records = "SELECT worker_id FROM worker_incarnation_beats"
     assert await maintenance(w.pool, owner) == 1
     assert [r["worker_id"] for r in await w.pool.fetch(records)] == ["w-1"]
     await w.complete(run_id, 1)

@@ -84,15 +84,18 @@ async def test_a_call_about_to_begin_gets_a_beat_of_its_own_and_full_beats_keep_
     running = asyncio.create_task(beats.run(stopping))
     try:
         async with asyncio.timeout(5):
-            # A new stream beats at once, for every attempt.
-            assert listed(await stream.beats.get()) == ["run-0", "run-1", "run-2"]
+            # A new stream beats at once, for every attempt, naming this process.
+            first = await stream.beats.get()
+            assert listed(first) == ["run-0", "run-1", "run-2"]
+            assert first.incarnation == beats.incarnation != ""
             # A call about to begin: a beat within the urgent spacing, listing only its attempt;
             # ``fresh`` returns once that beat is answered, its lease renewed.
             loop = asyncio.get_running_loop()
             asked = loop.time()
             await beats.fresh(("run-1", 1))
             assert loop.time() - asked < 0.5
-            assert listed(stream.beats.get_nowait()) == ["run-1"]
+            urgent = stream.beats.get_nowait()
+            assert (listed(urgent), urgent.incarnation) == (["run-1"], beats.incarnation)
             assert attempts[1].lease_deadline > loop.time() + 50
             # The full beats go on an interval after the last full one, whatever came between.
             full = await stream.beats.get()

@@ -34,7 +34,7 @@ class _Scheduler:
 
 def _starts(scheduler: _Scheduler, tally: AttemptTally, clock: ServerClock) -> StartCalls:
     calls = cast(AttemptCalls, scheduler)
-    return StartCalls(calls, "w", clock, WeightedSlots(1), asyncio.Event(), tally)
+    return StartCalls(calls, "w", clock, WeightedSlots(1), asyncio.Event(), tally, "i-1")
 
 
 async def test_a_started_answer_is_the_attempt_and_its_server_time_is_observed() -> None:
@@ -48,7 +48,7 @@ async def test_a_started_answer_is_the_attempt_and_its_server_time_is_observed()
     assert clock.offset() is not None
     ((request, slack),) = scheduler.asked
     assert (request.run_id, request.worker_id, request.early, slack) == ("r", "w", False, 0.0)
-    assert request.delivery_id.startswith("d-1@")
+    assert request.delivery_id == "d-1@i-1"
 
 
 async def test_a_start_asked_ahead_says_so_and_too_early_says_when_to_ask_again() -> None:

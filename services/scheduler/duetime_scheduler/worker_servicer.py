@@ -33,6 +33,7 @@ from duetime_infra.codec.worker_codec import (
     read_batch_report,
     read_call,
     read_id,
+    read_incarnation,
     read_run_id,
     read_single_report,
     read_start,
@@ -200,9 +201,10 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
                     violations, f"attempts[{i}].call_progress", ref.call_progress, beat=True
                 )
                 refs.append(AttemptRef(run_id, ref.attempt, call))
+            incarnation = read_incarnation(violations, request.incarnation)
             check(violations)
             _raise_if_unbound(worker_id, "worker_id")
-            result = await self._store.heartbeat(worker_id, refs)
+            result = await self._store.heartbeat(worker_id, refs, incarnation)
             out = pb.HeartbeatResponse()
             datetime_to_timestamp(result.server_time, out.server_time)
             for d in result.directives:

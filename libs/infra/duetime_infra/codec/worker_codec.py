@@ -71,6 +71,20 @@ def read_run_id(violations: list[FieldViolation], field: str, text: str) -> uuid
         return uuid.UUID(int=0)
 
 
+# The longest incarnation a beat may name (a worker's are 12 hex digits).
+MAX_INCARNATION = 64
+
+
+def read_incarnation(violations: list[FieldViolation], value: str) -> str:
+    """A beat's worker incarnation, as its starts' delivery ids end (``delivery@incarnation``);
+    empty: none said."""
+    if len(value) > MAX_INCARNATION or "@" in value:
+        violations.append(
+            FieldViolation("incarnation", f"at most {MAX_INCARNATION} characters, without '@'")
+        )
+    return value
+
+
 def read_id(violations: list[FieldViolation], field: str, text: str) -> str:
     if not text:
         violations.append(FieldViolation(field, "required"))

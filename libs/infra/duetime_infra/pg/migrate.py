@@ -43,15 +43,15 @@ _COMPATIBLE_FROM = re.compile(r"^-- compatible-from: (\d+)$", re.MULTILINE)
 # duetime_shown_state (10), the job history's columns (12), the workers' beat records (14),
 # the runs a job's schedule made (15), the job's lock key (16), the teams' signing keys and
 # default (17), the teams' calendars (18), the rate limit's charges made ahead of time (20,
-# 22), the worker tokens' binding (23), the outbox's notifications (24) and the pre-call
-# window (25), so the database must be migrated before this build is deployed. 6 (the
-# reaper's indexes by time), 7 (no second index on run_id), 8 (retries by time), 9 (finished
-# runs counted on eight rows a team) and 11 (a team's runs by time) only make them faster;
-# 13 (the archive's tables) is needed only with an archive configured; 19 (a job's waiting
-# runs by their own index) only makes them faster, and 21 (fewer, narrower indexes on runs)
-# smaller.
-BUILD_SCHEMA_VERSION = 25
-MIN_SUPPORTED_VERSION = 25
+# 22), the worker tokens' binding (23), the outbox's notifications (24), the pre-call window
+# (25) and the worker processes' records (26), so the database must be migrated before this
+# build is deployed. 6 (the reaper's indexes by time), 7 (no second index on run_id), 8
+# (retries by time), 9 (finished runs counted on eight rows a team) and 11 (a team's runs by
+# time) only make them faster; 13 (the archive's tables) is needed only with an archive
+# configured; 19 (a job's waiting runs by their own index) only makes them faster, and 21
+# (fewer, narrower indexes on runs) smaller.
+BUILD_SCHEMA_VERSION = 26
+MIN_SUPPORTED_VERSION = 26
 
 
 @dataclass(frozen=True)

@@ -73,7 +73,13 @@ class Executor:
             tally=self.tally,
         )
         starts = StartCalls(
-            calls, worker_id, self._clock, self._starting, self._stopping, self.tally
+            calls,
+            worker_id,
+            self._clock,
+            self._starting,
+            self._stopping,
+            self.tally,
+            heartbeats.incarnation,
         )
         starter = Starter(
             starts,

@@ -26,6 +26,7 @@ import collections
 import contextlib
 import logging
 import math
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -65,6 +66,9 @@ class Heartbeats:
     ) -> None:
         self._stub = stub
         self._worker_id = worker_id
+        # This process's own, named in its starts' delivery ids and in every beat: its beats
+        # hold the attempts it started ahead (not a predecessor's under the same worker id).
+        self.incarnation = uuid.uuid4().hex[:12]
         self._metadata = tuple(metadata)
         self._max_backoff = max_backoff
         self._answer_timeout = answer_timeout
@@ -128,6 +132,7 @@ class Heartbeats:
             listed = {k: self._active[k] for k in keys if k in self._active}
         return pb.HeartbeatRequest(
             worker_id=self._worker_id,
+            incarnation=self.incarnation,
             attempts=[
                 pb.AttemptRef(run_id=r, attempt=n, call_progress=CALL_NUMBERS[a.call])
                 for (r, n), a in listed.items()
@@ -156,7 +161,9 @@ class Heartbeats:
             await call.write(
                 request
                 if len(parts) == 1
-                else pb.HeartbeatRequest(worker_id=request.worker_id, attempts=part)
+                else pb.HeartbeatRequest(
+                    worker_id=request.worker_id, incarnation=self.incarnation, attempts=part
+                )
             )
 
     def _apply(self, response: pb.HeartbeatResponse) -> None:

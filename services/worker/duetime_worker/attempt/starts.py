@@ -5,9 +5,10 @@ answered and dropped; both in ``lifecycle``) and ``Unanswered`` (a stopping work
 message stays uncommitted, for another worker). The request is written and its answer read at
 the edge (``wire``).
 
-A delivery id carries this process's incarnation: a delivery asked again by it is replayed its
-attempt, while a worker restarted under the same id (a pod's container) is refused the
-attempts of its predecessor, whose calls may have begun; they end at their leases and retry.
+A delivery id carries this process's incarnation (``Heartbeats.incarnation``, which its beats
+name too): a delivery asked again by it is replayed its attempt, while a worker restarted under
+the same id (a pod's container) is refused the attempts of its predecessor, whose calls may
+have begun; they end at their leases and retry.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import uuid
 
 from grpc import aio
 
@@ -62,10 +62,11 @@ class StartCalls:
         permits: WeightedSlots,
         stopping: asyncio.Event,
         tally: AttemptTally,
+        incarnation: str,
     ) -> None:
         self._calls = calls
         self._worker_id = worker_id
-        self._incarnation = uuid.uuid4().hex[:12]
+        self._incarnation = incarnation
         self._clock = clock
         self._permits = permits
         self._stopping = stopping

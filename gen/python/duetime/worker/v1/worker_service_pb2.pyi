@@ -725,8 +725,16 @@ class HeartbeatRequest(_message.Message):
 
     WORKER_ID_FIELD_NUMBER: _builtins.int
     ATTEMPTS_FIELD_NUMBER: _builtins.int
+    INCARNATION_FIELD_NUMBER: _builtins.int
     worker_id: _builtins.str
     """Required. The worker's identity, as in StartAttempt."""
+    incarnation: _builtins.str
+    """Optional. The worker process's incarnation, as its starts' delivery ids end
+    (`delivery@incarnation`). A beat that names it holds that process's attempts started ahead
+    of their time, from their pre-call window on, through one record of the process instead of
+    a lease renewal of each; a restarted process (a new incarnation under the same worker id)
+    does not hold its predecessor's. Empty: each attempt is renewed on its own.
+    """
     @_builtins.property
     def attempts(self) -> _containers.RepeatedCompositeFieldContainer[Global___AttemptRef]:
         """Every attempt the worker still holds. An attempt missing from a beat is not renewed."""
@@ -736,10 +744,11 @@ class HeartbeatRequest(_message.Message):
         *,
         worker_id: _builtins.str = ...,
         attempts: _abc.Iterable[Global___AttemptRef] | None = ...,
+        incarnation: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "worker_id", b"worker_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "incarnation", b"incarnation", "worker_id", b"worker_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

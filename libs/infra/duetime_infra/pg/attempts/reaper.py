@@ -60,6 +60,12 @@ class ExpiredRun(NamedTuple):
         return spec_from_json(json.loads(doc) if isinstance(doc, str) else doc)
 
 
+def held_lease(lease_expire_time: datetime, held_until: datetime | None) -> datetime:
+    """An attempt's lease: its row's, or longer while its worker process's record holds it (an
+    early attempt past its pre-call beat, ``attempt_heartbeat``)."""
+    return lease_expire_time if held_until is None else max(lease_expire_time, held_until)
+
+
 def _partitions(tokens: Sequence[FencingToken]) -> list[int]:
     return sorted({t.partition for t in tokens})
 
@@ -118,11 +124,14 @@ async def _reap(
     if attempt is None:
         return None
     now: datetime = attempt["now"]
-    if attempt["lease_expire_time"] > now and attempt["deadline"] > now:
-        return None  # renewed since the scan
+    lease = held_lease(attempt["lease_expire_time"], attempt["held_until"])
+    if lease > now and attempt["deadline"] > now:
+        if lease > attempt["lease_expire_time"]:  # held by its process's record
+            await conn.execute(q("attempt_hold"), run.run_id, run.nominal_time, number, lease)
+        return None  # renewed since the scan, or held
     never_called: bool = attempt["never_called"]
     outcome, error, result = decide_expiry(
-        attempt["lease_expire_time"],
+        lease,
         attempt["deadline"],
         await _expiry_facts(conn, run, attempt, job_state),
         now,

@@ -83,8 +83,12 @@ class AttemptStore:
         """One answer per report, in order."""
         return await _in_passes(self._reports.run, reports, "complete")
 
-    async def heartbeat(self, worker_id: str, refs: Sequence[AttemptRef]) -> HeartbeatResult:
-        """Renews the listed attempts in one statement; one directive per attempt, in order."""
+    async def heartbeat(
+        self, worker_id: str, refs: Sequence[AttemptRef], incarnation: str = ""
+    ) -> HeartbeatResult:
+        """Renews the listed attempts in one statement; one directive per attempt, in order.
+        ``incarnation`` (the worker process's; empty: none said) holds the early attempts
+        that process started by its record instead of a renewal each (``attempt_heartbeat``)."""
         if not refs:
             async with self._pool.acquire() as conn:
                 now: datetime = await conn.fetchval(q("db_now"))
@@ -97,6 +101,7 @@ class AttemptStore:
                 worker_id,
                 self._settings.lease,
                 [r.call.value if r.call is not None else None for r in refs],
+                incarnation,
             )
         directives: list[Directive] = []
         for ref, row in zip(refs, rows, strict=True):

@@ -204,29 +204,34 @@ UPDATE runs SET first_start_time = $3 WHERE run_id = $1 AND nominal_time = $2;
 -- records it in the same statement, and it only moves forward (NOT_BEGUN, then BEGUN).
 -- Only what changes is written (and locked): a lease with more than two thirds of $4 left is
 -- answered as it stands, unless the beat moves the call's progress. A herd's beats each list
--- thousands of attempts; rewriting them all was most of its database time. A beat listing an
--- early attempt whose call window is open (duetime_pre_call_from) writes its worker's one
--- worker_beats row instead, the reaper's proof that the call may have begun (schema 14): it
--- commits with the statement, before the answer lets the worker call. (Two beats of one worker
--- at once, on two schedulers after a reconnect, could lock that row and the attempts in either
--- order; PostgreSQL then aborts one, and its stream is opened again.)
+-- thousands of attempts; rewriting them all was most of its database time.
+-- A beat listing an early attempt whose call window is open (duetime_pre_call_from) writes its
+-- worker process's one record (worker_incarnation_beats, $6 the incarnation), the reaper's
+-- proof that the call may have begun (schema 14): it commits with the statement, before the
+-- answer lets the worker call. The early attempts the process started ($6, their delivery id)
+-- are held by that record (duetime_early_hold, schema 26) instead of a renewal each: from
+-- their window on, their lease is answered as counted from the record, which the reaper
+-- honours; before it, their short lease from the call time stands unwritten (the worker calls
+-- only after its pre-call beat). (Two beats of one process at once, on two schedulers after a
+-- reconnect, could lock that row and the attempts in either order; PostgreSQL then aborts
+-- one, and its stream is opened again.)
 WITH req AS (
     SELECT k.run_id, k.number, k.ord, k.call
     FROM unnest($1::uuid[], $2::integer[], $5::text[])
          WITH ORDINALITY AS k(run_id, number, call, ord)
 ), cur AS (
     SELECT req.ord, req.call, a.run_id, a.nominal_time, a.number, a.cancel_reason, a.end_time,
-           a.lease_expire_time,
+           a.lease_expire_time, a.start_time,
+           a.early AND $6::text <> '' AND duetime_incarnation(a.delivery_id) = $6::text
+               AS own_early,
            a.outcome IN ('LEASE_EXPIRED', 'TIMED_OUT')
                AND a.end_time >= least(a.lease_expire_time, a.deadline) AS reaped,
            j.state AS job_state,
            a.early AND a.start_time > (SELECT duetime_now()) AND j.state = 'PAUSED'
                AS paused_unbegun,
-           a.lease_expire_time < (SELECT duetime_now()) + $4::interval * 2 / 3
-               OR (req.call IS NOT NULL AND a.call_progress IS DISTINCT FROM
-                   CASE WHEN req.call = 'BEGUN' THEN 'BEGUN'
-                        ELSE coalesce(a.call_progress, req.call) END)
-               AS to_write,
+           req.call IS NOT NULL AND a.call_progress IS DISTINCT FROM
+               CASE WHEN req.call = 'BEGUN' THEN 'BEGUN'
+                    ELSE coalesce(a.call_progress, req.call) END AS progress_moves,
            CASE WHEN a.early AND a.end_time IS NULL
                      AND duetime_pre_call_from(a.start_time) <= (SELECT duetime_now())
                 THEN duetime_pre_call_from(a.start_time) END AS pre_call_from
@@ -240,13 +245,45 @@ WITH req AS (
     SELECT cur.* FROM cur
     WHERE cur.end_time IS NULL AND cur.cancel_reason = ''
       AND coalesce(cur.job_state, 'DELETED') <> 'DELETED' AND NOT cur.paused_unbegun
+), window_opened AS (
+    SELECT h.since, w.beat_time AS seen, w.lease AS seen_lease
+    FROM (SELECT max(held.pre_call_from) AS since FROM held) h
+    LEFT JOIN worker_incarnation_beats w ON w.worker_id = $3 AND w.incarnation = $6::text
+), process_beat AS (
+    -- Only when a listed early attempt's window opened after the process's last record.
+    INSERT INTO worker_incarnation_beats AS w (worker_id, incarnation, beat_time, lease)
+    SELECT $3, $6::text, (SELECT duetime_now()), $4::interval
+    FROM window_opened WHERE since IS NOT NULL
+    ON CONFLICT (worker_id, incarnation) DO UPDATE
+    SET beat_time = excluded.beat_time, lease = greatest(w.lease, excluded.lease)
+    WHERE w.beat_time < (SELECT since FROM window_opened)
+    RETURNING w.beat_time, w.lease
+), record AS (
+    -- The record as this statement leaves it (or as read, when it covers the newest window:
+    -- it only grows); none when another scheduler's beat wrote it meanwhile (then renewed).
+    SELECT coalesce(p.beat_time, CASE WHEN o.seen >= o.since THEN o.seen END) AS beat_time,
+           coalesce(p.lease, CASE WHEN o.seen >= o.since THEN o.seen_lease END) AS lease
+    FROM window_opened o LEFT JOIN process_beat p ON true
+), judged AS (
+    SELECT held.*, greatest(held.lease_expire_time,
+                            CASE WHEN held.own_early THEN duetime_early_hold(
+                                true, held.start_time, record.beat_time, record.lease) END)
+               AS lease_held
+    FROM held, record
+), to_renew AS (
+    -- Due a renewal: the call's progress moves, or the lease held has two thirds or less left,
+    -- except an early attempt of this process before its window (its pre-call beat holds it).
+    SELECT judged.* FROM judged
+    WHERE judged.progress_moves
+       OR (judged.lease_held < (SELECT duetime_now()) + $4::interval * 2 / 3
+           AND NOT (judged.own_early AND judged.pre_call_from IS NULL))
 ), locked AS (
     -- Locks in run_id order, as the reaper does, so a beat and a reap cannot deadlock.
-    SELECT a.run_id, a.nominal_time, a.number, held.call
+    SELECT a.run_id, a.nominal_time, a.number, to_renew.call
     FROM attempts a
-    JOIN held ON a.run_id = held.run_id AND a.nominal_time = held.nominal_time
-             AND a.number = held.number
-    WHERE held.to_write AND a.end_time IS NULL AND a.cancel_reason = ''
+    JOIN to_renew ON a.run_id = to_renew.run_id AND a.nominal_time = to_renew.nominal_time
+                 AND a.number = to_renew.number
+    WHERE a.end_time IS NULL AND a.cancel_reason = ''
     ORDER BY a.run_id, a.nominal_time, a.number
     FOR UPDATE OF a
 ), renewed AS (
@@ -259,24 +296,19 @@ WITH req AS (
     WHERE a.run_id = locked.run_id AND a.nominal_time = locked.nominal_time
       AND a.number = locked.number AND a.end_time IS NULL
     RETURNING a.run_id, a.number, a.lease_expire_time
-), worker_beat AS (
-    -- Only when a listed early attempt's window opened after the worker's last record.
-    INSERT INTO worker_beats AS w (worker_id, beat_time)
-    SELECT $3, (SELECT duetime_now()) FROM held HAVING max(held.pre_call_from) IS NOT NULL
-    ON CONFLICT (worker_id) DO UPDATE SET beat_time = excluded.beat_time
-    WHERE w.beat_time < (SELECT max(held.pre_call_from) FROM held)
 )
 SELECT req.ord, req.run_id, req.number,
        cur.run_id IS NOT NULL AND cur.end_time IS NULL AS open,
        coalesce(cur.reaped, false) AS reaped, coalesce(cur.cancel_reason, '') AS cancel_reason,
        coalesce(cur.job_state, 'DELETED') = 'DELETED' AS job_deleted,
        coalesce(cur.paused_unbegun, false) AS job_paused,
-       CASE WHEN held.to_write THEN renewed.lease_expire_time
-            ELSE held.lease_expire_time END AS lease_expire_time,
+       CASE WHEN to_renew.ord IS NOT NULL THEN renewed.lease_expire_time
+            ELSE judged.lease_held END AS lease_expire_time,
        (SELECT duetime_now()) AS now
 FROM req
 LEFT JOIN cur ON cur.ord = req.ord
-LEFT JOIN held ON held.ord = req.ord
+LEFT JOIN judged ON judged.ord = req.ord
+LEFT JOIN to_renew ON to_renew.ord = req.ord
 LEFT JOIN renewed ON renewed.run_id = req.run_id AND renewed.number = req.number
 ORDER BY req.ord;
 
@@ -342,10 +374,23 @@ FOR UPDATE OF j;
 -- name: reaper_attempt_lock
 -- Re-read at the row under its lock: a heartbeat that renewed the lease since the scan wins.
 -- duetime_never_called: started ahead of its time, and no beat of its worker answered within
--- its call's window (its worker calls only after such a beat).
-SELECT lease_expire_time, deadline, cancel_reason, call_progress, (SELECT duetime_now()) AS now,
-       duetime_never_called(early, start_time, call_progress, beat_time, worker_id)
-           AS never_called
-FROM attempts
+-- its call's window (its worker calls only after such a beat). held_until: how long its
+-- worker process's record holds it (duetime_early_hold; NULL: it does not).
+SELECT a.lease_expire_time, a.deadline, a.cancel_reason, a.call_progress,
+       (SELECT duetime_now()) AS now,
+       duetime_never_called(a.early, a.start_time, a.call_progress, a.beat_time, a.worker_id)
+           AS never_called,
+       duetime_early_hold(a.early, a.start_time, w.beat_time, w.lease) AS held_until
+FROM attempts a
+LEFT JOIN worker_incarnation_beats w
+       ON w.worker_id = a.worker_id AND w.incarnation = duetime_incarnation(a.delivery_id)
+WHERE a.run_id = $1 AND a.nominal_time = $2 AND a.number = $3 AND a.end_time IS NULL
+FOR UPDATE OF a;
+
+-- name: attempt_hold
+-- An early attempt its process's record holds past its row's lease: the hold written into the
+-- row, so the reaper's scan by lease no longer finds it (a call still going after its short
+-- lease from the call time; its worker's beats renew it from then on).
+UPDATE attempts SET lease_expire_time = $4
 WHERE run_id = $1 AND nominal_time = $2 AND number = $3 AND end_time IS NULL
-FOR UPDATE;
+  AND lease_expire_time < $4;

@@ -5,11 +5,16 @@ SET LOCAL statement_timeout = 0;
 SELECT duetime_maintain_partitions();
 
 -- name: worker_beats_prune
--- A worker's beat record counts only for its open early attempts whose call window opened at
--- or before it: older than every open attempt's window, it proves nothing any more (workers
--- come and go under new names, and their rows with them).
-DELETE FROM worker_beats
-WHERE beat_time < coalesce(
-    (SELECT min(duetime_pre_call_from(start_time)) FROM attempts
-     WHERE end_time IS NULL AND early),
-    'infinity');
+-- A worker's beat record (and a worker process's) counts only for its open early attempts whose
+-- call window opened at or before it: older than every open attempt's window, it proves and
+-- holds nothing any more (workers come and go under new names and processes, and their rows
+-- with them).
+WITH oldest AS (
+    SELECT coalesce(
+        (SELECT min(duetime_pre_call_from(start_time)) FROM attempts
+         WHERE end_time IS NULL AND early),
+        'infinity') AS window_from
+), by_worker AS (
+    DELETE FROM worker_beats WHERE beat_time < (SELECT window_from FROM oldest)
+)
+DELETE FROM worker_incarnation_beats WHERE beat_time < (SELECT window_from FROM oldest);
