@@ -22,7 +22,7 @@ from duetime_infra.signing import (
     new_signing_key,
     webhook_headers,
 )
-from duetime_worker.targets.http.signer import SignedAhead
+from duetime_worker.targets.http.signed_ahead import SignedAhead
 
 BODY = b'{"report": "daily"}' * 10
 CLAIMS = TokenClaims(

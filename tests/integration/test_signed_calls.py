@@ -42,7 +42,8 @@ from duetime_worker.notify.wire import dead_letter_of
 from duetime_worker.targets.container.launcher import DisabledLauncher
 from duetime_worker.targets.http.allow_list import TargetPolicy
 from duetime_worker.targets.http.caller import HttpCaller
-from duetime_worker.targets.http.signer import AHEAD_FRESH_SECONDS, CallSigner
+from duetime_worker.targets.http.signed_ahead import AHEAD_FRESH_SECONDS
+from duetime_worker.targets.http.signer import CallSigner
 from duetime_worker.targets.http.team_keys import FetchedKeys
 from duetime_worker.targets.run import TargetRun
 from testkit.api import ApiClient, RpcFailure, failure, running_api

@@ -18,13 +18,8 @@ from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.jobspec import CallSigning
 from duetime_infra.signing import SigningKeys, new_signing_key
 from duetime_worker.attempt.wire import fetched_keys
-from duetime_worker.targets.http.signer import (
-    AHEAD_FRESH_SECONDS,
-    CallSigner,
-    SignedAhead,
-    SignedCall,
-    default_audience,
-)
+from duetime_worker.targets.http.signed_ahead import AHEAD_FRESH_SECONDS, SignedAhead
+from duetime_worker.targets.http.signer import CallSigner, SignedCall, default_audience
 from duetime_worker.targets.http.team_keys import STALE_SECONDS, FetchedKeys
 from duetime_worker.targets.outcome import NOT_BEGUN, Outcome
 

@@ -72,16 +72,18 @@ class Executor:
             stopping=self._stopping,
             tally=self.tally,
         )
+        # Handles one message (``Starter.process``).
+        self.process = self._starter(calls, worker_id, heartbeats.incarnation, launcher).process
+
+    def _starter(
+        self, calls: AttemptCalls, worker_id: str, incarnation: str, launcher: Launcher
+    ) -> Starter:
+        """What takes a message from its start (as ``incarnation``, this process, asks it) to
+        its run."""
         starts = StartCalls(
-            calls,
-            worker_id,
-            self._clock,
-            self._starting,
-            self._stopping,
-            self.tally,
-            heartbeats.incarnation,
+            calls, worker_id, self._clock, self._starting, self._stopping, self.tally, incarnation
         )
-        starter = Starter(
+        return Starter(
             starts,
             self._runner,
             launcher,
@@ -91,8 +93,6 @@ class Executor:
             starting=self._starting,
             early=self._early,
         )
-        # Handles one message (``Starter.process``).
-        self.process = starter.process
 
     def stop(self) -> None:
         """Nothing starts from now on (see ``starter``); running attempts go on, for the

@@ -38,7 +38,7 @@ from duetime_worker.herd.slots import ANYONE, Flow, Reservation
 from duetime_worker.herd.timers import Deadlines
 from duetime_worker.targets.container.launcher import Launcher
 from duetime_worker.targets.http.caller import HttpCaller
-from duetime_worker.targets.http.signer import SignedAhead
+from duetime_worker.targets.http.signed_ahead import SignedAhead
 from duetime_worker.targets.outcome import LEASE_LAPSED, NOT_BEGUN, LeaseLapsed, Outcome
 from duetime_worker.targets.run import ContainerTask, HttpCall, TargetRun
 

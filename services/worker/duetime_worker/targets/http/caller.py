@@ -31,13 +31,8 @@ from duetime_worker.targets.http.hosts import (
     system_resolve,
 )
 from duetime_worker.targets.http.request import NOT_SENT, parse, request, where
-from duetime_worker.targets.http.signer import (
-    CallSigner,
-    SignedAhead,
-    SignedCall,
-    Stamp,
-    signed_call,
-)
+from duetime_worker.targets.http.signed_ahead import SignedAhead
+from duetime_worker.targets.http.signer import CallSigner, SignedCall, Stamp, signed_call
 from duetime_worker.targets.outcome import NOT_BEGUN, Outcome, SendCheck, no_check
 from duetime_worker.targets.run import HttpCall, TargetRun
 from duetime_worker.targets.target_deadline import Deadline

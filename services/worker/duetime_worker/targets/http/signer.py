@@ -23,6 +23,7 @@ from grpc import aio
 
 from duetime_core.jobspec import CallSigning
 from duetime_infra.signing import SigningKeys, TokenClaims, mint_id_token, webhook_headers
+from duetime_worker.targets.http.signed_ahead import SignedAhead, key_ids
 from duetime_worker.targets.http.team_keys import (
     KEEP_SECONDS,
     Fetch,
@@ -41,12 +42,6 @@ _ID_TOKEN_NAMES = frozenset(("authorization",))
 # Adds a call's signature headers to its headers, over its body, as of the moment it is called:
 # run just before the request is handed over, after any wait for a connection.
 Stamp = Callable[[dict[str, str], bytes], None]
-# How old signatures made ahead may be when their call is sent (seconds). An attempt is started
-# at most ``EARLY_AHEAD`` (20 s) before its call and signed then, so a call sent on time uses
-# them; one that waited longer for its turn is signed at its send. Well inside what a target
-# accepts (Standard Webhooks' five minutes, the token's ``TOKEN_LIFETIME_SECONDS``), and it
-# bounds how long before the request its timestamp and ``iat`` say it was made.
-AHEAD_FRESH_SECONDS = 30
 
 
 @dataclass(frozen=True)
@@ -75,34 +70,6 @@ class SignedCall:
     def token_audience(self) -> str:
         """The ID token's audience, worked out only for a call that carries one."""
         return self.audience or default_audience(self.url)
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class SignedAhead:
-    """A call's signature headers made ahead of its send (``CallSigner.sign_ahead``): by the
-    keys named ``key_ids``, over ``body``, for ``attempt``, as ``signing`` says, at ``made``
-    (seconds since the epoch: their ``webhook-timestamp`` and ``iat``)."""
-
-    attempt: int
-    signing: CallSigning
-    key_ids: tuple[str, ...]
-    body: bytes
-    made: int
-    headers: Mapping[str, str]
-
-    def fits(
-        self, attempt: int, signing: CallSigning, keys: SigningKeys, body: bytes, now: int
-    ) -> bool:
-        """Whether these signatures sign a send at ``now`` of ``body`` for ``attempt`` as
-        ``signing`` says with ``keys`` (those it may use then): made at most
-        ``AHEAD_FRESH_SECONDS`` before, by exactly those keys, over the exact body sent."""
-        return (
-            0 <= now - self.made <= AHEAD_FRESH_SECONDS
-            and attempt == self.attempt
-            and signing is self.signing
-            and self.key_ids == _key_ids(keys)
-            and body == self.body
-        )
 
 
 class CallSigner:
@@ -157,7 +124,7 @@ class CallSigner:
         signing, keys = ready
         now = int(self._wall())
         signed = self._signatures(call, signing, keys, body, now)
-        return SignedAhead(call.attempt, signing, _key_ids(keys), body, now, signed)
+        return SignedAhead(call.attempt, signing, key_ids(keys), body, now, signed)
 
     async def _ready(
         self, call: SignedCall, headers: Mapping[str, str]
@@ -279,10 +246,6 @@ def _refused(error: aio.AioRpcError) -> Outcome:
         retryable=False,
         call=NOT_BEGUN,
     )
-
-
-def _key_ids(keys: SigningKeys) -> tuple[str, ...]:
-    return tuple(key.key_id for key in keys.active)
 
 
 def _drop_names(headers: dict[str, str], names: frozenset[str]) -> None:
