@@ -24,6 +24,7 @@ from duetime_worker.attempt.executor import Executor
 from duetime_worker.attempt.heartbeats import Heartbeats
 from duetime_worker.attempt.scheduler_client import RPC_TIMEOUT, AttemptCalls
 from duetime_worker.herd.governor import Herd
+from duetime_worker.herd.knobs import PRE_CALL_BEAT
 from duetime_worker.intake.dispatch import Dispatch
 from duetime_worker.targets.container.launcher import DisabledLauncher
 from duetime_worker.targets.http.caller import HttpCaller
@@ -382,7 +383,8 @@ async def test_a_start_ahead_waits_for_company_unless_other_starts_wait_for_perm
 
 async def test_a_job_paused_before_a_call_started_ahead_is_not_called(env: Env) -> None:
     job = await job_calling(env, "/paused", Behaviour())
-    effective = await env.w.now() + timedelta(seconds=2)
+    # Paused before its beat before the call, whose answer tells it.
+    effective = await env.w.now() + timedelta(seconds=PRE_CALL_BEAT + 1.5)
     run_id = await env.w.queue_scheduled_run(job.job_id, effective)
     early = Executor(
         env.w.stub,

@@ -128,6 +128,8 @@ async def test_a_pause_cancels_an_early_attempt_until_its_call_begins_and_a_dele
     try:
         async with asyncio.timeout(5):
             await beats.fresh(("calling", 1))
+            # The one waiting for its call hears of the pause in its beat before the call.
+            await beats.fresh(("waiting", 1))
             await asyncio.wait([tasks["waiting"], tasks["deleted"]])
         assert attempts["waiting"].cancel_reason == "JOB_PAUSED"
         assert attempts["deleted"].cancel_reason == "JOB_DELETED"
@@ -140,6 +142,34 @@ async def test_a_pause_cancels_an_early_attempt_until_its_call_begins_and_a_dele
         await running
         for task in tasks.values():
             task.cancel()
+
+
+async def test_full_beats_leave_out_an_attempt_started_ahead_until_its_call_begins() -> None:
+    # Its lease counts from its call time, and its own beat before the call renews it (and
+    # tells it of a cancel): listing it in every full beat of its wait read it twice a run.
+    stream = Stream()
+    beats = Heartbeats(cast(Any, Stub(stream)), "w-1", (), interval=0.3, herd=Herd())
+    held = cast("asyncio.Task[Outcome]", asyncio.create_task(asyncio.sleep(math.inf)))
+    ahead = [attempt_of(f"ahead-{i}", held, 0.0, ahead=True) for i in range(2)]
+    for attempt in [attempt_of("calling", held, 0.0), *ahead]:
+        beats.add(attempt)
+    # A caller asking before the stream opens is listed in its first beat, a full one.
+    asked = asyncio.create_task(beats.fresh(("ahead-0", 1)))
+    stopping = asyncio.Event()
+    running = asyncio.create_task(beats.run(stopping))
+    try:
+        async with asyncio.timeout(5):
+            assert listed(await stream.beats.get()) == ["ahead-0", "calling"]
+            await asked
+            assert listed(await stream.beats.get()) == ["calling"]  # the next full beat
+            await beats.fresh(("ahead-1", 1))
+            assert listed(stream.beats.get_nowait()) == ["ahead-1"]
+            ahead[1].call_begins(0)
+            assert listed(await stream.beats.get()) == ["ahead-1", "calling"]
+    finally:
+        stopping.set()
+        await running
+        held.cancel()
 
 
 class HeldStream(Stream):

@@ -1,11 +1,11 @@
-"""When the worker's next heartbeat goes, and whether it lists every attempt (a full beat) or
-only those of calls about to begin (``fresh_beats``).
+"""When the worker's next heartbeat goes, and whether it lists every attempt whose call began
+(a full beat) or only those of calls about to begin (``fresh_beats``).
 
 A full beat comes an interval after the last, or half an interval after it once an attempt was
 added (a herd of starts must not become one beat per start, each listing every attempt). While
 the herd governor holds it (``Herd.holds_full_beat``: calls due to go out, reports to send), a
-full beat waits, and only while every lease has more than two intervals left (a beat on time
-finds that much of the three intervals advised): it would take CPU from calls already late,
+full beat waits, and only while every lease it renews has more than two intervals left (a beat on
+time finds that much of the three intervals advised): it would take CPU from calls already late,
 and most of the attempts it lists end meanwhile. A call about to
 begin gets a beat of its own sooner, ``URGENT_SPACING`` after the last beat: the calls of a
 herd ask over some tens of milliseconds, and share a beat rather than each sending one that
@@ -66,5 +66,7 @@ class BeatSchedule:
         """Whether a full beat due at ``due`` waits for the worker to be less busy."""
         if not self._herd.holds_full_beat(now - due):
             return False
-        soonest = min((a.lease_deadline for a in self._active.values()), default=math.inf)
+        soonest = min(
+            (a.lease_deadline for a in self._active.values() if a.began), default=math.inf
+        )
         return soonest - now > 2 * self._interval

@@ -1,7 +1,8 @@
 """One bidirectional Heartbeat stream per worker, for the worker's life.
 
 Every interval (and half an interval after an attempt is added) it sends all the worker's active
-attempts, which renews their leases; a CANCEL directive cancels that attempt's task. A call about
+attempts whose call began (one started ahead of its time needs no beat before its call's own),
+which renews their leases; a CANCEL directive cancels that attempt's task. A call about
 to begin asks for a beat of its own (``fresh``), which lists only the attempts of callers no beat
 listed yet, so that a call beside thousands of held attempts does not wait for a beat that lists
 them all, nor a herd's later callers for beats that list its earlier ones again; when each beat
@@ -91,8 +92,9 @@ class Heartbeats:
 
     def add(self, attempt: Attempt) -> None:
         self._active[attempt.key] = attempt
-        self._schedule.attempt_added()
-        self._wake.set()
+        if attempt.began:  # one started ahead is beaten first before its call (``fresh``)
+            self._schedule.attempt_added()
+            self._wake.set()
 
     async def fresh(self, key: Key) -> None:
         """Returns once a beat listing ``key``, sent after this call, was answered: the
@@ -123,13 +125,15 @@ class Heartbeats:
             attempt.hand_back(reason)
 
     def _request(self, full: bool) -> pb.HeartbeatRequest:
-        """A full beat lists every active attempt; another, those its new ``fresh`` callers
-        name."""
+        """A beat lists the attempts its new ``fresh`` callers name and, when full, every
+        active attempt whose call began. An attempt started ahead of its time is left out of
+        full beats until then: its lease counts from its call time, and its own beat before
+        the call (``fresh``) renews it and tells it of a cancel."""
+        listed = {
+            k: a for k in self._fresh.unlisted_keys() if (a := self._active.get(k)) is not None
+        }
         if full:
-            listed = self._active
-        else:
-            keys = dict.fromkeys(self._fresh.unlisted_keys())
-            listed = {k: self._active[k] for k in keys if k in self._active}
+            listed.update((k, a) for k, a in self._active.items() if a.began)
         return pb.HeartbeatRequest(
             worker_id=self._worker_id,
             incarnation=self.incarnation,
