@@ -4,7 +4,8 @@ beside PgQueuer.
 A step at rate R seeds R x ``--interval`` interval jobs into a fresh database, their anchors
 spread evenly over one interval, so R runs a second fall due from ``--lead`` seconds on; the
 four services (``--workers`` workers) run them against ``bench.target`` (a process of its own)
-on the bench's own Kafka broker. After ``--warmup`` seconds a window of ``--duration``
+on the bench's own Kafka broker. The jobs' team has no rate or in-flight quota (as in
+``bench/herd``): the bench measures the engine, not the default quota of 1,000 runs a second. After ``--warmup`` seconds a window of ``--duration``
 seconds is measured: every run due in it must be called within ``--tail`` seconds of its end.
 A step passes when none is missing, repeated or early and the p99 lateness by the target's
 clock is at most ``--p99`` seconds. The rate doubles from ``--start`` until a step fails, then
@@ -80,6 +81,7 @@ from bench.harness import (
 )
 from duetime_core.runkey import RunKey
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
+from duetime_infra.pg.teams.store import update_team_quota
 from testkit.databases import create_database, drop_database
 from testkit.system import TEAM
 
@@ -158,6 +160,9 @@ async def duetime_step(template: str, rate: int, options: Options, tmp: Path) ->
                 anchors = spread(t0, rate, t0 + every)
                 url = target.url("/steady")
                 empty = await history_bytes(conn)
+                # One team's runs, as a team with that many jobs would be let: no rate or
+                # in-flight limit of its own (the defaults hold a team to 1,000 a second).
+                await update_team_quota(conn, TEAM, {"runs_per_minute": 0, "max_running": 0})
                 ids = await seed_jobs(dsn, [SeedJob(TEAM, a, url, every) for a in anchors])
                 meter = CpuMeter(await system_processes(system, tmp / "kafka", target))
                 w0, w1 = options.window(t0)
