@@ -6,7 +6,7 @@ through the same helpers."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import NamedTuple, Protocol
@@ -79,14 +79,16 @@ async def lock_runs(
     conn: Conn,
     query: str,
     row_type: type[RowT],
-    run_ids: list[uuid.UUID],
+    runs: Sequence[tuple[uuid.UUID, datetime | None]],
     wait: bool,
     *args: object,
 ) -> list[RowT]:
-    """The named runs' rows, locked by ``query`` (SKIP LOCKED: the rows no other transaction
-    holds) or, for a waiting pass, by its ``waiting`` form, which waits for them; as typed
-    rows of ``row_type``."""
-    rows = await conn.fetch(waiting(query) if wait else q(query), run_ids, *args)
+    """The named runs' rows (each by its id and the nominal time its worker says, None: not
+    said), locked by ``query`` (SKIP LOCKED: the rows no other transaction holds) or, for a
+    waiting pass, by its ``waiting`` form, which waits for them; as typed rows of
+    ``row_type``."""
+    run_ids, nominal_times = [run_id for run_id, _ in runs], [t for _, t in runs]
+    rows = await conn.fetch(waiting(query) if wait else q(query), run_ids, nominal_times, *args)
     return [typed_row(row_type, r) for r in rows]
 
 
