@@ -86,9 +86,13 @@ async def lock_runs(
     """The named runs' rows (each by its id and the nominal time its worker says, None: not
     said), locked by ``query`` (SKIP LOCKED: the rows no other transaction holds) or, for a
     waiting pass, by its ``waiting`` form, which waits for them; as typed rows of
-    ``row_type``."""
-    run_ids, nominal_times = [run_id for run_id, _ in runs], [t for _, t in runs]
-    rows = await conn.fetch(waiting(query) if wait else q(query), run_ids, nominal_times, *args)
+    ``row_type``. A trying pass looks only in the weeks of the times said: a run whose
+    worker said a wrong one is left out, for a waiting pass, which looks in every week."""
+    times = [t for _, t in runs if t is not None]
+    said = not wait and len(times) == len(runs) > 0
+    earliest, latest = (min(times), max(times)) if said else (None, None)
+    statement = waiting(query) if wait else q(query)
+    rows = await conn.fetch(statement, [r for r, _ in runs], earliest, latest, *args)
     return [typed_row(row_type, r) for r in rows]
 
 

@@ -6,17 +6,16 @@
 -- lock order: the run's row, then its job (attempt_job_lock), then attempt rows. Attempt rows
 -- are locked in run_id order, as heartbeats and the reaper do. The clock is read once a
 -- statement (attempts.sql).
--- Runs and attempts are partitioned by nominal time (weekly), and a lookup by run_id alone
--- probes every partition's index. The locks take each run's nominal time as its worker says
--- it ($2, NULL: not said), a hint: each entry's is resolved first, coalesce(the run at
--- (run_id, that time), the run by run_id alone), whose first probe prunes to one partition at
--- run time (in the generic plan too) and whose second, in every partition, runs only when the
--- first misses (an older worker, a wrong time); the run and its attempt are then joined on
--- the whole key, each in its partition (attempt_heartbeat resolves its attempts the same
--- way). The later statements have the nominal time from the locked rows; a join of theirs to
--- the runs or attempts named also names them by ``run_id = ANY($1)``: the planner would
--- otherwise merge or hash the request with every open attempt (or QUEUED run) of the table,
--- costing each batch a scan that grows with the herd.
+-- A join to the runs or attempts named also names them by ``run_id = ANY($1)``: the planner
+-- would otherwise merge or hash the request with every open attempt (or QUEUED run) of the
+-- table, costing each batch a scan that grows with the herd.
+-- Runs and attempts are partitioned by week of nominal time. The locks look only in the weeks
+-- between $2 and $3, the earliest and latest nominal time the workers said for a trying pass's
+-- runs (NULL: every week; a waiting pass, or a run whose worker did not say): PostgreSQL
+-- leaves the other partitions out as the statement starts, generic plan or not. A run outside
+-- them (a wrong time) is not found, so it is left to a waiting pass, as a run another
+-- transaction holds is, and answered the same. The later statements have the nominal time
+-- from the locked rows.
 
 -- name: attempt_batch_runs_lock
 -- The runs named, those no other transaction holds, with their open attempt (if any) and
@@ -30,47 +29,43 @@ SELECT r.*, v.spec::text AS spec_text, a.worker_id AS open_worker_id,
        ARRAY(SELECT k.key_id FROM team_signing_keys k
              WHERE k.team_id = r.team_id AND k.retire_time IS NULL
              ORDER BY k.create_time, k.key_id) AS team_key_ids
-FROM (SELECT u.run_id,
-             coalesce((SELECT f.nominal_time FROM runs f
-                       WHERE f.run_id = u.run_id AND f.nominal_time = u.nominal_time),
-                      (SELECT f.nominal_time FROM runs f WHERE f.run_id = u.run_id))
-                 AS nominal_time
-      FROM unnest($1::uuid[], $2::timestamptz[]) AS u(run_id, nominal_time)
-      OFFSET 0) k
-JOIN runs r ON r.run_id = k.run_id AND r.nominal_time = k.nominal_time
+FROM runs r
 JOIN job_versions v ON v.job_id = r.job_id AND v.version = r.job_version
 LEFT JOIN attempts a
        ON a.run_id = r.run_id AND a.nominal_time = r.nominal_time AND a.number = r.attempt
-      AND a.end_time IS NULL
+      AND a.end_time IS NULL AND a.run_id = ANY($1::uuid[])
+      AND a.nominal_time BETWEEN coalesce($2::timestamptz, '-infinity')
+                             AND coalesce($3::timestamptz, 'infinity')
+WHERE r.run_id = ANY($1::uuid[])
+  AND r.nominal_time BETWEEN coalesce($2::timestamptz, '-infinity')
+                         AND coalesce($3::timestamptz, 'infinity')
 FOR UPDATE OF r SKIP LOCKED;
 
 -- name: attempt_batch_reports_lock
 -- attempt_batch_runs_lock for reports: the runs and their open attempt, and only for the runs
--- $3 (reports other than a success: a retry, hand-back or dead-letter needs it) their
+-- $4 (reports other than a success: a retry, hand-back or dead-letter needs it) their
 -- definition's text and target kind, so a herd's successes read what they decide on only
 -- (each a subquery under its CASE, run for those rows only: a join to job_versions would be
 -- planned as a scan of every version).
 SELECT r.run_id, r.nominal_time, r.job_id, r.job_version, r.origin, r.team_id, r.state,
        r.attempt, r.attempt_limit, r.budget_start_attempt, r.priority, r.effective_time,
        r.eligible_time, r.traceparent, a.worker_id AS open_worker_id,
-       CASE WHEN r.run_id = ANY($3::uuid[]) THEN
+       CASE WHEN r.run_id = ANY($4::uuid[]) THEN
            (SELECT v.spec::text FROM job_versions v
             WHERE v.job_id = r.job_id AND v.version = r.job_version) END AS spec_text,
-       CASE WHEN r.run_id = ANY($3::uuid[]) THEN
+       CASE WHEN r.run_id = ANY($4::uuid[]) THEN
            (SELECT v.spec->'target'->>'kind' FROM job_versions v
             WHERE v.job_id = r.job_id AND v.version = r.job_version) END AS target_kind,
        (SELECT duetime_now()) AS now
-FROM (SELECT u.run_id,
-             coalesce((SELECT f.nominal_time FROM runs f
-                       WHERE f.run_id = u.run_id AND f.nominal_time = u.nominal_time),
-                      (SELECT f.nominal_time FROM runs f WHERE f.run_id = u.run_id))
-                 AS nominal_time
-      FROM unnest($1::uuid[], $2::timestamptz[]) AS u(run_id, nominal_time)
-      OFFSET 0) k
-JOIN runs r ON r.run_id = k.run_id AND r.nominal_time = k.nominal_time
+FROM runs r
 LEFT JOIN attempts a
        ON a.run_id = r.run_id AND a.nominal_time = r.nominal_time AND a.number = r.attempt
-      AND a.end_time IS NULL
+      AND a.end_time IS NULL AND a.run_id = ANY($1::uuid[])
+      AND a.nominal_time BETWEEN coalesce($2::timestamptz, '-infinity')
+                             AND coalesce($3::timestamptz, 'infinity')
+WHERE r.run_id = ANY($1::uuid[])
+  AND r.nominal_time BETWEEN coalesce($2::timestamptz, '-infinity')
+                         AND coalesce($3::timestamptz, 'infinity')
 FOR UPDATE OF r SKIP LOCKED;
 
 -- name: attempt_batch_jobs_lock

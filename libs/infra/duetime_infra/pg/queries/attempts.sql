@@ -215,9 +215,11 @@ UPDATE runs SET first_start_time = $3 WHERE run_id = $1 AND nominal_time = $2;
 -- only after its pre-call beat). (Two beats of one process at once, on two schedulers after a
 -- reconnect, could lock that row and the attempts in either order; PostgreSQL then aborts
 -- one, and its stream is opened again.)
--- $7 is each attempt's nominal time as the worker says it (NULL: not said), a hint resolved
--- first so the attempt is found in its one partition, and looked for in all of them only
--- when it is not there (as attempt_batch_runs_lock resolves it: attempt_batches.sql).
+-- $7 is each attempt's nominal time as the worker says it (NULL: not said). Attempts are
+-- partitioned by week of nominal time: each one's is resolved first, coalesce(the attempt at
+-- that time, the attempt by run_id alone), whose first probe reads one partition (pruned at
+-- run time, generic plan or not) and whose second, in every partition, runs only when the
+-- first misses (an older worker, a wrong time); the joins then go by the whole key.
 WITH req AS (
     SELECT k.run_id, k.number, k.ord, k.call,
            coalesce((SELECT a.nominal_time FROM attempts a
