@@ -16,7 +16,7 @@ from duetime_worker.intake.dispatch import Dispatch
 from duetime_worker.intake.wire import dispatch_of
 
 
-def test_a_dispatch_is_read_with_its_run_time_target_kind_and_turn() -> None:
+def test_a_dispatch_is_read_with_its_run_time_target_kind_turn_and_nominal_time() -> None:
     message = RunDispatch(
         run_id="r1",
         job_id="j1",
@@ -27,11 +27,13 @@ def test_a_dispatch_is_read_with_its_run_time_target_kind_and_turn() -> None:
         dispatch_id="d1",
     )
     message.effective_time.FromNanoseconds(1_767_225_600_123_456_789)
+    message.nominal_time.FromNanoseconds(1_767_225_600_000_000_000)
     assert dispatch_of(message) == Dispatch(
         run_id="r1",
         not_before=1_767_225_600_123_456_789,
         container=True,
         flow=Flow(Priority.HIGH, "a", 3),
+        nominal_time=1_767_225_600_000_000_000,
     )
 
 

@@ -13,11 +13,12 @@ from duetime_core.attempts import CallProgress
 from duetime_core.jobspec import CallSigning, HttpMethod
 from duetime_core.records import AttemptOutcome
 from duetime_infra.signing import new_signing_key
-from duetime_worker.attempt.lifecycle import Started, StartRefused, TooEarly
+from duetime_worker.attempt.lifecycle import Attempt, Started, StartRefused, TooEarly
 from duetime_worker.attempt.wire import (
     complete_request,
     fetched_keys,
     server_time,
+    stamp,
     start_request,
     started_from,
     target_run,
@@ -129,6 +130,18 @@ def test_a_start_is_written_with_its_delivery_worker_and_whether_it_is_ahead() -
     assert not start_request("r", "d@i", "w", False).early
 
 
+def test_a_start_report_and_beat_pass_the_runs_nominal_time_on_when_known() -> None:
+    at = 1_780_000_000 * 10**9 + 7
+    said = Timestamp(seconds=1_780_000_000, nanos=7)
+    assert start_request("r", "d@i", "w", False, at).nominal_time == said
+    assert not start_request("r", "d@i", "w", False).HasField("nominal_time")
+    outcome = Outcome.succeeded()
+    assert complete_request("r", outcome, "w", None, at).nominal_time == said
+    assert not complete_request("r", outcome, "w", None).HasField("nominal_time")
+    assert stamp(Attempt("r", 1, nominal_time=at)) == said
+    assert stamp(Attempt("r", 1)) is None
+
+
 def test_a_started_answer_is_read_with_its_run_timeout_and_call_time() -> None:
     answer = pb.StartAttemptResponse(
         decision=pb.START_DECISION_STARTED,
@@ -136,7 +149,9 @@ def test_a_started_answer_is_read_with_its_run_timeout_and_call_time() -> None:
         server_time=Timestamp(seconds=1_000),
         lease_expire_time=Timestamp(seconds=1_030),
         call_time=Timestamp(seconds=1_002, nanos=5),
-        run=pb.RunSpec(run_id="r", attempt_timeout=Duration(seconds=90)),
+        run=pb.RunSpec(
+            run_id="r", attempt_timeout=Duration(seconds=90), nominal_time=Timestamp(seconds=990)
+        ),
     )
     assert server_time(answer) == 1_000 * 10**9
     assert started_from(answer, 10.0) == Started(
@@ -146,6 +161,7 @@ def test_a_started_answer_is_read_with_its_run_timeout_and_call_time() -> None:
         timeout=90.0,
         call_time=1_002 * 10**9 + 5,
         at_most_once=False,
+        nominal_time=990 * 10**9,
     )
 
 

@@ -31,7 +31,7 @@ from duetime_infra.codec.worker_codec import (
     encode_start,
     entry_error,
     read_batch_report,
-    read_call,
+    read_beat_ref,
     read_id,
     read_incarnation,
     read_run_id,
@@ -40,7 +40,6 @@ from duetime_infra.codec.worker_codec import (
 )
 from duetime_infra.grpc.auth import current_principal
 from duetime_infra.pg.attempts.results import (
-    AttemptRef,
     CompleteResult,
     Report,
     StartRequest,
@@ -190,17 +189,10 @@ class WorkerServicer(worker_service_pb2_grpc.WorkerServiceServicer):
                 violations.append(
                     FieldViolation("attempts", f"at most {MAX_ATTEMPTS_PER_BEAT} per beat")
                 )
-            refs: list[AttemptRef] = []
-            for i, ref in enumerate(request.attempts[:MAX_ATTEMPTS_PER_BEAT]):
-                run_id = read_run_id(violations, f"attempts[{i}].run_id", ref.run_id)
-                if ref.attempt < 1:
-                    violations.append(
-                        FieldViolation(f"attempts[{i}].attempt", "must be at least 1")
-                    )
-                call = read_call(
-                    violations, f"attempts[{i}].call_progress", ref.call_progress, beat=True
-                )
-                refs.append(AttemptRef(run_id, ref.attempt, call))
+            refs = [
+                read_beat_ref(violations, i, ref)
+                for i, ref in enumerate(request.attempts[:MAX_ATTEMPTS_PER_BEAT])
+            ]
             incarnation = read_incarnation(violations, request.incarnation)
             check(violations)
             _raise_if_unbound(worker_id, "worker_id")

@@ -8,6 +8,8 @@ import uuid
 from collections.abc import Iterable
 from datetime import datetime
 
+from google.protobuf.timestamp_pb2 import Timestamp
+
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.attempts import CallProgress
@@ -23,6 +25,7 @@ from duetime_infra.codec.timeconv import (
     timestamp_to_datetime,
 )
 from duetime_infra.pg.attempts.results import (
+    AttemptRef,
     CompleteResult,
     Report,
     RunToExecute,
@@ -164,17 +167,30 @@ def encode_start(result: StartResult, secrets: SecretBox) -> pb.StartAttemptResp
     return out
 
 
-def _read_call_time(
-    violations: list[FieldViolation], field: str, report: pb.CompleteAttemptRequest
+def _read_time(
+    violations: list[FieldViolation], field: str, value: Timestamp | None
 ) -> datetime | None:
-    """The call's reported start (None when not given)."""
-    if not report.HasField("call_time"):
+    """An optional instant (None when not given); one out of range is a violation."""
+    if value is None:
         return None
     try:
-        return timestamp_to_datetime(report.call_time)
+        return timestamp_to_datetime(value)
     except ValueError as error:
         violations.append(FieldViolation(field, str(error)))
         return None
+
+
+def read_beat_ref(violations: list[FieldViolation], i: int, ref: pb.AttemptRef) -> AttemptRef:
+    """Attempt ``i`` of a heartbeat: its run, number, call progress and nominal time."""
+    prefix = f"attempts[{i}]."
+    run_id = read_run_id(violations, f"{prefix}run_id", ref.run_id)
+    if ref.attempt < 1:
+        violations.append(FieldViolation(f"{prefix}attempt", "must be at least 1"))
+    call = read_call(violations, f"{prefix}call_progress", ref.call_progress, beat=True)
+    nominal = ref.nominal_time if ref.HasField("nominal_time") else None
+    return AttemptRef(
+        run_id, ref.attempt, call, _read_time(violations, f"{prefix}nominal_time", nominal)
+    )
 
 
 def read_start(
@@ -182,11 +198,13 @@ def read_start(
 ) -> StartRequest:
     """One start, as StartAttempt and each entry of StartAttempts read it; ``prefix`` places the
     field paths of a batch entry (``starts[3].``)."""
+    nominal = request.nominal_time if request.HasField("nominal_time") else None
     return StartRequest(
         read_run_id(violations, f"{prefix}run_id", request.run_id),
         read_id(violations, f"{prefix}delivery_id", request.delivery_id),
         read_id(violations, f"{prefix}worker_id", request.worker_id),
         request.early,
+        _read_time(violations, f"{prefix}nominal_time", nominal),
     )
 
 
@@ -206,11 +224,28 @@ def read_report(
         problem = "required" if report.result == 0 else f"unknown value {report.result}"
         violations.append(FieldViolation(f"{prefix}result", problem))
     call = read_call(violations, f"{prefix}call_progress", report.call_progress)
-    call_time = _read_call_time(violations, f"{prefix}call_time", report)
+    call_time = _read_time(
+        violations,
+        f"{prefix}call_time",
+        report.call_time if report.HasField("call_time") else None,
+    )
+    nominal_time = _read_time(
+        violations,
+        f"{prefix}nominal_time",
+        report.nominal_time if report.HasField("nominal_time") else None,
+    )
     if outcome is None:
         return None
     return Report(
-        run_id, attempt, worker_id, outcome, report.retryable, report.error, call_time, call
+        run_id,
+        attempt,
+        worker_id,
+        outcome,
+        report.retryable,
+        report.error,
+        call_time,
+        call,
+        nominal_time,
     )
 
 

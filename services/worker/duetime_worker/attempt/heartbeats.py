@@ -42,6 +42,7 @@ from duetime_worker.attempt.beat_schedule import BeatSchedule
 from duetime_worker.attempt.fresh_beats import FreshCallers
 from duetime_worker.attempt.lease import lease_length
 from duetime_worker.attempt.lifecycle import Attempt, Key
+from duetime_worker.attempt.wire import stamp
 from duetime_worker.herd.governor import Herd
 
 log = logging.getLogger(__name__)
@@ -138,7 +139,9 @@ class Heartbeats:
             worker_id=self._worker_id,
             incarnation=self.incarnation,
             attempts=[
-                pb.AttemptRef(run_id=r, attempt=n, call_progress=CALL_NUMBERS[a.call])
+                pb.AttemptRef(
+                    run_id=r, attempt=n, call_progress=CALL_NUMBERS[a.call], nominal_time=stamp(a)
+                )
                 for (r, n), a in listed.items()
             ],
         )

@@ -65,6 +65,10 @@ class Started:
     # clock; None: not started ahead, its call begins at once.
     call_time: int | None = None
     at_most_once: bool = False
+    # The run's nominal time in nanoseconds since the epoch, as the answer's RunSpec says it
+    # (None: not said): the attempt's beats and report pass it on, a hint that lets the
+    # scheduler find the run in one partition.
+    nominal_time: int | None = None
 
 
 class Attempt(Lease):
@@ -77,6 +81,7 @@ class Attempt(Lease):
         "call",
         "call_time",
         "handed_back",
+        "nominal_time",
         "run_id",
     )
 
@@ -88,10 +93,12 @@ class Attempt(Lease):
         *,
         ahead: bool = False,
         at_most_once: bool = False,
+        nominal_time: int | None = None,
     ) -> None:
         super().__init__(lease_deadline)
         self.run_id = run_id
         self.attempt = attempt
+        self.nominal_time = nominal_time  # the run's (``Started.nominal_time``)
         # Given back unfinished because the worker is stopping (not a cancel it was told to do).
         self.handed_back = False
         # An attempt started ``ahead`` of its time has not begun its call until ``call_begins``,
@@ -114,6 +121,7 @@ class Attempt(Lease):
             started.lease_deadline,
             ahead=started.call_time is not None,
             at_most_once=started.at_most_once,
+            nominal_time=started.nominal_time,
         )
 
     @property

@@ -66,7 +66,9 @@ class Reporter:
             if outcome.result is AttemptOutcome.SUCCEEDED and attempt.call_time is not None:
                 left = attempt.lease_deadline - asyncio.get_running_loop().time()
                 await self._herd.success_report_held(left)
-            await self.complete(attempt.run_id, attempt.attempt, outcome, attempt.call_time)
+            await self.complete(
+                attempt.run_id, attempt.attempt, outcome, attempt.call_time, attempt.nominal_time
+            )
             self._finished(attempt, outcome, since)
         finally:
             self._herd.report_ends()
@@ -106,11 +108,17 @@ class Reporter:
         )
 
     async def complete(
-        self, run_id: str, attempt: int, outcome: Outcome, call_time: int | None = None
+        self,
+        run_id: str,
+        attempt: int,
+        outcome: Outcome,
+        call_time: int | None = None,
+        nominal_time: int | None = None,
     ) -> None:
         """Reports the attempt's outcome (``call_time``: when an attempt started ahead began
-        its call, in nanoseconds by the server's clock), retried through outages."""
-        request = complete_request(run_id, outcome, self._worker_id, call_time)
+        its call, in nanoseconds by the server's clock; ``nominal_time``: its run's), retried
+        through outages."""
+        request = complete_request(run_id, outcome, self._worker_id, call_time, nominal_time)
         backoff = DoublingBackoff(FIRST_RETRY, MAX_RETRY)
         deadline = time.monotonic() + REPORT_PATIENCE
         while True:

@@ -151,7 +151,7 @@ class Runner:
             extra={"action": "attempt_handed_back_unrun", "run_id": run_id, "attempt": number},
         )
         outcome = Outcome.handed_back(SHUTTING_DOWN, call=NOT_BEGUN)
-        await self._reporter.complete(run_id, number, outcome)
+        await self._reporter.complete(run_id, number, outcome, None, started.nominal_time)
 
     def _first_execution(self, run_id: str, number: int) -> bool:
         """False for the same delivery again (redelivered after a rebalance, or published

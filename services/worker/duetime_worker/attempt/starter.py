@@ -161,7 +161,7 @@ class Starter:
         stopping). TooEarly and Unanswered go to the caller, the message unanswered."""
         try:
             with await self._starting.reserved(dispatch.flow):
-                started = await self._start_seen_through(dispatch.run_id, delivery_id, ahead_of)
+                started = await self._start_seen_through(dispatch, delivery_id, ahead_of)
         except StartRefused:
             answered()
             return
@@ -193,7 +193,7 @@ class Starter:
         return reserving.result()
 
     async def _start_seen_through(
-        self, run_id: str, delivery_id: str, ahead_of: int | None
+        self, dispatch: Dispatch, delivery_id: str, ahead_of: int | None
     ) -> Started:
         """The start, seen through to its answer even when this task is cancelled meanwhile.
         Cancelled while stopping, an attempt it started is handed back before the cancellation
@@ -204,7 +204,9 @@ class Starter:
         a run that never failed). The partition's next owner is refused ALREADY_STARTED for
         the redelivery and commits past it; this worker, given the partition back, replays the
         same attempt and drops it as a duplicate."""
-        starting = self._starts.start(run_id, delivery_id, ahead_of)
+        starting = self._starts.start(
+            dispatch.run_id, delivery_id, ahead_of, nominal_time=dispatch.nominal_time
+        )
         started, cancelled = await despite_cancellation(starting)
         if cancelled:
             if not self._stopping.is_set():

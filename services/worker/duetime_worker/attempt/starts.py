@@ -72,11 +72,23 @@ class StartCalls:
         self._stopping = stopping
         self._tally = tally
 
-    async def start(self, run_id: str, delivery_id: str, ahead_of: int | None = None) -> Started:
+    async def start(
+        self,
+        run_id: str,
+        delivery_id: str,
+        ahead_of: int | None = None,
+        *,
+        nominal_time: int | None = None,
+    ) -> Started:
         """The run's attempt (``ahead_of``: the run's time in nanoseconds, ahead of which it may
-        be started; its answer then says when to call), or TooEarly, StartRefused, Unanswered."""
+        be started; its answer then says when to call; ``nominal_time``: the run's, as its
+        dispatch said it), or TooEarly, StartRefused, Unanswered."""
         request = start_request(
-            run_id, f"{delivery_id}@{self._incarnation}", self._worker_id, ahead_of is not None
+            run_id,
+            f"{delivery_id}@{self._incarnation}",
+            self._worker_id,
+            ahead_of is not None,
+            nominal_time,
         )
         backoff = DoublingBackoff(FIRST_RETRY, MAX_RETRY)
         loop = asyncio.get_running_loop()

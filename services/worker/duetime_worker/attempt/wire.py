@@ -6,6 +6,8 @@ at the intake's edge, ``intake.wire``)."""
 
 from __future__ import annotations
 
+from google.protobuf.timestamp_pb2 import Timestamp
+
 from duetime.jobs.v1 import job_pb2
 from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime_core.jobspec import CallSigning
@@ -13,7 +15,7 @@ from duetime_infra.codec.outcome_codec import CALL_NUMBERS, RESULT_NUMBERS
 from duetime_infra.codec.target_codec import method_of, signing_of
 from duetime_infra.signing import signing_key_from
 from duetime_worker.attempt.lease import lease_length
-from duetime_worker.attempt.lifecycle import Started, StartRefused, TooEarly
+from duetime_worker.attempt.lifecycle import Attempt, Started, StartRefused, TooEarly
 from duetime_worker.targets.http.team_keys import FetchedKeys
 from duetime_worker.targets.outcome import Outcome
 from duetime_worker.targets.run import ContainerTask, HttpCall, TargetRun
@@ -55,12 +57,29 @@ def _target(target: job_pb2.Target) -> HttpCall | ContainerTask | None:
     return None
 
 
+def stamp(attempt: Attempt) -> Timestamp | None:
+    """The attempt's run's nominal time, as its start's answer said it (None: not said)."""
+    return _timestamp(attempt.nominal_time)
+
+
+def _timestamp(nanoseconds: int | None) -> Timestamp | None:
+    if nanoseconds is None:
+        return None
+    seconds, nanos = divmod(nanoseconds, 1_000_000_000)
+    return Timestamp(seconds=seconds, nanos=nanos)
+
+
 def start_request(
-    run_id: str, delivery_id: str, worker_id: str, early: bool
+    run_id: str, delivery_id: str, worker_id: str, early: bool, nominal_time: int | None = None
 ) -> pb.StartAttemptRequest:
-    """A start of ``run_id``'s attempt (``early``: asked ahead of the run's time)."""
+    """A start of ``run_id``'s attempt (``early``: asked ahead of the run's time;
+    ``nominal_time``: the run's, in nanoseconds, as its dispatch said it)."""
     return pb.StartAttemptRequest(
-        run_id=run_id, delivery_id=delivery_id, worker_id=worker_id, early=early
+        run_id=run_id,
+        delivery_id=delivery_id,
+        worker_id=worker_id,
+        early=early,
+        nominal_time=_timestamp(nominal_time),
     )
 
 
@@ -88,6 +107,7 @@ def started_from(answer: pb.StartAttemptResponse, sent_at: float) -> Started:
         timeout=run.attempt_timeout.ToTimedelta().total_seconds(),
         call_time=answer.call_time.ToNanoseconds() if answer.HasField("call_time") else None,
         at_most_once=run.delivery == job_pb2.DELIVERY_AT_MOST_ONCE,
+        nominal_time=run.nominal_time.ToNanoseconds() if run.HasField("nominal_time") else None,
     )
 
 
@@ -101,10 +121,15 @@ def fetched_keys(answer: pb.GetSigningKeysResponse) -> FetchedKeys:
 
 
 def complete_request(
-    run_id: str, outcome: Outcome, worker_id: str, call_time: int | None
+    run_id: str,
+    outcome: Outcome,
+    worker_id: str,
+    call_time: int | None,
+    nominal_time: int | None = None,
 ) -> pb.CompleteAttemptRequest:
     """The report of an attempt that ended with ``outcome`` (``call_time``: when an attempt
-    started ahead began its call, in nanoseconds by the server's clock)."""
+    started ahead began its call, in nanoseconds by the server's clock; ``nominal_time``: its
+    run's, as its start's answer said it)."""
     request = pb.CompleteAttemptRequest(
         run_id=run_id,
         result=RESULT_NUMBERS[outcome.result],
@@ -112,6 +137,7 @@ def complete_request(
         retryable=outcome.retryable,
         worker_id=worker_id,
         call_progress=CALL_NUMBERS[outcome.call],
+        nominal_time=_timestamp(nominal_time),
     )
     if call_time is not None:
         request.call_time.FromNanoseconds(call_time)

@@ -12,8 +12,8 @@ from duetime_worker.intake.dispatch import Dispatch
 
 def dispatch_of(message: RunDispatch) -> Dispatch:
     """The message's run, its time (an unset time reads as 0, as good as past), its target's
-    kind and its turn (weight 1 from older writers, which do not say it; a priority unknown to
-    this build reads as normal)."""
+    kind, its turn (weight 1 from older writers, which do not say it; a priority unknown to
+    this build reads as normal) and its nominal time."""
     return Dispatch(
         run_id=message.run_id,
         not_before=message.effective_time.ToNanoseconds(),
@@ -22,5 +22,8 @@ def dispatch_of(message: RunDispatch) -> Dispatch:
             PRIORITIES.get(message.priority, Priority.NORMAL),
             message.team,
             message.team_weight or 1,
+        ),
+        nominal_time=(
+            message.nominal_time.ToNanoseconds() if message.HasField("nominal_time") else None
         ),
     )

@@ -497,6 +497,7 @@ class StartAttemptRequest(_message.Message):
     WORKER_ID_FIELD_NUMBER: _builtins.int
     TRACEPARENT_FIELD_NUMBER: _builtins.int
     EARLY_FIELD_NUMBER: _builtins.int
+    NOMINAL_TIME_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """Required. The run named by the dispatch message."""
     delivery_id: _builtins.str
@@ -524,6 +525,15 @@ class StartAttemptRequest(_message.Message):
     CANCEL: the worker hands the attempt back unrun), and reports the call's start in
     CompleteAttemptRequest.call_time. Other runs are answered as without it.
     """
+    @_builtins.property
+    def nominal_time(self) -> _timestamp_pb2.Timestamp:
+        """Optional. The run's nominal time, as the dispatch message (events.v1.RunDispatch) or the
+        start's RunSpec gave it: the scheduler finds the run in its one weekly partition of the
+        history instead of looking in each. Only a hint: the scheduler needs nothing from it,
+        and a request without it, or with a wrong one, is answered the same, only slower (one
+        out of the Timestamp's range is INVALID_ARGUMENT).
+        """
+
     def __init__(
         self,
         *,
@@ -532,10 +542,11 @@ class StartAttemptRequest(_message.Message):
         worker_id: _builtins.str = ...,
         traceparent: _builtins.str = ...,
         early: _builtins.bool = ...,
+        nominal_time: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["nominal_time", b"nominal_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["delivery_id", b"delivery_id", "early", b"early", "run_id", b"run_id", "traceparent", b"traceparent", "worker_id", b"worker_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["delivery_id", b"delivery_id", "early", b"early", "nominal_time", b"nominal_time", "run_id", b"run_id", "traceparent", b"traceparent", "worker_id", b"worker_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -763,6 +774,7 @@ class AttemptRef(_message.Message):
     RUN_ID_FIELD_NUMBER: _builtins.int
     ATTEMPT_FIELD_NUMBER: _builtins.int
     CALL_PROGRESS_FIELD_NUMBER: _builtins.int
+    NOMINAL_TIME_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """The run."""
     attempt: _builtins.int
@@ -774,16 +786,26 @@ class AttemptRef(_message.Message):
     An attempt whose lease expires is taken as not called only when its last word was
     NOT_BEGUN. Ignored in responses.
     """
+    @_builtins.property
+    def nominal_time(self) -> _timestamp_pb2.Timestamp:
+        """Optional, in HeartbeatRequest. The run's nominal time, as the start's RunSpec gave it:
+        the scheduler finds the attempt in its one weekly partition of the history instead of
+        looking in each. Only a hint: the scheduler needs nothing from it, and a beat without it,
+        or with a wrong one, is answered the same, only slower (one out of the Timestamp's range
+        is INVALID_ARGUMENT). Not set in responses.
+        """
+
     def __init__(
         self,
         *,
         run_id: _builtins.str = ...,
         attempt: _builtins.int = ...,
         call_progress: Global___CallProgress.ValueType = ...,
+        nominal_time: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["nominal_time", b"nominal_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "call_progress", b"call_progress", "run_id", b"run_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "call_progress", b"call_progress", "nominal_time", b"nominal_time", "run_id", b"run_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -876,6 +898,7 @@ class CompleteAttemptRequest(_message.Message):
     WORKER_ID_FIELD_NUMBER: _builtins.int
     CALL_TIME_FIELD_NUMBER: _builtins.int
     CALL_PROGRESS_FIELD_NUMBER: _builtins.int
+    NOMINAL_TIME_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """Required. The run."""
     result: Global___AttemptResult.ValueType
@@ -903,6 +926,15 @@ class CompleteAttemptRequest(_message.Message):
         ignored for others, and never earlier than the call time the start answered.
         """
 
+    @_builtins.property
+    def nominal_time(self) -> _timestamp_pb2.Timestamp:
+        """Optional. The run's nominal time, as the dispatch message (events.v1.RunDispatch) or the
+        start's RunSpec gave it: the scheduler finds the run in its one weekly partition of the
+        history instead of looking in each. Only a hint: the scheduler needs nothing from it,
+        and a request without it, or with a wrong one, is answered the same, only slower (one
+        out of the Timestamp's range is INVALID_ARGUMENT).
+        """
+
     def __init__(
         self,
         *,
@@ -913,10 +945,11 @@ class CompleteAttemptRequest(_message.Message):
         worker_id: _builtins.str = ...,
         call_time: _timestamp_pb2.Timestamp | None = ...,
         call_progress: Global___CallProgress.ValueType = ...,
+        nominal_time: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["call_time", b"call_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["call_time", b"call_time", "nominal_time", b"nominal_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["call_progress", b"call_progress", "call_time", b"call_time", "error", b"error", "result", b"result", "retryable", b"retryable", "run_id", b"run_id", "worker_id", b"worker_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["call_progress", b"call_progress", "call_time", b"call_time", "error", b"error", "nominal_time", b"nominal_time", "result", b"result", "retryable", b"retryable", "run_id", b"run_id", "worker_id", b"worker_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -27,6 +27,9 @@ class StartRequest:
     worker_id: str
     # The worker can hold an attempt started ahead of its run's time.
     early: bool = False
+    # The run's nominal time as the worker says it (None: not said), which finds its rows in
+    # one partition; a wrong one is answered the same, only slower.
+    nominal_time: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,9 @@ class Report:
     call_time: datetime | None = None
     # How far the call got, as the report says (None: not said).
     call: CallProgress | None = None
+    # The run's nominal time as the worker says it (None: not said), which finds its rows in
+    # one partition; a wrong one is answered the same, only slower.
+    nominal_time: datetime | None = None
 
 
 class StartAnswer(enum.Enum):
@@ -103,6 +109,9 @@ class AttemptRef:
     number: int
     # How far its call got, as a heartbeat says (None: not said).
     call: CallProgress | None = None
+    # The run's nominal time as the worker says it (None: not said), which finds its rows in
+    # one partition; a wrong one is answered the same, only slower.
+    nominal_time: datetime | None = None
 
 
 @dataclass(frozen=True)

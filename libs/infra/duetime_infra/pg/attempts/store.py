@@ -102,6 +102,7 @@ class AttemptStore:
                 self._settings.lease,
                 [r.call.value if r.call is not None else None for r in refs],
                 incarnation,
+                [r.nominal_time for r in refs],
             )
         directives: list[Directive] = []
         for ref, row in zip(refs, rows, strict=True):

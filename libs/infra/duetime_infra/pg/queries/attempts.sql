@@ -215,10 +215,20 @@ UPDATE runs SET first_start_time = $3 WHERE run_id = $1 AND nominal_time = $2;
 -- only after its pre-call beat). (Two beats of one process at once, on two schedulers after a
 -- reconnect, could lock that row and the attempts in either order; PostgreSQL then aborts
 -- one, and its stream is opened again.)
+-- $7 is each attempt's nominal time as the worker says it (NULL: not said). Attempts are
+-- partitioned by week of nominal time: each one's is resolved first, coalesce(the attempt at
+-- that time, the attempt by run_id alone), whose first probe reads one partition (pruned at
+-- run time, generic plan or not) and whose second, in every partition, runs only when the
+-- first misses (an older worker, a wrong time); the joins then go by the whole key.
 WITH req AS (
-    SELECT k.run_id, k.number, k.ord, k.call
-    FROM unnest($1::uuid[], $2::integer[], $5::text[])
-         WITH ORDINALITY AS k(run_id, number, call, ord)
+    SELECT k.run_id, k.number, k.ord, k.call,
+           coalesce((SELECT a.nominal_time FROM attempts a
+                     WHERE a.run_id = k.run_id AND a.nominal_time = k.nominal_time
+                       AND a.number = k.number),
+                    (SELECT a.nominal_time FROM attempts a
+                     WHERE a.run_id = k.run_id AND a.number = k.number)) AS nominal_time
+    FROM unnest($1::uuid[], $2::integer[], $5::text[], $7::timestamptz[])
+         WITH ORDINALITY AS k(run_id, number, call, nominal_time, ord)
 ), cur AS (
     SELECT req.ord, req.call, a.run_id, a.nominal_time, a.number, a.cancel_reason, a.end_time,
            a.lease_expire_time, a.start_time,
@@ -237,7 +247,8 @@ WITH req AS (
                 THEN duetime_pre_call_from(a.start_time) END AS pre_call_from
     FROM req
     JOIN attempts a
-      ON a.run_id = req.run_id AND a.number = req.number AND a.worker_id = $3
+      ON a.run_id = req.run_id AND a.nominal_time = req.nominal_time AND a.number = req.number
+     AND a.worker_id = $3
     JOIN runs r ON r.run_id = a.run_id AND r.nominal_time = a.nominal_time
     LEFT JOIN jobs j ON j.job_id = r.job_id
 ), held AS (
