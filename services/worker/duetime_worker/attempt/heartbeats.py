@@ -37,12 +37,11 @@ from duetime.worker.v1 import worker_service_pb2 as pb
 from duetime.worker.v1 import worker_service_pb2_grpc
 from duetime_core.attempts import MAX_ATTEMPTS_PER_BEAT
 from duetime_core.backoff import DoublingBackoff
-from duetime_infra.codec.outcome_codec import CALL_NUMBERS
 from duetime_worker.attempt.beat_schedule import BeatSchedule
 from duetime_worker.attempt.fresh_beats import FreshCallers
 from duetime_worker.attempt.lease import lease_length
 from duetime_worker.attempt.lifecycle import Attempt, Key
-from duetime_worker.attempt.wire import stamp
+from duetime_worker.attempt.wire import beat_request
 from duetime_worker.herd.governor import Herd
 
 log = logging.getLogger(__name__)
@@ -135,16 +134,7 @@ class Heartbeats:
         }
         if full:
             listed.update((k, a) for k, a in self._active.items() if a.began)
-        return pb.HeartbeatRequest(
-            worker_id=self._worker_id,
-            incarnation=self.incarnation,
-            attempts=[
-                pb.AttemptRef(
-                    run_id=r, attempt=n, call_progress=CALL_NUMBERS[a.call], nominal_time=stamp(a)
-                )
-                for (r, n), a in listed.items()
-            ],
-        )
+        return beat_request(self._worker_id, self.incarnation, listed.values())
 
     async def _send(self, call: Any, now: float, full: bool) -> None:
         request = self._request(full)

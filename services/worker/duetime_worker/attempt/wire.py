@@ -1,10 +1,12 @@
 """The worker's edge with the worker contract (``duetime.worker.v1``): a start written and its
 answer read (a started run into what its target is called for, ``targets.run``), once per
-attempt; a team's signing keys read from their fetch; an outcome written as its report. The
-attempt's path, the targets and the herd never see a wire message (a dispatch message is read
-at the intake's edge, ``intake.wire``)."""
+attempt; a beat written; a team's signing keys read from their fetch; an outcome written as
+its report. The attempt's path, the targets and the herd never see a wire message (a dispatch
+message is read at the intake's edge, ``intake.wire``)."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -60,6 +62,25 @@ def _target(target: job_pb2.Target) -> HttpCall | ContainerTask | None:
 def stamp(attempt: Attempt) -> Timestamp | None:
     """The attempt's run's nominal time, as its start's answer said it (None: not said)."""
     return _timestamp(attempt.nominal_time)
+
+
+def beat_request(
+    worker_id: str, incarnation: str, attempts: Iterable[Attempt]
+) -> pb.HeartbeatRequest:
+    """A beat listing ``attempts``, each with how far its call got and its nominal time."""
+    return pb.HeartbeatRequest(
+        worker_id=worker_id,
+        incarnation=incarnation,
+        attempts=[
+            pb.AttemptRef(
+                run_id=a.run_id,
+                attempt=a.attempt,
+                call_progress=CALL_NUMBERS[a.call],
+                nominal_time=stamp(a),
+            )
+            for a in attempts
+        ],
+    )
 
 
 def _timestamp(nanoseconds: int | None) -> Timestamp | None:
