@@ -5,8 +5,9 @@ A step at rate R seeds R x ``--interval`` interval jobs into a fresh database, t
 spread evenly over one interval, so R runs a second fall due from ``--lead`` seconds on; the
 four services (``--workers`` workers) run them against ``bench.target`` (a process of its own)
 on the bench's own Kafka broker. The jobs' team has no rate or in-flight quota (as in
-``bench/herd``): the bench measures the engine, not the default quota of 1,000 runs a second. After ``--warmup`` seconds a window of ``--duration``
-seconds is measured: every run due in it must be called within ``--tail`` seconds of its end.
+``bench/herd``): the bench measures the engine, not the default quota of 1,000 runs a second.
+After ``--warmup`` seconds a window of ``--duration`` seconds is measured: every run due in it
+must be called within ``--tail`` seconds of its end.
 A step passes when none is missing, repeated or early and the p99 lateness by the target's
 clock is at most ``--p99`` seconds. The rate doubles from ``--start`` until a step fails, then
 bisects (``--precision``); ``--rates`` runs given rates instead.
