@@ -99,8 +99,10 @@ class WorkerServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Heartbeat(self, request_iterator, context):
-        """One stream per worker for the worker's life. Each request lists all the worker's open
-        attempts and extends their leases; each response answers with a directive per attempt
+        """One stream per worker for the worker's life. Each request lists the worker's open
+        attempts and extends their leases (an attempt started ahead of its time needs no beat
+        before its beat shortly before its call: its lease counts from its call time); each
+        response answers with a directive per attempt
         (continue, or cancel). A worker should beat well within the lease (default lease 60 s,
         beat every 20 s). A worker must enforce the lease itself: counting the granted length
         (`lease_expire_time - server_time`) on its own clock from when it sent the start or beat

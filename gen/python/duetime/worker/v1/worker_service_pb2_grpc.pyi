@@ -59,8 +59,10 @@ class WorkerServiceStub:
         (this call is answered by it, an entry's error as the call's status).
         """
     Heartbeat: _grpc.StreamStreamMultiCallable[_worker_service_pb2.HeartbeatRequest, _worker_service_pb2.HeartbeatResponse]
-    """One stream per worker for the worker's life. Each request lists all the worker's open
-    attempts and extends their leases; each response answers with a directive per attempt
+    """One stream per worker for the worker's life. Each request lists the worker's open
+    attempts and extends their leases (an attempt started ahead of its time needs no beat
+    before its beat shortly before its call: its lease counts from its call time); each
+    response answers with a directive per attempt
     (continue, or cancel). A worker should beat well within the lease (default lease 60 s,
     beat every 20 s). A worker must enforce the lease itself: counting the granted length
     (`lease_expire_time - server_time`) on its own clock from when it sent the start or beat
@@ -122,8 +124,10 @@ class WorkerServiceAsyncStub(WorkerServiceStub):
         (this call is answered by it, an entry's error as the call's status).
         """
     Heartbeat: _aio.StreamStreamMultiCallable[_worker_service_pb2.HeartbeatRequest, _worker_service_pb2.HeartbeatResponse]  # type: ignore[assignment]
-    """One stream per worker for the worker's life. Each request lists all the worker's open
-    attempts and extends their leases; each response answers with a directive per attempt
+    """One stream per worker for the worker's life. Each request lists the worker's open
+    attempts and extends their leases (an attempt started ahead of its time needs no beat
+    before its beat shortly before its call: its lease counts from its call time); each
+    response answers with a directive per attempt
     (continue, or cancel). A worker should beat well within the lease (default lease 60 s,
     beat every 20 s). A worker must enforce the lease itself: counting the granted length
     (`lease_expire_time - server_time`) on its own clock from when it sent the start or beat
@@ -193,8 +197,10 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
         request_iterator: _MaybeAsyncIterator[_worker_service_pb2.HeartbeatRequest],
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_worker_service_pb2.HeartbeatResponse], _abc.AsyncIterator[_worker_service_pb2.HeartbeatResponse]]:
-        """One stream per worker for the worker's life. Each request lists all the worker's open
-        attempts and extends their leases; each response answers with a directive per attempt
+        """One stream per worker for the worker's life. Each request lists the worker's open
+        attempts and extends their leases (an attempt started ahead of its time needs no beat
+        before its beat shortly before its call: its lease counts from its call time); each
+        response answers with a directive per attempt
         (continue, or cancel). A worker should beat well within the lease (default lease 60 s,
         beat every 20 s). A worker must enforce the lease itself: counting the granted length
         (`lease_expire_time - server_time`) on its own clock from when it sent the start or beat
