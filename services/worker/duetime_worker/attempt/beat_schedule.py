@@ -1,8 +1,9 @@
 """When the worker's next heartbeat goes, and whether it lists every attempt whose call began
 (a full beat) or only those of calls about to begin (``fresh_beats``).
 
-A full beat comes an interval after the last, or half an interval after it once an attempt was
-added (a herd of starts must not become one beat per start, each listing every attempt). While
+A full beat comes an interval after the last, or half an interval after it once an attempt
+whose call began was added (a herd of starts must not become one beat per start, each listing
+every attempt). While
 the herd governor holds it (``Herd.holds_full_beat``: calls due to go out, reports to send), a
 full beat waits, and only while every lease it renews has more than two intervals left (a beat on
 time finds that much of the three intervals advised): it would take CPU from calls already late,

@@ -1,15 +1,15 @@
 """One bidirectional Heartbeat stream per worker, for the worker's life.
 
-Every interval (and half an interval after an attempt is added) it sends all the worker's active
-attempts whose call began (one started ahead of its time needs no beat before its call's own),
-which renews their leases; a CANCEL directive cancels that attempt's task. A call about
-to begin asks for a beat of its own (``fresh``), which lists only the attempts of callers no beat
-listed yet, so that a call beside thousands of held attempts does not wait for a beat that lists
-them all, nor a herd's later callers for beats that list its earlier ones again; when each beat
-goes is the ``beat_schedule``, and whether a herd holds the full ones back the ``herd``'s. A
-broken stream, or one whose beat goes unanswered for ``ANSWER_TIMEOUT`` (a frozen scheduler), is
-opened again with backoff, on the channel's next reachable scheduler; the attempts stay
-registered meanwhile.
+Every interval (and half an interval after an attempt whose call began is added) it sends all
+the worker's active attempts whose call began (one started ahead of its time needs no beat
+before its call's own), which renews their leases; a CANCEL directive cancels that attempt's
+task. A call about to begin asks for a beat of its own (``fresh``), which lists only the
+attempts of callers no beat listed yet, so that a call beside thousands of held attempts does
+not wait for a beat that lists them all, nor a herd's later callers for beats that list its
+earlier ones again; when each beat goes is the ``beat_schedule``, and whether a herd holds the
+full ones back the ``herd``'s. A broken stream, or one whose beat goes unanswered for
+``ANSWER_TIMEOUT`` (a frozen scheduler), is opened again with backoff, on the channel's next
+reachable scheduler; the attempts stay registered meanwhile.
 
 Each renewal also moves the attempt's local lease deadline, counted from when the renewing beat
 was sent (the lease rule is in ``lease``).
