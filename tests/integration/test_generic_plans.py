@@ -30,11 +30,11 @@ async def test_a_batch_transaction_runs_generic_plans_and_the_session_keeps_cust
         for _ in range(3):
             async with conn.transaction():
                 await generic_plans(conn)
-                assert await conn.fetch(statement, run_ids, None, None, run_ids) == []
+                assert await conn.fetch(statement, run_ids, run_ids) == []
         assert await _plans(conn, statement) == (3, 0)
         assert await conn.fetchval("SHOW plan_cache_mode") == "auto"
         async with conn.transaction():
-            await conn.fetch(statement, run_ids, None, None, run_ids)
+            await conn.fetch(statement, run_ids, run_ids)
         assert await _plans(conn, statement) == (3, 1)
     finally:
         await conn.close()

@@ -1,7 +1,7 @@
-"""A beat's and a batch's lookups of the runs and attempts named, in the generic plans they run:
-with each run's nominal time said, only the weekly partitions holding those runs are read
-(PostgreSQL's pruning, as the statement starts or at run time); without it, every partition's
-index is probed. EXPLAIN ANALYZE of each statement, PREPAREd under force_generic_plan."""
+"""A beat's lookups of the attempts it names, in the generic plan it runs: with each run's
+nominal time said, only the weekly partitions holding those runs are read (PostgreSQL's
+pruning at run time); without it, every partition's index is probed. EXPLAIN ANALYZE of the
+statement, PREPAREd under force_generic_plan."""
 
 from __future__ import annotations
 
@@ -95,28 +95,3 @@ async def test_a_beat_reads_only_the_partitions_of_the_attempts_it_names(
         assert read == weeks
     else:
         assert read > weeks  # the attempts looked for in every partition
-
-
-@pytest.mark.parametrize(
-    ("name", "extra"),
-    [("attempt_batch_runs_lock", []), ("attempt_batch_reports_lock", ["'{}'"])],
-)
-@pytest.mark.parametrize("said", [True, False])
-async def test_a_batch_lock_reads_only_the_weeks_of_the_runs_it_names(
-    env: ApiAndWorkers, name: str, extra: list[str], said: bool
-) -> None:
-    running = await _running(env)
-    times = [t for _, t, _ in running]
-    bounds = [f"'{min(times).isoformat()}'", f"'{max(times).isoformat()}'"]
-    read = await _read_partitions(
-        env.w,
-        name,
-        _array([r for r, _, _ in running]),
-        *(bounds if said else ["NULL", "NULL"]),
-        *extra,
-    )
-    weeks = {f"{table}_{week}" for _, _, week in running for table in ("runs", "attempts")}
-    if said:
-        assert read == weeks
-    else:
-        assert read > weeks  # the runs looked for in every partition

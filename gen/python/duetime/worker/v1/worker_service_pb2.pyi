@@ -528,10 +528,9 @@ class StartAttemptRequest(_message.Message):
     @_builtins.property
     def nominal_time(self) -> _timestamp_pb2.Timestamp:
         """Optional. The run's nominal time, as the dispatch message (events.v1.RunDispatch) or the
-        start's RunSpec gave it: the scheduler finds the run in its one weekly partition of the
-        history instead of looking in each. Only a hint: the scheduler needs nothing from it,
-        and a request without it, or with a wrong one, is answered the same, only slower (one
-        out of the Timestamp's range is INVALID_ARGUMENT).
+        start's RunSpec gave it, which places the run in its weekly partition of the history.
+        Only a hint: the scheduler needs nothing from it, and a request without it, or with a
+        wrong one, is answered the same (one out of the Timestamp's range is INVALID_ARGUMENT).
         """
 
     def __init__(
@@ -929,10 +928,9 @@ class CompleteAttemptRequest(_message.Message):
     @_builtins.property
     def nominal_time(self) -> _timestamp_pb2.Timestamp:
         """Optional. The run's nominal time, as the dispatch message (events.v1.RunDispatch) or the
-        start's RunSpec gave it: the scheduler finds the run in its one weekly partition of the
-        history instead of looking in each. Only a hint: the scheduler needs nothing from it,
-        and a request without it, or with a wrong one, is answered the same, only slower (one
-        out of the Timestamp's range is INVALID_ARGUMENT).
+        start's RunSpec gave it, which places the run in its weekly partition of the history.
+        Only a hint: the scheduler needs nothing from it, and a request without it, or with a
+        wrong one, is answered the same (one out of the Timestamp's range is INVALID_ARGUMENT).
         """
 
     def __init__(

@@ -6,7 +6,7 @@ through the same helpers."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import NamedTuple, Protocol
@@ -79,20 +79,14 @@ async def lock_runs(
     conn: Conn,
     query: str,
     row_type: type[RowT],
-    runs: Sequence[tuple[uuid.UUID, datetime | None]],
+    run_ids: list[uuid.UUID],
     wait: bool,
     *args: object,
 ) -> list[RowT]:
-    """The named runs' rows (each by its id and the nominal time its worker says, None: not
-    said), locked by ``query`` (SKIP LOCKED: the rows no other transaction holds) or, for a
-    waiting pass, by its ``waiting`` form, which waits for them; as typed rows of
-    ``row_type``. A trying pass looks only in the weeks of the times said: a run whose
-    worker said a wrong one is left out, for a waiting pass, which looks in every week."""
-    times = [t for _, t in runs if t is not None]
-    said = not wait and len(times) == len(runs) > 0
-    earliest, latest = (min(times), max(times)) if said else (None, None)
-    statement = waiting(query) if wait else q(query)
-    rows = await conn.fetch(statement, [r for r, _ in runs], earliest, latest, *args)
+    """The named runs' rows, locked by ``query`` (SKIP LOCKED: the rows no other transaction
+    holds) or, for a waiting pass, by its ``waiting`` form, which waits for them; as typed
+    rows of ``row_type``."""
+    rows = await conn.fetch(waiting(query) if wait else q(query), run_ids, *args)
     return [typed_row(row_type, r) for r in rows]
 
 

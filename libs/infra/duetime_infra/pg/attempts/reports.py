@@ -170,7 +170,7 @@ class Reports:
             conn,
             "attempt_batch_reports_lock",
             ReportedRun,
-            [(r.run_id, r.nominal_time) for r in reports],
+            [r.run_id for r in reports],
             wait,
             [r.run_id for r in reports if r.outcome is not AttemptOutcome.SUCCEEDED],
         )

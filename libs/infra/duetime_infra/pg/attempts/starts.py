@@ -77,8 +77,9 @@ class Starts:
         async with transaction(self._pool) as conn:
             if not wait:  # a batch's arrays: see generic_plans
                 await generic_plans(conn)
-            named = [(r.run_id, r.nominal_time) for r in requests]
-            rows = await lock_runs(conn, "attempt_batch_runs_lock", StartFacts, named, wait)
+            rows = await lock_runs(
+                conn, "attempt_batch_runs_lock", StartFacts, [r.run_id for r in requests], wait
+            )
             if wait and not rows:
                 return {0: StartResult.refused(await conn.fetchval(q("db_now")), RUN_NOT_FOUND)}
             admitted = await self._admit(conn, requests, rows, answers)

@@ -9,13 +9,6 @@
 -- A join to the runs or attempts named also names them by ``run_id = ANY($1)``: the planner
 -- would otherwise merge or hash the request with every open attempt (or QUEUED run) of the
 -- table, costing each batch a scan that grows with the herd.
--- Runs and attempts are partitioned by week of nominal time. The locks look only in the weeks
--- between $2 and $3, the earliest and latest nominal time the workers said for a trying pass's
--- runs (NULL: every week; a waiting pass, or a run whose worker did not say): PostgreSQL
--- leaves the other partitions out as the statement starts, generic plan or not. A run outside
--- them (a wrong time) is not found, so it is left to a waiting pass, as a run another
--- transaction holds is, and answered the same. The later statements have the nominal time
--- from the locked rows.
 
 -- name: attempt_batch_runs_lock
 -- The runs named, those no other transaction holds, with their open attempt (if any) and
@@ -34,26 +27,22 @@ JOIN job_versions v ON v.job_id = r.job_id AND v.version = r.job_version
 LEFT JOIN attempts a
        ON a.run_id = r.run_id AND a.nominal_time = r.nominal_time AND a.number = r.attempt
       AND a.end_time IS NULL AND a.run_id = ANY($1::uuid[])
-      AND a.nominal_time BETWEEN coalesce($2::timestamptz, '-infinity')
-                             AND coalesce($3::timestamptz, 'infinity')
 WHERE r.run_id = ANY($1::uuid[])
-  AND r.nominal_time BETWEEN coalesce($2::timestamptz, '-infinity')
-                         AND coalesce($3::timestamptz, 'infinity')
 FOR UPDATE OF r SKIP LOCKED;
 
 -- name: attempt_batch_reports_lock
 -- attempt_batch_runs_lock for reports: the runs and their open attempt, and only for the runs
--- $4 (reports other than a success: a retry, hand-back or dead-letter needs it) their
+-- $2 (reports other than a success: a retry, hand-back or dead-letter needs it) their
 -- definition's text and target kind, so a herd's successes read what they decide on only
 -- (each a subquery under its CASE, run for those rows only: a join to job_versions would be
 -- planned as a scan of every version).
 SELECT r.run_id, r.nominal_time, r.job_id, r.job_version, r.origin, r.team_id, r.state,
        r.attempt, r.attempt_limit, r.budget_start_attempt, r.priority, r.effective_time,
        r.eligible_time, r.traceparent, a.worker_id AS open_worker_id,
-       CASE WHEN r.run_id = ANY($4::uuid[]) THEN
+       CASE WHEN r.run_id = ANY($2::uuid[]) THEN
            (SELECT v.spec::text FROM job_versions v
             WHERE v.job_id = r.job_id AND v.version = r.job_version) END AS spec_text,
-       CASE WHEN r.run_id = ANY($4::uuid[]) THEN
+       CASE WHEN r.run_id = ANY($2::uuid[]) THEN
            (SELECT v.spec->'target'->>'kind' FROM job_versions v
             WHERE v.job_id = r.job_id AND v.version = r.job_version) END AS target_kind,
        (SELECT duetime_now()) AS now
@@ -61,11 +50,7 @@ FROM runs r
 LEFT JOIN attempts a
        ON a.run_id = r.run_id AND a.nominal_time = r.nominal_time AND a.number = r.attempt
       AND a.end_time IS NULL AND a.run_id = ANY($1::uuid[])
-      AND a.nominal_time BETWEEN coalesce($2::timestamptz, '-infinity')
-                             AND coalesce($3::timestamptz, 'infinity')
 WHERE r.run_id = ANY($1::uuid[])
-  AND r.nominal_time BETWEEN coalesce($2::timestamptz, '-infinity')
-                         AND coalesce($3::timestamptz, 'infinity')
 FOR UPDATE OF r SKIP LOCKED;
 
 -- name: attempt_batch_jobs_lock
