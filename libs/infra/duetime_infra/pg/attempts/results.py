@@ -27,8 +27,8 @@ class StartRequest:
     worker_id: str
     # The worker can hold an attempt started ahead of its run's time.
     early: bool = False
-    # The run's nominal time as the worker says it (None: not said), which finds its rows in
-    # one partition; a wrong one is answered the same, only slower.
+    # The run's nominal time as the worker says it (None: not said). Unused here: the lock
+    # finds the run by id (bounded by this time, it planned badly for a herd of one time).
     nominal_time: datetime | None = None
 
 
@@ -45,8 +45,8 @@ class Report:
     call_time: datetime | None = None
     # How far the call got, as the report says (None: not said).
     call: CallProgress | None = None
-    # The run's nominal time as the worker says it (None: not said), which finds its rows in
-    # one partition; a wrong one is answered the same, only slower.
+    # The run's nominal time as the worker says it (None: not said); unused here, as
+    # ``StartRequest.nominal_time``.
     nominal_time: datetime | None = None
 
 
