@@ -5,7 +5,8 @@ A step at rate R seeds R x ``--interval`` interval jobs into a fresh database, t
 spread evenly over one interval, so R runs a second fall due from ``--lead`` seconds on; the
 four services (``--workers`` workers) run them against ``bench.target`` (a process of its own)
 on the bench's own Kafka broker. The jobs' team has no rate or in-flight quota (as in
-``bench/herd``): the bench measures the engine, not the default quota of 1,000 runs a second.
+``bench/herd``): the bench measures the engine, not the default quota of 1,000 runs a second;
+``--team-quota default`` keeps the default, to measure what its admission costs a run.
 After ``--warmup`` seconds a window of ``--duration`` seconds is measured: every run due in it
 must be called within ``--tail`` seconds of its end.
 A step passes when none is missing, repeated or early and the p99 lateness by the target's
@@ -31,7 +32,7 @@ in runs and attempts after a VACUUM (beyond what the empty partitions take).
 Results belong in bench/RESULTS.md.
 
     uv run --frozen python -m bench.steady [--start 100] [--duration 60] [--interval 10]
-        [--rates 200 400] [--workers 2] [--p99 1.0] [--pg-sample]
+        [--rates 200 400] [--workers 2] [--p99 1.0] [--pg-sample] [--team-quota default]
     uv run --frozen --group bench python -m bench.steady --peer pgqueuer [--pgq-batch 100]
 """
 
@@ -97,6 +98,8 @@ class Options:
     workers: int
     p99: float
     pg_sample: bool = False
+    # The team's quota: "lifted" (no rate or in-flight limit) or "default" (the platform's).
+    team_quota: str = "lifted"
     # Write each service's cProfile statistics in this folder, a file per step and service.
     profile: Path | None = None
 
@@ -162,8 +165,10 @@ async def duetime_step(template: str, rate: int, options: Options, tmp: Path) ->
                 url = target.url("/steady")
                 empty = await history_bytes(conn)
                 # One team's runs, as a team with that many jobs would be let: no rate or
-                # in-flight limit of its own (the defaults hold a team to 1,000 a second).
-                await update_team_quota(conn, TEAM, {"runs_per_minute": 0, "max_running": 0})
+                # in-flight limit of its own (the defaults hold a team to 1,000 a second),
+                # unless its admission under the default quota is what is measured.
+                if options.team_quota == "lifted":
+                    await update_team_quota(conn, TEAM, {"runs_per_minute": 0, "max_running": 0})
                 ids = await seed_jobs(dsn, [SeedJob(TEAM, a, url, every) for a in anchors])
                 meter = CpuMeter(await system_processes(system, tmp / "kafka", target))
                 w0, w1 = options.window(t0)
@@ -463,6 +468,12 @@ async def main() -> None:
     )
     parser.add_argument(
         "--profile", type=Path, help="write each service's cProfile statistics in this folder"
+    )
+    parser.add_argument(
+        "--team-quota",
+        choices=["lifted", "default"],
+        default="lifted",
+        help="the team's quota: none (lifted) or the platform's default (1,000 runs a second)",
     )
     args = parser.parse_args()
     options = options_from(Options, args)
