@@ -195,16 +195,19 @@ async def kafka_partition(job: job_pb2.Job) -> int:
 
 
 async def beside(
-    system: System, holder: job_pb2.Job, make: Callable[[], job_pb2.Job]
-) -> job_pb2.Job:
-    """A job made by ``make`` whose runs share the holder's Kafka partition (the others made
-    on the way are deleted)."""
+    system: System, holder: job_pb2.Job, make: Callable[[int], job_pb2.Job]
+) -> tuple[job_pb2.Job, int]:
+    """A job made by ``make`` whose runs share the holder's Kafka partition, and its number
+    (``make`` is given 0, 1, ...). The others made on the way are deleted; a run of one may
+    still be called (its delete can land after its pre-call beat), so each needs its own
+    target path."""
     wanted = await kafka_partition(holder)
-    while True:
-        job = await system.api.create(make())
+    for n in itertools.count():
+        job = await system.api.create(make(n))
         if await kafka_partition(job) == wanted:
-            return job
+            return job, n
         await system.api.delete(job)
+    raise AssertionError("unreachable")
 
 
 @pytest.mark.parametrize("moment", ["between the call and the report", "before the call"])
@@ -228,22 +231,27 @@ async def test_a_worker_restarted_under_its_id_never_calls_an_attempt_again(
         holder.overlap_policy = job_pb2.OVERLAP_POLICY_SKIP  # never started ahead: held
         holder = await system.api.create(holder)
         await eventually(lambda: run_exists(db, holder), 30, "the held run claimed")
+
+        def restarted(
+            behaviour: Behaviour, at: Callable[[], datetime]
+        ) -> Callable[[int], job_pb2.Job]:
+            return lambda n: http_job("restarted", target.on(f"/restarted-{n}", behaviour), at=at())
+
         if moment == "before the call":
-            url = target.on("/restarted", Behaviour())
             ahead = datetime.now(UTC) + timedelta(seconds=8)
-            job = await beside(system, holder, lambda: http_job("restarted", url, at=ahead))
+            job, n = await beside(system, holder, restarted(Behaviour(), lambda: ahead))
             # Started ahead of its time (early), held until then, killed meanwhile.
             await eventually(lambda: open_attempt(db, job), 3, "the attempt started ahead")
         else:
-            url = target.on("/restarted", Behaviour(delay=120, slow_first=1))
-            job = await beside(system, holder, lambda: http_job("restarted", url, at=soon()))
-            await eventually(calls_to(target, "/restarted", 1), 30, "the first call")
+            slow = Behaviour(delay=120, slow_first=1)
+            job, n = await beside(system, holder, restarted(slow, soon))
+            await eventually(calls_to(target, f"/restarted-{n}", 1), 30, "the first call")
         system.workers["w1"].process.kill()
         await system.workers["w1"].process.wait()
         await system.start_worker("w1")
         await eventually(run_in(system, job, run_pb2.RUN_STATE_SUCCEEDED), 60, "run SUCCEEDED")
         run = await only_run(system, job)
-        calls = [c.headers["Duetime-Attempt"] for c in target.calls_to("/restarted")]
+        calls = [c.headers["Duetime-Attempt"] for c in target.calls_to(f"/restarted-{n}")]
         assert len(calls) == len(set(calls)), f"an attempt number called twice: {calls}"
         if moment == "before the call":
             # No beat came before its call time: the scheduler knows it was never called.
