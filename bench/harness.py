@@ -196,6 +196,7 @@ class SeedJob:
     at: datetime  # the first run's time
     url: str
     every: timedelta | None = None  # an interval job's interval, anchored at ``at``; else one-off
+    overlap: jobspec.OverlapPolicy = jobspec.OverlapPolicy.ALLOW
 
 
 async def seed_jobs(dsn: str, jobs: Sequence[SeedJob], *, seed: int = 11) -> list[uuid.UUID]:
@@ -205,11 +206,11 @@ async def seed_jobs(dsn: str, jobs: Sequence[SeedJob], *, seed: int = 11) -> lis
     try:
         for team in sorted({j.team for j in jobs}):
             await team_store.ensure_team(conn, team)
-        specs: dict[tuple[datetime, str, timedelta | None], str] = {}
+        specs: dict[SeedJob, str] = {}
         rng = random.Random(seed)
         records = []
         for job in jobs:
-            text = specs.get((job.at, job.url, job.every))
+            text = specs.get(job)
             if text is None:
                 schedule: jobspec.ScheduleSpec = (
                     jobspec.AtInstant(job.at)
@@ -221,8 +222,9 @@ async def seed_jobs(dsn: str, jobs: Sequence[SeedJob], *, seed: int = 11) -> lis
                     schedule=schedule,
                     target=jobspec.HttpTarget(jobspec.HttpMethod.POST, job.url),
                     attempt_timeout=timedelta(seconds=30),
+                    overlap=job.overlap,
                 )
-                text = specs[(job.at, job.url, job.every)] = json.dumps(spec_to_json(spec))
+                text = specs[job] = json.dumps(spec_to_json(spec))
             job_id = uuid.UUID(int=rng.getrandbits(128), version=4)
             records.append((job_id, job.team, partition_of(job_id), "ACTIVE", text, job.at, job.at))
         # One transaction, as the API writes a job with its version: a scheduler already

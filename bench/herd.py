@@ -21,7 +21,7 @@ Results belong in bench/RESULTS.md.
 
     uv run --frozen python -m bench.herd [--runs 1000 10000] [--repeat 1] [--workers 2]
         [--lead 70] [--lookahead 10] [--credit N] [--concurrency N] [--profile DIR]
-        [--sign off|hmac|jwt]
+        [--sign off|hmac|jwt] [--overlap ALLOW|SKIP|BUFFER_ONE|CANCEL_PREVIOUS]
     uv run --frozen --group bench python -m bench.herd --peer pgqueuer [--pgq-batch 100]
     uv run --frozen --group bench python -m bench.herd --peer pgqueuer floor floor-pyreqwest
 """
@@ -69,7 +69,7 @@ from bench.harness import (
     writes_per_run,
 )
 from bench.herd_floor import FLOOR_PEERS, floor_case
-from duetime_core.jobspec import CallSigning
+from duetime_core.jobspec import CallSigning, OverlapPolicy
 from duetime_core.runkey import RunKey
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
 from duetime_infra.pg.pool import Conn
@@ -99,6 +99,8 @@ class Setup:
     # How the herd's calls are signed, as the team's default: off, hmac (Standard Webhooks)
     # or jwt (an ES256 ID token per attempt).
     sign: str = "off"
+    # The herd's jobs' overlap policy: only ALLOW lets a worker start attempts ahead.
+    overlap: str = "ALLOW"
 
 
 async def duetime_case(template: str, runs: int, setup: Setup, tmp: Path) -> HerdOutcome:
@@ -161,7 +163,8 @@ async def measure(
         async with pool.acquire() as conn:
             await update_team_quota(conn, TEAM, {"runs_per_minute": 0, "max_running": 0})
             await sign_calls(conn, setup.sign)
-        await seed_jobs(system.db_dsn, [SeedJob(TEAM, at, target.url("/herd"))] * runs)
+        job = SeedJob(TEAM, at, target.url("/herd"), overlap=OverlapPolicy(setup.overlap))
+        await seed_jobs(system.db_dsn, [job] * runs)
         seeded = time.perf_counter() - t0
         print(
             f"  seeded {runs:,} jobs in {seeded:.1f} s; due in {(at - now).total_seconds():.1f} s"
@@ -339,6 +342,12 @@ async def main() -> None:
         choices=["off", "hmac", "jwt"],
         default="off",
         help="sign the herd's calls: Standard Webhooks (hmac) or an ES256 ID token (jwt)",
+    )
+    parser.add_argument(
+        "--overlap",
+        choices=[p.value for p in OverlapPolicy],
+        default="ALLOW",
+        help="the herd's jobs' overlap policy (only ALLOW starts attempts ahead)",
     )
     parser.add_argument(
         "--peer",

@@ -33,6 +33,7 @@ Results belong in bench/RESULTS.md.
 
     uv run --frozen python -m bench.steady [--start 100] [--duration 60] [--interval 10]
         [--rates 200 400] [--workers 2] [--p99 1.0] [--pg-sample] [--team-quota default]
+        [--overlap SKIP]
     uv run --frozen --group bench python -m bench.steady --peer pgqueuer [--pgq-batch 100]
 """
 
@@ -81,6 +82,7 @@ from bench.harness import (
     target_process,
     writes_per_run,
 )
+from duetime_core.jobspec import OverlapPolicy
 from duetime_core.runkey import RunKey
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
 from duetime_infra.pg.teams.store import update_team_quota
@@ -100,6 +102,8 @@ class Options:
     pg_sample: bool = False
     # The team's quota: "lifted" (no rate or in-flight limit) or "default" (the platform's).
     team_quota: str = "lifted"
+    # The jobs' overlap policy: only ALLOW lets a worker start attempts ahead.
+    overlap: str = "ALLOW"
     # Write each service's cProfile statistics in this folder, a file per step and service.
     profile: Path | None = None
 
@@ -169,7 +173,9 @@ async def duetime_step(template: str, rate: int, options: Options, tmp: Path) ->
                 # unless its admission under the default quota is what is measured.
                 if options.team_quota == "lifted":
                     await update_team_quota(conn, TEAM, {"runs_per_minute": 0, "max_running": 0})
-                ids = await seed_jobs(dsn, [SeedJob(TEAM, a, url, every) for a in anchors])
+                overlap = OverlapPolicy(options.overlap)
+                jobs = [SeedJob(TEAM, a, url, every, overlap) for a in anchors]
+                ids = await seed_jobs(dsn, jobs)
                 meter = CpuMeter(await system_processes(system, tmp / "kafka", target))
                 w0, w1 = options.window(t0)
                 due = occurrences(ids, anchors, every, w0, w1)
@@ -474,6 +480,12 @@ async def main() -> None:
         choices=["lifted", "default"],
         default="lifted",
         help="the team's quota: none (lifted) or the platform's default (1,000 runs a second)",
+    )
+    parser.add_argument(
+        "--overlap",
+        choices=[p.value for p in OverlapPolicy],
+        default="ALLOW",
+        help="the jobs' overlap policy (only ALLOW starts attempts ahead)",
     )
     args = parser.parse_args()
     options = options_from(Options, args)
