@@ -22,6 +22,6 @@ class Dispatch:
     container: bool = False
     # Whose turn its waits are (priority, team, the team's weight).
     flow: Flow = _NO_ONES
-    # The run's nominal time in nanoseconds since the epoch, passed on in its start, beats and
-    # report (a hint: a beat finds the run in its one partition by it); None: not said.
+    # The run's nominal time in nanoseconds since the epoch, passed on in its start as a hint
+    # (the attempt's beats and report carry the start answer's, the same); None: not said.
     nominal_time: int | None = None
