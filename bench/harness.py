@@ -59,12 +59,17 @@ Options = TypeVar("Options", bound="DataclassInstance")
 
 
 def bench_parser(
-    description: str | None, *, pg_sample: bool = False, pgqueuer: bool = False
+    description: str | None,
+    *,
+    pg_sample: bool = False,
+    pgqueuer: bool = False,
+    overlap: bool = False,
 ) -> argparse.ArgumentParser:
     """A bench's command line, with what every bench of the whole system asks: how many
     workers to start (``--workers``) and how many seconds after seeding its first runs are
     due (``--lead``); with ``pg_sample``, also ``--pg-sample`` (QuerySampler); with
-    ``pgqueuer``, the PgQueuer peer's settings (``--pgq-batch``, ``--pgq-connections``)."""
+    ``pgqueuer``, the PgQueuer peer's settings (``--pgq-batch``, ``--pgq-connections``); with
+    ``overlap``, the seeded jobs' overlap policy (``--overlap``)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--lead", type=float, default=15.0)
@@ -78,6 +83,14 @@ def bench_parser(
         parser.add_argument("--pgq-batch", type=int, default=100, help="PgQueuer's --batch-size")
         parser.add_argument(
             "--pgq-connections", type=int, default=256, help="the PgQueuer consumer's HTTP ones"
+        )
+    if overlap:
+        parser.add_argument(
+            "--overlap",
+            type=jobspec.OverlapPolicy,
+            choices=list(jobspec.OverlapPolicy),
+            default=jobspec.OverlapPolicy.ALLOW,
+            help="the jobs' overlap policy (only ALLOW starts attempts ahead)",
         )
     return parser
 

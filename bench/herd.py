@@ -100,7 +100,7 @@ class Setup:
     # or jwt (an ES256 ID token per attempt).
     sign: str = "off"
     # The herd's jobs' overlap policy: only ALLOW lets a worker start attempts ahead.
-    overlap: str = "ALLOW"
+    overlap: OverlapPolicy = OverlapPolicy.ALLOW
 
 
 async def duetime_case(template: str, runs: int, setup: Setup, tmp: Path) -> HerdOutcome:
@@ -163,7 +163,7 @@ async def measure(
         async with pool.acquire() as conn:
             await update_team_quota(conn, TEAM, {"runs_per_minute": 0, "max_running": 0})
             await sign_calls(conn, setup.sign)
-        job = SeedJob(TEAM, at, target.url("/herd"), overlap=OverlapPolicy(setup.overlap))
+        job = SeedJob(TEAM, at, target.url("/herd"), overlap=setup.overlap)
         await seed_jobs(system.db_dsn, [job] * runs)
         seeded = time.perf_counter() - t0
         print(
@@ -324,7 +324,7 @@ def print_ratios(runs: int, peer: str, pairs: list[tuple[HerdOutcome, HerdOutcom
 
 
 async def main() -> None:
-    parser = bench_parser(__doc__, pg_sample=True, pgqueuer=True)
+    parser = bench_parser(__doc__, pg_sample=True, pgqueuer=True, overlap=True)
     parser.set_defaults(lead=70.0)
     parser.add_argument("--runs", type=int, nargs="+", default=[1_000, 10_000])
     parser.add_argument("--repeat", type=int, default=1, help="cases of each size, interleaved")
@@ -342,12 +342,6 @@ async def main() -> None:
         choices=["off", "hmac", "jwt"],
         default="off",
         help="sign the herd's calls: Standard Webhooks (hmac) or an ES256 ID token (jwt)",
-    )
-    parser.add_argument(
-        "--overlap",
-        choices=[p.value for p in OverlapPolicy],
-        default="ALLOW",
-        help="the herd's jobs' overlap policy (only ALLOW starts attempts ahead)",
     )
     parser.add_argument(
         "--peer",

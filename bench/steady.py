@@ -103,7 +103,7 @@ class Options:
     # The team's quota: "lifted" (no rate or in-flight limit) or "default" (the platform's).
     team_quota: str = "lifted"
     # The jobs' overlap policy: only ALLOW lets a worker start attempts ahead.
-    overlap: str = "ALLOW"
+    overlap: OverlapPolicy = OverlapPolicy.ALLOW
     # Write each service's cProfile statistics in this folder, a file per step and service.
     profile: Path | None = None
 
@@ -173,8 +173,7 @@ async def duetime_step(template: str, rate: int, options: Options, tmp: Path) ->
                 # unless its admission under the default quota is what is measured.
                 if options.team_quota == "lifted":
                     await update_team_quota(conn, TEAM, {"runs_per_minute": 0, "max_running": 0})
-                overlap = OverlapPolicy(options.overlap)
-                jobs = [SeedJob(TEAM, a, url, every, overlap) for a in anchors]
+                jobs = [SeedJob(TEAM, a, url, every, options.overlap) for a in anchors]
                 ids = await seed_jobs(dsn, jobs)
                 meter = CpuMeter(await system_processes(system, tmp / "kafka", target))
                 w0, w1 = options.window(t0)
@@ -459,7 +458,7 @@ def step_line(s: Step, limit: float) -> str:
 
 
 async def main() -> None:
-    parser = bench_parser(__doc__, pg_sample=True, pgqueuer=True)
+    parser = bench_parser(__doc__, pg_sample=True, pgqueuer=True, overlap=True)
     parser.add_argument("--start", type=int, default=100)
     parser.add_argument("--rates", type=int, nargs="+", help="run these rates, no search")
     parser.add_argument("--precision", type=float, default=0.1)
@@ -480,12 +479,6 @@ async def main() -> None:
         choices=["lifted", "default"],
         default="lifted",
         help="the team's quota: none (lifted) or the platform's default (1,000 runs a second)",
-    )
-    parser.add_argument(
-        "--overlap",
-        choices=[p.value for p in OverlapPolicy],
-        default="ALLOW",
-        help="the jobs' overlap policy (only ALLOW starts attempts ahead)",
     )
     args = parser.parse_args()
     options = options_from(Options, args)

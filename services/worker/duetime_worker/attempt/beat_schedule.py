@@ -3,14 +3,13 @@
 
 A full beat comes an interval after the last, or half an interval after it once an attempt
 whose call began was added (a herd of starts must not become one beat per start, each listing
-every attempt). While
-the herd governor holds it (``Herd.holds_full_beat``: calls due to go out, reports to send), a
-full beat waits, and only while every lease it renews has more than two intervals left (a beat on
-time finds that much of the three intervals advised): it would take CPU from calls already late,
-and most of the attempts it lists end meanwhile. A call about to
-begin gets a beat of its own sooner, ``URGENT_SPACING`` after the last beat: the calls of a
-herd ask over some tens of milliseconds, and share a beat rather than each sending one that
-lists every attempt.
+every attempt). While the herd governor holds it (``Herd.holds_full_beat``: calls due to go
+out, reports to send), a full beat waits, and only while every lease it renews has more than
+two intervals left (a beat on time finds that much of the three intervals advised): it would
+take CPU from calls already late, and most of the attempts it lists end meanwhile. A call
+about to begin gets a beat of its own sooner, ``URGENT_SPACING`` after the last beat: the calls
+of a herd ask over some tens of milliseconds, and share a beat rather than each sending one
+that lists every attempt.
 """
 
 from __future__ import annotations
