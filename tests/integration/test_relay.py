@@ -238,7 +238,10 @@ async def dispatches(pool: Pool) -> list[tuple[str, bytes, RunDispatch, str]]:
 async def test_the_reconciler_reenqueues_a_run_whose_message_was_lost_once_per_wait(
     pool: Pool, caplog: pytest.LogCaptureFixture
 ) -> None:
-    (job,) = await create_jobs(pool, [interval_job(3600, priority=job_pb2.PRIORITY_LOW)])
+    skip = job_pb2.OVERLAP_POLICY_SKIP
+    (job,) = await create_jobs(
+        pool, [interval_job(3600, priority=job_pb2.PRIORITY_LOW, overlap_policy=skip)]
+    )
     await shift_clock(pool, timedelta(seconds=3597))
     assert await claim_due(pool) == 1
     run = await queued_run(pool)
@@ -264,6 +267,8 @@ async def test_the_reconciler_reenqueues_a_run_whose_message_was_lost_once_per_w
     assert message.idempotency_key == original.idempotency_key
     assert message.dispatch_id != original.dispatch_id
     assert message.target_kind == original.target_kind == TARGET_KIND_HTTP
+    assert original.starts_at_its_time
+    assert message.starts_at_its_time
     assert traceparent == run["traceparent"]
     assert (await queued_run(pool))["update_time"] > run["update_time"]
 

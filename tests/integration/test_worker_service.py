@@ -563,7 +563,9 @@ async def test_a_redriven_run_gets_its_free_hand_backs_again(env: ApiAndWorkers)
     assert report.run_state == "RUN_STATE_DEAD_LETTERED"
 
 
-async def test_re_dispatches_carry_the_runs_target_kind(env: ApiAndWorkers) -> None:
+async def test_re_dispatches_carry_the_runs_target_kind_and_that_it_starts_at_its_time(
+    env: ApiAndWorkers,
+) -> None:
     w, api = env.w, env.api
     message = job_message(overlap=job_pb2.OVERLAP_POLICY_BUFFER_ONE)
     message.target.container.CopyFrom(job_pb2.ContainerTarget(image="unused:1", command=["true"]))
@@ -584,10 +586,10 @@ async def test_re_dispatches_carry_the_runs_target_kind(env: ApiAndWorkers) -> N
     assert (await w.start(first, handed_back)).attempt == 3
     assert (await w.complete(first, 3)).run_state == "RUN_STATE_SUCCEEDED"
     assert (await w.run_row(second))["state"] == "QUEUED"
-    kinds = [d.target_kind for d in await dispatches_of(w, first)]
-    kinds += [d.target_kind for d in await dispatches_of(w, second)]
-    # Trigger, retry, hand-back; trigger, release.
-    assert kinds == [events_pb2.TARGET_KIND_CONTAINER] * 5
+    said = [(d.target_kind, d.starts_at_its_time) for d in await dispatches_of(w, first)]
+    said += [(d.target_kind, d.starts_at_its_time) for d in await dispatches_of(w, second)]
+    # Trigger, retry, hand-back; trigger, release: BUFFER_ONE's runs are never started ahead.
+    assert said == [(events_pb2.TARGET_KIND_CONTAINER, True)] * 5
 
 
 async def test_a_hand_back_of_a_cancelled_attempt_stays_cancelled(env: ApiAndWorkers) -> None:

@@ -16,7 +16,7 @@ from duetime_worker.intake.dispatch import Dispatch
 from duetime_worker.intake.wire import dispatch_of
 
 
-def test_a_dispatch_is_read_with_its_run_time_target_kind_turn_and_nominal_time() -> None:
+def test_a_dispatch_is_read_with_its_run_time_target_kind_turn_nominal_time_and_hint() -> None:
     message = RunDispatch(
         run_id="r1",
         job_id="j1",
@@ -25,6 +25,7 @@ def test_a_dispatch_is_read_with_its_run_time_target_kind_turn_and_nominal_time(
         target_kind=TARGET_KIND_CONTAINER,
         team_weight=3,
         dispatch_id="d1",
+        starts_at_its_time=True,
     )
     message.effective_time.FromNanoseconds(1_767_225_600_123_456_789)
     message.nominal_time.FromNanoseconds(1_767_225_600_000_000_000)
@@ -34,6 +35,7 @@ def test_a_dispatch_is_read_with_its_run_time_target_kind_turn_and_nominal_time(
         container=True,
         flow=Flow(Priority.HIGH, "a", 3),
         nominal_time=1_767_225_600_000_000_000,
+        at_its_time=True,
     )
 
 

@@ -23,6 +23,7 @@ from duetime_core.jobspec import (
     RetryPolicy,
 )
 from duetime_core.records import AttemptOutcome, RunReason, RunState
+from duetime_core.runkey import BACKFILL_PREFIX
 
 MAX_ERROR_BYTES = 4096
 # Attempts one Heartbeat message may list: the scheduler refuses more (INVALID_ARGUMENT), and a
@@ -238,11 +239,24 @@ def check_admission(
     return None
 
 
+def run_overlap(job_overlap: OverlapPolicy, origin: str) -> OverlapPolicy:
+    """The overlap policy a run's start obeys: its job's, but ALLOW for a backfill's runs,
+    which their backfill orders (BackfillOverlap: held by their turns or by nothing)."""
+    return OverlapPolicy.ALLOW if origin.startswith(BACKFILL_PREFIX) else job_overlap
+
+
+def may_start_ahead(overlap: OverlapPolicy) -> bool:
+    """A run under ``overlap`` (``run_overlap``) may have its attempt started ahead of its
+    time: no other run of its job can change what its start decides. The others are decided
+    at their time, and their dispatch says so (``RunDispatch.starts_at_its_time``)."""
+    return overlap is OverlapPolicy.ALLOW
+
+
 def starts_early(run: StartView, now: datetime, early: timedelta) -> bool:
     """The run's attempt may start now, ahead of its time, for a worker that holds it until
-    then: its time is at most ``early`` away and no other run of its job can change what its
-    start decides (pause and delete still reach it: the worker beats before it calls)."""
-    return run.overlap is OverlapPolicy.ALLOW and now < run.not_before <= now + early
+    then: its time is at most ``early`` away and its overlap policy allows it (pause and
+    delete still reach it: the worker beats before it calls)."""
+    return may_start_ahead(run.overlap) and now < run.not_before <= now + early
 
 
 def shares_job_lock(run: StartView) -> bool:

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from duetime.events.v1 import events_pb2
-from duetime_core.jobspec import ContainerTarget, HttpTarget, Priority, Target
+from duetime_core.attempts import may_start_ahead, run_overlap
+from duetime_core.jobspec import ContainerTarget, HttpTarget, OverlapPolicy, Priority, Target
 from duetime_core.runkey import RunKey
 from duetime_infra.codec.timeconv import datetime_to_timestamp as to_timestamp
 from duetime_infra.kafka.topics import DISPATCH_TOPICS
@@ -41,6 +42,15 @@ def target_kind_of_spec(kind: str | None) -> events_pb2.TargetKind.ValueType:
     return _KIND_OF_SPEC.get(kind or "", events_pb2.TARGET_KIND_UNSPECIFIED)
 
 
+def overlap_of_spec(overlap: str | None) -> OverlapPolicy | None:
+    """A stored spec's overlap policy as SQL reads it (``spec->>'overlap'``); None when the
+    spec does not say or says what this build does not know."""
+    try:
+        return OverlapPolicy(overlap) if overlap else None
+    except ValueError:
+        return None
+
+
 @dataclass(frozen=True)
 class OutboxRow:
     topic: str
@@ -63,9 +73,11 @@ def dispatch_row(
     target: Target | None = None,
     kind: events_pb2.TargetKind.ValueType | None = None,
     team_weight: int = 1,
+    overlap: OverlapPolicy | None = None,
 ) -> OutboxRow:
     """``kind``, when given, stands for ``target`` (a writer that read only the kind);
-    ``team_weight`` is the team's share of workers' slots among its priority's teams."""
+    ``team_weight`` is the team's share of workers' slots among its priority's teams;
+    ``overlap`` is the job's policy (None: not known, so the worker may ask ahead)."""
     message = events_pb2.RunDispatch(
         run_id=str(run_id),
         job_id=str(key.job_id),
@@ -79,6 +91,9 @@ def dispatch_row(
         enqueue_time=to_timestamp(now),
         target_kind=target_kind(target) if kind is None else kind,
         team_weight=team_weight,
+        starts_at_its_time=(
+            overlap is not None and not may_start_ahead(run_overlap(overlap, key.origin))
+        ),
     )
     return OutboxRow(
         topic=DISPATCH_TOPICS[priority],

@@ -533,6 +533,7 @@ class JobOperations:
                 now=now,
                 target=record.spec.target,
                 team_weight=weight,
+                overlap=record.spec.overlap,
             )
             return run, outbox
 
@@ -563,6 +564,7 @@ class JobOperations:
                 now=now,
                 target=snapshot.target,
                 team_weight=weight,
+                overlap=snapshot.overlap,
             )
             return snapshot.retry.max_attempts, outbox
 

@@ -25,3 +25,6 @@ class Dispatch:
     # The run's nominal time in nanoseconds since the epoch, passed on in its start as a hint
     # (the attempt's beats and report carry the start answer's, the same); None: not said.
     nominal_time: int | None = None
+    # Its attempt is asked for at its time, never ahead: the scheduler would answer TOO_EARLY
+    # (an overlap policy other than ALLOW). False for a message that does not say.
+    at_its_time: bool = False

@@ -13,7 +13,7 @@ from duetime_worker.intake.dispatch import Dispatch
 def dispatch_of(message: RunDispatch) -> Dispatch:
     """The message's run, its time (an unset time reads as 0, as good as past), its target's
     kind, its turn (weight 1 from older writers, which do not say it; a priority unknown to
-    this build reads as normal) and its nominal time."""
+    this build reads as normal), its nominal time and whether it starts at its time."""
     return Dispatch(
         run_id=message.run_id,
         not_before=message.effective_time.ToNanoseconds(),
@@ -26,4 +26,5 @@ def dispatch_of(message: RunDispatch) -> Dispatch:
         nominal_time=(
             message.nominal_time.ToNanoseconds() if message.HasField("nominal_time") else None
         ),
+        at_its_time=message.starts_at_its_time,
     )

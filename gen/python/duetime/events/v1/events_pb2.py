@@ -26,7 +26,7 @@ from duetime.jobs.v1 import job_pb2 as duetime_dot_jobs_dot_v1_dot_job__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x64uetime/events/v1/events.proto\x12\x11\x64uetime.events.v1\x1a\x19\x64uetime/jobs/v1/job.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf7\x02\n\x0bRunDispatch\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x0c\n\x04team\x18\x03 \x01(\t\x12\x17\n\x0fidempotency_key\x18\x04 \x01(\t\x12\x30\n\x0cnominal_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x65\x66\x66\x65\x63tive_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12+\n\x08priority\x18\x07 \x01(\x0e\x32\x19.duetime.jobs.v1.Priority\x12\x13\n\x0b\x64ispatch_id\x18\x08 \x01(\t\x12\x30\n\x0c\x65nqueue_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0btarget_kind\x18\n \x01(\x0e\x32\x1d.duetime.events.v1.TargetKind\x12\x13\n\x0bteam_weight\x18\x0b \x01(\x05\"\xdd\x02\n\x0f\x44\x65\x61\x64LetterEvent\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x0c\n\x04team\x18\x03 \x01(\t\x12\x10\n\x08job_name\x18\x04 \x01(\t\x12\x17\n\x0fidempotency_key\x18\x05 \x01(\t\x12\x30\n\x0cnominal_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07\x61ttempt\x18\x07 \x01(\x05\x12\x0e\n\x06reason\x18\x08 \x01(\t\x12\x12\n\nlast_error\x18\t \x01(\t\x12\x34\n\x10\x64\x65\x61\x64_letter_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x18\n\x10notification_url\x18\x0b \x01(\t\x12:\n\x14notification_signing\x18\x0c \x01(\x0e\x32\x1c.duetime.jobs.v1.CallSigning*Z\n\nTargetKind\x12\x1b\n\x17TARGET_KIND_UNSPECIFIED\x10\x00\x12\x14\n\x10TARGET_KIND_HTTP\x10\x01\x12\x19\n\x15TARGET_KIND_CONTAINER\x10\x02\x42i\n\x15\x64\x65v.duetime.events.v1B\x0b\x45ventsProtoP\x01Z-duetime.dev/gen/go/duetime/events/v1;eventsv1\xaa\x02\x11\x44uetime.Events.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x64uetime/events/v1/events.proto\x12\x11\x64uetime.events.v1\x1a\x19\x64uetime/jobs/v1/job.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x93\x03\n\x0bRunDispatch\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x0c\n\x04team\x18\x03 \x01(\t\x12\x17\n\x0fidempotency_key\x18\x04 \x01(\t\x12\x30\n\x0cnominal_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x65\x66\x66\x65\x63tive_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12+\n\x08priority\x18\x07 \x01(\x0e\x32\x19.duetime.jobs.v1.Priority\x12\x13\n\x0b\x64ispatch_id\x18\x08 \x01(\t\x12\x30\n\x0c\x65nqueue_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0btarget_kind\x18\n \x01(\x0e\x32\x1d.duetime.events.v1.TargetKind\x12\x13\n\x0bteam_weight\x18\x0b \x01(\x05\x12\x1a\n\x12starts_at_its_time\x18\x0c \x01(\x08\"\xdd\x02\n\x0f\x44\x65\x61\x64LetterEvent\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x0c\n\x04team\x18\x03 \x01(\t\x12\x10\n\x08job_name\x18\x04 \x01(\t\x12\x17\n\x0fidempotency_key\x18\x05 \x01(\t\x12\x30\n\x0cnominal_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07\x61ttempt\x18\x07 \x01(\x05\x12\x0e\n\x06reason\x18\x08 \x01(\t\x12\x12\n\nlast_error\x18\t \x01(\t\x12\x34\n\x10\x64\x65\x61\x64_letter_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x18\n\x10notification_url\x18\x0b \x01(\t\x12:\n\x14notification_signing\x18\x0c \x01(\x0e\x32\x1c.duetime.jobs.v1.CallSigning*Z\n\nTargetKind\x12\x1b\n\x17TARGET_KIND_UNSPECIFIED\x10\x00\x12\x14\n\x10TARGET_KIND_HTTP\x10\x01\x12\x19\n\x15TARGET_KIND_CONTAINER\x10\x02\x42i\n\x15\x64\x65v.duetime.events.v1B\x0b\x45ventsProtoP\x01Z-duetime.dev/gen/go/duetime/events/v1;eventsv1\xaa\x02\x11\x44uetime.Events.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,10 +34,10 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'duetime.events.v1.events_pb
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\025dev.duetime.events.v1B\013EventsProtoP\001Z-duetime.dev/gen/go/duetime/events/v1;eventsv1\252\002\021Duetime.Events.V1'
-  _globals['_TARGETKIND']._serialized_start=843
-  _globals['_TARGETKIND']._serialized_end=933
+  _globals['_TARGETKIND']._serialized_start=871
+  _globals['_TARGETKIND']._serialized_end=961
   _globals['_RUNDISPATCH']._serialized_start=114
-  _globals['_RUNDISPATCH']._serialized_end=489
-  _globals['_DEADLETTEREVENT']._serialized_start=492
-  _globals['_DEADLETTEREVENT']._serialized_end=841
+  _globals['_RUNDISPATCH']._serialized_end=517
+  _globals['_DEADLETTEREVENT']._serialized_start=520
+  _globals['_DEADLETTEREVENT']._serialized_end=869
 # @@protoc_insertion_point(module_scope)

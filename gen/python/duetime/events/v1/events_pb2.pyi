@@ -64,6 +64,7 @@ class RunDispatch(_message.Message):
     ENQUEUE_TIME_FIELD_NUMBER: _builtins.int
     TARGET_KIND_FIELD_NUMBER: _builtins.int
     TEAM_WEIGHT_FIELD_NUMBER: _builtins.int
+    STARTS_AT_ITS_TIME_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """The run to start."""
     job_id: _builtins.str
@@ -88,6 +89,14 @@ class RunDispatch(_message.Message):
     """The owning team's dispatch weight (TeamQuota.weight) when the run was dispatched: workers
     share their execution slots among the teams of a priority in proportion to it. 0 from
     older writers: weight 1.
+    """
+    starts_at_its_time: _builtins.bool
+    """The run's attempt is started at its time, never ahead of it: the overlap policy its start
+    obeys is not OVERLAP_POLICY_ALLOW, so the scheduler decides it then and answers an earlier
+    ask TOO_EARLY. Read from the job's definition when the run was dispatched: a hint that
+    spares the worker that ask, while the scheduler's answer stays the rule (a policy changed
+    since costs a round trip, never an early start). False from older writers: the worker may
+    ask ahead.
     """
     @_builtins.property
     def nominal_time(self) -> _timestamp_pb2.Timestamp:
@@ -115,10 +124,11 @@ class RunDispatch(_message.Message):
         enqueue_time: _timestamp_pb2.Timestamp | None = ...,
         target_kind: Global___TargetKind.ValueType = ...,
         team_weight: _builtins.int = ...,
+        starts_at_its_time: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["effective_time", b"effective_time", "enqueue_time", b"enqueue_time", "nominal_time", b"nominal_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["dispatch_id", b"dispatch_id", "effective_time", b"effective_time", "enqueue_time", b"enqueue_time", "idempotency_key", b"idempotency_key", "job_id", b"job_id", "nominal_time", b"nominal_time", "priority", b"priority", "run_id", b"run_id", "target_kind", b"target_kind", "team", b"team", "team_weight", b"team_weight"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dispatch_id", b"dispatch_id", "effective_time", b"effective_time", "enqueue_time", b"enqueue_time", "idempotency_key", b"idempotency_key", "job_id", b"job_id", "nominal_time", b"nominal_time", "priority", b"priority", "run_id", b"run_id", "starts_at_its_time", b"starts_at_its_time", "target_kind", b"target_kind", "team", b"team", "team_weight", b"team_weight"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

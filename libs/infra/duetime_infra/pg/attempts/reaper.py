@@ -38,7 +38,8 @@ Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
 
 class ExpiredRun(NamedTuple):
     """A run whose open attempt expired, as ``reaper_expired`` locks it: its row, its job
-    version's definition (``job_snapshot``) and target kind, and the attempt's number."""
+    version's definition (``job_snapshot``), target kind and overlap policy, and the
+    attempt's number."""
 
     run_id: uuid.UUID
     job_id: uuid.UUID
@@ -50,6 +51,7 @@ class ExpiredRun(NamedTuple):
     priority: str
     traceparent: str
     target_kind: str | None
+    job_overlap: str | None
     attempt_limit: int
     budget_start_attempt: int
     job_snapshot: Any

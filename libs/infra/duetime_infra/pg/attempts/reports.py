@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 class ReportedRun(NamedTuple):
     """The run of a report, as ``attempt_batch_reports_lock`` locks it: its row, its open
     attempt's worker, the database's now and, for a report other than a success only, its
-    definition's text and target kind."""
+    definition's text, target kind and overlap policy."""
 
     run_id: uuid.UUID
     nominal_time: datetime
@@ -64,6 +64,7 @@ class ReportedRun(NamedTuple):
     open_worker_id: str | None
     spec_text: str | None
     target_kind: str | None
+    job_overlap: str | None
     now: datetime
 
 

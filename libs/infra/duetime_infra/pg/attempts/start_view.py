@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import NamedTuple
 
-from duetime_core.attempts import StartDecision, StartKind, StartView
+from duetime_core.attempts import StartDecision, StartKind, StartView, run_overlap
 from duetime_core.jobspec import CallSigning, JobSpec, OverlapPolicy
 from duetime_core.records import RunState
-from duetime_core.runkey import BACKFILL_PREFIX, SCHEDULE_ORIGIN
+from duetime_core.runkey import SCHEDULE_ORIGIN
 from duetime_infra.pg.attempts.outcome import count_first_start
 from duetime_infra.pg.attempts.results import RunToExecute, StartAnswer, StartResult
 from duetime_infra.pg.dispatch.redispatch import key_of
@@ -65,9 +65,7 @@ def start_view(row: StartFacts, snapshot: JobSpec) -> StartView:
         start_delivery_id=row.start_delivery_id,
         open_attempt_worker=row.open_worker_id,
         misfire=snapshot.misfire,
-        # A backfill's runs are ordered by the backfill's own overlap (BackfillOverlap), not
-        # the job's: held by their turns or by nothing.
-        overlap=OverlapPolicy.ALLOW if row.origin.startswith(BACKFILL_PREFIX) else snapshot.overlap,
+        overlap=run_overlap(snapshot.overlap, row.origin),
     )
 
 

@@ -36,7 +36,7 @@ K = TypeVar("K")
 
 class RunToDispatch(NamedTuple):
     """A locked run to admit to dispatch, from a query that reads ``r.*`` of its row and its job
-    version's target kind (a due retry, a held or a released run)."""
+    version's target kind and overlap policy (a due retry, a held or a released run)."""
 
     run_id: uuid.UUID
     job_id: uuid.UUID
@@ -48,6 +48,7 @@ class RunToDispatch(NamedTuple):
     priority: str
     traceparent: str
     target_kind: str | None
+    job_overlap: str | None
     state: str
     reason: str
     quota_limit: str

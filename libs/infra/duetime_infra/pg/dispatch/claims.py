@@ -396,6 +396,7 @@ def _dispatches(
             now=now,
             target=run.spec.target,
             team_weight=weights.get(run.team_id, 1),
+            overlap=run.spec.overlap,
         )
         for run in runs
         if run.state is RunState.QUEUED and run.run_id in inserted

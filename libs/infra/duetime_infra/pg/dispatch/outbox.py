@@ -60,6 +60,7 @@ class StuckRun(NamedTuple):
     priority: str
     traceparent: str
     target_kind: str | None
+    job_overlap: str | None
 
 
 def _headers(value: Any) -> dict[str, str]:

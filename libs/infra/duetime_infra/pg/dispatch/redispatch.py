@@ -12,7 +12,7 @@ from typing import Protocol
 
 from duetime_core.jobspec import Priority
 from duetime_core.runkey import RunKey
-from duetime_infra.dispatch import OutboxRow, dispatch_row, target_kind_of_spec
+from duetime_infra.dispatch import OutboxRow, dispatch_row, overlap_of_spec, target_kind_of_spec
 
 
 class StoredRun(Protocol):
@@ -37,10 +37,13 @@ class StoredRun(Protocol):
 
 
 class Redispatchable(StoredRun, Protocol):
-    """A stored run with its job version's target kind (``spec->'target'->>'kind'``)."""
+    """A stored run with its job version's target kind (``spec->'target'->>'kind'``) and
+    overlap policy (``spec->>'overlap' AS job_overlap``)."""
 
     @property
     def target_kind(self) -> str | None: ...
+    @property
+    def job_overlap(self) -> str | None: ...
 
 
 def key_of(row: StoredRun) -> RunKey:
@@ -51,7 +54,8 @@ def redispatch_row(row: Redispatchable, now: datetime, *, team_weight: int = 1) 
     """A new dispatch message for a run going back to QUEUED (retry, release, hand-back,
     reconciler). ``row.target_kind`` is needed: a container dispatch without it would be started
     without the launcher's permit reserved, and handed back 'launcher busy' (spending a free
-    hand-back) when every permit is taken."""
+    hand-back) when every permit is taken. ``row.job_overlap`` spares a run that starts at its
+    time the worker's ask ahead."""
     return dispatch_row(
         run_id=row.run_id,
         key=key_of(row),
@@ -62,4 +66,5 @@ def redispatch_row(row: Redispatchable, now: datetime, *, team_weight: int = 1) 
         now=now,
         kind=target_kind_of_spec(row.target_kind),
         team_weight=team_weight,
+        overlap=overlap_of_spec(row.job_overlap),
     )

@@ -169,4 +169,5 @@ def _dispatch(job: JobRecord, run: _Run, traceparent: str, now: datetime, weight
         now=now,
         target=job.spec.target,
         team_weight=weight,
+        overlap=job.spec.overlap,
     )

@@ -33,9 +33,9 @@ FOR UPDATE OF r SKIP LOCKED;
 -- name: attempt_batch_reports_lock
 -- attempt_batch_runs_lock for reports: the runs and their open attempt, and only for the runs
 -- $2 (reports other than a success: a retry, hand-back or dead-letter needs it) their
--- definition's text and target kind, so a herd's successes read what they decide on only
--- (each a subquery under its CASE, run for those rows only: a join to job_versions would be
--- planned as a scan of every version).
+-- definition's text, target kind and overlap policy, so a herd's successes read what they
+-- decide on only (each a subquery under its CASE, run for those rows only: a join to
+-- job_versions would be planned as a scan of every version).
 SELECT r.run_id, r.nominal_time, r.job_id, r.job_version, r.origin, r.team_id, r.state,
        r.attempt, r.attempt_limit, r.budget_start_attempt, r.priority, r.effective_time,
        r.eligible_time, r.traceparent, a.worker_id AS open_worker_id,
@@ -45,6 +45,9 @@ SELECT r.run_id, r.nominal_time, r.job_id, r.job_version, r.origin, r.team_id, r
        CASE WHEN r.run_id = ANY($2::uuid[]) THEN
            (SELECT v.spec->'target'->>'kind' FROM job_versions v
             WHERE v.job_id = r.job_id AND v.version = r.job_version) END AS target_kind,
+       CASE WHEN r.run_id = ANY($2::uuid[]) THEN
+           (SELECT v.spec->>'overlap' FROM job_versions v
+            WHERE v.job_id = r.job_id AND v.version = r.job_version) END AS job_overlap,
        (SELECT duetime_now()) AS now
 FROM runs r
 LEFT JOIN attempts a

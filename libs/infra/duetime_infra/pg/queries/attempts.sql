@@ -109,7 +109,9 @@ RETURNING r.run_id;
 -- runs_job_waiting_idx; the job's holders are looked for only when such a run waits.
 SELECT r.*, (SELECT duetime_now()) AS now,
        (SELECT v.spec->'target'->>'kind' FROM job_versions v
-        WHERE v.job_id = r.job_id AND v.version = r.job_version) AS target_kind
+        WHERE v.job_id = r.job_id AND v.version = r.job_version) AS target_kind,
+       (SELECT v.spec->>'overlap' FROM job_versions v
+        WHERE v.job_id = r.job_id AND v.version = r.job_version) AS job_overlap
 FROM runs r
 WHERE r.job_id = $1 AND r.state = 'WAITING' AND r.reason = ''
   AND NOT EXISTS (
@@ -137,7 +139,9 @@ WITH turns AS (
 )
 SELECT r.*, (SELECT duetime_now()) AS now,
        (SELECT v.spec->'target'->>'kind' FROM job_versions v
-        WHERE v.job_id = r.job_id AND v.version = r.job_version) AS target_kind
+        WHERE v.job_id = r.job_id AND v.version = r.job_version) AS target_kind,
+       (SELECT v.spec->>'overlap' FROM job_versions v
+        WHERE v.job_id = r.job_id AND v.version = r.job_version) AS job_overlap
 FROM runs r
 JOIN free f ON r.origin = f.origin AND r.nominal_time = f.first
 WHERE r.job_id = $1 AND r.state = 'WAITING' AND r.reason = 'BACKFILL_TURN'
@@ -329,7 +333,9 @@ ORDER BY req.ord;
 -- and StartAttempt does not start them before it.
 SELECT r.*, (SELECT duetime_now()) AS now,
        (SELECT v.spec->'target'->>'kind' FROM job_versions v
-        WHERE v.job_id = r.job_id AND v.version = r.job_version) AS target_kind
+        WHERE v.job_id = r.job_id AND v.version = r.job_version) AS target_kind,
+       (SELECT v.spec->>'overlap' FROM job_versions v
+        WHERE v.job_id = r.job_id AND v.version = r.job_version) AS job_overlap
 FROM runs r
 WHERE r.partition = ANY($1::integer[]) AND r.state = 'RETRY_WAIT'
   AND r.next_attempt_time <= (SELECT duetime_now()) + $2::interval
@@ -357,6 +363,7 @@ WITH expired AS (
      LIMIT $2)
 )
 SELECT r.*, v.spec AS job_snapshot, v.spec->'target'->>'kind' AS target_kind,
+       v.spec->>'overlap' AS job_overlap,
        a.number AS open_number,
        a.lease_expire_time AS open_lease_expire_time, a.deadline AS open_deadline
 FROM expired e

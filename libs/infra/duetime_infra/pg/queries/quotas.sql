@@ -71,9 +71,9 @@ SELECT count(*) FROM (
 -- The held runs (WAITING for their team's quota or their turn) of the partitions $3 due by
 -- $4, per team ($1) at most $2 of them, oldest first, locked with SKIP LOCKED (a run another
 -- transaction holds waits for the next pass), through runs_held_idx; with what the release
--- needs: the definition's text (misfire settings) and target kind.
+-- needs: the definition's text (misfire settings), target kind and overlap policy.
 SELECT r.*, NULL::text AS open_worker_id, v.spec::text AS spec_text,
-       v.spec->'target'->>'kind' AS target_kind
+       v.spec->'target'->>'kind' AS target_kind, v.spec->>'overlap' AS job_overlap
 FROM unnest($1::text[], $2::integer[]) AS t(team_id, lim)
 CROSS JOIN LATERAL (
     SELECT * FROM runs h

@@ -59,7 +59,9 @@ WHERE r.run_id = stuck.run_id AND r.nominal_time = stuck.nominal_time
 RETURNING r.run_id, r.job_id, r.nominal_time, r.origin, r.team_id, r.effective_time,
           r.priority, r.traceparent, (SELECT duetime_now()) AS now,
           (SELECT v.spec->'target'->>'kind' FROM job_versions v
-           WHERE v.job_id = r.job_id AND v.version = r.job_version) AS target_kind;
+           WHERE v.job_id = r.job_id AND v.version = r.job_version) AS target_kind,
+          (SELECT v.spec->>'overlap' FROM job_versions v
+           WHERE v.job_id = r.job_id AND v.version = r.job_version) AS job_overlap;
 
 -- name: relay_outbox_stats
 -- The outbox's depth and the age of its oldest row, for metrics, cheap at any size: rows are

@@ -1,0 +1,62 @@
+"""A dispatch that says its run starts at its time (an overlap policy other than ALLOW) is not
+asked for ahead: the worker holds it, taking no early permit, and asks once at its time, where
+asking ahead would only be answered TOO_EARLY. Without the hint the same run is asked ahead."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from duetime.worker.v1 import worker_service_pb2 as pb
+from duetime_worker.intake.dispatch import Dispatch
+from testkit.executor import offline_executor
+
+LEAD = 0.4
+
+
+class _Scheduler:
+    """Notes each start (asked ahead or not, when by the wall clock, and the early permits
+    the worker holds as it asks) and refuses it, so the message ends at its first answer."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[bool, float, int]] = []
+        self.permits_taken: Callable[[], int] = lambda: 0
+
+    async def start(self, request: pb.StartAttemptRequest, slack: float = 0.0) -> object:
+        self.asked.append((request.early, time.time(), self.permits_taken()))
+        return pb.StartAttemptResponse(
+            decision=pb.START_DECISION_REFUSED, refusal_reason="JOB_PAUSED"
+        )
+
+
+async def _asked(at_its_time: bool) -> tuple[list[tuple[bool, float, int]], float]:
+    """The starts asked for one run due ``LEAD`` s from now, and when it was due."""
+    scheduler = _Scheduler()
+    executor = offline_executor(scheduler, early=10)
+    scheduler.permits_taken = lambda: executor._early._taken
+    now = Timestamp()
+    now.GetCurrentTime()
+    executor._clock.observe(now)  # the server's time known: this host's
+    due = time.time() + LEAD
+    dispatch = Dispatch(run_id="run-1", not_before=int(due * 1e9), at_its_time=at_its_time)
+    await asyncio.wait_for(executor.process(dispatch, "d-1", lambda: None), 5)
+    return scheduler.asked, due
+
+
+async def test_a_run_that_starts_at_its_time_is_asked_for_once_holding_no_early_permit() -> None:
+    asked, due = await _asked(at_its_time=True)
+    ((early, when, permits),) = asked
+    assert not early
+    assert when >= due
+    assert permits == 0
+
+
+async def test_without_the_hint_the_same_run_is_asked_for_ahead_under_an_early_permit() -> None:
+    asked, due = await _asked(at_its_time=False)
+    ((early, when, permits),) = asked
+    assert early
+    assert when < due
+    assert permits == 1
