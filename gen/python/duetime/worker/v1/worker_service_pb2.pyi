@@ -517,10 +517,10 @@ class StartAttemptRequest(_message.Message):
     """
     early: _builtins.bool
     """Optional. The worker can hold an attempt started ahead of its time: before the run's
-    effective time (at most 10 s before), a run of a job whose overlap policy is
+    effective time (at most 30 s before), a run of a job whose overlap policy is
     OVERLAP_POLICY_ALLOW may then be answered STARTED with `call_time` set instead of
     TOO_EARLY, its lease and deadline counted from `call_time`. The worker must not call the
-    target before `call_time` by the server's clock, must send a heartbeat for it at most 1 s
+    target before `call_time` by the server's clock, must send a heartbeat for it within the 4 s
     before `call_time` and heed that beat's answer (a job paused or deleted meanwhile is a
     CANCEL: the worker hands the attempt back unrun), and reports the call's start in
     CompleteAttemptRequest.call_time. Other runs are answered as without it.
