@@ -116,6 +116,30 @@ async def test_a_start_before_the_effective_time_is_too_early_on_the_server_cloc
     )
 
 
+@pytest.mark.parametrize(
+    ("result", "state"),
+    [
+        (wpb.ATTEMPT_RESULT_SUCCEEDED, "SUCCEEDED"),
+        (FAILED, "RETRY_WAIT"),
+        (wpb.ATTEMPT_RESULT_HANDED_BACK, "QUEUED"),
+    ],
+)
+async def test_an_ended_attempt_and_its_run_keep_no_delivery_id(
+    env: ApiAndWorkers, result: wpb.AttemptResult.ValueType, state: str
+) -> None:
+    """A delivery id serves only an attempt in flight (a repeated start, its process's hold):
+    the rows of an ended one do not keep it, whichever way it ended."""
+    w = env.w
+    run_id = await trigger(env.api, await create_job(env.api), "r1")
+    assert (await w.start(run_id, "d-1@p-1")).decision == STARTED
+    assert (await w.run_row(run_id))["start_delivery_id"] == "d-1@p-1"
+    assert [a["delivery_id"] for a in await w.attempts(run_id)] == ["d-1@p-1"]
+    assert (await w.complete(run_id, 1, result)).run_state == f"RUN_STATE_{state}"
+    row = await w.run_row(run_id)
+    assert (row["state"], row["start_delivery_id"]) == (state, None)
+    assert [a["delivery_id"] for a in await w.attempts(run_id)] == [""]
+
+
 async def test_the_same_delivery_gets_the_same_attempt_and_others_are_refused(
     env: ApiAndWorkers,
 ) -> None:

@@ -116,7 +116,8 @@ RETURNING run_id, number, start_time, lease_expire_time, (SELECT duetime_now()) 
 -- SUCCEEDED at $4, locking them in run_id order first, and marks their runs SUCCEEDED. $5,
 -- each call's reported start, becomes the start of an attempt started ahead of its time
 -- (and of its run's first start, for a first attempt). $6: how far each call got, as its
--- report says (NULL: as the heartbeats last said).
+-- report says (NULL: as the heartbeats last said). The delivery ids, which serve only an
+-- attempt in flight (a repeated start, its process's hold), are cleared from both rows.
 WITH req AS (
     SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::integer[], $5::timestamptz[],
                          $6::text[])
@@ -131,7 +132,7 @@ WITH req AS (
     FOR UPDATE OF a
 ), closed AS (
     UPDATE attempts a
-    SET end_time = $4, outcome = 'SUCCEEDED', error = '',
+    SET end_time = $4, outcome = 'SUCCEEDED', error = '', delivery_id = '',
         call_progress = coalesce(locked.call, a.call_progress),
         start_time = CASE WHEN a.early AND locked.call_time IS NOT NULL
                           THEN least(greatest(a.start_time, locked.call_time), $4)
@@ -143,6 +144,7 @@ WITH req AS (
 )
 UPDATE runs r
 SET state = 'SUCCEEDED', reason = '', reason_detail = '', next_attempt_time = NULL,
+    start_delivery_id = NULL,
     first_start_time = CASE WHEN closed.first_early THEN closed.start_time
                             ELSE r.first_start_time END,
     update_time = (SELECT duetime_now())

@@ -55,20 +55,23 @@ RETURNING a.run_id, a.lease_expire_time;
 
 -- name: attempt_run_set_state
 -- A run that will not start (skipped, cancelled, missed, waiting), or that an attempt's end
--- moved on (succeeded, retry wait, dead-lettered, cancelled).
+-- moved on (succeeded, retry wait, dead-lettered, cancelled): none of them RUNNING, so the
+-- delivery that started its last attempt is no longer kept (it answers only a repeated start
+-- of a running attempt).
 UPDATE runs
 SET state = $3, reason = $4, reason_detail = $5, next_attempt_time = $6,
-    update_time = (SELECT duetime_now())
+    start_delivery_id = NULL, update_time = (SELECT duetime_now())
 WHERE run_id = $1 AND nominal_time = $2
 RETURNING *;
 
 -- name: attempt_run_hand_back
 -- A handed-back attempt (one of the run's first few): the run is QUEUED again from now ($3)
 -- and its attempt limit rises by one, so the attempt number still rises (fencing) but the
--- budget is not spent.
+-- budget is not spent. Its start's delivery is no longer kept, as in attempt_run_set_state.
 UPDATE runs
 SET state = 'QUEUED', reason = '', reason_detail = $4, next_attempt_time = $3,
-    attempt_limit = attempt_limit + 1, update_time = (SELECT duetime_now())
+    attempt_limit = attempt_limit + 1, start_delivery_id = NULL,
+    update_time = (SELECT duetime_now())
 WHERE run_id = $1 AND nominal_time = $2 AND state = 'RUNNING';
 
 -- name: attempt_run_hand_backs
@@ -182,9 +185,11 @@ SELECT notification_url, default_call_signing FROM teams WHERE team_id = $1;
 -- $6 is the transaction's reading of duetime_now(), so the run's next attempt time and the
 -- attempt's end are measured from the same instant. $7, the call's reported start, becomes
 -- the start of an attempt started ahead of its time (never before the time it was given). $8:
--- how far the call got, as the report says (NULL: as the heartbeats last said).
+-- how far the call got, as the report says (NULL: as the heartbeats last said). Its delivery
+-- id, which serves only an attempt in flight, is cleared.
 UPDATE attempts
 SET end_time = $6, outcome = $4, error = $5, call_progress = coalesce($8::text, call_progress),
+    delivery_id = '',
     start_time = CASE WHEN early AND $7::timestamptz IS NOT NULL
                       THEN least(greatest(start_time, $7::timestamptz), $6) ELSE start_time END
 WHERE run_id = $1 AND nominal_time = $2 AND number = $3 AND end_time IS NULL
