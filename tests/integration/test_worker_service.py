@@ -138,6 +138,14 @@ async def test_an_ended_attempt_and_its_run_keep_no_delivery_id(
     row = await w.run_row(run_id)
     assert (row["state"], row["start_delivery_id"]) == (state, None)
     assert [a["delivery_id"] for a in await w.attempts(run_id)] == [""]
+    if state == "QUEUED":
+        # Handed back: a later start, even under the same delivery, is a new attempt, and
+        # its repeat gets that attempt back.
+        again = await w.start(run_id, "d-1@p-1")
+        assert (again.decision, again.attempt) == (STARTED, 2)
+        replayed = await w.start(run_id, "d-1@p-1")
+        assert (replayed.decision, replayed.attempt) == (STARTED, 2)
+        assert len(await w.attempts(run_id)) == 2
 
 
 async def test_the_same_delivery_gets_the_same_attempt_and_others_are_refused(
@@ -614,6 +622,31 @@ async def test_re_dispatches_carry_the_runs_target_kind_and_that_it_starts_at_it
     said += [(d.target_kind, d.starts_at_its_time) for d in await dispatches_of(w, second)]
     # Trigger, retry, hand-back; trigger, release: BUFFER_ONE's runs are never started ahead.
     assert said == [(events_pb2.TARGET_KIND_CONTAINER, True)] * 5
+
+
+async def test_only_runs_that_start_at_their_time_are_dispatched_saying_so(
+    env: ApiAndWorkers,
+) -> None:
+    w, api = env.w, env.api
+    said: dict[int, list[bool]] = {}
+    for overlap in (job_pb2.OVERLAP_POLICY_ALLOW, job_pb2.OVERLAP_POLICY_SKIP):
+        job = await create_job(api, job_message(overlap=overlap, max_attempts=1))
+        run_id = await trigger(api, job, f"r-{overlap}")
+        # A hand-back, then a failure that dead-letters the run, then its redrive.
+        assert (await w.start(run_id, "d-1")).decision == STARTED
+        await w.complete(run_id, 1, wpb.ATTEMPT_RESULT_HANDED_BACK)
+        assert (await w.start(run_id, "d-2")).attempt == 2
+        assert (await w.complete(run_id, 2, FAILED)).run_state == "RUN_STATE_DEAD_LETTERED"
+        redrive = svc.RedriveRunRequest(
+            name=f"{job.name}/runs/{run_id}", request_id=f"rd-{overlap}"
+        )
+        await api.stub.RedriveRun(redrive, metadata=api.auth())
+        said[overlap] = [d.starts_at_its_time for d in await dispatches_of(w, run_id)]
+    # Trigger, hand-back, redrive.
+    assert said == {
+        job_pb2.OVERLAP_POLICY_ALLOW: [False] * 3,
+        job_pb2.OVERLAP_POLICY_SKIP: [True] * 3,
+    }
 
 
 async def test_a_hand_back_of_a_cancelled_attempt_stays_cancelled(env: ApiAndWorkers) -> None:

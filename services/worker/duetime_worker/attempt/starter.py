@@ -3,8 +3,8 @@ asked for (``starts``) and handed to the ``runner``.
 
 A message waits for its run's time by the server's clock (``server_clock``) holding nothing. A
 run due within ``EARLY_AHEAD`` (``herd.knobs``) may have its attempt asked for ahead of that time
-(the scheduler allows it for runs of jobs whose overlap policy is ALLOW; a dispatch that says its
-run starts at its time, and a container's, is not asked for ahead): its start then happens
+(the scheduler allows it for runs whose start obeys OVERLAP_POLICY_ALLOW; a dispatch that says
+its run starts at its time, and a container's, is not asked for ahead): its start then happens
 before a herd's instant, not at it, and a herd claimed ahead has its starts spread over the
 stretch. Either way the message goes the same way
 (``_start_and_run``): it holds a place until its call ends, asks for its attempt under a start

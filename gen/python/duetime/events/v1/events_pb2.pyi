@@ -92,11 +92,10 @@ class RunDispatch(_message.Message):
     """
     starts_at_its_time: _builtins.bool
     """The run's attempt is started at its time, never ahead of it: the overlap policy its start
-    obeys is not OVERLAP_POLICY_ALLOW, so the scheduler decides it then and answers an earlier
-    ask TOO_EARLY. Read from the job's definition when the run was dispatched: a hint that
-    spares the worker that ask, while the scheduler's answer stays the rule (a policy changed
-    since costs a round trip, never an early start). False from older writers: the worker may
-    ask ahead.
+    obeys is not OVERLAP_POLICY_ALLOW (a backfill's runs obey ALLOW), so the scheduler decides
+    it then and answers an earlier ask TOO_EARLY. Read from the job version the run was
+    claimed with, which its start decides by: it spares the worker that ask, while the
+    scheduler's answer stays the rule. False from older writers: the worker may ask ahead.
     """
     @_builtins.property
     def nominal_time(self) -> _timestamp_pb2.Timestamp:
