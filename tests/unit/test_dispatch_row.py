@@ -22,18 +22,29 @@ from duetime_infra.dispatch import dispatch_row, overlap_of_spec
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 
 
-def kind_of(target: Target | None) -> events_pb2.TargetKind.ValueType:
+def dispatched(
+    *,
+    target: Target | None = None,
+    overlap: OverlapPolicy | None = None,
+    key: RunKey | None = None,
+) -> events_pb2.RunDispatch:
+    """The message ``dispatch_row`` writes for a run of ``key`` (a scheduled one by default)."""
     row = dispatch_row(
         run_id=uuid.uuid4(),
-        key=RunKey.scheduled(uuid.uuid4(), NOW),
+        key=key or RunKey.scheduled(uuid.uuid4(), NOW),
         team_id="t",
         effective_time=NOW,
         priority=Priority.NORMAL,
         traceparent="",
         now=NOW,
         target=target,
+        overlap=overlap,
     )
-    return events_pb2.RunDispatch.FromString(row.payload).target_kind
+    return events_pb2.RunDispatch.FromString(row.payload)
+
+
+def kind_of(target: Target | None) -> events_pb2.TargetKind.ValueType:
+    return dispatched(target=target).target_kind
 
 
 def test_the_target_kind_travels_in_the_dispatch() -> None:
@@ -45,17 +56,7 @@ def test_the_target_kind_travels_in_the_dispatch() -> None:
 
 
 def at_its_time(overlap: OverlapPolicy | None, key: RunKey | None = None) -> bool:
-    row = dispatch_row(
-        run_id=uuid.uuid4(),
-        key=key or RunKey.scheduled(uuid.uuid4(), NOW),
-        team_id="t",
-        effective_time=NOW,
-        priority=Priority.NORMAL,
-        traceparent="",
-        now=NOW,
-        overlap=overlap,
-    )
-    return events_pb2.RunDispatch.FromString(row.payload).starts_at_its_time
+    return dispatched(overlap=overlap, key=key).starts_at_its_time
 
 
 def test_only_runs_whose_start_obeys_another_policy_than_allow_start_at_their_time() -> None:
