@@ -166,7 +166,7 @@ async def account(
         rows = await conn.fetch(
             "SELECT r.nominal_time, r.origin, r.state, "
             "coalesce(r.eligible_time, r.effective_time) AS eligible, a.start_time "
-            "FROM runs r LEFT JOIN attempts a ON a.run_id = r.run_id "
+            "FROM runs r LEFT JOIN run_attempts a ON a.run_id = r.run_id "
             "AND a.nominal_time = r.nominal_time AND a.number = 1 WHERE r.job_id = $1",
             uuid.UUID(job.job_id),
         )

@@ -197,7 +197,7 @@ async def measure(
         rows = await pool.fetch(
             "SELECT r.run_id, r.job_id, r.nominal_time, r.effective_time, r.create_time, "
             "r.state, a.number, a.start_time, a.worker_id "
-            "FROM runs r JOIN attempts a USING (run_id, nominal_time) ORDER BY a.start_time"
+            "FROM runs r JOIN run_attempts a USING (run_id, nominal_time) ORDER BY a.start_time"
         )
         first = {r["run_id"]: r for r in rows if r["number"] == 1}
         due = {
@@ -263,7 +263,7 @@ async def report_scheduler(
     starts = [(r["start_time"] - r["effective_time"]).total_seconds() for r in first]
     early = sum(x < 0 for x in starts)
     over = sum(x > PROMISE for x in starts)
-    ahead = await pool.fetchval("SELECT count(*) FILTER (WHERE early) FROM attempts")
+    ahead = await pool.fetchval("SELECT count(*) FILTER (WHERE early) FROM run_attempts")
     claimed = [(r["create_time"] - at).total_seconds() for r in first]
     published = await publish_times(at, start)
     print(f"  by the scheduler's clock: EARLY {early}; over {PROMISE:.0f} s {over:,}")
@@ -274,7 +274,7 @@ async def report_scheduler(
     print(f"                                 published {ms(published)}")
     print(f"  dispatches published: {len(published):,} for {len(first):,} runs")
     failed = await pool.fetch(
-        "SELECT outcome, left(error, 80) AS error, count(*) AS n FROM attempts"
+        "SELECT outcome, left(error, 80) AS error, count(*) AS n FROM run_attempts"
         " WHERE outcome <> 'SUCCEEDED' GROUP BY 1, 2 ORDER BY n DESC LIMIT 5"
     )
     for row in failed:

@@ -80,15 +80,17 @@ SELECT gen_random_uuid(), j.job_id, $1, j.partition, s.nominal, s.nominal,
 FROM s JOIN j ON j.n = s.i % $4
 """
 
+# Each run's one attempt, in its row (schema 27).
 _ATTEMPTS = """
-INSERT INTO attempts (run_id, nominal_time, number, partition, worker_id, start_time,
-                      lease_expire_time, deadline, end_time, outcome, error)
-SELECT run_id, nominal_time, 1, partition, 'w-1', first_start_time,
-       first_start_time + interval '1 minute', first_start_time + interval '5 minutes',
-       first_start_time + interval '90 milliseconds',
-       CASE state WHEN 'SUCCEEDED' THEN 'SUCCEEDED' ELSE 'FAILED' END,
-       CASE state WHEN 'SUCCEEDED' THEN '' ELSE 'HTTP 503' END
-FROM runs WHERE team_id = $1 AND attempt = 1
+UPDATE runs
+SET attempt_worker_id = 'w-1', attempt_start_time = first_start_time,
+    attempt_lease_expire_time = first_start_time + interval '1 minute',
+    attempt_deadline = first_start_time + interval '5 minutes',
+    attempt_end_time = first_start_time + interval '90 milliseconds',
+    attempt_outcome = CASE state WHEN 'SUCCEEDED' THEN 'SUCCEEDED' ELSE 'FAILED' END,
+    attempt_error = CASE state WHEN 'SUCCEEDED' THEN '' ELSE 'HTTP 503' END,
+    attempt_cancel_reason = '', attempt_early = false
+WHERE team_id = $1 AND attempt = 1
 """
 
 

@@ -294,7 +294,7 @@ async def account(
             "SELECT r.run_id, r.job_id, r.nominal_time, r.team_id, r.state, r.effective_time, "
             "coalesce(greatest(r.eligible_time, r.effective_time), r.effective_time) AS eligible, "
             "r.create_time, a.start_time, a.early FROM runs r "
-            "LEFT JOIN attempts a ON a.run_id = r.run_id AND a.nominal_time = r.nominal_time "
+            "LEFT JOIN run_attempts a ON a.run_id = r.run_id AND a.nominal_time = r.nominal_time "
             "AND a.number = 1"
         )
     finally:

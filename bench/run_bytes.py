@@ -84,8 +84,14 @@ async def postgres_bytes(conn: asyncpg.Connection, week: datetime, detail: bool 
     and attempts; with ``detail`` each index too) and returns their total."""
     runs_table, attempts_table = week_tables(week)
     count = await conn.fetchval(f'SELECT count(*) FROM "{runs_table}"')
-    attempts = await conn.fetchval(f'SELECT count(*) FROM "{attempts_table}"')
-    print(f"PostgreSQL, {count:,} runs and {attempts:,} attempts (bytes a run):")
+    latest = await conn.fetchval(
+        f'SELECT count(*) FROM "{runs_table}" WHERE attempt_start_time IS NOT NULL'
+    )
+    earlier = await conn.fetchval(f'SELECT count(*) FROM "{attempts_table}"')
+    print(
+        f"PostgreSQL, {count:,} runs and {latest + earlier:,} attempts, {earlier:,} of them "
+        "before their run's latest (bytes a run):"
+    )
     total = 0.0
     for label, table in (("runs", runs_table), ("attempts", attempts_table)):
         parts = await relations(conn, table)

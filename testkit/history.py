@@ -1,6 +1,6 @@
 """Run history made with SQL (generate_series), as much as a bench needs: runs of given jobs
 in a stretch of time, finished (succeeded, dead-lettered, missed, some triggered), each
-started one with its attempts."""
+started one with its attempts (the latest in its row)."""
 
 from __future__ import annotations
 
@@ -23,20 +23,41 @@ WITH j AS (SELECT job_id, team_id, partition, (row_number() OVER (ORDER BY job_i
 INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time, origin,
                   state, reason, reason_detail, attempt, attempt_limit, first_start_time,
                   traceparent, job_version, claimed_by, claim_epoch, claim_revision,
-                  create_time, update_time)
+                  create_time, update_time, attempt_worker_id, attempt_start_time,
+                  attempt_lease_expire_time, attempt_deadline, attempt_end_time,
+                  attempt_outcome, attempt_error, attempt_cancel_reason,
+                  attempt_call_progress, attempt_early)
 SELECT t.run_id, j.job_id, j.team_id, j.partition, s.nominal, s.nominal,
        CASE WHEN s.i % 50 = 0 THEN 'TRIGGER:seed-' || s.i ELSE 'SCHEDULE' END,
        s.state,
        CASE s.state WHEN 'DEAD_LETTERED' THEN 'ATTEMPTS_EXHAUSTED' WHEN 'MISSED' THEN 'MISFIRE'
                     ELSE '' END,
        CASE s.state WHEN 'DEAD_LETTERED' THEN 'HTTP 503 three times' ELSE '' END,
-       CASE s.state WHEN 'SUCCEEDED' THEN 1 WHEN 'DEAD_LETTERED' THEN 3 ELSE 0 END, 3,
-       CASE WHEN s.state <> 'MISSED' THEN s.nominal + interval '40 milliseconds' END,
+       n.attempt, 3, n.first_start,
        CASE WHEN t.trace_id <> '' THEN '00-' || t.trace_id || '-' || t.span || '-01' ELSE '' END,
        1, 'scheduler-1', 1, 42,
        s.nominal - interval '10 seconds',
-       s.nominal + interval '130 milliseconds'
+       s.nominal + interval '130 milliseconds',
+       -- The latest attempt, in the run's row (schema 27), as _ATTEMPTS makes the others.
+       CASE WHEN n.attempt > 0 THEN 'worker-' || (n.attempt % 4) END, l.start,
+       l.start + interval '1 minute', l.start + interval '5 minutes',
+       l.start + interval '90 milliseconds',
+       CASE WHEN n.attempt > 0 THEN
+           CASE s.state WHEN 'SUCCEEDED' THEN 'SUCCEEDED' ELSE 'FAILED' END END,
+       CASE WHEN n.attempt > 0 THEN
+           CASE s.state WHEN 'SUCCEEDED' THEN '' ELSE 'HTTP 503' END END,
+       CASE WHEN n.attempt > 0 THEN '' END,
+       CASE WHEN n.attempt > 0 THEN 'ANSWERED' END,
+       CASE WHEN n.attempt > 0 THEN false END
 FROM s JOIN j ON j.n = s.i % cardinality($1::uuid[])
+CROSS JOIN LATERAL (
+    SELECT CASE s.state WHEN 'SUCCEEDED' THEN 1 WHEN 'DEAD_LETTERED' THEN 3 ELSE 0 END AS attempt,
+           CASE WHEN s.state <> 'MISSED' THEN s.nominal + interval '40 milliseconds' END
+               AS first_start
+) n
+CROSS JOIN LATERAL (
+    SELECT n.first_start + (n.attempt - 1) * interval '5 seconds' AS start
+) l
 CROSS JOIN LATERAL (
     -- A UUIDv7 made when the run was (duetime_core.runkey.new_run_id); a run's trace begins
     -- when it is queued (a missed one has none), as the claims' do.
@@ -49,6 +70,7 @@ CROSS JOIN LATERAL (
 ) t
 """
 
+# The attempts before each run's latest (a dead-lettered run's first two).
 _ATTEMPTS = """
 INSERT INTO attempts (run_id, nominal_time, number, partition, worker_id, delivery_id,
                       start_time, lease_expire_time, deadline, end_time, outcome, error,
@@ -58,10 +80,8 @@ SELECT r.run_id, r.nominal_time, k, r.partition, 'worker-' || (k % 4), '',
        r.first_start_time + (k - 1) * interval '5 seconds' + interval '1 minute',
        r.first_start_time + (k - 1) * interval '5 seconds' + interval '5 minutes',
        r.first_start_time + (k - 1) * interval '5 seconds' + interval '90 milliseconds',
-       CASE r.state WHEN 'SUCCEEDED' THEN 'SUCCEEDED' ELSE 'FAILED' END,
-       CASE r.state WHEN 'SUCCEEDED' THEN '' ELSE 'HTTP 503' END,
-       'ANSWERED'
-FROM runs r CROSS JOIN LATERAL generate_series(1, r.attempt) AS k
+       'FAILED', 'HTTP 503', 'ANSWERED'
+FROM runs r CROSS JOIN LATERAL generate_series(1, r.attempt - 1) AS k
 WHERE r.job_id = ANY($1::uuid[]) AND r.nominal_time >= $2 AND r.nominal_time < $3
 ORDER BY r.nominal_time, k  -- in the order they start, as workers start them
 """

@@ -63,7 +63,7 @@ async def read_records(conn: Conn) -> Records:
     attempts = await conn.fetch(
         "SELECT run_id, number, worker_id, start_time, end_time, lease_expire_time, outcome, "
         "early "
-        "FROM attempts ORDER BY run_id, number"
+        "FROM run_attempts ORDER BY run_id, number"
     )
     by_run: dict[uuid.UUID, list[asyncpg.Record]] = defaultdict(list)
     for a in attempts:

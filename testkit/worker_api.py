@@ -125,7 +125,12 @@ class WorkerClient:
     async def attempts(self, run_id: uuid.UUID | str) -> list[asyncpg.Record]:
         return list(
             await self.db.fetch(
-                "SELECT *, xmin::text AS xmin FROM attempts WHERE run_id = $1 ORDER BY number",
+                # xmin: the transaction that last wrote the attempt's row (the latest
+                # attempt's is its run's).
+                "SELECT v.*, coalesce(a.xmin::text, r.xmin::text) AS xmin FROM run_attempts v "
+                "JOIN runs r USING (run_id, nominal_time) "
+                "LEFT JOIN attempts a USING (run_id, nominal_time, number) "
+                "WHERE v.run_id = $1 ORDER BY v.number",
                 uuid.UUID(str(run_id)),
             )
         )

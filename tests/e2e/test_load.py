@@ -147,7 +147,7 @@ async def test_a_thousand_runs_each_succeed_once_and_the_target_agrees(
                 await print_logs_of_repeated_calls(system, target, pool)
                 raise
             by_worker = await pool.fetch(
-                "SELECT worker_id, count(*) AS n FROM attempts GROUP BY worker_id ORDER BY 1"
+                "SELECT worker_id, count(*) AS n FROM run_attempts GROUP BY worker_id ORDER BY 1"
             )
             print(f"{runs} runs; attempts by worker: {[tuple(r) for r in by_worker]}")
             # Most of the 1,000 ran; those still queued at the pause were SKIPPED (more of

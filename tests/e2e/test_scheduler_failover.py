@@ -96,8 +96,8 @@ async def test_a_worker_keeps_its_lease_when_its_scheduler_dies_or_freezes(
             if fault is signal.SIGSTOP:
                 first.process.send_signal(signal.SIGCONT)
         attempts = await pool.fetch(
-            "SELECT a.number, a.outcome FROM attempts a JOIN runs r USING (run_id, nominal_time) "
-            "WHERE r.job_id = $1",
+            "SELECT a.number, a.outcome FROM run_attempts a "
+            "JOIN runs r USING (run_id, nominal_time) WHERE r.job_id = $1",
             created.job_id,
         )
         assert [(a["number"], a["outcome"]) for a in attempts] == [(1, "SUCCEEDED")]

@@ -122,7 +122,7 @@ def logged(worker: Service, action: str) -> Callable[[], Awaitable[bool]]:
 async def holder_of_attempt(db: asyncpg.Pool[asyncpg.Record], job: job_pb2.Job) -> str:
     """The worker holding the job's open attempt."""
     worker: str | None = await db.fetchval(
-        "SELECT a.worker_id FROM attempts a JOIN runs r USING (run_id, nominal_time) "
+        "SELECT a.worker_id FROM run_attempts a JOIN runs r USING (run_id, nominal_time) "
         "WHERE r.job_id = $1 AND a.end_time IS NULL",
         uuid.UUID(job.job_id),
     )
@@ -147,7 +147,7 @@ async def attempt_rows(db: asyncpg.Pool[asyncpg.Record], run_id: str) -> list[as
     return list(
         await db.fetch(
             "SELECT number, worker_id, start_time, lease_expire_time, end_time, outcome "
-            "FROM attempts WHERE run_id = $1 ORDER BY number",
+            "FROM run_attempts WHERE run_id = $1 ORDER BY number",
             uuid.UUID(run_id),
         )
     )
@@ -270,7 +270,7 @@ async def run_exists(db: asyncpg.Pool[asyncpg.Record], job: job_pb2.Job) -> bool
 
 async def open_attempt(db: asyncpg.Pool[asyncpg.Record], job: job_pb2.Job) -> bool:
     found = await db.fetchval(
-        "SELECT count(*) FROM attempts a JOIN runs r USING (run_id, nominal_time) "
+        "SELECT count(*) FROM run_attempts a JOIN runs r USING (run_id, nominal_time) "
         "WHERE r.job_id = $1 AND a.end_time IS NULL",
         uuid.UUID(job.job_id),
     )
@@ -533,7 +533,7 @@ async def test_at_most_once_runs_are_never_called_twice_but_retried_before_any_c
         assert len(target.calls_to("/killed")) == 1
         assert (
             await db.fetchval(
-                "SELECT call_progress FROM attempts WHERE run_id = $1", uuid.UUID(run.run_id)
+                "SELECT call_progress FROM run_attempts WHERE run_id = $1", uuid.UUID(run.run_id)
             )
             == "BEGUN"
         )
@@ -588,7 +588,7 @@ async def eventually_open_attempt(db: asyncpg.Pool[asyncpg.Record], job: job_pb2
 
     async def open_attempt() -> bool:
         run_id = await db.fetchval(
-            "SELECT a.run_id FROM attempts a JOIN runs r USING (run_id, nominal_time) "
+            "SELECT a.run_id FROM run_attempts a JOIN runs r USING (run_id, nominal_time) "
             "WHERE r.job_id = $1 AND a.number = 1 AND a.end_time IS NULL AND NOT "
             "duetime_never_called(a.early, a.start_time, a.call_progress, a.beat_time, "
             "a.worker_id)",

@@ -36,22 +36,18 @@ async def claim_through(pool: asyncpg.Pool[asyncpg.Record], *stops: datetime) ->
 async def succeed(pool: asyncpg.Pool[asyncpg.Record], job_id: str, nominal: datetime) -> None:
     """As a worker's first attempt would leave the run: started and succeeded."""
     run = await pool.fetchrow(
-        "UPDATE runs SET state = 'SUCCEEDED', attempt = 1, first_start_time = effective_time "
-        "WHERE job_id = $1 AND nominal_time = $2 RETURNING run_id, partition, effective_time",
+        "UPDATE runs SET state = 'SUCCEEDED', attempt = 1, first_start_time = effective_time, "
+        "attempt_worker_id = 'worker-1', attempt_start_time = effective_time, "
+        "attempt_lease_expire_time = effective_time + interval '1 minute', "
+        "attempt_deadline = effective_time + interval '5 minutes', "
+        "attempt_end_time = effective_time + interval '2 seconds', "
+        "attempt_outcome = 'SUCCEEDED', attempt_error = '', attempt_cancel_reason = '', "
+        "attempt_early = false "
+        "WHERE job_id = $1 AND nominal_time = $2 RETURNING run_id",
         uuid.UUID(job_id),
         nominal,
     )
     assert run is not None
-    await pool.execute(
-        "INSERT INTO attempts (run_id, nominal_time, number, partition, worker_id, start_time, "
-        "lease_expire_time, deadline, end_time, outcome) "
-        "VALUES ($1, $2, 1, $3, 'worker-1', $4::timestamptz, $4 + interval '1 minute', "
-        "$4 + interval '5 minutes', $4 + interval '2 seconds', 'SUCCEEDED')",
-        run["run_id"],
-        nominal,
-        run["partition"],
-        run["effective_time"],
-    )
 
 
 async def explain(

@@ -128,8 +128,9 @@ async def test_a_week_past_hot_retention_is_archived_verified_and_dropped(
 ) -> None:
     jobs, week = history
     async with connected(db_dsn) as conn:
-        runs = await conn.fetchval(f'SELECT count(*) FROM "{partition(week)}"')
-        attempts = await conn.fetchval(f'SELECT count(*) FROM "attempts_{week:%Y%m%d}"')
+        runs, attempts = await in_tables(
+            conn, week, f'"{partition(week)}"', f'"attempts_{week:%Y%m%d}"'
+        )
         result = await archive_pass(conn, settings)
         assert week_of(result, week) == Outcome.ARCHIVED
         assert not result.failures
@@ -156,17 +157,26 @@ async def test_a_week_past_hot_retention_is_archived_verified_and_dropped(
     assert set(table["job_id"].to_pylist()) == {str(j) for j in jobs}
 
 
+async def in_tables(
+    conn: Conn, week: datetime, runs_table: str, attempts_table: str
+) -> tuple[int, int]:
+    """The week's runs in ``runs_table`` and their attempts: each run's latest, in its row, and
+    those before it in ``attempts_table``."""
+    in_week = "nominal_time >= $1 AND nominal_time < $2"
+    row = await conn.fetchrow(
+        f"SELECT (SELECT count(*) FROM {runs_table} WHERE {in_week}) AS runs, "
+        f"(SELECT count(*) FROM {runs_table} WHERE {in_week} AND attempt_start_time IS NOT NULL) "
+        f"+ (SELECT count(*) FROM {attempts_table} WHERE {in_week}) AS attempts",
+        week,
+        week + timedelta(days=7),
+    )
+    assert row is not None
+    return row["runs"], row["attempts"]
+
+
 async def in_default(conn: Conn, week: datetime) -> tuple[int, int]:
     """The runs and attempts of the week in the default partitions."""
-    counts = [
-        await conn.fetchval(
-            f"SELECT count(*) FROM {table} WHERE nominal_time >= $1 AND nominal_time < $2",
-            week,
-            week + timedelta(days=7),
-        )
-        for table in ("runs_default", "attempts_default")
-    ]
-    return counts[0], counts[1]
+    return await in_tables(conn, week, "runs_default", "attempts_default")
 
 
 async def test_runs_backfilled_into_an_archived_week_are_archived_with_it(

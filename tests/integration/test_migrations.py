@@ -7,7 +7,7 @@ import re
 import sys
 import uuid
 from collections.abc import AsyncIterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import asyncpg
 import pytest
@@ -53,15 +53,18 @@ async def test_apply_to_empty_database_then_again(empty_db: asyncpg.Connection) 
     )
     assert "(partition, next_effective_time)" in index
     # The reaper scans open attempts by time, whatever partitions it owns (an index led by the
-    # partition is descended once per owned partition on every pass).
+    # partition is descended once per owned partition on every pass); they are in the rows of
+    # running runs, and the attempts table keeps no index of open ones.
     reaper = await empty_db.fetch(
-        "SELECT indexdef FROM pg_indexes WHERE tablename = 'attempts' AND indexdef LIKE "
-        "'%WHERE (end_time IS NULL)%' AND indexname <> 'attempts_one_open_idx'"
+        "SELECT indexdef FROM pg_indexes WHERE tablename = 'runs' AND indexdef LIKE "
+        "'%WHERE (state = ''RUNNING''::text)%' AND indexname LIKE 'runs_open_%'"
     )
     assert sorted(r["indexdef"].split(" USING btree ")[1] for r in reaper) == [
-        "(deadline) WHERE (end_time IS NULL)",
-        "(lease_expire_time) WHERE (end_time IS NULL)",
+        "(attempt_deadline) WHERE (state = 'RUNNING'::text)",
+        "(attempt_lease_expire_time) WHERE (state = 'RUNNING'::text)",
     ]
+    attempts = await empty_db.fetch("SELECT indexname FROM pg_indexes WHERE tablename = 'attempts'")
+    assert [r["indexname"] for r in attempts] == ["attempts_pkey"]
     # Runs are found by run id through the primary key: no second index repeats its lead.
     runs = await empty_db.fetch(
         "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'runs'"
@@ -86,8 +89,10 @@ def test_the_build_ships_the_migrations_it_was_written_for() -> None:
     migrations = load_migrations()
     assert migrations[-1].version == BUILD_SCHEMA_VERSION
     assert MIN_SUPPORTED_VERSION <= BUILD_SCHEMA_VERSION
-    # Every migration so far only expands the schema: each keeps the first build working.
-    assert {m.compatible_from for m in migrations} == {1}
+    # Every migration but one only expands the schema; 27 (each run's latest attempt in its
+    # row) keeps no older build working.
+    assert {m.version for m in migrations if m.compatible_from != 1} == {27}
+    assert migrations[26].compatible_from == 27
     contract = Migration(9, "drop_x", "-- why\n-- compatible-from: 7\nALTER TABLE x DROP y;")
     assert contract.compatible_from == 7
 
@@ -191,6 +196,80 @@ async def test_an_older_builds_count_queued_behind_migration_9_lands_on_a_part()
     finally:
         for conn in (migrator, older):
             await conn.close()
+        await drop_database(name)
+
+
+async def test_migration_27_moves_each_runs_latest_attempt_into_its_row() -> None:
+    # Before 27 every attempt had its row: a run that ran twice (the second still open), one
+    # that ran once and one never started. After it the latest of each is in its run's row,
+    # the earlier one alone in the attempts table, and run_attempts shows all three as before.
+    name = f"duetime_e_{uuid.uuid4().hex[:12]}"
+    dsn = await create_database(name)
+    conn = await asyncpg.connect(dsn)
+    try:
+        await apply_migrations(conn, up_to=26)
+        await conn.execute(
+            "INSERT INTO teams (team_id) VALUES ('t1');"
+            "INSERT INTO jobs (job_id, team_id, partition, state, spec) "
+            "VALUES ('00000000-0000-0000-0000-00000000000a', 't1', 7, 'ACTIVE', '{}');"
+        )
+        at = datetime(2026, 12, 7, 12, tzinfo=UTC)
+        runs = {state: uuid.uuid4() for state in ("RUNNING", "SUCCEEDED", "QUEUED")}
+        for i, (state, run_id) in enumerate(runs.items()):
+            await conn.execute(
+                "INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, "
+                "effective_time, origin, state, attempt, attempt_limit, job_version, "
+                "start_delivery_id) VALUES ($1, '00000000-0000-0000-0000-00000000000a', 't1', "
+                "7, $2, $2, 'SCHEDULE', $3, $4, 3, 1, $5)",
+                run_id,
+                at + timedelta(minutes=i),
+                state,
+                {"RUNNING": 2, "SUCCEEDED": 1, "QUEUED": 0}[state],
+                "d-2@p1" if state == "RUNNING" else None,
+            )
+        attempts = [
+            (runs["RUNNING"], at, 1, "w1", "", at, "FAILED", "HTTP 500"),
+            (runs["RUNNING"], at, 2, "w2", "d-2@p1", at + timedelta(seconds=5), None, ""),
+            (runs["SUCCEEDED"], at + timedelta(minutes=1), 1, "w1", "", at, "SUCCEEDED", ""),
+        ]
+        for run_id, nominal, number, worker, delivery, start, outcome, error in attempts:
+            await conn.execute(
+                "INSERT INTO attempts (run_id, nominal_time, number, partition, worker_id, "
+                "delivery_id, start_time, lease_expire_time, deadline, end_time, outcome, "
+                "error) VALUES ($1, $2, $3, 7, $4, $5, $6::timestamptz, $6 + interval '30 s', "
+                "$6 + interval '5 min', CASE WHEN $7::text IS NOT NULL THEN $6 + interval '1 s' "
+                "END, $7, $8)",
+                run_id, nominal, number, worker, delivery, start, outcome, error,
+            )  # fmt: skip
+        seen = "SELECT run_id, number, worker_id, outcome, error FROM {} ORDER BY run_id, number"
+        before = await conn.fetch(seen.format("attempts"))
+
+        await apply_migrations(conn)
+
+        assert await conn.fetch(seen.format("run_attempts")) == before
+        assert [(r["run_id"], r["number"]) for r in await conn.fetch(seen.format("attempts"))] == [
+            (runs["RUNNING"], 1)
+        ]
+        rows = {
+            r["run_id"]: r
+            for r in await conn.fetch(
+                "SELECT run_id, attempt_worker_id, attempt_end_time, attempt_lease_expire_time, "
+                "start_delivery_id FROM runs"
+            )
+        }
+        running = rows[runs["RUNNING"]]
+        assert (running["attempt_worker_id"], running["attempt_end_time"]) == ("w2", None)
+        assert running["attempt_lease_expire_time"] == at + timedelta(seconds=35)
+        assert running["start_delivery_id"] == "d-2@p1"
+        assert rows[runs["SUCCEEDED"]]["attempt_worker_id"] == "w1"
+        assert rows[runs["QUEUED"]]["attempt_worker_id"] is None
+        # Only a running run may hold an open attempt.
+        with pytest.raises(asyncpg.CheckViolationError):
+            await conn.execute(
+                "UPDATE runs SET state = 'QUEUED' WHERE run_id = $1", running["run_id"]
+            )
+    finally:
+        await conn.close()
         await drop_database(name)
 
 

@@ -90,7 +90,8 @@ async def test_a_beat_reads_only_the_partitions_of_the_attempts_it_names(
         "''",
         _array(times),
     )
-    weeks = {f"{table}_{week}" for _, _, week in running for table in ("runs", "attempts")}
+    # The open attempts are in their runs' rows: the attempts table is not read.
+    weeks = {f"runs_{week}" for _, _, week in running}
     if said:
         assert read == weeks
     else:

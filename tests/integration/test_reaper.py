@@ -44,7 +44,7 @@ async def owner(w: WorkerClient, job: job_pb2.Job, revision: int = 1) -> list[Fe
 async def state_of_everything(w: WorkerClient) -> tuple[list[asyncpg.Record], ...]:
     return (
         list(await w.db.fetch("SELECT * FROM runs ORDER BY run_id")),
-        list(await w.db.fetch("SELECT * FROM attempts ORDER BY run_id, number")),
+        list(await w.db.fetch("SELECT * FROM run_attempts ORDER BY run_id, number")),
         list(await w.db.fetch("SELECT * FROM outbox ORDER BY id")),
     )
 
@@ -259,7 +259,7 @@ async def test_starts_racing_the_reaper_never_open_two_attempts_for_a_run(
         started = [a for a in answers if a.decision == STARTED]
         assert len(started) <= len(run_ids)
         open_counts = await w.db.fetch(
-            "SELECT run_id, count(*) AS n FROM attempts WHERE end_time IS NULL GROUP BY run_id"
+            "SELECT run_id, count(*) AS n FROM run_attempts WHERE end_time IS NULL GROUP BY run_id"
         )
         assert all(r["n"] == 1 for r in open_counts)
         # A started attempt is the run's latest, and the lease of the next round expires it.
@@ -271,4 +271,4 @@ async def test_starts_racing_the_reaper_never_open_two_attempts_for_a_run(
             assert (row["state"] == "RUNNING") == (len(open_) == 1)
         await w.shift_clock(LEASE + S)
     assert reaped_total >= len(run_ids)  # the reaper really raced the starts
-    assert await w.db.fetchval("SELECT max(number) FROM attempts") >= 2
+    assert await w.db.fetchval("SELECT max(number) FROM run_attempts") >= 2

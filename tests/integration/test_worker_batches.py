@@ -251,10 +251,10 @@ async def test_a_failed_batch_transaction_answers_every_entry_one_by_one(
     runs = [await trigger(api, await create_job(api), f"r{i}") for i in range(3)]
     for step in ("start", "complete"):
         async with w.pool.acquire() as conn, conn.transaction():
-            # Every statement that reads a run's definition (starts) or its attempts (reports)
-            # waits: the batch's first statement times out (its transaction fails), then the
-            # waiting pass waits until the commit.
-            table = "job_versions" if step == "start" else "attempts"
+            # Every statement that reads a run's definition (starts) or its row (reports) waits:
+            # the batch's first statement times out (its transaction fails), then the waiting
+            # pass waits until the commit.
+            table = "job_versions" if step == "start" else "runs"
             await conn.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
             if step == "start":
                 batch: asyncio.Task[list[Any]] = asyncio.create_task(

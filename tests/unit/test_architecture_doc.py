@@ -79,11 +79,11 @@ def source_file(path: str) -> Path | None:
 
 def defines(source: Path, name: str) -> bool:
     """A def, class or module-level name of a Python file; a named query, index, table, view,
-    function or trigger of an SQL file."""
+    function, trigger or constraint of an SQL file."""
     if source.suffix == ".py":
         pattern = rf"^\s*(?:(?:async\s+)?def|class)\s+{name}\b|^\s*{name}\s*(?::[^=\n]*)?="
         return re.search(pattern, source.read_text(), re.M) is not None
-    kinds = r"\b(?:INDEX|TABLE|VIEW|FUNCTION|TRIGGER)\s+(?:IF NOT EXISTS\s+)?"
+    kinds = r"\b(?:INDEX|TABLE|VIEW|FUNCTION|TRIGGER|CONSTRAINT)\s+(?:IF NOT EXISTS\s+)?"
     pattern = rf"^-- name: {name}\b|{kinds}{name}\b"
     return re.search(pattern, source.read_text(), re.M | re.I) is not None
 

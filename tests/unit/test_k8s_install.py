@@ -25,12 +25,13 @@ TLS_KEYS = {"tls.crt", "tls.key"}
 
 def install_steps() -> tuple[str, list[str]]:
     """The overlay the install commands apply ($O) and each apply's label selector ('' for
-    everything), in the documented order."""
+    everything), in the documented order, through the first apply of everything (later
+    blocks are particular upgrades)."""
     (overlay,) = [c.removeprefix("O=") for c in shell_commands("deploy.md") if c.startswith("O=")]
-    steps = []
+    steps: list[str] = []
     for command in shell_commands("deploy.md"):
         words = shlex.split(command)
-        if words[:4] == ["kubectl", "apply", "-k", "$O"]:
+        if words[:4] == ["kubectl", "apply", "-k", "$O"] and "" not in steps:
             steps.append(words[words.index("-l") + 1] if "-l" in words else "")
     return overlay, steps
 

@@ -43,7 +43,13 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from duetime_infra.archive import objects
-from duetime_infra.archive.export import attempts_query, copy_out, read_week, runs_query
+from duetime_infra.archive.export import (
+    attempts_count_query,
+    attempts_query,
+    copy_out,
+    read_week,
+    runs_query,
+)
 from duetime_infra.archive.layout import (
     SCHEMA,
     SCHEMA_VERSION,
@@ -372,10 +378,11 @@ async def _export(
             "WHERE state IN ('QUEUED', 'WAITING', 'RUNNING', 'RETRY_WAIT'))"
         )
         runs = await conn.fetchval(f'SELECT count(*) FROM "{week.runs_table}"')
-        has_attempts = await conn.fetchval("SELECT to_regclass($1)", week.attempts_table)
-        attempts = 0
-        if has_attempts is not None:
-            attempts = await conn.fetchval(f'SELECT count(*) FROM "{week.attempts_table}"')
+        # A week made again in the default partition (a backfill) may have no attempts table.
+        attempts_table: str | None = week.attempts_table
+        if await conn.fetchval("SELECT to_regclass($1)", week.attempts_table) is None:
+            attempts_table = None
+        attempts = await conn.fetchval(attempts_count_query(week.runs_table, attempts_table))
         snapshot = Snapshot(
             changes, in_flight, runs + week.archived_runs, attempts + week.archived_attempts
         )
@@ -385,10 +392,7 @@ async def _export(
         if manifest is not None:
             return Export(snapshot, manifest)
         await copy_out(conn, runs_query(week.runs_table), runs_csv)
-        if has_attempts is not None:
-            await copy_out(conn, attempts_query(week.attempts_table), attempts_csv)
-        else:
-            attempts_csv.write_bytes(b"")
+        await copy_out(conn, attempts_query(week.runs_table, attempts_table), attempts_csv)
     laps.lap("export")
     table = read_week(runs_csv, attempts_csv)
     runs_csv.unlink()

@@ -40,9 +40,30 @@ def runs_query(runs_table: str) -> str:
     return f"SELECT {columns} FROM {_table(runs_table)}"
 
 
-def attempts_query(attempts_table: str) -> str:
-    columns = ", ".join(("run_id", "nominal_time", *(f.name for f in ATTEMPT_FIELDS)))
-    return f"SELECT {columns} FROM {_table(attempts_table)}"
+def _latest(name: str) -> str:
+    """An attempt's column as a run's row holds its latest attempt (schema 27)."""
+    if name in _RUN_KEY:
+        return name
+    if name == "number":
+        return "attempt AS number"
+    return f"attempt_{name} AS {name}"
+
+
+def attempts_query(runs_table: str, attempts_table: str | None) -> str:
+    """The week's attempts: those before each run's latest (the attempts partition, if the
+    week has one) and each run's latest, from its row."""
+    names = ("run_id", "nominal_time", *(f.name for f in ATTEMPT_FIELDS))
+    latest = (
+        f"SELECT {', '.join(map(_latest, names))} FROM {_table(runs_table)} "
+        "WHERE attempt_start_time IS NOT NULL"
+    )
+    if attempts_table is None:
+        return latest
+    return f"SELECT {', '.join(names)} FROM {_table(attempts_table)} UNION ALL {latest}"
+
+
+def attempts_count_query(runs_table: str, attempts_table: str | None) -> str:
+    return f"SELECT count(*) FROM ({attempts_query(runs_table, attempts_table)}) a"
 
 
 async def copy_out(conn: Conn, query: str, path: Path) -> None:

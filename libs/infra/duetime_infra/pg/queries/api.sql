@@ -157,7 +157,7 @@ CROSS JOIN LATERAL (
 ) r;
 
 -- name: attempts_of_runs
-SELECT a.* FROM attempts a
+SELECT a.* FROM run_attempts a
 JOIN unnest($1::uuid[], $2::timestamptz[]) AS k(run_id, nominal_time)
   ON a.run_id = k.run_id AND a.nominal_time = k.nominal_time
 ORDER BY a.run_id, a.number;

@@ -3,7 +3,9 @@
 -- from it, read as (SELECT duetime_now()): once a statement, where duetime_now() alone (a
 -- function PostgreSQL does not inline) runs for every row. Every query file does the same.
 -- Lock order, everywhere: the run's row, then its job (attempt_job_lock), then other runs of
--- the job (SKIP LOCKED when a start wants them), then attempt rows.
+-- the job (SKIP LOCKED when a start wants them). A run's latest attempt is in its row (schema
+-- 27), its open attempt while attempt_end_time is NULL (only a RUNNING run has one); the
+-- attempts table holds the attempts before it.
 
 -- name: attempt_job_lock
 -- Overlap, pause and deletion are decided under the job's lock, and every run that ends takes
@@ -35,23 +37,15 @@ SELECT EXISTS (
 -- Repeated starts (the same delivery from the same worker: the first answer was lost, or came
 -- too late) renew their open attempts' leases as a heartbeat does, never shortening one, so an
 -- answer that took several tries to arrive does not bring too little lease left. An attempt
--- being told to cancel is not renewed. Rows are locked in run_id order, as beats and the
--- reaper lock them, under the runs' locks the caller holds.
-WITH locked AS (
-    SELECT a.run_id, a.nominal_time, a.number
-    FROM attempts a
-    JOIN unnest($1::uuid[], $2::timestamptz[], $3::integer[]) AS k(run_id, nominal_time, number)
-      ON a.run_id = k.run_id AND a.nominal_time = k.nominal_time AND a.number = k.number
-    WHERE a.end_time IS NULL AND a.cancel_reason = ''
-    ORDER BY a.run_id, a.nominal_time, a.number
-    FOR UPDATE OF a
-)
-UPDATE attempts a
-SET lease_expire_time = greatest(a.lease_expire_time, (SELECT duetime_now()) + $4::interval)
-FROM locked
-WHERE a.run_id = locked.run_id AND a.nominal_time = locked.nominal_time
-  AND a.number = locked.number
-RETURNING a.run_id, a.lease_expire_time;
+-- being told to cancel is not renewed. The caller holds the runs' locks.
+UPDATE runs r
+SET attempt_lease_expire_time =
+        greatest(r.attempt_lease_expire_time, (SELECT duetime_now()) + $4::interval)
+FROM unnest($1::uuid[], $2::timestamptz[], $3::integer[]) AS k(run_id, nominal_time, number)
+WHERE r.run_id = k.run_id AND r.nominal_time = k.nominal_time AND r.attempt = k.number
+  AND r.state = 'RUNNING' AND r.attempt_end_time IS NULL AND r.attempt_cancel_reason = ''
+  AND r.run_id = ANY($1::uuid[])
+RETURNING r.run_id, r.attempt_lease_expire_time AS lease_expire_time;
 
 -- name: attempt_run_set_state
 -- A run that will not start (skipped, cancelled, missed, waiting), or that an attempt's end
@@ -77,19 +71,27 @@ WHERE run_id = $1 AND nominal_time = $2 AND state = 'RUNNING';
 -- name: attempt_run_hand_backs
 -- How many of the run's attempts before $3 were handed back since its current budget began
 -- ($4, the run's budget_start_attempt: a redrive starts a fresh budget, free hand-backs
--- included), under the run's lock: past a few, a hand-back spends the budget. Reads the run's
--- own attempts through the primary key.
+-- included), under the run's lock: past a few, a hand-back spends the budget. The attempts
+-- before the run's latest are in the attempts table, read through its primary key.
 SELECT count(*)::integer FROM attempts
 WHERE run_id = $1 AND nominal_time = $2 AND number > $4 AND number < $3
   AND outcome = 'HANDED_BACK';
 
 -- name: attempt_request_cancel
 -- CANCEL_PREVIOUS: the previous runs' open attempts are told to stop (by the next heartbeat).
-UPDATE attempts a
-SET cancel_reason = $4
-FROM unnest($1::uuid[], $2::timestamptz[], $3::integer[]) AS k(run_id, nominal_time, number)
-WHERE a.run_id = k.run_id AND a.nominal_time = k.nominal_time AND a.number = k.number
-  AND a.end_time IS NULL AND a.cancel_reason = '';
+-- A run another transaction holds (its report or its reaping) is skipped: the start asks
+-- again shortly, and asks again for what is still open then.
+UPDATE runs r
+SET attempt_cancel_reason = $4
+FROM (
+    SELECT run_id, nominal_time FROM runs
+    WHERE (run_id, nominal_time, attempt)
+          IN (SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::integer[]))
+      AND state = 'RUNNING' AND attempt_end_time IS NULL AND attempt_cancel_reason = ''
+      AND run_id = ANY($1::uuid[])
+    FOR UPDATE SKIP LOCKED
+) c
+WHERE r.run_id = c.run_id AND r.nominal_time = c.nominal_time;
 
 -- name: attempt_cancel_idle_runs
 -- CANCEL_PREVIOUS: previous runs between attempts are cancelled at once; one that is locked
@@ -182,18 +184,21 @@ WHERE r.run_id = u.run_id AND r.nominal_time = u.nominal_time;
 SELECT notification_url, default_call_signing FROM teams WHERE team_id = $1;
 
 -- name: attempt_close
--- $6 is the transaction's reading of duetime_now(), so the run's next attempt time and the
--- attempt's end are measured from the same instant. $7, the call's reported start, becomes
--- the start of an attempt started ahead of its time (never before the time it was given). $8:
--- how far the call got, as the report says (NULL: as the heartbeats last said). Its delivery
--- id, which serves only an attempt in flight, is cleared.
-UPDATE attempts
-SET end_time = $6, outcome = $4, error = $5, call_progress = coalesce($8::text, call_progress),
-    delivery_id = '',
-    start_time = CASE WHEN early AND $7::timestamptz IS NOT NULL
-                      THEN least(greatest(start_time, $7::timestamptz), $6) ELSE start_time END
-WHERE run_id = $1 AND nominal_time = $2 AND number = $3 AND end_time IS NULL
-RETURNING end_time, cancel_reason, early, start_time;
+-- Closes the run's open attempt $3. $6 is the transaction's reading of duetime_now(), so the
+-- run's next attempt time and the attempt's end are measured from the same instant. $7, the
+-- call's reported start, becomes the start of an attempt started ahead of its time (never
+-- before the time it was given). $8: how far the call got, as the report says (NULL: as the
+-- heartbeats last said). Its delivery id, which serves only an attempt in flight, is cleared.
+-- The caller then moves the run on (attempt_run_set_state, attempt_run_hand_back).
+UPDATE runs
+SET attempt_end_time = $6, attempt_outcome = $4, attempt_error = $5,
+    attempt_call_progress = coalesce($8::text, attempt_call_progress), start_delivery_id = NULL,
+    attempt_start_time =
+        duetime_reported_start(attempt_early, attempt_start_time, $7::timestamptz, $6)
+WHERE run_id = $1 AND nominal_time = $2 AND attempt = $3 AND state = 'RUNNING'
+  AND attempt_end_time IS NULL
+RETURNING attempt_end_time AS end_time, attempt_cancel_reason AS cancel_reason,
+          attempt_early AS early, attempt_start_time AS start_time;
 
 -- name: attempt_run_first_start
 -- A first attempt started ahead of its time began when its call did.
@@ -224,41 +229,42 @@ UPDATE runs SET first_start_time = $3 WHERE run_id = $1 AND nominal_time = $2;
 -- only after its pre-call beat). (Two beats of one process at once, on two schedulers after a
 -- reconnect, could lock that row and the attempts in either order; PostgreSQL then aborts
 -- one, and its stream is opened again.)
--- $7 is each attempt's nominal time as the worker says it (NULL: not said). Attempts are
--- partitioned by week of nominal time: each one's is resolved first, coalesce(the attempt at
--- that time, the attempt by run_id alone), whose first probe reads one partition (pruned at
--- run time, generic plan or not) and whose second, in every partition, runs only when the
--- first misses (an older worker, a wrong time); the joins then go by the whole key.
+-- $7 is each attempt's nominal time as the worker says it (NULL: not said). Runs are
+-- partitioned by week of nominal time: each one's is resolved first, coalesce(the run at that
+-- time, the run by run_id alone), whose first probe reads one partition (pruned at run time,
+-- generic plan or not) and whose second, in every partition, runs only when the first misses
+-- (an older worker, a wrong time); the joins then go by the whole key. An attempt that a later
+-- one replaced is in the attempts table, read (only for such an attempt) to tell whether the
+-- reaper closed it.
 WITH req AS (
     SELECT k.run_id, k.number, k.ord, k.call,
-           coalesce((SELECT a.nominal_time FROM attempts a
-                     WHERE a.run_id = k.run_id AND a.nominal_time = k.nominal_time
-                       AND a.number = k.number),
-                    (SELECT a.nominal_time FROM attempts a
-                     WHERE a.run_id = k.run_id AND a.number = k.number)) AS nominal_time
+           coalesce((SELECT r.nominal_time FROM runs r
+                     WHERE r.run_id = k.run_id AND r.nominal_time = k.nominal_time),
+                    (SELECT r.nominal_time FROM runs r WHERE r.run_id = k.run_id))
+               AS nominal_time
     FROM unnest($1::uuid[], $2::integer[], $5::text[], $7::timestamptz[])
          WITH ORDINALITY AS k(run_id, number, call, nominal_time, ord)
 ), cur AS (
-    SELECT req.ord, req.call, a.run_id, a.nominal_time, a.number, a.cancel_reason, a.end_time,
-           a.lease_expire_time, a.start_time,
-           a.early AND $6::text <> '' AND duetime_incarnation(a.delivery_id) = $6::text
-               AS own_early,
-           a.outcome IN ('LEASE_EXPIRED', 'TIMED_OUT')
-               AND a.end_time >= least(a.lease_expire_time, a.deadline) AS reaped,
+    SELECT req.ord, req.call, r.run_id, r.nominal_time, r.attempt AS number,
+           r.attempt_cancel_reason AS cancel_reason, r.attempt_end_time AS end_time,
+           r.attempt_lease_expire_time AS lease_expire_time, r.attempt_start_time AS start_time,
+           r.attempt_early AND $6::text <> ''
+               AND duetime_incarnation(r.start_delivery_id) = $6::text AS own_early,
+           duetime_reaped(r.attempt_outcome, r.attempt_end_time, r.attempt_lease_expire_time,
+                          r.attempt_deadline) AS reaped,
            j.state AS job_state,
-           a.early AND a.start_time > (SELECT duetime_now()) AND j.state = 'PAUSED'
-               AS paused_unbegun,
-           req.call IS NOT NULL AND a.call_progress IS DISTINCT FROM
+           r.attempt_early AND r.attempt_start_time > (SELECT duetime_now())
+               AND j.state = 'PAUSED' AS paused_unbegun,
+           req.call IS NOT NULL AND r.attempt_call_progress IS DISTINCT FROM
                CASE WHEN req.call = 'BEGUN' THEN 'BEGUN'
-                    ELSE coalesce(a.call_progress, req.call) END AS progress_moves,
-           CASE WHEN a.early AND a.end_time IS NULL
-                     AND duetime_pre_call_from(a.start_time) <= (SELECT duetime_now())
-                THEN duetime_pre_call_from(a.start_time) END AS pre_call_from
+                    ELSE coalesce(r.attempt_call_progress, req.call) END AS progress_moves,
+           CASE WHEN r.attempt_early AND r.attempt_end_time IS NULL
+                     AND duetime_pre_call_from(r.attempt_start_time) <= (SELECT duetime_now())
+                THEN duetime_pre_call_from(r.attempt_start_time) END AS pre_call_from
     FROM req
-    JOIN attempts a
-      ON a.run_id = req.run_id AND a.nominal_time = req.nominal_time AND a.number = req.number
-     AND a.worker_id = $3
-    JOIN runs r ON r.run_id = a.run_id AND r.nominal_time = a.nominal_time
+    JOIN runs r
+      ON r.run_id = req.run_id AND r.nominal_time = req.nominal_time AND r.attempt = req.number
+     AND r.attempt_worker_id = $3
     LEFT JOIN jobs j ON j.job_id = r.job_id
 ), held AS (
     -- Renewable: open, not being cancelled, its job neither deleted nor paused before the call.
@@ -298,28 +304,38 @@ WITH req AS (
        OR (judged.lease_held < (SELECT duetime_now()) + $4::interval * 2 / 3
            AND NOT (judged.own_early AND judged.pre_call_from IS NULL))
 ), locked AS (
-    -- Locks in run_id order, as the reaper does, so a beat and a reap cannot deadlock.
-    SELECT a.run_id, a.nominal_time, a.number, to_renew.call
-    FROM attempts a
-    JOIN to_renew ON a.run_id = to_renew.run_id AND a.nominal_time = to_renew.nominal_time
-                 AND a.number = to_renew.number
-    WHERE a.end_time IS NULL AND a.cancel_reason = ''
-    ORDER BY a.run_id, a.nominal_time, a.number
-    FOR UPDATE OF a
+    -- Locks in run_id order, so two beats cannot deadlock; the reaper skips locked runs.
+    SELECT r.run_id, r.nominal_time, r.attempt, to_renew.call
+    FROM runs r
+    JOIN to_renew ON r.run_id = to_renew.run_id AND r.nominal_time = to_renew.nominal_time
+                 AND r.attempt = to_renew.number
+    WHERE r.state = 'RUNNING' AND r.attempt_end_time IS NULL AND r.attempt_cancel_reason = ''
+      AND r.run_id = ANY($1::uuid[])
+    ORDER BY r.run_id, r.nominal_time
+    FOR UPDATE OF r
 ), renewed AS (
-    UPDATE attempts a
-    SET lease_expire_time = greatest(a.lease_expire_time, (SELECT duetime_now()) + $4::interval),
-        beat_time = (SELECT duetime_now()),
-        call_progress = CASE WHEN locked.call = 'BEGUN' THEN 'BEGUN'
-                             ELSE coalesce(a.call_progress, locked.call) END
+    UPDATE runs r
+    SET attempt_lease_expire_time =
+            greatest(r.attempt_lease_expire_time, (SELECT duetime_now()) + $4::interval),
+        attempt_beat_time = (SELECT duetime_now()),
+        attempt_call_progress = CASE WHEN locked.call = 'BEGUN' THEN 'BEGUN'
+                                     ELSE coalesce(r.attempt_call_progress, locked.call) END
     FROM locked
-    WHERE a.run_id = locked.run_id AND a.nominal_time = locked.nominal_time
-      AND a.number = locked.number AND a.end_time IS NULL
-    RETURNING a.run_id, a.number, a.lease_expire_time
+    WHERE r.run_id = locked.run_id AND r.nominal_time = locked.nominal_time
+      AND r.attempt = locked.attempt AND r.attempt_end_time IS NULL
+      AND r.run_id = ANY($1::uuid[])
+    RETURNING r.run_id, r.attempt AS number, r.attempt_lease_expire_time AS lease_expire_time
 )
 SELECT req.ord, req.run_id, req.number,
        cur.run_id IS NOT NULL AND cur.end_time IS NULL AS open,
-       coalesce(cur.reaped, false) AS reaped, coalesce(cur.cancel_reason, '') AS cancel_reason,
+       coalesce(cur.reaped,
+                CASE WHEN cur.ord IS NULL THEN (
+                    SELECT duetime_reaped(a.outcome, a.end_time, a.lease_expire_time, a.deadline)
+                    FROM attempts a
+                    WHERE a.run_id = req.run_id AND a.nominal_time = req.nominal_time
+                      AND a.number = req.number AND a.worker_id = $3) END,
+                false) AS reaped,
+       coalesce(cur.cancel_reason, '') AS cancel_reason,
        coalesce(cur.job_state, 'DELETED') = 'DELETED' AS job_deleted,
        coalesce(cur.paused_unbegun, false) AS job_paused,
        CASE WHEN to_renew.ord IS NOT NULL THEN renewed.lease_expire_time
@@ -350,35 +366,34 @@ FOR UPDATE SKIP LOCKED;
 
 -- name: reaper_expired
 -- Open attempts of the owned partitions whose lease ran out or whose deadline passed, each
--- found by a range scan of its open-attempt index (cost grows with the expired ones, not with
--- those running: the joins probe the expired run ids, which a plain join would have hashed
--- against every open attempt); their runs locked, skipping runs another transaction holds (a
--- report in flight: the next pass sees what it left).
+-- found by a range scan of its index of running runs (cost grows with the expired ones, not
+-- with those running: the join probes the expired run ids, which a plain join would have
+-- hashed against every running run); their runs locked, skipping runs another transaction
+-- holds (a report in flight: the next pass sees what it left).
 WITH expired AS (
-    (SELECT run_id, nominal_time, number FROM attempts
-     WHERE partition = ANY($1::integer[]) AND end_time IS NULL
-       AND lease_expire_time <= (SELECT duetime_now())
-     ORDER BY lease_expire_time
+    (SELECT run_id, nominal_time FROM runs
+     WHERE partition = ANY($1::integer[]) AND state = 'RUNNING' AND attempt_end_time IS NULL
+       AND attempt_lease_expire_time <= (SELECT duetime_now())
+     ORDER BY attempt_lease_expire_time
      LIMIT $2)
     UNION
-    (SELECT run_id, nominal_time, number FROM attempts
-     WHERE partition = ANY($1::integer[]) AND end_time IS NULL
-       AND deadline <= (SELECT duetime_now())
-     ORDER BY deadline
+    (SELECT run_id, nominal_time FROM runs
+     WHERE partition = ANY($1::integer[]) AND state = 'RUNNING' AND attempt_end_time IS NULL
+       AND attempt_deadline <= (SELECT duetime_now())
+     ORDER BY attempt_deadline
      LIMIT $2)
 )
 SELECT r.*, v.spec AS job_snapshot, v.spec->'target'->>'kind' AS target_kind,
        v.spec->>'overlap' AS job_overlap,
-       a.number AS open_number,
-       a.lease_expire_time AS open_lease_expire_time, a.deadline AS open_deadline
+       r.attempt AS open_number,
+       r.attempt_lease_expire_time AS open_lease_expire_time,
+       r.attempt_deadline AS open_deadline
 FROM expired e
-JOIN attempts a ON a.run_id = e.run_id AND a.nominal_time = e.nominal_time AND a.number = e.number
-JOIN runs r ON r.run_id = a.run_id AND r.nominal_time = a.nominal_time
+JOIN runs r ON r.run_id = e.run_id AND r.nominal_time = e.nominal_time
 JOIN job_versions v ON v.job_id = r.job_id AND v.version = r.job_version
-WHERE r.state = 'RUNNING' AND r.attempt = a.number AND a.end_time IS NULL
+WHERE r.state = 'RUNNING' AND r.attempt_end_time IS NULL
   AND r.run_id = ANY(ARRAY(SELECT run_id FROM expired))
-  AND a.run_id = ANY(ARRAY(SELECT run_id FROM expired))
-ORDER BY least(a.lease_expire_time, a.deadline)
+ORDER BY least(r.attempt_lease_expire_time, r.attempt_deadline)
 LIMIT $2
 FOR UPDATE OF r SKIP LOCKED;
 
@@ -399,21 +414,25 @@ FOR UPDATE OF j;
 -- duetime_never_called: started ahead of its time, and no beat of its worker answered within
 -- its call's window (its worker calls only after such a beat). held_until: how long its
 -- worker process's record holds it (duetime_early_hold; NULL: it does not).
-SELECT a.lease_expire_time, a.deadline, a.cancel_reason, a.call_progress,
+SELECT r.attempt_lease_expire_time AS lease_expire_time, r.attempt_deadline AS deadline,
+       r.attempt_cancel_reason AS cancel_reason, r.attempt_call_progress AS call_progress,
        (SELECT duetime_now()) AS now,
-       duetime_never_called(a.early, a.start_time, a.call_progress, a.beat_time, a.worker_id)
-           AS never_called,
-       duetime_early_hold(a.early, a.start_time, w.beat_time, w.lease) AS held_until
-FROM attempts a
+       duetime_never_called(r.attempt_early, r.attempt_start_time, r.attempt_call_progress,
+                            r.attempt_beat_time, r.attempt_worker_id) AS never_called,
+       duetime_early_hold(r.attempt_early, r.attempt_start_time, w.beat_time, w.lease)
+           AS held_until
+FROM runs r
 LEFT JOIN worker_incarnation_beats w
-       ON w.worker_id = a.worker_id AND w.incarnation = duetime_incarnation(a.delivery_id)
-WHERE a.run_id = $1 AND a.nominal_time = $2 AND a.number = $3 AND a.end_time IS NULL
-FOR UPDATE OF a;
+       ON w.worker_id = r.attempt_worker_id
+      AND w.incarnation = duetime_incarnation(r.start_delivery_id)
+WHERE r.run_id = $1 AND r.nominal_time = $2 AND r.attempt = $3 AND r.state = 'RUNNING'
+  AND r.attempt_end_time IS NULL
+FOR UPDATE OF r;
 
 -- name: attempt_hold
 -- An early attempt its process's record holds past its row's lease: the hold written into the
 -- row, so the reaper's scan by lease no longer finds it (a call still going after its short
 -- lease from the call time; its worker's beats renew it from then on).
-UPDATE attempts SET lease_expire_time = $4
-WHERE run_id = $1 AND nominal_time = $2 AND number = $3 AND end_time IS NULL
-  AND lease_expire_time < $4;
+UPDATE runs SET attempt_lease_expire_time = $4
+WHERE run_id = $1 AND nominal_time = $2 AND attempt = $3 AND state = 'RUNNING'
+  AND attempt_end_time IS NULL AND attempt_lease_expire_time < $4;

@@ -83,12 +83,10 @@ RETURNING key_id;
 -- name: signing_run_holder
 -- What entitles a worker to a team's keys through one of its runs (GetSigningKeys): the run's
 -- team and state, when it last changed (a DEAD_LETTERED run's dead-lettering) and how long
--- ago, and the worker of its open attempt, if any. Found by run id through runs_pkey and
--- attempts_pkey, as a start finds it. No row: no such run.
+-- ago, and the worker of its open attempt, if any. Found by run id through runs_pkey, as a
+-- start finds it. No row: no such run.
 SELECT r.team_id, r.state, r.update_time, (SELECT duetime_now()) - r.update_time AS state_age,
-       a.worker_id AS open_worker_id
+       CASE WHEN r.state = 'RUNNING' AND r.attempt_end_time IS NULL
+            THEN r.attempt_worker_id END AS open_worker_id
 FROM runs r
-LEFT JOIN attempts a
-       ON a.run_id = r.run_id AND a.nominal_time = r.nominal_time AND a.number = r.attempt
-      AND a.end_time IS NULL
 WHERE r.run_id = $1;
