@@ -840,6 +840,26 @@ async def test_overlap_cancel_previous_waits_for_the_acknowledgment(env: ApiAndW
     await stream.done_writing()
 
 
+async def test_cancel_previous_skips_a_previous_run_another_transaction_holds(
+    env: ApiAndWorkers,
+) -> None:
+    # The cancel request writes the previous run's row, which a report of it holds before its
+    # job's lock: the start must not wait for it (the report may be waiting for this job's
+    # lock). It is answered to ask again, and the next ask tells the attempt to stop.
+    w, api = env.w, env.api
+    job = await create_job(api, job_message(overlap=job_pb2.OVERLAP_POLICY_CANCEL_PREVIOUS))
+    old = await trigger(api, job, "old")
+    assert (await w.start(old, "d-old", "w-old")).decision == STARTED
+    new = await trigger(api, job, "new")
+    async with w.pool.acquire() as conn, conn.transaction():
+        await conn.execute("SELECT 1 FROM runs WHERE run_id = $1 FOR UPDATE", old)
+        wait = await asyncio.wait_for(w.start(new, "d-new", "w-new"), 10)
+        assert wait.decision == TOO_EARLY
+    assert (await w.attempts(old))[0]["cancel_reason"] == ""
+    assert (await w.start(new, "d-new", "w-new")).decision == TOO_EARLY
+    assert (await w.attempts(old))[0]["cancel_reason"] == "SUPERSEDED"
+
+
 async def test_cancel_previous_cancels_a_run_between_attempts_and_starts(
     env: ApiAndWorkers,
 ) -> None:

@@ -41,7 +41,9 @@ FOR UPDATE OF r SKIP LOCKED;
 -- job_versions would be planned as a scan of every version).
 SELECT r.run_id, r.nominal_time, r.job_id, r.job_version, r.origin, r.team_id, r.state,
        r.attempt, r.attempt_limit, r.budget_start_attempt, r.priority, r.effective_time,
-       r.eligible_time, r.traceparent, o.worker_id AS open_worker_id,
+       r.eligible_time, r.traceparent,
+       CASE WHEN r.state = 'RUNNING' AND r.attempt_end_time IS NULL
+            THEN r.attempt_worker_id END AS open_worker_id,
        CASE WHEN r.run_id = ANY($2::uuid[]) THEN
            (SELECT v.spec::text FROM job_versions v
             WHERE v.job_id = r.job_id AND v.version = r.job_version) END AS spec_text,
@@ -53,12 +55,6 @@ SELECT r.run_id, r.nominal_time, r.job_id, r.job_version, r.origin, r.team_id, r
             WHERE v.job_id = r.job_id AND v.version = r.job_version) END AS job_overlap,
        (SELECT duetime_now()) AS now
 FROM runs r
-LEFT JOIN LATERAL (
-    SELECT r.attempt_worker_id AS worker_id, r.attempt_lease_expire_time AS lease_expire_time,
-           r.attempt_cancel_reason AS cancel_reason, r.attempt_early AS early,
-           r.attempt_start_time AS start_time
-    WHERE r.state = 'RUNNING' AND r.attempt_end_time IS NULL
-) o ON true
 WHERE r.run_id = ANY($1::uuid[])
 FOR UPDATE OF r SKIP LOCKED;
 
@@ -78,14 +74,10 @@ FOR KEY SHARE OF j SKIP LOCKED;
 -- under BUFFER_ONE (WAITING without a reason), through runs_job_active_idx: the cost grows with
 -- those runs, not with the jobs' history. The caller leaves each start's own run out.
 SELECT r.job_id, r.run_id, r.nominal_time, r.state, r.attempt,
-       o.worker_id IS NOT NULL AS open_attempt, coalesce(o.cancel_reason, '') AS cancel_reason
+       r.state = 'RUNNING' AND r.attempt_end_time IS NULL AS open_attempt,
+       CASE WHEN r.state = 'RUNNING' AND r.attempt_end_time IS NULL
+            THEN r.attempt_cancel_reason ELSE '' END AS cancel_reason
 FROM runs r
-LEFT JOIN LATERAL (
-    SELECT r.attempt_worker_id AS worker_id, r.attempt_lease_expire_time AS lease_expire_time,
-           r.attempt_cancel_reason AS cancel_reason, r.attempt_early AS early,
-           r.attempt_start_time AS start_time
-    WHERE r.state = 'RUNNING' AND r.attempt_end_time IS NULL
-) o ON true
 WHERE r.job_id = ANY($1::uuid[])
   AND r.state IN ('QUEUED', 'WAITING', 'RUNNING', 'RETRY_WAIT')
   AND (duetime_run_holds_job(r.state, r.attempt) OR (r.state = 'WAITING' AND r.reason = ''));
