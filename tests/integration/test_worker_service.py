@@ -811,12 +811,17 @@ async def test_overlap_buffer_one_waits_once_and_is_released_by_the_final_report
     assert (started.decision, started.attempt) == (STARTED, 1)
 
 
+async def running_then_newer(env: ApiAndWorkers) -> tuple[uuid.UUID, uuid.UUID]:
+    """A CANCEL_PREVIOUS job's run started by w-old, and a newer run of it not started."""
+    job = await create_job(env.api, job_message(overlap=job_pb2.OVERLAP_POLICY_CANCEL_PREVIOUS))
+    old = await trigger(env.api, job, "old")
+    assert (await env.w.start(old, "d-old", "w-old")).decision == STARTED
+    return old, await trigger(env.api, job, "new")
+
+
 async def test_overlap_cancel_previous_waits_for_the_acknowledgment(env: ApiAndWorkers) -> None:
-    w, api = env.w, env.api
-    job = await create_job(api, job_message(overlap=job_pb2.OVERLAP_POLICY_CANCEL_PREVIOUS))
-    old = await trigger(api, job, "old")
-    assert (await w.start(old, "d-old", "w-old")).decision == STARTED
-    new = await trigger(api, job, "new")
+    w = env.w
+    old, new = await running_then_newer(env)
 
     wait = await w.start(new, "d-new", "w-new")
     assert wait.decision == TOO_EARLY
@@ -846,11 +851,8 @@ async def test_cancel_previous_skips_a_previous_run_another_transaction_holds(
     # The cancel request writes the previous run's row, which a report of it holds before its
     # job's lock: the start must not wait for it (the report may be waiting for this job's
     # lock). It is answered to ask again, and the next ask tells the attempt to stop.
-    w, api = env.w, env.api
-    job = await create_job(api, job_message(overlap=job_pb2.OVERLAP_POLICY_CANCEL_PREVIOUS))
-    old = await trigger(api, job, "old")
-    assert (await w.start(old, "d-old", "w-old")).decision == STARTED
-    new = await trigger(api, job, "new")
+    w = env.w
+    old, new = await running_then_newer(env)
     async with w.pool.acquire() as conn, conn.transaction():
         await conn.execute("SELECT 1 FROM runs WHERE run_id = $1 FOR UPDATE", old)
         wait = await asyncio.wait_for(w.start(new, "d-new", "w-new"), 10)
