@@ -150,6 +150,7 @@ async def _reap(
         now,
         None,  # no reported call time
         None,  # nor progress: the heartbeats' record stands
+        False,  # nor a first start: its run's stands as its start gave it
     )
     await apply_run_outcome(conn, run, number, result, now)
     return outcome, result

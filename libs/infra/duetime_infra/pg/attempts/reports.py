@@ -233,16 +233,11 @@ class Reports:
             now,
             report.call_time,
             report.call.value if report.call is not None else None,
+            outcome is not AttemptOutcome.HANDED_BACK,  # it ran: its call began its run
         )
         if closed is None:  # the run row is locked and RUNNING: this cannot happen
             raise RuntimeError(f"attempt {token} of run {row.run_id} did not close")
-        first_call: datetime | None = None
-        # A first attempt started ahead of its time, and run: its run began with its call.
-        if token == 1 and closed["early"] and outcome is not AttemptOutcome.HANDED_BACK:
-            first_call = closed["start_time"]
-            await conn.execute(
-                q("attempt_run_first_start"), row.run_id, row.nominal_time, first_call
-            )
+        first_call: datetime | None = closed["start_time"] if closed["first_early"] else None
         facts = await self._end_facts(conn, row, job, closed["cancel_reason"], report)
         result = decide_completion(outcome, report.retryable, error, facts, now, self._rand())
         await apply_run_outcome(conn, row, token, result, now)

@@ -287,6 +287,7 @@ class Starts:
             settings.lease,
             [call_time for _, _, _, call_time in starting],
             settings.ahead_lease,
+            [row.run_id for _, row, _, _ in starting if row.attempt > 0],  # a retry's
         )
         by_run = {s["run_id"]: s for s in started}
         for i, row, spec, call_time in starting:

@@ -85,9 +85,10 @@ WHERE r.job_id = ANY($1::uuid[])
 -- name: attempt_start
 -- QUEUED -> RUNNING for the locked runs named: each gets the next attempt number and its
 -- attempt in its row under its lease, the attempt before it (if any) moved to the attempts
--- table (both read the row as the statement found it); $5 is each run's attempt timeout plus
--- the grace, $7 its call time when it starts ahead of its time (NULL: now), from which its
--- start, lease ($8 for those) and deadline count.
+-- table (both read the row as the statement found it; $9 names the runs that have one, so a
+-- first attempt costs no look for it); $5 is each run's attempt timeout plus the grace, $7 its
+-- call time when it starts ahead of its time (NULL: now), from which its start, lease ($8 for
+-- those) and deadline count.
 WITH req AS (
     SELECT u.*, coalesce(u.call_time, (SELECT duetime_now())) AS at
     FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::interval[],
@@ -104,7 +105,7 @@ WITH req AS (
     FROM runs r
     JOIN req ON r.run_id = req.run_id AND r.nominal_time = req.nominal_time
     WHERE r.state = 'QUEUED' AND r.attempt_start_time IS NOT NULL
-      AND r.run_id = ANY($1::uuid[])
+      AND r.run_id = ANY($9::uuid[])
 )
 UPDATE runs r
 SET state = 'RUNNING', attempt = r.attempt + 1, start_delivery_id = req.delivery_id,

@@ -189,20 +189,22 @@ SELECT notification_url, default_call_signing FROM teams WHERE team_id = $1;
 -- call's reported start, becomes the start of an attempt started ahead of its time (never
 -- before the time it was given). $8: how far the call got, as the report says (NULL: as the
 -- heartbeats last said). Its delivery id, which serves only an attempt in flight, is cleared.
--- The caller then moves the run on (attempt_run_set_state, attempt_run_hand_back).
+-- $9: the attempt ran (a report other than a hand-back), so a first attempt started ahead of
+-- its time gives its run its first start too (first_early). The caller then moves the run on
+-- (attempt_run_set_state, attempt_run_hand_back).
 UPDATE runs
 SET attempt_end_time = $6, attempt_outcome = $4, attempt_error = $5,
     attempt_call_progress = coalesce($8::text, attempt_call_progress), start_delivery_id = NULL,
     attempt_start_time =
-        duetime_reported_start(attempt_early, attempt_start_time, $7::timestamptz, $6)
+        duetime_reported_start(attempt_early, attempt_start_time, $7::timestamptz, $6),
+    first_start_time =
+        CASE WHEN $9 AND attempt_early AND attempt = 1
+             THEN duetime_reported_start(true, attempt_start_time, $7::timestamptz, $6)
+             ELSE first_start_time END
 WHERE run_id = $1 AND nominal_time = $2 AND attempt = $3 AND state = 'RUNNING'
   AND attempt_end_time IS NULL
 RETURNING attempt_end_time AS end_time, attempt_cancel_reason AS cancel_reason,
-          attempt_early AS early, attempt_start_time AS start_time;
-
--- name: attempt_run_first_start
--- A first attempt started ahead of its time began when its call did.
-UPDATE runs SET first_start_time = $3 WHERE run_id = $1 AND nominal_time = $2;
+          $9 AND attempt_early AND attempt = 1 AS first_early, attempt_start_time AS start_time;
 
 -- name: attempt_heartbeat
 -- One statement per beat, whatever the fleet holds: renews the listed attempts that are still
