@@ -22,7 +22,7 @@ WITH j AS (SELECT job_id, team_id, partition, (row_number() OVER (ORDER BY job_i
            FROM generate_series(0, $4 - 1) AS i)
 INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time, origin,
                   state, reason, reason_detail, attempt, attempt_limit, first_start_time,
-                  traceparent, job_version, claimed_by, claim_epoch, claim_revision,
+                  trace_context, job_version, claimed_by, claim_epoch, claim_revision,
                   create_time, update_time, attempt_worker_id, attempt_start_time,
                   attempt_lease_expire_time, attempt_deadline, attempt_end_time,
                   attempt_outcome, attempt_error, attempt_cancel_reason,
@@ -34,7 +34,8 @@ SELECT t.run_id, j.job_id, j.team_id, j.partition, s.nominal, s.nominal,
                     ELSE '' END,
        CASE s.state WHEN 'DEAD_LETTERED' THEN 'HTTP 503 three times' ELSE '' END,
        n.attempt, 3, n.first_start,
-       CASE WHEN t.trace_id <> '' THEN '00-' || t.trace_id || '-' || t.span || '-01' ELSE '' END,
+       -- Its traceparent's 25 bytes (schema 28: tracecontext.stored_trace).
+       CASE WHEN t.trace_id <> '' THEN decode(t.trace_id || t.span || '01', 'hex') END,
        1, 'scheduler-1', 1, 42,
        s.nominal - interval '10 seconds',
        s.nominal + interval '130 milliseconds',

@@ -37,7 +37,7 @@ from duetime_infra.pg.pool import create_pool
 from duetime_infra.pg.teams.store import principal_for
 from duetime_infra.secrets.sealing import SecretBox
 from duetime_infra.tls import ClientTls, ServerTls
-from duetime_infra.tracecontext import new_run_trace
+from duetime_infra.tracecontext import new_run_trace, stored_trace
 from duetime_scheduler.worker_servicer import WorkerServicer
 from testkit.api import ApiClient
 from testkit.polling import eventually
@@ -152,9 +152,9 @@ class WorkerClient:
         row = await self.db.fetchrow(
             """INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time,
                                  effective_time, origin, state, attempt_limit, traceparent,
-                                 job_version, priority)
+                                 trace_context, job_version, priority)
                SELECT $1, j.job_id, j.team_id, j.partition, $3, $4, 'SCHEDULE', $5,
-                      (j.spec->'retry'->>'max_attempts')::integer, $6, j.version,
+                      (j.spec->'retry'->>'max_attempts')::integer, $7, $6, j.version,
                       j.spec->>'priority'
                FROM jobs j WHERE j.job_id = $2
                RETURNING team_id, priority""",
@@ -163,7 +163,7 @@ class WorkerClient:
             nominal_time,
             effective,
             state,
-            trace.traceparent,
+            *stored_trace(trace.traceparent),
         )
         assert row is not None
         if state == "QUEUED":

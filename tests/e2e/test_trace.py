@@ -17,6 +17,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from duetime.jobs.v1 import job_service_pb2, run_pb2
+from duetime_infra.tracecontext import read_trace
 from testkit.http_target import Behaviour, Call, HttpTarget, http_target
 from testkit.otlp import ReceivedSpan, TraceReceiver, otlp_receiver
 from testkit.polling import eventually
@@ -152,12 +153,14 @@ async def test_one_trace_follows_a_run_through_the_four_services(
     assert claim.attributes["duetime.run_id"] == scheduled.run_id
     conn = await asyncpg.connect(db_dsn)
     try:
-        stored = await conn.fetchval(
-            "SELECT traceparent FROM runs WHERE run_id = $1", uuid.UUID(scheduled.run_id)
+        row = await conn.fetchrow(
+            "SELECT trace_context, traceparent FROM runs WHERE run_id = $1",
+            uuid.UUID(scheduled.run_id),
         )
     finally:
         await conn.close()
-    assert claim.is_context_of(stored)
+    assert row is not None
+    assert claim.is_context_of(read_trace(row["trace_context"], row["traceparent"]))
     check_run_trace(receiver, spans, claim, calls[scheduled.idempotency_key])
 
     # The triggered run's starts in the API, linked to the TriggerJob call that made it.

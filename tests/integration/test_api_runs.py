@@ -184,17 +184,21 @@ async def test_preview_shows_dst_and_jitter(api: ApiClient) -> None:
     assert len(set(offsets)) > 1  # a deterministic spread, not a constant
 
 
-async def test_a_runs_trace_id_is_read_from_its_traceparent(api: ApiClient) -> None:
+async def test_a_runs_trace_id_is_read_from_its_trace_context(api: ApiClient) -> None:
     """The trace id column repeated what the traceparent holds: a run is made without it (a
-    later schema drops the column), and readers take the id from the traceparent."""
+    later schema drops the column), and readers take the id from its trace context, kept as
+    the traceparent's 25 bytes (schema 28) with no text beside them."""
     job = (await api.stub.CreateJob(svc.CreateJobRequest(job=cron_job()), metadata=api.auth())).job
     request = svc.TriggerJobRequest(name=job.name, request_id="trace-1")
     run = (await api.stub.TriggerJob(request, metadata=api.auth())).run
     (stored,) = await sql(
-        api.dsn, "SELECT trace_id, traceparent FROM runs WHERE run_id = $1", uuid.UUID(run.run_id)
+        api.dsn,
+        "SELECT trace_id, traceparent, trace_context FROM runs WHERE run_id = $1",
+        uuid.UUID(run.run_id),
     )
-    assert stored["trace_id"] == ""
+    assert (stored["trace_id"], stored["traceparent"]) == ("", "")
+    assert len(stored["trace_context"]) == 25
     got = (await api.stub.GetRun(svc.GetRunRequest(name=run.name), metadata=api.auth())).run
     assert len(got.trace_id) == 32
     assert got.trace_id == run.trace_id
-    assert stored["traceparent"].split("-")[1] == got.trace_id
+    assert stored["trace_context"][:16].hex() == got.trace_id

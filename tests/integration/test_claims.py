@@ -42,14 +42,15 @@ async def test_due_jobs_become_runs_with_outbox_rows_and_advance(
     assert await claim_all(pool) == 50
     assert await claim_all(pool) == 0
     runs = await pool.fetch(
-        "SELECT run_id, job_id, nominal_time, state, trace_id, traceparent FROM runs"
+        "SELECT run_id, job_id, nominal_time, state, trace_id, traceparent, trace_context FROM runs"
     )
     assert {r["job_id"] for r in runs} == {j.job_id for j in jobs}
     assert {r["run_id"].version for r in runs} == {7}  # time-ordered: the keys' pages fill
     assert {r["state"] for r in runs} == {"QUEUED"}
-    # A run's trace begins at its claim; its id is read from the traceparent alone.
-    assert {r["trace_id"] for r in runs} == {""}
-    assert all(len(r["traceparent"].split("-")[1]) == 32 for r in runs)
+    # A run's trace begins at its claim; its id is read from its trace context alone, kept as
+    # the traceparent's 25 bytes (schema 28).
+    assert {(r["trace_id"], r["traceparent"]) for r in runs} == {("", "")}
+    assert {len(r["trace_context"]) for r in runs} == {25}
     by_job = {j.job_id: j for j in jobs}
     assert all(r["nominal_time"] == by_job[r["job_id"]].next_run_time for r in runs)
     outbox = await pool.fetch("SELECT payload, headers FROM outbox")

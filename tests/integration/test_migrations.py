@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import sys
 import uuid
@@ -13,6 +14,8 @@ import asyncpg
 import pytest
 
 from duetime_core.errors import FailedPrecondition
+from duetime_infra.pg.attempts.start_view import StartFacts
+from duetime_infra.pg.dispatch.redispatch import traceparent_of_run
 from duetime_infra.pg.migrate import (
     BUILD_SCHEMA_VERSION,
     MIN_SUPPORTED_VERSION,
@@ -21,6 +24,9 @@ from duetime_infra.pg.migrate import (
     check_schema,
     load_migrations,
 )
+from duetime_infra.pg.sql import q
+from duetime_infra.pg.typed_row import typed_row
+from duetime_infra.tracecontext import new_run_trace
 from testkit.databases import create_database, drop_database
 from testkit.polling import eventually
 
@@ -199,20 +205,30 @@ async def test_an_older_builds_count_queued_behind_migration_9_lands_on_a_part()
         await drop_database(name)
 
 
-async def test_migration_27_moves_each_runs_latest_attempt_into_its_row() -> None:
-    # Before 27 every attempt had its row: a run that ran twice (the second still open), one
-    # that ran once and one never started. After it the latest of each is in its run's row,
-    # the earlier one alone in the attempts table, and run_attempts shows all three as before.
+@contextlib.asynccontextmanager
+async def _with_a_job(up_to: int) -> AsyncIterator[asyncpg.Connection]:
+    """A new database migrated up to version ``up_to``, with the team t1 and its job
+    00000000-0000-0000-0000-00000000000a (partition 7); dropped afterwards."""
     name = f"duetime_e_{uuid.uuid4().hex[:12]}"
-    dsn = await create_database(name)
-    conn = await asyncpg.connect(dsn)
+    conn = await asyncpg.connect(await create_database(name))
     try:
-        await apply_migrations(conn, up_to=26)
+        await apply_migrations(conn, up_to=up_to)
         await conn.execute(
             "INSERT INTO teams (team_id) VALUES ('t1');"
             "INSERT INTO jobs (job_id, team_id, partition, state, spec) "
             "VALUES ('00000000-0000-0000-0000-00000000000a', 't1', 7, 'ACTIVE', '{}');"
         )
+        yield conn
+    finally:
+        await conn.close()
+        await drop_database(name)
+
+
+async def test_migration_27_moves_each_runs_latest_attempt_into_its_row() -> None:
+    # Before 27 every attempt had its row: a run that ran twice (the second still open), one
+    # that ran once and one never started. After it the latest of each is in its run's row,
+    # the earlier one alone in the attempts table, and run_attempts shows all three as before.
+    async with _with_a_job(up_to=26) as conn:
         at = datetime(2026, 12, 7, 12, tzinfo=UTC)
         runs = {state: uuid.uuid4() for state in ("RUNNING", "SUCCEEDED", "QUEUED")}
         for i, (state, run_id) in enumerate(runs.items()):
@@ -268,9 +284,32 @@ async def test_migration_27_moves_each_runs_latest_attempt_into_its_row() -> Non
             await conn.execute(
                 "UPDATE runs SET state = 'QUEUED' WHERE run_id = $1", running["run_id"]
             )
-    finally:
-        await conn.close()
-        await drop_database(name)
+
+
+async def test_a_run_an_older_build_made_keeps_its_traceparent_after_migration_28() -> None:
+    # 28 keeps a new run's trace context as 25 bytes; a run a version-27 build made has only
+    # its text, which the start's lock query still hands the worker.
+    async with _with_a_job(up_to=27) as conn:
+        traceparent = new_run_trace().traceparent
+        run_id = uuid.uuid4()
+        await conn.execute(
+            "INSERT INTO job_versions (job_id, version, spec) "
+            "VALUES ('00000000-0000-0000-0000-00000000000a', 1, '{}')"
+        )
+        await conn.execute(
+            "INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time, "
+            "origin, state, attempt_limit, job_version, traceparent) VALUES ($1, "
+            "'00000000-0000-0000-0000-00000000000a', 't1', 7, $2, $2, 'SCHEDULE', 'QUEUED', 3, "
+            "1, $3)",
+            run_id, datetime(2026, 12, 7, 12, tzinfo=UTC), traceparent,
+        )  # fmt: skip
+
+        await apply_migrations(conn)
+
+        (row,) = await conn.fetch(q("attempt_batch_runs_lock"), [run_id])
+        facts = typed_row(StartFacts, row)
+        assert (facts.trace_context, facts.traceparent) == (None, traceparent)
+        assert traceparent_of_run(facts) == traceparent
 
 
 async def test_a_migration_waiting_for_a_lock_does_not_hold_up_the_live_system() -> None:

@@ -25,7 +25,7 @@ from duetime_infra.pg.dispatch.claims import claim_batch
 from duetime_infra.pg.dispatch.outbox_writer import insert_outbox
 from duetime_infra.pg.fencing import FencingToken
 from duetime_infra.pg.jobs.store import JobStore
-from duetime_infra.tracecontext import new_run_trace
+from duetime_infra.tracecontext import new_run_trace, read_trace
 from duetime_relay.reconciler import Reconciler
 from duetime_relay.relay import Relay
 from testkit.jobs import TEAM, create_jobs, grant_priority, interval_job, shift_clock
@@ -269,7 +269,7 @@ async def test_the_reconciler_reenqueues_a_run_whose_message_was_lost_once_per_w
     assert message.target_kind == original.target_kind == TARGET_KIND_HTTP
     assert original.starts_at_its_time
     assert message.starts_at_its_time
-    assert traceparent == run["traceparent"]
+    assert traceparent == read_trace(run["trace_context"], run["traceparent"])
     assert (await queued_run(pool))["update_time"] > run["update_time"]
 
     # Not again on the next pass, with the new row pending or even once it is lost too.

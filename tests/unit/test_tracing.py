@@ -30,7 +30,9 @@ from duetime_infra.telemetry.tracing import (
 from duetime_infra.tracecontext import (
     TRACER,
     new_run_trace,
+    read_trace,
     start_run_span,
+    stored_trace,
     trace_id_of,
     tracing_active,
 )
@@ -232,3 +234,23 @@ def test_trace_id_of_a_traceparent() -> None:
     assert trace_id_of(run.traceparent) == run.trace_id
     assert trace_id_of("") == ""
     assert trace_id_of("00-abc-def-01") == ""
+
+
+def test_a_run_stores_its_traceparent_as_25_bytes_and_reads_it_back() -> None:
+    run = new_run_trace()
+    stored, text = stored_trace(run.traceparent)
+    assert stored is not None
+    assert (len(stored), text) == (25, "")
+    assert stored[:16].hex() == run.trace_id
+    assert read_trace(stored, text) == run.traceparent
+    sampled_out = f"00-{run.trace_id}-{'ab' * 8}-00"
+    assert read_trace(*stored_trace(sampled_out)) == sampled_out
+    # What is not a version-00 traceparent is kept as it is, as a run of an older build was.
+    for other in (
+        "",
+        "01-abc-def-01",
+        f"00-{'zz' * 16}-{'ab' * 8}-01",
+        f"00-{' 1' * 16}-{'ab' * 8}-01",
+    ):
+        assert stored_trace(other) == (None, other)
+        assert read_trace(None, other) == other

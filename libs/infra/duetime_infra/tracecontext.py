@@ -131,6 +131,30 @@ def trace_id_of(traceparent: str) -> str:
     return parts[1]
 
 
+def stored_trace(traceparent: str) -> tuple[bytes | None, str]:
+    """A run's traceparent as its row stores it (schema 28): ``(trace_context, traceparent)``.
+    A version-00 W3C traceparent is 25 bytes (trace id, parent id, flags) and '' beside them;
+    anything else (none: '') is kept as it is, with no bytes."""
+    parts = traceparent.split("-")
+    if len(parts) == 4 and parts[0] == "00" and list(map(len, parts[1:])) == [32, 16, 2]:
+        try:
+            stored = bytes.fromhex("".join(parts[1:]))
+        except ValueError:
+            stored = b""
+        if len(stored) == 25:  # fromhex also skips spaces
+            return stored, ""
+    return None, traceparent
+
+
+def read_trace(trace_context: bytes | None, traceparent: str) -> str:
+    """A run's traceparent from the two columns ``stored_trace`` wrote (a run made by an older
+    build has its text and no bytes)."""
+    if trace_context is None:
+        return traceparent
+    h = trace_context.hex()
+    return f"00-{h[:32]}-{h[32:48]}-{h[48:]}"
+
+
 def traceparent_of(context: SpanContext) -> str:
     return f"00-{context.trace_id:032x}-{context.span_id:016x}-{context.trace_flags:02x}"
 

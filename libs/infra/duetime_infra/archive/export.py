@@ -27,10 +27,13 @@ def _table(name: str) -> str:
     return f'"{name}"'
 
 
-# Columns read from another: a run's trace id from its traceparent, which holds it
+# Columns read from another: a run's trace id from its trace context, which holds it: its
+# first 16 bytes (schema 28, tracecontext.stored_trace), or its traceparent's text
 # (tracecontext.trace_id_of).
 _DERIVED = {
-    "trace_id": "CASE WHEN traceparent ~ '^[0-9a-f]{2}-[0-9a-f]{32}-' "
+    "trace_id": "CASE WHEN trace_context IS NOT NULL "
+    "THEN encode(substring(trace_context FROM 1 FOR 16), 'hex') "
+    "WHEN traceparent ~ '^[0-9a-f]{2}-[0-9a-f]{32}-' "
     "THEN substring(traceparent FROM 4 FOR 32) ELSE '' END AS trace_id"
 }
 

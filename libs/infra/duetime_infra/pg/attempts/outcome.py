@@ -22,7 +22,13 @@ from duetime_infra.dispatch import OutboxRow
 from duetime_infra.pg.attempts.results import Pool
 from duetime_infra.pg.dispatch.admission import RunToDispatch, dispatch_runs
 from duetime_infra.pg.dispatch.outbox_writer import insert_outbox
-from duetime_infra.pg.dispatch.redispatch import Redispatchable, StoredRun, key_of, redispatch_row
+from duetime_infra.pg.dispatch.redispatch import (
+    Redispatchable,
+    StoredRun,
+    key_of,
+    redispatch_row,
+    traceparent_of_run,
+)
 from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.sql import q, waiting
 from duetime_infra.pg.typed_row import RowT, typed_row
@@ -172,7 +178,7 @@ async def set_run_state(
                 attempt=attempt,
                 reason=outcome.reason.value,
                 last_error=outcome.reason_detail,
-                traceparent=run.traceparent,
+                traceparent=traceparent_of_run(run),
                 now=now,
                 notification=await _notification(conn, run.team_id),
             )

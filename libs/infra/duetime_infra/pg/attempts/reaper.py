@@ -50,6 +50,7 @@ class ExpiredRun(NamedTuple):
     effective_time: datetime
     priority: str
     traceparent: str
+    trace_context: bytes | None
     target_kind: str | None
     job_overlap: str | None
     attempt_limit: int

@@ -61,6 +61,7 @@ class ReportedRun(NamedTuple):
     effective_time: datetime
     eligible_time: datetime | None
     traceparent: str
+    trace_context: bytes | None
     open_worker_id: str | None
     spec_text: str | None
     target_kind: str | None

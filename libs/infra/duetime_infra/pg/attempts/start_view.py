@@ -14,7 +14,7 @@ from duetime_core.records import RunState
 from duetime_core.runkey import SCHEDULE_ORIGIN
 from duetime_infra.pg.attempts.outcome import count_first_start
 from duetime_infra.pg.attempts.results import RunToExecute, StartAnswer, StartResult
-from duetime_infra.pg.dispatch.redispatch import key_of
+from duetime_infra.pg.dispatch.redispatch import key_of, traceparent_of_run
 from duetime_infra.telemetry import instruments
 
 
@@ -36,6 +36,7 @@ class StartFacts(NamedTuple):
     eligible_time: datetime | None
     priority: str
     traceparent: str
+    trace_context: bytes | None
     start_delivery_id: str | None
     spec_text: str
     open_worker_id: str | None
@@ -90,7 +91,7 @@ def started_result(
             team_id=row.team_id,
             effective_time=row.effective_time,
             snapshot=snapshot,
-            traceparent=row.traceparent,
+            traceparent=traceparent_of_run(row),
             team_signing=CallSigning(row.team_call_signing or CallSigning.OFF),
             team_key_ids=tuple(row.team_key_ids),
         ),

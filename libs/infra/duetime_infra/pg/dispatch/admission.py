@@ -47,6 +47,7 @@ class RunToDispatch(NamedTuple):
     effective_time: datetime
     priority: str
     traceparent: str
+    trace_context: bytes | None
     target_kind: str | None
     job_overlap: str | None
     state: str

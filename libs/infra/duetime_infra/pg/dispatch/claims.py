@@ -45,7 +45,7 @@ from duetime_infra.pg.teams.calendars import calendars_of
 from duetime_infra.pg.teams.quotas import save_rates
 from duetime_infra.pg.typed_row import typed_row
 from duetime_infra.telemetry import instruments
-from duetime_infra.tracecontext import JOB_ID, RUN_ID, start_run_span
+from duetime_infra.tracecontext import JOB_ID, RUN_ID, start_run_span, stored_trace
 
 log = logging.getLogger(__name__)
 
@@ -271,6 +271,7 @@ async def due_by_second(
 
 
 async def _insert_runs(conn: Conn, runs: list[NewRun], claimed_by: str) -> set[uuid.UUID]:
+    traces = [stored_trace(r.traceparent) for r in runs]
     inserted = await conn.fetch(
         q("claim_insert_runs"),
         [r.run_id for r in runs],
@@ -284,7 +285,7 @@ async def _insert_runs(conn: Conn, runs: list[NewRun], claimed_by: str) -> set[u
         [r.attempt_limit for r in runs],
         [r.range_end_time for r in runs],
         [r.occurrence_count for r in runs],
-        [r.traceparent for r in runs],
+        [text for _, text in traces],
         [r.job_version for r in runs],
         [r.priority.value for r in runs],
         claimed_by,
@@ -292,6 +293,7 @@ async def _insert_runs(conn: Conn, runs: list[NewRun], claimed_by: str) -> set[u
         [r.token.revision for r in runs],
         [r.quota_limit for r in runs],
         [r.reason_detail for r in runs],
+        [stored for stored, _ in traces],
     )
     return {r["run_id"] for r in inserted}
 

@@ -59,6 +59,7 @@ class StuckRun(NamedTuple):
     effective_time: datetime
     priority: str
     traceparent: str
+    trace_context: bytes | None
     target_kind: str | None
     job_overlap: str | None
 

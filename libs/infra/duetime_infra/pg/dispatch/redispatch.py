@@ -13,6 +13,7 @@ from typing import Protocol
 from duetime_core.jobspec import Priority
 from duetime_core.runkey import RunKey
 from duetime_infra.dispatch import OutboxRow, dispatch_row, overlap_of_spec, target_kind_of_spec
+from duetime_infra.tracecontext import read_trace
 
 
 class StoredRun(Protocol):
@@ -34,6 +35,8 @@ class StoredRun(Protocol):
     def priority(self) -> str: ...
     @property
     def traceparent(self) -> str: ...
+    @property
+    def trace_context(self) -> bytes | None: ...
 
 
 class Redispatchable(StoredRun, Protocol):
@@ -50,6 +53,11 @@ def key_of(row: StoredRun) -> RunKey:
     return RunKey(row.job_id, row.nominal_time, row.origin)
 
 
+def traceparent_of_run(row: StoredRun) -> str:
+    """The run's W3C traceparent, from the columns its row keeps it in (schema 28)."""
+    return read_trace(row.trace_context, row.traceparent)
+
+
 def redispatch_row(row: Redispatchable, now: datetime, *, team_weight: int = 1) -> OutboxRow:
     """A new dispatch message for a run going back to QUEUED (retry, release, hand-back,
     reconciler). ``row.target_kind`` is needed: a container dispatch without it would be started
@@ -62,7 +70,7 @@ def redispatch_row(row: Redispatchable, now: datetime, *, team_weight: int = 1) 
         team_id=row.team_id,
         effective_time=row.effective_time,
         priority=Priority(row.priority),
-        traceparent=row.traceparent,
+        traceparent=traceparent_of_run(row),
         now=now,
         kind=target_kind_of_spec(row.target_kind),
         team_weight=team_weight,

@@ -24,7 +24,7 @@ from duetime_infra.pg.dispatch.outbox_writer import insert_outbox
 from duetime_infra.pg.pool import Conn
 from duetime_infra.pg.sql import q
 from duetime_infra.pg.teams.quotas import save_rates
-from duetime_infra.tracecontext import RunTrace, new_run_trace
+from duetime_infra.tracecontext import RunTrace, new_run_trace, stored_trace
 
 _STEP = timedelta(microseconds=1)
 TURN_DETAIL = "waiting for the backfill's previous run to end (ONE_AT_A_TIME)"
@@ -137,7 +137,8 @@ def _made_row(run: _Run, trace: RunTrace) -> _Row:
 
 
 def _columns(rows: list[_Row]) -> list[list[object]]:
-    """``backfill_insert``'s arrays ($8 to $15), a column each."""
+    """``backfill_insert``'s arrays ($8 to $16), a column each."""
+    traces = [stored_trace(r.traceparent) for r in rows]
     return [
         [r.run_id for r in rows],
         [r.nominal_time for r in rows],
@@ -145,8 +146,9 @@ def _columns(rows: list[_Row]) -> list[list[object]]:
         [r.state.value for r in rows],
         [r.reason.value for r in rows],
         [r.detail for r in rows],
-        [r.traceparent for r in rows],
+        [text for _, text in traces],
         [r.quota_limit for r in rows],
+        [stored for stored, _ in traces],
     ]
 
 

@@ -20,7 +20,7 @@ from duetime_core.records import (
 )
 from duetime_core.runkey import RunKey
 from duetime_infra.codec.spec_json import spec_from_json
-from duetime_infra.tracecontext import trace_id_of
+from duetime_infra.tracecontext import read_trace, trace_id_of
 
 Row = asyncpg.Record
 
@@ -110,7 +110,7 @@ def run_from_row(row: Row, attempts: Iterable[Row] = ()) -> RunRecord:
         first_start_time=None if waiting_for_its_call else row["first_start_time"],
         range_end_time=row["range_end_time"],
         occurrence_count=row["occurrence_count"],
-        trace_id=trace_id_of(row["traceparent"]),
+        trace_id=trace_id_of(read_trace(row["trace_context"], row["traceparent"])),
         create_time=row["create_time"],
         update_time=row["update_time"],
         attempts=tuple(attempt_from_row(a) for a in attempts),

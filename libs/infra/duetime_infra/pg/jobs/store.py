@@ -41,6 +41,7 @@ from duetime_infra.pg.teams.quotas import lock_teams, read_team, save_rates
 from duetime_infra.pg.teams.signing_keys import require_key
 from duetime_infra.secrets.sealing import SecretBox
 from duetime_infra.telemetry import instruments
+from duetime_infra.tracecontext import stored_trace
 
 
 @dataclass(frozen=True)
@@ -315,6 +316,7 @@ class JobStore:
         return teams[team_id]
 
     async def _insert_run(self, conn: Conn, run: NewRun) -> asyncpg.Record | None:
+        trace_context, traceparent = stored_trace(run.traceparent)
         return await conn.fetchrow(
             q("run_insert"),
             run.run_id,
@@ -330,10 +332,11 @@ class JobStore:
             run.attempt_limit,
             run.range_end_time,
             run.occurrence_count,
-            run.traceparent,
+            traceparent,
             run.job_version,
             run.priority.value,
             run.quota_limit,
+            trace_context,
         )
 
     async def trigger_run(

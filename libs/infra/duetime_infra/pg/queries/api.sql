@@ -95,8 +95,9 @@ SELECT * FROM job;
 -- name: run_insert
 INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time, origin,
                   state, reason, reason_detail, attempt_limit, range_end_time,
-                  occurrence_count, traceparent, job_version, priority, quota_limit)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+                  occurrence_count, traceparent, job_version, priority, quota_limit,
+                  trace_context)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
 ON CONFLICT (job_id, nominal_time, origin) DO NOTHING
 RETURNING *;
 
@@ -242,13 +243,13 @@ WHERE job_id = $1 AND origin = $2 AND nominal_time = ANY($3::timestamptz[])
 -- A backfill's runs, one statement for all of them. The run key (job, nominal time, origin)
 -- keeps a request from making any of them twice.
 INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time, origin,
-                  state, reason, reason_detail, attempt_limit, traceparent,
+                  state, reason, reason_detail, attempt_limit, traceparent, trace_context,
                   job_version, priority, quota_limit)
 SELECT u.run_id, $1, $2, $3, u.nominal_time, u.effective_time, $4, u.state, u.reason,
-       u.reason_detail, $5, u.traceparent, $6, $7, u.quota_limit
+       u.reason_detail, $5, u.traceparent, u.trace_context, $6, $7, u.quota_limit
 FROM unnest($8::uuid[], $9::timestamptz[], $10::timestamptz[], $11::text[], $12::text[],
-            $13::text[], $14::text[], $15::text[])
+            $13::text[], $14::text[], $15::text[], $16::bytea[])
      AS u(run_id, nominal_time, effective_time, state, reason, reason_detail, traceparent,
-          quota_limit)
+          quota_limit, trace_context)
 ON CONFLICT (job_id, nominal_time, origin) DO NOTHING
 RETURNING run_id;

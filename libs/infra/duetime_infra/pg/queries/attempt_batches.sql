@@ -4,8 +4,8 @@
 -- another transaction holds is left to a waiting pass (one entry), which sends the same
 -- statements without SKIP LOCKED (duetime_infra.pg.sql.waiting) and waits for it in the usual
 -- lock order: the run's row, then its job (attempt_job_lock). A run's latest attempt is in its
--- row (schema 27): its open attempt is there while attempt_end_time is NULL (only a RUNNING run
--- has one). The clock is read once a statement (attempts.sql).
+-- row (schema 27): its open attempt is there while attempt_end_time is NULL, and only a RUNNING
+-- run has one (duetime_attempt_open). The clock is read once a statement (attempts.sql).
 -- A join to the runs named also names them by ``run_id = ANY($1)``: the planner would
 -- otherwise merge or hash the request with every QUEUED or RUNNING run of the table, costing
 -- each batch a scan that grows with the herd.
@@ -28,7 +28,7 @@ LEFT JOIN LATERAL (
     SELECT r.attempt_worker_id AS worker_id, r.attempt_lease_expire_time AS lease_expire_time,
            r.attempt_cancel_reason AS cancel_reason, r.attempt_early AS early,
            r.attempt_start_time AS start_time
-    WHERE r.state = 'RUNNING' AND r.attempt_end_time IS NULL
+    WHERE duetime_attempt_open(r.state, r.attempt_end_time)
 ) o ON true
 WHERE r.run_id = ANY($1::uuid[])
 FOR UPDATE OF r SKIP LOCKED;
@@ -41,8 +41,8 @@ FOR UPDATE OF r SKIP LOCKED;
 -- job_versions would be planned as a scan of every version).
 SELECT r.run_id, r.nominal_time, r.job_id, r.job_version, r.origin, r.team_id, r.state,
        r.attempt, r.attempt_limit, r.budget_start_attempt, r.priority, r.effective_time,
-       r.eligible_time, r.traceparent,
-       CASE WHEN r.state = 'RUNNING' AND r.attempt_end_time IS NULL
+       r.eligible_time, r.traceparent, r.trace_context,
+       CASE WHEN duetime_attempt_open(r.state, r.attempt_end_time)
             THEN r.attempt_worker_id END AS open_worker_id,
        CASE WHEN r.run_id = ANY($2::uuid[]) THEN
            (SELECT v.spec::text FROM job_versions v
@@ -74,8 +74,8 @@ FOR KEY SHARE OF j SKIP LOCKED;
 -- under BUFFER_ONE (WAITING without a reason), through runs_job_active_idx: the cost grows with
 -- those runs, not with the jobs' history. The caller leaves each start's own run out.
 SELECT r.job_id, r.run_id, r.nominal_time, r.state, r.attempt,
-       r.state = 'RUNNING' AND r.attempt_end_time IS NULL AS open_attempt,
-       CASE WHEN r.state = 'RUNNING' AND r.attempt_end_time IS NULL
+       duetime_attempt_open(r.state, r.attempt_end_time) AS open_attempt,
+       CASE WHEN duetime_attempt_open(r.state, r.attempt_end_time)
             THEN r.attempt_cancel_reason ELSE '' END AS cancel_reason
 FROM runs r
 WHERE r.job_id = ANY($1::uuid[])
@@ -150,7 +150,7 @@ SET state = 'SUCCEEDED', reason = '', reason_detail = '', next_attempt_time = NU
     update_time = (SELECT duetime_now())
 FROM req
 WHERE r.run_id = req.run_id AND r.nominal_time = req.nominal_time AND r.attempt = req.number
-  AND r.state = 'RUNNING' AND r.attempt_end_time IS NULL AND r.run_id = ANY($1::uuid[])
+  AND duetime_attempt_open(r.state, r.attempt_end_time) AND r.run_id = ANY($1::uuid[])
 RETURNING r.run_id, r.attempt_early AND r.attempt = 1 AS first_early,
           r.attempt_start_time AS start_time;
 

@@ -43,7 +43,7 @@ SET attempt_lease_expire_time =
         greatest(r.attempt_lease_expire_time, (SELECT duetime_now()) + $4::interval)
 FROM unnest($1::uuid[], $2::timestamptz[], $3::integer[]) AS k(run_id, nominal_time, number)
 WHERE r.run_id = k.run_id AND r.nominal_time = k.nominal_time AND r.attempt = k.number
-  AND r.state = 'RUNNING' AND r.attempt_end_time IS NULL AND r.attempt_cancel_reason = ''
+  AND duetime_attempt_open(r.state, r.attempt_end_time) AND r.attempt_cancel_reason = ''
   AND r.run_id = ANY($1::uuid[])
 RETURNING r.run_id, r.attempt_lease_expire_time AS lease_expire_time;
 
@@ -87,7 +87,7 @@ FROM (
     SELECT run_id, nominal_time FROM runs
     WHERE (run_id, nominal_time, attempt)
           IN (SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::integer[]))
-      AND state = 'RUNNING' AND attempt_end_time IS NULL AND attempt_cancel_reason = ''
+      AND duetime_attempt_open(state, attempt_end_time) AND attempt_cancel_reason = ''
       AND run_id = ANY($1::uuid[])
     FOR UPDATE SKIP LOCKED
 ) c
@@ -201,8 +201,8 @@ SET attempt_end_time = $6, attempt_outcome = $4, attempt_error = $5,
         CASE WHEN $9 AND attempt_early AND attempt = 1
              THEN duetime_reported_start(true, attempt_start_time, $7::timestamptz, $6)
              ELSE first_start_time END
-WHERE run_id = $1 AND nominal_time = $2 AND attempt = $3 AND state = 'RUNNING'
-  AND attempt_end_time IS NULL
+WHERE run_id = $1 AND nominal_time = $2 AND attempt = $3
+  AND duetime_attempt_open(state, attempt_end_time)
 RETURNING attempt_end_time AS end_time, attempt_cancel_reason AS cancel_reason,
           $9 AND attempt_early AND attempt = 1 AS first_early, attempt_start_time AS start_time;
 
@@ -311,7 +311,7 @@ WITH req AS (
     FROM runs r
     JOIN to_renew ON r.run_id = to_renew.run_id AND r.nominal_time = to_renew.nominal_time
                  AND r.attempt = to_renew.number
-    WHERE r.state = 'RUNNING' AND r.attempt_end_time IS NULL AND r.attempt_cancel_reason = ''
+    WHERE duetime_attempt_open(r.state, r.attempt_end_time) AND r.attempt_cancel_reason = ''
       AND r.run_id = ANY($1::uuid[])
     ORDER BY r.run_id, r.nominal_time
     FOR UPDATE OF r
@@ -374,13 +374,13 @@ FOR UPDATE SKIP LOCKED;
 -- holds (a report in flight: the next pass sees what it left).
 WITH expired AS (
     (SELECT run_id, nominal_time FROM runs
-     WHERE partition = ANY($1::integer[]) AND state = 'RUNNING' AND attempt_end_time IS NULL
+     WHERE partition = ANY($1::integer[]) AND duetime_attempt_open(state, attempt_end_time)
        AND attempt_lease_expire_time <= (SELECT duetime_now())
      ORDER BY attempt_lease_expire_time
      LIMIT $2)
     UNION
     (SELECT run_id, nominal_time FROM runs
-     WHERE partition = ANY($1::integer[]) AND state = 'RUNNING' AND attempt_end_time IS NULL
+     WHERE partition = ANY($1::integer[]) AND duetime_attempt_open(state, attempt_end_time)
        AND attempt_deadline <= (SELECT duetime_now())
      ORDER BY attempt_deadline
      LIMIT $2)
@@ -393,7 +393,7 @@ SELECT r.*, v.spec AS job_snapshot, v.spec->'target'->>'kind' AS target_kind,
 FROM expired e
 JOIN runs r ON r.run_id = e.run_id AND r.nominal_time = e.nominal_time
 JOIN job_versions v ON v.job_id = r.job_id AND v.version = r.job_version
-WHERE r.state = 'RUNNING' AND r.attempt_end_time IS NULL
+WHERE duetime_attempt_open(r.state, r.attempt_end_time)
   AND r.run_id = ANY(ARRAY(SELECT run_id FROM expired))
 ORDER BY least(r.attempt_lease_expire_time, r.attempt_deadline)
 LIMIT $2
@@ -427,8 +427,8 @@ FROM runs r
 LEFT JOIN worker_incarnation_beats w
        ON w.worker_id = r.attempt_worker_id
       AND w.incarnation = duetime_incarnation(r.start_delivery_id)
-WHERE r.run_id = $1 AND r.nominal_time = $2 AND r.attempt = $3 AND r.state = 'RUNNING'
-  AND r.attempt_end_time IS NULL
+WHERE r.run_id = $1 AND r.nominal_time = $2 AND r.attempt = $3
+  AND duetime_attempt_open(r.state, r.attempt_end_time)
 FOR UPDATE OF r;
 
 -- name: attempt_hold
@@ -436,5 +436,5 @@ FOR UPDATE OF r;
 -- row, so the reaper's scan by lease no longer finds it (a call still going after its short
 -- lease from the call time; its worker's beats renew it from then on).
 UPDATE runs SET attempt_lease_expire_time = $4
-WHERE run_id = $1 AND nominal_time = $2 AND attempt = $3 AND state = 'RUNNING'
-  AND attempt_end_time IS NULL AND attempt_lease_expire_time < $4;
+WHERE run_id = $1 AND nominal_time = $2 AND attempt = $3
+  AND duetime_attempt_open(state, attempt_end_time) AND attempt_lease_expire_time < $4;

@@ -48,19 +48,19 @@ GROUP BY 1;
 -- occurrences that will not run (MISSED, SKIPPED).
 INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time, origin,
                   state, reason, reason_detail, attempt_limit, range_end_time,
-                  occurrence_count, traceparent, job_version, priority,
+                  occurrence_count, traceparent, trace_context, job_version, priority,
                   claimed_by, claim_epoch, claim_revision, quota_limit)
 SELECT u.run_id, u.job_id, u.team_id, u.partition, u.nominal_time, u.effective_time,
        'SCHEDULE', u.state, u.reason, u.reason_detail, u.attempt_limit, u.range_end_time,
-       u.occurrence_count, u.traceparent, u.job_version, u.priority,
+       u.occurrence_count, u.traceparent, u.trace_context, u.job_version, u.priority,
        $15, u.claim_epoch, u.claim_revision, u.quota_limit
 FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::integer[], $5::timestamptz[],
             $6::timestamptz[], $7::text[], $8::text[], $9::integer[], $10::timestamptz[],
             $11::integer[], $12::text[], $13::bigint[], $14::text[],
-            $16::bigint[], $17::bigint[], $18::text[], $19::text[])
+            $16::bigint[], $17::bigint[], $18::text[], $19::text[], $20::bytea[])
      AS u(run_id, job_id, team_id, partition, nominal_time, effective_time, state, reason,
           attempt_limit, range_end_time, occurrence_count, traceparent, job_version,
-          priority, claim_epoch, claim_revision, quota_limit, reason_detail)
+          priority, claim_epoch, claim_revision, quota_limit, reason_detail, trace_context)
 ON CONFLICT (job_id, nominal_time, origin) DO NOTHING
 RETURNING run_id;
 

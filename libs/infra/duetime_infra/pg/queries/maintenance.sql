@@ -12,7 +12,7 @@ SELECT duetime_maintain_partitions();
 WITH oldest AS (
     SELECT coalesce(
         (SELECT min(duetime_pre_call_from(attempt_start_time)) FROM runs
-         WHERE state = 'RUNNING' AND attempt_end_time IS NULL AND attempt_early),
+         WHERE duetime_attempt_open(state, attempt_end_time) AND attempt_early),
         'infinity') AS window_from
 ), by_worker AS (
     DELETE FROM worker_beats WHERE beat_time < (SELECT window_from FROM oldest)

@@ -57,7 +57,7 @@ FROM (
 ) stuck
 WHERE r.run_id = stuck.run_id AND r.nominal_time = stuck.nominal_time
 RETURNING r.run_id, r.job_id, r.nominal_time, r.origin, r.team_id, r.effective_time,
-          r.priority, r.traceparent, (SELECT duetime_now()) AS now,
+          r.priority, r.traceparent, r.trace_context, (SELECT duetime_now()) AS now,
           (SELECT v.spec->'target'->>'kind' FROM job_versions v
            WHERE v.job_id = r.job_id AND v.version = r.job_version) AS target_kind,
           (SELECT v.spec->>'overlap' FROM job_versions v

@@ -86,7 +86,7 @@ RETURNING key_id;
 -- ago, and the worker of its open attempt, if any. Found by run id through runs_pkey, as a
 -- start finds it. No row: no such run.
 SELECT r.team_id, r.state, r.update_time, (SELECT duetime_now()) - r.update_time AS state_age,
-       CASE WHEN r.state = 'RUNNING' AND r.attempt_end_time IS NULL
+       CASE WHEN duetime_attempt_open(r.state, r.attempt_end_time)
             THEN r.attempt_worker_id END AS open_worker_id
 FROM runs r
 WHERE r.run_id = $1;
