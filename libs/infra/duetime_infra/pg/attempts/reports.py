@@ -127,8 +127,7 @@ class Reports:
         answers: dict[int, CompleteResult | DuetimeError] = {}
         closed: list[_Closed] = []
         async with transaction(self._pool) as conn:
-            if not wait:  # a batch's arrays: see generic_plans
-                await generic_plans(conn)
+            await generic_plans(conn)
             closing = await self._fenced(conn, reports, answers, wait)
             alone = dict.fromkeys((row.job_id for _, row in closing), False)
             jobs = await lock_jobs(conn, alone, wait)

@@ -75,8 +75,7 @@ class Starts:
         answers: dict[int, StartResult] = {}
         counted: list[tuple[StartFacts, StartDecision, int]] = []
         async with transaction(self._pool) as conn:
-            if not wait:  # a batch's arrays: see generic_plans
-                await generic_plans(conn)
+            await generic_plans(conn)
             rows = await lock_runs(
                 conn, "attempt_batch_runs_lock", StartFacts, [r.run_id for r in requests], wait
             )

@@ -33,6 +33,7 @@ from duetime_infra.pg.attempts.results import (
 )
 from duetime_infra.pg.attempts.starts import Starts
 from duetime_infra.pg.dispatch.spec_cache import SpecCache
+from duetime_infra.pg.pool import generic_plans
 from duetime_infra.pg.sql import q
 from duetime_infra.telemetry import instruments
 
@@ -94,6 +95,7 @@ class AttemptStore:
                 now: datetime = await conn.fetchval(q("db_now"))
             return HeartbeatResult(now, [])
         async with transaction(self._pool) as conn:
+            await generic_plans(conn)
             rows = await conn.fetch(
                 q("attempt_heartbeat"),
                 [r.run_id for r in refs],
