@@ -880,6 +880,28 @@ async def test_cancel_previous_cancels_a_run_between_attempts_and_starts(
     assert (row["state"], row["reason"]) == ("CANCELLED", "SUPERSEDED")
 
 
+async def test_a_migration_adding_a_column_to_runs_costs_one_retry_not_an_error(
+    db_dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An expand migration that adds a column to runs, applied while this build runs, changes
+    the result of the statements that read a run's whole row: PostgreSQL refuses each one a
+    connection prepared before it once ("cached plan must not change result type"), and
+    asyncpg prepares it again. A start batch so refused goes again one by one and starts; a
+    trigger is a retryable UNAVAILABLE, never an INTERNAL."""
+    async with running_api(db_dsn) as api, running_worker_api(db_dsn) as w:
+        job = await create_job(api)
+        first, second = await trigger(api, job, "r1"), await trigger(api, job, "r2")
+        assert (await w.start(first)).decision == STARTED  # its statements prepared
+        await w.db.execute("ALTER TABLE runs ADD COLUMN added_by_a_migration integer")
+        assert (await w.start(second, delivery="d-2")).decision == STARTED
+        (refused,) = [r for r in caplog.records if r.__dict__.get("operation") == "start"]
+        assert "InvalidCachedStatementError" in refused.__dict__["error"]
+        with pytest.raises(grpc.aio.AioRpcError) as changed:
+            await trigger(api, job, "r3")
+        assert changed.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert await trigger(api, job, "r3")
+
+
 async def test_a_start_that_waits_too_long_for_the_run_lock_is_unavailable(db_dsn: str) -> None:
     """The scheduler's sessions carry a short lock_timeout: a start blocked behind a stuck
     transaction fails fast with a retryable UNAVAILABLE, not an INTERNAL."""

@@ -60,6 +60,14 @@ class DatabaseUnavailable(Unavailable):
     default_reason = "DATABASE_UNAVAILABLE"
 
 
+class SchemaChanged(Unavailable):
+    """A statement whose result a migration changed (a column added to its table): PostgreSQL
+    refuses each statement a connection prepared before once ("cached plan must not change
+    result type"), and asyncpg prepares it again, so a retry succeeds."""
+
+    default_reason = "SCHEMA_CHANGED"
+
+
 def _server_gone(error: BaseException) -> bool:
     # A pooled connection the server closed: asyncpg says so with an InterfaceError.
     closed = isinstance(error, pgerr.InterfaceError) and "connection is closed" in str(error)
@@ -93,7 +101,8 @@ def _unavailable(error: BaseException) -> DatabaseUnavailable:
 class _Acquire(PoolAcquireContext):
     """Getting a connection, any OSError (refused, reset, timed out) is an outage too; inside
     the block, only when the connection was lost with it: a timeout of the block's own (an
-    ``asyncio.timeout``, a call to another server) stays what it is."""
+    ``asyncio.timeout``, a call to another server) stays what it is. A statement a migration
+    changed the result of is retryable too (``SchemaChanged``)."""
 
     __slots__ = ()
 
@@ -120,6 +129,8 @@ class _Acquire(PoolAcquireContext):
         if lost:
             assert exc is not None
             raise _unavailable(exc) from exc
+        if isinstance(exc, pgerr.InvalidCachedStatementError):
+            raise SchemaChanged("the schema changed under a prepared statement; try again") from exc
 
 
 if TYPE_CHECKING:
