@@ -251,6 +251,7 @@ def test_a_run_stores_its_traceparent_as_25_bytes_and_reads_it_back() -> None:
         "01-abc-def-01",
         f"00-{'zz' * 16}-{'ab' * 8}-01",
         f"00-{' 1' * 16}-{'ab' * 8}-01",
+        f"00-{'AB' * 16}-{'ab' * 8}-01",
     ):
         assert stored_trace(other) == (None, other)
         assert read_trace(None, other) == other

@@ -1,9 +1,9 @@
 """W3C trace context for a run: the trace starts where the run is made and travels with it.
 
 A run's trace starts with a span where the run comes to exist (the scheduler's claim, the API's
-trigger). The run stores that span's context as its ``traceparent``, and its trace id; the outbox
-row and the Kafka message carry it on, and every later span of the run (publish, consume, the
-target call, the outcome report) continues that trace.
+trigger). The run stores that span's context (``stored_trace``: as 25 bytes since schema 28),
+which holds its trace id; the outbox row and the Kafka message carry it on, and every later
+span of the run (publish, consume, the target call, the outcome report) continues that trace.
 
 When tracing is off (no exporter, see ``duetime_infra.telemetry.tracing``) the OpenTelemetry API
 is the no-op one: spans cost a function call and have no ids, so a run gets random ids of its
@@ -141,7 +141,7 @@ def stored_trace(traceparent: str) -> tuple[bytes | None, str]:
             stored = bytes.fromhex("".join(parts[1:]))
         except ValueError:
             stored = b""
-        if len(stored) == 25:  # fromhex also skips spaces
+        if stored.hex() == "".join(parts[1:]):  # lower-case hex only: fromhex skips spaces
             return stored, ""
     return None, traceparent
 

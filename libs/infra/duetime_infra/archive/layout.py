@@ -8,8 +8,8 @@ back verify both counts. Rows are sorted by team, job and nominal time, so row-g
 statistics let a reader skip everything but the team's or the job's rows.
 
 Kept out of the archive: the partition (a hash of the job id), the trace context handed to the
-target (traceparent; trace_id is kept) and the broker's delivery ids (start_delivery_id,
-delivery_id), which serve only runs in flight.
+target (traceparent and trace_context; trace_id is kept) and the broker's delivery ids
+(start_delivery_id, delivery_id), which serve only runs in flight.
 """
 
 from __future__ import annotations
