@@ -60,6 +60,25 @@ async def test_freed_slots_go_to_waiting_runs_by_priority_weight_and_low_still_m
     )
 
 
+async def test_a_wait_for_a_run_whose_time_has_come_goes_before_every_wait_asked_ahead() -> None:
+    slots = WeightedSlots(1)
+    await slots.reserve(flow("x"))
+    granted: list[str] = []
+
+    async def run(name: str, team: str, ahead: bool) -> None:
+        await slots.reserve(flow(team), ahead=ahead)
+        granted.append(name)
+
+    # A herd's starts asked ahead came first, of two teams; then two starts that are due.
+    waiting = [asyncio.create_task(run(f"ahead-{i}", f"t{i % 2}", True)) for i in range(20)]
+    await asyncio.sleep(0)
+    waiting += [asyncio.create_task(run(f"due-{i}", "x", False)) for i in range(2)]
+    await _grants(slots, waiting)
+    assert granted[:2] == ["due-0", "due-1"]
+    # Those asked ahead still go by their teams' turns among themselves.
+    assert granted[2:6] == ["ahead-0", "ahead-1", "ahead-2", "ahead-3"]
+
+
 async def test_freed_slots_go_to_teams_in_turn_so_a_small_team_passes_a_big_backlog() -> None:
     slots = WeightedSlots(1)
     await slots.reserve(flow("big"))

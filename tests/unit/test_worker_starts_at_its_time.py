@@ -1,6 +1,7 @@
 """A dispatch that says its run starts at its time (an overlap policy other than ALLOW) is not
 asked for ahead: the worker holds it, taking no early permit, and asks once at its time, where
-asking ahead would only be answered TOO_EARLY. Without the hint the same run is asked ahead."""
+asking ahead would only be answered TOO_EARLY. Without the hint the same run is asked ahead;
+with every early permit taken it is held until its time too."""
 
 from __future__ import annotations
 
@@ -32,11 +33,18 @@ class _Scheduler:
         )
 
 
-async def _asked(at_its_time: bool) -> tuple[list[tuple[bool, float, int]], float]:
-    """The starts asked for one run due ``LEAD`` s from now, and when it was due."""
+async def _asked(
+    at_its_time: bool, permits_free: bool = True
+) -> tuple[list[tuple[bool, float, int]], float]:
+    """The starts asked for one run due ``LEAD`` s from now, and when it was due
+    (``permits_free``: else every early permit is held by other runs as it comes)."""
     scheduler = _Scheduler()
     executor = offline_executor(scheduler, early=10)
-    scheduler.permits_taken = lambda: executor._early._taken
+    early = executor._early
+    while not permits_free and early.try_reserve():
+        pass
+    held = early._taken
+    scheduler.permits_taken = lambda: early._taken - held
     now = Timestamp()
     now.GetCurrentTime()
     executor._clock.observe(now)  # the server's time known: this host's
@@ -60,3 +68,11 @@ async def test_without_the_hint_the_same_run_is_asked_for_ahead_under_an_early_p
     assert early
     assert when < due
     assert permits == 1
+
+
+async def test_a_run_that_finds_every_early_permit_taken_is_asked_for_once_at_its_time() -> None:
+    asked, due = await _asked(at_its_time=False, permits_free=False)
+    ((early, when, permits),) = asked
+    assert not early
+    assert when >= due
+    assert permits == 0

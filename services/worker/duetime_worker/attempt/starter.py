@@ -6,12 +6,14 @@ run due within ``EARLY_AHEAD`` (``herd.knobs``) may have its attempt asked for a
 (the scheduler allows it for runs whose start obeys OVERLAP_POLICY_ALLOW; a dispatch that says
 its run starts at its time, and a container's, is not asked for ahead): its start then happens
 before a herd's instant, not at it, and a herd claimed ahead has its starts spread over the
-stretch. Either way the message goes the same way
-(``_start_and_run``): it holds a place until its call ends, asks for its attempt under a start
-permit, is answered, and its attempt is run. The place is an execution slot, waited for in fair
-order, or for a start ahead an early permit, taken without waiting (``Permits``: bounded apart
-from the slots, which go to runs whose time has come, with a reserve for the teams holding few).
-Each place is a ``Reservation`` at its limit (``herd.slots``), given back once.
+stretch. Either way the message goes the same way (``_start_and_run``): it holds a place
+until its call ends, asks for its attempt under a start permit (a start asked ahead gets one
+only when no start whose time has come waits), is answered, and its attempt is run. The place
+is an execution slot, waited for in fair order, or for a start ahead an early permit, taken
+without waiting (``Permits``: bounded apart from the slots, which go to runs whose time has
+come, with a reserve for the teams holding few; a run that finds every one taken is held until
+its time like any other). Each place is a ``Reservation`` at its limit (``herd.slots``), given
+back once.
 
 Stopping starts nothing more: messages held until their time or waiting for a slot end
 unanswered (their offsets stay uncommitted, so another worker gets them), and an attempt whose
@@ -94,11 +96,14 @@ class Starter:
                 wait = max(self._clock.seconds_until_ns(not_before) - ahead_by, least)
                 if not await self._hold(min(wait, MAX_EARLY_WAIT)):
                     return  # stopping: unanswered, so the message goes to another worker
-                ahead = (
-                    early
-                    and self._clock.seconds_until_ns(not_before) > 0
-                    and self._early.try_reserve(dispatch.flow)
-                )
+                before = self._clock.seconds_until_ns(not_before) > 0
+                ahead = early and before and self._early.try_reserve(dispatch.flow)
+                if early and before and not ahead:
+                    # Every early permit taken: held until its time, asking nothing before it.
+                    # A start asked now would only be refused TOO_EARLY, a round trip in the
+                    # way of the starts of the runs whose time has come.
+                    early = False
+                    continue
                 try:
                     if ahead:
                         await self._run_ahead(dispatch, delivery_id, answered)
@@ -161,7 +166,7 @@ class Starter:
         under a start permit, the message answered, the attempt run (or handed back unrun when
         stopping). TooEarly and Unanswered go to the caller, the message unanswered."""
         try:
-            with await self._starting.reserved(dispatch.flow):
+            with await self._starting.reserved(dispatch.flow, ahead=ahead_of is not None):
                 started = await self._start_seen_through(dispatch, delivery_id, ahead_of)
         except StartRefused:
             answered()

@@ -9,10 +9,12 @@ straight to the next waiter in weighted fair order (``duetime_core.fairness``: t
 whose turn it is, high 4, normal 2, low 1; within it the team whose turn it is by its weight;
 first come first served within a team). So one team's backlog cannot hold back another team's
 run wherever runs wait, a low-priority backlog cannot hold back a high-priority run, and low
-still moves. A wait with a deadline ends there (TimeoutError), under one timer for all of them
-(``timers``); waits that ended are dropped from the queue when they come up, or all at once as
-they pile up, so a wait costs O(log n) however large the herd. A stopping worker closes its
-slots: nothing waiting gets one.
+still moves. A wait on behalf of a run asked for ahead of its time (``ahead``) is served only
+when no run whose time has come waits: a herd's starts asked ahead, thousands at once, never
+hold back a start that is due. A wait with a deadline ends there (TimeoutError), under one
+timer for all of them (``timers``); waits that ended are dropped from the queue when they come
+up, or all at once as they pile up, so a wait costs O(log n) however large the herd. A stopping
+worker closes its slots: nothing waiting gets one.
 
 Early starts are the one limit never waited for (``Permits``): taken now or not, with a reserve
 for the teams holding few.
@@ -66,9 +68,12 @@ class Limit(ABC):
     """At most so many places held at once, each reserved and released by its ``Flow``."""
 
     @abstractmethod
-    async def reserve(self, flow: Flow = ANYONE, deadline: float = math.inf) -> None:
+    async def reserve(
+        self, flow: Flow = ANYONE, deadline: float = math.inf, *, ahead: bool = False
+    ) -> None:
         """Takes a place, waiting for ``flow``'s turn until ``deadline`` (the loop's clock) at
-        most: TimeoutError then, with nothing taken."""
+        most: TimeoutError then, with nothing taken. ``ahead``: for a run ahead of its time,
+        after every waiter that is not."""
 
     @abstractmethod
     def try_reserve(self, flow: Flow = ANYONE) -> bool:
@@ -78,9 +83,11 @@ class Limit(ABC):
     def release(self, flow: Flow = ANYONE) -> None:
         """Gives back a place ``flow`` holds."""
 
-    async def reserved(self, flow: Flow = ANYONE, deadline: float = math.inf) -> Reservation:
+    async def reserved(
+        self, flow: Flow = ANYONE, deadline: float = math.inf, *, ahead: bool = False
+    ) -> Reservation:
         """``reserve``, the place held as a ``Reservation``."""
-        await self.reserve(flow, deadline)
+        await self.reserve(flow, deadline, ahead=ahead)
         return Reservation(self, flow)
 
 
@@ -115,6 +122,8 @@ class WeightedSlots(Limit):
         self._free = limit
         # Waiters that left (cancelled, timed out) stay queued until they come up or are pruned.
         self._queue: PriorityFairQueue[str, asyncio.Future[None]] = PriorityFairQueue(_waiting)
+        # Waiters for runs ahead of their time: served once ``_queue`` has none.
+        self._ahead: PriorityFairQueue[str, asyncio.Future[None]] = PriorityFairQueue(_waiting)
         self._waiters = 0  # still waiting
         self._left = 0  # queued, no longer waiting
         self._deadlines = Deadlines(self._time_out)
@@ -136,12 +145,15 @@ class WeightedSlots(Limit):
         while (waiter := self._next()) is not None:
             waiter.set_exception(SlotsClosed())
         self._queue.clear()
+        self._ahead.clear()
         self._left = 0
 
-    async def reserve(self, flow: Flow = ANYONE, deadline: float = math.inf) -> None:
+    async def reserve(
+        self, flow: Flow = ANYONE, deadline: float = math.inf, *, ahead: bool = False
+    ) -> None:
         """Waits for a slot: ``flow``'s turn among those waiting comes by its priority and its
-        team's weight. With a ``deadline`` (the loop's clock), TimeoutError then, with nothing
-        taken."""
+        team's weight, and with ``ahead`` after all who wait without it. With a ``deadline``
+        (the loop's clock), TimeoutError then, with nothing taken."""
         if self._closed:
             raise SlotsClosed
         if self._free > 0:  # nobody waits while a slot is free
@@ -150,8 +162,10 @@ class WeightedSlots(Limit):
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         if self._left >= max(FIRST_PRUNE, self._waiters):
             self._queue.prune()
+            self._ahead.prune()
             self._left = 0
-        self._queue.push(flow.priority, flow.team, flow.weight, waiter)
+        queue = self._ahead if ahead else self._queue
+        queue.push(flow.priority, flow.team, flow.weight, waiter)
         self._waiters += 1
         if deadline < math.inf:
             self._deadlines.add(waiter, deadline)
@@ -184,12 +198,14 @@ class WeightedSlots(Limit):
         (a waiter cancelled counts until its task has run, but is never given a slot)."""
         if self._waiters <= 0:
             return None
-        try:
-            waiter = self._queue.pop()
-        except IndexError:
-            return None
-        self._waiters -= 1
-        return waiter
+        for queue in (self._queue, self._ahead):
+            try:
+                waiter = queue.pop()
+            except IndexError:
+                continue
+            self._waiters -= 1
+            return waiter
+        return None
 
     def _time_out(self, waiter: asyncio.Future[None]) -> None:
         waiter.set_exception(TimeoutError())
@@ -215,7 +231,9 @@ class Permits(Limit):
         self._taken = 0
         self._held: dict[str, int] = {}
 
-    async def reserve(self, flow: Flow = ANYONE, deadline: float = math.inf) -> None:
+    async def reserve(
+        self, flow: Flow = ANYONE, deadline: float = math.inf, *, ahead: bool = False
+    ) -> None:
         if not self.try_reserve(flow):
             raise TimeoutError
 
