@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from datetime import timedelta
 
 import asyncpg
@@ -62,6 +63,21 @@ async def test_due_jobs_become_runs_with_outbox_rows_and_advance(
         first = by_job[a["job_id"]].next_run_time
         assert first is not None
         assert a["next_run_time"] == first + timedelta(seconds=60)
+
+
+async def test_a_claim_counts_its_runs_by_the_second_they_are_due(
+    pool: asyncpg.Pool[asyncpg.Record],
+) -> None:
+    # What the claimer measures the steady flow by (duetime_core.lookahead.SteadyFlow).
+    await create_jobs(pool, [interval_job(60) for _ in range(30)])
+    await shift_clock(pool, timedelta(seconds=57))
+    async with pool.acquire() as conn:
+        result = await claim_batch(
+            conn, ALL, lookahead=LOOKAHEAD, batch_size=100, still_owner=lambda: True
+        )
+    rows = await pool.fetch("SELECT effective_time FROM runs")
+    assert result.runs == len(rows) == 30
+    assert result.due_seconds == Counter(int(r["effective_time"].timestamp()) for r in rows)
 
 
 async def test_a_stale_owner_commits_nothing(pool: asyncpg.Pool[asyncpg.Record]) -> None:

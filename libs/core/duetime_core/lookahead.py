@@ -11,14 +11,24 @@ claimed in time if the claim began later:
 
 where ``due_by(y)`` counts the jobs not yet claimed whose next run is due within y seconds.
 Steady load below ``rate`` never grows it (jobs due within y - base number about
-rate_steady x (y - base)); a herd grows it exactly as much as its size needs. Pure: the store
-counts, the claimer asks.
+rate_steady x (y - base)); a herd grows it exactly as much as its size needs.
+
+Steady load above ``rate`` would grow it at every count, though the scheduler claims that load
+on time: it would claim the next seconds' runs all at once, let the look-ahead fall back, and
+again, in bursts that leave the fleet tens of thousands of runs to publish and start at once.
+So the rate counted on is at least ``STEADY_HEADROOM`` times the steady flow the scheduler is
+claiming (``SteadyFlow``): the fleet does that now. A herd on top of it is planned on what is
+left of that rate. Pure: the store counts, the claimer asks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import statistics
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
+
+# The rate counted on is at least this many times the steady flow claimed a second.
+STEADY_HEADROOM = 1.25
 
 
 def herd_lookahead(
@@ -27,11 +37,13 @@ def herd_lookahead(
     base: timedelta,
     horizon: timedelta,
     rate: float,
+    steady: float = 0.0,
 ) -> timedelta:
     """The look-ahead for jobs due in whole seconds from now: ``due_by_second`` gives, for
-    some second counts y (ascending or not), how many jobs are due in ``(y - 1, y]`` seconds.
-    """
+    some second counts y (ascending or not), how many jobs are due in ``(y - 1, y]`` seconds;
+    ``steady``: the runs claimed a second in steady state (``SteadyFlow``)."""
     counts = sorted(due_by_second)
+    capacity = max(rate, STEADY_HEADROOM * steady)
     base_s = base.total_seconds()
     limit = horizon.total_seconds()
     reach = base_s
@@ -40,6 +52,29 @@ def herd_lookahead(
         if second > limit:
             break
         due += count
-        if due / rate >= second - base_s:
+        if due / capacity >= second - base_s:
             reach = max(reach, float(second))
     return timedelta(seconds=min(max(reach, base_s), max(limit, base_s)))
+
+
+class SteadyFlow:
+    """The runs a scheduler claimed, counted by the whole second (Unix time) of their effective
+    time. ``per_second`` is the median count of the seconds just ahead, all of them claimed
+    already (they lie within the base look-ahead): known from the first pass, and a herd's
+    second among them does not count."""
+
+    def __init__(self) -> None:
+        self._counts: dict[int, int] = {}
+
+    def add(self, by_second: Mapping[int, int]) -> None:
+        for second, count in by_second.items():
+            self._counts[second] = self._counts.get(second, 0) + count
+
+    def per_second(self, now: int, ahead: int) -> float:
+        """The median runs a second due in ``(now, now + ahead]``; counts gone by are dropped."""
+        for second in [s for s in self._counts if s <= now]:
+            del self._counts[second]
+        if ahead < 1:
+            return 0.0
+        seconds = range(now + 1, now + ahead + 1)
+        return float(statistics.median(self._counts.get(s, 0) for s in seconds))

@@ -21,7 +21,7 @@ from typing import TypeAlias
 
 import asyncpg
 
-from duetime_core.lookahead import herd_lookahead
+from duetime_core.lookahead import SteadyFlow, herd_lookahead
 from duetime_infra.etcd.partitions import PartitionLeases
 from duetime_infra.pg.dispatch.admission import DispatchCredit
 from duetime_infra.pg.dispatch.claims import ClaimAbandoned, claim_batch, due_by_second
@@ -72,6 +72,8 @@ class Claimer:
         # The look-ahead in force (grown for a herd), and when to size it again.
         self.lookahead = settings.claim_lookahead
         self._sized_at = -LOOKAHEAD_EVERY
+        # The runs claimed by their effective second, the steady flow the sizing allows for.
+        self._steady = SteadyFlow()
 
     def _still_owner(self, tokens: Mapping[int, FencingToken]) -> Callable[[], bool]:
         def check() -> bool:
@@ -133,6 +135,7 @@ class Claimer:
                     ahead=self.lookahead,
                 )
                 claimed += result.runs
+                self._steady.add(result.due_seconds)
                 more = result.full
                 if not more:
                     break
@@ -150,12 +153,15 @@ class Claimer:
         if time.monotonic() - self._sized_at < LOOKAHEAD_EVERY:
             return
         self._sized_at = time.monotonic()
-        _now, counts = await due_by_second(conn, partitions, settings.claim_horizon)
+        now, counts = await due_by_second(conn, partitions, settings.claim_horizon)
+        base_s = int(settings.claim_lookahead.total_seconds())
+        steady = self._steady.per_second(int(now.timestamp()), base_s - 1)
         sized = herd_lookahead(
             counts,
             base=settings.claim_lookahead,
             horizon=settings.claim_horizon,
             rate=settings.claim_rate,
+            steady=steady,
         )
         if sized != self.lookahead:
             log.info(
@@ -164,6 +170,7 @@ class Claimer:
                     "action": "claim_lookahead",
                     "seconds": sized.total_seconds(),
                     "due": sum(n for _, n in counts),
+                    "steady_per_second": steady,
                 },
             )
         self.lookahead = sized

@@ -61,6 +61,8 @@ class ClaimResult:
     queued: int
     # A full batch: more due jobs may be waiting.
     full: bool
+    # The runs inserted, counted by the whole second (Unix time) of their effective time.
+    due_seconds: Mapping[int, int] = field(default_factory=dict)
 
 
 class DueJob(NamedTuple):
@@ -357,7 +359,8 @@ async def claim_batch(
             span.end()
     if len(outbox) < len(inserted_ids):
         _count_records(batch.runs, inserted_ids)
-    return ClaimResult(len(rows), len(inserted_ids), len(outbox), len(rows) == batch_size)
+    due = Counter(int(r.effective_time.timestamp()) for r in batch.runs if r.run_id in inserted_ids)
+    return ClaimResult(len(rows), len(inserted_ids), len(outbox), len(rows) == batch_size, due)
 
 
 async def _due_jobs(
