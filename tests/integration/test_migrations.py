@@ -451,6 +451,67 @@ async def test_runs_partitions_created_moved_and_retired_by_finality(db_dsn: str
         await conn.close()
 
 
+async def _layout(conn: asyncpg.Connection[asyncpg.Record], table: str) -> list[asyncpg.Record]:
+    """Each column of ``table`` in its physical order: its type's alignment and length."""
+    return await conn.fetch(
+        "SELECT a.attname, t.typalign::text AS typalign, t.typlen FROM pg_attribute a "
+        "JOIN pg_type t ON t.oid = a.atttypid "
+        "WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped "
+        "ORDER BY a.attnum",
+        table,
+    )
+
+
+async def _checks(conn: asyncpg.Connection[asyncpg.Record], table: str) -> set[str]:
+    rows = await conn.fetch(
+        "SELECT pg_get_constraintdef(oid) AS c FROM pg_constraint "
+        "WHERE conrelid = $1::regclass AND contype = 'c'",
+        table,
+    )
+    return {r["c"] for r in rows}
+
+
+async def test_a_weeks_partition_is_packed_and_holds_its_runs_as_they_were(db_dsn: str) -> None:
+    # Schema 29 makes a week's partitions with their columns by alignment, no padding between
+    # them. A run moved into one from the default partition reads back the same, in fewer
+    # bytes, and the partition keeps its table's CHECK constraints.
+    conn = await asyncpg.connect(db_dsn)
+    try:
+        now: datetime = await conn.fetchval("SELECT duetime_now()")
+        await conn.execute("INSERT INTO teams (team_id) VALUES ('t1');")
+        run_id = await insert_run(conn, now + timedelta(days=200), "QUEUED", now)
+        await conn.execute(
+            "UPDATE runs SET trace_context = '\\x0102'::bytea, reason_detail = 'held', "
+            "first_start_time = nominal_time, attempt_early = true WHERE run_id = $1",
+            run_id,
+        )
+        before = await conn.fetchrow("SELECT * FROM runs WHERE run_id = $1", run_id)
+        await conn.execute("""UPDATE duetime_clock SET "offset" = interval '199 days'""")
+        await conn.execute("SELECT duetime_maintain_partitions()")
+
+        part = await holder(conn, run_id)
+        assert part is not None
+        assert part.startswith("runs_2")
+        assert await conn.fetchrow("SELECT * FROM runs WHERE run_id = $1", run_id) == before
+        for table, week in (("runs", part), ("attempts", "attempts" + part[len("runs") :])):
+            layout = await _layout(conn, week)
+            assert {c["attname"] for c in layout} == {
+                c["attname"] for c in await _layout(conn, table)
+            }
+            fixed = [c["typalign"] for c in layout if c["typlen"] > 0]
+            assert fixed == sorted(fixed, key="disc".index)  # 8-byte first, then 4, 2, 1
+            lengths = [c["typlen"] for c in layout]
+            assert lengths[lengths.index(-1) :] == [-1] * lengths.count(-1)  # texts last
+            assert await _checks(conn, week) == await _checks(conn, table)
+        packed = await conn.fetchval(f'SELECT pg_column_size(p.*) FROM "{part}" p')
+        as_table = await conn.fetchval("SELECT pg_column_size(r.*) FROM runs r")
+        assert packed < as_table
+        with pytest.raises(asyncpg.CheckViolationError):
+            await conn.execute("UPDATE runs SET state = 'LOST' WHERE run_id = $1", run_id)
+    finally:
+        await conn.close()
+
+
 async def migrate_command(dsn: str) -> tuple[list[str], list[str]]:
     """Runs ``duetime-ops migrate``: the lines of its stdout and its stderr."""
     process = await asyncio.create_subprocess_exec(

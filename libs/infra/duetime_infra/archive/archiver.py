@@ -203,7 +203,6 @@ async def _adopt(conn: asyncpg.Connection[asyncpg.Record], start: datetime) -> W
     tables' locks so that no reader misses a moving row; a failure (the locks not granted in
     time) leaves the runs where readers find them until the next pass."""
     end = start + timedelta(days=7)
-    bounds = f"FROM ('{start.isoformat()}') TO ('{end.isoformat()}')"
     try:
         async with conn.transaction():
             await conn.execute(f"SET LOCAL lock_timeout = '{DROP_LOCK_TIMEOUT}'")
@@ -211,16 +210,7 @@ async def _adopt(conn: asyncpg.Connection[asyncpg.Record], start: datetime) -> W
             for base in ("runs", "attempts"):
                 part = f"{base}_{start.astimezone(UTC):%Y%m%d}"
                 await conn.execute(
-                    f'CREATE TABLE "{part}" (LIKE {base} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)'
-                )
-                await conn.execute(
-                    f"WITH moved AS (DELETE FROM {base}_default WHERE nominal_time >= $1 "
-                    f'AND nominal_time < $2 RETURNING *) INSERT INTO "{part}" SELECT * FROM moved',
-                    start,
-                    end,
-                )
-                await conn.execute(
-                    f'ALTER TABLE {base} ATTACH PARTITION "{part}" FOR VALUES {bounds}'
+                    "SELECT duetime_make_week_partition($1, $2, $3, $4)", base, part, start, end
                 )
     except asyncpg.PostgresError as error:
         label = start.astimezone(UTC).isoformat()
