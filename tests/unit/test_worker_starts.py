@@ -76,3 +76,23 @@ async def test_a_refusal_is_counted_and_logged_with_its_reason(
     (record,) = [r for r in caplog.records if getattr(r, "action", "") == "start_refused"]
     assert (getattr(record, "run_id", None), getattr(record, "reason", None)) == ("r", "JOB_PAUSED")
     tally.flush()
+
+
+async def test_a_start_asked_ahead_waits_for_company_unless_it_took_the_last_permit() -> None:
+    answer = pb.StartAttemptResponse(decision=pb.START_DECISION_STARTED, attempt=1)
+    answer.run.run_id = "r"
+    scheduler, clock = _Scheduler(answer), ServerClock()
+    now = Timestamp()
+    now.GetCurrentTime()
+    clock.observe(now)
+    permits = WeightedSlots(2)
+    calls = cast(AttemptCalls, scheduler)
+    starts = StartCalls(calls, "w", clock, permits, asyncio.Event(), AttemptTally(), "i-1")
+    ahead = now.ToNanoseconds() + 8 * 10**9  # due in 8 s
+    await permits.reserve()
+    await starts.start("r", "d-1", ahead)  # one permit still free: it may wait for company
+    await permits.reserve()
+    await starts.start("r", "d-2", ahead)  # the last one: no company can come
+    (_, first), (_, last) = scheduler.asked
+    assert first > 7
+    assert last == 0.0

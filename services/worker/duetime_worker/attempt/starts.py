@@ -110,9 +110,11 @@ class StartCalls:
                 raise
 
     def _slack(self, ahead_of: int | None) -> float:
-        """How long a start may wait for company: one asked ahead of its time, unless others
-        wait for start permits (then batches fill by themselves, and waiting holds permits)."""
-        if ahead_of is None or self._permits.contended:
+        """How long a start may wait for company: one asked ahead of its time, unless it took
+        the last start permit or others wait for one. No company can join it then, and its
+        batch lingering would hold every permit: starts went in waves of the permits a linger
+        apart, 900 a second at most where 1,600 were due."""
+        if ahead_of is None or self._permits.contended or self._permits.exhausted:
             return 0.0
         return self._clock.seconds_until_ns(ahead_of)
 

@@ -139,6 +139,11 @@ class WeightedSlots(Limit):
         """Some caller is waiting for a slot."""
         return self._waiters > 0
 
+    @property
+    def exhausted(self) -> bool:
+        """No slot is free: whoever asks next waits."""
+        return self._free <= 0
+
     def close(self) -> None:
         """From now on ``reserve`` raises ``SlotsClosed``, in those waiting too."""
         self._closed = True
