@@ -65,7 +65,8 @@ LINGER = 0.005
 # leave more of the machine to the calls still to begin.
 REPORT_LINGER = 0.05
 # A start asked ahead waits up to an eighth of its time ahead, at most this long: a steady few
-# hundred runs a second go in batches, not a transaction each.
+# hundred runs a second go in batches, not a transaction each. Not once every start permit is
+# held: no company can come, and the permits would wait out the linger (``starts._slack``).
 EARLY_START_LINGER = 0.5
 # Batches in flight at once (each kind): the scheduler's batches overlapped, against its load.
 MAX_IN_FLIGHT = 4
