@@ -54,7 +54,7 @@ def test_a_herd_on_top_of_a_steady_flow_is_planned_on_what_the_flow_leaves() -> 
 
 
 def test_the_steady_flow_is_the_median_second_claimed_ahead_so_a_herd_does_not_count() -> None:
-    flow = SteadyFlow()
+    flow = SteadyFlow(past=50)
     assert flow.per_second(1_000, 9) == 0
     # One claim pass: the next ten seconds' runs, 1,500 each, and a herd's second among them.
     flow.add(dict.fromkeys(range(1_001, 1_011), 1_500))
@@ -63,6 +63,19 @@ def test_the_steady_flow_is_the_median_second_claimed_ahead_so_a_herd_does_not_c
     # Runs claimed further ahead for a herd do not count until they come that close.
     flow.add({1_040: 60_000})
     assert flow.per_second(1_000, 9) == 1_500
-    # Seconds gone by are dropped; seconds not yet claimed count as none.
+    # Seconds not yet claimed count as none.
     assert flow.per_second(1_006, 9) == 0
     assert flow.per_second(1_000, 0) == 0
+
+
+def test_a_herd_due_over_several_seconds_ahead_is_no_flow_once_the_past_is_seen() -> None:
+    flow = SteadyFlow(past=50)
+    flow.add(dict.fromkeys(range(1_000, 1_060), 800))  # a minute of 800 a second
+    # 9,200 a second due over 5 of the next 9 seconds: the seconds ahead alone say 9,200.
+    flow.add(dict.fromkeys(range(1_061, 1_066), 9_200))
+    assert flow.per_second(1_060, 9) == 800
+    # A scheduler that has not yet seen its past takes the seconds ahead alone.
+    young = SteadyFlow(past=50)
+    young.add(dict.fromkeys(range(1_051, 1_060), 800))
+    young.add(dict.fromkeys(range(1_061, 1_066), 9_200))
+    assert young.per_second(1_060, 9) == 9_200

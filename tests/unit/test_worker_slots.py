@@ -13,7 +13,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from duetime_core.jobspec import Priority
-from duetime_worker.herd.slots import ANYONE, Flow, Permits, SlotsClosed, WeightedSlots
+from duetime_worker.herd.slots import (
+    ANYONE,
+    Flow,
+    Permits,
+    SlotsClosed,
+    WeightedSlots,
+    reserved_ahead,
+)
 
 NORMAL = Priority.NORMAL
 
@@ -77,6 +84,34 @@ async def test_a_wait_for_a_run_whose_time_has_come_goes_before_every_wait_asked
     assert granted[:2] == ["due-0", "due-1"]
     # Those asked ahead still go by their teams' turns among themselves.
     assert granted[2:6] == ["ahead-0", "ahead-1", "ahead-2", "ahead-3"]
+
+
+async def test_a_wait_asked_ahead_joins_the_due_in_its_turn_once_its_time_has_come() -> None:
+    slots = WeightedSlots(1)
+    await slots.reserve(flow("x"))
+    granted: list[str] = []
+    loop = asyncio.get_running_loop()
+
+    async def due(name: str) -> None:
+        await slots.reserve(flow("x"))
+        granted.append(name)
+
+    async def asked_ahead(name: str) -> None:
+        with await reserved_ahead(slots, flow("x"), loop.time() + 0.05):
+            granted.append(name)
+            await asyncio.sleep(0)
+
+    first = asyncio.create_task(due("due-first"))
+    ahead = asyncio.create_task(asked_ahead("ahead"))
+    await asyncio.sleep(0.1)  # the run's time has come: it waits among the due now
+    later = asyncio.create_task(due("due-later"))
+    await asyncio.sleep(0)
+    slots.release()
+    await asyncio.wait_for(first, 5)
+    slots.release()
+    await asyncio.wait_for(ahead, 5)  # gives its place back on leaving
+    await asyncio.wait_for(later, 5)
+    assert granted == ["due-first", "ahead", "due-later"]
 
 
 async def test_freed_slots_go_to_teams_in_turn_so_a_small_team_passes_a_big_backlog() -> None:

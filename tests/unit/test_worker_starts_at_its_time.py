@@ -34,10 +34,11 @@ class _Scheduler:
 
 
 async def _asked(
-    at_its_time: bool, permits_free: bool = True
+    at_its_time: bool, permits_free: bool = True, freed_after: float | None = None
 ) -> tuple[list[tuple[bool, float, int]], float]:
     """The starts asked for one run due ``LEAD`` s from now, and when it was due
-    (``permits_free``: else every early permit is held by other runs as it comes)."""
+    (``permits_free``: else every early permit is held by other runs as it comes, one given
+    back after ``freed_after`` s if set)."""
     scheduler = _Scheduler()
     executor = offline_executor(scheduler, early=10)
     early = executor._early
@@ -45,6 +46,8 @@ async def _asked(
         pass
     held = early._taken
     scheduler.permits_taken = lambda: early._taken - held
+    if freed_after is not None:
+        asyncio.get_running_loop().call_later(freed_after, early.release)
     now = Timestamp()
     now.GetCurrentTime()
     executor._clock.observe(now)  # the server's time known: this host's
@@ -76,3 +79,11 @@ async def test_a_run_that_finds_every_early_permit_taken_is_asked_for_once_at_it
     assert not early
     assert when >= due
     assert permits == 0
+
+
+async def test_an_early_permit_given_back_meanwhile_still_starts_that_run_ahead() -> None:
+    asked, due = await _asked(at_its_time=False, permits_free=False, freed_after=0.05)
+    ((early, when, permits),) = asked
+    assert early
+    assert when < due
+    assert permits == 0  # the permit given back, taken by this run: the count is as before

@@ -29,6 +29,8 @@ from datetime import timedelta
 
 # The rate counted on is at least this many times the steady flow claimed a second.
 STEADY_HEADROOM = 1.25
+# The seconds gone by whose median bounds the steady flow, once they have all been seen.
+PAST_SECONDS = 50
 
 
 def herd_lookahead(
@@ -61,20 +63,32 @@ class SteadyFlow:
     """The runs a scheduler claimed, counted by the whole second (Unix time) of their effective
     time. ``per_second`` is the median count of the seconds just ahead, all of them claimed
     already (they lie within the base look-ahead): known from the first pass, and a herd's
-    second among them does not count."""
+    second among them does not count. Once ``past`` seconds have gone by since the first, it
+    is at most the median of those gone by too: a herd due over several of the few seconds
+    ahead does not count as a flow either."""
 
-    def __init__(self) -> None:
+    def __init__(self, past: int = PAST_SECONDS) -> None:
+        self._past = past
         self._counts: dict[int, int] = {}
+        self._since: int | None = None
 
     def add(self, by_second: Mapping[int, int]) -> None:
         for second, count in by_second.items():
             self._counts[second] = self._counts.get(second, 0) + count
+        if by_second and self._since is None:
+            self._since = min(by_second)
 
     def per_second(self, now: int, ahead: int) -> float:
-        """The median runs a second due in ``(now, now + ahead]``; counts gone by are dropped."""
-        for second in [s for s in self._counts if s <= now]:
+        """The median runs a second due in ``(now, now + ahead]``, and at most that of the
+        ``past`` seconds up to ``now`` once they have all been seen; older counts are dropped."""
+        for second in [s for s in self._counts if s <= now - self._past]:
             del self._counts[second]
         if ahead < 1:
             return 0.0
-        seconds = range(now + 1, now + ahead + 1)
+        flow = self._median(range(now + 1, now + ahead + 1))
+        if self._since is not None and now - self._since >= self._past:
+            flow = min(flow, self._median(range(now - self._past + 1, now + 1)))
+        return flow
+
+    def _median(self, seconds: range) -> float:
         return float(statistics.median(self._counts.get(s, 0) for s in seconds))

@@ -73,6 +73,7 @@ class Claimer:
         self.lookahead = settings.claim_lookahead
         self._sized_at = -LOOKAHEAD_EVERY
         # The runs claimed by their effective second, the steady flow the sizing allows for.
+        self._sizing = settings.claim_horizon > settings.claim_lookahead
         self._steady = SteadyFlow()
 
     def _still_owner(self, tokens: Mapping[int, FencingToken]) -> Callable[[], bool]:
@@ -135,7 +136,8 @@ class Claimer:
                     ahead=self.lookahead,
                 )
                 claimed += result.runs
-                self._steady.add(result.due_seconds)
+                if self._sizing:
+                    self._steady.add(result.due_seconds)
                 more = result.full
                 if not more:
                     break
@@ -148,7 +150,7 @@ class Claimer:
         """Grows the look-ahead past its base as far as what is due needs (at most once per
         ``LOOKAHEAD_EVERY``), or lets it shrink back."""
         settings = self._settings
-        if settings.claim_horizon <= settings.claim_lookahead:
+        if not self._sizing:
             return
         if time.monotonic() - self._sized_at < LOOKAHEAD_EVERY:
             return

@@ -11,9 +11,9 @@ until its call ends, asks for its attempt under a start permit (a start asked ah
 only when no start whose time has come waits), is answered, and its attempt is run. The place
 is an execution slot, waited for in fair order, or for a start ahead an early permit, taken
 without waiting (``Permits``: bounded apart from the slots, which go to runs whose time has
-come, with a reserve for the teams holding few; a run that finds every one taken is held until
-its time like any other). Each place is a ``Reservation`` at its limit (``herd.slots``), given
-back once.
+come, with a reserve for the teams holding few; a run that finds every one taken asks nothing
+and tries again a little later, until its time). Each place is a ``Reservation`` at its limit
+(``herd.slots``), given back once.
 
 Stopping starts nothing more: messages held until their time or waiting for a slot end
 unanswered (their offsets stay uncommitted, so another worker gets them), and an attempt whose
@@ -40,7 +40,14 @@ from duetime_worker.attempt.runner import Runner
 from duetime_worker.attempt.server_clock import ServerClock
 from duetime_worker.attempt.starts import StartCalls, Unanswered
 from duetime_worker.herd.knobs import EARLY_AHEAD
-from duetime_worker.herd.slots import Flow, Permits, Reservation, SlotsClosed, WeightedSlots
+from duetime_worker.herd.slots import (
+    Flow,
+    Permits,
+    Reservation,
+    SlotsClosed,
+    WeightedSlots,
+    reserved_ahead,
+)
 from duetime_worker.intake.dispatch import Dispatch
 from duetime_worker.shielding import despite_cancellation
 from duetime_worker.targets.container.launcher import Launcher
@@ -51,6 +58,11 @@ MAX_EARLY_WAIT = 60.0
 # repeat (up to the cap): a clock estimate gone wrong costs a few round trips, not a flood.
 FIRST_EARLY_RETRY = 0.001
 MAX_EARLY_RETRY = 0.5
+# A run that found every early permit taken tries again after this long, doubling up to the
+# cap, until its time: a permit freed meanwhile still starts it ahead, at a few wake-ups a
+# second for thousands of such runs.
+FIRST_PERMIT_RETRY = 0.1
+MAX_PERMIT_RETRY = 2.0
 
 
 class Starter:
@@ -88,6 +100,7 @@ class Starter:
         ):
             not_before, least = dispatch.not_before, 0.0
             early_retries = DoublingBackoff(FIRST_EARLY_RETRY, MAX_EARLY_RETRY)
+            permit_retries = DoublingBackoff(FIRST_PERMIT_RETRY, MAX_PERMIT_RETRY)
             early = self._early.limit > 0 and not dispatch.container and not dispatch.at_its_time
             while True:
                 # Held until its time (by the server's clock, as estimated) without a slot, or
@@ -99,10 +112,11 @@ class Starter:
                 before = self._clock.seconds_until_ns(not_before) > 0
                 ahead = early and before and self._early.try_reserve(dispatch.flow)
                 if early and before and not ahead:
-                    # Every early permit taken: held until its time, asking nothing before it.
-                    # A start asked now would only be refused TOO_EARLY, a round trip in the
-                    # way of the starts of the runs whose time has come.
-                    early = False
+                    # Every early permit taken: nothing asked now (a start would be refused
+                    # TOO_EARLY, a round trip in the way of the runs whose time has come); a
+                    # permit is tried for again a little later, until the run's time.
+                    until = self._clock.seconds_until_ns(not_before)
+                    least = min(permit_retries.next(), until)
                     continue
                 try:
                     if ahead:
@@ -166,7 +180,7 @@ class Starter:
         under a start permit, the message answered, the attempt run (or handed back unrun when
         stopping). TooEarly and Unanswered go to the caller, the message unanswered."""
         try:
-            with await self._starting.reserved(dispatch.flow, ahead=ahead_of is not None):
+            with await self._start_permit(dispatch.flow, ahead_of):
                 started = await self._start_seen_through(dispatch, delivery_id, ahead_of)
         except StartRefused:
             answered()
@@ -176,6 +190,14 @@ class Starter:
             await self._runner.hand_back_unrun(started)
             return
         await self._runner.run(started, place.release, reservation, dispatch.flow)
+
+    async def _start_permit(self, flow: Flow, ahead_of: int | None) -> Reservation:
+        """A start permit; for a start asked ahead, behind every start whose time has come
+        until its own has."""
+        if ahead_of is None:
+            return await self._starting.reserved(flow)
+        due = asyncio.get_running_loop().time() + self._clock.seconds_until_ns(ahead_of)
+        return await reserved_ahead(self._starting, flow, due)
 
     async def _reserve(self, flow: Flow) -> Reservation:
         """The launcher's permit for a container target; Unanswered when stopping meanwhile."""

@@ -44,6 +44,7 @@ __all__ = [
     "SlotsClosed",
     "TurnOrder",
     "WeightedSlots",
+    "reserved_ahead",
 ]
 
 
@@ -89,6 +90,15 @@ class Limit(ABC):
         """``reserve``, the place held as a ``Reservation``."""
         await self.reserve(flow, deadline, ahead=ahead)
         return Reservation(self, flow)
+
+
+async def reserved_ahead(slots: WeightedSlots, flow: Flow, due: float) -> Reservation:
+    """A place for a run asked for ahead of its time ``due`` (the loop's clock): behind every
+    wait that is not ahead until then, and among them, in its turn, once its time has come."""
+    try:
+        return await slots.reserved(flow, due, ahead=True)
+    except TimeoutError:
+        return await slots.reserved(flow)
 
 
 class Reservation:
