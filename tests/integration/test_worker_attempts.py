@@ -347,19 +347,21 @@ class EarlySlackNoted(AttemptCalls):
         return await super().start(request, slack)
 
 
-async def test_a_start_ahead_waits_for_company_unless_other_starts_wait_for_permits(
+async def test_a_start_ahead_waits_for_company_unless_no_permit_is_left_for_company(
     env: Env,
 ) -> None:
-    # One start permit: while the first start asked ahead holds it, the other two wait for it.
-    # The next one to get it is hurried (the last still waits behind it); the last is patient.
+    # Two start permits. The first start asked ahead leaves one free: it waits for company
+    # (and is held until ``deliver``). The next takes the last: nobody can join it, so it goes
+    # at once, and so does the one after, which waits for a permit and gets the last again.
+    # Once they are done, a start alone with both permits free waits for company again.
     effective = await env.w.now() + timedelta(seconds=5)
     runs = [
         await env.w.queue_scheduled_run(
             (await job_calling(env, f"/c{i}", Behaviour())).job_id, effective
         )
-        for i in range(3)
+        for i in range(4)
     ]
-    executor, calls = executor_with(env, EarlySlackNoted, early=10, starting=1)
+    executor, calls = executor_with(env, EarlySlackNoted, early=10, starting=2)
     # The first run alone: its TOO_EARLY answer sets the executor's server clock, so the
     # others ask ahead at once.
     processing = [
@@ -368,17 +370,22 @@ async def test_a_start_ahead_waits_for_company_unless_other_starts_wait_for_perm
     await eventually(lambda: len(calls.slacks) == 1, 10, "the first start ahead asked")
     processing += [
         asyncio.create_task(executor.process(due_at(r, effective), f"d-{i}", Answer()))
-        for i, r in enumerate(runs[1:], 1)
+        for i, r in enumerate(runs[1:3], 1)
     ]
-    # The permit's queue is the executor's own: seen through its private slots.
-    await eventually(lambda: executor._starting.waiting == 2, 10, "two wait for it")
+    await eventually(lambda: len(calls.slacks) == 3, 10, "the next two asked")
     calls.deliver.set()
+    # Their starts answered (their calls wait for their time), both permits are free.
+    await eventually(lambda: executor._starting._free == 2, 10, "the permits given back")
+    processing.append(
+        asyncio.create_task(executor.process(due_at(runs[3], effective), "d-3", Answer()))
+    )
     await asyncio.wait_for(asyncio.gather(*processing), 30)
-    first, hurried, last = calls.slacks
-    assert hurried == 0
+    first, took_the_last, waited_for_it, alone = calls.slacks
     assert first > 1
-    assert last > 1
-    assert len(env.target.calls) == 3
+    assert took_the_last == 0
+    assert waited_for_it == 0
+    assert alone > 1
+    assert len(env.target.calls) == 4
 
 
 async def test_a_job_paused_before_a_call_started_ahead_is_not_called(env: Env) -> None:
