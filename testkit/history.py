@@ -19,10 +19,15 @@ WITH j AS (SELECT job_id, team_id, partition, (row_number() OVER (ORDER BY job_i
      s AS (SELECT i, $2::timestamptz + make_interval(secs => i::float8 * $3) AS nominal,
                   CASE WHEN i % 200 = 7 THEN 'DEAD_LETTERED' WHEN i % 100 = 3 THEN 'MISSED'
                        ELSE 'SUCCEEDED' END AS state
-           FROM generate_series(0, $4 - 1) AS i)
+           FROM generate_series(0, $4 - 1) AS i),
+     -- The token the scheduled runs were claimed under (schema 30).
+     tok AS (INSERT INTO claim_tokens (partition, epoch, revision, holder)
+             VALUES (0, 1, 42, 'scheduler-1')
+             ON CONFLICT (partition, epoch, revision) DO UPDATE SET holder = excluded.holder
+             RETURNING token_id)
 INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time, origin,
                   state, reason, reason_detail, attempt, attempt_limit, first_start_time,
-                  trace_context, job_version, claimed_by, claim_epoch, claim_revision,
+                  trace_context, job_version, claim_token_id,
                   create_time, update_time, attempt_worker_id, attempt_start_time,
                   attempt_lease_expire_time, attempt_deadline, attempt_end_time,
                   attempt_outcome, attempt_error, attempt_cancel_reason,
@@ -36,7 +41,7 @@ SELECT t.run_id, j.job_id, j.team_id, j.partition, s.nominal, s.nominal,
        n.attempt, 3, n.first_start,
        -- Its traceparent's 25 bytes (schema 28: tracecontext.stored_trace).
        CASE WHEN t.trace_id <> '' THEN decode(t.trace_id || t.span || '01', 'hex') END,
-       1, 'scheduler-1', 1, 42,
+       1, CASE WHEN s.i % 50 <> 0 THEN (SELECT token_id FROM tok) END,
        s.nominal - interval '10 seconds',
        s.nominal + interval '130 milliseconds',
        -- The latest attempt, in the run's row (schema 27), as _ATTEMPTS makes the others.

@@ -101,7 +101,10 @@ async def test_quota_held_runs_are_released_by_the_next_owner_after_a_kill(
             await eventually(run_what_is_queued, TTL_SECONDS + 30, "every held run released")
         finally:
             await channel.close()
-    rows = await pool.fetch("SELECT state, claimed_by, eligible_time, effective_time FROM runs")
+    rows = await pool.fetch(
+        "SELECT r.state, c.claimed_by, r.eligible_time, r.effective_time "
+        "FROM runs r JOIN run_claims c USING (run_id, nominal_time)"
+    )
     assert {(r["state"], r["claimed_by"]) for r in rows} == {("SUCCEEDED", "s1")}
     released = [r for r in rows if r["eligible_time"] is not None]
     assert len(released) == RUNS - LIMIT

@@ -34,7 +34,9 @@ async def all_owned_by(prefix: str, ids: set[str]) -> bool:
 
 
 async def runs_claimed_by(pool: asyncpg.Pool[asyncpg.Record], scheduler_id: str) -> int:
-    return int(await pool.fetchval("SELECT count(*) FROM runs WHERE claimed_by = $1", scheduler_id))
+    return int(
+        await pool.fetchval("SELECT count(*) FROM run_claims WHERE claimed_by = $1", scheduler_id)
+    )
 
 
 @pytest.mark.timeout(180)
@@ -106,7 +108,7 @@ async def test_a_frozen_scheduler_cannot_commit_after_it_wakes(
     # Whatever a committed after it froze, it committed under a token newer than any it held
     # before: none of its stale claims went through.
     stale = await pool.fetchval(
-        "SELECT count(*) FROM runs WHERE claimed_by = 'a' AND create_time > $1 "
+        "SELECT count(*) FROM run_claims WHERE claimed_by = 'a' AND create_time > $1 "
         "AND claim_revision <= $2",
         frozen_at,
         stale_revision,
@@ -129,7 +131,7 @@ async def _claimed_in(
     pool: asyncpg.Pool[asyncpg.Record], scheduler_id: str, partitions: list[int], after: object
 ) -> bool:
     found = await pool.fetchval(
-        "SELECT count(*) FROM runs "
+        "SELECT count(*) FROM run_claims "
         "WHERE claimed_by = $1 AND partition = ANY($2) AND create_time > $3",
         scheduler_id,
         partitions,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -131,6 +132,7 @@ async def test_a_week_past_hot_retention_is_archived_verified_and_dropped(
         runs, attempts = await in_tables(
             conn, week, f'"{partition(week)}"', f'"attempts_{week:%Y%m%d}"'
         )
+        claims = await week_claims(conn, week)
         result = await archive_pass(conn, settings)
         assert week_of(result, week) == Outcome.ARCHIVED
         assert not result.failures
@@ -155,6 +157,26 @@ async def test_a_week_past_hot_retention_is_archived_verified_and_dropped(
     )
     table = archived_table(s3, settings, object_key(week), runs, attempts)
     assert set(table["job_id"].to_pylist()) == {str(j) for j in jobs}
+    # Each run's claim proof as its token holds it (schema 30), or '' and 0 for a trigger.
+    archived = Counter(
+        zip(
+            *(table[c].to_pylist() for c in ("claimed_by", "claim_epoch", "claim_revision")),
+            strict=True,
+        )
+    )
+    assert archived == claims
+    assert ("scheduler-1", 1, 42) in archived
+    assert ("", 0, 0) in archived
+
+
+async def week_claims(conn: Conn, week: datetime) -> Counter[tuple[str, int, int]]:
+    rows = await conn.fetch(
+        "SELECT claimed_by, claim_epoch, claim_revision FROM run_claims "
+        "WHERE nominal_time >= $1 AND nominal_time < $2",
+        week,
+        week + timedelta(days=7),
+    )
+    return Counter((r["claimed_by"], r["claim_epoch"], r["claim_revision"]) for r in rows)
 
 
 async def in_tables(

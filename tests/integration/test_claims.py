@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import asyncpg
 import pytest
@@ -12,7 +12,7 @@ import pytest
 from duetime.events.v1 import events_pb2
 from duetime_core.lookahead import herd_lookahead
 from duetime_infra.pg.dispatch.claims import ClaimAbandoned, claim_batch, due_by_second
-from duetime_infra.pg.fencing import FencingLost, FencingToken, fence
+from duetime_infra.pg.fencing import FencingLost, FencingToken, fence, record_tokens
 from duetime_infra.pg.sql import q
 from testkit.jobs import create_jobs, cron_job, interval_job, shift_clock
 
@@ -232,3 +232,76 @@ async def test_a_claim_does_not_skip_a_job_whose_run_is_starting(
         # The job's lock as a start or report of one of its runs holds it.
         await conn.fetchrow(q("attempt_job_lock"), job.job_id)
         assert await asyncio.wait_for(claim_all(pool), 10) == 1
+
+
+async def test_a_run_claimed_under_a_recorded_token_keeps_only_its_id(
+    pool: asyncpg.Pool[asyncpg.Record],
+) -> None:
+    await create_jobs(pool, [interval_job(60) for _ in range(20)])
+    await shift_clock(pool, timedelta(seconds=57))
+    recorded = {p: t for p, t in ALL.items() if p % 2 == 0}
+    async with pool.acquire() as conn, conn.transaction():
+        await record_tokens(conn, recorded.values(), "scheduler-a")
+    assert await claim_all(pool) == 20
+    rows = await pool.fetch(
+        "SELECT r.partition, r.claim_token_id, r.claimed_by AS own_by, r.claim_epoch AS own_epoch,"
+        " r.claim_revision AS own_revision, c.claimed_by, c.claim_epoch, c.claim_revision "
+        "FROM runs r JOIN run_claims c USING (run_id, nominal_time)"
+    )
+    for row in rows:
+        if row["partition"] in recorded:
+            # Schema 30: the proof is the token's id; the run's own columns hold nothing.
+            assert row["claim_token_id"] is not None
+            assert (row["own_by"], row["own_epoch"], row["own_revision"]) == (None, None, None)
+            assert row["claimed_by"] == "scheduler-a"
+        else:
+            # A token not recorded: the run keeps the proof itself.
+            assert row["claim_token_id"] is None
+            assert (row["own_epoch"], row["own_revision"]) == (0, 10)
+            assert row["claimed_by"] == ""
+        assert (row["claim_epoch"], row["claim_revision"]) == (0, 10)
+
+
+async def raised(
+    pool: asyncpg.Pool[asyncpg.Record], tokens: list[tuple[int, int, str, datetime | None]]
+) -> None:
+    """Tokens of epoch 0 as (partition, revision, holder, raised at: now if None)."""
+    await pool.executemany(
+        "INSERT INTO claim_tokens (partition, epoch, revision, holder, raise_time) "
+        "VALUES ($1, 0, $2, $3, coalesce($4, duetime_now()))",
+        tokens,
+    )
+
+
+async def test_a_token_is_pruned_only_once_no_kept_run_can_have_been_claimed_under_it(
+    pool: asyncpg.Pool[asyncpg.Record],
+) -> None:
+    await pool.execute("SELECT duetime_maintain_partitions()")
+    oldest_week = await pool.fetchval(
+        "SELECT min(substring(pg_get_expr(c.relpartbound, c.oid) FROM 'FROM \\(''([^'']+)''\\)')"
+        "::timestamptz) FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+        "WHERE i.inhparent = 'runs'::regclass AND c.relname <> 'runs_default'"
+    )
+    long_before = oldest_week - timedelta(days=3)
+    # Partition 1: replaced long before the oldest kept week, then again just now.
+    # Partition 2: replaced only after the oldest week began; its runs may be kept.
+    tokens = [(1, 1, "a", long_before), (1, 2, "b", long_before), (1, 3, "c", None),
+              (2, 1, "a", long_before), (2, 2, "b", oldest_week)]  # fmt: skip
+    await raised(pool, tokens)
+    assert await pool.fetchval("SELECT duetime_prune_claim_tokens()") == 1
+    kept = {(r["partition"], r["revision"]) for r in await pool.fetch("SELECT * FROM claim_tokens")}
+    # Only a's token of partition 1: b's replaced it before any kept run was made.
+    assert kept == {(1, 2), (1, 3), (2, 1), (2, 2)}
+    # A run in the default partition made long before keeps every token since then.
+    await pool.execute("DELETE FROM claim_tokens")
+    await raised(pool, tokens)
+    (job,) = await create_jobs(pool, [interval_job(60)])
+    await pool.execute(
+        "INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time, "
+        "origin, state, attempt_limit, job_version, create_time) "
+        "VALUES (gen_random_uuid(), $1, 'team-a', 1, $2, $2, 'SCHEDULE', 'QUEUED', 3, 1, $3)",
+        job.job_id,
+        long_before - timedelta(days=30),
+        long_before - timedelta(days=1),
+    )
+    assert await pool.fetchval("SELECT duetime_prune_claim_tokens()") == 0

@@ -4,10 +4,11 @@ jobs as they come due.
 Polls every ``claim_poll_interval`` with a look-ahead (default 10 s) so the runs of the :00 spike
 are queued before their second arrives, grown for a herd as far as its size needs (up to
 ``claim_horizon``: ``duetime_core.lookahead``, measured once a second), and wakes at once when
-partitions are gained. A newly
-owned partition's fencing token is raised in the store before its first claim. Each pass first
-releases held runs and due retries (older work first, within the teams' quotas and the
-dispatch credit), then claims, then the owner's other duties (expired leases, maintenance).
+partitions are gained. A newly owned partition's fencing token is raised in the store before
+its first claim, and recorded with this scheduler's id: its runs refer to it as their claim
+proof. Each pass first releases held runs and due retries (older work first, within the teams'
+quotas and the dispatch credit), then claims, then the owner's other duties (expired leases,
+maintenance).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from duetime_infra.pg.dispatch.admission import DispatchCredit
 from duetime_infra.pg.dispatch.claims import ClaimAbandoned, claim_batch, due_by_second
 from duetime_infra.pg.dispatch.dispatcher import release_held_runs, requeue_due_retries
 from duetime_infra.pg.dispatch.spec_cache import SpecCache
-from duetime_infra.pg.fencing import FencingLost, FencingToken, fence
+from duetime_infra.pg.fencing import FencingLost, FencingToken, fence, record_tokens
 from duetime_infra.pg.pool import Conn
 from duetime_scheduler.config import Settings
 
@@ -93,6 +94,7 @@ class Claimer:
         while new:
             try:
                 async with self._pool.acquire() as conn, conn.transaction():
+                    await record_tokens(conn, new, self._settings.scheduler_id)
                     await fence(conn, new, operation="raise_token")
             except FencingLost as lost:
                 # A newer owner already wrote a higher token: leave those partitions alone and

@@ -27,20 +27,27 @@ def _table(name: str) -> str:
     return f'"{name}"'
 
 
-# Columns read from another: a run's trace id from its trace context, which holds it: its
+# Columns read from others: a run's trace id from its trace context, which holds it: its
 # first 16 bytes (schema 28, tracecontext.stored_trace), or its traceparent's text
-# (tracecontext.trace_id_of).
+# (tracecontext.trace_id_of); its claim proof from its token (schema 30, claim_tokens) or, as
+# claimed before, its own columns ('' and 0 for a run no scheduler claimed).
 _DERIVED = {
-    "trace_id": "CASE WHEN trace_context IS NOT NULL "
-    "THEN encode(substring(trace_context FROM 1 FOR 16), 'hex') "
-    "WHEN traceparent ~ '^[0-9a-f]{2}-[0-9a-f]{32}-' "
-    "THEN substring(traceparent FROM 4 FOR 32) ELSE '' END AS trace_id"
+    "trace_id": "CASE WHEN r.trace_context IS NOT NULL "
+    "THEN encode(substring(r.trace_context FROM 1 FOR 16), 'hex') "
+    "WHEN r.traceparent ~ '^[0-9a-f]{2}-[0-9a-f]{32}-' "
+    "THEN substring(r.traceparent FROM 4 FOR 32) ELSE '' END AS trace_id",
+    "claimed_by": "coalesce(r.claimed_by, t.holder, '') AS claimed_by",
+    "claim_epoch": "coalesce(r.claim_epoch, t.epoch, 0) AS claim_epoch",
+    "claim_revision": "coalesce(r.claim_revision, t.revision, 0) AS claim_revision",
 }
 
 
 def runs_query(runs_table: str) -> str:
-    columns = ", ".join(_DERIVED.get(f.name, f.name) for f in RUN_FIELDS)
-    return f"SELECT {columns} FROM {_table(runs_table)}"
+    columns = ", ".join(_DERIVED.get(f.name, f"r.{f.name}") for f in RUN_FIELDS)
+    return (
+        f"SELECT {columns} FROM {_table(runs_table)} r "
+        "LEFT JOIN claim_tokens t ON t.token_id = r.claim_token_id"
+    )
 
 
 def _latest(name: str) -> str:

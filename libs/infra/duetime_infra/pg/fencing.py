@@ -47,6 +47,19 @@ async def fence(conn: Conn, tokens: Iterable[FencingToken], *, operation: str = 
         raise FencingLost(lost)
 
 
+async def record_tokens(conn: Conn, tokens: Iterable[FencingToken], holder: str) -> None:
+    """Records the tokens ``holder`` raises in this transaction (before ``fence``): the claim
+    proof its runs refer to by id. Rolled back with the raise if a newer owner holds one."""
+    listed = list(tokens)
+    await conn.execute(
+        q("record_claim_tokens"),
+        [t.partition for t in listed],
+        [t.epoch for t in listed],
+        [t.revision for t in listed],
+        holder,
+    )
+
+
 async def _fenced(conn: Conn, query: str, tokens: Iterable[FencingToken]) -> set[int]:
     listed = list(tokens)
     rows = await conn.fetch(

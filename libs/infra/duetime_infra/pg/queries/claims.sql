@@ -45,15 +45,19 @@ GROUP BY 1;
 
 -- name: claim_insert_runs
 -- Queued runs, the WAITING runs their quota or the dispatch credit held back, and records of
--- occurrences that will not run (MISSED, SKIPPED).
+-- occurrences that will not run (MISSED, SKIPPED). Each run's claim proof is its token's id
+-- (claim_tokens, recorded as the token was raised: record_claim_tokens); only were a token not
+-- recorded would the run keep the claimer's id ($15) and the token itself.
 INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time, origin,
                   state, reason, reason_detail, attempt_limit, range_end_time,
                   occurrence_count, traceparent, trace_context, job_version, priority,
-                  claimed_by, claim_epoch, claim_revision, quota_limit)
+                  claim_token_id, claimed_by, claim_epoch, claim_revision, quota_limit)
 SELECT u.run_id, u.job_id, u.team_id, u.partition, u.nominal_time, u.effective_time,
        'SCHEDULE', u.state, u.reason, u.reason_detail, u.attempt_limit, u.range_end_time,
        u.occurrence_count, u.traceparent, u.trace_context, u.job_version, u.priority,
-       $15, u.claim_epoch, u.claim_revision, u.quota_limit
+       t.token_id, CASE WHEN t.token_id IS NULL THEN $15 END,
+       CASE WHEN t.token_id IS NULL THEN u.claim_epoch END,
+       CASE WHEN t.token_id IS NULL THEN u.claim_revision END, u.quota_limit
 FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::integer[], $5::timestamptz[],
             $6::timestamptz[], $7::text[], $8::text[], $9::integer[], $10::timestamptz[],
             $11::integer[], $12::text[], $13::bigint[], $14::text[],
@@ -61,6 +65,8 @@ FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::integer[], $5::timestamptz[]
      AS u(run_id, job_id, team_id, partition, nominal_time, effective_time, state, reason,
           attempt_limit, range_end_time, occurrence_count, traceparent, job_version,
           priority, claim_epoch, claim_revision, quota_limit, reason_detail, trace_context)
+LEFT JOIN claim_tokens t
+  ON (t.partition, t.epoch, t.revision) = (u.partition, u.claim_epoch, u.claim_revision)
 ON CONFLICT (job_id, nominal_time, origin) DO NOTHING
 RETURNING run_id;
 

@@ -17,3 +17,10 @@ SET epoch = u.epoch, revision = u.revision, update_time = (SELECT duetime_now())
 FROM unnest($1::integer[], $2::bigint[], $3::bigint[]) AS u(partition, epoch, revision)
 WHERE t.partition = u.partition AND (t.epoch, t.revision) <= (u.epoch, u.revision)
 RETURNING t.partition;
+
+-- name: record_claim_tokens
+-- Each token a new owner raises, once, with its holder: the claim proof its runs refer to.
+INSERT INTO claim_tokens (partition, epoch, revision, holder)
+SELECT u.partition, u.epoch, u.revision, $4
+FROM unnest($1::integer[], $2::bigint[], $3::bigint[]) AS u(partition, epoch, revision)
+ON CONFLICT (partition, epoch, revision) DO NOTHING;

@@ -4,6 +4,10 @@
 SET LOCAL statement_timeout = 0;
 SELECT duetime_maintain_partitions();
 
+-- name: claim_tokens_prune
+-- The partition tokens no kept run was claimed under (duetime_prune_claim_tokens).
+SELECT duetime_prune_claim_tokens();
+
 -- name: worker_beats_prune
 -- A worker's beat record (and a worker process's) counts only for its open early attempts whose
 -- call window opened at or before it: older than every open attempt's window, it proves and
