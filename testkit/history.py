@@ -27,8 +27,8 @@ WITH j AS (SELECT job_id, team_id, partition, (row_number() OVER (ORDER BY job_i
              RETURNING token_id)
 INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time, origin,
                   state, reason, reason_detail, attempt, attempt_limit, first_start_time,
-                  trace_context, job_version, claim_token_id,
-                  create_time, update_time, attempt_worker_id, attempt_start_time,
+                  trace_context, job_version, claim_token_id, claimed_by, claim_epoch,
+                  claim_revision, create_time, update_time, attempt_worker_id, attempt_start_time,
                   attempt_lease_expire_time, attempt_deadline, attempt_end_time,
                   attempt_outcome, attempt_error, attempt_cancel_reason,
                   attempt_call_progress, attempt_early)
@@ -40,8 +40,12 @@ SELECT t.run_id, j.job_id, j.team_id, j.partition, s.nominal, s.nominal,
        CASE s.state WHEN 'DEAD_LETTERED' THEN 'HTTP 503 three times' ELSE '' END,
        n.attempt, 3, n.first_start,
        -- Its traceparent's 25 bytes (schema 28: tracecontext.stored_trace).
-       CASE WHEN t.trace_id <> '' THEN decode(t.trace_id || t.span || '01', 'hex') END,
-       1, CASE WHEN s.i % 50 <> 0 THEN (SELECT token_id FROM tok) END,
+       CASE WHEN t.trace_id <> '' THEN decode(t.trace_id || t.span || '01', 'hex') END, 1,
+       -- The claim's proof: a trigger's none, one run in 50 as claimed before schema 30.
+       CASE WHEN s.i % 50 NOT IN (0, 25) THEN (SELECT token_id FROM tok) END,
+       CASE s.i % 50 WHEN 0 THEN '' WHEN 25 THEN 'scheduler-0' END,
+       CASE s.i % 50 WHEN 0 THEN 0 WHEN 25 THEN 1 END,
+       CASE s.i % 50 WHEN 0 THEN 0 WHEN 25 THEN 41 END,
        s.nominal - interval '10 seconds',
        s.nominal + interval '130 milliseconds',
        -- The latest attempt, in the run's row (schema 27), as _ATTEMPTS makes the others.

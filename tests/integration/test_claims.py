@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections import Counter
 from datetime import datetime, timedelta
 
@@ -21,13 +22,23 @@ LOOKAHEAD = timedelta(seconds=5)
 
 
 async def claim_all(
-    pool: asyncpg.Pool[asyncpg.Record], tokens: dict[int, FencingToken] = ALL
+    pool: asyncpg.Pool[asyncpg.Record],
+    tokens: dict[int, FencingToken] = ALL,
+    *,
+    claimed_by: str = "",
+    token_ids: dict[int, int] | None = None,
 ) -> int:
     total = 0
     async with pool.acquire() as conn:
         while True:
             result = await claim_batch(
-                conn, tokens, lookahead=LOOKAHEAD, batch_size=20, still_owner=lambda: True
+                conn,
+                tokens,
+                lookahead=LOOKAHEAD,
+                batch_size=20,
+                still_owner=lambda: True,
+                claimed_by=claimed_by,
+                token_ids=token_ids,
             )
             total += result.runs
             if not result.full:
@@ -239,36 +250,78 @@ async def test_a_run_claimed_under_a_recorded_token_keeps_only_its_id(
 ) -> None:
     await create_jobs(pool, [interval_job(60) for _ in range(20)])
     await shift_clock(pool, timedelta(seconds=57))
-    recorded = {p: t for p, t in ALL.items() if p % 2 == 0}
     async with pool.acquire() as conn, conn.transaction():
-        await record_tokens(conn, recorded.values(), "scheduler-a")
-    assert await claim_all(pool) == 20
+        ids = await record_tokens(conn, [t for p, t in ALL.items() if p % 2 == 0], "sched-a")
+    assert len(ids) == 512
+    assert await claim_all(pool, claimed_by="sched-a", token_ids=ids) == 20
     rows = await pool.fetch(
         "SELECT r.partition, r.claim_token_id, r.claimed_by AS own_by, r.claim_epoch AS own_epoch,"
         " r.claim_revision AS own_revision, c.claimed_by, c.claim_epoch, c.claim_revision "
         "FROM runs r JOIN run_claims c USING (run_id, nominal_time)"
     )
+    assert {r["partition"] % 2 for r in rows} == {0, 1}
     for row in rows:
-        if row["partition"] in recorded:
+        if row["partition"] in ids:
             # Schema 30: the proof is the token's id; the run's own columns hold nothing.
-            assert row["claim_token_id"] is not None
+            assert row["claim_token_id"] == ids[row["partition"]]
             assert (row["own_by"], row["own_epoch"], row["own_revision"]) == (None, None, None)
-            assert row["claimed_by"] == "scheduler-a"
         else:
-            # A token not recorded: the run keeps the proof itself.
+            # A token the claimer did not record: the run keeps the proof itself.
             assert row["claim_token_id"] is None
-            assert (row["own_epoch"], row["own_revision"]) == (0, 10)
-            assert row["claimed_by"] == ""
-        assert (row["claim_epoch"], row["claim_revision"]) == (0, 10)
+            assert (row["own_by"], row["own_epoch"], row["own_revision"]) == ("sched-a", 0, 10)
+        assert (row["claimed_by"], row["claim_epoch"], row["claim_revision"]) == ("sched-a", 0, 10)
+
+
+async def test_a_run_due_over_an_hour_after_its_claim_keeps_its_own_proof(
+    pool: asyncpg.Pool[asyncpg.Record],
+) -> None:
+    # A DST gap's record may name an instant a schedule's period ahead: a token may be pruned
+    # before such a run's week is (duetime_prune_claim_tokens), so it keeps the old form.
+    (job,) = await create_jobs(pool, [interval_job(60)])
+    async with pool.acquire() as conn, conn.transaction():
+        ids = await record_tokens(conn, [ALL[3]], "sched-a")
+    now = await pool.fetchval("SELECT duetime_now()")
+    soon, later = now + timedelta(minutes=50), now + timedelta(minutes=70)
+    runs = [(uuid.uuid4(), soon), (uuid.uuid4(), later)]
+    count = len(runs)
+    await pool.execute(
+        q("claim_insert_runs"),
+        [r for r, _ in runs],
+        [job.job_id] * count,
+        ["team-a"] * count,
+        [3] * count,
+        [at for _, at in runs],
+        [at for _, at in runs],
+        ["SKIPPED"] * count,
+        ["DST_GAP"] * count,
+        [3] * count,
+        [None] * count,
+        [1] * count,
+        [""] * count,
+        [1] * count,
+        ["NORMAL"] * count,
+        "sched-a",
+        [0] * count,
+        [10] * count,
+        [""] * count,
+        [""] * count,
+        [None] * count,
+        [ids[3]] * count,
+    )
+    stored = {
+        r["nominal_time"]: (r["claim_token_id"], r["claimed_by"], r["claim_revision"])
+        for r in await pool.fetch("SELECT * FROM runs")
+    }
+    assert stored == {soon: (ids[3], None, None), later: (None, "sched-a", 10)}
 
 
 async def raised(
-    pool: asyncpg.Pool[asyncpg.Record], tokens: list[tuple[int, int, str, datetime | None]]
+    pool: asyncpg.Pool[asyncpg.Record], tokens: list[tuple[int, int, datetime | None]]
 ) -> None:
-    """Tokens of epoch 0 as (partition, revision, holder, raised at: now if None)."""
+    """Tokens of epoch 0 as (partition, revision, raised at: now if None), in that order."""
     await pool.executemany(
         "INSERT INTO claim_tokens (partition, epoch, revision, holder, raise_time) "
-        "VALUES ($1, 0, $2, $3, coalesce($4, duetime_now()))",
+        "VALUES ($1, 0, $2, 'sched-a', coalesce($3, duetime_now()))",
         tokens,
     )
 
@@ -283,15 +336,20 @@ async def test_a_token_is_pruned_only_once_no_kept_run_can_have_been_claimed_und
         "WHERE i.inhparent = 'runs'::regclass AND c.relname <> 'runs_default'"
     )
     long_before = oldest_week - timedelta(days=3)
-    # Partition 1: replaced long before the oldest kept week, then again just now.
-    # Partition 2: replaced only after the oldest week began; its runs may be kept.
-    tokens = [(1, 1, "a", long_before), (1, 2, "b", long_before), (1, 3, "c", None),
-              (2, 1, "a", long_before), (2, 2, "b", oldest_week)]  # fmt: skip
+    tokens = [
+        # Partition 1: replaced long before the oldest kept week, then again just now.
+        (1, 1, long_before), (1, 2, long_before), (1, 3, None),
+        # Partition 2: replaced half a day before the oldest week began: its runs could be
+        # within the day's margin.
+        (2, 1, long_before), (2, 2, oldest_week - timedelta(hours=12)),
+        # Partition 3: recorded out of order (a stale owner's record after its successor's):
+        # the token with the lower revision is the older, whatever its id.
+        (3, 7, long_before), (3, 6, long_before - timedelta(days=1)),
+    ]  # fmt: skip
     await raised(pool, tokens)
-    assert await pool.fetchval("SELECT duetime_prune_claim_tokens()") == 1
+    assert await pool.fetchval("SELECT duetime_prune_claim_tokens()") == 2
     kept = {(r["partition"], r["revision"]) for r in await pool.fetch("SELECT * FROM claim_tokens")}
-    # Only a's token of partition 1: b's replaced it before any kept run was made.
-    assert kept == {(1, 2), (1, 3), (2, 1), (2, 2)}
+    assert kept == {(1, 2), (1, 3), (2, 1), (2, 2), (3, 7)}
     # A run in the default partition made long before keeps every token since then.
     await pool.execute("DELETE FROM claim_tokens")
     await raised(pool, tokens)

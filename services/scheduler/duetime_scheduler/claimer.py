@@ -67,6 +67,8 @@ class Claimer:
         self._settings = settings
         self._owner_tasks = list(owner_tasks)
         self._fenced: dict[int, FencingToken] = {}
+        # The ids of the fenced tokens in claim_tokens: each run's claim proof.
+        self._token_ids: dict[int, int] = {}
         self._specs = specs or SpecCache()
         self.credit = DispatchCredit(settings.dispatch_credit, settings.claim_lookahead)
         self.claimed_runs = 0
@@ -90,11 +92,12 @@ class Claimer:
         """Raises the stored token of partitions gained since the last pass; returns the
         partitions safe to claim (those whose token is ours in the store)."""
         self._fenced = {p: t for p, t in self._fenced.items() if owned.get(p) == t}
+        self._token_ids = {p: i for p, i in self._token_ids.items() if p in self._fenced}
         new = [t for p, t in owned.items() if p not in self._fenced]
         while new:
             try:
                 async with self._pool.acquire() as conn, conn.transaction():
-                    await record_tokens(conn, new, self._settings.scheduler_id)
+                    ids = await record_tokens(conn, new, self._settings.scheduler_id)
                     await fence(conn, new, operation="raise_token")
             except FencingLost as lost:
                 # A newer owner already wrote a higher token: leave those partitions alone and
@@ -106,6 +109,7 @@ class Claimer:
                 new = [t for t in new if t.partition not in lost.partitions]
                 continue
             self._fenced.update({t.partition: t for t in new})
+            self._token_ids.update(ids)
             break
         return dict(self._fenced)
 
@@ -133,6 +137,7 @@ class Claimer:
                     batch_size=self._settings.claim_batch_size,
                     still_owner=still_owner,
                     claimed_by=self._settings.scheduler_id,
+                    token_ids=self._token_ids,
                     specs=self._specs,
                     credit=self.credit,
                     ahead=self.lookahead,

@@ -140,9 +140,10 @@ class PartitionMaintenance:
                 # Before maintenance runs: with the policy stored it drops no history.
                 await conn.execute(q("archive_policy_set"), self._archive.hot_retention)
             await conn.execute(q("maintain_partitions"))
-            await conn.execute(q("claim_tokens_prune"))
             await conn.execute(q("worker_beats_prune"))
             pruned = await prune_retired_keys(conn)
+        # Apart: maintenance may hold the runs table locked until its commit.
+        await pool.execute(q("claim_tokens_prune"))
         if pruned:
             log.info(
                 "retired signing keys deleted",

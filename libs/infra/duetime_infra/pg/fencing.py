@@ -47,17 +47,19 @@ async def fence(conn: Conn, tokens: Iterable[FencingToken], *, operation: str = 
         raise FencingLost(lost)
 
 
-async def record_tokens(conn: Conn, tokens: Iterable[FencingToken], holder: str) -> None:
+async def record_tokens(conn: Conn, tokens: Iterable[FencingToken], holder: str) -> dict[int, int]:
     """Records the tokens ``holder`` raises in this transaction (before ``fence``): the claim
-    proof its runs refer to by id. Rolled back with the raise if a newer owner holds one."""
+    proof its runs refer to. Returns each partition's token id; rolled back with the raise if a
+    newer owner holds one."""
     listed = list(tokens)
-    await conn.execute(
+    rows = await conn.fetch(
         q("record_claim_tokens"),
         [t.partition for t in listed],
         [t.epoch for t in listed],
         [t.revision for t in listed],
         holder,
     )
+    return {r["partition"]: r["token_id"] for r in rows}
 
 
 async def _fenced(conn: Conn, query: str, tokens: Iterable[FencingToken]) -> set[int]:

@@ -272,7 +272,9 @@ async def due_by_second(
     return now, [(r["second"], r["jobs"]) for r in rows]
 
 
-async def _insert_runs(conn: Conn, runs: list[NewRun], claimed_by: str) -> set[uuid.UUID]:
+async def _insert_runs(
+    conn: Conn, runs: list[NewRun], claimed_by: str, token_ids: Mapping[int, int]
+) -> set[uuid.UUID]:
     traces = [stored_trace(r.traceparent) for r in runs]
     inserted = await conn.fetch(
         q("claim_insert_runs"),
@@ -296,6 +298,7 @@ async def _insert_runs(conn: Conn, runs: list[NewRun], claimed_by: str) -> set[u
         [r.quota_limit for r in runs],
         [r.reason_detail for r in runs],
         [stored for stored, _ in traces],
+        [token_ids.get(r.partition) for r in runs],
     )
     return {r["run_id"] for r in inserted}
 
@@ -321,6 +324,7 @@ async def claim_batch(
     batch_size: int,
     still_owner: Callable[[], bool],
     claimed_by: str = "",
+    token_ids: Mapping[int, int] | None = None,
     specs: SpecCache | None = None,
     credit: DispatchCredit | None = None,
     ahead: timedelta | None = None,
@@ -328,7 +332,8 @@ async def claim_batch(
     """Claims up to ``batch_size`` due jobs of the partitions in ``tokens``, in one transaction.
     ``credit`` is the scheduler's dispatch credit (None: no bound; quotas still apply).
     ``ahead``: a look-ahead grown past ``lookahead`` for a herd (``duetime_core.lookahead``):
-    jobs due within it are claimed too, each for its pending run alone."""
+    jobs due within it are claimed too, each for its pending run alone. ``token_ids``: the ids
+    of the tokens ``claimed_by`` recorded (``record_tokens``), its runs' claim proof."""
     if not tokens:
         return ClaimResult(0, 0, 0, False)
     specs = specs or SpecCache(capacity=0)
@@ -344,7 +349,7 @@ async def claim_batch(
             job = decoded[row.job_id]
             _plan_job(row, job, tokens[row.partition], now, lookahead, batch, calendars)
         weights = await _admit(conn, batch.runs, now, credit, list(tokens))
-        inserted_ids = await _insert_runs(conn, batch.runs, claimed_by)
+        inserted_ids = await _insert_runs(conn, batch.runs, claimed_by, token_ids or {})
         await _advance_jobs(conn, batch.advances)
         outbox = _dispatches(batch.runs, inserted_ids, now, weights)
         await insert_outbox(conn, outbox)

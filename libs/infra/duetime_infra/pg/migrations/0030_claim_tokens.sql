@@ -4,14 +4,17 @@
 -- partition token's epoch and revision, 28 B of every run for a value that changes only when
 -- a partition changes hands. claim_tokens now records each token once, as a new owner raises
 -- it (with its holder), and a run claimed under it keeps its token_id: 8 B. The three old
--- columns become NULL (no bytes) for runs claimed from now on; run_claims reads either form.
+-- columns are NULL (no bytes) in the runs that hold one; run_claims reads either form.
 --
--- A token is pruned once no kept run can have been claimed under it: runs claimed under a
--- token are made before its successor is raised (fencing refuses the older owner's claims from
--- then on), so a token whose successor came before every kept run's making is not needed.
--- Expand only: an older build still writes the three columns and reads them. Its archive of a
--- week holding runs claimed by this build would fail and keep the week (nothing is dropped
--- unarchived); weeks are archived only past hot retention, after any rolling deploy is over.
+-- A claim stores the id only for a run due at most an hour after its making (claim_insert_runs;
+-- a DST gap's record may name an instant a schedule's period ahead and keeps the old form), so
+-- a week's runs that hold one were made at most an hour before the week began. A token is
+-- pruned once a later token of its partition (fencing raises them in (epoch, revision) order)
+-- was raised a day before any kept run was made: the runs claimed under a token are made
+-- before its successor is raised, give or take the successor's own transaction.
+-- Expand only: an older build still writes the three columns (they keep their defaults, which
+-- the api's runs take) and reads them. Its archive of a week holding runs claimed by this build
+-- would fail and keep the week (nothing is dropped unarchived) until this build archives it.
 
 CREATE TABLE claim_tokens (
     token_id    bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -27,11 +30,8 @@ CREATE TABLE claim_tokens (
 ALTER TABLE runs
     ADD COLUMN claim_token_id bigint,
     ALTER COLUMN claimed_by DROP NOT NULL,
-    ALTER COLUMN claimed_by DROP DEFAULT,
     ALTER COLUMN claim_epoch DROP NOT NULL,
-    ALTER COLUMN claim_epoch DROP DEFAULT,
-    ALTER COLUMN claim_revision DROP NOT NULL,
-    ALTER COLUMN claim_revision DROP DEFAULT;
+    ALTER COLUMN claim_revision DROP NOT NULL;
 
 -- Who claimed each run and under which token, whichever form its row holds ('' and 0 for a
 -- run no scheduler claimed: a trigger, a backfill).
@@ -42,9 +42,9 @@ SELECT r.run_id, r.nominal_time, r.partition, r.create_time, r.claim_token_id,
        coalesce(r.claim_revision, t.revision, 0) AS claim_revision
 FROM runs r LEFT JOIN claim_tokens t ON t.token_id = r.claim_token_id;
 
--- The tokens no kept run can refer to: each one whose partition had a later token raised
--- before the oldest making a kept run can have. A week's runs are made at most the claim
--- horizon (10 minutes at most) before the week begins; the default partition's by its rows.
+-- The tokens no kept run can refer to (see the top). The oldest making a kept run can have:
+-- an hour before the oldest week's partition begins, or its making for a run in the default
+-- partition; a day's margin before it.
 CREATE FUNCTION duetime_prune_claim_tokens() RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -52,14 +52,16 @@ DECLARE
     pruned integer;
 BEGIN
     SELECT min(substring(pg_get_expr(c.relpartbound, c.oid)
-                         FROM 'FROM \(''([^'']+)''\)')::timestamptz) - interval '1 day'
+                         FROM 'FROM \(''([^'']+)''\)')::timestamptz)
         INTO oldest
     FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
     WHERE i.inhparent = 'runs'::regclass AND c.relname <> 'runs_default';
-    oldest := least(oldest, (SELECT min(create_time) FROM runs_default), duetime_now());
+    oldest := least(oldest, (SELECT min(create_time) FROM runs_default), duetime_now())
+              - interval '1 day';
     DELETE FROM claim_tokens t
     WHERE EXISTS (SELECT 1 FROM claim_tokens n
-                  WHERE n.partition = t.partition AND n.token_id > t.token_id
+                  WHERE n.partition = t.partition
+                    AND (n.epoch, n.revision) > (t.epoch, t.revision)
                     AND n.raise_time < oldest);
     GET DIAGNOSTICS pruned = ROW_COUNT;
     RETURN pruned;

@@ -45,9 +45,11 @@ GROUP BY 1;
 
 -- name: claim_insert_runs
 -- Queued runs, the WAITING runs their quota or the dispatch credit held back, and records of
--- occurrences that will not run (MISSED, SKIPPED). Each run's claim proof is its token's id
--- (claim_tokens, recorded as the token was raised: record_claim_tokens); only were a token not
--- recorded would the run keep the claimer's id ($15) and the token itself.
+-- occurrences that will not run (MISSED, SKIPPED). A run's claim proof is the id of its
+-- partition's token in claim_tokens ($21, recorded as the claimer raised it), for a run due at
+-- most an hour after its making: duetime_prune_claim_tokens counts on that. Any other run (a
+-- DST gap's record, which may name an instant a schedule's period ahead; a token the claimer
+-- did not record) keeps the claimer's id ($15) and the token itself.
 INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time, origin,
                   state, reason, reason_detail, attempt_limit, range_end_time,
                   occurrence_count, traceparent, trace_context, job_version, priority,
@@ -55,18 +57,20 @@ INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_ti
 SELECT u.run_id, u.job_id, u.team_id, u.partition, u.nominal_time, u.effective_time,
        'SCHEDULE', u.state, u.reason, u.reason_detail, u.attempt_limit, u.range_end_time,
        u.occurrence_count, u.traceparent, u.trace_context, u.job_version, u.priority,
-       t.token_id, CASE WHEN t.token_id IS NULL THEN $15 END,
-       CASE WHEN t.token_id IS NULL THEN u.claim_epoch END,
-       CASE WHEN t.token_id IS NULL THEN u.claim_revision END, u.quota_limit
-FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::integer[], $5::timestamptz[],
-            $6::timestamptz[], $7::text[], $8::text[], $9::integer[], $10::timestamptz[],
-            $11::integer[], $12::text[], $13::bigint[], $14::text[],
-            $16::bigint[], $17::bigint[], $18::text[], $19::text[], $20::bytea[])
-     AS u(run_id, job_id, team_id, partition, nominal_time, effective_time, state, reason,
-          attempt_limit, range_end_time, occurrence_count, traceparent, job_version,
-          priority, claim_epoch, claim_revision, quota_limit, reason_detail, trace_context)
-LEFT JOIN claim_tokens t
-  ON (t.partition, t.epoch, t.revision) = (u.partition, u.claim_epoch, u.claim_revision)
+       u.token_id, CASE WHEN u.token_id IS NULL THEN $15 END,
+       CASE WHEN u.token_id IS NULL THEN u.claim_epoch END,
+       CASE WHEN u.token_id IS NULL THEN u.claim_revision END, u.quota_limit
+FROM (SELECT u.*, CASE WHEN u.nominal_time <= duetime_now() + interval '1 hour'
+                       THEN u.recorded_id END AS token_id
+      FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::integer[], $5::timestamptz[],
+                  $6::timestamptz[], $7::text[], $8::text[], $9::integer[], $10::timestamptz[],
+                  $11::integer[], $12::text[], $13::bigint[], $14::text[],
+                  $16::bigint[], $17::bigint[], $18::text[], $19::text[], $20::bytea[],
+                  $21::bigint[])
+           AS u(run_id, job_id, team_id, partition, nominal_time, effective_time, state,
+                reason, attempt_limit, range_end_time, occurrence_count, traceparent,
+                job_version, priority, claim_epoch, claim_revision, quota_limit,
+                reason_detail, trace_context, recorded_id)) u
 ON CONFLICT (job_id, nominal_time, origin) DO NOTHING
 RETURNING run_id;
 

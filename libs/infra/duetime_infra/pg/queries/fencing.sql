@@ -19,8 +19,10 @@ WHERE t.partition = u.partition AND (t.epoch, t.revision) <= (u.epoch, u.revisio
 RETURNING t.partition;
 
 -- name: record_claim_tokens
--- Each token a new owner raises, once, with its holder: the claim proof its runs refer to.
+-- Each token a new owner raises, once, with its holder: the claim proof its runs refer to by
+-- id. A token recorded already (raised again by its holder) keeps its row and id.
 INSERT INTO claim_tokens (partition, epoch, revision, holder)
 SELECT u.partition, u.epoch, u.revision, $4
 FROM unnest($1::integer[], $2::bigint[], $3::bigint[]) AS u(partition, epoch, revision)
-ON CONFLICT (partition, epoch, revision) DO NOTHING;
+ON CONFLICT (partition, epoch, revision) DO UPDATE SET holder = claim_tokens.holder
+RETURNING partition, token_id;

@@ -1,4 +1,5 @@
-"""The claimer sizes its look-ahead with the steady flow it claims (real PostgreSQL)."""
+"""The claim loop on real PostgreSQL: the proof it gives its runs, and the look-ahead it sizes
+with the steady flow it claims."""
 
 from __future__ import annotations
 
@@ -27,11 +28,12 @@ class OwnsEverything:
         return time.monotonic() + 60
 
 
-def claimer(pool: asyncpg.Pool[asyncpg.Record], dsn: str, rate: int) -> Claimer:
+def claimer(pool: asyncpg.Pool[asyncpg.Record], dsn: str, rate: int = 1000) -> Claimer:
     settings = Settings.from_env(
         {
             **os.environ,  # the test keyring
             "DUETIME_PLAINTEXT": "all",
+            "DUETIME_SCHEDULER_ID": "claimer-1",
             "DUETIME_PG_DSN": dsn,
             "DUETIME_CLAIM_LOOKAHEAD": str(BASE.total_seconds()),
             "DUETIME_CLAIM_HORIZON": "60",
@@ -84,3 +86,28 @@ async def test_without_the_flow_claimed_the_same_count_grows_the_look_ahead(
     fresh = claimer(pool, db_dsn, rate=5)
     await fresh.claim_once()
     assert fresh.lookahead > BASE
+
+
+async def test_the_claimers_runs_refer_to_the_tokens_it_recorded(
+    pool: asyncpg.Pool[asyncpg.Record], db_dsn: str
+) -> None:
+    await spread_over_ten_seconds(pool, 2)
+    claimed, _ = await claimer(pool, db_dsn).claim_once()  # those due within the look-ahead
+    assert claimed > 0
+    rows = await pool.fetch(
+        "SELECT r.claim_token_id, r.claimed_by AS own_by, c.claimed_by, c.claim_revision "
+        "FROM runs r JOIN run_claims c USING (run_id, nominal_time)"
+    )
+    assert len(rows) == claimed
+    assert all(r["claim_token_id"] is not None and r["own_by"] is None for r in rows)
+    assert {(r["claimed_by"], r["claim_revision"]) for r in rows} == {("claimer-1", 10)}
+
+
+async def test_a_token_a_newer_owner_holds_is_not_recorded(
+    pool: asyncpg.Pool[asyncpg.Record], db_dsn: str
+) -> None:
+    await pool.execute("UPDATE partition_tokens SET revision = 99 WHERE partition = 5")
+    await claimer(pool, db_dsn).claim_once()
+    recorded = await pool.fetch("SELECT partition, holder FROM claim_tokens")
+    assert {r["partition"] for r in recorded} == set(range(1024)) - {5}
+    assert {r["holder"] for r in recorded} == {"claimer-1"}
