@@ -312,6 +312,35 @@ async def test_a_run_an_older_build_made_keeps_its_traceparent_after_migration_2
         assert traceparent_of_run(facts) == traceparent
 
 
+async def test_runs_claimed_before_migration_30_keep_their_proof_and_new_ones_refer_to_it() -> None:
+    # A version-29 build claimed a run (its proof in its row) and the api made one (none);
+    # after 30 both read as before, and an older build's claim still stores its proof itself.
+    async with _with_a_job(up_to=29) as conn:
+        at = datetime(2026, 12, 7, 12, tzinfo=UTC)
+        insert = (
+            "INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time, "
+            "origin, state, attempt_limit, job_version{}) VALUES ($1, "
+            "'00000000-0000-0000-0000-00000000000a', 't1', 7, $2, $2, $3, 'QUEUED', 3, 1{})"
+        )
+        claimed = ", claimed_by, claim_epoch, claim_revision", ", 's-29', 2, 41"
+        await conn.execute(insert.format(*claimed), uuid.uuid4(), at, "SCHEDULE")
+        await conn.execute(insert.format("", ""), uuid.uuid4(), at, "TRIGGER:r1")
+
+        await apply_migrations(conn)
+
+        later = at + timedelta(minutes=1)
+        await conn.execute(insert.format(*claimed), uuid.uuid4(), later, "SCHEDULE")
+        proofs = await conn.fetch(
+            "SELECT r.nominal_time, r.origin, c.claimed_by, c.claim_epoch, c.claim_revision "
+            "FROM runs r JOIN run_claims c USING (run_id, nominal_time) ORDER BY 1, 2"
+        )
+        assert [tuple(p) for p in proofs] == [
+            (at, "SCHEDULE", "s-29", 2, 41),
+            (at, "TRIGGER:r1", "", 0, 0),
+            (later, "SCHEDULE", "s-29", 2, 41),
+        ]
+
+
 async def test_a_migration_waiting_for_a_lock_does_not_hold_up_the_live_system() -> None:
     # Migration 3 alters runs. A long reader holds runs; the migration's queued lock request
     # must not hold every other query on runs behind it: it gives way after its lock timeout,
