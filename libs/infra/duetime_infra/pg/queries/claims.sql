@@ -60,7 +60,7 @@ SELECT u.run_id, u.job_id, u.team_id, u.partition, u.nominal_time, u.effective_t
        u.token_id, CASE WHEN u.token_id IS NULL THEN $15 END,
        CASE WHEN u.token_id IS NULL THEN u.claim_epoch END,
        CASE WHEN u.token_id IS NULL THEN u.claim_revision END, u.quota_limit
-FROM (SELECT u.*, CASE WHEN u.nominal_time <= duetime_now() + interval '1 hour'
+FROM (SELECT u.*, CASE WHEN u.nominal_time <= (SELECT duetime_now()) + interval '1 hour'
                        THEN u.recorded_id END AS token_id
       FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::integer[], $5::timestamptz[],
                   $6::timestamptz[], $7::text[], $8::text[], $9::integer[], $10::timestamptz[],
