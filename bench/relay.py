@@ -53,7 +53,7 @@ async def run_case(template: str, rows: int, batch: int, relays: int) -> float:
                         team_id="bench",
                         effective_time=now,
                         priority=Priority.NORMAL,
-                        traceparent=new_run_trace().traceparent,
+                        traceparent=new_run_trace(uuid.uuid4()).traceparent,
                         now=now,
                     ),
                     topic=topic,

@@ -39,8 +39,11 @@ SELECT t.run_id, j.job_id, j.team_id, j.partition, s.nominal, s.nominal,
                     ELSE '' END,
        CASE s.state WHEN 'DEAD_LETTERED' THEN 'HTTP 503 three times' ELSE '' END,
        n.attempt, 3, n.first_start,
-       -- Its traceparent's 25 bytes (schema 28: tracecontext.stored_trace).
-       CASE WHEN t.trace_id <> '' THEN decode(t.trace_id || t.span || '01', 'hex') END, 1,
+       -- Its trace context (tracecontext.stored_trace): the flags alone, its ids its own
+       -- (schema 31); one run in 50 made before, its traceparent's 25 bytes (schema 28).
+       CASE WHEN t.trace_id = '' THEN NULL
+            WHEN s.i % 50 = 25 THEN decode(t.trace_id || t.span || '01', 'hex')
+            ELSE decode('01', 'hex') END, 1,
        -- The claim's proof: a trigger's none, one run in 50 as claimed before schema 30.
        CASE WHEN s.i % 50 NOT IN (0, 25) THEN (SELECT token_id FROM tok) END,
        CASE s.i % 50 WHEN 0 THEN '' WHEN 25 THEN 'scheduler-0' END,

@@ -147,7 +147,7 @@ class WorkerClient:
         of its retry policy, a trace, and (when QUEUED) its dispatch outbox row."""
         job_id = uuid.UUID(str(job_id))
         run_id = uuid.uuid4()
-        trace = new_run_trace()
+        trace = new_run_trace(run_id)
         effective = effective_time or nominal_time
         row = await self.db.fetchrow(
             """INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time,
@@ -163,7 +163,7 @@ class WorkerClient:
             nominal_time,
             effective,
             state,
-            *stored_trace(trace.traceparent),
+            *stored_trace(trace.traceparent, run_id),
         )
         assert row is not None
         if state == "QUEUED":

@@ -146,7 +146,8 @@ async def test_one_trace_follows_a_run_through_the_four_services(
     calls = {c.headers["Idempotency-Key"]: c for c in target.calls_to("/traced")}
     assert len(calls) == 2
 
-    # The scheduled run's trace starts with the claim, and the run stores its context.
+    # The scheduled run's trace starts with the claim, with the run's own ids: the run stores
+    # the span's flags alone.
     spans = receiver.trace(scheduled.trace_id)
     (claim,) = named(spans, SCHEDULER, "claim run")
     assert claim.parent_span_id == ""
@@ -160,7 +161,11 @@ async def test_one_trace_follows_a_run_through_the_four_services(
     finally:
         await conn.close()
     assert row is not None
-    assert claim.is_context_of(read_trace(row["trace_context"], row["traceparent"]))
+    assert len(row["trace_context"]) == 1  # sampled, and its id random (W3C level 2)
+    assert row["trace_context"][0] == 0x03
+    assert claim.is_context_of(
+        read_trace(row["trace_context"], row["traceparent"], uuid.UUID(scheduled.run_id))
+    )
     check_run_trace(receiver, spans, claim, calls[scheduled.idempotency_key])
 
     # The triggered run's starts in the API, linked to the TriggerJob call that made it.

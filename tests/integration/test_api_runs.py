@@ -13,6 +13,7 @@ from google.protobuf import duration_pb2, timestamp_pb2
 from duetime.events.v1 import events_pb2
 from duetime.jobs.v1 import job_pb2, run_pb2
 from duetime.jobs.v1 import job_service_pb2 as svc
+from duetime_infra.tracecontext import run_trace_ids
 from testkit.api import ApiClient, failure
 from tests.integration.test_api_jobs import cron_job
 
@@ -186,8 +187,8 @@ async def test_preview_shows_dst_and_jitter(api: ApiClient) -> None:
 
 async def test_a_runs_trace_id_is_read_from_its_trace_context(api: ApiClient) -> None:
     """The trace id column repeated what the traceparent holds: a run is made without it (a
-    later schema drops the column), and readers take the id from its trace context, kept as
-    the traceparent's 25 bytes (schema 28) with no text beside them."""
+    later schema drops the column), and readers take the id from its trace context: the run's
+    own ids (schema 31), so its row keeps the flags alone, with no text beside them."""
     job = (await api.stub.CreateJob(svc.CreateJobRequest(job=cron_job()), metadata=api.auth())).job
     request = svc.TriggerJobRequest(name=job.name, request_id="trace-1")
     run = (await api.stub.TriggerJob(request, metadata=api.auth())).run
@@ -197,8 +198,7 @@ async def test_a_runs_trace_id_is_read_from_its_trace_context(api: ApiClient) ->
         uuid.UUID(run.run_id),
     )
     assert (stored["trace_id"], stored["traceparent"]) == ("", "")
-    assert len(stored["trace_context"]) == 25
+    assert stored["trace_context"] == b"\x01"
     got = (await api.stub.GetRun(svc.GetRunRequest(name=run.name), metadata=api.auth())).run
     assert len(got.trace_id) == 32
-    assert got.trace_id == run.trace_id
-    assert stored["trace_context"][:16].hex() == got.trace_id
+    assert got.trace_id == run.trace_id == run_trace_ids(uuid.UUID(run.run_id))[:16].hex()

@@ -28,6 +28,7 @@ from duetime_infra.archive.layout import SCHEMA_VERSION, Manifest, manifest_key,
 from duetime_infra.archive.settings import ArchiveSettings
 from duetime_infra.pg.fencing import FencingToken
 from duetime_infra.pg.pool import Conn, create_pool
+from duetime_infra.tracecontext import read_trace, trace_id_of
 from duetime_scheduler.maintenance import ArchivePasses, PartitionMaintenance, record_pass
 from testkit.api import ApiClient, failure, running_api
 from testkit.history import HOT_RUNS, RUNS_A_WEEK, seed_history, seed_runs
@@ -133,6 +134,7 @@ async def test_a_week_past_hot_retention_is_archived_verified_and_dropped(
             conn, week, f'"{partition(week)}"', f'"attempts_{week:%Y%m%d}"'
         )
         claims = await week_claims(conn, week)
+        traces = await week_traces(conn, week)
         result = await archive_pass(conn, settings)
         assert week_of(result, week) == Outcome.ARCHIVED
         assert not result.failures
@@ -167,6 +169,26 @@ async def test_a_week_past_hot_retention_is_archived_verified_and_dropped(
     )
     assert archived == claims
     assert set(archived) == {("scheduler-1", 1, 42), ("scheduler-0", 1, 41), ("", 0, 0)}
+    # Each run's trace id as the api reads it, from the run's own ids (schema 31) or from the
+    # 25 bytes a run made before keeps; '' for a missed run.
+    assert dict(zip(table["run_id"].to_pylist(), table["trace_id"].to_pylist(), strict=True)) == (
+        traces
+    )
+    assert {len(t) for t in traces.values()} == {0, 32}
+
+
+async def week_traces(conn: Conn, week: datetime) -> dict[str, str]:
+    rows = await conn.fetch(
+        "SELECT run_id, trace_context, traceparent FROM runs "
+        "WHERE nominal_time >= $1 AND nominal_time < $2",
+        week,
+        week + timedelta(days=7),
+    )
+    assert {len(r["trace_context"] or b"") for r in rows} == {0, 1, 25}
+    return {
+        str(r["run_id"]): trace_id_of(read_trace(r["trace_context"], r["traceparent"], r["run_id"]))
+        for r in rows
+    }
 
 
 async def week_claims(conn: Conn, week: datetime) -> Counter[tuple[str, int, int]]:

@@ -15,6 +15,7 @@ from duetime_core.lookahead import herd_lookahead
 from duetime_infra.pg.dispatch.claims import ClaimAbandoned, claim_batch, due_by_second
 from duetime_infra.pg.fencing import FencingLost, FencingToken, fence, record_tokens
 from duetime_infra.pg.sql import q
+from duetime_infra.tracecontext import new_run_trace
 from testkit.jobs import create_jobs, cron_job, interval_job, shift_clock
 
 ALL = {p: FencingToken(p, 0, 10) for p in range(1024)}
@@ -59,16 +60,22 @@ async def test_due_jobs_become_runs_with_outbox_rows_and_advance(
     assert {r["job_id"] for r in runs} == {j.job_id for j in jobs}
     assert {r["run_id"].version for r in runs} == {7}  # time-ordered: the keys' pages fill
     assert {r["state"] for r in runs} == {"QUEUED"}
-    # A run's trace begins at its claim; its id is read from its trace context alone, kept as
-    # the traceparent's 25 bytes (schema 28).
+    # A run's trace begins at its claim, with the run's own ids: its row keeps the flags
+    # alone (schema 31), and its dispatch carries the whole traceparent.
     assert {(r["trace_id"], r["traceparent"]) for r in runs} == {("", "")}
-    assert {len(r["trace_context"]) for r in runs} == {25}
+    assert {r["trace_context"] for r in runs} == {b"\x01"}
+    traceparents = {r["run_id"]: new_run_trace(r["run_id"]).traceparent for r in runs}
     by_job = {j.job_id: j for j in jobs}
     assert all(r["nominal_time"] == by_job[r["job_id"]].next_run_time for r in runs)
     outbox = await pool.fetch("SELECT payload, headers FROM outbox")
     assert len(outbox) == 50
     dispatched = {events_pb2.RunDispatch.FromString(o["payload"]).job_id for o in outbox}
     assert dispatched == {str(j.job_id) for j in jobs}
+    sent = {
+        uuid.UUID(events_pb2.RunDispatch.FromString(o["payload"]).run_id): o["headers"]
+        for o in outbox
+    }
+    assert {run_id: h["traceparent"] for run_id, h in sent.items()} == traceparents
     advanced = await pool.fetch("SELECT job_id, next_run_time FROM jobs")
     for a in advanced:
         first = by_job[a["job_id"]].next_run_time

@@ -290,8 +290,8 @@ async def test_a_run_an_older_build_made_keeps_its_traceparent_after_migration_2
     # 28 keeps a new run's trace context as 25 bytes; a run a version-27 build made has only
     # its text, which the start's lock query still hands the worker.
     async with _with_a_job(up_to=27) as conn:
-        traceparent = new_run_trace().traceparent
         run_id = uuid.uuid4()
+        traceparent = new_run_trace(run_id).traceparent
         await conn.execute(
             "INSERT INTO job_versions (job_id, version, spec) "
             "VALUES ('00000000-0000-0000-0000-00000000000a', 1, '{}')"

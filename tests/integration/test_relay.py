@@ -74,13 +74,14 @@ async def synthetic_rows(pool: Pool, topic: str, count: int) -> list[OutboxRow]:
     now: datetime = await pool.fetchval("SELECT duetime_now()")
     rows = []
     for _ in range(count):
+        run_id = uuid.uuid4()
         row = dispatch_row(
-            run_id=uuid.uuid4(),
+            run_id=run_id,
             key=RunKey.scheduled(uuid.uuid4(), now),
             team_id=TEAM,
             effective_time=now,
             priority=Priority.NORMAL,
-            traceparent=new_run_trace().traceparent,
+            traceparent=new_run_trace(run_id).traceparent,
             now=now,
         )
         rows.append(dataclasses.replace(row, topic=topic))
@@ -269,7 +270,7 @@ async def test_the_reconciler_reenqueues_a_run_whose_message_was_lost_once_per_w
     assert message.target_kind == original.target_kind == TARGET_KIND_HTTP
     assert original.starts_at_its_time
     assert message.starts_at_its_time
-    assert traceparent == read_trace(run["trace_context"], run["traceparent"])
+    assert traceparent == read_trace(run["trace_context"], run["traceparent"], run["run_id"])
     assert (await queued_run(pool))["update_time"] > run["update_time"]
 
     # Not again on the next pass, with the new row pending or even once it is lost too.

@@ -103,7 +103,7 @@ async def test_a_start_before_the_effective_time_is_too_early_on_the_server_cloc
     assert as_datetime(spec.effective_time) == now + 40 * S
     assert spec.target.http.headers["Authorization"] == "Bearer s3cret"  # in clear
     assert spec.attempt_timeout.ToTimedelta() == timedelta(minutes=5)
-    assert spec.traceparent == read_trace(row["trace_context"], row["traceparent"]) != ""
+    assert spec.traceparent == read_trace(row["trace_context"], row["traceparent"], run_id) != ""
     assert (row["state"], row["attempt"], row["start_delivery_id"]) == ("RUNNING", 1, "d-1")
     assert row["first_start_time"] >= row["effective_time"]
     (attempt,) = await w.attempts(run_id)
@@ -417,7 +417,7 @@ async def test_always_failing_is_dead_lettered_once_then_redriven_with_rising_nu
     (dead,) = await outbox(w, "duetime.deadletter")
     assert dead["message_key"] == job.job_id.encode()
     assert json.loads(str(dead["headers"]))["traceparent"] == read_trace(
-        row["trace_context"], row["traceparent"]
+        row["trace_context"], row["traceparent"], run_id
     )
     event = events_pb2.DeadLetterEvent.FromString(bytes(dead["payload"]))
     assert (event.run_id, event.job_id, event.team, event.job_name) == (

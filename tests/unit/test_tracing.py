@@ -10,6 +10,7 @@ import asyncio
 import os
 import re
 import sys
+import uuid
 from collections.abc import Mapping
 
 import pytest
@@ -21,8 +22,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace import INVALID_SPAN
 
+from duetime_core.runkey import new_run_id
 from duetime_infra.telemetry.tracing import (
     ALL_INSTRUMENTATIONS,
+    RunIdGenerator,
     TracingSettings,
     build_provider,
     tracing_settings,
@@ -31,6 +34,7 @@ from duetime_infra.tracecontext import (
     TRACER,
     new_run_trace,
     read_trace,
+    run_trace_ids,
     start_run_span,
     stored_trace,
     trace_id_of,
@@ -99,7 +103,12 @@ def test_no_usable_exporter_builds_no_provider() -> None:
 
 
 def _local_tracer(**kwargs: object) -> tuple[trace.Tracer, InMemorySpanExporter]:
+    """A tracer of a provider as ``build_provider`` makes it (``id_generator=None``: the SDK's
+    default instead of Duetime's), exporting to memory."""
     exporter = InMemorySpanExporter()
+    kwargs.setdefault("id_generator", RunIdGenerator())
+    if kwargs["id_generator"] is None:
+        del kwargs["id_generator"]
     provider = TracerProvider(**kwargs)  # type: ignore[arg-type]
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     return provider.get_tracer("test"), exporter
@@ -107,7 +116,8 @@ def _local_tracer(**kwargs: object) -> tuple[trace.Tracer, InMemorySpanExporter]
 
 def test_a_run_trace_is_the_context_of_the_span_that_starts_it() -> None:
     tracer, exporter = _local_tracer()
-    run, span = start_run_span("claim run", tracer=tracer)
+    run_id = new_run_id()
+    run, span = start_run_span("claim run", run_id, tracer=tracer)
     assert exporter.get_finished_spans() == ()  # exported only once the caller ends it
     span.end()
     (exported,) = exporter.get_finished_spans()
@@ -119,12 +129,36 @@ def test_a_run_trace_is_the_context_of_the_span_that_starts_it() -> None:
     assert match is not None
     assert match.group(1, 2) == (run.trace_id, f"{context.span_id:016x}")
     assert int(match[3], 16) & 1  # sampled
+    # Its ids are the run's own, so the run's row keeps its flags alone.
+    assert match[1] + match[2] == run_trace_ids(run_id).hex()
+    assert stored_trace(run.traceparent, run_id) == (bytes([int(match[3], 16)]), "")
+    assert read_trace(*stored_trace(run.traceparent, run_id), run_id) == run.traceparent
+    # A span the next one starts is its child, with an id of its own.
+    with trace.use_span(span):
+        child = tracer.start_span("publish run")
+    assert child.get_span_context().trace_id == context.trace_id
+    assert child.get_span_context().span_id != context.span_id
+
+
+def test_a_provider_that_makes_its_own_ids_still_gives_a_run_its_trace() -> None:
+    """A provider without Duetime's id generator: the run keeps the span's 25 bytes."""
+    tracer, exporter = _local_tracer(id_generator=None)
+    run_id = new_run_id()
+    run, span = start_run_span("claim run", run_id, tracer=tracer)
+    span.end()
+    (exported,) = exporter.get_finished_spans()
+    assert exported.context is not None
+    assert run.trace_id == f"{exported.context.trace_id:032x}" != run_trace_ids(run_id)[:16].hex()
+    stored, text = stored_trace(run.traceparent, run_id)
+    assert stored is not None
+    assert (len(stored), text) == (25, "")
+    assert read_trace(stored, text, run_id) == run.traceparent
 
 
 def test_a_run_trace_is_new_and_linked_to_the_request_that_made_it() -> None:
     tracer, exporter = _local_tracer()
     with tracer.start_as_current_span("TriggerJob") as request:
-        run, span = start_run_span("trigger run", tracer=tracer)
+        run, span = start_run_span("trigger run", new_run_id(), tracer=tracer)
         span.end()
     made = next(s for s in exporter.get_finished_spans() if s.name == "trigger run")
     assert made.parent is None
@@ -134,7 +168,8 @@ def test_a_run_trace_is_new_and_linked_to_the_request_that_made_it() -> None:
 
 def test_a_sampled_out_run_still_has_a_valid_traceparent() -> None:
     tracer, exporter = _local_tracer(sampler=ALWAYS_OFF)
-    run, span = start_run_span("claim run", tracer=tracer)
+    run_id = new_run_id()
+    run, span = start_run_span("claim run", run_id, tracer=tracer)
     span.end()
     assert exporter.get_finished_spans() == ()
     match = TRACEPARENT.match(run.traceparent)
@@ -142,26 +177,40 @@ def test_a_sampled_out_run_still_has_a_valid_traceparent() -> None:
     assert match[1] == run.trace_id != "0" * 32
     assert match[2] != "0" * 16
     assert not int(match[3], 16) & 1  # not sampled
+    assert stored_trace(run.traceparent, run_id) == (bytes([int(match[3], 16)]), "")
+    assert read_trace(*stored_trace(run.traceparent, run_id), run_id) == run.traceparent
 
 
-def test_with_tracing_off_a_run_gets_random_ids() -> None:
-    first, span = start_run_span("claim run", tracer=trace.NoOpTracer())
-    second, _ = start_run_span("claim run", tracer=trace.NoOpTracer())
-    assert not span.is_recording()
-    for run in (first, second):
+def test_with_tracing_off_a_run_gets_its_own_ids() -> None:
+    ids = [new_run_id(), new_run_id()]
+    runs = [start_run_span("claim run", i, tracer=trace.NoOpTracer()) for i in ids]
+    for run_id, (run, span) in zip(ids, runs, strict=True):
+        assert not span.is_recording()
+        assert run == new_run_trace(run_id)
         match = TRACEPARENT.match(run.traceparent)
         assert match is not None
         assert match[1] == run.trace_id != "0" * 32
-    assert first.trace_id != second.trace_id
+        assert match[1] + match[2] == run_trace_ids(run_id).hex()
+        assert stored_trace(run.traceparent, run_id) == (b"\x01", "")
+    assert runs[0][0].trace_id != runs[1][0].trace_id
+
+
+def test_a_runs_own_ids_are_uniform_though_its_id_leads_with_its_time() -> None:
+    """Ratio samplers read a trace id's low 64 bits: a UUIDv7's are not uniform."""
+    low = [int.from_bytes(run_trace_ids(new_run_id())[8:16]) for _ in range(2000)]
+    below_half = sum(v < 1 << 63 for v in low)
+    assert 850 < below_half < 1150
+    assert run_trace_ids(uuid.UUID(int=1)) != run_trace_ids(uuid.UUID(int=2))
 
 
 SCRIPT = """
 from opentelemetry import trace
 from duetime_infra.telemetry.tracing import setup_tracing
+from duetime_core.runkey import new_run_id
 from duetime_infra.tracecontext import TRACER, start_run_span, tracing_active
 before = tracing_active()  # asked before the provider is installed, as a module may
 provider = setup_tracing("duetime-test")
-run, span = start_run_span("claim run")
+run, span = start_run_span("claim run", new_run_id())
 span.end()
 # Current spans (the worker's consume and target call): nested when tracing is on.
 with TRACER.start_as_current_span("consume run") as outer:
@@ -230,21 +279,23 @@ def test_with_tracing_off_a_current_span_is_not_made() -> None:
 
 
 def test_trace_id_of_a_traceparent() -> None:
-    run = new_run_trace()
+    run = new_run_trace(new_run_id())
     assert trace_id_of(run.traceparent) == run.trace_id
     assert trace_id_of("") == ""
     assert trace_id_of("00-abc-def-01") == ""
 
 
 def test_a_run_stores_its_traceparent_as_25_bytes_and_reads_it_back() -> None:
-    run = new_run_trace()
-    stored, text = stored_trace(run.traceparent)
+    """A traceparent not of the run's own ids (another run's; a redrive's new span)."""
+    run_id = new_run_id()
+    run = new_run_trace(new_run_id())
+    stored, text = stored_trace(run.traceparent, run_id)
     assert stored is not None
     assert (len(stored), text) == (25, "")
     assert stored[:16].hex() == run.trace_id
-    assert read_trace(stored, text) == run.traceparent
+    assert read_trace(stored, text, run_id) == run.traceparent
     sampled_out = f"00-{run.trace_id}-{'ab' * 8}-00"
-    assert read_trace(*stored_trace(sampled_out)) == sampled_out
+    assert read_trace(*stored_trace(sampled_out, run_id), run_id) == sampled_out
     # What is not a version-00 traceparent is kept as it is, as a run of an older build was.
     for other in (
         "",
@@ -253,5 +304,5 @@ def test_a_run_stores_its_traceparent_as_25_bytes_and_reads_it_back() -> None:
         f"00-{' 1' * 16}-{'ab' * 8}-01",
         f"00-{'AB' * 16}-{'ab' * 8}-01",
     ):
-        assert stored_trace(other) == (None, other)
-        assert read_trace(None, other) == other
+        assert stored_trace(other, run_id) == (None, other)
+        assert read_trace(None, other, run_id) == other

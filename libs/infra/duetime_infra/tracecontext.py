@@ -1,9 +1,10 @@
 """W3C trace context for a run: the trace starts where the run is made and travels with it.
 
 A run's trace starts with a span where the run comes to exist (the scheduler's claim, the API's
-trigger). The run stores that span's context (``stored_trace``: as 25 bytes since schema 28),
-which holds its trace id; the outbox row and the Kafka message carry it on, and every later
-span of the run (publish, consume, the target call, the outcome report) continues that trace.
+trigger). The run stores that span's context (``stored_trace``), which holds its trace id; the
+outbox row and the Kafka message carry it on, and every later span of the run (publish,
+consume, the target call, the outcome report) continues that trace. That first span's ids are
+the run's own (``run_trace_ids``, a hash of its id), so a run stores only the span's flags.
 
 When tracing is off (no exporter, see ``duetime_infra.telemetry.tracing``) the OpenTelemetry API
 is the no-op one: spans cost a function call and have no ids, so a run gets random ids of its
@@ -13,9 +14,12 @@ with the sampled flag clear: valid, recorded nowhere.
 
 from __future__ import annotations
 
+import hashlib
 import secrets
+import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from opentelemetry import context as otel_context
@@ -108,17 +112,31 @@ class RunTrace:
     traceparent: str
 
 
-def new_run_trace() -> RunTrace:
-    """Random ids, no span: for a run made where no trace is wanted (tests, benches)."""
-    trace_id = secrets.token_hex(16)
-    span_id = secrets.token_hex(8)
-    return RunTrace(trace_id, f"00-{trace_id}-{span_id}-01")
+def run_trace_ids(run_id: uuid.UUID) -> bytes:
+    """The trace id (16 bytes) and span id (8) a run's trace begins with: the first 24 bytes of
+    the SHA-256 of its id, uniformly random as W3C and trace-id ratio samplers expect (a UUIDv7
+    leads with its time). ``duetime_run_trace_id`` (schema 31) is its trace id in SQL."""
+    return hashlib.sha256(run_id.bytes).digest()[:24]
+
+
+def _traceparent(ids: bytes, flags: int) -> str:
+    h = ids.hex()
+    return f"00-{h[:32]}-{h[32:]}-{flags:02x}"
+
+
+def new_run_trace(run_id: uuid.UUID) -> RunTrace:
+    """The run's own ids, no span: for a run made where no trace is wanted or tracing is off."""
+    return _own_trace(run_trace_ids(run_id))
+
+
+def _own_trace(ids: bytes) -> RunTrace:
+    return RunTrace(ids[:16].hex(), _traceparent(ids, 1))
 
 
 def continue_trace(trace_id: str) -> RunTrace:
     """A new span in the run's existing trace (a redrive, a retry); a new trace if it has none."""
     if len(trace_id) != 32:
-        return new_run_trace()
+        trace_id = secrets.token_hex(16)
     return RunTrace(trace_id, f"00-{trace_id}-{secrets.token_hex(8)}-01")
 
 
@@ -131,10 +149,11 @@ def trace_id_of(traceparent: str) -> str:
     return parts[1]
 
 
-def stored_trace(traceparent: str) -> tuple[bytes | None, str]:
-    """A run's traceparent as its row stores it (schema 28): ``(trace_context, traceparent)``.
-    A version-00 W3C traceparent is 25 bytes (trace id, parent id, flags) and '' beside them;
-    anything else (none: '') is kept as it is, with no bytes."""
+def stored_trace(traceparent: str, run_id: uuid.UUID) -> tuple[bytes | None, str]:
+    """A run's traceparent as its row stores it: ``(trace_context, traceparent)``. A version-00
+    W3C traceparent is its flags alone (1 byte, schema 31) when it names the run's own ids
+    (``run_trace_ids``), else its 25 bytes (trace id, parent id, flags; schema 28), with ''
+    beside them; anything else (none: '') is kept as it is, with no bytes."""
     parts = traceparent.split("-")
     if len(parts) == 4 and parts[0] == "00" and list(map(len, parts[1:])) == [32, 16, 2]:
         try:
@@ -142,15 +161,19 @@ def stored_trace(traceparent: str) -> tuple[bytes | None, str]:
         except ValueError:
             stored = b""
         if stored.hex() == "".join(parts[1:]):  # lower-case hex only: fromhex skips spaces
+            if stored[:24] == run_trace_ids(run_id):
+                return stored[24:], ""
             return stored, ""
     return None, traceparent
 
 
-def read_trace(trace_context: bytes | None, traceparent: str) -> str:
+def read_trace(trace_context: bytes | None, traceparent: str, run_id: uuid.UUID) -> str:
     """A run's traceparent from the two columns ``stored_trace`` wrote (a run made by an older
     build has its text and no bytes)."""
     if trace_context is None:
         return traceparent
+    if len(trace_context) == 1:
+        return _traceparent(run_trace_ids(run_id), trace_context[0])
     h = trace_context.hex()
     return f"00-{h[:32]}-{h[32:48]}-{h[48:]}"
 
@@ -159,23 +182,34 @@ def traceparent_of(context: SpanContext) -> str:
     return f"00-{context.trace_id:032x}-{context.span_id:016x}-{context.trace_flags:02x}"
 
 
+# The ids the next span started in this context takes (``RunIdGenerator``, installed with
+# the tracer provider): a run's first span is given the run's own.
+PRESET_IDS: ContextVar[bytes | None] = ContextVar("duetime_preset_ids", default=None)
+
+
 def start_run_span(
-    name: str, *, start_time: int | None = None, tracer: Tracer = TRACER
+    name: str, run_id: uuid.UUID, *, start_time: int | None = None, tracer: Tracer = TRACER
 ) -> tuple[RunTrace, Span]:
-    """Starts the span that begins a run's trace, linked to the current span if there is one
-    (the request that made the run); the caller ends it once the run exists (a span never
-    ended is never exported, which suits a run that was not inserted after all)."""
+    """Starts the span that begins a run's trace, with the run's own ids (``run_trace_ids``),
+    linked to the current span if there is one (the request that made the run); the caller
+    ends it once the run exists (a span never ended is never exported, which suits a run that
+    was not inserted after all)."""
     current = trace.get_current_span().get_span_context()
-    span = tracer.start_span(
-        name,
-        context=_NEW_TRACE,
-        kind=SpanKind.INTERNAL,
-        start_time=start_time,
-        links=[trace.Link(current)] if current.is_valid else (),
-    )
+    ids = run_trace_ids(run_id)
+    token = PRESET_IDS.set(ids)
+    try:
+        span = tracer.start_span(
+            name,
+            context=_NEW_TRACE,
+            kind=SpanKind.INTERNAL,
+            start_time=start_time,
+            links=[trace.Link(current)] if current.is_valid else (),
+        )
+    finally:
+        PRESET_IDS.reset(token)
     context = span.get_span_context()
     if not context.is_valid:
-        return new_run_trace(), span
+        return _own_trace(ids), span
     return RunTrace(f"{context.trace_id:032x}", traceparent_of(context)), span
 
 

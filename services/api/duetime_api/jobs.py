@@ -506,13 +506,14 @@ class JobOperations:
 
     async def trigger(self, team_id: str, job_id: uuid.UUID, request_id: str) -> RunRecord:
         check_request_id(request_id, required=True)
-        # The triggered run's trace starts here, linked to this call's span.
-        trace, span = start_run_span("trigger run")
+        # The triggered run's trace starts here, linked to this call's span, with its ids.
+        run_id = new_run_id()
+        trace, span = start_run_span("trigger run", run_id)
 
         def build(record: JobRecord, now: datetime, weight: int) -> tuple[NewRun, OutboxRow]:
             key = RunKey.triggered(record.job_id, now, request_id)
             run = NewRun(
-                run_id=new_run_id(),
+                run_id=run_id,
                 key=key,
                 team_id=record.team_id,
                 partition=record.partition,

@@ -27,12 +27,15 @@ def _table(name: str) -> str:
     return f'"{name}"'
 
 
-# Columns read from others: a run's trace id from its trace context, which holds it: its
-# first 16 bytes (schema 28, tracecontext.stored_trace), or its traceparent's text
+# Columns read from others: a run's trace id from its trace context, which holds it: the
+# run's own (duetime_run_trace_id, schema 31) where it holds the flags alone, else its first
+# 16 bytes (schema 28, tracecontext.stored_trace), or its traceparent's text
 # (tracecontext.trace_id_of); its claim proof from its token (schema 30, claim_tokens) or, as
 # claimed before, its own columns ('' and 0 for a run no scheduler claimed).
 _DERIVED = {
-    "trace_id": "CASE WHEN r.trace_context IS NOT NULL "
+    "trace_id": "CASE WHEN octet_length(r.trace_context) = 1 "
+    "THEN duetime_run_trace_id(r.run_id) "
+    "WHEN r.trace_context IS NOT NULL "
     "THEN encode(substring(r.trace_context FROM 1 FOR 16), 'hex') "
     "WHEN r.traceparent ~ '^[0-9a-f]{2}-[0-9a-f]{32}-' "
     "THEN substring(r.traceparent FROM 4 FOR 32) ELSE '' END AS trace_id",

@@ -33,6 +33,9 @@ from opentelemetry import trace
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
+
+from duetime_infra.tracecontext import PRESET_IDS
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +126,19 @@ def _load_exporter(name: str) -> SpanExporter | None:
     return factory()
 
 
+class RunIdGenerator(RandomIdGenerator):
+    """Random ids, except for a span started with ``tracecontext.PRESET_IDS`` set: a run's
+    first span, which takes the run's own ids so that its row need not store them."""
+
+    def generate_trace_id(self) -> int:
+        preset = PRESET_IDS.get()
+        return int.from_bytes(preset[:16]) if preset else super().generate_trace_id()
+
+    def generate_span_id(self) -> int:
+        preset = PRESET_IDS.get()
+        return int.from_bytes(preset[16:]) if preset else super().generate_span_id()
+
+
 def build_provider(settings: TracingSettings) -> TracerProvider | None:
     """A provider exporting through every configured exporter, or None when none is usable.
 
@@ -133,7 +149,9 @@ def build_provider(settings: TracingSettings) -> TracerProvider | None:
     # The other OTEL_RESOURCE_ATTRIBUTES come from the SDK's own detector.
     resource = Resource.create({SERVICE_NAME: settings.service_name})
     # shutdown_on_exit: the provider flushes and stops its processors at interpreter exit.
-    provider = TracerProvider(resource=resource, shutdown_on_exit=True)
+    provider = TracerProvider(
+        resource=resource, shutdown_on_exit=True, id_generator=RunIdGenerator()
+    )
     for exporter in exporters:
         provider.add_span_processor(BatchSpanProcessor(exporter))
     return provider

@@ -236,7 +236,7 @@ def _new_run(
     job_id = row.job_id
     traceparent = ""
     if planned.state is RunState.QUEUED:
-        trace, span = start_run_span("claim run", start_time=batch.started)
+        trace, span = start_run_span("claim run", run_id, start_time=batch.started)
         traceparent = trace.traceparent
         if span.is_recording():
             span.set_attributes({RUN_ID: str(run_id), JOB_ID: str(job_id)})
@@ -275,7 +275,7 @@ async def due_by_second(
 async def _insert_runs(
     conn: Conn, runs: list[NewRun], claimed_by: str, token_ids: Mapping[int, int]
 ) -> set[uuid.UUID]:
-    traces = [stored_trace(r.traceparent) for r in runs]
+    traces = [stored_trace(r.traceparent, r.run_id) for r in runs]
     inserted = await conn.fetch(
         q("claim_insert_runs"),
         [r.run_id for r in runs],

@@ -55,7 +55,7 @@ def key_of(row: StoredRun) -> RunKey:
 
 def traceparent_of_run(row: StoredRun) -> str:
     """The run's W3C traceparent, from the columns its row keeps it in (schema 28)."""
-    return read_trace(row.trace_context, row.traceparent)
+    return read_trace(row.trace_context, row.traceparent, row.run_id)
 
 
 def redispatch_row(row: Redispatchable, now: datetime, *, team_weight: int = 1) -> OutboxRow:

@@ -79,7 +79,7 @@ async def insert_backfill(
         )
         for i, nominal in enumerate(plan.runs)
     ]
-    traces = [new_run_trace() for _ in runs]
+    traces = [new_run_trace(run.run_id) for run in runs]
     rows = [_made_row(run, trace) for run, trace in zip(runs, traces, strict=True)]
     skipped = [
         _Row(new_run_id(), t, t, RunState.SKIPPED, RunReason.CALENDAR, by)
@@ -138,7 +138,7 @@ def _made_row(run: _Run, trace: RunTrace) -> _Row:
 
 def _columns(rows: list[_Row]) -> list[list[object]]:
     """``backfill_insert``'s arrays ($8 to $16), a column each."""
-    traces = [stored_trace(r.traceparent) for r in rows]
+    traces = [stored_trace(r.traceparent, r.run_id) for r in rows]
     return [
         [r.run_id for r in rows],
         [r.nominal_time for r in rows],

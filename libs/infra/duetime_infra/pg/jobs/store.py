@@ -316,7 +316,7 @@ class JobStore:
         return teams[team_id]
 
     async def _insert_run(self, conn: Conn, run: NewRun) -> asyncpg.Record | None:
-        trace_context, traceparent = stored_trace(run.traceparent)
+        trace_context, traceparent = stored_trace(run.traceparent, run.run_id)
         return await conn.fetchrow(
             q("run_insert"),
             run.run_id,
