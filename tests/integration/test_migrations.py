@@ -26,7 +26,7 @@ from duetime_infra.pg.migrate import (
 )
 from duetime_infra.pg.sql import q
 from duetime_infra.pg.typed_row import typed_row
-from duetime_infra.tracecontext import new_run_trace
+from duetime_infra.tracecontext import new_run_trace, read_trace, stored_trace, trace_id_of
 from testkit.databases import create_database, drop_database
 from testkit.polling import eventually
 
@@ -312,16 +312,21 @@ async def test_a_run_an_older_build_made_keeps_its_traceparent_after_migration_2
         assert traceparent_of_run(facts) == traceparent
 
 
+# A QUEUED run of _with_a_job's job: $1 its id, $2 its time, $3 its origin, then the columns
+# and values formatted in.
+_QUEUED_RUN = (
+    "INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time, "
+    "origin, state, attempt_limit, job_version{}) VALUES ($1, "
+    "'00000000-0000-0000-0000-00000000000a', 't1', 7, $2, $2, $3, 'QUEUED', 3, 1{})"
+)
+
+
 async def test_runs_claimed_before_migration_30_keep_their_proof_and_new_ones_refer_to_it() -> None:
     # A version-29 build claimed a run (its proof in its row) and the api made one (none);
     # after 30 both read as before, and an older build's claim still stores its proof itself.
     async with _with_a_job(up_to=29) as conn:
         at = datetime(2026, 12, 7, 12, tzinfo=UTC)
-        insert = (
-            "INSERT INTO runs (run_id, job_id, team_id, partition, nominal_time, effective_time, "
-            "origin, state, attempt_limit, job_version{}) VALUES ($1, "
-            "'00000000-0000-0000-0000-00000000000a', 't1', 7, $2, $2, $3, 'QUEUED', 3, 1{})"
-        )
+        insert = _QUEUED_RUN
         claimed = ", claimed_by, claim_epoch, claim_revision", ", 's-29', 2, 41"
         await conn.execute(insert.format(*claimed), uuid.uuid4(), at, "SCHEDULE")
         await conn.execute(insert.format("", ""), uuid.uuid4(), at, "TRIGGER:r1")
@@ -339,6 +344,37 @@ async def test_runs_claimed_before_migration_30_keep_their_proof_and_new_ones_re
             (at, "TRIGGER:r1", "", 0, 0),
             (later, "SCHEDULE", "s-29", 2, 41),
         ]
+
+
+async def test_every_form_of_a_runs_trace_reads_the_same_trace_id_in_sql_after_31() -> None:
+    # Runs older builds made (the traceparent's text before 28, its 25 bytes from 28), one
+    # with none, and one this build makes (the flags alone): duetime_run_trace_id (the
+    # archive's export) reads each trace id as read_trace does.
+    async with _with_a_job(up_to=30) as conn:
+        at = datetime(2026, 12, 7, 12, tzinfo=UTC)
+        insert = _QUEUED_RUN.format(", trace_context, traceparent", ", $4, $5")
+        other = new_run_trace(uuid.uuid4()).traceparent  # ids not the run's own
+        forms = [(None, other), stored_trace(other, uuid.uuid4()), (None, "")]
+        for i, (stored, text) in enumerate(forms):
+            minute = at + timedelta(minutes=i)
+            await conn.execute(insert, uuid.uuid4(), minute, "SCHEDULE", stored, text)
+
+        await apply_migrations(conn)
+
+        own = uuid.uuid4()
+        made = stored_trace(new_run_trace(own).traceparent, own)
+        await conn.execute(insert, own, at + timedelta(minutes=3), "SCHEDULE", *made)
+        rows = await conn.fetch(
+            "SELECT run_id, trace_context, traceparent, "
+            "duetime_run_trace_id(run_id, trace_context, traceparent) AS in_sql "
+            "FROM runs ORDER BY nominal_time"
+        )
+        assert [len(r["trace_context"] or r["traceparent"]) for r in rows] == [55, 25, 0, 1]
+        in_python = [
+            trace_id_of(read_trace(r["trace_context"], r["traceparent"], r["run_id"])) for r in rows
+        ]
+        assert [r["in_sql"] for r in rows] == in_python
+        assert in_python == [trace_id_of(other)] * 2 + ["", new_run_trace(own).trace_id]
 
 
 async def test_a_migration_waiting_for_a_lock_does_not_hold_up_the_live_system() -> None:

@@ -31,6 +31,7 @@ from duetime_infra.telemetry.tracing import (
     tracing_settings,
 )
 from duetime_infra.tracecontext import (
+    PRESET_IDS,
     TRACER,
     new_run_trace,
     read_trace,
@@ -140,6 +141,21 @@ def test_a_run_trace_is_the_context_of_the_span_that_starts_it() -> None:
     assert child.get_span_context().span_id != context.span_id
 
 
+def test_the_preset_ids_are_one_spans() -> None:
+    """A span started while the run's is being made (by a processor, say) gets ids of its own."""
+    generator = RunIdGenerator()
+    ids = run_trace_ids(new_run_id())
+    token = PRESET_IDS.set(ids)
+    try:
+        assert generator.generate_trace_id() == int.from_bytes(ids[:16])
+        assert generator.generate_span_id() == int.from_bytes(ids[16:])
+        assert generator.generate_trace_id() != int.from_bytes(ids[:16])
+        assert generator.generate_span_id() != int.from_bytes(ids[16:])
+    finally:
+        PRESET_IDS.reset(token)
+    assert PRESET_IDS.get() is None
+
+
 def test_a_provider_that_makes_its_own_ids_still_gives_a_run_its_trace() -> None:
     """A provider without Duetime's id generator: the run keeps the span's 25 bytes."""
     tracer, exporter = _local_tracer(id_generator=None)
@@ -207,10 +223,11 @@ SCRIPT = """
 from opentelemetry import trace
 from duetime_infra.telemetry.tracing import setup_tracing
 from duetime_core.runkey import new_run_id
-from duetime_infra.tracecontext import TRACER, start_run_span, tracing_active
+from duetime_infra.tracecontext import TRACER, run_trace_ids, start_run_span, tracing_active
 before = tracing_active()  # asked before the provider is installed, as a module may
 provider = setup_tracing("duetime-test")
-run, span = start_run_span("claim run", new_run_id())
+run_id = new_run_id()
+run, span = start_run_span("claim run", run_id)
 span.end()
 # Current spans (the worker's consume and target call): nested when tracing is on.
 with TRACER.start_as_current_span("consume run") as outer:
@@ -221,7 +238,8 @@ with TRACER.start_as_current_span("consume run") as outer:
             and inner.parent is not None
             and inner.parent.span_id == outer.get_span_context().span_id
         )
-print(provider is not None, tracing_active(), run.trace_id, before, nested)
+own = run.trace_id == run_trace_ids(run_id)[:16].hex()
+print(provider is not None, tracing_active(), run.trace_id, before, nested, own)
 """
 
 
@@ -245,8 +263,9 @@ async def test_setup_without_an_exporter_exports_nothing_and_still_traces_runs()
     async with otlp_receiver() as receiver:
         for env in ({}, {**receiver.env(), "OTEL_TRACES_EXPORTER": "none"}):
             out, err = await _run_setup(env)
-            installed, active, trace_id, before, nested = out.split()
+            installed, active, trace_id, before, nested, own = out.split()
             assert (installed, active, before, nested) == ("False", "False", "False", "False")
+            assert own == "True"
             assert re.fullmatch("[0-9a-f]{32}", trace_id)
             assert err == ""
         # The process has exited, and a configured exporter flushes before that (next test).
@@ -258,8 +277,9 @@ async def test_setup_with_otlp_exports_at_exit_under_the_service_name() -> None:
     async with otlp_receiver() as receiver:
         # A ten-minute batch delay: only the flush at exit can have sent the span.
         out, _ = await _run_setup(receiver.env(schedule_delay_ms=600_000))
-        installed, active, trace_id, before, nested = out.split()
+        installed, active, trace_id, before, nested, own = out.split()
         assert (installed, active, before, nested) == ("True", "True", "False", "True")
+        assert own == "True"  # the installed provider gives a run's first span the run's ids
         (span,) = receiver.trace(trace_id)
         assert (span.service, span.name, span.parent_span_id) == ("duetime-test", "claim run", "")
 
@@ -286,7 +306,8 @@ def test_trace_id_of_a_traceparent() -> None:
 
 
 def test_a_run_stores_its_traceparent_as_25_bytes_and_reads_it_back() -> None:
-    """A traceparent not of the run's own ids (another run's; a redrive's new span)."""
+    """A traceparent not of the run's own ids (a run made before schema 31, or under a
+    provider without Duetime's id generator)."""
     run_id = new_run_id()
     run = new_run_trace(new_run_id())
     stored, text = stored_trace(run.traceparent, run_id)

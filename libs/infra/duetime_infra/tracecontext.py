@@ -7,9 +7,9 @@ consume, the target call, the outcome report) continues that trace. That first s
 the run's own (``run_trace_ids``, a hash of its id), so a run stores only the span's flags.
 
 When tracing is off (no exporter, see ``duetime_infra.telemetry.tracing``) the OpenTelemetry API
-is the no-op one: spans cost a function call and have no ids, so a run gets random ids of its
-own and still carries a valid traceparent. A run the sampler leaves out gets a real span context
-with the sampled flag clear: valid, recorded nowhere.
+is the no-op one: spans cost a function call and have no ids, so a run takes its own ids
+without a span and still carries a valid traceparent. A run the sampler leaves out gets a real
+span context with the sampled flag clear: valid, recorded nowhere.
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ class RunTrace:
 def run_trace_ids(run_id: uuid.UUID) -> bytes:
     """The trace id (16 bytes) and span id (8) a run's trace begins with: the first 24 bytes of
     the SHA-256 of its id, uniformly random as W3C and trace-id ratio samplers expect (a UUIDv7
-    leads with its time). ``duetime_run_trace_id`` (schema 31) is its trace id in SQL."""
+    leads with its time). ``duetime_run_trace_id`` (schema 31) reads a run's trace id in SQL."""
     return hashlib.sha256(run_id.bytes).digest()[:24]
 
 
@@ -183,7 +183,7 @@ def traceparent_of(context: SpanContext) -> str:
 
 
 # The ids the next span started in this context takes (``RunIdGenerator``, installed with
-# the tracer provider): a run's first span is given the run's own.
+# the tracer provider, clears them once it has): a run's first span is given the run's own.
 PRESET_IDS: ContextVar[bytes | None] = ContextVar("duetime_preset_ids", default=None)
 
 

@@ -541,7 +541,7 @@ class JobOperations:
         idem = Idempotency("TriggerJob", request_id, fingerprint(str(job_id)))
         run = await self.store.trigger_run(team_id, job_id, idem, build)
         # A repeated request answers with the run made before: that run's trace began then.
-        if run.trace_id == trace.trace_id:
+        if run.run_id == run_id:
             span.set_attribute(RUN_ID, str(run.run_id))
             span.end()
         return run

@@ -27,18 +27,12 @@ def _table(name: str) -> str:
     return f'"{name}"'
 
 
-# Columns read from others: a run's trace id from its trace context, which holds it: the
-# run's own (duetime_run_trace_id, schema 31) where it holds the flags alone, else its first
-# 16 bytes (schema 28, tracecontext.stored_trace), or its traceparent's text
-# (tracecontext.trace_id_of); its claim proof from its token (schema 30, claim_tokens) or, as
-# claimed before, its own columns ('' and 0 for a run no scheduler claimed).
+# Columns read from others: a run's trace id from its trace context, in whichever form its row
+# keeps it (duetime_run_trace_id, schema 31); its claim proof from its token (schema 30,
+# claim_tokens) or, as claimed before, its own columns ('' and 0 for a run no scheduler
+# claimed).
 _DERIVED = {
-    "trace_id": "CASE WHEN octet_length(r.trace_context) = 1 "
-    "THEN duetime_run_trace_id(r.run_id) "
-    "WHEN r.trace_context IS NOT NULL "
-    "THEN encode(substring(r.trace_context FROM 1 FOR 16), 'hex') "
-    "WHEN r.traceparent ~ '^[0-9a-f]{2}-[0-9a-f]{32}-' "
-    "THEN substring(r.traceparent FROM 4 FOR 32) ELSE '' END AS trace_id",
+    "trace_id": "duetime_run_trace_id(r.run_id, r.trace_context, r.traceparent) AS trace_id",
     "claimed_by": "coalesce(r.claimed_by, t.holder, '') AS claimed_by",
     "claim_epoch": "coalesce(r.claim_epoch, t.epoch, 0) AS claim_epoch",
     "claim_revision": "coalesce(r.claim_revision, t.revision, 0) AS claim_revision",

@@ -136,7 +136,10 @@ class RunIdGenerator(RandomIdGenerator):
 
     def generate_span_id(self) -> int:
         preset = PRESET_IDS.get()
-        return int.from_bytes(preset[16:]) if preset else super().generate_span_id()
+        if not preset:
+            return super().generate_span_id()
+        PRESET_IDS.set(None)  # one span's: start_run_span restores the context's own after
+        return int.from_bytes(preset[16:])
 
 
 def build_provider(settings: TracingSettings) -> TracerProvider | None:

@@ -54,7 +54,7 @@ def key_of(row: StoredRun) -> RunKey:
 
 
 def traceparent_of_run(row: StoredRun) -> str:
-    """The run's W3C traceparent, from the columns its row keeps it in (schema 28)."""
+    """The run's W3C traceparent, from the columns its row keeps it in (schema 28, 31)."""
     return read_trace(row.trace_context, row.traceparent, row.run_id)
 
 
