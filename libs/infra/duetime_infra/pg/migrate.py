@@ -49,11 +49,11 @@ _COMPATIBLE_FROM = re.compile(r"^-- compatible-from: (\d+)$", re.MULTILINE)
 # open-attempt rule (28), the week's partitions made packed (29: the archive's adoption of a
 # week calls it), the claim tokens' history a claim refers to (30) and a run's own trace id
 # (31: the archive's export reads it), so the database must be migrated before this build is
-# deployed. 6 (the reaper's indexes by time), 7 (no second index
-# on run_id), 8 (retries by time), 9 (finished runs counted on eight rows a team) and 11 (a
-# team's runs by time) only make them faster; 13 (the archive's tables) is needed only with an
-# archive configured; 19 (a job's waiting runs by their own index) only makes them faster, and
-# 21 (fewer, narrower indexes on runs) smaller.
+# deployed. 6 (the reaper's indexes by time), 7 (no second index on run_id), 8 (retries by
+# time), 9 (finished runs counted on eight rows a team) and 11 (a team's runs by time) only
+# make them faster; 13 (the archive's tables) is needed only with an archive configured; 19 (a
+# job's waiting runs by their own index) only makes them faster, and 21 (fewer, narrower
+# indexes on runs) smaller.
 BUILD_SCHEMA_VERSION = 31
 MIN_SUPPORTED_VERSION = 31
 
