@@ -8,7 +8,11 @@ each runs and attempts column (``pg_stats.avg_width``). A full partition freshly
 dead rows, so a lower bound of steady state. ``bench/archive`` prints the same totals for its
 week; bench/steady the bytes a run after its window's VACUUM.
 
-    uv run --frozen python -m bench.run_bytes [--runs 200000] [--jobs 200]
+    uv run --frozen python -m bench.run_bytes [--runs 200000] [--jobs 200] [--key-designs]
+
+``--key-designs`` also prints what each of a few index designs for the run key would take: an
+empty copy of the week's partition with that one index, filled in the order claims make runs
+(by run id, a UUIDv7 led by its making), as the live partition is.
 
 With 1,000 runs a job (the default, as bench/archive's week), each job's index entries fill
 their pages as a long history does; with few runs a job they look denser than they will be.
@@ -58,6 +62,17 @@ _WIDTHS = """
 SELECT attname, avg_width, null_frac FROM pg_stats
 WHERE schemaname = current_schema() AND tablename = $1 ORDER BY attname
 """
+
+
+# Index designs for the run key (and, for comparison, the other indexes that keep every run).
+_KEY_DESIGNS = {
+    "run key (job, time, origin), as today": "(job_id, nominal_time, origin)",
+    "scheduled runs' key (job, time)": "(job_id, nominal_time) WHERE origin = 'SCHEDULE'",
+    "the other runs' key (job, time, origin)": "(job_id, nominal_time, origin) "
+    "WHERE origin <> 'SCHEDULE'",
+    "primary key (run id, time), as today": "(run_id, nominal_time)",
+    "team's index (team, time), as today": "(team_id, nominal_time)",
+}
 
 
 @dataclass(frozen=True)
@@ -118,6 +133,23 @@ async def column_widths(conn: asyncpg.Connection, week: datetime) -> None:
             print(f"  {r['attname']:22} {r['avg_width']:4d}  {r['null_frac']:5.3f}")
 
 
+async def key_designs(conn: asyncpg.Connection, week: datetime) -> dict[str, float]:
+    """Prints and returns the bytes a run each of ``_KEY_DESIGNS`` takes, filled as claims
+    fill it."""
+    runs_table, _ = week_tables(week)
+    count = await conn.fetchval(f'SELECT count(*) FROM "{runs_table}"')
+    print("index designs, filled in the order runs are made (bytes a run):")
+    sizes = {}
+    for label, design in _KEY_DESIGNS.items():
+        await conn.execute(f'CREATE TEMP TABLE design (LIKE "{runs_table}")')
+        await conn.execute(f"CREATE INDEX design_idx ON design {design}")
+        await conn.execute(f'INSERT INTO design SELECT * FROM "{runs_table}" ORDER BY run_id')
+        sizes[label] = await conn.fetchval("SELECT pg_relation_size('design_idx')") / count
+        print(f"  {label:48} {sizes[label]:6.1f}")
+        await conn.execute("DROP TABLE design")
+    return sizes
+
+
 async def seed(dsn: str, jobs: int, runs: int) -> datetime:
     """Seeds ``runs`` finished runs of ``jobs`` jobs in the week three weeks ago; its start."""
     conn = await asyncpg.connect(dsn)
@@ -142,6 +174,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=200_000)
     parser.add_argument("--jobs", type=int, default=200)
+    parser.add_argument("--key-designs", action="store_true", help="and other run key designs")
     args = parser.parse_args()
     template = await migrated_template()
     name = f"duetime_bench_{uuid.uuid4().hex[:8]}"
@@ -152,6 +185,8 @@ async def main() -> None:
         try:
             await postgres_bytes(conn, week, detail=True)
             await column_widths(conn, week)
+            if args.key_designs:
+                await key_designs(conn, week)
         finally:
             await conn.close()
     finally:

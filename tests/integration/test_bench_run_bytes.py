@@ -47,3 +47,28 @@ async def test_a_run_is_in_three_runs_indexes(db_dsn: str) -> None:
     finally:
         await conn.close()
     assert every == {"runs_pkey", "runs_run_key", "runs_team_time_idx"}
+
+
+async def test_key_designs_are_filled_as_the_live_indexes_are(db_dsn: str) -> None:
+    """The designs as today take what the live partition's indexes take; a key of the scheduled
+    runs without their origin, beside one of the others, takes less than today's run key."""
+    week = await run_bytes.seed(db_dsn, jobs=4, runs=RUNS)
+    conn = await asyncpg.connect(db_dsn)
+    try:
+        sizes = await run_bytes.key_designs(conn, week)
+        live = {
+            p.name: p.bytes / RUNS
+            for p in await run_bytes.relations(conn, run_bytes.week_tables(week)[0])
+        }
+    finally:
+        await conn.close()
+    assert sizes["primary key (run id, time), as today"] == pytest.approx(
+        live["runs_pkey"], rel=0.15
+    )
+    assert sizes["run key (job, time, origin), as today"] == pytest.approx(
+        live["runs_run_key"], rel=0.15
+    )
+    split = (
+        sizes["scheduled runs' key (job, time)"] + sizes["the other runs' key (job, time, origin)"]
+    )
+    assert split < sizes["run key (job, time, origin), as today"]
