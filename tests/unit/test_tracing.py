@@ -19,7 +19,8 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, Sampler
 from opentelemetry.trace import INVALID_SPAN
 
 from duetime_core.runkey import new_run_id
@@ -103,14 +104,15 @@ def test_no_usable_exporter_builds_no_provider() -> None:
     assert build_provider(TracingSettings(("no_such_exporter",), (), "svc")) is None
 
 
-def _local_tracer(**kwargs: object) -> tuple[trace.Tracer, InMemorySpanExporter]:
-    """A tracer of a provider as ``build_provider`` makes it (``id_generator=None``: the SDK's
-    default instead of Duetime's), exporting to memory."""
+def _local_tracer(
+    sampler: Sampler | None = None, *, run_ids: bool = True
+) -> tuple[trace.Tracer, InMemorySpanExporter]:
+    """A tracer of a provider as ``build_provider`` makes it (with ``run_ids`` false, the
+    SDK's own id generator instead of Duetime's), exporting to memory."""
     exporter = InMemorySpanExporter()
-    kwargs.setdefault("id_generator", RunIdGenerator())
-    if kwargs["id_generator"] is None:
-        del kwargs["id_generator"]
-    provider = TracerProvider(**kwargs)  # type: ignore[arg-type]
+    provider = TracerProvider(
+        sampler=sampler, id_generator=RunIdGenerator() if run_ids else RandomIdGenerator()
+    )
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     return provider.get_tracer("test"), exporter
 
@@ -158,7 +160,7 @@ def test_the_preset_ids_are_one_spans() -> None:
 
 def test_a_provider_that_makes_its_own_ids_still_gives_a_run_its_trace() -> None:
     """A provider without Duetime's id generator: the run keeps the span's 25 bytes."""
-    tracer, exporter = _local_tracer(id_generator=None)
+    tracer, exporter = _local_tracer(run_ids=False)
     run_id = new_run_id()
     run, span = start_run_span("claim run", run_id, tracer=tracer)
     span.end()
